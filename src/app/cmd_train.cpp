@@ -1,0 +1,254 @@
+// retrograd train: options -> model, data, trainer; the progress, the summary and --json.
+#include <cstdio>
+#include <memory>
+
+#include "app/args.h"
+#include "app/commands.h"
+#include "app/data_source.h"
+#include "app/json_report.h"
+#include "cpu/cpuid.h"
+#include "report/process_stats.h"
+#include "report/progress.h"
+#include "train/trainer.h"
+
+namespace rg {
+
+namespace {
+
+// Options that a resumed run takes from its checkpoint and so may not be given again.
+const char* kFromCheckpoint[] = {"model", "batch", "optimizer", "lr", "momentum", "nesterov", "weight-decay",
+                                 "beta1", "beta2", "schedule", "step-epochs", "gamma", "lr-min", "val-split", "seed"};
+
+void declare(Args& args) {
+  args.option("model", "NAME|FILE", "a preset (mlp) or a model cfg file", "mlp");
+  args.option("data", "DIR|synthetic", "a folder of IDX files (MNIST layout), or generated data",
+              "/usr/share/datasets/fashion-mnist");
+  args.option("epochs", "N", "epochs to train (in all, when resuming)", "5");
+  args.option("batch", "N", "mini-batch size", "64");
+  args.option("optimizer", "sgd|adam", "the update rule", "sgd");
+  args.option("lr", "RATE", "learning rate", "0.01 for sgd, 0.001 for adam");
+  args.option("momentum", "M", "sgd momentum", "0.9");
+  args.flag("nesterov", "sgd with Nesterov momentum");
+  args.option("weight-decay", "W", "L2 weight decay", "0");
+  args.option("beta1", "B", "adam beta1", "0.9");
+  args.option("beta2", "B", "adam beta2", "0.999");
+  args.option("schedule", "constant|step|cosine", "learning-rate schedule", "constant");
+  args.option("step-epochs", "N", "step schedule: decay every N epochs", "10");
+  args.option("gamma", "G", "step schedule: decay factor", "0.1");
+  args.option("lr-min", "RATE", "cosine schedule: final rate", "0");
+  args.option("val-split", "F", "hold out this fraction of the training data for validation", "0");
+  args.option("limit", "N", "train on the first N samples only (quick runs)", "all");
+  args.option("stop-after", "N", "stop after epoch N (the schedule still spans --epochs); continue with --resume");
+  args.option("checkpoint", "FILE", "write a checkpoint after each epoch (atomically)");
+  args.option("resume", "FILE", "continue a run from its checkpoint");
+  args.option("json", "FILE", "write every figure of the run as JSON");
+  add_common_options(args);
+}
+
+Status options_from_args(const Args& args, TrainOptions* options) {
+  RG_ASSIGN(options->epochs, args.integer("epochs", 1, 1000000));
+  RG_ASSIGN(options->batch, args.integer("batch", 1, 1 << 20));
+  RG_ASSIGN(options->seed, seed_option(args));
+  auto kind = optimizer_from_name(args.text("optimizer"));
+  if (!kind.ok()) return kind.status().with_context("--optimizer: ");
+  options->optimizer.kind = kind.value();
+  const bool adam = kind.value() == OptimizerKind::adam;
+  options->schedule.lr = adam ? 0.001 : 0.01;
+  if (args.given("lr")) {
+    RG_ASSIGN(options->schedule.lr, args.number("lr", 0.0, 1e3));
+  }
+  RG_ASSIGN(options->optimizer.momentum, args.number("momentum", 0.0, 0.9999));
+  options->optimizer.nesterov = args.given("nesterov");
+  if (options->optimizer.nesterov && (adam || options->optimizer.momentum == 0)) {
+    return Status::error("--nesterov needs --optimizer sgd with a momentum above 0");
+  }
+  RG_ASSIGN(options->optimizer.weight_decay, args.number("weight-decay", 0.0, 1.0));
+  RG_ASSIGN(options->optimizer.beta1, args.number("beta1", 0.0, 0.9999999));
+  RG_ASSIGN(options->optimizer.beta2, args.number("beta2", 0.0, 0.9999999));
+  auto schedule = schedule_from_name(args.text("schedule"));
+  if (!schedule.ok()) return schedule.status().with_context("--schedule: ");
+  options->schedule.kind = schedule.value();
+  RG_ASSIGN(options->schedule.step_epochs, args.integer("step-epochs", 1, 1000000));
+  RG_ASSIGN(options->schedule.gamma, args.number("gamma", 0.0, 1.0));
+  RG_ASSIGN(options->schedule.lr_min, args.number("lr-min", 0.0, 1e3));
+  RG_ASSIGN(options->validation_split, args.number("val-split", 0.0, 0.9));
+  return Status();
+}
+
+nlohmann::json epoch_json(const EpochRecord& r) {
+  nlohmann::json j = {{"epoch", r.epoch},     {"loss", r.loss},       {"accuracy", r.accuracy},
+                      {"seconds", r.seconds}, {"samples_per_s", r.samples_per_s}, {"lr", r.lr}};
+  if (r.has_validation) {
+    j["val_loss"] = r.val_loss;
+    j["val_accuracy"] = r.val_accuracy;
+  }
+  return j;
+}
+
+}  // namespace
+
+int run_train(int argc, char** argv) {
+  Args args("train", "[options]",
+            "Trains a model and reports test accuracy, speed (samples/s) and memory (peak RSS, peak tensor bytes).\n"
+            "Default: the mlp preset on Fashion-MNIST from the Debian package dataset-fashion-mnist.");
+  declare(args);
+  if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
+  if (args.help_requested()) {
+    std::fputs(args.help().c_str(), stdout);
+    return 0;
+  }
+
+  // Settings, from the options or from the checkpoint being resumed.
+  TrainOptions options;
+  Checkpoint resumed;
+  CfgDocument cfg;
+  const bool resuming = args.given("resume");
+  const std::string resume_path = args.text("resume");
+  if (resuming) {
+    for (const char* name : kFromCheckpoint) {
+      if (args.given(name)) return fail("--" + std::string(name) + " comes from the checkpoint when resuming; drop it");
+    }
+    auto read = read_checkpoint(resume_path);
+    if (!read.ok()) return fail(read.status().message());
+    resumed = read.take();
+    if (Status s = options_from_checkpoint(resumed, resume_path, &options); !s.ok()) return fail(s.message());
+    if (args.given("epochs")) {
+      auto epochs = args.integer("epochs", 1, 1000000);
+      if (!epochs.ok()) return fail(epochs.status().message());
+      options.epochs = epochs.value();
+    }
+    auto parsed = parse_cfg(resumed.cfg_text, resumed.cfg_name);
+    if (!parsed.ok()) return fail(parsed.status().with_context(resume_path + ": the stored model: ").message());
+    cfg = parsed.take();
+  } else {
+    if (Status s = options_from_args(args, &options); !s.ok()) return fail(s.message());
+    auto parsed = load_model_cfg(args.text("model"));
+    if (!parsed.ok()) return fail(parsed.status().message());
+    cfg = parsed.take();
+  }
+  if (args.given("data") || !resuming) options.data = args.given("data") ? args.text("data") : "";
+  options.checkpoint_path = args.given("checkpoint") ? args.text("checkpoint") : (resuming ? resume_path : "");
+  if (!options.checkpoint_path.empty()) {
+    if (Status s = check_writable_path(options.checkpoint_path, "checkpoint"); !s.ok()) return fail(s.message());
+  }
+  const std::string json_path = args.text("json");
+  if (args.given("json")) {
+    if (Status s = check_writable_path(json_path, "json"); !s.ok()) return fail(s.message());
+  }
+  auto threads = threads_option(args);
+  if (!threads.ok()) return fail(threads.status().message());
+  if (args.given("stop-after")) {
+    auto stop = args.integer("stop-after", 1, 1000000);
+    if (!stop.ok()) return fail(stop.status().message());
+    options.stop_after = stop.value();
+  }
+  int64_t limit = 0;
+  if (args.given("limit")) {
+    auto parsed = args.integer("limit", 1, INT32_MAX);
+    if (!parsed.ok()) return fail(parsed.status().message());
+    limit = parsed.value();
+  }
+
+  // Model, data, trainer.
+  auto built = Model::from_cfg(cfg);
+  if (!built.ok()) return fail(built.status().message());
+  std::unique_ptr<Model> model = built.take();
+  if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
+  auto data = load_data_source(options.data, options.seed);
+  if (!data.ok()) return fail(data.status().message());
+  DataSplit split = data.take();
+  Dataset train = split.train;
+  if (limit > 0 && limit < train.size()) train = train.slice(0, limit, train.name);
+  Dataset validation;
+  if (options.validation_split > 0) {
+    auto held = split_validation(train, options.validation_split, options.seed);
+    if (!held.ok()) return fail(held.status().with_context("--val-split: ").message());
+    train = held.value().train;
+    validation = held.value().test;
+  }
+
+  ThreadPool pool(threads.value());
+  options.log = stdout;
+  options.live_progress = is_terminal(stdout);
+  Trainer trainer(*model, pool, options);
+  if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());
+  if (resuming) {
+    if (Status s = trainer.resume_from(resumed, resume_path); !s.ok()) return fail(s.message());
+    if (trainer.epochs_done() >= options.epochs) {
+      return fail(resume_path + " has " + std::to_string(trainer.epochs_done()) +
+                  " epochs done already; pass --epochs with more to continue");
+    }
+  }
+
+  const CpuInfo cpu = detect_cpu();
+  std::printf("retrograd train: model %s, %lld parameters\n%s", cfg.file.c_str(),
+              static_cast<long long>(model->param_count()), model->summary().c_str());
+  std::printf("data:      %s: %lld training samples%s, %lld test samples, %d classes\n", train.name.c_str(),
+              static_cast<long long>(train.size()),
+              validation.size() > 0 ? (", " + std::to_string(validation.size()) + " for validation").c_str() : "",
+              static_cast<long long>(split.test.size()), train.num_classes);
+  std::printf("training:  batch %lld, %s, %s, %s schedule, seed %llu, %d threads on %s\n",
+              static_cast<long long>(options.batch), describe(options.optimizer).c_str(),
+              options.schedule.describe().c_str(), schedule_name(options.schedule.kind),
+              static_cast<unsigned long long>(options.seed), pool.threads(), cpu.brand.empty() ? "this CPU" : cpu.brand.c_str());
+  if (resuming) std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
+  std::fflush(stdout);
+
+  auto fitted = trainer.fit(train, validation.size() > 0 ? &validation : nullptr);
+  if (!fitted.ok()) return fail(fitted.status().message());
+  const EvalResult test = trainer.evaluate(split.test);
+  const double samples_per_s = trainer.train_seconds() > 0 ? static_cast<double>(trainer.samples_trained()) / trainer.train_seconds() : 0;
+  const int64_t peak_rss = peak_rss_bytes();
+  const int64_t peak_tensors = host_memory().peak_bytes();
+
+  const bool classifies = model->target() != TargetKind::input;
+  std::printf("\nsummary\n");
+  if (classifies) {
+    std::printf("  test accuracy   %.4f  (loss %.4f, %lld samples, %.2fs)\n", test.accuracy, test.loss,
+                static_cast<long long>(test.samples), test.seconds);
+  } else {
+    std::printf("  test loss       %.6f  (%lld samples, %.2fs)\n", test.loss, static_cast<long long>(test.samples), test.seconds);
+  }
+  std::printf("  training        %lld epochs in %.1fs, %.0f samples/s, %d threads\n",
+              static_cast<long long>(fitted.value().size()), trainer.train_seconds(), samples_per_s, pool.threads());
+  std::printf("  memory          peak RSS %s, peak tensors %s\n", format_bytes(peak_rss).c_str(),
+              format_bytes(peak_tensors).c_str());
+  if (!options.checkpoint_path.empty()) std::printf("  checkpoint      %s\n", options.checkpoint_path.c_str());
+
+  if (args.given("json")) {
+    nlohmann::json report = {
+        {"model", cfg.file.rfind("preset:", 0) == 0 ? cfg.file.substr(7) : cfg.file},
+        {"epochs", options.epochs},
+        {"epochs_run", fitted.value().size()},
+        {"batch", options.batch},
+        {"seed", options.seed},
+        {"threads", pool.threads()},
+        {"optimizer", optimizer_name(options.optimizer.kind)},
+        {"lr", options.schedule.lr},
+        {"schedule", schedule_name(options.schedule.kind)},
+        {"data", data_source_name(options.data)},
+        {"train_samples", train.size()},
+        {"test_samples", test.samples},
+        {"parameters", model->param_count()},
+        {"test_accuracy", test.accuracy},
+        {"test_loss", test.loss},
+        {"train_seconds", trainer.train_seconds()},
+        {"train_samples_per_s", samples_per_s},
+        {"peak_rss_bytes", peak_rss},
+        {"peak_tensor_bytes", peak_tensors},
+        {"cpu", cpu.brand},
+        {"history", nlohmann::json::array()},
+    };
+    for (const auto& record : fitted.value()) report["history"].push_back(epoch_json(record));
+    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());
+  }
+  return 0;
+}
+
+int fail(const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "retrograd: %s\n", message.c_str());
+  return 2;
+}
+
+}  // namespace rg

@@ -1,0 +1,16 @@
+// The subcommands of the retrograd program. Each returns the process exit code:
+// 0 success, 2 bad input or a failed run (the message went to stderr).
+#pragma once
+
+#include <string>
+
+namespace rg {
+
+int run_train(int argc, char** argv);
+int run_eval(int argc, char** argv);
+int run_probe(int argc, char** argv);
+
+// Prints "retrograd: <message>" to stderr and returns 2.
+int fail(const std::string& message);
+
+}  // namespace rg

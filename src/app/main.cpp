@@ -1,0 +1,35 @@
+// The retrograd command line: dispatches to a subcommand.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "app/commands.h"
+
+namespace {
+const char* kUsage =
+    "usage: retrograd <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  train    train a model (default: mlp on Fashion-MNIST) and report accuracy, speed and memory\n"
+    "  eval     score a checkpoint on test data\n"
+    "  probe    show the CPU, its caches and SIMD features, and memory\n"
+    "\n"
+    "retrograd <command> --help lists a command's options.\n";
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  if (command == "train") return rg::run_train(argc, argv);
+  if (command == "eval") return rg::run_eval(argc, argv);
+  if (command == "probe") return rg::run_probe(argc, argv);
+  if (command == "--version") {
+    std::printf("retrograd 0.1.0\n");
+    return 0;
+  }
+  std::fprintf(stderr, "retrograd: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  return 2;
+}

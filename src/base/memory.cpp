@@ -1,0 +1,103 @@
+// Counted, aligned host allocation.
+#include "base/memory.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+namespace rg {
+
+namespace {
+constexpr size_t kAlignment = 64;  // a cache line; enough for any SIMD load
+
+void* aligned_alloc_bytes(size_t bytes) {
+#if defined(_WIN32)
+  return _aligned_malloc(bytes, kAlignment);
+#else
+  void* ptr = nullptr;
+  if (posix_memalign(&ptr, kAlignment, bytes) != 0) return nullptr;
+  return ptr;
+#endif
+}
+
+void aligned_free(void* ptr) {
+#if defined(_WIN32)
+  _aligned_free(ptr);
+#else
+  std::free(ptr);
+#endif
+}
+}  // namespace
+
+Result<void*> MemoryAccount::allocate(size_t bytes, const std::string& what) {
+  const int64_t budget = budget_.load();
+  const int64_t after = current_.load() + static_cast<int64_t>(bytes);
+  if (budget > 0 && after > budget) {
+    return Status::error("out of " + name_ + " memory budget: " + what + " needs " + format_bytes(bytes) +
+                         ", " + format_bytes(current_.load()) + " of the " + format_bytes(budget) +
+                         " budget are in use");
+  }
+  void* ptr = aligned_alloc_bytes(bytes == 0 ? kAlignment : bytes);
+  if (ptr == nullptr) {
+    return Status::error("allocation of " + format_bytes(bytes) + " for " + what + " failed (" + name_ +
+                         " memory in use: " + format_bytes(current_.load()) + ")");
+  }
+  const int64_t now = current_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
+  int64_t peak = peak_.load();
+  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+  }
+  return ptr;
+}
+
+void MemoryAccount::release(void* ptr, size_t bytes) {
+  if (ptr == nullptr) return;
+  aligned_free(ptr);
+  current_.fetch_sub(static_cast<int64_t>(bytes));
+}
+
+MemoryAccount& host_memory() {
+  static MemoryAccount account("host");
+  return account;
+}
+
+std::string format_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (std::fabs(value) >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  if (unit == 0) {
+    std::snprintf(text, sizeof text, "%lld B", static_cast<long long>(bytes));
+  } else {
+    std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  }
+  return text;
+}
+
+Result<int64_t> parse_bytes(const std::string& text) {
+  char* end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !(number >= 0) || !std::isfinite(number)) {
+    return Status::error("'" + text + "' is not a size (expected a number with an optional unit K, M or G, e.g. 64M)");
+  }
+  std::string unit(end);
+  double scale = 1;
+  if (unit.empty() || unit == "B" || unit == "b") {
+    scale = 1;
+  } else if (unit == "K" || unit == "k" || unit == "KiB" || unit == "KB") {
+    scale = 1024.0;
+  } else if (unit == "M" || unit == "m" || unit == "MiB" || unit == "MB") {
+    scale = 1024.0 * 1024.0;
+  } else if (unit == "G" || unit == "g" || unit == "GiB" || unit == "GB") {
+    scale = 1024.0 * 1024.0 * 1024.0;
+  } else {
+    return Status::error("'" + text + "' has an unknown size unit '" + unit + "' (use K, M or G)");
+  }
+  return static_cast<int64_t>(number * scale);
+}
+
+}  // namespace rg

@@ -1,0 +1,171 @@
+// Little-endian encoding, bounds-checked decoding, CRC-32 and atomic file writes.
+#include "base/serial.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#if defined(_WIN32)
+#include <io.h>
+#include <windows.h>
+#else
+#include <fcntl.h>
+#include <unistd.h>
+#endif
+
+namespace rg {
+
+void ByteWriter::u32(uint32_t v) {
+  for (int i = 0; i < 4; ++i) bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+void ByteWriter::u64(uint64_t v) {
+  for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+void ByteWriter::f64(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  u64(bits);
+}
+
+void ByteWriter::str(const std::string& s) {
+  u32(static_cast<uint32_t>(s.size()));
+  raw(s.data(), s.size());
+}
+
+void ByteWriter::raw(const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  bytes_.insert(bytes_.end(), p, p + size);
+}
+
+Status ByteReader::error(const std::string& message) const {
+  return Status::error(source_ + ": at byte " + std::to_string(offset_) + ": " + message);
+}
+
+Status ByteReader::need(size_t size, const char* what) {
+  if (size > size_ - offset_) {
+    return error(std::string("the data ends while reading ") + what + " (" + std::to_string(size) + " bytes needed, " +
+                 std::to_string(size_ - offset_) + " left)");
+  }
+  return Status();
+}
+
+Result<uint8_t> ByteReader::u8(const char* what) {
+  RG_TRY(need(1, what));
+  return data_[offset_++];
+}
+
+Result<uint32_t> ByteReader::u32(const char* what) {
+  RG_TRY(need(4, what));
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(data_[offset_ + i]) << (8 * i);
+  offset_ += 4;
+  return v;
+}
+
+Result<uint64_t> ByteReader::u64(const char* what) {
+  RG_TRY(need(8, what));
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(data_[offset_ + i]) << (8 * i);
+  offset_ += 8;
+  return v;
+}
+
+Result<int64_t> ByteReader::i64(const char* what) {
+  RG_ASSIGN(const uint64_t v, u64(what));
+  return static_cast<int64_t>(v);
+}
+
+Result<double> ByteReader::f64(const char* what) {
+  RG_ASSIGN(const uint64_t bits, u64(what));
+  double v;
+  std::memcpy(&v, &bits, 8);
+  return v;
+}
+
+Result<std::string> ByteReader::str(const char* what, size_t max_length) {
+  RG_ASSIGN(const uint32_t length, u32(what));
+  if (length > max_length) {
+    return error(std::string(what) + " claims " + std::to_string(length) + " bytes, more than the " +
+                 std::to_string(max_length) + " allowed");
+  }
+  RG_TRY(need(length, what));
+  std::string s(reinterpret_cast<const char*>(data_ + offset_), length);
+  offset_ += length;
+  return s;
+}
+
+Status ByteReader::raw(void* out, size_t size, const char* what) {
+  RG_TRY(need(size, what));
+  std::memcpy(out, data_ + offset_, size);
+  offset_ += size;
+  return Status();
+}
+
+uint32_t crc32_of(const uint8_t* data, size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (size > 0) {  // zlib takes uInt lengths
+    const uInt chunk = size > (1u << 30) ? (1u << 30) : static_cast<uInt>(size);
+    crc = crc32(crc, data, chunk);
+    data += chunk;
+    size -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+Result<std::vector<uint8_t>> read_file_bytes(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return Status::error(path + ": cannot open: " + std::strerror(errno));
+  std::vector<uint8_t> bytes;
+  uint8_t buffer[1 << 16];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.insert(bytes.end(), buffer, buffer + got);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) return Status::error(path + ": read error");
+  return bytes;
+}
+
+Status write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
+  const std::string temp = path + ".tmp";
+  FILE* f = std::fopen(temp.c_str(), "wb");
+  if (f == nullptr) return Status::error(temp + ": cannot create: " + std::strerror(errno));
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = std::fflush(f) == 0 && ok;
+#if defined(_WIN32)
+  ok = _commit(_fileno(f)) == 0 && ok;
+#else
+  ok = fsync(fileno(f)) == 0 && ok;
+#endif
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) {
+    std::remove(temp.c_str());
+    return Status::error(temp + ": write failed (disk full?); " + path + " is unchanged");
+  }
+#if defined(_WIN32)
+  if (!MoveFileExA(temp.c_str(), path.c_str(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+    std::remove(temp.c_str());
+    return Status::error(path + ": cannot replace with " + temp);
+  }
+#else
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temp.c_str());
+    return Status::error(path + ": cannot rename " + temp + " over it: " + reason);
+  }
+  // Make the rename itself durable.
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const int fd = open(dir.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+#endif
+  return Status();
+}
+
+}  // namespace rg

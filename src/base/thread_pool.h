@@ -1,0 +1,45 @@
+// A small fork-join pool. parallel_for splits [0, n) into one contiguous chunk per
+// thread; the caller runs the first chunk. Kernels keep results independent of the
+// split by giving every output element one owner and a fixed order of summation.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace rg {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);  // threads >= 1; 1 runs everything on the caller
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls body(begin, end) over disjoint chunks covering [0, n); returns when all are done.
+  // Chunks are multiples of `grain` (except the last); work under 2 grains runs inline.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
+ private:
+  void worker_loop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(int64_t, int64_t)>* body_ = nullptr;
+  std::vector<std::pair<int64_t, int64_t>> chunks_;  // chunk i+1 goes to worker i
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stopping_ = false;
+};
+
+// Number of logical CPUs (at least 1).
+int hardware_threads();
+
+}  // namespace rg

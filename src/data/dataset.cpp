@@ -1,0 +1,194 @@
+// Dataset batches (u8 -> f32 on gather), views, the validation split and the MNIST folder
+// layout. IDX parsing lives in idx.cpp, generated data in synthetic.cpp.
+#include "data/dataset.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/rng.h"
+
+namespace rg {
+
+namespace {
+
+// Separates the split's shuffle from every other use of the run's seed.
+constexpr uint64_t kValidationSplitStream = 0x56414C4944ull;  // "VALID"
+
+// x / 255 for every byte, correctly rounded (so 255 gives exactly 1.0f, which
+// x * (1.0f / 255) does not promise).
+const float* u8_to_unit_table() {
+  static const auto table = [] {
+    struct Table {
+      float v[256];
+    } t{};
+    for (int i = 0; i < 256; ++i) t.v[i] = static_cast<float>(i) / 255.0f;
+    return t;
+  }();
+  return table.v;
+}
+
+// dst rows [0, count) = src rows index[0..count); both of the same dtype and row shape.
+void copy_rows(const Tensor& src, const int32_t* index, int64_t count, const Tensor& dst) {
+  RG_CHECK(src.dtype() == dst.dtype() && src.shape().sample() == dst.shape().sample() && dst.shape()[0] == count,
+           "copy_rows " << src.shape().str() << " into " << dst.shape().str());
+  const size_t row_bytes = static_cast<size_t>(src.shape().numel_from(1)) * dtype_size(src.dtype());
+  // Row i of a tensor starts at rows(i, i + 1); reaching the bytes needs the dtype.
+  auto bytes_of = [](const Tensor& t) -> char* {
+    switch (t.dtype()) {
+      case DType::u8: return reinterpret_cast<char*>(t.data<uint8_t>());
+      case DType::f32: return reinterpret_cast<char*>(t.data<float>());
+      case DType::i32: return reinterpret_cast<char*>(t.data<int32_t>());
+      default: RG_CHECK(false, "dataset tensors are u8, f32 or i32, not " << dtype_name(t.dtype()));
+    }
+    return nullptr;
+  };
+  const char* from = bytes_of(src);
+  char* to = bytes_of(dst);
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(to + static_cast<size_t>(i) * row_bytes, from + static_cast<size_t>(index[i]) * row_bytes, row_bytes);
+  }
+}
+
+// A new dataset holding copies of `source`'s rows index[0..count).
+Result<Dataset> gather_copy(const Dataset& source, const std::vector<int32_t>& index, const std::string& name) {
+  const auto count = static_cast<int64_t>(index.size());
+  Dataset out;
+  out.name = name;
+  out.sample_shape = source.sample_shape;
+  out.num_classes = source.num_classes;
+  RG_ASSIGN(out.samples, Tensor::zeros(source.samples.shape().sample().batched(count), source.samples.dtype(),
+                                       name + " samples"));
+  RG_ASSIGN(out.labels, Tensor::zeros(Shape{count}, DType::i32, name + " labels"));
+  copy_rows(source.samples, index.data(), count, out.samples);
+  copy_rows(source.labels, index.data(), count, out.labels);
+  return out;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool is_file(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+// "/usr/share/datasets/fashion-mnist/" -> "fashion-mnist".
+std::string last_component(std::string path) {
+  while (path.size() > 1 && (path.back() == '/' || path.back() == '\\')) path.pop_back();
+  const size_t slash = path.find_last_of("/\\");
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+const char* const kMnistFiles[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                                   "t10k-labels-idx1-ubyte"};
+
+std::string mnist_file_list() {
+  std::string list;
+  for (const char* f : kMnistFiles) list += std::string(list.empty() ? "" : ", ") + f + "[.gz]";
+  return list;
+}
+
+// dir/name if it exists, else dir/name.gz, else an error naming both.
+Result<std::string> find_mnist_file(const std::string& dir, const std::string& name) {
+  const std::string base = dir + (dir.empty() || dir.back() == '/' ? "" : "/") + name;
+  if (is_file(base)) return base;
+  if (is_file(base + ".gz")) return base + ".gz";
+  return Status::error(dir + ": neither " + name + " nor " + name + ".gz is there (an MNIST-layout folder holds " +
+                       mnist_file_list() + ")");
+}
+
+}  // namespace
+
+void Dataset::gather(const int32_t* index, int64_t count, float* out, int32_t* out_labels) const {
+  const int64_t row = samples.shape().numel_from(1);
+  const int64_t n = size();
+  const int32_t* label_data = labels.data<int32_t>();
+  if (samples.dtype() == DType::u8) {
+    const float* unit = u8_to_unit_table();
+    const uint8_t* src = samples.data<uint8_t>();
+    for (int64_t i = 0; i < count; ++i) {
+      RG_CHECK(index[i] >= 0 && index[i] < n, "index " << index[i] << " outside " << name << " of " << n);
+      const uint8_t* from = src + index[i] * row;
+      float* to = out + i * row;
+      for (int64_t j = 0; j < row; ++j) to[j] = unit[from[j]];
+    }
+  } else {
+    const float* src = samples.data<float>();  // aborts on any dtype other than f32
+    for (int64_t i = 0; i < count; ++i) {
+      RG_CHECK(index[i] >= 0 && index[i] < n, "index " << index[i] << " outside " << name << " of " << n);
+      std::memcpy(out + i * row, src + index[i] * row, static_cast<size_t>(row) * sizeof(float));
+    }
+  }
+  if (out_labels != nullptr) {
+    for (int64_t i = 0; i < count; ++i) out_labels[i] = label_data[index[i]];
+  }
+}
+
+Dataset Dataset::slice(int64_t begin, int64_t end, const std::string& new_name) const {
+  Dataset out;
+  out.name = new_name;
+  out.sample_shape = sample_shape;
+  out.num_classes = num_classes;
+  out.samples = samples.rows(begin, end);  // checks the bounds
+  out.labels = labels.rows(begin, end);
+  return out;
+}
+
+std::string default_fashion_mnist_dir() { return "/usr/share/datasets/fashion-mnist"; }
+
+Result<DataSplit> load_mnist_folder(const std::string& dir) {
+  if (!is_directory(dir)) {
+    return Status::error(dir + ": no such folder (looked for " + mnist_file_list() + " in it)");
+  }
+  std::string paths[4];
+  for (int i = 0; i < 4; ++i) {
+    RG_ASSIGN(paths[i], find_mnist_file(dir, kMnistFiles[i]));
+  }
+  const std::string name = last_component(dir);
+  DataSplit out;
+  RG_ASSIGN(out.train, load_idx_pair(paths[0], paths[1], name + " train"));
+  RG_ASSIGN(out.test, load_idx_pair(paths[2], paths[3], name + " test"));
+  return out;
+}
+
+Result<DataSplit> split_validation(const Dataset& train, double fraction, uint64_t seed) {
+  const int64_t n = train.size();
+  if (!(fraction > 0.0 && fraction < 1.0)) {
+    return Status::error("validation fraction " + std::to_string(fraction) + " of " + train.name +
+                         " is outside (0, 1)");
+  }
+  if (n > INT32_MAX) return Status::error(train.name + ": " + std::to_string(n) + " samples are too many to split");
+  const auto n_val = static_cast<int64_t>(std::llround(static_cast<double>(n) * fraction));
+  if (n_val < 1 || n_val > n - 1) {
+    return Status::error("validation fraction " + std::to_string(fraction) + " of " + train.name + " (" +
+                         std::to_string(n) + " samples) leaves " + std::to_string(n_val) + " for validation and " +
+                         std::to_string(n - n_val) + " for training; each side needs at least 1");
+  }
+
+  Rng rng(seed, kValidationSplitStream);
+  const std::vector<int32_t> order = shuffled_indices(static_cast<int32_t>(n), rng);
+  // Each side is copied in the original order: the seed picks which samples go where,
+  // training shuffles them per epoch anyway, and sorted reads are kinder to the cache.
+  std::vector<int32_t> train_index(order.begin(), order.end() - n_val);
+  std::vector<int32_t> val_index(order.end() - n_val, order.end());
+  std::sort(train_index.begin(), train_index.end());
+  std::sort(val_index.begin(), val_index.end());
+
+  // "fashion-mnist train" -> "fashion-mnist train" / "fashion-mnist validation".
+  std::string base = train.name;
+  const std::string suffix = " train";
+  if (base.size() >= suffix.size() && base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    base.erase(base.size() - suffix.size());
+  }
+  DataSplit out;
+  RG_ASSIGN(out.train, gather_copy(train, train_index, base + " train"));
+  RG_ASSIGN(out.test, gather_copy(train, val_index, base + " validation"));
+  return out;
+}
+
+}  // namespace rg

@@ -1,0 +1,56 @@
+// Labelled datasets held in memory: samples as u8 (pixels 0..255) or f32, converted to
+// f32 batch by batch so a 60,000-image set costs 47 MB rather than 188 MB.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "tensor/tensor.h"
+
+namespace rg {
+
+struct Dataset {
+  std::string name;       // "fashion-mnist train"
+  Shape sample_shape;     // [c, h, w] for images, [features] otherwise
+  int32_t num_classes = 0;
+  Tensor samples;         // [n, sample...], u8 (scaled by 1/255 on gather) or f32
+  Tensor labels;          // [n] i32, each in [0, num_classes)
+
+  int64_t size() const { return labels.defined() ? labels.numel() : 0; }
+
+  // Copies samples index[0..count) into out [count, sample...] as f32 and their labels.
+  void gather(const int32_t* index, int64_t count, float* out, int32_t* out_labels) const;
+  // Rows [begin, end) as a new dataset sharing storage.
+  Dataset slice(int64_t begin, int64_t end, const std::string& new_name) const;
+};
+
+struct DataSplit {
+  Dataset train;
+  Dataset test;
+};
+
+// The folder the Debian package dataset-fashion-mnist installs to.
+std::string default_fashion_mnist_dir();
+
+// Reads an IDX file pair (raw or gzip, detected from the bytes). Checks: magic number and
+// element type, dimensions against the file length (truncated or trailing bytes), equal
+// image and label counts, labels < 256. Errors name the file and the rule.
+Result<Dataset> load_idx_pair(const std::string& images_path, const std::string& labels_path,
+                              const std::string& name);
+
+// A folder in the MNIST layout: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],
+// t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz].
+Result<DataSplit> load_mnist_folder(const std::string& dir);
+
+// Splits the last `fraction` of a (seed-shuffled) training set off as validation data.
+// The order is fixed by the seed, so a resumed run gets the same split.
+Result<DataSplit> split_validation(const Dataset& train, double fraction, uint64_t seed);
+
+// A generated dataset for tests and demos: `classes` classes of 28x28 u8 images, each class a
+// distinct pattern (bars and blobs at class-specific places) plus seeded noise. Learnable to
+// high accuracy by an mlp in one epoch; no files needed.
+DataSplit make_synthetic(int64_t train_size, int64_t test_size, int32_t classes, uint64_t seed);
+
+}  // namespace rg

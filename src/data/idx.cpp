@@ -1,0 +1,206 @@
+// IDX file pairs (the MNIST format: big-endian header, then unsigned bytes) read through
+// zlib, which passes raw files through and inflates gzip ones. Nothing in a header is
+// trusted until checked: sizes are bounded before any allocation, data is read in chunks.
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "data/dataset.h"
+
+namespace rg {
+
+namespace {
+
+constexpr uint32_t kMagicImagesU8 = 0x00000803;  // 0, 0, type 0x08 = unsigned byte, 3 dims
+constexpr uint32_t kMagicLabelsU8 = 0x00000801;  // 0, 0, type 0x08 = unsigned byte, 1 dim
+constexpr int64_t kMaxDataBytes = 2147483647;    // 2^31 - 1: counts stay in int32
+constexpr unsigned kChunkBytes = 1u << 20;       // one gzread call at most
+constexpr int64_t kMaxDeflateRatio = 1032;       // deflate cannot expand input more than this
+
+std::string hex32(uint32_t v) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08X", v);
+  return text;
+}
+
+struct GzCloser {
+  void operator()(gzFile_s* gz) const { gzclose(gz); }
+};
+
+// One open IDX file whose header has been read and checked.
+struct IdxFile {
+  std::string path;
+  std::unique_ptr<gzFile_s, GzCloser> gz;
+  int64_t file_bytes = 0;   // on disk (compressed when gzip)
+  int64_t header_bytes = 0;
+  int64_t dims[3] = {0, 0, 0};
+  int64_t data_bytes = 0;   // product of dims
+
+  Status error(const std::string& rule) const { return Status::error(path + ": " + rule); }
+};
+
+// The stream's error state after a gzread: corrupt or cut-off gzip data, or an I/O error.
+Status gz_status(const IdxFile& file) {
+  int code = Z_OK;
+  std::string text = gzerror(file.gz.get(), &code);
+  if (code == Z_OK) return Status();
+  if (code == Z_ERRNO) return file.error(std::string("read error: ") + std::strerror(errno));
+  // zlib's message is "<path>: <what>"; the path is already in ours.
+  if (text.compare(0, file.path.size() + 2, file.path + ": ") == 0) text.erase(0, file.path.size() + 2);
+  if (code == Z_BUF_ERROR) return file.error("gzip stream ends early (zlib: " + text + ")");
+  return file.error("corrupt gzip stream (zlib: " + text + ")");
+}
+
+// Reads up to `bytes` into out, stopping early only at the end of the data; *got says how many.
+Status read_up_to(const IdxFile& file, uint8_t* out, int64_t bytes, int64_t* got) {
+  *got = 0;
+  while (*got < bytes) {
+    const auto want = static_cast<unsigned>(std::min<int64_t>(bytes - *got, kChunkBytes));
+    const int n = gzread(file.gz.get(), out + *got, want);
+    RG_TRY(gz_status(file));
+    if (n < 0) return file.error("read failed");
+    if (n == 0) break;
+    *got += n;
+  }
+  return Status();
+}
+
+uint32_t big_endian_u32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+// Opens `path` and checks its header: the magic, then `rank` positive dimensions whose
+// product is at most kMaxDataBytes and fits what the file could hold.
+Result<IdxFile> open_idx(const std::string& path, uint32_t magic, const char* kind) {
+  IdxFile file;
+  file.path = path;
+  const int rank = static_cast<int>(magic & 0xFF);
+
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return file.error(std::string("cannot open: ") + std::strerror(errno));
+  if (!S_ISREG(info.st_mode)) return file.error("not a regular file");
+  file.file_bytes = static_cast<int64_t>(info.st_size);
+
+  errno = 0;
+  file.gz.reset(gzopen(path.c_str(), "rb"));
+  if (!file.gz) return file.error(std::string("cannot open: ") + (errno ? std::strerror(errno) : "zlib out of memory"));
+  gzbuffer(file.gz.get(), 128 * 1024);
+
+  uint8_t header[4 + 4 * 3];
+  file.header_bytes = 4 + 4 * rank;
+  int64_t got = 0;
+  RG_TRY(read_up_to(file, header, 4, &got));
+  if (got < 4) {
+    return file.error("truncated header: an IDX file starts with a 4-byte magic number, found " +
+                      std::to_string(got) + " bytes");
+  }
+  const uint32_t found_magic = big_endian_u32(header);
+  if (found_magic != magic) {
+    return file.error("magic number " + hex32(found_magic) + " where " + hex32(magic) + " was expected (" + kind +
+                      ": IDX unsigned-byte data, " + std::to_string(rank) + " dimension" + (rank > 1 ? "s" : "") +
+                      ", big-endian)");
+  }
+  RG_TRY(read_up_to(file, header + 4, 4 * rank, &got));
+  if (got < 4 * rank) {
+    return file.error("truncated header: expected " + std::to_string(file.header_bytes) + " bytes (magic and " +
+                      std::to_string(rank) + " dimension" + (rank > 1 ? "s" : "") + "), found " +
+                      std::to_string(4 + got));
+  }
+
+  static const char* const kDimNames[] = {"count", "rows", "columns"};
+  std::string dims_text;  // "60000 x 28 x 28"
+  for (int i = 0; i < rank; ++i) {
+    file.dims[i] = big_endian_u32(header + 4 + 4 * i);
+    dims_text += (i ? " x " : "") + std::to_string(file.dims[i]);
+  }
+  file.data_bytes = 1;
+  for (int i = 0; i < rank; ++i) {
+    if (file.dims[i] <= 0) {
+      return file.error("dimensions " + dims_text + ": " + kDimNames[i] + " is 0; every dimension must be positive");
+    }
+    file.data_bytes *= file.dims[i];  // each factor < 2^32 and the running product <= 2^31: no overflow
+    if (file.data_bytes > kMaxDataBytes) {
+      return file.error("dimensions " + dims_text + " exceed the limit of " + std::to_string(kMaxDataBytes) +
+                        " data bytes");
+    }
+  }
+
+  // Bound the data by the file size before allocating, so a short file with a large header
+  // is not met with a large allocation. Raw files are exact; gzip gives an upper bound.
+  const int64_t rest = file.file_bytes - file.header_bytes;
+  const bool raw = gzdirect(file.gz.get()) != 0;
+  if (raw && rest < file.data_bytes) {
+    return file.error("truncated data: expected " + std::to_string(file.data_bytes) + " bytes after the header, found " +
+                      std::to_string(std::max<int64_t>(rest, 0)));
+  }
+  if (!raw && file.data_bytes / kMaxDeflateRatio > file.file_bytes) {
+    return file.error("truncated data: expected " + std::to_string(file.data_bytes) +
+                      " bytes after the header, more than a gzip file of " + std::to_string(file.file_bytes) +
+                      " bytes can hold");
+  }
+  return file;
+}
+
+// Reads exactly file.data_bytes into out and checks that nothing follows, then closes.
+Status read_idx_data(IdxFile& file, uint8_t* out) {
+  int64_t got = 0;
+  RG_TRY(read_up_to(file, out, file.data_bytes, &got));
+  if (got < file.data_bytes) {
+    return file.error("truncated data: expected " + std::to_string(file.data_bytes) + " bytes after the header, found " +
+                      std::to_string(got));
+  }
+  uint8_t extra[4096];
+  RG_TRY(read_up_to(file, extra, sizeof extra, &got));
+  if (got > 0) {
+    return file.error("trailing bytes: " + std::string(got == sizeof extra ? "at least " : "") + std::to_string(got) +
+                      (got == 1 ? " byte follows" : " bytes follow") + " the " + std::to_string(file.data_bytes) +
+                      " data bytes the header announces");
+  }
+  const int closed = gzclose(file.gz.release());
+  if (closed == Z_BUF_ERROR) return file.error("gzip stream ends early");
+  if (closed != Z_OK) return file.error("close failed (zlib error " + std::to_string(closed) + ")");
+  return Status();
+}
+
+}  // namespace
+
+Result<Dataset> load_idx_pair(const std::string& images_path, const std::string& labels_path,
+                              const std::string& name) {
+  // Both headers first: a count mismatch is reported before any data is read.
+  RG_ASSIGN(IdxFile images, open_idx(images_path, kMagicImagesU8, "images"));
+  RG_ASSIGN(IdxFile labels, open_idx(labels_path, kMagicLabelsU8, "labels"));
+  const int64_t n = images.dims[0];
+  if (labels.dims[0] != n) {
+    return Status::error("image and label counts differ: " + images_path + " holds " + std::to_string(n) +
+                         " images, " + labels_path + " holds " + std::to_string(labels.dims[0]) + " labels");
+  }
+  const int64_t rows = images.dims[1];
+  const int64_t cols = images.dims[2];
+
+  Dataset out;
+  out.name = name;
+  out.sample_shape = Shape{1, rows, cols};
+  RG_ASSIGN(out.samples, Tensor::zeros(out.sample_shape.batched(n), DType::u8, name + " samples"));
+  RG_TRY(read_idx_data(images, out.samples.data<uint8_t>()));
+
+  // Labels arrive as bytes [n] and are widened to i32 [n].
+  RG_ASSIGN(Tensor label_bytes, Tensor::zeros(Shape{n}, DType::u8, name + " label bytes"));
+  RG_TRY(read_idx_data(labels, label_bytes.data<uint8_t>()));
+  RG_ASSIGN(out.labels, Tensor::zeros(Shape{n}, DType::i32, name + " labels"));
+  const uint8_t* src = label_bytes.data<uint8_t>();
+  int32_t* dst = out.labels.data<int32_t>();
+  int32_t max_label = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    dst[i] = src[i];
+    max_label = std::max<int32_t>(max_label, src[i]);
+  }
+  out.num_classes = max_label + 1;  // labels are bytes, so at most 256 classes
+  return out;
+}
+
+}  // namespace rg

@@ -1,0 +1,31 @@
+// Elementwise activation layers (relu, leaky_relu, sigmoid, tanh) and row-wise softmax.
+// Shape-preserving; backward reads the forward's x or y, never a saved mask.
+#pragma once
+
+#include "nn/layer.h"
+
+namespace rg {
+
+class CfgSection;
+
+enum class ActivationKind { relu, leaky_relu, sigmoid, tanh, softmax };
+
+class Activation : public Layer {
+ public:
+  explicit Activation(ActivationKind kind, double slope = 0.01) : kind_(kind), slope_(slope) {}
+  // Builds the activation named by section.kind().
+  static Result<std::unique_ptr<Layer>> from_cfg(const CfgSection& section);
+
+  std::string kind() const override;
+  Result<Shape> configure(const Shape& input) override;
+  void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                const LayerContext& ctx) override;
+  std::string describe() const override;
+
+ private:
+  ActivationKind kind_;
+  double slope_;  // leaky_relu's negative slope
+};
+
+}  // namespace rg

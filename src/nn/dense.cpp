@@ -1,0 +1,85 @@
+// Dense forward and backward as three GEMMs and a bias sum.
+#include "nn/dense.h"
+
+#include "nn/cfg.h"
+#include "ops/gemm.h"
+
+namespace rg {
+
+Result<std::unique_ptr<Layer>> Dense::from_cfg(const CfgSection& section) {
+  RG_ASSIGN(const int64_t units, section.get_int("units", 1, 1 << 24));
+  RG_ASSIGN(const std::string init_text, section.get_string_or("init", "he"));
+  auto init = init_from_name(init_text);
+  if (!init.ok()) return Status::error(section.where("init") + init.status().message());
+  RG_ASSIGN(const bool bias, section.get_bool_or("bias", true));
+  return std::unique_ptr<Layer>(new Dense(units, init.value(), bias));
+}
+
+Result<Shape> Dense::configure(const Shape& input) {
+  in_ = input.numel();  // any sample shape is flattened
+  return Shape{units_};
+}
+
+Status Dense::init(Rng& rng, DType dtype) {
+  RG_ASSIGN(weight_.value, Tensor::zeros(Shape{units_, in_}, dtype, name() + ".weight"));
+  RG_ASSIGN(weight_.grad, Tensor::zeros(Shape{units_, in_}, dtype, name() + ".weight.grad"));
+  weight_.name = name() + ".weight";
+  initialise(weight_.value, init_, in_, units_, rng);
+  if (has_bias_) {
+    RG_ASSIGN(bias_.value, Tensor::zeros(Shape{units_}, dtype, name() + ".bias"));
+    RG_ASSIGN(bias_.grad, Tensor::zeros(Shape{units_}, dtype, name() + ".bias.grad"));
+    bias_.name = name() + ".bias";
+  }
+  return Status();
+}
+
+void Dense::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
+  const int64_t n = x.shape()[0];
+  dispatch_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* out = y.data<T>();
+    // y[n x out] = x[n x in] * W[out x in]^T
+    gemm(GemmShape{Trans::no, Trans::yes, n, units_, in_, in_, in_, units_}, T(1), x.data<T>(),
+         weight_.value.data<T>(), T(0), out, ctx.pool);
+    if (has_bias_) {
+      const T* b = bias_.value.data<T>();
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < units_; ++j) out[i * units_ + j] += b[j];
+    }
+  });
+}
+
+void Dense::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const LayerContext& ctx) {
+  (void)y;
+  const int64_t n = x.shape()[0];
+  dispatch_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* g = dy.data<T>();
+    // dW[out x in] += dy[n x out]^T * x[n x in]
+    gemm(GemmShape{Trans::yes, Trans::no, units_, in_, n, units_, in_, in_}, T(1), g, x.data<T>(), T(1),
+         weight_.grad.data<T>(), ctx.pool);
+    if (has_bias_) {
+      // db[j] += sum_i dy[i, j], rows in order so the sum does not depend on threads
+      T* db = bias_.grad.data<T>();
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < units_; ++j) db[j] += g[i * units_ + j];
+    }
+    if (dx.defined()) {
+      // dx[n x in] = dy[n x out] * W[out x in]
+      gemm(GemmShape{Trans::no, Trans::no, n, in_, units_, units_, in_, in_}, T(1), g, weight_.value.data<T>(),
+           T(0), dx.data<T>(), ctx.pool);
+    }
+  });
+}
+
+std::vector<Param*> Dense::params() {
+  if (has_bias_) return {&weight_, &bias_};
+  return {&weight_};
+}
+
+std::string Dense::describe() const {
+  return std::to_string(in_) + " -> " + std::to_string(units_) + ", init " + init_name(init_) +
+         (has_bias_ ? "" : ", no bias");
+}
+
+}  // namespace rg

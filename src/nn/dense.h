@@ -1,0 +1,35 @@
+// Fully connected layer: y[n x out] = x[n x in] * W^T + b, W stored [out x in]
+// (the PyTorch layout, so weights can be compared with it directly).
+#pragma once
+
+#include "nn/init.h"
+#include "nn/layer.h"
+
+namespace rg {
+
+class CfgSection;
+
+class Dense : public Layer {
+ public:
+  Dense(int64_t units, Init init, bool bias) : units_(units), init_(init), has_bias_(bias) {}
+  static Result<std::unique_ptr<Layer>> from_cfg(const CfgSection& section);
+
+  std::string kind() const override { return "dense"; }
+  Result<Shape> configure(const Shape& input) override;
+  Status init(Rng& rng, DType dtype) override;
+  void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                const LayerContext& ctx) override;
+  std::vector<Param*> params() override;
+  std::string describe() const override;
+
+ private:
+  int64_t units_;
+  Init init_;
+  bool has_bias_;
+  int64_t in_ = 0;
+  Param weight_;  // [out, in]
+  Param bias_;    // [out]
+};
+
+}  // namespace rg

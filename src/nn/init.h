@@ -1,0 +1,21 @@
+// Weight initialisers. He (Kaiming) for ReLU-family layers, Glorot (Xavier) for the rest;
+// each in a uniform and a normal form, all drawn from the layer's Rng.
+#pragma once
+
+#include <string>
+
+#include "base/rng.h"
+#include "base/status.h"
+#include "tensor/tensor.h"
+
+namespace rg {
+
+enum class Init { he_uniform, he_normal, glorot_uniform, glorot_normal, zeros };
+
+Result<Init> init_from_name(const std::string& name);  // "he", "he_normal", "glorot", ...
+const char* init_name(Init init);
+
+// Fills w (f32 or f64) for a layer with the given fan-in and fan-out.
+void initialise(const Tensor& w, Init init, int64_t fan_in, int64_t fan_out, Rng& rng);
+
+}  // namespace rg

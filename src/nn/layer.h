@@ -1,0 +1,72 @@
+// The layer interface: explicit forward and backward over batches, shapes per sample.
+// Layers run in f32 for training and in f64 for gradient checks: the dtype of the
+// tensors passed in picks the instantiation (see dispatch_float).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "tensor/tensor.h"
+
+namespace rg {
+
+// A trainable tensor and its gradient (same shape and dtype).
+struct Param {
+  std::string name;  // "dense1.weight"
+  Tensor value;
+  Tensor grad;
+};
+
+struct LayerContext {
+  ThreadPool* pool = nullptr;
+  bool training = false;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  virtual std::string kind() const = 0;  // the cfg section name: "dense", "relu"
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+  // Per-sample input shape -> per-sample output shape; the error says why a shape cannot work.
+  virtual Result<Shape> configure(const Shape& input) = 0;
+  // Allocates parameters in `dtype` (f32 or f64) and draws their initial values.
+  virtual Status init(Rng& rng, DType dtype) {
+    (void)rng;
+    (void)dtype;
+    return Status();
+  }
+
+  // x [n, in...] -> y [n, out...]; y is allocated by the caller.
+  virtual void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) = 0;
+  // Given x, y of the forward and dy = dL/dy: adds dL/dparam to each param's grad and,
+  // when dx is defined, writes dx = dL/dx (dx is undefined for the first layer).
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                        const LayerContext& ctx) = 0;
+
+  virtual std::vector<Param*> params() { return {}; }
+  // One line for model summaries: "784 -> 256".
+  virtual std::string describe() const { return ""; }
+
+ private:
+  std::string name_;
+};
+
+// Calls fn(float{}) or fn(double{}) for the floating dtype of a tensor.
+template <class Fn>
+void dispatch_float(DType dtype, Fn&& fn) {
+  if (dtype == DType::f64) {
+    fn(double{});
+  } else {
+    RG_CHECK(dtype == DType::f32, "layers compute in f32 or f64, not " << dtype_name(dtype));
+    fn(float{});
+  }
+}
+
+}  // namespace rg

@@ -1,0 +1,177 @@
+// Building a model from cfg, and the forward/backward passes over its layers.
+#include "nn/model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "nn/layer_registry.h"
+
+namespace rg {
+
+Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
+  std::unique_ptr<Model> model(new Model());
+  model->cfg_ = doc;
+  const CfgSection& net = doc.sections.front();
+  if (net.kind() != "net") {
+    return Status::error(net.where() + "the first section must be [net] (with input = ... and loss = ...)");
+  }
+  RG_ASSIGN(model->input_, net.get_shape("input"));
+  RG_ASSIGN(const std::string loss_text, net.get_string_or("loss", "softmax_cross_entropy"));
+  auto loss = loss_from_name(loss_text);
+  if (!loss.ok()) return Status::error(net.where("loss") + loss.status().message());
+  model->loss_ = loss.value();
+  RG_ASSIGN(const std::string target_text, net.get_string_or("target", "auto"));
+  RG_TRY(net.check_all_used());
+
+  std::map<std::string, int> counts;
+  Shape shape = model->input_;
+  for (size_t i = 1; i < doc.sections.size(); ++i) {
+    const CfgSection& section = doc.sections[i];
+    if (section.kind() == "net") return Status::error(section.where() + "[net] may appear only once, first");
+    RG_ASSIGN(std::unique_ptr<Layer> layer, make_layer(section));
+    if (layer->name().empty()) layer->set_name(section.kind() + std::to_string(++counts[section.kind()]));
+    auto out = layer->configure(shape);
+    if (!out.ok()) {
+      return Status::error(section.where() + "input " + shape.str() + ": " + out.status().message());
+    }
+    shape = out.value();
+    model->shapes_.push_back(shape);
+    model->layers_.push_back(std::move(layer));
+  }
+  if (model->layers_.empty()) return Status::error(doc.file + ": the model has no layers after [net]");
+
+  const int64_t outputs = shape.numel();
+  if (target_text == "auto") {
+    model->target_ = model->loss_ == LossKind::softmax_cross_entropy ? TargetKind::labels
+                     : shape == model->input_                        ? TargetKind::input
+                                                                     : TargetKind::onehot;
+  } else {
+    auto target = target_from_name(target_text);
+    if (!target.ok()) return Status::error(net.where("target") + target.status().message());
+    model->target_ = target.value();
+  }
+  if (model->loss_ == LossKind::softmax_cross_entropy && model->target_ != TargetKind::labels) {
+    return Status::error(net.where("target") + "softmax_cross_entropy compares with labels");
+  }
+  if (model->loss_ == LossKind::softmax_cross_entropy && outputs < 2) {
+    return Status::error(net.where("loss") + "softmax_cross_entropy needs at least 2 outputs, the last layer gives " +
+                         shape.str());
+  }
+  if (model->target_ == TargetKind::input && shape.numel() != model->input_.numel()) {
+    return Status::error(net.where("target") + "target = input needs an output of the input's size " +
+                         model->input_.str() + ", the last layer gives " + shape.str());
+  }
+  return model;
+}
+
+Status Model::init(uint64_t seed, DType dtype) {
+  dtype_ = dtype;
+  // One stream per layer: adding a layer at the end does not change earlier layers' weights.
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Rng rng(seed, 1000 + i);
+    RG_TRY(layers_[i]->init(rng, dtype));
+  }
+  reserved_ = 0;
+  return Status();
+}
+
+Status Model::reserve(int64_t batch) {
+  if (batch <= reserved_) return Status();
+  acts_.clear();
+  grad_a_ = grad_b_ = Tensor();
+  int64_t largest = input_.numel();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    RG_ASSIGN(Tensor act, Tensor::zeros(shapes_[i].batched(batch), dtype_, layers_[i]->name() + " output"));
+    acts_.push_back(act);
+    largest = std::max(largest, shapes_[i].numel());
+  }
+  RG_ASSIGN(grad_a_, Tensor::zeros(Shape{batch * largest}, dtype_, "gradient buffer"));
+  RG_ASSIGN(grad_b_, Tensor::zeros(Shape{batch * largest}, dtype_, "gradient buffer"));
+  reserved_ = batch;
+  return Status();
+}
+
+Tensor Model::forward(const Tensor& x, const LayerContext& ctx) {
+  const int64_t n = x.shape()[0];
+  RG_CHECK(n <= reserved_, "batch " << n << " > reserved " << reserved_);
+  RG_CHECK(x.numel() == n * input_.numel(), "input " << x.shape().str() << " for " << input_.str());
+  input_view_ = x;
+  batch_ = n;
+  Tensor in = x;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Tensor out = acts_[i].rows(0, n);
+    layers_[i]->forward(in, out, ctx);
+    in = out;
+  }
+  return in;
+}
+
+Tensor Model::output_grad() const {
+  return grad_a_.reshaped(Shape{grad_a_.numel()}).rows(0, batch_ * shapes_.back().numel()).reshaped(
+      shapes_.back().batched(batch_));
+}
+
+void Model::backward(const LayerContext& ctx) {
+  Tensor dy = output_grad();
+  bool dy_in_a = true;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const Tensor x = i == 0 ? input_view_ : acts_[i - 1].rows(0, batch_);
+    Tensor dx;
+    if (i > 0) {
+      const Tensor& buffer = dy_in_a ? grad_b_ : grad_a_;
+      dx = buffer.rows(0, batch_ * x.numel() / batch_).reshaped(x.shape());
+    }
+    layers_[i]->backward(x, acts_[i].rows(0, batch_), dy, dx, ctx);
+    dy = dx;
+    dy_in_a = !dy_in_a;
+  }
+}
+
+void Model::zero_grads() {
+  for (Param* p : params()) p->grad.fill_zero();
+}
+
+std::vector<Param*> Model::params() {
+  std::vector<Param*> all;
+  for (auto& layer : layers_)
+    for (Param* p : layer->params()) all.push_back(p);
+  return all;
+}
+
+int64_t Model::param_count() {
+  int64_t n = 0;
+  for (Param* p : params()) n += p->value.numel();
+  return n;
+}
+
+int64_t Model::activation_bytes_per_sample() const {
+  int64_t elements = 0, largest = input_.numel();
+  for (const Shape& s : shapes_) {
+    elements += s.numel();
+    largest = std::max(largest, s.numel());
+  }
+  return (elements + 2 * largest) * static_cast<int64_t>(dtype_size(dtype_));
+}
+
+std::string Model::summary() {
+  std::ostringstream os;
+  char line[160];
+  std::snprintf(line, sizeof line, "  %-14s %-16s %10s  %s\n", "layer", "output", "params", "");
+  os << line;
+  std::snprintf(line, sizeof line, "  %-14s %-16s %10s\n", "input", input_.str().c_str(), "");
+  os << line;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    int64_t count = 0;
+    for (Param* p : layers_[i]->params()) count += p->value.numel();
+    std::snprintf(line, sizeof line, "  %-14s %-16s %10lld  %s\n", layers_[i]->name().c_str(),
+                  shapes_[i].str().c_str(), static_cast<long long>(count), layers_[i]->describe().c_str());
+    os << line;
+  }
+  os << "  total parameters: " << param_count() << ", loss " << loss_name(loss_) << " against "
+     << target_name(target_) << "\n";
+  return os.str();
+}
+
+}  // namespace rg

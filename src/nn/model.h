@@ -1,0 +1,69 @@
+// A model: a chain of layers built from a cfg document, the loss it ends in, and the
+// activation buffers of one batch. Activations of every layer are kept for backward;
+// gradients flow through two ping-pong buffers sized for the largest layer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/cfg.h"
+#include "nn/layer.h"
+#include "nn/loss.h"
+
+namespace rg {
+
+class Model {
+ public:
+  // Reads [net] (input, loss, target) and one section per layer; every shape is checked here.
+  static Result<std::unique_ptr<Model>> from_cfg(const CfgDocument& doc);
+
+  // Allocates and initialises the parameters from `seed` in f32 (training) or f64 (checks).
+  Status init(uint64_t seed, DType dtype = DType::f32);
+  // Allocates activation and gradient buffers for batches of up to `batch` samples.
+  Status reserve(int64_t batch);
+
+  // x [n, input...] with n <= the reserved batch -> the output [n, output...] (a view of a buffer).
+  Tensor forward(const Tensor& x, const LayerContext& ctx);
+  // The buffer the loss writes d(loss)/d(output) into, for the last forward's n.
+  Tensor output_grad() const;
+  // Back-propagates output_grad() through every layer; parameter gradients accumulate.
+  void backward(const LayerContext& ctx);
+  void zero_grads();
+
+  const Shape& input_shape() const { return input_; }
+  const Shape& output_shape() const { return shapes_.back(); }
+  LossKind loss() const { return loss_; }
+  TargetKind target() const { return target_; }
+  const CfgDocument& cfg() const { return cfg_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  std::vector<Param*> params();
+  int64_t param_count();
+  // Bytes of activations and gradient buffers one sample costs in the model's dtype.
+  int64_t activation_bytes_per_sample() const;
+  // A table: layer, output shape, parameters, details.
+  std::string summary();
+
+ private:
+  CfgDocument cfg_;
+  Shape input_;
+  LossKind loss_ = LossKind::softmax_cross_entropy;
+  TargetKind target_ = TargetKind::labels;
+  DType dtype_ = DType::f32;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Shape> shapes_;  // shapes_[i]: per-sample output of layer i
+  std::vector<Tensor> acts_;   // acts_[i]: [batch, shapes_[i]...]
+  Tensor grad_a_, grad_b_;     // ping-pong [batch * largest layer]
+  Tensor input_view_;          // the x of the last forward
+  int64_t reserved_ = 0;
+  int64_t batch_ = 0;          // n of the last forward
+};
+
+// Built-in models as cfg text ("mlp", ...); empty when the name is unknown.
+std::string preset_cfg(const std::string& name);
+std::vector<std::string> preset_names();
+
+// A preset name or a cfg file path -> the parsed document.
+Result<CfgDocument> load_model_cfg(const std::string& name_or_path);
+
+}  // namespace rg

@@ -1,0 +1,11 @@
+// What the operating system says about this process: peak resident memory and CPU time.
+#pragma once
+
+#include <cstdint>
+
+namespace rg {
+
+int64_t peak_rss_bytes();       // 0 when unknown
+double process_cpu_seconds();   // user + system, all threads
+
+}  // namespace rg

@@ -1,0 +1,141 @@
+// Writing, verifying and restoring checkpoints.
+#include "train/checkpoint.h"
+
+#include <cstring>
+
+#include "base/serial.h"
+
+namespace rg {
+
+namespace {
+constexpr char kMagic[8] = {'R', 'E', 'T', 'R', 'O', 'G', 'R', 'D'};
+constexpr size_t kMaxString = 1 << 20;
+constexpr uint32_t kMaxEntries = 1 << 16;
+}  // namespace
+
+Status save_checkpoint(const std::string& path, Model& model, const Optimizer* optimizer,
+                       const std::map<std::string, std::string>& settings) {
+  ByteWriter payload;
+  payload.str(model.cfg().file);
+  payload.str(model.cfg().text);
+  payload.u32(static_cast<uint32_t>(settings.size()));
+  for (const auto& [key, value] : settings) {
+    payload.str(key);
+    payload.str(value);
+  }
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (Param* p : model.params()) tensors.emplace_back(p->name, p->value);
+  if (optimizer != nullptr) {
+    for (size_t i = 0; i < optimizer->state().size(); ++i)
+      tensors.emplace_back("optimizer." + std::to_string(i), optimizer->state()[i]);
+  }
+  payload.u32(static_cast<uint32_t>(tensors.size()));
+  for (const auto& [name, t] : tensors) {
+    payload.str(name);
+    payload.u32(static_cast<uint32_t>(t.dtype()));
+    payload.u32(static_cast<uint32_t>(t.shape().rank()));
+    for (int i = 0; i < t.shape().rank(); ++i) payload.i64(t.shape()[i]);
+    payload.raw(t.raw_data(), t.bytes());
+  }
+
+  ByteWriter file;
+  file.raw(kMagic, sizeof kMagic);
+  file.u32(kCheckpointVersion);
+  file.u32(0);
+  file.u64(payload.bytes().size());
+  file.raw(payload.bytes().data(), payload.bytes().size());
+  file.u32(crc32_of(payload.bytes().data(), payload.bytes().size()));
+  return write_file_atomic(path, file.bytes());
+}
+
+Result<Checkpoint> read_checkpoint(const std::string& path) {
+  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path));
+  ByteReader header(bytes.data(), bytes.size(), path);
+  char magic[8];
+  RG_TRY(header.raw(magic, sizeof magic, "the magic number"));
+  if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) {
+    return Status::error(path + ": not a retrograd checkpoint (the file does not start with \"RETROGRD\")");
+  }
+  RG_ASSIGN(const uint32_t version, header.u32("the version"));
+  if (version != kCheckpointVersion) {
+    return Status::error(path + ": checkpoint version " + std::to_string(version) + ", this build reads version " +
+                         std::to_string(kCheckpointVersion));
+  }
+  RG_ASSIGN(const uint32_t flags, header.u32("the flags"));
+  if (flags != 0) return header.error("unknown flags " + std::to_string(flags));
+  RG_ASSIGN(const uint64_t payload_size, header.u64("the payload size"));
+  if (payload_size + 4 != header.remaining()) {
+    return Status::error(path + ": the header says " + std::to_string(payload_size) + " payload bytes + 4 checksum bytes, the file has " +
+                         std::to_string(header.remaining()) + " after the header (truncated or appended to)");
+  }
+  const uint8_t* payload_data = bytes.data() + header.offset();
+  uint32_t stored_crc = 0;
+  for (int i = 0; i < 4; ++i) stored_crc |= static_cast<uint32_t>(payload_data[payload_size + i]) << (8 * i);
+  if (crc32_of(payload_data, payload_size) != stored_crc) {
+    return Status::error(path + ": checksum mismatch: the file is corrupt (a byte changed since it was written)");
+  }
+
+  ByteReader r(payload_data, payload_size, path + " (payload)");
+  Checkpoint ck;
+  RG_ASSIGN(ck.cfg_name, r.str("the cfg name", kMaxString));
+  RG_ASSIGN(ck.cfg_text, r.str("the cfg text", kMaxString));
+  RG_ASSIGN(const uint32_t settings, r.u32("the settings count"));
+  if (settings > kMaxEntries) return r.error("too many settings: " + std::to_string(settings));
+  for (uint32_t i = 0; i < settings; ++i) {
+    RG_ASSIGN(std::string key, r.str("a setting's key", kMaxString));
+    RG_ASSIGN(std::string value, r.str("a setting's value", kMaxString));
+    ck.settings[key] = value;
+  }
+  RG_ASSIGN(const uint32_t count, r.u32("the tensor count"));
+  if (count > kMaxEntries) return r.error("too many tensors: " + std::to_string(count));
+  for (uint32_t i = 0; i < count; ++i) {
+    RG_ASSIGN(std::string name, r.str("a tensor name", kMaxString));
+    RG_ASSIGN(const uint32_t code, r.u32("a tensor dtype"));
+    DType dtype;
+    if (!dtype_from_code(code, &dtype)) return r.error("tensor " + name + " has unknown dtype code " + std::to_string(code));
+    RG_ASSIGN(const uint32_t rank, r.u32("a tensor rank"));
+    if (rank > static_cast<uint32_t>(Shape::kMaxRank)) return r.error("tensor " + name + " has rank " + std::to_string(rank));
+    int64_t dims[Shape::kMaxRank];
+    uint64_t elements = 1;
+    for (uint32_t d = 0; d < rank; ++d) {
+      RG_ASSIGN(dims[d], r.i64("a tensor dimension"));
+      if (dims[d] < 0 || dims[d] > (int64_t{1} << 40)) return r.error("tensor " + name + " has dimension " + std::to_string(dims[d]));
+      elements *= static_cast<uint64_t>(dims[d]);
+      if (elements > r.remaining()) return r.error("tensor " + name + " is larger than the rest of the file");
+    }
+    RG_ASSIGN(Tensor t, Tensor::zeros(Shape::from_dims(dims, static_cast<int>(rank)), dtype, "checkpoint " + name));
+    RG_TRY(r.raw(t.raw_data(), t.bytes(), "tensor data"));
+    ck.tensors.emplace_back(name, t);
+  }
+  if (r.remaining() != 0) return r.error(std::to_string(r.remaining()) + " unexpected bytes after the last tensor");
+  return ck;
+}
+
+Status restore_checkpoint(const Checkpoint& ck, const std::string& path, Model& model, Optimizer* optimizer) {
+  std::vector<std::pair<std::string, Tensor>> targets;
+  for (Param* p : model.params()) targets.emplace_back(p->name, p->value);
+  if (optimizer != nullptr) {
+    for (size_t i = 0; i < optimizer->state().size(); ++i)
+      targets.emplace_back("optimizer." + std::to_string(i), optimizer->state()[i]);
+  }
+  const size_t expected = targets.size();
+  const size_t params_only = model.params().size();
+  if (ck.tensors.size() != expected && !(optimizer == nullptr && ck.tensors.size() >= params_only)) {
+    return Status::error(path + ": holds " + std::to_string(ck.tensors.size()) + " tensors, the model and optimizer need " +
+                         std::to_string(expected) + " (was it written with another optimizer?)");
+  }
+  // Check everything before changing anything.
+  for (size_t i = 0; i < expected; ++i) {
+    const auto& [name, t] = ck.tensors[i];
+    const auto& [want_name, want] = targets[i];
+    if (name != want_name || t.shape() != want.shape() || t.dtype() != want.dtype()) {
+      return Status::error(path + ": tensor " + std::to_string(i) + " is " + name + " " + t.shape().str() + " " +
+                           dtype_name(t.dtype()) + ", the model expects " + want_name + " " + want.shape().str() + " " +
+                           dtype_name(want.dtype()));
+    }
+  }
+  for (size_t i = 0; i < expected; ++i) targets[i].second.copy_from(ck.tensors[i].second);
+  return Status();
+}
+
+}  // namespace rg

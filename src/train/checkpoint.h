@@ -1,0 +1,42 @@
+// Checkpoints: the model's cfg text, its weights, the optimizer's state and where training
+// stands, in one versioned binary file with a CRC-32, written atomically.
+//
+// Layout (little-endian), version 1:
+//   "RETROGRD" | u32 version | u32 flags (0) | u64 payload bytes | payload | u32 crc32(payload)
+//   payload: str cfg name | str cfg text | u32 n, n x (str key, str value)   training settings
+//            u32 m, m x (str name, u32 dtype, u32 rank, rank x i64 dim, raw data) tensors
+// Tensor names: each param's name ("dense1.weight"), then "optimizer.<i>" for its state.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "nn/model.h"
+#include "train/optimizer.h"
+
+namespace rg {
+
+constexpr uint32_t kCheckpointVersion = 1;
+
+struct Checkpoint {
+  std::string cfg_name;  // where the cfg came from ("preset:mlp", a path)
+  std::string cfg_text;
+  std::map<std::string, std::string> settings;  // "epochs_done", "seed", "optimizer", "lr", ...
+  std::vector<std::pair<std::string, Tensor>> tensors;
+};
+
+// Model params and optimizer state (when given) with the settings, to `path` atomically.
+Status save_checkpoint(const std::string& path, Model& model, const Optimizer* optimizer,
+                       const std::map<std::string, std::string>& settings);
+
+// Reads and verifies a whole checkpoint (magic, version, size, CRC, structure) into memory.
+// Nothing of the caller's changes if it fails.
+Result<Checkpoint> read_checkpoint(const std::string& path);
+
+// Copies the checkpoint's tensors into the model's params (and the optimizer's state when
+// given); names, shapes and dtypes must match exactly.
+Status restore_checkpoint(const Checkpoint& checkpoint, const std::string& path, Model& model, Optimizer* optimizer);
+
+}  // namespace rg

@@ -1,0 +1,50 @@
+// Optimizers on f32 master weights, with PyTorch's update rules so results compare:
+//   SGD:  g += wd w;  v = mu v + g;  w -= lr (nesterov ? g + mu v : v)
+//   Adam: g += wd w;  m = b1 m + (1-b1) g;  s = b2 s + (1-b2) g^2;
+//         w -= lr (m / (1-b1^t)) / (sqrt(s / (1-b2^t)) + eps)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/layer.h"
+
+namespace rg {
+
+enum class OptimizerKind { sgd, adam };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::sgd;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+Result<OptimizerKind> optimizer_from_name(const std::string& name);
+const char* optimizer_name(OptimizerKind kind);
+// "sgd (momentum 0.9, nesterov, weight decay 0.0005)"
+std::string describe(const OptimizerConfig& config);
+
+class Optimizer {
+ public:
+  Optimizer(const OptimizerConfig& config, std::vector<Param*> params);
+  Status init();  // allocates the state tensors (counted)
+
+  // One update of every parameter from its grad, at learning rate lr.
+  void step(double lr);
+
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t steps) { steps_ = steps; }
+  // Per-parameter state in a fixed order (SGD: velocity; Adam: m then s), for checkpoints.
+  const std::vector<Tensor>& state() const { return state_; }
+  const OptimizerConfig& config() const { return config_; }
+
+ private:
+  OptimizerConfig config_;
+  std::vector<Param*> params_;
+  std::vector<Tensor> state_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace rg

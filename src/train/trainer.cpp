@@ -1,0 +1,253 @@
+// Training loop, evaluation and the settings kept in checkpoints.
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+
+#include "report/progress.h"
+
+namespace rg {
+
+namespace {
+constexpr uint64_t kShuffleStream = 2000;  // + epoch
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string exact(double v) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+}  // namespace
+
+Trainer::Trainer(Model& model, ThreadPool& pool, const TrainOptions& options)
+    : model_(model), pool_(pool), options_(options), optimizer_(options.optimizer, model.params()) {}
+
+Status Trainer::prepare() {
+  RG_TRY(optimizer_.init());
+  RG_TRY(model_.reserve(options_.batch));
+  const Shape& in = model_.input_shape();
+  RG_ASSIGN(x_, Tensor::zeros(in.batched(options_.batch), DType::f32, "input batch"));
+  RG_ASSIGN(labels_, Tensor::zeros(Shape{options_.batch}, DType::i32, "label batch"));
+  if (model_.target() == TargetKind::onehot) {
+    RG_ASSIGN(onehot_, Tensor::zeros(model_.output_shape().batched(options_.batch), DType::f32, "one-hot targets"));
+  }
+  return Status();
+}
+
+Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& path) {
+  RG_TRY(restore_checkpoint(checkpoint, path, model_, &optimizer_));
+  const auto& s = checkpoint.settings;
+  epochs_done_ = std::atoll(s.at("epochs_done").c_str());
+  optimizer_.set_steps(std::atoll(s.at("optimizer_steps").c_str()));
+  return Status();
+}
+
+Tensor Trainer::load_batch(const Dataset& data, const int32_t* order, int64_t count) {
+  data.gather(order, count, x_.f32(), labels_.data<int32_t>());
+  const Tensor x = x_.rows(0, count);
+  switch (model_.target()) {
+    case TargetKind::labels: return labels_.rows(0, count);
+    case TargetKind::input: return x.reshaped(model_.output_shape().batched(count));
+    case TargetKind::onehot: {
+      const int64_t classes = model_.output_shape().numel();
+      Tensor t = onehot_.rows(0, count);
+      t.fill_zero();
+      for (int64_t i = 0; i < count; ++i) {
+        const int32_t label = labels_.data<int32_t>()[i];
+        if (label < classes) t.f32()[i * classes + label] = 1.0f;
+      }
+      return t;
+    }
+  }
+  return Tensor();
+}
+
+Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Dataset* validation) {
+  const bool classifies = model_.target() != TargetKind::input;
+  if (classifies && train.num_classes > model_.output_shape().numel()) {
+    return Status::error("the data has " + std::to_string(train.num_classes) + " classes, the model's output " +
+                         model_.output_shape().str() + " has room for " + std::to_string(model_.output_shape().numel()));
+  }
+  if (train.sample_shape.numel() != model_.input_shape().numel()) {
+    return Status::error("the data's samples are " + train.sample_shape.str() + ", the model takes " +
+                         model_.input_shape().str());
+  }
+  const int64_t n = train.size();
+  const int64_t steps_per_epoch = (n + options_.batch - 1) / options_.batch;
+  LayerContext ctx{&pool_, true};
+  std::vector<EpochRecord> records;
+  const int64_t last = options_.stop_after > 0 ? std::min(options_.stop_after, options_.epochs) : options_.epochs;
+  for (int64_t epoch = epochs_done_; epoch < last; ++epoch) {
+    std::fprintf(options_.log, "Epoch %lld/%lld\n", static_cast<long long>(epoch + 1),
+                 static_cast<long long>(options_.epochs));
+    Rng shuffle_rng(options_.seed, kShuffleStream + static_cast<uint64_t>(epoch));
+    const std::vector<int32_t> order = shuffled_indices(static_cast<int32_t>(n), shuffle_rng);
+    ProgressBar progress(steps_per_epoch, options_.log, options_.live_progress);
+    const auto start = std::chrono::steady_clock::now();
+    double loss_sum = 0, lr = 0;
+    int64_t correct = 0, seen = 0;
+    for (int64_t step = 0; step < steps_per_epoch; ++step) {
+      const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
+      const Tensor target = load_batch(train, order.data() + begin, count);
+      model_.zero_grads();
+      const Tensor out = model_.forward(x_.rows(0, count), ctx);
+      const double loss = compute_loss(model_.loss(), out, target, 1.0 / static_cast<double>(count), model_.output_grad());
+      if (!std::isfinite(loss)) {
+        return Status::error("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
+                             std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
+                             "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
+      }
+      model_.backward(ctx);
+      lr = options_.schedule.rate(optimizer_.steps(), steps_per_epoch, options_.epochs);
+      optimizer_.step(lr);
+      loss_sum += loss;
+      seen += count;
+      if (classifies) correct += count_correct(out, labels_.data<int32_t>());
+      Metrics metrics = {{"loss", loss_sum / static_cast<double>(seen)}};
+      if (classifies) metrics.emplace_back("acc", static_cast<double>(correct) / static_cast<double>(seen));
+      progress.update(step + 1, metrics);
+    }
+    EpochRecord record;
+    record.epoch = epoch + 1;
+    record.seconds = seconds_since(start);
+    record.loss = loss_sum / static_cast<double>(seen);
+    record.accuracy = classifies ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
+    record.samples_per_s = static_cast<double>(seen) / record.seconds;
+    record.lr = lr;
+    train_seconds_ += record.seconds;
+    samples_trained_ += seen;
+    Metrics metrics = {{"loss", record.loss}};
+    if (classifies) metrics.emplace_back("acc", record.accuracy);
+    if (validation != nullptr && validation->size() > 0) {
+      const EvalResult val = evaluate(*validation);
+      record.has_validation = true;
+      record.val_loss = val.loss;
+      record.val_accuracy = val.accuracy;
+      metrics.emplace_back("val_loss", val.loss);
+      if (classifies) metrics.emplace_back("val_acc", val.accuracy);
+    }
+    progress.finish(metrics);
+    records.push_back(record);
+    epochs_done_ = epoch + 1;
+    if (!options_.checkpoint_path.empty()) {
+      const Status saved = save_checkpoint(options_.checkpoint_path, model_, &optimizer_, settings());
+      if (!saved.ok()) return saved.with_context("writing the checkpoint after epoch " + std::to_string(epoch + 1) + ": ");
+    }
+  }
+  return records;
+}
+
+EvalResult Trainer::evaluate(const Dataset& data) {
+  const auto start = std::chrono::steady_clock::now();
+  LayerContext ctx{&pool_, false};
+  const int64_t n = data.size();
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (int64_t begin = 0; begin < n; begin += options_.batch) {
+    const int64_t count = std::min(options_.batch, n - begin);
+    const Tensor target = load_batch(data, order.data() + begin, count);
+    const Tensor out = model_.forward(x_.rows(0, count), ctx);
+    loss_sum += compute_loss(model_.loss(), out, target, 1.0, Tensor());
+    if (model_.target() != TargetKind::input) correct += count_correct(out, labels_.data<int32_t>());
+  }
+  EvalResult result;
+  result.samples = n;
+  result.loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
+  result.accuracy = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+std::map<std::string, std::string> Trainer::settings() const {
+  const OptimizerConfig& o = options_.optimizer;
+  const Schedule& s = options_.schedule;
+  return {
+      {"epochs_done", std::to_string(epochs_done_)},
+      {"epochs", std::to_string(options_.epochs)},
+      {"batch", std::to_string(options_.batch)},
+      {"seed", std::to_string(options_.seed)},
+      {"data", options_.data},
+      {"validation_split", exact(options_.validation_split)},
+      {"optimizer", optimizer_name(o.kind)},
+      {"optimizer_steps", std::to_string(optimizer_.steps())},
+      {"momentum", exact(o.momentum)},
+      {"nesterov", o.nesterov ? "1" : "0"},
+      {"weight_decay", exact(o.weight_decay)},
+      {"beta1", exact(o.beta1)},
+      {"beta2", exact(o.beta2)},
+      {"eps", exact(o.eps)},
+      {"schedule", schedule_name(s.kind)},
+      {"lr", exact(s.lr)},
+      {"step_epochs", std::to_string(s.step_epochs)},
+      {"gamma", exact(s.gamma)},
+      {"lr_min", exact(s.lr_min)},
+  };
+}
+
+Status options_from_checkpoint(const Checkpoint& checkpoint, const std::string& path, TrainOptions* options) {
+  const auto& s = checkpoint.settings;
+  auto text = [&](const char* key, std::string* out) -> Status {
+    const auto it = s.find(key);
+    if (it == s.end()) return Status::error(path + ": the checkpoint lacks the setting '" + key + "'");
+    *out = it->second;
+    return Status();
+  };
+  auto number = [&](const char* key, double* out) -> Status {
+    std::string value;
+    RG_TRY(text(key, &value));
+    char* end = nullptr;
+    *out = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0') return Status::error(path + ": setting '" + key + "' = '" + value + "' is not a number");
+    return Status();
+  };
+  auto integer = [&](const char* key, int64_t min, int64_t* out) -> Status {
+    double v = 0;
+    RG_TRY(number(key, &v));
+    if (v != std::floor(v) || v < static_cast<double>(min)) {
+      return Status::error(path + ": setting '" + key + "' must be an integer >= " + std::to_string(min));
+    }
+    *out = static_cast<int64_t>(v);
+    return Status();
+  };
+  int64_t value = 0;
+  RG_TRY(integer("epochs_done", 0, &value));
+  RG_TRY(integer("optimizer_steps", 0, &value));
+  RG_TRY(integer("epochs", 1, &options->epochs));
+  RG_TRY(integer("batch", 1, &options->batch));
+  std::string seed_text;
+  RG_TRY(text("seed", &seed_text));
+  options->seed = std::strtoull(seed_text.c_str(), nullptr, 10);
+  RG_TRY(text("data", &options->data));
+  RG_TRY(number("validation_split", &options->validation_split));
+  std::string name;
+  RG_TRY(text("optimizer", &name));
+  auto kind = optimizer_from_name(name);
+  if (!kind.ok()) return kind.status().with_context(path + ": ");
+  options->optimizer.kind = kind.value();
+  RG_TRY(number("momentum", &options->optimizer.momentum));
+  double flag = 0;
+  RG_TRY(number("nesterov", &flag));
+  options->optimizer.nesterov = flag != 0;
+  RG_TRY(number("weight_decay", &options->optimizer.weight_decay));
+  RG_TRY(number("beta1", &options->optimizer.beta1));
+  RG_TRY(number("beta2", &options->optimizer.beta2));
+  RG_TRY(number("eps", &options->optimizer.eps));
+  RG_TRY(text("schedule", &name));
+  auto schedule = schedule_from_name(name);
+  if (!schedule.ok()) return schedule.status().with_context(path + ": ");
+  options->schedule.kind = schedule.value();
+  RG_TRY(number("lr", &options->schedule.lr));
+  RG_TRY(integer("step_epochs", 1, &options->schedule.step_epochs));
+  RG_TRY(number("gamma", &options->schedule.gamma));
+  RG_TRY(number("lr_min", &options->schedule.lr_min));
+  return Status();
+}
+
+}  // namespace rg

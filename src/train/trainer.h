@@ -1,0 +1,86 @@
+// The training loop: shuffled mini-batches, forward, loss, backward, optimizer step,
+// a progress line per epoch, optional validation, a checkpoint after each epoch.
+// Deterministic: epoch e's order comes from Rng(seed, stream of e) and no kernel's result
+// depends on the thread count, so a run resumed after epoch e ends where one run would.
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "nn/model.h"
+#include "train/checkpoint.h"
+#include "train/optimizer.h"
+#include "train/schedule.h"
+
+namespace rg {
+
+struct TrainOptions {
+  int64_t epochs = 5;  // total, counting epochs done before a resume
+  int64_t stop_after = 0;  // stop once this many epochs are done (0: run all); the schedule still spans `epochs`
+  int64_t batch = 64;
+  uint64_t seed = 1;
+  OptimizerConfig optimizer;
+  Schedule schedule;
+  std::string data;             // the dataset's source, recorded in checkpoints
+  double validation_split = 0;  // recorded so a resume splits the same way
+  std::string checkpoint_path;  // written after each epoch when not empty
+  FILE* log = stdout;
+  bool live_progress = false;   // redraw the progress line in place
+};
+
+struct EpochRecord {
+  int64_t epoch = 0;  // 1-based
+  double loss = 0, accuracy = 0;
+  bool has_validation = false;
+  double val_loss = 0, val_accuracy = 0;
+  double seconds = 0, samples_per_s = 0, lr = 0;
+};
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;  // 0..1; for target = input models, 0
+  int64_t samples = 0;
+  double seconds = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(Model& model, ThreadPool& pool, const TrainOptions& options);
+
+  // Allocates optimizer state and batch buffers.
+  Status prepare();
+  // Continues from a checkpoint read with read_checkpoint (after prepare()).
+  Status resume_from(const Checkpoint& checkpoint, const std::string& path);
+
+  // Trains from epochs_done() to options.epochs; returns one record per epoch run.
+  Result<std::vector<EpochRecord>> fit(const Dataset& train, const Dataset* validation);
+  EvalResult evaluate(const Dataset& data);
+
+  int64_t epochs_done() const { return epochs_done_; }
+  double train_seconds() const { return train_seconds_; }
+  int64_t samples_trained() const { return samples_trained_; }
+  const Optimizer& optimizer() const { return optimizer_; }
+
+ private:
+  // Copies samples order[begin, end) into the batch buffers and builds the loss target.
+  Tensor load_batch(const Dataset& data, const int32_t* order, int64_t count);
+  std::map<std::string, std::string> settings() const;
+
+  Model& model_;
+  ThreadPool& pool_;
+  TrainOptions options_;
+  Optimizer optimizer_;
+  Tensor x_, labels_, onehot_, dloss_;  // [batch, ...] buffers
+  int64_t epochs_done_ = 0;
+  double train_seconds_ = 0;
+  int64_t samples_trained_ = 0;
+};
+
+// The training settings a checkpoint records, read back: fills `options` (leaving
+// checkpoint_path, log and live_progress alone); unknown or malformed values are errors.
+Status options_from_checkpoint(const Checkpoint& checkpoint, const std::string& path, TrainOptions* options);
+
+}  // namespace rg

@@ -1,0 +1,238 @@
+// The retrograd command end to end: exit codes, messages that name the file and the rule,
+// nothing overwritten on bad input, --json fields, resume through the command line.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome run(const std::string& args) {
+  const std::string command = std::string(RETROGRAD_BINARY) + " " + args + " 2>&1";
+  Outcome outcome;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return outcome;
+  std::array<char, 4096> buffer;
+  size_t got;
+  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.output.append(buffer.data(), got);
+  const int status = pclose(pipe);
+  outcome.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return outcome;
+}
+
+std::string temp_dir() {
+  static const std::string dir = [] {
+    std::string d = ::testing::TempDir() + "retrograd_cli_XXXXXX";
+    return std::string(mkdtemp(&d[0]));
+  }();
+  return dir;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_all(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+bool exists(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0;
+}
+
+// A tiny MNIST-layout folder: `n` 28x28 images, labels i % 10, raw (not gzipped).
+std::string write_idx_folder(const std::string& name, int n) {
+  const std::string dir = temp_dir() + "/" + name;
+  mkdir(dir.c_str(), 0755);
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                       static_cast<char>(v)};
+  };
+  std::string images = be32(0x803) + be32(static_cast<uint32_t>(n)) + be32(28) + be32(28);
+  std::string labels = be32(0x801) + be32(static_cast<uint32_t>(n));
+  for (int i = 0; i < n; ++i) {
+    for (int p = 0; p < 784; ++p) images += static_cast<char>((p % 28 == (i % 10) * 2) ? 255 : 0);
+    labels += static_cast<char>(i % 10);
+  }
+  for (const char* split : {"train", "t10k"}) {
+    write_all(dir + "/" + split + "-images-idx3-ubyte", images);
+    write_all(dir + "/" + split + "-labels-idx1-ubyte", labels);
+  }
+  return dir;
+}
+
+const char* kQuick = "--data synthetic --limit 640 --batch 64 --threads 1";
+
+TEST(Cli, HelpAndUsage) {
+  EXPECT_EQ(run("--help").code, 0);
+  const Outcome none = run("");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.output.find("usage"), std::string::npos);
+  const Outcome unknown = run("fly");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.output.find("unknown command 'fly'"), std::string::npos);
+  for (const char* command : {"train", "eval", "probe"}) {
+    const Outcome help = run(std::string(command) + " --help");
+    EXPECT_EQ(help.code, 0) << command;
+    EXPECT_NE(help.output.find("--threads"), std::string::npos) << command;
+    EXPECT_NE(help.output.find("--seed"), std::string::npos) << command;
+  }
+}
+
+TEST(Cli, BadOptionsAreNamed) {
+  Outcome o = run("train --bogus 1");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("--bogus"), std::string::npos) << o.output;
+  o = run("train --threads 0");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("--threads"), std::string::npos) << o.output;
+  o = run("train --epochs");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("needs a value"), std::string::npos) << o.output;
+  o = run("train --lr fast");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("not a number"), std::string::npos) << o.output;
+  o = run("train --model nosuchpreset");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("mlp"), std::string::npos) << o.output;
+}
+
+TEST(Cli, ProbeShowsTheMachine) {
+  const Outcome o = run("probe");
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("features"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("memory"), std::string::npos) << o.output;
+}
+
+TEST(Cli, TrainWritesTheJsonReport) {
+  const std::string json_path = temp_dir() + "/report.json";
+  const Outcome o = run(std::string("train ") + kQuick + " --epochs 1 --json " + json_path);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("test accuracy"), std::string::npos);
+  EXPECT_NE(o.output.find("samples/s"), std::string::npos);
+  EXPECT_NE(o.output.find("peak RSS"), std::string::npos);
+  const auto report = nlohmann::json::parse(read_all(json_path));
+  EXPECT_EQ(report.at("model"), "mlp");
+  EXPECT_EQ(report.at("epochs"), 1);
+  EXPECT_EQ(report.at("batch"), 64);
+  EXPECT_GE(report.at("test_accuracy").get<double>(), 0.0);
+  EXPECT_LE(report.at("test_accuracy").get<double>(), 1.0);
+  EXPECT_GT(report.at("train_samples_per_s").get<double>(), 0.0);
+  EXPECT_GT(report.at("peak_rss_bytes").get<int64_t>(), 0);
+  EXPECT_GT(report.at("peak_tensor_bytes").get<int64_t>(), 0);
+  EXPECT_EQ(report.at("history").size(), 1u);
+}
+
+TEST(Cli, MissingDataFolderIsNamedAndNothingIsWritten) {
+  const std::string json_path = temp_dir() + "/never.json";
+  const std::string ckpt_path = temp_dir() + "/never.ckpt";
+  const Outcome o = run("train --data /nonexistent/fmnist --json " + json_path + " --checkpoint " + ckpt_path);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("/nonexistent/fmnist"), std::string::npos) << o.output;
+  EXPECT_FALSE(exists(json_path));
+  EXPECT_FALSE(exists(ckpt_path));
+}
+
+TEST(Cli, TruncatedIdxFileIsNamed) {
+  const std::string dir = write_idx_folder("truncated", 50);
+  const std::string images = dir + "/train-images-idx3-ubyte";
+  const std::string bytes = read_all(images);
+  write_all(images, bytes.substr(0, bytes.size() - 100));
+  const Outcome o = run("train --data " + dir + " --epochs 1 --threads 1");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find(images), std::string::npos) << o.output;
+}
+
+TEST(Cli, WrongMagicAndCountMismatchAreNamed) {
+  const std::string dir = write_idx_folder("magic", 50);
+  const std::string labels = dir + "/train-labels-idx1-ubyte";
+  std::string bytes = read_all(labels);
+  bytes[3] = 0x03;  // an images magic number on a labels file
+  write_all(labels, bytes);
+  Outcome o = run("train --data " + dir + " --epochs 1 --threads 1");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find(labels), std::string::npos) << o.output;
+
+  const std::string dir2 = write_idx_folder("counts", 50);
+  const std::string other = write_idx_folder("counts_other", 40);
+  write_all(dir2 + "/train-labels-idx1-ubyte", read_all(other + "/train-labels-idx1-ubyte"));
+  o = run("train --data " + dir2 + " --epochs 1 --threads 1");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("50"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("40"), std::string::npos) << o.output;
+}
+
+TEST(Cli, TrainsFromAnIdxFolder) {
+  const std::string dir = write_idx_folder("good", 200);
+  const Outcome o = run("train --data " + dir + " --epochs 2 --threads 1 --batch 20");
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("test accuracy   1.0000"), std::string::npos) << o.output;
+}
+
+TEST(Cli, CfgErrorsNameFileLineAndKey) {
+  const std::string cfg = temp_dir() + "/bad.cfg";
+  write_all(cfg, "[net]\ninput = 28x28x1\n\n[dense]\nunits = 64\nactivation = relu\n");
+  const Outcome o = run("train --model " + cfg + " " + kQuick);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find(cfg + ":6"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("activation"), std::string::npos) << o.output;
+}
+
+TEST(Cli, UserCfgTrains) {
+  const std::string cfg = temp_dir() + "/small.cfg";
+  write_all(cfg, "# a small net\n[net]\ninput = 784\nloss = softmax_cross_entropy\n[dense]\nunits = 16\n[tanh]\n[dense]\nunits = 10\n");
+  const Outcome o = run("train --model " + cfg + " " + kQuick + " --epochs 1");
+  EXPECT_EQ(o.code, 0) << o.output;
+}
+
+TEST(Cli, ResumeEqualsOneRunAndEvalScoresIt) {
+  const std::string a = temp_dir() + "/a.ckpt", b = temp_dir() + "/b.ckpt";
+  ASSERT_EQ(run(std::string("train ") + kQuick + " --epochs 3 --stop-after 1 --checkpoint " + a).code, 0);
+  const Outcome resumed = run("train --resume " + a + " --data synthetic --limit 640 --threads 2");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("Epoch 2/3"), std::string::npos) << resumed.output;
+  ASSERT_EQ(run(std::string("train ") + kQuick + " --epochs 3 --checkpoint " + b).code, 0);
+  EXPECT_EQ(read_all(a), read_all(b)) << "resumed and uninterrupted runs must end with identical checkpoints";
+
+  const Outcome eval = run("eval --checkpoint " + a + " --threads 1");
+  EXPECT_EQ(eval.code, 0) << eval.output;
+  EXPECT_NE(eval.output.find("test accuracy"), std::string::npos) << eval.output;
+
+  const Outcome again = run("train --resume " + a + " --lr 0.5");
+  EXPECT_EQ(again.code, 2);
+  EXPECT_NE(again.output.find("--lr"), std::string::npos) << again.output;
+}
+
+TEST(Cli, CorruptCheckpointIsRefusedAndKept) {
+  const std::string path = temp_dir() + "/corrupt.ckpt";
+  ASSERT_EQ(run(std::string("train ") + kQuick + " --epochs 1 --checkpoint " + path).code, 0);
+  std::string bytes = read_all(path);
+  bytes[bytes.size() / 2] ^= 0x01;
+  write_all(path, bytes);
+  for (const std::string& command : {"train --epochs 2 --resume " + path, "eval --checkpoint " + path}) {
+    const Outcome o = run(command);
+    EXPECT_EQ(o.code, 2) << command;
+    EXPECT_NE(o.output.find(path), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("checksum"), std::string::npos) << o.output;
+  }
+  EXPECT_EQ(read_all(path), bytes) << "the refused file must stay as it was";
+}
+
+}  // namespace

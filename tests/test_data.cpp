@@ -1,0 +1,596 @@
+// The dataset layer: IDX reading (raw and gzip) and every rule it enforces, the MNIST folder
+// layout, the validation split, synthetic data and gather's u8 -> f32 scaling.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "data/dataset.h"
+
+namespace rg {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+// A fresh folder under the test temp dir, removed with the files written through it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "rg_data_XXXXXX";
+    RG_CHECK(mkdtemp(&pattern[0]) != nullptr, "mkdtemp " << pattern);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    for (const std::string& f : files_) std::remove(f.c_str());
+    for (auto d = dirs_.rbegin(); d != dirs_.rend(); ++d) rmdir(d->c_str());
+    rmdir(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+  std::string subdir(const std::string& name) {
+    const std::string dir = path_ + "/" + name;
+    RG_CHECK(mkdir(dir.c_str(), 0700) == 0, "mkdir " << dir);
+    dirs_.push_back(dir);
+    return dir;
+  }
+  // Writes bytes as they are.
+  std::string raw(const std::string& name, const Bytes& bytes) {
+    const std::string file = path_ + "/" + name;
+    FILE* f = std::fopen(file.c_str(), "wb");
+    RG_CHECK(f != nullptr, "fopen " << file);
+    RG_CHECK(bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size(), "fwrite " << file);
+    std::fclose(f);
+    files_.push_back(file);
+    return file;
+  }
+  // Writes bytes gzip-compressed.
+  std::string gz(const std::string& name, const Bytes& bytes) {
+    const std::string file = path_ + "/" + name;
+    gzFile g = gzopen(file.c_str(), "wb");
+    RG_CHECK(g != nullptr, "gzopen " << file);
+    RG_CHECK(gzwrite(g, bytes.data(), static_cast<unsigned>(bytes.size())) == static_cast<int>(bytes.size()),
+             "gzwrite " << file);
+    RG_CHECK(gzclose(g) == Z_OK, "gzclose " << file);
+    files_.push_back(file);
+    return file;
+  }
+
+ private:
+  std::string path_;
+  std::vector<std::string> files_;
+  std::vector<std::string> dirs_;
+};
+
+Bytes read_file(const std::string& path) {
+  Bytes out;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  RG_CHECK(f != nullptr, "fopen " << path);
+  int c;
+  while ((c = std::fgetc(f)) != EOF) out.push_back(static_cast<uint8_t>(c));
+  std::fclose(f);
+  return out;
+}
+
+void put_u32_be(Bytes& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
+}
+
+Bytes idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims, const Bytes& data) {
+  Bytes out;
+  put_u32_be(out, magic);
+  for (uint32_t d : dims) put_u32_be(out, d);
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+// n images of rows x cols, pixel (i, y, x) = 10 i + 3 y + x; labels i mod 3.
+constexpr uint32_t kN = 5, kRows = 3, kCols = 4;
+Bytes image_data(uint32_t n = kN) {
+  Bytes data;
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t y = 0; y < kRows; ++y)
+      for (uint32_t x = 0; x < kCols; ++x) data.push_back(static_cast<uint8_t>(10 * i + 3 * y + x));
+  return data;
+}
+Bytes label_data(uint32_t n = kN) {
+  Bytes data;
+  for (uint32_t i = 0; i < n; ++i) data.push_back(static_cast<uint8_t>(i % 3));
+  return data;
+}
+Bytes images_file(uint32_t n = kN) { return idx_bytes(0x00000803, {n, kRows, kCols}, image_data(n)); }
+Bytes labels_file(uint32_t n = kN) { return idx_bytes(0x00000801, {n}, label_data(n)); }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Expects a failed load whose message names `path` and says `rule`.
+void expect_error(const Result<Dataset>& result, const std::string& path, const std::string& rule) {
+  ASSERT_FALSE(result.ok()) << "expected an error naming " << path << " and '" << rule << "'";
+  const std::string message = result.status().message();  // status() is a copy
+  EXPECT_TRUE(contains(message, path)) << message;
+  EXPECT_TRUE(contains(message, rule)) << message;
+}
+
+void expect_tiny_dataset(const Dataset& d, const std::string& name) {
+  EXPECT_EQ(d.name, name);
+  EXPECT_EQ(d.size(), kN);
+  EXPECT_EQ(d.sample_shape, (Shape{1, kRows, kCols}));
+  EXPECT_EQ(d.samples.shape(), (Shape{kN, 1, kRows, kCols}));
+  EXPECT_EQ(d.samples.dtype(), DType::u8);
+  EXPECT_EQ(d.labels.shape(), (Shape{kN}));
+  EXPECT_EQ(d.labels.dtype(), DType::i32);
+  EXPECT_EQ(d.num_classes, 3);
+  const Bytes expected = image_data();
+  const uint8_t* pixels = d.samples.data<uint8_t>();
+  for (size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(pixels[i], expected[i]) << "byte " << i;
+  for (int64_t i = 0; i < kN; ++i) EXPECT_EQ(d.labels.data<int32_t>()[i], i % 3);
+}
+
+TEST(Idx, RoundTripRaw) {
+  TempDir dir;
+  const std::string images = dir.raw("images-idx3-ubyte", images_file());
+  const std::string labels = dir.raw("labels-idx1-ubyte", labels_file());
+  Result<Dataset> d = load_idx_pair(images, labels, "tiny");
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  expect_tiny_dataset(d.value(), "tiny");
+}
+
+TEST(Idx, RoundTripGzip) {
+  TempDir dir;
+  const std::string images = dir.gz("images-idx3-ubyte.gz", images_file());
+  const std::string labels = dir.gz("labels-idx1-ubyte.gz", labels_file());
+  Result<Dataset> d = load_idx_pair(images, labels, "tiny");
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  expect_tiny_dataset(d.value(), "tiny");
+}
+
+TEST(Idx, RoundTripLargerThanOneReadChunk) {
+  // 3000 images of 28x28 = 2.35 MB: several 1 MiB gzread chunks.
+  TempDir dir;
+  Bytes pixels(3000 * 28 * 28);
+  Rng rng(7);
+  for (uint8_t& p : pixels) p = static_cast<uint8_t>(rng.next_u32());
+  Bytes labels(3000);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<uint8_t>(i % 10);
+  const std::string ip = dir.gz("i.gz", idx_bytes(0x803, {3000, 28, 28}, pixels));
+  const std::string lp = dir.raw("l", idx_bytes(0x801, {3000}, labels));
+  Result<Dataset> d = load_idx_pair(ip, lp, "big");
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d.value().num_classes, 10);
+  EXPECT_EQ(0, std::memcmp(d.value().samples.data<uint8_t>(), pixels.data(), pixels.size()));
+}
+
+TEST(Idx, WrongMagic) {
+  TempDir dir;
+  const std::string labels = dir.raw("labels", labels_file());
+  // Labels magic in the images file.
+  const std::string swapped = dir.raw("images-as-labels", idx_bytes(0x801, {kN}, label_data()));
+  expect_error(load_idx_pair(swapped, labels, "x"), swapped, "magic");
+  // Element type 0x0D (float) instead of 0x08.
+  const std::string floats = dir.raw("float-images", idx_bytes(0x00000D03, {kN, kRows, kCols}, image_data()));
+  expect_error(load_idx_pair(floats, labels, "x"), floats, "magic");
+  // Little-endian magic.
+  const std::string little = dir.raw("little", idx_bytes(0x03080000, {kN, kRows, kCols}, image_data()));
+  expect_error(load_idx_pair(little, labels, "x"), little, "magic");
+  // A wrong labels magic names the labels file.
+  const std::string images = dir.raw("images", images_file());
+  const std::string bad_labels = dir.raw("bad-labels", idx_bytes(0x803, {kN, 1, 1}, label_data()));
+  expect_error(load_idx_pair(images, bad_labels, "x"), bad_labels, "magic");
+}
+
+TEST(Idx, TruncatedHeader) {
+  TempDir dir;
+  const std::string labels = dir.raw("labels", labels_file());
+  const Bytes full = images_file();
+  for (size_t keep : {0, 2, 4, 10, 15}) {
+    const std::string images = dir.raw("images-" + std::to_string(keep), Bytes(full.begin(), full.begin() + keep));
+    expect_error(load_idx_pair(images, labels, "x"), images, "truncated header");
+  }
+  const std::string images = dir.raw("images", images_file());
+  const Bytes full_labels = labels_file();
+  const std::string short_labels = dir.raw("labels-6", Bytes(full_labels.begin(), full_labels.begin() + 6));
+  expect_error(load_idx_pair(images, short_labels, "x"), short_labels, "truncated header");
+}
+
+TEST(Idx, ZeroAndHugeDimensions) {
+  TempDir dir;
+  const std::string labels = dir.raw("labels", labels_file());
+  const std::string zero_rows = dir.raw("zero-rows", idx_bytes(0x803, {kN, 0, kCols}, {}));
+  expect_error(load_idx_pair(zero_rows, labels, "x"), zero_rows, "must be positive");
+  const std::string zero_count = dir.raw("zero-count", idx_bytes(0x803, {0, kRows, kCols}, {}));
+  expect_error(load_idx_pair(zero_count, labels, "x"), zero_count, "positive");
+  // 2^32-1 cubed would overflow 64 bits; it must be refused before any allocation.
+  const int64_t peak_before = host_memory().peak_bytes();
+  const std::string huge = dir.raw("huge", idx_bytes(0x803, {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}, image_data()));
+  expect_error(load_idx_pair(huge, labels, "x"), huge, "limit");
+  const std::string big = dir.raw("big", idx_bytes(0x803, {60000, 200, 200}, image_data()));
+  expect_error(load_idx_pair(big, labels, "x"), big, "limit");
+  // Under the limit but far beyond the file: refused as truncated, also before allocating.
+  const std::string tall = dir.raw("tall", idx_bytes(0x803, {1000, 1000, 1000}, image_data()));
+  expect_error(load_idx_pair(tall, labels, "x"), tall, "truncated data");
+  const std::string tall_gz = dir.gz("tall.gz", idx_bytes(0x803, {1000, 1000, 1000}, image_data()));
+  expect_error(load_idx_pair(tall_gz, labels, "x"), tall_gz, "truncated data");
+  EXPECT_LT(host_memory().peak_bytes() - peak_before, 1 << 20);
+}
+
+TEST(Idx, TruncatedData) {
+  TempDir dir;
+  const std::string labels = dir.raw("labels", labels_file());
+  Bytes cut = images_file();
+  cut.pop_back();
+  const std::string raw = dir.raw("images", cut);
+  expect_error(load_idx_pair(raw, labels, "x"), raw, "truncated data");
+  expect_error(load_idx_pair(raw, labels, "x"), raw, "expected 60 bytes");
+  expect_error(load_idx_pair(raw, labels, "x"), raw, "found 59");
+  const std::string gz = dir.gz("images.gz", cut);
+  expect_error(load_idx_pair(gz, labels, "x"), gz, "truncated data");
+  expect_error(load_idx_pair(gz, labels, "x"), gz, "found 59");
+
+  const std::string images = dir.raw("good-images", images_file());
+  Bytes cut_labels = labels_file();
+  cut_labels.resize(cut_labels.size() - 2);
+  const std::string short_labels = dir.gz("labels.gz", cut_labels);
+  expect_error(load_idx_pair(images, short_labels, "x"), short_labels, "truncated data");
+}
+
+TEST(Idx, TrailingBytes) {
+  TempDir dir;
+  const std::string labels = dir.raw("labels", labels_file());
+  Bytes longer = images_file();
+  longer.push_back(0);
+  longer.push_back(7);
+  const std::string raw = dir.raw("images", longer);
+  expect_error(load_idx_pair(raw, labels, "x"), raw, "trailing bytes");
+  expect_error(load_idx_pair(raw, labels, "x"), raw, "2 bytes");
+  const std::string gz = dir.gz("images.gz", longer);
+  expect_error(load_idx_pair(gz, labels, "x"), gz, "trailing bytes");
+
+  const std::string images = dir.raw("good-images", images_file());
+  Bytes long_labels = labels_file();
+  long_labels.push_back(1);
+  const std::string trailing_labels = dir.raw("long-labels", long_labels);
+  expect_error(load_idx_pair(images, trailing_labels, "x"), trailing_labels, "trailing bytes");
+}
+
+TEST(Idx, CountMismatch) {
+  TempDir dir;
+  const std::string images = dir.raw("images", images_file(5));
+  const std::string labels = dir.raw("labels", labels_file(4));
+  Result<Dataset> d = load_idx_pair(images, labels, "x");
+  expect_error(d, images, "counts differ");
+  expect_error(d, labels, "5 images");
+  expect_error(d, labels, "4 labels");
+}
+
+TEST(Idx, CorruptGzip) {
+  TempDir dir;
+  const std::string labels = dir.raw("labels", labels_file());
+  const std::string good = dir.gz("good.gz", images_file());
+  const Bytes compressed = read_file(good);
+  ASSERT_GT(compressed.size(), 30u);
+
+  // The CRC-32 in the trailer (the last 8 bytes are CRC and length) no longer matches.
+  Bytes bad_crc = compressed;
+  bad_crc[bad_crc.size() - 8] ^= 0xFF;
+  const std::string crc = dir.raw("bad-crc.gz", bad_crc);
+  expect_error(load_idx_pair(crc, labels, "x"), crc, "corrupt gzip");
+
+  // A deflate block type of 3 is invalid: the first body byte after the 10-byte header.
+  Bytes bad_block = compressed;
+  bad_block[10] |= 0x06;
+  const std::string block = dir.raw("bad-block.gz", bad_block);
+  expect_error(load_idx_pair(block, labels, "x"), block, "corrupt gzip");
+
+  // The stream stops half way.
+  Bytes cut(compressed.begin(), compressed.begin() + static_cast<long>(compressed.size() / 2));
+  const std::string half = dir.raw("half.gz", cut);
+  expect_error(load_idx_pair(half, labels, "x"), half, "gzip");
+
+  // Only the trailer is missing: all data arrives, the stream still does not end well.
+  Bytes no_trailer(compressed.begin(), compressed.end() - 8);
+  const std::string trailer = dir.raw("no-trailer.gz", no_trailer);
+  expect_error(load_idx_pair(trailer, labels, "x"), trailer, "gzip");
+}
+
+TEST(Idx, MissingFile) {
+  TempDir dir;
+  const std::string labels = dir.raw("labels", labels_file());
+  const std::string missing = dir.path() + "/no-such-images";
+  expect_error(load_idx_pair(missing, labels, "x"), missing, "cannot open");
+  const std::string images = dir.raw("images", images_file());
+  const std::string missing_labels = dir.path() + "/no-such-labels";
+  expect_error(load_idx_pair(images, missing_labels, "x"), missing_labels, "cannot open");
+  // A folder is not an IDX file.
+  expect_error(load_idx_pair(dir.path(), labels, "x"), dir.path(), "not a regular file");
+}
+
+TEST(Idx, NeverCrashesOnMutatedBytes) {
+  // Every header byte set to a few values, and every cut length: each load fails cleanly
+  // or succeeds with consistent shapes.
+  TempDir dir;
+  const std::string labels = dir.raw("labels", labels_file());
+  const Bytes good = images_file();
+  int files = 0;
+  for (size_t at = 0; at < 16; ++at) {
+    for (int value : {0x00, 0x01, 0x03, 0x08, 0x7F, 0x80, 0xFF}) {
+      Bytes mutated = good;
+      mutated[at] = static_cast<uint8_t>(value);
+      const std::string path = dir.raw("m" + std::to_string(files++), mutated);
+      Result<Dataset> d = load_idx_pair(path, labels, "x");
+      if (d.ok()) {
+        EXPECT_EQ(d.value().samples.numel(), d.value().size() * d.value().sample_shape.numel());
+      }
+    }
+  }
+  for (size_t keep = 0; keep < good.size(); ++keep) {
+    const std::string path = dir.gz("c" + std::to_string(files++), Bytes(good.begin(), good.begin() + keep));
+    EXPECT_FALSE(load_idx_pair(path, labels, "x").ok());
+  }
+}
+
+// The four MNIST files of `n_train` and `n_test` tiny images in `folder`, some gzipped.
+void write_mnist_folder(TempDir& dir, const std::string& folder, bool skip_t10k_labels = false) {
+  dir.gz(folder + "/train-images-idx3-ubyte.gz", images_file(kN));
+  dir.raw(folder + "/train-labels-idx1-ubyte", labels_file(kN));
+  dir.raw(folder + "/t10k-images-idx3-ubyte", images_file(2));
+  if (!skip_t10k_labels) dir.gz(folder + "/t10k-labels-idx1-ubyte.gz", labels_file(2));
+}
+
+TEST(MnistFolder, LoadsRawAndGzipFiles) {
+  TempDir dir;
+  dir.subdir("tiny-mnist");
+  write_mnist_folder(dir, "tiny-mnist");
+  Result<DataSplit> split = load_mnist_folder(dir.path() + "/tiny-mnist/");
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  expect_tiny_dataset(split.value().train, "tiny-mnist train");
+  EXPECT_EQ(split.value().test.name, "tiny-mnist test");
+  EXPECT_EQ(split.value().test.size(), 2);
+  EXPECT_EQ(split.value().test.num_classes, 2);
+}
+
+TEST(MnistFolder, MissingFileAndFolder) {
+  TempDir dir;
+  const std::string folder = dir.subdir("partial");
+  write_mnist_folder(dir, "partial", /*skip_t10k_labels=*/true);
+  Result<DataSplit> split = load_mnist_folder(folder);
+  ASSERT_FALSE(split.ok());
+  EXPECT_TRUE(contains(split.status().message(), folder)) << split.status().message();
+  EXPECT_TRUE(contains(split.status().message(), "t10k-labels-idx1-ubyte.gz")) << split.status().message();
+
+  const std::string nowhere = dir.path() + "/nowhere";
+  Result<DataSplit> none = load_mnist_folder(nowhere);
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(contains(none.status().message(), nowhere)) << none.status().message();
+  EXPECT_TRUE(contains(none.status().message(), "no such folder")) << none.status().message();
+  EXPECT_TRUE(contains(none.status().message(), "train-images-idx3-ubyte")) << none.status().message();
+}
+
+TEST(MnistFolder, FashionMnistFromTheDebianPackage) {
+  const std::string dir = default_fashion_mnist_dir();
+  struct stat info {};
+  if (stat(dir.c_str(), &info) != 0) GTEST_SKIP() << dir << " is absent (install dataset-fashion-mnist)";
+  Result<DataSplit> split = load_mnist_folder(dir);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  const DataSplit& s = split.value();
+  EXPECT_EQ(s.train.name, "fashion-mnist train");
+  EXPECT_EQ(s.test.name, "fashion-mnist test");
+  EXPECT_EQ(s.train.size(), 60000);
+  EXPECT_EQ(s.test.size(), 10000);
+  EXPECT_EQ(s.train.num_classes, 10);
+  EXPECT_EQ(s.test.num_classes, 10);
+  EXPECT_EQ(s.train.sample_shape, (Shape{1, 28, 28}));
+  EXPECT_EQ(s.train.samples.shape(), (Shape{60000, 1, 28, 28}));
+  std::vector<int64_t> per_class(10, 0);
+  for (int64_t i = 0; i < s.test.size(); ++i) ++per_class[static_cast<size_t>(s.test.labels.data<int32_t>()[i])];
+  for (int64_t count : per_class) EXPECT_EQ(count, 1000);
+}
+
+// n samples of [2] f32, sample i = {i, -i}, label i mod 3: every sample identifiable.
+Dataset numbered_dataset(int64_t n) {
+  Dataset d;
+  d.name = "numbers train";
+  d.sample_shape = Shape{2};
+  d.num_classes = 3;
+  d.samples = Tensor::zeros(Shape{n, 2}, DType::f32, "numbers").take();
+  d.labels = Tensor::zeros(Shape{n}, DType::i32, "numbers labels").take();
+  for (int64_t i = 0; i < n; ++i) {
+    d.samples.f32()[2 * i] = static_cast<float>(i);
+    d.samples.f32()[2 * i + 1] = static_cast<float>(-i);
+    d.labels.data<int32_t>()[i] = static_cast<int32_t>(i % 3);
+  }
+  return d;
+}
+
+std::vector<float> first_column(const Dataset& d) {
+  std::vector<float> out;
+  for (int64_t i = 0; i < d.size(); ++i) out.push_back(d.samples.f32()[2 * i]);
+  return out;
+}
+
+TEST(SplitValidation, SizesNamesAndCoverage) {
+  const Dataset all = numbered_dataset(100);
+  Result<DataSplit> split = split_validation(all, 0.1, 42);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  const DataSplit& s = split.value();
+  EXPECT_EQ(s.train.size(), 90);
+  EXPECT_EQ(s.test.size(), 10);
+  EXPECT_EQ(s.train.name, "numbers train");
+  EXPECT_EQ(s.test.name, "numbers validation");
+  EXPECT_EQ(s.train.sample_shape, (Shape{2}));
+  EXPECT_EQ(s.test.num_classes, 3);
+  EXPECT_EQ(s.train.samples.shape(), (Shape{90, 2}));
+  std::set<int> seen;
+  for (const Dataset* part : {&s.train, &s.test}) {
+    for (int64_t i = 0; i < part->size(); ++i) {
+      const float v = part->samples.f32()[2 * i];
+      EXPECT_EQ(part->samples.f32()[2 * i + 1], -v);
+      EXPECT_EQ(part->labels.data<int32_t>()[i], static_cast<int>(v) % 3);
+      EXPECT_TRUE(seen.insert(static_cast<int>(v)).second) << "sample " << v << " twice";
+    }
+  }
+  EXPECT_EQ(seen.size(), 100u);
+  // Real copies: changing the source leaves the split alone.
+  const std::vector<float> before = first_column(s.test);
+  all.samples.fill_zero();
+  EXPECT_EQ(first_column(s.test), before);
+}
+
+TEST(SplitValidation, DeterministicPerSeed) {
+  const Dataset all = numbered_dataset(1000);
+  const DataSplit a = split_validation(all, 0.2, 7).take();
+  const DataSplit b = split_validation(all, 0.2, 7).take();
+  const DataSplit c = split_validation(all, 0.2, 8).take();
+  EXPECT_EQ(first_column(a.test), first_column(b.test));
+  EXPECT_EQ(first_column(a.train), first_column(b.train));
+  EXPECT_NE(first_column(a.test), first_column(c.test));
+  EXPECT_EQ(a.test.size(), 200);
+}
+
+TEST(SplitValidation, KeepsU8Samples) {
+  const DataSplit synth = make_synthetic(50, 0, 5, 3);
+  const DataSplit s = split_validation(synth.train, 0.5, 1).take();
+  EXPECT_EQ(s.train.samples.dtype(), DType::u8);
+  EXPECT_EQ(s.test.samples.shape(), (Shape{25, 1, 28, 28}));
+  EXPECT_EQ(s.test.name, "synthetic validation");
+}
+
+TEST(SplitValidation, RejectsBadFractions) {
+  const Dataset all = numbered_dataset(100);
+  for (double f : {0.0, 1.0, -0.5, 1.5, std::nan(""), 0.001, 0.999}) {
+    Result<DataSplit> s = split_validation(all, f, 1);
+    ASSERT_FALSE(s.ok()) << "fraction " << f;
+    EXPECT_TRUE(contains(s.status().message(), "validation fraction")) << s.status().message();
+    EXPECT_TRUE(contains(s.status().message(), "numbers train")) << s.status().message();
+  }
+  EXPECT_FALSE(split_validation(numbered_dataset(1), 0.5, 1).ok());
+  EXPECT_TRUE(split_validation(numbered_dataset(2), 0.5, 1).ok());
+}
+
+TEST(Synthetic, DeterministicShapesAndLabels) {
+  const DataSplit a = make_synthetic(300, 100, 10, 5);
+  const DataSplit b = make_synthetic(300, 100, 10, 5);
+  const DataSplit c = make_synthetic(300, 100, 10, 6);
+  EXPECT_EQ(a.train.size(), 300);
+  EXPECT_EQ(a.test.size(), 100);
+  EXPECT_EQ(a.train.sample_shape, (Shape{1, 28, 28}));
+  EXPECT_EQ(a.train.samples.shape(), (Shape{300, 1, 28, 28}));
+  EXPECT_EQ(a.train.samples.dtype(), DType::u8);
+  EXPECT_EQ(a.train.num_classes, 10);
+  EXPECT_EQ(0, std::memcmp(a.train.samples.data<uint8_t>(), b.train.samples.data<uint8_t>(), a.train.samples.bytes()));
+  EXPECT_EQ(0, std::memcmp(a.test.labels.data<int32_t>(), b.test.labels.data<int32_t>(), a.test.labels.bytes()));
+  EXPECT_NE(0, std::memcmp(a.train.samples.data<uint8_t>(), c.train.samples.data<uint8_t>(), a.train.samples.bytes()));
+  std::vector<int> per_class(10, 0);
+  for (int64_t i = 0; i < a.train.size(); ++i) {
+    const int32_t label = a.train.labels.data<int32_t>()[i];
+    ASSERT_GE(label, 0);
+    ASSERT_LT(label, 10);
+    ++per_class[static_cast<size_t>(label)];
+  }
+  for (int count : per_class) EXPECT_EQ(count, 30);
+}
+
+TEST(Synthetic, LogisticRegressionLearnsIt) {
+  // Softmax regression by plain SGD, two epochs: the classes must be easy to tell apart.
+  const int classes = 10, features = 28 * 28;
+  const DataSplit data = make_synthetic(2000, 500, classes, 11);
+  std::vector<float> w(static_cast<size_t>(classes * features), 0.0f), b(classes, 0.0f);
+  std::vector<float> x(features), logits(classes);
+  auto forward = [&](const Dataset& d, int32_t i, int32_t* label) {
+    d.gather(&i, 1, x.data(), label);
+    for (int c = 0; c < classes; ++c) {
+      float z = b[static_cast<size_t>(c)];
+      for (int f = 0; f < features; ++f) z += w[static_cast<size_t>(c * features + f)] * x[static_cast<size_t>(f)];
+      logits[static_cast<size_t>(c)] = z;
+    }
+  };
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (int32_t i = 0; i < data.train.size(); ++i) {
+      int32_t label = 0;
+      forward(data.train, i, &label);
+      float max = logits[0], sum = 0;
+      for (float z : logits) max = std::max(max, z);
+      for (float& z : logits) sum += (z = std::exp(z - max));
+      for (int c = 0; c < classes; ++c) {
+        const float grad = logits[static_cast<size_t>(c)] / sum - (c == label ? 1.0f : 0.0f);
+        b[static_cast<size_t>(c)] -= 0.01f * grad;
+        for (int f = 0; f < features; ++f) w[static_cast<size_t>(c * features + f)] -= 0.01f * grad * x[static_cast<size_t>(f)];
+      }
+    }
+  }
+  int correct = 0;
+  for (int32_t i = 0; i < data.test.size(); ++i) {
+    int32_t label = 0;
+    forward(data.test, i, &label);
+    correct += static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin()) == label;
+  }
+  EXPECT_GT(correct, 450) << correct << " of 500";
+}
+
+TEST(Gather, ScalesBytesToUnitFloats) {
+  Dataset d;
+  d.name = "bytes";
+  d.sample_shape = Shape{1, 2, 2};
+  d.num_classes = 4;
+  d.samples = Tensor::zeros(Shape{3, 1, 2, 2}, DType::u8, "bytes").take();
+  d.labels = Tensor::zeros(Shape{3}, DType::i32, "labels").take();
+  const uint8_t pixels[12] = {0, 255, 51, 1, 10, 20, 30, 40, 255, 255, 0, 128};
+  std::memcpy(d.samples.data<uint8_t>(), pixels, sizeof pixels);
+  for (int i = 0; i < 3; ++i) d.labels.data<int32_t>()[i] = i + 1;
+
+  const int32_t index[2] = {2, 0};
+  float out[8];
+  int32_t out_labels[2];
+  d.gather(index, 2, out, out_labels);
+  EXPECT_EQ(out[0], 1.0f);  // 255 gives exactly 1
+  EXPECT_EQ(out[1], 1.0f);
+  EXPECT_EQ(out[2], 0.0f);
+  EXPECT_EQ(out[3], 128.0f / 255.0f);
+  EXPECT_EQ(out[4], 0.0f);
+  EXPECT_EQ(out[5], 1.0f);
+  EXPECT_EQ(out[6], 0.2f);  // 51 / 255
+  EXPECT_EQ(out[7], 1.0f / 255.0f);
+  EXPECT_EQ(out_labels[0], 3);
+  EXPECT_EQ(out_labels[1], 1);
+  for (int v = 0; v < 256; ++v) {
+    d.samples.data<uint8_t>()[0] = static_cast<uint8_t>(v);
+    const int32_t first = 0;
+    d.gather(&first, 1, out, nullptr);
+    EXPECT_EQ(out[0], static_cast<float>(v) / 255.0f);
+  }
+}
+
+TEST(Gather, CopiesFloatsAndSlicesShareStorage) {
+  const Dataset d = numbered_dataset(10);
+  const int32_t index[3] = {9, 4, 4};
+  float out[6];
+  int32_t labels[3];
+  d.gather(index, 3, out, labels);
+  EXPECT_EQ(out[0], 9.0f);
+  EXPECT_EQ(out[1], -9.0f);
+  EXPECT_EQ(out[4], 4.0f);
+  EXPECT_EQ(labels[0], 0);
+  EXPECT_EQ(labels[1], 1);
+
+  const Dataset part = d.slice(3, 7, "numbers part");
+  EXPECT_EQ(part.name, "numbers part");
+  EXPECT_EQ(part.size(), 4);
+  EXPECT_EQ(part.num_classes, 3);
+  EXPECT_EQ(part.sample_shape, (Shape{2}));
+  const int32_t zero = 0;
+  part.gather(&zero, 1, out, labels);
+  EXPECT_EQ(out[0], 3.0f);
+  EXPECT_EQ(labels[0], 0);
+  d.samples.f32()[6] = 100.0f;  // sample 3 of d is sample 0 of the slice
+  part.gather(&zero, 1, out, labels);
+  EXPECT_EQ(out[0], 100.0f);
+}
+
+}  // namespace
+}  // namespace rg

@@ -1,0 +1,237 @@
+// Training end to end through the library: learning happens, runs are bit-identical for a
+// seed whatever the thread count, resume equals an uninterrupted run, checkpoints are
+// verified before anything is restored.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "base/serial.h"
+#include "train/trainer.h"
+
+namespace rg {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "retrograd_test_train_" + name;
+}
+
+struct TrainedRun {
+  std::unique_ptr<Model> model;
+  std::vector<EpochRecord> records;
+  EvalResult test;
+};
+
+TrainOptions small_options(int64_t epochs) {
+  TrainOptions options;
+  options.epochs = epochs;
+  options.batch = 32;
+  options.seed = 7;
+  options.log = std::fopen("/dev/null", "w");
+  return options;
+}
+
+std::unique_ptr<Model> build_mlp(uint64_t seed) {
+  auto cfg = parse_cfg(
+      "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dense]\nunits = 10\ninit = glorot\n", "test.cfg");
+  EXPECT_TRUE(cfg.ok()) << cfg.status().message();
+  auto model = Model::from_cfg(cfg.value());
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  EXPECT_TRUE(model.value()->init(seed).ok());
+  return model.take();
+}
+
+const DataSplit& data() {
+  static const DataSplit split = make_synthetic(1200, 400, 10, 3);
+  return split;
+}
+
+TrainedRun train(TrainOptions options, int threads, const std::string& resume_path = "") {
+  TrainedRun run;
+  run.model = build_mlp(options.seed);
+  ThreadPool pool(threads);
+  Trainer trainer(*run.model, pool, options);
+  EXPECT_TRUE(trainer.prepare().ok());
+  if (!resume_path.empty()) {
+    auto ck = read_checkpoint(resume_path);
+    EXPECT_TRUE(ck.ok()) << ck.status().message();
+    EXPECT_TRUE(trainer.resume_from(ck.value(), resume_path).ok());
+  }
+  auto records = trainer.fit(data().train, nullptr);
+  EXPECT_TRUE(records.ok()) << records.status().message();
+  run.records = records.value();
+  run.test = trainer.evaluate(data().test);
+  return run;
+}
+
+bool same_weights(Model& a, Model& b) {
+  auto pa = a.params(), pb = b.params();
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    if (pa[i]->value.bytes() != pb[i]->value.bytes()) return false;
+    if (std::memcmp(pa[i]->value.raw_data(), pb[i]->value.raw_data(), pa[i]->value.bytes()) != 0) return false;
+  }
+  return true;
+}
+
+TEST(Train, LearnsSyntheticData) {
+  TrainedRun run = train(small_options(2), 1);
+  ASSERT_EQ(run.records.size(), 2u);
+  EXPECT_LT(run.records[1].loss, run.records[0].loss);
+  EXPECT_GT(run.test.accuracy, 0.9) << "an mlp should separate the synthetic classes";
+}
+
+TEST(Train, SameSeedSameThreadsGivesBitIdenticalWeights) {
+  TrainedRun a = train(small_options(2), 2);
+  TrainedRun b = train(small_options(2), 2);
+  EXPECT_TRUE(same_weights(*a.model, *b.model));
+}
+
+TEST(Train, ThreadCountDoesNotChangeWeights) {
+  TrainedRun a = train(small_options(1), 1);
+  TrainedRun b = train(small_options(1), 2);
+  TrainedRun c = train(small_options(1), 3);
+  EXPECT_TRUE(same_weights(*a.model, *b.model));
+  EXPECT_TRUE(same_weights(*a.model, *c.model));
+}
+
+TEST(Train, DifferentSeedGivesDifferentWeights) {
+  TrainOptions other = small_options(1);
+  other.seed = 8;
+  TrainedRun a = train(small_options(1), 1);
+  TrainedRun b = train(other, 1);
+  EXPECT_FALSE(same_weights(*a.model, *b.model));
+}
+
+TEST(Train, ResumeAfterAnEpochEqualsOneRun) {
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adam}) {
+    const std::string path = temp_path(std::string("resume_") + optimizer_name(kind) + ".ckpt");
+    TrainOptions whole = small_options(3);
+    whole.optimizer.kind = kind;
+    whole.schedule.kind = ScheduleKind::cosine;  // the rate depends on the step count: it must be restored
+    TrainOptions first = whole;
+    first.stop_after = 1;  // interrupted after epoch 1
+    first.checkpoint_path = path;
+    TrainedRun interrupted = train(first, 2);
+    TrainOptions rest = whole;
+    TrainedRun resumed = train(rest, 2, path);
+    TrainedRun uninterrupted = train(whole, 2);
+    EXPECT_EQ(resumed.records.size(), 2u);
+    EXPECT_TRUE(same_weights(*resumed.model, *uninterrupted.model)) << optimizer_name(kind);
+    std::remove(path.c_str());
+  }
+}
+
+TEST(Train, CheckpointRoundTripsSettings) {
+  const std::string path = temp_path("settings.ckpt");
+  TrainOptions options = small_options(1);
+  options.optimizer.kind = OptimizerKind::sgd;
+  options.optimizer.nesterov = true;
+  options.optimizer.weight_decay = 5e-4;
+  options.schedule.kind = ScheduleKind::step;
+  options.schedule.lr = 0.0123;
+  options.checkpoint_path = path;
+  train(options, 1);
+  auto ck = read_checkpoint(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().message();
+  TrainOptions back;
+  ASSERT_TRUE(options_from_checkpoint(ck.value(), path, &back).ok());
+  EXPECT_EQ(back.batch, 32);
+  EXPECT_EQ(back.seed, 7u);
+  EXPECT_TRUE(back.optimizer.nesterov);
+  EXPECT_DOUBLE_EQ(back.optimizer.weight_decay, 5e-4);
+  EXPECT_DOUBLE_EQ(back.schedule.lr, 0.0123);
+  EXPECT_EQ(back.schedule.kind, ScheduleKind::step);
+  std::remove(path.c_str());
+}
+
+TEST(Checkpoint, EveryChangedByteIsRefused) {
+  const std::string path = temp_path("corrupt.ckpt");
+  TrainOptions options = small_options(1);
+  options.checkpoint_path = path;
+  train(options, 1);
+  auto bytes = read_file_bytes(path);
+  ASSERT_TRUE(bytes.ok());
+  const std::vector<uint8_t> good = bytes.value();
+  // Flip one bit at positions spread over the whole file (header, payload, checksum).
+  const std::string bad_path = temp_path("corrupt_copy.ckpt");
+  for (size_t pos = 0; pos < good.size(); pos += good.size() / 97 + 1) {
+    std::vector<uint8_t> bad = good;
+    bad[pos] ^= 0x10;
+    ASSERT_TRUE(write_file_atomic(bad_path, bad).ok());
+    auto ck = read_checkpoint(bad_path);
+    EXPECT_FALSE(ck.ok()) << "byte " << pos << " changed and the checkpoint was accepted";
+    if (!ck.ok()) {
+      EXPECT_NE(ck.status().message().find(bad_path), std::string::npos) << ck.status().message();
+    }
+  }
+  // Truncated at a few places, and with a byte appended.
+  for (size_t size : {size_t{0}, size_t{5}, size_t{20}, good.size() / 2, good.size() - 1}) {
+    ASSERT_TRUE(write_file_atomic(bad_path, std::vector<uint8_t>(good.begin(), good.begin() + static_cast<long>(size))).ok());
+    EXPECT_FALSE(read_checkpoint(bad_path).ok()) << "truncated to " << size;
+  }
+  std::vector<uint8_t> longer = good;
+  longer.push_back(0);
+  ASSERT_TRUE(write_file_atomic(bad_path, longer).ok());
+  EXPECT_FALSE(read_checkpoint(bad_path).ok());
+  EXPECT_TRUE(read_checkpoint(path).ok());
+  std::remove(path.c_str());
+  std::remove(bad_path.c_str());
+}
+
+TEST(Checkpoint, WrongModelIsRefusedWithoutChangingIt) {
+  const std::string path = temp_path("wrong_model.ckpt");
+  TrainOptions options = small_options(1);
+  options.checkpoint_path = path;
+  train(options, 1);
+  auto ck = read_checkpoint(path);
+  ASSERT_TRUE(ck.ok());
+  auto cfg = parse_cfg("[net]\ninput = 28x28x1\n[dense]\nunits = 33\n[relu]\n[dense]\nunits = 10\n", "other.cfg");
+  ASSERT_TRUE(cfg.ok());
+  auto other = Model::from_cfg(cfg.value());
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(other.value()->init(1).ok());
+  const float before = other.value()->params()[0]->value.f32()[0];
+  const Status restored = restore_checkpoint(ck.value(), path, *other.value(), nullptr);
+  EXPECT_FALSE(restored.ok());
+  EXPECT_NE(restored.message().find("dense1.weight"), std::string::npos) << restored.message();
+  EXPECT_EQ(other.value()->params()[0]->value.f32()[0], before);
+  std::remove(path.c_str());
+}
+
+TEST(Checkpoint, MissingFileNamesThePath) {
+  auto ck = read_checkpoint("/nonexistent/dir/model.ckpt");
+  ASSERT_FALSE(ck.ok());
+  EXPECT_NE(ck.status().message().find("/nonexistent/dir/model.ckpt"), std::string::npos);
+}
+
+TEST(Train, NanLossStopsWithAClearError) {
+  TrainOptions options = small_options(1);
+  options.schedule.lr = 1e30;  // diverges at once
+  auto model = build_mlp(options.seed);
+  ThreadPool pool(1);
+  Trainer trainer(*model, pool, options);
+  ASSERT_TRUE(trainer.prepare().ok());
+  auto records = trainer.fit(data().train, nullptr);
+  ASSERT_FALSE(records.ok());
+  EXPECT_NE(records.status().message().find("loss became"), std::string::npos) << records.status().message();
+}
+
+TEST(Train, ValidationSplitIsReportedPerEpoch) {
+  auto split = split_validation(data().train, 0.25, 7);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  auto model = build_mlp(7);
+  ThreadPool pool(1);
+  TrainOptions options = small_options(1);
+  Trainer trainer(*model, pool, options);
+  ASSERT_TRUE(trainer.prepare().ok());
+  auto records = trainer.fit(split.value().train, &split.value().test);
+  ASSERT_TRUE(records.ok());
+  ASSERT_TRUE(records.value()[0].has_validation);
+  EXPECT_GT(records.value()[0].val_accuracy, 0.5);
+}
+
+}  // namespace
+}  // namespace rg

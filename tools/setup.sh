@@ -1,0 +1,29 @@
+#!/bin/bash
+# Installs what retrograd needs on Debian 12 (as root): the compiler, Meson, the libraries,
+# and the Fashion-MNIST package. Quiet and quick when everything is there already.
+# Usage: bash tools/setup.sh [--tests] [--bench]
+set -euo pipefail
+
+packages=(g++ meson ninja-build pkg-config zlib1g-dev nlohmann-json3-dev dataset-fashion-mnist python3)
+for arg in "$@"; do
+  case "$arg" in
+    --tests) packages+=(libgtest-dev googletest) ;;
+    --bench) packages+=(python3-torch python3-numpy) ;;
+    *) echo "setup.sh: unknown option $arg (--tests, --bench)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup.sh: missing packages: ${missing[*]}; run as root (or install them) first" >&2
+    exit 2
+  fi
+  echo "setup.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
