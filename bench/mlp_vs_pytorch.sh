@@ -14,6 +14,14 @@
 # (samples/s: median and min-max), the ratio of the medians and both test
 # accuracies. --markdown also prints rows for bench/RESULTS.md.
 #
+# PyTorch's speed here is mostly its BLAS: Debian's torch uses whatever the
+# libblas.so.3 alternative is (netlib reference BLAS by default). The header
+# names the library torch loaded. To measure against OpenBLAS without
+# installing it system-wide:
+#   apt-get download libopenblas0-pthread && dpkg -x libopenblas0-pthread_*.deb ob
+#   LD_LIBRARY_PATH=$PWD/ob/usr/lib/x86_64-linux-gnu/openblas-pthread bench/mlp_vs_pytorch.sh
+# (pytorch_mlp.py caps OpenBLAS's threads at --threads.)
+#
 # Fails (non-zero exit, message on stderr) if the build, either side's run, or
 # the torch import fails, or if a run's JSON is missing or incomplete: no
 # number is ever reported for work that was not done.
@@ -25,7 +33,7 @@ MARKDOWN=0
 for arg in "$@"; do
   case "$arg" in
     --markdown) MARKDOWN=1 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $arg" ;;
   esac
 done
@@ -48,6 +56,19 @@ cd "$ROOT"
 [[ -x "$PY" ]] || die "$PY not found"
 TORCH_VERSION=$("$PY" -c 'import torch; print(torch.__version__)' 2>&1) \
   || die "torch is missing for $PY (apt-get install python3-torch): $TORCH_VERSION"
+# Debian's torch reaches its BLAS through the libblas.so.3 alternative (netlib
+# reference BLAS unless OpenBLAS/BLIS is installed, or LD_LIBRARY_PATH points at
+# one): name the library that actually loads, since it sets PyTorch's speed.
+TORCH_BLAS=$("$PY" -c '
+import os, torch
+seen = []
+for line in open("/proc/self/maps"):
+    f = line.split()
+    p = f[-1] if len(f) >= 6 else ""
+    n = os.path.basename(p)
+    if ("blas" in n or "blis" in n or "mkl_rt" in n) and os.path.realpath(p) not in seen:
+        seen.append(os.path.realpath(p))
+print(" ".join(seen) or "none found")' 2>&1) || die "could not inspect torch's BLAS: $TORCH_BLAS"
 for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz \
          t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
   [[ -f "$DATA/$f" ]] || die "dataset file $DATA/$f is missing"
@@ -87,6 +108,7 @@ echo "date:    $DATE"
 echo "commit:  $COMMIT"
 echo "build:   build/ ($BUILDTYPE)"
 echo "torch:   $TORCH_VERSION ($PY)"
+echo "blas:    $TORCH_BLAS (loaded by torch)"
 echo "runs:    REPS=$REPS EPOCHS=$EPOCHS THREADS=\"$THREADS\", retrograd and pytorch alternately"
 echo "commands:"
 echo "  $RG_CMD"

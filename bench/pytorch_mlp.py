@@ -24,12 +24,39 @@ import time
 
 import numpy as np
 
-try:
-    import torch
-    import torch.nn as nn
-except ImportError as e:  # fail loudly: no number without the work
-    sys.exit("pytorch_mlp.py: cannot import torch (%s); install python3-torch "
-             "and run with /usr/bin/python3" % e)
+torch = None  # imported in main(), after the thread variables are set
+nn = None
+
+
+def import_torch(threads):
+    """Import torch with every BLAS/OpenMP pool capped at `threads`.
+
+    Debian's torch finds its BLAS through libblas.so.3 (BLAS_INFO=generic), so
+    torch.set_num_threads does not reach an OpenBLAS behind it: cap it through
+    the environment before the library loads."""
+    global torch, nn
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    try:
+        import torch as _torch
+        import torch.nn as _nn
+    except ImportError as e:  # fail loudly: no number without the work
+        sys.exit("pytorch_mlp.py: cannot import torch (%s); install python3-torch "
+                 "and run with /usr/bin/python3" % e)
+    torch, nn = _torch, _nn
+
+
+def blas_library():
+    """The BLAS shared object this process actually loaded (libblas.so.3 is a
+    Debian alternative: netlib reference BLAS, OpenBLAS, BLIS, ...)."""
+    found = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            name = os.path.basename(path)
+            if ("blas" in name or "blis" in name or "mkl_rt" in name) and path not in found:
+                found.append(path)
+    return [os.path.realpath(p) for p in found]
 
 
 def read_idx(path):
@@ -70,7 +97,10 @@ def main():
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--momentum", type=float, default=0.9)
     args = ap.parse_args()
+    if args.threads < 1:
+        ap.error("--threads must be at least 1")
 
+    import_torch(args.threads)
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     torch.manual_seed(args.seed)
@@ -132,6 +162,7 @@ def main():
         "batch": args.batch,
         "threads": args.threads,
         "interop_threads": torch.get_num_interop_threads(),
+        "blas": blas_library(),
         "seed": args.seed,
         "train_samples": n,
         "train_seconds": train_seconds,

@@ -235,3 +235,15 @@ TEST(Train, ValidationSplitIsReportedPerEpoch) {
 
 }  // namespace
 }  // namespace rg
+
+namespace rg {
+namespace {
+TEST(Model, ParameterCountBeforeInitMatchesAllocatedParams) {
+  auto model = build_mlp(1);
+  int64_t allocated = 0;
+  for (Param* p : model->params()) allocated += p->value.numel();
+  EXPECT_EQ(model->param_count(), allocated);
+  EXPECT_EQ(allocated, 784 * 32 + 32 + 32 * 10 + 10);
+}
+}  // namespace
+}  // namespace rg

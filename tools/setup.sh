@@ -8,7 +8,7 @@ packages=(g++ meson ninja-build pkg-config zlib1g-dev nlohmann-json3-dev dataset
 for arg in "$@"; do
   case "$arg" in
     --tests) packages+=(libgtest-dev googletest) ;;
-    --bench) packages+=(python3-torch python3-numpy) ;;
+    --bench) packages+=(python3-torch python3-numpy libopenblas0-pthread) ;;  # OpenBLAS: torch's BLAS through Debian's alternatives, else the slow reference BLAS
     *) echo "setup.sh: unknown option $arg (--tests, --bench)" >&2; exit 2 ;;
   esac
 done

@@ -1,6 +1,7 @@
 // Counted, aligned host allocation.
 #include "base/memory.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,19 +32,24 @@ void aligned_free(void* ptr) {
 }  // namespace
 
 Result<void*> MemoryAccount::allocate(size_t bytes, const std::string& what) {
+  // Reserve the bytes against the budget first (one compare-exchange, so concurrent
+  // allocations cannot both pass the check), then allocate.
+  const int64_t size = static_cast<int64_t>(bytes);
   const int64_t budget = budget_.load();
-  const int64_t after = current_.load() + static_cast<int64_t>(bytes);
-  if (budget > 0 && after > budget) {
-    return Status::error("out of " + name_ + " memory budget: " + what + " needs " + format_bytes(bytes) +
-                         ", " + format_bytes(current_.load()) + " of the " + format_bytes(budget) +
-                         " budget are in use");
-  }
+  int64_t in_use = current_.load();
+  do {
+    if (budget > 0 && in_use + size > budget) {
+      return Status::error("out of " + name_ + " memory budget: " + what + " needs " + format_bytes(size) + ", " +
+                           format_bytes(in_use) + " of the " + format_bytes(budget) + " budget are in use");
+    }
+  } while (!current_.compare_exchange_weak(in_use, in_use + size));
   void* ptr = aligned_alloc_bytes(bytes == 0 ? kAlignment : bytes);
   if (ptr == nullptr) {
-    return Status::error("allocation of " + format_bytes(bytes) + " for " + what + " failed (" + name_ +
+    current_.fetch_sub(size);
+    return Status::error("allocation of " + format_bytes(size) + " for " + what + " failed (" + name_ +
                          " memory in use: " + format_bytes(current_.load()) + ")");
   }
-  const int64_t now = current_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
+  const int64_t now = in_use + size;
   int64_t peak = peak_.load();
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
   }
@@ -79,12 +85,18 @@ std::string format_bytes(int64_t bytes) {
 }
 
 Result<int64_t> parse_bytes(const std::string& text) {
-  char* end = nullptr;
-  const double number = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !(number >= 0) || !std::isfinite(number)) {
+  // Digits with at most one '.', then an optional unit: no signs, exponents or hex.
+  size_t digits_end = 0;
+  int dots = 0;
+  while (digits_end < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits_end])) || text[digits_end] == '.')) {
+    dots += text[digits_end] == '.';
+    ++digits_end;
+  }
+  if (digits_end == 0 || dots > 1 || text[0] == '.') {
     return Status::error("'" + text + "' is not a size (expected a number with an optional unit K, M or G, e.g. 64M)");
   }
-  std::string unit(end);
+  const double number = std::strtod(text.substr(0, digits_end).c_str(), nullptr);
+  std::string unit = text.substr(digits_end);
   double scale = 1;
   if (unit.empty() || unit == "B" || unit == "b") {
     scale = 1;
@@ -97,7 +109,10 @@ Result<int64_t> parse_bytes(const std::string& text) {
   } else {
     return Status::error("'" + text + "' has an unknown size unit '" + unit + "' (use K, M or G)");
   }
-  return static_cast<int64_t>(number * scale);
+  const double bytes = number * scale;
+  if (!(bytes <= 4611686018427387904.0)) return Status::error("'" + text + "' is larger than any memory (2^62 bytes)");
+  if (bytes != std::floor(bytes)) return Status::error("'" + text + "' is not a whole number of bytes");
+  return static_cast<int64_t>(bytes);
 }
 
 }  // namespace rg

@@ -133,7 +133,7 @@ Status write_file_atomic(const std::string& path, const std::vector<uint8_t>& by
   const std::string temp = path + ".tmp";
   FILE* f = std::fopen(temp.c_str(), "wb");
   if (f == nullptr) return Status::error(temp + ": cannot create: " + std::strerror(errno));
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  bool ok = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   ok = std::fflush(f) == 0 && ok;
 #if defined(_WIN32)
   ok = _commit(_fileno(f)) == 0 && ok;

@@ -98,9 +98,15 @@ Result<Shape> CfgSection::get_shape(const std::string& key) const {
   const CfgEntry* entry = find(key);
   if (entry == nullptr) return Status::error(where() + "missing required key '" + key + "'");
   std::vector<int64_t> dims;
-  std::stringstream ss(entry->value);
-  std::string part;
-  while (std::getline(ss, part, 'x')) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {  // split on 'x', keeping empty fields ("4x" has two) so they are refused
+    const size_t x = entry->value.find('x', start);
+    parts.push_back(entry->value.substr(start, x == std::string::npos ? std::string::npos : x - start));
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  for (const std::string& part : parts) {
     char* end = nullptr;
     errno = 0;
     const long long v = std::strtoll(part.c_str(), &end, 10);
@@ -163,7 +169,10 @@ Result<CfgDocument> parse_cfg(const std::string& text, const std::string& file) 
     }
     doc.sections.back().entries().push_back(entry);
   }
-  if (doc.sections.empty()) return Status::error(file + ": no sections (a cfg needs [net] and at least one layer)");
+  if (doc.sections.empty()) {
+    return Status::error(file + ":" + std::to_string(line > 0 ? line : 1) +
+                         ": no sections (a cfg needs [net] and at least one layer)");
+  }
   return doc;
 }
 

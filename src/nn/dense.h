@@ -21,6 +21,7 @@ class Dense : public Layer {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
   std::vector<Param*> params() override;
+  int64_t parameter_count() const override { return units_ * in_ + (has_bias_ ? units_ : 0); }
   std::string describe() const override;
 
  private:

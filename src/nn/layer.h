@@ -51,6 +51,8 @@ class Layer {
                         const LayerContext& ctx) = 0;
 
   virtual std::vector<Param*> params() { return {}; }
+  // Trainable values, known once configure() has run (before init()).
+  virtual int64_t parameter_count() const { return 0; }
   // One line for model summaries: "784 -> 256".
   virtual std::string describe() const { return ""; }
 

@@ -40,12 +40,12 @@ Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
     model->shapes_.push_back(shape);
     model->layers_.push_back(std::move(layer));
   }
-  if (model->layers_.empty()) return Status::error(doc.file + ": the model has no layers after [net]");
+  if (model->layers_.empty()) return Status::error(net.where() + "the model has no layers after [net]");
 
   const int64_t outputs = shape.numel();
   if (target_text == "auto") {
     model->target_ = model->loss_ == LossKind::softmax_cross_entropy ? TargetKind::labels
-                     : shape == model->input_                        ? TargetKind::input
+                     : outputs == model->input_.numel()              ? TargetKind::input
                                                                      : TargetKind::onehot;
   } else {
     auto target = target_from_name(target_text);
@@ -140,9 +140,9 @@ std::vector<Param*> Model::params() {
   return all;
 }
 
-int64_t Model::param_count() {
+int64_t Model::param_count() const {
   int64_t n = 0;
-  for (Param* p : params()) n += p->value.numel();
+  for (const auto& layer : layers_) n += layer->parameter_count();
   return n;
 }
 
@@ -155,7 +155,7 @@ int64_t Model::activation_bytes_per_sample() const {
   return (elements + 2 * largest) * static_cast<int64_t>(dtype_size(dtype_));
 }
 
-std::string Model::summary() {
+std::string Model::summary() const {
   std::ostringstream os;
   char line[160];
   std::snprintf(line, sizeof line, "  %-14s %-16s %10s  %s\n", "layer", "output", "params", "");
@@ -163,8 +163,7 @@ std::string Model::summary() {
   std::snprintf(line, sizeof line, "  %-14s %-16s %10s\n", "input", input_.str().c_str(), "");
   os << line;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    int64_t count = 0;
-    for (Param* p : layers_[i]->params()) count += p->value.numel();
+    const int64_t count = layers_[i]->parameter_count();
     std::snprintf(line, sizeof line, "  %-14s %-16s %10lld  %s\n", layers_[i]->name().c_str(),
                   shapes_[i].str().c_str(), static_cast<long long>(count), layers_[i]->describe().c_str());
     os << line;

@@ -38,11 +38,11 @@ class Model {
   const CfgDocument& cfg() const { return cfg_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   std::vector<Param*> params();
-  int64_t param_count();
+  int64_t param_count() const;
   // Bytes of activations and gradient buffers one sample costs in the model's dtype.
   int64_t activation_bytes_per_sample() const;
   // A table: layer, output shape, parameters, details.
-  std::string summary();
+  std::string summary() const;
 
  private:
   CfgDocument cfg_;

@@ -1,4 +1,4 @@
-// Losses over a batch of `rows` predictions: each returns the mean loss over the batch and
+// Losses over a batch of `rows` predictions: each returns the loss summed over the rows and
 // writes d(loss)/d(input) scaled by `grad_scale` (1/rows for a plain mean; the trainer
 // passes 1/global_batch so micro-batches accumulate to the large batch's gradient).
 // Sums run in double whatever T is, so a batch's loss does not drift with its size.

@@ -65,7 +65,10 @@ void Optimizer::step(double lr) {
       }
     } else {
       const double t = static_cast<double>(steps_);
+      // 1 - beta in double, then rounded: float(1 - 0.999) is 0.001f, as in PyTorch; 1.0f - 0.999f is not.
       const auto b1 = static_cast<float>(config_.beta1), b2 = static_cast<float>(config_.beta2);
+      const auto one_minus_b1 = static_cast<float>(1.0 - config_.beta1);
+      const auto one_minus_b2 = static_cast<float>(1.0 - config_.beta2);
       const auto correction1 = static_cast<float>(1.0 - std::pow(config_.beta1, t));
       const auto correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(config_.beta2, t)));
       const auto step_size = static_cast<float>(lr) / correction1;
@@ -74,8 +77,8 @@ void Optimizer::step(double lr) {
       float* s = state_[count + i].f32();
       for (int64_t j = 0; j < n; ++j) {
         const float g = grad[j] + wd * w[j];
-        m[j] = b1 * m[j] + (1.0f - b1) * g;
-        s[j] = b2 * s[j] + (1.0f - b2) * g * g;
+        m[j] = b1 * m[j] + one_minus_b1 * g;
+        s[j] = b2 * s[j] + one_minus_b2 * g * g;
         w[j] -= step_size * m[j] / (std::sqrt(s[j]) / correction2_sqrt + eps);
       }
     }

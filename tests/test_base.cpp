@@ -1,0 +1,885 @@
+// Unit tests of src/base and src/tensor: Status/Result, the memory account, byte sizes, the
+// RNG, fp16 conversion (against an independent double-arithmetic reference), the thread
+// pool, shapes and tensor views, and the serial helpers (bytes, CRC, atomic files).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/fp16.h"
+#include "base/memory.h"
+#include "base/rng.h"
+#include "base/serial.h"
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "tensor/shape.h"
+#include "tensor/tensor.h"
+
+namespace rg {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// ---------------------------------------------------------------- Status, Result, macros
+
+Status fail_if(bool fail, int* calls) {
+  ++*calls;
+  return fail ? Status::error("boom") : Status();
+}
+
+// Runs two steps through RG_TRY; the second must not run when the first fails.
+Status two_steps(bool first_fails, int* calls) {
+  RG_TRY(fail_if(first_fails, calls));
+  RG_TRY(fail_if(false, calls));
+  return Status();
+}
+
+Result<int> half_of(int v) {
+  if (v % 2 != 0) return Status::error("odd: " + std::to_string(v));
+  return v / 2;
+}
+
+// RG_ASSIGN twice in one function (distinct temporaries per line) and on a move-only type.
+Result<int> quarter_of(int v) {
+  RG_ASSIGN(const int h, half_of(v));
+  RG_ASSIGN(int q, half_of(h));
+  return q;
+}
+
+Result<std::unique_ptr<int>> boxed(int v) {
+  if (v < 0) return Status::error("negative");
+  return std::unique_ptr<int>(new int(v));
+}
+
+Result<int> unbox(int v) {
+  RG_ASSIGN(std::unique_ptr<int> p, boxed(v));
+  return *p + 1;
+}
+
+TEST(Status, OkAndError) {
+  const Status ok;
+  EXPECT_TRUE(ok.ok());
+  EXPECT_EQ(ok.message(), "");
+  const Status bad = Status::error("disk full");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.message(), "disk full");
+  EXPECT_EQ(bad.with_context("saving x: ").message(), "saving x: disk full");
+  EXPECT_FALSE(bad.with_context("saving x: ").ok());
+  EXPECT_TRUE(ok.with_context("saving x: ").ok());
+  EXPECT_EQ(ok.with_context("saving x: ").message(), "");
+}
+
+TEST(Status, ResultHoldsValueOrError) {
+  Result<int> good = half_of(8);
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good.value(), 4);
+  EXPECT_TRUE(good.status().ok());
+  Result<int> bad = half_of(7);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "odd: 7");
+  Result<std::string> s = std::string("moved");
+  EXPECT_EQ(s.take(), "moved");
+}
+
+TEST(Status, TryReturnsEarly) {
+  int calls = 0;
+  EXPECT_TRUE(two_steps(false, &calls).ok());
+  EXPECT_EQ(calls, 2);
+  calls = 0;
+  const Status s = two_steps(true, &calls);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "boom");
+  EXPECT_EQ(calls, 1);  // the second step never ran
+}
+
+TEST(Status, AssignPropagates) {
+  ASSERT_TRUE(quarter_of(12).ok());
+  EXPECT_EQ(quarter_of(12).value(), 3);
+  EXPECT_EQ(quarter_of(7).status().message(), "odd: 7");   // the first RG_ASSIGN fails
+  EXPECT_EQ(quarter_of(6).status().message(), "odd: 3");   // the second one fails
+  EXPECT_EQ(unbox(4).value(), 5);
+  EXPECT_EQ(unbox(-1).status().message(), "negative");
+}
+
+TEST(StatusDeathTest, MisuseAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH({ Result<int> r{Status()}; (void)r; }, "Result built from an ok Status");
+  EXPECT_DEATH({
+    Result<int> r = half_of(3);
+    (void)r.value();
+  }, "value\\(\\) of a failed Result");
+}
+
+// ---------------------------------------------------------------- memory account
+
+TEST(Memory, CountsCurrentAndPeak) {
+  MemoryAccount account("test");
+  EXPECT_EQ(account.name(), "test");
+  auto a = account.allocate(1000, "a");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.value()) % 64, 0u);
+  auto b = account.allocate(500, "b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(account.current_bytes(), 1500);
+  EXPECT_EQ(account.peak_bytes(), 1500);
+  account.release(a.value(), 1000);
+  EXPECT_EQ(account.current_bytes(), 500);
+  EXPECT_EQ(account.peak_bytes(), 1500);
+  account.reset_peak();
+  EXPECT_EQ(account.peak_bytes(), 500);
+  account.release(b.value(), 500);
+  EXPECT_EQ(account.current_bytes(), 0);
+  account.release(nullptr, 123);  // a no-op
+  EXPECT_EQ(account.current_bytes(), 0);
+}
+
+TEST(Memory, BudgetRefusesWithMessage) {
+  MemoryAccount account("gpu0");
+  account.set_budget(4096);
+  EXPECT_EQ(account.budget_bytes(), 4096);
+  auto a = account.allocate(3000, "first block");
+  ASSERT_TRUE(a.ok());
+  auto b = account.allocate(2000, "conv3 workspace");
+  ASSERT_FALSE(b.ok());
+  const std::string m = b.status().message();
+  EXPECT_TRUE(contains(m, "conv3 workspace")) << m;
+  EXPECT_TRUE(contains(m, "gpu0")) << m;
+  EXPECT_EQ(account.current_bytes(), 3000);  // the refused allocation counts nothing
+  auto c = account.allocate(1096, "exactly to the budget");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(account.current_bytes(), 4096);
+  account.release(c.value(), 1096);
+  account.release(a.value(), 3000);
+  account.set_budget(0);  // no budget
+  auto d = account.allocate(1 << 20, "big");
+  ASSERT_TRUE(d.ok());
+  account.release(d.value(), 1 << 20);
+}
+
+TEST(Memory, TensorReleasesOnDestruction) {
+  MemoryAccount account("tensors");
+  {
+    auto t = Tensor::zeros(Shape{10, 10}, DType::f32, "t", account);
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(account.current_bytes(), 400);
+    Tensor view = t.value().rows(2, 5);
+    {
+      Tensor moved = t.take();  // the Result gives up its handle
+      (void)moved;
+    }
+    EXPECT_EQ(account.current_bytes(), 400);  // the view keeps the storage alive
+    (void)view;
+  }
+  EXPECT_EQ(account.current_bytes(), 0);
+  EXPECT_EQ(account.peak_bytes(), 400);
+
+  account.set_budget(1000);
+  auto big = Tensor::zeros(Shape{300}, DType::f64, "activations of dense7", account);
+  ASSERT_FALSE(big.ok());
+  EXPECT_TRUE(contains(big.status().message(), "activations of dense7")) << big.status().message();
+  EXPECT_EQ(account.current_bytes(), 0);
+}
+
+TEST(Memory, ParseBytes) {
+  struct Case {
+    const char* text;
+    int64_t bytes;
+  };
+  const Case good[] = {{"64M", 64ll << 20}, {"1.5G", 3ll << 29}, {"512k", 512ll << 10}, {"4096", 4096},
+                       {"2K", 2048},        {"0", 0},            {"3G", 3ll << 30},    {"1MiB", 1 << 20}};
+  for (const auto& c : good) {
+    auto r = parse_bytes(c.text);
+    ASSERT_TRUE(r.ok()) << c.text << ": " << r.status().message();
+    EXPECT_EQ(r.value(), c.bytes) << c.text;
+  }
+  const char* bad[] = {"12X", "64Q", "-3", "-1M", "", "M", "abc", "nan", "inf"};
+  for (const char* text : bad) {
+    auto r = parse_bytes(text);
+    ASSERT_FALSE(r.ok()) << "'" << text << "' parsed as " << r.value();
+    EXPECT_TRUE(contains(r.status().message(), "'" + std::string(text) + "'")) << r.status().message();
+  }
+}
+
+// A size past int64 must be refused, not wrapped: strtod accepts "1e30", and casting the
+// product to int64_t is undefined (on x86 it gives INT64_MIN, a negative budget).
+TEST(Memory, ParseBytesRefusesOverflow) {
+  for (const char* text : {"1e30G", "9999999999G", "1e19"}) {
+    auto r = parse_bytes(text);
+    if (r.ok()) {
+      ADD_FAILURE() << "'" << text << "' parsed as " << r.value() << " instead of an error";
+    } else {
+      EXPECT_TRUE(contains(r.status().message(), text)) << r.status().message();
+    }
+  }
+  auto big = parse_bytes("1024G");  // large but representable
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(big.value(), 1ll << 40);
+}
+
+TEST(Memory, FormatBytes) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(312), "312 B");
+  EXPECT_EQ(format_bytes(1023), "1023 B");
+  EXPECT_EQ(format_bytes(1024), "1.0 KiB");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(3 << 19), "1.5 MiB");
+  EXPECT_EQ(format_bytes(5ll << 30), "5.0 GiB");
+  EXPECT_EQ(format_bytes(2ll << 40), "2.0 TiB");
+}
+
+// ---------------------------------------------------------------- Rng
+
+TEST(Rng, SameSeedAndStreamSameSequence) {
+  Rng a(42, 7), b(42, 7), c(42, 8), d(43, 7);
+  int same_c = 0, same_d = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t va = a.next_u64();
+    EXPECT_EQ(va, b.next_u64());
+    same_c += va == c.next_u64();
+    same_d += va == d.next_u64();
+  }
+  EXPECT_EQ(same_c, 0);
+  EXPECT_EQ(same_d, 0);
+  // Stream 0 (the default) differs from stream 1 of the same seed.
+  Rng e(5), f(5, 0), g(5, 1);
+  const uint64_t ve = e.next_u64();
+  EXPECT_EQ(ve, f.next_u64());
+  EXPECT_NE(ve, g.next_u64());
+}
+
+// The generator is xoshiro256**: checked against an independent transcription of
+// Blackman and Vigna's reference code, stepping from the same state.
+TEST(Rng, MatchesReferenceXoshiro) {
+  Rng rng(1234, 5);
+  const Rng::State st = rng.state();
+  uint64_t s[4] = {st.s[0], st.s[1], st.s[2], st.s[3]};
+  ASSERT_FALSE(s[0] == 0 && s[1] == 0 && s[2] == 0 && s[3] == 0);
+  auto rotl = [](uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t expected = rotl(s[1] * 5, 7) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    ASSERT_EQ(rng.next_u64(), expected) << "draw " << i;
+  }
+}
+
+TEST(Rng, BelowInRangeAndUniform) {
+  Rng rng(99);
+  EXPECT_EQ(rng.below(0), 0u);
+  EXPECT_EQ(rng.below(1), 0u);
+  for (uint64_t n : {2ull, 3ull, 7ull, 1000ull, (1ull << 40) + 3, ~0ull - 5}) {
+    for (int i = 0; i < 2000; ++i) ASSERT_LT(rng.below(n), n);
+  }
+  // Chi-square over 10 bins, 100k draws, 9 degrees of freedom: mean 9, P(> 40) < 1e-5.
+  const int bins = 10, draws = 100000;
+  std::vector<int> counts(bins, 0);
+  for (int i = 0; i < draws; ++i) ++counts[rng.below(bins)];
+  double chi2 = 0;
+  const double expected = static_cast<double>(draws) / bins;
+  for (int c : counts) chi2 += (c - expected) * (c - expected) / expected;
+  EXPECT_LT(chi2, 40.0);
+  // n = 3 * 2^62: a plain x % n would return values below 2^62 half the time instead of a third.
+  const uint64_t big = 3ull << 62;
+  int low = 0;
+  for (int i = 0; i < 30000; ++i) low += rng.below(big) < (1ull << 62);
+  EXPECT_NEAR(low / 30000.0, 1.0 / 3, 0.015);  // sd 0.0027
+  // A bin count of 3 that does not divide 2^64: still uniform.
+  std::vector<int> thirds(3, 0);
+  for (int i = 0; i < 30000; ++i) ++thirds[rng.below(3)];
+  chi2 = 0;
+  for (int c : thirds) chi2 += (c - 10000.0) * (c - 10000.0) / 10000.0;
+  EXPECT_LT(chi2, 25.0);  // 2 dof: P(> 25) ~ 4e-6
+}
+
+TEST(Rng, UniformRanges) {
+  Rng rng(3);
+  double sum = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const float f = rng.uniform_f32();
+    ASSERT_GE(f, 0.0f);
+    ASSERT_LT(f, 1.0f);
+    const double d = rng.uniform_f64();
+    ASSERT_GE(d, 0.0);
+    ASSERT_LT(d, 1.0);
+    const double u = rng.uniform(-2.0, 3.0);
+    ASSERT_GE(u, -2.0);
+    ASSERT_LT(u, 3.0);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / 20000, 0.5, 0.06);  // sd of the mean: 5/sqrt(12*20000) = 0.01
+}
+
+TEST(Rng, NormalMomentsLooseBounds) {
+  Rng rng(2024, 3);
+  const int n = 100000;
+  double sum = 0, sum2 = 0;
+  int within_one = 0;
+  for (int i = 0; i < n; ++i) {
+    const double z = rng.normal();
+    ASSERT_TRUE(std::isfinite(z));
+    sum += z;
+    sum2 += z * z;
+    within_one += std::fabs(z) < 1.0;
+  }
+  const double mean = sum / n, var = sum2 / n - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.02);  // sd 0.0032
+  EXPECT_NEAR(var, 1.0, 0.03);   // sd 0.0045
+  EXPECT_NEAR(static_cast<double>(within_one) / n, 0.6827, 0.01);
+}
+
+TEST(Rng, StateRoundTripContinuesIdentically) {
+  Rng rng(77, 1);
+  for (int i = 0; i < 5; ++i) rng.next_u64();
+  (void)rng.normal();  // leaves a spare normal inside the state
+  const Rng::State saved = rng.state();
+  EXPECT_TRUE(saved.has_spare);
+  std::vector<double> first;
+  for (int i = 0; i < 20; ++i) {
+    first.push_back(rng.normal());
+    first.push_back(static_cast<double>(rng.next_u64() >> 11));
+  }
+  Rng other(1, 2);  // a different generator takes over the saved state
+  other.set_state(saved);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(other.normal(), first[2 * i]) << i;
+    EXPECT_EQ(static_cast<double>(other.next_u64() >> 11), first[2 * i + 1]) << i;
+  }
+}
+
+TEST(Rng, ShuffledIndicesIsPermutation) {
+  Rng rng(8);
+  for (int32_t n : {0, 1, 2, 10, 1000}) {
+    std::vector<int32_t> order = shuffled_indices(n, rng);
+    ASSERT_EQ(order.size(), static_cast<size_t>(n));
+    std::vector<int32_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int32_t i = 0; i < n; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], i);
+    if (n == 1000) {
+      int fixed = 0;
+      for (int32_t i = 0; i < n; ++i) fixed += order[static_cast<size_t>(i)] == i;
+      EXPECT_LT(fixed, 10);  // a real shuffle leaves about one element in place
+    }
+  }
+  // All 6 orders of 3 are equally likely (an off-by-one Fisher-Yates reaches only 2 of them).
+  std::map<std::vector<int32_t>, int> seen;
+  for (int i = 0; i < 60000; ++i) ++seen[shuffled_indices(3, rng)];
+  ASSERT_EQ(seen.size(), 6u);
+  double chi2 = 0;
+  for (const auto& kv : seen) chi2 += (kv.second - 10000.0) * (kv.second - 10000.0) / 10000.0;
+  EXPECT_LT(chi2, 35.0);  // 5 dof
+}
+
+// ---------------------------------------------------------------- fp16
+
+float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+bool half_is_nan(uint16_t h) { return (h & 0x7C00u) == 0x7C00u && (h & 0x3FFu) != 0; }
+
+// Independent reference, half -> value by the definition (not bit manipulation).
+double ref_half_value(uint16_t h) {
+  const int sign = h >> 15, exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+  double v;
+  if (exponent == 0x1F) {
+    v = mantissa == 0 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+  } else if (exponent == 0) {
+    v = std::ldexp(static_cast<double>(mantissa), -24);
+  } else {
+    v = std::ldexp(1.0 + mantissa / 1024.0, exponent - 15);
+  }
+  return sign ? -v : v;
+}
+
+// Independent reference, float -> half by double arithmetic: find the grid spacing of the
+// binade, round value/spacing to nearest even with nearbyint (default rounding mode), and
+// encode. Not for NaN.
+uint16_t ref_f32_to_f16(float f) {
+  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+  const double a = std::fabs(static_cast<double>(f));
+  if (a >= 65520.0) return sign | 0x7C00;  // includes Inf: 65520 is halfway to 2^16, ties go to even (Inf)
+  const int exponent = a < std::ldexp(1.0, -14) ? -14 : std::ilogb(a);  // binade of a (subnormals share -14)
+  const double spacing = std::ldexp(1.0, exponent - 10);
+  const double q = std::nearbyint(a / spacing);  // exact division by a power of 2
+  const double rounded = q * spacing;
+  if (rounded < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(q);  // subnormal (or zero)
+  const int e = std::ilogb(rounded);                                             // may have carried up
+  const auto mantissa = static_cast<uint16_t>(std::ldexp(rounded, 10 - e) - 1024.0);
+  return sign | static_cast<uint16_t>((e + 15) << 10) | mantissa;
+}
+
+TEST(Fp16, HalfToFloatMatchesDefinition) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const auto half = static_cast<uint16_t>(h);
+    const float f = f16_to_f32(half);
+    const double ref = ref_half_value(half);
+    if (half_is_nan(half)) {
+      ASSERT_TRUE(std::isnan(f)) << std::hex << h;
+      ASSERT_EQ(std::signbit(f), (h & 0x8000) != 0) << std::hex << h;
+    } else {
+      ASSERT_EQ(static_cast<double>(f), ref) << std::hex << h;
+      ASSERT_EQ(std::signbit(f), (h & 0x8000) != 0) << std::hex << h;  // -0 stays -0
+    }
+  }
+}
+
+TEST(Fp16, RoundTripEveryHalf) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const auto half = static_cast<uint16_t>(h);
+    const uint16_t back = f32_to_f16(f16_to_f32(half));
+    if (half_is_nan(half)) {
+      ASSERT_TRUE(half_is_nan(back)) << std::hex << h << " -> " << back;
+      ASSERT_NE(back & 0x0200u, 0u) << "NaN " << std::hex << h << " came back signalling: " << back;
+      ASSERT_EQ(back & 0x8000u, h & 0x8000u) << std::hex << h;
+      if (h & 0x0200u) {
+        ASSERT_EQ(back, half) << "a quiet NaN keeps its payload: " << std::hex << h;
+      }
+    } else {
+      ASSERT_EQ(back, half) << std::hex << h;
+    }
+  }
+}
+
+TEST(Fp16, SpecialCases) {
+  struct Case {
+    float value;
+    uint16_t half;
+    const char* what;
+  };
+  const float tiny = std::ldexp(1.0f, -24);  // smallest subnormal half
+  const Case cases[] = {
+      {0.0f, 0x0000, "+0"},
+      {-0.0f, 0x8000, "-0"},
+      {1.0f, 0x3C00, "1"},
+      {-2.0f, 0xC000, "-2"},
+      {1.0f + std::ldexp(1.0f, -11), 0x3C00, "1 + half ulp: tie to even (down)"},
+      {1.0f + 3 * std::ldexp(1.0f, -11), 0x3C02, "1 + 1.5 ulp: tie to even (up)"},
+      {1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -23), 0x3C01, "just above a tie"},
+      {1.0f + std::ldexp(1.0f, -11) - std::ldexp(1.0f, -24), 0x3C00, "just below a tie"},
+      {2047.0f + 0.5f, 0x6800, "2047.5: tie, carries into the next binade (2048)"},
+      {65504.0f, 0x7BFF, "max normal"},
+      {65519.99f, 0x7BFF, "just below the overflow tie"},
+      {65520.0f, 0x7C00, "overflow tie goes to Inf"},
+      {-65520.0f, 0xFC00, "-65520"},
+      {1e10f, 0x7C00, "far past max"},
+      {std::numeric_limits<float>::max(), 0x7C00, "float max"},
+      {std::numeric_limits<float>::infinity(), 0x7C00, "Inf"},
+      {-std::numeric_limits<float>::infinity(), 0xFC00, "-Inf"},
+      {tiny, 0x0001, "2^-24"},
+      {-tiny, 0x8001, "-2^-24"},
+      {std::ldexp(1.0f, -25), 0x0000, "2^-25: tie to even (0)"},
+      {-std::ldexp(1.0f, -25), 0x8000, "-2^-25: -0"},
+      {std::nextafter(std::ldexp(1.0f, -25), 1.0f), 0x0001, "just above 2^-25"},
+      {std::nextafter(std::ldexp(1.0f, -25), 0.0f), 0x0000, "just below 2^-25"},
+      {3 * std::ldexp(1.0f, -25), 0x0002, "1.5 * 2^-24: tie to even (2)"},
+      {5 * std::ldexp(1.0f, -25), 0x0002, "2.5 * 2^-24: tie to even (2)"},
+      {1023 * tiny, 0x03FF, "largest subnormal"},
+      {1023.25f * tiny, 0x03FF, "above the largest subnormal, rounds down"},
+      {1023.5f * tiny, 0x0400, "tie between the largest subnormal (odd) and 2^-14"},
+      {std::ldexp(1.0f, -14), 0x0400, "smallest normal"},
+      {std::nextafter(std::ldexp(1.0f, -14), 0.0f), 0x0400, "just below 2^-14 rounds up to it"},
+      {std::numeric_limits<float>::denorm_min(), 0x0000, "float subnormal"},
+      {-std::numeric_limits<float>::denorm_min(), 0x8000, "negative float subnormal"},
+      {std::ldexp(1.0f, -30), 0x0000, "2^-30"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(f32_to_f16(c.value), c.half) << c.what << " (" << c.value << ")";
+    EXPECT_EQ(ref_f32_to_f16(c.value), c.half) << "the test's reference disagrees: " << c.what;
+  }
+  // NaNs: quiet, NaN, sign kept, never Inf; the payload's top bits survive.
+  const uint32_t nans[] = {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0x7FBFFFFFu, 0xFF800001u, 0x7FD56000u};
+  for (uint32_t bits : nans) {
+    const uint16_t h = f32_to_f16(float_of(bits));
+    EXPECT_TRUE(half_is_nan(h)) << std::hex << bits << " -> " << h;
+    EXPECT_NE(h & 0x0200u, 0u) << std::hex << bits << " -> " << h;
+    EXPECT_EQ(h & 0x8000u, (bits >> 16) & 0x8000u) << std::hex << bits;
+  }
+  EXPECT_EQ(f32_to_f16(float_of(0x7FD56000u)) & 0x3FFu, 0x3FFu & (0x7FD56000u >> 13));
+}
+
+TEST(Fp16, MillionRandomFloatsAgainstReference) {
+  Rng rng(16);
+  for (int i = 0; i < 1000000; ++i) {
+    uint32_t bits;
+    if (i % 4 == 0) {
+      bits = rng.next_u32();  // any pattern at all
+    } else {
+      // Exponents from 2^-31 to 2^17: every half binade, the subnormals and both overflow sides.
+      const uint32_t exponent = 96 + static_cast<uint32_t>(rng.below(49));
+      bits = (rng.next_u32() & 0x80000000u) | (exponent << 23) | (rng.next_u32() & 0x7FFFFFu);
+    }
+    const float f = float_of(bits);
+    const uint16_t got = f32_to_f16(f);
+    if (std::isnan(f)) {
+      ASSERT_TRUE(half_is_nan(got) && (got & 0x200u)) << std::hex << bits << " -> " << got;
+      continue;
+    }
+    ASSERT_EQ(got, ref_f32_to_f16(f)) << std::hex << "bits " << bits << " value " << std::hexfloat << f;
+  }
+}
+
+// ---------------------------------------------------------------- ThreadPool
+
+// Fails the run loudly instead of hanging the suite when `fn` deadlocks.
+void with_watchdog(int seconds, const std::function<void()>& fn) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread dog([done, seconds] {
+    for (int i = 0; i < seconds * 10 && !*done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!*done) {
+      std::fprintf(stderr, "ThreadPool test still running after %d s: deadlock\n", seconds);
+      std::abort();
+    }
+  });
+  fn();
+  *done = true;
+  dog.join();
+}
+
+TEST(ThreadPool, ParallelForCoversEachIndexOnce) {
+  with_watchdog(60, [] {
+    for (int threads : {1, 2, 3, 4, 7}) {
+      ThreadPool pool(threads);
+      EXPECT_EQ(pool.threads(), threads);
+      for (int64_t n : {0, 1, 2, 3, 5, 7, 8, 64, 100, 1001}) {
+        for (int64_t grain : {0, 1, 2, 3, 7, 64, 1000, 5000}) {
+          std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+          for (auto& h : hits) h = 0;
+          std::mutex mutex;
+          std::vector<std::pair<int64_t, int64_t>> chunks;
+          const std::thread::id caller = std::this_thread::get_id();
+          bool caller_ran_first = false;
+          pool.parallel_for(n, grain, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)]++;
+            std::lock_guard<std::mutex> lock(mutex);
+            chunks.emplace_back(begin, end);
+            if (begin == 0 && std::this_thread::get_id() == caller) caller_ran_first = true;
+          });
+          const std::string where =
+              "threads " + std::to_string(threads) + " n " + std::to_string(n) + " grain " + std::to_string(grain);
+          for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << where << " i " << i;
+          if (n == 0) {
+            EXPECT_TRUE(chunks.empty()) << where;
+            continue;
+          }
+          EXPECT_TRUE(caller_ran_first) << where;
+          EXPECT_LE(chunks.size(), static_cast<size_t>(threads)) << where;
+          const int64_t g = std::max<int64_t>(grain, 1);
+          if (n <= g) {
+            EXPECT_EQ(chunks.size(), 1u) << where;
+          }
+          for (const auto& c : chunks) {
+            EXPECT_EQ(c.first % g, 0) << where << ": a chunk starts off the grain at " << c.first;
+            if (c.second != n) {
+              EXPECT_EQ(c.second % g, 0) << where;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST(ThreadPool, ReusableManyTimes) {
+  with_watchdog(60, [] {
+    ThreadPool pool(4);
+    std::atomic<int64_t> total{0};
+    int64_t expected = 0;
+    for (int call = 0; call < 1000; ++call) {
+      const int64_t n = call % 9;  // n < threads leaves some workers without a chunk
+      pool.parallel_for(n, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) total += i + 1;
+      });
+      expected += n * (n + 1) / 2;
+      ASSERT_EQ(total.load(), expected) << "call " << call;
+    }
+  });
+}
+
+TEST(ThreadPool, CreateAndDestroyRepeatedly) {
+  with_watchdog(60, [] {
+    for (int i = 0; i < 50; ++i) {
+      ThreadPool pool(1 + i % 4);
+      std::atomic<int> sum{0};
+      if (i % 2) pool.parallel_for(10, 1, [&](int64_t b, int64_t e) { sum += static_cast<int>(e - b); });
+      EXPECT_EQ(sum.load(), i % 2 ? 10 : 0);
+    }
+  });
+  EXPECT_GE(hardware_threads(), 1);
+}
+
+// ---------------------------------------------------------------- Shape
+
+TEST(Shape, Arithmetic) {
+  const Shape image{1, 28, 28};
+  EXPECT_EQ(image.rank(), 3);
+  EXPECT_EQ(image.numel(), 784);
+  EXPECT_EQ(image.numel_from(1), 784 / 1);
+  EXPECT_EQ(image.numel_from(2), 28);
+  const Shape batch = image.batched(64);
+  EXPECT_EQ(batch, (Shape{64, 1, 28, 28}));
+  EXPECT_EQ(batch.str(), "[64, 1, 28, 28]");
+  EXPECT_EQ(batch.numel(), 64 * 784);
+  EXPECT_EQ(batch.numel_from(1), 784);
+  EXPECT_EQ(batch.sample(), image);
+  EXPECT_NE(batch, image);
+  EXPECT_NE((Shape{2, 3}), (Shape{3, 2}));
+  EXPECT_EQ(Shape{}.numel(), 1);
+  EXPECT_EQ(Shape{}.str(), "[]");
+  EXPECT_EQ(Shape{5}.sample(), Shape{});
+  EXPECT_EQ((Shape{4, 0, 3}).numel(), 0);
+  const int64_t dims[] = {2, 3, 4, 5};
+  const Shape from = Shape::from_dims(dims, 4);
+  EXPECT_EQ(from, (Shape{2, 3, 4, 5}));
+  EXPECT_EQ(from[3], 5);
+  EXPECT_EQ(Shape::from_dims(dims, 0), Shape{});
+}
+
+// ---------------------------------------------------------------- Tensor
+
+TEST(Tensor, ViewsShareStorageAndCloneCopies) {
+  auto made = Tensor::zeros(Shape{4, 2, 3}, DType::f32, "t");
+  ASSERT_TRUE(made.ok());
+  Tensor t = made.take();
+  EXPECT_EQ(t.bytes(), 4u * 6 * 4);
+  for (int64_t i = 0; i < t.numel(); ++i) ASSERT_EQ(t.f32()[i], 0.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = static_cast<float>(i);
+
+  Tensor mid = t.rows(1, 3);
+  EXPECT_EQ(mid.shape(), (Shape{2, 2, 3}));
+  EXPECT_EQ(mid.f32()[0], 6.0f);  // row 1 starts after one 2x3 sample
+  mid.f32()[1] = -1.0f;
+  EXPECT_EQ(t.f32()[7], -1.0f);  // written through the view
+  Tensor inner = mid.rows(1, 2);  // a view of a view
+  EXPECT_EQ(inner.f32()[0], 12.0f);
+  EXPECT_EQ(t.rows(4, 4).numel(), 0);
+
+  Tensor flat = t.reshaped(Shape{24});
+  EXPECT_EQ(flat.shape(), Shape{24});
+  flat.f32()[23] = 99.0f;
+  EXPECT_EQ(t.f32()[23], 99.0f);
+  EXPECT_EQ(flat.rows(5, 8).f32()[0], 5.0f);
+
+  auto cloned = mid.clone("copy");
+  ASSERT_TRUE(cloned.ok());
+  Tensor c = cloned.take();
+  EXPECT_EQ(c.shape(), mid.shape());
+  for (int64_t i = 0; i < c.numel(); ++i) EXPECT_EQ(c.f32()[i], mid.f32()[i]);
+  c.f32()[0] = 1234.0f;
+  EXPECT_EQ(t.f32()[6], 6.0f);  // the original is untouched
+
+  mid.fill_zero();  // only rows 1 and 2
+  EXPECT_EQ(t.f32()[5], 5.0f);
+  for (int64_t i = 6; i < 18; ++i) EXPECT_EQ(t.f32()[i], 0.0f) << i;
+  EXPECT_EQ(t.f32()[18], 18.0f);
+
+  mid.copy_from(c);  // back into the view
+  EXPECT_EQ(t.f32()[6], 1234.0f);
+  EXPECT_EQ(t.f32()[7], -1.0f);
+  EXPECT_EQ(t.f32()[18], 18.0f);
+
+  auto d = Tensor::zeros(Shape{3}, DType::f64, "d");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d.value().bytes(), 24u);
+  d.value().data<double>()[2] = 0.5;
+  EXPECT_EQ(d.value().rows(2, 3).data<double>()[0], 0.5);
+  EXPECT_EQ(static_cast<char*>(d.value().rows(1, 3).raw_data()) - static_cast<char*>(d.value().raw_data()), 8);
+}
+
+// ---------------------------------------------------------------- serial
+
+TEST(Serial, RoundTripEveryType) {
+  ByteWriter w;
+  w.u8(0xAB);
+  w.u32(0x01020304u);
+  w.u64(0xF1E2D3C4B5A69788ull);
+  w.i64(-5);
+  w.f64(-0.0);
+  w.f64(3.141592653589793);
+  w.f64(std::numeric_limits<double>::infinity());
+  w.str("");
+  w.str(std::string("a\0b", 3));
+  const uint8_t blob[3] = {9, 8, 7};
+  w.raw(blob, 3);
+  const std::vector<uint8_t>& b = w.bytes();
+  ASSERT_EQ(b.size(), 1u + 4 + 8 + 8 + 24 + 4 + 7 + 3);
+  EXPECT_EQ(b[1], 0x04);  // little-endian
+  EXPECT_EQ(b[4], 0x01);
+  EXPECT_EQ(b[5], 0x88);
+  EXPECT_EQ(b[12], 0xF1);
+
+  ByteReader r(b.data(), b.size(), "blob.bin");
+  EXPECT_EQ(r.u8("tag").value(), 0xAB);
+  EXPECT_EQ(r.u32("a").value(), 0x01020304u);
+  EXPECT_EQ(r.u64("b").value(), 0xF1E2D3C4B5A69788ull);
+  EXPECT_EQ(r.i64("c").value(), -5);
+  const double z = r.f64("d").value();
+  EXPECT_EQ(z, 0.0);
+  EXPECT_TRUE(std::signbit(z));
+  EXPECT_EQ(r.f64("e").value(), 3.141592653589793);
+  EXPECT_EQ(r.f64("f").value(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(r.str("g", 10).value(), "");
+  EXPECT_EQ(r.str("h", 10).value(), std::string("a\0b", 3));
+  uint8_t back[3] = {};
+  EXPECT_TRUE(r.raw(back, 3, "blob").ok());
+  EXPECT_EQ(back[0], 9);
+  EXPECT_EQ(back[2], 7);
+  EXPECT_EQ(r.remaining(), 0u);
+  EXPECT_EQ(r.offset(), b.size());
+}
+
+TEST(Serial, ReadingPastTheEndNamesSourceAndOffset) {
+  const uint8_t data[6] = {1, 2, 3, 4, 5, 6};
+  ByteReader r(data, sizeof data, "model.ckpt");
+  ASSERT_TRUE(r.u8("version").ok());
+  ASSERT_TRUE(r.u32("count").ok());
+  auto bad = r.u32("layer count");
+  ASSERT_FALSE(bad.ok());
+  const std::string m = bad.status().message();
+  EXPECT_TRUE(contains(m, "model.ckpt")) << m;
+  EXPECT_TRUE(contains(m, "at byte 5")) << m;
+  EXPECT_TRUE(contains(m, "layer count")) << m;
+  EXPECT_EQ(r.offset(), 5u);  // a failed read consumes nothing
+  EXPECT_TRUE(r.u8("last").ok());
+  EXPECT_FALSE(r.u8("more").ok());
+  EXPECT_FALSE(r.u64("x").ok());
+  EXPECT_FALSE(r.f64("x").ok());
+  EXPECT_FALSE(r.i64("x").ok());
+  uint8_t out[1];
+  const Status raw = r.raw(out, 1, "tail");
+  EXPECT_FALSE(raw.ok());
+  EXPECT_TRUE(contains(raw.message(), "at byte 6")) << raw.message();
+  EXPECT_TRUE(contains(r.error("custom").message(), "model.ckpt: at byte 6: custom"));
+}
+
+TEST(Serial, OversizedStringRefused) {
+  ByteWriter w;
+  w.u32(1000000);  // claims a million bytes
+  w.raw("abc", 3);
+  ByteReader r(w.bytes().data(), w.bytes().size(), "names.bin");
+  auto s = r.str("layer name", 256);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(contains(s.status().message(), "names.bin")) << s.status().message();
+  EXPECT_TRUE(contains(s.status().message(), "layer name")) << s.status().message();
+  EXPECT_TRUE(contains(s.status().message(), "1000000")) << s.status().message();
+
+  ByteWriter w2;
+  w2.u32(10);  // within the limit but longer than the data
+  w2.raw("abc", 3);
+  ByteReader r2(w2.bytes().data(), w2.bytes().size(), "short.bin");
+  auto s2 = r2.str("name", 256);
+  ASSERT_FALSE(s2.ok());
+  EXPECT_TRUE(contains(s2.status().message(), "short.bin")) << s2.status().message();
+
+  ByteWriter w3;
+  w3.str("exactly");  // a length equal to the limit is fine
+  ByteReader r3(w3.bytes().data(), w3.bytes().size(), "ok.bin");
+  EXPECT_EQ(r3.str("name", 7).value(), "exactly");
+}
+
+TEST(Serial, Crc32) {
+  const char* check = "123456789";
+  EXPECT_EQ(crc32_of(reinterpret_cast<const uint8_t*>(check), 9), 0xCBF43926u);
+  EXPECT_EQ(crc32_of(nullptr, 0), 0u);
+  const uint8_t a = 'a';
+  EXPECT_EQ(crc32_of(&a, 1), 0xE8B7BE43u);
+}
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the system's temporary folder, removed with its contents.
+class TempDir {
+ public:
+  TempDir() {
+    const fs::path base = fs::temp_directory_path();
+    std::random_device seed;
+    for (int attempt = 0; attempt < 100 && path_.empty(); ++attempt) {
+      const fs::path candidate = base / ("rg_test_base_" + std::to_string(seed()) + "_" + std::to_string(attempt));
+      if (fs::create_directory(candidate)) path_ = candidate.generic_string();
+    }
+    EXPECT_FALSE(path_.empty()) << "cannot create a temporary folder";
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) fs::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+bool exists(const std::string& path) { return fs::exists(path); }
+
+TEST(Serial, WriteFileAtomic) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string path = dir.path() + "/model.ckpt";
+  const std::vector<uint8_t> first = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_TRUE(write_file_atomic(path, first).ok());
+  EXPECT_EQ(read_file_bytes(path).value(), first);
+  EXPECT_FALSE(exists(path + ".tmp"));
+
+  const std::vector<uint8_t> second = {42, 43};  // shorter: no old bytes may remain
+  ASSERT_TRUE(write_file_atomic(path, second).ok());
+  EXPECT_EQ(read_file_bytes(path).value(), second);
+  EXPECT_TRUE(write_file_atomic(dir.path() + "/empty.bin", {}).ok());
+  EXPECT_TRUE(read_file_bytes(dir.path() + "/empty.bin").value().empty());
+
+  // The folder is missing: an error naming the path, nothing created.
+  const std::string lost = dir.path() + "/no_such_dir/model.ckpt";
+  const Status s = write_file_atomic(lost, first);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(contains(s.message(), dir.path() + "/no_such_dir/model.ckpt")) << s.message();
+  EXPECT_FALSE(exists(dir.path() + "/no_such_dir"));
+
+  // The temporary cannot be created (a folder sits at its name): the old file stays whole.
+  ASSERT_TRUE(fs::create_directory(path + ".tmp"));
+  const Status blocked = write_file_atomic(path, first);
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_TRUE(contains(blocked.message(), path)) << blocked.message();
+  EXPECT_EQ(read_file_bytes(path).value(), second);
+  ASSERT_TRUE(fs::remove(path + ".tmp"));
+
+  // The rename fails (the target is a non-empty folder): the temporary is removed.
+  const std::string folder = dir.path() + "/folder";
+  ASSERT_TRUE(fs::create_directory(folder));
+  ASSERT_TRUE(write_file_atomic(folder + "/inside", first).ok());
+  const Status over = write_file_atomic(folder, first);
+  ASSERT_FALSE(over.ok());
+  EXPECT_TRUE(contains(over.message(), folder)) << over.message();
+  EXPECT_FALSE(exists(folder + ".tmp"));
+  EXPECT_EQ(read_file_bytes(folder + "/inside").value(), first);
+}
+
+TEST(Serial, ReadMissingFileNamesPath) {
+  TempDir dir;
+  const std::string path = dir.path() + "/absent.bin";
+  auto r = read_file_bytes(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(contains(r.status().message(), path)) << r.status().message();
+}
+
+}  // namespace
+}  // namespace rg

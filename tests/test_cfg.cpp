@@ -1,0 +1,398 @@
+// Tests of the model cfg format (nn/cfg.h) and of building models from it (nn/model.h):
+// a valid document parses to the expected sections, and every error names the file and
+// the line first ("file:line: "), and the key where there is one.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "nn/cfg.h"
+#include "nn/model.h"
+
+namespace rg {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Parses and builds a model; the error message, or "" when both succeed.
+std::string build_error(const std::string& text, const std::string& file) {
+  auto doc = parse_cfg(text, file);
+  if (!doc.ok()) return doc.status().message();
+  auto model = Model::from_cfg(doc.value());
+  if (!model.ok()) return model.status().message();
+  return "";
+}
+
+// The error must start with "bad.cfg:<line>: ", quote `key` when given and contain `fragment`.
+void expect_error(const std::string& text, int line, const std::string& key, const std::string& fragment = "") {
+  const std::string message = build_error(text, "bad.cfg");
+  ASSERT_FALSE(message.empty()) << "accepted:\n" << text;
+  const std::string where = "bad.cfg:" + std::to_string(line) + ": ";
+  EXPECT_EQ(message.compare(0, where.size(), where), 0) << "expected to start with '" << where << "': " << message;
+  if (!key.empty()) {
+    EXPECT_TRUE(contains(message, "'" + key + "'")) << "key " << key << " not named: " << message;
+  }
+  if (!fragment.empty()) {
+    EXPECT_TRUE(contains(message, fragment)) << "'" << fragment << "' missing: " << message;
+  }
+}
+
+std::unique_ptr<Model> build(const std::string& text, const std::string& file = "good.cfg") {
+  auto doc = parse_cfg(text, file);
+  EXPECT_TRUE(doc.ok()) << doc.status().message();
+  if (!doc.ok()) return nullptr;
+  auto model = Model::from_cfg(doc.value());
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return nullptr;
+  return model.take();
+}
+
+const char* const kValid =
+    "# an autoencoder-ish test model\n"  // 1
+    "; semicolon comment\n"             // 2
+    "\n"                                // 3
+    "[net]\n"                           // 4
+    "input = 28x28x1   # inline comment\n"  // 5
+    "  loss=mse ; another\n"            // 6
+    "\n"                                // 7
+    "[dense]\n"                         // 8
+    "units = 16\n"                      // 9
+    "init = glorot\n"                   // 10
+    "\tbias = false\n"                  // 11
+    "[ relu ]\n"                        // 12
+    "[dense]\n"                         // 13
+    "units = 10\n"                      // 14
+    "name = head\n";                    // 15
+
+TEST(Cfg, ParsesValidDocument) {
+  auto doc = parse_cfg(kValid, "valid.cfg");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  const CfgDocument& d = doc.value();
+  EXPECT_EQ(d.file, "valid.cfg");
+  EXPECT_EQ(d.text, kValid);
+  ASSERT_EQ(d.sections.size(), 4u);
+  EXPECT_EQ(d.sections[0].kind(), "net");
+  EXPECT_EQ(d.sections[0].line(), 4);
+  EXPECT_EQ(d.sections[1].kind(), "dense");
+  EXPECT_EQ(d.sections[1].line(), 8);
+  EXPECT_EQ(d.sections[2].kind(), "relu");
+  EXPECT_EQ(d.sections[2].line(), 12);
+  EXPECT_EQ(d.sections[3].line(), 13);
+
+  CfgDocument copy = d;
+  auto& net = copy.sections[0].entries();
+  ASSERT_EQ(net.size(), 2u);
+  EXPECT_EQ(net[0].key, "input");
+  EXPECT_EQ(net[0].value, "28x28x1");  // trimmed, comment cut
+  EXPECT_EQ(net[0].line, 5);
+  EXPECT_EQ(net[1].key, "loss");
+  EXPECT_EQ(net[1].value, "mse");
+  EXPECT_EQ(net[1].line, 6);
+  ASSERT_EQ(copy.sections[1].entries().size(), 3u);
+  EXPECT_EQ(copy.sections[1].entries()[2].key, "bias");
+  EXPECT_EQ(copy.sections[1].entries()[2].value, "false");
+  EXPECT_TRUE(copy.sections[2].entries().empty());
+
+  // Typed getters.
+  const CfgSection& dense = d.sections[1];
+  EXPECT_TRUE(dense.has("units"));
+  EXPECT_FALSE(dense.has("slope"));
+  EXPECT_EQ(dense.get_int("units", 1, 100).value(), 16);
+  EXPECT_EQ(dense.get_int_or("missing", 7, 1, 100).value(), 7);
+  EXPECT_EQ(dense.get_bool_or("bias", true).value(), false);
+  EXPECT_EQ(dense.get_string_or("init", "he").value(), "glorot");
+  EXPECT_EQ(dense.get_float_or("missing", 0.5, 0, 1).value(), 0.5);
+  EXPECT_EQ(d.sections[0].get_shape("input").value(), (Shape{1, 28, 28}));  // h x w x c -> [c, h, w]
+  auto range = dense.get_int("units", 20, 30);
+  ASSERT_FALSE(range.ok());
+  EXPECT_TRUE(contains(range.status().message(), "valid.cfg:9: [dense] key 'units'")) << range.status().message();
+  EXPECT_TRUE(dense.check_all_used().ok());  // every key was read above
+  EXPECT_FALSE(d.sections[3].check_all_used().ok());  // nothing read there yet
+
+  auto model = build(kValid);
+  ASSERT_NE(model, nullptr);
+  ASSERT_TRUE(model->init(1).ok());
+  EXPECT_EQ(model->input_shape(), (Shape{1, 28, 28}));
+  EXPECT_EQ(model->output_shape(), Shape{10});
+  EXPECT_EQ(model->loss(), LossKind::mse);
+  EXPECT_EQ(model->param_count(), 784 * 16 + 16 * 10 + 10);  // the first dense has no bias
+  ASSERT_EQ(model->layers().size(), 3u);
+  EXPECT_EQ(model->layers()[0]->name(), "dense1");
+  EXPECT_EQ(model->layers()[1]->name(), "relu1");
+  EXPECT_EQ(model->layers()[2]->name(), "head");
+  EXPECT_EQ(model->layers()[1]->kind(), "relu");
+}
+
+TEST(Cfg, CrlfLineEndingsAccepted) {
+  std::string crlf;
+  for (char c : std::string(kValid)) {
+    if (c == '\n') crlf += '\r';
+    crlf += c;
+  }
+  auto unix_doc = parse_cfg(kValid, "a.cfg");
+  auto dos_doc = parse_cfg(crlf, "a.cfg");
+  ASSERT_TRUE(dos_doc.ok()) << dos_doc.status().message();
+  ASSERT_EQ(dos_doc.value().sections.size(), unix_doc.value().sections.size());
+  for (size_t i = 0; i < unix_doc.value().sections.size(); ++i) {
+    CfgSection a = unix_doc.value().sections[i], b = dos_doc.value().sections[i];
+    EXPECT_EQ(a.kind(), b.kind());
+    EXPECT_EQ(a.line(), b.line());
+    ASSERT_EQ(a.entries().size(), b.entries().size());
+    for (size_t j = 0; j < a.entries().size(); ++j) {
+      EXPECT_EQ(a.entries()[j].key, b.entries()[j].key);
+      EXPECT_EQ(a.entries()[j].value, b.entries()[j].value);  // no '\r' left in values
+      EXPECT_EQ(a.entries()[j].line, b.entries()[j].line);
+    }
+  }
+  auto model = build(crlf);
+  ASSERT_NE(model, nullptr);
+  ASSERT_TRUE(model->init(1).ok());
+  EXPECT_EQ(model->param_count(), 784 * 16 + 16 * 10 + 10);
+  // Errors in a CRLF file still give the right line.
+  expect_error("[net]\r\ninput = 4\r\n\r\n[dense]\r\nunits = 0\r\n", 5, "units");
+}
+
+TEST(Cfg, CommentsAndBlankLinesIgnored) {
+  const std::string text =
+      "\n\n   \n# [dense]\n; units = 3\n[net] # the net\ninput = 4 ; four\n\t\n[dense] ; a layer\nunits = 2 # two\n";
+  auto doc = parse_cfg(text, "c.cfg");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  ASSERT_EQ(doc.value().sections.size(), 2u);
+  EXPECT_EQ(doc.value().sections[0].line(), 6);
+  CfgDocument d = doc.take();
+  ASSERT_EQ(d.sections[1].entries().size(), 1u);
+  EXPECT_EQ(d.sections[1].entries()[0].value, "2");
+  EXPECT_EQ(d.sections[1].entries()[0].line, 10);
+  auto model = Model::from_cfg(d);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  ASSERT_TRUE(model.value()->init(1).ok());
+  EXPECT_EQ(model.value()->param_count(), 4 * 2 + 2);
+}
+
+TEST(Cfg, DenseKeyErrors) {
+  {
+    SCOPED_TRACE("unknown key in [dense]");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = 3\nfoo = 1\n", 5, "foo", "[dense]");
+  }
+  {
+    SCOPED_TRACE("missing units");
+    expect_error("[net]\ninput = 4\n\n[dense]\ninit = he\n", 4, "units", "[dense]");
+  }
+  {
+    SCOPED_TRACE("units = 0");
+    expect_error("[net]\ninput = 4\n[dense]\n\nunits = 0\n", 5, "units", "0");
+  }
+  {
+    SCOPED_TRACE("units = abc");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = abc\n", 4, "units", "abc");
+  }
+  {
+    SCOPED_TRACE("units = -3");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = -3\n", 4, "units", "-3");
+  }
+  {
+    SCOPED_TRACE("units = 3.5");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = 3.5\n", 4, "units", "3.5");
+  }
+  {
+    SCOPED_TRACE("units = (empty)");
+    expect_error("[net]\ninput = 4\n[dense]\nunits =\n", 4, "units");
+  }
+  {
+    SCOPED_TRACE("bad init");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = 2\ninit = lecun\n", 5, "init", "lecun");
+  }
+  {
+    SCOPED_TRACE("bad bias");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = 2\nbias = maybe\n", 5, "bias", "maybe");
+  }
+  {
+    SCOPED_TRACE("unknown key in an activation");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = 2\n[relu]\nslope = 0.1\n", 6, "slope", "[relu]");
+  }
+  {
+    SCOPED_TRACE("leaky_relu slope out of range");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = 2\n[leaky_relu]\nslope = 2\n", 6, "slope");
+  }
+}
+
+TEST(Cfg, SyntaxErrors) {
+  {
+    SCOPED_TRACE("unknown layer type");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = 3\n[conv9]\nfilters = 3\n", 5, "", "conv9");
+  }
+  {
+    SCOPED_TRACE("key before any section");
+    expect_error("# header\nunits = 3\n[net]\ninput = 4\n", 2, "units");
+  }
+  {
+    SCOPED_TRACE("line without '='");
+    expect_error("[net]\ninput 4\n[dense]\nunits = 3\n", 2, "", "input 4");
+  }
+  {
+    SCOPED_TRACE("unclosed '['");
+    expect_error("[net]\ninput = 4\n[dense\nunits = 3\n", 3, "", "[dense");
+  }
+  {
+    SCOPED_TRACE("empty section name");
+    expect_error("[net]\ninput = 4\n[]\nunits = 3\n", 3, "");
+  }
+  {
+    SCOPED_TRACE("duplicate key");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = 3\nunits = 4\n", 5, "units", "4");
+  }
+  {
+    SCOPED_TRACE("bad key");
+    expect_error("[net]\ninput = 4\n[dense]\nun its = 3\n", 4, "un its");
+  }
+}
+
+TEST(Cfg, NetSectionErrors) {
+  {
+    SCOPED_TRACE("[net] missing");
+    expect_error("[dense]\nunits = 3\n[relu]\n", 1, "", "[net]");
+  }
+  {
+    SCOPED_TRACE("[net] not first");
+    expect_error("\n[dense]\nunits = 3\n[net]\ninput = 4\n", 2, "", "[net]");
+  }
+  {
+    SCOPED_TRACE("second [net]");
+    expect_error("[net]\ninput = 4\n[dense]\nunits = 3\n[net]\ninput = 3\n", 5, "", "[net]");
+  }
+  {
+    SCOPED_TRACE("missing input");
+    expect_error("[net]\nloss = mse\n[dense]\nunits = 3\n", 1, "input");
+  }
+  {
+    SCOPED_TRACE("unknown key in [net]");
+    expect_error("[net]\ninput = 4\nbatch = 3\n[dense]\nunits = 3\n", 3, "batch");
+  }
+  for (const char* shape : {"28x28", "0x3x3", "a", "x4", "2x2x2x2", "-4", "3x0x3"}) {
+    SCOPED_TRACE(std::string("bad input shape ") + shape);
+    expect_error(std::string("[net]\n\ninput = ") + shape + "\n[dense]\nunits = 3\n", 3, "input", shape);
+  }
+  {
+    SCOPED_TRACE("unknown loss");
+    expect_error("[net]\ninput = 4\nloss = hinge\n[dense]\nunits = 3\n", 3, "loss", "hinge");
+  }
+  {
+    SCOPED_TRACE("unknown target");
+    expect_error("[net]\ninput = 4\nloss = mse\ntarget = nothing\n[dense]\nunits = 3\n", 4, "target", "nothing");
+  }
+  {
+    SCOPED_TRACE("target = input with a mismatched output size");
+    expect_error("[net]\ninput = 4\nloss = mse\ntarget = input\n[dense]\nunits = 3\n", 4, "target", "[3]");
+  }
+  {
+    SCOPED_TRACE("softmax_cross_entropy with 1 output");
+    expect_error("[net]\ninput = 4\nloss = softmax_cross_entropy\n[dense]\nunits = 1\n", 3, "loss");
+  }
+  {
+    SCOPED_TRACE("softmax_cross_entropy against the input");
+    expect_error("[net]\ninput = 4\nloss = softmax_cross_entropy\ntarget = input\n[dense]\nunits = 4\n", 4, "target");
+  }
+}
+
+// "4x" is no shape: std::getline drops the empty field after a trailing 'x', so a parser
+// built on it must check for the separator at the end itself.
+TEST(Cfg, ShapeWithTrailingXRefused) {
+  for (const char* shape : {"4x", "28x28x1x"}) {
+    SCOPED_TRACE(std::string("input = ") + shape);
+    expect_error(std::string("[net]\ninput = ") + shape + "\n[dense]\nunits = 3\n", 2, "input", shape);
+  }
+}
+
+// A document with [net] and nothing after it: the error must still say where (file:line),
+// per the cfg rule that every error names file and line.
+TEST(Cfg, NoLayersNamesFileAndLine) {
+  expect_error("[net]\ninput = 4\nloss = mse\n", 1, "", "no layers");
+}
+
+TEST(Cfg, TargetsChosen) {
+  auto labels = build("[net]\ninput = 4\n[dense]\nunits = 3\n");
+  ASSERT_NE(labels, nullptr);
+  EXPECT_EQ(labels->loss(), LossKind::softmax_cross_entropy);  // the default
+  EXPECT_EQ(labels->target(), TargetKind::labels);
+  auto autoencoder = build("[net]\ninput = 6\nloss = mse\n[dense]\nunits = 2\n[dense]\nunits = 6\n");
+  ASSERT_NE(autoencoder, nullptr);
+  EXPECT_EQ(autoencoder->target(), TargetKind::input);
+  auto onehot = build("[net]\ninput = 6\nloss = bce_with_logits\n[dense]\nunits = 3\n");
+  ASSERT_NE(onehot, nullptr);
+  EXPECT_EQ(onehot->target(), TargetKind::onehot);
+  auto explicit_input = build("[net]\ninput = 2x2x1\nloss = mse\ntarget = input\n[dense]\nunits = 4\n");
+  ASSERT_NE(explicit_input, nullptr);
+  EXPECT_EQ(explicit_input->target(), TargetKind::input);
+}
+
+TEST(Cfg, PresetMlp) {
+  const std::string text = preset_cfg("mlp");
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(preset_cfg("no_such_preset"), "");
+  bool listed = false;
+  for (const auto& name : preset_names()) listed = listed || name == "mlp";
+  EXPECT_TRUE(listed);
+  auto doc = load_model_cfg("mlp");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  EXPECT_EQ(doc.value().file, "preset:mlp");
+  EXPECT_EQ(doc.value().text, text);
+  auto model = Model::from_cfg(doc.value());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  ASSERT_TRUE(model.value()->init(1).ok());
+  EXPECT_EQ(model.value()->param_count(), 235146);  // 784*256+256 + 256*128+128 + 128*10+10
+  EXPECT_EQ(model.value()->output_shape(), Shape{10});
+  EXPECT_EQ(model.value()->input_shape(), (Shape{1, 28, 28}));
+  EXPECT_EQ(model.value()->target(), TargetKind::labels);
+  std::vector<Param*> params = model.value()->params();
+  ASSERT_EQ(params.size(), 6u);
+  EXPECT_EQ(params[0]->value.shape(), (Shape{256, 784}));  // [out, in]
+  EXPECT_EQ(params[5]->value.shape(), Shape{10});
+  EXPECT_EQ(params[0]->name, "dense1.weight");
+}
+
+// The count is known once the model is built (every shape is checked in from_cfg); before
+// init() the parameter tensors are empty and each counts as one element.
+TEST(Cfg, ParamCountBeforeInit) {
+  auto doc = load_model_cfg("mlp");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto model = Model::from_cfg(doc.value());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_EQ(model.value()->param_count(), 235146);
+}
+
+TEST(Cfg, LoadModelCfgErrors) {
+  auto unknown = load_model_cfg("nonexistent");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_TRUE(contains(unknown.status().message(), "nonexistent")) << unknown.status().message();
+  EXPECT_TRUE(contains(unknown.status().message(), "mlp")) << "presets not listed: " << unknown.status().message();
+
+  auto missing = load_model_cfg("/missing/x.cfg");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(contains(missing.status().message(), "/missing/x.cfg")) << missing.status().message();
+}
+
+TEST(Cfg, LoadFromFileNamesThePath) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("rg_test_cfg_" + std::to_string(std::random_device{}()));
+  ASSERT_TRUE(fs::create_directories(dir));
+  const std::string good = (dir / "good.cfg").generic_string(), bad = (dir / "bad.cfg").generic_string();
+  std::ofstream(good) << "[net]\ninput = 3\n[dense]\nunits = 2\n";
+  std::ofstream(bad) << "[net]\ninput = 3\n[dense]\nunits = 2\nfilters = 8\n";
+  auto doc = load_model_cfg(good);
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  EXPECT_EQ(doc.value().file, good);
+  EXPECT_TRUE(Model::from_cfg(doc.value()).ok());
+  auto bad_doc = load_model_cfg(bad);
+  ASSERT_TRUE(bad_doc.ok()) << bad_doc.status().message();
+  auto model = Model::from_cfg(bad_doc.value());
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().message().rfind(bad + ":5: ", 0), 0u) << model.status().message();
+  EXPECT_TRUE(contains(model.status().message(), "'filters'")) << model.status().message();
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+}
+
+}  // namespace
+}  // namespace rg

@@ -1,0 +1,317 @@
+// Tests of f32_gemm (ops/gemm_f32.cpp) against gemm_ref<double>: every transpose
+// combination, sizes below/at/above each tile and cache block (MR=6, NR=8, KC=256, MC=72,
+// NC=512), padded leading dimensions, alpha/beta cases, NaN in C under beta = 0, bit-exact
+// integer products, and results that do not depend on the thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "base/thread_pool.h"
+#include "ops/gemm.h"
+
+namespace rg {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kCPad = -777.25f;  // in C's padding columns: must survive every call
+
+enum class Fill { uniform, integers };
+
+// Row-major operands as stored, with `pad` extra columns in every row. A and B padding is
+// NaN, so a kernel reading past a row's width poisons its result.
+struct Operands {
+  GemmShape s;
+  std::vector<float> a, b, c;
+};
+
+std::vector<float> random_matrix(int64_t rows, int64_t cols, int64_t ld, Fill fill, float pad_value, Rng& rng) {
+  std::vector<float> m(static_cast<size_t>(rows * ld), pad_value);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      m[static_cast<size_t>(r * ld + c)] = fill == Fill::uniform ? static_cast<float>(rng.uniform(-1.0, 1.0))
+                                                                 : static_cast<float>(rng.below(47)) - 23.0f;
+    }
+  }
+  return m;
+}
+
+Operands make_operands(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, int64_t pad, Fill fill, Rng& rng) {
+  Operands op;
+  const int64_t a_rows = ta == Trans::yes ? k : m, a_cols = ta == Trans::yes ? m : k;
+  const int64_t b_rows = tb == Trans::yes ? n : k, b_cols = tb == Trans::yes ? k : n;
+  op.s = GemmShape{ta, tb, m, n, k, a_cols + pad, b_cols + pad, n + pad};
+  op.a = random_matrix(a_rows, a_cols, op.s.lda, fill, kNaN, rng);
+  op.b = random_matrix(b_rows, b_cols, op.s.ldb, fill, kNaN, rng);
+  op.c = random_matrix(m, n, op.s.ldc, fill, kCPad, rng);
+  return op;
+}
+
+std::vector<double> to_double(const std::vector<float>& v, bool absolute = false) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = absolute ? std::fabs(static_cast<double>(v[i])) : v[i];
+  return out;
+}
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+std::string describe(const GemmShape& s, float alpha, float beta) {
+  return std::string("A") + (s.trans_a == Trans::yes ? "^T" : "") + " B" + (s.trans_b == Trans::yes ? "^T" : "") +
+         " m " + std::to_string(s.m) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k) + " lda " +
+         std::to_string(s.lda) + " ldb " + std::to_string(s.ldb) + " ldc " + std::to_string(s.ldc) + " alpha " +
+         std::to_string(alpha) + " beta " + std::to_string(beta);
+}
+
+// Runs f32_gemm on random floats in [-1, 1] and compares with gemm_ref<double>.
+//
+// Tolerance. With u = 2^-24 and B_ij = |alpha| sum_p |a_ip b_pj| + |beta c_ij| (computed
+// by gemm_ref<double> on absolute values), every rounding in the f32 evaluation (k products,
+// k additions, the alpha/beta scaling and the per-KC-block additions into C) is at most u
+// times a partial value bounded by B_ij. The worst case is about (k + k/KC + 3) u B_ij;
+// the rounding errors of random data are independent with random signs, so their sum stays
+// near sqrt(k) u B_ij. We allow 3 sqrt(k + 3) u B_ij: many standard deviations above what
+// random data produces, yet a lost or doubled term (size ~|a_ip b_pj|, ~0.25 B/k) or a
+// wrong alpha/beta shows up far outside it.
+// For k <= 16 the DESIGN.md bound max(1e-5, 1e-6 |ref|) is asserted as well.
+void check_random(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, int64_t pad, float alpha, float beta,
+                  ThreadPool* pool, Rng& rng) {
+  Operands op = make_operands(ta, tb, m, n, k, pad, Fill::uniform, rng);
+  const GemmShape& s = op.s;
+  if (beta == 0.0f) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) op.c[static_cast<size_t>(i * s.ldc + j)] = kNaN;  // must be ignored
+  }
+  const std::vector<float> a0 = op.a, b0 = op.b;
+  std::vector<double> ref = to_double(op.c);
+  gemm_ref<double>(s, alpha, to_double(op.a).data(), to_double(op.b).data(), beta, ref.data());
+  std::vector<double> bound = to_double(op.c, true);
+  gemm_ref<double>(s, std::fabs(alpha), to_double(op.a, true).data(), to_double(op.b, true).data(), std::fabs(beta),
+                   bound.data());
+
+  f32_gemm(s, alpha, op.a.data(), op.b.data(), beta, op.c.data(), pool);
+
+  const double u = std::ldexp(1.0, -24);
+  const double factor = 3.0 * std::sqrt(static_cast<double>(k) + 3.0) * u;
+  int bad = 0;
+  for (int64_t i = 0; i < m && bad < 5; ++i) {
+    for (int64_t j = 0; j < s.ldc && bad < 5; ++j) {
+      const size_t idx = static_cast<size_t>(i * s.ldc + j);
+      const float got = op.c[idx];
+      if (j >= n) {
+        if (bits(got) != bits(kCPad)) {
+          ADD_FAILURE() << describe(s, alpha, beta) << ": padding C[" << i << "][" << j << "] written: " << got;
+          ++bad;
+        }
+        continue;
+      }
+      const double err = std::fabs(static_cast<double>(got) - ref[idx]);
+      double tol = factor * bound[idx];
+      if (k <= 16) tol = std::min(tol, std::max(1e-5, 1e-6 * std::fabs(ref[idx])));
+      if (!(err <= tol)) {  // NaN fails too
+        ADD_FAILURE() << describe(s, alpha, beta) << ": C[" << i << "][" << j << "] = " << got << ", reference "
+                      << ref[idx] << ", error " << err << " > " << tol;
+        ++bad;
+      }
+    }
+  }
+  // A and B are read-only (padding NaNs compared bitwise).
+  EXPECT_EQ(std::memcmp(a0.data(), op.a.data(), a0.size() * 4), 0) << describe(s, alpha, beta) << ": A modified";
+  EXPECT_EQ(std::memcmp(b0.data(), op.b.data(), b0.size() * 4), 0) << describe(s, alpha, beta) << ": B modified";
+}
+
+struct AlphaBeta {
+  float alpha, beta;
+};
+const AlphaBeta kAlphaBeta[] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, 2.0f}, {-1.5f, 0.25f}};
+const int64_t kPads[] = {0, 3, 17};
+const Trans kTrans[] = {Trans::no, Trans::yes};
+
+class GemmTrans : public ::testing::TestWithParam<std::tuple<Trans, Trans>> {};
+
+std::string trans_name(const ::testing::TestParamInfo<std::tuple<Trans, Trans>>& info) {
+  return std::string(std::get<0>(info.param) == Trans::yes ? "At" : "A") +
+         (std::get<1>(info.param) == Trans::yes ? "Bt" : "B");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransposes, GemmTrans,
+                         ::testing::Combine(::testing::ValuesIn(kTrans), ::testing::ValuesIn(kTrans)), trans_name);
+
+// Below, at and above MR = 6 and NR = 8 in m and n; k small.
+TEST_P(GemmTrans, MicroTileEdges) {
+  const auto [ta, tb] = GetParam();
+  Rng rng(1, 0);
+  int index = 0;
+  for (int64_t m : {1, 5, 6, 7, 8, 9, 12, 13})
+    for (int64_t n : {1, 5, 6, 7, 8, 9, 16, 17})
+      for (int64_t k : {1, 5, 8, 9}) {
+        const AlphaBeta ab = kAlphaBeta[index % 4];
+        check_random(ta, tb, m, n, k, kPads[index % 3], ab.alpha, ab.beta, nullptr, rng);
+        ++index;
+      }
+}
+
+// m across MC = 72, k across KC = 256 (the accumulation is split into blocks).
+TEST_P(GemmTrans, CacheBlockEdgesInMAndK) {
+  const auto [ta, tb] = GetParam();
+  Rng rng(2, 0);
+  int index = 0;
+  for (int64_t m : {71, 72, 73})
+    for (int64_t n : {5, 8, 17})
+      for (int64_t k : {1, 6, 255, 256, 257}) {
+        const AlphaBeta ab = kAlphaBeta[index % 4];
+        check_random(ta, tb, m, n, k, kPads[index % 3], ab.alpha, ab.beta, nullptr, rng);
+        ++index;
+      }
+  for (int64_t k : {255, 256, 257, 511, 512, 513, 600}) {
+    const AlphaBeta ab = kAlphaBeta[index % 4];
+    check_random(ta, tb, 13, 9, k, kPads[index % 3], ab.alpha, ab.beta, nullptr, rng);
+    ++index;
+  }
+}
+
+// n across NC = 512, and one product large enough to be split across a pool.
+TEST_P(GemmTrans, CacheBlockEdgesInNAndThreads) {
+  const auto [ta, tb] = GetParam();
+  Rng rng(3, 0);
+  ThreadPool pool(2);
+  int index = 0;
+  for (int64_t n : {511, 512, 513})
+    for (int64_t m : {1, 7, 73})
+      for (int64_t k : {5, 257}) {
+        const AlphaBeta ab = kAlphaBeta[index % 4];
+        check_random(ta, tb, m, n, k, kPads[index % 3], ab.alpha, ab.beta, index % 2 ? &pool : nullptr, rng);
+        ++index;
+      }
+  check_random(ta, tb, 145, 520, 600, 5, 1.0f, 0.0f, &pool, rng);
+  check_random(ta, tb, 150, 77, 300, 0, 0.5f, 2.0f, &pool, rng);
+}
+
+// Integers in [-23, 23]: every product (|p| <= 529) and every partial sum (< 529 k <= 2^24
+// for k <= 31715) is exact in float, so the result must equal the double reference bit for
+// bit, whatever the blocking. alpha/beta are powers of two or -1 and C holds integers, so
+// the scaling stays exact too.
+TEST_P(GemmTrans, IntegerInputsBitExact) {
+  const auto [ta, tb] = GetParam();
+  Rng rng(4, 0);
+  ThreadPool pool(3);
+  struct Case {
+    int64_t m, n, k;
+    float alpha, beta;
+  };
+  const Case cases[] = {{1, 1, 1, 1, 0},       {7, 9, 5, 1, 1},       {6, 8, 256, 1, 0},    {73, 17, 257, -1, 1},
+                        {13, 513, 600, 0.5f, 2}, {72, 512, 513, 1, -1}, {120, 90, 300, 2, 0.5f}};
+  int index = 0;
+  for (const Case& c : cases) {
+    ASSERT_LT(529 * c.k, 1 << 24);
+    Operands op = make_operands(ta, tb, c.m, c.n, c.k, kPads[index % 3], Fill::integers, rng);
+    std::vector<double> ref = to_double(op.c);
+    gemm_ref<double>(op.s, c.alpha, to_double(op.a).data(), to_double(op.b).data(), c.beta, ref.data());
+    f32_gemm(op.s, c.alpha, op.a.data(), op.b.data(), c.beta, op.c.data(), index % 2 ? &pool : nullptr);
+    int bad = 0;
+    for (int64_t i = 0; i < c.m && bad < 5; ++i) {
+      for (int64_t j = 0; j < c.n && bad < 5; ++j) {
+        const size_t idx = static_cast<size_t>(i * op.s.ldc + j);
+        const auto expected = static_cast<float>(ref[idx]);
+        ASSERT_EQ(static_cast<double>(expected), ref[idx]) << "the test's sums must stay exact";
+        if (bits(op.c[idx]) != bits(expected)) {
+          ADD_FAILURE() << describe(op.s, c.alpha, c.beta) << ": C[" << i << "][" << j << "] = " << op.c[idx]
+                        << ", exact " << expected;
+          ++bad;
+        }
+      }
+    }
+    ++index;
+  }
+}
+
+// Split across 1, 2, 3 and 4 threads (and no pool), the bits of C are the same: m > n splits
+// rows, m < n splits columns.
+TEST_P(GemmTrans, ThreadCountDoesNotChangeBits) {
+  const auto [ta, tb] = GetParam();
+  Rng rng(5, 0);
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int t = 1; t <= 4; ++t) pools.emplace_back(new ThreadPool(t));
+  struct Case {
+    int64_t m, n, k, pad;
+    float alpha, beta;
+  };
+  const Case cases[] = {{300, 400, 200, 0, 1, 0}, {400, 300, 200, 3, 0.5f, 2}, {97, 1031, 70, 1, 1, 1}};
+  for (const Case& c : cases) {
+    const Operands op = make_operands(ta, tb, c.m, c.n, c.k, c.pad, Fill::uniform, rng);
+    ASSERT_GE(2 * c.m * c.n * c.k, int64_t{1} << 21) << "too small to be split";
+    std::vector<float> single = op.c;
+    f32_gemm(op.s, c.alpha, op.a.data(), op.b.data(), c.beta, single.data(), nullptr);
+    for (const auto& pool : pools) {
+      std::vector<float> out = op.c;
+      f32_gemm(op.s, c.alpha, op.a.data(), op.b.data(), c.beta, out.data(), pool.get());
+      EXPECT_EQ(std::memcmp(out.data(), single.data(), out.size() * 4), 0)
+          << describe(op.s, c.alpha, c.beta) << ": " << pool->threads() << " threads differ from one";
+    }
+    // And the result is right (a sanity check of the large case; the bound is the one above).
+    std::vector<double> ref = to_double(op.c);
+    gemm_ref<double>(op.s, c.alpha, to_double(op.a).data(), to_double(op.b).data(), c.beta, ref.data());
+    double worst = 0;
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        const size_t idx = static_cast<size_t>(i * op.s.ldc + j);
+        worst = std::max(worst, std::fabs(single[idx] - ref[idx]));
+      }
+    EXPECT_LT(worst, 1e-3) << describe(op.s, c.alpha, c.beta);
+  }
+}
+
+// Degenerate sizes: k = 0 leaves beta C; m = 0 or n = 0 touch nothing; alpha = 0 scales C
+// by beta without reading A or B.
+TEST(Gemm, DegenerateSizes) {
+  const std::vector<float> nan16(16, kNaN);  // operands of every shape below, all NaN
+  std::vector<float> c = {1, 2, 3, 4, 5, 6};
+  f32_gemm(GemmShape{Trans::no, Trans::no, 2, 3, 0, 1, 3, 3}, 1.0f, nan16.data(), nan16.data(), 0.5f, c.data(),
+           nullptr);
+  EXPECT_EQ(c, (std::vector<float>{0.5f, 1, 1.5f, 2, 2.5f, 3}));
+  f32_gemm(GemmShape{Trans::no, Trans::no, 2, 3, 0, 1, 3, 3}, 1.0f, nan16.data(), nan16.data(), 0.0f, c.data(),
+           nullptr);
+  EXPECT_EQ(c, (std::vector<float>(6, 0.0f)));
+  std::vector<float> d = {1, 2, 3};
+  f32_gemm(GemmShape{Trans::no, Trans::no, 0, 3, 4, 4, 3, 3}, 1.0f, nan16.data(), nan16.data(), 0.0f, d.data(),
+           nullptr);
+  f32_gemm(GemmShape{Trans::no, Trans::no, 1, 0, 4, 4, 3, 3}, 1.0f, nan16.data(), nan16.data(), 0.0f, d.data(),
+           nullptr);
+  EXPECT_EQ(d, (std::vector<float>{1, 2, 3}));
+  std::vector<float> e = {4, 8};
+  f32_gemm(GemmShape{Trans::no, Trans::no, 2, 1, 1, 1, 1, 1}, 0.0f, nan16.data(), nan16.data(), 0.25f, e.data(),
+           nullptr);
+  EXPECT_EQ(e, (std::vector<float>{1, 2}));
+}
+
+// The overloads the layers call: float goes to f32_gemm, double to the reference.
+TEST(Gemm, OverloadsDispatch) {
+  const float af[4] = {1, 2, 3, 4}, bf[4] = {5, 6, 7, 8};
+  float cf[4] = {kNaN, kNaN, kNaN, kNaN};
+  const GemmShape s{Trans::no, Trans::no, 2, 2, 2, 2, 2, 2};
+  gemm(s, 1.0f, af, bf, 0.0f, cf, nullptr);
+  EXPECT_EQ(cf[0], 19.0f);
+  EXPECT_EQ(cf[1], 22.0f);
+  EXPECT_EQ(cf[2], 43.0f);
+  EXPECT_EQ(cf[3], 50.0f);
+  const double ad[4] = {1, 2, 3, 4}, bd[4] = {5, 6, 7, 8};
+  double cd[4] = {1, 1, 1, 1};
+  gemm(GemmShape{Trans::yes, Trans::yes, 2, 2, 2, 2, 2, 2}, 2.0, ad, bd, 3.0, cd, nullptr);
+  // A^T B^T = (B A)^T; B A = [[23, 34], [31, 46]].
+  EXPECT_EQ(cd[0], 2 * 23.0 + 3);
+  EXPECT_EQ(cd[1], 2 * 31.0 + 3);
+  EXPECT_EQ(cd[2], 2 * 34.0 + 3);
+  EXPECT_EQ(cd[3], 2 * 46.0 + 3);
+}
+
+}  // namespace
+}  // namespace rg

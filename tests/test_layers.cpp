@@ -1,0 +1,820 @@
+// Layer, loss, model, optimizer and schedule tests: forward against plain references,
+// backward against central differences in double (every layer and loss, and a whole model
+// through Model::backward), f32 against f64, gradient accumulation, PyTorch-rule
+// optimizer steps and learning-rate schedules.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "base/thread_pool.h"
+#include "nn/activation.h"
+#include "nn/cfg.h"
+#include "nn/dense.h"
+#include "nn/layer.h"
+#include "nn/loss.h"
+#include "nn/model.h"
+#include "train/optimizer.h"
+#include "train/schedule.h"
+
+namespace rg {
+namespace {
+
+// ---------------------------------------------------------------- helpers
+
+Tensor make(const Shape& shape, DType dtype) {
+  auto t = Tensor::zeros(shape, dtype, "test tensor");
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return t.ok() ? t.take() : Tensor();
+}
+
+double get(const Tensor& t, int64_t i) {
+  if (t.dtype() == DType::f64) return t.data<double>()[i];
+  return t.f32()[i];
+}
+
+void set(const Tensor& t, int64_t i, double v) {
+  if (t.dtype() == DType::f64) {
+    t.data<double>()[i] = v;
+  } else {
+    t.f32()[i] = static_cast<float>(v);
+  }
+}
+
+// Uniform in [lo, hi], redrawn while |v| < min_abs (keeps ReLU inputs off the kink).
+void fill_random(const Tensor& t, Rng& rng, double lo, double hi, double min_abs = 0) {
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v;
+    do {
+      v = rng.uniform(lo, hi);
+    } while (std::fabs(v) < min_abs);
+    set(t, i, v);
+  }
+}
+
+void fill_value(const Tensor& t, double v) {
+  for (int64_t i = 0; i < t.numel(); ++i) set(t, i, v);
+}
+
+std::vector<double> values(const Tensor& t) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) out[static_cast<size_t>(i)] = get(t, i);
+  return out;
+}
+
+// Gradient checks. Central differences with h = 1e-6 in double: the truncation error is
+// h^2 |f'''| / 6 ~ 1e-13 and the cancellation error about 1e-16 |L| / h ~ 1e-10 |L| with
+// |L| of order 1-10 here, so a correct gradient agrees to ~1e-9. We demand
+// |analytic - numeric| / max(1, |analytic|, |numeric|) < 1e-6 (relative for gradients
+// above 1, absolute below, where the difference quotient's own noise dominates); a wrong
+// derivative is off by O(0.01-1).
+constexpr double kStep = 1e-6;
+constexpr double kGradTolerance = 1e-6;
+
+double grad_error(double analytic, double numeric) {
+  return std::fabs(analytic - numeric) / std::max({1.0, std::fabs(analytic), std::fabs(numeric)});
+}
+
+// Compares grad[i] with the central difference of objective() in value[i], for every i.
+void check_against_differences(const std::string& what, const Tensor& value, const Tensor& grad,
+                               const std::function<double()>& objective) {
+  ASSERT_EQ(value.numel(), grad.numel()) << what;
+  int bad = 0;
+  for (int64_t i = 0; i < value.numel() && bad < 5; ++i) {
+    const double v = get(value, i);
+    set(value, i, v + kStep);
+    const double plus = objective();
+    set(value, i, v - kStep);
+    const double minus = objective();
+    set(value, i, v);
+    const double numeric = (plus - minus) / (2 * kStep);
+    const double analytic = get(grad, i);
+    if (!(grad_error(analytic, numeric) < kGradTolerance)) {
+      ADD_FAILURE() << what << "[" << i << "]: analytic " << analytic << ", central difference " << numeric;
+      ++bad;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- layer specs
+
+struct LayerSpec {
+  std::string name;
+  std::function<std::unique_ptr<Layer>()> make;
+  Shape input;  // per sample
+};
+
+std::vector<LayerSpec> layer_specs() {
+  return {
+      {"dense_bias", [] { return std::unique_ptr<Layer>(new Dense(4, Init::glorot_uniform, true)); }, Shape{5}},
+      {"dense_no_bias", [] { return std::unique_ptr<Layer>(new Dense(3, Init::he_normal, false)); }, Shape{2, 3}},
+      {"relu", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::relu)); }, Shape{2, 3}},
+      {"leaky_relu", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::leaky_relu, 0.1)); },
+       Shape{6}},
+      {"sigmoid", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::sigmoid)); }, Shape{6}},
+      {"tanh", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::tanh)); }, Shape{3, 2}},
+      {"softmax", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::softmax)); }, Shape{7}},
+  };
+}
+
+// Plain forward reference in double, written from the definitions.
+std::vector<double> reference_forward(const std::string& name, Layer& layer, const Tensor& x, int64_t n) {
+  const int64_t in = x.numel() / n;
+  std::vector<double> xv = values(x), y;
+  if (name.rfind("dense", 0) == 0) {
+    std::vector<Param*> p = layer.params();
+    const int64_t out = p[0]->value.shape()[0];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t o = 0; o < out; ++o) {
+        double sum = p.size() > 1 ? get(p[1]->value, o) : 0.0;
+        for (int64_t j = 0; j < in; ++j) sum += xv[static_cast<size_t>(i * in + j)] * get(p[0]->value, o * in + j);
+        y.push_back(sum);
+      }
+    return y;
+  }
+  if (name == "softmax") {
+    for (int64_t i = 0; i < n; ++i) {
+      double total = 0;
+      for (int64_t j = 0; j < in; ++j) total += std::exp(xv[static_cast<size_t>(i * in + j)]);
+      for (int64_t j = 0; j < in; ++j) y.push_back(std::exp(xv[static_cast<size_t>(i * in + j)]) / total);
+    }
+    return y;
+  }
+  for (double v : xv) {
+    if (name == "relu") y.push_back(v > 0 ? v : 0);
+    if (name == "leaky_relu") y.push_back(v > 0 ? v : 0.1 * v);
+    if (name == "sigmoid") y.push_back(1 / (1 + std::exp(-v)));
+    if (name == "tanh") y.push_back(std::tanh(v));
+  }
+  return y;
+}
+
+class LayerTest : public ::testing::TestWithParam<LayerSpec> {};
+
+std::string spec_name(const ::testing::TestParamInfo<LayerSpec>& info) { return info.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(AllLayers, LayerTest, ::testing::ValuesIn(layer_specs()), spec_name);
+
+// Forward against the plain reference; backward with the objective L = sum(y * r), so
+// dy = r, against central differences for dx and for every parameter.
+TEST_P(LayerTest, GradientCheckF64) {
+  const LayerSpec& spec = GetParam();
+  std::unique_ptr<Layer> layer = spec.make();
+  layer->set_name("l");
+  auto out = layer->configure(spec.input);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  Rng rng(11);
+  ASSERT_TRUE(layer->init(rng, DType::f64).ok());
+  for (Param* p : layer->params()) {
+    ASSERT_EQ(p->value.dtype(), DType::f64) << p->name;
+    ASSERT_EQ(p->grad.shape(), p->value.shape()) << p->name;
+    fill_random(p->value, rng, -1, 1);  // biases start at 0: give them values that matter
+  }
+  const int64_t n = 3;
+  const LayerContext ctx;
+  Tensor x = make(spec.input.batched(n), DType::f64);
+  fill_random(x, rng, -2, 2, 1e-3);
+  Tensor y = make(out.value().batched(n), DType::f64);
+  Tensor r = make(out.value().batched(n), DType::f64);
+  fill_random(r, rng, -1, 1);
+  Tensor dx = make(x.shape(), DType::f64);
+  fill_value(dx, std::numeric_limits<double>::quiet_NaN());  // must be overwritten
+
+  layer->forward(x, y, ctx);
+  const std::vector<double> ref = reference_forward(spec.name, *layer, x, n);
+  ASSERT_EQ(ref.size(), static_cast<size_t>(y.numel()));
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(get(y, i), ref[static_cast<size_t>(i)], 1e-12) << "y[" << i << "]";
+
+  layer->backward(x, y, r, dx, ctx);
+
+  Tensor scratch = make(y.shape(), DType::f64);
+  auto objective = [&] {
+    layer->forward(x, scratch, ctx);
+    double sum = 0;
+    for (int64_t i = 0; i < scratch.numel(); ++i) sum += get(scratch, i) * get(r, i);
+    return sum;
+  };
+  check_against_differences(spec.name + " dx", x, dx, objective);
+  for (Param* p : layer->params()) check_against_differences(p->name, p->value, p->grad, objective);
+}
+
+// The f32 path (f32_gemm, float math) agrees with the f64 path on the same numbers: params
+// copied from the f32 layer (exact in double), the same x and dy.
+void compare_f32_f64(const LayerSpec& spec, int64_t n, ThreadPool* pool) {
+  std::unique_ptr<Layer> l32 = spec.make(), l64 = spec.make();
+  auto out = l32->configure(spec.input);
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(l64->configure(spec.input).ok());
+  Rng rng(12);
+  ASSERT_TRUE(l32->init(rng, DType::f32).ok());
+  ASSERT_TRUE(l64->init(rng, DType::f64).ok());
+  std::vector<Param*> p32 = l32->params(), p64 = l64->params();
+  ASSERT_EQ(p32.size(), p64.size());
+  for (size_t k = 0; k < p32.size(); ++k) {
+    ASSERT_EQ(p32[k]->value.dtype(), DType::f32);
+    fill_random(p32[k]->value, rng, -0.5, 0.5);
+    for (int64_t i = 0; i < p32[k]->value.numel(); ++i) set(p64[k]->value, i, get(p32[k]->value, i));
+  }
+  const Shape xs = spec.input.batched(n), ys = out.value().batched(n);
+  Tensor x32 = make(xs, DType::f32), x64 = make(xs, DType::f64);
+  Tensor dy32 = make(ys, DType::f32), dy64 = make(ys, DType::f64);
+  fill_random(x32, rng, -2, 2, 1e-3);
+  fill_random(dy32, rng, -1, 1);
+  for (int64_t i = 0; i < x32.numel(); ++i) set(x64, i, get(x32, i));
+  for (int64_t i = 0; i < dy32.numel(); ++i) set(dy64, i, get(dy32, i));
+  Tensor y32 = make(ys, DType::f32), y64 = make(ys, DType::f64);
+  Tensor dx32 = make(xs, DType::f32), dx64 = make(xs, DType::f64);
+  LayerContext ctx;
+  ctx.pool = pool;
+  l32->forward(x32, y32, ctx);
+  l64->forward(x64, y64, ctx);
+  l32->backward(x32, y32, dy32, dx32, ctx);
+  l64->backward(x64, y64, dy64, dx64, ctx);
+
+  // Float tolerance: sums here run over at most a few hundred terms of size <= 1 with
+  // errors ~ sqrt(terms) 6e-8 |partial|; 2e-5 relative (absolute below 1) leaves a wide margin.
+  auto expect_close = [&](const std::string& what, const Tensor& a, const Tensor& b) {
+    ASSERT_EQ(a.numel(), b.numel()) << what;
+    int bad = 0;
+    for (int64_t i = 0; i < a.numel() && bad < 5; ++i) {
+      const double got = get(a, i), want = get(b, i);
+      if (!(std::fabs(got - want) <= 2e-5 * std::max(1.0, std::fabs(want)))) {
+        ADD_FAILURE() << spec.name << " " << what << "[" << i << "]: f32 " << got << ", f64 " << want;
+        ++bad;
+      }
+    }
+  };
+  expect_close("y", y32, y64);
+  expect_close("dx", dx32, dx64);
+  for (size_t k = 0; k < p32.size(); ++k) expect_close(p32[k]->name + " grad", p32[k]->grad, p64[k]->grad);
+}
+
+TEST_P(LayerTest, F32MatchesF64) { compare_f32_f64(GetParam(), 4, nullptr); }
+
+// A dense layer large enough that f32_gemm splits its three products across a pool.
+TEST(Dense, F32MatchesF64ThreadedGemm) {
+  ThreadPool pool(2);
+  const LayerSpec spec{"dense_large", [] { return std::unique_ptr<Layer>(new Dense(80, Init::he_uniform, true)); },
+                       Shape{300}};
+  compare_f32_f64(spec, 64, &pool);
+}
+
+// Parameter gradients accumulate (backward twice doubles them); dx is overwritten, not
+// accumulated; an undefined dx (first layer) still gives parameter gradients.
+TEST(Dense, BackwardAccumulatesParamGrads) {
+  for (DType dtype : {DType::f64, DType::f32}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Dense dense(4, Init::glorot_uniform, true);
+    dense.set_name("d");
+    ASSERT_EQ(dense.configure(Shape{6}).value(), Shape{4});
+    Rng rng(13);
+    ASSERT_TRUE(dense.init(rng, dtype).ok());
+    std::vector<Param*> params = dense.params();
+    ASSERT_EQ(params.size(), 2u);
+    EXPECT_EQ(params[0]->name, "d.weight");
+    EXPECT_EQ(params[0]->value.shape(), (Shape{4, 6}));  // [out, in]
+    EXPECT_EQ(params[1]->name, "d.bias");
+    for (Param* p : params) {
+      for (double g : values(p->grad)) ASSERT_EQ(g, 0.0) << "grads start at zero";
+    }
+    Tensor x = make(Shape{5, 6}, dtype), y = make(Shape{5, 4}, dtype), dy = make(Shape{5, 4}, dtype);
+    Tensor dx = make(Shape{5, 6}, dtype);
+    fill_random(x, rng, -1, 1);
+    fill_random(dy, rng, -1, 1);
+    const LayerContext ctx;
+    dense.forward(x, y, ctx);
+    dense.backward(x, y, dy, dx, ctx);
+    const std::vector<double> w1 = values(params[0]->grad), b1 = values(params[1]->grad), dx1 = values(dx);
+    double norm = 0;
+    for (double g : w1) norm += std::fabs(g);
+    ASSERT_GT(norm, 0.1);
+    dense.backward(x, y, dy, dx, ctx);
+    const std::vector<double> w2 = values(params[0]->grad), b2 = values(params[1]->grad), dx2 = values(dx);
+    // The second pass adds its sums onto the first in another order: equal to rounding.
+    const double tol = dtype == DType::f64 ? 1e-14 : 1e-6;
+    for (size_t i = 0; i < w1.size(); ++i) EXPECT_NEAR(w2[i], 2 * w1[i], tol * std::max(1.0, std::fabs(w1[i]))) << i;
+    for (size_t i = 0; i < b1.size(); ++i) EXPECT_NEAR(b2[i], 2 * b1[i], tol * std::max(1.0, std::fabs(b1[i]))) << i;
+    for (size_t i = 0; i < dx1.size(); ++i) EXPECT_EQ(dx2[i], dx1[i]) << "dx " << i;
+    dense.backward(x, y, dy, Tensor(), ctx);  // first layer: no dx
+    for (size_t i = 0; i < w1.size(); ++i) {
+      EXPECT_NEAR(get(params[0]->grad, static_cast<int64_t>(i)), 3 * w1[i], tol * std::max(1.0, std::fabs(w1[i])));
+    }
+    // Bias sums dy over the batch.
+    for (int64_t j = 0; j < 4; ++j) {
+      double sum = 0;
+      for (int64_t i = 0; i < 5; ++i) sum += get(dy, i * 4 + j);
+      EXPECT_NEAR(b1[static_cast<size_t>(j)], sum, 1e-6);
+    }
+  }
+}
+
+TEST(Dense, NoBiasHasOnlyWeight) {
+  Dense dense(3, Init::zeros, false);
+  ASSERT_EQ(dense.configure(Shape{2, 2}).value(), Shape{3});  // any sample shape is flattened
+  Rng rng(1);
+  ASSERT_TRUE(dense.init(rng, DType::f32).ok());
+  ASSERT_EQ(dense.params().size(), 1u);
+  EXPECT_EQ(dense.params()[0]->value.shape(), (Shape{3, 4}));
+  for (double w : values(dense.params()[0]->value)) EXPECT_EQ(w, 0.0);
+}
+
+// Activations far out: no NaN or Inf in y or dx.
+TEST(Activation, ExtremeInputsStayFinite) {
+  for (ActivationKind kind :
+       {ActivationKind::sigmoid, ActivationKind::tanh, ActivationKind::softmax, ActivationKind::leaky_relu}) {
+    for (DType dtype : {DType::f32, DType::f64}) {
+      Activation act(kind);
+      ASSERT_TRUE(act.configure(Shape{4}).ok());
+      Tensor x = make(Shape{2, 4}, dtype), y = make(Shape{2, 4}, dtype);
+      Tensor dy = make(Shape{2, 4}, dtype), dx = make(Shape{2, 4}, dtype);
+      const double xs[8] = {1000, -1000, 0, 88.8, -745, 745, 1, -1};
+      for (int64_t i = 0; i < 8; ++i) set(x, i, xs[i]);
+      fill_value(dy, 1.0);
+      act.forward(x, y, LayerContext());
+      act.backward(x, y, dy, dx, LayerContext());
+      for (int64_t i = 0; i < 8; ++i) {
+        EXPECT_TRUE(std::isfinite(get(y, i))) << act.kind() << " " << dtype_name(dtype) << " y[" << i << "]";
+        EXPECT_TRUE(std::isfinite(get(dx, i))) << act.kind() << " " << dtype_name(dtype) << " dx[" << i << "]";
+      }
+    }
+  }
+}
+
+TEST(Activation, FromCfgNamesAndSlope) {
+  auto doc = parse_cfg("[leaky_relu]\nslope = 0.25\n[sigmoid]\n[tanh]\n[softmax]\n[relu]\n", "a.cfg");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  const char* kinds[] = {"leaky_relu", "sigmoid", "tanh", "softmax", "relu"};
+  for (size_t i = 0; i < 5; ++i) {
+    auto layer = Activation::from_cfg(doc.value().sections[i]);
+    ASSERT_TRUE(layer.ok()) << layer.status().message();
+    EXPECT_EQ(layer.value()->kind(), kinds[i]);
+  }
+  auto leaky = Activation::from_cfg(doc.value().sections[0]);
+  Tensor x = make(Shape{1, 2}, DType::f64), y = make(Shape{1, 2}, DType::f64);
+  set(x, 0, -4.0);
+  set(x, 1, 3.0);
+  leaky.value()->forward(x, y, LayerContext());
+  EXPECT_EQ(get(y, 0), -1.0);  // the cfg's slope, not the default
+  EXPECT_EQ(get(y, 1), 3.0);
+}
+
+// ---------------------------------------------------------------- losses
+
+struct LossData {
+  Tensor pred, target;
+};
+
+LossData loss_data(LossKind kind, int64_t n, int64_t k, DType dtype, Rng& rng) {
+  LossData d;
+  d.pred = make(Shape{n, k}, dtype);
+  fill_random(d.pred, rng, -3, 3);
+  if (kind == LossKind::softmax_cross_entropy) {
+    d.target = make(Shape{n}, DType::i32);
+    for (int64_t i = 0; i < n; ++i) d.target.data<int32_t>()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(k)));
+  } else {
+    d.target = make(Shape{n, k}, dtype);
+    fill_random(d.target, rng, kind == LossKind::mse ? -1 : 0, 1);
+    if (kind == LossKind::bce_with_logits) {
+      set(d.target, 0, 0.0);  // hard targets too
+      set(d.target, 1, 1.0);
+    }
+  }
+  return d;
+}
+
+// The summed loss from the definitions, in double.
+double reference_loss(LossKind kind, const LossData& d) {
+  const int64_t n = d.pred.shape()[0], k = d.pred.shape()[1];
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (kind == LossKind::softmax_cross_entropy) {
+      double z = 0;
+      for (int64_t c = 0; c < k; ++c) z += std::exp(get(d.pred, i * k + c));
+      total += -std::log(std::exp(get(d.pred, i * k + d.target.data<int32_t>()[i])) / z);
+      continue;
+    }
+    double row = 0;
+    for (int64_t c = 0; c < k; ++c) {
+      const double x = get(d.pred, i * k + c), t = get(d.target, i * k + c);
+      if (kind == LossKind::mse) {
+        row += (x - t) * (x - t);
+      } else {
+        const double s = 1 / (1 + std::exp(-x));
+        row += -(t * std::log(s) + (1 - t) * std::log(1 - s));
+      }
+    }
+    total += row / static_cast<double>(k);
+  }
+  return total;
+}
+
+class LossTest : public ::testing::TestWithParam<LossKind> {};
+
+std::string loss_param_name(const ::testing::TestParamInfo<LossKind>& info) { return loss_name(info.param); }
+
+INSTANTIATE_TEST_SUITE_P(AllLosses, LossTest,
+                         ::testing::Values(LossKind::softmax_cross_entropy, LossKind::mse, LossKind::bce_with_logits),
+                         loss_param_name);
+
+TEST_P(LossTest, ValueAndGradientCheckF64) {
+  const LossKind kind = GetParam();
+  Rng rng(21);
+  const LossData d = loss_data(kind, 4, 5, DType::f64, rng);
+  Tensor grad = make(d.pred.shape(), DType::f64);
+  fill_value(grad, std::numeric_limits<double>::quiet_NaN());
+  const double loss = compute_loss(kind, d.pred, d.target, 1.0, grad);
+  EXPECT_NEAR(loss, reference_loss(kind, d), 1e-12 * std::max(1.0, std::fabs(loss)));
+  EXPECT_EQ(compute_loss(kind, d.pred, d.target, 1.0, Tensor()), loss);  // dpred is optional
+  check_against_differences(std::string(loss_name(kind)) + " dpred", d.pred, grad,
+                            [&] { return compute_loss(kind, d.pred, d.target, 1.0, Tensor()); });
+
+  // grad_scale scales the gradient only (a power of two: exactly).
+  Tensor scaled = make(d.pred.shape(), DType::f64);
+  EXPECT_EQ(compute_loss(kind, d.pred, d.target, 0.25, scaled), loss);
+  for (int64_t i = 0; i < grad.numel(); ++i) EXPECT_EQ(get(scaled, i), 0.25 * get(grad, i)) << i;
+}
+
+TEST_P(LossTest, F32MatchesF64) {
+  const LossKind kind = GetParam();
+  Rng rng(22);
+  const LossData d64 = loss_data(kind, 6, 4, DType::f64, rng);
+  LossData d32;
+  d32.pred = make(d64.pred.shape(), DType::f32);
+  for (int64_t i = 0; i < d64.pred.numel(); ++i) {
+    set(d32.pred, i, get(d64.pred, i));
+    set(d64.pred, i, get(d32.pred, i));  // the same numbers on both sides
+  }
+  if (kind == LossKind::softmax_cross_entropy) {
+    d32.target = d64.target;
+  } else {
+    d32.target = make(d64.target.shape(), DType::f32);
+    for (int64_t i = 0; i < d64.target.numel(); ++i) {
+      set(d32.target, i, get(d64.target, i));
+      set(d64.target, i, get(d32.target, i));
+    }
+  }
+  Tensor g32 = make(d32.pred.shape(), DType::f32), g64 = make(d64.pred.shape(), DType::f64);
+  const double l32 = compute_loss(kind, d32.pred, d32.target, 1.0 / 6, g32);
+  const double l64 = compute_loss(kind, d64.pred, d64.target, 1.0 / 6, g64);
+  EXPECT_NEAR(l32, l64, 1e-5 * std::max(1.0, std::fabs(l64)));
+  for (int64_t i = 0; i < g32.numel(); ++i) EXPECT_NEAR(get(g32, i), get(g64, i), 1e-6) << i;
+}
+
+TEST_P(LossTest, ExtremeLogitsStayFinite) {
+  const LossKind kind = GetParam();
+  for (DType dtype : {DType::f32, DType::f64}) {
+    Rng rng(23);
+    LossData d = loss_data(kind, 2, 3, dtype, rng);
+    const double xs[6] = {1000, -1000, 0, -800, 800, 3};
+    for (int64_t i = 0; i < 6; ++i) set(d.pred, i, xs[i]);
+    Tensor grad = make(d.pred.shape(), dtype);
+    const double loss = compute_loss(kind, d.pred, d.target, 1.0, grad);
+    EXPECT_TRUE(std::isfinite(loss)) << dtype_name(dtype);
+    for (int64_t i = 0; i < 6; ++i) EXPECT_TRUE(std::isfinite(get(grad, i))) << dtype_name(dtype) << " " << i;
+  }
+}
+
+TEST(Loss, NamesAndCountCorrect) {
+  EXPECT_EQ(loss_from_name("mse").value(), LossKind::mse);
+  EXPECT_EQ(loss_from_name("cross_entropy").value(), LossKind::softmax_cross_entropy);
+  EXPECT_FALSE(loss_from_name("hinge").ok());
+  EXPECT_STREQ(loss_name(LossKind::bce_with_logits), "bce_with_logits");
+  EXPECT_EQ(target_from_name("input").value(), TargetKind::input);
+  EXPECT_FALSE(target_from_name("x").ok());
+  Tensor pred = make(Shape{3, 3}, DType::f32);
+  const float p[9] = {0.1f, 0.7f, 0.2f, 5, -1, 4, -3, -2, -2.5f};
+  for (int64_t i = 0; i < 9; ++i) set(pred, i, p[i]);
+  const int32_t labels[3] = {1, 2, 1};
+  EXPECT_EQ(count_correct(pred, labels), 2);
+}
+
+// ---------------------------------------------------------------- whole model
+
+struct ModelCase {
+  std::string name;
+  std::string cfg;
+};
+
+class ModelGradient : public ::testing::TestWithParam<ModelCase> {};
+
+std::string model_case_name(const ::testing::TestParamInfo<ModelCase>& info) { return info.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, ModelGradient,
+    ::testing::Values(
+        ModelCase{"dense_tanh_dense_xent",
+                  "[net]\ninput = 5\nloss = softmax_cross_entropy\n[dense]\nunits = 4\n[tanh]\n[dense]\nunits = 3\n"},
+        ModelCase{"five_layers_mse_onehot",
+                  "[net]\ninput = 2x2x1\nloss = mse\ntarget = onehot\n[dense]\nunits = 6\n[sigmoid]\n[dense]\nunits = "
+                  "5\ninit = glorot_normal\n[softmax]\n[dense]\nunits = 3\n"},
+        ModelCase{"leaky_bce",
+                  "[net]\ninput = 4\nloss = bce_with_logits\n[dense]\nunits = 7\nbias = false\n[leaky_relu]\nslope = "
+                  "0.2\n[dense]\nunits = 2\n"}),
+    model_case_name);
+
+// Model::from_cfg, init in f64, reserve, forward, compute_loss into output_grad(), backward;
+// every parameter gradient against central differences of the loss.
+TEST_P(ModelGradient, MatchesFiniteDifferences) {
+  auto doc = parse_cfg(GetParam().cfg, GetParam().name);
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  Model& model = *built.value();
+  ASSERT_TRUE(model.init(5, DType::f64).ok());
+  ASSERT_TRUE(model.reserve(8).ok());
+  const int64_t n = 6;  // fewer than reserved: forward works on row views
+  Rng rng(31);
+  // Biases start at zero; give them values so their effect on later layers is tested.
+  for (Param* p : model.params()) {
+    if (p->value.shape().rank() == 1) fill_random(p->value, rng, -0.5, 0.5);
+  }
+  Tensor x = make(model.input_shape().batched(n), DType::f64);
+  fill_random(x, rng, -1, 1);
+  Tensor target;
+  if (model.loss() == LossKind::softmax_cross_entropy) {
+    target = make(Shape{n}, DType::i32);
+    for (int64_t i = 0; i < n; ++i) {
+      target.data<int32_t>()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(model.output_shape().numel())));
+    }
+  } else {
+    target = make(model.output_shape().batched(n), DType::f64);
+    fill_random(target, rng, 0, 1);
+  }
+  const LayerContext ctx;
+  model.zero_grads();
+  const Tensor out = model.forward(x, ctx);
+  ASSERT_EQ(out.shape(), model.output_shape().batched(n));
+  const double loss = compute_loss(model.loss(), out, target, 1.0, model.output_grad());
+  EXPECT_TRUE(std::isfinite(loss));
+  model.backward(ctx);
+  auto objective = [&] { return compute_loss(model.loss(), model.forward(x, ctx), target, 1.0, Tensor()); };
+  EXPECT_EQ(objective(), loss);
+  std::vector<Param*> params = model.params();
+  ASSERT_FALSE(params.empty());
+  for (Param* p : params) {
+    double norm = 0;
+    for (double g : values(p->grad)) norm += std::fabs(g);
+    EXPECT_GT(norm, 0.0) << p->name << " got no gradient";
+    check_against_differences(p->name, p->value, p->grad, objective);
+  }
+}
+
+// ---------------------------------------------------------------- optimizers
+
+struct ParamFixture {
+  Param p;
+  explicit ParamFixture(std::vector<float> w) {
+    const auto n = static_cast<int64_t>(w.size());
+    p.name = "w";
+    p.value = make(Shape{n}, DType::f32);
+    p.grad = make(Shape{n}, DType::f32);
+    for (int64_t i = 0; i < n; ++i) p.value.f32()[i] = w[static_cast<size_t>(i)];
+  }
+  void grad(std::vector<float> g) {
+    for (size_t i = 0; i < g.size(); ++i) p.grad.f32()[i] = g[i];
+  }
+  float w(int64_t i) const { return p.value.f32()[i]; }
+};
+
+// Hand-computed single-element updates (see optimizer.h for the rules).
+TEST(Optimizer, SgdHandComputed) {
+  OptimizerConfig plain;
+  plain.momentum = 0;
+  {
+    ParamFixture f({1.0f});
+    Optimizer opt(plain, {&f.p});
+    ASSERT_TRUE(opt.init().ok());
+    EXPECT_TRUE(opt.state().empty());  // no velocity without momentum
+    f.grad({0.5f});
+    opt.step(0.1);
+    EXPECT_FLOAT_EQ(f.w(0), 0.95f);
+    opt.step(0.1);
+    EXPECT_FLOAT_EQ(f.w(0), 0.90f);
+    EXPECT_EQ(opt.steps(), 2);
+  }
+  {
+    OptimizerConfig momentum;  // 0.9
+    ParamFixture f({1.0f});
+    Optimizer opt(momentum, {&f.p});
+    ASSERT_TRUE(opt.init().ok());
+    ASSERT_EQ(opt.state().size(), 1u);
+    f.grad({0.5f});
+    opt.step(0.1);  // v = 0.5, w = 1 - 0.05
+    EXPECT_FLOAT_EQ(f.w(0), 0.95f);
+    opt.step(0.1);  // v = 0.9 * 0.5 + 0.5 = 0.95, w = 0.95 - 0.095
+    EXPECT_FLOAT_EQ(f.w(0), 0.855f);
+    EXPECT_FLOAT_EQ(opt.state()[0].f32()[0], 0.95f);
+  }
+  {
+    OptimizerConfig nesterov;
+    nesterov.nesterov = true;
+    ParamFixture f({1.0f});
+    Optimizer opt(nesterov, {&f.p});
+    ASSERT_TRUE(opt.init().ok());
+    f.grad({0.5f});
+    opt.step(0.1);  // v = 0.5, w = 1 - 0.1 (0.5 + 0.9 * 0.5) = 0.905
+    EXPECT_FLOAT_EQ(f.w(0), 0.905f);
+    opt.step(0.1);  // v = 0.95, w = 0.905 - 0.1 (0.5 + 0.855) = 0.7695
+    EXPECT_FLOAT_EQ(f.w(0), 0.7695f);
+  }
+  {
+    OptimizerConfig decay = plain;
+    decay.weight_decay = 0.1;
+    ParamFixture f({2.0f});
+    Optimizer opt(decay, {&f.p});
+    ASSERT_TRUE(opt.init().ok());
+    f.grad({0.5f});
+    opt.step(0.1);  // g = 0.5 + 0.1 * 2 = 0.7, w = 2 - 0.07
+    EXPECT_FLOAT_EQ(f.w(0), 1.93f);
+  }
+}
+
+TEST(Optimizer, AdamHandComputed) {
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::adam;
+  ParamFixture f({1.0f, -2.0f});
+  Optimizer opt(adam, {&f.p});
+  ASSERT_TRUE(opt.init().ok());
+  ASSERT_EQ(opt.state().size(), 2u);  // m, s
+  // A constant gradient: the bias-corrected m / sqrt(s) is g / |g| at every step, so each
+  // step moves lr against the gradient's sign (less eps). 1e-5: the rule, not the last bits
+  // (see AdamMatchesFloatPyTorchClosely for those).
+  f.grad({0.5f, -4.0f});
+  opt.step(0.1);
+  EXPECT_NEAR(f.w(0), 0.9f, 1e-5);
+  EXPECT_NEAR(f.w(1), -1.9f, 1e-5);
+  opt.step(0.1);
+  EXPECT_NEAR(f.w(0), 0.8f, 1e-5);
+  EXPECT_NEAR(f.w(1), -1.8f, 1e-5);
+  EXPECT_NEAR(opt.state()[0].f32()[0], 0.095f, 1e-7);                 // m = 0.9 * 0.05 + 0.1 * 0.5
+  EXPECT_NEAR(opt.state()[1].f32()[0], 0.00049975f, 0.00049975 * 1e-4);  // s = 0.999 * 0.00025 + 0.001 * 0.25
+  // Then the gradient flips: m = 0.9 * 0.095 - 0.05 = 0.0355, s = 0.999 * 0.00049975 + 0.00025,
+  // m_hat = 0.0355 / (1 - 0.9^3), s_hat = s / (1 - 0.999^3).
+  f.grad({-0.5f, 4.0f});
+  opt.step(0.1);
+  const double m = 0.0355, s = 0.999 * 0.00049975 + 0.001 * 0.25;
+  const double m_hat = m / (1 - 0.729), s_hat = s / (1 - std::pow(0.999, 3));
+  EXPECT_NEAR(f.w(0), 0.8 - 0.1 * m_hat / (std::sqrt(s_hat) + 1e-8), 1e-5);
+  EXPECT_EQ(opt.steps(), 3);
+}
+
+// PyTorch's float32 Adam scales the squared gradient by float(1 - beta2) = 0.001f (relative
+// error 5e-8), so after one step with a constant gradient w moves by lr to a few float ulps.
+// Float arithmetic in the update itself costs ~1e-7 relative of a 0.1 step; 3e-7 on w ~ 1
+// is a few ulps.
+TEST(Optimizer, AdamMatchesFloatPyTorchClosely) {
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::adam;
+  ParamFixture f({1.0f, -2.0f});
+  Optimizer opt(adam, {&f.p});
+  ASSERT_TRUE(opt.init().ok());
+  f.grad({0.5f, -4.0f});
+  opt.step(0.1);
+  EXPECT_NEAR(opt.state()[1].f32()[0], 0.25 * 0.001, 0.00025 * 1e-6) << "s after one step: (1 - beta2) g^2";
+  EXPECT_NEAR(f.w(0), 0.9, 3e-7);
+  EXPECT_NEAR(f.w(1), -1.9, 3e-7);
+  opt.step(0.1);
+  EXPECT_NEAR(f.w(0), 0.8, 3e-7);
+  EXPECT_NEAR(f.w(1), -1.8, 3e-7);
+}
+
+// Several steps on a small tensor with changing gradients against the PyTorch rules in
+// double (the optimizer computes in float: 1e-5 relative).
+void expect_pytorch_rule(const OptimizerConfig& config) {
+  Rng rng(41);
+  const int n = 7;
+  std::vector<float> w0(n);
+  for (auto& v : w0) v = static_cast<float>(rng.uniform(-1, 1));
+  ParamFixture f(w0);
+  ParamFixture f2({0.25f, -0.75f});  // a second parameter: state per parameter, not shared
+  Optimizer opt(config, {&f.p, &f2.p});
+  ASSERT_TRUE(opt.init().ok());
+  std::vector<double> w(w0.begin(), w0.end()), v(n, 0), m(n, 0), s(n, 0);
+  const double lrs[5] = {0.1, 0.05, 0.05, 0.2, 0.01};
+  for (int t = 1; t <= 5; ++t) {
+    std::vector<float> g(n);
+    for (auto& x : g) x = static_cast<float>(rng.uniform(-1, 1));
+    f.grad(g);
+    f2.grad({1.0f, 1.0f});
+    opt.step(lrs[t - 1]);
+    const double lr = lrs[t - 1];
+    for (int i = 0; i < n; ++i) {
+      double gi = g[static_cast<size_t>(i)] + config.weight_decay * w[static_cast<size_t>(i)];
+      auto& wi = w[static_cast<size_t>(i)];
+      if (config.kind == OptimizerKind::sgd) {
+        if (config.momentum == 0) {
+          wi -= lr * gi;
+        } else {
+          auto& vi = v[static_cast<size_t>(i)];
+          vi = config.momentum * vi + gi;  // PyTorch: buf = g on the first step, the same from 0
+          wi -= lr * (config.nesterov ? gi + config.momentum * vi : vi);
+        }
+      } else {
+        auto& mi = m[static_cast<size_t>(i)];
+        auto& si = s[static_cast<size_t>(i)];
+        mi = config.beta1 * mi + (1 - config.beta1) * gi;
+        si = config.beta2 * si + (1 - config.beta2) * gi * gi;
+        const double step_size = lr / (1 - std::pow(config.beta1, t));
+        const double denom = std::sqrt(si) / std::sqrt(1 - std::pow(config.beta2, t)) + config.eps;
+        wi -= step_size * mi / denom;
+      }
+      EXPECT_NEAR(f.w(i), wi, 1e-5 * std::max(1.0, std::fabs(wi))) << describe(config) << " step " << t << " i " << i;
+    }
+  }
+  EXPECT_EQ(opt.steps(), 5);
+}
+
+TEST(Optimizer, SgdVariantsFollowPyTorchRules) {
+  OptimizerConfig c;
+  c.momentum = 0;
+  expect_pytorch_rule(c);
+  c.momentum = 0.9;
+  expect_pytorch_rule(c);
+  c.nesterov = true;
+  expect_pytorch_rule(c);
+  c.weight_decay = 0.01;
+  expect_pytorch_rule(c);
+  c.nesterov = false;
+  c.momentum = 0.5;
+  expect_pytorch_rule(c);
+}
+
+TEST(Optimizer, AdamFollowsPyTorchRules) {
+  OptimizerConfig c;
+  c.kind = OptimizerKind::adam;
+  expect_pytorch_rule(c);
+  c.weight_decay = 0.05;
+  c.beta1 = 0.8;
+  c.beta2 = 0.99;
+  c.eps = 1e-6;
+  expect_pytorch_rule(c);
+}
+
+TEST(Optimizer, Names) {
+  EXPECT_EQ(optimizer_from_name("adam").value(), OptimizerKind::adam);
+  EXPECT_EQ(optimizer_from_name("sgd").value(), OptimizerKind::sgd);
+  EXPECT_FALSE(optimizer_from_name("rmsprop").ok());
+  OptimizerConfig c;
+  c.nesterov = true;
+  c.weight_decay = 0.0005;
+  EXPECT_EQ(describe(c), "sgd (momentum 0.9, nesterov, weight decay 0.0005)");
+}
+
+// ---------------------------------------------------------------- schedules
+
+TEST(Schedule, Constant) {
+  Schedule s;
+  s.kind = ScheduleKind::constant;
+  s.lr = 0.05;
+  for (int64_t step : {0, 1, 99, 100000}) EXPECT_EQ(s.rate(step, 10, 5), 0.05);
+}
+
+TEST(Schedule, StepDecaysAtEpochBoundaries) {
+  Schedule s;
+  s.kind = ScheduleKind::step;
+  s.lr = 0.1;
+  s.step_epochs = 3;
+  s.gamma = 0.5;
+  const int64_t per_epoch = 10;
+  EXPECT_DOUBLE_EQ(s.rate(0, per_epoch, 20), 0.1);
+  EXPECT_DOUBLE_EQ(s.rate(29, per_epoch, 20), 0.1);   // epoch 2
+  EXPECT_DOUBLE_EQ(s.rate(30, per_epoch, 20), 0.05);  // epoch 3: first decay
+  EXPECT_DOUBLE_EQ(s.rate(59, per_epoch, 20), 0.05);
+  EXPECT_DOUBLE_EQ(s.rate(60, per_epoch, 20), 0.025);
+  EXPECT_DOUBLE_EQ(s.rate(95, per_epoch, 20), 0.1 * 0.125);
+}
+
+TEST(Schedule, CosineStartMiddleEnd) {
+  Schedule s;
+  s.kind = ScheduleKind::cosine;
+  s.lr = 0.1;
+  s.lr_min = 0.002;
+  const int64_t per_epoch = 25, epochs = 4;  // 100 steps
+  EXPECT_DOUBLE_EQ(s.rate(0, per_epoch, epochs), 0.1);
+  EXPECT_NEAR(s.rate(50, per_epoch, epochs), (0.1 + 0.002) / 2, 1e-15);
+  EXPECT_NEAR(s.rate(100, per_epoch, epochs), 0.002, 1e-15);
+  EXPECT_NEAR(s.rate(25, per_epoch, epochs), 0.002 + 0.098 * (1 + std::cos(3.14159265358979323846 / 4)) / 2, 1e-15);
+  EXPECT_NEAR(s.rate(250, per_epoch, epochs), 0.002, 1e-15);  // past the end: stays at lr_min
+  double previous = 1;
+  for (int64_t step = 0; step <= 100; ++step) {
+    const double r = s.rate(step, per_epoch, epochs);
+    EXPECT_LE(r, previous) << step;  // never rises
+    previous = r;
+  }
+}
+
+TEST(Schedule, Names) {
+  EXPECT_EQ(schedule_from_name("cosine").value(), ScheduleKind::cosine);
+  EXPECT_EQ(schedule_from_name("step").value(), ScheduleKind::step);
+  EXPECT_FALSE(schedule_from_name("linear").ok());
+  EXPECT_STREQ(schedule_name(ScheduleKind::constant), "constant");
+}
+
+}  // namespace
+}  // namespace rg
