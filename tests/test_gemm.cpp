@@ -14,6 +14,7 @@
 
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "cpu/isa.h"
 #include "ops/gemm.h"
 
 namespace rg {
@@ -136,23 +137,43 @@ const AlphaBeta kAlphaBeta[] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, 2.0f}, {-1.5f
 const int64_t kPads[] = {0, 3, 17};
 const Trans kTrans[] = {Trans::no, Trans::yes};
 
-class GemmTrans : public ::testing::TestWithParam<std::tuple<Trans, Trans>> {};
+// Every test runs on every ISA level (skipped where this CPU lacks it) and transpose pair.
+class GemmTrans : public ::testing::TestWithParam<std::tuple<Isa, Trans, Trans>> {
+ protected:
+  void SetUp() override {
+    const Isa isa = std::get<0>(GetParam());
+    if (!isa_supported(isa, detect_cpu().features)) GTEST_SKIP() << isa_name(isa) << " is not supported by this CPU";
+    previous_ = active_isa();
+    set_active_isa(isa);
+  }
+  void TearDown() override { set_active_isa(previous_); }
+  // The transposes, as the tests below read them.
+  std::tuple<Trans, Trans> transposes() const { return {std::get<1>(GetParam()), std::get<2>(GetParam())}; }
 
-std::string trans_name(const ::testing::TestParamInfo<std::tuple<Trans, Trans>>& info) {
-  return std::string(std::get<0>(info.param) == Trans::yes ? "At" : "A") +
-         (std::get<1>(info.param) == Trans::yes ? "Bt" : "B");
+ private:
+  Isa previous_ = Isa::reference;
+};
+
+std::string trans_name(const ::testing::TestParamInfo<std::tuple<Isa, Trans, Trans>>& info) {
+  std::string isa = isa_name(std::get<0>(info.param));
+  for (char& ch : isa)
+    if (ch == '.') ch = '_';
+  return isa + "_" + (std::get<1>(info.param) == Trans::yes ? "At" : "A") +
+         (std::get<2>(info.param) == Trans::yes ? "Bt" : "B");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTransposes, GemmTrans,
-                         ::testing::Combine(::testing::ValuesIn(kTrans), ::testing::ValuesIn(kTrans)), trans_name);
+INSTANTIATE_TEST_SUITE_P(AllIsasAndTransposes, GemmTrans,
+                         ::testing::Combine(::testing::ValuesIn(all_isas()), ::testing::ValuesIn(kTrans),
+                                            ::testing::ValuesIn(kTrans)),
+                         trans_name);
 
-// Below, at and above MR = 6 and NR = 8 in m and n; k small.
+// Below, at and above MR = 6 and NR = 8 or 16 in m and n; k small.
 TEST_P(GemmTrans, MicroTileEdges) {
-  const auto [ta, tb] = GetParam();
+  const auto [ta, tb] = transposes();
   Rng rng(1, 0);
   int index = 0;
   for (int64_t m : {1, 5, 6, 7, 8, 9, 12, 13})
-    for (int64_t n : {1, 5, 6, 7, 8, 9, 16, 17})
+    for (int64_t n : {1, 5, 7, 8, 9, 15, 16, 17, 33})
       for (int64_t k : {1, 5, 8, 9}) {
         const AlphaBeta ab = kAlphaBeta[index % 4];
         check_random(ta, tb, m, n, k, kPads[index % 3], ab.alpha, ab.beta, nullptr, rng);
@@ -162,7 +183,7 @@ TEST_P(GemmTrans, MicroTileEdges) {
 
 // m across MC = 72, k across KC = 256 (the accumulation is split into blocks).
 TEST_P(GemmTrans, CacheBlockEdgesInMAndK) {
-  const auto [ta, tb] = GetParam();
+  const auto [ta, tb] = transposes();
   Rng rng(2, 0);
   int index = 0;
   for (int64_t m : {71, 72, 73})
@@ -181,7 +202,7 @@ TEST_P(GemmTrans, CacheBlockEdgesInMAndK) {
 
 // n across NC = 512, and one product large enough to be split across a pool.
 TEST_P(GemmTrans, CacheBlockEdgesInNAndThreads) {
-  const auto [ta, tb] = GetParam();
+  const auto [ta, tb] = transposes();
   Rng rng(3, 0);
   ThreadPool pool(2);
   int index = 0;
@@ -201,7 +222,7 @@ TEST_P(GemmTrans, CacheBlockEdgesInNAndThreads) {
 // bit, whatever the blocking. alpha/beta are powers of two or -1 and C holds integers, so
 // the scaling stays exact too.
 TEST_P(GemmTrans, IntegerInputsBitExact) {
-  const auto [ta, tb] = GetParam();
+  const auto [ta, tb] = transposes();
   Rng rng(4, 0);
   ThreadPool pool(3);
   struct Case {
@@ -237,7 +258,7 @@ TEST_P(GemmTrans, IntegerInputsBitExact) {
 // Split across 1, 2, 3 and 4 threads (and no pool), the bits of C are the same: m > n splits
 // rows, m < n splits columns.
 TEST_P(GemmTrans, ThreadCountDoesNotChangeBits) {
-  const auto [ta, tb] = GetParam();
+  const auto [ta, tb] = transposes();
   Rng rng(5, 0);
   std::vector<std::unique_ptr<ThreadPool>> pools;
   for (int t = 1; t <= 4; ++t) pools.emplace_back(new ThreadPool(t));

@@ -3,6 +3,7 @@
 
 #include "app/args.h"
 #include "app/commands.h"
+#include "cpu/kernel_tables.h"
 #include "report/sysinfo.h"
 
 namespace rg {
@@ -20,15 +21,10 @@ int run_probe(int argc, char** argv) {
   const SystemInfo info = read_system_info();
   std::fputs(format_system_info(info).c_str(), stdout);
   std::printf("threads    %d (of %d logical CPUs)\n", threads.value(), info.logical_cpus);
-  std::printf("kernels    portable C++ built for the %s baseline; per-ISA kernels are not built yet\n",
-#if defined(__x86_64__) || defined(_M_X64)
-              "x86-64 (SSE2)"
-#elif defined(__i386__) || defined(_M_IX86)
-              "i686 + SSE2"
-#else
-              "host"
-#endif
-  );
+  const IsaChoice& isa = active_isa_choice();
+  std::printf("isa        best %s, chosen %s%s\n", isa_name(isa.best), isa_name(isa.chosen),
+              isa.cap.empty() ? "" : (" (RETROGRAD_ISA=" + isa.cap + ")").c_str());
+  std::printf("kernels    %s\n", f32_gemm_kernel(isa.chosen).name);
   std::printf("gpu        off: this build has no OpenCL backend yet\n");
   return 0;
 }

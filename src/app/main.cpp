@@ -4,6 +4,7 @@
 #include <string>
 
 #include "app/commands.h"
+#include "cpu/isa.h"
 
 namespace {
 const char* kUsage =
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  // Start-up is baseline code: a bad RETROGRAD_ISA (or one above this CPU) stops here with a message.
+  if (const rg::Status isa = rg::isa_choice_status(); !isa.ok()) return rg::fail(isa.message());
   const std::string command = argv[1];
   if (command == "train") return rg::run_train(argc, argv);
   if (command == "eval") return rg::run_eval(argc, argv);

@@ -1,0 +1,24 @@
+// Which kernel of each family runs at each ISA level (baseline code: it only picks
+// function pointers; nothing here executes an ISA's instructions).
+#include "cpu/kernel_tables.h"
+
+namespace rg {
+
+const F32GemmKernel& f32_gemm_kernel(Isa isa) {
+  static const F32GemmKernel reference{f32_gemm_6x8__reference, 6, 8, "f32_gemm_6x8__reference"};
+  static const F32GemmKernel sse2{f32_gemm_6x8__sse2, 6, 8, "f32_gemm_6x8__sse2"};
+  static const F32GemmKernel avx{f32_gemm_6x16__avx, 6, 16, "f32_gemm_6x16__avx"};
+  static const F32GemmKernel avx2_fma{f32_gemm_6x16__avx2_fma, 6, 16, "f32_gemm_6x16__avx2_fma"};
+  switch (isa) {
+    case Isa::reference: return reference;
+    case Isa::sse2:
+    case Isa::sse3:   // SSE3, SSSE3 and SSE4.1 add nothing an f32 GEMM tile uses
+    case Isa::ssse3:
+    case Isa::sse41: return sse2;
+    case Isa::avx: return avx;
+    case Isa::avx2_fma: return avx2_fma;
+  }
+  return reference;
+}
+
+}  // namespace rg

@@ -1,0 +1,65 @@
+// The f32 GEMM tile written once with xsimd batches; isa/*.cpp instantiate it per
+// architecture. Include ONLY from an isa/*.cpp file: everything here is compiled with
+// that file's instruction-set flags. Every function is templated on Arch, so no symbol
+// can be shared with (and picked by the linker for) baseline code.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <xsimd/xsimd.hpp>
+
+namespace rg {
+namespace ukernel {
+
+template <class Arch, int MR, int NR>
+inline void f32_gemm_tile(int64_t depth, const float* a_panel, const float* b_panel, float alpha, float* c,
+                          int64_t ldc, int64_t rows, int64_t cols) {
+  using Batch = xsimd::batch<float, Arch>;
+  constexpr int W = static_cast<int>(Batch::size);
+  constexpr int NV = NR / W;
+  static_assert(NR % W == 0, "NR must be a multiple of the vector width");
+
+  Batch acc[MR][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) acc[r][v] = Batch(0.0f);
+
+  for (int64_t p = 0; p < depth; ++p) {
+    Batch b[NV];
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) b[v] = Batch::load_unaligned(b_panel + p * NR + v * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const Batch a(a_panel[p * MR + r]);
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(a, b[v], acc[r][v]);
+    }
+  }
+
+  // C += alpha * acc, through a copy for partial tiles so the arithmetic is the same.
+  const Batch scale(alpha);
+  if (rows == MR && cols == NR) {
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) {
+        float* out = c + r * ldc + v * W;
+        xsimd::fma(scale, acc[r][v], Batch::load_unaligned(out)).store_unaligned(out);
+      }
+    return;
+  }
+  alignas(64) float tile[MR][NR] = {};
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(tile[r], c + r * ldc, static_cast<size_t>(cols) * sizeof(float));
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) {
+      float* out = &tile[r][v * W];
+      xsimd::fma(scale, acc[r][v], Batch::load_unaligned(out)).store_unaligned(out);
+    }
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile[r], static_cast<size_t>(cols) * sizeof(float));
+}
+
+}  // namespace ukernel
+}  // namespace rg
