@@ -21,4 +21,27 @@ const F32GemmKernel& f32_gemm_kernel(Isa isa) {
   return reference;
 }
 
+#define RG_F32_VECTOR_TABLE(isa)                                                                        \
+  F32VectorKernels {                                                                                    \
+    f32_vunary__##isa, f32_vunary_grad__##isa, f32_add_bias__##isa, f32_column_sum__##isa, f32_sgd__##isa, \
+        f32_adam__##isa, #isa                                                                           \
+  }
+
+const F32VectorKernels& f32_vector_kernels(Isa isa) {
+  static const F32VectorKernels reference = RG_F32_VECTOR_TABLE(reference);
+  static const F32VectorKernels sse2 = RG_F32_VECTOR_TABLE(sse2);
+  static const F32VectorKernels avx = RG_F32_VECTOR_TABLE(avx);
+  static const F32VectorKernels avx2_fma = RG_F32_VECTOR_TABLE(avx2_fma);
+  switch (isa) {
+    case Isa::reference: return reference;
+    case Isa::sse2:
+    case Isa::sse3:
+    case Isa::ssse3:
+    case Isa::sse41: return sse2;
+    case Isa::avx: return avx;
+    case Isa::avx2_fma: return avx2_fma;
+  }
+  return reference;
+}
+
 }  // namespace rg

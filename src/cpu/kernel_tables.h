@@ -4,6 +4,7 @@
 
 #include "cpu/isa.h"
 #include "cpu/ukernels/f32_gemm.h"
+#include "cpu/ukernels/f32_vector.h"
 
 namespace rg {
 
@@ -15,5 +16,19 @@ struct F32GemmKernel {
 
 // The best GEMM tile at or below `isa`.
 const F32GemmKernel& f32_gemm_kernel(Isa isa);
+
+// The elementwise family of one ISA (f32_vector.h states the contracts).
+struct F32VectorKernels {
+  F32Unary unary;
+  F32UnaryGrad unary_grad;
+  F32AddBias add_bias;
+  F32ColumnSum column_sum;
+  F32Sgd sgd;
+  F32Adam adam;
+  const char* isa;  // which kernels these are: "sse2" also serves sse3 to sse4.1
+};
+const F32VectorKernels& f32_vector_kernels(Isa isa);
+// Shorthand for the active ISA's.
+inline const F32VectorKernels& f32_vector() { return f32_vector_kernels(active_isa()); }
 
 }  // namespace rg

@@ -3,6 +3,7 @@
 
 #include "nn/cfg.h"
 #include "ops/activation.h"
+#include "ops/elementwise.h"
 
 namespace rg {
 
@@ -38,18 +39,29 @@ std::string Activation::kind() const {
 
 Result<Shape> Activation::configure(const Shape& input) { return input; }
 
+namespace {
+// The elementwise kinds as kernel ops (softmax is row-wise and handled apart).
+UnaryOp unary_op_of(ActivationKind kind) {
+  switch (kind) {
+    case ActivationKind::relu: return UnaryOp::relu;
+    case ActivationKind::leaky_relu: return UnaryOp::leaky_relu;
+    case ActivationKind::sigmoid: return UnaryOp::sigmoid;
+    case ActivationKind::tanh: return UnaryOp::tanh;
+    case ActivationKind::softmax: break;
+  }
+  RG_CHECK(false, "softmax is not elementwise");
+  return UnaryOp::relu;
+}
+}  // namespace
+
 void Activation::forward(const Tensor& x, const Tensor& y, const LayerContext&) {
   const int64_t n = x.numel();
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* in = x.data<T>();
-    T* out = y.data<T>();
-    switch (kind_) {
-      case ActivationKind::relu: relu_forward(n, in, out); break;
-      case ActivationKind::leaky_relu: leaky_relu_forward(n, static_cast<T>(slope_), in, out); break;
-      case ActivationKind::sigmoid: sigmoid_forward(n, in, out); break;
-      case ActivationKind::tanh: tanh_forward(n, in, out); break;
-      case ActivationKind::softmax: softmax_forward(x.shape()[0], n / x.shape()[0], in, out); break;
+    if (kind_ == ActivationKind::softmax) {
+      softmax_forward(x.shape()[0], n / x.shape()[0], x.data<T>(), y.data<T>());
+    } else {
+      unary(unary_op_of(kind_), n, static_cast<T>(slope_), x.data<T>(), y.data<T>());
     }
   });
 }
@@ -59,15 +71,14 @@ void Activation::backward(const Tensor& x, const Tensor& y, const Tensor& dy, co
   const int64_t n = x.numel();
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* g = dy.data<T>();
-    T* out = dx.data<T>();
-    switch (kind_) {
-      case ActivationKind::relu: relu_backward(n, x.data<T>(), g, out); break;
-      case ActivationKind::leaky_relu: leaky_relu_backward(n, static_cast<T>(slope_), x.data<T>(), g, out); break;
-      case ActivationKind::sigmoid: sigmoid_backward(n, y.data<T>(), g, out); break;
-      case ActivationKind::tanh: tanh_backward(n, y.data<T>(), g, out); break;
-      case ActivationKind::softmax: softmax_backward(x.shape()[0], n / x.shape()[0], y.data<T>(), g, out); break;
+    if (kind_ == ActivationKind::softmax) {
+      softmax_backward(x.shape()[0], n / x.shape()[0], y.data<T>(), dy.data<T>(), dx.data<T>());
+      return;
     }
+    // relu and leaky_relu differentiate from x, sigmoid and tanh from y
+    const bool from_input = kind_ == ActivationKind::relu || kind_ == ActivationKind::leaky_relu;
+    unary_grad(unary_op_of(kind_), n, static_cast<T>(slope_), (from_input ? x : y).data<T>(), dy.data<T>(),
+               dx.data<T>());
   });
 }
 

@@ -2,6 +2,7 @@
 #include "nn/dense.h"
 
 #include "nn/cfg.h"
+#include "ops/elementwise.h"
 #include "ops/gemm.h"
 
 namespace rg {
@@ -41,11 +42,7 @@ void Dense::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
     // y[n x out] = x[n x in] * W[out x in]^T
     gemm(GemmShape{Trans::no, Trans::yes, n, units_, in_, in_, in_, units_}, T(1), x.data<T>(),
          weight_.value.data<T>(), T(0), out, ctx.pool);
-    if (has_bias_) {
-      const T* b = bias_.value.data<T>();
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < units_; ++j) out[i * units_ + j] += b[j];
-    }
+    if (has_bias_) add_bias(n, units_, bias_.value.data<T>(), out);
   });
 }
 
@@ -58,12 +55,8 @@ void Dense::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const T
     // dW[out x in] += dy[n x out]^T * x[n x in]
     gemm(GemmShape{Trans::yes, Trans::no, units_, in_, n, units_, in_, in_}, T(1), g, x.data<T>(), T(1),
          weight_.grad.data<T>(), ctx.pool);
-    if (has_bias_) {
-      // db[j] += sum_i dy[i, j], rows in order so the sum does not depend on threads
-      T* db = bias_.grad.data<T>();
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < units_; ++j) db[j] += g[i * units_ + j];
-    }
+    // db[j] += sum_i dy[i, j], rows in order so the sum does not depend on threads
+    if (has_bias_) column_sum(n, units_, g, bias_.grad.data<T>());
     if (dx.defined()) {
       // dx[n x in] = dy[n x out] * W[out x in]
       gemm(GemmShape{Trans::no, Trans::no, n, in_, units_, units_, in_, in_}, T(1), g, weight_.value.data<T>(),

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ops/unary_op.h"
+
 namespace rg {
 
 template <class T>
@@ -52,6 +54,27 @@ void tanh_forward(int64_t n, const T* x, T* y) {
 template <class T>
 void tanh_backward(int64_t n, const T* y, const T* dy, T* dx) {
   for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+}
+
+// The four elementwise activations by name; `slope` is leaky_relu's.
+template <class T>
+void unary_forward(UnaryOp op, int64_t n, T slope, const T* x, T* y) {
+  switch (op) {
+    case UnaryOp::relu: relu_forward(n, x, y); break;
+    case UnaryOp::leaky_relu: leaky_relu_forward(n, slope, x, y); break;
+    case UnaryOp::sigmoid: sigmoid_forward(n, x, y); break;
+    case UnaryOp::tanh: tanh_forward(n, x, y); break;
+  }
+}
+// `xy` is the forward's x (relu, leaky_relu) or y (sigmoid, tanh).
+template <class T>
+void unary_backward(UnaryOp op, int64_t n, T slope, const T* xy, const T* dy, T* dx) {
+  switch (op) {
+    case UnaryOp::relu: relu_backward(n, xy, dy, dx); break;
+    case UnaryOp::leaky_relu: leaky_relu_backward(n, slope, xy, dy, dx); break;
+    case UnaryOp::sigmoid: sigmoid_backward(n, xy, dy, dx); break;
+    case UnaryOp::tanh: tanh_backward(n, xy, dy, dx); break;
+  }
 }
 
 // Row-wise softmax of x[rows x cols], max-subtracted.

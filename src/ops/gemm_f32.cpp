@@ -22,10 +22,13 @@ void pack_a(const GemmShape& s, const float* a, int64_t i0, int64_t rows, int64_
   for (int64_t ir = 0; ir < rows; ir += mr) {
     const int64_t live = std::min(mr, rows - ir);
     if (s.trans_a == Trans::no) {
-      for (int64_t p = 0; p < depth; ++p) {
-        for (int64_t r = 0; r < live; ++r) out[p * mr + r] = a[(i0 + ir + r) * s.lda + p0 + p];
-        for (int64_t r = live; r < mr; ++r) out[p * mr + r] = 0.0f;
+      // Rows of A are contiguous in p: read each row once, write it down the panel's column r.
+      for (int64_t r = 0; r < live; ++r) {
+        const float* row = a + (i0 + ir + r) * s.lda + p0;
+        for (int64_t p = 0; p < depth; ++p) out[p * mr + r] = row[p];
       }
+      for (int64_t r = live; r < mr; ++r)
+        for (int64_t p = 0; p < depth; ++p) out[p * mr + r] = 0.0f;
     } else {
       for (int64_t p = 0; p < depth; ++p) {
         const float* row = a + (p0 + p) * s.lda + i0 + ir;
@@ -49,10 +52,13 @@ void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64
         for (int64_t c = live; c < nr; ++c) out[p * nr + c] = 0.0f;
       }
     } else {
-      for (int64_t p = 0; p < depth; ++p) {
-        for (int64_t c = 0; c < live; ++c) out[p * nr + c] = b[(j0 + jr + c) * s.ldb + p0 + p];
-        for (int64_t c = live; c < nr; ++c) out[p * nr + c] = 0.0f;
+      // Rows of B^T are contiguous in p: read each once, write it down the panel's column c.
+      for (int64_t c = 0; c < live; ++c) {
+        const float* row = b + (j0 + jr + c) * s.ldb + p0;
+        for (int64_t p = 0; p < depth; ++p) out[p * nr + c] = row[p];
       }
+      for (int64_t c = live; c < nr; ++c)
+        for (int64_t p = 0; p < depth; ++p) out[p * nr + c] = 0.0f;
     }
     out += depth * nr;
   }

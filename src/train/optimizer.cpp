@@ -1,6 +1,8 @@
 // SGD and Adam updates (elementwise over each parameter).
 #include "train/optimizer.h"
 
+#include "cpu/kernel_tables.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -45,43 +47,32 @@ Status Optimizer::init() {
 
 void Optimizer::step(double lr) {
   ++steps_;
-  const auto wd = static_cast<float>(config_.weight_decay);
+  const F32VectorKernels& kernels = f32_vector();
   const size_t count = params_.size();
-  for (size_t i = 0; i < count; ++i) {
-    float* w = params_[i]->value.f32();
-    const float* grad = params_[i]->grad.f32();
-    const int64_t n = params_[i]->value.numel();
-    if (config_.kind == OptimizerKind::sgd) {
-      const auto rate = static_cast<float>(lr), mu = static_cast<float>(config_.momentum);
-      float* v = mu != 0 ? state_[i].f32() : nullptr;
-      for (int64_t j = 0; j < n; ++j) {
-        const float g = grad[j] + wd * w[j];
-        if (v == nullptr) {
-          w[j] -= rate * g;
-          continue;
-        }
-        v[j] = mu * v[j] + g;
-        w[j] -= rate * (config_.nesterov ? g + mu * v[j] : v[j]);
-      }
-    } else {
-      const double t = static_cast<double>(steps_);
-      // 1 - beta in double, then rounded: float(1 - 0.999) is 0.001f, as in PyTorch; 1.0f - 0.999f is not.
-      const auto b1 = static_cast<float>(config_.beta1), b2 = static_cast<float>(config_.beta2);
-      const auto one_minus_b1 = static_cast<float>(1.0 - config_.beta1);
-      const auto one_minus_b2 = static_cast<float>(1.0 - config_.beta2);
-      const auto correction1 = static_cast<float>(1.0 - std::pow(config_.beta1, t));
-      const auto correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(config_.beta2, t)));
-      const auto step_size = static_cast<float>(lr) / correction1;
-      const auto eps = static_cast<float>(config_.eps);
-      float* m = state_[i].f32();
-      float* s = state_[count + i].f32();
-      for (int64_t j = 0; j < n; ++j) {
-        const float g = grad[j] + wd * w[j];
-        m[j] = b1 * m[j] + one_minus_b1 * g;
-        s[j] = b2 * s[j] + one_minus_b2 * g * g;
-        w[j] -= step_size * m[j] / (std::sqrt(s[j]) / correction2_sqrt + eps);
-      }
+  if (config_.kind == OptimizerKind::sgd) {
+    const SgdStep step{static_cast<float>(lr), static_cast<float>(config_.momentum),
+                       static_cast<float>(config_.weight_decay), config_.nesterov};
+    for (size_t i = 0; i < count; ++i) {
+      kernels.sgd(params_[i]->value.numel(), step, params_[i]->value.f32(), params_[i]->grad.f32(),
+                  config_.momentum != 0 ? state_[i].f32() : nullptr);
     }
+    return;
+  }
+  // Bias corrections in double; 1 - beta in double, then rounded: float(1 - 0.999) is 0.001f,
+  // as in PyTorch, where 1.0f - 0.999f is not.
+  const double t = static_cast<double>(steps_);
+  AdamStep step{};
+  step.step_size = static_cast<float>(lr / (1.0 - std::pow(config_.beta1, t)));
+  step.correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(config_.beta2, t)));
+  step.beta1 = static_cast<float>(config_.beta1);
+  step.beta2 = static_cast<float>(config_.beta2);
+  step.one_minus_beta1 = static_cast<float>(1.0 - config_.beta1);
+  step.one_minus_beta2 = static_cast<float>(1.0 - config_.beta2);
+  step.eps = static_cast<float>(config_.eps);
+  step.weight_decay = static_cast<float>(config_.weight_decay);
+  for (size_t i = 0; i < count; ++i) {
+    kernels.adam(params_[i]->value.numel(), step, params_[i]->value.f32(), params_[i]->grad.f32(), state_[i].f32(),
+                 state_[count + i].f32());
   }
 }
 

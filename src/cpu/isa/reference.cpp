@@ -1,6 +1,10 @@
 // The reference level: plain scalar C++ (built with -fno-tree-vectorize so it stays scalar).
 // It is what every vector kernel is tested against and what RETROGRAD_ISA=reference runs.
+#include <cmath>
+
 #include "cpu/ukernels/f32_gemm.h"
+#include "cpu/ukernels/f32_vector.h"
+#include "ops/activation.h"
 
 namespace rg {
 
@@ -13,6 +17,51 @@ void f32_gemm_6x8__reference(int64_t depth, const float* a_panel, const float* b
       for (int col = 0; col < NR; ++col) acc[r][col] += a_panel[p * MR + r] * b_panel[p * NR + col];
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t col = 0; col < cols; ++col) c[r * ldc + col] += alpha * acc[r][col];
+}
+
+}  // namespace rg
+
+// Elementwise kernels: plain loops in the order the vector kernels compute, so SGD and Adam
+// agree with them bit for bit; activations use <cmath>.
+namespace rg {
+
+void f32_vunary__reference(UnaryOp op, int64_t n, float slope, const float* x, float* y) {
+  unary_forward(op, n, slope, x, y);
+}
+
+void f32_vunary_grad__reference(UnaryOp op, int64_t n, float slope, const float* xy, const float* dy, float* dx) {
+  unary_backward(op, n, slope, xy, dy, dx);
+}
+
+void f32_add_bias__reference(int64_t rows, int64_t cols, const float* bias, float* y) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] += bias[c];
+}
+
+void f32_column_sum__reference(int64_t rows, int64_t cols, const float* x, float* sums) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) sums[c] += x[r * cols + c];
+}
+
+void f32_sgd__reference(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i] + step.weight_decay * w[i];
+    if (v == nullptr) {
+      w[i] = w[i] - step.lr * g;
+      continue;
+    }
+    v[i] = step.momentum * v[i] + g;
+    w[i] = w[i] - step.lr * (step.nesterov ? g + step.momentum * v[i] : v[i]);
+  }
+}
+
+void f32_adam__reference(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i] + step.weight_decay * w[i];
+    m[i] = step.beta1 * m[i] + step.one_minus_beta1 * g;
+    s[i] = step.beta2 * s[i] + step.one_minus_beta2 * g * g;
+    w[i] = w[i] - step.step_size * m[i] / (std::sqrt(s[i]) / step.correction2_sqrt + step.eps);
+  }
 }
 
 }  // namespace rg

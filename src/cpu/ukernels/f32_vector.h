@@ -1,0 +1,52 @@
+// f32 elementwise kernels: activations and their gradients, bias rows, column sums and
+// optimizer updates. Contract of every kernel: raw pointers, element counts, no
+// allocation, never touches memory outside [0, n). A tail shorter than a vector is run
+// through the vector code on a padded copy, so an element's result never depends on its
+// position (and so not on how work is split across threads).
+// Declarations only (isa/*.cpp include this with their ISA flags).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/unary_op.h"
+
+namespace rg {
+
+// y = f(x); `slope` is leaky_relu's negative slope (ignored otherwise). In place allowed.
+using F32Unary = void (*)(UnaryOp op, int64_t n, float slope, const float* x, float* y);
+// dx = dy * f'(.) where `xy` is the forward's input x (relu, leaky_relu) or output y (sigmoid, tanh).
+using F32UnaryGrad = void (*)(UnaryOp op, int64_t n, float slope, const float* xy, const float* dy, float* dx);
+// y[r][c] += bias[c] for a row-major y [rows x cols].
+using F32AddBias = void (*)(int64_t rows, int64_t cols, const float* bias, float* y);
+// sums[c] += sum over r of x[r][c], rows added in order (the same sum whatever the ISA width).
+using F32ColumnSum = void (*)(int64_t rows, int64_t cols, const float* x, float* sums);
+
+struct SgdStep {
+  float lr, momentum, weight_decay;
+  bool nesterov;
+};
+// g = grad + wd w;  v = mu v + g;  w -= lr (nesterov ? g + mu v : v)   (v unused when mu = 0: w -= lr g)
+using F32Sgd = void (*)(int64_t n, const SgdStep& step, float* w, const float* grad, float* v);
+
+struct AdamStep {
+  float step_size;          // lr / (1 - beta1^t)
+  float correction2_sqrt;   // sqrt(1 - beta2^t)
+  float beta1, beta2, one_minus_beta1, one_minus_beta2, eps, weight_decay;
+};
+// g = grad + wd w;  m = b1 m + (1-b1) g;  s = b2 s + (1-b2) g g;  w -= step_size m / (sqrt(s) / c2 + eps)
+using F32Adam = void (*)(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s);
+
+#define RG_DECLARE_F32_VECTOR_KERNELS(isa)                                                              \
+  void f32_vunary__##isa(UnaryOp, int64_t, float, const float*, float*);                               \
+  void f32_vunary_grad__##isa(UnaryOp, int64_t, float, const float*, const float*, float*);            \
+  void f32_add_bias__##isa(int64_t, int64_t, const float*, float*);                                    \
+  void f32_column_sum__##isa(int64_t, int64_t, const float*, float*);                                  \
+  void f32_sgd__##isa(int64_t, const SgdStep&, float*, const float*, float*);                          \
+  void f32_adam__##isa(int64_t, const AdamStep&, float*, const float*, float*, float*);
+
+RG_DECLARE_F32_VECTOR_KERNELS(reference)
+RG_DECLARE_F32_VECTOR_KERNELS(sse2)
+RG_DECLARE_F32_VECTOR_KERNELS(avx)
+RG_DECLARE_F32_VECTOR_KERNELS(avx2_fma)
+
+}  // namespace rg

@@ -1,0 +1,171 @@
+// The f32 elementwise kernels written once with xsimd batches. Include ONLY from an isa/*.cpp file (see f32_gemm_impl.h for why); the
+// RG_DEFINE_F32_VECTOR_KERNELS macro at the end defines the named kernels of one ISA.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <xsimd/xsimd.hpp>
+
+#include "cpu/ukernels/f32_vector.h"
+
+namespace rg {
+namespace ukernel {
+
+// Runs `fn` on W-wide chunks of up to three inputs, writing one output; the tail is copied
+// into zero-padded buffers so it takes the same vector path.
+template <class Batch, class Fn>
+inline void map1(int64_t n, const float* x, float* y, Fn fn) {
+  constexpr int64_t W = static_cast<int64_t>(Batch::size);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) fn(Batch::load_unaligned(x + i)).store_unaligned(y + i);
+  if (i < n) {
+    alignas(64) float in[W] = {}, out[W];
+    std::memcpy(in, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    fn(Batch::load_unaligned(in)).store_unaligned(out);
+    std::memcpy(y + i, out, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
+template <class Batch, class Fn>
+inline void map2(int64_t n, const float* x, const float* z, float* y, Fn fn) {
+  constexpr int64_t W = static_cast<int64_t>(Batch::size);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) fn(Batch::load_unaligned(x + i), Batch::load_unaligned(z + i)).store_unaligned(y + i);
+  if (i < n) {
+    alignas(64) float a[W] = {}, b[W] = {}, out[W];
+    std::memcpy(a, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    std::memcpy(b, z + i, static_cast<size_t>(n - i) * sizeof(float));
+    fn(Batch::load_unaligned(a), Batch::load_unaligned(b)).store_unaligned(out);
+    std::memcpy(y + i, out, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
+// Updates arrays in place in W-wide chunks: fn(at) loads and stores at[k], which point into
+// the arrays, or into zero-padded copies for the tail.
+template <class Batch, int Arrays, class Fn>
+inline void update_chunks(int64_t n, float* const (&arrays)[Arrays], Fn fn) {
+  constexpr int64_t W = static_cast<int64_t>(Batch::size);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    float* at[Arrays];
+    for (int k = 0; k < Arrays; ++k) at[k] = arrays[k] + i;
+    fn(at);
+  }
+  if (i < n) {
+    alignas(64) float tail[Arrays][W] = {};
+    float* at[Arrays];
+    for (int k = 0; k < Arrays; ++k) {
+      std::memcpy(tail[k], arrays[k] + i, static_cast<size_t>(n - i) * sizeof(float));
+      at[k] = tail[k];
+    }
+    fn(at);
+    for (int k = 0; k < Arrays; ++k) std::memcpy(arrays[k] + i, tail[k], static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
+template <class Arch>
+void vunary(UnaryOp op, int64_t n, float slope, const float* x, float* y) {
+  using B = xsimd::batch<float, Arch>;
+  const B zero(0.0f), one(1.0f), k(slope);
+  switch (op) {
+    case UnaryOp::relu: map1<B>(n, x, y, [&](B v) { return xsimd::max(v, zero); }); break;
+    case UnaryOp::leaky_relu: map1<B>(n, x, y, [&](B v) { return xsimd::select(v > zero, v, k * v); }); break;
+    case UnaryOp::sigmoid:
+      map1<B>(n, x, y, [&](B v) {
+        const B e = xsimd::exp(-xsimd::abs(v));
+        const B s = one / (one + e);
+        return xsimd::select(v >= zero, s, e * s);
+      });
+      break;
+    case UnaryOp::tanh: map1<B>(n, x, y, [&](B v) { return xsimd::tanh(v); }); break;
+  }
+}
+
+template <class Arch>
+void vunary_grad(UnaryOp op, int64_t n, float slope, const float* xy, const float* dy, float* dx) {
+  using B = xsimd::batch<float, Arch>;
+  const B zero(0.0f), one(1.0f), k(slope);
+  switch (op) {
+    case UnaryOp::relu: map2<B>(n, xy, dy, dx, [&](B x, B g) { return xsimd::select(x > zero, g, zero); }); break;
+    case UnaryOp::leaky_relu: map2<B>(n, xy, dy, dx, [&](B x, B g) { return xsimd::select(x > zero, g, k * g); }); break;
+    case UnaryOp::sigmoid: map2<B>(n, xy, dy, dx, [&](B y, B g) { return g * y * (one - y); }); break;
+    case UnaryOp::tanh: map2<B>(n, xy, dy, dx, [&](B y, B g) { return g * (one - y * y); }); break;
+  }
+}
+
+template <class Arch>
+void add_bias(int64_t rows, int64_t cols, const float* bias, float* y) {
+  using B = xsimd::batch<float, Arch>;
+  for (int64_t r = 0; r < rows; ++r) map2<B>(cols, y + r * cols, bias, y + r * cols, [](B v, B b) { return v + b; });
+}
+
+template <class Arch>
+void column_sum(int64_t rows, int64_t cols, const float* x, float* sums) {
+  using B = xsimd::batch<float, Arch>;
+  for (int64_t r = 0; r < rows; ++r) map2<B>(cols, sums, x + r * cols, sums, [](B s, B v) { return s + v; });
+}
+
+template <class Arch>
+void sgd(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {
+  using B = xsimd::batch<float, Arch>;
+  const B lr(step.lr), mu(step.momentum), wd(step.weight_decay);
+  if (v == nullptr) {
+    float* const arrays[2] = {w, const_cast<float*>(grad)};
+    update_chunks<B, 2>(n, arrays, [&](float* const* at) {
+      const B wv = B::load_unaligned(at[0]);
+      const B g = B::load_unaligned(at[1]) + wd * wv;
+      (wv - lr * g).store_unaligned(at[0]);
+    });
+    return;
+  }
+  float* const arrays[3] = {w, const_cast<float*>(grad), v};
+  update_chunks<B, 3>(n, arrays, [&](float* const* at) {
+    const B wv = B::load_unaligned(at[0]);
+    const B g = B::load_unaligned(at[1]) + wd * wv;
+    const B vel = mu * B::load_unaligned(at[2]) + g;
+    vel.store_unaligned(at[2]);
+    (wv - lr * (step.nesterov ? g + mu * vel : vel)).store_unaligned(at[0]);
+  });
+}
+
+template <class Arch>
+void adam(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s) {
+  using B = xsimd::batch<float, Arch>;
+  const B b1(step.beta1), b2(step.beta2), c1(step.one_minus_beta1), c2(step.one_minus_beta2);
+  const B size(step.step_size), corr(step.correction2_sqrt), eps(step.eps), wd(step.weight_decay);
+  float* const arrays[4] = {w, const_cast<float*>(grad), m, s};
+  update_chunks<B, 4>(n, arrays, [&](float* const* at) {
+    const B wv = B::load_unaligned(at[0]);
+    const B g = B::load_unaligned(at[1]) + wd * wv;
+    const B mv = b1 * B::load_unaligned(at[2]) + c1 * g;
+    const B sv = b2 * B::load_unaligned(at[3]) + c2 * g * g;
+    mv.store_unaligned(at[2]);
+    sv.store_unaligned(at[3]);
+    (wv - size * mv / (xsimd::sqrt(sv) / corr + eps)).store_unaligned(at[0]);
+  });
+}
+
+}  // namespace ukernel
+}  // namespace rg
+
+// Defines the named kernels of one ISA from the templates above.
+#define RG_DEFINE_F32_VECTOR_KERNELS(isa, Arch)                                                            \
+  void f32_vunary__##isa(UnaryOp op, int64_t n, float slope, const float* x, float* y) {                   \
+    ukernel::vunary<Arch>(op, n, slope, x, y);                                                             \
+  }                                                                                                        \
+  void f32_vunary_grad__##isa(UnaryOp op, int64_t n, float slope, const float* xy, const float* dy,        \
+                              float* dx) {                                                                 \
+    ukernel::vunary_grad<Arch>(op, n, slope, xy, dy, dx);                                                  \
+  }                                                                                                        \
+  void f32_add_bias__##isa(int64_t rows, int64_t cols, const float* bias, float* y) {                     \
+    ukernel::add_bias<Arch>(rows, cols, bias, y);                                                          \
+  }                                                                                                        \
+  void f32_column_sum__##isa(int64_t rows, int64_t cols, const float* x, float* sums) {                   \
+    ukernel::column_sum<Arch>(rows, cols, x, sums);                                                        \
+  }                                                                                                        \
+  void f32_sgd__##isa(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {            \
+    ukernel::sgd<Arch>(n, step, w, grad, v);                                                               \
+  }                                                                                                        \
+  void f32_adam__##isa(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s) { \
+    ukernel::adam<Arch>(n, step, w, grad, m, s);                                                           \
+  }

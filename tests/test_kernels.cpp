@@ -1,0 +1,168 @@
+// Every elementwise kernel on every ISA this CPU has, against the reference level: sizes
+// below, at and above each vector width (tails), in place where the contract allows.
+// Exact where the arithmetic is the same (relu, bias, sums, SGD, Adam); within a few ulp
+// where the vector code has its own exp/tanh.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "cpu/kernel_tables.h"
+
+namespace rg {
+namespace {
+
+const int64_t kSizes[] = {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000};
+
+std::vector<float> random_vector(int64_t n, float lo, float hi, Rng& rng) {
+  std::vector<float> v(static_cast<size_t>(n) + 8);  // + guard elements the kernel must not touch
+  for (auto& x : v) x = static_cast<float>(rng.uniform(lo, hi));
+  return v;
+}
+
+class KernelsOnIsa : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam(), detect_cpu().features)) GTEST_SKIP() << isa_name(GetParam()) << " not supported here";
+  }
+  const F32VectorKernels& fast() const { return f32_vector_kernels(GetParam()); }
+  const F32VectorKernels& ref() const { return f32_vector_kernels(Isa::reference); }
+};
+
+std::string isa_label(const ::testing::TestParamInfo<Isa>& info) {
+  std::string name = isa_name(info.param);
+  for (char& c : name)
+    if (c == '.') c = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, KernelsOnIsa, ::testing::ValuesIn(all_isas()), isa_label);
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, int64_t n, float abs_tol,
+                  float rel_tol, const std::string& what) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = got[static_cast<size_t>(i)], w = want[static_cast<size_t>(i)];
+    ASSERT_LE(std::fabs(g - w), std::max(abs_tol, rel_tol * std::fabs(w))) << what << " at " << i << " of " << n;
+  }
+  // Guard elements untouched.
+  for (size_t i = static_cast<size_t>(n); i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << what << " wrote past n";
+}
+
+TEST_P(KernelsOnIsa, UnaryMatchesReference) {
+  Rng rng(11, 0);
+  const struct {
+    UnaryOp op;
+    const char* name;
+    float abs_tol, rel_tol;
+  } ops[] = {{UnaryOp::relu, "relu", 0, 0},
+             {UnaryOp::leaky_relu, "leaky_relu", 0, 0},
+             {UnaryOp::sigmoid, "sigmoid", 1e-7f, 4e-7f},
+             {UnaryOp::tanh, "tanh", 1e-7f, 4e-7f}};
+  for (const auto& op : ops) {
+    for (int64_t n : kSizes) {
+      const std::vector<float> x = random_vector(n, -12.0f, 12.0f, rng);
+      std::vector<float> want = x, got = x, in_place = x;
+      ref().unary(op.op, n, 0.1f, x.data(), want.data());
+      fast().unary(op.op, n, 0.1f, x.data(), got.data());
+      fast().unary(op.op, n, 0.1f, in_place.data(), in_place.data());
+      expect_close(got, want, n, op.abs_tol, op.rel_tol, op.name);
+      expect_close(in_place, got, n, 0, 0, std::string(op.name) + " in place");
+      // Gradients: dx = dy * f'(xy), from x (relu family) or y (sigmoid, tanh).
+      const bool from_input = op.op == UnaryOp::relu || op.op == UnaryOp::leaky_relu;
+      const std::vector<float>& xy = from_input ? x : want;
+      const std::vector<float> dy = random_vector(n, -1.0f, 1.0f, rng);
+      std::vector<float> dwant = dy, dgot = dy, dsame = dy;
+      ref().unary_grad(op.op, n, 0.1f, xy.data(), dy.data(), dwant.data());
+      fast().unary_grad(op.op, n, 0.1f, xy.data(), dy.data(), dgot.data());
+      fast().unary_grad(op.op, n, 0.1f, xy.data(), dsame.data(), dsame.data());
+      expect_close(dgot, dwant, n, 0, 0, std::string(op.name) + " grad");
+      expect_close(dsame, dgot, n, 0, 0, std::string(op.name) + " grad in place");
+    }
+  }
+}
+
+TEST_P(KernelsOnIsa, SigmoidAndTanhAtTheExtremes) {
+  std::vector<float> x = {-100.0f, -88.0f, -20.0f, -1e-8f, 0.0f, 1e-8f, 20.0f, 88.0f, 100.0f, -0.0f, 3.0f};
+  const int64_t n = static_cast<int64_t>(x.size());
+  x.resize(x.size() + 8, 0.0f);
+  for (UnaryOp op : {UnaryOp::sigmoid, UnaryOp::tanh}) {
+    std::vector<float> want = x, got = x;
+    ref().unary(op, n, 0, x.data(), want.data());
+    fast().unary(op, n, 0, x.data(), got.data());
+    expect_close(got, want, n, 1e-7f, 4e-7f, op == UnaryOp::sigmoid ? "sigmoid" : "tanh");
+    for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(std::isfinite(got[static_cast<size_t>(i)]));
+  }
+}
+
+TEST_P(KernelsOnIsa, BiasAndColumnSumsAreExact) {
+  Rng rng(12, 0);
+  for (int64_t rows : {1, 2, 7, 64})
+    for (int64_t cols : kSizes) {
+      const std::vector<float> bias = random_vector(cols, -1, 1, rng);
+      const std::vector<float> y = random_vector(rows * cols, -1, 1, rng);
+      std::vector<float> want = y, got = y;
+      ref().add_bias(rows, cols, bias.data(), want.data());
+      fast().add_bias(rows, cols, bias.data(), got.data());
+      expect_close(got, want, rows * cols, 0, 0, "add_bias");
+      std::vector<float> sums_want = random_vector(cols, -1, 1, rng), sums_got = sums_want;
+      ref().column_sum(rows, cols, y.data(), sums_want.data());
+      fast().column_sum(rows, cols, y.data(), sums_got.data());
+      expect_close(sums_got, sums_want, cols, 0, 0, "column_sum");
+    }
+}
+
+TEST_P(KernelsOnIsa, SgdIsBitExact) {
+  Rng rng(13, 0);
+  for (int64_t n : kSizes) {
+    for (const SgdStep step : {SgdStep{0.01f, 0.9f, 0.0f, false}, SgdStep{0.05f, 0.9f, 5e-4f, true},
+                               SgdStep{0.1f, 0.0f, 1e-3f, false}}) {
+      const std::vector<float> w0 = random_vector(n, -1, 1, rng), g = random_vector(n, -1, 1, rng);
+      const std::vector<float> v0 = random_vector(n, -1, 1, rng);
+      std::vector<float> w_want = w0, v_want = v0, w_got = w0, v_got = v0;
+      const bool momentum = step.momentum != 0;
+      ref().sgd(n, step, w_want.data(), g.data(), momentum ? v_want.data() : nullptr);
+      fast().sgd(n, step, w_got.data(), g.data(), momentum ? v_got.data() : nullptr);
+      expect_close(w_got, w_want, n, 0, 0, "sgd weights");
+      expect_close(v_got, v_want, n, 0, 0, "sgd velocity");
+    }
+  }
+}
+
+TEST_P(KernelsOnIsa, AdamIsBitExact) {
+  Rng rng(14, 0);
+  for (int64_t n : kSizes) {
+    AdamStep step{};
+    step.step_size = 1e-3f / (1.0f - 0.9f * 0.9f);
+    step.correction2_sqrt = std::sqrt(1.0f - 0.999f * 0.999f);
+    step.beta1 = 0.9f;
+    step.beta2 = 0.999f;
+    step.one_minus_beta1 = 0.1f;
+    step.one_minus_beta2 = 0.001f;
+    step.eps = 1e-8f;
+    step.weight_decay = n % 2 ? 1e-4f : 0.0f;
+    const std::vector<float> w0 = random_vector(n, -1, 1, rng), g = random_vector(n, -1, 1, rng);
+    const std::vector<float> m0 = random_vector(n, -0.1f, 0.1f, rng), s0 = random_vector(n, 0, 0.01f, rng);
+    std::vector<float> w1 = w0, m1 = m0, s1 = s0, w2 = w0, m2 = m0, s2 = s0;
+    ref().adam(n, step, w1.data(), g.data(), m1.data(), s1.data());
+    fast().adam(n, step, w2.data(), g.data(), m2.data(), s2.data());
+    expect_close(w2, w1, n, 0, 0, "adam weights");
+    expect_close(m2, m1, n, 0, 0, "adam m");
+    expect_close(s2, s1, n, 0, 0, "adam s");
+  }
+}
+
+TEST(KernelTables, EachLevelUsesItsOwnOrTheNearestLowerKernels) {
+  EXPECT_STREQ(f32_vector_kernels(Isa::reference).isa, "reference");
+  EXPECT_STREQ(f32_vector_kernels(Isa::sse2).isa, "sse2");
+  EXPECT_STREQ(f32_vector_kernels(Isa::sse41).isa, "sse2");
+  EXPECT_STREQ(f32_vector_kernels(Isa::avx).isa, "avx");
+  EXPECT_STREQ(f32_vector_kernels(Isa::avx2_fma).isa, "avx2_fma");
+  EXPECT_STREQ(f32_gemm_kernel(Isa::ssse3).name, "f32_gemm_6x8__sse2");
+  EXPECT_STREQ(f32_gemm_kernel(Isa::avx2_fma).name, "f32_gemm_6x16__avx2_fma");
+}
+
+}  // namespace
+}  // namespace rg
