@@ -13,15 +13,19 @@
 //     The OpenBLAS thread count must already be in OPENBLAS_NUM_THREADS (read at load time);
 //     it is also set with openblas_set_num_threads and checked with openblas_get_num_threads.
 //
-//   gemm_bench forkjoin [--isas LIST] [--reps R] [--min-time S]
+//   gemm_bench forkjoin [--isas LIST] [--reps R] [--min-time S] [--part trivial|gemm|all]
 //     ThreadPool::parallel_for with a trivial body at 1 and 2 threads vs a plain call, then
 //     small GEMMs at 1 thread vs a forced 2-way split (the library's own split, done here
 //     with parallel_for over f32_gemm on sub-blocks, whatever the library's threshold says)
 //     vs f32_gemm with a 2-thread pool (what the library does now).
 //
+// Each case also reports how many cores other processes kept busy meanwhile (/proc/stat minus
+// this process's CPU time): the machine is shared.
 // Output: human-readable lines, plus tab-separated machine lines starting with "CMP", "FJ",
-// "SPLIT", "INFO" that the script turns into tables. Failures go to stderr with exit 1.
+// "FJP", "FJL", "SPLIT", "INFO" that the script turns into tables. Failures go to stderr with exit 1.
 #include <cblas.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -30,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <sstream>
@@ -77,6 +82,47 @@ std::vector<std::string> split_list(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   return out;
 }
+
+// How busy the machine's other processes kept its CPUs over an interval, in cores: busy time of
+// all CPUs from /proc/stat minus this process's own CPU time (getrusage, all its threads),
+// divided by the wall time. Steal (time the hypervisor gave to other guests) is kept apart.
+class LoadMeter {
+ public:
+  LoadMeter() { start(); }
+  void start() {
+    read_stat(busy0_, steal0_);
+    self0_ = self_cpu_s();
+    wall0_ = now_s();
+  }
+  // {other processes' cores, steal cores} since start()
+  std::pair<double, double> read() const {
+    double busy, steal;
+    read_stat(busy, steal);
+    const double wall = std::max(1e-9, now_s() - wall0_);
+    const double other = (busy - busy0_) - (self_cpu_s() - self0_);
+    return {std::max(0.0, other) / wall, std::max(0.0, steal - steal0_) / wall};
+  }
+
+ private:
+  static void read_stat(double& busy, double& steal) {
+    std::ifstream f("/proc/stat");
+    std::string cpu;
+    double v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    f >> cpu;
+    for (double& x : v) f >> x;
+    const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+    // user nice system idle iowait irq softirq steal
+    busy = (v[0] + v[1] + v[2] + v[5] + v[6]) / hz;
+    steal = v[7] / hz;
+  }
+  static double self_cpu_s() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  }
+  double busy0_ = 0, steal0_ = 0, self0_ = 0, wall0_ = 0;
+};
 
 // A GEMM case: shape plus a label ("1024", "mlp_l1_fwd 64x256x784 NT").
 struct Case {
@@ -173,6 +219,7 @@ struct Args {
   bool mlp = true;
   int reps = 5;
   double min_time = 0.3;
+  std::string part = "all";  // forkjoin: trivial, gemm or all
   double gap = 0.2;  // seconds of sleep after OpenBLAS at > 1 thread (its idle threads spin-wait a while)
 };
 
@@ -193,6 +240,7 @@ Args parse_args(int argc, char** argv) {
     else if (k == "--mlp") a.mlp = v != "0";
     else if (k == "--reps") a.reps = std::atoi(v.c_str());
     else if (k == "--min-time") a.min_time = std::atof(v.c_str());
+    else if (k == "--part") a.part = v;
     else if (k == "--gap") a.gap = std::atof(v.c_str());
     else fail("unknown option " + k);
   }
@@ -269,6 +317,7 @@ int run_compare(const Args& args) {
     for (float x : c_expect)
       if (!std::isfinite(x)) fail("OpenBLAS produced a non-finite value for " + cs.label);
 
+    const LoadMeter meter;
     std::vector<double> blas_t;
     std::vector<std::vector<double>> ours_t(case_isas.size());
     std::vector<double> worst_err(case_isas.size(), 0.0);
@@ -282,12 +331,12 @@ int run_compare(const Args& args) {
         rg::set_active_isa(case_isas[i]);
         std::fill(c_ours.begin(), c_ours.end(), NAN);  // beta 0 must overwrite every element
         ours_t[i].push_back(time_per_call(ours_calls[i], ours_iters[i]));
-        if (case_isas[i] == Isa::sse2) c_ours[7] += 1.0f;
         const double e = rel_error(c_ours, c_expect);  // the last timed call's result
         worst_err[i] = std::max(worst_err[i], e);
       }
     }
 
+    const auto load = meter.read();
     const double f = flops(s);
     const auto bstats = [&](const std::vector<double>& t) {
       std::vector<double> g;
@@ -295,8 +344,10 @@ int run_compare(const Args& args) {
       return std::vector<double>{median(g), *std::min_element(g.begin(), g.end()), *std::max_element(g.begin(), g.end())};
     };
     const auto bs = bstats(blas_t);
-    std::printf("\n%s (%s), %d thread(s): OpenBLAS %.1f GFLOP/s (%.1f-%.1f), %lld calls/rep\n", cs.label.c_str(),
-                shape_text(s).c_str(), args.threads, bs[0], bs[1], bs[2], static_cast<long long>(blas_iters));
+    std::printf("\n%s (%s), %d thread(s): OpenBLAS %.1f GFLOP/s (%.1f-%.1f), %lld calls/rep; "
+                "other processes used %.2f cores, steal %.2f\n",
+                cs.label.c_str(), shape_text(s).c_str(), args.threads, bs[0], bs[1], bs[2],
+                static_cast<long long>(blas_iters), load.first, load.second);
     for (size_t i = 0; i < case_isas.size(); ++i) {
       const auto os = bstats(ours_t[i]);
       const auto& kernel = rg::f32_gemm_kernel(case_isas[i]);
@@ -305,10 +356,10 @@ int run_compare(const Args& args) {
       std::printf("  %-9s %-26s %7.2f GFLOP/s (%.2f-%.2f)  ratio %.3f  max rel err %.2e %s  %lld calls/rep\n",
                   rg::isa_name(case_isas[i]), kernel.name, os[0], os[1], os[2], os[0] / bs[0], worst_err[i],
                   ok ? "ok" : "MISMATCH", static_cast<long long>(ours_iters[i]));
-      // CMP threads case shape isa kernel ours_med ours_min ours_max blas_med blas_min blas_max ratio err ok
-      std::printf("CMP\t%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.3e\t%s\n", args.threads,
-                  cs.label.c_str(), shape_text(s).c_str(), rg::isa_name(case_isas[i]), kernel.name, os[0], os[1], os[2],
-                  bs[0], bs[1], bs[2], os[0] / bs[0], worst_err[i], ok ? "ok" : "MISMATCH");
+      // CMP threads case shape isa kernel ours_med ours_min ours_max blas_med blas_min blas_max ratio err ok other
+      std::printf("CMP\t%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.3e\t%s\t%.2f\n",
+                  args.threads, cs.label.c_str(), shape_text(s).c_str(), rg::isa_name(case_isas[i]), kernel.name, os[0],
+                  os[1], os[2], bs[0], bs[1], bs[2], os[0] / bs[0], worst_err[i], ok ? "ok" : "MISMATCH", load.first);
     }
     std::fflush(stdout);
   }
@@ -344,7 +395,8 @@ int run_forkjoin(const Args& args) {
   const int reps = std::max(args.reps, 5);
 
   // 1. Fork-join with a trivial body.
-  {
+  if (args.part == "all" || args.part == "trivial") {
+    const LoadMeter meter;
     std::vector<int64_t> sink(4, 0);
     const std::function<void(int64_t, int64_t)> body = [&](int64_t b, int64_t e) { sink[static_cast<size_t>(b) & 3] += e; };
     std::function<void()> plain = [&] { body(0, 2); };
@@ -359,7 +411,7 @@ int run_forkjoin(const Args& args) {
       t_fork.push_back(time_per_call(fork2, it_fork) * 1e6);
     }
     // Single calls with a pause before each, as between a training step's GEMMs: the worker has gone to sleep.
-    std::vector<double> single_hot, single_cold;
+    std::vector<double> single_hot, single_cold, single_busy;
     for (int i = 0; i < 2000; ++i) {
       const double t0 = now_s();
       pool2.parallel_for(2, 1, body);
@@ -371,12 +423,24 @@ int run_forkjoin(const Args& args) {
       pool2.parallel_for(2, 1, body);
       single_cold.push_back((now_s() - t0) * 1e6);
     }
+    // ... and after 0.2 ms of busy work on the caller (the worker idle), as in training between GEMMs.
+    for (int i = 0; i < 1000; ++i) {
+      const double until = now_s() + 200e-6;
+      while (now_s() < until) {
+      }
+      const double t0 = now_s();
+      pool2.parallel_for(2, 1, body);
+      single_busy.push_back((now_s() - t0) * 1e6);
+    }
     if (sink[0] == 0 || sink[1] == 0) fail("parallel_for did not run both chunks");
     auto line = [&](const char* name, const std::vector<double>& t) {
       std::printf("FJ\t%s\t%.3f\t%.3f\t%.3f\n", name, median(t), *std::min_element(t.begin(), t.end()),
                   *std::max_element(t.begin(), t.end()));
     };
-    std::printf("fork-join, trivial body, microseconds per call (median of %d batches, min-max):\n", reps);
+    const auto load = meter.read();
+    std::printf("fork-join, trivial body, microseconds per call (median of %d batches, min-max); "
+                "other processes used %.2f cores, steal %.2f:\n", reps, load.first, load.second);
+    std::printf("FJL\t%.2f\t%.2f\n", load.first, load.second);
     line("plain call of the body", t_plain);
     line("parallel_for, 1-thread pool (inline)", t_inline);
     line("parallel_for, 2-thread pool, back-to-back", t_fork);
@@ -386,10 +450,14 @@ int run_forkjoin(const Args& args) {
     std::printf("FJP\tparallel_for 2 threads, after a 0.5 ms pause (n=%zu)\t%.2f\t%.2f\t%.2f\t%.2f\n",
                 single_cold.size(), percentile(single_cold, 0.1), percentile(single_cold, 0.5),
                 percentile(single_cold, 0.9), percentile(single_cold, 0.99));
+    std::printf("FJP\tparallel_for 2 threads, after 0.2 ms of busy work on the caller (n=%zu)\t%.2f\t%.2f\t%.2f\t%.2f\n",
+                single_busy.size(), percentile(single_busy, 0.1), percentile(single_busy, 0.5),
+                percentile(single_busy, 0.9), percentile(single_busy, 0.99));
     std::fflush(stdout);
   }
 
   // 2. Small GEMMs: 1 thread vs forced 2-way split vs what f32_gemm does with a 2-thread pool.
+  if (args.part == "trivial") return 0;
   const std::vector<Isa> isas = chosen_isas(args, {Isa::avx2_fma, Isa::sse2});
   std::vector<Case> cases;
   for (int64_t n : {32, 48, 64, 80, 96, 112, 128, 160, 192, 256})
@@ -418,6 +486,7 @@ int run_forkjoin(const Args& args) {
       std::function<void()> split = [&] { split_gemm(s, op.a.data(), op.b.data(), c2.data(), pool2); };
       std::function<void()> lib = [&] { rg::f32_gemm(s, 1.0f, op.a.data(), op.b.data(), 0.0f, c3.data(), &pool2); };
       const int64_t i1 = calibrate(one, mt), i2 = calibrate(split, mt), i3 = calibrate(lib, mt);
+      const LoadMeter meter;
       std::vector<double> t1, t2, t3;
       for (int r = 0; r < reps; ++r) {
         t1.push_back(time_per_call(one, i1) * 1e6);
@@ -431,14 +500,15 @@ int run_forkjoin(const Args& args) {
       const bool same = c1 == c2 && c1 == c3;
       const bool ok = e1 <= kTol && e2 <= kTol && e3 <= kTol;
       all_ok = all_ok && ok;
+      const auto load = meter.read();
       const double m1 = median(t1), m2 = median(t2), m3 = median(t3);
       const bool lib_splits = flops(s) >= static_cast<double>(int64_t{1} << 21);
-      // SPLIT isa case shape mflop t1 t1min t1max t2 t2min t2max t3 speedup lib_splits bitwise ok
-      std::printf("SPLIT\t%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%s\t%s\t%s\n",
+      // SPLIT isa case shape mflop t1 t1min t1max t2 t2min t2max t3 speedup lib_splits bitwise ok other
+      std::printf("SPLIT\t%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%s\t%s\t%s\t%.2f\n",
                   rg::isa_name(isa), cs.label.c_str(), shape_text(s).c_str(), flops(s) * 1e-6, m1,
                   *std::min_element(t1.begin(), t1.end()), *std::max_element(t1.begin(), t1.end()), m2,
                   *std::min_element(t2.begin(), t2.end()), *std::max_element(t2.begin(), t2.end()), m3, m1 / m2,
-                  lib_splits ? "split" : "1 thread", same ? "same" : "DIFFERENT", ok ? "ok" : "MISMATCH");
+                  lib_splits ? "split" : "1 thread", same ? "same" : "DIFFERENT", ok ? "ok" : "MISMATCH", load.first);
       std::fflush(stdout);
     }
   }
