@@ -110,6 +110,13 @@ echo
 
 OUT=$WORK/out.tsv
 : > "$OUT"
+if [[ $FORKJOIN == 1 ]]; then
+  # The trivial fork-join probe runs first and again at the end: it drifts with the machine.
+  echo "=== forkjoin (trivial body, start): OPENBLAS_NUM_THREADS=1 gemm_bench forkjoin --part trivial ..." >&2
+  OPENBLAS_NUM_THREADS=1 "$BIN" forkjoin --part trivial --reps "$((REPS < 9 ? 9 : REPS))" --min-time "$MIN_TIME" \
+    | sed 's/^\(FJ[LP]\{0,1\}\)\t/\1\tstart\t/' | tee -a "$OUT" | grep -v -E '^(FJ|FJP|FJL|INFO)' >&2 \
+    || die "gemm_bench forkjoin --part trivial failed"
+fi
 for t in $THREADS; do
   echo "=== compare, $t thread(s): OPENBLAS_NUM_THREADS=$t gemm_bench compare --threads $t ..." >&2
   OPENBLAS_NUM_THREADS=$t "$BIN" compare --threads "$t" --isas "$ISAS" --sizes "$SIZES" --ref-max "$REF_MAX" \
@@ -119,7 +126,8 @@ done
 if [[ $FORKJOIN == 1 ]]; then
   echo "=== forkjoin: OPENBLAS_NUM_THREADS=1 gemm_bench forkjoin ..." >&2
   OPENBLAS_NUM_THREADS=1 "$BIN" forkjoin --reps "$((REPS < 9 ? 9 : REPS))" --min-time "$MIN_TIME" \
-    | tee -a "$OUT" | grep -v -E '^(SPLIT|FJ|FJP|INFO)' >&2 || die "gemm_bench forkjoin failed"
+    | sed 's/^\(FJ[LP]\{0,1\}\)\t/\1\tend\t/' | tee -a "$OUT" | grep -v -E '^(SPLIT|FJ|FJP|FJL|INFO)' >&2 \
+    || die "gemm_bench forkjoin failed"
 fi
 echo "load:     $(cat /proc/loadavg) (after)"
 echo
@@ -128,12 +136,13 @@ echo
 "$PY" - "$OUT" "$MARKDOWN" <<'EOF'
 import sys
 path, markdown = sys.argv[1], sys.argv[2] == "1"
-cmp, fj, fjp, split, info = [], [], [], [], []
+cmp, fj, fjp, fjl, split, info = [], [], [], [], [], []
 for line in open(path):
     f = line.rstrip("\n").split("\t")
     if f[0] == "CMP": cmp.append(f[1:])
     elif f[0] == "FJ": fj.append(f[1:])
     elif f[0] == "FJP": fjp.append(f[1:])
+    elif f[0] == "FJL": fjl.append(f[1:])
     elif f[0] == "SPLIT": split.append(f[1:])
     elif f[0] == "INFO": info.append(f[1:])
 
@@ -163,7 +172,7 @@ for f in cmp:
     t, case, shape, isa, kernel = int(f[0]), f[1], f[2], f[3], f[4]
     om, omin, omax, bm, bmin, bmax, ratio, err = map(float, f[5:13])
     res[(t, case, isa)] = dict(shape=shape, kernel=kernel, om=om, omin=omin, omax=omax, bm=bm, bmin=bmin,
-                               bmax=bmax, ratio=ratio, err=err, ok=f[13])
+                               bmax=bmax, ratio=ratio, err=err, ok=f[13], other=float(f[14]))
     if case not in cases: cases.append(case)
     if isa not in isas: isas.append(isa)
     if t not in threads: threads.append(t)
@@ -173,23 +182,24 @@ if cmp:
     print()
     hdr = ["case", "shape (m x n x k, op)", "ISA"]
     for t in threads: hdr += ["%dT ours" % t, "%dT OpenBLAS" % t, "%dT ratio" % t]
-    hdr += ["max rel err"]
+    hdr += ["max rel err", "other procs (cores)"]
     rows = []
     for case in cases:
         for isa in isas:
             cells = [r for r in (res.get((t, case, isa)) for t in threads) if r]
             if not cells: continue
             row = [case, cells[0]["shape"], isa]
-            errs = []
+            errs, others = [], []
             for t in threads:
                 r = res.get((t, case, isa))
                 if r:
                     row += ["%.1f (%.1f-%.1f)" % (r["om"], r["omin"], r["omax"]),
                             "%.1f (%.1f-%.1f)" % (r["bm"], r["bmin"], r["bmax"]), "%.2fx" % r["ratio"]]
-                    errs.append(r["err"])
+                    errs.append(r["err"]); others.append("%.2f" % r["other"])
                 else:
                     row += ["-", "-", "-"]
             row.append("%.1e" % max(errs))
+            row.append(" / ".join(others))
             rows.append(row)
     table(hdr, rows, [False, False, False] + [True] * (len(hdr) - 3))
 
@@ -228,25 +238,29 @@ if cmp:
     print()
 
 if fj:
-    print("fork-join cost, trivial body (microseconds per call; median of batch means, min-max)")
+    load = {f[0]: "%s (steal %s)" % (f[1], f[2]) for f in fjl}
+    print("fork-join cost, trivial body (microseconds per call; median of batch means, min-max);")
+    print("probe run at the start and at the end; other processes' cores during it: " +
+          ", ".join("%s %s" % kv for kv in load.items()))
     print()
-    table(["what", "us/call median", "min", "max"], [[f[0], "%.2f" % float(f[1]), "%.2f" % float(f[2]), "%.2f" % float(f[3])] for f in fj],
-          [False, True, True, True])
+    table(["when", "what", "us/call median", "min", "max"],
+          [[f[0], f[1], "%.3f" % float(f[2]), "%.3f" % float(f[3]), "%.3f" % float(f[4])] for f in fj],
+          [False, False, True, True, True])
 if fjp:
     print("single parallel_for calls at 2 threads, each timed (microseconds)")
     print()
-    table(["what", "p10", "p50", "p90", "p99"], [[f[0]] + ["%.1f" % float(x) for x in f[1:5]] for f in fjp],
-          [False, True, True, True, True])
+    table(["when", "what", "p10", "p50", "p90", "p99"], [[f[0], f[1]] + ["%.1f" % float(x) for x in f[2:6]] for f in fjp],
+          [False, False, True, True, True, True])
 if split:
     print("small GEMMs: 1 thread vs forced 2-way split vs f32_gemm with a 2-thread pool (us/call, medians)")
     print("speed-up = 1-thread / forced split; 'library does' = what f32_gemm does at 2 threads (threshold 2^21 flops)")
     print()
-    hdr = ["ISA", "case", "shape", "MFLOP", "1 thread us", "forced split us (min-max)", "speed-up", "f32_gemm 2T pool us", "library does", "split result"]
+    hdr = ["ISA", "case", "shape", "MFLOP", "1 thread us (min-max)", "forced split us (min-max)", "speed-up", "f32_gemm 2T pool us", "library does", "split result", "other procs (cores)"]
     rows = []
     for f in split:
         isa, case, shape, mflop = f[0], f[1], f[2], float(f[3])
         t1, t1n, t1x, t2, t2n, t2x, t3, sp = map(float, f[4:12])
-        rows.append([isa, case, shape, "%.2f" % mflop, "%.1f" % t1, "%.1f (%.1f-%.1f)" % (t2, t2n, t2x), "%.2fx" % sp,
-                     "%.1f" % t3, f[12], "bitwise same" if f[13] == "same" else "DIFFERENT"])
-    table(hdr, rows, [False, False, False, True, True, True, True, True, False, False])
+        rows.append([isa, case, shape, "%.2f" % mflop, "%.1f (%.1f-%.1f)" % (t1, t1n, t1x), "%.1f (%.1f-%.1f)" % (t2, t2n, t2x),
+                     "%.2fx" % sp, "%.1f" % t3, f[12], "bitwise same" if f[13] == "same" else "DIFFERENT", "%.2f" % float(f[15])])
+    table(hdr, rows, [False, False, False, True, True, True, True, True, False, False, True])
 EOF

@@ -114,6 +114,27 @@ TEST_P(KernelsOnIsa, BiasAndColumnSumsAreExact) {
     }
 }
 
+TEST_P(KernelsOnIsa, SoftmaxRowsMatchReference) {
+  Rng rng(15, 0);
+  for (int64_t rows : {1, 3})
+    for (int64_t cols : kSizes) {
+      if (cols == 0) continue;
+      const std::vector<float> x = random_vector(rows * cols, -30, 30, rng);
+      std::vector<float> want = x, got = x, same = x;
+      ref().softmax_rows(rows, cols, x.data(), want.data());
+      fast().softmax_rows(rows, cols, x.data(), got.data());
+      fast().softmax_rows(rows, cols, same.data(), same.data());
+      // The sum's order follows the vector width: a few ulp of the largest probability.
+      expect_close(got, want, rows * cols, 1e-7f, 2e-6f, "softmax");
+      expect_close(same, got, rows * cols, 0, 0, "softmax in place");
+      for (int64_t r = 0; r < rows; ++r) {
+        double total = 0;
+        for (int64_t c = 0; c < cols; ++c) total += got[static_cast<size_t>(r * cols + c)];
+        EXPECT_NEAR(total, 1.0, 1e-5);
+      }
+    }
+}
+
 TEST_P(KernelsOnIsa, SgdIsBitExact) {
   Rng rng(13, 0);
   for (int64_t n : kSizes) {

@@ -23,7 +23,8 @@ const F32GemmKernel& f32_gemm_kernel(Isa isa) {
 
 #define RG_F32_VECTOR_TABLE(isa)                                                                        \
   F32VectorKernels {                                                                                    \
-    f32_vunary__##isa, f32_vunary_grad__##isa, f32_add_bias__##isa, f32_column_sum__##isa, f32_sgd__##isa, \
+    f32_vunary__##isa, f32_vunary_grad__##isa, f32_add_bias__##isa, f32_column_sum__##isa,                 \
+        f32_softmax_rows__##isa, f32_sgd__##isa,                                                          \
         f32_adam__##isa, #isa                                                                           \
   }
 

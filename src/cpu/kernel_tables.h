@@ -23,6 +23,7 @@ struct F32VectorKernels {
   F32UnaryGrad unary_grad;
   F32AddBias add_bias;
   F32ColumnSum column_sum;
+  F32SoftmaxRows softmax_rows;
   F32Sgd sgd;
   F32Adam adam;
   const char* isa;  // which kernels these are: "sse2" also serves sse3 to sse4.1

@@ -59,7 +59,7 @@ void Activation::forward(const Tensor& x, const Tensor& y, const LayerContext&) 
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if (kind_ == ActivationKind::softmax) {
-      softmax_forward(x.shape()[0], n / x.shape()[0], x.data<T>(), y.data<T>());
+      softmax_rows(x.shape()[0], n / x.shape()[0], x.data<T>(), y.data<T>());
     } else {
       unary(unary_op_of(kind_), n, static_cast<T>(slope_), x.data<T>(), y.data<T>());
     }

@@ -27,6 +27,12 @@ inline void column_sum(int64_t rows, int64_t cols, const double* x, double* sums
     for (int64_t c = 0; c < cols; ++c) sums[c] += x[r * cols + c];
 }
 
+// Row-wise softmax of x [rows x cols] into y.
+inline void softmax_rows(int64_t rows, int64_t cols, const float* x, float* y) {
+  f32_vector().softmax_rows(rows, cols, x, y);
+}
+inline void softmax_rows(int64_t rows, int64_t cols, const double* x, double* y) { softmax_forward(rows, cols, x, y); }
+
 // y = f(x) for the elementwise activations.
 inline void unary(UnaryOp op, int64_t n, float slope, const float* x, float* y) {
   f32_vector().unary(op, n, slope, x, y);

@@ -43,6 +43,10 @@ void f32_column_sum__reference(int64_t rows, int64_t cols, const float* x, float
     for (int64_t c = 0; c < cols; ++c) sums[c] += x[r * cols + c];
 }
 
+void f32_softmax_rows__reference(int64_t rows, int64_t cols, const float* x, float* y) {
+  softmax_forward(rows, cols, x, y);
+}
+
 void f32_sgd__reference(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = grad[i] + step.weight_decay * w[i];

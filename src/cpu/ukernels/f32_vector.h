@@ -21,6 +21,10 @@ using F32AddBias = void (*)(int64_t rows, int64_t cols, const float* bias, float
 // sums[c] += sum over r of x[r][c], rows added in order (the same sum whatever the ISA width).
 using F32ColumnSum = void (*)(int64_t rows, int64_t cols, const float* x, float* sums);
 
+// Row-wise softmax of x [rows x cols] into y (in place allowed): max-subtracted exps over their sum.
+// The max and the sum are reductions whose order follows the vector width.
+using F32SoftmaxRows = void (*)(int64_t rows, int64_t cols, const float* x, float* y);
+
 struct SgdStep {
   float lr, momentum, weight_decay;
   bool nesterov;
@@ -41,6 +45,7 @@ using F32Adam = void (*)(int64_t n, const AdamStep& step, float* w, const float*
   void f32_vunary_grad__##isa(UnaryOp, int64_t, float, const float*, const float*, float*);            \
   void f32_add_bias__##isa(int64_t, int64_t, const float*, float*);                                    \
   void f32_column_sum__##isa(int64_t, int64_t, const float*, float*);                                  \
+  void f32_softmax_rows__##isa(int64_t, int64_t, const float*, float*);                                \
   void f32_sgd__##isa(int64_t, const SgdStep&, float*, const float*, float*);                          \
   void f32_adam__##isa(int64_t, const AdamStep&, float*, const float*, float*, float*);
 

@@ -105,6 +105,46 @@ void column_sum(int64_t rows, int64_t cols, const float* x, float* sums) {
   for (int64_t r = 0; r < rows; ++r) map2<B>(cols, sums, x + r * cols, sums, [](B s, B v) { return s + v; });
 }
 
+// Lanes hold partial results; the tail's padding lanes get `pad` so they cannot win a max
+// or add to a sum.
+template <class Arch>
+void softmax_rows(int64_t rows, int64_t cols, const float* x, float* y) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x + r * cols;
+    float* out = y + r * cols;
+    const int64_t full = cols / W * W;
+    B max_lanes(-HUGE_VALF);
+    for (int64_t i = 0; i < full; i += W) max_lanes = xsimd::max(max_lanes, B::load_unaligned(in + i));
+    alignas(64) float lanes[W];
+    max_lanes.store_aligned(lanes);
+    float max = lanes[0];
+    for (int64_t i = 1; i < W; ++i) max = lanes[i] > max ? lanes[i] : max;
+    for (int64_t i = full; i < cols; ++i) max = in[i] > max ? in[i] : max;
+    const B shift(max);
+    B sum_lanes(0.0f);
+    for (int64_t i = 0; i < full; i += W) {
+      const B e = xsimd::exp(B::load_unaligned(in + i) - shift);
+      e.store_unaligned(out + i);
+      sum_lanes += e;
+    }
+    if (full < cols) {  // the tail through the same vector exp, padding with -inf (exp = 0)
+      alignas(64) float tail[W];
+      for (int64_t i = 0; i < W; ++i) tail[i] = full + i < cols ? in[full + i] : -HUGE_VALF;
+      const B e = xsimd::exp(B::load_unaligned(tail) - shift);
+      e.store_unaligned(tail);
+      sum_lanes += e;
+      std::memcpy(out + full, tail, static_cast<size_t>(cols - full) * sizeof(float));
+    }
+    sum_lanes.store_aligned(lanes);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < W; ++i) sum += lanes[i];  // lanes in order: one fixed summation order
+    const B inverse_sum(1.0f / sum);
+    map1<B>(cols, out, out, [&](B v) { return v * inverse_sum; });
+  }
+}
+
 template <class Arch>
 void sgd(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {
   using B = xsimd::batch<float, Arch>;
@@ -162,6 +202,9 @@ void adam(int64_t n, const AdamStep& step, float* w, const float* grad, float* m
   }                                                                                                        \
   void f32_column_sum__##isa(int64_t rows, int64_t cols, const float* x, float* sums) {                   \
     ukernel::column_sum<Arch>(rows, cols, x, sums);                                                        \
+  }                                                                                                        \
+  void f32_softmax_rows__##isa(int64_t rows, int64_t cols, const float* x, float* y) {                  \
+    ukernel::softmax_rows<Arch>(rows, cols, x, y);                                                         \
   }                                                                                                        \
   void f32_sgd__##isa(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {            \
     ukernel::sgd<Arch>(n, step, w, grad, v);                                                               \
