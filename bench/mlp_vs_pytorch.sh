@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # retrograd vs PyTorch on the 784-256-128-10 ReLU MLP, Fashion-MNIST,
-# SGD lr 0.01 momentum 0.9, batch 64.
+# SGD lr 0.01 momentum 0.9, at batch 64 and 16.
 #
 # usage: bench/mlp_vs_pytorch.sh [--markdown]
 #   env REPS    repetitions per side and thread count (default 3)
 #   env EPOCHS  epochs per run (default 1)
 #   env THREADS thread counts to measure (default "1 2")
+#   env BATCHES batch sizes to measure (default "64 16")
 #   env SEED    seed for both sides (default 1)
 #
 # Builds retrograd if needed, then for each thread count runs retrograd and
@@ -15,12 +16,10 @@
 # accuracies. --markdown also prints rows for bench/RESULTS.md.
 #
 # PyTorch's speed here is mostly its BLAS: Debian's torch uses whatever the
-# libblas.so.3 alternative is (netlib reference BLAS by default). The header
-# names the library torch loaded. To measure against OpenBLAS without
-# installing it system-wide:
-#   apt-get download libopenblas0-pthread && dpkg -x libopenblas0-pthread_*.deb ob
-#   LD_LIBRARY_PATH=$PWD/ob/usr/lib/x86_64-linux-gnu/openblas-pthread bench/mlp_vs_pytorch.sh
-# (pytorch_mlp.py caps OpenBLAS's threads at --threads.)
+# libblas.so.3 alternative is. The script runs tools/setup.sh --bench, which
+# installs torch and OpenBLAS (libopenblas0-pthread becomes the alternative, so
+# torch runs on a fast BLAS, not the netlib reference BLAS); the header names
+# the library torch loaded. pytorch_mlp.py caps OpenBLAS's threads at --threads.
 #
 # Fails (non-zero exit, message on stderr) if the build, either side's run, or
 # the torch import fails, or if a run's JSON is missing or incomplete: no
@@ -42,7 +41,7 @@ REPS=${REPS:-3}
 EPOCHS=${EPOCHS:-1}
 THREADS=${THREADS:-"1 2"}
 SEED=${SEED:-1}
-BATCH=64
+BATCHES=${BATCHES:-"64 16"}
 DATA=/usr/share/datasets/fashion-mnist
 PY=/usr/bin/python3   # Debian's python3-torch; not a pyenv python3 on PATH
 
@@ -53,6 +52,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 # --- prerequisites -----------------------------------------------------------
+bash tools/setup.sh --bench >&2 || die "tools/setup.sh --bench failed"
 [[ -x "$PY" ]] || die "$PY not found"
 TORCH_VERSION=$("$PY" -c 'import torch; print(torch.__version__)' 2>&1) \
   || die "torch is missing for $PY (apt-get install python3-torch): $TORCH_VERSION"
@@ -100,8 +100,8 @@ fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mlp_vs_pytorch.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-RG_CMD='build/retrograd train --model mlp --epochs '"$EPOCHS"' --batch '"$BATCH"' --threads T --seed '"$SEED"' --json FILE'
-PT_CMD="$PY bench/pytorch_mlp.py --epochs $EPOCHS --batch $BATCH --threads T --seed $SEED"
+RG_CMD='build/retrograd train --model mlp --epochs '"$EPOCHS"' --batch B --threads T --seed '"$SEED"' --json FILE'
+PT_CMD="$PY bench/pytorch_mlp.py --epochs $EPOCHS --batch B --threads T --seed $SEED"
 
 echo "machine: $CPU, nproc $NPROC"
 echo "date:    $DATE"
@@ -109,7 +109,7 @@ echo "commit:  $COMMIT"
 echo "build:   build/ ($BUILDTYPE)"
 echo "torch:   $TORCH_VERSION ($PY)"
 echo "blas:    $TORCH_BLAS (loaded by torch)"
-echo "runs:    REPS=$REPS EPOCHS=$EPOCHS THREADS=\"$THREADS\", retrograd and pytorch alternately"
+echo "runs:    REPS=$REPS EPOCHS=$EPOCHS THREADS=\"$THREADS\" BATCHES=\"$BATCHES\", retrograd and pytorch alternately"
 echo "commands:"
 echo "  $RG_CMD"
 echo "  $PT_CMD"
@@ -141,30 +141,32 @@ print(d["train_samples_per_s"], d["test_accuracy"], d["peak_rss_bytes"])
 EOF
 }
 
-RESULTS="$WORK/results.tsv"   # side threads rep samples_per_s test_acc peak_rss
+RESULTS="$WORK/results.tsv"   # side batch threads rep samples_per_s test_acc peak_rss
 : > "$RESULTS"
+for BATCH in $BATCHES; do
 for t in $THREADS; do
   for ((r = 1; r <= REPS; r++)); do
     # retrograd
-    rj="$WORK/rg-t$t-r$r.json"
-    echo "[threads $t, rep $r/$REPS] retrograd ..." >&2
+    rj="$WORK/rg-b$BATCH-t$t-r$r.json"
+    echo "[batch $BATCH, threads $t, rep $r/$REPS] retrograd ..." >&2
     build/retrograd train --model mlp --epochs "$EPOCHS" --batch "$BATCH" \
-        --threads "$t" --seed "$SEED" --json "$rj" > "$WORK/rg-t$t-r$r.log" 2>&1 \
-      || { tail -n 20 "$WORK/rg-t$t-r$r.log" >&2; die "retrograd run failed (threads $t, rep $r)"; }
+        --threads "$t" --seed "$SEED" --json "$rj" > "$WORK/rg-b$BATCH-t$t-r$r.log" 2>&1 \
+      || { tail -n 20 "$WORK/rg-b$BATCH-t$t-r$r.log" >&2; die "retrograd run failed (threads $t, rep $r)"; }
     vals=$(check_json "$rj" retrograd "$t") || die "retrograd output rejected (threads $t, rep $r)"
-    echo "retrograd $t $r $vals" >> "$RESULTS"
+    echo "retrograd $BATCH $t $r $vals" >> "$RESULTS"
     echo "  retrograd: $vals  (samples/s test_acc peak_rss)" >&2
 
     # pytorch
-    pj="$WORK/pt-t$t-r$r.json"
-    echo "[threads $t, rep $r/$REPS] pytorch ..." >&2
+    pj="$WORK/pt-b$BATCH-t$t-r$r.json"
+    echo "[batch $BATCH, threads $t, rep $r/$REPS] pytorch ..." >&2
     "$PY" bench/pytorch_mlp.py --epochs "$EPOCHS" --batch "$BATCH" \
-        --threads "$t" --seed "$SEED" > "$pj" 2> "$WORK/pt-t$t-r$r.log" \
-      || { tail -n 20 "$WORK/pt-t$t-r$r.log" >&2; die "pytorch run failed (threads $t, rep $r)"; }
+        --threads "$t" --seed "$SEED" > "$pj" 2> "$WORK/pt-b$BATCH-t$t-r$r.log" \
+      || { tail -n 20 "$WORK/pt-b$BATCH-t$t-r$r.log" >&2; die "pytorch run failed (threads $t, rep $r)"; }
     vals=$(check_json "$pj" pytorch "$t") || die "pytorch output rejected (threads $t, rep $r)"
-    echo "pytorch $t $r $vals" >> "$RESULTS"
+    echo "pytorch $BATCH $t $r $vals" >> "$RESULTS"
     echo "  pytorch:   $vals  (samples/s test_acc peak_rss)" >&2
   done
+done
 done
 
 # --- summary -----------------------------------------------------------------
@@ -174,9 +176,9 @@ path, markdown = sys.argv[1], sys.argv[2] == "1"
 cpu, nproc, date, commit, reps, epochs = sys.argv[3:9]
 runs = {}
 for line in open(path):
-    side, t, r, sps, acc, rss = line.split()
-    runs.setdefault((int(t), side), []).append((float(sps), float(acc), int(rss)))
-threads = sorted({t for t, _ in runs})
+    side, b, t, r, sps, acc, rss = line.split()
+    runs.setdefault(((int(b), int(t)), side), []).append((float(sps), float(acc), int(rss)))
+threads = sorted({t for t, _ in runs}, key=lambda bt: (-bt[0], bt[1]))  # (batch, threads)
 
 def span(xs, fmt):
     lo, hi = min(xs), max(xs)
@@ -188,7 +190,7 @@ for t in threads:
     rs, ps = [x[0] for x in rg], [x[0] for x in pt]
     rm, pm = statistics.median(rs), statistics.median(ps)
     rows.append(dict(
-        t=t,
+        t="%d, %d" % t,
         rg="%.0f (%.0f-%.0f)" % (rm, min(rs), max(rs)),
         pt="%.0f (%.0f-%.0f)" % (pm, min(ps), max(ps)),
         ratio="%.2fx" % (rm / pm),
@@ -199,9 +201,9 @@ for t in threads:
         rraw=" ".join("%.0f" % x for x in rs),
         praw=" ".join("%.0f" % x for x in ps)))
 
-hdr = ("threads", "retrograd samples/s median (min-max)", "pytorch samples/s median (min-max)",
+hdr = ("batch, threads", "retrograd samples/s median (min-max)", "pytorch samples/s median (min-max)",
        "ratio rg/pt", "retrograd test acc", "pytorch test acc")
-cells = [(str(r["t"]), r["rg"], r["pt"], r["ratio"], r["rga"], r["pta"]) for r in rows]
+cells = [(r["t"], r["rg"], r["pt"], r["ratio"], r["rga"], r["pta"]) for r in rows]
 w = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(hdr)]
 print("  ".join(h.ljust(w[i]) for i, h in enumerate(hdr)))
 print("  ".join("-" * w[i] for i in range(len(hdr))))
@@ -210,10 +212,10 @@ for c in cells:
 print()
 print("each run, in order (samples/s):")
 for r in rows:
-    print("  threads %d  retrograd: %s   pytorch: %s" % (r["t"], r["rraw"], r["praw"]))
+    print("  batch, threads %s  retrograd: %s   pytorch: %s" % (r["t"], r["rraw"], r["praw"]))
 print("peak RSS (MiB):")
 for r in rows:
-    print("  threads %d  retrograd: %s   pytorch: %s" % (r["t"], r["rgm"], r["ptm"]))
+    print("  batch, threads %s  retrograd: %s   pytorch: %s" % (r["t"], r["rgm"], r["ptm"]))
 print("%s runs of %s epoch(s) per side and thread count; ratio = retrograd median / pytorch median"
       % (reps, epochs))
 

@@ -347,7 +347,7 @@ TEST(Cfg, PresetMlp) {
   EXPECT_EQ(model.value()->target(), TargetKind::labels);
   std::vector<Param*> params = model.value()->params();
   ASSERT_EQ(params.size(), 6u);
-  EXPECT_EQ(params[0]->value.shape(), (Shape{256, 784}));  // [out, in]
+  EXPECT_EQ(params[0]->value.shape(), (Shape{784, 256}));  // [in, out]
   EXPECT_EQ(params[5]->value.shape(), Shape{10});
   EXPECT_EQ(params[0]->name, "dense1.weight");
 }

@@ -129,11 +129,11 @@ std::vector<double> reference_forward(const std::string& name, Layer& layer, con
   std::vector<double> xv = values(x), y;
   if (name.rfind("dense", 0) == 0) {
     std::vector<Param*> p = layer.params();
-    const int64_t out = p[0]->value.shape()[0];
+    const int64_t out = p[0]->value.shape()[1];  // W is [in, out]
     for (int64_t i = 0; i < n; ++i)
       for (int64_t o = 0; o < out; ++o) {
         double sum = p.size() > 1 ? get(p[1]->value, o) : 0.0;
-        for (int64_t j = 0; j < in; ++j) sum += xv[static_cast<size_t>(i * in + j)] * get(p[0]->value, o * in + j);
+        for (int64_t j = 0; j < in; ++j) sum += xv[static_cast<size_t>(i * in + j)] * get(p[0]->value, j * out + o);
         y.push_back(sum);
       }
     return y;
@@ -278,7 +278,7 @@ TEST(Dense, BackwardAccumulatesParamGrads) {
     std::vector<Param*> params = dense.params();
     ASSERT_EQ(params.size(), 2u);
     EXPECT_EQ(params[0]->name, "d.weight");
-    EXPECT_EQ(params[0]->value.shape(), (Shape{4, 6}));  // [out, in]
+    EXPECT_EQ(params[0]->value.shape(), (Shape{6, 4}));  // [in, out]
     EXPECT_EQ(params[1]->name, "d.bias");
     for (Param* p : params) {
       for (double g : values(p->grad)) ASSERT_EQ(g, 0.0) << "grads start at zero";
@@ -320,7 +320,7 @@ TEST(Dense, NoBiasHasOnlyWeight) {
   Rng rng(1);
   ASSERT_TRUE(dense.init(rng, DType::f32).ok());
   ASSERT_EQ(dense.params().size(), 1u);
-  EXPECT_EQ(dense.params()[0]->value.shape(), (Shape{3, 4}));
+  EXPECT_EQ(dense.params()[0]->value.shape(), (Shape{4, 3}));  // [in, out]
   for (double w : values(dense.params()[0]->value)) EXPECT_EQ(w, 0.0);
 }
 

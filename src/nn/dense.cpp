@@ -22,8 +22,8 @@ Result<Shape> Dense::configure(const Shape& input) {
 }
 
 Status Dense::init(Rng& rng, DType dtype) {
-  RG_ASSIGN(weight_.value, Tensor::zeros(Shape{units_, in_}, dtype, name() + ".weight"));
-  RG_ASSIGN(weight_.grad, Tensor::zeros(Shape{units_, in_}, dtype, name() + ".weight.grad"));
+  RG_ASSIGN(weight_.value, Tensor::zeros(Shape{in_, units_}, dtype, name() + ".weight"));
+  RG_ASSIGN(weight_.grad, Tensor::zeros(Shape{in_, units_}, dtype, name() + ".weight.grad"));
   weight_.name = name() + ".weight";
   initialise(weight_.value, init_, in_, units_, rng);
   if (has_bias_) {
@@ -39,8 +39,8 @@ void Dense::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* out = y.data<T>();
-    // y[n x out] = x[n x in] * W[out x in]^T
-    gemm(GemmShape{Trans::no, Trans::yes, n, units_, in_, in_, in_, units_}, T(1), x.data<T>(),
+    // y[n x out] = x[n x in] * W[in x out]
+    gemm(GemmShape{Trans::no, Trans::no, n, units_, in_, in_, units_, units_}, T(1), x.data<T>(),
          weight_.value.data<T>(), T(0), out, ctx.pool);
     if (has_bias_) add_bias(n, units_, bias_.value.data<T>(), out);
   });
@@ -52,14 +52,14 @@ void Dense::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const T
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* g = dy.data<T>();
-    // dW[out x in] += dy[n x out]^T * x[n x in]
-    gemm(GemmShape{Trans::yes, Trans::no, units_, in_, n, units_, in_, in_}, T(1), g, x.data<T>(), T(1),
+    // dW[in x out] += x[n x in]^T * dy[n x out]
+    gemm(GemmShape{Trans::yes, Trans::no, in_, units_, n, in_, units_, units_}, T(1), x.data<T>(), g, T(1),
          weight_.grad.data<T>(), ctx.pool);
     // db[j] += sum_i dy[i, j], rows in order so the sum does not depend on threads
     if (has_bias_) column_sum(n, units_, g, bias_.grad.data<T>());
     if (dx.defined()) {
-      // dx[n x in] = dy[n x out] * W[out x in]
-      gemm(GemmShape{Trans::no, Trans::no, n, in_, units_, units_, in_, in_}, T(1), g, weight_.value.data<T>(),
+      // dx[n x in] = dy[n x out] * W[in x out]^T
+      gemm(GemmShape{Trans::no, Trans::yes, n, in_, units_, units_, units_, in_}, T(1), g, weight_.value.data<T>(),
            T(0), dx.data<T>(), ctx.pool);
     }
   });

@@ -1,5 +1,6 @@
-// Fully connected layer: y[n x out] = x[n x in] * W^T + b, W stored [out x in]
-// (the PyTorch layout, so weights can be compared with it directly).
+// Fully connected layer: y[n x out] = x[n x in] * W + b, W stored [in x out] (PyTorch's
+// is the transpose). In this layout the forward and dW products read W and dy untransposed,
+// so the GEMM uses them in place instead of packing the largest matrix every step.
 #pragma once
 
 #include "nn/init.h"
@@ -29,7 +30,7 @@ class Dense : public Layer {
   Init init_;
   bool has_bias_;
   int64_t in_ = 0;
-  Param weight_;  // [out, in]
+  Param weight_;  // [in, out]
   Param bias_;    // [out]
 };
 

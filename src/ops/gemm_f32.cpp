@@ -64,11 +64,16 @@ void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64
   }
 }
 
+// With few rows of C, each panel of B serves few tiles and packing it costs more than it
+// saves: an untransposed B is then read in place, NR-wide column strips ldb apart.
+constexpr int64_t kMaxRowsForBInPlace = 96;
+
 // C[i0:i1, j0:j1] (already scaled by beta) += alpha * op(A) op(B), on the calling thread.
 void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, const float* a, const float* b,
                  float* c, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
   const int64_t mc = std::max(mr, kMCTarget / mr * mr), nc = std::max(nr, kNCTarget / nr * nr);
+  const bool b_in_place = s.trans_b == Trans::no && i1 - i0 <= kMaxRowsForBInPlace;
   thread_local std::vector<float> a_pack, b_pack;  // workspace: (MC + NC) * KC floats per thread
   a_pack.resize(static_cast<size_t>(mc * kKC));
   b_pack.resize(static_cast<size_t>(nc * kKC));
@@ -76,14 +81,19 @@ void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, c
     const int64_t depth = std::min(kKC, s.k - p0);
     for (int64_t jc = j0; jc < j1; jc += nc) {
       const int64_t cols = std::min(nc, j1 - jc);
-      pack_b(s, b, p0, depth, jc, cols, nr, b_pack.data());
+      // Columns [0, in_place) of this block are read from B itself; the rest is packed.
+      const int64_t in_place = b_in_place ? cols / nr * nr : 0;
+      if (in_place < cols) pack_b(s, b, p0, depth, jc + in_place, cols - in_place, nr, b_pack.data());
       for (int64_t ic = i0; ic < i1; ic += mc) {
         const int64_t rows = std::min(mc, i1 - ic);
         pack_a(s, a, ic, rows, p0, depth, mr, a_pack.data());
         for (int64_t jr = 0; jr < cols; jr += nr) {
+          const bool direct = jr < in_place;
+          const float* b_panel = direct ? b + p0 * s.ldb + jc + jr : b_pack.data() + (jr - in_place) * depth;
+          const int64_t ldb = direct ? s.ldb : nr;
           for (int64_t ir = 0; ir < rows; ir += mr) {
-            kernel.tile(depth, a_pack.data() + ir * depth, b_pack.data() + jr * depth, alpha,
-                        c + (ic + ir) * s.ldc + jc + jr, s.ldc, std::min(mr, rows - ir), std::min(nr, cols - jr));
+            kernel.tile(depth, a_pack.data() + ir * depth, b_panel, ldb, alpha, c + (ic + ir) * s.ldc + jc + jr, s.ldc,
+                        std::min(mr, rows - ir), std::min(nr, cols - jr));
           }
         }
       }

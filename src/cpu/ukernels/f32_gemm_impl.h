@@ -12,8 +12,8 @@ namespace rg {
 namespace ukernel {
 
 template <class Arch, int MR, int NR>
-inline void f32_gemm_tile(int64_t depth, const float* a_panel, const float* b_panel, float alpha, float* c,
-                          int64_t ldc, int64_t rows, int64_t cols) {
+inline void f32_gemm_tile(int64_t depth, const float* a_panel, const float* b_panel, int64_t ldb, float alpha,
+                          float* c, int64_t ldc, int64_t rows, int64_t cols) {
   using Batch = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(Batch::size);
   constexpr int NV = NR / W;
@@ -28,7 +28,7 @@ inline void f32_gemm_tile(int64_t depth, const float* a_panel, const float* b_pa
   for (int64_t p = 0; p < depth; ++p) {
     Batch b[NV];
 #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) b[v] = Batch::load_unaligned(b_panel + p * NR + v * W);
+    for (int v = 0; v < NV; ++v) b[v] = Batch::load_unaligned(b_panel + p * ldb + v * W);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const Batch a(a_panel[p * MR + r]);
