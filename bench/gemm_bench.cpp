@@ -14,6 +14,11 @@
 //     it is also set with openblas_set_num_threads and checked with openblas_get_num_threads.
 //
 //   gemm_bench forkjoin [--isas LIST] [--reps R] [--min-time S] [--part trivial|gemm|all]
+//
+//   Both take --quiet-max S: before each repetition wait up to S seconds for a 0.5 s window in
+//   which other processes use < 0.1 cores, and measure a repetition again (up to 3 times) when
+//   they used > 0.15 cores during it. The per-case load and the number of redone repetitions
+//   are reported; without the option nothing waits and nothing is redone.
 //     ThreadPool::parallel_for with a trivial body at 1 and 2 threads vs a plain call, then
 //     small GEMMs at 1 thread vs a forced 2-way split (the library's own split, done here
 //     with parallel_for over f32_gemm on sub-blocks, whatever the library's threshold says)
@@ -124,6 +129,24 @@ class LoadMeter {
   double busy0_ = 0, steal0_ = 0, self0_ = 0, wall0_ = 0;
 };
 
+// Waits (up to max_s) for a 0.5 s window in which other processes used < 0.1 cores.
+// Returns false if none came. max_s <= 0: returns at once.
+bool wait_quiet(double max_s) {
+  if (max_s <= 0) return true;
+  const double until = now_s() + max_s;
+  do {
+    const LoadMeter m;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (m.read().first < 0.1) return true;
+  } while (now_s() < until);
+  return false;
+}
+
+// With --quiet-max: a repetition during which other processes used more than this many cores
+// is measured again (at most kMaxRedo times per repetition; the last try is kept regardless).
+constexpr double kBusyRep = 0.15;
+constexpr int kMaxRedo = 3;
+
 // A GEMM case: shape plus a label ("1024", "mlp_l1_fwd 64x256x784 NT").
 struct Case {
   std::string label;
@@ -220,7 +243,8 @@ struct Args {
   int reps = 5;
   double min_time = 0.3;
   std::string part = "all";  // forkjoin: trivial, gemm or all
-  double gap = 0.2;  // seconds of sleep after OpenBLAS at > 1 thread (its idle threads spin-wait a while)
+  double gap = 0.2;
+  double quiet_max = 0;  // seconds to wait for a quiet machine before each repetition (0: don't)  // seconds of sleep after OpenBLAS at > 1 thread (its idle threads spin-wait a while)
 };
 
 Args parse_args(int argc, char** argv) {
@@ -241,6 +265,7 @@ Args parse_args(int argc, char** argv) {
     else if (k == "--reps") a.reps = std::atoi(v.c_str());
     else if (k == "--min-time") a.min_time = std::atof(v.c_str());
     else if (k == "--part") a.part = v;
+    else if (k == "--quiet-max") a.quiet_max = std::atof(v.c_str());
     else if (k == "--gap") a.gap = std::atof(v.c_str());
     else fail("unknown option " + k);
   }
@@ -317,26 +342,43 @@ int run_compare(const Args& args) {
     for (float x : c_expect)
       if (!std::isfinite(x)) fail("OpenBLAS produced a non-finite value for " + cs.label);
 
-    const LoadMeter meter;
+    std::vector<double> rep_load;
+    int redone = 0;
     std::vector<double> blas_t;
     std::vector<std::vector<double>> ours_t(case_isas.size());
     std::vector<double> worst_err(case_isas.size(), 0.0);
     for (int r = 0; r < args.reps; ++r) {
-      blas_t.push_back(time_per_call(blas_call, blas_iters));
-      const double e_blas = rel_error(c_blas, c_expect);
-      if (!(e_blas <= kTol)) fail("OpenBLAS's result changed between calls for " + cs.label);
-      if (args.threads > 1 && args.gap > 0)
-        std::this_thread::sleep_for(std::chrono::duration<double>(args.gap));
-      for (size_t i = 0; i < case_isas.size(); ++i) {
-        rg::set_active_isa(case_isas[i]);
-        std::fill(c_ours.begin(), c_ours.end(), NAN);  // beta 0 must overwrite every element
-        ours_t[i].push_back(time_per_call(ours_calls[i], ours_iters[i]));
-        const double e = rel_error(c_ours, c_expect);  // the last timed call's result
-        worst_err[i] = std::max(worst_err[i], e);
+      for (int attempt = 0;; ++attempt) {
+        wait_quiet(args.quiet_max);
+        const LoadMeter meter;
+        const double tb = time_per_call(blas_call, blas_iters);
+        const double e_blas = rel_error(c_blas, c_expect);
+        if (!(e_blas <= kTol)) fail("OpenBLAS's result changed between calls for " + cs.label);
+        if (args.threads > 1 && args.gap > 0)
+          std::this_thread::sleep_for(std::chrono::duration<double>(args.gap));
+        std::vector<double> to(case_isas.size());
+        for (size_t i = 0; i < case_isas.size(); ++i) {
+          rg::set_active_isa(case_isas[i]);
+          std::fill(c_ours.begin(), c_ours.end(), NAN);  // beta 0 must overwrite every element
+          to[i] = time_per_call(ours_calls[i], ours_iters[i]);
+          const double e = rel_error(c_ours, c_expect);  // the last timed call's result
+          worst_err[i] = std::max(worst_err[i], e);     // every try is checked, kept or not
+        }
+        const double busy = meter.read().first;
+        if (args.quiet_max > 0 && busy > kBusyRep && attempt < kMaxRedo) {
+          ++redone;
+          continue;
+        }
+        blas_t.push_back(tb);
+        for (size_t i = 0; i < case_isas.size(); ++i) ours_t[i].push_back(to[i]);
+        rep_load.push_back(busy);
+        break;
       }
     }
 
-    const auto load = meter.read();
+    double load_sum = 0;
+    for (double x : rep_load) load_sum += x;
+    const std::pair<double, double> load{load_sum / static_cast<double>(rep_load.size()), static_cast<double>(redone)};
     const double f = flops(s);
     const auto bstats = [&](const std::vector<double>& t) {
       std::vector<double> g;
@@ -345,7 +387,7 @@ int run_compare(const Args& args) {
     };
     const auto bs = bstats(blas_t);
     std::printf("\n%s (%s), %d thread(s): OpenBLAS %.1f GFLOP/s (%.1f-%.1f), %lld calls/rep; "
-                "other processes used %.2f cores, steal %.2f\n",
+                "other processes used %.2f cores (mean over kept repetitions), %.0f repetitions redone\n",
                 cs.label.c_str(), shape_text(s).c_str(), args.threads, bs[0], bs[1], bs[2],
                 static_cast<long long>(blas_iters), load.first, load.second);
     for (size_t i = 0; i < case_isas.size(); ++i) {
@@ -356,10 +398,10 @@ int run_compare(const Args& args) {
       std::printf("  %-9s %-26s %7.2f GFLOP/s (%.2f-%.2f)  ratio %.3f  max rel err %.2e %s  %lld calls/rep\n",
                   rg::isa_name(case_isas[i]), kernel.name, os[0], os[1], os[2], os[0] / bs[0], worst_err[i],
                   ok ? "ok" : "MISMATCH", static_cast<long long>(ours_iters[i]));
-      // CMP threads case shape isa kernel ours_med ours_min ours_max blas_med blas_min blas_max ratio err ok other
-      std::printf("CMP\t%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.3e\t%s\t%.2f\n",
+      // CMP threads case shape isa kernel ours_med ours_min ours_max blas_med blas_min blas_max ratio err ok other redone
+      std::printf("CMP\t%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.3e\t%s\t%.2f\t%d\n",
                   args.threads, cs.label.c_str(), shape_text(s).c_str(), rg::isa_name(case_isas[i]), kernel.name, os[0],
-                  os[1], os[2], bs[0], bs[1], bs[2], os[0] / bs[0], worst_err[i], ok ? "ok" : "MISMATCH", load.first);
+                  os[1], os[2], bs[0], bs[1], bs[2], os[0] / bs[0], worst_err[i], ok ? "ok" : "MISMATCH", load.first, redone);
     }
     std::fflush(stdout);
   }
@@ -396,6 +438,7 @@ int run_forkjoin(const Args& args) {
 
   // 1. Fork-join with a trivial body.
   if (args.part == "all" || args.part == "trivial") {
+    wait_quiet(args.quiet_max);
     const LoadMeter meter;
     std::vector<int64_t> sink(4, 0);
     const std::function<void(int64_t, int64_t)> body = [&](int64_t b, int64_t e) { sink[static_cast<size_t>(b) & 3] += e; };
@@ -486,12 +529,23 @@ int run_forkjoin(const Args& args) {
       std::function<void()> split = [&] { split_gemm(s, op.a.data(), op.b.data(), c2.data(), pool2); };
       std::function<void()> lib = [&] { rg::f32_gemm(s, 1.0f, op.a.data(), op.b.data(), 0.0f, c3.data(), &pool2); };
       const int64_t i1 = calibrate(one, mt), i2 = calibrate(split, mt), i3 = calibrate(lib, mt);
-      const LoadMeter meter;
-      std::vector<double> t1, t2, t3;
+      std::vector<double> t1, t2, t3, rep_load;
+      int redone = 0;
       for (int r = 0; r < reps; ++r) {
-        t1.push_back(time_per_call(one, i1) * 1e6);
-        t2.push_back(time_per_call(split, i2) * 1e6);
-        t3.push_back(time_per_call(lib, i3) * 1e6);
+        for (int attempt = 0;; ++attempt) {
+          if (r == 0 || attempt > 0) wait_quiet(args.quiet_max);
+          const LoadMeter meter;
+          const double a1 = time_per_call(one, i1) * 1e6;
+          const double a2 = time_per_call(split, i2) * 1e6;
+          const double a3 = time_per_call(lib, i3) * 1e6;
+          const double busy = meter.read().first;
+          if (args.quiet_max > 0 && busy > kBusyRep && attempt < kMaxRedo) {
+            ++redone;
+            continue;
+          }
+          t1.push_back(a1), t2.push_back(a2), t3.push_back(a3), rep_load.push_back(busy);
+          break;
+        }
       }
       // Check against OpenBLAS (1 thread) and that the split gives the 1-thread result.
       std::vector<float> cb(c1.size());
@@ -500,15 +554,16 @@ int run_forkjoin(const Args& args) {
       const bool same = c1 == c2 && c1 == c3;
       const bool ok = e1 <= kTol && e2 <= kTol && e3 <= kTol;
       all_ok = all_ok && ok;
-      const auto load = meter.read();
+      double load = 0;
+      for (double x : rep_load) load += x / static_cast<double>(rep_load.size());
       const double m1 = median(t1), m2 = median(t2), m3 = median(t3);
       const bool lib_splits = flops(s) >= static_cast<double>(int64_t{1} << 21);
-      // SPLIT isa case shape mflop t1 t1min t1max t2 t2min t2max t3 speedup lib_splits bitwise ok other
-      std::printf("SPLIT\t%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%s\t%s\t%s\t%.2f\n",
+      // SPLIT isa case shape mflop t1 t1min t1max t2 t2min t2max t3 speedup lib_splits bitwise ok other redone
+      std::printf("SPLIT\t%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%s\t%s\t%s\t%.2f\t%d\n",
                   rg::isa_name(isa), cs.label.c_str(), shape_text(s).c_str(), flops(s) * 1e-6, m1,
                   *std::min_element(t1.begin(), t1.end()), *std::max_element(t1.begin(), t1.end()), m2,
                   *std::min_element(t2.begin(), t2.end()), *std::max_element(t2.begin(), t2.end()), m3, m1 / m2,
-                  lib_splits ? "split" : "1 thread", same ? "same" : "DIFFERENT", ok ? "ok" : "MISMATCH", load.first);
+                  lib_splits ? "split" : "1 thread", same ? "same" : "DIFFERENT", ok ? "ok" : "MISMATCH", load, redone);
       std::fflush(stdout);
     }
   }

@@ -11,6 +11,11 @@
 #                 re-measure it and show the noise)
 #   env REF_MAX   largest square size for the reference level (default 512; it is slow)
 #   env FORKJOIN  0 skips the fork-join / small-GEMM probe (default 1)
+#   env QUIET_MAX seconds to wait, before each repetition, for a moment when other
+#                 processes use < 0.1 cores; a repetition during which they used > 0.15
+#                 cores is measured again, up to 3 times (default 0: no waiting, no redo).
+#                 The machine is shared: the tables give the other processes' mean load
+#                 (cores) over the kept repetitions, and how many were redone.
 #   --quick       REPS=3 MIN_TIME=0.1, square sizes up to 512 (a smoke run, not a result)
 #
 # Builds the library (ninja -C build) and bench/gemm_bench.cpp with a direct g++ line
@@ -32,7 +37,7 @@ for arg in "$@"; do
   case "$arg" in
     --markdown) MARKDOWN=1 ;;
     --quick) QUICK=1 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $arg" ;;
   esac
 done
@@ -47,6 +52,7 @@ SIZES=${SIZES:-"128,256,512,1024,2048"}
 ISAS=${ISAS:-"reference,sse2,sse3,ssse3,sse4.1,avx,avx2"}
 REF_MAX=${REF_MAX:-512}
 FORKJOIN=${FORKJOIN:-1}
+QUIET_MAX=${QUIET_MAX:-0}
 PY=/usr/bin/python3
 
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer (got '$REPS')"
@@ -105,7 +111,7 @@ echo "commit:   $COMMIT"
 echo "build:    build/ ($BUILDTYPE); bench: ${CXX_CMD[*]}"
 echo "openblas: Debian libopenblas0-pthread $OB_VERSION ($OB_LIB/libopenblas.so)"
 echo "load:     $(cat /proc/loadavg) (before)"
-echo "runs:     THREADS=\"$THREADS\" REPS=$REPS MIN_TIME=$MIN_TIME SIZES=$SIZES REF_MAX=$REF_MAX ISAS=$ISAS"
+echo "runs:     THREADS=\"$THREADS\" REPS=$REPS MIN_TIME=$MIN_TIME SIZES=$SIZES REF_MAX=$REF_MAX ISAS=$ISAS QUIET_MAX=$QUIET_MAX FORKJOIN=$FORKJOIN"
 echo
 
 OUT=$WORK/out.tsv
@@ -113,19 +119,19 @@ OUT=$WORK/out.tsv
 if [[ $FORKJOIN == 1 ]]; then
   # The trivial fork-join probe runs first and again at the end: it drifts with the machine.
   echo "=== forkjoin (trivial body, start): OPENBLAS_NUM_THREADS=1 gemm_bench forkjoin --part trivial ..." >&2
-  OPENBLAS_NUM_THREADS=1 "$BIN" forkjoin --part trivial --reps "$((REPS < 9 ? 9 : REPS))" --min-time "$MIN_TIME" \
+  OPENBLAS_NUM_THREADS=1 "$BIN" forkjoin --part trivial --reps "$((REPS < 9 ? 9 : REPS))" --min-time "$MIN_TIME" --quiet-max "$QUIET_MAX" \
     | sed 's/^\(FJ[LP]\{0,1\}\)\t/\1\tstart\t/' | tee -a "$OUT" | grep -v -E '^(FJ|FJP|FJL|INFO)' >&2 \
     || die "gemm_bench forkjoin --part trivial failed"
 fi
 for t in $THREADS; do
   echo "=== compare, $t thread(s): OPENBLAS_NUM_THREADS=$t gemm_bench compare --threads $t ..." >&2
   OPENBLAS_NUM_THREADS=$t "$BIN" compare --threads "$t" --isas "$ISAS" --sizes "$SIZES" --ref-max "$REF_MAX" \
-      --reps "$REPS" --min-time "$MIN_TIME" | tee -a "$OUT" | grep -v -E '^(CMP|INFO)' >&2 \
+      --reps "$REPS" --min-time "$MIN_TIME" --quiet-max "$QUIET_MAX" | tee -a "$OUT" | grep -v -E '^(CMP|INFO)' >&2 \
     || die "gemm_bench compare --threads $t failed"
 done
 if [[ $FORKJOIN == 1 ]]; then
   echo "=== forkjoin: OPENBLAS_NUM_THREADS=1 gemm_bench forkjoin ..." >&2
-  OPENBLAS_NUM_THREADS=1 "$BIN" forkjoin --reps "$((REPS < 9 ? 9 : REPS))" --min-time "$MIN_TIME" \
+  OPENBLAS_NUM_THREADS=1 "$BIN" forkjoin --reps "$((REPS < 9 ? 9 : REPS))" --min-time "$MIN_TIME" --quiet-max "$QUIET_MAX" \
     | sed 's/^\(FJ[LP]\{0,1\}\)\t/\1\tend\t/' | tee -a "$OUT" | grep -v -E '^(SPLIT|FJ|FJP|FJL|INFO)' >&2 \
     || die "gemm_bench forkjoin failed"
 fi
@@ -172,7 +178,7 @@ for f in cmp:
     t, case, shape, isa, kernel = int(f[0]), f[1], f[2], f[3], f[4]
     om, omin, omax, bm, bmin, bmax, ratio, err = map(float, f[5:13])
     res[(t, case, isa)] = dict(shape=shape, kernel=kernel, om=om, omin=omin, omax=omax, bm=bm, bmin=bmin,
-                               bmax=bmax, ratio=ratio, err=err, ok=f[13], other=float(f[14]))
+                               bmax=bmax, ratio=ratio, err=err, ok=f[13], other=float(f[14]), redone=int(f[15]))
     if case not in cases: cases.append(case)
     if isa not in isas: isas.append(isa)
     if t not in threads: threads.append(t)
@@ -182,7 +188,7 @@ if cmp:
     print()
     hdr = ["case", "shape (m x n x k, op)", "ISA"]
     for t in threads: hdr += ["%dT ours" % t, "%dT OpenBLAS" % t, "%dT ratio" % t]
-    hdr += ["max rel err", "other procs (cores)"]
+    hdr += ["max rel err", "other procs, cores (reps redone)"]
     rows = []
     for case in cases:
         for isa in isas:
@@ -195,7 +201,7 @@ if cmp:
                 if r:
                     row += ["%.1f (%.1f-%.1f)" % (r["om"], r["omin"], r["omax"]),
                             "%.1f (%.1f-%.1f)" % (r["bm"], r["bmin"], r["bmax"]), "%.2fx" % r["ratio"]]
-                    errs.append(r["err"]); others.append("%.2f" % r["other"])
+                    errs.append(r["err"]); others.append("%.2f (%d)" % (r["other"], r["redone"]))
                 else:
                     row += ["-", "-", "-"]
             row.append("%.1e" % max(errs))
@@ -255,12 +261,12 @@ if split:
     print("small GEMMs: 1 thread vs forced 2-way split vs f32_gemm with a 2-thread pool (us/call, medians)")
     print("speed-up = 1-thread / forced split; 'library does' = what f32_gemm does at 2 threads (threshold 2^21 flops)")
     print()
-    hdr = ["ISA", "case", "shape", "MFLOP", "1 thread us (min-max)", "forced split us (min-max)", "speed-up", "f32_gemm 2T pool us", "library does", "split result", "other procs (cores)"]
+    hdr = ["ISA", "case", "shape", "MFLOP", "1 thread us (min-max)", "forced split us (min-max)", "speed-up", "f32_gemm 2T pool us", "library does", "split result", "other procs, cores (reps redone)"]
     rows = []
     for f in split:
         isa, case, shape, mflop = f[0], f[1], f[2], float(f[3])
         t1, t1n, t1x, t2, t2n, t2x, t3, sp = map(float, f[4:12])
         rows.append([isa, case, shape, "%.2f" % mflop, "%.1f (%.1f-%.1f)" % (t1, t1n, t1x), "%.1f (%.1f-%.1f)" % (t2, t2n, t2x),
-                     "%.2fx" % sp, "%.1f" % t3, f[12], "bitwise same" if f[13] == "same" else "DIFFERENT", "%.2f" % float(f[15])])
+                     "%.2fx" % sp, "%.1f" % t3, f[12], "bitwise same" if f[13] == "same" else "DIFFERENT", "%.2f (%s)" % (float(f[15]), f[16])])
     table(hdr, rows, [False, False, False, True, True, True, True, True, False, False, True])
 EOF

@@ -97,7 +97,7 @@ def count_checks(path, tally):
 
 
 def main(argv):
-    pairs, xml_dirs, checks = [], [], []
+    xml_dirs, checks = [], []
     args = list(argv)
     positional = []
     while args:

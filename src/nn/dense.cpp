@@ -52,11 +52,15 @@ void Dense::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const T
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* g = dy.data<T>();
-    // dW[in x out] += x[n x in]^T * dy[n x out]
-    gemm(GemmShape{Trans::yes, Trans::no, in_, units_, n, in_, units_, units_}, T(1), x.data<T>(), g, T(1),
+    const T keep = ctx.accumulate_grads ? T(1) : T(0);
+    // dW[in x out] (+)= x[n x in]^T * dy[n x out]
+    gemm(GemmShape{Trans::yes, Trans::no, in_, units_, n, in_, units_, units_}, T(1), x.data<T>(), g, keep,
          weight_.grad.data<T>(), ctx.pool);
-    // db[j] += sum_i dy[i, j], rows in order so the sum does not depend on threads
-    if (has_bias_) column_sum(n, units_, g, bias_.grad.data<T>());
+    // db[j] (+)= sum_i dy[i, j], rows in order so the sum does not depend on threads
+    if (has_bias_) {
+      if (!ctx.accumulate_grads) bias_.grad.fill_zero();
+      column_sum(n, units_, g, bias_.grad.data<T>());
+    }
     if (dx.defined()) {
       // dx[n x in] = dy[n x out] * W[in x out]^T
       gemm(GemmShape{Trans::no, Trans::yes, n, in_, units_, units_, units_, in_}, T(1), g, weight_.value.data<T>(),

@@ -24,6 +24,9 @@ struct Param {
 struct LayerContext {
   ThreadPool* pool = nullptr;
   bool training = false;
+  // backward adds to the param grads (true), or overwrites them (false: the first micro-batch
+  // of a step, which saves zeroing every grad before it).
+  bool accumulate_grads = true;
 };
 
 class Layer {
@@ -45,8 +48,9 @@ class Layer {
 
   // x [n, in...] -> y [n, out...]; y is allocated by the caller.
   virtual void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) = 0;
-  // Given x, y of the forward and dy = dL/dy: adds dL/dparam to each param's grad and,
-  // when dx is defined, writes dx = dL/dx (dx is undefined for the first layer).
+  // Given x, y of the forward and dy = dL/dy: adds dL/dparam to each param's grad (or writes
+  // it, when !ctx.accumulate_grads) and, when dx is defined, writes dx = dL/dx (dx is
+  // undefined for the first layer).
   virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                         const LayerContext& ctx) = 0;
 

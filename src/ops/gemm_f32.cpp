@@ -68,9 +68,10 @@ void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64
 // saves: an untransposed B is then read in place, NR-wide column strips ldb apart.
 constexpr int64_t kMaxRowsForBInPlace = 96;
 
-// C[i0:i1, j0:j1] (already scaled by beta) += alpha * op(A) op(B), on the calling thread.
+// C[i0:i1, j0:j1] = alpha * op(A) op(B) + beta * C, on the calling thread: the first
+// KC block applies beta, the later ones add to it.
 void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, const float* a, const float* b,
-                 float* c, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+                 float beta, float* c, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
   const int64_t mc = std::max(mr, kMCTarget / mr * mr), nc = std::max(nr, kNCTarget / nr * nr);
   const bool b_in_place = s.trans_b == Trans::no && i1 - i0 <= kMaxRowsForBInPlace;
@@ -92,8 +93,8 @@ void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, c
           const float* b_panel = direct ? b + p0 * s.ldb + jc + jr : b_pack.data() + (jr - in_place) * depth;
           const int64_t ldb = direct ? s.ldb : nr;
           for (int64_t ir = 0; ir < rows; ir += mr) {
-            kernel.tile(depth, a_pack.data() + ir * depth, b_panel, ldb, alpha, c + (ic + ir) * s.ldc + jc + jr, s.ldc,
-                        std::min(mr, rows - ir), std::min(nr, cols - jr));
+            kernel.tile(depth, a_pack.data() + ir * depth, b_panel, ldb, alpha, p0 == 0 ? beta : 1.0f,
+                        c + (ic + ir) * s.ldc + jc + jr, s.ldc, std::min(mr, rows - ir), std::min(nr, cols - jr));
           }
         }
       }
@@ -105,26 +106,25 @@ void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, c
 
 void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
               ThreadPool* pool) {
-  for (int64_t i = 0; i < s.m; ++i) {
-    float* row = c + i * s.ldc;
-    if (beta == 0.0f) {
-      std::fill(row, row + s.n, 0.0f);
-    } else if (beta != 1.0f) {
-      for (int64_t j = 0; j < s.n; ++j) row[j] *= beta;
+  if (s.m == 0 || s.n == 0) return;
+  if (s.k == 0 || alpha == 0.0f) {  // no product: C = beta * C (beta 0 ignores what C held)
+    for (int64_t i = 0; i < s.m; ++i) {
+      float* row = c + i * s.ldc;
+      for (int64_t j = 0; j < s.n; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
     }
+    return;
   }
-  if (s.m == 0 || s.n == 0 || s.k == 0 || alpha == 0.0f) return;
   const F32GemmKernel& kernel = f32_gemm_kernel(active_isa());
   // Split the larger of m and n into tile-aligned ranges, one per thread; small products stay on one thread.
   const int64_t flops = 2 * s.m * s.n * s.k;
   if (pool == nullptr || pool->threads() == 1 || flops < (int64_t{1} << 21)) {
-    gemm_region(s, kernel, alpha, a, b, c, 0, s.m, 0, s.n);
+    gemm_region(s, kernel, alpha, a, b, beta, c, 0, s.m, 0, s.n);
   } else if (s.m >= s.n) {
     pool->parallel_for(s.m, kernel.mr,
-                       [&](int64_t i0, int64_t i1) { gemm_region(s, kernel, alpha, a, b, c, i0, i1, 0, s.n); });
+                       [&](int64_t i0, int64_t i1) { gemm_region(s, kernel, alpha, a, b, beta, c, i0, i1, 0, s.n); });
   } else {
     pool->parallel_for(s.n, kernel.nr,
-                       [&](int64_t j0, int64_t j1) { gemm_region(s, kernel, alpha, a, b, c, 0, s.m, j0, j1); });
+                       [&](int64_t j0, int64_t j1) { gemm_region(s, kernel, alpha, a, b, beta, c, 0, s.m, j0, j1); });
   }
 }
 

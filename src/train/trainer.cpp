@@ -79,7 +79,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
   }
   const int64_t n = train.size();
   const int64_t steps_per_epoch = (n + options_.batch - 1) / options_.batch;
-  LayerContext ctx{&pool_, true};
+  LayerContext ctx{&pool_, true, false};  // one micro-batch per step: backward writes the grads
   std::vector<EpochRecord> records;
   const int64_t last = options_.stop_after > 0 ? std::min(options_.stop_after, options_.epochs) : options_.epochs;
   for (int64_t epoch = epochs_done_; epoch < last; ++epoch) {
@@ -94,7 +94,6 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
       const Tensor target = load_batch(train, order.data() + begin, count);
-      model_.zero_grads();
       const Tensor out = model_.forward(x_.rows(0, count), ctx);
       const double loss = compute_loss(model_.loss(), out, target, 1.0 / static_cast<double>(count), model_.output_grad());
       if (!std::isfinite(loss)) {

@@ -2,7 +2,8 @@
 //   a_panel: depth x MR floats, a_panel[p * MR + r] = op(A)[row r][p]
 //   b_panel: depth rows of NR floats, ldb apart: b_panel[p * ldb + c] = op(B)[p][col c]
 //            (ldb = NR for a packed panel; B's own row stride when B is used in place)
-//   C[r][c] += alpha * sum_p a_panel[p][r] * b_panel[p][c]  for r < rows <= MR, c < cols <= NR
+//   C[r][c] = alpha * sum_p a_panel[p][r] * b_panel[p][c] + beta * C[r][c]  for r < rows <= MR, c < cols <= NR
+//   (beta = 0: C is not read, so NaN or garbage there is ignored)
 // Partial tiles (rows < MR or cols < NR) do the same arithmetic as full ones, so where a
 // tile boundary falls (it moves with the thread count) never changes a result.
 // Declarations only (no inline code: isa/*.cpp files include this with their ISA flags).
@@ -13,11 +14,11 @@
 namespace rg {
 
 using F32GemmTile = void (*)(int64_t depth, const float* a_panel, const float* b_panel, int64_t ldb, float alpha,
-                             float* c, int64_t ldc, int64_t rows, int64_t cols);
+                             float beta, float* c, int64_t ldc, int64_t rows, int64_t cols);
 
-void f32_gemm_6x8__reference(int64_t, const float*, const float*, int64_t, float, float*, int64_t, int64_t, int64_t);
-void f32_gemm_6x8__sse2(int64_t, const float*, const float*, int64_t, float, float*, int64_t, int64_t, int64_t);
-void f32_gemm_6x16__avx(int64_t, const float*, const float*, int64_t, float, float*, int64_t, int64_t, int64_t);
-void f32_gemm_6x16__avx2_fma(int64_t, const float*, const float*, int64_t, float, float*, int64_t, int64_t, int64_t);
+void f32_gemm_6x8__reference(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
+void f32_gemm_6x8__sse2(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
+void f32_gemm_6x16__avx(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
+void f32_gemm_6x16__avx2_fma(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 
 }  // namespace rg

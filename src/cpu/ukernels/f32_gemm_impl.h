@@ -13,7 +13,7 @@ namespace ukernel {
 
 template <class Arch, int MR, int NR>
 inline void f32_gemm_tile(int64_t depth, const float* a_panel, const float* b_panel, int64_t ldb, float alpha,
-                          float* c, int64_t ldc, int64_t rows, int64_t cols) {
+                          float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) {
   using Batch = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(Batch::size);
   constexpr int NV = NR / W;
@@ -37,27 +37,33 @@ inline void f32_gemm_tile(int64_t depth, const float* a_panel, const float* b_pa
     }
   }
 
-  // C += alpha * acc, through a copy for partial tiles so the arithmetic is the same.
-  const Batch scale(alpha);
+  // C = alpha * acc + beta * C, through a copy for partial tiles so the arithmetic is the same:
+  // beta 1 is fma(alpha, acc, C); beta 0 never reads C; any other beta scales C first.
+  const Batch scale(alpha), keep(beta);
+  auto update = [&](float* out, const Batch& sum) {
+    if (beta == 0.0f) {
+      (scale * sum).store_unaligned(out);
+    } else if (beta == 1.0f) {
+      xsimd::fma(scale, sum, Batch::load_unaligned(out)).store_unaligned(out);
+    } else {
+      xsimd::fma(scale, sum, keep * Batch::load_unaligned(out)).store_unaligned(out);
+    }
+  };
   if (rows == MR && cols == NR) {
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 16
-      for (int v = 0; v < NV; ++v) {
-        float* out = c + r * ldc + v * W;
-        xsimd::fma(scale, acc[r][v], Batch::load_unaligned(out)).store_unaligned(out);
-      }
+      for (int v = 0; v < NV; ++v) update(c + r * ldc + v * W, acc[r][v]);
     return;
   }
   alignas(64) float tile[MR][NR] = {};
-  for (int64_t r = 0; r < rows; ++r) std::memcpy(tile[r], c + r * ldc, static_cast<size_t>(cols) * sizeof(float));
+  if (beta != 0.0f) {
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(tile[r], c + r * ldc, static_cast<size_t>(cols) * sizeof(float));
+  }
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) {
-      float* out = &tile[r][v * W];
-      xsimd::fma(scale, acc[r][v], Batch::load_unaligned(out)).store_unaligned(out);
-    }
+    for (int v = 0; v < NV; ++v) update(&tile[r][v * W], acc[r][v]);
   for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile[r], static_cast<size_t>(cols) * sizeof(float));
 }
 

@@ -1,0 +1,262 @@
+#!/bin/bash
+# Runs a small set of checks on emulated old CPUs with qemu-user (DESIGN.md section 6.5):
+#   -cpu Opteron_G1,-pni  Athlon 64 / Opteron (K8) without SSE3: must choose sse2
+#   -cpu Opteron_G2       Athlon 64 X2 (K8 with SSE3):            must choose sse3
+#   -cpu Conroe           Core 2 (Merom/Conroe):                  must choose ssse3
+#   -cpu Penryn           Core 2 (Penryn/Wolfdale):               must choose sse4.1
+# For each CPU: `retrograd probe` must report exactly that level (best and chosen) and an
+# ISA kernel with no AVX; test_gemm's micro-tile and thread-count tests of every level the
+# CPU has must run and pass; a 1000-sample mlp epoch must finish with a test accuracy line;
+# RETROGRAD_ISA=avx2 must exit 2 with a message, not crash; tests/startup_demands_avx2 (the
+# start-up check of a program built for AVX2) must stop with exit 2 before main, and start
+# under -cpu Haswell-noTSX. qemu 7.2 raises SIGILL when an instruction needs a CPUID bit
+# the model lacks: any SIGILL fails loudly. Always with -cpu: without it qemu emulates a
+# CPU with AVX2. Emulated SIMD runs ~30-60x slower, hence the short test filter. Takes
+# about 1.5 minutes on a 2-core machine.
+#
+# Usage: bash tools/qemu_old_cpus.sh [RESULTS_FILE]   (after tools/build.sh)
+# Writes one line a check to RESULTS_FILE (default build/qemu-results.txt): "PASS label" or
+# "FAIL label: why", and test_gemm's GoogleTest XML to build/test-results-qemu/; both are
+# counted by tools/count_tests.py (tools/test.sh does it). Exits 1 when a check failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+results=${1:-build/qemu-results.txt}
+xml_dir=build/test-results-qemu
+log_dir=build/qemu-logs
+retrograd=build/retrograd
+test_gemm=build/tests/test_gemm
+test_kernels=build/tests/test_kernels
+startup_demo=build/tests/startup_demands_avx2  # tests/startup_demands_avx2.cpp
+unset RETROGRAD_ISA GTEST_FILTER GTEST_OUTPUT
+ulimit -c 0  # qemu writes a core file into the working directory on SIGILL
+
+mkdir -p "$(dirname "$results")"
+: > "$results"
+rm -rf "$xml_dir" "$log_dir"
+mkdir -p "$xml_dir" "$log_dir"
+
+failures=0
+pass() { echo "PASS $1" >> "$results"; echo "  ok    $1"; }
+fail() {
+  failures=$((failures + 1))
+  echo "FAIL $1: $2" >> "$results"
+  echo "  FAIL  $1: $2"
+}
+# Exit status 132 is 128 + SIGILL (4): qemu re-raises the guest's signal on itself.
+sigill() {  # $1 label, $2 exit status, $3 log file
+  if [ "$2" -eq 132 ] || grep -q "uncaught target signal 4" "$3" 2>/dev/null; then
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+    echo "!!! SIGILL: $1"
+    echo "!!! An instruction this CPU lacks ran (a kernel above its level, or an AVX copy of a"
+    echo "!!! shared inline function: DESIGN.md section 4; tools/check_isa_leaks.py). Log: $3"
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+    return 0
+  fi
+  return 1
+}
+describe_status() {  # $1 exit status
+  case "$1" in
+    124) echo "timed out" ;;
+    132) echo "SIGILL (illegal instruction)" ;;
+    134) echo "SIGABRT" ;;
+    136) echo "SIGFPE" ;;
+    139) echo "SIGSEGV" ;;
+    *) echo "exit status $1" ;;
+  esac
+}
+
+for tool in qemu-x86_64 python3; do
+  if ! command -v "$tool" >/dev/null; then
+    fail "qemu setup" "$tool is not installed (bash tools/setup.sh --tests installs qemu-user)"
+    exit 1
+  fi
+done
+for binary in "$retrograd" "$test_gemm" "$test_kernels"; do
+  if [ ! -x "$binary" ]; then
+    fail "qemu setup" "$binary is missing: build first (bash tools/build.sh)"
+    exit 1
+  fi
+done
+echo "qemu: $(qemu-x86_64 --version | head -1)"
+cpu_models=$(qemu-x86_64 -cpu help)
+
+# CPU model (with feature changes) | level it must choose | what it stands for
+cpus=(
+  "Opteron_G1,-pni|sse2|Athlon 64 / Opteron (K8) without SSE3"
+  "Opteron_G2|sse3|Athlon 64 X2 (K8 with SSE3)"
+  "Conroe|ssse3|Core 2 (Conroe)"
+  "Penryn|sse4.1|Core 2 (Penryn)"
+)
+levels=(reference sse2 sse3 ssse3 sse4.1)  # in order; GoogleTest names spell sse4.1 "sse4_1"
+
+# The GoogleTest filter for one CPU: every transpose case of MicroTileEdges (tile and tail
+# sizes) and two of ThreadCountDoesNotChangeBits (about 2.5 s each under qemu; bigger sizes
+# that go through the cache blocking) for each level up to the CPU's, plus the ISA-free
+# Gemm.* tests. The reference level's thread test runs natively in the suite already.
+gemm_filter() {  # $1 the CPU's level
+  local filter="Gemm.*" level name
+  for level in "${levels[@]}"; do
+    name=${level//./_}
+    filter+=":*GemmTrans.MicroTileEdges/${name}_*"
+    if [ "$level" != reference ]; then
+      filter+=":*GemmTrans.ThreadCountDoesNotChangeBits/${name}_AB:*GemmTrans.ThreadCountDoesNotChangeBits/${name}_AtBt"
+    fi
+    [ "$level" = "$1" ] && break
+  done
+  echo "$filter"
+}
+
+start_all=$SECONDS
+for entry in "${cpus[@]}"; do
+  IFS='|' read -r cpu expected what <<<"$entry"
+  model=${cpu%%,*}
+  tag=${cpu//,/}  # Opteron_G1-pni: for file names
+  echo "== -cpu $cpu: $what, must choose $expected"
+  start=$SECONDS
+  if ! grep -qE "^x86 +$model( |$)" <<<"$cpu_models"; then
+    fail "$cpu: CPU model" "this qemu ($(qemu-x86_64 --version | head -1)) has no CPU model $model (qemu-x86_64 -cpu help)"
+    continue
+  fi
+  qemu=(timeout 300 qemu-x86_64 -cpu "$cpu")
+
+  # 1. probe: the ISA choice and the kernel it names.
+  log=$log_dir/probe-$tag.log
+  "${qemu[@]}" "$retrograd" probe > "$log" 2>&1
+  status=$?
+  if sigill "retrograd probe under -cpu $cpu" "$status" "$log"; then
+    fail "$cpu: probe" "SIGILL (illegal instruction); see $log"
+  elif [ "$status" -ne 0 ]; then
+    fail "$cpu: probe" "$(describe_status $status); see $log"
+  else
+    isa_line=$(grep -E '^isa ' "$log" | head -1)
+    kernels_line=$(grep -E '^kernels ' "$log" | head -1 | sed -E 's/^kernels +//')
+    best=$(sed -nE 's/^isa +best ([^,]+), chosen ([^ ]+).*/\1/p' <<<"$isa_line")
+    chosen=$(sed -nE 's/^isa +best ([^,]+), chosen ([^ ]+).*/\2/p' <<<"$isa_line")
+    if [ "$best" = "$expected" ] && [ "$chosen" = "$expected" ]; then
+      pass "$cpu: probe chooses $expected"
+    else
+      fail "$cpu: probe chooses $expected" "probe says '${isa_line:-no isa line}'"
+    fi
+    if [ -n "$kernels_line" ] && ! grep -qi avx <<<"$kernels_line"; then
+      pass "$cpu: probe names a non-AVX kernel ($kernels_line)"
+    else
+      fail "$cpu: probe names a non-AVX kernel" "probe says '${kernels_line:-no kernels line}'"
+    fi
+  fi
+
+  # 2. test_gemm: the kernels of every level this CPU has.
+  log=$log_dir/test_gemm-$tag.log
+  xml=$xml_dir/test_gemm@$tag.xml
+  GTEST_OUTPUT=xml:$xml "${qemu[@]}" "$test_gemm" --gtest_filter="$(gemm_filter "$expected")" > "$log" 2>&1
+  status=$?
+  if sigill "test_gemm under -cpu $cpu" "$status" "$log"; then
+    fail "$cpu: test_gemm runs to the end" "SIGILL (illegal instruction); see $log"
+  elif [ "$status" -ne 0 ]; then
+    fail "$cpu: test_gemm runs to the end" "$(describe_status $status); see $log (failed cases are counted from $xml)"
+  else
+    pass "$cpu: test_gemm runs to the end"
+  fi
+  # The filter must have run cases of every level up to the CPU's, none skipped: a skip
+  # means the CPU detection missed a level, no cases means the test names changed.
+  coverage=$(python3 - "$xml" "$expected" "${levels[@]}" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+path, expected, levels = sys.argv[1], sys.argv[2], sys.argv[3:]
+try:
+    cases = list(ET.parse(path).getroot().iter("testcase"))
+except (OSError, ET.ParseError) as e:
+    print(f"no readable report {path}: {e}"); sys.exit(1)
+problems = []
+for level in levels[:levels.index(expected) + 1]:
+    name = level.replace(".", "_")
+    mine = [c for c in cases if c.get("name", "").split("/")[-1].startswith(name + "_")]
+    ran = [c for c in mine if c.get("result") != "skipped" and c.find("skipped") is None]
+    if not ran:
+        problems.append(f"{level}: {len(mine)} cases, none ran")
+    elif len(ran) < len(mine):
+        problems.append(f"{level}: {len(mine) - len(ran)} of {len(mine)} cases skipped")
+print("; ".join(problems) if problems else f"{len(cases)} cases")
+sys.exit(1 if problems else 0)
+EOF
+  )
+  if [ $? -eq 0 ]; then
+    pass "$cpu: test_gemm covers reference..$expected ($coverage)"
+  else
+    fail "$cpu: test_gemm covers reference..$expected" "$coverage"
+  fi
+
+  # 2b. test_kernels, whole: every elementwise kernel of every level this CPU has (fast).
+  log=$log_dir/test_kernels-$tag.log
+  GTEST_OUTPUT=xml:$xml_dir/test_kernels@$tag.xml "${qemu[@]}" "$test_kernels" > "$log" 2>&1
+  status=$?
+  if sigill "test_kernels under -cpu $cpu" "$status" "$log"; then
+    fail "$cpu: test_kernels runs to the end" "SIGILL (illegal instruction); see $log"
+  elif [ "$status" -ne 0 ]; then
+    fail "$cpu: test_kernels runs to the end" "$(describe_status $status); see $log"
+  else
+    pass "$cpu: test_kernels runs to the end"
+  fi
+
+  # 3. A short training run at the CPU's own level.
+  log=$log_dir/train-$tag.log
+  "${qemu[@]}" "$retrograd" train --data synthetic --limit 1000 --epochs 1 --threads 1 > "$log" 2>&1
+  status=$?
+  if sigill "retrograd train under -cpu $cpu" "$status" "$log"; then
+    fail "$cpu: mlp training" "SIGILL (illegal instruction); see $log"
+  elif [ "$status" -ne 0 ]; then
+    fail "$cpu: mlp training" "$(describe_status $status); see $log"
+  elif ! accuracy=$(grep -E 'test accuracy +[0-9.]+' "$log" | head -1) || [ -z "$accuracy" ]; then
+    fail "$cpu: mlp training" "exit 0 but no 'test accuracy' line; see $log"
+  else
+    pass "$cpu: mlp training ($(echo "$accuracy" | tr -s ' ' | sed 's/^ //'))"
+  fi
+
+  # 4. Asking for more than the CPU has: exit 2 and a message naming the level, no crash.
+  log=$log_dir/cap-avx2-$tag.log
+  RETROGRAD_ISA=avx2 "${qemu[@]}" "$retrograd" probe > "$log" 2>&1
+  status=$?
+  if sigill "RETROGRAD_ISA=avx2 retrograd probe under -cpu $cpu" "$status" "$log"; then
+    fail "$cpu: RETROGRAD_ISA=avx2 refused" "SIGILL (illegal instruction); see $log"
+  elif [ "$status" -eq 2 ] && grep -q "RETROGRAD_ISA=avx2" "$log" && grep -q "$expected" "$log"; then
+    pass "$cpu: RETROGRAD_ISA=avx2 refused ($(grep -m1 RETROGRAD_ISA "$log"))"
+  else
+    fail "$cpu: RETROGRAD_ISA=avx2 refused" "$(describe_status $status), want exit 2 and a message naming RETROGRAD_ISA=avx2 and $expected; see $log"
+  fi
+
+  # 5. The start-up check (src/cpu/startup_check.cpp) of a program built as if for AVX2 and
+  #    FMA: it must stop with exit 2 and a message before main, not with SIGILL.
+  if [ -x "$startup_demo" ]; then
+    log=$log_dir/startup_demands_avx2-$tag.log
+    "${qemu[@]}" "$startup_demo" > "$log" 2>&1
+    status=$?
+    if sigill "startup_demands_avx2 under -cpu $cpu" "$status" "$log"; then
+      fail "$cpu: start-up check stops an AVX2 build" "SIGILL (illegal instruction); see $log"
+    elif [ "$status" -eq 2 ] && grep -q "compiled for instructions this CPU lacks:.*AVX2" "$log" && ! grep -q started "$log"; then
+      pass "$cpu: start-up check stops an AVX2 build ($(grep -o 'lacks:.*' "$log" | head -1))"
+    else
+      fail "$cpu: start-up check stops an AVX2 build" "$(describe_status $status), want exit 2 and a message naming AVX2 before main; see $log"
+    fi
+  fi
+  echo "   ($((SECONDS - start)) s)"
+done
+
+# The other way: on a CPU with AVX2 and FMA the same program starts.
+if [ -x "$startup_demo" ]; then
+  cpu=Haswell-noTSX
+  echo "== -cpu $cpu: an AVX2 and FMA CPU"
+  log=$log_dir/startup_demands_avx2-$cpu.log
+  timeout 60 qemu-x86_64 -cpu "$cpu" "$startup_demo" > "$log" 2>&1
+  status=$?
+  if sigill "startup_demands_avx2 under -cpu $cpu" "$status" "$log"; then
+    fail "$cpu: start-up check lets an AVX2 build start" "SIGILL (illegal instruction); see $log"
+  elif [ "$status" -eq 0 ] && grep -qx started "$log"; then
+    pass "$cpu: start-up check lets an AVX2 build start"
+  else
+    fail "$cpu: start-up check lets an AVX2 build start" "$(describe_status $status), want exit 0 and 'started'; see $log"
+  fi
+else
+  echo "SKIP startup_demands_avx2: $startup_demo is not built" >> "$results"
+  echo "  skip  $startup_demo is not built: the start-up check is not run"
+fi
+
+echo "qemu_old_cpus.sh: $(grep -c '^PASS' "$results") checks passed, $failures failed in $((SECONDS - start_all)) s; logs in $log_dir/"
+[ "$failures" -eq 0 ]
