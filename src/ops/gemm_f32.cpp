@@ -16,51 +16,46 @@ constexpr int64_t kKC = 256;
 constexpr int64_t kMCTarget = 72;   // rounded down to a multiple of MR
 constexpr int64_t kNCTarget = 1024; // rounded down to a multiple of NR
 
-// op(A)[i0 : i0+rows, p0 : p0+depth] -> panels of mr rows, panel[p * mr + r]; rows past `rows` are 0.
-void pack_a(const GemmShape& s, const float* a, int64_t i0, int64_t rows, int64_t p0, int64_t depth, int64_t mr,
-            float* out) {
-  for (int64_t ir = 0; ir < rows; ir += mr) {
-    const int64_t live = std::min(mr, rows - ir);
-    if (s.trans_a == Trans::no) {
-      // Rows of A are contiguous in p: read each row once, write it down the panel's column r.
-      for (int64_t r = 0; r < live; ++r) {
-        const float* row = a + (i0 + ir + r) * s.lda + p0;
-        for (int64_t p = 0; p < depth; ++p) out[p * mr + r] = row[p];
-      }
-      for (int64_t r = live; r < mr; ++r)
-        for (int64_t p = 0; p < depth; ++p) out[p * mr + r] = 0.0f;
-    } else {
+// Packs a depth x width strip of a matrix into panels `w` wide: panel[p * w + r] = element
+// (p, r) = src[p * stride_p + r * stride_r]; lanes past `width` are 0. A strip of op(A) (w = MR)
+// and one of op(B) (w = NR) are both this, with the strides their transposes give; the loop
+// order follows whichever stride is 1, so the source is read contiguously.
+void pack_panels(const float* src, int64_t stride_p, int64_t stride_r, int64_t depth, int64_t width, int64_t w,
+                 float* out) {
+  for (int64_t r0 = 0; r0 < width; r0 += w, out += depth * w) {
+    const int64_t live = std::min(w, width - r0);
+    const float* strip = src + r0 * stride_r;
+    if (stride_r == 1) {
       for (int64_t p = 0; p < depth; ++p) {
-        const float* row = a + (p0 + p) * s.lda + i0 + ir;
-        for (int64_t r = 0; r < live; ++r) out[p * mr + r] = row[r];
-        for (int64_t r = live; r < mr; ++r) out[p * mr + r] = 0.0f;
+        for (int64_t r = 0; r < live; ++r) out[p * w + r] = strip[p * stride_p + r];
+        for (int64_t r = live; r < w; ++r) out[p * w + r] = 0.0f;
       }
+    } else {
+      for (int64_t r = 0; r < live; ++r)
+        for (int64_t p = 0; p < depth; ++p) out[p * w + r] = strip[p * stride_p + r * stride_r];
+      for (int64_t r = live; r < w; ++r)
+        for (int64_t p = 0; p < depth; ++p) out[p * w + r] = 0.0f;
     }
-    out += depth * mr;
   }
 }
 
-// op(B)[p0 : p0+depth, j0 : j0+cols] -> panels of nr columns, panel[p * nr + c]; columns past `cols` are 0.
+// op(A)[i0 : i0+rows, p0 : p0+depth] -> panels of mr rows.
+void pack_a(const GemmShape& s, const float* a, int64_t i0, int64_t rows, int64_t p0, int64_t depth, int64_t mr,
+            float* out) {
+  if (s.trans_a == Trans::no) {
+    pack_panels(a + i0 * s.lda + p0, 1, s.lda, depth, rows, mr, out);
+  } else {
+    pack_panels(a + p0 * s.lda + i0, s.lda, 1, depth, rows, mr, out);
+  }
+}
+
+// op(B)[p0 : p0+depth, j0 : j0+cols] -> panels of nr columns.
 void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64_t j0, int64_t cols, int64_t nr,
             float* out) {
-  for (int64_t jr = 0; jr < cols; jr += nr) {
-    const int64_t live = std::min(nr, cols - jr);
-    if (s.trans_b == Trans::no) {
-      for (int64_t p = 0; p < depth; ++p) {
-        const float* row = b + (p0 + p) * s.ldb + j0 + jr;
-        for (int64_t c = 0; c < live; ++c) out[p * nr + c] = row[c];
-        for (int64_t c = live; c < nr; ++c) out[p * nr + c] = 0.0f;
-      }
-    } else {
-      // Rows of B^T are contiguous in p: read each once, write it down the panel's column c.
-      for (int64_t c = 0; c < live; ++c) {
-        const float* row = b + (j0 + jr + c) * s.ldb + p0;
-        for (int64_t p = 0; p < depth; ++p) out[p * nr + c] = row[p];
-      }
-      for (int64_t c = live; c < nr; ++c)
-        for (int64_t p = 0; p < depth; ++p) out[p * nr + c] = 0.0f;
-    }
-    out += depth * nr;
+  if (s.trans_b == Trans::no) {
+    pack_panels(b + p0 * s.ldb + j0, s.ldb, 1, depth, cols, nr, out);
+  } else {
+    pack_panels(b + j0 * s.ldb + p0, 1, s.ldb, depth, cols, nr, out);
   }
 }
 

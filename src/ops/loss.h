@@ -34,40 +34,42 @@ double softmax_xent(int64_t rows, int64_t cols, const T* x, const int32_t* label
   return total;
 }
 
-// Squared error, mean over the cols of each row: loss_r = sum_c (x - t)^2 / cols.
-// dx = 2 (x - t) / cols * grad_scale. Returns the sum over rows of loss_r.
-template <class T>
-double mse(int64_t rows, int64_t cols, const T* x, const T* target, T grad_scale, T* dx) {
+// Losses that are a mean over the cols of each row of an elementwise term f(x, t):
+// returns the sum over rows of the row means and writes dx = f'(x, t) / cols * grad_scale.
+// `term(x, t, &derivative)` gives f and df/dx in double.
+template <class T, class Term>
+double elementwise_mean_loss(int64_t rows, int64_t cols, const T* x, const T* target, T grad_scale, T* dx, Term term) {
   double total = 0;
   for (int64_t r = 0; r < rows; ++r) {
     double row = 0;
     for (int64_t c = 0; c < cols; ++c) {
       const int64_t i = r * cols + c;
-      const double d = static_cast<double>(x[i]) - static_cast<double>(target[i]);
-      row += d * d;
-      if (dx != nullptr) dx[i] = static_cast<T>(2.0 * d / static_cast<double>(cols)) * grad_scale;
+      double derivative = 0;
+      row += term(static_cast<double>(x[i]), static_cast<double>(target[i]), &derivative);
+      if (dx != nullptr) dx[i] = static_cast<T>(derivative / static_cast<double>(cols)) * grad_scale;
     }
     total += row / static_cast<double>(cols);
   }
   return total;
 }
 
-// Binary cross-entropy on logits x against targets t in [0, 1], mean over cols:
-// loss = max(x,0) - x t + log(1 + e^-|x|) (stable form); dx = (sigmoid(x) - t) / cols * grad_scale.
+// Squared error: f = (x - t)^2, f' = 2 (x - t).
+template <class T>
+double mse(int64_t rows, int64_t cols, const T* x, const T* target, T grad_scale, T* dx) {
+  return elementwise_mean_loss(rows, cols, x, target, grad_scale, dx, [](double xi, double ti, double* d) {
+    *d = 2.0 * (xi - ti);
+    return (xi - ti) * (xi - ti);
+  });
+}
+
+// Binary cross-entropy on logits x against targets t in [0, 1], in the stable form
+// f = max(x,0) - x t + log(1 + e^-|x|); f' = sigmoid(x) - t.
 template <class T>
 double bce_with_logits(int64_t rows, int64_t cols, const T* x, const T* target, T grad_scale, T* dx) {
-  double total = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    double row = 0;
-    for (int64_t c = 0; c < cols; ++c) {
-      const int64_t i = r * cols + c;
-      const double xi = static_cast<double>(x[i]), ti = static_cast<double>(target[i]);
-      row += (xi > 0 ? xi : 0) - xi * ti + std::log1p(std::exp(-std::fabs(xi)));
-      if (dx != nullptr) dx[i] = static_cast<T>((sigmoid(xi) - ti) / static_cast<double>(cols)) * grad_scale;
-    }
-    total += row / static_cast<double>(cols);
-  }
-  return total;
+  return elementwise_mean_loss(rows, cols, x, target, grad_scale, dx, [](double xi, double ti, double* d) {
+    *d = sigmoid(xi) - ti;
+    return (xi > 0 ? xi : 0) - xi * ti + std::log1p(std::exp(-std::fabs(xi)));
+  });
 }
 
 }  // namespace rg
