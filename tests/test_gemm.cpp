@@ -1,6 +1,6 @@
 // Tests of f32_gemm (ops/gemm_f32.cpp) against gemm_ref<double>: every transpose
-// combination, sizes below/at/above each tile and cache block (MR=6, NR=8, KC=256, MC=72,
-// NC=512), padded leading dimensions, alpha/beta cases, NaN in C under beta = 0, bit-exact
+// combination, sizes below/at/above each tile and cache block (MR=6, NR=8 or 16, KC=512, MC=96,
+// NC=2048), padded leading dimensions, alpha/beta cases, NaN in C under beta = 0, bit-exact
 // integer products, and results that do not depend on the thread count.
 #include <gtest/gtest.h>
 
@@ -181,33 +181,34 @@ TEST_P(GemmTrans, MicroTileEdges) {
       }
 }
 
-// m across MC = 72, k across KC = 256 (the accumulation is split into blocks).
+// m across MC = 96 (also where B stops being read in place), k across KC = 512 (the
+// accumulation is split into blocks).
 TEST_P(GemmTrans, CacheBlockEdgesInMAndK) {
   const auto [ta, tb] = transposes();
   Rng rng(2, 0);
   int index = 0;
-  for (int64_t m : {71, 72, 73})
+  for (int64_t m : {95, 96, 97})
     for (int64_t n : {5, 8, 17})
-      for (int64_t k : {1, 6, 255, 256, 257}) {
+      for (int64_t k : {1, 6, 511, 512, 513}) {
         const AlphaBeta ab = kAlphaBeta[index % 4];
         check_random(ta, tb, m, n, k, kPads[index % 3], ab.alpha, ab.beta, nullptr, rng);
         ++index;
       }
-  for (int64_t k : {255, 256, 257, 511, 512, 513, 600}) {
+  for (int64_t k : {255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 1100}) {
     const AlphaBeta ab = kAlphaBeta[index % 4];
     check_random(ta, tb, 13, 9, k, kPads[index % 3], ab.alpha, ab.beta, nullptr, rng);
     ++index;
   }
 }
 
-// n across NC = 512, and one product large enough to be split across a pool.
+// n across NC = 2048, and one product large enough to be split across a pool.
 TEST_P(GemmTrans, CacheBlockEdgesInNAndThreads) {
   const auto [ta, tb] = transposes();
   Rng rng(3, 0);
   ThreadPool pool(2);
   int index = 0;
-  for (int64_t n : {511, 512, 513})
-    for (int64_t m : {1, 7, 73})
+  for (int64_t n : {2047, 2048, 2049})
+    for (int64_t m : {1, 7, 97})
       for (int64_t k : {5, 257}) {
         const AlphaBeta ab = kAlphaBeta[index % 4];
         check_random(ta, tb, m, n, k, kPads[index % 3], ab.alpha, ab.beta, index % 2 ? &pool : nullptr, rng);

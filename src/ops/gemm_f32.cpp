@@ -12,9 +12,9 @@ namespace rg {
 
 namespace {
 
-constexpr int64_t kKC = 256;
-constexpr int64_t kMCTarget = 72;   // rounded down to a multiple of MR
-constexpr int64_t kNCTarget = 1024; // rounded down to a multiple of NR
+constexpr int64_t kKC = 512;
+constexpr int64_t kMCTarget = 96;    // rounded down to a multiple of MR
+constexpr int64_t kNCTarget = 2048;  // rounded down to a multiple of NR
 
 // Packs a depth x width strip of a matrix into panels `w` wide: panel[p * w + r] = element
 // (p, r) = src[p * stride_p + r * stride_r]; lanes past `width` are 0. A strip of op(A) (w = MR)
