@@ -22,7 +22,10 @@
 //     ThreadPool::parallel_for with a trivial body at 1 and 2 threads vs a plain call, then
 //     small GEMMs at 1 thread vs a forced 2-way split (the library's own split, done here
 //     with parallel_for over f32_gemm on sub-blocks, whatever the library's threshold says)
-//     vs f32_gemm with a 2-thread pool (what the library does now).
+//     vs f32_gemm with a 2-thread pool (what the library does now); timed back to back, and
+//     as single calls 10 us and 200 us of busy work on the caller after the previous call (a pool that
+//     spins after a job has stopped spinning after 200 us; between a training step's GEMMs
+//     there is other work).
 //
 // Each case also reports how many cores other processes kept busy meanwhile (/proc/stat minus
 // this process's CPU time): the machine is shared.
@@ -410,6 +413,8 @@ int run_compare(const Args& args) {
 }
 
 // ----------------------------------------------------------------------------------------------
+double m1_hint(const std::vector<double>& t_us) { return median(t_us); }
+
 // The library's 2-way split (src/ops/gemm_f32.cpp), forced: rows when m >= n (grain MR), else
 // columns (grain NR), each part an f32_gemm on one thread over a sub-block.
 void split_gemm(const GemmShape& s, const float* a, const float* b, float* c, rg::ThreadPool& pool) {
@@ -554,16 +559,43 @@ int run_forkjoin(const Args& args) {
       const bool same = c1 == c2 && c1 == c3;
       const bool ok = e1 <= kTol && e2 <= kTol && e3 <= kTol;
       all_ok = all_ok && ok;
+      // The timed loops above call back to back, so a pool worker that spins a while after a job
+      // is still spinning when the next comes. In training other work runs between GEMMs: time
+      // single calls, each `gap` us of busy work on the caller after an untimed call of the same
+      // kind (so the previous parallel job ended exactly `gap` us earlier), 1 thread and split
+      // alternately.
+      auto gapped = [&](double gap_us, double& one_us, double& split_us) {
+        std::vector<double> g1, g2;
+        const int n = static_cast<int>(std::clamp(0.15 / ((gap_us + 2 * m1_hint(t1)) * 1e-6), 41.0, 301.0));
+        for (int i = 0; i < n; ++i) {
+          for (int side = 0; side < 2; ++side) {
+            (side == 0 ? one : split)();
+            const double until = now_s() + gap_us * 1e-6;
+            while (now_s() < until) {
+            }
+            const double t0 = now_s();
+            (side == 0 ? one : split)();
+            (side == 0 ? g1 : g2).push_back((now_s() - t0) * 1e6);
+          }
+        }
+        one_us = median(g1), split_us = median(g2);
+      };
+      double g10_1, g10_2, g200_1, g200_2;
+      gapped(10, g10_1, g10_2);
+      gapped(200, g200_1, g200_2);
       double load = 0;
       for (double x : rep_load) load += x / static_cast<double>(rep_load.size());
       const double m1 = median(t1), m2 = median(t2), m3 = median(t3);
       const bool lib_splits = flops(s) >= static_cast<double>(int64_t{1} << 21);
       // SPLIT isa case shape mflop t1 t1min t1max t2 t2min t2max t3 speedup lib_splits bitwise ok other redone
-      std::printf("SPLIT\t%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%s\t%s\t%s\t%.2f\t%d\n",
+      //       g10_1 g10_2 g200_1 g200_2
+      std::printf("SPLIT\t%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%s\t%s\t%s\t%.2f\t%d"
+                  "\t%.2f\t%.2f\t%.2f\t%.2f\n",
                   rg::isa_name(isa), cs.label.c_str(), shape_text(s).c_str(), flops(s) * 1e-6, m1,
                   *std::min_element(t1.begin(), t1.end()), *std::max_element(t1.begin(), t1.end()), m2,
                   *std::min_element(t2.begin(), t2.end()), *std::max_element(t2.begin(), t2.end()), m3, m1 / m2,
-                  lib_splits ? "split" : "1 thread", same ? "same" : "DIFFERENT", ok ? "ok" : "MISMATCH", load, redone);
+                  lib_splits ? "split" : "1 thread", same ? "same" : "DIFFERENT", ok ? "ok" : "MISMATCH", load, redone, g10_1, g10_2, g200_1,
+                  g200_2);
       std::fflush(stdout);
     }
   }

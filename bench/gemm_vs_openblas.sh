@@ -3,14 +3,15 @@
 # thread pool's fork-join cost / where a 2-way GEMM split pays.
 #
 # usage: bench/gemm_vs_openblas.sh [--markdown] [--quick]
-#   env THREADS   thread counts for the comparison (default "1 2")
+#   env THREADS   thread counts for the comparison (default "1 2"; empty: no comparison)
 #   env REPS      repetitions per case and side (default 5); the median is reported
 #   env MIN_TIME  seconds each repetition runs at least (default 0.3)
 #   env SIZES     square sizes (default "128,256,512,1024,2048")
 #   env ISAS      ISA levels (default: all; sse3/ssse3/sse4.1 run the sse2 tile, so they
 #                 re-measure it and show the noise)
 #   env REF_MAX   largest square size for the reference level (default 512; it is slow)
-#   env FORKJOIN  0 skips the fork-join / small-GEMM probe (default 1)
+#   env FORKJOIN  0 skips the fork-join / small-GEMM probe (default 1); the probe
+#                 times small GEMMs at avx2 and sse2 whatever ISAS says
 #   env QUIET_MAX seconds to wait, before each repetition, for a moment when other
 #                 processes use < 0.1 cores; a repetition during which they used > 0.15
 #                 cores is measured again, up to 3 times (default 0: no waiting, no redo).
@@ -42,7 +43,7 @@ for arg in "$@"; do
   esac
 done
 
-THREADS=${THREADS:-"1 2"}
+THREADS=${THREADS-"1 2"}
 if [[ $QUICK == 1 ]]; then
   REPS=${REPS:-3}; MIN_TIME=${MIN_TIME:-0.1}; SIZES=${SIZES:-"128,256,512"}
 fi
@@ -259,14 +260,19 @@ if fjp:
           [False, False, True, True, True, True])
 if split:
     print("small GEMMs: 1 thread vs forced 2-way split vs f32_gemm with a 2-thread pool (us/call, medians)")
-    print("speed-up = 1-thread / forced split; 'library does' = what f32_gemm does at 2 threads (threshold 2^21 flops)")
+    print("speed-up = 1-thread / forced split; 'library does' = what f32_gemm does at 2 threads (threshold 2^21 flops);")
+    print("back to back = calls in a timing loop; after 10 / 200 us = single calls, each that much busy work on the")
+    print("caller after an untimed call of the same kind (median of 41-301 calls per side, 1 thread and split alternately)")
     print()
-    hdr = ["ISA", "case", "shape", "MFLOP", "1 thread us (min-max)", "forced split us (min-max)", "speed-up", "f32_gemm 2T pool us", "library does", "split result", "other procs, cores (reps redone)"]
+    hdr = ["ISA", "case", "shape", "MFLOP", "back to back: 1 thread us (min-max)", "forced split us (min-max)", "speed-up", "f32_gemm 2T pool us", "library does", "after 10 us: 1T / split us", "speed-up", "after 200 us: 1T / split us", "speed-up", "split result", "other procs, cores (reps redone)"]
     rows = []
     for f in split:
         isa, case, shape, mflop = f[0], f[1], f[2], float(f[3])
         t1, t1n, t1x, t2, t2n, t2x, t3, sp = map(float, f[4:12])
         rows.append([isa, case, shape, "%.2f" % mflop, "%.1f (%.1f-%.1f)" % (t1, t1n, t1x), "%.1f (%.1f-%.1f)" % (t2, t2n, t2x),
-                     "%.2fx" % sp, "%.1f" % t3, f[12], "bitwise same" if f[13] == "same" else "DIFFERENT", "%.2f (%s)" % (float(f[15]), f[16])])
-    table(hdr, rows, [False, False, False, True, True, True, True, True, False, False, True])
+                     "%.2fx" % sp, "%.1f" % t3, f[12]]
+                    + ["%.1f / %.1f" % (float(f[17]), float(f[18])), "%.2fx" % (float(f[17]) / float(f[18])),
+                       "%.1f / %.1f" % (float(f[19]), float(f[20])), "%.2fx" % (float(f[19]) / float(f[20]))]
+                    + ["bitwise same" if f[13] == "same" else "DIFFERENT", "%.2f (%s)" % (float(f[15]), f[16])])
+    table(hdr, rows, [False, False, False, True, True, True, True, True, False, True, True, True, True, False, True])
 EOF

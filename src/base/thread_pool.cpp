@@ -1,6 +1,6 @@
 // Fork-join pool: workers spin a little on the job counter, then sleep on a condition
-// variable. State changes that a sleeper waits for are published under mutex_ before
-// the notify, so no wake-up is lost.
+// variable; a new job is published under mutex_ before the notify, so no wake-up is lost.
+// The caller waits for the workers by polling.
 #include "base/thread_pool.h"
 
 #include <algorithm>
@@ -70,9 +70,14 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   }
   wake_.notify_all();
   body(first.first, first.second);
-  if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return pending_.load() == 0; });
+  // The caller has nothing else to do: it polls, then yields, but never sleeps, so a call
+  // costs at most one OS wake-up (the worker's), not two.
+  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
+    if (i < kSpinIterations) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
   }
 }
 
@@ -99,10 +104,7 @@ void ThreadPool::worker_loop(int index) {
     }
     if (!mine) continue;  // fewer chunks than workers this time
     (*body)(chunk.first, chunk.second);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mutex_);  // publish before notifying a sleeping caller
-      done_.notify_one();
-    }
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

@@ -1,8 +1,8 @@
 // A small fork-join pool. parallel_for splits [0, n) into one contiguous chunk per
 // thread; the caller runs the first chunk. Kernels keep results independent of the
 // split by giving every output element one owner and a fixed order of summation.
-// Waiting spins briefly before sleeping: a wake-up through the OS costs tens of
-// microseconds on these VMs, as much as a small GEMM.
+// Workers spin briefly before sleeping, and the caller polls rather than sleeps: a wake-up
+// through the OS costs tens of microseconds on these VMs, as much as a small GEMM.
 #pragma once
 
 #include <atomic>
@@ -34,7 +34,6 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::condition_variable done_;
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   std::vector<std::pair<int64_t, int64_t>> chunks_;  // chunk i+1 goes to worker i
   std::atomic<uint64_t> generation_{0};               // bumped (under mutex_) for each job

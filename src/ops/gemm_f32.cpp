@@ -97,6 +97,44 @@ void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, c
   }
 }
 
+// The threaded path for tall products: per (KC, NC) block the threads pack B together
+// once (split by panels), then split C's rows, each packing its own A. Splitting rows with
+// a private copy of packed B per thread would pack B once per thread and crowd the cache.
+// Same loop order and block edges as gemm_region, so the same sums.
+void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha, const float* a, const float* b,
+                   float beta, float* c, ThreadPool& pool) {
+  const int64_t mr = kernel.mr, nr = kernel.nr;
+  const int64_t mc = std::max(mr, kMCTarget / mr * mr), nc = std::max(nr, kNCTarget / nr * nr);
+  thread_local std::vector<float> shared_b;  // the caller's: (NC * KC) floats
+  shared_b.resize(static_cast<size_t>(nc * kKC));
+  float* b_pack = shared_b.data();
+  for (int64_t p0 = 0; p0 < s.k; p0 += kKC) {
+    const int64_t depth = std::min(kKC, s.k - p0);
+    for (int64_t jc = 0; jc < s.n; jc += nc) {
+      const int64_t cols = std::min(nc, s.n - jc);
+      const int64_t panels = (cols + nr - 1) / nr;
+      pool.parallel_for(panels, 1, [&](int64_t first, int64_t last) {
+        const int64_t j = first * nr, width = std::min(cols, last * nr) - j;
+        pack_b(s, b, p0, depth, jc + j, width, nr, b_pack + j * depth);
+      });
+      pool.parallel_for(s.m, mr, [&](int64_t i0, int64_t i1) {
+        thread_local std::vector<float> a_pack;
+        a_pack.resize(static_cast<size_t>(mc * kKC));
+        for (int64_t ic = i0; ic < i1; ic += mc) {
+          const int64_t rows = std::min(mc, i1 - ic);
+          pack_a(s, a, ic, rows, p0, depth, mr, a_pack.data());
+          for (int64_t jr = 0; jr < cols; jr += nr) {
+            for (int64_t ir = 0; ir < rows; ir += mr) {
+              kernel.tile(depth, a_pack.data() + ir * depth, b_pack + jr * depth, nr, alpha, p0 == 0 ? beta : 1.0f,
+                          c + (ic + ir) * s.ldc + jc + jr, s.ldc, std::min(mr, rows - ir), std::min(nr, cols - jr));
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
 }  // namespace
 
 void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
@@ -110,10 +148,13 @@ void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, f
     return;
   }
   const F32GemmKernel& kernel = f32_gemm_kernel(active_isa());
-  // Split the larger of m and n into tile-aligned ranges, one per thread; small products stay on one thread.
+  // Small products stay on one thread; tall ones share one packed B across threads; the
+  // rest split the larger of m and n into tile-aligned ranges, one per thread.
   const int64_t flops = 2 * s.m * s.n * s.k;
   if (pool == nullptr || pool->threads() == 1 || flops < (int64_t{1} << 21)) {
     gemm_region(s, kernel, alpha, a, b, beta, c, 0, s.m, 0, s.n);
+  } else if (s.m >= s.n && s.m > kMaxRowsForBInPlace) {
+    gemm_shared_b(s, kernel, alpha, a, b, beta, c, *pool);
   } else if (s.m >= s.n) {
     pool->parallel_for(s.m, kernel.mr,
                        [&](int64_t i0, int64_t i1) { gemm_region(s, kernel, alpha, a, b, beta, c, i0, i1, 0, s.n); });
