@@ -107,6 +107,22 @@ gemm_filter() {  # $1 the CPU's level
 }
 
 start_all=$SECONDS
+# Runs a GoogleTest program under the current ${qemu[@]} into an XML report and records
+# one check: it ran to the end (failed cases are counted from the XML). Uses $cpu, $tag.
+run_gtest_under_qemu() {  # name binary xml [gtest args...]
+  local name=$1 binary=$2 xml=$3 log=$log_dir/$1-$tag.log status
+  shift 3
+  GTEST_OUTPUT=xml:$xml "${qemu[@]}" "$binary" "$@" > "$log" 2>&1
+  status=$?
+  if sigill "$name under -cpu $cpu" "$status" "$log"; then
+    fail "$cpu: $name runs to the end" "SIGILL (illegal instruction); see $log"
+  elif [ "$status" -ne 0 ]; then
+    fail "$cpu: $name runs to the end" "$(describe_status $status); see $log (failed cases are counted from $xml)"
+  else
+    pass "$cpu: $name runs to the end"
+  fi
+}
+
 for entry in "${cpus[@]}"; do
   IFS='|' read -r cpu expected what <<<"$entry"
   model=${cpu%%,*}
@@ -145,17 +161,8 @@ for entry in "${cpus[@]}"; do
   fi
 
   # 2. test_gemm: the kernels of every level this CPU has.
-  log=$log_dir/test_gemm-$tag.log
   xml=$xml_dir/test_gemm@$tag.xml
-  GTEST_OUTPUT=xml:$xml "${qemu[@]}" "$test_gemm" --gtest_filter="$(gemm_filter "$expected")" > "$log" 2>&1
-  status=$?
-  if sigill "test_gemm under -cpu $cpu" "$status" "$log"; then
-    fail "$cpu: test_gemm runs to the end" "SIGILL (illegal instruction); see $log"
-  elif [ "$status" -ne 0 ]; then
-    fail "$cpu: test_gemm runs to the end" "$(describe_status $status); see $log (failed cases are counted from $xml)"
-  else
-    pass "$cpu: test_gemm runs to the end"
-  fi
+  run_gtest_under_qemu test_gemm "$test_gemm" "$xml" --gtest_filter="$(gemm_filter "$expected")"
   # The filter must have run cases of every level up to the CPU's, none skipped: a skip
   # means the CPU detection missed a level, no cases means the test names changed.
   coverage=$(python3 - "$xml" "$expected" "${levels[@]}" <<'EOF'
@@ -185,16 +192,7 @@ EOF
   fi
 
   # 2b. test_kernels, whole: every elementwise kernel of every level this CPU has (fast).
-  log=$log_dir/test_kernels-$tag.log
-  GTEST_OUTPUT=xml:$xml_dir/test_kernels@$tag.xml "${qemu[@]}" "$test_kernels" > "$log" 2>&1
-  status=$?
-  if sigill "test_kernels under -cpu $cpu" "$status" "$log"; then
-    fail "$cpu: test_kernels runs to the end" "SIGILL (illegal instruction); see $log"
-  elif [ "$status" -ne 0 ]; then
-    fail "$cpu: test_kernels runs to the end" "$(describe_status $status); see $log"
-  else
-    pass "$cpu: test_kernels runs to the end"
-  fi
+  run_gtest_under_qemu test_kernels "$test_kernels" "$xml_dir/test_kernels@$tag.xml"
 
   # 3. A short training run at the CPU's own level.
   log=$log_dir/train-$tag.log
