@@ -328,17 +328,23 @@ def short_object_name(where):
     return os.path.join(os.path.basename(os.path.dirname(where)), os.path.basename(where))
 
 
-_demangled = {}
+_demangled = {}  # mangled name -> demangled, filled by demangle()
 
 
 def demangle(names):
-    todo = [n for n in names if n not in _demangled]
+    """Demangled forms of `names` (one c++filt call for the ones not seen yet).
+
+    A c++filt that fails or answers with another number of lines stops the check: the
+    checks match on demangled names, so guessing would let a leak through."""
+    todo = sorted({n for n in names if n not in _demangled})
     if todo:
         out = subprocess.run(["c++filt"], input="\n".join(todo) + "\n", capture_output=True, text=True)
-        lines = out.stdout.splitlines() if out.returncode == 0 else todo
-        for n, d in zip(todo, lines):
-            _demangled[n] = d
-    return [_demangled.get(n, n) for n in names]
+        lines = out.stdout.splitlines()
+        if out.returncode != 0 or len(lines) != len(todo):
+            sys.exit(f"check_isa_leaks.py: c++filt failed (exit {out.returncode}, {len(lines)} lines for "
+                     f"{len(todo)} names): {out.stderr.strip()}")
+        _demangled.update(zip(todo, lines))
+    return [_demangled[n] for n in names]
 
 
 def level_of_isa(isa):

@@ -9,6 +9,7 @@ namespace rg {
 [[noreturn]] void check_failed(const char* file, int line, const char* condition, const std::string& detail);
 }
 
+// RG_CHECK(cond, "literal" << values...): the message, if any, starts with a string literal.
 #define RG_CHECK(cond, ...)                                                   \
   do {                                                                        \
     if (!(cond)) {                                                            \

@@ -22,6 +22,34 @@ std::string exact(double v) {
   std::snprintf(text, sizeof text, "%.17g", v);
   return text;
 }
+
+// A checkpoint's setting as text, a number or an integer >= min; errors name the file and key.
+Status setting_text(const Checkpoint& checkpoint, const std::string& path, const char* key, std::string* out) {
+  const auto it = checkpoint.settings.find(key);
+  if (it == checkpoint.settings.end()) return Status::error(path + ": the checkpoint lacks the setting '" + key + "'");
+  *out = it->second;
+  return Status();
+}
+
+Status setting_number(const Checkpoint& checkpoint, const std::string& path, const char* key, double* out) {
+  std::string value;
+  RG_TRY(setting_text(checkpoint, path, key, &value));
+  char* end = nullptr;
+  *out = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0') return Status::error(path + ": setting '" + key + "' = '" + value + "' is not a number");
+  return Status();
+}
+
+Status setting_integer(const Checkpoint& checkpoint, const std::string& path, const char* key, int64_t min,
+                       int64_t* out) {
+  double v = 0;
+  RG_TRY(setting_number(checkpoint, path, key, &v));
+  if (v != std::floor(v) || v < static_cast<double>(min)) {
+    return Status::error(path + ": setting '" + key + "' must be an integer >= " + std::to_string(min));
+  }
+  *out = static_cast<int64_t>(v);
+  return Status();
+}
 }  // namespace
 
 Trainer::Trainer(Model& model, ThreadPool& pool, const TrainOptions& options)
@@ -40,10 +68,12 @@ Status Trainer::prepare() {
 }
 
 Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& path) {
-  RG_TRY(restore_checkpoint(checkpoint, path, model_, &optimizer_));
-  const auto& s = checkpoint.settings;
-  epochs_done_ = std::atoll(s.at("epochs_done").c_str());
-  optimizer_.set_steps(std::atoll(s.at("optimizer_steps").c_str()));
+  int64_t epochs_done = 0, steps = 0;
+  RG_TRY(setting_integer(checkpoint, path, "epochs_done", 0, &epochs_done));
+  RG_TRY(setting_integer(checkpoint, path, "optimizer_steps", 0, &steps));
+  RG_TRY(restore_checkpoint(checkpoint, path, model_, &optimizer_));  // after the checks: nothing changes on error
+  epochs_done_ = epochs_done;
+  optimizer_.set_steps(steps);
   return Status();
 }
 
@@ -191,29 +221,10 @@ std::map<std::string, std::string> Trainer::settings() const {
 }
 
 Status options_from_checkpoint(const Checkpoint& checkpoint, const std::string& path, TrainOptions* options) {
-  const auto& s = checkpoint.settings;
-  auto text = [&](const char* key, std::string* out) -> Status {
-    const auto it = s.find(key);
-    if (it == s.end()) return Status::error(path + ": the checkpoint lacks the setting '" + key + "'");
-    *out = it->second;
-    return Status();
-  };
-  auto number = [&](const char* key, double* out) -> Status {
-    std::string value;
-    RG_TRY(text(key, &value));
-    char* end = nullptr;
-    *out = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0') return Status::error(path + ": setting '" + key + "' = '" + value + "' is not a number");
-    return Status();
-  };
-  auto integer = [&](const char* key, int64_t min, int64_t* out) -> Status {
-    double v = 0;
-    RG_TRY(number(key, &v));
-    if (v != std::floor(v) || v < static_cast<double>(min)) {
-      return Status::error(path + ": setting '" + key + "' must be an integer >= " + std::to_string(min));
-    }
-    *out = static_cast<int64_t>(v);
-    return Status();
+  auto text = [&](const char* key, std::string* out) { return setting_text(checkpoint, path, key, out); };
+  auto number = [&](const char* key, double* out) { return setting_number(checkpoint, path, key, out); };
+  auto integer = [&](const char* key, int64_t min, int64_t* out) {
+    return setting_integer(checkpoint, path, key, min, out);
   };
   int64_t value = 0;
   RG_TRY(integer("epochs_done", 0, &value));

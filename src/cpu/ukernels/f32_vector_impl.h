@@ -40,9 +40,10 @@ inline void map2(int64_t n, const float* x, const float* z, float* y, Fn fn) {
   }
 }
 
-// Updates arrays in place in W-wide chunks: fn(at) loads and stores at[k], which point into
-// the arrays, or into zero-padded copies for the tail.
-template <class Batch, int Arrays, class Fn>
+// Updates arrays in place in W-wide chunks: fn(at) loads at[k] and stores into the first
+// Outputs of them; at[k] points into the arrays, or into zero-padded copies for the tail,
+// of which only the outputs are copied back (the inputs may be const).
+template <class Batch, int Outputs, int Arrays, class Fn>
 inline void update_chunks(int64_t n, float* const (&arrays)[Arrays], Fn fn) {
   constexpr int64_t W = static_cast<int64_t>(Batch::size);
   int64_t i = 0;
@@ -59,7 +60,7 @@ inline void update_chunks(int64_t n, float* const (&arrays)[Arrays], Fn fn) {
       at[k] = tail[k];
     }
     fn(at);
-    for (int k = 0; k < Arrays; ++k) std::memcpy(arrays[k] + i, tail[k], static_cast<size_t>(n - i) * sizeof(float));
+    for (int k = 0; k < Outputs; ++k) std::memcpy(arrays[k] + i, tail[k], static_cast<size_t>(n - i) * sizeof(float));
   }
 }
 
@@ -150,20 +151,20 @@ void sgd(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) 
   using B = xsimd::batch<float, Arch>;
   const B lr(step.lr), mu(step.momentum), wd(step.weight_decay);
   if (v == nullptr) {
-    float* const arrays[2] = {w, const_cast<float*>(grad)};
-    update_chunks<B, 2>(n, arrays, [&](float* const* at) {
+    float* const arrays[2] = {w, const_cast<float*>(grad)};  // grad is only read
+    update_chunks<B, 1>(n, arrays, [&](float* const* at) {
       const B wv = B::load_unaligned(at[0]);
       const B g = B::load_unaligned(at[1]) + wd * wv;
       (wv - lr * g).store_unaligned(at[0]);
     });
     return;
   }
-  float* const arrays[3] = {w, const_cast<float*>(grad), v};
-  update_chunks<B, 3>(n, arrays, [&](float* const* at) {
+  float* const arrays[3] = {w, v, const_cast<float*>(grad)};  // grad is only read
+  update_chunks<B, 2>(n, arrays, [&](float* const* at) {
     const B wv = B::load_unaligned(at[0]);
-    const B g = B::load_unaligned(at[1]) + wd * wv;
-    const B vel = mu * B::load_unaligned(at[2]) + g;
-    vel.store_unaligned(at[2]);
+    const B g = B::load_unaligned(at[2]) + wd * wv;
+    const B vel = mu * B::load_unaligned(at[1]) + g;
+    vel.store_unaligned(at[1]);
     (wv - lr * (step.nesterov ? g + mu * vel : vel)).store_unaligned(at[0]);
   });
 }
@@ -173,14 +174,14 @@ void adam(int64_t n, const AdamStep& step, float* w, const float* grad, float* m
   using B = xsimd::batch<float, Arch>;
   const B b1(step.beta1), b2(step.beta2), c1(step.one_minus_beta1), c2(step.one_minus_beta2);
   const B size(step.step_size), corr(step.correction2_sqrt), eps(step.eps), wd(step.weight_decay);
-  float* const arrays[4] = {w, const_cast<float*>(grad), m, s};
-  update_chunks<B, 4>(n, arrays, [&](float* const* at) {
+  float* const arrays[4] = {w, m, s, const_cast<float*>(grad)};  // grad is only read
+  update_chunks<B, 3>(n, arrays, [&](float* const* at) {
     const B wv = B::load_unaligned(at[0]);
-    const B g = B::load_unaligned(at[1]) + wd * wv;
-    const B mv = b1 * B::load_unaligned(at[2]) + c1 * g;
-    const B sv = b2 * B::load_unaligned(at[3]) + c2 * g * g;
-    mv.store_unaligned(at[2]);
-    sv.store_unaligned(at[3]);
+    const B g = B::load_unaligned(at[3]) + wd * wv;
+    const B mv = b1 * B::load_unaligned(at[1]) + c1 * g;
+    const B sv = b2 * B::load_unaligned(at[2]) + c2 * g * g;
+    mv.store_unaligned(at[1]);
+    sv.store_unaligned(at[2]);
     (wv - size * mv / (xsimd::sqrt(sv) / corr + eps)).store_unaligned(at[0]);
   });
 }
