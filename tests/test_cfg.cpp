@@ -104,7 +104,7 @@ TEST(Cfg, ParsesValidDocument) {
   EXPECT_EQ(dense.get_bool_or("bias", true).value(), false);
   EXPECT_EQ(dense.get_string_or("init", "he").value(), "glorot");
   EXPECT_EQ(dense.get_float_or("missing", 0.5, 0, 1).value(), 0.5);
-  EXPECT_EQ(d.sections[0].get_shape("input").value(), (Shape{1, 28, 28}));  // h x w x c -> [c, h, w]
+  EXPECT_EQ(d.sections[0].get_shape("input").value(), (Shape{28, 28, 1}));  // h x w x c
   auto range = dense.get_int("units", 20, 30);
   ASSERT_FALSE(range.ok());
   EXPECT_TRUE(contains(range.status().message(), "valid.cfg:9: [dense] key 'units'")) << range.status().message();
@@ -114,7 +114,7 @@ TEST(Cfg, ParsesValidDocument) {
   auto model = build(kValid);
   ASSERT_NE(model, nullptr);
   ASSERT_TRUE(model->init(1).ok());
-  EXPECT_EQ(model->input_shape(), (Shape{1, 28, 28}));
+  EXPECT_EQ(model->input_shape(), (Shape{28, 28, 1}));
   EXPECT_EQ(model->output_shape(), Shape{10});
   EXPECT_EQ(model->loss(), LossKind::mse);
   EXPECT_EQ(model->param_count(), 784 * 16 + 16 * 10 + 10);  // the first dense has no bias
@@ -343,7 +343,7 @@ TEST(Cfg, PresetMlp) {
   ASSERT_TRUE(model.value()->init(1).ok());
   EXPECT_EQ(model.value()->param_count(), 235146);  // 784*256+256 + 256*128+128 + 128*10+10
   EXPECT_EQ(model.value()->output_shape(), Shape{10});
-  EXPECT_EQ(model.value()->input_shape(), (Shape{1, 28, 28}));
+  EXPECT_EQ(model.value()->input_shape(), (Shape{28, 28, 1}));
   EXPECT_EQ(model.value()->target(), TargetKind::labels);
   std::vector<Param*> params = model.value()->params();
   ASSERT_EQ(params.size(), 6u);

@@ -4,7 +4,9 @@
 #include <zlib.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -237,6 +239,78 @@ TEST(Cli, CorruptCheckpointIsRefusedAndKept) {
 
 }  // namespace
 
+// PNG width and height from the IHDR chunk (big-endian at bytes 16 and 20); 0 if not a PNG.
+std::pair<uint32_t, uint32_t> png_size(const std::string& bytes) {
+  if (bytes.size() < 24 || bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0) return {0, 0};
+  auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(bytes[at + i]);
+    return v;
+  };
+  return {be32(16), be32(20)};
+}
+
+// Every preset trains a little and reports its figure: accuracy for classifiers, MSE and
+// PSNR for autoencoders; the json carries the same.
+TEST(Cli, EveryPresetTrains) {
+  for (const char* preset : {"mlp", "lenet", "cnn", "autoencoder", "conv-autoencoder"}) {
+    SCOPED_TRACE(preset);
+    const std::string json = temp_dir() + "/preset_" + preset + ".json";
+    const Outcome out = run(std::string("train --model ") + preset + " " + kQuick + " --epochs 1 --json " + json);
+    ASSERT_EQ(out.code, 0) << out.output;
+    const nlohmann::json report = nlohmann::json::parse(read_all(json));
+    const bool autoencoder = std::string(preset).find("autoencoder") != std::string::npos;
+    if (autoencoder) {
+      EXPECT_NE(out.output.find("test MSE"), std::string::npos) << out.output;
+      EXPECT_NE(out.output.find("adam"), std::string::npos) << "the preset's [train] section picks adam\n" << out.output;
+      const double mse = report.at("test_mse").get<double>();
+      EXPECT_GT(mse, 0.0);
+      EXPECT_LT(mse, 0.2);
+      EXPECT_NEAR(report.at("test_psnr_db").get<double>(), 10 * std::log10(1 / mse), 1e-9);
+    } else {
+      EXPECT_NE(out.output.find("test accuracy"), std::string::npos) << out.output;
+      EXPECT_GT(report.at("test_accuracy").get<double>(), 0.0);
+    }
+  }
+}
+
+// --samples writes inputs above reconstructions: 32 test images in rows of 16 -> 4 rows of
+// 28x28 tiles with 1-pixel gaps: 16*29+1 = 465 wide, 4*29+1 = 117 high.
+TEST(Cli, AutoencoderSamplesPng) {
+  const std::string png = temp_dir() + "/recon.png";
+  const Outcome out = run(std::string("train --model autoencoder ") + kQuick + " --epochs 1 --samples " + png);
+  ASSERT_EQ(out.code, 0) << out.output;
+  EXPECT_EQ(png_size(read_all(png)), (std::pair<uint32_t, uint32_t>{465, 117}));
+  // A classifier has no reconstructions: refused before training, nothing written.
+  const std::string none = temp_dir() + "/none.png";
+  const Outcome refused = run(std::string("train --model mlp ") + kQuick + " --samples " + none);
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.output.find("--samples"), std::string::npos) << refused.output;
+  EXPECT_EQ(refused.output.find("Epoch"), std::string::npos) << refused.output;
+  EXPECT_FALSE(exists(none));
+}
+
+// A cfg's [train] section gives defaults; options on the command line win; unknown keys
+// are named with the file and line.
+TEST(Cli, TrainSectionGivesDefaults) {
+  const std::string cfg = temp_dir() + "/tuned.cfg";
+  write_all(cfg, "[net]\ninput = 28x28x1\n[dense]\nunits = 10\n[train]\noptimizer = adam\nlr = 0.005\nbatch = 32\n");
+  const Outcome tuned = run("train --model " + cfg + " --data synthetic --limit 256 --threads 1 --epochs 1");
+  ASSERT_EQ(tuned.code, 0) << tuned.output;
+  EXPECT_NE(tuned.output.find("batch 32, adam"), std::string::npos) << tuned.output;
+  EXPECT_NE(tuned.output.find("lr 0.005"), std::string::npos) << tuned.output;
+  const Outcome overridden =
+      run("train --model " + cfg + " --data synthetic --limit 256 --threads 1 --epochs 1 --optimizer sgd --lr 0.02");
+  ASSERT_EQ(overridden.code, 0) << overridden.output;
+  EXPECT_NE(overridden.output.find("batch 32, sgd"), std::string::npos) << overridden.output;
+  EXPECT_NE(overridden.output.find("lr 0.02"), std::string::npos) << overridden.output;
+  write_all(cfg, "[net]\ninput = 28x28x1\n[dense]\nunits = 10\n[train]\nlearning_rate = 0.1\n");
+  const Outcome bad = run("train --model " + cfg + " --data synthetic --limit 256 --threads 1");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find(cfg + ":6"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("learning_rate"), std::string::npos) << bad.output;
+}
+
 namespace {
 
 // The issue's accuracy floor on the real data: mlp, batch 64, SGD momentum 0.9, lr 0.01, seed 1:
@@ -256,6 +330,42 @@ TEST(Acceptance, MlpOnFashionMnist) {
   const Outcome rest = run("train --resume " + ckpt + " --json " + json5);
   ASSERT_EQ(rest.code, 0) << rest.output;
   EXPECT_GE(nlohmann::json::parse(read_all(json5)).at("test_accuracy").get<double>(), 0.87);
+}
+
+// Issue 4's floors on the real data, fixed seed 1, batch 64: lenet >= 0.87 test accuracy after
+// 5 epochs (PyTorch 1.13 with Adam 1e-3 reaches 0.877), the autoencoder's test MSE <= 0.015
+// after 5 epochs. About 80 s together at 2 threads with AVX2. They measure the model, not
+// the kernels, so the suite's RETROGRAD_ISA=sse2 pass skips them (it would triple their time);
+// the cnn's floor (>= 0.90 after 3 epochs, ~5 min) is checked by bench/presets_vs_pytorch.sh.
+bool skip_slow_acceptance(std::string* why) {
+  struct stat info;
+  if (stat("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", &info) != 0) {
+    *why = "dataset-fashion-mnist is not installed (tools/setup.sh installs it)";
+    return true;
+  }
+  if (std::getenv("RETROGRAD_ISA") != nullptr) {
+    *why = "RETROGRAD_ISA is set: the accuracy floors ran in the native pass";
+    return true;
+  }
+  return false;
+}
+
+TEST(Acceptance, LenetOnFashionMnist) {
+  std::string why;
+  if (skip_slow_acceptance(&why)) GTEST_SKIP() << why;
+  const std::string json = temp_dir() + "/lenet.json";
+  const Outcome out = run("train --model lenet --epochs 5 --seed 1 --json " + json);
+  ASSERT_EQ(out.code, 0) << out.output;
+  EXPECT_GE(nlohmann::json::parse(read_all(json)).at("test_accuracy").get<double>(), 0.87);
+}
+
+TEST(Acceptance, AutoencoderOnFashionMnist) {
+  std::string why;
+  if (skip_slow_acceptance(&why)) GTEST_SKIP() << why;
+  const std::string json = temp_dir() + "/autoencoder.json";
+  const Outcome out = run("train --model autoencoder --epochs 5 --seed 1 --json " + json);
+  ASSERT_EQ(out.code, 0) << out.output;
+  EXPECT_LE(nlohmann::json::parse(read_all(json)).at("test_mse").get<double>(), 0.015);
 }
 
 }  // namespace

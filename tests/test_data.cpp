@@ -123,8 +123,8 @@ void expect_error(const Result<Dataset>& result, const std::string& path, const 
 void expect_tiny_dataset(const Dataset& d, const std::string& name) {
   EXPECT_EQ(d.name, name);
   EXPECT_EQ(d.size(), kN);
-  EXPECT_EQ(d.sample_shape, (Shape{1, kRows, kCols}));
-  EXPECT_EQ(d.samples.shape(), (Shape{kN, 1, kRows, kCols}));
+  EXPECT_EQ(d.sample_shape, (Shape{kRows, kCols, 1}));
+  EXPECT_EQ(d.samples.shape(), (Shape{kN, kRows, kCols, 1}));
   EXPECT_EQ(d.samples.dtype(), DType::u8);
   EXPECT_EQ(d.labels.shape(), (Shape{kN}));
   EXPECT_EQ(d.labels.dtype(), DType::i32);
@@ -387,8 +387,8 @@ TEST(MnistFolder, FashionMnistFromTheDebianPackage) {
   EXPECT_EQ(s.test.size(), 10000);
   EXPECT_EQ(s.train.num_classes, 10);
   EXPECT_EQ(s.test.num_classes, 10);
-  EXPECT_EQ(s.train.sample_shape, (Shape{1, 28, 28}));
-  EXPECT_EQ(s.train.samples.shape(), (Shape{60000, 1, 28, 28}));
+  EXPECT_EQ(s.train.sample_shape, (Shape{28, 28, 1}));
+  EXPECT_EQ(s.train.samples.shape(), (Shape{60000, 28, 28, 1}));
   std::vector<int64_t> per_class(10, 0);
   for (int64_t i = 0; i < s.test.size(); ++i) ++per_class[static_cast<size_t>(s.test.labels.data<int32_t>()[i])];
   for (int64_t count : per_class) EXPECT_EQ(count, 1000);
@@ -459,7 +459,7 @@ TEST(SplitValidation, KeepsU8Samples) {
   const DataSplit synth = make_synthetic(50, 0, 5, 3);
   const DataSplit s = split_validation(synth.train, 0.5, 1).take();
   EXPECT_EQ(s.train.samples.dtype(), DType::u8);
-  EXPECT_EQ(s.test.samples.shape(), (Shape{25, 1, 28, 28}));
+  EXPECT_EQ(s.test.samples.shape(), (Shape{25, 28, 28, 1}));
   EXPECT_EQ(s.test.name, "synthetic validation");
 }
 
@@ -481,8 +481,8 @@ TEST(Synthetic, DeterministicShapesAndLabels) {
   const DataSplit c = make_synthetic(300, 100, 10, 6);
   EXPECT_EQ(a.train.size(), 300);
   EXPECT_EQ(a.test.size(), 100);
-  EXPECT_EQ(a.train.sample_shape, (Shape{1, 28, 28}));
-  EXPECT_EQ(a.train.samples.shape(), (Shape{300, 1, 28, 28}));
+  EXPECT_EQ(a.train.sample_shape, (Shape{28, 28, 1}));
+  EXPECT_EQ(a.train.samples.shape(), (Shape{300, 28, 28, 1}));
   EXPECT_EQ(a.train.samples.dtype(), DType::u8);
   EXPECT_EQ(a.train.num_classes, 10);
   EXPECT_EQ(0, std::memcmp(a.train.samples.data<uint8_t>(), b.train.samples.data<uint8_t>(), a.train.samples.bytes()));
@@ -538,9 +538,9 @@ TEST(Synthetic, LogisticRegressionLearnsIt) {
 TEST(Gather, ScalesBytesToUnitFloats) {
   Dataset d;
   d.name = "bytes";
-  d.sample_shape = Shape{1, 2, 2};
+  d.sample_shape = Shape{2, 2, 1};
   d.num_classes = 4;
-  d.samples = Tensor::zeros(Shape{3, 1, 2, 2}, DType::u8, "bytes").take();
+  d.samples = Tensor::zeros(Shape{3, 2, 2, 1}, DType::u8, "bytes").take();
   d.labels = Tensor::zeros(Shape{3}, DType::i32, "labels").take();
   const uint8_t pixels[12] = {0, 255, 51, 1, 10, 20, 30, 40, 255, 255, 0, 128};
   std::memcpy(d.samples.data<uint8_t>(), pixels, sizeof pixels);

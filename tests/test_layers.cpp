@@ -22,96 +22,18 @@
 #include "nn/model.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
+#include "layer_check.h"
 
 namespace rg {
 namespace {
 
-// ---------------------------------------------------------------- helpers
-
-Tensor make(const Shape& shape, DType dtype) {
-  auto t = Tensor::zeros(shape, dtype, "test tensor");
-  EXPECT_TRUE(t.ok()) << t.status().message();
-  return t.ok() ? t.take() : Tensor();
-}
-
-double get(const Tensor& t, int64_t i) {
-  if (t.dtype() == DType::f64) return t.data<double>()[i];
-  return t.f32()[i];
-}
-
-void set(const Tensor& t, int64_t i, double v) {
-  if (t.dtype() == DType::f64) {
-    t.data<double>()[i] = v;
-  } else {
-    t.f32()[i] = static_cast<float>(v);
-  }
-}
-
-// Uniform in [lo, hi], redrawn while |v| < min_abs (keeps ReLU inputs off the kink).
-void fill_random(const Tensor& t, Rng& rng, double lo, double hi, double min_abs = 0) {
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    double v;
-    do {
-      v = rng.uniform(lo, hi);
-    } while (std::fabs(v) < min_abs);
-    set(t, i, v);
-  }
-}
-
-void fill_value(const Tensor& t, double v) {
-  for (int64_t i = 0; i < t.numel(); ++i) set(t, i, v);
-}
-
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) out[static_cast<size_t>(i)] = get(t, i);
-  return out;
-}
-
-// Gradient checks. Central differences with h = 1e-6 in double: the truncation error is
-// h^2 |f'''| / 6 ~ 1e-13 and the cancellation error about 1e-16 |L| / h ~ 1e-10 |L| with
-// |L| of order 1-10 here, so a correct gradient agrees to ~1e-9. We demand
-// |analytic - numeric| / max(1, |analytic|, |numeric|) < 1e-6 (relative for gradients
-// above 1, absolute below, where the difference quotient's own noise dominates); a wrong
-// derivative is off by O(0.01-1).
-constexpr double kStep = 1e-6;
-constexpr double kGradTolerance = 1e-6;
-
-double grad_error(double analytic, double numeric) {
-  return std::fabs(analytic - numeric) / std::max({1.0, std::fabs(analytic), std::fabs(numeric)});
-}
-
-// Compares grad[i] with the central difference of objective() in value[i], for every i.
-void check_against_differences(const std::string& what, const Tensor& value, const Tensor& grad,
-                               const std::function<double()>& objective) {
-  ASSERT_EQ(value.numel(), grad.numel()) << what;
-  int bad = 0;
-  for (int64_t i = 0; i < value.numel() && bad < 5; ++i) {
-    const double v = get(value, i);
-    set(value, i, v + kStep);
-    const double plus = objective();
-    set(value, i, v - kStep);
-    const double minus = objective();
-    set(value, i, v);
-    const double numeric = (plus - minus) / (2 * kStep);
-    const double analytic = get(grad, i);
-    if (!(grad_error(analytic, numeric) < kGradTolerance)) {
-      ADD_FAILURE() << what << "[" << i << "]: analytic " << analytic << ", central difference " << numeric;
-      ++bad;
-    }
-  }
-}
-
 // ---------------------------------------------------------------- layer specs
 
-struct LayerSpec {
-  std::string name;
-  std::function<std::unique_ptr<Layer>()> make;
-  Shape input;  // per sample
-};
+
+std::vector<double> reference_forward(const std::string& name, Layer& layer, const Tensor& x, int64_t n);
 
 std::vector<LayerSpec> layer_specs() {
-  return {
+  std::vector<LayerSpec> specs = {
       {"dense_bias", [] { return std::unique_ptr<Layer>(new Dense(4, Init::glorot_uniform, true)); }, Shape{5}},
       {"dense_no_bias", [] { return std::unique_ptr<Layer>(new Dense(3, Init::he_normal, false)); }, Shape{2, 3}},
       {"relu", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::relu)); }, Shape{2, 3}},
@@ -121,6 +43,12 @@ std::vector<LayerSpec> layer_specs() {
       {"tanh", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::tanh)); }, Shape{3, 2}},
       {"softmax", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::softmax)); }, Shape{7}},
   };
+  for (LayerSpec& spec : specs) {
+    spec.reference = [name = spec.name](Layer& layer, const Tensor& x, int64_t n) {
+      return reference_forward(name, layer, x, n);
+    };
+  }
+  return specs;
 }
 
 // Plain forward reference in double, written from the definitions.
@@ -157,103 +85,9 @@ std::vector<double> reference_forward(const std::string& name, Layer& layer, con
 
 class LayerTest : public ::testing::TestWithParam<LayerSpec> {};
 
-std::string spec_name(const ::testing::TestParamInfo<LayerSpec>& info) { return info.param.name; }
-
 INSTANTIATE_TEST_SUITE_P(AllLayers, LayerTest, ::testing::ValuesIn(layer_specs()), spec_name);
 
-// Forward against the plain reference; backward with the objective L = sum(y * r), so
-// dy = r, against central differences for dx and for every parameter.
-TEST_P(LayerTest, GradientCheckF64) {
-  const LayerSpec& spec = GetParam();
-  std::unique_ptr<Layer> layer = spec.make();
-  layer->set_name("l");
-  auto out = layer->configure(spec.input);
-  ASSERT_TRUE(out.ok()) << out.status().message();
-  Rng rng(11);
-  ASSERT_TRUE(layer->init(rng, DType::f64).ok());
-  for (Param* p : layer->params()) {
-    ASSERT_EQ(p->value.dtype(), DType::f64) << p->name;
-    ASSERT_EQ(p->grad.shape(), p->value.shape()) << p->name;
-    fill_random(p->value, rng, -1, 1);  // biases start at 0: give them values that matter
-  }
-  const int64_t n = 3;
-  const LayerContext ctx;
-  Tensor x = make(spec.input.batched(n), DType::f64);
-  fill_random(x, rng, -2, 2, 1e-3);
-  Tensor y = make(out.value().batched(n), DType::f64);
-  Tensor r = make(out.value().batched(n), DType::f64);
-  fill_random(r, rng, -1, 1);
-  Tensor dx = make(x.shape(), DType::f64);
-  fill_value(dx, std::numeric_limits<double>::quiet_NaN());  // must be overwritten
-
-  layer->forward(x, y, ctx);
-  const std::vector<double> ref = reference_forward(spec.name, *layer, x, n);
-  ASSERT_EQ(ref.size(), static_cast<size_t>(y.numel()));
-  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(get(y, i), ref[static_cast<size_t>(i)], 1e-12) << "y[" << i << "]";
-
-  layer->backward(x, y, r, dx, ctx);
-
-  Tensor scratch = make(y.shape(), DType::f64);
-  auto objective = [&] {
-    layer->forward(x, scratch, ctx);
-    double sum = 0;
-    for (int64_t i = 0; i < scratch.numel(); ++i) sum += get(scratch, i) * get(r, i);
-    return sum;
-  };
-  check_against_differences(spec.name + " dx", x, dx, objective);
-  for (Param* p : layer->params()) check_against_differences(p->name, p->value, p->grad, objective);
-}
-
-// The f32 path (f32_gemm, float math) agrees with the f64 path on the same numbers: params
-// copied from the f32 layer (exact in double), the same x and dy.
-void compare_f32_f64(const LayerSpec& spec, int64_t n, ThreadPool* pool) {
-  std::unique_ptr<Layer> l32 = spec.make(), l64 = spec.make();
-  auto out = l32->configure(spec.input);
-  ASSERT_TRUE(out.ok());
-  ASSERT_TRUE(l64->configure(spec.input).ok());
-  Rng rng(12);
-  ASSERT_TRUE(l32->init(rng, DType::f32).ok());
-  ASSERT_TRUE(l64->init(rng, DType::f64).ok());
-  std::vector<Param*> p32 = l32->params(), p64 = l64->params();
-  ASSERT_EQ(p32.size(), p64.size());
-  for (size_t k = 0; k < p32.size(); ++k) {
-    ASSERT_EQ(p32[k]->value.dtype(), DType::f32);
-    fill_random(p32[k]->value, rng, -0.5, 0.5);
-    for (int64_t i = 0; i < p32[k]->value.numel(); ++i) set(p64[k]->value, i, get(p32[k]->value, i));
-  }
-  const Shape xs = spec.input.batched(n), ys = out.value().batched(n);
-  Tensor x32 = make(xs, DType::f32), x64 = make(xs, DType::f64);
-  Tensor dy32 = make(ys, DType::f32), dy64 = make(ys, DType::f64);
-  fill_random(x32, rng, -2, 2, 1e-3);
-  fill_random(dy32, rng, -1, 1);
-  for (int64_t i = 0; i < x32.numel(); ++i) set(x64, i, get(x32, i));
-  for (int64_t i = 0; i < dy32.numel(); ++i) set(dy64, i, get(dy32, i));
-  Tensor y32 = make(ys, DType::f32), y64 = make(ys, DType::f64);
-  Tensor dx32 = make(xs, DType::f32), dx64 = make(xs, DType::f64);
-  LayerContext ctx;
-  ctx.pool = pool;
-  l32->forward(x32, y32, ctx);
-  l64->forward(x64, y64, ctx);
-  l32->backward(x32, y32, dy32, dx32, ctx);
-  l64->backward(x64, y64, dy64, dx64, ctx);
-
-  // Float tolerance: sums here run over at most a few hundred terms of size <= 1 with
-  // errors ~ sqrt(terms) 6e-8 |partial|; 2e-5 relative (absolute below 1) leaves a wide margin.
-  auto expect_close = [&](const std::string& what, const Tensor& a, const Tensor& b) {
-    ASSERT_EQ(a.numel(), b.numel()) << what;
-    int bad = 0;
-    for (int64_t i = 0; i < a.numel() && bad < 5; ++i) {
-      const double got = get(a, i), want = get(b, i);
-      if (!(std::fabs(got - want) <= 2e-5 * std::max(1.0, std::fabs(want)))) {
-        ADD_FAILURE() << spec.name << " " << what << "[" << i << "]: f32 " << got << ", f64 " << want;
-        ++bad;
-      }
-    }
-  };
-  expect_close("y", y32, y64);
-  expect_close("dx", dx32, dx64);
-  for (size_t k = 0; k < p32.size(); ++k) expect_close(p32[k]->name + " grad", p32[k]->grad, p64[k]->grad);
-}
+TEST_P(LayerTest, GradientCheckF64) { check_layer_gradients(GetParam(), 3); }
 
 TEST_P(LayerTest, F32MatchesF64) { compare_f32_f64(GetParam(), 4, nullptr); }
 

@@ -33,9 +33,17 @@ TrainOptions small_options(int64_t epochs) {
   return options;
 }
 
-std::unique_ptr<Model> build_mlp(uint64_t seed) {
-  auto cfg = parse_cfg(
-      "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dense]\nunits = 10\ninit = glorot\n", "test.cfg");
+const char* kMlpCfg = "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dense]\nunits = 10\ninit = glorot\n";
+
+// Every stateful layer: batch norm (running statistics in checkpoints) and dropout (masks
+// that follow the step), after a conv, a pool and a dense layer.
+const char* kCnnCfg =
+    "[net]\ninput = 28x28x1\n[conv]\nfilters = 4\nsize = 3\nstride = 2\nbias = false\n[batchnorm]\n[relu]\n"
+    "[maxpool]\nsize = 2\n[dropout]\nrate = 0.25\n[dense]\nunits = 16\n[batchnorm]\n[relu]\n[dropout]\nrate = "
+    "0.5\n[dense]\nunits = 10\n";
+
+std::unique_ptr<Model> build_model(uint64_t seed, const char* cfg_text) {
+  auto cfg = parse_cfg(cfg_text, "test.cfg");
   EXPECT_TRUE(cfg.ok()) << cfg.status().message();
   auto model = Model::from_cfg(cfg.value());
   EXPECT_TRUE(model.ok()) << model.status().message();
@@ -48,9 +56,9 @@ const DataSplit& data() {
   return split;
 }
 
-TrainedRun train(TrainOptions options, int threads, const std::string& resume_path = "") {
+TrainedRun train(TrainOptions options, int threads, const std::string& resume_path = "", const char* cfg = kMlpCfg) {
   TrainedRun run;
-  run.model = build_mlp(options.seed);
+  run.model = build_model(options.seed, cfg);
   ThreadPool pool(threads);
   Trainer trainer(*run.model, pool, options);
   EXPECT_TRUE(trainer.prepare().ok());
@@ -66,8 +74,11 @@ TrainedRun train(TrainOptions options, int threads, const std::string& resume_pa
   return run;
 }
 
+// Params and buffers (batch-norm statistics), bit for bit.
 bool same_weights(Model& a, Model& b) {
   auto pa = a.params(), pb = b.params();
+  for (Param* p : a.buffers()) pa.push_back(p);
+  for (Param* p : b.buffers()) pb.push_back(p);
   if (pa.size() != pb.size()) return false;
   for (size_t i = 0; i < pa.size(); ++i) {
     if (pa[i]->value.bytes() != pb[i]->value.bytes()) return false;
@@ -122,6 +133,28 @@ TEST(Train, ResumeAfterAnEpochEqualsOneRun) {
     EXPECT_TRUE(same_weights(*resumed.model, *uninterrupted.model)) << optimizer_name(kind);
     std::remove(path.c_str());
   }
+}
+
+// The same with conv, batch norm and dropout: thread counts agree bit for bit, and a resumed
+// run draws the same dropout masks and restores the running statistics.
+TEST(Train, CnnWithBatchNormAndDropoutIsDeterministicAndResumes) {
+  TrainOptions whole = small_options(2);
+  whole.optimizer.kind = OptimizerKind::adam;
+  TrainedRun one = train(whole, 1, "", kCnnCfg);
+  TrainedRun two = train(whole, 2, "", kCnnCfg);
+  EXPECT_TRUE(same_weights(*one.model, *two.model));
+  EXPECT_GT(one.test.accuracy, 0.5) << "a small cnn should learn the synthetic classes";
+  ASSERT_EQ(one.model->buffers().size(), 4u);
+
+  const std::string path = temp_path("resume_cnn.ckpt");
+  TrainOptions first = whole;
+  first.stop_after = 1;
+  first.checkpoint_path = path;
+  train(first, 2, "", kCnnCfg);
+  TrainedRun resumed = train(whole, 2, path, kCnnCfg);
+  EXPECT_EQ(resumed.records.size(), 1u);
+  EXPECT_TRUE(same_weights(*resumed.model, *one.model));
+  std::remove(path.c_str());
 }
 
 TEST(Train, CheckpointRoundTripsSettings) {
@@ -210,7 +243,7 @@ TEST(Checkpoint, MissingFileNamesThePath) {
 TEST(Train, NanLossStopsWithAClearError) {
   TrainOptions options = small_options(1);
   options.schedule.lr = 1e30;  // diverges at once
-  auto model = build_mlp(options.seed);
+  auto model = build_model(options.seed, kMlpCfg);
   ThreadPool pool(1);
   Trainer trainer(*model, pool, options);
   ASSERT_TRUE(trainer.prepare().ok());
@@ -222,7 +255,7 @@ TEST(Train, NanLossStopsWithAClearError) {
 TEST(Train, ValidationSplitIsReportedPerEpoch) {
   auto split = split_validation(data().train, 0.25, 7);
   ASSERT_TRUE(split.ok()) << split.status().message();
-  auto model = build_mlp(7);
+  auto model = build_model(7, kMlpCfg);
   ThreadPool pool(1);
   TrainOptions options = small_options(1);
   Trainer trainer(*model, pool, options);
@@ -239,7 +272,7 @@ TEST(Train, ValidationSplitIsReportedPerEpoch) {
 namespace rg {
 namespace {
 TEST(Model, ParameterCountBeforeInitMatchesAllocatedParams) {
-  auto model = build_mlp(1);
+  auto model = build_model(1, kMlpCfg);
   int64_t allocated = 0;
   for (Param* p : model->params()) allocated += p->value.numel();
   EXPECT_EQ(model->param_count(), allocated);

@@ -6,7 +6,8 @@
 #   -cpu Penryn           Core 2 (Penryn/Wolfdale):               must choose sse4.1
 # For each CPU: `retrograd probe` must report exactly that level (best and chosen) and an
 # ISA kernel with no AVX; test_gemm's micro-tile and thread-count tests of every level the
-# CPU has must run and pass; a 1000-sample mlp epoch must finish with a test accuracy line;
+# CPU has must run and pass, and test_kernels and the f32 conv-layer tests whole; a 1000-sample
+# mlp epoch and a 256-sample lenet epoch must finish with a test accuracy line;
 # RETROGRAD_ISA=avx2 must exit 2 with a message, not crash; tests/startup_demands_avx2 (the
 # start-up check of a program built for AVX2) must stop with exit 2 before main, and start
 # under -cpu Haswell-noTSX. qemu 7.2 raises SIGILL when an instruction needs a CPUID bit
@@ -26,6 +27,7 @@ log_dir=build/qemu-logs
 retrograd=build/retrograd
 test_gemm=build/tests/test_gemm
 test_kernels=build/tests/test_kernels
+test_conv_layers=build/tests/test_conv_layers
 startup_demo=build/tests/startup_demands_avx2  # tests/startup_demands_avx2.cpp
 unset RETROGRAD_ISA GTEST_FILTER GTEST_OUTPUT
 ulimit -c 0  # qemu writes a core file into the working directory on SIGILL
@@ -71,7 +73,7 @@ for tool in qemu-x86_64 python3; do
     exit 1
   fi
 done
-for binary in "$retrograd" "$test_gemm" "$test_kernels"; do
+for binary in "$retrograd" "$test_gemm" "$test_kernels" "$test_conv_layers"; do
   if [ ! -x "$binary" ]; then
     fail "qemu setup" "$binary is missing: build first (bash tools/build.sh)"
     exit 1
@@ -199,6 +201,11 @@ EOF
   # 2b. test_kernels, whole: every elementwise kernel of every level this CPU has (fast).
   run_gtest_under_qemu test_kernels "$test_kernels" "$xml_dir/test_kernels@$tag.xml"
 
+  # 2c. The conv, pooling, batch-norm and dropout layers in f32 on this CPU's kernels, against
+  #     f64 (the f64 gradient checks run no ISA code: the native passes cover them).
+  run_gtest_under_qemu test_conv_layers "$test_conv_layers" "$xml_dir/test_conv_layers@$tag.xml" \
+    --gtest_filter='*F32*:Conv.*:Dropout.*:BatchNorm.*'
+
   # 3. A short training run at the CPU's own level.
   log=$log_dir/train-$tag.log
   if ! ran_to_end "$cpu: mlp training" "$log" "$retrograd" train --data synthetic --limit 1000 --epochs 1 --threads 1; then
@@ -207,6 +214,14 @@ EOF
     fail "$cpu: mlp training" "exit 0 but no 'test accuracy' line; see $log"
   else
     pass "$cpu: mlp training ($(echo "$accuracy" | tr -s ' ' | sed 's/^ //'))"
+  fi
+  log=$log_dir/train-lenet-$tag.log
+  if ran_to_end "$cpu: lenet training" "$log" "$retrograd" train --model lenet --data synthetic --limit 256 --epochs 1 --threads 2; then
+    if grep -qE 'test accuracy +[0-9.]+' "$log"; then
+      pass "$cpu: lenet training ($(grep -m1 -oE 'test accuracy +[0-9.]+' "$log" | tr -s ' '))"
+    else
+      fail "$cpu: lenet training" "exit 0 but no 'test accuracy' line; see $log"
+    fi
   fi
 
   # 4. Asking for more than the CPU has: exit 2 and a message naming the level, no crash.

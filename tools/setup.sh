@@ -4,7 +4,7 @@
 # Usage: bash tools/setup.sh [--tests] [--bench]
 set -euo pipefail
 
-packages=(g++ meson ninja-build pkg-config zlib1g-dev nlohmann-json3-dev libxsimd-dev dataset-fashion-mnist python3)
+packages=(g++ meson ninja-build pkg-config zlib1g-dev nlohmann-json3-dev libxsimd-dev libstb-dev dataset-fashion-mnist python3)
 for arg in "$@"; do
   case "$arg" in
     --tests) packages+=(libgtest-dev googletest qemu-user binutils) ;;  # qemu-user: tools/qemu_old_cpus.sh; binutils (objdump, nm): tools/check_isa_leaks.py

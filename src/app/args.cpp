@@ -1,6 +1,8 @@
 // Strict option parsing and --help text.
 #include "app/args.h"
 
+#include "base/check.h"
+
 #include "base/thread_pool.h"
 
 #include <cerrno>
@@ -25,6 +27,11 @@ const Args::Spec* Args::find(const std::string& name) const {
   for (const auto& spec : specs_)
     if (spec.name == name) return &spec;
   return nullptr;
+}
+
+void Args::assume(const std::string& name, const std::string& value) {
+  RG_CHECK(find(name) != nullptr, "assume() of undeclared option " << name);
+  values_.emplace(name, value);
 }
 
 Status Args::parse(int argc, char** argv, int first) {

@@ -23,6 +23,8 @@ class Args {
   Status parse(int argc, char** argv, int first);
 
   bool help_requested() const { return help_; }
+  // Sets an option as if it had been given, unless it was (defaults from a model's cfg).
+  void assume(const std::string& name, const std::string& value);
   bool given(const std::string& name) const { return values_.count(name) != 0; }
   std::string text(const std::string& name) const;  // the value, or the fallback
   Result<int64_t> integer(const std::string& name, int64_t min, int64_t max) const;

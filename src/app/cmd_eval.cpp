@@ -13,6 +13,7 @@ int run_eval(int argc, char** argv) {
   Args args("eval", "--checkpoint FILE [options]", "Scores a checkpoint on the test split of its data.");
   args.option("checkpoint", "FILE", "the checkpoint to score (required)");
   args.option("data", "DIR|synthetic", "the data folder", "the one the checkpoint was trained on");
+  add_image_data_options(args);  // not in checkpoints: give the ones training had
   args.option("batch", "N", "evaluation batch size", "256");
   args.option("json", "FILE", "write the figures as JSON");
   add_common_options(args);
@@ -47,7 +48,9 @@ int run_eval(int argc, char** argv) {
   if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
   if (Status s = restore_checkpoint(checkpoint, path, *model, nullptr); !s.ok()) return fail(s.message());
 
-  auto data = load_data_source(options.data, options.seed);
+  auto source_options = data_source_options(args, model->input_shape());
+  if (!source_options.ok()) return fail(source_options.status().message());
+  auto data = load_data_source(options.data, options.seed, source_options.value());
   if (!data.ok()) return fail(data.status().message());
   ThreadPool pool(threads.value());
   Trainer trainer(*model, pool, options);

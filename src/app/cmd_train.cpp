@@ -1,4 +1,6 @@
 // retrograd train: options -> model, data, trainer; the progress, the summary and --json.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -7,6 +9,7 @@
 #include "app/data_source.h"
 #include "app/json_report.h"
 #include "cpu/cpuid.h"
+#include "report/image_grid.h"
 #include "report/process_stats.h"
 #include "report/progress.h"
 #include "train/trainer.h"
@@ -20,9 +23,13 @@ const char* kFromCheckpoint[] = {"model", "batch", "optimizer", "lr", "momentum"
                                  "beta1", "beta2", "schedule", "step-epochs", "gamma", "lr-min", "val-split", "seed"};
 
 void declare(Args& args) {
-  args.option("model", "NAME|FILE", "a preset (mlp) or a model cfg file", "mlp");
-  args.option("data", "DIR|synthetic", "a folder of IDX files (MNIST layout), or generated data",
+  std::string presets;
+  for (const std::string& name : preset_names()) presets += (presets.empty() ? "" : ", ") + name;
+  args.option("model", "NAME|FILE", "a preset (" + presets + ") or a model cfg file", "mlp");
+  args.option("data", "DIR|synthetic",
+              "a folder: IDX files (MNIST layout), CIFAR-10 binary batches or image class folders; or generated data",
               "/usr/share/datasets/fashion-mnist");
+  add_image_data_options(args);
   args.option("epochs", "N", "epochs to train (in all, when resuming)", "5");
   args.option("batch", "N", "mini-batch size", "64");
   args.option("optimizer", "sgd|adam", "the update rule", "sgd");
@@ -42,6 +49,7 @@ void declare(Args& args) {
   args.option("checkpoint", "FILE", "write a checkpoint after each epoch (atomically)");
   args.option("resume", "FILE", "continue a run from its checkpoint");
   args.option("json", "FILE", "write every figure of the run as JSON");
+  args.option("samples", "FILE.png", "autoencoders: write test inputs beside their reconstructions as a PNG grid");
   add_common_options(args);
 }
 
@@ -73,6 +81,66 @@ Status options_from_args(const Args& args, TrainOptions* options) {
   RG_ASSIGN(options->schedule.lr_min, args.number("lr-min", 0.0, 1e3));
   RG_ASSIGN(options->validation_split, args.number("val-split", 0.0, 0.9));
   return Status();
+}
+
+// A model cfg's [train] section: the settings it was tuned with, taken as if given on the
+// command line unless they were. Its keys are option names.
+Status apply_train_section(CfgDocument& cfg, Args& args) {
+  static const char* const kKnown[] = {"optimizer", "lr",    "momentum", "nesterov", "weight-decay", "beta1",
+                                       "beta2",     "batch", "epochs",   "schedule", "step-epochs",  "gamma", "lr-min"};
+  int seen = 0;
+  for (CfgSection& section : cfg.sections) {
+    if (section.kind() != "train") continue;
+    if (++seen > 1) return Status::error(section.where() + "[train] may appear only once");
+    for (CfgEntry& entry : section.entries()) {
+      bool known = false;
+      for (const char* name : kKnown) known = known || entry.key == name;
+      if (!known) {
+        std::string list;
+        for (const char* name : kKnown) list += std::string(list.empty() ? "" : ", ") + name;
+        return Status::error(section.where(entry.key) + "not a training setting (known: " + list + ")");
+      }
+      if (entry.key == "nesterov") {
+        if (entry.value != "true" && entry.value != "false") {
+          return Status::error(section.where(entry.key) + "'" + entry.value + "' is not true or false");
+        }
+        if (entry.value == "true") args.assume("nesterov", "");
+        continue;
+      }
+      args.assume(entry.key, entry.value);
+    }
+  }
+  return Status();
+}
+
+// --samples for target = input models: the first test images in rows of 16, each row of
+// inputs above the row of their reconstructions.
+Status write_reconstruction_samples(const std::string& path, Model& model, ThreadPool& pool, const Dataset& test,
+                                    int64_t batch) {
+  constexpr int64_t kPerRow = 16;
+  const int64_t count = std::min<int64_t>({2 * kPerRow, test.size(), batch});
+  const Shape& in = model.input_shape();
+  if (in.rank() != 3) return Status::error("--samples needs image input (h x w x c), the model takes " + in.str());
+  RG_ASSIGN(Tensor x, Tensor::zeros(in.batched(count), DType::f32, "sample inputs"));
+  RG_ASSIGN(Tensor grid, Tensor::zeros(in.batched(2 * count), DType::f32, "sample grid"));
+  std::vector<int32_t> index(static_cast<size_t>(count)), labels(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) index[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  test.gather(index.data(), count, x.f32(), labels.data());
+  const Tensor out = model.forward(x, LayerContext{&pool, false});
+  const bool logits = model.loss() == LossKind::bce_with_logits;
+  const int64_t size = in.numel();
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t row = i / kPerRow, column = i % kPerRow;
+    const int64_t per_row = std::min(kPerRow, count - row * kPerRow);
+    float* above = grid.f32() + (2 * row * kPerRow + column) * size;
+    float* below = above + per_row * size;
+    for (int64_t k = 0; k < size; ++k) {
+      const float v = out.f32()[i * size + k];
+      above[k] = x.f32()[i * size + k];
+      below[k] = logits ? 1.0f / (1.0f + std::exp(-v)) : v;
+    }
+  }
+  return write_image_grid(path, grid, kPerRow);
 }
 
 nlohmann::json epoch_json(const EpochRecord& r) {
@@ -121,15 +189,20 @@ int run_train(int argc, char** argv) {
     if (!parsed.ok()) return fail(parsed.status().with_context(resume_path + ": the stored model: ").message());
     cfg = parsed.take();
   } else {
-    if (Status s = options_from_args(args, &options); !s.ok()) return fail(s.message());
     auto parsed = load_model_cfg(args.text("model"));
     if (!parsed.ok()) return fail(parsed.status().message());
     cfg = parsed.take();
+    if (Status s = apply_train_section(cfg, args); !s.ok()) return fail(s.message());
+    if (Status s = options_from_args(args, &options); !s.ok()) return fail(s.message());
   }
   if (args.given("data") || !resuming) options.data = args.given("data") ? args.text("data") : "";
   options.checkpoint_path = args.given("checkpoint") ? args.text("checkpoint") : (resuming ? resume_path : "");
   if (!options.checkpoint_path.empty()) {
     if (Status s = check_writable_path(options.checkpoint_path, "checkpoint"); !s.ok()) return fail(s.message());
+  }
+  const std::string samples_path = args.text("samples");
+  if (args.given("samples")) {
+    if (Status s = check_writable_path(samples_path, "samples"); !s.ok()) return fail(s.message());
   }
   const std::string json_path = args.text("json");
   if (args.given("json")) {
@@ -153,8 +226,13 @@ int run_train(int argc, char** argv) {
   auto built = Model::from_cfg(cfg);
   if (!built.ok()) return fail(built.status().message());
   std::unique_ptr<Model> model = built.take();
+  if (args.given("samples") && model->target() != TargetKind::input) {
+    return fail("--samples shows reconstructions: it needs a model trained on its input (target = input)");
+  }
   if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
-  auto data = load_data_source(options.data, options.seed);
+  auto source_options = data_source_options(args, model->input_shape());
+  if (!source_options.ok()) return fail(source_options.status().message());
+  auto data = load_data_source(options.data, options.seed, source_options.value());
   if (!data.ok()) return fail(data.status().message());
   DataSplit split = data.take();
   Dataset train = split.train;
@@ -207,13 +285,20 @@ int run_train(int argc, char** argv) {
     std::printf("  test accuracy   %.4f  (loss %.4f, %lld samples, %.2fs)\n", test.accuracy, test.loss,
                 static_cast<long long>(test.samples), test.seconds);
   } else {
-    std::printf("  test loss       %.6f  (%lld samples, %.2fs)\n", test.loss, static_cast<long long>(test.samples), test.seconds);
+    std::printf("  test MSE        %.6f  PSNR %.2f dB  (loss %.6f, %lld samples, %.2fs)\n", test.mse, test.psnr_db,
+                test.loss, static_cast<long long>(test.samples), test.seconds);
   }
   std::printf("  training        %lld epochs in %.1fs, %.0f samples/s, %d threads\n",
               static_cast<long long>(fitted.value().size()), trainer.train_seconds(), samples_per_s, pool.threads());
   std::printf("  memory          peak RSS %s, peak tensors %s\n", format_bytes(peak_rss).c_str(),
               format_bytes(peak_tensors).c_str());
   if (!options.checkpoint_path.empty()) std::printf("  checkpoint      %s\n", options.checkpoint_path.c_str());
+  if (args.given("samples")) {
+    if (Status s = write_reconstruction_samples(samples_path, *model, pool, split.test, options.batch); !s.ok()) {
+      return fail(s.with_context("--samples: ").message());
+    }
+    std::printf("  samples         %s (inputs above their reconstructions)\n", samples_path.c_str());
+  }
 
   if (args.given("json")) {
     nlohmann::json report = {
@@ -232,6 +317,8 @@ int run_train(int argc, char** argv) {
         {"parameters", model->param_count()},
         {"test_accuracy", test.accuracy},
         {"test_loss", test.loss},
+        {"test_mse", test.mse},
+        {"test_psnr_db", test.psnr_db},
         {"train_seconds", trainer.train_seconds()},
         {"train_samples_per_s", samples_per_s},
         {"peak_rss_bytes", peak_rss},

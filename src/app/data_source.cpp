@@ -1,22 +1,119 @@
-// Resolving --data.
+// Resolving --data: which loader a folder needs, judged by the files it holds.
 #include "app/data_source.h"
 
+#include "data/files.h"
+#include "data/image_data.h"
+
 namespace rg {
+
+namespace {
+
+const char* const kLookedFor =
+    "looked for train-images-idx3-ubyte[.gz] (MNIST layout), data_batch_1.bin (CIFAR-10 binary, also in "
+    "cifar-10-batches-bin/), or class folders of .png/.jpg/.jpeg/.bmp images (DIR/<class>/ or DIR/train/<class>/ "
+    "and DIR/test/<class>/)";
+
+bool is_mnist_folder(const std::string& dir) {
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                           "t10k-labels-idx1-ubyte"}) {
+    const std::string path = join_path(dir, name);
+    if (is_regular_file(path) || is_regular_file(path + ".gz")) return true;
+  }
+  return false;
+}
+
+bool has_subfolder(const std::string& dir) {
+  auto names = list_folder(dir);
+  if (!names.ok()) return false;
+  for (const std::string& name : names.value()) {
+    if (name[0] != '.' && is_directory(join_path(dir, name))) return true;
+  }
+  return false;
+}
+
+// The model's input [h, w, c] as image-folder options.
+Result<ImageFolderOptions> image_folder_options(const std::string& dir, uint64_t seed, const DataSourceOptions& o) {
+  const Shape& in = o.model_input;
+  if (in.rank() != 3 || (in[2] != 1 && in[2] != 3) || in[0] > kMaxImageSide || in[1] > kMaxImageSide) {
+    return Status::error(dir + ": image folders need a model whose input is height x width x channels with 1 "
+                         "(grey) or 3 (RGB) channels and sides up to " + std::to_string(kMaxImageSide) +
+                         " (input = 32x32x3 in [net]); this model takes " + in.str());
+  }
+  ImageFolderOptions options;
+  options.height = static_cast<int>(in[0]);
+  options.width = static_cast<int>(in[1]);
+  options.channels = static_cast<int>(in[2]);
+  options.fit = o.image_fit.value_or(ImageFit::resize);
+  options.test_fraction = o.test_split;
+  options.seed = seed;
+  return options;
+}
+
+}  // namespace
+
+void add_image_data_options(Args& args) {
+  args.option("image-fit", "resize|crop",
+              "image folders: stretch each image to the model's input, or scale its shorter side and cut out the "
+              "centre", "resize");
+  args.option("test-split", "F", "image folders without train/ and test/: hold out this fraction of each class",
+              "0.2");
+}
+
+Result<DataSourceOptions> data_source_options(const Args& args, const Shape& model_input) {
+  DataSourceOptions options;
+  options.model_input = model_input;
+  if (args.given("image-fit")) {
+    auto fit = image_fit_from_name(args.text("image-fit"));
+    if (!fit.ok()) return fit.status().with_context("--image-fit: ");
+    options.image_fit = fit.value();
+  }
+  if (args.given("test-split")) {
+    RG_ASSIGN(options.test_split, args.number("test-split", 0.01, 0.99));
+  }
+  return options;
+}
 
 std::string data_source_name(const std::string& source) {
   return source.empty() ? default_fashion_mnist_dir() : source;
 }
 
-Result<DataSplit> load_data_source(const std::string& source, uint64_t seed) {
-  if (source == kSyntheticData) return make_synthetic(6000, 1000, 10, seed);
+Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, const DataSourceOptions& options) {
   const std::string dir = data_source_name(source);
-  auto split = load_mnist_folder(dir);
-  if (!split.ok() && source.empty()) {
-    return Status::error(split.status().message() +
-                         "\n  (the default data is the Debian package dataset-fashion-mnist: apt-get install "
-                         "dataset-fashion-mnist, or pass --data DIR, or --data synthetic)");
+  const bool image_options = options.image_fit || options.test_split;
+  auto refuse_image_options = [&](const std::string& what) {
+    return Status::error(std::string(options.image_fit ? "--image-fit" : "--test-split") +
+                         " applies to image folders; " + dir + " is " + what);
+  };
+
+  if (source == kSyntheticData) {
+    if (image_options) return refuse_image_options("generated data");
+    return make_synthetic(6000, 1000, 10, seed);
   }
-  return split;
+  if (source.empty() || is_mnist_folder(dir)) {
+    if (image_options) return refuse_image_options("in the MNIST layout");
+    auto split = load_mnist_folder(dir);
+    if (!split.ok() && source.empty()) {
+      return Status::error(split.status().message() +
+                           "\n  (the default data is the Debian package dataset-fashion-mnist: apt-get install "
+                           "dataset-fashion-mnist, or pass --data DIR, or --data synthetic)");
+    }
+    if (split.ok() && last_path_component(dir) == last_path_component(default_fashion_mnist_dir())) {
+      split.value().train.class_names = split.value().test.class_names = fashion_mnist_class_names();
+    }
+    return split;
+  }
+  if (!is_directory(dir)) return Status::error(dir + ": no such folder (" + kLookedFor + ")");
+  for (const std::string& cifar : {dir, join_path(dir, "cifar-10-batches-bin")}) {
+    if (is_regular_file(join_path(cifar, "data_batch_1.bin"))) {
+      if (image_options) return refuse_image_options("CIFAR-10 binary");
+      return load_cifar10_folder(cifar);
+    }
+  }
+  if (has_subfolder(dir)) {
+    RG_ASSIGN(const ImageFolderOptions folder_options, image_folder_options(dir, seed, options));
+    return load_image_folders(dir, folder_options);
+  }
+  return Status::error(dir + ": not a dataset folder (" + kLookedFor + ")");
 }
 
 }  // namespace rg

@@ -1,17 +1,32 @@
-// Where training and evaluation data come from: a folder of IDX files, the Debian
-// Fashion-MNIST package by default, or "synthetic" (generated, no files).
+// Where training and evaluation data come from: "synthetic" (generated, no files), or a
+// folder recognised by what it holds: the MNIST IDX layout (the Debian Fashion-MNIST package
+// by default), CIFAR-10 binary batches, or image folders (one subfolder per class).
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "app/args.h"
 #include "data/dataset.h"
+#include "data/image_io.h"
 
 namespace rg {
 
 constexpr const char* kSyntheticData = "synthetic";
 
-// `source` is a folder, "synthetic", or empty for the Fashion-MNIST package's folder.
-Result<DataSplit> load_data_source(const std::string& source, uint64_t seed);
+struct DataSourceOptions {
+  Shape model_input;                 // the model's per-sample input; image folders are decoded to it ([h, w, c])
+  std::optional<ImageFit> image_fit; // --image-fit; unset: resize
+  std::optional<double> test_split;  // --test-split; unset: 0.2 (DIR/<class>/ image folders only)
+};
+
+// --image-fit and --test-split, which train and eval share.
+void add_image_data_options(Args& args);
+Result<DataSourceOptions> data_source_options(const Args& args, const Shape& model_input);
+
+// `source` is a folder, "synthetic", or empty for the Fashion-MNIST package's folder. The
+// image options are an error for a source that is not image folders.
+Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, const DataSourceOptions& options = {});
 // The name a source is recorded under in checkpoints and reports.
 std::string data_source_name(const std::string& source);
 

@@ -110,4 +110,12 @@ void ThreadPool::worker_loop(int index) {
 
 int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
+void parallel_for(ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+  if (pool != nullptr) {
+    pool->parallel_for(n, grain, body);
+  } else if (n > 0) {
+    body(0, n);
+  }
+}
+
 }  // namespace rg

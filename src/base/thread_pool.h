@@ -44,4 +44,7 @@ class ThreadPool {
 // Number of logical CPUs (at least 1).
 int hardware_threads();
 
+// pool->parallel_for, or body(0, n) on the caller when there is no pool.
+void parallel_for(ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
 }  // namespace rg

@@ -2,13 +2,12 @@
 // layout. IDX parsing lives in idx.cpp, generated data in synthetic.cpp.
 #include "data/dataset.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "base/rng.h"
+#include "data/files.h"
 
 namespace rg {
 
@@ -59,29 +58,13 @@ Result<Dataset> gather_copy(const Dataset& source, const std::vector<int32_t>& i
   out.name = name;
   out.sample_shape = source.sample_shape;
   out.num_classes = source.num_classes;
+  out.class_names = source.class_names;
   RG_ASSIGN(out.samples, Tensor::zeros(source.samples.shape().sample().batched(count), source.samples.dtype(),
                                        name + " samples"));
   RG_ASSIGN(out.labels, Tensor::zeros(Shape{count}, DType::i32, name + " labels"));
   copy_rows(source.samples, index.data(), count, out.samples);
   copy_rows(source.labels, index.data(), count, out.labels);
   return out;
-}
-
-bool is_directory(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-bool is_file(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
-// "/usr/share/datasets/fashion-mnist/" -> "fashion-mnist".
-std::string last_component(std::string path) {
-  while (path.size() > 1 && (path.back() == '/' || path.back() == '\\')) path.pop_back();
-  const size_t slash = path.find_last_of("/\\");
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 const char* const kMnistFiles[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
@@ -95,9 +78,9 @@ std::string mnist_file_list() {
 
 // dir/name if it exists, else dir/name.gz, else an error naming both.
 Result<std::string> find_mnist_file(const std::string& dir, const std::string& name) {
-  const std::string base = dir + (dir.empty() || dir.back() == '/' ? "" : "/") + name;
-  if (is_file(base)) return base;
-  if (is_file(base + ".gz")) return base + ".gz";
+  const std::string base = join_path(dir, name);
+  if (is_regular_file(base)) return base;
+  if (is_regular_file(base + ".gz")) return base + ".gz";
   return Status::error(dir + ": neither " + name + " nor " + name + ".gz is there (an MNIST-layout folder holds " +
                        mnist_file_list() + ")");
 }
@@ -134,12 +117,17 @@ Dataset Dataset::slice(int64_t begin, int64_t end, const std::string& new_name) 
   out.name = new_name;
   out.sample_shape = sample_shape;
   out.num_classes = num_classes;
+  out.class_names = class_names;
   out.samples = samples.rows(begin, end);  // checks the bounds
   out.labels = labels.rows(begin, end);
   return out;
 }
 
 std::string default_fashion_mnist_dir() { return "/usr/share/datasets/fashion-mnist"; }
+
+std::vector<std::string> fashion_mnist_class_names() {
+  return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+}
 
 Result<DataSplit> load_mnist_folder(const std::string& dir) {
   if (!is_directory(dir)) {
@@ -149,7 +137,7 @@ Result<DataSplit> load_mnist_folder(const std::string& dir) {
   for (int i = 0; i < 4; ++i) {
     RG_ASSIGN(paths[i], find_mnist_file(dir, kMnistFiles[i]));
   }
-  const std::string name = last_component(dir);
+  const std::string name = last_path_component(dir);
   DataSplit out;
   RG_ASSIGN(out.train, load_idx_pair(paths[0], paths[1], name + " train"));
   RG_ASSIGN(out.test, load_idx_pair(paths[2], paths[3], name + " test"));

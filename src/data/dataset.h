@@ -13,10 +13,11 @@ namespace rg {
 
 struct Dataset {
   std::string name;       // "fashion-mnist train"
-  Shape sample_shape;     // [c, h, w] for images, [features] otherwise
+  Shape sample_shape;     // [h, w, c] for images (channels innermost), [features] otherwise
   int32_t num_classes = 0;
   Tensor samples;         // [n, sample...], u8 (scaled by 1/255 on gather) or f32
   Tensor labels;          // [n] i32, each in [0, num_classes)
+  std::vector<std::string> class_names;  // [num_classes] when the source names them, else empty
 
   int64_t size() const { return labels.defined() ? labels.numel() : 0; }
 
@@ -33,6 +34,8 @@ struct DataSplit {
 
 // The folder the Debian package dataset-fashion-mnist installs to.
 std::string default_fashion_mnist_dir();
+// T-shirt/top, Trouser, Pullover, Dress, Coat, Sandal, Shirt, Sneaker, Bag, Ankle boot.
+std::vector<std::string> fashion_mnist_class_names();
 
 // Reads an IDX file pair (raw or gzip, detected from the bytes). Checks: magic number and
 // element type, dimensions against the file length (truncated or trailing bytes), equal

@@ -184,7 +184,7 @@ Result<Dataset> load_idx_pair(const std::string& images_path, const std::string&
 
   Dataset out;
   out.name = name;
-  out.sample_shape = Shape{1, rows, cols};
+  out.sample_shape = Shape{rows, cols, 1};
   RG_ASSIGN(out.samples, Tensor::zeros(out.sample_shape.batched(n), DType::u8, name + " samples"));
   RG_TRY(read_idx_data(images, out.samples.data<uint8_t>()));
 

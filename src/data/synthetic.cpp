@@ -47,7 +47,7 @@ Dataset make_split(int64_t n, int32_t classes, const std::vector<std::vector<flo
                    const std::string& name) {
   Dataset out;
   out.name = name;
-  out.sample_shape = Shape{1, kSide, kSide};
+  out.sample_shape = Shape{kSide, kSide, 1};
   out.num_classes = classes;
   Result<Tensor> samples = Tensor::zeros(out.sample_shape.batched(n), DType::u8, name + " samples");
   Result<Tensor> labels = Tensor::zeros(Shape{n}, DType::i32, name + " labels");

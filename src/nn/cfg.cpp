@@ -117,7 +117,7 @@ Result<Shape> CfgSection::get_shape(const std::string& key) const {
     dims.push_back(v);
   }
   if (dims.size() == 1) return Shape{dims[0]};
-  if (dims.size() == 3) return Shape{dims[2], dims[0], dims[1]};  // h x w x c -> [c, h, w]
+  if (dims.size() == 3) return Shape{dims[0], dims[1], dims[2]};  // h x w x c, channels innermost
   return Status::error(where(key) + "'" + entry->value + "' has " + std::to_string(dims.size()) +
                        " sizes; give 1 (features) or 3 (height x width x channels)");
 }

@@ -37,7 +37,7 @@ class CfgSection {
   Result<double> get_float_or(const std::string& key, double fallback, double min, double max) const;
   Result<bool> get_bool_or(const std::string& key, bool fallback) const;
   Result<std::string> get_string_or(const std::string& key, const std::string& fallback) const;
-  // "28x28x1" (h x w x c) or "784" -> a per-sample shape ([c, h, w] or [n]).
+  // "28x28x1" (h x w x c) or "784" -> a per-sample shape ([h, w, c] or [n]).
   Result<Shape> get_shape(const std::string& key) const;
 
   // After a layer has read what it knows: the first key nobody read is an error.

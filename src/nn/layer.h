@@ -21,12 +21,19 @@ struct Param {
   Tensor grad;
 };
 
+class Workspace;
+
 struct LayerContext {
   ThreadPool* pool = nullptr;
-  bool training = false;
+  bool training = false;  // batch statistics in BatchNorm, masks in Dropout
   // backward adds to the param grads (true), or overwrites them (false: the first micro-batch
   // of a step, which saves zeroing every grad before it).
   bool accumulate_grads = true;
+  // Scratch memory shared by the layers of a model (im2col panels); null: layers allocate.
+  Workspace* workspace = nullptr;
+  // Which random stream stochastic layers (Dropout) draw from in this forward; the backward
+  // of a forward must see the same value. The trainer sets it from the step number.
+  uint64_t noise_stream = 0;
 };
 
 class Layer {
@@ -55,8 +62,17 @@ class Layer {
                         const LayerContext& ctx) = 0;
 
   virtual std::vector<Param*> params() { return {}; }
+  // State that is not trained but saved in checkpoints (BatchNorm's running statistics);
+  // their grad tensors are undefined.
+  virtual std::vector<Param*> buffers() { return {}; }
   // Trainable values, known once configure() has run (before init()).
   virtual int64_t parameter_count() const { return 0; }
+  // Scratch elements (in the layer's dtype) forward and backward need for a batch of n,
+  // taken from LayerContext::workspace.
+  virtual int64_t workspace_elements(int64_t n) const {
+    (void)n;
+    return 0;
+  }
   // One line for model summaries: "784 -> 256".
   virtual std::string describe() const { return ""; }
 

@@ -2,7 +2,12 @@
 #include "nn/layer_registry.h"
 
 #include "nn/activation.h"
+#include "nn/batch_norm.h"
+#include "nn/conv.h"
 #include "nn/dense.h"
+#include "nn/dropout.h"
+#include "nn/pooling.h"
+#include "nn/shape_layers.h"
 
 namespace rg {
 
@@ -12,8 +17,22 @@ struct LayerKind {
   Result<std::unique_ptr<Layer>> (*make)(const CfgSection&);
 };
 const LayerKind kLayerKinds[] = {
-    {"dense", Dense::from_cfg},           {"relu", Activation::from_cfg},    {"leaky_relu", Activation::from_cfg},
-    {"sigmoid", Activation::from_cfg},    {"tanh", Activation::from_cfg},    {"softmax", Activation::from_cfg},
+    {"dense", Dense::from_cfg},
+    {"conv", Conv2D::from_cfg},
+    {"conv_transpose", ConvTranspose2D::from_cfg},
+    {"maxpool", Pool2D::from_cfg},
+    {"avgpool", Pool2D::from_cfg},
+    {"global_avgpool", GlobalAvgPool::from_cfg},
+    {"batchnorm", BatchNorm::from_cfg},
+    {"dropout", Dropout::from_cfg},
+    {"flatten", Reshape::from_cfg},
+    {"reshape", Reshape::from_cfg},
+    {"upsample", Upsample::from_cfg},
+    {"relu", Activation::from_cfg},
+    {"leaky_relu", Activation::from_cfg},
+    {"sigmoid", Activation::from_cfg},
+    {"tanh", Activation::from_cfg},
+    {"softmax", Activation::from_cfg},
 };
 }  // namespace
 

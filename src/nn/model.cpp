@@ -30,6 +30,7 @@ Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
   for (size_t i = 1; i < doc.sections.size(); ++i) {
     const CfgSection& section = doc.sections[i];
     if (section.kind() == "net") return Status::error(section.where() + "[net] may appear only once, first");
+    if (section.kind() == "train") continue;  // training settings: read by `train` (train_section)
     RG_ASSIGN(std::unique_ptr<Layer> layer, make_layer(section));
     if (layer->name().empty()) layer->set_name(section.kind() + std::to_string(++counts[section.kind()]));
     auto out = layer->configure(shape);
@@ -81,19 +82,31 @@ Status Model::reserve(int64_t batch) {
   if (batch <= reserved_) return Status();
   acts_.clear();
   grad_a_ = grad_b_ = Tensor();
-  int64_t largest = input_.numel();
+  int64_t largest = input_.numel(), scratch = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
+    scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
     RG_ASSIGN(Tensor act, Tensor::zeros(shapes_[i].batched(batch), dtype_, layers_[i]->name() + " output"));
     acts_.push_back(act);
     largest = std::max(largest, shapes_[i].numel());
   }
   RG_ASSIGN(grad_a_, Tensor::zeros(Shape{batch * largest}, dtype_, "gradient buffer"));
   RG_ASSIGN(grad_b_, Tensor::zeros(Shape{batch * largest}, dtype_, "gradient buffer"));
+  if (scratch > 0) RG_TRY(workspace_.reserve(scratch, dtype_));
   reserved_ = batch;
   return Status();
 }
 
-Tensor Model::forward(const Tensor& x, const LayerContext& ctx) {
+namespace {
+// The caller's context, with the model's workspace unless the caller brought one.
+LayerContext with_workspace(const LayerContext& ctx, Workspace& workspace) {
+  LayerContext out = ctx;
+  if (out.workspace == nullptr) out.workspace = &workspace;
+  return out;
+}
+}  // namespace
+
+Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
+  const LayerContext ctx = with_workspace(caller_ctx, workspace_);
   const int64_t n = x.shape()[0];
   RG_CHECK(n <= reserved_, "batch " << n << " > reserved " << reserved_);
   RG_CHECK(x.numel() == n * input_.numel(), "input " << x.shape().str() << " for " << input_.str());
@@ -113,7 +126,8 @@ Tensor Model::output_grad() const {
       shapes_.back().batched(batch_));
 }
 
-void Model::backward(const LayerContext& ctx) {
+void Model::backward(const LayerContext& caller_ctx) {
+  const LayerContext ctx = with_workspace(caller_ctx, workspace_);
   Tensor dy = output_grad();
   bool dy_in_a = true;
   for (size_t i = layers_.size(); i-- > 0;) {
@@ -137,6 +151,13 @@ std::vector<Param*> Model::params() {
   std::vector<Param*> all;
   for (auto& layer : layers_)
     for (Param* p : layer->params()) all.push_back(p);
+  return all;
+}
+
+std::vector<Param*> Model::buffers() {
+  std::vector<Param*> all;
+  for (auto& layer : layers_)
+    for (Param* p : layer->buffers()) all.push_back(p);
   return all;
 }
 

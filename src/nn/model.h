@@ -10,6 +10,7 @@
 #include "nn/cfg.h"
 #include "nn/layer.h"
 #include "nn/loss.h"
+#include "nn/workspace.h"
 
 namespace rg {
 
@@ -20,7 +21,8 @@ class Model {
 
   // Allocates and initialises the parameters from `seed` in f32 (training) or f64 (checks).
   Status init(uint64_t seed, DType dtype = DType::f32);
-  // Allocates activation and gradient buffers for batches of up to `batch` samples.
+  // Allocates activation and gradient buffers, and the layers' shared workspace, for batches
+  // of up to `batch` samples.
   Status reserve(int64_t batch);
 
   // x [n, input...] with n <= the reserved batch -> the output [n, output...] (a view of a buffer).
@@ -38,8 +40,11 @@ class Model {
   const CfgDocument& cfg() const { return cfg_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   std::vector<Param*> params();
+  // Non-trained state saved with the params (BatchNorm running statistics).
+  std::vector<Param*> buffers();
   int64_t param_count() const;
-  // Bytes of activations and gradient buffers one sample costs in the model's dtype.
+  // Bytes of activations and gradient buffers one sample costs in the model's dtype (the
+  // workspace, a few MB whatever the batch, is not included).
   int64_t activation_bytes_per_sample() const;
   // A table: layer, output shape, parameters, details.
   std::string summary() const;
@@ -54,6 +59,7 @@ class Model {
   std::vector<Shape> shapes_;  // shapes_[i]: per-sample output of layer i
   std::vector<Tensor> acts_;   // acts_[i]: [batch, shapes_[i]...]
   Tensor grad_a_, grad_b_;     // ping-pong [batch * largest layer]
+  Workspace workspace_;        // scratch shared by the layers (im2col panels)
   Tensor input_view_;          // the x of the last forward
   int64_t reserved_ = 0;
   int64_t batch_ = 0;          // n of the last forward

@@ -1,4 +1,4 @@
-// Tensor shapes: up to 6 dimensions, outermost first (a batch of images is [n, c, h, w]).
+// Tensor shapes: up to 6 dimensions, outermost first (a batch of images is [n, h, w, c]).
 #pragma once
 
 #include <cstdint>

@@ -11,6 +11,18 @@ namespace {
 constexpr char kMagic[8] = {'R', 'E', 'T', 'R', 'O', 'G', 'R', 'D'};
 constexpr size_t kMaxString = 1 << 20;
 constexpr uint32_t kMaxEntries = 1 << 16;
+
+// What a checkpoint holds, in order: the model's params and buffers, then the optimizer's state.
+std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(Model& model, const Optimizer* optimizer) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (Param* p : model.params()) tensors.emplace_back(p->name, p->value);
+  for (Param* p : model.buffers()) tensors.emplace_back(p->name, p->value);
+  if (optimizer != nullptr) {
+    for (size_t i = 0; i < optimizer->state().size(); ++i)
+      tensors.emplace_back("optimizer." + std::to_string(i), optimizer->state()[i]);
+  }
+  return tensors;
+}
 }  // namespace
 
 Status save_checkpoint(const std::string& path, Model& model, const Optimizer* optimizer,
@@ -23,12 +35,7 @@ Status save_checkpoint(const std::string& path, Model& model, const Optimizer* o
     payload.str(key);
     payload.str(value);
   }
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (Param* p : model.params()) tensors.emplace_back(p->name, p->value);
-  if (optimizer != nullptr) {
-    for (size_t i = 0; i < optimizer->state().size(); ++i)
-      tensors.emplace_back("optimizer." + std::to_string(i), optimizer->state()[i]);
-  }
+  const std::vector<std::pair<std::string, Tensor>> tensors = checkpoint_tensors(model, optimizer);
   payload.u32(static_cast<uint32_t>(tensors.size()));
   for (const auto& [name, t] : tensors) {
     payload.str(name);
@@ -112,15 +119,10 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
 }
 
 Status restore_checkpoint(const Checkpoint& ck, const std::string& path, Model& model, Optimizer* optimizer) {
-  std::vector<std::pair<std::string, Tensor>> targets;
-  for (Param* p : model.params()) targets.emplace_back(p->name, p->value);
-  if (optimizer != nullptr) {
-    for (size_t i = 0; i < optimizer->state().size(); ++i)
-      targets.emplace_back("optimizer." + std::to_string(i), optimizer->state()[i]);
-  }
+  const std::vector<std::pair<std::string, Tensor>> targets = checkpoint_tensors(model, optimizer);
   const size_t expected = targets.size();
-  const size_t params_only = model.params().size();
-  if (ck.tensors.size() != expected && !(optimizer == nullptr && ck.tensors.size() >= params_only)) {
+  const size_t model_only = checkpoint_tensors(model, nullptr).size();
+  if (ck.tensors.size() != expected && !(optimizer == nullptr && ck.tensors.size() >= model_only)) {
     return Status::error(path + ": holds " + std::to_string(ck.tensors.size()) + " tensors, the model and optimizer need " +
                          std::to_string(expected) + " (was it written with another optimizer?)");
   }

@@ -5,7 +5,8 @@
 //   "RETROGRD" | u32 version | u32 flags (0) | u64 payload bytes | payload | u32 crc32(payload)
 //   payload: str cfg name | str cfg text | u32 n, n x (str key, str value)   training settings
 //            u32 m, m x (str name, u32 dtype, u32 rank, rank x i64 dim, raw data) tensors
-// Tensor names: each param's name ("dense1.weight"), then "optimizer.<i>" for its state.
+// Tensors: each param ("dense1.weight"), each buffer ("batchnorm1.running_mean"), then
+// "optimizer.<i>" for the optimizer's state.
 #pragma once
 
 #include <map>
@@ -35,7 +36,7 @@ Status save_checkpoint(const std::string& path, Model& model, const Optimizer* o
 // Nothing of the caller's changes if it fails.
 Result<Checkpoint> read_checkpoint(const std::string& path);
 
-// Copies the checkpoint's tensors into the model's params (and the optimizer's state when
+// Copies the checkpoint's tensors into the model's params and buffers (and the optimizer's state when
 // given); names, shapes and dtypes must match exactly.
 Status restore_checkpoint(const Checkpoint& checkpoint, const std::string& path, Model& model, Optimizer* optimizer);
 

@@ -11,6 +11,17 @@
 namespace rg {
 
 namespace {
+// sum (reconstruction - target)^2 over a batch; logits go through a sigmoid first.
+double reconstruction_squared_error(const Tensor& out, const Tensor& target, bool logits) {
+  double sum = 0;
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const double v = logits ? 1.0 / (1.0 + std::exp(-double(out.f32()[i]))) : double(out.f32()[i]);
+    const double d = v - double(target.f32()[i]);
+    sum += d * d;
+  }
+  return sum;
+}
+
 constexpr uint64_t kShuffleStream = 2000;  // + epoch
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -124,6 +135,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
       const Tensor target = load_batch(train, order.data() + begin, count);
+      ctx.noise_stream = static_cast<uint64_t>(optimizer_.steps());  // dropout masks follow the step
       const Tensor out = model_.forward(x_.rows(0, count), ctx);
       const double loss = compute_loss(model_.loss(), out, target, 1.0 / static_cast<double>(count), model_.output_grad());
       if (!std::isfinite(loss)) {
@@ -177,19 +189,27 @@ EvalResult Trainer::evaluate(const Dataset& data) {
   const int64_t n = data.size();
   std::vector<int32_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  double loss_sum = 0;
+  double loss_sum = 0, squared_sum = 0;
   int64_t correct = 0;
   for (int64_t begin = 0; begin < n; begin += options_.batch) {
     const int64_t count = std::min(options_.batch, n - begin);
     const Tensor target = load_batch(data, order.data() + begin, count);
     const Tensor out = model_.forward(x_.rows(0, count), ctx);
     loss_sum += compute_loss(model_.loss(), out, target, 1.0, Tensor());
-    if (model_.target() != TargetKind::input) correct += count_correct(out, labels_.data<int32_t>());
+    if (model_.target() != TargetKind::input) {
+      correct += count_correct(out, labels_.data<int32_t>());
+    } else {
+      squared_sum += reconstruction_squared_error(out, target, model_.loss() == LossKind::bce_with_logits);
+    }
   }
   EvalResult result;
   result.samples = n;
   result.loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
   result.accuracy = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
+  if (model_.target() == TargetKind::input && n > 0) {
+    result.mse = squared_sum / static_cast<double>(n * model_.output_shape().numel());
+    result.psnr_db = result.mse > 0 ? 10.0 * std::log10(1.0 / result.mse) : INFINITY;
+  }
   result.seconds = seconds_since(start);
   return result;
 }

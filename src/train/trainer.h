@@ -42,6 +42,10 @@ struct EpochRecord {
 struct EvalResult {
   double loss = 0;
   double accuracy = 0;  // 0..1; for target = input models, 0
+  // target = input models (autoencoders): the reconstruction's mean squared error per value
+  // (pixels in [0, 1]; through a sigmoid when the loss takes logits) and its PSNR,
+  // 10 log10(1 / mse) dB.
+  double mse = 0, psnr_db = 0;
   int64_t samples = 0;
   double seconds = 0;
 };

@@ -1,0 +1,158 @@
+// CIFAR-10, binary version: fixed 3073-byte records (label, then R, G and B planes of
+// 32x32), transposed to [32, 32, 3] as they are read. Sizes are checked before allocating.
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "base/serial.h"
+#include "data/files.h"
+#include "data/image_data.h"
+
+namespace rg {
+
+namespace {
+
+constexpr int kSide = 32;
+constexpr int kPlane = kSide * kSide;        // 1024 bytes per colour plane
+constexpr int kRecord = 1 + 3 * kPlane;      // 3073: label byte, R, G, B
+constexpr int64_t kRecordsPerFile = 10000;
+constexpr int kClasses = 10;
+constexpr int64_t kChunkRecords = 500;       // one fread: 1.5 MB
+const char* const kTrainFiles[] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                                   "data_batch_5.bin"};
+const char* const kTestFile = "test_batch.bin";
+const char* const kLayout = "a CIFAR-10 binary folder holds data_batch_1.bin .. data_batch_5.bin and test_batch.bin";
+
+struct FileCloser {
+  void operator()(FILE* f) const { std::fclose(f); }
+};
+
+// The path if the file exists and is exactly kRecordsPerFile records long.
+Result<std::string> checked_batch_file(const std::string& dir, const char* name) {
+  const std::string path = join_path(dir, name);
+  if (!is_regular_file(path)) return Status::error(dir + ": " + name + " is missing (" + kLayout + ")");
+  RG_ASSIGN(const int64_t bytes, file_size(path));
+  if (bytes != kRecordsPerFile * kRecord) {
+    const std::string found = bytes % kRecord != 0
+                                  ? "not a whole number of records (truncated, or not a CIFAR-10 file)"
+                                  : std::to_string(bytes / kRecord) + " records";
+    return Status::error(path + ": " + std::to_string(bytes) + " bytes, " + found + "; a CIFAR-10 batch file is " +
+                         std::to_string(kRecordsPerFile) + " records of " + std::to_string(kRecord) +
+                         " bytes (1 label byte, 3072 pixel bytes) = " + std::to_string(kRecordsPerFile * kRecord) +
+                         " bytes");
+  }
+  return path;
+}
+
+// Reads one batch file into samples [kRecordsPerFile, 32, 32, 3] and labels [kRecordsPerFile].
+Status read_batch(const std::string& path, uint8_t* samples, int32_t* labels) {
+  errno = 0;
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) return Status::error(path + ": cannot open: " + std::strerror(errno));
+  std::vector<uint8_t> chunk(static_cast<size_t>(kChunkRecords * kRecord));
+  for (int64_t first = 0; first < kRecordsPerFile; first += kChunkRecords) {
+    const int64_t count = std::min(kChunkRecords, kRecordsPerFile - first);
+    const size_t want = static_cast<size_t>(count * kRecord);
+    if (std::fread(chunk.data(), 1, want, file.get()) != want) {
+      return Status::error(path + ": read failed at record " + std::to_string(first) + " (" +
+                           (std::ferror(file.get()) ? std::strerror(errno) : "the file shrank while being read") + ")");
+    }
+    for (int64_t r = 0; r < count; ++r) {
+      const uint8_t* record = chunk.data() + r * kRecord;
+      const int64_t index = first + r;
+      if (record[0] >= kClasses) {
+        return Status::error(path + ": record " + std::to_string(index) + " (byte " + std::to_string(index * kRecord) +
+                             ") has label " + std::to_string(record[0]) + "; CIFAR-10 labels are 0 to 9");
+      }
+      labels[index] = record[0];
+      // Planar [3, 32, 32] -> interleaved [32, 32, 3].
+      const uint8_t* planes = record + 1;
+      uint8_t* out = samples + index * 3 * kPlane;
+      for (int p = 0; p < kPlane; ++p) {
+        out[3 * p + 0] = planes[p];
+        out[3 * p + 1] = planes[kPlane + p];
+        out[3 * p + 2] = planes[2 * kPlane + p];
+      }
+    }
+  }
+  return Status();
+}
+
+// batches.meta.txt: the class names, one per line, in label order (blank lines ignored).
+Result<std::vector<std::string>> read_class_names(const std::string& path) {
+  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path));
+  std::vector<std::string> names;
+  std::string line;
+  auto finish_line = [&] {
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    size_t start = 0;
+    while (start < line.size() && std::isspace(static_cast<unsigned char>(line[start]))) ++start;
+    if (start < line.size()) names.push_back(line.substr(start));
+    line.clear();
+  };
+  for (uint8_t b : bytes) {
+    if (b == '\n') {
+      finish_line();
+    } else {
+      line.push_back(static_cast<char>(b));
+    }
+  }
+  finish_line();
+  if (names.size() != kClasses) {
+    return Status::error(path + ": " + std::to_string(names.size()) + " class names; CIFAR-10 has " +
+                         std::to_string(kClasses) + ", one per line in label order");
+  }
+  return names;
+}
+
+Result<Dataset> allocate(const std::string& name, int64_t n, const std::vector<std::string>& classes) {
+  Dataset out;
+  out.name = name;
+  out.sample_shape = Shape{kSide, kSide, 3};
+  out.num_classes = kClasses;
+  out.class_names = classes;
+  RG_ASSIGN(out.samples, Tensor::zeros(out.sample_shape.batched(n), DType::u8, name + " samples"));
+  RG_ASSIGN(out.labels, Tensor::zeros(Shape{n}, DType::i32, name + " labels"));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> cifar10_class_names() {
+  return {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+}
+
+Result<DataSplit> load_cifar10_folder(const std::string& dir) {
+  if (!is_directory(dir)) return Status::error(dir + ": no such folder (" + kLayout + ")");
+  // Every file's presence and size first: nothing is allocated for a folder that cannot load.
+  std::vector<std::string> train_paths;
+  for (const char* name : kTrainFiles) {
+    RG_ASSIGN(std::string path, checked_batch_file(dir, name));
+    train_paths.push_back(std::move(path));
+  }
+  RG_ASSIGN(const std::string test_path, checked_batch_file(dir, kTestFile));
+  std::vector<std::string> classes = cifar10_class_names();
+  const std::string meta_path = join_path(dir, "batches.meta.txt");
+  if (is_regular_file(meta_path)) {
+    RG_ASSIGN(classes, read_class_names(meta_path));
+  }
+
+  const std::string name = last_path_component(dir);
+  const auto n_train = static_cast<int64_t>(train_paths.size()) * kRecordsPerFile;
+  DataSplit out;
+  RG_ASSIGN(out.train, allocate(name + " train", n_train, classes));
+  RG_ASSIGN(out.test, allocate(name + " test", kRecordsPerFile, classes));
+  for (size_t f = 0; f < train_paths.size(); ++f) {
+    const int64_t first = static_cast<int64_t>(f) * kRecordsPerFile;
+    RG_TRY(read_batch(train_paths[f], out.train.samples.data<uint8_t>() + first * 3 * kPlane,
+                      out.train.labels.data<int32_t>() + first));
+  }
+  RG_TRY(read_batch(test_path, out.test.samples.data<uint8_t>(), out.test.labels.data<int32_t>()));
+  return out;
+}
+
+}  // namespace rg

@@ -1,0 +1,61 @@
+// Folder and path helpers for the dataset readers (see files.h).
+#include "data/files.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace rg {
+
+bool is_directory(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+Result<int64_t> file_size(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
+  if (!S_ISREG(info.st_mode)) return Status::error(path + ": not a regular file");
+  return static_cast<int64_t>(info.st_size);
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  return dir + (dir.back() == '/' || dir.back() == '\\' ? "" : "/") + name;
+}
+
+std::string last_path_component(std::string path) {
+  while (path.size() > 1 && (path.back() == '/' || path.back() == '\\')) path.pop_back();
+  const size_t slash = path.find_last_of("/\\");
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+Result<std::vector<std::string>> list_folder(const std::string& dir) {
+  errno = 0;
+  DIR* folder = opendir(dir.c_str());
+  if (folder == nullptr) return Status::error(dir + ": cannot list the folder: " + std::strerror(errno));
+  std::vector<std::string> names;
+  errno = 0;
+  while (const dirent* entry = readdir(folder)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+    errno = 0;
+  }
+  const int read_error = errno;
+  closedir(folder);
+  if (read_error != 0) return Status::error(dir + ": cannot list the folder: " + std::strerror(read_error));
+  // readdir's order depends on the file system; sorting makes class indices and sample
+  // order the same on every machine.
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace rg

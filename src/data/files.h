@@ -1,0 +1,25 @@
+// Folder and path helpers the dataset readers share: listing a folder, telling files from
+// folders, joining paths. POSIX calls (opendir, stat), which MinGW provides too.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace rg {
+
+bool is_directory(const std::string& path);
+bool is_regular_file(const std::string& path);  // follows symbolic links
+// The size of a regular file, or an error naming it.
+Result<int64_t> file_size(const std::string& path);
+// "dir" + "name" -> "dir/name" (no doubled slash).
+std::string join_path(const std::string& dir, const std::string& name);
+// "/usr/share/datasets/fashion-mnist/" -> "fashion-mnist".
+std::string last_path_component(std::string path);
+
+// The entries of a folder, names only, sorted by byte value; "." and ".." left out.
+Result<std::vector<std::string>> list_folder(const std::string& dir);
+
+}  // namespace rg

@@ -1,0 +1,208 @@
+// Image decoding, channel conversion, fitting and PNG writing over stb (see image_io.h).
+#include "data/image_io.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "base/serial.h"
+#include "stb_image.h"
+#include "stb_image_resize.h"
+#include "stb_image_write.h"
+
+namespace rg {
+
+namespace {
+
+struct FileCloser {
+  void operator()(FILE* f) const { std::fclose(f); }
+};
+struct StbFree {
+  void operator()(stbi_uc* p) const { stbi_image_free(p); }
+};
+
+std::string stb_reason() {
+  const char* reason = stbi_failure_reason();  // thread-local in stb_image 2.27
+  return reason != nullptr ? reason : "no reason given";
+}
+
+std::string size_text(int64_t width, int64_t height) { return std::to_string(width) + "x" + std::to_string(height); }
+
+// round(0.299 R + 0.587 G + 0.114 B) in integers: the weights sum to 1000, so white stays 255.
+uint8_t luminance(const uint8_t* rgb) {
+  return static_cast<uint8_t>((299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2] + 500) / 1000);
+}
+
+// stb_image 2.27 (Debian 12's) builds a JPEG Huffman table from 16 code counts without
+// checking that they add up to at most 256, the table's room: a corrupt DHT segment writes
+// past it, over the decoder's function pointers (found by mutating files under UBSan; stb
+// 2.28 checks it). stbi_info already reads DHT segments, so until Debian ships the fix every
+// DHT segment stb could read is checked here first, walking the markers as stb does: segments
+// by their length, entropy-coded data up to the next 0xFF followed by a byte other than 0x00.
+// `file` is at the file's start; where it is left does not matter.
+Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
+  auto byte = [file] {  // stb reads 0 past the end; so does this
+    const int c = std::getc(file);
+    return c == EOF ? 0 : c;
+  };
+  if (std::getc(file) != 0xFF || std::getc(file) != 0xD8) return Status();  // not a JPEG
+  for (;;) {
+    int c = std::getc(file);
+    if (c == EOF) return Status();
+    if (c != 0xFF) continue;  // entropy-coded data, or junk stb also skips
+    do c = std::getc(file); while (c == 0xFF);
+    if (c == EOF || c == 0xD9) return Status();                              // end of image
+    if (c == 0x00 || c == 0x01 || c == 0xD8 || (c >= 0xD0 && c <= 0xD7)) continue;  // no length
+    const int hi = std::getc(file), lo = std::getc(file);
+    if (lo == EOF) return Status();
+    long length = ((hi << 8) | lo) - 2;  // bytes after the length field
+    if (c != 0xC4) {
+      if (length < 0 || std::fseek(file, length, SEEK_CUR) != 0) return Status();  // stb fails here too
+      continue;
+    }
+    // stb's DHT loop: tables until the length is used up, each a class/id byte, 16 counts and
+    // the values; a length that does not come out at 0 ends the decode.
+    while (length > 0) {
+      const int class_id = byte();
+      if ((class_id >> 4) > 1 || (class_id & 15) > 3) return Status();  // stb refuses the header
+      int codes = 0;
+      for (int i = 0; i < 16; ++i) codes += byte();
+      if (codes > 256) {
+        return Status::error(path + ": corrupt JPEG: a Huffman table (DHT) lists " + std::to_string(codes) +
+                             " codes; a table holds at most 256");
+      }
+      if (std::fseek(file, codes, SEEK_CUR) != 0) return Status();
+      length -= 17 + codes;
+    }
+    if (length != 0) return Status();
+  }
+}
+
+}  // namespace
+
+const char* image_fit_name(ImageFit fit) { return fit == ImageFit::crop ? "crop" : "resize"; }
+
+Result<ImageFit> image_fit_from_name(const std::string& name) {
+  if (name == "resize") return ImageFit::resize;
+  if (name == "crop") return ImageFit::crop;
+  return Status::error("'" + name + "' is not an image fit; use resize (stretch to the size) or crop (scale the "
+                       "shorter side, cut out the centre)");
+}
+
+void convert_channels(const uint8_t* src, int64_t pixels, int from, uint8_t* dst, int to) {
+  RG_CHECK(from >= 1 && from <= 4 && (to == 1 || to == 3), "convert_channels from " << from << " to " << to);
+  const bool colour = from >= 3;  // 3 RGB, 4 RGBA; 1 grey, 2 grey+alpha
+  for (int64_t i = 0; i < pixels; ++i) {
+    const uint8_t* s = src + i * from;
+    uint8_t* d = dst + i * to;
+    if (to == 1) {
+      d[0] = colour ? luminance(s) : s[0];
+    } else if (colour) {
+      d[0] = s[0], d[1] = s[1], d[2] = s[2];
+    } else {
+      d[0] = d[1] = d[2] = s[0];
+    }
+  }
+}
+
+Result<Image> read_image(const std::string& path, int channels) {
+  RG_CHECK(channels == 1 || channels == 3, "read_image(" << path << ", " << channels << " channels)");
+  errno = 0;
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) return Status::error(path + ": cannot open: " + std::strerror(errno));
+
+  RG_TRY(check_jpeg_huffman_counts(file.get(), path));
+  std::rewind(file.get());
+  // The header alone first: a hostile or broken header cannot make the decoder allocate.
+  int width = 0, height = 0, stored = 0;
+  if (stbi_info_from_file(file.get(), &width, &height, &stored) == 0) {
+    return Status::error(path + ": cannot read an image header (stb_image: " + stb_reason() +
+                         "); PNG, JPEG and BMP files are read");
+  }
+  if (width < 1 || height < 1 || width > kMaxImageSide || height > kMaxImageSide) {
+    return Status::error(path + ": the header says " + size_text(width, height) + " pixels; each side must be 1 to " +
+                         std::to_string(kMaxImageSide) + " (larger images are refused before decoding)");
+  }
+  if (static_cast<int64_t>(width) * height > kMaxImagePixels) {
+    return Status::error(path + ": the header says " + size_text(width, height) + " pixels; at most " +
+                         std::to_string(kMaxImagePixels) + " pixels are decoded");
+  }
+
+  int got_width = 0, got_height = 0, got_channels = 0;
+  std::unique_ptr<stbi_uc, StbFree> decoded(
+      stbi_load_from_file(file.get(), &got_width, &got_height, &got_channels, 0));  // 0: as stored
+  if (!decoded) return Status::error(path + ": cannot decode the image: corrupt, truncated or an unsupported variant (stb_image: " +
+                                       stb_reason() + ")");
+  if (got_width != width || got_height != height || got_channels < 1 || got_channels > 4) {
+    return Status::error(path + ": the header said " + size_text(width, height) + " pixels, the decoder gave " +
+                         size_text(got_width, got_height) + " with " + std::to_string(got_channels) + " channels");
+  }
+
+  Image image;
+  image.height = height;
+  image.width = width;
+  image.channels = channels;
+  const int64_t pixels = static_cast<int64_t>(width) * height;
+  image.pixels.resize(static_cast<size_t>(pixels * channels));
+  convert_channels(decoded.get(), pixels, got_channels, image.pixels.data(), channels);
+  return image;
+}
+
+Status fit_image(const Image& image, ImageFit fit, int height, int width, uint8_t* out) {
+  RG_CHECK(image.height >= 1 && image.width >= 1 && height >= 1 && width >= 1 &&
+               image.pixels.size() == static_cast<size_t>(image.height) * image.width * image.channels,
+           "fit_image " << image.height << "x" << image.width << "x" << image.channels << " to " << height << "x"
+                        << width);
+  const int64_t c = image.channels;
+  const int64_t w = image.width, h = image.height;
+  // The source rectangle [y0, y0 + rect_h) x [x0, x0 + rect_w).
+  int64_t x0 = 0, y0 = 0, rect_w = w, rect_h = h;
+  if (fit == ImageFit::crop) {
+    if (w * height > h * width) {  // wider than the target: all rows, the middle columns
+      rect_w = std::min(w, std::max<int64_t>(1, (2 * h * width + height) / (2 * height)));  // round(h * width / height)
+      x0 = (w - rect_w) / 2;
+    } else {  // taller (or the same shape): all columns, the middle rows
+      rect_h = std::min(h, std::max<int64_t>(1, (2 * w * height + width) / (2 * width)));
+      y0 = (h - rect_h) / 2;
+    }
+  }
+  const uint8_t* from = image.pixels.data() + (y0 * w + x0) * c;
+  const int64_t in_stride = w * c;
+  const int64_t out_stride = static_cast<int64_t>(width) * c;
+  if (rect_w == width && rect_h == height) {
+    for (int64_t y = 0; y < height; ++y) std::memcpy(out + y * out_stride, from + y * in_stride, static_cast<size_t>(out_stride));
+    return Status();
+  }
+  if (stbir_resize_uint8(from, static_cast<int>(rect_w), static_cast<int>(rect_h), static_cast<int>(in_stride), out,
+                         width, height, static_cast<int>(out_stride), static_cast<int>(c)) == 0) {
+    return Status::error("scaling " + size_text(rect_w, rect_h) + " pixels to " + size_text(width, height) +
+                         ": stb_image_resize could not allocate its buffers");
+  }
+  return Status();
+}
+
+Status write_png(const std::string& path, int width, int height, int channels, const uint8_t* pixels) {
+  RG_CHECK(pixels != nullptr, "write_png(" << path << ") without pixels");
+  if (width < 1 || height < 1 || width > kMaxImageSide || height > kMaxImageSide) {
+    return Status::error(path + ": cannot write a " + size_text(width, height) + " PNG; each side must be 1 to " +
+                         std::to_string(kMaxImageSide));
+  }
+  if (channels < 1 || channels > 4) {
+    return Status::error(path + ": cannot write a PNG of " + std::to_string(channels) +
+                         " channels; 1 (grey), 2 (grey, alpha), 3 (RGB) or 4 (RGBA)");
+  }
+  std::vector<uint8_t> bytes;
+  auto append = [](void* context, void* data, int size) {
+    auto* out = static_cast<std::vector<uint8_t>*>(context);
+    const auto* begin = static_cast<const uint8_t*>(data);
+    out->insert(out->end(), begin, begin + size);
+  };
+  if (stbi_write_png_to_func(append, &bytes, width, height, channels, pixels, width * channels) == 0) {
+    return Status::error(path + ": PNG encoding failed (stb_image_write could not allocate its buffers)");
+  }
+  return write_file_atomic(path, bytes);
+}
+
+}  // namespace rg

@@ -1,0 +1,170 @@
+// BatchNorm forward and backward. Per-channel sums run in double, each channel owned by one
+// thread and summed in row order, so results do not depend on the thread count.
+#include "nn/batch_norm.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "nn/cfg.h"
+
+namespace rg {
+
+namespace {
+// sums[c] = sum_r f(r, c) over rows [0, rows), for channels split across the pool.
+template <class F>
+void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, std::vector<double>& sums, const F& f) {
+  sums.assign(static_cast<size_t>(channels), 0.0);
+  parallel_for(pool, channels, 8, [&](int64_t c0, int64_t c1) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = c0; c < c1; ++c) sums[static_cast<size_t>(c)] += f(r, c);
+  });
+}
+}  // namespace
+
+Result<std::unique_ptr<Layer>> BatchNorm::from_cfg(const CfgSection& section) {
+  RG_ASSIGN(const double momentum, section.get_float_or("momentum", 0.1, 0.0, 1.0));
+  RG_ASSIGN(const double eps, section.get_float_or("eps", 1e-5, 1e-12, 1.0));
+  return std::unique_ptr<Layer>(new BatchNorm(momentum, eps));
+}
+
+Result<Shape> BatchNorm::configure(const Shape& input) {
+  if (input.rank() != 1 && input.rank() != 3) {
+    return Status::error("batchnorm takes features [f] or images (height x width x channels), not " + input.str());
+  }
+  channels_ = input[input.rank() - 1];
+  return input;
+}
+
+Status BatchNorm::init(Rng& rng, DType dtype) {
+  (void)rng;
+  const Shape shape{channels_};
+  struct Slot {
+    Param* param;
+    const char* suffix;
+    double value;
+    bool trains;
+  };
+  for (const Slot& s : {Slot{&gamma_, ".gamma", 1.0, true}, Slot{&beta_, ".beta", 0.0, true},
+                        Slot{&running_mean_, ".running_mean", 0.0, false},
+                        Slot{&running_var_, ".running_var", 1.0, false}}) {
+    s.param->name = name() + s.suffix;
+    RG_ASSIGN(s.param->value, Tensor::zeros(shape, dtype, s.param->name));
+    if (s.trains) {
+      RG_ASSIGN(s.param->grad, Tensor::zeros(shape, dtype, s.param->name + ".grad"));
+    }
+    dispatch_float(dtype, [&](auto zero) {
+      using T = decltype(zero);
+      for (int64_t c = 0; c < channels_; ++c) s.param->value.data<T>()[c] = static_cast<T>(s.value);
+    });
+  }
+  return Status();
+}
+
+void BatchNorm::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
+  const int64_t channels = channels_, rows = x.numel() / channels;
+  dispatch_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* in = x.data<T>();
+    T* rm = running_mean_.value.data<T>();
+    T* rv = running_var_.value.data<T>();
+    mean_.assign(static_cast<size_t>(channels), 0.0);
+    inv_std_.assign(static_cast<size_t>(channels), 0.0);
+    if (ctx.training) {
+      std::vector<double> sum, square;
+      channel_sums(ctx.pool, rows, channels, sum, [&](int64_t r, int64_t c) { return double(in[r * channels + c]); });
+      channel_sums(ctx.pool, rows, channels, square, [&](int64_t r, int64_t c) {
+        const double d = double(in[r * channels + c]) - sum[static_cast<size_t>(c)] / double(rows);
+        return d * d;
+      });
+      for (int64_t c = 0; c < channels; ++c) {
+        const size_t i = static_cast<size_t>(c);
+        const double mean = sum[i] / double(rows), var = square[i] / double(rows);
+        mean_[i] = mean;
+        inv_std_[i] = 1.0 / std::sqrt(var + eps_);
+        const double unbiased = rows > 1 ? var * double(rows) / double(rows - 1) : var;
+        rm[c] = static_cast<T>((1 - momentum_) * double(rm[c]) + momentum_ * mean);
+        rv[c] = static_cast<T>((1 - momentum_) * double(rv[c]) + momentum_ * unbiased);
+      }
+    } else {
+      for (int64_t c = 0; c < channels; ++c) {
+        mean_[static_cast<size_t>(c)] = double(rm[c]);
+        inv_std_[static_cast<size_t>(c)] = 1.0 / std::sqrt(double(rv[c]) + eps_);
+      }
+    }
+    // y = (x - mean) * (gamma / std) + beta, as one multiply-add per element
+    std::vector<T> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
+    const T* gamma = gamma_.value.data<T>();
+    const T* beta = beta_.value.data<T>();
+    for (int64_t c = 0; c < channels; ++c) {
+      const size_t i = static_cast<size_t>(c);
+      scale[i] = static_cast<T>(double(gamma[c]) * inv_std_[i]);
+      shift[i] = static_cast<T>(double(beta[c]) - mean_[i] * double(gamma[c]) * inv_std_[i]);
+    }
+    T* out = y.data<T>();
+    parallel_for(ctx.pool, rows, 64, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < channels; ++c)
+          out[r * channels + c] = in[r * channels + c] * scale[static_cast<size_t>(c)] + shift[static_cast<size_t>(c)];
+    });
+  });
+}
+
+// With xhat = (x - mean) * inv_std over m rows:
+//   dbeta = sum dy, dgamma = sum dy * xhat,
+//   training:  dx = gamma * inv_std / m * (m * dy - dbeta - xhat * dgamma)
+//   inference: dx = gamma * inv_std * dy (the statistics are constants)
+void BatchNorm::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const LayerContext& ctx) {
+  (void)y;
+  const int64_t channels = channels_, rows = x.numel() / channels;
+  dispatch_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* in = x.data<T>();
+    const T* g = dy.data<T>();
+    std::vector<double> sum_dy, sum_dy_xhat;
+    channel_sums(ctx.pool, rows, channels, sum_dy, [&](int64_t r, int64_t c) { return double(g[r * channels + c]); });
+    channel_sums(ctx.pool, rows, channels, sum_dy_xhat, [&](int64_t r, int64_t c) {
+      const size_t i = static_cast<size_t>(c);
+      return double(g[r * channels + c]) * (double(in[r * channels + c]) - mean_[i]) * inv_std_[i];
+    });
+    T* dgamma = gamma_.grad.data<T>();
+    T* dbeta = beta_.grad.data<T>();
+    for (int64_t c = 0; c < channels; ++c) {
+      const size_t i = static_cast<size_t>(c);
+      dgamma[c] = static_cast<T>((ctx.accumulate_grads ? double(dgamma[c]) : 0.0) + sum_dy_xhat[i]);
+      dbeta[c] = static_cast<T>((ctx.accumulate_grads ? double(dbeta[c]) : 0.0) + sum_dy[i]);
+    }
+    if (!dx.defined()) return;
+    const T* gamma = gamma_.value.data<T>();
+    // dx = a[c] * dy + b[c] * x + d[c], folding the per-channel constants
+    std::vector<T> a(static_cast<size_t>(channels)), b(a), d(a);
+    for (int64_t c = 0; c < channels; ++c) {
+      const size_t i = static_cast<size_t>(c);
+      const double k = double(gamma[c]) * inv_std_[i];
+      if (ctx.training) {
+        const double m = double(rows), q = k * inv_std_[i] * sum_dy_xhat[i] / m;
+        a[i] = static_cast<T>(k);
+        b[i] = static_cast<T>(-q);
+        d[i] = static_cast<T>(-k * sum_dy[i] / m + q * mean_[i]);
+      } else {
+        a[i] = static_cast<T>(k);
+      }
+    }
+    T* out = dx.data<T>();
+    parallel_for(ctx.pool, rows, 64, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < channels; ++c) {
+          const size_t i = static_cast<size_t>(c);
+          out[r * channels + c] = a[i] * g[r * channels + c] + b[i] * in[r * channels + c] + d[i];
+        }
+    });
+  });
+}
+
+std::string BatchNorm::describe() const {
+  char text[96];
+  std::snprintf(text, sizeof text, "%lld channels, momentum %g, eps %g", static_cast<long long>(channels_), momentum_,
+                eps_);
+  return text;
+}
+
+}  // namespace rg

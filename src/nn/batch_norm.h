@@ -1,0 +1,41 @@
+// Batch normalisation over the innermost dimension: the channels of [h, w, c] images (after
+// a convolution) or the features of [f] vectors (after a dense layer). In training the
+// statistics are over every other position of the batch (n*h*w values per channel) and
+// running statistics are updated as PyTorch does (momentum 0.1, unbiased variance); in
+// inference the running statistics are used. gamma and beta train; the running statistics
+// are buffers, saved in checkpoints.
+#pragma once
+
+#include <vector>
+
+#include "nn/layer.h"
+
+namespace rg {
+
+class CfgSection;
+
+class BatchNorm : public Layer {
+ public:
+  BatchNorm(double momentum, double eps) : momentum_(momentum), eps_(eps) {}
+  static Result<std::unique_ptr<Layer>> from_cfg(const CfgSection& section);
+
+  std::string kind() const override { return "batchnorm"; }
+  Result<Shape> configure(const Shape& input) override;
+  Status init(Rng& rng, DType dtype) override;
+  void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                const LayerContext& ctx) override;
+  std::vector<Param*> params() override { return {&gamma_, &beta_}; }
+  std::vector<Param*> buffers() override { return {&running_mean_, &running_var_}; }
+  int64_t parameter_count() const override { return 2 * channels_; }
+  std::string describe() const override;
+
+ private:
+  double momentum_, eps_;
+  int64_t channels_ = 0;
+  Param gamma_, beta_;                 // [channels]
+  Param running_mean_, running_var_;   // [channels], no grad
+  std::vector<double> mean_, inv_std_;  // of the last forward, for backward
+};
+
+}  // namespace rg

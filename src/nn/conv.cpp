@@ -1,0 +1,277 @@
+// Conv2D and ConvTranspose2D: chunks of samples, im2col or col2im per sample (threaded over
+// samples), one GEMM per chunk (threaded inside), bias by the kernel table.
+#include "nn/conv.h"
+
+#include <algorithm>
+
+#include "nn/cfg.h"
+#include "nn/workspace.h"
+#include "ops/elementwise.h"
+#include "ops/gemm.h"
+
+namespace rg {
+
+namespace {
+// Patch-matrix elements per chunk: 4 MiB of f32 keeps the panel in L2/L3 on old CPUs while
+// giving the GEMM a few thousand rows.
+constexpr int64_t kChunkElements = int64_t{1} << 20;
+
+Result<ConvOptions> options_from_cfg(const CfgSection& section, bool transposed) {
+  ConvOptions o;
+  RG_ASSIGN(o.filters, section.get_int("filters", 1, 1 << 16));
+  RG_ASSIGN(o.kernel, section.get_int("size", 1, 64));
+  RG_ASSIGN(o.stride, section.get_int_or("stride", 1, 1, 64));
+  RG_ASSIGN(o.pad, section.get_int_or("pad", 0, 0, 63));
+  if (transposed) {
+    RG_ASSIGN(o.output_pad, section.get_int_or("output_pad", 0, 0, 63));
+  }
+  RG_ASSIGN(const std::string init_text, section.get_string_or("init", "he"));
+  auto init = init_from_name(init_text);
+  if (!init.ok()) return Status::error(section.where("init") + init.status().message());
+  o.init = init.value();
+  RG_ASSIGN(o.bias, section.get_bool_or("bias", true));
+  return o;
+}
+
+// The patch-matrix workspace for chunks of up to `per_chunk` samples (none when pointwise).
+Tensor patch_panel(const LayerContext& ctx, const ConvGeometry& g, int64_t per_chunk, DType dtype) {
+  if (g.pointwise()) return Tensor();
+  return scratch(ctx, Shape{per_chunk * g.patches(), g.patch_size()}, dtype);
+}
+
+Status expect_image(const Shape& input) {
+  if (input.rank() != 3) {
+    return Status::error("a convolution takes images (height x width x channels), not " + input.str());
+  }
+  return Status();
+}
+}  // namespace
+
+// ---------------------------------------------------------------- shared
+
+Status ConvLayer::init(Rng& rng, DType dtype) {
+  RG_ASSIGN(weight_.value, Tensor::zeros(weight_shape_, dtype, name() + ".weight"));
+  RG_ASSIGN(weight_.grad, Tensor::zeros(weight_shape_, dtype, name() + ".weight.grad"));
+  weight_.name = name() + ".weight";
+  initialise(weight_.value, options_.init, fan_in_, fan_out_, rng);
+  if (options_.bias) {
+    RG_ASSIGN(bias_.value, Tensor::zeros(Shape{options_.filters}, dtype, name() + ".bias"));
+    RG_ASSIGN(bias_.grad, Tensor::zeros(Shape{options_.filters}, dtype, name() + ".bias.grad"));
+    bias_.name = name() + ".bias";
+  }
+  return Status();
+}
+
+std::vector<Param*> ConvLayer::params() {
+  if (options_.bias) return {&weight_, &bias_};
+  return {&weight_};
+}
+
+int64_t ConvLayer::parameter_count() const {
+  return weight_shape_.numel() + (options_.bias ? options_.filters : 0);
+}
+
+int64_t ConvLayer::chunk_samples(int64_t n) const {
+  const int64_t per_sample = std::max<int64_t>(1, patch_rows() * patch_cols());
+  return std::max<int64_t>(1, std::min(n, kChunkElements / per_sample));
+}
+
+int64_t ConvLayer::workspace_elements(int64_t n) const {
+  if (geometry_.pointwise()) return 0;  // the GEMM reads the activations in place
+  return chunk_samples(n) * patch_rows() * patch_cols();
+}
+
+void ConvLayer::set_weight_shape(const Shape& shape, int64_t fan_in, int64_t fan_out) {
+  weight_shape_ = shape;
+  fan_in_ = fan_in;
+  fan_out_ = fan_out;
+}
+
+std::string ConvLayer::describe() const {
+  std::string text = std::to_string(options_.kernel) + "x" + std::to_string(options_.kernel) + " stride " +
+                     std::to_string(options_.stride) + " pad " + std::to_string(options_.pad);
+  if (options_.output_pad > 0) text += " output_pad " + std::to_string(options_.output_pad);
+  return text + ", init " + init_name(options_.init) + (options_.bias ? "" : ", no bias");
+}
+
+// ---------------------------------------------------------------- Conv2D
+
+Result<std::unique_ptr<Layer>> Conv2D::from_cfg(const CfgSection& section) {
+  RG_ASSIGN(const ConvOptions options, options_from_cfg(section, false));
+  return std::unique_ptr<Layer>(new Conv2D(options));
+}
+
+Result<Shape> Conv2D::configure(const Shape& input) {
+  RG_TRY(expect_image(input));
+  const ConvOptions& o = options_;
+  RG_ASSIGN(geometry_, conv_geometry(input[0], input[1], input[2], o.kernel, o.stride, o.pad));
+  set_weight_shape(Shape{geometry_.patch_size(), o.filters}, geometry_.patch_size(), o.kernel * o.kernel * o.filters);
+  return Shape{geometry_.out_h, geometry_.out_w, o.filters};
+}
+
+void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
+  const int64_t n = x.shape()[0], filters = options_.filters, k = patch_cols();
+  const int64_t in_sample = x.numel() / n, out_sample = y.numel() / n;
+  const int64_t per_chunk = chunk_samples(n);
+  dispatch_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const Tensor panel = patch_panel(ctx, geometry_, per_chunk, x.dtype());
+    for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+      const int64_t count = std::min(per_chunk, n - s0), rows = count * patch_rows();
+      const T* patches = x.data<T>() + s0 * in_sample;
+      if (panel.defined()) {
+        T* cols = panel.data<T>();
+        parallel_for(ctx.pool, count, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) im2col(geometry_, patches + i * in_sample, cols + i * patch_rows() * k);
+        });
+        patches = cols;
+      }
+      // y[rows x filters] = patches[rows x k] * W[k x filters]
+      gemm(GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, T(1), patches,
+           weight_.value.data<T>(), T(0), y.data<T>() + s0 * out_sample, ctx.pool);
+    }
+    if (options_.bias) add_bias(n * patch_rows(), filters, bias_.value.data<T>(), y.data<T>());
+  });
+}
+
+void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const LayerContext& ctx) {
+  (void)y;
+  const int64_t n = x.shape()[0], filters = options_.filters, k = patch_cols();
+  const int64_t in_sample = x.numel() / n, out_sample = dy.numel() / n;
+  const int64_t per_chunk = chunk_samples(n);
+  dispatch_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (options_.bias) {
+      if (!ctx.accumulate_grads) bias_.grad.fill_zero();
+      column_sum(n * patch_rows(), filters, dy.data<T>(), bias_.grad.data<T>());
+    }
+    const Tensor panel = patch_panel(ctx, geometry_, per_chunk, x.dtype());
+    T* cols = panel.defined() ? panel.data<T>() : nullptr;
+    for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+      const int64_t count = std::min(per_chunk, n - s0), rows = count * patch_rows();
+      const T* g = dy.data<T>() + s0 * out_sample;
+      const T* patches = x.data<T>() + s0 * in_sample;
+      if (cols != nullptr) {
+        parallel_for(ctx.pool, count, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) im2col(geometry_, patches + i * in_sample, cols + i * patch_rows() * k);
+        });
+        patches = cols;
+      }
+      // dW[k x filters] (+)= patches^T * dy; the first chunk overwrites unless accumulating
+      const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
+      gemm(GemmShape{Trans::yes, Trans::no, k, filters, rows, k, filters, filters}, T(1), patches, g, keep,
+           weight_.grad.data<T>(), ctx.pool);
+      if (!dx.defined()) continue;
+      T* dx_chunk = dx.data<T>() + s0 * in_sample;
+      // d(patches)[rows x k] = dy * W^T, straight into dx when the patches are x itself
+      T* dpatches = cols != nullptr ? cols : dx_chunk;
+      gemm(GemmShape{Trans::no, Trans::yes, rows, k, filters, filters, filters, k}, T(1), g, weight_.value.data<T>(),
+           T(0), dpatches, ctx.pool);
+      if (cols == nullptr) continue;
+      parallel_for(ctx.pool, count, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          T* image = dx_chunk + i * in_sample;
+          std::fill(image, image + in_sample, T(0));
+          col2im_add(geometry_, cols + i * patch_rows() * k, image);
+        }
+      });
+    }
+  });
+}
+
+// ---------------------------------------------------------------- ConvTranspose2D
+
+Result<std::unique_ptr<Layer>> ConvTranspose2D::from_cfg(const CfgSection& section) {
+  RG_ASSIGN(const ConvOptions options, options_from_cfg(section, true));
+  return std::unique_ptr<Layer>(new ConvTranspose2D(options));
+}
+
+Result<Shape> ConvTranspose2D::configure(const Shape& input) {
+  RG_TRY(expect_image(input));
+  const ConvOptions& o = options_;
+  if (o.output_pad >= o.stride) {
+    return Status::error("output_pad " + std::to_string(o.output_pad) + " must be smaller than the stride " +
+                         std::to_string(o.stride));
+  }
+  const int64_t out_h = (input[0] - 1) * o.stride - 2 * o.pad + o.kernel + o.output_pad;
+  const int64_t out_w = (input[1] - 1) * o.stride - 2 * o.pad + o.kernel + o.output_pad;
+  if (out_h < 1 || out_w < 1) {
+    return Status::error("pad " + std::to_string(o.pad) + " leaves no output for a " + std::to_string(input[0]) + "x" +
+                         std::to_string(input[1]) + " input");
+  }
+  // The output is the image of a convolution whose patch grid is this layer's input.
+  RG_ASSIGN(geometry_, conv_geometry(out_h, out_w, o.filters, o.kernel, o.stride, o.pad));
+  if (geometry_.out_h != input[0] || geometry_.out_w != input[1]) {
+    return Status::error("internal: transposed geometry does not invert for " + input.str());
+  }
+  set_weight_shape(Shape{input[2], geometry_.patch_size()}, geometry_.patch_size(), o.kernel * o.kernel * input[2]);
+  return Shape{out_h, out_w, o.filters};
+}
+
+void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
+  const int64_t n = x.shape()[0], channels = x.shape()[3], k = patch_cols();
+  const int64_t in_sample = x.numel() / n, out_sample = y.numel() / n;
+  const int64_t per_chunk = chunk_samples(n);
+  dispatch_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const Tensor panel = patch_panel(ctx, geometry_, per_chunk, x.dtype());
+    for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+      const int64_t count = std::min(per_chunk, n - s0), rows = count * patch_rows();
+      T* y_chunk = y.data<T>() + s0 * out_sample;
+      T* cols = panel.defined() ? panel.data<T>() : y_chunk;
+      // cols[rows x k] = x[rows x channels] * W[channels x k]
+      gemm(GemmShape{Trans::no, Trans::no, rows, k, channels, channels, k, k}, T(1), x.data<T>() + s0 * in_sample,
+           weight_.value.data<T>(), T(0), cols, ctx.pool);
+      if (geometry_.pointwise()) continue;
+      parallel_for(ctx.pool, count, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          T* image = y_chunk + i * out_sample;
+          std::fill(image, image + out_sample, T(0));
+          col2im_add(geometry_, cols + i * patch_rows() * k, image);
+        }
+      });
+    }
+    if (options_.bias) add_bias(n * geometry_.height * geometry_.width, options_.filters, bias_.value.data<T>(),
+                                y.data<T>());
+  });
+}
+
+void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                               const LayerContext& ctx) {
+  (void)y;
+  const int64_t n = x.shape()[0], channels = x.shape()[3], k = patch_cols();
+  const int64_t in_sample = x.numel() / n, out_sample = dy.numel() / n;
+  const int64_t per_chunk = chunk_samples(n);
+  dispatch_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (options_.bias) {
+      if (!ctx.accumulate_grads) bias_.grad.fill_zero();
+      column_sum(n * geometry_.height * geometry_.width, options_.filters, dy.data<T>(), bias_.grad.data<T>());
+    }
+    const Tensor panel = patch_panel(ctx, geometry_, per_chunk, x.dtype());
+    for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+      const int64_t count = std::min(per_chunk, n - s0), rows = count * patch_rows();
+      const T* g = dy.data<T>() + s0 * out_sample;
+      const T* dcols = g;
+      if (panel.defined()) {
+        T* cols = panel.data<T>();
+        parallel_for(ctx.pool, count, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) im2col(geometry_, g + i * out_sample, cols + i * patch_rows() * k);
+        });
+        dcols = cols;
+      }
+      const T* x_chunk = x.data<T>() + s0 * in_sample;
+      // dW[channels x k] (+)= x^T * dcols
+      const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
+      gemm(GemmShape{Trans::yes, Trans::no, channels, k, rows, channels, k, k}, T(1), x_chunk, dcols, keep,
+           weight_.grad.data<T>(), ctx.pool);
+      // dx[rows x channels] = dcols * W^T
+      if (dx.defined()) {
+        gemm(GemmShape{Trans::no, Trans::yes, rows, channels, k, k, k, channels}, T(1), dcols,
+             weight_.value.data<T>(), T(0), dx.data<T>() + s0 * in_sample, ctx.pool);
+      }
+    }
+  });
+}
+
+}  // namespace rg

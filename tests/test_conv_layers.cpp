@@ -1,0 +1,413 @@
+// Convolution, pooling, normalisation, dropout and reshaping layers: forward against loops
+// written from the definitions, backward against central differences in double (stride,
+// padding and output-padding corners included), f32 against f64 with and without a pool,
+// chunked batches, thread-count independence, and cfg errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "layer_check.h"
+#include "nn/batch_norm.h"
+#include "nn/cfg.h"
+#include "nn/conv.h"
+#include "nn/dropout.h"
+#include "nn/layer_registry.h"
+#include "nn/loss.h"
+#include "nn/model.h"
+#include "nn/pooling.h"
+#include "nn/shape_layers.h"
+#include "nn/workspace.h"
+
+namespace rg {
+namespace {
+
+// x [n, h, w, c] in NHWC, read as double.
+struct Image {
+  const Tensor& t;
+  int64_t h, w, c;
+  double at(int64_t n, int64_t i, int64_t j, int64_t ch) const { return get(t, ((n * h + i) * w + j) * c + ch); }
+};
+
+ConvOptions conv_options(int64_t filters, int64_t kernel, int64_t stride, int64_t pad, int64_t output_pad = 0,
+                         bool bias = true) {
+  ConvOptions o;
+  o.filters = filters;
+  o.kernel = kernel;
+  o.stride = stride;
+  o.pad = pad;
+  o.output_pad = output_pad;
+  o.bias = bias;
+  return o;
+}
+
+// y[n, oh, ow, f] = b[f] + sum_{kh, kw, c} x[n, oh*s - p + kh, ow*s - p + kw, c] * W[(kh*k + kw)*C + c, f]
+LayerSpec conv_spec(const std::string& name, Shape input, ConvOptions o) {
+  LayerSpec spec{name, [o] { return std::unique_ptr<Layer>(new Conv2D(o)); }, input, nullptr};
+  spec.reference = [input, o](Layer& layer, const Tensor& x, int64_t n) {
+    const Image img{x, input[0], input[1], input[2]};
+    const int64_t oh_n = (img.h + 2 * o.pad - o.kernel) / o.stride + 1, ow_n = (img.w + 2 * o.pad - o.kernel) / o.stride + 1;
+    std::vector<Param*> p = layer.params();
+    std::vector<double> y;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t oh = 0; oh < oh_n; ++oh)
+        for (int64_t ow = 0; ow < ow_n; ++ow)
+          for (int64_t f = 0; f < o.filters; ++f) {
+            double sum = o.bias ? get(p[1]->value, f) : 0.0;
+            for (int64_t kh = 0; kh < o.kernel; ++kh)
+              for (int64_t kw = 0; kw < o.kernel; ++kw)
+                for (int64_t c = 0; c < img.c; ++c) {
+                  const int64_t i = oh * o.stride - o.pad + kh, j = ow * o.stride - o.pad + kw;
+                  if (i < 0 || i >= img.h || j < 0 || j >= img.w) continue;
+                  sum += img.at(s, i, j, c) * get(p[0]->value, ((kh * o.kernel + kw) * img.c + c) * o.filters + f);
+                }
+            y.push_back(sum);
+          }
+    return y;
+  };
+  return spec;
+}
+
+// Each input pixel scatters x[n, i, j, c] * W[c, (kh*k + kw)*F + f] to y[n, i*s - p + kh, j*s - p + kw, f].
+LayerSpec conv_transpose_spec(const std::string& name, Shape input, ConvOptions o) {
+  LayerSpec spec{name, [o] { return std::unique_ptr<Layer>(new ConvTranspose2D(o)); }, input, nullptr};
+  spec.reference = [input, o](Layer& layer, const Tensor& x, int64_t n) {
+    const Image img{x, input[0], input[1], input[2]};
+    const int64_t oh_n = (img.h - 1) * o.stride - 2 * o.pad + o.kernel + o.output_pad;
+    const int64_t ow_n = (img.w - 1) * o.stride - 2 * o.pad + o.kernel + o.output_pad;
+    std::vector<Param*> p = layer.params();
+    std::vector<double> y(static_cast<size_t>(n * oh_n * ow_n * o.filters), 0.0);
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t i = 0; i < img.h; ++i)
+        for (int64_t j = 0; j < img.w; ++j)
+          for (int64_t c = 0; c < img.c; ++c)
+            for (int64_t kh = 0; kh < o.kernel; ++kh)
+              for (int64_t kw = 0; kw < o.kernel; ++kw)
+                for (int64_t f = 0; f < o.filters; ++f) {
+                  const int64_t oh = i * o.stride - o.pad + kh, ow = j * o.stride - o.pad + kw;
+                  if (oh < 0 || oh >= oh_n || ow < 0 || ow >= ow_n) continue;
+                  y[static_cast<size_t>(((s * oh_n + oh) * ow_n + ow) * o.filters + f)] +=
+                      img.at(s, i, j, c) * get(p[0]->value, c * o.kernel * o.kernel * o.filters + (kh * o.kernel + kw) * o.filters + f);
+                }
+    if (o.bias) {
+      for (size_t i = 0; i < y.size(); ++i) y[i] += get(p[1]->value, static_cast<int64_t>(i) % o.filters);
+    }
+    return y;
+  };
+  return spec;
+}
+
+// Max over the window's pixels inside the image; average over the whole window (padding as 0).
+LayerSpec pool_spec(const std::string& name, Shape input, PoolKind kind, int64_t size, int64_t stride, int64_t pad) {
+  LayerSpec spec{name, [=] { return std::unique_ptr<Layer>(new Pool2D(kind, size, stride, pad)); }, input, nullptr};
+  spec.reference = [=](Layer&, const Tensor& x, int64_t n) {
+    const Image img{x, input[0], input[1], input[2]};
+    const int64_t oh_n = (img.h + 2 * pad - size) / stride + 1, ow_n = (img.w + 2 * pad - size) / stride + 1;
+    std::vector<double> y;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t oh = 0; oh < oh_n; ++oh)
+        for (int64_t ow = 0; ow < ow_n; ++ow)
+          for (int64_t c = 0; c < img.c; ++c) {
+            double best = -INFINITY, sum = 0;
+            for (int64_t kh = 0; kh < size; ++kh)
+              for (int64_t kw = 0; kw < size; ++kw) {
+                const int64_t i = oh * stride - pad + kh, j = ow * stride - pad + kw;
+                if (i < 0 || i >= img.h || j < 0 || j >= img.w) continue;
+                best = std::max(best, img.at(s, i, j, c));
+                sum += img.at(s, i, j, c);
+              }
+            y.push_back(kind == PoolKind::max ? best : sum / double(size * size));
+          }
+    return y;
+  };
+  return spec;
+}
+
+// Normalised with batch statistics (training) or the running ones (inference), per channel.
+LayerSpec batch_norm_spec(const std::string& name, Shape input, bool training) {
+  LayerSpec spec{name, [] { return std::unique_ptr<Layer>(new BatchNorm(0.1, 1e-5)); }, input, nullptr, training};
+  spec.reference = [input, training](Layer& layer, const Tensor& x, int64_t n) {
+    const int64_t c = input[input.rank() - 1], rows = n * input.numel() / c;
+    std::vector<Param*> p = layer.params(), b = layer.buffers();
+    std::vector<double> y(static_cast<size_t>(x.numel()));
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double mean = 0, var = 0;
+      for (int64_t r = 0; r < rows; ++r) mean += get(x, r * c + ch) / double(rows);
+      for (int64_t r = 0; r < rows; ++r) var += std::pow(get(x, r * c + ch) - mean, 2) / double(rows);
+      if (!training) {
+        mean = get(b[0]->value, ch);
+        var = get(b[1]->value, ch);
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        y[static_cast<size_t>(r * c + ch)] =
+            (get(x, r * c + ch) - mean) / std::sqrt(var + 1e-5) * get(p[0]->value, ch) + get(p[1]->value, ch);
+      }
+    }
+    return y;
+  };
+  return spec;
+}
+
+std::vector<LayerSpec> conv_layer_specs() {
+  std::vector<LayerSpec> specs = {
+      conv_spec("conv3x3_s1_p1", Shape{5, 5, 2}, conv_options(3, 3, 1, 1)),
+      conv_spec("conv3x3_s2_p0_rect", Shape{6, 7, 2}, conv_options(2, 3, 2, 0)),
+      conv_spec("conv1x1_pointwise", Shape{3, 4, 3}, conv_options(4, 1, 1, 0)),
+      conv_spec("conv1x1_s2", Shape{5, 5, 2}, conv_options(2, 1, 2, 0)),
+      conv_spec("conv2x2_s2_p1", Shape{5, 4, 2}, conv_options(3, 2, 2, 1)),
+      conv_spec("conv5x5_p2_grey_nobias", Shape{6, 6, 1}, conv_options(2, 5, 1, 2, 0, false)),
+      conv_spec("conv_kernel_is_input", Shape{3, 3, 2}, conv_options(2, 3, 1, 0)),
+      conv_transpose_spec("convT3x3_s2_p1_op1", Shape{3, 3, 2}, conv_options(2, 3, 2, 1, 1)),
+      conv_transpose_spec("convT4x4_s2_p1", Shape{2, 3, 3}, conv_options(2, 4, 2, 1)),
+      conv_transpose_spec("convT2x2_s1", Shape{3, 2, 2}, conv_options(3, 2, 1, 0)),
+      conv_transpose_spec("convT1x1_pointwise", Shape{2, 3, 2}, conv_options(3, 1, 1, 0, 0, false)),
+      conv_transpose_spec("convT3x3_s3_op2", Shape{2, 2, 1}, conv_options(2, 3, 3, 0, 2)),
+      pool_spec("maxpool2", Shape{4, 5, 3}, PoolKind::max, 2, 2, 0),
+      pool_spec("maxpool3_s2_p1", Shape{5, 5, 2}, PoolKind::max, 3, 2, 1),
+      pool_spec("maxpool3_s1_overlap", Shape{4, 4, 1}, PoolKind::max, 3, 1, 0),
+      pool_spec("avgpool2", Shape{4, 4, 2}, PoolKind::average, 2, 2, 0),
+      pool_spec("avgpool3_s1_p1", Shape{3, 4, 2}, PoolKind::average, 3, 1, 1),
+      batch_norm_spec("batchnorm_image_training", Shape{3, 2, 4}, true),
+      batch_norm_spec("batchnorm_features_training", Shape{5}, true),
+      batch_norm_spec("batchnorm_image_inference", Shape{2, 2, 3}, false),
+  };
+  LayerSpec global{"global_avgpool", [] { return std::unique_ptr<Layer>(new GlobalAvgPool()); }, Shape{3, 2, 4}, nullptr};
+  global.reference = [](Layer&, const Tensor& x, int64_t n) {
+    std::vector<double> y;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t c = 0; c < 4; ++c) {
+        double sum = 0;
+        for (int64_t p = 0; p < 6; ++p) sum += get(x, (s * 6 + p) * 4 + c);
+        y.push_back(sum / 6);
+      }
+    return y;
+  };
+  specs.push_back(global);
+  for (const auto& [name, target] : std::vector<std::pair<std::string, Shape>>{{"flatten", Shape{}}, {"reshape", Shape{6, 2}}}) {
+    LayerSpec spec{name, [target = target] { return std::unique_ptr<Layer>(new Reshape(target)); }, Shape{2, 3, 2}, nullptr};
+    spec.reference = [](Layer&, const Tensor& x, int64_t) { return values(x); };
+    specs.push_back(spec);
+  }
+  LayerSpec up{"upsample3", [] { return std::unique_ptr<Layer>(new Upsample(3)); }, Shape{2, 3, 2}, nullptr};
+  up.reference = [](Layer&, const Tensor& x, int64_t n) {
+    std::vector<double> y;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t i = 0; i < 6; ++i)
+        for (int64_t j = 0; j < 9; ++j)
+          for (int64_t c = 0; c < 2; ++c) y.push_back(get(x, ((s * 2 + i / 3) * 3 + j / 3) * 2 + c));
+    return y;
+  };
+  specs.push_back(up);
+  return specs;
+}
+
+class ConvLayerTest : public ::testing::TestWithParam<LayerSpec> {};
+INSTANTIATE_TEST_SUITE_P(Layers, ConvLayerTest, ::testing::ValuesIn(conv_layer_specs()), spec_name);
+
+TEST_P(ConvLayerTest, GradientCheckF64) { check_layer_gradients(GetParam(), 3); }
+TEST_P(ConvLayerTest, F32MatchesF64) { compare_f32_f64(GetParam(), 4, nullptr); }
+TEST_P(ConvLayerTest, F32MatchesF64Threaded) {
+  ThreadPool pool(3);
+  compare_f32_f64(GetParam(), 5, &pool);
+}
+
+// Batches larger than one chunk (28x28x8 with a 3x3 kernel: 18 samples per 4 MiB chunk), so
+// the chunk loop and the dW accumulation across chunks are exercised, in f32 against f64.
+// dW and the bias grads sum 40 * 784 = 31,360 terms reaching |partial| ~ 100: float rounding
+// of such a sum is ~1e-4, so the tolerance is 1e-3 (a wrong patch gives errors of O(1)).
+TEST(Conv, ChunkedBatchesMatchF64) {
+  ThreadPool pool(2);
+  compare_f32_f64(conv_spec("conv_chunked", Shape{28, 28, 8}, conv_options(6, 3, 1, 1)), 40, &pool, 1e-3);
+  compare_f32_f64(conv_transpose_spec("convT_chunked", Shape{14, 14, 8}, conv_options(6, 4, 2, 1)), 40, &pool, 1e-3);
+}
+
+// Every layer gives bit-identical f32 results with 1, 2 and 3 threads.
+TEST(Conv, ResultsDoNotDependOnThreads) {
+  std::vector<LayerSpec> specs = conv_layer_specs();
+  specs.push_back(conv_spec("conv_chunked", Shape{28, 28, 8}, conv_options(6, 3, 1, 1)));
+  for (const LayerSpec& spec : specs) {
+    SCOPED_TRACE(spec.name);
+    std::vector<std::vector<double>> runs;
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::unique_ptr<Layer> layer = spec.make();
+      layer->set_name("l");
+      const Shape out = layer->configure(spec.input).value();
+      Rng rng(3);
+      ASSERT_TRUE(layer->init(rng, DType::f32).ok());
+      const int64_t n = 33;
+      Tensor x = make(spec.input.batched(n), DType::f32), y = make(out.batched(n), DType::f32);
+      Tensor dy = make(out.batched(n), DType::f32), dx = make(spec.input.batched(n), DType::f32);
+      fill_random(x, rng, -1, 1);
+      fill_random(dy, rng, -1, 1);
+      LayerContext ctx;
+      ctx.pool = &pool;
+      ctx.training = true;
+      ctx.accumulate_grads = false;
+      layer->forward(x, y, ctx);
+      layer->backward(x, y, dy, dx, ctx);
+      std::vector<double> all = values(y);
+      for (double v : values(dx)) all.push_back(v);
+      for (Param* p : layer->params())
+        for (double v : values(p->grad)) all.push_back(v);
+      runs.push_back(all);
+    }
+    EXPECT_EQ(runs[0], runs[1]);
+    EXPECT_EQ(runs[0], runs[2]);
+  }
+}
+
+// accumulate_grads = false overwrites the param grads on the first chunk; true adds.
+TEST(Conv, BackwardOverwritesOrAccumulates) {
+  Conv2D conv(conv_options(3, 3, 1, 1));
+  conv.set_name("c");
+  ASSERT_TRUE(conv.configure(Shape{28, 28, 8}).ok());  // several chunks for n = 40
+  Rng rng(4);
+  ASSERT_TRUE(conv.init(rng, DType::f64).ok());
+  Tensor x = make(Shape{40, 28, 28, 8}, DType::f64), y = make(Shape{40, 28, 28, 3}, DType::f64);
+  Tensor dy = make(y.shape(), DType::f64);
+  fill_random(x, rng, -1, 1);
+  fill_random(dy, rng, -1, 1);
+  LayerContext ctx;
+  conv.forward(x, y, ctx);
+  for (Param* p : conv.params()) fill_value(p->grad, 1e6);  // stale values must vanish
+  ctx.accumulate_grads = false;
+  conv.backward(x, y, dy, Tensor(), ctx);
+  const std::vector<double> once = values(conv.params()[0]->grad), bias_once = values(conv.params()[1]->grad);
+  ctx.accumulate_grads = true;
+  conv.backward(x, y, dy, Tensor(), ctx);
+  const std::vector<double> twice = values(conv.params()[0]->grad);
+  for (size_t i = 0; i < once.size(); ++i) ASSERT_NEAR(twice[i], 2 * once[i], 1e-9 * std::max(1.0, std::fabs(once[i])));
+  for (double b : bias_once) ASSERT_LT(std::fabs(b), 1e5);
+}
+
+// The masks: values are dropped at about the rate, kept ones scaled by 1/(1-rate), backward
+// uses the same mask, another noise stream gives another mask, inference passes through.
+TEST(Dropout, MaskScaleAndReuse) {
+  Dropout drop(0.3);
+  drop.set_name("d");
+  ASSERT_TRUE(drop.configure(Shape{1000}).ok());
+  Rng rng(5);
+  ASSERT_TRUE(drop.init(rng, DType::f32).ok());
+  Tensor x = make(Shape{20, 1000}, DType::f32), y = make(x.shape(), DType::f32), y2 = make(x.shape(), DType::f32);
+  Tensor dy = make(x.shape(), DType::f32), dx = make(x.shape(), DType::f32);
+  fill_random(x, rng, 0.5, 1.5);
+  fill_random(dy, rng, 0.5, 1.5);
+  LayerContext ctx;
+  ctx.training = true;
+  ctx.noise_stream = 9;
+  drop.forward(x, y, ctx);
+  drop.backward(x, y, dy, dx, ctx);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (y.f32()[i] == 0.0f) {
+      ++dropped;
+      ASSERT_EQ(dx.f32()[i], 0.0f) << i;
+    } else {
+      ASSERT_FLOAT_EQ(y.f32()[i], x.f32()[i] / 0.7f) << i;
+      ASSERT_FLOAT_EQ(dx.f32()[i], dy.f32()[i] / 0.7f) << i;
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(x.numel()), 0.3, 0.015);  // 20000 draws: sd 0.0032
+  ctx.noise_stream = 10;
+  drop.forward(x, y2, ctx);
+  EXPECT_NE(values(y), values(y2));
+  ctx.training = false;
+  drop.forward(x, y2, ctx);
+  EXPECT_EQ(values(y2), values(x));
+}
+
+// The running statistics follow PyTorch's update (momentum 0.1, unbiased variance).
+TEST(BatchNorm, RunningStatistics) {
+  BatchNorm bn(0.1, 1e-5);
+  bn.set_name("bn");
+  ASSERT_TRUE(bn.configure(Shape{2}).ok());
+  Rng rng(6);
+  ASSERT_TRUE(bn.init(rng, DType::f64).ok());
+  ASSERT_EQ(bn.buffers().size(), 2u);
+  EXPECT_EQ(bn.buffers()[0]->name, "bn.running_mean");
+  EXPECT_EQ(bn.buffers()[1]->name, "bn.running_var");
+  Tensor x = make(Shape{4, 2}, DType::f64), y = make(Shape{4, 2}, DType::f64);
+  const double data[] = {1, 10, 2, 20, 3, 30, 6, 40};
+  for (int i = 0; i < 8; ++i) set(x, i, data[i]);
+  LayerContext ctx;
+  ctx.training = true;
+  bn.forward(x, y, ctx);
+  // channel 0: mean 3, unbiased var (4+1+0+9)/3; channel 1: mean 25, unbiased var (225+25+25+225)/3
+  EXPECT_NEAR(get(bn.buffers()[0]->value, 0), 0.1 * 3, 1e-12);
+  EXPECT_NEAR(get(bn.buffers()[0]->value, 1), 0.1 * 25, 1e-12);
+  EXPECT_NEAR(get(bn.buffers()[1]->value, 0), 0.9 + 0.1 * 14.0 / 3, 1e-12);
+  EXPECT_NEAR(get(bn.buffers()[1]->value, 1), 0.9 + 0.1 * 500.0 / 3, 1e-12);
+}
+
+// Shapes and cfg rules: each bad layer is refused with the reason.
+TEST(ConvCfg, ShapesAndErrors) {
+  auto build = [](const std::string& layers) {
+    auto doc = parse_cfg("[net]\ninput = 8x8x3\n" + layers + "[dense]\nunits = 2\n", "test.cfg");
+    EXPECT_TRUE(doc.ok()) << doc.status().message();
+    return Model::from_cfg(doc.value());
+  };
+  auto ok = build(
+      "[conv]\nfilters = 4\nsize = 3\npad = 1\n[maxpool]\nsize = 2\n[conv_transpose]\nfilters = 2\nsize = 3\nstride = "
+      "2\npad = 1\noutput_pad = 1\n[batchnorm]\n[upsample]\nscale = 2\n[avgpool]\nsize = 2\n[dropout]\nrate = 0.2\n"
+      "[reshape]\nshape = 4x8x4\n[global_avgpool]\n[flatten]\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  const std::vector<Shape> want = {Shape{8, 8, 4}, Shape{4, 4, 4}, Shape{8, 8, 2}, Shape{8, 8, 2}, Shape{16, 16, 2},
+                                   Shape{8, 8, 2}, Shape{8, 8, 2}, Shape{4, 8, 4}, Shape{4},        Shape{4}};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(ok.value()->layers()[i]->configure(i == 0 ? Shape{8, 8, 3} : want[i - 1]).value(), want[i]) << i;
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"[conv]\nfilters = 2\nsize = 9\n", "does not fit a 8x8 input"},
+      {"[conv]\nfilters = 2\nsize = 3\npad = 3\n", "must be smaller than the kernel"},
+      {"[conv]\nsize = 3\n", "filters"},
+      {"[conv_transpose]\nfilters = 2\nsize = 3\nstride = 2\noutput_pad = 2\n", "smaller than the stride"},
+      {"[flatten]\n[conv]\nfilters = 2\nsize = 1\n", "takes images"},
+      {"[reshape]\nshape = 5x5x5\n", "cannot reshape"},
+      {"[flatten]\n[maxpool]\nsize = 2\n", "takes images"},
+      {"[conv]\nfilters = 2\nsize = 3\nstrde = 2\n", "strde"},
+      {"[dropout]\nrate = 1\n", "rate"},
+  };
+  for (const auto& [layers, message] : bad) {
+    auto model = build(layers);
+    ASSERT_FALSE(model.ok()) << layers;
+    EXPECT_NE(model.status().message().find(message), std::string::npos) << model.status().message();
+    EXPECT_NE(model.status().message().find("test.cfg"), std::string::npos) << model.status().message();
+  }
+}
+
+// A small CNN through Model (workspace, ping-pong gradients, flatten into dense), every
+// parameter against central differences of the loss.
+TEST(ConvModel, GradientsThroughModel) {
+  const std::string cfg =
+      "[net]\ninput = 6x6x2\nloss = softmax_cross_entropy\n"
+      "[conv]\nfilters = 3\nsize = 3\npad = 1\nbias = false\n[batchnorm]\n[tanh]\n[maxpool]\nsize = 2\n"
+      "[conv]\nfilters = 4\nsize = 2\nstride = 1\n[avgpool]\nsize = 2\n[conv_transpose]\nfilters = 2\nsize = 2\nstride = 2\n"
+      "[flatten]\n[dense]\nunits = 3\n";
+  auto doc = parse_cfg(cfg, "cnn");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  Model& model = *built.value();
+  ASSERT_TRUE(model.init(5, DType::f64).ok());
+  ASSERT_TRUE(model.reserve(4).ok());
+  Rng rng(8);
+  for (Param* p : model.params()) fill_random(p->value, rng, -0.8, 0.8);
+  const int64_t n = 4;
+  Tensor x = make(model.input_shape().batched(n), DType::f64);
+  fill_random(x, rng, -1, 1);
+  Tensor target = make(Shape{n}, DType::i32);
+  for (int64_t i = 0; i < n; ++i) target.data<int32_t>()[i] = static_cast<int32_t>(i % 3);
+  LayerContext ctx;
+  ctx.training = true;
+  const Tensor out = model.forward(x, ctx);
+  compute_loss(model.loss(), out, target, 1.0, model.output_grad());
+  model.backward(ctx);
+  auto objective = [&] { return compute_loss(model.loss(), model.forward(x, ctx), target, 1.0, Tensor()); };
+  for (Param* p : model.params()) check_against_differences(p->name, p->value, p->grad, objective);
+}
+
+}  // namespace
+}  // namespace rg
