@@ -52,27 +52,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 # --- prerequisites -----------------------------------------------------------
-bash tools/setup.sh --bench >&2 || die "tools/setup.sh --bench failed"
-[[ -x "$PY" ]] || die "$PY not found"
-TORCH_VERSION=$("$PY" -c 'import torch; print(torch.__version__)' 2>&1) \
-  || die "torch is missing for $PY (apt-get install python3-torch): $TORCH_VERSION"
-# Debian's torch reaches its BLAS through the libblas.so.3 alternative (netlib
-# reference BLAS unless OpenBLAS/BLIS is installed, or LD_LIBRARY_PATH points at
-# one): name the library that actually loads, since it sets PyTorch's speed.
-TORCH_BLAS=$("$PY" -c '
-import os, torch
-seen = []
-for line in open("/proc/self/maps"):
-    f = line.split()
-    p = f[-1] if len(f) >= 6 else ""
-    n = os.path.basename(p)
-    if ("blas" in n or "blis" in n or "mkl_rt" in n) and os.path.realpath(p) not in seen:
-        seen.append(os.path.realpath(p))
-print(" ".join(seen) or "none found")' 2>&1) || die "could not inspect torch's BLAS: $TORCH_BLAS"
-for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz \
-         t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
-  [[ -f "$DATA/$f" ]] || die "dataset file $DATA/$f is missing"
-done
+source bench/pytorch_prerequisites.sh
 
 # --- build -------------------------------------------------------------------
 if [[ ! -d build ]]; then
@@ -108,7 +88,7 @@ echo "date:    $DATE"
 echo "commit:  $COMMIT"
 echo "build:   build/ ($BUILDTYPE)"
 echo "torch:   $TORCH_VERSION ($PY)"
-echo "blas:    $TORCH_BLAS (loaded by torch)"
+echo "backends: $TORCH_BACKENDS (loaded by torch)"
 echo "runs:    REPS=$REPS EPOCHS=$EPOCHS THREADS=\"$THREADS\" BATCHES=\"$BATCHES\", retrograd and pytorch alternately"
 echo "commands:"
 echo "  $RG_CMD"

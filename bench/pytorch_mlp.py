@@ -14,63 +14,16 @@ Run it with the Debian interpreter (/usr/bin/python3, python3-torch 1.13),
 not a pyenv python3 that may be first on PATH.
 """
 import argparse
-import gzip
 import json
 import os
-import resource
-import struct
-import sys
 import time
 
 import numpy as np
 
+from pytorch_common import blas_library, import_torch, peak_rss_bytes, read_idx
+
 torch = None  # imported in main(), after the thread variables are set
 nn = None
-
-
-def import_torch(threads):
-    """Import torch with every BLAS/OpenMP pool capped at `threads`.
-
-    Debian's torch finds its BLAS through libblas.so.3 (BLAS_INFO=generic), so
-    torch.set_num_threads does not reach an OpenBLAS behind it: cap it through
-    the environment before the library loads."""
-    global torch, nn
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(threads)
-    try:
-        import torch as _torch
-        import torch.nn as _nn
-    except ImportError as e:  # fail loudly: no number without the work
-        sys.exit("pytorch_mlp.py: cannot import torch (%s); install python3-torch "
-                 "and run with /usr/bin/python3" % e)
-    torch, nn = _torch, _nn
-
-
-def blas_library():
-    """The BLAS shared object this process actually loaded (libblas.so.3 is a
-    Debian alternative: netlib reference BLAS, OpenBLAS, BLIS, ...)."""
-    found = []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            path = line.split()[-1] if len(line.split()) >= 6 else ""
-            name = os.path.basename(path)
-            if ("blas" in name or "blis" in name or "mkl_rt" in name) and path not in found:
-                found.append(path)
-    return [os.path.realpath(p) for p in found]
-
-
-def read_idx(path):
-    """Read a gzipped IDX file (MNIST layout) into a numpy array."""
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    zero, dtype_code, ndim = struct.unpack(">HBB", data[:4])
-    if zero != 0 or dtype_code != 0x08:
-        raise ValueError("%s: not an unsigned-byte IDX file" % path)
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
-    if arr.size != int(np.prod(dims)):
-        raise ValueError("%s: size does not match header %s" % (path, dims))
-    return arr.reshape(dims)
 
 
 def load_split(data_dir, prefix):
@@ -79,11 +32,6 @@ def load_split(data_dir, prefix):
     x = torch.from_numpy(images.reshape(images.shape[0], -1).astype(np.float32) / 255.0)
     y = torch.from_numpy(labels.astype(np.int64))
     return x, y
-
-
-def peak_rss_bytes():
-    # ru_maxrss is in KiB on Linux.
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def main():
@@ -100,7 +48,8 @@ def main():
     if args.threads < 1:
         ap.error("--threads must be at least 1")
 
-    import_torch(args.threads)
+    global torch, nn
+    torch, nn = import_torch(args.threads, "pytorch_mlp.py")
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     torch.manual_seed(args.seed)

@@ -36,15 +36,14 @@ Run it with the Debian interpreter (/usr/bin/python3, python3-torch 1.13),
 not a pyenv python3 that may be first on PATH.
 """
 import argparse
-import gzip
 import json
 import os
-import resource
-import struct
 import sys
 import time
 
 import numpy as np
+
+from pytorch_common import blas_library, import_torch, peak_rss_bytes, read_idx
 
 torch = None  # imported in main(), after the thread variables are set
 nn = None
@@ -56,47 +55,6 @@ PRESETS = {
     "autoencoder": ("autoencoder", "adam", 0.001),
     "conv-autoencoder": ("autoencoder", "adam", 0.001),
 }
-
-
-def import_torch(threads):
-    """Import torch with every BLAS/OpenMP pool capped at `threads` (Debian's torch
-    reaches OpenBLAS through libblas.so.3; torch.set_num_threads does not cap it)."""
-    global torch, nn
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(threads)
-    try:
-        import torch as _torch
-        import torch.nn as _nn
-    except ImportError as e:  # fail loudly: no number without the work
-        sys.exit("pytorch_presets.py: cannot import torch (%s); install python3-torch "
-                 "and run with /usr/bin/python3" % e)
-    torch, nn = _torch, _nn
-
-
-def blas_library():
-    found = []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            parts = line.split()
-            path = parts[-1] if len(parts) >= 6 else ""
-            name = os.path.basename(path)
-            if ("blas" in name or "blis" in name or "mkl_rt" in name) and path not in found:
-                found.append(path)
-    return [os.path.realpath(p) for p in found]
-
-
-def read_idx(path):
-    """Read a gzipped IDX file (MNIST layout) into a numpy array."""
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    zero, dtype_code, ndim = struct.unpack(">HBB", data[:4])
-    if zero != 0 or dtype_code != 0x08:
-        raise ValueError("%s: not an unsigned-byte IDX file" % path)
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
-    if arr.size != int(np.prod(dims)):
-        raise ValueError("%s: size does not match header %s" % (path, dims))
-    return arr.reshape(dims)
 
 
 def load_split(data_dir, prefix, limit=0):
@@ -169,10 +127,6 @@ def build(name):
     return model
 
 
-def peak_rss_bytes():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -197,7 +151,8 @@ def main():
     optimizer = args.optimizer or optimizer
     lr = args.lr if args.lr is not None else lr
 
-    import_torch(args.threads)
+    global torch, nn
+    torch, nn = import_torch(args.threads, "pytorch_presets.py")
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     torch.manual_seed(args.seed)

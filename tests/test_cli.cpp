@@ -1,6 +1,8 @@
 // The retrograd command end to end: exit codes, messages that name the file and the rule,
 // nothing overwritten on bad input, --json fields, resume through the command line.
 #include <gtest/gtest.h>
+
+#include "cli_run.h"
 #include <zlib.h>
 
 #include <array>
@@ -15,24 +17,6 @@
 #include <sys/wait.h>
 
 namespace {
-
-struct Outcome {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Outcome run(const std::string& args) {
-  const std::string command = std::string(RETROGRAD_BINARY) + " " + args + " 2>&1";
-  Outcome outcome;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return outcome;
-  std::array<char, 4096> buffer;
-  size_t got;
-  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.output.append(buffer.data(), got);
-  const int status = pclose(pipe);
-  outcome.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return outcome;
-}
 
 std::string temp_dir() {
   static const std::string dir = [] {

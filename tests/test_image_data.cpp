@@ -2,6 +2,8 @@
 // image folders (both layouts, the stratified split, every error), CIFAR-10 binary batches
 // (planar -> HWC placement, truncated files, bad labels) and the command line reaching them.
 #include <gtest/gtest.h>
+
+#include "cli_run.h"
 #include <sys/wait.h>
 
 #include <array>
@@ -603,24 +605,6 @@ TEST(Cifar10, TruncatedMissingAndBadLabelFilesAreNamed) {
 
 // ---------------------------------------------------------------------------------------------
 // The command line: --data recognises each layout, --image-fit and --test-split.
-
-struct Outcome {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Outcome run(const std::string& args) {
-  const std::string command = std::string(RETROGRAD_BINARY) + " " + args + " 2>&1";
-  Outcome outcome;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return outcome;
-  std::array<char, 4096> buffer;
-  size_t got;
-  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.output.append(buffer.data(), got);
-  const int status = pclose(pipe);
-  outcome.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return outcome;
-}
 
 TEST(ImageCli, TrainsOnImageFoldersAndCifar) {
   TempDir tmp;

@@ -39,6 +39,28 @@ Tensor patch_panel(const LayerContext& ctx, const ConvGeometry& g, int64_t per_c
   return scratch(ctx, Shape{per_chunk * g.patches(), g.patch_size()}, dtype);
 }
 
+// cols [count * patches, patch_size] = the patch matrices of `count` images, one per thread chunk.
+template <class T>
+void gather_patches(ThreadPool* pool, const ConvGeometry& g, const T* images, int64_t count, T* cols) {
+  const int64_t image_size = g.height * g.width * g.channels, panel = g.patches() * g.patch_size();
+  parallel_for(pool, count, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) im2col(g, images + i * image_size, cols + i * panel);
+  });
+}
+
+// images [count, h, w, c] = the sums of their patch rows in cols (the images are overwritten).
+template <class T>
+void scatter_patches(ThreadPool* pool, const ConvGeometry& g, const T* cols, int64_t count, T* images) {
+  const int64_t image_size = g.height * g.width * g.channels, panel = g.patches() * g.patch_size();
+  parallel_for(pool, count, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      T* image = images + i * image_size;
+      std::fill(image, image + image_size, T(0));
+      col2im_add(g, cols + i * panel, image);
+    }
+  });
+}
+
 Status expect_image(const Shape& input) {
   if (input.rank() != 3) {
     return Status::error("a convolution takes images (height x width x channels), not " + input.str());
@@ -121,9 +143,7 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
       const T* patches = x.data<T>() + s0 * in_sample;
       if (panel.defined()) {
         T* cols = panel.data<T>();
-        parallel_for(ctx.pool, count, 1, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) im2col(geometry_, patches + i * in_sample, cols + i * patch_rows() * k);
-        });
+        gather_patches(ctx.pool, geometry_, patches, count, cols);
         patches = cols;
       }
       // y[rows x filters] = patches[rows x k] * W[k x filters]
@@ -152,9 +172,7 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       const T* g = dy.data<T>() + s0 * out_sample;
       const T* patches = x.data<T>() + s0 * in_sample;
       if (cols != nullptr) {
-        parallel_for(ctx.pool, count, 1, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) im2col(geometry_, patches + i * in_sample, cols + i * patch_rows() * k);
-        });
+        gather_patches(ctx.pool, geometry_, patches, count, cols);
         patches = cols;
       }
       // dW[k x filters] (+)= patches^T * dy; the first chunk overwrites unless accumulating
@@ -168,13 +186,7 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       gemm(GemmShape{Trans::no, Trans::yes, rows, k, filters, filters, filters, k}, T(1), g, weight_.value.data<T>(),
            T(0), dpatches, ctx.pool);
       if (cols == nullptr) continue;
-      parallel_for(ctx.pool, count, 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          T* image = dx_chunk + i * in_sample;
-          std::fill(image, image + in_sample, T(0));
-          col2im_add(geometry_, cols + i * patch_rows() * k, image);
-        }
-      });
+      scatter_patches(ctx.pool, geometry_, cols, count, dx_chunk);
     }
   });
 }
@@ -223,13 +235,7 @@ void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerConte
       gemm(GemmShape{Trans::no, Trans::no, rows, k, channels, channels, k, k}, T(1), x.data<T>() + s0 * in_sample,
            weight_.value.data<T>(), T(0), cols, ctx.pool);
       if (geometry_.pointwise()) continue;
-      parallel_for(ctx.pool, count, 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          T* image = y_chunk + i * out_sample;
-          std::fill(image, image + out_sample, T(0));
-          col2im_add(geometry_, cols + i * patch_rows() * k, image);
-        }
-      });
+      scatter_patches(ctx.pool, geometry_, cols, count, y_chunk);
     }
     if (options_.bias) add_bias(n * geometry_.height * geometry_.width, options_.filters, bias_.value.data<T>(),
                                 y.data<T>());
@@ -255,9 +261,7 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
       const T* dcols = g;
       if (panel.defined()) {
         T* cols = panel.data<T>();
-        parallel_for(ctx.pool, count, 1, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) im2col(geometry_, g + i * out_sample, cols + i * patch_rows() * k);
-        });
+        gather_patches(ctx.pool, geometry_, g, count, cols);
         dcols = cols;
       }
       const T* x_chunk = x.data<T>() + s0 * in_sample;

@@ -1,0 +1,58 @@
+"""What the PyTorch side of the comparison benchmarks shares: importing torch with its
+thread pools capped, naming the BLAS it loaded, reading IDX files, peak RSS."""
+import gzip
+import os
+import resource
+import struct
+import sys
+
+import numpy as np
+
+
+def import_torch(threads, script):
+    """Import torch with every BLAS/OpenMP pool capped at `threads`; returns (torch, torch.nn).
+
+    Debian's torch finds its BLAS through libblas.so.3 (BLAS_INFO=generic), so
+    torch.set_num_threads does not reach an OpenBLAS behind it: cap it through
+    the environment before the library loads."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    try:
+        import torch
+        import torch.nn as nn
+    except ImportError as e:  # fail loudly: no number without the work
+        sys.exit("%s: cannot import torch (%s); install python3-torch "
+                 "and run with /usr/bin/python3" % (script, e))
+    return torch, nn
+
+
+def blas_library():
+    """The BLAS shared objects this process actually loaded (libblas.so.3 is a
+    Debian alternative: netlib reference BLAS, OpenBLAS, BLIS, ...)."""
+    found = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            path = parts[-1] if len(parts) >= 6 else ""
+            name = os.path.basename(path)
+            if ("blas" in name or "blis" in name or "mkl_rt" in name) and path not in found:
+                found.append(path)
+    return [os.path.realpath(p) for p in found]
+
+
+def read_idx(path):
+    """Read a gzipped IDX file (MNIST layout) into a numpy array."""
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    zero, dtype_code, ndim = struct.unpack(">HBB", data[:4])
+    if zero != 0 or dtype_code != 0x08:
+        raise ValueError("%s: not an unsigned-byte IDX file" % path)
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
+    if arr.size != int(np.prod(dims)):
+        raise ValueError("%s: size does not match header %s" % (path, dims))
+    return arr.reshape(dims)
+
+
+def peak_rss_bytes():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # ru_maxrss is KiB on Linux
