@@ -160,6 +160,9 @@ std::vector<LayerSpec> conv_layer_specs() {
       conv_spec("conv2x2_s2_p1", Shape{5, 4, 2}, conv_options(3, 2, 2, 1)),
       conv_spec("conv5x5_p2_grey_nobias", Shape{6, 6, 1}, conv_options(2, 5, 1, 2, 0, false)),
       conv_spec("conv_kernel_is_input", Shape{3, 3, 2}, conv_options(2, 3, 1, 0)),
+      // Many channels: dx as a direct convolution of the padded dy with the flipped weight.
+      conv_spec("conv3x3_p1_wide_direct_dx", Shape{4, 5, 16}, conv_options(17, 3, 1, 1)),
+      conv_spec("conv2x2_p1_wide_direct_dx", Shape{3, 4, 16}, conv_options(16, 2, 1, 1)),
       conv_transpose_spec("convT3x3_s2_p1_op1", Shape{3, 3, 2}, conv_options(2, 3, 2, 1, 1)),
       conv_transpose_spec("convT4x4_s2_p1", Shape{2, 3, 3}, conv_options(2, 4, 2, 1)),
       conv_transpose_spec("convT2x2_s1", Shape{3, 2, 2}, conv_options(3, 2, 1, 0)),
@@ -214,7 +217,21 @@ TEST_P(ConvLayerTest, F32MatchesF64Threaded) {
   compare_f32_f64(GetParam(), 5, &pool);
 }
 
-// Batches larger than one chunk (28x28x8 with a 3x3 kernel: 18 samples per 4 MiB chunk), so
+// The specs above reach both routes to dx: im2col's (dy * W^T, then col2im) and the direct one.
+TEST(Conv, SpecsCoverBothInputGradientRoutes) {
+  int direct = 0, via_cols = 0;
+  for (const LayerSpec& spec : conv_layer_specs()) {
+    std::unique_ptr<Layer> layer = spec.make();
+    auto* conv = dynamic_cast<Conv2D*>(layer.get());
+    if (conv == nullptr) continue;
+    ASSERT_TRUE(conv->configure(spec.input).ok()) << spec.name;
+    (conv->direct_input_grad() ? direct : via_cols) += 1;
+  }
+  EXPECT_GE(direct, 2);
+  EXPECT_GE(via_cols, 2);
+}
+
+// Batches larger than one chunk (28x28x8 with a 3x3 kernel: 16 samples per 4 MiB chunk), so
 // the chunk loop and the dW accumulation across chunks are exercised, in f32 against f64.
 // dW and the bias grads sum 40 * 784 = 31,360 terms reaching |partial| ~ 100: float rounding
 // of such a sum is ~1e-4, so the tolerance is 1e-3 (a wrong patch gives errors of O(1)).

@@ -4,6 +4,7 @@
 // integer products, and results that do not depend on the thread count.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -336,4 +337,131 @@ TEST(Gemm, OverloadsDispatch) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- gathered A (f32_gemm_gathered)
+// A[i][p] = src[rows[i] + depth[p]], read through the gathered tiles; against gemm_gathered_ref
+// in double with check_random's tolerance. Positions of src that A does not name, and B's
+// padding columns, are NaN: reading them poisons the result.
+namespace {
+
+struct Gathered {
+  int64_t m, n, k, ldb;
+  std::vector<float> src, b, c;
+  std::vector<int32_t> rows, depth;
+  GatheredA<float> a() const { return {src.data(), rows.data(), depth.data()}; }
+};
+
+// Offsets shaped like a convolution's: rows `row_step` apart, taps in runs of 3 with jumps,
+// so that rows overlap (one value serves several rows and taps) as patches do.
+Gathered make_gathered(int64_t m, int64_t n, int64_t k, Fill fill, Rng& rng) {
+  Gathered g{m, n, k, n + 5, {}, {}, {}, {}, {}};
+  const int64_t row_step = 2;
+  for (int64_t p = 0; p < k; ++p) g.depth.push_back(static_cast<int32_t>(p / 3 * 7 + p % 3));
+  for (int64_t i = 0; i < m; ++i) g.rows.push_back(static_cast<int32_t>(i * row_step));
+  g.src.assign(static_cast<size_t>(g.rows.back() + g.depth.back() + 1), kNaN);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) {
+      float& v = g.src[static_cast<size_t>(g.rows[i] + g.depth[p])];
+      v = fill == Fill::uniform ? static_cast<float>(rng.uniform(-1.0, 1.0)) : static_cast<float>(rng.below(47)) - 23.0f;
+    }
+  g.b = random_matrix(k, n, g.ldb, fill, kNaN, rng);
+  g.c = random_matrix(m, n, n, fill, 0.0f, rng);
+  return g;
+}
+
+// C of the double reference: with `absolute`, of |A|, |B|, |C| (the rounding-error scale).
+std::vector<double> gathered_ref(const Gathered& g, double alpha, double beta, bool absolute) {
+  const std::vector<double> src = to_double(g.src, absolute), b = to_double(g.b, absolute);
+  std::vector<double> c = to_double(g.c, absolute);
+  gemm_gathered_ref<double>(g.m, g.n, g.k, alpha, GatheredA<double>{src.data(), g.rows.data(), g.depth.data()},
+                            b.data(), g.ldb, beta, c.data(), g.n);
+  return c;
+}
+
+std::string describe_gathered(const Gathered& g, float alpha, float beta) {
+  return "gathered m " + std::to_string(g.m) + " n " + std::to_string(g.n) + " k " + std::to_string(g.k) + " alpha " +
+         std::to_string(alpha) + " beta " + std::to_string(beta);
+}
+
+class GemmGathered : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam(), detect_cpu().features)) GTEST_SKIP() << isa_name(GetParam()) << " is not supported";
+    previous_ = active_isa();
+    set_active_isa(GetParam());
+  }
+  void TearDown() override { set_active_isa(previous_); }
+
+ private:
+  Isa previous_ = Isa::reference;
+};
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, GemmGathered, ::testing::ValuesIn(all_isas()),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           std::string name = isa_name(info.param);
+                           for (char& ch : name)
+                             if (ch == '.') ch = '_';
+                           return name + "_gathered";
+                         });
+
+}  // namespace
+
+// m below, at and above MR (6) and a cache block (96); n around NR (8, 16) with a partial
+// last panel; k around the depth block (256).
+TEST_P(GemmGathered, TileAndBlockEdges) {
+  Rng rng(11, 0);
+  for (int64_t m : {1, 5, 6, 7, 97})
+    for (int64_t n : {1, 6, 8, 16, 17, 40})
+      for (int64_t k : {1, 7, 256, 257}) {
+        const AlphaBeta ab = kAlphaBeta[static_cast<size_t>((m + n + k) % 4)];
+        Gathered g = make_gathered(m, n, k, Fill::uniform, rng);
+        if (ab.beta == 0.0f) std::fill(g.c.begin(), g.c.end(), kNaN);  // must be ignored
+        const std::vector<double> ref = gathered_ref(g, ab.alpha, ab.beta, false);
+        const std::vector<double> bound = gathered_ref(g, std::fabs(ab.alpha), std::fabs(ab.beta), true);
+        f32_gemm_gathered(m, n, k, ab.alpha, g.a(), g.b.data(), g.ldb, ab.beta, g.c.data(), n, nullptr);
+        const double tol_factor = 3.0 * std::sqrt(static_cast<double>(k) + 3.0) * std::ldexp(1.0, -24);
+        int bad = 0;
+        for (size_t i = 0; i < g.c.size() && bad < 3; ++i) {
+          const double err = std::fabs(static_cast<double>(g.c[i]) - ref[i]);
+          double tol = tol_factor * bound[i];
+          if (k <= 16) tol = std::min(tol, std::max(1e-5, 1e-6 * std::fabs(ref[i])));
+          if (!(err <= tol)) {
+            ADD_FAILURE() << describe_gathered(g, ab.alpha, ab.beta) << ": C[" << i << "] = " << g.c[i]
+                          << ", reference " << ref[i] << ", error " << err << " > " << tol;
+            ++bad;
+          }
+        }
+      }
+}
+
+// Integer-valued operands in [-23, 23]: every sum is exact, so C equals the reference bit for bit.
+TEST_P(GemmGathered, IntegerInputsBitExact) {
+  Rng rng(12, 0);
+  for (int64_t k : {5, 150, 300}) {
+    Gathered g = make_gathered(23, 21, k, Fill::integers, rng);
+    const std::vector<double> ref = gathered_ref(g, 1.0, 1.0, false);
+    f32_gemm_gathered(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 1.0f, g.c.data(), g.n, nullptr);
+    for (size_t i = 0; i < g.c.size(); ++i)
+      ASSERT_EQ(static_cast<double>(g.c[i]), ref[i]) << describe_gathered(g, 1, 1) << " at " << i;
+  }
+}
+
+// Split across 1 to 4 threads (and no pool), the bits of C are the same.
+TEST_P(GemmGathered, ThreadCountDoesNotChangeBits) {
+  Rng rng(13, 0);
+  for (const auto& size : {std::array<int64_t, 3>{1000, 32, 300}, std::array<int64_t, 3>{300, 6, 2000}}) {
+    const Gathered g = make_gathered(size[0], size[1], size[2], Fill::uniform, rng);
+    ASSERT_GE(2 * g.m * g.n * g.k, int64_t{1} << 21) << "too small to be split";
+    std::vector<float> single = g.c;
+    f32_gemm_gathered(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 0.5f, single.data(), g.n, nullptr);
+    for (int t = 1; t <= 4; ++t) {
+      ThreadPool pool(t);
+      std::vector<float> out = g.c;
+      f32_gemm_gathered(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 0.5f, out.data(), g.n, &pool);
+      EXPECT_EQ(std::memcmp(out.data(), single.data(), out.size() * 4), 0)
+          << describe_gathered(g, 1, 0.5f) << ": " << t << " threads differ from one";
+    }
+  }
+}
+
 }  // namespace rg

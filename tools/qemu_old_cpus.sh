@@ -99,7 +99,7 @@ gemm_filter() {  # $1 the CPU's level
   local filter="Gemm.*" level name
   for level in "${levels[@]}"; do
     name=${level//./_}
-    filter+=":*GemmTrans.MicroTileEdges/${name}_*"
+    filter+=":*GemmTrans.MicroTileEdges/${name}_*:*GemmGathered.*/${name}_gathered"
     if [ "$level" != reference ]; then
       filter+=":*GemmTrans.ThreadCountDoesNotChangeBits/${name}_AB:*GemmTrans.ThreadCountDoesNotChangeBits/${name}_AtBt"
     fi

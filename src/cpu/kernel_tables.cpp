@@ -5,10 +5,10 @@
 namespace rg {
 
 const F32GemmKernel& f32_gemm_kernel(Isa isa) {
-  static const F32GemmKernel reference{f32_gemm_6x8__reference, 6, 8, "f32_gemm_6x8__reference"};
-  static const F32GemmKernel sse2{f32_gemm_6x8__sse2, 6, 8, "f32_gemm_6x8__sse2"};
-  static const F32GemmKernel avx{f32_gemm_6x16__avx, 6, 16, "f32_gemm_6x16__avx"};
-  static const F32GemmKernel avx2_fma{f32_gemm_6x16__avx2_fma, 6, 16, "f32_gemm_6x16__avx2_fma"};
+  static const F32GemmKernel reference{f32_gemm_6x8__reference, f32_gemm_gathered_6x8__reference, 6, 8, "f32_gemm_6x8__reference"};
+  static const F32GemmKernel sse2{f32_gemm_6x8__sse2, f32_gemm_gathered_6x8__sse2, 6, 8, "f32_gemm_6x8__sse2"};
+  static const F32GemmKernel avx{f32_gemm_6x16__avx, f32_gemm_gathered_6x16__avx, 6, 16, "f32_gemm_6x16__avx"};
+  static const F32GemmKernel avx2_fma{f32_gemm_6x16__avx2_fma, f32_gemm_gathered_6x16__avx2_fma, 6, 16, "f32_gemm_6x16__avx2_fma"};
   switch (isa) {
     case Isa::reference: return reference;
     case Isa::sse2:

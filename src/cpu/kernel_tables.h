@@ -10,6 +10,7 @@ namespace rg {
 
 struct F32GemmKernel {
   F32GemmTile tile;
+  F32GemmGatheredTile gathered_tile;  // same MR x NR, op(A) read through row pointers
   int mr, nr;        // tile rows and columns
   const char* name;  // "f32_gemm_6x16__avx2_fma"
 };

@@ -1,5 +1,6 @@
-// Conv2D and ConvTranspose2D: chunks of samples, im2col or col2im per sample (threaded over
-// samples), one GEMM per chunk (threaded inside), bias by the kernel table.
+// Conv2D and ConvTranspose2D: chunks of samples; per chunk a padded copy (direct) or im2col /
+// col2im per sample (threaded over samples), and one GEMM (threaded inside); bias by the
+// kernel table.
 #include "nn/conv.h"
 
 #include <algorithm>
@@ -61,6 +62,30 @@ void scatter_patches(ThreadPool* pool, const ConvGeometry& g, const T* cols, int
   });
 }
 
+// The chunk's images as the direct convolution reads them: `images` itself without padding,
+// else their padded copy in `space` [count, padded_size].
+template <class T>
+const T* padded_chunk(const ConvGeometry& g, const T* images, int64_t count, T* space) {
+  if (g.pad == 0) return images;
+  pad_images(g, images, count, space);
+  return space;
+}
+
+// flipped [k, k, filters, c] = weight [k, k, c, filters] turned 180 degrees with its channel
+// axes swapped: the weight of the convolution that takes dy to dx at stride 1.
+template <class T>
+void flip_weight(int64_t k, int64_t c, int64_t filters, const T* weight, T* flipped) {
+  for (int64_t kh = 0; kh < k; ++kh)
+    for (int64_t kw = 0; kw < k; ++kw) {
+      const T* tap = weight + ((k - 1 - kh) * k + (k - 1 - kw)) * c * filters;  // [c, filters]
+      T* out = flipped + (kh * k + kw) * filters * c;                           // [filters, c]
+      for (int64_t f = 0; f < filters; ++f)
+        for (int64_t ch = 0; ch < c; ++ch) out[f * c + ch] = tap[ch * filters + f];
+    }
+}
+
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
 Status expect_image(const Shape& input) {
   if (input.rank() != 3) {
     return Status::error("a convolution takes images (height x width x channels), not " + input.str());
@@ -94,13 +119,12 @@ int64_t ConvLayer::parameter_count() const {
 }
 
 int64_t ConvLayer::chunk_samples(int64_t n) const {
-  const int64_t per_sample = std::max<int64_t>(1, patch_rows() * patch_cols());
+  const int64_t per_sample = std::max<int64_t>(1, scratch_per_sample());
   return std::max<int64_t>(1, std::min(n, kChunkElements / per_sample));
 }
 
 int64_t ConvLayer::workspace_elements(int64_t n) const {
-  if (geometry_.pointwise()) return 0;  // the GEMM reads the activations in place
-  return chunk_samples(n) * patch_rows() * patch_cols();
+  return chunk_samples(n) * scratch_per_sample() + scratch_fixed();
 }
 
 void ConvLayer::set_weight_shape(const Shape& shape, int64_t fan_in, int64_t fan_out) {
@@ -128,7 +152,31 @@ Result<Shape> Conv2D::configure(const Shape& input) {
   const ConvOptions& o = options_;
   RG_ASSIGN(geometry_, conv_geometry(input[0], input[1], input[2], o.kernel, o.stride, o.pad));
   set_weight_shape(Shape{geometry_.patch_size(), o.filters}, geometry_.patch_size(), o.kernel * o.kernel * o.filters);
+  // dx directly at stride 1 when its multiply-adds, tiles of 16 columns counted, cost less than
+  // im2col's route, whose GEMM writes a patch matrix that col2im (~4 adds per value) reads back.
+  const ConvGeometry& g = geometry_;
+  const int64_t direct = g.height * g.width * o.kernel * o.kernel * o.filters * round_up(g.channels, 16);
+  const int64_t via_cols = g.patches() * (o.filters * round_up(g.patch_size(), 16) + 4 * g.patch_size());
+  direct_dx_ = o.stride == 1 && direct <= via_cols;
+  if (direct_dx_) {
+    RG_ASSIGN(dx_geometry_, conv_geometry(g.out_h, g.out_w, o.filters, o.kernel, 1, o.kernel - 1 - o.pad));
+  }
   return Shape{geometry_.out_h, geometry_.out_w, o.filters};
+}
+
+// A chunk's scratch: [padded x | padded dy (direct dx) or dx's patch matrix], then the flipped weight.
+int64_t Conv2D::scratch_per_sample() const {
+  const int64_t padded_x = geometry_.pad > 0 ? geometry_.padded_size() : 0;
+  return padded_x + (direct_dx_ ? dx_geometry_.padded_size() : patch_rows() * patch_cols());
+}
+
+int64_t Conv2D::scratch_fixed() const { return direct_dx_ ? weight_shape_.numel() : 0; }
+
+void Conv2D::prepare_offsets(int64_t count) {
+  if (count == offsets_count_) return;
+  offsets_ = patch_offsets(geometry_, count);
+  if (direct_dx_) dx_offsets_ = patch_offsets(dx_geometry_, count);
+  offsets_count_ = count;
 }
 
 void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
@@ -137,18 +185,15 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
   const int64_t per_chunk = chunk_samples(n);
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const Tensor panel = patch_panel(ctx, geometry_, per_chunk, x.dtype());
+    const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());
+    prepare_offsets(per_chunk);
+    const PatchOffsets& at = offsets_;
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
-      const int64_t count = std::min(per_chunk, n - s0), rows = count * patch_rows();
-      const T* patches = x.data<T>() + s0 * in_sample;
-      if (panel.defined()) {
-        T* cols = panel.data<T>();
-        gather_patches(ctx.pool, geometry_, patches, count, cols);
-        patches = cols;
-      }
-      // y[rows x filters] = patches[rows x k] * W[k x filters]
-      gemm(GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, T(1), patches,
-           weight_.value.data<T>(), T(0), y.data<T>() + s0 * out_sample, ctx.pool);
+      const int64_t count = std::min(per_chunk, n - s0);
+      const T* images = padded_chunk(geometry_, x.data<T>() + s0 * in_sample, count, space.data<T>());
+      // y[pixels x filters] = patches[pixels x k] * W[k x filters]
+      gemm_gathered(count * patch_rows(), filters, k, T(1), GatheredA<T>{images, at.pixels.data(), at.taps.data()},
+                    weight_.value.data<T>(), filters, T(0), y.data<T>() + s0 * out_sample, filters, ctx.pool);
     }
     if (options_.bias) add_bias(n * patch_rows(), filters, bias_.value.data<T>(), y.data<T>());
   });
@@ -156,6 +201,7 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
 
 void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const LayerContext& ctx) {
   (void)y;
+  const ConvGeometry& g = geometry_;
   const int64_t n = x.shape()[0], filters = options_.filters, k = patch_cols();
   const int64_t in_sample = x.numel() / n, out_sample = dy.numel() / n;
   const int64_t per_chunk = chunk_samples(n);
@@ -165,28 +211,38 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
       column_sum(n * patch_rows(), filters, dy.data<T>(), bias_.grad.data<T>());
     }
-    const Tensor panel = patch_panel(ctx, geometry_, per_chunk, x.dtype());
-    T* cols = panel.defined() ? panel.data<T>() : nullptr;
+    const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());
+    T* padded_x = space.data<T>();
+    T* dx_space = padded_x + (g.pad > 0 ? per_chunk * g.padded_size() : 0);
+    T* flipped = padded_x + per_chunk * scratch_per_sample();
+    prepare_offsets(per_chunk);
+    const PatchOffsets &at = offsets_, &dx_at = dx_offsets_;
+    if (dx.defined() && direct_dx_) {
+      flip_weight(options_.kernel, g.channels, filters, weight_.value.data<T>(), flipped);
+    }
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
-      const int64_t count = std::min(per_chunk, n - s0), rows = count * patch_rows();
-      const T* g = dy.data<T>() + s0 * out_sample;
-      const T* patches = x.data<T>() + s0 * in_sample;
-      if (cols != nullptr) {
-        gather_patches(ctx.pool, geometry_, patches, count, cols);
-        patches = cols;
-      }
-      // dW[k x filters] (+)= patches^T * dy; the first chunk overwrites unless accumulating
+      const int64_t count = std::min(per_chunk, n - s0), pixels = count * patch_rows();
+      const T* g_chunk = dy.data<T>() + s0 * out_sample;
+      const T* images = padded_chunk(g, x.data<T>() + s0 * in_sample, count, padded_x);
+      // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
+      // as rows and pixels as depth. The first chunk overwrites unless accumulating.
       const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
-      gemm(GemmShape{Trans::yes, Trans::no, k, filters, rows, k, filters, filters}, T(1), patches, g, keep,
-           weight_.grad.data<T>(), ctx.pool);
+      gemm_gathered(k, filters, pixels, T(1), GatheredA<T>{images, at.taps.data(), at.pixels.data()}, g_chunk, filters,
+                    keep, weight_.grad.data<T>(), filters, ctx.pool);
       if (!dx.defined()) continue;
       T* dx_chunk = dx.data<T>() + s0 * in_sample;
-      // d(patches)[rows x k] = dy * W^T, straight into dx when the patches are x itself
-      T* dpatches = cols != nullptr ? cols : dx_chunk;
-      gemm(GemmShape{Trans::no, Trans::yes, rows, k, filters, filters, filters, k}, T(1), g, weight_.value.data<T>(),
-           T(0), dpatches, ctx.pool);
-      if (cols == nullptr) continue;
-      scatter_patches(ctx.pool, geometry_, cols, count, dx_chunk);
+      if (direct_dx_) {
+        // dx[h*w x c] = patches of padded dy [h*w x k*k*filters] * flipped [k*k*filters x c]
+        const T* dy_images = padded_chunk(dx_geometry_, g_chunk, count, dx_space);
+        gemm_gathered(count * g.height * g.width, g.channels, dx_geometry_.patch_size(), T(1),
+                      GatheredA<T>{dy_images, dx_at.pixels.data(), dx_at.taps.data()}, flipped, g.channels, T(0),
+                      dx_chunk, g.channels, ctx.pool);
+        continue;
+      }
+      // d(patches)[pixels x k] = dy * W^T, then each patch row added back where it was read
+      gemm(GemmShape{Trans::no, Trans::yes, pixels, k, filters, filters, filters, k}, T(1), g_chunk,
+           weight_.value.data<T>(), T(0), dx_space, ctx.pool);
+      scatter_patches(ctx.pool, g, dx_space, count, dx_chunk);
     }
   });
 }
@@ -218,6 +274,10 @@ Result<Shape> ConvTranspose2D::configure(const Shape& input) {
   }
   set_weight_shape(Shape{input[2], geometry_.patch_size()}, geometry_.patch_size(), o.kernel * o.kernel * input[2]);
   return Shape{out_h, out_w, o.filters};
+}
+
+int64_t ConvTranspose2D::scratch_per_sample() const {
+  return geometry_.pointwise() ? 0 : patch_rows() * patch_cols();  // pointwise: the GEMM works in place
 }
 
 void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {

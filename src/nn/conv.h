@@ -1,9 +1,13 @@
-// Convolutions over NHWC images, as im2col + GEMM on the kernel table's f32 GEMM.
+// Convolutions over NHWC images on the kernel table's f32 GEMM tiles.
 //   Conv2D:          x [n, h, w, c] -> y [n, oh, ow, filters];  weight [k*k*c, filters]
 //   ConvTranspose2D: x [n, h, w, c] -> y [n, oh, ow, filters];  weight [c, k*k*filters]
+// Conv2D is direct: its forward and weight gradient read the patch matrix straight from a
+// zero-padded copy of the input (a gathered GEMM, ops/gemm.h), and at stride 1 its input
+// gradient is the same kind of convolution of the padded dy with the flipped weights, where
+// that costs less than im2col's route (dy * W^T, then col2im).
 // A transposed convolution is the adjoint of a convolution: its forward is a convolution's
-// backward-data (GEMM, then col2im), its backward-data a convolution's forward.
-// The batch runs in chunks of whole samples whose patch matrices fit kChunkElements, so the
+// backward-data (GEMM, then col2im), its backward-data a convolution's forward (im2col, GEMM).
+// The batch runs in chunks of whole samples whose scratch fits kChunkElements, so the
 // workspace stays a few MB whatever the batch; the chunking depends only on the batch size,
 // never on the thread count, so results do not either.
 #pragma once
@@ -35,7 +39,10 @@ class ConvLayer : public Layer {
   std::string describe() const override;
 
  protected:
-  // Samples per chunk for a batch of n: as many as keep the patch matrix under the limit.
+  // Scratch elements per sample of a chunk, and once per call (weights reordered).
+  virtual int64_t scratch_per_sample() const = 0;
+  virtual int64_t scratch_fixed() const { return 0; }
+  // Samples per chunk for a batch of n: as many as keep the scratch under the limit.
   int64_t chunk_samples(int64_t n) const;
   // The patch matrix's rows and columns for one sample.
   int64_t patch_rows() const { return geometry_.patches(); }
@@ -60,6 +67,20 @@ class Conv2D : public ConvLayer {
   void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
+  // Whether dx is computed as a direct convolution (else im2col's route); for tests.
+  bool direct_input_grad() const { return direct_dx_; }
+
+ private:
+  int64_t scratch_per_sample() const override;
+  int64_t scratch_fixed() const override;
+
+  // The offsets that read chunks of `count` samples (kept: rebuilt only when count changes).
+  void prepare_offsets(int64_t count);
+
+  bool direct_dx_ = false;
+  ConvGeometry dx_geometry_;  // direct dx: the convolution over dy padded by kernel - 1 - pad
+  int64_t offsets_count_ = 0;
+  PatchOffsets offsets_, dx_offsets_;  // over the padded x; over the padded dy (direct dx)
 };
 
 class ConvTranspose2D : public ConvLayer {
@@ -72,6 +93,9 @@ class ConvTranspose2D : public ConvLayer {
   void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
+
+ private:
+  int64_t scratch_per_sample() const override;
 };
 
 }  // namespace rg

@@ -33,9 +33,39 @@ void gemm_ref(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c)
   }
 }
 
+// A matrix that is gathered, not stored: A[i][p] = base[row_offsets[i] + depth_offsets[p]].
+// A convolution's patch matrix is one (rows = output pixels, depth = kernel taps), and so is
+// its transpose (rows = taps, depth = pixels), both read straight from the image.
+template <class T>
+struct GatheredA {
+  const T* base;
+  const int32_t* row_offsets;    // m entries
+  const int32_t* depth_offsets;  // k entries
+  T at(int64_t i, int64_t p) const { return base[row_offsets[i] + depth_offsets[p]]; }
+};
+
+// C[m x n] = alpha * A * B + beta * C, A gathered, B [k x n] row-major (row stride ldb).
+template <class T>
+void gemm_gathered_ref(int64_t m, int64_t n, int64_t k, T alpha, const GatheredA<T>& a, const T* b, int64_t ldb,
+                       T beta, T* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      T sum = 0;
+      for (int64_t p = 0; p < k; ++p) sum += a.at(i, p) * b[p * ldb + j];
+      T& out = c[i * ldc + j];
+      out = alpha * sum + (beta == T(0) ? T(0) : beta * out);
+    }
+  }
+}
+
 // Results do not depend on the pool's thread count. `pool` may be null (one thread).
 void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
               ThreadPool* pool);
+
+// The gathered product on the kernel table's gathered tiles: B is read in place (its last,
+// partial column panel copied), so nothing of A's size is ever packed.
+void f32_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a, const float* b,
+                       int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool);
 
 // Overloads the templated layer math calls: float takes the fast path, double the reference.
 inline void gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
@@ -45,6 +75,15 @@ inline void gemm(const GemmShape& s, float alpha, const float* a, const float* b
 inline void gemm(const GemmShape& s, double alpha, const double* a, const double* b, double beta, double* c,
                  ThreadPool*) {
   gemm_ref(s, alpha, a, b, beta, c);
+}
+
+inline void gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a, const float* b,
+                          int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool) {
+  f32_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool);
+}
+inline void gemm_gathered(int64_t m, int64_t n, int64_t k, double alpha, const GatheredA<double>& a, const double* b,
+                          int64_t ldb, double beta, double* c, int64_t ldc, ThreadPool*) {
+  gemm_gathered_ref(m, n, k, alpha, a, b, ldb, beta, c, ldc);
 }
 
 }  // namespace rg

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/check.h"
+
 namespace rg {
 
 Result<ConvGeometry> conv_geometry(int64_t height, int64_t width, int64_t channels, int64_t kernel, int64_t stride,
@@ -85,6 +87,42 @@ void col2im_add(const ConvGeometry& g, const T* cols, T* image) {
   }
 }
 
+PatchOffsets patch_offsets(const ConvGeometry& g, int64_t count) {
+  RG_CHECK(count * g.padded_size() < (int64_t{1} << 31), "patch offsets: " << count << " padded images of "
+                                                                            << g.padded_size() << " values");
+  const int64_t c = g.channels, row = g.padded_width() * c;
+  PatchOffsets o;
+  o.taps.reserve(static_cast<size_t>(g.patch_size()));
+  for (int64_t kh = 0; kh < g.kernel; ++kh)
+    for (int64_t kw = 0; kw < g.kernel; ++kw)
+      for (int64_t ch = 0; ch < c; ++ch) o.taps.push_back(static_cast<int32_t>(kh * row + kw * c + ch));
+  o.pixels.reserve(static_cast<size_t>(count * g.patches()));
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow)
+        o.pixels.push_back(static_cast<int32_t>(i * g.padded_size() + oh * g.stride * row + ow * g.stride * c));
+  return o;
+}
+
+template <class T>
+void pad_images(const ConvGeometry& g, const T* images, int64_t count, T* padded) {
+  const int64_t c = g.channels, row = g.width * c, padded_row = g.padded_width() * c, border = g.pad * c;
+  for (int64_t i = 0; i < count; ++i) {
+    const T* image = images + i * g.height * row;
+    T* out = padded + i * g.padded_size();
+    std::fill(out, out + g.pad * padded_row, T(0));  // top border
+    out += g.pad * padded_row;
+    for (int64_t h = 0; h < g.height; ++h, out += padded_row) {
+      std::fill(out, out + border, T(0));
+      std::copy(image + h * row, image + (h + 1) * row, out + border);
+      std::fill(out + border + row, out + padded_row, T(0));
+    }
+    std::fill(out, out + g.pad * padded_row, T(0));  // bottom border
+  }
+}
+
+template void pad_images<float>(const ConvGeometry&, const float*, int64_t, float*);
+template void pad_images<double>(const ConvGeometry&, const double*, int64_t, double*);
 template void im2col<float>(const ConvGeometry&, const float*, float*);
 template void im2col<double>(const ConvGeometry&, const double*, double*);
 template void col2im_add<float>(const ConvGeometry&, const float*, float*);

@@ -5,10 +5,7 @@
 
 namespace rg {
 
-void f32_gemm_6x16__avx2_fma(int64_t depth, const float* a_panel, const float* b_panel, int64_t ldb, float alpha,
-                           float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) {
-  ukernel::f32_gemm_tile<xsimd::fma3<xsimd::avx2>, 6, 16>(depth, a_panel, b_panel, ldb, alpha, beta, c, ldc, rows, cols);
-}
+RG_DEFINE_F32_GEMM_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>, 6, 16)
 
 RG_DEFINE_F32_VECTOR_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>)
 

@@ -4,6 +4,9 @@
 //            (ldb = NR for a packed panel; B's own row stride when B is used in place)
 //   C[r][c] = alpha * sum_p a_panel[p][r] * b_panel[p][c] + beta * C[r][c]  for r < rows <= MR, c < cols <= NR
 //   (beta = 0: C is not read, so NaN or garbage there is ignored)
+// The gathered tiles read op(A) through MR row pointers and one offset per depth step instead
+// of a packed panel: op(A)[r][p] = a_rows[r][a_offsets[p]] (every a_rows[r] valid, also for
+// r >= rows), so a convolution's patch matrix is read straight from the image.
 // Partial tiles (rows < MR or cols < NR) do the same arithmetic as full ones, so where a
 // tile boundary falls (it moves with the thread count) never changes a result.
 // Declarations only (no inline code: isa/*.cpp files include this with their ISA flags).
@@ -16,9 +19,22 @@ namespace rg {
 using F32GemmTile = void (*)(int64_t depth, const float* a_panel, const float* b_panel, int64_t ldb, float alpha,
                              float beta, float* c, int64_t ldc, int64_t rows, int64_t cols);
 
+using F32GemmGatheredTile = void (*)(int64_t depth, const float* const* a_rows, const int32_t* a_offsets,
+                                     const float* b_panel, int64_t ldb, float alpha, float beta, float* c,
+                                     int64_t ldc, int64_t rows, int64_t cols);
+
 void f32_gemm_6x8__reference(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 void f32_gemm_6x8__sse2(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 void f32_gemm_6x16__avx(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 void f32_gemm_6x16__avx2_fma(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
+
+#define RG_DECLARE_F32_GEMM_GATHERED(name)                                                                        \
+  void name(int64_t, const float* const*, const int32_t*, const float*, int64_t, float, float, float*, int64_t, \
+            int64_t, int64_t)
+RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_6x8__reference);
+RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_6x8__sse2);
+RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_6x16__avx);
+RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_6x16__avx2_fma);
+#undef RG_DECLARE_F32_GEMM_GATHERED
 
 }  // namespace rg

@@ -1,7 +1,7 @@
 // The f32 GEMM tile written once with xsimd batches; isa/*.cpp instantiate it per
 // architecture. Include ONLY from an isa/*.cpp file: everything here is compiled with
-// that file's instruction-set flags. Every function is templated on Arch, so no symbol
-// can be shared with (and picked by the linker for) baseline code.
+// that file's instruction-set flags. Every function and reader is templated on Arch, so no
+// symbol can be shared with (and picked by the linker for) baseline code or another ISA.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,29 @@
 namespace rg {
 namespace ukernel {
 
-template <class Arch, int MR, int NR>
-inline void f32_gemm_tile(int64_t depth, const float* a_panel, const float* b_panel, int64_t ldb, float alpha,
-                          float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+// How the tile reads op(A)[r][p]: from a packed panel (panel[p * MR + r]) ...
+template <class Arch, int MR>
+struct PackedRows {
+  const float* panel;
+  float at(int64_t p, int r) const { return panel[p * MR + r]; }
+};
+
+// ... or gathered from MR row pointers and one offset per depth step (rows[r][offsets[p]]):
+// a convolution's patch matrix read straight from the image. The pointers are copied into
+// locals so the compiler keeps them in registers.
+template <class Arch, int MR>
+struct GatheredRows {
+  const float* row[MR];
+  const int32_t* offsets;
+  GatheredRows(const float* const* rows, const int32_t* depth_offsets) : offsets(depth_offsets) {
+    for (int r = 0; r < MR; ++r) row[r] = rows[r];
+  }
+  float at(int64_t p, int r) const { return row[r][offsets[p]]; }
+};
+
+template <class Arch, int MR, int NR, class ARows>
+inline void f32_gemm_tile(int64_t depth, const ARows& a, const float* b_panel, int64_t ldb, float alpha, float beta,
+                          float* c, int64_t ldc, int64_t rows, int64_t cols) {
   using Batch = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(Batch::size);
   constexpr int NV = NR / W;
@@ -31,9 +51,9 @@ inline void f32_gemm_tile(int64_t depth, const float* a_panel, const float* b_pa
     for (int v = 0; v < NV; ++v) b[v] = Batch::load_unaligned(b_panel + p * ldb + v * W);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const Batch a(a_panel[p * MR + r]);
+      const Batch a_rp(a.at(p, r));
 #pragma GCC unroll 16
-      for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(a, b[v], acc[r][v]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(a_rp, b[v], acc[r][v]);
     }
   }
 
@@ -67,5 +87,33 @@ inline void f32_gemm_tile(int64_t depth, const float* a_panel, const float* b_pa
   for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile[r], static_cast<size_t>(cols) * sizeof(float));
 }
 
+// The two entry points each ISA file instantiates.
+template <class Arch, int MR, int NR>
+inline void f32_gemm_tile_packed(int64_t depth, const float* a_panel, const float* b_panel, int64_t ldb, float alpha,
+                                 float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  f32_gemm_tile<Arch, MR, NR>(depth, PackedRows<Arch, MR>{a_panel}, b_panel, ldb, alpha, beta, c, ldc, rows, cols);
+}
+template <class Arch, int MR, int NR>
+inline void f32_gemm_tile_gathered(int64_t depth, const float* const* a_rows, const int32_t* a_offsets,
+                                   const float* b_panel, int64_t ldb, float alpha, float beta, float* c, int64_t ldc,
+                                   int64_t rows, int64_t cols) {
+  f32_gemm_tile<Arch, MR, NR>(depth, GatheredRows<Arch, MR>(a_rows, a_offsets), b_panel, ldb, alpha, beta, c, ldc,
+                              rows, cols);
+}
+
 }  // namespace ukernel
 }  // namespace rg
+
+// Defines f32_gemm_<MR>x<NR>__<isa> and f32_gemm_gathered_<MR>x<NR>__<isa> (f32_gemm.h).
+#define RG_DEFINE_F32_GEMM_KERNELS(isa, Arch, MR, NR)                                                         \
+  void f32_gemm_##MR##x##NR##__##isa(int64_t depth, const float* a_panel, const float* b_panel, int64_t ldb,     \
+                                     float alpha, float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) { \
+    ukernel::f32_gemm_tile_packed<Arch, MR, NR>(depth, a_panel, b_panel, ldb, alpha, beta, c, ldc, rows, cols);  \
+  }                                                                                                            \
+  void f32_gemm_gathered_##MR##x##NR##__##isa(int64_t depth, const float* const* a_rows,                       \
+                                              const int32_t* a_offsets, const float* b_panel, int64_t ldb,     \
+                                              float alpha, float beta, float* c, int64_t ldc, int64_t rows,    \
+                                              int64_t cols) {                                                  \
+    ukernel::f32_gemm_tile_gathered<Arch, MR, NR>(depth, a_rows, a_offsets, b_panel, ldb, alpha, beta, c, ldc,  \
+                                                  rows, cols);                                                 \
+  }
