@@ -217,6 +217,36 @@ TEST_P(ConvLayerTest, F32MatchesF64Threaded) {
   compare_f32_f64(GetParam(), 5, &pool);
 }
 
+// The direct convolution's patch reading (pad_images + patch_offsets) gives exactly im2col's
+// patch matrix, im2col being the plain reference of what a patch is.
+TEST(Conv, GatheredPatchesEqualIm2col) {
+  struct Case {
+    int64_t h, w, c, kernel, stride, pad;
+  };
+  for (const Case& k : {Case{5, 5, 2, 3, 1, 1}, Case{6, 7, 3, 3, 2, 0}, Case{5, 4, 2, 2, 2, 1}, Case{7, 6, 1, 5, 1, 2},
+                        Case{4, 4, 3, 1, 1, 0}, Case{8, 9, 2, 4, 3, 3}}) {
+    const ConvGeometry g = conv_geometry(k.h, k.w, k.c, k.kernel, k.stride, k.pad).value();
+    const int64_t count = 3, image = k.h * k.w * k.c;
+    Rng rng(9);
+    std::vector<double> images(static_cast<size_t>(count * image)), padded(static_cast<size_t>(count * g.padded_size()));
+    for (double& v : images) v = rng.uniform(-1.0, 1.0);
+    pad_images(g, images.data(), count, padded.data());
+    const PatchOffsets at = patch_offsets(g, count);
+    ASSERT_EQ(static_cast<int64_t>(at.pixels.size()), count * g.patches());
+    ASSERT_EQ(static_cast<int64_t>(at.taps.size()), g.patch_size());
+    std::vector<double> cols(static_cast<size_t>(g.patches() * g.patch_size()));
+    for (int64_t i = 0; i < count; ++i) {
+      im2col(g, images.data() + i * image, cols.data());
+      for (int64_t r = 0; r < g.patches(); ++r)
+        for (int64_t t = 0; t < g.patch_size(); ++t)
+          ASSERT_EQ(padded[static_cast<size_t>(at.pixels[static_cast<size_t>(i * g.patches() + r)] + at.taps[static_cast<size_t>(t)])],
+                    cols[static_cast<size_t>(r * g.patch_size() + t)])
+              << "image " << i << " patch " << r << " tap " << t << " of " << k.h << "x" << k.w << "x" << k.c << " k"
+              << k.kernel << " s" << k.stride << " p" << k.pad;
+    }
+  }
+}
+
 // The specs above reach both routes to dx: im2col's (dy * W^T, then col2im) and the direct one.
 TEST(Conv, SpecsCoverBothInputGradientRoutes) {
   int direct = 0, via_cols = 0;

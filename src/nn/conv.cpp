@@ -40,15 +40,6 @@ Tensor patch_panel(const LayerContext& ctx, const ConvGeometry& g, int64_t per_c
   return scratch(ctx, Shape{per_chunk * g.patches(), g.patch_size()}, dtype);
 }
 
-// cols [count * patches, patch_size] = the patch matrices of `count` images, one per thread chunk.
-template <class T>
-void gather_patches(ThreadPool* pool, const ConvGeometry& g, const T* images, int64_t count, T* cols) {
-  const int64_t image_size = g.height * g.width * g.channels, panel = g.patches() * g.patch_size();
-  parallel_for(pool, count, 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) im2col(g, images + i * image_size, cols + i * panel);
-  });
-}
-
 // images [count, h, w, c] = the sums of their patch rows in cols (the images are overwritten).
 template <class T>
 void scatter_patches(ThreadPool* pool, const ConvGeometry& g, const T* cols, int64_t count, T* images) {
@@ -127,6 +118,12 @@ int64_t ConvLayer::workspace_elements(int64_t n) const {
   return chunk_samples(n) * scratch_per_sample() + scratch_fixed();
 }
 
+void ConvLayer::prepare_offsets(int64_t count) {
+  if (count == offsets_count_) return;
+  offsets_ = patch_offsets(geometry_, count);
+  offsets_count_ = count;
+}
+
 void ConvLayer::set_weight_shape(const Shape& shape, int64_t fan_in, int64_t fan_out) {
   weight_shape_ = shape;
   fan_in_ = fan_in;
@@ -174,9 +171,8 @@ int64_t Conv2D::scratch_fixed() const { return direct_dx_ ? weight_shape_.numel(
 
 void Conv2D::prepare_offsets(int64_t count) {
   if (count == offsets_count_) return;
-  offsets_ = patch_offsets(geometry_, count);
+  ConvLayer::prepare_offsets(count);
   if (direct_dx_) dx_offsets_ = patch_offsets(dx_geometry_, count);
-  offsets_count_ = count;
 }
 
 void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
@@ -276,9 +272,13 @@ Result<Shape> ConvTranspose2D::configure(const Shape& input) {
   return Shape{out_h, out_w, o.filters};
 }
 
+// Forward: the patch matrix col2im reads (none when pointwise: the GEMM writes y itself);
+// backward: the padded dy its patches are gathered from.
 int64_t ConvTranspose2D::scratch_per_sample() const {
-  return geometry_.pointwise() ? 0 : patch_rows() * patch_cols();  // pointwise: the GEMM works in place
+  return std::max(geometry_.pointwise() ? 0 : patch_rows() * patch_cols(), geometry_.padded_size());
 }
+
+int64_t ConvTranspose2D::scratch_fixed() const { return 2 * weight_shape_.numel(); }
 
 void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
   const int64_t n = x.shape()[0], channels = x.shape()[3], k = patch_cols();
@@ -305,6 +305,7 @@ void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerConte
 void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                                const LayerContext& ctx) {
   (void)y;
+  const ConvGeometry& g = geometry_;  // over dy: its patches are this layer's input pixels
   const int64_t n = x.shape()[0], channels = x.shape()[3], k = patch_cols();
   const int64_t in_sample = x.numel() / n, out_sample = dy.numel() / n;
   const int64_t per_chunk = chunk_samples(n);
@@ -312,27 +313,32 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
     using T = decltype(zero);
     if (options_.bias) {
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
-      column_sum(n * geometry_.height * geometry_.width, options_.filters, dy.data<T>(), bias_.grad.data<T>());
+      column_sum(n * g.height * g.width, options_.filters, dy.data<T>(), bias_.grad.data<T>());
     }
-    const Tensor panel = patch_panel(ctx, geometry_, per_chunk, x.dtype());
+    // Scratch: [padded dy chunk | W^T [k x channels] | a chunk's dW^T [k x channels]].
+    const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());
+    T* padded_dy = space.data<T>();
+    T* weight_t = padded_dy + per_chunk * scratch_per_sample();
+    T* grad_t = weight_t + k * channels;
+    const T* weight = weight_.value.data<T>();  // [channels, k]
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t t = 0; t < k; ++t) weight_t[t * channels + c] = weight[c * k + t];
+    prepare_offsets(per_chunk);
+    T* grad = weight_.grad.data<T>();  // [channels, k]
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
-      const int64_t count = std::min(per_chunk, n - s0), rows = count * patch_rows();
-      const T* g = dy.data<T>() + s0 * out_sample;
-      const T* dcols = g;
-      if (panel.defined()) {
-        T* cols = panel.data<T>();
-        gather_patches(ctx.pool, geometry_, g, count, cols);
-        dcols = cols;
-      }
+      const int64_t count = std::min(per_chunk, n - s0), pixels = count * patch_rows();
+      const T* images = padded_chunk(g, dy.data<T>() + s0 * out_sample, count, padded_dy);
       const T* x_chunk = x.data<T>() + s0 * in_sample;
-      // dW[channels x k] (+)= x^T * dcols
-      const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
-      gemm(GemmShape{Trans::yes, Trans::no, channels, k, rows, channels, k, k}, T(1), x_chunk, dcols, keep,
-           weight_.grad.data<T>(), ctx.pool);
-      // dx[rows x channels] = dcols * W^T
+      // dW^T[k x channels] = dcols^T * x, dcols being dy's patch matrix, gathered (taps as rows)
+      gemm_gathered(k, channels, pixels, T(1), GatheredA<T>{images, offsets_.taps.data(), offsets_.pixels.data()},
+                    x_chunk, channels, T(0), grad_t, channels, ctx.pool);
+      const bool keep = s0 > 0 || ctx.accumulate_grads;  // the first chunk overwrites unless accumulating
+      for (int64_t c = 0; c < channels; ++c)
+        for (int64_t t = 0; t < k; ++t) grad[c * k + t] = (keep ? grad[c * k + t] : T(0)) + grad_t[t * channels + c];
+      // dx[pixels x channels] = dcols * W^T
       if (dx.defined()) {
-        gemm(GemmShape{Trans::no, Trans::yes, rows, channels, k, k, k, channels}, T(1), dcols,
-             weight_.value.data<T>(), T(0), dx.data<T>() + s0 * in_sample, ctx.pool);
+        gemm_gathered(pixels, channels, k, T(1), GatheredA<T>{images, offsets_.pixels.data(), offsets_.taps.data()},
+                      weight_t, channels, T(0), dx.data<T>() + s0 * in_sample, channels, ctx.pool);
       }
     }
   });

@@ -49,12 +49,16 @@ class ConvLayer : public Layer {
   int64_t patch_cols() const { return geometry_.patch_size(); }
   // After configure(): the weight's shape and its fans for the initialiser.
   void set_weight_shape(const Shape& shape, int64_t fan_in, int64_t fan_out);
+  // offsets_ for chunks of `count` samples (kept: rebuilt only when count changes).
+  virtual void prepare_offsets(int64_t count);
 
   ConvOptions options_;
   ConvGeometry geometry_;  // Conv2D: over the input; ConvTranspose2D: over the output
   Shape weight_shape_;
   int64_t fan_in_ = 0, fan_out_ = 0;
   Param weight_, bias_;
+  int64_t offsets_count_ = 0;
+  PatchOffsets offsets_;  // reads geometry_'s patches from its padded image
 };
 
 class Conv2D : public ConvLayer {
@@ -74,13 +78,11 @@ class Conv2D : public ConvLayer {
   int64_t scratch_per_sample() const override;
   int64_t scratch_fixed() const override;
 
-  // The offsets that read chunks of `count` samples (kept: rebuilt only when count changes).
-  void prepare_offsets(int64_t count);
+  void prepare_offsets(int64_t count) override;  // and dx_offsets_
 
   bool direct_dx_ = false;
   ConvGeometry dx_geometry_;  // direct dx: the convolution over dy padded by kernel - 1 - pad
-  int64_t offsets_count_ = 0;
-  PatchOffsets offsets_, dx_offsets_;  // over the padded x; over the padded dy (direct dx)
+  PatchOffsets dx_offsets_;   // reads dx_geometry_'s patches from the padded dy
 };
 
 class ConvTranspose2D : public ConvLayer {
@@ -96,6 +98,7 @@ class ConvTranspose2D : public ConvLayer {
 
  private:
   int64_t scratch_per_sample() const override;
+  int64_t scratch_fixed() const override;
 };
 
 }  // namespace rg
