@@ -1,5 +1,6 @@
 // Tests of f32_gemm (ops/gemm_f32.cpp) against gemm_ref<double>: every transpose
-// combination, sizes below/at/above each tile and cache block (MR=6, NR=8 or 16, KC=512, MC=96,
+// combination, sizes below/at/above each tile and cache block (MR=6, NR=8 or 16; the narrow
+// 8x8 tile of AVX levels for n <= 8; KC=512, MC=96,
 // NC=2048), padded leading dimensions, alpha/beta cases, NaN in C under beta = 0, bit-exact
 // integer products, and results that do not depend on the thread count.
 #include <gtest/gtest.h>
@@ -406,11 +407,11 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, GemmGathered, ::testing::ValuesIn(all_isas()),
 
 }  // namespace
 
-// m below, at and above MR (6) and a cache block (96); n around NR (8, 16) with a partial
-// last panel; k around the depth block (256).
+// m below, at and above MR (6, or 8 for the narrow tile of n <= 8) and a cache block (96); n
+// around NR (8, 16) with a partial last panel; k around the depth block (256).
 TEST_P(GemmGathered, TileAndBlockEdges) {
   Rng rng(11, 0);
-  for (int64_t m : {1, 5, 6, 7, 97})
+  for (int64_t m : {1, 5, 6, 7, 8, 9, 97})
     for (int64_t n : {1, 6, 8, 16, 17, 40})
       for (int64_t k : {1, 7, 256, 257}) {
         const AlphaBeta ab = kAlphaBeta[static_cast<size_t>((m + n + k) % 4)];

@@ -21,6 +21,17 @@ const F32GemmKernel& f32_gemm_kernel(Isa isa) {
   return reference;
 }
 
+const F32GemmKernel& f32_gemm_narrow_kernel(Isa isa) {
+  static const F32GemmKernel avx{f32_gemm_8x8__avx, f32_gemm_gathered_8x8__avx, 8, 8, "f32_gemm_8x8__avx"};
+  static const F32GemmKernel avx2_fma{f32_gemm_8x8__avx2_fma, f32_gemm_gathered_8x8__avx2_fma, 8, 8,
+                                      "f32_gemm_8x8__avx2_fma"};
+  switch (isa) {
+    case Isa::avx: return avx;
+    case Isa::avx2_fma: return avx2_fma;
+    default: return f32_gemm_kernel(isa);  // its tile is 8 wide already
+  }
+}
+
 #define RG_F32_VECTOR_TABLE(isa)                                                                        \
   F32VectorKernels {                                                                                    \
     f32_vunary__##isa, f32_vunary_grad__##isa, f32_add_bias__##isa, f32_column_sum__##isa,                 \

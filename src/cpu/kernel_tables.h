@@ -17,6 +17,14 @@ struct F32GemmKernel {
 
 // The best GEMM tile at or below `isa`.
 const F32GemmKernel& f32_gemm_kernel(Isa isa);
+// The tile for products of at most its nr columns (a conv with few filters): 8x8 where the
+// wide tile is 16 columns (a 16-wide tile would waste half its lanes or more), else the wide tile.
+const F32GemmKernel& f32_gemm_narrow_kernel(Isa isa);
+// Whichever of the two suits a product with n columns.
+inline const F32GemmKernel& f32_gemm_kernel_for(Isa isa, int64_t n) {
+  const F32GemmKernel& narrow = f32_gemm_narrow_kernel(isa);
+  return n <= narrow.nr ? narrow : f32_gemm_kernel(isa);
+}
 
 // The elementwise family of one ISA (f32_vector.h states the contracts).
 struct F32VectorKernels {

@@ -147,7 +147,7 @@ void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, f
     }
     return;
   }
-  const F32GemmKernel& kernel = f32_gemm_kernel(active_isa());
+  const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), s.n);
   // Small products stay on one thread; tall ones share one packed B across threads; the
   // rest split the larger of m and n into tile-aligned ranges, one per thread.
   const int64_t flops = 2 * s.m * s.n * s.k;

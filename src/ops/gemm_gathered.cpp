@@ -61,7 +61,7 @@ void f32_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const Gathe
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-  const F32GemmKernel& kernel = f32_gemm_kernel(active_isa());
+  const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), n);
   RG_CHECK(kernel.mr <= kMaxMR, "gathered GEMM: tile of " << kernel.mr << " rows");
   auto run = [&](int64_t i0, int64_t i1) { gathered_rows(kernel, n, k, alpha, a, b, ldb, beta, c, ldc, i0, i1); };
   if (pool == nullptr || pool->threads() == 1 || 2 * m * n * k < (int64_t{1} << 21)) {

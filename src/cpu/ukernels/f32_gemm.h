@@ -27,6 +27,8 @@ void f32_gemm_6x8__reference(int64_t, const float*, const float*, int64_t, float
 void f32_gemm_6x8__sse2(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 void f32_gemm_6x16__avx(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 void f32_gemm_6x16__avx2_fma(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
+void f32_gemm_8x8__avx(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
+void f32_gemm_8x8__avx2_fma(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 
 #define RG_DECLARE_F32_GEMM_GATHERED(name)                                                                        \
   void name(int64_t, const float* const*, const int32_t*, const float*, int64_t, float, float, float*, int64_t, \
@@ -35,6 +37,8 @@ RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_6x8__reference);
 RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_6x8__sse2);
 RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_6x16__avx);
 RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_6x16__avx2_fma);
+RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_8x8__avx);
+RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_8x8__avx2_fma);
 #undef RG_DECLARE_F32_GEMM_GATHERED
 
 }  // namespace rg
