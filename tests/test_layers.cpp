@@ -1,11 +1,13 @@
 // Layer, loss, model, optimizer and schedule tests: forward against plain references,
 // backward against central differences in double (every layer and loss, and a whole model
-// through Model::backward), f32 against f64, gradient accumulation, PyTorch-rule
-// optimizer steps and learning-rate schedules.
+// through Model::backward), f32 against f64, gradient accumulation, the pooling kernels' two
+// backward paths, PyTorch-rule optimizer steps and learning-rate schedules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -20,6 +22,7 @@
 #include "nn/layer.h"
 #include "nn/loss.h"
 #include "nn/model.h"
+#include "ops/pool2d.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
 #include "layer_check.h"
@@ -196,6 +199,88 @@ TEST(Activation, FromCfgNamesAndSlope) {
   leaky.value()->forward(x, y, LayerContext());
   EXPECT_EQ(get(y, 0), -1.0);  // the cfg's slope, not the default
   EXPECT_EQ(get(y, 1), 3.0);
+}
+
+// ---------------------------------------------------------------- pooling kernels (ops/pool2d.h)
+
+// x [h, w, c] with values from {-2, -1, -0, +0, 1, 2}: windows full of ties, +0 and -0 among them.
+template <class T>
+std::vector<T> tie_heavy(const ConvGeometry& g, Rng& rng) {
+  const T set[6] = {T(-2), T(-1), -T(0), T(0), T(1), T(2)};
+  std::vector<T> x(static_cast<size_t>(g.height * g.width * g.channels));
+  for (T& v : x) v = set[rng.below(6)];
+  return x;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// Max forward is a fold from -inf in window order (std::max keeps the first of equal values, so
+// +0 and -0 show which came first), and its backward gives each dy to that first position only.
+TEST(Pooling, MaxTakesTheFirstOfEqualValues) {
+  const ConvGeometry g = conv_geometry(2, 2, 2, 2, 2, 0).value();
+  // channel 0: 1, 3, 3, 2 (the 3 at (0, 1) wins); channel 1: -0, +0, -1, +0 (-0 wins)
+  const std::vector<double> x = {1, -0.0, 3, 0.0, 3, -1, 2, 0.0};
+  std::vector<double> y(2), dx(8, 99.0), rem(2);
+  max_pool_forward(g, x.data(), y.data());
+  EXPECT_EQ(y[0], 3.0);
+  EXPECT_TRUE(y[1] == 0.0 && std::signbit(y[1]));
+  const std::vector<double> dy = {5, 7};
+  max_pool_backward(g, x.data(), y.data(), dy.data(), dx.data(), rem.data());
+  EXPECT_EQ(dx, (std::vector<double>{0, 7, 5, 0, 0, 0, 0, 0}));
+}
+
+// Windows that cannot overlap write each dx element once; the general path zeroes dx and adds
+// window by window. Both must give the same bits (and the forward the fold in window order),
+// on tie-heavy data, in f32 and f64, with padding, gaps between windows and uncovered edges.
+template <class T>
+void expect_disjoint_windows_match_general() {
+  const struct {
+    int64_t h, w, c, kernel, stride, pad;
+  } cases[] = {{8, 8, 6, 2, 2, 0}, {6, 4, 17, 2, 2, 0}, {7, 9, 3, 2, 2, 0}, {6, 7, 5, 3, 3, 1},
+               {9, 9, 4, 2, 3, 0}, {5, 5, 2, 2, 2, 1}, {6, 6, 3, 3, 2, 1}};
+  Rng rng(21);
+  for (const auto& k : cases) {
+    const ConvGeometry g = conv_geometry(k.h, k.w, k.c, k.kernel, k.stride, k.pad).value();
+    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + "x" + std::to_string(k.c) + " kernel " +
+                 std::to_string(k.kernel) + " stride " + std::to_string(k.stride) + " pad " + std::to_string(k.pad));
+    const std::vector<T> x = tie_heavy<T>(g, rng);
+    const size_t out = static_cast<size_t>(g.out_h * g.out_w * g.channels);
+    std::vector<T> y(out), folded(out, -std::numeric_limits<T>::infinity());
+    max_pool_forward(g, x.data(), y.data());
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        const PoolWindow w = pool_window(g, oh, ow);
+        for (int64_t ih = w.h0; ih < w.h1; ++ih)
+          for (int64_t iw = w.w0; iw < w.w1; ++iw)
+            for (int64_t ch = 0; ch < g.channels; ++ch) {
+              T& m = folded[static_cast<size_t>((oh * g.out_w + ow) * g.channels + ch)];
+              m = std::max(m, x[static_cast<size_t>((ih * g.width + iw) * g.channels + ch)]);
+            }
+      }
+    EXPECT_TRUE(same_bits(y, folded)) << "max forward";
+    std::vector<T> dy(out);
+    for (T& v : dy) v = static_cast<T>(rng.uniform(-1, 1));
+    dy[0] = -T(0);  // 0 + -0 is +0: the written dx must say so too
+    // dx starts as NaN: every element must be written (or zeroed).
+    const std::vector<T> nan(x.size(), std::numeric_limits<T>::quiet_NaN());
+    std::vector<T> fast = nan, general = nan, rem(static_cast<size_t>(g.channels));
+    max_pool_backward(g, x.data(), y.data(), dy.data(), fast.data(), rem.data());
+    max_pool_backward(g, x.data(), y.data(), dy.data(), general.data(), rem.data(), true);
+    EXPECT_TRUE(same_bits(fast, general)) << "max backward";
+    fast = nan;
+    general = nan;
+    avg_pool_backward(g, dy.data(), fast.data());
+    avg_pool_backward(g, dy.data(), general.data(), true);
+    EXPECT_TRUE(same_bits(fast, general)) << "average backward";
+  }
+}
+
+TEST(Pooling, DisjointWindowsMatchTheGeneralPath) {
+  expect_disjoint_windows_match_general<float>();
+  expect_disjoint_windows_match_general<double>();
 }
 
 // ---------------------------------------------------------------- losses

@@ -10,13 +10,14 @@
 namespace rg {
 
 namespace {
-// sums[c] = sum_r f(r, c) over rows [0, rows), for channels split across the pool.
+// Runs add(r, c) over rows [0, rows) in order and channels split across the pool, the channels
+// of a row innermost (contiguous in x [rows, channels]: the compiler vectorises them). `add`
+// adds row r's terms to channel c's sums: each sum has one owner thread and a fixed order.
 template <class F>
-void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, std::vector<double>& sums, const F& f) {
-  sums.assign(static_cast<size_t>(channels), 0.0);
+void add_channel_terms(ThreadPool* pool, int64_t rows, int64_t channels, const F& add) {
   parallel_for(pool, channels, 8, [&](int64_t c0, int64_t c1) {
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = c0; c < c1; ++c) sums[static_cast<size_t>(c)] += f(r, c);
+      for (int64_t c = c0; c < c1; ++c) add(r, c);
   });
 }
 }  // namespace
@@ -70,16 +71,21 @@ void BatchNorm::forward(const Tensor& x, const Tensor& y, const LayerContext& ct
     mean_.assign(static_cast<size_t>(channels), 0.0);
     inv_std_.assign(static_cast<size_t>(channels), 0.0);
     if (ctx.training) {
-      std::vector<double> sum, square;
-      channel_sums(ctx.pool, rows, channels, sum, [&](int64_t r, int64_t c) { return double(in[r * channels + c]); });
-      channel_sums(ctx.pool, rows, channels, square, [&](int64_t r, int64_t c) {
-        const double d = double(in[r * channels + c]) - sum[static_cast<size_t>(c)] / double(rows);
-        return d * d;
+      // Two passes over x: the mean, then the mean squared deviation from it. The *_c
+      // pointers are the [channels] arrays, indexed by channel.
+      std::vector<double> sum(static_cast<size_t>(channels), 0.0), square(sum);
+      double* sum_c = sum.data();
+      double* square_c = square.data();
+      double* mean_c = mean_.data();
+      add_channel_terms(ctx.pool, rows, channels, [&](int64_t r, int64_t c) { sum_c[c] += double(in[r * channels + c]); });
+      for (int64_t c = 0; c < channels; ++c) mean_c[c] = sum_c[c] / double(rows);
+      add_channel_terms(ctx.pool, rows, channels, [&](int64_t r, int64_t c) {
+        const double d = double(in[r * channels + c]) - mean_c[c];
+        square_c[c] += d * d;
       });
       for (int64_t c = 0; c < channels; ++c) {
         const size_t i = static_cast<size_t>(c);
-        const double mean = sum[i] / double(rows), var = square[i] / double(rows);
-        mean_[i] = mean;
+        const double mean = mean_[i], var = square[i] / double(rows);
         inv_std_[i] = 1.0 / std::sqrt(var + eps_);
         const double unbiased = rows > 1 ? var * double(rows) / double(rows - 1) : var;
         rm[c] = static_cast<T>((1 - momentum_) * double(rm[c]) + momentum_ * mean);
@@ -120,11 +126,16 @@ void BatchNorm::backward(const Tensor& x, const Tensor& y, const Tensor& dy, con
     using T = decltype(zero);
     const T* in = x.data<T>();
     const T* g = dy.data<T>();
-    std::vector<double> sum_dy, sum_dy_xhat;
-    channel_sums(ctx.pool, rows, channels, sum_dy, [&](int64_t r, int64_t c) { return double(g[r * channels + c]); });
-    channel_sums(ctx.pool, rows, channels, sum_dy_xhat, [&](int64_t r, int64_t c) {
-      const size_t i = static_cast<size_t>(c);
-      return double(g[r * channels + c]) * (double(in[r * channels + c]) - mean_[i]) * inv_std_[i];
+    // Both sums in one pass over dy and x, into the [channels] arrays behind the *_c pointers.
+    std::vector<double> sum_dy(static_cast<size_t>(channels), 0.0), sum_dy_xhat(sum_dy);
+    double* dy_c = sum_dy.data();
+    double* dy_xhat_c = sum_dy_xhat.data();
+    const double* mean_c = mean_.data();
+    const double* inv_std_c = inv_std_.data();
+    add_channel_terms(ctx.pool, rows, channels, [&](int64_t r, int64_t c) {
+      const double gv = double(g[r * channels + c]);
+      dy_c[c] += gv;
+      dy_xhat_c[c] += gv * (double(in[r * channels + c]) - mean_c[c]) * inv_std_c[c];
     });
     T* dgamma = gamma_.grad.data<T>();
     T* dbeta = beta_.grad.data<T>();

@@ -3,92 +3,12 @@
 #include "nn/pooling.h"
 
 #include <algorithm>
-#include <limits>
 #include <vector>
 
 #include "nn/cfg.h"
+#include "ops/pool2d.h"
 
 namespace rg {
-
-namespace {
-// The part of window (oh, ow) inside the image: rows [h0, h1), columns [w0, w1).
-struct Window {
-  int64_t h0, h1, w0, w1;
-};
-Window window_at(const ConvGeometry& g, int64_t oh, int64_t ow) {
-  const int64_t top = oh * g.stride - g.pad, left = ow * g.stride - g.pad;
-  return {std::max<int64_t>(top, 0), std::min(top + g.kernel, g.height), std::max<int64_t>(left, 0),
-          std::min(left + g.kernel, g.width)};
-}
-
-template <class T>
-void max_forward(const ConvGeometry& g, const T* x, T* y) {
-  const int64_t c = g.channels;
-  for (int64_t oh = 0; oh < g.out_h; ++oh)
-    for (int64_t ow = 0; ow < g.out_w; ++ow, y += c) {
-      const Window w = window_at(g, oh, ow);
-      std::fill(y, y + c, -std::numeric_limits<T>::infinity());
-      for (int64_t ih = w.h0; ih < w.h1; ++ih)
-        for (int64_t iw = w.w0; iw < w.w1; ++iw) {
-          const T* px = x + (ih * g.width + iw) * c;
-          for (int64_t ch = 0; ch < c; ++ch) y[ch] = std::max(y[ch], px[ch]);
-        }
-    }
-}
-
-// dx must be zero; `taken` has room for one flag per channel.
-template <class T>
-void max_backward(const ConvGeometry& g, const T* x, const T* y, const T* dy, T* dx, std::vector<char>& taken) {
-  const int64_t c = g.channels;
-  for (int64_t oh = 0; oh < g.out_h; ++oh)
-    for (int64_t ow = 0; ow < g.out_w; ++ow, y += c, dy += c) {
-      const Window w = window_at(g, oh, ow);
-      std::fill(taken.begin(), taken.end(), 0);
-      for (int64_t ih = w.h0; ih < w.h1; ++ih)
-        for (int64_t iw = w.w0; iw < w.w1; ++iw) {
-          const int64_t at = (ih * g.width + iw) * c;
-          for (int64_t ch = 0; ch < c; ++ch) {
-            if (taken[static_cast<size_t>(ch)] || x[at + ch] != y[ch]) continue;
-            taken[static_cast<size_t>(ch)] = 1;
-            dx[at + ch] += dy[ch];
-          }
-        }
-    }
-}
-
-template <class T>
-void avg_forward(const ConvGeometry& g, const T* x, T* y) {
-  const int64_t c = g.channels;
-  const T scale = T(1) / static_cast<T>(g.kernel * g.kernel);
-  for (int64_t oh = 0; oh < g.out_h; ++oh)
-    for (int64_t ow = 0; ow < g.out_w; ++ow, y += c) {
-      const Window w = window_at(g, oh, ow);
-      std::fill(y, y + c, T(0));
-      for (int64_t ih = w.h0; ih < w.h1; ++ih)
-        for (int64_t iw = w.w0; iw < w.w1; ++iw) {
-          const T* px = x + (ih * g.width + iw) * c;
-          for (int64_t ch = 0; ch < c; ++ch) y[ch] += px[ch];
-        }
-      for (int64_t ch = 0; ch < c; ++ch) y[ch] *= scale;
-    }
-}
-
-// dx must be zero.
-template <class T>
-void avg_backward(const ConvGeometry& g, const T* dy, T* dx) {
-  const int64_t c = g.channels;
-  const T scale = T(1) / static_cast<T>(g.kernel * g.kernel);
-  for (int64_t oh = 0; oh < g.out_h; ++oh)
-    for (int64_t ow = 0; ow < g.out_w; ++ow, dy += c) {
-      const Window w = window_at(g, oh, ow);
-      for (int64_t ih = w.h0; ih < w.h1; ++ih)
-        for (int64_t iw = w.w0; iw < w.w1; ++iw) {
-          T* px = dx + (ih * g.width + iw) * c;
-          for (int64_t ch = 0; ch < c; ++ch) px[ch] += dy[ch] * scale;
-        }
-    }
-}
-}  // namespace
 
 // ---------------------------------------------------------------- Pool2D
 
@@ -115,9 +35,9 @@ void Pool2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
         const T* xi = x.data<T>() + i * in_sample;
         T* yi = y.data<T>() + i * out_sample;
         if (kind_ == PoolKind::max) {
-          max_forward(geometry_, xi, yi);
+          max_pool_forward(geometry_, xi, yi);
         } else {
-          avg_forward(geometry_, xi, yi);
+          avg_pool_forward(geometry_, xi, yi);
         }
       }
     });
@@ -130,15 +50,14 @@ void Pool2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     parallel_for(ctx.pool, n, 1, [&](int64_t b, int64_t e) {
-      std::vector<char> taken(static_cast<size_t>(geometry_.channels));
+      std::vector<T> rem(static_cast<size_t>(geometry_.channels));
       for (int64_t i = b; i < e; ++i) {
         T* dxi = dx.data<T>() + i * in_sample;
-        std::fill(dxi, dxi + in_sample, T(0));
         const T* dyi = dy.data<T>() + i * out_sample;
         if (kind_ == PoolKind::max) {
-          max_backward(geometry_, x.data<T>() + i * in_sample, y.data<T>() + i * out_sample, dyi, dxi, taken);
+          max_pool_backward(geometry_, x.data<T>() + i * in_sample, y.data<T>() + i * out_sample, dyi, dxi, rem.data());
         } else {
-          avg_backward(geometry_, dyi, dxi);
+          avg_pool_backward(geometry_, dyi, dxi);
         }
       }
     });

@@ -1,4 +1,4 @@
-// Pooling over NHWC images, threaded over samples.
+// Pooling over NHWC images, threaded over samples (the per-sample math: ops/pool2d.h).
 //   Pool2D (max or average): x [n, h, w, c] -> y [n, oh, ow, c], square window, stride, zero
 //     padding. Max ignores padded positions (PyTorch's -inf padding); average divides by the
 //     whole window, padding included (PyTorch's count_include_pad = True default).

@@ -94,16 +94,80 @@ void vunary_grad(UnaryOp op, int64_t n, float slope, const float* xy, const floa
   }
 }
 
+// y [rows x cols] += bias [cols] on every row. A row of few columns would be mostly a padded
+// tail, so up to 64 columns the rows go in blocks of a multiple of W rows, added as one flat
+// run to the bias repeated as often (`pattern`, [block_rows x cols]): whole vectors only.
 template <class Arch>
 void add_bias(int64_t rows, int64_t cols, const float* bias, float* y) {
   using B = xsimd::batch<float, Arch>;
-  for (int64_t r = 0; r < rows; ++r) map2<B>(cols, y + r * cols, bias, y + r * cols, [](B v, B b) { return v + b; });
+  constexpr int64_t W = static_cast<int64_t>(B::size), kPatternCols = 64;
+  const auto add = [](B v, B b) { return v + b; };
+  if (cols > kPatternCols) {
+    for (int64_t r = 0; r < rows; ++r) map2<B>(cols, y + r * cols, bias, y + r * cols, add);
+    return;
+  }
+  if (cols == 0) return;
+  alignas(64) float pattern[kPatternCols * W];
+  const int64_t block_rows = kPatternCols / cols * W, block = block_rows * cols;
+  for (int64_t r = 0; r < block_rows; ++r) std::memcpy(pattern + r * cols, bias, static_cast<size_t>(cols) * sizeof(float));
+  const int64_t n = rows * cols;  // the last block may be short: a prefix of the pattern
+  for (int64_t i = 0; i < n; i += block) map2<B>(n - i < block ? n - i : block, y + i, pattern, y + i, add);
 }
 
+// Column sums of rows [r0, r1) for the G vectors of columns from c0 (G W >= the columns left >
+// (G - 1) W): lanes are columns, each summed down the rows in order in a register. The last
+// vector's loads may reach past the columns (into the next row): those lanes are masked to
+// zero, and the rows where such a load would leave x [rows x cols] are read from a padded copy.
+template <class B, int G>
+void column_sum_group(int64_t rows, int64_t cols, int64_t r0, int64_t r1, int64_t c0, const float* x, float* sums) {
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  const int64_t width = cols - c0 < G * W ? cols - c0 : G * W;
+  const size_t width_bytes = static_cast<size_t>(width) * sizeof(float);
+  alignas(64) float lanes[G * W] = {};
+  std::memcpy(lanes, sums + c0, width_bytes);
+  B acc[G];
+  for (int k = 0; k < G; ++k) acc[k] = B::load_aligned(lanes + k * W);
+  alignas(64) float lane_index[W];
+  for (int64_t i = 0; i < W; ++i) lane_index[i] = static_cast<float>(i);
+  const auto live = B::load_aligned(lane_index) < B(static_cast<float>(width - (G - 1) * W));
+  const auto add_row = [&](const float* row) {
+    for (int k = 0; k < G - 1; ++k) acc[k] += B::load_unaligned(row + k * W);
+    acc[G - 1] += xsimd::select(live, B::load_unaligned(row + (G - 1) * W), B(0.0f));
+  };
+  const int64_t room = rows * cols - c0 - G * W;  // rows r <= room / cols read x directly
+  int64_t direct_end = room < 0 ? 0 : room / cols + 1;
+  if (direct_end > r1) direct_end = r1;
+  int64_t r = r0;
+  for (; r < direct_end; ++r) add_row(x + r * cols + c0);
+  for (; r < r1; ++r) {
+    alignas(64) float row[G * W] = {};
+    std::memcpy(row, x + r * cols + c0, width_bytes);
+    add_row(row);
+  }
+  for (int k = 0; k < G; ++k) acc[k].store_aligned(lanes + k * W);
+  std::memcpy(sums + c0, lanes, width_bytes);
+}
+
+// sums [cols] += the column sums of x [rows x cols], each column's rows in order (so
+// bit-exact against the reference). Columns go in groups of up to 4 vectors (independent
+// chains of adds); with more than one group, rows go in chunks of about 64 KiB of x (at least
+// 256 rows), which stays in cache while each group is summed down it.
 template <class Arch>
 void column_sum(int64_t rows, int64_t cols, const float* x, float* sums) {
   using B = xsimd::batch<float, Arch>;
-  for (int64_t r = 0; r < rows; ++r) map2<B>(cols, sums, x + r * cols, sums, [](B s, B v) { return s + v; });
+  constexpr int64_t W = static_cast<int64_t>(B::size), kGroup = 4 * W;
+  const int64_t chunk = cols <= kGroup ? rows : 16384 / cols > 256 ? 16384 / cols : 256;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
+    for (int64_t c0 = 0; c0 < cols; c0 += kGroup) {
+      switch (cols - c0 < kGroup ? (cols - c0 + W - 1) / W : 4) {
+        case 1: column_sum_group<B, 1>(rows, cols, r0, r1, c0, x, sums); break;
+        case 2: column_sum_group<B, 2>(rows, cols, r0, r1, c0, x, sums); break;
+        case 3: column_sum_group<B, 3>(rows, cols, r0, r1, c0, x, sums); break;
+        default: column_sum_group<B, 4>(rows, cols, r0, r1, c0, x, sums); break;
+      }
+    }
+  }
 }
 
 // Lanes hold partial results; the tail's padding lanes get `pad` so they cannot win a max

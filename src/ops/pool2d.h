@@ -1,0 +1,125 @@
+// Max and average pooling of one NHWC sample, templated on float/double (Pool2D runs them per
+// sample; tests call them directly): x [height, width, channels] -> y [out_h, out_w, channels],
+// square window, stride and zero padding from ConvGeometry. Every output element takes its
+// window's positions row by row; channels run innermost (contiguous: the compiler vectorises).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "ops/im2col.h"
+
+namespace rg {
+
+// The part of window (oh, ow) inside the image: rows [h0, h1), columns [w0, w1).
+struct PoolWindow {
+  int64_t h0, h1, w0, w1;
+};
+inline PoolWindow pool_window(const ConvGeometry& g, int64_t oh, int64_t ow) {
+  const int64_t top = oh * g.stride - g.pad, left = ow * g.stride - g.pad;
+  return {std::max<int64_t>(top, 0), std::min(top + g.kernel, g.height), std::max<int64_t>(left, 0),
+          std::min(left + g.kernel, g.width)};
+}
+
+// The forwards sweep one output row at a time: for each window position (kh, kw) in order, every
+// window of the row takes its pixel at that position (if inside the image). Each output element
+// sees its positions in the same order as a window-by-window loop, but its updates lie a whole
+// row apart, so none waits on the store of the one before.
+template <class T, class Step>
+void pool_forward_rows(const ConvGeometry& g, const T* x, T* y, T start, Step step) {
+  const int64_t c = g.channels, row = g.out_w * c;
+  for (int64_t oh = 0; oh < g.out_h; ++oh, y += row) {
+    std::fill(y, y + row, start);
+    for (int64_t kh = 0; kh < g.kernel; ++kh) {
+      const int64_t ih = oh * g.stride - g.pad + kh;
+      if (ih < 0 || ih >= g.height) continue;
+      for (int64_t kw = 0; kw < g.kernel; ++kw)
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          const int64_t iw = ow * g.stride - g.pad + kw;
+          if (iw < 0 || iw >= g.width) continue;
+          step(c, x + (ih * g.width + iw) * c, y + ow * c);
+        }
+    }
+  }
+}
+
+// y = the max over the window's positions inside the image (padding never wins), starting from
+// -inf: y = max(y, x) keeps y when x is NaN or equal (so of +0 and -0, the first wins).
+template <class T>
+void max_pool_forward(const ConvGeometry& g, const T* x, T* y) {
+  pool_forward_rows(g, x, y, -std::numeric_limits<T>::infinity(), [](int64_t c, const T* px, T* py) {
+    for (int64_t ch = 0; ch < c; ++ch) py[ch] = std::max(py[ch], px[ch]);
+  });
+}
+
+// y = the sum over the window's positions inside the image / kernel^2 (padding counts as 0).
+template <class T>
+void avg_pool_forward(const ConvGeometry& g, const T* x, T* y) {
+  pool_forward_rows(g, x, y, T(0), [](int64_t c, const T* px, T* py) {
+    for (int64_t ch = 0; ch < c; ++ch) py[ch] += px[ch];
+  });
+  const T scale = T(1) / static_cast<T>(g.kernel * g.kernel);
+  for (int64_t i = 0; i < g.out_h * g.out_w * g.channels; ++i) y[i] *= scale;
+}
+
+// The backwards overwrite dx [height, width, channels], window by window, each window's
+// positions getting their share of its dy. Where windows cannot overlap (stride >= kernel),
+// each element is in at most one window and is written once, as 0 + share: the same bits as
+// adding the share to a zeroed dx; only what no window covers is zeroed first. Where they
+// overlap (or with `general`, for tests to compare) dx is zeroed and the shares are added.
+// Returns true where the shares are written.
+template <class T>
+bool pool_backward_prepare(const ConvGeometry& g, T* dx, bool general) {
+  const bool disjoint = !general && g.stride >= g.kernel;
+  // Windows of stride == kernel tile a dimension when the last one reaches its end.
+  const auto tiled = [&](int64_t out, int64_t size) {
+    return g.stride == g.kernel && (out - 1) * g.stride - g.pad + g.kernel >= size;
+  };
+  if (!disjoint || !tiled(g.out_h, g.height) || !tiled(g.out_w, g.width))
+    std::fill(dx, dx + g.height * g.width * g.channels, T(0));
+  return disjoint;
+}
+
+// Max: per channel, the window's dy goes to its first position (row by row) whose x equals y;
+// no argmax is stored. rem [channels] (scratch) holds the dy not yet given, 0 once given.
+template <class T>
+void max_pool_backward(const ConvGeometry& g, const T* x, const T* y, const T* dy, T* dx, T* rem,
+                       bool general = false) {
+  const int64_t c = g.channels;
+  const bool write = pool_backward_prepare(g, dx, general);
+  for (int64_t oh = 0; oh < g.out_h; ++oh)
+    for (int64_t ow = 0; ow < g.out_w; ++ow, y += c, dy += c) {
+      const PoolWindow w = pool_window(g, oh, ow);
+      for (int64_t ch = 0; ch < c; ++ch) rem[ch] = dy[ch];
+      for (int64_t ih = w.h0; ih < w.h1; ++ih)
+        for (int64_t iw = w.w0; iw < w.w1; ++iw) {
+          const int64_t at = (ih * g.width + iw) * c;
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const bool hit = x[at + ch] == y[ch];
+            const T share = hit ? rem[ch] : T(0);
+            rem[ch] = hit ? T(0) : rem[ch];
+            dx[at + ch] = (write ? T(0) : dx[at + ch]) + share;
+          }
+        }
+    }
+}
+
+// Average: every position of the window gets dy / kernel^2 (padded positions' shares are dropped).
+template <class T>
+void avg_pool_backward(const ConvGeometry& g, const T* dy, T* dx, bool general = false) {
+  const int64_t c = g.channels;
+  const T scale = T(1) / static_cast<T>(g.kernel * g.kernel);
+  const bool write = pool_backward_prepare(g, dx, general);
+  for (int64_t oh = 0; oh < g.out_h; ++oh)
+    for (int64_t ow = 0; ow < g.out_w; ++ow, dy += c) {
+      const PoolWindow w = pool_window(g, oh, ow);
+      for (int64_t ih = w.h0; ih < w.h1; ++ih)
+        for (int64_t iw = w.w0; iw < w.w1; ++iw) {
+          T* px = dx + (ih * g.width + iw) * c;
+          for (int64_t ch = 0; ch < c; ++ch) px[ch] = (write ? T(0) : px[ch]) + dy[ch] * scale;
+        }
+    }
+}
+
+}  // namespace rg
