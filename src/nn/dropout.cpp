@@ -28,7 +28,8 @@ void Dropout::apply_mask(const Tensor& from, const Tensor& to, const LayerContex
     const T scale = static_cast<T>(1.0 / (1.0 - rate_));
     const T* in = from.data<T>();
     T* out = to.data<T>();
-    for (int64_t i = 0; i < from.numel(); ++i) out[i] = rng.next_u32() < threshold ? T(0) : in[i] * scale;
+    const int64_t n = from.numel();
+    for (int64_t i = 0; i < n; ++i) out[i] = rng.next_u32() < threshold ? T(0) : in[i] * scale;
   });
 }
 
