@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "base/thread_pool.h"
 #include "cpu/kernel_tables.h"
+#include "ops/elementwise.h"
 
 namespace rg {
 namespace {
@@ -185,6 +187,51 @@ TEST(KernelTables, EachLevelUsesItsOwnOrTheNearestLowerKernels) {
   EXPECT_STREQ(f32_vector_kernels(Isa::avx2_fma).isa, "avx2_fma");
   EXPECT_STREQ(f32_gemm_kernel(Isa::ssse3).name, "f32_gemm_6x8__sse2");
   EXPECT_STREQ(f32_gemm_kernel(Isa::avx2_fma).name, "f32_gemm_6x16__avx2_fma");
+}
+
+// The split helpers of ops/elementwise.h: the same bits with no pool and with 1 to 4 threads,
+// across block edges (kElementwiseBlock values; rows_per_block rows), and right: the split
+// column sums against a double sum (integer values: exact), the rest against one unsplit call.
+TEST(ElementwiseSplit, SameBitsWhateverTheThreadsAndRight) {
+  Rng rng(21);
+  const int64_t n = 3 * kElementwiseBlock + 5, cols = 6, rows = 5 * rows_per_block(cols) + 3;
+  std::vector<float> x(static_cast<size_t>(n)), dy(static_cast<size_t>(n)), m(static_cast<size_t>(rows * cols));
+  for (float& v : x) v = static_cast<float>(rng.uniform(-3.0, 3.0));
+  for (float& v : dy) v = static_cast<float>(rng.uniform(-1.0, 1.0));
+  for (float& v : m) v = static_cast<float>(rng.below(47)) - 23.0f;
+  const std::vector<float> bias = {0.5f, -1.0f, 2.0f, 0.25f, -0.75f, 3.0f};
+  struct Out {
+    std::vector<float> y, dx, biased, sums;
+  };
+  auto run = [&](ThreadPool* pool) {
+    Out o{std::vector<float>(x.size()), std::vector<float>(x.size()), m, std::vector<float>(cols, 1.0f)};
+    unary(pool, UnaryOp::sigmoid, n, 0.0f, x.data(), o.y.data());
+    unary_grad(pool, UnaryOp::sigmoid, n, 0.0f, o.y.data(), dy.data(), o.dx.data());
+    add_bias(pool, rows, cols, bias.data(), o.biased.data());
+    column_sum(pool, rows, cols, m.data(), o.sums.data());
+    return o;
+  };
+  const Out single = run(nullptr);
+  for (int t = 1; t <= 4; ++t) {
+    ThreadPool pool(t);
+    const Out o = run(&pool);
+    EXPECT_EQ(o.y, single.y) << t << " threads";
+    EXPECT_EQ(o.dx, single.dx) << t << " threads";
+    EXPECT_EQ(o.biased, single.biased) << t << " threads";
+    EXPECT_EQ(o.sums, single.sums) << t << " threads";
+  }
+  std::vector<float> y(x.size()), dx(x.size()), biased = m;
+  f32_vector().unary(UnaryOp::sigmoid, n, 0.0f, x.data(), y.data());
+  f32_vector().unary_grad(UnaryOp::sigmoid, n, 0.0f, y.data(), dy.data(), dx.data());
+  f32_vector().add_bias(rows, cols, bias.data(), biased.data());
+  EXPECT_EQ(single.y, y);
+  EXPECT_EQ(single.dx, dx);
+  EXPECT_EQ(single.biased, biased);
+  for (int64_t c = 0; c < cols; ++c) {
+    double want = 1.0;
+    for (int64_t r = 0; r < rows; ++r) want += m[static_cast<size_t>(r * cols + c)];
+    EXPECT_EQ(static_cast<double>(single.sums[static_cast<size_t>(c)]), want) << "column " << c;
+  }
 }
 
 }  // namespace

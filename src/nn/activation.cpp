@@ -54,19 +54,19 @@ UnaryOp unary_op_of(ActivationKind kind) {
 }
 }  // namespace
 
-void Activation::forward(const Tensor& x, const Tensor& y, const LayerContext&) {
+void Activation::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
   const int64_t n = x.numel();
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if (kind_ == ActivationKind::softmax) {
       softmax_rows(x.shape()[0], n / x.shape()[0], x.data<T>(), y.data<T>());
     } else {
-      unary(unary_op_of(kind_), n, static_cast<T>(slope_), x.data<T>(), y.data<T>());
+      unary(ctx.pool, unary_op_of(kind_), n, static_cast<T>(slope_), x.data<T>(), y.data<T>());
     }
   });
 }
 
-void Activation::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const LayerContext&) {
+void Activation::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const LayerContext& ctx) {
   if (!dx.defined()) return;  // nothing to learn here
   const int64_t n = x.numel();
   dispatch_float(x.dtype(), [&](auto zero) {
@@ -77,7 +77,7 @@ void Activation::backward(const Tensor& x, const Tensor& y, const Tensor& dy, co
     }
     // relu and leaky_relu differentiate from x, sigmoid and tanh from y
     const bool from_input = kind_ == ActivationKind::relu || kind_ == ActivationKind::leaky_relu;
-    unary_grad(unary_op_of(kind_), n, static_cast<T>(slope_), (from_input ? x : y).data<T>(), dy.data<T>(),
+    unary_grad(ctx.pool, unary_op_of(kind_), n, static_cast<T>(slope_), (from_input ? x : y).data<T>(), dy.data<T>(),
                dx.data<T>());
   });
 }

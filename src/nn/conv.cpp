@@ -191,7 +191,7 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
       gemm_gathered(count * patch_rows(), filters, k, T(1), GatheredA<T>{images, at.pixels.data(), at.taps.data()},
                     weight_.value.data<T>(), filters, T(0), y.data<T>() + s0 * out_sample, filters, ctx.pool);
     }
-    if (options_.bias) add_bias(n * patch_rows(), filters, bias_.value.data<T>(), y.data<T>());
+    if (options_.bias) add_bias(ctx.pool, n * patch_rows(), filters, bias_.value.data<T>(), y.data<T>());
   });
 }
 
@@ -205,7 +205,7 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
     using T = decltype(zero);
     if (options_.bias) {
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
-      column_sum(n * patch_rows(), filters, dy.data<T>(), bias_.grad.data<T>());
+      column_sum(ctx.pool, n * patch_rows(), filters, dy.data<T>(), bias_.grad.data<T>());
     }
     const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());
     T* padded_x = space.data<T>();
@@ -297,7 +297,7 @@ void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerConte
       if (geometry_.pointwise()) continue;
       scatter_patches(ctx.pool, geometry_, cols, count, y_chunk);
     }
-    if (options_.bias) add_bias(n * geometry_.height * geometry_.width, options_.filters, bias_.value.data<T>(),
+    if (options_.bias) add_bias(ctx.pool, n * geometry_.height * geometry_.width, options_.filters, bias_.value.data<T>(),
                                 y.data<T>());
   });
 }
@@ -313,7 +313,7 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
     using T = decltype(zero);
     if (options_.bias) {
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
-      column_sum(n * g.height * g.width, options_.filters, dy.data<T>(), bias_.grad.data<T>());
+      column_sum(ctx.pool, n * g.height * g.width, options_.filters, dy.data<T>(), bias_.grad.data<T>());
     }
     // Scratch: [padded dy chunk | W^T [k x channels] | a chunk's dW^T [k x channels]].
     const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());

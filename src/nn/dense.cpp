@@ -42,7 +42,7 @@ void Dense::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
     // y[n x out] = x[n x in] * W[in x out]
     gemm(GemmShape{Trans::no, Trans::no, n, units_, in_, in_, units_, units_}, T(1), x.data<T>(),
          weight_.value.data<T>(), T(0), out, ctx.pool);
-    if (has_bias_) add_bias(n, units_, bias_.value.data<T>(), out);
+    if (has_bias_) add_bias(ctx.pool, n, units_, bias_.value.data<T>(), out);
   });
 }
 
@@ -59,7 +59,7 @@ void Dense::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const T
     // db[j] (+)= sum_i dy[i, j], rows in order so the sum does not depend on threads
     if (has_bias_) {
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
-      column_sum(n, units_, g, bias_.grad.data<T>());
+      column_sum(ctx.pool, n, units_, g, bias_.grad.data<T>());
     }
     if (dx.defined()) {
       // dx[n x in] = dy[n x out] * W[in x out]^T
