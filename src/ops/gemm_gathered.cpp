@@ -18,33 +18,44 @@ constexpr int64_t kKC = 256;
 constexpr int64_t kMCTarget = 96;  // rounded down to a multiple of MR
 constexpr int kMaxMR = 8;
 
-// Rows [i0, i1) of C on the calling thread.
+// Rows [i0, i1) of C on the calling thread. B is read in place, NR columns at a time; the
+// last, partial panel too (its lanes past n read the next row and are never stored), except
+// in the last rows of B, where a full NR-wide read would run past B's end: those few rows go
+// through a zero-padded copy, in a second call of the tile.
 void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int64_t i0, int64_t i1) {
   const int64_t mr = kernel.mr, nr = kernel.nr, mc = std::max(mr, kMCTarget / mr * mr);
-  const int64_t full_cols = n / nr * nr;  // B's columns [full_cols, n) go through a zero-padded copy
-  thread_local std::vector<float> tail;   // [KC x NR]
-  tail.assign(static_cast<size_t>(kKC * nr), 0.0f);
+  const int64_t full_cols = n / nr * nr;
+  // Rows [0, safe_rows) of B can be read NR wide from column full_cols: p*ldb + full_cols + NR
+  // stays within B's (k - 1) * ldb + n values.
+  const int64_t reach = (k - 1) * ldb + n - full_cols - nr;
+  const int64_t safe_rows = full_cols == n ? k : (reach < 0 ? 0 : std::min(k, reach / ldb + 1));
+  thread_local std::vector<float> tail;  // [rows past safe_rows, NR]
+  tail.assign(static_cast<size_t>((k - safe_rows) * nr), 0.0f);
+  for (int64_t p = safe_rows; p < k; ++p)
+    for (int64_t j = full_cols; j < n; ++j) tail[static_cast<size_t>((p - safe_rows) * nr + j - full_cols)] = b[p * ldb + j];
   const float* rows[kMaxMR];
   for (int64_t ic = i0; ic < i1; ic += mc) {
     const int64_t ic_end = std::min(i1, ic + mc);
     for (int64_t p0 = 0; p0 < k; p0 += kKC) {
-      const int64_t depth = std::min(kKC, k - p0);
-      if (full_cols < n) {
-        const int64_t width = n - full_cols;  // < NR: a loop, not a memmove call per row
-        for (int64_t p = 0; p < depth; ++p) {
-          const float* row = b + (p0 + p) * ldb + full_cols;
-          for (int64_t j = 0; j < width; ++j) tail[static_cast<size_t>(p * nr + j)] = row[j];
-        }
-      }
+      const int64_t p1 = std::min(k, p0 + kKC), split = std::max(p0, std::min(p1, safe_rows));
+      const float first_beta = p0 == 0 ? beta : 1.0f;
       for (int64_t jr = 0; jr < n; jr += nr) {
-        const bool in_place = jr < full_cols;
-        const float* panel = in_place ? b + p0 * ldb + jr : tail.data();
+        const int64_t cols = std::min(nr, n - jr);
+        const int64_t in_place_end = jr < full_cols ? p1 : split;  // full panels: every row
         for (int64_t ir = ic; ir < ic_end; ir += mr) {
           const int64_t live = std::min(mr, ic_end - ir);
           for (int64_t r = 0; r < mr; ++r) rows[r] = a.base + a.row_offsets[ir + std::min(r, live - 1)];
-          kernel.gathered_tile(depth, rows, a.depth_offsets + p0, panel, in_place ? ldb : nr, alpha,
-                               p0 == 0 ? beta : 1.0f, c + ir * ldc + jr, ldc, live, std::min(nr, n - jr));
+          float* c_tile = c + ir * ldc + jr;
+          if (in_place_end > p0) {
+            kernel.gathered_tile(in_place_end - p0, rows, a.depth_offsets + p0, b + p0 * ldb + jr, ldb, alpha,
+                                 first_beta, c_tile, ldc, live, cols);
+          }
+          if (in_place_end < p1) {
+            kernel.gathered_tile(p1 - in_place_end, rows, a.depth_offsets + in_place_end,
+                                 tail.data() + (in_place_end - safe_rows) * nr, nr, alpha,
+                                 in_place_end > p0 ? 1.0f : first_beta, c_tile, ldc, live, cols);
+          }
         }
       }
     }
