@@ -1,23 +1,40 @@
-// BatchNorm forward and backward. Per-channel sums run in double, each channel owned by one
-// thread and summed in row order, so results do not depend on the thread count.
+// BatchNorm forward and backward. Per-channel sums run over blocks of rows in the layer's type,
+// then into double in block order, each channel owned by one thread, so results do not depend
+// on the thread count.
 #include "nn/batch_norm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "nn/cfg.h"
 
 namespace rg {
 
 namespace {
-// Runs add(r, c) over rows [0, rows) in order and channels split across the pool, the channels
-// of a row innermost (contiguous in x [rows, channels]: the compiler vectorises them). `add`
-// adds row r's terms to channel c's sums: each sum has one owner thread and a fixed order.
-template <class F>
-void add_channel_terms(ThreadPool* pool, int64_t rows, int64_t channels, const F& add) {
+constexpr int64_t kRowBlock = 64;
+
+// sums[k][c] += the sum over rows of term(r, c, t)'s t[k], k < K. Channels are split across the
+// pool; rows go in blocks of kRowBlock whose terms are summed in T with the channels of a row
+// innermost (contiguous in x [rows, channels]: vectorised), then added into the double sums in
+// block order. Each sum has one owner thread and a fixed order.
+template <class T, int K, class Term>
+void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* const (&sums)[K], const Term& term) {
   parallel_for(pool, channels, 8, [&](int64_t c0, int64_t c1) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = c0; c < c1; ++c) add(r, c);
+    const int64_t width = c1 - c0;
+    std::vector<T> partial(static_cast<size_t>(K * width));  // [K, width]
+    for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
+      std::fill(partial.begin(), partial.end(), T(0));
+      for (int64_t r = r0; r < std::min(rows, r0 + kRowBlock); ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          T t[K];
+          term(r, c, t);
+          for (int k = 0; k < K; ++k) partial[static_cast<size_t>(k * width + c - c0)] += t[k];
+        }
+      for (int k = 0; k < K; ++k)
+        for (int64_t c = c0; c < c1; ++c) sums[k][c] += double(partial[static_cast<size_t>(k * width + c - c0)]);
+    }
   });
 }
 }  // namespace
@@ -77,11 +94,16 @@ void BatchNorm::forward(const Tensor& x, const Tensor& y, const LayerContext& ct
       double* sum_c = sum.data();
       double* square_c = square.data();
       double* mean_c = mean_.data();
-      add_channel_terms(ctx.pool, rows, channels, [&](int64_t r, int64_t c) { sum_c[c] += double(in[r * channels + c]); });
-      for (int64_t c = 0; c < channels; ++c) mean_c[c] = sum_c[c] / double(rows);
-      add_channel_terms(ctx.pool, rows, channels, [&](int64_t r, int64_t c) {
-        const double d = double(in[r * channels + c]) - mean_c[c];
-        square_c[c] += d * d;
+      channel_sums<T, 1>(ctx.pool, rows, channels, {sum_c}, [&](int64_t r, int64_t c, T* t) { t[0] = in[r * channels + c]; });
+      std::vector<T> mean_t(static_cast<size_t>(channels));
+      for (int64_t c = 0; c < channels; ++c) {
+        mean_c[c] = sum_c[c] / double(rows);
+        mean_t[static_cast<size_t>(c)] = static_cast<T>(mean_c[c]);
+      }
+      const T* mean_of = mean_t.data();
+      channel_sums<T, 1>(ctx.pool, rows, channels, {square_c}, [&](int64_t r, int64_t c, T* t) {
+        const T d = in[r * channels + c] - mean_of[c];
+        t[0] = d * d;
       });
       for (int64_t c = 0; c < channels; ++c) {
         const size_t i = static_cast<size_t>(c);
@@ -132,10 +154,17 @@ void BatchNorm::backward(const Tensor& x, const Tensor& y, const Tensor& dy, con
     double* dy_xhat_c = sum_dy_xhat.data();
     const double* mean_c = mean_.data();
     const double* inv_std_c = inv_std_.data();
-    add_channel_terms(ctx.pool, rows, channels, [&](int64_t r, int64_t c) {
-      const double gv = double(g[r * channels + c]);
-      dy_c[c] += gv;
-      dy_xhat_c[c] += gv * (double(in[r * channels + c]) - mean_c[c]) * inv_std_c[c];
+    std::vector<T> mean_t(static_cast<size_t>(channels)), inv_std_t(mean_t);
+    for (int64_t c = 0; c < channels; ++c) {
+      mean_t[static_cast<size_t>(c)] = static_cast<T>(mean_c[c]);
+      inv_std_t[static_cast<size_t>(c)] = static_cast<T>(inv_std_c[c]);
+    }
+    const T* mean_of = mean_t.data();
+    const T* inv_std_of = inv_std_t.data();
+    channel_sums<T, 2>(ctx.pool, rows, channels, {dy_c, dy_xhat_c}, [&](int64_t r, int64_t c, T* t) {
+      const T gv = g[r * channels + c];
+      t[0] = gv;
+      t[1] = gv * (in[r * channels + c] - mean_of[c]) * inv_std_of[c];
     });
     T* dgamma = gamma_.grad.data<T>();
     T* dbeta = beta_.grad.data<T>();

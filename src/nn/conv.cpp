@@ -54,11 +54,14 @@ void scatter_patches(ThreadPool* pool, const ConvGeometry& g, const T* cols, int
 }
 
 // The chunk's images as the direct convolution reads them: `images` itself without padding,
-// else their padded copy in `space` [count, padded_size].
+// else their padded copy in `space` [count, padded_size], made over the pool by samples.
 template <class T>
-const T* padded_chunk(const ConvGeometry& g, const T* images, int64_t count, T* space) {
+const T* padded_chunk(ThreadPool* pool, const ConvGeometry& g, const T* images, int64_t count, T* space) {
   if (g.pad == 0) return images;
-  pad_images(g, images, count, space);
+  const int64_t image_size = g.height * g.width * g.channels;
+  parallel_for(pool, count, 1, [&](int64_t b, int64_t e) {
+    pad_images(g, images + b * image_size, e - b, space + b * g.padded_size());
+  });
   return space;
 }
 
@@ -186,7 +189,7 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
     const PatchOffsets& at = offsets_;
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0);
-      const T* images = padded_chunk(geometry_, x.data<T>() + s0 * in_sample, count, space.data<T>());
+      const T* images = padded_chunk(ctx.pool, geometry_, x.data<T>() + s0 * in_sample, count, space.data<T>());
       // y[pixels x filters] = patches[pixels x k] * W[k x filters]
       gemm_gathered(count * patch_rows(), filters, k, T(1), GatheredA<T>{images, at.pixels.data(), at.taps.data()},
                     weight_.value.data<T>(), filters, T(0), y.data<T>() + s0 * out_sample, filters, ctx.pool);
@@ -219,7 +222,7 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0), pixels = count * patch_rows();
       const T* g_chunk = dy.data<T>() + s0 * out_sample;
-      const T* images = padded_chunk(g, x.data<T>() + s0 * in_sample, count, padded_x);
+      const T* images = padded_chunk(ctx.pool, g, x.data<T>() + s0 * in_sample, count, padded_x);
       // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
       // as rows and pixels as depth. The first chunk overwrites unless accumulating.
       const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
@@ -229,7 +232,7 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       T* dx_chunk = dx.data<T>() + s0 * in_sample;
       if (direct_dx_) {
         // dx[h*w x c] = patches of padded dy [h*w x k*k*filters] * flipped [k*k*filters x c]
-        const T* dy_images = padded_chunk(dx_geometry_, g_chunk, count, dx_space);
+        const T* dy_images = padded_chunk(ctx.pool, dx_geometry_, g_chunk, count, dx_space);
         gemm_gathered(count * g.height * g.width, g.channels, dx_geometry_.patch_size(), T(1),
                       GatheredA<T>{dy_images, dx_at.pixels.data(), dx_at.taps.data()}, flipped, g.channels, T(0),
                       dx_chunk, g.channels, ctx.pool);
@@ -327,7 +330,7 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
     T* grad = weight_.grad.data<T>();  // [channels, k]
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0), pixels = count * patch_rows();
-      const T* images = padded_chunk(g, dy.data<T>() + s0 * out_sample, count, padded_dy);
+      const T* images = padded_chunk(ctx.pool, g, dy.data<T>() + s0 * out_sample, count, padded_dy);
       const T* x_chunk = x.data<T>() + s0 * in_sample;
       // dW^T[k x channels] = dcols^T * x, dcols being dy's patch matrix, gathered (taps as rows)
       gemm_gathered(k, channels, pixels, T(1), GatheredA<T>{images, offsets_.taps.data(), offsets_.pixels.data()},
