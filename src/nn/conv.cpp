@@ -1,6 +1,6 @@
-// Conv2D and ConvTranspose2D: chunks of samples; per chunk a padded copy (direct) or im2col /
-// col2im per sample (threaded over samples), and one GEMM (threaded inside); bias by the
-// kernel table.
+// Conv2D and ConvTranspose2D: chunks of samples; per chunk a padded copy that the gathered GEMM
+// reads patches from, or a GEMM into a patch matrix that col2im adds back (both threaded over
+// samples, the GEMMs threaded inside); bias by the kernel table.
 #include "nn/conv.h"
 
 #include <algorithm>

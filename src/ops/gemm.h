@@ -17,21 +17,34 @@ struct GemmShape {
   int64_t lda, ldb, ldc;  // row strides of A, B, C as stored
 };
 
-template <class T>
-void gemm_ref(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c) {
-  for (int64_t i = 0; i < s.m; ++i) {
-    for (int64_t j = 0; j < s.n; ++j) {
+// The reference loop: C[i][j] = alpha * sum_p a_at(i, p) * b_at(p, j) + beta * C[i][j].
+template <class T, class AAt, class BAt>
+void gemm_ref_loop(int64_t m, int64_t n, int64_t k, T alpha, const AAt& a_at, const BAt& b_at, T beta, T* c,
+                   int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
       T sum = 0;
-      for (int64_t p = 0; p < s.k; ++p) {
-        const T a_ip = s.trans_a == Trans::yes ? a[p * s.lda + i] : a[i * s.lda + p];
-        const T b_pj = s.trans_b == Trans::yes ? b[j * s.ldb + p] : b[p * s.ldb + j];
-        sum += a_ip * b_pj;
-      }
-      T& out = c[i * s.ldc + j];
+      for (int64_t p = 0; p < k; ++p) sum += a_at(i, p) * b_at(p, j);
+      T& out = c[i * ldc + j];
       out = alpha * sum + (beta == T(0) ? T(0) : beta * out);  // beta 0 ignores NaN in C
     }
   }
 }
+
+template <class T>
+void gemm_ref(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c) {
+  gemm_ref_loop(
+      s.m, s.n, s.k, alpha,
+      [&](int64_t i, int64_t p) { return s.trans_a == Trans::yes ? a[p * s.lda + i] : a[i * s.lda + p]; },
+      [&](int64_t p, int64_t j) { return s.trans_b == Trans::yes ? b[j * s.ldb + p] : b[p * s.ldb + j]; }, beta, c,
+      s.ldc);
+}
+
+// Products under this many flops stay on one thread: the pool's fork-join would cost more.
+constexpr int64_t kGemmMinFlopsToSplit = int64_t{1} << 21;
+
+// C[m x n] = beta * C (beta 0 ignores what C held): a product with nothing to add.
+void f32_gemm_scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc);
 
 // A matrix that is gathered, not stored: A[i][p] = base[row_offsets[i] + depth_offsets[p]].
 // A convolution's patch matrix is one (rows = output pixels, depth = kernel taps), and so is
@@ -48,14 +61,9 @@ struct GatheredA {
 template <class T>
 void gemm_gathered_ref(int64_t m, int64_t n, int64_t k, T alpha, const GatheredA<T>& a, const T* b, int64_t ldb,
                        T beta, T* c, int64_t ldc) {
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      T sum = 0;
-      for (int64_t p = 0; p < k; ++p) sum += a.at(i, p) * b[p * ldb + j];
-      T& out = c[i * ldc + j];
-      out = alpha * sum + (beta == T(0) ? T(0) : beta * out);
-    }
-  }
+  gemm_ref_loop(
+      m, n, k, alpha, [&](int64_t i, int64_t p) { return a.at(i, p); },
+      [&](int64_t p, int64_t j) { return b[p * ldb + j]; }, beta, c, ldc);
 }
 
 // Results do not depend on the pool's thread count. `pool` may be null (one thread).

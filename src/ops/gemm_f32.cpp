@@ -137,21 +137,25 @@ void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha,
 
 }  // namespace
 
+void f32_gemm_scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* row = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+  }
+}
+
 void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
               ThreadPool* pool) {
   if (s.m == 0 || s.n == 0) return;
-  if (s.k == 0 || alpha == 0.0f) {  // no product: C = beta * C (beta 0 ignores what C held)
-    for (int64_t i = 0; i < s.m; ++i) {
-      float* row = c + i * s.ldc;
-      for (int64_t j = 0; j < s.n; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
-    }
+  if (s.k == 0 || alpha == 0.0f) {  // no product
+    f32_gemm_scale_c(s.m, s.n, beta, c, s.ldc);
     return;
   }
   const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), s.n);
   // Small products stay on one thread; tall ones share one packed B across threads; the
   // rest split the larger of m and n into tile-aligned ranges, one per thread.
   const int64_t flops = 2 * s.m * s.n * s.k;
-  if (pool == nullptr || pool->threads() == 1 || flops < (int64_t{1} << 21)) {
+  if (pool == nullptr || pool->threads() == 1 || flops < kGemmMinFlopsToSplit) {
     gemm_region(s, kernel, alpha, a, b, beta, c, 0, s.m, 0, s.n);
   } else if (s.m >= s.n && s.m > kMaxRowsForBInPlace) {
     gemm_shared_b(s, kernel, alpha, a, b, beta, c, *pool);

@@ -67,15 +67,14 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
 void f32_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a, const float* b,
                        int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool) {
   if (m == 0 || n == 0) return;
-  if (k == 0 || alpha == 0.0f) {  // no product: C = beta * C (beta 0 ignores what C held)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+  if (k == 0 || alpha == 0.0f) {  // no product
+    f32_gemm_scale_c(m, n, beta, c, ldc);
     return;
   }
   const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), n);
   RG_CHECK(kernel.mr <= kMaxMR, "gathered GEMM: tile of " << kernel.mr << " rows");
   auto run = [&](int64_t i0, int64_t i1) { gathered_rows(kernel, n, k, alpha, a, b, ldb, beta, c, ldc, i0, i1); };
-  if (pool == nullptr || pool->threads() == 1 || 2 * m * n * k < (int64_t{1} << 21)) {
+  if (pool == nullptr || pool->threads() == 1 || 2 * m * n * k < kGemmMinFlopsToSplit) {
     run(0, m);
   } else {
     pool->parallel_for(m, kernel.mr, run);
