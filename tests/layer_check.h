@@ -200,4 +200,33 @@ inline void compare_f32_f64(const LayerSpec& spec, int64_t n, ThreadPool* pool, 
   for (size_t k = 0; k < p32.size(); ++k) expect_close(p32[k]->name + " grad", p32[k]->grad, p64[k]->grad);
 }
 
+// One f32 forward and backward (grads overwritten) of a batch of n on a pool of `threads`:
+// y, dx, every param grad and every buffer (running statistics) in one list, for comparing
+// thread counts bit for bit.
+inline std::vector<double> results_with_threads(const LayerSpec& spec, int threads, int64_t n) {
+  ThreadPool pool(threads);
+  std::unique_ptr<Layer> layer = spec.make();
+  layer->set_name("l");
+  const Shape out = layer->configure(spec.input).value();
+  Rng rng(3);
+  EXPECT_TRUE(layer->init(rng, DType::f32).ok());
+  Tensor x = make(spec.input.batched(n), DType::f32), y = make(out.batched(n), DType::f32);
+  Tensor dy = make(out.batched(n), DType::f32), dx = make(spec.input.batched(n), DType::f32);
+  fill_random(x, rng, -1, 1);
+  fill_random(dy, rng, -1, 1);
+  LayerContext ctx;
+  ctx.pool = &pool;
+  ctx.training = spec.training;
+  ctx.accumulate_grads = false;
+  layer->forward(x, y, ctx);
+  layer->backward(x, y, dy, dx, ctx);
+  std::vector<double> all = values(y);
+  for (double v : values(dx)) all.push_back(v);
+  for (Param* p : layer->params())
+    for (double v : values(p->grad)) all.push_back(v);
+  for (Param* p : layer->buffers())
+    for (double v : values(p->value)) all.push_back(v);
+  return all;
+}
+
 }  // namespace rg

@@ -237,7 +237,7 @@ std::pair<uint32_t, uint32_t> png_size(const std::string& bytes) {
 // Every preset trains a little and reports its figure: accuracy for classifiers, MSE and
 // PSNR for autoencoders; the json carries the same.
 TEST(Cli, EveryPresetTrains) {
-  for (const char* preset : {"mlp", "lenet", "cnn", "autoencoder", "conv-autoencoder"}) {
+  for (const char* preset : {"mlp", "lenet", "cnn", "rcnn", "autoencoder", "conv-autoencoder"}) {
     SCOPED_TRACE(preset);
     const std::string json = temp_dir() + "/preset_" + preset + ".json";
     const Outcome out = run(std::string("train --model ") + preset + " " + kQuick + " --epochs 1 --json " + json);
@@ -296,6 +296,70 @@ TEST(Cli, TrainSectionGivesDefaults) {
 }
 
 namespace {
+
+// A GAN run: losses and scores printed, its folder holding both networks, the judge and a grid
+// per epoch; resumed from the folder it ends with the networks of one uninterrupted run.
+TEST(Cli, GanTrainsSavesAndResumes) {
+  const std::string a = temp_dir() + "/gan_a", b = temp_dir() + "/gan_b", json = temp_dir() + "/gan.json";
+  const std::string quick = " --data synthetic --limit 256 --threads 1 --score-samples 100";
+  const Outcome first = run("train --model dcgan --judge-epochs 1 --epochs 2 --stop-after 1 --out " + a + quick +
+                            " --json " + json);
+  ASSERT_EQ(first.code, 0) << first.output;
+  for (const char* text : {"loss_D", "loss_G", "D(x)", "D(G(z))", "judge on 100 real test images", "score", "shares"}) {
+    EXPECT_NE(first.output.find(text), std::string::npos) << text << "\n" << first.output;
+  }
+  for (const char* file : {"generator.ckpt", "discriminator.ckpt", "judge.ckpt"}) EXPECT_TRUE(exists(a + "/" + file)) << file;
+  // 64 samples of 28x28 in rows of 8 with 1-pixel gaps: 8 * 29 + 1 = 233 square.
+  EXPECT_EQ(png_size(read_all(a + "/samples-epoch-1.png")), std::make_pair(233u, 233u));
+  const nlohmann::json report = nlohmann::json::parse(read_all(json));
+  ASSERT_EQ(report.at("history").size(), 1u);
+  const nlohmann::json& score = report.at("history")[0].at("score");
+  EXPECT_GE(score.at("score").get<double>(), 1.0);
+  EXPECT_LE(score.at("score").get<double>(), 10.0);
+  EXPECT_EQ(score.at("class_shares").size(), 10u);
+  EXPECT_GE(report.at("judge_on_real_test_images").at("score").get<double>(), 1.0);
+
+  const Outcome resumed = run("train --resume " + a + quick);
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("Epoch 2/2"), std::string::npos) << resumed.output;
+  EXPECT_EQ(resumed.output.find("training the cnn preset"), std::string::npos) << "the folder's judge is reused";
+  EXPECT_TRUE(exists(a + "/samples-epoch-2.png"));
+  const Outcome whole = run("train --model dcgan --epochs 2 --out " + b + " --judge " + a + "/judge.ckpt" + quick);
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  EXPECT_EQ(read_all(a + "/generator.ckpt"), read_all(b + "/generator.ckpt"));
+  EXPECT_EQ(read_all(a + "/discriminator.ckpt"), read_all(b + "/discriminator.ckpt"));
+
+  const Outcome eval = run("eval --checkpoint " + a + "/generator.ckpt");
+  EXPECT_EQ(eval.code, 2);
+  EXPECT_NE(eval.output.find("loss = none"), std::string::npos) << eval.output;
+}
+
+TEST(Cli, GanMistakesAreNamed) {
+  const std::string cfg = temp_dir() + "/gan_bad.cfg";
+  struct Case {
+    std::string args, expect;
+  };
+  write_all(cfg, "[gan]\ngenerator = dcgan-generator\n");
+  const std::string missing = "train --data synthetic --model " + cfg;
+  write_all(temp_dir() + "/gan_mlp.cfg", "[gan]\ngenerator = mlp\ndiscriminator = dcgan-discriminator\n");
+  const std::string mismatched = "train --data synthetic --model " + temp_dir() + "/gan_mlp.cfg";
+  for (const Case& c : std::vector<Case>{
+           {missing, "gan_bad.cfg:1: [gan] key 'discriminator': missing"},
+           {mismatched, "makes samples [10]"},
+           {"train --model mlp --out " + temp_dir() + "/x", "--out applies to GAN training only"},
+           {"train --model dcgan --checkpoint " + temp_dir() + "/x.ckpt", "--checkpoint does not apply to GAN"},
+           {"train --model dcgan --schedule cosine", "constant rate"},
+           {"train --model dcgan-generator --data synthetic", "loss = none"},
+           {"train --resume " + temp_dir(), "generator.ckpt"},
+           {"train --model dcgan --data synthetic --limit 64 --judge " + temp_dir() + "/no_such.ckpt --out " +
+                temp_dir() + "/gan_nojudge",
+            "no_such.ckpt"},
+       }) {
+    const Outcome o = run(c.args);
+    EXPECT_EQ(o.code, 2) << c.args << "\n" << o.output;
+    EXPECT_NE(o.output.find(c.expect), std::string::npos) << c.args << "\n" << o.output;
+  }
+}
 
 // The accuracy floor on the real data: mlp, batch 64, SGD momentum 0.9, lr 0.01, seed 1:
 // >= 0.83 after 1 epoch and >= 0.87 after 5 (PyTorch 1.13 reaches 0.832 after 1 here).

@@ -277,33 +277,9 @@ TEST(Conv, ResultsDoNotDependOnThreads) {
   specs.push_back(conv_spec("conv_chunked", Shape{28, 28, 8}, conv_options(6, 3, 1, 1)));
   for (const LayerSpec& spec : specs) {
     SCOPED_TRACE(spec.name);
-    std::vector<std::vector<double>> runs;
-    for (int threads : {1, 2, 3}) {
-      ThreadPool pool(threads);
-      std::unique_ptr<Layer> layer = spec.make();
-      layer->set_name("l");
-      const Shape out = layer->configure(spec.input).value();
-      Rng rng(3);
-      ASSERT_TRUE(layer->init(rng, DType::f32).ok());
-      const int64_t n = 33;
-      Tensor x = make(spec.input.batched(n), DType::f32), y = make(out.batched(n), DType::f32);
-      Tensor dy = make(out.batched(n), DType::f32), dx = make(spec.input.batched(n), DType::f32);
-      fill_random(x, rng, -1, 1);
-      fill_random(dy, rng, -1, 1);
-      LayerContext ctx;
-      ctx.pool = &pool;
-      ctx.training = true;
-      ctx.accumulate_grads = false;
-      layer->forward(x, y, ctx);
-      layer->backward(x, y, dy, dx, ctx);
-      std::vector<double> all = values(y);
-      for (double v : values(dx)) all.push_back(v);
-      for (Param* p : layer->params())
-        for (double v : values(p->grad)) all.push_back(v);
-      runs.push_back(all);
-    }
-    EXPECT_EQ(runs[0], runs[1]);
-    EXPECT_EQ(runs[0], runs[2]);
+    const std::vector<double> one = results_with_threads(spec, 1, 33);
+    EXPECT_EQ(one, results_with_threads(spec, 2, 33));
+    EXPECT_EQ(one, results_with_threads(spec, 3, 33));
   }
 }
 

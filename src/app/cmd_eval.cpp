@@ -45,6 +45,10 @@ int run_eval(int argc, char** argv) {
   auto built = Model::from_cfg(cfg.value());
   if (!built.ok()) return fail(built.status().with_context(path + ": the stored model: ").message());
   std::unique_ptr<Model> model = built.take();
+  if (model->loss() == LossKind::none) {
+    return fail(path + ": the model has loss = none (a GAN's generator): it has no test figure of its own; "
+                "a GAN run scores its samples with a judge classifier after each epoch");
+  }
   if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
   if (Status s = restore_checkpoint(checkpoint, path, *model, nullptr); !s.ok()) return fail(s.message());
 

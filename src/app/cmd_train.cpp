@@ -8,7 +8,9 @@
 #include "app/commands.h"
 #include "app/data_source.h"
 #include "app/json_report.h"
+#include "app/train_gan.h"
 #include "cpu/cpuid.h"
+#include "data/files.h"
 #include "report/image_grid.h"
 #include "report/process_stats.h"
 #include "report/progress.h"
@@ -50,6 +52,7 @@ void declare(Args& args) {
   args.option("resume", "FILE", "continue a run from its checkpoint");
   args.option("json", "FILE", "write every figure of the run as JSON");
   args.option("samples", "FILE.png", "autoencoders: write test inputs beside their reconstructions as a PNG grid");
+  add_gan_options(args);
   add_common_options(args);
 }
 
@@ -176,6 +179,7 @@ int run_train(int argc, char** argv) {
     for (const char* name : kFromCheckpoint) {
       if (args.given(name)) return fail("--" + std::string(name) + " comes from the checkpoint when resuming; drop it");
     }
+    if (is_directory(resume_path)) return run_gan_train(args, nullptr, options);  // a GAN run's folder
     auto read = read_checkpoint(resume_path);
     if (!read.ok()) return fail(read.status().message());
     resumed = read.take();
@@ -196,6 +200,10 @@ int run_train(int argc, char** argv) {
     if (Status s = options_from_args(args, &options); !s.ok()) return fail(s.message());
   }
   if (args.given("data") || !resuming) options.data = args.given("data") ? args.text("data") : "";
+  if (!cfg.sections.empty() && cfg.sections.front().kind() == "gan") return run_gan_train(args, &cfg, options);
+  for (const char* name : {"out", "judge", "judge-epochs", "score-samples"}) {
+    if (args.given(name)) return fail("--" + std::string(name) + " applies to GAN training only (--model dcgan)");
+  }
   options.checkpoint_path = args.given("checkpoint") ? args.text("checkpoint") : (resuming ? resume_path : "");
   if (!options.checkpoint_path.empty()) {
     if (Status s = check_writable_path(options.checkpoint_path, "checkpoint"); !s.ok()) return fail(s.message());
@@ -215,12 +223,6 @@ int run_train(int argc, char** argv) {
     if (!stop.ok()) return fail(stop.status().message());
     options.stop_after = stop.value();
   }
-  int64_t limit = 0;
-  if (args.given("limit")) {
-    auto parsed = args.integer("limit", 1, INT32_MAX);
-    if (!parsed.ok()) return fail(parsed.status().message());
-    limit = parsed.value();
-  }
 
   // Model, data, trainer.
   auto built = Model::from_cfg(cfg);
@@ -230,13 +232,10 @@ int run_train(int argc, char** argv) {
     return fail("--samples shows reconstructions: it needs a model trained on its input (target = input)");
   }
   if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
-  auto source_options = data_source_options(args, model->input_shape());
-  if (!source_options.ok()) return fail(source_options.status().message());
-  auto data = load_data_source(options.data, options.seed, source_options.value());
+  auto data = load_training_data(args, options.data, options.seed, model->input_shape());
   if (!data.ok()) return fail(data.status().message());
   DataSplit split = data.take();
   Dataset train = split.train;
-  if (limit > 0 && limit < train.size()) train = train.slice(0, limit, train.name);
   Dataset validation;
   if (options.validation_split > 0) {
     auto held = split_validation(train, options.validation_split, options.seed);

@@ -116,4 +116,16 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
   return Status::error(dir + ": not a dataset folder (" + kLookedFor + ")");
 }
 
+Result<DataSplit> load_training_data(const Args& args, const std::string& source, uint64_t seed,
+                                     const Shape& model_input) {
+  int64_t limit = 0;
+  if (args.given("limit")) {
+    RG_ASSIGN(limit, args.integer("limit", 1, INT32_MAX));
+  }
+  RG_ASSIGN(const DataSourceOptions options, data_source_options(args, model_input));
+  RG_ASSIGN(DataSplit split, load_data_source(source, seed, options));
+  if (limit > 0 && limit < split.train.size()) split.train = split.train.slice(0, limit, split.train.name);
+  return split;
+}
+
 }  // namespace rg

@@ -27,6 +27,10 @@ Result<DataSourceOptions> data_source_options(const Args& args, const Shape& mod
 // `source` is a folder, "synthetic", or empty for the Fashion-MNIST package's folder. The
 // image options are an error for a source that is not image folders.
 Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, const DataSourceOptions& options = {});
+// What `train` trains on: the source loaded for the model's input (--image-fit, --test-split),
+// its training split cut to the first N samples when --limit N is given.
+Result<DataSplit> load_training_data(const Args& args, const std::string& source, uint64_t seed,
+                                     const Shape& model_input);
 // The name a source is recorded under in checkpoints and reports.
 std::string data_source_name(const std::string& source);
 

@@ -27,6 +27,27 @@ Result<int64_t> file_size(const std::string& path) {
   return static_cast<int64_t>(info.st_size);
 }
 
+Status make_directories(const std::string& path) {
+  if (path.empty() || is_directory(path)) return Status();
+  const std::string parent = parent_path(path);
+  if (!parent.empty() && parent != path) RG_TRY(make_directories(parent));
+#ifdef _WIN32
+  const int made = mkdir(path.c_str());
+#else
+  const int made = mkdir(path.c_str(), 0777);
+#endif
+  if (made != 0 && !is_directory(path)) return Status::error(path + ": cannot create the folder: " + std::strerror(errno));
+  return Status();
+}
+
+std::string parent_path(const std::string& path) {
+  std::string trimmed = path;
+  while (trimmed.size() > 1 && (trimmed.back() == '/' || trimmed.back() == '\\')) trimmed.pop_back();
+  const size_t slash = trimmed.find_last_of("/\\");
+  if (slash == std::string::npos) return "";
+  return slash == 0 ? trimmed.substr(0, 1) : trimmed.substr(0, slash);
+}
+
 std::string join_path(const std::string& dir, const std::string& name) {
   if (dir.empty()) return name;
   return dir + (dir.back() == '/' || dir.back() == '\\' ? "" : "/") + name;

@@ -14,6 +14,11 @@ bool is_directory(const std::string& path);
 bool is_regular_file(const std::string& path);  // follows symbolic links
 // The size of a regular file, or an error naming it.
 Result<int64_t> file_size(const std::string& path);
+// Creates a folder and any missing parents (an existing folder is fine); the error names the
+// part that could not be made.
+Status make_directories(const std::string& path);
+// The folder part of a path ("a/b.cfg" -> "a", "b.cfg" -> "").
+std::string parent_path(const std::string& path);
 // "dir" + "name" -> "dir/name" (no doubled slash).
 std::string join_path(const std::string& dir, const std::string& name);
 // "/usr/share/datasets/fashion-mnist/" -> "fashion-mnist".

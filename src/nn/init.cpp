@@ -10,8 +10,9 @@ Result<Init> init_from_name(const std::string& name) {
   if (name == "he_normal") return Init::he_normal;
   if (name == "glorot" || name == "glorot_uniform" || name == "xavier") return Init::glorot_uniform;
   if (name == "glorot_normal") return Init::glorot_normal;
+  if (name == "dcgan") return Init::dcgan_normal;
   if (name == "zeros") return Init::zeros;
-  return Status::error("unknown initialiser '" + name + "' (he, he_normal, glorot, glorot_normal, zeros)");
+  return Status::error("unknown initialiser '" + name + "' (he, he_normal, glorot, glorot_normal, dcgan, zeros)");
 }
 
 const char* init_name(Init init) {
@@ -20,6 +21,7 @@ const char* init_name(Init init) {
     case Init::he_normal: return "he_normal";
     case Init::glorot_uniform: return "glorot";
     case Init::glorot_normal: return "glorot_normal";
+    case Init::dcgan_normal: return "dcgan";
     case Init::zeros: return "zeros";
   }
   return "?";
@@ -35,6 +37,7 @@ void initialise(const Tensor& w, Init init, int64_t fan_in, int64_t fan_out, Rng
     case Init::glorot_normal:
       sigma = std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)), uniform = false;
       break;
+    case Init::dcgan_normal: sigma = 0.02, uniform = false; break;
     case Init::zeros: break;
   }
   const double bound = std::sqrt(3.0) * sigma;

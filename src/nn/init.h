@@ -1,5 +1,6 @@
 // Weight initialisers. He (Kaiming) for ReLU-family layers, Glorot (Xavier) for the rest;
-// each in a uniform and a normal form, all drawn from the layer's Rng.
+// each in a uniform and a normal form, all drawn from the layer's Rng; `dcgan` is the
+// N(0, 0.02) of Radford et al. (2016), whatever the fans.
 #pragma once
 
 #include <string>
@@ -10,7 +11,7 @@
 
 namespace rg {
 
-enum class Init { he_uniform, he_normal, glorot_uniform, glorot_normal, zeros };
+enum class Init { he_uniform, he_normal, glorot_uniform, glorot_normal, dcgan_normal, zeros };
 
 Result<Init> init_from_name(const std::string& name);  // "he", "he_normal", "glorot", ...
 const char* init_name(Init init);

@@ -73,6 +73,17 @@ class Layer {
     (void)n;
     return 0;
   }
+  // State a layer keeps of its own from forward to backward, beyond its output (the per-step
+  // states of a recurrent layer): allocated here for batches of up to `batch` samples, through
+  // the counted allocator, so that a failure is a Status before training starts. Model::reserve
+  // calls it; layers used alone allocate it in forward when it was not reserved.
+  virtual Status reserve(int64_t batch, DType dtype) {
+    (void)batch;
+    (void)dtype;
+    return Status();
+  }
+  // Elements (in the layer's dtype) per sample that reserve() allocates.
+  virtual int64_t state_elements_per_sample() const { return 0; }
   // One line for model summaries: "784 -> 256".
   virtual std::string describe() const { return ""; }
 

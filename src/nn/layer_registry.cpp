@@ -7,6 +7,7 @@
 #include "nn/dense.h"
 #include "nn/dropout.h"
 #include "nn/pooling.h"
+#include "nn/recurrent_conv.h"
 #include "nn/shape_layers.h"
 
 namespace rg {
@@ -23,6 +24,7 @@ const LayerKind kLayerKinds[] = {
     {"maxpool", Pool2D::from_cfg},
     {"avgpool", Pool2D::from_cfg},
     {"global_avgpool", GlobalAvgPool::from_cfg},
+    {"rcl", RecurrentConv2D::from_cfg},
     {"batchnorm", BatchNorm::from_cfg},
     {"dropout", Dropout::from_cfg},
     {"flatten", Reshape::from_cfg},

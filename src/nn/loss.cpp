@@ -10,7 +10,8 @@ Result<LossKind> loss_from_name(const std::string& name) {
   if (name == "softmax_cross_entropy" || name == "cross_entropy") return LossKind::softmax_cross_entropy;
   if (name == "mse") return LossKind::mse;
   if (name == "bce_with_logits") return LossKind::bce_with_logits;
-  return Status::error("unknown loss '" + name + "' (softmax_cross_entropy, mse, bce_with_logits)");
+  if (name == "none") return LossKind::none;
+  return Status::error("unknown loss '" + name + "' (softmax_cross_entropy, mse, bce_with_logits, none)");
 }
 
 const char* loss_name(LossKind kind) {
@@ -18,6 +19,7 @@ const char* loss_name(LossKind kind) {
     case LossKind::softmax_cross_entropy: return "softmax_cross_entropy";
     case LossKind::mse: return "mse";
     case LossKind::bce_with_logits: return "bce_with_logits";
+    case LossKind::none: return "none";
   }
   return "?";
 }
@@ -60,6 +62,7 @@ double compute_loss(LossKind kind, const Tensor& pred, const Tensor& target, dou
         RG_CHECK(target.numel() == pred.numel(), "target " << target.shape().str() << " for " << pred.shape().str());
         total = bce_with_logits(rows, cols, pred.data<T>(), target.data<T>(), scale, grad);
         break;
+      case LossKind::none: RG_CHECK(false, "a model with loss = none has no loss to compute"); break;
     }
   });
   return total;

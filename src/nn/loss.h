@@ -10,7 +10,8 @@
 
 namespace rg {
 
-enum class LossKind { softmax_cross_entropy, mse, bce_with_logits };
+// none: the model has no loss of its own; it trains through another (a GAN's generator).
+enum class LossKind { softmax_cross_entropy, mse, bce_with_logits, none };
 
 // What a loss compares predictions with.
 enum class TargetKind {

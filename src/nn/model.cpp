@@ -44,6 +44,9 @@ Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
   if (model->layers_.empty()) return Status::error(net.where() + "the model has no layers after [net]");
 
   const int64_t outputs = shape.numel();
+  if (model->loss_ == LossKind::none && target_text != "auto") {
+    return Status::error(net.where("target") + "a model with loss = none compares its output with nothing");
+  }
   if (target_text == "auto") {
     model->target_ = model->loss_ == LossKind::softmax_cross_entropy ? TargetKind::labels
                      : outputs == model->input_.numel()              ? TargetKind::input
@@ -87,6 +90,7 @@ Status Model::reserve(int64_t batch) {
     scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
     RG_ASSIGN(Tensor act, Tensor::zeros(shapes_[i].batched(batch), dtype_, layers_[i]->name() + " output"));
     acts_.push_back(act);
+    RG_TRY(layers_[i]->reserve(batch, dtype_));  // state a layer keeps from forward to backward
     largest = std::max(largest, shapes_[i].numel());
   }
   RG_ASSIGN(grad_a_, Tensor::zeros(Shape{batch * largest}, dtype_, "gradient buffer"));
@@ -126,14 +130,18 @@ Tensor Model::output_grad() const {
       shapes_.back().batched(batch_));
 }
 
-void Model::backward(const LayerContext& caller_ctx) {
+void Model::backward(const LayerContext& caller_ctx, const Tensor& input_grad) {
   const LayerContext ctx = with_workspace(caller_ctx, workspace_);
   Tensor dy = output_grad();
   bool dy_in_a = true;
   for (size_t i = layers_.size(); i-- > 0;) {
     const Tensor x = i == 0 ? input_view_ : acts_[i - 1].rows(0, batch_);
     Tensor dx;
-    if (i > 0) {
+    if (i == 0 && input_grad.defined()) {
+      RG_CHECK(input_grad.numel() == x.numel(), "input gradient " << input_grad.shape().str() << " for input "
+                                                                  << x.shape().str());
+      dx = input_grad.reshaped(x.shape());
+    } else if (i > 0) {
       const Tensor& buffer = dy_in_a ? grad_b_ : grad_a_;
       dx = buffer.rows(0, batch_ * x.numel() / batch_).reshaped(x.shape());
     }
@@ -173,6 +181,7 @@ int64_t Model::activation_bytes_per_sample() const {
     elements += s.numel();
     largest = std::max(largest, s.numel());
   }
+  for (const auto& layer : layers_) elements += layer->state_elements_per_sample();
   return (elements + 2 * largest) * static_cast<int64_t>(dtype_size(dtype_));
 }
 

@@ -29,8 +29,10 @@ class Model {
   Tensor forward(const Tensor& x, const LayerContext& ctx);
   // The buffer the loss writes d(loss)/d(output) into, for the last forward's n.
   Tensor output_grad() const;
-  // Back-propagates output_grad() through every layer; parameter gradients accumulate.
-  void backward(const LayerContext& ctx);
+  // Back-propagates output_grad() through every layer; parameter gradients accumulate (or are
+  // written: ctx.accumulate_grads). When input_grad [n, input...] is defined, the first layer
+  // writes d(loss)/d(input) there (a GAN's discriminator passing the gradient to its generator).
+  void backward(const LayerContext& ctx, const Tensor& input_grad = Tensor());
   void zero_grads();
 
   const Shape& input_shape() const { return input_; }
@@ -43,8 +45,8 @@ class Model {
   // Non-trained state saved with the params (BatchNorm running statistics).
   std::vector<Param*> buffers();
   int64_t param_count() const;
-  // Bytes of activations and gradient buffers one sample costs in the model's dtype (the
-  // workspace, a few MB whatever the batch, is not included).
+  // Bytes of activations, gradient buffers and the layers' own state (Layer::reserve) one
+  // sample costs in the model's dtype (the workspace, a few MB whatever the batch, is not included).
   int64_t activation_bytes_per_sample() const;
   // A table: layer, output shape, parameters, details.
   std::string summary() const;

@@ -109,6 +109,9 @@ Tensor Trainer::load_batch(const Dataset& data, const int32_t* order, int64_t co
 }
 
 Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Dataset* validation) {
+  if (model_.loss() == LossKind::none) {
+    return Status::error("the model has loss = none: it trains only through another model, as a GAN's generator");
+  }
   const bool classifies = model_.target() != TargetKind::input;
   if (classifies && train.num_classes > model_.output_shape().numel()) {
     return Status::error("the data has " + std::to_string(train.num_classes) + " classes, the model's output " +
@@ -215,17 +218,22 @@ EvalResult Trainer::evaluate(const Dataset& data) {
 }
 
 std::map<std::string, std::string> Trainer::settings() const {
-  const OptimizerConfig& o = options_.optimizer;
-  const Schedule& s = options_.schedule;
+  return training_settings(options_, optimizer_, epochs_done_);
+}
+
+std::map<std::string, std::string> training_settings(const TrainOptions& options, const Optimizer& optimizer,
+                                                     int64_t epochs_done) {
+  const OptimizerConfig& o = options.optimizer;
+  const Schedule& s = options.schedule;
   return {
-      {"epochs_done", std::to_string(epochs_done_)},
-      {"epochs", std::to_string(options_.epochs)},
-      {"batch", std::to_string(options_.batch)},
-      {"seed", std::to_string(options_.seed)},
-      {"data", options_.data},
-      {"validation_split", exact(options_.validation_split)},
+      {"epochs_done", std::to_string(epochs_done)},
+      {"epochs", std::to_string(options.epochs)},
+      {"batch", std::to_string(options.batch)},
+      {"seed", std::to_string(options.seed)},
+      {"data", options.data},
+      {"validation_split", exact(options.validation_split)},
       {"optimizer", optimizer_name(o.kind)},
-      {"optimizer_steps", std::to_string(optimizer_.steps())},
+      {"optimizer_steps", std::to_string(optimizer.steps())},
       {"momentum", exact(o.momentum)},
       {"nesterov", o.nesterov ? "1" : "0"},
       {"weight_decay", exact(o.weight_decay)},

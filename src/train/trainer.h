@@ -83,6 +83,9 @@ class Trainer {
   int64_t samples_trained_ = 0;
 };
 
+// The training settings a checkpoint records (the optimizer's step count among them).
+std::map<std::string, std::string> training_settings(const TrainOptions& options, const Optimizer& optimizer,
+                                                     int64_t epochs_done);
 // The training settings a checkpoint records, read back: fills `options` (leaving
 // checkpoint_path, log and live_progress alone); unknown or malformed values are errors.
 Status options_from_checkpoint(const Checkpoint& checkpoint, const std::string& path, TrainOptions* options);

@@ -1,0 +1,198 @@
+// RecurrentConv2D: the unrolled steps over the member layers, and backward through time.
+// Every piece is a layer whose results do not depend on the thread count (the convolutions,
+// the batch norms, the elementwise relu and sums), so neither do the RCL's.
+#include "nn/recurrent_conv.h"
+
+#include <algorithm>
+
+#include "nn/cfg.h"
+#include "ops/elementwise.h"
+
+namespace rg {
+
+namespace {
+ConvOptions conv_options(const RecurrentConvOptions& o) {
+  ConvOptions c;
+  c.filters = o.filters;
+  c.kernel = o.kernel;
+  c.stride = 1;
+  c.pad = o.kernel / 2;  // same padding: odd sizes keep h x w
+  c.init = o.init;
+  c.bias = false;  // a batch norm follows
+  return c;
+}
+
+// to[i] += from[i] (elementwise: the split does not change any result).
+template <class T>
+void add_into(ThreadPool* pool, const Tensor& from, const Tensor& to) {
+  const T* a = from.data<T>();
+  T* b = to.data<T>();
+  parallel_for(pool, from.numel(), kElementwiseBlock, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) b[i] += a[i];
+  });
+}
+}  // namespace
+
+RecurrentConv2D::RecurrentConv2D(const RecurrentConvOptions& options)
+    : options_(options), ff_(conv_options(options)), relu_(ActivationKind::relu) {
+  if (options_.steps > 0) rec_.reset(new Conv2D(conv_options(options)));
+  for (int64_t t = 0; t <= options_.steps; ++t) norms_.emplace_back(new BatchNorm(options_.momentum, options_.eps));
+}
+
+Result<std::unique_ptr<Layer>> RecurrentConv2D::from_cfg(const CfgSection& section) {
+  RecurrentConvOptions o;
+  RG_ASSIGN(o.filters, section.get_int("filters", 1, 1 << 16));
+  RG_ASSIGN(o.kernel, section.get_int_or("size", 3, 1, 63));
+  if (o.kernel % 2 == 0) {
+    return Status::error(section.where("size") + std::to_string(o.kernel) +
+                         " is even: an rcl keeps the image size (stride 1, pad = size / 2), which needs an odd size");
+  }
+  RG_ASSIGN(o.steps, section.get_int_or("steps", 3, 0, 64));
+  RG_ASSIGN(const std::string init_text, section.get_string_or("init", "he"));
+  auto init = init_from_name(init_text);
+  if (!init.ok()) return Status::error(section.where("init") + init.status().message());
+  o.init = init.value();
+  RG_ASSIGN(o.momentum, section.get_float_or("momentum", 0.1, 0.0, 1.0));
+  RG_ASSIGN(o.eps, section.get_float_or("eps", 1e-5, 1e-12, 1.0));
+  return std::unique_ptr<Layer>(new RecurrentConv2D(o));
+}
+
+Result<Shape> RecurrentConv2D::configure(const Shape& input) {
+  if (input.rank() != 3) {
+    return Status::error("an rcl takes images (height x width x channels), not " + input.str());
+  }
+  RG_ASSIGN(output_, ff_.configure(input));
+  if (output_[0] != input[0] || output_[1] != input[1]) {
+    return Status::error("internal: the rcl's feed-forward conv changes " + input.str() + " to " + output_.str());
+  }
+  if (rec_) {
+    RG_ASSIGN(const Shape rec_out, rec_->configure(output_));
+    if (rec_out != output_) return Status::error("internal: the rcl's recurrent conv gives " + rec_out.str());
+  }
+  for (auto& norm : norms_) RG_TRY(norm->configure(output_).status());
+  reserved_ = 0;  // the states' shape may have changed
+  return output_;
+}
+
+Status RecurrentConv2D::init(Rng& rng, DType dtype) {
+  ff_.set_name(name() + ".ff");
+  RG_TRY(ff_.init(rng, dtype));
+  if (rec_) {
+    rec_->set_name(name() + ".rec");
+    RG_TRY(rec_->init(rng, dtype));
+  }
+  for (size_t t = 0; t < norms_.size(); ++t) {
+    norms_[t]->set_name(name() + ".bn" + std::to_string(t));
+    RG_TRY(norms_[t]->init(rng, dtype));
+  }
+  relu_.set_name(name() + ".relu");
+  reserved_ = 0;
+  return Status();
+}
+
+int64_t RecurrentConv2D::state_elements_per_sample() const {
+  // z_0..z_T, x_0..x_{T-1}, and the three backward buffers
+  return (2 * options_.steps + 4) * output_.numel();
+}
+
+Status RecurrentConv2D::reserve(int64_t batch, DType dtype) {
+  if (batch <= reserved_ && dtype == reserved_dtype_) return Status();
+  // Give the old states back before asking for the new ones.
+  z_.clear();
+  x_.clear();
+  grad_ = dz_ = dff_ = Tensor();
+  reserved_ = 0;
+  const Shape shape = output_.batched(batch);
+  for (int64_t t = 0; t <= options_.steps; ++t) {
+    RG_ASSIGN(Tensor z, Tensor::zeros(shape, dtype, name() + " z" + std::to_string(t)));
+    z_.push_back(z);
+    if (t == options_.steps) break;  // x_T is the layer's output
+    RG_ASSIGN(Tensor x, Tensor::zeros(shape, dtype, name() + " x" + std::to_string(t)));
+    x_.push_back(x);
+  }
+  RG_ASSIGN(grad_, Tensor::zeros(shape, dtype, name() + " state gradient"));
+  RG_ASSIGN(dz_, Tensor::zeros(shape, dtype, name() + " dz"));
+  RG_ASSIGN(dff_, Tensor::zeros(shape, dtype, name() + " feed-forward gradient"));
+  reserved_ = batch;
+  reserved_dtype_ = dtype;
+  return Status();
+}
+
+void RecurrentConv2D::forward(const Tensor& u, const Tensor& y, const LayerContext& ctx) {
+  const int64_t n = u.shape()[0], steps = options_.steps;
+  if (n > reserved_ || u.dtype() != reserved_dtype_) {
+    const Status reserved = reserve(n, u.dtype());
+    RG_CHECK(reserved.ok(), "rcl " << name() << ": " << reserved.message());
+  }
+  batch_ = n;
+  const Tensor z0 = z_[0].rows(0, n);
+  ff_.forward(u, z0, ctx);  // z_0 = w_ff * u, which every step adds
+  for (int64_t t = 0; t <= steps; ++t) {
+    const Tensor z = z_[static_cast<size_t>(t)].rows(0, n);
+    if (t > 0) {
+      rec_->forward(x_[static_cast<size_t>(t - 1)].rows(0, n), z, ctx);  // z_t = w_rec * x_{t-1}
+      dispatch_float(u.dtype(), [&](auto zero) { add_into<decltype(zero)>(ctx.pool, z0, z); });  // + w_ff * u
+    }
+    const Tensor out = t == steps ? y : x_[static_cast<size_t>(t)].rows(0, n);
+    norms_[static_cast<size_t>(t)]->forward(z, out, ctx);  // a_t
+    relu_.forward(out, out, ctx);                          // x_t = relu(a_t), in place
+  }
+}
+
+void RecurrentConv2D::backward(const Tensor& u, const Tensor& y, const Tensor& dy, const Tensor& du,
+                               const LayerContext& ctx) {
+  const int64_t n = u.shape()[0], steps = options_.steps;
+  RG_CHECK(n == batch_ && reserved_ >= n, "rcl " << name() << ": backward of " << n << " samples after a forward of "
+                                                 << batch_);
+  const Tensor grad = grad_.rows(0, n), dz = dz_.rows(0, n), dff = dff_.rows(0, n);
+  LayerContext later = ctx;  // every call after the first adds to the recurrent weight's grad
+  later.accumulate_grads = true;
+  for (int64_t t = steps; t >= 0; --t) {
+    const Tensor z = z_[static_cast<size_t>(t)].rows(0, n);
+    const Tensor out = t == steps ? y : x_[static_cast<size_t>(t)].rows(0, n);
+    // da_t = relu'(a_t) dx_t, read from x_t = relu(a_t): it is positive exactly where a_t is.
+    relu_.backward(out, out, t == steps ? dy : grad, grad, ctx);
+    // dz_t: the last step's goes straight into the feed-forward sum, the others are added to it.
+    const Tensor dz_t = t == steps ? dff : dz;
+    norms_[static_cast<size_t>(t)]->backward(z, out, grad, dz_t, ctx);
+    if (t < steps) dispatch_float(u.dtype(), [&](auto zero) { add_into<decltype(zero)>(ctx.pool, dz, dff); });
+    // dx_{t-1} = w_rec^T dz_t, and d(w_rec) += x_{t-1}^T dz_t
+    if (t > 0) rec_->backward(x_[static_cast<size_t>(t - 1)].rows(0, n), z, dz_t, grad, t == steps ? ctx : later);
+  }
+  ff_.backward(u, z_[0].rows(0, n), dff, du, ctx);  // d(w_ff) and du from the sum of every dz_t
+}
+
+std::vector<Param*> RecurrentConv2D::params() {
+  std::vector<Param*> all = ff_.params();
+  if (rec_) {
+    for (Param* p : rec_->params()) all.push_back(p);
+  }
+  for (auto& norm : norms_)
+    for (Param* p : norm->params()) all.push_back(p);
+  return all;
+}
+
+std::vector<Param*> RecurrentConv2D::buffers() {
+  std::vector<Param*> all;
+  for (auto& norm : norms_)
+    for (Param* p : norm->buffers()) all.push_back(p);
+  return all;
+}
+
+int64_t RecurrentConv2D::parameter_count() const {
+  int64_t count = ff_.parameter_count() + (rec_ ? rec_->parameter_count() : 0);
+  for (const auto& norm : norms_) count += norm->parameter_count();
+  return count;
+}
+
+int64_t RecurrentConv2D::workspace_elements(int64_t n) const {
+  return std::max(ff_.workspace_elements(n), rec_ ? rec_->workspace_elements(n) : 0);
+}
+
+std::string RecurrentConv2D::describe() const {
+  const std::string k = std::to_string(options_.kernel);
+  return k + "x" + k + " same, " + std::to_string(options_.steps) + " steps (" + std::to_string(options_.steps + 1) +
+         " states), init " + init_name(options_.init) + ", batch norm per step";
+}
+
+}  // namespace rg

@@ -1,0 +1,216 @@
+// The GAN step (see gan.h), sample generation and the pair's checkpoints.
+#include "train/gan.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "report/progress.h"
+#include "train/checkpoint.h"
+
+namespace rg {
+
+namespace {
+constexpr uint64_t kShuffleStream = 2000;  // + epoch, as the classifier trainer
+constexpr uint64_t kNoiseStream = 3000;    // + epoch: the training noise
+
+// mean sigmoid(logit) over a batch of logits [n, 1]
+double mean_probability(const Tensor& logits) {
+  double sum = 0;
+  for (int64_t i = 0; i < logits.numel(); ++i) sum += 1.0 / (1.0 + std::exp(-double(logits.f32()[i])));
+  return logits.numel() > 0 ? sum / static_cast<double>(logits.numel()) : 0.0;
+}
+
+std::string last_layer_kind(const Model& model) { return model.layers().back()->kind(); }
+}  // namespace
+
+Status check_gan_pair(const Model& generator, const Model& discriminator) {
+  const std::string g_where = "the generator (" + generator.cfg().file + ")";
+  const std::string d_where = "the discriminator (" + discriminator.cfg().file + ")";
+  if (generator.output_shape().numel() != discriminator.input_shape().numel()) {
+    return Status::error(g_where + " makes samples " + generator.output_shape().str() + ", " + d_where + " takes " +
+                         discriminator.input_shape().str());
+  }
+  if (discriminator.output_shape().numel() != 1) {
+    return Status::error(d_where + " must end in one logit (a dense layer of 1 unit), it gives " +
+                         discriminator.output_shape().str());
+  }
+  if (discriminator.loss() != LossKind::bce_with_logits) {
+    return Status::error(d_where + " must have loss = bce_with_logits, it has " + loss_name(discriminator.loss()));
+  }
+  const std::string last = last_layer_kind(generator);
+  if (last != "tanh" && last != "sigmoid") {
+    return Status::error(g_where + " must end in tanh (samples in [-1, 1]) or sigmoid ([0, 1]), it ends in [" + last +
+                         "]");
+  }
+  return Status();
+}
+
+GanTrainer::GanTrainer(Model& generator, Model& discriminator, ThreadPool& pool, const TrainOptions& options)
+    : g_(generator),
+      d_(discriminator),
+      pool_(pool),
+      options_(options),
+      g_opt_(options.optimizer, generator.params()),
+      d_opt_(options.optimizer, discriminator.params()) {}
+
+Status GanTrainer::prepare() {
+  RG_TRY(check_gan_pair(g_, d_));
+  tanh_out_ = last_layer_kind(g_) == "tanh";
+  RG_TRY(g_opt_.init());
+  RG_TRY(d_opt_.init());
+  RG_TRY(g_.reserve(options_.batch));
+  RG_TRY(d_.reserve(options_.batch));
+  const int64_t n = options_.batch;
+  RG_ASSIGN(real_, Tensor::zeros(d_.input_shape().batched(n), DType::f32, "real image batch"));
+  RG_ASSIGN(labels_, Tensor::zeros(Shape{n}, DType::i32, "label batch"));
+  RG_ASSIGN(z_, Tensor::zeros(g_.input_shape().batched(n), DType::f32, "noise batch"));
+  RG_ASSIGN(ones_, Tensor::zeros(Shape{n, 1}, DType::f32, "BCE targets"));
+  RG_ASSIGN(zeros_, Tensor::zeros(Shape{n, 1}, DType::f32, "BCE targets"));
+  for (int64_t i = 0; i < n; ++i) ones_.f32()[i] = 1.0f;
+  return Status();
+}
+
+void GanTrainer::draw_noise(Rng& rng, int64_t count, const Tensor& z) const {
+  const int64_t size = g_.input_shape().numel();
+  for (int64_t i = 0; i < count * size; ++i) z.f32()[i] = static_cast<float>(rng.normal());
+}
+
+Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
+  if (real.sample_shape.numel() != d_.input_shape().numel()) {
+    return Status::error("the data's samples are " + real.sample_shape.str() + ", the discriminator takes " +
+                         d_.input_shape().str());
+  }
+  const int64_t epoch = epochs_done_;
+  const int64_t n = real.size();
+  const int64_t steps = (n + options_.batch - 1) / options_.batch;
+  Rng shuffle_rng(options_.seed, kShuffleStream + static_cast<uint64_t>(epoch));
+  Rng noise_rng(options_.seed, kNoiseStream + static_cast<uint64_t>(epoch));
+  const std::vector<int32_t> order = shuffled_indices(static_cast<int32_t>(n), shuffle_rng);
+  std::fprintf(options_.log, "Epoch %lld/%lld\n", static_cast<long long>(epoch + 1),
+               static_cast<long long>(options_.epochs));
+  ProgressBar progress(steps, options_.log, options_.live_progress);
+  const auto start = std::chrono::steady_clock::now();
+
+  GanEpochRecord sums;
+  int64_t seen = 0;
+  LayerContext ctx{&pool_, true, false};
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
+    real.gather(order.data() + begin, count, real_.f32(), labels_.data<int32_t>());
+    const Tensor x = real_.rows(0, count);
+    if (tanh_out_) {
+      for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = 2.0f * x.f32()[i] - 1.0f;
+    }
+    const Tensor z = z_.rows(0, count);
+    draw_noise(noise_rng, count, z);
+    const Tensor ones = ones_.rows(0, count), zeros = zeros_.rows(0, count);
+    const double scale = 1.0 / static_cast<double>(count);
+    // Dropout in either network draws per forward: three D forwards and one G forward a step.
+    const uint64_t stream = 4 * static_cast<uint64_t>(d_opt_.steps());
+
+    // G(z), kept in G's activations for its backward at the end of the step.
+    ctx.noise_stream = stream;
+    ctx.accumulate_grads = false;
+    const Tensor fake = g_.forward(z, ctx);
+
+    // D on the real batch (grads written), then on the fake one (grads added); no gradient to G.
+    ctx.noise_stream = stream + 1;
+    Tensor logits = d_.forward(x, ctx);
+    const double loss_real = compute_loss(LossKind::bce_with_logits, logits, ones, scale, d_.output_grad());
+    const double d_real = mean_probability(logits);
+    d_.backward(ctx);
+    ctx.noise_stream = stream + 2;
+    ctx.accumulate_grads = true;
+    logits = d_.forward(fake, ctx);
+    const double loss_fake = compute_loss(LossKind::bce_with_logits, logits, zeros, scale, d_.output_grad());
+    const double d_fake = mean_probability(logits);
+    d_.backward(ctx);
+    d_opt_.step(options_.schedule.lr);
+
+    // G through the updated D: D's input gradient lands in G's output gradient. D's param grads
+    // from this pass are written and then overwritten by the next D step, never applied.
+    ctx.noise_stream = stream + 3;
+    ctx.accumulate_grads = false;
+    logits = d_.forward(fake, ctx);
+    const double loss_g = compute_loss(LossKind::bce_with_logits, logits, ones, scale, d_.output_grad());
+    const double d_fake_after = mean_probability(logits);
+    d_.backward(ctx, g_.output_grad());
+    g_.backward(ctx);
+    g_opt_.step(options_.schedule.lr);
+
+    const double loss_d = (loss_real + loss_fake) * scale;
+    if (!std::isfinite(loss_d) || !std::isfinite(loss_g)) {
+      return Status::error("a GAN loss became " + std::string(std::isfinite(loss_d) ? "G " : "D ") +
+                           "not finite at epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
+                           "; training stopped (lower the learning rate?); the saved networks are unchanged");
+    }
+    const double w = static_cast<double>(count);
+    sums.loss_d += loss_d * w;
+    sums.loss_g += loss_g * scale * w;
+    sums.d_real += d_real * w;
+    sums.d_fake += d_fake * w;
+    sums.d_fake_after += d_fake_after * w;
+    seen += count;
+    const double s = static_cast<double>(seen);
+    progress.update(step + 1, {{"loss_D", sums.loss_d / s}, {"loss_G", sums.loss_g / s}, {"D(x)", sums.d_real / s},
+                               {"D(G(z))", sums.d_fake / s}});
+  }
+  GanEpochRecord record;
+  const double s = static_cast<double>(seen);
+  record.epoch = epoch + 1;
+  record.loss_d = sums.loss_d / s;
+  record.loss_g = sums.loss_g / s;
+  record.d_real = sums.d_real / s;
+  record.d_fake = sums.d_fake / s;
+  record.d_fake_after = sums.d_fake_after / s;
+  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  record.samples_per_s = s / record.seconds;
+  progress.finish({{"loss_D", record.loss_d}, {"loss_G", record.loss_g}, {"D(x)", record.d_real},
+                   {"D(G(z))", record.d_fake}});
+  epochs_done_ = epoch + 1;
+  return record;
+}
+
+Status GanTrainer::generate(uint64_t stream, int64_t count, const Tensor& out) {
+  RG_CHECK(out.numel() == count * g_.output_shape().numel(), "sample buffer " << out.shape().str());
+  Rng rng(options_.seed, stream);
+  const LayerContext ctx{&pool_, false};
+  const int64_t size = g_.output_shape().numel();
+  for (int64_t begin = 0; begin < count; begin += options_.batch) {
+    const int64_t m = std::min(options_.batch, count - begin);
+    const Tensor z = z_.rows(0, m);
+    draw_noise(rng, m, z);
+    const Tensor samples = g_.forward(z, ctx);
+    float* dst = out.f32() + begin * size;
+    for (int64_t i = 0; i < m * size; ++i) {
+      const float v = samples.f32()[i];
+      dst[i] = tanh_out_ ? 0.5f * (v + 1.0f) : v;
+    }
+  }
+  return Status();
+}
+
+Status GanTrainer::save(const std::string& generator_path, const std::string& discriminator_path) {
+  RG_TRY(save_checkpoint(generator_path, g_, &g_opt_, training_settings(options_, g_opt_, epochs_done_)));
+  return save_checkpoint(discriminator_path, d_, &d_opt_, training_settings(options_, d_opt_, epochs_done_));
+}
+
+Status GanTrainer::resume_from(const Checkpoint& g_ck, const std::string& generator_path, const Checkpoint& d_ck,
+                               const std::string& discriminator_path) {
+  TrainOptions g_options, d_options;
+  RG_TRY(options_from_checkpoint(g_ck, generator_path, &g_options));
+  RG_TRY(options_from_checkpoint(d_ck, discriminator_path, &d_options));
+  const int64_t done = std::stoll(g_ck.settings.at("epochs_done"));
+  if (done != std::stoll(d_ck.settings.at("epochs_done"))) {
+    return Status::error(generator_path + " and " + discriminator_path +
+                         " have different epochs done: they are not from one run");
+  }
+  RG_TRY(restore_checkpoint(g_ck, generator_path, g_, &g_opt_));
+  RG_TRY(restore_checkpoint(d_ck, discriminator_path, d_, &d_opt_));
+  g_opt_.set_steps(std::stoll(g_ck.settings.at("optimizer_steps")));
+  d_opt_.set_steps(std::stoll(d_ck.settings.at("optimizer_steps")));
+  epochs_done_ = done;
+  return Status();
+}
+
+}  // namespace rg

@@ -1,0 +1,84 @@
+// GAN training with DCGAN's recipe (Radford et al. 2016, as PyTorch's example runs it).
+// A generator G maps noise z [n, noise...] (standard normal) to samples; a discriminator D maps
+// a sample to one logit. One step is one D update and then one G update:
+//   D: BCE(D(x), 1) on a real batch plus BCE(D(G(z)), 0) on a fake one (real and fake in
+//      separate batches, so D's batch norm sees each alone), then D's optimizer step;
+//   G: BCE(D(G(z)), 1) through the updated D (the non-saturating loss), its gradient passed
+//      from D's input to G's output, then G's optimizer step.
+// Real images in [0, 1] are mapped to G's output range: [-1, 1] when G ends in tanh, [0, 1]
+// when it ends in sigmoid. Deterministic: epoch e's order and noise come from (seed, e).
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "nn/model.h"
+#include "train/trainer.h"
+
+namespace rg {
+
+// Noise streams of GanTrainer::generate: the grid shown after each epoch, and the samples the
+// judge scores (the same noise every epoch, so epochs compare).
+constexpr uint64_t kFixedNoiseStream = 4000;
+constexpr uint64_t kScoreNoiseStream = 4001;
+
+// Means over an epoch's steps.
+struct GanEpochRecord {
+  int64_t epoch = 0;  // 1-based
+  double loss_d = 0;  // BCE(D(x), 1) + BCE(D(G(z)), 0)
+  double loss_g = 0;  // BCE(D(G(z)), 1) after D's update
+  double d_real = 0;  // mean sigmoid(D(x)): D's belief that real images are real
+  double d_fake = 0;  // mean sigmoid(D(G(z))) before D's update
+  double d_fake_after = 0;  // the same after D's update (what G trains against)
+  double seconds = 0, samples_per_s = 0;
+};
+
+// Checks that G's samples fit D's input, that D gives one logit, and how G's output range maps
+// to pixels; the error names what does not fit.
+Status check_gan_pair(const Model& generator, const Model& discriminator);
+
+class GanTrainer {
+ public:
+  // options: epochs, batch, seed, the optimizer (one rule for both networks; DCGAN: Adam with
+  // beta1 0.5) and schedule.lr (a constant rate), log and live_progress; data is recorded.
+  GanTrainer(Model& generator, Model& discriminator, ThreadPool& pool, const TrainOptions& options);
+
+  // Allocates optimizer state and batch buffers.
+  Status prepare();
+  // Restores both networks and their optimizers from checkpoints written by save() and read
+  // with read_checkpoint (after prepare(); on an error the caller stops: one of the two may
+  // have been restored).
+  Status resume_from(const Checkpoint& generator, const std::string& generator_path, const Checkpoint& discriminator,
+                     const std::string& discriminator_path);
+  // One epoch over `real` (its images in [0, 1]); a loss that is not finite is an error.
+  Result<GanEpochRecord> train_epoch(const Dataset& real);
+
+  // `count` samples of G in inference mode (batch norm's running statistics) for the noise
+  // drawn from (seed, stream), as pixels in [0, 1]: out [count, sample...] f32. The same
+  // stream gives the same samples whatever the batch.
+  Status generate(uint64_t stream, int64_t count, const Tensor& out);
+
+  // Both networks with their optimizers' state and the epochs done, each atomically.
+  Status save(const std::string& generator_path, const std::string& discriminator_path);
+
+  int64_t epochs_done() const { return epochs_done_; }
+  const TrainOptions& options() const { return options_; }
+
+ private:
+  void draw_noise(Rng& rng, int64_t count, const Tensor& z) const;
+
+  Model& g_;
+  Model& d_;
+  ThreadPool& pool_;
+  TrainOptions options_;
+  Optimizer g_opt_, d_opt_;
+  bool tanh_out_ = false;       // G's samples in [-1, 1] (else [0, 1])
+  Tensor real_, labels_, z_;    // [batch, ...] buffers
+  Tensor ones_, zeros_;         // BCE targets [batch, 1]
+  int64_t epochs_done_ = 0;
+};
+
+}  // namespace rg
