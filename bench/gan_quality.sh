@@ -31,6 +31,7 @@ cd "$(dirname "$0")/.."
 EPOCHS=${EPOCHS:-5}
 SEED=${SEED:-1}
 OUT=${OUT:-$(mktemp -d /tmp/retrograd-gan-XXXXXX)}
+mkdir -p "$OUT"
 args=(train --model dcgan --epochs "$EPOCHS" --seed "$SEED" --out "$OUT" --json "$OUT/run.json")
 [[ -n "${THREADS:-}" ]] && args+=(--threads "$THREADS")
 [[ -n "${JUDGE:-}" ]] && args+=(--judge "$JUDGE")

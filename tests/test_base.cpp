@@ -445,6 +445,16 @@ TEST(Fp16, HalfToFloatMatchesDefinition) {
   }
 }
 
+// A signalling NaN half comes out a quiet float NaN with the same payload (F16C does this).
+TEST(Fp16, HalfNanComesOutQuietWithItsPayload) {
+  for (uint32_t h : {0x7C01u, 0x7D55u, 0xFC01u, 0x7E00u, 0x7FFFu}) {
+    uint32_t u;
+    const float f = f16_to_f32(static_cast<uint16_t>(h));
+    std::memcpy(&u, &f, 4);
+    EXPECT_EQ(u, ((h & 0x8000u) << 16) | 0x7FC00000u | ((h & 0x3FFu) << 13)) << std::hex << h;
+  }
+}
+
 TEST(Fp16, RoundTripEveryHalf) {
   for (uint32_t h = 0; h < 65536; ++h) {
     const auto half = static_cast<uint16_t>(h);

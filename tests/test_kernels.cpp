@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fp16.h"
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "cpu/kernel_tables.h"
@@ -177,6 +178,83 @@ TEST_P(KernelsOnIsa, AdamIsBitExact) {
     expect_close(m2, m1, n, 0, 0, "adam m");
     expect_close(s2, s1, n, 0, 0, "adam s");
   }
+}
+
+// fp16 conversion, on this level's software path and, where the CPU has F16C and the level
+// is AVX or above, on F16C's: bit for bit the scalar converters of base/fp16.h.
+std::vector<const F16ConvertKernels*> f16_paths(Isa isa) {
+  std::vector<const F16ConvertKernels*> paths{&f16_convert_kernels(isa, false)};
+  if (detect_cpu().features.f16c && isa >= Isa::avx) paths.push_back(&f16_convert_kernels(isa, true));
+  return paths;
+}
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+TEST_P(KernelsOnIsa, HalfToFloatEveryHalfIsExact) {
+  std::vector<uint16_t> half(65536);
+  for (uint32_t h = 0; h < 65536; ++h) half[h] = static_cast<uint16_t>(h);
+  for (const F16ConvertKernels* path : f16_paths(GetParam())) {
+    SCOPED_TRACE(path->name);
+    std::vector<float> out(65536 + 8, 42.0f);
+    path->to_f32(65536, half.data(), out.data());
+    for (uint32_t h = 0; h < 65536; ++h) {
+      ASSERT_EQ(bits_of(out[h]), bits_of(f16_to_f32(half[h]))) << std::hex << "half " << h;
+    }
+    for (size_t i = 65536; i < out.size(); ++i) ASSERT_EQ(out[i], 42.0f) << "wrote past n";
+  }
+}
+
+// f32 -> f16: the edge cases by bit pattern (signed zeros, subnormal floats, the half
+// subnormal range and its ties, the normal range's ends and ties, overflow to Inf, Inf,
+// quiet and signalling NaNs with payloads), then 2^22 bit patterns spread over all floats,
+// then every float whose upper 19 bits match a half boundary's; sizes 0 to 17 for the tails.
+TEST_P(KernelsOnIsa, FloatToHalfIsExact) {
+  std::vector<uint32_t> patterns = {0x00000000u, 0x80000000u, 0x00000001u, 0x007FFFFFu, 0x00800000u,
+                                    0x33000000u, 0x33000001u, 0x337FFFFFu, 0x33800000u, 0x33C00000u,
+                                    0x34000000u, 0x387FC000u, 0x387FE000u, 0x387FF000u, 0x38800000u,
+                                    0x38801000u, 0x38803000u, 0x3F800000u, 0x3F801000u, 0x3F803000u,
+                                    0x477FE000u, 0x477FEFFFu, 0x477FF000u, 0x477FFFFFu, 0x47800000u,
+                                    0x7F7FFFFFu, 0x7F800000u, 0x7F800001u, 0x7FA00000u, 0x7FBFFFFFu,
+                                    0x7FC00000u, 0x7FD56000u, 0x7FFFFFFFu};
+  const size_t edges = patterns.size();
+  for (size_t i = 0; i < edges; ++i) patterns.push_back(patterns[i] | 0x80000000u);
+  for (uint32_t k = 0; k < (1u << 22); ++k) patterns.push_back(k * 1024u + (k * 2654435761u >> 22));
+  for (uint32_t top = 0x33000000u >> 13; top <= (0x47800000u >> 13); top += 0x400u >> 6) {
+    for (uint32_t low : {0x0000u, 0x0FFFu, 0x1000u, 0x1001u, 0x1FFFu}) patterns.push_back((top << 13) | low);
+  }
+  std::vector<float> values(patterns.size());
+  for (size_t i = 0; i < patterns.size(); ++i) std::memcpy(&values[i], &patterns[i], 4);
+  for (const F16ConvertKernels* path : f16_paths(GetParam())) {
+    SCOPED_TRACE(path->name);
+    std::vector<uint16_t> out(values.size() + 8, 0xABCDu);
+    path->to_f16(static_cast<int64_t>(values.size()), values.data(), out.data());
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(out[i], f32_to_f16(values[i])) << std::hex << "float bits " << patterns[i];
+    }
+    for (size_t i = values.size(); i < out.size(); ++i) ASSERT_EQ(out[i], 0xABCDu) << "wrote past n";
+    for (int64_t n = 0; n <= 17; ++n) {  // tails: the padded copy gives the same bits
+      std::vector<uint16_t> part(static_cast<size_t>(n) + 1, 0xABCDu);
+      path->to_f16(n, values.data() + 100, part.data());
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(part[static_cast<size_t>(i)], out[100 + static_cast<size_t>(i)]);
+      ASSERT_EQ(part[static_cast<size_t>(n)], 0xABCDu) << "n " << n;
+      std::vector<float> back(static_cast<size_t>(n) + 1, 42.0f);
+      path->to_f32(n, part.data(), back.data());
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(bits_of(back[static_cast<size_t>(i)]), bits_of(f16_to_f32(part[static_cast<size_t>(i)])));
+      ASSERT_EQ(back[static_cast<size_t>(n)], 42.0f) << "n " << n;
+    }
+  }
+}
+
+TEST(KernelTables, HalfConversionPaths) {
+  EXPECT_STREQ(f16_convert_kernels(Isa::reference, true).name, "reference");
+  EXPECT_STREQ(f16_convert_kernels(Isa::sse41, true).name, "sse2");  // F16C needs AVX state
+  EXPECT_STREQ(f16_convert_kernels(Isa::avx, false).name, "sse2");   // Sandy Bridge: AVX, no F16C
+  EXPECT_STREQ(f16_convert_kernels(Isa::avx, true).name, "f16c");
+  EXPECT_STREQ(f16_convert_kernels(Isa::avx2_fma, true).name, "f16c");
 }
 
 TEST(KernelTables, EachLevelUsesItsOwnOrTheNearestLowerKernels) {

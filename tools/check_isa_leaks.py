@@ -67,7 +67,7 @@ NOT_A_LEVEL = 99  # FMA4/XOP (AMD only): no retrograd level may use them
 # Substrings of demangled names, most specific first; a name gets the highest that matches.
 NAME_LEVELS = [
     ("__avx512", AVX512), ("xsimd::avx512", AVX512),
-    ("__avx2", AVX2), ("xsimd::avx2", AVX2), ("__fma", AVX2), ("xsimd::fma3<", AVX2),
+    ("__avx2", AVX2), ("xsimd::avx2", AVX2), ("__fma", AVX2), ("xsimd::fma3<", AVX2), ("__f16c", AVX2),
     ("__avx", AVX), ("xsimd::avx", AVX),
     ("__sse4_2", SSE42), ("__sse42", SSE42), ("xsimd::sse4_2", SSE42),
     ("__sse4_1", SSE41), ("__sse41", SSE41), ("xsimd::sse4_1", SSE41),
@@ -349,7 +349,8 @@ def demangle(names):
 
 def level_of_isa(isa):
     """'avx2_fma' -> AVX2 ... from the file name of src/cpu/isa/<isa>.cpp."""
-    for prefix, level in [("avx512", AVX512), ("avx2", AVX2), ("fma", AVX2), ("avx", AVX),
+    # f16c: AVX + F16C, whose instructions the disassembly counts at the avx2 level.
+    for prefix, level in [("avx512", AVX512), ("avx2", AVX2), ("fma", AVX2), ("f16c", AVX2), ("avx", AVX),
                           ("sse4_2", SSE42), ("sse42", SSE42), ("sse4_1", SSE41), ("sse41", SSE41),
                           ("ssse3", SSSE3), ("sse3", SSE3), ("sse2", BASELINE), ("reference", BASELINE)]:
         if isa.startswith(prefix):

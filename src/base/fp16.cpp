@@ -22,7 +22,9 @@ float f16_to_f32(uint16_t half) {
   const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
   const uint32_t exponent = (half >> 10) & 0x1Fu;
   uint32_t mantissa = half & 0x3FFu;
-  if (exponent == 0x1F) return float_of(sign | 0x7F800000u | (mantissa << 13));  // Inf, NaN
+  if (exponent == 0x1F) {  // Inf; NaN made quiet (as F16C's vcvtph2ps does), payload kept
+    return float_of(sign | 0x7F800000u | (mantissa << 13) | (mantissa != 0 ? 0x00400000u : 0u));
+  }
   if (exponent != 0) return float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));
   if (mantissa == 0) return float_of(sign);  // signed zero
   // Subnormal half: normalise into a float.

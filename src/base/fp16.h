@@ -1,6 +1,7 @@
-// Scalar IEEE binary16 <-> binary32 conversion, bit-exact: round to nearest even,
-// NaN kept quiet with its payload's top bits, Inf, subnormals both ways.
-// The vectorised converters of later issues are tested against these.
+// Scalar IEEE binary16 <-> binary32 conversion, bit-exact: round to nearest even; a NaN
+// comes out quiet (as F16C's instructions make it) with its payload's top bits; Inf,
+// subnormals both ways. The vector converters (cpu/ukernels/f16_convert.h) match these bit
+// for bit.
 #pragma once
 
 #include <cstdint>

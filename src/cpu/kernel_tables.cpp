@@ -56,4 +56,18 @@ const F32VectorKernels& f32_vector_kernels(Isa isa) {
   return reference;
 }
 
+const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c) {
+  static const F16ConvertKernels reference{f16_to_f32__reference, f32_to_f16__reference, "reference"};
+  static const F16ConvertKernels sse2{f16_to_f32__sse2, f32_to_f16__sse2, "sse2"};
+  static const F16ConvertKernels f16c{f16_to_f32__f16c, f32_to_f16__f16c, "f16c"};
+  if (isa == Isa::reference) return reference;
+  if (cpu_has_f16c && isa >= Isa::avx) return f16c;
+  return sse2;  // SSE3..SSE4.1 and AVX add nothing these use
+}
+
+const F16ConvertKernels& f16_convert() {
+  static const bool has_f16c = detect_cpu().features.f16c;  // usable: F16C and the OS saves AVX state
+  return f16_convert_kernels(active_isa(), has_f16c);
+}
+
 }  // namespace rg

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cpu/isa.h"
+#include "cpu/ukernels/f16_convert.h"
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
 
@@ -40,5 +41,17 @@ struct F32VectorKernels {
 const F32VectorKernels& f32_vector_kernels(Isa isa);
 // Shorthand for the active ISA's.
 inline const F32VectorKernels& f32_vector() { return f32_vector_kernels(active_isa()); }
+
+// fp16 <-> f32 array conversion (ukernels/f16_convert.h), bit-exact on every path.
+struct F16ConvertKernels {
+  F16ToF32 to_f32;
+  F32ToF16 to_f16;
+  const char* name;  // "f16c", "sse2" (integer bit manipulation) or "reference" (scalar)
+};
+// F16C's converters where the CPU has F16C and `isa` is avx or above (F16C's instructions
+// are VEX-encoded and need the OS to save AVX state); else the level's software converters.
+const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c);
+// The active ISA's, on this CPU.
+const F16ConvertKernels& f16_convert();
 
 }  // namespace rg

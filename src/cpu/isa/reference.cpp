@@ -2,6 +2,8 @@
 // It is what every vector kernel is tested against and what RETROGRAD_ISA=reference runs.
 #include <cmath>
 
+#include "base/fp16.h"
+#include "cpu/ukernels/f16_convert.h"
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
 #include "ops/activation.h"
@@ -86,6 +88,14 @@ void f32_adam__reference(int64_t n, const AdamStep& step, float* w, const float*
     s[i] = step.beta2 * s[i] + step.one_minus_beta2 * g * g;
     w[i] = w[i] - step.step_size * m[i] / (std::sqrt(s[i]) / step.correction2_sqrt + step.eps);
   }
+}
+
+void f16_to_f32__reference(int64_t n, const uint16_t* half, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(half[i]);
+}
+
+void f32_to_f16__reference(int64_t n, const float* value, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16(value[i]);
 }
 
 }  // namespace rg
