@@ -16,6 +16,8 @@
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "nn/layer.h"
+#include "nn/loss.h"
+#include "nn/model.h"
 
 namespace rg {
 
@@ -227,6 +229,33 @@ inline std::vector<double> results_with_threads(const LayerSpec& spec, int threa
   for (Param* p : layer->buffers())
     for (double v : values(p->value)) all.push_back(v);
   return all;
+}
+
+// A whole classifier (softmax cross-entropy, at least 3 classes) built from cfg text in f64:
+// every parameter's gradient through Model::forward/backward against central differences of
+// the loss of a batch of 4.
+inline void check_classifier_gradients(const std::string& cfg_text) {
+  auto doc = parse_cfg(cfg_text, "model.cfg");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  Model& model = *built.value();
+  const int64_t n = 4;
+  ASSERT_TRUE(model.init(5, DType::f64).ok());
+  ASSERT_TRUE(model.reserve(n).ok());
+  Rng rng(8);
+  for (Param* p : model.params()) fill_random(p->value, rng, -0.8, 0.8);
+  Tensor x = make(model.input_shape().batched(n), DType::f64);
+  fill_random(x, rng, -1, 1);
+  Tensor target = make(Shape{n}, DType::i32);
+  for (int64_t i = 0; i < n; ++i) target.data<int32_t>()[i] = static_cast<int32_t>(i % 3);
+  LayerContext ctx;
+  ctx.training = true;
+  const Tensor out = model.forward(x, ctx);
+  compute_loss(model.loss(), out, target, 1.0, model.output_grad());
+  model.backward(ctx);
+  auto objective = [&] { return compute_loss(model.loss(), model.forward(x, ctx), target, 1.0, Tensor()); };
+  for (Param* p : model.params()) check_against_differences(p->name, p->value, p->grad, objective);
 }
 
 }  // namespace rg

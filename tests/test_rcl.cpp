@@ -298,29 +298,11 @@ TEST(RclCfg, ErrorsNameTheKey) {
 // Two RCLs through Model (its shared workspace for the member convs, pooling between, the
 // ping-pong gradients), every parameter against central differences of the loss.
 TEST(RclModel, GradientsThroughModel) {
-  auto built = build(
+  check_classifier_gradients(
       "[net]\ninput = 6x5x1\nloss = softmax_cross_entropy\n"
       "[conv]\nfilters = 2\nsize = 3\npad = 1\nbias = false\n[batchnorm]\n[relu]\n"
       "[rcl]\nfilters = 3\nsteps = 2\n[maxpool]\nsize = 2\n[rcl]\nfilters = 4\nsteps = 3\n[global_avgpool]\n"
       "[dense]\nunits = 3\n");
-  ASSERT_TRUE(built.ok()) << built.status().message();
-  Model& model = *built.value();
-  ASSERT_TRUE(model.init(5, DType::f64).ok());
-  ASSERT_TRUE(model.reserve(4).ok());
-  Rng rng(8);
-  for (Param* p : model.params()) fill_random(p->value, rng, -0.8, 0.8);
-  const int64_t n = 4;
-  Tensor x = make(model.input_shape().batched(n), DType::f64);
-  fill_random(x, rng, -1, 1);
-  Tensor target = make(Shape{n}, DType::i32);
-  for (int64_t i = 0; i < n; ++i) target.data<int32_t>()[i] = static_cast<int32_t>(i % 3);
-  LayerContext ctx;
-  ctx.training = true;
-  const Tensor out = model.forward(x, ctx);
-  compute_loss(model.loss(), out, target, 1.0, model.output_grad());
-  model.backward(ctx);
-  auto objective = [&] { return compute_loss(model.loss(), model.forward(x, ctx), target, 1.0, Tensor()); };
-  for (Param* p : model.params()) check_against_differences(p->name, p->value, p->grad, objective);
 }
 
 // Model::reserve allocates the RCL's states through the counted allocator and counts them in
