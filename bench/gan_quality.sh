@@ -55,7 +55,7 @@ for h in history:
                  s["confidence"], s["classes_over_3_percent"], shares, h["samples_per_s"]))
 header = "| epoch | loss_D | loss_G | D(x) | D(G(z)) | score | confidence | classes >= 3% | shares % (classes 0-9) | samples/s |"
 print(header)
-print("|" + "---:|" * 9 + "---|---:|")
+print("|" + "---:|" * 8 + "---|---:|")
 for r in rows:
     print(f"| {r[0]} | {r[1]:.3f} | {r[2]:.3f} | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.2f} +- {r[6]:.2f} | {r[7]:.3f} | "
           f"{r[8]} | {r[9]} | {r[10]:.0f} |")
