@@ -26,10 +26,7 @@ Result<ConvOptions> options_from_cfg(const CfgSection& section, bool transposed)
   if (transposed) {
     RG_ASSIGN(o.output_pad, section.get_int_or("output_pad", 0, 0, 63));
   }
-  RG_ASSIGN(const std::string init_text, section.get_string_or("init", "he"));
-  auto init = init_from_name(init_text);
-  if (!init.ok()) return Status::error(section.where("init") + init.status().message());
-  o.init = init.value();
+  RG_ASSIGN(o.init, init_from_section(section));
   RG_ASSIGN(o.bias, section.get_bool_or("bias", true));
   return o;
 }

@@ -9,11 +9,9 @@ namespace rg {
 
 Result<std::unique_ptr<Layer>> Dense::from_cfg(const CfgSection& section) {
   RG_ASSIGN(const int64_t units, section.get_int("units", 1, 1 << 24));
-  RG_ASSIGN(const std::string init_text, section.get_string_or("init", "he"));
-  auto init = init_from_name(init_text);
-  if (!init.ok()) return Status::error(section.where("init") + init.status().message());
+  RG_ASSIGN(const Init init, init_from_section(section));
   RG_ASSIGN(const bool bias, section.get_bool_or("bias", true));
-  return std::unique_ptr<Layer>(new Dense(units, init.value(), bias));
+  return std::unique_ptr<Layer>(new Dense(units, init, bias));
 }
 
 Result<Shape> Dense::configure(const Shape& input) {

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "nn/cfg.h"
+
 namespace rg {
 
 Result<Init> init_from_name(const std::string& name) {
@@ -13,6 +15,13 @@ Result<Init> init_from_name(const std::string& name) {
   if (name == "dcgan") return Init::dcgan_normal;
   if (name == "zeros") return Init::zeros;
   return Status::error("unknown initialiser '" + name + "' (he, he_normal, glorot, glorot_normal, dcgan, zeros)");
+}
+
+Result<Init> init_from_section(const CfgSection& section) {
+  RG_ASSIGN(const std::string text, section.get_string_or("init", "he"));
+  auto init = init_from_name(text);
+  if (!init.ok()) return Status::error(section.where("init") + init.status().message());
+  return init;
 }
 
 const char* init_name(Init init) {

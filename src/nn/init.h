@@ -13,7 +13,11 @@ namespace rg {
 
 enum class Init { he_uniform, he_normal, glorot_uniform, glorot_normal, dcgan_normal, zeros };
 
+class CfgSection;
+
 Result<Init> init_from_name(const std::string& name);  // "he", "he_normal", "glorot", ...
+// A layer section's `init = ...` key (he when absent); the error names the file, line and key.
+Result<Init> init_from_section(const CfgSection& section);
 const char* init_name(Init init);
 
 // Fills w (f32 or f64) for a layer with the given fan-in and fan-out.

@@ -48,10 +48,7 @@ Result<std::unique_ptr<Layer>> RecurrentConv2D::from_cfg(const CfgSection& secti
                          " is even: an rcl keeps the image size (stride 1, pad = size / 2), which needs an odd size");
   }
   RG_ASSIGN(o.steps, section.get_int_or("steps", 3, 0, 64));
-  RG_ASSIGN(const std::string init_text, section.get_string_or("init", "he"));
-  auto init = init_from_name(init_text);
-  if (!init.ok()) return Status::error(section.where("init") + init.status().message());
-  o.init = init.value();
+  RG_ASSIGN(o.init, init_from_section(section));
   RG_ASSIGN(o.momentum, section.get_float_or("momentum", 0.1, 0.0, 1.0));
   RG_ASSIGN(o.eps, section.get_float_or("eps", 1e-5, 1e-12, 1.0));
   return std::unique_ptr<Layer>(new RecurrentConv2D(o));
