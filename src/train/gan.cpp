@@ -197,19 +197,14 @@ Status GanTrainer::save(const std::string& generator_path, const std::string& di
 
 Status GanTrainer::resume_from(const Checkpoint& g_ck, const std::string& generator_path, const Checkpoint& d_ck,
                                const std::string& discriminator_path) {
-  TrainOptions g_options, d_options;
-  RG_TRY(options_from_checkpoint(g_ck, generator_path, &g_options));
-  RG_TRY(options_from_checkpoint(d_ck, discriminator_path, &d_options));
-  const int64_t done = std::stoll(g_ck.settings.at("epochs_done"));
-  if (done != std::stoll(d_ck.settings.at("epochs_done"))) {
+  int64_t g_done = 0, d_done = 0;
+  RG_TRY(restore_training_state(g_ck, generator_path, g_, g_opt_, &g_done));
+  RG_TRY(restore_training_state(d_ck, discriminator_path, d_, d_opt_, &d_done));
+  if (g_done != d_done) {
     return Status::error(generator_path + " and " + discriminator_path +
                          " have different epochs done: they are not from one run");
   }
-  RG_TRY(restore_checkpoint(g_ck, generator_path, g_, &g_opt_));
-  RG_TRY(restore_checkpoint(d_ck, discriminator_path, d_, &d_opt_));
-  g_opt_.set_steps(std::stoll(g_ck.settings.at("optimizer_steps")));
-  d_opt_.set_steps(std::stoll(d_ck.settings.at("optimizer_steps")));
-  epochs_done_ = done;
+  epochs_done_ = g_done;
   return Status();
 }
 

@@ -79,12 +79,17 @@ Status Trainer::prepare() {
 }
 
 Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& path) {
-  int64_t epochs_done = 0, steps = 0;
-  RG_TRY(setting_integer(checkpoint, path, "epochs_done", 0, &epochs_done));
+  return restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_);
+}
+
+Status restore_training_state(const Checkpoint& checkpoint, const std::string& path, Model& model,
+                              Optimizer& optimizer, int64_t* epochs_done) {
+  int64_t epochs = 0, steps = 0;
+  RG_TRY(setting_integer(checkpoint, path, "epochs_done", 0, &epochs));
   RG_TRY(setting_integer(checkpoint, path, "optimizer_steps", 0, &steps));
-  RG_TRY(restore_checkpoint(checkpoint, path, model_, &optimizer_));  // after the checks: nothing changes on error
-  epochs_done_ = epochs_done;
-  optimizer_.set_steps(steps);
+  RG_TRY(restore_checkpoint(checkpoint, path, model, &optimizer));  // after the checks: nothing changes on error
+  *epochs_done = epochs;
+  optimizer.set_steps(steps);
   return Status();
 }
 

@@ -83,6 +83,10 @@ class Trainer {
   int64_t samples_trained_ = 0;
 };
 
+// A checkpoint's weights and optimizer state into `model` and `optimizer`, the optimizer's step
+// count and the epochs done from its settings; nothing changes when it is refused.
+Status restore_training_state(const Checkpoint& checkpoint, const std::string& path, Model& model,
+                              Optimizer& optimizer, int64_t* epochs_done);
 // The training settings a checkpoint records (the optimizer's step count among them).
 std::map<std::string, std::string> training_settings(const TrainOptions& options, const Optimizer& optimizer,
                                                      int64_t epochs_done);
