@@ -124,11 +124,9 @@ Status write_reconstruction_samples(const std::string& path, Model& model, Threa
   const int64_t count = std::min<int64_t>({2 * kPerRow, test.size(), batch});
   const Shape& in = model.input_shape();
   if (in.rank() != 3) return Status::error("--samples needs image input (h x w x c), the model takes " + in.str());
-  RG_ASSIGN(Tensor x, Tensor::zeros(in.batched(count), DType::f32, "sample inputs"));
+  RG_ASSIGN(const Tensor first, test.first_samples(count));
+  const Tensor x = first.reshaped(in.batched(count));
   RG_ASSIGN(Tensor grid, Tensor::zeros(in.batched(2 * count), DType::f32, "sample grid"));
-  std::vector<int32_t> index(static_cast<size_t>(count)), labels(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) index[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  test.gather(index.data(), count, x.f32(), labels.data());
   const Tensor out = model.forward(x, LayerContext{&pool, false});
   const bool logits = model.loss() == LossKind::bce_with_logits;
   const int64_t size = in.numel();

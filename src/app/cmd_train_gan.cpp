@@ -113,15 +113,6 @@ Result<std::unique_ptr<Model>> get_judge(const Args& args, const std::string& ou
   return judge;
 }
 
-// Up to `count` images of the test split as pixels [count, sample...].
-Result<Tensor> real_images(const Dataset& test, int64_t count) {
-  RG_ASSIGN(Tensor images, Tensor::zeros(test.sample_shape.batched(count), DType::f32, "real images to score"));
-  std::vector<int32_t> index(static_cast<size_t>(count)), labels(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) index[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  test.gather(index.data(), count, images.f32(), labels.data());
-  return images;
-}
-
 std::string class_name(const Dataset& data, size_t c) {
   return c < data.class_names.size() ? data.class_names[c] : std::to_string(c);
 }
@@ -253,7 +244,7 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
     judge = got.take();
     const int64_t real_count = std::min<int64_t>(score_samples.value(), split.test.size());
     if (real_count >= kScoreSplits) {
-      auto real = real_images(split.test, real_count);
+      auto real = split.test.first_samples(real_count);
       if (!real.ok()) return fail(real.status().message());
       auto real_score = score_with_classifier(*judge, pool, real.value(), options.batch, kScoreSplits);
       if (!real_score.ok()) return fail(real_score.status().with_context("the judge: ").message());

@@ -87,6 +87,15 @@ Result<std::string> find_mnist_file(const std::string& dir, const std::string& n
 
 }  // namespace
 
+Result<Tensor> Dataset::first_samples(int64_t count) const {
+  RG_CHECK(count >= 0 && count <= size(), "" << count << " samples of " << name << " of " << size());
+  RG_ASSIGN(Tensor out, Tensor::zeros(sample_shape.batched(count), DType::f32, "the first samples of " + name));
+  std::vector<int32_t> index(static_cast<size_t>(count)), out_labels(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) index[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  gather(index.data(), count, out.f32(), out_labels.data());
+  return out;
+}
+
 void Dataset::gather(const int32_t* index, int64_t count, float* out, int32_t* out_labels) const {
   const int64_t row = samples.shape().numel_from(1);
   const int64_t n = size();

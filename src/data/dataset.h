@@ -23,6 +23,8 @@ struct Dataset {
 
   // Copies samples index[0..count) into out [count, sample...] as f32 and their labels.
   void gather(const int32_t* index, int64_t count, float* out, int32_t* out_labels) const;
+  // The first `count` samples (<= size()) as f32 [count, sample...], a counted allocation.
+  Result<Tensor> first_samples(int64_t count) const;
   // Rows [begin, end) as a new dataset sharing storage.
   Dataset slice(int64_t begin, int64_t end, const std::string& new_name) const;
 };
