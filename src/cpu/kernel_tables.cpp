@@ -65,6 +65,26 @@ const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c) {
   return sse2;  // SSE3..SSE4.1 and AVX add nothing these use
 }
 
+const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) {
+  static const Qs8GemmKernel reference{qs8_gemm_4x8__reference, qs8_requantize__reference, 4, 8,
+                                       "qs8_gemm_4x8__reference"};
+  // No vector requantization below AVX2 yet (SSE2 lacks signed 32x32->64 products and
+  // per-lane shifts): the scalar one runs there.
+  static const Qs8GemmKernel sse2{qs8_gemm_4x8__sse2, qs8_requantize__reference, 4, 8, "qs8_gemm_4x8__sse2"};
+  static const Qs8GemmKernel ssse3{qs8_gemm_4x8__ssse3, qs8_requantize__reference, 4, 8, "qs8_gemm_4x8__ssse3"};
+  static const Qs8GemmKernel avx2{qs8_gemm_4x16__avx2, qs8_requantize__avx2, 4, 16, "qs8_gemm_4x16__avx2"};
+  switch (isa) {
+    case Isa::reference: return reference;
+    case Isa::sse2:
+    case Isa::sse3: return sse2;
+    case Isa::ssse3:
+    case Isa::sse41:
+    case Isa::avx: return ssse3;  // AVX1 has no 256-bit integer instructions
+    case Isa::avx2_fma: return avx2;
+  }
+  return reference;
+}
+
 const F16ConvertKernels& f16_convert() {
   static const bool has_f16c = detect_cpu().features.f16c;  // usable: F16C and the OS saves AVX state
   return f16_convert_kernels(active_isa(), has_f16c);

@@ -6,6 +6,7 @@
 #include "cpu/ukernels/f16_convert.h"
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
+#include "cpu/ukernels/qs8_gemm.h"
 
 namespace rg {
 
@@ -53,5 +54,15 @@ struct F16ConvertKernels {
 const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c);
 // The active ISA's, on this CPU.
 const F16ConvertKernels& f16_convert();
+
+// The int8 GEMM tile and requantization of one ISA level (ukernels/qs8_gemm.h).
+struct Qs8GemmKernel {
+  Qs8GemmTile tile;
+  Qs8RequantizeRow requantize;
+  int mr, nr;        // tile rows and columns; weights are packed in panels of nr columns
+  const char* name;  // "qs8_gemm_4x16__avx2"
+};
+// sse2 (pmaddwd) serves sse2 and sse3, ssse3 (pmaddubsw) serves ssse3 to avx, avx2 its own.
+const Qs8GemmKernel& qs8_gemm_kernel(Isa isa);
 
 }  // namespace rg

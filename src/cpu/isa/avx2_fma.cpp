@@ -2,6 +2,7 @@
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_gemm_impl.h"
 #include "cpu/ukernels/f32_vector_impl.h"
+#include "cpu/ukernels/qs8_gemm_x86.h"
 
 namespace rg {
 
@@ -9,5 +10,15 @@ RG_DEFINE_F32_GEMM_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>, 6, 16)
 RG_DEFINE_F32_GEMM_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>, 8, 8)  // narrow: C of at most 8 columns
 
 RG_DEFINE_F32_VECTOR_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>)
+
+void qs8_gemm_4x16__avx2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                         int32_t* acc) {
+  qs8_gemm_4x16_avx2(mr, kgroups, a, lda, packed_b, acc);
+}
+
+void qs8_requantize__avx2(int64_t n, const int32_t* acc, const int32_t* bias, const int32_t* multiplier,
+                          const int32_t* shift, int32_t zero_point, int32_t lo, int32_t hi, int8_t* out) {
+  qs8_requantize_avx2(n, acc, bias, multiplier, shift, zero_point, lo, hi, out);
+}
 
 }  // namespace rg

@@ -6,7 +6,9 @@
 #include "cpu/ukernels/f16_convert.h"
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
+#include "cpu/ukernels/qs8_gemm.h"
 #include "ops/activation.h"
+#include "quant/fixed_point.h"
 
 namespace rg {
 
@@ -96,6 +98,30 @@ void f16_to_f32__reference(int64_t n, const uint16_t* half, float* out) {
 
 void f32_to_f16__reference(int64_t n, const float* value, uint16_t* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16(value[i]);
+}
+
+}  // namespace rg
+
+// int8 GEMM and requantization: the integer arithmetic of qs8_gemm.h, literally.
+namespace rg {
+
+void qs8_gemm_4x8__reference(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                             int32_t* acc) {
+  constexpr int MR = 4, NR = 8;
+  for (int64_t r = 0; r < MR && r < mr; ++r)
+    for (int col = 0; col < NR; ++col) {
+      int32_t sum = 0;
+      for (int64_t p = 0; p < 4 * kgroups; ++p) sum += a[r * lda + p] * packed_b[((p / 4) * NR + col) * 4 + p % 4];
+      acc[r * NR + col] = sum;
+    }
+}
+
+void qs8_requantize__reference(int64_t n, const int32_t* acc, const int32_t* bias, const int32_t* multiplier,
+                               const int32_t* shift, int32_t zero_point, int32_t lo, int32_t hi, int8_t* out) {
+  for (int64_t j = 0; j < n; ++j) {
+    const QuantMultiplier m{multiplier[j], shift[j]};
+    out[j] = static_cast<int8_t>(requantize(acc[j] + bias[j], m, zero_point, lo, hi));
+  }
 }
 
 }  // namespace rg

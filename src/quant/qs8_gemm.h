@@ -1,0 +1,44 @@
+// The int8 matrix product of quantized layers: C_s8[m x n] = requantize(A_s8[m x k] * B_s8[k x n]
+// + bias), on the kernel table's qs8 tiles (cpu/ukernels/qs8_gemm.h has the arithmetic).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "cpu/isa.h"
+#include "tensor/tensor.h"
+
+namespace rg {
+
+// k rounded up to whole groups of 4: the row length A must provide (bytes past k are read and
+// multiplied by B's zero padding, so their values do not matter, but they must be readable).
+inline int64_t qs8_padded_depth(int64_t k) { return (k + 3) / 4 * 4; }
+
+// B [k x n] int8 in [-127, 127], packed in panels of `nr` columns for one ISA's tile.
+struct Qs8PackedWeights {
+  int64_t k = 0, n = 0, nr = 0;
+  Tensor data;  // i8 [panels * kgroups * nr * 4]
+  int64_t kgroups() const { return qs8_padded_depth(k) / 4; }
+};
+Result<Qs8PackedWeights> pack_qs8_weights(int64_t k, int64_t n, const int8_t* b, int64_t nr, const std::string& what);
+
+// Per output column: int32 bias (zero points folded in), fixed-point multiplier and shift;
+// one output zero point and clamp range (a fused ReLU raises lo to the zero point).
+struct Qs8OutputStage {
+  std::vector<int32_t> bias, multiplier, shift;  // n each
+  int32_t zero_point = 0, lo = -128, hi = 127;
+};
+
+// A rows have stride lda >= qs8_padded_depth(k); C rows stride ldc >= n. `isa` picks the tile
+// (weights must have been packed for its nr). Results do not depend on the pool.
+void qs8_gemm(Isa isa, int64_t m, const int8_t* a, int64_t lda, const Qs8PackedWeights& b,
+              const Qs8OutputStage& out, int8_t* c, int64_t ldc, ThreadPool* pool);
+
+// The same product in plain loops over the unpacked B: the reference the tests compare with.
+void qs8_gemm_ref(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b,
+                  const Qs8OutputStage& out, int8_t* c, int64_t ldc);
+
+}  // namespace rg

@@ -1,0 +1,210 @@
+// The int8 path's integer arithmetic: gemmlowp's fixed-point primitives on hand-checked values,
+// every ISA's qs8 tile and requantization bit-exact against the reference level (the extremes
+// -128 and 127 included), and the blocked product against plain loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "base/thread_pool.h"
+#include "cpu/kernel_tables.h"
+#include "quant/fixed_point.h"
+#include "quant/qs8_gemm.h"
+
+namespace rg {
+namespace {
+
+constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+
+TEST(FixedPoint, DoublingHighMulRoundsHalfUp) {
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(kMin, kMin), kMax);  // the one overflow
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(kMax, kMax), kMax - 1);
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(1 << 30, 1 << 30), 1 << 29);
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(1, 1 << 30), 1);    // 0.5 -> 1
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(-1, 1 << 30), 0);   // -0.5 -> 0
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(-3, 1 << 30), -1);  // -1.5 -> -1
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(3, 1 << 29), 1);    // 0.75 -> 1
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(-3, 1 << 29), -1);
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(1, (1 << 30) - 1), 0);  // just under 0.5
+}
+
+TEST(FixedPoint, DivideByPowerOfTwoRoundsHalfAwayFromZero) {
+  EXPECT_EQ(rounding_divide_by_pot(3, 1), 2);
+  EXPECT_EQ(rounding_divide_by_pot(-3, 1), -2);
+  EXPECT_EQ(rounding_divide_by_pot(5, 2), 1);
+  EXPECT_EQ(rounding_divide_by_pot(-5, 2), -1);
+  EXPECT_EQ(rounding_divide_by_pot(6, 2), 2);
+  EXPECT_EQ(rounding_divide_by_pot(-6, 2), -2);
+  EXPECT_EQ(rounding_divide_by_pot(kMin, 31), -1);
+  EXPECT_EQ(rounding_divide_by_pot(kMax, 31), 1);
+  EXPECT_EQ(rounding_divide_by_pot(-7, 0), -7);
+}
+
+TEST(FixedPoint, MultiplierRepresentsTheRealWithin2ToTheMinus31Relative) {
+  Rng rng(3, 0);
+  for (int i = 0; i < 10000; ++i) {
+    const double real = std::ldexp(rng.uniform(0.5, 1.0), -static_cast<int>(rng.uniform(0, 31)));
+    const QuantMultiplier m = quantize_multiplier(real);
+    ASSERT_GE(m.multiplier, 1 << 30);
+    ASSERT_GE(m.shift, 0);
+    ASSERT_LE(m.shift, 31);
+    const double back = std::ldexp(static_cast<double>(m.multiplier), -31 - m.shift);
+    ASSERT_LE(std::fabs(back - real), real * std::ldexp(1.0, -30)) << real;
+  }
+  EXPECT_EQ(quantize_multiplier(0.0).multiplier, 0);
+  EXPECT_EQ(quantize_multiplier(std::ldexp(1.0, -40)).multiplier, 0);
+  const QuantMultiplier almost_one = quantize_multiplier(std::nextafter(1.0, 0.0));
+  EXPECT_EQ(almost_one.multiplier, kMax);
+  EXPECT_EQ(almost_one.shift, 0);
+  // And the whole requantization agrees with rounding the real product (away from ties).
+  EXPECT_EQ(requantize(1000, quantize_multiplier(0.25), 0, -128, 127), 127);
+  EXPECT_EQ(requantize(100, quantize_multiplier(0.25), 3, -128, 127), 28);
+  EXPECT_EQ(requantize(-102, quantize_multiplier(0.25), 0, -128, 127), -26);  // -25.5 -> -26
+  EXPECT_EQ(requantize(-1000, quantize_multiplier(0.25), -128, -128, 127), -128);
+}
+
+class Qs8OnIsa : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam(), detect_cpu().features)) GTEST_SKIP() << isa_name(GetParam()) << " not supported here";
+  }
+  const Qs8GemmKernel& fast() const { return qs8_gemm_kernel(GetParam()); }
+  const Qs8GemmKernel& ref() const { return qs8_gemm_kernel(Isa::reference); }
+};
+
+std::string isa_label(const ::testing::TestParamInfo<Isa>& info) {
+  std::string name = isa_name(info.param);
+  for (char& c : name)
+    if (c == '.') c = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, Qs8OnIsa, ::testing::ValuesIn(all_isas()), isa_label);
+
+// Values drawn from a few regimes: uniform int8, only the extremes, and weights in [-127, 127].
+int8_t draw_activation(Rng& rng, int regime) {
+  if (regime == 1) return rng.uniform(0, 1) < 0.5 ? int8_t{-128} : int8_t{127};
+  if (regime == 2) return int8_t{-128};
+  return static_cast<int8_t>(static_cast<int>(std::floor(rng.uniform(-128, 128))));
+}
+int8_t draw_weight(Rng& rng, int regime) {
+  if (regime == 1) return rng.uniform(0, 1) < 0.5 ? int8_t{-127} : int8_t{127};
+  if (regime == 2) return int8_t{-127};
+  return static_cast<int8_t>(static_cast<int>(std::floor(rng.uniform(-127, 128))));
+}
+
+// The tile of `kernel` on a panel packed for its nr, against plain sums over the same data.
+void expect_tile_exact(const Qs8GemmKernel& kernel, int64_t mr, int64_t k, int regime, Rng& rng) {
+  const int64_t nr = kernel.nr, kpad = qs8_padded_depth(k), lda = kpad + 3;
+  std::vector<int8_t> a(static_cast<size_t>(mr * lda)), b(static_cast<size_t>(k * nr));
+  for (auto& v : a) v = draw_activation(rng, regime);
+  for (auto& v : b) v = draw_weight(rng, regime);
+  auto packed = pack_qs8_weights(k, nr, b.data(), nr, "test weights");
+  ASSERT_TRUE(packed.ok());
+  std::vector<int32_t> acc(static_cast<size_t>(kernel.mr * nr), 12345);
+  kernel.tile(mr, packed.value().kgroups(), a.data(), lda, packed.value().data.data<int8_t>(), acc.data());
+  for (int64_t r = 0; r < mr; ++r)
+    for (int64_t j = 0; j < nr; ++j) {
+      int32_t want = 0;
+      for (int64_t p = 0; p < k; ++p) want += int32_t{a[static_cast<size_t>(r * lda + p)]} * b[static_cast<size_t>(p * nr + j)];
+      ASSERT_EQ(acc[static_cast<size_t>(r * nr + j)], want)
+          << kernel.name << " row " << r << " of " << mr << ", column " << j << ", k " << k << ", regime " << regime;
+    }
+}
+
+TEST_P(Qs8OnIsa, TileIsExactOnEveryShapeAndAtTheExtremes) {
+  Rng rng(5, 0);
+  for (int regime = 0; regime < 3; ++regime)
+    for (int64_t mr = 1; mr <= fast().mr; ++mr)
+      for (int64_t k : {1, 2, 3, 4, 5, 7, 8, 9, 16, 25, 150, 577}) expect_tile_exact(fast(), mr, k, regime, rng);
+}
+
+TEST_P(Qs8OnIsa, TileSumsTheWorstCaseWithoutSaturating) {
+  // Every pair -128 * -127 = 16256 and 2 of them 32512: one step under int16's limit. Weights
+  // of -128 are refused by the packer, since -128 * -128 pairs would saturate pmaddubsw.
+  const Qs8GemmKernel& kernel = fast();
+  const int64_t k = 1024, nr = kernel.nr;
+  std::vector<int8_t> a(static_cast<size_t>(kernel.mr * k), -128), b(static_cast<size_t>(k * nr), -127);
+  auto packed = pack_qs8_weights(k, nr, b.data(), nr, "test weights");
+  ASSERT_TRUE(packed.ok());
+  std::vector<int32_t> acc(static_cast<size_t>(kernel.mr * nr));
+  kernel.tile(kernel.mr, k / 4, a.data(), k, packed.value().data.data<int8_t>(), acc.data());
+  for (int32_t v : acc) ASSERT_EQ(v, 1024 * 128 * 127) << kernel.name;
+}
+
+TEST_P(Qs8OnIsa, RequantizeIsBitExact) {
+  Rng rng(7, 0);
+  const int32_t special[] = {kMin, kMin + 1, -65536, -32769, -32768, -257, -256, -255, -129, -128, -3, -2, -1, 0, 1,
+                             2, 3, 127, 128, 255, 256, 32767, 32768, 65535, kMax - 1, kMax};
+  for (int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 64, 100}) {
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<int32_t> acc(static_cast<size_t>(n)), bias(static_cast<size_t>(n)), mult(static_cast<size_t>(n)),
+          shift(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) {
+        const size_t u = static_cast<size_t>(j);
+        const double pick = rng.uniform(0, 1);
+        acc[u] = pick < 0.3 ? special[static_cast<size_t>(rng.uniform(0, 1) * (sizeof special / sizeof *special))]
+                            : static_cast<int32_t>(std::floor(rng.uniform(-1e6, 1e6)));
+        bias[u] = 0;
+        if (acc[u] > kMin + 1000 && acc[u] < kMax - 1000) bias[u] = static_cast<int32_t>(std::floor(rng.uniform(-999, 999)));
+        // Multipliers from the whole range, their edges, and zero; shifts 0..31.
+        const double which = rng.uniform(0, 1);
+        mult[u] = which < 0.1 ? 0 : which < 0.2 ? (1 << 30) : which < 0.3 ? kMax
+                                                        : static_cast<int32_t>(std::floor(rng.uniform(1 << 30, 2147483647.0)));
+        shift[u] = static_cast<int32_t>(std::floor(rng.uniform(0, 32)));
+      }
+      const int32_t zp = static_cast<int32_t>(std::floor(rng.uniform(-128, 128)));
+      const int32_t lo = trial % 2 ? zp : -128;  // with and without a fused ReLU
+      std::vector<int8_t> got(static_cast<size_t>(n) + 8, 77), want(static_cast<size_t>(n) + 8, 77);
+      fast().requantize(n, acc.data(), bias.data(), mult.data(), shift.data(), zp, lo, 127, got.data());
+      ref().requantize(n, acc.data(), bias.data(), mult.data(), shift.data(), zp, lo, 127, want.data());
+      for (size_t j = 0; j < got.size(); ++j)
+        ASSERT_EQ(got[j], want[j]) << fast().name << " n " << n << " at " << j << ": acc " << (j < acc.size() ? acc[j] : 0)
+                                   << " mult " << (j < mult.size() ? mult[j] : 0) << " shift "
+                                   << (j < shift.size() ? shift[j] : 0);
+    }
+  }
+}
+
+TEST_P(Qs8OnIsa, BlockedProductMatchesPlainLoopsWhateverTheThreads) {
+  Rng rng(9, 0);
+  ThreadPool pool(2);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 3, 7}, {33, 17, 25}, {70, 40, 150},
+                         {257, 10, 400}, {64, 130, 96}}) {
+    const int64_t lda = qs8_padded_depth(k);
+    std::vector<int8_t> a(static_cast<size_t>(m * lda)), b(static_cast<size_t>(k * n));
+    for (auto& v : a) v = draw_activation(rng, 0);
+    for (auto& v : b) v = draw_weight(rng, 0);
+    Qs8OutputStage out;
+    for (int64_t j = 0; j < n; ++j) {
+      out.bias.push_back(static_cast<int32_t>(std::floor(rng.uniform(-5000, 5000))));
+      const QuantMultiplier q = quantize_multiplier(rng.uniform(1e-5, 1e-3));
+      out.multiplier.push_back(q.multiplier);
+      out.shift.push_back(q.shift);
+    }
+    out.zero_point = -5;
+    out.lo = -5;  // a fused ReLU
+    auto packed = pack_qs8_weights(k, n, b.data(), fast().nr, "test weights");
+    ASSERT_TRUE(packed.ok());
+    std::vector<int8_t> want(static_cast<size_t>(m * n)), one(want.size()), two(want.size());
+    qs8_gemm_ref(m, n, k, a.data(), lda, b.data(), out, want.data(), n);
+    qs8_gemm(GetParam(), m, a.data(), lda, packed.value(), out, one.data(), n, nullptr);
+    qs8_gemm(GetParam(), m, a.data(), lda, packed.value(), out, two.data(), n, &pool);
+    ASSERT_EQ(one, want) << m << "x" << n << "x" << k;
+    ASSERT_EQ(two, want) << m << "x" << n << "x" << k << " on 2 threads";
+  }
+}
+
+TEST(Qs8Kernels, EachLevelUsesItsTile) {
+  EXPECT_STREQ(qs8_gemm_kernel(Isa::sse3).name, "qs8_gemm_4x8__sse2");
+  EXPECT_STREQ(qs8_gemm_kernel(Isa::ssse3).name, "qs8_gemm_4x8__ssse3");
+  EXPECT_STREQ(qs8_gemm_kernel(Isa::avx).name, "qs8_gemm_4x8__ssse3");
+  EXPECT_STREQ(qs8_gemm_kernel(Isa::avx2_fma).name, "qs8_gemm_4x16__avx2");
+}
+
+}  // namespace
+}  // namespace rg
