@@ -186,6 +186,7 @@ TEST_P(Qs8OnIsa, BlockedProductMatchesPlainLoopsWhateverTheThreads) {
       out.multiplier.push_back(q.multiplier);
       out.shift.push_back(q.shift);
     }
+    pad_columns(&out);
     out.zero_point = -5;
     out.lo = -5;  // a fused ReLU
     auto packed = pack_qs8_weights(k, n, b.data(), fast().nr, "test weights");

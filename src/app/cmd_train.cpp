@@ -8,6 +8,7 @@
 #include "app/commands.h"
 #include "app/data_source.h"
 #include "app/json_report.h"
+#include "app/precision_report.h"
 #include "app/train_gan.h"
 #include "cpu/cpuid.h"
 #include "data/files.h"
@@ -52,6 +53,8 @@ void declare(Args& args) {
   args.option("resume", "FILE", "continue a run from its checkpoint");
   args.option("json", "FILE", "write every figure of the run as JSON");
   args.option("samples", "FILE.png", "autoencoders: write test inputs beside their reconstructions as a PNG grid");
+  args.option("csv", "FILE", "--precision: write the precision table as CSV");
+  declare_precision_options(args, "fp32,int8");
   add_gan_options(args);
   add_common_options(args);
 }
@@ -214,6 +217,16 @@ int run_train(int argc, char** argv) {
   if (args.given("json")) {
     if (Status s = check_writable_path(json_path, "json"); !s.ok()) return fail(s.message());
   }
+  const bool precision_report = args.given("precision");
+  PrecisionSettings precision;
+  if (precision_report) {
+    auto settings = precision_settings(args);
+    if (!settings.ok()) return fail(settings.status().message());
+    precision = settings.take();
+    if (args.given("csv")) {
+      if (Status s = check_writable_path(args.text("csv"), "csv"); !s.ok()) return fail(s.message());
+    }
+  }
   auto threads = threads_option(args);
   if (!threads.ok()) return fail(threads.status().message());
   if (args.given("stop-after")) {
@@ -297,6 +310,18 @@ int run_train(int argc, char** argv) {
     std::printf("  samples         %s (inputs above their reconstructions)\n", samples_path.c_str());
   }
 
+  std::vector<PrecisionRow> precision_rows_run;
+  if (precision_report) {
+    auto rows = precision_rows(*model, options, pool, train, split.test, samples_per_s, precision);
+    if (!rows.ok()) return fail(rows.status().with_context("--precision: ").message());
+    precision_rows_run = rows.take();
+    std::printf("\nprecision\n%s", precision_table(precision_rows_run, precision.infer_batch).c_str());
+    if (args.given("csv")) {
+      if (Status s = write_text_report(args.text("csv"), precision_csv(precision_rows_run)); !s.ok()) return fail(s.message());
+      std::printf("  csv             %s\n", args.text("csv").c_str());
+    }
+  }
+
   if (args.given("json")) {
     nlohmann::json report = {
         {"model", cfg.file.rfind("preset:", 0) == 0 ? cfg.file.substr(7) : cfg.file},
@@ -324,9 +349,22 @@ int run_train(int argc, char** argv) {
         {"history", nlohmann::json::array()},
     };
     for (const auto& record : fitted.value()) report["history"].push_back(epoch_json(record));
+    if (precision_report) report["precisions"] = precision_json(precision_rows_run);
     if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());
   }
   return 0;
+}
+
+int run_precision(int argc, char** argv) {
+  std::vector<char*> with_default(argv, argv + argc);
+  bool given = false;
+  for (int i = 2; i < argc; ++i) given = given || std::string(argv[i]).rfind("--precision", 0) == 0;
+  static char option[] = "--precision", value[] = "fp32,int8";
+  if (!given) {
+    with_default.push_back(option);
+    with_default.push_back(value);
+  }
+  return run_train(static_cast<int>(with_default.size()), with_default.data());
 }
 
 int fail(const std::string& message) {

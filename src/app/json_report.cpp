@@ -22,7 +22,10 @@ Status check_writable_path(const std::string& path, const std::string& option) {
 }
 
 Status write_json_report(const std::string& path, const nlohmann::json& report) {
-  const std::string text = report.dump(2) + "\n";
+  return write_text_report(path, report.dump(2) + "\n");
+}
+
+Status write_text_report(const std::string& path, const std::string& text) {
   return write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
 }
 

@@ -12,6 +12,8 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  train    train a model (default: mlp on Fashion-MNIST) and report accuracy, speed and memory\n"
+    "  precision  train a model, then run it in fp32 and int8: one row each of speed, accuracy and memory\n"
+    "           (train's options; --precision LIST picks the precisions)\n"
     "  eval     score a checkpoint on test data\n"
     "  probe    show the CPU, its caches and SIMD features, and memory\n"
     "\n"
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "train") return rg::run_train(argc, argv);
   if (command == "eval") return rg::run_eval(argc, argv);
+  if (command == "precision") return rg::run_precision(argc, argv);
   if (command == "probe") return rg::run_probe(argc, argv);
   if (command == "--version") {
     std::printf("retrograd 0.1.0\n");

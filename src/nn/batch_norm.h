@@ -30,6 +30,14 @@ class BatchNorm : public Layer {
   int64_t parameter_count() const override { return 2 * channels_; }
   std::string describe() const override;
 
+  // Inference: y = gamma (x - running_mean) / sqrt(running_var + eps) + beta, per channel.
+  double eps() const { return eps_; }
+  int64_t channels() const { return channels_; }
+  const Tensor& gamma() const { return gamma_.value; }
+  const Tensor& beta() const { return beta_.value; }
+  const Tensor& running_mean() const { return running_mean_.value; }
+  const Tensor& running_var() const { return running_var_.value; }
+
  private:
   double momentum_, eps_;
   int64_t channels_ = 0;

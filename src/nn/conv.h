@@ -38,6 +38,12 @@ class ConvLayer : public Layer {
   int64_t workspace_elements(int64_t batch) const override;
   std::string describe() const override;
 
+  // For inference engines that rebuild the layer (quant/): its settings and trained values.
+  const ConvOptions& options() const { return options_; }
+  const ConvGeometry& geometry() const { return geometry_; }
+  const Tensor& weight() const { return weight_.value; }
+  const Tensor& bias() const { return bias_.value; }  // undefined without a bias
+
  protected:
   // Scratch elements per sample of a chunk, and once per call (weights reordered).
   virtual int64_t scratch_per_sample() const = 0;

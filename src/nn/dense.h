@@ -25,6 +25,11 @@ class Dense : public Layer {
   int64_t parameter_count() const override { return units_ * in_ + (has_bias_ ? units_ : 0); }
   std::string describe() const override;
 
+  int64_t inputs() const { return in_; }
+  int64_t units() const { return units_; }
+  const Tensor& weight() const { return weight_.value; }  // [in, out]
+  const Tensor& bias() const { return bias_.value; }      // [out]; undefined without a bias
+
  private:
   int64_t units_;
   Init init_;

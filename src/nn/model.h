@@ -35,6 +35,10 @@ class Model {
   void backward(const LayerContext& ctx, const Tensor& input_grad = Tensor());
   void zero_grads();
 
+  // The output of layer i in the last forward, [n, shapes_[i]...].
+  Tensor activation(size_t i) const { return acts_[i].rows(0, batch_); }
+  const Shape& layer_output_shape(size_t i) const { return shapes_[i]; }
+
   const Shape& input_shape() const { return input_; }
   const Shape& output_shape() const { return shapes_.back(); }
   LossKind loss() const { return loss_; }

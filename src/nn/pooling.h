@@ -29,6 +29,10 @@ class Pool2D : public Layer {
                 const LayerContext& ctx) override;
   std::string describe() const override;
 
+  PoolKind pool_kind() const { return kind_; }
+  // The window as a convolution's geometry over the input (kernel = size).
+  const ConvGeometry& geometry() const { return geometry_; }
+
  private:
   PoolKind kind_;
   int64_t size_, stride_, pad_;

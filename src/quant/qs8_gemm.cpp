@@ -2,6 +2,7 @@
 #include "quant/qs8_gemm.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/check.h"
 #include "cpu/kernel_tables.h"
@@ -30,11 +31,20 @@ Result<Qs8PackedWeights> pack_qs8_weights(int64_t k, int64_t n, const int8_t* b,
   return packed;
 }
 
+void pad_columns(Qs8OutputStage* out) {
+  const size_t n = (out->bias.size() + 15) / 16 * 16;
+  out->bias.resize(n, 0);
+  out->multiplier.resize(n, 0);
+  out->shift.resize(n, 0);
+}
+
 void qs8_gemm(Isa isa, int64_t m, const int8_t* a, int64_t lda, const Qs8PackedWeights& b,
               const Qs8OutputStage& out, int8_t* c, int64_t ldc, ThreadPool* pool) {
   const Qs8GemmKernel& kernel = qs8_gemm_kernel(isa);
   RG_CHECK(b.nr == kernel.nr, "weights packed for nr " << b.nr << ", the " << kernel.name << " tile needs " << kernel.nr);
   RG_CHECK(lda >= qs8_padded_depth(b.k) && ldc >= b.n, "qs8_gemm: lda " << lda << ", ldc " << ldc);
+  RG_CHECK(static_cast<int64_t>(out.bias.size()) >= (b.n + kernel.nr - 1) / kernel.nr * kernel.nr,
+           "qs8_gemm: the output stage's columns are not padded (pad_columns)");
   const int64_t mr = kernel.mr, nr = kernel.nr, kgroups = b.kgroups(), n = b.n;
   const int64_t panels = (n + nr - 1) / nr;
   const int8_t* packed = b.data.data<int8_t>();
@@ -44,6 +54,7 @@ void qs8_gemm(Isa isa, int64_t m, const int8_t* a, int64_t lda, const Qs8PackedW
   const int64_t flops = 2 * m * n * b.k;
   parallel_for(flops >= (int64_t{1} << 21) ? pool : nullptr, blocks, 1, [&](int64_t begin, int64_t end) {
     alignas(64) int32_t acc[4 * 16];
+    alignas(64) int8_t row_out[16];
     RG_CHECK(mr * nr <= 64, "tile too large");
     for (int64_t block = begin; block < end; ++block) {
       const int64_t row_end = std::min(m, (block + 1) * kRowBlock);
@@ -53,9 +64,13 @@ void qs8_gemm(Isa isa, int64_t m, const int8_t* a, int64_t lda, const Qs8PackedW
         for (int64_t i = block * kRowBlock; i < row_end; i += mr) {
           const int64_t rows = std::min(mr, row_end - i);
           kernel.tile(rows, kgroups, a + i * lda, lda, b_panel, acc);
-          for (int64_t r = 0; r < rows; ++r)
-            kernel.requantize(cols, acc + r * nr, out.bias.data() + j0, out.multiplier.data() + j0,
-                              out.shift.data() + j0, out.zero_point, out.lo, out.hi, c + (i + r) * ldc + j0);
+          for (int64_t r = 0; r < rows; ++r) {
+            int8_t* c_row = c + (i + r) * ldc + j0;
+            int8_t* target = cols == nr ? c_row : row_out;  // a partial panel goes through row_out
+            kernel.requantize(nr, acc + r * nr, out.bias.data() + j0, out.multiplier.data() + j0,
+                              out.shift.data() + j0, out.zero_point, out.lo, out.hi, target);
+            if (target == row_out) std::memcpy(c_row, row_out, static_cast<size_t>(cols));
+          }
         }
       }
     }

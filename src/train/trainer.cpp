@@ -191,7 +191,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
   return records;
 }
 
-EvalResult Trainer::evaluate(const Dataset& data) {
+EvalResult Trainer::evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {
   const auto start = std::chrono::steady_clock::now();
   LayerContext ctx{&pool_, false};
   const int64_t n = data.size();
@@ -202,7 +202,7 @@ EvalResult Trainer::evaluate(const Dataset& data) {
   for (int64_t begin = 0; begin < n; begin += options_.batch) {
     const int64_t count = std::min(options_.batch, n - begin);
     const Tensor target = load_batch(data, order.data() + begin, count);
-    const Tensor out = model_.forward(x_.rows(0, count), ctx);
+    const Tensor out = forward ? forward(x_.rows(0, count)) : model_.forward(x_.rows(0, count), ctx);
     loss_sum += compute_loss(model_.loss(), out, target, 1.0, Tensor());
     if (model_.target() != TargetKind::input) {
       correct += count_correct(out, labels_.data<int32_t>());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,7 +62,9 @@ class Trainer {
 
   // Trains from epochs_done() to options.epochs; returns one record per epoch run.
   Result<std::vector<EpochRecord>> fit(const Dataset& train, const Dataset* validation);
-  EvalResult evaluate(const Dataset& data);
+  // Scores `data` with the model, or with `forward` (x [n, input...] -> the model's output
+  // [n, output...]) when given: another engine running the same model (quant/int8_model.h).
+  EvalResult evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward = {});
 
   int64_t epochs_done() const { return epochs_done_; }
   double train_seconds() const { return train_seconds_; }

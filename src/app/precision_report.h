@@ -1,0 +1,54 @@
+// The per-precision report of `train --precision` and `retrograd precision`: the trained f32
+// model run (and, where the precision has its own training, trained) in each precision, one
+// table row each: what ran in which precision, train and inference samples/s, test accuracy
+// or MSE and its change against fp32, weight bytes, and the tensor memory of inference.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/args.h"
+#include "data/dataset.h"
+#include "nn/model.h"
+#include "quant/int8_model.h"
+#include "train/trainer.h"
+
+namespace rg {
+
+// Declares --precision, --infer-batch, --calibration, --percentile, --calib-batches, --keep-f32.
+void declare_precision_options(Args& args, const char* default_precisions);
+
+struct PrecisionSettings {
+  std::vector<std::string> precisions;  // "fp32", "int8"
+  int64_t infer_batch = 256;
+  Int8Options int8;
+};
+// The options read and checked; an unknown or not yet built precision is an error naming it.
+Result<PrecisionSettings> precision_settings(const Args& args);
+
+struct PrecisionRow {
+  std::string precision;      // "fp32", "int8"
+  std::string what_ran;       // "all f32", "int8 PTQ: 5 of 5 conv/dense int8 (minmax calibration)"
+  double train_samples_per_s = 0;  // 0: this precision did not train (post-training quantization)
+  double infer_samples_per_s = 0;
+  bool classifies = true;
+  double test_accuracy = 0, test_mse = 0;
+  double change = 0;          // against fp32: accuracy points (x100) or MSE difference
+  int64_t weight_bytes = 0;
+  int64_t memory_bytes = 0;   // inference at infer_batch: weights and activation buffers
+  std::vector<LayerPrecision> layers;
+};
+
+// `model` trained in f32 (train_samples_per_s its training speed); fills one row per precision.
+Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOptions& options, ThreadPool& pool,
+                                                 const Dataset& train, const Dataset& test,
+                                                 double train_samples_per_s, const PrecisionSettings& settings);
+
+// The table, then each non-f32 precision's per-layer list.
+std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer_batch);
+nlohmann::json precision_json(const std::vector<PrecisionRow>& rows);
+std::string precision_csv(const std::vector<PrecisionRow>& rows);
+
+}  // namespace rg

@@ -1,0 +1,75 @@
+// Int8 inference of a trained model (post-training quantization): the model's layers regrouped
+// into stages, each run in int8 or kept in f32 by a per-layer policy.
+//   conv|dense [+ batchnorm] [+ relu]  -> one int8 GEMM stage: BN folded into the weights,
+//                                         ReLU into the requantization's clamp
+//   maxpool (on int8 input)            -> int8 max pooling (same scale and zero point)
+//   dropout, flatten, reshape          -> nothing (inference identities on NHWC rows)
+//   anything else, or a layer the policy keeps f32 -> the f32 layer itself, between a
+//                                         dequantize and a quantize
+// Activation scales come from calibration: the f32 model's forward over a few batches, with
+// the range chosen by min/max or percentiles; the model's own output always by min/max
+// (clipping logits would only distort what is dequantized).
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "cpu/isa.h"
+#include "nn/model.h"
+#include "quant/quant_params.h"
+
+namespace rg {
+
+struct Int8Options {
+  CalibrationMethod calibration = CalibrationMethod::percentile;
+  double percentile = 99.99;
+  int64_t calibration_batches = 8;
+  // Layers kept in f32: names ("conv1"), or "first" / "last" for the first / last conv or dense.
+  std::set<std::string> keep_f32;
+  // The ISA whose int8 tiles the weights are packed for; unset: the active one.
+  bool has_isa = false;
+  Isa isa = Isa::reference;
+};
+
+// What ran in which precision, per layer of the model (for the report).
+struct LayerPrecision {
+  std::string layer;      // "conv1"
+  std::string precision;  // "int8", "f32", or "-" (an identity at inference)
+  std::string note;       // why f32, or what was fused: "batchnorm2 folded, relu2 fused"
+};
+
+class Int8Stage;
+
+class Int8Model {
+ public:
+  ~Int8Model();
+  // `model` must outlive this (f32 stages run its layers); `calibration` [N, input...] f32
+  // samples, run through the model in batches of `batch` to find activation ranges.
+  static Result<std::unique_ptr<Int8Model>> quantize(Model& model, const Tensor& calibration, int64_t batch,
+                                                     const Int8Options& options, ThreadPool* pool);
+
+  Status reserve(int64_t batch);
+  // x [n, input...] f32 -> the model's output [n, output...] f32 (a view of a buffer).
+  Tensor forward(const Tensor& x, ThreadPool* pool);
+
+  const std::vector<LayerPrecision>& precisions() const { return precisions_; }
+  // Bytes of the weights as this engine holds them (packed int8, int32 bias and requantization
+  // constants; f32 layers at 4 bytes a value).
+  int64_t weight_bytes() const;
+  // Bytes of the stages' output buffers and scratch (patch matrices) for the reserved batch.
+  int64_t buffer_bytes() const;
+  // "9 of 11 layers int8" and the stage list.
+  std::string summary() const;
+
+ private:
+  Int8Model() = default;
+  std::vector<std::unique_ptr<Int8Stage>> stages_;
+  std::vector<Tensor> outputs_;  // per stage, [batch, ...]
+  std::vector<LayerPrecision> precisions_;
+  int64_t reserved_ = 0;
+};
+
+}  // namespace rg

@@ -1,0 +1,73 @@
+// Per-tensor quantization parameters, conversions, and calibration ranges.
+#include "quant/quant_params.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+
+namespace rg {
+
+QuantParams activation_params(float lo, float hi) {
+  lo = std::min(lo, 0.0f);
+  hi = std::max(hi, 0.0f);
+  QuantParams p;
+  p.scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  const double zp = std::nearbyint(-128.0 - static_cast<double>(lo) / p.scale);
+  p.zero_point = static_cast<int32_t>(std::clamp(zp, -128.0, 127.0));
+  return p;
+}
+
+void quantize_s8(int64_t n, const float* x, QuantParams p, int8_t* q) {
+  const float inverse = 1.0f / p.scale;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::nearbyint(x[i] * inverse) + static_cast<float>(p.zero_point);
+    q[i] = static_cast<int8_t>(v > 127.0f ? 127.0f : (v >= -128.0f ? v : -128.0f));  // NaN -> -128
+  }
+}
+
+void dequantize_s8(int64_t n, const int8_t* q, QuantParams p, float* x) {
+  for (int64_t i = 0; i < n; ++i) x[i] = p.scale * static_cast<float>(int32_t{q[i]} - p.zero_point);
+}
+
+const char* calibration_name(CalibrationMethod method) {
+  return method == CalibrationMethod::minmax ? "minmax" : "percentile";
+}
+
+bool calibration_from_name(const std::string& name, CalibrationMethod* method) {
+  if (name == "minmax") {
+    *method = CalibrationMethod::minmax;
+  } else if (name == "percentile") {
+    *method = CalibrationMethod::percentile;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void RangeObserver::observe(const float* x, int64_t n) {
+  if (n <= 0) return;
+  const auto [lo, hi] = std::minmax_element(x, x + n);
+  min_ = count_ == 0 ? *lo : std::min(min_, *lo);
+  max_ = count_ == 0 ? *hi : std::max(max_, *hi);
+  count_ += n;
+  const int64_t step = std::max<int64_t>(1, n / kSamplePerCall);
+  for (int64_t i = 0; i < n; i += step) sample_.push_back(x[i]);
+}
+
+void RangeObserver::range(CalibrationMethod method, double percentile, float* lo, float* hi) const {
+  RG_CHECK(count_ > 0, "range of a tensor never observed");
+  if (method == CalibrationMethod::minmax || sample_.size() < 2) {
+    *lo = min_;
+    *hi = max_;
+    return;
+  }
+  std::vector<float> sorted = sample_;
+  std::sort(sorted.begin(), sorted.end());
+  const double last = static_cast<double>(sorted.size() - 1);
+  auto at = [&](double pct) { return sorted[static_cast<size_t>(std::llround(last * pct / 100.0))]; };
+  *lo = at(100.0 - percentile);
+  *hi = at(percentile);
+}
+
+}  // namespace rg

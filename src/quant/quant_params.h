@@ -1,0 +1,47 @@
+// Affine int8 quantization of tensors (docs/quantization.md): real = scale * (q - zero_point).
+// Activations use one (scale, zero_point) per tensor over [-128, 127], chosen from a range seen
+// in calibration; weights are symmetric per output channel over [-127, 127].
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rg {
+
+struct QuantParams {
+  float scale = 1;
+  int32_t zero_point = 0;
+};
+
+// The range [lo, hi] widened to hold 0 (zero padding and ReLU's floor must be exact), spread
+// over 255 steps; zero_point = round(-128 - lo / scale). A range of one point gets scale 1.
+QuantParams activation_params(float lo, float hi);
+
+// q = clamp(round_half_even(x / scale) + zero_point, -128, 127), through x * (1 / scale).
+void quantize_s8(int64_t n, const float* x, QuantParams p, int8_t* q);
+// x = scale * (q - zero_point).
+void dequantize_s8(int64_t n, const int8_t* q, QuantParams p, float* x);
+
+// How a calibration range is chosen from the values seen.
+enum class CalibrationMethod { minmax, percentile };
+const char* calibration_name(CalibrationMethod method);
+bool calibration_from_name(const std::string& name, CalibrationMethod* method);
+
+// The values one tensor took over the calibration batches: the exact min and max, and an
+// evenly strided sample (at most kSamplePerCall values per call) for percentiles.
+class RangeObserver {
+ public:
+  static constexpr int64_t kSamplePerCall = 16384;
+  void observe(const float* x, int64_t n);
+  // minmax: [min, max]; percentile p (e.g. 99.99): the (100 - p)th and pth percentiles of the sample.
+  void range(CalibrationMethod method, double percentile, float* lo, float* hi) const;
+  bool empty() const { return count_ == 0; }
+
+ private:
+  int64_t count_ = 0;
+  float min_ = 0, max_ = 0;
+  std::vector<float> sample_;
+};
+
+}  // namespace rg

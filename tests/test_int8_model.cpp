@@ -1,0 +1,195 @@
+// Post-training int8 quantization of whole models: close to the f32 model on a trained
+// network, the same bits on every ISA and thread count (the int8 path is integer arithmetic),
+// and the per-layer policy and fallbacks as the report states them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "base/thread_pool.h"
+#include "cpu/isa.h"
+#include "data/dataset.h"
+#include "nn/model.h"
+#include "quant/int8_model.h"
+#include "train/trainer.h"
+
+namespace rg {
+namespace {
+
+// conv (padding, BN, ReLU), max pooling, a strided conv, dropout, and two dense layers: every
+// int8 stage kind, with padding whose zero point must read as 0.
+const char* kCfg =
+    "[net]\ninput = 28x28x1\nloss = softmax_cross_entropy\n"
+    "[conv]\nfilters = 8\nsize = 3\npad = 1\nbias = false\n[batchnorm]\n[relu]\n"
+    "[maxpool]\nsize = 2\n"
+    "[conv]\nfilters = 12\nsize = 3\nstride = 2\npad = 1\n[relu]\n"
+    "[dropout]\nrate = 0.25\n"
+    "[dense]\nunits = 30\n[relu]\n"
+    "[dense]\nunits = 10\n";
+
+const DataSplit& data() {
+  static const DataSplit split = [] {
+    DataSplit s = make_synthetic(1500, 500, 10, 5);
+    return s;
+  }();
+  return split;
+}
+
+std::unique_ptr<Model> trained_model(const char* cfg_text, int64_t epochs) {
+  auto cfg = parse_cfg(cfg_text, "int8_test.cfg");
+  EXPECT_TRUE(cfg.ok()) << cfg.status().message();
+  auto built = Model::from_cfg(cfg.value());
+  EXPECT_TRUE(built.ok()) << built.status().message();
+  std::unique_ptr<Model> model = built.take();
+  EXPECT_TRUE(model->init(1).ok());
+  ThreadPool pool(2);
+  TrainOptions options;
+  options.epochs = epochs;
+  options.batch = 32;
+  static FILE* quiet = std::fopen("/dev/null", "w");
+  options.log = quiet;
+  Trainer trainer(*model, pool, options);
+  EXPECT_TRUE(trainer.prepare().ok());
+  EXPECT_TRUE(trainer.fit(data().train, nullptr).ok());
+  return model;
+}
+
+Model& shared_model() {
+  static std::unique_ptr<Model> model = trained_model(kCfg, 3);
+  return *model;
+}
+
+std::unique_ptr<Int8Model> quantize(Model& model, const Int8Options& options, ThreadPool* pool) {
+  auto calibration = data().train.first_samples(256);
+  EXPECT_TRUE(calibration.ok());
+  auto net = Int8Model::quantize(model, calibration.value(), 64, options, pool);
+  EXPECT_TRUE(net.ok()) << net.status().message();
+  if (!net.ok()) return nullptr;
+  EXPECT_TRUE(net.value()->reserve(100).ok());
+  return net.take();
+}
+
+// The f32 model's logits and the int8 model's for the first 100 test samples.
+void both_outputs(Model& model, Int8Model& net, ThreadPool* pool, std::vector<float>* f32, std::vector<float>* int8) {
+  auto x = data().test.first_samples(100);
+  ASSERT_TRUE(x.ok());
+  ASSERT_TRUE(model.reserve(100).ok());
+  LayerContext ctx{pool, false};
+  const Tensor a = model.forward(x.value(), ctx);
+  f32->assign(a.f32(), a.f32() + a.numel());
+  const Tensor b = net.forward(x.value(), pool);
+  int8->assign(b.f32(), b.f32() + b.numel());
+}
+
+int argmax(const float* row, int n) {
+  int best = 0;
+  for (int j = 1; j < n; ++j)
+    if (row[j] > row[best]) best = j;
+  return best;
+}
+
+TEST(Int8Model, TracksTheF32ModelItWasMadeFrom) {
+  ThreadPool pool(2);
+  for (CalibrationMethod method : {CalibrationMethod::minmax, CalibrationMethod::percentile}) {
+    Int8Options options;
+    options.calibration = method;
+    auto net = quantize(shared_model(), options, &pool);
+    ASSERT_NE(net, nullptr);
+    std::vector<float> f32, int8;
+    both_outputs(shared_model(), *net, &pool, &f32, &int8);
+    float range = 0, worst = 0;
+    int agree = 0;
+    for (size_t i = 0; i < f32.size(); ++i) {
+      range = std::max(range, std::fabs(f32[i]));
+      worst = std::max(worst, std::fabs(f32[i] - int8[i]));
+    }
+    for (int s = 0; s < 100; ++s) agree += argmax(&f32[static_cast<size_t>(s) * 10], 10) == argmax(&int8[static_cast<size_t>(s) * 10], 10);
+    EXPECT_GE(agree, 95) << calibration_name(method);
+    // Percentile ranges clip the rare largest activations on purpose: those outputs move more.
+    const float bound = method == CalibrationMethod::minmax ? 0.1f : 0.2f;
+    EXPECT_LT(worst, bound * range) << calibration_name(method) << ": logits differ by " << worst << " of " << range;
+    for (const LayerPrecision& layer : net->precisions()) {
+      if (layer.layer == "dropout1") {
+        EXPECT_EQ(layer.precision, "-");
+      } else {
+        EXPECT_EQ(layer.precision, "int8") << layer.layer << ": " << layer.note;
+      }
+    }
+  }
+}
+
+TEST(Int8Model, SameBitsOnEveryIsaAndThreadCount) {
+  // Integer arithmetic from the first quantize to the last dequantize: no ISA or split may change a bit.
+  // Calibration (the f32 forward) runs on the active ISA; the int8 tiles are each ISA's.
+  ThreadPool two(2);
+  std::vector<float> want;
+  for (Isa isa : all_isas()) {
+    if (!isa_supported(isa, detect_cpu().features)) continue;
+    Int8Options options;
+    options.has_isa = true;
+    options.isa = isa;
+    auto net = quantize(shared_model(), options, &two);
+    ASSERT_NE(net, nullptr);
+    auto x = data().test.first_samples(100);
+    ASSERT_TRUE(x.ok());
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
+      const Tensor out = net->forward(x.value(), pool);
+      std::vector<float> got(out.f32(), out.f32() + out.numel());
+      if (want.empty()) want = got;
+      ASSERT_EQ(got, want) << isa_name(isa) << (pool ? " on 2 threads" : " on 1 thread");
+    }
+  }
+}
+
+TEST(Int8Model, PolicyKeepsNamedLayersInF32) {
+  ThreadPool pool(1);
+  Int8Options options;
+  options.keep_f32 = {"first", "dense2"};
+  auto net = quantize(shared_model(), options, &pool);
+  ASSERT_NE(net, nullptr);
+  std::map<std::string, std::string> precision;
+  for (const LayerPrecision& layer : net->precisions()) precision[layer.layer] = layer.precision;
+  EXPECT_EQ(precision["conv1"], "f32");
+  EXPECT_EQ(precision["batchnorm1"], "f32");  // without conv1 in int8 nothing folds it
+  EXPECT_EQ(precision["maxpool1"], "f32");    // its input is f32 there
+  EXPECT_EQ(precision["conv2"], "int8");
+  EXPECT_EQ(precision["dense1"], "int8");
+  EXPECT_EQ(precision["dense2"], "f32");
+  std::vector<float> f32, int8;
+  both_outputs(shared_model(), *net, &pool, &f32, &int8);
+  int agree = 0;
+  for (int s = 0; s < 100; ++s) agree += argmax(&f32[static_cast<size_t>(s) * 10], 10) == argmax(&int8[static_cast<size_t>(s) * 10], 10);
+  EXPECT_GE(agree, 95);
+
+  options.keep_f32 = {"conv9"};
+  auto calibration = data().train.first_samples(64);
+  ASSERT_TRUE(calibration.ok());
+  auto bad = Int8Model::quantize(shared_model(), calibration.value(), 64, options, &pool);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("no layer 'conv9'"), std::string::npos) << bad.status().message();
+}
+
+TEST(Int8Model, LayersWithoutInt8KernelsRunInF32AndSaySo) {
+  const char* cfg =
+      "[net]\ninput = 28x28x1\nloss = mse\ntarget = input\n"
+      "[dense]\nunits = 20\n[relu]\n[dense]\nunits = 784\n[sigmoid]\n[reshape]\nshape = 28x28x1\n";
+  std::unique_ptr<Model> model = trained_model(cfg, 1);
+  ThreadPool pool(1);
+  auto net = quantize(*model, Int8Options(), &pool);
+  ASSERT_NE(net, nullptr);
+  std::map<std::string, LayerPrecision> by_name;
+  for (const LayerPrecision& layer : net->precisions()) by_name[layer.layer] = layer;
+  EXPECT_EQ(by_name["dense2"].precision, "int8");
+  EXPECT_EQ(by_name["sigmoid1"].precision, "f32");
+  EXPECT_EQ(by_name["sigmoid1"].note, "no int8 kernel");
+  std::vector<float> f32, int8;
+  both_outputs(*model, *net, &pool, &f32, &int8);
+  double worst = 0;
+  for (size_t i = 0; i < f32.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(f32[i] - int8[i])));
+  EXPECT_LT(worst, 0.05) << "sigmoid outputs in [0, 1]";
+}
+
+}  // namespace
+}  // namespace rg
