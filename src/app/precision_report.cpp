@@ -143,7 +143,7 @@ std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer
   std::ostringstream os;
   const bool classifies = rows.empty() || rows.front().classifies;
   char line[512];
-  std::snprintf(line, sizeof line, "  %-9s %-50s %12s %12s %9s %9s %12s %12s\n", "precision", "what ran",
+  std::snprintf(line, sizeof line, "  %-9s %-57s %12s %12s %9s %9s %12s %12s\n", "precision", "what ran",
                 "train smp/s", "infer smp/s", classifies ? "test acc" : "test MSE",
                 classifies ? "vs fp32" : "vs fp32", "weights", "infer memory");
   os << line;
@@ -161,7 +161,7 @@ std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer
       std::snprintf(score, sizeof score, "%.6f", r.test_mse);
       std::snprintf(change, sizeof change, "%+.6f", r.change);
     }
-    std::snprintf(line, sizeof line, "  %-9s %-50s %12s %12.0f %9s %9s %12s %12s\n", r.precision.c_str(),
+    std::snprintf(line, sizeof line, "  %-9s %-57s %12s %12.0f %9s %9s %12s %12s\n", r.precision.c_str(),
                   r.what_ran.c_str(), train, r.infer_samples_per_s, score, change, format_bytes(r.weight_bytes).c_str(),
                   format_bytes(r.memory_bytes).c_str());
     os << line;
