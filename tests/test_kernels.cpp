@@ -11,6 +11,7 @@
 
 #include "base/fp16.h"
 #include "base/rng.h"
+#include "isa_param.h"
 #include "base/thread_pool.h"
 #include "cpu/kernel_tables.h"
 #include "ops/elementwise.h"
@@ -26,21 +27,11 @@ std::vector<float> random_vector(int64_t n, float lo, float hi, Rng& rng) {
   return v;
 }
 
-class KernelsOnIsa : public ::testing::TestWithParam<Isa> {
+class KernelsOnIsa : public OnEveryIsa {
  protected:
-  void SetUp() override {
-    if (!isa_supported(GetParam(), detect_cpu().features)) GTEST_SKIP() << isa_name(GetParam()) << " not supported here";
-  }
   const F32VectorKernels& fast() const { return f32_vector_kernels(GetParam()); }
   const F32VectorKernels& ref() const { return f32_vector_kernels(Isa::reference); }
 };
-
-std::string isa_label(const ::testing::TestParamInfo<Isa>& info) {
-  std::string name = isa_name(info.param);
-  for (char& c : name)
-    if (c == '.') c = '_';
-  return name;
-}
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, KernelsOnIsa, ::testing::ValuesIn(all_isas()), isa_label);
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "isa_param.h"
 #include "base/thread_pool.h"
 #include "cpu/kernel_tables.h"
 #include "quant/fixed_point.h"
@@ -67,21 +68,11 @@ TEST(FixedPoint, MultiplierRepresentsTheRealWithin2ToTheMinus31Relative) {
   EXPECT_EQ(requantize(-1000, quantize_multiplier(0.25), -128, -128, 127), -128);
 }
 
-class Qs8OnIsa : public ::testing::TestWithParam<Isa> {
+class Qs8OnIsa : public OnEveryIsa {
  protected:
-  void SetUp() override {
-    if (!isa_supported(GetParam(), detect_cpu().features)) GTEST_SKIP() << isa_name(GetParam()) << " not supported here";
-  }
   const Qs8GemmKernel& fast() const { return qs8_gemm_kernel(GetParam()); }
   const Qs8GemmKernel& ref() const { return qs8_gemm_kernel(Isa::reference); }
 };
-
-std::string isa_label(const ::testing::TestParamInfo<Isa>& info) {
-  std::string name = isa_name(info.param);
-  for (char& c : name)
-    if (c == '.') c = '_';
-  return name;
-}
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, Qs8OnIsa, ::testing::ValuesIn(all_isas()), isa_label);
 

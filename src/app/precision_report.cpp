@@ -73,8 +73,7 @@ void fill_scores(PrecisionRow* row, const EvalResult& result, bool classifies) {
 std::string int8_what_ran(const Int8Model& net, const Int8Options& options) {
   int quantized = 0, gemm_layers = 0;
   for (const LayerPrecision& layer : net.precisions()) {
-    const bool gemm = layer.layer.rfind("conv", 0) == 0 || layer.layer.rfind("dense", 0) == 0;
-    if (!gemm) continue;
+    if (layer.kind != "conv" && layer.kind != "dense") continue;
     ++gemm_layers;
     if (layer.precision == "int8") ++quantized;
   }
@@ -93,6 +92,9 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
   TrainOptions eval_options = options;
   eval_options.batch = settings.infer_batch;
   eval_options.checkpoint_path.clear();
+  // Scores every precision at the inference batch (and reserves the f32 model for calibration).
+  Trainer evaluator(model, pool, eval_options);
+  if (Status s = evaluator.prepare(); !s.ok()) return s;
   std::vector<PrecisionRow> rows;
   EvalResult fp32_result;
   bool have_fp32 = false;
@@ -100,8 +102,6 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
     PrecisionRow row;
     row.precision = precision;
     if (precision == "fp32") {
-      Trainer evaluator(model, pool, eval_options);
-      if (Status s = evaluator.prepare(); !s.ok()) return s;
       fp32_result = evaluator.evaluate(test);
       have_fp32 = true;
       row.what_ran = "all f32";
@@ -111,14 +111,12 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
       for (size_t i = 0; i < model.layers().size(); ++i) activations += model.layer_output_shape(i).numel();
       row.memory_bytes = row.weight_bytes + activations * settings.infer_batch * 4;
       fill_scores(&row, fp32_result, classifies);
-      for (const auto& layer : model.layers()) row.layers.push_back({layer->name(), "f32", ""});
+      for (const auto& layer : model.layers()) row.layers.push_back({layer->name(), "f32", "", layer->kind()});
     } else {  // int8
       const int64_t calibration_count =
           std::min<int64_t>(train.size(), settings.infer_batch * settings.int8.calibration_batches);
       auto calibration = train.first_samples(calibration_count);
       if (!calibration.ok()) return calibration.status();
-      Trainer evaluator(model, pool, eval_options);  // reserves the f32 model for calibration batches
-      if (Status s = evaluator.prepare(); !s.ok()) return s;
       auto quantized = Int8Model::quantize(model, calibration.value(), settings.infer_batch, settings.int8, &pool);
       if (!quantized.ok()) return quantized.status();
       std::unique_ptr<Int8Model> net = quantized.take();

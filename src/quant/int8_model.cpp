@@ -361,21 +361,21 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     add(std::make_unique<F32Stage>(layers[i].get(), shape, model.layer_output_shape(i)));
     int8_domain = false;
     current_observer = i + 1;
-    net->precisions_.push_back({layers[i]->name(), "f32", note});
+    net->precisions_.push_back({layers[i]->name(), "f32", note, layers[i]->kind()});
   };
 
   for (size_t i = 0; i < count; ++i) {
     Layer* layer = layers[i].get();
     const std::string kind = layer->kind();
     if (is_identity_at_inference(kind)) {
-      net->precisions_.push_back({layer->name(), "-", "identity at inference"});
+      net->precisions_.push_back({layer->name(), "-", "identity at inference", kind});
       shape = model.layer_output_shape(i);
       current_observer = i + 1;
       continue;
     }
     if (kind == "maxpool" && int8_domain) {
       add(std::make_unique<MaxPoolStage>(static_cast<Pool2D*>(layer)->geometry()));
-      net->precisions_.push_back({layer->name(), "int8", "same scale as its input"});
+      net->precisions_.push_back({layer->name(), "int8", "same scale as its input", kind});
       current_observer = i + 1;
       continue;
     }
@@ -415,8 +415,9 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     std::string note;
     for (size_t j = i + 1; j <= end; ++j)
       note += (note.empty() ? "" : ", ") + layers[j]->name() + (layers[j]->kind() == "relu" ? " fused" : " folded");
-    net->precisions_.push_back({layer->name(), "int8", note});
-    for (size_t j = i + 1; j <= end; ++j) net->precisions_.push_back({layers[j]->name(), "int8", "in " + layer->name()});
+    net->precisions_.push_back({layer->name(), "int8", note, kind});
+    for (size_t j = i + 1; j <= end; ++j)
+      net->precisions_.push_back({layers[j]->name(), "int8", "in " + layer->name(), layers[j]->kind()});
     int8_domain = true;
     current = out;
     current_observer = end + 1;

@@ -39,6 +39,7 @@ struct LayerPrecision {
   std::string layer;      // "conv1"
   std::string precision;  // "int8", "f32", or "-" (an identity at inference)
   std::string note;       // why f32, or what was fused: "batchnorm2 folded, relu2 fused"
+  std::string kind;       // the layer's cfg section: "conv"
 };
 
 class Int8Stage;
