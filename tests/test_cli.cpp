@@ -423,22 +423,30 @@ namespace {
 TEST(Cli, PrecisionTableAndJsonRows) {
   const std::string json_path = temp_dir() + "/precision.json", csv_path = temp_dir() + "/precision.csv";
   const Outcome o = run("precision --model lenet --data synthetic --limit 512 --epochs 1 --threads 2 --calib-batches 1 "
-                        "--infer-batch 128 --keep-f32 last --json " + json_path + " --csv " + csv_path);
+                        "--infer-batch 128 --keep-f32 last --precision fp32,fp16,int8,int8-qat,int8-train --json " +
+                        json_path + " --csv " + csv_path);
   ASSERT_EQ(o.code, 0) << o.output;
-  EXPECT_NE(o.output.find("precision what ran"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("precision  what ran"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("int8 QAT export: 4 of 5 conv/dense int8, ranges learned"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("fp16 per layer: conv1=f16"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("int8-train per layer: conv1=int8 GEMM relu1=f32"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("int8 PTQ: 4 of 5 conv/dense int8"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("dense3=f32 (kept f32 by the policy)"), std::string::npos) << o.output;
   const auto report = nlohmann::json::parse(read_all(json_path));
-  ASSERT_EQ(report["precisions"].size(), 2u);
+  ASSERT_EQ(report["precisions"].size(), 5u);
   for (const auto& row : report["precisions"]) {
     for (const char* key : {"precision", "test_accuracy", "train_samples_per_s", "infer_samples_per_s", "weight_bytes"})
       EXPECT_TRUE(row.contains(key)) << key;
     EXPECT_GT(row["infer_samples_per_s"].get<double>(), 0);
   }
-  EXPECT_EQ(report["precisions"][0]["precision"], "fp32");
-  EXPECT_GT(report["precisions"][0]["train_samples_per_s"].get<double>(), 0);
-  EXPECT_TRUE(report["precisions"][1]["train_samples_per_s"].is_null()) << "PTQ does not train";
-  EXPECT_LT(report["precisions"][1]["weight_bytes"].get<int64_t>(), report["precisions"][0]["weight_bytes"].get<int64_t>());
+  const auto& rows = report["precisions"];
+  const char* names[] = {"fp32", "fp16", "int8", "int8-qat", "int8-train"};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(rows[i]["precision"], names[i]);
+    if (i != 2) EXPECT_GT(rows[i]["train_samples_per_s"].get<double>(), 0) << names[i] << " trains";
+  }
+  EXPECT_TRUE(rows[2]["train_samples_per_s"].is_null()) << "PTQ does not train";
+  for (size_t i : {2, 3}) EXPECT_LT(rows[i]["weight_bytes"].get<int64_t>(), rows[0]["weight_bytes"].get<int64_t>());
   EXPECT_EQ(read_all(csv_path).rfind("precision,what_ran,", 0), 0u);
 }
 
@@ -447,7 +455,8 @@ TEST(Cli, PrecisionMistakesAreNamedBeforeTraining) {
     std::string args, expect;
   };
   for (const Case& c : std::vector<Case>{
-           {"precision --precision fp16 --data synthetic", "fp16 storage and mixed-precision training are not built yet"},
+           {"precision --train-precision fp16 --data synthetic", "drop --train-precision"},
+           {"train --train-precision fp8 --data synthetic", "unknown training precision 'fp8'"},
            {"precision --precision fp32,int4 --data synthetic", "unknown precision 'int4'"},
            {"precision --precision fp32,fp32 --data synthetic", "fp32 is listed twice"},
            {"precision --calibration kl --data synthetic", "'kl' is neither minmax nor percentile"},

@@ -23,7 +23,8 @@ namespace {
 
 // Options that a resumed run takes from its checkpoint and so may not be given again.
 const char* kFromCheckpoint[] = {"model", "batch", "optimizer", "lr", "momentum", "nesterov", "weight-decay",
-                                 "beta1", "beta2", "schedule", "step-epochs", "gamma", "lr-min", "val-split", "seed"};
+                                 "beta1", "beta2", "schedule", "step-epochs", "gamma", "lr-min", "val-split", "seed",
+                                 "train-precision"};
 
 void declare(Args& args) {
   std::string presets;
@@ -35,6 +36,9 @@ void declare(Args& args) {
   add_image_data_options(args);
   args.option("epochs", "N", "epochs to train (in all, when resuming)", "5");
   args.option("batch", "N", "mini-batch size", "64");
+  args.option("train-precision", "fp32|fp16",
+              "fp16: mixed precision (f16 activations and gradients, f32 math and master weights, loss scaling)",
+              "fp32");
   args.option("optimizer", "sgd|adam", "the update rule", "sgd");
   args.option("lr", "RATE", "learning rate", "0.01 for sgd, 0.001 for adam");
   args.option("momentum", "M", "sgd momentum", "0.9");
@@ -54,7 +58,7 @@ void declare(Args& args) {
   args.option("json", "FILE", "write every figure of the run as JSON");
   args.option("samples", "FILE.png", "autoencoders: write test inputs beside their reconstructions as a PNG grid");
   args.option("csv", "FILE", "--precision: write the precision table as CSV");
-  declare_precision_options(args, "fp32,int8");
+  declare_precision_options(args, "fp32,fp16,int8");
   add_gan_options(args);
   add_common_options(args);
 }
@@ -63,6 +67,9 @@ Status options_from_args(const Args& args, TrainOptions* options) {
   RG_ASSIGN(options->epochs, args.integer("epochs", 1, 1000000));
   RG_ASSIGN(options->batch, args.integer("batch", 1, 1 << 20));
   RG_ASSIGN(options->seed, seed_option(args));
+  auto precision = train_precision_from_name(args.text("train-precision"));
+  if (!precision.ok()) return precision.status().with_context("--train-precision: ");
+  options->precision = precision.value();
   auto kind = optimizer_from_name(args.text("optimizer"));
   if (!kind.ok()) return kind.status().with_context("--optimizer: ");
   options->optimizer.kind = kind.value();
@@ -223,6 +230,10 @@ int run_train(int argc, char** argv) {
     auto settings = precision_settings(args);
     if (!settings.ok()) return fail(settings.status().message());
     precision = settings.take();
+    if (options.precision != TrainPrecision::fp32) {
+      return fail("--precision compares each precision with the fp32 run and trains the others itself; drop "
+                  "--train-precision");
+    }
     if (args.given("csv")) {
       if (Status s = check_writable_path(args.text("csv"), "csv"); !s.ok()) return fail(s.message());
     }
@@ -275,8 +286,8 @@ int run_train(int argc, char** argv) {
               static_cast<long long>(train.size()),
               validation.size() > 0 ? (", " + std::to_string(validation.size()) + " for validation").c_str() : "",
               static_cast<long long>(split.test.size()), train.num_classes);
-  std::printf("training:  batch %lld, %s, %s, %s schedule, seed %llu, %d threads on %s\n",
-              static_cast<long long>(options.batch), describe(options.optimizer).c_str(),
+  std::printf("training:  %s, batch %lld, %s, %s, %s schedule, seed %llu, %d threads on %s\n",
+              train_precision_name(options.precision), static_cast<long long>(options.batch), describe(options.optimizer).c_str(),
               options.schedule.describe().c_str(), schedule_name(options.schedule.kind),
               static_cast<unsigned long long>(options.seed), pool.threads(), cpu.brand.empty() ? "this CPU" : cpu.brand.c_str());
   if (resuming) std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
@@ -359,7 +370,7 @@ int run_precision(int argc, char** argv) {
   std::vector<char*> with_default(argv, argv + argc);
   bool given = false;
   for (int i = 2; i < argc; ++i) given = given || std::string(argv[i]).rfind("--precision", 0) == 0;
-  static char option[] = "--precision", value[] = "fp32,int8";
+  static char option[] = "--precision", value[] = "fp32,fp16,int8,int8-qat,int8-train";
   if (!given) {
     with_default.push_back(option);
     with_default.push_back(value);

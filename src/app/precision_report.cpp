@@ -14,8 +14,10 @@ namespace rg {
 
 void declare_precision_options(Args& args, const char* default_precisions) {
   args.option("precision", "LIST",
-              "after training, run the model in each precision of LIST (fp32, int8) and print one table row "
-              "each; fp16 is not built yet",
+              "after training, run the model in each precision of LIST and print one table row each: fp32 (the "
+              "model as trained), fp16 (the same model trained again in mixed precision), int8 (post-training "
+              "quantization of the fp32 model), int8-qat (trained again through fake int8, exported to int8), "
+              "int8-train (trained again with int8 GEMMs forward and backward)",
               default_precisions);
   args.option("infer-batch", "N", "--precision: inference batch size for the speed column", "256");
   args.option("calibration", "minmax|percentile", "int8: how activation ranges are chosen", "percentile");
@@ -28,12 +30,9 @@ Result<PrecisionSettings> precision_settings(const Args& args) {
   PrecisionSettings s;
   std::stringstream list(args.text("precision"));
   for (std::string name; std::getline(list, name, ',');) {
-    if (name == "fp16") {
-      return Status::error("--precision fp16: fp16 storage and mixed-precision training are not built yet "
-                           "(issue 6's next step); fp32 and int8 are");
-    }
-    if (name != "fp32" && name != "int8") {
-      return Status::error("--precision: unknown precision '" + name + "' (known: fp32, int8)");
+    if (name != "fp32" && name != "fp16" && name != "int8" && name != "int8-qat" && name != "int8-train") {
+      return Status::error("--precision: unknown precision '" + name +
+                           "' (known: fp32, fp16, int8, int8-qat, int8-train)");
     }
     for (const auto& seen : s.precisions)
       if (seen == name) return Status::error("--precision: " + name + " is listed twice");
@@ -70,7 +69,7 @@ void fill_scores(PrecisionRow* row, const EvalResult& result, bool classifies) {
   row->infer_samples_per_s = result.seconds > 0 ? static_cast<double>(result.samples) / result.seconds : 0;
 }
 
-std::string int8_what_ran(const Int8Model& net, const Int8Options& options) {
+std::string int8_what_ran(const Int8Model& net, const Int8Options& options, bool learned_ranges) {
   int quantized = 0, gemm_layers = 0;
   for (const LayerPrecision& layer : net.precisions()) {
     if (layer.kind != "conv" && layer.kind != "dense") continue;
@@ -78,9 +77,147 @@ std::string int8_what_ran(const Int8Model& net, const Int8Options& options) {
     if (layer.precision == "int8") ++quantized;
   }
   std::ostringstream os;
-  os << "int8 PTQ: " << quantized << " of " << gemm_layers << " conv/dense int8, "
-     << calibration_name(options.calibration) << " calibration";
+  os << (learned_ranges ? "int8 QAT export: " : "int8 PTQ: ") << quantized << " of " << gemm_layers
+     << " conv/dense int8, ";
+  if (learned_ranges) {
+    os << "ranges learned";
+  } else {
+    os << calibration_name(options.calibration) << " calibration";
+  }
   return os.str();
+}
+
+}  // namespace
+
+namespace {
+
+// fp32: the trained model as it is.
+PrecisionRow fp32_row(Model& model, Trainer& evaluator, const Dataset& test, double train_samples_per_s,
+                      const PrecisionSettings& settings) {
+  PrecisionRow row;
+  row.precision = "fp32";
+  row.what_ran = "all f32";
+  row.train_samples_per_s = train_samples_per_s;
+  row.weight_bytes = f32_weight_bytes(model);
+  row.memory_bytes = row.weight_bytes + model.inference_activation_bytes(settings.infer_batch);
+  fill_scores(&row, evaluator.evaluate(test), model.target() != TargetKind::input);
+  for (const auto& layer : model.layers()) row.layers.push_back({layer->name(), "f32", "", layer->kind()});
+  return row;
+}
+
+// A fresh model of the same cfg and seed, trained with the run's settings in `precision`.
+struct FreshRun {
+  std::unique_ptr<Model> net;
+  std::unique_ptr<Trainer> trainer;  // destroyed before net
+  double samples_per_s = 0;
+};
+
+Result<FreshRun> train_fresh(const Model& model, TrainOptions options, TrainPrecision precision, ThreadPool& pool,
+                             const Dataset& train) {
+  FreshRun run;
+  RG_ASSIGN(run.net, Model::from_cfg(model.cfg()));
+  RG_TRY(run.net->init(options.seed));
+  options.precision = precision;
+  options.checkpoint_path.clear();
+  options.stop_after = 0;
+  std::fprintf(options.log, "\nprecision %s: training the same model from the same seed\n",
+               train_precision_name(precision));
+  run.trainer = std::make_unique<Trainer>(*run.net, pool, options);
+  RG_TRY(run.trainer->prepare());
+  RG_TRY(run.trainer->fit(train, nullptr).status());
+  run.samples_per_s = static_cast<double>(run.trainer->samples_trained()) / run.trainer->train_seconds();
+  return run;
+}
+
+// Scores `net` at the inference batch with a trainer of `precision` (its storage and GEMMs).
+EvalResult evaluate_in(Model& net, TrainOptions options, TrainPrecision precision, ThreadPool& pool,
+                       const Dataset& test, int64_t batch, Status* status) {
+  options.precision = precision;
+  options.batch = batch;
+  options.checkpoint_path.clear();
+  Trainer evaluator(net, pool, options);
+  *status = evaluator.prepare();
+  return status->ok() ? evaluator.evaluate(test) : EvalResult();
+}
+
+// Every layer at one precision, conv/dense at another.
+std::vector<LayerPrecision> layer_list(const Model& net, const std::string& gemm, const std::string& other) {
+  std::vector<LayerPrecision> out;
+  for (const auto& layer : net.layers()) {
+    const bool product = layer->kind() == "conv" || layer->kind() == "dense";
+    out.push_back({layer->name(), product ? gemm : other, "", layer->kind()});
+  }
+  return out;
+}
+
+// fp16: trained in mixed precision, run for inference with f16 storage.
+Result<PrecisionRow> fp16_row(const Model& model, const TrainOptions& options, ThreadPool& pool, const Dataset& train,
+                              const Dataset& test, const PrecisionSettings& settings) {
+  RG_ASSIGN(FreshRun run, train_fresh(model, options, TrainPrecision::fp16, pool, train));
+  PrecisionRow row;
+  row.precision = "fp16";
+  std::ostringstream what;
+  what << "f16 acts+grads, f32 math; loss scale 2^"
+       << static_cast<int>(std::lround(std::log2(run.trainer->loss_scaler().scale()))) << ", "
+       << run.trainer->loss_scaler().skipped_steps() << " steps skipped";
+  row.what_ran = what.str();
+  row.train_samples_per_s = run.samples_per_s;
+  Status status;
+  const EvalResult result =
+      evaluate_in(*run.net, options, TrainPrecision::fp16, pool, test, settings.infer_batch, &status);
+  RG_TRY(status);
+  row.weight_bytes = f32_weight_bytes(*run.net);
+  row.memory_bytes = row.weight_bytes + run.net->inference_activation_bytes(settings.infer_batch);
+  fill_scores(&row, result, model.target() != TargetKind::input);
+  row.layers = layer_list(*run.net, "f16", "f16");
+  row.layers.back() = {row.layers.back().layer, "f32", "the output stays f32", row.layers.back().kind};
+  return row;
+}
+
+// int8-train: conv/dense GEMMs on the int8 kernels in training and inference.
+Result<PrecisionRow> int8_train_row(const Model& model, const TrainOptions& options, ThreadPool& pool,
+                                    const Dataset& train, const Dataset& test, const PrecisionSettings& settings) {
+  RG_ASSIGN(FreshRun run, train_fresh(model, options, TrainPrecision::int8_gemm, pool, train));
+  PrecisionRow row;
+  row.precision = "int8-train";
+  row.what_ran = "conv/dense GEMMs int8 (dynamic scales, stochastic grads)";
+  row.train_samples_per_s = run.samples_per_s;
+  Status status;
+  const EvalResult result =
+      evaluate_in(*run.net, options, TrainPrecision::int8_gemm, pool, test, settings.infer_batch, &status);
+  RG_TRY(status);
+  row.weight_bytes = f32_weight_bytes(*run.net);
+  row.memory_bytes = row.weight_bytes + run.net->inference_activation_bytes(settings.infer_batch);
+  fill_scores(&row, result, model.target() != TargetKind::input);
+  row.layers = layer_list(*run.net, "int8 GEMM", "f32");
+  return row;
+}
+
+// int8 (post-training quantization of the trained f32 model, calibrated) and int8-qat (a model
+// trained through fake quantization, exported with the ranges it learned): the int8 engine.
+Result<PrecisionRow> int8_row(Model& model, Trainer& evaluator, ThreadPool& pool, const Dataset& train,
+                              const Dataset& test, const PrecisionSettings& settings, const FreshRun* qat) {
+  Int8Options int8 = settings.int8;
+  Tensor calibration;
+  if (qat != nullptr) {
+    int8.ranges = qat->trainer->fake_quantizer()->ranges();
+  } else {
+    const int64_t count = std::min<int64_t>(train.size(), settings.infer_batch * settings.int8.calibration_batches);
+    RG_ASSIGN(calibration, train.first_samples(count));
+  }
+  Model& source = qat != nullptr ? *qat->net : model;
+  RG_ASSIGN(std::unique_ptr<Int8Model> net, Int8Model::quantize(source, calibration, settings.infer_batch, int8, &pool));
+  RG_TRY(net->reserve(settings.infer_batch));
+  PrecisionRow row;
+  row.precision = qat != nullptr ? "int8-qat" : "int8";
+  row.what_ran = int8_what_ran(*net, settings.int8, qat != nullptr);
+  if (qat != nullptr) row.train_samples_per_s = qat->samples_per_s;
+  row.weight_bytes = net->weight_bytes();
+  row.memory_bytes = row.weight_bytes + net->buffer_bytes();
+  row.layers = net->precisions();
+  fill_scores(&row, evaluator.evaluate(test, [&](const Tensor& x) { return net->forward(x, &pool); }),
+              model.target() != TargetKind::input);
+  return row;
 }
 
 }  // namespace
@@ -92,47 +229,34 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
   TrainOptions eval_options = options;
   eval_options.batch = settings.infer_batch;
   eval_options.checkpoint_path.clear();
-  // Scores every precision at the inference batch (and reserves the f32 model for calibration).
+  // Scores the f32 model and the int8 engine at the inference batch (and reserves the f32 model
+  // for calibration).
   Trainer evaluator(model, pool, eval_options);
-  if (Status s = evaluator.prepare(); !s.ok()) return s;
+  RG_TRY(evaluator.prepare());
   std::vector<PrecisionRow> rows;
-  EvalResult fp32_result;
-  bool have_fp32 = false;
   for (const std::string& precision : settings.precisions) {
-    PrecisionRow row;
-    row.precision = precision;
     if (precision == "fp32") {
-      fp32_result = evaluator.evaluate(test);
-      have_fp32 = true;
-      row.what_ran = "all f32";
-      row.train_samples_per_s = train_samples_per_s;
-      row.weight_bytes = f32_weight_bytes(model);
-      int64_t activations = 0;
-      for (size_t i = 0; i < model.layers().size(); ++i) activations += model.layer_output_shape(i).numel();
-      row.memory_bytes = row.weight_bytes + activations * settings.infer_batch * 4;
-      fill_scores(&row, fp32_result, classifies);
-      for (const auto& layer : model.layers()) row.layers.push_back({layer->name(), "f32", "", layer->kind()});
-    } else {  // int8
-      const int64_t calibration_count =
-          std::min<int64_t>(train.size(), settings.infer_batch * settings.int8.calibration_batches);
-      auto calibration = train.first_samples(calibration_count);
-      if (!calibration.ok()) return calibration.status();
-      auto quantized = Int8Model::quantize(model, calibration.value(), settings.infer_batch, settings.int8, &pool);
-      if (!quantized.ok()) return quantized.status();
-      std::unique_ptr<Int8Model> net = quantized.take();
-      if (Status s = net->reserve(settings.infer_batch); !s.ok()) return s;
-      const EvalResult result = evaluator.evaluate(test, [&](const Tensor& x) { return net->forward(x, &pool); });
-      row.what_ran = int8_what_ran(*net, settings.int8);
-      row.weight_bytes = net->weight_bytes();
-      row.memory_bytes = row.weight_bytes + net->buffer_bytes();
-      row.layers = net->precisions();
-      fill_scores(&row, result, classifies);
+      rows.push_back(fp32_row(model, evaluator, test, train_samples_per_s, settings));
+    } else if (precision == "fp16") {
+      RG_ASSIGN(PrecisionRow row, fp16_row(model, options, pool, train, test, settings));
+      rows.push_back(row);
+    } else if (precision == "int8-train") {
+      RG_ASSIGN(PrecisionRow row, int8_train_row(model, options, pool, train, test, settings));
+      rows.push_back(row);
+    } else if (precision == "int8-qat") {
+      RG_ASSIGN(FreshRun qat, train_fresh(model, options, TrainPrecision::int8_qat, pool, train));
+      RG_ASSIGN(PrecisionRow row, int8_row(model, evaluator, pool, train, test, settings, &qat));
+      rows.push_back(row);
+    } else {
+      RG_ASSIGN(PrecisionRow row, int8_row(model, evaluator, pool, train, test, settings, nullptr));
+      rows.push_back(row);
     }
-    rows.push_back(row);
   }
-  for (PrecisionRow& row : rows) {
-    if (!have_fp32) break;
-    row.change = classifies ? 100.0 * (row.test_accuracy - fp32_result.accuracy) : row.test_mse - fp32_result.mse;
+  for (const PrecisionRow& fp32 : rows) {
+    if (fp32.precision != "fp32") continue;
+    for (PrecisionRow& row : rows) {
+      row.change = classifies ? 100.0 * (row.test_accuracy - fp32.test_accuracy) : row.test_mse - fp32.test_mse;
+    }
   }
   return rows;
 }
@@ -141,7 +265,7 @@ std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer
   std::ostringstream os;
   const bool classifies = rows.empty() || rows.front().classifies;
   char line[512];
-  std::snprintf(line, sizeof line, "  %-9s %-57s %12s %12s %9s %9s %12s %12s\n", "precision", "what ran",
+  std::snprintf(line, sizeof line, "  %-10s %-57s %12s %12s %9s %9s %12s %12s\n", "precision", "what ran",
                 "train smp/s", "infer smp/s", classifies ? "test acc" : "test MSE",
                 classifies ? "vs fp32" : "vs fp32", "weights", "infer memory");
   os << line;
@@ -159,14 +283,15 @@ std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer
       std::snprintf(score, sizeof score, "%.6f", r.test_mse);
       std::snprintf(change, sizeof change, "%+.6f", r.change);
     }
-    std::snprintf(line, sizeof line, "  %-9s %-57s %12s %12.0f %9s %9s %12s %12s\n", r.precision.c_str(),
+    std::snprintf(line, sizeof line, "  %-10s %-57s %12s %12.0f %9s %9s %12s %12s\n", r.precision.c_str(),
                   r.what_ran.c_str(), train, r.infer_samples_per_s, score, change, format_bytes(r.weight_bytes).c_str(),
                   format_bytes(r.memory_bytes).c_str());
     os << line;
   }
   os << "  (inference at batch " << infer_batch << " on " << isa_name(active_isa()) << "; int8 GEMM "
-     << qs8_gemm_kernel(active_isa()).name << "; train smp/s '-': the precision did not train, its weights are "
-     << "the fp32 run's; infer memory: weights and the activation buffers of one inference batch)\n";
+     << qs8_gemm_kernel(active_isa()).name << "; fp16, int8-qat and int8-train train the same model again from "
+     << "the same seed; train smp/s '-': int8 did not train, its weights are the fp32 run's; infer memory: weights "
+     << "and the activation buffers of one inference batch)\n";
   for (const PrecisionRow& r : rows) {
     if (r.precision == "fp32") continue;
     os << "  " << r.precision << " per layer:";

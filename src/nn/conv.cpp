@@ -9,6 +9,7 @@
 #include "nn/workspace.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
+#include "quant/layer_gemm.h"
 
 namespace rg {
 
@@ -188,8 +189,9 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
       const int64_t count = std::min(per_chunk, n - s0);
       const T* images = padded_chunk(ctx.pool, geometry_, x.data<T>() + s0 * in_sample, count, space.data<T>());
       // y[pixels x filters] = patches[pixels x k] * W[k x filters]
-      gemm_gathered(count * patch_rows(), filters, k, T(1), GatheredA<T>{images, at.pixels.data(), at.taps.data()},
-                    weight_.value.data<T>(), filters, T(0), y.data<T>() + s0 * out_sample, filters, ctx.pool);
+      layer_gemm_gathered(ctx, GradOperand::none, count * patch_rows(), filters, k, T(1),
+                          GatheredA<T>{images, at.pixels.data(), at.taps.data()}, weight_.value.data<T>(), filters,
+                          T(0), y.data<T>() + s0 * out_sample, filters);
     }
     if (options_.bias) add_bias(ctx.pool, n * patch_rows(), filters, bias_.value.data<T>(), y.data<T>());
   });
@@ -223,21 +225,22 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
       // as rows and pixels as depth. The first chunk overwrites unless accumulating.
       const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
-      gemm_gathered(k, filters, pixels, T(1), GatheredA<T>{images, at.taps.data(), at.pixels.data()}, g_chunk, filters,
-                    keep, weight_.grad.data<T>(), filters, ctx.pool);
+      layer_gemm_gathered(ctx, GradOperand::b, k, filters, pixels, T(1),
+                          GatheredA<T>{images, at.taps.data(), at.pixels.data()}, g_chunk, filters, keep,
+                          weight_.grad.data<T>(), filters);
       if (!dx.defined()) continue;
       T* dx_chunk = dx.data<T>() + s0 * in_sample;
       if (direct_dx_) {
         // dx[h*w x c] = patches of padded dy [h*w x k*k*filters] * flipped [k*k*filters x c]
         const T* dy_images = padded_chunk(ctx.pool, dx_geometry_, g_chunk, count, dx_space);
-        gemm_gathered(count * g.height * g.width, g.channels, dx_geometry_.patch_size(), T(1),
-                      GatheredA<T>{dy_images, dx_at.pixels.data(), dx_at.taps.data()}, flipped, g.channels, T(0),
-                      dx_chunk, g.channels, ctx.pool);
+        layer_gemm_gathered(ctx, GradOperand::a, count * g.height * g.width, g.channels, dx_geometry_.patch_size(),
+                            T(1), GatheredA<T>{dy_images, dx_at.pixels.data(), dx_at.taps.data()}, flipped,
+                            g.channels, T(0), dx_chunk, g.channels);
         continue;
       }
       // d(patches)[pixels x k] = dy * W^T, then each patch row added back where it was read
-      gemm(GemmShape{Trans::no, Trans::yes, pixels, k, filters, filters, filters, k}, T(1), g_chunk,
-           weight_.value.data<T>(), T(0), dx_space, ctx.pool);
+      layer_gemm(ctx, GradOperand::a, GemmShape{Trans::no, Trans::yes, pixels, k, filters, filters, filters, k}, T(1),
+                 g_chunk, weight_.value.data<T>(), T(0), dx_space);
       scatter_patches(ctx.pool, g, dx_space, count, dx_chunk);
     }
   });
@@ -292,8 +295,8 @@ void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerConte
       T* y_chunk = y.data<T>() + s0 * out_sample;
       T* cols = panel.defined() ? panel.data<T>() : y_chunk;
       // cols[rows x k] = x[rows x channels] * W[channels x k]
-      gemm(GemmShape{Trans::no, Trans::no, rows, k, channels, channels, k, k}, T(1), x.data<T>() + s0 * in_sample,
-           weight_.value.data<T>(), T(0), cols, ctx.pool);
+      layer_gemm(ctx, GradOperand::none, GemmShape{Trans::no, Trans::no, rows, k, channels, channels, k, k}, T(1),
+                 x.data<T>() + s0 * in_sample, weight_.value.data<T>(), T(0), cols);
       if (geometry_.pointwise()) continue;
       scatter_patches(ctx.pool, geometry_, cols, count, y_chunk);
     }
@@ -330,15 +333,17 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
       const T* images = padded_chunk(ctx.pool, g, dy.data<T>() + s0 * out_sample, count, padded_dy);
       const T* x_chunk = x.data<T>() + s0 * in_sample;
       // dW^T[k x channels] = dcols^T * x, dcols being dy's patch matrix, gathered (taps as rows)
-      gemm_gathered(k, channels, pixels, T(1), GatheredA<T>{images, offsets_.taps.data(), offsets_.pixels.data()},
-                    x_chunk, channels, T(0), grad_t, channels, ctx.pool);
+      layer_gemm_gathered(ctx, GradOperand::a, k, channels, pixels, T(1),
+                          GatheredA<T>{images, offsets_.taps.data(), offsets_.pixels.data()}, x_chunk, channels, T(0),
+                          grad_t, channels);
       const bool keep = s0 > 0 || ctx.accumulate_grads;  // the first chunk overwrites unless accumulating
       for (int64_t c = 0; c < channels; ++c)
         for (int64_t t = 0; t < k; ++t) grad[c * k + t] = (keep ? grad[c * k + t] : T(0)) + grad_t[t * channels + c];
       // dx[pixels x channels] = dcols * W^T
       if (dx.defined()) {
-        gemm_gathered(pixels, channels, k, T(1), GatheredA<T>{images, offsets_.pixels.data(), offsets_.taps.data()},
-                      weight_t, channels, T(0), dx.data<T>() + s0 * in_sample, channels, ctx.pool);
+        layer_gemm_gathered(ctx, GradOperand::a, pixels, channels, k, T(1),
+                            GatheredA<T>{images, offsets_.pixels.data(), offsets_.taps.data()}, weight_t, channels,
+                            T(0), dx.data<T>() + s0 * in_sample, channels);
       }
     }
   });

@@ -21,6 +21,8 @@ class Dropout : public Layer {
   void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
+  // The training mask is drawn over the whole batch from one stream.
+  bool needs_whole_batch(const LayerContext& ctx) const override { return ctx.training; }
   std::string describe() const override;
 
  private:

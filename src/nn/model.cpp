@@ -88,13 +88,16 @@ Status Model::reserve(int64_t batch) {
   int64_t largest = input_.numel(), scratch = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
     scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
-    RG_ASSIGN(Tensor act, Tensor::zeros(shapes_[i].batched(batch), dtype_, layers_[i]->name() + " output"));
+    const bool last = i + 1 == layers_.size();
+    const DType kept = last ? dtype_ : stored_dtype();  // the loss reads the output in the model's dtype
+    RG_ASSIGN(Tensor act, Tensor::zeros(shapes_[i].batched(batch), kept, layers_[i]->name() + " output"));
     acts_.push_back(act);
     RG_TRY(layers_[i]->reserve(batch, dtype_));  // state a layer keeps from forward to backward
     largest = std::max(largest, shapes_[i].numel());
   }
-  RG_ASSIGN(grad_a_, Tensor::zeros(Shape{batch * largest}, dtype_, "gradient buffer"));
-  RG_ASSIGN(grad_b_, Tensor::zeros(Shape{batch * largest}, dtype_, "gradient buffer"));
+  RG_ASSIGN(grad_a_, Tensor::zeros(Shape{batch * largest}, stored_dtype(), "gradient buffer"));
+  RG_ASSIGN(grad_b_, Tensor::zeros(Shape{batch * largest}, stored_dtype(), "gradient buffer"));
+  if (storage_ == DType::f16) RG_TRY(reserve_f16_chunks(batch));
   if (scratch > 0) RG_TRY(workspace_.reserve(scratch, dtype_));
   reserved_ = batch;
   return Status();
@@ -116,22 +119,30 @@ Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
   RG_CHECK(x.numel() == n * input_.numel(), "input " << x.shape().str() << " for " << input_.str());
   input_view_ = x;
   batch_ = n;
+  if (storage_ == DType::f16) {
+    RG_CHECK(!values_hook_, "a values hook runs on f32 storage only");
+    return forward_f16(x, ctx);
+  }
+  if (values_hook_) values_hook_(0, x, ctx);
   Tensor in = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
     Tensor out = acts_[i].rows(0, n);
     layers_[i]->forward(in, out, ctx);
+    if (values_hook_) values_hook_(i + 1, out, ctx);
     in = out;
   }
   return in;
 }
 
 Tensor Model::output_grad() const {
+  if (storage_ == DType::f16) return output_grad_.rows(0, batch_);
   return grad_a_.reshaped(Shape{grad_a_.numel()}).rows(0, batch_ * shapes_.back().numel()).reshaped(
       shapes_.back().batched(batch_));
 }
 
 void Model::backward(const LayerContext& caller_ctx, const Tensor& input_grad) {
   const LayerContext ctx = with_workspace(caller_ctx, workspace_);
+  if (storage_ == DType::f16) return backward_f16(ctx, input_grad);
   Tensor dy = output_grad();
   bool dy_in_a = true;
   for (size_t i = layers_.size(); i-- > 0;) {
@@ -176,13 +187,22 @@ int64_t Model::param_count() const {
 }
 
 int64_t Model::activation_bytes_per_sample() const {
-  int64_t elements = 0, largest = input_.numel();
-  for (const Shape& s : shapes_) {
-    elements += s.numel();
-    largest = std::max(largest, s.numel());
+  const int64_t compute = static_cast<int64_t>(dtype_size(dtype_)), stored = static_cast<int64_t>(dtype_size(stored_dtype()));
+  int64_t stored_elements = 0, largest = input_.numel(), largest_whole = 0;
+  LayerContext training;
+  training.training = true;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (i + 1 < layers_.size()) stored_elements += shapes_[i].numel();
+    largest = std::max(largest, shapes_[i].numel());
+    const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
+    if (layers_[i]->needs_whole_batch(training)) largest_whole = std::max({largest_whole, in, shapes_[i].numel()});
   }
-  for (const auto& layer : layers_) elements += layer->state_elements_per_sample();
-  return (elements + 2 * largest) * static_cast<int64_t>(dtype_size(dtype_));
+  int64_t bytes = stored_elements * stored + shapes_.back().numel() * compute + 2 * largest * stored;
+  for (const auto& layer : layers_) bytes += layer->state_elements_per_sample() * compute;
+  // f16: the loss's f32 gradient, and the f32 x, y, dy, dx of a layer that takes the whole batch
+  // (the chunks of the others are a fixed few hundred KB, not per sample).
+  if (storage_ == DType::f16) bytes += shapes_.back().numel() * compute + 4 * largest_whole * compute;
+  return bytes;
 }
 
 std::string Model::summary() const {

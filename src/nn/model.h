@@ -3,6 +3,7 @@
 // gradients flow through two ping-pong buffers sized for the largest layer.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,18 @@ class Model {
 
   // Allocates and initialises the parameters from `seed` in f32 (training) or f64 (checks).
   Status init(uint64_t seed, DType dtype = DType::f32);
+  // Where activations and the gradients between layers are kept: f32 (the default) or f16, the
+  // storage of mixed-precision training. With f16, layers still compute in f32: each runs on row
+  // chunks widened from f16 into small f32 buffers, and its output is rounded to f16 as it is
+  // stored (layers that need the whole batch, needs_whole_batch, get the whole batch). The
+  // model's output and the gradient the loss writes stay f32. Call before reserve().
+  Status set_storage(DType storage);
+  // Called with (0, x) before the first layer and (i + 1, output) after layer i's forward; it
+  // may change the values in place (quantization-aware training rounds them to an int8 grid,
+  // quant/fake_quant.h). f32 storage only.
+  using ValuesHook = std::function<void(size_t point, const Tensor& values, const LayerContext& ctx)>;
+  void set_values_hook(ValuesHook hook) { values_hook_ = std::move(hook); }
+  DType storage() const { return stored_dtype(); }
   // Allocates activation and gradient buffers, and the layers' shared workspace, for batches
   // of up to `batch` samples.
   Status reserve(int64_t batch);
@@ -35,7 +48,8 @@ class Model {
   void backward(const LayerContext& ctx, const Tensor& input_grad = Tensor());
   void zero_grads();
 
-  // The output of layer i in the last forward, [n, shapes_[i]...].
+  // The output of layer i in the last forward, [n, shapes_[i]...], in the storage dtype (the
+  // last layer's always f32).
   Tensor activation(size_t i) const { return acts_[i].rows(0, batch_); }
   const Shape& layer_output_shape(size_t i) const { return shapes_[i]; }
 
@@ -52,6 +66,9 @@ class Model {
   // Bytes of activations, gradient buffers and the layers' own state (Layer::reserve) one
   // sample costs in the model's dtype (the workspace, a few MB whatever the batch, is not included).
   int64_t activation_bytes_per_sample() const;
+  // Bytes of the activation buffers an inference forward of `batch` samples writes, in the
+  // storage dtype (with f16, the f32 chunks of one layer's input and output included).
+  int64_t inference_activation_bytes(int64_t batch) const;
   // A table: layer, output shape, parameters, details.
   std::string summary() const;
 
@@ -69,6 +86,18 @@ class Model {
   Tensor input_view_;          // the x of the last forward
   int64_t reserved_ = 0;
   int64_t batch_ = 0;          // n of the last forward
+
+  ValuesHook values_hook_;
+  // f16 storage (model_f16.cpp): acts_ but the last and grad_a_/grad_b_ are f16.
+  DType storage_ = DType::f32;  // f32 means: the model's own dtype (f64 in gradient checks)
+  DType stored_dtype() const { return storage_ == DType::f16 ? DType::f16 : dtype_; }
+  Tensor output_grad_;                              // f32 [batch, output...]
+  Tensor chunk_x_, chunk_y_, chunk_dy_, chunk_dx_;  // f32 rows of one layer's x, y, dy, dx
+  // Rows of layer i's chunks for a batch of n.
+  int64_t chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const;
+  Status reserve_f16_chunks(int64_t batch);
+  Tensor forward_f16(const Tensor& x, const LayerContext& ctx);
+  void backward_f16(const LayerContext& ctx, const Tensor& input_grad);
 };
 
 // Built-in models as cfg text ("mlp", ...); empty when the name is unknown.

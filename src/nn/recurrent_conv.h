@@ -59,6 +59,8 @@ class RecurrentConv2D : public Layer {
   std::vector<Param*> buffers() override;
   int64_t parameter_count() const override;
   int64_t workspace_elements(int64_t n) const override;
+  // Its steps' states (reserve) hold the batch from forward to backward.
+  bool needs_whole_batch(const LayerContext&) const override { return true; }
   std::string describe() const override;
 
   const RecurrentConvOptions& options() const { return options_; }

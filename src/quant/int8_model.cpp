@@ -311,9 +311,14 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
   const size_t count = layers.size();
   // Ranges: observers[0] the input, observers[i + 1] layer i's output.
   std::vector<RangeObserver> observers(count + 1);
-  const int64_t samples = std::min(calibration.shape()[0], batch * options.calibration_batches);
-  if (samples <= 0) return Status::error("int8 calibration needs at least one sample");
-  if (Status s = model.reserve(std::min(batch, samples)); !s.ok()) return s;
+  const bool learned = !options.ranges.empty();  // by QAT: no calibration
+  if (learned && options.ranges.size() != count + 1) {
+    return Status::error("int8 export: " + std::to_string(options.ranges.size()) + " learned ranges for " +
+                         std::to_string(count + 1) + " points");
+  }
+  const int64_t samples = learned ? 0 : std::min(calibration.shape()[0], batch * options.calibration_batches);
+  if (samples <= 0 && !learned) return Status::error("int8 calibration needs at least one sample");
+  if (!learned) RG_TRY(model.reserve(std::min(batch, samples)));
   LayerContext ctx{pool, false};
   for (int64_t begin = 0; begin < samples; begin += batch) {
     const Tensor x = calibration.rows(begin, std::min(samples, begin + batch));
@@ -325,6 +330,7 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     }
   }
   auto params_of = [&](size_t observer) {
+    if (learned) return activation_params(options.ranges[observer].first, options.ranges[observer].second);
     float lo = 0, hi = 0;
     const bool model_output = observer == count;
     observers[observer].range(model_output ? CalibrationMethod::minmax : options.calibration, options.percentile, &lo,

@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -29,6 +30,9 @@ struct Int8Options {
   int64_t calibration_batches = 8;
   // Layers kept in f32: names ("conv1"), or "first" / "last" for the first / last conv or dense.
   std::set<std::string> keep_f32;
+  // Activation ranges learned in quantization-aware training (FakeQuantizer::ranges: point 0 the
+  // input, i + 1 layer i's output): when given, they replace calibration.
+  std::vector<std::pair<float, float>> ranges;
   // The ISA whose int8 tiles the weights are packed for; unset: the active one.
   bool has_isa = false;
   Isa isa = Isa::reference;

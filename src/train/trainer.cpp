@@ -63,10 +63,52 @@ Status setting_integer(const Checkpoint& checkpoint, const std::string& path, co
 }
 }  // namespace
 
+const char* train_precision_name(TrainPrecision precision) {
+  switch (precision) {
+    case TrainPrecision::fp32: return "fp32";
+    case TrainPrecision::fp16: return "fp16";
+    case TrainPrecision::int8_qat: return "int8-qat";
+    case TrainPrecision::int8_gemm: return "int8-train";
+  }
+  return "?";
+}
+
+Result<TrainPrecision> train_precision_from_name(const std::string& name) {
+  for (TrainPrecision p : {TrainPrecision::fp32, TrainPrecision::fp16, TrainPrecision::int8_qat, TrainPrecision::int8_gemm})
+    if (name == train_precision_name(p)) return p;
+  return Status::error("unknown training precision '" + name + "' (known: fp32, fp16, int8-qat, int8-train)");
+}
+
 Trainer::Trainer(Model& model, ThreadPool& pool, const TrainOptions& options)
-    : model_(model), pool_(pool), options_(options), optimizer_(options.optimizer, model.params()) {}
+    : model_(model),
+      pool_(pool),
+      options_(options),
+      optimizer_(options.optimizer, model.params()),
+      loss_scaler_(options.loss_scale) {}
+
+Trainer::~Trainer() {
+  if (fake_quant_) model_.set_values_hook(nullptr);
+}
+
+LayerContext Trainer::context(bool training) const {
+  LayerContext ctx{&pool_, training, false};  // one micro-batch per step: backward writes the grads
+  if (options_.precision == TrainPrecision::int8_gemm) {
+    ctx.gemm = GemmPrecision::int8_dynamic;
+    ctx.gemm_seed = options_.seed;
+  }
+  return ctx;
+}
 
 Status Trainer::prepare() {
+  RG_TRY(model_.set_storage(options_.precision == TrainPrecision::fp16 ? DType::f16 : DType::f32));
+  if (options_.precision == TrainPrecision::int8_qat && !fake_quant_) {
+    fake_quant_ = std::make_unique<FakeQuantizer>(model_);
+    RG_TRY(fake_quant_->reserve());
+    FakeQuantizer* fq = fake_quant_.get();
+    model_.set_values_hook([fq](size_t point, const Tensor& values, const LayerContext& ctx) {
+      fq->on_values(point, values, ctx);
+    });
+  }
   RG_TRY(optimizer_.init());
   RG_TRY(model_.reserve(options_.batch));
   const Shape& in = model_.input_shape();
@@ -79,6 +121,25 @@ Status Trainer::prepare() {
 }
 
 Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& path) {
+  if (fake_quant_) {  // the learned ranges, checked before anything changes
+    std::string ranges;
+    RG_TRY(setting_text(checkpoint, path, "qat_ranges", &ranges));
+    FakeQuantizer check(model_);
+    if (Status s = check.set_ranges_text(ranges); !s.ok()) return s.with_context(path + ": setting 'qat_ranges': ");
+    RG_TRY(restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_));
+    return fake_quant_->set_ranges_text(ranges);
+  }
+  if (options_.precision == TrainPrecision::fp16) {  // the scaler's state, read before anything changes
+    double scale = 0;
+    int64_t good = 0, skipped = 0;
+    RG_TRY(setting_number(checkpoint, path, "loss_scale", &scale));
+    RG_TRY(setting_integer(checkpoint, path, "loss_scale_good_steps", 0, &good));
+    RG_TRY(setting_integer(checkpoint, path, "loss_scale_skipped", 0, &skipped));
+    if (!(scale >= 1)) return Status::error(path + ": setting 'loss_scale' must be >= 1");
+    RG_TRY(restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_));
+    loss_scaler_.restore(scale, good, skipped);
+    return Status();
+  }
   return restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_);
 }
 
@@ -128,7 +189,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
   }
   const int64_t n = train.size();
   const int64_t steps_per_epoch = (n + options_.batch - 1) / options_.batch;
-  LayerContext ctx{&pool_, true, false};  // one micro-batch per step: backward writes the grads
+  LayerContext ctx = context(true);
   std::vector<EpochRecord> records;
   const int64_t last = options_.stop_after > 0 ? std::min(options_.stop_after, options_.epochs) : options_.epochs;
   for (int64_t epoch = epochs_done_; epoch < last; ++epoch) {
@@ -144,16 +205,30 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
       const Tensor target = load_batch(train, order.data() + begin, count);
       ctx.noise_stream = static_cast<uint64_t>(optimizer_.steps());  // dropout masks follow the step
+      if (fake_quant_) fake_quant_->quantize_weights();
       const Tensor out = model_.forward(x_.rows(0, count), ctx);
-      const double loss = compute_loss(model_.loss(), out, target, 1.0 / static_cast<double>(count), model_.output_grad());
+      const bool scaled = options_.precision == TrainPrecision::fp16;
+      const double grad_scale = (scaled ? loss_scaler_.scale() : 1.0) / static_cast<double>(count);
+      const double loss = compute_loss(model_.loss(), out, target, grad_scale, model_.output_grad());
       if (!std::isfinite(loss)) {
+        if (fake_quant_) fake_quant_->restore_weights();
         return Status::error("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
                              std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
                              "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
       }
       model_.backward(ctx);
+      if (fake_quant_) fake_quant_->restore_weights();  // the grid values' gradient updates the masters
+      bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
+      if (scaled) {
+        auto finite = loss_scaler_.unscale(model_.params());
+        if (!finite.ok()) {
+          return finite.status().with_context("epoch " + std::to_string(epoch + 1) + ", step " +
+                                              std::to_string(step + 1) + ": ");
+        }
+        take_step = finite.value();
+      }
       lr = options_.schedule.rate(optimizer_.steps(), steps_per_epoch, options_.epochs);
-      optimizer_.step(lr);
+      if (take_step) optimizer_.step(lr);
       loss_sum += loss;
       seen += count;
       if (classifies) correct += count_correct(out, labels_.data<int32_t>());
@@ -193,7 +268,8 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
 
 EvalResult Trainer::evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {
   const auto start = std::chrono::steady_clock::now();
-  LayerContext ctx{&pool_, false};
+  const LayerContext ctx = context(false);
+  if (fake_quant_ && !forward) fake_quant_->quantize_weights();
   const int64_t n = data.size();
   std::vector<int32_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
@@ -210,6 +286,7 @@ EvalResult Trainer::evaluate(const Dataset& data, const std::function<Tensor(con
       squared_sum += reconstruction_squared_error(out, target, model_.loss() == LossKind::bce_with_logits);
     }
   }
+  if (fake_quant_ && !forward) fake_quant_->restore_weights();
   EvalResult result;
   result.samples = n;
   result.loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
@@ -223,7 +300,14 @@ EvalResult Trainer::evaluate(const Dataset& data, const std::function<Tensor(con
 }
 
 std::map<std::string, std::string> Trainer::settings() const {
-  return training_settings(options_, optimizer_, epochs_done_);
+  auto settings = training_settings(options_, optimizer_, epochs_done_);
+  if (options_.precision == TrainPrecision::fp16) {
+    settings["loss_scale"] = exact(loss_scaler_.scale());
+    settings["loss_scale_good_steps"] = std::to_string(loss_scaler_.good_steps());
+    settings["loss_scale_skipped"] = std::to_string(loss_scaler_.skipped_steps());
+  }
+  if (fake_quant_) settings["qat_ranges"] = fake_quant_->ranges_text();
+  return settings;
 }
 
 std::map<std::string, std::string> training_settings(const TrainOptions& options, const Optimizer& optimizer,
@@ -234,6 +318,7 @@ std::map<std::string, std::string> training_settings(const TrainOptions& options
       {"epochs_done", std::to_string(epochs_done)},
       {"epochs", std::to_string(options.epochs)},
       {"batch", std::to_string(options.batch)},
+      {"precision", train_precision_name(options.precision)},
       {"seed", std::to_string(options.seed)},
       {"data", options.data},
       {"validation_split", exact(options.validation_split)},
@@ -264,6 +349,12 @@ Status options_from_checkpoint(const Checkpoint& checkpoint, const std::string& 
   RG_TRY(integer("optimizer_steps", 0, &value));
   RG_TRY(integer("epochs", 1, &options->epochs));
   RG_TRY(integer("batch", 1, &options->batch));
+  options->precision = TrainPrecision::fp32;  // checkpoints from before fp16 training lack the setting
+  if (checkpoint.settings.count("precision") != 0) {
+    auto precision = train_precision_from_name(checkpoint.settings.at("precision"));
+    if (!precision.ok()) return precision.status().with_context(path + ": setting 'precision': ");
+    options->precision = precision.value();
+  }
   std::string seed_text;
   RG_TRY(text("seed", &seed_text));
   options->seed = std::strtoull(seed_text.c_str(), nullptr, 10);

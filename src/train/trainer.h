@@ -7,22 +7,41 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "data/dataset.h"
 #include "nn/model.h"
+#include "quant/fake_quant.h"
 #include "train/checkpoint.h"
+#include "train/loss_scale.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
 
 namespace rg {
+
+// The precision training runs in.
+enum class TrainPrecision {
+  fp32,  // f32 storage and arithmetic
+  fp16,  // mixed precision: f16 activations and activation gradients (Model::set_storage), f32
+         // arithmetic and master weights, dynamic loss scaling
+  int8_qat,   // quantization-aware: f32 training through fake int8 weights and values
+              // (quant/fake_quant.h), for export to an int8 model
+  int8_gemm,  // int8 training: conv and dense GEMMs forward and backward on the int8 kernels with
+              // dynamic per-tensor scales and stochastically rounded gradients
+              // (quant/int8_dynamic_gemm.h), f32 master weights
+};
+const char* train_precision_name(TrainPrecision precision);
+Result<TrainPrecision> train_precision_from_name(const std::string& name);
 
 struct TrainOptions {
   int64_t epochs = 5;  // total, counting epochs done before a resume
   int64_t stop_after = 0;  // stop once this many epochs are done (0: run all); the schedule still spans `epochs`
   int64_t batch = 64;
   uint64_t seed = 1;
+  TrainPrecision precision = TrainPrecision::fp32;
+  LossScaleConfig loss_scale;  // fp16
   OptimizerConfig optimizer;
   Schedule schedule;
   std::string data;             // the dataset's source, recorded in checkpoints
@@ -54,6 +73,7 @@ struct EvalResult {
 class Trainer {
  public:
   Trainer(Model& model, ThreadPool& pool, const TrainOptions& options);
+  ~Trainer();  // takes its hook off the model
 
   // Allocates optimizer state and batch buffers.
   Status prepare();
@@ -70,6 +90,9 @@ class Trainer {
   double train_seconds() const { return train_seconds_; }
   int64_t samples_trained() const { return samples_trained_; }
   const Optimizer& optimizer() const { return optimizer_; }
+  const LossScaler& loss_scaler() const { return loss_scaler_; }
+  // int8_qat: the fake quantizer whose ranges the int8 export takes (null otherwise).
+  const FakeQuantizer* fake_quantizer() const { return fake_quant_.get(); }
 
  private:
   // Copies samples order[begin, end) into the batch buffers and builds the loss target.
@@ -80,6 +103,10 @@ class Trainer {
   ThreadPool& pool_;
   TrainOptions options_;
   Optimizer optimizer_;
+  LossScaler loss_scaler_;  // fp16 only
+  std::unique_ptr<FakeQuantizer> fake_quant_;  // int8_qat only
+  // The context of a training or evaluation forward in this precision.
+  LayerContext context(bool training) const;
   Tensor x_, labels_, onehot_, dloss_;  // [batch, ...] buffers
   int64_t epochs_done_ = 0;
   double train_seconds_ = 0;

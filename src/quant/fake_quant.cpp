@@ -1,0 +1,152 @@
+// Fake quantization for QAT: the points, the moving ranges, the weight grid.
+#include "quant/fake_quant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "quant/quant_params.h"
+
+namespace rg {
+
+namespace {
+bool keeps_input_grid(const std::string& kind) {
+  return kind == "dropout" || kind == "flatten" || kind == "reshape" || kind == "maxpool";
+}
+// Layer `kind` hands its output to `next` inside one int8 GEMM stage of the export.
+bool fused_into_next(const std::string& kind, const std::string& next) {
+  const bool gemm = kind == "conv" || kind == "dense";
+  return (gemm && (next == "batchnorm" || next == "relu")) || (kind == "batchnorm" && next == "relu");
+}
+}  // namespace
+
+FakeQuantizer::FakeQuantizer(Model& model, double averaging) : model_(model), averaging_(averaging) {
+  const auto& layers = model.layers();
+  const size_t points = layers.size() + 1;
+  rounded_.assign(points, true);
+  tracked_.assign(points, true);
+  seen_.assign(points, false);
+  lo_.assign(points, 0.0f);
+  hi_.assign(points, 0.0f);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string next = i + 1 < layers.size() ? layers[i + 1]->kind() : "";
+    rounded_[i + 1] = !keeps_input_grid(layers[i]->kind()) && !fused_into_next(layers[i]->kind(), next);
+    tracked_[i + 1] = rounded_[i + 1];
+    if (i + 1 == layers.size()) {  // the output: its range is tracked for the export, its values left alone
+      rounded_[i + 1] = false;
+      tracked_[i + 1] = true;
+    }
+    if (layers[i]->kind() != "conv" && layers[i]->kind() != "dense") continue;
+    for (Param* p : layers[i]->params())
+      if (p->name.size() > 7 && p->name.compare(p->name.size() - 7, 7, ".weight") == 0) weights_.push_back(p);
+  }
+}
+
+void FakeQuantizer::on_values(size_t point, const Tensor& values, const LayerContext& ctx) {
+  if (!tracked_[point]) return;
+  float* v = values.f32();
+  const int64_t n = values.numel();
+  if (ctx.training) {
+    float lo = v[0], hi = v[0];
+    for (int64_t i = 1; i < n; ++i) {
+      lo = std::min(lo, v[i]);
+      hi = std::max(hi, v[i]);
+    }
+    const auto a = static_cast<float>(averaging_);
+    lo_[point] = seen_[point] ? lo_[point] + a * (lo - lo_[point]) : lo;
+    hi_[point] = seen_[point] ? hi_[point] + a * (hi - hi_[point]) : hi;
+    seen_[point] = true;
+  }
+  if (!rounded_[point] || !seen_[point]) return;  // nothing learned yet: the values pass unchanged
+  const QuantParams q = activation_params(lo_[point], hi_[point]);
+  const float inverse = 1.0f / q.scale, zero = static_cast<float>(q.zero_point);
+  for (int64_t i = 0; i < n; ++i) {
+    const float level = std::clamp(std::nearbyint(v[i] * inverse) + zero, -128.0f, 127.0f);
+    v[i] = q.scale * (level - zero);
+  }
+}
+
+Status FakeQuantizer::reserve() {
+  masters_.clear();
+  for (Param* p : weights_) {
+    RG_ASSIGN(Tensor copy, p->value.clone(p->name + " f32 master (QAT)"));
+    masters_.push_back(copy);
+  }
+  return Status();
+}
+
+void FakeQuantizer::quantize_weights() {
+  RG_CHECK(masters_.size() == weights_.size(), "FakeQuantizer::reserve() before quantize_weights()");
+  for (size_t w = 0; w < weights_.size(); ++w) {
+    const Tensor& value = weights_[w]->value;
+    masters_[w].copy_from(value);
+    const int64_t outputs = value.shape()[value.shape().rank() - 1], depth = value.numel() / outputs;
+    float* data = value.f32();
+    for (int64_t j = 0; j < outputs; ++j) {  // as the export: scale = max|w| / 127 per channel
+      float max_abs = 0;
+      for (int64_t p = 0; p < depth; ++p) max_abs = std::max(max_abs, std::fabs(data[p * outputs + j]));
+      if (max_abs == 0) continue;
+      const double scale = max_abs / 127.0;
+      for (int64_t p = 0; p < depth; ++p) {
+        float& x = data[p * outputs + j];
+        x = static_cast<float>(std::clamp(std::nearbyint(x / scale), -127.0, 127.0) * scale);
+      }
+    }
+  }
+}
+
+void FakeQuantizer::restore_weights() {
+  for (size_t w = 0; w < masters_.size(); ++w) weights_[w]->value.copy_from(masters_[w]);
+}
+
+std::vector<std::pair<float, float>> FakeQuantizer::ranges() const {
+  std::vector<std::pair<float, float>> out;
+  for (size_t p = 0; p < lo_.size(); ++p) out.emplace_back(lo_[p], hi_[p]);
+  return out;
+}
+
+std::string FakeQuantizer::ranges_text() const {
+  std::ostringstream os;
+  for (size_t p = 0; p < lo_.size(); ++p) {
+    char item[64];
+    if (seen_[p]) {
+      std::snprintf(item, sizeof item, "%s%.9g:%.9g", p == 0 ? "" : ",", lo_[p], hi_[p]);
+    } else {
+      std::snprintf(item, sizeof item, "%s-", p == 0 ? "" : ",");
+    }
+    os << item;
+  }
+  return os.str();
+}
+
+Status FakeQuantizer::set_ranges_text(const std::string& text) {
+  std::vector<bool> seen;
+  std::vector<float> lo, hi;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    float a = 0, b = 0;
+    char tail = 0;
+    if (item == "-") {
+      seen.push_back(false);
+    } else if (std::sscanf(item.c_str(), "%g:%g%c", &a, &b, &tail) == 2 && std::isfinite(a) && std::isfinite(b) &&
+               a <= b) {
+      seen.push_back(true);
+    } else {
+      return Status::error("QAT range " + std::to_string(seen.size() + 1) + " '" + item +
+                           "' is not lo:hi with finite lo <= hi, nor '-'");
+    }
+    lo.push_back(a);
+    hi.push_back(b);
+  }
+  if (seen.size() != seen_.size()) {
+    return Status::error("QAT ranges: " + std::to_string(seen.size()) + " given, the model has " +
+                         std::to_string(seen_.size()) + " points");
+  }
+  seen_ = seen;
+  lo_ = lo;
+  hi_ = hi;
+  return Status();
+}
+
+}  // namespace rg

@@ -1,0 +1,62 @@
+// Quantization-aware training (QAT): the model trains in f32 while it sees the values the int8
+// export will compute with, so it learns around their rounding.
+//   weights  of conv and dense layers: before each training forward replaced by their int8 grid
+//            values (symmetric per output channel, as the export quantizes them), the f32
+//            masters put back after backward. The gradient computed at the grid values updates
+//            the masters unchanged: the straight-through estimator.
+//   values   at the points the export quantizes (the input, and each layer output that is not
+//            fused into the next: conv/dense before batchnorm or relu, batchnorm before relu;
+//            identities and max pooling keep their input's grid): rounded in place to the int8
+//            grid of a range tracked during training (moving averages of batch min and max,
+//            like PyTorch's MovingAverageMinMaxObserver). Backward passes their gradient through.
+//            The model's output is not rounded (logits clipped to an early range would stall the
+//            loss), only its range tracked: the export dequantizes it by that range.
+// BatchNorm folding commutes with per-channel symmetric quantization (scaling a channel by a
+// constant scales its step alike), so the grid the training saw is the one the export builds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "nn/model.h"
+
+namespace rg {
+
+class FakeQuantizer {
+ public:
+  // `model` must outlive this; it is not changed until quantize_weights().
+  explicit FakeQuantizer(Model& model, double averaging = 0.01);
+
+  // Model's output hook: observes (in training) and rounds point p's values in place.
+  void on_values(size_t point, const Tensor& values, const LayerContext& ctx);
+  // Allocates the copies of the masters (once, after the model's init).
+  Status reserve();
+  // Before a forward: conv/dense weights onto their grid, the masters kept aside.
+  void quantize_weights();
+  // After backward: the masters back (their gradients stay, computed at the grid values).
+  void restore_weights();
+
+  // Each point's range (point 0 the input, i + 1 layer i's output) for the int8 export; a
+  // point never observed reports [0, 0].
+  std::vector<std::pair<float, float>> ranges() const;
+  // Ranges saved in a checkpoint setting and read back ("lo:hi,lo:hi,..."); errors name the rule.
+  std::string ranges_text() const;
+  Status set_ranges_text(const std::string& text);
+  // Points whose values are rounded (for the report and tests).
+  const std::vector<bool>& rounded_points() const { return rounded_; }
+
+ private:
+  Model& model_;
+  double averaging_;
+  std::vector<bool> rounded_;  // per point: its values rounded to the grid
+  std::vector<bool> tracked_;  // per point: its range tracked (the rounded ones and the model's output)
+  std::vector<bool> seen_;
+  std::vector<float> lo_, hi_;
+  std::vector<Param*> weights_;   // conv and dense weights, [k, outputs]
+  std::vector<Tensor> masters_;   // their f32 values while the grid values are in place
+};
+
+}  // namespace rg

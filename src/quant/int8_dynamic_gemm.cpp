@@ -1,0 +1,681 @@
+// Int8 training's products: max passes, quantization (written so that the compiler vectorizes
+// it at the baseline: float multiply, clamp, rounding by the 1.5 * 2^23 trick, 32-bit hashing),
+// B packed once per product, row blocks of A quantized (or gathered) per depth block into a
+// per-part buffer, the qs8 tiles, int64 accumulation across depth blocks, f32 output.
+#include "quant/int8_dynamic_gemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "base/check.h"
+#include "cpu/kernel_tables.h"
+#include "tensor/tensor.h"
+
+namespace rg {
+
+namespace {
+
+constexpr int32_t kAbsMask = 0x7fffffff;
+constexpr int32_t kInfBits = 0x7f800000;  // |x|'s bits at or above this: Inf or NaN
+constexpr int64_t kRowBlock = 32;         // rows of A per block (a multiple of every tile's mr)
+constexpr int64_t kRunElements = 256;     // a stack buffer's worth of one operand row
+constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: (v + M) - M rounds |v| < 2^22 half-even
+constexpr float kTwoToMinus24 = 1.0f / 16777216.0f;
+constexpr uint32_t kIndexMul = 0x9E3779B1u, kHighMul = 0x85EBCA77u;
+
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+float bits_to_float(int32_t bits) {
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+uint32_t float_to_bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+
+// MurmurHash3's finalizer: a bijection of 32-bit words with full avalanche.
+inline uint32_t fmix32(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85EBCA6Bu;
+  h ^= h >> 13;
+  h *= 0xC2B2AE35u;
+  h ^= h >> 16;
+  return h;
+}
+
+// SplitMix64's finalizer.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// max over |x|'s bit patterns (sign cleared): for non-negative floats the integer order is the
+// value order, so this is max|x|'s bits, and at or above kInfBits when a NaN or Inf is present.
+int32_t max_abs_bits(const float* x, int64_t count) {
+  int32_t m = 0;
+  for (int64_t t = 0; t < count; ++t) {
+    int32_t bits;
+    std::memcpy(&bits, x + t, sizeof bits);
+    bits &= kAbsMask;
+    m = bits > m ? bits : m;
+  }
+  return m;
+}
+
+void atomic_max(std::atomic<int32_t>& target, int32_t v) {
+  int32_t current = target.load();
+  while (v > current && !target.compare_exchange_weak(current, v)) {
+  }
+}
+
+// Nearest rounding of a contiguous run (values finite, |x * mult| <= 127 (1 + 2^-23)). Rounding
+// first and clamping the integer gives what clamping first would (the bounds are integers), and
+// the loop vectorizes (no float select).
+void quantize_run_nearest(const float* x, int64_t count, float mult, int8_t* out) {
+  for (int64_t t = 0; t < count; ++t) {
+    const float v = (x[t] * mult + kRoundMagic) - kRoundMagic;
+    int32_t q = static_cast<int32_t>(v);
+    q = q < -127 ? -127 : q;
+    q = q > 127 ? 127 : q;
+    out[t] = static_cast<int8_t>(q);
+  }
+}
+
+// Stochastic rounding of a run whose elements have indices index0 + t * stride in the stream.
+void quantize_run_stochastic(const float* x, int64_t count, float mult, uint64_t key, uint64_t index0,
+                             uint64_t stride, int8_t* out) {
+  if (count <= 0) return;
+  const uint64_t last = index0 + static_cast<uint64_t>(count - 1) * stride;
+  if (last > 0xFFFFFFFFull) {  // indices past 2^32: the general (scalar) formula
+    for (int64_t t = 0; t < count; ++t) {
+      out[t] = int8_quantize_stochastic(x[t], mult, int8_rounding_uniform(key, index0 + static_cast<uint64_t>(t) * stride));
+    }
+    return;
+  }
+  // int8_rounding_uniform with the index's high word 0, inlined so that the loop vectorizes.
+  const uint32_t k1 = static_cast<uint32_t>(key) ^ static_cast<uint32_t>(key >> 32);
+  const uint32_t lo0 = static_cast<uint32_t>(index0), step = static_cast<uint32_t>(stride);
+  // As int8_quantize_stochastic, with the clamp moved after the rounding: for |v| within an ulp
+  // of 127 both give the same value, and the loop vectorizes.
+  for (int64_t t = 0; t < count; ++t) {
+    const float v = x[t] * mult;
+    const int32_t truncated = static_cast<int32_t>(v);
+    const int32_t floor_v = truncated - static_cast<int32_t>(v < static_cast<float>(truncated));
+    const float frac = v - static_cast<float>(floor_v);  // exact
+    const uint32_t lo = lo0 + static_cast<uint32_t>(t) * step;
+    const uint32_t h = fmix32(lo * kIndexMul + k1);
+    const float u = static_cast<float>(static_cast<int32_t>(h >> 8)) * kTwoToMinus24;
+    int32_t q = floor_v + static_cast<int32_t>(u < frac);
+    q = q < -127 ? -127 : q;
+    q = q > 127 ? 127 : q;
+    out[t] = static_cast<int8_t>(q);
+  }
+}
+
+void quantize_run(const float* x, int64_t count, float mult, bool stochastic, uint64_t key, uint64_t index0,
+                  uint64_t stride, int8_t* out) {
+  if (stochastic) {
+    quantize_run_stochastic(x, count, mult, key, index0, stride, out);
+  } else {
+    quantize_run_nearest(x, count, mult, out);
+  }
+}
+
+// One thread's growing scratch, through the counted allocator.
+Tensor& thread_scratch() {
+  thread_local Tensor block;
+  return block;
+}
+
+int8_t* scratch_bytes(int64_t bytes) {
+  Tensor& block = thread_scratch();
+  if (!block.defined() || block.numel() < bytes) {
+    block = Tensor();  // the old block goes back first
+    auto grown = Tensor::zeros(Shape{bytes + bytes / 4 + 64}, DType::i8, "int8 training GEMM scratch");
+    RG_CHECK(grown.ok(), "" << grown.status().message());
+    block = grown.take();
+  }
+  return block.data<int8_t>();
+}
+
+int64_t align64(int64_t bytes) { return round_up(bytes, 64); }
+
+// Product-wide facts shared by the plain and gathered entry points.
+struct Plan {
+  const Qs8GemmKernel* kernel;
+  int64_t m, n, k;
+  int64_t nr, panels, npad, kgroups;
+  int64_t depth_block, depth_block_padded;
+  ThreadPool* pool;  // null: one thread
+  int parts;
+  int64_t part_bytes;
+};
+
+Plan make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8GemmOptions& o) {
+  Plan p;
+  p.kernel = &qs8_gemm_kernel(o.isa);
+  RG_CHECK(p.kernel->mr <= 4 && p.kernel->nr <= 16 && kRowBlock % p.kernel->mr == 0,
+           "int8 dynamic GEMM: tile " << p.kernel->name << " larger than 4x16");
+  RG_CHECK(o.depth_block >= 4 && o.depth_block % 4 == 0 && o.depth_block <= kInt8GemmDepthSlice,
+           "int8 dynamic GEMM: depth block " << o.depth_block);
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.nr = p.kernel->nr;
+  p.panels = (n + p.nr - 1) / p.nr;
+  p.npad = p.panels * p.nr;
+  p.kgroups = (k + 3) / 4;
+  p.depth_block = std::min(o.depth_block, round_up(k, 4));
+  p.depth_block_padded = p.depth_block;
+  const int64_t flops = 2 * m * n * k;
+  const bool threaded = pool != nullptr && pool->threads() > 1 && flops >= kGemmMinFlopsToSplit;
+  p.pool = threaded ? pool : nullptr;
+  const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
+  p.parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threaded ? pool->threads() : 1, blocks)));
+  p.part_bytes = align64(kRowBlock * p.depth_block_padded) + align64(kRowBlock * p.npad * 8);
+  return p;
+}
+
+// op(B) [k x n] (b row stride ldb, transposed when trans) quantized into the tile's panels:
+// packed[((panel * kgroups + p / 4) * nr + j % nr) * 4 + p % 4], zeros past k and n.
+void pack_b(const Plan& plan, const float* b, int64_t ldb, bool trans, float mult, bool stochastic, uint64_t key,
+            int8_t* packed) {
+  const int64_t k = plan.k, n = plan.n, nr = plan.nr, kgroups = plan.kgroups;
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, 4 * n));
+  parallel_for(plan.pool, kgroups, grain, [&](int64_t g0, int64_t g1) {
+    const int64_t p_begin = 4 * g0, p_end = std::min(k, 4 * g1);
+    if (!trans) {
+      // A group of 4 rows at a time, in column runs of kRunElements (a multiple of nr): the
+      // four quantized rows are interleaved into each panel's 4-byte groups.
+      int8_t rows[4][kRunElements];
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t p0 = 4 * g, live = std::min<int64_t>(4, k - p0);
+        for (int64_t j0 = 0; j0 < plan.npad; j0 += kRunElements) {
+          const int64_t count = std::min(kRunElements, n - j0), width = std::min(kRunElements, plan.npad - j0);
+          for (int64_t q = 0; q < 4; ++q) {
+            if (q < live && count > 0) {
+              quantize_run(b + (p0 + q) * ldb + j0, count, mult, stochastic, key,
+                           static_cast<uint64_t>((p0 + q) * n + j0), 1, rows[q]);
+            }
+            const int64_t from = q < live ? std::max<int64_t>(count, 0) : 0;
+            std::memset(rows[q] + from, 0, static_cast<size_t>(width - from));
+          }
+          for (int64_t pj = 0; pj < width; pj += nr) {
+            int8_t* out = packed + (((j0 + pj) / nr) * kgroups + g) * nr * 4;
+            for (int64_t jj = 0; jj < nr; ++jj) {
+              out[jj * 4 + 0] = rows[0][pj + jj];
+              out[jj * 4 + 1] = rows[1][pj + jj];
+              out[jj * 4 + 2] = rows[2][pj + jj];
+              out[jj * 4 + 3] = rows[3][pj + jj];
+            }
+          }
+        }
+      }
+      return;
+    }
+    for (int64_t panel = 0; panel < plan.panels; ++panel) {
+      std::memset(packed + (panel * kgroups + g0) * nr * 4, 0, static_cast<size_t>((g1 - g0) * nr * 4));
+    }
+    int8_t run[kRunElements];
+    for (int64_t j = 0; j < n; ++j) {
+      int8_t* column = packed + (j / nr) * kgroups * nr * 4 + (j % nr) * 4;
+      for (int64_t p0 = p_begin; p0 < p_end; p0 += kRunElements) {
+        const int64_t count = std::min(kRunElements, p_end - p0);
+        quantize_run(b + j * ldb + p0, count, mult, stochastic, key, static_cast<uint64_t>(p0 * n + j),
+                     static_cast<uint64_t>(n), run);
+        for (int64_t t = 0; t < count; ++t) {
+          const int64_t p = p0 + t;
+          column[(p / 4) * nr * 4 + p % 4] = run[t];
+        }
+      }
+    }
+  });
+}
+
+// Rows [i0, i0 + rows) and depth [p0, p0 + kc) of op(A), quantized from f32.
+struct PlainA {
+  const float* a;
+  int64_t lda, k;
+  bool trans;
+  float mult;
+  bool stochastic;
+  uint64_t key;
+  void fill(int64_t i0, int64_t rows, int64_t p0, int64_t kc, int8_t* out, int64_t ld) const {
+    if (!trans) {
+      for (int64_t r = 0; r < rows; ++r) {
+        quantize_run(a + (i0 + r) * lda + p0, kc, mult, stochastic, key, static_cast<uint64_t>((i0 + r) * k + p0), 1,
+                     out + r * ld);
+      }
+      return;
+    }
+    int8_t column[kRowBlock];
+    for (int64_t p = p0; p < p0 + kc; ++p) {
+      quantize_run(a + p * lda + i0, rows, mult, stochastic, key, static_cast<uint64_t>(i0 * k + p),
+                   static_cast<uint64_t>(k), column);
+      for (int64_t r = 0; r < rows; ++r) out[r * ld + (p - p0)] = column[r];
+    }
+  }
+};
+
+// The same block gathered from the quantized image (q = the image range from offset `lo`).
+// When `runs` is set, runs[p] is the length of the run of consecutive depth offsets starting at
+// p (not crossing a depth block), and the runs are copied whole (a conv's patch rows: a kernel
+// row's taps are kernel * channels consecutive values).
+struct GatheredQ {
+  const int8_t* q;
+  const int32_t* row_offsets;
+  const int32_t* depth_offsets;
+  int64_t lo;
+  const int32_t* runs;  // null: gather byte by byte
+  void fill(int64_t i0, int64_t rows, int64_t p0, int64_t kc, int8_t* out, int64_t ld) const {
+    const int32_t* depth = depth_offsets + p0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int8_t* base = q + (row_offsets[i0 + r] - lo);
+      int8_t* row = out + r * ld;
+      if (runs == nullptr) {
+        for (int64_t p = 0; p < kc; ++p) row[p] = base[depth[p]];
+        continue;
+      }
+      for (int64_t p = 0; p < kc;) {
+        const int64_t length = runs[p0 + p];
+        std::memcpy(row + p, base + depth[p], static_cast<size_t>(length));
+        p += length;
+      }
+    }
+  }
+};
+
+// runs[p] for GatheredQ, or null when the runs average under 8 values (a byte loop is faster).
+const int32_t* depth_runs(const int32_t* depth, int64_t k, int64_t depth_block, int32_t* runs) {
+  int64_t count = 0;
+  for (int64_t p = k - 1; p >= 0; --p) {
+    const bool joins = p + 1 < k && (p + 1) % depth_block != 0 && depth[p + 1] == depth[p] + 1;
+    runs[p] = joins ? runs[p + 1] + 1 : 1;
+    count += joins ? 0 : 1;
+  }
+  return k >= 8 * count ? runs : nullptr;
+}
+
+// The blocked product over the tiles and the f32 output. `parts_memory` holds plan.parts
+// regions of plan.part_bytes.
+template <class FillA>
+void run_tiles(const Plan& plan, const FillA& fill_a, const int8_t* packed, double factor, float beta, float* c,
+               int64_t ldc, int8_t* parts_memory, int64_t* sums) {
+  const Qs8GemmKernel& kernel = *plan.kernel;
+  const int64_t m = plan.m, n = plan.n, k = plan.k, mr = kernel.mr, nr = plan.nr, npad = plan.npad;
+  const int64_t ld = plan.depth_block_padded;
+  const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
+  parallel_for(plan.pool, plan.parts, 1, [&](int64_t part_begin, int64_t part_end) {
+    for (int64_t part = part_begin; part < part_end; ++part) {
+      int8_t* a_block = parts_memory + part * plan.part_bytes;
+      int64_t* acc = reinterpret_cast<int64_t*>(a_block + align64(kRowBlock * ld));
+      alignas(64) int32_t tile_acc[4 * 16];
+      const int64_t block_begin = part * blocks / plan.parts, block_end = (part + 1) * blocks / plan.parts;
+      for (int64_t block = block_begin; block < block_end; ++block) {
+        const int64_t i0 = block * kRowBlock, rows = std::min(kRowBlock, m - i0);
+        std::fill(acc, acc + rows * npad, int64_t{0});
+        for (int64_t p0 = 0; p0 < k; p0 += plan.depth_block) {
+          const int64_t kc = std::min(plan.depth_block, k - p0), kc_padded = round_up(kc, 4);
+          fill_a.fill(i0, rows, p0, kc, a_block, ld);
+          if (kc_padded > kc) {
+            for (int64_t r = 0; r < rows; ++r) std::memset(a_block + r * ld + kc, 0, static_cast<size_t>(kc_padded - kc));
+          }
+          for (int64_t panel = 0; panel < plan.panels; ++panel) {
+            const int8_t* b_panel = packed + (panel * plan.kgroups + p0 / 4) * nr * 4;
+            for (int64_t r0 = 0; r0 < rows; r0 += mr) {
+              const int64_t tile_rows = std::min(mr, rows - r0);
+              kernel.tile(tile_rows, kc_padded / 4, a_block + r0 * ld, ld, b_panel, tile_acc);
+              for (int64_t r = 0; r < tile_rows; ++r) {
+                int64_t* out = acc + (r0 + r) * npad + panel * nr;
+                const int32_t* in = tile_acc + r * nr;
+                for (int64_t j = 0; j < nr; ++j) out[j] += in[j];
+              }
+            }
+          }
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          float* c_row = c + (i0 + r) * ldc;
+          const int64_t* acc_row = acc + r * npad;
+          for (int64_t j = 0; j < n; ++j) {
+            const float product = static_cast<float>(factor * static_cast<double>(acc_row[j]));
+            c_row[j] = product + (beta == 0.0f ? 0.0f : beta * c_row[j]);
+          }
+          if (sums != nullptr) std::copy(acc_row, acc_row + n, sums + (i0 + r) * n);
+        }
+      }
+    }
+  });
+}
+
+void fill_nan(int64_t m, int64_t n, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, std::numeric_limits<float>::quiet_NaN());
+}
+
+// max|op(X)|'s bits over a stored rows x cols matrix with row stride ld.
+int32_t matrix_max_bits(const float* x, int64_t rows, int64_t cols, int64_t ld, ThreadPool* pool) {
+  std::atomic<int32_t> result{0};
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, cols));
+  parallel_for(pool, rows, grain, [&](int64_t begin, int64_t end) {
+    int32_t m = 0;
+    for (int64_t i = begin; i < end; ++i) m = std::max(m, max_abs_bits(x + i * ld, cols));
+    atomic_max(result, m);
+  });
+  return result.load();
+}
+
+// The same over one contiguous range, in pieces.
+int32_t range_max_bits(const float* x, int64_t size, ThreadPool* pool) {
+  constexpr int64_t kPiece = 65536;
+  std::atomic<int32_t> result{0};
+  parallel_for(pool, (size + kPiece - 1) / kPiece, 1, [&](int64_t begin, int64_t end) {
+    int32_t m = 0;
+    for (int64_t piece = begin; piece < end; ++piece) {
+      m = std::max(m, max_abs_bits(x + piece * kPiece, std::min(kPiece, size - piece * kPiece)));
+    }
+    atomic_max(result, m);
+  });
+  return result.load();
+}
+
+double dequant_factor(float alpha, float max_a, float max_b) {
+  return static_cast<double>(alpha) * (static_cast<double>(max_a) / 127.0) * (static_cast<double>(max_b) / 127.0);
+}
+
+void start_trace(Int8GemmTrace* trace, int64_t m, int64_t n, float max_a, float max_b, bool nonfinite, uint64_t key) {
+  if (trace == nullptr) return;
+  trace->max_abs_a = max_a;
+  trace->max_abs_b = max_b;
+  trace->nonfinite = nonfinite;
+  trace->key = key;
+  trace->sums.assign(trace->want_sums ? static_cast<size_t>(m * n) : 0, 0);
+}
+
+int64_t* trace_sums(Int8GemmTrace* trace) {
+  return trace != nullptr && trace->want_sums ? trace->sums.data() : nullptr;
+}
+
+// An empty product: C = beta * C (as f32_gemm does), the trace zeroed.
+bool trivial(int64_t m, int64_t n, int64_t k, float alpha, float beta, float* c, int64_t ldc,
+             const Int8GemmOptions& o) {
+  if (m == 0 || n == 0) {
+    start_trace(o.trace, 0, 0, 0, 0, false, 0);
+    return true;
+  }
+  if (k == 0 || alpha == 0.0f) {
+    f32_gemm_scale_c(m, n, beta, c, ldc);
+    start_trace(o.trace, m, n, 0, 0, false, 0);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* gemm_precision_name(GemmPrecision precision) {
+  switch (precision) {
+    case GemmPrecision::f32:
+      return "f32";
+    case GemmPrecision::int8_dynamic:
+      return "int8_dynamic";
+  }
+  return "?";
+}
+
+float int8_rounding_uniform(uint64_t key, uint64_t index) {
+  // One MurmurHash3 finalizer over a Weyl sequence of the index, offset by the key: streams of
+  // two keys are the same sequence shifted by a key-dependent amount (uncorrelated element by
+  // element). Indices past 2^32 move the offset.
+  const uint32_t lo = static_cast<uint32_t>(index), hi = static_cast<uint32_t>(index >> 32);
+  const uint32_t k1 = (static_cast<uint32_t>(key) ^ static_cast<uint32_t>(key >> 32)) + hi * kHighMul;
+  const uint32_t h = fmix32(lo * kIndexMul + k1);
+  return static_cast<float>(static_cast<int32_t>(h >> 8)) * kTwoToMinus24;
+}
+
+uint64_t int8_rounding_key(const Int8GemmOptions& options, int64_t m, int64_t n, int64_t k, float max_abs,
+                           float middle) {
+  const uint64_t words[] = {options.stream,
+                            static_cast<uint64_t>(m),
+                            static_cast<uint64_t>(n),
+                            static_cast<uint64_t>(k),
+                            static_cast<uint64_t>(options.grad),
+                            float_to_bits(max_abs),
+                            float_to_bits(middle)};
+  uint64_t h = mix64(options.seed + 0x9E3779B97F4A7C15ull);
+  uint64_t position = 0;
+  for (uint64_t w : words) h = mix64(h ^ mix64(w + (++position) * 0x9E3779B97F4A7C15ull));
+  return h;
+}
+
+float int8_quant_multiplier(float max_abs) {
+  if (!(max_abs >= 0x1p-100f)) return 0.0f;  // zero, tiny (127 / max would overflow), or NaN
+  return 127.0f / max_abs;
+}
+
+int8_t int8_quantize_nearest(float x, float multiplier) {
+  float v = x * multiplier;
+  if (v != v) return 0;
+  v = std::min(127.0f, std::max(-127.0f, v));
+  return static_cast<int8_t>(std::nearbyint(v));
+}
+
+int8_t int8_quantize_stochastic(float x, float multiplier, float u) {
+  float v = x * multiplier;
+  if (v != v) return 0;
+  v = std::min(127.0f, std::max(-127.0f, v));
+  const float floor_v = std::floor(v);
+  return static_cast<int8_t>(static_cast<int>(floor_v) + (u < v - floor_v ? 1 : 0));
+}
+
+void int8_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                       ThreadPool* pool, const Int8GemmOptions& o) {
+  if (trivial(s.m, s.n, s.k, alpha, beta, c, s.ldc, o)) return;
+  const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
+  const Plan plan = make_plan(s.m, s.n, s.k, pool, o);
+  // Stored shapes: A is [m x k] or [k x m], B [k x n] or [n x k].
+  const int32_t bits_a = matrix_max_bits(a, ta ? s.k : s.m, ta ? s.m : s.k, s.lda, plan.pool);
+  const int32_t bits_b = matrix_max_bits(b, tb ? s.n : s.k, tb ? s.k : s.n, s.ldb, plan.pool);
+  const float max_a = bits_to_float(bits_a), max_b = bits_to_float(bits_b);
+  if (bits_a >= kInfBits || bits_b >= kInfBits) {
+    fill_nan(s.m, s.n, c, s.ldc);
+    start_trace(o.trace, s.m, s.n, max_a, max_b, true, 0);
+    return;
+  }
+  uint64_t key = 0;
+  if (o.grad == GradOperand::a) {
+    const int64_t i = s.m / 2, p = s.k / 2;
+    key = int8_rounding_key(o, s.m, s.n, s.k, max_a, ta ? a[p * s.lda + i] : a[i * s.lda + p]);
+  } else if (o.grad == GradOperand::b) {
+    const int64_t p = s.k / 2, j = s.n / 2;
+    key = int8_rounding_key(o, s.m, s.n, s.k, max_b, tb ? b[j * s.ldb + p] : b[p * s.ldb + j]);
+  }
+  start_trace(o.trace, s.m, s.n, max_a, max_b, false, key);
+
+  const int64_t packed_bytes = align64(plan.panels * plan.kgroups * plan.nr * 4);
+  int8_t* memory = scratch_bytes(packed_bytes + plan.parts * plan.part_bytes);
+  int8_t* packed = memory;
+  pack_b(plan, b, s.ldb, tb, int8_quant_multiplier(max_b), o.grad == GradOperand::b, key, packed);
+  const PlainA fill{a, s.lda, s.k, ta, int8_quant_multiplier(max_a), o.grad == GradOperand::a, key};
+  run_tiles(plan, fill, packed, dequant_factor(alpha, max_a, max_b), beta, c, s.ldc, memory + packed_bytes,
+            trace_sums(o.trace));
+}
+
+void int8_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
+                                const Int8GemmOptions& o) {
+  if (trivial(m, n, k, alpha, beta, c, ldc, o)) return;
+  const Plan plan = make_plan(m, n, k, pool, o);
+  const auto rows = std::minmax_element(a.row_offsets, a.row_offsets + m);
+  const auto depth = std::minmax_element(a.depth_offsets, a.depth_offsets + k);
+  const int64_t lo = int64_t{*rows.first} + *depth.first, size = int64_t{*rows.second} + *depth.second - lo + 1;
+  const float* image = a.base + lo;
+  const int32_t bits_a = range_max_bits(image, size, plan.pool);
+  const int32_t bits_b = matrix_max_bits(b, k, n, ldb, plan.pool);
+  const float max_a = bits_to_float(bits_a), max_b = bits_to_float(bits_b);
+  if (bits_a >= kInfBits || bits_b >= kInfBits) {
+    fill_nan(m, n, c, ldc);
+    start_trace(o.trace, m, n, max_a, max_b, true, 0);
+    return;
+  }
+  uint64_t key = 0;
+  if (o.grad == GradOperand::a) {
+    key = int8_rounding_key(o, m, n, k, max_a, image[size / 2]);
+  } else if (o.grad == GradOperand::b) {
+    key = int8_rounding_key(o, m, n, k, max_b, b[(k / 2) * ldb + n / 2]);
+  }
+  start_trace(o.trace, m, n, max_a, max_b, false, key);
+
+  const int64_t packed_bytes = align64(plan.panels * plan.kgroups * plan.nr * 4), image_bytes = align64(size);
+  const int64_t runs_bytes = align64(k * 4);
+  int8_t* memory = scratch_bytes(packed_bytes + image_bytes + runs_bytes + plan.parts * plan.part_bytes);
+  int8_t* packed = memory;
+  int8_t* q_image = memory + packed_bytes;
+  pack_b(plan, b, ldb, false, int8_quant_multiplier(max_b), o.grad == GradOperand::b, key, packed);
+  const float mult_a = int8_quant_multiplier(max_a);
+  const bool stochastic_a = o.grad == GradOperand::a;
+  constexpr int64_t kImageGrain = 65536;
+  parallel_for(plan.pool, (size + kImageGrain - 1) / kImageGrain, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t piece = begin; piece < end; ++piece) {
+      const int64_t t0 = piece * kImageGrain, count = std::min(kImageGrain, size - t0);
+      quantize_run(image + t0, count, mult_a, stochastic_a, key, static_cast<uint64_t>(t0), 1, q_image + t0);
+    }
+  });
+  int32_t* runs = reinterpret_cast<int32_t*>(memory + packed_bytes + image_bytes);
+  const GatheredQ fill{q_image, a.row_offsets, a.depth_offsets, lo,
+                       depth_runs(a.depth_offsets, k, plan.depth_block, runs)};
+  run_tiles(plan, fill, packed, dequant_factor(alpha, max_a, max_b), beta, c, ldc,
+            memory + packed_bytes + image_bytes + runs_bytes, trace_sums(o.trace));
+}
+
+// ---------------------------------------------------------------- reference
+
+namespace {
+
+struct RefOperand {
+  std::vector<float> values;  // row-major
+  float max_abs = 0;
+  bool nonfinite = false;
+};
+
+void ref_scan(RefOperand* x) {
+  for (float v : x->values) {
+    if (!std::isfinite(v)) {
+      x->nonfinite = true;
+    } else {
+      x->max_abs = std::max(x->max_abs, std::fabs(v));
+    }
+  }
+}
+
+std::vector<int8_t> ref_quantize(const RefOperand& x, bool stochastic, uint64_t key) {
+  const float mult = int8_quant_multiplier(x.max_abs);
+  std::vector<int8_t> q(x.values.size());
+  for (size_t t = 0; t < q.size(); ++t) {
+    q[t] = stochastic ? int8_quantize_stochastic(x.values[t], mult, int8_rounding_uniform(key, t))
+                      : int8_quantize_nearest(x.values[t], mult);
+  }
+  return q;
+}
+
+// acc[i][j] = sum_p qa[i][p] qb[p][j] in int64, then C.
+void ref_multiply(int64_t m, int64_t n, int64_t k, const std::vector<int8_t>& qa, const std::vector<int8_t>& qb,
+                  double factor, float beta, float* c, int64_t ldc, Int8GemmTrace* trace) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += int64_t{qa[static_cast<size_t>(i * k + p)]} * qb[static_cast<size_t>(p * n + j)];
+      const float product = static_cast<float>(factor * static_cast<double>(acc));
+      float& out = c[i * ldc + j];
+      out = product + (beta == 0.0f ? 0.0f : beta * out);
+      if (trace != nullptr && trace->want_sums) trace->sums[static_cast<size_t>(i * n + j)] = acc;
+    }
+}
+
+// Everything after op(A) and op(B) are read: scan, key, quantize, multiply.
+// opa is op(A) [m x k], or, with gather_index, the image A's elements are gathered from
+// (A[i][p] = image[gather_index[i * k + p]]). middle_a: the element the key takes.
+void ref_finish(int64_t m, int64_t n, int64_t k, float alpha, RefOperand& opa, RefOperand& opb, float middle_a,
+                float beta, float* c, int64_t ldc, const Int8GemmOptions& o, const std::vector<int32_t>* gather_index) {
+  ref_scan(&opa);
+  ref_scan(&opb);
+  if (opa.nonfinite || opb.nonfinite) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
+    if (o.trace != nullptr) {
+      o.trace->nonfinite = true;
+      o.trace->key = 0;
+      o.trace->sums.assign(o.trace->want_sums ? static_cast<size_t>(m * n) : 0, 0);
+    }
+    return;
+  }
+  uint64_t key = 0;
+  if (o.grad == GradOperand::a) key = int8_rounding_key(o, m, n, k, opa.max_abs, middle_a);
+  if (o.grad == GradOperand::b) key = int8_rounding_key(o, m, n, k, opb.max_abs, opb.values[static_cast<size_t>((k / 2) * n + n / 2)]);
+  if (o.trace != nullptr) {
+    o.trace->max_abs_a = opa.max_abs;
+    o.trace->max_abs_b = opb.max_abs;
+    o.trace->nonfinite = false;
+    o.trace->key = key;
+    o.trace->sums.assign(o.trace->want_sums ? static_cast<size_t>(m * n) : 0, 0);
+  }
+  std::vector<int8_t> qa = ref_quantize(opa, o.grad == GradOperand::a, key);
+  const std::vector<int8_t> qb = ref_quantize(opb, o.grad == GradOperand::b, key);
+  if (gather_index != nullptr) {  // opa was the image: gather A's bytes from its quantized copy
+    std::vector<int8_t> gathered(gather_index->size());
+    for (size_t t = 0; t < gathered.size(); ++t) gathered[t] = qa[static_cast<size_t>((*gather_index)[t])];
+    qa.swap(gathered);
+  }
+  ref_multiply(m, n, k, qa, qb, dequant_factor(alpha, opa.max_abs, opb.max_abs), beta, c, ldc, o.trace);
+}
+
+}  // namespace
+
+void int8_dynamic_gemm_ref(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                           const Int8GemmOptions& o) {
+  if (trivial(s.m, s.n, s.k, alpha, beta, c, s.ldc, o)) return;
+  RefOperand opa, opb;
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t p = 0; p < s.k; ++p) opa.values.push_back(s.trans_a == Trans::yes ? a[p * s.lda + i] : a[i * s.lda + p]);
+  for (int64_t p = 0; p < s.k; ++p)
+    for (int64_t j = 0; j < s.n; ++j) opb.values.push_back(s.trans_b == Trans::yes ? b[j * s.ldb + p] : b[p * s.ldb + j]);
+  const float middle_a = opa.values[static_cast<size_t>((s.m / 2) * s.k + s.k / 2)];
+  ref_finish(s.m, s.n, s.k, alpha, opa, opb, middle_a, beta, c, s.ldc, o, nullptr);
+}
+
+void int8_dynamic_gemm_gathered_ref(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                                    const Int8GemmOptions& o) {
+  if (trivial(m, n, k, alpha, beta, c, ldc, o)) return;
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) {
+      const int64_t offset = int64_t{a.row_offsets[i]} + a.depth_offsets[p];
+      lo = std::min(lo, offset);
+      hi = std::max(hi, offset);
+    }
+  RefOperand image, opb;
+  for (int64_t t = lo; t <= hi; ++t) image.values.push_back(a.base[t]);
+  std::vector<int32_t> index;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) index.push_back(static_cast<int32_t>(int64_t{a.row_offsets[i]} + a.depth_offsets[p] - lo));
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) opb.values.push_back(b[p * ldb + j]);
+  const float middle_a = image.values[image.values.size() / 2];
+  ref_finish(m, n, k, alpha, image, opb, middle_a, beta, c, ldc, o, &index);
+}
+
+void release_int8_gemm_scratch() { thread_scratch() = Tensor(); }
+
+int64_t int8_gemm_scratch_bytes() {
+  const Tensor& block = thread_scratch();
+  return block.defined() ? static_cast<int64_t>(block.bytes()) : 0;
+}
+
+}  // namespace rg

@@ -1,0 +1,102 @@
+// Int8 training's matrix products: a drop-in for the f32 GEMMs of Dense and Conv layers that
+// quantizes op(A) and op(B) per tensor on the fly (dynamic, symmetric scales), multiplies them
+// on the kernel table's qs8 tiles in exact integers and dequantizes into f32 C. A gradient
+// operand is rounded stochastically, the others to nearest. docs/quantization.md ("Int8
+// training") has the arithmetic; the plain-loop references here define it bit for bit.
+//
+//   scale    s = max|X| / 127 over the whole operand (op(A), op(B); a gathered A: the image
+//            under it), computed over the finite values in float bits.
+//   values   t = clamp(x * (127 / max|X|), -127, 127) in float (the multiplier rounded to float)
+//            nearest:    q = round_half_even(t)
+//            stochastic: q = floor(t) + (u < t - floor(t)), u = int8_rounding_uniform(key, index)
+//            in [0, 1) with 24 bits: E[q] = t within 2^-24; q stays in [-127, 127].
+//   sums     acc = sum_p qa[i][p] qb[p][j], int32 per slice of at most kInt8GemmDepthSlice
+//            depth (cannot overflow), added in int64: exact for any k.
+//   output   C = float(double(alpha) * (max|A| / 127) * (max|B| / 127) * acc) + beta * C,
+//            in double then rounded once (beta 0 ignores what C held, as f32_gemm).
+//   special  an operand whose max|X| < 2^-100 (all zeros included) quantizes to zeros, so the
+//            product term is 0; an operand holding a NaN or an Inf makes the whole C NaN (the f32
+//            product would be non-finite where it touches them; a NaN everywhere is what a
+//            trainer notices), never a crash or a clipped value.
+// Results are the same on every ISA level and thread count (integer sums; fixed partition).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "cpu/isa.h"
+#include "ops/gemm.h"
+
+namespace rg {
+
+// How a layer's float GEMMs run (LayerContext::gemm).
+enum class GemmPrecision : uint8_t {
+  f32,           // f32_gemm / f32_gemm_gathered
+  int8_dynamic,  // int8 training: int8_dynamic_gemm / int8_dynamic_gemm_gathered
+};
+const char* gemm_precision_name(GemmPrecision precision);  // "f32", "int8_dynamic"
+
+// Which operand of a product is a gradient (rounded stochastically); the others round to nearest.
+enum class GradOperand : uint8_t { none, a, b };
+
+// Depth per int32 slice: 127 * 127 * 131072 = 2,114,060,288 < 2^31 - 1, whatever the values.
+constexpr int64_t kInt8GemmDepthSlice = 131072;
+
+// What the tests read back: the scales and (when `want_sums`) every integer sum.
+struct Int8GemmTrace {
+  bool want_sums = false;
+  float max_abs_a = 0, max_abs_b = 0;  // max|op(A)|, max|op(B)| over finite values
+  bool nonfinite = false;              // an operand held a NaN or an Inf
+  uint64_t key = 0;                    // the stochastic stream's key (0 without a gradient)
+  std::vector<int64_t> sums;           // [m x n] row-major, when want_sums
+};
+
+struct Int8GemmOptions {
+  GradOperand grad = GradOperand::none;
+  // The stochastic stream: its key mixes seed, stream, the product's m, n, k, which operand is
+  // the gradient, and that operand's max|X| and middle element (so two products of one step
+  // draw different u). The same inputs give the same key, run to run.
+  uint64_t seed = 0;
+  uint64_t stream = 0;
+  Isa isa = active_isa();           // whose qs8 tile runs (the references ignore it)
+  Int8GemmTrace* trace = nullptr;   // tests
+  // Depth of the cache blocks the tiles run over (a multiple of 4, at most
+  // kInt8GemmDepthSlice); tests shrink it to exercise the slicing on small products.
+  int64_t depth_block = 1024;
+};
+
+// C[m x n] = alpha * op(A) op(B) + beta * C, shapes and strides as f32_gemm's (ops/gemm.h).
+void int8_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                       ThreadPool* pool, const Int8GemmOptions& options);
+// The gathered form (a convolution's patch matrix): the image range the offsets reach,
+// [min row + min depth offset, max row + max depth offset], is quantized as one tensor (u drawn
+// at the offset from that range's start) and A's bytes are gathered from it.
+void int8_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
+                                const Int8GemmOptions& options);
+
+// The same in plain loops: quantize into vectors, multiply in int64, dequantize.
+void int8_dynamic_gemm_ref(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                           const Int8GemmOptions& options);
+void int8_dynamic_gemm_gathered_ref(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                                    const Int8GemmOptions& options);
+
+// The pieces, for tests and the references.
+// u in [0, 1) with 24 random bits, a pure function of (key, index) (a counter-based stream).
+float int8_rounding_uniform(uint64_t key, uint64_t index);
+// The key of a product's stochastic stream (see Int8GemmOptions).
+uint64_t int8_rounding_key(const Int8GemmOptions& options, int64_t m, int64_t n, int64_t k, float max_abs,
+                           float middle);
+// 127 / max_abs in float, or 0 when max_abs < 2^-100 (the operand quantizes to zeros).
+float int8_quant_multiplier(float max_abs);
+int8_t int8_quantize_nearest(float x, float multiplier);
+int8_t int8_quantize_stochastic(float x, float multiplier, float u);
+
+// Int8 training keeps one growing scratch block per calling thread (packed B, the gathered
+// image, per-part accumulators), through the counted allocator; this frees the caller's.
+void release_int8_gemm_scratch();
+int64_t int8_gemm_scratch_bytes();  // the caller's, now
+
+}  // namespace rg

@@ -1,0 +1,287 @@
+// Mixed-precision training: f16 storage of activations and gradients (Model::set_storage),
+// its row chunks, dynamic loss scaling, and fp16 training end to end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "base/fp16.h"
+#include "nn/loss.h"
+#include "train/loss_scale.h"
+#include "train/trainer.h"
+
+namespace rg {
+namespace {
+
+std::unique_ptr<Model> build(const char* cfg_text, uint64_t seed) {
+  auto cfg = parse_cfg(cfg_text, "test.cfg");
+  EXPECT_TRUE(cfg.ok()) << cfg.status().message();
+  auto model = Model::from_cfg(cfg.value());
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  EXPECT_TRUE(model.value()->init(seed).ok());
+  return model.take();
+}
+
+// A conv whose output is 32*32*16 = 16384 values a sample, so a chunk holds 8 rows and a batch
+// of 20 runs as 8 + 8 + 4; batch norm and dropout take the whole batch in training.
+const char* kWideCfg =
+    "[net]\ninput = 32x32x3\n[conv]\nfilters = 16\nsize = 3\npad = 1\n[relu]\n[maxpool]\nsize = 2\n"
+    "[batchnorm]\n[dropout]\nrate = 0.25\n[dense]\nunits = 10\n";
+
+Tensor random_input(int64_t n, const Shape& shape, uint64_t seed) {
+  auto x = Tensor::zeros(shape.batched(n), DType::f32, "input");
+  EXPECT_TRUE(x.ok());
+  Rng rng(seed, 1);
+  for (int64_t i = 0; i < x.value().numel(); ++i) x.value().f32()[i] = rng.uniform_f32();
+  return x.value();
+}
+
+// |a - b| <= rel * max|b| + abs, element by element.
+void expect_close(const Tensor& a, const Tensor& b, double rel, double abs, const std::string& what) {
+  ASSERT_EQ(a.numel(), b.numel()) << what;
+  double largest = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) largest = std::max(largest, std::fabs(double(b.f32()[i])));
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    ASSERT_NEAR(a.f32()[i], b.f32()[i], rel * largest + abs) << what << " element " << i;
+  }
+}
+
+struct Pass {
+  std::unique_ptr<Model> model;
+  Tensor output;
+};
+
+// Without max pooling: rounding to f16 makes near ties equal and can move a pool's argmax, a
+// difference of structure rather than of precision.
+const char* kSmoothCfg =
+    "[net]\ninput = 32x32x3\n[conv]\nfilters = 16\nsize = 3\npad = 1\n[relu]\n[batchnorm]\n[dense]\nunits = 10\n";
+
+// One training forward and backward of a cfg on fixed data, in the given storage.
+Pass forward_backward(DType storage, ThreadPool& pool, const char* cfg = kWideCfg) {
+  Pass pass;
+  pass.model = build(cfg, 5);
+  EXPECT_TRUE(pass.model->set_storage(storage).ok());
+  EXPECT_TRUE(pass.model->reserve(20).ok());
+  const Tensor x = random_input(20, pass.model->input_shape(), 9);
+  auto labels = Tensor::zeros(Shape{20}, DType::i32, "labels");
+  for (int i = 0; i < 20; ++i) labels.value().data<int32_t>()[i] = i % 10;
+  LayerContext ctx{&pool, true, false};
+  pass.output = pass.model->forward(x, ctx);
+  compute_loss(pass.model->loss(), pass.output, labels.value(), 1.0 / 20, pass.model->output_grad());
+  pass.model->backward(ctx);
+  return pass;
+}
+
+TEST(MixedPrecision, F16StorageKeepsActivationsInF16AndTheOutputInF32) {
+  ThreadPool pool(1);
+  Pass f16 = forward_backward(DType::f16, pool);
+  const size_t layers = f16.model->layers().size();
+  for (size_t i = 0; i + 1 < layers; ++i) EXPECT_EQ(f16.model->activation(i).dtype(), DType::f16) << i;
+  EXPECT_EQ(f16.model->activation(layers - 1).dtype(), DType::f32);
+  EXPECT_EQ(f16.output.dtype(), DType::f32);
+  EXPECT_EQ(f16.model->output_grad().dtype(), DType::f32);
+}
+
+// The first layer sees the same f32 input either way and computes each row the same, so what
+// f16 storage keeps of it is exactly the f32 model's output rounded to f16: the row chunks
+// (8 + 8 + 4) cover the batch in order, partial chunk included.
+TEST(MixedPrecision, ChunkedFirstLayerIsTheF32OutputRoundedToF16) {
+  ThreadPool pool(1);
+  Pass f32 = forward_backward(DType::f32, pool);
+  Pass f16 = forward_backward(DType::f16, pool);
+  const Tensor exact = f32.model->activation(0);
+  const Tensor stored = f16.model->activation(0);
+  ASSERT_EQ(exact.numel(), stored.numel());
+  for (int64_t i = 0; i < exact.numel(); ++i) {
+    ASSERT_EQ(stored.data<uint16_t>()[i], f32_to_f16(exact.f32()[i])) << "element " << i;
+  }
+}
+
+// Every value is rounded to f16 (relative step 2^-11) once per layer: outputs and parameter
+// gradients agree with f32 storage to about 1e-3 of their scale.
+TEST(MixedPrecision, F16StorageAgreesWithF32WithinHalfPrecision) {
+  ThreadPool pool(2);
+  Pass f32 = forward_backward(DType::f32, pool, kSmoothCfg);
+  Pass f16 = forward_backward(DType::f16, pool, kSmoothCfg);
+  expect_close(f16.output, f32.output, 1e-2, 1e-4, "output");
+  auto p32 = f32.model->params(), p16 = f16.model->params();
+  ASSERT_EQ(p32.size(), p16.size());
+  for (size_t i = 0; i < p32.size(); ++i) expect_close(p16[i]->grad, p32[i]->grad, 1e-2, 1e-5, p32[i]->name);
+}
+
+TEST(MixedPrecision, StorageMustBeF32OrF16) {
+  auto model = build(kWideCfg, 1);
+  EXPECT_FALSE(model->set_storage(DType::i8).ok());
+  auto f64 = build(kWideCfg, 1);
+  ASSERT_TRUE(f64->init(1, DType::f64).ok());
+  EXPECT_FALSE(f64->set_storage(DType::f16).ok()) << "f16 storage widens to f32, not f64";
+}
+
+struct Grads {
+  std::vector<Tensor> tensors;
+  std::vector<Param> params;
+  std::vector<Param*> pointers() {
+    std::vector<Param*> out;
+    for (Param& p : params) out.push_back(&p);
+    return out;
+  }
+};
+
+Grads grads_of(std::vector<std::vector<float>> values) {
+  Grads g;
+  for (size_t i = 0; i < values.size(); ++i) {
+    Param p;
+    p.name = "p" + std::to_string(i);
+    p.grad = Tensor::zeros(Shape{static_cast<int64_t>(values[i].size())}, DType::f32, "grad").take();
+    std::memcpy(p.grad.f32(), values[i].data(), values[i].size() * sizeof(float));
+    g.params.push_back(p);
+  }
+  return g;
+}
+
+TEST(LossScale, FiniteGradientsAreDividedExactlyAndTheScaleGrows) {
+  LossScaleConfig config;
+  config.initial = 1024;
+  config.growth_interval = 2;
+  LossScaler scaler(config);
+  Grads g = grads_of({{1024.0f, -3072.0f, 1.0f}, {0.5f}});
+  auto ok = scaler.unscale(g.pointers());
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok.value());
+  EXPECT_EQ(g.params[0].grad.f32()[0], 1.0f);
+  EXPECT_EQ(g.params[0].grad.f32()[1], -3.0f);
+  EXPECT_EQ(g.params[0].grad.f32()[2], 1.0f / 1024);
+  EXPECT_EQ(g.params[1].grad.f32()[0], 0.5f / 1024);
+  EXPECT_EQ(scaler.scale(), 1024);
+  ASSERT_TRUE(scaler.unscale(g.pointers()).value());
+  EXPECT_EQ(scaler.scale(), 2048) << "doubles after growth_interval good steps";
+  EXPECT_EQ(scaler.good_steps(), 0);
+}
+
+TEST(LossScale, InfOrNanSkipsTheStepAndHalvesTheScale) {
+  LossScaler scaler(LossScaleConfig{});
+  for (float bad : {INFINITY, -INFINITY, NAN}) {
+    const double before = scaler.scale();
+    Grads g = grads_of({{1.0f}, {2.0f, bad}});
+    auto ok = scaler.unscale(g.pointers());
+    ASSERT_TRUE(ok.ok());
+    EXPECT_FALSE(ok.value());
+    EXPECT_EQ(scaler.scale(), before / 2);
+  }
+  EXPECT_EQ(scaler.skipped_steps(), 3);
+}
+
+TEST(LossScale, NonFiniteAtScaleOneIsAnErrorNamingTheParameter) {
+  LossScaleConfig config;
+  config.initial = 1;
+  LossScaler scaler(config);
+  Grads g = grads_of({{1.0f}, {NAN}});
+  auto ok = scaler.unscale(g.pointers());
+  ASSERT_FALSE(ok.ok());
+  EXPECT_NE(ok.status().message().find("p1"), std::string::npos) << ok.status().message();
+}
+
+// fp16 training end to end on the synthetic data.
+const char* kCnnCfg =
+    "[net]\ninput = 28x28x1\n[conv]\nfilters = 4\nsize = 3\nstride = 2\nbias = false\n[batchnorm]\n[relu]\n"
+    "[maxpool]\nsize = 2\n[dropout]\nrate = 0.25\n[dense]\nunits = 16\n[relu]\n[dense]\nunits = 10\n";
+
+const DataSplit& data() {
+  static const DataSplit split = make_synthetic(1200, 400, 10, 3);
+  return split;
+}
+
+TrainOptions options(TrainPrecision precision, int64_t epochs) {
+  TrainOptions o;
+  o.precision = precision;
+  o.epochs = epochs;
+  o.batch = 32;
+  o.seed = 7;
+  o.optimizer.kind = OptimizerKind::adam;
+  o.schedule.lr = 0.003;
+  o.loss_scale.growth_interval = 10;  // the scale changes within an epoch: resume must restore it
+  o.log = std::fopen("/dev/null", "w");
+  return o;
+}
+
+struct TrainRun {
+  std::unique_ptr<Model> model;
+  EvalResult test;
+  double scale = 0;
+  int64_t skipped = 0;
+};
+
+TrainRun train(const TrainOptions& o, int threads, const std::string& resume = "") {
+  TrainRun run;
+  run.model = build(kCnnCfg, o.seed);
+  ThreadPool pool(threads);
+  Trainer trainer(*run.model, pool, o);
+  EXPECT_TRUE(trainer.prepare().ok());
+  if (!resume.empty()) {
+    auto ck = read_checkpoint(resume);
+    EXPECT_TRUE(ck.ok()) << ck.status().message();
+    const Status s = trainer.resume_from(ck.value(), resume);
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  auto records = trainer.fit(data().train, nullptr);
+  EXPECT_TRUE(records.ok()) << records.status().message();
+  run.test = trainer.evaluate(data().test);
+  run.scale = trainer.loss_scaler().scale();
+  run.skipped = trainer.loss_scaler().skipped_steps();
+  return run;
+}
+
+bool same_weights(Model& a, Model& b) {
+  auto pa = a.params(), pb = b.params();
+  for (Param* p : a.buffers()) pa.push_back(p);
+  for (Param* p : b.buffers()) pb.push_back(p);
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i < pa.size(); ++i)
+    if (std::memcmp(pa[i]->value.raw_data(), pb[i]->value.raw_data(), pa[i]->value.bytes()) != 0) return false;
+  return true;
+}
+
+TEST(MixedPrecisionTraining, LearnsLikeF32AndDoesNotDependOnThreads) {
+  TrainRun f32 = train(options(TrainPrecision::fp32, 2), 1);
+  TrainRun one = train(options(TrainPrecision::fp16, 2), 1);
+  TrainRun two = train(options(TrainPrecision::fp16, 2), 2);
+  EXPECT_TRUE(same_weights(*one.model, *two.model));
+  EXPECT_GT(one.test.accuracy, 0.8);
+  EXPECT_NEAR(one.test.accuracy, f32.test.accuracy, 0.03);
+  EXPECT_GT(one.scale, LossScaleConfig{}.initial) << "75 good steps at growth interval 10 grow the scale";
+}
+
+TEST(MixedPrecisionTraining, OverflowingScaleBacksOffSkipsStepsAndStillLearns) {
+  TrainOptions o = options(TrainPrecision::fp16, 2);
+  o.loss_scale.initial = std::ldexp(1.0, 40);  // the first gradients overflow f16 (max 65504)
+  o.loss_scale.growth_interval = 1000;
+  TrainRun run = train(o, 1);
+  EXPECT_GT(run.skipped, 0);
+  EXPECT_LT(run.scale, o.loss_scale.initial);
+  EXPECT_GT(run.test.accuracy, 0.8);
+}
+
+TEST(MixedPrecisionTraining, ResumeRestoresTheLossScaleAndEqualsOneRun) {
+  const std::string path = ::testing::TempDir() + "retrograd_test_mixed_resume.ckpt";
+  TrainOptions whole = options(TrainPrecision::fp16, 2);
+  TrainOptions first = whole;
+  first.stop_after = 1;
+  first.checkpoint_path = path;
+  train(first, 2);
+  auto ck = read_checkpoint(path);
+  ASSERT_TRUE(ck.ok());
+  EXPECT_EQ(ck.value().settings.at("precision"), "fp16");
+  TrainOptions read_back;
+  ASSERT_TRUE(options_from_checkpoint(ck.value(), path, &read_back).ok());
+  EXPECT_EQ(read_back.precision, TrainPrecision::fp16);
+  TrainRun resumed = train(whole, 2, path);
+  TrainRun uninterrupted = train(whole, 2);
+  EXPECT_TRUE(same_weights(*resumed.model, *uninterrupted.model));
+  EXPECT_EQ(resumed.scale, uninterrupted.scale);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace rg

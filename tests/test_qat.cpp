@@ -1,0 +1,196 @@
+// Quantization-aware training: the fake-quantization points, the weight grid and its masters,
+// the learned ranges (and their checkpoint text), training and the int8 export.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#include "quant/fake_quant.h"
+#include "quant/int8_model.h"
+#include "train/trainer.h"
+
+namespace rg {
+namespace {
+
+std::unique_ptr<Model> build(const char* cfg_text, uint64_t seed) {
+  auto cfg = parse_cfg(cfg_text, "test.cfg");
+  EXPECT_TRUE(cfg.ok()) << cfg.status().message();
+  auto model = Model::from_cfg(cfg.value());
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  EXPECT_TRUE(model.value()->init(seed).ok());
+  return model.take();
+}
+
+const char* kCnnCfg =
+    "[net]\ninput = 28x28x1\n[conv]\nfilters = 4\nsize = 3\nstride = 2\nbias = false\n[batchnorm]\n[relu]\n"
+    "[maxpool]\nsize = 2\n[dropout]\nrate = 0.25\n[dense]\nunits = 16\n[relu]\n[dense]\nunits = 10\n";
+
+// Points: 0 input; i + 1 the output of layer i (conv1 bn1 relu1 maxpool1 dropout1 dense1 relu2 dense2).
+TEST(FakeQuant, RoundsWhereTheExportQuantizes) {
+  auto model = build(kCnnCfg, 1);
+  FakeQuantizer fq(*model);
+  const std::vector<bool> expected = {true,  false /*conv1: into bn*/, false /*bn1: into relu*/, true /*relu1*/,
+                                      false /*maxpool keeps the grid*/, false /*dropout*/, false /*dense1: into relu*/,
+                                      true /*relu2*/, false /*the output: tracked, not rounded*/};
+  EXPECT_EQ(fq.rounded_points(), expected);
+}
+
+TEST(FakeQuant, WeightsGoOnAPerChannelGridAndTheMastersComeBackExactly) {
+  auto model = build(kCnnCfg, 3);
+  FakeQuantizer fq(*model);
+  ASSERT_TRUE(fq.reserve().ok());
+  std::vector<std::vector<float>> masters;
+  for (Param* p : model->params()) masters.emplace_back(p->value.f32(), p->value.f32() + p->value.numel());
+  fq.quantize_weights();
+  const auto params = model->params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& v = params[i]->value;
+    const bool weight = params[i]->name == "conv1.weight" || params[i]->name == "dense1.weight" ||
+                        params[i]->name == "dense2.weight";
+    if (!weight) {  // biases and batch norm stay f32
+      EXPECT_EQ(std::memcmp(v.f32(), masters[i].data(), masters[i].size() * 4), 0) << params[i]->name;
+      continue;
+    }
+    const int64_t outputs = v.shape()[v.shape().rank() - 1], depth = v.numel() / outputs;
+    for (int64_t j = 0; j < outputs; ++j) {
+      float max_abs = 0;
+      for (int64_t p = 0; p < depth; ++p) max_abs = std::max(max_abs, std::fabs(masters[i][p * outputs + j]));
+      const double step = max_abs / 127.0;
+      for (int64_t p = 0; p < depth; ++p) {
+        const double level = v.f32()[p * outputs + j] / step;
+        EXPECT_NEAR(level, std::nearbyint(level), 1e-3) << params[i]->name << " on its channel's grid";
+        EXPECT_LE(std::fabs(level), 127.0 + 1e-3);
+        EXPECT_NEAR(v.f32()[p * outputs + j], masters[i][p * outputs + j], step / 2 + 1e-7) << "rounded, not moved";
+      }
+    }
+  }
+  fq.restore_weights();
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_EQ(std::memcmp(params[i]->value.f32(), masters[i].data(), masters[i].size() * 4), 0) << params[i]->name;
+}
+
+TEST(FakeQuant, ValuesAreObservedInTrainingAndRoundedToTheirRangesGrid) {
+  auto model = build(kCnnCfg, 1);
+  FakeQuantizer fq(*model);
+  auto t = Tensor::zeros(Shape{256}, DType::f32, "values").take();
+  for (int i = 0; i < 256; ++i) t.f32()[i] = static_cast<float>(i) / 100.0f - 0.5f;  // [-0.5, 2.05]
+  LayerContext eval;
+  fq.on_values(0, t, eval);
+  EXPECT_EQ(t.f32()[7], 7 / 100.0f - 0.5f) << "nothing observed yet: values pass unchanged";
+  LayerContext training;
+  training.training = true;
+  fq.on_values(0, t, training);
+  const auto range = fq.ranges()[0];
+  EXPECT_FLOAT_EQ(range.first, -0.5f);
+  EXPECT_FLOAT_EQ(range.second, 2.05f);
+  const QuantParams q = activation_params(range.first, range.second);
+  std::set<float> levels;
+  for (int i = 0; i < 256; ++i) {
+    const double level = t.f32()[i] / q.scale + q.zero_point;
+    EXPECT_NEAR(level, std::nearbyint(level), 1e-3);
+    levels.insert(t.f32()[i]);
+  }
+  EXPECT_LE(levels.size(), 256u);
+  EXPECT_TRUE(levels.count(0.0f) == 1) << "zero is exact on the grid";
+}
+
+TEST(FakeQuant, RangesTextRoundTripsAndBadTextIsNamed) {
+  auto model = build(kCnnCfg, 1);
+  FakeQuantizer fq(*model);
+  auto t = Tensor::zeros(Shape{4}, DType::f32, "values").take();
+  t.f32()[0] = -1.25f;
+  t.f32()[3] = 3.5f;
+  LayerContext training;
+  training.training = true;
+  fq.on_values(0, t, training);
+  FakeQuantizer back(*model);
+  ASSERT_TRUE(back.set_ranges_text(fq.ranges_text()).ok()) << fq.ranges_text();
+  EXPECT_EQ(back.ranges(), fq.ranges());
+  EXPECT_EQ(back.ranges_text(), fq.ranges_text());
+  EXPECT_FALSE(back.set_ranges_text("1:0,-,-,-,-,-,-,-,-").ok()) << "lo > hi";
+  EXPECT_FALSE(back.set_ranges_text("-,-").ok()) << "too few points";
+  const Status bad = back.set_ranges_text("x:1,-,-,-,-,-,-,-,-");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("'x:1'"), std::string::npos) << bad.message();
+  EXPECT_EQ(back.ranges(), fq.ranges()) << "a refused text changes nothing";
+}
+
+const DataSplit& data() {
+  static const DataSplit split = make_synthetic(1200, 400, 10, 3);
+  return split;
+}
+
+TrainOptions qat_options(int64_t epochs) {
+  TrainOptions o;
+  o.precision = TrainPrecision::int8_qat;
+  o.epochs = epochs;
+  o.batch = 32;
+  o.seed = 7;
+  o.optimizer.kind = OptimizerKind::adam;
+  o.schedule.lr = 0.003;
+  o.log = std::fopen("/dev/null", "w");
+  return o;
+}
+
+struct QatRun {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Trainer> trainer;
+  EvalResult fake;  // the f32 model through its fake quantization
+};
+
+QatRun train_qat(const TrainOptions& o, ThreadPool& pool, const std::string& resume = "") {
+  QatRun run;
+  run.model = build(kCnnCfg, o.seed);
+  run.trainer = std::make_unique<Trainer>(*run.model, pool, o);
+  EXPECT_TRUE(run.trainer->prepare().ok());
+  if (!resume.empty()) {
+    auto ck = read_checkpoint(resume);
+    EXPECT_TRUE(ck.ok());
+    const Status s = run.trainer->resume_from(ck.value(), resume);
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  auto records = run.trainer->fit(data().train, nullptr);
+  EXPECT_TRUE(records.ok()) << records.status().message();
+  run.fake = run.trainer->evaluate(data().test);
+  return run;
+}
+
+// The exported int8 model computes what training saw: its accuracy matches the fake-quantized
+// f32 model's, and it needs no calibration data (an empty tensor is passed).
+TEST(QatTraining, ExportsAnInt8ModelThatScoresLikeTheTrainedOne) {
+  ThreadPool pool(2);
+  QatRun run = train_qat(qat_options(2), pool);
+  EXPECT_GT(run.fake.accuracy, 0.8);
+  Int8Options options;
+  options.ranges = run.trainer->fake_quantizer()->ranges();
+  auto net = Int8Model::quantize(*run.model, Tensor(), 32, options, &pool);
+  ASSERT_TRUE(net.ok()) << net.status().message();
+  ASSERT_TRUE(net.value()->reserve(32).ok());
+  const EvalResult exported =
+      run.trainer->evaluate(data().test, [&](const Tensor& x) { return net.value()->forward(x, &pool); });
+  EXPECT_NEAR(exported.accuracy, run.fake.accuracy, 0.02);
+  options.ranges.pop_back();
+  EXPECT_FALSE(Int8Model::quantize(*run.model, Tensor(), 32, options, &pool).ok()) << "a range per point";
+}
+
+TEST(QatTraining, ResumeRestoresTheRangesAndEqualsOneRun) {
+  ThreadPool pool(2);
+  const std::string path = ::testing::TempDir() + "retrograd_test_qat_resume.ckpt";
+  TrainOptions first = qat_options(2);
+  first.stop_after = 1;
+  first.checkpoint_path = path;
+  train_qat(first, pool);
+  QatRun resumed = train_qat(qat_options(2), pool, path);
+  QatRun whole = train_qat(qat_options(2), pool);
+  EXPECT_EQ(resumed.trainer->fake_quantizer()->ranges(), whole.trainer->fake_quantizer()->ranges());
+  auto a = resumed.model->params(), b = whole.model->params();
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(std::memcmp(a[i]->value.raw_data(), b[i]->value.raw_data(), a[i]->value.bytes()), 0) << a[i]->name;
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace rg
