@@ -13,18 +13,26 @@ ISAS=${ISAS:-avx2 sse2}
 REPS=${REPS:-3}
 THREADS=${THREADS:-1}
 LIMIT=${LIMIT:-2000}
-BIN=build/retrograd
+PYTORCH=${PYTORCH:-1}
+BIN=${BIN:-build/retrograd}
 [ -x "$BIN" ] || bash tools/build.sh >/dev/null
+PYTHON=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
-echo "| model | ISA | fp32 infer samples/s | int8 infer samples/s | int8 / fp32 (median of per-run ratios) | runs |"
-echo "|---|---|---:|---:|---:|---:|"
+if [ "$PYTORCH" = 1 ]; then
+  echo "| model | ISA | fp32 infer samples/s | int8 infer samples/s | int8 / fp32 (median of per-run ratios) | PyTorch fp32 samples/s | PyTorch int8 samples/s | PyTorch int8 / fp32 | runs |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+else
+  echo "| model | ISA | fp32 infer samples/s | int8 infer samples/s | int8 / fp32 (median of per-run ratios) | runs |"
+  echo "|---|---|---:|---:|---:|---:|"
+fi
+engine=""
 for model in $MODELS; do
   for isa in $ISAS; do
-    : > "$tmp/fp32"; : > "$tmp/int8"; : > "$tmp/ratio"
+    : > "$tmp/fp32"; : > "$tmp/int8"; : > "$tmp/ratio"; : > "$tmp/pt_fp32"; : > "$tmp/pt_int8"; : > "$tmp/pt_ratio"
     for rep in $(seq "$REPS"); do
       RETROGRAD_ISA=$isa "$BIN" precision --model "$model" --epochs 1 --limit "$LIMIT" --threads "$THREADS" \
         --infer-batch 256 --json "$tmp/run.json" > "$tmp/log" 2>&1 || { cat "$tmp/log"; exit 1; }
@@ -36,10 +44,26 @@ print(f, i, i / f)
 PY
       read -r f i r < <(tail -1 "$tmp/pairs")
       echo "$f" >> "$tmp/fp32"; echo "$i" >> "$tmp/int8"; echo "$r" >> "$tmp/ratio"
+      if [ "$PYTORCH" = 1 ]; then
+        (cd bench && "$PYTHON" pytorch_int8.py --model "$model" --limit "$LIMIT" --threads "$THREADS" --batch 256 \
+          --reps 1) > "$tmp/pt.json" 2> "$tmp/pt.log" || { cat "$tmp/pt.log"; exit 1; }
+        read -r pf pi pr engine < <("$PYTHON" -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(d["fp32_samples_per_s"], d["int8_samples_per_s"], d["ratio"], d["engine"])' "$tmp/pt.json")
+        echo "$pf" >> "$tmp/pt_fp32"; echo "$pi" >> "$tmp/pt_int8"; echo "$pr" >> "$tmp/pt_ratio"
+      fi
     done
-    printf "| %s | %s | %.0f | %.0f | %.2fx | %s |\n" "$model" "$isa" "$(median < "$tmp/fp32")" \
-      "$(median < "$tmp/int8")" "$(median < "$tmp/ratio")" "$REPS"
+    if [ "$PYTORCH" = 1 ]; then
+      printf "| %s | %s | %.0f | %.0f | %.2fx | %.0f | %.0f | %.2fx | %s |\n" "$model" "$isa" "$(median < "$tmp/fp32")" \
+        "$(median < "$tmp/int8")" "$(median < "$tmp/ratio")" "$(median < "$tmp/pt_fp32")" "$(median < "$tmp/pt_int8")" \
+        "$(median < "$tmp/pt_ratio")" "$REPS"
+    else
+      printf "| %s | %s | %.0f | %.0f | %.2fx | %s |\n" "$model" "$isa" "$(median < "$tmp/fp32")" \
+        "$(median < "$tmp/int8")" "$(median < "$tmp/ratio")" "$REPS"
+    fi
   done
 done
 echo
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, threads $THREADS; $(date -u '+%Y-%m-%d %H:%M UTC')"
+if [ "$PYTORCH" = 1 ]; then
+  echo "PyTorch: $("$PYTHON" -c 'import torch; print(torch.__version__)') eager static PTQ, quantized engine $engine (its fastest kernels on this CPU in every row)"
+fi

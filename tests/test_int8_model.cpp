@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 
+#include "base/rng.h"
 #include "base/thread_pool.h"
 #include "cpu/isa.h"
 #include "data/dataset.h"
@@ -139,6 +141,63 @@ TEST(Int8Model, SameBitsOnEveryIsaAndThreadCount) {
       std::vector<float> got(out.f32(), out.f32() + out.numel());
       if (want.empty()) want = got;
       ASSERT_EQ(got, want) << isa_name(isa) << (pool ? " on 2 threads" : " on 1 thread");
+    }
+  }
+}
+
+TEST(Int8Model, DirectSingleChannelConvGivesTheGemmsBits) {
+  // conv1 (1 channel in, with BN, ReLU and a 2x2 max pooling after it) runs as the direct conv
+  // with the pooling fused; the same model through im2col, the GEMM and int8 pooling must give
+  // the same bits, on every ISA. And a 5x5 conv without padding or pooling (the direct conv's
+  // other layout), 6 filters, odd output size.
+  const char* unpooled =
+      "[net]\ninput = 28x28x1\nloss = softmax_cross_entropy\n"
+      "[conv]\nfilters = 6\nsize = 5\n[relu]\n[conv]\nfilters = 4\nsize = 3\nstride = 2\n[relu]\n"
+      "[dense]\nunits = 10\n";
+  std::unique_ptr<Model> second = trained_model(unpooled, 1);
+  ThreadPool two(2);
+  for (Model* model : {&shared_model(), second.get()})
+    for (Isa isa : all_isas()) {
+      if (!isa_supported(isa, detect_cpu().features)) continue;
+      std::vector<float> outputs[2];
+      for (bool direct : {true, false}) {
+        Int8Options options;
+        options.has_isa = true;
+        options.isa = isa;
+        options.direct_conv = direct;
+        auto net = quantize(*model, options, &two);
+        ASSERT_NE(net, nullptr);
+        EXPECT_EQ(net->summary().find("direct conv") != std::string::npos, direct) << net->summary();
+        if (direct && model == &shared_model()) {
+          EXPECT_NE(net->summary().find("+ 2x2 max pooling"), std::string::npos) << net->summary();
+          for (const LayerPrecision& layer : net->precisions())
+            if (layer.layer == "maxpool1") EXPECT_EQ(layer.note, "fused into conv1");
+        }
+        auto x = data().test.first_samples(37);
+        ASSERT_TRUE(x.ok());
+        const Tensor out = net->forward(x.value(), &two);
+        outputs[direct ? 0 : 1].assign(out.f32(), out.f32() + out.numel());
+      }
+      ASSERT_EQ(outputs[0], outputs[1]) << isa_name(isa);
+    }
+}
+
+TEST(Int8Model, VectorQuantizeIsQuantizeS8BitForBit) {
+  std::vector<float> x = {0.0f, -0.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, 127.5f, -127.5f, -128.5f,
+                          -129.0f, 1e9f, -1e9f, 255.49f, 256.0f, -256.0f, -257.0f, 383.0f, -384.0f,
+                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(),
+                          std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()};
+  Rng rng(17, 0);
+  while (x.size() < 4096) x.push_back(static_cast<float>(rng.uniform(-300, 300)));
+  for (QuantParams p : {QuantParams{1.0f, 0}, QuantParams{1.0f, -128}, QuantParams{1.0f, 127}, QuantParams{0.5f, -7},
+                        QuantParams{0.00392157f, -128}, QuantParams{3.0f, 100}}) {
+    for (size_t n : {x.size(), size_t{15}, size_t{17}, size_t{33}}) {
+      std::vector<int8_t> got(n), want(n);
+      quantize_s8_rows(static_cast<int64_t>(n), x.data(), p, got.data());
+      quantize_s8(static_cast<int64_t>(n), x.data(), p, want.data());
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(got[i], want[i]) << "x " << x[i] << " scale " << p.scale << " zero point " << p.zero_point;
     }
   }
 }

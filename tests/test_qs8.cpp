@@ -1,6 +1,7 @@
 // The int8 path's integer arithmetic: gemmlowp's fixed-point primitives on hand-checked values,
-// every ISA's qs8 tile and requantization bit-exact against the reference level (the extremes
-// -128 and 127 included), and the blocked product against plain loops.
+// every ISA's qs8 tiles (wide and narrow, with and without the fused requantization), vector
+// requantization and direct single-channel convolution bit-exact against the reference
+// arithmetic (the extremes -128 and 127 included), and the blocked product against plain loops.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,6 +72,7 @@ TEST(FixedPoint, MultiplierRepresentsTheRealWithin2ToTheMinus31Relative) {
 class Qs8OnIsa : public OnEveryIsa {
  protected:
   const Qs8GemmKernel& fast() const { return qs8_gemm_kernel(GetParam()); }
+  const Qs8GemmKernel& narrow() const { return qs8_gemm_narrow_kernel(GetParam()); }
   const Qs8GemmKernel& ref() const { return qs8_gemm_kernel(Isa::reference); }
 };
 
@@ -109,9 +111,70 @@ void expect_tile_exact(const Qs8GemmKernel& kernel, int64_t mr, int64_t k, int r
 
 TEST_P(Qs8OnIsa, TileIsExactOnEveryShapeAndAtTheExtremes) {
   Rng rng(5, 0);
-  for (int regime = 0; regime < 3; ++regime)
-    for (int64_t mr = 1; mr <= fast().mr; ++mr)
-      for (int64_t k : {1, 2, 3, 4, 5, 7, 8, 9, 16, 25, 150, 577}) expect_tile_exact(fast(), mr, k, regime, rng);
+  for (const Qs8GemmKernel* kernel : {&fast(), &narrow()})
+    for (int regime = 0; regime < 3; ++regime)
+      for (int64_t mr = 1; mr <= kernel->mr; ++mr)
+        for (int64_t k : {1, 2, 3, 4, 5, 7, 8, 9, 16, 25, 150, 577}) expect_tile_exact(*kernel, mr, k, regime, rng);
+}
+
+// Requantization constants for n columns (padded to 16) from every regime: random, the
+// multiplier's edges and zero, every shift 0..31; bias large enough to move the result.
+Qs8OutputStage random_output_stage(int64_t n, Rng& rng, int trial) {
+  Qs8OutputStage out;
+  for (int64_t j = 0; j < n; ++j) {
+    const double which = rng.uniform(0, 1);
+    out.multiplier.push_back(which < 0.1 ? 0 : which < 0.2 ? (1 << 30) : which < 0.3 ? kMax
+                             : static_cast<int32_t>(std::floor(rng.uniform(1 << 30, 2147483647.0))));
+    out.shift.push_back(static_cast<int32_t>(std::floor(rng.uniform(0, 32))));
+    out.bias.push_back(static_cast<int32_t>(std::floor(rng.uniform(-3e6, 3e6))));
+  }
+  pad_columns(&out);
+  out.zero_point = static_cast<int32_t>(std::floor(rng.uniform(-128, 128)));
+  out.lo = trial % 2 ? out.zero_point : -128;  // with and without a fused ReLU
+  return out;
+}
+
+// The tile with its requantization fused, against the reference's sums requantized by the
+// scalar gemmlowp code: every row count, every live column count, and nothing written outside.
+void expect_tile_requant_exact(const Qs8GemmKernel& kernel, int64_t mr, int64_t nc, int64_t k, int regime,
+                               int trial, Rng& rng) {
+  const int64_t nr = kernel.nr, kpad = qs8_padded_depth(k), lda = kpad + 3, ldc = nr + 5;
+  std::vector<int8_t> a(static_cast<size_t>(mr * lda)), b(static_cast<size_t>(k * nr));
+  for (auto& v : a) v = draw_activation(rng, regime);
+  for (auto& v : b) v = draw_weight(rng, regime);
+  auto packed = pack_qs8_weights(k, nr, b.data(), nr, "test weights");
+  ASSERT_TRUE(packed.ok());
+  const Qs8OutputStage out = random_output_stage(nr, rng, trial);
+  const Qs8Requant rq{out.bias.data(), out.multiplier.data(), out.shift.data(), out.zero_point, out.lo, out.hi};
+  std::vector<int8_t> c(static_cast<size_t>(kernel.mr * ldc + 16), 77);
+  kernel.tile_requant(mr, nc, packed.value().kgroups(), a.data(), lda, packed.value().data.data<int8_t>(), &rq, c.data(),
+                      ldc);
+  for (int64_t r = 0; r < kernel.mr; ++r)
+    for (int64_t j = 0; j < ldc; ++j) {
+      int32_t want = 77;
+      if (r < mr && j < nc) {
+        int32_t sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += int32_t{a[static_cast<size_t>(r * lda + p)]} * b[static_cast<size_t>(p * nr + j)];
+        const size_t u = static_cast<size_t>(j);
+        want = requantize(sum + out.bias[u], QuantMultiplier{out.multiplier[u], out.shift[u]}, out.zero_point, out.lo,
+                          out.hi);
+      }
+      ASSERT_EQ(c[static_cast<size_t>(r * ldc + j)], want)
+          << kernel.name << " row " << r << " of " << mr << ", column " << j << " of " << nc << ", k " << k
+          << ", regime " << regime << ", multiplier " << (j < nr ? out.multiplier[static_cast<size_t>(j)] : 0)
+          << ", shift " << (j < nr ? out.shift[static_cast<size_t>(j)] : 0);
+    }
+}
+
+TEST_P(Qs8OnIsa, FusedRequantizationIsBitExact) {
+  Rng rng(11, 0);
+  int trial = 0;
+  for (const Qs8GemmKernel* kernel : {&fast(), &narrow()})
+    for (int regime = 0; regime < 3; ++regime)
+      for (int64_t mr = 1; mr <= kernel->mr; ++mr)
+        for (int64_t nc = 1; nc <= kernel->nr; ++nc)
+          for (int64_t k : {1, 5, 25, 150}) expect_tile_requant_exact(*kernel, mr, nc, k, regime, trial++, rng);
 }
 
 TEST_P(Qs8OnIsa, TileSumsTheWorstCaseWithoutSaturating) {
@@ -161,11 +224,38 @@ TEST_P(Qs8OnIsa, RequantizeIsBitExact) {
   }
 }
 
+TEST_P(Qs8OnIsa, RequantizeEveryShiftAtTheExtremes) {
+  // Every shift with the accumulators and multipliers where the rounding steps change: the
+  // vector code's shift-by-product and sign handling against gemmlowp's scalar code.
+  const int32_t accs[] = {kMin, kMin + 1, -1073741825, -1073741824, -65537, -65536, -32769, -3, -2, -1, 0, 1, 2, 3,
+                          32767, 65535, 65536, 1073741823, 1073741824, kMax - 1, kMax};
+  const int32_t mults[] = {0, 1 << 30, (1 << 30) + 1, 1518500250, kMax - 1, kMax};
+  std::vector<int32_t> acc, bias, mult, shift;
+  for (int32_t s = 0; s < 32; ++s)
+    for (int32_t a : accs)
+      for (int32_t m : mults) {
+        acc.push_back(a);
+        bias.push_back(0);
+        mult.push_back(m);
+        shift.push_back(s);
+      }
+  const int64_t n = static_cast<int64_t>(acc.size());
+  for (int32_t zp : {-128, -5, 0, 127})
+    for (int32_t lo : {-128, zp}) {
+      std::vector<int8_t> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+      fast().requantize(n, acc.data(), bias.data(), mult.data(), shift.data(), zp, lo, 127, got.data());
+      ref().requantize(n, acc.data(), bias.data(), mult.data(), shift.data(), zp, lo, 127, want.data());
+      for (size_t j = 0; j < got.size(); ++j)
+        ASSERT_EQ(got[j], want[j]) << fast().name << ": acc " << acc[j] << " mult " << mult[j] << " shift " << shift[j]
+                                   << " zp " << zp << " lo " << lo;
+    }
+}
+
 TEST_P(Qs8OnIsa, BlockedProductMatchesPlainLoopsWhateverTheThreads) {
   Rng rng(9, 0);
   ThreadPool pool(2);
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 3, 7}, {33, 17, 25}, {70, 40, 150},
-                         {257, 10, 400}, {64, 130, 96}}) {
+                         {257, 10, 400}, {64, 130, 96}, {45, 6, 25}, {37, 8, 150}}) {
     const int64_t lda = qs8_padded_depth(k);
     std::vector<int8_t> a(static_cast<size_t>(m * lda)), b(static_cast<size_t>(k * n));
     for (auto& v : a) v = draw_activation(rng, 0);
@@ -180,7 +270,8 @@ TEST_P(Qs8OnIsa, BlockedProductMatchesPlainLoopsWhateverTheThreads) {
     pad_columns(&out);
     out.zero_point = -5;
     out.lo = -5;  // a fused ReLU
-    auto packed = pack_qs8_weights(k, n, b.data(), fast().nr, "test weights");
+    // Packed for the kernel a layer of n columns gets: the narrow one at n <= 8.
+    auto packed = pack_qs8_weights(k, n, b.data(), qs8_gemm_kernel_for(GetParam(), n).nr, "test weights");
     ASSERT_TRUE(packed.ok());
     std::vector<int8_t> want(static_cast<size_t>(m * n)), one(want.size()), two(want.size());
     qs8_gemm_ref(m, n, k, a.data(), lda, b.data(), out, want.data(), n);
@@ -191,11 +282,71 @@ TEST_P(Qs8OnIsa, BlockedProductMatchesPlainLoopsWhateverTheThreads) {
   }
 }
 
+// The direct single-channel convolution against its formula (qs8_gemm.h), pixels in any
+// count, 1 to 11 filters, with and without a 4-pixel max window, at the extremes.
+TEST_P(Qs8OnIsa, ConvPairsIsBitExact) {
+  const Qs8ConvKernel& kernel = qs8_conv_kernel(GetParam());
+  Rng rng(13, 0);
+  int trial = 0;
+  for (int regime = 0; regime < 3; ++regime)
+    for (int64_t window : {1, 4})
+      for (int64_t count : {1, 3, 7, 8, 9, 14, 17, 28})
+        for (int64_t n : {1, 2, 5, 6, 8, 9, 11})
+          for (int64_t pairs : {1, 5, 15}) {
+            // Each source its own array, readable for count rounded up to 8 pairs.
+            const int64_t readable = 2 * ((count + 7) / 8 * 8);
+            std::vector<std::vector<int16_t>> data(static_cast<size_t>(window * pairs));
+            std::vector<const int16_t*> src;
+            for (auto& d : data) {
+              d.resize(static_cast<size_t>(readable));
+              for (auto& v : d) v = draw_activation(rng, regime);
+              src.push_back(d.data());
+            }
+            std::vector<int32_t> wt(static_cast<size_t>(pairs * n));
+            for (auto& v : wt) {
+              const int16_t lo = draw_weight(rng, regime), hi = rng.uniform(0, 1) < 0.2 ? int16_t{0} : draw_weight(rng, regime);
+              v = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
+                                       (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
+            }
+            const Qs8OutputStage out = random_output_stage(n, rng, trial++);
+            const Qs8Requant rq{out.bias.data(), out.multiplier.data(), out.shift.data(), out.zero_point, out.lo, out.hi};
+            std::vector<int8_t> got(static_cast<size_t>(count * n + 8), 77);
+            kernel.conv_pairs(count, window, pairs, src.data(), wt.data(), n, &rq, got.data());
+            for (int64_t x = 0; x < count; ++x)
+              for (int64_t f = 0; f < n; ++f) {
+                int32_t best = 0;
+                for (int64_t w = 0; w < window; ++w) {
+                  int32_t sum = 0;
+                  for (int64_t t = 0; t < pairs; ++t) {
+                    const int16_t* p = src[static_cast<size_t>(w * pairs + t)];
+                    const int32_t k = wt[static_cast<size_t>(t * n + f)];
+                    sum += p[2 * x] * static_cast<int16_t>(k & 0xFFFF) + p[2 * x + 1] * static_cast<int16_t>(k >> 16);
+                  }
+                  best = w == 0 ? sum : std::max(best, sum);
+                }
+                const size_t u = static_cast<size_t>(f);
+                const int32_t want = requantize(best + out.bias[u], QuantMultiplier{out.multiplier[u], out.shift[u]},
+                                                out.zero_point, out.lo, out.hi);
+                ASSERT_EQ(got[static_cast<size_t>(x * n + f)], want)
+                    << kernel.name << " pixel " << x << " of " << count << ", filter " << f << " of " << n << ", window "
+                    << window << ", pairs " << pairs << ", regime " << regime;
+              }
+            for (size_t j = static_cast<size_t>(count * n); j < got.size(); ++j) ASSERT_EQ(got[j], 77) << "wrote past the end";
+          }
+}
+
 TEST(Qs8Kernels, EachLevelUsesItsTile) {
   EXPECT_STREQ(qs8_gemm_kernel(Isa::sse3).name, "qs8_gemm_4x8__sse2");
   EXPECT_STREQ(qs8_gemm_kernel(Isa::ssse3).name, "qs8_gemm_4x8__ssse3");
   EXPECT_STREQ(qs8_gemm_kernel(Isa::avx).name, "qs8_gemm_4x8__ssse3");
   EXPECT_STREQ(qs8_gemm_kernel(Isa::avx2_fma).name, "qs8_gemm_4x16__avx2");
+  EXPECT_STREQ(qs8_gemm_narrow_kernel(Isa::avx2_fma).name, "qs8_gemm_4x8__avx2");
+  EXPECT_STREQ(qs8_gemm_narrow_kernel(Isa::ssse3).name, "qs8_gemm_4x8__ssse3");
+  EXPECT_STREQ(qs8_gemm_kernel_for(Isa::avx2_fma, 8).name, "qs8_gemm_4x8__avx2");
+  EXPECT_STREQ(qs8_gemm_kernel_for(Isa::avx2_fma, 9).name, "qs8_gemm_4x16__avx2");
+  EXPECT_STREQ(qs8_conv_kernel(Isa::sse2).name, "qs8_conv_pairs__sse2");
+  EXPECT_STREQ(qs8_conv_kernel(Isa::avx).name, "qs8_conv_pairs__sse2");
+  EXPECT_STREQ(qs8_conv_kernel(Isa::avx2_fma).name, "qs8_conv_pairs__avx2");
 }
 
 }  // namespace

@@ -67,12 +67,14 @@ const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c) {
 
 const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) {
   static const Qs8GemmKernel reference{qs8_gemm_4x8__reference, qs8_requantize__reference, 4, 8,
-                                       "qs8_gemm_4x8__reference"};
-  // No vector requantization below AVX2 yet (SSE2 lacks signed 32x32->64 products and
-  // per-lane shifts): the scalar one runs there.
-  static const Qs8GemmKernel sse2{qs8_gemm_4x8__sse2, qs8_requantize__reference, 4, 8, "qs8_gemm_4x8__sse2"};
-  static const Qs8GemmKernel ssse3{qs8_gemm_4x8__ssse3, qs8_requantize__reference, 4, 8, "qs8_gemm_4x8__ssse3"};
-  static const Qs8GemmKernel avx2{qs8_gemm_4x16__avx2, qs8_requantize__avx2, 4, 16, "qs8_gemm_4x16__avx2"};
+                                       "qs8_gemm_4x8__reference", qs8_gemm_requant_4x8__reference};
+  // SSE2's requantization (pmuludq products, shifts as products) serves every level below AVX2.
+  static const Qs8GemmKernel sse2{qs8_gemm_4x8__sse2, qs8_requantize__sse2, 4, 8, "qs8_gemm_4x8__sse2",
+                                  qs8_gemm_requant_4x8__sse2};
+  static const Qs8GemmKernel ssse3{qs8_gemm_4x8__ssse3, qs8_requantize__sse2, 4, 8, "qs8_gemm_4x8__ssse3",
+                                   qs8_gemm_requant_4x8__ssse3};
+  static const Qs8GemmKernel avx2{qs8_gemm_4x16__avx2, qs8_requantize__avx2, 4, 16, "qs8_gemm_4x16__avx2",
+                                  qs8_gemm_requant_4x16__avx2};
   switch (isa) {
     case Isa::reference: return reference;
     case Isa::sse2:
@@ -83,6 +85,23 @@ const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) {
     case Isa::avx2_fma: return avx2;
   }
   return reference;
+}
+
+const Qs8GemmKernel& qs8_gemm_narrow_kernel(Isa isa) {
+  static const Qs8GemmKernel avx2{qs8_gemm_4x8__avx2, qs8_requantize__avx2, 4, 8, "qs8_gemm_4x8__avx2",
+                                  qs8_gemm_requant_4x8__avx2};
+  return isa == Isa::avx2_fma ? avx2 : qs8_gemm_kernel(isa);
+}
+
+const Qs8ConvKernel& qs8_conv_kernel(Isa isa) {
+  static const Qs8ConvKernel reference{qs8_conv_pairs__reference, 1, "qs8_conv_pairs__reference"};
+  static const Qs8ConvKernel sse2{qs8_conv_pairs__sse2, 4, "qs8_conv_pairs__sse2"};
+  static const Qs8ConvKernel avx2{qs8_conv_pairs__avx2, 8, "qs8_conv_pairs__avx2"};
+  switch (isa) {
+    case Isa::reference: return reference;
+    case Isa::avx2_fma: return avx2;
+    default: return sse2;
+  }
 }
 
 const F16ConvertKernels& f16_convert() {

@@ -61,8 +61,26 @@ struct Qs8GemmKernel {
   Qs8RequantizeRow requantize;
   int mr, nr;        // tile rows and columns; weights are packed in panels of nr columns
   const char* name;  // "qs8_gemm_4x16__avx2"
+  Qs8GemmTileRequant tile_requant;  // the same tile (and packing) with the requantization fused
 };
 // sse2 (pmaddwd) serves sse2 and sse3, ssse3 (pmaddubsw) serves ssse3 to avx, avx2 its own.
 const Qs8GemmKernel& qs8_gemm_kernel(Isa isa);
+// The tile for products of at most its nr columns: avx2's 4x8 (its 4x16 would leave half its
+// lanes idle), else qs8_gemm_kernel's (8 wide already).
+const Qs8GemmKernel& qs8_gemm_narrow_kernel(Isa isa);
+// Whichever of the two suits a product with n columns (weights must be packed for its nr).
+inline const Qs8GemmKernel& qs8_gemm_kernel_for(Isa isa, int64_t n) {
+  const Qs8GemmKernel& narrow = qs8_gemm_narrow_kernel(isa);
+  return n <= narrow.nr ? narrow : qs8_gemm_kernel(isa);
+}
+
+// The direct single-channel int8 convolution on int16 pairs (ukernels/qs8_gemm.h).
+struct Qs8ConvKernel {
+  Qs8ConvPairs conv_pairs;
+  int lanes;         // pixels per vector
+  const char* name;  // "qs8_conv_pairs__avx2"
+};
+// sse2 serves sse2 to avx (pmaddwd is all it needs), avx2 its own.
+const Qs8ConvKernel& qs8_conv_kernel(Isa isa);
 
 }  // namespace rg

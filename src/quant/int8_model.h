@@ -33,6 +33,10 @@ struct Int8Options {
   // Activation ranges learned in quantization-aware training (FakeQuantizer::ranges: point 0 the
   // input, i + 1 layer i's output): when given, they replace calibration.
   std::vector<std::pair<float, float>> ranges;
+  // Single-channel convs (first layers on grey images) as a direct int8 conv with a 2x2 max
+  // pooling after them fused, where it pays; false: always im2col and the GEMM (for tests:
+  // both give the same bits).
+  bool direct_conv = true;
   // The ISA whose int8 tiles the weights are packed for; unset: the active one.
   bool has_isa = false;
   Isa isa = Isa::reference;
@@ -47,6 +51,9 @@ struct LayerPrecision {
 };
 
 class Int8Stage;
+
+// quantize_s8 (quant_params.h) bit for bit, on SSE2 vectors: what the int8 model's quantize runs.
+void quantize_s8_rows(int64_t n, const float* x, QuantParams p, int8_t* q);
 
 class Int8Model {
  public:

@@ -38,9 +38,14 @@ void pad_columns(Qs8OutputStage* out) {
   out->shift.resize(n, 0);
 }
 
+const Qs8GemmKernel& qs8_kernel_for_packing(Isa isa, int64_t nr) {
+  const Qs8GemmKernel& wide = qs8_gemm_kernel(isa);
+  return nr == wide.nr ? wide : qs8_gemm_narrow_kernel(isa);
+}
+
 void qs8_gemm(Isa isa, int64_t m, const int8_t* a, int64_t lda, const Qs8PackedWeights& b,
               const Qs8OutputStage& out, int8_t* c, int64_t ldc, ThreadPool* pool) {
-  const Qs8GemmKernel& kernel = qs8_gemm_kernel(isa);
+  const Qs8GemmKernel& kernel = qs8_kernel_for_packing(isa, b.nr);
   RG_CHECK(b.nr == kernel.nr, "weights packed for nr " << b.nr << ", the " << kernel.name << " tile needs " << kernel.nr);
   RG_CHECK(lda >= qs8_padded_depth(b.k) && ldc >= b.n, "qs8_gemm: lda " << lda << ", ldc " << ldc);
   RG_CHECK(static_cast<int64_t>(out.bias.size()) >= (b.n + kernel.nr - 1) / kernel.nr * kernel.nr,
@@ -53,25 +58,16 @@ void qs8_gemm(Isa isa, int64_t m, const int8_t* a, int64_t lda, const Qs8PackedW
   const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
   const int64_t flops = 2 * m * n * b.k;
   parallel_for(flops >= (int64_t{1} << 21) ? pool : nullptr, blocks, 1, [&](int64_t begin, int64_t end) {
-    alignas(64) int32_t acc[4 * 16];
-    alignas(64) int8_t row_out[16];
-    RG_CHECK(mr * nr <= 64, "tile too large");
     for (int64_t block = begin; block < end; ++block) {
       const int64_t row_end = std::min(m, (block + 1) * kRowBlock);
       for (int64_t panel = 0; panel < panels; ++panel) {
         const int64_t j0 = panel * nr, cols = std::min(nr, n - j0);
         const int8_t* b_panel = packed + panel * kgroups * nr * 4;
-        for (int64_t i = block * kRowBlock; i < row_end; i += mr) {
-          const int64_t rows = std::min(mr, row_end - i);
-          kernel.tile(rows, kgroups, a + i * lda, lda, b_panel, acc);
-          for (int64_t r = 0; r < rows; ++r) {
-            int8_t* c_row = c + (i + r) * ldc + j0;
-            int8_t* target = cols == nr ? c_row : row_out;  // a partial panel goes through row_out
-            kernel.requantize(nr, acc + r * nr, out.bias.data() + j0, out.multiplier.data() + j0,
-                              out.shift.data() + j0, out.zero_point, out.lo, out.hi, target);
-            if (target == row_out) std::memcpy(c_row, row_out, static_cast<size_t>(cols));
-          }
-        }
+        const Qs8Requant rq{out.bias.data() + j0, out.multiplier.data() + j0, out.shift.data() + j0,
+                            out.zero_point, out.lo, out.hi};
+        for (int64_t i = block * kRowBlock; i < row_end; i += mr)
+          kernel.tile_requant(std::min(mr, row_end - i), cols, kgroups, a + i * lda, lda, b_panel, &rq, c + i * ldc + j0,
+                              ldc);
       }
     }
   });

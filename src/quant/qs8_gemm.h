@@ -37,8 +37,12 @@ struct Qs8OutputStage {
 // Appends the zero columns Qs8OutputStage needs after its n live ones.
 void pad_columns(Qs8OutputStage* out);
 
+// The kernel (qs8_gemm_kernel or its narrow one) whose tile weights packed for `nr` need.
+struct Qs8GemmKernel;
+const Qs8GemmKernel& qs8_kernel_for_packing(Isa isa, int64_t nr);
+
 // A rows have stride lda >= qs8_padded_depth(k); C rows stride ldc >= n. `isa` picks the tile
-// (weights must have been packed for its nr). Results do not depend on the pool.
+// (weights must have been packed for its nr, or its narrow kernel's). Results do not depend on the pool.
 void qs8_gemm(Isa isa, int64_t m, const int8_t* a, int64_t lda, const Qs8PackedWeights& b,
               const Qs8OutputStage& out, int8_t* c, int64_t ldc, ThreadPool* pool);
 

@@ -16,6 +16,26 @@ void qs8_gemm_4x16__avx2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t l
   qs8_gemm_4x16_avx2(mr, kgroups, a, lda, packed_b, acc);
 }
 
+void qs8_gemm_4x8__avx2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                        int32_t* acc) {
+  qs8_gemm_4xv_avx2<1>(mr, kgroups, a, lda, packed_b, acc);
+}
+
+void qs8_gemm_requant_4x16__avx2(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
+                                 const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
+  qs8_gemm_requant_4xv_avx2<2>(mr, nc, kgroups, a, lda, packed_b, rq, c, ldc);
+}
+
+void qs8_gemm_requant_4x8__avx2(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
+                                const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
+  qs8_gemm_requant_4xv_avx2<1>(mr, nc, kgroups, a, lda, packed_b, rq, c, ldc);
+}
+
+void qs8_conv_pairs__avx2(int64_t count, int64_t window, int64_t pairs, const int16_t* const* src, const int32_t* wt,
+                          int64_t n, const Qs8Requant* rq, int8_t* out) {
+  qs8_conv_pairs_avx2(count, window, pairs, src, wt, n, rq, out);
+}
+
 void qs8_requantize__avx2(int64_t n, const int32_t* acc, const int32_t* bias, const int32_t* multiplier,
                           const int32_t* shift, int32_t zero_point, int32_t lo, int32_t hi, int8_t* out) {
   qs8_requantize_avx2(n, acc, bias, multiplier, shift, zero_point, lo, hi, out);

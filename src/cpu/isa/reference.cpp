@@ -116,6 +116,39 @@ void qs8_gemm_4x8__reference(int64_t mr, int64_t kgroups, const int8_t* a, int64
     }
 }
 
+void qs8_gemm_requant_4x8__reference(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
+                                     const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
+  constexpr int NR = 8;
+  int32_t acc[4 * NR];
+  qs8_gemm_4x8__reference(mr, kgroups, a, lda, packed_b, acc);
+  for (int64_t r = 0; r < mr && r < 4; ++r)
+    for (int64_t j = 0; j < nc; ++j) {
+      const QuantMultiplier m{rq->multiplier[j], rq->shift[j]};
+      c[r * ldc + j] = static_cast<int8_t>(requantize(acc[r * NR + j] + rq->bias[j], m, rq->zero_point, rq->lo, rq->hi));
+    }
+}
+
+void qs8_conv_pairs__reference(int64_t count, int64_t window, int64_t pairs, const int16_t* const* src,
+                               const int32_t* wt, int64_t n, const Qs8Requant* rq, int8_t* out) {
+  auto lo = [](int32_t v) { return static_cast<int32_t>(static_cast<int16_t>(v & 0xFFFF)); };
+  auto hi = [](int32_t v) { return static_cast<int32_t>(static_cast<int16_t>((v >> 16) & 0xFFFF)); };
+  for (int64_t x = 0; x < count; ++x)
+    for (int64_t f = 0; f < n; ++f) {
+      int32_t best = 0;
+      for (int64_t w = 0; w < window; ++w) {
+        int32_t sum = 0;
+        for (int64_t t = 0; t < pairs; ++t) {
+          const int16_t* p = src[w * pairs + t];
+          const int32_t k = wt[t * n + f];
+          sum += p[2 * x] * lo(k) + p[2 * x + 1] * hi(k);
+        }
+        best = w == 0 || sum > best ? sum : best;
+      }
+      const QuantMultiplier m{rq->multiplier[f], rq->shift[f]};
+      out[x * n + f] = static_cast<int8_t>(requantize(best + rq->bias[f], m, rq->zero_point, rq->lo, rq->hi));
+    }
+}
+
 void qs8_requantize__reference(int64_t n, const int32_t* acc, const int32_t* bias, const int32_t* multiplier,
                                const int32_t* shift, int32_t zero_point, int32_t lo, int32_t hi, int8_t* out) {
   for (int64_t j = 0; j < n; ++j) {

@@ -41,11 +41,11 @@ inline void quad_pairs(__m128i quad, __m128i* k01, __m128i* k23) {
   *k23 = widen_hi(v);
 }
 
-inline void qs8_gemm_4x8_sse2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
-                              int32_t* acc) {
+// Sums of a 4x8 tile, sum[r][q] = columns 4q .. 4q + 3 of row r.
+inline void qs8_sums_4x8_sse2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                              __m128i (&sum)[4][2]) {
   const int8_t* rows[4];
   tile_rows(mr, a, lda, rows);
-  __m128i sum[4][2];
   for (auto& row : sum) row[0] = row[1] = _mm_setzero_si128();
   for (int64_t g = 0; g < kgroups; ++g) {
     __m128i b01[2], b23[2];
@@ -61,20 +61,221 @@ inline void qs8_gemm_4x8_sse2(int64_t mr, int64_t kgroups, const int8_t* a, int6
       }
     }
   }
+}
+
+inline void qs8_gemm_4x8_sse2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                              int32_t* acc) {
+  __m128i sum[4][2];
+  qs8_sums_4x8_sse2(mr, kgroups, a, lda, packed_b, sum);
   for (int r = 0; r < 4; ++r)
     for (int q = 0; q < 2; ++q) _mm_storeu_si128(reinterpret_cast<__m128i*>(acc + r * 8 + q * 4), sum[r][q]);
+}
+
+// Requantization on SSE2 (qs8_gemm.h's formula, bit for bit). SSE2 has pmuludq (unsigned
+// 32x32->64 on lanes 0 and 2) but no signed product and no per-lane shift, so:
+// - srdhm as on AVX2: |x| * m as unsigned 64-bit products (|INT32_MIN| = 2^31 is right as
+//   unsigned), + the nudge 2^30 (2^30 - 1 for x < 0), >> 31, the sign put back;
+// - x >> e per lane as a product too: with u = x + 2^31 (unsigned), floor(u / 2^e) =
+//   (u * 2^(31 - e)) >> 31, and x >> e = floor(u / 2^e) - 2^(31 - e) (mod 2^32);
+// - the clamp on int16 (packssdw saturates, and [lo - zp, hi - zp] lies inside int16).
+// Per-lane constants of 4 columns: multiplier, 2^(31 - e) and 2^e - 1.
+struct RequantLanesSse2 {
+  __m128i bias, multiplier, pow, mask;
+};
+
+// 2^k per lane for k in [0, 31], from the float 2^k (its exponent field); cvttps2dq answers
+// 2^31 with its out-of-range value 0x80000000, which is 2^31's bit pattern as unsigned.
+inline __m128i pow2_sse2(__m128i k) {
+  return _mm_cvttps_epi32(_mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(k, _mm_set1_epi32(127)), 23)));
+}
+
+inline RequantLanesSse2 requant_lanes_sse2(__m128i bias, __m128i multiplier, __m128i shift) {
+  RequantLanesSse2 k;
+  k.bias = bias;
+  k.multiplier = multiplier;
+  k.pow = pow2_sse2(_mm_sub_epi32(_mm_set1_epi32(31), shift));
+  k.mask = _mm_sub_epi32(pow2_sse2(shift), _mm_set1_epi32(1));
+  return k;
+}
+
+inline RequantLanesSse2 requant_lanes_sse2(const Qs8Requant* rq, int64_t j) {
+  auto load = [](const int32_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+  return requant_lanes_sse2(load(rq->bias + j), load(rq->multiplier + j), load(rq->shift + j));
+}
+
+// Lanes 0 and 2 of lo with lanes 1 and 3 of hi, where lo's and hi's 64-bit lanes hold
+// values below 2^32: (a 64-bit lane of each product, shifted back into its 32-bit lane).
+inline __m128i even_odd_sse2(__m128i lo, __m128i hi) { return _mm_or_si128(lo, _mm_slli_epi64(hi, 32)); }
+
+// acc (bias not yet added) -> rdbpot(srdhm(acc + bias, m), e), not yet offset or clamped.
+inline __m128i requantize_4_sse2(__m128i acc, const RequantLanesSse2& k) {
+  const __m128i x = _mm_add_epi32(acc, k.bias);
+  const __m128i negative = _mm_srai_epi32(x, 31);
+  const __m128i magnitude = _mm_sub_epi32(_mm_xor_si128(x, negative), negative);
+  const __m128i half = _mm_set_epi32(0, 1 << 30, 0, 1 << 30);
+  const __m128i nudge_even = _mm_add_epi64(half, _mm_shuffle_epi32(negative, _MM_SHUFFLE(2, 2, 0, 0)));
+  const __m128i nudge_odd = _mm_add_epi64(half, _mm_shuffle_epi32(negative, _MM_SHUFFLE(3, 3, 1, 1)));
+  const __m128i even = _mm_srli_epi64(_mm_add_epi64(_mm_mul_epu32(magnitude, k.multiplier), nudge_even), 31);
+  const __m128i odd = _mm_srli_epi64(
+      _mm_add_epi64(_mm_mul_epu32(_mm_srli_epi64(magnitude, 32), _mm_srli_epi64(k.multiplier, 32)), nudge_odd), 31);
+  const __m128i high = _mm_sub_epi32(_mm_xor_si128(even_odd_sse2(even, odd), negative), negative);
+
+  const __m128i biased = _mm_xor_si128(high, _mm_set1_epi32(static_cast<int32_t>(0x80000000u)));
+  const __m128i floor_even = _mm_srli_epi64(_mm_mul_epu32(biased, k.pow), 31);
+  const __m128i floor_odd = _mm_srli_epi64(_mm_mul_epu32(_mm_srli_epi64(biased, 32), _mm_srli_epi64(k.pow, 32)), 31);
+  const __m128i shifted = _mm_sub_epi32(even_odd_sse2(floor_even, floor_odd), k.pow);
+  const __m128i remainder = _mm_and_si128(high, k.mask);
+  const __m128i threshold = _mm_sub_epi32(_mm_srli_epi32(k.mask, 1), _mm_srai_epi32(high, 31));
+  return _mm_sub_epi32(shifted, _mm_cmpgt_epi32(remainder, threshold));
+}
+
+// Two requantized vectors -> 8 bytes (the low half): + zero point and the clamp, on int16.
+struct RequantRangeSse2 {
+  __m128i zero_point, lo, hi;  // int16 lanes
+};
+inline RequantRangeSse2 requant_range_sse2(int32_t zero_point, int32_t lo, int32_t hi) {
+  return {_mm_set1_epi16(static_cast<int16_t>(zero_point)), _mm_set1_epi16(static_cast<int16_t>(lo)),
+          _mm_set1_epi16(static_cast<int16_t>(hi))};
+}
+inline __m128i narrow_8_sse2(__m128i a, __m128i b, const RequantRangeSse2& range) {
+  const __m128i v = _mm_adds_epi16(_mm_packs_epi32(a, b), range.zero_point);
+  const __m128i clamped = _mm_min_epi16(_mm_max_epi16(v, range.lo), range.hi);
+  return _mm_packs_epi16(clamped, clamped);
+}
+
+// The low nc (<= 16) bytes of v to c.
+inline void store_bytes_sse2(int8_t* c, __m128i v, int64_t nc) {
+  if (nc == 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), v);
+    return;
+  }
+  if (nc == 8) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(c), v);
+    return;
+  }
+  alignas(16) int8_t bytes[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(bytes), v);
+  int64_t j = 0;
+  if (nc - j >= 8) { std::memcpy(c + j, bytes + j, 8); j += 8; }
+  if (nc - j >= 4) { std::memcpy(c + j, bytes + j, 4); j += 4; }
+  if (nc - j >= 2) { std::memcpy(c + j, bytes + j, 2); j += 2; }
+  if (nc - j >= 1) c[j] = bytes[j];
+}
+
+// The requantization epilogue of a 4x8 tile held as sum[r][q] (4 columns each).
+inline void requant_store_4x8_sse2(int64_t mr, int64_t nc, const __m128i (&sum)[4][2], const Qs8Requant* rq,
+                                   int8_t* c, int64_t ldc) {
+  const RequantLanesSse2 k0 = requant_lanes_sse2(rq, 0), k1 = requant_lanes_sse2(rq, 4);
+  const RequantRangeSse2 range = requant_range_sse2(rq->zero_point, rq->lo, rq->hi);
+  for (int r = 0; r < 4 && r < mr; ++r)
+    store_bytes_sse2(c + r * ldc,
+                     narrow_8_sse2(requantize_4_sse2(sum[r][0], k0), requantize_4_sse2(sum[r][1], k1), range), nc);
+}
+
+inline void qs8_gemm_requant_4x8_sse2(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
+                                      const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
+  __m128i sum[4][2];
+  qs8_sums_4x8_sse2(mr, kgroups, a, lda, packed_b, sum);
+  requant_store_4x8_sse2(mr, nc, sum, rq, c, ldc);
+}
+
+// A row of n requantized outputs, 8 at a time.
+inline void qs8_requantize_sse2(int64_t n, const int32_t* acc, const int32_t* bias, const int32_t* multiplier,
+                                const int32_t* shift, int32_t zero_point, int32_t lo, int32_t hi, int8_t* out) {
+  const RequantRangeSse2 range = requant_range_sse2(zero_point, lo, hi);
+  auto load = [](const int32_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const RequantLanesSse2 k0 = requant_lanes_sse2(load(bias + j), load(multiplier + j), load(shift + j));
+    const RequantLanesSse2 k1 = requant_lanes_sse2(load(bias + j + 4), load(multiplier + j + 4), load(shift + j + 4));
+    store_bytes_sse2(out + j,
+                     narrow_8_sse2(requantize_4_sse2(load(acc + j), k0), requantize_4_sse2(load(acc + j + 4), k1), range),
+                     8);
+  }
+  if (j < n) {  // the tail on zero-padded copies
+    alignas(16) int32_t x[8] = {}, b[8] = {}, m[8] = {}, s[8] = {};
+    for (int64_t i = j; i < n; ++i) {
+      x[i - j] = acc[i];
+      b[i - j] = bias[i];
+      m[i - j] = multiplier[i];
+      s[i - j] = shift[i];
+    }
+    const RequantLanesSse2 k0 = requant_lanes_sse2(load(b), load(m), load(s));
+    const RequantLanesSse2 k1 = requant_lanes_sse2(load(b + 4), load(m + 4), load(s + 4));
+    store_bytes_sse2(out + j, narrow_8_sse2(requantize_4_sse2(load(x), k0), requantize_4_sse2(load(x + 4), k1), range),
+                     n - j);
+  }
+}
+
+// qs8_gemm.h's direct single-channel convolution, 4 pixels per vector, FB filters at a time.
+template <int FB>
+inline void conv_pairs_block_sse2(int64_t x, int64_t window, int64_t pairs, const int16_t* const* src, const int32_t* wt,
+                                  int64_t n, int64_t f0, __m128i (&best)[8]) {
+  for (int64_t w = 0; w < window; ++w) {
+    __m128i acc[FB];
+    for (int f = 0; f < FB; ++f) acc[f] = _mm_setzero_si128();
+    const int16_t* const* s = src + w * pairs;
+    for (int64_t t = 0; t < pairs; ++t) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s[t] + 2 * x));
+      const int32_t* wrow = wt + t * n + f0;
+      for (int f = 0; f < FB; ++f) acc[f] = _mm_add_epi32(acc[f], _mm_madd_epi16(v, _mm_set1_epi32(wrow[f])));
+    }
+    for (int f = 0; f < FB; ++f) {
+      if (w == 0) {
+        best[f] = acc[f];
+      } else {  // max without SSE4.1's pmaxsd
+        const __m128i greater = _mm_cmpgt_epi32(acc[f], best[f]);
+        best[f] = _mm_or_si128(_mm_and_si128(greater, acc[f]), _mm_andnot_si128(greater, best[f]));
+      }
+    }
+  }
+}
+
+inline void qs8_conv_pairs_sse2(int64_t count, int64_t window, int64_t pairs, const int16_t* const* src,
+                                const int32_t* wt, int64_t n, const Qs8Requant* rq, int8_t* out) {
+  const RequantRangeSse2 range = requant_range_sse2(rq->zero_point, rq->lo, rq->hi);
+  for (int64_t x = 0; x < count; x += 4) {
+    const int64_t live = count - x < 4 ? count - x : 4;
+    for (int64_t f0 = 0; f0 < n; f0 += 8) {
+      const int64_t fb = n - f0 < 8 ? n - f0 : 8;
+      __m128i best[8];
+      switch (fb) {
+        case 1: conv_pairs_block_sse2<1>(x, window, pairs, src, wt, n, f0, best); break;
+        case 2: conv_pairs_block_sse2<2>(x, window, pairs, src, wt, n, f0, best); break;
+        case 3: conv_pairs_block_sse2<3>(x, window, pairs, src, wt, n, f0, best); break;
+        case 4: conv_pairs_block_sse2<4>(x, window, pairs, src, wt, n, f0, best); break;
+        case 5: conv_pairs_block_sse2<5>(x, window, pairs, src, wt, n, f0, best); break;
+        case 6: conv_pairs_block_sse2<6>(x, window, pairs, src, wt, n, f0, best); break;
+        case 7: conv_pairs_block_sse2<7>(x, window, pairs, src, wt, n, f0, best); break;
+        default: conv_pairs_block_sse2<8>(x, window, pairs, src, wt, n, f0, best); break;
+      }
+      alignas(16) int8_t bytes[8][16];
+      for (int64_t f = 0; f + 1 < fb + 1; f += 2) {  // two filters per narrowing
+        const int64_t g = f + 1 < fb ? f + 1 : f;
+        const RequantLanesSse2 kf = requant_lanes_sse2(_mm_set1_epi32(rq->bias[f0 + f]),
+                                                       _mm_set1_epi32(rq->multiplier[f0 + f]),
+                                                       _mm_set1_epi32(rq->shift[f0 + f]));
+        const RequantLanesSse2 kg = requant_lanes_sse2(_mm_set1_epi32(rq->bias[f0 + g]),
+                                                       _mm_set1_epi32(rq->multiplier[f0 + g]),
+                                                       _mm_set1_epi32(rq->shift[f0 + g]));
+        const __m128i v = narrow_8_sse2(requantize_4_sse2(best[f], kf), requantize_4_sse2(best[g], kg), range);
+        _mm_store_si128(reinterpret_cast<__m128i*>(bytes[f]), v);  // bytes 0-3 filter f, 4-7 filter g
+      }
+      for (int64_t i = 0; i < live; ++i)
+        for (int64_t f = 0; f < fb; ++f) out[(x + i) * n + f0 + f] = bytes[f & ~int64_t{1}][(f & 1) * 4 + i];
+    }
+  }
 }
 #endif
 
 #if defined(__SSSE3__)
 // SSSE3: pmaddubsw(|a|, sign(b, a)) = pairs a*b in int16, exact for |b| <= 127 (qs8_gemm.h);
 // pmaddwd with ones adds the pairs into int32 [c0 c1 c2 c3].
-inline void qs8_gemm_4x8_ssse3(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
-                               int32_t* acc) {
+inline void qs8_sums_4x8_ssse3(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                               __m128i (&sum)[4][2]) {
   const int8_t* rows[4];
   tile_rows(mr, a, lda, rows);
   const __m128i ones = _mm_set1_epi16(1);
-  __m128i sum[4][2];
   for (auto& row : sum) row[0] = row[1] = _mm_setzero_si128();
   for (int64_t g = 0; g < kgroups; ++g) {
     const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed_b + g * 32));
@@ -86,34 +287,60 @@ inline void qs8_gemm_4x8_ssse3(int64_t mr, int64_t kgroups, const int8_t* a, int
       sum[r][1] = _mm_add_epi32(sum[r][1], _mm_madd_epi16(_mm_maddubs_epi16(magnitude, _mm_sign_epi8(b1, a4)), ones));
     }
   }
+}
+
+inline void qs8_gemm_4x8_ssse3(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                               int32_t* acc) {
+  __m128i sum[4][2];
+  qs8_sums_4x8_ssse3(mr, kgroups, a, lda, packed_b, sum);
   for (int r = 0; r < 4; ++r)
     for (int q = 0; q < 2; ++q) _mm_storeu_si128(reinterpret_cast<__m128i*>(acc + r * 8 + q * 4), sum[r][q]);
+}
+
+inline void qs8_gemm_requant_4x8_ssse3(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
+                                       const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
+  __m128i sum[4][2];
+  qs8_sums_4x8_ssse3(mr, kgroups, a, lda, packed_b, sum);
+  requant_store_4x8_sse2(mr, nc, sum, rq, c, ldc);
 }
 #endif
 
 #if defined(__AVX2__)
-// AVX2: the SSSE3 scheme on 8 columns per register (each 128-bit half holds 4 columns).
-inline void qs8_gemm_4x16_avx2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
-                               int32_t* acc) {
+// AVX2: the SSSE3 scheme on 8 columns per register (each 128-bit half holds 4 columns);
+// V registers per row: 4x16 (V = 2) or the narrow 4x8 (V = 1).
+template <int V>
+inline void qs8_sums_avx2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                          __m256i (&sum)[4][V]) {
   const int8_t* rows[4];
   tile_rows(mr, a, lda, rows);
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i sum[4][2];
-  for (auto& row : sum) row[0] = row[1] = _mm256_setzero_si256();
+  for (auto& row : sum)
+    for (auto& v : row) v = _mm256_setzero_si256();
   for (int64_t g = 0; g < kgroups; ++g) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed_b + g * 64));
-    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed_b + g * 64 + 32));
+    __m256i b[V];
+    for (int q = 0; q < V; ++q) b[q] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed_b + (g * V + q) * 32));
     for (int r = 0; r < 4; ++r) {
       const __m256i a4 = _mm256_set1_epi32(load_group(rows[r] + 4 * g));
       const __m256i magnitude = _mm256_abs_epi8(a4);
-      sum[r][0] = _mm256_add_epi32(
-          sum[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(b0, a4)), ones));
-      sum[r][1] = _mm256_add_epi32(
-          sum[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(b1, a4)), ones));
+      for (int q = 0; q < V; ++q)
+        sum[r][q] = _mm256_add_epi32(
+            sum[r][q], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(b[q], a4)), ones));
     }
   }
+}
+
+template <int V>
+inline void qs8_gemm_4xv_avx2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                              int32_t* acc) {
+  __m256i sum[4][V];
+  qs8_sums_avx2<V>(mr, kgroups, a, lda, packed_b, sum);
   for (int r = 0; r < 4; ++r)
-    for (int q = 0; q < 2; ++q) _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * 16 + q * 8), sum[r][q]);
+    for (int q = 0; q < V; ++q) _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * 8 * V + q * 8), sum[r][q]);
+}
+
+inline void qs8_gemm_4x16_avx2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                               int32_t* acc) {
+  qs8_gemm_4xv_avx2<2>(mr, kgroups, a, lda, packed_b, acc);
 }
 
 // 8 lanes of qs8_gemm.h's requantization. srdhm for multiplier m >= 0: |x| * m as unsigned
@@ -149,6 +376,108 @@ inline __m256i requantize_8_avx2(__m256i x, __m256i multiplier, __m256i shift, _
 inline int64_t narrow_8_avx2(__m256i v) {
   const __m128i packed16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   return _mm_cvtsi128_si64(_mm_packs_epi16(packed16, packed16));
+}
+
+// 16 int32 lanes (each within int8) -> 16 bytes.
+inline __m128i narrow_16_avx2(__m256i v0, __m256i v1) {
+  const __m128i lo = _mm_packs_epi32(_mm256_castsi256_si128(v0), _mm256_extracti128_si256(v0, 1));
+  const __m128i hi = _mm_packs_epi32(_mm256_castsi256_si128(v1), _mm256_extracti128_si256(v1, 1));
+  return _mm_packs_epi16(lo, hi);
+}
+
+// The low nc (<= 16) bytes of v to c (VEX-encoded here: an AVX2-only copy of the SSE2 one).
+inline void store_bytes_avx2(int8_t* c, __m128i v, int64_t nc) {
+  if (nc == 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), v);
+    return;
+  }
+  if (nc == 8) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(c), v);
+    return;
+  }
+  alignas(16) int8_t bytes[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(bytes), v);
+  int64_t j = 0;
+  if (nc - j >= 8) { std::memcpy(c + j, bytes + j, 8); j += 8; }
+  if (nc - j >= 4) { std::memcpy(c + j, bytes + j, 4); j += 4; }
+  if (nc - j >= 2) { std::memcpy(c + j, bytes + j, 2); j += 2; }
+  if (nc - j >= 1) c[j] = bytes[j];
+}
+
+template <int V>
+inline void qs8_gemm_requant_4xv_avx2(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
+                                      const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
+  __m256i sum[4][V];
+  qs8_sums_avx2<V>(mr, kgroups, a, lda, packed_b, sum);
+  auto load = [](const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+  const __m256i zp = _mm256_set1_epi32(rq->zero_point), low = _mm256_set1_epi32(rq->lo),
+                high = _mm256_set1_epi32(rq->hi);
+  __m256i bias[V], multiplier[V], shift[V];
+  for (int q = 0; q < V; ++q) {
+    bias[q] = load(rq->bias + 8 * q);
+    multiplier[q] = load(rq->multiplier + 8 * q);
+    shift[q] = load(rq->shift + 8 * q);
+  }
+  for (int r = 0; r < 4 && r < mr; ++r) {
+    __m256i y[2];
+    for (int q = 0; q < V; ++q)
+      y[q] = requantize_8_avx2(_mm256_add_epi32(sum[r][q], bias[q]), multiplier[q], shift[q], zp, low, high);
+    if (V == 1) y[1] = y[0];
+    store_bytes_avx2(c + r * ldc, narrow_16_avx2(y[0], y[1]), nc);
+  }
+}
+
+// qs8_gemm.h's direct single-channel convolution, 8 pixels per vector, FB filters at a time.
+template <int FB>
+inline void conv_pairs_block_avx2(int64_t x, int64_t window, int64_t pairs, const int16_t* const* src,
+                                  const int32_t* wt, int64_t n, int64_t f0, __m256i (&best)[8]) {
+  for (int64_t w = 0; w < window; ++w) {
+    __m256i acc[FB];
+    for (int f = 0; f < FB; ++f) acc[f] = _mm256_setzero_si256();
+    const int16_t* const* s = src + w * pairs;
+    for (int64_t t = 0; t < pairs; ++t) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s[t] + 2 * x));
+      const int32_t* wrow = wt + t * n + f0;
+      for (int f = 0; f < FB; ++f) acc[f] = _mm256_add_epi32(acc[f], _mm256_madd_epi16(v, _mm256_set1_epi32(wrow[f])));
+    }
+    for (int f = 0; f < FB; ++f) best[f] = w == 0 ? acc[f] : _mm256_max_epi32(best[f], acc[f]);
+  }
+}
+
+inline void qs8_conv_pairs_avx2(int64_t count, int64_t window, int64_t pairs, const int16_t* const* src,
+                                const int32_t* wt, int64_t n, const Qs8Requant* rq, int8_t* out) {
+  const __m256i zp = _mm256_set1_epi32(rq->zero_point), low = _mm256_set1_epi32(rq->lo),
+                high = _mm256_set1_epi32(rq->hi);
+  for (int64_t x = 0; x < count; x += 8) {
+    const int64_t live = count - x < 8 ? count - x : 8;
+    for (int64_t f0 = 0; f0 < n; f0 += 8) {
+      const int64_t fb = n - f0 < 8 ? n - f0 : 8;
+      __m256i best[8];
+      switch (fb) {
+        case 1: conv_pairs_block_avx2<1>(x, window, pairs, src, wt, n, f0, best); break;
+        case 2: conv_pairs_block_avx2<2>(x, window, pairs, src, wt, n, f0, best); break;
+        case 3: conv_pairs_block_avx2<3>(x, window, pairs, src, wt, n, f0, best); break;
+        case 4: conv_pairs_block_avx2<4>(x, window, pairs, src, wt, n, f0, best); break;
+        case 5: conv_pairs_block_avx2<5>(x, window, pairs, src, wt, n, f0, best); break;
+        case 6: conv_pairs_block_avx2<6>(x, window, pairs, src, wt, n, f0, best); break;
+        case 7: conv_pairs_block_avx2<7>(x, window, pairs, src, wt, n, f0, best); break;
+        default: conv_pairs_block_avx2<8>(x, window, pairs, src, wt, n, f0, best); break;
+      }
+      alignas(16) int8_t bytes[8][16];
+      for (int64_t f = 0; f < fb; f += 2) {  // two filters per narrowing: bytes 0-7 filter f, 8-15 filter g
+        const int64_t g = f + 1 < fb ? f + 1 : f;
+        const __m256i yf = requantize_8_avx2(_mm256_add_epi32(best[f], _mm256_set1_epi32(rq->bias[f0 + f])),
+                                             _mm256_set1_epi32(rq->multiplier[f0 + f]),
+                                             _mm256_set1_epi32(rq->shift[f0 + f]), zp, low, high);
+        const __m256i yg = requantize_8_avx2(_mm256_add_epi32(best[g], _mm256_set1_epi32(rq->bias[f0 + g])),
+                                             _mm256_set1_epi32(rq->multiplier[f0 + g]),
+                                             _mm256_set1_epi32(rq->shift[f0 + g]), zp, low, high);
+        _mm_store_si128(reinterpret_cast<__m128i*>(bytes[f]), narrow_16_avx2(yf, yg));
+      }
+      for (int64_t i = 0; i < live; ++i)
+        for (int64_t f = 0; f < fb; ++f) out[(x + i) * n + f0 + f] = bytes[f & ~int64_t{1}][(f & 1) * 8 + i];
+    }
+  }
 }
 
 inline void qs8_requantize_avx2(int64_t n, const int32_t* acc, const int32_t* bias, const int32_t* multiplier,
