@@ -1,123 +1,25 @@
-// Post-training quantization: calibration, BN folding, weight quantization, and the stages.
+// Post-training quantization: calibration, BN folding, weight quantization, and the grouping of
+// the model's layers into stages (int8_stages.h); the Int8Model that runs them.
 #include "quant/int8_model.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <sstream>
-#if defined(__SSE2__)
-#include <emmintrin.h>  // the baseline's own instructions (quantize_s8_rows)
-#endif
 
 #include "base/check.h"
-#include "cpu/kernel_tables.h"
 #include "nn/batch_norm.h"
 #include "nn/conv.h"
 #include "nn/dense.h"
 #include "nn/pooling.h"
-#include "ops/pool2d.h"
 #include "quant/fixed_point.h"
+#include "quant/int8_stages.h"
 #include "quant/qs8_gemm.h"
 
 namespace rg {
 
-class Int8Stage {
- public:
-  virtual ~Int8Stage() = default;
-  // x [n, ...] in the stage's input dtype -> y [n, out_shape...] in out_dtype.
-  virtual void run(const Tensor& x, const Tensor& y, ThreadPool* pool) = 0;
-  virtual int64_t weight_bytes() const { return 0; }
-  // Scratch for batches of up to `batch` samples, through the counted allocator.
-  virtual Status reserve(int64_t batch) {
-    (void)batch;
-    return Status();
-  }
-  virtual int64_t scratch_bytes() const { return 0; }
-  virtual std::string describe() const = 0;
-  Shape out_shape;
-  DType out_dtype = DType::i8;
-};
-
 Int8Model::~Int8Model() = default;
 
 namespace {
-
-// n bytes from src to dst, for the short runs of im2col (a kernel row of taps: 5 to a few
-// hundred bytes): one fixed 16- or 32-byte move where src has that many readable bytes before
-// src_end and dst has the slack (the bytes past n are overwritten by the next run or unused).
-inline void copy_run(int8_t* dst, const int8_t* src, int64_t n, const int8_t* src_end) {
-  if (n <= 16 && src + 16 <= src_end) {
-    std::memcpy(dst, src, 16);
-  } else if (n <= 32 && src + 32 <= src_end) {
-    std::memcpy(dst, src, 32);
-  } else {
-    std::memcpy(dst, src, static_cast<size_t>(n));
-  }
-}
-
-}  // namespace
-
-// quantize_s8's arithmetic (quant_params.h), bit for bit, 16 values at a time on SSE2 (the
-// x86 baseline): x * (1 / scale) clamped to [-256, 255] first (maxps gives -256 for NaN), which
-// changes no result (past those bounds the final clamp gives 127 or -128 whatever the zero
-// point); cvtps2dq rounds in the current rounding mode as nearbyint does (to nearest even);
-// the saturating packs are the clamp to [-128, 127].
-void quantize_s8_rows(int64_t n, const float* x, QuantParams p, int8_t* q) {
-  int64_t i = 0;
-#if defined(__SSE2__)
-  const __m128 inverse = _mm_set1_ps(1.0f / p.scale), low = _mm_set1_ps(-256.0f), high = _mm_set1_ps(255.0f);
-  const __m128i zero_point = _mm_set1_epi32(p.zero_point);
-  auto four = [&](const float* v) {
-    const __m128 r = _mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_loadu_ps(v), inverse), low), high);
-    return _mm_add_epi32(_mm_cvtps_epi32(r), zero_point);
-  };
-  for (; i + 16 <= n; i += 16) {
-    const __m128i a = _mm_packs_epi32(four(x + i), four(x + i + 4));
-    const __m128i b = _mm_packs_epi32(four(x + i + 8), four(x + i + 12));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm_packs_epi16(a, b));
-  }
-#endif
-  quantize_s8(n - i, x + i, p, q + i);
-}
-
-namespace {
-
-class QuantizeStage : public Int8Stage {
- public:
-  QuantizeStage(QuantParams p, const Shape& shape) : params_(p) { out_shape = shape; }
-  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
-    const int64_t per = out_shape.numel();
-    parallel_for(pool, x.shape()[0], 16, [&](int64_t b, int64_t e) {
-      quantize_s8_rows((e - b) * per, x.f32() + b * per, params_, y.data<int8_t>() + b * per);
-    });
-  }
-  std::string describe() const override {
-    std::ostringstream os;
-    os << "quantize (scale " << params_.scale << ", zero point " << params_.zero_point << ")";
-    return os.str();
-  }
-
- private:
-  QuantParams params_;
-};
-
-class DequantizeStage : public Int8Stage {
- public:
-  DequantizeStage(QuantParams p, const Shape& shape) : params_(p) {
-    out_shape = shape;
-    out_dtype = DType::f32;
-  }
-  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
-    const int64_t per = out_shape.numel();
-    parallel_for(pool, x.shape()[0], 16, [&](int64_t b, int64_t e) {
-      dequantize_s8((e - b) * per, x.data<int8_t>() + b * per, params_, y.f32() + b * per);
-    });
-  }
-  std::string describe() const override { return "dequantize"; }
-
- private:
-  QuantParams params_;
-};
 
 // A conv's or dense layer's weights w [k x n] and bias [n] (f32 after BN folding) -> int8
 // weights q [k x n] and the requantization; the error says why the layer cannot run in int8.
@@ -164,341 +66,6 @@ Status quantize_layer(int64_t k, const std::vector<double>& w, const std::vector
   pad_columns(&o);
   return Status();
 }
-
-// A conv or dense layer (with its BN and ReLU) as im2col into int8 patches and qs8_gemm.
-// Dense is the 1x1 convolution of a [1, 1, in] image.
-class GemmStage : public Int8Stage {
- public:
-  // w [k x n] and bias [n] in f32 after BN folding; returns why the layer cannot run in int8.
-  static Result<std::unique_ptr<GemmStage>> build(const ConvGeometry& g, const std::vector<int8_t>& q,
-                                                  const Qs8OutputStage& o, QuantParams in, Isa isa,
-                                                  const std::string& name) {
-    auto stage = std::unique_ptr<GemmStage>(new GemmStage());
-    stage->geometry_ = g;
-    stage->in_ = in;
-    const int64_t k = g.patch_size(), n = static_cast<int64_t>(q.size()) / k;
-    stage->out_shape = g.patches() == 1 && g.kernel == 1 ? Shape{n} : Shape{g.out_h, g.out_w, n};
-    stage->output_ = o;
-    auto packed = pack_qs8_weights(k, n, q.data(), qs8_gemm_kernel_for(isa, n).nr, name + " int8 weights");
-    if (!packed.ok()) return packed.status();
-    stage->weights_ = packed.take();
-    stage->isa_ = isa;
-    return stage;
-  }
-
-  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
-    const ConvGeometry& g = geometry_;
-    const int64_t n = x.shape()[0], kpad = qs8_padded_depth(g.patch_size()), filters = weights_.n;
-    const int64_t in_sample = g.height * g.width * g.channels, out_sample = g.patches() * filters;
-    const int8_t* in = x.data<int8_t>();
-    int8_t* out = y.data<int8_t>();
-    if (direct()) {  // the input rows are the patch rows
-      qs8_gemm(isa_, n * g.patches(), in, kpad, weights_, output_, out, filters, pool);
-      return;
-    }
-    const int64_t chunk = chunk_samples(n);
-    RG_CHECK(static_cast<int64_t>(patches_.bytes()) >= chunk * per_sample() + 32, "int8 conv not reserved for " << n);
-    int8_t* patches = patches_.data<int8_t>();
-    for (int64_t s0 = 0; s0 < n; s0 += chunk) {
-      const int64_t count = std::min(chunk, n - s0);
-      parallel_for(pool, count, 1, [&](int64_t b, int64_t e) {
-        for (int64_t s = b; s < e; ++s) im2col(in + (s0 + s) * in_sample, patches + s * per_sample());
-      });
-      qs8_gemm(isa_, count * g.patches(), patches, kpad, weights_, output_, out + s0 * out_sample, filters, pool);
-    }
-  }
-
-  int64_t weight_bytes() const override {
-    return static_cast<int64_t>(weights_.data.bytes()) + 3 * 4 * weights_.n;
-  }
-  Status reserve(int64_t batch) override {
-    if (direct()) return Status();
-    const int64_t bytes = chunk_samples(batch) * per_sample() + 32;  // + slack for copy_run's fixed moves
-    if (patches_.defined() && static_cast<int64_t>(patches_.bytes()) >= bytes) return Status();
-    auto t = Tensor::zeros(Shape{bytes}, DType::i8, "int8 patch matrix");
-    if (!t.ok()) return t.status();
-    patches_ = t.take();
-    return Status();
-  }
-  int64_t scratch_bytes() const override { return patches_.defined() ? static_cast<int64_t>(patches_.bytes()) : 0; }
-  std::string describe() const override {
-    std::ostringstream os;
-    os << "int8 GEMM " << geometry_.patch_size() << " x " << weights_.n << " ("
-       << qs8_kernel_for_packing(isa_, weights_.nr).name << ")";
-    return os.str();
-  }
-
- private:
-  GemmStage() = default;
-
-  bool direct() const { return geometry_.pointwise() && geometry_.patch_size() % 4 == 0; }
-  int64_t per_sample() const { return geometry_.patches() * qs8_padded_depth(geometry_.patch_size()); }
-  // Samples per chunk: their patch matrix stays near 1 MB (in L2 while the GEMM reads it).
-  int64_t chunk_samples(int64_t n) const {
-    return std::max<int64_t>(1, std::min(n, (int64_t{1} << 20) / per_sample()));
-  }
-
-  // One image [h, w, c] -> its patch rows [patches, kpad]; padding reads as the zero point
-  // (the real value 0), and the bytes past k as 0 (they meet B's zero rows). The geometry is
-  // read into locals first: the int8 stores may alias anything, so members would be reloaded
-  // after every store.
-  void im2col(const int8_t* image, int8_t* cols) const {
-    const ConvGeometry& g = geometry_;
-    const int64_t c = g.channels, kernel = g.kernel, stride = g.stride, pad = g.pad, height = g.height,
-                  width = g.width, out_h = g.out_h, out_w = g.out_w, run = kernel * c, k = g.patch_size();
-    const int64_t kpad = qs8_padded_depth(k);
-    const int8_t* image_end = image + height * width * c;
-    const int8_t zp = static_cast<int8_t>(in_.zero_point);
-    for (int64_t oh = 0; oh < out_h; ++oh)
-      for (int64_t ow = 0; ow < out_w; ++ow) {
-        int8_t* row = cols + (oh * out_w + ow) * kpad;
-        int8_t* const row_start = row;
-        const int64_t left = ow * stride - pad;
-        const bool columns_inside = left >= 0 && left + kernel <= width;
-        for (int64_t kh = 0; kh < kernel; ++kh, row += run) {
-          const int64_t ih = oh * stride - pad + kh;
-          if (ih < 0 || ih >= height) {
-            std::fill(row, row + run, zp);
-          } else if (columns_inside) {  // the kernel's row of taps is one run of the image row
-            copy_run(row, image + (ih * width + left) * c, run, image_end);
-          } else {
-            for (int64_t kw = 0; kw < kernel; ++kw) {
-              const int64_t iw = left + kw;
-              if (iw < 0 || iw >= width) {
-                std::fill(row + kw * c, row + (kw + 1) * c, zp);
-              } else {
-                std::copy(image + (ih * width + iw) * c, image + (ih * width + iw + 1) * c, row + kw * c);
-              }
-            }
-          }
-        }
-        for (int64_t p = k; p < kpad; ++p) row_start[p] = 0;
-      }
-  }
-
-  ConvGeometry geometry_;
-  QuantParams in_;
-  Qs8PackedWeights weights_;
-  Qs8OutputStage output_;
-  Isa isa_ = Isa::reference;
-  Tensor patches_;  // i8 [chunk * patches, kpad] + 32
-};
-
-class MaxPoolStage : public Int8Stage {
- public:
-  explicit MaxPoolStage(const ConvGeometry& g) : geometry_(g) { out_shape = Shape{g.out_h, g.out_w, g.channels}; }
-  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
-    const ConvGeometry& g = geometry_;
-    const int64_t in_sample = g.height * g.width * g.channels, out_sample = out_shape.numel();
-    const bool two_by_two = g.kernel == 2 && g.stride == 2 && g.pad == 0;
-    parallel_for(pool, x.shape()[0], 8, [&](int64_t b, int64_t e) {
-      for (int64_t s = b; s < e; ++s) {
-        const int8_t* in = x.data<int8_t>() + s * in_sample;
-        int8_t* out = y.data<int8_t>() + s * out_sample;
-        if (two_by_two) {
-          pool_2x2(in, out);
-        } else {
-          pool_forward_rows(g, in, out, int8_t{-128}, [](int64_t c, const int8_t* px, int8_t* py) {
-            for (int64_t ch = 0; ch < c; ++ch) py[ch] = std::max(py[ch], px[ch]);
-          });
-        }
-      }
-    });
-  }
-  std::string describe() const override { return "int8 max pooling"; }
-
- private:
-  // 2x2 windows of stride 2 (every window inside the image): the max of two rows, then of
-  // neighbouring pixels, in loops the compiler vectorizes.
-  void pool_2x2(const int8_t* in, int8_t* out) const {
-    const ConvGeometry& g = geometry_;
-    const int64_t c = g.channels, row = g.width * c, pair = 2 * c;
-    int8_t rows[4096];
-    const bool fits = 2 * g.out_w * c <= static_cast<int64_t>(sizeof rows);
-    for (int64_t oh = 0; oh < g.out_h; ++oh, out += g.out_w * c) {
-      const int8_t* r0 = in + 2 * oh * row;
-      const int8_t* r1 = r0 + row;
-      if (!fits) {
-        for (int64_t ow = 0; ow < g.out_w; ++ow)
-          for (int64_t ch = 0; ch < c; ++ch) {
-            const int64_t i = ow * pair + ch;
-            out[ow * c + ch] = std::max(std::max(r0[i], r0[i + c]), std::max(r1[i], r1[i + c]));
-          }
-        continue;
-      }
-      for (int64_t i = 0; i < g.out_w * pair; ++i) rows[i] = std::max(r0[i], r1[i]);
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const int8_t* p = rows + ow * pair;
-        int8_t* o = out + ow * c;
-        for (int64_t ch = 0; ch < c; ++ch) o[ch] = std::max(p[ch], p[ch + c]);
-      }
-    }
-  }
-
-  ConvGeometry geometry_;
-};
-
-// A single-channel convolution (a first layer on a grey image) without a patch matrix, on
-// qs8_conv_kernel's pairs of taps (kh, kw) and (kh, kw + 1), kw = 0, 2, .. (the last of an odd
-// kernel with a zero partner). Per sample, the padded image widened to int16 (padding: the
-// zero point). With a fused 2x2 max pooling, the kernel's lanes are pooled pixels: pixel j of
-// window (dy, dx) and tap (kh, kw) reads the int16 at 2j + dx + kw of image row 2 oh + dy + kh and
-// its right neighbour, so the rows themselves are the pair operands. Without pooling each row is
-// stored as pairs D[x] = (I[x], I[x + 1]). The pooling takes the max of the int32 sums before
-// the requantization, which is non-decreasing: the same bits as pooling its outputs.
-class ConvPairsStage : public Int8Stage {
- public:
-  // q: the int8 weights [kernel^2 x n], with their requantization.
-  ConvPairsStage(const ConvGeometry& g, const std::vector<int8_t>& q, const Qs8OutputStage& output, QuantParams in,
-                 bool pool, Isa isa)
-      : geometry_(g), output_(output), in_(in), pool_(pool), isa_(isa) {
-    const int64_t kk = g.kernel, n = static_cast<int64_t>(q.size()) / (kk * kk);
-    filters_ = n;
-    out_h_ = pool_ ? g.out_h / 2 : g.out_h;
-    out_w_ = pool_ ? g.out_w / 2 : g.out_w;
-    out_shape = Shape{out_h_, out_w_, n};
-    // Row length in int16, with room for a whole vector of reads past the last pixel.
-    row_ = pool_ ? g.padded_width() + 32 : 2 * (g.padded_width() + 16);
-    for (int64_t kh = 0; kh < kk; ++kh)
-      for (int64_t kw = 0; kw < kk; kw += 2) {
-        taps_.push_back({kh, kw});
-        for (int64_t f = 0; f < n; ++f) {
-          const int32_t a = q[static_cast<size_t>((kh * kk + kw) * n + f)];
-          const int32_t b = kw + 1 < kk ? q[static_cast<size_t>((kh * kk + kw + 1) * n + f)] : 0;
-          pair_weights_.push_back(static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(a)) |
-                                                       (static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16)));
-        }
-      }
-  }
-
-  // One input channel, stride 1, a kernel of at most 11 and rows of at most 512 pixels.
-  static bool fits(const ConvGeometry& g) {
-    return g.channels == 1 && g.stride == 1 && g.kernel <= 11 && g.padded_width() <= 512;
-  }
-  // A 2x2 window of stride 2 over this conv's whole output.
-  static bool fuses_pool(const ConvGeometry& conv, const ConvGeometry& pool) {
-    return pool.kernel == 2 && pool.stride == 2 && pool.pad == 0 && pool.height == conv.out_h &&
-           pool.width == conv.out_w && pool.channels > 0 && pool.out_h == conv.out_h / 2 &&
-           pool.out_w == conv.out_w / 2;
-  }
-
-  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
-    const int64_t n = x.shape()[0];
-    const int64_t in_sample = geometry_.height * geometry_.width, out_sample = out_shape.numel();
-    for (int64_t s0 = 0; s0 < n; s0 += kChunk) {
-      const int64_t count = std::min(kChunk, n - s0);
-      parallel_for(pool, count, 1, [&](int64_t b, int64_t e) {
-        for (int64_t s = b; s < e; ++s)
-          sample(x.data<int8_t>() + (s0 + s) * in_sample, images() + s * image_size(),
-                 y.data<int8_t>() + (s0 + s) * out_sample);
-      });
-    }
-  }
-  Status reserve(int64_t batch) override {
-    (void)batch;
-    if (image_.defined()) return Status();
-    auto t = Tensor::zeros(Shape{kChunk * image_size() * 2}, DType::i8, "int8 conv widened images");
-    if (!t.ok()) return t.status();
-    image_ = t.take();
-    return Status();
-  }
-  int64_t scratch_bytes() const override { return image_.defined() ? static_cast<int64_t>(image_.bytes()) : 0; }
-  int64_t weight_bytes() const override { return static_cast<int64_t>(pair_weights_.size()) * 4 + 3 * 4 * filters_; }
-  std::string describe() const override {
-    std::ostringstream os;
-    os << "int8 direct conv " << geometry_.kernel << "x" << geometry_.kernel << " x " << filters_
-       << (pool_ ? " + 2x2 max pooling" : "") << " (" << qs8_conv_kernel(isa_).name << ")";
-    return os.str();
-  }
-
- private:
-  static constexpr int64_t kChunk = 16;
-  struct Tap {
-    int64_t kh, kw;
-  };
-  int64_t image_size() const { return geometry_.padded_height() * row_; }
-  // The scratch as int16 (a byte tensor: the counted allocator has no int16 type).
-  int16_t* images() const { return reinterpret_cast<int16_t*>(image_.data<int8_t>()); }
-
-  void sample(const int8_t* image, int16_t* rows, int8_t* out) const {
-    const ConvGeometry& g = geometry_;
-    const int64_t hp = g.padded_height(), wp = g.padded_width();
-    const int16_t zp = static_cast<int16_t>(in_.zero_point);
-    int16_t line[512 + 1];
-    for (int64_t r = 0; r < hp; ++r) {
-      const int64_t ih = r - g.pad;
-      int16_t* row = rows + r * row_;
-      int16_t* padded = pool_ ? row : line;
-      for (int64_t x = 0; x < g.pad; ++x) padded[x] = zp;
-      if (ih >= 0 && ih < g.height) {
-        const int8_t* in = image + ih * g.width;
-        for (int64_t x = 0; x < g.width; ++x) padded[g.pad + x] = in[x];
-      } else {
-        for (int64_t x = 0; x < g.width; ++x) padded[g.pad + x] = zp;
-      }
-      for (int64_t x = g.pad + g.width; x < wp + 1; ++x) padded[x] = zp;
-      if (pool_) {
-        for (int64_t x = wp + 1; x < row_; ++x) row[x] = zp;
-      } else {
-        for (int64_t x = 0; x < wp; ++x) {
-          row[2 * x] = line[x];
-          row[2 * x + 1] = line[x + 1];
-        }
-        for (int64_t x = 2 * wp; x < row_; ++x) row[x] = zp;
-      }
-    }
-    const int64_t window = pool_ ? 4 : 1, pairs = static_cast<int64_t>(taps_.size());
-    const int16_t* src[4 * 66];
-    const Qs8Requant rq{output_.bias.data(), output_.multiplier.data(), output_.shift.data(), output_.zero_point,
-                        output_.lo, output_.hi};
-    const Qs8ConvKernel& kernel = qs8_conv_kernel(isa_);
-    for (int64_t oh = 0; oh < out_h_; ++oh) {
-      for (int64_t w = 0; w < window; ++w) {
-        const int64_t dy = pool_ ? w / 2 : 0, dx = pool_ ? w % 2 : 0;
-        for (int64_t t = 0; t < pairs; ++t) {
-          const Tap& tap = taps_[static_cast<size_t>(t)];
-          const int16_t* row = rows + ((pool_ ? 2 * oh : oh) + dy + tap.kh) * row_;
-          src[w * pairs + t] = pool_ ? row + dx + tap.kw : row + 2 * tap.kw;
-        }
-      }
-      kernel.conv_pairs(out_w_, window, pairs, src, pair_weights_.data(), filters_, &rq, out + oh * out_w_ * filters_);
-    }
-  }
-
-  ConvGeometry geometry_;
-  Qs8OutputStage output_;
-  QuantParams in_;
-  bool pool_ = false;
-  Isa isa_ = Isa::reference;
-  int64_t filters_ = 0, out_h_ = 0, out_w_ = 0, row_ = 0;
-  std::vector<Tap> taps_;
-  std::vector<int32_t> pair_weights_;  // [pairs][filters]
-  Tensor image_;                       // int16 [kChunk][padded height][row_], as bytes
-};
-
-// A layer of the f32 model run as it is (inference mode).
-class F32Stage : public Int8Stage {
- public:
-  F32Stage(Layer* layer, const Shape& in_shape, const Shape& shape) : layer_(layer), in_shape_(in_shape) {
-    out_shape = shape;
-    out_dtype = DType::f32;
-  }
-  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
-    LayerContext ctx{pool, false};
-    layer_->forward(x.reshaped(in_shape_.batched(x.shape()[0])), y, ctx);
-  }
-  int64_t weight_bytes() const override {
-    int64_t bytes = 0;
-    for (Param* p : layer_->params()) bytes += static_cast<int64_t>(p->value.bytes());
-    for (Param* p : layer_->buffers()) bytes += static_cast<int64_t>(p->value.bytes());
-    return bytes;
-  }
-  std::string describe() const override { return "f32 " + layer_->kind(); }
-
- private:
-  Layer* layer_;
-  Shape in_shape_;
-};
 
 bool is_identity_at_inference(const std::string& kind) {
   return kind == "dropout" || kind == "flatten" || kind == "reshape";
@@ -581,8 +148,8 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     net->stages_.push_back(std::move(stage));
   };
   auto add_f32_layer = [&](size_t i, const std::string& note) {
-    if (int8_domain) add(std::make_unique<DequantizeStage>(current, shape));
-    add(std::make_unique<F32Stage>(layers[i].get(), shape, model.layer_output_shape(i)));
+    if (int8_domain) add(make_dequantize_stage(current, shape));
+    add(make_f32_stage(layers[i].get(), shape, model.layer_output_shape(i)));
     int8_domain = false;
     current_observer = i + 1;
     net->precisions_.push_back({layers[i]->name(), "f32", note, layers[i]->kind()});
@@ -598,7 +165,7 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
       continue;
     }
     if (kind == "maxpool" && int8_domain) {
-      add(std::make_unique<MaxPoolStage>(static_cast<Pool2D*>(layer)->geometry()));
+      add(make_max_pool_stage(static_cast<Pool2D*>(layer)->geometry()));
       net->precisions_.push_back({layer->name(), "int8", "same scale as its input", kind});
       current_observer = i + 1;
       continue;
@@ -638,13 +205,13 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     // The direct conv where it pays: with the pooling fused, or with few filters (its lanes are
     // pixels, so each filter is requantized and stored on its own; with many filters the GEMM's
     // lanes-are-filters layout requantizes whole rows at once).
-    if (built.ok() && options.direct_conv && kind == "conv" && ConvPairsStage::fits(g)) {
+    if (built.ok() && options.direct_conv && kind == "conv" && conv_pairs_fits(g)) {
       pooled = end + 1 < count && layers[end + 1]->kind() == "maxpool" && keep.count(layers[end + 1]->name()) == 0 &&
-               ConvPairsStage::fuses_pool(g, static_cast<Pool2D*>(layers[end + 1].get())->geometry());
-      if (pooled || static_cast<int64_t>(b.size()) <= 8) stage = std::make_unique<ConvPairsStage>(g, q, o, in, pooled, isa);
+               conv_pairs_fuses_pool(g, static_cast<Pool2D*>(layers[end + 1].get())->geometry());
+      if (pooled || static_cast<int64_t>(b.size()) <= 8) stage = make_conv_pairs_stage(g, q, o, in, pooled, isa);
     }
     if (stage == nullptr && built.ok()) {
-      auto gemm = GemmStage::build(g, q, o, in, isa, layer->name());
+      auto gemm = make_gemm_stage(g, q, o, in, isa, layer->name());
       if (gemm.ok()) {
         stage = gemm.take();
       } else {
@@ -656,7 +223,7 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
       i = end;
       continue;
     }
-    if (!int8_domain) add(std::make_unique<QuantizeStage>(in, shape));
+    if (!int8_domain) add(make_quantize_stage(in, shape));
     add(std::move(stage));
     std::string note;
     for (size_t j = i + 1; j <= end; ++j)
@@ -673,7 +240,7 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     current_observer = end + 1;
     i = end;
   }
-  if (int8_domain) add(std::make_unique<DequantizeStage>(current, shape));
+  if (int8_domain) add(make_dequantize_stage(current, shape));
   return net;
 }
 

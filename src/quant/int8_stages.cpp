@@ -1,0 +1,320 @@
+// The int8 model's stages but the direct conv (int8_conv_pairs.cpp): quantize, dequantize, the
+// im2col + qs8_gemm stage of conv and dense layers, int8 max pooling, and f32 layers as they are.
+#include "quant/int8_stages.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#if defined(__SSE2__)
+#include <emmintrin.h>  // the baseline's own instructions (quantize_s8_rows)
+#endif
+
+#include "base/check.h"
+#include "cpu/kernel_tables.h"
+#include "nn/layer.h"
+#include "ops/pool2d.h"
+#include "quant/int8_model.h"
+
+namespace rg {
+
+namespace {
+
+// n bytes from src to dst, for the short runs of im2col (a kernel row of taps: 5 to a few
+// hundred bytes): one fixed 16- or 32-byte move where src has that many readable bytes before
+// src_end and dst has the slack (the bytes past n are overwritten by the next run or unused).
+inline void copy_run(int8_t* dst, const int8_t* src, int64_t n, const int8_t* src_end) {
+  if (n <= 16 && src + 16 <= src_end) {
+    std::memcpy(dst, src, 16);
+  } else if (n <= 32 && src + 32 <= src_end) {
+    std::memcpy(dst, src, 32);
+  } else {
+    std::memcpy(dst, src, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+// quantize_s8's arithmetic (quant_params.h), bit for bit, 16 values at a time on SSE2 (the
+// x86 baseline): x * (1 / scale) clamped to [-256, 255] first (maxps gives -256 for NaN), which
+// changes no result (past those bounds the final clamp gives 127 or -128 whatever the zero
+// point); cvtps2dq rounds in the current rounding mode as nearbyint does (to nearest even);
+// the saturating packs are the clamp to [-128, 127].
+void quantize_s8_rows(int64_t n, const float* x, QuantParams p, int8_t* q) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  const __m128 inverse = _mm_set1_ps(1.0f / p.scale), low = _mm_set1_ps(-256.0f), high = _mm_set1_ps(255.0f);
+  const __m128i zero_point = _mm_set1_epi32(p.zero_point);
+  auto four = [&](const float* v) {
+    const __m128 r = _mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_loadu_ps(v), inverse), low), high);
+    return _mm_add_epi32(_mm_cvtps_epi32(r), zero_point);
+  };
+  for (; i + 16 <= n; i += 16) {
+    const __m128i a = _mm_packs_epi32(four(x + i), four(x + i + 4));
+    const __m128i b = _mm_packs_epi32(four(x + i + 8), four(x + i + 12));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm_packs_epi16(a, b));
+  }
+#endif
+  quantize_s8(n - i, x + i, p, q + i);
+}
+
+namespace {
+
+class QuantizeStage : public Int8Stage {
+ public:
+  QuantizeStage(QuantParams p, const Shape& shape) : params_(p) { out_shape = shape; }
+  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
+    const int64_t per = out_shape.numel();
+    parallel_for(pool, x.shape()[0], 16, [&](int64_t b, int64_t e) {
+      quantize_s8_rows((e - b) * per, x.f32() + b * per, params_, y.data<int8_t>() + b * per);
+    });
+  }
+  std::string describe() const override {
+    std::ostringstream os;
+    os << "quantize (scale " << params_.scale << ", zero point " << params_.zero_point << ")";
+    return os.str();
+  }
+
+ private:
+  QuantParams params_;
+};
+
+class DequantizeStage : public Int8Stage {
+ public:
+  DequantizeStage(QuantParams p, const Shape& shape) : params_(p) {
+    out_shape = shape;
+    out_dtype = DType::f32;
+  }
+  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
+    const int64_t per = out_shape.numel();
+    parallel_for(pool, x.shape()[0], 16, [&](int64_t b, int64_t e) {
+      dequantize_s8((e - b) * per, x.data<int8_t>() + b * per, params_, y.f32() + b * per);
+    });
+  }
+  std::string describe() const override { return "dequantize"; }
+
+ private:
+  QuantParams params_;
+};
+
+// A conv or dense layer (with its BN and ReLU) as im2col into int8 patches and qs8_gemm.
+// Dense is the 1x1 convolution of a [1, 1, in] image.
+class GemmStage : public Int8Stage {
+ public:
+  // w [k x n] and bias [n] in f32 after BN folding; returns why the layer cannot run in int8.
+  static Result<std::unique_ptr<GemmStage>> build(const ConvGeometry& g, const std::vector<int8_t>& q,
+                                                  const Qs8OutputStage& o, QuantParams in, Isa isa,
+                                                  const std::string& name) {
+    auto stage = std::unique_ptr<GemmStage>(new GemmStage());
+    stage->geometry_ = g;
+    stage->in_ = in;
+    const int64_t k = g.patch_size(), n = static_cast<int64_t>(q.size()) / k;
+    stage->out_shape = g.patches() == 1 && g.kernel == 1 ? Shape{n} : Shape{g.out_h, g.out_w, n};
+    stage->output_ = o;
+    auto packed = pack_qs8_weights(k, n, q.data(), qs8_gemm_kernel_for(isa, n).nr, name + " int8 weights");
+    if (!packed.ok()) return packed.status();
+    stage->weights_ = packed.take();
+    stage->isa_ = isa;
+    return stage;
+  }
+
+  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
+    const ConvGeometry& g = geometry_;
+    const int64_t n = x.shape()[0], kpad = qs8_padded_depth(g.patch_size()), filters = weights_.n;
+    const int64_t in_sample = g.height * g.width * g.channels, out_sample = g.patches() * filters;
+    const int8_t* in = x.data<int8_t>();
+    int8_t* out = y.data<int8_t>();
+    if (direct()) {  // the input rows are the patch rows
+      qs8_gemm(isa_, n * g.patches(), in, kpad, weights_, output_, out, filters, pool);
+      return;
+    }
+    const int64_t chunk = chunk_samples(n);
+    RG_CHECK(static_cast<int64_t>(patches_.bytes()) >= chunk * per_sample() + 32, "int8 conv not reserved for " << n);
+    int8_t* patches = patches_.data<int8_t>();
+    for (int64_t s0 = 0; s0 < n; s0 += chunk) {
+      const int64_t count = std::min(chunk, n - s0);
+      parallel_for(pool, count, 1, [&](int64_t b, int64_t e) {
+        for (int64_t s = b; s < e; ++s) im2col(in + (s0 + s) * in_sample, patches + s * per_sample());
+      });
+      qs8_gemm(isa_, count * g.patches(), patches, kpad, weights_, output_, out + s0 * out_sample, filters, pool);
+    }
+  }
+
+  int64_t weight_bytes() const override {
+    return static_cast<int64_t>(weights_.data.bytes()) + 3 * 4 * weights_.n;
+  }
+  Status reserve(int64_t batch) override {
+    if (direct()) return Status();
+    const int64_t bytes = chunk_samples(batch) * per_sample() + 32;  // + slack for copy_run's fixed moves
+    if (patches_.defined() && static_cast<int64_t>(patches_.bytes()) >= bytes) return Status();
+    auto t = Tensor::zeros(Shape{bytes}, DType::i8, "int8 patch matrix");
+    if (!t.ok()) return t.status();
+    patches_ = t.take();
+    return Status();
+  }
+  int64_t scratch_bytes() const override { return patches_.defined() ? static_cast<int64_t>(patches_.bytes()) : 0; }
+  std::string describe() const override {
+    std::ostringstream os;
+    os << "int8 GEMM " << geometry_.patch_size() << " x " << weights_.n << " ("
+       << qs8_kernel_for_packing(isa_, weights_.nr).name << ")";
+    return os.str();
+  }
+
+ private:
+  GemmStage() = default;
+
+  bool direct() const { return geometry_.pointwise() && geometry_.patch_size() % 4 == 0; }
+  int64_t per_sample() const { return geometry_.patches() * qs8_padded_depth(geometry_.patch_size()); }
+  // Samples per chunk: their patch matrix stays near 1 MB (in L2 while the GEMM reads it).
+  int64_t chunk_samples(int64_t n) const {
+    return std::max<int64_t>(1, std::min(n, (int64_t{1} << 20) / per_sample()));
+  }
+
+  // One image [h, w, c] -> its patch rows [patches, kpad]; padding reads as the zero point
+  // (the real value 0), and the bytes past k as 0 (they meet B's zero rows). The geometry is
+  // read into locals first: the int8 stores may alias anything, so members would be reloaded
+  // after every store.
+  void im2col(const int8_t* image, int8_t* cols) const {
+    const ConvGeometry& g = geometry_;
+    const int64_t c = g.channels, kernel = g.kernel, stride = g.stride, pad = g.pad, height = g.height,
+                  width = g.width, out_h = g.out_h, out_w = g.out_w, run = kernel * c, k = g.patch_size();
+    const int64_t kpad = qs8_padded_depth(k);
+    const int8_t* image_end = image + height * width * c;
+    const int8_t zp = static_cast<int8_t>(in_.zero_point);
+    for (int64_t oh = 0; oh < out_h; ++oh)
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        int8_t* row = cols + (oh * out_w + ow) * kpad;
+        int8_t* const row_start = row;
+        const int64_t left = ow * stride - pad;
+        const bool columns_inside = left >= 0 && left + kernel <= width;
+        for (int64_t kh = 0; kh < kernel; ++kh, row += run) {
+          const int64_t ih = oh * stride - pad + kh;
+          if (ih < 0 || ih >= height) {
+            std::fill(row, row + run, zp);
+          } else if (columns_inside) {  // the kernel's row of taps is one run of the image row
+            copy_run(row, image + (ih * width + left) * c, run, image_end);
+          } else {
+            for (int64_t kw = 0; kw < kernel; ++kw) {
+              const int64_t iw = left + kw;
+              if (iw < 0 || iw >= width) {
+                std::fill(row + kw * c, row + (kw + 1) * c, zp);
+              } else {
+                std::copy(image + (ih * width + iw) * c, image + (ih * width + iw + 1) * c, row + kw * c);
+              }
+            }
+          }
+        }
+        for (int64_t p = k; p < kpad; ++p) row_start[p] = 0;
+      }
+  }
+
+  ConvGeometry geometry_;
+  QuantParams in_;
+  Qs8PackedWeights weights_;
+  Qs8OutputStage output_;
+  Isa isa_ = Isa::reference;
+  Tensor patches_;  // i8 [chunk * patches, kpad] + 32
+};
+
+class MaxPoolStage : public Int8Stage {
+ public:
+  explicit MaxPoolStage(const ConvGeometry& g) : geometry_(g) { out_shape = Shape{g.out_h, g.out_w, g.channels}; }
+  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
+    const ConvGeometry& g = geometry_;
+    const int64_t in_sample = g.height * g.width * g.channels, out_sample = out_shape.numel();
+    const bool two_by_two = g.kernel == 2 && g.stride == 2 && g.pad == 0;
+    parallel_for(pool, x.shape()[0], 8, [&](int64_t b, int64_t e) {
+      for (int64_t s = b; s < e; ++s) {
+        const int8_t* in = x.data<int8_t>() + s * in_sample;
+        int8_t* out = y.data<int8_t>() + s * out_sample;
+        if (two_by_two) {
+          pool_2x2(in, out);
+        } else {
+          pool_forward_rows(g, in, out, int8_t{-128}, [](int64_t c, const int8_t* px, int8_t* py) {
+            for (int64_t ch = 0; ch < c; ++ch) py[ch] = std::max(py[ch], px[ch]);
+          });
+        }
+      }
+    });
+  }
+  std::string describe() const override { return "int8 max pooling"; }
+
+ private:
+  // 2x2 windows of stride 2 (every window inside the image): the max of two rows, then of
+  // neighbouring pixels, in loops the compiler vectorizes.
+  void pool_2x2(const int8_t* in, int8_t* out) const {
+    const ConvGeometry& g = geometry_;
+    const int64_t c = g.channels, row = g.width * c, pair = 2 * c;
+    int8_t rows[4096];
+    const bool fits = 2 * g.out_w * c <= static_cast<int64_t>(sizeof rows);
+    for (int64_t oh = 0; oh < g.out_h; ++oh, out += g.out_w * c) {
+      const int8_t* r0 = in + 2 * oh * row;
+      const int8_t* r1 = r0 + row;
+      if (!fits) {
+        for (int64_t ow = 0; ow < g.out_w; ++ow)
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const int64_t i = ow * pair + ch;
+            out[ow * c + ch] = std::max(std::max(r0[i], r0[i + c]), std::max(r1[i], r1[i + c]));
+          }
+        continue;
+      }
+      for (int64_t i = 0; i < g.out_w * pair; ++i) rows[i] = std::max(r0[i], r1[i]);
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        const int8_t* p = rows + ow * pair;
+        int8_t* o = out + ow * c;
+        for (int64_t ch = 0; ch < c; ++ch) o[ch] = std::max(p[ch], p[ch + c]);
+      }
+    }
+  }
+
+  ConvGeometry geometry_;
+};
+
+// A layer of the f32 model run as it is (inference mode).
+class F32Stage : public Int8Stage {
+ public:
+  F32Stage(Layer* layer, const Shape& in_shape, const Shape& shape) : layer_(layer), in_shape_(in_shape) {
+    out_shape = shape;
+    out_dtype = DType::f32;
+  }
+  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
+    LayerContext ctx{pool, false};
+    layer_->forward(x.reshaped(in_shape_.batched(x.shape()[0])), y, ctx);
+  }
+  int64_t weight_bytes() const override {
+    int64_t bytes = 0;
+    for (Param* p : layer_->params()) bytes += static_cast<int64_t>(p->value.bytes());
+    for (Param* p : layer_->buffers()) bytes += static_cast<int64_t>(p->value.bytes());
+    return bytes;
+  }
+  std::string describe() const override { return "f32 " + layer_->kind(); }
+
+ private:
+  Layer* layer_;
+  Shape in_shape_;
+};
+
+}  // namespace
+
+std::unique_ptr<Int8Stage> make_quantize_stage(QuantParams p, const Shape& shape) {
+  return std::make_unique<QuantizeStage>(p, shape);
+}
+
+std::unique_ptr<Int8Stage> make_dequantize_stage(QuantParams p, const Shape& shape) {
+  return std::make_unique<DequantizeStage>(p, shape);
+}
+
+Result<std::unique_ptr<Int8Stage>> make_gemm_stage(const ConvGeometry& g, const std::vector<int8_t>& q,
+                                                   const Qs8OutputStage& o, QuantParams in, Isa isa,
+                                                   const std::string& name) {
+  auto stage = GemmStage::build(g, q, o, in, isa, name);
+  if (!stage.ok()) return stage.status();
+  return std::unique_ptr<Int8Stage>(stage.take());
+}
+
+std::unique_ptr<Int8Stage> make_max_pool_stage(const ConvGeometry& g) { return std::make_unique<MaxPoolStage>(g); }
+
+std::unique_ptr<Int8Stage> make_f32_stage(Layer* layer, const Shape& in_shape, const Shape& out_shape) {
+  return std::make_unique<F32Stage>(layer, in_shape, out_shape);
+}
+
+}  // namespace rg
