@@ -15,6 +15,7 @@
 
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "nn/conv.h"
 #include "nn/layer.h"
 #include "nn/loss.h"
 #include "nn/model.h"
@@ -256,6 +257,19 @@ inline void check_classifier_gradients(const std::string& cfg_text) {
   model.backward(ctx);
   auto objective = [&] { return compute_loss(model.loss(), model.forward(x, ctx), target, 1.0, Tensor()); };
   for (Param* p : model.params()) check_against_differences(p->name, p->value, p->grad, objective);
+}
+
+// Convolution options in one call (tests build many).
+inline ConvOptions conv_options(int64_t filters, int64_t kernel, int64_t stride, int64_t pad, int64_t output_pad = 0,
+                         bool bias = true) {
+  ConvOptions o;
+  o.filters = filters;
+  o.kernel = kernel;
+  o.stride = stride;
+  o.pad = pad;
+  o.output_pad = output_pad;
+  o.bias = bias;
+  return o;
 }
 
 }  // namespace rg

@@ -32,18 +32,6 @@ struct Image {
   double at(int64_t n, int64_t i, int64_t j, int64_t ch) const { return get(t, ((n * h + i) * w + j) * c + ch); }
 };
 
-ConvOptions conv_options(int64_t filters, int64_t kernel, int64_t stride, int64_t pad, int64_t output_pad = 0,
-                         bool bias = true) {
-  ConvOptions o;
-  o.filters = filters;
-  o.kernel = kernel;
-  o.stride = stride;
-  o.pad = pad;
-  o.output_pad = output_pad;
-  o.bias = bias;
-  return o;
-}
-
 // y[n, oh, ow, f] = b[f] + sum_{kh, kw, c} x[n, oh*s - p + kh, ow*s - p + kw, c] * W[(kh*k + kw)*C + c, f]
 LayerSpec conv_spec(const std::string& name, Shape input, ConvOptions o) {
   LayerSpec spec{name, [o] { return std::unique_ptr<Layer>(new Conv2D(o)); }, input, nullptr};

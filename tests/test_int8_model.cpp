@@ -170,8 +170,11 @@ TEST(Int8Model, DirectSingleChannelConvGivesTheGemmsBits) {
         EXPECT_EQ(net->summary().find("direct conv") != std::string::npos, direct) << net->summary();
         if (direct && model == &shared_model()) {
           EXPECT_NE(net->summary().find("+ 2x2 max pooling"), std::string::npos) << net->summary();
-          for (const LayerPrecision& layer : net->precisions())
-            if (layer.layer == "maxpool1") EXPECT_EQ(layer.note, "fused into conv1");
+          for (const LayerPrecision& layer : net->precisions()) {
+            if (layer.layer == "maxpool1") {
+              EXPECT_EQ(layer.note, "fused into conv1");
+            }
+          }
         }
         auto x = data().test.first_samples(37);
         ASSERT_TRUE(x.ok());

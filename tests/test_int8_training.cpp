@@ -604,16 +604,6 @@ void check_layer_int8(const std::function<std::unique_ptr<Layer>()>& make_layer,
         abs_abs.dw);
 }
 
-ConvOptions conv(int64_t filters, int64_t kernel, int64_t stride, int64_t pad, int64_t output_pad = 0) {
-  ConvOptions o;
-  o.filters = filters;
-  o.kernel = kernel;
-  o.stride = stride;
-  o.pad = pad;
-  o.output_pad = output_pad;
-  return o;
-}
-
 TEST(Int8TrainingLayers, DenseWithinTheQuantizationBound) {
   ThreadPool pool(3);
   for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
@@ -627,20 +617,20 @@ TEST(Int8TrainingLayers, DenseWithinTheQuantizationBound) {
 TEST(Int8TrainingLayers, ConvWithinTheQuantizationBound) {
   ThreadPool pool(2);
   // 3x3 pad 1 (direct dx), 5x5 stride 2 (im2col dx), pointwise.
-  check_layer_int8([] { return std::unique_ptr<Layer>(new Conv2D(conv(8, 3, 1, 1))); }, Shape{10, 9, 3}, 6, &pool,
+  check_layer_int8([] { return std::unique_ptr<Layer>(new Conv2D(conv_options(8, 3, 1, 1))); }, Shape{10, 9, 3}, 6, &pool,
                    "conv 3x3");
-  check_layer_int8([] { return std::unique_ptr<Layer>(new Conv2D(conv(16, 5, 2, 2))); }, Shape{12, 12, 4}, 5, nullptr,
+  check_layer_int8([] { return std::unique_ptr<Layer>(new Conv2D(conv_options(16, 5, 2, 2))); }, Shape{12, 12, 4}, 5, nullptr,
                    "conv 5x5/2");
-  check_layer_int8([] { return std::unique_ptr<Layer>(new Conv2D(conv(5, 1, 1, 0))); }, Shape{6, 6, 7}, 4, nullptr,
+  check_layer_int8([] { return std::unique_ptr<Layer>(new Conv2D(conv_options(5, 1, 1, 0))); }, Shape{6, 6, 7}, 4, nullptr,
                    "conv 1x1");
   // Scratch of 123,136 elements a sample (padded image, 256 x 400 patch matrix): 8 samples a
   // chunk, so 10 make two chunks and dW adds the second chunk's product to the first's.
-  check_layer_int8([] { return std::unique_ptr<Layer>(new Conv2D(conv(8, 5, 2, 2))); }, Shape{32, 32, 16}, 10, &pool,
+  check_layer_int8([] { return std::unique_ptr<Layer>(new Conv2D(conv_options(8, 5, 2, 2))); }, Shape{32, 32, 16}, 10, &pool,
                    "conv 5x5/2 in chunks");
-  check_layer_int8([] { return std::unique_ptr<Layer>(new Conv2D(conv(8, 5, 1, 2))); }, Shape{16, 16, 16}, 3, &pool,
+  check_layer_int8([] { return std::unique_ptr<Layer>(new Conv2D(conv_options(8, 5, 1, 2))); }, Shape{16, 16, 16}, 3, &pool,
                    "conv 5x5 direct dx");
   // Both routes to dx, and the chunking, were taken above.
-  Conv2D direct(conv(8, 5, 1, 2)), via_cols(conv(8, 3, 1, 1)), chunked(conv(8, 5, 2, 2));
+  Conv2D direct(conv_options(8, 5, 1, 2)), via_cols(conv_options(8, 3, 1, 1)), chunked(conv_options(8, 5, 2, 2));
   ASSERT_TRUE(direct.configure(Shape{16, 16, 16}).ok());
   ASSERT_TRUE(via_cols.configure(Shape{10, 9, 3}).ok());
   ASSERT_TRUE(chunked.configure(Shape{32, 32, 16}).ok());
@@ -650,9 +640,9 @@ TEST(Int8TrainingLayers, ConvWithinTheQuantizationBound) {
 }
 
 TEST(Int8TrainingLayers, ConvTransposeWithinTheQuantizationBound) {
-  check_layer_int8([] { return std::unique_ptr<Layer>(new ConvTranspose2D(conv(6, 4, 2, 1))); }, Shape{5, 5, 8}, 4,
+  check_layer_int8([] { return std::unique_ptr<Layer>(new ConvTranspose2D(conv_options(6, 4, 2, 1))); }, Shape{5, 5, 8}, 4,
                    nullptr, "conv_transpose 4x4/2");
-  check_layer_int8([] { return std::unique_ptr<Layer>(new ConvTranspose2D(conv(3, 3, 2, 1, 1))); }, Shape{4, 6, 5}, 3,
+  check_layer_int8([] { return std::unique_ptr<Layer>(new ConvTranspose2D(conv_options(3, 3, 2, 1, 1))); }, Shape{4, 6, 5}, 3,
                    nullptr, "conv_transpose 3x3/2 output_pad 1");
 }
 

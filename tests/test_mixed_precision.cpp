@@ -9,20 +9,13 @@
 
 #include "base/fp16.h"
 #include "nn/loss.h"
+#include "model_util.h"
 #include "train/loss_scale.h"
 #include "train/trainer.h"
 
 namespace rg {
 namespace {
 
-std::unique_ptr<Model> build(const char* cfg_text, uint64_t seed) {
-  auto cfg = parse_cfg(cfg_text, "test.cfg");
-  EXPECT_TRUE(cfg.ok()) << cfg.status().message();
-  auto model = Model::from_cfg(cfg.value());
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  EXPECT_TRUE(model.value()->init(seed).ok());
-  return model.take();
-}
 
 // A conv whose output is 32*32*16 = 16384 values a sample, so a chunk holds 8 rows and a batch
 // of 20 runs as 8 + 8 + 4; batch norm and dropout take the whole batch in training.
@@ -61,7 +54,7 @@ const char* kSmoothCfg =
 // One training forward and backward of a cfg on fixed data, in the given storage.
 Pass forward_backward(DType storage, ThreadPool& pool, const char* cfg = kWideCfg) {
   Pass pass;
-  pass.model = build(cfg, 5);
+  pass.model = build_model(5, cfg);
   EXPECT_TRUE(pass.model->set_storage(storage).ok());
   EXPECT_TRUE(pass.model->reserve(20).ok());
   const Tensor x = random_input(20, pass.model->input_shape(), 9);
@@ -112,9 +105,9 @@ TEST(MixedPrecision, F16StorageAgreesWithF32WithinHalfPrecision) {
 }
 
 TEST(MixedPrecision, StorageMustBeF32OrF16) {
-  auto model = build(kWideCfg, 1);
+  auto model = build_model(1, kWideCfg);
   EXPECT_FALSE(model->set_storage(DType::i8).ok());
-  auto f64 = build(kWideCfg, 1);
+  auto f64 = build_model(1, kWideCfg);
   ASSERT_TRUE(f64->init(1, DType::f64).ok());
   EXPECT_FALSE(f64->set_storage(DType::f16).ok()) << "f16 storage widens to f32, not f64";
 }
@@ -215,7 +208,7 @@ struct TrainRun {
 
 TrainRun train(const TrainOptions& o, int threads, const std::string& resume = "") {
   TrainRun run;
-  run.model = build(kCnnCfg, o.seed);
+  run.model = build_model(o.seed, kCnnCfg);
   ThreadPool pool(threads);
   Trainer trainer(*run.model, pool, o);
   EXPECT_TRUE(trainer.prepare().ok());
@@ -233,15 +226,6 @@ TrainRun train(const TrainOptions& o, int threads, const std::string& resume = "
   return run;
 }
 
-bool same_weights(Model& a, Model& b) {
-  auto pa = a.params(), pb = b.params();
-  for (Param* p : a.buffers()) pa.push_back(p);
-  for (Param* p : b.buffers()) pb.push_back(p);
-  if (pa.size() != pb.size()) return false;
-  for (size_t i = 0; i < pa.size(); ++i)
-    if (std::memcmp(pa[i]->value.raw_data(), pb[i]->value.raw_data(), pa[i]->value.bytes()) != 0) return false;
-  return true;
-}
 
 TEST(MixedPrecisionTraining, LearnsLikeF32AndDoesNotDependOnThreads) {
   TrainRun f32 = train(options(TrainPrecision::fp32, 2), 1);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "model_util.h"
 #include "quant/fake_quant.h"
 #include "quant/int8_model.h"
 #include "train/trainer.h"
@@ -15,14 +16,6 @@
 namespace rg {
 namespace {
 
-std::unique_ptr<Model> build(const char* cfg_text, uint64_t seed) {
-  auto cfg = parse_cfg(cfg_text, "test.cfg");
-  EXPECT_TRUE(cfg.ok()) << cfg.status().message();
-  auto model = Model::from_cfg(cfg.value());
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  EXPECT_TRUE(model.value()->init(seed).ok());
-  return model.take();
-}
 
 const char* kCnnCfg =
     "[net]\ninput = 28x28x1\n[conv]\nfilters = 4\nsize = 3\nstride = 2\nbias = false\n[batchnorm]\n[relu]\n"
@@ -30,7 +23,7 @@ const char* kCnnCfg =
 
 // Points: 0 input; i + 1 the output of layer i (conv1 bn1 relu1 maxpool1 dropout1 dense1 relu2 dense2).
 TEST(FakeQuant, RoundsWhereTheExportQuantizes) {
-  auto model = build(kCnnCfg, 1);
+  auto model = build_model(1, kCnnCfg);
   FakeQuantizer fq(*model);
   const std::vector<bool> expected = {true,  false /*conv1: into bn*/, false /*bn1: into relu*/, true /*relu1*/,
                                       false /*maxpool keeps the grid*/, false /*dropout*/, false /*dense1: into relu*/,
@@ -39,7 +32,7 @@ TEST(FakeQuant, RoundsWhereTheExportQuantizes) {
 }
 
 TEST(FakeQuant, WeightsGoOnAPerChannelGridAndTheMastersComeBackExactly) {
-  auto model = build(kCnnCfg, 3);
+  auto model = build_model(3, kCnnCfg);
   FakeQuantizer fq(*model);
   ASSERT_TRUE(fq.reserve().ok());
   std::vector<std::vector<float>> masters;
@@ -73,7 +66,7 @@ TEST(FakeQuant, WeightsGoOnAPerChannelGridAndTheMastersComeBackExactly) {
 }
 
 TEST(FakeQuant, ValuesAreObservedInTrainingAndRoundedToTheirRangesGrid) {
-  auto model = build(kCnnCfg, 1);
+  auto model = build_model(1, kCnnCfg);
   FakeQuantizer fq(*model);
   auto t = Tensor::zeros(Shape{256}, DType::f32, "values").take();
   for (int i = 0; i < 256; ++i) t.f32()[i] = static_cast<float>(i) / 100.0f - 0.5f;  // [-0.5, 2.05]
@@ -98,7 +91,7 @@ TEST(FakeQuant, ValuesAreObservedInTrainingAndRoundedToTheirRangesGrid) {
 }
 
 TEST(FakeQuant, RangesTextRoundTripsAndBadTextIsNamed) {
-  auto model = build(kCnnCfg, 1);
+  auto model = build_model(1, kCnnCfg);
   FakeQuantizer fq(*model);
   auto t = Tensor::zeros(Shape{4}, DType::f32, "values").take();
   t.f32()[0] = -1.25f;
@@ -143,7 +136,7 @@ struct QatRun {
 
 QatRun train_qat(const TrainOptions& o, ThreadPool& pool, const std::string& resume = "") {
   QatRun run;
-  run.model = build(kCnnCfg, o.seed);
+  run.model = build_model(o.seed, kCnnCfg);
   run.trainer = std::make_unique<Trainer>(*run.model, pool, o);
   EXPECT_TRUE(run.trainer->prepare().ok());
   if (!resume.empty()) {

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "base/serial.h"
+#include "model_util.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -42,14 +43,6 @@ const char* kCnnCfg =
     "[maxpool]\nsize = 2\n[dropout]\nrate = 0.25\n[dense]\nunits = 16\n[batchnorm]\n[relu]\n[dropout]\nrate = "
     "0.5\n[dense]\nunits = 10\n";
 
-std::unique_ptr<Model> build_model(uint64_t seed, const char* cfg_text) {
-  auto cfg = parse_cfg(cfg_text, "test.cfg");
-  EXPECT_TRUE(cfg.ok()) << cfg.status().message();
-  auto model = Model::from_cfg(cfg.value());
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  EXPECT_TRUE(model.value()->init(seed).ok());
-  return model.take();
-}
 
 const DataSplit& data() {
   static const DataSplit split = make_synthetic(1200, 400, 10, 3);
@@ -74,18 +67,6 @@ TrainedRun train(TrainOptions options, int threads, const std::string& resume_pa
   return run;
 }
 
-// Params and buffers (batch-norm statistics), bit for bit.
-bool same_weights(Model& a, Model& b) {
-  auto pa = a.params(), pb = b.params();
-  for (Param* p : a.buffers()) pa.push_back(p);
-  for (Param* p : b.buffers()) pb.push_back(p);
-  if (pa.size() != pb.size()) return false;
-  for (size_t i = 0; i < pa.size(); ++i) {
-    if (pa[i]->value.bytes() != pb[i]->value.bytes()) return false;
-    if (std::memcmp(pa[i]->value.raw_data(), pb[i]->value.raw_data(), pa[i]->value.bytes()) != 0) return false;
-  }
-  return true;
-}
 
 TEST(Train, LearnsSyntheticData) {
   TrainedRun run = train(small_options(2), 1);

@@ -129,17 +129,6 @@ Result<FreshRun> train_fresh(const Model& model, TrainOptions options, TrainPrec
   return run;
 }
 
-// Scores `net` at the inference batch with a trainer of `precision` (its storage and GEMMs).
-EvalResult evaluate_in(Model& net, TrainOptions options, TrainPrecision precision, ThreadPool& pool,
-                       const Dataset& test, int64_t batch, Status* status) {
-  options.precision = precision;
-  options.batch = batch;
-  options.checkpoint_path.clear();
-  Trainer evaluator(net, pool, options);
-  *status = evaluator.prepare();
-  return status->ok() ? evaluator.evaluate(test) : EvalResult();
-}
-
 // Every layer at one precision, conv/dense at another.
 std::vector<LayerPrecision> layer_list(const Model& net, const std::string& gemm, const std::string& other) {
   std::vector<LayerPrecision> out;
@@ -150,46 +139,36 @@ std::vector<LayerPrecision> layer_list(const Model& net, const std::string& gemm
   return out;
 }
 
-// fp16: trained in mixed precision, run for inference with f16 storage.
-Result<PrecisionRow> fp16_row(const Model& model, const TrainOptions& options, ThreadPool& pool, const Dataset& train,
-                              const Dataset& test, const PrecisionSettings& settings) {
-  RG_ASSIGN(FreshRun run, train_fresh(model, options, TrainPrecision::fp16, pool, train));
+// fp16 (mixed precision, inference with f16 storage) and int8-train (conv/dense GEMMs on the
+// int8 kernels, in training and inference): the model trained again in `precision`, then scored
+// at the inference batch in that precision.
+Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, TrainPrecision precision,
+                                   ThreadPool& pool, const Dataset& train, const Dataset& test,
+                                   const PrecisionSettings& settings) {
+  RG_ASSIGN(FreshRun run, train_fresh(model, options, precision, pool, train));
   PrecisionRow row;
-  row.precision = "fp16";
-  std::ostringstream what;
-  what << "f16 acts+grads, f32 math; loss scale 2^"
-       << static_cast<int>(std::lround(std::log2(run.trainer->loss_scaler().scale()))) << ", "
-       << run.trainer->loss_scaler().skipped_steps() << " steps skipped";
-  row.what_ran = what.str();
+  row.precision = train_precision_name(precision);
   row.train_samples_per_s = run.samples_per_s;
-  Status status;
-  const EvalResult result =
-      evaluate_in(*run.net, options, TrainPrecision::fp16, pool, test, settings.infer_batch, &status);
-  RG_TRY(status);
+  if (precision == TrainPrecision::fp16) {
+    std::ostringstream what;
+    what << "f16 acts+grads, f32 math; loss scale 2^"
+         << static_cast<int>(std::lround(std::log2(run.trainer->loss_scaler().scale()))) << ", "
+         << run.trainer->loss_scaler().skipped_steps() << " steps skipped";
+    row.what_ran = what.str();
+    row.layers = layer_list(*run.net, "f16", "f16");
+    row.layers.back() = {row.layers.back().layer, "f32", "the output stays f32", row.layers.back().kind};
+  } else {
+    row.what_ran = "conv/dense GEMMs int8 (dynamic scales, stochastic grads)";
+    row.layers = layer_list(*run.net, "int8 GEMM", "f32");
+  }
+  options.precision = precision;
+  options.batch = settings.infer_batch;
+  options.checkpoint_path.clear();
+  Trainer evaluator(*run.net, pool, options);
+  RG_TRY(evaluator.prepare());
+  fill_scores(&row, evaluator.evaluate(test), model.target() != TargetKind::input);
   row.weight_bytes = f32_weight_bytes(*run.net);
   row.memory_bytes = row.weight_bytes + run.net->inference_activation_bytes(settings.infer_batch);
-  fill_scores(&row, result, model.target() != TargetKind::input);
-  row.layers = layer_list(*run.net, "f16", "f16");
-  row.layers.back() = {row.layers.back().layer, "f32", "the output stays f32", row.layers.back().kind};
-  return row;
-}
-
-// int8-train: conv/dense GEMMs on the int8 kernels in training and inference.
-Result<PrecisionRow> int8_train_row(const Model& model, const TrainOptions& options, ThreadPool& pool,
-                                    const Dataset& train, const Dataset& test, const PrecisionSettings& settings) {
-  RG_ASSIGN(FreshRun run, train_fresh(model, options, TrainPrecision::int8_gemm, pool, train));
-  PrecisionRow row;
-  row.precision = "int8-train";
-  row.what_ran = "conv/dense GEMMs int8 (dynamic scales, stochastic grads)";
-  row.train_samples_per_s = run.samples_per_s;
-  Status status;
-  const EvalResult result =
-      evaluate_in(*run.net, options, TrainPrecision::int8_gemm, pool, test, settings.infer_batch, &status);
-  RG_TRY(status);
-  row.weight_bytes = f32_weight_bytes(*run.net);
-  row.memory_bytes = row.weight_bytes + run.net->inference_activation_bytes(settings.infer_batch);
-  fill_scores(&row, result, model.target() != TargetKind::input);
-  row.layers = layer_list(*run.net, "int8 GEMM", "f32");
   return row;
 }
 
@@ -237,11 +216,9 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
   for (const std::string& precision : settings.precisions) {
     if (precision == "fp32") {
       rows.push_back(fp32_row(model, evaluator, test, train_samples_per_s, settings));
-    } else if (precision == "fp16") {
-      RG_ASSIGN(PrecisionRow row, fp16_row(model, options, pool, train, test, settings));
-      rows.push_back(row);
-    } else if (precision == "int8-train") {
-      RG_ASSIGN(PrecisionRow row, int8_train_row(model, options, pool, train, test, settings));
+    } else if (precision == "fp16" || precision == "int8-train") {
+      const TrainPrecision p = precision == "fp16" ? TrainPrecision::fp16 : TrainPrecision::int8_gemm;
+      RG_ASSIGN(PrecisionRow row, retrained_row(model, options, p, pool, train, test, settings));
       rows.push_back(row);
     } else if (precision == "int8-qat") {
       RG_ASSIGN(FreshRun qat, train_fresh(model, options, TrainPrecision::int8_qat, pool, train));

@@ -140,6 +140,14 @@ Tensor Model::output_grad() const {
       shapes_.back().batched(batch_));
 }
 
+Tensor Model::input_grad_of(size_t i, const Tensor& x, const Tensor& input_grad, const Tensor& buffer) const {
+  if (i > 0) return buffer.rows(0, x.numel()).reshaped(x.shape());
+  if (!input_grad.defined()) return Tensor();
+  RG_CHECK(input_grad.numel() == x.numel(), "input gradient " << input_grad.shape().str() << " for input "
+                                                              << x.shape().str());
+  return input_grad.reshaped(x.shape());
+}
+
 void Model::backward(const LayerContext& caller_ctx, const Tensor& input_grad) {
   const LayerContext ctx = with_workspace(caller_ctx, workspace_);
   if (storage_ == DType::f16) return backward_f16(ctx, input_grad);
@@ -147,15 +155,7 @@ void Model::backward(const LayerContext& caller_ctx, const Tensor& input_grad) {
   bool dy_in_a = true;
   for (size_t i = layers_.size(); i-- > 0;) {
     const Tensor x = i == 0 ? input_view_ : acts_[i - 1].rows(0, batch_);
-    Tensor dx;
-    if (i == 0 && input_grad.defined()) {
-      RG_CHECK(input_grad.numel() == x.numel(), "input gradient " << input_grad.shape().str() << " for input "
-                                                                  << x.shape().str());
-      dx = input_grad.reshaped(x.shape());
-    } else if (i > 0) {
-      const Tensor& buffer = dy_in_a ? grad_b_ : grad_a_;
-      dx = buffer.rows(0, batch_ * x.numel() / batch_).reshaped(x.shape());
-    }
+    const Tensor dx = input_grad_of(i, x, input_grad, dy_in_a ? grad_b_ : grad_a_);
     layers_[i]->backward(x, acts_[i].rows(0, batch_), dy, dx, ctx);
     dy = dx;
     dy_in_a = !dy_in_a;

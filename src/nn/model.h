@@ -87,6 +87,9 @@ class Model {
   int64_t reserved_ = 0;
   int64_t batch_ = 0;          // n of the last forward
 
+  // The dx layer i writes in backward: a view of `buffer` (a ping-pong gradient buffer) for
+  // i > 0; for the first layer the caller's input_grad, or nothing.
+  Tensor input_grad_of(size_t i, const Tensor& x, const Tensor& input_grad, const Tensor& buffer) const;
   ValuesHook values_hook_;
   // f16 storage (model_f16.cpp): acts_ but the last and grad_a_/grad_b_ are f16.
   DType storage_ = DType::f32;  // f32 means: the model's own dtype (f64 in gradient checks)

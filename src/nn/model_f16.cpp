@@ -115,16 +115,8 @@ void Model::backward_f16(const LayerContext& ctx, const Tensor& input_grad) {
   for (size_t i = layers_.size(); i-- > 0;) {
     const Tensor x_all = i == 0 ? input_view_ : acts_[i - 1].rows(0, n);
     const Tensor y_all = acts_[i].rows(0, n);
-    Tensor dx_all;
-    if (i == 0 && input_grad.defined()) {
-      RG_CHECK(input_grad.numel() == x_all.numel(), "input gradient " << input_grad.shape().str() << " for input "
-                                                                      << x_all.shape().str());
-      dx_all = input_grad.reshaped(x_all.shape());
-    } else if (i > 0) {
-      const Tensor& buffer = next_in_a ? grad_a_ : grad_b_;
-      dx_all = buffer.rows(0, x_all.numel()).reshaped(x_all.shape());
-      next_in_a = !next_in_a;
-    }
+    const Tensor dx_all = input_grad_of(i, x_all, input_grad, next_in_a ? grad_a_ : grad_b_);
+    next_in_a = !next_in_a;
     const int64_t step = chunk_rows(i, ctx, n);
     for (int64_t r0 = 0; r0 < n; r0 += step) {
       const int64_t r1 = std::min(n, r0 + step);

@@ -143,7 +143,7 @@ inline __m128i narrow_8_sse2(__m128i a, __m128i b, const RequantRangeSse2& range
   return _mm_packs_epi16(clamped, clamped);
 }
 
-// The low nc (<= 16) bytes of v to c.
+// The low nc (<= 16) bytes of v to c. (Internal linkage: the avx2 file gets its own VEX-encoded copy.)
 inline void store_bytes_sse2(int8_t* c, __m128i v, int64_t nc) {
   if (nc == 16) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(c), v);
@@ -385,25 +385,6 @@ inline __m128i narrow_16_avx2(__m256i v0, __m256i v1) {
   return _mm_packs_epi16(lo, hi);
 }
 
-// The low nc (<= 16) bytes of v to c (VEX-encoded here: an AVX2-only copy of the SSE2 one).
-inline void store_bytes_avx2(int8_t* c, __m128i v, int64_t nc) {
-  if (nc == 16) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), v);
-    return;
-  }
-  if (nc == 8) {
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(c), v);
-    return;
-  }
-  alignas(16) int8_t bytes[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(bytes), v);
-  int64_t j = 0;
-  if (nc - j >= 8) { std::memcpy(c + j, bytes + j, 8); j += 8; }
-  if (nc - j >= 4) { std::memcpy(c + j, bytes + j, 4); j += 4; }
-  if (nc - j >= 2) { std::memcpy(c + j, bytes + j, 2); j += 2; }
-  if (nc - j >= 1) c[j] = bytes[j];
-}
-
 template <int V>
 inline void qs8_gemm_requant_4xv_avx2(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
                                       const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
@@ -423,7 +404,7 @@ inline void qs8_gemm_requant_4xv_avx2(int64_t mr, int64_t nc, int64_t kgroups, c
     for (int q = 0; q < V; ++q)
       y[q] = requantize_8_avx2(_mm256_add_epi32(sum[r][q], bias[q]), multiplier[q], shift[q], zp, low, high);
     if (V == 1) y[1] = y[0];
-    store_bytes_avx2(c + r * ldc, narrow_16_avx2(y[0], y[1]), nc);
+    store_bytes_sse2(c + r * ldc, narrow_16_avx2(y[0], y[1]), nc);
   }
 }
 
