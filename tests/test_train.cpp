@@ -3,6 +3,8 @@
 // verified before anything is restored.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -245,6 +247,51 @@ TEST(Train, ValidationSplitIsReportedPerEpoch) {
   ASSERT_TRUE(records.ok());
   ASSERT_TRUE(records.value()[0].has_validation);
   EXPECT_GT(records.value()[0].val_accuracy, 0.5);
+}
+
+// The largest |a - b| over two models' params, relative where the value is large: DESIGN.md's
+// f32 tolerance is max(1e-5, 1e-6 |ref|).
+double worst_weight_error(Model& a, Model& b) {
+  auto pa = a.params(), pb = b.params();
+  EXPECT_EQ(pa.size(), pb.size());
+  double worst = 0;
+  for (size_t i = 0; i < pa.size() && i < pb.size(); ++i) {
+    for (int64_t k = 0; k < pa[i]->value.numel(); ++k) {
+      const double x = pa[i]->value.f32()[k], ref = pb[i]->value.f32()[k];
+      worst = std::max(worst, std::fabs(x - ref) / std::max(1.0, std::fabs(ref)));
+    }
+  }
+  return worst;
+}
+
+// Gradient accumulation: a step of 64 run as 4 micro-batches of 16 updates the weights as one
+// batch of 64 does, up to float rounding; dropout masks follow each sample, not the split.
+TEST(Train, MicroBatchesGiveTheWeightsOfOneBatch) {
+  const char* kDropoutMlp =
+      "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dropout]\nrate = 0.3\n[dense]\nunits = 10\n";
+  for (const char* cfg : {kMlpCfg, kDropoutMlp}) {
+    TrainOptions whole = small_options(1);
+    whole.batch = 64;
+    TrainOptions split = whole;
+    split.micro_batch = 16;
+    TrainedRun one = train(whole, 2, "", cfg);
+    TrainedRun four = train(split, 2, "", cfg);
+    EXPECT_LE(worst_weight_error(*four.model, *one.model), 1e-5) << cfg;
+    EXPECT_FALSE(same_weights(*four.model, *one.model)) << "the sums run in another order: equal bits are unlikely";
+    EXPECT_NEAR(four.records[0].loss, one.records[0].loss, 1e-5);
+    EXPECT_EQ(four.records[0].accuracy, one.records[0].accuracy);
+  }
+}
+
+// A micro-batch that does not divide the batch (64 as 24 + 24 + 16) and the last short step.
+TEST(Train, UnevenMicroBatchesAccumulateEveryRow) {
+  TrainOptions whole = small_options(1);
+  whole.batch = 64;
+  TrainOptions split = whole;
+  split.micro_batch = 24;
+  TrainedRun one = train(whole, 1);
+  TrainedRun three = train(split, 1);
+  EXPECT_LE(worst_weight_error(*three.model, *one.model), 1e-5);
 }
 
 }  // namespace

@@ -20,16 +20,20 @@ Status Dropout::init(Rng& rng, DType dtype) {
 
 void Dropout::apply_mask(const Tensor& from, const Tensor& to, const LayerContext& ctx) const {
   // A value is dropped when a 32-bit draw falls below rate * 2^32; one draw per value, in
-  // order, so the mask does not depend on the thread count.
+  // order within its row, so the mask depends neither on the thread count nor on how the
+  // step's batch was split.
   const uint64_t threshold = static_cast<uint64_t>(std::llround(rate_ * 4294967296.0));
-  Rng rng(seed_, ctx.noise_stream);
+  const uint64_t step_seed = seed_ ^ (ctx.noise_stream * 0x9E3779B97F4A7C15ull);
+  const int64_t rows = from.shape()[0], row_size = rows > 0 ? from.numel() / rows : 0;
   dispatch_float(from.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T scale = static_cast<T>(1.0 / (1.0 - rate_));
-    const T* in = from.data<T>();
-    T* out = to.data<T>();
-    const int64_t n = from.numel();
-    for (int64_t i = 0; i < n; ++i) out[i] = rng.next_u32() < threshold ? T(0) : in[i] * scale;
+    for (int64_t r = 0; r < rows; ++r) {
+      Rng rng(step_seed, static_cast<uint64_t>(ctx.row_offset + r));
+      const T* in = from.data<T>() + r * row_size;
+      T* out = to.data<T>() + r * row_size;
+      for (int64_t i = 0; i < row_size; ++i) out[i] = rng.next_u32() < threshold ? T(0) : in[i] * scale;
+    }
   });
 }
 

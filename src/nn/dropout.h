@@ -1,7 +1,8 @@
 // Inverted dropout: in training each value is zeroed with probability `rate` and the rest
 // scaled by 1 / (1 - rate); in inference it passes through. The mask is not stored: it is
-// drawn again in backward from the same (layer seed, ctx.noise_stream), which the trainer
-// derives from the step, so a resumed run draws the same masks as an uninterrupted one.
+// drawn again in backward from the same (layer seed, ctx.noise_stream, sample), the stream
+// derived by the trainer from the step, so a resumed run draws the same masks as an
+// uninterrupted one, and a step split into micro-batches the same as one whole batch.
 #pragma once
 
 #include "nn/layer.h"
@@ -21,12 +22,11 @@ class Dropout : public Layer {
   void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
-  // The training mask is drawn over the whole batch from one stream.
-  bool needs_whole_batch(const LayerContext& ctx) const override { return ctx.training; }
   std::string describe() const override;
 
  private:
-  // to[i] = keep(i) ? from[i] / (1 - rate) : 0 with the mask of ctx.noise_stream.
+  // to[i] = keep(i) ? from[i] / (1 - rate) : 0 with the mask of ctx.noise_stream; row r's mask
+  // comes from its own stream, sample ctx.row_offset + r of the step.
   void apply_mask(const Tensor& from, const Tensor& to, const LayerContext& ctx) const;
 
   double rate_;

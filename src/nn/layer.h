@@ -35,6 +35,10 @@ struct LayerContext {
   // Which random stream stochastic layers (Dropout) draw from in this forward; the backward
   // of a forward must see the same value. The trainer sets it from the step number.
   uint64_t noise_stream = 0;
+  // Which sample of the step row 0 of this forward is: a step split into micro-batches (or a
+  // batch run on row chunks) draws each sample's dropout mask from its place in the step, so
+  // the split changes nothing.
+  int64_t row_offset = 0;
   // How Dense and Conv layers run their f32 GEMMs (quant/layer_gemm.h): f32, or int8_dynamic
   // for int8 training (per-tensor dynamic scales, the gradient operand rounded stochastically
   // from the stream (gemm_seed, noise_stream); docs/quantization.md). f64 layers ignore it.
@@ -91,8 +95,8 @@ class Layer {
   // Elements (in the layer's dtype) per sample that reserve() allocates.
   virtual int64_t state_elements_per_sample() const { return 0; }
   // True when forward and backward must see the whole batch at once: the layer mixes samples
-  // (BatchNorm's batch statistics) or keeps per-batch state from forward to backward (a dropout
-  // mask drawn over the batch, a recurrent layer's steps). Other layers may run on row chunks
+  // (BatchNorm's batch statistics) or keeps per-batch state from forward to backward (a
+  // recurrent layer's steps). Other layers may run on row chunks
   // of the batch, as a model with f16 storage runs them (Model::set_storage).
   virtual bool needs_whole_batch(const LayerContext& ctx) const {
     (void)ctx;

@@ -100,7 +100,9 @@ Tensor Model::forward_f16(const Tensor& x, const LayerContext& ctx) {
     for (int64_t r0 = 0; r0 < n; r0 += step) {
       const int64_t r1 = std::min(n, r0 + step);
       const Tensor y = out.dtype() == DType::f32 ? out.rows(r0, r1) : scratch_as(chunk_y_, out.rows(r0, r1).shape());
-      layers_[i]->forward(f32_rows(in, r0, r1, chunk_x_), y, ctx);
+      LayerContext chunk_ctx = ctx;
+      chunk_ctx.row_offset = ctx.row_offset + r0;
+      layers_[i]->forward(f32_rows(in, r0, r1, chunk_x_), y, chunk_ctx);
       store_rows(y, out, r0);
     }
     in = out;
@@ -122,6 +124,7 @@ void Model::backward_f16(const LayerContext& ctx, const Tensor& input_grad) {
       const int64_t r1 = std::min(n, r0 + step);
       LayerContext chunk_ctx = ctx;
       chunk_ctx.accumulate_grads = ctx.accumulate_grads || r0 > 0;  // later chunks add to the first's
+      chunk_ctx.row_offset = ctx.row_offset + r0;
       Tensor dx;
       if (dx_all.defined()) {
         dx = dx_all.dtype() == DType::f32 ? dx_all.rows(r0, r1) : scratch_as(chunk_dx_, dx_all.rows(r0, r1).shape());

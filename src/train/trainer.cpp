@@ -91,7 +91,7 @@ Trainer::~Trainer() {
 }
 
 LayerContext Trainer::context(bool training) const {
-  LayerContext ctx{&pool_, training, false};  // one micro-batch per step: backward writes the grads
+  LayerContext ctx{&pool_, training, false};  // the first micro-batch of a step writes the grads
   if (options_.precision == TrainPrecision::int8_gemm) {
     ctx.gemm = GemmPrecision::int8_dynamic;
     ctx.gemm_seed = options_.seed;
@@ -110,12 +110,13 @@ Status Trainer::prepare() {
     });
   }
   RG_TRY(optimizer_.init());
-  RG_TRY(model_.reserve(options_.batch));
+  const int64_t rows = micro_batch();
+  RG_TRY(model_.reserve(rows));
   const Shape& in = model_.input_shape();
-  RG_ASSIGN(x_, Tensor::zeros(in.batched(options_.batch), DType::f32, "input batch"));
-  RG_ASSIGN(labels_, Tensor::zeros(Shape{options_.batch}, DType::i32, "label batch"));
+  RG_ASSIGN(x_, Tensor::zeros(in.batched(rows), DType::f32, "input batch"));
+  RG_ASSIGN(labels_, Tensor::zeros(Shape{rows}, DType::i32, "label batch"));
   if (model_.target() == TargetKind::onehot) {
-    RG_ASSIGN(onehot_, Tensor::zeros(model_.output_shape().batched(options_.batch), DType::f32, "one-hot targets"));
+    RG_ASSIGN(onehot_, Tensor::zeros(model_.output_shape().batched(rows), DType::f32, "one-hot targets"));
   }
   return Status();
 }
@@ -189,6 +190,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
   }
   const int64_t n = train.size();
   const int64_t steps_per_epoch = (n + options_.batch - 1) / options_.batch;
+  const int64_t micro = micro_batch();
   LayerContext ctx = context(true);
   std::vector<EpochRecord> records;
   const int64_t last = options_.stop_after > 0 ? std::min(options_.stop_after, options_.epochs) : options_.epochs;
@@ -203,20 +205,29 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     int64_t correct = 0, seen = 0;
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
-      const Tensor target = load_batch(train, order.data() + begin, count);
       ctx.noise_stream = static_cast<uint64_t>(optimizer_.steps());  // dropout masks follow the step
       if (fake_quant_) fake_quant_->quantize_weights();
-      const Tensor out = model_.forward(x_.rows(0, count), ctx);
       const bool scaled = options_.precision == TrainPrecision::fp16;
       const double grad_scale = (scaled ? loss_scaler_.scale() : 1.0) / static_cast<double>(count);
-      const double loss = compute_loss(model_.loss(), out, target, grad_scale, model_.output_grad());
-      if (!std::isfinite(loss)) {
-        if (fake_quant_) fake_quant_->restore_weights();
-        return Status::error("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
-                             std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                             "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
+      // The step's samples in micro-batches: each backward adds its share of the mean loss's
+      // gradient to what the earlier ones left.
+      for (int64_t m0 = 0; m0 < count; m0 += micro) {
+        const int64_t rows = std::min(micro, count - m0);
+        const Tensor target = load_batch(train, order.data() + begin + m0, rows);
+        ctx.row_offset = m0;
+        ctx.accumulate_grads = m0 > 0;
+        const Tensor out = model_.forward(x_.rows(0, rows), ctx);
+        const double loss = compute_loss(model_.loss(), out, target, grad_scale, model_.output_grad());
+        if (!std::isfinite(loss)) {
+          if (fake_quant_) fake_quant_->restore_weights();
+          return Status::error("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
+                               std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
+                               "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
+        }
+        model_.backward(ctx);
+        loss_sum += loss;
+        if (classifies) correct += count_correct(out, labels_.data<int32_t>());
       }
-      model_.backward(ctx);
       if (fake_quant_) fake_quant_->restore_weights();  // the grid values' gradient updates the masters
       bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
       if (scaled) {
@@ -229,9 +240,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       }
       lr = options_.schedule.rate(optimizer_.steps(), steps_per_epoch, options_.epochs);
       if (take_step) optimizer_.step(lr);
-      loss_sum += loss;
       seen += count;
-      if (classifies) correct += count_correct(out, labels_.data<int32_t>());
       Metrics metrics = {{"loss", loss_sum / static_cast<double>(seen)}};
       if (classifies) metrics.emplace_back("acc", static_cast<double>(correct) / static_cast<double>(seen));
       progress.update(step + 1, metrics);
@@ -275,8 +284,9 @@ EvalResult Trainer::evaluate(const Dataset& data, const std::function<Tensor(con
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
   double loss_sum = 0, squared_sum = 0;
   int64_t correct = 0;
-  for (int64_t begin = 0; begin < n; begin += options_.batch) {
-    const int64_t count = std::min(options_.batch, n - begin);
+  const int64_t rows = micro_batch();
+  for (int64_t begin = 0; begin < n; begin += rows) {
+    const int64_t count = std::min(rows, n - begin);
     const Tensor target = load_batch(data, order.data() + begin, count);
     const Tensor out = forward ? forward(x_.rows(0, count)) : model_.forward(x_.rows(0, count), ctx);
     loss_sum += compute_loss(model_.loss(), out, target, 1.0, Tensor());

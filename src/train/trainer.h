@@ -4,6 +4,7 @@
 // depends on the thread count, so a run resumed after epoch e ends where one run would.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -39,6 +40,11 @@ struct TrainOptions {
   int64_t epochs = 5;  // total, counting epochs done before a resume
   int64_t stop_after = 0;  // stop once this many epochs are done (0: run all); the schedule still spans `epochs`
   int64_t batch = 64;
+  // Rows of one forward and backward: a step of `batch` samples runs as micro-batches of this
+  // many, their gradients accumulated before the one update (0: the whole batch at once). Equal
+  // to the whole batch but for float rounding, except through BatchNorm, whose statistics are
+  // each micro-batch's (docs/memory.md).
+  int64_t micro_batch = 0;
   uint64_t seed = 1;
   TrainPrecision precision = TrainPrecision::fp32;
   LossScaleConfig loss_scale;  // fp16
@@ -107,6 +113,8 @@ class Trainer {
   std::unique_ptr<FakeQuantizer> fake_quant_;  // int8_qat only
   // The context of a training or evaluation forward in this precision.
   LayerContext context(bool training) const;
+  // Rows of the batch buffers and of one forward.
+  int64_t micro_batch() const { return options_.micro_batch > 0 ? std::min(options_.micro_batch, options_.batch) : options_.batch; }
   Tensor x_, labels_, onehot_, dloss_;  // [batch, ...] buffers
   int64_t epochs_done_ = 0;
   double train_seconds_ = 0;
