@@ -220,7 +220,7 @@ TrainRun train(const TrainOptions& o, int threads, const std::string& resume = "
   }
   auto records = trainer.fit(data().train, nullptr);
   EXPECT_TRUE(records.ok()) << records.status().message();
-  run.test = trainer.evaluate(data().test);
+  run.test = trainer.evaluate(data().test).value();
   run.scale = trainer.loss_scaler().scale();
   run.skipped = trainer.loss_scaler().skipped_steps();
   return run;

@@ -147,7 +147,7 @@ QatRun train_qat(const TrainOptions& o, ThreadPool& pool, const std::string& res
   }
   auto records = run.trainer->fit(data().train, nullptr);
   EXPECT_TRUE(records.ok()) << records.status().message();
-  run.fake = run.trainer->evaluate(data().test);
+  run.fake = run.trainer->evaluate(data().test).value();
   return run;
 }
 
@@ -163,7 +163,7 @@ TEST(QatTraining, ExportsAnInt8ModelThatScoresLikeTheTrainedOne) {
   ASSERT_TRUE(net.ok()) << net.status().message();
   ASSERT_TRUE(net.value()->reserve(32).ok());
   const EvalResult exported =
-      run.trainer->evaluate(data().test, [&](const Tensor& x) { return net.value()->forward(x, &pool); });
+      run.trainer->evaluate(data().test, [&](const Tensor& x) { return net.value()->forward(x, &pool); }).value();
   EXPECT_NEAR(exported.accuracy, run.fake.accuracy, 0.02);
   options.ranges.pop_back();
   EXPECT_FALSE(Int8Model::quantize(*run.model, Tensor(), 32, options, &pool).ok()) << "a range per point";

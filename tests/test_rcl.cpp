@@ -306,7 +306,7 @@ TEST(RclModel, GradientsThroughModel) {
 }
 
 // Model::reserve allocates the RCL's states through the counted allocator and counts them in
-// activation_bytes_per_sample; past a budget it returns the error instead of aborting later.
+// reserved_bytes; past a budget it returns the error instead of aborting later.
 TEST(RclModel, StatesAreReservedAndCounted) {
   const std::string cfg = "[net]\ninput = 8x8x1\n[rcl]\nfilters = 4\nsteps = 3\n[global_avgpool]\n[dense]\nunits = 2\n";
   auto built = build(cfg);
@@ -314,11 +314,11 @@ TEST(RclModel, StatesAreReservedAndCounted) {
   Model& model = *built.value();
   ASSERT_TRUE(model.init(1).ok());
   // outputs 256 + 4 + 2, gradient buffers 2 x 256, states (4 z + 3 x + 3 buffers) x 256, in f32
-  EXPECT_EQ(model.activation_bytes_per_sample(), (256 + 4 + 2 + 2 * 256 + 10 * 256) * 4);
+  EXPECT_EQ(model.reserved_bytes(1).activations + model.reserved_bytes(1).layer_state + model.reserved_bytes(1).gradients, (256 + 4 + 2 + 2 * 256 + 10 * 256) * 4);
   MemoryAccount& host = host_memory();
   const int64_t before = host.current_bytes();
   ASSERT_TRUE(model.reserve(16).ok());
-  EXPECT_GE(host.current_bytes() - before, 16 * model.activation_bytes_per_sample());
+  EXPECT_EQ(host.current_bytes() - before, model.reserved_bytes(16).total());
 
   auto tight = build(cfg);
   ASSERT_TRUE(tight.ok());

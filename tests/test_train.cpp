@@ -65,7 +65,7 @@ TrainedRun train(TrainOptions options, int threads, const std::string& resume_pa
   auto records = trainer.fit(data().train, nullptr);
   EXPECT_TRUE(records.ok()) << records.status().message();
   run.records = records.value();
-  run.test = trainer.evaluate(data().test);
+  run.test = trainer.evaluate(data().test).value();
   return run;
 }
 

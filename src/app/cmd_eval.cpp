@@ -59,7 +59,9 @@ int run_eval(int argc, char** argv) {
   ThreadPool pool(threads.value());
   Trainer trainer(*model, pool, options);
   if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());
-  const EvalResult result = trainer.evaluate(data.value().test);
+  auto scored = trainer.evaluate(data.value().test);
+  if (!scored.ok()) return fail(scored.status().message());
+  const EvalResult result = scored.value();
 
   std::printf("checkpoint      %s (%s, %s epochs)\n", path.c_str(), checkpoint.cfg_name.c_str(),
               checkpoint.settings.at("epochs_done").c_str());

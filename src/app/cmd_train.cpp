@@ -15,6 +15,7 @@
 #include "report/image_grid.h"
 #include "report/process_stats.h"
 #include "report/progress.h"
+#include "train/memory_plan.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -36,6 +37,11 @@ void declare(Args& args) {
   add_image_data_options(args);
   args.option("epochs", "N", "epochs to train (in all, when resuming)", "5");
   args.option("batch", "N", "mini-batch size", "64");
+  args.option("mem-budget", "SIZE",
+              "host memory for tensors and data (64M, 1.5G): the batch is split into micro-batches and the data "
+              "streamed from disk as needed to stay within it", "none");
+  args.option("stream", "auto|yes|no", "read samples from disk batch by batch (IDX files) instead of into memory; "
+              "auto: when --mem-budget needs it", "auto");
   args.option("train-precision", "fp32|fp16",
               "fp16: mixed precision (f16 activations and gradients, f32 math and master weights, loss scaling)",
               "fp32");
@@ -61,6 +67,20 @@ void declare(Args& args) {
   declare_precision_options(args, "fp32,fp16,int8");
   add_gan_options(args);
   add_common_options(args);
+}
+
+// --mem-budget (0: none) and --stream.
+Result<std::pair<int64_t, StreamChoice>> memory_options(const Args& args) {
+  int64_t budget = 0;
+  if (args.given("mem-budget")) {
+    auto parsed = parse_bytes(args.text("mem-budget"));
+    if (!parsed.ok()) return parsed.status().with_context("--mem-budget: ");
+    budget = parsed.value();
+    if (budget <= 0) return Status::error("--mem-budget: a budget must be above 0 bytes");
+  }
+  auto stream = stream_choice_from_name(args.text("stream"));
+  if (!stream.ok()) return stream.status().with_context("--stream: ");
+  return std::make_pair(budget, stream.value());
 }
 
 Status options_from_args(const Args& args, TrainOptions* options) {
@@ -167,6 +187,7 @@ nlohmann::json epoch_json(const EpochRecord& r) {
 }  // namespace
 
 int run_train(int argc, char** argv) {
+  const int64_t start_rss = current_rss_bytes();  // the binary, its libraries, the C++ runtime
   Args args("train", "[options]",
             "Trains a model and reports test accuracy, speed (samples/s) and memory (peak RSS, peak tensor bytes).\n"
             "Default: the mlp preset on Fashion-MNIST from the Debian package dataset-fashion-mnist.");
@@ -254,7 +275,11 @@ int run_train(int argc, char** argv) {
     return fail("--samples shows reconstructions: it needs a model trained on its input (target = input)");
   }
   if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
-  auto data = load_training_data(args, options.data, options.seed, model->input_shape());
+  auto memory = memory_options(args);
+  if (!memory.ok()) return fail(memory.status().message());
+  const auto [budget, stream] = memory.value();
+  const bool open_streamed = stream == StreamChoice::always || (stream == StreamChoice::automatic && budget > 0);
+  auto data = load_training_data(args, options.data, options.seed, model->input_shape(), open_streamed);
   if (!data.ok()) return fail(data.status().message());
   DataSplit split = data.take();
   Dataset train = split.train;
@@ -265,6 +290,19 @@ int run_train(int argc, char** argv) {
     train = held.value().train;
     validation = held.value().test;
   }
+  auto planned = plan_memory(*model, options, {&train, &validation, &split.test}, budget, stream);
+  if (!planned.ok()) return fail(planned.status().message());
+  const MemoryPlan plan = planned.value();
+  host_memory().set_budget(budget);
+  if (!plan.stream) {  // read streamed samples in (a budget that allows it), the labels shared
+    for (Dataset* d : {&train, &validation, &split.test}) {
+      auto copy = d->in_memory_copy();
+      if (!copy.ok()) return fail(copy.status().message());
+      *d = copy.take();
+    }
+  }
+  options.micro_batch = plan.micro_batch;
+  options.read_ahead = plan.stream;
 
   ThreadPool pool(threads.value());
   options.log = stdout;
@@ -290,12 +328,15 @@ int run_train(int argc, char** argv) {
               train_precision_name(options.precision), static_cast<long long>(options.batch), describe(options.optimizer).c_str(),
               options.schedule.describe().c_str(), schedule_name(options.schedule.kind),
               static_cast<unsigned long long>(options.seed), pool.threads(), cpu.brand.empty() ? "this CPU" : cpu.brand.c_str());
+  std::printf("memory:    %s\n", describe_plan(plan).c_str());
   if (resuming) std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
   std::fflush(stdout);
 
   auto fitted = trainer.fit(train, validation.size() > 0 ? &validation : nullptr);
   if (!fitted.ok()) return fail(fitted.status().message());
-  const EvalResult test = trainer.evaluate(split.test);
+  auto scored = trainer.evaluate(split.test);
+  if (!scored.ok()) return fail(scored.status().message());
+  const EvalResult test = scored.value();
   const double samples_per_s = trainer.train_seconds() > 0 ? static_cast<double>(trainer.samples_trained()) / trainer.train_seconds() : 0;
   const int64_t peak_rss = peak_rss_bytes();
   const int64_t peak_tensors = host_memory().peak_bytes();
@@ -311,8 +352,12 @@ int run_train(int argc, char** argv) {
   }
   std::printf("  training        %lld epochs in %.1fs, %.0f samples/s, %d threads\n",
               static_cast<long long>(fitted.value().size()), trainer.train_seconds(), samples_per_s, pool.threads());
-  std::printf("  memory          peak RSS %s, peak tensors %s\n", format_bytes(peak_rss).c_str(),
-              format_bytes(peak_tensors).c_str());
+  std::printf("  memory          peak RSS %s: tensors and data %s at their peak (predicted %s%s), the rest the "
+              "process's own (%s resident at start: code and libraries; then thread stacks, heap bookkeeping, "
+              "GEMM packing)\n",
+              format_bytes(peak_rss).c_str(), format_bytes(peak_tensors).c_str(),
+              format_bytes(plan.predicted_peak()).c_str(), budget > 0 ? (", budget " + format_bytes(budget)).c_str() : "",
+              format_bytes(start_rss).c_str());
   if (!options.checkpoint_path.empty()) std::printf("  checkpoint      %s\n", options.checkpoint_path.c_str());
   if (args.given("samples")) {
     if (Status s = write_reconstruction_samples(samples_path, *model, pool, split.test, options.batch); !s.ok()) {
@@ -356,6 +401,15 @@ int run_train(int argc, char** argv) {
         {"train_samples_per_s", samples_per_s},
         {"peak_rss_bytes", peak_rss},
         {"peak_tensor_bytes", peak_tensors},
+        {"start_rss_bytes", start_rss},
+        {"memory_plan",
+         {{"budget_bytes", plan.budget},
+          {"batch", plan.batch},
+          {"micro_batch", plan.micro_batch},
+          {"accumulation_steps", plan.accumulation_steps},
+          {"streamed", plan.stream},
+          {"predicted_peak_bytes", plan.predicted_peak()},
+          {"unplanned_peak_bytes", plan.unplanned_peak}}},
         {"cpu", cpu.brand},
         {"history", nlohmann::json::array()},
     };

@@ -108,7 +108,7 @@ Result<std::unique_ptr<Model>> get_judge(const Args& args, const std::string& ou
   RG_TRY(trainer.prepare());
   auto fitted = trainer.fit(data.train, nullptr);
   if (!fitted.ok()) return fitted.status().with_context("training the judge: ");
-  const EvalResult test = trainer.evaluate(data.test);
+  RG_ASSIGN(const EvalResult test, trainer.evaluate(data.test));
   std::printf("judge:     test accuracy %.4f\n", test.accuracy);
   return judge;
 }

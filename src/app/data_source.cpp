@@ -91,7 +91,7 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
   }
   if (source.empty() || is_mnist_folder(dir)) {
     if (image_options) return refuse_image_options("in the MNIST layout");
-    auto split = load_mnist_folder(dir);
+    auto split = load_mnist_folder(dir, options.streamed);
     if (!split.ok() && source.empty()) {
       return Status::error(split.status().message() +
                            "\n  (the default data is the Debian package dataset-fashion-mnist: apt-get install "
@@ -117,12 +117,13 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
 }
 
 Result<DataSplit> load_training_data(const Args& args, const std::string& source, uint64_t seed,
-                                     const Shape& model_input) {
+                                     const Shape& model_input, bool streamed) {
   int64_t limit = 0;
   if (args.given("limit")) {
     RG_ASSIGN(limit, args.integer("limit", 1, INT32_MAX));
   }
-  RG_ASSIGN(const DataSourceOptions options, data_source_options(args, model_input));
+  RG_ASSIGN(DataSourceOptions options, data_source_options(args, model_input));
+  options.streamed = streamed;
   RG_ASSIGN(DataSplit split, load_data_source(source, seed, options));
   if (limit > 0 && limit < split.train.size()) split.train = split.train.slice(0, limit, split.train.name);
   return split;

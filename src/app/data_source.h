@@ -18,6 +18,7 @@ struct DataSourceOptions {
   Shape model_input;                 // the model's per-sample input; image folders are decoded to it ([h, w, c])
   std::optional<ImageFit> image_fit; // --image-fit; unset: resize
   std::optional<double> test_split;  // --test-split; unset: 0.2 (DIR/<class>/ image folders only)
+  bool streamed = false;             // leave the samples on disk where the source allows (IDX files)
 };
 
 // --image-fit and --test-split, which train and eval share.
@@ -28,9 +29,10 @@ Result<DataSourceOptions> data_source_options(const Args& args, const Shape& mod
 // image options are an error for a source that is not image folders.
 Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, const DataSourceOptions& options = {});
 // What `train` trains on: the source loaded for the model's input (--image-fit, --test-split),
-// its training split cut to the first N samples when --limit N is given.
+// its training split cut to the first N samples when --limit N is given; `streamed`: see
+// DataSourceOptions.
 Result<DataSplit> load_training_data(const Args& args, const std::string& source, uint64_t seed,
-                                     const Shape& model_input);
+                                     const Shape& model_input, bool streamed = false);
 // The name a source is recorded under in checkpoints and reports.
 std::string data_source_name(const std::string& source);
 

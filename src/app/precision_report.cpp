@@ -62,11 +62,15 @@ int64_t f32_weight_bytes(Model& model) {
   return bytes;
 }
 
-void fill_scores(PrecisionRow* row, const EvalResult& result, bool classifies) {
+// The scores of an evaluation (its error: the test data could not be read).
+Status fill_scores(PrecisionRow* row, const Result<EvalResult>& scored, bool classifies) {
+  if (!scored.ok()) return scored.status();
+  const EvalResult& result = scored.value();
   row->classifies = classifies;
   row->test_accuracy = result.accuracy;
   row->test_mse = result.mse;
   row->infer_samples_per_s = result.seconds > 0 ? static_cast<double>(result.samples) / result.seconds : 0;
+  return Status();
 }
 
 std::string int8_what_ran(const Int8Model& net, const Int8Options& options, bool learned_ranges) {
@@ -92,7 +96,7 @@ std::string int8_what_ran(const Int8Model& net, const Int8Options& options, bool
 namespace {
 
 // fp32: the trained model as it is.
-PrecisionRow fp32_row(Model& model, Trainer& evaluator, const Dataset& test, double train_samples_per_s,
+Result<PrecisionRow> fp32_row(Model& model, Trainer& evaluator, const Dataset& test, double train_samples_per_s,
                       const PrecisionSettings& settings) {
   PrecisionRow row;
   row.precision = "fp32";
@@ -100,7 +104,7 @@ PrecisionRow fp32_row(Model& model, Trainer& evaluator, const Dataset& test, dou
   row.train_samples_per_s = train_samples_per_s;
   row.weight_bytes = f32_weight_bytes(model);
   row.memory_bytes = row.weight_bytes + model.inference_activation_bytes(settings.infer_batch);
-  fill_scores(&row, evaluator.evaluate(test), model.target() != TargetKind::input);
+  RG_TRY(fill_scores(&row, evaluator.evaluate(test), model.target() != TargetKind::input));
   for (const auto& layer : model.layers()) row.layers.push_back({layer->name(), "f32", "", layer->kind()});
   return row;
 }
@@ -166,7 +170,7 @@ Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, Tra
   options.checkpoint_path.clear();
   Trainer evaluator(*run.net, pool, options);
   RG_TRY(evaluator.prepare());
-  fill_scores(&row, evaluator.evaluate(test), model.target() != TargetKind::input);
+  RG_TRY(fill_scores(&row, evaluator.evaluate(test), model.target() != TargetKind::input));
   row.weight_bytes = f32_weight_bytes(*run.net);
   row.memory_bytes = row.weight_bytes + run.net->inference_activation_bytes(settings.infer_batch);
   return row;
@@ -194,8 +198,8 @@ Result<PrecisionRow> int8_row(Model& model, Trainer& evaluator, ThreadPool& pool
   row.weight_bytes = net->weight_bytes();
   row.memory_bytes = row.weight_bytes + net->buffer_bytes();
   row.layers = net->precisions();
-  fill_scores(&row, evaluator.evaluate(test, [&](const Tensor& x) { return net->forward(x, &pool); }),
-              model.target() != TargetKind::input);
+  RG_TRY(fill_scores(&row, evaluator.evaluate(test, [&](const Tensor& x) { return net->forward(x, &pool); }),
+                     model.target() != TargetKind::input));
   return row;
 }
 
@@ -215,7 +219,8 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
   std::vector<PrecisionRow> rows;
   for (const std::string& precision : settings.precisions) {
     if (precision == "fp32") {
-      rows.push_back(fp32_row(model, evaluator, test, train_samples_per_s, settings));
+      RG_ASSIGN(PrecisionRow row, fp32_row(model, evaluator, test, train_samples_per_s, settings));
+      rows.push_back(row);
     } else if (precision == "fp16" || precision == "int8-train") {
       const TrainPrecision p = precision == "fp16" ? TrainPrecision::fp16 : TrainPrecision::int8_gemm;
       RG_ASSIGN(PrecisionRow row, retrained_row(model, options, p, pool, train, test, settings));

@@ -51,9 +51,24 @@ void copy_rows(const Tensor& src, const int32_t* index, int64_t count, const Ten
   }
 }
 
-// A new dataset holding copies of `source`'s rows index[0..count).
+// A new dataset holding copies of `source`'s rows index[0..count) (of its labels and a list of
+// its rows when the samples are not in memory).
 Result<Dataset> gather_copy(const Dataset& source, const std::vector<int32_t>& index, const std::string& name) {
   const auto count = static_cast<int64_t>(index.size());
+  if (!source.in_memory()) {
+    Dataset out = source;
+    out.name = name;
+    RG_ASSIGN(out.labels, Tensor::zeros(Shape{count}, DType::i32, name + " labels"));
+    copy_rows(source.labels, index.data(), count, out.labels);
+    auto rows = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      const int32_t at = index[static_cast<size_t>(i)];
+      (*rows)[static_cast<size_t>(i)] = source.source_rows ? (*source.source_rows)[static_cast<size_t>(at)] : source.source_first + at;
+    }
+    out.source_rows = rows;
+    out.source_first = 0;
+    return out;
+  }
   Dataset out;
   out.name = name;
   out.sample_shape = source.sample_shape;
@@ -92,19 +107,41 @@ Result<Tensor> Dataset::first_samples(int64_t count) const {
   RG_ASSIGN(Tensor out, Tensor::zeros(sample_shape.batched(count), DType::f32, "the first samples of " + name));
   std::vector<int32_t> index(static_cast<size_t>(count)), out_labels(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) index[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  gather(index.data(), count, out.f32(), out_labels.data());
+  RG_TRY(gather(index.data(), count, out.f32(), out_labels.data()));
   return out;
 }
 
-void Dataset::gather(const int32_t* index, int64_t count, float* out, int32_t* out_labels) const {
-  const int64_t row = samples.shape().numel_from(1);
+int64_t Dataset::memory_bytes() const {
+  // Whole blocks: a slice keeps the rows it left out alive.
+  int64_t bytes = static_cast<int64_t>(labels.storage_bytes() + samples.storage_bytes());
+  if (source_rows) bytes += static_cast<int64_t>(source_rows->size() * sizeof(int64_t));
+  return bytes;
+}
+
+int64_t Dataset::sample_bytes() const { return size() * sample_shape.numel(); }
+
+Status Dataset::gather(const int32_t* index, int64_t count, float* out, int32_t* out_labels) const {
+  const int64_t row = sample_shape.numel();
   const int64_t n = size();
   const int32_t* label_data = labels.data<int32_t>();
-  if (samples.dtype() == DType::u8) {
-    const float* unit = u8_to_unit_table();
+  for (int64_t i = 0; i < count; ++i) {
+    RG_CHECK(index[i] >= 0 && index[i] < n, "index " << index[i] << " outside " << name << " of " << n);
+  }
+  const float* unit = u8_to_unit_table();
+  if (source != nullptr) {
+    // Each record is read into the front of its f32 row, then widened from the back: float k
+    // overwrites bytes 4k..4k+3, all past byte k, so no byte is overwritten before it is read.
+    RG_CHECK(source->row_bytes() == row, "" << name << ": records of " << source->row_bytes() << " bytes for samples of " << row);
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t at = source_rows ? (*source_rows)[static_cast<size_t>(index[i])] : source_first + index[i];
+      float* to = out + i * row;
+      auto* bytes = reinterpret_cast<uint8_t*>(to);
+      if (Status s = source->read(at, bytes); !s.ok()) return s.with_context(name + ": ");
+      for (int64_t j = row; j-- > 0;) to[j] = unit[bytes[j]];
+    }
+  } else if (samples.dtype() == DType::u8) {
     const uint8_t* src = samples.data<uint8_t>();
     for (int64_t i = 0; i < count; ++i) {
-      RG_CHECK(index[i] >= 0 && index[i] < n, "index " << index[i] << " outside " << name << " of " << n);
       const uint8_t* from = src + index[i] * row;
       float* to = out + i * row;
       for (int64_t j = 0; j < row; ++j) to[j] = unit[from[j]];
@@ -112,23 +149,41 @@ void Dataset::gather(const int32_t* index, int64_t count, float* out, int32_t* o
   } else {
     const float* src = samples.data<float>();  // aborts on any dtype other than f32
     for (int64_t i = 0; i < count; ++i) {
-      RG_CHECK(index[i] >= 0 && index[i] < n, "index " << index[i] << " outside " << name << " of " << n);
       std::memcpy(out + i * row, src + index[i] * row, static_cast<size_t>(row) * sizeof(float));
     }
   }
   if (out_labels != nullptr) {
     for (int64_t i = 0; i < count; ++i) out_labels[i] = label_data[index[i]];
   }
+  return Status();
 }
 
 Dataset Dataset::slice(int64_t begin, int64_t end, const std::string& new_name) const {
-  Dataset out;
+  Dataset out = *this;
   out.name = new_name;
-  out.sample_shape = sample_shape;
-  out.num_classes = num_classes;
-  out.class_names = class_names;
-  out.samples = samples.rows(begin, end);  // checks the bounds
-  out.labels = labels.rows(begin, end);
+  out.labels = labels.rows(begin, end);  // checks the bounds
+  if (samples.defined()) out.samples = samples.rows(begin, end);
+  if (source_rows) {
+    out.source_rows = std::make_shared<const std::vector<int64_t>>(source_rows->begin() + begin, source_rows->begin() + end);
+  } else {
+    out.source_first = source_first + begin;
+  }
+  return out;
+}
+
+Result<Dataset> Dataset::in_memory_copy() const {
+  if (in_memory()) return *this;
+  Dataset out = *this;
+  out.source = nullptr;
+  out.source_rows = nullptr;
+  out.source_first = 0;
+  RG_ASSIGN(out.samples, Tensor::zeros(sample_shape.batched(size()), DType::u8, name + " samples"));
+  uint8_t* to = out.samples.data<uint8_t>();
+  const int64_t row = sample_shape.numel();
+  for (int64_t i = 0; i < size(); ++i) {
+    const int64_t at = source_rows ? (*source_rows)[static_cast<size_t>(i)] : source_first + i;
+    if (Status s = source->read(at, to + i * row); !s.ok()) return s.with_context(name + ": ");
+  }
   return out;
 }
 
@@ -138,7 +193,7 @@ std::vector<std::string> fashion_mnist_class_names() {
   return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
 }
 
-Result<DataSplit> load_mnist_folder(const std::string& dir) {
+Result<DataSplit> load_mnist_folder(const std::string& dir, bool streamed) {
   if (!is_directory(dir)) {
     return Status::error(dir + ": no such folder (looked for " + mnist_file_list() + " in it)");
   }
@@ -148,8 +203,9 @@ Result<DataSplit> load_mnist_folder(const std::string& dir) {
   }
   const std::string name = last_path_component(dir);
   DataSplit out;
-  RG_ASSIGN(out.train, load_idx_pair(paths[0], paths[1], name + " train"));
-  RG_ASSIGN(out.test, load_idx_pair(paths[2], paths[3], name + " test"));
+  const auto open = streamed ? open_idx_pair_streamed : load_idx_pair;
+  RG_ASSIGN(out.train, open(paths[0], paths[1], name + " train"));
+  RG_ASSIGN(out.test, open(paths[2], paths[3], name + " test"));
   return out;
 }
 

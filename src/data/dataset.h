@@ -1,8 +1,11 @@
-// Labelled datasets held in memory: samples as u8 (pixels 0..255) or f32, converted to
-// f32 batch by batch so a 60,000-image set costs 47 MB rather than 188 MB.
+// Labelled datasets: samples held in memory as u8 (pixels 0..255) or f32, converted to f32
+// batch by batch so a 60,000-image set costs 47 MB rather than 188 MB; or kept outside memory
+// (a SampleSource: records on disk, or images generated on the fly) and read a row at a time
+// as batches are gathered. Labels are always in memory.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,22 +14,48 @@
 
 namespace rg {
 
+// Rows of u8 samples that are not in memory: read from disk or generated when asked for.
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  virtual int64_t size() const = 0;
+  virtual int64_t row_bytes() const = 0;
+  // Row `row` (< size()) into out [row_bytes()]; safe to call from several threads at once.
+  virtual Status read(int64_t row, uint8_t* out) const = 0;
+  virtual std::string describe() const = 0;  // "streamed from FILE"
+};
+
 struct Dataset {
   std::string name;       // "fashion-mnist train"
   Shape sample_shape;     // [h, w, c] for images (channels innermost), [features] otherwise
   int32_t num_classes = 0;
-  Tensor samples;         // [n, sample...], u8 (scaled by 1/255 on gather) or f32
+  Tensor samples;         // [n, sample...], u8 (scaled by 1/255 on gather) or f32; undefined when
+                          // the samples come from `source`
   Tensor labels;          // [n] i32, each in [0, num_classes)
   std::vector<std::string> class_names;  // [num_classes] when the source names them, else empty
+  // Samples outside memory: row i of this dataset is the source's row source_rows[i] when that
+  // list is given (a validation split), else source_first + i (a slice).
+  std::shared_ptr<const SampleSource> source;
+  std::shared_ptr<const std::vector<int64_t>> source_rows;
+  int64_t source_first = 0;
 
   int64_t size() const { return labels.defined() ? labels.numel() : 0; }
+  bool in_memory() const { return source == nullptr; }
+  // Bytes this dataset holds in memory: samples (when in memory), labels and the row list; of a
+  // slice, the whole blocks it shares.
+  int64_t memory_bytes() const;
+  // Bytes its samples would take in memory (u8 rows).
+  int64_t sample_bytes() const;
 
-  // Copies samples index[0..count) into out [count, sample...] as f32 and their labels.
-  void gather(const int32_t* index, int64_t count, float* out, int32_t* out_labels) const;
+  // Copies samples index[0..count) into out [count, sample...] as f32 and their labels; the
+  // error (reading a streamed source) names the file and the row.
+  Status gather(const int32_t* index, int64_t count, float* out, int32_t* out_labels) const;
   // The first `count` samples (<= size()) as f32 [count, sample...], a counted allocation.
   Result<Tensor> first_samples(int64_t count) const;
   // Rows [begin, end) as a new dataset sharing storage.
   Dataset slice(int64_t begin, int64_t end, const std::string& new_name) const;
+  // The same rows with the samples read into memory (itself when already there).
+  Result<Dataset> in_memory_copy() const;
 };
 
 struct DataSplit {
@@ -45,9 +74,14 @@ std::vector<std::string> fashion_mnist_class_names();
 Result<Dataset> load_idx_pair(const std::string& images_path, const std::string& labels_path,
                               const std::string& name);
 
+// The same pair with the images left on disk (record_file.h): the header and the labels are
+// read and checked as load_idx_pair does; a gzipped image file is inflated once into the cache.
+Result<Dataset> open_idx_pair_streamed(const std::string& images_path, const std::string& labels_path,
+                                       const std::string& name);
+
 // A folder in the MNIST layout: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],
-// t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz].
-Result<DataSplit> load_mnist_folder(const std::string& dir);
+// t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; `streamed`: the images stay on disk.
+Result<DataSplit> load_mnist_folder(const std::string& dir, bool streamed = false);
 
 // Splits the last `fraction` of a (seed-shuffled) training set off as validation data.
 // The order is fixed by the seed, so a resumed run gets the same split.

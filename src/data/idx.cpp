@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "data/dataset.h"
+#include "data/record_file.h"
 
 namespace rg {
 
@@ -167,39 +168,64 @@ Status read_idx_data(IdxFile& file, uint8_t* out) {
   return Status();
 }
 
-}  // namespace
-
-Result<Dataset> load_idx_pair(const std::string& images_path, const std::string& labels_path,
-                              const std::string& name) {
-  // Both headers first: a count mismatch is reported before any data is read.
-  RG_ASSIGN(IdxFile images, open_idx(images_path, kMagicImagesU8, "images"));
-  RG_ASSIGN(IdxFile labels, open_idx(labels_path, kMagicLabelsU8, "labels"));
-  const int64_t n = images.dims[0];
-  if (labels.dims[0] != n) {
-    return Status::error("image and label counts differ: " + images_path + " holds " + std::to_string(n) +
-                         " images, " + labels_path + " holds " + std::to_string(labels.dims[0]) + " labels");
-  }
-  const int64_t rows = images.dims[1];
-  const int64_t cols = images.dims[2];
-
-  Dataset out;
-  out.name = name;
-  out.sample_shape = Shape{rows, cols, 1};
-  RG_ASSIGN(out.samples, Tensor::zeros(out.sample_shape.batched(n), DType::u8, name + " samples"));
-  RG_TRY(read_idx_data(images, out.samples.data<uint8_t>()));
-
-  // Labels arrive as bytes [n] and are widened to i32 [n].
+// The labels file's bytes [n] widened to i32 [n]; *classes = the largest label + 1.
+Result<Tensor> read_idx_labels(IdxFile& file, const std::string& name, int32_t* classes) {
+  const int64_t n = file.dims[0];
   RG_ASSIGN(Tensor label_bytes, Tensor::zeros(Shape{n}, DType::u8, name + " label bytes"));
-  RG_TRY(read_idx_data(labels, label_bytes.data<uint8_t>()));
-  RG_ASSIGN(out.labels, Tensor::zeros(Shape{n}, DType::i32, name + " labels"));
+  RG_TRY(read_idx_data(file, label_bytes.data<uint8_t>()));
+  RG_ASSIGN(Tensor labels, Tensor::zeros(Shape{n}, DType::i32, name + " labels"));
   const uint8_t* src = label_bytes.data<uint8_t>();
-  int32_t* dst = out.labels.data<int32_t>();
+  int32_t* dst = labels.data<int32_t>();
   int32_t max_label = 0;
   for (int64_t i = 0; i < n; ++i) {
     dst[i] = src[i];
     max_label = std::max<int32_t>(max_label, src[i]);
   }
-  out.num_classes = max_label + 1;  // labels are bytes, so at most 256 classes
+  *classes = max_label + 1;  // labels are bytes, so at most 256 classes
+  return labels;
+}
+
+// Both headers, checked before any data is read: a count mismatch is reported first.
+Status open_idx_headers(const std::string& images_path, const std::string& labels_path, IdxFile* images,
+                        IdxFile* labels) {
+  RG_ASSIGN(*images, open_idx(images_path, kMagicImagesU8, "images"));
+  RG_ASSIGN(*labels, open_idx(labels_path, kMagicLabelsU8, "labels"));
+  if (labels->dims[0] != images->dims[0]) {
+    return Status::error("image and label counts differ: " + images_path + " holds " + std::to_string(images->dims[0]) +
+                         " images, " + labels_path + " holds " + std::to_string(labels->dims[0]) + " labels");
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<Dataset> load_idx_pair(const std::string& images_path, const std::string& labels_path,
+                              const std::string& name) {
+  IdxFile images, labels;
+  RG_TRY(open_idx_headers(images_path, labels_path, &images, &labels));
+  Dataset out;
+  out.name = name;
+  out.sample_shape = Shape{images.dims[1], images.dims[2], 1};
+  RG_ASSIGN(out.samples, Tensor::zeros(out.sample_shape.batched(images.dims[0]), DType::u8, name + " samples"));
+  RG_TRY(read_idx_data(images, out.samples.data<uint8_t>()));
+  RG_ASSIGN(out.labels, read_idx_labels(labels, name, &out.num_classes));
+  return out;
+}
+
+Result<Dataset> open_idx_pair_streamed(const std::string& images_path, const std::string& labels_path,
+                                       const std::string& name) {
+  RG_ASSIGN(const std::string raw_images, inflated_cache_copy(images_path));
+  IdxFile images, labels;
+  RG_TRY(open_idx_headers(raw_images, labels_path, &images, &labels));
+  if (images.file_bytes > images.header_bytes + images.data_bytes) {
+    return images.error("trailing bytes: " + std::to_string(images.file_bytes - images.header_bytes - images.data_bytes) +
+                        " bytes follow the " + std::to_string(images.data_bytes) + " data bytes the header announces");
+  }
+  Dataset out;
+  out.name = name;
+  out.sample_shape = Shape{images.dims[1], images.dims[2], 1};
+  RG_ASSIGN(out.source, RecordFile::open(raw_images, images.header_bytes, out.sample_shape.numel(), images.dims[0]));
+  RG_ASSIGN(out.labels, read_idx_labels(labels, name, &out.num_classes));
   return out;
 }
 

@@ -186,25 +186,6 @@ int64_t Model::param_count() const {
   return n;
 }
 
-int64_t Model::activation_bytes_per_sample() const {
-  const int64_t compute = static_cast<int64_t>(dtype_size(dtype_)), stored = static_cast<int64_t>(dtype_size(stored_dtype()));
-  int64_t stored_elements = 0, largest = input_.numel(), largest_whole = 0;
-  LayerContext training;
-  training.training = true;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    if (i + 1 < layers_.size()) stored_elements += shapes_[i].numel();
-    largest = std::max(largest, shapes_[i].numel());
-    const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
-    if (layers_[i]->needs_whole_batch(training)) largest_whole = std::max({largest_whole, in, shapes_[i].numel()});
-  }
-  int64_t bytes = stored_elements * stored + shapes_.back().numel() * compute + 2 * largest * stored;
-  for (const auto& layer : layers_) bytes += layer->state_elements_per_sample() * compute;
-  // f16: the loss's f32 gradient, and the f32 x, y, dy, dx of a layer that takes the whole batch
-  // (the chunks of the others are a fixed few hundred KB, not per sample).
-  if (storage_ == DType::f16) bytes += shapes_.back().numel() * compute + 4 * largest_whole * compute;
-  return bytes;
-}
-
 std::string Model::summary() const {
   std::ostringstream os;
   char line[160];

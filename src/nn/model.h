@@ -63,9 +63,27 @@ class Model {
   // Non-trained state saved with the params (BatchNorm running statistics).
   std::vector<Param*> buffers();
   int64_t param_count() const;
-  // Bytes of activations, gradient buffers and the layers' own state (Layer::reserve) one
-  // sample costs in the model's dtype (the workspace, a few MB whatever the batch, is not included).
-  int64_t activation_bytes_per_sample() const;
+  // What reserve(batch) allocates, in bytes, in the storage this model has now (model_memory.cpp).
+  struct ReservedBytes {
+    int64_t activations = 0;  // every layer's output [batch, shape], kept for backward
+    int64_t layer_state = 0;  // what layers keep of their own (a recurrent layer's steps)
+    int64_t gradients = 0;    // the two ping-pong buffers of the gradients between layers (f16:
+                              // and the loss's f32 gradient)
+    int64_t chunks = 0;       // f16 storage: the f32 row chunks layers compute on
+    int64_t workspace = 0;    // the layers' shared scratch (im2col panels)
+    int64_t total() const { return activations + layer_state + gradients + chunks + workspace; }
+  };
+  ReservedBytes reserved_bytes(int64_t batch) const;
+  // Bytes of the parameters and their gradients (allocated by init()).
+  int64_t param_bytes() const;
+  // Per layer, the bytes one sample costs in training: the output kept for backward and the
+  // layer's own state; the gradient it passes back (dx); and the workspace its forward and
+  // backward take for a batch of `batch`, divided by batch.
+  struct LayerMemory {
+    std::string layer;
+    int64_t kept_per_sample = 0, gradient_per_sample = 0, workspace_per_sample = 0;
+  };
+  std::vector<LayerMemory> layer_memory(int64_t batch) const;
   // Bytes of the activation buffers an inference forward of `batch` samples writes, in the
   // storage dtype (with f16, the f32 chunks of one layer's input and output included).
   int64_t inference_activation_bytes(int64_t batch) const;
@@ -98,6 +116,8 @@ class Model {
   Tensor chunk_x_, chunk_y_, chunk_dy_, chunk_dx_;  // f32 rows of one layer's x, y, dy, dx
   // Rows of layer i's chunks for a batch of n.
   int64_t chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const;
+  // f32 elements of each chunk buffer: the widest layer's chunk rows times its row.
+  int64_t chunk_elements(const LayerContext& ctx, int64_t batch) const;
   Status reserve_f16_chunks(int64_t batch);
   Tensor forward_f16(const Tensor& x, const LayerContext& ctx);
   void backward_f16(const LayerContext& ctx, const Tensor& input_grad);

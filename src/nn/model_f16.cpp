@@ -65,30 +65,13 @@ int64_t Model::chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const {
 Status Model::reserve_f16_chunks(int64_t batch) {
   LayerContext training;  // the largest chunks: training, when BatchNorm needs the whole batch
   training.training = true;
-  int64_t elements = 0;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
-    elements = std::max(elements, chunk_rows(i, training, batch) * std::max(in, shapes_[i].numel()));
-  }
+  const int64_t elements = chunk_elements(training, batch);
   RG_ASSIGN(output_grad_, Tensor::zeros(shapes_.back().batched(batch), DType::f32, "output gradient"));
   RG_ASSIGN(chunk_x_, Tensor::zeros(Shape{elements}, DType::f32, "f32 chunk of a layer's input"));
   RG_ASSIGN(chunk_y_, Tensor::zeros(Shape{elements}, DType::f32, "f32 chunk of a layer's output"));
   RG_ASSIGN(chunk_dy_, Tensor::zeros(Shape{elements}, DType::f32, "f32 chunk of an output gradient"));
   RG_ASSIGN(chunk_dx_, Tensor::zeros(Shape{elements}, DType::f32, "f32 chunk of an input gradient"));
   return Status();
-}
-
-int64_t Model::inference_activation_bytes(int64_t batch) const {
-  const int64_t stored = static_cast<int64_t>(dtype_size(stored_dtype())), compute = static_cast<int64_t>(dtype_size(dtype_));
-  int64_t bytes = 0, chunk = 0;
-  const LayerContext inference;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    bytes += shapes_[i].numel() * batch * (i + 1 == layers_.size() ? compute : stored);
-    const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
-    chunk = std::max(chunk, chunk_rows(i, inference, batch) * std::max(in, shapes_[i].numel()));
-  }
-  if (storage_ == DType::f16) bytes += 2 * chunk * compute;  // the x and y chunks
-  return bytes;
 }
 
 Tensor Model::forward_f16(const Tensor& x, const LayerContext& ctx) {

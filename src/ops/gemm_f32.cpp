@@ -59,6 +59,16 @@ void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64
   }
 }
 
+// Grows a thread's packing buffer to `floats` (never shrinks it): sized by the product at
+// hand, not the largest block, so small models keep a few hundred KB per thread rather than
+// the 4 MB of a full NC x KC panel block (memory the planner does not count).
+float* packing_buffer(std::vector<float>& buffer, int64_t floats) {
+  if (buffer.size() < static_cast<size_t>(floats)) buffer.resize(static_cast<size_t>(floats));
+  return buffer.data();
+}
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
 // With few rows of C, each panel of B serves few tiles and packing it costs more than it
 // saves: an untransposed B is then read in place, NR-wide column strips ldb apart.
 constexpr int64_t kMaxRowsForBInPlace = 96;
@@ -70,25 +80,26 @@ void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, c
   const int64_t mr = kernel.mr, nr = kernel.nr;
   const int64_t mc = std::max(mr, kMCTarget / mr * mr), nc = std::max(nr, kNCTarget / nr * nr);
   const bool b_in_place = s.trans_b == Trans::no && i1 - i0 <= kMaxRowsForBInPlace;
-  thread_local std::vector<float> a_pack, b_pack;  // workspace: (MC + NC) * KC floats per thread
-  a_pack.resize(static_cast<size_t>(mc * kKC));
-  b_pack.resize(static_cast<size_t>(nc * kKC));
+  thread_local std::vector<float> a_storage, b_storage;  // at most (MC + NC) * KC floats per thread
+  const int64_t depth_max = std::min(kKC, s.k);
+  float* a_pack = packing_buffer(a_storage, std::min(mc, round_up(i1 - i0, mr)) * depth_max);
+  float* b_pack = packing_buffer(b_storage, std::min(nc, round_up(j1 - j0, nr)) * depth_max);
   for (int64_t p0 = 0; p0 < s.k; p0 += kKC) {
     const int64_t depth = std::min(kKC, s.k - p0);
     for (int64_t jc = j0; jc < j1; jc += nc) {
       const int64_t cols = std::min(nc, j1 - jc);
       // Columns [0, in_place) of this block are read from B itself; the rest is packed.
       const int64_t in_place = b_in_place ? cols / nr * nr : 0;
-      if (in_place < cols) pack_b(s, b, p0, depth, jc + in_place, cols - in_place, nr, b_pack.data());
+      if (in_place < cols) pack_b(s, b, p0, depth, jc + in_place, cols - in_place, nr, b_pack);
       for (int64_t ic = i0; ic < i1; ic += mc) {
         const int64_t rows = std::min(mc, i1 - ic);
-        pack_a(s, a, ic, rows, p0, depth, mr, a_pack.data());
+        pack_a(s, a, ic, rows, p0, depth, mr, a_pack);
         for (int64_t jr = 0; jr < cols; jr += nr) {
           const bool direct = jr < in_place;
-          const float* b_panel = direct ? b + p0 * s.ldb + jc + jr : b_pack.data() + (jr - in_place) * depth;
+          const float* b_panel = direct ? b + p0 * s.ldb + jc + jr : b_pack + (jr - in_place) * depth;
           const int64_t ldb = direct ? s.ldb : nr;
           for (int64_t ir = 0; ir < rows; ir += mr) {
-            kernel.tile(depth, a_pack.data() + ir * depth, b_panel, ldb, alpha, p0 == 0 ? beta : 1.0f,
+            kernel.tile(depth, a_pack + ir * depth, b_panel, ldb, alpha, p0 == 0 ? beta : 1.0f,
                         c + (ic + ir) * s.ldc + jc + jr, s.ldc, std::min(mr, rows - ir), std::min(nr, cols - jr));
           }
         }
@@ -105,9 +116,8 @@ void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha,
                    float beta, float* c, ThreadPool& pool) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
   const int64_t mc = std::max(mr, kMCTarget / mr * mr), nc = std::max(nr, kNCTarget / nr * nr);
-  thread_local std::vector<float> shared_b;  // the caller's: (NC * KC) floats
-  shared_b.resize(static_cast<size_t>(nc * kKC));
-  float* b_pack = shared_b.data();
+  thread_local std::vector<float> shared_b;  // the caller's: at most NC * KC floats
+  float* b_pack = packing_buffer(shared_b, std::min(nc, round_up(s.n, nr)) * std::min(kKC, s.k));
   for (int64_t p0 = 0; p0 < s.k; p0 += kKC) {
     const int64_t depth = std::min(kKC, s.k - p0);
     for (int64_t jc = 0; jc < s.n; jc += nc) {
@@ -118,14 +128,14 @@ void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha,
         pack_b(s, b, p0, depth, jc + j, width, nr, b_pack + j * depth);
       });
       pool.parallel_for(s.m, mr, [&](int64_t i0, int64_t i1) {
-        thread_local std::vector<float> a_pack;
-        a_pack.resize(static_cast<size_t>(mc * kKC));
+        thread_local std::vector<float> a_storage;
+        float* a_pack = packing_buffer(a_storage, std::min(mc, round_up(i1 - i0, mr)) * depth);
         for (int64_t ic = i0; ic < i1; ic += mc) {
           const int64_t rows = std::min(mc, i1 - ic);
-          pack_a(s, a, ic, rows, p0, depth, mr, a_pack.data());
+          pack_a(s, a, ic, rows, p0, depth, mr, a_pack);
           for (int64_t jr = 0; jr < cols; jr += nr) {
             for (int64_t ir = 0; ir < rows; ir += mr) {
-              kernel.tile(depth, a_pack.data() + ir * depth, b_pack + jr * depth, nr, alpha, p0 == 0 ? beta : 1.0f,
+              kernel.tile(depth, a_pack + ir * depth, b_pack + jr * depth, nr, alpha, p0 == 0 ? beta : 1.0f,
                           c + (ic + ir) * s.ldc + jc + jr, s.ldc, std::min(mr, rows - ir), std::min(nr, cols - jr));
             }
           }

@@ -76,6 +76,12 @@ Status FakeQuantizer::reserve() {
   return Status();
 }
 
+int64_t FakeQuantizer::master_bytes() const {
+  int64_t bytes = 0;
+  for (const Param* p : weights_) bytes += static_cast<int64_t>(p->value.bytes());
+  return bytes;
+}
+
 void FakeQuantizer::quantize_weights() {
   RG_CHECK(masters_.size() == weights_.size(), "FakeQuantizer::reserve() before quantize_weights()");
   for (size_t w = 0; w < weights_.size(); ++w) {

@@ -34,6 +34,8 @@ class FakeQuantizer {
   void on_values(size_t point, const Tensor& values, const LayerContext& ctx);
   // Allocates the copies of the masters (once, after the model's init).
   Status reserve();
+  // Bytes reserve() allocates.
+  int64_t master_bytes() const;
   // Before a forward: conv/dense weights onto their grid, the masters kept aside.
   void quantize_weights();
   // After backward: the masters back (their gradients stay, computed at the grid values).

@@ -6,6 +6,9 @@
 #include <psapi.h>
 #else
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
 #endif
 
 namespace rg {
@@ -21,6 +24,24 @@ int64_t peak_rss_bytes() {
   struct rusage usage;
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+#endif
+}
+
+int64_t current_rss_bytes() {
+#if defined(_WIN32)
+  PROCESS_MEMORY_COUNTERS counters;
+  if (GetProcessMemoryInfo(GetCurrentProcess(), &counters, sizeof counters)) {
+    return static_cast<int64_t>(counters.WorkingSetSize);
+  }
+  return 0;
+#else
+  // /proc/self/statm: size, resident, ... in pages.
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long long size = 0, resident = 0;
+  const int got = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  return got == 2 ? resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE)) : 0;
 #endif
 }
 

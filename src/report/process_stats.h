@@ -6,6 +6,7 @@
 namespace rg {
 
 int64_t peak_rss_bytes();       // 0 when unknown
+int64_t current_rss_bytes();    // resident now; 0 when unknown
 double process_cpu_seconds();   // user + system, all threads
 
 }  // namespace rg

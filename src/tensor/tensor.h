@@ -43,6 +43,8 @@ class Tensor {
   DType dtype() const { return dtype_; }
   int64_t numel() const { return shape_.numel(); }
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  // Bytes of the whole block this tensor views (more than bytes() for a slice).
+  size_t storage_bytes() const { return storage_ ? storage_->bytes() : 0; }
 
   template <class T>
   T* data() const {

@@ -96,7 +96,7 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
   LayerContext ctx{&pool_, true, false};
   for (int64_t step = 0; step < steps; ++step) {
     const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
-    real.gather(order.data() + begin, count, real_.f32(), labels_.data<int32_t>());
+    RG_TRY(real.gather(order.data() + begin, count, real_.f32(), labels_.data<int32_t>()));
     const Tensor x = real_.rows(0, count);
     if (tanh_out_) {
       for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = 2.0f * x.f32()[i] - 1.0f;

@@ -30,6 +30,8 @@ class Optimizer {
  public:
   Optimizer(const OptimizerConfig& config, std::vector<Param*> params);
   Status init();  // allocates the state tensors (counted)
+  // Bytes init() allocates: per parameter, SGD's velocity (with momentum) or Adam's m and s.
+  int64_t state_bytes() const;
 
   // One update of every parameter from its grad, at learning rate lr.
   void step(double lr);
@@ -45,6 +47,7 @@ class Optimizer {
   std::vector<Param*> params_;
   std::vector<Tensor> state_;
   int64_t steps_ = 0;
+  int state_tensors_per_param() const;
 };
 
 }  // namespace rg

@@ -79,6 +79,11 @@ Result<TrainPrecision> train_precision_from_name(const std::string& name) {
   return Status::error("unknown training precision '" + name + "' (known: fp32, fp16, int8-qat, int8-train)");
 }
 
+namespace {
+// Where a precision keeps activations: f16 for mixed precision, else f32.
+DType storage_for(TrainPrecision precision) { return precision == TrainPrecision::fp16 ? DType::f16 : DType::f32; }
+}  // namespace
+
 Trainer::Trainer(Model& model, ThreadPool& pool, const TrainOptions& options)
     : model_(model),
       pool_(pool),
@@ -100,7 +105,7 @@ LayerContext Trainer::context(bool training) const {
 }
 
 Status Trainer::prepare() {
-  RG_TRY(model_.set_storage(options_.precision == TrainPrecision::fp16 ? DType::f16 : DType::f32));
+  RG_TRY(model_.set_storage(storage_for(options_.precision)));
   if (options_.precision == TrainPrecision::int8_qat && !fake_quant_) {
     fake_quant_ = std::make_unique<FakeQuantizer>(model_);
     RG_TRY(fake_quant_->reserve());
@@ -113,12 +118,20 @@ Status Trainer::prepare() {
   const int64_t rows = micro_batch();
   RG_TRY(model_.reserve(rows));
   const Shape& in = model_.input_shape();
-  RG_ASSIGN(x_, Tensor::zeros(in.batched(rows), DType::f32, "input batch"));
-  RG_ASSIGN(labels_, Tensor::zeros(Shape{rows}, DType::i32, "label batch"));
+  RG_ASSIGN(batches_, BatchPrefetcher::create(in, rows, options_.read_ahead));
   if (model_.target() == TargetKind::onehot) {
     RG_ASSIGN(onehot_, Tensor::zeros(model_.output_shape().batched(rows), DType::f32, "one-hot targets"));
   }
   return Status();
+}
+
+int64_t Trainer::prepared_bytes(Model& model, const TrainOptions& options, int64_t rows) {
+  int64_t bytes = Optimizer(options.optimizer, model.params()).state_bytes();
+  if (options.precision == TrainPrecision::int8_qat) bytes += FakeQuantizer(model).master_bytes();
+  RG_CHECK(model.set_storage(storage_for(options.precision)).ok(), "a model computing in f32 takes f16 storage");
+  bytes += model.reserved_bytes(rows).total() + BatchPrefetcher::buffer_bytes(model.input_shape(), rows, options.read_ahead);
+  if (model.target() == TargetKind::onehot) bytes += model.output_shape().numel() * rows * static_cast<int64_t>(sizeof(float));
+  return bytes;
 }
 
 Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& path) {
@@ -155,18 +168,20 @@ Status restore_training_state(const Checkpoint& checkpoint, const std::string& p
   return Status();
 }
 
-Tensor Trainer::load_batch(const Dataset& data, const int32_t* order, int64_t count) {
-  data.gather(order, count, x_.f32(), labels_.data<int32_t>());
-  const Tensor x = x_.rows(0, count);
+Result<Tensor> Trainer::next_batch(Tensor* x, Tensor* labels) {
+  RG_ASSIGN(const BatchPrefetcher::Piece piece, batches_->next());
+  *x = piece.x;
+  *labels = piece.labels;
+  const int64_t count = piece.x.shape()[0];
   switch (model_.target()) {
-    case TargetKind::labels: return labels_.rows(0, count);
-    case TargetKind::input: return x.reshaped(model_.output_shape().batched(count));
+    case TargetKind::labels: return piece.labels;
+    case TargetKind::input: return piece.x.reshaped(model_.output_shape().batched(count));
     case TargetKind::onehot: {
       const int64_t classes = model_.output_shape().numel();
       Tensor t = onehot_.rows(0, count);
       t.fill_zero();
       for (int64_t i = 0; i < count; ++i) {
-        const int32_t label = labels_.data<int32_t>()[i];
+        const int32_t label = piece.labels.data<int32_t>()[i];
         if (label < classes) t.f32()[i * classes + label] = 1.0f;
       }
       return t;
@@ -200,6 +215,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     Rng shuffle_rng(options_.seed, kShuffleStream + static_cast<uint64_t>(epoch));
     const std::vector<int32_t> order = shuffled_indices(static_cast<int32_t>(n), shuffle_rng);
     ProgressBar progress(steps_per_epoch, options_.log, options_.live_progress);
+    batches_->start(train, order.data(), n, options_.batch, micro);
     const auto start = std::chrono::steady_clock::now();
     double loss_sum = 0, lr = 0;
     int64_t correct = 0, seen = 0;
@@ -212,11 +228,11 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       // The step's samples in micro-batches: each backward adds its share of the mean loss's
       // gradient to what the earlier ones left.
       for (int64_t m0 = 0; m0 < count; m0 += micro) {
-        const int64_t rows = std::min(micro, count - m0);
-        const Tensor target = load_batch(train, order.data() + begin + m0, rows);
+        Tensor x, labels;
+        RG_ASSIGN(const Tensor target, next_batch(&x, &labels));
         ctx.row_offset = m0;
         ctx.accumulate_grads = m0 > 0;
-        const Tensor out = model_.forward(x_.rows(0, rows), ctx);
+        const Tensor out = model_.forward(x, ctx);
         const double loss = compute_loss(model_.loss(), out, target, grad_scale, model_.output_grad());
         if (!std::isfinite(loss)) {
           if (fake_quant_) fake_quant_->restore_weights();
@@ -226,7 +242,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         }
         model_.backward(ctx);
         loss_sum += loss;
-        if (classifies) correct += count_correct(out, labels_.data<int32_t>());
+        if (classifies) correct += count_correct(out, labels.data<int32_t>());
       }
       if (fake_quant_) fake_quant_->restore_weights();  // the grid values' gradient updates the masters
       bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
@@ -257,7 +273,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     Metrics metrics = {{"loss", record.loss}};
     if (classifies) metrics.emplace_back("acc", record.accuracy);
     if (validation != nullptr && validation->size() > 0) {
-      const EvalResult val = evaluate(*validation);
+      RG_ASSIGN(const EvalResult val, evaluate(*validation));
       record.has_validation = true;
       record.val_loss = val.loss;
       record.val_accuracy = val.accuracy;
@@ -275,25 +291,30 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
   return records;
 }
 
-EvalResult Trainer::evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {
+Result<EvalResult> Trainer::evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {
   const auto start = std::chrono::steady_clock::now();
   const LayerContext ctx = context(false);
-  if (fake_quant_ && !forward) fake_quant_->quantize_weights();
   const int64_t n = data.size();
   std::vector<int32_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
   double loss_sum = 0, squared_sum = 0;
   int64_t correct = 0;
   const int64_t rows = micro_batch();
+  batches_->start(data, order.data(), n, rows, rows);
+  if (fake_quant_ && !forward) fake_quant_->quantize_weights();
   for (int64_t begin = 0; begin < n; begin += rows) {
-    const int64_t count = std::min(rows, n - begin);
-    const Tensor target = load_batch(data, order.data() + begin, count);
-    const Tensor out = forward ? forward(x_.rows(0, count)) : model_.forward(x_.rows(0, count), ctx);
-    loss_sum += compute_loss(model_.loss(), out, target, 1.0, Tensor());
+    Tensor x, labels;
+    auto target = next_batch(&x, &labels);
+    if (!target.ok()) {
+      if (fake_quant_ && !forward) fake_quant_->restore_weights();
+      return target.status();
+    }
+    const Tensor out = forward ? forward(x) : model_.forward(x, ctx);
+    loss_sum += compute_loss(model_.loss(), out, target.value(), 1.0, Tensor());
     if (model_.target() != TargetKind::input) {
-      correct += count_correct(out, labels_.data<int32_t>());
+      correct += count_correct(out, labels.data<int32_t>());
     } else {
-      squared_sum += reconstruction_squared_error(out, target, model_.loss() == LossKind::bce_with_logits);
+      squared_sum += reconstruction_squared_error(out, target.value(), model_.loss() == LossKind::bce_with_logits);
     }
   }
   if (fake_quant_ && !forward) fake_quant_->restore_weights();

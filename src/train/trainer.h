@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "data/batch_prefetch.h"
 #include "data/dataset.h"
 #include "nn/model.h"
 #include "quant/fake_quant.h"
@@ -55,6 +56,8 @@ struct TrainOptions {
   std::string checkpoint_path;  // written after each epoch when not empty
   FILE* log = stdout;
   bool live_progress = false;   // redraw the progress line in place
+  bool read_ahead = false;      // gather the next micro-batch on a thread of its own while this one
+                                // trains (for data read from disk or generated: not in memory)
 };
 
 struct EpochRecord {
@@ -83,6 +86,9 @@ class Trainer {
 
   // Allocates optimizer state and batch buffers.
   Status prepare();
+  // The bytes prepare() allocates for `model` trained with `options` in micro-batches of `rows`
+  // (after the model's init; sets the model's storage for the precision, as prepare() does).
+  static int64_t prepared_bytes(Model& model, const TrainOptions& options, int64_t rows);
   // Continues from a checkpoint read with read_checkpoint (after prepare()).
   Status resume_from(const Checkpoint& checkpoint, const std::string& path);
 
@@ -90,7 +96,8 @@ class Trainer {
   Result<std::vector<EpochRecord>> fit(const Dataset& train, const Dataset* validation);
   // Scores `data` with the model, or with `forward` (x [n, input...] -> the model's output
   // [n, output...]) when given: another engine running the same model (quant/int8_model.h).
-  EvalResult evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward = {});
+  // The error: reading a streamed dataset failed.
+  Result<EvalResult> evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward = {});
 
   int64_t epochs_done() const { return epochs_done_; }
   double train_seconds() const { return train_seconds_; }
@@ -101,8 +108,8 @@ class Trainer {
   const FakeQuantizer* fake_quantizer() const { return fake_quant_.get(); }
 
  private:
-  // Copies samples order[begin, end) into the batch buffers and builds the loss target.
-  Tensor load_batch(const Dataset& data, const int32_t* order, int64_t count);
+  // The prefetcher's next piece: *x [count, input...] and *labels [count], and the loss target.
+  Result<Tensor> next_batch(Tensor* x, Tensor* labels);
   std::map<std::string, std::string> settings() const;
 
   Model& model_;
@@ -115,7 +122,8 @@ class Trainer {
   LayerContext context(bool training) const;
   // Rows of the batch buffers and of one forward.
   int64_t micro_batch() const { return options_.micro_batch > 0 ? std::min(options_.micro_batch, options_.batch) : options_.batch; }
-  Tensor x_, labels_, onehot_, dloss_;  // [batch, ...] buffers
+  std::unique_ptr<BatchPrefetcher> batches_;  // the input and label pieces of [micro_batch, ...]
+  Tensor onehot_;                             // [micro_batch, classes] targets of onehot models
   int64_t epochs_done_ = 0;
   double train_seconds_ = 0;
   int64_t samples_trained_ = 0;

@@ -1,0 +1,152 @@
+// pread-backed records and the inflated-copy cache of gzipped dataset files.
+#include "data/record_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "data/files.h"
+
+namespace rg {
+
+Result<std::shared_ptr<const RecordFile>> RecordFile::open(const std::string& path, int64_t offset, int64_t row_bytes,
+                                                           int64_t rows) {
+  RG_ASSIGN(const int64_t bytes, file_size(path));
+  if (bytes < offset + row_bytes * rows) {
+    return Status::error(path + ": truncated: " + std::to_string(rows) + " records of " + std::to_string(row_bytes) +
+                         " bytes after byte " + std::to_string(offset) + " need " +
+                         std::to_string(offset + row_bytes * rows) + " bytes, the file has " + std::to_string(bytes));
+  }
+  std::shared_ptr<RecordFile> file(new RecordFile());
+  file->fd_ = ::open(path.c_str(), O_RDONLY);
+  if (file->fd_ < 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
+  file->path_ = path;
+  file->offset_ = offset;
+  file->row_bytes_ = row_bytes;
+  file->rows_ = rows;
+  return std::shared_ptr<const RecordFile>(file);
+}
+
+RecordFile::~RecordFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status RecordFile::read(int64_t row, uint8_t* out) const {
+  RG_CHECK(row >= 0 && row < rows_, "record " << row << " of " << path_ << " with " << rows_);
+  int64_t done = 0;
+  const int64_t at = offset_ + row * row_bytes_;
+  while (done < row_bytes_) {
+    const ssize_t got = ::pread(fd_, out + done, static_cast<size_t>(row_bytes_ - done), static_cast<off_t>(at + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Status::error(path_ + ": read error at byte " + std::to_string(at + done) + ": " + std::strerror(errno));
+    if (got == 0) {
+      return Status::error(path_ + ": record " + std::to_string(row) + " ends early at byte " + std::to_string(at + done) +
+                           " (the file shrank while in use?)");
+    }
+    done += got;
+  }
+  return Status();
+}
+
+Result<bool> is_gzip_file(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return Status::error(path + ": cannot open: " + std::strerror(errno));
+  unsigned char magic[2] = {0, 0};
+  const size_t got = std::fread(magic, 1, 2, f);
+  std::fclose(f);
+  return got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+std::string cache_folder() {
+  for (const char* name : {"RETROGRAD_CACHE", "XDG_CACHE_HOME", "HOME"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    const std::string dir = value;
+    if (std::strcmp(name, "RETROGRAD_CACHE") == 0) return dir;
+    return join_path(dir, std::strcmp(name, "HOME") == 0 ? ".cache/retrograd" : "retrograd");
+  }
+  return "/tmp/retrograd-cache";
+}
+
+namespace {
+
+// FNV-1a of the text: a short stable tag for file names.
+std::string hash_tag(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char tag[17];
+  std::snprintf(tag, sizeof tag, "%016llx", static_cast<unsigned long long>(h));
+  return tag;
+}
+
+// Inflates `from` into `to` in 1 MiB pieces; the error names the file at fault.
+Status inflate_file(const std::string& from, const std::string& to) {
+  gzFile gz = gzopen(from.c_str(), "rb");
+  if (gz == nullptr) return Status::error(from + ": cannot open: " + std::strerror(errno));
+  FILE* out = std::fopen(to.c_str(), "wb");
+  if (out == nullptr) {
+    gzclose(gz);
+    return Status::error(to + ": cannot create: " + std::strerror(errno));
+  }
+  std::vector<char> buffer(1 << 20);
+  Status status;
+  for (;;) {
+    const int got = gzread(gz, buffer.data(), static_cast<unsigned>(buffer.size()));
+    if (got < 0) {
+      int code = 0;
+      status = Status::error(from + ": corrupt gzip stream (zlib: " + gzerror(gz, &code) + ")");
+      break;
+    }
+    if (got == 0) break;
+    if (std::fwrite(buffer.data(), 1, static_cast<size_t>(got), out) != static_cast<size_t>(got)) {
+      status = Status::error(to + ": write failed: " + std::strerror(errno));
+      break;
+    }
+  }
+  const int closed = gzclose(gz);
+  if (status.ok() && closed != Z_OK) status = Status::error(from + ": gzip stream ends early or is corrupt");
+  if (std::fclose(out) != 0 && status.ok()) status = Status::error(to + ": write failed: " + std::strerror(errno));
+  return status;
+}
+
+}  // namespace
+
+Result<std::string> inflated_cache_copy(const std::string& path) {
+  RG_ASSIGN(const bool gzipped, is_gzip_file(path));
+  if (!gzipped) return path;
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
+  char* absolute = realpath(path.c_str(), nullptr);
+  const std::string identity = std::string(absolute != nullptr ? absolute : path.c_str()) + "|" +
+                               std::to_string(static_cast<long long>(info.st_size)) + "|" +
+                               std::to_string(static_cast<long long>(info.st_mtime));
+  std::free(absolute);
+  std::string base = last_path_component(path);
+  if (base.size() > 3 && base.compare(base.size() - 3, 3, ".gz") == 0) base.erase(base.size() - 3);
+  const std::string dir = cache_folder();
+  const std::string copy = join_path(dir, base + "." + hash_tag(identity));
+  if (is_regular_file(copy)) return copy;
+  if (Status made = make_directories(dir); !made.ok()) {
+    return made.with_context("the cache for inflating " + path + " (set RETROGRAD_CACHE to another folder): ");
+  }
+  const std::string partial = copy + ".part" + std::to_string(static_cast<long long>(getpid()));
+  if (Status s = inflate_file(path, partial); !s.ok()) {
+    std::remove(partial.c_str());
+    return s;
+  }
+  if (std::rename(partial.c_str(), copy.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(partial.c_str());
+    return Status::error(copy + ": cannot rename the inflated copy into place: " + why);
+  }
+  return copy;
+}
+
+}  // namespace rg

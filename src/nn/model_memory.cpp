@@ -1,0 +1,76 @@
+// What a model's buffers cost: the bytes Model::reserve allocates for a batch, and the same
+// per layer, which the memory planner (train/memory_plan.h) and the model summary print.
+// tests/test_memory_plan.cpp checks these figures against what reserve() really allocates.
+#include <algorithm>
+
+#include "nn/model.h"
+
+namespace rg {
+
+namespace {
+int64_t bytes_of(int64_t elements, DType dtype) { return elements * static_cast<int64_t>(dtype_size(dtype)); }
+}  // namespace
+
+int64_t Model::chunk_elements(const LayerContext& ctx, int64_t batch) const {
+  int64_t elements = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
+    elements = std::max(elements, chunk_rows(i, ctx, batch) * std::max(in, shapes_[i].numel()));
+  }
+  return elements;
+}
+
+Model::ReservedBytes Model::reserved_bytes(int64_t batch) const {
+  ReservedBytes r;
+  int64_t largest = input_.numel(), scratch = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const bool last = i + 1 == layers_.size();
+    r.activations += bytes_of(shapes_[i].numel() * batch, last ? dtype_ : stored_dtype());
+    r.layer_state += bytes_of(layers_[i]->state_elements_per_sample() * batch, dtype_);
+    scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
+    largest = std::max(largest, shapes_[i].numel());
+  }
+  r.gradients = 2 * bytes_of(batch * largest, stored_dtype());
+  if (storage_ == DType::f16) {
+    LayerContext training;  // the largest chunks: training, when BatchNorm needs the whole batch
+    training.training = true;
+    r.gradients += bytes_of(shapes_.back().numel() * batch, DType::f32);
+    r.chunks = 4 * bytes_of(chunk_elements(training, batch), DType::f32);
+  }
+  r.workspace = bytes_of(scratch, dtype_);
+  return r;
+}
+
+int64_t Model::param_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& layer : layers_) bytes += 2 * bytes_of(layer->parameter_count(), dtype_);  // value and grad
+  return bytes;
+}
+
+std::vector<Model::LayerMemory> Model::layer_memory(int64_t batch) const {
+  std::vector<LayerMemory> rows;
+  const int64_t n = std::max<int64_t>(batch, 1);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    LayerMemory row;
+    row.layer = layers_[i]->name();
+    const bool last = i + 1 == layers_.size();
+    row.kept_per_sample = bytes_of(shapes_[i].numel(), last ? dtype_ : stored_dtype()) +
+                          bytes_of(layers_[i]->state_elements_per_sample(), dtype_);
+    const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
+    row.gradient_per_sample = i == 0 ? 0 : bytes_of(in, stored_dtype());
+    row.workspace_per_sample = bytes_of(layers_[i]->workspace_elements(n), dtype_) / n;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+int64_t Model::inference_activation_bytes(int64_t batch) const {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    bytes += bytes_of(shapes_[i].numel() * batch, i + 1 == layers_.size() ? dtype_ : stored_dtype());
+  }
+  if (storage_ == DType::f16) bytes += 2 * bytes_of(chunk_elements(LayerContext(), batch), dtype_);  // x and y chunks
+  return bytes;
+}
+
+}  // namespace rg

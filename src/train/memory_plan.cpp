@@ -1,0 +1,116 @@
+// plan_memory: a search over micro-batch sizes for each way of holding the data.
+#include "train/memory_plan.h"
+
+#include <algorithm>
+
+#include "base/memory.h"
+
+namespace rg {
+
+Result<StreamChoice> stream_choice_from_name(const std::string& name) {
+  if (name == "auto") return StreamChoice::automatic;
+  if (name == "yes") return StreamChoice::always;
+  if (name == "no") return StreamChoice::never;
+  return Status::error("'" + name + "' is not auto, yes or no");
+}
+
+namespace {
+
+// Bytes the datasets hold in memory: all their samples, or (streamed) only what streaming keeps.
+int64_t data_bytes(const std::vector<const Dataset*>& datasets, bool stream) {
+  int64_t bytes = 0;
+  for (const Dataset* d : datasets) {
+    bytes += d->memory_bytes();
+    if (!stream && !d->in_memory()) bytes += d->sample_bytes();  // read in by Dataset::in_memory_copy
+  }
+  return bytes;
+}
+
+// The plan with the data held one way, at the largest micro-batch within the budget (the whole
+// batch when there is none); micro_batch 0 when not even one sample fits.
+MemoryPlan plan_with(Model& model, TrainOptions options, const std::vector<const Dataset*>& datasets, int64_t budget,
+                     bool stream) {
+  options.read_ahead = stream;
+  MemoryPlan plan;
+  plan.budget = budget;
+  plan.batch = options.batch;
+  plan.stream = stream;
+  plan.params = model.param_bytes();
+  plan.data = data_bytes(datasets, stream);
+  auto fits = [&](int64_t rows) {
+    return budget == 0 || plan.params + plan.data + Trainer::prepared_bytes(model, options, rows) <= budget;
+  };
+  int64_t lo = 0, hi = options.batch;  // fits(lo) or lo == 0; the answer is in [lo, hi]
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) lo = mid; else hi = mid - 1;
+  }
+  if (lo == 0) return plan;
+  // As many steps as the largest fitting micro-batch needs, shared out evenly.
+  plan.accumulation_steps = (options.batch + lo - 1) / lo;
+  plan.micro_batch = (options.batch + plan.accumulation_steps - 1) / plan.accumulation_steps;
+  plan.training = Trainer::prepared_bytes(model, options, plan.micro_batch);
+  return plan;
+}
+
+}  // namespace
+
+Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const std::vector<const Dataset*>& datasets,
+                               int64_t budget, StreamChoice stream) {
+  bool streamable = true;
+  for (const Dataset* d : datasets) streamable = streamable && (d->size() == 0 || !d->in_memory());
+  if (stream == StreamChoice::always && !streamable) {
+    return Status::error("--stream yes: this data cannot be streamed (IDX files and generated data can; CIFAR-10 "
+                         "batches and image folders are read into memory)");
+  }
+  TrainOptions whole = options;
+  whole.read_ahead = false;
+  const int64_t unplanned = model.param_bytes() + data_bytes(datasets, false) +
+                            Trainer::prepared_bytes(model, whole, options.batch);
+
+  std::vector<bool> ways;  // how the data may be held, the preferred first
+  if (stream != StreamChoice::always) ways.push_back(false);
+  if (streamable && (stream == StreamChoice::always || (stream == StreamChoice::automatic && budget > 0))) {
+    ways.push_back(true);
+  }
+  MemoryPlan best;
+  for (bool way : ways) {
+    MemoryPlan plan = plan_with(model, options, datasets, budget, way);
+    if (plan.micro_batch > best.micro_batch) best = plan;
+  }
+  if (best.micro_batch == 0) {
+    const bool stream_smallest = ways.back();
+    MemoryPlan one = plan_with(model, options, datasets, 0, stream_smallest);
+    TrainOptions single = options;
+    single.read_ahead = stream_smallest;
+    one.training = Trainer::prepared_bytes(model, single, 1);
+    return Status::error("--mem-budget " + format_bytes(budget) + " cannot hold this training even one sample at a "
+                         "time: that needs " + format_bytes(one.params + one.data + one.training) + " (parameters and " +
+                         "gradients " + format_bytes(one.params) + ", data " + (stream_smallest ? "streamed, " : "in memory, ") +
+                         format_bytes(one.data) + ", optimizer state, activations and buffers of one sample " +
+                         format_bytes(one.training) + ")");
+  }
+  best.unplanned_peak = unplanned;
+  return best;
+}
+
+std::string describe_plan(const MemoryPlan& plan) {
+  std::string text = "batch " + std::to_string(plan.batch);
+  if (plan.accumulation_steps > 1) {
+    text += " = " + std::to_string(plan.accumulation_steps) + " micro-batches of up to " + std::to_string(plan.micro_batch) +
+            " (gradients accumulated)";
+  } else {
+    text += " in one piece";
+  }
+  text += std::string(plan.stream ? "; samples read batch by batch, one batch ahead" : "; data in memory");
+  text += "; predicted peak " + format_bytes(plan.predicted_peak());
+  if (plan.budget > 0) text += " of the " + format_bytes(plan.budget) + " budget";
+  text += " (parameters and gradients " + format_bytes(plan.params) + ", data " + format_bytes(plan.data) +
+          ", training buffers " + format_bytes(plan.training) + ")";
+  if (plan.accumulation_steps > 1 || plan.stream) {
+    text += "; unplanned (the whole batch at once, data in memory) it would need " + format_bytes(plan.unplanned_peak);
+  }
+  return text;
+}
+
+}  // namespace rg
