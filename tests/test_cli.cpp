@@ -468,3 +468,42 @@ TEST(Cli, PrecisionMistakesAreNamedBeforeTraining) {
   }
 }
 }  // namespace
+
+namespace {
+
+// --mem-budget: the plan is printed before training and the measured peak after; a budget that
+// cannot hold one sample stops before training with what it would need; make-data writes a
+// folder that trains streamed.
+TEST(Cli, MemoryBudgetPlansAndStreams) {
+  const std::string json = temp_dir() + "/budget.json";
+  const Outcome planned =
+      run("train --model lenet --data synthetic --limit 600 --batch 256 --epochs 1 --threads 1 --mem-budget 12M --json " + json);
+  ASSERT_EQ(planned.code, 0) << planned.output;
+  EXPECT_NE(planned.output.find("micro-batches of up to"), std::string::npos) << planned.output;
+  EXPECT_NE(planned.output.find("of the 12.0 MiB budget"), std::string::npos) << planned.output;
+  const nlohmann::json report = nlohmann::json::parse(read_all(json));
+  const nlohmann::json& plan = report.at("memory_plan");
+  EXPECT_GT(plan.at("accumulation_steps").get<int64_t>(), 1);
+  EXPECT_LE(report.at("peak_tensor_bytes").get<int64_t>(), 12 << 20);
+  EXPECT_EQ(report.at("peak_tensor_bytes").get<int64_t>(), plan.at("predicted_peak_bytes").get<int64_t>());
+
+  const Outcome tiny = run("train --model lenet --data synthetic --mem-budget 100k");
+  EXPECT_EQ(tiny.code, 2);
+  EXPECT_NE(tiny.output.find("--mem-budget 100.0 KiB cannot hold this training even one sample"), std::string::npos)
+      << tiny.output;
+  EXPECT_EQ(tiny.output.find("Epoch"), std::string::npos) << "refused before training";
+  EXPECT_EQ(run("train --mem-budget lots").code, 2);
+  EXPECT_NE(run("train --stream maybe").output.find("--stream: 'maybe' is not auto, yes or no"), std::string::npos);
+
+  const std::string dir = temp_dir() + "/made";
+  const Outcome made = run("make-data --out " + dir + " --samples 3000 --test-samples 500");
+  ASSERT_EQ(made.code, 0) << made.output;
+  const Outcome streamed = run("train --data " + dir + " --stream yes --epochs 1 --threads 1");
+  ASSERT_EQ(streamed.code, 0) << streamed.output;
+  EXPECT_NE(streamed.output.find("samples read batch by batch"), std::string::npos) << streamed.output;
+  const Outcome not_streamable = run("train --data synthetic --stream yes --epochs 1");
+  EXPECT_EQ(not_streamable.code, 2);
+  EXPECT_NE(not_streamable.output.find("cannot be streamed"), std::string::npos) << not_streamable.output;
+}
+
+}  // namespace

@@ -4,11 +4,18 @@
 // budget demands. Streamed datasets give the same batches as in-memory ones.
 #include <gtest/gtest.h>
 
+#include <zlib.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "base/memory.h"
 #include "data/batch_prefetch.h"
+#include "data/files.h"
+#include "data/generated_images.h"
 #include "data/record_file.h"
 #include "model_util.h"
 #include "train/memory_plan.h"
@@ -90,6 +97,195 @@ TEST(MemoryPlan, TrainingPeaksAtThePrediction) {
     EXPECT_EQ(host_memory().peak_bytes() - base, plan.value().training) << cfg;
     std::fclose(options.log);
   }
+}
+
+// A new empty folder for this run.
+std::string temp_folder(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "retrograd_memory_plan_" + name + "_XXXXXX";
+  EXPECT_NE(mkdtemp(&dir[0]), nullptr);
+  return dir;
+}
+
+// A file's bytes gzipped into `to`.
+void gzip_file(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  gzFile gz = gzopen(to.c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+  ASSERT_EQ(gzclose(gz), Z_OK);
+}
+
+// The same rows through two datasets, as f32 batches and labels.
+void expect_same_rows(const Dataset& a, const Dataset& b) {
+  ASSERT_EQ(a.size(), b.size());
+  const int64_t row = a.sample_shape.numel();
+  std::vector<int32_t> index = {0, static_cast<int32_t>(a.size() - 1), 3, 3, 1};
+  std::vector<float> xa(index.size() * row), xb(index.size() * row);
+  std::vector<int32_t> la(index.size()), lb(index.size());
+  ASSERT_TRUE(a.gather(index.data(), static_cast<int64_t>(index.size()), xa.data(), la.data()).ok());
+  ASSERT_TRUE(b.gather(index.data(), static_cast<int64_t>(index.size()), xb.data(), lb.data()).ok());
+  EXPECT_EQ(xa, xb);
+  EXPECT_EQ(la, lb);
+}
+
+// An IDX pair written by write_idx_pair reads back the generated images, in memory and
+// streamed, raw and gzipped (inflated once into the cache folder).
+TEST(Streaming, IdxFilesStreamTheSameSamples) {
+  const std::string dir = temp_folder("idx");
+  setenv("RETROGRAD_CACHE", (dir + "/cache").c_str(), 1);
+  const Dataset made = generated_images("made", Shape{28, 28, 1}, 50, 10, 3, 1);
+  ASSERT_TRUE(write_idx_pair(made, dir + "/images", dir + "/labels").ok());
+  auto in_memory = load_idx_pair(dir + "/images", dir + "/labels", "in memory");
+  ASSERT_TRUE(in_memory.ok()) << in_memory.status().message();
+  auto streamed = open_idx_pair_streamed(dir + "/images", dir + "/labels", "streamed");
+  ASSERT_TRUE(streamed.ok()) << streamed.status().message();
+  EXPECT_FALSE(streamed.value().in_memory());
+  expect_same_rows(in_memory.value(), made);
+  expect_same_rows(streamed.value(), made);
+
+  gzip_file(dir + "/images", dir + "/images.gz");
+  auto inflated = open_idx_pair_streamed(dir + "/images.gz", dir + "/labels", "gzipped");
+  ASSERT_TRUE(inflated.ok()) << inflated.status().message();
+  expect_same_rows(inflated.value(), made);
+  auto cached = list_folder(dir + "/cache");
+  ASSERT_TRUE(cached.ok());
+  EXPECT_EQ(cached.value().size(), 1u) << "one inflated copy, made once";
+  auto again = open_idx_pair_streamed(dir + "/images.gz", dir + "/labels", "gzipped again");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(list_folder(dir + "/cache").value().size(), 1u);
+
+  // Slices and validation splits of a streamed set read the right records.
+  expect_same_rows(streamed.value().slice(10, 30, "slice"), made.slice(10, 30, "slice"));
+  auto split_streamed = split_validation(streamed.value(), 0.2, 9);
+  auto split_memory = split_validation(in_memory.value(), 0.2, 9);
+  ASSERT_TRUE(split_streamed.ok() && split_memory.ok());
+  expect_same_rows(split_streamed.value().test, split_memory.value().test);
+  expect_same_rows(split_streamed.value().train.slice(5, 20, "s"), split_memory.value().train.slice(5, 20, "s"));
+  auto back = streamed.value().in_memory_copy();
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back.value().in_memory());
+  expect_same_rows(back.value(), made);
+  unsetenv("RETROGRAD_CACHE");
+}
+
+// A cut-off image file is refused when opened, naming the file; a corrupt gzip one too, and
+// no half-inflated copy is left in the cache.
+TEST(Streaming, BadFilesAreNamed) {
+  const std::string dir = temp_folder("bad");
+  setenv("RETROGRAD_CACHE", (dir + "/cache").c_str(), 1);
+  const Dataset made = generated_images("made", Shape{28, 28, 1}, 20, 10, 3, 1);
+  ASSERT_TRUE(write_idx_pair(made, dir + "/images", dir + "/labels").ok());
+  ASSERT_EQ(truncate((dir + "/images").c_str(), 16 + 19 * 784 + 100), 0);
+  auto cut = open_idx_pair_streamed(dir + "/images", dir + "/labels", "cut");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find(dir + "/images"), std::string::npos) << cut.status().message();
+  EXPECT_NE(cut.status().message().find("truncated"), std::string::npos) << cut.status().message();
+
+  auto short_records = RecordFile::open(dir + "/images", 16, 784, 20);
+  ASSERT_FALSE(short_records.ok());
+  EXPECT_NE(short_records.status().message().find("truncated"), std::string::npos);
+
+  std::ofstream(dir + "/broken.gz", std::ios::binary) << std::string("\x1f\x8b\x08\x00garbage", 12);
+  auto broken = open_idx_pair_streamed(dir + "/broken.gz", dir + "/labels", "broken");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("broken.gz"), std::string::npos) << broken.status().message();
+  auto left = list_folder(dir + "/cache");
+  EXPECT_TRUE(!left.ok() || left.value().empty()) << "no partial copy stays";
+  unsetenv("RETROGRAD_CACHE");
+}
+
+// Training on generated images read one micro-batch ahead on the prefetch thread gives the
+// weights of training on the same images held in memory.
+TEST(Streaming, ReadAheadTrainsAsInMemory) {
+  const Dataset streamed = generated_images("train", Shape{28, 28, 1}, 200, 10, 4, 1);
+  auto in_memory = streamed.in_memory_copy();
+  ASSERT_TRUE(in_memory.ok());
+  std::unique_ptr<Model> models[2];
+  for (int i = 0; i < 2; ++i) {
+    models[i] = build_model(2, kCnnCfg);
+    TrainOptions options;
+    options.batch = 32;
+    options.micro_batch = 12;
+    options.epochs = 2;
+    options.read_ahead = i == 0;
+    options.log = std::fopen("/dev/null", "w");
+    ThreadPool pool(2);
+    Trainer trainer(*models[i], pool, options);
+    ASSERT_TRUE(trainer.prepare().ok());
+    auto fitted = trainer.fit(i == 0 ? streamed : in_memory.value(), nullptr);
+    ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+    std::fclose(options.log);
+  }
+  EXPECT_TRUE(same_weights(*models[0], *models[1]));
+}
+
+// The plan: the whole batch when it fits, micro-batches when it does not, streaming when the
+// data is what does not fit, and an error naming what one sample needs when nothing fits.
+TEST(MemoryPlan, BudgetPicksMicroBatchesAndStreaming) {
+  auto model = build_model(1, kCnnCfg);
+  TrainOptions options;
+  options.batch = 256;
+  const Dataset streamed = generated_images("train", Shape{28, 28, 1}, 6000, 10, 4, 1);
+  const std::vector<const Dataset*> data = {&streamed};
+
+  auto free_plan = plan_memory(*model, options, data, 0, StreamChoice::automatic);
+  ASSERT_TRUE(free_plan.ok());
+  EXPECT_EQ(free_plan.value().micro_batch, 256);
+  EXPECT_FALSE(free_plan.value().stream);
+  const int64_t whole = free_plan.value().predicted_peak();
+  EXPECT_EQ(whole, free_plan.value().unplanned_peak);
+
+  // Room for the data in memory but not the whole batch: micro-batches, shared out evenly.
+  auto tight = plan_memory(*model, options, data, whole - 1, StreamChoice::never);
+  ASSERT_TRUE(tight.ok()) << tight.status().message();
+  EXPECT_EQ(tight.value().accumulation_steps, 2);
+  EXPECT_EQ(tight.value().micro_batch, 128);
+  EXPECT_LE(tight.value().predicted_peak(), whole - 1);
+
+  // Less than the data: it streams, and the batch may fit again.
+  const int64_t budget = whole - streamed.sample_bytes() / 2;
+  auto streaming = plan_memory(*model, options, data, budget, StreamChoice::automatic);
+  ASSERT_TRUE(streaming.ok()) << streaming.status().message();
+  EXPECT_TRUE(streaming.value().stream);
+  EXPECT_LE(streaming.value().predicted_peak(), budget);
+
+  auto none = plan_memory(*model, options, data, 64 * 1024, StreamChoice::automatic);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("one sample"), std::string::npos) << none.status().message();
+
+  const Dataset in_memory = make_synthetic(10, 10, 10, 1).train;
+  auto refused = plan_memory(*model, options, {&in_memory}, 0, StreamChoice::always);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("cannot be streamed"), std::string::npos);
+}
+
+// The catdog preset: the seed slides' network, planned under 2 GB at batch 32.
+TEST(MemoryPlan, CatdogFitsTwoGigabytesInMicroBatches) {
+  auto cfg = load_model_cfg("catdog");
+  ASSERT_TRUE(cfg.ok());
+  auto model = Model::from_cfg(cfg.value());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  int convs = 0, pools = 0, dense = 0;
+  for (const auto& layer : model.value()->layers()) {
+    convs += layer->kind() == "conv";
+    pools += layer->kind() == "maxpool";
+    dense += layer->kind() == "dense";
+  }
+  EXPECT_EQ(convs, 15);
+  EXPECT_EQ(pools, 6);
+  EXPECT_EQ(dense, 3);
+  EXPECT_NEAR(static_cast<double>(model.value()->param_count()), 21e6, 0.5e6);
+  EXPECT_EQ(model.value()->input_shape(), (Shape{256, 256, 3}));
+  ASSERT_TRUE(model.value()->init(1).ok());
+  TrainOptions options;
+  options.batch = 32;
+  const Dataset images = generated_images("train", Shape{256, 256, 3}, 64, 2, 1, 1);
+  auto plan = plan_memory(*model.value(), options, {&images}, int64_t{2} << 30, StreamChoice::automatic);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_GT(plan.value().accumulation_steps, 1);
+  EXPECT_LE(plan.value().predicted_peak(), int64_t{2} << 30);
+  EXPECT_GT(plan.value().unplanned_peak, int64_t{2} << 30) << "batch 32 at once does not fit 2 GB";
 }
 
 }  // namespace

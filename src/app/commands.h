@@ -9,6 +9,7 @@ namespace rg {
 int run_train(int argc, char** argv);
 int run_eval(int argc, char** argv);
 int run_probe(int argc, char** argv);
+int run_make_data(int argc, char** argv);
 // `train` with --precision fp32,int8 unless given: the per-precision table.
 int run_precision(int argc, char** argv);
 

@@ -2,6 +2,7 @@
 #include "app/data_source.h"
 
 #include "data/files.h"
+#include "data/generated_images.h"
 #include "data/image_data.h"
 
 namespace rg {
@@ -87,7 +88,9 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
 
   if (source == kSyntheticData) {
     if (image_options) return refuse_image_options("generated data");
-    return make_synthetic(6000, 1000, 10, seed);
+    // 28x28 grey models get the in-memory set; other inputs images made on the fly at their size.
+    if (options.model_input == Shape{28, 28, 1} || options.model_input.rank() != 3) return make_synthetic(6000, 1000, 10, seed);
+    return make_generated_split(options.model_input, 2, seed);
   }
   if (source.empty() || is_mnist_folder(dir)) {
     if (image_options) return refuse_image_options("in the MNIST layout");

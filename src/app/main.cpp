@@ -16,6 +16,7 @@ const char* kUsage =
     "           (train's options; --precision LIST picks the precisions)\n"
     "  eval     score a checkpoint on test data\n"
     "  probe    show the CPU, its caches and SIMD features, and memory\n"
+    "  make-data  write generated images as IDX files, of any size (for streaming studies)\n"
     "\n"
     "retrograd <command> --help lists a command's options.\n";
 }
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   if (command == "eval") return rg::run_eval(argc, argv);
   if (command == "precision") return rg::run_precision(argc, argv);
   if (command == "probe") return rg::run_probe(argc, argv);
+  if (command == "make-data") return rg::run_make_data(argc, argv);
   if (command == "--version") {
     std::printf("retrograd 0.1.0\n");
     return 0;

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/memory.h"
 #include "nn/layer_registry.h"
 
 namespace rg {
@@ -189,14 +190,20 @@ int64_t Model::param_count() const {
 std::string Model::summary() const {
   std::ostringstream os;
   char line[160];
-  std::snprintf(line, sizeof line, "  %-14s %-16s %10s  %s\n", "layer", "output", "params", "");
+  // Training memory per sample (model_memory.cpp): the output kept for backward with the
+  // layer's own state, and the gradient it passes back.
+  std::snprintf(line, sizeof line, "  %-14s %-16s %10s %11s %11s  %s\n", "layer", "output", "params", "kept/sample",
+                "grad/sample", "");
   os << line;
-  std::snprintf(line, sizeof line, "  %-14s %-16s %10s\n", "input", input_.str().c_str(), "");
+  std::snprintf(line, sizeof line, "  %-14s %-16s\n", "input", input_.str().c_str());
   os << line;
+  const std::vector<LayerMemory> memory = layer_memory(1);
   for (size_t i = 0; i < layers_.size(); ++i) {
     const int64_t count = layers_[i]->parameter_count();
-    std::snprintf(line, sizeof line, "  %-14s %-16s %10lld  %s\n", layers_[i]->name().c_str(),
-                  shapes_[i].str().c_str(), static_cast<long long>(count), layers_[i]->describe().c_str());
+    std::snprintf(line, sizeof line, "  %-14s %-16s %10lld %11s %11s  %s\n", layers_[i]->name().c_str(),
+                  shapes_[i].str().c_str(), static_cast<long long>(count),
+                  format_bytes(memory[i].kept_per_sample).c_str(), format_bytes(memory[i].gradient_per_sample).c_str(),
+                  layers_[i]->describe().c_str());
     os << line;
   }
   os << "  total parameters: " << param_count() << ", loss " << loss_name(loss_) << " against "

@@ -1,0 +1,168 @@
+// generated_images: a SampleSource computing each image from (seed, stream, row).
+#include "data/generated_images.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "base/rng.h"
+
+namespace rg {
+
+namespace {
+
+constexpr int64_t kMaxImageBytes = int64_t{64} << 20;
+
+// Where class k's ellipse sits, how large and of which colour: fixed per class.
+struct ClassLook {
+  double cx, cy, rx, ry;  // centre and radii, as fractions of the image
+  double rgb[3];          // 0..1
+};
+
+ClassLook class_look(int32_t k) {
+  static const double kColours[10][3] = {{0.9, 0.6, 0.3}, {0.4, 0.5, 0.9}, {0.3, 0.8, 0.4}, {0.9, 0.3, 0.6},
+                                         {0.8, 0.8, 0.2}, {0.2, 0.8, 0.8}, {0.6, 0.3, 0.9}, {0.9, 0.9, 0.9},
+                                         {0.5, 0.2, 0.2}, {0.2, 0.4, 0.3}};
+  ClassLook look{};
+  look.cx = 0.3 + 0.4 * ((k * 7) % 10) / 9.0;
+  look.cy = 0.3 + 0.4 * ((k * 3) % 10) / 9.0;
+  look.rx = k % 2 == 0 ? 0.22 : 0.12;  // even classes wide, odd ones tall
+  look.ry = k % 2 == 0 ? 0.12 : 0.22;
+  for (int c = 0; c < 3; ++c) look.rgb[c] = kColours[k % 10][c];
+  return look;
+}
+
+class GeneratedImages final : public SampleSource {
+ public:
+  GeneratedImages(const Shape& shape, int64_t count, uint64_t seed, uint64_t stream, Tensor labels)
+      : shape_(shape), count_(count), seed_(seed), stream_(stream), labels_(std::move(labels)) {}
+
+  int64_t size() const override { return count_; }
+  int64_t row_bytes() const override { return shape_.numel(); }
+  std::string describe() const override { return "generated on the fly"; }
+
+  // The class's ellipse moved by up to 10 % and scaled by up to 25 %, a per-sample background
+  // gradient, and uniform noise of +-24 grey levels.
+  Status read(int64_t row, uint8_t* out) const override {
+    Rng rng(seed_ ^ (stream_ * 0x9E3779B97F4A7C15ull), static_cast<uint64_t>(row));
+    const ClassLook look = class_look(labels_.data<int32_t>()[row]);
+    const int64_t h = shape_[0], w = shape_[1], channels = shape_[2];
+    const double cx = (look.cx + 0.2 * (rng.uniform_f64() - 0.5)) * static_cast<double>(w);
+    const double cy = (look.cy + 0.2 * (rng.uniform_f64() - 0.5)) * static_cast<double>(h);
+    const double scale = 0.75 + 0.5 * rng.uniform_f64();
+    const double rx = look.rx * scale * static_cast<double>(w), ry = look.ry * scale * static_cast<double>(h);
+    const double slope = rng.uniform(-0.3, 0.3), base = rng.uniform(0.1, 0.4);
+    uint64_t noise_bits = 0;
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t x = 0; x < w; ++x) {
+        const double dx = (static_cast<double>(x) - cx) / rx, dy = (static_cast<double>(y) - cy) / ry;
+        const bool inside = dx * dx + dy * dy <= 1.0;
+        const double background = base + slope * static_cast<double>(x + y) / static_cast<double>(w + h);
+        for (int64_t c = 0; c < channels; ++c) {
+          const int64_t p = (y * w + x) * channels + c;
+          if (p % 8 == 0) noise_bits = rng.next_u64();
+          const int noise = static_cast<int>(((noise_bits & 0xFF) * 49) >> 8) - 24;
+          noise_bits >>= 8;
+          const double grey = channels == 1 ? (look.rgb[0] + look.rgb[1] + look.rgb[2]) / 3.0 : look.rgb[c];
+          const double v = 255.0 * (inside ? grey : background) + noise;
+          out[p] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+        }
+      }
+    }
+    return Status();
+  }
+
+ private:
+  Shape shape_;
+  int64_t count_;
+  uint64_t seed_, stream_;
+  Tensor labels_;  // shared with the dataset: the class of each row
+};
+
+}  // namespace
+
+Dataset generated_images(const std::string& name, const Shape& shape, int64_t count, int32_t classes, uint64_t seed,
+                         uint64_t stream) {
+  RG_CHECK(shape.rank() == 3 && (shape[2] == 1 || shape[2] == 3) && shape.numel() <= kMaxImageBytes && classes >= 2 &&
+               classes <= 10 && count >= 0,
+           "generated_images(" << shape.str() << ", " << count << ", " << classes << ")");
+  Dataset out;
+  out.name = name;
+  out.sample_shape = shape;
+  out.num_classes = classes;
+  Result<Tensor> labels = Tensor::zeros(Shape{count}, DType::i32, name + " labels");
+  RG_CHECK(labels.ok(), "" << labels.status().message());
+  out.labels = labels.take();
+  Rng rng(seed, stream);
+  for (int64_t i = 0; i < count; ++i) out.labels.data<int32_t>()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes)));
+  out.source = std::make_shared<GeneratedImages>(shape, count, seed, stream, out.labels);
+  return out;
+}
+
+DataSplit make_generated_split(const Shape& shape, int32_t classes, uint64_t seed) {
+  DataSplit out;
+  out.train = generated_images("generated train", shape, 1024, classes, seed, 1);
+  out.test = generated_images("generated test", shape, 256, classes, seed, 2);
+  return out;
+}
+
+namespace {
+
+void put_u32(std::vector<uint8_t>* out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<uint8_t>(v >> shift));
+}
+
+// Writes `bytes` to `f`; the error names the file.
+Status write_all(FILE* f, const std::string& path, const void* bytes, size_t n) {
+  if (std::fwrite(bytes, 1, n, f) != n) return Status::error(path + ": write failed: " + std::strerror(errno));
+  return Status();
+}
+
+}  // namespace
+
+Status write_idx_pair(const Dataset& data, const std::string& images_path, const std::string& labels_path) {
+  const Shape& shape = data.sample_shape;
+  if (shape.rank() != 3 || shape[2] != 1) {
+    return Status::error(images_path + ": IDX image files hold grey images; these samples are " + shape.str());
+  }
+  const int64_t n = data.size(), row = shape.numel();
+  std::vector<uint8_t> header;
+  put_u32(&header, 0x00000803);
+  for (int64_t d : {n, shape[0], shape[1]}) put_u32(&header, static_cast<uint32_t>(d));
+  FILE* images = std::fopen(images_path.c_str(), "wb");
+  if (images == nullptr) return Status::error(images_path + ": cannot create: " + std::strerror(errno));
+  Status status = write_all(images, images_path, header.data(), header.size());
+  // Chunks of 4096 rows: gathered as f32 in [0, 1], written back as the bytes they came from.
+  const int64_t chunk = 4096;
+  std::vector<float> values(static_cast<size_t>(chunk * row));
+  std::vector<int32_t> index(static_cast<size_t>(chunk));
+  std::vector<uint8_t> bytes(static_cast<size_t>(chunk * row));
+  for (int64_t begin = 0; begin < n && status.ok(); begin += chunk) {
+    const int64_t count = std::min(chunk, n - begin);
+    for (int64_t i = 0; i < count; ++i) index[static_cast<size_t>(i)] = static_cast<int32_t>(begin + i);
+    status = data.gather(index.data(), count, values.data(), nullptr);
+    for (int64_t k = 0; status.ok() && k < count * row; ++k) {
+      bytes[static_cast<size_t>(k)] = static_cast<uint8_t>(std::lround(values[static_cast<size_t>(k)] * 255.0f));
+    }
+    if (status.ok()) status = write_all(images, images_path, bytes.data(), static_cast<size_t>(count * row));
+  }
+  if (std::fclose(images) != 0 && status.ok()) status = Status::error(images_path + ": write failed: " + std::strerror(errno));
+  if (!status.ok()) return status;
+
+  FILE* labels = std::fopen(labels_path.c_str(), "wb");
+  if (labels == nullptr) return Status::error(labels_path + ": cannot create: " + std::strerror(errno));
+  header.clear();
+  put_u32(&header, 0x00000801);
+  put_u32(&header, static_cast<uint32_t>(n));
+  status = write_all(labels, labels_path, header.data(), header.size());
+  std::vector<uint8_t> label_bytes(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) label_bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(data.labels.data<int32_t>()[i]);
+  if (status.ok()) status = write_all(labels, labels_path, label_bytes.data(), label_bytes.size());
+  if (std::fclose(labels) != 0 && status.ok()) status = Status::error(labels_path + ": write failed: " + std::strerror(errno));
+  return status;
+}
+
+}  // namespace rg
