@@ -168,18 +168,20 @@ Status read_idx_data(IdxFile& file, uint8_t* out) {
   return Status();
 }
 
-// The labels file's bytes [n] widened to i32 [n]; *classes = the largest label + 1.
+// The labels file's bytes [n] widened to i32 [n]; *classes = the largest label + 1. The bytes
+// are read into the front of the i32 block and widened from the back (label i overwrites bytes
+// 4i..4i+3, none of them still unread), so no second buffer of n bytes is needed.
 Result<Tensor> read_idx_labels(IdxFile& file, const std::string& name, int32_t* classes) {
   const int64_t n = file.dims[0];
-  RG_ASSIGN(Tensor label_bytes, Tensor::zeros(Shape{n}, DType::u8, name + " label bytes"));
-  RG_TRY(read_idx_data(file, label_bytes.data<uint8_t>()));
   RG_ASSIGN(Tensor labels, Tensor::zeros(Shape{n}, DType::i32, name + " labels"));
-  const uint8_t* src = label_bytes.data<uint8_t>();
   int32_t* dst = labels.data<int32_t>();
+  const auto* src = reinterpret_cast<const uint8_t*>(dst);
+  RG_TRY(read_idx_data(file, reinterpret_cast<uint8_t*>(dst)));
   int32_t max_label = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    dst[i] = src[i];
-    max_label = std::max<int32_t>(max_label, src[i]);
+  for (int64_t i = n; i-- > 0;) {
+    const uint8_t label = src[i];
+    dst[i] = label;
+    max_label = std::max<int32_t>(max_label, label);
   }
   *classes = max_label + 1;  // labels are bytes, so at most 256 classes
   return labels;
