@@ -80,10 +80,12 @@ TEST(MemoryPlan, TrainingPeaksAtThePrediction) {
     options.batch = 50;
     options.epochs = 1;
     options.log = std::fopen("/dev/null", "w");
-    auto plan = plan_memory(*model, options, {&data.train, &data.test}, 0, StreamChoice::never);
+    auto plan = plan_memory(*model, options, RunData{&data.train, nullptr, &data.test}, 0, StreamChoice::never);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
-    // The data is already allocated: the rest of the prediction is what training adds.
+    // The data is already allocated: the rest of the prediction is what training adds (with
+    // the epoch's and the scoring's visiting orders, counted with the data).
     const int64_t base = host_memory().current_bytes();
+    const int64_t orders = std::max(data.train.size(), data.test.size()) * 4;
     host_memory().reset_peak();
     ThreadPool pool(2);
     {
@@ -94,7 +96,8 @@ TEST(MemoryPlan, TrainingPeaksAtThePrediction) {
       auto scored = trainer.evaluate(data.test);
       ASSERT_TRUE(scored.ok()) << scored.status().message();
     }
-    EXPECT_EQ(host_memory().peak_bytes() - base, plan.value().training) << cfg;
+    EXPECT_EQ(host_memory().peak_bytes() - base, plan.value().training + orders) << cfg;
+    EXPECT_EQ(plan.value().data, data.train.memory_bytes() + data.test.memory_bytes() + orders);
     std::fclose(options.log);
   }
 }
@@ -227,7 +230,7 @@ TEST(MemoryPlan, BudgetPicksMicroBatchesAndStreaming) {
   TrainOptions options;
   options.batch = 256;
   const Dataset streamed = generated_images("train", Shape{28, 28, 1}, 6000, 10, 4, 1);
-  const std::vector<const Dataset*> data = {&streamed};
+  const RunData data{&streamed};
 
   auto free_plan = plan_memory(*model, options, data, 0, StreamChoice::automatic);
   ASSERT_TRUE(free_plan.ok());
@@ -255,7 +258,7 @@ TEST(MemoryPlan, BudgetPicksMicroBatchesAndStreaming) {
   EXPECT_NE(none.status().message().find("one sample"), std::string::npos) << none.status().message();
 
   const Dataset in_memory = make_synthetic(10, 10, 10, 1).train;
-  auto refused = plan_memory(*model, options, {&in_memory}, 0, StreamChoice::always);
+  auto refused = plan_memory(*model, options, RunData{&in_memory}, 0, StreamChoice::always);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("cannot be streamed"), std::string::npos);
 }
@@ -281,7 +284,7 @@ TEST(MemoryPlan, CatdogFitsTwoGigabytesInMicroBatches) {
   TrainOptions options;
   options.batch = 32;
   const Dataset images = generated_images("train", Shape{256, 256, 3}, 64, 2, 1, 1);
-  auto plan = plan_memory(*model.value(), options, {&images}, int64_t{2} << 30, StreamChoice::automatic);
+  auto plan = plan_memory(*model.value(), options, RunData{&images}, int64_t{2} << 30, StreamChoice::automatic);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_GT(plan.value().accumulation_steps, 1);
   EXPECT_LE(plan.value().predicted_peak(), int64_t{2} << 30);

@@ -290,7 +290,7 @@ int run_train(int argc, char** argv) {
     train = held.value().train;
     validation = held.value().test;
   }
-  auto planned = plan_memory(*model, options, {&train, &validation, &split.test}, budget, stream);
+  auto planned = plan_memory(*model, options, RunData{&train, &validation, &split.test}, budget, stream);
   if (!planned.ok()) return fail(planned.status().message());
   const MemoryPlan plan = planned.value();
   host_memory().set_budget(budget);

@@ -74,13 +74,17 @@ void Rng::set_state(const State& state) {
   has_spare_ = state.has_spare;
 }
 
-std::vector<int32_t> shuffled_indices(int32_t n, Rng& rng) {
-  std::vector<int32_t> order(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+void shuffle_indices(int32_t n, Rng& rng, int32_t* order) {
+  for (int32_t i = 0; i < n; ++i) order[i] = i;
   for (int32_t i = n - 1; i > 0; --i) {
     const auto j = static_cast<int32_t>(rng.below(static_cast<uint64_t>(i) + 1));
-    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+    std::swap(order[i], order[j]);
   }
+}
+
+std::vector<int32_t> shuffled_indices(int32_t n, Rng& rng) {
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  shuffle_indices(n, rng, order.data());
   return order;
 }
 

@@ -40,7 +40,8 @@ class Rng {
   bool has_spare_ = false;
 };
 
-// Fisher-Yates shuffle of 0..n-1 driven by `rng`.
+// Fisher-Yates shuffle of 0..n-1 driven by `rng`, into order [n] or a new vector.
+void shuffle_indices(int32_t n, Rng& rng, int32_t* order);
 std::vector<int32_t> shuffled_indices(int32_t n, Rng& rng);
 
 }  // namespace rg

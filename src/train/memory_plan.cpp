@@ -16,20 +16,32 @@ Result<StreamChoice> stream_choice_from_name(const std::string& name) {
 
 namespace {
 
-// Bytes the datasets hold in memory: all their samples, or (streamed) only what streaming keeps.
-int64_t data_bytes(const std::vector<const Dataset*>& datasets, bool stream) {
+std::vector<const Dataset*> all_of(const RunData& data) {
+  std::vector<const Dataset*> all;
+  for (const Dataset* d : {data.train, data.validation, data.test}) {
+    if (d != nullptr && d->size() > 0) all.push_back(d);
+  }
+  return all;
+}
+
+int64_t size_of(const Dataset* d) { return d != nullptr ? d->size() : 0; }
+
+// Bytes the datasets hold in memory: all their samples, or (streamed) only what streaming keeps;
+// and the visiting orders (Trainer::fit's epoch order lives while the validation set is scored,
+// the test set's comes after).
+int64_t data_bytes(const RunData& data, bool stream) {
   int64_t bytes = 0;
-  for (const Dataset* d : datasets) {
+  for (const Dataset* d : all_of(data)) {
     bytes += d->memory_bytes();
     if (!stream && !d->in_memory()) bytes += d->sample_bytes();  // read in by Dataset::in_memory_copy
   }
-  return bytes;
+  const int64_t order_rows = std::max(size_of(data.train) + size_of(data.validation), size_of(data.test));
+  return bytes + order_rows * static_cast<int64_t>(sizeof(int32_t));
 }
 
 // The plan with the data held one way, at the largest micro-batch within the budget (the whole
 // batch when there is none); micro_batch 0 when not even one sample fits.
-MemoryPlan plan_with(Model& model, TrainOptions options, const std::vector<const Dataset*>& datasets, int64_t budget,
-                     bool stream) {
+MemoryPlan plan_with(Model& model, TrainOptions options, const RunData& datasets, int64_t budget, bool stream) {
   options.read_ahead = stream;
   MemoryPlan plan;
   plan.budget = budget;
@@ -55,10 +67,10 @@ MemoryPlan plan_with(Model& model, TrainOptions options, const std::vector<const
 
 }  // namespace
 
-Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const std::vector<const Dataset*>& datasets,
-                               int64_t budget, StreamChoice stream) {
+Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const RunData& datasets, int64_t budget,
+                               StreamChoice stream) {
   bool streamable = true;
-  for (const Dataset* d : datasets) streamable = streamable && (d->size() == 0 || !d->in_memory());
+  for (const Dataset* d : all_of(datasets)) streamable = streamable && !d->in_memory();
   if (stream == StreamChoice::always && !streamable) {
     return Status::error("--stream yes: this data cannot be streamed (IDX files and generated data can; CIFAR-10 "
                          "batches and image folders are read into memory)");

@@ -23,20 +23,27 @@ struct MemoryPlan {
   int64_t batch = 0, micro_batch = 0, accumulation_steps = 1;
   bool stream = false;  // samples read (or generated) as batches are gathered, two pieces ahead
   // The predicted counted bytes, by part: parameters and their gradients; the data held in
-  // memory (samples unless streamed, labels); what the trainer allocates at the micro-batch
-  // (optimizer state, activations, gradients, workspace, batch buffers).
+  // memory (samples unless streamed, labels, and the orders in which an epoch and a scoring
+  // visit them: 4 bytes a sample); what the trainer allocates at the micro-batch (optimizer
+  // state, activations, gradients, workspace, batch buffers).
   int64_t params = 0, data = 0, training = 0;
   int64_t predicted_peak() const { return params + data + training; }
   // The same run with no plan: the whole batch at once and the data in memory.
   int64_t unplanned_peak = 0;
 };
 
-// `datasets`: every dataset the run holds (train, validation, test); those with a
-// SampleSource can be streamed, the others stay in memory. Without a budget: the whole batch,
-// in memory unless `stream` is always. The error, when not even one sample fits, says what the
-// smallest run needs and of what.
-Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const std::vector<const Dataset*>& datasets,
-                               int64_t budget, StreamChoice stream);
+// The datasets of the run: the training set, the validation set scored after each epoch, the
+// test set scored at the end (either may be empty). Those with a SampleSource can be streamed,
+// the others stay in memory.
+struct RunData {
+  const Dataset* train = nullptr;
+  const Dataset* validation = nullptr;
+  const Dataset* test = nullptr;
+};
+// Without a budget: the whole batch, in memory unless `stream` is always. The error, when not
+// even one sample fits, says what the smallest run needs and of what.
+Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const RunData& data, int64_t budget,
+                               StreamChoice stream);
 
 // "batch 256 = 4 micro-batches of 64 (gradients accumulated); data streamed from disk;
 // predicted peak 21.3 MiB of the 24 MiB budget (...)": what train prints before the first step.

@@ -213,9 +213,11 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     std::fprintf(options_.log, "Epoch %lld/%lld\n", static_cast<long long>(epoch + 1),
                  static_cast<long long>(options_.epochs));
     Rng shuffle_rng(options_.seed, kShuffleStream + static_cast<uint64_t>(epoch));
-    const std::vector<int32_t> order = shuffled_indices(static_cast<int32_t>(n), shuffle_rng);
+    // The epoch's order, 4 bytes a sample (counted: a streamed dataset's one cost per sample).
+    RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{n}, DType::i32, "the epoch's sample order"));
+    shuffle_indices(static_cast<int32_t>(n), shuffle_rng, order.data<int32_t>());
     ProgressBar progress(steps_per_epoch, options_.log, options_.live_progress);
-    batches_->start(train, order.data(), n, options_.batch, micro);
+    batches_->start(train, order.data<int32_t>(), n, options_.batch, micro);
     const auto start = std::chrono::steady_clock::now();
     double loss_sum = 0, lr = 0;
     int64_t correct = 0, seen = 0;
@@ -295,12 +297,12 @@ Result<EvalResult> Trainer::evaluate(const Dataset& data, const std::function<Te
   const auto start = std::chrono::steady_clock::now();
   const LayerContext ctx = context(false);
   const int64_t n = data.size();
-  std::vector<int32_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{n}, DType::i32, "the evaluation order"));
+  for (int64_t i = 0; i < n; ++i) order.data<int32_t>()[i] = static_cast<int32_t>(i);
   double loss_sum = 0, squared_sum = 0;
   int64_t correct = 0;
   const int64_t rows = micro_batch();
-  batches_->start(data, order.data(), n, rows, rows);
+  batches_->start(data, order.data<int32_t>(), n, rows, rows);
   if (fake_quant_ && !forward) fake_quant_->quantize_weights();
   for (int64_t begin = 0; begin < n; begin += rows) {
     Tensor x, labels;
