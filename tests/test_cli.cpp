@@ -427,7 +427,8 @@ TEST(Cli, PrecisionTableAndJsonRows) {
                         json_path + " --csv " + csv_path);
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_NE(o.output.find("precision  what ran"), std::string::npos) << o.output;
-  EXPECT_NE(o.output.find("int8 QAT export: 4 of 5 conv/dense int8, ranges learned"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("int8 QAT: 4 of 5 conv/dense int8, fp32 fine-tuned 1 epoch at lr 0.001"), std::string::npos)
+      << o.output;
   EXPECT_NE(o.output.find("fp16 per layer: conv1=f16"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("int8-train per layer: conv1=int8 GEMM relu1=f32"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("int8 PTQ: 4 of 5 conv/dense int8"), std::string::npos) << o.output;
@@ -450,6 +451,23 @@ TEST(Cli, PrecisionTableAndJsonRows) {
   EXPECT_EQ(read_all(csv_path).rfind("precision,what_ran,", 0), 0u);
 }
 
+// int8-qat fine-tunes the trained fp32 model: at a learning rate of 0 its weights stay the fp32
+// ones, so it scores like fp32 where a model trained from scratch would guess.
+TEST(Cli, PrecisionQatFineTunesTheFp32Model) {
+  const std::string json_path = temp_dir() + "/precision_qat.json";
+  const Outcome o = run("precision --model mlp --data synthetic --limit 1024 --epochs 1 --threads 2 --precision "
+                        "fp32,int8-qat --qat-epochs 2 --qat-lr-scale 0 --json " + json_path);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("fine-tuning the fp32 model through fake int8, 2 epochs at lr 0"), std::string::npos)
+      << o.output;
+  const auto rows = nlohmann::json::parse(read_all(json_path))["precisions"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["what_ran"], "int8 QAT: 3 of 3 conv/dense int8, fp32 fine-tuned 2 epochs at lr 0");
+  EXPECT_GT(rows[0]["test_accuracy"].get<double>(), 0.5);
+  EXPECT_NEAR(rows[1]["test_accuracy"].get<double>(), rows[0]["test_accuracy"].get<double>(), 0.03);
+  EXPECT_GT(rows[1]["train_samples_per_s"].get<double>(), 0) << "the fine-tune's speed";
+}
+
 TEST(Cli, PrecisionMistakesAreNamedBeforeTraining) {
   struct Case {
     std::string args, expect;
@@ -460,6 +478,8 @@ TEST(Cli, PrecisionMistakesAreNamedBeforeTraining) {
            {"precision --precision fp32,int4 --data synthetic", "unknown precision 'int4'"},
            {"precision --precision fp32,fp32 --data synthetic", "fp32 is listed twice"},
            {"precision --calibration kl --data synthetic", "'kl' is neither minmax nor percentile"},
+           {"precision --qat-epochs 0 --data synthetic", "--qat-epochs: 0 is outside [1, 1000000]"},
+           {"precision --qat-lr-scale -1 --data synthetic", "--qat-lr-scale"},
            {"precision --data synthetic --limit 256 --epochs 1 --keep-f32 conv9 --model lenet", "no layer 'conv9'"},
        }) {
     const Outcome o = run(c.args);

@@ -1,5 +1,6 @@
 // Quantization-aware training: the fake-quantization points, the weight grid and its masters,
-// the learned ranges (and their checkpoint text), training and the int8 export.
+// the learned ranges (and their checkpoint text), training from scratch and as a fine-tune of a
+// trained f32 model, and the int8 export.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <utility>
 
 #include "model_util.h"
 #include "quant/fake_quant.h"
@@ -128,15 +130,16 @@ TrainOptions qat_options(int64_t epochs) {
   return o;
 }
 
-struct QatRun {
+struct TrainRun {
   std::unique_ptr<Model> model;
   std::unique_ptr<Trainer> trainer;
-  EvalResult fake;  // the f32 model through its fake quantization
+  EvalResult score;  // on the test split; int8_qat: the f32 model through its fake quantization
 };
 
-QatRun train_qat(const TrainOptions& o, ThreadPool& pool, const std::string& resume = "") {
-  QatRun run;
-  run.model = build_model(o.seed, kCnnCfg);
+// Trains `model` with `o` (from `resume` when given) and scores it on the test split.
+TrainRun train(std::unique_ptr<Model> model, const TrainOptions& o, ThreadPool& pool, const std::string& resume = "") {
+  TrainRun run;
+  run.model = std::move(model);
   run.trainer = std::make_unique<Trainer>(*run.model, pool, o);
   EXPECT_TRUE(run.trainer->prepare().ok());
   if (!resume.empty()) {
@@ -147,24 +150,32 @@ QatRun train_qat(const TrainOptions& o, ThreadPool& pool, const std::string& res
   }
   auto records = run.trainer->fit(data().train, nullptr);
   EXPECT_TRUE(records.ok()) << records.status().message();
-  run.fake = run.trainer->evaluate(data().test).value();
+  run.score = run.trainer->evaluate(data().test).value();
   return run;
+}
+
+// The test accuracy of `run`'s model exported to int8 with the ranges it learned (no calibration
+// data: an empty tensor is passed).
+double exported_accuracy(const TrainRun& run, ThreadPool& pool) {
+  Int8Options options;
+  options.ranges = run.trainer->fake_quantizer()->ranges();
+  auto net = Int8Model::quantize(*run.model, Tensor(), 32, options, &pool);
+  EXPECT_TRUE(net.ok()) << net.status().message();
+  if (!net.ok() || !net.value()->reserve(32).ok()) return -1;
+  auto scored = run.trainer->evaluate(data().test, [&](const Tensor& x) { return net.value()->forward(x, &pool); });
+  EXPECT_TRUE(scored.ok()) << scored.status().message();
+  return scored.ok() ? scored.value().accuracy : -1;
 }
 
 // The exported int8 model computes what training saw: its accuracy matches the fake-quantized
 // f32 model's, and it needs no calibration data (an empty tensor is passed).
 TEST(QatTraining, ExportsAnInt8ModelThatScoresLikeTheTrainedOne) {
   ThreadPool pool(2);
-  QatRun run = train_qat(qat_options(2), pool);
-  EXPECT_GT(run.fake.accuracy, 0.8);
+  TrainRun run = train(build_model(7, kCnnCfg), qat_options(2), pool);
+  EXPECT_GT(run.score.accuracy, 0.8);
+  EXPECT_NEAR(exported_accuracy(run, pool), run.score.accuracy, 0.02);
   Int8Options options;
   options.ranges = run.trainer->fake_quantizer()->ranges();
-  auto net = Int8Model::quantize(*run.model, Tensor(), 32, options, &pool);
-  ASSERT_TRUE(net.ok()) << net.status().message();
-  ASSERT_TRUE(net.value()->reserve(32).ok());
-  const EvalResult exported =
-      run.trainer->evaluate(data().test, [&](const Tensor& x) { return net.value()->forward(x, &pool); }).value();
-  EXPECT_NEAR(exported.accuracy, run.fake.accuracy, 0.02);
   options.ranges.pop_back();
   EXPECT_FALSE(Int8Model::quantize(*run.model, Tensor(), 32, options, &pool).ok()) << "a range per point";
 }
@@ -175,14 +186,60 @@ TEST(QatTraining, ResumeRestoresTheRangesAndEqualsOneRun) {
   TrainOptions first = qat_options(2);
   first.stop_after = 1;
   first.checkpoint_path = path;
-  train_qat(first, pool);
-  QatRun resumed = train_qat(qat_options(2), pool, path);
-  QatRun whole = train_qat(qat_options(2), pool);
+  train(build_model(7, kCnnCfg), first, pool);
+  TrainRun resumed = train(build_model(7, kCnnCfg), qat_options(2), pool, path);
+  TrainRun whole = train(build_model(7, kCnnCfg), qat_options(2), pool);
   EXPECT_EQ(resumed.trainer->fake_quantizer()->ranges(), whole.trainer->fake_quantizer()->ranges());
   auto a = resumed.model->params(), b = whole.model->params();
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_EQ(std::memcmp(a[i]->value.raw_data(), b[i]->value.raw_data(), a[i]->value.bytes()), 0) << a[i]->name;
   std::remove(path.c_str());
+}
+
+// QAT as a fine-tune (the precision report's int8-qat): a model trained in f32, then a copy of it
+// trained on through fake quantization with the default recipe (QatFineTune).
+TrainRun trained_f32(ThreadPool& pool) {
+  TrainOptions o = qat_options(2);
+  o.precision = TrainPrecision::fp32;
+  return train(build_model(o.seed, kCnnCfg), o, pool);
+}
+
+TrainRun fine_tune(Model& f32, ThreadPool& pool) {
+  const QatFineTune recipe;
+  TrainOptions o = qat_options(recipe.epochs);
+  o.schedule.lr *= recipe.lr_scale;
+  auto copy = qat_copy_of(f32, o.seed);
+  EXPECT_TRUE(copy.ok()) << copy.status().message();
+  return train(copy.take(), o, pool);
+}
+
+TEST(QatFineTune, StartsFromTheTrainedWeightsAndBatchNormStatisticsAndLeavesThemAlone) {
+  ThreadPool pool(2);
+  TrainRun f32 = trained_f32(pool);
+  auto copy = qat_copy_of(*f32.model, 7);
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  EXPECT_TRUE(same_weights(*copy.value(), *f32.model)) << "weights and running statistics taken over";
+  EXPECT_FALSE(same_weights(*copy.value(), *build_model(7, kCnnCfg))) << "not the seed's initial weights";
+  TrainRun tuned = fine_tune(*f32.model, pool);
+  EXPECT_FALSE(same_weights(*tuned.model, *f32.model)) << "the fine-tune trained";
+  EXPECT_TRUE(same_weights(*copy.value(), *f32.model)) << "the f32 model is not changed by it";
+}
+
+TEST(QatFineTune, ExportsAnInt8ModelThatScoresLikeTheFakeQuantizedAndTheF32Ones) {
+  ThreadPool pool(2);
+  TrainRun f32 = trained_f32(pool);
+  TrainRun tuned = fine_tune(*f32.model, pool);
+  EXPECT_GT(f32.score.accuracy, 0.8);
+  EXPECT_NEAR(tuned.score.accuracy, f32.score.accuracy, 0.03);
+  EXPECT_NEAR(exported_accuracy(tuned, pool), tuned.score.accuracy, 0.02);
+}
+
+TEST(QatFineTune, IsDeterministicForASeedWhateverTheThreadCount) {
+  ThreadPool one(1), two(2);
+  TrainRun f32 = trained_f32(two);
+  TrainRun a = fine_tune(*f32.model, one), b = fine_tune(*f32.model, two);
+  EXPECT_TRUE(same_weights(*a.model, *b.model));
+  EXPECT_EQ(a.trainer->fake_quantizer()->ranges(), b.trainer->fake_quantizer()->ranges());
 }
 
 }  // namespace

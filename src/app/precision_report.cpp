@@ -1,9 +1,12 @@
-// The per-precision rows: fp32 inference of the trained model, and int8 post-training
-// quantization of it, each scored on the test split and timed at the inference batch.
+// The per-precision rows: the trained fp32 model, its int8 post-training quantization and QAT
+// fine-tune, and the model trained again in fp16 and int8, each scored on the test split and
+// timed at the inference batch.
 #include "app/precision_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 
 #include "base/memory.h"
@@ -16,14 +19,16 @@ void declare_precision_options(Args& args, const char* default_precisions) {
   args.option("precision", "LIST",
               "after training, run the model in each precision of LIST and print one table row each: fp32 (the "
               "model as trained), fp16 (the same model trained again in mixed precision), int8 (post-training "
-              "quantization of the fp32 model), int8-qat (trained again through fake int8, exported to int8), "
-              "int8-train (trained again with int8 GEMMs forward and backward)",
+              "quantization of the fp32 model), int8-qat (the fp32 model fine-tuned through fake int8, exported to "
+              "int8), int8-train (trained again with int8 GEMMs forward and backward)",
               default_precisions);
   args.option("infer-batch", "N", "--precision: inference batch size for the speed column", "256");
   args.option("calibration", "minmax|percentile", "int8: how activation ranges are chosen", "percentile");
   args.option("percentile", "P", "int8: the percentile calibration's upper percentile", "99.99");
   args.option("calib-batches", "N", "int8: training batches (of --infer-batch) seen in calibration", "8");
   args.option("keep-f32", "LIST", "int8: layers kept in f32 (names such as conv1, or first, last)", "none");
+  args.option("qat-epochs", "N", "int8-qat: epochs of fine-tuning the fp32 model through fake int8", "1");
+  args.option("qat-lr-scale", "F", "int8-qat: the fine-tune's constant learning rate as a multiple of --lr", "0.1");
 }
 
 Result<PrecisionSettings> precision_settings(const Args& args) {
@@ -50,6 +55,8 @@ Result<PrecisionSettings> precision_settings(const Args& args) {
     for (std::string name; std::getline(layers, name, ',');)
       if (!name.empty()) s.int8.keep_f32.insert(name);
   }
+  RG_ASSIGN(s.qat.epochs, args.integer("qat-epochs", 1, 1000000));
+  RG_ASSIGN(s.qat.lr_scale, args.number("qat-lr-scale", 0, 1000));
   return s;
 }
 
@@ -73,27 +80,16 @@ Status fill_scores(PrecisionRow* row, const Result<EvalResult>& scored, bool cla
   return Status();
 }
 
-std::string int8_what_ran(const Int8Model& net, const Int8Options& options, bool learned_ranges) {
+// "4 of 5 conv/dense int8"
+std::string int8_gemm_count(const std::vector<LayerPrecision>& layers) {
   int quantized = 0, gemm_layers = 0;
-  for (const LayerPrecision& layer : net.precisions()) {
+  for (const LayerPrecision& layer : layers) {
     if (layer.kind != "conv" && layer.kind != "dense") continue;
     ++gemm_layers;
     if (layer.precision == "int8") ++quantized;
   }
-  std::ostringstream os;
-  os << (learned_ranges ? "int8 QAT export: " : "int8 PTQ: ") << quantized << " of " << gemm_layers
-     << " conv/dense int8, ";
-  if (learned_ranges) {
-    os << "ranges learned";
-  } else {
-    os << calibration_name(options.calibration) << " calibration";
-  }
-  return os.str();
+  return std::to_string(quantized) + " of " + std::to_string(gemm_layers) + " conv/dense int8";
 }
-
-}  // namespace
-
-namespace {
 
 // fp32: the trained model as it is.
 Result<PrecisionRow> fp32_row(Model& model, Trainer& evaluator, const Dataset& test, double train_samples_per_s,
@@ -109,28 +105,59 @@ Result<PrecisionRow> fp32_row(Model& model, Trainer& evaluator, const Dataset& t
   return row;
 }
 
-// A fresh model of the same cfg and seed, trained with the run's settings in `precision`.
-struct FreshRun {
+// A second model of the run's cfg, trained in another precision; its trainer is kept for the
+// scores and the fake quantizer's ranges.
+struct TrainedCopy {
   std::unique_ptr<Model> net;
   std::unique_ptr<Trainer> trainer;  // destroyed before net
   double samples_per_s = 0;
 };
 
-Result<FreshRun> train_fresh(const Model& model, TrainOptions options, TrainPrecision precision, ThreadPool& pool,
-                             const Dataset& train) {
-  FreshRun run;
-  RG_ASSIGN(run.net, Model::from_cfg(model.cfg()));
-  RG_TRY(run.net->init(options.seed));
-  options.precision = precision;
+// Trains `net` with `options` (no checkpoint, every epoch of options.epochs).
+Result<TrainedCopy> train_copy(std::unique_ptr<Model> net, TrainOptions options, ThreadPool& pool,
+                               const Dataset& train) {
+  TrainedCopy run;
+  run.net = std::move(net);
   options.checkpoint_path.clear();
   options.stop_after = 0;
-  std::fprintf(options.log, "\nprecision %s: training the same model from the same seed\n",
-               train_precision_name(precision));
   run.trainer = std::make_unique<Trainer>(*run.net, pool, options);
   RG_TRY(run.trainer->prepare());
   RG_TRY(run.trainer->fit(train, nullptr).status());
   run.samples_per_s = static_cast<double>(run.trainer->samples_trained()) / run.trainer->train_seconds();
   return run;
+}
+
+// fp16 and int8-train: a fresh model of the same cfg and seed, trained with the run's settings.
+Result<TrainedCopy> train_again(const Model& model, TrainOptions options, TrainPrecision precision, ThreadPool& pool,
+                                const Dataset& train) {
+  RG_ASSIGN(std::unique_ptr<Model> net, Model::from_cfg(model.cfg()));
+  RG_TRY(net->init(options.seed));
+  options.precision = precision;
+  std::fprintf(options.log, "\nprecision %s: training the same model from the same seed\n",
+               train_precision_name(precision));
+  return train_copy(std::move(net), options, pool, train);
+}
+
+// "1 epoch at lr 0.001": the int8-qat fine-tune of a run at `run_lr`.
+std::string fine_tune_text(const QatFineTune& qat, double run_lr) {
+  std::ostringstream os;
+  os << qat.epochs << (qat.epochs == 1 ? " epoch" : " epochs") << " at lr " << run_lr * qat.lr_scale;
+  return os.str();
+}
+
+// int8-qat: the trained fp32 model (weights and batch-norm statistics) fine-tuned through fake
+// quantization for qat.epochs at a constant qat.lr_scale x the run's rate, with the run's
+// optimizer (fresh state) and seed; the ranges start from the first batch's.
+Result<TrainedCopy> fine_tune_qat(Model& model, TrainOptions options, const QatFineTune& qat, ThreadPool& pool,
+                                  const Dataset& train) {
+  RG_ASSIGN(std::unique_ptr<Model> net, qat_copy_of(model, options.seed));
+  std::fprintf(options.log, "\nprecision int8-qat: fine-tuning the fp32 model through fake int8, %s\n",
+               fine_tune_text(qat, options.schedule.lr).c_str());
+  options.precision = TrainPrecision::int8_qat;
+  options.epochs = qat.epochs;
+  options.schedule.kind = ScheduleKind::constant;
+  options.schedule.lr *= qat.lr_scale;
+  return train_copy(std::move(net), options, pool, train);
 }
 
 // Every layer at one precision, conv/dense at another.
@@ -149,7 +176,7 @@ std::vector<LayerPrecision> layer_list(const Model& net, const std::string& gemm
 Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, TrainPrecision precision,
                                    ThreadPool& pool, const Dataset& train, const Dataset& test,
                                    const PrecisionSettings& settings) {
-  RG_ASSIGN(FreshRun run, train_fresh(model, options, precision, pool, train));
+  RG_ASSIGN(TrainedCopy run, train_again(model, options, precision, pool, train));
   PrecisionRow row;
   row.precision = train_precision_name(precision);
   row.train_samples_per_s = run.samples_per_s;
@@ -176,30 +203,49 @@ Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, Tra
   return row;
 }
 
-// int8 (post-training quantization of the trained f32 model, calibrated) and int8-qat (a model
-// trained through fake quantization, exported with the ranges it learned): the int8 engine.
-Result<PrecisionRow> int8_row(Model& model, Trainer& evaluator, ThreadPool& pool, const Dataset& train,
-                              const Dataset& test, const PrecisionSettings& settings, const FreshRun* qat) {
-  Int8Options int8 = settings.int8;
+// `source` on the int8 engine, with int8.ranges or, without them, ranges calibrated on the first
+// training samples; scored by `evaluator` (the fp32 model's, same cfg). Fills the scores, bytes
+// and layers; the caller names the row.
+Result<PrecisionRow> int8_row(Model& source, const Int8Options& int8, Trainer& evaluator, ThreadPool& pool,
+                              const Dataset& train, const Dataset& test, const PrecisionSettings& settings) {
   Tensor calibration;
-  if (qat != nullptr) {
-    int8.ranges = qat->trainer->fake_quantizer()->ranges();
-  } else {
-    const int64_t count = std::min<int64_t>(train.size(), settings.infer_batch * settings.int8.calibration_batches);
+  if (int8.ranges.empty()) {
+    const int64_t count = std::min<int64_t>(train.size(), settings.infer_batch * int8.calibration_batches);
     RG_ASSIGN(calibration, train.first_samples(count));
   }
-  Model& source = qat != nullptr ? *qat->net : model;
   RG_ASSIGN(std::unique_ptr<Int8Model> net, Int8Model::quantize(source, calibration, settings.infer_batch, int8, &pool));
   RG_TRY(net->reserve(settings.infer_batch));
   PrecisionRow row;
-  row.precision = qat != nullptr ? "int8-qat" : "int8";
-  row.what_ran = int8_what_ran(*net, settings.int8, qat != nullptr);
-  if (qat != nullptr) row.train_samples_per_s = qat->samples_per_s;
   row.weight_bytes = net->weight_bytes();
   row.memory_bytes = row.weight_bytes + net->buffer_bytes();
   row.layers = net->precisions();
   RG_TRY(fill_scores(&row, evaluator.evaluate(test, [&](const Tensor& x) { return net->forward(x, &pool); }),
-                     model.target() != TargetKind::input));
+                     source.target() != TargetKind::input));
+  return row;
+}
+
+// int8: post-training quantization of the trained fp32 model, calibrated.
+Result<PrecisionRow> ptq_row(Model& model, Trainer& evaluator, ThreadPool& pool, const Dataset& train,
+                             const Dataset& test, const PrecisionSettings& settings) {
+  RG_ASSIGN(PrecisionRow row, int8_row(model, settings.int8, evaluator, pool, train, test, settings));
+  row.precision = "int8";
+  row.what_ran = "int8 PTQ: " + int8_gemm_count(row.layers) + ", " +
+                 calibration_name(settings.int8.calibration) + " calibration";
+  return row;
+}
+
+// int8-qat: the fp32 model fine-tuned through fake quantization, exported with the ranges it
+// learned; train samples/s is the fine-tune's.
+Result<PrecisionRow> qat_row(Model& model, const TrainOptions& options, Trainer& evaluator, ThreadPool& pool,
+                             const Dataset& train, const Dataset& test, const PrecisionSettings& settings) {
+  RG_ASSIGN(TrainedCopy tuned, fine_tune_qat(model, options, settings.qat, pool, train));
+  Int8Options int8 = settings.int8;
+  int8.ranges = tuned.trainer->fake_quantizer()->ranges();
+  RG_ASSIGN(PrecisionRow row, int8_row(*tuned.net, int8, evaluator, pool, train, test, settings));
+  row.precision = "int8-qat";
+  row.what_ran = "int8 QAT: " + int8_gemm_count(row.layers) + ", fp32 fine-tuned " +
+                 fine_tune_text(settings.qat, options.schedule.lr);
+  row.train_samples_per_s = tuned.samples_per_s;
   return row;
 }
 
@@ -226,11 +272,10 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
       RG_ASSIGN(PrecisionRow row, retrained_row(model, options, p, pool, train, test, settings));
       rows.push_back(row);
     } else if (precision == "int8-qat") {
-      RG_ASSIGN(FreshRun qat, train_fresh(model, options, TrainPrecision::int8_qat, pool, train));
-      RG_ASSIGN(PrecisionRow row, int8_row(model, evaluator, pool, train, test, settings, &qat));
+      RG_ASSIGN(PrecisionRow row, qat_row(model, options, evaluator, pool, train, test, settings));
       rows.push_back(row);
     } else {
-      RG_ASSIGN(PrecisionRow row, int8_row(model, evaluator, pool, train, test, settings, nullptr));
+      RG_ASSIGN(PrecisionRow row, ptq_row(model, evaluator, pool, train, test, settings));
       rows.push_back(row);
     }
   }
@@ -246,8 +291,10 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
 std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer_batch) {
   std::ostringstream os;
   const bool classifies = rows.empty() || rows.front().classifies;
+  int what_width = 57;  // the column fits the longest row
+  for (const PrecisionRow& r : rows) what_width = std::max(what_width, static_cast<int>(r.what_ran.size()));
   char line[512];
-  std::snprintf(line, sizeof line, "  %-10s %-57s %12s %12s %9s %9s %12s %12s\n", "precision", "what ran",
+  std::snprintf(line, sizeof line, "  %-10s %-*s %12s %12s %9s %9s %12s %12s\n", "precision", what_width, "what ran",
                 "train smp/s", "infer smp/s", classifies ? "test acc" : "test MSE",
                 classifies ? "vs fp32" : "vs fp32", "weights", "infer memory");
   os << line;
@@ -265,15 +312,17 @@ std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer
       std::snprintf(score, sizeof score, "%.6f", r.test_mse);
       std::snprintf(change, sizeof change, "%+.6f", r.change);
     }
-    std::snprintf(line, sizeof line, "  %-10s %-57s %12s %12.0f %9s %9s %12s %12s\n", r.precision.c_str(),
-                  r.what_ran.c_str(), train, r.infer_samples_per_s, score, change, format_bytes(r.weight_bytes).c_str(),
-                  format_bytes(r.memory_bytes).c_str());
+    std::snprintf(line, sizeof line, "  %-10s %-*s %12s %12.0f %9s %9s %12s %12s\n", r.precision.c_str(),
+                  what_width, r.what_ran.c_str(), train, r.infer_samples_per_s, score, change,
+                  format_bytes(r.weight_bytes).c_str(), format_bytes(r.memory_bytes).c_str());
     os << line;
   }
   os << "  (inference at batch " << infer_batch << " on " << isa_name(active_isa()) << "; int8 GEMM "
-     << qs8_gemm_kernel(active_isa()).name << "; fp16, int8-qat and int8-train train the same model again from "
-     << "the same seed; train smp/s '-': int8 did not train, its weights are the fp32 run's; infer memory: weights "
-     << "and the activation buffers of one inference batch)\n";
+     << qs8_gemm_kernel(active_isa()).name << "; fp16 and int8-train train the same model again from the same "
+     << "seed; int8-qat fine-tunes the trained fp32 model through fake int8 (its epochs and constant lr in its row) "
+     << "and exports it with the ranges it learned, train smp/s being the fine-tune's and its change against fp32 "
+     << "including what the extra training gains; train smp/s '-': int8 did not train, its weights are the fp32 "
+     << "run's; infer memory: weights and the activation buffers of one inference batch)\n";
   for (const PrecisionRow& r : rows) {
     if (r.precision == "fp32") continue;
     os << "  " << r.precision << " per layer:";

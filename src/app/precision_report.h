@@ -12,26 +12,30 @@
 #include "app/args.h"
 #include "data/dataset.h"
 #include "nn/model.h"
+#include "quant/fake_quant.h"
 #include "quant/int8_model.h"
 #include "train/trainer.h"
 
 namespace rg {
 
-// Declares --precision, --infer-batch, --calibration, --percentile, --calib-batches, --keep-f32.
+// Declares --precision, --infer-batch, --calibration, --percentile, --calib-batches, --keep-f32,
+// --qat-epochs, --qat-lr-scale.
 void declare_precision_options(Args& args, const char* default_precisions);
 
 struct PrecisionSettings {
   std::vector<std::string> precisions;  // "fp32", "int8"
   int64_t infer_batch = 256;
   Int8Options int8;
+  QatFineTune qat;  // int8-qat: how the fp32 model is fine-tuned
 };
 // The options read and checked; an unknown or not yet built precision is an error naming it.
 Result<PrecisionSettings> precision_settings(const Args& args);
 
 struct PrecisionRow {
   std::string precision;      // "fp32", "int8"
-  std::string what_ran;       // "all f32", "int8 PTQ: 5 of 5 conv/dense int8 (minmax calibration)"
-  double train_samples_per_s = 0;  // 0: this precision did not train (post-training quantization)
+  std::string what_ran;       // "all f32", "int8 PTQ: 5 of 5 conv/dense int8, minmax calibration"
+  double train_samples_per_s = 0;  // 0: this precision did not train (post-training quantization);
+                                   // int8-qat: its fine-tune's
   double infer_samples_per_s = 0;
   bool classifies = true;
   double test_accuracy = 0, test_mse = 0;

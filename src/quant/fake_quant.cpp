@@ -155,4 +155,14 @@ Status FakeQuantizer::set_ranges_text(const std::string& text) {
   return Status();
 }
 
+Result<std::unique_ptr<Model>> qat_copy_of(Model& trained, uint64_t seed) {
+  RG_ASSIGN(std::unique_ptr<Model> copy, Model::from_cfg(trained.cfg()));
+  RG_TRY(copy->init(seed));  // allocates; the values are overwritten below
+  std::vector<Param*> from = trained.params(), to = copy->params();
+  for (Param* p : trained.buffers()) from.push_back(p);
+  for (Param* p : copy->buffers()) to.push_back(p);
+  for (size_t i = 0; i < from.size(); ++i) to[i]->value.copy_from(from[i]->value);
+  return copy;
+}
+
 }  // namespace rg
