@@ -89,7 +89,7 @@ line() {  # name label budget_mib
 
 echo "machine: $(grep -m1 '^model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*:[[:space:]]*//'), nproc $(nproc)"
 echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo none)$([[ -n "$(git status --porcelain 2>/dev/null)" ]] && echo ' (plus uncommitted changes)')"
+echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo none)$([[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]] && echo ' (tree has uncommitted changes; the binary may not)')"
 echo "binary:  $BIN; REPS=$REPS (RSS: medians)"
 echo
 
@@ -106,6 +106,7 @@ REPS=$REPS_SAVED
 rm -rf "$WORK/big"
 
 run_rg mlp_rg --model mlp --epochs 1 --batch 64 --threads 1 --seed 1 --stream yes
+run_rg mlp_mem --model mlp --epochs 1 --batch 64 --threads 1 --seed 1
 if [[ "$PYTORCH" != 0 ]]; then
   pt=()
   for ((r = 1; r <= REPS; ++r)); do
@@ -122,10 +123,12 @@ line lenet_24m "lenet batch 256, 3 epochs" "24 MiB"
 line big "mlp, 1 epoch over $(awk -v b="$BIG_BYTES" 'BEGIN {printf "%.2f GB", b / 1e9}') of generated images, --stream yes" none
 line catdog "catdog batch 32, 64 generated 256x256x3 images" "2 GiB"
 line mlp_rg "mlp batch 64, 1 epoch Fashion-MNIST, --stream yes" none
+line mlp_mem "mlp batch 64, 1 epoch Fashion-MNIST, in memory" none
 if [[ "$PYTORCH" != 0 ]]; then
   echo
   echo "PyTorch mlp (bench/pytorch_mlp.py, 1 epoch, batch 64, 1 thread): peak RSS $(mib "$PT_RSS") MiB (median of $REPS);" \
-       "retrograd / PyTorch = $(awk -v a="$mlp_rg_rss" -v b="$PT_RSS" 'BEGIN {printf "%.3f (1/%.1f)", a / b, b / a}')"
+       "retrograd / PyTorch = $(awk -v a="$mlp_rg_rss" -v b="$PT_RSS" 'BEGIN {printf "%.3f (1/%.1f)", a / b, b / a}') streamed," \
+       "$(awk -v a="$mlp_mem_rss" -v b="$PT_RSS" 'BEGIN {printf "%.3f (1/%.1f)", a / b, b / a}') in memory"
 fi
 echo
 echo "lenet accuracy: unbudgeted $lenet_free_acc, under 24 MiB $lenet_24m_acc" \
