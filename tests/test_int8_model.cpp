@@ -185,6 +185,41 @@ TEST(Int8Model, DirectSingleChannelConvGivesTheGemmsBits) {
     }
 }
 
+TEST(Int8Model, WinogradConvGivesTheGemmsBits) {
+  // conv2 (8 channels in, BN, ReLU, a 2x2 max pooling after it: fused) and conv3 (10 channels
+  // in, an odd output) run as Winograd convs; the same model through im2col, the GEMM and the
+  // int8 pooling must give the same bits, on every ISA.
+  const char* cfg =
+      "[net]\ninput = 28x28x1\nloss = softmax_cross_entropy\n"
+      "[conv]\nfilters = 8\nsize = 3\npad = 1\n[relu]\n"
+      "[conv]\nfilters = 10\nsize = 3\nbias = false\n[batchnorm]\n[relu]\n[maxpool]\nsize = 2\n"
+      "[conv]\nfilters = 12\nsize = 3\n[relu]\n[dense]\nunits = 10\n";
+  std::unique_ptr<Model> model = trained_model(cfg, 1);
+  ThreadPool two(2);
+  for (Isa isa : all_isas()) {
+    if (!isa_supported(isa, detect_cpu().features)) continue;
+    std::vector<float> outputs[2];
+    for (bool winograd : {true, false}) {
+      Int8Options options;
+      options.has_isa = true;
+      options.isa = isa;
+      options.winograd = winograd;
+      auto net = quantize(*model, options, &two);
+      ASSERT_NE(net, nullptr);
+      const std::string summary = net->summary();
+      EXPECT_EQ(summary.find("Winograd F(2x2, 3x3) 72 x 10 + 2x2 max pooling") != std::string::npos, winograd) << summary;
+      EXPECT_EQ(summary.find("Winograd F(2x2, 3x3) 90 x 12 (") != std::string::npos, winograd) << summary;
+      for (const LayerPrecision& layer : net->precisions())
+        if (layer.layer == "maxpool1") EXPECT_EQ(layer.note, winograd ? "fused into conv2" : "same scale as its input");
+      auto x = data().test.first_samples(37);
+      ASSERT_TRUE(x.ok());
+      const Tensor out = net->forward(x.value(), &two);
+      outputs[winograd ? 0 : 1].assign(out.f32(), out.f32() + out.numel());
+    }
+    ASSERT_EQ(outputs[0], outputs[1]) << isa_name(isa);
+  }
+}
+
 TEST(Int8Model, VectorQuantizeIsQuantizeS8BitForBit) {
   std::vector<float> x = {0.0f, -0.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, 127.5f, -127.5f, -128.5f,
                           -129.0f, 1e9f, -1e9f, 255.49f, 256.0f, -256.0f, -257.0f, 383.0f, -384.0f,

@@ -293,15 +293,13 @@ TEST_P(Qs8OnIsa, ConvPairsIsBitExact) {
       for (int64_t count : {1, 3, 7, 8, 9, 14, 17, 28})
         for (int64_t n : {1, 2, 5, 6, 8, 9, 11})
           for (int64_t pairs : {1, 5, 15}) {
-            // Each source its own array, readable for count rounded up to 8 pairs.
-            const int64_t readable = 2 * ((count + 7) / 8 * 8);
-            std::vector<std::vector<int16_t>> data(static_cast<size_t>(window * pairs));
-            std::vector<const int16_t*> src;
-            for (auto& d : data) {
-              d.resize(static_cast<size_t>(readable));
-              for (auto& v : d) v = draw_activation(rng, regime);
-              src.push_back(d.data());
-            }
+            // Each source its own run of the buffer, readable for count rounded up to 8 pairs, in
+            // a shuffled order.
+            const int64_t readable = 2 * ((count + 7) / 8 * 8), sources = window * pairs;
+            std::vector<int16_t> data(static_cast<size_t>(sources * readable));
+            for (auto& v : data) v = draw_activation(rng, regime);
+            std::vector<int64_t> offsets;
+            for (int64_t i = 0; i < sources; ++i) offsets.push_back(((i * 7) % sources) * readable);
             std::vector<int32_t> wt(static_cast<size_t>(pairs * n));
             for (auto& v : wt) {
               const int16_t lo = draw_weight(rng, regime), hi = rng.uniform(0, 1) < 0.2 ? int16_t{0} : draw_weight(rng, regime);
@@ -311,14 +309,14 @@ TEST_P(Qs8OnIsa, ConvPairsIsBitExact) {
             const Qs8OutputStage out = random_output_stage(n, rng, trial++);
             const Qs8Requant rq{out.bias.data(), out.multiplier.data(), out.shift.data(), out.zero_point, out.lo, out.hi};
             std::vector<int8_t> got(static_cast<size_t>(count * n + 8), 77);
-            kernel.conv_pairs(count, window, pairs, src.data(), wt.data(), n, &rq, got.data());
+            kernel.conv_pairs(count, window, pairs, data.data(), offsets.data(), wt.data(), n, &rq, got.data());
             for (int64_t x = 0; x < count; ++x)
               for (int64_t f = 0; f < n; ++f) {
                 int32_t best = 0;
                 for (int64_t w = 0; w < window; ++w) {
                   int32_t sum = 0;
                   for (int64_t t = 0; t < pairs; ++t) {
-                    const int16_t* p = src[static_cast<size_t>(w * pairs + t)];
+                    const int16_t* p = data.data() + offsets[static_cast<size_t>(w * pairs + t)];
                     const int32_t k = wt[static_cast<size_t>(t * n + f)];
                     sum += p[2 * x] * static_cast<int16_t>(k & 0xFFFF) + p[2 * x + 1] * static_cast<int16_t>(k >> 16);
                   }

@@ -28,6 +28,7 @@ retrograd=build/retrograd
 test_gemm=build/tests/test_gemm
 test_kernels=build/tests/test_kernels
 test_qs8=build/tests/test_qs8
+test_int8_winograd=build/tests/test_int8_winograd
 test_conv_layers=build/tests/test_conv_layers
 startup_demo=build/tests/startup_demands_avx2  # tests/startup_demands_avx2.cpp
 unset RETROGRAD_ISA GTEST_FILTER GTEST_OUTPUT
@@ -74,7 +75,7 @@ for tool in qemu-x86_64 python3; do
     exit 1
   fi
 done
-for binary in "$retrograd" "$test_gemm" "$test_kernels" "$test_qs8" "$test_conv_layers"; do
+for binary in "$retrograd" "$test_gemm" "$test_kernels" "$test_qs8" "$test_int8_winograd" "$test_conv_layers"; do
   if [ ! -x "$binary" ]; then
     fail "qemu setup" "$binary is missing: build first (bash tools/build.sh)"
     exit 1
@@ -205,6 +206,10 @@ EOF
   # 2b'. test_qs8, whole: the int8 tiles and requantization of every level this CPU has (sse2's
   #      pmaddwd on the Opterons, ssse3's pmaddubsw on the Core 2s), bit-exact against the reference.
   run_gtest_under_qemu test_qs8 "$test_qs8" "$xml_dir/test_qs8@$tag.xml"
+
+  # 2b''. test_int8_winograd, whole: the Winograd conv's kernels of every level this CPU has
+  #       against the reference, and its stage against the GEMM stage (about 3 s).
+  run_gtest_under_qemu test_int8_winograd "$test_int8_winograd" "$xml_dir/test_int8_winograd@$tag.xml"
 
   # 2c. The conv, pooling, batch-norm and dropout layers in f32 on this CPU's kernels, against
   #     f64 (the f64 gradient checks run no ISA code: the native passes cover them).

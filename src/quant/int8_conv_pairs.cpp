@@ -33,7 +33,7 @@ class ConvPairsStage : public Int8Stage {
     row_ = pool_ ? g.padded_width() + 32 : 2 * (g.padded_width() + 16);
     for (int64_t kh = 0; kh < kk; ++kh)
       for (int64_t kw = 0; kw < kk; kw += 2) {
-        taps_.push_back({kh, kw});
+        ++pairs_;
         for (int64_t f = 0; f < n; ++f) {
           const int32_t a = q[static_cast<size_t>((kh * kk + kw) * n + f)];
           const int32_t b = kw + 1 < kk ? q[static_cast<size_t>((kh * kk + kw + 1) * n + f)] : 0;
@@ -41,17 +41,18 @@ class ConvPairsStage : public Int8Stage {
                                                        (static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16)));
         }
       }
+    // Where pair (kh, kw) of pooling window (dy, dx) reads, from the first image row of an output row.
+    for (int64_t w = 0; w < (pool_ ? 4 : 1); ++w)
+      for (int64_t kh = 0; kh < kk; ++kh)
+        for (int64_t kw = 0; kw < kk; kw += 2) {
+          const int64_t dy = w / 2, dx = w % 2;
+          offsets_.push_back((dy + kh) * row_ + (pool_ ? dx + kw : 2 * kw));
+        }
   }
 
   // One input channel, stride 1, a kernel of at most 11 and rows of at most 512 pixels.
   static bool fits(const ConvGeometry& g) {
     return g.channels == 1 && g.stride == 1 && g.kernel <= 11 && g.padded_width() <= 512;
-  }
-  // A 2x2 window of stride 2 over this conv's whole output.
-  static bool fuses_pool(const ConvGeometry& conv, const ConvGeometry& pool) {
-    return pool.kernel == 2 && pool.stride == 2 && pool.pad == 0 && pool.height == conv.out_h &&
-           pool.width == conv.out_w && pool.channels > 0 && pool.out_h == conv.out_h / 2 &&
-           pool.out_w == conv.out_w / 2;
   }
 
   void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
@@ -85,9 +86,6 @@ class ConvPairsStage : public Int8Stage {
 
  private:
   static constexpr int64_t kChunk = 16;
-  struct Tap {
-    int64_t kh, kw;
-  };
   int64_t image_size() const { return geometry_.padded_height() * row_; }
   // The scratch as int16 (a byte tensor: the counted allocator has no int16 type).
   int16_t* images() const { return reinterpret_cast<int16_t*>(image_.data<int8_t>()); }
@@ -119,22 +117,12 @@ class ConvPairsStage : public Int8Stage {
         for (int64_t x = 2 * wp; x < row_; ++x) row[x] = zp;
       }
     }
-    const int64_t window = pool_ ? 4 : 1, pairs = static_cast<int64_t>(taps_.size());
-    const int16_t* src[4 * 66];
     const Qs8Requant rq{output_.bias.data(), output_.multiplier.data(), output_.shift.data(), output_.zero_point,
                         output_.lo, output_.hi};
     const Qs8ConvKernel& kernel = qs8_conv_kernel(isa_);
-    for (int64_t oh = 0; oh < out_h_; ++oh) {
-      for (int64_t w = 0; w < window; ++w) {
-        const int64_t dy = pool_ ? w / 2 : 0, dx = pool_ ? w % 2 : 0;
-        for (int64_t t = 0; t < pairs; ++t) {
-          const Tap& tap = taps_[static_cast<size_t>(t)];
-          const int16_t* row = rows + ((pool_ ? 2 * oh : oh) + dy + tap.kh) * row_;
-          src[w * pairs + t] = pool_ ? row + dx + tap.kw : row + 2 * tap.kw;
-        }
-      }
-      kernel.conv_pairs(out_w_, window, pairs, src, pair_weights_.data(), filters_, &rq, out + oh * out_w_ * filters_);
-    }
+    for (int64_t oh = 0; oh < out_h_; ++oh)
+      kernel.conv_pairs(out_w_, pool_ ? 4 : 1, pairs_, rows + (pool_ ? 2 * oh : oh) * row_, offsets_.data(),
+                        pair_weights_.data(), filters_, &rq, out + oh * out_w_ * filters_);
   }
 
   ConvGeometry geometry_;
@@ -143,7 +131,8 @@ class ConvPairsStage : public Int8Stage {
   bool pool_ = false;
   Isa isa_ = Isa::reference;
   int64_t filters_ = 0, out_h_ = 0, out_w_ = 0, row_ = 0;
-  std::vector<Tap> taps_;
+  int64_t pairs_ = 0;                  // tap pairs (kh, kw), (kh, kw + 1) with kw = 0, 2, ..
+  std::vector<int64_t> offsets_;       // [window][pairs]: int16 from an output row's first image row
   std::vector<int32_t> pair_weights_;  // [pairs][filters]
   Tensor image_;                       // int16 [kChunk][padded height][row_], as bytes
 };
@@ -151,10 +140,6 @@ class ConvPairsStage : public Int8Stage {
 }  // namespace
 
 bool conv_pairs_fits(const ConvGeometry& g) { return ConvPairsStage::fits(g); }
-
-bool conv_pairs_fuses_pool(const ConvGeometry& conv, const ConvGeometry& pool) {
-  return ConvPairsStage::fuses_pool(conv, pool);
-}
 
 std::unique_ptr<Int8Stage> make_conv_pairs_stage(const ConvGeometry& g, const std::vector<int8_t>& q,
                                                  const Qs8OutputStage& output, QuantParams in, bool pool, Isa isa) {

@@ -13,6 +13,7 @@
 #include "nn/pooling.h"
 #include "quant/fixed_point.h"
 #include "quant/int8_stages.h"
+#include "quant/int8_winograd.h"
 #include "quant/qs8_gemm.h"
 
 namespace rg {
@@ -200,15 +201,27 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     Qs8OutputStage o;
     Status built = quantize_layer(g.patch_size(), w, b, in, out, relu, layer->name(), &q, &o);
     std::unique_ptr<Int8Stage> stage;
-    // A 2x2 max pooling right after a direct single-channel conv is fused into it.
+    // A 2x2 max pooling right after a direct single-channel conv or a Winograd conv is fused into it.
+    const bool pool_next = kind == "conv" && end + 1 < count && layers[end + 1]->kind() == "maxpool" &&
+                           keep.count(layers[end + 1]->name()) == 0 &&
+                           fusable_max_pool_2x2(g, static_cast<Pool2D*>(layers[end + 1].get())->geometry());
     bool pooled = false;
     // The direct conv where it pays: with the pooling fused, or with few filters (its lanes are
     // pixels, so each filter is requantized and stored on its own; with many filters the GEMM's
     // lanes-are-filters layout requantizes whole rows at once).
-    if (built.ok() && options.direct_conv && kind == "conv" && conv_pairs_fits(g)) {
-      pooled = end + 1 < count && layers[end + 1]->kind() == "maxpool" && keep.count(layers[end + 1]->name()) == 0 &&
-               conv_pairs_fuses_pool(g, static_cast<Pool2D*>(layers[end + 1].get())->geometry());
-      if (pooled || static_cast<int64_t>(b.size()) <= 8) stage = make_conv_pairs_stage(g, q, o, in, pooled, isa);
+    if (built.ok() && options.direct_conv && kind == "conv" && conv_pairs_fits(g) &&
+        (pool_next || static_cast<int64_t>(b.size()) <= 8)) {
+      stage = make_conv_pairs_stage(g, q, o, in, pool_next, isa);
+      pooled = pool_next;
+    }
+    if (stage == nullptr && built.ok() && options.winograd && kind == "conv" && winograd_fits(g)) {
+      auto winograd = make_winograd_stage(g, q, o, in, pool_next, isa, layer->name());
+      if (winograd.ok()) {
+        stage = winograd.take();
+        pooled = pool_next;
+      } else {
+        built = winograd.status();
+      }
     }
     if (stage == nullptr && built.ok()) {
       auto gemm = make_gemm_stage(g, q, o, in, isa, layer->name());

@@ -37,6 +37,9 @@ struct Int8Options {
   // pooling after them fused, where it pays; false: always im2col and the GEMM (for tests:
   // both give the same bits).
   bool direct_conv = true;
+  // 3x3 stride-1 convs of 8 or more input channels by integer Winograd F(2x2, 3x3)
+  // (int8_winograd.h); false: im2col and the GEMM (for tests: both give the same bits).
+  bool winograd = true;
   // The ISA whose int8 tiles the weights are packed for; unset: the active one.
   bool has_isa = false;
   Isa isa = Isa::reference;

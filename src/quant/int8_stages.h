@@ -7,6 +7,7 @@
 //   GEMM           conv or dense (BN folded, ReLU in the clamp): im2col and qs8_gemm
 //   max pooling    int8 -> int8 with the same scale and zero point (max commutes with them)
 //   conv pairs     a direct single-channel conv, optionally with a 2x2 max pooling fused
+//   Winograd       a 3x3 stride-1 conv by integer Winograd F(2x2, 3x3)
 //   f32            a layer of the f32 model as it is
 #pragma once
 
@@ -69,12 +70,22 @@ std::unique_ptr<Int8Stage> make_f32_stage(Layer* layer, const Shape& in_shape, c
 // grey images. Fits: one input channel, stride 1, a kernel of at most 11, rows of at most 512
 // pixels.
 bool conv_pairs_fits(const ConvGeometry& g);
-// Whether `pool` is a 2x2 window of stride 2 over the conv's whole output (fusable).
-bool conv_pairs_fuses_pool(const ConvGeometry& conv, const ConvGeometry& pool);
+// Whether `pool` is a 2x2 window of stride 2 over the conv's whole output, which the direct and
+// the Winograd conv stages fuse.
+bool fusable_max_pool_2x2(const ConvGeometry& conv, const ConvGeometry& pool);
 // q: the int8 weights [kernel^2 x n], with their requantization; `pool`: the 2x2 max pooling
-// fused (conv_pairs_fuses_pool). int8 [n, height, width, 1] -> int8 [n, out_h, out_w, filters], or
+// fused (fusable_max_pool_2x2). int8 [n, height, width, 1] -> int8 [n, out_h, out_w, filters], or
 // [n, out_h / 2, out_w / 2, filters] pooled: the same bits as the GEMM stage (and the pooling).
 std::unique_ptr<Int8Stage> make_conv_pairs_stage(const ConvGeometry& g, const std::vector<int8_t>& q,
                                                  const Qs8OutputStage& output, QuantParams in, bool pool, Isa isa);
+
+// A 3x3 stride-1 conv (winograd_fits, int8_winograd.h) by integer Winograd F(2x2, 3x3)
+// (int8_winograd.cpp): the GEMM stage's operands (q [9 * channels x filters], its output stage
+// with the input's zero point folded into the bias, `in`: padding reads as its zero point) and
+// the same bits. int8 [n, height, width, channels] -> int8 [n, out_h, out_w, filters], or with
+// `pool` (fusable_max_pool_2x2) [n, out_h / 2, out_w / 2, filters]: the same bits as the pooling.
+Result<std::unique_ptr<Int8Stage>> make_winograd_stage(const ConvGeometry& g, const std::vector<int8_t>& q,
+                                                       const Qs8OutputStage& output, QuantParams in, bool pool,
+                                                       Isa isa, const std::string& name);
 
 }  // namespace rg

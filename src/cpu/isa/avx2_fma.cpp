@@ -3,6 +3,7 @@
 #include "cpu/ukernels/f32_gemm_impl.h"
 #include "cpu/ukernels/f32_vector_impl.h"
 #include "cpu/ukernels/qs8_gemm_x86.h"
+#include "cpu/ukernels/qs8_winograd_x86.h"
 
 namespace rg {
 
@@ -31,14 +32,23 @@ void qs8_gemm_requant_4x8__avx2(int64_t mr, int64_t nc, int64_t kgroups, const i
   qs8_gemm_requant_4xv_avx2<1>(mr, nc, kgroups, a, lda, packed_b, rq, c, ldc);
 }
 
-void qs8_conv_pairs__avx2(int64_t count, int64_t window, int64_t pairs, const int16_t* const* src, const int32_t* wt,
-                          int64_t n, const Qs8Requant* rq, int8_t* out) {
-  qs8_conv_pairs_avx2(count, window, pairs, src, wt, n, rq, out);
+void qs8_conv_pairs__avx2(int64_t count, int64_t window, int64_t pairs, const int16_t* src, const int64_t* offsets,
+                          const int32_t* wt, int64_t n, const Qs8Requant* rq, int8_t* out) {
+  qs8_conv_pairs_avx2(count, window, pairs, src, offsets, wt, n, rq, out);
 }
 
 void qs8_requantize__avx2(int64_t n, const int32_t* acc, const int32_t* bias, const int32_t* multiplier,
                           const int32_t* shift, int32_t zero_point, int32_t lo, int32_t hi, int8_t* out) {
   qs8_requantize_avx2(n, acc, bias, multiplier, shift, zero_point, lo, hi, out);
+}
+
+void qs8_winograd_input__avx2(int64_t channels, int64_t cpad, const int8_t* const* px, int16_t* v, int64_t v_stride) {
+  qs8_winograd_input_avx2(channels, cpad, px, v, v_stride);
+}
+
+void qs8_winograd_6x16__avx2(int64_t mr, int64_t nc, int64_t cpairs, const int16_t* v, int64_t v_stride, int64_t ldv,
+                             const int16_t* u, const Qs8Requant* rq, bool pool, int8_t* const* out) {
+  qs8_winograd_tile_avx2<6, 2>(mr, nc, cpairs, v, v_stride, ldv, u, rq, pool, out);
 }
 
 }  // namespace rg

@@ -1,5 +1,6 @@
 // The reference level: plain scalar C++ (built with -fno-tree-vectorize so it stays scalar).
 // It is what every vector kernel is tested against and what RETROGRAD_ISA=reference runs.
+#include <algorithm>
 #include <cmath>
 
 #include "base/fp16.h"
@@ -7,6 +8,7 @@
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
 #include "cpu/ukernels/qs8_gemm.h"
+#include "cpu/ukernels/qs8_winograd.h"
 #include "ops/activation.h"
 #include "quant/fixed_point.h"
 
@@ -128,8 +130,9 @@ void qs8_gemm_requant_4x8__reference(int64_t mr, int64_t nc, int64_t kgroups, co
     }
 }
 
-void qs8_conv_pairs__reference(int64_t count, int64_t window, int64_t pairs, const int16_t* const* src,
-                               const int32_t* wt, int64_t n, const Qs8Requant* rq, int8_t* out) {
+void qs8_conv_pairs__reference(int64_t count, int64_t window, int64_t pairs, const int16_t* src,
+                               const int64_t* offsets, const int32_t* wt, int64_t n, const Qs8Requant* rq,
+                               int8_t* out) {
   auto lo = [](int32_t v) { return static_cast<int32_t>(static_cast<int16_t>(v & 0xFFFF)); };
   auto hi = [](int32_t v) { return static_cast<int32_t>(static_cast<int16_t>((v >> 16) & 0xFFFF)); };
   for (int64_t x = 0; x < count; ++x)
@@ -138,7 +141,7 @@ void qs8_conv_pairs__reference(int64_t count, int64_t window, int64_t pairs, con
       for (int64_t w = 0; w < window; ++w) {
         int32_t sum = 0;
         for (int64_t t = 0; t < pairs; ++t) {
-          const int16_t* p = src[w * pairs + t];
+          const int16_t* p = src + offsets[w * pairs + t];
           const int32_t k = wt[t * n + f];
           sum += p[2 * x] * lo(k) + p[2 * x + 1] * hi(k);
         }
@@ -155,6 +158,56 @@ void qs8_requantize__reference(int64_t n, const int32_t* acc, const int32_t* bia
     const QuantMultiplier m{multiplier[j], shift[j]};
     out[j] = static_cast<int8_t>(requantize(acc[j] + bias[j], m, zero_point, lo, hi));
   }
+}
+
+}  // namespace rg
+
+// Winograd F(2x2, 3x3): qs8_winograd.h's formulas as matrix products in plain loops.
+namespace rg {
+
+namespace {
+constexpr int kWinogradBt[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+constexpr int kWinogradAt[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+}  // namespace
+
+void qs8_winograd_input__reference(int64_t channels, int64_t cpad, const int8_t* const* px, int16_t* v,
+                                   int64_t v_stride) {
+  for (int64_t c = 0; c < cpad; ++c)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        int32_t sum = 0;  // (B^T d B)[i][j] = sum_ab Bt[i][a] d[a][b] Bt[j][b]
+        for (int a = 0; a < 4 && c < channels; ++a)
+          for (int b = 0; b < 4; ++b) sum += kWinogradBt[i][a] * px[4 * a + b][c] * kWinogradBt[j][b];
+        v[(4 * i + j) * v_stride + c] = static_cast<int16_t>(sum);
+      }
+}
+
+void qs8_winograd_4x8__reference(int64_t mr, int64_t nc, int64_t cpairs, const int16_t* v, int64_t v_stride,
+                                 int64_t ldv, const int16_t* u, const Qs8Requant* rq, bool pool, int8_t* const* out) {
+  constexpr int NR = 8;
+  for (int64_t r = 0; r < mr && r < 4; ++r)
+    for (int64_t j = 0; j < nc; ++j) {
+      int64_t m[16];
+      for (int p = 0; p < 16; ++p) {
+        m[p] = 0;
+        const int16_t* vp = v + p * v_stride + r * ldv;
+        for (int64_t i = 0; i < 2 * cpairs; ++i) m[p] += int64_t{vp[i]} * u[((p * cpairs + i / 2) * NR + j) * 2 + i % 2];
+      }
+      int32_t y[4];  // (A^T M A)[dy][dx] as int32 (wrapping), / 4 rounding down
+      for (int pixel = 0; pixel < 4; ++pixel) {
+        int64_t sum = 0;
+        for (int a = 0; a < 4; ++a)
+          for (int b = 0; b < 4; ++b) sum += kWinogradAt[pixel / 2][a] * m[4 * a + b] * kWinogradAt[pixel % 2][b];
+        y[pixel] = static_cast<int32_t>(static_cast<uint32_t>(sum)) >> 2;
+      }
+      if (pool) y[0] = std::max(std::max(y[0], y[1]), std::max(y[2], y[3]));
+      const QuantMultiplier mult{rq->multiplier[j], rq->shift[j]};
+      for (int pixel = 0; pixel < (pool ? 1 : 4); ++pixel) {
+        int8_t* o = out[pool ? r : 4 * r + pixel];
+        if (o != nullptr)
+          o[j] = static_cast<int8_t>(requantize(y[pixel] + rq->bias[j], mult, rq->zero_point, rq->lo, rq->hi));
+      }
+    }
 }
 
 }  // namespace rg

@@ -4,6 +4,7 @@
 #include "cpu/ukernels/f32_gemm_impl.h"
 #include "cpu/ukernels/f32_vector_impl.h"
 #include "cpu/ukernels/qs8_gemm_x86.h"
+#include "cpu/ukernels/qs8_winograd_x86.h"
 
 namespace rg {
 
@@ -28,9 +29,18 @@ void qs8_requantize__sse2(int64_t n, const int32_t* acc, const int32_t* bias, co
   qs8_requantize_sse2(n, acc, bias, multiplier, shift, zero_point, lo, hi, out);
 }
 
-void qs8_conv_pairs__sse2(int64_t count, int64_t window, int64_t pairs, const int16_t* const* src, const int32_t* wt,
-                          int64_t n, const Qs8Requant* rq, int8_t* out) {
-  qs8_conv_pairs_sse2(count, window, pairs, src, wt, n, rq, out);
+void qs8_conv_pairs__sse2(int64_t count, int64_t window, int64_t pairs, const int16_t* src, const int64_t* offsets,
+                          const int32_t* wt, int64_t n, const Qs8Requant* rq, int8_t* out) {
+  qs8_conv_pairs_sse2(count, window, pairs, src, offsets, wt, n, rq, out);
+}
+
+void qs8_winograd_input__sse2(int64_t channels, int64_t cpad, const int8_t* const* px, int16_t* v, int64_t v_stride) {
+  qs8_winograd_input_sse2(channels, cpad, px, v, v_stride);
+}
+
+void qs8_winograd_4x8__sse2(int64_t mr, int64_t nc, int64_t cpairs, const int16_t* v, int64_t v_stride, int64_t ldv,
+                            const int16_t* u, const Qs8Requant* rq, bool pool, int8_t* const* out) {
+  qs8_winograd_tile_sse2<4, 2>(mr, nc, cpairs, v, v_stride, ldv, u, rq, pool, out);
 }
 
 }  // namespace rg

@@ -44,14 +44,16 @@ using Qs8GemmTileRequant = void (*)(int64_t mr, int64_t nc, int64_t kgroups, con
 
 // Direct convolution of a single-channel image on int16 pairs, with an optional max pooling
 // before the requantization (which is non-decreasing, so the max of requantized values is the
-// requantized max). For output pixel x < count and filter f < n, with p = src[w * pairs + t]
+// requantized max). For output pixel x < count and filter f < n, with p = src + offsets[w * pairs + t]
 // and k = wt[t * n + f] (an int32 holding two int16: lo, hi):
 //   sum_w[x][f] = sum_{t < pairs} p[2x] * k.lo + p[2x + 1] * k.hi          (pmaddwd's operands)
 //   out[x * n + f] = requantize(max_{w < window} sum_w[x][f] + bias[f])
-// src holds window * pairs pointers, each with 2 * (count rounded up to 8) readable int16. The
+// Each of the window * pairs sources has 2 * (count rounded up to 8) readable int16 (offsets, in
+// int16, rather than pointers: one image's sources move together from one call to the next). The
 // int16 are int8 activations and weights in [-127, 127], so no sum overflows for pairs < 2^16.
-using Qs8ConvPairs = void (*)(int64_t count, int64_t window, int64_t pairs, const int16_t* const* src,
-                              const int32_t* wt, int64_t n, const Qs8Requant* rq, int8_t* out);
+using Qs8ConvPairs = void (*)(int64_t count, int64_t window, int64_t pairs, const int16_t* src,
+                              const int64_t* offsets, const int32_t* wt, int64_t n, const Qs8Requant* rq,
+                              int8_t* out);
 
 void qs8_gemm_4x8__reference(int64_t, int64_t, const int8_t*, int64_t, const int8_t*, int32_t*);
 void qs8_gemm_4x8__sse2(int64_t, int64_t, const int8_t*, int64_t, const int8_t*, int32_t*);   // pmaddwd
@@ -71,12 +73,12 @@ void qs8_gemm_requant_4x16__avx2(int64_t, int64_t, int64_t, const int8_t*, int64
 void qs8_gemm_requant_4x8__avx2(int64_t, int64_t, int64_t, const int8_t*, int64_t, const int8_t*, const Qs8Requant*,
                                 int8_t*, int64_t);
 
-void qs8_conv_pairs__reference(int64_t, int64_t, int64_t, const int16_t* const*, const int32_t*, int64_t,
+void qs8_conv_pairs__reference(int64_t, int64_t, int64_t, const int16_t*, const int64_t*, const int32_t*, int64_t,
                                const Qs8Requant*, int8_t*);
-void qs8_conv_pairs__sse2(int64_t, int64_t, int64_t, const int16_t* const*, const int32_t*, int64_t, const Qs8Requant*,
-                          int8_t*);
-void qs8_conv_pairs__avx2(int64_t, int64_t, int64_t, const int16_t* const*, const int32_t*, int64_t, const Qs8Requant*,
-                          int8_t*);
+void qs8_conv_pairs__sse2(int64_t, int64_t, int64_t, const int16_t*, const int64_t*, const int32_t*, int64_t,
+                          const Qs8Requant*, int8_t*);
+void qs8_conv_pairs__avx2(int64_t, int64_t, int64_t, const int16_t*, const int64_t*, const int32_t*, int64_t,
+                          const Qs8Requant*, int8_t*);
 
 // Scalar gemmlowp arithmetic (quant/fixed_point.h), for the levels without a vector version.
 void qs8_requantize__reference(int64_t, const int32_t*, const int32_t*, const int32_t*, const int32_t*, int32_t,
