@@ -6,11 +6,28 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/ukernels/qs8_gemm.h"
 
 namespace rg {
 namespace {
+
+// fn(std::integral_constant<int, FB>{}) for a block of fb filters, FB = min(fb, 8): the direct
+// conv's filter-count templates, picked at run time.
+template <class Fn>
+inline void with_filter_block(int64_t fb, Fn&& fn) {
+  switch (fb < 8 ? fb : 8) {
+    case 1: fn(std::integral_constant<int, 1>{}); break;
+    case 2: fn(std::integral_constant<int, 2>{}); break;
+    case 3: fn(std::integral_constant<int, 3>{}); break;
+    case 4: fn(std::integral_constant<int, 4>{}); break;
+    case 5: fn(std::integral_constant<int, 5>{}); break;
+    case 6: fn(std::integral_constant<int, 6>{}); break;
+    case 7: fn(std::integral_constant<int, 7>{}); break;
+    default: fn(std::integral_constant<int, 8>{}); break;
+  }
+}
 
 // 4 bytes of A (one k group of one row) as an int32.
 inline int32_t load_group(const int8_t* p) {
@@ -278,16 +295,9 @@ inline void qs8_conv_pairs_sse2(int64_t count, int64_t window, int64_t pairs, co
   for (int64_t x = 0; x < count; x += 4) {
     const int64_t live = count - x < 4 ? count - x : 4;
     for (int64_t f0 = 0; f0 < n; f0 += 8) {
-      switch (n - f0 < 8 ? n - f0 : 8) {
-        case 1: conv_pairs_filters_sse2<1>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 2: conv_pairs_filters_sse2<2>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 3: conv_pairs_filters_sse2<3>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 4: conv_pairs_filters_sse2<4>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 5: conv_pairs_filters_sse2<5>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 6: conv_pairs_filters_sse2<6>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 7: conv_pairs_filters_sse2<7>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        default: conv_pairs_filters_sse2<8>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-      }
+      with_filter_block(n - f0, [&](auto fb) {
+        conv_pairs_filters_sse2<decltype(fb)::value>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out);
+      });
     }
   }
 }
@@ -481,16 +491,9 @@ inline void qs8_conv_pairs_avx2(int64_t count, int64_t window, int64_t pairs, co
   for (int64_t x = 0; x < count; x += 8) {
     const int64_t live = count - x < 8 ? count - x : 8;
     for (int64_t f0 = 0; f0 < n; f0 += 8) {
-      switch (n - f0 < 8 ? n - f0 : 8) {
-        case 1: conv_pairs_filters_avx2<1>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 2: conv_pairs_filters_avx2<2>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 3: conv_pairs_filters_avx2<3>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 4: conv_pairs_filters_avx2<4>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 5: conv_pairs_filters_avx2<5>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 6: conv_pairs_filters_avx2<6>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        case 7: conv_pairs_filters_avx2<7>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-        default: conv_pairs_filters_avx2<8>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out); break;
-      }
+      with_filter_block(n - f0, [&](auto fb) {
+        conv_pairs_filters_avx2<decltype(fb)::value>(x, live, window, pairs, src, offsets, wt, n, f0, rq, out);
+      });
     }
   }
 }
