@@ -120,6 +120,17 @@ int64_t Dataset::memory_bytes() const {
 
 int64_t Dataset::sample_bytes() const { return size() * sample_shape.numel(); }
 
+Status Dataset::read_row_bytes(int64_t i, uint8_t* out) const {
+  const int64_t row = sample_shape.numel();
+  if (source == nullptr) {
+    std::memcpy(out, samples.data<uint8_t>() + i * row, static_cast<size_t>(row));  // aborts unless u8
+    return Status();
+  }
+  const int64_t at = source_rows ? (*source_rows)[static_cast<size_t>(i)] : source_first + i;
+  if (Status s = source->read(at, out); !s.ok()) return s.with_context(name + ": ");
+  return Status();
+}
+
 Status Dataset::gather(const int32_t* index, int64_t count, float* out, int32_t* out_labels) const {
   const int64_t row = sample_shape.numel();
   const int64_t n = size();
@@ -133,10 +144,9 @@ Status Dataset::gather(const int32_t* index, int64_t count, float* out, int32_t*
     // overwrites bytes 4k..4k+3, all past byte k, so no byte is overwritten before it is read.
     RG_CHECK(source->row_bytes() == row, "" << name << ": records of " << source->row_bytes() << " bytes for samples of " << row);
     for (int64_t i = 0; i < count; ++i) {
-      const int64_t at = source_rows ? (*source_rows)[static_cast<size_t>(index[i])] : source_first + index[i];
       float* to = out + i * row;
       auto* bytes = reinterpret_cast<uint8_t*>(to);
-      if (Status s = source->read(at, bytes); !s.ok()) return s.with_context(name + ": ");
+      RG_TRY(read_row_bytes(index[i], bytes));
       for (int64_t j = row; j-- > 0;) to[j] = unit[bytes[j]];
     }
   } else if (samples.dtype() == DType::u8) {
@@ -180,10 +190,7 @@ Result<Dataset> Dataset::in_memory_copy() const {
   RG_ASSIGN(out.samples, Tensor::zeros(sample_shape.batched(size()), DType::u8, name + " samples"));
   uint8_t* to = out.samples.data<uint8_t>();
   const int64_t row = sample_shape.numel();
-  for (int64_t i = 0; i < size(); ++i) {
-    const int64_t at = source_rows ? (*source_rows)[static_cast<size_t>(i)] : source_first + i;
-    if (Status s = source->read(at, to + i * row); !s.ok()) return s.with_context(name + ": ");
-  }
+  for (int64_t i = 0; i < size(); ++i) RG_TRY(read_row_bytes(i, to + i * row));
   return out;
 }
 

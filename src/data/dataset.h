@@ -46,6 +46,8 @@ struct Dataset {
   int64_t memory_bytes() const;
   // Bytes its samples would take in memory (u8 rows).
   int64_t sample_bytes() const;
+  // Row i's sample as the bytes it is stored in (u8 samples only: in memory or from `source`).
+  Status read_row_bytes(int64_t i, uint8_t* out) const;
 
   // Copies samples index[0..count) into out [count, sample...] as f32 and their labels; the
   // error (reading a streamed source) names the file and the row.

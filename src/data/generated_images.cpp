@@ -128,6 +128,10 @@ Status write_idx_pair(const Dataset& data, const std::string& images_path, const
   if (shape.rank() != 3 || shape[2] != 1) {
     return Status::error(images_path + ": IDX image files hold grey images; these samples are " + shape.str());
   }
+  if (data.in_memory() && data.samples.dtype() != DType::u8) {
+    return Status::error(images_path + ": IDX image files hold bytes; these samples are " +
+                         dtype_name(data.samples.dtype()));
+  }
   const int64_t n = data.size(), row = shape.numel();
   std::vector<uint8_t> header;
   put_u32(&header, 0x00000803);
@@ -135,18 +139,12 @@ Status write_idx_pair(const Dataset& data, const std::string& images_path, const
   FILE* images = std::fopen(images_path.c_str(), "wb");
   if (images == nullptr) return Status::error(images_path + ": cannot create: " + std::strerror(errno));
   Status status = write_all(images, images_path, header.data(), header.size());
-  // Chunks of 4096 rows: gathered as f32 in [0, 1], written back as the bytes they came from.
+  // Chunks of 4096 rows, as the bytes they are stored in.
   const int64_t chunk = 4096;
-  std::vector<float> values(static_cast<size_t>(chunk * row));
-  std::vector<int32_t> index(static_cast<size_t>(chunk));
   std::vector<uint8_t> bytes(static_cast<size_t>(chunk * row));
   for (int64_t begin = 0; begin < n && status.ok(); begin += chunk) {
     const int64_t count = std::min(chunk, n - begin);
-    for (int64_t i = 0; i < count; ++i) index[static_cast<size_t>(i)] = static_cast<int32_t>(begin + i);
-    status = data.gather(index.data(), count, values.data(), nullptr);
-    for (int64_t k = 0; status.ok() && k < count * row; ++k) {
-      bytes[static_cast<size_t>(k)] = static_cast<uint8_t>(std::lround(values[static_cast<size_t>(k)] * 255.0f));
-    }
+    for (int64_t i = 0; i < count && status.ok(); ++i) status = data.read_row_bytes(begin + i, bytes.data() + i * row);
     if (status.ok()) status = write_all(images, images_path, bytes.data(), static_cast<size_t>(count * row));
   }
   if (std::fclose(images) != 0 && status.ok()) status = Status::error(images_path + ": write failed: " + std::strerror(errno));

@@ -20,7 +20,7 @@ Dataset generated_images(const std::string& name, const Shape& shape, int64_t co
 DataSplit make_generated_split(const Shape& shape, int32_t classes, uint64_t seed);
 
 // Writes `data` as an MNIST-layout IDX pair (grey images: c must be 1) into `images_path` and
-// `labels_path`, gathering a chunk of rows at a time (bounded memory whatever the size).
+// `labels_path`, a chunk of rows at a time (bounded memory whatever the size); u8 samples only.
 Status write_idx_pair(const Dataset& data, const std::string& images_path, const std::string& labels_path);
 
 }  // namespace rg

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/int_math.h"
 #include "nn/cfg.h"
 #include "nn/workspace.h"
 #include "ops/elementwise.h"
@@ -76,7 +77,6 @@ void flip_weight(int64_t k, int64_t c, int64_t filters, const T* weight, T* flip
     }
 }
 
-int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
 Status expect_image(const Shape& input) {
   if (input.rank() != 3) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/int_math.h"
 #include "cpu/kernel_tables.h"
 #include "ops/gemm.h"
 
@@ -67,7 +68,6 @@ float* packing_buffer(std::vector<float>& buffer, int64_t floats) {
   return buffer.data();
 }
 
-int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 // With few rows of C, each panel of B serves few tiles and packing it costs more than it
 // saves: an untransposed B is then read in place, NR-wide column strips ldb apart.

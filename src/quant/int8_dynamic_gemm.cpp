@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "base/check.h"
+#include "base/int_math.h"
 #include "cpu/kernel_tables.h"
 #include "tensor/tensor.h"
 
@@ -26,7 +27,6 @@ constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: (v + M) - M rounds |v
 constexpr float kTwoToMinus24 = 1.0f / 16777216.0f;
 constexpr uint32_t kIndexMul = 0x9E3779B1u, kHighMul = 0x85EBCA77u;
 
-int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
 float bits_to_float(int32_t bits) {
   float x;

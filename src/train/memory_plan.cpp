@@ -91,16 +91,16 @@ Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const 
     if (plan.micro_batch > best.micro_batch) best = plan;
   }
   if (best.micro_batch == 0) {
-    const bool stream_smallest = ways.back();
-    MemoryPlan one = plan_with(model, options, datasets, 0, stream_smallest);
+    const bool stream_smallest = ways.back();  // the way that holds the least
     TrainOptions single = options;
     single.read_ahead = stream_smallest;
-    one.training = Trainer::prepared_bytes(model, single, 1);
+    const int64_t params = model.param_bytes(), data = data_bytes(datasets, stream_smallest),
+                  training = Trainer::prepared_bytes(model, single, 1);
     return Status::error("--mem-budget " + format_bytes(budget) + " cannot hold this training even one sample at a "
-                         "time: that needs " + format_bytes(one.params + one.data + one.training) + " (parameters and " +
-                         "gradients " + format_bytes(one.params) + ", data " + (stream_smallest ? "streamed, " : "in memory, ") +
-                         format_bytes(one.data) + ", optimizer state, activations and buffers of one sample " +
-                         format_bytes(one.training) + ")");
+                         "time: that needs " + format_bytes(params + data + training) + " (parameters and gradients " +
+                         format_bytes(params) + ", data " + (stream_smallest ? "streamed, " : "in memory, ") +
+                         format_bytes(data) + ", optimizer state, activations and buffers of one sample " +
+                         format_bytes(training) + ")");
   }
   best.unplanned_peak = unplanned;
   return best;
