@@ -231,7 +231,12 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       // gradient to what the earlier ones left.
       for (int64_t m0 = 0; m0 < count; m0 += micro) {
         Tensor x, labels;
-        RG_ASSIGN(const Tensor target, next_batch(&x, &labels));
+        auto next = next_batch(&x, &labels);
+        if (!next.ok()) {
+          if (fake_quant_) fake_quant_->restore_weights();  // the masters back before giving up
+          return next.status();
+        }
+        const Tensor target = next.value();
         ctx.row_offset = m0;
         ctx.accumulate_grads = m0 > 0;
         const Tensor out = model_.forward(x, ctx);
