@@ -444,28 +444,57 @@ TEST(Cli, PrecisionTableAndJsonRows) {
   const char* names[] = {"fp32", "fp16", "int8", "int8-qat", "int8-train"};
   for (size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(rows[i]["precision"], names[i]);
-    if (i != 2) EXPECT_GT(rows[i]["train_samples_per_s"].get<double>(), 0) << names[i] << " trains";
+    if (i != 2) {
+      EXPECT_GT(rows[i]["train_samples_per_s"].get<double>(), 0) << names[i] << " trains";
+    }
   }
   EXPECT_TRUE(rows[2]["train_samples_per_s"].is_null()) << "PTQ does not train";
   for (size_t i : {2, 3}) EXPECT_LT(rows[i]["weight_bytes"].get<int64_t>(), rows[0]["weight_bytes"].get<int64_t>());
   EXPECT_EQ(read_all(csv_path).rfind("precision,what_ran,", 0), 0u);
 }
 
-// int8-qat fine-tunes the trained fp32 model: at a learning rate of 0 its weights stay the fp32
-// ones, so it scores like fp32 where a model trained from scratch would guess.
+// int8-qat --qat-mode extra fine-tunes the trained fp32 model: at a learning rate of 0 its
+// weights stay the fp32 ones, so it scores like fp32 where a model trained from scratch would guess.
 TEST(Cli, PrecisionQatFineTunesTheFp32Model) {
   const std::string json_path = temp_dir() + "/precision_qat.json";
   const Outcome o = run("precision --model mlp --data synthetic --limit 1024 --epochs 1 --threads 2 --precision "
-                        "fp32,int8-qat --qat-epochs 2 --qat-lr-scale 0 --json " + json_path);
+                        "fp32,int8-qat --qat-mode extra --qat-epochs 2 --qat-lr-scale 0 --json " + json_path);
   ASSERT_EQ(o.code, 0) << o.output;
-  EXPECT_NE(o.output.find("fine-tuning the fp32 model through fake int8, 2 epochs at lr 0"), std::string::npos)
+  EXPECT_NE(o.output.find("precision int8-qat: fine-tuned 2 epochs at lr 0 through fake int8"), std::string::npos)
       << o.output;
   const auto rows = nlohmann::json::parse(read_all(json_path))["precisions"];
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[1]["what_ran"], "int8 QAT: 3 of 3 conv/dense int8, fp32 fine-tuned 2 epochs at lr 0");
+  EXPECT_EQ(rows[1]["what_ran"], "int8 QAT: 3 of 3 conv/dense int8, fine-tuned 2 epochs at lr 0");
   EXPECT_GT(rows[0]["test_accuracy"].get<double>(), 0.5);
   EXPECT_NEAR(rows[1]["test_accuracy"].get<double>(), rows[0]["test_accuracy"].get<double>(), 0.03);
   EXPECT_GT(rows[1]["train_samples_per_s"].get<double>(), 0) << "the fine-tune's speed";
+}
+
+// int8-qat by default reruns the run's last epoch from the fp32 run's state before it (its
+// epoch 2 follows the fp32 run's epochs 1 and 2; it has no epoch 1 of its own); a run resumed
+// after that state cannot give it and says so before training.
+TEST(Cli, PrecisionQatRerunsTheRunsLastEpochs) {
+  const std::string json_path = temp_dir() + "/precision_qat_last.json";
+  const Outcome o = run("precision --model mlp --data synthetic --limit 1024 --epochs 2 --threads 2 --precision "
+                        "fp32,int8-qat --json " + json_path);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("precision int8-qat: the run's last 1 epoch again through fake int8"), std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("Epoch 2/2"), o.output.rfind("Epoch 2/2")) << "the fp32 run's epoch 2, then int8-qat's";
+  EXPECT_EQ(o.output.find("Epoch 1/2"), o.output.rfind("Epoch 1/2")) << "int8-qat starts after epoch 1";
+  const auto rows = nlohmann::json::parse(read_all(json_path))["precisions"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["what_ran"], "int8 QAT: 3 of 3 conv/dense int8, the run's last 1 epoch again");
+  EXPECT_GT(rows[1]["test_accuracy"].get<double>(), 0.5);
+  EXPECT_GT(rows[1]["train_samples_per_s"].get<double>(), 0);
+
+  const std::string ckpt = temp_dir() + "/precision_qat_last.ckpt";
+  ASSERT_EQ(run("train --model mlp --data synthetic --limit 512 --epochs 2 --threads 1 --checkpoint " + ckpt).code, 0);
+  const Outcome resumed = run("precision --data synthetic --limit 512 --epochs 3 --qat-epochs 2 --threads 1 "
+                              "--precision fp32,int8-qat --resume " + ckpt);
+  EXPECT_EQ(resumed.code, 2) << resumed.output;
+  EXPECT_NE(resumed.output.find("from the state after epoch 1, and this run resumes after epoch 2; use --qat-mode extra"),
+            std::string::npos) << resumed.output;
 }
 
 TEST(Cli, PrecisionMistakesAreNamedBeforeTraining) {
@@ -480,6 +509,9 @@ TEST(Cli, PrecisionMistakesAreNamedBeforeTraining) {
            {"precision --calibration kl --data synthetic", "'kl' is neither minmax nor percentile"},
            {"precision --qat-epochs 0 --data synthetic", "--qat-epochs: 0 is outside [1, 1000000]"},
            {"precision --qat-lr-scale -1 --data synthetic", "--qat-lr-scale"},
+           {"precision --qat-mode first --data synthetic", "--qat-mode: 'first' is neither last nor extra"},
+           {"precision --epochs 2 --qat-epochs 3 --data synthetic",
+            "--qat-epochs 3: int8-qat reruns the run's last epochs, and the run has 2 (--epochs)"},
            {"precision --data synthetic --limit 256 --epochs 1 --keep-f32 conv9 --model lenet", "no layer 'conv9'"},
        }) {
     const Outcome o = run(c.args);

@@ -210,7 +210,9 @@ TEST(Int8Model, WinogradConvGivesTheGemmsBits) {
       EXPECT_EQ(summary.find("Winograd F(2x2, 3x3) 72 x 10 + 2x2 max pooling") != std::string::npos, winograd) << summary;
       EXPECT_EQ(summary.find("Winograd F(2x2, 3x3) 90 x 12 (") != std::string::npos, winograd) << summary;
       for (const LayerPrecision& layer : net->precisions())
-        if (layer.layer == "maxpool1") EXPECT_EQ(layer.note, winograd ? "fused into conv2" : "same scale as its input");
+        if (layer.layer == "maxpool1") {
+          EXPECT_EQ(layer.note, winograd ? "fused into conv2" : "same scale as its input");
+        }
       auto x = data().test.first_samples(37);
       ASSERT_TRUE(x.ok());
       const Tensor out = net->forward(x.value(), &two);

@@ -140,6 +140,46 @@ TEST(Train, CnnWithBatchNormAndDropoutIsDeterministicAndResumes) {
   std::remove(path.c_str());
 }
 
+// A snapshot kept in memory after epoch 1 (as the precision report's int8-qat takes it), started
+// from by another trainer of another model of the same cfg, ends where the whole run ends: the
+// weights, batch-norm statistics, optimizer state and epochs are all in it.
+TEST(Train, StartingFromASnapshotTakenAfterAnEpochEqualsOneRun) {
+  TrainOptions whole = small_options(2);
+  whole.optimizer.kind = OptimizerKind::adam;
+  whole.schedule.kind = ScheduleKind::cosine;
+  Checkpoint after_first;
+  Trainer* running = nullptr;
+  TrainOptions snapshotting = whole;
+  snapshotting.after_epoch = [&](int64_t epochs_done) -> Status {
+    if (epochs_done != 1) return Status();
+    RG_ASSIGN(after_first, running->snapshot());
+    return Status();
+  };
+  ThreadPool pool(2);
+  auto one = build_model(whole.seed, kCnnCfg);
+  Trainer trainer(*one, pool, snapshotting);
+  running = &trainer;
+  ASSERT_TRUE(trainer.prepare().ok());
+  ASSERT_TRUE(trainer.fit(data().train, nullptr).ok());
+  ASSERT_EQ(after_first.settings.at("epochs_done"), "1");
+
+  auto other = build_model(whole.seed, kCnnCfg);  // the seed gives the dropout streams
+  for (Param* p : other->params()) p->value.fill_zero();  // the snapshot's weights replace these
+  Trainer continued(*other, pool, whole);
+  ASSERT_TRUE(continued.prepare().ok());
+  ASSERT_TRUE(continued.start_from(after_first, "the snapshot").ok());
+  EXPECT_EQ(continued.epochs_done(), 1);
+  auto records = continued.fit(data().train, nullptr);
+  ASSERT_TRUE(records.ok()) << records.status().message();
+  EXPECT_EQ(records.value().size(), 1u);
+  EXPECT_TRUE(same_weights(*other, *one));
+
+  Checkpoint wrong = after_first;
+  wrong.tensors.pop_back();
+  const Status refused = continued.start_from(wrong, "a short snapshot");
+  EXPECT_NE(refused.message().find("a short snapshot: holds"), std::string::npos) << refused.message();
+}
+
 TEST(Train, CheckpointRoundTripsSettings) {
   const std::string path = temp_path("settings.ckpt");
   TrainOptions options = small_options(1);

@@ -258,6 +258,11 @@ int run_train(int argc, char** argv) {
     if (args.given("csv")) {
       if (Status s = check_writable_path(args.text("csv"), "csv"); !s.ok()) return fail(s.message());
     }
+    if (precision.qat_reruns_last_epochs() && precision.qat.epochs > options.epochs) {
+      return fail("--qat-epochs " + std::to_string(precision.qat.epochs) + ": int8-qat reruns the run's last epochs, "
+                  "and the run has " + std::to_string(options.epochs) + " (--epochs); lower --qat-epochs or use "
+                  "--qat-mode extra");
+    }
   }
   auto threads = threads_option(args);
   if (!threads.ok()) return fail(threads.status().message());
@@ -307,7 +312,19 @@ int run_train(int argc, char** argv) {
   ThreadPool pool(threads.value());
   options.log = stdout;
   options.live_progress = is_terminal(stdout);
+  // int8-qat rerunning the last epochs starts from the run's state before them, kept here.
+  const int64_t qat_snapshot_epoch = precision.qat_reruns_last_epochs() ? options.epochs - precision.qat.epochs : -1;
+  Checkpoint qat_start;
+  Trainer* running = nullptr;
+  if (qat_snapshot_epoch >= 0) {
+    options.after_epoch = [&](int64_t epochs_done) -> Status {
+      if (epochs_done != qat_snapshot_epoch) return Status();
+      RG_ASSIGN(qat_start, running->snapshot());
+      return Status();
+    };
+  }
   Trainer trainer(*model, pool, options);
+  running = &trainer;
   if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());
   if (resuming) {
     if (Status s = trainer.resume_from(resumed, resume_path); !s.ok()) return fail(s.message());
@@ -315,6 +332,16 @@ int run_train(int argc, char** argv) {
       return fail(resume_path + " has " + std::to_string(trainer.epochs_done()) +
                   " epochs done already; pass --epochs with more to continue");
     }
+  }
+  if (qat_snapshot_epoch >= 0 && trainer.epochs_done() > qat_snapshot_epoch) {
+    return fail("int8-qat reruns the run's last " + std::to_string(precision.qat.epochs) + " epochs from the state after "
+                "epoch " + std::to_string(qat_snapshot_epoch) + ", and this run resumes after epoch " +
+                std::to_string(trainer.epochs_done()) + "; use --qat-mode extra, or lower --qat-epochs");
+  }
+  if (qat_snapshot_epoch >= 0 && trainer.epochs_done() == qat_snapshot_epoch) {
+    auto snapshot = trainer.snapshot();
+    if (!snapshot.ok()) return fail(snapshot.status().message());
+    qat_start = snapshot.take();
   }
 
   const CpuInfo cpu = detect_cpu();
@@ -368,7 +395,8 @@ int run_train(int argc, char** argv) {
 
   std::vector<PrecisionRow> precision_rows_run;
   if (precision_report) {
-    auto rows = precision_rows(*model, options, pool, train, split.test, samples_per_s, precision);
+    auto rows = precision_rows(*model, options, pool, train, split.test, samples_per_s, precision,
+                               qat_snapshot_epoch >= 0 ? &qat_start : nullptr);
     if (!rows.ok()) return fail(rows.status().with_context("--precision: ").message());
     precision_rows_run = rows.take();
     std::printf("\nprecision\n%s", precision_table(precision_rows_run, precision.infer_batch).c_str());

@@ -19,16 +19,23 @@ void declare_precision_options(Args& args, const char* default_precisions) {
   args.option("precision", "LIST",
               "after training, run the model in each precision of LIST and print one table row each: fp32 (the "
               "model as trained), fp16 (the same model trained again in mixed precision), int8 (post-training "
-              "quantization of the fp32 model), int8-qat (the fp32 model fine-tuned through fake int8, exported to "
-              "int8), int8-train (trained again with int8 GEMMs forward and backward)",
+              "quantization of the fp32 model), int8-qat (the fp32 run's last epochs again through fake int8, or "
+              "a fine-tune of it: --qat-mode; exported to int8), int8-train (trained again with int8 GEMMs "
+              "forward and backward)",
               default_precisions);
   args.option("infer-batch", "N", "--precision: inference batch size for the speed column", "256");
   args.option("calibration", "minmax|percentile", "int8: how activation ranges are chosen", "percentile");
   args.option("percentile", "P", "int8: the percentile calibration's upper percentile", "99.99");
   args.option("calib-batches", "N", "int8: training batches (of --infer-batch) seen in calibration", "8");
   args.option("keep-f32", "LIST", "int8: layers kept in f32 (names such as conv1, or first, last)", "none");
-  args.option("qat-epochs", "N", "int8-qat: epochs of fine-tuning the fp32 model through fake int8", "1");
-  args.option("qat-lr-scale", "F", "int8-qat: the fine-tune's constant learning rate as a multiple of --lr", "0.1");
+  args.option("qat-mode", "last|extra",
+              "int8-qat: 'last' reruns the run's last --qat-epochs epochs through fake int8 from the fp32 run's state "
+              "before them (same steps, data order and rates: the change against fp32 is what quantization costs); "
+              "'extra' fine-tunes the trained fp32 model --qat-epochs more at a constant --qat-lr-scale x --lr",
+              "last");
+  args.option("qat-epochs", "N", "int8-qat: epochs trained through fake int8", "1");
+  args.option("qat-lr-scale", "F", "int8-qat --qat-mode extra: the fine-tune's constant learning rate as a multiple of --lr",
+              "0.1");
 }
 
 Result<PrecisionSettings> precision_settings(const Args& args) {
@@ -55,9 +62,21 @@ Result<PrecisionSettings> precision_settings(const Args& args) {
     for (std::string name; std::getline(layers, name, ',');)
       if (!name.empty()) s.int8.keep_f32.insert(name);
   }
+  if (args.text("qat-mode") == "last") {
+    s.qat.start = QatStart::last_epochs;
+  } else if (args.text("qat-mode") == "extra") {
+    s.qat.start = QatStart::extra_epochs;
+  } else {
+    return Status::error("--qat-mode: '" + args.text("qat-mode") + "' is neither last nor extra");
+  }
   RG_ASSIGN(s.qat.epochs, args.integer("qat-epochs", 1, 1000000));
   RG_ASSIGN(s.qat.lr_scale, args.number("qat-lr-scale", 0, 1000));
   return s;
+}
+
+bool PrecisionSettings::qat_reruns_last_epochs() const {
+  const bool wanted = std::find(precisions.begin(), precisions.end(), "int8-qat") != precisions.end();
+  return wanted && qat.start == QatStart::last_epochs;
 }
 
 namespace {
@@ -113,15 +132,20 @@ struct TrainedCopy {
   double samples_per_s = 0;
 };
 
-// Trains `net` with `options` (no checkpoint, every epoch of options.epochs).
+// Trains `net` with `options` (no checkpoint, to options.epochs), from `start` (a snapshot of
+// another run of the model, Trainer::start_from) when given.
 Result<TrainedCopy> train_copy(std::unique_ptr<Model> net, TrainOptions options, ThreadPool& pool,
-                               const Dataset& train) {
+                               const Dataset& train, const Checkpoint* start) {
   TrainedCopy run;
   run.net = std::move(net);
   options.checkpoint_path.clear();
   options.stop_after = 0;
+  options.after_epoch = nullptr;
   run.trainer = std::make_unique<Trainer>(*run.net, pool, options);
   RG_TRY(run.trainer->prepare());
+  if (start != nullptr) {
+    RG_TRY(run.trainer->start_from(*start, "the fp32 run's state after epoch " + start->settings.at("epochs_done")));
+  }
   RG_TRY(run.trainer->fit(train, nullptr).status());
   run.samples_per_s = static_cast<double>(run.trainer->samples_trained()) / run.trainer->train_seconds();
   return run;
@@ -135,29 +159,42 @@ Result<TrainedCopy> train_again(const Model& model, TrainOptions options, TrainP
   options.precision = precision;
   std::fprintf(options.log, "\nprecision %s: training the same model from the same seed\n",
                train_precision_name(precision));
-  return train_copy(std::move(net), options, pool, train);
+  return train_copy(std::move(net), options, pool, train, nullptr);
 }
 
-// "1 epoch at lr 0.001": the int8-qat fine-tune of a run at `run_lr`.
-std::string fine_tune_text(const QatFineTune& qat, double run_lr) {
+// How the int8-qat row came from the f32 run: "the run's last 1 epoch again", "fine-tuned 1
+// epoch at lr 0.001".
+std::string qat_text(const QatFineTune& qat, double run_lr) {
   std::ostringstream os;
-  os << qat.epochs << (qat.epochs == 1 ? " epoch" : " epochs") << " at lr " << run_lr * qat.lr_scale;
+  const char* epochs = qat.epochs == 1 ? " epoch" : " epochs";
+  if (qat.start == QatStart::last_epochs) {
+    os << "the run's last " << qat.epochs << epochs << " again";
+  } else {
+    os << "fine-tuned " << qat.epochs << epochs << " at lr " << run_lr * qat.lr_scale;
+  }
   return os.str();
 }
 
-// int8-qat: the trained fp32 model (weights and batch-norm statistics) fine-tuned through fake
-// quantization for qat.epochs at a constant qat.lr_scale x the run's rate, with the run's
-// optimizer (fresh state) and seed; the ranges start from the first batch's.
-Result<TrainedCopy> fine_tune_qat(Model& model, TrainOptions options, const QatFineTune& qat, ThreadPool& pool,
-                                  const Dataset& train) {
-  RG_ASSIGN(std::unique_ptr<Model> net, qat_copy_of(model, options.seed));
-  std::fprintf(options.log, "\nprecision int8-qat: fine-tuning the fp32 model through fake int8, %s\n",
-               fine_tune_text(qat, options.schedule.lr).c_str());
+// int8-qat, QatStart::last_epochs: a model of the run's cfg continues the fp32 run from `start`
+// (its state qat.epochs before the end) through fake quantization, with the run's options.
+// QatStart::extra_epochs: a copy of the trained model (weights and batch-norm statistics) trains
+// qat.epochs more at a constant qat.lr_scale x the run's rate, with the run's optimizer (fresh
+// state) and seed. The ranges start from the first batch's either way.
+Result<TrainedCopy> train_qat(Model& model, TrainOptions options, const QatFineTune& qat, const Checkpoint* start,
+                              ThreadPool& pool, const Dataset& train) {
+  std::fprintf(options.log, "\nprecision int8-qat: %s through fake int8\n", qat_text(qat, options.schedule.lr).c_str());
   options.precision = TrainPrecision::int8_qat;
-  options.epochs = qat.epochs;
-  options.schedule.kind = ScheduleKind::constant;
-  options.schedule.lr *= qat.lr_scale;
-  return train_copy(std::move(net), options, pool, train);
+  if (qat.start == QatStart::extra_epochs) {
+    RG_ASSIGN(std::unique_ptr<Model> net, qat_copy_of(model, options.seed));
+    options.epochs = qat.epochs;
+    options.schedule.kind = ScheduleKind::constant;
+    options.schedule.lr *= qat.lr_scale;
+    return train_copy(std::move(net), options, pool, train, nullptr);
+  }
+  RG_CHECK(start != nullptr, "int8-qat rerunning the last epochs needs the fp32 run's state before them");
+  RG_ASSIGN(std::unique_ptr<Model> net, Model::from_cfg(model.cfg()));
+  RG_TRY(net->init(options.seed));  // allocates; start_from overwrites the values
+  return train_copy(std::move(net), options, pool, train, start);
 }
 
 // Every layer at one precision, conv/dense at another.
@@ -234,17 +271,17 @@ Result<PrecisionRow> ptq_row(Model& model, Trainer& evaluator, ThreadPool& pool,
   return row;
 }
 
-// int8-qat: the fp32 model fine-tuned through fake quantization, exported with the ranges it
-// learned; train samples/s is the fine-tune's.
-Result<PrecisionRow> qat_row(Model& model, const TrainOptions& options, Trainer& evaluator, ThreadPool& pool,
-                             const Dataset& train, const Dataset& test, const PrecisionSettings& settings) {
-  RG_ASSIGN(TrainedCopy tuned, fine_tune_qat(model, options, settings.qat, pool, train));
+// int8-qat: the fp32 run's last epochs again, or a fine-tune of it, through fake quantization
+// (train_qat), exported with the ranges it learned; train samples/s is its epochs'.
+Result<PrecisionRow> qat_row(Model& model, const TrainOptions& options, const Checkpoint* start, Trainer& evaluator,
+                             ThreadPool& pool, const Dataset& train, const Dataset& test,
+                             const PrecisionSettings& settings) {
+  RG_ASSIGN(TrainedCopy tuned, train_qat(model, options, settings.qat, start, pool, train));
   Int8Options int8 = settings.int8;
   int8.ranges = tuned.trainer->fake_quantizer()->ranges();
   RG_ASSIGN(PrecisionRow row, int8_row(*tuned.net, int8, evaluator, pool, train, test, settings));
   row.precision = "int8-qat";
-  row.what_ran = "int8 QAT: " + int8_gemm_count(row.layers) + ", fp32 fine-tuned " +
-                 fine_tune_text(settings.qat, options.schedule.lr);
+  row.what_ran = "int8 QAT: " + int8_gemm_count(row.layers) + ", " + qat_text(settings.qat, options.schedule.lr);
   row.train_samples_per_s = tuned.samples_per_s;
   return row;
 }
@@ -253,7 +290,8 @@ Result<PrecisionRow> qat_row(Model& model, const TrainOptions& options, Trainer&
 
 Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOptions& options, ThreadPool& pool,
                                                  const Dataset& train, const Dataset& test,
-                                                 double train_samples_per_s, const PrecisionSettings& settings) {
+                                                 double train_samples_per_s, const PrecisionSettings& settings,
+                                                 const Checkpoint* qat_start) {
   const bool classifies = model.target() != TargetKind::input;
   TrainOptions eval_options = options;
   eval_options.batch = settings.infer_batch;
@@ -272,7 +310,7 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
       RG_ASSIGN(PrecisionRow row, retrained_row(model, options, p, pool, train, test, settings));
       rows.push_back(row);
     } else if (precision == "int8-qat") {
-      RG_ASSIGN(PrecisionRow row, qat_row(model, options, evaluator, pool, train, test, settings));
+      RG_ASSIGN(PrecisionRow row, qat_row(model, options, qat_start, evaluator, pool, train, test, settings));
       rows.push_back(row);
     } else {
       RG_ASSIGN(PrecisionRow row, ptq_row(model, evaluator, pool, train, test, settings));
@@ -319,9 +357,10 @@ std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer
   }
   os << "  (inference at batch " << infer_batch << " on " << isa_name(active_isa()) << "; int8 GEMM "
      << qs8_gemm_kernel(active_isa()).name << "; fp16 and int8-train train the same model again from the same "
-     << "seed; int8-qat fine-tunes the trained fp32 model through fake int8 (its epochs and constant lr in its row) "
-     << "and exports it with the ranges it learned, train smp/s being the fine-tune's and its change against fp32 "
-     << "including what the extra training gains; train smp/s '-': int8 did not train, its weights are the fp32 "
+     << "seed; int8-qat trains through fake int8 from the fp32 run (how, in its row: its last epochs again, the same "
+     << "steps and rates, so its change is what quantization costs; or a fine-tune of the trained model, whose "
+     << "change includes what the extra training gains) and exports it with the ranges it learned, train smp/s "
+     << "being those epochs'; train smp/s '-': int8 did not train, its weights are the fp32 "
      << "run's; infer memory: weights and the activation buffers of one inference batch)\n";
   for (const PrecisionRow& r : rows) {
     if (r.precision == "fp32") continue;

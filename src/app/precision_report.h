@@ -19,14 +19,17 @@
 namespace rg {
 
 // Declares --precision, --infer-batch, --calibration, --percentile, --calib-batches, --keep-f32,
-// --qat-epochs, --qat-lr-scale.
+// --qat-mode, --qat-epochs, --qat-lr-scale.
 void declare_precision_options(Args& args, const char* default_precisions);
 
 struct PrecisionSettings {
   std::vector<std::string> precisions;  // "fp32", "int8"
   int64_t infer_batch = 256;
   Int8Options int8;
-  QatFineTune qat;  // int8-qat: how the fp32 model is fine-tuned
+  QatFineTune qat;  // int8-qat: how it comes from the fp32 run
+  // int8-qat is asked for in QatStart::last_epochs: it needs the fp32 run's state qat.epochs
+  // before the run's end.
+  bool qat_reruns_last_epochs() const;
 };
 // The options read and checked; an unknown or not yet built precision is an error naming it.
 Result<PrecisionSettings> precision_settings(const Args& args);
@@ -46,9 +49,12 @@ struct PrecisionRow {
 };
 
 // `model` trained in f32 (train_samples_per_s its training speed); fills one row per precision.
+// `qat_start`: the f32 run's state settings.qat.epochs before its end (Trainer::snapshot), needed
+// when settings.qat_reruns_last_epochs().
 Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOptions& options, ThreadPool& pool,
                                                  const Dataset& train, const Dataset& test,
-                                                 double train_samples_per_s, const PrecisionSettings& settings);
+                                                 double train_samples_per_s, const PrecisionSettings& settings,
+                                                 const Checkpoint* qat_start);
 
 // The table, then each non-f32 precision's per-layer list.
 std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer_batch);

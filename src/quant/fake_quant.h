@@ -14,9 +14,10 @@
 // BatchNorm folding commutes with per-channel symmetric quantization (scaling a channel by a
 // constant scales its step alike), so the grid the training saw is the one the export builds.
 //
-// `retrograd precision` runs QAT as a fine-tune, the recipe of PyTorch and TF-MOT: a copy of the
-// trained f32 model (qat_copy_of) trains on through fake quantization for QatFineTune::epochs at
-// lr_scale x the run's rate; `train --train-precision int8-qat` trains from scratch instead.
+// `retrograd precision` runs QAT from the f32 run (QatFineTune): by default it reruns the run's
+// last epochs through fake quantization from the run's state before them; or a copy of the
+// trained f32 model (qat_copy_of) trains on for more epochs at lr_scale x the run's rate.
+// `train --train-precision int8-qat` trains from scratch instead.
 #pragma once
 
 #include <cstdint>
@@ -66,13 +67,21 @@ class FakeQuantizer {
   std::vector<Tensor> masters_;   // their f32 values while the grid values are in place
 };
 
-// The fine-tune of a trained f32 model through fake quantization. One epoch is ~940 steps on
+// How the precision report's int8-qat row comes from the f32 run. One epoch is ~940 steps on
 // Fashion-MNIST at batch 64: the moving ranges (averaging 0.01) forget their first batch
 // (0.99^940 ~ 1e-4) and the weights adapt to the grid, at a fifth of a 5-epoch run's cost.
-// The lower rate keeps the weights near the trained optimum while they do.
+enum class QatStart {
+  last_epochs,   // the run's last `epochs` epochs again, through fake int8, from the run's state
+                 // (weights, optimizer state) before them: the same steps, data order and rates,
+                 // so the change against fp32 is what quantization costs
+  extra_epochs,  // the trained model `epochs` more at a constant lr_scale x the run's base rate
+                 // (what a user holding a trained model does; the lower rate keeps the weights
+                 // near the trained optimum); its change includes what the extra training gains
+};
 struct QatFineTune {
+  QatStart start = QatStart::last_epochs;
   int64_t epochs = 1;
-  double lr_scale = 0.1;  // the fine-tune's constant rate = lr_scale x the run's base rate
+  double lr_scale = 0.1;  // extra_epochs: the constant rate = lr_scale x the run's base rate
 };
 
 // Where the fine-tune starts: a model of `trained`'s cfg holding its weights and batch-norm

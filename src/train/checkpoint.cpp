@@ -55,6 +55,19 @@ Status save_checkpoint(const std::string& path, Model& model, const Optimizer* o
   return write_file_atomic(path, file.bytes());
 }
 
+Result<Checkpoint> checkpoint_in_memory(Model& model, const Optimizer* optimizer,
+                                        const std::map<std::string, std::string>& settings) {
+  Checkpoint out;
+  out.cfg_name = model.cfg().file;
+  out.cfg_text = model.cfg().text;
+  out.settings = settings;
+  for (const auto& [name, t] : checkpoint_tensors(model, optimizer)) {
+    RG_ASSIGN(Tensor copy, t.clone("the snapshot of " + name));
+    out.tensors.emplace_back(name, copy);
+  }
+  return out;
+}
+
 Result<Checkpoint> read_checkpoint(const std::string& path) {
   RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path));
   ByteReader header(bytes.data(), bytes.size(), path);

@@ -32,6 +32,11 @@ struct Checkpoint {
 Status save_checkpoint(const std::string& path, Model& model, const Optimizer* optimizer,
                        const std::map<std::string, std::string>& settings);
 
+// The same content held in memory (tensors cloned, counted as host memory): a run's state to
+// continue from later in the same process (the int8-qat row continues the fp32 run's).
+Result<Checkpoint> checkpoint_in_memory(Model& model, const Optimizer* optimizer,
+                                        const std::map<std::string, std::string>& settings);
+
 // Reads and verifies a whole checkpoint (magic, version, size, CRC, structure) into memory.
 // Nothing of the caller's changes if it fails.
 Result<Checkpoint> read_checkpoint(const std::string& path);

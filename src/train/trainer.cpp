@@ -157,6 +157,12 @@ Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& pat
   return restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_);
 }
 
+Result<Checkpoint> Trainer::snapshot() { return checkpoint_in_memory(model_, &optimizer_, settings()); }
+
+Status Trainer::start_from(const Checkpoint& snapshot, const std::string& what) {
+  return restore_training_state(snapshot, what, model_, optimizer_, &epochs_done_);
+}
+
 Status restore_training_state(const Checkpoint& checkpoint, const std::string& path, Model& model,
                               Optimizer& optimizer, int64_t* epochs_done) {
   int64_t epochs = 0, steps = 0;
@@ -294,6 +300,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       const Status saved = save_checkpoint(options_.checkpoint_path, model_, &optimizer_, settings());
       if (!saved.ok()) return saved.with_context("writing the checkpoint after epoch " + std::to_string(epoch + 1) + ": ");
     }
+    if (options_.after_epoch) RG_TRY(options_.after_epoch(epochs_done_));
   }
   return records;
 }

@@ -58,6 +58,8 @@ struct TrainOptions {
   bool live_progress = false;   // redraw the progress line in place
   bool read_ahead = false;      // gather the next micro-batch on a thread of its own while this one
                                 // trains (for data read from disk or generated: not in memory)
+  // Called after each epoch (and its checkpoint) with the epochs done; an error stops training.
+  std::function<Status(int64_t epochs_done)> after_epoch;
 };
 
 struct EpochRecord {
@@ -91,6 +93,13 @@ class Trainer {
   static int64_t prepared_bytes(Model& model, const TrainOptions& options, int64_t rows);
   // Continues from a checkpoint read with read_checkpoint (after prepare()).
   Status resume_from(const Checkpoint& checkpoint, const std::string& path);
+  // This run's state now (weights, buffers, optimizer state, epochs done), held in memory.
+  Result<Checkpoint> snapshot();
+  // Continues, in this trainer's precision, from the snapshot of a run of the same model and
+  // optimizer in another precision (after prepare()): weights, optimizer state and epochs done
+  // are taken; what only this precision keeps starts afresh (fake-quant ranges from the first
+  // batch, the loss scale at its start). `what` names the snapshot in errors.
+  Status start_from(const Checkpoint& snapshot, const std::string& what);
 
   // Trains from epochs_done() to options.epochs; returns one record per epoch run.
   Result<std::vector<EpochRecord>> fit(const Dataset& train, const Dataset* validation);
