@@ -101,7 +101,7 @@ struct LayerSpec {
   std::function<std::unique_ptr<Layer>()> make;
   Shape input;  // per sample
   // The forward written plainly from the definition, in double, reading the layer's params.
-  std::function<std::vector<double>(Layer& layer, const Tensor& x, int64_t n)> reference;
+  std::function<std::vector<double>(Layer& layer, const Tensor& x, int64_t n)> reference = {};
   bool training = false;  // the LayerContext's mode (batch statistics, dropout)
 };
 

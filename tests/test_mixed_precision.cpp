@@ -112,6 +112,81 @@ TEST(MixedPrecision, StorageMustBeF32OrF16) {
   EXPECT_FALSE(f64->set_storage(DType::f16).ok()) << "f16 storage widens to f32, not f64";
 }
 
+// f16 weights for inference (Model::store_weights_f16): conv and dense kernels kept in f16, the
+// dense layers (one wider than a block of 128 rows) widening them themselves, the conv through
+// the model's shared buffer. The output is the f32 model's with those kernels rounded to f16
+// (up to the order of sums, and with f16 activations one f16 step), in f32 and in f16 activation storage, in inference and in a
+// training-mode forward (batch statistics); biases and batch-norm values stay f32; the bytes
+// are counted; training is refused.
+const char* kF16WeightsCfg =
+    "[net]\ninput = 12x12x3\n[conv]\nfilters = 8\nsize = 3\npad = 1\n[batchnorm]\n[relu]\n[dense]\nunits = "
+    "40\n[relu]\n[dense]\nunits = 10\n";
+
+TEST(F16Weights, ForwardIsTheF32ModelWithItsKernelsRoundedToF16) {
+  ThreadPool pool(2);
+  for (DType storage : {DType::f32, DType::f16}) {
+    for (bool training : {false, true}) {
+      auto rounded = build_model(3, kF16WeightsCfg);
+      auto f16 = build_model(3, kF16WeightsCfg);
+      int64_t kernel_elements = 0, other_bytes = 0, widest_conv = 0;
+      for (Param* p : rounded->params()) {
+        if (p->value.shape().rank() < 2) {
+          other_bytes += static_cast<int64_t>(p->value.bytes());
+          continue;
+        }
+        kernel_elements += p->value.numel();
+        if (p->name.rfind("conv", 0) == 0) widest_conv = std::max(widest_conv, p->value.numel());
+        for (int64_t i = 0; i < p->value.numel(); ++i) p->value.f32()[i] = f16_to_f32(f32_to_f16(p->value.f32()[i]));
+      }
+      for (Param* p : rounded->buffers()) other_bytes += static_cast<int64_t>(p->value.bytes());
+      ASSERT_TRUE(f16->store_weights_f16().ok());
+      EXPECT_TRUE(f16->weights_f16());
+      const int64_t dense_block = 128 * 40;  // dense1: 12*12*8 = 1152 inputs, widened 128 rows at a time
+      EXPECT_EQ(f16->weight_bytes(), 2 * kernel_elements + other_bytes + 4 * (widest_conv + dense_block));
+      for (Param* p : f16->params()) {
+        EXPECT_EQ(p->value.dtype(), p->value.shape().rank() >= 2 ? DType::f16 : DType::f32) << p->name;
+        EXPECT_FALSE(p->grad.defined()) << p->name;
+      }
+      LayerContext ctx;
+      ctx.pool = &pool;
+      ctx.training = training;
+      Tensor outputs[2];
+      Model* models[2] = {rounded.get(), f16.get()};
+      for (int m = 0; m < 2; ++m) {
+        ASSERT_TRUE(models[m]->set_storage(storage).ok());
+        ASSERT_TRUE(models[m]->reserve(9).ok());
+        outputs[m] = models[m]->forward(random_input(9, models[m]->input_shape(), 4), ctx);
+      }
+      // f16 activations: a sum-order difference can move a stored value by one f16 step (2^-11).
+      const double rel = storage == DType::f16 ? 2e-3 : 1e-5;
+      expect_close(outputs[1], outputs[0], rel, 1e-6, std::string("storage ") + dtype_name(storage) +
+                                                          (training ? ", training" : ", inference"));
+      for (Param* p : f16->params()) {
+        EXPECT_EQ(p->value.dtype(), p->value.shape().rank() >= 2 ? DType::f16 : DType::f32)
+            << p->name << " is back in f16 after the forward";
+      }
+    }
+  }
+}
+
+TEST(F16Weights, TrainingAndF64ModelsAreRefused) {
+  auto model = build_model(3, kF16WeightsCfg);
+  ASSERT_TRUE(model->store_weights_f16().ok());
+  ThreadPool pool(1);
+  TrainOptions options;
+  options.log = std::fopen("/dev/null", "w");
+  Trainer trainer(*model, pool, options);
+  ASSERT_TRUE(trainer.prepare().ok());
+  const DataSplit data = make_synthetic(64, 16, 10, 1);
+  auto fitted = trainer.fit(data.train, nullptr);
+  ASSERT_FALSE(fitted.ok());
+  EXPECT_NE(fitted.status().message().find("f16 weights, which are for inference"), std::string::npos)
+      << fitted.status().message();
+  auto f64 = build_model(3, kF16WeightsCfg);
+  ASSERT_TRUE(f64->init(3, DType::f64).ok());
+  EXPECT_FALSE(f64->store_weights_f16().ok());
+}
+
 struct Grads {
   std::vector<Tensor> tensors;
   std::vector<Param> params;

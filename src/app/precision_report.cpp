@@ -81,13 +81,6 @@ bool PrecisionSettings::qat_reruns_last_epochs() const {
 
 namespace {
 
-int64_t f32_weight_bytes(Model& model) {
-  int64_t bytes = 0;
-  for (Param* p : model.params()) bytes += static_cast<int64_t>(p->value.bytes());
-  for (Param* p : model.buffers()) bytes += static_cast<int64_t>(p->value.bytes());
-  return bytes;
-}
-
 // The scores of an evaluation (its error: the test data could not be read).
 Status fill_scores(PrecisionRow* row, const Result<EvalResult>& scored, bool classifies) {
   if (!scored.ok()) return scored.status();
@@ -117,7 +110,7 @@ Result<PrecisionRow> fp32_row(Model& model, Trainer& evaluator, const Dataset& t
   row.precision = "fp32";
   row.what_ran = "all f32";
   row.train_samples_per_s = train_samples_per_s;
-  row.weight_bytes = f32_weight_bytes(model);
+  row.weight_bytes = model.weight_bytes();
   row.memory_bytes = row.weight_bytes + model.inference_activation_bytes(settings.infer_batch);
   RG_TRY(fill_scores(&row, evaluator.evaluate(test), model.target() != TargetKind::input));
   for (const auto& layer : model.layers()) row.layers.push_back({layer->name(), "f32", "", layer->kind()});
@@ -207,7 +200,7 @@ std::vector<LayerPrecision> layer_list(const Model& net, const std::string& gemm
   return out;
 }
 
-// fp16 (mixed precision, inference with f16 storage) and int8-train (conv/dense GEMMs on the
+// fp16 (mixed precision; inference with f16 weights and activations) and int8-train (conv/dense GEMMs on the
 // int8 kernels, in training and inference): the model trained again in `precision`, then scored
 // at the inference batch in that precision.
 Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, TrainPrecision precision,
@@ -219,7 +212,7 @@ Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, Tra
   row.train_samples_per_s = run.samples_per_s;
   if (precision == TrainPrecision::fp16) {
     std::ostringstream what;
-    what << "f16 acts+grads, f32 math; loss scale 2^"
+    what << "f16 acts+grads, f32 math; infer: f16 weights; loss scale 2^"
          << static_cast<int>(std::lround(std::log2(run.trainer->loss_scaler().scale()))) << ", "
          << run.trainer->loss_scaler().skipped_steps() << " steps skipped";
     row.what_ran = what.str();
@@ -229,13 +222,14 @@ Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, Tra
     row.what_ran = "conv/dense GEMMs int8 (dynamic scales, stochastic grads)";
     row.layers = layer_list(*run.net, "int8 GEMM", "f32");
   }
+  if (precision == TrainPrecision::fp16) RG_TRY(run.net->store_weights_f16());
   options.precision = precision;
   options.batch = settings.infer_batch;
   options.checkpoint_path.clear();
   Trainer evaluator(*run.net, pool, options);
   RG_TRY(evaluator.prepare());
   RG_TRY(fill_scores(&row, evaluator.evaluate(test), model.target() != TargetKind::input));
-  row.weight_bytes = f32_weight_bytes(*run.net);
+  row.weight_bytes = run.net->weight_bytes();
   row.memory_bytes = row.weight_bytes + run.net->inference_activation_bytes(settings.infer_batch);
   return row;
 }

@@ -1,7 +1,9 @@
 // Dense forward and backward as three GEMMs and a bias sum.
 #include "nn/dense.h"
 
+#include "cpu/kernel_tables.h"
 #include "nn/cfg.h"
+#include "nn/workspace.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "quant/layer_gemm.h"
@@ -33,7 +35,34 @@ Status Dense::init(Rng& rng, DType dtype) {
   return Status();
 }
 
+namespace {
+// Rows of an f16 W widened at a time: a block of 128 x units f32 (128 KB at 256 units), small
+// beside the f16 W it saves.
+constexpr int64_t kF16WeightRows = 128;
+}  // namespace
+
+int64_t Dense::workspace_elements(int64_t n) const {
+  (void)n;
+  const bool f16 = weight_.value.defined() && weight_.value.dtype() == DType::f16;
+  return f16 ? std::min(kF16WeightRows, in_) * units_ : 0;
+}
+
+void Dense::forward_f16_weights(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
+  const int64_t n = x.shape()[0];
+  const uint16_t* w = weight_.value.data<uint16_t>();
+  const Tensor block = scratch(ctx, Shape{workspace_elements(n)}, DType::f32);
+  for (int64_t k0 = 0; k0 < in_; k0 += kF16WeightRows) {
+    const int64_t rows = std::min(kF16WeightRows, in_ - k0);
+    f16_convert().to_f32(rows * units_, w + k0 * units_, block.f32());
+    // y[n x out] (+)= x[n x k0:k0+rows] * W[k0:k0+rows x out]
+    f32_gemm(GemmShape{Trans::no, Trans::no, n, units_, rows, in_, units_, units_}, 1.0f, x.f32() + k0, block.f32(),
+             k0 == 0 ? 0.0f : 1.0f, y.f32(), ctx.pool);
+  }
+  if (has_bias_) add_bias(ctx.pool, n, units_, bias_.value.f32(), y.f32());
+}
+
 void Dense::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
+  if (weight_.value.dtype() == DType::f16) return forward_f16_weights(x, y, ctx);
   const int64_t n = x.shape()[0];
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);

@@ -23,6 +23,8 @@ class Dense : public Layer {
                 const LayerContext& ctx) override;
   std::vector<Param*> params() override;
   int64_t parameter_count() const override { return units_ * in_ + (has_bias_ ? units_ : 0); }
+  int64_t workspace_elements(int64_t n) const override;
+  bool reads_f16_weights() const override { return true; }
   std::string describe() const override;
 
   int64_t inputs() const { return in_; }
@@ -35,8 +37,11 @@ class Dense : public Layer {
   Init init_;
   bool has_bias_;
   int64_t in_ = 0;
-  Param weight_;  // [in, out]
+  Param weight_;  // [in, out]; f16 in a model with f16 weights (Model::store_weights_f16)
   Param bias_;    // [out]
+
+  // y = x W + b with W kept in f16: W's rows widened a block at a time into the workspace.
+  void forward_f16_weights(const Tensor& x, const Tensor& y, const LayerContext& ctx);
 };
 
 }  // namespace rg

@@ -102,6 +102,9 @@ class Layer {
     (void)ctx;
     return false;
   }
+  // True when forward reads its params kept in f16 itself (Model::store_weights_f16); the model
+  // widens any other layer's params to f32 before its forward.
+  virtual bool reads_f16_weights() const { return false; }
   // One line for model summaries: "784 -> 256".
   virtual std::string describe() const { return ""; }
 

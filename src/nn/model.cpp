@@ -128,6 +128,7 @@ Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
   Tensor in = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
     Tensor out = acts_[i].rows(0, n);
+    const WidenedParams widened(*this, i);
     layers_[i]->forward(in, out, ctx);
     if (values_hook_) values_hook_(i + 1, out, ctx);
     in = out;
@@ -151,6 +152,7 @@ Tensor Model::input_grad_of(size_t i, const Tensor& x, const Tensor& input_grad,
 
 void Model::backward(const LayerContext& caller_ctx, const Tensor& input_grad) {
   const LayerContext ctx = with_workspace(caller_ctx, workspace_);
+  RG_CHECK(!weights_f16_, "backward through a model with f16 weights (they are for inference)");
   if (storage_ == DType::f16) return backward_f16(ctx, input_grad);
   Tensor dy = output_grad();
   bool dy_in_a = true;

@@ -34,6 +34,16 @@ class Model {
   using ValuesHook = std::function<void(size_t point, const Tensor& values, const LayerContext& ctx)>;
   void set_values_hook(ValuesHook hook) { values_hook_ = std::move(hook); }
   DType storage() const { return stored_dtype(); }
+  // Inference with f16 weights (model_f16_weights.cpp): the conv and dense kernels (params of
+  // rank >= 2) are rounded to f16 and kept so, half their bytes; biases and batch-norm values stay
+  // f32. Dense layers widen their f16 W a block of rows at a time as they multiply; other layers'
+  // f16 params are widened into one shared f32 buffer before their forward. From then on the
+  // model runs forward only (the params have no gradients). Call before reserve().
+  Status store_weights_f16();
+  bool weights_f16() const { return weights_f16_; }
+  // Bytes of the params and buffers as kept, and of the buffers f16 params are widened into (a
+  // dense layer's block of rows counted though it lives in the shared workspace).
+  int64_t weight_bytes();
   // Allocates activation and gradient buffers, and the layers' shared workspace, for batches
   // of up to `batch` samples.
   Status reserve(int64_t batch);
@@ -119,6 +129,20 @@ class Model {
   // f32 elements of each chunk buffer: the widest layer's chunk rows times its row.
   int64_t chunk_elements(const LayerContext& ctx, int64_t batch) const;
   Status reserve_f16_chunks(int64_t batch);
+  bool weights_f16_ = false;
+  Tensor widened_params_;  // f32 [the largest layer's f16 param elements], layers without reads_f16_weights
+  // Layer `layer`'s f16 params widened into widened_params_ for the scope of its forward (nothing
+  // when the model keeps f32 weights or the layer reads f16 itself).
+  class WidenedParams {
+   public:
+    WidenedParams(Model& model, size_t layer);
+    ~WidenedParams();
+    WidenedParams(const WidenedParams&) = delete;
+    WidenedParams& operator=(const WidenedParams&) = delete;
+
+   private:
+    std::vector<std::pair<Param*, Tensor>> swapped_;  // each param and its f16 value
+  };
   Tensor forward_f16(const Tensor& x, const LayerContext& ctx);
   void backward_f16(const LayerContext& ctx, const Tensor& input_grad);
 };

@@ -80,6 +80,7 @@ Tensor Model::forward_f16(const Tensor& x, const LayerContext& ctx) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Tensor out = acts_[i].rows(0, n);
     const int64_t step = chunk_rows(i, ctx, n);
+    const WidenedParams widened(*this, i);
     for (int64_t r0 = 0; r0 < n; r0 += step) {
       const int64_t r1 = std::min(n, r0 + step);
       const Tensor y = out.dtype() == DType::f32 ? out.rows(r0, r1) : scratch_as(chunk_y_, out.rows(r0, r1).shape());

@@ -197,6 +197,9 @@ Result<Tensor> Trainer::next_batch(Tensor* x, Tensor* labels) {
 }
 
 Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Dataset* validation) {
+  if (model_.weights_f16()) {
+    return Status::error("the model keeps f16 weights, which are for inference; training needs its f32 weights");
+  }
   if (model_.loss() == LossKind::none) {
     return Status::error("the model has loss = none: it trains only through another model, as a GAN's generator");
   }
