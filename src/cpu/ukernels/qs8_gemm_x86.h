@@ -271,7 +271,7 @@ template <int FB>
 inline void conv_pairs_filters_sse2(int64_t x, int64_t live, int64_t window, int64_t pairs, const int16_t* src,
                                     const int64_t* offsets,
                                     const int32_t* wt, int64_t n, int64_t f0, const Qs8Requant* rq, int8_t* out) {
-  __m128i best[8];
+  __m128i best[8] = {};  // filled for f < FB (window >= 1); zeroed for the compiler, which cannot see that
   conv_pairs_block_sse2<FB>(x, window, pairs, src, offsets, wt, n, f0, best);
   const RequantRangeSse2 range = requant_range_sse2(rq->zero_point, rq->lo, rq->hi);
   auto lanes = [&](int f) {
@@ -466,7 +466,7 @@ template <int FB>
 inline void conv_pairs_filters_avx2(int64_t x, int64_t live, int64_t window, int64_t pairs, const int16_t* src,
                                     const int64_t* offsets,
                                     const int32_t* wt, int64_t n, int64_t f0, const Qs8Requant* rq, int8_t* out) {
-  __m256i best[8];
+  __m256i best[8] = {};  // filled for f < FB (window >= 1); zeroed for the compiler, which cannot see that
   conv_pairs_block_avx2<FB>(x, window, pairs, src, offsets, wt, n, f0, best);
   const __m256i zp = _mm256_set1_epi32(rq->zero_point), low = _mm256_set1_epi32(rq->lo),
                 high = _mm256_set1_epi32(rq->hi);
