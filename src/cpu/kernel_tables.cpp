@@ -109,4 +109,18 @@ const F16ConvertKernels& f16_convert() {
   return f16_convert_kernels(active_isa(), has_f16c);
 }
 
+const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa) {
+  static const Qs8WinogradKernel reference{qs8_winograd_input__reference, qs8_winograd_4x8__reference, 4, 8,
+                                           "qs8_winograd_4x8__reference"};
+  static const Qs8WinogradKernel sse2{qs8_winograd_input__sse2, qs8_winograd_4x8__sse2, 4, 8,
+                                      "qs8_winograd_4x8__sse2"};
+  static const Qs8WinogradKernel avx2{qs8_winograd_input__avx2, qs8_winograd_6x16__avx2, 6, 16,
+                                      "qs8_winograd_6x16__avx2"};
+  switch (isa) {
+    case Isa::reference: return reference;
+    case Isa::avx2_fma: return avx2;
+    default: return sse2;  // pmaddwd is all it needs; AVX1 has no 256-bit integer instructions
+  }
+}
+
 }  // namespace rg

@@ -7,6 +7,7 @@
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
 #include "cpu/ukernels/qs8_gemm.h"
+#include "cpu/ukernels/qs8_winograd.h"
 
 namespace rg {
 
@@ -82,5 +83,15 @@ struct Qs8ConvKernel {
 };
 // sse2 serves sse2 to avx (pmaddwd is all it needs), avx2 its own.
 const Qs8ConvKernel& qs8_conv_kernel(Isa isa);
+
+// The int8 Winograd F(2x2, 3x3) transforms and tile (ukernels/qs8_winograd.h).
+struct Qs8WinogradKernel {
+  Qs8WinogradInput input;
+  Qs8WinogradTile tile;
+  int mr, nr;        // tiles and output channels per tile call; weights are packed in panels of nr
+  const char* name;  // "qs8_winograd_6x16__avx2"
+};
+// sse2 (pmaddwd) serves sse2 to avx, avx2 its own.
+const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa);
 
 }  // namespace rg

@@ -1,4 +1,4 @@
-// The Winograd F(2x2, 3x3) int8 conv stage (int8_winograd.h), its weight transform and kernel table.
+// The Winograd F(2x2, 3x3) int8 conv stage (int8_winograd.h) and its weight transform.
 #include "quant/int8_winograd.h"
 
 #include <algorithm>
@@ -8,20 +8,6 @@
 #include "quant/int8_stages.h"
 
 namespace rg {
-
-const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa) {
-  static const Qs8WinogradKernel reference{qs8_winograd_input__reference, qs8_winograd_4x8__reference, 4, 8,
-                                           "qs8_winograd_4x8__reference"};
-  static const Qs8WinogradKernel sse2{qs8_winograd_input__sse2, qs8_winograd_4x8__sse2, 4, 8,
-                                      "qs8_winograd_4x8__sse2"};
-  static const Qs8WinogradKernel avx2{qs8_winograd_input__avx2, qs8_winograd_6x16__avx2, 6, 16,
-                                      "qs8_winograd_6x16__avx2"};
-  switch (isa) {
-    case Isa::reference: return reference;
-    case Isa::avx2_fma: return avx2;
-    default: return sse2;  // pmaddwd is all it needs; AVX1 has no 256-bit integer instructions
-  }
-}
 
 bool winograd_fits(const ConvGeometry& g) {
   return g.kernel == 3 && g.stride == 1 && g.pad <= 2 && g.channels >= kWinogradMinChannels &&

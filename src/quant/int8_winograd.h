@@ -1,27 +1,18 @@
 // Int8 3x3 stride-1 convolutions by integer Winograd F(2x2, 3x3): 16 multiplies per 2x2 output
 // pixels and channel pair where im2col and the GEMM do 36, with the same bits as the GEMM stage
 // (docs/quantization.md says why it is exact). The stage itself: make_winograd_stage
-// (int8_stages.h); here the kernel table, the weight transform and when the stage applies.
+// (int8_stages.h); here the weight transform and when the stage applies (the kernels:
+// qs8_winograd_kernel in cpu/kernel_tables.h).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "cpu/isa.h"
-#include "cpu/ukernels/qs8_winograd.h"
+#include "cpu/kernel_tables.h"
 #include "ops/im2col.h"
 
 namespace rg {
-
-// The Winograd kernels of one ISA level (cpu/ukernels/qs8_winograd.h).
-struct Qs8WinogradKernel {
-  Qs8WinogradInput input;
-  Qs8WinogradTile tile;
-  int mr, nr;        // tiles and output channels per tile call; weights are packed in panels of nr
-  const char* name;  // "qs8_winograd_6x16__avx2"
-};
-// sse2 (pmaddwd) serves sse2 to avx, avx2 its own.
-const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa);
 
 // The input channels a Winograd stage takes: Y = 4 x (the direct conv's sum) must stay inside
 // int32, |Y| <= 4 * 9 * channels * 128 * 127 < 2^31. Below the minimum im2col and the GEMM win

@@ -2,6 +2,7 @@
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_gemm_impl.h"
 #include "cpu/ukernels/f32_vector_impl.h"
+#include "cpu/ukernels/qs8_conv_pairs_x86.h"
 #include "cpu/ukernels/qs8_gemm_x86.h"
 #include "cpu/ukernels/qs8_winograd_x86.h"
 
