@@ -43,18 +43,22 @@ bool exists(const std::string& path) {
   return stat(path.c_str(), &info) == 0;
 }
 
-// A tiny MNIST-layout folder: `n` 28x28 images, labels i % 10, raw (not gzipped).
-std::string write_idx_folder(const std::string& name, int n) {
+// A tiny MNIST-layout folder: `n` 28x28 images, labels i % 10, raw (not gzipped); pixels 0 or
+// 255 as bytes, or 0 or 1 as float32 (type 0x0D) when `floats`.
+std::string write_idx_folder(const std::string& name, int n, bool floats = false) {
   const std::string dir = temp_dir() + "/" + name;
   mkdir(dir.c_str(), 0755);
   auto be32 = [](uint32_t v) {
     return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
                        static_cast<char>(v)};
   };
-  std::string images = be32(0x803) + be32(static_cast<uint32_t>(n)) + be32(28) + be32(28);
+  std::string images = be32(floats ? 0xD03 : 0x803) + be32(static_cast<uint32_t>(n)) + be32(28) + be32(28);
   std::string labels = be32(0x801) + be32(static_cast<uint32_t>(n));
   for (int i = 0; i < n; ++i) {
-    for (int p = 0; p < 784; ++p) images += static_cast<char>((p % 28 == (i % 10) * 2) ? 255 : 0);
+    for (int p = 0; p < 784; ++p) {
+      const bool on = p % 28 == (i % 10) * 2;
+      images += floats ? be32(on ? 0x3F800000u : 0u) : std::string(1, static_cast<char>(on ? 255 : 0));
+    }
     labels += static_cast<char>(i % 10);
   }
   for (const char* split : {"train", "t10k"}) {
@@ -144,6 +148,25 @@ TEST(Cli, TruncatedIdxFileIsNamed) {
   const Outcome o = run("train --data " + dir + " --epochs 1 --threads 1");
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.output.find(images), std::string::npos) << o.output;
+}
+
+// Float32 IDX images train kept in f32 or, --data-storage f16, in f16: these values (0 and 1)
+// are exact in f16, so both runs score alike; an unknown storage is named.
+TEST(Cli, FloatIdxImagesTrainInF32AndF16Storage) {
+  const std::string dir = write_idx_folder("float_images", 200, true);
+  double accuracy[2] = {0, 0};
+  for (int f16 = 0; f16 < 2; ++f16) {
+    const std::string json = temp_dir() + "/float_images.json";
+    const Outcome o = run("train --data " + dir + " --epochs 1 --batch 20 --threads 1 --json " + json +
+                          (f16 ? " --data-storage f16" : ""));
+    ASSERT_EQ(o.code, 0) << o.output;
+    accuracy[f16] = nlohmann::json::parse(read_all(json))["test_accuracy"].get<double>();
+  }
+  EXPECT_GT(accuracy[0], 0.5) << "the stripes are easy";
+  EXPECT_EQ(accuracy[0], accuracy[1]);
+  const Outcome bad = run("train --data " + dir + " --epochs 1 --data-storage f8");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find("--data-storage: 'f8' is neither f32 nor f16"), std::string::npos) << bad.output;
 }
 
 TEST(Cli, WrongMagicAndCountMismatchAreNamed) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fp16.h"
 #include "base/rng.h"
 #include "data/dataset.h"
 
@@ -175,9 +176,14 @@ TEST(Idx, WrongMagic) {
   // Labels magic in the images file.
   const std::string swapped = dir.raw("images-as-labels", idx_bytes(0x801, {kN}, label_data()));
   expect_error(load_idx_pair(swapped, labels, "x"), swapped, "magic");
-  // Element type 0x0D (float) instead of 0x08.
-  const std::string floats = dir.raw("float-images", idx_bytes(0x00000D03, {kN, kRows, kCols}, image_data()));
-  expect_error(load_idx_pair(floats, labels, "x"), floats, "magic");
+  // Element type 0x0B (int16): neither bytes nor float32.
+  const std::string shorts = dir.raw("short-images", idx_bytes(0x00000B03, {kN, kRows, kCols}, image_data()));
+  expect_error(load_idx_pair(shorts, labels, "x"), shorts, "magic number 0x00000B03 where 0x00000803 was expected");
+  expect_error(load_idx_pair(shorts, labels, "x"), shorts, "or 0x00000D03: float32 data");
+  // Float labels are not labels.
+  const std::string images_ok = dir.raw("images-ok", images_file());
+  const std::string float_labels = dir.raw("float-labels", idx_bytes(0x00000D01, {kN}, Bytes(4 * kN)));
+  expect_error(load_idx_pair(images_ok, float_labels, "x"), float_labels, "magic");
   // Little-endian magic.
   const std::string little = dir.raw("little", idx_bytes(0x03080000, {kN, kRows, kCols}, image_data()));
   expect_error(load_idx_pair(little, labels, "x"), little, "magic");
@@ -185,6 +191,85 @@ TEST(Idx, WrongMagic) {
   const std::string images = dir.raw("images", images_file());
   const std::string bad_labels = dir.raw("bad-labels", idx_bytes(0x803, {kN, 1, 1}, label_data()));
   expect_error(load_idx_pair(images, bad_labels, "x"), bad_labels, "magic");
+}
+
+// Float32 IDX images (type 0x0D, big-endian): kept in f32 exactly, or in f16 at half the bytes
+// (rounded to nearest even, gather widening them back); values must be finite, and within f16's
+// range when kept in f16; a short file is truncated data; streamed opening reads them into memory.
+Bytes float_images_file(const std::vector<float>& values) {
+  Bytes data;
+  for (float v : values) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    put_u32_be(data, bits);
+  }
+  return idx_bytes(0x00000D03, {kN, kRows, kCols}, data);
+}
+std::vector<float> float_values() {
+  std::vector<float> v(kN * kRows * kCols);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.37f * static_cast<float>(i) - 7.1f;  // most not exact in f16
+  return v;
+}
+
+TEST(Idx, FloatImagesInF32AndF16) {
+  TempDir dir;
+  const std::vector<float> values = float_values();
+  const std::string images = dir.gz("float-images.gz", float_images_file(values));
+  const std::string labels = dir.raw("labels", labels_file());
+  std::vector<int32_t> index(kN);
+  for (int32_t i = 0; i < static_cast<int32_t>(kN); ++i) index[static_cast<size_t>(i)] = static_cast<int32_t>(kN) - 1 - i;
+  std::vector<float> gathered(values.size());
+  std::vector<int32_t> gathered_labels(kN);
+  int64_t bytes[2] = {0, 0};
+  for (DType storage : {DType::f32, DType::f16}) {
+    Result<Dataset> d = load_idx_pair(images, labels, "floats", storage);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    EXPECT_EQ(d.value().samples.dtype(), storage);
+    EXPECT_EQ(d.value().sample_bytes(), static_cast<int64_t>(values.size() * dtype_size(storage)));
+    bytes[storage == DType::f16] = d.value().memory_bytes();
+    ASSERT_TRUE(d.value().gather(index.data(), kN, gathered.data(), gathered_labels.data()).ok());
+    const int64_t row = kRows * kCols;
+    for (int64_t i = 0; i < static_cast<int64_t>(kN); ++i) {
+      EXPECT_EQ(gathered_labels[static_cast<size_t>(i)], index[static_cast<size_t>(i)] % 3);
+      for (int64_t j = 0; j < row; ++j) {
+        const float v = values[static_cast<size_t>(index[static_cast<size_t>(i)] * row + j)];
+        const float want = storage == DType::f32 ? v : f16_to_f32(f32_to_f16(v));
+        ASSERT_EQ(gathered[static_cast<size_t>(i * row + j)], want) << dtype_name(storage) << " sample " << i;
+      }
+    }
+    // The validation split copies f16 rows like any other.
+    auto split = split_validation(d.value(), 0.4, 3);
+    ASSERT_TRUE(split.ok()) << split.status().message();
+    EXPECT_EQ(split.value().train.samples.dtype(), storage);
+    Result<Dataset> streamed = open_idx_pair_streamed(images, labels, "floats", storage);
+    ASSERT_TRUE(streamed.ok()) << streamed.status().message();
+    EXPECT_TRUE(streamed.value().in_memory()) << "streaming reads byte records; float images are read in";
+    EXPECT_EQ(streamed.value().samples.dtype(), storage);
+  }
+  EXPECT_EQ(bytes[0] - bytes[1], static_cast<int64_t>(values.size() * 2)) << "f16 halves the samples' bytes";
+}
+
+TEST(Idx, FloatImagesMustBeFiniteAndFitF16WhenKeptInF16) {
+  TempDir dir;
+  const std::string labels = dir.raw("labels", labels_file());
+  std::vector<float> values = float_values();
+  values[2 * kRows * kCols + 5] = std::nanf("");
+  const std::string nan = dir.raw("nan-images", float_images_file(values));
+  expect_error(load_idx_pair(nan, labels, "x"), nan, "sample 2, value 5 is nan; every value must be finite");
+  values = float_values();
+  values[kRows * kCols + 1] = 1e6f;
+  const std::string large = dir.raw("large-images", float_images_file(values));
+  EXPECT_TRUE(load_idx_pair(large, labels, "x", DType::f32).ok()) << "f32 holds 1e6";
+  expect_error(load_idx_pair(large, labels, "x", DType::f16), large,
+               "sample 1, value 1 is 1000000.000000, outside f16's range (|v| <= 65504)");
+  Bytes cut = float_images_file(float_values());
+  cut.resize(cut.size() - 3);
+  const std::string truncated = dir.raw("truncated-floats", cut);
+  expect_error(load_idx_pair(truncated, labels, "x"), truncated, "truncated data: expected 240 bytes after the header, found 237");
+  Bytes longer = float_images_file(float_values());
+  longer.push_back(0);
+  const std::string trailing = dir.raw("trailing-floats", longer);
+  expect_error(load_idx_pair(trailing, labels, "x"), trailing, "trailing bytes: 1 byte follows the 240 data bytes");
 }
 
 TEST(Idx, TruncatedHeader) {

@@ -58,6 +58,10 @@ void add_image_data_options(Args& args) {
               "centre", "resize");
   args.option("test-split", "F", "image folders without train/ and test/: hold out this fraction of each class",
               "0.2");
+  args.option("data-storage", "f32|f16",
+              "IDX files of float32 images: keep them in memory in f32, or in f16 at half the bytes (values "
+              "rounded to f16; each must be within +-65504); byte images stay u8 either way",
+              "f32");
 }
 
 Result<DataSourceOptions> data_source_options(const Args& args, const Shape& model_input) {
@@ -71,6 +75,11 @@ Result<DataSourceOptions> data_source_options(const Args& args, const Shape& mod
   if (args.given("test-split")) {
     RG_ASSIGN(options.test_split, args.number("test-split", 0.01, 0.99));
   }
+  const std::string storage = args.text("data-storage");
+  if (storage != "f32" && storage != "f16") {
+    return Status::error("--data-storage: '" + storage + "' is neither f32 nor f16");
+  }
+  options.float_storage = storage == "f16" ? DType::f16 : DType::f32;
   return options;
 }
 
@@ -94,7 +103,7 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
   }
   if (source.empty() || is_mnist_folder(dir)) {
     if (image_options) return refuse_image_options("in the MNIST layout");
-    auto split = load_mnist_folder(dir, options.streamed);
+    auto split = load_mnist_folder(dir, options.streamed, options.float_storage);
     if (!split.ok() && source.empty()) {
       return Status::error(split.status().message() +
                            "\n  (the default data is the Debian package dataset-fashion-mnist: apt-get install "

@@ -19,9 +19,10 @@ struct DataSourceOptions {
   std::optional<ImageFit> image_fit; // --image-fit; unset: resize
   std::optional<double> test_split;  // --test-split; unset: 0.2 (DIR/<class>/ image folders only)
   bool streamed = false;             // leave the samples on disk where the source allows (IDX files)
+  DType float_storage = DType::f32;  // --data-storage: float32 IDX images kept in f32 or f16
 };
 
-// --image-fit and --test-split, which train and eval share.
+// --image-fit, --test-split and --data-storage, which train and eval share.
 void add_image_data_options(Args& args);
 Result<DataSourceOptions> data_source_options(const Args& args, const Shape& model_input);
 

@@ -1,4 +1,4 @@
-// Dataset batches (u8 -> f32 on gather), views, the validation split and the MNIST folder
+// Dataset batches (u8 or f16 -> f32 on gather), views, the validation split and the MNIST folder
 // layout. IDX parsing lives in idx.cpp, generated data in synthetic.cpp.
 #include "data/dataset.h"
 
@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/rng.h"
+#include "cpu/kernel_tables.h"
 #include "data/files.h"
 
 namespace rg {
@@ -34,18 +35,8 @@ void copy_rows(const Tensor& src, const int32_t* index, int64_t count, const Ten
   RG_CHECK(src.dtype() == dst.dtype() && src.shape().sample() == dst.shape().sample() && dst.shape()[0] == count,
            "copy_rows " << src.shape().str() << " into " << dst.shape().str());
   const size_t row_bytes = static_cast<size_t>(src.shape().numel_from(1)) * dtype_size(src.dtype());
-  // Row i of a tensor starts at rows(i, i + 1); reaching the bytes needs the dtype.
-  auto bytes_of = [](const Tensor& t) -> char* {
-    switch (t.dtype()) {
-      case DType::u8: return reinterpret_cast<char*>(t.data<uint8_t>());
-      case DType::f32: return reinterpret_cast<char*>(t.data<float>());
-      case DType::i32: return reinterpret_cast<char*>(t.data<int32_t>());
-      default: RG_CHECK(false, "dataset tensors are u8, f32 or i32, not " << dtype_name(t.dtype()));
-    }
-    return nullptr;
-  };
-  const char* from = bytes_of(src);
-  char* to = bytes_of(dst);
+  const char* from = static_cast<const char*>(src.raw_data());
+  char* to = static_cast<char*>(dst.raw_data());
   for (int64_t i = 0; i < count; ++i) {
     std::memcpy(to + static_cast<size_t>(i) * row_bytes, from + static_cast<size_t>(index[i]) * row_bytes, row_bytes);
   }
@@ -118,7 +109,10 @@ int64_t Dataset::memory_bytes() const {
   return bytes;
 }
 
-int64_t Dataset::sample_bytes() const { return size() * sample_shape.numel(); }
+int64_t Dataset::sample_bytes() const {
+  const int64_t value_bytes = samples.defined() ? static_cast<int64_t>(dtype_size(samples.dtype())) : 1;
+  return size() * sample_shape.numel() * value_bytes;
+}
 
 Status Dataset::read_row_bytes(int64_t i, uint8_t* out) const {
   const int64_t row = sample_shape.numel();
@@ -156,6 +150,10 @@ Status Dataset::gather(const int32_t* index, int64_t count, float* out, int32_t*
       float* to = out + i * row;
       for (int64_t j = 0; j < row; ++j) to[j] = unit[from[j]];
     }
+  } else if (samples.dtype() == DType::f16) {
+    const uint16_t* src = samples.data<uint16_t>();
+    const F16ConvertKernels& widen = f16_convert();
+    for (int64_t i = 0; i < count; ++i) widen.to_f32(row, src + index[i] * row, out + i * row);
   } else {
     const float* src = samples.data<float>();  // aborts on any dtype other than f32
     for (int64_t i = 0; i < count; ++i) {
@@ -200,7 +198,7 @@ std::vector<std::string> fashion_mnist_class_names() {
   return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
 }
 
-Result<DataSplit> load_mnist_folder(const std::string& dir, bool streamed) {
+Result<DataSplit> load_mnist_folder(const std::string& dir, bool streamed, DType float_storage) {
   if (!is_directory(dir)) {
     return Status::error(dir + ": no such folder (looked for " + mnist_file_list() + " in it)");
   }
@@ -211,8 +209,8 @@ Result<DataSplit> load_mnist_folder(const std::string& dir, bool streamed) {
   const std::string name = last_path_component(dir);
   DataSplit out;
   const auto open = streamed ? open_idx_pair_streamed : load_idx_pair;
-  RG_ASSIGN(out.train, open(paths[0], paths[1], name + " train"));
-  RG_ASSIGN(out.test, open(paths[2], paths[3], name + " test"));
+  RG_ASSIGN(out.train, open(paths[0], paths[1], name + " train", float_storage));
+  RG_ASSIGN(out.test, open(paths[2], paths[3], name + " test", float_storage));
   return out;
 }
 

@@ -29,8 +29,8 @@ struct Dataset {
   std::string name;       // "fashion-mnist train"
   Shape sample_shape;     // [h, w, c] for images (channels innermost), [features] otherwise
   int32_t num_classes = 0;
-  Tensor samples;         // [n, sample...], u8 (scaled by 1/255 on gather) or f32; undefined when
-                          // the samples come from `source`
+  Tensor samples;         // [n, sample...], u8 (scaled by 1/255 on gather), f32 or f16 (widened
+                          // on gather); undefined when the samples come from `source`
   Tensor labels;          // [n] i32, each in [0, num_classes)
   std::vector<std::string> class_names;  // [num_classes] when the source names them, else empty
   // Samples outside memory: row i of this dataset is the source's row source_rows[i] when that
@@ -44,7 +44,7 @@ struct Dataset {
   // Bytes this dataset holds in memory: samples (when in memory), labels and the row list; of a
   // slice, the whole blocks it shares.
   int64_t memory_bytes() const;
-  // Bytes its samples would take in memory (u8 rows).
+  // Bytes its samples take, or would take, in memory (a source's rows are u8).
   int64_t sample_bytes() const;
   // Row i's sample as the bytes it is stored in (u8 samples only: in memory or from `source`).
   Status read_row_bytes(int64_t i, uint8_t* out) const;
@@ -70,20 +70,24 @@ std::string default_fashion_mnist_dir();
 // T-shirt/top, Trouser, Pullover, Dress, Coat, Sandal, Shirt, Sneaker, Bag, Ankle boot.
 std::vector<std::string> fashion_mnist_class_names();
 
-// Reads an IDX file pair (raw or gzip, detected from the bytes). Checks: magic number and
-// element type, dimensions against the file length (truncated or trailing bytes), equal
-// image and label counts, labels < 256. Errors name the file and the rule.
+// Reads an IDX file pair (raw or gzip, detected from the bytes). Images are unsigned bytes
+// (kept u8) or big-endian float32 (type 0x0D; kept in `float_storage`: f32, or f16 at half the
+// bytes). Checks: magic number and element type, dimensions against the file length (truncated
+// or trailing bytes), equal image and label counts, labels < 256, float values finite (and
+// within f16's range when kept in f16). Errors name the file and the rule.
 Result<Dataset> load_idx_pair(const std::string& images_path, const std::string& labels_path,
-                              const std::string& name);
+                              const std::string& name, DType float_storage = DType::f32);
 
 // The same pair with the images left on disk (record_file.h): the header and the labels are
 // read and checked as load_idx_pair does; a gzipped image file is inflated once into the cache.
+// Float images are read into memory (load_idx_pair): streaming reads records of bytes.
 Result<Dataset> open_idx_pair_streamed(const std::string& images_path, const std::string& labels_path,
-                                       const std::string& name);
+                                       const std::string& name, DType float_storage = DType::f32);
 
 // A folder in the MNIST layout: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],
-// t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; `streamed`: the images stay on disk.
-Result<DataSplit> load_mnist_folder(const std::string& dir, bool streamed = false);
+// t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; `streamed`: the images stay on disk;
+// float images are kept in `float_storage`.
+Result<DataSplit> load_mnist_folder(const std::string& dir, bool streamed = false, DType float_storage = DType::f32);
 
 // Splits the last `fraction` of a (seed-shuffled) training set off as validation data.
 // The order is fixed by the seed, so a resumed run gets the same split.
