@@ -1,13 +1,14 @@
 #!/bin/bash
 # Installs what retrograd needs on Debian 12 (as root): the compiler, Meson, the libraries,
+# the OpenCL C headers (the build compiles against them; libOpenCL is loaded at run time),
 # and the Fashion-MNIST package. Quiet and quick when everything is there already.
 # Usage: bash tools/setup.sh [--tests] [--bench]
 set -euo pipefail
 
-packages=(g++ meson ninja-build pkg-config zlib1g-dev nlohmann-json3-dev libxsimd-dev libstb-dev dataset-fashion-mnist python3)
+packages=(g++ meson ninja-build pkg-config zlib1g-dev nlohmann-json3-dev libxsimd-dev libstb-dev opencl-c-headers dataset-fashion-mnist python3)
 for arg in "$@"; do
   case "$arg" in
-    --tests) packages+=(libgtest-dev googletest qemu-user binutils) ;;  # qemu-user: tools/qemu_old_cpus.sh; binutils (objdump, nm): tools/check_isa_leaks.py
+    --tests) packages+=(libgtest-dev googletest qemu-user binutils ocl-icd-libopencl1 pocl-opencl-icd) ;;  # qemu-user: tools/qemu_old_cpus.sh; binutils (objdump, nm): tools/check_isa_leaks.py; the ICD loader and PoCL (OpenCL on the CPU): tests/test_opencl.cpp
     --bench) packages+=(python3-torch python3-numpy libopenblas0-pthread) ;;  # OpenBLAS: torch's BLAS through Debian's alternatives, else the slow reference BLAS
     *) echo "setup.sh: unknown option $arg (--tests, --bench)" >&2; exit 2 ;;
   esac

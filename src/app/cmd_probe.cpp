@@ -3,7 +3,9 @@
 
 #include "app/args.h"
 #include "app/commands.h"
+#include "base/memory.h"
 #include "cpu/kernel_tables.h"
+#include "opencl/probe_report.h"
 #include "report/sysinfo.h"
 
 namespace rg {
@@ -11,6 +13,8 @@ namespace rg {
 int run_probe(int argc, char** argv) {
   Args args("probe", "[options]", "Shows the CPU (model, cores, caches, SIMD features), memory and compute devices.");
   add_common_options(args);
+  args.option("device", "cpu|cl:P:D", "test only this OpenCL device", "every device");
+  args.option("device-mem", "BYTES", "a device memory budget to show, e.g. 256M", "none");
   if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
   if (args.help_requested()) {
     std::fputs(args.help().c_str(), stdout);
@@ -18,6 +22,12 @@ int run_probe(int argc, char** argv) {
   }
   auto threads = threads_option(args);
   if (!threads.ok()) return fail(threads.status().message());
+  int64_t device_budget = 0;
+  if (args.given("device-mem")) {
+    auto budget = parse_bytes(args.text("device-mem"));
+    if (!budget.ok()) return fail("--device-mem: " + budget.status().message());
+    device_budget = budget.value();
+  }
   const SystemInfo info = read_system_info();
   std::fputs(format_system_info(info).c_str(), stdout);
   std::printf("threads    %d (of %d logical CPUs)\n", threads.value(), info.logical_cpus);
@@ -25,7 +35,10 @@ int run_probe(int argc, char** argv) {
   std::printf("isa        best %s, chosen %s%s\n", isa_name(isa.best), isa_name(isa.chosen),
               isa.cap.empty() ? "" : (" (RETROGRAD_ISA=" + isa.cap + ")").c_str());
   std::printf("kernels    %s\n", f32_gemm_kernel(isa.chosen).name);
-  std::printf("gpu        off: this build has no OpenCL backend yet\n");
+  // The OpenCL devices with their tested capabilities, or why OpenCL is off.
+  auto opencl = ocl::opencl_probe_report(args.given("device") ? args.text("device") : "", device_budget);
+  if (!opencl.ok()) return fail("--device: " + opencl.status().message());
+  std::fputs(opencl.value().c_str(), stdout);
   return 0;
 }
 

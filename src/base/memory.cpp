@@ -31,28 +31,47 @@ void aligned_free(void* ptr) {
 }
 }  // namespace
 
-Result<void*> MemoryAccount::allocate(size_t bytes, const std::string& what) {
-  // Reserve the bytes against the budget first (one compare-exchange, so concurrent
-  // allocations cannot both pass the check), then allocate.
-  const int64_t size = static_cast<int64_t>(bytes);
+Status MemoryAccount::charge(int64_t bytes, const std::string& what, int64_t* in_use_after) {
+  // One compare-exchange, so concurrent charges cannot both pass the check.
   const int64_t budget = budget_.load();
   int64_t in_use = current_.load();
   do {
-    if (budget > 0 && in_use + size > budget) {
-      return Status::error("out of " + name_ + " memory budget: " + what + " needs " + format_bytes(size) + ", " +
+    if (budget > 0 && in_use + bytes > budget) {
+      return Status::error("out of " + name_ + " memory budget: " + what + " needs " + format_bytes(bytes) + ", " +
                            format_bytes(in_use) + " of the " + format_bytes(budget) + " budget are in use");
     }
-  } while (!current_.compare_exchange_weak(in_use, in_use + size));
+  } while (!current_.compare_exchange_weak(in_use, in_use + bytes));
+  *in_use_after = in_use + bytes;
+  return Status();
+}
+
+void MemoryAccount::note_peak(int64_t in_use) {
+  int64_t peak = peak_.load();
+  while (in_use > peak && !peak_.compare_exchange_weak(peak, in_use)) {
+  }
+}
+
+Status MemoryAccount::reserve(int64_t bytes, const std::string& what) {
+  int64_t now = 0;
+  RG_TRY(charge(bytes, what, &now));
+  note_peak(now);
+  return Status();
+}
+
+void MemoryAccount::unreserve(int64_t bytes) { current_.fetch_sub(bytes); }
+
+Result<void*> MemoryAccount::allocate(size_t bytes, const std::string& what) {
+  // Charge the bytes against the budget first, then allocate; the peak counts only what was allocated.
+  const int64_t size = static_cast<int64_t>(bytes);
+  int64_t now = 0;
+  RG_TRY(charge(size, what, &now));
   void* ptr = aligned_alloc_bytes(bytes == 0 ? kAlignment : bytes);
   if (ptr == nullptr) {
     current_.fetch_sub(size);
     return Status::error("allocation of " + format_bytes(size) + " for " + what + " failed (" + name_ +
                          " memory in use: " + format_bytes(current_.load()) + ")");
   }
-  const int64_t now = in_use + size;
-  int64_t peak = peak_.load();
-  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
-  }
+  note_peak(now);
   return ptr;
 }
 

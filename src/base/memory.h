@@ -26,7 +26,16 @@ class MemoryAccount {
   Result<void*> allocate(size_t bytes, const std::string& what);
   void release(void* ptr, size_t bytes);
 
+  // Counts bytes that live elsewhere (a device buffer) against the budget without allocating
+  // anything: the same budget check and message as allocate(). unreserve() gives them back.
+  Status reserve(int64_t bytes, const std::string& what);
+  void unreserve(int64_t bytes);
+
  private:
+  // Adds `bytes` to the current count unless that passes the budget.
+  Status charge(int64_t bytes, const std::string& what, int64_t* in_use_after);
+  void note_peak(int64_t in_use);
+
   std::string name_;
   std::atomic<int64_t> current_{0};
   std::atomic<int64_t> peak_{0};

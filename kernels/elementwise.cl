@@ -1,0 +1,66 @@
+// Elementwise ops over n elements, one work-item per element: the host rounds the global
+// size up to the work-group size and items at or past n do nothing. Each buffer comes with
+// an element offset so a kernel can work on part of one. f32 arithmetic throughout; the
+// f16 kernels keep half in memory (vload_half / vstore_half_rte: any OpenCL 1.2 device, no
+// cl_khr_fp16) and compute in f32. Launchers: src/opencl/elementwise.cpp.
+#pragma OPENCL FP_CONTRACT OFF  // a * x + y stays two roundings, as in the CPU reference
+
+// y = a * x + y
+__kernel void f32_axpy(uint n, float a, __global const float* x, uint x_offset, __global float* y, uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  y[y_offset + i] = a * x[x_offset + i] + y[y_offset + i];
+}
+
+// x = a * x
+__kernel void f32_scale(uint n, float a, __global float* x, uint x_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  x[x_offset + i] = a * x[x_offset + i];
+}
+
+// out = a + b (out may be a or b)
+__kernel void f32_add(uint n, __global const float* a, uint a_offset, __global const float* b, uint b_offset,
+                      __global float* out, uint out_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  out[out_offset + i] = a[a_offset + i] + b[b_offset + i];
+}
+
+// y = x > 0 ? x : 0 (a NaN gives 0, as in ops/activation.h)
+__kernel void f32_relu_forward(uint n, __global const float* x, uint x_offset, __global float* y, uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const float v = x[x_offset + i];
+  y[y_offset + i] = v > 0.0f ? v : 0.0f;
+}
+
+// dx = x > 0 ? dy : 0, x the forward's input
+__kernel void f32_relu_backward(uint n, __global const float* x, uint x_offset, __global const float* dy,
+                                uint dy_offset, __global float* dx, uint dx_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  dx[dx_offset + i] = x[x_offset + i] > 0.0f ? dy[dy_offset + i] : 0.0f;
+}
+
+// y (half) = x (float) rounded to nearest even, as base/fp16.h's f32_to_f16
+__kernel void f16_from_f32(uint n, __global const float* x, uint x_offset, __global half* y, uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  vstore_half_rte(x[x_offset + i], y_offset + i, y);
+}
+
+// y (float) = x (half), exact
+__kernel void f32_from_f16(uint n, __global const half* x, uint x_offset, __global float* y, uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  y[y_offset + i] = vload_half(x_offset + i, x);
+}
+
+// y = a * x + y with x and y stored as half: f32 arithmetic, one rounding to half at the end
+__kernel void f16_axpy(uint n, float a, __global const half* x, uint x_offset, __global half* y, uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const float sum = a * vload_half(x_offset + i, x) + vload_half(y_offset + i, y);
+  vstore_half_rte(sum, y_offset + i, y);
+}

@@ -1,0 +1,101 @@
+// One OpenCL device opened for work: its context, an in-order command queue with profiling,
+// the memory account its buffers are counted in (with the --device-mem budget), its
+// program cache and its tested capabilities. Buffers, events and kernels made from a
+// Device must not outlive it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/memory.h"
+#include "base/status.h"
+#include "opencl/capabilities.h"
+#include "opencl/cl_api.h"
+#include "opencl/device_choice.h"
+#include "opencl/platforms.h"
+#include "opencl/program_cache.h"
+
+namespace rg::ocl {
+
+// A command's completion, and its time on the device (the queue profiles every command).
+// An empty Event stands for work that needed no command (n = 0): done, in 0 seconds.
+class Event {
+ public:
+  Event() = default;
+  Event(const ClApi* api, cl_event event) : api_(api), event_(event) {}
+  Event(Event&& other) noexcept { *this = std::move(other); }
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event();
+
+  cl_event get() const { return event_; }
+  bool valid() const { return event_ != nullptr; }
+  // Blocks until the command finished; the error of a command that failed.
+  Status wait() const;
+  // Seconds the command ran on the device (CL_PROFILING_COMMAND_START to END); waits first.
+  Result<double> seconds() const;
+
+ private:
+  const ClApi* api_ = nullptr;
+  cl_event event_ = nullptr;
+};
+
+struct DeviceOptions {
+  int64_t memory_budget_bytes = 0;  // 0: none (the device's own memory is the limit)
+  bool test_capabilities = true;    // false: trust nothing, max buffer = reported limit (for quick tests)
+  CapabilityOptions capability;
+};
+
+class Device {
+ public:
+  // Opens the OpenCL device `choice` names (choice.opencl must be true). Errors name the
+  // device and the failed call; no loader / no platform come back as opencl_status() says.
+  static Result<std::unique_ptr<Device>> open(const DeviceChoice& choice, const DeviceOptions& options = {});
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const ClApi& api() const { return api_; }
+  const DeviceInfo& info() const { return info_; }
+  const std::string& label() const { return label_; }  // "cl:0:0 (NAME)"
+  const Capabilities& capabilities() const { return capabilities_; }
+  cl_context context() const { return context_; }
+  cl_command_queue queue() const { return queue_; }
+  cl_device_id id() const { return info_.id; }
+
+  // Every Buffer's bytes, with the budget; refuses past it (buffer.h).
+  MemoryAccount& memory() { return memory_; }
+  // The largest single buffer allowed: Capabilities::max_buffer_bytes().
+  int64_t max_buffer_bytes() const { return capabilities_.max_buffer_bytes(); }
+
+  ProgramCache& programs() { return *programs_; }
+  Result<const Kernel*> kernel(const std::string& file, const std::string& name, const std::string& options = "") {
+    return programs_->kernel(file, name, options);
+  }
+
+  // Enqueues `kernel` over `dims` dimensions (its arguments already set, kernel_args.h).
+  // `local` may be null (the driver picks).
+  Result<Event> run(const Kernel& kernel, cl_uint dims, const size_t* global, const size_t* local);
+  // Waits for everything enqueued.
+  Status finish();
+
+  // An error of `call` while `doing` something on this device: names the device, and for
+  // out-of-memory codes what the account holds and what to lower.
+  Status error(const std::string& doing, const char* call, cl_int code) const;
+
+ private:
+  Device(const ClApi& api, DeviceInfo info);
+
+  const ClApi& api_;
+  DeviceInfo info_;
+  std::string label_;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  MemoryAccount memory_;
+  std::unique_ptr<ProgramCache> programs_;
+  Capabilities capabilities_;
+};
+
+}  // namespace rg::ocl

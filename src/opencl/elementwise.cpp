@@ -1,0 +1,81 @@
+// Launchers of kernels/elementwise.cl: one 1-D launch per call, groups of up to 256 items.
+#include "opencl/elementwise.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "opencl/kernel_args.h"
+
+namespace rg::ocl {
+
+namespace {
+
+constexpr const char* kFile = "elementwise.cl";
+
+// The kernels index with 32-bit uint: every offset + n must fit.
+Status check_u32(const char* kernel, int64_t n, std::initializer_list<DeviceSpan> spans) {
+  for (const DeviceSpan& span : spans) {
+    RG_CHECK(n >= 0 && span.count >= n, "kernel " << kernel << ": a span of " << span.count << " elements for n = " << n);
+    if (span.offset + n > static_cast<int64_t>(std::numeric_limits<cl_uint>::max())) {
+      return Status::error(std::string(kernel) + ": element " + std::to_string(span.offset + n) +
+                           " is past the 2^32 - 1 elements the kernels index");
+    }
+  }
+  return Status();
+}
+
+cl_uint u32(int64_t value) { return static_cast<cl_uint>(value); }
+
+template <class... Args>
+Result<Event> launch(Device& device, const char* name, int64_t n, const Args&... args) {
+  if (n == 0) return Event();
+  RG_ASSIGN(const Kernel* kernel, device.kernel(kFile, name));
+  RG_TRY(set_kernel_args(device, *kernel, u32(n), args...));
+  const size_t local = std::min<size_t>(256, kernel->max_work_group_size);
+  const size_t global = (static_cast<size_t>(n) + local - 1) / local * local;
+  return device.run(*kernel, 1, &global, &local);
+}
+
+}  // namespace
+
+Result<Event> f32_axpy(Device& device, int64_t n, float a, DeviceSpan x, DeviceSpan y) {
+  RG_TRY(check_u32("f32_axpy", n, {x, y}));
+  return launch(device, "f32_axpy", n, a, x.mem, u32(x.offset), y.mem, u32(y.offset));
+}
+
+Result<Event> f32_scale(Device& device, int64_t n, float a, DeviceSpan x) {
+  RG_TRY(check_u32("f32_scale", n, {x}));
+  return launch(device, "f32_scale", n, a, x.mem, u32(x.offset));
+}
+
+Result<Event> f32_add(Device& device, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out) {
+  RG_TRY(check_u32("f32_add", n, {a, b, out}));
+  return launch(device, "f32_add", n, a.mem, u32(a.offset), b.mem, u32(b.offset), out.mem, u32(out.offset));
+}
+
+Result<Event> f32_relu_forward(Device& device, int64_t n, DeviceSpan x, DeviceSpan y) {
+  RG_TRY(check_u32("f32_relu_forward", n, {x, y}));
+  return launch(device, "f32_relu_forward", n, x.mem, u32(x.offset), y.mem, u32(y.offset));
+}
+
+Result<Event> f32_relu_backward(Device& device, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx) {
+  RG_TRY(check_u32("f32_relu_backward", n, {x, dy, dx}));
+  return launch(device, "f32_relu_backward", n, x.mem, u32(x.offset), dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
+}
+
+Result<Event> f16_from_f32(Device& device, int64_t n, DeviceSpan x_f32, DeviceSpan y_f16) {
+  RG_TRY(check_u32("f16_from_f32", n, {x_f32, y_f16}));
+  return launch(device, "f16_from_f32", n, x_f32.mem, u32(x_f32.offset), y_f16.mem, u32(y_f16.offset));
+}
+
+Result<Event> f32_from_f16(Device& device, int64_t n, DeviceSpan x_f16, DeviceSpan y_f32) {
+  RG_TRY(check_u32("f32_from_f16", n, {x_f16, y_f32}));
+  return launch(device, "f32_from_f16", n, x_f16.mem, u32(x_f16.offset), y_f32.mem, u32(y_f32.offset));
+}
+
+Result<Event> f16_axpy(Device& device, int64_t n, float a, DeviceSpan x_f16, DeviceSpan y_f16) {
+  RG_TRY(check_u32("f16_axpy", n, {x_f16, y_f16}));
+  return launch(device, "f16_axpy", n, a, x_f16.mem, u32(x_f16.offset), y_f16.mem, u32(y_f16.offset));
+}
+
+}  // namespace rg::ocl

@@ -1,0 +1,32 @@
+// Host launchers of kernels/elementwise.cl: each checks the sizes, sets the arguments and
+// enqueues one work-item per element; the returned Event times the kernel. Spans are in
+// elements (f32 or f16 as named) and must hold n; n = 0 enqueues nothing.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "opencl/buffer.h"
+#include "opencl/device.h"
+
+namespace rg::ocl {
+
+// y = a * x + y
+Result<Event> f32_axpy(Device& device, int64_t n, float a, DeviceSpan x, DeviceSpan y);
+// x = a * x
+Result<Event> f32_scale(Device& device, int64_t n, float a, DeviceSpan x);
+// out = a + b (out may alias a or b)
+Result<Event> f32_add(Device& device, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out);
+// y = max(x, 0); NaN gives 0
+Result<Event> f32_relu_forward(Device& device, int64_t n, DeviceSpan x, DeviceSpan y);
+// dx = x > 0 ? dy : 0, x the forward's input
+Result<Event> f32_relu_backward(Device& device, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx);
+
+// fp16 storage (any device): y_f16 = x_f32 rounded to nearest even, bit-exact with f32_to_f16
+Result<Event> f16_from_f32(Device& device, int64_t n, DeviceSpan x_f32, DeviceSpan y_f16);
+// y_f32 = x_f16, exact
+Result<Event> f32_from_f16(Device& device, int64_t n, DeviceSpan x_f16, DeviceSpan y_f32);
+// y_f16 = a * x_f16 + y_f16 computed in f32, rounded once to half
+Result<Event> f16_axpy(Device& device, int64_t n, float a, DeviceSpan x_f16, DeviceSpan y_f16);
+
+}  // namespace rg::ocl

@@ -1,0 +1,97 @@
+// Building programs (with the build log on failure) and caching them and their kernels.
+#include "opencl/program_cache.h"
+
+#include "opencl/cl_error.h"
+#include "opencl/kernel_sources.h"
+
+namespace rg::ocl {
+
+namespace {
+// Enough of a log to find the first errors; a broken kernel can log megabytes.
+constexpr size_t kMaxLogChars = 8000;
+}  // namespace
+
+ProgramCache::ProgramCache(const ClApi& api, cl_context context, cl_device_id device, std::string device_label)
+    : api_(api), context_(context), device_(device), device_label_(std::move(device_label)) {}
+
+ProgramCache::~ProgramCache() {
+  for (auto& entry : kernels_) api_.clReleaseKernel(entry.second->handle);
+  for (auto& entry : programs_) api_.clReleaseProgram(entry.second);
+}
+
+Result<cl_program> ProgramCache::build_source(const std::string& what, const std::string& source,
+                                              const std::string& options) {
+  const std::string context = "building " + what + " for " + device_label_ + ": ";
+  const char* text = source.c_str();
+  const size_t length = source.size();
+  cl_int code = CL_SUCCESS;
+  cl_program program = api_.clCreateProgramWithSource(context_, 1, &text, &length, &code);
+  if (code != CL_SUCCESS) return cl_status("clCreateProgramWithSource", code).with_context(context);
+  const std::string all_options = std::string(kBaseBuildOptions) + (options.empty() ? "" : " " + options);
+  code = api_.clBuildProgram(program, 1, &device_, all_options.c_str(), nullptr, nullptr);
+  if (code == CL_SUCCESS) return program;
+
+  std::string log;
+  size_t log_size = 0;
+  if (api_.clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &log_size) == CL_SUCCESS &&
+      log_size > 1) {
+    log.resize(log_size);
+    if (api_.clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, log_size, &log[0], nullptr) != CL_SUCCESS) {
+      log = "(the build log could not be read)";
+    }
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
+    if (log.size() > kMaxLogChars) log = log.substr(0, kMaxLogChars) + "\n... (" + std::to_string(log_size) + " bytes of log)";
+  }
+  api_.clReleaseProgram(program);
+  return Status::error(context + cl_status("clBuildProgram", code).message() + " with options '" + all_options + "'" +
+                       (log.empty() ? " (the build log is empty)" : "; build log:\n" + log));
+}
+
+Result<cl_program> ProgramCache::program(const std::string& file, const std::string& options) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto key = std::make_pair(file, options);
+  if (auto found = programs_.find(key); found != programs_.end()) return found->second;
+  RG_ASSIGN(const KernelSource source, kernel_source(file));
+  const std::string what = "kernels/" + file + (source.origin == "embedded" ? "" : " (read from " + source.origin + ")");
+  RG_ASSIGN(cl_program program, build_source(what, source.text, options));
+  programs_.emplace(key, program);
+  return program;
+}
+
+Result<const Kernel*> ProgramCache::kernel(const std::string& file, const std::string& name, const std::string& options) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto found = kernels_.find(std::make_tuple(file, options, name)); found != kernels_.end()) {
+      return static_cast<const Kernel*>(found->second.get());
+    }
+  }
+  RG_ASSIGN(cl_program program, this->program(file, options));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto found = kernels_.find(std::make_tuple(file, options, name)); found != kernels_.end()) {
+    return static_cast<const Kernel*>(found->second.get());  // another thread made it meanwhile
+  }
+  auto kernel = std::make_unique<Kernel>();
+  kernel->name = name;
+  kernel->file = file;
+  cl_int code = CL_SUCCESS;
+  kernel->handle = api_.clCreateKernel(program, name.c_str(), &code);
+  if (code != CL_SUCCESS) {
+    return cl_status("clCreateKernel", code).with_context("kernel " + name + " of kernels/" + file + " on " + device_label_ + ": ");
+  }
+  code = api_.clGetKernelWorkGroupInfo(kernel->handle, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof(size_t),
+                                       &kernel->max_work_group_size, nullptr);
+  if (code != CL_SUCCESS) {
+    api_.clReleaseKernel(kernel->handle);
+    return cl_status("clGetKernelWorkGroupInfo", code).with_context("kernel " + name + " on " + device_label_ + ": ");
+  }
+  const Kernel* result = kernel.get();
+  kernels_.emplace(std::make_tuple(file, options, name), std::move(kernel));
+  return result;
+}
+
+size_t ProgramCache::program_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return programs_.size();
+}
+
+}  // namespace rg::ocl

@@ -1,0 +1,57 @@
+// Programs built once per device from kernels/*.cl, keyed by file and build options, and
+// the kernel objects made from them. A build failure is returned with the compiler's log
+// and not cached, so a fixed source (RETROGRAD_KERNELS_DIR) builds on the next call.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "base/status.h"
+#include "opencl/cl_api.h"
+
+namespace rg::ocl {
+
+struct Kernel {
+  cl_kernel handle = nullptr;
+  std::string name;                // the __kernel function
+  std::string file;                // "gemm.cl"
+  size_t max_work_group_size = 0;  // CL_KERNEL_WORK_GROUP_SIZE: for this kernel on this device
+};
+
+// Options every build gets before the caller's: OpenCL C 1.2, and no fast-math flags.
+constexpr const char* kBaseBuildOptions = "-cl-std=CL1.2";
+
+class ProgramCache {
+ public:
+  // `device_label` ("cl:0:0 (NAME)") names the device in error messages.
+  ProgramCache(const ClApi& api, cl_context context, cl_device_id device, std::string device_label);
+  ~ProgramCache();
+  ProgramCache(const ProgramCache&) = delete;
+  ProgramCache& operator=(const ProgramCache&) = delete;
+
+  // kernels/<file> built with `options` (e.g. "-DTILE=16"), from the cache after the first call.
+  Result<cl_program> program(const std::string& file, const std::string& options);
+  // The kernel `name` of that program; the pointer lives as long as the cache.
+  Result<const Kernel*> kernel(const std::string& file, const std::string& name, const std::string& options);
+
+  // Builds `source` (not cached; the caller releases it with clReleaseProgram). `what` names
+  // it in errors, as a file name does.
+  Result<cl_program> build_source(const std::string& what, const std::string& source, const std::string& options);
+
+  size_t program_count() const;
+
+ private:
+  const ClApi& api_;
+  cl_context context_;
+  cl_device_id device_;
+  std::string device_label_;
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, cl_program> programs_;               // (file, options)
+  std::map<std::tuple<std::string, std::string, std::string>, std::unique_ptr<Kernel>> kernels_;  // + name
+};
+
+}  // namespace rg::ocl

@@ -1,0 +1,857 @@
+// The OpenCL backend (src/opencl/): every kernel on every OpenCL device found, against the
+// CPU reference with a tolerance per op; the loader and its errors, error names, --device
+// parsing, the embedded kernel sources, the program cache and build logs, device buffers
+// and budgets, copies and events, the capability tests, and `retrograd probe`. Where no
+// OpenCL device exists, each device test is skipped and says why (PoCL runs them in CI).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/fp16.h"
+#include "base/memory.h"
+#include "base/rng.h"
+#include "cli_run.h"
+#include "ops/activation.h"
+#include "ops/gemm.h"
+#include "opencl/buffer.h"
+#include "opencl/cl_error.h"
+#include "opencl/device.h"
+#include "opencl/device_choice.h"
+#include "opencl/elementwise.h"
+#include "opencl/gemm.h"
+#include "opencl/kernel_args.h"
+#include "opencl/kernel_sources.h"
+
+namespace rg::ocl {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string temp_dir() {
+  static const std::string dir = [] {
+    std::string d = ::testing::TempDir() + "retrograd_opencl_XXXXXX";
+    return std::string(mkdtemp(&d[0]));
+  }();
+  return dir;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  // `value` null: unset for the scope.
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ScopedEnv(const char* name, const std::string& value) : ScopedEnv(name, value.c_str()) {}
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+// Allocation tests stop at this cap here; `retrograd probe` tries the real limit.
+constexpr int64_t kAllocTestCap = int64_t{16} << 20;
+
+struct OpenDevices {
+  std::vector<Device*> devices;
+  std::vector<std::string> failures;  // devices that exist but did not open
+};
+
+// Every OpenCL device, opened once for the whole program and kept until exit (a driver's
+// own exit handlers may run before a static destructor would close them).
+const OpenDevices& open_devices() {
+  static const OpenDevices* open = [] {
+    auto* result = new OpenDevices;
+    auto platforms = list_platforms();
+    if (!platforms.ok()) return result;
+    for (const PlatformInfo& platform : platforms.value()) {
+      for (const DeviceInfo& info : platform.devices) {
+        DeviceOptions options;
+        options.capability.max_alloc_test_bytes = kAllocTestCap;
+        auto device = Device::open(DeviceChoice{true, info.platform_index, info.device_index}, options);
+        if (device.ok()) {
+          result->devices.push_back(device.take().release());
+        } else {
+          result->failures.push_back(device.status().message());
+        }
+      }
+    }
+    return result;
+  }();
+  return *open;
+}
+
+#define SKIP_WITHOUT_OPENCL()                                                                   \
+  do {                                                                                          \
+    if (open_devices().devices.empty() && open_devices().failures.empty()) {                    \
+      GTEST_SKIP() << "no OpenCL device, so nothing to test: " << opencl_status().message();    \
+    }                                                                                           \
+  } while (0)
+
+std::vector<float> random_floats(Rng& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
+  std::vector<float> v(n);
+  for (float& x : v) x = lo + (hi - lo) * rng.uniform_f32();
+  return v;
+}
+
+template <class T>
+Buffer upload_or_die(Device& device, const std::vector<T>& values, const std::string& what) {
+  auto buffer = upload(device, values, what);
+  RG_CHECK(buffer.ok(), "" << buffer.status().message());
+  return buffer.take();
+}
+
+template <class T>
+std::vector<T> download_all(const Buffer& buffer) {
+  auto values = download<T>(buffer, buffer.bytes() / static_cast<int64_t>(sizeof(T)));
+  RG_CHECK(values.ok(), "" << values.status().message());
+  return values.take();
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// ---------------------------------------------------------------- without a device
+
+TEST(OpenclErrors, MessagesNameTheCallAndTheCode) {
+  EXPECT_EQ(cl_status("clBuildProgram", CL_BUILD_PROGRAM_FAILURE).message(),
+            "clBuildProgram failed: CL_BUILD_PROGRAM_FAILURE (-11)");
+  EXPECT_EQ(cl_status("clCreateBuffer", CL_MEM_OBJECT_ALLOCATION_FAILURE).message(),
+            "clCreateBuffer failed: CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)");
+  EXPECT_EQ(cl_status("clGetPlatformIDs", -1001).message(), "clGetPlatformIDs failed: CL_PLATFORM_NOT_FOUND_KHR (-1001)");
+  EXPECT_EQ(cl_status("clFinish", -9999).message(), "clFinish failed: unknown OpenCL error (-9999)");
+  EXPECT_TRUE(cl_status("clFinish", CL_SUCCESS).ok());
+  EXPECT_STREQ(cl_error_name(CL_INVALID_KERNEL_ARGS), "CL_INVALID_KERNEL_ARGS");
+  EXPECT_TRUE(is_out_of_memory(CL_OUT_OF_RESOURCES));
+  EXPECT_TRUE(is_out_of_memory(CL_MEM_OBJECT_ALLOCATION_FAILURE));
+  EXPECT_FALSE(is_out_of_memory(CL_INVALID_VALUE));
+}
+
+TEST(OpenclLoader, AMissingLibraryIsAnErrorThatNamesIt) {
+  auto api = load_opencl_library("libretrograd-no-such-opencl.so.1");
+  ASSERT_FALSE(api.ok());
+  EXPECT_TRUE(contains(api.status().message(), "no OpenCL loader: cannot load libretrograd-no-such-opencl.so.1"))
+      << api.status().message();
+}
+
+TEST(OpenclLoader, ALibraryWithoutTheEntryPointsIsRefused) {
+  // zlib: a real library that is not OpenCL, there wherever retrograd runs (it links it).
+  auto api = load_opencl_library("libz.so.1");
+  ASSERT_FALSE(api.ok());
+  EXPECT_TRUE(contains(api.status().message(), "libz.so.1 has no clGetPlatformIDs")) << api.status().message();
+}
+
+TEST(OpenclLoader, TheProcessTableAndTheStatusAgree) {
+  const auto api = opencl_api();
+  const Status status = opencl_status();
+  if (!api.ok()) {
+    EXPECT_FALSE(status.ok());
+    EXPECT_EQ(status.message(), api.status().message());
+  }
+  if (status.ok()) {
+    EXPECT_TRUE(api.ok());
+    EXPECT_FALSE(open_devices().devices.empty() && open_devices().failures.empty());
+  }
+}
+
+// A listing with one platform of two devices, for the parser.
+Result<std::vector<PlatformInfo>> fake_listing() {
+  PlatformInfo platform;
+  platform.name = "Fake Platform";
+  for (int d = 0; d < 2; ++d) {
+    DeviceInfo device;
+    device.device_index = d;
+    device.label = "cl:0:" + std::to_string(d);
+    device.name = d == 0 ? "Fake GPU" : "Fake CPU";
+    device.type = d == 0 ? "GPU" : "CPU";
+    platform.devices.push_back(device);
+  }
+  return std::vector<PlatformInfo>{platform};
+}
+
+TEST(OpenclDeviceChoice, ParsesCpuAndExistingDevices) {
+  auto cpu = parse_device_choice("cpu", fake_listing());
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_FALSE(cpu.value().opencl);
+  EXPECT_EQ(cpu.value().text(), "cpu");
+  auto second = parse_device_choice("cl:0:1", fake_listing());
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_TRUE(second.value().opencl);
+  EXPECT_EQ(second.value().platform, 0);
+  EXPECT_EQ(second.value().device, 1);
+  EXPECT_EQ(second.value().text(), "cl:0:1");
+}
+
+TEST(OpenclDeviceChoice, ErrorsNameTheTextAndListTheDevices) {
+  const std::string listed = "devices here: cpu, cl:0:0 (Fake GPU, GPU), cl:0:1 (Fake CPU, CPU)";
+  for (const char* bad : {"gpu", "cl:0", "cl:a:0", "cl:-1:0", "cl:0:0:0", "cl::0", "CL:0:0", "cl:0:99999", ""}) {
+    auto choice = parse_device_choice(bad, fake_listing());
+    ASSERT_FALSE(choice.ok()) << bad;
+    EXPECT_TRUE(contains(choice.status().message(), std::string("device '") + bad + "': expected cpu or cl:P:D"))
+        << choice.status().message();
+    EXPECT_TRUE(contains(choice.status().message(), listed)) << choice.status().message();
+  }
+  auto platform = parse_device_choice("cl:1:0", fake_listing());
+  ASSERT_FALSE(platform.ok());
+  EXPECT_TRUE(contains(platform.status().message(), "device 'cl:1:0': there is no OpenCL platform 1; " + listed))
+      << platform.status().message();
+  auto device = parse_device_choice("cl:0:2", fake_listing());
+  ASSERT_FALSE(device.ok());
+  EXPECT_TRUE(contains(device.status().message(), "platform 0 (Fake Platform) has no device 2; " + listed))
+      << device.status().message();
+}
+
+TEST(OpenclDeviceChoice, WithOpenclOffOnlyTheCpuExists) {
+  const Result<std::vector<PlatformInfo>> off = Status::error("no OpenCL loader: cannot load libOpenCL.so.1: gone");
+  EXPECT_TRUE(parse_device_choice("cpu", off).ok());
+  auto choice = parse_device_choice("cl:0:0", off);
+  ASSERT_FALSE(choice.ok());
+  EXPECT_EQ(choice.status().message(), "device 'cl:0:0': OpenCL is off: no OpenCL loader: cannot load libOpenCL.so.1: gone");
+  auto bad = parse_device_choice("cuda", off);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(contains(bad.status().message(), "devices here: cpu only (OpenCL is off: no OpenCL loader"))
+      << bad.status().message();
+}
+
+TEST(OpenclKernelSources, EmbeddedCopiesAreTheFilesByteForByte) {
+  ScopedEnv env("RETROGRAD_KERNELS_DIR", nullptr);
+  const std::vector<std::string> names = embedded_kernel_file_names();
+  for (const char* expected : {"elementwise.cl", "gemm.cl", "probe.cl", "probe_fp16.cl"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  }
+  for (const std::string& name : names) {
+    auto source = kernel_source(name);
+    ASSERT_TRUE(source.ok()) << source.status().message();
+    EXPECT_EQ(source.value().origin, "embedded");
+    EXPECT_EQ(source.value().text, read_file(std::string(RETROGRAD_SOURCE_DIR) + "/kernels/" + name)) << name;
+  }
+  auto missing = kernel_source("nosuch.cl");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(contains(missing.status().message(), "kernel file nosuch.cl is not embedded in this binary (it has: "))
+      << missing.status().message();
+  EXPECT_TRUE(contains(missing.status().message(), "gemm.cl")) << missing.status().message();
+}
+
+TEST(OpenclKernelSources, TheDevelopmentDirectoryComesFirst) {
+  const std::string dir = temp_dir() + "/kernels_dev";
+  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  write_file(dir + "/gemm.cl", "// edited\n");
+  ScopedEnv env("RETROGRAD_KERNELS_DIR", dir);
+  auto edited = kernel_source("gemm.cl");
+  ASSERT_TRUE(edited.ok()) << edited.status().message();
+  EXPECT_EQ(edited.value().text, "// edited\n");
+  EXPECT_EQ(edited.value().origin, dir + "/gemm.cl");
+  auto missing = kernel_source("elementwise.cl");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(),
+            "kernel file elementwise.cl: cannot read " + dir + "/elementwise.cl (RETROGRAD_KERNELS_DIR is set)");
+}
+
+TEST(OpenclMemory, TheAccountReservesAgainstItsBudget) {
+  MemoryAccount account("device test");
+  account.set_budget(1000);
+  ASSERT_TRUE(account.reserve(600, "weights").ok());
+  const Status refused = account.reserve(500, "activations");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(),
+            "out of device test memory budget: activations needs 500 B, 600 B of the 1000 B budget are in use");
+  EXPECT_EQ(account.current_bytes(), 600);
+  account.unreserve(600);
+  EXPECT_TRUE(account.reserve(1000, "all").ok());
+  EXPECT_EQ(account.peak_bytes(), 1000);
+  account.unreserve(1000);
+  EXPECT_EQ(account.current_bytes(), 0);
+}
+
+// ---------------------------------------------------------------- `retrograd probe`
+
+TEST(OpenclProbe, WithoutALoaderTheProbeSaysWhyTheGpuIsOff) {
+  ScopedEnv env("RETROGRAD_OPENCL_LIBRARY", "/nonexistent/libOpenCL.so.1");
+  const Outcome off = run("probe");
+  EXPECT_EQ(off.code, 0) << off.output;
+  EXPECT_TRUE(contains(off.output, "opencl     off: no OpenCL loader: cannot load /nonexistent/libOpenCL.so.1"))
+      << off.output;
+  EXPECT_TRUE(contains(off.output, "gpu        off: no OpenCL loader")) << off.output;
+  EXPECT_TRUE(contains(off.output, "isa        best")) << off.output;  // the rest of the probe is there
+}
+
+TEST(OpenclProbe, WithoutAPlatformTheProbeSaysSo) {
+  // ocl-icd reads the drivers from OCL_ICD_VENDORS (a directory) instead of /etc/OpenCL/vendors.
+  const std::string empty = temp_dir() + "/no_vendors";
+  ASSERT_EQ(system(("mkdir -p " + empty).c_str()), 0);
+  ScopedEnv env("OCL_ICD_VENDORS", empty);
+  ScopedEnv no_files("OCL_ICD_FILENAMES", "");
+  const Outcome o = run("probe");
+  EXPECT_EQ(o.code, 0) << o.output;
+  if (contains(o.output, "no OpenCL loader")) GTEST_SKIP() << "no OpenCL loader here: " << o.output;
+  EXPECT_TRUE(contains(o.output, "opencl     off: no OpenCL platform: the loader libOpenCL.so.1 found no driver"))
+      << o.output;
+}
+
+TEST(OpenclProbe, ABadDeviceIsRefusedWithTheDevicesThereAre) {
+  const Outcome o = run("probe --device gpu0");
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_TRUE(contains(o.output, "--device: device 'gpu0': expected cpu or cl:P:D")) << o.output;
+  EXPECT_TRUE(contains(o.output, "devices here: cpu")) << o.output;
+  const Outcome budget = run("probe --device-mem lots");
+  EXPECT_EQ(budget.code, 2) << budget.output;
+  EXPECT_TRUE(contains(budget.output, "--device-mem: 'lots' is not a size")) << budget.output;
+}
+
+TEST(OpenclProbe, ListsEachDeviceWithItsTestedCapabilities) {
+  SKIP_WITHOUT_OPENCL();
+  const Outcome o = run("probe --device cl:0:0 --device-mem 256M");
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_TRUE(contains(o.output, "  cl:0:0   ")) << o.output;
+  EXPECT_TRUE(contains(o.output, "allocated, every page written and read back (reported ")) << o.output;
+  EXPECT_TRUE(contains(o.output, "used by a kernel")) << o.output;
+  EXPECT_TRUE(contains(o.output, "fp16 storage (vload_half/vstore_half) ")) << o.output;
+  EXPECT_TRUE(contains(o.output, "fp16 arithmetic ")) << o.output;
+  EXPECT_TRUE(contains(o.output, "budget 256.0 MiB (--device-mem)")) << o.output;
+  EXPECT_TRUE(contains(o.output, "\ngpu        ")) << o.output;
+}
+
+// ---------------------------------------------------------------- devices
+
+TEST(OpenclDevice, EveryDeviceOpensAndPassesItsCapabilityTests) {
+  SKIP_WITHOUT_OPENCL();
+  for (const std::string& failure : open_devices().failures) ADD_FAILURE() << failure;
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    const Capabilities& c = device->capabilities();
+    // The allocation test started at the cap and worked there.
+    EXPECT_EQ(c.max_alloc_tried, std::min(kAllocTestCap, c.max_alloc_reported / 4 * 4));
+    EXPECT_EQ(c.max_alloc_works, c.max_alloc_tried) << c.max_alloc_note;
+    EXPECT_EQ(device->max_buffer_bytes(), c.max_alloc_reported);  // a capped test disproves nothing
+    // vload_half / vstore_half are core OpenCL 1.2: every device must round-trip exactly.
+    EXPECT_TRUE(c.fp16_storage) << c.fp16_storage_note;
+    EXPECT_GT(c.local_mem_works, 0) << c.local_mem_note;
+    EXPECT_LE(c.local_mem_works, c.local_mem_reported);
+    EXPECT_FALSE(c.fp16_arithmetic_note.empty());
+    EXPECT_EQ(c.fp16_reported, device->info().has_extension("cl_khr_fp16"));
+  }
+}
+
+TEST(OpenclDevice, OpensAndClosesWithItsBudget) {
+  SKIP_WITHOUT_OPENCL();
+  DeviceOptions options;
+  options.test_capabilities = false;
+  options.memory_budget_bytes = int64_t{3} << 20;
+  auto device = Device::open(DeviceChoice{true, 0, 0}, options);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  EXPECT_EQ(device.value()->memory().budget_bytes(), int64_t{3} << 20);
+  EXPECT_EQ(device.value()->max_buffer_bytes(), device.value()->info().max_alloc_bytes);  // untested: as reported
+  {
+    auto buffer = Buffer::allocate(*device.value(), 1 << 20, "scratch");
+    ASSERT_TRUE(buffer.ok()) << buffer.status().message();
+    EXPECT_EQ(device.value()->memory().current_bytes(), 1 << 20);
+  }
+  EXPECT_EQ(device.value()->memory().current_bytes(), 0);
+  device.value().reset();  // closes the context with nothing left allocated
+}
+
+TEST(OpenclDevice, AKernelRunWithoutItsArgumentsNamesTheKernelAndTheCode) {
+  SKIP_WITHOUT_OPENCL();
+  DeviceOptions options;
+  options.test_capabilities = false;
+  auto device = Device::open(DeviceChoice{true, 0, 0}, options);  // its own cache: no argument set yet
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  auto kernel = device.value()->kernel("elementwise.cl", "f32_scale");
+  ASSERT_TRUE(kernel.ok()) << kernel.status().message();
+  const size_t global = 64;
+  auto event = device.value()->run(*kernel.value(), 1, &global, nullptr);
+  ASSERT_FALSE(event.ok());
+  EXPECT_TRUE(contains(event.status().message(),
+                       "running kernel f32_scale of kernels/elementwise.cl: clEnqueueNDRangeKernel failed: "
+                       "CL_INVALID_KERNEL_ARGS (-52)"))
+      << event.status().message();
+  // An argument of the wrong size names the kernel and the argument.
+  const Status wrong = set_kernel_args(*device.value(), *kernel.value(), cl_ulong{7});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_TRUE(contains(wrong.message(), "kernel f32_scale argument 0: clSetKernelArg failed: CL_INVALID_ARG_SIZE (-51)"))
+      << wrong.message();
+}
+
+TEST(OpenclPrograms, AKernelThatFailsToBuildGivesTheLogAndIsNotCached) {
+  SKIP_WITHOUT_OPENCL();
+  const std::string dir = temp_dir() + "/kernels_broken";
+  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  write_file(dir + "/broken.cl", "__kernel void broken(__global float* x) { x[0] = undeclared_value_here; }\n");
+  ScopedEnv env("RETROGRAD_KERNELS_DIR", dir);
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    const size_t programs = device->programs().program_count();
+    auto failed = device->kernel("broken.cl", "broken");
+    ASSERT_FALSE(failed.ok());
+    const std::string message = failed.status().message();
+    EXPECT_TRUE(contains(message, "building kernels/broken.cl (read from " + dir + "/broken.cl) for " + device->label()))
+        << message;
+    EXPECT_TRUE(contains(message, "clBuildProgram failed: CL_BUILD_PROGRAM_FAILURE (-11) with options '-cl-std=CL1.2'"))
+        << message;
+    EXPECT_TRUE(contains(message, "build log:\n")) << message;
+    EXPECT_TRUE(contains(message, "undeclared_value_here")) << message;  // the compiler's own words
+    EXPECT_EQ(device->programs().program_count(), programs);
+
+    write_file(dir + "/broken.cl", "__kernel void broken(__global float* x) { x[0] = 1.0f; }\n");
+    auto fixed = device->kernel("broken.cl", "broken");
+    ASSERT_TRUE(fixed.ok()) << fixed.status().message();
+    EXPECT_EQ(device->programs().program_count(), programs + 1);
+    auto again = device->kernel("broken.cl", "broken");
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again.value(), fixed.value());  // from the cache
+    auto missing = device->kernel("broken.cl", "no_such_kernel");
+    ASSERT_FALSE(missing.ok());
+    EXPECT_TRUE(contains(missing.status().message(), "clCreateKernel failed: CL_INVALID_KERNEL_NAME (-46)"))
+        << missing.status().message();
+    write_file(dir + "/broken.cl", "__kernel void broken(__global float* x) { x[0] = undeclared_value_here; }\n");
+  }
+}
+
+TEST(OpenclPrograms, EachFileAndOptionSetIsBuiltOnce) {
+  SKIP_WITHOUT_OPENCL();
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    auto first = device->programs().program("elementwise.cl", "");
+    ASSERT_TRUE(first.ok()) << first.status().message();
+    const size_t programs = device->programs().program_count();
+    auto second = device->programs().program("elementwise.cl", "");
+    ASSERT_TRUE(second.ok());
+    EXPECT_EQ(first.value(), second.value());
+    auto other = device->programs().program("elementwise.cl", "-DUNUSED_OPTION=1");
+    ASSERT_TRUE(other.ok()) << other.status().message();
+    EXPECT_NE(other.value(), first.value());
+    EXPECT_EQ(device->programs().program_count(), programs + 1);
+  }
+}
+
+// ---------------------------------------------------------------- buffers, budgets, copies
+
+TEST(OpenclBuffers, TheBudgetRefusesWithTheSizes) {
+  SKIP_WITHOUT_OPENCL();
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    MemoryAccount& memory = device->memory();
+    const int64_t before = memory.current_bytes();
+    memory.set_budget(before + (int64_t{1} << 20));
+    {
+      auto first = Buffer::allocate(*device, 768 << 10, "the weights");
+      ASSERT_TRUE(first.ok()) << first.status().message();
+      auto second = Buffer::allocate(*device, 512 << 10, "the activations");
+      ASSERT_FALSE(second.ok());
+      EXPECT_TRUE(contains(second.status().message(), "out of device " + device->info().label +
+                                                          " memory budget: the activations needs 512.0 KiB, "))
+          << second.status().message();
+      EXPECT_TRUE(contains(second.status().message(), "budget are in use")) << second.status().message();
+      EXPECT_EQ(memory.current_bytes(), before + (768 << 10));
+      first.value().reset();
+      auto third = Buffer::allocate(*device, 512 << 10, "the activations");
+      EXPECT_TRUE(third.ok()) << third.status().message();
+    }
+    memory.set_budget(0);
+    EXPECT_EQ(memory.current_bytes(), before);
+  }
+}
+
+TEST(OpenclBuffers, OneBufferAboveTheLargestAllocationIsRefused) {
+  SKIP_WITHOUT_OPENCL();
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    const int64_t largest = device->max_buffer_bytes();
+    auto buffer = Buffer::allocate(*device, largest + 1, "a huge layer");
+    ASSERT_FALSE(buffer.ok());
+    EXPECT_TRUE(contains(buffer.status().message(), device->label() + ": a huge layer needs one buffer of ")) << buffer.status().message();
+    EXPECT_TRUE(contains(buffer.status().message(), "(" + std::to_string(largest + 1) + " bytes), above the largest single "
+                                                    "allocation the device allows, "))
+        << buffer.status().message();
+    EXPECT_TRUE(contains(buffer.status().message(), "(" + std::to_string(largest) + " bytes)")) << buffer.status().message();
+    EXPECT_EQ(device->memory().current_bytes(), 0);
+  }
+}
+
+TEST(OpenclBuffers, OutOfMemoryCodesSayWhatTheAccountHolds) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  const Status status = device.error("allocating 1.0 GiB for conv1", "clCreateBuffer", CL_MEM_OBJECT_ALLOCATION_FAILURE);
+  EXPECT_TRUE(contains(status.message(), device.label() + ": allocating 1.0 GiB for conv1: clCreateBuffer failed: "
+                                                          "CL_MEM_OBJECT_ALLOCATION_FAILURE (-4): the device is out of memory "
+                                                          "with 0 B of buffers counted"))
+      << status.message();
+  EXPECT_TRUE(contains(status.message(), "--device-mem")) << status.message();
+  const Status launch = device.error("running kernel f32_gemm", "clEnqueueNDRangeKernel", CL_OUT_OF_RESOURCES);
+  EXPECT_TRUE(contains(launch.message(), "CL_OUT_OF_RESOURCES (-5): the device ran out of a resource (memory, or a "
+                                         "kernel's local memory or registers)"))
+      << launch.message();
+  const Status other = device.error("running x", "clEnqueueNDRangeKernel", CL_INVALID_WORK_GROUP_SIZE);
+  EXPECT_FALSE(contains(other.message(), "out of memory")) << other.message();
+}
+
+TEST(OpenclBuffers, CopiesBlockingAndNotAtOffsets) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(3);
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    const std::vector<float> values = random_floats(rng, 1000);
+    auto buffer = Buffer::allocate(*device, 4000, "copies");
+    ASSERT_TRUE(buffer.ok()) << buffer.status().message();
+    ASSERT_TRUE(write_buffer(buffer.value(), 0, values.data(), 4000).ok());
+    // Overwrite floats [100, 300) without blocking, then read [50, 350) without blocking.
+    const std::vector<float> patch = random_floats(rng, 200);
+    auto written = write_buffer_async(buffer.value(), 400, patch.data(), 800);
+    ASSERT_TRUE(written.ok()) << written.status().message();
+    std::vector<float> back(300);
+    auto read = read_buffer_async(buffer.value(), 200, back.data(), 1200);
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    ASSERT_TRUE(read.value().wait().ok());
+    ASSERT_TRUE(written.value().wait().ok());
+    for (int i = 0; i < 300; ++i) {
+      const int at = 50 + i;
+      const float want = at >= 100 && at < 300 ? patch[at - 100] : values[at];
+      ASSERT_TRUE(same_bits(back[i], want)) << "float " << at;
+    }
+    auto seconds = read.value().seconds();
+    ASSERT_TRUE(seconds.ok()) << seconds.status().message();
+    EXPECT_GE(seconds.value(), 0.0);
+    std::vector<float> tail(10);
+    ASSERT_TRUE(read_buffer(buffer.value(), 3960, tail.data(), 40).ok());
+    for (int i = 0; i < 10; ++i) EXPECT_TRUE(same_bits(tail[i], values[990 + i]));
+  }
+}
+
+// ---------------------------------------------------------------- elementwise kernels
+
+// Sizes below, at and above the 256-item work-group, and a buffer offset: each output buffer
+// has `kGuard` sentinels on each side that no kernel may touch.
+const int64_t kSizes[] = {1, 7, 255, 256, 257, 1000};
+constexpr int64_t kGuard = 5;
+constexpr float kSentinel = -12345.0f;
+
+// A buffer of kGuard sentinels, `values`, kGuard sentinels; its span covers `values`.
+struct Guarded {
+  Buffer buffer;
+  DeviceSpan span;
+};
+Guarded guarded_f32(Device& device, const std::vector<float>& values, const std::string& what) {
+  std::vector<float> all(kGuard, kSentinel);
+  all.insert(all.end(), values.begin(), values.end());
+  all.insert(all.end(), kGuard, kSentinel);
+  Guarded g{upload_or_die(device, all, what), {}};
+  g.span = g.buffer.f32(kGuard, static_cast<int64_t>(values.size()));
+  return g;
+}
+// The values between the guards; the guards must still be sentinels.
+std::vector<float> unguard(const Guarded& g) {
+  std::vector<float> all = download_all<float>(g.buffer);
+  for (int64_t i = 0; i < kGuard; ++i) {
+    EXPECT_EQ(all[i], kSentinel) << "written before the span";
+    EXPECT_EQ(all[all.size() - 1 - i], kSentinel) << "written after the span";
+  }
+  return std::vector<float>(all.begin() + kGuard, all.end() - kGuard);
+}
+
+// Tolerance per op: OpenCL requires + and * on float correctly rounded, and the kernels keep
+// FP_CONTRACT off, so axpy, scale, add and relu match the CPU's two roundings bit for bit.
+void expect_bits(const std::vector<float>& got, const std::vector<float>& want, const char* op) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(same_bits(got[i], want[i])) << op << " element " << i << ": " << got[i] << " want " << want[i];
+  }
+}
+
+TEST(OpenclElementwise, AxpyScaleAddMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(11);
+  for (Device* device : open_devices().devices) {
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(device->label() + " n=" + std::to_string(n));
+      const std::vector<float> x = random_floats(rng, n), y = random_floats(rng, n);
+      const float a = -0.7f;
+      Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, y, "y");
+      ASSERT_TRUE(f32_axpy(*device, n, a, gx.span, gy.span).ok());
+      std::vector<float> want = y;
+      for (int64_t i = 0; i < n; ++i) want[i] = a * x[i] + y[i];
+      expect_bits(unguard(gy), want, "f32_axpy");
+
+      ASSERT_TRUE(f32_scale(*device, n, 3.25f, gx.span).ok());
+      std::vector<float> scaled = x;
+      for (float& v : scaled) v = 3.25f * v;
+      expect_bits(unguard(gx), scaled, "f32_scale");
+
+      Guarded out = guarded_f32(*device, std::vector<float>(n, 0.0f), "out");
+      ASSERT_TRUE(f32_add(*device, n, gx.span, gy.span, out.span).ok());
+      std::vector<float> sum(n);
+      for (int64_t i = 0; i < n; ++i) sum[i] = scaled[i] + want[i];
+      expect_bits(unguard(out), sum, "f32_add");
+      ASSERT_TRUE(f32_add(*device, n, gx.span, gx.span, gx.span).ok());  // in place
+      for (float& v : scaled) v = v + v;
+      expect_bits(unguard(gx), scaled, "f32_add in place");
+    }
+  }
+}
+
+TEST(OpenclElementwise, ReluForwardAndBackwardMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(12);
+  for (Device* device : open_devices().devices) {
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(device->label() + " n=" + std::to_string(n));
+      std::vector<float> x = random_floats(rng, n);
+      if (n >= 4) {
+        x[0] = 0.0f;
+        x[1] = -0.0f;
+        x[2] = std::numeric_limits<float>::quiet_NaN();
+        x[3] = std::numeric_limits<float>::infinity();
+      }
+      const std::vector<float> dy = random_floats(rng, n);
+      Guarded gx = guarded_f32(*device, x, "x"), gdy = guarded_f32(*device, dy, "dy");
+      Guarded gy = guarded_f32(*device, std::vector<float>(n, 9.0f), "y");
+      Guarded gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+      ASSERT_TRUE(f32_relu_forward(*device, n, gx.span, gy.span).ok());
+      ASSERT_TRUE(f32_relu_backward(*device, n, gx.span, gdy.span, gdx.span).ok());
+      std::vector<float> y(n), dx(n);
+      relu_forward(n, x.data(), y.data());
+      relu_backward(n, x.data(), dy.data(), dx.data());
+      expect_bits(unguard(gy), y, "f32_relu_forward");
+      expect_bits(unguard(gdx), dx, "f32_relu_backward");
+    }
+  }
+}
+
+// fp16 storage: the conversions are bit-exact against base/fp16.h on every class of value.
+TEST(OpenclElementwise, Fp16StorageConvertsBitExactly) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(13);
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    std::vector<float> x = {0.0f, -0.0f, 1.0f, 65504.0f, 65520.0f, -1e9f, 1e-5f, 2.9802322e-8f, 1.0f + 1.0f / 2048.0f,
+                            std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+    for (int i = 0; i < 300; ++i) x.push_back(std::ldexp(rng.uniform_f32() * 2.0f - 1.0f, static_cast<int>(rng.uniform_f32() * 50) - 30));
+    const int64_t n = static_cast<int64_t>(x.size());
+    Guarded gx = guarded_f32(*device, x, "x");
+    // Halves in a buffer with 3 halves of room before the span.
+    auto halves = Buffer::allocate(*device, (n + 3) * 2, "halves");
+    ASSERT_TRUE(halves.ok()) << halves.status().message();
+    ASSERT_TRUE(f16_from_f32(*device, n, gx.span, halves.value().f16(3)).ok());
+    const std::vector<uint16_t> h = download_all<uint16_t>(halves.value());
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t want = f32_to_f16(x[i]);
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE((h[3 + i] & 0x7c00) == 0x7c00 && (h[3 + i] & 0x3ff) != 0) << "NaN stays NaN";
+      } else {
+        ASSERT_EQ(h[3 + i], want) << "f16_from_f32(" << x[i] << ")";
+      }
+    }
+    Guarded back = guarded_f32(*device, std::vector<float>(n, 0.0f), "back");
+    ASSERT_TRUE(f32_from_f16(*device, n, halves.value().f16(3), back.span).ok());
+    const std::vector<float> got = unguard(back);
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = f16_to_f32(h[3 + i]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i]));
+      } else {
+        ASSERT_TRUE(same_bits(got[i], want)) << "f32_from_f16(" << h[3 + i] << ")";
+      }
+    }
+  }
+}
+
+TEST(OpenclElementwise, Fp16AxpyRoundsOnceToHalf) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(14);
+  for (Device* device : open_devices().devices) {
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(device->label() + " n=" + std::to_string(n));
+      std::vector<uint16_t> x(n), y(n);
+      for (int64_t i = 0; i < n; ++i) {
+        x[i] = f32_to_f16(rng.uniform_f32() * 8.0f - 4.0f);
+        y[i] = f32_to_f16(rng.uniform_f32() * 8.0f - 4.0f);
+      }
+      Buffer bx = upload_or_die(*device, x, "x"), by = upload_or_die(*device, y, "y");
+      const float a = 0.3f;
+      ASSERT_TRUE(f16_axpy(*device, n, a, bx.f16(), by.f16()).ok());
+      const std::vector<uint16_t> got = download_all<uint16_t>(by);
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t want = f32_to_f16(a * f16_to_f32(x[i]) + f16_to_f32(y[i]));
+        ASSERT_EQ(got[i], want) << "element " << i;
+      }
+    }
+  }
+}
+
+TEST(OpenclElementwise, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  auto event = f32_scale(device, 0, 2.0f, b.f32(1, 0));
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  EXPECT_FALSE(event.value().valid());
+  EXPECT_TRUE(event.value().wait().ok());
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+// ---------------------------------------------------------------- GEMM
+
+struct GemmCase {
+  int64_t m, n, k;
+  int64_t pad;  // extra elements per row of A, B and C as stored
+  float alpha, beta;
+};
+
+// Stored matrix sizes: rows x row stride.
+int64_t stored_rows(bool trans, int64_t rows, int64_t cols) { return trans ? cols : rows; }
+
+// One product on the device against gemm_ref, with offsets into the buffers and C's padding
+// columns left alone. `integers`: inputs in [-23, 23] (exact sums: bit-exact required);
+// else uniform in [-1, 1], within 1e-5 of the sum of |terms| (DESIGN section 5's bound,
+// scaled by the magnitudes) plus 1e-6.
+void check_gemm(Device& device, const GemmCase& t, Trans ta, Trans tb, GemmTile tile, bool integers, Rng& rng) {
+  const bool ta_yes = ta == Trans::yes, tb_yes = tb == Trans::yes;
+  GemmShape s{ta, tb, t.m, t.n, t.k, 0, 0, 0};
+  s.lda = (ta_yes ? t.m : t.k) + t.pad;
+  s.ldb = (tb_yes ? t.k : t.n) + t.pad;
+  s.ldc = t.n + t.pad;
+  const int64_t a_size = stored_rows(ta_yes, t.m, t.k) * s.lda, b_size = stored_rows(tb_yes, t.k, t.n) * s.ldb;
+  const int64_t c_size = t.m * s.ldc;
+  auto fill = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = integers ? std::floor(rng.uniform_f32() * 47.0f) - 23.0f : rng.uniform_f32() * 2.0f - 1.0f;
+    return v;
+  };
+  const std::vector<float> a = fill(a_size), b = fill(b_size);
+  std::vector<float> c = fill(c_size);
+  if (t.beta == 0.0f && c_size > 0) c[0] = std::numeric_limits<float>::quiet_NaN();  // must be ignored
+  std::vector<float> want = c;
+  gemm_ref(s, t.alpha, a.data(), b.data(), t.beta, want.data());
+
+  // Offsets: A and B start 3 and 5 elements into their buffers, C after kGuard sentinels.
+  std::vector<float> a_stored(3, kSentinel), b_stored(5, kSentinel);
+  a_stored.insert(a_stored.end(), a.begin(), a.end());
+  b_stored.insert(b_stored.end(), b.begin(), b.end());
+  Buffer ba = upload_or_die(device, a_stored, "A"), bb = upload_or_die(device, b_stored, "B");
+  Guarded gc = guarded_f32(device, c, "C");
+  auto event = f32_gemm(device, s, t.alpha, ba.f32(3), bb.f32(5), t.beta, gc.span, tile);
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  ASSERT_TRUE(event.value().wait().ok());
+  const std::vector<float> got = unguard(gc);
+  for (int64_t i = 0; i < t.m; ++i) {
+    for (int64_t j = 0; j < s.ldc; ++j) {
+      const int64_t at = i * s.ldc + j;
+      if (j >= t.n) {  // padding: untouched
+        ASSERT_TRUE(same_bits(got[at], c[at])) << "padding C[" << i << "][" << j << "] written";
+        continue;
+      }
+      if (integers) {
+        ASSERT_EQ(got[at], want[at]) << "C[" << i << "][" << j << "]";
+        continue;
+      }
+      double magnitude = std::fabs(t.beta == 0.0f ? 0.0 : t.beta * c[at]);
+      for (int64_t p = 0; p < t.k; ++p) {
+        const float ap = ta_yes ? a[p * s.lda + i] : a[i * s.lda + p];
+        const float bp = tb_yes ? b[j * s.ldb + p] : b[p * s.ldb + j];
+        magnitude += std::fabs(static_cast<double>(t.alpha) * ap * bp);
+      }
+      ASSERT_LE(std::fabs(got[at] - want[at]), 1e-5 * magnitude + 1e-6)
+          << "C[" << i << "][" << j << "] = " << got[at] << ", want " << want[at];
+    }
+  }
+}
+
+// Sizes below, at and above each tile (16, 32, 64) and the 16-deep panel, including 1s.
+const GemmCase kGemmCases[] = {
+    {1, 1, 1, 0, 1.0f, 0.0f},    {5, 7, 3, 2, 1.0f, 0.0f},     {16, 16, 16, 0, 1.0f, 1.0f},
+    {17, 33, 15, 1, 0.5f, -1.5f}, {64, 64, 16, 0, 1.0f, 0.0f},  {65, 63, 17, 3, -1.0f, 0.25f},
+    {3, 100, 70, 0, 1.0f, 1.0f},  {70, 2, 33, 1, 2.0f, 0.0f},   {40, 40, 0, 0, 1.0f, 0.5f},
+};
+
+class OpenclGemm : public ::testing::TestWithParam<std::tuple<Trans, Trans>> {};
+
+TEST_P(OpenclGemm, EveryTileMatchesTheReference) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  Rng rng(21);
+  for (Device* device : open_devices().devices) {
+    for (GemmTile tile : {GemmTile::t64x64, GemmTile::t32x32, GemmTile::t16x16, GemmTile::automatic}) {
+      for (const GemmCase& t : kGemmCases) {
+        SCOPED_TRACE(device->label() + " tile " + gemm_tile_name(tile) + " m=" + std::to_string(t.m) +
+                     " n=" + std::to_string(t.n) + " k=" + std::to_string(t.k) + " pad=" + std::to_string(t.pad));
+        check_gemm(*device, t, ta, tb, tile, false, rng);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(OpenclGemm, IntegerProductsAreBitExact) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  Rng rng(22);
+  for (Device* device : open_devices().devices) {
+    for (const GemmCase& t : {GemmCase{33, 65, 40, 1, 1.0f, 0.0f}, GemmCase{64, 31, 17, 0, 1.0f, 1.0f}}) {
+      SCOPED_TRACE(device->label() + " m=" + std::to_string(t.m) + " n=" + std::to_string(t.n));
+      check_gemm(*device, t, ta, tb, GemmTile::automatic, true, rng);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transposes, OpenclGemm,
+                         ::testing::Combine(::testing::Values(Trans::no, Trans::yes),
+                                            ::testing::Values(Trans::no, Trans::yes)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == Trans::yes ? "At" : "A") +
+                                  (std::get<1>(info.param) == Trans::yes ? "Bt" : "B");
+                         });
+
+TEST(OpenclGemmTiming, TheKernelEventIsProfiled) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Rng rng(23);
+  const int64_t n = 64;
+  Buffer a = upload_or_die(device, random_floats(rng, n * n), "A");
+  Buffer b = upload_or_die(device, random_floats(rng, n * n), "B");
+  Buffer c = upload_or_die(device, std::vector<float>(n * n, 0.0f), "C");
+  const GemmShape s{Trans::no, Trans::no, n, n, n, n, n, n};
+  auto event = f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, c.f32());
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  auto seconds = event.value().seconds();
+  ASSERT_TRUE(seconds.ok()) << seconds.status().message();
+  EXPECT_GT(seconds.value(), 0.0);
+  EXPECT_LT(seconds.value(), 60.0);
+}
+
+}  // namespace
+}  // namespace rg::ocl
