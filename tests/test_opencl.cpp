@@ -21,7 +21,9 @@
 #include "base/rng.h"
 #include "cli_run.h"
 #include "ops/activation.h"
+#include "ops/elementwise.h"
 #include "ops/gemm.h"
+#include "opencl/activation.h"
 #include "opencl/buffer.h"
 #include "opencl/cl_error.h"
 #include "opencl/device.h"
@@ -30,6 +32,8 @@
 #include "opencl/gemm.h"
 #include "opencl/kernel_args.h"
 #include "opencl/kernel_sources.h"
+#include "opencl/launch_1d.h"
+#include "opencl/optimizer.h"
 
 namespace rg::ocl {
 namespace {
@@ -251,7 +255,7 @@ TEST(OpenclDeviceChoice, WithOpenclOffOnlyTheCpuExists) {
 TEST(OpenclKernelSources, EmbeddedCopiesAreTheFilesByteForByte) {
   ScopedEnv env("RETROGRAD_KERNELS_DIR", nullptr);
   const std::vector<std::string> names = embedded_kernel_file_names();
-  for (const char* expected : {"elementwise.cl", "gemm.cl", "probe.cl", "probe_fp16.cl"}) {
+  for (const char* expected : {"elementwise.cl", "gemm.cl", "activation.cl", "optimizer.cl", "probe.cl", "probe_fp16.cl"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
   for (const std::string& name : names) {
@@ -851,6 +855,299 @@ TEST(OpenclGemmTiming, TheKernelEventIsProfiled) {
   ASSERT_TRUE(seconds.ok()) << seconds.status().message();
   EXPECT_GT(seconds.value(), 0.0);
   EXPECT_LT(seconds.value(), 60.0);
+}
+
+// ---------------------------------------------------------------- activations, bias, column sums
+
+// Same bits, or both NaN (a NaN's sign and payload are the hardware's, not the op's).
+void expect_same(const std::vector<float>& got, const std::vector<float>& want, const char* op) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i]) && std::isnan(got[i])) continue;
+    ASSERT_TRUE(same_bits(got[i], want[i])) << op << " element " << i << ": " << got[i] << " want " << want[i];
+  }
+}
+
+// Floats apart, counting every float between (0 and -0 are 0 apart); NaN against a number is far.
+int64_t ulps_apart(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : std::numeric_limits<int64_t>::max();
+  const auto ordered = [](float f) {
+    int32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits < 0 ? -static_cast<int64_t>(bits & 0x7fffffff) : static_cast<int64_t>(bits);
+  };
+  return std::llabs(ordered(a) - ordered(b));
+}
+
+// Tolerances of the transcendental forwards. OpenCL 1.2 (7.4, full profile) allows exp 3 ulp and
+// tanh 5 ulp; xsimd's f32 exp and tanh, which the CPU runs, are within about 1-2 ulp. tanh: 5 + 2,
+// plus 1 for rounding. sigmoid: e = exp(-|x|) may differ by 5 ulp; 1 / (1 + e) damps e's error
+// (by e / (1 + e) <= 1/2) and adds a rounding; x < 0 multiplies e by that: 5 + 3 + 1 = 9, plus 3.
+constexpr int64_t kTanhUlps = 8, kSigmoidUlps = 12;
+
+void expect_ulps(const std::vector<float>& got, const std::vector<float>& want, int64_t ulps, const char* op) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_LE(ulps_apart(got[i], want[i]), ulps) << op << " element " << i << ": " << got[i] << " want " << want[i];
+  }
+}
+
+// Inputs in [-8, 8] with 0, -0, NaN, +-inf and +-20 (sigmoid's e^-20, still normal) at the front.
+std::vector<float> activation_inputs(Rng& rng, int64_t n) {
+  std::vector<float> x = random_floats(rng, n, -8.0f, 8.0f);
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 20.0f, -20.0f};
+  for (size_t i = 0; i < std::size(specials) && i < x.size(); ++i) x[i] = specials[i];
+  return x;
+}
+
+// Each elementwise activation through f32_unary_forward / f32_unary_backward against rg::unary /
+// rg::unary_grad (the CPU's f32 kernels). The backward gets the CPU's forward output, so its
+// check is bit-exact whatever the forward's tolerance.
+TEST(OpenclActivation, ForwardAndBackwardOfEveryActivationMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(31);
+  const float slope = 0.01f;
+  for (Device* device : open_devices().devices) {
+    for (int64_t n : kSizes) {
+      for (UnaryOp op : {UnaryOp::relu, UnaryOp::leaky_relu, UnaryOp::sigmoid, UnaryOp::tanh}) {
+        SCOPED_TRACE(device->label() + " n=" + std::to_string(n) + " op " + std::to_string(static_cast<int>(op)));
+        const std::vector<float> x = activation_inputs(rng, n), dy = random_floats(rng, n);
+        std::vector<float> y(n), dx(n);
+        unary(nullptr, op, n, slope, x.data(), y.data());
+        const bool from_input = op == UnaryOp::relu || op == UnaryOp::leaky_relu;
+        const std::vector<float>& xy = from_input ? x : y;
+        unary_grad(nullptr, op, n, slope, xy.data(), dy.data(), dx.data());
+
+        Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(n, 9.0f), "y");
+        ASSERT_TRUE(f32_unary_forward(*device, op, n, slope, gx.span, gy.span).ok());
+        const std::vector<float> got_y = unguard(gy);
+        if (op == UnaryOp::sigmoid) {
+          expect_ulps(got_y, y, kSigmoidUlps, "f32_sigmoid_forward");
+        } else if (op == UnaryOp::tanh) {
+          expect_ulps(got_y, y, kTanhUlps, "f32_tanh_forward");
+        } else {
+          expect_same(got_y, y, "forward");
+        }
+        Guarded gxy = guarded_f32(*device, xy, "xy"), gdy = guarded_f32(*device, dy, "dy");
+        Guarded gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+        ASSERT_TRUE(f32_unary_backward(*device, op, n, slope, gxy.span, gdy.span, gdx.span).ok());
+        expect_same(unguard(gdx), dx, "backward");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Row softmax: the backward is bit-exact with softmax_backward (what the layer runs); the forward
+// differs in exp (5 ulp, as above) and in the sum's order (the CPU adds in vector lanes): each of
+// two orders of `cols` positive terms is within (cols - 1) 2^-24 relative of the exact sum, and
+// 1 / sum and the multiply round once each, so within (10 + 2 cols) 2^-24 relative, doubled.
+TEST(OpenclActivation, SoftmaxRowsMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(32);
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {3, 10}, {7, 257}, {2, 1000}, {300, 3}};
+  for (Device* device : open_devices().devices) {
+    for (const auto& [rows, cols] : shapes) {
+      SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols));
+      const int64_t n = rows * cols;
+      const std::vector<float> x = random_floats(rng, n, -10.0f, 10.0f), dy = random_floats(rng, n);
+      std::vector<float> y(n), dx(n);
+      softmax_rows(rows, cols, x.data(), y.data());
+      softmax_backward<float>(rows, cols, y.data(), dy.data(), dx.data());
+
+      Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(n, 9.0f), "y");
+      ASSERT_TRUE(f32_softmax_rows_forward(*device, rows, cols, gx.span, gy.span).ok());
+      const std::vector<float> got = unguard(gy);
+      const double relative = 2.0 * (10.0 + 2.0 * static_cast<double>(cols)) * std::ldexp(1.0, -24);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_LE(std::fabs(got[i] - y[i]), relative * y[i] + 1e-37) << "y[" << i << "] = " << got[i] << " want " << y[i];
+      }
+      ASSERT_TRUE(f32_softmax_rows_forward(*device, rows, cols, gx.span, gx.span).ok());  // in place
+      EXPECT_EQ(unguard(gx), got);
+
+      Guarded gcpu_y = guarded_f32(*device, y, "cpu y"), gdy = guarded_f32(*device, dy, "dy");
+      Guarded gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+      ASSERT_TRUE(f32_softmax_rows_backward(*device, rows, cols, gcpu_y.span, gdy.span, gdx.span).ok());
+      expect_bits(unguard(gdx), dx, "f32_softmax_rows_backward");
+    }
+  }
+}
+
+// Shapes of few columns (the CPU's repeated-pattern path, up to 64) and of many.
+const std::pair<int64_t, int64_t> kRowShapes[] = {{1, 1}, {5, 3}, {33, 64}, {7, 65}, {100, 100}, {2, 1000}};
+
+TEST(OpenclActivation, AddBiasMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(33);
+  for (Device* device : open_devices().devices) {
+    for (const auto& [rows, cols] : kRowShapes) {
+      SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols));
+      const std::vector<float> bias = random_floats(rng, cols, -3.0f, 3.0f), y = random_floats(rng, rows * cols);
+      std::vector<float> want = y;
+      add_bias(nullptr, rows, cols, bias.data(), want.data());
+      Guarded gb = guarded_f32(*device, bias, "bias"), gy = guarded_f32(*device, y, "y");
+      ASSERT_TRUE(f32_add_bias(*device, rows, cols, gb.span, gy.span).ok());
+      expect_bits(unguard(gy), want, "f32_add_bias");
+      EXPECT_EQ(unguard(gb), bias);
+    }
+  }
+}
+
+// rg::column_sum adds onto `sums` and splits the rows in blocks of rows_per_block(cols) (32768
+// elements): 25000 x 3 and 400 x 100 are 3 and 2 blocks, 3 x 40000 three blocks of one row.
+TEST(OpenclActivation, ColumnSumMatchesTheCpuBlockForBlock) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(34);
+  std::vector<std::pair<int64_t, int64_t>> shapes(std::begin(kRowShapes), std::end(kRowShapes));
+  shapes.insert(shapes.end(), {{300, 7}, {25000, 3}, {400, 100}, {3, 40000}, {0, 4}});
+  for (Device* device : open_devices().devices) {
+    for (const auto& [rows, cols] : shapes) {
+      SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols));
+      std::vector<float> x = random_floats(rng, rows * cols);
+      for (size_t i = 0; i < x.size(); i += 7) x[i] *= 1000.0f;  // magnitudes apart: the order shows
+      const std::vector<float> sums = random_floats(rng, cols, -5.0f, 5.0f);
+      std::vector<float> want = sums;
+      column_sum(nullptr, rows, cols, x.data(), want.data());
+      Guarded gx = guarded_f32(*device, x, "x"), gs = guarded_f32(*device, sums, "sums");
+      ASSERT_TRUE(f32_column_sum(*device, rows, cols, gx.span, gs.span).ok());
+      expect_bits(unguard(gs), want, "f32_column_sum");
+      if (rows == 25000) {  // the blocks matter: a plain sum down the rows differs somewhere
+        bool differs = false;
+        for (int64_t c = 0; c < cols; ++c) {
+          float plain = sums[c];
+          for (int64_t r = 0; r < rows; ++r) plain += x[r * cols + c];
+          differs = differs || !same_bits(plain, want[c]);
+        }
+        EXPECT_TRUE(differs) << "this shape does not tell the blocked sum from the plain one";
+      }
+    }
+  }
+}
+
+TEST(OpenclActivation, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  const auto expect_nothing = [](const Result<Event>& event) {
+    ASSERT_TRUE(event.ok()) << event.status().message();
+    EXPECT_FALSE(event.value().valid());
+  };
+  expect_nothing(f32_sigmoid_forward(device, 0, b.f32(1, 0), b.f32(1, 0)));
+  expect_nothing(f32_column_sum(device, 0, 1, b.f32(1, 0), b.f32()));
+  expect_nothing(f32_add_bias(device, 0, 1, b.f32(), b.f32(1, 0)));
+  expect_nothing(f32_softmax_rows_forward(device, 0, 5, b.f32(1, 0), b.f32(1, 0)));
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+// ---------------------------------------------------------------- optimizers
+
+// Several steps of the CPU's Optimizer against f32_sgd / f32_adam on the same weights and grads,
+// with a learning rate that changes per step. SGD: + and * only, so bit-exact on any IEEE
+// device. Adam also divides and takes a square root: bit-exact where the device builds them
+// correctly rounded (division_options); elsewhere OpenCL 1.2 allows 2.5 ulp for / and 3 for
+// sqrt, which moves the update by a few ulp of itself and w by at most a few ulp of w per step.
+void check_optimizer(Device& device, const OptimizerConfig& config, Rng& rng) {
+  const int64_t sizes[] = {1000, 7, 1};
+  std::vector<Param> params(std::size(sizes));
+  std::vector<Param*> pointers;
+  std::vector<Buffer> w, grad, state0, state1;
+  for (size_t p = 0; p < params.size(); ++p) {
+    const int64_t n = sizes[p];
+    params[p].name = "p" + std::to_string(p);
+    auto value = Tensor::zeros(Shape{n}, DType::f32, "w");
+    auto g = Tensor::zeros(Shape{n}, DType::f32, "grad");
+    ASSERT_TRUE(value.ok() && g.ok());
+    params[p].value = value.take();
+    params[p].grad = g.take();
+    const std::vector<float> init = random_floats(rng, n);
+    std::memcpy(params[p].value.f32(), init.data(), n * sizeof(float));
+    pointers.push_back(&params[p]);
+    w.push_back(upload_or_die(device, init, "w"));
+    grad.push_back(upload_or_die(device, std::vector<float>(n, 0.0f), "grad"));
+    state0.push_back(upload_or_die(device, std::vector<float>(n, 0.0f), "m"));
+    state1.push_back(upload_or_die(device, std::vector<float>(n, 0.0f), "s"));
+  }
+  Optimizer cpu(config, pointers);
+  ASSERT_TRUE(cpu.init().ok());
+  const bool adam = config.kind == OptimizerKind::adam;
+  const bool exact = !adam || !detail::division_options(device).empty();
+  for (int64_t t = 1; t <= 4; ++t) {
+    const double lr = (adam ? 1e-3 : 0.1) / static_cast<double>(t);
+    for (size_t p = 0; p < params.size(); ++p) {
+      const std::vector<float> g = random_floats(rng, sizes[p], -2.0f, 2.0f);
+      std::memcpy(params[p].grad.f32(), g.data(), g.size() * sizeof(float));
+      ASSERT_TRUE(write_buffer(grad[p], 0, g.data(), static_cast<int64_t>(g.size() * sizeof(float))).ok());
+    }
+    cpu.step(lr);
+    for (size_t p = 0; p < params.size(); ++p) {
+      const int64_t n = sizes[p];
+      if (adam) {
+        ASSERT_TRUE(f32_adam(device, n, adam_step_for(config, t, lr), w[p].f32(), grad[p].f32(), state0[p].f32(),
+                             state1[p].f32())
+                        .ok());
+      } else {
+        const DeviceSpan v = config.momentum != 0 ? state0[p].f32() : DeviceSpan{};
+        ASSERT_TRUE(f32_sgd(device, n, sgd_step_for(config, lr), w[p].f32(), grad[p].f32(), v).ok());
+      }
+      SCOPED_TRACE("step " + std::to_string(t) + " param " + std::to_string(p));
+      const auto as_vector = [n](const Tensor& tensor) { return std::vector<float>(tensor.f32(), tensor.f32() + n); };
+      const std::vector<float> got = download_all<float>(w[p]), want = as_vector(params[p].value);
+      if (exact) {
+        expect_bits(got, want, "w");
+      } else {
+        expect_ulps(got, want, 4 * t, "w");
+      }
+      if (adam) {
+        expect_bits(download_all<float>(state0[p]), as_vector(cpu.state()[p]), "m");  // + and * only
+        if (exact) expect_bits(download_all<float>(state1[p]), as_vector(cpu.state()[params.size() + p]), "s");
+      } else if (config.momentum != 0) {
+        expect_bits(download_all<float>(state0[p]), as_vector(cpu.state()[p]), "velocity");
+      }
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(OpenclOptimizer, SgdMatchesTheCpuOptimizerStepForStep) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(41);
+  for (Device* device : open_devices().devices) {
+    for (int variant = 0; variant < 4; ++variant) {
+      SCOPED_TRACE(device->label() + " variant " + std::to_string(variant));
+      OptimizerConfig config;
+      config.kind = OptimizerKind::sgd;
+      config.momentum = variant == 0 ? 0.0 : 0.9;  // 0: plain; 1: momentum; 2: + weight decay; 3: nesterov
+      config.weight_decay = variant >= 2 ? 5e-4 : 0.0;
+      config.nesterov = variant == 3;
+      check_optimizer(*device, config, rng);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(OpenclOptimizer, AdamMatchesTheCpuOptimizerStepForStep) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(42);
+  for (Device* device : open_devices().devices) {
+    for (double weight_decay : {0.0, 0.01}) {
+      SCOPED_TRACE(device->label() + " weight decay " + std::to_string(weight_decay));
+      OptimizerConfig config;
+      config.kind = OptimizerKind::adam;
+      config.weight_decay = weight_decay;
+      check_optimizer(*device, config, rng);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(OpenclOptimizer, AdamStepConstantsAreTheOptimizers) {
+  OptimizerConfig config;
+  config.kind = OptimizerKind::adam;
+  const AdamStep step = adam_step_for(config, 1, 1e-3);
+  EXPECT_EQ(step.one_minus_beta2, 0.001f);  // 1 - 0.999 in double, then rounded: not 1.0f - 0.999f
+  EXPECT_EQ(step.step_size, static_cast<float>(1e-3 / (1.0 - 0.9)));
+  EXPECT_EQ(step.correction2_sqrt, static_cast<float>(std::sqrt(1.0 - 0.999)));
 }
 
 }  // namespace

@@ -1,10 +1,7 @@
 // Launchers of kernels/elementwise.cl: one 1-D launch per call, groups of up to 256 items.
 #include "opencl/elementwise.h"
 
-#include <algorithm>
-#include <limits>
-
-#include "opencl/kernel_args.h"
+#include "opencl/launch_1d.h"
 
 namespace rg::ocl {
 
@@ -12,28 +9,13 @@ namespace {
 
 constexpr const char* kFile = "elementwise.cl";
 
-// The kernels index with 32-bit uint: every offset + n must fit.
-Status check_u32(const char* kernel, int64_t n, std::initializer_list<DeviceSpan> spans) {
-  for (const DeviceSpan& span : spans) {
-    RG_CHECK(n >= 0 && span.count >= n, "kernel " << kernel << ": a span of " << span.count << " elements for n = " << n);
-    if (span.offset + n > static_cast<int64_t>(std::numeric_limits<cl_uint>::max())) {
-      return Status::error(std::string(kernel) + ": element " + std::to_string(span.offset + n) +
-                           " is past the 2^32 - 1 elements the kernels index");
-    }
-  }
-  return Status();
-}
+using detail::check_u32;
+using detail::u32;
 
-cl_uint u32(int64_t value) { return static_cast<cl_uint>(value); }
-
+// One work-item per element of n, the count the kernel takes first.
 template <class... Args>
 Result<Event> launch(Device& device, const char* name, int64_t n, const Args&... args) {
-  if (n == 0) return Event();
-  RG_ASSIGN(const Kernel* kernel, device.kernel(kFile, name));
-  RG_TRY(set_kernel_args(device, *kernel, u32(n), args...));
-  const size_t local = std::min<size_t>(256, kernel->max_work_group_size);
-  const size_t global = (static_cast<size_t>(n) + local - 1) / local * local;
-  return device.run(*kernel, 1, &global, &local);
+  return detail::launch_1d(device, kFile, name, "", n, u32(n), args...);
 }
 
 }  // namespace

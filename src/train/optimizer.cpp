@@ -55,31 +55,41 @@ Status Optimizer::init() {
   return Status();
 }
 
+SgdStep sgd_step_for(const OptimizerConfig& config, double lr) {
+  return SgdStep{static_cast<float>(lr), static_cast<float>(config.momentum), static_cast<float>(config.weight_decay),
+                 config.nesterov};
+}
+
+AdamStep adam_step_for(const OptimizerConfig& config, int64_t t, double lr) {
+  RG_CHECK(t >= 1, "Adam step " << t << " (the first update is step 1)");
+  // Bias corrections in double; 1 - beta in double, then rounded: float(1 - 0.999) is 0.001f,
+  // as in PyTorch, where 1.0f - 0.999f is not.
+  const double steps = static_cast<double>(t);
+  AdamStep step{};
+  step.step_size = static_cast<float>(lr / (1.0 - std::pow(config.beta1, steps)));
+  step.correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(config.beta2, steps)));
+  step.beta1 = static_cast<float>(config.beta1);
+  step.beta2 = static_cast<float>(config.beta2);
+  step.one_minus_beta1 = static_cast<float>(1.0 - config.beta1);
+  step.one_minus_beta2 = static_cast<float>(1.0 - config.beta2);
+  step.eps = static_cast<float>(config.eps);
+  step.weight_decay = static_cast<float>(config.weight_decay);
+  return step;
+}
+
 void Optimizer::step(double lr) {
   ++steps_;
   const F32VectorKernels& kernels = f32_vector();
   const size_t count = params_.size();
   if (config_.kind == OptimizerKind::sgd) {
-    const SgdStep step{static_cast<float>(lr), static_cast<float>(config_.momentum),
-                       static_cast<float>(config_.weight_decay), config_.nesterov};
+    const SgdStep step = sgd_step_for(config_, lr);
     for (size_t i = 0; i < count; ++i) {
       kernels.sgd(params_[i]->value.numel(), step, params_[i]->value.f32(), params_[i]->grad.f32(),
                   config_.momentum != 0 ? state_[i].f32() : nullptr);
     }
     return;
   }
-  // Bias corrections in double; 1 - beta in double, then rounded: float(1 - 0.999) is 0.001f,
-  // as in PyTorch, where 1.0f - 0.999f is not.
-  const double t = static_cast<double>(steps_);
-  AdamStep step{};
-  step.step_size = static_cast<float>(lr / (1.0 - std::pow(config_.beta1, t)));
-  step.correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(config_.beta2, t)));
-  step.beta1 = static_cast<float>(config_.beta1);
-  step.beta2 = static_cast<float>(config_.beta2);
-  step.one_minus_beta1 = static_cast<float>(1.0 - config_.beta1);
-  step.one_minus_beta2 = static_cast<float>(1.0 - config_.beta2);
-  step.eps = static_cast<float>(config_.eps);
-  step.weight_decay = static_cast<float>(config_.weight_decay);
+  const AdamStep step = adam_step_for(config_, steps_, lr);
   for (size_t i = 0; i < count; ++i) {
     kernels.adam(params_[i]->value.numel(), step, params_[i]->value.f32(), params_[i]->grad.f32(), state_[i].f32(),
                  state_[count + i].f32());

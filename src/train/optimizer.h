@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/ukernels/f32_vector.h"
 #include "nn/layer.h"
 
 namespace rg {
@@ -25,6 +26,11 @@ Result<OptimizerKind> optimizer_from_name(const std::string& name);
 const char* optimizer_name(OptimizerKind kind);
 // "sgd (momentum 0.9, nesterov, weight decay 0.0005)"
 std::string describe(const OptimizerConfig& config);
+
+// The constants of one update at learning rate lr, as every backend's kernels take them
+// (cpu/ukernels/f32_vector.h): SGD's, and Adam's at step t >= 1 (bias corrections in double).
+SgdStep sgd_step_for(const OptimizerConfig& config, double lr);
+AdamStep adam_step_for(const OptimizerConfig& config, int64_t t, double lr);
 
 class Optimizer {
  public:

@@ -1,0 +1,58 @@
+// What the 1-D launchers (elementwise, activation, optimizer) share: the 32-bit index check
+// of a span and a launch of one work-item per element (or row, or column) in groups of up to
+// 256, the global size rounded up (kernels guard at n).
+#pragma once
+
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+#include <string>
+
+#include "base/status.h"
+#include "opencl/buffer.h"
+#include "opencl/device.h"
+#include "opencl/kernel_args.h"
+
+namespace rg::ocl::detail {
+
+inline cl_uint u32(int64_t value) { return static_cast<cl_uint>(value); }
+
+// Each span must hold `n` elements (a bug otherwise); offset + n past 2^32 - 1 is an error,
+// since the kernels index with uint.
+inline Status check_u32(const char* kernel, int64_t n, std::initializer_list<DeviceSpan> spans) {
+  for (const DeviceSpan& span : spans) {
+    RG_CHECK(n >= 0 && span.count >= n, "kernel " << kernel << ": a span of " << span.count << " elements for n = " << n);
+    if (span.offset + n > static_cast<int64_t>(std::numeric_limits<cl_uint>::max())) {
+      return Status::error(std::string(kernel) + ": element " + std::to_string(span.offset + n) +
+                           " is past the 2^32 - 1 elements the kernels index");
+    }
+  }
+  return Status();
+}
+
+// Sets the arguments of `name` in `file` (built with `options`) and enqueues `items`
+// work-items; items = 0 enqueues nothing.
+template <class... Args>
+Result<Event> launch_1d(Device& device, const char* file, const char* name, const std::string& options, int64_t items,
+                        const Args&... args) {
+  if (items == 0) return Event();
+  RG_ASSIGN(const Kernel* kernel, device.kernel(file, name, options));
+  RG_TRY(set_kernel_args(device, *kernel, args...));
+  const size_t local = std::min<size_t>(256, kernel->max_work_group_size);
+  const size_t global = (static_cast<size_t>(items) + local - 1) / local * local;
+  return device.run(*kernel, 1, &global, &local);
+}
+
+// "-cl-fp32-correctly-rounded-divide-sqrt" where the device offers it (CL_DEVICE_SINGLE_FP_CONFIG),
+// else "": OpenCL 1.2 allows 2.5 ulp for float division and 3 ulp for sqrt by default, while
+// the CPU's are correctly rounded. Kernels that divide or take square roots build with this.
+inline std::string division_options(const Device& device) {
+  cl_device_fp_config config = 0;
+  const cl_int code =
+      device.api().clGetDeviceInfo(device.id(), CL_DEVICE_SINGLE_FP_CONFIG, sizeof config, &config, nullptr);
+  return code == CL_SUCCESS && (config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0
+             ? "-cl-fp32-correctly-rounded-divide-sqrt"
+             : "";
+}
+
+}  // namespace rg::ocl::detail

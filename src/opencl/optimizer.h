@@ -1,0 +1,24 @@
+// Host launchers of kernels/optimizer.cl: the SGD and Adam updates of one parameter on the
+// device, bit-exact with the CPU's kernels (cpu/ukernels/f32_vector.h: SgdStep, AdamStep) on an
+// IEEE device; the step values come from train/optimizer.h's sgd_step_for and adam_step_for,
+// as Optimizer::step's do.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "cpu/ukernels/f32_vector.h"
+#include "opencl/buffer.h"
+#include "opencl/device.h"
+#include "train/optimizer.h"
+
+namespace rg::ocl {
+
+// One SGD update of n weights w from grad; v is the velocity, or a span with no buffer
+// (mem null) for none, which requires step.momentum == 0 (the CPU passes no velocity then).
+Result<Event> f32_sgd(Device& device, int64_t n, const SgdStep& step, DeviceSpan w, DeviceSpan grad, DeviceSpan v);
+// One Adam update of n weights w from grad, with first and second moments m and s.
+Result<Event> f32_adam(Device& device, int64_t n, const AdamStep& step, DeviceSpan w, DeviceSpan grad, DeviceSpan m,
+                       DeviceSpan s);
+
+}  // namespace rg::ocl
