@@ -23,6 +23,8 @@
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
+#include "ops/loss.h"
+#include "ops/pool2d.h"
 #include "opencl/activation.h"
 #include "opencl/buffer.h"
 #include "opencl/cl_error.h"
@@ -33,7 +35,9 @@
 #include "opencl/kernel_args.h"
 #include "opencl/kernel_sources.h"
 #include "opencl/launch_1d.h"
+#include "opencl/loss.h"
 #include "opencl/optimizer.h"
+#include "opencl/pool.h"
 
 namespace rg::ocl {
 namespace {
@@ -255,7 +259,7 @@ TEST(OpenclDeviceChoice, WithOpenclOffOnlyTheCpuExists) {
 TEST(OpenclKernelSources, EmbeddedCopiesAreTheFilesByteForByte) {
   ScopedEnv env("RETROGRAD_KERNELS_DIR", nullptr);
   const std::vector<std::string> names = embedded_kernel_file_names();
-  for (const char* expected : {"elementwise.cl", "gemm.cl", "activation.cl", "optimizer.cl", "probe.cl", "probe_fp16.cl"}) {
+  for (const char* expected : {"elementwise.cl", "gemm.cl", "activation.cl", "optimizer.cl", "loss.cl", "pool.cl", "probe.cl", "probe_fp16.cl"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
   for (const std::string& name : names) {
@@ -1148,6 +1152,269 @@ TEST(OpenclOptimizer, AdamStepConstantsAreTheOptimizers) {
   EXPECT_EQ(step.one_minus_beta2, 0.001f);  // 1 - 0.999 in double, then rounded: not 1.0f - 0.999f
   EXPECT_EQ(step.step_size, static_cast<float>(1e-3 / (1.0 - 0.9)));
   EXPECT_EQ(step.correction2_sqrt, static_cast<float>(std::sqrt(1.0 - 0.999)));
+}
+
+// ---------------------------------------------------------------- losses
+
+// A buffer of kGuard sentinels of T, `values`, kGuard sentinels; its span (element_span) covers
+// `values`. For the int32 labels and hits and the double row losses.
+template <class T>
+struct GuardedOf {
+  Buffer buffer;
+  DeviceSpan span;
+};
+template <class T>
+GuardedOf<T> guarded_of(Device& device, const std::vector<T>& values, T sentinel, const std::string& what) {
+  std::vector<T> all(kGuard, sentinel);
+  all.insert(all.end(), values.begin(), values.end());
+  all.insert(all.end(), kGuard, sentinel);
+  GuardedOf<T> g{upload_or_die(device, all, what), {}};
+  g.span = element_span(g.buffer, sizeof(T), kGuard, static_cast<int64_t>(values.size()));
+  return g;
+}
+template <class T>
+std::vector<T> unguard_of(const GuardedOf<T>& g, T sentinel) {
+  std::vector<T> all = download_all<T>(g.buffer);
+  for (int64_t i = 0; i < kGuard; ++i) {
+    EXPECT_EQ(all[i], sentinel) << "written before the span";
+    EXPECT_EQ(all[all.size() - 1 - i], sentinel) << "written after the span";
+  }
+  return std::vector<T>(all.begin() + kGuard, all.end() - kGuard);
+}
+
+constexpr double kLossSentinel = -777.0;
+const std::pair<int64_t, int64_t> kLossShapes[] = {{1, 1}, {3, 10}, {7, 257}, {300, 3}, {257, 2}};
+
+// Row losses in double on both sides; the device's exp/log/log1p (OpenCL 1.2: 3 ulp in double)
+// against glibc's (under 1 ulp): each term a few 2^-52 relative, the sums add (cols) roundings,
+// the log turns the sum's relative error into an absolute one. 1e-12 (1 + |want|) is far above
+// that and far below a float's 6e-8, so a kernel computing in float fails it. The total: the host
+// adds the rows in compute_loss's order, so its error is the rows' errors, summed.
+void expect_losses(const std::vector<double>& got, const std::vector<double>& want, double tolerance) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t r = 0; r < got.size(); ++r) {
+    ASSERT_LE(std::fabs(got[r] - want[r]), tolerance * (1.0 + std::fabs(want[r])))
+        << "row " << r << ": " << got[r] << " want " << want[r];
+  }
+}
+
+// Gradients g = (float)(a) * grad_scale with a = p - [c == label] or sigmoid - t in double. The device's
+// a may differ by a few 2^-52 absolute (exp's ulps), which after the float cast is at most 1 ulp of a
+// float, unless a cancelled (p near 1, sigmoid near t) where 2^-52 absolute is many float ulps of a tiny
+// a: so within 2 ulp relative plus 1e-14 |grad_scale| absolute. Bit-exact where `exact`.
+void expect_grads(const std::vector<float>& got, const std::vector<float>& want, float grad_scale, bool exact,
+                  const char* op) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (exact) {
+      ASSERT_TRUE(same_bits(got[i], want[i])) << op << " dx[" << i << "] = " << got[i] << " want " << want[i];
+    } else {
+      ASSERT_LE(std::fabs(got[i] - want[i]), std::ldexp(2.0, -24) * std::fabs(want[i]) + 1e-14 * std::fabs(grad_scale))
+          << op << " dx[" << i << "] = " << got[i] << " want " << want[i];
+    }
+  }
+}
+
+// Each loss through f32_loss against ops/loss.h's function: per row (the CPU run on that row alone
+// returns its row loss), the total through sum_row_losses, the gradient with a grad_scale that is not
+// 1 / rows, and again without a gradient (dx untouched, the same row losses).
+TEST(OpenclLoss, EveryLossMatchesTheCpuRowForRow) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(41);
+  for (Device* device : open_devices().devices) {
+    const bool fp64 = device->info().has_extension("cl_khr_fp64");
+    for (LossKind kind : {LossKind::softmax_cross_entropy, LossKind::mse, LossKind::bce_with_logits}) {
+      for (const auto& [rows, cols] : kLossShapes) {
+        SCOPED_TRACE(device->label() + " " + loss_name(kind) + " " + std::to_string(rows) + " x " + std::to_string(cols));
+        const int64_t n = rows * cols;
+        const float grad_scale = 0.375f / static_cast<float>(rows);
+        std::vector<float> x = random_floats(rng, n, -10.0f, 10.0f), target = random_floats(rng, n, 0.0f, 1.0f);
+        if (n > 3) x[1] = 0.0f, x[2] = -0.0f, x[3] = 40.0f;  // ties at 0, a confident logit
+        std::vector<int32_t> labels(rows);
+        for (int64_t r = 0; r < rows; ++r) labels[r] = static_cast<int32_t>(rng.uniform_f32() * cols) % cols;
+        labels[rows - 1] = static_cast<int32_t>(cols - 1);
+        const bool softmax = kind == LossKind::softmax_cross_entropy;
+
+        std::vector<float> dx(n);
+        std::vector<double> row_want(rows);
+        double total_want = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* xr = x.data() + r * cols;
+          float* dxr = dx.data() + r * cols;
+          const float* tr = target.data() + r * cols;
+          row_want[r] = softmax ? softmax_xent(1, cols, xr, labels.data() + r, grad_scale, dxr)
+                        : kind == LossKind::mse ? mse(1, cols, xr, tr, grad_scale, dxr)
+                                                : bce_with_logits(1, cols, xr, tr, grad_scale, dxr);
+        }
+        std::vector<float> whole(n);  // the whole batch at once: the total compute_loss returns
+        total_want = softmax ? softmax_xent(rows, cols, x.data(), labels.data(), grad_scale, whole.data())
+                     : kind == LossKind::mse ? mse(rows, cols, x.data(), target.data(), grad_scale, whole.data())
+                                             : bce_with_logits(rows, cols, x.data(), target.data(), grad_scale, whole.data());
+        ASSERT_EQ(whole, dx);
+
+        Guarded gx = guarded_f32(*device, x, "x"), gt = guarded_f32(*device, target, "target");
+        GuardedOf<int32_t> gl = guarded_of<int32_t>(*device, labels, -99, "labels");
+        Guarded gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+        GuardedOf<double> gloss = guarded_of(*device, std::vector<double>(rows, 5.0), kLossSentinel, "row loss");
+        const DeviceSpan target_span = softmax ? gl.span : gt.span;
+        auto event = f32_loss(*device, kind, rows, cols, gx.span, target_span, grad_scale, gdx.span, gloss.span);
+        if (!fp64) {  // refused, and says why
+          ASSERT_FALSE(event.ok());
+          EXPECT_TRUE(contains(event.status().message(), "cl_khr_fp64")) << event.status().message();
+          continue;
+        }
+        ASSERT_TRUE(event.ok()) << event.status().message();
+        const std::vector<double> got_rows = unguard_of(gloss, kLossSentinel);
+        const double tolerance = kind == LossKind::mse ? 0.0 : 1e-12;  // mse: + - * / only, bit-exact
+        expect_losses(got_rows, row_want, tolerance);
+        auto total = sum_row_losses(gloss.buffer, kGuard, rows);
+        ASSERT_TRUE(total.ok()) << total.status().message();
+        EXPECT_LE(std::fabs(total.value() - total_want), tolerance * (static_cast<double>(rows) + std::fabs(total_want)));
+        if (kind == LossKind::mse) {
+          EXPECT_EQ(total.value(), total_want);
+        }
+        expect_grads(unguard(gdx), dx, grad_scale, kind == LossKind::mse, loss_name(kind));
+        EXPECT_EQ(unguard_of(gl, -99), labels);
+
+        // No gradient: dx.mem null; dx stays as it was, the row losses are the same bits.
+        Guarded untouched = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+        GuardedOf<double> again = guarded_of(*device, std::vector<double>(rows, 5.0), kLossSentinel, "row loss");
+        ASSERT_TRUE(f32_loss(*device, kind, rows, cols, gx.span, target_span, grad_scale, DeviceSpan{}, again.span).ok());
+        EXPECT_EQ(unguard_of(again, kLossSentinel), got_rows);
+        EXPECT_EQ(unguard(untouched), std::vector<float>(n, 9.0f));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// count_correct through f32_argmax_hits + sum_hits, row for row: logits from {0, 1, 2} so most rows
+// have ties (the first column wins), a NaN at the front of one row (it never wins, nor loses its
+// place as the first), a NaN later in another, and rows whose label is the tied later column.
+TEST(OpenclLoss, ArgmaxHitsCountAsCountCorrect) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(42);
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {9, 3}, {300, 4}, {5, 257}};
+  for (Device* device : open_devices().devices) {
+    for (const auto& [rows, cols] : shapes) {
+      SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols));
+      auto pred = Tensor::zeros(Shape{rows, cols}, DType::f32, "pred");
+      ASSERT_TRUE(pred.ok());
+      float* p = pred.value().f32();
+      for (int64_t i = 0; i < rows * cols; ++i) p[i] = static_cast<float>(static_cast<int>(rng.uniform_f32() * 3.0f));
+      if (rows > 2 && cols > 2) p[0] = std::numeric_limits<float>::quiet_NaN(), p[cols + 1] = p[0];
+      std::vector<int32_t> labels(rows);
+      for (int64_t r = 0; r < rows; ++r) labels[r] = static_cast<int32_t>(rng.uniform_f32() * cols) % cols;
+      std::vector<int32_t> want(rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        want[r] = static_cast<int32_t>(count_correct(pred.value().rows(r, r + 1), labels.data() + r));
+      }
+      const std::vector<float> values(p, p + rows * cols);
+      Guarded gp = guarded_f32(*device, values, "pred");
+      GuardedOf<int32_t> gl = guarded_of<int32_t>(*device, labels, -99, "labels");
+      GuardedOf<int32_t> hits = guarded_of<int32_t>(*device, std::vector<int32_t>(rows, 7), -99, "hits");
+      ASSERT_TRUE(f32_argmax_hits(*device, rows, cols, gp.span, gl.span, hits.span).ok());
+      EXPECT_EQ(unguard_of(hits, -99), want);
+      auto count = sum_hits(hits.buffer, kGuard, rows);
+      ASSERT_TRUE(count.ok()) << count.status().message();
+      EXPECT_EQ(count.value(), count_correct(pred.value(), labels.data()));
+    }
+  }
+}
+
+TEST(OpenclLoss, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<double>{1.0}, "one");
+  auto event = f32_mse(device, 0, 4, b.f32(0, 0), b.f32(0, 0), 1.0f, DeviceSpan{}, element_span(b, 8, 1, 0));
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  EXPECT_FALSE(event.value().valid());
+  EXPECT_EQ(download_all<double>(b)[0], 1.0);
+}
+
+// ---------------------------------------------------------------- pooling
+
+// Geometries: disjoint windows that tile (the CPU writes 0 + share), disjoint ones that leave an
+// edge uncovered (zeroed first), overlapping windows with padding (shares added), a 1x1, a window
+// larger than its stride by two, and a stride above the kernel.
+struct PoolCase {
+  int64_t height, width, channels, kernel, stride, pad;
+};
+const PoolCase kPoolCases[] = {{4, 4, 3, 2, 2, 0}, {5, 5, 2, 2, 2, 0}, {5, 6, 3, 3, 1, 1},
+                               {7, 7, 4, 3, 2, 1}, {1, 1, 1, 1, 1, 0}, {6, 5, 2, 3, 3, 1},
+                               {8, 3, 5, 4, 2, 2}, {7, 7, 1, 2, 3, 0}};
+
+ConvGeometry pool_geometry(const PoolCase& c) {
+  ConvGeometry g;
+  g.height = c.height, g.width = c.width, g.channels = c.channels, g.kernel = c.kernel, g.stride = c.stride, g.pad = c.pad;
+  g.out_h = (c.height + 2 * c.pad - c.kernel) / c.stride + 1;
+  g.out_w = (c.width + 2 * c.pad - c.kernel) / c.stride + 1;
+  return g;
+}
+
+// Each sample through ops/pool2d.h against the batch on the device, bit for bit. Inputs are small
+// integers (most windows have tied maxima: the first position must win and get the whole dy) with
+// -0 next to +0 and a NaN (never the max, unless the window holds nothing else: then -inf).
+TEST(OpenclPool, MaxAndAverageForwardAndBackwardMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(51);
+  const int64_t batch = 3;
+  for (Device* device : open_devices().devices) {
+    for (const PoolCase& c : kPoolCases) {
+      const ConvGeometry g = pool_geometry(c);
+      const int64_t in_sample = g.height * g.width * g.channels, out_sample = g.out_h * g.out_w * g.channels;
+      const int64_t in = batch * in_sample, out = batch * out_sample;
+      std::vector<float> x(in);
+      for (float& v : x) v = static_cast<float>(static_cast<int>(rng.uniform_f32() * 4.0f)) - 1.0f;
+      for (int64_t i = 0; i < in; i += 11) x[i] = -0.0f;
+      if (in > 3) x[3] = std::numeric_limits<float>::quiet_NaN();
+      const std::vector<float> dy = random_floats(rng, out);
+      for (PoolOp op : {PoolOp::max, PoolOp::average}) {
+        SCOPED_TRACE(device->label() + (op == PoolOp::max ? " max" : " average") + " " + std::to_string(g.height) +
+                     "x" + std::to_string(g.width) + "x" + std::to_string(g.channels) + " k" + std::to_string(g.kernel) +
+                     " s" + std::to_string(g.stride) + " p" + std::to_string(g.pad));
+        std::vector<float> y(out), dx(in, 7.0f), general(in, 7.0f), rem(g.channels);
+        for (int64_t b = 0; b < batch; ++b) {
+          const float* xb = x.data() + b * in_sample;
+          float* yb = y.data() + b * out_sample;
+          const float* dyb = dy.data() + b * out_sample;
+          if (op == PoolOp::max) {
+            max_pool_forward(g, xb, yb);
+            max_pool_backward(g, xb, yb, dyb, dx.data() + b * in_sample, rem.data());
+            max_pool_backward(g, xb, yb, dyb, general.data() + b * in_sample, rem.data(), true);
+          } else {
+            avg_pool_forward(g, xb, yb);
+            avg_pool_backward(g, dyb, dx.data() + b * in_sample);
+            avg_pool_backward(g, dyb, general.data() + b * in_sample, true);
+          }
+        }
+        expect_bits(general, dx, "the CPU's two backward paths");
+
+        Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(out, 9.0f), "y");
+        ASSERT_TRUE(f32_pool_forward(*device, op, g, batch, gx.span, gy.span).ok());
+        expect_bits(unguard(gy), y, "f32_pool_forward");
+        Guarded gcpu_y = guarded_f32(*device, y, "cpu y"), gdy = guarded_f32(*device, dy, "dy");
+        Guarded gdx = guarded_f32(*device, std::vector<float>(in, 9.0f), "dx");
+        ASSERT_TRUE(f32_pool_backward(*device, op, g, batch, gx.span, gcpu_y.span, gdy.span, gdx.span).ok());
+        expect_bits(unguard(gdx), dx, "f32_pool_backward");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(OpenclPool, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  const ConvGeometry g = pool_geometry(kPoolCases[0]);
+  auto forward = f32_pool_forward(device, PoolOp::max, g, 0, b.f32(1, 0), b.f32(1, 0));
+  ASSERT_TRUE(forward.ok()) << forward.status().message();
+  EXPECT_FALSE(forward.value().valid());
+  auto backward = f32_pool_backward(device, PoolOp::average, g, 0, DeviceSpan{}, DeviceSpan{}, b.f32(1, 0), b.f32(1, 0));
+  ASSERT_TRUE(backward.ok()) << backward.status().message();
+  EXPECT_FALSE(backward.value().valid());
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
 }
 
 }  // namespace
