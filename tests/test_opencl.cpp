@@ -20,18 +20,22 @@
 #include "base/memory.h"
 #include "base/rng.h"
 #include "cli_run.h"
+#include "nn/batch_norm.h"
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
+#include "ops/im2col.h"
 #include "ops/loss.h"
 #include "ops/pool2d.h"
 #include "opencl/activation.h"
+#include "opencl/batch_norm.h"
 #include "opencl/buffer.h"
 #include "opencl/cl_error.h"
 #include "opencl/device.h"
 #include "opencl/device_choice.h"
 #include "opencl/elementwise.h"
 #include "opencl/gemm.h"
+#include "opencl/im2col.h"
 #include "opencl/kernel_args.h"
 #include "opencl/kernel_sources.h"
 #include "opencl/launch_1d.h"
@@ -259,7 +263,7 @@ TEST(OpenclDeviceChoice, WithOpenclOffOnlyTheCpuExists) {
 TEST(OpenclKernelSources, EmbeddedCopiesAreTheFilesByteForByte) {
   ScopedEnv env("RETROGRAD_KERNELS_DIR", nullptr);
   const std::vector<std::string> names = embedded_kernel_file_names();
-  for (const char* expected : {"elementwise.cl", "gemm.cl", "activation.cl", "optimizer.cl", "loss.cl", "pool.cl", "probe.cl", "probe_fp16.cl"}) {
+  for (const char* expected : {"elementwise.cl", "gemm.cl", "activation.cl", "optimizer.cl", "loss.cl", "pool.cl", "im2col.cl", "batch_norm.cl", "probe.cl", "probe_fp16.cl"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
   for (const std::string& name : names) {
@@ -1412,6 +1416,202 @@ TEST(OpenclPool, NothingToDoEnqueuesNothing) {
   ASSERT_TRUE(forward.ok()) << forward.status().message();
   EXPECT_FALSE(forward.value().valid());
   auto backward = f32_pool_backward(device, PoolOp::average, g, 0, DeviceSpan{}, DeviceSpan{}, b.f32(1, 0), b.f32(1, 0));
+  ASSERT_TRUE(backward.ok()) << backward.status().message();
+  EXPECT_FALSE(backward.value().valid());
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+}  // namespace
+}  // namespace rg::ocl
+
+namespace rg::ocl {
+namespace {
+
+// ---------------------------------------------------------------- im2col
+
+// Geometries (conv_geometry's, so pad < kernel): overlapping patches with padding, a stride of two
+// with padding, a pointwise 1x1, a stride above the kernel (image elements in no patch), a kernel
+// of four with pad 3, a one-pixel image, and a non-square image with more channels.
+struct Im2colCase {
+  int64_t height, width, channels, kernel, stride, pad;
+};
+const Im2colCase kIm2colCases[] = {{5, 5, 3, 3, 1, 1}, {6, 5, 2, 3, 2, 1}, {4, 3, 5, 1, 1, 0}, {7, 7, 1, 2, 3, 0},
+                                   {5, 6, 2, 4, 1, 3}, {1, 1, 1, 1, 1, 0}, {3, 8, 6, 3, 1, 2}};
+
+// Each image through ops/im2col.h against the batch on the device, bit for bit: im2col; col2im_add
+// onto random images (accumulate) and onto a zeroed one (not), from random columns, so the order
+// of the additions shows in the bits wherever patches overlap.
+TEST(OpenclIm2col, Im2colAndCol2imMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(61);
+  const int64_t batch = 3;
+  for (Device* device : open_devices().devices) {
+    for (const Im2colCase& c : kIm2colCases) {
+      auto geometry = conv_geometry(c.height, c.width, c.channels, c.kernel, c.stride, c.pad);
+      ASSERT_TRUE(geometry.ok()) << geometry.status().message();
+      const ConvGeometry g = geometry.value();
+      SCOPED_TRACE(device->label() + " " + std::to_string(g.height) + "x" + std::to_string(g.width) + "x" +
+                   std::to_string(g.channels) + " k" + std::to_string(g.kernel) + " s" + std::to_string(g.stride) +
+                   " p" + std::to_string(g.pad));
+      const int64_t image_size = g.height * g.width * g.channels, cols_size = g.patches() * g.patch_size();
+      const int64_t in = batch * image_size, out = batch * cols_size;
+      const std::vector<float> x = random_floats(rng, in), cols = random_floats(rng, out, -4.0f, 4.0f);
+      const std::vector<float> base = random_floats(rng, in);
+      std::vector<float> want_cols(out, 9.0f), added = base, onto_zero(in, 0.0f);
+      for (int64_t b = 0; b < batch; ++b) {
+        im2col(g, x.data() + b * image_size, want_cols.data() + b * cols_size);
+        col2im_add(g, cols.data() + b * cols_size, added.data() + b * image_size);
+        col2im_add(g, cols.data() + b * cols_size, onto_zero.data() + b * image_size);
+      }
+
+      Guarded gx = guarded_f32(*device, x, "image"), gcols = guarded_f32(*device, std::vector<float>(out, 9.0f), "cols");
+      ASSERT_TRUE(f32_im2col(*device, g, batch, gx.span, gcols.span).ok());
+      expect_bits(unguard(gcols), want_cols, "f32_im2col");
+      Guarded gin = guarded_f32(*device, cols, "cols in"), gadded = guarded_f32(*device, base, "image +=");
+      ASSERT_TRUE(f32_col2im_add(*device, g, batch, gin.span, gadded.span).ok());
+      expect_bits(unguard(gadded), added, "f32_col2im_add accumulating");
+      Guarded gzero = guarded_f32(*device, std::vector<float>(in, 9.0f), "image =");
+      ASSERT_TRUE(f32_col2im_add(*device, g, batch, gin.span, gzero.span, /*accumulate=*/false).ok());
+      expect_bits(unguard(gzero), onto_zero, "f32_col2im_add onto zero");
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(OpenclIm2col, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  const ConvGeometry g = conv_geometry(4, 4, 2, 3, 1, 1).value();
+  auto forward = f32_im2col(device, g, 0, b.f32(1, 0), b.f32(1, 0));
+  ASSERT_TRUE(forward.ok()) << forward.status().message();
+  EXPECT_FALSE(forward.value().valid());
+  auto backward = f32_col2im_add(device, g, 0, b.f32(1, 0), b.f32(1, 0));
+  ASSERT_TRUE(backward.ok()) << backward.status().message();
+  EXPECT_FALSE(backward.value().valid());
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+}  // namespace
+}  // namespace rg::ocl
+
+namespace rg::ocl {
+namespace {
+
+// ---------------------------------------------------------------- batch norm
+
+// x [rows, channels]: NHWC images flattened (rows = n h w) and features; rows below, at and past
+// the 64-row blocks of the CPU's sums, and one row (the variance is not unbiased).
+struct BatchNormCase {
+  int64_t rows, channels;
+};
+const BatchNormCase kBatchNormCases[] = {{18, 4}, {5, 3}, {64, 2}, {147, 5}, {1, 3}, {300, 1}};
+
+std::vector<float> tensor_values(const Tensor& t) { return std::vector<float>(t.f32(), t.f32() + t.numel()); }
+void set_values(const Tensor& t, const std::vector<float>& values) {
+  std::memcpy(t.f32(), values.data(), values.size() * sizeof(float));
+}
+
+// nn/batch_norm.cpp's BatchNorm layer against the kernels on the same values, bit for bit (double
+// + - * / sqrt are correctly rounded in OpenCL C): training and inference forward (y and the running
+// statistics), then backward with dgamma/dbeta accumulated onto old values with dx, and overwritten
+// without dx. Inputs off zero mean and unit variance, so the statistics matter.
+TEST(OpenclBatchNorm, ForwardAndBackwardMatchTheLayer) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(71);
+  constexpr double kSavedSentinel = -12345.0;
+  for (Device* device : open_devices().devices) {
+    const bool fp64 = device->info().has_extension("cl_khr_fp64");
+    for (const BatchNormCase& c : kBatchNormCases) {
+      for (bool training : {true, false}) {
+        SCOPED_TRACE(device->label() + (training ? " training " : " inference ") + std::to_string(c.rows) + " x " +
+                     std::to_string(c.channels));
+        BatchNorm layer(0.1, 1e-5);
+        layer.set_name("bn");
+        ASSERT_TRUE(layer.configure(Shape{c.channels}).ok());
+        ASSERT_TRUE(layer.init(rng, DType::f32).ok());
+        Param& gamma = *layer.params()[0];
+        Param& beta = *layer.params()[1];
+        Param& running_mean = *layer.buffers()[0];
+        Param& running_var = *layer.buffers()[1];
+        set_values(gamma.value, random_floats(rng, c.channels, 0.5f, 2.0f));
+        set_values(beta.value, random_floats(rng, c.channels));
+        set_values(running_mean.value, random_floats(rng, c.channels));
+        set_values(running_var.value, random_floats(rng, c.channels, 0.25f, 3.0f));
+        const int64_t n = c.rows * c.channels;
+        std::vector<float> x = random_floats(rng, n, -3.0f, 5.0f);
+        for (int64_t i = 0; i < n; i += 3) x[i] *= 7.0f;
+        const std::vector<float> dy = random_floats(rng, n), old_dgamma = random_floats(rng, c.channels),
+                                 old_dbeta = random_floats(rng, c.channels);
+        Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(n, 9.0f), "y");
+        Guarded ggamma = guarded_f32(*device, tensor_values(gamma.value), "gamma");
+        Guarded gbeta = guarded_f32(*device, tensor_values(beta.value), "beta");
+        Guarded gmean = guarded_f32(*device, tensor_values(running_mean.value), "running mean");
+        Guarded gvar = guarded_f32(*device, tensor_values(running_var.value), "running var");
+        GuardedOf<double> saved = guarded_of<double>(
+            *device, std::vector<double>(batch_norm_saved_count(c.channels), 3.0), kSavedSentinel, "saved");
+
+        auto tx = Tensor::zeros(Shape{c.rows, c.channels}, DType::f32, "x");
+        auto ty = Tensor::zeros(Shape{c.rows, c.channels}, DType::f32, "y");
+        auto tdy = Tensor::zeros(Shape{c.rows, c.channels}, DType::f32, "dy");
+        auto tdx = Tensor::zeros(Shape{c.rows, c.channels}, DType::f32, "dx");
+        ASSERT_TRUE(tx.ok() && ty.ok() && tdy.ok() && tdx.ok());
+        set_values(tx.value(), x);
+        set_values(tdy.value(), dy);
+        LayerContext ctx;
+        ctx.training = training;
+        layer.forward(tx.value(), ty.value(), ctx);
+
+        auto forward = f32_batch_norm_forward(*device, c.rows, c.channels, training, 0.1, 1e-5, gx.span, ggamma.span,
+                                              gbeta.span, gmean.span, gvar.span, saved.span, gy.span);
+        if (!fp64) {  // refused, and says why
+          ASSERT_FALSE(forward.ok());
+          EXPECT_TRUE(contains(forward.status().message(), "cl_khr_fp64")) << forward.status().message();
+          continue;
+        }
+        ASSERT_TRUE(forward.ok()) << forward.status().message();
+        expect_bits(unguard(gy), tensor_values(ty.value()), "y");
+        expect_bits(unguard(gmean), tensor_values(running_mean.value), "running mean");
+        expect_bits(unguard(gvar), tensor_values(running_var.value), "running var");
+
+        // Backward, accumulating, with dx.
+        set_values(gamma.grad, old_dgamma);
+        set_values(beta.grad, old_dbeta);
+        ctx.accumulate_grads = true;
+        layer.backward(tx.value(), ty.value(), tdy.value(), tdx.value(), ctx);
+        Guarded gdy = guarded_f32(*device, dy, "dy"), gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+        Guarded gdgamma = guarded_f32(*device, old_dgamma, "dgamma"), gdbeta = guarded_f32(*device, old_dbeta, "dbeta");
+        auto backward = f32_batch_norm_backward(*device, c.rows, c.channels, training, true, gx.span, gdy.span,
+                                                ggamma.span, saved.span, gdgamma.span, gdbeta.span, gdx.span);
+        ASSERT_TRUE(backward.ok()) << backward.status().message();
+        expect_bits(unguard(gdx), tensor_values(tdx.value()), "dx");
+        expect_bits(unguard(gdgamma), tensor_values(gamma.grad), "dgamma accumulated");
+        expect_bits(unguard(gdbeta), tensor_values(beta.grad), "dbeta accumulated");
+        unguard_of(saved, kSavedSentinel);
+
+        // Overwriting, without dx.
+        ctx.accumulate_grads = false;
+        layer.backward(tx.value(), ty.value(), tdy.value(), Tensor(), ctx);
+        backward = f32_batch_norm_backward(*device, c.rows, c.channels, training, false, gx.span, gdy.span,
+                                           ggamma.span, saved.span, gdgamma.span, gdbeta.span, DeviceSpan{});
+        ASSERT_TRUE(backward.ok()) << backward.status().message();
+        expect_bits(unguard(gdgamma), tensor_values(gamma.grad), "dgamma overwritten");
+        expect_bits(unguard(gdbeta), tensor_values(beta.grad), "dbeta overwritten");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(OpenclBatchNorm, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  const DeviceSpan one = b.f32(0, 1);
+  auto forward = f32_batch_norm_forward(device, 0, 1, true, 0.1, 1e-5, one, one, one, one, one, one, one);
+  ASSERT_TRUE(forward.ok()) << forward.status().message();
+  EXPECT_FALSE(forward.value().valid());
+  auto backward = f32_batch_norm_backward(device, 0, 1, true, true, one, one, one, one, one, one, one);
   ASSERT_TRUE(backward.ok()) << backward.status().message();
   EXPECT_FALSE(backward.value().valid());
   EXPECT_EQ(download_all<float>(b)[0], 1.0f);

@@ -1,0 +1,130 @@
+// Batch normalisation over the innermost dimension of x [rows, channels] (rows = n h w of NHWC
+// images, or n of [n, f] features), as src/nn/batch_norm.cpp computes it. Statistics: one
+// work-item per channel, summing in float over blocks of 64 rows and adding each block's sum into
+// double in block order (the CPU's channel_sums), so the sums are its bits; the rest in double,
+// as the CPU. Elementwise kernels: one item per element, recomputing the channel's float
+// constants from the double statistics as the CPU does. `saved` is double [4 channels]: mean and
+// inv_std (forward), sum dy and sum dy xhat (backward). Needs cl_khr_fp64.
+// Launchers: src/opencl/batch_norm.cpp.
+#pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+
+#define ROW_BLOCK 64u  // batch_norm.cpp's kRowBlock
+
+// Training: mean = sum x / rows, var = sum (x - (float)mean)^2 / rows (biased), running stats
+// = (1 - momentum) running + momentum (mean, var unbiased by rows / (rows - 1) when rows > 1).
+// Inference: mean = running_mean. Both: inv_std = 1 / sqrt(var + eps) into saved. momentum and eps
+// come as the bits of the host's doubles.
+__kernel void f32_batch_norm_statistics(uint rows, uint channels, uint training, ulong momentum_bits, ulong eps_bits,
+                                        __global const float* x, uint x_offset, __global float* running_mean,
+                                        uint running_mean_offset, __global float* running_var,
+                                        uint running_var_offset, __global double* saved, uint saved_offset) {
+  const uint c = get_global_id(0);
+  if (c >= channels) return;
+  const double momentum = as_double(momentum_bits), eps = as_double(eps_bits);  // the host's doubles, bit for bit
+  __global const float* xc = x + x_offset + c;
+  __global float* rm = running_mean + running_mean_offset + c;
+  __global float* rv = running_var + running_var_offset + c;
+  double mean, inv_std;
+  if (training) {
+    double sum = 0.0, square = 0.0;
+    for (uint r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
+      const uint r1 = min(rows, r0 + ROW_BLOCK);
+      float partial = 0.0f;
+      for (uint r = r0; r < r1; ++r) partial = partial + xc[r * channels];
+      sum = sum + (double)partial;
+    }
+    mean = sum / (double)rows;
+    const float mean_t = (float)mean;
+    for (uint r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
+      const uint r1 = min(rows, r0 + ROW_BLOCK);
+      float partial = 0.0f;
+      for (uint r = r0; r < r1; ++r) {
+        const float d = xc[r * channels] - mean_t;
+        partial = partial + d * d;
+      }
+      square = square + (double)partial;
+    }
+    const double var = square / (double)rows;
+    inv_std = 1.0 / sqrt(var + eps);
+    const double unbiased = rows > 1 ? var * (double)rows / (double)(rows - 1) : var;
+    *rm = (float)((1 - momentum) * (double)*rm + momentum * mean);
+    *rv = (float)((1 - momentum) * (double)*rv + momentum * unbiased);
+  } else {
+    mean = (double)*rm;
+    inv_std = 1.0 / sqrt((double)*rv + eps);
+  }
+  saved[saved_offset + c] = mean;
+  saved[saved_offset + channels + c] = inv_std;
+}
+
+// y = x * scale + shift, scale = (float)(gamma inv_std), shift = (float)(beta - mean gamma inv_std).
+// n = rows channels.
+__kernel void f32_batch_norm_apply(uint n, uint channels, __global const float* x, uint x_offset,
+                                   __global const float* gamma, uint gamma_offset, __global const float* beta,
+                                   uint beta_offset, __global const double* saved, uint saved_offset,
+                                   __global float* y, uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const uint c = i % channels;
+  const double g = (double)gamma[gamma_offset + c], mean = saved[saved_offset + c];
+  const double inv_std = saved[saved_offset + channels + c];
+  const float scale = (float)(g * inv_std);
+  const float shift = (float)((double)beta[beta_offset + c] - mean * g * inv_std);
+  y[y_offset + i] = x[x_offset + i] * scale + shift;
+}
+
+// sum dy and sum dy (x - mean) inv_std (mean, inv_std rounded to float; the terms in float as
+// (dy (x - mean)) inv_std) into saved[2 channels ...], and dbeta, dgamma = (accumulate ? the
+// old value : 0) + those sums, rounded once to float.
+__kernel void f32_batch_norm_grad_sums(uint rows, uint channels, uint accumulate, __global const float* x,
+                                       uint x_offset, __global const float* dy, uint dy_offset,
+                                       __global double* saved, uint saved_offset, __global float* dgamma,
+                                       uint dgamma_offset, __global float* dbeta, uint dbeta_offset) {
+  const uint c = get_global_id(0);
+  if (c >= channels) return;
+  __global const float* xc = x + x_offset + c;
+  __global const float* dyc = dy + dy_offset + c;
+  __global double* s = saved + saved_offset;
+  const float mean = (float)s[c], inv_std = (float)s[channels + c];
+  double sum_dy = 0.0, sum_dy_xhat = 0.0;
+  for (uint r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
+    const uint r1 = min(rows, r0 + ROW_BLOCK);
+    float p0 = 0.0f, p1 = 0.0f;
+    for (uint r = r0; r < r1; ++r) {
+      const float g = dyc[r * channels];
+      p0 = p0 + g;
+      p1 = p1 + g * (xc[r * channels] - mean) * inv_std;
+    }
+    sum_dy = sum_dy + (double)p0;
+    sum_dy_xhat = sum_dy_xhat + (double)p1;
+  }
+  s[2 * channels + c] = sum_dy;
+  s[3 * channels + c] = sum_dy_xhat;
+  __global float* dg = dgamma + dgamma_offset + c;
+  __global float* db = dbeta + dbeta_offset + c;
+  *dg = (float)((accumulate ? (double)*dg : 0.0) + sum_dy_xhat);
+  *db = (float)((accumulate ? (double)*db : 0.0) + sum_dy);
+}
+
+// dx = a dy + b x + d with k = gamma inv_std and, training (over m = rows), q = k inv_std sum_dy_xhat / m:
+// a = (float)k, b = (float)-q, d = (float)(-k sum_dy / m + q mean); inference: a = (float)k, b = d = 0.
+// n = rows channels.
+__kernel void f32_batch_norm_dx(uint n, uint rows, uint channels, uint training, __global const float* x,
+                                uint x_offset, __global const float* dy, uint dy_offset, __global const float* gamma,
+                                uint gamma_offset, __global const double* saved, uint saved_offset,
+                                __global float* dx, uint dx_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const uint c = i % channels;
+  __global const double* s = saved + saved_offset;
+  const double inv_std = s[channels + c], k = (double)gamma[gamma_offset + c] * inv_std;
+  const float a = (float)k;
+  float b = 0.0f, d = 0.0f;
+  if (training) {
+    const double m = (double)rows, q = k * inv_std * s[3 * channels + c] / m;
+    b = (float)(-q);
+    d = (float)(-k * s[2 * channels + c] / m + q * s[c]);
+  }
+  dx[dx_offset + i] = a * dy[dy_offset + i] + b * x[x_offset + i] + d;
+}

@@ -1,0 +1,80 @@
+// Launchers of kernels/batch_norm.cl: a per-channel kernel (statistics, or the gradient sums) then
+// a per-element one (y, or dx), both launch_1d.h, on the device's in-order queue.
+#include "opencl/batch_norm.h"
+
+#include <cstring>
+#include <utility>
+
+#include "opencl/launch_1d.h"
+
+namespace rg::ocl {
+
+namespace {
+
+constexpr const char* kFile = "batch_norm.cl";
+using detail::check_u32;
+using detail::launch_1d;
+using detail::u32;
+
+// The statistics sum in double like the CPU's; a device without doubles is refused.
+Status need_fp64(const Device& device, const char* what) {
+  if (device.info().has_extension("cl_khr_fp64")) return Status();
+  return Status::error(device.label() + ": " + what +
+                       " sums in double as the CPU does, and the device has no cl_khr_fp64");
+}
+
+// kernel_args.h takes no double: momentum and eps go as their bits (as_double in the kernel).
+cl_ulong double_bits(double value) {
+  cl_ulong bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+int64_t elements(int64_t rows, int64_t channels) {
+  RG_CHECK(rows >= 0 && channels >= 1, "batch norm over " << rows << " x " << channels);
+  return rows * channels;
+}
+
+}  // namespace
+
+Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t channels, bool training, double momentum,
+                                     double eps, DeviceSpan x, DeviceSpan gamma, DeviceSpan beta,
+                                     DeviceSpan running_mean, DeviceSpan running_var, DeviceSpan saved, DeviceSpan y) {
+  const char* name = "f32_batch_norm_forward";
+  const int64_t n = elements(rows, channels);
+  if (rows == 0) return Event();
+  RG_TRY(need_fp64(device, name));
+  RG_TRY(check_u32(name, n, {x, y}));
+  RG_TRY(check_u32(name, channels, {gamma, beta, running_mean, running_var}));
+  RG_TRY(check_u32(name, batch_norm_saved_count(channels), {saved}));
+  RG_TRY(launch_1d(device, kFile, "f32_batch_norm_statistics", "", channels, u32(rows), u32(channels),
+                   cl_uint{training ? 1u : 0u}, double_bits(momentum), double_bits(eps), x.mem, u32(x.offset), running_mean.mem,
+                   u32(running_mean.offset), running_var.mem, u32(running_var.offset), saved.mem, u32(saved.offset))
+             .status());
+  return launch_1d(device, kFile, "f32_batch_norm_apply", "", n, u32(n), u32(channels), x.mem, u32(x.offset),
+                   gamma.mem, u32(gamma.offset), beta.mem, u32(beta.offset), saved.mem, u32(saved.offset), y.mem,
+                   u32(y.offset));
+}
+
+Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t channels, bool training,
+                                      bool accumulate, DeviceSpan x, DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved,
+                                      DeviceSpan dgamma, DeviceSpan dbeta, DeviceSpan dx) {
+  const char* name = "f32_batch_norm_backward";
+  const int64_t n = elements(rows, channels);
+  if (rows == 0) return Event();
+  RG_TRY(need_fp64(device, name));
+  RG_TRY(check_u32(name, n, {x, dy}));
+  RG_TRY(check_u32(name, channels, {gamma, dgamma, dbeta}));
+  RG_TRY(check_u32(name, batch_norm_saved_count(channels), {saved}));
+  RG_ASSIGN(Event sums, launch_1d(device, kFile, "f32_batch_norm_grad_sums", "", channels, u32(rows), u32(channels),
+                                  cl_uint{accumulate ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset),
+                                  saved.mem, u32(saved.offset), dgamma.mem, u32(dgamma.offset), dbeta.mem,
+                                  u32(dbeta.offset)));
+  if (dx.mem == nullptr) return std::move(sums);
+  RG_TRY(check_u32(name, n, {dx}));
+  return launch_1d(device, kFile, "f32_batch_norm_dx", "", n, u32(n), u32(rows), u32(channels),
+                   cl_uint{training ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset), gamma.mem,
+                   u32(gamma.offset), saved.mem, u32(saved.offset), dx.mem, u32(dx.offset));
+}
+
+}  // namespace rg::ocl

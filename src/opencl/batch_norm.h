@@ -1,0 +1,34 @@
+// Launchers of kernels/batch_norm.cl: BatchNorm over the innermost dimension of x [rows, channels]
+// (rows = n h w of NHWC images), forward (training with the batch's statistics and the running
+// statistics update, or inference with the running statistics) and backward (dx, dgamma, dbeta),
+// as nn/batch_norm.cpp's BatchNorm computes them: bit-exact on a device with IEEE double (the sums
+// in its order, float blocks of 64 rows into double). Needs cl_khr_fp64 (an error without it).
+// Statistics run one work-item per channel over every row: exact, not fast for few channels.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "opencl/buffer.h"
+#include "opencl/device.h"
+
+namespace rg::ocl {
+
+// The doubles of `saved`: mean and inv_std of the forward, then the backward's two sums.
+inline int64_t batch_norm_saved_count(int64_t channels) { return 4 * channels; }
+
+// y [rows, channels] = gamma (x - mean) inv_std + beta, per channel, as BatchNorm::forward. Training:
+// mean, var of the batch; running_mean/var [channels] updated with momentum (var unbiased). Not:
+// the running statistics. saved: double [batch_norm_saved_count(channels)] (element_span of a
+// buffer), for the backward. Two kernels; the event is the last's. rows = 0: nothing enqueued.
+Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t channels, bool training, double momentum,
+                                     double eps, DeviceSpan x, DeviceSpan gamma, DeviceSpan beta,
+                                     DeviceSpan running_mean, DeviceSpan running_var, DeviceSpan saved, DeviceSpan y);
+// dgamma, dbeta [channels] (accumulate: +=, else =) and dx [rows, channels] (null dx.mem: skipped)
+// from dy, as BatchNorm::backward after the forward that wrote `saved` (training: through the
+// batch statistics; not: they are constants). rows = 0: nothing enqueued.
+Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t channels, bool training,
+                                      bool accumulate, DeviceSpan x, DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved,
+                                      DeviceSpan dgamma, DeviceSpan dbeta, DeviceSpan dx);
+
+}  // namespace rg::ocl
