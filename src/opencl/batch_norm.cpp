@@ -70,7 +70,7 @@ Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t chan
                                   cl_uint{accumulate ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset),
                                   saved.mem, u32(saved.offset), dgamma.mem, u32(dgamma.offset), dbeta.mem,
                                   u32(dbeta.offset)));
-  if (dx.mem == nullptr) return std::move(sums);
+  if (dx.mem == nullptr) return sums;
   RG_TRY(check_u32(name, n, {dx}));
   return launch_1d(device, kFile, "f32_batch_norm_dx", "", n, u32(n), u32(rows), u32(channels),
                    cl_uint{training ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset), gamma.mem,
