@@ -14,14 +14,8 @@ namespace {
 constexpr const char* kFile = "batch_norm.cl";
 using detail::check_u32;
 using detail::launch_1d;
+using detail::need_fp64;
 using detail::u32;
-
-// The statistics sum in double like the CPU's; a device without doubles is refused.
-Status need_fp64(const Device& device, const char* what) {
-  if (device.info().has_extension("cl_khr_fp64")) return Status();
-  return Status::error(device.label() + ": " + what +
-                       " sums in double as the CPU does, and the device has no cl_khr_fp64");
-}
 
 // kernel_args.h takes no double: momentum and eps go as their bits (as_double in the kernel).
 cl_ulong double_bits(double value) {

@@ -13,18 +13,10 @@ using detail::check_u32;
 using detail::launch_1d;
 using detail::u32;
 
-void check_geometry(const ConvGeometry& g, int64_t batch) {
-  RG_CHECK(batch >= 0 && g.height > 0 && g.width > 0 && g.channels > 0 && g.kernel > 0 && g.stride > 0 &&
-               g.pad >= 0 && g.out_h > 0 && g.out_w > 0,
-           "patches of " << batch << " x " << g.height << " x " << g.width << " x " << g.channels << " with kernel "
-                         << g.kernel << ", stride " << g.stride << ", pad " << g.pad << " to " << g.out_h << " x "
-                         << g.out_w);
-}
-
 }  // namespace
 
 Result<Event> f32_im2col(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan image, DeviceSpan cols) {
-  check_geometry(g, batch);
+  detail::check_geometry("patches of", g, batch);
   const int64_t in = batch * g.height * g.width * g.channels, out = batch * g.patches() * g.patch_size();
   RG_TRY(check_u32("f32_im2col", in, {image}));
   RG_TRY(check_u32("f32_im2col", out, {cols}));
@@ -35,7 +27,7 @@ Result<Event> f32_im2col(Device& device, const ConvGeometry& g, int64_t batch, D
 
 Result<Event> f32_col2im_add(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan cols, DeviceSpan image,
                              bool accumulate) {
-  check_geometry(g, batch);
+  detail::check_geometry("patches of", g, batch);
   const int64_t in = batch * g.height * g.width * g.channels, out = batch * g.patches() * g.patch_size();
   RG_TRY(check_u32("f32_col2im_add", out, {cols}));
   RG_TRY(check_u32("f32_col2im_add", in, {image}));

@@ -1,6 +1,7 @@
-// What the 1-D launchers (elementwise, activation, optimizer) share: the 32-bit index check
-// of a span and a launch of one work-item per element (or row, or column) in groups of up to
-// 256, the global size rounded up (kernels guard at n).
+// What the 1-D launchers (elementwise, activation, optimizer, loss, pool, im2col, batch norm)
+// share: the 32-bit index check of a span, a launch of one work-item per element (or row, or
+// column) in groups of up to 256, the global size rounded up (kernels guard at n), and the
+// checks of geometries and of double support.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "opencl/buffer.h"
 #include "opencl/device.h"
 #include "opencl/kernel_args.h"
+#include "ops/im2col.h"
 
 namespace rg::ocl::detail {
 
@@ -53,6 +55,21 @@ inline std::string division_options(const Device& device) {
   return code == CL_SUCCESS && (config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0
              ? "-cl-fp32-correctly-rounded-divide-sqrt"
              : "";
+}
+
+// Kernels that sum in double as the CPU does (losses, batch-norm statistics): a device without
+// cl_khr_fp64 is refused, naming `what`.
+inline Status need_fp64(const Device& device, const char* what) {
+  if (device.info().has_extension("cl_khr_fp64")) return Status();
+  return Status::error(device.label() + ": " + what + " sums in double as the CPU does, and the device has no cl_khr_fp64");
+}
+
+// A conv or pooling geometry over `batch` images that a launcher may pass on (a bug otherwise).
+inline void check_geometry(const char* what, const ConvGeometry& g, int64_t batch) {
+  RG_CHECK(batch >= 0 && g.height > 0 && g.width > 0 && g.channels > 0 && g.kernel > 0 && g.stride > 0 &&
+               g.pad >= 0 && g.out_h > 0 && g.out_w > 0,
+           "" << what << " " << batch << " x " << g.height << " x " << g.width << " x " << g.channels << " with kernel "
+                << g.kernel << ", stride " << g.stride << ", pad " << g.pad << " to " << g.out_h << " x " << g.out_w);
 }
 
 }  // namespace rg::ocl::detail

@@ -14,14 +14,8 @@ namespace {
 constexpr const char* kFile = "loss.cl";
 using detail::check_u32;
 using detail::launch_1d;
+using detail::need_fp64;
 using detail::u32;
-
-// The losses sum in double like the CPU's (ops/loss.h); a device without doubles is refused.
-Status need_fp64(const Device& device, const char* kernel) {
-  if (device.info().has_extension("cl_khr_fp64")) return Status();
-  return Status::error(device.label() + ": " + kernel +
-                       " sums in double as the CPU does, and the device has no cl_khr_fp64");
-}
 
 int64_t elements(int64_t rows, int64_t cols) {
   RG_CHECK(rows >= 0 && cols >= 1, "a loss over " << rows << " x " << cols << " predictions");

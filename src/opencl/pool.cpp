@@ -13,14 +13,6 @@ using detail::check_u32;
 using detail::launch_1d;
 using detail::u32;
 
-void check_geometry(const ConvGeometry& g, int64_t batch) {
-  RG_CHECK(batch >= 0 && g.height > 0 && g.width > 0 && g.channels > 0 && g.kernel > 0 && g.stride > 0 &&
-               g.pad >= 0 && g.out_h > 0 && g.out_w > 0,
-           "pooling " << batch << " x " << g.height << " x " << g.width << " x " << g.channels << " with kernel "
-                      << g.kernel << ", stride " << g.stride << ", pad " << g.pad << " to " << g.out_h << " x "
-                      << g.out_w);
-}
-
 // avg_pool_forward/backward's T(1) / T(kernel^2), in float.
 float average_scale(const ConvGeometry& g) { return 1.0f / static_cast<float>(g.kernel * g.kernel); }
 
@@ -28,7 +20,7 @@ float average_scale(const ConvGeometry& g) { return 1.0f / static_cast<float>(g.
 
 Result<Event> f32_pool_forward(Device& device, PoolOp op, const ConvGeometry& g, int64_t batch, DeviceSpan x,
                                DeviceSpan y) {
-  check_geometry(g, batch);
+  detail::check_geometry("pooling", g, batch);
   const int64_t in = batch * g.height * g.width * g.channels, out = batch * g.out_h * g.out_w * g.channels;
   RG_TRY(check_u32("f32_pool_forward", in, {x}));
   RG_TRY(check_u32("f32_pool_forward", out, {y}));
@@ -40,7 +32,7 @@ Result<Event> f32_pool_forward(Device& device, PoolOp op, const ConvGeometry& g,
 
 Result<Event> f32_pool_backward(Device& device, PoolOp op, const ConvGeometry& g, int64_t batch, DeviceSpan x,
                                 DeviceSpan y, DeviceSpan dy, DeviceSpan dx) {
-  check_geometry(g, batch);
+  detail::check_geometry("pooling", g, batch);
   const int64_t in = batch * g.height * g.width * g.channels, out = batch * g.out_h * g.out_w * g.channels;
   const bool max = op == PoolOp::max;
   if (max) {
