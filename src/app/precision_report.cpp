@@ -155,12 +155,20 @@ Result<TrainedCopy> train_again(const Model& model, TrainOptions options, TrainP
   return train_copy(std::move(net), options, pool, train, nullptr);
 }
 
-// How the int8-qat row came from the f32 run: "the run's last 1 epoch again", "fine-tuned 1
-// epoch at lr 0.001".
-std::string qat_text(const QatFineTune& qat, double run_lr) {
+// How the int8-qat row came from the f32 run of `run` options: "the run's last 1 epoch again",
+// "all 5 epochs again, from the initial weights", "fine-tuned 1 epoch at lr 0.001".
+std::string qat_text(const QatFineTune& qat, const TrainOptions& run) {
   std::ostringstream os;
   const char* epochs = qat.epochs == 1 ? " epoch" : " epochs";
-  if (qat.start == QatStart::last_epochs) {
+  const double run_lr = run.schedule.lr;
+  if (qat.start == QatStart::last_epochs && qat.epochs >= run.epochs) {
+    // From the first step the ranges start from untrained values: short runs lose accuracy.
+    if (qat.epochs == 1) {
+      os << "the run's one epoch again, from the initial weights";
+    } else {
+      os << "all " << qat.epochs << " epochs again, from the initial weights";
+    }
+  } else if (qat.start == QatStart::last_epochs) {
     os << "the run's last " << qat.epochs << epochs << " again";
   } else {
     os << "fine-tuned " << qat.epochs << epochs << " at lr " << run_lr * qat.lr_scale;
@@ -175,7 +183,7 @@ std::string qat_text(const QatFineTune& qat, double run_lr) {
 // state) and seed. The ranges start from the first batch's either way.
 Result<TrainedCopy> train_qat(Model& model, TrainOptions options, const QatFineTune& qat, const Checkpoint* start,
                               ThreadPool& pool, const Dataset& train) {
-  std::fprintf(options.log, "\nprecision int8-qat: %s through fake int8\n", qat_text(qat, options.schedule.lr).c_str());
+  std::fprintf(options.log, "\nprecision int8-qat: %s through fake int8\n", qat_text(qat, options).c_str());
   options.precision = TrainPrecision::int8_qat;
   if (qat.start == QatStart::extra_epochs) {
     RG_ASSIGN(std::unique_ptr<Model> net, qat_copy_of(model, options.seed));
@@ -275,7 +283,7 @@ Result<PrecisionRow> qat_row(Model& model, const TrainOptions& options, const Ch
   int8.ranges = tuned.trainer->fake_quantizer()->ranges();
   RG_ASSIGN(PrecisionRow row, int8_row(*tuned.net, int8, evaluator, pool, train, test, settings));
   row.precision = "int8-qat";
-  row.what_ran = "int8 QAT: " + int8_gemm_count(row.layers) + ", " + qat_text(settings.qat, options.schedule.lr);
+  row.what_ran = "int8 QAT: " + int8_gemm_count(row.layers) + ", " + qat_text(settings.qat, options);
   row.train_samples_per_s = tuned.samples_per_s;
   return row;
 }
