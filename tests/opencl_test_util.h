@@ -1,0 +1,206 @@
+// Shared by the OpenCL test programs (test_opencl: the runtime, devices and buffers;
+// test_opencl_ops: the op kernels against the CPU): the devices opened once, skipping without
+// one, temp files, uploads and downloads, guarded output buffers and the bit comparisons.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/fp16.h"
+#include "base/memory.h"
+#include "base/rng.h"
+#include "cli_run.h"
+#include "nn/batch_norm.h"
+#include "ops/activation.h"
+#include "ops/elementwise.h"
+#include "ops/gemm.h"
+#include "ops/im2col.h"
+#include "ops/loss.h"
+#include "ops/pool2d.h"
+#include "opencl/activation.h"
+#include "opencl/batch_norm.h"
+#include "opencl/buffer.h"
+#include "opencl/cl_error.h"
+#include "opencl/device.h"
+#include "opencl/device_choice.h"
+#include "opencl/elementwise.h"
+#include "opencl/gemm.h"
+#include "opencl/im2col.h"
+#include "opencl/kernel_args.h"
+#include "opencl/kernel_sources.h"
+#include "opencl/launch_1d.h"
+#include "opencl/loss.h"
+#include "opencl/optimizer.h"
+#include "opencl/pool.h"
+
+
+namespace rg::ocl {
+namespace {
+
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+inline std::string temp_dir() {
+  static const std::string dir = [] {
+    std::string d = ::testing::TempDir() + "retrograd_opencl_XXXXXX";
+    return std::string(mkdtemp(&d[0]));
+  }();
+  return dir;
+}
+
+inline void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  // `value` null: unset for the scope.
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ScopedEnv(const char* name, const std::string& value) : ScopedEnv(name, value.c_str()) {}
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+// Allocation tests stop at this cap here; `retrograd probe` tries the real limit.
+constexpr int64_t kAllocTestCap = int64_t{16} << 20;
+
+struct OpenDevices {
+  std::vector<Device*> devices;
+  std::vector<std::string> failures;  // devices that exist but did not open
+};
+
+// Every OpenCL device, opened once for the whole program and kept until exit (a driver's
+// own exit handlers may run before a static destructor would close them).
+inline const OpenDevices& open_devices() {
+  static const OpenDevices* open = [] {
+    auto* result = new OpenDevices;
+    auto platforms = list_platforms();
+    if (!platforms.ok()) return result;
+    for (const PlatformInfo& platform : platforms.value()) {
+      for (const DeviceInfo& info : platform.devices) {
+        DeviceOptions options;
+        options.capability.max_alloc_test_bytes = kAllocTestCap;
+        auto device = Device::open(DeviceChoice{true, info.platform_index, info.device_index}, options);
+        if (device.ok()) {
+          result->devices.push_back(device.take().release());
+        } else {
+          result->failures.push_back(device.status().message());
+        }
+      }
+    }
+    return result;
+  }();
+  return *open;
+}
+
+#define SKIP_WITHOUT_OPENCL()                                                                   \
+  do {                                                                                          \
+    if (open_devices().devices.empty() && open_devices().failures.empty()) {                    \
+      GTEST_SKIP() << "no OpenCL device, so nothing to test: " << opencl_status().message();    \
+    }                                                                                           \
+  } while (0)
+
+inline std::vector<float> random_floats(Rng& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
+  std::vector<float> v(n);
+  for (float& x : v) x = lo + (hi - lo) * rng.uniform_f32();
+  return v;
+}
+
+template <class T>
+Buffer upload_or_die(Device& device, const std::vector<T>& values, const std::string& what) {
+  auto buffer = upload(device, values, what);
+  RG_CHECK(buffer.ok(), "" << buffer.status().message());
+  return buffer.take();
+}
+
+template <class T>
+std::vector<T> download_all(const Buffer& buffer) {
+  auto values = download<T>(buffer, buffer.bytes() / static_cast<int64_t>(sizeof(T)));
+  RG_CHECK(values.ok(), "" << values.status().message());
+  return values.take();
+}
+
+inline bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Sizes below, at and above the 256-item work-group, and a buffer offset: each output buffer
+// has `kGuard` sentinels on each side that no kernel may touch.
+const int64_t kSizes[] = {1, 7, 255, 256, 257, 1000};
+constexpr int64_t kGuard = 5;
+constexpr float kSentinel = -12345.0f;
+
+// A buffer of kGuard sentinels, `values`, kGuard sentinels; its span covers `values`.
+struct Guarded {
+  Buffer buffer;
+  DeviceSpan span;
+};
+inline Guarded guarded_f32(Device& device, const std::vector<float>& values, const std::string& what) {
+  std::vector<float> all(kGuard, kSentinel);
+  all.insert(all.end(), values.begin(), values.end());
+  all.insert(all.end(), kGuard, kSentinel);
+  Guarded g{upload_or_die(device, all, what), {}};
+  g.span = g.buffer.f32(kGuard, static_cast<int64_t>(values.size()));
+  return g;
+}
+// The values between the guards; the guards must still be sentinels.
+inline std::vector<float> unguard(const Guarded& g) {
+  std::vector<float> all = download_all<float>(g.buffer);
+  for (int64_t i = 0; i < kGuard; ++i) {
+    EXPECT_EQ(all[i], kSentinel) << "written before the span";
+    EXPECT_EQ(all[all.size() - 1 - i], kSentinel) << "written after the span";
+  }
+  return std::vector<float>(all.begin() + kGuard, all.end() - kGuard);
+}
+
+// Tolerance per op: OpenCL requires + and * on float correctly rounded, and the kernels keep
+// FP_CONTRACT off, so axpy, scale, add and relu match the CPU's two roundings bit for bit. A NaN
+// that arithmetic makes matches any NaN: IEEE 754 leaves its sign and payload to the hardware
+// (NVIDIA's GPUs give their canonical 0x7FFFFFFF where x86 passes the input's NaN on).
+inline void expect_bits(const std::vector<float>& got, const std::vector<float>& want, const char* op) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
+    ASSERT_TRUE(both_nan || same_bits(got[i], want[i])) << op << " element " << i << ": " << got[i] << " want "
+                                                        << want[i];
+  }
+}
+
+}  // namespace
+}  // namespace rg::ocl

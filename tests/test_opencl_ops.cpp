@@ -1,0 +1,1026 @@
+// Every OpenCL kernel on every OpenCL device found, against the CPU's own function with a
+// tolerance per op (bit for bit where the arithmetic is the same): elementwise, GEMM,
+// activations, optimizers, losses, pooling, im2col and batch norm. Without a device each test
+// is skipped and says why (PoCL runs them in CI).
+#include "opencl_test_util.h"
+
+namespace rg::ocl {
+namespace {
+
+// ---------------------------------------------------------------- elementwise kernels
+
+TEST(OpenclElementwise, AxpyScaleAddMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(11);
+  for (Device* device : open_devices().devices) {
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(device->label() + " n=" + std::to_string(n));
+      const std::vector<float> x = random_floats(rng, n), y = random_floats(rng, n);
+      const float a = -0.7f;
+      Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, y, "y");
+      ASSERT_TRUE(f32_axpy(*device, n, a, gx.span, gy.span).ok());
+      std::vector<float> want = y;
+      for (int64_t i = 0; i < n; ++i) want[i] = a * x[i] + y[i];
+      expect_bits(unguard(gy), want, "f32_axpy");
+
+      ASSERT_TRUE(f32_scale(*device, n, 3.25f, gx.span).ok());
+      std::vector<float> scaled = x;
+      for (float& v : scaled) v = 3.25f * v;
+      expect_bits(unguard(gx), scaled, "f32_scale");
+
+      Guarded out = guarded_f32(*device, std::vector<float>(n, 0.0f), "out");
+      ASSERT_TRUE(f32_add(*device, n, gx.span, gy.span, out.span).ok());
+      std::vector<float> sum(n);
+      for (int64_t i = 0; i < n; ++i) sum[i] = scaled[i] + want[i];
+      expect_bits(unguard(out), sum, "f32_add");
+      ASSERT_TRUE(f32_add(*device, n, gx.span, gx.span, gx.span).ok());  // in place
+      for (float& v : scaled) v = v + v;
+      expect_bits(unguard(gx), scaled, "f32_add in place");
+    }
+  }
+}
+
+TEST(OpenclElementwise, ReluForwardAndBackwardMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(12);
+  for (Device* device : open_devices().devices) {
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(device->label() + " n=" + std::to_string(n));
+      std::vector<float> x = random_floats(rng, n);
+      if (n >= 4) {
+        x[0] = 0.0f;
+        x[1] = -0.0f;
+        x[2] = std::numeric_limits<float>::quiet_NaN();
+        x[3] = std::numeric_limits<float>::infinity();
+      }
+      const std::vector<float> dy = random_floats(rng, n);
+      Guarded gx = guarded_f32(*device, x, "x"), gdy = guarded_f32(*device, dy, "dy");
+      Guarded gy = guarded_f32(*device, std::vector<float>(n, 9.0f), "y");
+      Guarded gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+      ASSERT_TRUE(f32_relu_forward(*device, n, gx.span, gy.span).ok());
+      ASSERT_TRUE(f32_relu_backward(*device, n, gx.span, gdy.span, gdx.span).ok());
+      std::vector<float> y(n), dx(n);
+      relu_forward(n, x.data(), y.data());
+      relu_backward(n, x.data(), dy.data(), dx.data());
+      expect_bits(unguard(gy), y, "f32_relu_forward");
+      expect_bits(unguard(gdx), dx, "f32_relu_backward");
+    }
+  }
+}
+
+// fp16 storage: the conversions are bit-exact against base/fp16.h on every class of value.
+TEST(OpenclElementwise, Fp16StorageConvertsBitExactly) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(13);
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    std::vector<float> x = {0.0f, -0.0f, 1.0f, 65504.0f, 65520.0f, -1e9f, 1e-5f, 2.9802322e-8f, 1.0f + 1.0f / 2048.0f,
+                            std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+    for (int i = 0; i < 300; ++i) x.push_back(std::ldexp(rng.uniform_f32() * 2.0f - 1.0f, static_cast<int>(rng.uniform_f32() * 50) - 30));
+    const int64_t n = static_cast<int64_t>(x.size());
+    Guarded gx = guarded_f32(*device, x, "x");
+    // Halves in a buffer with 3 halves of room before the span.
+    auto halves = Buffer::allocate(*device, (n + 3) * 2, "halves");
+    ASSERT_TRUE(halves.ok()) << halves.status().message();
+    ASSERT_TRUE(f16_from_f32(*device, n, gx.span, halves.value().f16(3)).ok());
+    const std::vector<uint16_t> h = download_all<uint16_t>(halves.value());
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t want = f32_to_f16(x[i]);
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE((h[3 + i] & 0x7c00) == 0x7c00 && (h[3 + i] & 0x3ff) != 0) << "NaN stays NaN";
+      } else {
+        ASSERT_EQ(h[3 + i], want) << "f16_from_f32(" << x[i] << ")";
+      }
+    }
+    Guarded back = guarded_f32(*device, std::vector<float>(n, 0.0f), "back");
+    ASSERT_TRUE(f32_from_f16(*device, n, halves.value().f16(3), back.span).ok());
+    const std::vector<float> got = unguard(back);
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = f16_to_f32(h[3 + i]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i]));
+      } else {
+        ASSERT_TRUE(same_bits(got[i], want)) << "f32_from_f16(" << h[3 + i] << ")";
+      }
+    }
+  }
+}
+
+TEST(OpenclElementwise, Fp16AxpyRoundsOnceToHalf) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(14);
+  for (Device* device : open_devices().devices) {
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(device->label() + " n=" + std::to_string(n));
+      std::vector<uint16_t> x(n), y(n);
+      for (int64_t i = 0; i < n; ++i) {
+        x[i] = f32_to_f16(rng.uniform_f32() * 8.0f - 4.0f);
+        y[i] = f32_to_f16(rng.uniform_f32() * 8.0f - 4.0f);
+      }
+      Buffer bx = upload_or_die(*device, x, "x"), by = upload_or_die(*device, y, "y");
+      const float a = 0.3f;
+      ASSERT_TRUE(f16_axpy(*device, n, a, bx.f16(), by.f16()).ok());
+      const std::vector<uint16_t> got = download_all<uint16_t>(by);
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t want = f32_to_f16(a * f16_to_f32(x[i]) + f16_to_f32(y[i]));
+        ASSERT_EQ(got[i], want) << "element " << i;
+      }
+    }
+  }
+}
+
+TEST(OpenclElementwise, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  auto event = f32_scale(device, 0, 2.0f, b.f32(1, 0));
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  EXPECT_FALSE(event.value().valid());
+  EXPECT_TRUE(event.value().wait().ok());
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+// ---------------------------------------------------------------- GEMM
+
+struct GemmCase {
+  int64_t m, n, k;
+  int64_t pad;  // extra elements per row of A, B and C as stored
+  float alpha, beta;
+};
+
+// Stored matrix sizes: rows x row stride.
+int64_t stored_rows(bool trans, int64_t rows, int64_t cols) { return trans ? cols : rows; }
+
+// One product on the device against gemm_ref, with offsets into the buffers and C's padding
+// columns left alone. `integers`: inputs in [-23, 23] (exact sums: bit-exact required);
+// else uniform in [-1, 1], within 1e-5 of the sum of |terms| (DESIGN section 5's bound,
+// scaled by the magnitudes) plus 1e-6.
+void check_gemm(Device& device, const GemmCase& t, Trans ta, Trans tb, GemmTile tile, bool integers, Rng& rng) {
+  const bool ta_yes = ta == Trans::yes, tb_yes = tb == Trans::yes;
+  GemmShape s{ta, tb, t.m, t.n, t.k, 0, 0, 0};
+  s.lda = (ta_yes ? t.m : t.k) + t.pad;
+  s.ldb = (tb_yes ? t.k : t.n) + t.pad;
+  s.ldc = t.n + t.pad;
+  const int64_t a_size = stored_rows(ta_yes, t.m, t.k) * s.lda, b_size = stored_rows(tb_yes, t.k, t.n) * s.ldb;
+  const int64_t c_size = t.m * s.ldc;
+  auto fill = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = integers ? std::floor(rng.uniform_f32() * 47.0f) - 23.0f : rng.uniform_f32() * 2.0f - 1.0f;
+    return v;
+  };
+  const std::vector<float> a = fill(a_size), b = fill(b_size);
+  std::vector<float> c = fill(c_size);
+  if (t.beta == 0.0f && c_size > 0) c[0] = std::numeric_limits<float>::quiet_NaN();  // must be ignored
+  std::vector<float> want = c;
+  gemm_ref(s, t.alpha, a.data(), b.data(), t.beta, want.data());
+
+  // Offsets: A and B start 3 and 5 elements into their buffers, C after kGuard sentinels.
+  std::vector<float> a_stored(3, kSentinel), b_stored(5, kSentinel);
+  a_stored.insert(a_stored.end(), a.begin(), a.end());
+  b_stored.insert(b_stored.end(), b.begin(), b.end());
+  Buffer ba = upload_or_die(device, a_stored, "A"), bb = upload_or_die(device, b_stored, "B");
+  Guarded gc = guarded_f32(device, c, "C");
+  auto event = f32_gemm(device, s, t.alpha, ba.f32(3), bb.f32(5), t.beta, gc.span, tile);
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  ASSERT_TRUE(event.value().wait().ok());
+  const std::vector<float> got = unguard(gc);
+  for (int64_t i = 0; i < t.m; ++i) {
+    for (int64_t j = 0; j < s.ldc; ++j) {
+      const int64_t at = i * s.ldc + j;
+      if (j >= t.n) {  // padding: untouched
+        ASSERT_TRUE(same_bits(got[at], c[at])) << "padding C[" << i << "][" << j << "] written";
+        continue;
+      }
+      if (integers) {
+        ASSERT_EQ(got[at], want[at]) << "C[" << i << "][" << j << "]";
+        continue;
+      }
+      double magnitude = std::fabs(t.beta == 0.0f ? 0.0 : t.beta * c[at]);
+      for (int64_t p = 0; p < t.k; ++p) {
+        const float ap = ta_yes ? a[p * s.lda + i] : a[i * s.lda + p];
+        const float bp = tb_yes ? b[j * s.ldb + p] : b[p * s.ldb + j];
+        magnitude += std::fabs(static_cast<double>(t.alpha) * ap * bp);
+      }
+      ASSERT_LE(std::fabs(got[at] - want[at]), 1e-5 * magnitude + 1e-6)
+          << "C[" << i << "][" << j << "] = " << got[at] << ", want " << want[at];
+    }
+  }
+}
+
+// Sizes below, at and above each tile (16, 32, 64) and the 16-deep panel, including 1s.
+const GemmCase kGemmCases[] = {
+    {1, 1, 1, 0, 1.0f, 0.0f},    {5, 7, 3, 2, 1.0f, 0.0f},     {16, 16, 16, 0, 1.0f, 1.0f},
+    {17, 33, 15, 1, 0.5f, -1.5f}, {64, 64, 16, 0, 1.0f, 0.0f},  {65, 63, 17, 3, -1.0f, 0.25f},
+    {3, 100, 70, 0, 1.0f, 1.0f},  {70, 2, 33, 1, 2.0f, 0.0f},   {40, 40, 0, 0, 1.0f, 0.5f},
+};
+
+class OpenclGemm : public ::testing::TestWithParam<std::tuple<Trans, Trans>> {};
+
+TEST_P(OpenclGemm, EveryTileMatchesTheReference) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  Rng rng(21);
+  for (Device* device : open_devices().devices) {
+    for (GemmTile tile : {GemmTile::t64x64, GemmTile::t32x32, GemmTile::t16x16, GemmTile::automatic}) {
+      for (const GemmCase& t : kGemmCases) {
+        SCOPED_TRACE(device->label() + " tile " + gemm_tile_name(tile) + " m=" + std::to_string(t.m) +
+                     " n=" + std::to_string(t.n) + " k=" + std::to_string(t.k) + " pad=" + std::to_string(t.pad));
+        check_gemm(*device, t, ta, tb, tile, false, rng);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(OpenclGemm, IntegerProductsAreBitExact) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  Rng rng(22);
+  for (Device* device : open_devices().devices) {
+    for (const GemmCase& t : {GemmCase{33, 65, 40, 1, 1.0f, 0.0f}, GemmCase{64, 31, 17, 0, 1.0f, 1.0f}}) {
+      SCOPED_TRACE(device->label() + " m=" + std::to_string(t.m) + " n=" + std::to_string(t.n));
+      check_gemm(*device, t, ta, tb, GemmTile::automatic, true, rng);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transposes, OpenclGemm,
+                         ::testing::Combine(::testing::Values(Trans::no, Trans::yes),
+                                            ::testing::Values(Trans::no, Trans::yes)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == Trans::yes ? "At" : "A") +
+                                  (std::get<1>(info.param) == Trans::yes ? "Bt" : "B");
+                         });
+
+TEST(OpenclGemmTiming, TheKernelEventIsProfiled) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Rng rng(23);
+  const int64_t n = 64;
+  Buffer a = upload_or_die(device, random_floats(rng, n * n), "A");
+  Buffer b = upload_or_die(device, random_floats(rng, n * n), "B");
+  Buffer c = upload_or_die(device, std::vector<float>(n * n, 0.0f), "C");
+  const GemmShape s{Trans::no, Trans::no, n, n, n, n, n, n};
+  auto event = f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, c.f32());
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  auto seconds = event.value().seconds();
+  ASSERT_TRUE(seconds.ok()) << seconds.status().message();
+  EXPECT_GT(seconds.value(), 0.0);
+  EXPECT_LT(seconds.value(), 60.0);
+}
+
+// ---------------------------------------------------------------- activations, bias, column sums
+
+// Same bits, or both NaN (a NaN's sign and payload are the hardware's, not the op's).
+void expect_same(const std::vector<float>& got, const std::vector<float>& want, const char* op) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i]) && std::isnan(got[i])) continue;
+    ASSERT_TRUE(same_bits(got[i], want[i])) << op << " element " << i << ": " << got[i] << " want " << want[i];
+  }
+}
+
+// Floats apart, counting every float between (0 and -0 are 0 apart); NaN against a number is far.
+int64_t ulps_apart(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : std::numeric_limits<int64_t>::max();
+  const auto ordered = [](float f) {
+    int32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits < 0 ? -static_cast<int64_t>(bits & 0x7fffffff) : static_cast<int64_t>(bits);
+  };
+  return std::llabs(ordered(a) - ordered(b));
+}
+
+// Tolerances of the transcendental forwards. OpenCL 1.2 (7.4, full profile) allows exp 3 ulp and
+// tanh 5 ulp; xsimd's f32 exp and tanh, which the CPU runs, are within about 1-2 ulp. tanh: 5 + 2,
+// plus 1 for rounding. sigmoid: e = exp(-|x|) may differ by 5 ulp; 1 / (1 + e) damps e's error
+// (by e / (1 + e) <= 1/2) and adds a rounding; x < 0 multiplies e by that: 5 + 3 + 1 = 9, plus 3.
+constexpr int64_t kTanhUlps = 8, kSigmoidUlps = 12;
+
+void expect_ulps(const std::vector<float>& got, const std::vector<float>& want, int64_t ulps, const char* op) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_LE(ulps_apart(got[i], want[i]), ulps) << op << " element " << i << ": " << got[i] << " want " << want[i];
+  }
+}
+
+// Inputs in [-8, 8] with 0, -0, NaN, +-inf and +-20 (sigmoid's e^-20, still normal) at the front.
+std::vector<float> activation_inputs(Rng& rng, int64_t n) {
+  std::vector<float> x = random_floats(rng, n, -8.0f, 8.0f);
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 20.0f, -20.0f};
+  for (size_t i = 0; i < std::size(specials) && i < x.size(); ++i) x[i] = specials[i];
+  return x;
+}
+
+// Each elementwise activation through f32_unary_forward / f32_unary_backward against rg::unary /
+// rg::unary_grad (the CPU's f32 kernels). The backward gets the CPU's forward output, so its
+// check is bit-exact whatever the forward's tolerance.
+TEST(OpenclActivation, ForwardAndBackwardOfEveryActivationMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(31);
+  const float slope = 0.01f;
+  for (Device* device : open_devices().devices) {
+    for (int64_t n : kSizes) {
+      for (UnaryOp op : {UnaryOp::relu, UnaryOp::leaky_relu, UnaryOp::sigmoid, UnaryOp::tanh}) {
+        SCOPED_TRACE(device->label() + " n=" + std::to_string(n) + " op " + std::to_string(static_cast<int>(op)));
+        const std::vector<float> x = activation_inputs(rng, n), dy = random_floats(rng, n);
+        std::vector<float> y(n), dx(n);
+        unary(nullptr, op, n, slope, x.data(), y.data());
+        const bool from_input = op == UnaryOp::relu || op == UnaryOp::leaky_relu;
+        const std::vector<float>& xy = from_input ? x : y;
+        unary_grad(nullptr, op, n, slope, xy.data(), dy.data(), dx.data());
+
+        Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(n, 9.0f), "y");
+        ASSERT_TRUE(f32_unary_forward(*device, op, n, slope, gx.span, gy.span).ok());
+        const std::vector<float> got_y = unguard(gy);
+        if (op == UnaryOp::sigmoid) {
+          expect_ulps(got_y, y, kSigmoidUlps, "f32_sigmoid_forward");
+        } else if (op == UnaryOp::tanh) {
+          expect_ulps(got_y, y, kTanhUlps, "f32_tanh_forward");
+        } else {
+          expect_same(got_y, y, "forward");
+        }
+        Guarded gxy = guarded_f32(*device, xy, "xy"), gdy = guarded_f32(*device, dy, "dy");
+        Guarded gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+        ASSERT_TRUE(f32_unary_backward(*device, op, n, slope, gxy.span, gdy.span, gdx.span).ok());
+        expect_same(unguard(gdx), dx, "backward");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Row softmax: the backward is bit-exact with softmax_backward (what the layer runs); the forward
+// differs in exp (5 ulp, as above) and in the sum's order (the CPU adds in vector lanes): each of
+// two orders of `cols` positive terms is within (cols - 1) 2^-24 relative of the exact sum, and
+// 1 / sum and the multiply round once each, so within (10 + 2 cols) 2^-24 relative, doubled.
+TEST(OpenclActivation, SoftmaxRowsMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(32);
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {3, 10}, {7, 257}, {2, 1000}, {300, 3}};
+  for (Device* device : open_devices().devices) {
+    for (const auto& [rows, cols] : shapes) {
+      SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols));
+      const int64_t n = rows * cols;
+      const std::vector<float> x = random_floats(rng, n, -10.0f, 10.0f), dy = random_floats(rng, n);
+      std::vector<float> y(n), dx(n);
+      softmax_rows(rows, cols, x.data(), y.data());
+      softmax_backward<float>(rows, cols, y.data(), dy.data(), dx.data());
+
+      Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(n, 9.0f), "y");
+      ASSERT_TRUE(f32_softmax_rows_forward(*device, rows, cols, gx.span, gy.span).ok());
+      const std::vector<float> got = unguard(gy);
+      const double relative = 2.0 * (10.0 + 2.0 * static_cast<double>(cols)) * std::ldexp(1.0, -24);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_LE(std::fabs(got[i] - y[i]), relative * y[i] + 1e-37) << "y[" << i << "] = " << got[i] << " want " << y[i];
+      }
+      ASSERT_TRUE(f32_softmax_rows_forward(*device, rows, cols, gx.span, gx.span).ok());  // in place
+      EXPECT_EQ(unguard(gx), got);
+
+      Guarded gcpu_y = guarded_f32(*device, y, "cpu y"), gdy = guarded_f32(*device, dy, "dy");
+      Guarded gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+      ASSERT_TRUE(f32_softmax_rows_backward(*device, rows, cols, gcpu_y.span, gdy.span, gdx.span).ok());
+      expect_bits(unguard(gdx), dx, "f32_softmax_rows_backward");
+    }
+  }
+}
+
+// Shapes of few columns (the CPU's repeated-pattern path, up to 64) and of many.
+const std::pair<int64_t, int64_t> kRowShapes[] = {{1, 1}, {5, 3}, {33, 64}, {7, 65}, {100, 100}, {2, 1000}};
+
+TEST(OpenclActivation, AddBiasMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(33);
+  for (Device* device : open_devices().devices) {
+    for (const auto& [rows, cols] : kRowShapes) {
+      SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols));
+      const std::vector<float> bias = random_floats(rng, cols, -3.0f, 3.0f), y = random_floats(rng, rows * cols);
+      std::vector<float> want = y;
+      add_bias(nullptr, rows, cols, bias.data(), want.data());
+      Guarded gb = guarded_f32(*device, bias, "bias"), gy = guarded_f32(*device, y, "y");
+      ASSERT_TRUE(f32_add_bias(*device, rows, cols, gb.span, gy.span).ok());
+      expect_bits(unguard(gy), want, "f32_add_bias");
+      EXPECT_EQ(unguard(gb), bias);
+    }
+  }
+}
+
+// rg::column_sum adds onto `sums` and splits the rows in blocks of rows_per_block(cols) (32768
+// elements): 25000 x 3 and 400 x 100 are 3 and 2 blocks, 3 x 40000 three blocks of one row.
+TEST(OpenclActivation, ColumnSumMatchesTheCpuBlockForBlock) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(34);
+  std::vector<std::pair<int64_t, int64_t>> shapes(std::begin(kRowShapes), std::end(kRowShapes));
+  shapes.insert(shapes.end(), {{300, 7}, {25000, 3}, {400, 100}, {3, 40000}, {0, 4}});
+  for (Device* device : open_devices().devices) {
+    for (const auto& [rows, cols] : shapes) {
+      SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols));
+      std::vector<float> x = random_floats(rng, rows * cols);
+      for (size_t i = 0; i < x.size(); i += 7) x[i] *= 1000.0f;  // magnitudes apart: the order shows
+      const std::vector<float> sums = random_floats(rng, cols, -5.0f, 5.0f);
+      std::vector<float> want = sums;
+      column_sum(nullptr, rows, cols, x.data(), want.data());
+      Guarded gx = guarded_f32(*device, x, "x"), gs = guarded_f32(*device, sums, "sums");
+      ASSERT_TRUE(f32_column_sum(*device, rows, cols, gx.span, gs.span).ok());
+      expect_bits(unguard(gs), want, "f32_column_sum");
+      if (rows == 25000) {  // the blocks matter: a plain sum down the rows differs somewhere
+        bool differs = false;
+        for (int64_t c = 0; c < cols; ++c) {
+          float plain = sums[c];
+          for (int64_t r = 0; r < rows; ++r) plain += x[r * cols + c];
+          differs = differs || !same_bits(plain, want[c]);
+        }
+        EXPECT_TRUE(differs) << "this shape does not tell the blocked sum from the plain one";
+      }
+    }
+  }
+}
+
+TEST(OpenclActivation, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  const auto expect_nothing = [](const Result<Event>& event) {
+    ASSERT_TRUE(event.ok()) << event.status().message();
+    EXPECT_FALSE(event.value().valid());
+  };
+  expect_nothing(f32_sigmoid_forward(device, 0, b.f32(1, 0), b.f32(1, 0)));
+  expect_nothing(f32_column_sum(device, 0, 1, b.f32(1, 0), b.f32()));
+  expect_nothing(f32_add_bias(device, 0, 1, b.f32(), b.f32(1, 0)));
+  expect_nothing(f32_softmax_rows_forward(device, 0, 5, b.f32(1, 0), b.f32(1, 0)));
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+// ---------------------------------------------------------------- optimizers
+
+// Several steps of the CPU's Optimizer against f32_sgd / f32_adam on the same weights and grads,
+// with a learning rate that changes per step. SGD: + and * only, so bit-exact on any IEEE
+// device. Adam also divides and takes a square root: bit-exact where the device builds them
+// correctly rounded (division_options); elsewhere OpenCL 1.2 allows 2.5 ulp for / and 3 for
+// sqrt, which moves the update by a few ulp of itself and w by at most a few ulp of w per step.
+void check_optimizer(Device& device, const OptimizerConfig& config, Rng& rng) {
+  const int64_t sizes[] = {1000, 7, 1};
+  std::vector<Param> params(std::size(sizes));
+  std::vector<Param*> pointers;
+  std::vector<Buffer> w, grad, state0, state1;
+  for (size_t p = 0; p < params.size(); ++p) {
+    const int64_t n = sizes[p];
+    params[p].name = "p" + std::to_string(p);
+    auto value = Tensor::zeros(Shape{n}, DType::f32, "w");
+    auto g = Tensor::zeros(Shape{n}, DType::f32, "grad");
+    ASSERT_TRUE(value.ok() && g.ok());
+    params[p].value = value.take();
+    params[p].grad = g.take();
+    const std::vector<float> init = random_floats(rng, n);
+    std::memcpy(params[p].value.f32(), init.data(), n * sizeof(float));
+    pointers.push_back(&params[p]);
+    w.push_back(upload_or_die(device, init, "w"));
+    grad.push_back(upload_or_die(device, std::vector<float>(n, 0.0f), "grad"));
+    state0.push_back(upload_or_die(device, std::vector<float>(n, 0.0f), "m"));
+    state1.push_back(upload_or_die(device, std::vector<float>(n, 0.0f), "s"));
+  }
+  Optimizer cpu(config, pointers);
+  ASSERT_TRUE(cpu.init().ok());
+  const bool adam = config.kind == OptimizerKind::adam;
+  const bool exact = !adam || !detail::division_options(device).empty();
+  for (int64_t t = 1; t <= 4; ++t) {
+    const double lr = (adam ? 1e-3 : 0.1) / static_cast<double>(t);
+    for (size_t p = 0; p < params.size(); ++p) {
+      const std::vector<float> g = random_floats(rng, sizes[p], -2.0f, 2.0f);
+      std::memcpy(params[p].grad.f32(), g.data(), g.size() * sizeof(float));
+      ASSERT_TRUE(write_buffer(grad[p], 0, g.data(), static_cast<int64_t>(g.size() * sizeof(float))).ok());
+    }
+    cpu.step(lr);
+    for (size_t p = 0; p < params.size(); ++p) {
+      const int64_t n = sizes[p];
+      if (adam) {
+        ASSERT_TRUE(f32_adam(device, n, adam_step_for(config, t, lr), w[p].f32(), grad[p].f32(), state0[p].f32(),
+                             state1[p].f32())
+                        .ok());
+      } else {
+        const DeviceSpan v = config.momentum != 0 ? state0[p].f32() : DeviceSpan{};
+        ASSERT_TRUE(f32_sgd(device, n, sgd_step_for(config, lr), w[p].f32(), grad[p].f32(), v).ok());
+      }
+      SCOPED_TRACE("step " + std::to_string(t) + " param " + std::to_string(p));
+      const auto as_vector = [n](const Tensor& tensor) { return std::vector<float>(tensor.f32(), tensor.f32() + n); };
+      const std::vector<float> got = download_all<float>(w[p]), want = as_vector(params[p].value);
+      if (exact) {
+        expect_bits(got, want, "w");
+      } else {
+        expect_ulps(got, want, 4 * t, "w");
+      }
+      if (adam) {
+        expect_bits(download_all<float>(state0[p]), as_vector(cpu.state()[p]), "m");  // + and * only
+        if (exact) expect_bits(download_all<float>(state1[p]), as_vector(cpu.state()[params.size() + p]), "s");
+      } else if (config.momentum != 0) {
+        expect_bits(download_all<float>(state0[p]), as_vector(cpu.state()[p]), "velocity");
+      }
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(OpenclOptimizer, SgdMatchesTheCpuOptimizerStepForStep) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(41);
+  for (Device* device : open_devices().devices) {
+    for (int variant = 0; variant < 4; ++variant) {
+      SCOPED_TRACE(device->label() + " variant " + std::to_string(variant));
+      OptimizerConfig config;
+      config.kind = OptimizerKind::sgd;
+      config.momentum = variant == 0 ? 0.0 : 0.9;  // 0: plain; 1: momentum; 2: + weight decay; 3: nesterov
+      config.weight_decay = variant >= 2 ? 5e-4 : 0.0;
+      config.nesterov = variant == 3;
+      check_optimizer(*device, config, rng);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(OpenclOptimizer, AdamMatchesTheCpuOptimizerStepForStep) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(42);
+  for (Device* device : open_devices().devices) {
+    for (double weight_decay : {0.0, 0.01}) {
+      SCOPED_TRACE(device->label() + " weight decay " + std::to_string(weight_decay));
+      OptimizerConfig config;
+      config.kind = OptimizerKind::adam;
+      config.weight_decay = weight_decay;
+      check_optimizer(*device, config, rng);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(OpenclOptimizer, AdamStepConstantsAreTheOptimizers) {
+  OptimizerConfig config;
+  config.kind = OptimizerKind::adam;
+  const AdamStep step = adam_step_for(config, 1, 1e-3);
+  EXPECT_EQ(step.one_minus_beta2, 0.001f);  // 1 - 0.999 in double, then rounded: not 1.0f - 0.999f
+  EXPECT_EQ(step.step_size, static_cast<float>(1e-3 / (1.0 - 0.9)));
+  EXPECT_EQ(step.correction2_sqrt, static_cast<float>(std::sqrt(1.0 - 0.999)));
+}
+
+// ---------------------------------------------------------------- losses
+
+// A buffer of kGuard sentinels of T, `values`, kGuard sentinels; its span (element_span) covers
+// `values`. For the int32 labels and hits and the double row losses.
+template <class T>
+struct GuardedOf {
+  Buffer buffer;
+  DeviceSpan span;
+};
+template <class T>
+GuardedOf<T> guarded_of(Device& device, const std::vector<T>& values, T sentinel, const std::string& what) {
+  std::vector<T> all(kGuard, sentinel);
+  all.insert(all.end(), values.begin(), values.end());
+  all.insert(all.end(), kGuard, sentinel);
+  GuardedOf<T> g{upload_or_die(device, all, what), {}};
+  g.span = element_span(g.buffer, sizeof(T), kGuard, static_cast<int64_t>(values.size()));
+  return g;
+}
+template <class T>
+std::vector<T> unguard_of(const GuardedOf<T>& g, T sentinel) {
+  std::vector<T> all = download_all<T>(g.buffer);
+  for (int64_t i = 0; i < kGuard; ++i) {
+    EXPECT_EQ(all[i], sentinel) << "written before the span";
+    EXPECT_EQ(all[all.size() - 1 - i], sentinel) << "written after the span";
+  }
+  return std::vector<T>(all.begin() + kGuard, all.end() - kGuard);
+}
+
+constexpr double kLossSentinel = -777.0;
+const std::pair<int64_t, int64_t> kLossShapes[] = {{1, 1}, {3, 10}, {7, 257}, {300, 3}, {257, 2}};
+
+// Row losses in double on both sides; the device's exp/log/log1p (OpenCL 1.2: 3 ulp in double)
+// against glibc's (under 1 ulp): each term a few 2^-52 relative, the sums add (cols) roundings,
+// the log turns the sum's relative error into an absolute one. 1e-12 (1 + |want|) is far above
+// that and far below a float's 6e-8, so a kernel computing in float fails it. The total: the host
+// adds the rows in compute_loss's order, so its error is the rows' errors, summed.
+void expect_losses(const std::vector<double>& got, const std::vector<double>& want, double tolerance) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t r = 0; r < got.size(); ++r) {
+    ASSERT_LE(std::fabs(got[r] - want[r]), tolerance * (1.0 + std::fabs(want[r])))
+        << "row " << r << ": " << got[r] << " want " << want[r];
+  }
+}
+
+// Gradients g = (float)(a) * grad_scale with a = p - [c == label] or sigmoid - t in double. The device's
+// a may differ by a few 2^-52 absolute (exp's ulps), which after the float cast is at most 1 ulp of a
+// float, unless a cancelled (p near 1, sigmoid near t) where 2^-52 absolute is many float ulps of a tiny
+// a: so within 2 ulp relative plus 1e-14 |grad_scale| absolute. Bit-exact where `exact`.
+void expect_grads(const std::vector<float>& got, const std::vector<float>& want, float grad_scale, bool exact,
+                  const char* op) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (exact) {
+      ASSERT_TRUE(same_bits(got[i], want[i])) << op << " dx[" << i << "] = " << got[i] << " want " << want[i];
+    } else {
+      ASSERT_LE(std::fabs(got[i] - want[i]), std::ldexp(2.0, -24) * std::fabs(want[i]) + 1e-14 * std::fabs(grad_scale))
+          << op << " dx[" << i << "] = " << got[i] << " want " << want[i];
+    }
+  }
+}
+
+// Each loss through f32_loss against ops/loss.h's function: per row (the CPU run on that row alone
+// returns its row loss), the total through sum_row_losses, the gradient with a grad_scale that is not
+// 1 / rows, and again without a gradient (dx untouched, the same row losses).
+TEST(OpenclLoss, EveryLossMatchesTheCpuRowForRow) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(41);
+  for (Device* device : open_devices().devices) {
+    const bool fp64 = device->info().has_extension("cl_khr_fp64");
+    for (LossKind kind : {LossKind::softmax_cross_entropy, LossKind::mse, LossKind::bce_with_logits}) {
+      for (const auto& [rows, cols] : kLossShapes) {
+        SCOPED_TRACE(device->label() + " " + loss_name(kind) + " " + std::to_string(rows) + " x " + std::to_string(cols));
+        const int64_t n = rows * cols;
+        const float grad_scale = 0.375f / static_cast<float>(rows);
+        std::vector<float> x = random_floats(rng, n, -10.0f, 10.0f), target = random_floats(rng, n, 0.0f, 1.0f);
+        if (n > 3) x[1] = 0.0f, x[2] = -0.0f, x[3] = 40.0f;  // ties at 0, a confident logit
+        std::vector<int32_t> labels(rows);
+        for (int64_t r = 0; r < rows; ++r) labels[r] = static_cast<int32_t>(rng.uniform_f32() * cols) % cols;
+        labels[rows - 1] = static_cast<int32_t>(cols - 1);
+        const bool softmax = kind == LossKind::softmax_cross_entropy;
+
+        std::vector<float> dx(n);
+        std::vector<double> row_want(rows);
+        double total_want = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* xr = x.data() + r * cols;
+          float* dxr = dx.data() + r * cols;
+          const float* tr = target.data() + r * cols;
+          row_want[r] = softmax ? softmax_xent(1, cols, xr, labels.data() + r, grad_scale, dxr)
+                        : kind == LossKind::mse ? mse(1, cols, xr, tr, grad_scale, dxr)
+                                                : bce_with_logits(1, cols, xr, tr, grad_scale, dxr);
+        }
+        std::vector<float> whole(n);  // the whole batch at once: the total compute_loss returns
+        total_want = softmax ? softmax_xent(rows, cols, x.data(), labels.data(), grad_scale, whole.data())
+                     : kind == LossKind::mse ? mse(rows, cols, x.data(), target.data(), grad_scale, whole.data())
+                                             : bce_with_logits(rows, cols, x.data(), target.data(), grad_scale, whole.data());
+        ASSERT_EQ(whole, dx);
+
+        Guarded gx = guarded_f32(*device, x, "x"), gt = guarded_f32(*device, target, "target");
+        GuardedOf<int32_t> gl = guarded_of<int32_t>(*device, labels, -99, "labels");
+        Guarded gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+        GuardedOf<double> gloss = guarded_of(*device, std::vector<double>(rows, 5.0), kLossSentinel, "row loss");
+        const DeviceSpan target_span = softmax ? gl.span : gt.span;
+        auto event = f32_loss(*device, kind, rows, cols, gx.span, target_span, grad_scale, gdx.span, gloss.span);
+        if (!fp64) {  // refused, and says why
+          ASSERT_FALSE(event.ok());
+          EXPECT_TRUE(contains(event.status().message(), "cl_khr_fp64")) << event.status().message();
+          continue;
+        }
+        ASSERT_TRUE(event.ok()) << event.status().message();
+        const std::vector<double> got_rows = unguard_of(gloss, kLossSentinel);
+        const double tolerance = kind == LossKind::mse ? 0.0 : 1e-12;  // mse: + - * / only, bit-exact
+        expect_losses(got_rows, row_want, tolerance);
+        auto total = sum_row_losses(gloss.buffer, kGuard, rows);
+        ASSERT_TRUE(total.ok()) << total.status().message();
+        EXPECT_LE(std::fabs(total.value() - total_want), tolerance * (static_cast<double>(rows) + std::fabs(total_want)));
+        if (kind == LossKind::mse) {
+          EXPECT_EQ(total.value(), total_want);
+        }
+        expect_grads(unguard(gdx), dx, grad_scale, kind == LossKind::mse, loss_name(kind));
+        EXPECT_EQ(unguard_of(gl, -99), labels);
+
+        // No gradient: dx.mem null; dx stays as it was, the row losses are the same bits.
+        Guarded untouched = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+        GuardedOf<double> again = guarded_of(*device, std::vector<double>(rows, 5.0), kLossSentinel, "row loss");
+        ASSERT_TRUE(f32_loss(*device, kind, rows, cols, gx.span, target_span, grad_scale, DeviceSpan{}, again.span).ok());
+        EXPECT_EQ(unguard_of(again, kLossSentinel), got_rows);
+        EXPECT_EQ(unguard(untouched), std::vector<float>(n, 9.0f));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// count_correct through f32_argmax_hits + sum_hits, row for row: logits from {0, 1, 2} so most rows
+// have ties (the first column wins), a NaN at the front of one row (it never wins, nor loses its
+// place as the first), a NaN later in another, and rows whose label is the tied later column.
+TEST(OpenclLoss, ArgmaxHitsCountAsCountCorrect) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(42);
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {9, 3}, {300, 4}, {5, 257}};
+  for (Device* device : open_devices().devices) {
+    for (const auto& [rows, cols] : shapes) {
+      SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols));
+      auto pred = Tensor::zeros(Shape{rows, cols}, DType::f32, "pred");
+      ASSERT_TRUE(pred.ok());
+      float* p = pred.value().f32();
+      for (int64_t i = 0; i < rows * cols; ++i) p[i] = static_cast<float>(static_cast<int>(rng.uniform_f32() * 3.0f));
+      if (rows > 2 && cols > 2) p[0] = std::numeric_limits<float>::quiet_NaN(), p[cols + 1] = p[0];
+      std::vector<int32_t> labels(rows);
+      for (int64_t r = 0; r < rows; ++r) labels[r] = static_cast<int32_t>(rng.uniform_f32() * cols) % cols;
+      std::vector<int32_t> want(rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        want[r] = static_cast<int32_t>(count_correct(pred.value().rows(r, r + 1), labels.data() + r));
+      }
+      const std::vector<float> values(p, p + rows * cols);
+      Guarded gp = guarded_f32(*device, values, "pred");
+      GuardedOf<int32_t> gl = guarded_of<int32_t>(*device, labels, -99, "labels");
+      GuardedOf<int32_t> hits = guarded_of<int32_t>(*device, std::vector<int32_t>(rows, 7), -99, "hits");
+      ASSERT_TRUE(f32_argmax_hits(*device, rows, cols, gp.span, gl.span, hits.span).ok());
+      EXPECT_EQ(unguard_of(hits, -99), want);
+      auto count = sum_hits(hits.buffer, kGuard, rows);
+      ASSERT_TRUE(count.ok()) << count.status().message();
+      EXPECT_EQ(count.value(), count_correct(pred.value(), labels.data()));
+    }
+  }
+}
+
+TEST(OpenclLoss, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<double>{1.0}, "one");
+  auto event = f32_mse(device, 0, 4, b.f32(0, 0), b.f32(0, 0), 1.0f, DeviceSpan{}, element_span(b, 8, 1, 0));
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  EXPECT_FALSE(event.value().valid());
+  EXPECT_EQ(download_all<double>(b)[0], 1.0);
+}
+
+// ---------------------------------------------------------------- pooling
+
+// Geometries: disjoint windows that tile (the CPU writes 0 + share), disjoint ones that leave an
+// edge uncovered (zeroed first), overlapping windows with padding (shares added), a 1x1, a window
+// larger than its stride by two, and a stride above the kernel.
+struct PoolCase {
+  int64_t height, width, channels, kernel, stride, pad;
+};
+const PoolCase kPoolCases[] = {{4, 4, 3, 2, 2, 0}, {5, 5, 2, 2, 2, 0}, {5, 6, 3, 3, 1, 1},
+                               {7, 7, 4, 3, 2, 1}, {1, 1, 1, 1, 1, 0}, {6, 5, 2, 3, 3, 1},
+                               {8, 3, 5, 4, 2, 2}, {7, 7, 1, 2, 3, 0}};
+
+ConvGeometry pool_geometry(const PoolCase& c) {
+  ConvGeometry g;
+  g.height = c.height, g.width = c.width, g.channels = c.channels, g.kernel = c.kernel, g.stride = c.stride, g.pad = c.pad;
+  g.out_h = (c.height + 2 * c.pad - c.kernel) / c.stride + 1;
+  g.out_w = (c.width + 2 * c.pad - c.kernel) / c.stride + 1;
+  return g;
+}
+
+// Each sample through ops/pool2d.h against the batch on the device, bit for bit. Inputs are small
+// integers (most windows have tied maxima: the first position must win and get the whole dy) with
+// -0 next to +0 and a NaN (never the max, unless the window holds nothing else: then -inf).
+TEST(OpenclPool, MaxAndAverageForwardAndBackwardMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(51);
+  const int64_t batch = 3;
+  for (Device* device : open_devices().devices) {
+    for (const PoolCase& c : kPoolCases) {
+      const ConvGeometry g = pool_geometry(c);
+      const int64_t in_sample = g.height * g.width * g.channels, out_sample = g.out_h * g.out_w * g.channels;
+      const int64_t in = batch * in_sample, out = batch * out_sample;
+      std::vector<float> x(in);
+      for (float& v : x) v = static_cast<float>(static_cast<int>(rng.uniform_f32() * 4.0f)) - 1.0f;
+      for (int64_t i = 0; i < in; i += 11) x[i] = -0.0f;
+      if (in > 3) x[3] = std::numeric_limits<float>::quiet_NaN();
+      const std::vector<float> dy = random_floats(rng, out);
+      for (PoolOp op : {PoolOp::max, PoolOp::average}) {
+        SCOPED_TRACE(device->label() + (op == PoolOp::max ? " max" : " average") + " " + std::to_string(g.height) +
+                     "x" + std::to_string(g.width) + "x" + std::to_string(g.channels) + " k" + std::to_string(g.kernel) +
+                     " s" + std::to_string(g.stride) + " p" + std::to_string(g.pad));
+        std::vector<float> y(out), dx(in, 7.0f), general(in, 7.0f), rem(g.channels);
+        for (int64_t b = 0; b < batch; ++b) {
+          const float* xb = x.data() + b * in_sample;
+          float* yb = y.data() + b * out_sample;
+          const float* dyb = dy.data() + b * out_sample;
+          if (op == PoolOp::max) {
+            max_pool_forward(g, xb, yb);
+            max_pool_backward(g, xb, yb, dyb, dx.data() + b * in_sample, rem.data());
+            max_pool_backward(g, xb, yb, dyb, general.data() + b * in_sample, rem.data(), true);
+          } else {
+            avg_pool_forward(g, xb, yb);
+            avg_pool_backward(g, dyb, dx.data() + b * in_sample);
+            avg_pool_backward(g, dyb, general.data() + b * in_sample, true);
+          }
+        }
+        expect_bits(general, dx, "the CPU's two backward paths");
+
+        Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(out, 9.0f), "y");
+        ASSERT_TRUE(f32_pool_forward(*device, op, g, batch, gx.span, gy.span).ok());
+        expect_bits(unguard(gy), y, "f32_pool_forward");
+        Guarded gcpu_y = guarded_f32(*device, y, "cpu y"), gdy = guarded_f32(*device, dy, "dy");
+        Guarded gdx = guarded_f32(*device, std::vector<float>(in, 9.0f), "dx");
+        ASSERT_TRUE(f32_pool_backward(*device, op, g, batch, gx.span, gcpu_y.span, gdy.span, gdx.span).ok());
+        expect_bits(unguard(gdx), dx, "f32_pool_backward");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(OpenclPool, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  const ConvGeometry g = pool_geometry(kPoolCases[0]);
+  auto forward = f32_pool_forward(device, PoolOp::max, g, 0, b.f32(1, 0), b.f32(1, 0));
+  ASSERT_TRUE(forward.ok()) << forward.status().message();
+  EXPECT_FALSE(forward.value().valid());
+  auto backward = f32_pool_backward(device, PoolOp::average, g, 0, DeviceSpan{}, DeviceSpan{}, b.f32(1, 0), b.f32(1, 0));
+  ASSERT_TRUE(backward.ok()) << backward.status().message();
+  EXPECT_FALSE(backward.value().valid());
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+}  // namespace
+}  // namespace rg::ocl
+
+namespace rg::ocl {
+namespace {
+
+// ---------------------------------------------------------------- im2col
+
+// Geometries (conv_geometry's, so pad < kernel): overlapping patches with padding, a stride of two
+// with padding, a pointwise 1x1, a stride above the kernel (image elements in no patch), a kernel
+// of four with pad 3, a one-pixel image, and a non-square image with more channels.
+struct Im2colCase {
+  int64_t height, width, channels, kernel, stride, pad;
+};
+const Im2colCase kIm2colCases[] = {{5, 5, 3, 3, 1, 1}, {6, 5, 2, 3, 2, 1}, {4, 3, 5, 1, 1, 0}, {7, 7, 1, 2, 3, 0},
+                                   {5, 6, 2, 4, 1, 3}, {1, 1, 1, 1, 1, 0}, {3, 8, 6, 3, 1, 2}};
+
+// Each image through ops/im2col.h against the batch on the device, bit for bit: im2col; col2im_add
+// onto random images (accumulate) and onto a zeroed one (not), from random columns, so the order
+// of the additions shows in the bits wherever patches overlap.
+TEST(OpenclIm2col, Im2colAndCol2imMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(61);
+  const int64_t batch = 3;
+  for (Device* device : open_devices().devices) {
+    for (const Im2colCase& c : kIm2colCases) {
+      auto geometry = conv_geometry(c.height, c.width, c.channels, c.kernel, c.stride, c.pad);
+      ASSERT_TRUE(geometry.ok()) << geometry.status().message();
+      const ConvGeometry g = geometry.value();
+      SCOPED_TRACE(device->label() + " " + std::to_string(g.height) + "x" + std::to_string(g.width) + "x" +
+                   std::to_string(g.channels) + " k" + std::to_string(g.kernel) + " s" + std::to_string(g.stride) +
+                   " p" + std::to_string(g.pad));
+      const int64_t image_size = g.height * g.width * g.channels, cols_size = g.patches() * g.patch_size();
+      const int64_t in = batch * image_size, out = batch * cols_size;
+      const std::vector<float> x = random_floats(rng, in), cols = random_floats(rng, out, -4.0f, 4.0f);
+      const std::vector<float> base = random_floats(rng, in);
+      std::vector<float> want_cols(out, 9.0f), added = base, onto_zero(in, 0.0f);
+      for (int64_t b = 0; b < batch; ++b) {
+        im2col(g, x.data() + b * image_size, want_cols.data() + b * cols_size);
+        col2im_add(g, cols.data() + b * cols_size, added.data() + b * image_size);
+        col2im_add(g, cols.data() + b * cols_size, onto_zero.data() + b * image_size);
+      }
+
+      Guarded gx = guarded_f32(*device, x, "image"), gcols = guarded_f32(*device, std::vector<float>(out, 9.0f), "cols");
+      ASSERT_TRUE(f32_im2col(*device, g, batch, gx.span, gcols.span).ok());
+      expect_bits(unguard(gcols), want_cols, "f32_im2col");
+      Guarded gin = guarded_f32(*device, cols, "cols in"), gadded = guarded_f32(*device, base, "image +=");
+      ASSERT_TRUE(f32_col2im_add(*device, g, batch, gin.span, gadded.span).ok());
+      expect_bits(unguard(gadded), added, "f32_col2im_add accumulating");
+      Guarded gzero = guarded_f32(*device, std::vector<float>(in, 9.0f), "image =");
+      ASSERT_TRUE(f32_col2im_add(*device, g, batch, gin.span, gzero.span, /*accumulate=*/false).ok());
+      expect_bits(unguard(gzero), onto_zero, "f32_col2im_add onto zero");
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(OpenclIm2col, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  const ConvGeometry g = conv_geometry(4, 4, 2, 3, 1, 1).value();
+  auto forward = f32_im2col(device, g, 0, b.f32(1, 0), b.f32(1, 0));
+  ASSERT_TRUE(forward.ok()) << forward.status().message();
+  EXPECT_FALSE(forward.value().valid());
+  auto backward = f32_col2im_add(device, g, 0, b.f32(1, 0), b.f32(1, 0));
+  ASSERT_TRUE(backward.ok()) << backward.status().message();
+  EXPECT_FALSE(backward.value().valid());
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+}  // namespace
+}  // namespace rg::ocl
+
+namespace rg::ocl {
+namespace {
+
+// ---------------------------------------------------------------- batch norm
+
+// x [rows, channels]: NHWC images flattened (rows = n h w) and features; rows below, at and past
+// the 64-row blocks of the CPU's sums, and one row (the variance is not unbiased).
+struct BatchNormCase {
+  int64_t rows, channels;
+};
+const BatchNormCase kBatchNormCases[] = {{18, 4}, {5, 3}, {64, 2}, {147, 5}, {1, 3}, {300, 1}};
+
+std::vector<float> tensor_values(const Tensor& t) { return std::vector<float>(t.f32(), t.f32() + t.numel()); }
+void set_values(const Tensor& t, const std::vector<float>& values) {
+  std::memcpy(t.f32(), values.data(), values.size() * sizeof(float));
+}
+
+// nn/batch_norm.cpp's BatchNorm layer against the kernels on the same values, bit for bit (double
+// + - * / sqrt are correctly rounded in OpenCL C): training and inference forward (y and the running
+// statistics), then backward with dgamma/dbeta accumulated onto old values with dx, and overwritten
+// without dx. Inputs off zero mean and unit variance, so the statistics matter.
+TEST(OpenclBatchNorm, ForwardAndBackwardMatchTheLayer) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(71);
+  constexpr double kSavedSentinel = -12345.0;
+  for (Device* device : open_devices().devices) {
+    const bool fp64 = device->info().has_extension("cl_khr_fp64");
+    for (const BatchNormCase& c : kBatchNormCases) {
+      for (bool training : {true, false}) {
+        SCOPED_TRACE(device->label() + (training ? " training " : " inference ") + std::to_string(c.rows) + " x " +
+                     std::to_string(c.channels));
+        BatchNorm layer(0.1, 1e-5);
+        layer.set_name("bn");
+        ASSERT_TRUE(layer.configure(Shape{c.channels}).ok());
+        ASSERT_TRUE(layer.init(rng, DType::f32).ok());
+        Param& gamma = *layer.params()[0];
+        Param& beta = *layer.params()[1];
+        Param& running_mean = *layer.buffers()[0];
+        Param& running_var = *layer.buffers()[1];
+        set_values(gamma.value, random_floats(rng, c.channels, 0.5f, 2.0f));
+        set_values(beta.value, random_floats(rng, c.channels));
+        set_values(running_mean.value, random_floats(rng, c.channels));
+        set_values(running_var.value, random_floats(rng, c.channels, 0.25f, 3.0f));
+        const int64_t n = c.rows * c.channels;
+        std::vector<float> x = random_floats(rng, n, -3.0f, 5.0f);
+        for (int64_t i = 0; i < n; i += 3) x[i] *= 7.0f;
+        const std::vector<float> dy = random_floats(rng, n), old_dgamma = random_floats(rng, c.channels),
+                                 old_dbeta = random_floats(rng, c.channels);
+        Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(n, 9.0f), "y");
+        Guarded ggamma = guarded_f32(*device, tensor_values(gamma.value), "gamma");
+        Guarded gbeta = guarded_f32(*device, tensor_values(beta.value), "beta");
+        Guarded gmean = guarded_f32(*device, tensor_values(running_mean.value), "running mean");
+        Guarded gvar = guarded_f32(*device, tensor_values(running_var.value), "running var");
+        GuardedOf<double> saved = guarded_of<double>(
+            *device, std::vector<double>(batch_norm_saved_count(c.channels), 3.0), kSavedSentinel, "saved");
+
+        auto tx = Tensor::zeros(Shape{c.rows, c.channels}, DType::f32, "x");
+        auto ty = Tensor::zeros(Shape{c.rows, c.channels}, DType::f32, "y");
+        auto tdy = Tensor::zeros(Shape{c.rows, c.channels}, DType::f32, "dy");
+        auto tdx = Tensor::zeros(Shape{c.rows, c.channels}, DType::f32, "dx");
+        ASSERT_TRUE(tx.ok() && ty.ok() && tdy.ok() && tdx.ok());
+        set_values(tx.value(), x);
+        set_values(tdy.value(), dy);
+        LayerContext ctx;
+        ctx.training = training;
+        layer.forward(tx.value(), ty.value(), ctx);
+
+        auto forward = f32_batch_norm_forward(*device, c.rows, c.channels, training, 0.1, 1e-5, gx.span, ggamma.span,
+                                              gbeta.span, gmean.span, gvar.span, saved.span, gy.span);
+        if (!fp64) {  // refused, and says why
+          ASSERT_FALSE(forward.ok());
+          EXPECT_TRUE(contains(forward.status().message(), "cl_khr_fp64")) << forward.status().message();
+          continue;
+        }
+        ASSERT_TRUE(forward.ok()) << forward.status().message();
+        expect_bits(unguard(gy), tensor_values(ty.value()), "y");
+        expect_bits(unguard(gmean), tensor_values(running_mean.value), "running mean");
+        expect_bits(unguard(gvar), tensor_values(running_var.value), "running var");
+
+        // Backward, accumulating, with dx.
+        set_values(gamma.grad, old_dgamma);
+        set_values(beta.grad, old_dbeta);
+        ctx.accumulate_grads = true;
+        layer.backward(tx.value(), ty.value(), tdy.value(), tdx.value(), ctx);
+        Guarded gdy = guarded_f32(*device, dy, "dy"), gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
+        Guarded gdgamma = guarded_f32(*device, old_dgamma, "dgamma"), gdbeta = guarded_f32(*device, old_dbeta, "dbeta");
+        auto backward = f32_batch_norm_backward(*device, c.rows, c.channels, training, true, gx.span, gdy.span,
+                                                ggamma.span, saved.span, gdgamma.span, gdbeta.span, gdx.span);
+        ASSERT_TRUE(backward.ok()) << backward.status().message();
+        expect_bits(unguard(gdx), tensor_values(tdx.value()), "dx");
+        expect_bits(unguard(gdgamma), tensor_values(gamma.grad), "dgamma accumulated");
+        expect_bits(unguard(gdbeta), tensor_values(beta.grad), "dbeta accumulated");
+        unguard_of(saved, kSavedSentinel);
+
+        // Overwriting, without dx.
+        ctx.accumulate_grads = false;
+        layer.backward(tx.value(), ty.value(), tdy.value(), Tensor(), ctx);
+        backward = f32_batch_norm_backward(*device, c.rows, c.channels, training, false, gx.span, gdy.span,
+                                           ggamma.span, saved.span, gdgamma.span, gdbeta.span, DeviceSpan{});
+        ASSERT_TRUE(backward.ok()) << backward.status().message();
+        expect_bits(unguard(gdgamma), tensor_values(gamma.grad), "dgamma overwritten");
+        expect_bits(unguard(gdbeta), tensor_values(beta.grad), "dbeta overwritten");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(OpenclBatchNorm, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  const DeviceSpan one = b.f32(0, 1);
+  auto forward = f32_batch_norm_forward(device, 0, 1, true, 0.1, 1e-5, one, one, one, one, one, one, one);
+  ASSERT_TRUE(forward.ok()) << forward.status().message();
+  EXPECT_FALSE(forward.value().valid());
+  auto backward = f32_batch_norm_backward(device, 0, 1, true, true, one, one, one, one, one, one, one);
+  ASSERT_TRUE(backward.ok()) << backward.status().message();
+  EXPECT_FALSE(backward.value().valid());
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+}  // namespace
+}  // namespace rg::ocl
