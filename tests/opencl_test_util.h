@@ -21,6 +21,9 @@
 #include "base/rng.h"
 #include "cli_run.h"
 #include "nn/batch_norm.h"
+#include "nn/dropout.h"
+#include "nn/pooling.h"
+#include "nn/shape_layers.h"
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
@@ -33,7 +36,9 @@
 #include "opencl/cl_error.h"
 #include "opencl/device.h"
 #include "opencl/device_choice.h"
+#include "opencl/dropout.h"
 #include "opencl/elementwise.h"
+#include "opencl/fill_copy.h"
 #include "opencl/gemm.h"
 #include "opencl/im2col.h"
 #include "opencl/kernel_args.h"
@@ -42,6 +47,7 @@
 #include "opencl/loss.h"
 #include "opencl/optimizer.h"
 #include "opencl/pool.h"
+#include "opencl/shape_ops.h"
 
 
 namespace rg::ocl {

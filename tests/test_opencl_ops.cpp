@@ -1022,5 +1022,301 @@ TEST(OpenclBatchNorm, NothingToDoEnqueuesNothing) {
   EXPECT_EQ(download_all<float>(b)[0], 1.0f);
 }
 
+// ---------------------------------------------------------------- fill and copy
+
+// Zeroing writes +0 over anything (-0, NaN), the guards untouched; copies between buffers and
+// between disjoint ranges of one buffer are bit for bit (NaN payloads included).
+TEST(OpenclFillCopy, FillZeroAndCopyAreExact) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(81);
+  for (Device* device : open_devices().devices) {
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(device->label() + " n=" + std::to_string(n));
+      std::vector<float> x = random_floats(rng, n);
+      x[0] = -0.0f;
+      if (n > 2) x[2] = std::numeric_limits<float>::quiet_NaN();
+      Guarded gz = guarded_f32(*device, x, "zeroed");
+      auto filled = f32_fill_zero(*device, gz.span);
+      ASSERT_TRUE(filled.ok()) << filled.status().message();
+      expect_bits(unguard(gz), std::vector<float>(n, 0.0f), "f32_fill_zero");
+
+      Guarded from = guarded_f32(*device, x, "from"), to = guarded_f32(*device, std::vector<float>(n, 9.0f), "to");
+      ASSERT_TRUE(f32_copy(*device, from.span, to.span, n).ok());
+      const std::vector<float> got = unguard(to);
+      ASSERT_EQ(std::memcmp(got.data(), x.data(), x.size() * sizeof(float)), 0) << "f32_copy";
+
+      // Within one buffer: [0, n) of the span to [n + 3, 2n + 3).
+      std::vector<float> both = x;
+      both.resize(2 * n + 3, 9.0f);
+      Guarded one = guarded_f32(*device, both, "one buffer");
+      ASSERT_TRUE(f32_copy(*device, one.buffer.f32(kGuard, n), one.buffer.f32(kGuard + n + 3, n), n).ok());
+      std::copy(x.begin(), x.end(), both.begin() + n + 3);
+      const std::vector<float> got_one = unguard(one);
+      ASSERT_EQ(std::memcmp(got_one.data(), both.data(), both.size() * sizeof(float)), 0) << "f32_copy in one buffer";
+    }
+  }
+}
+
+TEST(OpenclFillCopy, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  auto filled = f32_fill_zero(device, b.f32(1, 0));
+  ASSERT_TRUE(filled.ok()) << filled.status().message();
+  EXPECT_FALSE(filled.value().valid());
+  auto copied = f32_copy(device, b.f32(0, 1), b.f32(0, 1), 0);  // n = 0: no overlap to refuse
+  ASSERT_TRUE(copied.ok()) << copied.status().message();
+  EXPECT_FALSE(copied.value().valid());
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+// ---------------------------------------------------------------- upsample, global average pooling
+
+Tensor tensor_of(const Shape& shape, const std::vector<float>& values) {
+  auto t = Tensor::zeros(shape, DType::f32, "test tensor");
+  RG_CHECK(t.ok(), "" << t.status().message());
+  set_values(t.value(), values);
+  return t.take();
+}
+
+// Inputs of mixed magnitudes with -0s, so the order of the sums shows in the bits.
+std::vector<float> mixed_floats(Rng& rng, int64_t n) {
+  std::vector<float> v = random_floats(rng, n);
+  for (int64_t i = 0; i < n; ++i) v[i] *= i % 3 == 0 ? 1000.0f : i % 3 == 1 ? 1e-3f : 1.0f;
+  for (int64_t i = 0; i < n; i += 13) v[i] = -0.0f;
+  return v;
+}
+
+// [batch, height, width, channels] by scale: a batch of one, 1x1 by 1, outputs and inputs not
+// multiples of 256, channels above and below the other dimensions.
+struct UpsampleCase {
+  int64_t batch, height, width, channels, scale;
+};
+const UpsampleCase kUpsampleCases[] = {{1, 1, 1, 1, 1}, {1, 3, 5, 2, 2}, {2, 7, 9, 3, 3},
+                                       {3, 4, 4, 17, 2}, {1, 5, 3, 1, 4}, {2, 6, 2, 5, 1}};
+
+// nn/shape_layers.cpp's Upsample (threaded) against the kernels, bit for bit.
+TEST(OpenclShape, UpsampleForwardAndBackwardMatchTheLayer) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(82);
+  ThreadPool pool(3);
+  for (Device* device : open_devices().devices) {
+    for (const UpsampleCase& c : kUpsampleCases) {
+      SCOPED_TRACE(device->label() + " " + std::to_string(c.batch) + "x" + std::to_string(c.height) + "x" +
+                   std::to_string(c.width) + "x" + std::to_string(c.channels) + " by " + std::to_string(c.scale));
+      Upsample layer(c.scale);
+      auto out_shape = layer.configure(Shape{c.height, c.width, c.channels});
+      ASSERT_TRUE(out_shape.ok()) << out_shape.status().message();
+      ASSERT_TRUE(layer.init(rng, DType::f32).ok());
+      const int64_t in = c.batch * c.height * c.width * c.channels, out = in * c.scale * c.scale;
+      const std::vector<float> x = mixed_floats(rng, in), dy = mixed_floats(rng, out);
+      const Shape in_shape{c.batch, c.height, c.width, c.channels};
+      const Shape y_shape{c.batch, c.height * c.scale, c.width * c.scale, c.channels};
+      Tensor tx = tensor_of(in_shape, x), ty = tensor_of(y_shape, std::vector<float>(out, 9.0f));
+      Tensor tdy = tensor_of(y_shape, dy), tdx = tensor_of(in_shape, std::vector<float>(in, 9.0f));
+      LayerContext ctx;
+      ctx.pool = &pool;
+      ctx.training = true;
+      layer.forward(tx, ty, ctx);
+      layer.backward(tx, ty, tdy, tdx, ctx);
+
+      Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(out, 9.0f), "y");
+      auto forward = f32_upsample_forward(*device, c.batch, c.height, c.width, c.channels, c.scale, gx.span, gy.span);
+      ASSERT_TRUE(forward.ok()) << forward.status().message();
+      expect_bits(unguard(gy), tensor_values(ty), "f32_upsample_forward");
+      Guarded gdy = guarded_f32(*device, dy, "dy"), gdx = guarded_f32(*device, std::vector<float>(in, 9.0f), "dx");
+      auto backward =
+          f32_upsample_backward(*device, c.batch, c.height, c.width, c.channels, c.scale, gdy.span, gdx.span);
+      ASSERT_TRUE(backward.ok()) << backward.status().message();
+      expect_bits(unguard(gdx), tensor_values(tdx), "f32_upsample_backward");
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// [batch, height, width, channels]: one pixel, 1 / pixels inexact (63, 143), 256 pixels, a batch
+// of one, channel counts past 256 items in all.
+struct GlobalPoolCase {
+  int64_t batch, height, width, channels;
+};
+const GlobalPoolCase kGlobalPoolCases[] = {{1, 1, 1, 1}, {1, 7, 9, 3}, {3, 5, 5, 17},
+                                           {2, 16, 16, 10}, {4, 13, 11, 7}, {2, 3, 1, 300}};
+
+// nn/pooling.cpp's GlobalAvgPool (threaded) against the kernels, bit for bit.
+TEST(OpenclShape, GlobalAvgPoolForwardAndBackwardMatchTheLayer) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(83);
+  ThreadPool pool(3);
+  for (Device* device : open_devices().devices) {
+    for (const GlobalPoolCase& c : kGlobalPoolCases) {
+      SCOPED_TRACE(device->label() + " " + std::to_string(c.batch) + "x" + std::to_string(c.height) + "x" +
+                   std::to_string(c.width) + "x" + std::to_string(c.channels));
+      GlobalAvgPool layer;
+      ASSERT_TRUE(layer.configure(Shape{c.height, c.width, c.channels}).ok());
+      ASSERT_TRUE(layer.init(rng, DType::f32).ok());
+      const int64_t pixels = c.height * c.width, in = c.batch * pixels * c.channels, out = c.batch * c.channels;
+      const std::vector<float> x = mixed_floats(rng, in), dy = mixed_floats(rng, out);
+      const Shape in_shape{c.batch, c.height, c.width, c.channels};
+      Tensor tx = tensor_of(in_shape, x), ty = tensor_of(Shape{c.batch, c.channels}, std::vector<float>(out, 9.0f));
+      Tensor tdy = tensor_of(Shape{c.batch, c.channels}, dy), tdx = tensor_of(in_shape, std::vector<float>(in, 9.0f));
+      LayerContext ctx;
+      ctx.pool = &pool;
+      ctx.training = true;
+      layer.forward(tx, ty, ctx);
+      layer.backward(tx, ty, tdy, tdx, ctx);
+
+      Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(out, 9.0f), "y");
+      auto forward = f32_global_avgpool_forward(*device, c.batch, pixels, c.channels, gx.span, gy.span);
+      ASSERT_TRUE(forward.ok()) << forward.status().message();
+      expect_bits(unguard(gy), tensor_values(ty), "f32_global_avgpool_forward");
+      Guarded gdy = guarded_f32(*device, dy, "dy"), gdx = guarded_f32(*device, std::vector<float>(in, 9.0f), "dx");
+      auto backward = f32_global_avgpool_backward(*device, c.batch, pixels, c.channels, gdy.span, gdx.span);
+      ASSERT_TRUE(backward.ok()) << backward.status().message();
+      expect_bits(unguard(gdx), tensor_values(tdx), "f32_global_avgpool_backward");
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(OpenclShape, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  const DeviceSpan none = b.f32(1, 0);
+  auto up = f32_upsample_forward(device, 0, 3, 4, 2, 2, none, none);
+  ASSERT_TRUE(up.ok()) << up.status().message();
+  EXPECT_FALSE(up.value().valid());
+  auto up_back = f32_upsample_backward(device, 0, 3, 4, 2, 2, none, none);
+  ASSERT_TRUE(up_back.ok()) << up_back.status().message();
+  EXPECT_FALSE(up_back.value().valid());
+  auto pool = f32_global_avgpool_forward(device, 0, 9, 2, none, none);
+  ASSERT_TRUE(pool.ok()) << pool.status().message();
+  EXPECT_FALSE(pool.value().valid());
+  auto pool_back = f32_global_avgpool_backward(device, 0, 9, 2, none, none);
+  ASSERT_TRUE(pool_back.ok()) << pool_back.status().message();
+  EXPECT_FALSE(pool_back.value().valid());
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
+// ---------------------------------------------------------------- dropout
+
+// Dropout::apply_mask restated on the host with base/rng.h: row r from Rng(step_seed,
+// row_offset + r), one next_u32() per value in order.
+std::vector<float> host_dropout(int64_t rows, int64_t row_size, uint64_t step_seed, int64_t row_offset,
+                                uint64_t threshold, float scale, const std::vector<float>& in) {
+  std::vector<float> out(in.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    Rng rng(step_seed, static_cast<uint64_t>(row_offset + r));
+    for (int64_t i = r * row_size; i < (r + 1) * row_size; ++i)
+      out[i] = rng.next_u32() < threshold ? 0.0f : in[i] * scale;
+  }
+  return out;
+}
+
+// [rows, row_size]: one value, one row, rows past 256 items, rows not a multiple of anything.
+struct DropoutCase {
+  int64_t rows, row_size;
+};
+const DropoutCase kDropoutCases[] = {{1, 1}, {1, 300}, {4, 257}, {7, 33}, {300, 3}, {2, 1000}};
+
+TEST(OpenclDropout, HostConstantsAreTheLayers) {
+  EXPECT_EQ(dropout_threshold(0.0), 0u);
+  EXPECT_EQ(dropout_threshold(0.5), uint64_t{1} << 31);
+  EXPECT_EQ(dropout_threshold(0.3), 1288490189u);  // llround(0.3 * 2^32)
+  EXPECT_EQ(dropout_scale(0.5), 2.0f);
+  EXPECT_EQ(dropout_scale(0.3), static_cast<float>(1.0 / 0.7));
+  EXPECT_EQ(dropout_step_seed(12345, 0), 12345u);
+  EXPECT_EQ(dropout_step_seed(0, 1), 0x9E3779B97F4A7C15ull);
+}
+
+// Two checks chained: nn/dropout.cpp's layer (threaded context) equals host_dropout, forward and
+// backward, with the layer's seed got as Dropout::init gets it (the first next_u64() of the Rng
+// it is given: an identical Rng gives the same value); then the kernel equals host_dropout, out
+// of place and in place. noise_stream 7 and row_offset 5, so both reach the streams.
+TEST(OpenclDropout, MaskMatchesTheLayer) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(84);
+  ThreadPool pool(3);
+  const uint64_t noise_stream = 7;
+  const int64_t row_offset = 5;
+  for (Device* device : open_devices().devices) {
+    for (double rate : {0.3, 0.5}) {
+      for (const DropoutCase& c : kDropoutCases) {
+        SCOPED_TRACE(device->label() + " rate " + std::to_string(rate) + " " + std::to_string(c.rows) + " x " +
+                     std::to_string(c.row_size));
+        Dropout layer(rate);
+        ASSERT_TRUE(layer.configure(Shape{c.row_size}).ok());
+        const uint64_t model_seed = rng.next_u64();
+        Rng init_rng(model_seed), same_rng(model_seed);
+        ASSERT_TRUE(layer.init(init_rng, DType::f32).ok());
+        const uint64_t layer_seed = same_rng.next_u64();  // what Dropout::init drew
+        const uint64_t step_seed = dropout_step_seed(layer_seed, noise_stream);
+        const uint64_t threshold = dropout_threshold(rate);
+        const float scale = dropout_scale(rate);
+
+        const int64_t n = c.rows * c.row_size;
+        const std::vector<float> x = random_floats(rng, n), dy = random_floats(rng, n);
+        const Shape shape{c.rows, c.row_size};
+        Tensor tx = tensor_of(shape, x), ty = tensor_of(shape, std::vector<float>(n, 9.0f));
+        Tensor tdy = tensor_of(shape, dy), tdx = tensor_of(shape, std::vector<float>(n, 9.0f));
+        LayerContext ctx;
+        ctx.pool = &pool;
+        ctx.training = true;
+        ctx.noise_stream = noise_stream;
+        ctx.row_offset = row_offset;
+        layer.forward(tx, ty, ctx);
+        layer.backward(tx, ty, tdy, tdx, ctx);
+        const std::vector<float> want_y = host_dropout(c.rows, c.row_size, step_seed, row_offset, threshold, scale, x);
+        const std::vector<float> want_dx = host_dropout(c.rows, c.row_size, step_seed, row_offset, threshold, scale, dy);
+        expect_bits(tensor_values(ty), want_y, "the layer's forward against host_dropout");
+        expect_bits(tensor_values(tdx), want_dx, "the layer's backward against host_dropout");
+
+        Guarded gx = guarded_f32(*device, x, "x"), gy = guarded_f32(*device, std::vector<float>(n, 9.0f), "y");
+        auto forward = f32_dropout_apply(*device, c.rows, c.row_size, step_seed, row_offset, threshold, scale,
+                                         gx.span, gy.span);
+        ASSERT_TRUE(forward.ok()) << forward.status().message();
+        expect_bits(unguard(gy), want_y, "f32_dropout_apply forward");
+        Guarded gdy = guarded_f32(*device, dy, "dy");  // in place: dx over dy
+        auto backward = f32_dropout_apply(*device, c.rows, c.row_size, step_seed, row_offset, threshold, scale,
+                                          gdy.span, gdy.span);
+        ASSERT_TRUE(backward.ok()) << backward.status().message();
+        expect_bits(unguard(gdy), want_dx, "f32_dropout_apply backward in place");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// The threshold is a ulong: 2^32 (past any draw) drops everything, 0 keeps everything.
+TEST(OpenclDropout, ThresholdEndsDropAllOrNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(85);
+  const int64_t rows = 3, row_size = 100;
+  const std::vector<float> x = random_floats(rng, rows * row_size);
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    for (uint64_t threshold : {uint64_t{0}, uint64_t{1} << 32}) {
+      Guarded gy = guarded_f32(*device, std::vector<float>(x.size(), 9.0f), "y"), gx = guarded_f32(*device, x, "x");
+      ASSERT_TRUE(f32_dropout_apply(*device, rows, row_size, 99, 0, threshold, 1.5f, gx.span, gy.span).ok());
+      std::vector<float> want(x.size(), 0.0f);
+      if (threshold == 0)
+        for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * 1.5f;
+      expect_bits(unguard(gy), want, threshold == 0 ? "threshold 0" : "threshold 2^32");
+    }
+  }
+}
+
+TEST(OpenclDropout, NothingToDoEnqueuesNothing) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer b = upload_or_die(device, std::vector<float>{1.0f}, "one");
+  for (int64_t rows : {0, 4}) {
+    auto event = f32_dropout_apply(device, rows, 0, 1, 0, 1u << 31, 2.0f, b.f32(1, 0), b.f32(1, 0));
+    ASSERT_TRUE(event.ok()) << event.status().message();
+    EXPECT_FALSE(event.value().valid());
+  }
+  EXPECT_EQ(download_all<float>(b)[0], 1.0f);
+}
+
 }  // namespace
 }  // namespace rg::ocl

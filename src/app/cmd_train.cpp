@@ -7,6 +7,7 @@
 #include "app/args.h"
 #include "app/commands.h"
 #include "app/data_source.h"
+#include "app/device_option.h"
 #include "app/json_report.h"
 #include "app/precision_report.h"
 #include "app/train_gan.h"
@@ -66,6 +67,7 @@ void declare(Args& args) {
   args.option("csv", "FILE", "--precision: write the precision table as CSV");
   declare_precision_options(args, "fp32,fp16,int8");
   add_gan_options(args);
+  add_device_options(args);
   add_common_options(args);
 }
 
@@ -272,6 +274,13 @@ int run_train(int argc, char** argv) {
     options.stop_after = stop.value();
   }
 
+  auto device = open_train_device(args, &options);
+  if (!device.ok()) return fail(device.status().message());
+  const std::unique_ptr<ocl::Device> train_device = device.take();
+  if (train_device && precision_report) {
+    return fail("--precision compares precisions on the CPU; drop --device (the OpenCL device trains fp32)");
+  }
+
   // Model, data, trainer.
   auto built = Model::from_cfg(cfg);
   if (!built.ok()) return fail(built.status().message());
@@ -356,6 +365,10 @@ int run_train(int argc, char** argv) {
               options.schedule.describe().c_str(), schedule_name(options.schedule.kind),
               static_cast<unsigned long long>(options.seed), pool.threads(), cpu.brand.empty() ? "this CPU" : cpu.brand.c_str());
   std::printf("memory:    %s\n", describe_plan(plan).c_str());
+  if (train_device) {
+    std::printf("device:    %s, micro-batches of %lld, loss on the %s\n", train_device->label().c_str(),
+                static_cast<long long>(trainer.micro_batch()), trainer.options().loss_on_host ? "CPU" : "device");
+  }
   if (resuming) std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
   std::fflush(stdout);
 
@@ -385,8 +398,12 @@ int run_train(int argc, char** argv) {
               format_bytes(peak_rss).c_str(), format_bytes(peak_tensors).c_str(),
               format_bytes(plan.predicted_peak()).c_str(), budget > 0 ? (", budget " + format_bytes(budget)).c_str() : "",
               format_bytes(start_rss).c_str());
+  if (train_device) std::printf("  device          %s\n", describe_device_use(*train_device).c_str());
   if (!options.checkpoint_path.empty()) std::printf("  checkpoint      %s\n", options.checkpoint_path.c_str());
   if (args.given("samples")) {
+    if (train_device) {  // the trained weights are on the host now; its buffers were not reserved
+      if (Status s = model->reserve(options.batch); !s.ok()) return fail(s.with_context("--samples: ").message());
+    }
     if (Status s = write_reconstruction_samples(samples_path, *model, pool, split.test, options.batch); !s.ok()) {
       return fail(s.with_context("--samples: ").message());
     }
@@ -439,6 +456,8 @@ int run_train(int argc, char** argv) {
           {"predicted_peak_bytes", plan.predicted_peak()},
           {"unplanned_peak_bytes", plan.unplanned_peak}}},
         {"cpu", cpu.brand},
+        {"device", train_device ? train_device->label() : "cpu"},
+        {"device_peak_bytes", train_device ? train_device->memory().peak_bytes() : 0},
         {"history", nlohmann::json::array()},
     };
     for (const auto& record : fitted.value()) report["history"].push_back(epoch_json(record));

@@ -39,8 +39,6 @@ std::string Activation::kind() const {
 
 Result<Shape> Activation::configure(const Shape& input) { return input; }
 
-namespace {
-// The elementwise kinds as kernel ops (softmax is row-wise and handled apart).
 UnaryOp unary_op_of(ActivationKind kind) {
   switch (kind) {
     case ActivationKind::relu: return UnaryOp::relu;
@@ -52,7 +50,6 @@ UnaryOp unary_op_of(ActivationKind kind) {
   RG_CHECK(false, "softmax is not elementwise");
   return UnaryOp::relu;
 }
-}  // namespace
 
 void Activation::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
   const int64_t n = x.numel();
@@ -75,9 +72,7 @@ void Activation::backward(const Tensor& x, const Tensor& y, const Tensor& dy, co
       softmax_backward(x.shape()[0], n / x.shape()[0], y.data<T>(), dy.data<T>(), dx.data<T>());
       return;
     }
-    // relu and leaky_relu differentiate from x, sigmoid and tanh from y
-    const bool from_input = kind_ == ActivationKind::relu || kind_ == ActivationKind::leaky_relu;
-    unary_grad(ctx.pool, unary_op_of(kind_), n, static_cast<T>(slope_), (from_input ? x : y).data<T>(), dy.data<T>(),
+    unary_grad(ctx.pool, unary_op_of(kind_), n, static_cast<T>(slope_), (grad_reads_input(kind_) ? x : y).data<T>(), dy.data<T>(),
                dx.data<T>());
   });
 }

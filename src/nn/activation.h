@@ -3,12 +3,19 @@
 #pragma once
 
 #include "nn/layer.h"
+#include "ops/unary_op.h"
 
 namespace rg {
 
 class CfgSection;
 
 enum class ActivationKind { relu, leaky_relu, sigmoid, tanh, softmax };
+// The elementwise kinds as kernel ops (softmax, row-wise, is not one: a bug).
+UnaryOp unary_op_of(ActivationKind kind);
+// relu and leaky_relu differentiate from their input x, sigmoid and tanh from their output y.
+inline bool grad_reads_input(ActivationKind kind) {
+  return kind == ActivationKind::relu || kind == ActivationKind::leaky_relu;
+}
 
 class Activation : public Layer {
  public:
@@ -22,6 +29,9 @@ class Activation : public Layer {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
   std::string describe() const override;
+
+  ActivationKind activation() const { return kind_; }
+  double slope() const { return slope_; }
 
  private:
   ActivationKind kind_;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "opencl/model/cl_model.h"
+#include "opencl/model/cl_optimizer.h"
 #include "report/progress.h"
 
 namespace rg {
@@ -105,6 +107,10 @@ LayerContext Trainer::context(bool training) const {
 }
 
 Status Trainer::prepare() {
+  if (options_.device != nullptr && options_.precision != TrainPrecision::fp32) {
+    return Status::error(std::string("training on an OpenCL device runs in fp32 only (for now); ") +
+                         train_precision_name(options_.precision) + " trains on the CPU (--device cpu)");
+  }
   RG_TRY(model_.set_storage(storage_for(options_.precision)));
   if (options_.precision == TrainPrecision::int8_qat && !fake_quant_) {
     fake_quant_ = std::make_unique<FakeQuantizer>(model_);
@@ -115,8 +121,12 @@ Status Trainer::prepare() {
     });
   }
   RG_TRY(optimizer_.init());
+  if (options_.device != nullptr) {
+    RG_TRY(prepare_device());  // the device's budget may lower the micro-batch
+  } else {
+    RG_TRY(model_.reserve(micro_batch()));
+  }
   const int64_t rows = micro_batch();
-  RG_TRY(model_.reserve(rows));
   const Shape& in = model_.input_shape();
   RG_ASSIGN(batches_, BatchPrefetcher::create(in, rows, options_.read_ahead));
   if (model_.target() == TargetKind::onehot) {
@@ -154,13 +164,18 @@ Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& pat
     loss_scaler_.restore(scale, good, skipped);
     return Status();
   }
-  return restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_);
+  RG_TRY(restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_));
+  return sync_to_device();
 }
 
-Result<Checkpoint> Trainer::snapshot() { return checkpoint_in_memory(model_, &optimizer_, settings()); }
+Result<Checkpoint> Trainer::snapshot() {
+  RG_TRY(sync_to_host());
+  return checkpoint_in_memory(model_, &optimizer_, settings());
+}
 
 Status Trainer::start_from(const Checkpoint& snapshot, const std::string& what) {
-  return restore_training_state(snapshot, what, model_, optimizer_, &epochs_done_);
+  RG_TRY(restore_training_state(snapshot, what, model_, optimizer_, &epochs_done_));
+  return sync_to_device();
 }
 
 Status restore_training_state(const Checkpoint& checkpoint, const std::string& path, Model& model,
@@ -248,6 +263,12 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         const Tensor target = next.value();
         ctx.row_offset = m0;
         ctx.accumulate_grads = m0 > 0;
+        if (cl_model_) {
+          if (Status s = device_micro_step(x, labels, target, grad_scale, ctx, &loss_sum, &correct); !s.ok()) {
+            return s.with_context("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + ": ");
+          }
+          continue;
+        }
         const Tensor out = model_.forward(x, ctx);
         const double loss = compute_loss(model_.loss(), out, target, grad_scale, model_.output_grad());
         if (!std::isfinite(loss)) {
@@ -271,12 +292,17 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         take_step = finite.value();
       }
       lr = options_.schedule.rate(optimizer_.steps(), steps_per_epoch, options_.epochs);
-      if (take_step) optimizer_.step(lr);
+      if (take_step && cl_optimizer_) {
+        RG_TRY(cl_optimizer_->step(lr));
+      } else if (take_step) {
+        optimizer_.step(lr);
+      }
       seen += count;
       Metrics metrics = {{"loss", loss_sum / static_cast<double>(seen)}};
       if (classifies) metrics.emplace_back("acc", static_cast<double>(correct) / static_cast<double>(seen));
       progress.update(step + 1, metrics);
     }
+    RG_TRY(sync_to_host());  // the epoch's weights into the host model, for checkpoints and callers
     EpochRecord record;
     record.epoch = epoch + 1;
     record.seconds = seconds_since(start);
@@ -326,7 +352,16 @@ Result<EvalResult> Trainer::evaluate(const Dataset& data, const std::function<Te
       if (fake_quant_ && !forward) fake_quant_->restore_weights();
       return target.status();
     }
-    const Tensor out = forward ? forward(x) : model_.forward(x, ctx);
+    Tensor out;
+    if (forward) {
+      out = forward(x);
+    } else if (cl_model_) {
+      auto read = device_forward(x);
+      if (!read.ok()) return read.status();
+      out = read.value();
+    } else {
+      out = model_.forward(x, ctx);
+    }
     loss_sum += compute_loss(model_.loss(), out, target.value(), 1.0, Tensor());
     if (model_.target() != TargetKind::input) {
       correct += count_correct(out, labels.data<int32_t>());

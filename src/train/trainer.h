@@ -21,6 +21,12 @@
 #include "train/optimizer.h"
 #include "train/schedule.h"
 
+namespace rg::ocl {
+class Device;
+class ClModel;
+class ClOptimizer;
+}  // namespace rg::ocl
+
 namespace rg {
 
 // The precision training runs in.
@@ -60,6 +66,12 @@ struct TrainOptions {
                                 // trains (for data read from disk or generated: not in memory)
   // Called after each epoch (and its checkpoint) with the epochs done; an error stops training.
   std::function<Status(int64_t epochs_done)> after_epoch;
+  // An OpenCL device to train on (fp32; trainer_device.cpp), or null: the CPU. The model's
+  // values stay on the device during fit() and come back to the host model after each epoch.
+  ocl::Device* device = nullptr;
+  // With a device: compute the loss and its gradient on the CPU (the output read back, its
+  // gradient sent), as devices without cl_khr_fp64 must.
+  bool loss_on_host = false;
 };
 
 struct EpochRecord {
@@ -115,6 +127,11 @@ class Trainer {
   const LossScaler& loss_scaler() const { return loss_scaler_; }
   // int8_qat: the fake quantizer whose ranges the int8 export takes (null otherwise).
   const FakeQuantizer* fake_quantizer() const { return fake_quant_.get(); }
+  // Rows of one forward and backward (the micro-batch; a device's budget may lower it in prepare()).
+  int64_t micro_batch() const { return options_.micro_batch > 0 ? std::min(options_.micro_batch, options_.batch) : options_.batch; }
+  const TrainOptions& options() const { return options_; }
+  // The device model when training on OpenCL (null on the CPU).
+  ocl::ClModel* device_model() const { return cl_model_.get(); }
 
  private:
   // The prefetcher's next piece: *x [count, input...] and *labels [count], and the loss target.
@@ -129,13 +146,28 @@ class Trainer {
   std::unique_ptr<FakeQuantizer> fake_quant_;  // int8_qat only
   // The context of a training or evaluation forward in this precision.
   LayerContext context(bool training) const;
-  // Rows of the batch buffers and of one forward.
-  int64_t micro_batch() const { return options_.micro_batch > 0 ? std::min(options_.micro_batch, options_.batch) : options_.batch; }
   std::unique_ptr<BatchPrefetcher> batches_;  // the input and label pieces of [micro_batch, ...]
   Tensor onehot_;                             // [micro_batch, classes] targets of onehot models
   int64_t epochs_done_ = 0;
   double train_seconds_ = 0;
   int64_t samples_trained_ = 0;
+
+  // On an OpenCL device (trainer_device.cpp).
+  std::unique_ptr<ocl::ClModel> cl_model_;
+  std::unique_ptr<ocl::ClOptimizer> cl_optimizer_;
+  Tensor host_output_;  // [micro_batch, output...]: the output read back (loss on the host, evaluation)
+  // The device model, its buffers for the micro-batch (halved once when they do not fit) and
+  // the optimizer's device state.
+  Status prepare_device();
+  // One micro-batch's forward, loss and backward on the device: adds its loss to *loss_sum and
+  // its hits to *correct.
+  Status device_micro_step(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
+                           const LayerContext& ctx, double* loss_sum, int64_t* correct);
+  // The forward of x on the device, read back (evaluation).
+  Result<Tensor> device_forward(const Tensor& x);
+  // The device's params and optimizer state into the host model and optimizer, and back.
+  Status sync_to_host();
+  Status sync_to_device();
 };
 
 // A checkpoint's weights and optimizer state into `model` and `optimizer`, the optimizer's step

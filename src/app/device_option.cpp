@@ -1,0 +1,50 @@
+// Opening the training device from the command line.
+#include "app/device_option.h"
+
+#include "base/memory.h"
+
+namespace rg {
+
+void add_device_options(Args& args) {
+  args.option("device", "cpu|cl:P:D", "train on the CPU or on OpenCL device D of platform P (retrograd probe lists them)",
+              "cpu");
+  args.option("device-mem", "SIZE", "OpenCL: a device memory budget (256M makes a large card behave like a 256 MB one); "
+              "the batch is split into micro-batches to fit", "the device's memory");
+  args.option("loss-on", "device|cpu", "OpenCL: where the loss and its gradient are computed (cpu: the output is read "
+              "back and its gradient sent; devices without double support use cpu)", "device");
+}
+
+Result<std::unique_ptr<ocl::Device>> open_train_device(const Args& args, TrainOptions* options) {
+  const std::string text = args.text("device");
+  auto choice = ocl::parse_device_choice(text);
+  if (!choice.ok()) return choice.status().with_context("--device: ");
+  const std::string loss_on = args.text("loss-on");
+  if (loss_on != "device" && loss_on != "cpu") return Status::error("--loss-on: '" + loss_on + "' is not device or cpu");
+  if (!choice.value().opencl) {
+    for (const char* name : {"device-mem", "loss-on"}) {
+      if (args.given(name)) return Status::error("--" + std::string(name) + " applies to an OpenCL --device");
+    }
+    return std::unique_ptr<ocl::Device>();
+  }
+  ocl::DeviceOptions device_options;
+  if (args.given("device-mem")) {
+    auto budget = parse_bytes(args.text("device-mem"));
+    if (!budget.ok()) return budget.status().with_context("--device-mem: ");
+    if (budget.value() <= 0) return Status::error("--device-mem: a budget must be above 0 bytes");
+    device_options.memory_budget_bytes = budget.value();
+  }
+  auto device = ocl::Device::open(choice.value(), device_options);
+  if (!device.ok()) return device.status().with_context("--device " + text + ": ");
+  options->device = device.value().get();
+  options->loss_on_host = loss_on == "cpu";
+  return device.take();
+}
+
+std::string describe_device_use(ocl::Device& device) {
+  const MemoryAccount& memory = device.memory();
+  std::string text = device.label() + ": device memory peak " + format_bytes(memory.peak_bytes());
+  if (memory.budget_bytes() > 0) text += " (budget " + format_bytes(memory.budget_bytes()) + ")";
+  return text;
+}
+
+}  // namespace rg

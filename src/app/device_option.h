@@ -1,0 +1,23 @@
+// --device cpu|cl:P:D, --device-mem and --loss-on for the commands that train: the OpenCL
+// device opened with its memory budget, or none for the CPU.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "app/args.h"
+#include "opencl/device.h"
+#include "train/trainer.h"
+
+namespace rg {
+
+void add_device_options(Args& args);
+
+// The device --device names, opened with --device-mem's budget (null for cpu); sets
+// options->device and options->loss_on_host. Errors name the option.
+Result<std::unique_ptr<ocl::Device>> open_train_device(const Args& args, TrainOptions* options);
+
+// "cl:0:0 (NVIDIA H100): device memory peak 41.2 MiB (budget 128 MiB)": the summary's line.
+std::string describe_device_use(ocl::Device& device);
+
+}  // namespace rg

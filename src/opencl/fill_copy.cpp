@@ -1,0 +1,39 @@
+// clEnqueueFillBuffer / clEnqueueCopyBuffer on the device's queue, in bytes (4 per f32).
+#include "opencl/fill_copy.h"
+
+#include "opencl/cl_error.h"
+
+namespace rg::ocl {
+
+Result<Event> f32_fill_zero(Device& device, DeviceSpan span) {
+  RG_CHECK(span.offset >= 0 && span.count >= 0, "f32_fill_zero of [" << span.offset << ", +" << span.count << ")");
+  if (span.count == 0) return Event();
+  RG_CHECK(span.mem != nullptr, "f32_fill_zero of " << span.count << " elements of no buffer");
+  const cl_float zero = 0.0f;
+  cl_event event = nullptr;
+  const cl_int code =
+      device.api().clEnqueueFillBuffer(device.queue(), span.mem, &zero, sizeof zero, static_cast<size_t>(span.offset) * 4,
+                                       static_cast<size_t>(span.count) * 4, 0, nullptr, &event);
+  if (code != CL_SUCCESS) {
+    return device.error("zeroing " + format_bytes(span.count * 4), "clEnqueueFillBuffer", code);
+  }
+  return Event(&device.api(), event);
+}
+
+Result<Event> f32_copy(Device& device, DeviceSpan from, DeviceSpan to, int64_t n) {
+  RG_CHECK(n >= 0 && from.offset >= 0 && to.offset >= 0 && from.count >= n && to.count >= n,
+           "f32_copy of " << n << " elements from a span of " << from.count << " to one of " << to.count);
+  if (n == 0) return Event();
+  RG_CHECK(from.mem != nullptr && to.mem != nullptr, "f32_copy of " << n << " elements with no buffer");
+  RG_CHECK(from.mem != to.mem || from.offset + n <= to.offset || to.offset + n <= from.offset,
+           "f32_copy of " << n << " elements within one buffer from " << from.offset << " to " << to.offset
+                          << ": the ranges overlap");
+  cl_event event = nullptr;
+  const cl_int code = device.api().clEnqueueCopyBuffer(device.queue(), from.mem, to.mem, static_cast<size_t>(from.offset) * 4,
+                                                       static_cast<size_t>(to.offset) * 4, static_cast<size_t>(n) * 4, 0,
+                                                       nullptr, &event);
+  if (code != CL_SUCCESS) return device.error("copying " + format_bytes(n * 4), "clEnqueueCopyBuffer", code);
+  return Event(&device.api(), event);
+}
+
+}  // namespace rg::ocl

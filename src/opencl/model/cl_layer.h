@@ -1,0 +1,75 @@
+// The device side of a CPU layer: forward and backward over device buffers, the layer's
+// params (and buffers) mirrored in device memory. The CPU Layer stays the owner of the
+// configuration, the names and the host values checkpoints save; a ClLayer is made from it
+// after its init() (make_cl_layer) and reads its settings from it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "nn/layer.h"
+#include "opencl/buffer.h"
+#include "opencl/device.h"
+
+namespace rg::ocl {
+
+// A param (or a buffer: BatchNorm's running statistics) of a CPU layer kept on the device:
+// value and, for trained params, grad, both f32 [host->value.numel()].
+struct ClParam {
+  Param* host = nullptr;
+  Buffer value, grad;  // grad empty for buffers
+  int64_t numel() const { return host->value.numel(); }
+};
+
+// Allocates `param`'s device copy (with a gradient buffer when `trained`) and uploads its value.
+Result<ClParam> upload_param(Device& device, Param& param, bool trained);
+// Host value -> device value, and back (blocking).
+Status write_param(const ClParam& param);
+Status read_param(const ClParam& param);
+
+// What one forward or backward of a device layer sees.
+struct ClContext {
+  const LayerContext& host;  // training, accumulate_grads, noise_stream, row_offset
+  DeviceSpan workspace;      // f32 scratch shared by every layer: workspace_elements(n) of it are this layer's
+};
+
+class ClLayer {
+ public:
+  virtual ~ClLayer() = default;
+
+  // x [n, in...] -> y [n, out...], f32 spans holding at least that much (n <= the reserved batch).
+  virtual Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) = 0;
+  // As Layer::backward: params' grads += (or =, when !ctx.host.accumulate_grads) their
+  // gradient; dx written when dx.mem is not null.
+  virtual Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx,
+                          const ClContext& ctx) = 0;
+
+  // In the order of the CPU layer's params() and buffers().
+  virtual std::vector<ClParam*> params() { return {}; }
+  virtual std::vector<ClParam*> buffers() { return {}; }
+  // f32 scratch elements forward and backward take for a batch of n from ClContext::workspace.
+  virtual int64_t workspace_elements(int64_t n) const {
+    (void)n;
+    return 0;
+  }
+  // Device bytes the layer keeps of its own from forward to backward for batches of up to
+  // `batch` (BatchNorm's statistics, a recurrent layer's steps): reserve() allocates them.
+  virtual int64_t state_bytes(int64_t batch) const {
+    (void)batch;
+    return 0;
+  }
+  virtual Status reserve(int64_t batch) {
+    (void)batch;
+    return Status();
+  }
+};
+
+// The device layer of `layer` (initialised: its params are uploaded), whose samples are `input`. A kind with no device
+// version is an error naming the layer, and the kinds there are.
+Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, Device& device);
+std::vector<std::string> cl_layer_kinds();
+
+}  // namespace rg::ocl

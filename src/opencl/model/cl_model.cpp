@@ -1,0 +1,212 @@
+// ClModel: building the device layers, the buffers of a batch, and the step's parts.
+#include "opencl/model/cl_model.h"
+
+#include <algorithm>
+
+#include "opencl/loss.h"
+
+namespace rg::ocl {
+
+Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device) {
+  std::unique_ptr<ClModel> cl(new ClModel(model, device));
+  Shape in = model.input_shape();
+  cl->input_size_ = in.numel();
+  cl->largest_ = cl->input_size_;
+  for (size_t i = 0; i < model.layers().size(); ++i) {
+    Layer& layer = *model.layers()[i];
+    auto made = make_cl_layer(layer, in, device);
+    if (!made.ok()) return made.status().with_context(device.label() + ": ");
+    cl->layers_.push_back(made.take());
+    in = model.layer_output_shape(i);
+    cl->sizes_.push_back(in.numel());
+    cl->largest_ = std::max(cl->largest_, in.numel());
+  }
+  return cl;
+}
+
+int64_t ClModel::target_bytes(int64_t batch) const {
+  switch (model_.target()) {
+    case TargetKind::labels: return batch * 4;  // int32
+    case TargetKind::onehot: return batch * sizes_.back() * 4;
+    case TargetKind::input: return 0;  // the input buffer
+  }
+  return 0;
+}
+
+ClModel::ReservedBytes ClModel::reserved_bytes(int64_t batch) const {
+  ReservedBytes bytes;
+  int64_t scratch = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    bytes.activations += batch * sizes_[i] * 4;
+    bytes.layer_state += layers_[i]->state_bytes(batch);
+    scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
+  }
+  bytes.gradients = 2 * batch * largest_ * 4;
+  bytes.workspace = scratch * 4;
+  bytes.io = 2 * (batch * input_size_ * 4 + target_bytes(batch)) + batch * (8 + 4);
+  return bytes;
+}
+
+int64_t ClModel::param_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& layer : layers_) {
+    for (ClParam* p : layer->params()) bytes += p->value.bytes() + p->grad.bytes();
+    for (ClParam* p : layer->buffers()) bytes += p->value.bytes();
+  }
+  return bytes;
+}
+
+Status ClModel::reserve(int64_t batch) {
+  RG_CHECK(batch > 0, "reserve(" << batch << ")");
+  // Free the old batch's buffers first: the budget counts them until then.
+  acts_.clear();
+  grad_a_.reset();
+  grad_b_.reset();
+  workspace_.reset();
+  for (int k = 0; k < 2; ++k) {
+    inputs_[k].reset();
+    targets_[k].reset();
+  }
+  row_loss_.reset();
+  hits_.reset();
+  reserved_ = 0;
+  int64_t scratch = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    RG_ASSIGN(Buffer act, Buffer::allocate(device_, batch * sizes_[i] * 4,
+                                           "the output of layer " + model_.layers()[i]->name()));
+    acts_.push_back(std::move(act));
+    RG_TRY(layers_[i]->reserve(batch));
+    scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
+  }
+  RG_ASSIGN(grad_a_, Buffer::allocate(device_, batch * largest_ * 4, "gradient buffer A"));
+  RG_ASSIGN(grad_b_, Buffer::allocate(device_, batch * largest_ * 4, "gradient buffer B"));
+  if (scratch > 0) {
+    RG_ASSIGN(workspace_, Buffer::allocate(device_, scratch * 4, "the layers' workspace"));
+  }
+  for (int k = 0; k < 2; ++k) {
+    RG_ASSIGN(inputs_[k], Buffer::allocate(device_, batch * input_size_ * 4, "input buffer " + std::to_string(k + 1)));
+    if (target_bytes(batch) > 0) {
+      RG_ASSIGN(targets_[k], Buffer::allocate(device_, target_bytes(batch), "target buffer " + std::to_string(k + 1)));
+    }
+  }
+  RG_ASSIGN(row_loss_, Buffer::allocate(device_, batch * 8, "per-row losses"));
+  RG_ASSIGN(hits_, Buffer::allocate(device_, batch * 4, "per-row hits"));
+  host_row_loss_.assign(static_cast<size_t>(batch), 0.0);
+  host_hits_.assign(static_cast<size_t>(batch), 0);
+  reserved_ = batch;
+  return Status();
+}
+
+DeviceSpan ClModel::target_span() const {
+  if (model_.target() == TargetKind::input) return input_span();
+  if (model_.target() == TargetKind::labels) return element_span(targets_[current_], 4);
+  return targets_[current_].f32();
+}
+
+Result<Event> ClModel::upload(const Tensor& x, const Tensor& target) {
+  const int64_t n = x.shape()[0];
+  RG_CHECK(n > 0 && n <= reserved_, "upload of " << n << " samples, reserved " << reserved_);
+  RG_CHECK(x.numel() == n * input_size_ && x.dtype() == DType::f32, "input " << x.shape().str());
+  current_ = 1 - current_;
+  batch_ = n;
+  RG_ASSIGN(Event event, write_buffer_async(inputs_[current_], 0, x.f32(), x.numel() * 4));
+  if (model_.target() == TargetKind::input || !target.defined()) return event;
+  RG_CHECK(static_cast<int64_t>(target.bytes()) <= target_bytes(n), "target " << target.shape().str());
+  return write_buffer_async(targets_[current_], 0, target.raw_data(), static_cast<int64_t>(target.bytes()));
+}
+
+Status ClModel::forward(const LayerContext& ctx) {
+  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}};
+  DeviceSpan in = input_span();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const DeviceSpan out = acts_[i].f32();
+    if (Status s = layers_[i]->forward(batch_, in, out, cl_ctx); !s.ok()) {
+      return s.with_context("layer " + model_.layers()[i]->name() + " forward: ");
+    }
+    in = out;
+  }
+  return Status();
+}
+
+Status ClModel::device_loss(double grad_scale, bool count_hits) {
+  const int64_t cols = sizes_.back();
+  const DeviceSpan dx = grad_scale != 0 ? grad_a_.f32() : DeviceSpan{};
+  RG_TRY(f32_loss(device_, model_.loss(), batch_, cols, output_span(), target_span(), static_cast<float>(grad_scale),
+                  dx, element_span(row_loss_, 8))
+             .status());
+  RG_ASSIGN(loss_read_, read_buffer_async(row_loss_, 0, host_row_loss_.data(), batch_ * 8));
+  loss_pending_ = true;
+  hits_pending_ = count_hits;
+  if (count_hits) {
+    RG_TRY(f32_argmax_hits(device_, batch_, cols, output_span(), target_span(), element_span(hits_, 4)).status());
+    RG_ASSIGN(hits_read_, read_buffer_async(hits_, 0, host_hits_.data(), batch_ * 4));
+  }
+  return Status();
+}
+
+Result<ClModel::LossSums> ClModel::loss_sums() {
+  RG_CHECK(loss_pending_, "loss_sums() without device_loss()");
+  loss_pending_ = false;
+  LossSums sums;
+  RG_TRY(loss_read_.wait());
+  for (int64_t r = 0; r < batch_; ++r) sums.loss += host_row_loss_[static_cast<size_t>(r)];
+  if (hits_pending_) {
+    hits_pending_ = false;
+    RG_TRY(hits_read_.wait());
+    for (int64_t r = 0; r < batch_; ++r) sums.hits += host_hits_[static_cast<size_t>(r)];
+  }
+  return sums;
+}
+
+Status ClModel::read_output(const Tensor& out) {
+  RG_CHECK(out.numel() == batch_ * sizes_.back() && out.dtype() == DType::f32, "output " << out.shape().str());
+  return read_buffer(acts_.back(), 0, out.f32(), out.numel() * 4);
+}
+
+Status ClModel::write_output_grad(const Tensor& grad) {
+  RG_CHECK(grad.numel() == batch_ * sizes_.back() && grad.dtype() == DType::f32, "gradient " << grad.shape().str());
+  return write_buffer(grad_a_, 0, grad.f32(), grad.numel() * 4);
+}
+
+Status ClModel::backward(const LayerContext& ctx) {
+  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}};
+  bool dy_in_a = true;  // the loss wrote the output gradient into A
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const DeviceSpan x = i == 0 ? input_span() : acts_[i - 1].f32();
+    const DeviceSpan dy = (dy_in_a ? grad_a_ : grad_b_).f32();
+    const DeviceSpan dx = i == 0 ? DeviceSpan{} : (dy_in_a ? grad_b_ : grad_a_).f32();
+    if (Status s = layers_[i]->backward(batch_, x, acts_[i].f32(), dy, dx, cl_ctx); !s.ok()) {
+      return s.with_context("layer " + model_.layers()[i]->name() + " backward: ");
+    }
+    dy_in_a = !dy_in_a;
+  }
+  return Status();
+}
+
+std::vector<ClParam*> ClModel::params() {
+  std::vector<ClParam*> all;
+  for (auto& layer : layers_)
+    for (ClParam* p : layer->params()) all.push_back(p);
+  return all;
+}
+
+std::vector<ClParam*> ClModel::buffers() {
+  std::vector<ClParam*> all;
+  for (auto& layer : layers_)
+    for (ClParam* p : layer->buffers()) all.push_back(p);
+  return all;
+}
+
+Status ClModel::read_params() {
+  for (ClParam* p : params()) RG_TRY(read_param(*p));
+  for (ClParam* p : buffers()) RG_TRY(read_param(*p));
+  return Status();
+}
+
+Status ClModel::write_params() {
+  for (ClParam* p : params()) RG_TRY(write_param(*p));
+  for (ClParam* p : buffers()) RG_TRY(write_param(*p));
+  return Status();
+}
+
+}  // namespace rg::ocl

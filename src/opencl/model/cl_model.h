@@ -1,0 +1,100 @@
+// A Model run on an OpenCL device: one ClLayer per layer, the params mirrored in device
+// memory, and for a batch of up to reserve()'s: every layer's output (kept for backward), two
+// ping-pong gradient buffers, the layers' shared workspace, two input buffers (one is filled
+// while the other trains) with their targets, and the loss's per-row results. The CPU Model
+// keeps the cfg, the names and the host values: read_params() brings the trained values back
+// for checkpoints, write_params() sends host values (a resumed run's) to the device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nn/model.h"
+#include "opencl/model/cl_layer.h"
+
+namespace rg::ocl {
+
+class ClModel {
+ public:
+  // The device layers of `model` (after its init()), params and buffers uploaded.
+  static Result<std::unique_ptr<ClModel>> create(Model& model, Device& device);
+
+  Model& host() { return model_; }
+  Device& device() { return device_; }
+
+  // Device bytes reserve(batch) allocates, by part.
+  struct ReservedBytes {
+    int64_t activations = 0;  // every layer's output [batch, shape]
+    int64_t layer_state = 0;  // what layers keep of their own (batch norm statistics, recurrent steps)
+    int64_t gradients = 0;    // the two ping-pong buffers between layers
+    int64_t workspace = 0;    // the layers' shared scratch (im2col panels)
+    int64_t io = 0;           // two input buffers, two targets, per-row losses and hits
+    int64_t total() const { return activations + layer_state + gradients + workspace + io; }
+  };
+  ReservedBytes reserved_bytes(int64_t batch) const;
+  // Bytes of the params, their gradients and the buffers (allocated by create()).
+  int64_t param_bytes() const;
+  Status reserve(int64_t batch);
+  int64_t reserved_batch() const { return reserved_; }
+
+  // x [n, input...] into the next of the two input buffers, and the loss's target into its
+  // pair (when defined): labels int32 [n] (softmax cross-entropy) or f32 [n, output...] (none for target =
+  // input models: the input is the target). Not blocking: the host tensors must stay as they
+  // are until the returned event (the later upload's) completes.
+  Result<Event> upload(const Tensor& x, const Tensor& target);
+  // The forward of the last upload's input, layer by layer; the output stays on the device.
+  Status forward(const LayerContext& ctx);
+  int64_t batch() const { return batch_; }  // n of the last upload
+
+  // The loss of the last forward against the last upload's target, on the device: per-row
+  // losses (and argmax hits when count_hits) copied back to the host without blocking, and
+  // when grad_scale != 0 the output gradient scaled by it. Needs cl_khr_fp64.
+  Status device_loss(double grad_scale, bool count_hits);
+  // After device_loss: waits for its results; the sum of the row losses in row order (the
+  // CPU's compute_loss total) and the hits.
+  struct LossSums {
+    double loss = 0;
+    int64_t hits = 0;
+  };
+  Result<LossSums> loss_sums();
+  // The output of the last forward, read back [n, output...] into `out` (blocking), and an
+  // output gradient computed on the host sent to the device: the loss run on the CPU.
+  Status read_output(const Tensor& out);
+  Status write_output_grad(const Tensor& grad);
+
+  // Back-propagates the output gradient through every layer (no input gradient).
+  Status backward(const LayerContext& ctx);
+
+  std::vector<ClParam*> params();   // in Model::params() order
+  std::vector<ClParam*> buffers();  // in Model::buffers() order
+  // Device -> host values of every param and buffer, and host -> device (blocking).
+  Status read_params();
+  Status write_params();
+
+ private:
+  ClModel(Model& model, Device& device) : model_(model), device_(device) {}
+
+  Model& model_;
+  Device& device_;
+  std::vector<std::unique_ptr<ClLayer>> layers_;
+  std::vector<int64_t> sizes_;  // sizes_[i]: values per sample of layer i's output
+  int64_t input_size_ = 0, largest_ = 0;
+  std::vector<Buffer> acts_;
+  Buffer grad_a_, grad_b_, workspace_;
+  Buffer inputs_[2], targets_[2];  // targets: labels or values; none for target = input
+  Buffer row_loss_, hits_;
+  std::vector<double> host_row_loss_;
+  std::vector<int32_t> host_hits_;
+  Event loss_read_, hits_read_;
+  bool loss_pending_ = false, hits_pending_ = false;
+  int current_ = 1;  // the input buffer of the last upload
+  int64_t reserved_ = 0, batch_ = 0;
+
+  int64_t target_bytes(int64_t batch) const;
+  DeviceSpan input_span() const { return inputs_[current_].f32(); }
+  DeviceSpan target_span() const;
+  DeviceSpan output_span() const { return acts_.back().f32(); }
+};
+
+}  // namespace rg::ocl

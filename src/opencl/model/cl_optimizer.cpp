@@ -1,0 +1,63 @@
+// ClOptimizer: the device state and one update per param with opencl/optimizer.h's kernels.
+#include "opencl/model/cl_optimizer.h"
+
+#include "opencl/optimizer.h"
+
+namespace rg::ocl {
+
+Result<ClOptimizer> ClOptimizer::create(Device& device, Optimizer& host, std::vector<ClParam*> params) {
+  ClOptimizer opt;
+  opt.device_ = &device;
+  opt.host_ = &host;
+  opt.params_ = std::move(params);
+  for (const Tensor& t : host.state()) {
+    RG_ASSIGN(Buffer b, Buffer::allocate(device, t.numel() * 4, "optimizer state " + std::to_string(opt.state_.size())));
+    opt.state_.push_back(std::move(b));
+  }
+  RG_CHECK(opt.state_.size() % (opt.params_.empty() ? 1 : opt.params_.size()) == 0,
+           "optimizer state of " << opt.state_.size() << " tensors for " << opt.params_.size() << " params");
+  RG_TRY(opt.write_state());
+  return opt;
+}
+
+Status ClOptimizer::step(double lr) {
+  const OptimizerConfig& config = host_->config();
+  host_->set_steps(host_->steps() + 1);
+  const size_t count = params_.size();
+  for (size_t i = 0; i < count; ++i) {
+    ClParam& p = *params_[i];
+    if (config.kind == OptimizerKind::sgd) {
+      const DeviceSpan v = config.momentum != 0 ? state_[i].f32() : DeviceSpan{};
+      RG_TRY(f32_sgd(*device_, p.numel(), sgd_step_for(config, lr), p.value.f32(), p.grad.f32(), v).status());
+    } else {
+      RG_TRY(f32_adam(*device_, p.numel(), adam_step_for(config, host_->steps(), lr), p.value.f32(), p.grad.f32(),
+                      state_[i].f32(), state_[count + i].f32())
+                 .status());
+    }
+  }
+  return Status();
+}
+
+int64_t ClOptimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (const Buffer& b : state_) bytes += b.bytes();
+  return bytes;
+}
+
+Status ClOptimizer::read_state() {
+  for (size_t k = 0; k < state_.size(); ++k) {
+    const Tensor& t = host_->state()[k];
+    if (t.numel() > 0) RG_TRY(read_buffer(state_[k], 0, t.f32(), t.numel() * 4));
+  }
+  return Status();
+}
+
+Status ClOptimizer::write_state() {
+  for (size_t k = 0; k < state_.size(); ++k) {
+    const Tensor& t = host_->state()[k];
+    if (t.numel() > 0) RG_TRY(write_buffer(state_[k], 0, t.f32(), t.numel() * 4));
+  }
+  return Status();
+}
+
+}  // namespace rg::ocl

@@ -1,0 +1,71 @@
+// Device layers without params: the activations (nn/activation.cpp) and flatten/reshape
+// (a copy, as the CPU's: each layer owns its output buffer).
+#include "nn/activation.h"
+#include "opencl/activation.h"
+#include "opencl/fill_copy.h"
+#include "opencl/model/cl_layer_kinds.h"
+
+namespace rg::ocl {
+
+namespace {
+
+class ClActivation : public ClLayer {
+ public:
+  ClActivation(Device& device, const Activation& host, const Shape& input)
+      : device_(device), kind_(host.activation()), slope_(static_cast<float>(host.slope())), row_(input.numel()) {}
+
+  Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override {
+    (void)ctx;
+    if (kind_ == ActivationKind::softmax) return f32_softmax_rows_forward(device_, n, row_, x, y).status();
+    return f32_unary_forward(device_, unary_op_of(kind_), n * row_, slope_, x, y).status();
+  }
+
+  Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override {
+    (void)ctx;
+    if (dx.mem == nullptr) return Status();
+    if (kind_ == ActivationKind::softmax) return f32_softmax_rows_backward(device_, n, row_, y, dy, dx).status();
+    return f32_unary_backward(device_, unary_op_of(kind_), n * row_, slope_, grad_reads_input(kind_) ? x : y, dy, dx)
+        .status();
+  }
+
+ private:
+  Device& device_;
+  ActivationKind kind_;
+  float slope_;
+  int64_t row_;  // values per sample
+};
+
+class ClReshape : public ClLayer {
+ public:
+  ClReshape(Device& device, const Shape& input) : device_(device), row_(input.numel()) {}
+
+  Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override {
+    (void)ctx;
+    return f32_copy(device_, x, y, n * row_).status();
+  }
+
+  Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override {
+    (void)x;
+    (void)y;
+    (void)ctx;
+    if (dx.mem == nullptr) return Status();
+    return f32_copy(device_, dy, dx, n * row_).status();
+  }
+
+ private:
+  Device& device_;
+  int64_t row_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ClLayer>> make_cl_activation(Layer& layer, const Shape& input, Device& device) {
+  return std::unique_ptr<ClLayer>(new ClActivation(device, dynamic_cast<Activation&>(layer), input));
+}
+
+Result<std::unique_ptr<ClLayer>> make_cl_reshape(Layer& layer, const Shape& input, Device& device) {
+  (void)layer;
+  return std::unique_ptr<ClLayer>(new ClReshape(device, input));
+}
+
+}  // namespace rg::ocl

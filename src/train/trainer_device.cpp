@@ -1,0 +1,119 @@
+// The Trainer's OpenCL path: the model's layers, its optimizer and the loss on a device
+// (opencl/model/), the data gathered on the host and uploaded a micro-batch at a time.
+#include <cinttypes>
+#include <cmath>
+
+#include "base/memory.h"
+#include "opencl/device.h"
+#include "opencl/model/cl_model.h"
+#include "opencl/model/cl_optimizer.h"
+#include "train/trainer.h"
+
+namespace rg {
+
+namespace {
+// The largest micro-batch of at most `rows` whose device buffers fit in `free_bytes`: halved
+// until it fits (0: not even one sample).
+int64_t fitting_rows(const ocl::ClModel& model, int64_t rows, int64_t free_bytes) {
+  while (rows > 0 && model.reserved_bytes(rows).total() > free_bytes) rows /= 2;
+  return rows;
+}
+}  // namespace
+
+Status Trainer::prepare_device() {
+  ocl::Device& device = *options_.device;
+  if (!options_.loss_on_host && !device.info().has_extension("cl_khr_fp64")) {
+    options_.loss_on_host = true;
+    std::fprintf(options_.log, "device:    %s has no cl_khr_fp64: the loss runs on the CPU\n", device.label().c_str());
+  }
+  RG_ASSIGN(cl_model_, ocl::ClModel::create(model_, device));
+  RG_ASSIGN(ocl::ClOptimizer optimizer, ocl::ClOptimizer::create(device, optimizer_, cl_model_->params()));
+  cl_optimizer_ = std::make_unique<ocl::ClOptimizer>(std::move(optimizer));
+
+  // The micro-batch the device's budget holds, planned from the bytes reserve() will ask for.
+  const MemoryAccount& memory = device.memory();
+  int64_t rows = micro_batch();
+  if (memory.budget_bytes() > 0) {
+    const int64_t free_bytes = memory.budget_bytes() - memory.current_bytes();
+    const int64_t fit = fitting_rows(*cl_model_, rows, free_bytes);
+    if (fit == 0) {
+      return Status::error(device.label() + ": one sample needs " + format_bytes(cl_model_->reserved_bytes(1).total()) +
+                           " of device memory beside the " + format_bytes(memory.current_bytes()) +
+                           " of params, gradients and optimizer state, and the budget (--device-mem) is " +
+                           format_bytes(memory.budget_bytes()));
+    }
+    if (fit < rows) {
+      std::fprintf(options_.log, "device:    micro-batches of %" PRId64 " (of %" PRId64 ") to fit the %s device budget\n",
+                   fit, rows, format_bytes(memory.budget_bytes()).c_str());
+      rows = fit;
+    }
+  }
+  Status reserved = cl_model_->reserve(rows);
+  if (!reserved.ok() && rows > 1) {  // the driver's memory, not our budget, ran out: once, with half
+    std::fprintf(options_.log, "device:    %s\ndevice:    retrying once with micro-batches of %" PRId64 "\n",
+                 reserved.message().c_str(), rows / 2);
+    rows /= 2;
+    reserved = cl_model_->reserve(rows);
+  }
+  if (!reserved.ok()) return reserved.with_context("reserving the device's buffers for micro-batches of " + std::to_string(rows) + ": ");
+  options_.micro_batch = rows;
+  RG_ASSIGN(host_output_, Tensor::zeros(model_.output_shape().batched(rows), DType::f32, "the device's output read back"));
+  return Status();
+}
+
+Status Trainer::device_micro_step(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
+                                  const LayerContext& ctx, double* loss_sum, int64_t* correct) {
+  const bool classifies = model_.target() != TargetKind::input;
+  ocl::ClModel& cl = *cl_model_;
+  RG_ASSIGN(const ocl::Event uploaded, cl.upload(x, target));
+  RG_TRY(cl.forward(ctx));
+  double loss = 0;
+  if (options_.loss_on_host) {  // the output back, the loss and its gradient here, the gradient there
+    const int64_t n = x.shape()[0];
+    const Tensor out = host_output_.rows(0, n);
+    RG_TRY(cl.read_output(out));
+    const Tensor grad = model_.output_shape().numel() > 0 ? out : Tensor();
+    loss = compute_loss(model_.loss(), out, target, grad_scale, Tensor());
+    if (classifies) *correct += count_correct(out, labels.data<int32_t>());
+    // The gradient overwrites the output read back (which the loss no longer needs).
+    compute_loss(model_.loss(), out, target, grad_scale, grad);
+    RG_TRY(cl.write_output_grad(grad));
+    RG_TRY(cl.backward(ctx));
+  } else {
+    RG_TRY(cl.device_loss(grad_scale, classifies));
+    RG_TRY(cl.backward(ctx));
+    RG_ASSIGN(const ocl::ClModel::LossSums sums, cl.loss_sums());
+    loss = sums.loss;
+    *correct += sums.hits;
+  }
+  RG_TRY(uploaded.wait());
+  if (!std::isfinite(loss)) {
+    return Status::error("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+                         "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
+  }
+  *loss_sum += loss;
+  return Status();
+}
+
+Result<Tensor> Trainer::device_forward(const Tensor& x) {
+  const int64_t n = x.shape()[0];
+  RG_TRY(cl_model_->upload(x, Tensor()).status());
+  RG_TRY(cl_model_->forward(context(false)));
+  const Tensor out = host_output_.rows(0, n);
+  RG_TRY(cl_model_->read_output(out));
+  return out;
+}
+
+Status Trainer::sync_to_host() {
+  if (!cl_model_) return Status();
+  RG_TRY(cl_model_->read_params());
+  return cl_optimizer_->read_state();
+}
+
+Status Trainer::sync_to_device() {
+  if (!cl_model_) return Status();
+  RG_TRY(cl_model_->write_params());
+  return cl_optimizer_->write_state();
+}
+
+}  // namespace rg
