@@ -8,6 +8,7 @@
 #include "app/commands.h"
 #include "app/data_source.h"
 #include "app/device_option.h"
+#include "opencl/model/cl_model.h"
 #include "app/json_report.h"
 #include "app/precision_report.h"
 #include "app/train_gan.h"
@@ -398,7 +399,10 @@ int run_train(int argc, char** argv) {
               format_bytes(peak_rss).c_str(), format_bytes(peak_tensors).c_str(),
               format_bytes(plan.predicted_peak()).c_str(), budget > 0 ? (", budget " + format_bytes(budget)).c_str() : "",
               format_bytes(start_rss).c_str());
-  if (train_device) std::printf("  device          %s\n", describe_device_use(*train_device).c_str());
+  if (train_device) {
+    std::printf("  device          %s\n",
+                describe_device_use(*train_device, trainer.device_model()->transfers()).c_str());
+  }
   if (!options.checkpoint_path.empty()) std::printf("  checkpoint      %s\n", options.checkpoint_path.c_str());
   if (args.given("samples")) {
     if (train_device) {  // the trained weights are on the host now; its buffers were not reserved

@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "app/data_source.h"
+#include "app/device_option.h"
 #include "app/json_report.h"
 #include "app/train_gan.h"
 #include "data/files.h"
@@ -101,6 +102,7 @@ Result<std::unique_ptr<Model>> get_judge(const Args& args, const std::string& ou
   options.checkpoint_path = path;
   options.log = stdout;
   options.live_progress = gan_options.live_progress;
+  options.device = gan_options.device;  // the judge trains where the GAN does
   std::printf("judge:     training the cnn preset for %lld epochs on %s to score the samples (saved as %s)\n",
               static_cast<long long>(epochs), data.train.name.c_str(), path.c_str());
   std::fflush(stdout);
@@ -208,6 +210,11 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
   DataSplit split = data.take();
   Dataset train = split.train;
 
+  auto device = open_train_device(args, &options);
+  if (!device.ok()) return fail(device.status().message());
+  const std::unique_ptr<ocl::Device> train_device = device.take();
+  if (train_device && !options.host_layers.empty()) return fail("--cpu-layers applies to classifier and autoencoder training");
+
   ThreadPool pool(threads.value());
   options.log = stdout;
   options.live_progress = is_terminal(stdout);
@@ -296,6 +303,7 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
               train_seconds > 0 ? static_cast<double>(samples_trained) / train_seconds : 0.0, pool.threads());
   std::printf("  memory          peak RSS %s, peak tensors %s\n", format_bytes(peak_rss_bytes()).c_str(),
               format_bytes(host_memory().peak_bytes()).c_str());
+  if (train_device) std::printf("  device          %s\n", describe_device_use(*train_device, trainer.device_transfers()).c_str());
   std::printf("  networks        %s, %s\n", join_path(out_dir, kGeneratorFile).c_str(),
               join_path(out_dir, kDiscriminatorFile).c_str());
   if (args.given("json")) {

@@ -1,6 +1,8 @@
 // Opening the training device from the command line.
 #include "app/device_option.h"
 
+#include <sstream>
+
 #include "base/memory.h"
 
 namespace rg {
@@ -10,6 +12,8 @@ void add_device_options(Args& args) {
               "cpu");
   args.option("device-mem", "SIZE", "OpenCL: a device memory budget (256M makes a large card behave like a 256 MB one); "
               "the batch is split into micro-batches to fit", "the device's memory");
+  args.option("cpu-layers", "NAMES", "OpenCL: run these layers (comma-separated names, as the model summary shows "
+              "them) on the CPU, the rest on the device; the copies between them are counted", "none");
   args.option("loss-on", "device|cpu", "OpenCL: where the loss and its gradient are computed (cpu: the output is read "
               "back and its gradient sent; devices without double support use cpu)", "device");
 }
@@ -21,7 +25,7 @@ Result<std::unique_ptr<ocl::Device>> open_train_device(const Args& args, TrainOp
   const std::string loss_on = args.text("loss-on");
   if (loss_on != "device" && loss_on != "cpu") return Status::error("--loss-on: '" + loss_on + "' is not device or cpu");
   if (!choice.value().opencl) {
-    for (const char* name : {"device-mem", "loss-on"}) {
+    for (const char* name : {"device-mem", "loss-on", "cpu-layers"}) {
       if (args.given(name)) return Status::error("--" + std::string(name) + " applies to an OpenCL --device");
     }
     return std::unique_ptr<ocl::Device>();
@@ -37,13 +41,19 @@ Result<std::unique_ptr<ocl::Device>> open_train_device(const Args& args, TrainOp
   if (!device.ok()) return device.status().with_context("--device " + text + ": ");
   options->device = device.value().get();
   options->loss_on_host = loss_on == "cpu";
+  if (args.given("cpu-layers")) {
+    std::istringstream names(args.text("cpu-layers"));
+    for (std::string name; std::getline(names, name, ',');) options->host_layers.push_back(name);
+  }
   return device.take();
 }
 
-std::string describe_device_use(ocl::Device& device) {
+std::string describe_device_use(ocl::Device& device, const ocl::TransferCounts& transfers) {
   const MemoryAccount& memory = device.memory();
   std::string text = device.label() + ": device memory peak " + format_bytes(memory.peak_bytes());
   if (memory.budget_bytes() > 0) text += " (budget " + format_bytes(memory.budget_bytes()) + ")";
+  text += "; copies " + format_bytes(transfers.up_bytes) + " to the device in " + std::to_string(transfers.ups) + ", " +
+          format_bytes(transfers.down_bytes) + " back in " + std::to_string(transfers.downs);
   return text;
 }
 

@@ -7,6 +7,7 @@
 
 #include "app/args.h"
 #include "opencl/device.h"
+#include "opencl/model/cl_layer.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -17,7 +18,8 @@ void add_device_options(Args& args);
 // options->device and options->loss_on_host. Errors name the option.
 Result<std::unique_ptr<ocl::Device>> open_train_device(const Args& args, TrainOptions* options);
 
-// "cl:0:0 (NVIDIA H100): device memory peak 41.2 MiB (budget 128 MiB)": the summary's line.
-std::string describe_device_use(ocl::Device& device);
+// "cl:0:0 (NVIDIA H100): device memory peak 41.2 MiB (budget 128 MiB); copies ...": the
+// summary's line.
+std::string describe_device_use(ocl::Device& device, const ocl::TransferCounts& transfers);
 
 }  // namespace rg

@@ -34,6 +34,7 @@ class BatchNorm : public Layer {
 
   // Inference: y = gamma (x - running_mean) / sqrt(running_var + eps) + beta, per channel.
   double eps() const { return eps_; }
+  double momentum() const { return momentum_; }
   int64_t channels() const { return channels_; }
   const Tensor& gamma() const { return gamma_.value; }
   const Tensor& beta() const { return beta_.value; }

@@ -2,10 +2,17 @@
 
 #include <cmath>
 #include <cstdio>
+#include <type_traits>
 
 #include "nn/cfg.h"
 
 namespace rg {
+
+uint64_t dropout_step_seed(uint64_t layer_seed, uint64_t noise_stream) {
+  return layer_seed ^ (noise_stream * 0x9E3779B97F4A7C15ull);
+}
+uint64_t dropout_threshold(double rate) { return static_cast<uint64_t>(std::llround(rate * 4294967296.0)); }
+float dropout_scale(double rate) { return static_cast<float>(1.0 / (1.0 - rate)); }
 
 Result<std::unique_ptr<Layer>> Dropout::from_cfg(const CfgSection& section) {
   RG_ASSIGN(const double rate, section.get_float_or("rate", 0.5, 0.0, 0.99));
@@ -21,13 +28,14 @@ Status Dropout::init(Rng& rng, DType dtype) {
 void Dropout::apply_mask(const Tensor& from, const Tensor& to, const LayerContext& ctx) const {
   // A value is dropped when a 32-bit draw falls below rate * 2^32; one draw per value, in
   // order within its row, so the mask depends neither on the thread count nor on how the
-  // step's batch was split.
-  const uint64_t threshold = static_cast<uint64_t>(std::llround(rate_ * 4294967296.0));
-  const uint64_t step_seed = seed_ ^ (ctx.noise_stream * 0x9E3779B97F4A7C15ull);
+  // step's batch was split. Seed, threshold and f32 scale are the device layer's too
+  // (opencl/dropout.h), so both draw the same masks.
+  const uint64_t threshold = dropout_threshold(rate_);
+  const uint64_t step_seed = dropout_step_seed(seed_, ctx.noise_stream);
   const int64_t rows = from.shape()[0], row_size = rows > 0 ? from.numel() / rows : 0;
   dispatch_float(from.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T scale = static_cast<T>(1.0 / (1.0 - rate_));
+    const T scale = std::is_same_v<T, float> ? dropout_scale(rate_) : static_cast<T>(1.0 / (1.0 - rate_));
     for (int64_t r = 0; r < rows; ++r) {
       Rng rng(step_seed, static_cast<uint64_t>(ctx.row_offset + r));
       const T* in = from.data<T>() + r * row_size;

@@ -11,6 +11,14 @@ namespace rg {
 
 class CfgSection;
 
+// The constants of a mask, shared with the OpenCL kernel (opencl/dropout.h) so both draw alike:
+// the step's seed from the layer's seed (drawn at init) and ctx.noise_stream; the 32-bit draw
+// below which a value is dropped, llround(rate 2^32); what kept f32 values are multiplied by,
+// (float)(1 / (1 - rate)).
+uint64_t dropout_step_seed(uint64_t layer_seed, uint64_t noise_stream);
+uint64_t dropout_threshold(double rate);
+float dropout_scale(double rate);
+
 class Dropout : public Layer {
  public:
   explicit Dropout(double rate) : rate_(rate) {}
@@ -23,6 +31,9 @@ class Dropout : public Layer {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
   std::string describe() const override;
+
+  double rate() const { return rate_; }
+  uint64_t seed() const { return seed_; }  // drawn at init
 
  private:
   // to[i] = keep(i) ? from[i] / (1 - rate) : 0 with the mask of ctx.noise_stream; row r's mask

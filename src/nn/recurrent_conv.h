@@ -64,6 +64,13 @@ class RecurrentConv2D : public Layer {
   std::string describe() const override;
 
   const RecurrentConvOptions& options() const { return options_; }
+  // The member layers, for backends that rebuild the layer from them (opencl/model/cl_rcl.cpp).
+  Conv2D& feed_forward() { return ff_; }
+  const Conv2D& feed_forward() const { return ff_; }
+  Conv2D* recurrent() { return rec_.get(); }  // null when steps == 0
+  const Conv2D* recurrent() const { return rec_.get(); }
+  BatchNorm& norm(size_t t) { return *norms_[t]; }  // t <= steps
+  const BatchNorm& norm(size_t t) const { return *norms_[t]; }
 
  private:
   RecurrentConvOptions options_;

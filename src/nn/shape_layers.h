@@ -40,6 +40,8 @@ class Upsample : public Layer {
                 const LayerContext& ctx) override;
   std::string describe() const override { return "nearest x" + std::to_string(scale_); }
 
+  int64_t scale() const { return scale_; }
+
  private:
   int64_t scale_;
   Shape input_;

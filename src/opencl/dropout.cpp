@@ -9,14 +9,6 @@ namespace rg::ocl {
 
 using detail::u32;
 
-// These three must stay Dropout::apply_mask's own formulas (nn/dropout.cpp), or the device's
-// masks and scale part from the CPU's.
-uint64_t dropout_step_seed(uint64_t layer_seed, uint64_t noise_stream) {
-  return layer_seed ^ (noise_stream * 0x9E3779B97F4A7C15ull);
-}
-uint64_t dropout_threshold(double rate) { return static_cast<uint64_t>(std::llround(rate * 4294967296.0)); }
-float dropout_scale(double rate) { return static_cast<float>(1.0 / (1.0 - rate)); }
-
 Result<Event> f32_dropout_apply(Device& device, int64_t rows, int64_t row_size, uint64_t step_seed, int64_t row_offset,
                                 uint64_t threshold, float scale, DeviceSpan from, DeviceSpan to) {
   RG_CHECK(rows >= 0 && row_size >= 0, "dropout over " << rows << " rows of " << row_size);

@@ -7,16 +7,10 @@
 
 #include "base/status.h"
 #include "opencl/buffer.h"
+#include "nn/dropout.h"  // dropout_step_seed, dropout_threshold, dropout_scale: the CPU's constants
 #include "opencl/device.h"
 
 namespace rg::ocl {
-
-// The step's seed from the layer's seed (drawn at Dropout::init) and ctx.noise_stream.
-uint64_t dropout_step_seed(uint64_t layer_seed, uint64_t noise_stream);
-// A value is dropped when its 32-bit draw is below this: llround(rate 2^32).
-uint64_t dropout_threshold(double rate);
-// What kept values are multiplied by: (float)(1 / (1 - rate)).
-float dropout_scale(double rate);
 
 // to [rows, row_size] = from with each row's mask: row r draws from Rng(step_seed, row_offset + r),
 // one next_u32() per value in order, dropped (+0) below threshold, else from * scale. from may

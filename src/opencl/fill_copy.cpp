@@ -37,3 +37,30 @@ Result<Event> f32_copy(Device& device, DeviceSpan from, DeviceSpan to, int64_t n
 }
 
 }  // namespace rg::ocl
+
+namespace rg::ocl {
+
+namespace {
+Status span_transfer(Device& device, bool to_device, DeviceSpan span, float* host, int64_t n) {
+  RG_CHECK(n >= 0 && span.offset >= 0 && span.count >= n, "a copy of " << n << " elements with a span of " << span.count);
+  if (n == 0) return Status();
+  const size_t offset = static_cast<size_t>(span.offset) * 4, bytes = static_cast<size_t>(n) * 4;
+  const cl_int code = to_device ? device.api().clEnqueueWriteBuffer(device.queue(), span.mem, CL_TRUE, offset, bytes,
+                                                                    host, 0, nullptr, nullptr)
+                                : device.api().clEnqueueReadBuffer(device.queue(), span.mem, CL_TRUE, offset, bytes,
+                                                                   host, 0, nullptr, nullptr);
+  if (code == CL_SUCCESS) return Status();
+  return device.error((to_device ? "writing " : "reading ") + format_bytes(n * 4),
+                      to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", code);
+}
+}  // namespace
+
+Status read_span(Device& device, DeviceSpan from, float* to, int64_t n) {
+  return span_transfer(device, false, from, to, n);
+}
+
+Status write_span(Device& device, const float* from, DeviceSpan to, int64_t n) {
+  return span_transfer(device, true, to, const_cast<float*>(from), n);
+}
+
+}  // namespace rg::ocl

@@ -17,4 +17,8 @@ Result<Event> f32_fill_zero(Device& device, DeviceSpan span);
 // are a bug (OpenCL refuses them: CL_MEM_COPY_OVERLAP).
 Result<Event> f32_copy(Device& device, DeviceSpan from, DeviceSpan to, int64_t n);
 
+// Blocking copies of n f32 elements between a span and host memory.
+Status read_span(Device& device, DeviceSpan from, float* to, int64_t n);
+Status write_span(Device& device, const float* from, DeviceSpan to, int64_t n);
+
 }  // namespace rg::ocl

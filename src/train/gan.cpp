@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "opencl/model/cl_model.h"
+#include "opencl/model/cl_optimizer.h"
 #include "report/progress.h"
 #include "train/checkpoint.h"
 
@@ -12,14 +14,15 @@ namespace rg {
 namespace {
 constexpr uint64_t kShuffleStream = 2000;  // + epoch, as the classifier trainer
 constexpr uint64_t kNoiseStream = 3000;    // + epoch: the training noise
+}  // namespace
 
-// mean sigmoid(logit) over a batch of logits [n, 1]
 double mean_probability(const Tensor& logits) {
   double sum = 0;
   for (int64_t i = 0; i < logits.numel(); ++i) sum += 1.0 / (1.0 + std::exp(-double(logits.f32()[i])));
   return logits.numel() > 0 ? sum / static_cast<double>(logits.numel()) : 0.0;
 }
 
+namespace {
 std::string last_layer_kind(const Model& model) { return model.layers().back()->kind(); }
 }  // namespace
 
@@ -58,8 +61,12 @@ Status GanTrainer::prepare() {
   tanh_out_ = last_layer_kind(g_) == "tanh";
   RG_TRY(g_opt_.init());
   RG_TRY(d_opt_.init());
-  RG_TRY(g_.reserve(options_.batch));
-  RG_TRY(d_.reserve(options_.batch));
+  if (options_.device != nullptr) {
+    RG_TRY(prepare_device());
+  } else {
+    RG_TRY(g_.reserve(options_.batch));
+    RG_TRY(d_.reserve(options_.batch));
+  }
   const int64_t n = options_.batch;
   RG_ASSIGN(real_, Tensor::zeros(d_.input_shape().batched(n), DType::f32, "real image batch"));
   RG_ASSIGN(labels_, Tensor::zeros(Shape{n}, DType::i32, "label batch"));
@@ -73,6 +80,44 @@ Status GanTrainer::prepare() {
 void GanTrainer::draw_noise(Rng& rng, int64_t count, const Tensor& z) const {
   const int64_t size = g_.input_shape().numel();
   for (int64_t i = 0; i < count * size; ++i) z.f32()[i] = static_cast<float>(rng.normal());
+}
+
+void GanTrainer::cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out) {
+  const int64_t count = x.shape()[0];
+  const Tensor ones = ones_.rows(0, count), zeros = zeros_.rows(0, count);
+  const double scale = 1.0 / static_cast<double>(count);
+  // Dropout in either network draws per forward: three D forwards and one G forward a step.
+  const uint64_t stream = 4 * static_cast<uint64_t>(d_opt_.steps());
+
+  // G(z), kept in G's activations for its backward at the end of the step.
+  ctx.noise_stream = stream;
+  ctx.accumulate_grads = false;
+  const Tensor fake = g_.forward(z, ctx);
+
+  // D on the real batch (grads written), then on the fake one (grads added); no gradient to G.
+  ctx.noise_stream = stream + 1;
+  Tensor logits = d_.forward(x, ctx);
+  out->real = compute_loss(LossKind::bce_with_logits, logits, ones, scale, d_.output_grad());
+  out->d_real = mean_probability(logits);
+  d_.backward(ctx);
+  ctx.noise_stream = stream + 2;
+  ctx.accumulate_grads = true;
+  logits = d_.forward(fake, ctx);
+  out->fake = compute_loss(LossKind::bce_with_logits, logits, zeros, scale, d_.output_grad());
+  out->d_fake = mean_probability(logits);
+  d_.backward(ctx);
+  d_opt_.step(options_.schedule.lr);
+
+  // G through the updated D: D's input gradient lands in G's output gradient. D's param grads
+  // from this pass are written and then overwritten by the next D step, never applied.
+  ctx.noise_stream = stream + 3;
+  ctx.accumulate_grads = false;
+  logits = d_.forward(fake, ctx);
+  out->g = compute_loss(LossKind::bce_with_logits, logits, ones, scale, d_.output_grad());
+  out->d_fake_after = mean_probability(logits);
+  d_.backward(ctx, g_.output_grad());
+  g_.backward(ctx);
+  g_opt_.step(options_.schedule.lr);
 }
 
 Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
@@ -103,41 +148,16 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
     }
     const Tensor z = z_.rows(0, count);
     draw_noise(noise_rng, count, z);
-    const Tensor ones = ones_.rows(0, count), zeros = zeros_.rows(0, count);
     const double scale = 1.0 / static_cast<double>(count);
-    // Dropout in either network draws per forward: three D forwards and one G forward a step.
-    const uint64_t stream = 4 * static_cast<uint64_t>(d_opt_.steps());
-
-    // G(z), kept in G's activations for its backward at the end of the step.
-    ctx.noise_stream = stream;
-    ctx.accumulate_grads = false;
-    const Tensor fake = g_.forward(z, ctx);
-
-    // D on the real batch (grads written), then on the fake one (grads added); no gradient to G.
-    ctx.noise_stream = stream + 1;
-    Tensor logits = d_.forward(x, ctx);
-    const double loss_real = compute_loss(LossKind::bce_with_logits, logits, ones, scale, d_.output_grad());
-    const double d_real = mean_probability(logits);
-    d_.backward(ctx);
-    ctx.noise_stream = stream + 2;
-    ctx.accumulate_grads = true;
-    logits = d_.forward(fake, ctx);
-    const double loss_fake = compute_loss(LossKind::bce_with_logits, logits, zeros, scale, d_.output_grad());
-    const double d_fake = mean_probability(logits);
-    d_.backward(ctx);
-    d_opt_.step(options_.schedule.lr);
-
-    // G through the updated D: D's input gradient lands in G's output gradient. D's param grads
-    // from this pass are written and then overwritten by the next D step, never applied.
-    ctx.noise_stream = stream + 3;
-    ctx.accumulate_grads = false;
-    logits = d_.forward(fake, ctx);
-    const double loss_g = compute_loss(LossKind::bce_with_logits, logits, ones, scale, d_.output_grad());
-    const double d_fake_after = mean_probability(logits);
-    d_.backward(ctx, g_.output_grad());
-    g_.backward(ctx);
-    g_opt_.step(options_.schedule.lr);
-
+    StepLosses losses;
+    if (g_cl_) {
+      RG_TRY(device_step(x, z, ctx, &losses).with_context("epoch " + std::to_string(epoch + 1) + ", step " +
+                                                           std::to_string(step + 1) + ": "));
+    } else {
+      cpu_step(x, z, ctx, &losses);
+    }
+    const double loss_real = losses.real, loss_fake = losses.fake, loss_g = losses.g;
+    const double d_real = losses.d_real, d_fake = losses.d_fake, d_fake_after = losses.d_fake_after;
     const double loss_d = (loss_real + loss_fake) * scale;
     if (!std::isfinite(loss_d) || !std::isfinite(loss_g)) {
       return Status::error("a GAN loss became " + std::string(std::isfinite(loss_d) ? "G " : "D ") +
@@ -180,7 +200,15 @@ Status GanTrainer::generate(uint64_t stream, int64_t count, const Tensor& out) {
     const int64_t m = std::min(options_.batch, count - begin);
     const Tensor z = z_.rows(0, m);
     draw_noise(rng, m, z);
-    const Tensor samples = g_.forward(z, ctx);
+    Tensor samples;
+    if (g_cl_) {
+      RG_TRY(g_cl_->upload(z, Tensor()).status());
+      RG_TRY(g_cl_->forward(ctx));
+      samples = samples_.rows(0, m);
+      RG_TRY(g_cl_->read_output(samples));
+    } else {
+      samples = g_.forward(z, ctx);
+    }
     float* dst = out.f32() + begin * size;
     for (int64_t i = 0; i < m * size; ++i) {
       const float v = samples.f32()[i];
@@ -191,6 +219,7 @@ Status GanTrainer::generate(uint64_t stream, int64_t count, const Tensor& out) {
 }
 
 Status GanTrainer::save(const std::string& generator_path, const std::string& discriminator_path) {
+  RG_TRY(sync_to_host());
   RG_TRY(save_checkpoint(generator_path, g_, &g_opt_, training_settings(options_, g_opt_, epochs_done_)));
   return save_checkpoint(discriminator_path, d_, &d_opt_, training_settings(options_, d_opt_, epochs_done_));
 }
@@ -205,7 +234,7 @@ Status GanTrainer::resume_from(const Checkpoint& g_ck, const std::string& genera
                          " have different epochs done: they are not from one run");
   }
   epochs_done_ = g_done;
-  return Status();
+  return sync_to_device();
 }
 
 }  // namespace rg

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,11 +41,15 @@ struct GanEpochRecord {
 // to pixels; the error names what does not fit.
 Status check_gan_pair(const Model& generator, const Model& discriminator);
 
+// mean sigmoid(logit) over a batch of logits [n, 1]: D's belief that the batch is real.
+double mean_probability(const Tensor& logits);
+
 class GanTrainer {
  public:
   // options: epochs, batch, seed, the optimizer (one rule for both networks; DCGAN: Adam with
   // beta1 0.5) and schedule.lr (a constant rate), log and live_progress; data is recorded.
   GanTrainer(Model& generator, Model& discriminator, ThreadPool& pool, const TrainOptions& options);
+  ~GanTrainer();
 
   // Allocates optimizer state and batch buffers.
   Status prepare();
@@ -69,6 +74,29 @@ class GanTrainer {
 
  private:
   void draw_noise(Rng& rng, int64_t count, const Tensor& z) const;
+  // One step's losses (sums over the batch) and D's mean beliefs.
+  struct StepLosses {
+    double real = 0, fake = 0, g = 0;
+    double d_real = 0, d_fake = 0, d_fake_after = 0;
+  };
+  // The D update and the G update of one batch of real images x and noise z.
+  void cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);
+
+  // On an OpenCL device (options.device; gan_device.cpp): both networks and their optimizers
+  // there, the logits read back for the losses, which run here.
+  std::unique_ptr<ocl::ClModel> g_cl_, d_cl_;
+  std::unique_ptr<ocl::ClOptimizer> g_cl_opt_, d_cl_opt_;
+  Tensor logits_, logits_grad_, samples_;  // host copies: [batch, 1] twice, [batch, G's output...]
+  Status prepare_device();
+  Status device_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);
+  // BCE of D's last output against `target` (all 1 or all 0) on the host; its gradient sent back.
+  Result<double> device_bce(const Tensor& target, double scale, double* mean_belief);
+  Status sync_to_host();
+  Status sync_to_device();
+
+ public:
+  // On a device: the copies both networks made so far.
+  ocl::TransferCounts device_transfers() const;
 
   Model& g_;
   Model& d_;

@@ -294,6 +294,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       lr = options_.schedule.rate(optimizer_.steps(), steps_per_epoch, options_.epochs);
       if (take_step && cl_optimizer_) {
         RG_TRY(cl_optimizer_->step(lr));
+        cl_model_->params_changed();
       } else if (take_step) {
         optimizer_.step(lr);
       }

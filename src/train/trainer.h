@@ -25,6 +25,7 @@ namespace rg::ocl {
 class Device;
 class ClModel;
 class ClOptimizer;
+struct TransferCounts;
 }  // namespace rg::ocl
 
 namespace rg {
@@ -72,6 +73,8 @@ struct TrainOptions {
   // With a device: compute the loss and its gradient on the CPU (the output read back, its
   // gradient sent), as devices without cl_khr_fp64 must.
   bool loss_on_host = false;
+  // With a device: layers (by name) run on the CPU between the device's (hybrid CPU+GPU).
+  std::vector<std::string> host_layers;
 };
 
 struct EpochRecord {

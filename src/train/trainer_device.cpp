@@ -26,7 +26,7 @@ Status Trainer::prepare_device() {
     options_.loss_on_host = true;
     std::fprintf(options_.log, "device:    %s has no cl_khr_fp64: the loss runs on the CPU\n", device.label().c_str());
   }
-  RG_ASSIGN(cl_model_, ocl::ClModel::create(model_, device));
+  RG_ASSIGN(cl_model_, ocl::ClModel::create(model_, device, options_.host_layers));
   RG_ASSIGN(ocl::ClOptimizer optimizer, ocl::ClOptimizer::create(device, optimizer_, cl_model_->params()));
   cl_optimizer_ = std::make_unique<ocl::ClOptimizer>(std::move(optimizer));
 

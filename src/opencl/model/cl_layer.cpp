@@ -44,6 +44,15 @@ const ClLayerKind kClLayerKinds[] = {
     {"softmax", make_cl_activation},
     {"flatten", make_cl_reshape},
     {"reshape", make_cl_reshape},
+    {"conv", make_cl_conv},
+    {"conv_transpose", make_cl_conv},
+    {"batchnorm", make_cl_batch_norm},
+    {"rcl", make_cl_rcl},
+    {"maxpool", make_cl_pool2d},
+    {"avgpool", make_cl_pool2d},
+    {"global_avgpool", make_cl_global_avgpool},
+    {"upsample", make_cl_upsample},
+    {"dropout", make_cl_dropout},
 };
 }  // namespace
 

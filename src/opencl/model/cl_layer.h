@@ -30,10 +30,19 @@ Result<ClParam> upload_param(Device& device, Param& param, bool trained);
 Status write_param(const ClParam& param);
 Status read_param(const ClParam& param);
 
+// Bytes moved between host and device, and how many copies moved them.
+struct TransferCounts {
+  int64_t up_bytes = 0, down_bytes = 0;
+  int64_t ups = 0, downs = 0;
+  void up(int64_t bytes) { up_bytes += bytes, ++ups; }
+  void down(int64_t bytes) { down_bytes += bytes, ++downs; }
+};
+
 // What one forward or backward of a device layer sees.
 struct ClContext {
-  const LayerContext& host;  // training, accumulate_grads, noise_stream, row_offset
+  const LayerContext& host;  // training, accumulate_grads, noise_stream, row_offset, the CPU's threads
   DeviceSpan workspace;      // f32 scratch shared by every layer: workspace_elements(n) of it are this layer's
+  TransferCounts* transfers = nullptr;  // where layers that copy (hybrid ones) count it
 };
 
 class ClLayer {
@@ -65,6 +74,13 @@ class ClLayer {
     (void)batch;
     return Status();
   }
+  // Host bytes reserve() allocates (a layer run on the CPU: its inputs and outputs).
+  virtual int64_t host_bytes(int64_t batch) const {
+    (void)batch;
+    return 0;
+  }
+  // The device optimizer changed the params: a layer holding host copies reads them again.
+  virtual void params_changed() {}
 };
 
 // The device layer of `layer` (initialised: its params are uploaded), whose samples are `input`. A kind with no device

@@ -11,5 +11,12 @@ namespace rg::ocl {
 Result<std::unique_ptr<ClLayer>> make_cl_dense(Layer& layer, const Shape& input, Device& device);
 Result<std::unique_ptr<ClLayer>> make_cl_activation(Layer& layer, const Shape& input, Device& device);
 Result<std::unique_ptr<ClLayer>> make_cl_reshape(Layer& layer, const Shape& input, Device& device);
+Result<std::unique_ptr<ClLayer>> make_cl_conv(Layer& layer, const Shape& input, Device& device);  // and conv_transpose
+Result<std::unique_ptr<ClLayer>> make_cl_batch_norm(Layer& layer, const Shape& input, Device& device);
+Result<std::unique_ptr<ClLayer>> make_cl_rcl(Layer& layer, const Shape& input, Device& device);
+Result<std::unique_ptr<ClLayer>> make_cl_pool2d(Layer& layer, const Shape& input, Device& device);
+Result<std::unique_ptr<ClLayer>> make_cl_global_avgpool(Layer& layer, const Shape& input, Device& device);
+Result<std::unique_ptr<ClLayer>> make_cl_upsample(Layer& layer, const Shape& input, Device& device);
+Result<std::unique_ptr<ClLayer>> make_cl_dropout(Layer& layer, const Shape& input, Device& device);
 
 }  // namespace rg::ocl

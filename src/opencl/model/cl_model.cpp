@@ -4,17 +4,27 @@
 #include <algorithm>
 
 #include "opencl/loss.h"
+#include "opencl/model/cl_host_layer.h"
 
 namespace rg::ocl {
 
-Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device) {
+Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device, const std::vector<std::string>& on_host) {
+  std::string names;
+  for (const auto& layer : model.layers()) names += (names.empty() ? "" : ", ") + layer->name();
+  for (const std::string& name : on_host) {
+    bool found = false;
+    for (const auto& layer : model.layers()) found = found || layer->name() == name;
+    if (!found) return Status::error("no layer is named '" + name + "' (the model's layers: " + names + ")");
+  }
   std::unique_ptr<ClModel> cl(new ClModel(model, device));
   Shape in = model.input_shape();
   cl->input_size_ = in.numel();
   cl->largest_ = cl->input_size_;
   for (size_t i = 0; i < model.layers().size(); ++i) {
     Layer& layer = *model.layers()[i];
-    auto made = make_cl_layer(layer, in, device);
+    const bool host = std::find(on_host.begin(), on_host.end(), layer.name()) != on_host.end();
+    auto made = host ? make_cl_host_layer(layer, in, model.layer_output_shape(i), device)
+                     : make_cl_layer(layer, in, device);
     if (!made.ok()) return made.status().with_context(device.label() + ": ");
     cl->layers_.push_back(made.take());
     in = model.layer_output_shape(i);
@@ -53,6 +63,12 @@ int64_t ClModel::param_bytes() const {
     for (ClParam* p : layer->params()) bytes += p->value.bytes() + p->grad.bytes();
     for (ClParam* p : layer->buffers()) bytes += p->value.bytes();
   }
+  return bytes;
+}
+
+int64_t ClModel::host_bytes(int64_t batch) const {
+  int64_t bytes = 0;
+  for (const auto& layer : layers_) bytes += layer->host_bytes(batch);
   return bytes;
 }
 
@@ -109,14 +125,17 @@ Result<Event> ClModel::upload(const Tensor& x, const Tensor& target) {
   RG_CHECK(x.numel() == n * input_size_ && x.dtype() == DType::f32, "input " << x.shape().str());
   current_ = 1 - current_;
   batch_ = n;
+  external_input_ = DeviceSpan{};
   RG_ASSIGN(Event event, write_buffer_async(inputs_[current_], 0, x.f32(), x.numel() * 4));
+  transfers_.up(x.numel() * 4);
   if (model_.target() == TargetKind::input || !target.defined()) return event;
+  transfers_.up(static_cast<int64_t>(target.bytes()));
   RG_CHECK(static_cast<int64_t>(target.bytes()) <= target_bytes(n), "target " << target.shape().str());
   return write_buffer_async(targets_[current_], 0, target.raw_data(), static_cast<int64_t>(target.bytes()));
 }
 
 Status ClModel::forward(const LayerContext& ctx) {
-  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}};
+  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
   DeviceSpan in = input_span();
   for (size_t i = 0; i < layers_.size(); ++i) {
     const DeviceSpan out = acts_[i].f32();
@@ -128,6 +147,13 @@ Status ClModel::forward(const LayerContext& ctx) {
   return Status();
 }
 
+Status ClModel::forward_from(DeviceSpan x, int64_t n, const LayerContext& ctx) {
+  RG_CHECK(n > 0 && n <= reserved_ && x.mem != nullptr && x.count >= n * input_size_, "forward_from of " << n << " samples");
+  external_input_ = x;
+  batch_ = n;
+  return forward(ctx);
+}
+
 Status ClModel::device_loss(double grad_scale, bool count_hits) {
   const int64_t cols = sizes_.back();
   const DeviceSpan dx = grad_scale != 0 ? grad_a_.f32() : DeviceSpan{};
@@ -135,11 +161,13 @@ Status ClModel::device_loss(double grad_scale, bool count_hits) {
                   dx, element_span(row_loss_, 8))
              .status());
   RG_ASSIGN(loss_read_, read_buffer_async(row_loss_, 0, host_row_loss_.data(), batch_ * 8));
+  transfers_.down(batch_ * 8);
   loss_pending_ = true;
   hits_pending_ = count_hits;
   if (count_hits) {
     RG_TRY(f32_argmax_hits(device_, batch_, cols, output_span(), target_span(), element_span(hits_, 4)).status());
     RG_ASSIGN(hits_read_, read_buffer_async(hits_, 0, host_hits_.data(), batch_ * 4));
+    transfers_.down(batch_ * 4);
   }
   return Status();
 }
@@ -160,21 +188,23 @@ Result<ClModel::LossSums> ClModel::loss_sums() {
 
 Status ClModel::read_output(const Tensor& out) {
   RG_CHECK(out.numel() == batch_ * sizes_.back() && out.dtype() == DType::f32, "output " << out.shape().str());
+  transfers_.down(out.numel() * 4);
   return read_buffer(acts_.back(), 0, out.f32(), out.numel() * 4);
 }
 
 Status ClModel::write_output_grad(const Tensor& grad) {
   RG_CHECK(grad.numel() == batch_ * sizes_.back() && grad.dtype() == DType::f32, "gradient " << grad.shape().str());
+  transfers_.up(grad.numel() * 4);
   return write_buffer(grad_a_, 0, grad.f32(), grad.numel() * 4);
 }
 
-Status ClModel::backward(const LayerContext& ctx) {
-  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}};
+Status ClModel::backward(const LayerContext& ctx, DeviceSpan input_grad) {
+  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
   bool dy_in_a = true;  // the loss wrote the output gradient into A
   for (size_t i = layers_.size(); i-- > 0;) {
     const DeviceSpan x = i == 0 ? input_span() : acts_[i - 1].f32();
     const DeviceSpan dy = (dy_in_a ? grad_a_ : grad_b_).f32();
-    const DeviceSpan dx = i == 0 ? DeviceSpan{} : (dy_in_a ? grad_b_ : grad_a_).f32();
+    const DeviceSpan dx = i == 0 ? input_grad : (dy_in_a ? grad_b_ : grad_a_).f32();
     if (Status s = layers_[i]->backward(batch_, x, acts_[i].f32(), dy, dx, cl_ctx); !s.ok()) {
       return s.with_context("layer " + model_.layers()[i]->name() + " backward: ");
     }
@@ -197,15 +227,27 @@ std::vector<ClParam*> ClModel::buffers() {
   return all;
 }
 
+void ClModel::params_changed() {
+  for (auto& layer : layers_) layer->params_changed();
+}
+
 Status ClModel::read_params() {
-  for (ClParam* p : params()) RG_TRY(read_param(*p));
-  for (ClParam* p : buffers()) RG_TRY(read_param(*p));
+  for (std::vector<ClParam*> all : {params(), buffers()}) {
+    for (ClParam* p : all) {
+      RG_TRY(read_param(*p));
+      transfers_.down(p->value.bytes());
+    }
+  }
   return Status();
 }
 
 Status ClModel::write_params() {
-  for (ClParam* p : params()) RG_TRY(write_param(*p));
-  for (ClParam* p : buffers()) RG_TRY(write_param(*p));
+  for (std::vector<ClParam*> all : {params(), buffers()}) {
+    for (ClParam* p : all) {
+      RG_TRY(write_param(*p));
+      transfers_.up(p->value.bytes());
+    }
+  }
   return Status();
 }
 

@@ -17,8 +17,10 @@ namespace rg::ocl {
 
 class ClModel {
  public:
-  // The device layers of `model` (after its init()), params and buffers uploaded.
-  static Result<std::unique_ptr<ClModel>> create(Model& model, Device& device);
+  // The device layers of `model` (after its init()), params and buffers uploaded. Layers named
+  // in `on_host` run on the CPU (hybrid; cl_host_layer.h): a name the model lacks is an error.
+  static Result<std::unique_ptr<ClModel>> create(Model& model, Device& device,
+                                                 const std::vector<std::string>& on_host = {});
 
   Model& host() { return model_; }
   Device& device() { return device_; }
@@ -35,6 +37,8 @@ class ClModel {
   ReservedBytes reserved_bytes(int64_t batch) const;
   // Bytes of the params, their gradients and the buffers (allocated by create()).
   int64_t param_bytes() const;
+  // Host bytes reserve(batch) allocates for the layers run on the CPU.
+  int64_t host_bytes(int64_t batch) const;
   Status reserve(int64_t batch);
   int64_t reserved_batch() const { return reserved_; }
 
@@ -45,6 +49,12 @@ class ClModel {
   Result<Event> upload(const Tensor& x, const Tensor& target);
   // The forward of the last upload's input, layer by layer; the output stays on the device.
   Status forward(const LayerContext& ctx);
+  // The forward of n samples already on the device (another model's output, as a GAN's
+  // discriminator reads its generator's samples); x must stay as it is until backward.
+  Status forward_from(DeviceSpan x, int64_t n, const LayerContext& ctx);
+  // The last forward's output [n, output...] and the buffer its gradient goes in, on the device.
+  DeviceSpan output() const { return acts_.back().f32(); }
+  DeviceSpan output_grad() const { return grad_a_.f32(); }
   int64_t batch() const { return batch_; }  // n of the last upload
 
   // The loss of the last forward against the last upload's target, on the device: per-row
@@ -63,11 +73,17 @@ class ClModel {
   Status read_output(const Tensor& out);
   Status write_output_grad(const Tensor& grad);
 
-  // Back-propagates the output gradient through every layer (no input gradient).
-  Status backward(const LayerContext& ctx);
+  // Back-propagates the output gradient through every layer; the first layer's input gradient
+  // goes to `input_grad` [n, input...] when it has a buffer (a GAN's generator's output gradient).
+  Status backward(const LayerContext& ctx, DeviceSpan input_grad = {});
 
   std::vector<ClParam*> params();   // in Model::params() order
   std::vector<ClParam*> buffers();  // in Model::buffers() order
+  // The device params were updated (an optimizer step): layers run on the CPU read them again.
+  void params_changed();
+  // Every copy between host and device so far: inputs, targets, losses, outputs, the hybrid
+  // layers' edges and params.
+  const TransferCounts& transfers() const { return transfers_; }
   // Device -> host values of every param and buffer, and host -> device (blocking).
   Status read_params();
   Status write_params();
@@ -78,6 +94,7 @@ class ClModel {
   Model& model_;
   Device& device_;
   std::vector<std::unique_ptr<ClLayer>> layers_;
+  TransferCounts transfers_;
   std::vector<int64_t> sizes_;  // sizes_[i]: values per sample of layer i's output
   int64_t input_size_ = 0, largest_ = 0;
   std::vector<Buffer> acts_;
@@ -92,7 +109,8 @@ class ClModel {
   int64_t reserved_ = 0, batch_ = 0;
 
   int64_t target_bytes(int64_t batch) const;
-  DeviceSpan input_span() const { return inputs_[current_].f32(); }
+  DeviceSpan external_input_;  // forward_from's x (mem null: the upload's)
+  DeviceSpan input_span() const { return external_input_.mem != nullptr ? external_input_ : inputs_[current_].f32(); }
   DeviceSpan target_span() const;
   DeviceSpan output_span() const { return acts_.back().f32(); }
 };

@@ -1,0 +1,57 @@
+// BatchNorm on the device: the layer's statistics kept in `saved` from forward to backward.
+#include "opencl/model/cl_batch_norm.h"
+
+#include "opencl/batch_norm.h"
+#include "opencl/loss.h"
+#include "opencl/model/cl_layer_kinds.h"
+
+namespace rg::ocl {
+
+ClBatchNorm::ClBatchNorm(Device& device, const BatchNorm& host, const Shape& input)
+    : device_(device), channels_(host.channels()), row_(input.numel()), momentum_(host.momentum()), eps_(host.eps()) {}
+
+Result<std::unique_ptr<ClBatchNorm>> ClBatchNorm::create(BatchNorm& host, const Shape& input, Device& device) {
+  std::unique_ptr<ClBatchNorm> cl(new ClBatchNorm(device, host, input));
+  const std::vector<Param*> p = host.params(), b = host.buffers();
+  RG_ASSIGN(cl->gamma_, upload_param(device, *p[0], true));
+  RG_ASSIGN(cl->beta_, upload_param(device, *p[1], true));
+  RG_ASSIGN(cl->running_mean_, upload_param(device, *b[0], false));
+  RG_ASSIGN(cl->running_var_, upload_param(device, *b[1], false));
+  return cl;
+}
+
+int64_t ClBatchNorm::state_bytes(int64_t batch) const {
+  (void)batch;
+  return batch_norm_saved_count(channels_) * 8;
+}
+
+Status ClBatchNorm::reserve(int64_t batch) {
+  if (saved_.mem() != nullptr) return Status();
+  RG_ASSIGN(saved_, Buffer::allocate(device_, state_bytes(batch), "the batch norm statistics"));
+  return Status();
+}
+
+Status ClBatchNorm::forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) {
+  RG_TRY(reserve(n));  // a layer used without a model's reserve()
+  return f32_batch_norm_forward(device_, n * row_ / channels_, channels_, ctx.host.training, momentum_, eps_, x,
+                                gamma_.value.f32(), beta_.value.f32(), running_mean_.value.f32(),
+                                running_var_.value.f32(), element_span(saved_, 8), y)
+      .status();
+}
+
+Status ClBatchNorm::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx,
+                             const ClContext& ctx) {
+  (void)y;
+  RG_CHECK(saved_.mem() != nullptr, "batch norm backward before its forward");
+  return f32_batch_norm_backward(device_, n * row_ / channels_, channels_, ctx.host.training,
+                                 ctx.host.accumulate_grads, x, dy, gamma_.value.f32(), element_span(saved_, 8),
+                                 gamma_.grad.f32(), beta_.grad.f32(), dx)
+      .status();
+}
+
+Result<std::unique_ptr<ClLayer>> make_cl_batch_norm(Layer& layer, const Shape& input, Device& device) {
+  RG_ASSIGN(std::unique_ptr<ClBatchNorm> cl, ClBatchNorm::create(dynamic_cast<BatchNorm&>(layer), input, device));
+  return std::unique_ptr<ClLayer>(std::move(cl));
+}
+
+}  // namespace rg::ocl

@@ -1,0 +1,38 @@
+// BatchNorm on the device (opencl/batch_norm.h's kernels, bit-exact with nn/batch_norm.cpp on a
+// device with IEEE double): x [n, ..., channels] as rows [n * values per sample / channels,
+// channels]. Shared with the device RCL, which keeps one per step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "nn/batch_norm.h"
+#include "opencl/model/cl_layer.h"
+
+namespace rg::ocl {
+
+class ClBatchNorm : public ClLayer {
+ public:
+  // `host` after its init(): gamma, beta (trained) and the running statistics uploaded;
+  // `input` its per-sample shape.
+  static Result<std::unique_ptr<ClBatchNorm>> create(BatchNorm& host, const Shape& input, Device& device);
+
+  Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override;
+  Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override;
+  std::vector<ClParam*> params() override { return {&gamma_, &beta_}; }
+  std::vector<ClParam*> buffers() override { return {&running_mean_, &running_var_}; }
+  // The forward's mean and inv_std and the backward's sums, in double: not per sample.
+  int64_t state_bytes(int64_t batch) const override;
+  Status reserve(int64_t batch) override;
+
+ private:
+  ClBatchNorm(Device& device, const BatchNorm& host, const Shape& input);
+
+  Device& device_;
+  int64_t channels_, row_;  // row_: values per sample
+  double momentum_, eps_;
+  ClParam gamma_, beta_, running_mean_, running_var_;
+  Buffer saved_;  // double [batch_norm_saved_count(channels)]
+};
+
+}  // namespace rg::ocl

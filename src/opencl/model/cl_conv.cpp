@@ -1,0 +1,169 @@
+// Conv2D and ConvTranspose2D on the device: im2col (or col2im) and GEMM per chunk of samples,
+// as nn/conv.cpp computes them up to the GEMMs' summation order; bias by add_bias/column_sum.
+#include <algorithm>
+
+#include "opencl/activation.h"
+#include "opencl/fill_copy.h"
+#include "opencl/gemm.h"
+#include "opencl/im2col.h"
+#include "opencl/model/cl_conv_layers.h"
+#include "opencl/model/cl_layer_kinds.h"
+
+namespace rg::ocl {
+
+namespace {
+// Elements [first, first + count) of `span`.
+DeviceSpan sub(DeviceSpan span, int64_t first, int64_t count) { return DeviceSpan{span.mem, span.offset + first, count}; }
+}  // namespace
+
+ClConv::ClConv(Device& device, const ConvLayer& host, bool transposed, int64_t chunk_elements)
+    : device_(device),
+      transposed_(transposed),
+      g_(host.geometry()),
+      filters_(host.options().filters),
+      chunk_elements_(chunk_elements) {
+  if (transposed_) {
+    in_sample_ = g_.patches() * host.weight().shape()[0];  // [h, w, c]
+    out_sample_ = g_.height * g_.width * filters_;
+  } else {
+    in_sample_ = g_.height * g_.width * g_.channels;
+    out_sample_ = g_.patches() * filters_;
+  }
+}
+
+Result<std::unique_ptr<ClConv>> ClConv::create(ConvLayer& host, Device& device, int64_t chunk_elements) {
+  const bool transposed = dynamic_cast<ConvTranspose2D*>(&host) != nullptr;
+  std::unique_ptr<ClConv> cl(new ClConv(device, host, transposed, chunk_elements));
+  const std::vector<Param*> p = host.params();  // weight, then bias
+  RG_ASSIGN(cl->weight_, upload_param(device, *p[0], true));
+  if (p.size() > 1) {
+    RG_ASSIGN(cl->bias_, upload_param(device, *p[1], true));
+    cl->has_bias_ = true;
+  }
+  return cl;
+}
+
+std::vector<ClParam*> ClConv::params() {
+  if (has_bias_) return {&weight_, &bias_};
+  return {&weight_};
+}
+
+int64_t ClConv::chunk_samples(int64_t n) const {
+  if (g_.pointwise()) return n;  // the patch matrix is the image itself: no chunks
+  const int64_t per_sample = g_.patches() * g_.patch_size();
+  return std::max<int64_t>(1, std::min(n, chunk_elements_ / per_sample));
+}
+
+int64_t ClConv::workspace_elements(int64_t n) const {
+  if (g_.pointwise()) return 0;
+  return chunk_samples(n) * g_.patches() * g_.patch_size();
+}
+
+Status ClConv::forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) {
+  RG_TRY(transposed_ ? transposed_forward(n, x, y, ctx.workspace) : conv_forward(n, x, y, ctx.workspace));
+  // y [n * pixels, filters] += b
+  if (has_bias_) RG_TRY(f32_add_bias(device_, n * out_sample_ / filters_, filters_, bias_.value.f32(), y).status());
+  return Status();
+}
+
+Status ClConv::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) {
+  (void)y;
+  const bool keep = ctx.host.accumulate_grads;
+  if (has_bias_) {  // db [filters] (+)= column sums of dy [n * pixels, filters], over the whole batch as the CPU
+    if (!keep) RG_TRY(f32_fill_zero(device_, bias_.grad.f32()).status());
+    RG_TRY(f32_column_sum(device_, n * out_sample_ / filters_, filters_, dy, bias_.grad.f32()).status());
+  }
+  return transposed_ ? transposed_backward(n, x, dy, dx, keep, ctx.workspace)
+                     : conv_backward(n, x, dy, dx, keep, ctx.workspace);
+}
+
+// Per chunk: cols [rows, K] = im2col(x); y [rows, F] = cols * W [K, F]  (rows = count * patches)
+Status ClConv::conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws) {
+  const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), f = filters_;
+  for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+    const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
+    DeviceSpan cols = sub(x, s0 * in_sample_, count * in_sample_);
+    if (!g_.pointwise()) {
+      cols = sub(ws, 0, rows * k);
+      RG_TRY(f32_im2col(device_, g_, count, sub(x, s0 * in_sample_, count * in_sample_), cols).status());
+    }
+    RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::no, rows, f, k, k, f, f}, 1.0f, cols, weight_.value.f32(),
+                    0.0f, sub(y, s0 * out_sample_, count * out_sample_))
+               .status());
+  }
+  return Status();
+}
+
+// Per chunk: dW [K, F] (+)= cols^T * dy; dcols [rows, K] = dy * W^T, dx = col2im(dcols).
+Status ClConv::conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws) {
+  const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), f = filters_;
+  for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+    const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
+    const DeviceSpan x_chunk = sub(x, s0 * in_sample_, count * in_sample_);
+    const DeviceSpan dy_chunk = sub(dy, s0 * out_sample_, count * out_sample_);
+    DeviceSpan cols = x_chunk;
+    if (!g_.pointwise()) {
+      cols = sub(ws, 0, rows * k);
+      RG_TRY(f32_im2col(device_, g_, count, x_chunk, cols).status());
+    }
+    const float beta = (s0 > 0 || keep) ? 1.0f : 0.0f;  // the first chunk overwrites unless accumulating
+    RG_TRY(f32_gemm(device_, GemmShape{Trans::yes, Trans::no, k, f, rows, k, f, f}, 1.0f, cols, dy_chunk, beta,
+                    weight_.grad.f32())
+               .status());
+    if (dx.mem == nullptr) continue;
+    const DeviceSpan dx_chunk = sub(dx, s0 * in_sample_, count * in_sample_);
+    // The queue is in order: the dW GEMM has read cols before dcols overwrites them.
+    const DeviceSpan dcols = g_.pointwise() ? dx_chunk : sub(ws, 0, rows * k);
+    RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::yes, rows, k, f, f, f, k}, 1.0f, dy_chunk,
+                    weight_.value.f32(), 0.0f, dcols)
+               .status());
+    if (!g_.pointwise()) RG_TRY(f32_col2im_add(device_, g_, count, dcols, dx_chunk, false).status());
+  }
+  return Status();
+}
+
+// Per chunk: cols [rows, K] = x [rows, C] * W [C, K]; y = col2im(cols) over the output geometry.
+Status ClConv::transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws) {
+  const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), c = in_sample_ / g_.patches();
+  for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+    const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
+    const DeviceSpan y_chunk = sub(y, s0 * out_sample_, count * out_sample_);
+    const DeviceSpan cols = g_.pointwise() ? y_chunk : sub(ws, 0, rows * k);
+    RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::no, rows, k, c, c, k, k}, 1.0f,
+                    sub(x, s0 * in_sample_, count * in_sample_), weight_.value.f32(), 0.0f, cols)
+               .status());
+    if (!g_.pointwise()) RG_TRY(f32_col2im_add(device_, g_, count, cols, y_chunk, false).status());
+  }
+  return Status();
+}
+
+// Per chunk: dcols [rows, K] = im2col(dy); dW [C, K] (+)= x^T * dcols; dx [rows, C] = dcols * W^T.
+Status ClConv::transposed_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws) {
+  const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), c = in_sample_ / g_.patches();
+  for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+    const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
+    const DeviceSpan dy_chunk = sub(dy, s0 * out_sample_, count * out_sample_);
+    DeviceSpan dcols = dy_chunk;
+    if (!g_.pointwise()) {
+      dcols = sub(ws, 0, rows * k);
+      RG_TRY(f32_im2col(device_, g_, count, dy_chunk, dcols).status());
+    }
+    const float beta = (s0 > 0 || keep) ? 1.0f : 0.0f;
+    RG_TRY(f32_gemm(device_, GemmShape{Trans::yes, Trans::no, c, k, rows, c, k, k}, 1.0f,
+                    sub(x, s0 * in_sample_, count * in_sample_), dcols, beta, weight_.grad.f32())
+               .status());
+    if (dx.mem == nullptr) continue;
+    RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::yes, rows, c, k, k, k, c}, 1.0f, dcols, weight_.value.f32(),
+                    0.0f, sub(dx, s0 * in_sample_, count * in_sample_))
+               .status());
+  }
+  return Status();
+}
+
+Result<std::unique_ptr<ClLayer>> make_cl_conv(Layer& layer, const Shape& input, Device& device) {
+  (void)input;
+  RG_ASSIGN(std::unique_ptr<ClConv> cl, ClConv::create(dynamic_cast<ConvLayer&>(layer), device));
+  return std::unique_ptr<ClLayer>(std::move(cl));
+}
+
+}  // namespace rg::ocl

@@ -1,0 +1,46 @@
+// Device convolutions (Conv2D, ConvTranspose2D) as im2col + GEMM, shared by make_cl_conv and
+// the device RCL (cl_rcl.cpp), which composes them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "nn/conv.h"
+#include "opencl/model/cl_layer.h"
+
+namespace rg::ocl {
+
+// Conv2D:          x [n, h, w, c] -> y [n, oh, ow, filters], W [k*k*c, filters]
+// ConvTranspose2D: x [n, h, w, c] -> y [n, oh, ow, filters], W [c, k*k*filters] (its adjoint)
+// Samples run in chunks whose patch matrix [chunk * patches, patch_size] fits chunk_elements
+// floats of the workspace (one sample at least); a pointwise conv needs none.
+class ClConv : public ClLayer {
+ public:
+  static constexpr int64_t kChunkElements = int64_t{8} << 20;  // 32 MiB of f32
+
+  // `host` (a Conv2D or a ConvTranspose2D) after its init(): its params are uploaded.
+  static Result<std::unique_ptr<ClConv>> create(ConvLayer& host, Device& device,
+                                                int64_t chunk_elements = kChunkElements);
+
+  Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override;
+  Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override;
+  std::vector<ClParam*> params() override;
+  int64_t workspace_elements(int64_t n) const override;
+  int64_t chunk_samples(int64_t n) const;  // samples per chunk for a batch of n
+
+ private:
+  ClConv(Device& device, const ConvLayer& host, bool transposed, int64_t chunk_elements);
+  Status conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
+  Status conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
+  Status transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
+  Status transposed_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
+
+  Device& device_;
+  bool transposed_;
+  ConvGeometry g_;  // Conv2D: over x; transposed: over y (its patches are x's pixels)
+  int64_t filters_, in_sample_, out_sample_, chunk_elements_;
+  bool has_bias_ = false;
+  ClParam weight_, bias_;
+};
+
+}  // namespace rg::ocl

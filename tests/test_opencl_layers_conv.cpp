@@ -1,0 +1,311 @@
+// The device conv, conv_transpose, batchnorm and rcl layers against their CPU layers: the same
+// x and dy through forward and backward (training with grads written, then accumulated; then
+// inference), on every OpenCL device found. y, dx, every param grad and the running statistics
+// within a tolerance for a different GEMM summation order (max |a - b| <= tol * max(1, max |b|));
+// shapes with stride 2, padding, output_pad, a batch of 1, pointwise kernels and batches split
+// into several workspace chunks. Then the cnn and rcnn presets through a whole ClModel against
+// the CPU Model (skipped, naming the kind, while a layer kind has no device version).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "layer_check.h"
+#include "nn/cfg.h"
+#include "nn/recurrent_conv.h"
+#include "opencl/model/cl_batch_norm.h"
+#include "opencl/model/cl_conv_layers.h"
+#include "opencl/model/cl_model.h"
+#include "opencl_test_util.h"
+
+namespace rg::ocl {
+namespace {
+
+// The devices to test; one that exists but did not open is a failure, not a silent pass.
+const std::vector<Device*>& devices() {
+  for (const std::string& failure : open_devices().failures) ADD_FAILURE() << failure;
+  return open_devices().devices;
+}
+
+std::vector<float> floats(const Tensor& t) { return std::vector<float>(t.f32(), t.f32() + t.numel()); }
+
+std::vector<float> download_or_die(const Buffer& buffer, int64_t count) {
+  auto values = download<float>(buffer, count);
+  RG_CHECK(values.ok(), "" << values.status().message());
+  return values.take();
+}
+
+// max |got - want| <= tol * max(1, max |want|)
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 1, worst = 0;
+  size_t at = 0;
+  for (float w : want) scale = std::max(scale, std::fabs(double(w)));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = std::fabs(double(got[i]) - double(want[i]));
+    if (!(d <= worst)) worst = d, at = i;  // NaN counts as worst
+  }
+  EXPECT_LE(worst, tol * scale) << what << ": element " << at << " is " << got[at] << ", the CPU's " << want[at]
+                                << " (scale " << scale << ")";
+}
+
+// `cpu` configured for `input` and initialised; `cl` its device layer. Three rounds of forward
+// and backward: training with grads overwritten, then accumulated; then inference (running
+// statistics) accumulating.
+void compare_layer(Layer& cpu, ClLayer& cl, Device& device, const Shape& input, int64_t n, double tol) {
+  auto out_shape = cpu.configure(input);  // the same shapes again: no state changes
+  ASSERT_TRUE(out_shape.ok()) << out_shape.status().message();
+  const Shape out = out_shape.value();
+  Rng rng(static_cast<uint64_t>(n * 1000 + input.numel()));
+  ThreadPool pool(2);
+  ASSERT_TRUE(cpu.reserve(n, DType::f32).ok());
+  ASSERT_TRUE(cl.reserve(n).ok());
+  const int64_t ws_elements = std::max<int64_t>(1, cl.workspace_elements(n));
+  Buffer ws = upload_or_die(device, std::vector<float>(static_cast<size_t>(ws_elements), 0.0f), "workspace");
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const Tensor x = make(input.batched(n), DType::f32), dy = make(out.batched(n), DType::f32);
+    const Tensor y = make(out.batched(n), DType::f32), dx = make(input.batched(n), DType::f32);
+    fill_random(x, rng, -1, 1);
+    fill_random(dy, rng, -1, 1);
+    LayerContext ctx;
+    ctx.pool = &pool;
+    ctx.training = round < 2;
+    ctx.accumulate_grads = round > 0;
+    cpu.forward(x, y, ctx);
+    cpu.backward(x, y, dy, dx, ctx);
+
+    Buffer bx = upload_or_die(device, floats(x), "x"), bdy = upload_or_die(device, floats(dy), "dy");
+    Buffer by = upload_or_die(device, std::vector<float>(static_cast<size_t>(y.numel()), 7.0f), "y");
+    Buffer bdx = upload_or_die(device, std::vector<float>(static_cast<size_t>(dx.numel()), 7.0f), "dx");
+    const ClContext cl_ctx{ctx, ws.f32()};
+    Status s = cl.forward(n, bx.f32(), by.f32(), cl_ctx);
+    ASSERT_TRUE(s.ok()) << s.message();
+    s = cl.backward(n, bx.f32(), by.f32(), bdy.f32(), bdx.f32(), cl_ctx);
+    ASSERT_TRUE(s.ok()) << s.message();
+
+    expect_close(download_all<float>(by), floats(y), tol, "y");
+    expect_close(download_all<float>(bdx), floats(dx), tol, "dx");
+    const std::vector<Param*> params = cpu.params(), buffers = cpu.buffers();
+    const std::vector<ClParam*> cl_params = cl.params(), cl_buffers = cl.buffers();
+    ASSERT_EQ(params.size(), cl_params.size());
+    ASSERT_EQ(buffers.size(), cl_buffers.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      ASSERT_EQ(cl_params[i]->host, params[i]);
+      expect_close(download_or_die(cl_params[i]->grad, cl_params[i]->numel()), floats(params[i]->grad), tol,
+                   params[i]->name + " grad");
+    }
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      ASSERT_EQ(cl_buffers[i]->host, buffers[i]);
+      expect_close(download_or_die(cl_buffers[i]->value, cl_buffers[i]->numel()), floats(buffers[i]->value), tol,
+                   buffers[i]->name);
+    }
+  }
+  // Without dx (a model's first layer) backward still writes the grads.
+  LayerContext ctx;
+  ctx.pool = &pool;
+  ctx.training = true;
+  Buffer bx = upload_or_die(device, std::vector<float>(static_cast<size_t>(input.numel() * n), 0.5f), "x");
+  Buffer by = upload_or_die(device, std::vector<float>(static_cast<size_t>(out.numel() * n), 0.0f), "y");
+  Buffer bdy = upload_or_die(device, std::vector<float>(static_cast<size_t>(out.numel() * n), 0.25f), "dy");
+  const ClContext cl_ctx{ctx, ws.f32()};
+  ASSERT_TRUE(cl.forward(n, bx.f32(), by.f32(), cl_ctx).ok());
+  EXPECT_TRUE(cl.backward(n, bx.f32(), by.f32(), bdy.f32(), DeviceSpan{}, cl_ctx).ok());
+}
+
+struct ConvCase {
+  const char* name;
+  bool transposed;
+  Shape input;
+  ConvOptions options;
+  int64_t n;
+  int64_t chunk_samples;  // > 0: a workspace cap of that many samples, so the batch runs in chunks
+};
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"3x3 pad 1", false, Shape{5, 5, 3}, conv_options(4, 3, 1, 1), 2, 0},
+      {"3x3 stride 2 pad 1", false, Shape{7, 6, 2}, conv_options(3, 3, 2, 1), 3, 0},
+      {"2x2 stride 2, batch 1, no bias", false, Shape{6, 6, 2}, conv_options(5, 2, 2, 0, 0, false), 1, 0},
+      {"pointwise", false, Shape{4, 4, 5}, conv_options(3, 1, 1, 0), 2, 0},
+      {"5x5 pad 2 in chunks", false, Shape{8, 8, 3}, conv_options(5, 5, 1, 2), 5, 2},
+      {"stride 2 in chunks of 1", false, Shape{9, 9, 2}, conv_options(4, 3, 2, 0), 3, 1},
+      {"t 3x3 stride 2 pad 1 output_pad 1", true, Shape{3, 3, 4}, conv_options(3, 3, 2, 1, 1), 2, 0},
+      {"t 2x2 stride 2, batch 1", true, Shape{4, 5, 2}, conv_options(2, 2, 2, 0), 1, 0},
+      {"t 3x3 stride 1", true, Shape{3, 3, 2}, conv_options(3, 3, 1, 0), 3, 0},
+      {"t stride 3 output_pad 2, no bias", true, Shape{3, 2, 3}, conv_options(2, 3, 3, 0, 2, false), 2, 0},
+      {"t pointwise", true, Shape{4, 4, 3}, conv_options(5, 1, 1, 0), 2, 0},
+      {"t 4x4 stride 2 pad 1 in chunks", true, Shape{4, 4, 3}, conv_options(2, 4, 2, 1), 5, 2},
+  };
+}
+
+TEST(OpenclConvLayers, ConvAndTransposedConvMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  for (Device* device : devices()) {
+    for (const ConvCase& c : conv_cases()) {
+      SCOPED_TRACE(device->label() + ": " + c.name);
+      std::unique_ptr<ConvLayer> cpu;
+      if (c.transposed) {
+        cpu.reset(new ConvTranspose2D(c.options));
+      } else {
+        cpu.reset(new Conv2D(c.options));
+      }
+      cpu->set_name("conv");
+      ASSERT_TRUE(cpu->configure(c.input).ok());
+      Rng rng(5);
+      ASSERT_TRUE(cpu->init(rng, DType::f32).ok());
+      const int64_t per_sample = cpu->geometry().patches() * cpu->geometry().patch_size();
+      const int64_t cap = c.chunk_samples > 0 ? c.chunk_samples * per_sample + per_sample / 2 : ClConv::kChunkElements;
+      auto cl = ClConv::create(*cpu, *device, cap);
+      ASSERT_TRUE(cl.ok()) << cl.status().message();
+      if (c.chunk_samples > 0) {
+        EXPECT_EQ(cl.value()->chunk_samples(c.n), c.chunk_samples);
+        EXPECT_EQ(cl.value()->workspace_elements(c.n), c.chunk_samples * per_sample);
+      }
+      compare_layer(*cpu, *cl.value(), *device, c.input, c.n, 1e-4);
+      // make_cl_layer finds the same kind, with the default cap: one chunk for these batches
+      auto made = make_cl_layer(*cpu, c.input, *device);
+      ASSERT_TRUE(made.ok()) << made.status().message();
+      EXPECT_EQ(made.value()->workspace_elements(c.n), cpu->geometry().pointwise() ? 0 : c.n * per_sample);
+    }
+  }
+}
+
+TEST(OpenclConvLayers, BatchNormMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  struct Case {
+    Shape input;
+    int64_t n;
+  };
+  for (Device* device : devices()) {
+    for (const Case& c : {Case{Shape{4, 4, 6}, 3}, Case{Shape{3, 5, 2}, 1}, Case{Shape{7}, 5}, Case{Shape{130}, 2}}) {
+      SCOPED_TRACE(device->label() + ": " + c.input.str() + " n=" + std::to_string(c.n));
+      BatchNorm cpu(0.1, 1e-5);
+      cpu.set_name("bn");
+      ASSERT_TRUE(cpu.configure(c.input).ok());
+      Rng rng(7);
+      ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
+      auto cl = make_cl_layer(cpu, c.input, *device);
+      ASSERT_TRUE(cl.ok()) << cl.status().message();
+      EXPECT_EQ(cl.value()->state_bytes(c.n), 8 * batch_norm_saved_count(cpu.channels()));
+      compare_layer(cpu, *cl.value(), *device, c.input, c.n, 1e-4);
+    }
+  }
+}
+
+TEST(OpenclConvLayers, RecurrentConvMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  struct Case {
+    Shape input;
+    int64_t filters, kernel, steps, n;
+  };
+  for (Device* device : devices()) {
+    for (const Case& c : {Case{Shape{5, 5, 2}, 3, 3, 2, 2}, Case{Shape{4, 4, 3}, 2, 3, 0, 1},
+                          Case{Shape{6, 6, 2}, 4, 1, 3, 3}, Case{Shape{6, 5, 3}, 3, 5, 1, 2}}) {
+      SCOPED_TRACE(device->label() + ": " + c.input.str() + " filters " + std::to_string(c.filters) + " size " +
+                   std::to_string(c.kernel) + " steps " + std::to_string(c.steps) + " n=" + std::to_string(c.n));
+      RecurrentConvOptions o;
+      o.filters = c.filters;
+      o.kernel = c.kernel;
+      o.steps = c.steps;
+      RecurrentConv2D cpu(o);
+      cpu.set_name("rcl");
+      ASSERT_TRUE(cpu.configure(c.input).ok());
+      Rng rng(9);
+      ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
+      auto cl = make_cl_layer(cpu, c.input, *device);
+      ASSERT_TRUE(cl.ok()) << cl.status().message();
+      EXPECT_EQ(cl.value()->params().size(), cpu.params().size());
+      EXPECT_EQ(cl.value()->buffers().size(), cpu.buffers().size());
+      compare_layer(cpu, *cl.value(), *device, c.input, c.n, 5e-4);
+    }
+  }
+}
+
+// A whole preset model: the device's output and param grads (loss on the device) against the
+// CPU Model's forward, compute_loss and backward.
+void compare_preset(const std::string& preset, int64_t n, double tol) {
+  auto doc = parse_cfg(preset_cfg(preset), "preset:" + preset);
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  Model& model = *built.value();
+  const std::vector<std::string> kinds = cl_layer_kinds();
+  for (const auto& layer : model.layers()) {
+    if (std::find(kinds.begin(), kinds.end(), layer->kind()) == kinds.end()) {
+      GTEST_SKIP() << preset << ": the device has no " << layer->kind() << " layer yet";
+    }
+  }
+  ASSERT_TRUE(model.init(21).ok());
+  ASSERT_TRUE(model.reserve(n).ok());
+  Rng rng(22);
+  const Tensor x = make(model.input_shape().batched(n), DType::f32);
+  fill_random(x, rng, 0, 1);
+  auto labels_made = Tensor::zeros(Shape{n}, DType::i32, "labels");
+  ASSERT_TRUE(labels_made.ok());
+  const Tensor labels = labels_made.take();
+  for (int64_t i = 0; i < n; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+  ThreadPool pool(2);
+  LayerContext ctx;
+  ctx.pool = &pool;
+  ctx.training = true;
+  ctx.accumulate_grads = false;
+  ctx.noise_stream = 3;
+  const double grad_scale = 1.0 / double(n);
+
+  for (Device* device : devices()) {
+    SCOPED_TRACE(device->label() + ": " + preset);
+    // Each device starts from the same running statistics: a fresh init of the same seed.
+    ASSERT_TRUE(model.init(21).ok());
+    ASSERT_TRUE(model.reserve(n).ok());
+    auto created = ClModel::create(model, *device);
+    ASSERT_TRUE(created.ok()) << created.status().message();
+    ClModel& cl = *created.value();
+    ASSERT_TRUE(cl.reserve(n).ok());
+    auto uploaded = cl.upload(x, labels);
+    ASSERT_TRUE(uploaded.ok()) << uploaded.status().message();
+    ASSERT_TRUE(uploaded.value().wait().ok());
+    Status s = cl.forward(ctx);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_TRUE(cl.device_loss(grad_scale, true).ok());
+    s = cl.backward(ctx);
+    ASSERT_TRUE(s.ok()) << s.message();
+    auto sums = cl.loss_sums();
+    ASSERT_TRUE(sums.ok()) << sums.status().message();
+
+    const Tensor out = model.forward(x, ctx);
+    const double loss = compute_loss(model.loss(), out, labels, grad_scale, model.output_grad());
+    model.backward(ctx);
+    EXPECT_NEAR(sums.value().loss, loss, tol * std::max(1.0, std::fabs(loss)));
+    const Tensor cl_out = make(out.shape(), DType::f32);
+    ASSERT_TRUE(cl.read_output(cl_out).ok());
+    expect_close(floats(cl_out), floats(out), tol, "output");
+    const std::vector<Param*> params = model.params();
+    const std::vector<ClParam*> cl_params = cl.params();
+    ASSERT_EQ(params.size(), cl_params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      expect_close(download_or_die(cl_params[i]->grad, cl_params[i]->numel()), floats(params[i]->grad), tol,
+                   params[i]->name + " grad");
+    }
+    const std::vector<Param*> buffers = model.buffers();
+    const std::vector<ClParam*> cl_buffers = cl.buffers();
+    ASSERT_EQ(buffers.size(), cl_buffers.size());
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      expect_close(download_or_die(cl_buffers[i]->value, cl_buffers[i]->numel()), floats(buffers[i]->value), tol,
+                   buffers[i]->name);
+    }
+  }
+}
+
+TEST(OpenclConvModel, CnnPresetMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  compare_preset("cnn", 4, 1e-3);
+}
+
+TEST(OpenclConvModel, RcnnPresetMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  compare_preset("rcnn", 3, 1e-3);
+}
+
+}  // namespace
+}  // namespace rg::ocl

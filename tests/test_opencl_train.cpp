@@ -1,0 +1,208 @@
+// Training on an OpenCL device through the Trainer: the same weights as the CPU within float
+// rounding (the GEMMs sum in another order), bit-identical runs on one device, resume, hybrid
+// CPU+GPU layers, the device's budget splitting the batch, and the errors. Without a device
+// each test is skipped and says why (PoCL runs them in CI).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "model_util.h"
+#include "opencl/model/cl_model.h"
+#include "opencl_test_util.h"
+#include "train/trainer.h"
+
+namespace rg::ocl {
+namespace {
+
+const char* kMlpCfg = "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dense]\nunits = 16\n[tanh]\n"
+                      "[dense]\nunits = 10\ninit = glorot\n";
+
+const DataSplit& data() {
+  static const DataSplit split = make_synthetic(600, 200, 10, 3);
+  return split;
+}
+
+TrainOptions options_on(Device* device, int64_t epochs) {
+  TrainOptions options;
+  options.epochs = epochs;
+  options.batch = 32;
+  options.seed = 7;
+  options.log = std::fopen("/dev/null", "w");
+  options.device = device;
+  return options;
+}
+
+struct DeviceRun {
+  std::unique_ptr<Model> model;
+  std::vector<EpochRecord> records;
+  EvalResult test;
+  TransferCounts transfers;
+  int64_t micro_batch = 0;
+};
+
+DeviceRun train(TrainOptions options, const char* cfg = kMlpCfg, const std::string& resume = "") {
+  DeviceRun run;
+  run.model = build_model(options.seed, cfg);
+  ThreadPool pool(2);
+  Trainer trainer(*run.model, pool, options);
+  const Status prepared = trainer.prepare();
+  EXPECT_TRUE(prepared.ok()) << prepared.message();
+  if (!prepared.ok()) return run;
+  if (!resume.empty()) {
+    auto checkpoint = read_checkpoint(resume);
+    EXPECT_TRUE(checkpoint.ok()) << checkpoint.status().message();
+    const Status resumed = trainer.resume_from(checkpoint.value(), resume);
+    EXPECT_TRUE(resumed.ok()) << resumed.message();
+  }
+  auto records = trainer.fit(data().train, nullptr);
+  EXPECT_TRUE(records.ok()) << records.status().message();
+  if (records.ok()) run.records = records.value();
+  auto test = trainer.evaluate(data().test);
+  EXPECT_TRUE(test.ok()) << test.status().message();
+  if (test.ok()) run.test = test.value();
+  if (trainer.device_model() != nullptr) run.transfers = trainer.device_model()->transfers();
+  run.micro_batch = trainer.micro_batch();
+  return run;
+}
+
+// The largest |a - b| over every param and buffer, relative to the largest |b| of its tensor.
+double weight_distance(Model& a, Model& b) {
+  std::vector<Param*> pa = a.params(), pb = b.params();
+  for (Param* p : a.buffers()) pa.push_back(p);
+  for (Param* p : b.buffers()) pb.push_back(p);
+  EXPECT_EQ(pa.size(), pb.size());
+  double worst = 0;
+  for (size_t i = 0; i < std::min(pa.size(), pb.size()); ++i) {
+    double diff = 0, scale = 1e-6;
+    for (int64_t k = 0; k < pa[i]->value.numel(); ++k) {
+      diff = std::max(diff, std::fabs(double(pa[i]->value.f32()[k]) - double(pb[i]->value.f32()[k])));
+      scale = std::max(scale, std::fabs(double(pb[i]->value.f32()[k])));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  return worst;
+}
+
+Device* first_device() { return open_devices().devices.front(); }
+
+TEST(OpenclTrain, MlpOnTheDeviceMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adam}) {
+    SCOPED_TRACE(optimizer_name(kind));
+    TrainOptions on_device = options_on(first_device(), 2), on_cpu = options_on(nullptr, 2);
+    on_device.optimizer.kind = on_cpu.optimizer.kind = kind;
+    DeviceRun gpu = train(on_device), cpu = train(on_cpu);
+    ASSERT_EQ(gpu.records.size(), 2u);
+    EXPECT_LT(weight_distance(*gpu.model, *cpu.model), 1e-3);
+    EXPECT_NEAR(gpu.records[1].loss, cpu.records[1].loss, 1e-3 * std::max(1.0, cpu.records[1].loss));
+    EXPECT_NEAR(gpu.test.accuracy, cpu.test.accuracy, 0.01);
+    EXPECT_GT(gpu.test.accuracy, 0.9) << "the mlp should separate the synthetic classes on the device too";
+    EXPECT_GT(gpu.transfers.up_bytes, 0);
+  }
+}
+
+TEST(OpenclTrain, SameSeedOnOneDeviceIsBitIdentical) {
+  SKIP_WITHOUT_OPENCL();
+  DeviceRun a = train(options_on(first_device(), 1)), b = train(options_on(first_device(), 1));
+  EXPECT_TRUE(same_weights(*a.model, *b.model));
+}
+
+TEST(OpenclTrain, ResumeAfterAnEpochEqualsOneRun) {
+  SKIP_WITHOUT_OPENCL();
+  const std::string path = temp_dir() + "/resume_on_device.ckpt";
+  TrainOptions whole = options_on(first_device(), 2);
+  whole.optimizer.kind = OptimizerKind::adam;
+  whole.schedule.kind = ScheduleKind::cosine;
+  TrainOptions first = whole;
+  first.stop_after = 1;
+  first.checkpoint_path = path;
+  train(first);
+  DeviceRun resumed = train(whole, kMlpCfg, path);
+  DeviceRun uninterrupted = train(whole);
+  EXPECT_EQ(resumed.records.size(), 1u);
+  EXPECT_TRUE(same_weights(*resumed.model, *uninterrupted.model))
+      << "the checkpoint holds the device's weights and Adam state after epoch 1";
+}
+
+TEST(OpenclTrain, LayersAndLossOnTheCpuGiveTheSameWeightsAndCountTheirCopies) {
+  SKIP_WITHOUT_OPENCL();
+  DeviceRun device_only = train(options_on(first_device(), 1));
+  TrainOptions hybrid = options_on(first_device(), 1);
+  hybrid.host_layers = {"dense2", "tanh1"};  // default names: kind + its count
+  hybrid.loss_on_host = true;
+  DeviceRun mixed = train(hybrid);
+  EXPECT_LT(weight_distance(*mixed.model, *device_only.model), 1e-4);
+  // Per micro-batch the hybrid run reads dense2's input and sends tanh1's output (and back in
+  // backward), and dense2's params after every step: more than the device-only run moves.
+  EXPECT_GT(mixed.transfers.down_bytes, device_only.transfers.down_bytes + 600 * 32 * 4);
+  EXPECT_GT(mixed.transfers.ups, device_only.transfers.ups);
+}
+
+TEST(OpenclTrain, AnUnknownCpuLayerNameIsAnError) {
+  SKIP_WITHOUT_OPENCL();
+  TrainOptions options = options_on(first_device(), 1);
+  options.host_layers = {"dense9"};
+  auto model = build_model(7, kMlpCfg);
+  ThreadPool pool(1);
+  Trainer trainer(*model, pool, options);
+  const Status s = trainer.prepare();
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(contains(s.message(), "no layer is named 'dense9'")) << s.message();
+  EXPECT_TRUE(contains(s.message(), "dense1")) << s.message();
+}
+
+TEST(OpenclTrain, OtherPrecisionsAreRefusedOnTheDevice) {
+  SKIP_WITHOUT_OPENCL();
+  TrainOptions options = options_on(first_device(), 1);
+  options.precision = TrainPrecision::fp16;
+  auto model = build_model(7, kMlpCfg);
+  ThreadPool pool(1);
+  Trainer trainer(*model, pool, options);
+  const Status s = trainer.prepare();
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(contains(s.message(), "fp32 only")) << s.message();
+}
+
+// A budget that holds the params but not a whole batch's buffers: the trainer splits the batch,
+// the run equals an unsplit one but for rounding, and the device's peak stays in the budget.
+TEST(OpenclTrain, ADeviceBudgetSplitsTheBatchAndHoldsThePeak) {
+  SKIP_WITHOUT_OPENCL();
+  const DeviceInfo& info = first_device()->info();
+  DeviceOptions limited;
+  limited.test_capabilities = false;
+  auto model = build_model(7, kMlpCfg);
+  const int64_t params = model->param_bytes() * 2;  // values, grads and SGD's velocity, about
+  limited.memory_budget_bytes = params + 96 * 1024;
+  auto device = Device::open(DeviceChoice{true, info.platform_index, info.device_index}, limited);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  TrainOptions options = options_on(device.value().get(), 1);
+  options.batch = 128;
+  DeviceRun split = train(options);
+  EXPECT_LT(split.micro_batch, 128);
+  EXPECT_GT(split.micro_batch, 0);
+  EXPECT_LE(device.value()->memory().peak_bytes(), limited.memory_budget_bytes);
+  TrainOptions whole = options_on(first_device(), 1);
+  whole.batch = 128;
+  DeviceRun unsplit = train(whole);
+  EXPECT_LT(weight_distance(*split.model, *unsplit.model), 1e-3);
+}
+
+TEST(OpenclTrain, ABudgetTooSmallForOneSampleSaysWhatItNeeds) {
+  SKIP_WITHOUT_OPENCL();
+  const DeviceInfo& info = first_device()->info();
+  DeviceOptions limited;
+  limited.test_capabilities = false;
+  auto model = build_model(7, kMlpCfg);
+  limited.memory_budget_bytes = model->param_bytes() * 3 / 2 + 1024;  // values, grads, velocity and 1 KiB
+  auto device = Device::open(DeviceChoice{true, info.platform_index, info.device_index}, limited);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  ThreadPool pool(1);
+  Trainer trainer(*model, pool, options_on(device.value().get(), 1));
+  const Status s = trainer.prepare();
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(contains(s.message(), "one sample needs")) << s.message();
+  EXPECT_TRUE(contains(s.message(), "--device-mem")) << s.message();
+}
+
+}  // namespace
+}  // namespace rg::ocl
