@@ -137,6 +137,11 @@ Status Trainer::prepare() {
 
 int64_t Trainer::prepared_bytes(Model& model, const TrainOptions& options, int64_t rows) {
   int64_t bytes = Optimizer(options.optimizer, model.params()).state_bytes();
+  const int64_t output_bytes = model.output_shape().numel() * rows * static_cast<int64_t>(sizeof(float));
+  if (options.device != nullptr) {  // activations live on the device: here the batches, and the output read back
+    bytes += BatchPrefetcher::buffer_bytes(model.input_shape(), rows, options.read_ahead) + output_bytes;
+    return model.target() == TargetKind::onehot ? bytes + output_bytes : bytes;
+  }
   if (options.precision == TrainPrecision::int8_qat) bytes += FakeQuantizer(model).master_bytes();
   RG_CHECK(model.set_storage(storage_for(options.precision)).ok(), "a model computing in f32 takes f16 storage");
   bytes += model.reserved_bytes(rows).total() + BatchPrefetcher::buffer_bytes(model.input_shape(), rows, options.read_ahead);

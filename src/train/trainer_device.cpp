@@ -12,11 +12,16 @@
 namespace rg {
 
 namespace {
-// The largest micro-batch of at most `rows` whose device buffers fit in `free_bytes`: halved
-// until it fits (0: not even one sample).
+// The largest micro-batch of at most `rows` whose device buffers fit in `free_bytes` (0: not
+// even one sample); the bytes grow with the rows, so a binary search finds it.
 int64_t fitting_rows(const ocl::ClModel& model, int64_t rows, int64_t free_bytes) {
-  while (rows > 0 && model.reserved_bytes(rows).total() > free_bytes) rows /= 2;
-  return rows;
+  if (model.reserved_bytes(rows).total() <= free_bytes) return rows;
+  int64_t fits = 0, fails = rows;
+  while (fails - fits > 1) {
+    const int64_t mid = fits + (fails - fits) / 2;
+    (model.reserved_bytes(mid).total() <= free_bytes ? fits : fails) = mid;
+  }
+  return fits;
 }
 }  // namespace
 
@@ -26,9 +31,13 @@ Status Trainer::prepare_device() {
     options_.loss_on_host = true;
     std::fprintf(options_.log, "device:    %s has no cl_khr_fp64: the loss runs on the CPU\n", device.label().c_str());
   }
-  RG_ASSIGN(cl_model_, ocl::ClModel::create(model_, device, options_.host_layers));
-  RG_ASSIGN(ocl::ClOptimizer optimizer, ocl::ClOptimizer::create(device, optimizer_, cl_model_->params()));
-  cl_optimizer_ = std::make_unique<ocl::ClOptimizer>(std::move(optimizer));
+  const char* placing = "placing the model's params, gradients and optimizer state on the device: ";
+  auto model = ocl::ClModel::create(model_, device, options_.host_layers);
+  if (!model.ok()) return model.status().with_context(placing);
+  cl_model_ = model.take();
+  auto optimizer = ocl::ClOptimizer::create(device, optimizer_, cl_model_->params());
+  if (!optimizer.ok()) return optimizer.status().with_context(placing);
+  cl_optimizer_ = std::make_unique<ocl::ClOptimizer>(optimizer.take());
 
   // The micro-batch the device's budget holds, planned from the bytes reserve() will ask for.
   const MemoryAccount& memory = device.memory();

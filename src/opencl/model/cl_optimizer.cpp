@@ -10,12 +10,15 @@ Result<ClOptimizer> ClOptimizer::create(Device& device, Optimizer& host, std::ve
   opt.device_ = &device;
   opt.host_ = &host;
   opt.params_ = std::move(params);
+  const size_t count = opt.params_.size();
+  RG_CHECK(host.state().size() % (count == 0 ? 1 : count) == 0,
+           "optimizer state of " << host.state().size() << " tensors for " << count << " params");
   for (const Tensor& t : host.state()) {
-    RG_ASSIGN(Buffer b, Buffer::allocate(device, t.numel() * 4, "optimizer state " + std::to_string(opt.state_.size())));
+    const size_t k = opt.state_.size();
+    const char* part = host.config().kind == OptimizerKind::adam ? (k < count ? ".m" : ".s") : ".velocity";
+    RG_ASSIGN(Buffer b, Buffer::allocate(device, t.numel() * 4, opt.params_[k % count]->host->name + part));
     opt.state_.push_back(std::move(b));
   }
-  RG_CHECK(opt.state_.size() % (opt.params_.empty() ? 1 : opt.params_.size()) == 0,
-           "optimizer state of " << opt.state_.size() << " tensors for " << opt.params_.size() << " params");
   RG_TRY(opt.write_state());
   return opt;
 }
