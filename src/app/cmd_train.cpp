@@ -402,6 +402,7 @@ int run_train(int argc, char** argv) {
   if (train_device) {
     std::printf("  device          %s\n",
                 describe_device_use(*train_device, trainer.device_model()->transfers()).c_str());
+    if (args.given("profile-device")) std::printf("device time by kernel\n%s", describe_kernel_times(*train_device).c_str());
   }
   if (!options.checkpoint_path.empty()) std::printf("  checkpoint      %s\n", options.checkpoint_path.c_str());
   if (args.given("samples")) {

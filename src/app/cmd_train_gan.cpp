@@ -304,6 +304,7 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
   std::printf("  memory          peak RSS %s, peak tensors %s\n", format_bytes(peak_rss_bytes()).c_str(),
               format_bytes(host_memory().peak_bytes()).c_str());
   if (train_device) std::printf("  device          %s\n", describe_device_use(*train_device, trainer.device_transfers()).c_str());
+  if (args.given("profile-device")) std::printf("device time by kernel\n%s", describe_kernel_times(*train_device).c_str());
   std::printf("  networks        %s, %s\n", join_path(out_dir, kGeneratorFile).c_str(),
               join_path(out_dir, kDiscriminatorFile).c_str());
   if (args.given("json")) {
@@ -323,6 +324,8 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
         {"peak_rss_bytes", peak_rss_bytes()},
         {"peak_tensor_bytes", host_memory().peak_bytes()},
         {"judge_on_real_test_images", real_score_json},
+        {"device", train_device ? train_device->label() : "cpu"},
+        {"device_peak_bytes", train_device ? train_device->memory().peak_bytes() : 0},
         {"history", history},
     };
     if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());

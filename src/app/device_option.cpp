@@ -1,7 +1,10 @@
 // Opening the training device from the command line.
 #include "app/device_option.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "base/memory.h"
 
@@ -14,6 +17,8 @@ void add_device_options(Args& args) {
               "the batch is split into micro-batches to fit", "the device's memory");
   args.option("cpu-layers", "NAMES", "OpenCL: run these layers (comma-separated names, as the model summary shows "
               "them) on the CPU, the rest on the device; the copies between them are counted", "none");
+  args.flag("profile-device", "OpenCL: time every kernel on the device (waits for each: slower) and print the "
+            "time per kernel");
   args.option("loss-on", "device|cpu", "OpenCL: where the loss and its gradient are computed (cpu: the output is read "
               "back and its gradient sent; devices without double support use cpu)", "device");
 }
@@ -25,7 +30,7 @@ Result<std::unique_ptr<ocl::Device>> open_train_device(const Args& args, TrainOp
   const std::string loss_on = args.text("loss-on");
   if (loss_on != "device" && loss_on != "cpu") return Status::error("--loss-on: '" + loss_on + "' is not device or cpu");
   if (!choice.value().opencl) {
-    for (const char* name : {"device-mem", "loss-on", "cpu-layers"}) {
+    for (const char* name : {"device-mem", "loss-on", "cpu-layers", "profile-device"}) {
       if (args.given(name)) return Status::error("--" + std::string(name) + " applies to an OpenCL --device");
     }
     return std::unique_ptr<ocl::Device>();
@@ -40,12 +45,30 @@ Result<std::unique_ptr<ocl::Device>> open_train_device(const Args& args, TrainOp
   auto device = ocl::Device::open(choice.value(), device_options);
   if (!device.ok()) return device.status().with_context("--device " + text + ": ");
   options->device = device.value().get();
+  device.value()->set_profiling(args.given("profile-device"));
   options->loss_on_host = loss_on == "cpu";
   if (args.given("cpu-layers")) {
     std::istringstream names(args.text("cpu-layers"));
     for (std::string name; std::getline(names, name, ',');) options->host_layers.push_back(name);
   }
   return device.take();
+}
+
+std::string describe_kernel_times(const ocl::Device& device) {
+  std::vector<std::pair<std::string, ocl::Device::KernelTime>> kernels(device.kernel_times().begin(),
+                                                                       device.kernel_times().end());
+  double total = 0;
+  for (const auto& k : kernels) total += k.second.seconds;
+  std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  std::string text = "  kernel                              launches    seconds   share\n";
+  char line[160];
+  for (const auto& [name, time] : kernels) {
+    std::snprintf(line, sizeof line, "  %-34s %9lld %10.3f  %5.1f%%\n", name.c_str(), static_cast<long long>(time.launches),
+                  time.seconds, total > 0 ? 100.0 * time.seconds / total : 0.0);
+    text += line;
+  }
+  std::snprintf(line, sizeof line, "  %-34s %9s %10.3f\n", "all kernels", "", total);
+  return text + line;
 }
 
 std::string describe_device_use(ocl::Device& device, const ocl::TransferCounts& transfers) {

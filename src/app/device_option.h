@@ -21,5 +21,7 @@ Result<std::unique_ptr<ocl::Device>> open_train_device(const Args& args, TrainOp
 // "cl:0:0 (NVIDIA H100): device memory peak 41.2 MiB (budget 128 MiB); copies ...": the
 // summary's line.
 std::string describe_device_use(ocl::Device& device, const ocl::TransferCounts& transfers);
+// --profile-device: a table of the device time per kernel, the largest first.
+std::string describe_kernel_times(const ocl::Device& device);
 
 }  // namespace rg

@@ -89,7 +89,14 @@ Result<Event> Device::run(const Kernel& kernel, cl_uint dims, const size_t* glob
   cl_event event = nullptr;
   const cl_int code = api_.clEnqueueNDRangeKernel(queue_, kernel.handle, dims, nullptr, global, local, 0, nullptr, &event);
   if (code != CL_SUCCESS) return error("running kernel " + kernel.name + " of kernels/" + kernel.file, "clEnqueueNDRangeKernel", code);
-  return Event(&api_, event);
+  Event done(&api_, event);
+  if (profiling_) {
+    RG_ASSIGN(const double seconds, done.seconds());
+    KernelTime& total = kernel_times_[kernel.name];
+    total.launches += 1;
+    total.seconds += seconds;
+  }
+  return done;
 }
 
 Status Device::finish() {

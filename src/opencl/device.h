@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -81,6 +82,15 @@ class Device {
   // Waits for everything enqueued.
   Status finish();
 
+  // Profiling by kernel: when on, run() waits for each kernel and adds its device time to its
+  // name's total (a slower run, since the host waits each time; the times are the device's own).
+  struct KernelTime {
+    int64_t launches = 0;
+    double seconds = 0;
+  };
+  void set_profiling(bool on) { profiling_ = on; }
+  const std::map<std::string, KernelTime>& kernel_times() const { return kernel_times_; }
+
   // An error of `call` while `doing` something on this device: names the device, and for
   // out-of-memory codes what the account holds and what to lower.
   Status error(const std::string& doing, const char* call, cl_int code) const;
@@ -96,6 +106,8 @@ class Device {
   MemoryAccount memory_;
   std::unique_ptr<ProgramCache> programs_;
   Capabilities capabilities_;
+  bool profiling_ = false;
+  std::map<std::string, KernelTime> kernel_times_;
 };
 
 }  // namespace rg::ocl
