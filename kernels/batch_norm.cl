@@ -1,61 +1,96 @@
 // Batch normalisation over the innermost dimension of x [rows, channels] (rows = n h w of NHWC
-// images, or n of [n, f] features), as src/nn/batch_norm.cpp computes it. Statistics: one
-// work-item per channel, summing in float over blocks of 64 rows and adding each block's sum into
-// double in block order (the CPU's channel_sums), so the sums are its bits; the rest in double,
+// images, or n of [n, f] features), as src/nn/batch_norm.cpp computes it. Statistics: float sums
+// over blocks of 64 rows, each block's sum added into double in block order (the CPU's
+// channel_sums), so the sums are its bits; the rest in double,
 // as the CPU. Elementwise kernels: one item per element, recomputing the channel's float
 // constants from the double statistics as the CPU does. `saved` is double [4 channels]: mean and
-// inv_std (forward), sum dy and sum dy xhat (backward). Needs cl_khr_fp64.
+// inv_std (forward), sum dy and sum dy xhat (backward), then the block sums (floats). Needs
+// cl_khr_fp64.
 // Launchers: src/opencl/batch_norm.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
 #define ROW_BLOCK 64u  // batch_norm.cpp's kRowBlock
 
-// Training: mean = sum x / rows, var = sum (x - (float)mean)^2 / rows (biased), running stats
-// = (1 - momentum) running + momentum (mean, var unbiased by rows / (rows - 1) when rows > 1).
-// Inference: mean = running_mean. Both: inv_std = 1 / sqrt(var + eps) into saved. momentum and eps
-// come as the bits of the host's doubles.
-__kernel void f32_batch_norm_statistics(uint rows, uint channels, uint training, ulong momentum_bits, ulong eps_bits,
-                                        __global const float* x, uint x_offset, __global float* running_mean,
-                                        uint running_mean_offset, __global float* running_var,
-                                        uint running_var_offset, __global double* saved, uint saved_offset) {
+// The statistics run in two steps so that every row block is summed at once: one item per (row
+// block, channel) sums its block in float, in row order (f32_batch_norm_block_sums), then one item
+// per channel adds the blocks' sums into double in block order (the finish kernels): the CPU's
+// additions, in its order. Block sums live in `saved` after its 4 channels doubles, as floats
+// [2][blocks][channels] (pass 0: sum x; 1: sum (x - (float)mean)^2; 2: sum dy and sum dy xhat).
+__kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __global const float* x, uint x_offset,
+                                        __global const float* dy, uint dy_offset, __global const double* saved,
+                                        uint saved_offset, __global float* blocks, uint blocks_offset) {
+  const uint i = get_global_id(0), block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+  if (i >= block_count * channels) return;
+  const uint b = i / channels, c = i % channels;
+  const uint r0 = b * ROW_BLOCK, r1 = min(rows, r0 + ROW_BLOCK);
+  __global const float* xc = x + x_offset + c;
+  __global const double* s = saved + saved_offset;
+  __global float* out = blocks + blocks_offset;
+  float p0 = 0.0f, p1 = 0.0f;
+  if (pass == 0) {
+    for (uint r = r0; r < r1; ++r) p0 = p0 + xc[r * channels];
+  } else if (pass == 1) {
+    const float mean = (float)s[c];
+    for (uint r = r0; r < r1; ++r) {
+      const float d = xc[r * channels] - mean;
+      p0 = p0 + d * d;
+    }
+  } else {
+    __global const float* dyc = dy + dy_offset + c;
+    const float mean = (float)s[c], inv_std = (float)s[channels + c];
+    for (uint r = r0; r < r1; ++r) {
+      const float g = dyc[r * channels];
+      p0 = p0 + g;
+      p1 = p1 + g * (xc[r * channels] - mean) * inv_std;
+    }
+  }
+  out[i] = p0;
+  out[block_count * channels + i] = p1;
+}
+
+// sum over the blocks of `which` ([which][blocks][channels] floats) for channel c, in double.
+double block_total(__global const float* blocks, uint which, uint block_count, uint channels, uint c) {
+  double total = 0.0;
+  for (uint b = 0; b < block_count; ++b) total = total + (double)blocks[(which * block_count + b) * channels + c];
+  return total;
+}
+
+// Training, after pass 0: mean = sum x / rows into saved[c].
+__kernel void f32_batch_norm_mean(uint rows, uint channels, __global const float* blocks, uint blocks_offset,
+                                  __global double* saved, uint saved_offset) {
+  const uint c = get_global_id(0);
+  if (c >= channels) return;
+  const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+  saved[saved_offset + c] = block_total(blocks + blocks_offset, 0, block_count, channels, c) / (double)rows;
+}
+
+// Training, after pass 1: var = sum (x - (float)mean)^2 / rows (biased), inv_std = 1 / sqrt(var +
+// eps) into saved, running stats = (1 - momentum) running + momentum (mean, var unbiased by rows /
+// (rows - 1) when rows > 1). Inference (no blocks read): inv_std from the running variance and
+// mean = running_mean. momentum and eps come as the bits of the host's doubles.
+__kernel void f32_batch_norm_variance(uint rows, uint channels, uint training, ulong momentum_bits, ulong eps_bits,
+                                      __global const float* blocks, uint blocks_offset, __global float* running_mean,
+                                      uint running_mean_offset, __global float* running_var, uint running_var_offset,
+                                      __global double* saved, uint saved_offset) {
   const uint c = get_global_id(0);
   if (c >= channels) return;
   const double momentum = as_double(momentum_bits), eps = as_double(eps_bits);  // the host's doubles, bit for bit
-  __global const float* xc = x + x_offset + c;
   __global float* rm = running_mean + running_mean_offset + c;
   __global float* rv = running_var + running_var_offset + c;
-  double mean, inv_std;
-  if (training) {
-    double sum = 0.0, square = 0.0;
-    for (uint r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
-      const uint r1 = min(rows, r0 + ROW_BLOCK);
-      float partial = 0.0f;
-      for (uint r = r0; r < r1; ++r) partial = partial + xc[r * channels];
-      sum = sum + (double)partial;
-    }
-    mean = sum / (double)rows;
-    const float mean_t = (float)mean;
-    for (uint r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
-      const uint r1 = min(rows, r0 + ROW_BLOCK);
-      float partial = 0.0f;
-      for (uint r = r0; r < r1; ++r) {
-        const float d = xc[r * channels] - mean_t;
-        partial = partial + d * d;
-      }
-      square = square + (double)partial;
-    }
-    const double var = square / (double)rows;
-    inv_std = 1.0 / sqrt(var + eps);
-    const double unbiased = rows > 1 ? var * (double)rows / (double)(rows - 1) : var;
-    *rm = (float)((1 - momentum) * (double)*rm + momentum * mean);
-    *rv = (float)((1 - momentum) * (double)*rv + momentum * unbiased);
-  } else {
-    mean = (double)*rm;
-    inv_std = 1.0 / sqrt((double)*rv + eps);
+  __global double* s = saved + saved_offset;
+  if (!training) {
+    s[c] = (double)*rm;
+    s[channels + c] = 1.0 / sqrt((double)*rv + eps);
+    return;
   }
-  saved[saved_offset + c] = mean;
-  saved[saved_offset + channels + c] = inv_std;
+  const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+  const double mean = s[c];
+  const double var = block_total(blocks + blocks_offset, 0, block_count, channels, c) / (double)rows;
+  s[channels + c] = 1.0 / sqrt(var + eps);
+  const double unbiased = rows > 1 ? var * (double)rows / (double)(rows - 1) : var;
+  *rm = (float)((1 - momentum) * (double)*rm + momentum * mean);
+  *rv = (float)((1 - momentum) * (double)*rv + momentum * unbiased);
 }
 
 // y = x * scale + shift, scale = (float)(gamma inv_std), shift = (float)(beta - mean gamma inv_std).
@@ -74,31 +109,20 @@ __kernel void f32_batch_norm_apply(uint n, uint channels, __global const float* 
   y[y_offset + i] = x[x_offset + i] * scale + shift;
 }
 
-// sum dy and sum dy (x - mean) inv_std (mean, inv_std rounded to float; the terms in float as
-// (dy (x - mean)) inv_std) into saved[2 channels ...], and dbeta, dgamma = (accumulate ? the
-// old value : 0) + those sums, rounded once to float.
-__kernel void f32_batch_norm_grad_sums(uint rows, uint channels, uint accumulate, __global const float* x,
-                                       uint x_offset, __global const float* dy, uint dy_offset,
-                                       __global double* saved, uint saved_offset, __global float* dgamma,
-                                       uint dgamma_offset, __global float* dbeta, uint dbeta_offset) {
+// After pass 2: sum dy and sum dy (x - mean) inv_std (mean, inv_std rounded to float; the terms in
+// float as (dy (x - mean)) inv_std) into saved[2 channels ...], and dbeta, dgamma = (accumulate ?
+// the old value : 0) + those sums, rounded once to float.
+__kernel void f32_batch_norm_grad_sums(uint rows, uint channels, uint accumulate, __global const float* blocks,
+                                       uint blocks_offset, __global double* saved, uint saved_offset,
+                                       __global float* dgamma, uint dgamma_offset, __global float* dbeta,
+                                       uint dbeta_offset) {
   const uint c = get_global_id(0);
   if (c >= channels) return;
-  __global const float* xc = x + x_offset + c;
-  __global const float* dyc = dy + dy_offset + c;
+  const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+  __global const float* sums = blocks + blocks_offset;
+  const double sum_dy = block_total(sums, 0, block_count, channels, c);
+  const double sum_dy_xhat = block_total(sums, 1, block_count, channels, c);
   __global double* s = saved + saved_offset;
-  const float mean = (float)s[c], inv_std = (float)s[channels + c];
-  double sum_dy = 0.0, sum_dy_xhat = 0.0;
-  for (uint r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
-    const uint r1 = min(rows, r0 + ROW_BLOCK);
-    float p0 = 0.0f, p1 = 0.0f;
-    for (uint r = r0; r < r1; ++r) {
-      const float g = dyc[r * channels];
-      p0 = p0 + g;
-      p1 = p1 + g * (xc[r * channels] - mean) * inv_std;
-    }
-    sum_dy = sum_dy + (double)p0;
-    sum_dy_xhat = sum_dy_xhat + (double)p1;
-  }
   s[2 * channels + c] = sum_dy;
   s[3 * channels + c] = sum_dy_xhat;
   __global float* dg = dgamma + dgamma_offset + c;

@@ -954,7 +954,7 @@ TEST(OpenclBatchNorm, ForwardAndBackwardMatchTheLayer) {
         Guarded gmean = guarded_f32(*device, tensor_values(running_mean.value), "running mean");
         Guarded gvar = guarded_f32(*device, tensor_values(running_var.value), "running var");
         GuardedOf<double> saved = guarded_of<double>(
-            *device, std::vector<double>(batch_norm_saved_count(c.channels), 3.0), kSavedSentinel, "saved");
+            *device, std::vector<double>(batch_norm_saved_count(c.channels, c.rows), 3.0), kSavedSentinel, "saved");
 
         auto tx = Tensor::zeros(Shape{c.rows, c.channels}, DType::f32, "x");
         auto ty = Tensor::zeros(Shape{c.rows, c.channels}, DType::f32, "y");

@@ -1,5 +1,5 @@
-// Launchers of kernels/batch_norm.cl: a per-channel kernel (statistics, or the gradient sums) then
-// a per-element one (y, or dx), both launch_1d.h, on the device's in-order queue.
+// Launchers of kernels/batch_norm.cl: per-block sums and per-channel kernels (statistics, or the
+// gradient sums) then a per-element one (y, or dx), all launch_1d.h, on the device's in-order queue.
 #include "opencl/batch_norm.h"
 
 #include <cstring>
@@ -29,6 +29,26 @@ int64_t elements(int64_t rows, int64_t channels) {
   return rows * channels;
 }
 
+// The block sums' float view of `saved` (after its 4 channels doubles), and the block pass.
+struct BlockSums {
+  cl_mem mem;
+  cl_uint offset;
+};
+BlockSums block_sums_of(DeviceSpan saved, int64_t channels) { return {saved.mem, u32((saved.offset + 4 * channels) * 2)}; }
+
+Result<Event> block_pass(Device& device, int64_t rows, int64_t channels, cl_uint pass, DeviceSpan x, DeviceSpan dy,
+                         DeviceSpan saved) {
+  const BlockSums blocks = block_sums_of(saved, channels);
+  const int64_t items = (rows + 63) / 64 * channels;
+  return launch_1d(device, kFile, "f32_batch_norm_block_sums", "", items, u32(rows), u32(channels), pass, x.mem,
+                   u32(x.offset), dy.mem, u32(dy.offset), saved.mem, u32(saved.offset), blocks.mem, blocks.offset);
+}
+
+Status check_saved(const char* name, int64_t rows, int64_t channels, DeviceSpan saved) {
+  RG_TRY(check_u32(name, batch_norm_saved_count(channels, rows), {saved}));
+  return check_u32(name, 2 * batch_norm_saved_count(channels, rows), {DeviceSpan{saved.mem, 2 * saved.offset, 2 * saved.count}});
+}
+
 }  // namespace
 
 Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t channels, bool training, double momentum,
@@ -40,10 +60,19 @@ Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t chann
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, n, {x, y}));
   RG_TRY(check_u32(name, channels, {gamma, beta, running_mean, running_var}));
-  RG_TRY(check_u32(name, batch_norm_saved_count(channels), {saved}));
-  RG_TRY(launch_1d(device, kFile, "f32_batch_norm_statistics", "", channels, u32(rows), u32(channels),
-                   cl_uint{training ? 1u : 0u}, double_bits(momentum), double_bits(eps), x.mem, u32(x.offset), running_mean.mem,
-                   u32(running_mean.offset), running_var.mem, u32(running_var.offset), saved.mem, u32(saved.offset))
+  RG_TRY(check_saved(name, rows, channels, saved));
+  const BlockSums blocks = block_sums_of(saved, channels);
+  if (training) {
+    RG_TRY(block_pass(device, rows, channels, 0, x, x, saved).status());
+    RG_TRY(launch_1d(device, kFile, "f32_batch_norm_mean", "", channels, u32(rows), u32(channels), blocks.mem,
+                     blocks.offset, saved.mem, u32(saved.offset))
+               .status());
+    RG_TRY(block_pass(device, rows, channels, 1, x, x, saved).status());
+  }
+  RG_TRY(launch_1d(device, kFile, "f32_batch_norm_variance", "", channels, u32(rows), u32(channels),
+                   cl_uint{training ? 1u : 0u}, double_bits(momentum), double_bits(eps), blocks.mem, blocks.offset,
+                   running_mean.mem, u32(running_mean.offset), running_var.mem, u32(running_var.offset), saved.mem,
+                   u32(saved.offset))
              .status());
   return launch_1d(device, kFile, "f32_batch_norm_apply", "", n, u32(n), u32(channels), x.mem, u32(x.offset),
                    gamma.mem, u32(gamma.offset), beta.mem, u32(beta.offset), saved.mem, u32(saved.offset), y.mem,
@@ -59,11 +88,12 @@ Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t chan
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, n, {x, dy}));
   RG_TRY(check_u32(name, channels, {gamma, dgamma, dbeta}));
-  RG_TRY(check_u32(name, batch_norm_saved_count(channels), {saved}));
+  RG_TRY(check_saved(name, rows, channels, saved));
+  const BlockSums blocks = block_sums_of(saved, channels);
+  RG_TRY(block_pass(device, rows, channels, 2, x, dy, saved).status());
   RG_ASSIGN(Event sums, launch_1d(device, kFile, "f32_batch_norm_grad_sums", "", channels, u32(rows), u32(channels),
-                                  cl_uint{accumulate ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset),
-                                  saved.mem, u32(saved.offset), dgamma.mem, u32(dgamma.offset), dbeta.mem,
-                                  u32(dbeta.offset)));
+                                  cl_uint{accumulate ? 1u : 0u}, blocks.mem, blocks.offset, saved.mem,
+                                  u32(saved.offset), dgamma.mem, u32(dgamma.offset), dbeta.mem, u32(dbeta.offset)));
   if (dx.mem == nullptr) return sums;
   RG_TRY(check_u32(name, n, {dx}));
   return launch_1d(device, kFile, "f32_batch_norm_dx", "", n, u32(n), u32(rows), u32(channels),

@@ -3,7 +3,7 @@
 // statistics update, or inference with the running statistics) and backward (dx, dgamma, dbeta),
 // as nn/batch_norm.cpp's BatchNorm computes them: bit-exact on a device with IEEE double (the sums
 // in its order, float blocks of 64 rows into double). Needs cl_khr_fp64 (an error without it).
-// Statistics run one work-item per channel over every row: exact, not fast for few channels.
+// Statistics: one work-item per block of 64 rows and channel, then one per channel over the blocks.
 #pragma once
 
 #include <cstdint>
@@ -14,13 +14,17 @@
 
 namespace rg::ocl {
 
-// The doubles of `saved`: mean and inv_std of the forward, then the backward's two sums.
-inline int64_t batch_norm_saved_count(int64_t channels) { return 4 * channels; }
+// The doubles of `saved` for batches of up to `rows` rows: mean and inv_std of the forward, the
+// backward's two sums, then two floats per channel and block of 64 rows (the block sums).
+inline int64_t batch_norm_saved_count(int64_t channels, int64_t rows) {
+  return 4 * channels + (rows + 63) / 64 * channels;
+}
 
 // y [rows, channels] = gamma (x - mean) inv_std + beta, per channel, as BatchNorm::forward. Training:
 // mean, var of the batch; running_mean/var [channels] updated with momentum (var unbiased). Not:
-// the running statistics. saved: double [batch_norm_saved_count(channels)] (element_span of a
-// buffer), for the backward. Two kernels; the event is the last's. rows = 0: nothing enqueued.
+// the running statistics. saved: double [batch_norm_saved_count(channels, rows)] (element_span of a
+// buffer), for the backward. Five kernels in training, two in inference; the event is the last's.
+// rows = 0: nothing enqueued.
 Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t channels, bool training, double momentum,
                                      double eps, DeviceSpan x, DeviceSpan gamma, DeviceSpan beta,
                                      DeviceSpan running_mean, DeviceSpan running_var, DeviceSpan saved, DeviceSpan y);

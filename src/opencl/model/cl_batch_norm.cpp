@@ -21,12 +21,12 @@ Result<std::unique_ptr<ClBatchNorm>> ClBatchNorm::create(BatchNorm& host, const 
 }
 
 int64_t ClBatchNorm::state_bytes(int64_t batch) const {
-  (void)batch;
-  return batch_norm_saved_count(channels_) * 8;
+  return batch_norm_saved_count(channels_, batch * row_ / channels_) * 8;
 }
 
 Status ClBatchNorm::reserve(int64_t batch) {
-  if (saved_.mem() != nullptr) return Status();
+  if (saved_.bytes() >= state_bytes(batch)) return Status();
+  saved_.reset();  // the smaller one's bytes back first
   RG_ASSIGN(saved_, Buffer::allocate(device_, state_bytes(batch), "the batch norm statistics"));
   return Status();
 }

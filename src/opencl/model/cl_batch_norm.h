@@ -32,7 +32,7 @@ class ClBatchNorm : public ClLayer {
   int64_t channels_, row_;  // row_: values per sample
   double momentum_, eps_;
   ClParam gamma_, beta_, running_mean_, running_var_;
-  Buffer saved_;  // double [batch_norm_saved_count(channels)]
+  Buffer saved_;  // double [batch_norm_saved_count(channels, rows of the reserved batch)]
 };
 
 }  // namespace rg::ocl
