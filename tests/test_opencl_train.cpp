@@ -254,3 +254,71 @@ TEST(OpenclTrain, GanOnTheDeviceMatchesTheCpu) {
 
 }  // namespace
 }  // namespace rg::ocl
+
+namespace rg::ocl {
+namespace {
+
+const char* kQuickCli = "--data synthetic --limit 640 --epochs 1 --threads 1";
+
+TEST(OpenclTrainCli, TrainsOnTheDeviceAndReportsItsMemoryAndCopies) {
+  SKIP_WITHOUT_OPENCL();
+  const std::string json = temp_dir() + "/device_run.json";
+  const Outcome o = run(std::string("train --model mlp --device cl:0:0 --json ") + json + " " + kQuickCli);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_TRUE(contains(o.output, "device:    cl:0:0")) << o.output;
+  EXPECT_TRUE(contains(o.output, "device memory peak")) << o.output;
+  EXPECT_TRUE(contains(o.output, "to the device in")) << o.output;
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_TRUE(contains(text.str(), "\"device\": \"cl:0:0")) << text.str();
+}
+
+TEST(OpenclTrainCli, DeviceOptionsAreChecked) {
+  SKIP_WITHOUT_OPENCL();
+  const std::string quick = std::string(" ") + kQuickCli;
+  Outcome o = run("train --device cl:9:9" + quick);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_TRUE(contains(o.output, "--device")) << o.output;
+  o = run("train --device-mem 64M" + quick);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_TRUE(contains(o.output, "--device-mem applies to an OpenCL --device")) << o.output;
+  o = run("train --device cl:0:0 --loss-on gpu" + quick);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_TRUE(contains(o.output, "'gpu' is not device or cpu")) << o.output;
+  o = run("train --device cl:0:0 --train-precision fp16" + quick);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_TRUE(contains(o.output, "fp32 only")) << o.output;
+  o = run("train --device cl:0:0 --cpu-layers dense7" + quick);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_TRUE(contains(o.output, "no layer is named 'dense7'")) << o.output;
+  o = run("train --device cl:0:0 --precision fp32,int8" + quick);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_TRUE(contains(o.output, "drop --device")) << o.output;
+}
+
+// RETROGRAD_CL_FAIL_ABOVE makes every buffer above that size fail as a full GPU does: the batch's
+// buffers are tried once more at half the micro-batch, and the run says so; when half fails too,
+// the error names the micro-batch and the buffer.
+TEST(OpenclTrainCli, AFailedAllocationRetriesOnceWithHalfTheMicroBatch) {
+  SKIP_WITHOUT_OPENCL();
+  const ScopedEnv fail("RETROGRAD_CL_FAIL_ABOVE", "1000000");  // the mlp's largest param is 784 KiB
+  Outcome o = run(std::string("train --model mlp --device cl:0:0 --batch 512 ") + kQuickCli);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_TRUE(contains(o.output, "CL_MEM_OBJECT_ALLOCATION_FAILURE")) << o.output;
+  EXPECT_TRUE(contains(o.output, "retrying once with micro-batches of 256")) << o.output;
+  o = run(std::string("train --model mlp --device cl:0:0 --batch 1024 ") + kQuickCli);
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_TRUE(contains(o.output, "reserving the device's buffers for micro-batches of 512")) << o.output;
+}
+
+TEST(OpenclTrainCli, ProfileDeviceListsTheKernels) {
+  SKIP_WITHOUT_OPENCL();
+  const Outcome o = run(std::string("train --model mlp --device cl:0:0 --profile-device ") + kQuickCli);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_TRUE(contains(o.output, "device time by kernel")) << o.output;
+  EXPECT_TRUE(contains(o.output, "f32_gemm")) << o.output;
+}
+
+}  // namespace
+}  // namespace rg::ocl

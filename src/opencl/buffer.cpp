@@ -1,9 +1,23 @@
 // Allocating counted device buffers and copying to and from them.
 #include "opencl/buffer.h"
 
+#include <cstdlib>
+
 #include "opencl/cl_error.h"
 
 namespace rg::ocl {
+
+namespace {
+// RETROGRAD_CL_FAIL_ABOVE=BYTES (tests): every buffer above that size fails as a driver out of
+// memory does, so the paths that handle CL_MEM_OBJECT_ALLOCATION_FAILURE run without a full GPU.
+bool injected_allocation_failure(int64_t bytes) {
+  static const int64_t limit = [] {
+    const char* text = std::getenv("RETROGRAD_CL_FAIL_ABOVE");
+    return text != nullptr ? std::strtoll(text, nullptr, 10) : int64_t{-1};
+  }();
+  return limit >= 0 && bytes > limit;
+}
+}  // namespace
 
 Result<Buffer> Buffer::allocate(Device& device, int64_t bytes, const std::string& what) {
   RG_CHECK(bytes >= 0, "negative buffer size " << bytes << " for " << what);
@@ -16,8 +30,13 @@ Result<Buffer> Buffer::allocate(Device& device, int64_t bytes, const std::string
   RG_TRY(device.memory().reserve(bytes, what));
   // OpenCL has no empty buffer: a zero-byte request holds one byte (counted as zero).
   cl_int code = CL_SUCCESS;
-  cl_mem mem = device.api().clCreateBuffer(device.context(), CL_MEM_READ_WRITE, bytes == 0 ? 1 : static_cast<size_t>(bytes),
-                                           nullptr, &code);
+  cl_mem mem = nullptr;
+  if (injected_allocation_failure(bytes)) {
+    code = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+  } else {
+    mem = device.api().clCreateBuffer(device.context(), CL_MEM_READ_WRITE, bytes == 0 ? 1 : static_cast<size_t>(bytes),
+                                      nullptr, &code);
+  }
   if (code != CL_SUCCESS) {
     device.memory().unreserve(bytes);
     return device.error("allocating " + format_bytes(bytes) + " for " + what, "clCreateBuffer", code);

@@ -62,7 +62,7 @@ Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input,
   }
   std::string known;
   for (const std::string& name : cl_layer_kinds()) known += (known.empty() ? "" : ", ") + name;
-  return Status::error("layer " + layer.name() + " (" + layer.kind() + ") has no OpenCL version yet (there are: " +
+  return Status::error(device.label() + ": layer " + layer.name() + " (" + layer.kind() + ") has no OpenCL version yet (there are: " +
                        known + "); train this model on the CPU");
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "opencl/fill_copy.h"
 #include "opencl/loss.h"
 #include "opencl/model/cl_host_layer.h"
 
@@ -25,7 +26,7 @@ Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device, c
     const bool host = std::find(on_host.begin(), on_host.end(), layer.name()) != on_host.end();
     auto made = host ? make_cl_host_layer(layer, in, model.layer_output_shape(i), device)
                      : make_cl_layer(layer, in, device);
-    if (!made.ok()) return made.status().with_context(device.label() + ": ");
+    if (!made.ok()) return made.status();
     cl->layers_.push_back(made.take());
     in = model.layer_output_shape(i);
     cl->sizes_.push_back(in.numel());
@@ -109,6 +110,13 @@ Status ClModel::reserve(int64_t batch) {
   RG_ASSIGN(hits_, Buffer::allocate(device_, batch * 4, "per-row hits"));
   host_row_loss_.assign(static_cast<size_t>(batch), 0.0);
   host_hits_.assign(static_cast<size_t>(batch), 0);
+  // Drivers that allocate lazily (NVIDIA's) fail at a buffer's first use: touch the large ones
+  // now, so that running out of memory shows here, where the caller can retry smaller.
+  for (const Buffer* b : {&grad_a_, &grad_b_, &workspace_}) {
+    if (b->mem() != nullptr) RG_TRY(f32_fill_zero(device_, b->f32()).status());
+  }
+  for (const Buffer& act : acts_) RG_TRY(f32_fill_zero(device_, act.f32()).status());
+  RG_TRY(device_.finish());
   reserved_ = batch;
   return Status();
 }
