@@ -14,7 +14,8 @@
 # env: DEVICE (default cl:0:0)  MODELS (default: every preset)  EPOCHS (default 2)  SEED (default 1)
 #      THREADS (CPU runs; default: all cores)  BIN (default build/retrograd)  OUT (default: a temp folder)
 #      EXTRA (more options for both runs, e.g. "--limit 2000")  CPU_EXTRA, DEVICE_EXTRA (one side only)
-#      SIDES (default "cpu device"; one side lets two copies run at once, then one more prints the table)
+#      SIDES (default "cpu device"; one side lets two copies run at once; "none" runs nothing and
+#      prints the table of what OUT holds)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 DEVICE=${DEVICE:-cl:0:0}
@@ -34,6 +35,7 @@ for model in $MODELS; do
   gan=()
   [ "$model" = dcgan ] && gan=(--score-samples 0)
   for side in $SIDES; do
+    [ "$side" = none ] && continue  # SIDES=none: only the table of what OUT holds
     [ -s "$OUT/$model-$side.json" ] && continue
     if [ "$side" = cpu ]; then where=(--device cpu $CPU_EXTRA); else where=(--device "$DEVICE" $DEVICE_EXTRA); fi
     [ "$model" = dcgan ] && gan=(--score-samples 0 --out "$OUT/$model-$side-run")
