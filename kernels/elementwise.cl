@@ -19,6 +19,17 @@ __kernel void f32_scale(uint n, float a, __global float* x, uint x_offset) {
   x[x_offset + i] = a * x[x_offset + i];
 }
 
+// Loss scaling's unscale: g = factor * g, and flags[flag] = 1 when a g was Inf or NaN (its exponent
+// all ones) before (train/loss_scale.cpp's scale_and_check; every item that finds one writes 1).
+__kernel void f32_scale_and_flag_non_finite(uint n, float factor, __global float* g, uint g_offset,
+                                            __global int* flags, uint flag) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const float v = g[g_offset + i];
+  if ((as_uint(v) & 0x7f800000u) == 0x7f800000u) flags[flag] = 1;
+  g[g_offset + i] = factor * v;
+}
+
 // out = a + b (out may be a or b)
 __kernel void f32_add(uint n, __global const float* a, uint a_offset, __global const float* b, uint b_offset,
                       __global float* out, uint out_offset) {

@@ -8,6 +8,7 @@
 
 #include "model_util.h"
 #include "opencl/model/cl_model.h"
+#include "opencl/model/cl_optimizer.h"
 #include "opencl_test_util.h"
 #include "train/gan.h"
 #include "train/trainer.h"
@@ -66,15 +67,17 @@ DeviceRun train(TrainOptions options, const char* cfg = kMlpCfg, const std::stri
   return run;
 }
 
-// The largest |a - b| over every param and buffer, relative to the largest |b| of its tensor.
-double weight_distance(Model& a, Model& b) {
+// The largest |a - b| over every param and buffer, relative to the largest |b| of its tensor (or
+// to `floor` when that is larger: a tensor of near-zero values, such as a fresh bias, compares in
+// absolute terms).
+double weight_distance(Model& a, Model& b, double floor = 1e-6) {
   std::vector<Param*> pa = a.params(), pb = b.params();
   for (Param* p : a.buffers()) pa.push_back(p);
   for (Param* p : b.buffers()) pb.push_back(p);
   EXPECT_EQ(pa.size(), pb.size());
   double worst = 0;
   for (size_t i = 0; i < std::min(pa.size(), pb.size()); ++i) {
-    double diff = 0, scale = 1e-6;
+    double diff = 0, scale = floor;
     for (int64_t k = 0; k < pa[i]->value.numel(); ++k) {
       diff = std::max(diff, std::fabs(double(pa[i]->value.f32()[k]) - double(pb[i]->value.f32()[k])));
       scale = std::max(scale, std::fabs(double(pb[i]->value.f32()[k])));
@@ -155,13 +158,71 @@ TEST(OpenclTrain, AnUnknownCpuLayerNameIsAnError) {
 TEST(OpenclTrain, OtherPrecisionsAreRefusedOnTheDevice) {
   SKIP_WITHOUT_OPENCL();
   TrainOptions options = options_on(first_device(), 1);
-  options.precision = TrainPrecision::fp16;
+  options.precision = TrainPrecision::int8_gemm;
   auto model = build_model(7, kMlpCfg);
   ThreadPool pool(1);
   Trainer trainer(*model, pool, options);
   const Status s = trainer.prepare();
   ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(contains(s.message(), "fp32 only")) << s.message();
+  EXPECT_TRUE(contains(s.message(), "fp32 or fp16 only")) << s.message();
+}
+
+// Every stateful layer: batch norm (whole-batch statistics) and dropout (masks by sample) among
+// layers run on f16 row chunks.
+const char* kCnnCfg =
+    "[net]\ninput = 28x28x1\n[conv]\nfilters = 4\nsize = 3\nstride = 2\nbias = false\n[batchnorm]\n[relu]\n"
+    "[maxpool]\nsize = 2\n[dropout]\nrate = 0.25\n[dense]\nunits = 16\n[batchnorm]\n[relu]\n[dropout]\nrate = "
+    "0.5\n[dense]\nunits = 10\n";
+
+// Mixed precision on the device: f16 activations and gradients between layers, loss scaling, as
+// the CPU's fp16 training; the same weights within f16 rounding (a value rounded to f16 after a
+// sum in another order may land on the neighbouring half), and half the activation bytes.
+TEST(OpenclTrain, Fp16StorageOnTheDeviceMatchesTheCpusFp16) {
+  SKIP_WITHOUT_OPENCL();
+  for (const char* cfg : {kMlpCfg, kCnnCfg}) {
+    TrainOptions on_device = options_on(first_device(), 1), on_cpu = options_on(nullptr, 1);
+    on_device.precision = on_cpu.precision = TrainPrecision::fp16;
+    DeviceRun gpu = train(on_device, cfg), cpu = train(on_cpu, cfg);
+    ASSERT_EQ(gpu.records.size(), 1u);
+    EXPECT_LT(weight_distance(*gpu.model, *cpu.model, 0.1), 1e-2) << cfg;
+    EXPECT_NEAR(gpu.records[0].loss, cpu.records[0].loss, 2e-2 * std::max(1.0, cpu.records[0].loss)) << cfg;
+    EXPECT_NEAR(gpu.test.accuracy, cpu.test.accuracy, 0.03) << cfg;
+  }
+  auto model = build_model(7, kCnnCfg);
+  auto f32 = ClModel::create(*model, *first_device());
+  auto f16 = ClModel::create(*model, *first_device());
+  ASSERT_TRUE(f32.ok() && f16.ok());
+  ASSERT_TRUE(f16.value()->set_storage(DType::f16).ok());
+  const ClModel::ReservedBytes a = f32.value()->reserved_bytes(64), b = f16.value()->reserved_bytes(64);
+  const int64_t last = 64 * 10 * 4;  // the output stays f32
+  EXPECT_EQ(b.activations - last, (a.activations - last) / 2);
+  EXPECT_GT(b.chunks, 0);
+  EXPECT_EQ(a.chunks, 0);
+}
+
+// Loss scaling's check on the device: a NaN or Inf in a gradient names its param, the rest
+// are scaled alike.
+TEST(OpenclTrain, DeviceUnscaleNamesTheFirstNonFiniteGradient) {
+  SKIP_WITHOUT_OPENCL();
+  auto model = build_model(7, kMlpCfg);
+  auto cl = ClModel::create(*model, *first_device());
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  Optimizer host(OptimizerConfig{}, model->params());
+  ASSERT_TRUE(host.init().ok());
+  auto opt = ClOptimizer::create(*first_device(), host, cl.value()->params());
+  ASSERT_TRUE(opt.ok()) << opt.status().message();
+  std::vector<ClParam*> params = cl.value()->params();
+  for (ClParam* p : params) ASSERT_TRUE(write_buffer(p->grad, 0, std::vector<float>(p->numel(), 8.0f).data(), p->numel() * 4).ok());
+  auto clean = opt.value().unscale(0.25f);
+  ASSERT_TRUE(clean.ok());
+  EXPECT_EQ(clean.value(), "");
+  EXPECT_EQ(download<float>(params[1]->grad, 1).value()[0], 2.0f);
+  const float bad[2] = {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  ASSERT_TRUE(write_buffer(params[3]->grad, 4, &bad[0], 4).ok());
+  ASSERT_TRUE(write_buffer(params[2]->grad, 8, &bad[1], 4).ok());
+  auto flagged = opt.value().unscale(1.0f);
+  ASSERT_TRUE(flagged.ok());
+  EXPECT_EQ(flagged.value(), params[2]->host->name);
 }
 
 // A budget that holds the params but not a whole batch's buffers: the trainer splits the batch,
@@ -286,9 +347,9 @@ TEST(OpenclTrainCli, DeviceOptionsAreChecked) {
   o = run("train --device cl:0:0 --loss-on gpu" + quick);
   EXPECT_EQ(o.code, 2);
   EXPECT_TRUE(contains(o.output, "'gpu' is not device or cpu")) << o.output;
-  o = run("train --device cl:0:0 --train-precision fp16" + quick);
+  o = run("train --device cl:0:0 --train-precision int8-train" + quick);
   EXPECT_EQ(o.code, 2);
-  EXPECT_TRUE(contains(o.output, "fp32 only")) << o.output;
+  EXPECT_TRUE(contains(o.output, "fp32 or fp16 only")) << o.output;
   o = run("train --device cl:0:0 --cpu-layers dense7" + quick);
   EXPECT_EQ(o.code, 2);
   EXPECT_TRUE(contains(o.output, "no layer is named 'dense7'")) << o.output;

@@ -45,7 +45,8 @@ void declare(Args& args) {
   args.option("stream", "auto|yes|no", "read samples from disk batch by batch (IDX files) instead of into memory; "
               "auto: when --mem-budget needs it", "auto");
   args.option("train-precision", "fp32|fp16",
-              "fp16: mixed precision (f16 activations and gradients, f32 math and master weights, loss scaling)",
+              "fp16: mixed precision (f16 activations and gradients, f32 math and master weights, loss scaling; on "
+              "the CPU or an OpenCL --device)",
               "fp32");
   args.option("optimizer", "sgd|adam", "the update rule", "sgd");
   args.option("lr", "RATE", "learning rate", "0.01 for sgd, 0.001 for adam");

@@ -30,6 +30,14 @@ Result<Event> f32_scale(Device& device, int64_t n, float a, DeviceSpan x) {
   return launch(device, "f32_scale", n, a, x.mem, u32(x.offset));
 }
 
+Result<Event> f32_scale_and_flag_non_finite(Device& device, int64_t n, float factor, DeviceSpan g, DeviceSpan flags,
+                                            int64_t flag) {
+  RG_TRY(check_u32("f32_scale_and_flag_non_finite", n, {g}));
+  RG_CHECK(flag >= 0 && flag < flags.count, "flag " << flag << " of " << flags.count);
+  return launch(device, "f32_scale_and_flag_non_finite", n, factor, g.mem, u32(g.offset), flags.mem,
+                u32(flags.offset + flag));
+}
+
 Result<Event> f32_add(Device& device, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out) {
   RG_TRY(check_u32("f32_add", n, {a, b, out}));
   return launch(device, "f32_add", n, a.mem, u32(a.offset), b.mem, u32(b.offset), out.mem, u32(out.offset));

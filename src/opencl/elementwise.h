@@ -15,6 +15,10 @@ namespace rg::ocl {
 Result<Event> f32_axpy(Device& device, int64_t n, float a, DeviceSpan x, DeviceSpan y);
 // x = a * x
 Result<Event> f32_scale(Device& device, int64_t n, float a, DeviceSpan x);
+// g = factor * g, and the int32 flags[flag] = 1 when any g was Inf or NaN before (loss scaling's
+// unscale and check; flags is an int32 span, element_span(buffer, 4), zeroed by the caller)
+Result<Event> f32_scale_and_flag_non_finite(Device& device, int64_t n, float factor, DeviceSpan g, DeviceSpan flags,
+                                            int64_t flag);
 // out = a + b (out may alias a or b)
 Result<Event> f32_add(Device& device, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out);
 // y = max(x, 0); NaN gives 0

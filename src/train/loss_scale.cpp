@@ -30,9 +30,14 @@ const Param* scale_and_check(const std::vector<Param*>& params, float factor) {
 
 Result<bool> LossScaler::unscale(const std::vector<Param*>& params) {
   // Unscaled even when the step is skipped: the next backward overwrites the gradients anyway.
-  if (const Param* bad = scale_and_check(params, static_cast<float>(1.0 / scale_))) {
+  const Param* bad = scale_and_check(params, static_cast<float>(1.0 / scale_));
+  return after_unscale(bad != nullptr ? bad->name : "");
+}
+
+Result<bool> LossScaler::after_unscale(const std::string& non_finite) {
+  if (!non_finite.empty()) {
     if (scale_ <= 1) {
-      return Status::error("the gradient of " + bad->name +
+      return Status::error("the gradient of " + non_finite +
                            " holds an Inf or a NaN even at loss scale 1: the loss diverged (lower the learning rate?)");
     }
     scale_ = std::max(1.0, scale_ / 2);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -31,6 +32,9 @@ class LossScaler {
   // step) when all were finite, else halves the scale and returns false (skip the step). An
   // error when they are not finite even at scale 1: the loss diverged.
   Result<bool> unscale(const std::vector<Param*>& params);
+  // The bookkeeping of unscale() once the gradients are divided (by another backend):
+  // `non_finite` names the first param whose gradient held an Inf or a NaN, or is empty.
+  Result<bool> after_unscale(const std::string& non_finite);
   // Restores a state saved in a checkpoint.
   void restore(double scale, int64_t good_steps, int64_t skipped);
   int64_t good_steps() const { return good_steps_; }

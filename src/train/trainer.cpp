@@ -107,8 +107,9 @@ LayerContext Trainer::context(bool training) const {
 }
 
 Status Trainer::prepare() {
-  if (options_.device != nullptr && options_.precision != TrainPrecision::fp32) {
-    return Status::error(std::string("training on an OpenCL device runs in fp32 only (for now); ") +
+  if (options_.device != nullptr && options_.precision != TrainPrecision::fp32 &&
+      options_.precision != TrainPrecision::fp16) {
+    return Status::error(std::string("training on an OpenCL device runs in fp32 or fp16 only (for now); ") +
                          train_precision_name(options_.precision) + " trains on the CPU (--device cpu)");
   }
   RG_TRY(model_.set_storage(storage_for(options_.precision)));
@@ -167,7 +168,7 @@ Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& pat
     if (!(scale >= 1)) return Status::error(path + ": setting 'loss_scale' must be >= 1");
     RG_TRY(restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_));
     loss_scaler_.restore(scale, good, skipped);
-    return Status();
+    return sync_to_device();
   }
   RG_TRY(restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_));
   return sync_to_device();
@@ -289,7 +290,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       if (fake_quant_) fake_quant_->restore_weights();  // the grid values' gradient updates the masters
       bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
       if (scaled) {
-        auto finite = loss_scaler_.unscale(model_.params());
+        auto finite = cl_optimizer_ ? device_unscale() : loss_scaler_.unscale(model_.params());
         if (!finite.ok()) {
           return finite.status().with_context("epoch " + std::to_string(epoch + 1) + ", step " +
                                               std::to_string(step + 1) + ": ");

@@ -166,6 +166,8 @@ class Trainer {
   // its hits to *correct.
   Status device_micro_step(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
                            const LayerContext& ctx, double* loss_sum, int64_t* correct);
+  // Loss scaling's unscale of the device's gradients (LossScaler::unscale's rule).
+  Result<bool> device_unscale();
   // The forward of x on the device, read back (evaluation).
   Result<Tensor> device_forward(const Tensor& x);
   // The device's params and optimizer state into the host model and optimizer, and back.

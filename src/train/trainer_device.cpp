@@ -39,6 +39,7 @@ Status Trainer::prepare_device() {
   if (!optimizer.ok()) return optimizer.status().with_context(placing);
   cl_optimizer_ = std::make_unique<ocl::ClOptimizer>(optimizer.take());
 
+  if (options_.precision == TrainPrecision::fp16) RG_TRY(cl_model_->set_storage(DType::f16));
   // The micro-batch the device's budget holds, planned from the bytes reserve() will ask for.
   const MemoryAccount& memory = device.memory();
   int64_t rows = micro_batch();
@@ -102,6 +103,11 @@ Status Trainer::device_micro_step(const Tensor& x, const Tensor& labels, const T
   }
   *loss_sum += loss;
   return Status();
+}
+
+Result<bool> Trainer::device_unscale() {
+  RG_ASSIGN(const std::string non_finite, cl_optimizer_->unscale(static_cast<float>(1.0 / loss_scaler_.scale())));
+  return loss_scaler_.after_unscale(non_finite);
 }
 
 Result<Tensor> Trainer::device_forward(const Tensor& x) {

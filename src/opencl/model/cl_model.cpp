@@ -48,14 +48,28 @@ ClModel::ReservedBytes ClModel::reserved_bytes(int64_t batch) const {
   ReservedBytes bytes;
   int64_t scratch = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    bytes.activations += batch * sizes_[i] * 4;
+    const bool last = i + 1 == layers_.size();
+    bytes.activations += batch * sizes_[i] * (last ? 4 : stored_bytes());
     bytes.layer_state += layers_[i]->state_bytes(batch);
     scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
   }
-  bytes.gradients = 2 * batch * largest_ * 4;
+  bytes.gradients = 2 * batch * largest_ * stored_bytes();
+  if (storage_ == DType::f16) {
+    bytes.gradients += batch * sizes_.back() * 4;
+    bytes.chunks = 4 * chunk_elements(batch) * 4;
+  }
   bytes.workspace = scratch * 4;
   bytes.io = 2 * (batch * input_size_ * 4 + target_bytes(batch)) + batch * (8 + 4);
   return bytes;
+}
+
+Status ClModel::set_storage(DType storage) {
+  RG_CHECK(reserved_ == 0, "set_storage after reserve");
+  if (storage != DType::f32 && storage != DType::f16) {
+    return Status::error(std::string("device storage is f32 or f16, not ") + dtype_name(storage));
+  }
+  storage_ = storage;
+  return Status();
 }
 
 int64_t ClModel::param_bytes() const {
@@ -77,26 +91,33 @@ Status ClModel::reserve(int64_t batch) {
   RG_CHECK(batch > 0, "reserve(" << batch << ")");
   // Free the old batch's buffers first: the budget counts them until then.
   acts_.clear();
-  grad_a_.reset();
-  grad_b_.reset();
-  workspace_.reset();
+  for (Buffer* b : {&grad_a_, &grad_b_, &workspace_, &output_grad_, &chunk_x_, &chunk_y_, &chunk_dy_, &chunk_dx_,
+                    &row_loss_, &hits_}) {
+    b->reset();
+  }
   for (int k = 0; k < 2; ++k) {
     inputs_[k].reset();
     targets_[k].reset();
   }
-  row_loss_.reset();
-  hits_.reset();
   reserved_ = 0;
   int64_t scratch = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    RG_ASSIGN(Buffer act, Buffer::allocate(device_, batch * sizes_[i] * 4,
-                                           "the output of layer " + model_.layers()[i]->name()));
+    const int64_t bytes = batch * sizes_[i] * (i + 1 == layers_.size() ? 4 : stored_bytes());
+    RG_ASSIGN(Buffer act, Buffer::allocate(device_, bytes, "the output of layer " + model_.layers()[i]->name()));
     acts_.push_back(std::move(act));
     RG_TRY(layers_[i]->reserve(batch));
     scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
   }
-  RG_ASSIGN(grad_a_, Buffer::allocate(device_, batch * largest_ * 4, "gradient buffer A"));
-  RG_ASSIGN(grad_b_, Buffer::allocate(device_, batch * largest_ * 4, "gradient buffer B"));
+  RG_ASSIGN(grad_a_, Buffer::allocate(device_, batch * largest_ * stored_bytes(), "gradient buffer A"));
+  RG_ASSIGN(grad_b_, Buffer::allocate(device_, batch * largest_ * stored_bytes(), "gradient buffer B"));
+  if (storage_ == DType::f16) {
+    RG_ASSIGN(output_grad_, Buffer::allocate(device_, batch * sizes_.back() * 4, "the output's gradient"));
+    const int64_t chunk = chunk_elements(batch) * 4;
+    RG_ASSIGN(chunk_x_, Buffer::allocate(device_, chunk, "f32 chunk of a layer's input"));
+    RG_ASSIGN(chunk_y_, Buffer::allocate(device_, chunk, "f32 chunk of a layer's output"));
+    RG_ASSIGN(chunk_dy_, Buffer::allocate(device_, chunk, "f32 chunk of a layer's output gradient"));
+    RG_ASSIGN(chunk_dx_, Buffer::allocate(device_, chunk, "f32 chunk of a layer's input gradient"));
+  }
   if (scratch > 0) {
     RG_ASSIGN(workspace_, Buffer::allocate(device_, scratch * 4, "the layers' workspace"));
   }
@@ -112,7 +133,7 @@ Status ClModel::reserve(int64_t batch) {
   host_hits_.assign(static_cast<size_t>(batch), 0);
   // Drivers that allocate lazily (NVIDIA's) fail at a buffer's first use: touch the large ones
   // now, so that running out of memory shows here, where the caller can retry smaller.
-  for (const Buffer* b : {&grad_a_, &grad_b_, &workspace_}) {
+  for (const Buffer* b : {&grad_a_, &grad_b_, &workspace_, &output_grad_, &chunk_x_, &chunk_y_, &chunk_dy_, &chunk_dx_}) {
     if (b->mem() != nullptr) RG_TRY(f32_fill_zero(device_, b->f32()).status());
   }
   for (const Buffer& act : acts_) RG_TRY(f32_fill_zero(device_, act.f32()).status());
@@ -142,19 +163,6 @@ Result<Event> ClModel::upload(const Tensor& x, const Tensor& target) {
   return write_buffer_async(targets_[current_], 0, target.raw_data(), static_cast<int64_t>(target.bytes()));
 }
 
-Status ClModel::forward(const LayerContext& ctx) {
-  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
-  DeviceSpan in = input_span();
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    const DeviceSpan out = acts_[i].f32();
-    if (Status s = layers_[i]->forward(batch_, in, out, cl_ctx); !s.ok()) {
-      return s.with_context("layer " + model_.layers()[i]->name() + " forward: ");
-    }
-    in = out;
-  }
-  return Status();
-}
-
 Status ClModel::forward_from(DeviceSpan x, int64_t n, const LayerContext& ctx) {
   RG_CHECK(n > 0 && n <= reserved_ && x.mem != nullptr && x.count >= n * input_size_, "forward_from of " << n << " samples");
   external_input_ = x;
@@ -164,7 +172,7 @@ Status ClModel::forward_from(DeviceSpan x, int64_t n, const LayerContext& ctx) {
 
 Status ClModel::device_loss(double grad_scale, bool count_hits) {
   const int64_t cols = sizes_.back();
-  const DeviceSpan dx = grad_scale != 0 ? grad_a_.f32() : DeviceSpan{};
+  const DeviceSpan dx = grad_scale != 0 ? output_grad() : DeviceSpan{};
   RG_TRY(f32_loss(device_, model_.loss(), batch_, cols, output_span(), target_span(), static_cast<float>(grad_scale),
                   dx, element_span(row_loss_, 8))
              .status());
@@ -203,22 +211,7 @@ Status ClModel::read_output(const Tensor& out) {
 Status ClModel::write_output_grad(const Tensor& grad) {
   RG_CHECK(grad.numel() == batch_ * sizes_.back() && grad.dtype() == DType::f32, "gradient " << grad.shape().str());
   transfers_.up(grad.numel() * 4);
-  return write_buffer(grad_a_, 0, grad.f32(), grad.numel() * 4);
-}
-
-Status ClModel::backward(const LayerContext& ctx, DeviceSpan input_grad) {
-  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
-  bool dy_in_a = true;  // the loss wrote the output gradient into A
-  for (size_t i = layers_.size(); i-- > 0;) {
-    const DeviceSpan x = i == 0 ? input_span() : acts_[i - 1].f32();
-    const DeviceSpan dy = (dy_in_a ? grad_a_ : grad_b_).f32();
-    const DeviceSpan dx = i == 0 ? input_grad : (dy_in_a ? grad_b_ : grad_a_).f32();
-    if (Status s = layers_[i]->backward(batch_, x, acts_[i].f32(), dy, dx, cl_ctx); !s.ok()) {
-      return s.with_context("layer " + model_.layers()[i]->name() + " backward: ");
-    }
-    dy_in_a = !dy_in_a;
-  }
-  return Status();
+  return write_buffer(storage_ == DType::f16 ? output_grad_ : grad_a_, 0, grad.f32(), grad.numel() * 4);
 }
 
 std::vector<ClParam*> ClModel::params() {

@@ -25,14 +25,24 @@ class ClModel {
   Model& host() { return model_; }
   Device& device() { return device_; }
 
+  // Where layer outputs (but the last) and the gradients between layers are kept: f32, or f16
+  // for mixed precision, as Model::set_storage: layers still compute in f32, on row chunks
+  // widened from f16 into four small f32 buffers, their outputs rounded to f16 as stored (layers
+  // that need the whole batch get it whole); the output and the loss's gradient stay f32. The
+  // chunks follow the samples' place in the batch (row_offset), so dropout draws the same masks.
+  // Before reserve().
+  Status set_storage(DType storage);
+  DType storage() const { return storage_; }
+
   // Device bytes reserve(batch) allocates, by part.
   struct ReservedBytes {
     int64_t activations = 0;  // every layer's output [batch, shape]
     int64_t layer_state = 0;  // what layers keep of their own (batch norm statistics, recurrent steps)
     int64_t gradients = 0;    // the two ping-pong buffers between layers
     int64_t workspace = 0;    // the layers' shared scratch (im2col panels)
+    int64_t chunks = 0;       // f16 storage: the f32 row chunks of a layer's x, y, dy and dx
     int64_t io = 0;           // two input buffers, two targets, per-row losses and hits
-    int64_t total() const { return activations + layer_state + gradients + workspace + io; }
+    int64_t total() const { return activations + layer_state + gradients + workspace + chunks + io; }
   };
   ReservedBytes reserved_bytes(int64_t batch) const;
   // Bytes of the params, their gradients and the buffers (allocated by create()).
@@ -54,7 +64,7 @@ class ClModel {
   Status forward_from(DeviceSpan x, int64_t n, const LayerContext& ctx);
   // The last forward's output [n, output...] and the buffer its gradient goes in, on the device.
   DeviceSpan output() const { return acts_.back().f32(); }
-  DeviceSpan output_grad() const { return grad_a_.f32(); }
+  DeviceSpan output_grad() const { return storage_ == DType::f16 ? output_grad_.f32() : grad_a_.f32(); }
   int64_t batch() const { return batch_; }  // n of the last upload
 
   // The loss of the last forward against the last upload's target, on the device: per-row
@@ -97,8 +107,11 @@ class ClModel {
   TransferCounts transfers_;
   std::vector<int64_t> sizes_;  // sizes_[i]: values per sample of layer i's output
   int64_t input_size_ = 0, largest_ = 0;
-  std::vector<Buffer> acts_;
-  Buffer grad_a_, grad_b_, workspace_;
+  std::vector<Buffer> acts_;  // [batch, sizes_[i]] in the storage dtype; the last always f32
+  Buffer grad_a_, grad_b_, workspace_;  // ping-pong gradients in the storage dtype
+  DType storage_ = DType::f32;
+  Buffer output_grad_;                  // f16 storage: the loss's f32 gradient [batch, output]
+  Buffer chunk_x_, chunk_y_, chunk_dy_, chunk_dx_;  // f16 storage: f32 [chunk_elements()]
   Buffer inputs_[2], targets_[2];  // targets: labels or values; none for target = input
   Buffer row_loss_, hits_;
   std::vector<double> host_row_loss_;
@@ -109,6 +122,16 @@ class ClModel {
   int64_t reserved_ = 0, batch_ = 0;
 
   int64_t target_bytes(int64_t batch) const;
+  int64_t stored_bytes() const { return storage_ == DType::f16 ? 2 : 4; }
+  int64_t input_size_of(size_t i) const { return i == 0 ? input_size_ : sizes_[i - 1]; }
+  // Rows of layer i's chunks for n samples: all of them with f32 storage or for a layer that
+  // needs the whole batch; else as many as keep a chunk under kChunkValues (at least one).
+  int64_t chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const;
+  int64_t chunk_elements(int64_t batch) const;  // the largest chunk of any layer, training
+  // Layer i on rows [r0, r0 + rows) of the batch (cl_model_passes.cpp).
+  Status forward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, const ClContext& ctx);
+  Status backward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, DeviceSpan dy_buffer, bool dy_f32,
+                       DeviceSpan dx_buffer, const ClContext& ctx);
   DeviceSpan external_input_;  // forward_from's x (mem null: the upload's)
   DeviceSpan input_span() const { return external_input_.mem != nullptr ? external_input_ : inputs_[current_].f32(); }
   DeviceSpan target_span() const;

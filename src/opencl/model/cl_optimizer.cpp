@@ -1,6 +1,9 @@
 // ClOptimizer: the device state and one update per param with opencl/optimizer.h's kernels.
 #include "opencl/model/cl_optimizer.h"
 
+#include "opencl/elementwise.h"
+#include "opencl/fill_copy.h"
+#include "opencl/loss.h"
 #include "opencl/optimizer.h"
 
 namespace rg::ocl {
@@ -39,6 +42,24 @@ Status ClOptimizer::step(double lr) {
     }
   }
   return Status();
+}
+
+Result<std::string> ClOptimizer::unscale(float factor) {
+  const int64_t count = static_cast<int64_t>(params_.size());
+  if (count == 0) return std::string();
+  if (flags_.mem() == nullptr) {
+    RG_ASSIGN(flags_, Buffer::allocate(*device_, count * 4, "loss scaling's flags"));
+  }
+  RG_TRY(f32_fill_zero(*device_, flags_.f32()).status());  // int 0 and float +0 share their bits
+  for (int64_t k = 0; k < count; ++k) {
+    ClParam& p = *params_[static_cast<size_t>(k)];
+    RG_TRY(f32_scale_and_flag_non_finite(*device_, p.numel(), factor, p.grad.f32(), element_span(flags_, 4), k).status());
+  }
+  RG_ASSIGN(const std::vector<int32_t> flags, download<int32_t>(flags_, count));
+  for (int64_t k = 0; k < count; ++k) {
+    if (flags[static_cast<size_t>(k)] != 0) return params_[static_cast<size_t>(k)]->host->name;
+  }
+  return std::string();
 }
 
 int64_t ClOptimizer::state_bytes() const {

@@ -18,6 +18,9 @@ class ClOptimizer {
 
   // One update at learning rate lr; counts the step in the host optimizer, as Optimizer::step.
   Status step(double lr);
+  // Loss scaling: every gradient times `factor`; the name of the first param whose gradient held
+  // an Inf or a NaN before, or "" (LossScaler::after_unscale takes it). Reads back one int a param.
+  Result<std::string> unscale(float factor);
   int64_t state_bytes() const;
   // Device -> host state, and host -> device (blocking).
   Status read_state();
@@ -28,6 +31,7 @@ class ClOptimizer {
   Optimizer* host_ = nullptr;
   std::vector<ClParam*> params_;
   std::vector<Buffer> state_;  // Optimizer::state()'s order: per param (SGD), m then s (Adam)
+  Buffer flags_;               // int32 [params]: unscale's non-finite flags
 };
 
 }  // namespace rg::ocl

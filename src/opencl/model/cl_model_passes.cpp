@@ -1,0 +1,119 @@
+// ClModel's forward and backward, layer by layer over row chunks: with f32 storage one chunk of
+// the whole batch, read and written in place; with f16 storage each chunk's input (and in
+// backward its output and output gradient) widened into f32 chunk buffers, the layer run on them,
+// and its output (or input gradient) rounded back into the f16 buffers, as Model's f16 path does.
+#include <algorithm>
+
+#include "opencl/elementwise.h"
+#include "opencl/model/cl_model.h"
+
+namespace rg::ocl {
+
+namespace {
+constexpr int64_t kChunkValues = int64_t{1} << 20;  // f32 values of one chunk buffer (4 MiB)
+
+LayerContext at_row(const LayerContext& ctx, int64_t r0) {
+  LayerContext out = ctx;
+  out.row_offset += r0;  // the chunk's first sample's place in the step: dropout's stream
+  return out;
+}
+}  // namespace
+
+int64_t ClModel::chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const {
+  if (storage_ != DType::f16 || model_.layers()[i]->needs_whole_batch(ctx)) return n;
+  const int64_t widest = std::max(input_size_of(i), sizes_[i]);
+  return std::min(n, std::max<int64_t>(1, kChunkValues / widest));
+}
+
+int64_t ClModel::chunk_elements(int64_t batch) const {
+  LayerContext training;
+  training.training = true;
+  int64_t most = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    most = std::max(most, chunk_rows(i, training, batch) * std::max(input_size_of(i), sizes_[i]));
+  }
+  return most;
+}
+
+Status ClModel::forward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, const ClContext& ctx) {
+  const int64_t in_size = input_size_of(i), out_size = sizes_[i];
+  const bool last = i + 1 == layers_.size(), f16 = storage_ == DType::f16;
+  DeviceSpan x{in.mem, in.offset + r0 * in_size, rows * in_size};
+  if (f16 && i > 0) {  // the input is an f16 activation
+    RG_TRY(f32_from_f16(device_, rows * in_size, acts_[i - 1].f16(r0 * in_size, rows * in_size), chunk_x_.f32()).status());
+    x = chunk_x_.f32();
+  }
+  const DeviceSpan y = f16 && !last ? chunk_y_.f32() : acts_[i].f32(r0 * out_size, rows * out_size);
+  const LayerContext host = at_row(ctx.host, r0);
+  RG_TRY(layers_[i]->forward(rows, x, y, ClContext{host, ctx.workspace, ctx.transfers}));
+  if (f16 && !last) RG_TRY(f16_from_f32(device_, rows * out_size, y, acts_[i].f16(r0 * out_size, rows * out_size)).status());
+  return Status();
+}
+
+Status ClModel::forward(const LayerContext& ctx) {
+  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const int64_t rows = chunk_rows(i, ctx, batch_);
+    for (int64_t r0 = 0; r0 < batch_; r0 += rows) {
+      const DeviceSpan in = i == 0 ? input_span() : acts_[i - 1].f32();  // f16 storage widens it instead
+      const Status s = forward_rows(i, r0, std::min(rows, batch_ - r0), in, cl_ctx);
+      if (!s.ok()) return s.with_context("layer " + model_.layers()[i]->name() + " forward: ");
+    }
+  }
+  return Status();
+}
+
+Status ClModel::backward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, DeviceSpan dy_buffer, bool dy_f32,
+                              DeviceSpan dx_buffer, const ClContext& ctx) {
+  const int64_t in_size = input_size_of(i), out_size = sizes_[i];
+  const bool last = i + 1 == layers_.size(), f16 = storage_ == DType::f16;
+  const int64_t xs = r0 * in_size, xn = rows * in_size, ys = r0 * out_size, yn = rows * out_size;
+  DeviceSpan x{in.mem, in.offset + xs, xn};
+  DeviceSpan y = f16 && !last ? DeviceSpan{} : acts_[i].f32(ys, yn);  // an f16 y is widened below
+  DeviceSpan dy{dy_buffer.mem, dy_buffer.offset + ys, yn};
+  DeviceSpan dx = dx_buffer.mem != nullptr ? DeviceSpan{dx_buffer.mem, dx_buffer.offset + xs, xn} : DeviceSpan{};
+  if (f16) {  // widen what is stored in f16 into the chunks; dx goes to its chunk, then back to f16
+    if (i > 0) {
+      RG_TRY(f32_from_f16(device_, xn, acts_[i - 1].f16(xs, xn), chunk_x_.f32()).status());
+      x = chunk_x_.f32();
+    }
+    if (!last) {
+      RG_TRY(f32_from_f16(device_, yn, acts_[i].f16(ys, yn), chunk_y_.f32()).status());
+      y = chunk_y_.f32();
+    }
+    if (!dy_f32) {
+      RG_TRY(f32_from_f16(device_, yn, DeviceSpan{dy_buffer.mem, dy_buffer.offset + ys, yn}, chunk_dy_.f32()).status());
+      dy = chunk_dy_.f32();
+    }
+    if (i > 0) dx = chunk_dx_.f32();
+  }
+  LayerContext host = at_row(ctx.host, r0);
+  host.accumulate_grads = ctx.host.accumulate_grads || r0 > 0;  // the chunks after the first add
+  RG_TRY(layers_[i]->backward(rows, x, y, dy, dx, ClContext{host, ctx.workspace, ctx.transfers}));
+  if (f16 && i > 0) RG_TRY(f16_from_f32(device_, xn, dx, DeviceSpan{dx_buffer.mem, dx_buffer.offset + xs, xn}).status());
+  return Status();
+}
+
+Status ClModel::backward(const LayerContext& ctx, DeviceSpan input_grad) {
+  const bool f16 = storage_ == DType::f16;
+  RG_CHECK(!f16 || input_grad.mem == nullptr, "an input gradient with f16 storage");
+  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
+  // Gradient buffers: the loss wrote the output's into A (f32 storage) or output_grad_ (f16).
+  auto stored = [&](const Buffer& b) { return f16 ? b.f16() : b.f32(); };
+  bool dy_in_a = true;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const bool last = i + 1 == layers_.size();
+    const DeviceSpan dy = last ? output_grad() : stored(dy_in_a ? grad_a_ : grad_b_);
+    const DeviceSpan dx = i == 0 ? input_grad : stored(dy_in_a ? grad_b_ : grad_a_);
+    const DeviceSpan in = i == 0 ? input_span() : acts_[i - 1].f32();  // f16 storage widens it instead
+    const int64_t rows = chunk_rows(i, ctx, batch_);
+    for (int64_t r0 = 0; r0 < batch_; r0 += rows) {
+      const Status s = backward_rows(i, r0, std::min(rows, batch_ - r0), in, dy, last || !f16, dx, cl_ctx);
+      if (!s.ok()) return s.with_context("layer " + model_.layers()[i]->name() + " backward: ");
+    }
+    dy_in_a = !dy_in_a;
+  }
+  return Status();
+}
+
+}  // namespace rg::ocl
