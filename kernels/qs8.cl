@@ -108,3 +108,22 @@ __kernel void qs8_max_pool(uint n, uint height, uint width, uint channels, uint 
   }
   y[y_offset + i] = acc;
 }
+
+// int8 im2col as the GEMM stage's (int8_stages.cpp): x [batch, height, width, channels] ->
+// cols [batch * out_h * out_w, k] (row stride k = kernel^2 channels, tap order kh, kw, channel);
+// taps in the padding read as zero_point (the real value 0). One work-item per element of cols;
+// n = batch out_h out_w k.
+__kernel void qs8_im2col(uint n, uint height, uint width, uint channels, uint kernel_size, uint stride, uint pad,
+                         uint out_h, uint out_w, int zero_point, __global const char* x, uint x_offset,
+                         __global char* cols, uint cols_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const uint k = kernel_size * kernel_size * channels;
+  const uint t = i % k, patch = i / k;
+  const uint ch = t % channels, kw = t / channels % kernel_size, kh = t / channels / kernel_size;
+  const uint ow = patch % out_w, oh = patch / out_w % out_h, b = patch / out_w / out_h;
+  const int ih = (int)(oh * stride + kh) - (int)pad, iw = (int)(ow * stride + kw) - (int)pad;
+  const bool inside = ih >= 0 && ih < (int)height && iw >= 0 && iw < (int)width;
+  cols[cols_offset + i] =
+      inside ? x[x_offset + ((b * height + (uint)ih) * width + (uint)iw) * channels + ch] : (char)zero_point;
+}

@@ -337,25 +337,22 @@ TEST(OpenclTrainCli, TrainsOnTheDeviceAndReportsItsMemoryAndCopies) {
 
 TEST(OpenclTrainCli, DeviceOptionsAreChecked) {
   SKIP_WITHOUT_OPENCL();
-  const std::string quick = std::string(" ") + kQuickCli;
-  Outcome o = run("train --device cl:9:9" + quick);
-  EXPECT_EQ(o.code, 2);
-  EXPECT_TRUE(contains(o.output, "--device")) << o.output;
-  o = run("train --device-mem 64M" + quick);
-  EXPECT_EQ(o.code, 2);
-  EXPECT_TRUE(contains(o.output, "--device-mem applies to an OpenCL --device")) << o.output;
-  o = run("train --device cl:0:0 --loss-on gpu" + quick);
-  EXPECT_EQ(o.code, 2);
-  EXPECT_TRUE(contains(o.output, "'gpu' is not device or cpu")) << o.output;
-  o = run("train --device cl:0:0 --train-precision int8-train" + quick);
-  EXPECT_EQ(o.code, 2);
-  EXPECT_TRUE(contains(o.output, "fp32 or fp16 only")) << o.output;
-  o = run("train --device cl:0:0 --cpu-layers dense7" + quick);
-  EXPECT_EQ(o.code, 2);
-  EXPECT_TRUE(contains(o.output, "no layer is named 'dense7'")) << o.output;
-  o = run("train --device cl:0:0 --precision fp32,int8" + quick);
-  EXPECT_EQ(o.code, 2);
-  EXPECT_TRUE(contains(o.output, "drop --device")) << o.output;
+  const struct {
+    const char* options;
+    const char* error;
+  } cases[] = {
+      {"--device cl:9:9", "--device"},
+      {"--device-mem 64M", "--device-mem applies to an OpenCL --device"},
+      {"--device cl:0:0 --loss-on gpu", "'gpu' is not device or cpu"},
+      {"--device cl:0:0 --train-precision int8-train", "fp32 or fp16 only"},
+      {"--device cl:0:0 --cpu-layers dense7", "no layer is named 'dense7'"},
+      {"--device cl:0:0 --precision fp32,int8", "drop --device"},
+  };
+  for (const auto& c : cases) {
+    const Outcome o = run(std::string("train ") + c.options + " " + kQuickCli);
+    EXPECT_EQ(o.code, 2) << c.options;
+    EXPECT_TRUE(contains(o.output, c.error)) << c.options << ": " << o.output;
+  }
 }
 
 // RETROGRAD_CL_FAIL_ABOVE makes every buffer above that size fail as a full GPU does: the batch's
@@ -379,6 +376,37 @@ TEST(OpenclTrainCli, ProfileDeviceListsTheKernels) {
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_TRUE(contains(o.output, "device time by kernel")) << o.output;
   EXPECT_TRUE(contains(o.output, "f32_gemm")) << o.output;
+}
+
+// eval --device scores a checkpoint on the device, fp32 or --int8 (the int8 kernels give the CPU
+// int8 engine's bits, so the figures print the same).
+TEST(OpenclTrainCli, EvalOnTheDeviceMatchesTheCpuInFp32AndInt8) {
+  SKIP_WITHOUT_OPENCL();
+  const std::string ckpt = temp_dir() + "/eval_device.ckpt";
+  const char* cfg_text = "[net]\ninput = 28x28x1\n[conv]\nfilters = 4\nsize = 3\n[relu]\n[maxpool]\nsize = 2\n"
+                         "[dense]\nunits = 10\n";
+  const std::string cfg = temp_dir() + "/eval_device.cfg";
+  std::ofstream(cfg) << cfg_text;
+  ASSERT_EQ(run("train --model " + cfg + " --checkpoint " + ckpt + " " + kQuickCli).code, 0);
+  // The accuracy line, and for int8 (bit-exact) the loss's too; fp32's GEMMs sum in another order.
+  auto figures = [](const std::string& output, bool loss) {
+    std::string lines;
+    std::istringstream in(output);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("test acc", 0) == 0 || (loss && line.rfind("test loss", 0) == 0)) lines += line + "\n";
+    }
+    return lines;
+  };
+  for (const char* int8 : {"", " --int8"}) {
+    const Outcome cpu = run("eval --checkpoint " + ckpt + " --data synthetic --threads 1" + int8);
+    const Outcome device = run("eval --checkpoint " + ckpt + " --data synthetic --threads 1 --device cl:0:0" + int8);
+    ASSERT_EQ(cpu.code, 0) << cpu.output;
+    ASSERT_EQ(device.code, 0) << device.output;
+    EXPECT_FALSE(figures(cpu.output, true).empty()) << cpu.output;
+    EXPECT_EQ(figures(cpu.output, *int8 != 0), figures(device.output, *int8 != 0)) << int8;
+    EXPECT_TRUE(contains(device.output, std::string("run by          ") + (*int8 ? "int8" : "fp32"))) << device.output;
+    EXPECT_TRUE(contains(device.output, "on cl:0:0")) << device.output;
+  }
 }
 
 }  // namespace

@@ -1,10 +1,15 @@
 // retrograd eval: a checkpoint scored on test data.
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "app/args.h"
 #include "app/commands.h"
 #include "app/data_source.h"
+#include "app/device_option.h"
 #include "app/json_report.h"
+#include "opencl/model/cl_int8_model.h"
+#include "quant/int8_model.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -16,6 +21,10 @@ int run_eval(int argc, char** argv) {
   add_image_data_options(args);  // not in checkpoints: give the ones training had
   args.option("batch", "N", "evaluation batch size", "256");
   args.option("json", "FILE", "write the figures as JSON");
+  args.flag("int8", "score the model quantized to int8 (post-training, percentile calibration on the first "
+            "--calib-batches training batches), on the CPU's int8 engine or the --device's int8 kernels");
+  args.option("calib-batches", "N", "--int8: training batches (of --batch) seen in calibration", "8");
+  add_device_options(args);
   add_common_options(args);
   if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
   if (args.help_requested()) {
@@ -31,6 +40,8 @@ int run_eval(int argc, char** argv) {
   if (!threads.ok()) return fail(threads.status().message());
   auto batch = args.integer("batch", 1, 1 << 20);
   if (!batch.ok()) return fail(batch.status().message());
+  auto calib_batches = args.integer("calib-batches", 1, 1 << 20);
+  if (!calib_batches.ok()) return fail(calib_batches.status().message());
 
   auto read = read_checkpoint(path);
   if (!read.ok()) return fail(read.status().message());
@@ -39,6 +50,14 @@ int run_eval(int argc, char** argv) {
   if (Status s = options_from_checkpoint(checkpoint, path, &options); !s.ok()) return fail(s.message());
   if (args.given("data")) options.data = args.text("data");
   options.batch = batch.value();
+  auto device = open_train_device(args, &options);
+  if (!device.ok()) return fail(device.status().message());
+  const std::unique_ptr<ocl::Device> eval_device = device.take();
+  if (eval_device && options.precision != TrainPrecision::fp32 && options.precision != TrainPrecision::fp16) {
+    std::printf("note            trained in %s; the device scores the f32 model (no fake int8 there)\n",
+                train_precision_name(options.precision));
+    options.precision = TrainPrecision::fp32;
+  }
 
   auto cfg = parse_cfg(checkpoint.cfg_text, checkpoint.cfg_name);
   if (!cfg.ok()) return fail(cfg.status().with_context(path + ": the stored model: ").message());
@@ -59,14 +78,55 @@ int run_eval(int argc, char** argv) {
   ThreadPool pool(threads.value());
   Trainer trainer(*model, pool, options);
   if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());
-  auto scored = trainer.evaluate(data.value().test);
+  // --int8: the model quantized, run by the CPU's int8 engine or the device's int8 kernels.
+  std::unique_ptr<Int8Model> int8;
+  std::unique_ptr<ocl::ClInt8Model> device_int8;
+  std::function<Tensor(const Tensor&)> forward;
+  Status forward_failed;
+  if (args.given("int8")) {
+    const Dataset& train = data.value().train;
+    auto calibration = train.first_samples(std::min<int64_t>(train.size(), options.batch * calib_batches.value()));
+    if (!calibration.ok()) return fail(calibration.status().message());
+    Int8Options int8_options;
+    int8_options.calibration_batches = calib_batches.value();
+    auto quantized = Int8Model::quantize(*model, calibration.value(), options.batch, int8_options, &pool);
+    if (!quantized.ok()) return fail(quantized.status().with_context("--int8: ").message());
+    int8 = quantized.take();
+    if (Status s = int8->reserve(options.batch); !s.ok()) return fail(s.message());
+    if (eval_device) {
+      auto on_device = ocl::ClInt8Model::create(*int8, *eval_device);
+      if (!on_device.ok()) return fail(on_device.status().with_context("--int8 on the device: ").message());
+      device_int8 = on_device.take();
+      if (Status s = device_int8->reserve(options.batch); !s.ok()) return fail(s.message());
+      forward = [&](const Tensor& x) {
+        auto out = device_int8->forward(x);
+        if (out.ok()) return out.take();
+        forward_failed = out.status();
+        return Tensor::zeros(model->output_shape().batched(x.shape()[0]), DType::f32, "failed output").take();
+      };
+    } else {
+      forward = [&](const Tensor& x) { return int8->forward(x, &pool); };
+    }
+  }
+  auto scored = trainer.evaluate(data.value().test, forward);
   if (!scored.ok()) return fail(scored.status().message());
+  if (!forward_failed.ok()) return fail(forward_failed.message());
   const EvalResult result = scored.value();
 
   std::printf("checkpoint      %s (%s, %s epochs)\n", path.c_str(), checkpoint.cfg_name.c_str(),
               checkpoint.settings.at("epochs_done").c_str());
   std::printf("data            %s: %lld test samples\n", data.value().test.name.c_str(),
               static_cast<long long>(result.samples));
+  std::string precision = "fp32";
+  if (int8) {  // "int8 (7 of 8 layers; the rest f32)"
+    int64_t in_int8 = 0, layers = 0;
+    for (const LayerPrecision& p : int8->precisions()) {
+      in_int8 += p.precision == "int8";
+      layers += p.precision != "-";
+    }
+    precision = "int8 (" + std::to_string(in_int8) + " of " + std::to_string(layers) + " computing layers)";
+  }
+  std::printf("run by          %s on %s\n", precision.c_str(), eval_device ? eval_device->label().c_str() : "the CPU");
   if (model->target() != TargetKind::input) std::printf("test accuracy   %.4f\n", result.accuracy);
   std::printf("test loss       %.6f\n", result.loss);
   std::printf("time            %.2fs, %.0f samples/s, %d threads\n", result.seconds,
@@ -79,6 +139,8 @@ int run_eval(int argc, char** argv) {
                                    {"test_accuracy", result.accuracy},
                                    {"test_loss", result.loss},
                                    {"seconds", result.seconds},
+                                   {"precision", int8 ? "int8" : "fp32"},
+                                   {"device", eval_device ? eval_device->label() : "cpu"},
                                    {"threads", pool.threads()}};
     if (Status s = write_json_report(args.text("json"), report); !s.ok()) return fail(s.message());
   }

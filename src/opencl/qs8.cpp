@@ -77,4 +77,16 @@ Result<Event> qs8_max_pool(Device& device, const ConvGeometry& g, int64_t batch,
                    u32(y.offset));
 }
 
+Result<Event> qs8_im2col(Device& device, const ConvGeometry& g, int64_t batch, int32_t zero_point, DeviceSpan x,
+                         DeviceSpan cols) {
+  detail::check_geometry("int8 im2col", g, batch);
+  RG_CHECK(zero_point >= -128 && zero_point <= 127, "int8 im2col zero point " << zero_point);
+  const int64_t in = batch * g.height * g.width * g.channels, out = batch * g.patches() * g.patch_size();
+  RG_TRY(check_u32("qs8_im2col", in, {x}));
+  RG_TRY(check_u32("qs8_im2col", out, {cols}));
+  return launch_1d(device, kFile, "qs8_im2col", "", out, u32(out), u32(g.height), u32(g.width), u32(g.channels),
+                   u32(g.kernel), u32(g.stride), u32(g.pad), u32(g.out_h), u32(g.out_w), cl_int{zero_point}, x.mem,
+                   u32(x.offset), cols.mem, u32(cols.offset));
+}
+
 }  // namespace rg::ocl

@@ -30,4 +30,10 @@ Result<Event> qs8_dequantize(Device& device, int64_t n, QuantParams p, DeviceSpa
 // max over each window's positions inside the image, as make_max_pool_stage's stage.
 Result<Event> qs8_max_pool(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan x, DeviceSpan y);
 
+// int8 x [batch, g.height, g.width, g.channels] -> cols [batch * g.patches(), g.patch_size()]
+// (row stride patch_size), taps in the padding reading as zero_point: the GEMM stage's patch
+// rows without its padding to whole groups of 4.
+Result<Event> qs8_im2col(Device& device, const ConvGeometry& g, int64_t batch, int32_t zero_point, DeviceSpan x,
+                         DeviceSpan cols);
+
 }  // namespace rg::ocl

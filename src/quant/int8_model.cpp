@@ -144,13 +144,34 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
   QuantParams current;       // its parameters when it is
   size_t current_observer = 0;
   Shape shape = model.input_shape();
-  auto add = [&](std::unique_ptr<Int8Stage> stage) {
-    shape = stage->out_shape;
+  const Isa isa = options.has_isa ? options.isa : active_isa();
+  // Each stage is planned (Int8StagePlan), then made from its plan.
+  auto push = [&](Int8StagePlan plan, std::unique_ptr<Int8Stage> stage) {
+    plan.out_shape = shape = stage->out_shape;
+    net->plan_.push_back(std::move(plan));
     net->stages_.push_back(std::move(stage));
   };
+  auto add = [&](Int8StagePlan plan) {
+    auto stage = make_int8_stage(plan, isa);
+    RG_CHECK(stage.ok(), "int8 stage: " << stage.status().message());  // only a gemm's can fail
+    push(std::move(plan), stage.take());
+  };
+  auto plain = [&](Int8StageKind kind, QuantParams p) {  // quantize or dequantize of the current shape
+    Int8StagePlan plan;
+    plan.kind = kind;
+    plan.params = p;
+    plan.out_shape = shape;
+    return plan;
+  };
   auto add_f32_layer = [&](size_t i, const std::string& note) {
-    if (int8_domain) add(make_dequantize_stage(current, shape));
-    add(make_f32_stage(layers[i].get(), shape, model.layer_output_shape(i)));
+    if (int8_domain) add(plain(Int8StageKind::dequantize, current));
+    Int8StagePlan plan;
+    plan.kind = Int8StageKind::f32;
+    plan.layer = layers[i].get();
+    plan.in_shape = shape;
+    plan.out_shape = model.layer_output_shape(i);
+    plan.name = layers[i]->name();
+    add(std::move(plan));
     int8_domain = false;
     current_observer = i + 1;
     net->precisions_.push_back({layers[i]->name(), "f32", note, layers[i]->kind()});
@@ -166,7 +187,11 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
       continue;
     }
     if (kind == "maxpool" && int8_domain) {
-      add(make_max_pool_stage(static_cast<Pool2D*>(layer)->geometry()));
+      Int8StagePlan plan;
+      plan.kind = Int8StageKind::max_pool;
+      plan.geometry = static_cast<Pool2D*>(layer)->geometry();
+      plan.name = layer->name();
+      add(std::move(plan));
       net->precisions_.push_back({layer->name(), "int8", "same scale as its input", kind});
       current_observer = i + 1;
       continue;
@@ -196,39 +221,35 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     }
     const QuantParams in = int8_domain ? current : params_of(current_observer);
     const QuantParams out = params_of(end + 1);
-    const Isa isa = options.has_isa ? options.isa : active_isa();
-    std::vector<int8_t> q;
-    Qs8OutputStage o;
-    Status built = quantize_layer(g.patch_size(), w, b, in, out, relu, layer->name(), &q, &o);
-    std::unique_ptr<Int8Stage> stage;
+    Int8StagePlan plan;
+    plan.kind = Int8StageKind::gemm;
+    plan.params = in;
+    plan.geometry = g;
+    plan.name = layer->name();
+    Status built = quantize_layer(g.patch_size(), w, b, in, out, relu, layer->name(), &plan.weights, &plan.output);
     // A 2x2 max pooling right after a direct single-channel conv or a Winograd conv is fused into it.
     const bool pool_next = kind == "conv" && end + 1 < count && layers[end + 1]->kind() == "maxpool" &&
                            keep.count(layers[end + 1]->name()) == 0 &&
                            fusable_max_pool_2x2(g, static_cast<Pool2D*>(layers[end + 1].get())->geometry());
-    bool pooled = false;
     // The direct conv where it pays: with the pooling fused, or with few filters (its lanes are
     // pixels, so each filter is requantized and stored on its own; with many filters the GEMM's
-    // lanes-are-filters layout requantizes whole rows at once).
-    if (built.ok() && options.direct_conv && kind == "conv" && conv_pairs_fits(g) &&
+    // lanes-are-filters layout requantizes whole rows at once). Else Winograd where it fits
+    // (its error keeps the group f32), else im2col and the GEMM.
+    if (options.direct_conv && kind == "conv" && conv_pairs_fits(g) &&
         (pool_next || static_cast<int64_t>(b.size()) <= 8)) {
-      stage = make_conv_pairs_stage(g, q, o, in, pool_next, isa);
-      pooled = pool_next;
+      plan.path = Int8GemmPath::conv_pairs;
+    } else if (options.winograd && kind == "conv" && winograd_fits(g)) {
+      plan.path = Int8GemmPath::winograd;
     }
-    if (stage == nullptr && built.ok() && options.winograd && kind == "conv" && winograd_fits(g)) {
-      auto winograd = make_winograd_stage(g, q, o, in, pool_next, isa, layer->name());
-      if (winograd.ok()) {
-        stage = winograd.take();
-        pooled = pool_next;
+    plan.pool = plan.path != Int8GemmPath::gemm && pool_next;
+    if (plan.pool) plan.pool_geometry = static_cast<Pool2D*>(layers[end + 1].get())->geometry();
+    std::unique_ptr<Int8Stage> stage;
+    if (built.ok()) {
+      auto made = make_int8_stage(plan, isa);
+      if (made.ok()) {
+        stage = made.take();
       } else {
-        built = winograd.status();
-      }
-    }
-    if (stage == nullptr && built.ok()) {
-      auto gemm = make_gemm_stage(g, q, o, in, isa, layer->name());
-      if (gemm.ok()) {
-        stage = gemm.take();
-      } else {
-        built = gemm.status();
+        built = made.status();
       }
     }
     if (!built.ok()) {  // the whole group stays f32
@@ -236,8 +257,9 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
       i = end;
       continue;
     }
-    if (!int8_domain) add(make_quantize_stage(in, shape));
-    add(std::move(stage));
+    const bool pooled = plan.pool;
+    if (!int8_domain) add(plain(Int8StageKind::quantize, in));
+    push(std::move(plan), std::move(stage));
     std::string note;
     for (size_t j = i + 1; j <= end; ++j)
       note += (note.empty() ? "" : ", ") + layers[j]->name() + (layers[j]->kind() == "relu" ? " fused" : " folded");
@@ -253,7 +275,7 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     current_observer = end + 1;
     i = end;
   }
-  if (int8_domain) add(make_dequantize_stage(current, shape));
+  if (int8_domain) add(plain(Int8StageKind::dequantize, current));
   return net;
 }
 

@@ -20,6 +20,7 @@
 #include "base/thread_pool.h"
 #include "cpu/isa.h"
 #include "nn/model.h"
+#include "quant/int8_plan.h"
 #include "quant/quant_params.h"
 
 namespace rg {
@@ -71,6 +72,8 @@ class Int8Model {
   Tensor forward(const Tensor& x, ThreadPool* pool);
 
   const std::vector<LayerPrecision>& precisions() const { return precisions_; }
+  // The stages as engine-neutral descriptions, one per stage, in order (int8_plan.h).
+  const std::vector<Int8StagePlan>& plan() const { return plan_; }
   // Bytes of the weights as this engine holds them (packed int8, int32 bias and requantization
   // constants; f32 layers at 4 bytes a value).
   int64_t weight_bytes() const;
@@ -81,6 +84,7 @@ class Int8Model {
 
  private:
   Int8Model() = default;
+  std::vector<Int8StagePlan> plan_;  // stages_[i] was made from plan_[i]
   std::vector<std::unique_ptr<Int8Stage>> stages_;
   std::vector<Tensor> outputs_;  // per stage, [batch, ...]
   std::vector<LayerPrecision> precisions_;

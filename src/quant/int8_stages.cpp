@@ -336,4 +336,28 @@ std::unique_ptr<Int8Stage> make_f32_stage(Layer* layer, const Shape& in_shape, c
   return std::make_unique<F32Stage>(layer, in_shape, out_shape);
 }
 
+Result<std::unique_ptr<Int8Stage>> make_int8_stage(const Int8StagePlan& plan, Isa isa) {
+  switch (plan.kind) {
+    case Int8StageKind::quantize:
+      return make_quantize_stage(plan.params, plan.out_shape);
+    case Int8StageKind::dequantize:
+      return make_dequantize_stage(plan.params, plan.out_shape);
+    case Int8StageKind::max_pool:
+      return make_max_pool_stage(plan.geometry);
+    case Int8StageKind::f32:
+      return make_f32_stage(plan.layer, plan.in_shape, plan.out_shape);
+    case Int8StageKind::gemm:
+      break;
+  }
+  switch (plan.path) {
+    case Int8GemmPath::conv_pairs:
+      return make_conv_pairs_stage(plan.geometry, plan.weights, plan.output, plan.params, plan.pool, isa);
+    case Int8GemmPath::winograd:
+      return make_winograd_stage(plan.geometry, plan.weights, plan.output, plan.params, plan.pool, isa, plan.name);
+    case Int8GemmPath::gemm:
+      break;
+  }
+  return make_gemm_stage(plan.geometry, plan.weights, plan.output, plan.params, isa, plan.name);
+}
+
 }  // namespace rg

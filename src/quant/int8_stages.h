@@ -20,6 +20,7 @@
 #include "base/thread_pool.h"
 #include "cpu/isa.h"
 #include "ops/im2col.h"
+#include "quant/int8_plan.h"
 #include "quant/qs8_gemm.h"
 #include "quant/quant_params.h"
 #include "tensor/tensor.h"
@@ -87,5 +88,9 @@ std::unique_ptr<Int8Stage> make_conv_pairs_stage(const ConvGeometry& g, const st
 Result<std::unique_ptr<Int8Stage>> make_winograd_stage(const ConvGeometry& g, const std::vector<int8_t>& q,
                                                        const Qs8OutputStage& output, QuantParams in, bool pool,
                                                        Isa isa, const std::string& name);
+
+// The CPU stage a plan entry describes (a gemm by its path, weights packed for `isa`); its
+// out_shape is the plan's. The error (packing, Winograd's range) is why it cannot run in int8.
+Result<std::unique_ptr<Int8Stage>> make_int8_stage(const Int8StagePlan& plan, Isa isa);
 
 }  // namespace rg

@@ -1,0 +1,156 @@
+// The int8 model's stages on the device: weights uploaded once from the plan, one output
+// buffer per stage (int8 or f32 [batch, out_shape...]), scratch shared by the stages.
+#include "opencl/model/cl_int8_model.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/check.h"
+#include "opencl/loss.h"
+#include "opencl/model/cl_layer.h"
+#include "opencl/qs8.h"
+
+namespace rg::ocl {
+
+struct ClInt8Model::Stage {
+  Int8StagePlan plan;  // its weights dropped once uploaded
+  int64_t in_numel = 0, out_numel = 0, filters = 0;
+  bool f32_out = false;
+  Buffer weights, bias, multiplier, shift;  // gemm: int8 [k x filters], int32 [filters padded to 16] each
+  std::unique_ptr<ClLayer> layer;           // f32
+  Buffer output;                            // [batch, out_shape...], int8 or f32
+
+  DeviceSpan out_span(int64_t n) const {
+    return f32_out ? output.f32(0, n * out_numel) : element_span(output, 1, 0, n * out_numel);
+  }
+  bool needs_im2col() const { return plan.kind == Int8StageKind::gemm && !plan.geometry.pointwise(); }
+};
+
+ClInt8Model::ClInt8Model(Device& device) : device_(device) {}
+ClInt8Model::~ClInt8Model() = default;
+
+Result<std::unique_ptr<ClInt8Model>> ClInt8Model::create(const Int8Model& model, Device& device) {
+  const std::vector<Int8StagePlan>& plan = model.plan();
+  if (plan.empty()) return Status::error("int8 model on the device: the model has no stages");
+  std::unique_ptr<ClInt8Model> cl(new ClInt8Model(device));
+  // The model's input: what the first stage reads (quantize keeps its shape).
+  cl->input_shape_ = plan.front().kind == Int8StageKind::f32 ? plan.front().in_shape : plan.front().out_shape;
+  int64_t in_numel = cl->input_shape_.numel();
+  for (const Int8StagePlan& p : plan) {
+    auto stage = std::make_unique<Stage>();
+    stage->plan = p;
+    stage->in_numel = in_numel;
+    stage->out_numel = p.out_shape.numel();
+    stage->f32_out = p.kind == Int8StageKind::dequantize || p.kind == Int8StageKind::f32;
+    if (p.kind == Int8StageKind::gemm) {
+      stage->filters = p.filters();
+      RG_ASSIGN(stage->weights, upload(device, p.weights, p.name + " int8 weights"));
+      RG_ASSIGN(stage->bias, upload(device, p.output.bias, p.name + " int32 bias"));
+      RG_ASSIGN(stage->multiplier, upload(device, p.output.multiplier, p.name + " multipliers"));
+      RG_ASSIGN(stage->shift, upload(device, p.output.shift, p.name + " shifts"));
+      stage->plan.weights.clear();
+      stage->plan.weights.shrink_to_fit();
+    } else if (p.kind == Int8StageKind::f32) {
+      RG_ASSIGN(stage->layer, make_cl_layer(*p.layer, p.in_shape, device));
+    }
+    in_numel = stage->out_numel;
+    cl->stages_.push_back(std::move(stage));
+  }
+  if (!cl->stages_.back()->f32_out) return Status::error("int8 model on the device: the last stage is not f32");
+  return cl;
+}
+
+Status ClInt8Model::reserve(int64_t batch) {
+  if (batch <= reserved_) return Status();
+  int64_t patches = 0, pre_pool = 0, workspace = 0;
+  for (auto& s : stages_) {
+    const ConvGeometry& g = s->plan.geometry;
+    if (s->needs_im2col()) patches = std::max(patches, batch * g.patches() * g.patch_size());
+    if (s->plan.kind == Int8StageKind::gemm && s->plan.pool) pre_pool = std::max(pre_pool, batch * g.patches() * s->filters);
+    if (s->layer != nullptr) {
+      workspace = std::max(workspace, s->layer->workspace_elements(batch));
+      RG_TRY(s->layer->reserve(batch));
+    }
+    RG_ASSIGN(s->output, Buffer::allocate(device_, batch * s->out_numel * (s->f32_out ? 4 : 1),
+                                          "int8 model: " + s->plan.name + " output"));
+  }
+  RG_ASSIGN(input_, Buffer::allocate(device_, batch * input_shape_.numel() * 4, "int8 model: input"));
+  RG_ASSIGN(patches_, Buffer::allocate(device_, patches, "int8 model: patch matrix"));
+  RG_ASSIGN(pre_pool_, Buffer::allocate(device_, pre_pool, "int8 model: conv output before its pooling"));
+  RG_ASSIGN(workspace_, Buffer::allocate(device_, workspace * 4, "int8 model: f32 layers' workspace"));
+  workspace_elements_ = workspace;
+  reserved_ = batch;
+  return Status();
+}
+
+Status ClInt8Model::run(Stage& s, int64_t n, DeviceSpan x, DeviceSpan y) {
+  const Int8StagePlan& p = s.plan;
+  const ConvGeometry& g = p.geometry;
+  switch (p.kind) {
+    case Int8StageKind::quantize:
+      return qs8_quantize(device_, n * s.out_numel, p.params, x, y).status();
+    case Int8StageKind::dequantize:
+      return qs8_dequantize(device_, n * s.out_numel, p.params, x, y).status();
+    case Int8StageKind::max_pool:
+      return qs8_max_pool(device_, g, n, x, y).status();
+    case Int8StageKind::f32: {
+      const LayerContext host{nullptr, false};
+      const ClContext ctx{host, workspace_elements_ > 0 ? workspace_.f32(0, workspace_elements_) : DeviceSpan{}};
+      return s.layer->forward(n, x, y, ctx);
+    }
+    case Int8StageKind::gemm:
+      break;
+  }
+  // Patch rows [n * patches, k]: a pointwise conv's (and dense's) are the input rows.
+  const int64_t k = g.patch_size(), m = n * g.patches();
+  DeviceSpan a = x;
+  if (s.needs_im2col()) {
+    a = element_span(patches_, 1, 0, m * k);
+    RG_TRY(qs8_im2col(device_, g, n, p.params.zero_point, x, a).status());
+  }
+  const DeviceSpan c = p.pool ? element_span(pre_pool_, 1, 0, m * s.filters) : y;
+  RG_TRY(qs8_gemm(device_, m, s.filters, k, a, k, element_span(s.weights, 1), element_span(s.bias, 4),
+                  element_span(s.multiplier, 4), element_span(s.shift, 4), p.output.zero_point, p.output.lo,
+                  p.output.hi, c, s.filters)
+             .status());
+  if (p.pool) RG_TRY(qs8_max_pool(device_, p.pool_geometry, n, c, y).status());
+  return Status();
+}
+
+Result<Tensor> ClInt8Model::forward(const Tensor& x) {
+  const int64_t n = x.shape()[0], in_numel = input_shape_.numel();
+  RG_CHECK(n > 0 && n <= reserved_ && x.dtype() == DType::f32 && x.numel() == n * in_numel,
+           "int8 device forward of " << x.shape().str() << ", reserved " << reserved_);
+  RG_TRY(write_buffer(input_, 0, x.f32(), n * in_numel * 4));
+  DeviceSpan in = input_.f32(0, n * in_numel);
+  for (auto& s : stages_) {
+    const DeviceSpan out = s->out_span(n);
+    RG_TRY(run(*s, n, in, out));
+    in = out;
+  }
+  RG_ASSIGN(Tensor y, Tensor::zeros(stages_.back()->plan.out_shape.batched(n), DType::f32, "int8 device output"));
+  RG_TRY(read_buffer(stages_.back()->output, 0, y.f32(), n * stages_.back()->out_numel * 4));
+  return y;
+}
+
+int64_t ClInt8Model::weight_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& s : stages_) {
+    for (const Buffer* b : {&s->weights, &s->bias, &s->multiplier, &s->shift}) bytes += b->bytes();
+    if (s->layer == nullptr) continue;
+    for (ClParam* p : s->layer->params()) bytes += p->value.bytes();
+    for (ClParam* p : s->layer->buffers()) bytes += p->value.bytes();
+  }
+  return bytes;
+}
+
+int64_t ClInt8Model::buffer_bytes() const {
+  int64_t bytes = input_.bytes() + patches_.bytes() + pre_pool_.bytes() + workspace_.bytes();
+  for (const auto& s : stages_) {
+    bytes += s->output.bytes();
+    if (s->layer != nullptr) bytes += s->layer->state_bytes(reserved_);
+  }
+  return bytes;
+}
+
+}  // namespace rg::ocl

@@ -1,0 +1,57 @@
+// An Int8Model (quant/int8_model.h) run on an OpenCL device: its plan's stages on device
+// buffers, with the CPU's bits wherever the stage is int8 (qs8.cl's kernels are bit-exact):
+//   quantize / dequantize   qs8_quantize / qs8_dequantize
+//   gemm                    qs8_im2col (padding reads as the input's zero point; none for a
+//                           pointwise conv or dense) + qs8_gemm on the unpacked weights, then
+//                           qs8_max_pool when the CPU fused a 2x2 pooling into the conv
+//   max_pool                qs8_max_pool
+//   f32                     the layer's device f32 layer (make_cl_layer): its own rounding,
+//                           so near the CPU's but not always its bits
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "opencl/buffer.h"
+#include "opencl/device.h"
+#include "quant/int8_model.h"
+#include "tensor/tensor.h"
+
+namespace rg::ocl {
+
+class ClInt8Model {
+ public:
+  ~ClInt8Model();
+  // Uploads the plan's weights (f32 layers: their values now; the model must outlive this).
+  // An f32 layer with no device version is an error naming it.
+  static Result<std::unique_ptr<ClInt8Model>> create(const Int8Model& model, Device& device);
+
+  // Device buffers for batches of up to `batch` samples.
+  Status reserve(int64_t batch);
+  // x [n, input...] f32 (n <= the reserved batch) -> the model's output [n, output...] f32, a
+  // new host tensor; blocks until the device is done.
+  Result<Tensor> forward(const Tensor& x);
+
+  // Device bytes of the weights (int8 weights, int32 bias and requantization; f32 layers' params).
+  int64_t weight_bytes() const;
+  // Device bytes of the input, the stages' outputs and the scratch for the reserved batch.
+  int64_t buffer_bytes() const;
+
+ private:
+  struct Stage;
+  explicit ClInt8Model(Device& device);  // out of line: Stage is complete there only
+  Status run(Stage& stage, int64_t n, DeviceSpan x, DeviceSpan y);
+
+  Device& device_;
+  Shape input_shape_;
+  std::vector<std::unique_ptr<Stage>> stages_;
+  Buffer input_;                 // f32 [batch, input...]
+  Buffer patches_, pre_pool_;    // int8 scratch: the largest im2col [batch * patches, k]; a fused pooling's input
+  Buffer workspace_;             // f32 scratch of the f32 layers
+  int64_t workspace_elements_ = 0;
+  int64_t reserved_ = 0;
+};
+
+}  // namespace rg::ocl

@@ -1,0 +1,58 @@
+// What an Int8Model runs, engine-neutral: one description per stage, in order, as
+// Int8Model::quantize chose them. The CPU builds its stages from it (make_int8_stage,
+// int8_stages.h); other engines (the OpenCL one: opencl/model/cl_int8_model.h) read the same
+// weights and requantization from it and must give the same bits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/im2col.h"
+#include "quant/qs8_gemm.h"
+#include "quant/quant_params.h"
+#include "tensor/tensor.h"
+
+namespace rg {
+
+class Layer;
+
+enum class Int8StageKind {
+  quantize,    // f32 -> int8 by params
+  dequantize,  // int8 -> f32 by params
+  gemm,        // conv or dense: im2col (padding reads as params.zero_point) and the int8 GEMM
+  max_pool,    // int8 max pooling over geometry
+  f32,         // layer as it is, f32 [n, in_shape...] -> [n, out_shape...]
+};
+
+// How the CPU runs a gemm stage; every path gives the bits of im2col + qs8_gemm_ref (and of a
+// 2x2 max pooling after it when pool is set).
+enum class Int8GemmPath { gemm, conv_pairs, winograd };
+
+struct Int8StagePlan {
+  Int8StageKind kind = Int8StageKind::quantize;
+  // quantize / dequantize: their parameters; gemm: the input's (its zero point is the padding).
+  QuantParams params;
+  // gemm: the conv's (dense: the 1x1 conv of a [1, 1, inputs] image); max_pool: the pooling's.
+  ConvGeometry geometry;
+  // gemm: int8 weights [patch_size x filters], row major, and their requantization.
+  std::vector<int8_t> weights;
+  Qs8OutputStage output;
+  Int8GemmPath path = Int8GemmPath::gemm;
+  // gemm: a 2x2 stride-2 max pooling over the conv's output is fused (fusable_max_pool_2x2).
+  bool pool = false;
+  ConvGeometry pool_geometry;  // that pooling's, when pool
+  // f32: the model's layer (outlives the plan) and its input shape (one sample).
+  Layer* layer = nullptr;
+  Shape in_shape;
+  Shape out_shape;   // one sample of the stage's output
+  std::string name;  // the layer's, for errors
+
+  // gemm: the output channels.
+  int64_t filters() const {
+    const int64_t k = geometry.patch_size();
+    return k > 0 ? static_cast<int64_t>(weights.size()) / k : 0;
+  }
+};
+
+}  // namespace rg
