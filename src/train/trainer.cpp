@@ -141,6 +141,15 @@ int64_t Trainer::prepared_bytes(Model& model, const TrainOptions& options, int64
   const int64_t output_bytes = model.output_shape().numel() * rows * static_cast<int64_t>(sizeof(float));
   if (options.device != nullptr) {  // activations live on the device: here the batches, and the output read back
     bytes += BatchPrefetcher::buffer_bytes(model.input_shape(), rows, options.read_ahead) + output_bytes;
+    Shape in = model.input_shape();
+    for (size_t i = 0; i < model.layers().size(); ++i) {  // layers run on the CPU: their x, y, dx, dy
+      const Shape& out = model.layer_output_shape(i);
+      const Layer& layer = *model.layers()[i];
+      if (std::find(options.host_layers.begin(), options.host_layers.end(), layer.name()) != options.host_layers.end()) {
+        bytes += (2 * (in.numel() + out.numel()) + layer.state_elements_per_sample()) * rows * 4;
+      }
+      in = out;
+    }
     return model.target() == TargetKind::onehot ? bytes + output_bytes : bytes;
   }
   if (options.precision == TrainPrecision::int8_qat) bytes += FakeQuantizer(model).master_bytes();
