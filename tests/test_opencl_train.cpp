@@ -200,6 +200,39 @@ TEST(OpenclTrain, Fp16StorageOnTheDeviceMatchesTheCpusFp16) {
   EXPECT_EQ(a.chunks, 0);
 }
 
+// A one-hot target (mse against the label's one-hot row): the device counts hits against the
+// labels, as the CPU's count_correct does, not against the one-hot matrix.
+TEST(OpenclTrain, OneHotModelsCountTheirHitsOnTheDevice) {
+  SKIP_WITHOUT_OPENCL();
+  const char* cfg = "[net]\ninput = 28x28x1\nloss = mse\n[dense]\nunits = 32\n[relu]\n[dense]\nunits = 10\n";
+  DeviceRun gpu = train(options_on(first_device(), 1), cfg), cpu = train(options_on(nullptr, 1), cfg);
+  ASSERT_EQ(gpu.records.size(), 1u);
+  EXPECT_NEAR(gpu.records[0].accuracy, cpu.records[0].accuracy, 0.01);
+  EXPECT_GT(gpu.records[0].accuracy, 0.12);  // above chance (0.1): a hit count against the one-hot floats gives about 0.07
+}
+
+// A layer run on the CPU with f16 storage, where the model runs the others on row chunks: the
+// CPU layer gets the whole batch (its buffers hold it from forward to backward), so the run
+// equals one with every layer on the device but for rounding.
+TEST(OpenclTrain, CpuLayersTakeTheWholeBatchUnderF16Chunks) {
+  SKIP_WITHOUT_OPENCL();
+  static const DataSplit big = make_synthetic(4096, 16, 10, 5);
+  auto run_on = [&](std::vector<std::string> host_layers) {
+    TrainOptions options = options_on(first_device(), 1);
+    options.batch = 2048;  // 2048 rows of 784 values: more than one f16 chunk (1 Mi values)
+    options.precision = TrainPrecision::fp16;
+    options.host_layers = std::move(host_layers);
+    auto model = build_model(options.seed, kMlpCfg);
+    ThreadPool pool(2);
+    Trainer trainer(*model, pool, options);
+    EXPECT_TRUE(trainer.prepare().ok());
+    EXPECT_TRUE(trainer.fit(big.train, nullptr).ok());
+    return model;
+  };
+  auto all_device = run_on({}), hybrid = run_on({"dense1"});
+  EXPECT_LT(weight_distance(*hybrid, *all_device, 0.1), 1e-3);
+}
+
 // Loss scaling's check on the device: a NaN or Inf in a gradient names its param, the rest
 // are scaled alike.
 TEST(OpenclTrain, DeviceUnscaleNamesTheFirstNonFiniteGradient) {

@@ -75,7 +75,7 @@ Status Trainer::device_micro_step(const Tensor& x, const Tensor& labels, const T
                                   const LayerContext& ctx, double* loss_sum, int64_t* correct) {
   const bool classifies = model_.target() != TargetKind::input;
   ocl::ClModel& cl = *cl_model_;
-  RG_ASSIGN(const ocl::Event uploaded, cl.upload(x, target));
+  RG_ASSIGN(const ocl::Event uploaded, cl.upload(x, target, labels));
   RG_TRY(cl.forward(ctx));
   double loss = 0;
   if (options_.loss_on_host) {  // the output back, the loss and its gradient here, the gradient there

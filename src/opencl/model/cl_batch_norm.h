@@ -24,6 +24,7 @@ class ClBatchNorm : public ClLayer {
   // The forward's mean and inv_std and the backward's sums, in double: not per sample.
   int64_t state_bytes(int64_t batch) const override;
   Status reserve(int64_t batch) override;
+  void release() override { saved_.reset(); }
 
  private:
   ClBatchNorm(Device& device, const BatchNorm& host, const Shape& input);

@@ -37,6 +37,7 @@ class ClHostLayer : public ClLayer {
   }
 
   void params_changed() override { stale_ = true; }
+  bool needs_whole_batch() const override { return true; }  // x_, y_ hold the batch from forward to backward
 
   Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override {
     if (stale_) {  // the device optimizer updated the values the CPU layer computes with

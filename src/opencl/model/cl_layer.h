@@ -74,6 +74,12 @@ class ClLayer {
     (void)batch;
     return Status();
   }
+  // Frees what reserve() allocated (ClModel::reserve calls it on every layer first, so a smaller
+  // batch after a failed larger one does not keep the larger one's buffers).
+  virtual void release() {}
+  // True when forward and backward must see the whole batch at once even where the model runs
+  // layers on row chunks (f16 storage): a layer run on the CPU keeps the batch in its own buffers.
+  virtual bool needs_whole_batch() const { return false; }
   // Host bytes reserve() allocates (a layer run on the CPU: its inputs and outputs).
   virtual int64_t host_bytes(int64_t batch) const {
     (void)batch;

@@ -59,7 +59,8 @@ ClModel::ReservedBytes ClModel::reserved_bytes(int64_t batch) const {
     bytes.chunks = 4 * chunk_elements(batch) * 4;
   }
   bytes.workspace = scratch * 4;
-  bytes.io = 2 * (batch * input_size_ * 4 + target_bytes(batch)) + batch * (8 + 4);
+  const int64_t labels = model_.target() == TargetKind::onehot ? batch * 4 : 0;
+  bytes.io = 2 * (batch * input_size_ * 4 + target_bytes(batch) + labels) + batch * (8 + 4);
   return bytes;
 }
 
@@ -98,8 +99,10 @@ Status ClModel::reserve(int64_t batch) {
   for (int k = 0; k < 2; ++k) {
     inputs_[k].reset();
     targets_[k].reset();
+    onehot_labels_[k].reset();
   }
   reserved_ = 0;
+  for (auto& layer : layers_) layer->release();
   int64_t scratch = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const int64_t bytes = batch * sizes_[i] * (i + 1 == layers_.size() ? 4 : stored_bytes());
@@ -126,6 +129,9 @@ Status ClModel::reserve(int64_t batch) {
     if (target_bytes(batch) > 0) {
       RG_ASSIGN(targets_[k], Buffer::allocate(device_, target_bytes(batch), "target buffer " + std::to_string(k + 1)));
     }
+    if (model_.target() == TargetKind::onehot) {
+      RG_ASSIGN(onehot_labels_[k], Buffer::allocate(device_, batch * 4, "label buffer " + std::to_string(k + 1)));
+    }
   }
   RG_ASSIGN(row_loss_, Buffer::allocate(device_, batch * 8, "per-row losses"));
   RG_ASSIGN(hits_, Buffer::allocate(device_, batch * 4, "per-row hits"));
@@ -148,7 +154,11 @@ DeviceSpan ClModel::target_span() const {
   return targets_[current_].f32();
 }
 
-Result<Event> ClModel::upload(const Tensor& x, const Tensor& target) {
+DeviceSpan ClModel::labels_span() const {
+  return model_.target() == TargetKind::onehot ? element_span(onehot_labels_[current_], 4) : target_span();
+}
+
+Result<Event> ClModel::upload(const Tensor& x, const Tensor& target, const Tensor& labels) {
   const int64_t n = x.shape()[0];
   RG_CHECK(n > 0 && n <= reserved_, "upload of " << n << " samples, reserved " << reserved_);
   RG_CHECK(x.numel() == n * input_size_ && x.dtype() == DType::f32, "input " << x.shape().str());
@@ -159,6 +169,11 @@ Result<Event> ClModel::upload(const Tensor& x, const Tensor& target) {
   transfers_.up(x.numel() * 4);
   if (model_.target() == TargetKind::input || !target.defined()) return event;
   transfers_.up(static_cast<int64_t>(target.bytes()));
+  if (model_.target() == TargetKind::onehot && labels.defined()) {
+    RG_CHECK(labels.numel() == n && labels.dtype() == DType::i32, "labels " << labels.shape().str());
+    RG_TRY(write_buffer_async(onehot_labels_[current_], 0, labels.raw_data(), n * 4).status());
+    transfers_.up(n * 4);
+  }
   RG_CHECK(static_cast<int64_t>(target.bytes()) <= target_bytes(n), "target " << target.shape().str());
   return write_buffer_async(targets_[current_], 0, target.raw_data(), static_cast<int64_t>(target.bytes()));
 }
@@ -181,7 +196,7 @@ Status ClModel::device_loss(double grad_scale, bool count_hits) {
   loss_pending_ = true;
   hits_pending_ = count_hits;
   if (count_hits) {
-    RG_TRY(f32_argmax_hits(device_, batch_, cols, output_span(), target_span(), element_span(hits_, 4)).status());
+    RG_TRY(f32_argmax_hits(device_, batch_, cols, output_span(), labels_span(), element_span(hits_, 4)).status());
     RG_ASSIGN(hits_read_, read_buffer_async(hits_, 0, host_hits_.data(), batch_ * 4));
     transfers_.down(batch_ * 4);
   }

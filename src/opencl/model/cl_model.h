@@ -53,10 +53,11 @@ class ClModel {
   int64_t reserved_batch() const { return reserved_; }
 
   // x [n, input...] into the next of the two input buffers, and the loss's target into its
-  // pair (when defined): labels int32 [n] (softmax cross-entropy) or f32 [n, output...] (none for target =
-  // input models: the input is the target). Not blocking: the host tensors must stay as they
-  // are until the returned event (the later upload's) completes.
-  Result<Event> upload(const Tensor& x, const Tensor& target);
+  // pair (when defined): labels int32 [n] (softmax cross-entropy) or f32 [n, output...] (none for
+  // target = input models: the input is the target); one-hot models also take their int32
+  // `labels` [n], whose hits device_loss counts. Not blocking: the host tensors must stay as they
+  // are until the returned event (the last upload's) completes.
+  Result<Event> upload(const Tensor& x, const Tensor& target, const Tensor& labels = Tensor());
   // The forward of the last upload's input, layer by layer; the output stays on the device.
   Status forward(const LayerContext& ctx);
   // The forward of n samples already on the device (another model's output, as a GAN's
@@ -113,6 +114,7 @@ class ClModel {
   Buffer output_grad_;                  // f16 storage: the loss's f32 gradient [batch, output]
   Buffer chunk_x_, chunk_y_, chunk_dy_, chunk_dx_;  // f16 storage: f32 [chunk_elements()]
   Buffer inputs_[2], targets_[2];  // targets: labels or values; none for target = input
+  Buffer onehot_labels_[2];         // one-hot models: the int32 labels the hits are counted against
   Buffer row_loss_, hits_;
   std::vector<double> host_row_loss_;
   std::vector<int32_t> host_hits_;
@@ -135,6 +137,7 @@ class ClModel {
   DeviceSpan external_input_;  // forward_from's x (mem null: the upload's)
   DeviceSpan input_span() const { return external_input_.mem != nullptr ? external_input_ : inputs_[current_].f32(); }
   DeviceSpan target_span() const;
+  DeviceSpan labels_span() const;  // the int32 labels of the hits
   DeviceSpan output_span() const { return acts_.back().f32(); }
 };
 

@@ -20,7 +20,7 @@ LayerContext at_row(const LayerContext& ctx, int64_t r0) {
 }  // namespace
 
 int64_t ClModel::chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const {
-  if (storage_ != DType::f16 || model_.layers()[i]->needs_whole_batch(ctx)) return n;
+  if (storage_ != DType::f16 || model_.layers()[i]->needs_whole_batch(ctx) || layers_[i]->needs_whole_batch()) return n;
   const int64_t widest = std::max(input_size_of(i), sizes_[i]);
   return std::min(n, std::max<int64_t>(1, kChunkValues / widest));
 }

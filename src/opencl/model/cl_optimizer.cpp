@@ -22,6 +22,9 @@ Result<ClOptimizer> ClOptimizer::create(Device& device, Optimizer& host, std::ve
     RG_ASSIGN(Buffer b, Buffer::allocate(device, t.numel() * 4, opt.params_[k % count]->host->name + part));
     opt.state_.push_back(std::move(b));
   }
+  if (!opt.params_.empty()) {  // unscale's flags: allocated now, so the budget's plan sees them
+    RG_ASSIGN(opt.flags_, Buffer::allocate(device, static_cast<int64_t>(opt.params_.size()) * 4, "loss scaling's flags"));
+  }
   RG_TRY(opt.write_state());
   return opt;
 }
@@ -47,9 +50,6 @@ Status ClOptimizer::step(double lr) {
 Result<std::string> ClOptimizer::unscale(float factor) {
   const int64_t count = static_cast<int64_t>(params_.size());
   if (count == 0) return std::string();
-  if (flags_.mem() == nullptr) {
-    RG_ASSIGN(flags_, Buffer::allocate(*device_, count * 4, "loss scaling's flags"));
-  }
   RG_TRY(f32_fill_zero(*device_, flags_.f32()).status());  // int 0 and float +0 share their bits
   for (int64_t k = 0; k < count; ++k) {
     ClParam& p = *params_[static_cast<size_t>(k)];

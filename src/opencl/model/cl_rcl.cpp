@@ -105,15 +105,20 @@ class ClRcl : public ClLayer {
     return bytes;
   }
 
-  Status reserve(int64_t batch) override {
-    for (auto& norm : norms_) RG_TRY(norm->reserve(batch));
-    if (batch <= reserved_) return Status();
-    z_.clear();  // give the old states back before asking for the new ones
+  void release() override {
+    for (auto& norm : norms_) norm->release();
+    z_.clear();
     x_.clear();
     grad_.reset();
     dz_.reset();
     dff_.reset();
     reserved_ = 0;
+  }
+
+  Status reserve(int64_t batch) override {
+    if (batch <= reserved_) return Status();  // the states (and the norms') hold it already
+    release();  // give the old states back before asking for the new ones
+    for (auto& norm : norms_) RG_TRY(norm->reserve(batch));
     const int64_t bytes = batch * size_ * 4;
     for (int64_t t = 0; t <= steps_; ++t) {
       RG_ASSIGN(Buffer z, Buffer::allocate(device_, bytes, name_ + " z" + std::to_string(t)));
