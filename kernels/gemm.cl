@@ -1,31 +1,97 @@
 // f32 GEMM, row-major: C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C, op(X) = X
 // or X^T, the contract of ops/gemm.h's gemm_ref (beta 0 ignores what C held, NaN included).
-// Tiled through local memory; every output's sum is added in the reference's order
-// p = 0, 1, ..., K-1 (padding adds exact zeros), and FP_CONTRACT is off, so an IEEE device
-// matches gemm_ref bit for bit. Launcher: src/opencl/gemm.cpp.
+// Tiled through local memory and register-blocked. Every output's sum is added in the order
+// p = 0, 1, ..., K-1 whatever the tile (padding adds exact zeros), so every configuration gives
+// the same bits; with USE_FMA 0 (FP_CONTRACT off, a product then a sum) an IEEE device matches
+// gemm_ref bit for bit, with USE_FMA 1 each step is one fused multiply-add.
+// Launcher and configurations: src/opencl/gemm.cpp, gemm_config.h.
 //
-// Build-time defines (the launcher passes them; each set is one program in the cache):
+// Build-time defines (each set is one program in the cache):
 //   TRANS_A, TRANS_B      0 or 1: op(A), op(B)
 //   TILE_M, TILE_N        the C tile of one work-group
 //   TILE_K                the depth of one step (panels of op(A) TILE_M x TILE_K, op(B) TILE_K x TILE_N)
-//   THREADS_M, THREADS_N  the work-group: THREADS_N x THREADS_M items (dimension 0 along N);
-//                         item (tx, ty) computes rows ty + i*THREADS_M and columns tx + j*THREADS_N
-//                         of the tile, so neighbouring items read neighbouring local words.
+//   THREADS_M, THREADS_N  the work-group: THREADS_N x THREADS_M items (dimension 0 along N)
+//   VEC                   1, 2 or 4: an item owns groups of VEC neighbouring rows and columns,
+//                         read from local memory VEC words at a time. Item (tx, ty) computes
+//                         rows ty*VEC + g*THREADS_M*VEC + v and columns tx*VEC + h*THREADS_N*VEC + w,
+//                         so neighbouring items read neighbouring local words.
+//   PREFETCH              1: the next step's global words are read into registers before this
+//                         step's products (their latency hidden behind them)
+//   USE_FMA               1: fma(a, b, acc); 0: acc + a * b, two roundings
 // Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M).
 #pragma OPENCL FP_CONTRACT OFF
 
-#define WPT_M (TILE_M / THREADS_M)
-#define WPT_N (TILE_N / THREADS_N)
 #define THREADS (THREADS_M * THREADS_N)
+#define WPT_M (TILE_M / THREADS_M)  // rows of C per item
+#define WPT_N (TILE_N / THREADS_N)  // columns of C per item
+#define LOADS_A (TILE_M * TILE_K / THREADS)  // global words each item moves per step
+#define LOADS_B (TILE_K * TILE_N / THREADS)
+#if WPT_M % VEC || WPT_N % VEC || (TILE_M * TILE_K) % THREADS || (TILE_K * TILE_N) % THREADS
+#error "gemm.cl: the tile, the items and VEC do not divide evenly"
+#endif
+// Panel rows padded by VEC words: keeps them VEC-aligned and shifts the banks of each row.
+#define A_STRIDE (TILE_M + VEC)
+#define B_STRIDE (TILE_N + VEC)
+
+#if VEC == 4
+typedef float4 vec_t;
+#define VEC_TO_REGS(v, r, at) (r[at] = v.s0, r[at + 1] = v.s1, r[at + 2] = v.s2, r[at + 3] = v.s3)
+#elif VEC == 2
+typedef float2 vec_t;
+#define VEC_TO_REGS(v, r, at) (r[at] = v.s0, r[at + 1] = v.s1)
+#else
+typedef float vec_t;
+#define VEC_TO_REGS(v, r, at) (r[at] = v)
+#endif
+
+#if USE_FMA
+#define MUL_ADD(a, b, acc) fma(a, b, acc)
+#else
+#define MUL_ADD(a, b, acc) ((acc) + (a) * (b))
+#endif
+
+// Element l (< TILE_M * TILE_K) of this step's op(A) panel: its global word (0 past the edges)
+// and its place in the local panel. Neighbouring l read neighbouring global words in either layout.
+inline float load_a(__global const float* A, uint lda, uint M, uint K, uint row0, uint p0, uint l, uint* at) {
+#if TRANS_A
+  const uint i = l % TILE_M, p = l / TILE_M;  // A stored K x M: op(A)[r][q] = A[q][r]
+#else
+  const uint p = l % TILE_K, i = l / TILE_K;  // A stored M x K
+#endif
+  const uint r = row0 + i, q = p0 + p;
+  *at = p * A_STRIDE + i;
+#if TRANS_A
+  return (r < M && q < K) ? A[q * lda + r] : 0.0f;
+#else
+  return (r < M && q < K) ? A[r * lda + q] : 0.0f;
+#endif
+}
+
+inline float load_b(__global const float* B, uint ldb, uint K, uint N, uint col0, uint p0, uint l, uint* at) {
+#if TRANS_B
+  const uint p = l % TILE_K, j = l / TILE_K;  // B stored N x K: op(B)[q][c] = B[c][q]
+#else
+  const uint j = l % TILE_N, p = l / TILE_N;  // B stored K x N
+#endif
+  const uint q = p0 + p, c = col0 + j;
+  *at = p * B_STRIDE + j;
+#if TRANS_B
+  return (q < K && c < N) ? B[c * ldb + q] : 0.0f;
+#else
+  return (q < K && c < N) ? B[q * ldb + c] : 0.0f;
+#endif
+}
 
 __kernel __attribute__((reqd_work_group_size(THREADS_N, THREADS_M, 1)))
 void f32_gemm(uint M, uint N, uint K, float alpha,
               __global const float* A, uint a_offset, uint lda,
               __global const float* B, uint b_offset, uint ldb, float beta,
               __global float* C, uint c_offset, uint ldc) {
-  // +1: the loads below write a column of each panel at a time; the pad spreads it over banks.
-  __local float a_panel[TILE_K][TILE_M + 1];  // [p][i] = op(A)[row0 + i][p0 + p]
-  __local float b_panel[TILE_K][TILE_N + 1];  // [p][j] = op(B)[p0 + p][col0 + j]
+  // Declared as vectors so that VEC-wide reads are aligned; written word by word.
+  __local vec_t a_panel_v[TILE_K * A_STRIDE / VEC];  // [p][i] = op(A)[row0 + i][p0 + p]
+  __local vec_t b_panel_v[TILE_K * B_STRIDE / VEC];  // [p][j] = op(B)[p0 + p][col0 + j]
+  __local float* a_panel = (__local float*)a_panel_v;
+  __local float* b_panel = (__local float*)b_panel_v;
   const uint tx = get_local_id(0);
   const uint ty = get_local_id(1);
   const uint item = ty * THREADS_N + tx;
@@ -36,50 +102,61 @@ void f32_gemm(uint M, uint N, uint K, float alpha,
   C += c_offset;
 
   float acc[WPT_M][WPT_N];
+#pragma unroll
   for (uint i = 0; i < WPT_M; ++i)
+#pragma unroll
     for (uint j = 0; j < WPT_N; ++j) acc[i][j] = 0.0f;
 
+  // The step's global words, held in registers until the panels are free.
+  float a_words[LOADS_A], b_words[LOADS_B];
+  uint a_at[LOADS_A], b_at[LOADS_B];
+#define LOAD_STEP(p0)                                                                                          \
+  do {                                                                                                         \
+    for (uint s = 0; s < LOADS_A; ++s) a_words[s] = load_a(A, lda, M, K, row0, (p0), item + s * THREADS, &a_at[s]); \
+    for (uint s = 0; s < LOADS_B; ++s) b_words[s] = load_b(B, ldb, K, N, col0, (p0), item + s * THREADS, &b_at[s]); \
+  } while (0)
+
+  LOAD_STEP(0);
   for (uint p0 = 0; p0 < K; p0 += TILE_K) {
-    // Neighbouring items load neighbouring addresses of global memory in either layout.
-    for (uint l = item; l < TILE_M * TILE_K; l += THREADS) {
-#if TRANS_A
-      const uint i = l % TILE_M, p = l / TILE_M;  // A stored K x M: op(A)[r][q] = A[q][r]
-      const uint r = row0 + i, q = p0 + p;
-      a_panel[p][i] = (r < M && q < K) ? A[q * lda + r] : 0.0f;
-#else
-      const uint p = l % TILE_K, i = l / TILE_K;  // A stored M x K
-      const uint r = row0 + i, q = p0 + p;
-      a_panel[p][i] = (r < M && q < K) ? A[r * lda + q] : 0.0f;
-#endif
-    }
-    for (uint l = item; l < TILE_K * TILE_N; l += THREADS) {
-#if TRANS_B
-      const uint p = l % TILE_K, j = l / TILE_K;  // B stored N x K: op(B)[q][c] = B[c][q]
-      const uint q = p0 + p, c = col0 + j;
-      b_panel[p][j] = (q < K && c < N) ? B[c * ldb + q] : 0.0f;
-#else
-      const uint j = l % TILE_N, p = l / TILE_N;  // B stored K x N
-      const uint q = p0 + p, c = col0 + j;
-      b_panel[p][j] = (q < K && c < N) ? B[q * ldb + c] : 0.0f;
-#endif
-    }
+#pragma unroll
+    for (uint s = 0; s < LOADS_A; ++s) a_panel[a_at[s]] = a_words[s];
+#pragma unroll
+    for (uint s = 0; s < LOADS_B; ++s) b_panel[b_at[s]] = b_words[s];
     barrier(CLK_LOCAL_MEM_FENCE);
+#if PREFETCH
+    if (p0 + TILE_K < K) LOAD_STEP(p0 + TILE_K);
+#endif
+#pragma unroll
     for (uint p = 0; p < TILE_K; ++p) {
-      float a_column[WPT_M];
-      for (uint i = 0; i < WPT_M; ++i) a_column[i] = a_panel[p][ty + i * THREADS_M];
-      for (uint j = 0; j < WPT_N; ++j) {
-        const float b = b_panel[p][tx + j * THREADS_N];
-        for (uint i = 0; i < WPT_M; ++i) acc[i][j] += a_column[i] * b;
+      float a_regs[WPT_M], b_regs[WPT_N];
+#pragma unroll
+      for (uint g = 0; g < WPT_M / VEC; ++g) {
+        const vec_t v = a_panel_v[(p * A_STRIDE + (ty + g * THREADS_M) * VEC) / VEC];
+        VEC_TO_REGS(v, a_regs, g * VEC);
       }
+#pragma unroll
+      for (uint h = 0; h < WPT_N / VEC; ++h) {
+        const vec_t v = b_panel_v[(p * B_STRIDE + (tx + h * THREADS_N) * VEC) / VEC];
+        VEC_TO_REGS(v, b_regs, h * VEC);
+      }
+#pragma unroll
+      for (uint i = 0; i < WPT_M; ++i)
+#pragma unroll
+        for (uint j = 0; j < WPT_N; ++j) acc[i][j] = MUL_ADD(a_regs[i], b_regs[j], acc[i][j]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // the panels are overwritten next step
+#if !PREFETCH
+    if (p0 + TILE_K < K) LOAD_STEP(p0 + TILE_K);
+#endif
   }
 
+#pragma unroll
   for (uint i = 0; i < WPT_M; ++i) {
-    const uint r = row0 + ty + i * THREADS_M;
+    const uint r = row0 + (ty + (i / VEC) * THREADS_M) * VEC + i % VEC;
     if (r >= M) continue;
+#pragma unroll
     for (uint j = 0; j < WPT_N; ++j) {
-      const uint c = col0 + tx + j * THREADS_N;
+      const uint c = col0 + (tx + (j / VEC) * THREADS_N) * VEC + j % VEC;
       if (c >= N) continue;
       __global float* out = C + r * ldc + c;
       *out = alpha * acc[i][j] + (beta == 0.0f ? 0.0f : beta * *out);

@@ -2,6 +2,9 @@
 // tolerance per op (bit for bit where the arithmetic is the same): elementwise, GEMM,
 // activations, optimizers, losses, pooling, im2col and batch norm. Without a device each test
 // is skipped and says why (PoCL runs them in CI).
+#include <cstdio>
+#include <iostream>
+
 #include "opencl_test_util.h"
 
 namespace rg::ocl {
@@ -119,7 +122,7 @@ TEST(OpenclElementwise, Fp16AxpyRoundsOnceToHalf) {
       }
       Buffer bx = upload_or_die(*device, x, "x"), by = upload_or_die(*device, y, "y");
       const float a = 0.3f;
-      ASSERT_TRUE(f16_axpy(*device, n, a, bx.f16(), by.f16()).ok());
+      ASSERT_TRUE(f16_axpy(*device, n, a, bx.f16(), by.f16(), F16Arithmetic::f32).ok());
       const std::vector<uint16_t> got = download_all<uint16_t>(by);
       for (int64_t i = 0; i < n; ++i) {
         const uint16_t want = f32_to_f16(a * f16_to_f32(x[i]) + f16_to_f32(y[i]));
@@ -127,6 +130,124 @@ TEST(OpenclElementwise, Fp16AxpyRoundsOnceToHalf) {
       }
     }
   }
+}
+
+// Halves for the f16 arithmetic tests: every (x, y) pair of special values (zeros, subnormals,
+// the smallest normal, 1, 1/3, the largest finite, Inf, NaN), then random bit patterns.
+struct HalfPairs {
+  std::vector<uint16_t> x, y;
+};
+HalfPairs half_pairs(Rng& rng, int64_t n) {
+  static const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x83ff, 0x0400, 0x3c00, 0xbc01,
+                                     0x3555, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0xfe01};
+  constexpr int64_t s = sizeof special / sizeof special[0];
+  HalfPairs v{std::vector<uint16_t>(n), std::vector<uint16_t>(n)};
+  for (int64_t i = 0; i < n; ++i) {
+    v.x[i] = i < s * s ? special[i % s] : static_cast<uint16_t>(rng.next_u32());
+    v.y[i] = i < s * s ? special[i / s] : static_cast<uint16_t>(rng.next_u32());
+  }
+  return v;
+}
+// a for the f16 arithmetic tests: rounded to half (0.3, 3e-8: a subnormal), overflowing x
+// (1000) or overflowing half itself (1e5), subnormal products (1/1024), zeros, Inf, NaN.
+const float kHalfScales[] = {0.3f, -1.5f, 1000.0f, 1e5f, 1.0f / 1024, 3e-8f, 0.0f, -0.0f,
+                             std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+
+// A buffer of kGuard sentinels, `values`, kGuard sentinels (halves); span covers `values`.
+constexpr uint16_t kHalfSentinel = 0xabcd;
+Guarded guarded_f16(Device& device, const std::vector<uint16_t>& values, const std::string& what) {
+  std::vector<uint16_t> all(kGuard, kHalfSentinel);
+  all.insert(all.end(), values.begin(), values.end());
+  all.insert(all.end(), kGuard, kHalfSentinel);
+  Guarded g{upload_or_die(device, all, what), {}};
+  g.span = g.buffer.f16(kGuard, static_cast<int64_t>(values.size()));
+  return g;
+}
+std::vector<uint16_t> unguard_f16(const Guarded& g) {
+  std::vector<uint16_t> all = download_all<uint16_t>(g.buffer);
+  for (int64_t i = 0; i < kGuard; ++i) {
+    EXPECT_EQ(all[i], kHalfSentinel) << "written before the span";
+    EXPECT_EQ(all[all.size() - 1 - i], kHalfSentinel) << "written after the span";
+  }
+  return std::vector<uint16_t>(all.begin() + kGuard, all.end() - kGuard);
+}
+
+bool is_nan_f16(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0; }
+std::string hex16(uint16_t h) {
+  char text[8];
+  std::snprintf(text, sizeof text, "0x%04x", h);
+  return text;
+}
+// Bit for bit, but a NaN matches any NaN (its sign and payload are the hardware's).
+void expect_halves(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want, const HalfPairs& v,
+                   const char* op) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i] == want[i] || (is_nan_f16(got[i]) && is_nan_f16(want[i])))
+        << op << " element " << i << " (x " << hex16(v.x[i]) << ", y " << hex16(v.y[i]) << "): " << hex16(got[i])
+        << " want " << hex16(want[i]);
+  }
+}
+
+// One IEEE binary16 operation, correctly rounded: the exact result in double (a product or a sum
+// of two halves is exact there), rounded to f32 and then to half by f32_to_f16. The two roundings
+// give the correctly rounded half, since f32's 24 bits >= 2 * 11 + 2 (Figueroa 1995).
+uint16_t half_mul(uint16_t a, uint16_t b) {
+  return f32_to_f16(static_cast<float>(static_cast<double>(f16_to_f32(a)) * f16_to_f32(b)));
+}
+uint16_t half_add(uint16_t a, uint16_t b) {
+  return f32_to_f16(static_cast<float>(static_cast<double>(f16_to_f32(a)) + f16_to_f32(b)));
+}
+
+// f16_scale in f32 (any device): a * x in f32, rounded once to half.
+TEST(OpenclElementwise, Fp16ScaleInF32RoundsOnceToHalf) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(15);
+  for (Device* device : open_devices().devices) {
+    for (float a : kHalfScales) {
+      SCOPED_TRACE(device->label() + " a=" + std::to_string(a));
+      const HalfPairs v = half_pairs(rng, 1000);
+      Guarded gx = guarded_f16(*device, v.x, "x");
+      ASSERT_TRUE(f16_scale(*device, 1000, a, gx.span, F16Arithmetic::f32).ok());
+      std::vector<uint16_t> want(v.x.size());
+      for (size_t i = 0; i < want.size(); ++i) want[i] = f32_to_f16(a * f16_to_f32(v.x[i]));
+      expect_halves(unguard_f16(gx), want, v, "f16_scale in f32");
+    }
+  }
+}
+
+// Where the device computes in half (its fp16_arithmetic test passed), f16_axpy and f16_scale
+// round a to half, then each product and sum to half (no fused op): bit-exact with half_mul and
+// half_add. Elsewhere skipped, naming each device and why.
+TEST(OpenclElementwise, Fp16AxpyAndScaleInHalfRoundEachOperation) {
+  SKIP_WITHOUT_OPENCL();
+  Rng rng(16);
+  std::string without;  // the devices that compute f16 in f32, and why
+  int ran = 0;
+  for (Device* device : open_devices().devices) {
+    if (!f16_arithmetic_in_half(*device)) {
+      without += "\n  " + device->label() + ": fp16 arithmetic no: " + device->capabilities().fp16_arithmetic_note;
+      continue;
+    }
+    ++ran;
+    for (float a : kHalfScales) {
+      SCOPED_TRACE(device->label() + " a=" + std::to_string(a));
+      const int64_t n = 1000;
+      const HalfPairs v = half_pairs(rng, n);
+      Guarded gx = guarded_f16(*device, v.x, "x"), gy = guarded_f16(*device, v.y, "y");
+      ASSERT_TRUE(f16_axpy(*device, n, a, gx.span, gy.span).ok());
+      ASSERT_TRUE(f16_scale(*device, n, a, gx.span).ok());
+      std::vector<uint16_t> product(n), sum(n);
+      for (int64_t i = 0; i < n; ++i) {
+        product[i] = half_mul(f32_to_f16(a), v.x[i]);
+        sum[i] = half_add(product[i], v.y[i]);
+      }
+      expect_halves(unguard_f16(gy), sum, v, "f16_axpy__half");
+      expect_halves(unguard_f16(gx), product, v, "f16_scale__half");
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "no device computes f16 in half, so the half kernels are untested:" << without;
+  if (!without.empty()) std::cout << "[   NOTE   ] f16 computed in f32 (half kernels untested) on:" << without << "\n";
 }
 
 TEST(OpenclElementwise, NothingToDoEnqueuesNothing) {
@@ -155,7 +276,9 @@ int64_t stored_rows(bool trans, int64_t rows, int64_t cols) { return trans ? col
 // columns left alone. `integers`: inputs in [-23, 23] (exact sums: bit-exact required);
 // else uniform in [-1, 1], within 1e-5 of the sum of |terms| (DESIGN section 5's bound,
 // scaled by the magnitudes) plus 1e-6.
-void check_gemm(Device& device, const GemmCase& t, Trans ta, Trans tb, GemmTile tile, bool integers, Rng& rng) {
+// `config` null: the device's tuning chooses. Returns C as the device wrote it (padding included).
+std::vector<float> check_gemm(Device& device, const GemmCase& t, Trans ta, Trans tb, const GemmConfig* config,
+                              bool integers, Rng& rng) {
   const bool ta_yes = ta == Trans::yes, tb_yes = tb == Trans::yes;
   GemmShape s{ta, tb, t.m, t.n, t.k, 0, 0, 0};
   s.lda = (ta_yes ? t.m : t.k) + t.pad;
@@ -180,19 +303,22 @@ void check_gemm(Device& device, const GemmCase& t, Trans ta, Trans tb, GemmTile 
   b_stored.insert(b_stored.end(), b.begin(), b.end());
   Buffer ba = upload_or_die(device, a_stored, "A"), bb = upload_or_die(device, b_stored, "B");
   Guarded gc = guarded_f32(device, c, "C");
-  auto event = f32_gemm(device, s, t.alpha, ba.f32(3), bb.f32(5), t.beta, gc.span, tile);
-  ASSERT_TRUE(event.ok()) << event.status().message();
-  ASSERT_TRUE(event.value().wait().ok());
+  auto event = f32_gemm(device, s, t.alpha, ba.f32(3), bb.f32(5), t.beta, gc.span, config);
+  EXPECT_TRUE(event.ok()) << event.status().message();
+  if (!event.ok()) return {};
+  EXPECT_TRUE(event.value().wait().ok());
   const std::vector<float> got = unguard(gc);
   for (int64_t i = 0; i < t.m; ++i) {
     for (int64_t j = 0; j < s.ldc; ++j) {
       const int64_t at = i * s.ldc + j;
       if (j >= t.n) {  // padding: untouched
-        ASSERT_TRUE(same_bits(got[at], c[at])) << "padding C[" << i << "][" << j << "] written";
+        EXPECT_TRUE(same_bits(got[at], c[at])) << "padding C[" << i << "][" << j << "] written";
+        if (!same_bits(got[at], c[at])) return got;
         continue;
       }
       if (integers) {
-        ASSERT_EQ(got[at], want[at]) << "C[" << i << "][" << j << "]";
+        EXPECT_EQ(got[at], want[at]) << "C[" << i << "][" << j << "]";
+        if (got[at] != want[at]) return got;
         continue;
       }
       double magnitude = std::fabs(t.beta == 0.0f ? 0.0 : t.beta * c[at]);
@@ -201,32 +327,52 @@ void check_gemm(Device& device, const GemmCase& t, Trans ta, Trans tb, GemmTile 
         const float bp = tb_yes ? b[j * s.ldb + p] : b[p * s.ldb + j];
         magnitude += std::fabs(static_cast<double>(t.alpha) * ap * bp);
       }
-      ASSERT_LE(std::fabs(got[at] - want[at]), 1e-5 * magnitude + 1e-6)
+      EXPECT_LE(std::fabs(got[at] - want[at]), 1e-5 * magnitude + 1e-6)
           << "C[" << i << "][" << j << "] = " << got[at] << ", want " << want[at];
+      if (!(std::fabs(got[at] - want[at]) <= 1e-5 * magnitude + 1e-6)) return got;
     }
   }
+  return got;
 }
 
-// Sizes below, at and above each tile (16, 32, 64) and the 16-deep panel, including 1s.
+// Sizes below, at and above each tile (16, 32, 64, 128) and the 8- and 16-deep panels, including 1s.
 const GemmCase kGemmCases[] = {
-    {1, 1, 1, 0, 1.0f, 0.0f},    {5, 7, 3, 2, 1.0f, 0.0f},     {16, 16, 16, 0, 1.0f, 1.0f},
-    {17, 33, 15, 1, 0.5f, -1.5f}, {64, 64, 16, 0, 1.0f, 0.0f},  {65, 63, 17, 3, -1.0f, 0.25f},
-    {3, 100, 70, 0, 1.0f, 1.0f},  {70, 2, 33, 1, 2.0f, 0.0f},   {40, 40, 0, 0, 1.0f, 0.5f},
+    {1, 1, 1, 0, 1.0f, 0.0f},     {5, 7, 3, 2, 1.0f, 0.0f},       {16, 16, 16, 0, 1.0f, 1.0f},
+    {17, 33, 15, 1, 0.5f, -1.5f}, {64, 64, 16, 0, 1.0f, 0.0f},    {65, 63, 17, 3, -1.0f, 0.25f},
+    {3, 100, 70, 0, 1.0f, 1.0f},  {70, 2, 33, 1, 2.0f, 0.0f},     {40, 40, 0, 0, 1.0f, 0.5f},
+    {128, 128, 8, 0, 1.0f, 0.0f}, {129, 130, 25, 1, 1.0f, 0.5f},
 };
+
+// Every candidate configuration, then the tuning's own choice (null).
+std::vector<const GemmConfig*> configs_and_automatic() {
+  std::vector<const GemmConfig*> out;
+  for (const GemmConfig& c : gemm_candidates()) out.push_back(&c);
+  out.push_back(nullptr);
+  return out;
+}
 
 class OpenclGemm : public ::testing::TestWithParam<std::tuple<Trans, Trans>> {};
 
-TEST_P(OpenclGemm, EveryTileMatchesTheReference) {
+// Each configuration matches the reference, and all of them give the same bits: they add each
+// output's terms in the same order, so the tuner's choice never changes a result.
+TEST_P(OpenclGemm, EveryConfigurationMatchesTheReferenceWithTheSameBits) {
   SKIP_WITHOUT_OPENCL();
   const auto [ta, tb] = GetParam();
-  Rng rng(21);
   for (Device* device : open_devices().devices) {
-    for (GemmTile tile : {GemmTile::t64x64, GemmTile::t32x32, GemmTile::t16x16, GemmTile::automatic}) {
-      for (const GemmCase& t : kGemmCases) {
-        SCOPED_TRACE(device->label() + " tile " + gemm_tile_name(tile) + " m=" + std::to_string(t.m) +
-                     " n=" + std::to_string(t.n) + " k=" + std::to_string(t.k) + " pad=" + std::to_string(t.pad));
-        check_gemm(*device, t, ta, tb, tile, false, rng);
-        if (HasFatalFailure()) return;
+    for (const GemmCase& t : kGemmCases) {
+      std::vector<float> first;
+      for (const GemmConfig* config : configs_and_automatic()) {
+        const std::string name = config ? config->name() : "automatic";
+        SCOPED_TRACE(device->label() + " " + name + " m=" + std::to_string(t.m) + " n=" + std::to_string(t.n) +
+                     " k=" + std::to_string(t.k) + " pad=" + std::to_string(t.pad));
+        Rng rng(21);  // the same operands for every configuration
+        const std::vector<float> got = check_gemm(*device, t, ta, tb, config, false, rng);
+        if (HasFailure()) return;
+        if (first.empty()) first = got;
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_TRUE(same_bits(got[i], first[i]) || (std::isnan(got[i]) && std::isnan(first[i])))
+              << "C word " << i << ": " << got[i] << ", the first configuration gave " << first[i];
+        }
       }
     }
   }
@@ -239,8 +385,8 @@ TEST_P(OpenclGemm, IntegerProductsAreBitExact) {
   for (Device* device : open_devices().devices) {
     for (const GemmCase& t : {GemmCase{33, 65, 40, 1, 1.0f, 0.0f}, GemmCase{64, 31, 17, 0, 1.0f, 1.0f}}) {
       SCOPED_TRACE(device->label() + " m=" + std::to_string(t.m) + " n=" + std::to_string(t.n));
-      check_gemm(*device, t, ta, tb, GemmTile::automatic, true, rng);
-      if (HasFatalFailure()) return;
+      check_gemm(*device, t, ta, tb, nullptr, true, rng);
+      if (HasFailure()) return;
     }
   }
 }

@@ -116,6 +116,14 @@ uint32_t crc32_of(const uint8_t* data, size_t size) {
   return static_cast<uint32_t>(crc);
 }
 
+std::string fnv1a_hex(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char tag[17];
+  std::snprintf(tag, sizeof tag, "%016llx", static_cast<unsigned long long>(h));
+  return tag;
+}
+
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return Status::error(path + ": cannot open: " + std::strerror(errno));

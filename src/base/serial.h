@@ -54,6 +54,9 @@ class ByteReader {
 // CRC-32 (zlib's) of a byte range.
 uint32_t crc32_of(const uint8_t* data, size_t size);
 
+// FNV-1a (64-bit) of the text as 16 hex digits: a short stable tag for file names and cache keys.
+std::string fnv1a_hex(const std::string& text);
+
 // Reads a whole file; the error names the path.
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path);
 // Writes a file atomically: a temporary beside it, fsync, rename over the target, fsync the

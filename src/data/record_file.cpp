@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/serial.h"
+
 #include "data/files.h"
 
 namespace rg {
@@ -77,15 +79,6 @@ std::string cache_folder() {
 
 namespace {
 
-// FNV-1a of the text: a short stable tag for file names.
-std::string hash_tag(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  char tag[17];
-  std::snprintf(tag, sizeof tag, "%016llx", static_cast<unsigned long long>(h));
-  return tag;
-}
-
 // Inflates `from` into `to` in 1 MiB pieces; the error names the file at fault.
 Status inflate_file(const std::string& from, const std::string& to) {
   gzFile gz = gzopen(from.c_str(), "rb");
@@ -131,7 +124,7 @@ Result<std::string> inflated_cache_copy(const std::string& path) {
   std::string base = last_path_component(path);
   if (base.size() > 3 && base.compare(base.size() - 3, 3, ".gz") == 0) base.erase(base.size() - 3);
   const std::string dir = cache_folder();
-  const std::string copy = join_path(dir, base + "." + hash_tag(identity));
+  const std::string copy = join_path(dir, base + "." + fnv1a_hex(identity));
   if (is_regular_file(copy)) return copy;
   if (Status made = make_directories(dir); !made.ok()) {
     return made.with_context("the cache for inflating " + path + " (set RETROGRAD_CACHE to another folder): ");

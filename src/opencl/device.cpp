@@ -3,6 +3,7 @@
 #include "opencl/device.h"
 
 #include "opencl/cl_error.h"
+#include "opencl/gemm_tuning.h"
 
 namespace rg::ocl {
 

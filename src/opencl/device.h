@@ -19,6 +19,8 @@
 
 namespace rg::ocl {
 
+struct GemmTuning;
+
 // A command's completion, and its time on the device (the queue profiles every command).
 // An empty Event stands for work that needed no command (n = 0): done, in 0 seconds.
 class Event {
@@ -91,6 +93,9 @@ class Device {
   void set_profiling(bool on) { profiling_ = on; }
   const std::map<std::string, KernelTime>& kernel_times() const { return kernel_times_; }
 
+  // The GEMM configurations' measured rates on this device (gemm_tuning.h fills it once).
+  std::unique_ptr<GemmTuning>& gemm_tuning_slot() { return gemm_tuning_; }
+
   // An error of `call` while `doing` something on this device: names the device, and for
   // out-of-memory codes what the account holds and what to lower.
   Status error(const std::string& doing, const char* call, cl_int code) const;
@@ -108,6 +113,7 @@ class Device {
   Capabilities capabilities_;
   bool profiling_ = false;
   std::map<std::string, KernelTime> kernel_times_;
+  std::unique_ptr<GemmTuning> gemm_tuning_;
 };
 
 }  // namespace rg::ocl

@@ -30,7 +30,22 @@ Result<Event> f32_relu_backward(Device& device, int64_t n, DeviceSpan x, DeviceS
 Result<Event> f16_from_f32(Device& device, int64_t n, DeviceSpan x_f32, DeviceSpan y_f16);
 // y_f32 = x_f16, exact
 Result<Event> f32_from_f16(Device& device, int64_t n, DeviceSpan x_f16, DeviceSpan y_f32);
-// y_f16 = a * x_f16 + y_f16 computed in f32, rounded once to half
-Result<Event> f16_axpy(Device& device, int64_t n, float a, DeviceSpan x_f16, DeviceSpan y_f16);
+
+// The arithmetic of the f16 kernels that compute (f16_axpy, f16_scale). In half, a is first
+// rounded to half (f32_to_f16) and each product and sum is rounded to half; in f32, the f32
+// result is rounded once to half as it is stored.
+enum class F16Arithmetic {
+  automatic,  // half where f16_arithmetic_in_half(device), else f32
+  f32,        // f32 on any device
+};
+// True where `automatic` computes in half: the device's tested fp16_arithmetic capability.
+bool f16_arithmetic_in_half(const Device& device);
+
+// y_f16 = a * x_f16 + y_f16 (no fused multiply-add in either arithmetic)
+Result<Event> f16_axpy(Device& device, int64_t n, float a, DeviceSpan x_f16, DeviceSpan y_f16,
+                       F16Arithmetic arithmetic = F16Arithmetic::automatic);
+// x_f16 = a * x_f16
+Result<Event> f16_scale(Device& device, int64_t n, float a, DeviceSpan x_f16,
+                        F16Arithmetic arithmetic = F16Arithmetic::automatic);
 
 }  // namespace rg::ocl

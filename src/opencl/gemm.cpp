@@ -1,51 +1,49 @@
-// The GEMM launcher: checks the shape against the spans, picks the tile (build options of
-// kernels/gemm.cl) and launches one work-group per C tile.
+// The GEMM launcher: checks the shape against the spans, takes the configuration (given, or
+// chosen from the device's tuning) and launches one work-group per C tile.
 #include "opencl/gemm.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include "opencl/gemm_tuning.h"
 #include "opencl/kernel_args.h"
 
 namespace rg::ocl {
 
 namespace {
 
-struct TileConfig {
-  GemmTile tile;
-  int tile_m, tile_n, tile_k, threads_m, threads_n;
-};
-// Largest first: `automatic` takes the first the device runs.
-constexpr TileConfig kTiles[] = {
-    {GemmTile::t64x64, 64, 64, 16, 16, 16},
-    {GemmTile::t32x32, 32, 32, 16, 8, 8},
-    {GemmTile::t16x16, 16, 16, 16, 4, 4},
-};
-
-std::string build_options(const GemmShape& s, const TileConfig& t) {
-  return "-DTRANS_A=" + std::to_string(s.trans_a == Trans::yes) + " -DTRANS_B=" + std::to_string(s.trans_b == Trans::yes) +
-         " -DTILE_M=" + std::to_string(t.tile_m) + " -DTILE_N=" + std::to_string(t.tile_n) +
-         " -DTILE_K=" + std::to_string(t.tile_k) + " -DTHREADS_M=" + std::to_string(t.threads_m) +
-         " -DTHREADS_N=" + std::to_string(t.threads_n);
-}
-
 // Elements a stored rows x cols matrix with row stride ld spans: the last row needs only cols.
 int64_t extent(int64_t rows, int64_t cols, int64_t ld) { return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols; }
 
-}  // namespace
-
-const char* gemm_tile_name(GemmTile tile) {
-  switch (tile) {
-    case GemmTile::automatic: return "automatic";
-    case GemmTile::t64x64: return "64x64";
-    case GemmTile::t32x32: return "32x32";
-    case GemmTile::t16x16: return "16x16";
+Result<const Kernel*> gemm_kernel(Device& device, const GemmShape& s, const GemmConfig& config) {
+  RG_ASSIGN(const Kernel* kernel,
+            device.kernel("gemm.cl", "f32_gemm",
+                          config.build_options(s.trans_a == Trans::yes, s.trans_b == Trans::yes, device_has_fma(device))));
+  if (kernel->max_work_group_size < static_cast<size_t>(config.threads())) {
+    return Status::error(device.label() + ": GEMM " + config.name() + " needs " + std::to_string(config.threads()) +
+                         " work-items, the kernel runs " + std::to_string(kernel->max_work_group_size));
   }
-  return "?";
+  return kernel;
 }
 
+Result<Event> launch(Device& device, const Kernel& kernel, const GemmShape& s, const GemmConfig& config, float alpha,
+                     DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c) {
+  const cl_uint m = static_cast<cl_uint>(s.m), n = static_cast<cl_uint>(s.n), k = static_cast<cl_uint>(s.k);
+  RG_TRY(set_kernel_args(device, kernel, m, n, k, alpha, a.mem, static_cast<cl_uint>(a.offset), static_cast<cl_uint>(s.lda),
+                         b.mem, static_cast<cl_uint>(b.offset), static_cast<cl_uint>(s.ldb), beta, c.mem,
+                         static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc)));
+  const size_t local[2] = {static_cast<size_t>(config.threads_n), static_cast<size_t>(config.threads_m)};
+  const size_t global[2] = {static_cast<size_t>((s.n + config.tile_n - 1) / config.tile_n) * local[0],
+                            static_cast<size_t>((s.m + config.tile_m - 1) / config.tile_m) * local[1]};
+  return device.run(kernel, 2, global, local);
+}
+
+}  // namespace
+
 Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSpan a, DeviceSpan b, float beta,
-                       DeviceSpan c, GemmTile tile) {
+                       DeviceSpan c, const GemmConfig* config) {
   const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
   RG_CHECK(s.m >= 0 && s.n >= 0 && s.k >= 0, "gemm shape " << s.m << " x " << s.n << " x " << s.k);
   RG_CHECK(s.lda >= (ta ? s.m : s.k) && s.ldb >= (tb ? s.k : s.n) && s.ldc >= s.n,
@@ -64,26 +62,22 @@ Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSp
   }
   if (s.m == 0 || s.n == 0) return Event();
 
-  std::string refused;
-  for (const TileConfig& config : kTiles) {
-    if (tile != GemmTile::automatic && tile != config.tile) continue;
-    RG_ASSIGN(const Kernel* kernel, device.kernel("gemm.cl", "f32_gemm", build_options(s, config)));
-    const size_t threads = static_cast<size_t>(config.threads_m * config.threads_n);
-    if (kernel->max_work_group_size < threads) {
-      refused += std::string(refused.empty() ? "" : ", ") + gemm_tile_name(config.tile) + " needs " +
-                 std::to_string(threads) + " items, the kernel runs " + std::to_string(kernel->max_work_group_size);
-      continue;
-    }
-    const cl_uint m = static_cast<cl_uint>(s.m), n = static_cast<cl_uint>(s.n), k = static_cast<cl_uint>(s.k);
-    RG_TRY(set_kernel_args(device, *kernel, m, n, k, alpha, a.mem, static_cast<cl_uint>(a.offset),
-                           static_cast<cl_uint>(s.lda), b.mem, static_cast<cl_uint>(b.offset), static_cast<cl_uint>(s.ldb),
-                           beta, c.mem, static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc)));
-    const size_t local[2] = {static_cast<size_t>(config.threads_n), static_cast<size_t>(config.threads_m)};
-    const size_t global[2] = {static_cast<size_t>((s.n + config.tile_n - 1) / config.tile_n) * local[0],
-                              static_cast<size_t>((s.m + config.tile_m - 1) / config.tile_m) * local[1]};
-    return device.run(*kernel, 2, global, local);
+  if (config != nullptr) {
+    RG_ASSIGN(const Kernel* kernel, gemm_kernel(device, s, *config));
+    return launch(device, *kernel, s, *config, alpha, a, b, beta, c);
   }
-  return Status::error(device.label() + ": no GEMM tile runs on this device (" + refused + ")");
+  // The tuning's choice for this shape; one the device cannot build or run is dropped from the
+  // tuning for good (a failed build is not cached, so it would be tried again every call).
+  std::vector<GemmRate>& rates = gemm_tuning(device).rates[ta * 2 + tb];
+  std::string refused;
+  while (!rates.empty()) {
+    const GemmConfig chosen = choose_gemm_config(rates, s, static_cast<int>(device.info().compute_units));
+    auto kernel = gemm_kernel(device, s, chosen);
+    if (kernel.ok()) return launch(device, *kernel.value(), s, chosen, alpha, a, b, beta, c);
+    refused += (refused.empty() ? "" : "; ") + kernel.status().message();
+    rates.erase(std::find_if(rates.begin(), rates.end(), [&](const GemmRate& r) { return r.config == chosen; }));
+  }
+  return Status::error(device.label() + ": no GEMM configuration runs on this device (" + refused + ")");
 }
 
 }  // namespace rg::ocl

@@ -1,0 +1,78 @@
+#!/bin/bash
+# Issue 9's GPU benchmark, in one go on the GPU machine: retrograd's OpenCL SGEMM beside CLBlast
+# (bench/opencl_gemm_vs_clblast.sh) and cuBLAS FP32 with TF32 off (bench/pytorch_cuda.py sgemm);
+# training steps/s of lenet, cnn, rcnn and dcgan at batch 64 and 256 on the OpenCL device
+# (`retrograd train --device`, end to end: the host gathers and uploads each batch; the second of two
+# epochs of STEPS steps, so kernel builds are not counted) beside PyTorch
+# CUDA FP32 (pytorch_cuda.py train: pinned host batches copied each step). Writes Markdown tables.
+#
+# On the GPU machine (DESIGN.md: NVIDIA's OpenCL is found with OCL_ICD_FILENAMES):
+#   OCL_ICD_FILENAMES=libnvidia-opencl.so.1 BIN=bin/retrograd GEMM_BIN=bin/opencl_gemm_bench \
+#   (GEMM_BIN: built by bench/opencl_gemm_vs_clblast.sh here, carried; empty: that script builds it) \
+#   RETROGRAD_CLBLAST_LIBRARY=clblast/usr/lib/x86_64-linux-gnu/libclblast.so.1 DATA=fashion-mnist \
+#   bash bench/gpu_bench.sh
+# env: DEVICE (cl:0:0)  MODELS (lenet cnn rcnn dcgan)  BATCHES (64 256)  STEPS (200 a run)
+#      SIZES (1024,2048,4096,8192)  REPS (10)  PYTHON (python3 with CUDA torch)  OUT (temp folder)
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+DEVICE=${DEVICE:-cl:0:0}
+MODELS=${MODELS:-lenet cnn rcnn dcgan}
+BATCHES=${BATCHES:-64 256}
+STEPS=${STEPS:-200}
+SIZES=${SIZES:-1024,2048,4096,8192}
+REPS=${REPS:-10}
+PYTHON=${PYTHON:-python3}
+BIN=${BIN:-build/retrograd}
+DATA=${DATA:-/usr/share/datasets/fashion-mnist}
+OUT=${OUT:-$(mktemp -d /tmp/gpu-bench.XXXXXX)}
+mkdir -p "$OUT"
+
+echo "## SGEMM (square, f32): retrograd OpenCL beside CLBlast" 
+BIN=${GEMM_BIN:-} SIZES=$SIZES REPS=$REPS DEVICE=$DEVICE bash bench/opencl_gemm_vs_clblast.sh 2>"$OUT/gemm.err" | tee "$OUT/gemm.md"
+echo
+echo "## cuBLAS FP32 (TF32 off) through PyTorch"
+if "$PYTHON" bench/pytorch_cuda.py sgemm --sizes "$SIZES" --reps "$REPS" >"$OUT/cublas.jsonl" 2>"$OUT/cublas.err"; then
+  "$PYTHON" - "$OUT/cublas.jsonl" <<'PY'
+import json, sys
+print("| n | cuBLAS median TFLOP/s | best |\n|---|---|---|")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(f"| {r['n']} | {r['median_tflops']:.1f} | {r['best_tflops']:.1f} |")
+PY
+else
+  echo "cuBLAS: not measured: $(tail -1 "$OUT/cublas.err")"
+fi
+echo
+echo "## Training steps/s (FP32): retrograd on $DEVICE beside PyTorch CUDA"
+"$PYTHON" bench/pytorch_cuda.py train --models "$(echo $MODELS | tr ' ' ,)" --batches "$(echo $BATCHES | tr ' ' ,)" \
+  --steps "$STEPS" >"$OUT/torch_train.jsonl" 2>"$OUT/torch_train.err" || echo "PyTorch CUDA: not measured: $(tail -1 "$OUT/torch_train.err")"
+for model in $MODELS; do
+  for batch in $BATCHES; do
+    extra=()
+    [ "$model" = dcgan ] && extra=(--score-samples 0 --out "$OUT/dcgan-$batch")
+    # Two epochs of STEPS steps; the second's speed is reported (the first builds the kernels).
+    "$BIN" train --model "$model" --epochs 2 --batch "$batch" --limit $((STEPS * batch)) --device "$DEVICE" \
+      --data "$DATA" --threads 2 "${extra[@]}" --json "$OUT/$model-$batch.json" >"$OUT/$model-$batch.log" 2>&1 ||
+      echo "retrograd $model batch $batch failed: $(tail -1 "$OUT/$model-$batch.log")"
+  done
+done
+"$PYTHON" - "$OUT" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+torch = {}
+try:
+    for line in open(os.path.join(out, "torch_train.jsonl")):
+        r = json.loads(line); torch[(r["model"], r["batch"])] = r["steps_per_s"]
+except OSError:
+    pass
+print("| model | batch | retrograd steps/s | PyTorch CUDA steps/s | ratio |\n|---|---|---|---|---|")
+for name in sorted(f for f in os.listdir(out) if f.endswith(".json")):
+    model, batch = name[:-5].rsplit("-", 1)
+    r = json.load(open(os.path.join(out, name)))
+    ours = r["history"][-1]["samples_per_s"] / int(batch)  # the second epoch; a GAN step: one real batch
+    peer = torch.get((model, int(batch)))
+    ratio = f"{ours / peer:.2f}x" if peer else "-"
+    print(f"| {model} | {batch} | {ours:.1f} | {peer:.1f} | {ratio} |" if peer else f"| {model} | {batch} | {ours:.1f} | - | - |")
+PY
+echo
+echo "results in $OUT"

@@ -1,0 +1,85 @@
+// GEMM configurations: names, build options, the candidate list and the choice by shape.
+#include "opencl/gemm_config.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "opencl/device.h"
+
+namespace rg::ocl {
+
+std::string GemmConfig::name() const {
+  char text[64];
+  std::snprintf(text, sizeof text, "%dx%dx%d/%dx%d/v%d%s", tile_m, tile_n, tile_k, threads_m, threads_n, vec,
+                prefetch ? "/p" : "");
+  return text;
+}
+
+std::string GemmConfig::build_options(bool trans_a, bool trans_b, bool fma) const {
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "-DTRANS_A=%d -DTRANS_B=%d -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DTHREADS_M=%d -DTHREADS_N=%d "
+                "-DVEC=%d -DPREFETCH=%d -DUSE_FMA=%d",
+                trans_a, trans_b, tile_m, tile_n, tile_k, threads_m, threads_n, vec, prefetch, fma);
+  return text;
+}
+
+Result<GemmConfig> parse_gemm_config(const std::string& text) {
+  GemmConfig c;
+  char tail[8] = "";
+  int used = 0;
+  const int got = std::sscanf(text.c_str(), "%dx%dx%d/%dx%d/v%d%n%7s", &c.tile_m, &c.tile_n, &c.tile_k, &c.threads_m,
+                              &c.threads_n, &c.vec, &used, tail);
+  c.prefetch = got == 7 && std::string(tail) == "/p";
+  const bool whole = (got == 6 && static_cast<size_t>(used) == text.size()) || (c.prefetch && text.size() == used + 2u);
+  auto bad = [&](const std::string& rule) {
+    return Status::error("GEMM configuration '" + text + "': " + rule + " (the form is TMxTNxTK/THMxTHN/vV[/p], e.g. " +
+                         gemm_candidates().front().name() + ")");
+  };
+  if (!whole) return bad("not of the form");
+  if (c.vec != 1 && c.vec != 2 && c.vec != 4) return bad("the vector width must be 1, 2 or 4");
+  if (c.tile_m <= 0 || c.tile_n <= 0 || c.tile_k <= 0 || c.threads_m <= 0 || c.threads_n <= 0 || c.threads() > 1024)
+    return bad("sizes must be positive, at most 1024 work-items");
+  if (c.tile_m % (c.threads_m * c.vec) || c.tile_n % (c.threads_n * c.vec))
+    return bad("each tile side must be a multiple of its items times the vector width");
+  if ((c.tile_m * c.tile_k) % c.threads() || (c.tile_k * c.tile_n) % c.threads())
+    return bad("each panel's words must split evenly over the work-items");
+  return c;
+}
+
+const std::vector<GemmConfig>& gemm_candidates() {
+  // tile_m, tile_n, tile_k, threads_m, threads_n, vec, prefetch
+  static const std::vector<GemmConfig> candidates = {
+      {128, 128, 8, 16, 16, 4, true},  {128, 128, 16, 16, 16, 4, true}, {128, 128, 16, 16, 16, 4, false},
+      {128, 128, 8, 16, 16, 2, true},  {128, 64, 16, 16, 16, 4, true},  {64, 128, 16, 16, 16, 4, true},
+      {64, 64, 16, 8, 8, 4, true},     {64, 64, 16, 16, 16, 4, true},   {64, 64, 16, 16, 16, 1, false},
+      {32, 32, 16, 8, 8, 4, true},     {32, 32, 16, 8, 8, 1, false},    {16, 16, 16, 4, 4, 1, false},
+  };
+  return candidates;
+}
+
+const GemmConfig& choose_gemm_config(const std::vector<GemmRate>& rates, const GemmShape& shape, int compute_units) {
+  RG_CHECK(!rates.empty(), "no GEMM configurations to choose from");
+  const GemmRate* best = nullptr;
+  double best_score = -1;
+  for (const GemmRate& r : rates) {
+    const GemmConfig& c = r.config;
+    const double groups_m = std::ceil(static_cast<double>(shape.m) / c.tile_m);
+    const double groups_n = std::ceil(static_cast<double>(shape.n) / c.tile_n);
+    const double groups = groups_m * groups_n;
+    const double busy = std::min(1.0, groups / std::max(1, compute_units));
+    const double useful = static_cast<double>(shape.m) * shape.n / (groups * c.tile_m * c.tile_n);
+    const double rate = r.gflops > 0 ? r.gflops : std::sqrt(static_cast<double>(c.tile_m) * c.tile_n);
+    const double score = rate * busy * useful;
+    if (score > best_score) best_score = score, best = &r;
+  }
+  return best->config;
+}
+
+bool device_has_fma(const Device& device) {
+  cl_device_fp_config config = 0;
+  const cl_int code = device.api().clGetDeviceInfo(device.id(), CL_DEVICE_SINGLE_FP_CONFIG, sizeof config, &config, nullptr);
+  return code == CL_SUCCESS && (config & CL_FP_FMA) != 0;
+}
+
+}  // namespace rg::ocl

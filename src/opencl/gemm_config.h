@@ -1,0 +1,49 @@
+// The shapes kernels/gemm.cl is built in (tile, work-group, vector width, prefetch), the
+// candidates the tuner times, and the choice of one for a GEMM's shape from measured rates.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "ops/gemm.h"
+
+namespace rg::ocl {
+
+class Device;
+
+struct GemmConfig {
+  int tile_m = 64, tile_n = 64, tile_k = 16;  // the C tile of a work-group, the depth of a step
+  int threads_m = 16, threads_n = 16;         // the work-group
+  int vec = 1;                                // local reads and C columns in groups of 1, 2 or 4
+  bool prefetch = false;                      // next step's global words read before this step's products
+
+  int threads() const { return threads_m * threads_n; }
+  std::string name() const;  // "128x128x16/16x16/v4/p" (no "/p" without prefetch)
+  // kernels/gemm.cl's defines for these transposes; `fma` picks USE_FMA.
+  std::string build_options(bool trans_a, bool trans_b, bool fma) const;
+  bool operator==(const GemmConfig& o) const { return name() == o.name(); }
+};
+
+// Parses GemmConfig::name()'s form; errors name the text and the rule.
+Result<GemmConfig> parse_gemm_config(const std::string& text);
+
+// What the search times, largest tiles first; every one is valid for gemm.cl.
+const std::vector<GemmConfig>& gemm_candidates();
+
+// A configuration with its measured rate (GFLOP/s) on the tuning size; rate 0: not measured.
+struct GemmRate {
+  GemmConfig config;
+  double gflops = 0;
+};
+
+// The configuration for `shape` among `rates`: the measured rate scaled by the share of the
+// device's compute units the tiles keep busy and by the share of each tile that is real work
+// (small products on big tiles waste both). Unmeasured rates count as sqrt(tile area), so an
+// untuned device prefers big tiles for big products and small ones for small products.
+const GemmConfig& choose_gemm_config(const std::vector<GemmRate>& rates, const GemmShape& shape, int compute_units);
+
+// True when the device has a hardware single-precision fused multiply-add (CL_FP_FMA).
+bool device_has_fma(const Device& device);
+
+}  // namespace rg::ocl

@@ -1,0 +1,212 @@
+// The GEMM search, its cache file, and the per-device tuning f32_gemm consults.
+#include "opencl/gemm_tuning.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "base/serial.h"
+#include "data/files.h"
+#include "data/record_file.h"
+#include "opencl/buffer.h"
+#include "opencl/device.h"
+#include "opencl/gemm.h"
+#include "opencl/kernel_sources.h"
+
+namespace rg::ocl {
+
+namespace {
+
+constexpr const char* kMagic = "retrograd-opencl-gemm-tuning 1";
+constexpr const char* kTransNames[4] = {"NN", "NT", "TN", "TT"};  // trans_a * 2 + trans_b
+
+// What a cache file must have been made for: the device, its driver and gemm.cl's text.
+std::string identity(const Device& device) {
+  const auto source = kernel_source("gemm.cl");
+  return device.info().name + " | " + device.info().driver_version + " | gemm.cl " +
+         fnv1a_hex(source.ok() ? source.value().text : std::string());
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Median device seconds of `reps` products after one warm-up.
+Result<double> time_product(Device& device, const GemmShape& shape, const Buffer& a, const Buffer& b, const Buffer& c,
+                            const GemmConfig& config, int reps) {
+  std::vector<double> seconds;
+  for (int r = 0; r <= reps; ++r) {
+    RG_ASSIGN(const Event event, f32_gemm(device, shape, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(), &config));
+    RG_ASSIGN(const double s, event.seconds());
+    if (r > 0) seconds.push_back(s);
+  }
+  return median(seconds);
+}
+
+struct Operands {
+  Buffer a, b, c;
+  int size = 0;
+};
+
+// Three size^2 buffers of values in [-1, 1], the size halved while the budget refuses them.
+Result<Operands> make_operands(Device& device, int size, int min_size) {
+  std::vector<float> values;
+  for (;; size /= 2) {
+    const int64_t count = static_cast<int64_t>(size) * size;
+    values.resize(count);
+    uint32_t state = 12345;
+    for (float& v : values) state = state * 1664525u + 1013904223u, v = (state >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    auto a = upload(device, values, "GEMM tuning A");
+    auto b = a.ok() ? upload(device, values, "GEMM tuning B") : Result<Buffer>(a.status());
+    auto c = b.ok() ? Buffer::allocate(device, count * 4, "GEMM tuning C") : Result<Buffer>(b.status());
+    if (c.ok()) return Operands{a.take(), b.take(), c.take(), size};
+    if (size / 2 < min_size) return c.status().with_context("GEMM tuning: ");
+  }
+}
+
+bool tune_this_device(const Device& device, std::string* why_not) {
+  const char* env = std::getenv("RETROGRAD_CL_GEMM_TUNE");
+  const std::string policy = env ? env : "";
+  if (policy == "0" || policy == "off") return *why_not = "not tuned (RETROGRAD_CL_GEMM_TUNE=" + policy + ")", false;
+  if (policy == "1" || policy == "on") return true;
+  if (device.info().type == "GPU" || device.info().type == "accelerator") return true;
+  *why_not = "not tuned: a " + device.info().type + " device (RETROGRAD_CL_GEMM_TUNE=1 tunes it)";
+  return false;
+}
+
+GemmTuning untuned(const std::string& why) {
+  GemmTuning t;
+  for (auto& rates : t.rates)
+    for (const GemmConfig& c : gemm_candidates()) rates.push_back({c, 0});
+  t.source = why;
+  return t;
+}
+
+}  // namespace
+
+Result<GemmTuning> tune_gemm(Device& device, const GemmTuneOptions& options) {
+  RG_CHECK(!options.candidates.empty() && options.min_size > 0 && options.max_size >= options.min_size,
+           "GEMM tuning options");
+  const auto start = std::chrono::steady_clock::now();
+  RG_ASSIGN(Operands ops, make_operands(device, options.max_size, options.min_size));
+  // The size: doubled from min_size while the first candidate that runs is quicker than the target.
+  GemmTuning tuning;
+  tuning.size = std::min(options.min_size, ops.size);
+  auto square = [](int n, bool ta, bool tb) { return GemmShape{ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, n, n, n, n, n, n}; };
+  for (const GemmConfig& config : options.candidates) {
+    auto s = time_product(device, square(tuning.size, false, false), ops.a, ops.b, ops.c, config, 1);
+    if (!s.ok()) continue;
+    double seconds = s.value();
+    while (seconds < options.target_seconds && tuning.size * 2 <= ops.size) {
+      tuning.size *= 2;
+      RG_ASSIGN(seconds, time_product(device, square(tuning.size, false, false), ops.a, ops.b, ops.c, config, 1));
+    }
+    break;
+  }
+  std::string skipped;
+  for (int t = 0; t < 4; ++t) {
+    const GemmShape shape = square(tuning.size, t >= 2, t % 2 == 1);
+    for (const GemmConfig& config : options.candidates) {
+      auto s = time_product(device, shape, ops.a, ops.b, ops.c, config, options.reps);
+      if (!s.ok()) {
+        if (t == 0) skipped += "; " + config.name() + ": " + s.status().message();
+        continue;
+      }
+      tuning.rates[t].push_back({config, 2.0 * shape.m * shape.n * shape.k / s.value() * 1e-9});
+    }
+    if (tuning.rates[t].empty()) return Status::error(device.label() + ": no GEMM configuration runs" + skipped);
+    std::stable_sort(tuning.rates[t].begin(), tuning.rates[t].end(),
+                     [](const GemmRate& x, const GemmRate& y) { return x.gflops > y.gflops; });
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char text[200];
+  std::snprintf(text, sizeof text, "tuned now in %.1f s at %d^3: best %s %.0f GFLOP/s (A B)", seconds, tuning.size,
+                tuning.rates[0][0].config.name().c_str(), tuning.rates[0][0].gflops);
+  tuning.source = text + skipped;
+  return tuning;
+}
+
+std::string gemm_tuning_path(const Device& device) {
+  return join_path(cache_folder(), "opencl-gemm-" + fnv1a_hex(device.info().name + "|" + device.info().driver_version) + ".txt");
+}
+
+std::string gemm_tuning_text(const Device& device, const GemmTuning& tuning) {
+  std::ostringstream out;
+  out << kMagic << "\nfor " << identity(device) << "\nsize " << tuning.size << "\n";
+  for (int t = 0; t < 4; ++t)
+    for (const GemmRate& r : tuning.rates[t]) out << kTransNames[t] << " " << r.config.name() << " " << r.gflops << "\n";
+  return out.str();
+}
+
+Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& text, const std::string& file) {
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  auto bad = [&](const std::string& rule) {
+    return Status::error(file + ":" + std::to_string(number) + ": " + rule);
+  };
+  GemmTuning tuning;
+  const std::string want = "for " + identity(device);
+  while (std::getline(in, line)) {
+    ++number;
+    if (number == 1 && line != kMagic) return bad("not a GEMM tuning file (the first line must be '" + std::string(kMagic) + "')");
+    if (number == 2 && line != want) return bad("made for another device, driver or kernel ('" + line + "', this is '" + want + "')");
+    if (number <= 2) continue;
+    std::istringstream fields(line);
+    std::string key, name, rest;
+    double gflops = 0;
+    if (number == 3) {
+      if (!(fields >> key >> tuning.size) || key != "size" || tuning.size <= 0 || (fields >> rest))
+        return bad("want 'size N' with N > 0, got '" + line + "'");
+      continue;
+    }
+    if (!(fields >> key >> name >> gflops) || (fields >> rest) || !(gflops > 0))
+      return bad("want 'NN|NT|TN|TT CONFIG GFLOPS' with GFLOPS > 0, got '" + line + "'");
+    const auto t = std::find(std::begin(kTransNames), std::end(kTransNames), key) - std::begin(kTransNames);
+    if (t == 4) return bad("unknown transposes '" + key + "' (NN, NT, TN or TT)");
+    auto config = parse_gemm_config(name);
+    if (!config.ok()) return bad(config.status().message());
+    tuning.rates[t].push_back({config.value(), gflops});
+  }
+  if (number < 3) return Status::error(file + ": truncated after line " + std::to_string(number));
+  for (int t = 0; t < 4; ++t)
+    if (tuning.rates[t].empty()) return Status::error(file + ": no rate for " + kTransNames[t]);
+  return tuning;
+}
+
+GemmTuning& gemm_tuning(Device& device) {
+  std::unique_ptr<GemmTuning>& slot = device.gemm_tuning_slot();
+  if (slot) return *slot;
+  const std::string path = gemm_tuning_path(device);
+  std::string why_not, cache_note;
+  if (auto bytes = read_file_bytes(path); bytes.ok()) {
+    auto parsed = parse_gemm_tuning(device, std::string(bytes.value().begin(), bytes.value().end()), path);
+    if (parsed.ok()) {
+      slot = std::make_unique<GemmTuning>(parsed.take());
+      slot->source = "read from " + path;
+      return *slot;
+    }
+    cache_note = "; the cache was not used: " + parsed.status().message();
+  }
+  if (!tune_this_device(device, &why_not)) {
+    slot = std::make_unique<GemmTuning>(untuned(why_not + cache_note));
+    return *slot;
+  }
+  auto tuned = tune_gemm(device);
+  if (!tuned.ok()) {
+    slot = std::make_unique<GemmTuning>(untuned("not tuned: " + tuned.status().message() + cache_note));
+    return *slot;
+  }
+  slot = std::make_unique<GemmTuning>(tuned.take());
+  slot->source += cache_note;
+  const std::string text = gemm_tuning_text(device, *slot);
+  Status made = make_directories(cache_folder());
+  if (made.ok()) made = write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
+  slot->source += made.ok() ? "; written to " + path : "; not cached: " + made.message();
+  return *slot;
+}
+
+}  // namespace rg::ocl

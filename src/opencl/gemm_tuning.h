@@ -1,0 +1,51 @@
+// The start-up search for the fastest kernels/gemm.cl configuration on a device: every
+// candidate timed on a square product for each pair of transposes, the rates cached on disk
+// per device, driver and kernel source, and read back by later runs (issue 9).
+//
+// RETROGRAD_CL_GEMM_TUNE: unset or "auto" tunes GPUs and accelerators (a CPU device such as PoCL
+// keeps the untuned choice: its kernels' speed is no claim); "1" tunes any device; "0" never.
+// The cache: cache_folder()/opencl-gemm-<device and driver tag>.txt (data/record_file.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "opencl/gemm_config.h"
+
+namespace rg::ocl {
+
+class Device;
+
+struct GemmTuning {
+  int size = 0;                    // the square size timed (0: nothing measured)
+  std::vector<GemmRate> rates[4];  // by transposes, index trans_a * 2 + trans_b; best first
+  std::string source;              // how it was found, for the log: "tuned now ...", "read from ..."
+};
+
+struct GemmTuneOptions {
+  std::vector<GemmConfig> candidates = gemm_candidates();
+  int min_size = 128, max_size = 2048;  // the size doubles from min while one product takes < target
+  double target_seconds = 2e-3;
+  int reps = 3;  // timed runs per candidate after one warm-up; the median counts
+};
+
+// Times every candidate on this device now. Buffers of 3 size^2 floats are counted against the
+// device's budget (the size halves while they do not fit). Candidates that fail to build or run
+// are left out; an error when none runs.
+Result<GemmTuning> tune_gemm(Device& device, const GemmTuneOptions& options = {});
+
+// The cache file of this device and driver, and its text form. Reading checks the format, the
+// device, the driver and the kernel source's hash: a file made for another one is an error
+// saying so, as is any malformed line (named by file and line).
+std::string gemm_tuning_path(const Device& device);
+std::string gemm_tuning_text(const Device& device, const GemmTuning& tuning);
+Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& text, const std::string& file);
+
+// The tuning f32_gemm uses: kept with the device after the first call; else read from the cache
+// file; else searched now (RETROGRAD_CL_GEMM_TUNE) and written there; else every candidate
+// with no rate (choose_gemm_config's untuned order). `source` says which, and why a cache file
+// could not be read or written (that costs nothing else).
+GemmTuning& gemm_tuning(Device& device);
+
+}  // namespace rg::ocl
