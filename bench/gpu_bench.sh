@@ -4,7 +4,10 @@
 # training steps/s of lenet, cnn, rcnn and dcgan at batch 64 and 256 on the OpenCL device
 # (`retrograd train --device`, end to end: the host gathers and uploads each batch; the second of two
 # epochs of STEPS steps, so kernel builds are not counted) beside PyTorch
-# CUDA FP32 (pytorch_cuda.py train: pinned host batches copied each step). Writes Markdown tables.
+# CUDA FP32 (pytorch_cuda.py train: pinned host batches copied each step), and where a step's time
+# goes: a second run with --profile-device gives the device seconds of kernels and copies per step,
+# shown as shares of the unprofiled step (the rest: the device idle between launches or waiting for
+# the host). Writes Markdown tables.
 #
 # On the GPU machine (DESIGN.md: NVIDIA's OpenCL is found with OCL_ICD_FILENAMES):
 #   OCL_ICD_FILENAMES=libnvidia-opencl.so.1 BIN=bin/retrograd GEMM_BIN=bin/opencl_gemm_bench \
@@ -54,25 +57,58 @@ for model in $MODELS; do
     "$BIN" train --model "$model" --epochs 2 --batch "$batch" --limit $((STEPS * batch)) --device "$DEVICE" \
       --data "$DATA" --threads 2 "${extra[@]}" --json "$OUT/$model-$batch.json" >"$OUT/$model-$batch.log" 2>&1 ||
       echo "retrograd $model batch $batch failed: $(tail -1 "$OUT/$model-$batch.log")"
+    # The same steps once more with every command timed (--profile-device waits for each): the
+    # device seconds of kernels and copies per step, set against the unprofiled run's step time.
+    "$BIN" train --model "$model" --epochs 1 --batch "$batch" --limit $((STEPS * batch)) --device "$DEVICE" \
+      --data "$DATA" --threads 2 "${extra[@]}" --profile-device >"$OUT/$model-$batch.profile" 2>&1 ||
+      echo "retrograd $model batch $batch (profiled) failed: $(tail -1 "$OUT/$model-$batch.profile")"
   done
 done
-"$PYTHON" - "$OUT" <<'PY'
-import json, os, sys
-out = sys.argv[1]
+"$PYTHON" - "$OUT" "$STEPS" <<'PY'
+import json, os, re, sys
+out, steps = sys.argv[1], int(sys.argv[2])
+
+
+def profile(path):
+    """(kernel seconds, copy seconds, launches) over the profiled run, from its kernel table."""
+    kernels = copies = launches = 0.0
+    try:
+        lines = open(path).read().split("device time by kernel\n", 1)[1].splitlines()
+    except (OSError, IndexError):
+        return None
+    for line in lines[1:]:
+        m = re.match(r"\s+(.+?)\s+(\d+)\s+([0-9.]+)\s+[0-9.]+%$", line)
+        if not m:
+            continue
+        name, count, seconds = m.group(1), int(m.group(2)), float(m.group(3))
+        if name.startswith("("):
+            copies += seconds
+        else:
+            kernels += seconds
+            launches += count
+    return kernels, copies, launches
 torch = {}
 try:
     for line in open(os.path.join(out, "torch_train.jsonl")):
         r = json.loads(line); torch[(r["model"], r["batch"])] = r["steps_per_s"]
 except OSError:
     pass
-print("| model | batch | retrograd steps/s | PyTorch CUDA steps/s | ratio |\n|---|---|---|---|---|")
+print("| model | batch | retrograd steps/s | PyTorch CUDA steps/s | ratio | step ms | kernels | copies | device idle (launch gaps, host) | launches a step |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for name in sorted(f for f in os.listdir(out) if f.endswith(".json")):
     model, batch = name[:-5].rsplit("-", 1)
     r = json.load(open(os.path.join(out, name)))
     ours = r["history"][-1]["samples_per_s"] / int(batch)  # the second epoch; a GAN step: one real batch
     peer = torch.get((model, int(batch)))
     ratio = f"{ours / peer:.2f}x" if peer else "-"
-    print(f"| {model} | {batch} | {ours:.1f} | {peer:.1f} | {ratio} |" if peer else f"| {model} | {batch} | {ours:.1f} | - | - |")
+    step = 1.0 / ours
+    prof = profile(os.path.join(out, f"{model}-{batch}.profile"))
+    shares = "| - | - | - | -"
+    if prof:
+        k, c, n = (v / steps for v in prof)
+        shares = f"| {100 * k / step:.0f}% | {100 * c / step:.0f}% | {max(0.0, 100 * (1 - (k + c) / step)):.0f}% | {n:.0f}"
+    peer_text = f"{peer:.1f}" if peer else "-"
+    print(f"| {model} | {batch} | {ours:.1f} | {peer_text} | {ratio} | {1000 * step:.2f} {shares} |")
 PY
 echo
 echo "results in $OUT"

@@ -1,7 +1,10 @@
-// Inverted dropout's mask, as Dropout::apply_mask (src/nn/dropout.cpp) draws it: row r from its
-// own generator Rng(step_seed, row_offset + r) of src/base/rng.cpp (xoshiro256** seeded by
-// SplitMix64), one next_u32() per value in order, so one work-item per row: the draws within a
-// row are sequential. Launcher: src/opencl/dropout.cpp.
+// Inverted dropout's mask, as Dropout::apply_mask (src/nn/dropout.cpp) draws it: each row in
+// blocks of block_values (kDropoutBlockValues, nn/dropout.h), block b of row r from its own
+// generator Rng(step_seed, (row_offset + r) blocks_per_row + b) of src/base/rng.cpp (xoshiro256**
+// seeded by SplitMix64), one next_u32() per value in order. One work-item per (row, block),
+// rows * blocks_per_row items, item g = r blocks_per_row + b (cnn's dropout1, 14x14x32 = 6272
+// values a sample: 98 blocks of 64, 6272 items at batch 64); the draws within a block are
+// sequential. Launcher: src/opencl/dropout.cpp.
 #pragma OPENCL FP_CONTRACT OFF
 
 ulong splitmix64(ulong* x) {
@@ -28,19 +31,23 @@ ulong next_u64(ulong* s) {
 
 // to [rows, row_size] = draw < threshold ? +0 : from * scale, draw = Rng::next_u32 (the high 32
 // bits of next_u64); threshold = llround(rate 2^32) and scale = (float)(1 / (1 - rate)) come from
-// the host. from may be to (in place: each item reads its value before writing it).
-__kernel void f32_dropout_apply(uint rows, uint row_size, ulong step_seed, ulong row_offset, ulong threshold,
-                                float scale, __global const float* from, uint from_offset, __global float* to,
-                                uint to_offset) {
-  const uint r = get_global_id(0);
-  if (r >= rows) return;
-  // Rng(seed, stream)'s seeding, stream = row_offset + r.
-  ulong x = step_seed ^ ((row_offset + r) * 0xD1342543DE82EF95UL + 0x2545F4914F6CDD1DUL);
+// the host, as do block_values and blocks_per_row = ceil(row_size / block_values). from may be
+// to (in place: each item reads its value before writing it).
+__kernel void f32_dropout_apply(uint rows, uint row_size, uint block_values, uint blocks_per_row, ulong step_seed,
+                                ulong row_offset, ulong threshold, float scale, __global const float* from,
+                                uint from_offset, __global float* to, uint to_offset) {
+  const uint g = get_global_id(0);
+  if (g >= rows * blocks_per_row) return;
+  const uint r = g / blocks_per_row, b = g - r * blocks_per_row;
+  // Rng(seed, stream)'s seeding, stream = dropout_block_stream(row_offset + r, blocks_per_row, b).
+  const ulong stream = (row_offset + r) * blocks_per_row + b;
+  ulong x = step_seed ^ (stream * 0xD1342543DE82EF95UL + 0x2545F4914F6CDD1DUL);
   ulong s[4];
   for (int k = 0; k < 4; ++k) s[k] = splitmix64(&x);
+  const uint begin = b * block_values, end = begin + min(block_values, row_size - begin);
   __global const float* in = from + from_offset + r * row_size;
   __global float* out = to + to_offset + r * row_size;
-  for (uint i = 0; i < row_size; ++i) {
+  for (uint i = begin; i < end; ++i) {
     const uint draw = (uint)(next_u64(s) >> 32);
     const float v = in[i];
     out[i] = draw < threshold ? 0.0f : v * scale;

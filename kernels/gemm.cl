@@ -4,6 +4,9 @@
 // p = 0, 1, ..., K-1 whatever the tile (padding adds exact zeros), so every configuration gives
 // the same bits; with USE_FMA 0 (FP_CONTRACT off, a product then a sum) an IEEE device matches
 // gemm_ref bit for bit, with USE_FMA 1 each step is one fused multiply-add.
+// Split over K (work-group dimension 2): slice z sums p in [z * slice_len, (z + 1) * slice_len) in
+// order into C + z * M * ldc (a scratch of partials, alpha 1, beta 0), and f32_gemm_sum_slices adds
+// the slices in order; one slice (slice_len >= K) is the plain product.
 // Launcher and configurations: src/opencl/gemm.cpp, gemm_config.h.
 //
 // Build-time defines (each set is one program in the cache):
@@ -18,7 +21,7 @@
 //   PREFETCH              1: the next step's global words are read into registers before this
 //                         step's products (their latency hidden behind them)
 //   USE_FMA               1: fma(a, b, acc); 0: acc + a * b, two roundings
-// Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M).
+// Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices).
 #pragma OPENCL FP_CONTRACT OFF
 
 #define THREADS (THREADS_M * THREADS_N)
@@ -83,7 +86,7 @@ inline float load_b(__global const float* B, uint ldb, uint K, uint N, uint col0
 }
 
 __kernel __attribute__((reqd_work_group_size(THREADS_N, THREADS_M, 1)))
-void f32_gemm(uint M, uint N, uint K, float alpha,
+void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
               __global const float* A, uint a_offset, uint lda,
               __global const float* B, uint b_offset, uint ldb, float beta,
               __global float* C, uint c_offset, uint ldc) {
@@ -97,9 +100,11 @@ void f32_gemm(uint M, uint N, uint K, float alpha,
   const uint item = ty * THREADS_N + tx;
   const uint row0 = get_group_id(1) * TILE_M;
   const uint col0 = get_group_id(0) * TILE_N;
+  const uint k_begin = get_group_id(2) * slice_len;
+  const uint k_end = min(K, k_begin + slice_len);  // this slice's terms: [k_begin, k_end)
   A += a_offset;
   B += b_offset;
-  C += c_offset;
+  C += c_offset + get_group_id(2) * M * ldc;
 
   float acc[WPT_M][WPT_N];
 #pragma unroll
@@ -112,19 +117,19 @@ void f32_gemm(uint M, uint N, uint K, float alpha,
   uint a_at[LOADS_A], b_at[LOADS_B];
 #define LOAD_STEP(p0)                                                                                          \
   do {                                                                                                         \
-    for (uint s = 0; s < LOADS_A; ++s) a_words[s] = load_a(A, lda, M, K, row0, (p0), item + s * THREADS, &a_at[s]); \
-    for (uint s = 0; s < LOADS_B; ++s) b_words[s] = load_b(B, ldb, K, N, col0, (p0), item + s * THREADS, &b_at[s]); \
+    for (uint s = 0; s < LOADS_A; ++s) a_words[s] = load_a(A, lda, M, k_end, row0, (p0), item + s * THREADS, &a_at[s]); \
+    for (uint s = 0; s < LOADS_B; ++s) b_words[s] = load_b(B, ldb, k_end, N, col0, (p0), item + s * THREADS, &b_at[s]); \
   } while (0)
 
-  LOAD_STEP(0);
-  for (uint p0 = 0; p0 < K; p0 += TILE_K) {
+  LOAD_STEP(k_begin);
+  for (uint p0 = k_begin; p0 < k_end; p0 += TILE_K) {
 #pragma unroll
     for (uint s = 0; s < LOADS_A; ++s) a_panel[a_at[s]] = a_words[s];
 #pragma unroll
     for (uint s = 0; s < LOADS_B; ++s) b_panel[b_at[s]] = b_words[s];
     barrier(CLK_LOCAL_MEM_FENCE);
 #if PREFETCH
-    if (p0 + TILE_K < K) LOAD_STEP(p0 + TILE_K);
+    if (p0 + TILE_K < k_end) LOAD_STEP(p0 + TILE_K);
 #endif
 #pragma unroll
     for (uint p = 0; p < TILE_K; ++p) {
@@ -146,7 +151,7 @@ void f32_gemm(uint M, uint N, uint K, float alpha,
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // the panels are overwritten next step
 #if !PREFETCH
-    if (p0 + TILE_K < K) LOAD_STEP(p0 + TILE_K);
+    if (p0 + TILE_K < k_end) LOAD_STEP(p0 + TILE_K);
 #endif
   }
 
@@ -162,4 +167,16 @@ void f32_gemm(uint M, uint N, uint K, float alpha,
       *out = alpha * acc[i][j] + (beta == 0.0f ? 0.0f : beta * *out);
     }
   }
+}
+
+// C[r][c] = alpha * (((0 + P[0]) + P[1]) + ... + P[slices - 1])[r][c] + beta * C[r][c], P the
+// slices' partials (slices x M x N, packed). One work-item per element of C.
+__kernel void f32_gemm_sum_slices(uint M, uint N, uint slices, float alpha, __global const float* P, float beta,
+                                  __global float* C, uint c_offset, uint ldc) {
+  const uint e = get_global_id(0);
+  if (e >= M * N) return;
+  float sum = 0.0f;
+  for (uint z = 0; z < slices; ++z) sum += P[z * M * N + e];
+  __global float* out = C + c_offset + (e / N) * ldc + e % N;
+  *out = alpha * sum + (beta == 0.0f ? 0.0f : beta * *out);
 }

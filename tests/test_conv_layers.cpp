@@ -4,6 +4,7 @@
 // chunked batches, thread-count independence, and cfg errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -329,6 +330,50 @@ TEST(Dropout, MaskScaleAndReuse) {
   ctx.training = false;
   drop.forward(x, y2, ctx);
   EXPECT_EQ(values(y2), values(x));
+}
+
+// The mask's definition (nn/dropout.h): block b of 64 values (the last one shorter) of the
+// step's sample s from Rng(dropout_step_seed(seed, noise_stream), s * blocks_per_row + b), one
+// next_u32() per value in order, restated here; the layer gives it with and without a pool
+// of threads, and for rows split in two forwards with their row_offset.
+TEST(Dropout, MaskDrawnByBlocksOfEachSample) {
+  const int64_t rows = 6, row_size = 700;  // 11 blocks a row: 10 of 64, then 60
+  Dropout drop(0.4);
+  drop.set_name("d");
+  ASSERT_TRUE(drop.configure(Shape{row_size}).ok());
+  Rng rng(7);
+  ASSERT_TRUE(drop.init(rng, DType::f32).ok());
+  Tensor x = make(Shape{rows, row_size}, DType::f32);
+  fill_random(x, rng, 0.5, 1.5);
+  const uint64_t noise_stream = 11;
+  const int64_t row_offset = 3;
+  const uint64_t step_seed = dropout_step_seed(drop.seed(), noise_stream);
+  const uint64_t threshold = dropout_threshold(0.4);
+  const float scale = dropout_scale(0.4);
+  std::vector<double> want(static_cast<size_t>(x.numel()));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < 11; ++b) {
+      Rng block(step_seed, static_cast<uint64_t>((row_offset + r) * 11 + b));
+      for (int64_t i = r * row_size + b * 64; i < r * row_size + std::min<int64_t>(row_size, (b + 1) * 64); ++i)
+        want[static_cast<size_t>(i)] = block.next_u32() < threshold ? 0.0f : x.f32()[i] * scale;
+    }
+  }
+  ThreadPool pool(3);
+  for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    LayerContext ctx;
+    ctx.pool = threads;
+    ctx.training = true;
+    ctx.noise_stream = noise_stream;
+    ctx.row_offset = row_offset;
+    Tensor y = make(x.shape(), DType::f32);
+    drop.forward(x, y, ctx);
+    EXPECT_EQ(values(y), want) << (threads ? "3 threads" : "no pool");
+    Tensor split = make(x.shape(), DType::f32);
+    drop.forward(x.rows(0, 2), split.rows(0, 2), ctx);
+    ctx.row_offset = row_offset + 2;
+    drop.forward(x.rows(2, rows), split.rows(2, rows), ctx);
+    EXPECT_EQ(values(split), want) << "rows 0-1 and 2-5 apart";
+  }
 }
 
 // The running statistics follow PyTorch's update (momentum 0.1, unbiased variance).

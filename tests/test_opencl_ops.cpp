@@ -2,6 +2,7 @@
 // tolerance per op (bit for bit where the arithmetic is the same): elementwise, GEMM,
 // activations, optimizers, losses, pooling, im2col and batch norm. Without a device each test
 // is skipped and says why (PoCL runs them in CI).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -278,7 +279,7 @@ int64_t stored_rows(bool trans, int64_t rows, int64_t cols) { return trans ? col
 // scaled by the magnitudes) plus 1e-6.
 // `config` null: the device's tuning chooses. Returns C as the device wrote it (padding included).
 std::vector<float> check_gemm(Device& device, const GemmCase& t, Trans ta, Trans tb, const GemmConfig* config,
-                              bool integers, Rng& rng) {
+                              bool integers, Rng& rng, int k_slices = 0) {
   const bool ta_yes = ta == Trans::yes, tb_yes = tb == Trans::yes;
   GemmShape s{ta, tb, t.m, t.n, t.k, 0, 0, 0};
   s.lda = (ta_yes ? t.m : t.k) + t.pad;
@@ -303,7 +304,7 @@ std::vector<float> check_gemm(Device& device, const GemmCase& t, Trans ta, Trans
   b_stored.insert(b_stored.end(), b.begin(), b.end());
   Buffer ba = upload_or_die(device, a_stored, "A"), bb = upload_or_die(device, b_stored, "B");
   Guarded gc = guarded_f32(device, c, "C");
-  auto event = f32_gemm(device, s, t.alpha, ba.f32(3), bb.f32(5), t.beta, gc.span, config);
+  auto event = f32_gemm(device, s, t.alpha, ba.f32(3), bb.f32(5), t.beta, gc.span, GemmLaunch{config, k_slices});
   EXPECT_TRUE(event.ok()) << event.status().message();
   if (!event.ok()) return {};
   EXPECT_TRUE(event.value().wait().ok());
@@ -389,6 +390,59 @@ TEST_P(OpenclGemm, IntegerProductsAreBitExact) {
       if (HasFailure()) return;
     }
   }
+}
+
+// Split over K: slices summed apart into the device's scratch, then added in order. Each
+// configuration matches the reference and gives the same bits as the others at the same split.
+TEST_P(OpenclGemm, SlicesOverKMatchTheReferenceWithTheSameBitsInEveryConfiguration) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  for (Device* device : open_devices().devices) {
+    ASSERT_TRUE(reserve_gemm_scratch(*device).ok());
+    for (const GemmCase& t : {GemmCase{25, 6, 5000, 1, 1.0f, 0.0f}, GemmCase{9, 32, 1000, 0, -0.5f, 1.5f},
+                              GemmCase{70, 3, 333, 2, 1.0f, 1.0f}}) {
+      for (int k_slices : {3, 8}) {
+        std::vector<float> first;
+        for (const GemmConfig* config : configs_and_automatic()) {
+          SCOPED_TRACE(device->label() + " " + (config ? config->name() : "automatic") + " slices " +
+                       std::to_string(k_slices) + " m=" + std::to_string(t.m) + " n=" + std::to_string(t.n) +
+                       " k=" + std::to_string(t.k));
+          Rng rng(24);
+          const std::vector<float> got = check_gemm(*device, t, ta, tb, config, false, rng, k_slices);
+          if (HasFailure()) return release_gemm_scratch(*device);
+          if (first.empty()) first = got;
+          for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same_bits(got[i], first[i])) << "C word " << i;
+        }
+      }
+    }
+    release_gemm_scratch(*device);
+  }
+}
+
+TEST_P(OpenclGemm, SlicesWithoutScratchAreRefused) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  Device& device = *open_devices().devices.at(0);
+  release_gemm_scratch(device);
+  Buffer a = upload_or_die(device, std::vector<float>(64 * 1024, 1.0f), "A");
+  Buffer c = upload_or_die(device, std::vector<float>(64, 0.0f), "C");
+  const GemmShape s{ta, tb, 8, 8, 1024, ta == Trans::yes ? 8 : 1024, tb == Trans::yes ? 1024 : 8, 8};
+  auto event = f32_gemm(device, s, 1.0f, a.f32(), a.f32(), 0.0f, c.f32(), GemmLaunch{nullptr, 4});
+  ASSERT_FALSE(event.ok());
+  EXPECT_NE(event.status().message().find("GEMM scratch"), std::string::npos) << event.status().message();
+}
+
+TEST(OpenclGemmSlices, EnoughSlicesToFillTheDeviceWithinDepthAndScratch) {
+  const GemmShape conv1_dw{Trans::yes, Trans::no, 25, 6, 50176, 25, 6, 6};  // lenet conv1's weight gradient
+  EXPECT_EQ(gemm_k_slices(conv1_dw, 132, 1 << 20), 196);                    // 256 terms a slice at least
+  GemmShape deeper = conv1_dw;
+  deeper.k = 200000;
+  EXPECT_EQ(gemm_k_slices(deeper, 132, 1 << 20), 264);                      // two groups per unit
+  EXPECT_EQ(gemm_k_slices(conv1_dw, 132, 150 * 100), 100);                  // the scratch holds 100
+  EXPECT_EQ(gemm_k_slices(conv1_dw, 132, 0), 1);                            // no scratch, no split
+  EXPECT_EQ(gemm_k_slices(GemmShape{Trans::no, Trans::no, 25, 6, 600, 600, 6, 6}, 132, 1 << 20), 2);  // 256 deep
+  const GemmShape big{Trans::no, Trans::no, 2048, 2048, 2048, 2048, 2048, 2048};
+  EXPECT_EQ(gemm_k_slices(big, 132, 1 << 20), 1);  // 1024 tiles of 64x64 fill 132 units
 }
 
 INSTANTIATE_TEST_SUITE_P(Transposes, OpenclGemm,
@@ -554,12 +608,16 @@ TEST(OpenclActivation, AddBiasMatchesTheCpu) {
 }
 
 // rg::column_sum adds onto `sums` and splits the rows in blocks of rows_per_block(cols) (32768
-// elements): 25000 x 3 and 400 x 100 are 3 and 2 blocks, 3 x 40000 three blocks of one row.
+// elements): 25000 x 3 and 400 x 100 are 3 and 2 blocks, 3 x 40000 and 3 x 100000 three blocks
+// of one row. Conv bias gradients: 50176 x 6 (lenet's conv1 at batch 64, 10 blocks of 5461
+// rows, the last short), 6400 x 16, 12544 x 32. 8454244 x 1 is 259 blocks of 32768 rows: the
+// device's work-groups take 256 blocks at a time, so the block sums go in two rounds.
 TEST(OpenclActivation, ColumnSumMatchesTheCpuBlockForBlock) {
   SKIP_WITHOUT_OPENCL();
   Rng rng(34);
   std::vector<std::pair<int64_t, int64_t>> shapes(std::begin(kRowShapes), std::end(kRowShapes));
-  shapes.insert(shapes.end(), {{300, 7}, {25000, 3}, {400, 100}, {3, 40000}, {0, 4}});
+  shapes.insert(shapes.end(), {{300, 7}, {25000, 3}, {400, 100}, {3, 40000}, {0, 4}, {50176, 6}, {6400, 16},
+                               {12544, 32}, {3, 100000}, {32768, 1}, {32769, 1}, {8454244, 1}});
   for (Device* device : open_devices().devices) {
     for (const auto& [rows, cols] : shapes) {
       SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols));
@@ -571,7 +629,7 @@ TEST(OpenclActivation, ColumnSumMatchesTheCpuBlockForBlock) {
       Guarded gx = guarded_f32(*device, x, "x"), gs = guarded_f32(*device, sums, "sums");
       ASSERT_TRUE(f32_column_sum(*device, rows, cols, gx.span, gs.span).ok());
       expect_bits(unguard(gs), want, "f32_column_sum");
-      if (rows == 25000) {  // the blocks matter: a plain sum down the rows differs somewhere
+      if (rows == 25000 || rows == 50176) {  // the blocks matter: a plain sum down the rows differs somewhere
         bool differs = false;
         for (int64_t c = 0; c < cols; ++c) {
           float plain = sums[c];
@@ -594,6 +652,7 @@ TEST(OpenclActivation, NothingToDoEnqueuesNothing) {
   };
   expect_nothing(f32_sigmoid_forward(device, 0, b.f32(1, 0), b.f32(1, 0)));
   expect_nothing(f32_column_sum(device, 0, 1, b.f32(1, 0), b.f32()));
+  expect_nothing(f32_column_sum(device, 4, 0, b.f32(1, 0), b.f32(1, 0)));
   expect_nothing(f32_add_bias(device, 0, 1, b.f32(), b.f32(1, 0)));
   expect_nothing(f32_softmax_rows_forward(device, 0, 5, b.f32(1, 0), b.f32(1, 0)));
   EXPECT_EQ(download_all<float>(b)[0], 1.0f);
@@ -1346,24 +1405,30 @@ TEST(OpenclShape, NothingToDoEnqueuesNothing) {
 
 // ---------------------------------------------------------------- dropout
 
-// Dropout::apply_mask restated on the host with base/rng.h: row r from Rng(step_seed,
-// row_offset + r), one next_u32() per value in order.
+// Dropout::apply_mask restated on the host with base/rng.h: block b (64 values, the last one
+// shorter) of row r from Rng(step_seed, (row_offset + r) blocks_per_row + b), one next_u32() per
+// value in order.
 std::vector<float> host_dropout(int64_t rows, int64_t row_size, uint64_t step_seed, int64_t row_offset,
                                 uint64_t threshold, float scale, const std::vector<float>& in) {
   std::vector<float> out(in.size());
+  const int64_t blocks_per_row = (row_size + 63) / 64;
   for (int64_t r = 0; r < rows; ++r) {
-    Rng rng(step_seed, static_cast<uint64_t>(row_offset + r));
-    for (int64_t i = r * row_size; i < (r + 1) * row_size; ++i)
-      out[i] = rng.next_u32() < threshold ? 0.0f : in[i] * scale;
+    for (int64_t b = 0; b < blocks_per_row; ++b) {
+      Rng rng(step_seed, static_cast<uint64_t>((row_offset + r) * blocks_per_row + b));
+      for (int64_t i = r * row_size + b * 64; i < r * row_size + std::min(row_size, (b + 1) * 64); ++i)
+        out[i] = rng.next_u32() < threshold ? 0.0f : in[i] * scale;
+    }
   }
   return out;
 }
 
-// [rows, row_size]: one value, one row, rows past 256 items, rows not a multiple of anything.
+// [rows, row_size]: one value, one row, one block exactly, a block and one value, rows of blocks
+// and a short last block, more items than a work-group, rows not a multiple of anything.
 struct DropoutCase {
   int64_t rows, row_size;
 };
-const DropoutCase kDropoutCases[] = {{1, 1}, {1, 300}, {4, 257}, {7, 33}, {300, 3}, {2, 1000}};
+const DropoutCase kDropoutCases[] = {{1, 1},    {1, 300}, {4, 257}, {7, 33},   {300, 3},
+                                     {2, 1000}, {3, 64},  {5, 65},  {9, 512},  {40, 1800}};
 
 TEST(OpenclDropout, HostConstantsAreTheLayers) {
   EXPECT_EQ(dropout_threshold(0.0), 0u);
@@ -1373,6 +1438,16 @@ TEST(OpenclDropout, HostConstantsAreTheLayers) {
   EXPECT_EQ(dropout_scale(0.3), static_cast<float>(1.0 / 0.7));
   EXPECT_EQ(dropout_step_seed(12345, 0), 12345u);
   EXPECT_EQ(dropout_step_seed(0, 1), 0x9E3779B97F4A7C15ull);
+  EXPECT_EQ(kDropoutBlockValues, 64);
+  EXPECT_EQ(dropout_blocks_per_row(0), 0);
+  EXPECT_EQ(dropout_blocks_per_row(1), 1);
+  EXPECT_EQ(dropout_blocks_per_row(64), 1);
+  EXPECT_EQ(dropout_blocks_per_row(65), 2);
+  EXPECT_EQ(dropout_blocks_per_row(14 * 14 * 32), 98);  // cnn's dropout1: 98 items a sample
+  EXPECT_EQ(dropout_block_stream(0, 49, 0), 0u);
+  EXPECT_EQ(dropout_block_stream(3, 49, 5), 3u * 49 + 5);
+  // 2^31 samples of 2^32 blocks (2^38 values): the last stream is 2^63 - 1.
+  EXPECT_EQ(dropout_block_stream((int64_t{1} << 31) - 1, int64_t{1} << 32, (int64_t{1} << 32) - 1), ~uint64_t{0} >> 1);
 }
 
 // Two checks chained: nn/dropout.cpp's layer (threaded context) equals host_dropout, forward and

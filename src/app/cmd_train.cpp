@@ -376,6 +376,7 @@ int run_train(int argc, char** argv) {
 
   auto fitted = trainer.fit(train, validation.size() > 0 ? &validation : nullptr);
   if (!fitted.ok()) return fail(fitted.status().message());
+  if (train_device) train_device->set_profiling(false);  // the profile covers training, not the test
   auto scored = trainer.evaluate(split.test);
   if (!scored.ok()) return fail(scored.status().message());
   const EvalResult test = scored.value();

@@ -1,9 +1,12 @@
 #include "nn/dropout.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <type_traits>
 
+#include "base/thread_pool.h"
 #include "nn/cfg.h"
 
 namespace rg {
@@ -13,6 +16,10 @@ uint64_t dropout_step_seed(uint64_t layer_seed, uint64_t noise_stream) {
 }
 uint64_t dropout_threshold(double rate) { return static_cast<uint64_t>(std::llround(rate * 4294967296.0)); }
 float dropout_scale(double rate) { return static_cast<float>(1.0 / (1.0 - rate)); }
+int64_t dropout_blocks_per_row(int64_t row_size) { return (row_size + kDropoutBlockValues - 1) / kDropoutBlockValues; }
+uint64_t dropout_block_stream(int64_t sample, int64_t blocks_per_row, int64_t block) {
+  return static_cast<uint64_t>(sample) * static_cast<uint64_t>(blocks_per_row) + static_cast<uint64_t>(block);
+}
 
 Result<std::unique_ptr<Layer>> Dropout::from_cfg(const CfgSection& section) {
   RG_ASSIGN(const double rate, section.get_float_or("rate", 0.5, 0.0, 0.99));
@@ -26,22 +33,33 @@ Status Dropout::init(Rng& rng, DType dtype) {
 }
 
 void Dropout::apply_mask(const Tensor& from, const Tensor& to, const LayerContext& ctx) const {
-  // A value is dropped when a 32-bit draw falls below rate * 2^32; one draw per value, in
-  // order within its row, so the mask depends neither on the thread count nor on how the
-  // step's batch was split. Seed, threshold and f32 scale are the device layer's too
-  // (opencl/dropout.h), so both draw the same masks.
+  // A value is dropped when a 32-bit draw falls below rate * 2^32; one draw per value, in order
+  // within its block of kDropoutBlockValues, each block from its own stream (nn/dropout.h), so
+  // the mask depends neither on the thread count nor on how the step's batch was split. Seed,
+  // threshold, f32 scale and streams are the device layer's too (opencl/dropout.h), so both
+  // draw the same masks.
   const uint64_t threshold = dropout_threshold(rate_);
   const uint64_t step_seed = dropout_step_seed(seed_, ctx.noise_stream);
   const int64_t rows = from.shape()[0], row_size = rows > 0 ? from.numel() / rows : 0;
+  const int64_t blocks_per_row = dropout_blocks_per_row(row_size);
+  // The streams stay distinct below 2^63 (nn/dropout.h); past that is a bug of the caller.
+  RG_CHECK(ctx.row_offset >= 0 &&
+               (blocks_per_row == 0 || ctx.row_offset + rows <= std::numeric_limits<int64_t>::max() / blocks_per_row),
+           "dropout over samples " << ctx.row_offset << " + " << rows << " of " << blocks_per_row << " blocks");
   dispatch_float(from.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T scale = std::is_same_v<T, float> ? dropout_scale(rate_) : static_cast<T>(1.0 / (1.0 - rate_));
-    for (int64_t r = 0; r < rows; ++r) {
-      Rng rng(step_seed, static_cast<uint64_t>(ctx.row_offset + r));
-      const T* in = from.data<T>() + r * row_size;
-      T* out = to.data<T>() + r * row_size;
-      for (int64_t i = 0; i < row_size; ++i) out[i] = rng.next_u32() < threshold ? T(0) : in[i] * scale;
-    }
+    // [rows, row_size] as rows * blocks_per_row blocks, 64 blocks (4096 values) a chunk at least.
+    parallel_for(ctx.pool, rows * blocks_per_row, 64, [&](int64_t begin, int64_t end) {
+      for (int64_t g = begin; g < end; ++g) {
+        const int64_t r = g / blocks_per_row, b = g % blocks_per_row;
+        Rng rng(step_seed, dropout_block_stream(ctx.row_offset + r, blocks_per_row, b));
+        const int64_t i0 = b * kDropoutBlockValues, i1 = std::min(row_size, i0 + kDropoutBlockValues);
+        const T* in = from.data<T>() + r * row_size;
+        T* out = to.data<T>() + r * row_size;
+        for (int64_t i = i0; i < i1; ++i) out[i] = rng.next_u32() < threshold ? T(0) : in[i] * scale;
+      }
+    });
   });
 }
 

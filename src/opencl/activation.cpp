@@ -1,6 +1,8 @@
 // Launchers of kernels/activation.cl: elementwise kernels get one item per element, the
-// softmax one per row, the column sum one per column (launch_1d.h).
+// softmax one per row (launch_1d.h), the column sum one per column or a work-group per column.
 #include "opencl/activation.h"
+
+#include <algorithm>
 
 #include "opencl/elementwise.h"
 #include "opencl/launch_1d.h"
@@ -115,10 +117,19 @@ Result<Event> f32_add_bias(Device& device, int64_t rows, int64_t cols, DeviceSpa
 Result<Event> f32_column_sum(Device& device, int64_t rows, int64_t cols, DeviceSpan x, DeviceSpan sums) {
   RG_TRY(check_u32("f32_column_sum", elements(rows, cols), {x}));
   RG_TRY(check_u32("f32_column_sum", cols, {sums}));
-  if (rows == 0) return Event();
-  const int64_t block_rows = rows_per_block(cols);  // the CPU's split, so the same sums
-  return launch_1d(device, kFile, "f32_column_sum", "", cols, u32(rows), u32(cols), u32(block_rows), x.mem,
-                   u32(x.offset), sums.mem, u32(sums.offset));
+  if (rows == 0 || cols == 0) return Event();
+  const int64_t block_rows = rows_per_block(cols), blocks = (rows + block_rows - 1) / block_rows;  // the CPU's split
+  if (blocks == 1) {
+    return launch_1d(device, kFile, "f32_column_sum", "", cols, u32(rows), u32(cols), x.mem, u32(x.offset), sums.mem,
+                     u32(sums.offset));
+  }
+  // A work-group of one item per block (up to 256, in rounds past that) for each column
+  RG_ASSIGN(const Kernel* kernel, device.kernel(kFile, "f32_column_sum_blocks", ""));
+  const size_t local = std::min<size_t>({static_cast<size_t>(blocks), 256, kernel->max_work_group_size});
+  RG_TRY(set_kernel_args(device, *kernel, u32(rows), u32(cols), u32(block_rows), x.mem, u32(x.offset), sums.mem,
+                         u32(sums.offset), LocalBytes{local * sizeof(float)}));
+  const size_t global = static_cast<size_t>(cols) * local;
+  return device.run(*kernel, 1, &global, &local);
 }
 
 }  // namespace rg::ocl

@@ -106,7 +106,9 @@ Result<Event> copy(const Buffer& buffer, bool to_device, bool blocking, int64_t 
                             buffer.what(),
                         to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", code);
   }
-  return Event(&device.api(), event);
+  Event done(&device.api(), event);
+  RG_TRY(device.add_profile(to_device ? "(copy to the device)" : "(copy to the host)", done));
+  return done;
 }
 
 }  // namespace

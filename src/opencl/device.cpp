@@ -3,6 +3,7 @@
 #include "opencl/device.h"
 
 #include "opencl/cl_error.h"
+#include "opencl/buffer.h"
 #include "opencl/gemm_tuning.h"
 
 namespace rg::ocl {
@@ -44,6 +45,7 @@ Device::Device(const ClApi& api, DeviceInfo info)
     : api_(api), info_(std::move(info)), label_(info_.label + " (" + info_.name + ")"), memory_("device " + info_.label) {}
 
 Device::~Device() {
+  gemm_scratch_.reset();
   // Buffers release into memory_ and kernels into programs_: none may be left.
   RG_CHECK(memory_.current_bytes() == 0,
            "device " << label_ << " closed with " << memory_.current_bytes() << " bytes of buffers still allocated");
@@ -91,13 +93,17 @@ Result<Event> Device::run(const Kernel& kernel, cl_uint dims, const size_t* glob
   const cl_int code = api_.clEnqueueNDRangeKernel(queue_, kernel.handle, dims, nullptr, global, local, 0, nullptr, &event);
   if (code != CL_SUCCESS) return error("running kernel " + kernel.name + " of kernels/" + kernel.file, "clEnqueueNDRangeKernel", code);
   Event done(&api_, event);
-  if (profiling_) {
-    RG_ASSIGN(const double seconds, done.seconds());
-    KernelTime& total = kernel_times_[kernel.name];
-    total.launches += 1;
-    total.seconds += seconds;
-  }
+  RG_TRY(add_profile(kernel.name, done));
   return done;
+}
+
+Status Device::add_profile(const std::string& name, const Event& done) {
+  if (!profiling_) return Status();
+  RG_ASSIGN(const double seconds, done.seconds());
+  KernelTime& total = kernel_times_[name];
+  total.launches += 1;
+  total.seconds += seconds;
+  return Status();
 }
 
 Status Device::finish() {

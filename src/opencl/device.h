@@ -20,6 +20,7 @@
 namespace rg::ocl {
 
 struct GemmTuning;
+class Buffer;
 
 // A command's completion, and its time on the device (the queue profiles every command).
 // An empty Event stands for work that needed no command (n = 0): done, in 0 seconds.
@@ -84,17 +85,23 @@ class Device {
   // Waits for everything enqueued.
   Status finish();
 
-  // Profiling by kernel: when on, run() waits for each kernel and adds its device time to its
-  // name's total (a slower run, since the host waits each time; the times are the device's own).
+  // Profiling by kernel: when on, run() waits for each kernel (and buffer.h's copies for each
+  // copy) and adds its device time to its name's total (a slower run, since the host waits each time; the times are the device's own).
   struct KernelTime {
     int64_t launches = 0;
     double seconds = 0;
   };
   void set_profiling(bool on) { profiling_ = on; }
+  bool profiling() const { return profiling_; }
+  // When profiling: waits for `done` and adds its device time under `name` (a kernel's name, or
+  // "(copy to the device)" / "(copy to the host)" for buffer copies).
+  Status add_profile(const std::string& name, const Event& done);
   const std::map<std::string, KernelTime>& kernel_times() const { return kernel_times_; }
 
   // The GEMM configurations' measured rates on this device (gemm_tuning.h fills it once).
   std::unique_ptr<GemmTuning>& gemm_tuning_slot() { return gemm_tuning_; }
+  // The partial sums of products split over K (gemm.h's reserve_gemm_scratch fills it).
+  std::unique_ptr<Buffer>& gemm_scratch_slot() { return gemm_scratch_; }
 
   // An error of `call` while `doing` something on this device: names the device, and for
   // out-of-memory codes what the account holds and what to lower.
@@ -114,6 +121,7 @@ class Device {
   bool profiling_ = false;
   std::map<std::string, KernelTime> kernel_times_;
   std::unique_ptr<GemmTuning> gemm_tuning_;
+  std::unique_ptr<Buffer> gemm_scratch_;
 };
 
 }  // namespace rg::ocl

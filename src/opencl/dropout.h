@@ -7,14 +7,15 @@
 
 #include "base/status.h"
 #include "opencl/buffer.h"
-#include "nn/dropout.h"  // dropout_step_seed, dropout_threshold, dropout_scale: the CPU's constants
+#include "nn/dropout.h"  // dropout_step_seed, _threshold, _scale, _blocks_per_row, kDropoutBlockValues: the CPU's
 #include "opencl/device.h"
 
 namespace rg::ocl {
 
-// to [rows, row_size] = from with each row's mask: row r draws from Rng(step_seed, row_offset + r),
-// one next_u32() per value in order, dropped (+0) below threshold, else from * scale. from may
-// equal to (in place). rows or row_size 0 enqueues nothing.
+// to [rows, row_size] = from with each row's mask: block b (kDropoutBlockValues values) of row r
+// draws from Rng(step_seed, dropout_block_stream(row_offset + r, dropout_blocks_per_row(row_size),
+// b)), one next_u32() per value in order, dropped (+0) below threshold, else from * scale; one
+// work-item per (row, block). from may equal to (in place). rows or row_size 0 enqueues nothing.
 Result<Event> f32_dropout_apply(Device& device, int64_t rows, int64_t row_size, uint64_t step_seed, int64_t row_offset,
                                 uint64_t threshold, float scale, DeviceSpan from, DeviceSpan to);
 

@@ -28,22 +28,77 @@ Result<const Kernel*> gemm_kernel(Device& device, const GemmShape& s, const Gemm
   return kernel;
 }
 
-Result<Event> launch(Device& device, const Kernel& kernel, const GemmShape& s, const GemmConfig& config, float alpha,
-                     DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c) {
+// One launch of `slices` slices of slice_len terms each (one slice: the whole product into c).
+Result<Event> launch(Device& device, const Kernel& kernel, const GemmShape& s, const GemmConfig& config, int64_t slices,
+                     int64_t slice_len, float alpha, DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c) {
   const cl_uint m = static_cast<cl_uint>(s.m), n = static_cast<cl_uint>(s.n), k = static_cast<cl_uint>(s.k);
-  RG_TRY(set_kernel_args(device, kernel, m, n, k, alpha, a.mem, static_cast<cl_uint>(a.offset), static_cast<cl_uint>(s.lda),
-                         b.mem, static_cast<cl_uint>(b.offset), static_cast<cl_uint>(s.ldb), beta, c.mem,
-                         static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc)));
-  const size_t local[2] = {static_cast<size_t>(config.threads_n), static_cast<size_t>(config.threads_m)};
-  const size_t global[2] = {static_cast<size_t>((s.n + config.tile_n - 1) / config.tile_n) * local[0],
-                            static_cast<size_t>((s.m + config.tile_m - 1) / config.tile_m) * local[1]};
-  return device.run(kernel, 2, global, local);
+  RG_TRY(set_kernel_args(device, kernel, m, n, k, static_cast<cl_uint>(slice_len), alpha, a.mem,
+                         static_cast<cl_uint>(a.offset), static_cast<cl_uint>(s.lda), b.mem, static_cast<cl_uint>(b.offset),
+                         static_cast<cl_uint>(s.ldb), beta, c.mem, static_cast<cl_uint>(c.offset),
+                         static_cast<cl_uint>(s.ldc)));
+  const size_t local[3] = {static_cast<size_t>(config.threads_n), static_cast<size_t>(config.threads_m), 1};
+  const size_t global[3] = {static_cast<size_t>((s.n + config.tile_n - 1) / config.tile_n) * local[0],
+                            static_cast<size_t>((s.m + config.tile_m - 1) / config.tile_m) * local[1],
+                            static_cast<size_t>(slices)};
+  return device.run(kernel, 3, global, local);
+}
+
+// The configuration: the one given, else the tuning's choice for one slice's shape with the
+// compute units the other slices leave it; one the device cannot build or run is dropped from
+// the tuning for good (a failed build is not cached, so it would be tried again every call).
+Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShape& slice_shape, int64_t slices,
+                                                  const GemmConfig* given) {
+  if (given != nullptr) {
+    RG_ASSIGN(const Kernel* kernel, gemm_kernel(device, slice_shape, *given));
+    return std::make_pair(*given, kernel);
+  }
+  const bool ta = slice_shape.trans_a == Trans::yes, tb = slice_shape.trans_b == Trans::yes;
+  std::vector<GemmRate>& rates = gemm_tuning(device).rates[ta * 2 + tb];
+  const int units = static_cast<int>(std::max<int64_t>(1, device.info().compute_units / slices));
+  std::string refused;
+  while (!rates.empty()) {
+    const GemmConfig chosen = choose_gemm_config(rates, slice_shape, units);
+    auto kernel = gemm_kernel(device, slice_shape, chosen);
+    if (kernel.ok()) return std::make_pair(chosen, kernel.value());
+    refused += (refused.empty() ? "" : "; ") + kernel.status().message();
+    rates.erase(std::find_if(rates.begin(), rates.end(), [&](const GemmRate& r) { return r.config == chosen; }));
+  }
+  return Status::error(device.label() + ": no GEMM configuration runs on this device (" + refused + ")");
+}
+
+int64_t scratch_floats(const Device& device) {
+  const std::unique_ptr<Buffer>& scratch = const_cast<Device&>(device).gemm_scratch_slot();
+  return scratch ? scratch->bytes() / 4 : 0;
 }
 
 }  // namespace
 
+int gemm_k_slices(const GemmShape& s, int compute_units, int64_t scratch_floats) {
+  constexpr int64_t kMinSliceTerms = 256;
+  const int64_t tiles = ((s.m + 63) / 64) * ((s.n + 63) / 64);
+  const int64_t want = (2 * static_cast<int64_t>(std::max(1, compute_units)) + tiles - 1) / tiles;
+  const int64_t by_depth = s.k / kMinSliceTerms;
+  const int64_t by_scratch = s.m * s.n > 0 ? scratch_floats / (s.m * s.n) : 0;
+  return static_cast<int>(std::max<int64_t>(1, std::min({want, by_depth, by_scratch, int64_t{65535}})));
+}
+
+int64_t gemm_scratch_bytes(const Device& device) {
+  // gemm_k_slices's partials: about 2 x compute units slices of at most one 64x64 tile each.
+  return 2 * static_cast<int64_t>(std::max<uint32_t>(1, device.info().compute_units)) * 64 * 64 * 4;
+}
+
+Status reserve_gemm_scratch(Device& device) {
+  std::unique_ptr<Buffer>& slot = device.gemm_scratch_slot();
+  if (slot) return Status();
+  RG_ASSIGN(Buffer scratch, Buffer::allocate(device, gemm_scratch_bytes(device), "the GEMM's split-K partial sums"));
+  slot = std::make_unique<Buffer>(std::move(scratch));
+  return Status();
+}
+
+void release_gemm_scratch(Device& device) { device.gemm_scratch_slot().reset(); }
+
 Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSpan a, DeviceSpan b, float beta,
-                       DeviceSpan c, const GemmConfig* config) {
+                       DeviceSpan c, const GemmLaunch& how) {
   const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
   RG_CHECK(s.m >= 0 && s.n >= 0 && s.k >= 0, "gemm shape " << s.m << " x " << s.n << " x " << s.k);
   RG_CHECK(s.lda >= (ta ? s.m : s.k) && s.ldb >= (tb ? s.k : s.n) && s.ldc >= s.n,
@@ -62,22 +117,31 @@ Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSp
   }
   if (s.m == 0 || s.n == 0) return Event();
 
-  if (config != nullptr) {
-    RG_ASSIGN(const Kernel* kernel, gemm_kernel(device, s, *config));
-    return launch(device, *kernel, s, *config, alpha, a, b, beta, c);
+  const int64_t scratch = scratch_floats(device);
+  int64_t slices = how.k_slices > 0 ? how.k_slices : gemm_k_slices(s, static_cast<int>(device.info().compute_units), scratch);
+  const int64_t slice_len = slices <= 1 ? std::max<int64_t>(s.k, 1) : ((s.k + slices - 1) / slices + 15) / 16 * 16;
+  slices = slices <= 1 ? 1 : (s.k + slice_len - 1) / slice_len;
+  GemmShape slice_shape = s;
+  slice_shape.k = std::min(s.k, slice_len);
+  RG_ASSIGN(const auto picked, pick(device, slice_shape, slices, how.config));
+  if (slices == 1) return launch(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c);
+
+  if (slices * s.m * s.n > scratch) {
+    return Status::error(device.label() + ": f32_gemm in " + std::to_string(slices) + " slices needs " +
+                         std::to_string(slices * s.m * s.n) + " floats of GEMM scratch, the device has " +
+                         std::to_string(scratch) + " (reserve_gemm_scratch)");
   }
-  // The tuning's choice for this shape; one the device cannot build or run is dropped from the
-  // tuning for good (a failed build is not cached, so it would be tried again every call).
-  std::vector<GemmRate>& rates = gemm_tuning(device).rates[ta * 2 + tb];
-  std::string refused;
-  while (!rates.empty()) {
-    const GemmConfig chosen = choose_gemm_config(rates, s, static_cast<int>(device.info().compute_units));
-    auto kernel = gemm_kernel(device, s, chosen);
-    if (kernel.ok()) return launch(device, *kernel.value(), s, chosen, alpha, a, b, beta, c);
-    refused += (refused.empty() ? "" : "; ") + kernel.status().message();
-    rates.erase(std::find_if(rates.begin(), rates.end(), [&](const GemmRate& r) { return r.config == chosen; }));
-  }
-  return Status::error(device.label() + ": no GEMM configuration runs on this device (" + refused + ")");
+  const DeviceSpan partials = device.gemm_scratch_slot()->f32(0, slices * s.m * s.n);
+  GemmShape packed = s;
+  packed.ldc = s.n;
+  RG_TRY(launch(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials).status());
+  RG_ASSIGN(const Kernel* sum, device.kernel("gemm.cl", "f32_gemm_sum_slices",
+                                             picked.first.build_options(ta, tb, device_has_fma(device))));
+  RG_TRY(set_kernel_args(device, *sum, static_cast<cl_uint>(s.m), static_cast<cl_uint>(s.n), static_cast<cl_uint>(slices),
+                         alpha, partials.mem, beta, c.mem, static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc)));
+  const size_t local = 64;
+  const size_t global = static_cast<size_t>((s.m * s.n + 63) / 64 * 64);
+  return device.run(*sum, 1, &global, &local);
 }
 
 }  // namespace rg::ocl

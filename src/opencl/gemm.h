@@ -10,13 +10,33 @@
 
 namespace rg::ocl {
 
+// How a product runs. `config` null: the device's tuning chooses (gemm_tuning.h,
+// choose_gemm_config). Every configuration adds each output's terms in the same order, so the
+// choice changes the speed, never the bits. `k_slices` 0: gemm_k_slices decides; 1: no split;
+// S > 1: the K terms in S slices of equal length (a multiple of 16) summed apart into the
+// device's GEMM scratch, then added slice by slice (other bits than one slice, the same every run).
+struct GemmLaunch {
+  const GemmConfig* config = nullptr;
+  int k_slices = 0;
+};
+
 // `a`, `b`, `c` hold the matrices as stored (A is k x m when trans_a, etc.) with the shape's
-// row strides; spans too short are a bug. m or n = 0 enqueues nothing. `config` null: the
-// device's tuning chooses (gemm_tuning.h, choose_gemm_config). Every configuration adds each
-// output's terms in the same order, so the choice changes the speed, never the bits.
-// Errors: sizes past the kernels' 32-bit indices, a configuration the device cannot build or
-// run (none, when choosing), and the OpenCL calls'.
+// row strides; spans too short are a bug. m or n = 0 enqueues nothing. Errors: sizes past the
+// kernels' 32-bit indices, a configuration the device cannot build or run (none, when choosing),
+// slices asked for without the scratch to hold them, and the OpenCL calls'.
 Result<Event> f32_gemm(Device& device, const GemmShape& shape, float alpha, DeviceSpan a, DeviceSpan b, float beta,
-                       DeviceSpan c, const GemmConfig* config = nullptr);
+                       DeviceSpan c, const GemmLaunch& launch = {});
+
+// The split over K for products with too few C tiles to fill the device: enough slices for
+// about two work-groups of 64x64 per compute unit, each slice at least 256 terms deep, their
+// partials within `scratch_floats`. 1: no split. Depends on the shape and the device only, so a
+// run gives the same bits whatever configuration the tuning picks.
+int gemm_k_slices(const GemmShape& shape, int compute_units, int64_t scratch_floats);
+
+// The scratch the automatic split needs on this device (bytes), and its allocation, counted in
+// the device's memory account (a model reserves it with its buffers; without it no product splits).
+int64_t gemm_scratch_bytes(const Device& device);
+Status reserve_gemm_scratch(Device& device);
+void release_gemm_scratch(Device& device);
 
 }  // namespace rg::ocl

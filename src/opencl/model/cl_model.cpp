@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "opencl/fill_copy.h"
+#include "opencl/gemm.h"
 #include "opencl/loss.h"
 #include "opencl/model/cl_host_layer.h"
 
@@ -58,7 +59,8 @@ ClModel::ReservedBytes ClModel::reserved_bytes(int64_t batch) const {
     bytes.gradients += batch * sizes_.back() * 4;
     bytes.chunks = 4 * chunk_elements(batch) * 4;
   }
-  bytes.workspace = scratch * 4;
+  // The GEMM's split-K partials, allocated with the first reserve and kept by the device.
+  bytes.workspace = scratch * 4 + (device_.gemm_scratch_slot() ? 0 : gemm_scratch_bytes(device_));
   const int64_t labels = model_.target() == TargetKind::onehot ? batch * 4 : 0;
   bytes.io = 2 * (batch * input_size_ * 4 + target_bytes(batch) + labels) + batch * (8 + 4);
   return bytes;
@@ -124,6 +126,7 @@ Status ClModel::reserve(int64_t batch) {
   if (scratch > 0) {
     RG_ASSIGN(workspace_, Buffer::allocate(device_, scratch * 4, "the layers' workspace"));
   }
+  RG_TRY(reserve_gemm_scratch(device_));
   for (int k = 0; k < 2; ++k) {
     RG_ASSIGN(inputs_[k], Buffer::allocate(device_, batch * input_size_ * 4, "input buffer " + std::to_string(k + 1)));
     if (target_bytes(batch) > 0) {
