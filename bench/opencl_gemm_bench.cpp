@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
     for (auto tile : tiles) {
       Side side{tile_name(tile)};
       measure(side, [&]() -> Result<double> {
-        RG_ASSIGN(ocl::Event ev, ocl::f32_gemm(*device, shape, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(), ocl::GemmLaunch{tile ? &*tile : nullptr, 0}));
+        RG_ASSIGN(ocl::Event ev, ocl::f32_gemm(*device, shape, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(), ocl::GemmLaunch{tile ? &*tile : nullptr, 0, {}}));
         return ev.seconds();
       });
       if (side.error.empty() && !reference.empty()) {

@@ -7,6 +7,8 @@
 // Split over K (work-group dimension 2): slice z sums p in [z * slice_len, (z + 1) * slice_len) in
 // order into C + z * M * ldc (a scratch of partials, alpha 1, beta 0), and f32_gemm_sum_slices adds
 // the slices in order; one slice (slice_len >= K) is the plain product.
+// A bias row, when has_bias: C[r][c] = (alpha * sum + beta * C[r][c]) + bias[c], as the CPU adds
+// it after its product (the bits of f32_add_bias after the plain product).
 // Launcher and configurations: src/opencl/gemm.cpp, gemm_config.h.
 //
 // Build-time defines (each set is one program in the cache):
@@ -89,7 +91,8 @@ __kernel __attribute__((reqd_work_group_size(THREADS_N, THREADS_M, 1)))
 void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
               __global const float* A, uint a_offset, uint lda,
               __global const float* B, uint b_offset, uint ldb, float beta,
-              __global float* C, uint c_offset, uint ldc) {
+              __global float* C, uint c_offset, uint ldc,
+              uint has_bias, __global const float* bias, uint bias_offset) {
   // Declared as vectors so that VEC-wide reads are aligned; written word by word.
   __local vec_t a_panel_v[TILE_K * A_STRIDE / VEC];  // [p][i] = op(A)[row0 + i][p0 + p]
   __local vec_t b_panel_v[TILE_K * B_STRIDE / VEC];  // [p][j] = op(B)[p0 + p][col0 + j]
@@ -164,7 +167,9 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
       const uint c = col0 + (tx + (j / VEC) * THREADS_N) * VEC + j % VEC;
       if (c >= N) continue;
       __global float* out = C + r * ldc + c;
-      *out = alpha * acc[i][j] + (beta == 0.0f ? 0.0f : beta * *out);
+      float v = alpha * acc[i][j] + (beta == 0.0f ? 0.0f : beta * *out);
+      if (has_bias) v += bias[bias_offset + c];
+      *out = v;
     }
   }
 }
@@ -172,11 +177,14 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
 // C[r][c] = alpha * (((0 + P[0]) + P[1]) + ... + P[slices - 1])[r][c] + beta * C[r][c], P the
 // slices' partials (slices x M x N, packed). One work-item per element of C.
 __kernel void f32_gemm_sum_slices(uint M, uint N, uint slices, float alpha, __global const float* P, float beta,
-                                  __global float* C, uint c_offset, uint ldc) {
+                                  __global float* C, uint c_offset, uint ldc, uint has_bias,
+                                  __global const float* bias, uint bias_offset) {
   const uint e = get_global_id(0);
   if (e >= M * N) return;
   float sum = 0.0f;
   for (uint z = 0; z < slices; ++z) sum += P[z * M * N + e];
   __global float* out = C + c_offset + (e / N) * ldc + e % N;
-  *out = alpha * sum + (beta == 0.0f ? 0.0f : beta * *out);
+  float v = alpha * sum + (beta == 0.0f ? 0.0f : beta * *out);
+  if (has_bias) v += bias[bias_offset + e % N];
+  *out = v;
 }

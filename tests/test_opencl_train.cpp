@@ -105,6 +105,26 @@ TEST(OpenclTrain, MlpOnTheDeviceMatchesTheCpu) {
   }
 }
 
+// The device's loss is read one micro-batch late; a loss that is not finite still stops training
+// at the next micro-batch, naming the step it came from, with the loss on the device or the CPU.
+TEST(OpenclTrain, ANonFiniteLossStopsTrainingAndNamesItsStep) {
+  SKIP_WITHOUT_OPENCL();
+  for (bool loss_on_host : {false, true}) {
+    TrainOptions options = options_on(first_device(), 1);
+    options.schedule.lr = 1e30;  // diverges at once
+    options.loss_on_host = loss_on_host;
+    auto model = build_model(options.seed, kMlpCfg);
+    ThreadPool pool(1);
+    Trainer trainer(*model, pool, options);
+    ASSERT_TRUE(trainer.prepare().ok());
+    auto records = trainer.fit(data().train, nullptr);
+    ASSERT_FALSE(records.ok());
+    const std::string message = records.status().message();
+    EXPECT_NE(message.find("the loss of epoch 1, step "), std::string::npos) << message;
+    EXPECT_NE(message.find("training stopped"), std::string::npos) << message;
+  }
+}
+
 TEST(OpenclTrain, SameSeedOnOneDeviceIsBitIdentical) {
   SKIP_WITHOUT_OPENCL();
   DeviceRun a = train(options_on(first_device(), 1)), b = train(options_on(first_device(), 1));

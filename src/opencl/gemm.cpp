@@ -29,13 +29,26 @@ Result<const Kernel*> gemm_kernel(Device& device, const GemmShape& s, const Gemm
 }
 
 // One launch of `slices` slices of slice_len terms each (one slice: the whole product into c).
+// The three trailing arguments of both kernels: has_bias, bias, bias_offset (C's buffer stands in
+// for an absent bias: it is never read).
+struct BiasArgs {
+  cl_uint has;
+  cl_mem mem;
+  cl_uint offset;
+};
+BiasArgs bias_args(DeviceSpan bias, DeviceSpan c) {
+  return bias.mem ? BiasArgs{1, bias.mem, static_cast<cl_uint>(bias.offset)} : BiasArgs{0, c.mem, 0};
+}
+
 Result<Event> launch(Device& device, const Kernel& kernel, const GemmShape& s, const GemmConfig& config, int64_t slices,
-                     int64_t slice_len, float alpha, DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c) {
+                     int64_t slice_len, float alpha, DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c,
+                     DeviceSpan bias) {
+  const BiasArgs bias_arg = bias_args(bias, c);
   const cl_uint m = static_cast<cl_uint>(s.m), n = static_cast<cl_uint>(s.n), k = static_cast<cl_uint>(s.k);
   RG_TRY(set_kernel_args(device, kernel, m, n, k, static_cast<cl_uint>(slice_len), alpha, a.mem,
                          static_cast<cl_uint>(a.offset), static_cast<cl_uint>(s.lda), b.mem, static_cast<cl_uint>(b.offset),
                          static_cast<cl_uint>(s.ldb), beta, c.mem, static_cast<cl_uint>(c.offset),
-                         static_cast<cl_uint>(s.ldc)));
+                         static_cast<cl_uint>(s.ldc), bias_arg.has, bias_arg.mem, bias_arg.offset));
   const size_t local[3] = {static_cast<size_t>(config.threads_n), static_cast<size_t>(config.threads_m), 1};
   const size_t global[3] = {static_cast<size_t>((s.n + config.tile_n - 1) / config.tile_n) * local[0],
                             static_cast<size_t>((s.m + config.tile_m - 1) / config.tile_m) * local[1],
@@ -124,7 +137,8 @@ Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSp
   GemmShape slice_shape = s;
   slice_shape.k = std::min(s.k, slice_len);
   RG_ASSIGN(const auto picked, pick(device, slice_shape, slices, how.config));
-  if (slices == 1) return launch(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c);
+  if (how.bias.mem) RG_CHECK(how.bias.count >= s.n, "gemm bias of " << how.bias.count << " for " << s.n << " columns");
+  if (slices == 1) return launch(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c, how.bias);
 
   if (slices * s.m * s.n > scratch) {
     return Status::error(device.label() + ": f32_gemm in " + std::to_string(slices) + " slices needs " +
@@ -134,11 +148,13 @@ Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSp
   const DeviceSpan partials = device.gemm_scratch_slot()->f32(0, slices * s.m * s.n);
   GemmShape packed = s;
   packed.ldc = s.n;
-  RG_TRY(launch(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials).status());
+  RG_TRY(launch(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials, {}).status());
   RG_ASSIGN(const Kernel* sum, device.kernel("gemm.cl", "f32_gemm_sum_slices",
                                              picked.first.build_options(ta, tb, device_has_fma(device))));
+  const BiasArgs bias_arg = bias_args(how.bias, c);
   RG_TRY(set_kernel_args(device, *sum, static_cast<cl_uint>(s.m), static_cast<cl_uint>(s.n), static_cast<cl_uint>(slices),
-                         alpha, partials.mem, beta, c.mem, static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc)));
+                         alpha, partials.mem, beta, c.mem, static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc),
+                         bias_arg.has, bias_arg.mem, bias_arg.offset));
   const size_t local = 64;
   const size_t global = static_cast<size_t>((s.m * s.n + 63) / 64 * 64);
   return device.run(*sum, 1, &global, &local);

@@ -15,9 +15,12 @@ namespace rg::ocl {
 // choice changes the speed, never the bits. `k_slices` 0: gemm_k_slices decides; 1: no split;
 // S > 1: the K terms in S slices of equal length (a multiple of 16) summed apart into the
 // device's GEMM scratch, then added slice by slice (other bits than one slice, the same every run).
+// `bias` (n floats; mem null: none) is added to each row of C after the product, as the CPU's
+// add_bias after its GEMM: the same bits as f32_add_bias after f32_gemm, one launch less.
 struct GemmLaunch {
   const GemmConfig* config = nullptr;
   int k_slices = 0;
+  DeviceSpan bias;
 };
 
 // `a`, `b`, `c` hold the matrices as stored (A is k x m when trans_a, etc.) with the shape's

@@ -39,7 +39,7 @@ Result<double> time_product(Device& device, const GemmShape& shape, const Buffer
                             const GemmConfig& config, int reps) {
   std::vector<double> seconds;
   for (int r = 0; r <= reps; ++r) {
-    RG_ASSIGN(const Event event, f32_gemm(device, shape, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(), GemmLaunch{&config, 1}));
+    RG_ASSIGN(const Event event, f32_gemm(device, shape, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(), GemmLaunch{&config, 1, {}}));
     RG_ASSIGN(const double s, event.seconds());
     if (r > 0) seconds.push_back(s);
   }

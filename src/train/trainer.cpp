@@ -258,8 +258,9 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     ProgressBar progress(steps_per_epoch, options_.log, options_.live_progress);
     batches_->start(train, order.data<int32_t>(), n, options_.batch, micro);
     const auto start = std::chrono::steady_clock::now();
-    double loss_sum = 0, lr = 0;
-    int64_t correct = 0, seen = 0;
+    double lr = 0;
+    LossTally tally;  // the losses and hits collected (the device's arrive one micro-batch late)
+    int64_t seen = 0;
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
       ctx.noise_stream = static_cast<uint64_t>(optimizer_.steps());  // dropout masks follow the step
@@ -279,8 +280,9 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         ctx.row_offset = m0;
         ctx.accumulate_grads = m0 > 0;
         if (cl_model_) {
-          if (Status s = device_micro_step(x, labels, target, grad_scale, ctx, &loss_sum, &correct); !s.ok()) {
-            return s.with_context("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + ": ");
+          const std::string where = "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1);
+          if (Status s = device_micro_step(x, labels, target, grad_scale, ctx, where, &tally); !s.ok()) {
+            return s.with_context(where + ": ");
           }
           continue;
         }
@@ -293,8 +295,9 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
                                "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
         }
         model_.backward(ctx);
-        loss_sum += loss;
-        if (classifies) correct += count_correct(out, labels.data<int32_t>());
+        tally.loss_sum += loss;
+        tally.rows += x.shape()[0];
+        if (classifies) tally.correct += count_correct(out, labels.data<int32_t>());
       }
       if (fake_quant_) fake_quant_->restore_weights();  // the grid values' gradient updates the masters
       bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
@@ -314,16 +317,18 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         optimizer_.step(lr);
       }
       seen += count;
-      Metrics metrics = {{"loss", loss_sum / static_cast<double>(seen)}};
-      if (classifies) metrics.emplace_back("acc", static_cast<double>(correct) / static_cast<double>(seen));
+      const double scored = static_cast<double>(std::max<int64_t>(1, tally.rows));
+      Metrics metrics = {{"loss", tally.loss_sum / scored}};
+      if (classifies) metrics.emplace_back("acc", static_cast<double>(tally.correct) / scored);
       progress.update(step + 1, metrics);
     }
+    if (cl_model_) RG_TRY(device_collect_losses(/*keep_newest=*/false, &tally));  // the epoch's last micro-batch
     RG_TRY(sync_to_host());  // the epoch's weights into the host model, for checkpoints and callers
     EpochRecord record;
     record.epoch = epoch + 1;
     record.seconds = seconds_since(start);
-    record.loss = loss_sum / static_cast<double>(seen);
-    record.accuracy = classifies ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
+    record.loss = tally.loss_sum / static_cast<double>(seen);
+    record.accuracy = classifies ? static_cast<double>(tally.correct) / static_cast<double>(seen) : 0.0;
     record.samples_per_s = static_cast<double>(seen) / record.seconds;
     record.lr = lr;
     train_seconds_ += record.seconds;

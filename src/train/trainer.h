@@ -162,10 +162,21 @@ class Trainer {
   // The device model, its buffers for the micro-batch (halved once when they do not fit) and
   // the optimizer's device state.
   Status prepare_device();
-  // One micro-batch's forward, loss and backward on the device: adds its loss to *loss_sum and
-  // its hits to *correct.
+  // The losses and hits of the micro-batches collected so far, and how many rows they cover.
+  struct LossTally {
+    double loss_sum = 0;
+    int64_t correct = 0;
+    int64_t rows = 0;
+  };
+  // One micro-batch's forward, loss and backward on the device. Its loss is read without
+  // waiting: the previous micro-batch's is added to *tally instead (`where` names this one, for
+  // the message if its loss turns out not finite); device_collect_losses adds the last.
   Status device_micro_step(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
-                           const LayerContext& ctx, double* loss_sum, int64_t* correct);
+                           const LayerContext& ctx, const std::string& where, LossTally* tally);
+  Status device_collect_losses(bool keep_newest, LossTally* tally);
+  // Adds `part` to *tally; a loss that is not finite stops training, naming device_loss_where_.
+  Status add_loss(const LossTally& part, LossTally* tally) const;
+  std::string device_loss_where_;  // the step whose device loss is still pending
   // Loss scaling's unscale of the device's gradients (LossScaler::unscale's rule).
   Result<bool> device_unscale();
   // The forward of x on the device, read back (evaluation).

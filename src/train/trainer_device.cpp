@@ -5,6 +5,7 @@
 
 #include "base/memory.h"
 #include "opencl/device.h"
+#include "opencl/gemm_tuning.h"
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
 #include "train/trainer.h"
@@ -31,6 +32,9 @@ Status Trainer::prepare_device() {
     options_.loss_on_host = true;
     std::fprintf(options_.log, "device:    %s has no cl_khr_fp64: the loss runs on the CPU\n", device.label().c_str());
   }
+  // The GEMM's tuning first, while the whole budget is free for its operands (searched once per
+  // device and driver, then read from its cache file).
+  std::fprintf(options_.log, "device:    GEMM %s\n", ocl::gemm_tuning(device).source.c_str());
   const char* placing = "placing the model's params, gradients and optimizer state on the device: ";
   auto model = ocl::ClModel::create(model_, device, options_.host_layers);
   if (!model.ok()) return model.status().with_context(placing);
@@ -72,36 +76,51 @@ Status Trainer::prepare_device() {
 }
 
 Status Trainer::device_micro_step(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
-                                  const LayerContext& ctx, double* loss_sum, int64_t* correct) {
+                                  const LayerContext& ctx, const std::string& where, LossTally* tally) {
   const bool classifies = model_.target() != TargetKind::input;
   ocl::ClModel& cl = *cl_model_;
   RG_ASSIGN(const ocl::Event uploaded, cl.upload(x, target, labels));
   RG_TRY(cl.forward(ctx));
-  double loss = 0;
   if (options_.loss_on_host) {  // the output back, the loss and its gradient here, the gradient there
     const int64_t n = x.shape()[0];
     const Tensor out = host_output_.rows(0, n);
     RG_TRY(cl.read_output(out));
     const Tensor grad = model_.output_shape().numel() > 0 ? out : Tensor();
-    loss = compute_loss(model_.loss(), out, target, grad_scale, Tensor());
-    if (classifies) *correct += count_correct(out, labels.data<int32_t>());
+    const double loss = compute_loss(model_.loss(), out, target, grad_scale, Tensor());
+    const int64_t hits = classifies ? count_correct(out, labels.data<int32_t>()) : 0;
     // The gradient overwrites the output read back (which the loss no longer needs).
     compute_loss(model_.loss(), out, target, grad_scale, grad);
     RG_TRY(cl.write_output_grad(grad));
     RG_TRY(cl.backward(ctx));
-  } else {
-    RG_TRY(cl.device_loss(grad_scale, classifies));
-    RG_TRY(cl.backward(ctx));
-    RG_ASSIGN(const ocl::ClModel::LossSums sums, cl.loss_sums());
-    loss = sums.loss;
-    *correct += sums.hits;
+    RG_TRY(uploaded.wait());
+    device_loss_where_ = where;
+    return add_loss({loss, hits, n}, tally);
   }
+  RG_TRY(cl.device_loss(grad_scale, classifies));
+  RG_TRY(cl.backward(ctx));
+  // The host's batch tensors are reused for the next gather: the upload must be done (it is
+  // the step's first command, so this waits for little of the step).
   RG_TRY(uploaded.wait());
-  if (!std::isfinite(loss)) {
-    return Status::error("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+  RG_TRY(device_collect_losses(/*keep_newest=*/true, tally));
+  device_loss_where_ = where;
+  return Status();
+}
+
+Status Trainer::device_collect_losses(bool keep_newest, LossTally* tally) {
+  RG_ASSIGN(const ocl::ClModel::LossSums sums, cl_model_->loss_sums(keep_newest));
+  if (sums.rows == 0) return Status();
+  return add_loss({sums.loss, sums.hits, sums.rows}, tally);
+}
+
+Status Trainer::add_loss(const LossTally& part, LossTally* tally) const {
+  if (!std::isfinite(part.loss_sum)) {
+    return Status::error("the loss of " + device_loss_where_ + " became " +
+                         std::string(std::isnan(part.loss_sum) ? "NaN" : "infinite") +
                          "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
   }
-  *loss_sum += loss;
+  tally->loss_sum += part.loss_sum;
+  tally->correct += part.correct;
+  tally->rows += part.rows;
   return Status();
 }
 

@@ -1,5 +1,6 @@
 // Conv2D and ConvTranspose2D on the device: im2col (or col2im) and GEMM per chunk of samples,
-// as nn/conv.cpp computes them up to the GEMMs' summation order; bias by add_bias/column_sum.
+// as nn/conv.cpp computes them up to the GEMMs' summation order; bias in the GEMM (transposed:
+// add_bias) and column_sum.
 #include <algorithm>
 
 #include "opencl/activation.h"
@@ -60,7 +61,8 @@ int64_t ClConv::workspace_elements(int64_t n) const {
 }
 
 Status ClConv::forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) {
-  RG_TRY(transposed_ ? transposed_forward(n, x, y, ctx.workspace) : conv_forward(n, x, y, ctx.workspace));
+  if (!transposed_) return conv_forward(n, x, y, ctx.workspace);  // its GEMM adds the bias
+  RG_TRY(transposed_forward(n, x, y, ctx.workspace));
   // y [n * pixels, filters] += b
   if (has_bias_) RG_TRY(f32_add_bias(device_, n * out_sample_ / filters_, filters_, bias_.value.f32(), y).status());
   return Status();
@@ -87,8 +89,10 @@ Status ClConv::conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws
       cols = sub(ws, 0, rows * k);
       RG_TRY(f32_im2col(device_, g_, count, sub(x, s0 * in_sample_, count * in_sample_), cols).status());
     }
+    GemmLaunch how;
+    if (has_bias_) how.bias = bias_.value.f32();  // y [rows, F] += b in the GEMM's last step
     RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::no, rows, f, k, k, f, f}, 1.0f, cols, weight_.value.f32(),
-                    0.0f, sub(y, s0 * out_sample_, count * out_sample_))
+                    0.0f, sub(y, s0 * out_sample_, count * out_sample_), how)
                .status());
   }
   return Status();

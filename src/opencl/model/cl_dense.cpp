@@ -26,11 +26,11 @@ class ClDense : public ClLayer {
   Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override {
     (void)ctx;
     // y[n x out] = x[n x in] * W[in x out] (+ b)
-    RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::no, n, out_, in_, in_, out_, out_}, 1.0f, x,
-                    weight_.value.f32(), 0.0f, y)
-               .status());
-    if (has_bias_) RG_TRY(f32_add_bias(device_, n, out_, bias_.value.f32(), y).status());
-    return Status();
+    GemmLaunch how;
+    if (has_bias_) how.bias = bias_.value.f32();  // added in the GEMM's last step
+    return f32_gemm(device_, GemmShape{Trans::no, Trans::no, n, out_, in_, in_, out_, out_}, 1.0f, x,
+                    weight_.value.f32(), 0.0f, y, how)
+        .status();
   }
 
   Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override {

@@ -138,8 +138,12 @@ Status ClModel::reserve(int64_t batch) {
   }
   RG_ASSIGN(row_loss_, Buffer::allocate(device_, batch * 8, "per-row losses"));
   RG_ASSIGN(hits_, Buffer::allocate(device_, batch * 4, "per-row hits"));
-  host_row_loss_.assign(static_cast<size_t>(batch), 0.0);
-  host_hits_.assign(static_cast<size_t>(batch), 0);
+  for (PendingLoss& slot : pending_) {
+    slot = PendingLoss();
+    slot.row_loss.assign(static_cast<size_t>(batch), 0.0);
+    slot.hits.assign(static_cast<size_t>(batch), 0);
+  }
+  pending_count_ = 0;
   // Drivers that allocate lazily (NVIDIA's) fail at a buffer's first use: touch the large ones
   // now, so that running out of memory shows here, where the caller can retry smaller.
   for (const Buffer* b : {&grad_a_, &grad_b_, &workspace_, &output_grad_, &chunk_x_, &chunk_y_, &chunk_dy_, &chunk_dx_}) {
@@ -194,28 +198,36 @@ Status ClModel::device_loss(double grad_scale, bool count_hits) {
   RG_TRY(f32_loss(device_, model_.loss(), batch_, cols, output_span(), target_span(), static_cast<float>(grad_scale),
                   dx, element_span(row_loss_, 8))
              .status());
-  RG_ASSIGN(loss_read_, read_buffer_async(row_loss_, 0, host_row_loss_.data(), batch_ * 8));
+  // The device buffers are reused by the next call: the queue is in order, so this read runs
+  // before the next loss kernel writes them; the host arrays alternate.
+  RG_CHECK(pending_count_ < 2, "device_loss with two results not yet collected (loss_sums)");
+  PendingLoss& slot = pending_[next_slot_];
+  RG_ASSIGN(slot.loss_read, read_buffer_async(row_loss_, 0, slot.row_loss.data(), batch_ * 8));
   transfers_.down(batch_ * 8);
-  loss_pending_ = true;
-  hits_pending_ = count_hits;
+  slot.rows = batch_;
+  slot.counts_hits = count_hits;
   if (count_hits) {
     RG_TRY(f32_argmax_hits(device_, batch_, cols, output_span(), labels_span(), element_span(hits_, 4)).status());
-    RG_ASSIGN(hits_read_, read_buffer_async(hits_, 0, host_hits_.data(), batch_ * 4));
+    RG_ASSIGN(slot.hits_read, read_buffer_async(hits_, 0, slot.hits.data(), batch_ * 4));
     transfers_.down(batch_ * 4);
   }
+  next_slot_ ^= 1;
+  ++pending_count_;
   return Status();
 }
 
-Result<ClModel::LossSums> ClModel::loss_sums() {
-  RG_CHECK(loss_pending_, "loss_sums() without device_loss()");
-  loss_pending_ = false;
+Result<ClModel::LossSums> ClModel::loss_sums(bool keep_newest) {
   LossSums sums;
-  RG_TRY(loss_read_.wait());
-  for (int64_t r = 0; r < batch_; ++r) sums.loss += host_row_loss_[static_cast<size_t>(r)];
-  if (hits_pending_) {
-    hits_pending_ = false;
-    RG_TRY(hits_read_.wait());
-    for (int64_t r = 0; r < batch_; ++r) sums.hits += host_hits_[static_cast<size_t>(r)];
+  while (pending_count_ > (keep_newest ? 1 : 0)) {
+    PendingLoss& slot = pending_[(next_slot_ + 2 - pending_count_) % 2];  // the oldest
+    --pending_count_;
+    RG_TRY(slot.loss_read.wait());
+    for (int64_t r = 0; r < slot.rows; ++r) sums.loss += slot.row_loss[static_cast<size_t>(r)];
+    if (slot.counts_hits) {
+      RG_TRY(slot.hits_read.wait());
+      for (int64_t r = 0; r < slot.rows; ++r) sums.hits += slot.hits[static_cast<size_t>(r)];
+    }
+    sums.rows += slot.rows;
   }
   return sums;
 }

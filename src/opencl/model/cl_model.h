@@ -72,13 +72,16 @@ class ClModel {
   // losses (and argmax hits when count_hits) copied back to the host without blocking, and
   // when grad_scale != 0 the output gradient scaled by it. Needs cl_khr_fp64.
   Status device_loss(double grad_scale, bool count_hits);
-  // After device_loss: waits for its results; the sum of the row losses in row order (the
-  // CPU's compute_loss total) and the hits.
+  // The results of earlier device_loss calls, oldest first: waits for each, sums its row losses
+  // in row order (the CPU's compute_loss total) and its hits. `keep_newest`: the last call's
+  // results stay pending, so a training loop collects step t's loss after enqueueing step t + 1
+  // and never waits for the step it just enqueued. At most two calls may be pending.
   struct LossSums {
     double loss = 0;
     int64_t hits = 0;
+    int64_t rows = 0;  // the rows collected (0: nothing was pending)
   };
-  Result<LossSums> loss_sums();
+  Result<LossSums> loss_sums(bool keep_newest = false);
   // The output of the last forward, read back [n, output...] into `out` (blocking), and an
   // output gradient computed on the host sent to the device: the loss run on the CPU.
   Status read_output(const Tensor& out);
@@ -116,10 +119,16 @@ class ClModel {
   Buffer inputs_[2], targets_[2];  // targets: labels or values; none for target = input
   Buffer onehot_labels_[2];         // one-hot models: the int32 labels the hits are counted against
   Buffer row_loss_, hits_;
-  std::vector<double> host_row_loss_;
-  std::vector<int32_t> host_hits_;
-  Event loss_read_, hits_read_;
-  bool loss_pending_ = false, hits_pending_ = false;
+  // device_loss's reads in flight: two slots used in turn, the oldest pending one first.
+  struct PendingLoss {
+    std::vector<double> row_loss;
+    std::vector<int32_t> hits;
+    Event loss_read, hits_read;
+    int64_t rows = 0;
+    bool counts_hits = false;
+  };
+  PendingLoss pending_[2];
+  int pending_count_ = 0, next_slot_ = 0;
   int current_ = 1;  // the input buffer of the last upload
   int64_t reserved_ = 0, batch_ = 0;
 

@@ -1,0 +1,382 @@
+// kernels/gemm.cl on every OpenCL device found: every configuration against gemm_ref and against
+// the others' bits, the split over K, and the tuning's search, cache file and choice by shape.
+// Without a device the device tests are skipped and say why (PoCL runs them in CI).
+#include <fstream>
+
+#include "opencl/activation.h"
+#include "opencl/gemm.h"
+#include "opencl/gemm_tuning.h"
+#include "opencl_test_util.h"
+
+namespace rg::ocl {
+namespace {
+
+struct GemmCase {
+  int64_t m, n, k;
+  int64_t pad;  // extra elements per row of A, B and C as stored
+  float alpha, beta;
+};
+
+// Stored matrix sizes: rows x row stride.
+int64_t stored_rows(bool trans, int64_t rows, int64_t cols) { return trans ? cols : rows; }
+
+// One product on the device against gemm_ref, with offsets into the buffers and C's padding
+// columns left alone. `integers`: inputs in [-23, 23] (exact sums: bit-exact required);
+// else uniform in [-1, 1], within 1e-5 of the sum of |terms| (DESIGN section 5's bound,
+// scaled by the magnitudes) plus 1e-6.
+// `config` null: the device's tuning chooses. Returns C as the device wrote it (padding included).
+std::vector<float> check_gemm(Device& device, const GemmCase& t, Trans ta, Trans tb, const GemmConfig* config,
+                              bool integers, Rng& rng, int k_slices = 0) {
+  const bool ta_yes = ta == Trans::yes, tb_yes = tb == Trans::yes;
+  GemmShape s{ta, tb, t.m, t.n, t.k, 0, 0, 0};
+  s.lda = (ta_yes ? t.m : t.k) + t.pad;
+  s.ldb = (tb_yes ? t.k : t.n) + t.pad;
+  s.ldc = t.n + t.pad;
+  const int64_t a_size = stored_rows(ta_yes, t.m, t.k) * s.lda, b_size = stored_rows(tb_yes, t.k, t.n) * s.ldb;
+  const int64_t c_size = t.m * s.ldc;
+  auto fill = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = integers ? std::floor(rng.uniform_f32() * 47.0f) - 23.0f : rng.uniform_f32() * 2.0f - 1.0f;
+    return v;
+  };
+  const std::vector<float> a = fill(a_size), b = fill(b_size);
+  std::vector<float> c = fill(c_size);
+  if (t.beta == 0.0f && c_size > 0) c[0] = std::numeric_limits<float>::quiet_NaN();  // must be ignored
+  std::vector<float> want = c;
+  gemm_ref(s, t.alpha, a.data(), b.data(), t.beta, want.data());
+
+  // Offsets: A and B start 3 and 5 elements into their buffers, C after kGuard sentinels.
+  std::vector<float> a_stored(3, kSentinel), b_stored(5, kSentinel);
+  a_stored.insert(a_stored.end(), a.begin(), a.end());
+  b_stored.insert(b_stored.end(), b.begin(), b.end());
+  Buffer ba = upload_or_die(device, a_stored, "A"), bb = upload_or_die(device, b_stored, "B");
+  Guarded gc = guarded_f32(device, c, "C");
+  auto event = f32_gemm(device, s, t.alpha, ba.f32(3), bb.f32(5), t.beta, gc.span, GemmLaunch{config, k_slices, {}});
+  EXPECT_TRUE(event.ok()) << event.status().message();
+  if (!event.ok()) return {};
+  EXPECT_TRUE(event.value().wait().ok());
+  const std::vector<float> got = unguard(gc);
+  for (int64_t i = 0; i < t.m; ++i) {
+    for (int64_t j = 0; j < s.ldc; ++j) {
+      const int64_t at = i * s.ldc + j;
+      if (j >= t.n) {  // padding: untouched
+        EXPECT_TRUE(same_bits(got[at], c[at])) << "padding C[" << i << "][" << j << "] written";
+        if (!same_bits(got[at], c[at])) return got;
+        continue;
+      }
+      if (integers) {
+        EXPECT_EQ(got[at], want[at]) << "C[" << i << "][" << j << "]";
+        if (got[at] != want[at]) return got;
+        continue;
+      }
+      double magnitude = std::fabs(t.beta == 0.0f ? 0.0 : t.beta * c[at]);
+      for (int64_t p = 0; p < t.k; ++p) {
+        const float ap = ta_yes ? a[p * s.lda + i] : a[i * s.lda + p];
+        const float bp = tb_yes ? b[j * s.ldb + p] : b[p * s.ldb + j];
+        magnitude += std::fabs(static_cast<double>(t.alpha) * ap * bp);
+      }
+      EXPECT_LE(std::fabs(got[at] - want[at]), 1e-5 * magnitude + 1e-6)
+          << "C[" << i << "][" << j << "] = " << got[at] << ", want " << want[at];
+      if (!(std::fabs(got[at] - want[at]) <= 1e-5 * magnitude + 1e-6)) return got;
+    }
+  }
+  return got;
+}
+
+// Sizes below, at and above each tile (16, 32, 64, 128) and the 8- and 16-deep panels, including 1s.
+const GemmCase kGemmCases[] = {
+    {1, 1, 1, 0, 1.0f, 0.0f},     {5, 7, 3, 2, 1.0f, 0.0f},       {16, 16, 16, 0, 1.0f, 1.0f},
+    {17, 33, 15, 1, 0.5f, -1.5f}, {64, 64, 16, 0, 1.0f, 0.0f},    {65, 63, 17, 3, -1.0f, 0.25f},
+    {3, 100, 70, 0, 1.0f, 1.0f},  {70, 2, 33, 1, 2.0f, 0.0f},     {40, 40, 0, 0, 1.0f, 0.5f},
+    {128, 128, 8, 0, 1.0f, 0.0f}, {129, 130, 25, 1, 1.0f, 0.5f},
+};
+
+// Every candidate configuration, then the tuning's own choice (null).
+std::vector<const GemmConfig*> configs_and_automatic() {
+  std::vector<const GemmConfig*> out;
+  for (const GemmConfig& c : gemm_candidates()) out.push_back(&c);
+  out.push_back(nullptr);
+  return out;
+}
+
+class OpenclGemm : public ::testing::TestWithParam<std::tuple<Trans, Trans>> {};
+
+// Each configuration matches the reference, and all of them give the same bits: they add each
+// output's terms in the same order, so the tuner's choice never changes a result.
+TEST_P(OpenclGemm, EveryConfigurationMatchesTheReferenceWithTheSameBits) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  for (Device* device : open_devices().devices) {
+    for (const GemmCase& t : kGemmCases) {
+      std::vector<float> first;
+      for (const GemmConfig* config : configs_and_automatic()) {
+        const std::string name = config ? config->name() : "automatic";
+        SCOPED_TRACE(device->label() + " " + name + " m=" + std::to_string(t.m) + " n=" + std::to_string(t.n) +
+                     " k=" + std::to_string(t.k) + " pad=" + std::to_string(t.pad));
+        Rng rng(21);  // the same operands for every configuration
+        const std::vector<float> got = check_gemm(*device, t, ta, tb, config, false, rng);
+        if (HasFailure()) return;
+        if (first.empty()) first = got;
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_TRUE(same_bits(got[i], first[i]) || (std::isnan(got[i]) && std::isnan(first[i])))
+              << "C word " << i << ": " << got[i] << ", the first configuration gave " << first[i];
+        }
+      }
+    }
+  }
+}
+
+TEST_P(OpenclGemm, IntegerProductsAreBitExact) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  Rng rng(22);
+  for (Device* device : open_devices().devices) {
+    for (const GemmCase& t : {GemmCase{33, 65, 40, 1, 1.0f, 0.0f}, GemmCase{64, 31, 17, 0, 1.0f, 1.0f}}) {
+      SCOPED_TRACE(device->label() + " m=" + std::to_string(t.m) + " n=" + std::to_string(t.n));
+      check_gemm(*device, t, ta, tb, nullptr, true, rng);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// Split over K: slices summed apart into the device's scratch, then added in order. Each
+// configuration matches the reference and gives the same bits as the others at the same split.
+TEST_P(OpenclGemm, SlicesOverKMatchTheReferenceWithTheSameBitsInEveryConfiguration) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  for (Device* device : open_devices().devices) {
+    ASSERT_TRUE(reserve_gemm_scratch(*device).ok());
+    for (const GemmCase& t : {GemmCase{25, 6, 5000, 1, 1.0f, 0.0f}, GemmCase{9, 32, 1000, 0, -0.5f, 1.5f},
+                              GemmCase{70, 3, 333, 2, 1.0f, 1.0f}}) {
+      for (int k_slices : {3, 8}) {
+        std::vector<float> first;
+        for (const GemmConfig* config : configs_and_automatic()) {
+          SCOPED_TRACE(device->label() + " " + (config ? config->name() : "automatic") + " slices " +
+                       std::to_string(k_slices) + " m=" + std::to_string(t.m) + " n=" + std::to_string(t.n) +
+                       " k=" + std::to_string(t.k));
+          Rng rng(24);
+          const std::vector<float> got = check_gemm(*device, t, ta, tb, config, false, rng, k_slices);
+          if (HasFailure()) return release_gemm_scratch(*device);
+          if (first.empty()) first = got;
+          for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same_bits(got[i], first[i])) << "C word " << i;
+        }
+      }
+    }
+    release_gemm_scratch(*device);
+  }
+}
+
+TEST_P(OpenclGemm, SlicesWithoutScratchAreRefused) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  Device& device = *open_devices().devices.at(0);
+  release_gemm_scratch(device);
+  Buffer a = upload_or_die(device, std::vector<float>(64 * 1024, 1.0f), "A");
+  Buffer c = upload_or_die(device, std::vector<float>(64, 0.0f), "C");
+  const GemmShape s{ta, tb, 8, 8, 1024, ta == Trans::yes ? 8 : 1024, tb == Trans::yes ? 1024 : 8, 8};
+  auto event = f32_gemm(device, s, 1.0f, a.f32(), a.f32(), 0.0f, c.f32(), GemmLaunch{nullptr, 4, {}});
+  ASSERT_FALSE(event.ok());
+  EXPECT_NE(event.status().message().find("GEMM scratch"), std::string::npos) << event.status().message();
+}
+
+TEST(OpenclGemmSlices, EnoughSlicesToFillTheDeviceWithinDepthAndScratch) {
+  const GemmShape conv1_dw{Trans::yes, Trans::no, 25, 6, 50176, 25, 6, 6};  // lenet conv1's weight gradient
+  EXPECT_EQ(gemm_k_slices(conv1_dw, 132, 1 << 20), 196);                    // 256 terms a slice at least
+  GemmShape deeper = conv1_dw;
+  deeper.k = 200000;
+  EXPECT_EQ(gemm_k_slices(deeper, 132, 1 << 20), 264);                      // two groups per unit
+  EXPECT_EQ(gemm_k_slices(conv1_dw, 132, 150 * 100), 100);                  // the scratch holds 100
+  EXPECT_EQ(gemm_k_slices(conv1_dw, 132, 0), 1);                            // no scratch, no split
+  EXPECT_EQ(gemm_k_slices(GemmShape{Trans::no, Trans::no, 25, 6, 600, 600, 6, 6}, 132, 1 << 20), 2);  // 256 deep
+  const GemmShape big{Trans::no, Trans::no, 2048, 2048, 2048, 2048, 2048, 2048};
+  EXPECT_EQ(gemm_k_slices(big, 132, 1 << 20), 1);  // 1024 tiles of 64x64 fill 132 units
+}
+
+INSTANTIATE_TEST_SUITE_P(Transposes, OpenclGemm,
+                         ::testing::Combine(::testing::Values(Trans::no, Trans::yes),
+                                            ::testing::Values(Trans::no, Trans::yes)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == Trans::yes ? "At" : "A") +
+                                  (std::get<1>(info.param) == Trans::yes ? "Bt" : "B");
+                         });
+
+TEST(OpenclGemmTiming, TheKernelEventIsProfiled) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Rng rng(23);
+  const int64_t n = 64;
+  Buffer a = upload_or_die(device, random_floats(rng, n * n), "A");
+  Buffer b = upload_or_die(device, random_floats(rng, n * n), "B");
+  Buffer c = upload_or_die(device, std::vector<float>(n * n, 0.0f), "C");
+  const GemmShape s{Trans::no, Trans::no, n, n, n, n, n, n};
+  auto event = f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, c.f32());
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  auto seconds = event.value().seconds();
+  ASSERT_TRUE(seconds.ok()) << seconds.status().message();
+  EXPECT_GT(seconds.value(), 0.0);
+  EXPECT_LT(seconds.value(), 60.0);
+}
+
+// A bias in the GEMM's last step gives the bits of f32_add_bias after the plain product, split
+// over K or not.
+TEST(OpenclGemmBias, TheFusedBiasEqualsAddBiasAfterTheProduct) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  ASSERT_TRUE(reserve_gemm_scratch(device).ok());
+  Rng rng(25);
+  for (const GemmCase& t : {GemmCase{37, 21, 19, 0, 1.0f, 0.0f}, GemmCase{9, 16, 3000, 0, 1.0f, 0.0f}}) {
+    for (int k_slices : {1, 4}) {
+      SCOPED_TRACE("m=" + std::to_string(t.m) + " k=" + std::to_string(t.k) + " slices " + std::to_string(k_slices));
+      const GemmShape s{Trans::no, Trans::no, t.m, t.n, t.k, t.k, t.n, t.n};
+      Buffer a = upload_or_die(device, random_floats(rng, t.m * t.k), "A");
+      Buffer b = upload_or_die(device, random_floats(rng, t.k * t.n), "B");
+      Buffer bias = upload_or_die(device, random_floats(rng, t.n), "bias");
+      Buffer fused = upload_or_die(device, std::vector<float>(t.m * t.n, 0.0f), "fused");
+      Buffer apart = upload_or_die(device, std::vector<float>(t.m * t.n, 0.0f), "apart");
+      ASSERT_TRUE(f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, fused.f32(), GemmLaunch{nullptr, k_slices, bias.f32()}).ok());
+      ASSERT_TRUE(f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, apart.f32(), GemmLaunch{nullptr, k_slices, {}}).ok());
+      ASSERT_TRUE(f32_add_bias(device, t.m, t.n, bias.f32(), apart.f32()).ok());
+      const std::vector<float> got = download_all<float>(fused), want = download_all<float>(apart);
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same_bits(got[i], want[i])) << "C word " << i;
+    }
+  }
+  release_gemm_scratch(device);
+}
+
+// ---------------------------------------------------------------- configurations and tuning
+
+TEST(OpenclGemmConfig, NamesParseBackAndBadNamesSayTheRule) {
+  for (const GemmConfig& c : gemm_candidates()) {
+    auto parsed = parse_gemm_config(c.name());
+    ASSERT_TRUE(parsed.ok()) << c.name() << ": " << parsed.status().message();
+    EXPECT_EQ(parsed.value().name(), c.name());
+  }
+  EXPECT_TRUE(parse_gemm_config("64x64x16/16x16/v1").value().prefetch == false);
+  EXPECT_TRUE(parse_gemm_config("128x128x8/16x16/v4/p").value().prefetch);
+  for (const char* bad : {"", "64x64", "64x64x16/16x16/v3", "64x64x16/16x16/v4/q", "64x64x16/16x16/v4/p/p",
+                          "60x64x16/16x16/v4", "64x64x1/16x16/v1", "0x64x16/16x16/v1", "64x64x16/64x64/v1"}) {
+    auto parsed = parse_gemm_config(bad);
+    EXPECT_FALSE(parsed.ok()) << bad;
+    if (!parsed.ok()) {
+      EXPECT_NE(parsed.status().message().find(std::string("'") + bad + "'"), std::string::npos);
+    }
+  }
+}
+
+TEST(OpenclGemmConfig, BigProductsTakeBigTilesAndSmallOnesSmallTiles) {
+  std::vector<GemmRate> untuned;
+  for (const GemmConfig& c : gemm_candidates()) untuned.push_back({c, 0});
+  const GemmShape big{Trans::no, Trans::no, 4096, 4096, 4096, 4096, 4096, 4096};
+  const GemmShape small{Trans::no, Trans::no, 10, 12, 500, 500, 12, 12};
+  EXPECT_EQ(choose_gemm_config(untuned, big, 132).tile_m, 128);
+  EXPECT_EQ(choose_gemm_config(untuned, small, 132).tile_m, 16);
+  // Measured rates decide between tiles that fill the device alike.
+  std::vector<GemmRate> tuned = {{parse_gemm_config("128x128x8/16x16/v4/p").value(), 100},
+                                 {parse_gemm_config("128x128x16/16x16/v4/p").value(), 300}};
+  EXPECT_EQ(choose_gemm_config(tuned, big, 132).tile_k, 16);
+}
+
+// The tuning of a device as its cache file writes it, read back; files made for something else or
+// malformed are refused naming the file and the line.
+TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  GemmTuning tuning;
+  tuning.size = 256;
+  for (int t = 0; t < 4; ++t) tuning.rates[t] = {{gemm_candidates()[t], 10.5 + t}, {gemm_candidates()[5], 2.25}};
+  const std::string text = gemm_tuning_text(device, tuning);
+  auto back = parse_gemm_tuning(device, text, "cache.txt");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back.value().size, 256);
+  for (int t = 0; t < 4; ++t) {
+    ASSERT_EQ(back.value().rates[t].size(), 2u);
+    EXPECT_EQ(back.value().rates[t][0].config.name(), gemm_candidates()[t].name());
+    EXPECT_DOUBLE_EQ(back.value().rates[t][0].gflops, 10.5 + t);
+  }
+  auto line_of = [&](int n) {
+    size_t at = 0;
+    for (int i = 1; i < n; ++i) at = text.find('\n', at) + 1;
+    return at;
+  };
+  auto replace_line = [&](int n, const std::string& with) {
+    std::string t = text;
+    const size_t at = line_of(n);
+    return t.replace(at, t.find('\n', at) - at, with);
+  };
+  const struct {
+    std::string text, want;
+  } bad[] = {
+      {replace_line(1, "something else"), "cache.txt:1: not a GEMM tuning file"},
+      {replace_line(2, "for another device | 1.0 | gemm.cl 0"), "cache.txt:2: made for another device"},
+      {replace_line(3, "size -4"), "cache.txt:3: want 'size N'"},
+      {replace_line(4, "NN 64x64x16/16x16/v3 5"), "cache.txt:4: GEMM configuration '64x64x16/16x16/v3'"},
+      {replace_line(4, "XY 64x64x16/16x16/v1 5"), "cache.txt:4: unknown transposes 'XY'"},
+      {replace_line(4, "NN 64x64x16/16x16/v1 nan"), "cache.txt:4: want 'NN|NT|TN|TT CONFIG GFLOPS'"},
+      {text.substr(0, line_of(4)), "cache.txt: no rate for NN"},
+      {text.substr(0, line_of(2)), "cache.txt: truncated after line 1"},
+  };
+  for (const auto& b : bad) {
+    auto parsed = parse_gemm_tuning(device, b.text, "cache.txt");
+    ASSERT_FALSE(parsed.ok()) << b.want;
+    EXPECT_NE(parsed.status().message().find(b.want), std::string::npos) << parsed.status().message();
+  }
+}
+
+// gemm_tuning(device): the cache file when it fits the device, else the policy's answer with the
+// reason the file was not used; the file is never the device's only record (the slot keeps it).
+TEST(OpenclGemmTuning, TheDeviceReadsItsCacheFileOrSaysWhyNot) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  const std::string dir = temp_dir();
+  ScopedEnv cache("RETROGRAD_CACHE", dir);
+  ScopedEnv never("RETROGRAD_CL_GEMM_TUNE", "0");
+  GemmTuning written;
+  written.size = 512;
+  for (auto& rates : written.rates) rates = {{gemm_candidates()[6], 77}};
+  const std::string path = gemm_tuning_path(device);
+  EXPECT_EQ(path.rfind(dir, 0), 0u) << path;
+  {
+    std::ofstream(path) << gemm_tuning_text(device, written);
+  }
+  device.gemm_tuning_slot().reset();
+  const GemmTuning& read = gemm_tuning(device);
+  EXPECT_EQ(read.source, "read from " + path);
+  ASSERT_EQ(read.rates[0].size(), 1u);
+  EXPECT_EQ(read.rates[0][0].config.name(), gemm_candidates()[6].name());
+
+  {
+    std::ofstream(path) << "not a tuning\n";
+  }
+  device.gemm_tuning_slot().reset();
+  const GemmTuning& refused = gemm_tuning(device);
+  EXPECT_NE(refused.source.find("not tuned (RETROGRAD_CL_GEMM_TUNE=0)"), std::string::npos) << refused.source;
+  EXPECT_NE(refused.source.find(path + ":1: not a GEMM tuning file"), std::string::npos) << refused.source;
+  EXPECT_EQ(refused.rates[0].size(), gemm_candidates().size()) << "every candidate, untuned";
+  device.gemm_tuning_slot().reset();  // later tests derive it again under their own environment
+}
+
+// The search on a real device, small: every candidate timed for every pair of transposes, best first.
+TEST(OpenclGemmTuning, TheSearchTimesEveryCandidateBestFirst) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  GemmTuneOptions options;
+  options.candidates = {gemm_candidates()[0], gemm_candidates()[8], gemm_candidates()[11]};
+  options.min_size = 64;
+  options.max_size = 128;
+  options.reps = 1;
+  const int64_t held = device.memory().current_bytes();
+  auto tuned = tune_gemm(device, options);
+  ASSERT_TRUE(tuned.ok()) << tuned.status().message();
+  EXPECT_GE(tuned.value().size, 64);
+  EXPECT_LE(tuned.value().size, 128);
+  for (int t = 0; t < 4; ++t) {
+    ASSERT_EQ(tuned.value().rates[t].size(), 3u);
+    for (size_t i = 0; i < 3; ++i) EXPECT_GT(tuned.value().rates[t][i].gflops, 0);
+    EXPECT_GE(tuned.value().rates[t][0].gflops, tuned.value().rates[t][2].gflops);
+  }
+  EXPECT_NE(tuned.value().source.find("tuned now"), std::string::npos);
+  EXPECT_EQ(device.memory().current_bytes(), held) << "the search's buffers are freed";
+}
+
+}  // namespace
+}  // namespace rg::ocl
