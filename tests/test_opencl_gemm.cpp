@@ -6,6 +6,7 @@
 #include "opencl/activation.h"
 #include "opencl/gemm.h"
 #include "opencl/gemm_tuning.h"
+#include "opencl/im2col.h"
 #include "opencl_test_util.h"
 
 namespace rg::ocl {
@@ -238,6 +239,39 @@ TEST(OpenclGemmBias, TheFusedBiasEqualsAddBiasAfterTheProduct) {
       ASSERT_TRUE(f32_add_bias(device, t.m, t.n, bias.f32(), apart.f32()).ok());
       const std::vector<float> got = download_all<float>(fused), want = download_all<float>(apart);
       for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same_bits(got[i], want[i])) << "C word " << i;
+    }
+  }
+  release_gemm_scratch(device);
+}
+
+// The implicit GEMM reads the patch matrix from the images: the bits of im2col then the GEMM, split
+// over K or not, for a big vector tile, a scalar one and the tuning's choice.
+TEST(OpenclConvGemm, TheImplicitPatchMatrixGivesTheBitsOfIm2colThenGemm) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  ASSERT_TRUE(reserve_gemm_scratch(device).ok());
+  Rng rng(26);
+  auto geometry = conv_geometry(9, 7, 3, 3, 2, 1);
+  ASSERT_TRUE(geometry.ok());
+  const ConvGeometry g = geometry.value();
+  const int64_t batch = 3, filters = 5, rows = batch * g.patches(), k = g.patch_size();
+  Buffer images = upload_or_die(device, random_floats(rng, batch * g.height * g.width * g.channels), "images");
+  Buffer weight = upload_or_die(device, random_floats(rng, k * filters), "weight");
+  Buffer cols = upload_or_die(device, std::vector<float>(rows * k, 0.0f), "cols");
+  Buffer want = upload_or_die(device, std::vector<float>(rows * filters, 0.0f), "want");
+  Buffer got = upload_or_die(device, std::vector<float>(rows * filters, 0.0f), "got");
+  ASSERT_TRUE(f32_im2col(device, g, batch, images.f32(), cols.f32()).ok());
+  for (const GemmConfig* config : {&gemm_candidates()[0], &gemm_candidates()[8], (const GemmConfig*)nullptr}) {
+    for (int k_slices : {1, 2}) {
+      SCOPED_TRACE((config ? config->name() : "automatic") + " slices " + std::to_string(k_slices));
+      const GemmLaunch how{config, k_slices, {}};
+      ASSERT_TRUE(f32_gemm(device, GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, 1.0f,
+                           cols.f32(), weight.f32(), 0.0f, want.f32(), how)
+                      .ok());
+      auto event = f32_conv_gemm(device, g, batch, images.f32(), weight.f32(), filters, got.f32(), how);
+      ASSERT_TRUE(event.ok()) << event.status().message();
+      const std::vector<float> a = download_all<float>(got), b = download_all<float>(want);
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(same_bits(a[i], b[i])) << "y word " << i;
     }
   }
   release_gemm_scratch(device);

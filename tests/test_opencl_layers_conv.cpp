@@ -171,6 +171,58 @@ TEST(OpenclConvLayers, ConvAndTransposedConvMatchTheCpu) {
   }
 }
 
+// Conv2D's forward by im2col + GEMM and by the implicit GEMM give the same bits (bias, stride,
+// padding, chunks); auto times both and keeps one; a bad RETROGRAD_CL_CONV is refused by name.
+TEST(OpenclConvLayers, ForwardPathsGiveTheSameBits) {
+  SKIP_WITHOUT_OPENCL();
+  for (Device* device : devices()) {
+    for (const ConvCase& c : conv_cases()) {
+      if (c.transposed) continue;
+      SCOPED_TRACE(device->label() + ": " + c.name);
+      Conv2D cpu(c.options);
+      cpu.set_name("conv");
+      auto out_shape = cpu.configure(c.input);
+      ASSERT_TRUE(out_shape.ok()) << out_shape.status().message();
+      Rng rng(6);
+      ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
+      const int64_t per_sample = cpu.geometry().patches() * cpu.geometry().patch_size();
+      const int64_t cap = c.chunk_samples > 0 ? c.chunk_samples * per_sample + per_sample / 2 : ClConv::kChunkElements;
+      const std::vector<float> x = random_floats(rng, static_cast<size_t>(c.input.numel() * c.n));
+      const int64_t y_count = out_shape.value().numel() * c.n;
+      std::vector<std::vector<float>> outputs;
+      for (const char* policy : {"im2col", "implicit", "auto", "sideways"}) {
+        SCOPED_TRACE(policy);
+        ScopedEnv path("RETROGRAD_CL_CONV", policy);
+        auto cl = ClConv::create(cpu, *device, cap);
+        ASSERT_TRUE(cl.ok()) << cl.status().message();
+        ASSERT_TRUE(cl.value()->reserve(c.n).ok());
+        const int64_t ws_count = std::max<int64_t>(1, cl.value()->workspace_elements(c.n));
+        Buffer ws = upload_or_die(*device, std::vector<float>(static_cast<size_t>(ws_count), 0.0f), "ws");
+        Buffer bx = upload_or_die(*device, x, "x");
+        Buffer by = upload_or_die(*device, std::vector<float>(static_cast<size_t>(y_count), 7.0f), "y");
+        LayerContext ctx;
+        const Status s = cl.value()->forward(c.n, bx.f32(), by.f32(), ClContext{ctx, ws.f32()});
+        if (std::string(policy) == "sideways") {
+          if (cpu.geometry().pointwise()) continue;  // a pointwise conv has one path and asks nothing
+          ASSERT_FALSE(s.ok());
+          EXPECT_NE(s.message().find("RETROGRAD_CL_CONV='sideways'"), std::string::npos) << s.message();
+          continue;
+        }
+        ASSERT_TRUE(s.ok()) << s.message();
+        if (!cpu.geometry().pointwise()) {
+          EXPECT_NE(cl.value()->forward_path(), ClConv::ForwardPath::unmeasured);
+        }
+        outputs.push_back(download_all<float>(by));
+      }
+      ASSERT_EQ(outputs.size(), 3u);
+      for (size_t i = 0; i < outputs[0].size(); ++i) {
+        ASSERT_TRUE(same_bits(outputs[1][i], outputs[0][i])) << "implicit vs im2col, y word " << i;
+        ASSERT_TRUE(same_bits(outputs[2][i], outputs[0][i])) << "auto vs im2col, y word " << i;
+      }
+    }
+  }
+}
+
 TEST(OpenclConvLayers, BatchNormMatchesTheCpu) {
   SKIP_WITHOUT_OPENCL();
   struct Case {

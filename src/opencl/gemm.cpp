@@ -17,10 +17,14 @@ namespace {
 // Elements a stored rows x cols matrix with row stride ld spans: the last row needs only cols.
 int64_t extent(int64_t rows, int64_t cols, int64_t ld) { return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols; }
 
-Result<const Kernel*> gemm_kernel(Device& device, const GemmShape& s, const GemmConfig& config) {
-  RG_ASSIGN(const Kernel* kernel,
-            device.kernel("gemm.cl", "f32_gemm",
-                          config.build_options(s.trans_a == Trans::yes, s.trans_b == Trans::yes, device_has_fma(device))));
+// `defines`: more build options (the implicit convolution's geometry), after the configuration's.
+std::string options(Device& device, const GemmShape& s, const GemmConfig& config, const std::string& defines) {
+  return config.build_options(s.trans_a == Trans::yes, s.trans_b == Trans::yes, device_has_fma(device)) + defines;
+}
+
+Result<const Kernel*> gemm_kernel(Device& device, const GemmShape& s, const GemmConfig& config,
+                                  const std::string& defines) {
+  RG_ASSIGN(const Kernel* kernel, device.kernel("gemm.cl", "f32_gemm", options(device, s, config, defines)));
   if (kernel->max_work_group_size < static_cast<size_t>(config.threads())) {
     return Status::error(device.label() + ": GEMM " + config.name() + " needs " + std::to_string(config.threads()) +
                          " work-items, the kernel runs " + std::to_string(kernel->max_work_group_size));
@@ -60,9 +64,9 @@ Result<Event> launch(Device& device, const Kernel& kernel, const GemmShape& s, c
 // compute units the other slices leave it; one the device cannot build or run is dropped from
 // the tuning for good (a failed build is not cached, so it would be tried again every call).
 Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShape& slice_shape, int64_t slices,
-                                                  const GemmConfig* given) {
+                                                  const GemmConfig* given, const std::string& defines) {
   if (given != nullptr) {
-    RG_ASSIGN(const Kernel* kernel, gemm_kernel(device, slice_shape, *given));
+    RG_ASSIGN(const Kernel* kernel, gemm_kernel(device, slice_shape, *given, defines));
     return std::make_pair(*given, kernel);
   }
   const bool ta = slice_shape.trans_a == Trans::yes, tb = slice_shape.trans_b == Trans::yes;
@@ -71,7 +75,7 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
   std::string refused;
   while (!rates.empty()) {
     const GemmConfig chosen = choose_gemm_config(rates, slice_shape, units);
-    auto kernel = gemm_kernel(device, slice_shape, chosen);
+    auto kernel = gemm_kernel(device, slice_shape, chosen, defines);
     if (kernel.ok()) return std::make_pair(chosen, kernel.value());
     refused += (refused.empty() ? "" : "; ") + kernel.status().message();
     rates.erase(std::find_if(rates.begin(), rates.end(), [&](const GemmRate& r) { return r.config == chosen; }));
@@ -82,6 +86,39 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
 int64_t scratch_floats(const Device& device) {
   const std::unique_ptr<Buffer>& scratch = const_cast<Device&>(device).gemm_scratch_slot();
   return scratch ? scratch->bytes() / 4 : 0;
+}
+
+// The product after its checks: the split, the configuration, the launch(es). `defines` go to
+// every kernel built for it (both kernels of a split).
+Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c,
+                  const GemmLaunch& how, const std::string& defines) {
+  const int64_t scratch = scratch_floats(device);
+  int64_t slices = how.k_slices > 0 ? how.k_slices : gemm_k_slices(s, static_cast<int>(device.info().compute_units), scratch);
+  const int64_t slice_len = slices <= 1 ? std::max<int64_t>(s.k, 1) : ((s.k + slices - 1) / slices + 15) / 16 * 16;
+  slices = slices <= 1 ? 1 : (s.k + slice_len - 1) / slice_len;
+  GemmShape slice_shape = s;
+  slice_shape.k = std::min(s.k, slice_len);
+  RG_ASSIGN(const auto picked, pick(device, slice_shape, slices, how.config, defines));
+  if (how.bias.mem) RG_CHECK(how.bias.count >= s.n, "gemm bias of " << how.bias.count << " for " << s.n << " columns");
+  if (slices == 1) return launch(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c, how.bias);
+
+  if (slices * s.m * s.n > scratch) {
+    return Status::error(device.label() + ": f32_gemm in " + std::to_string(slices) + " slices needs " +
+                         std::to_string(slices * s.m * s.n) + " floats of GEMM scratch, the device has " +
+                         std::to_string(scratch) + " (reserve_gemm_scratch)");
+  }
+  const DeviceSpan partials = device.gemm_scratch_slot()->f32(0, slices * s.m * s.n);
+  GemmShape packed = s;
+  packed.ldc = s.n;
+  RG_TRY(launch(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials, {}).status());
+  RG_ASSIGN(const Kernel* sum, device.kernel("gemm.cl", "f32_gemm_sum_slices", options(device, s, picked.first, defines)));
+  const BiasArgs bias_arg = bias_args(how.bias, c);
+  RG_TRY(set_kernel_args(device, *sum, static_cast<cl_uint>(s.m), static_cast<cl_uint>(s.n), static_cast<cl_uint>(slices),
+                         alpha, partials.mem, beta, c.mem, static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc),
+                         bias_arg.has, bias_arg.mem, bias_arg.offset));
+  const size_t local = 64;
+  const size_t global = static_cast<size_t>((s.m * s.n + 63) / 64 * 64);
+  return device.run(*sum, 1, &global, &local);
 }
 
 }  // namespace
@@ -129,35 +166,30 @@ Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSp
                          ": a matrix reaches past the 2^32 - 1 elements the kernel indexes");
   }
   if (s.m == 0 || s.n == 0) return Event();
+  return run(device, s, alpha, a, b, beta, c, how, "");
+}
 
-  const int64_t scratch = scratch_floats(device);
-  int64_t slices = how.k_slices > 0 ? how.k_slices : gemm_k_slices(s, static_cast<int>(device.info().compute_units), scratch);
-  const int64_t slice_len = slices <= 1 ? std::max<int64_t>(s.k, 1) : ((s.k + slices - 1) / slices + 15) / 16 * 16;
-  slices = slices <= 1 ? 1 : (s.k + slice_len - 1) / slice_len;
-  GemmShape slice_shape = s;
-  slice_shape.k = std::min(s.k, slice_len);
-  RG_ASSIGN(const auto picked, pick(device, slice_shape, slices, how.config));
-  if (how.bias.mem) RG_CHECK(how.bias.count >= s.n, "gemm bias of " << how.bias.count << " for " << s.n << " columns");
-  if (slices == 1) return launch(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c, how.bias);
-
-  if (slices * s.m * s.n > scratch) {
-    return Status::error(device.label() + ": f32_gemm in " + std::to_string(slices) + " slices needs " +
-                         std::to_string(slices * s.m * s.n) + " floats of GEMM scratch, the device has " +
-                         std::to_string(scratch) + " (reserve_gemm_scratch)");
+Result<Event> f32_conv_gemm(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan images, DeviceSpan weight,
+                            int64_t filters, DeviceSpan y, const GemmLaunch& how) {
+  RG_CHECK(batch >= 0 && filters > 0 && g.out_h > 0 && g.out_w > 0, "conv gemm of " << batch << " images, " << filters << " filters");
+  const int64_t rows = batch * g.patches(), k = g.patch_size();
+  const int64_t image_floats = batch * g.height * g.width * g.channels;
+  RG_CHECK(images.count >= image_floats && weight.count >= k * filters && y.count >= rows * filters,
+           "conv gemm spans of " << images.count << ", " << weight.count << ", " << y.count << " elements for "
+                                 << image_floats << ", " << k * filters << ", " << rows * filters);
+  const int64_t limit = std::numeric_limits<cl_uint>::max();
+  if (images.offset + image_floats > limit || y.offset + rows * filters > limit || rows * k > limit) {
+    return Status::error("f32_conv_gemm of " + std::to_string(batch) + " images: the patch matrix or an operand reaches "
+                         "past the 2^32 - 1 elements the kernel indexes");
   }
-  const DeviceSpan partials = device.gemm_scratch_slot()->f32(0, slices * s.m * s.n);
-  GemmShape packed = s;
-  packed.ldc = s.n;
-  RG_TRY(launch(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials, {}).status());
-  RG_ASSIGN(const Kernel* sum, device.kernel("gemm.cl", "f32_gemm_sum_slices",
-                                             picked.first.build_options(ta, tb, device_has_fma(device))));
-  const BiasArgs bias_arg = bias_args(how.bias, c);
-  RG_TRY(set_kernel_args(device, *sum, static_cast<cl_uint>(s.m), static_cast<cl_uint>(s.n), static_cast<cl_uint>(slices),
-                         alpha, partials.mem, beta, c.mem, static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc),
-                         bias_arg.has, bias_arg.mem, bias_arg.offset));
-  const size_t local = 64;
-  const size_t global = static_cast<size_t>((s.m * s.n + 63) / 64 * 64);
-  return device.run(*sum, 1, &global, &local);
+  if (rows == 0) return Event();
+  const std::string defines = " -DIMPLICIT_CONV=1 -DCONV_H=" + std::to_string(g.height) + " -DCONV_W=" +
+                              std::to_string(g.width) + " -DCONV_C=" + std::to_string(g.channels) + " -DCONV_K=" +
+                              std::to_string(g.kernel) + " -DCONV_S=" + std::to_string(g.stride) + " -DCONV_P=" +
+                              std::to_string(g.pad) + " -DCONV_OH=" + std::to_string(g.out_h) + " -DCONV_OW=" +
+                              std::to_string(g.out_w);
+  return run(device, GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, 1.0f, images, weight, 0.0f,
+             y, how, defines);
 }
 
 }  // namespace rg::ocl

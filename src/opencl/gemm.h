@@ -4,6 +4,7 @@
 
 #include "base/status.h"
 #include "ops/gemm.h"
+#include "ops/im2col.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
 #include "opencl/gemm_config.h"
@@ -29,6 +30,13 @@ struct GemmLaunch {
 // slices asked for without the scratch to hold them, and the OpenCL calls'.
 Result<Event> f32_gemm(Device& device, const GemmShape& shape, float alpha, DeviceSpan a, DeviceSpan b, float beta,
                        DeviceSpan c, const GemmLaunch& launch = {});
+
+// A convolution as one product with the patch matrix read from the images as it is needed
+// (implicit GEMM): y [batch * patches, filters] = patches(images) [.., patch_size] *
+// weight [patch_size, filters] (+ bias), images [batch, height, width, channels] NHWC. The same
+// values as f32_im2col then f32_gemm, so the same bits, without the patch matrix in memory.
+Result<Event> f32_conv_gemm(Device& device, const ConvGeometry& geometry, int64_t batch, DeviceSpan images,
+                            DeviceSpan weight, int64_t filters, DeviceSpan y, const GemmLaunch& launch = {});
 
 // The split over K for products with too few C tiles to fill the device: enough slices for
 // about two work-groups of 64x64 per compute unit, each slice at least 256 terms deep, their

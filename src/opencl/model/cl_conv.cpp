@@ -2,6 +2,9 @@
 // as nn/conv.cpp computes them up to the GEMMs' summation order; bias in the GEMM (transposed:
 // add_bias) and column_sum.
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <string>
 
 #include "opencl/activation.h"
 #include "opencl/fill_copy.h"
@@ -79,22 +82,61 @@ Status ClConv::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, De
                      : conv_backward(n, x, dy, dx, keep, ctx.workspace);
 }
 
-// Per chunk: cols [rows, K] = im2col(x); y [rows, F] = cols * W [K, F]  (rows = count * patches)
+// Per chunk: cols [rows, K] = im2col(x); y [rows, F] = cols * W [K, F]  (rows = count * patches), or
+// the implicit GEMM reading cols from x as it goes.
 Status ClConv::conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws) {
-  const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), f = filters_;
+  const int64_t per_chunk = chunk_samples(n);
   for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
-    const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
-    DeviceSpan cols = sub(x, s0 * in_sample_, count * in_sample_);
-    if (!g_.pointwise()) {
-      cols = sub(ws, 0, rows * k);
-      RG_TRY(f32_im2col(device_, g_, count, sub(x, s0 * in_sample_, count * in_sample_), cols).status());
+    const int64_t count = std::min(per_chunk, n - s0);
+    const DeviceSpan xs = sub(x, s0 * in_sample_, count * in_sample_), ys = sub(y, s0 * out_sample_, count * out_sample_);
+    if (!g_.pointwise() && path_ == ForwardPath::unmeasured) {
+      RG_TRY(choose_forward_path(count, xs, ys, ws));
+      continue;
     }
-    GemmLaunch how;
-    if (has_bias_) how.bias = bias_.value.f32();  // y [rows, F] += b in the GEMM's last step
-    RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::no, rows, f, k, k, f, f}, 1.0f, cols, weight_.value.f32(),
-                    0.0f, sub(y, s0 * out_sample_, count * out_sample_), how)
-               .status());
+    RG_TRY(conv_forward_chunk(g_.pointwise() ? ForwardPath::im2col : path_, count, xs, ys, ws));
   }
+  return Status();
+}
+
+Status ClConv::conv_forward_chunk(ForwardPath path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws) {
+  const int64_t rows = count * g_.patches(), k = g_.patch_size(), f = filters_;
+  GemmLaunch how;
+  if (has_bias_) how.bias = bias_.value.f32();  // y [rows, F] += b in the GEMM's last step
+  if (path == ForwardPath::implicit) return f32_conv_gemm(device_, g_, count, x, weight_.value.f32(), f, y, how).status();
+  DeviceSpan cols = x;  // pointwise: the patch matrix is the image itself
+  if (!g_.pointwise()) {
+    cols = sub(ws, 0, rows * k);
+    RG_TRY(f32_im2col(device_, g_, count, x, cols).status());
+  }
+  return f32_gemm(device_, GemmShape{Trans::no, Trans::no, rows, f, k, k, f, f}, 1.0f, cols, weight_.value.f32(), 0.0f,
+                  y, how)
+      .status();
+}
+
+Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws) {
+  const char* env = std::getenv("RETROGRAD_CL_CONV");
+  const std::string policy = env ? env : "auto";
+  if (policy == "im2col" || policy == "implicit") {
+    path_ = policy == "im2col" ? ForwardPath::im2col : ForwardPath::implicit;
+    return conv_forward_chunk(path_, count, x, y, ws);
+  }
+  if (policy != "auto" && !policy.empty()) {
+    return Status::error("RETROGRAD_CL_CONV='" + policy + "': the conv forward path is im2col, implicit or auto");
+  }
+  // Each path twice (the first run of a path also builds its kernels); the second runs' wall
+  // times, enqueue to finish, decide: launches count as well as kernels.
+  double seconds[2] = {0, 0};
+  const ForwardPath paths[2] = {ForwardPath::im2col, ForwardPath::implicit};
+  for (int rep = 0; rep < 2; ++rep) {
+    for (int p = 0; p < 2; ++p) {
+      RG_TRY(device_.finish());
+      const auto start = std::chrono::steady_clock::now();
+      RG_TRY(conv_forward_chunk(paths[p], count, x, y, ws));
+      RG_TRY(device_.finish());
+      seconds[p] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
+  path_ = seconds[1] < seconds[0] ? ForwardPath::implicit : ForwardPath::im2col;
   return Status();
 }
 

@@ -14,6 +14,9 @@ namespace rg::ocl {
 // ConvTranspose2D: x [n, h, w, c] -> y [n, oh, ow, filters], W [c, k*k*filters] (its adjoint)
 // Samples run in chunks whose patch matrix [chunk * patches, patch_size] fits chunk_elements
 // floats of the workspace (one sample at least); a pointwise conv needs none.
+// Conv2D's forward is im2col + GEMM or the implicit GEMM (f32_conv_gemm), whichever ran faster
+// when the layer first ran (both timed on that chunk; the same bits either way);
+// RETROGRAD_CL_CONV=im2col|implicit|auto (default auto) fixes the choice.
 class ClConv : public ClLayer {
  public:
   static constexpr int64_t kChunkElements = int64_t{8} << 20;  // 32 MiB of f32
@@ -28,9 +31,16 @@ class ClConv : public ClLayer {
   int64_t workspace_elements(int64_t n) const override;
   int64_t chunk_samples(int64_t n) const;  // samples per chunk for a batch of n
 
+  enum class ForwardPath { unmeasured, im2col, implicit };
+  ForwardPath forward_path() const { return path_; }
+
  private:
   ClConv(Device& device, const ConvLayer& host, bool transposed, int64_t chunk_elements);
   Status conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
+  // One chunk of `count` samples by `path`: x and y the chunk's.
+  Status conv_forward_chunk(ForwardPath path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
+  // The first chunk: the path RETROGRAD_CL_CONV names, or both timed and the faster kept.
+  Status choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
   Status conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
   Status transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
   Status transposed_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
@@ -41,6 +51,7 @@ class ClConv : public ClLayer {
   int64_t filters_, in_sample_, out_sample_, chunk_elements_;
   bool has_bias_ = false;
   ClParam weight_, bias_;
+  ForwardPath path_ = ForwardPath::unmeasured;
 };
 
 }  // namespace rg::ocl
