@@ -167,6 +167,21 @@ TEST_P(OpenclGemm, SlicesOverKMatchTheReferenceWithTheSameBitsInEveryConfigurati
   }
 }
 
+// K = 0 asked in slices: nothing to split, C = beta C.
+TEST_P(OpenclGemm, SlicesOfAnEmptySumAreOneProduct) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  Device& device = *open_devices().devices.at(0);
+  ASSERT_TRUE(reserve_gemm_scratch(device).ok());
+  Buffer a = upload_or_die(device, std::vector<float>(64, 1.0f), "A");
+  Buffer c = upload_or_die(device, std::vector<float>(64, 2.0f), "C");
+  const GemmShape s{ta, tb, 8, 8, 0, ta == Trans::yes ? 8 : 1, tb == Trans::yes ? 1 : 8, 8};
+  auto event = f32_gemm(device, s, 1.0f, a.f32(), a.f32(), 0.5f, c.f32(), GemmLaunch{nullptr, 2, {}});
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  for (float v : download_all<float>(c)) EXPECT_EQ(v, 1.0f);
+  release_gemm_scratch(device);
+}
+
 TEST_P(OpenclGemm, SlicesWithoutScratchAreRefused) {
   SKIP_WITHOUT_OPENCL();
   const auto [ta, tb] = GetParam();
@@ -287,8 +302,12 @@ TEST(OpenclGemmConfig, NamesParseBackAndBadNamesSayTheRule) {
   }
   EXPECT_TRUE(parse_gemm_config("64x64x16/16x16/v1").value().prefetch == false);
   EXPECT_TRUE(parse_gemm_config("128x128x8/16x16/v4/p").value().prefetch);
+  // Malformed, impossible, or (from a cache file) too big to build: overflowing products, huge
+  // tiles, more sums than a work-item's registers hold.
   for (const char* bad : {"", "64x64", "64x64x16/16x16/v3", "64x64x16/16x16/v4/q", "64x64x16/16x16/v4/p/p",
-                          "60x64x16/16x16/v4", "64x64x1/16x16/v1", "0x64x16/16x16/v1", "64x64x16/64x64/v1"}) {
+                          "60x64x16/16x16/v4", "64x64x1/16x16/v1", "0x64x16/16x16/v1", "64x64x16/64x64/v1",
+                          "65536x65536x1/65536x65536/v1", "4096x4096x1/16x16/v4", "1024x1024x1024/32x32/v4",
+                          "256x256x16/16x16/v4", "64x64x16/2048x1/v1"}) {
     auto parsed = parse_gemm_config(bad);
     EXPECT_FALSE(parsed.ok()) << bad;
     if (!parsed.ok()) {

@@ -13,6 +13,7 @@
 #include "layer_check.h"
 #include "nn/cfg.h"
 #include "nn/recurrent_conv.h"
+#include "opencl/gemm_tuning.h"
 #include "opencl/model/cl_batch_norm.h"
 #include "opencl/model/cl_conv_layers.h"
 #include "opencl/model/cl_model.h"
@@ -221,6 +222,37 @@ TEST(OpenclConvLayers, ForwardPathsGiveTheSameBits) {
       }
     }
   }
+}
+
+// A device that cannot build the implicit GEMM: auto falls back to im2col, and the device's plain
+// GEMMs keep every configuration (a variant's failure is not the product's).
+TEST(OpenclConvLayers, AnImplicitGemmThatDoesNotBuildFallsBackToIm2col) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *devices().at(0);
+  const std::string dir = temp_dir() + "/no_implicit";
+  ASSERT_EQ(system(("mkdir -p " + dir + " && cp " RETROGRAD_SOURCE_DIR "/kernels/*.cl " + dir).c_str()), 0);
+  const std::string gemm = read_file(dir + "/gemm.cl");
+  write_file(dir + "/gemm.cl", "#if IMPLICIT_CONV\n#error no implicit GEMM on this device\n#endif\n" + gemm);
+  ScopedEnv kernels("RETROGRAD_KERNELS_DIR", dir);
+  ScopedEnv path("RETROGRAD_CL_CONV", "auto");
+  // A geometry no other test builds, so its implicit program is built (and fails) now.
+  Conv2D cpu(conv_options(3, 3, 1, 1));
+  cpu.set_name("conv");
+  auto out_shape = cpu.configure(Shape{11, 13, 2});
+  ASSERT_TRUE(out_shape.ok());
+  Rng rng(7);
+  ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
+  auto cl = ClConv::create(cpu, device);
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  ASSERT_TRUE(cl.value()->reserve(2).ok());
+  Buffer ws = upload_or_die(device, std::vector<float>(static_cast<size_t>(cl.value()->workspace_elements(2)), 0.0f), "ws");
+  Buffer bx = upload_or_die(device, random_floats(rng, 2 * 11 * 13 * 2), "x");
+  Buffer by = upload_or_die(device, std::vector<float>(static_cast<size_t>(2 * out_shape.value().numel()), 0.0f), "y");
+  LayerContext ctx;
+  const Status s = cl.value()->forward(2, bx.f32(), by.f32(), ClContext{ctx, ws.f32()});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(cl.value()->forward_path(), ClConv::ForwardPath::im2col);
+  EXPECT_EQ(gemm_tuning(device).rates[0].size(), gemm_candidates().size()) << "plain GEMMs keep their configurations";
 }
 
 TEST(OpenclConvLayers, BatchNormMatchesTheCpu) {

@@ -78,6 +78,9 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
     auto kernel = gemm_kernel(device, slice_shape, chosen, defines);
     if (kernel.ok()) return std::make_pair(chosen, kernel.value());
     refused += (refused.empty() ? "" : "; ") + kernel.status().message();
+    // A plain product's refusal holds for the device; a variant's (the implicit conv) only for
+    // itself: its caller falls back to the plain path.
+    if (!defines.empty()) break;
     rates.erase(std::find_if(rates.begin(), rates.end(), [&](const GemmRate& r) { return r.config == chosen; }));
   }
   return Status::error(device.label() + ": no GEMM configuration runs on this device (" + refused + ")");
@@ -94,12 +97,18 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
                   const GemmLaunch& how, const std::string& defines) {
   const int64_t scratch = scratch_floats(device);
   int64_t slices = how.k_slices > 0 ? how.k_slices : gemm_k_slices(s, static_cast<int>(device.info().compute_units), scratch);
+  if (s.k == 0) slices = 1;  // nothing to split: C = beta C (+ bias)
   const int64_t slice_len = slices <= 1 ? std::max<int64_t>(s.k, 1) : ((s.k + slices - 1) / slices + 15) / 16 * 16;
   slices = slices <= 1 ? 1 : (s.k + slice_len - 1) / slice_len;
   GemmShape slice_shape = s;
   slice_shape.k = std::min(s.k, slice_len);
   RG_ASSIGN(const auto picked, pick(device, slice_shape, slices, how.config, defines));
-  if (how.bias.mem) RG_CHECK(how.bias.count >= s.n, "gemm bias of " << how.bias.count << " for " << s.n << " columns");
+  if (how.bias.mem) {
+    RG_CHECK(how.bias.count >= s.n, "gemm bias of " << how.bias.count << " for " << s.n << " columns");
+    if (how.bias.offset + s.n > static_cast<int64_t>(std::numeric_limits<cl_uint>::max())) {
+      return Status::error("f32_gemm: the bias reaches past the 2^32 - 1 elements the kernel indexes");
+    }
+  }
   if (slices == 1) return launch(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c, how.bias);
 
   if (slices * s.m * s.n > scratch) {
@@ -178,7 +187,8 @@ Result<Event> f32_conv_gemm(Device& device, const ConvGeometry& g, int64_t batch
            "conv gemm spans of " << images.count << ", " << weight.count << ", " << y.count << " elements for "
                                  << image_floats << ", " << k * filters << ", " << rows * filters);
   const int64_t limit = std::numeric_limits<cl_uint>::max();
-  if (images.offset + image_floats > limit || y.offset + rows * filters > limit || rows * k > limit) {
+  if (images.offset + image_floats > limit || weight.offset + k * filters > limit || y.offset + rows * filters > limit ||
+      rows * k > limit) {
     return Status::error("f32_conv_gemm of " + std::to_string(batch) + " images: the patch matrix or an operand reaches "
                          "past the 2^32 - 1 elements the kernel indexes");
   }

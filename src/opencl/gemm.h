@@ -14,8 +14,9 @@ namespace rg::ocl {
 // How a product runs. `config` null: the device's tuning chooses (gemm_tuning.h,
 // choose_gemm_config). Every configuration adds each output's terms in the same order, so the
 // choice changes the speed, never the bits. `k_slices` 0: gemm_k_slices decides; 1: no split;
-// S > 1: the K terms in S slices of equal length (a multiple of 16) summed apart into the
-// device's GEMM scratch, then added slice by slice (other bits than one slice, the same every run).
+// S > 1: the K terms in slices of ceil(K / S) rounded up to 16 (so at most S of them, the last
+// shorter) summed apart into the device's GEMM scratch, then added slice by slice (other bits
+// than one slice, the same every run). K = 0 never splits.
 // `bias` (n floats; mem null: none) is added to each row of C after the product, as the CPU's
 // add_bias after its GEMM: the same bits as f32_add_bias after f32_gemm, one launch less.
 struct GemmLaunch {
@@ -40,8 +41,8 @@ Result<Event> f32_conv_gemm(Device& device, const ConvGeometry& geometry, int64_
 
 // The split over K for products with too few C tiles to fill the device: enough slices for
 // about two work-groups of 64x64 per compute unit, each slice at least 256 terms deep, their
-// partials within `scratch_floats`. 1: no split. Depends on the shape and the device only, so a
-// run gives the same bits whatever configuration the tuning picks.
+// partials within `scratch_floats`. 1: no split. Depends on the shape, the device and its scratch
+// only, so a run gives the same bits whatever configuration the tuning picks.
 int gemm_k_slices(const GemmShape& shape, int compute_units, int64_t scratch_floats);
 
 // The scratch the automatic split needs on this device (bytes), and its allocation, counted in

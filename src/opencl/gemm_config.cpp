@@ -38,8 +38,15 @@ Result<GemmConfig> parse_gemm_config(const std::string& text) {
   };
   if (!whole) return bad("not of the form");
   if (c.vec != 1 && c.vec != 2 && c.vec != 4) return bad("the vector width must be 1, 2 or 4");
-  if (c.tile_m <= 0 || c.tile_n <= 0 || c.tile_k <= 0 || c.threads_m <= 0 || c.threads_n <= 0 || c.threads() > 1024)
-    return bad("sizes must be positive, at most 1024 work-items");
+  if (c.tile_m <= 0 || c.tile_n <= 0 || c.tile_k <= 0 || c.threads_m <= 0 || c.threads_n <= 0)
+    return bad("sizes must be positive");
+  // Bounds before any product of them (a cache file is outside input): tiles up to 256 a side,
+  // 64 deep, at most 1024 work-items, at most 64 sums a work-item keeps in registers.
+  if (c.tile_m > 256 || c.tile_n > 256 || c.tile_k > 64 || c.threads_m > 1024 || c.threads_n > 1024 || c.threads() > 1024)
+    return bad("tiles at most 256 x 256 x 64, work-groups at most 1024 items");
+  if (c.tile_m % (c.threads_m * c.vec) == 0 && c.tile_n % (c.threads_n * c.vec) == 0 &&
+      (c.tile_m / c.threads_m) * (c.tile_n / c.threads_n) > 64)
+    return bad("at most 64 outputs a work-item");
   if (c.tile_m % (c.threads_m * c.vec) || c.tile_n % (c.threads_n * c.vec))
     return bad("each tile side must be a multiple of its items times the vector width");
   if ((c.tile_m * c.tile_k) % c.threads() || (c.tile_k * c.tile_n) % c.threads())

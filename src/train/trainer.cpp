@@ -317,9 +317,11 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         optimizer_.step(lr);
       }
       seen += count;
-      const double scored = static_cast<double>(std::max<int64_t>(1, tally.rows));
-      Metrics metrics = {{"loss", tally.loss_sum / scored}};
-      if (classifies) metrics.emplace_back("acc", static_cast<double>(tally.correct) / scored);
+      Metrics metrics;  // none until a loss has arrived (the device's come a micro-batch late)
+      if (tally.rows > 0) {
+        metrics.emplace_back("loss", tally.loss_sum / static_cast<double>(tally.rows));
+        if (classifies) metrics.emplace_back("acc", static_cast<double>(tally.correct) / static_cast<double>(tally.rows));
+      }
       progress.update(step + 1, metrics);
     }
     if (cl_model_) RG_TRY(device_collect_losses(/*keep_newest=*/false, &tally));  // the epoch's last micro-batch

@@ -124,14 +124,20 @@ Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, De
     return Status::error("RETROGRAD_CL_CONV='" + policy + "': the conv forward path is im2col, implicit or auto");
   }
   // Each path twice (the first run of a path also builds its kernels); the second runs' wall
-  // times, enqueue to finish, decide: launches count as well as kernels.
+  // times, enqueue to finish, decide: launches count as well as kernels. An implicit GEMM the
+  // device cannot build or run leaves im2col, the path every device runs.
   double seconds[2] = {0, 0};
   const ForwardPath paths[2] = {ForwardPath::im2col, ForwardPath::implicit};
   for (int rep = 0; rep < 2; ++rep) {
     for (int p = 0; p < 2; ++p) {
       RG_TRY(device_.finish());
       const auto start = std::chrono::steady_clock::now();
-      RG_TRY(conv_forward_chunk(paths[p], count, x, y, ws));
+      const Status ran = conv_forward_chunk(paths[p], count, x, y, ws);
+      if (!ran.ok() && paths[p] == ForwardPath::implicit) {
+        path_ = ForwardPath::im2col;
+        return conv_forward_chunk(path_, count, x, y, ws);
+      }
+      RG_TRY(ran);
       RG_TRY(device_.finish());
       seconds[p] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }

@@ -90,8 +90,13 @@ int64_t ClModel::host_bytes(int64_t batch) const {
   return bytes;
 }
 
+ClModel::~ClModel() { device_.finish(); }
+
 Status ClModel::reserve(int64_t batch) {
   RG_CHECK(batch > 0, "reserve(" << batch << ")");
+  // Loss reads in flight write into the host arrays replaced below; a result left uncollected
+  // (a run stopped by an error) is dropped.
+  RG_TRY(device_.finish());
   // Free the old batch's buffers first: the budget counts them until then.
   acts_.clear();
   for (Buffer* b : {&grad_a_, &grad_b_, &workspace_, &output_grad_, &chunk_x_, &chunk_y_, &chunk_dy_, &chunk_dx_,
@@ -150,6 +155,7 @@ Status ClModel::reserve(int64_t batch) {
     if (b->mem() != nullptr) RG_TRY(f32_fill_zero(device_, b->f32()).status());
   }
   for (const Buffer& act : acts_) RG_TRY(f32_fill_zero(device_, act.f32()).status());
+  RG_TRY(f32_fill_zero(device_, device_.gemm_scratch_slot()->f32()).status());
   RG_TRY(device_.finish());
   reserved_ = batch;
   return Status();

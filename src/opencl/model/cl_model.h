@@ -21,6 +21,8 @@ class ClModel {
   // in `on_host` run on the CPU (hybrid; cl_host_layer.h): a name the model lacks is an error.
   static Result<std::unique_ptr<ClModel>> create(Model& model, Device& device,
                                                  const std::vector<std::string>& on_host = {});
+  // Waits for the device: loss reads still in flight write into this model's host arrays.
+  ~ClModel();
 
   Model& host() { return model_; }
   Device& device() { return device_; }
