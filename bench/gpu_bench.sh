@@ -14,8 +14,11 @@
 #   (GEMM_BIN: built by bench/opencl_gemm_vs_clblast.sh here, carried; empty: that script builds it) \
 #   RETROGRAD_CLBLAST_LIBRARY=clblast/usr/lib/x86_64-linux-gnu/libclblast.so.1 DATA=fashion-mnist \
 #   bash bench/gpu_bench.sh
+# Last, fp16 storage (issue 9: halves the activations' device bytes, accuracy within 0.3 points):
+# FP16_MODELS trained FP16_EPOCHS epochs in fp32 and in fp16 from one seed on the device.
 # env: DEVICE (cl:0:0)  MODELS (lenet cnn rcnn dcgan)  BATCHES (64 256)  STEPS (200 a run)
 #      SIZES (1024,2048,4096,8192)  REPS (10)  PYTHON (python3 with CUDA torch)  OUT (temp folder)
+#      FP16_MODELS (mlp lenet cnn)  FP16_EPOCHS (2)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 DEVICE=${DEVICE:-cl:0:0}
@@ -23,6 +26,8 @@ MODELS=${MODELS:-lenet cnn rcnn dcgan}
 BATCHES=${BATCHES:-64 256}
 STEPS=${STEPS:-200}
 SIZES=${SIZES:-1024,2048,4096,8192}
+FP16_MODELS=${FP16_MODELS:-mlp lenet cnn}
+FP16_EPOCHS=${FP16_EPOCHS:-2}
 REPS=${REPS:-10}
 PYTHON=${PYTHON:-python3}
 BIN=${BIN:-build/retrograd}
@@ -109,6 +114,40 @@ for name in sorted(f for f in os.listdir(out) if f.endswith(".json")):
         shares = f"| {100 * k / step:.0f}% | {100 * c / step:.0f}% | {max(0.0, 100 * (1 - (k + c) / step)):.0f}% | {n:.0f}"
     peer_text = f"{peer:.1f}" if peer else "-"
     print(f"| {model} | {batch} | {ours:.1f} | {peer_text} | {ratio} | {1000 * step:.2f} {shares} |")
+PY
+echo
+echo "## fp16 storage on $DEVICE: activation bytes and accuracy against fp32 (same seed, $FP16_EPOCHS epochs)"
+for model in $FP16_MODELS; do
+  for precision in fp32 fp16; do
+    "$BIN" train --model "$model" --epochs "$FP16_EPOCHS" --seed 1 --train-precision "$precision" --device "$DEVICE" \
+      --data "$DATA" --threads 2 >"$OUT/$model-$precision.fp16log" 2>&1 ||
+      echo "retrograd $model $precision failed: $(tail -1 "$OUT/$model-$precision.fp16log")"
+  done
+done
+"$PYTHON" - "$OUT" "$FP16_MODELS" <<'PY'
+import os, re, sys
+out, models = sys.argv[1], sys.argv[2].split()
+
+
+def read(path):
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    acts = re.search(r"buffers for micro-batches of \d+: activations ([0-9.]+ [KMG]?i?B)", text)
+    acc = re.search(r"test accuracy\s+([0-9.]+)", text)
+    peak = re.search(r"device memory peak ([0-9.]+ [KMG]?i?B)", text)
+    return (acts and acts.group(1), acc and float(acc.group(1)), peak and peak.group(1))
+
+
+print("| model | activations fp32 | activations fp16 | device peak fp32 / fp16 | test acc fp32 | fp16 | change |")
+print("|---|---|---|---|---|---|---|")
+for m in models:
+    a, b = read(os.path.join(out, f"{m}-fp32.fp16log")), read(os.path.join(out, f"{m}-fp16.fp16log"))
+    if not a or not b or a[1] is None or b[1] is None:
+        print(f"| {m} | - | - | - | - | - | not measured |")
+        continue
+    print(f"| {m} | {a[0]} | {b[0]} | {a[2]} / {b[2]} | {a[1]:.4f} | {b[1]:.4f} | {100 * (b[1] - a[1]):+.2f} pts |")
 PY
 echo
 echo "results in $OUT"

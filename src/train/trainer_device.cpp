@@ -71,6 +71,13 @@ Status Trainer::prepare_device() {
   }
   if (!reserved.ok()) return reserved.with_context("reserving the device's buffers for micro-batches of " + std::to_string(rows) + ": ");
   options_.micro_batch = rows;
+  const ocl::ClModel::ReservedBytes parts = cl_model_->reserved_bytes(rows);
+  std::fprintf(options_.log,
+               "device:    buffers for micro-batches of %" PRId64 ": activations %s (%s), gradients %s, layer state %s, "
+               "workspace %s, f32 chunks %s, inputs and targets %s\n",
+               rows, format_bytes(parts.activations).c_str(), cl_model_->storage() == DType::f16 ? "f16, the output f32" : "f32",
+               format_bytes(parts.gradients).c_str(), format_bytes(parts.layer_state).c_str(),
+               format_bytes(parts.workspace).c_str(), format_bytes(parts.chunks).c_str(), format_bytes(parts.io).c_str());
   RG_ASSIGN(host_output_, Tensor::zeros(model_.output_shape().batched(rows), DType::f32, "the device's output read back"));
   return Status();
 }
