@@ -9,6 +9,7 @@
 
 #include "opencl/gemm_tuning.h"
 #include "opencl/kernel_args.h"
+#include "opencl/launch_1d.h"
 
 namespace rg::ocl {
 
@@ -32,7 +33,6 @@ Result<const Kernel*> gemm_kernel(Device& device, const GemmShape& s, const Gemm
   return kernel;
 }
 
-// One launch of `slices` slices of slice_len terms each (one slice: the whole product into c).
 // The three trailing arguments of both kernels: has_bias, bias, bias_offset (C's buffer stands in
 // for an absent bias: it is never read).
 struct BiasArgs {
@@ -44,6 +44,7 @@ BiasArgs bias_args(DeviceSpan bias, DeviceSpan c) {
   return bias.mem ? BiasArgs{1, bias.mem, static_cast<cl_uint>(bias.offset)} : BiasArgs{0, c.mem, 0};
 }
 
+// One launch of `slices` slices of slice_len terms each (one slice: the whole product into c).
 Result<Event> launch(Device& device, const Kernel& kernel, const GemmShape& s, const GemmConfig& config, int64_t slices,
                      int64_t slice_len, float alpha, DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c,
                      DeviceSpan bias) {
@@ -86,8 +87,8 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
   return Status::error(device.label() + ": no GEMM configuration runs on this device (" + refused + ")");
 }
 
-int64_t scratch_floats(const Device& device) {
-  const std::unique_ptr<Buffer>& scratch = const_cast<Device&>(device).gemm_scratch_slot();
+int64_t scratch_floats(Device& device) {
+  const std::unique_ptr<Buffer>& scratch = device.gemm_scratch_slot();
   return scratch ? scratch->bytes() / 4 : 0;
 }
 
@@ -120,14 +121,11 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
   GemmShape packed = s;
   packed.ldc = s.n;
   RG_TRY(launch(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials, {}).status());
-  RG_ASSIGN(const Kernel* sum, device.kernel("gemm.cl", "f32_gemm_sum_slices", options(device, s, picked.first, defines)));
   const BiasArgs bias_arg = bias_args(how.bias, c);
-  RG_TRY(set_kernel_args(device, *sum, static_cast<cl_uint>(s.m), static_cast<cl_uint>(s.n), static_cast<cl_uint>(slices),
-                         alpha, partials.mem, beta, c.mem, static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc),
-                         bias_arg.has, bias_arg.mem, bias_arg.offset));
-  const size_t local = 64;
-  const size_t global = static_cast<size_t>((s.m * s.n + 63) / 64 * 64);
-  return device.run(*sum, 1, &global, &local);
+  return detail::launch_1d(device, "gemm.cl", "f32_gemm_sum_slices", options(device, s, picked.first, defines), s.m * s.n,
+                           static_cast<cl_uint>(s.m), static_cast<cl_uint>(s.n), static_cast<cl_uint>(slices), alpha,
+                           partials.mem, beta, c.mem, static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc),
+                           bias_arg.has, bias_arg.mem, bias_arg.offset);
 }
 
 }  // namespace

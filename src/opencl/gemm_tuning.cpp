@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "base/rng.h"
 #include "base/serial.h"
 #include "data/files.h"
 #include "data/record_file.h"
@@ -57,8 +58,8 @@ Result<Operands> make_operands(Device& device, int size, int min_size) {
   for (;; size /= 2) {
     const int64_t count = static_cast<int64_t>(size) * size;
     values.resize(count);
-    uint32_t state = 12345;
-    for (float& v : values) state = state * 1664525u + 1013904223u, v = (state >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    Rng rng(12345);
+    for (float& v : values) v = rng.uniform_f32() * 2.0f - 1.0f;
     auto a = upload(device, values, "GEMM tuning A");
     auto b = a.ok() ? upload(device, values, "GEMM tuning B") : Result<Buffer>(a.status());
     auto c = b.ok() ? Buffer::allocate(device, count * 4, "GEMM tuning C") : Result<Buffer>(b.status());
