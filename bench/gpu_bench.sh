@@ -15,19 +15,23 @@
 #   RETROGRAD_CLBLAST_LIBRARY=clblast/usr/lib/x86_64-linux-gnu/libclblast.so.1 DATA=fashion-mnist \
 #   bash bench/gpu_bench.sh
 # Last, fp16 storage (issue 9: halves the activations' device bytes, accuracy within 0.3 points):
-# FP16_MODELS trained FP16_EPOCHS epochs in fp32 and in fp16 from one seed on the device.
-# env: DEVICE (cl:0:0)  MODELS (lenet cnn rcnn dcgan)  BATCHES (64 256)  STEPS (200 a run)
-#      SIZES (1024,2048,4096,8192)  REPS (10)  PYTHON (python3 with CUDA torch)  OUT (temp folder)
-#      FP16_MODELS (mlp lenet cnn)  FP16_EPOCHS (2)
+# FP16_MODELS trained FP16_EPOCHS epochs in fp32 and in fp16 on the device from each of FP16_SEEDS;
+# the change is the mean over the seeds of fp16 - fp32 from the same seed (one seed's change
+# after a few epochs is mostly noise: cnn seed 1, 2 epochs, on the CPU: -0.27 points).
+# env: PARTS (sgemm train fp16)  DEVICE (cl:0:0)  MODELS (lenet cnn rcnn dcgan)  BATCHES (64 256)
+#      STEPS (200 a run)  SIZES (1024,2048,4096,8192)  REPS (10)  PYTHON (python3 with CUDA torch)
+#      OUT (temp folder)  FP16_MODELS (mlp lenet cnn)  FP16_EPOCHS (5)  FP16_SEEDS (1 2 3)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+PARTS=${PARTS:-sgemm train fp16}
 DEVICE=${DEVICE:-cl:0:0}
 MODELS=${MODELS:-lenet cnn rcnn dcgan}
 BATCHES=${BATCHES:-64 256}
 STEPS=${STEPS:-200}
 SIZES=${SIZES:-1024,2048,4096,8192}
 FP16_MODELS=${FP16_MODELS:-mlp lenet cnn}
-FP16_EPOCHS=${FP16_EPOCHS:-2}
+FP16_EPOCHS=${FP16_EPOCHS:-5}
+FP16_SEEDS=${FP16_SEEDS:-1 2 3}
 REPS=${REPS:-10}
 PYTHON=${PYTHON:-python3}
 BIN=${BIN:-build/retrograd}
@@ -35,7 +39,10 @@ DATA=${DATA:-/usr/share/datasets/fashion-mnist}
 OUT=${OUT:-$(mktemp -d /tmp/gpu-bench.XXXXXX)}
 mkdir -p "$OUT"
 
-echo "## SGEMM (square, f32): retrograd OpenCL beside CLBlast" 
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+
+if part sgemm; then
+echo "## SGEMM (square, f32): retrograd OpenCL beside CLBlast"
 BIN=${GEMM_BIN:-} SIZES=$SIZES REPS=$REPS DEVICE=$DEVICE bash bench/opencl_gemm_vs_clblast.sh 2>"$OUT/gemm.err" | tee "$OUT/gemm.md"
 echo
 echo "## cuBLAS FP32 (TF32 off) through PyTorch"
@@ -51,6 +58,9 @@ else
   echo "cuBLAS: not measured: $(tail -1 "$OUT/cublas.err")"
 fi
 echo
+fi
+
+if part train; then
 echo "## Training steps/s (FP32): retrograd on $DEVICE beside PyTorch CUDA"
 "$PYTHON" bench/pytorch_cuda.py train --models "$(echo $MODELS | tr ' ' ,)" --batches "$(echo $BATCHES | tr ' ' ,)" \
   --steps "$STEPS" >"$OUT/torch_train.jsonl" 2>"$OUT/torch_train.err" || echo "PyTorch CUDA: not measured: $(tail -1 "$OUT/torch_train.err")"
@@ -116,38 +126,55 @@ for name in sorted(f for f in os.listdir(out) if f.endswith(".json")):
     print(f"| {model} | {batch} | {ours:.1f} | {peer_text} | {ratio} | {1000 * step:.2f} {shares} |")
 PY
 echo
-echo "## fp16 storage on $DEVICE: activation bytes and accuracy against fp32 (same seed, $FP16_EPOCHS epochs)"
+fi
+
+if part fp16; then
+echo "## fp16 storage on $DEVICE: activation bytes and accuracy against fp32 ($FP16_EPOCHS epochs, seeds $FP16_SEEDS)"
 for model in $FP16_MODELS; do
-  for precision in fp32 fp16; do
-    "$BIN" train --model "$model" --epochs "$FP16_EPOCHS" --seed 1 --train-precision "$precision" --device "$DEVICE" \
-      --data "$DATA" --threads 2 >"$OUT/$model-$precision.fp16log" 2>&1 ||
-      echo "retrograd $model $precision failed: $(tail -1 "$OUT/$model-$precision.fp16log")"
+  for seed in $FP16_SEEDS; do
+    for precision in fp32 fp16; do
+      log="$OUT/$model-$precision-$seed.fp16log"
+      "$BIN" train --model "$model" --epochs "$FP16_EPOCHS" --seed "$seed" --train-precision "$precision" \
+        --device "$DEVICE" --data "$DATA" --threads 2 >"$log" 2>&1 ||
+        echo "retrograd $model $precision seed $seed failed: $(tail -1 "$log")"
+    done
   done
 done
-"$PYTHON" - "$OUT" "$FP16_MODELS" <<'PY'
-import os, re, sys
-out, models = sys.argv[1], sys.argv[2].split()
+"$PYTHON" - "$OUT" "$FP16_MODELS" "$FP16_SEEDS" <<'PY'
+import os, re, statistics, sys
+out, models, seeds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 
 
 def read(path):
+    """(activation bytes, final test accuracy, device peak) of one run's log, None where missing."""
     try:
         text = open(path).read()
     except OSError:
         return None
     acts = re.search(r"buffers for micro-batches of \d+: activations ([0-9.]+ [KMG]?i?B)", text)
-    acc = re.search(r"test accuracy\s+([0-9.]+)", text)
+    accs = re.findall(r"test accuracy\s+([0-9.]+)", text)
     peak = re.search(r"device memory peak ([0-9.]+ [KMG]?i?B)", text)
-    return (acts and acts.group(1), acc and float(acc.group(1)), peak and peak.group(1))
+    if not accs:
+        return None
+    return (acts and acts.group(1), float(accs[-1]), peak and peak.group(1))
 
 
-print("| model | activations fp32 | activations fp16 | device peak fp32 / fp16 | test acc fp32 | fp16 | change |")
-print("|---|---|---|---|---|---|---|")
+print("| model | activations fp32 | activations fp16 | device peak fp32 / fp16 | test acc fp32 by seed | fp16 by seed "
+      "| fp16 - fp32 by seed | mean change |")
+print("|---|---|---|---|---|---|---|---|")
 for m in models:
-    a, b = read(os.path.join(out, f"{m}-fp32.fp16log")), read(os.path.join(out, f"{m}-fp16.fp16log"))
-    if not a or not b or a[1] is None or b[1] is None:
-        print(f"| {m} | - | - | - | - | - | not measured |")
+    runs = [(read(os.path.join(out, f"{m}-fp32-{s}.fp16log")), read(os.path.join(out, f"{m}-fp16-{s}.fp16log")))
+            for s in seeds]
+    runs = [(a, b) for a, b in runs if a and b]
+    if not runs:
+        print(f"| {m} | - | - | - | - | - | - | not measured |")
         continue
-    print(f"| {m} | {a[0]} | {b[0]} | {a[2]} / {b[2]} | {a[1]:.4f} | {b[1]:.4f} | {100 * (b[1] - a[1]):+.2f} pts |")
+    a0, b0 = runs[0]
+    changes = [100 * (b[1] - a[1]) for a, b in runs]
+    print(f"| {m} | {a0[0]} | {b0[0]} | {a0[2]} / {b0[2]} | {', '.join(f'{a[1]:.4f}' for a, _ in runs)} "
+          f"| {', '.join(f'{b[1]:.4f}' for _, b in runs)} | {', '.join(f'{c:+.2f}' for c in changes)} "
+          f"| {statistics.mean(changes):+.2f} pts ({len(runs)} seeds) |")
 PY
+fi
 echo
 echo "results in $OUT"

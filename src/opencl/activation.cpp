@@ -123,13 +123,11 @@ Result<Event> f32_column_sum(Device& device, int64_t rows, int64_t cols, DeviceS
     return launch_1d(device, kFile, "f32_column_sum", "", cols, u32(rows), u32(cols), x.mem, u32(x.offset), sums.mem,
                      u32(sums.offset));
   }
-  // A work-group of one item per block (up to 256, in rounds past that) for each column
-  RG_ASSIGN(const Kernel* kernel, device.kernel(kFile, "f32_column_sum_blocks", ""));
-  const size_t local = std::min<size_t>({static_cast<size_t>(blocks), 256, kernel->max_work_group_size});
-  RG_TRY(set_kernel_args(device, *kernel, u32(rows), u32(cols), u32(block_rows), x.mem, u32(x.offset), sums.mem,
-                         u32(sums.offset), LocalBytes{local * sizeof(float)}));
-  const size_t global = static_cast<size_t>(cols) * local;
-  return device.run(*kernel, 1, &global, &local);
+  // A work-group per column, an item per block (up to 256, in rounds past that)
+  const int64_t tile = detail::local_tile_floats(device);
+  return detail::launch_groups(device, kFile, "f32_column_sum_blocks", "", cols, blocks, u32(rows), u32(cols),
+                               u32(block_rows), u32(tile), x.mem, u32(x.offset), sums.mem, u32(sums.offset),
+                               LocalBytes{static_cast<size_t>(tile) * sizeof(float)}, LocalBytes{256 * sizeof(float)});
 }
 
 }  // namespace rg::ocl

@@ -1,5 +1,6 @@
 // Launchers of kernels/batch_norm.cl: per-block sums and per-channel kernels (statistics, or the
-// gradient sums) then a per-element one (y, or dx), all launch_1d.h, on the device's in-order queue.
+// gradient sums; a work-group per channel) then a per-element one (y, or dx), all launch_1d.h, on
+// the device's in-order queue.
 #include "opencl/batch_norm.h"
 
 #include <cstring>
@@ -44,6 +45,15 @@ Result<Event> block_pass(Device& device, int64_t rows, int64_t channels, cl_uint
                    u32(x.offset), dy.mem, u32(dy.offset), saved.mem, u32(saved.offset), blocks.mem, blocks.offset);
 }
 
+// A finish kernel (mean, variance, grad_sums): a work-group per channel, an item per block sum
+// (up to 256), `args` after rows, channels and the local tile's capacity in floats.
+template <class... Args>
+Result<Event> per_channel(Device& device, const char* name, int64_t rows, int64_t channels, const Args&... args) {
+  const int64_t capacity = detail::local_tile_floats(device);
+  return detail::launch_groups(device, kFile, name, "", channels, (rows + 63) / 64, u32(rows), u32(channels),
+                               u32(capacity), args..., LocalBytes{static_cast<size_t>(capacity) * sizeof(float)});
+}
+
 Status check_saved(const char* name, int64_t rows, int64_t channels, DeviceSpan saved) {
   RG_TRY(check_u32(name, batch_norm_saved_count(channels, rows), {saved}));
   return check_u32(name, 2 * batch_norm_saved_count(channels, rows), {DeviceSpan{saved.mem, 2 * saved.offset, 2 * saved.count}});
@@ -64,15 +74,14 @@ Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t chann
   const BlockSums blocks = block_sums_of(saved, channels);
   if (training) {
     RG_TRY(block_pass(device, rows, channels, 0, x, x, saved).status());
-    RG_TRY(launch_1d(device, kFile, "f32_batch_norm_mean", "", channels, u32(rows), u32(channels), blocks.mem,
-                     blocks.offset, saved.mem, u32(saved.offset))
+    RG_TRY(per_channel(device, "f32_batch_norm_mean", rows, channels, blocks.mem, blocks.offset, saved.mem,
+                       u32(saved.offset))
                .status());
     RG_TRY(block_pass(device, rows, channels, 1, x, x, saved).status());
   }
-  RG_TRY(launch_1d(device, kFile, "f32_batch_norm_variance", "", channels, u32(rows), u32(channels),
-                   cl_uint{training ? 1u : 0u}, double_bits(momentum), double_bits(eps), blocks.mem, blocks.offset,
-                   running_mean.mem, u32(running_mean.offset), running_var.mem, u32(running_var.offset), saved.mem,
-                   u32(saved.offset))
+  RG_TRY(per_channel(device, "f32_batch_norm_variance", rows, channels, cl_uint{training ? 1u : 0u},
+                     double_bits(momentum), double_bits(eps), blocks.mem, blocks.offset, running_mean.mem,
+                     u32(running_mean.offset), running_var.mem, u32(running_var.offset), saved.mem, u32(saved.offset))
              .status());
   return launch_1d(device, kFile, "f32_batch_norm_apply", "", n, u32(n), u32(channels), x.mem, u32(x.offset),
                    gamma.mem, u32(gamma.offset), beta.mem, u32(beta.offset), saved.mem, u32(saved.offset), y.mem,
@@ -91,9 +100,9 @@ Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t chan
   RG_TRY(check_saved(name, rows, channels, saved));
   const BlockSums blocks = block_sums_of(saved, channels);
   RG_TRY(block_pass(device, rows, channels, 2, x, dy, saved).status());
-  RG_ASSIGN(Event sums, launch_1d(device, kFile, "f32_batch_norm_grad_sums", "", channels, u32(rows), u32(channels),
-                                  cl_uint{accumulate ? 1u : 0u}, blocks.mem, blocks.offset, saved.mem,
-                                  u32(saved.offset), dgamma.mem, u32(dgamma.offset), dbeta.mem, u32(dbeta.offset)));
+  RG_ASSIGN(Event sums, per_channel(device, "f32_batch_norm_grad_sums", rows, channels, cl_uint{accumulate ? 1u : 0u},
+                                    blocks.mem, blocks.offset, saved.mem, u32(saved.offset), dgamma.mem,
+                                    u32(dgamma.offset), dbeta.mem, u32(dbeta.offset)));
   if (dx.mem == nullptr) return sums;
   RG_TRY(check_u32(name, n, {dx}));
   return launch_1d(device, kFile, "f32_batch_norm_dx", "", n, u32(n), u32(rows), u32(channels),

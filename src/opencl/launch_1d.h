@@ -1,6 +1,7 @@
 // What the 1-D launchers (elementwise, activation, optimizer, loss, pool, im2col, batch norm)
 // share: the 32-bit index check of a span, a launch of one work-item per element (or row, or
-// column) in groups of up to 256, the global size rounded up (kernels guard at n), and the
+// column) in groups of up to 256, the global size rounded up (kernels guard at n), a launch of
+// work-groups that share local memory, and the
 // checks of geometries and of double support.
 #pragma once
 
@@ -43,6 +44,27 @@ Result<Event> launch_1d(Device& device, const char* file, const char* name, cons
   const size_t local = std::min<size_t>(256, kernel->max_work_group_size);
   const size_t global = (static_cast<size_t>(items) + local - 1) / local * local;
   return device.run(*kernel, 1, &global, &local);
+}
+
+// `groups` work-groups of up to `items` work-items each (at most 256 and the kernel's limit), for
+// kernels whose groups share local memory (they find themselves by get_group_id, get_local_id);
+// groups = 0 enqueues nothing.
+template <class... Args>
+Result<Event> launch_groups(Device& device, const char* file, const char* name, const std::string& options,
+                            int64_t groups, int64_t items, const Args&... args) {
+  RG_CHECK(groups >= 0 && items >= 1, "launch_groups(" << name << ", " << groups << ", " << items << ")");
+  if (groups == 0) return Event();
+  RG_ASSIGN(const Kernel* kernel, device.kernel(file, name, options));
+  RG_TRY(set_kernel_args(device, *kernel, args...));
+  const size_t local = std::min<size_t>({static_cast<size_t>(items), 256, kernel->max_work_group_size});
+  const size_t global = static_cast<size_t>(groups) * local;
+  return device.run(*kernel, 1, &global, &local);
+}
+
+// Floats of a local-memory tile for kernels that stage global values there (a quarter of the
+// device's local memory, 256 to 4096): whatever its size, the kernels' results are the same.
+inline int64_t local_tile_floats(const Device& device) {
+  return std::clamp<int64_t>(device.info().local_mem_bytes / 16, 256, 4096);
 }
 
 // "-cl-fp32-correctly-rounded-divide-sqrt" where the device offers it (CL_DEVICE_SINGLE_FP_CONFIG),
