@@ -130,29 +130,36 @@ __kernel void f32_column_sum(uint rows, uint cols, __global const float* x, uint
 
 // Several blocks: one work-group per column (group c) takes the blocks in rounds of up to its
 // size, and walks a round's blocks together in tiles of tile_rows rows each: all items load the
-// tile of every block of the round into local memory (tile [blocks in the round][tile_rows],
-// tile_capacity floats), then item b adds block b's tile onto its running sum in row order. A
-// chain fed from local memory instead of one item's strided global loads: lenet's conv1 bias
-// gradient (50176 x 6, 10 blocks of 5461 rows) took 345 us on the H100 with 16 loads in flight.
+// tile of every block of the round into local memory (tile [blocks in the round][tile_rows], at
+// most tile_capacity floats and 16 per item, each item's loads issued before any is stored), then
+// item b adds block b's tile onto its running sum in row order: a chain fed from local memory.
+// (One item per block, loading its own rows 16 ahead, took 345 us on the H100 for lenet's conv1
+// bias gradient, 50176 x 6 in 10 blocks of 5461 rows; staging by those 10 items alone, 930 us.)
 // At a round's end item 0 adds its blocks' sums onto the column's total in block order.
-// partial: 256 floats (items <= 256).
+// partial: one float per item.
 __kernel void f32_column_sum_blocks(uint rows, uint cols, uint block_rows, uint tile_capacity, __global const float* x,
                                     uint x_offset, __global float* sums, uint sums_offset, __local float* tile,
                                     __local float* partial) {
   const uint c = get_group_id(0), item = get_local_id(0), items = get_local_size(0);
-  const uint blocks = (rows + block_rows - 1) / block_rows;
+  const uint blocks = (rows + block_rows - 1) / block_rows, capacity = min(tile_capacity, 16 * items);
   __global const float* column = x + x_offset + c;
   float total = item == 0 ? sums[sums_offset + c] : 0.0f;
   for (uint round = 0; round < blocks; round += items) {  // the same rounds and tiles for every item
     const uint in_round = min(items, blocks - round);
-    uint tile_rows = tile_capacity / in_round;
-    tile_rows -= tile_rows > 1 && tile_rows % 2 == 0;  // odd: the items' reads fall in different banks
+    uint tile_rows = capacity / in_round;
+    tile_rows -= tile_rows > 1 && tile_rows % 2 == 0;  // odd: the chains' reads fall in different banks
     float block_sum = 0.0f;                            // item < in_round: block round + item so far
     for (uint t0 = 0; t0 < block_rows; t0 += tile_rows) {
-      const uint count = min(tile_rows, block_rows - t0);
-      for (uint i = item; i < in_round * count; i += items) {
+      const uint count = min(tile_rows, block_rows - t0), n = in_round * count;
+      float v[16];
+      for (uint k = 0; k < 16; ++k) {
+        const uint i = item + k * items;
         const ulong r = (ulong)(round + i / count) * block_rows + t0 + i % count;
-        if (r < rows) tile[i] = column[(uint)r * cols];
+        v[k] = i < n && r < rows ? column[(uint)r * cols] : 0.0f;
+      }
+      for (uint k = 0; k < 16; ++k) {
+        const uint i = item + k * items;
+        if (i < n) tile[i] = v[k];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
       if (item < in_round) {

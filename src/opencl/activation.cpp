@@ -123,9 +123,9 @@ Result<Event> f32_column_sum(Device& device, int64_t rows, int64_t cols, DeviceS
     return launch_1d(device, kFile, "f32_column_sum", "", cols, u32(rows), u32(cols), x.mem, u32(x.offset), sums.mem,
                      u32(sums.offset));
   }
-  // A work-group per column, an item per block (up to 256, in rounds past that)
+  // A work-group of 256 items per column (they load the tiles; up to 256 blocks a round)
   const int64_t tile = detail::local_tile_floats(device);
-  return detail::launch_groups(device, kFile, "f32_column_sum_blocks", "", cols, blocks, u32(rows), u32(cols),
+  return detail::launch_groups(device, kFile, "f32_column_sum_blocks", "", cols, 256, u32(rows), u32(cols),
                                u32(block_rows), u32(tile), x.mem, u32(x.offset), sums.mem, u32(sums.offset),
                                LocalBytes{static_cast<size_t>(tile) * sizeof(float)}, LocalBytes{256 * sizeof(float)});
 }
