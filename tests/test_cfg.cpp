@@ -362,6 +362,33 @@ TEST(Cfg, ParamCountBeforeInit) {
   EXPECT_EQ(model.value()->param_count(), 235146);
 }
 
+// Multiply-adds counted by hand, 2 flops each. Training: forward + the weights' gradient + dx,
+// but the first layer's dx.
+TEST(Cfg, FlopsPerSampleOfPresetsAndLayers) {
+  auto flops = [](const std::string& text) {
+    auto doc = parse_cfg(text, "flops.cfg");
+    EXPECT_TRUE(doc.ok()) << doc.status().message();
+    auto model = Model::from_cfg(doc.value());
+    EXPECT_TRUE(model.ok()) << model.status().message();
+    return std::make_pair(model.value()->forward_flops_per_sample(), model.value()->train_flops_per_sample());
+  };
+  const int64_t mlp_first = 784 * 256, mlp = mlp_first + 256 * 128 + 128 * 10;
+  EXPECT_EQ(flops(preset_cfg("mlp")), std::make_pair(2 * mlp, 2 * (3 * mlp - mlp_first)));
+  // lenet: 5x5x1x6 over 28x28, 5x5x6x16 over 10x10, dense 400-120-84-10
+  const int64_t lenet_first = 150 * 784, lenet = lenet_first + 2400 * 100 + 400 * 120 + 120 * 84 + 84 * 10;
+  EXPECT_EQ(flops(preset_cfg("lenet")), std::make_pair(2 * lenet, 2 * (3 * lenet - lenet_first)));
+  // A transposed conv: each of 7x7 input pixels' 128 channels meets a 4x4x64 kernel.
+  const auto transposed = flops(
+      "[net]\ninput = 7x7x128\nloss = mse\n\n[conv_transpose]\nfilters = 64\nsize = 4\nstride = 2\npad = 1\n");
+  EXPECT_EQ(transposed.first, 2 * 49 * 128 * 16 * 64);
+  // A recurrent conv layer: its feed-forward conv 3x3x4x8 over 8x8, then 2 steps of 3x3x8x8.
+  const auto rcl = flops("[net]\ninput = 8x8x4\nloss = mse\n\n[rcl]\nfilters = 8\nsize = 3\nsteps = 2\n");
+  EXPECT_EQ(rcl.first, 2 * (288 * 64 + 2 * 576 * 64));
+  EXPECT_EQ(rcl.second, 2 * 2 * (288 * 64 + 2 * 576 * 64));  // the first layer: no dx
+  // Layers without products count nothing.
+  EXPECT_EQ(flops("[net]\ninput = 4x4x2\nloss = mse\n\n[relu]\n\n[maxpool]\nsize = 2\n").first, 0);
+}
+
 TEST(Cfg, LoadModelCfgErrors) {
   auto unknown = load_model_cfg("nonexistent");
   ASSERT_FALSE(unknown.ok());

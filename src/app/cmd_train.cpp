@@ -13,6 +13,7 @@
 #include "app/precision_report.h"
 #include "app/train_gan.h"
 #include "cpu/cpuid.h"
+#include "cpu/isa.h"
 #include "data/files.h"
 #include "report/image_grid.h"
 #include "report/process_stats.h"
@@ -374,7 +375,9 @@ int run_train(int argc, char** argv) {
   if (resuming) std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
   std::fflush(stdout);
 
+  const double cpu_seconds_before = process_cpu_seconds();
   auto fitted = trainer.fit(train, validation.size() > 0 ? &validation : nullptr);
+  const double train_cpu_seconds = process_cpu_seconds() - cpu_seconds_before;  // every thread, while training
   if (!fitted.ok()) return fail(fitted.status().message());
   if (train_device) train_device->set_profiling(false);  // the profile covers training, not the test
   auto scored = trainer.evaluate(split.test);
@@ -383,6 +386,9 @@ int run_train(int argc, char** argv) {
   const double samples_per_s = trainer.train_seconds() > 0 ? static_cast<double>(trainer.samples_trained()) / trainer.train_seconds() : 0;
   const int64_t peak_rss = peak_rss_bytes();
   const int64_t peak_tensors = host_memory().peak_bytes();
+  // The products' flops (Model::train_flops_per_sample) at the speed measured; a GAN is not here.
+  const double train_gflops = samples_per_s * static_cast<double>(model->train_flops_per_sample()) / 1e9;
+  const double cpu_busy = trainer.train_seconds() > 0 ? train_cpu_seconds / trainer.train_seconds() : 0;
 
   const bool classifies = model->target() != TargetKind::input;
   std::printf("\nsummary\n");
@@ -393,8 +399,9 @@ int run_train(int argc, char** argv) {
     std::printf("  test MSE        %.6f  PSNR %.2f dB  (loss %.6f, %lld samples, %.2fs)\n", test.mse, test.psnr_db,
                 test.loss, static_cast<long long>(test.samples), test.seconds);
   }
-  std::printf("  training        %lld epochs in %.1fs, %.0f samples/s, %d threads\n",
-              static_cast<long long>(fitted.value().size()), trainer.train_seconds(), samples_per_s, pool.threads());
+  std::printf("  training        %lld epochs in %.1fs, %.0f samples/s, %.2f GFLOP/s, %d threads (%.2f cores busy)\n",
+              static_cast<long long>(fitted.value().size()), trainer.train_seconds(), samples_per_s, train_gflops,
+              pool.threads(), cpu_busy);
   std::printf("  memory          peak RSS %s: tensors and data %s at their peak (predicted %s%s), the rest the "
               "process's own (%s resident at start: code and libraries; then thread stacks, heap bookkeeping, "
               "GEMM packing)\n",
@@ -451,6 +458,12 @@ int run_train(int argc, char** argv) {
         {"test_psnr_db", test.psnr_db},
         {"train_seconds", trainer.train_seconds()},
         {"train_samples_per_s", samples_per_s},
+        {"train_precision", train_precision_name(options.precision)},
+        {"isa", isa_name(active_isa())},
+        {"forward_flops_per_sample", model->forward_flops_per_sample()},
+        {"train_flops_per_sample", model->train_flops_per_sample()},
+        {"train_gflops", train_gflops},
+        {"train_cpu_seconds", train_cpu_seconds},
         {"peak_rss_bytes", peak_rss},
         {"peak_tensor_bytes", peak_tensors},
         {"start_rss_bytes", start_rss},
@@ -468,6 +481,7 @@ int run_train(int argc, char** argv) {
         {"history", nlohmann::json::array()},
     };
     for (const auto& record : fitted.value()) report["history"].push_back(epoch_json(record));
+    if (train_device && args.given("profile-device")) report["device_profile"] = kernel_times_json(*train_device);
     if (precision_report) report["precisions"] = precision_json(precision_rows_run);
     if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());
   }

@@ -72,6 +72,17 @@ std::string describe_kernel_times(const ocl::Device& device) {
   return text + line;
 }
 
+nlohmann::json kernel_times_json(const ocl::Device& device) {
+  double kernels = 0, copies = 0;
+  int64_t launches = 0;
+  for (const auto& [name, time] : device.kernel_times()) {
+    const bool copy = name[0] == '(';  // "(copy to the device)"
+    (copy ? copies : kernels) += time.seconds;
+    if (!copy) launches += time.launches;
+  }
+  return {{"kernel_seconds", kernels}, {"copy_seconds", copies}, {"launches", launches}};
+}
+
 std::string describe_device_use(ocl::Device& device, const ocl::TransferCounts& transfers) {
   const MemoryAccount& memory = device.memory();
   std::string text = device.label() + ": device memory peak " + format_bytes(memory.peak_bytes());

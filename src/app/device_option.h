@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "app/args.h"
 #include "opencl/device.h"
 #include "opencl/model/cl_layer.h"
@@ -23,5 +25,7 @@ Result<std::unique_ptr<ocl::Device>> open_train_device(const Args& args, TrainOp
 std::string describe_device_use(ocl::Device& device, const ocl::TransferCounts& transfers);
 // --profile-device: a table of the device time per kernel, the largest first.
 std::string describe_kernel_times(const ocl::Device& device);
+// --profile-device in --json: {"kernel_seconds", "copy_seconds", "launches"} over the profile.
+nlohmann::json kernel_times_json(const ocl::Device& device);
 
 }  // namespace rg

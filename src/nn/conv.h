@@ -35,6 +35,8 @@ class ConvLayer : public Layer {
   Status init(Rng& rng, DType dtype) override;
   std::vector<Param*> params() override;
   int64_t parameter_count() const override;
+  // Each weight meets each of geometry_'s patches once (a transposed conv: each input pixel).
+  int64_t forward_flops_per_sample() const override { return 2 * weight_shape_.numel() * geometry_.patches(); }
   int64_t workspace_elements(int64_t batch) const override;
   std::string describe() const override;
 

@@ -23,6 +23,7 @@ class Dense : public Layer {
                 const LayerContext& ctx) override;
   std::vector<Param*> params() override;
   int64_t parameter_count() const override { return units_ * in_ + (has_bias_ ? units_ : 0); }
+  int64_t forward_flops_per_sample() const override { return 2 * units_ * in_; }
   int64_t workspace_elements(int64_t n) const override;
   bool reads_f16_weights() const override { return true; }
   std::string describe() const override;

@@ -77,6 +77,10 @@ class Layer {
   virtual std::vector<Param*> buffers() { return {}; }
   // Trainable values, known once configure() has run (before init()).
   virtual int64_t parameter_count() const { return 0; }
+  // Floating-point operations of the forward for one sample, a multiply-add counted as 2, the
+  // products only (dense, conv: the elementwise rest is small and memory-bound); known once
+  // configure() has run. What GFLOP/s and efficiency against a peak are counted from.
+  virtual int64_t forward_flops_per_sample() const { return 0; }
   // Scratch elements (in the layer's dtype) forward and backward need for a batch of n,
   // taken from LayerContext::workspace.
   virtual int64_t workspace_elements(int64_t n) const {

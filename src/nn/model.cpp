@@ -189,6 +189,17 @@ int64_t Model::param_count() const {
   return n;
 }
 
+int64_t Model::forward_flops_per_sample() const {
+  int64_t flops = 0;
+  for (const auto& layer : layers_) flops += layer->forward_flops_per_sample();
+  return flops;
+}
+
+int64_t Model::train_flops_per_sample() const {
+  const int64_t first = layers_.empty() ? 0 : layers_.front()->forward_flops_per_sample();
+  return 3 * forward_flops_per_sample() - first;
+}
+
 std::string Model::summary() const {
   std::ostringstream os;
   char line[160];

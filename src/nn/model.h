@@ -73,6 +73,11 @@ class Model {
   // Non-trained state saved with the params (BatchNorm running statistics).
   std::vector<Param*> buffers();
   int64_t param_count() const;
+  // Floating-point operations per sample (Layer::forward_flops_per_sample): the forward's, and a
+  // training step's: each product again for the weights' gradient and for dx, but the first
+  // layer's dx, which backward never computes.
+  int64_t forward_flops_per_sample() const;
+  int64_t train_flops_per_sample() const;
   // What reserve(batch) allocates, in bytes, in the storage this model has now (model_memory.cpp).
   struct ReservedBytes {
     int64_t activations = 0;  // every layer's output [batch, shape], kept for backward
