@@ -8,6 +8,7 @@
 
 #include "report/embedded_data.h"
 #include "report/hardware_table.h"
+#include "report/peak.h"
 
 namespace rg {
 namespace {
@@ -117,6 +118,42 @@ TEST(HardwareTable, BadCsvNamesTheLineAndTheRule) {
   EXPECT_EQ(message(header + "x,P,GPU,a,,,1,1,n/f,,b,,m,1,,,,,,s\n"), "t.csv:2: P has no FP32 peak (fp32_peak_gflops_num)");
   EXPECT_EQ(message("match,device\n"), "t.csv:1: the header has no column 'type'");
   EXPECT_EQ(message(""), "t.csv: no header line");
+}
+
+// Peaks: the table's flops per cycle at the clock measured here (or its base clock), the SIMD
+// features' for an unlisted CPU, the table's peak for a listed GPU and none for an unlisted one.
+TEST(HardwarePeak, FromTheTableTheFeaturesOrNothing) {
+  CpuInfo e8400;
+  e8400.brand = "Intel(R) Core(TM)2 Duo CPU     E8400  @ 3.00GHz";
+  e8400.features.sse2 = e8400.features.ssse3 = e8400.features.sse41 = true;
+  PeakFigure peak = cpu_fp32_peak(hardware_table(), e8400, 2, 2000);
+  EXPECT_DOUBLE_EQ(peak.gflops, 2 * 2000 * 8 / 1000.0);
+  EXPECT_TRUE(peak.from_table);
+  EXPECT_EQ(peak.basis, "2 cores x 2000 MHz (measured) x 8 FP32 flops/cycle (table: Intel Core 2 Duo E8400)");
+  EXPECT_EQ(peak.source.rfind("data/hardware_specs.csv: Intel Core 2 Duo E8400 (http", 0), 0u) << peak.source;
+  peak = cpu_fp32_peak(hardware_table(), e8400, 1, 0);  // no clock read: the table's base clock
+  EXPECT_DOUBLE_EQ(peak.gflops, 24.0);
+  EXPECT_NE(peak.basis.find("3000 MHz (base clock, table)"), std::string::npos) << peak.basis;
+
+  CpuInfo vm;  // this machine's kind: "AMD EPYC", no model number
+  vm.brand = "AMD EPYC";
+  vm.features.sse2 = vm.features.avx = vm.features.avx2 = vm.features.fma = true;
+  peak = cpu_fp32_peak(hardware_table(), vm, 2, 2596);
+  EXPECT_DOUBLE_EQ(peak.gflops, 2 * 2596 * 32 / 1000.0);
+  EXPECT_FALSE(peak.from_table);
+  EXPECT_EQ(peak.source, "derived here: AMD EPYC is not in data/hardware_specs.csv");
+  vm.features.avx2 = vm.features.fma = false;
+  EXPECT_DOUBLE_EQ(cpu_fp32_peak(hardware_table(), vm, 1, 1000).gflops, 16.0);
+  vm.features.avx = false;
+  EXPECT_DOUBLE_EQ(cpu_fp32_peak(hardware_table(), vm, 1, 1000).gflops, 8.0);
+  EXPECT_EQ(cpu_fp32_peak(hardware_table(), vm, 1, 0).gflops, 0);  // nothing to derive from
+
+  peak = gpu_fp32_peak(hardware_table(), "NVIDIA H100 80GB HBM3");
+  EXPECT_DOUBLE_EQ(peak.gflops, 66900);
+  EXPECT_NE(peak.basis.find("(table: NVIDIA H100 SXM5 80GB)"), std::string::npos) << peak.basis;
+  peak = gpu_fp32_peak(hardware_table(), "pthread-skylake-avx512-AMD EPYC");
+  EXPECT_EQ(peak.gflops, 0);
+  EXPECT_EQ(peak.basis, "unknown: pthread-skylake-avx512-AMD EPYC is not in data/hardware_specs.csv");
 }
 
 }  // namespace

@@ -1,0 +1,68 @@
+// Peaks for efficiency figures: the published table first, the CPU's SIMD features second.
+#include "report/peak.h"
+
+#include <cstdio>
+
+namespace rg {
+
+namespace {
+
+std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+std::string table_source(const HardwareSpec& spec) {
+  return "data/hardware_specs.csv: " + spec.device + " (" + spec.sources + ")";
+}
+
+}  // namespace
+
+double simd_flops_per_cycle(const CpuFeatures& features) {
+  if (features.avx2 && features.fma) return 32;
+  if (features.avx) return 16;
+  return 8;  // SSE2, the baseline
+}
+
+PeakFigure cpu_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& cpu, int cores, double measured_mhz) {
+  PeakFigure peak;
+  const std::string name = cpu.brand.empty() ? "this CPU" : cpu.brand;
+  const HardwareSpec* spec = match_hardware(table, cpu.brand, true);
+  const std::string core_text = std::to_string(cores) + (cores == 1 ? " core" : " cores");
+  if (spec != nullptr && spec->flops_per_cycle_core > 0) {
+    peak.from_table = true;
+    peak.source = table_source(*spec);
+    const double mhz = measured_mhz > 0 ? measured_mhz : spec->base_mhz;
+    peak.gflops = cores * mhz * spec->flops_per_cycle_core / 1000;
+    peak.basis = core_text + " x " + format_number(mhz) + " MHz (" + (measured_mhz > 0 ? "measured" : "base clock, table") +
+                 ") x " + format_number(spec->flops_per_cycle_core) + " FP32 flops/cycle (table: " + spec->device + ")";
+    return peak;
+  }
+  if (measured_mhz <= 0) {
+    peak.basis = "unknown: " + name + " is not in data/hardware_specs.csv and its clock was not read";
+    return peak;
+  }
+  const double per_cycle = simd_flops_per_cycle(cpu.features);
+  peak.gflops = cores * measured_mhz * per_cycle / 1000;
+  peak.basis = core_text + " x " + format_number(measured_mhz) + " MHz (measured) x " + format_number(per_cycle) +
+               " FP32 flops/cycle (derived from its SIMD features, two pipes assumed)";
+  peak.source = "derived here: " + name + " is not in data/hardware_specs.csv";
+  return peak;
+}
+
+PeakFigure gpu_fp32_peak(const std::vector<HardwareSpec>& table, const std::string& device_name) {
+  PeakFigure peak;
+  const HardwareSpec* spec = match_hardware(table, device_name, false);
+  if (spec == nullptr) {
+    peak.basis = "unknown: " + device_name + " is not in data/hardware_specs.csv";
+    return peak;
+  }
+  peak.from_table = true;
+  peak.gflops = spec->fp32_peak_gflops;
+  peak.basis = spec->fp32_peak_basis + " (table: " + spec->device + ")";
+  peak.source = table_source(*spec);
+  return peak;
+}
+
+}  // namespace rg

@@ -1,0 +1,34 @@
+// The FP32 peak a measured GFLOP/s is divided by, with how it was found and its source: from
+// the published table (report/hardware_table.h) where the CPU or GPU is listed, at the clock
+// measured here where there is one; else, for a CPU, derived from its SIMD features (and said
+// so); for an unlisted GPU, none (an efficiency is not guessed).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cpu/cpuid.h"
+#include "report/hardware_table.h"
+
+namespace rg {
+
+struct PeakFigure {
+  double gflops = 0;   // 0: unknown
+  std::string basis;   // "2 cores x 2596 MHz (measured) x 32 FP32 flops/cycle (table: Zen 2)"
+  std::string source;  // "data/hardware_specs.csv: AMD Ryzen 5 3600 (https://...)", or what it was derived from
+  bool from_table = false;
+};
+
+// FP32 flops per cycle per core from the SIMD units the features imply, two arithmetic pipes
+// assumed (FMA: 2 x 8 lanes x 2; AVX: 8-lane add + mul; SSE: 4-lane add + mul). For CPUs the
+// table does not list; CPUID cannot show K8's SSE units of half width (4 a cycle: the table's).
+double simd_flops_per_cycle(const CpuFeatures& features);
+
+// The peak of `cores` cores of `cpu` at `measured_mhz` (0: unknown, then the table's base clock).
+PeakFigure cpu_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& cpu, int cores, double measured_mhz);
+
+// The peak of the OpenCL device named `device_name` (CL_DEVICE_NAME): the table's, at its boost
+// clock (drivers report the boost clock as CL_DEVICE_MAX_CLOCK_FREQUENCY).
+PeakFigure gpu_fp32_peak(const std::vector<HardwareSpec>& table, const std::string& device_name);
+
+}  // namespace rg
