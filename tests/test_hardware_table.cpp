@@ -78,6 +78,12 @@ TEST(HardwareTable, ReportedNamesFindTheirRow) {
   EXPECT_EQ(match_hardware(hardware_table(), "NVIDIA H100 80GB HBM3", true), nullptr);  // not a CPU
 }
 
+// The columns parse_hardware_table needs, in the order of the made-up tables below.
+constexpr const char* kHeader =
+    "match,device,type,architecture,cores,threads,base_clock_mhz,boost_clock_mhz,fp32_peak_gflops_num,"
+    "fp32_base_gflops_num,fp32_peak_basis,fp16_gflops,memory,mem_bw_gbs,simd_isa,flops_per_cycle_core,benchmarks,"
+    "derived,notes,sources\n";
+
 TEST(HardwareTable, RulesAndAmbiguity) {
   EXPECT_TRUE(hardware_name_matches("h100&hbm3|h100&sxm5", "NVIDIA H100 SXM5"));  // the second alternative
   EXPECT_FALSE(hardware_name_matches("h100&sxm", "NVIDIA H100 SXM5"));            // words match whole
@@ -85,9 +91,7 @@ TEST(HardwareTable, RulesAndAmbiguity) {
   EXPECT_FALSE(hardware_name_matches("e8400", "E84000"));
   EXPECT_FALSE(hardware_name_matches("", "anything"));
   const std::string csv =
-      "match,device,type,architecture,cores,threads,base_clock_mhz,boost_clock_mhz,fp32_peak_gflops_num,"
-      "fp32_base_gflops_num,fp32_peak_basis,fp16_gflops,memory,mem_bw_gbs,simd_isa,flops_per_cycle_core,benchmarks,"
-      "derived,notes,sources\n"
+      std::string(kHeader) +
       "x1,Part One,GPU,a,,,1000,1500,100,,\"published, \"\"quoted\"\"\",none,1 GB,10.5 (x),,,,,\"two\nlines\",s\n"
       "x1&pro,Part One Pro,GPU,a,,,1000,1500,200,,b,50,1 GB,10,,,,,,s\n";
   auto table = parse_hardware_table(csv, "t.csv");
@@ -102,10 +106,7 @@ TEST(HardwareTable, RulesAndAmbiguity) {
 }
 
 TEST(HardwareTable, BadCsvNamesTheLineAndTheRule) {
-  const std::string header =
-      "match,device,type,architecture,cores,threads,base_clock_mhz,boost_clock_mhz,fp32_peak_gflops_num,"
-      "fp32_base_gflops_num,fp32_peak_basis,fp16_gflops,memory,mem_bw_gbs,simd_isa,flops_per_cycle_core,benchmarks,"
-      "derived,notes,sources\n";
+  const std::string header = kHeader;
   const std::string good = "x,P,GPU,a,,,1,1,100,,b,,m,1,,,,,,s\n";
   auto message = [](const std::string& csv) {
     auto parsed = parse_hardware_table(csv, "t.csv");
