@@ -9,8 +9,18 @@
 // Launchers: src/opencl/batch_norm.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#include "fused_activation.h"
 
 #define ROW_BLOCK 64u  // batch_norm.cpp's kRowBlock
+
+// inv_std in inference: from the running variance (the CPU's bits).
+inline double inference_inv_std(float running_var, double eps) { return 1.0 / sqrt((double)running_var + eps); }
+
+// A channel's y = x * scale + shift constants: scale = (float)(gamma inv_std), shift = (float)(beta
+// - mean gamma inv_std), from its doubles as the CPU computes them.
+inline float2 channel_affine(double gamma, double beta, double mean, double inv_std) {
+  return (float2)((float)(gamma * inv_std), (float)(beta - mean * gamma * inv_std));
+}
 
 // The statistics run in two steps so that every row block is summed at once: one item per (row
 // block, channel) sums its block in float, in row order (f32_batch_norm_block_sums), then one
@@ -97,7 +107,7 @@ __kernel void f32_batch_norm_variance(uint rows, uint channels, uint capacity, u
   if (!training) {  // the same for every item of the group: no barrier is skipped by some
     if (get_local_id(0) != 0) return;
     s[c] = (double)*rm;
-    s[channels + c] = 1.0 / sqrt((double)*rv + eps);
+    s[channels + c] = inference_inv_std(*rv, eps);
     return;
   }
   const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
@@ -111,20 +121,35 @@ __kernel void f32_batch_norm_variance(uint rows, uint channels, uint capacity, u
   *rv = (float)((1 - momentum) * (double)*rv + momentum * unbiased);
 }
 
-// y = x * scale + shift, scale = (float)(gamma inv_std), shift = (float)(beta - mean gamma inv_std).
+// y = act(x * scale + shift) (channel_affine; act: fused_activation.h, FUSED_NONE for none).
 // n = rows channels.
 __kernel void f32_batch_norm_apply(uint n, uint channels, __global const float* x, uint x_offset,
                                    __global const float* gamma, uint gamma_offset, __global const float* beta,
                                    uint beta_offset, __global const double* saved, uint saved_offset,
-                                   __global float* y, uint y_offset) {
+                                   __global float* y, uint y_offset, uint act, float slope) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   const uint c = i % channels;
-  const double g = (double)gamma[gamma_offset + c], mean = saved[saved_offset + c];
-  const double inv_std = saved[saved_offset + channels + c];
-  const float scale = (float)(g * inv_std);
-  const float shift = (float)((double)beta[beta_offset + c] - mean * g * inv_std);
-  y[y_offset + i] = x[x_offset + i] * scale + shift;
+  const float2 a = channel_affine((double)gamma[gamma_offset + c], (double)beta[beta_offset + c],
+                                  saved[saved_offset + c], saved[saved_offset + channels + c]);
+  y[y_offset + i] = fused_activation(x[x_offset + i] * a.s0 + a.s1, act, slope);
+}
+
+// Inference's constants for a product's epilogue (gemm.cl's affine): affine [2][channels] = scale,
+// then shift, from the running statistics, the floats f32_batch_norm_apply computes after
+// f32_batch_norm_variance in inference. One item per channel.
+__kernel void f32_batch_norm_inference_affine(uint channels, ulong eps_bits, __global const float* gamma,
+                                              uint gamma_offset, __global const float* beta, uint beta_offset,
+                                              __global const float* running_mean, uint running_mean_offset,
+                                              __global const float* running_var, uint running_var_offset,
+                                              __global float* affine, uint affine_offset) {
+  const uint c = get_global_id(0);
+  if (c >= channels) return;
+  const double inv_std = inference_inv_std(running_var[running_var_offset + c], as_double(eps_bits));
+  const float2 a = channel_affine((double)gamma[gamma_offset + c], (double)beta[beta_offset + c],
+                                  (double)running_mean[running_mean_offset + c], inv_std);
+  affine[affine_offset + c] = a.s0;
+  affine[affine_offset + channels + c] = a.s1;
 }
 
 // After pass 2: sum dy and sum dy (x - mean) inv_std (mean, inv_std rounded to float; the terms in

@@ -7,8 +7,11 @@
 // Split over K (work-group dimension 2): slice z sums p in [z * slice_len, (z + 1) * slice_len) in
 // order into C + z * M * ldc (a scratch of partials, alpha 1, beta 0), and f32_gemm_sum_slices adds
 // the slices in order; one slice (slice_len >= K) is the plain product.
-// A bias row, when has_bias: C[r][c] = (alpha * sum + beta * C[r][c]) + bias[c], as the CPU adds
-// it after its product (the bits of f32_add_bias after the plain product).
+// The epilogue, applied to each output v = alpha * sum + beta * C[r][c] in this order, each step
+// as its unfused kernel computes it after the plain product (the same bits, fewer launches):
+//   has_bias:    v = v + bias[c]                  (f32_add_bias; the CPU adds it after its product)
+//   has_affine:  v = v * affine[c] + affine[N + c] (f32_batch_norm_apply in inference: scale, shift)
+//   act:         fused_activation.h (relu, leaky relu with `slope`)
 // Launcher and configurations: src/opencl/gemm.cpp, gemm_config.h.
 //
 // Build-time defines (each set is one program in the cache):
@@ -31,6 +34,7 @@
 //                         kernel), CONV_S (stride), CONV_P (padding), CONV_OH, CONV_OW.
 // Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices).
 #pragma OPENCL FP_CONTRACT OFF
+#include "fused_activation.h"
 
 #define THREADS (THREADS_M * THREADS_N)
 #define WPT_M (TILE_M / THREADS_M)  // rows of C per item
@@ -102,12 +106,25 @@ inline float load_b(__global const float* B, uint ldb, uint K, uint N, uint col0
 #endif
 }
 
+// The epilogue's arguments, the same in both kernels (offsets applied by the caller).
+#define EPILOGUE_PARAMS                                                                                  \
+  uint has_bias, __global const float *bias, uint bias_offset, uint has_affine, __global const float *affine, \
+      uint affine_offset, uint act, float slope
+#define EPILOGUE_ARGS has_bias, bias + bias_offset, has_affine, affine + affine_offset, act, slope
+
+// Output v of column c (of N) through the epilogue (see the top of the file).
+inline float epilogue(float v, uint c, uint N, uint has_bias, __global const float* bias, uint has_affine,
+                      __global const float* affine, uint act, float slope) {
+  if (has_bias) v += bias[c];
+  if (has_affine) v = v * affine[c] + affine[N + c];  // two roundings: FP_CONTRACT is off
+  return fused_activation(v, act, slope);
+}
+
 __kernel __attribute__((reqd_work_group_size(THREADS_N, THREADS_M, 1)))
 void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
               __global const float* A, uint a_offset, uint lda,
               __global const float* B, uint b_offset, uint ldb, float beta,
-              __global float* C, uint c_offset, uint ldc,
-              uint has_bias, __global const float* bias, uint bias_offset) {
+              __global float* C, uint c_offset, uint ldc, EPILOGUE_PARAMS) {
   // Declared as vectors so that VEC-wide reads are aligned; written word by word.
   __local vec_t a_panel_v[TILE_K * A_STRIDE / VEC];  // [p][i] = op(A)[row0 + i][p0 + p]
   __local vec_t b_panel_v[TILE_K * B_STRIDE / VEC];  // [p][j] = op(B)[p0 + p][col0 + j]
@@ -182,24 +199,21 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
       const uint c = col0 + (tx + (j / VEC) * THREADS_N) * VEC + j % VEC;
       if (c >= N) continue;
       __global float* out = C + r * ldc + c;
-      float v = alpha * acc[i][j] + (beta == 0.0f ? 0.0f : beta * *out);
-      if (has_bias) v += bias[bias_offset + c];
-      *out = v;
+      const float v = alpha * acc[i][j] + (beta == 0.0f ? 0.0f : beta * *out);
+      *out = epilogue(v, c, N, EPILOGUE_ARGS);
     }
   }
 }
 
 // C[r][c] = alpha * (((0 + P[0]) + P[1]) + ... + P[slices - 1])[r][c] + beta * C[r][c], P the
-// slices' partials (slices x M x N, packed). One work-item per element of C.
+// slices' partials (slices x M x N, packed), then the epilogue. One work-item per element of C.
 __kernel void f32_gemm_sum_slices(uint M, uint N, uint slices, float alpha, __global const float* P, float beta,
-                                  __global float* C, uint c_offset, uint ldc, uint has_bias,
-                                  __global const float* bias, uint bias_offset) {
+                                  __global float* C, uint c_offset, uint ldc, EPILOGUE_PARAMS) {
   const uint e = get_global_id(0);
   if (e >= M * N) return;
   float sum = 0.0f;
   for (uint z = 0; z < slices; ++z) sum += P[z * M * N + e];
   __global float* out = C + c_offset + (e / N) * ldc + e % N;
-  float v = alpha * sum + (beta == 0.0f ? 0.0f : beta * *out);
-  if (has_bias) v += bias[bias_offset + e % N];
-  *out = v;
+  const float v = alpha * sum + (beta == 0.0f ? 0.0f : beta * *out);
+  *out = epilogue(v, e % N, N, EPILOGUE_ARGS);
 }

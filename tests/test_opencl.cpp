@@ -144,6 +144,24 @@ TEST(OpenclKernelSources, TheDevelopmentDirectoryComesFirst) {
             "kernel file elementwise.cl: cannot read " + dir + "/elementwise.cl (RETROGRAD_KERNELS_DIR is set)");
 }
 
+// A kernel file's `#include "NAME"` lines are pasted in from kernels/NAME before the build (one
+// level); an include that cannot be read names both files.
+TEST(OpenclKernelSources, ProgramSourcesPasteTheirIncludes) {
+  const std::string dir = temp_dir() + "/kernels_include";
+  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  write_file(dir + "/main.cl", "// top\n#include \"part.h\"\n__kernel void k() {}\n");
+  write_file(dir + "/part.h", "#define PART 1");  // no newline at its end
+  write_file(dir + "/broken.cl", "#include \"nosuch.h\"\n");
+  ScopedEnv env("RETROGRAD_KERNELS_DIR", dir);
+  auto expanded = kernel_program_source("main.cl");
+  ASSERT_TRUE(expanded.ok()) << expanded.status().message();
+  EXPECT_EQ(expanded.value().text, "// top\n#define PART 1\n__kernel void k() {}\n");
+  EXPECT_EQ(kernel_source("main.cl").value().text, read_file(dir + "/main.cl")) << "kernel_source stays the file";
+  auto broken = kernel_program_source("broken.cl");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_TRUE(contains(broken.status().message(), "kernel file broken.cl includes nosuch.h: ")) << broken.status().message();
+}
+
 TEST(OpenclMemory, TheAccountReservesAgainstItsBudget) {
   MemoryAccount account("device test");
   account.set_budget(1000);

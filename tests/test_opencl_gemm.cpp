@@ -3,7 +3,6 @@
 // Without a device the device tests are skipped and say why (PoCL runs them in CI).
 #include <fstream>
 
-#include "opencl/activation.h"
 #include "opencl/gemm.h"
 #include "opencl/gemm_tuning.h"
 #include "opencl/im2col.h"
@@ -233,31 +232,7 @@ TEST(OpenclGemmTiming, TheKernelEventIsProfiled) {
   EXPECT_LT(seconds.value(), 60.0);
 }
 
-// A bias in the GEMM's last step gives the bits of f32_add_bias after the plain product, split
-// over K or not.
-TEST(OpenclGemmBias, TheFusedBiasEqualsAddBiasAfterTheProduct) {
-  SKIP_WITHOUT_OPENCL();
-  Device& device = *open_devices().devices.at(0);
-  ASSERT_TRUE(reserve_gemm_scratch(device).ok());
-  Rng rng(25);
-  for (const GemmCase& t : {GemmCase{37, 21, 19, 0, 1.0f, 0.0f}, GemmCase{9, 16, 3000, 0, 1.0f, 0.0f}}) {
-    for (int k_slices : {1, 4}) {
-      SCOPED_TRACE("m=" + std::to_string(t.m) + " k=" + std::to_string(t.k) + " slices " + std::to_string(k_slices));
-      const GemmShape s{Trans::no, Trans::no, t.m, t.n, t.k, t.k, t.n, t.n};
-      Buffer a = upload_or_die(device, random_floats(rng, t.m * t.k), "A");
-      Buffer b = upload_or_die(device, random_floats(rng, t.k * t.n), "B");
-      Buffer bias = upload_or_die(device, random_floats(rng, t.n), "bias");
-      Buffer fused = upload_or_die(device, std::vector<float>(t.m * t.n, 0.0f), "fused");
-      Buffer apart = upload_or_die(device, std::vector<float>(t.m * t.n, 0.0f), "apart");
-      ASSERT_TRUE(f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, fused.f32(), GemmLaunch{nullptr, k_slices, bias.f32()}).ok());
-      ASSERT_TRUE(f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, apart.f32(), GemmLaunch{nullptr, k_slices, {}}).ok());
-      ASSERT_TRUE(f32_add_bias(device, t.m, t.n, bias.f32(), apart.f32()).ok());
-      const std::vector<float> got = download_all<float>(fused), want = download_all<float>(apart);
-      for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same_bits(got[i], want[i])) << "C word " << i;
-    }
-  }
-  release_gemm_scratch(device);
-}
+// The epilogue (bias, batch norm, activation): tests/test_opencl_fusion.cpp.
 
 // The implicit GEMM reads the patch matrix from the images: the bits of im2col then the GEMM, split
 // over K or not, for a big vector tile, a scalar one and the tuning's choice.

@@ -194,6 +194,26 @@ const char* kCnnCfg =
     "[maxpool]\nsize = 2\n[dropout]\nrate = 0.25\n[dense]\nunits = 16\n[batchnorm]\n[relu]\n[dropout]\nrate = "
     "0.5\n[dense]\nunits = 10\n";
 
+// Fusion (opencl/model/cl_fusion.h) changes no bit of a run: steps in micro-batches with the loss
+// on the device, the evaluation, every weight and batch-norm statistic, fused and with
+// RETROGRAD_CL_FUSE=0.
+TEST(OpenclTrain, FusedAndUnfusedRunsGiveTheSameBits) {
+  SKIP_WITHOUT_OPENCL();
+  TrainOptions options = options_on(first_device(), 1);
+  options.micro_batch = 16;
+  DeviceRun fused = train(options, kCnnCfg), apart;
+  {
+    ScopedEnv off("RETROGRAD_CL_FUSE", "0");
+    apart = train(options, kCnnCfg);
+  }
+  ASSERT_EQ(fused.records.size(), 1u);
+  ASSERT_EQ(apart.records.size(), 1u);
+  EXPECT_TRUE(same_weights(*fused.model, *apart.model));
+  EXPECT_EQ(fused.records[0].loss, apart.records[0].loss);
+  EXPECT_EQ(fused.test.loss, apart.test.loss);
+  EXPECT_EQ(fused.test.accuracy, apart.test.accuracy);
+}
+
 // Mixed precision on the device: f16 activations and gradients between layers, loss scaling, as
 // the CPU's fp16 training; the same weights within f16 rounding (a value rounded to f16 after a
 // sum in another order may land on the neighbouring half), and half the activation bytes.

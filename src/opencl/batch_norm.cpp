@@ -63,7 +63,8 @@ Status check_saved(const char* name, int64_t rows, int64_t channels, DeviceSpan 
 
 Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t channels, bool training, double momentum,
                                      double eps, DeviceSpan x, DeviceSpan gamma, DeviceSpan beta,
-                                     DeviceSpan running_mean, DeviceSpan running_var, DeviceSpan saved, DeviceSpan y) {
+                                     DeviceSpan running_mean, DeviceSpan running_var, DeviceSpan saved, DeviceSpan y,
+                                     FusedActivation activation) {
   const char* name = "f32_batch_norm_forward";
   const int64_t n = elements(rows, channels);
   if (rows == 0) return Event();
@@ -85,7 +86,20 @@ Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t chann
              .status());
   return launch_1d(device, kFile, "f32_batch_norm_apply", "", n, u32(n), u32(channels), x.mem, u32(x.offset),
                    gamma.mem, u32(gamma.offset), beta.mem, u32(beta.offset), saved.mem, u32(saved.offset), y.mem,
-                   u32(y.offset));
+                   u32(y.offset), cl_uint{activation.kind}, activation.slope);
+}
+
+Result<Event> f32_batch_norm_inference_affine(Device& device, int64_t channels, double eps, DeviceSpan gamma,
+                                              DeviceSpan beta, DeviceSpan running_mean, DeviceSpan running_var,
+                                              DeviceSpan affine) {
+  const char* name = "f32_batch_norm_inference_affine";
+  RG_CHECK(channels >= 1, "batch norm affine of " << channels << " channels");
+  RG_TRY(need_fp64(device, name));
+  RG_TRY(check_u32(name, channels, {gamma, beta, running_mean, running_var}));
+  RG_TRY(check_u32(name, 2 * channels, {affine}));
+  return launch_1d(device, kFile, name, "", channels, u32(channels), double_bits(eps), gamma.mem, u32(gamma.offset),
+                   beta.mem, u32(beta.offset), running_mean.mem, u32(running_mean.offset), running_var.mem,
+                   u32(running_var.offset), affine.mem, u32(affine.offset));
 }
 
 Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t channels, bool training,

@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
+#include "opencl/fused_activation.h"
 
 namespace rg::ocl {
 
@@ -24,10 +25,18 @@ inline int64_t batch_norm_saved_count(int64_t channels, int64_t rows) {
 // mean, var of the batch; running_mean/var [channels] updated with momentum (var unbiased). Not:
 // the running statistics. saved: double [batch_norm_saved_count(channels, rows)] (element_span of a
 // buffer), for the backward. Five kernels in training, two in inference; the event is the last's.
-// rows = 0: nothing enqueued.
+// `activation` (relu, leaky relu) is applied to y as it is stored: the bits of its own kernel
+// after this one, a launch less (its backward then reads y: ClModel's fusion). rows = 0: nothing enqueued.
 Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t channels, bool training, double momentum,
                                      double eps, DeviceSpan x, DeviceSpan gamma, DeviceSpan beta,
-                                     DeviceSpan running_mean, DeviceSpan running_var, DeviceSpan saved, DeviceSpan y);
+                                     DeviceSpan running_mean, DeviceSpan running_var, DeviceSpan saved, DeviceSpan y,
+                                     FusedActivation activation = {});
+// Inference's y = x * scale[c] + shift[c] as constants for a product's epilogue (GemmEpilogue::affine):
+// affine [2 channels] = scale, then shift, the floats the inference forward computes from the
+// running statistics (the same bits). One launch of one item per channel.
+Result<Event> f32_batch_norm_inference_affine(Device& device, int64_t channels, double eps, DeviceSpan gamma,
+                                              DeviceSpan beta, DeviceSpan running_mean, DeviceSpan running_var,
+                                              DeviceSpan affine);
 // dgamma, dbeta [channels] (accumulate: +=, else =) and dx [rows, channels] (null dx.mem: skipped)
 // from dy, as BatchNorm::backward after the forward that wrote `saved` (training: through the
 // batch statistics; not: they are constants). rows = 0: nothing enqueued.

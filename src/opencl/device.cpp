@@ -92,6 +92,7 @@ Result<Event> Device::run(const Kernel& kernel, cl_uint dims, const size_t* glob
   cl_event event = nullptr;
   const cl_int code = api_.clEnqueueNDRangeKernel(queue_, kernel.handle, dims, nullptr, global, local, 0, nullptr, &event);
   if (code != CL_SUCCESS) return error("running kernel " + kernel.name + " of kernels/" + kernel.file, "clEnqueueNDRangeKernel", code);
+  ++launches_;
   Event done(&api_, event);
   RG_TRY(add_profile(kernel.name, done));
   return done;

@@ -84,6 +84,8 @@ class Device {
   Result<Event> run(const Kernel& kernel, cl_uint dims, const size_t* global, const size_t* local);
   // Waits for everything enqueued.
   Status finish();
+  // Kernels enqueued by run() since the device opened (fusion's tests count a step's launches).
+  int64_t launches() const { return launches_; }
 
   // Profiling by kernel: when on, run() waits for each kernel (and buffer.h's copies for each
   // copy) and adds its device time to its name's total (a slower run, since the host waits each time; the times are the device's own).
@@ -119,6 +121,7 @@ class Device {
   std::unique_ptr<ProgramCache> programs_;
   Capabilities capabilities_;
   bool profiling_ = false;
+  int64_t launches_ = 0;
   std::map<std::string, KernelTime> kernel_times_;
   std::unique_ptr<GemmTuning> gemm_tuning_;
   std::unique_ptr<Buffer> gemm_scratch_;

@@ -33,27 +33,50 @@ Result<const Kernel*> gemm_kernel(Device& device, const GemmShape& s, const Gemm
   return kernel;
 }
 
-// The three trailing arguments of both kernels: has_bias, bias, bias_offset (C's buffer stands in
-// for an absent bias: it is never read).
-struct BiasArgs {
-  cl_uint has;
-  cl_mem mem;
-  cl_uint offset;
+// The epilogue's trailing arguments of both kernels (gemm.cl's EPILOGUE_PARAMS): has_bias, bias,
+// bias_offset, has_affine, affine, affine_offset, act, slope. C's buffer stands in for an absent
+// bias or affine: it is never read.
+struct EpilogueArgs {
+  cl_uint has_bias;
+  cl_mem bias;
+  cl_uint bias_offset;
+  cl_uint has_affine;
+  cl_mem affine;
+  cl_uint affine_offset;
+  cl_uint act;
+  float slope;
 };
-BiasArgs bias_args(DeviceSpan bias, DeviceSpan c) {
-  return bias.mem ? BiasArgs{1, bias.mem, static_cast<cl_uint>(bias.offset)} : BiasArgs{0, c.mem, 0};
+EpilogueArgs epilogue_args(const GemmEpilogue& e, DeviceSpan c) {
+  const bool bias = e.bias.mem != nullptr, affine = e.affine.mem != nullptr;
+  return {bias, bias ? e.bias.mem : c.mem, static_cast<cl_uint>(bias ? e.bias.offset : 0), affine,
+          affine ? e.affine.mem : c.mem, static_cast<cl_uint>(affine ? e.affine.offset : 0), e.activation.kind,
+          e.activation.slope};
+}
+
+// The epilogue's spans hold what n columns need and sit within the kernels' 32-bit indices.
+Status check_epilogue(const GemmEpilogue& e, int64_t n) {
+  const int64_t limit = std::numeric_limits<cl_uint>::max();
+  for (const auto& [span, count] : {std::make_pair(e.bias, n), std::make_pair(e.affine, 2 * n)}) {
+    if (span.mem == nullptr) continue;
+    RG_CHECK(span.count >= count, "gemm epilogue span of " << span.count << " for " << n << " columns");
+    if (span.offset + count > limit) {
+      return Status::error("f32_gemm: the epilogue's bias or affine reaches past the 2^32 - 1 elements the kernel indexes");
+    }
+  }
+  return Status();
 }
 
 // One launch of `slices` slices of slice_len terms each (one slice: the whole product into c).
 Result<Event> launch(Device& device, const Kernel& kernel, const GemmShape& s, const GemmConfig& config, int64_t slices,
                      int64_t slice_len, float alpha, DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c,
-                     DeviceSpan bias) {
-  const BiasArgs bias_arg = bias_args(bias, c);
+                     const GemmEpilogue& epilogue) {
+  const EpilogueArgs e = epilogue_args(epilogue, c);
   const cl_uint m = static_cast<cl_uint>(s.m), n = static_cast<cl_uint>(s.n), k = static_cast<cl_uint>(s.k);
   RG_TRY(set_kernel_args(device, kernel, m, n, k, static_cast<cl_uint>(slice_len), alpha, a.mem,
                          static_cast<cl_uint>(a.offset), static_cast<cl_uint>(s.lda), b.mem, static_cast<cl_uint>(b.offset),
                          static_cast<cl_uint>(s.ldb), beta, c.mem, static_cast<cl_uint>(c.offset),
-                         static_cast<cl_uint>(s.ldc), bias_arg.has, bias_arg.mem, bias_arg.offset));
+                         static_cast<cl_uint>(s.ldc), e.has_bias, e.bias, e.bias_offset, e.has_affine, e.affine,
+                         e.affine_offset, e.act, e.slope));
   const size_t local[3] = {static_cast<size_t>(config.threads_n), static_cast<size_t>(config.threads_m), 1};
   const size_t global[3] = {static_cast<size_t>((s.n + config.tile_n - 1) / config.tile_n) * local[0],
                             static_cast<size_t>((s.m + config.tile_m - 1) / config.tile_m) * local[1],
@@ -98,19 +121,14 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
                   const GemmLaunch& how, const std::string& defines) {
   const int64_t scratch = scratch_floats(device);
   int64_t slices = how.k_slices > 0 ? how.k_slices : gemm_k_slices(s, static_cast<int>(device.info().compute_units), scratch);
-  if (s.k == 0) slices = 1;  // nothing to split: C = beta C (+ bias)
+  if (s.k == 0) slices = 1;  // nothing to split: C = beta C, then the epilogue
   const int64_t slice_len = slices <= 1 ? std::max<int64_t>(s.k, 1) : ((s.k + slices - 1) / slices + 15) / 16 * 16;
   slices = slices <= 1 ? 1 : (s.k + slice_len - 1) / slice_len;
   GemmShape slice_shape = s;
   slice_shape.k = std::min(s.k, slice_len);
   RG_ASSIGN(const auto picked, pick(device, slice_shape, slices, how.config, defines));
-  if (how.bias.mem) {
-    RG_CHECK(how.bias.count >= s.n, "gemm bias of " << how.bias.count << " for " << s.n << " columns");
-    if (how.bias.offset + s.n > static_cast<int64_t>(std::numeric_limits<cl_uint>::max())) {
-      return Status::error("f32_gemm: the bias reaches past the 2^32 - 1 elements the kernel indexes");
-    }
-  }
-  if (slices == 1) return launch(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c, how.bias);
+  RG_TRY(check_epilogue(how.epilogue, s.n));
+  if (slices == 1) return launch(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c, how.epilogue);
 
   if (slices * s.m * s.n > scratch) {
     return Status::error(device.label() + ": f32_gemm in " + std::to_string(slices) + " slices needs " +
@@ -121,11 +139,11 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
   GemmShape packed = s;
   packed.ldc = s.n;
   RG_TRY(launch(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials, {}).status());
-  const BiasArgs bias_arg = bias_args(how.bias, c);
+  const EpilogueArgs e = epilogue_args(how.epilogue, c);
   return detail::launch_1d(device, "gemm.cl", "f32_gemm_sum_slices", options(device, s, picked.first, defines), s.m * s.n,
                            static_cast<cl_uint>(s.m), static_cast<cl_uint>(s.n), static_cast<cl_uint>(slices), alpha,
                            partials.mem, beta, c.mem, static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc),
-                           bias_arg.has, bias_arg.mem, bias_arg.offset);
+                           e.has_bias, e.bias, e.bias_offset, e.has_affine, e.affine, e.affine_offset, e.act, e.slope);
 }
 
 }  // namespace

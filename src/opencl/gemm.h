@@ -7,6 +7,7 @@
 #include "ops/im2col.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
+#include "opencl/fused_activation.h"
 #include "opencl/gemm_config.h"
 
 namespace rg::ocl {
@@ -17,12 +18,19 @@ namespace rg::ocl {
 // S > 1: the K terms in slices of ceil(K / S) rounded up to 16 (so at most S of them, the last
 // shorter) summed apart into the device's GEMM scratch, then added slice by slice (other bits
 // than one slice, the same every run). K = 0 never splits.
-// `bias` (n floats; mem null: none) is added to each row of C after the product, as the CPU's
-// add_bias after its GEMM: the same bits as f32_add_bias after f32_gemm, one launch less.
+// `epilogue`: elementwise work on each output C[r][c] in the product's last kernel (the tile's
+// store, or the split's sum), in this order, each with the bits of its own launch after the
+// product: one launch and one pass over C less per step.
+struct GemmEpilogue {
+  DeviceSpan bias;    // [n]: + bias[c], as f32_add_bias (the CPU's add_bias after its GEMM); mem null: none
+  DeviceSpan affine;  // [2 n]: * scale[c] + shift[c] (scale, then shift), as f32_batch_norm_apply in
+                      // inference with f32_batch_norm_inference_affine's constants; mem null: none
+  FusedActivation activation;  // then relu or leaky relu, as their kernels
+};
 struct GemmLaunch {
   const GemmConfig* config = nullptr;
   int k_slices = 0;
-  DeviceSpan bias;
+  GemmEpilogue epilogue;
 };
 
 // `a`, `b`, `c` hold the matrices as stored (A is k x m when trans_a, etc.) with the shape's
@@ -34,7 +42,7 @@ Result<Event> f32_gemm(Device& device, const GemmShape& shape, float alpha, Devi
 
 // A convolution as one product with the patch matrix read from the images as it is needed
 // (implicit GEMM): y [batch * patches, filters] = patches(images) [.., patch_size] *
-// weight [patch_size, filters] (+ bias), images [batch, height, width, channels] NHWC. The same
+// weight [patch_size, filters] (then the epilogue), images [batch, height, width, channels] NHWC. The same
 // values as f32_im2col then f32_gemm, so the same bits, without the patch matrix in memory.
 Result<Event> f32_conv_gemm(Device& device, const ConvGeometry& geometry, int64_t batch, DeviceSpan images,
                             DeviceSpan weight, int64_t filters, DeviceSpan y, const GemmLaunch& launch = {});

@@ -25,7 +25,7 @@ constexpr const char* kTransNames[4] = {"NN", "NT", "TN", "TT"};  // trans_a * 2
 
 // What a cache file must have been made for: the device, its driver and gemm.cl's text.
 std::string identity(const Device& device) {
-  const auto source = kernel_source("gemm.cl");
+  const auto source = kernel_program_source("gemm.cl");
   return device.info().name + " | " + device.info().driver_version + " | gemm.cl " +
          fnv1a_hex(source.ok() ? source.value().text : std::string());
 }

@@ -26,6 +26,26 @@ Result<KernelSource> kernel_source(const std::string& file) {
   return Status::error("kernel file " + file + " is not embedded in this binary (it has: " + names + ")");
 }
 
+Result<KernelSource> kernel_program_source(const std::string& file) {
+  RG_ASSIGN(KernelSource source, kernel_source(file));
+  const std::string directive = "#include \"";
+  std::string text;
+  std::istringstream lines(source.text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.compare(0, directive.size(), directive) == 0 && line.size() > directive.size() && line.back() == '"') {
+      const std::string name = line.substr(directive.size(), line.size() - directive.size() - 1);
+      auto included = kernel_source(name);
+      if (!included.ok()) return included.status().with_context("kernel file " + file + " includes " + name + ": ");
+      text += included.value().text;
+      if (!text.empty() && text.back() != '\n') text += '\n';
+    } else {
+      text += line + '\n';
+    }
+  }
+  source.text = std::move(text);
+  return source;
+}
+
 std::vector<std::string> embedded_kernel_file_names() {
   std::vector<std::string> names;
   for (size_t i = 0; i < kEmbeddedKernelFileCount; ++i) names.emplace_back(kEmbeddedKernelFiles[i].name);

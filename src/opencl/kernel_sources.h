@@ -29,6 +29,12 @@ struct KernelSource {
 // $RETROGRAD_KERNELS_DIR, the path that could not be read.
 Result<KernelSource> kernel_source(const std::string& file);
 
+// kernels/<file> as it is built: kernel_source's text with each line `#include "NAME"` replaced
+// by kernels/NAME's text (one level: fused_activation.h, shared by gemm.cl and batch_norm.cl so
+// that fused kernels apply the activation as its own kernel does). An include that cannot be
+// read is an error naming both files.
+Result<KernelSource> kernel_program_source(const std::string& file);
+
 std::vector<std::string> embedded_kernel_file_names();
 
 }  // namespace rg::ocl

@@ -51,7 +51,7 @@ Result<cl_program> ProgramCache::program(const std::string& file, const std::str
   std::lock_guard<std::mutex> lock(mutex_);
   const auto key = std::make_pair(file, options);
   if (auto found = programs_.find(key); found != programs_.end()) return found->second;
-  RG_ASSIGN(const KernelSource source, kernel_source(file));
+  RG_ASSIGN(const KernelSource source, kernel_program_source(file));
   const std::string what = "kernels/" + file + (source.origin == "embedded" ? "" : " (read from " + source.origin + ")");
   RG_ASSIGN(cl_program program, build_source(what, source.text, options));
   programs_.emplace(key, program);

@@ -21,22 +21,41 @@ Result<std::unique_ptr<ClBatchNorm>> ClBatchNorm::create(BatchNorm& host, const 
 }
 
 int64_t ClBatchNorm::state_bytes(int64_t batch) const {
-  return batch_norm_saved_count(channels_, batch * row_ / channels_) * 8;
+  return batch_norm_saved_count(channels_, batch * row_ / channels_) * 8 + 2 * channels_ * 4;
 }
 
 Status ClBatchNorm::reserve(int64_t batch) {
-  if (saved_.bytes() >= state_bytes(batch)) return Status();
-  saved_.reset();  // the smaller one's bytes back first
-  RG_ASSIGN(saved_, Buffer::allocate(device_, state_bytes(batch), "the batch norm statistics"));
+  const int64_t saved_bytes = state_bytes(batch) - 2 * channels_ * 4;
+  if (saved_.bytes() < saved_bytes) {
+    saved_.reset();  // the smaller one's bytes back first
+    RG_ASSIGN(saved_, Buffer::allocate(device_, saved_bytes, "the batch norm statistics"));
+  }
+  if (affine_.mem() == nullptr) {
+    RG_ASSIGN(affine_, Buffer::allocate(device_, 2 * channels_ * 4, "the batch norm inference affine"));
+  }
   return Status();
 }
 
 Status ClBatchNorm::forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) {
+  return forward_fused(n, x, y, ctx, ClEpilogue{});
+}
+
+Status ClBatchNorm::forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx,
+                                  const ClEpilogue& epilogue) {
+  RG_CHECK(epilogue.affine.mem == nullptr, "a batch norm applies no second affine");
   RG_TRY(reserve(n));  // a layer used without a model's reserve()
   return f32_batch_norm_forward(device_, n * row_ / channels_, channels_, ctx.host.training, momentum_, eps_, x,
                                 gamma_.value.f32(), beta_.value.f32(), running_mean_.value.f32(),
-                                running_var_.value.f32(), element_span(saved_, 8), y)
+                                running_var_.value.f32(), element_span(saved_, 8), y, epilogue.activation)
       .status();
+}
+
+Result<DeviceSpan> ClBatchNorm::write_inference_affine() {
+  RG_CHECK(affine_.mem() != nullptr, "batch norm inference affine before reserve()");
+  RG_TRY(f32_batch_norm_inference_affine(device_, channels_, eps_, gamma_.value.f32(), beta_.value.f32(),
+                                         running_mean_.value.f32(), running_var_.value.f32(), affine_.f32())
+             .status());
+  return affine_.f32();
 }
 
 Status ClBatchNorm::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx,

@@ -18,13 +18,23 @@ class ClBatchNorm : public ClLayer {
   static Result<std::unique_ptr<ClBatchNorm>> create(BatchNorm& host, const Shape& input, Device& device);
 
   Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override;
+  // Fusion: an activation applied as y is stored, training or not; in inference the layer can
+  // instead fold into the head before it as an affine.
+  FusionHead fusion_head() const override { return {false, true}; }
+  Status forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx, const ClEpilogue& epilogue) override;
+  FusionTail fusion_tail() const override { return {FusedActivation{}, true}; }
+  Result<DeviceSpan> write_inference_affine() override;
   Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override;
   std::vector<ClParam*> params() override { return {&gamma_, &beta_}; }
   std::vector<ClParam*> buffers() override { return {&running_mean_, &running_var_}; }
-  // The forward's mean and inv_std and the backward's sums, in double: not per sample.
+  // The forward's mean and inv_std and the backward's sums, in double: not per sample; the
+  // inference affine.
   int64_t state_bytes(int64_t batch) const override;
   Status reserve(int64_t batch) override;
-  void release() override { saved_.reset(); }
+  void release() override {
+    saved_.reset();
+    affine_.reset();
+  }
 
  private:
   ClBatchNorm(Device& device, const BatchNorm& host, const Shape& input);
@@ -33,7 +43,8 @@ class ClBatchNorm : public ClLayer {
   int64_t channels_, row_;  // row_: values per sample
   double momentum_, eps_;
   ClParam gamma_, beta_, running_mean_, running_var_;
-  Buffer saved_;  // double [batch_norm_saved_count(channels, rows of the reserved batch)]
+  Buffer saved_;   // double [batch_norm_saved_count(channels, rows of the reserved batch)]
+  Buffer affine_;  // float [2, channels]: write_inference_affine's scale, then shift
 };
 
 }  // namespace rg::ocl

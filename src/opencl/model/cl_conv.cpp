@@ -64,11 +64,17 @@ int64_t ClConv::workspace_elements(int64_t n) const {
 }
 
 Status ClConv::forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) {
-  if (!transposed_) return conv_forward(n, x, y, ctx.workspace);  // its GEMM adds the bias
+  if (!transposed_) return forward_fused(n, x, y, ctx, ClEpilogue{});  // its GEMM adds the bias
   RG_TRY(transposed_forward(n, x, y, ctx.workspace));
   // y [n * pixels, filters] += b
   if (has_bias_) RG_TRY(f32_add_bias(device_, n * out_sample_ / filters_, filters_, bias_.value.f32(), y).status());
   return Status();
+}
+
+Status ClConv::forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx, const ClEpilogue& epilogue) {
+  RG_CHECK(!transposed_, "a transposed conv is no fusion head");
+  const GemmEpilogue gemm{has_bias_ ? bias_.value.f32() : DeviceSpan{}, epilogue.affine, epilogue.activation};
+  return conv_forward(n, x, y, ctx.workspace, gemm);
 }
 
 Status ClConv::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) {
@@ -83,25 +89,26 @@ Status ClConv::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, De
 }
 
 // Per chunk: cols [rows, K] = im2col(x); y [rows, F] = cols * W [K, F]  (rows = count * patches), or
-// the implicit GEMM reading cols from x as it goes.
-Status ClConv::conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws) {
+// the implicit GEMM reading cols from x as it goes; then the epilogue (bias, fused layers).
+Status ClConv::conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue) {
   const int64_t per_chunk = chunk_samples(n);
   for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
     const int64_t count = std::min(per_chunk, n - s0);
     const DeviceSpan xs = sub(x, s0 * in_sample_, count * in_sample_), ys = sub(y, s0 * out_sample_, count * out_sample_);
     if (!g_.pointwise() && path_ == ForwardPath::unmeasured) {
-      RG_TRY(choose_forward_path(count, xs, ys, ws));
+      RG_TRY(choose_forward_path(count, xs, ys, ws, epilogue));
       continue;
     }
-    RG_TRY(conv_forward_chunk(g_.pointwise() ? ForwardPath::im2col : path_, count, xs, ys, ws));
+    RG_TRY(conv_forward_chunk(g_.pointwise() ? ForwardPath::im2col : path_, count, xs, ys, ws, epilogue));
   }
   return Status();
 }
 
-Status ClConv::conv_forward_chunk(ForwardPath path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws) {
+Status ClConv::conv_forward_chunk(ForwardPath path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws,
+                                  const GemmEpilogue& epilogue) {
   const int64_t rows = count * g_.patches(), k = g_.patch_size(), f = filters_;
   GemmLaunch how;
-  if (has_bias_) how.bias = bias_.value.f32();  // y [rows, F] += b in the GEMM's last step
+  how.epilogue = epilogue;  // y [rows, F] (+ b, then the fused layers) in the GEMM's last step
   if (path == ForwardPath::implicit) return f32_conv_gemm(device_, g_, count, x, weight_.value.f32(), f, y, how).status();
   DeviceSpan cols = x;  // pointwise: the patch matrix is the image itself
   if (!g_.pointwise()) {
@@ -113,12 +120,13 @@ Status ClConv::conv_forward_chunk(ForwardPath path, int64_t count, DeviceSpan x,
       .status();
 }
 
-Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws) {
+Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws,
+                                   const GemmEpilogue& epilogue) {
   const char* env = std::getenv("RETROGRAD_CL_CONV");
   const std::string policy = env ? env : "auto";
   if (policy == "im2col" || policy == "implicit") {
     path_ = policy == "im2col" ? ForwardPath::im2col : ForwardPath::implicit;
-    return conv_forward_chunk(path_, count, x, y, ws);
+    return conv_forward_chunk(path_, count, x, y, ws, epilogue);
   }
   if (policy != "auto" && !policy.empty()) {
     return Status::error("RETROGRAD_CL_CONV='" + policy + "': the conv forward path is im2col, implicit or auto");
@@ -132,10 +140,10 @@ Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, De
     for (int p = 0; p < 2; ++p) {
       RG_TRY(device_.finish());
       const auto start = std::chrono::steady_clock::now();
-      const Status ran = conv_forward_chunk(paths[p], count, x, y, ws);
+      const Status ran = conv_forward_chunk(paths[p], count, x, y, ws, epilogue);
       if (!ran.ok() && paths[p] == ForwardPath::implicit) {
         path_ = ForwardPath::im2col;
-        return conv_forward_chunk(path_, count, x, y, ws);
+        return conv_forward_chunk(path_, count, x, y, ws, epilogue);
       }
       RG_TRY(ran);
       RG_TRY(device_.finish());

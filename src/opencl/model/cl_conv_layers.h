@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "nn/conv.h"
+#include "opencl/gemm.h"
 #include "opencl/model/cl_layer.h"
 
 namespace rg::ocl {
@@ -26,6 +27,10 @@ class ClConv : public ClLayer {
                                                 int64_t chunk_elements = kChunkElements);
 
   Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override;
+  // Conv2D: the fused layers' epilogue in its GEMM's last step, either path. ConvTranspose2D
+  // ends in col2im and its bias add, not a GEMM: no fusion head.
+  FusionHead fusion_head() const override { return {!transposed_, !transposed_}; }
+  Status forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx, const ClEpilogue& epilogue) override;
   Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override;
   std::vector<ClParam*> params() override;
   int64_t workspace_elements(int64_t n) const override;
@@ -36,11 +41,13 @@ class ClConv : public ClLayer {
 
  private:
   ClConv(Device& device, const ConvLayer& host, bool transposed, int64_t chunk_elements);
-  Status conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
+  // `epilogue`: the bias, then the fused layers' affine and activation.
+  Status conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
   // One chunk of `count` samples by `path`: x and y the chunk's.
-  Status conv_forward_chunk(ForwardPath path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
+  Status conv_forward_chunk(ForwardPath path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws,
+                            const GemmEpilogue& epilogue);
   // The first chunk: the path RETROGRAD_CL_CONV names, or both timed and the faster kept.
-  Status choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
+  Status choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
   Status conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
   Status transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
   Status transposed_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);

@@ -24,10 +24,17 @@ class ClDense : public ClLayer {
   }
 
   Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override {
+    return forward_fused(n, x, y, ctx, ClEpilogue{});
+  }
+
+  FusionHead fusion_head() const override { return {true, true}; }
+
+  Status forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx,
+                       const ClEpilogue& epilogue) override {
     (void)ctx;
-    // y[n x out] = x[n x in] * W[in x out] (+ b)
+    // y[n x out] = x[n x in] * W[in x out] (+ b), then the fused layers' epilogue, in the GEMM's last step
     GemmLaunch how;
-    if (has_bias_) how.bias = bias_.value.f32();  // added in the GEMM's last step
+    how.epilogue = GemmEpilogue{has_bias_ ? bias_.value.f32() : DeviceSpan{}, epilogue.affine, epilogue.activation};
     return f32_gemm(device_, GemmShape{Trans::no, Trans::no, n, out_, in_, in_, out_, out_}, 1.0f, x,
                     weight_.value.f32(), 0.0f, y, how)
         .status();

@@ -13,6 +13,7 @@
 #include "nn/layer.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
+#include "opencl/fused_activation.h"
 
 namespace rg::ocl {
 
@@ -43,6 +44,12 @@ struct ClContext {
   const LayerContext& host;  // training, accumulate_grads, noise_stream, row_offset, the CPU's threads
   DeviceSpan workspace;      // f32 scratch shared by every layer: workspace_elements(n) of it are this layer's
   TransferCounts* transfers = nullptr;  // where layers that copy (hybrid ones) count it
+};
+
+// What a fusion head's last kernel applies to its output for the layers fused after it (cl_fusion.h).
+struct ClEpilogue {
+  DeviceSpan affine;           // a batch norm folded in (inference): scale, shift [2, channels]; mem null: none
+  FusedActivation activation;  // then relu or leaky relu
 };
 
 class ClLayer {
@@ -87,6 +94,37 @@ class ClLayer {
   }
   // The device optimizer changed the params: a layer holding host copies reads them again.
   virtual void params_changed() {}
+
+  // Fusion (cl_fusion.h): the elementwise layers after a head run in the head's last kernel. The
+  // defaults: none, so a layer run on the CPU (hybrid) or of another kind is never fused.
+  // As a head: what its last kernel applies to y (dense and Conv2D: both, in the GEMM's
+  // epilogue; batch norm: the activation, in its apply kernel).
+  struct FusionHead {
+    bool affine = false, activation = false;
+  };
+  virtual FusionHead fusion_head() const { return {}; }
+  // forward with `epilogue` applied to y; only what fusion_head() says it takes.
+  virtual Status forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx,
+                               const ClEpilogue& epilogue) {
+    (void)n, (void)x, (void)y, (void)ctx, (void)epilogue;
+    RG_CHECK(false, "forward_fused of a layer that is no fusion head");
+    return Status();
+  }
+  // After a head: an activation it can apply (kind none: not one), or a batch norm whose
+  // inference is a per-channel affine (write_inference_affine). A fused activation's backward
+  // reads its output y in place of its input x, which the head never writes: so only
+  // activations whose gradient is the same from either.
+  struct FusionTail {
+    FusedActivation activation;
+    bool inference_affine = false;
+  };
+  virtual FusionTail fusion_tail() const { return {}; }
+  // The affine of a batch norm in inference, [2, channels] (scale, then shift), written into a
+  // buffer of the layer's own (reserve()) by one launch, for the head's epilogue.
+  virtual Result<DeviceSpan> write_inference_affine() {
+    RG_CHECK(false, "write_inference_affine of a layer that has none");
+    return DeviceSpan{};
+  }
 };
 
 // The device layer of `layer` (initialised: its params are uploaded), whose samples are `input`. A kind with no device

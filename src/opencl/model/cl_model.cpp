@@ -19,6 +19,7 @@ Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device, c
     if (!found) return Status::error("no layer is named '" + name + "' (the model's layers: " + names + ")");
   }
   std::unique_ptr<ClModel> cl(new ClModel(model, device));
+  RG_ASSIGN(cl->fuse_, fusion_enabled_by_env());
   Shape in = model.input_shape();
   cl->input_size_ = in.numel();
   cl->largest_ = cl->input_size_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nn/model.h"
+#include "opencl/model/cl_fusion.h"
 #include "opencl/model/cl_layer.h"
 
 namespace rg::ocl {
@@ -60,7 +61,9 @@ class ClModel {
   // `labels` [n], whose hits device_loss counts. Not blocking: the host tensors must stay as they
   // are until the returned event (the last upload's) completes.
   Result<Event> upload(const Tensor& x, const Tensor& target, const Tensor& labels = Tensor());
-  // The forward of the last upload's input, layer by layer; the output stays on the device.
+  // The forward of the last upload's input, layer by layer (elementwise layers fused into the
+  // kernel before them with f32 storage, unless RETROGRAD_CL_FUSE=0 at create: cl_fusion.h); the
+  // output stays on the device.
   Status forward(const LayerContext& ctx);
   // The forward of n samples already on the device (another model's output, as a GAN's
   // discriminator reads its generator's samples); x must stay as it is until backward.
@@ -91,7 +94,11 @@ class ClModel {
 
   // Back-propagates the output gradient through every layer; the first layer's input gradient
   // goes to `input_grad` [n, input...] when it has a buffer (a GAN's generator's output gradient).
+  // An error after an inference forward that folded a batch norm into a product (its input was
+  // not kept).
   Status backward(const LayerContext& ctx, DeviceSpan input_grad = {});
+  // The groups the last forward ran (cl_fusion.h).
+  const std::vector<FusedGroup>& fused_groups() const { return groups_; }
 
   std::vector<ClParam*> params();   // in Model::params() order
   std::vector<ClParam*> buffers();  // in Model::buffers() order
@@ -116,6 +123,8 @@ class ClModel {
   std::vector<Buffer> acts_;  // [batch, sizes_[i]] in the storage dtype; the last always f32
   Buffer grad_a_, grad_b_, workspace_;  // ping-pong gradients in the storage dtype
   DType storage_ = DType::f32;
+  bool fuse_ = true;                 // RETROGRAD_CL_FUSE at create
+  std::vector<FusedGroup> groups_;   // of the last forward, which its backward follows
   Buffer output_grad_;                  // f16 storage: the loss's f32 gradient [batch, output]
   Buffer chunk_x_, chunk_y_, chunk_dy_, chunk_dx_;  // f16 storage: f32 [chunk_elements()]
   Buffer inputs_[2], targets_[2];  // targets: labels or values; none for target = input
@@ -143,6 +152,8 @@ class ClModel {
   int64_t chunk_elements(int64_t batch) const;  // the largest chunk of any layer, training
   // Layer i on rows [r0, r0 + rows) of the batch (cl_model_passes.cpp).
   Status forward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, const ClContext& ctx);
+  Status forward_group(const FusedGroup& g, const ClContext& ctx);  // a fused group over the batch
+  std::string fused_names(const FusedGroup& g) const;                // "with bn1, relu1"
   Status backward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, DeviceSpan dy_buffer, bool dy_f32,
                        DeviceSpan dx_buffer, const ClContext& ctx);
   DeviceSpan external_input_;  // forward_from's x (mem null: the upload's)

@@ -2,6 +2,7 @@
 // the whole batch, read and written in place; with f16 storage each chunk's input (and in
 // backward its output and output gradient) widened into f32 chunk buffers, the layer run on them,
 // and its output (or input gradient) rounded back into the f16 buffers, as Model's f16 path does.
+// Fused groups (cl_fusion.h) run as one forward of their head.
 #include <algorithm>
 
 #include "opencl/elementwise.h"
@@ -50,9 +51,30 @@ Status ClModel::forward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, 
   return Status();
 }
 
+Status ClModel::forward_group(const FusedGroup& g, const ClContext& ctx) {
+  ClEpilogue epilogue;
+  if (g.affine >= 0) {
+    RG_ASSIGN(epilogue.affine, layers_[static_cast<size_t>(g.affine)]->write_inference_affine());
+  }
+  if (g.activation >= 0) epilogue.activation = layers_[static_cast<size_t>(g.activation)]->fusion_tail().activation;
+  // f32 storage only: the whole batch, in place, the head writing the group's last output.
+  const DeviceSpan in = g.head == 0 ? input_span() : acts_[g.head - 1].f32();
+  const DeviceSpan x{in.mem, in.offset, batch_ * input_size_of(g.head)};
+  return layers_[g.head]->forward_fused(batch_, x, acts_[g.last].f32(0, batch_ * sizes_[g.last]), ctx, epilogue);
+}
+
 Status ClModel::forward(const LayerContext& ctx) {
   const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
-  for (size_t i = 0; i < layers_.size(); ++i) {
+  // Not with f16 storage: there each layer's output is rounded to f16 as it is stored, and the
+  // next layer reads the rounded value (a leaky relu of it differs from one of the f32 product).
+  groups_ = plan_fusion(layers_, ctx.training, fuse_ && storage_ == DType::f32);
+  for (const FusedGroup& g : groups_) {
+    const size_t i = g.head;
+    if (g.fused()) {
+      const Status s = forward_group(g, cl_ctx);
+      if (!s.ok()) return s.with_context("layer " + model_.layers()[i]->name() + " forward (" + fused_names(g) + " fused): ");
+      continue;
+    }
     const int64_t rows = chunk_rows(i, ctx, batch_);
     for (int64_t r0 = 0; r0 < batch_; r0 += rows) {
       const DeviceSpan in = i == 0 ? input_span() : acts_[i - 1].f32();  // f16 storage widens it instead
@@ -100,12 +122,25 @@ Status ClModel::backward(const LayerContext& ctx, DeviceSpan input_grad) {
   const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
   // Gradient buffers: the loss wrote the output's into A (f32 storage) or output_grad_ (f16).
   auto stored = [&](const Buffer& b) { return f16 ? b.f16() : b.f32(); };
+  // The last forward's fused activations: their head never wrote their x, so they read their y
+  // (the same gradient: ClLayer::fusion_tail). A folded batch norm left neither its x nor its statistics.
+  std::vector<bool> reads_own_output(layers_.size(), false);
+  for (const FusedGroup& g : groups_) {
+    if (g.affine >= 0) {
+      const std::string& norm = model_.layers()[static_cast<size_t>(g.affine)]->name();
+      return Status::error("backward after an inference forward that folded " + norm + " into " +
+                           model_.layers()[g.head]->name() + "'s product, whose output was not kept: run the "
+                           "forward in training (or with RETROGRAD_CL_FUSE=0)");
+    }
+    if (g.activation >= 0) reads_own_output[static_cast<size_t>(g.activation)] = true;
+  }
   bool dy_in_a = true;
   for (size_t i = layers_.size(); i-- > 0;) {
     const bool last = i + 1 == layers_.size();
     const DeviceSpan dy = last ? output_grad() : stored(dy_in_a ? grad_a_ : grad_b_);
     const DeviceSpan dx = i == 0 ? input_grad : stored(dy_in_a ? grad_b_ : grad_a_);
-    const DeviceSpan in = i == 0 ? input_span() : acts_[i - 1].f32();  // f16 storage widens it instead
+    // the layer's x (f16 storage widens it instead), or a fused activation's y
+    const DeviceSpan in = i == 0 ? input_span() : acts_[reads_own_output[i] ? i : i - 1].f32();
     const int64_t rows = chunk_rows(i, ctx, batch_);
     for (int64_t r0 = 0; r0 < batch_; r0 += rows) {
       const Status s = backward_rows(i, r0, std::min(rows, batch_ - r0), in, dy, last || !f16, dx, cl_ctx);
@@ -114,6 +149,12 @@ Status ClModel::backward(const LayerContext& ctx, DeviceSpan input_grad) {
     dy_in_a = !dy_in_a;
   }
   return Status();
+}
+
+std::string ClModel::fused_names(const FusedGroup& g) const {
+  std::string names;
+  for (size_t i = g.head + 1; i <= g.last; ++i) names += (names.empty() ? "" : ", ") + model_.layers()[i]->name();
+  return "with " + names;
 }
 
 }  // namespace rg::ocl

@@ -8,6 +8,7 @@
 #include "opencl/elementwise.h"
 #include "opencl/model/cl_batch_norm.h"
 #include "opencl/model/cl_conv_layers.h"
+#include "opencl/model/cl_fusion.h"
 #include "opencl/model/cl_layer_kinds.h"
 
 namespace rg::ocl {
@@ -20,6 +21,7 @@ class ClRcl : public ClLayer {
       : device_(device), steps_(host.options().steps), size_(size), name_(host.name()) {}
 
   Status build(RecurrentConv2D& host, Device& device) {
+    RG_ASSIGN(fuse_, fusion_enabled_by_env());
     RG_ASSIGN(ff_, ClConv::create(host.feed_forward(), device));
     if (host.recurrent() != nullptr) {
       RG_ASSIGN(rec_, ClConv::create(*host.recurrent(), device));
@@ -45,8 +47,10 @@ class ClRcl : public ClLayer {
         RG_TRY(f32_add(device_, count, z, z0, z).status());                                 // + w_ff * u
       }
       const DeviceSpan out = t == steps_ ? y : x_[static_cast<size_t>(t)].f32(0, count);
-      RG_TRY(norms_[static_cast<size_t>(t)]->forward(n, z, out, ctx));  // a_t
-      RG_TRY(f32_relu_forward(device_, count, out, out).status());       // x_t = relu(a_t), in place
+      // a_t, then x_t = relu(a_t) in place; fused: the relu as the batch norm stores a_t (the same bits)
+      const ClEpilogue relu{DeviceSpan{}, fuse_ ? FusedActivation{FusedActivation::relu, 0.0f} : FusedActivation{}};
+      RG_TRY(norms_[static_cast<size_t>(t)]->forward_fused(n, z, out, ctx, relu));
+      if (!fuse_) RG_TRY(f32_relu_forward(device_, count, out, out).status());
     }
     return Status();
   }
@@ -138,6 +142,7 @@ class ClRcl : public ClLayer {
   Device& device_;
   int64_t steps_, size_;  // size_: values per sample of a state, h * w * filters
   std::string name_;
+  bool fuse_ = true;                  // RETROGRAD_CL_FUSE (cl_fusion.h): the relu in the batch norm's kernel
   std::unique_ptr<ClConv> ff_, rec_;  // rec_ null when steps == 0
   std::vector<std::unique_ptr<ClBatchNorm>> norms_;
   std::vector<Buffer> z_, x_;

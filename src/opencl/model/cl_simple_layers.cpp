@@ -20,6 +20,17 @@ class ClActivation : public ClLayer {
     return f32_unary_forward(device_, unary_op_of(kind_), n * row_, slope_, x, y).status();
   }
 
+  // relu: y > 0 exactly where x > 0 (a NaN x gives y = 0), so its gradient from y is its gradient
+  // from x, bit for bit. leaky relu too while the slope is not negative: for x <= 0, slope x <= 0
+  // (or NaN), never > 0. Others (and a negative slope) are not fused.
+  FusionTail fusion_tail() const override {
+    if (kind_ == ActivationKind::relu) return {FusedActivation{FusedActivation::relu, 0.0f}, false};
+    if (kind_ == ActivationKind::leaky_relu && !(slope_ < 0.0f)) {
+      return {FusedActivation{FusedActivation::leaky_relu, slope_}, false};
+    }
+    return {};
+  }
+
   Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override {
     (void)ctx;
     if (dx.mem == nullptr) return Status();

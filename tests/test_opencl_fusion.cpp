@@ -1,0 +1,375 @@
+// Fusion (issue 9, opencl/model/cl_fusion.h): a kernel that applies the next layers' elementwise
+// work to its result gives the bits of the launches it replaces (the GEMM's epilogue in every
+// configuration, split over K or not, the implicit conv GEMM, batch norm's apply with an
+// activation), and ClModel's fused forward gives the bits of its unfused one (RETROGRAD_CL_FUSE=0)
+// with fewer launches, through training steps and in inference. Without a device each test is skipped.
+#include <algorithm>
+
+#include "nn/model.h"
+#include "opencl/gemm_config.h"
+#include "opencl/model/cl_model.h"
+#include "opencl/model/cl_optimizer.h"
+#include "opencl_test_util.h"
+#include "train/optimizer.h"
+
+namespace rg::ocl {
+namespace {
+
+// ---------------------------------------------------------------- kernels
+
+// What follows a product of n columns: a bias, a batch norm's params and running statistics, the
+// doubles its unfused inference forward keeps, and the affine [2 n] its fused form reads.
+struct EpilogueOperands {
+  int64_t rows = 0, n = 0;
+  Buffer bias, gamma, beta, mean, var, saved, affine;
+};
+
+EpilogueOperands make_operands(Device& device, Rng& rng, int64_t rows, int64_t n) {
+  EpilogueOperands ops;
+  ops.rows = rows;
+  ops.n = n;
+  ops.bias = upload_or_die(device, random_floats(rng, n), "bias");
+  ops.gamma = upload_or_die(device, random_floats(rng, n, 0.5f, 2.0f), "gamma");
+  ops.beta = upload_or_die(device, random_floats(rng, n), "beta");
+  ops.mean = upload_or_die(device, random_floats(rng, n), "running mean");
+  ops.var = upload_or_die(device, random_floats(rng, n, 0.25f, 3.0f), "running var");
+  ops.saved = upload_or_die(device, std::vector<double>(batch_norm_saved_count(n, rows), 0.0), "saved");
+  ops.affine = upload_or_die(device, std::vector<float>(2 * n, 0.0f), "affine");
+  return ops;
+}
+
+struct EpilogueCase {
+  const char* name;
+  bool bias, affine;
+  FusedActivation activation;
+};
+
+const EpilogueCase kEpilogueCases[] = {
+    {"bias", true, false, {}},
+    {"relu", false, false, {FusedActivation::relu, 0.0f}},
+    {"bias, leaky relu", true, false, {FusedActivation::leaky_relu, 0.2f}},
+    {"batch norm", false, true, {}},
+    {"bias, batch norm, relu", true, true, {FusedActivation::relu, 0.0f}},
+    {"batch norm, leaky relu", false, true, {FusedActivation::leaky_relu, 0.01f}},
+};
+
+// The fused form: the batch norm's inference affine written first (as ClBatchNorm does).
+GemmEpilogue fused_epilogue(Device& device, const EpilogueCase& e, const EpilogueOperands& ops) {
+  GemmEpilogue out;
+  if (e.bias) out.bias = ops.bias.f32();
+  if (e.affine) {
+    auto written = f32_batch_norm_inference_affine(device, ops.n, 1e-5, ops.gamma.f32(), ops.beta.f32(), ops.mean.f32(),
+                                                   ops.var.f32(), ops.affine.f32());
+    EXPECT_TRUE(written.ok()) << written.status().message();
+    out.affine = ops.affine.f32();
+  }
+  out.activation = e.activation;
+  return out;
+}
+
+// The unfused form over c [rows, n], in place: each layer's own kernels after the product.
+void unfused_epilogue(Device& device, const EpilogueCase& e, const EpilogueOperands& ops, DeviceSpan c) {
+  const int64_t count = ops.rows * ops.n;
+  if (e.bias) ASSERT_TRUE(f32_add_bias(device, ops.rows, ops.n, ops.bias.f32(), c).ok());
+  if (e.affine) {
+    auto bn = f32_batch_norm_forward(device, ops.rows, ops.n, false, 0.1, 1e-5, c, ops.gamma.f32(), ops.beta.f32(),
+                                     ops.mean.f32(), ops.var.f32(), element_span(ops.saved, 8), c);
+    ASSERT_TRUE(bn.ok()) << bn.status().message();
+  }
+  if (e.activation.kind == FusedActivation::relu) ASSERT_TRUE(f32_relu_forward(device, count, c, c).ok());
+  if (e.activation.kind == FusedActivation::leaky_relu) {
+    ASSERT_TRUE(f32_leaky_relu_forward(device, count, e.activation.slope, c, c).ok());
+  }
+}
+
+std::vector<const GemmConfig*> configs_and_automatic() {
+  std::vector<const GemmConfig*> out;
+  for (const GemmConfig& c : gemm_candidates()) out.push_back(&c);
+  out.push_back(nullptr);  // the tuning's choice
+  return out;
+}
+
+// Every configuration, in one slice and split over K, each epilogue: the bits of the plain
+// product (the same configuration and split) followed by the unfused launches.
+TEST(OpenclFusedKernels, EveryGemmConfigurationWithEachEpilogueGivesTheUnfusedBits) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  ASSERT_TRUE(reserve_gemm_scratch(device).ok());
+  Rng rng(31);
+  const int64_t m = 37, n = 21, k = 300;
+  const GemmShape s{Trans::no, Trans::no, m, n, k, k, n, n};
+  Buffer a = upload_or_die(device, random_floats(rng, m * k), "A");
+  Buffer b = upload_or_die(device, random_floats(rng, k * n), "B");
+  const EpilogueOperands ops = make_operands(device, rng, m, n);
+  Buffer fused = upload_or_die(device, std::vector<float>(m * n, 9.0f), "fused");
+  Buffer apart = upload_or_die(device, std::vector<float>(m * n, 9.0f), "apart");
+  for (const GemmConfig* config : configs_and_automatic()) {
+    for (int k_slices : {1, 3}) {
+      for (const EpilogueCase& e : kEpilogueCases) {
+        SCOPED_TRACE((config ? config->name() : "automatic") + " slices " + std::to_string(k_slices) + ": " + e.name);
+        const GemmLaunch with{config, k_slices, fused_epilogue(device, e, ops)}, without{config, k_slices, {}};
+        ASSERT_TRUE(f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, fused.f32(), with).ok());
+        ASSERT_TRUE(f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, apart.f32(), without).ok());
+        unfused_epilogue(device, e, ops, apart.f32());
+        expect_bits(download_all<float>(fused), download_all<float>(apart), e.name);
+        if (HasFailure()) return release_gemm_scratch(device);
+      }
+    }
+  }
+  release_gemm_scratch(device);
+}
+
+// The implicit conv GEMM (patches read from the images) with each epilogue: the bits of im2col,
+// the plain product and the unfused launches, in one slice and split.
+TEST(OpenclFusedKernels, TheImplicitConvGemmWithEachEpilogueGivesTheUnfusedBits) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  ASSERT_TRUE(reserve_gemm_scratch(device).ok());
+  Rng rng(32);
+  auto geometry = conv_geometry(9, 7, 3, 3, 1, 1);
+  ASSERT_TRUE(geometry.ok());
+  const ConvGeometry g = geometry.value();
+  const int64_t batch = 3, filters = 6, rows = batch * g.patches(), k = g.patch_size();
+  Buffer images = upload_or_die(device, random_floats(rng, batch * g.height * g.width * g.channels), "images");
+  Buffer weight = upload_or_die(device, random_floats(rng, k * filters), "weight");
+  Buffer cols = upload_or_die(device, std::vector<float>(rows * k, 0.0f), "cols");
+  const EpilogueOperands ops = make_operands(device, rng, rows, filters);
+  Buffer fused = upload_or_die(device, std::vector<float>(rows * filters, 9.0f), "fused");
+  Buffer apart = upload_or_die(device, std::vector<float>(rows * filters, 9.0f), "apart");
+  ASSERT_TRUE(f32_im2col(device, g, batch, images.f32(), cols.f32()).ok());
+  for (const GemmConfig* config : {&gemm_candidates()[0], &gemm_candidates()[8], (const GemmConfig*)nullptr}) {
+    for (int k_slices : {1, 2}) {
+      for (const EpilogueCase& e : kEpilogueCases) {
+        SCOPED_TRACE((config ? config->name() : "automatic") + " slices " + std::to_string(k_slices) + ": " + e.name);
+        const GemmLaunch with{config, k_slices, fused_epilogue(device, e, ops)}, without{config, k_slices, {}};
+        ASSERT_TRUE(f32_conv_gemm(device, g, batch, images.f32(), weight.f32(), filters, fused.f32(), with).ok());
+        ASSERT_TRUE(f32_gemm(device, GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, 1.0f,
+                             cols.f32(), weight.f32(), 0.0f, apart.f32(), without)
+                        .ok());
+        unfused_epilogue(device, e, ops, apart.f32());
+        expect_bits(download_all<float>(fused), download_all<float>(apart), e.name);
+        if (HasFailure()) return release_gemm_scratch(device);
+      }
+    }
+  }
+  release_gemm_scratch(device);
+}
+
+// Batch norm's apply with an activation (training: the batch's statistics; inference: the running
+// ones): y, the running statistics and the saved doubles are the bits of the forward then the
+// activation's own kernel.
+TEST(OpenclFusedKernels, BatchNormWithAnActivationGivesTheBitsOfBothLaunches) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  if (!device.info().has_extension("cl_khr_fp64")) GTEST_SKIP() << "batch norm needs cl_khr_fp64";
+  Rng rng(33);
+  const int64_t rows = 150, channels = 7, count = rows * channels;
+  std::vector<float> x = random_floats(rng, count, -3.0f, 5.0f);
+  for (int64_t i = 0; i < count; i += 5) x[i] = 0.0f;  // zeros on both sides of relu
+  Buffer bx = upload_or_die(device, x, "x");
+  const EpilogueOperands start = make_operands(device, rng, rows, channels);
+  const std::vector<float> mean0 = download_all<float>(start.mean), var0 = download_all<float>(start.var);
+  for (bool training : {true, false}) {
+    for (const FusedActivation act :
+         {FusedActivation{FusedActivation::relu, 0.0f}, FusedActivation{FusedActivation::leaky_relu, 0.2f}}) {
+      SCOPED_TRACE(std::string(training ? "training " : "inference ") + (act.kind == FusedActivation::relu ? "relu" : "leaky"));
+      Buffer y[2], mean[2], var[2], saved[2];  // [0] fused, [1] apart
+      for (int w = 0; w < 2; ++w) {
+        y[w] = upload_or_die(device, std::vector<float>(count, 9.0f), "y");
+        mean[w] = upload_or_die(device, mean0, "running mean");
+        var[w] = upload_or_die(device, var0, "running var");
+        saved[w] = upload_or_die(device, std::vector<double>(batch_norm_saved_count(channels, rows), 0.0), "saved");
+        auto bn = f32_batch_norm_forward(device, rows, channels, training, 0.1, 1e-5, bx.f32(), start.gamma.f32(),
+                                         start.beta.f32(), mean[w].f32(), var[w].f32(), element_span(saved[w], 8),
+                                         y[w].f32(), w == 0 ? act : FusedActivation{});
+        ASSERT_TRUE(bn.ok()) << bn.status().message();
+      }
+      if (act.kind == FusedActivation::relu) ASSERT_TRUE(f32_relu_forward(device, count, y[1].f32(), y[1].f32()).ok());
+      if (act.kind == FusedActivation::leaky_relu) {
+        ASSERT_TRUE(f32_leaky_relu_forward(device, count, act.slope, y[1].f32(), y[1].f32()).ok());
+      }
+      expect_bits(download_all<float>(y[0]), download_all<float>(y[1]), "y");
+      expect_bits(download_all<float>(mean[0]), download_all<float>(mean[1]), "running mean");
+      expect_bits(download_all<float>(var[0]), download_all<float>(var[1]), "running var");
+      EXPECT_EQ(download_all<double>(saved[0]), download_all<double>(saved[1])) << "saved statistics";
+    }
+  }
+}
+
+// ---------------------------------------------------------------- models
+
+std::vector<float> values_of(const Buffer& buffer, int64_t count) {
+  auto values = download<float>(buffer, count);
+  RG_CHECK(values.ok(), "" << values.status().message());
+  return values.take();
+}
+
+Tensor random_tensor(const Shape& shape, Rng& rng) {
+  Tensor t = Tensor::zeros(shape, DType::f32, "test tensor").take();
+  const std::vector<float> v = random_floats(rng, static_cast<size_t>(t.numel()));
+  std::copy(v.begin(), v.end(), t.f32());
+  return t;
+}
+
+// One host model on the device twice, fused (the default) and not, each with its own SGD.
+struct Side {
+  std::unique_ptr<ClModel> model;
+  std::unique_ptr<Optimizer> host_optimizer;
+  std::unique_ptr<ClOptimizer> optimizer;
+};
+
+Side make_side(Model& host, Device& device, bool fuse, int64_t n) {
+  ScopedEnv env("RETROGRAD_CL_FUSE", fuse ? "1" : "0");
+  Side side;
+  auto made = ClModel::create(host, device);
+  RG_CHECK(made.ok(), "" << made.status().message());
+  side.model = made.take();
+  RG_CHECK(side.model->reserve(n).ok(), "reserve");
+  side.host_optimizer = std::make_unique<Optimizer>(OptimizerConfig{}, host.params());
+  RG_CHECK(side.host_optimizer->init().ok(), "optimizer init");
+  auto optimizer = ClOptimizer::create(device, *side.host_optimizer, side.model->params());
+  RG_CHECK(optimizer.ok(), "" << optimizer.status().message());
+  side.optimizer = std::make_unique<ClOptimizer>(optimizer.take());
+  return side;
+}
+
+// The forward of x on one side; its launches.
+int64_t forward_launches(Side& side, const Tensor& x, const LayerContext& ctx) {
+  Device& device = side.model->device();
+  EXPECT_TRUE(side.model->upload(x, Tensor()).ok());
+  const int64_t before = device.launches();
+  const Status s = side.model->forward(ctx);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return device.launches() - before;
+}
+
+void expect_same_output(Side& fused, Side& apart, const char* what) {
+  std::vector<float> out[2];
+  for (int w = 0; w < 2; ++w) {
+    ClModel& model = *(w == 0 ? fused : apart).model;
+    const Tensor t = Tensor::zeros(model.host().output_shape().batched(model.batch()), DType::f32, "output").take();
+    ASSERT_TRUE(model.read_output(t).ok());
+    out[w].assign(t.f32(), t.f32() + t.numel());
+  }
+  expect_bits(out[0], out[1], what);
+}
+
+struct FusionCase {
+  const char* preset;
+  const char* conv_path;                        // RETROGRAD_CL_CONV: both sides take the same path
+  int64_t saved_training, saved_inference;      // launches one forward saves
+};
+
+// `steps` training steps (forward, a random output gradient, backward, an SGD step) then a forward
+// in inference, fused and not: every output, gradient, param and running statistic the same bits,
+// and each forward `saved_*` launches fewer fused.
+void expect_fusion_changes_no_bit(const FusionCase& c, int64_t n, int steps) {
+  SCOPED_TRACE(c.preset);
+  ScopedEnv path("RETROGRAD_CL_CONV", c.conv_path);
+  auto doc = parse_cfg(preset_cfg(c.preset), std::string(c.preset) + ".cfg");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  Model& host = *built.value();
+  ASSERT_TRUE(host.init(42).ok());
+  Device& device = *open_devices().devices.at(0);
+  Side fused = make_side(host, device, true, n), apart = make_side(host, device, false, n);
+  Rng rng(43);
+  LayerContext ctx;
+  ctx.training = true;
+  ctx.accumulate_grads = false;
+  for (int step = 0; step < steps; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    ctx.noise_stream = static_cast<uint64_t>(step);  // dropout's masks: the same on both sides
+    const Tensor x = random_tensor(host.input_shape().batched(n), rng);
+    const Tensor dy = random_tensor(host.output_shape().batched(n), rng);
+    const int64_t fused_launches = forward_launches(fused, x, ctx), apart_launches = forward_launches(apart, x, ctx);
+    EXPECT_EQ(apart_launches - fused_launches, c.saved_training) << "launches saved in a training forward";
+    expect_same_output(fused, apart, "training output");
+    for (Side* side : {&fused, &apart}) {
+      ASSERT_TRUE(side->model->write_output_grad(dy).ok());
+      const Status s = side->model->backward(ctx);
+      ASSERT_TRUE(s.ok()) << s.message();
+    }
+    const std::vector<ClParam*> a = fused.model->params(), b = apart.model->params();
+    for (size_t i = 0; i < a.size(); ++i) {
+      expect_bits(values_of(a[i]->grad, a[i]->numel()), values_of(b[i]->grad, b[i]->numel()), a[i]->host->name.c_str());
+    }
+    for (Side* side : {&fused, &apart}) ASSERT_TRUE(side->optimizer->step(0.05).ok());
+    if (::testing::Test::HasFailure()) return;
+  }
+  for (auto pair : {std::make_pair(fused.model->params(), apart.model->params()),
+                    std::make_pair(fused.model->buffers(), apart.model->buffers())}) {
+    for (size_t i = 0; i < pair.first.size(); ++i) {
+      ClParam& p = *pair.first[i];
+      expect_bits(values_of(p.value, p.numel()), values_of(pair.second[i]->value, p.numel()), p.host->name.c_str());
+    }
+  }
+  ctx.training = false;
+  const Tensor x = random_tensor(host.input_shape().batched(n), rng);
+  const int64_t fused_launches = forward_launches(fused, x, ctx), apart_launches = forward_launches(apart, x, ctx);
+  EXPECT_EQ(apart_launches - fused_launches, c.saved_inference) << "launches saved in an inference forward";
+  expect_same_output(fused, apart, "inference output");
+  // A backward after an inference forward that folded a batch norm has no input to read: refused.
+  if (c.saved_inference > c.saved_training) {
+    ASSERT_TRUE(fused.model->write_output_grad(random_tensor(host.output_shape().batched(n), rng)).ok());
+    const Status s = fused.model->backward(ctx);
+    ASSERT_FALSE(s.ok());
+    EXPECT_TRUE(contains(s.message(), "folded")) << s.message();
+  }
+}
+
+// lenet: conv/dense + relu four times. cnn: conv/dense + batch norm + relu five times (in
+// training the batch norm's apply takes the relu; in inference the GEMM takes both, saving the
+// variance and apply launches too), with dropout. dcgan: batch norm + relu after a reshape and a
+// transposed conv (no GEMM epilogue there), conv + leaky relu, conv + batch norm + leaky relu.
+TEST(OpenclFusedModels, PresetsGiveTheUnfusedBitsWithFewerLaunches) {
+  SKIP_WITHOUT_OPENCL();
+  for (const FusionCase& c : {FusionCase{"lenet", "im2col", 4, 4}, FusionCase{"cnn", "implicit", 5, 10},
+                              FusionCase{"dcgan-generator", "auto", 2, 2},
+                              FusionCase{"dcgan-discriminator", "implicit", 2, 3}}) {
+    expect_fusion_changes_no_bit(c, 6, 3);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Hybrid: a relu run on the CPU is no fused tail, and f16 storage fuses nothing.
+TEST(OpenclFusedModels, HostLayersAndF16StorageAreNotFused) {
+  SKIP_WITHOUT_OPENCL();
+  auto doc = parse_cfg(preset_cfg("lenet"), "lenet.cfg");
+  ASSERT_TRUE(doc.ok());
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok());
+  Model& host = *built.value();
+  ASSERT_TRUE(host.init(42).ok());
+  Device& device = *open_devices().devices.at(0);
+  LayerContext ctx;
+  ctx.training = true;
+  Rng rng(44);
+  const Tensor x = random_tensor(host.input_shape().batched(2), rng);
+  auto hybrid = ClModel::create(host, device, {"relu1"});
+  ASSERT_TRUE(hybrid.ok()) << hybrid.status().message();
+  ASSERT_TRUE(hybrid.value()->reserve(2).ok());
+  ASSERT_TRUE(hybrid.value()->upload(x, Tensor()).ok());
+  ASSERT_TRUE(hybrid.value()->forward(ctx).ok());
+  int64_t fused_groups = 0;
+  for (const FusedGroup& g : hybrid.value()->fused_groups()) fused_groups += g.fused();
+  EXPECT_EQ(fused_groups, 3) << "conv2, dense1 and dense2 take their relu; conv1's runs on the CPU";
+  EXPECT_FALSE(hybrid.value()->fused_groups()[0].fused());
+
+  auto half = ClModel::create(host, device);
+  ASSERT_TRUE(half.ok());
+  ASSERT_TRUE(half.value()->set_storage(DType::f16).ok());
+  ASSERT_TRUE(half.value()->reserve(2).ok());
+  ASSERT_TRUE(half.value()->upload(x, Tensor()).ok());
+  ASSERT_TRUE(half.value()->forward(ctx).ok());
+  for (const FusedGroup& g : half.value()->fused_groups()) EXPECT_FALSE(g.fused()) << "layer " << g.head;
+
+  ScopedEnv bad("RETROGRAD_CL_FUSE", "yes");
+  auto refused = ClModel::create(host, device);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(contains(refused.status().message(), "RETROGRAD_CL_FUSE='yes'")) << refused.status().message();
+}
+
+}  // namespace
+}  // namespace rg::ocl
