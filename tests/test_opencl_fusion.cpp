@@ -4,6 +4,7 @@
 // activation), and ClModel's fused forward gives the bits of its unfused one (RETROGRAD_CL_FUSE=0)
 // with fewer launches, through training steps and in inference. Without a device each test is skipped.
 #include <algorithm>
+#include <initializer_list>
 
 #include "nn/model.h"
 #include "opencl/gemm_config.h"
@@ -89,6 +90,28 @@ std::vector<const GemmConfig*> configs_and_automatic() {
   return out;
 }
 
+// For each configuration, split over K and epilogue: `fused_product(launch, c)` with the epilogue
+// against `plain_product(launch, c)` without it followed by the unfused launches, bit for bit.
+// `fused` and `apart` hold c [ops.rows, ops.n].
+template <class FusedProduct, class PlainProduct>
+void expect_unfused_bits(Device& device, const std::vector<const GemmConfig*>& configs, std::initializer_list<int> splits,
+                         const EpilogueOperands& ops, Buffer& fused, Buffer& apart, FusedProduct fused_product,
+                         PlainProduct plain_product) {
+  for (const GemmConfig* config : configs) {
+    for (int k_slices : splits) {
+      for (const EpilogueCase& e : kEpilogueCases) {
+        SCOPED_TRACE((config ? config->name() : "automatic") + " slices " + std::to_string(k_slices) + ": " + e.name);
+        const GemmLaunch with{config, k_slices, fused_epilogue(device, e, ops)}, without{config, k_slices, {}};
+        ASSERT_TRUE(fused_product(with, fused.f32()).ok());
+        ASSERT_TRUE(plain_product(without, apart.f32()).ok());
+        unfused_epilogue(device, e, ops, apart.f32());
+        expect_bits(download_all<float>(fused), download_all<float>(apart), e.name);
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
+
 // Every configuration, in one slice and split over K, each epilogue: the bits of the plain
 // product (the same configuration and split) followed by the unfused launches.
 TEST(OpenclFusedKernels, EveryGemmConfigurationWithEachEpilogueGivesTheUnfusedBits) {
@@ -103,19 +126,10 @@ TEST(OpenclFusedKernels, EveryGemmConfigurationWithEachEpilogueGivesTheUnfusedBi
   const EpilogueOperands ops = make_operands(device, rng, m, n);
   Buffer fused = upload_or_die(device, std::vector<float>(m * n, 9.0f), "fused");
   Buffer apart = upload_or_die(device, std::vector<float>(m * n, 9.0f), "apart");
-  for (const GemmConfig* config : configs_and_automatic()) {
-    for (int k_slices : {1, 3}) {
-      for (const EpilogueCase& e : kEpilogueCases) {
-        SCOPED_TRACE((config ? config->name() : "automatic") + " slices " + std::to_string(k_slices) + ": " + e.name);
-        const GemmLaunch with{config, k_slices, fused_epilogue(device, e, ops)}, without{config, k_slices, {}};
-        ASSERT_TRUE(f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, fused.f32(), with).ok());
-        ASSERT_TRUE(f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, apart.f32(), without).ok());
-        unfused_epilogue(device, e, ops, apart.f32());
-        expect_bits(download_all<float>(fused), download_all<float>(apart), e.name);
-        if (HasFailure()) return release_gemm_scratch(device);
-      }
-    }
-  }
+  auto product = [&](const GemmLaunch& launch, DeviceSpan c) {
+    return f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, c, launch);
+  };
+  expect_unfused_bits(device, configs_and_automatic(), {1, 3}, ops, fused, apart, product, product);
   release_gemm_scratch(device);
 }
 
@@ -137,21 +151,15 @@ TEST(OpenclFusedKernels, TheImplicitConvGemmWithEachEpilogueGivesTheUnfusedBits)
   Buffer fused = upload_or_die(device, std::vector<float>(rows * filters, 9.0f), "fused");
   Buffer apart = upload_or_die(device, std::vector<float>(rows * filters, 9.0f), "apart");
   ASSERT_TRUE(f32_im2col(device, g, batch, images.f32(), cols.f32()).ok());
-  for (const GemmConfig* config : {&gemm_candidates()[0], &gemm_candidates()[8], (const GemmConfig*)nullptr}) {
-    for (int k_slices : {1, 2}) {
-      for (const EpilogueCase& e : kEpilogueCases) {
-        SCOPED_TRACE((config ? config->name() : "automatic") + " slices " + std::to_string(k_slices) + ": " + e.name);
-        const GemmLaunch with{config, k_slices, fused_epilogue(device, e, ops)}, without{config, k_slices, {}};
-        ASSERT_TRUE(f32_conv_gemm(device, g, batch, images.f32(), weight.f32(), filters, fused.f32(), with).ok());
-        ASSERT_TRUE(f32_gemm(device, GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, 1.0f,
-                             cols.f32(), weight.f32(), 0.0f, apart.f32(), without)
-                        .ok());
-        unfused_epilogue(device, e, ops, apart.f32());
-        expect_bits(download_all<float>(fused), download_all<float>(apart), e.name);
-        if (HasFailure()) return release_gemm_scratch(device);
-      }
-    }
-  }
+  expect_unfused_bits(
+      device, {&gemm_candidates()[0], &gemm_candidates()[8], nullptr}, {1, 2}, ops, fused, apart,
+      [&](const GemmLaunch& launch, DeviceSpan c) {
+        return f32_conv_gemm(device, g, batch, images.f32(), weight.f32(), filters, c, launch);
+      },
+      [&](const GemmLaunch& launch, DeviceSpan c) {
+        return f32_gemm(device, GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, 1.0f,
+                        cols.f32(), weight.f32(), 0.0f, c, launch);
+      });
   release_gemm_scratch(device);
 }
 
