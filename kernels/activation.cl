@@ -2,7 +2,7 @@
 // row softmax, the bias add over rows and the column sum, each written as the CPU's f32
 // kernels compute them (cpu/ukernels/f32_vector_impl.h, ops/activation.h, ops/elementwise.cpp).
 // Elementwise kernels: one work-item per element, guard at n, an element offset per buffer.
-// Row kernels: one work-item per row; column_sum: one per (row block, column), a work-group per
+// Row kernels: one work-item per row; column_sum: one per column, or a work-group of 256 per
 // column. Launchers: src/opencl/activation.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
 
