@@ -62,6 +62,7 @@ void declare(Args& args) {
   args.option("lr-min", "RATE", "cosine schedule: final rate", "0");
   args.option("val-split", "F", "hold out this fraction of the training data for validation", "0");
   args.option("limit", "N", "train on the first N samples only (quick runs)", "all");
+  args.option("test-limit", "N", "score on the first N test samples only (quick runs)", "all");
   args.option("stop-after", "N", "stop after epoch N (the schedule still spans --epochs); continue with --resume");
   args.option("checkpoint", "FILE", "write a checkpoint after each epoch (atomically)");
   args.option("resume", "FILE", "continue a run from its checkpoint");

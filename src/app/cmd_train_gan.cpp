@@ -8,10 +8,12 @@
 #include "app/device_option.h"
 #include "app/json_report.h"
 #include "app/train_gan.h"
+#include "cpu/isa.h"
 #include "data/files.h"
 #include "report/image_grid.h"
 #include "report/process_stats.h"
 #include "report/progress.h"
+#include "report/roofline.h"
 #include "train/classifier_score.h"
 #include "train/gan.h"
 
@@ -31,42 +33,10 @@ constexpr uint64_t kDiscriminatorSeedOffset = 0x9E3779B97F4A7C15ull;
 // The options of `train` that a GAN run has no use for.
 const char* kNotForGans[] = {"val-split", "samples", "checkpoint", "nesterov", "step-epochs", "gamma", "lr-min"};
 
-struct GanPair {
-  std::unique_ptr<Model> generator, discriminator;
-};
-
 Result<std::unique_ptr<Model>> model_from(const CfgDocument& cfg, const std::string& role) {
   auto model = Model::from_cfg(cfg);
   if (!model.ok()) return model.status().with_context("the " + role + ": ");
   return model;
-}
-
-// [gan] generator = NAME|FILE, discriminator = NAME|FILE: presets or cfg files, a relative path
-// taken from the GAN cfg's folder.
-Result<GanPair> pair_from_gan_cfg(const CfgDocument& doc) {
-  const CfgSection& gan = doc.sections.front();
-  for (size_t i = 1; i < doc.sections.size(); ++i) {
-    if (doc.sections[i].kind() != "train") {
-      return Status::error(doc.sections[i].where() + "a GAN cfg holds [gan] and [train] only; the networks are " +
-                           "presets or cfg files named by generator = and discriminator =");
-    }
-  }
-  GanPair pair;
-  for (const char* role : {"generator", "discriminator"}) {
-    RG_ASSIGN(std::string name, gan.get_string_or(role, ""));
-    if (name.empty()) return Status::error(gan.where(role) + "missing: a preset name or a model cfg file");
-    if (preset_cfg(name).empty() && doc.file.rfind("preset:", 0) != 0 && name.find('/') != 0) {
-      const std::string beside = join_path(parent_path(doc.file), name);
-      if (is_regular_file(beside)) name = beside;
-    }
-    auto cfg = load_model_cfg(name);
-    if (!cfg.ok()) return Status::error(gan.where(role) + cfg.status().message());
-    RG_ASSIGN(std::unique_ptr<Model> model, model_from(cfg.value(), role));
-    (role == std::string("generator") ? pair.generator : pair.discriminator) = std::move(model);
-  }
-  RG_TRY(gan.check_all_used());
-  RG_TRY(check_gan_pair(*pair.generator, *pair.discriminator));
-  return pair;
 }
 
 Result<std::unique_ptr<Model>> model_from_checkpoint(const Checkpoint& ck, const std::string& path,
@@ -179,7 +149,7 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
     std::string name = gan_cfg->file.rfind("preset:", 0) == 0 ? gan_cfg->file.substr(7) : last_path_component(gan_cfg->file);
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".cfg") == 0) name.resize(name.size() - 4);
     out_dir = args.given("out") ? args.text("out") : name + "-run";
-    auto built = pair_from_gan_cfg(*gan_cfg);
+    auto built = gan_pair_from_cfg(*gan_cfg);
     if (!built.ok()) return fail(built.status().message());
     pair = built.take();
   }
@@ -267,11 +237,13 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
   if (!grid.ok()) return fail(grid.status().message());
 
   nlohmann::json history = nlohmann::json::array();
-  double train_seconds = 0;
+  double train_seconds = 0, train_cpu_seconds = 0;  // CPU: every thread, while training (not scoring)
   int64_t samples_trained = 0;
   const int64_t last = options.stop_after > 0 ? std::min(options.stop_after, options.epochs) : options.epochs;
   while (trainer.epochs_done() < last) {
+    const double cpu_before = process_cpu_seconds();
     auto epoch = trainer.train_epoch(train);
+    train_cpu_seconds += process_cpu_seconds() - cpu_before;
     if (!epoch.ok()) return fail(epoch.status().message());
     const GanEpochRecord& r = epoch.value();
     train_seconds += r.seconds;
@@ -321,6 +293,11 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
         {"train_samples", train.size()},
         {"run_folder", out_dir},
         {"train_seconds", train_seconds},
+        {"train_samples_per_s", train_seconds > 0 ? static_cast<double>(samples_trained) / train_seconds : 0.0},
+        {"train_cpu_seconds", train_cpu_seconds},
+        {"train_flops_per_sample", total_flops(gan_training_costs_per_sample(g, d, options.batch, options.optimizer))},
+        {"train_precision", train_precision_name(options.precision)},
+        {"isa", isa_name(active_isa())},
         {"peak_rss_bytes", peak_rss_bytes()},
         {"peak_tensor_bytes", host_memory().peak_bytes()},
         {"judge_on_real_test_images", real_score_json},
@@ -328,6 +305,7 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
         {"device_peak_bytes", train_device ? train_device->memory().peak_bytes() : 0},
         {"history", history},
     };
+    if (train_device && args.given("profile-device")) report["device_profile"] = kernel_times_json(*train_device);
     if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());
   }
   return 0;

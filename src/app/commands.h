@@ -10,6 +10,10 @@ int run_train(int argc, char** argv);
 int run_eval(int argc, char** argv);
 int run_probe(int argc, char** argv);
 int run_make_data(int argc, char** argv);
+int run_study(int argc, char** argv);
+int run_advise(int argc, char** argv);
+
+constexpr const char* kRetrogradVersion = "0.1.0";
 // `train` with --precision fp32,int8 unless given: the per-precision table.
 int run_precision(int argc, char** argv);
 

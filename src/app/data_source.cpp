@@ -130,14 +130,18 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
 
 Result<DataSplit> load_training_data(const Args& args, const std::string& source, uint64_t seed,
                                      const Shape& model_input, bool streamed) {
-  int64_t limit = 0;
+  int64_t limit = 0, test_limit = 0;
   if (args.given("limit")) {
     RG_ASSIGN(limit, args.integer("limit", 1, INT32_MAX));
+  }
+  if (args.given("test-limit")) {
+    RG_ASSIGN(test_limit, args.integer("test-limit", 1, INT32_MAX));
   }
   RG_ASSIGN(DataSourceOptions options, data_source_options(args, model_input));
   options.streamed = streamed;
   RG_ASSIGN(DataSplit split, load_data_source(source, seed, options));
   if (limit > 0 && limit < split.train.size()) split.train = split.train.slice(0, limit, split.train.name);
+  if (test_limit > 0 && test_limit < split.test.size()) split.test = split.test.slice(0, test_limit, split.test.name);
   return split;
 }
 

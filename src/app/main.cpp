@@ -17,6 +17,9 @@ const char* kUsage =
     "  eval     score a checkpoint on test data\n"
     "  probe    show the CPU, its caches and SIMD features, and memory\n"
     "  make-data  write generated images as IDX files, of any size (for streaming studies)\n"
+    "  study    measure every network on every device and precision here, sweep batch size and learning\n"
+    "           rate, compare with the hardware's peaks, advise; writes an HTML report (--quick: minutes)\n"
+    "  advise   how to train a model here (device, precision, batch, threads) from a study's measurements\n"
     "\n"
     "retrograd <command> --help lists a command's options.\n";
 }
@@ -34,8 +37,10 @@ int main(int argc, char** argv) {
   if (command == "precision") return rg::run_precision(argc, argv);
   if (command == "probe") return rg::run_probe(argc, argv);
   if (command == "make-data") return rg::run_make_data(argc, argv);
+  if (command == "study") return rg::run_study(argc, argv);
+  if (command == "advise") return rg::run_advise(argc, argv);
   if (command == "--version") {
-    std::printf("retrograd 0.1.0\n");
+    std::printf("retrograd %s\n", rg::kRetrogradVersion);
     return 0;
   }
   std::fprintf(stderr, "retrograd: unknown command '%s'\n\n%s", command.c_str(), kUsage);

@@ -6,6 +6,7 @@
 
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
+#include "data/files.h"
 #include "report/progress.h"
 #include "train/checkpoint.h"
 
@@ -15,6 +16,33 @@ namespace {
 constexpr uint64_t kShuffleStream = 2000;  // + epoch, as the classifier trainer
 constexpr uint64_t kNoiseStream = 3000;    // + epoch: the training noise
 }  // namespace
+
+Result<GanPair> gan_pair_from_cfg(const CfgDocument& doc) {
+  const CfgSection& gan = doc.sections.front();
+  for (size_t i = 1; i < doc.sections.size(); ++i) {
+    if (doc.sections[i].kind() != "train") {
+      return Status::error(doc.sections[i].where() + "a GAN cfg holds [gan] and [train] only; the networks are " +
+                           "presets or cfg files named by generator = and discriminator =");
+    }
+  }
+  GanPair pair;
+  for (const char* role : {"generator", "discriminator"}) {
+    RG_ASSIGN(std::string name, gan.get_string_or(role, ""));
+    if (name.empty()) return Status::error(gan.where(role) + "missing: a preset name or a model cfg file");
+    if (preset_cfg(name).empty() && doc.file.rfind("preset:", 0) != 0 && name.find('/') != 0) {
+      const std::string beside = join_path(parent_path(doc.file), name);
+      if (is_regular_file(beside)) name = beside;
+    }
+    auto cfg = load_model_cfg(name);
+    if (!cfg.ok()) return Status::error(gan.where(role) + cfg.status().message());
+    auto model = Model::from_cfg(cfg.value());
+    if (!model.ok()) return model.status().with_context(std::string("the ") + role + ": ");
+    (role == std::string("generator") ? pair.generator : pair.discriminator) = model.take();
+  }
+  RG_TRY(gan.check_all_used());
+  RG_TRY(check_gan_pair(*pair.generator, *pair.discriminator));
+  return pair;
+}
 
 double mean_probability(const Tensor& logits) {
   double sum = 0;
@@ -58,6 +86,10 @@ GanTrainer::GanTrainer(Model& generator, Model& discriminator, ThreadPool& pool,
 
 Status GanTrainer::prepare() {
   RG_TRY(check_gan_pair(g_, d_));
+  if (options_.precision != TrainPrecision::fp32) {
+    return Status::error(std::string("--train-precision ") + train_precision_name(options_.precision) +
+                         ": GAN training runs in fp32 only (fp16 and int8 training are for classifiers and autoencoders)");
+  }
   tanh_out_ = last_layer_kind(g_) == "tanh";
   RG_TRY(g_opt_.init());
   RG_TRY(d_opt_.init());

@@ -26,6 +26,14 @@ namespace rg {
 constexpr uint64_t kFixedNoiseStream = 4000;
 constexpr uint64_t kScoreNoiseStream = 4001;
 
+// A GAN's two networks, built from a GAN cfg:
+//   [gan] generator = NAME|FILE, discriminator = NAME|FILE: presets or cfg files, a relative path
+//   taken from the GAN cfg's folder.
+struct GanPair {
+  std::unique_ptr<Model> generator, discriminator;
+};
+Result<GanPair> gan_pair_from_cfg(const CfgDocument& doc);
+
 // Means over an epoch's steps.
 struct GanEpochRecord {
   int64_t epoch = 0;  // 1-based

@@ -10,9 +10,6 @@ namespace rg {
 GanTrainer::~GanTrainer() = default;
 
 Status GanTrainer::prepare_device() {
-  if (options_.precision != TrainPrecision::fp32) {
-    return Status::error("GAN training on an OpenCL device runs in fp32 only");
-  }
   ocl::Device& device = *options_.device;
   RG_ASSIGN(g_cl_, ocl::ClModel::create(g_, device));
   RG_ASSIGN(d_cl_, ocl::ClModel::create(d_, device));

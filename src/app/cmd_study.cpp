@@ -1,0 +1,294 @@
+// retrograd study: measures how each network trains on this machine (every CPU ISA level,
+// every OpenCL device, every precision), sweeps batch size and learning rate, sets the speeds
+// against the hardware's peaks, estimates the other machines of the table, advises, and
+// writes the report (study/study_report.h). Every measurement is a child `retrograd train`.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+
+#include "app/args.h"
+#include "app/commands.h"
+#include "app/json_report.h"
+#include "base/memory.h"
+#include "data/files.h"
+#include "nn/model.h"
+#include "report/clock.h"
+#include "report/sysinfo.h"
+#include "study/advisor.h"
+#include "study/child_process.h"
+#include "study/estimates.h"
+#include "study/network_costs.h"
+#include "study/study_devices.h"
+#include "study/study_report.h"
+#include "study/study_runner.h"
+#include "train/trainer.h"
+
+namespace rg {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+Status config_from_args(const Args& args, StudyConfig* config) {
+  if (args.given("networks")) {
+    config->networks = split_list(args.text("networks"));
+    for (const std::string& name : config->networks) {
+      if (preset_cfg(name).empty()) return Status::error("--networks: '" + name + "' is not a preset");
+    }
+  }
+  if (args.given("precisions")) {
+    config->precisions = split_list(args.text("precisions"));
+    for (const std::string& name : config->precisions) {
+      if (!train_precision_from_name(name).ok()) {
+        return Status::error("--precisions: '" + name + "' is not a training precision (fp32, fp16, int8-qat, int8-train)");
+      }
+    }
+    if (config->precisions.empty() || config->precisions.front() != "fp32") {
+      return Status::error("--precisions: the list starts with fp32 (the others are set against it)");
+    }
+  }
+  if (args.given("parts")) {
+    config->parts = split_list(args.text("parts"));
+    for (const std::string& part : config->parts) {
+      if (part != "devices" && part != "batch-speed" && part != "batch" && part != "lr" && part != "threads") {
+        return Status::error("--parts: '" + part + "' is not a part (devices, batch-speed, batch, lr, threads)");
+      }
+    }
+  }
+  if (args.given("sweep-network")) {
+    config->sweep_network = args.text("sweep-network");
+    if (preset_cfg(config->sweep_network).empty()) return Status::error("--sweep-network: not a preset");
+  }
+  if (args.given("seconds")) {
+    RG_ASSIGN(config->seconds_per_run, args.number("seconds", 0.05, 3600));
+  }
+  if (args.given("target")) {
+    RG_ASSIGN(config->target_accuracy, args.number("target", 0.0, 1.0));
+  }
+  if (args.given("isa-ladder")) config->isa_ladder_networks = args.text("isa-ladder");
+  return Status();
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return text;
+}
+
+StudyMachine describe_machine(const SystemInfo& info) {
+  StudyMachine m;
+  m.cpu = info.cpu.brand.empty() ? "unknown CPU" : info.cpu.brand;
+  m.features = features_string(info.cpu.features);
+  for (const CacheLevel& c : info.caches) {
+    m.caches += (m.caches.empty() ? "" : ", ") + std::string("L") + std::to_string(c.level) +
+                (c.type == "data" ? "d" : c.type == "instruction" ? "i" : "") + " " + format_bytes(c.size_bytes);
+  }
+  m.os = info.os;
+  m.logical_cpus = std::max(1, info.logical_cpus);
+  m.cores = info.physical_cores > 0 ? info.physical_cores : m.logical_cpus;
+  m.cpu_mhz = info.cpu_mhz;
+  m.memory_bytes = info.mem_total_bytes;
+  m.virtual_machine = info.hypervisor;
+  return m;
+}
+
+// "[ 3/52] devices lenet   cpu/avx2  fp16 b64    21248 samples/s  48.1 GFLOP/s 25% of peak  test accuracy 0.712"
+void print_progress(size_t index, size_t total, const RunRecord& r, const StudyDevice& device) {
+  std::printf("[%2zu/%zu] %-7s %-11s %-9s %-10s b%-5lld ", index + 1, total, r.run.part.c_str(), r.run.network.c_str(),
+              device.label.c_str(), r.run.precision.c_str(), static_cast<long long>(r.run.batch));
+  if (!r.ok) {
+    std::printf("failed: %s\n", r.error.c_str());
+  } else {
+    std::printf("%9.0f samples/s", r.samples_per_s);
+    if (std::isfinite(r.gflops)) std::printf(" %7.2f GFLOP/s", r.gflops);
+    if (std::isfinite(r.efficiency)) std::printf(" %3.0f%% of peak", 100 * r.efficiency);
+    if (std::isfinite(r.quality)) std::printf("  %s %.4g", r.quality_name.c_str(), r.quality);
+    if (r.run.lr > 0) std::printf("  lr %g", r.run.lr);
+    std::printf("  (%.1fs)\n", r.process_seconds);
+  }
+  std::fflush(stdout);
+}
+
+// GANs are scored by a classifier trained once, before the runs: lenet for one epoch.
+std::string train_judge(const RunContext& context, const StudyConfig& config) {
+  const std::string path = join_path(context.runs_dir, "judge.ckpt");
+  ChildSpec spec;
+  spec.argv = {context.program, "train", "--model", "lenet", "--epochs", "1", "--checkpoint", path};
+  if (!context.data.empty()) spec.argv.insert(spec.argv.end(), {"--data", context.data});
+  if (config.quick) spec.argv.insert(spec.argv.end(), {"--limit", "20000", "--test-limit", "2000"});
+  spec.output_path = join_path(context.runs_dir, "judge.log");
+  auto child = run_child(spec);
+  if (!child.ok() || !child.value().ok()) {
+    std::printf("the GAN judge (lenet) did not train (%s): GAN runs are not scored\n",
+                child.ok() ? (child.value().describe() + ", see " + spec.output_path).c_str()
+                           : child.status().message().c_str());
+    return "";
+  }
+  return path;
+}
+
+// The OpenCL timing run waits for nothing; a companion run with --profile-device gives the
+// device's busy share and transfer time (its own speed, slowed by the waits, is not used).
+void add_device_profile(RunRecord& record, const StudyDevice& device, const RunContext& context) {
+  StudyRun run = record.run;
+  run.profile = true;
+  const RunRecord profiled = measure_run(run, device, context);
+  if (!profiled.ok || !std::isfinite(profiled.gpu_busy)) return;
+  const double kernel_seconds = profiled.gpu_busy * profiled.train_seconds;
+  const double unprofiled_seconds = static_cast<double>(profiled.samples_trained) / record.samples_per_s;
+  record.gpu_busy = std::min(1.0, kernel_seconds / unprofiled_seconds);
+  record.copy_ms_per_step = profiled.copy_ms_per_step;
+  record.launches_per_step = profiled.launches_per_step;
+}
+
+// The speed a run is sized by: what the device showed on this network; else on the CPU level
+// below (x 1.5: a level up is faster); else on another network; else a share of the peak.
+class RunSizer {
+ public:
+  explicit RunSizer(const std::vector<StudyDevice>& devices) : devices_(devices) {}
+  void measured(int device, const std::string& network, double gflops) {
+    if (std::isfinite(gflops) && gflops > 0) known_[{device, network}] = gflops;
+  }
+  double gflops(int device, const std::string& network) const {
+    if (auto it = known_.find({device, network}); it != known_.end()) return it->second;
+    const StudyDevice& d = devices_[device];
+    if (!d.opencl && device > 0 && !devices_[device - 1].opencl) {
+      if (auto it = known_.find({device - 1, network}); it != known_.end()) return 1.5 * it->second;
+    }
+    for (const auto& [key, value] : known_) {
+      if (key.first == device) return value;
+    }
+    // CPUs reach a good share of their peak; GPUs on these small networks little.
+    return d.peak.gflops > 0 ? d.peak.gflops * (d.kind == "GPU" ? 0.02 : 0.05) : 5;
+  }
+
+ private:
+  const std::vector<StudyDevice>& devices_;
+  std::map<std::pair<int, std::string>, double> known_;
+};
+
+}  // namespace
+
+int run_study(int argc, char** argv) {
+  Args args("study", "[options]",
+            "Measures how fast each network trains on this machine: every CPU ISA level and OpenCL device, every\n"
+            "precision; batch-size and learning-rate sweeps; efficiency against the hardware's published peak;\n"
+            "estimates for the other machines of the hardware table; advice. Writes report.html, report.md,\n"
+            "runs.csv, estimates.csv and study.json to --out.");
+  args.flag("quick", "a smaller study: shorter runs, the sweeps on the mlp (a few minutes on 2 cores)");
+  args.option("out", "DIR", "the report's folder (made if missing; each run's log and JSON under DIR/runs)",
+              "retrograd-study");
+  args.option("data", "DIR", "the data every run trains on (train's --data)", "Fashion-MNIST");
+  args.option("networks", "LIST", "the networks of the devices part", "mlp,autoencoder,lenet,rcnn,dcgan (full: + cnn)");
+  args.option("precisions", "LIST", "training precisions, fp32 first", "fp32,fp16,int8-train (full: + int8-qat)");
+  args.option("parts", "LIST", "devices,batch-speed,batch,lr,threads", "all five");
+  args.option("sweep-network", "NAME", "the network of the batch and learning-rate sweeps", "mlp (full: lenet)");
+  args.option("seconds", "S", "devices part: about how long each run trains", "0.8 (full: 4)");
+  args.option("target", "ACC", "lr part: the validation accuracy whose time to reach is measured", "0.85 (full: 0.88)");
+  args.option("isa-ladder", "all|LIST", "the networks measured at the ISA levels below the best", "all");
+  args.flag("no-opencl", "study the CPU only");
+  if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
+  if (args.help_requested()) {
+    std::fputs(args.help().c_str(), stdout);
+    return 0;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  StudyConfig config = default_study_config(args.given("quick"));
+  if (Status s = config_from_args(args, &config); !s.ok()) return fail(s.message());
+  const std::string out_dir = args.text("out");
+  RunContext context;
+  context.program = self_executable_path(argv[0]);
+  context.runs_dir = join_path(out_dir, "runs");
+  if (Status s = make_directories(context.runs_dir); !s.ok()) return fail(s.with_context("--out: ").message());
+  context.data = args.given("data") ? args.text("data") : "";
+  context.score_samples = config.quick ? 1000 : 10000;
+  context.target_accuracy = config.target_accuracy;
+
+  StudyResult result;
+  result.date = utc_now();
+  result.version = kRetrogradVersion;
+  result.quick = config.quick;
+  result.config = config;
+  SystemInfo info = read_system_info();
+  result.machine = describe_machine(info);
+  result.machine.cpu_mhz_measured = measure_cpu_mhz(result.machine.cores);
+  if (result.machine.cpu_mhz_measured > 0) info.cpu_mhz = result.machine.cpu_mhz_measured;  // the peaks' clock
+  context.logical_cpus = result.machine.logical_cpus;
+  if (result.machine.logical_cpus < 2) {
+    config.parts.erase(std::remove(config.parts.begin(), config.parts.end(), "threads"), config.parts.end());
+  }
+  result.machine.memory_bandwidth_gbs = measure_memory_bandwidth_gbs(result.machine.logical_cpus);
+  FoundDevices found = find_study_devices(info, !args.given("no-opencl"));
+  result.devices = found.devices;
+  result.machine.opencl_note = found.opencl_note;
+  std::printf("retrograd study%s: %s, %d cores at %.0f MHz, %.1f GB/s (both measured); devices:",
+              config.quick ? " --quick" : "", result.machine.cpu.c_str(), result.machine.cores,
+              result.machine.cpu_mhz_measured, result.machine.memory_bandwidth_gbs);
+  for (const StudyDevice& d : result.devices) std::printf(" %s", d.label.c_str());
+  std::printf("%s%s\n", found.opencl_note.empty() ? "" : "; ", found.opencl_note.c_str());
+  std::fflush(stdout);
+
+  const std::string json_path = join_path(out_dir, "study.json");
+  const bool has_gan = std::find(config.networks.begin(), config.networks.end(), "dcgan") != config.networks.end();
+  if (has_gan && std::find(config.parts.begin(), config.parts.end(), "devices") != config.parts.end()) {
+    context.judge_path = train_judge(context, config);
+  }
+  std::map<std::string, double> flops;  // per network, at batch 64
+  RunSizer sizer(result.devices);
+  std::map<std::string, int64_t> fp32_limit;  // network + device -> the samples an epoch of its fp32 run took
+  const StudyPlan plan = plan_study(config, result.devices);
+  result.not_run = plan.not_run;
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    StudyRun run = plan.runs[i];
+    const StudyDevice& device = result.devices[run.device];
+    if (!flops.count(run.network)) {
+      auto costs = network_training_costs(run.network, run.batch);
+      flops[run.network] = costs.ok() ? total_flops(costs.value()) : 0;
+    }
+    if (run.limit == 0) {
+      const std::string key = run.network + "@" + std::to_string(run.device);
+      auto known = fp32_limit.find(key);
+      const double gflops = sizer.gflops(run.device, run.network);
+      run.limit = known != fp32_limit.end() && (run.precision != "fp32" || run.part == "threads")
+                      ? known->second
+                      : size_run(config.seconds_per_run / run.epochs, gflops, flops[run.network], run.batch, 0);
+      if (run.part == "devices" && run.precision == "fp32") fp32_limit[key] = run.limit;
+      run.test_limit = run.part == "devices" ? std::clamp<int64_t>(run.limit * run.epochs, 1000, 10000) : 1000;
+    }
+    RunRecord record = measure_run(run, device, context);
+    // The profiled companion: every OpenCL device in the full study; GPUs only in --quick (on
+    // PoCL it doubles the dearest runs of all).
+    if (record.ok && device.opencl && (!config.quick || device.kind == "GPU")) add_device_profile(record, device, context);
+    if (record.ok && run.precision == "fp32" && run.threads == 0) sizer.measured(run.device, run.network, record.gflops);
+    print_progress(i, plan.runs.size(), record, device);
+    result.commands.push_back(command_text(train_command(run, device, context, run.id() + ".json"), device));
+    result.runs.push_back(record);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // After every run: a study stopped midway still leaves what it measured.
+    if (Status s = write_json_report(json_path, study_result_json(result)); !s.ok()) return fail(s.message());
+  }
+  result.estimates = estimate_other_machines(result);
+  result.advice = advise_every_network(result, 0);
+  result.finished = true;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (Status s = write_study_report(result, out_dir); !s.ok()) return fail(s.message());
+  std::printf("\n%s\nstudy done in %.0f s: %s (also report.md, runs.csv, estimates.csv, study.json)\n",
+              study_summary_text(result).c_str(), result.seconds, join_path(out_dir, "report.html").c_str());
+  return 0;
+}
+
+}  // namespace rg

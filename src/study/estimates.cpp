@@ -1,0 +1,112 @@
+// Roofline estimates for the table's machines from the speeds measured here.
+#include "study/estimates.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "report/hardware_table.h"
+#include "study/network_costs.h"
+
+namespace rg {
+
+namespace {
+
+// The fastest successful fp32 devices run of `network` on a device of the class (GPU or not).
+const RunRecord* best_fp32_run(const StudyResult& result, const std::string& network, bool gpu) {
+  const RunRecord* best = nullptr;
+  for (const RunRecord& r : result.runs) {
+    const StudyDevice& d = result.devices[r.run.device];
+    if (!r.ok || r.run.part != "devices" || r.run.network != network || r.run.precision != "fp32") continue;
+    if ((d.kind == "GPU") != gpu || !(r.samples_per_s > 0)) continue;
+    if (best == nullptr || r.samples_per_s > best->samples_per_s) best = &r;
+  }
+  return best;
+}
+
+// This machine's roof for a device: its peak, and the bandwidth measured here (CPUs, PoCL) or
+// the table's (a listed GPU).
+Roof roof_here(const StudyResult& result, const StudyDevice& device) {
+  Roof roof;
+  roof.gflops = device.peak.gflops;
+  if (device.kind != "GPU") {
+    roof.gbs = result.machine.memory_bandwidth_gbs;
+  } else if (const HardwareSpec* spec = match_hardware(hardware_table(), device.name, false)) {
+    roof.gbs = spec->mem_bw_gbs;
+  }
+  return roof;
+}
+
+nlohmann::json number_or_null(double value) { return std::isfinite(value) && value > 0 ? nlohmann::json(value) : nlohmann::json(); }
+
+}  // namespace
+
+nlohmann::json estimate_other_machines(const StudyResult& result) {
+  nlohmann::json out = nlohmann::json::array();
+  const std::vector<HardwareSpec>& table = hardware_table();
+  for (const std::string& network : result.config.networks) {
+    auto costs = network_training_costs(network, 64);
+    if (!costs.ok()) continue;
+    for (bool gpu : {false, true}) {
+      const RunRecord* measured = best_fp32_run(result, network, gpu);
+      std::vector<MachineEstimate> estimates;
+      std::string measured_on;
+      if (measured != nullptr) {
+        const StudyDevice& device = result.devices[measured->run.device];
+        MeasuredHere here;
+        here.roof = roof_here(result, device);
+        here.samples_per_s = measured->samples_per_s;
+        here.machine = device.name;
+        here.gpu = gpu;
+        if (here.roof.gflops > 0 && here.roof.gbs > 0) {
+          estimates = estimate_machines(costs.value(), here, table);
+          measured_on = device.name;
+        }
+      }
+      for (const HardwareSpec& spec : table) {
+        if ((spec.is_cpu()) == gpu) continue;
+        nlohmann::json row = {{"network", network}, {"machine", spec.device}, {"type", spec.type},
+                              {"measured_on", measured_on}};
+        const Roof roof = roof_of(spec);
+        const bool has_roof = roof.gflops > 0 && roof.gbs > 0;
+        row["ceiling_samples_per_s"] = has_roof ? number_or_null(1.0 / roofline_seconds_per_sample(costs.value(), roof))
+                                                : nlohmann::json();
+        row["compute_bound_share"] = has_roof ? nlohmann::json(compute_bound_share(costs.value(), roof)) : nlohmann::json();
+        row["estimated_samples_per_s"] = nullptr;
+        row["efficiency"] = nullptr;
+        row["basis"] = !has_roof ? "no peak or no bandwidth in the table"
+                                 : std::string("no ") + (gpu ? "GPU" : "CPU") +
+                                       " measured here: only the roofline ceiling (100% efficiency)";
+        for (const MachineEstimate& e : estimates) {
+          if (e.spec == nullptr || e.spec->device != spec.device) continue;
+          row["estimated_samples_per_s"] = number_or_null(e.samples_per_s);
+          row["efficiency"] = e.samples_per_s > 0 ? nlohmann::json(e.efficiency) : nlohmann::json();
+          row["basis"] = e.basis;
+        }
+        out.push_back(row);
+      }
+    }
+  }
+  return out;
+}
+
+std::string estimates_csv(const nlohmann::json& estimates) {
+  std::string csv = "network,machine,type,measured_on,efficiency,estimated_samples_per_s,ceiling_samples_per_s,"
+                    "compute_bound_share,basis\n";
+  auto cell = [](const nlohmann::json& v) -> std::string {
+    if (v.is_null()) return "";
+    if (v.is_number()) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.6g", v.get<double>());
+      return text;
+    }
+    return csv_cell(v.get<std::string>());
+  };
+  for (const nlohmann::json& row : estimates) {
+    csv += cell(row["network"]) + "," + cell(row["machine"]) + "," + cell(row["type"]) + "," + cell(row["measured_on"]) +
+           "," + cell(row["efficiency"]) + "," + cell(row["estimated_samples_per_s"]) + "," +
+           cell(row["ceiling_samples_per_s"]) + "," + cell(row["compute_bound_share"]) + "," + cell(row["basis"]) + "\n";
+  }
+  return csv;
+}
+
+}  // namespace rg

@@ -1,0 +1,186 @@
+// The study's plan: which runs, in which order, at which sizes.
+#include "study/study_plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace rg {
+
+std::string StudyRun::id() const {
+  std::string text = part + "-" + network + "-d" + std::to_string(device) + "-" + precision + "-b" + std::to_string(batch);
+  if (lr > 0) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "-lr%g", lr);
+    text += rate;
+  }
+  if (threads > 0) text += "-t" + std::to_string(threads);
+  if (profile) text += "-profile";
+  return text;
+}
+
+StudyConfig default_study_config(bool quick) {
+  StudyConfig c;
+  c.quick = quick;
+  c.parts = {"devices", "batch-speed", "batch", "lr", "threads"};
+  c.speed_batches = {16, 32, 128, 256};
+  c.batches = {4, 8, 16, 32, 64, 128, 256, 512, 1024};
+  c.rates = {0.001, 0.005, 0.01, 0.03, 0.05, 0.07};  // the thesis's Table 9
+  if (quick) {
+    c.networks = {"mlp", "autoencoder", "lenet", "rcnn", "dcgan"};
+    c.precisions = {"fp32", "fp16", "int8-train"};
+    c.sweep_network = "mlp";
+    c.sweep_epochs = 2;
+    c.lr_epochs = 3;
+    c.sweep_limit = 0;  // all of the training set: the mlp takes a second or two an epoch
+    c.seconds_per_run = 0.8;
+    c.target_accuracy = 0.88;
+  } else {
+    c.networks = {"mlp", "autoencoder", "lenet", "cnn", "rcnn", "dcgan"};
+    c.precisions = {"fp32", "fp16", "int8-train", "int8-qat"};
+    c.sweep_network = "lenet";
+    c.sweep_epochs = 5;
+    c.lr_epochs = 10;  // the thesis's "accuracy after 10 epochs"
+    c.sweep_limit = 0;
+    c.seconds_per_run = 4;
+    c.target_accuracy = 0.88;
+  }
+  c.isa_ladder_networks = "all";
+  return c;
+}
+
+namespace {
+
+bool on_ladder(const StudyConfig& config, const std::string& network) {
+  if (config.isa_ladder_networks == "all") return true;
+  const std::string list = "," + config.isa_ladder_networks + ",";
+  return list.find("," + network + ",") != std::string::npos;
+}
+
+bool has_part(const StudyConfig& config, const std::string& part) {
+  return std::find(config.parts.begin(), config.parts.end(), part) != config.parts.end();
+}
+
+}  // namespace
+
+namespace {
+
+// Why a trainer refuses a combination, or empty: GANs train in fp32 only (train/gan.cpp), and
+// OpenCL trains in fp32 or fp16 (train/trainer_device.cpp).
+std::string refusal(const std::string& network, const std::string& precision, const StudyDevice& device) {
+  if (network == "dcgan" && precision != "fp32") return "GAN training runs in fp32 only";
+  if (device.opencl && precision != "fp32" && precision != "fp16") {
+    return "OpenCL training runs in fp32 or fp16 only; " + precision + " trains on the CPU";
+  }
+  return "";
+}
+
+}  // namespace
+
+StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& devices) {
+  StudyPlan plan;
+  std::vector<StudyRun>& runs = plan.runs;
+  int best_cpu = 0;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (devices[d].best_cpu) best_cpu = static_cast<int>(d);
+  }
+  if (has_part(config, "devices")) {
+    for (size_t d = 0; d < devices.size(); ++d) {
+      const StudyDevice& device = devices[d];
+      // Every precision on the best CPU level and on OpenCL devices; the lower ISA levels show
+      // what each level of the CPU buys, in fp32.
+      const bool all_precisions = device.best_cpu || device.opencl;
+      for (const std::string& network : config.networks) {
+        if (!all_precisions && !on_ladder(config, network)) continue;
+        for (const std::string& precision : config.precisions) {
+          if (!all_precisions && precision != "fp32") continue;
+          const std::string why = refusal(network, precision, device);
+          if (!why.empty()) {
+            const std::string note = network + " in " + precision + " on " + (device.opencl ? "OpenCL" : "the CPU") +
+                                     ": " + why;
+            if (std::find(plan.not_run.begin(), plan.not_run.end(), note) == plan.not_run.end()) plan.not_run.push_back(note);
+            continue;
+          }
+          StudyRun run;
+          run.part = "devices";
+          run.network = network;
+          run.device = static_cast<int>(d);
+          run.precision = precision;
+          run.epochs = config.speed_epochs;
+          runs.push_back(run);
+        }
+      }
+    }
+  }
+  // The sweeps on the best CPU level, and on each OpenCL GPU (the thesis swept its GPU).
+  std::vector<int> sweep_devices = {best_cpu};
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (devices[d].opencl && devices[d].kind == "GPU") sweep_devices.push_back(static_cast<int>(d));
+  }
+  for (int d : sweep_devices) {
+    for (const std::string& network : has_part(config, "batch-speed") ? config.networks : std::vector<std::string>{}) {
+      for (int64_t batch : config.speed_batches) {
+        StudyRun run;
+        run.part = "batch-speed";
+        run.network = network;
+        run.device = d;
+        run.batch = batch;
+        run.epochs = config.speed_epochs;
+        runs.push_back(run);
+      }
+    }
+  }
+  for (int d : sweep_devices) {
+    if (has_part(config, "batch")) {
+      for (int64_t batch : config.batches) {
+        StudyRun run;
+        run.part = "batch";
+        run.network = config.sweep_network;
+        run.device = d;
+        run.batch = batch;
+        run.epochs = config.sweep_epochs;
+        run.limit = config.sweep_limit;
+        run.test_limit = 10000;
+        runs.push_back(run);
+      }
+    }
+    if (has_part(config, "lr")) {
+      for (double lr : config.rates) {
+        StudyRun run;
+        run.part = "lr";
+        run.network = config.sweep_network;
+        run.device = d;
+        run.lr = lr;
+        run.epochs = config.lr_epochs;
+        run.limit = config.sweep_limit;
+        run.val_split = 0.1;
+        run.test_limit = 10000;
+        runs.push_back(run);
+      }
+    }
+  }
+  // Threads: the best CPU level with one thread, for the advisor's choice of threads.
+  if (has_part(config, "threads")) {
+    for (const std::string& network : config.networks) {
+      StudyRun run;
+      run.part = "threads";
+      run.network = network;
+      run.device = best_cpu;
+      run.threads = 1;
+      run.epochs = config.speed_epochs;
+      runs.push_back(run);
+    }
+  }
+  return plan;
+}
+
+int64_t size_run(double seconds, double gflops, double train_flops_per_sample, int64_t batch, int64_t available) {
+  double samples = 3.0 * static_cast<double>(batch);
+  if (gflops > 0 && train_flops_per_sample > 0) samples = seconds * gflops * 1e9 / train_flops_per_sample;
+  int64_t batches = static_cast<int64_t>(std::ceil(samples / static_cast<double>(batch)));
+  batches = std::max<int64_t>(batches, 2);
+  int64_t out = batches * batch;
+  if (available > 0) out = std::min(out, std::max<int64_t>(available, batch));
+  return out;
+}
+
+}  // namespace rg

@@ -1,0 +1,459 @@
+// The study's parts that need no training: its plan, the child-process runner, the records
+// and their JSON, the reading of a train report, and the advisor's choices.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "study/advisor.h"
+#include "study/child_process.h"
+#include "study/study_result.h"
+#include "study/study_runner.h"
+
+namespace rg {
+namespace {
+
+StudyDevice cpu_level(const std::string& isa, bool best) {
+  StudyDevice d;
+  d.label = "cpu/" + isa;
+  d.device_arg = "cpu";
+  d.isa = isa;
+  d.name = "Test CPU (" + isa + ")";
+  d.kind = "CPU";
+  d.best_cpu = best;
+  d.peak.gflops = 100;
+  d.peak.basis = "2 cores x 3000 MHz (measured) x 16";
+  d.peak.source = "derived here";
+  return d;
+}
+
+StudyDevice gpu() {
+  StudyDevice d;
+  d.label = d.device_arg = "cl:0:0";
+  d.name = "Test GPU";
+  d.kind = "GPU";
+  d.opencl = true;
+  d.peak.gflops = 5000;
+  return d;
+}
+
+int count_runs(const StudyPlan& plan, const std::string& part, int device, const std::string& precision = "") {
+  int n = 0;
+  for (const StudyRun& r : plan.runs) {
+    n += r.part == part && r.device == device && (precision.empty() || r.precision == precision);
+  }
+  return n;
+}
+
+TEST(StudyPlan, LowerLevelsRunFp32PrecisionsRunOnTheBestLevelAndDevices) {
+  StudyConfig config = default_study_config(true);
+  config.networks = {"mlp", "dcgan"};
+  const std::vector<StudyDevice> devices = {cpu_level("sse2", false), cpu_level("avx2", true), gpu()};
+  const StudyPlan plan = plan_study(config, devices);
+  EXPECT_EQ(count_runs(plan, "devices", 0), 2);                // mlp and dcgan, fp32 only
+  EXPECT_EQ(count_runs(plan, "devices", 0, "fp32"), 2);
+  EXPECT_EQ(count_runs(plan, "devices", 1), 3 + 1);            // mlp in 3 precisions, dcgan in fp32
+  EXPECT_EQ(count_runs(plan, "devices", 2), 2 + 1);            // mlp fp32 + fp16, dcgan fp32
+  EXPECT_EQ(count_runs(plan, "devices", 2, "int8-train"), 0);  // refused by the OpenCL trainer: not run
+  // dcgan fp16 and int8-train on the CPU and on OpenCL, mlp int8-train on OpenCL.
+  ASSERT_EQ(plan.not_run.size(), 5u);
+  EXPECT_EQ(plan.not_run[0], "dcgan in fp16 on the CPU: GAN training runs in fp32 only");
+  EXPECT_EQ(plan.not_run[2], "mlp in int8-train on OpenCL: OpenCL training runs in fp32 or fp16 only; int8-train "
+                             "trains on the CPU");
+  // Sweeps on the best CPU level and the GPU, none on the lower level.
+  EXPECT_EQ(count_runs(plan, "batch", 1), 9);
+  EXPECT_EQ(count_runs(plan, "batch", 2), 9);
+  EXPECT_EQ(count_runs(plan, "batch", 0), 0);
+  EXPECT_EQ(count_runs(plan, "lr", 1), 6);
+  EXPECT_EQ(count_runs(plan, "batch-speed", 1), 2 * 4);
+  EXPECT_EQ(count_runs(plan, "threads", 1), 2);
+  for (const StudyRun& r : plan.runs) {
+    if (r.part == "lr") EXPECT_GT(r.val_split, 0);
+    if (r.part == "threads") EXPECT_EQ(r.threads, 1);
+  }
+}
+
+TEST(StudyPlan, TheLadderCanBeNarrowed) {
+  StudyConfig config = default_study_config(true);
+  config.networks = {"mlp", "lenet"};
+  config.isa_ladder_networks = "lenet";
+  config.parts = {"devices"};
+  const StudyPlan plan = plan_study(config, {cpu_level("sse2", false), cpu_level("avx2", true)});
+  ASSERT_EQ(count_runs(plan, "devices", 0), 1);
+  for (const StudyRun& r : plan.runs) {
+    if (r.device == 0) EXPECT_EQ(r.network, "lenet");
+  }
+  EXPECT_EQ(plan.runs.size(), 1u + 2 * 3);
+}
+
+TEST(StudyPlan, RunsAreSizedToWholeBatchesWithinBounds) {
+  // 1 s at 10 GFLOP/s of 1 MFLOP samples: 10000 samples, rounded up to batches of 64.
+  EXPECT_EQ(size_run(1.0, 10, 1e6, 64, 0), 157 * 64);
+  EXPECT_EQ(size_run(1.0, 10, 1e6, 64, 5000), 5000);     // no more than there is
+  EXPECT_EQ(size_run(0.001, 10, 1e6, 64, 0), 2 * 64);    // at least 2 batches
+  EXPECT_EQ(size_run(1.0, 0, 1e6, 32, 0), 3 * 32);       // no speed known: 3 batches
+}
+
+TEST(StudyRecord, JsonKeepsEveryFigureAndNotMeasuredStaysNotMeasured) {
+  RunRecord r;
+  r.run.part = "lr";
+  r.run.network = "mlp";
+  r.run.lr = 0.03;
+  r.ok = true;
+  r.samples_per_s = 1234.5;
+  r.gpu_busy = NAN;
+  r.quality_name = "test accuracy";
+  r.quality = 0.8;
+  r.history.push_back({1, 0.5, 0.9, 0.7, NAN});
+  const nlohmann::json j = run_record_json(r);
+  EXPECT_TRUE(j["gpu_busy"].is_null());
+  auto back = run_record_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back.value().run.lr, 0.03);
+  EXPECT_EQ(back.value().samples_per_s, 1234.5);
+  EXPECT_TRUE(std::isnan(back.value().gpu_busy));
+  ASSERT_EQ(back.value().history.size(), 1u);
+  EXPECT_EQ(back.value().history[0].accuracy, 0.7);
+  EXPECT_TRUE(std::isnan(back.value().history[0].val_accuracy));
+
+  nlohmann::json broken = j;
+  broken.erase("samples_per_s");
+  auto refused = run_record_from_json(broken);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("samples_per_s"), std::string::npos);
+  broken = j;
+  broken["batch"] = "sixty-four";
+  EXPECT_NE(run_record_from_json(broken).status().message().find("batch"), std::string::npos);
+}
+
+TEST(StudyRecord, CsvHasOneRowPerRunAndQuotesText) {
+  RunRecord r;
+  r.run.network = "mlp";
+  r.error = "exit code 2: bad, \"really\"";
+  const std::string csv = run_records_csv({r, r}, {cpu_level("avx2", true)});
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+  EXPECT_NE(csv.find("\"exit code 2: bad, \"\"really\"\"\""), std::string::npos);
+  EXPECT_EQ(csv.find("nan"), std::string::npos);
+}
+
+TEST(StudyResult, RoundTripsAndRefusesWhatIsNotAStudy) {
+  StudyResult s;
+  s.date = "2026-11-25 10:00 UTC";
+  s.config = default_study_config(true);
+  s.devices = {cpu_level("avx2", true)};
+  RunRecord r;
+  r.run.network = "mlp";
+  s.runs = {r};
+  s.commands = {"retrograd train --model mlp"};
+  s.not_run = {"dcgan in fp16 on the CPU: GAN training runs in fp32 only"};
+  auto back = study_result_from_json(nlohmann::json::parse(study_result_json(s).dump()));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back.value().devices[0].peak.basis, s.devices[0].peak.basis);
+  EXPECT_EQ(back.value().not_run, s.not_run);
+  EXPECT_EQ(back.value().config.batches, s.config.batches);
+
+  EXPECT_NE(study_result_from_json(nlohmann::json{{"model", "mlp"}}).status().message().find("not a retrograd study"),
+            std::string::npos);
+  nlohmann::json other = study_result_json(s);
+  other["retrograd_study"] = 99;
+  EXPECT_NE(study_result_from_json(other).status().message().find("format 99"), std::string::npos);
+  other = study_result_json(s);
+  other["runs"][0]["device"] = 7;
+  EXPECT_NE(study_result_from_json(other).status().message().find("runs[0]: device 7"), std::string::npos);
+}
+
+nlohmann::json train_report(const std::vector<double>& epoch_rates, const std::vector<double>& val_accuracy) {
+  nlohmann::json report = {{"model", "mlp"},          {"isa", "avx2"},       {"threads", 2},
+                           {"train_samples", 1000},   {"train_seconds", 3.0}, {"train_cpu_seconds", 4.5},
+                           {"train_flops_per_sample", 2e6}, {"peak_rss_bytes", 5e7}, {"peak_tensor_bytes", 1e7},
+                           {"test_accuracy", 0.85},   {"test_mse", 0.0},     {"history", nlohmann::json::array()}};
+  for (size_t e = 0; e < epoch_rates.size(); ++e) {
+    nlohmann::json epoch = {{"epoch", e + 1}, {"seconds", 1.0}, {"samples_per_s", epoch_rates[e]}, {"loss", 0.5},
+                            {"accuracy", 0.8}};
+    if (e < val_accuracy.size()) epoch["val_accuracy"] = val_accuracy[e];
+    report["history"].push_back(epoch);
+  }
+  return report;
+}
+
+TEST(StudyRunner, SpeedIsTheMedianEpochAndUtilisationComesFromCpuTime) {
+  StudyRun run;
+  run.batch = 50;
+  const RunRecord r = record_from_train_report(run, cpu_level("avx2", true), train_report({900, 1000, 400}, {}), 2, 0);
+  EXPECT_EQ(r.samples_per_s, 900);  // the 400 of a busy moment does not count
+  EXPECT_EQ(r.steps_per_s, 18);
+  EXPECT_DOUBLE_EQ(r.gflops, 900 * 2e6 * 1e-9);
+  EXPECT_DOUBLE_EQ(r.efficiency, r.gflops / 100);
+  EXPECT_DOUBLE_EQ(r.cpu_cores_busy, 1.5);
+  EXPECT_DOUBLE_EQ(r.cpu_utilisation, 0.75);
+  EXPECT_EQ(r.samples_trained, 3000);
+  EXPECT_EQ(r.quality_name, "test accuracy");
+  EXPECT_EQ(r.quality, 0.85);
+  EXPECT_TRUE(std::isnan(r.gpu_busy));
+  // OpenCL: the first epoch (programs built, GEMM tuned) is left out.
+  const RunRecord cl = record_from_train_report(run, gpu(), train_report({10, 1000, 1100}, {}), 2, 0);
+  EXPECT_EQ(cl.samples_per_s, 1050);
+}
+
+TEST(StudyRunner, TimeToTargetAndQualityByKindOfModel) {
+  StudyRun run;
+  const RunRecord lr = record_from_train_report(run, cpu_level("avx2", true),
+                                                train_report({1, 1, 1}, {0.70, 0.81, 0.86}), 2, 0.8);
+  EXPECT_EQ(lr.epochs_to_target, 2);
+  EXPECT_EQ(lr.time_to_target, 2.0);
+  const RunRecord never = record_from_train_report(run, cpu_level("avx2", true), train_report({1}, {0.5}), 2, 0.8);
+  EXPECT_TRUE(std::isnan(never.time_to_target));
+
+  nlohmann::json autoencoder = train_report({1}, {});
+  autoencoder["test_mse"] = 0.012;
+  const RunRecord ae = record_from_train_report(run, cpu_level("avx2", true), autoencoder, 2, 0);
+  EXPECT_EQ(ae.quality_name, "test MSE");
+  EXPECT_FALSE(ae.quality_higher_is_better);
+
+  nlohmann::json gan = train_report({1}, {});
+  gan["model"] = "gan";
+  gan["history"][0]["score"] = {{"score", 3.5}};
+  const RunRecord g = record_from_train_report(run, cpu_level("avx2", true), gan, 2, 0);
+  EXPECT_EQ(g.quality_name, "GAN score");
+  EXPECT_EQ(g.quality, 3.5);
+}
+
+TEST(StudyRunner, TheCommandCarriesTheRunsSettings) {
+  StudyRun run;
+  run.network = "lenet";
+  run.precision = "fp16";
+  run.batch = 32;
+  run.limit = 640;
+  run.lr = 0.05;
+  run.threads = 1;
+  RunContext context;
+  context.program = "/bin/retrograd";
+  const std::vector<std::string> argv = train_command(run, gpu(), context, "out.json");
+  std::string text;
+  for (const std::string& a : argv) text += a + " ";
+  EXPECT_NE(text.find("--model lenet"), std::string::npos);
+  EXPECT_NE(text.find("--train-precision fp16"), std::string::npos);
+  EXPECT_NE(text.find("--batch 32"), std::string::npos);
+  EXPECT_NE(text.find("--limit 640"), std::string::npos);
+  EXPECT_NE(text.find("--lr 0.05"), std::string::npos);
+  EXPECT_NE(text.find("--threads 1"), std::string::npos);
+  EXPECT_NE(text.find("--device cl:0:0"), std::string::npos);
+  EXPECT_EQ(text.find("--profile-device"), std::string::npos);  // only the companion run waits on kernels
+  EXPECT_NE(text.find("--json out.json"), std::string::npos);
+  EXPECT_EQ(command_text(train_command(run, cpu_level("sse2", false), context, "x.json"), cpu_level("sse2", false))
+                .rfind("RETROGRAD_ISA=sse2 retrograd train", 0),
+            0u);
+}
+
+TEST(ChildProcess, ReportsExitOutputAndSignals) {
+  const std::string log = ::testing::TempDir() + "child.log";
+  ChildSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo \"said $RG_STUDY_TEST\"; exit 3"};
+  spec.env = {{"RG_STUDY_TEST", "hello"}};
+  spec.output_path = log;
+  auto done = run_child(spec);
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  EXPECT_EQ(done.value().exit_code, 3);
+  EXPECT_EQ(done.value().describe(), "exit code 3");
+  EXPECT_GT(done.value().peak_rss_bytes, 0);
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "said hello\n");
+
+  spec.argv = {"/bin/sh", "-c", "kill -9 $$"};
+  auto killed = run_child(spec);
+  ASSERT_TRUE(killed.ok());
+  EXPECT_EQ(killed.value().signal, 9);
+  EXPECT_NE(killed.value().describe().find("signal 9"), std::string::npos);
+
+  spec.argv = {"/no/such/program"};
+  EXPECT_FALSE(run_child(spec).ok());
+  spec.argv = {"/bin/true"};
+  spec.output_path = "/no/such/folder/log";
+  auto unwritable = run_child(spec);
+  ASSERT_FALSE(unwritable.ok());
+  EXPECT_NE(unwritable.status().message().find("/no/such/folder/log"), std::string::npos);
+}
+
+// A study of one network by hand: fp32 and fp16 on the CPU, batch-speed points, one thread.
+RunRecord measured(const std::string& part, const std::string& precision, int64_t batch, double samples_per_s,
+                   double quality, double rss = 100e6, int threads = 0) {
+  RunRecord r;
+  r.run.part = part;
+  r.run.network = "mlp";
+  r.run.precision = precision;
+  r.run.batch = batch;
+  r.run.threads = threads;
+  r.ok = true;
+  r.samples_per_s = samples_per_s;
+  r.quality_name = "test accuracy";
+  r.quality = quality;
+  r.peak_rss_bytes = rss;
+  return r;
+}
+
+StudyResult hand_study() {
+  StudyResult s;
+  s.config = default_study_config(true);
+  s.config.networks = {"mlp"};
+  s.machine.logical_cpus = 2;
+  s.devices = {cpu_level("avx2", true)};
+  s.runs = {measured("devices", "fp32", 64, 1000, 0.85, 100e6), measured("devices", "fp16", 64, 1200, 0.848, 100e6),
+            measured("devices", "int8-train", 64, 1500, 0.80, 100e6), measured("batch-speed", "fp32", 16, 500, 0.85, 90e6),
+            measured("batch-speed", "fp32", 128, 1400, 0.85, 110e6), measured("batch-speed", "fp32", 256, 1600, 0.85, 130e6)};
+  return s;
+}
+
+TEST(Advisor, PicksTheFastestPrecisionWhoseQualityHoldsAndPredictsFromMeasurements) {
+  StudyResult s = hand_study();
+  auto advice = advise(s, "mlp", 0);
+  ASSERT_TRUE(advice.ok()) << advice.status().message();
+  const Advice& a = advice.value();
+  EXPECT_EQ(a.precision, "fp16");  // int8-train was faster but 5 points worse
+  EXPECT_EQ(a.batch, 256);         // no accuracy sweep: the fastest measured batch
+  EXPECT_EQ(a.micro_batch, 256);
+  EXPECT_DOUBLE_EQ(a.predicted_samples_per_s, 1600 * 1.2);  // fp32 at 256 x fp16's factor at 64
+  EXPECT_DOUBLE_EQ(a.predicted_steps_per_s, 1600 * 1.2 / 256);
+  bool said_why_not_int8 = false;
+  for (const std::string& reason : a.reasons) {
+    said_why_not_int8 |= reason.find("int8-train") != std::string::npos && reason.find("tolerance") != std::string::npos;
+  }
+  EXPECT_TRUE(said_why_not_int8);
+  EXPECT_EQ(a.threads, 0);
+}
+
+TEST(Advisor, TheBatchStopsWhereTheAccuracySweepFell) {
+  StudyResult s = hand_study();
+  for (int64_t batch : {32, 64, 128, 256}) {
+    RunRecord r = measured("batch", "fp32", batch, 1000, batch <= 64 ? 0.85 : 0.80);
+    s.runs.push_back(r);
+  }
+  auto advice = advise(s, "mlp", 0);
+  ASSERT_TRUE(advice.ok());
+  EXPECT_EQ(advice.value().batch, 64);
+  EXPECT_DOUBLE_EQ(advice.value().predicted_samples_per_s, 1000 * 1.2);
+}
+
+TEST(Advisor, AMemoryBudgetSplitsTheBatchAndTooSmallABudgetIsRefused) {
+  StudyResult s = hand_study();
+  // Peak RSS = 80 MB + 0.1875 MB a sample over batches 16..256: 128 MB holds 256 samples' no more.
+  auto advice = advise(s, "mlp", static_cast<int64_t>(110e6));
+  ASSERT_TRUE(advice.ok()) << advice.status().message();
+  EXPECT_EQ(advice.value().batch, 256);
+  EXPECT_LT(advice.value().micro_batch, 256);
+  EXPECT_LE(advice.value().predicted_peak_rss_bytes, 110e6);
+  EXPECT_EQ(advice.value().command.back(), "110000000");
+  auto refused = advise(s, "mlp", static_cast<int64_t>(10e6));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--mem-budget"), std::string::npos);
+}
+
+TEST(Advisor, OneThreadWhenTheSecondAddsNothingAndNoRunsIsAnError) {
+  StudyResult s = hand_study();
+  s.runs.push_back(measured("threads", "fp32", 64, 990, 0.85, 100e6, 1));
+  auto advice = advise(s, "mlp", 0);
+  ASSERT_TRUE(advice.ok());
+  EXPECT_EQ(advice.value().threads, 1);
+  EXPECT_NE(advice_text(advice.value()).find("--threads 1"), std::string::npos);
+  auto none = advise(s, "lenet", 0);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no successful fp32 run of lenet"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rg
+
+// The commands end to end, on generated data: a small study of the mlp, then advice from it.
+#include "cli_run.h"
+
+namespace rg {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(StudyCli, ASmallStudyWritesEveryReportFileAndAdviceFollowsFromIt) {
+  const std::string dir = ::testing::TempDir() + "study-cli";
+  const Outcome study = run("study --quick --data synthetic --networks mlp --parts devices,batch-speed,threads "
+                            "--isa-ladder none --no-opencl --seconds 0.2 --out " + dir);
+  ASSERT_EQ(study.code, 0) << study.output;
+  EXPECT_NE(study.output.find("study done"), std::string::npos);
+  auto parsed = study_result_from_json(nlohmann::json::parse(read_text(dir + "/study.json")));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const StudyResult& s = parsed.value();
+  EXPECT_TRUE(s.finished);
+  EXPECT_GT(s.machine.cpu_mhz_measured, 0);
+  EXPECT_EQ(s.runs.size(), s.commands.size());
+  int devices_runs = 0;
+  for (const RunRecord& r : s.runs) {
+    EXPECT_TRUE(r.ok) << r.run.id() << ": " << r.error;
+    EXPECT_GT(r.samples_per_s, 0);
+    EXPECT_GT(r.peak_rss_bytes, 0);
+    devices_runs += r.run.part == "devices";
+  }
+  EXPECT_EQ(devices_runs, 3);  // fp32, fp16, int8-train on the best level only (--isa-ladder none)
+  ASSERT_EQ(s.advice.size(), 1u);
+  EXPECT_TRUE(s.advice[0].contains("predicted_steps_per_s")) << s.advice[0].dump();
+  for (const char* file : {"report.html", "report.md", "runs.csv", "estimates.csv"}) {
+    EXPECT_FALSE(read_text(dir + "/" + file).empty()) << file;
+  }
+  EXPECT_NE(read_text(dir + "/report.html").find("<svg"), std::string::npos);
+
+  const Outcome advice = run("advise --model mlp --study " + dir + "/study.json --json " + dir + "/advice.json");
+  ASSERT_EQ(advice.code, 0) << advice.output;
+  EXPECT_NE(advice.output.find("predicted"), std::string::npos);
+  EXPECT_NE(advice.output.find("retrograd train --model mlp"), std::string::npos);
+  const nlohmann::json written = nlohmann::json::parse(read_text(dir + "/advice.json"));
+  EXPECT_EQ(written["network"], "mlp");
+
+  const Outcome budget = run("advise --model mlp --mem-budget 1K --study " + dir + "/study.json");
+  EXPECT_EQ(budget.code, 2);
+  EXPECT_NE(budget.output.find("--mem-budget"), std::string::npos);
+}
+
+TEST(StudyCli, WithoutOpenClTheReportIsCompleteAndSaysWhy) {
+  const std::string dir = ::testing::TempDir() + "study-no-opencl";
+  setenv("RETROGRAD_OPENCL_LIBRARY", "/no/such/libOpenCL.so.1", 1);
+  const Outcome study = run("study --quick --data synthetic --networks mlp --precisions fp32 --parts devices "
+                            "--isa-ladder none --seconds 0.1 --out " + dir);
+  unsetenv("RETROGRAD_OPENCL_LIBRARY");
+  ASSERT_EQ(study.code, 0) << study.output;
+  auto parsed = study_result_from_json(nlohmann::json::parse(read_text(dir + "/study.json")));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_NE(parsed.value().machine.opencl_note.find("no OpenCL loader"), std::string::npos);
+  for (const StudyDevice& d : parsed.value().devices) EXPECT_FALSE(d.opencl);
+  EXPECT_NE(read_text(dir + "/report.html").find("no OpenCL loader"), std::string::npos);
+}
+
+TEST(StudyCli, BadInputIsNamed) {
+  const std::string dir = ::testing::TempDir();
+  Outcome o = run("study --networks mlp,nosuch --out " + dir + "x");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("'nosuch' is not a preset"), std::string::npos) << o.output;
+  o = run("study --precisions fp16 --out " + dir + "x");
+  EXPECT_NE(o.output.find("starts with fp32"), std::string::npos) << o.output;
+  o = run("study --parts devices,nope --out " + dir + "x");
+  EXPECT_NE(o.output.find("'nope' is not a part"), std::string::npos) << o.output;
+  o = run("advise");
+  EXPECT_NE(o.output.find("needs --model"), std::string::npos) << o.output;
+  o = run("advise --model mlp --study " + dir + "no-such-study.json");
+  EXPECT_NE(o.output.find("no-such-study.json: no such file"), std::string::npos) << o.output;
+  const std::string corrupt = dir + "corrupt-study.json";
+  std::ofstream(corrupt) << "{\"retrograd_study\": 1, \"date\": ";
+  o = run("advise --model mlp --study " + corrupt);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("corrupt-study.json: not JSON"), std::string::npos) << o.output;
+  std::ofstream(corrupt) << "{\"model\": \"mlp\"}";
+  o = run("advise --model mlp --study " + corrupt);
+  EXPECT_NE(o.output.find("not a retrograd study"), std::string::npos) << o.output;
+}
+
+}  // namespace
+}  // namespace rg
