@@ -39,6 +39,14 @@ ChartSeries series_of(const std::string& name, const std::vector<const RunRecord
   return s;
 }
 
+// The chart, or "" when no series has a point to draw (a chart of "no data" helps no one).
+std::string chart(const LineChart& c) {
+  for (const ChartSeries& s : c.series)
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) return render_line_chart(c, kChartWidth, kChartHeight);
+  return "";
+}
+
 double batch_of(const RunRecord& r) { return static_cast<double>(r.run.batch); }
 double lr_of(const RunRecord& r) { return r.run.lr; }
 
@@ -62,7 +70,7 @@ std::string batch_speed_chart(const StudyResult& result) {
     }
   }
   c.note = "fp32; higher is better";
-  return render_line_chart(c, kChartWidth, kChartHeight);
+  return chart(c);
 }
 
 std::string accuracy_header(const std::vector<const RunRecord*>& runs, int64_t epochs) {
@@ -107,8 +115,7 @@ void add_batch_section(Document& doc, const StudyResult& result) {
     memory.y_from_zero = true;
     memory.series.push_back(series_of("peak RSS", runs, batch_of, [](const RunRecord& r) { return r.peak_rss_bytes / 1048576; }));
     memory.series.push_back(series_of("peak tensors", runs, batch_of, [](const RunRecord& r) { return r.peak_tensor_bytes / 1048576; }));
-    doc.charts({render_line_chart(steps, kChartWidth, kChartHeight), render_line_chart(accuracy, kChartWidth, kChartHeight),
-                render_line_chart(memory, kChartWidth, kChartHeight), batch_speed_chart(result)});
+    doc.charts({chart(steps), chart(accuracy), chart(memory), batch_speed_chart(result)});
     Table t;
     t.caption = network + " over batch size on " + device + " (fp32, " + std::to_string(epochs) + " epochs each)";
     t.columns = {{"batch", true}, {"steps/s", true}, {"samples/s", true}, {"CPU utilisation", true},
@@ -183,10 +190,11 @@ void add_lr_section(Document& doc, const StudyResult& result) {
       }
       if (std::any_of(s.y.begin(), s.y.end(), [](double v) { return std::isfinite(v); })) curves.series.push_back(s);
     }
-    std::vector<std::string> charts = {render_line_chart(accuracy, kChartWidth, kChartHeight),
-                                       render_line_chart(time, kChartWidth, kChartHeight)};
-    if (!curves.series.empty()) charts.push_back(render_line_chart(curves, kChartWidth, kChartHeight));
-    doc.charts(charts);
+    doc.charts({chart(accuracy), chart(time), chart(curves)});
+    if (runs[0]->run.val_split > 0 &&
+        std::none_of(runs.begin(), runs.end(), [](const RunRecord* r) { return std::isfinite(r->time_to_target); }))
+      doc.note("No learning rate reached " + target + " validation accuracy within " + std::to_string(epochs) +
+               " epochs, so there is no time-to-target chart.");
     Table t;
     t.caption = network + " over learning rate on " + device;
     t.columns = {{"learning rate", true}, {acc, true}, {"time to " + target + " (s)", true},

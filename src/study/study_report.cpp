@@ -300,25 +300,34 @@ std::string study_report_html(const StudyResult& result) { return report::render
 
 std::string study_summary_text(const StudyResult& result) {
   using report::num;
+  // The fastest device per network at the devices part's batch, any precision.
+  auto fastest = [&](const std::string& network) -> std::string {
+    const RunRecord* best = nullptr;
+    for (const RunRecord* r : report::good_runs(result, "devices"))
+      if (r->run.network == network && (!best || r->samples_per_s > best->samples_per_s)) best = r;
+    if (!best) return "";
+    return "fastest device at batch " + std::to_string(best->run.batch) + ": " + report::device_label(result, best->run.device) +
+           " (" + best->run.precision + ", " + num(best->samples_per_s) + " samples/s)";
+  };
   std::string out;
+  std::vector<std::string> advised;
   for (const nlohmann::json& a : result.advice) {
     const std::string network = a.value("network", std::string("?"));
+    advised.push_back(network);
+    const std::string fast = fastest(network);
     if (a.contains("error")) {
-      out += network + ": no advice (" + report::one_line(a["error"].is_string() ? a["error"].get<std::string>() : "", 120) + ")\n";
+      out += network + ": no advice (" + report::one_line(a["error"].is_string() ? a["error"].get<std::string>() : "", 120) + ")" +
+             (fast.empty() ? "" : "; " + fast) + "\n";
       continue;
     }
     out += network + ": " + report::train_command(a) + "\n  predicted " + num(report::json_number(a, "predicted_steps_per_s")) +
            " steps/s (" + num(report::json_number(a, "predicted_samples_per_s")) + " samples/s) on " +
-           a.value("device", std::string("?")) + ", " + a.value("precision", std::string("?")) + "\n";
+           a.value("device", std::string("?")) + ", " + a.value("precision", std::string("?")) +
+           (fast.empty() ? "" : "; " + fast) + "\n";
   }
-  // The fastest device per network, any precision, from the devices part.
-  for (const std::string& network : report::study_networks(result)) {
-    const RunRecord* best = nullptr;
-    for (const RunRecord* r : report::good_runs(result, "devices"))
-      if (r->run.network == network && (!best || r->samples_per_s > best->samples_per_s)) best = r;
-    if (best)
-      out += "fastest device for " + network + ": " + report::device_label(result, best->run.device) + " in " +
-             best->run.precision + ", " + num(best->samples_per_s) + " samples/s\n";
+  for (const std::string& network : report::study_networks(result)) {  // measured but not advised
+    const std::string fast = fastest(network);
+    if (std::find(advised.begin(), advised.end(), network) == advised.end() && !fast.empty()) out += network + ": " + fast + "\n";
   }
   int failed = 0;
   for (const RunRecord& r : result.runs) failed += r.ok ? 0 : 1;
