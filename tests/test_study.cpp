@@ -75,6 +75,17 @@ TEST(StudyPlan, LowerLevelsRunFp32PrecisionsRunOnTheBestLevelAndDevices) {
   }
 }
 
+TEST(StudyPlan, QuickRunsAnOpenClCpuDeviceInFp32Only) {
+  StudyConfig config = default_study_config(true);
+  config.networks = {"mlp"};
+  config.parts = {"devices"};
+  StudyDevice pocl = gpu();
+  pocl.kind = "CPU";
+  EXPECT_EQ(count_runs(plan_study(config, {cpu_level("avx2", true), pocl}), "devices", 1), 1);
+  // The full study: fp16 too, for its 6 networks but dcgan (GANs train in fp32 only).
+  EXPECT_EQ(count_runs(plan_study(default_study_config(false), {cpu_level("avx2", true), pocl}), "devices", 1, "fp16"), 5);
+}
+
 TEST(StudyPlan, TheLadderCanBeNarrowed) {
   StudyConfig config = default_study_config(true);
   config.networks = {"mlp", "lenet"};
@@ -93,7 +104,8 @@ TEST(StudyPlan, RunsAreSizedToWholeBatchesWithinBounds) {
   EXPECT_EQ(size_run(1.0, 10, 1e6, 64, 0), 157 * 64);
   EXPECT_EQ(size_run(1.0, 10, 1e6, 64, 5000), 5000);     // no more than there is
   EXPECT_EQ(size_run(0.001, 10, 1e6, 64, 0), 2 * 64);    // at least 2 batches
-  EXPECT_EQ(size_run(1.0, 0, 1e6, 32, 0), 3 * 32);       // no speed known: 3 batches
+  EXPECT_EQ(size_run(1.0, 0, 1e6, 32, 0), 2 * 32);       // no speed known: the fewest batches
+  EXPECT_EQ(size_run(0.001, 10, 1e6, 64, 0, min_batches_per_epoch(gpu())), 25 * 64);  // a GPU's queue runs ahead
 }
 
 TEST(StudyRecord, JsonKeepsEveryFigureAndNotMeasuredStaysNotMeasured) {

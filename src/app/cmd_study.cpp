@@ -169,9 +169,12 @@ class RunSizer {
     if (!d.opencl && device > 0 && !devices_[device - 1].opencl) {
       if (auto it = known_.find({device - 1, network}); it != known_.end()) return 1.5 * it->second;
     }
+    // Another network on this device: the fastest (a GPU's GFLOP/s grow with the network's size).
+    double fastest = 0;
     for (const auto& [key, value] : known_) {
-      if (key.first == device) return value;
+      if (key.first == device) fastest = std::max(fastest, value);
     }
+    if (fastest > 0) return fastest;
     // CPUs reach a good share of their peak; GPUs on these small networks little.
     return d.peak.gflops > 0 ? d.peak.gflops * (d.kind == "GPU" ? 0.02 : 0.05) : 5;
   }
@@ -265,7 +268,8 @@ int run_study(int argc, char** argv) {
       const double gflops = sizer.gflops(run.device, run.network);
       run.limit = known != fp32_limit.end() && (run.precision != "fp32" || run.part == "threads")
                       ? known->second
-                      : size_run(config.seconds_per_run / run.epochs, gflops, flops[run.network], run.batch, 0);
+                      : size_run(config.seconds_per_run / run.epochs, gflops, flops[run.network], run.batch, 0,
+                                 min_batches_per_epoch(device));
       if (run.part == "devices" && run.precision == "fp32") fp32_limit[key] = run.limit;
       run.test_limit = run.part == "devices" ? std::clamp<int64_t>(run.limit * run.epochs, 1000, 10000) : 1000;
     }

@@ -88,7 +88,8 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
       const StudyDevice& device = devices[d];
       // Every precision on the best CPU level and on OpenCL devices; the lower ISA levels show
       // what each level of the CPU buys, in fp32.
-      const bool all_precisions = device.best_cpu || device.opencl;
+      // --quick: an OpenCL CPU device (PoCL: this same chip through another compiler) in fp32 only.
+      const bool all_precisions = device.best_cpu || (device.opencl && !(config.quick && device.kind == "CPU"));
       for (const std::string& network : config.networks) {
         if (!all_precisions && !on_ladder(config, network)) continue;
         for (const std::string& precision : config.precisions) {
@@ -173,11 +174,14 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
   return plan;
 }
 
-int64_t size_run(double seconds, double gflops, double train_flops_per_sample, int64_t batch, int64_t available) {
-  double samples = 3.0 * static_cast<double>(batch);
+int64_t min_batches_per_epoch(const StudyDevice& device) { return device.kind == "GPU" ? 25 : 2; }
+
+int64_t size_run(double seconds, double gflops, double train_flops_per_sample, int64_t batch, int64_t available,
+                 int64_t min_batches) {
+  double samples = static_cast<double>(min_batches * batch);
   if (gflops > 0 && train_flops_per_sample > 0) samples = seconds * gflops * 1e9 / train_flops_per_sample;
   int64_t batches = static_cast<int64_t>(std::ceil(samples / static_cast<double>(batch)));
-  batches = std::max<int64_t>(batches, 2);
+  batches = std::max<int64_t>(batches, min_batches);
   int64_t out = batches * batch;
   if (available > 0) out = std::min(out, std::max<int64_t>(available, batch));
   return out;

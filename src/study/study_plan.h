@@ -78,8 +78,14 @@ struct StudyPlan {
 // precisions after fp32. Combinations the trainers refuse are not run but listed.
 StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& devices);
 
-// Training samples for a devices run so that it takes about `seconds` at `gflops` (the speed
-// the device showed so far), a whole number of batches: at least 2, at most `available`.
-int64_t size_run(double seconds, double gflops, double train_flops_per_sample, int64_t batch, int64_t available);
+// Training samples for an epoch of a devices run so that it takes about `seconds` at `gflops`
+// (the speed the device showed so far), a whole number of batches: at least `min_batches`, at
+// most `available` (0: no bound).
+int64_t size_run(double seconds, double gflops, double train_flops_per_sample, int64_t batch, int64_t available,
+                 int64_t min_batches = 2);
+
+// The fewest batches an epoch of a speed run has on a device: a GPU's epoch of a few steps ends
+// before its queue does (the loss is read a step late), so its time would be short of the work.
+int64_t min_batches_per_epoch(const StudyDevice& device);
 
 }  // namespace rg
