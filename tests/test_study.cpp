@@ -82,6 +82,11 @@ TEST(StudyPlan, QuickRunsAnOpenClCpuDeviceInFp32Only) {
   StudyDevice pocl = gpu();
   pocl.kind = "CPU";
   EXPECT_EQ(count_runs(plan_study(config, {cpu_level("avx2", true), pocl}), "devices", 1), 1);
+  // With a GPU beside it, --quick leaves it out and says so.
+  const StudyPlan with_gpu = plan_study(config, {cpu_level("avx2", true), pocl, gpu()});
+  EXPECT_EQ(count_runs(with_gpu, "devices", 1), 0);
+  ASSERT_EQ(with_gpu.not_run.size(), 1u);
+  EXPECT_NE(with_gpu.not_run[0].find("leaves an OpenCL CPU device out"), std::string::npos);
   // The full study: fp16 too, for its 6 networks but dcgan (GANs train in fp32 only).
   EXPECT_EQ(count_runs(plan_study(default_study_config(false), {cpu_level("avx2", true), pocl}), "devices", 1, "fp16"), 5);
 }

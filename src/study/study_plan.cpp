@@ -83,9 +83,15 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
   for (size_t d = 0; d < devices.size(); ++d) {
     if (devices[d].best_cpu) best_cpu = static_cast<int>(d);
   }
+  const bool has_gpu = std::any_of(devices.begin(), devices.end(), [](const StudyDevice& d) { return d.kind == "GPU"; });
   if (has_part(config, "devices")) {
     for (size_t d = 0; d < devices.size(); ++d) {
       const StudyDevice& device = devices[d];
+      if (config.quick && device.opencl && device.kind == "CPU" && has_gpu) {
+        plan.not_run.push_back(device.label + " (" + device.name + "): --quick leaves an OpenCL CPU device out when " +
+                               "there is a GPU (it is this machine's CPU through another compiler); the full study runs it");
+        continue;
+      }
       // Every precision on the best CPU level and on OpenCL devices; the lower ISA levels show
       // what each level of the CPU buys, in fp32.
       // --quick: an OpenCL CPU device (PoCL: this same chip through another compiler) in fp32 only.
