@@ -81,7 +81,10 @@ TEST(StudyPlan, QuickRunsAnOpenClCpuDeviceInFp32Only) {
   config.parts = {"devices"};
   StudyDevice pocl = gpu();
   pocl.kind = "CPU";
-  EXPECT_EQ(count_runs(plan_study(config, {cpu_level("avx2", true), pocl}), "devices", 1), 1);
+  const StudyPlan alone = plan_study(config, {cpu_level("avx2", true), pocl});
+  EXPECT_EQ(count_runs(alone, "devices", 1), 1);
+  ASSERT_EQ(alone.not_run.size(), 1u);
+  EXPECT_NE(alone.not_run[0].find("in fp32 only"), std::string::npos);
   // With a GPU beside it, --quick leaves it out and says so.
   const StudyPlan with_gpu = plan_study(config, {cpu_level("avx2", true), pocl, gpu()});
   EXPECT_EQ(count_runs(with_gpu, "devices", 1), 0);

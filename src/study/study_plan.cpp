@@ -96,6 +96,10 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
       // what each level of the CPU buys, in fp32.
       // --quick: an OpenCL CPU device (PoCL: this same chip through another compiler) in fp32 only.
       const bool all_precisions = device.best_cpu || (device.opencl && !(config.quick && device.kind == "CPU"));
+      if (device.opencl && !all_precisions && config.precisions.size() > 1) {
+        plan.not_run.push_back(device.label + " in precisions other than fp32: --quick measures an OpenCL CPU device "
+                               "(this machine's CPU through another compiler) in fp32 only; the full study runs them");
+      }
       for (const std::string& network : config.networks) {
         if (!all_precisions && !on_ladder(config, network)) continue;
         for (const std::string& precision : config.precisions) {
