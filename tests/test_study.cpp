@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "study/advisor.h"
+#include "study/estimates.h"
 #include "study/child_process.h"
 #include "study/study_result.h"
 #include "study/study_runner.h"
@@ -325,6 +326,37 @@ StudyResult hand_study() {
             measured("devices", "int8-train", 64, 1500, 0.80, 100e6), measured("batch-speed", "fp32", 16, 500, 0.85, 90e6),
             measured("batch-speed", "fp32", 128, 1400, 0.85, 110e6), measured("batch-speed", "fp32", 256, 1600, 0.85, 130e6)};
   return s;
+}
+
+TEST(Estimates, AListedCpuTakesTheEfficiencyOfItsOwnKernelLevel) {
+  StudyResult s = hand_study();
+  s.machine.memory_bandwidth_gbs = 20;
+  s.devices = {cpu_level("sse3", false), cpu_level("avx2", true)};
+  for (RunRecord& r : s.runs) r.run.device = 1;
+  RunRecord sse3 = measured("devices", "fp32", 64, 400, 0.85);
+  sse3.run.device = 0;
+  s.runs.push_back(sse3);
+  const nlohmann::json estimates = estimate_other_machines(s);
+  int checked = 0;
+  for (const nlohmann::json& row : estimates) {
+    if (row["network"] != "mlp") continue;
+    const std::string machine = row["machine"];
+    if (machine == "AMD Athlon 64 X2 4200+") {  // SSE3: the sse3 kernels' efficiency
+      EXPECT_EQ(row["measured_on"], "Test CPU (sse3)");
+      ++checked;
+    }
+    if (machine == "AMD Ryzen 5 3600") {  // AVX2
+      EXPECT_EQ(row["measured_on"], "Test CPU (avx2)");
+      EXPECT_TRUE(row["estimated_samples_per_s"].is_number());
+      ++checked;
+    }
+    if (row["type"] != "CPU") {
+      EXPECT_TRUE(row["estimated_samples_per_s"].is_null()) << machine;  // no GPU measured: a ceiling only
+      EXPECT_NE(row["basis"].get<std::string>().find("no GPU measured here"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(checked, 2);
+  EXPECT_NE(estimates_csv(estimates).find("AMD Athlon 64 X2 4200+"), std::string::npos);
 }
 
 TEST(Advisor, PicksTheFastestPrecisionWhoseQualityHoldsAndPredictsFromMeasurements) {

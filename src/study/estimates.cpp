@@ -23,6 +23,40 @@ const RunRecord* best_fp32_run(const StudyResult& result, const std::string& net
   return best;
 }
 
+// The kernels' level a listed CPU would run, from its SIMD column ("MMX, SSE, SSE2, SSE3, SSE4a
+// (no SSSE3/SSE4.1)" -> sse3): remarks in brackets are dropped first.
+std::string isa_of_row(const HardwareSpec& spec) {
+  std::string text;
+  int depth = 0;
+  for (char c : spec.simd_isa) {
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (depth == 0 && c != ')') text += c;
+  }
+  auto has = [&](const char* word) { return hardware_name_matches(word, text); };
+  if (has("avx2")) return "avx2";
+  if (has("avx")) return "avx";
+  if (has("sse4&1") || has("sse4&2")) return "sse4.1";
+  if (has("ssse3")) return "ssse3";
+  if (has("sse3")) return "sse3";
+  return "sse2";
+}
+
+// FP32 flops a cycle a core of this machine's SIMD units reach at a kernel level (report/peak.h's
+// two-pipe assumption): what the peak becomes with the kernels capped there.
+double level_flops_per_cycle(const std::string& isa) { return isa == "avx2" ? 32 : isa == "avx" ? 16 : 8; }
+
+// The fp32 devices run of `network` on the CPU level `isa` here, or null.
+const RunRecord* fp32_run_at_level(const StudyResult& result, const std::string& network, const std::string& isa) {
+  for (const RunRecord& r : result.runs) {
+    const StudyDevice& d = result.devices[r.run.device];
+    if (r.ok && r.run.part == "devices" && r.run.network == network && r.run.precision == "fp32" && !d.opencl &&
+        d.isa == isa && r.samples_per_s > 0) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
 // This machine's roof for a device: its peak, and the bandwidth measured here (CPUs, PoCL) or
 // the table's (a listed GPU).
 Roof roof_here(const StudyResult& result, const StudyDevice& device) {
@@ -62,10 +96,30 @@ nlohmann::json estimate_other_machines(const StudyResult& result) {
           measured_on = device.name;
         }
       }
+      const StudyDevice* best_cpu = nullptr;
+      for (const StudyDevice& d : result.devices) best_cpu = d.best_cpu ? &d : best_cpu;
       for (const HardwareSpec& spec : table) {
         if ((spec.is_cpu()) == gpu) continue;
+        // A listed CPU is scaled by the efficiency measured here at the level its kernels would run
+        // (an Athlon 64 by the sse3 kernels'), where this CPU has that level.
+        const RunRecord* at_level = gpu || best_cpu == nullptr ? nullptr : fp32_run_at_level(result, network, isa_of_row(spec));
+        std::vector<MachineEstimate> row_estimates = estimates;
+        std::string row_measured_on = measured_on;
+        if (at_level != nullptr && at_level != measured) {
+          const StudyDevice& device = result.devices[at_level->run.device];
+          MeasuredHere here;
+          here.roof = roof_here(result, device);
+          here.roof.gflops *= level_flops_per_cycle(device.isa) / level_flops_per_cycle(best_cpu->isa);
+          here.samples_per_s = at_level->samples_per_s;
+          here.machine = device.name;
+          if (here.roof.gflops > 0 && here.roof.gbs > 0) {
+            row_estimates = estimate_machines(costs.value(), here, {spec});
+            for (MachineEstimate& e : row_estimates) e.spec = &spec;  // the row of `table`, not of the copy
+            row_measured_on = device.name;
+          }
+        }
         nlohmann::json row = {{"network", network}, {"machine", spec.device}, {"type", spec.type},
-                              {"measured_on", measured_on}};
+                              {"measured_on", row_measured_on}};
         const Roof roof = roof_of(spec);
         const bool has_roof = roof.gflops > 0 && roof.gbs > 0;
         row["ceiling_samples_per_s"] = has_roof ? number_or_null(1.0 / roofline_seconds_per_sample(costs.value(), roof))
@@ -76,7 +130,7 @@ nlohmann::json estimate_other_machines(const StudyResult& result) {
         row["basis"] = !has_roof ? "no peak or no bandwidth in the table"
                                  : std::string("no ") + (gpu ? "GPU" : "CPU") +
                                        " measured here: only the roofline ceiling (100% efficiency)";
-        for (const MachineEstimate& e : estimates) {
+        for (const MachineEstimate& e : row_estimates) {
           if (e.spec == nullptr || e.spec->device != spec.device) continue;
           row["estimated_samples_per_s"] = number_or_null(e.samples_per_s);
           row["efficiency"] = e.samples_per_s > 0 ? nlohmann::json(e.efficiency) : nlohmann::json();

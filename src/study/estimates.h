@@ -1,7 +1,9 @@
 // The study's estimates for the other machines of the hardware table: each network's fp32
 // speed measured here, scaled per layer by the roofline (report/roofline.h): a CPU measurement
-// to the table's CPUs, a GPU measurement to its GPUs. Every figure is marked an estimate; a
-// machine class not measured here gets only its roofline ceiling (100% efficiency).
+// to the table's CPUs, a GPU measurement to its GPUs. A listed CPU takes the efficiency measured
+// here at the ISA level its kernels would run (a Core 2 Duo E6600 the ssse3 kernels'), where this
+// CPU has that level; else the best level's. Every figure is marked an estimate; a machine class
+// not measured here gets only its roofline ceiling (100% efficiency).
 #pragma once
 
 #include <nlohmann/json.hpp>
