@@ -71,8 +71,12 @@ TEST(StudyPlan, LowerLevelsRunFp32PrecisionsRunOnTheBestLevelAndDevices) {
   EXPECT_EQ(count_runs(plan, "batch-speed", 1), 2 * 4);
   EXPECT_EQ(count_runs(plan, "threads", 1), 2);
   for (const StudyRun& r : plan.runs) {
-    if (r.part == "lr") EXPECT_GT(r.val_split, 0);
-    if (r.part == "threads") EXPECT_EQ(r.threads, 1);
+    if (r.part == "lr") {
+      EXPECT_GT(r.val_split, 0);
+    }
+    if (r.part == "threads") {
+      EXPECT_EQ(r.threads, 1);
+    }
   }
 }
 
@@ -95,6 +99,14 @@ TEST(StudyPlan, QuickRunsAnOpenClCpuDeviceInFp32Only) {
   EXPECT_EQ(count_runs(plan_study(default_study_config(false), {cpu_level("avx2", true), pocl}), "devices", 1, "fp16"), 5);
 }
 
+TEST(StudyPlan, TheQuickSweepAimsLowerThanTheFullOne) {
+  // The quick lr sweep trains the mlp 3 epochs, the full one lenet 10: each target must be reachable.
+  const StudyConfig quick = default_study_config(true), full = default_study_config(false);
+  EXPECT_LT(quick.target_accuracy, full.target_accuracy);
+  EXPECT_LT(quick.lr_epochs, full.lr_epochs);
+  EXPECT_EQ(quick.rates, full.rates);
+}
+
 TEST(StudyPlan, TheLadderCanBeNarrowed) {
   StudyConfig config = default_study_config(true);
   config.networks = {"mlp", "lenet"};
@@ -103,7 +115,9 @@ TEST(StudyPlan, TheLadderCanBeNarrowed) {
   const StudyPlan plan = plan_study(config, {cpu_level("sse2", false), cpu_level("avx2", true)});
   ASSERT_EQ(count_runs(plan, "devices", 0), 1);
   for (const StudyRun& r : plan.runs) {
-    if (r.device == 0) EXPECT_EQ(r.network, "lenet");
+    if (r.device == 0) {
+      EXPECT_EQ(r.network, "lenet");
+    }
   }
   EXPECT_EQ(plan.runs.size(), 1u + 2 * 3);
 }
@@ -433,7 +447,7 @@ std::string read_text(const std::string& path) {
 
 TEST(StudyCli, ASmallStudyWritesEveryReportFileAndAdviceFollowsFromIt) {
   const std::string dir = ::testing::TempDir() + "study-cli";
-  const Outcome study = run("study --quick --data synthetic --networks mlp --parts devices,batch-speed,threads "
+  const Outcome study = run("study --quick --data synthetic --networks mlp --parts devices,batch-speed,threads,lr "
                             "--isa-ladder none --no-opencl --seconds 0.2 --out " + dir);
   ASSERT_EQ(study.code, 0) << study.output;
   EXPECT_NE(study.output.find("study done"), std::string::npos);
@@ -451,6 +465,14 @@ TEST(StudyCli, ASmallStudyWritesEveryReportFileAndAdviceFollowsFromIt) {
     devices_runs += r.run.part == "devices";
   }
   EXPECT_EQ(devices_runs, 3);  // fp32, fp16, int8-train on the best level only (--isa-ladder none)
+  // The sweeps train on the whole training set (6000 generated samples, 10% held out), never sized by time.
+  int lr_runs = 0;
+  for (const RunRecord* r : runs_of_part(s, "lr")) {
+    EXPECT_EQ(r->samples_trained, 3 * 5400) << r->run.id();
+    EXPECT_EQ(r->history.size(), 3u);
+    ++lr_runs;
+  }
+  EXPECT_EQ(lr_runs, 6);
   ASSERT_EQ(s.advice.size(), 1u);
   EXPECT_TRUE(s.advice[0].contains("predicted_steps_per_s")) << s.advice[0].dump();
   for (const char* file : {"report.html", "report.md", "runs.csv", "estimates.csv"}) {

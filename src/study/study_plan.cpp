@@ -33,7 +33,7 @@ StudyConfig default_study_config(bool quick) {
     c.lr_epochs = 3;
     c.sweep_limit = 0;  // all of the training set: the mlp takes a second or two an epoch
     c.seconds_per_run = 0.8;
-    c.target_accuracy = 0.88;
+    c.target_accuracy = 0.83;  // the mlp reaches 0.80-0.85 in 3 epochs: where rates part
   } else {
     c.networks = {"mlp", "autoencoder", "lenet", "cnn", "rcnn", "dcgan"};
     c.precisions = {"fp32", "fp16", "int8-train", "int8-qat"};
