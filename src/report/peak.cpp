@@ -1,17 +1,11 @@
 // Peaks for efficiency figures: the published table first, the CPU's SIMD features second.
 #include "report/peak.h"
 
-#include <cstdio>
+#include "base/text_format.h"
 
 namespace rg {
 
 namespace {
-
-std::string format_number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
 
 std::string table_source(const HardwareSpec& spec) {
   return "data/hardware_specs.csv: " + spec.device + " (" + spec.sources + ")";
@@ -35,8 +29,8 @@ PeakFigure cpu_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& 
     peak.source = table_source(*spec);
     const double mhz = measured_mhz > 0 ? measured_mhz : spec->base_mhz;
     peak.gflops = cores * mhz * spec->flops_per_cycle_core / 1000;
-    peak.basis = core_text + " x " + format_number(mhz) + " MHz (" + (measured_mhz > 0 ? "measured" : "base clock, table") +
-                 ") x " + format_number(spec->flops_per_cycle_core) + " FP32 flops/cycle (table: " + spec->device + ")";
+    peak.basis = core_text + " x " + format_significant(mhz) + " MHz (" + (measured_mhz > 0 ? "measured" : "base clock, table") +
+                 ") x " + format_significant(spec->flops_per_cycle_core) + " FP32 flops/cycle (table: " + spec->device + ")";
     return peak;
   }
   if (measured_mhz <= 0) {
@@ -45,7 +39,7 @@ PeakFigure cpu_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& 
   }
   const double per_cycle = simd_flops_per_cycle(cpu.features);
   peak.gflops = cores * measured_mhz * per_cycle / 1000;
-  peak.basis = core_text + " x " + format_number(measured_mhz) + " MHz (measured) x " + format_number(per_cycle) +
+  peak.basis = core_text + " x " + format_significant(measured_mhz) + " MHz (measured) x " + format_significant(per_cycle) +
                " FP32 flops/cycle (derived from its SIMD features, two pipes assumed)";
   peak.source = "derived here: " + name + " is not in data/hardware_specs.csv";
   return peak;

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 
 #include "base/check.h"
 #include "base/memory.h"
+#include "base/text_format.h"
 #include "base/thread_pool.h"
 #include "nn/activation.h"
 #include "nn/batch_norm.h"
@@ -206,12 +206,6 @@ void add_model_costs(const Model& model, int64_t batch, const OptimizerConfig& o
   if (model.loss() != LossKind::none && losses > 0) costs->push_back(loss_cost(model, losses, prefix));
 }
 
-std::string format_number(double value, const char* format = "%.4g") {
-  char text[48];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
-
 }  // namespace
 
 std::vector<LayerCost> training_costs_per_sample(const Model& model, int64_t batch, const OptimizerConfig& optimizer) {
@@ -315,10 +309,10 @@ std::vector<MachineEstimate> estimate_machines(const std::vector<LayerCost>& cos
   if (missing_here.empty()) {
     // roofline seconds here / measured seconds here
     efficiency = roofline_seconds_per_sample(costs, here.roof) * here.samples_per_s;
-    efficiency_text = "x efficiency " + format_number(efficiency, "%.3g") + " measured here on " + here.machine;
+    efficiency_text = "x efficiency " + format_significant(efficiency, 3) + " measured here on " + here.machine;
     if (efficiency > 1) {
-      efficiency_text += " (above 1: the roof taken for here, " + format_number(here.roof.gflops) + " GFLOP/s and " +
-                         format_number(here.roof.gbs) + " GB/s, is too low, so these estimates are high)";
+      efficiency_text += " (above 1: the roof taken for here, " + format_significant(here.roof.gflops, 4) + " GFLOP/s and " +
+                         format_significant(here.roof.gbs, 4) + " GB/s, is too low, so these estimates are high)";
     }
   }
   for (const HardwareSpec& spec : table) {
@@ -338,13 +332,13 @@ std::vector<MachineEstimate> estimate_machines(const std::vector<LayerCost>& cos
     } else {
       estimate.samples_per_s = efficiency / roofline_seconds_per_sample(costs, there);
       estimate.compute_bound_share = compute_bound_share(costs, there);
-      std::string peak = format_number(there.gflops) + " GFLOP/s";
+      std::string peak = format_significant(there.gflops, 4) + " GFLOP/s";
       if (spec.is_cpu() && spec.cores > 0 && spec.boost_mhz > 0 && spec.flops_per_cycle_core > 0) {
         peak = std::to_string(spec.cores) + (spec.cores == 1 ? " core" : " cores") + " x " +
-               format_number(spec.boost_mhz) + " MHz x " + format_number(spec.flops_per_cycle_core) +
+               format_significant(spec.boost_mhz, 4) + " MHz x " + format_significant(spec.flops_per_cycle_core, 4) +
                " flops/cycle = " + peak;
       }
-      estimate.basis = "roofline " + peak + ", " + format_number(there.gbs) + " GB/s; " + efficiency_text;
+      estimate.basis = "roofline " + peak + ", " + format_significant(there.gbs, 4) + " GB/s; " + efficiency_text;
     }
     estimates.push_back(estimate);
   }

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 #include "base/memory.h"
+#include "base/text_format.h"
 
 namespace rg {
 
@@ -19,12 +19,6 @@ constexpr double kMseTolerance = 0.05;
 // A second thread is advised when it buys at least this much.
 constexpr double kThreadGain = 1.05;
 
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
-
 bool quality_holds(const RunRecord& candidate, const RunRecord& fp32) {
   if (!std::isfinite(candidate.quality) || !std::isfinite(fp32.quality)) return candidate.run.precision == "fp32";
   if (candidate.quality_higher_is_better) return candidate.quality >= fp32.quality - kAccuracyTolerance;
@@ -33,7 +27,7 @@ bool quality_holds(const RunRecord& candidate, const RunRecord& fp32) {
 
 std::string quality_text(const RunRecord& r) {
   if (!std::isfinite(r.quality)) return "no quality figure";
-  return r.quality_name + " " + fixed(r.quality, r.quality_higher_is_better ? 4 : 5);
+  return r.quality_name + " " + format_fixed(r.quality, r.quality_higher_is_better ? 4 : 5);
 }
 
 // Samples/s over batch sizes on one device for one network: the devices run (batch 64) and the
@@ -128,8 +122,8 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
     if (!quality_holds(r, fp32)) {
       if (r.samples_per_s > fp32.samples_per_s) {
         rejected += " " + r.run.precision + " on " + study.devices[r.run.device].label + " was faster (" +
-                    fixed(r.samples_per_s / fp32.samples_per_s, 2) + "x fp32) but its " + quality_text(r) + " against " +
-                    fixed(fp32.quality, 4) + " in fp32 is past the tolerance.";
+                    format_fixed(r.samples_per_s / fp32.samples_per_s, 2) + "x fp32) but its " + quality_text(r) + " against " +
+                    format_fixed(fp32.quality, 4) + " in fp32 is past the tolerance.";
       }
       continue;
     }
@@ -143,15 +137,15 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
   a.precision = chosen->run.precision;
   std::string others;
   for (const auto& [d, fp32] : fp32_by_device) {
-    if (d != a.device) others += (others.empty() ? " " : ", ") + study.devices[d].label + " " + fixed(fp32->samples_per_s, 0);
+    if (d != a.device) others += (others.empty() ? " " : ", ") + study.devices[d].label + " " + format_fixed(fp32->samples_per_s, 0);
   }
   a.reasons.push_back("device " + device.label + " (" + device.name + "): the fastest measured, " +
-                      fixed(chosen->samples_per_s, 0) + " samples/s in " + a.precision + " at batch 64" +
+                      format_fixed(chosen->samples_per_s, 0) + " samples/s in " + a.precision + " at batch 64" +
                       (others.empty() ? "" : "; fp32 elsewhere:" + others));
   const RunRecord& fp32_here = *fp32_by_device[a.device];
   if (a.precision != "fp32") {
-    a.reasons.push_back("precision " + a.precision + ": " + fixed(chosen->samples_per_s / fp32_here.samples_per_s, 2) +
-                        "x fp32's speed, " + quality_text(*chosen) + " against " + fixed(fp32_here.quality, 4) +
+    a.reasons.push_back("precision " + a.precision + ": " + format_fixed(chosen->samples_per_s / fp32_here.samples_per_s, 2) +
+                        "x fp32's speed, " + quality_text(*chosen) + " against " + format_fixed(fp32_here.quality, 4) +
                         " in fp32 (within the tolerance)." + rejected);
   } else {
     a.reasons.push_back("precision fp32: no other precision was both faster and as good here." + rejected);
@@ -177,7 +171,7 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
   }
   std::string measured;
   for (const SpeedPoint& p : curve) {
-    measured += (measured.empty() ? " " : ", ") + std::to_string(p.batch) + ": " + fixed(p.samples_per_s, 0);
+    measured += (measured.empty() ? " " : ", ") + std::to_string(p.batch) + ": " + format_fixed(p.samples_per_s, 0);
   }
   a.reasons.push_back("batch " + std::to_string(a.batch) + ": the fastest fp32 samples/s measured on " + device.label +
                       " (samples/s by batch:" + measured + ")" +
@@ -208,7 +202,7 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
     const double gain = fp32_here.samples_per_s / r.samples_per_s;
     if (gain < kThreadGain) a.threads = 1;
     a.reasons.push_back("threads " + (a.threads == 1 ? std::string("1") : std::to_string(study.machine.logical_cpus)) +
-                        ": all " + std::to_string(study.machine.logical_cpus) + " threads ran " + fixed(gain, 2) +
+                        ": all " + std::to_string(study.machine.logical_cpus) + " threads ran " + format_fixed(gain, 2) +
                         "x one thread's speed");
   }
   // The prediction: samples/s at the micro-batch from the fp32 curve, scaled by the precision's
@@ -220,7 +214,7 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
             (std::any_of(curve.begin(), curve.end(), [&](const SpeedPoint& p) { return p.batch == a.micro_batch; })
                  ? ""
                  : " (interpolated)") +
-            (a.precision == "fp32" ? "" : ", x " + fixed(precision_factor, 3) + " for " + a.precision + " (measured at batch 64)");
+            (a.precision == "fp32" ? "" : ", x " + format_fixed(precision_factor, 3) + " for " + a.precision + " (measured at batch 64)");
   a.command = {"--model", network, "--batch", std::to_string(a.batch)};
   if (a.precision != "fp32") a.command.insert(a.command.end(), {"--train-precision", a.precision});
   if (device.opencl) a.command.insert(a.command.end(), {"--device", device.device_arg});
@@ -250,8 +244,8 @@ nlohmann::json advice_json(const Advice& a) {
 std::string advice_text(const Advice& a) {
   std::string command = "retrograd train";
   for (const std::string& part : a.command) command += " " + part;
-  std::string text = a.network + ": " + command + "\n  predicted " + fixed(a.predicted_steps_per_s, 1) + " steps/s (" +
-                     fixed(a.predicted_samples_per_s, 0) + " samples/s) from " + a.basis + "\n";
+  std::string text = a.network + ": " + command + "\n  predicted " + format_fixed(a.predicted_steps_per_s, 1) + " steps/s (" +
+                     format_fixed(a.predicted_samples_per_s, 0) + " samples/s) from " + a.basis + "\n";
   for (const std::string& reason : a.reasons) text += "  - " + reason + "\n";
   return text;
 }

@@ -2,8 +2,8 @@
 #include "study/estimates.h"
 
 #include <cmath>
-#include <cstdio>
 
+#include "base/text_format.h"
 #include "report/hardware_table.h"
 #include "study/network_costs.h"
 
@@ -148,11 +148,7 @@ std::string estimates_csv(const nlohmann::json& estimates) {
                     "compute_bound_share,basis\n";
   auto cell = [](const nlohmann::json& v) -> std::string {
     if (v.is_null()) return "";
-    if (v.is_number()) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.6g", v.get<double>());
-      return text;
-    }
+    if (v.is_number()) return format_significant(v.get<double>());
     return csv_cell(v.get<std::string>());
   };
   for (const nlohmann::json& row : estimates) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/text_format.h"
 #include "report/svg_chart.h"
 
 namespace rg::report {
@@ -310,10 +311,7 @@ std::string render_markdown(const Document& doc) {
 std::string num(double value, int significant) { return std::isfinite(value) ? format_number(value, significant) : kNone; }
 
 std::string fixed(double value, int decimals) {
-  if (!std::isfinite(value)) return kNone;
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
+  return std::isfinite(value) ? format_fixed(value, decimals) : kNone;
 }
 
 std::string percent(double fraction, int decimals) {

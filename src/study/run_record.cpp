@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "base/text_format.h"
+
 namespace rg {
 
 namespace {
@@ -88,10 +90,7 @@ Status get(const nlohmann::json& j, const char* name, T& value) {
 template <class T>
 std::string csv_value(const T& value) {
   if constexpr (std::is_floating_point_v<T>) {
-    if (!std::isfinite(value)) return "";
-    char text[32];
-    std::snprintf(text, sizeof text, "%.6g", value);
-    return text;
+    return std::isfinite(value) ? format_significant(value) : std::string();
   } else if constexpr (std::is_same_v<T, bool>) {
     return value ? "true" : "false";
   } else if constexpr (std::is_integral_v<T>) {

@@ -6,18 +6,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/text_format.h"
 #include "data/files.h"
 #include "study/child_process.h"
 
 namespace rg {
 
 namespace {
-
-std::string number_text(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
-}
 
 double number_or_nan(const nlohmann::json& j, const char* name) {
   return j.contains(name) && j[name].is_number() ? j[name].get<double>() : NAN;
@@ -52,8 +47,8 @@ std::vector<std::string> train_command(const StudyRun& run, const StudyDevice& d
   if (!context.data.empty()) add("data", context.data);
   if (run.limit > 0) add("limit", std::to_string(run.limit));
   if (run.precision != "fp32") add("train-precision", run.precision);
-  if (run.lr > 0) add("lr", number_text(run.lr));
-  if (run.val_split > 0) add("val-split", number_text(run.val_split));
+  if (run.lr > 0) add("lr", format_significant(run.lr));
+  if (run.val_split > 0) add("val-split", format_significant(run.val_split));
   if (run.threads > 0) add("threads", std::to_string(run.threads));
   if (device.opencl) add("device", device.device_arg);
   if (run.profile) argv.push_back("--profile-device");

@@ -1,0 +1,19 @@
+#include "base/text_format.h"
+
+#include <cstdio>
+
+namespace rg {
+
+std::string format_significant(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*g", digits, value);
+  return text;
+}
+
+std::string format_fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+}  // namespace rg

@@ -1,0 +1,14 @@
+// Numbers as text for reports, basis strings and command lines: one place for the printf
+// formats the report writers share.
+#pragma once
+
+#include <string>
+
+namespace rg {
+
+// `digits` significant digits, trailing zeros dropped ("%.*g"): 3694.48, 0.03, 1e-05.
+std::string format_significant(double value, int digits = 6);
+// A fixed number of decimals ("%.*f"): 12.35.
+std::string format_fixed(double value, int decimals);
+
+}  // namespace rg
