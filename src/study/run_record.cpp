@@ -1,18 +1,18 @@
-// RunRecord to and from JSON and CSV: one list of fields (visit_fields) serves all three.
+// RunRecord and StudyDevice to and from JSON, and runs as CSV: one list of fields each serves all.
 #include "study/run_record.h"
 
 #include <cstdio>
 #include <type_traits>
 
 #include "base/text_format.h"
+#include "study/json_fields.h"
 
 namespace rg {
 
 namespace {
 
-// Calls visit(name, member) for every scalar field of a record (or of a const one).
-template <class Record, class Visit>
-void visit_fields(Record& r, Visit&& visit) {
+// Every scalar field of a record (history aside), for JSON and CSV.
+constexpr auto kRunFields = [](auto& r, auto&& visit) {
   visit("part", r.run.part);
   visit("network", r.run.network);
   visit("device", r.run.device);
@@ -52,40 +52,33 @@ void visit_fields(Record& r, Visit&& visit) {
   visit("epochs_to_target", r.epochs_to_target);
   visit("process_seconds", r.process_seconds);
   visit("process_cpu_seconds", r.process_cpu_seconds);
-}
+};
 
-template <class T>
-void put(nlohmann::json& j, const char* name, const T& value) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (!std::isfinite(value)) {
-      j[name] = nullptr;
-      return;
-    }
-  }
-  j[name] = value;
-}
+constexpr auto kEpochFields = [](auto& p, auto&& visit) {
+  visit("epoch", p.epoch);
+  visit("seconds", p.seconds);
+  visit("loss", p.loss);
+  visit("accuracy", p.accuracy);
+  visit("val_accuracy", p.val_accuracy);
+};
 
-// Reads j[name] into `value`: null is NaN for numbers; a missing or mistyped field is an error.
-template <class T>
-Status get(const nlohmann::json& j, const char* name, T& value) {
-  if (!j.contains(name)) return Status::error(std::string("missing field \"") + name + "\"");
-  const nlohmann::json& v = j.at(name);
-  if constexpr (std::is_floating_point_v<T>) {
-    if (v.is_null()) {
-      value = NAN;
-      return Status();
-    }
-    if (!v.is_number()) return Status::error(std::string("field \"") + name + "\" is not a number");
-  } else if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean()) return Status::error(std::string("field \"") + name + "\" is not true or false");
-  } else if constexpr (std::is_integral_v<T>) {
-    if (!v.is_number_integer()) return Status::error(std::string("field \"") + name + "\" is not a whole number");
-  } else {
-    if (!v.is_string()) return Status::error(std::string("field \"") + name + "\" is not text");
-  }
-  value = v.get<T>();
-  return Status();
-}
+constexpr auto kDeviceFields = [](auto& d, auto&& visit) {
+  visit("label", d.label);
+  visit("device_arg", d.device_arg);
+  visit("isa", d.isa);
+  visit("name", d.name);
+  visit("kind", d.kind);
+  visit("opencl", d.opencl);
+  visit("best_cpu", d.best_cpu);
+  visit("memory_bytes", d.memory_bytes);
+};
+
+constexpr auto kPeakFields = [](auto& p, auto&& visit) {
+  visit("gflops", p.gflops);
+  visit("basis", p.basis);
+  visit("source", p.source);
+  visit("from_table", p.from_table);
+};
 
 template <class T>
 std::string csv_value(const T& value) {
@@ -110,79 +103,48 @@ std::string csv_cell(const std::string& text) {
 }
 
 nlohmann::json run_record_json(const RunRecord& record) {
-  nlohmann::json j = nlohmann::json::object();
-  visit_fields(record, [&](const char* name, const auto& value) { put(j, name, value); });
+  nlohmann::json j = fields_json(record, kRunFields);
   j["history"] = nlohmann::json::array();
-  for (const EpochPoint& p : record.history) {
-    nlohmann::json point = nlohmann::json::object();
-    put(point, "epoch", p.epoch);
-    put(point, "seconds", p.seconds);
-    put(point, "loss", p.loss);
-    put(point, "accuracy", p.accuracy);
-    put(point, "val_accuracy", p.val_accuracy);
-    j["history"].push_back(point);
-  }
+  for (const EpochPoint& p : record.history) j["history"].push_back(fields_json(p, kEpochFields));
   return j;
 }
 
 Result<RunRecord> run_record_from_json(const nlohmann::json& json) {
   if (!json.is_object()) return Status::error("a run is not a JSON object");
   RunRecord record;
-  Status status;
-  visit_fields(record, [&](const char* name, auto& value) {
-    if (status.ok()) status = get(json, name, value);
-  });
-  RG_TRY(status);
+  RG_TRY(fields_from_json(json, record, kRunFields));
   if (!json.contains("history") || !json["history"].is_array()) return Status::error("missing field \"history\"");
   for (const nlohmann::json& point : json["history"]) {
     EpochPoint p;
-    RG_TRY(get(point, "epoch", p.epoch).with_context("history: "));
-    RG_TRY(get(point, "seconds", p.seconds).with_context("history: "));
-    RG_TRY(get(point, "loss", p.loss).with_context("history: "));
-    RG_TRY(get(point, "accuracy", p.accuracy).with_context("history: "));
-    RG_TRY(get(point, "val_accuracy", p.val_accuracy).with_context("history: "));
+    RG_TRY(fields_from_json(point, p, kEpochFields).with_context("history: "));
     record.history.push_back(p);
   }
   return record;
 }
 
 nlohmann::json study_device_json(const StudyDevice& d) {
-  nlohmann::json j = {{"label", d.label}, {"device_arg", d.device_arg}, {"isa", d.isa},   {"name", d.name},
-                      {"kind", d.kind},   {"opencl", d.opencl},         {"best_cpu", d.best_cpu},
-                      {"memory_bytes", d.memory_bytes}};
-  j["peak"] = {{"gflops", d.peak.gflops}, {"basis", d.peak.basis}, {"source", d.peak.source},
-               {"from_table", d.peak.from_table}};
+  nlohmann::json j = fields_json(d, kDeviceFields);
+  j["peak"] = fields_json(d.peak, kPeakFields);
   return j;
 }
 
 Result<StudyDevice> study_device_from_json(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("peak") || !j["peak"].is_object()) return Status::error("a device without \"peak\"");
   StudyDevice d;
-  RG_TRY(get(j, "label", d.label));
-  RG_TRY(get(j, "device_arg", d.device_arg));
-  RG_TRY(get(j, "isa", d.isa));
-  RG_TRY(get(j, "name", d.name));
-  RG_TRY(get(j, "kind", d.kind));
-  RG_TRY(get(j, "opencl", d.opencl));
-  RG_TRY(get(j, "best_cpu", d.best_cpu));
-  RG_TRY(get(j, "memory_bytes", d.memory_bytes));
-  const nlohmann::json& peak = j["peak"];
-  RG_TRY(get(peak, "gflops", d.peak.gflops).with_context("peak: "));
-  RG_TRY(get(peak, "basis", d.peak.basis).with_context("peak: "));
-  RG_TRY(get(peak, "source", d.peak.source).with_context("peak: "));
-  RG_TRY(get(peak, "from_table", d.peak.from_table).with_context("peak: "));
+  RG_TRY(fields_from_json(j, d, kDeviceFields));
+  RG_TRY(fields_from_json(j["peak"], d.peak, kPeakFields).with_context("peak: "));
   return d;
 }
 
 std::string run_records_csv(const std::vector<RunRecord>& records, const std::vector<StudyDevice>& devices) {
   std::string header = "device_label,device_name", out;
   const RunRecord names;
-  visit_fields(names, [&](const char* name, const auto&) { header += std::string(",") + name; });
+  kRunFields(names, [&](const char* name, const auto&) { header += std::string(",") + name; });
   out = header + "\n";
   for (const RunRecord& r : records) {
     const bool known = r.run.device >= 0 && r.run.device < static_cast<int>(devices.size());
     std::string row = known ? csv_cell(devices[r.run.device].label) + "," + csv_cell(devices[r.run.device].name) : ",";
-    visit_fields(r, [&](const char*, const auto& value) { row += "," + csv_value(value); });
+    kRunFields(r, [&](const char*, const auto& value) { row += "," + csv_value(value); });
     out += row + "\n";
   }
   return out;

@@ -1,53 +1,67 @@
 // study.json: the study's machine, devices, runs, estimates and advice.
 #include "study/study_result.h"
 
+#include "study/json_fields.h"
+
 namespace rg {
 
 namespace {
 
 constexpr int kStudyFormat = 1;
 
-template <class T>
-Status read(const nlohmann::json& j, const char* name, T& value) {
-  if (!j.contains(name)) return Status::error(std::string("missing field \"") + name + "\"");
-  try {
-    value = j.at(name).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    return Status::error(std::string("field \"") + name + "\" has the wrong type");
-  }
-  return Status();
-}
+// The study's own scalar fields and lists (the devices, runs, estimates and advice aside).
+constexpr auto kStudyFields = [](auto& r, auto&& visit) {
+  visit("date", r.date);
+  visit("version", r.version);
+  visit("quick", r.quick);
+  visit("seconds", r.seconds);
+  visit("finished", r.finished);
+  visit("commands", r.commands);
+  visit("not_run", r.not_run);
+};
+
+constexpr auto kMachineFields = [](auto& m, auto&& visit) {
+  visit("cpu", m.cpu);
+  visit("features", m.features);
+  visit("caches", m.caches);
+  visit("os", m.os);
+  visit("logical_cpus", m.logical_cpus);
+  visit("cores", m.cores);
+  visit("cpu_mhz", m.cpu_mhz);
+  visit("cpu_mhz_measured", m.cpu_mhz_measured);
+  visit("memory_bytes", m.memory_bytes);
+  visit("virtual_machine", m.virtual_machine);
+  visit("memory_bandwidth_gbs", m.memory_bandwidth_gbs);
+  visit("opencl_note", m.opencl_note);
+};
+
+constexpr auto kConfigFields = [](auto& c, auto&& visit) {
+  visit("networks", c.networks);
+  visit("precisions", c.precisions);
+  visit("parts", c.parts);
+  visit("sweep_network", c.sweep_network);
+  visit("batches", c.batches);
+  visit("rates", c.rates);
+  visit("sweep_epochs", c.sweep_epochs);
+  visit("lr_epochs", c.lr_epochs);
+  visit("sweep_limit", c.sweep_limit);
+  visit("seconds_per_run", c.seconds_per_run);
+  visit("speed_epochs", c.speed_epochs);
+  visit("speed_batches", c.speed_batches);
+  visit("target_accuracy", c.target_accuracy);
+};
 
 }  // namespace
 
 nlohmann::json study_result_json(const StudyResult& r) {
-  const StudyMachine& m = r.machine;
-  nlohmann::json j = {
-      {"retrograd_study", kStudyFormat},
-      {"date", r.date},
-      {"version", r.version},
-      {"quick", r.quick},
-      {"seconds", r.seconds},
-      {"finished", r.finished},
-      {"machine",
-       {{"cpu", m.cpu}, {"features", m.features}, {"caches", m.caches}, {"os", m.os},
-        {"logical_cpus", m.logical_cpus}, {"cores", m.cores}, {"cpu_mhz", m.cpu_mhz}, {"cpu_mhz_measured", m.cpu_mhz_measured},
-        {"memory_bytes", m.memory_bytes}, {"virtual_machine", m.virtual_machine},
-        {"memory_bandwidth_gbs", m.memory_bandwidth_gbs}, {"opencl_note", m.opencl_note}}},
-      {"config",
-       {{"networks", r.config.networks}, {"precisions", r.config.precisions}, {"parts", r.config.parts},
-        {"sweep_network", r.config.sweep_network}, {"batches", r.config.batches}, {"rates", r.config.rates},
-        {"sweep_epochs", r.config.sweep_epochs}, {"lr_epochs", r.config.lr_epochs},
-        {"sweep_limit", r.config.sweep_limit}, {"seconds_per_run", r.config.seconds_per_run},
-        {"speed_epochs", r.config.speed_epochs}, {"speed_batches", r.config.speed_batches},
-        {"target_accuracy", r.config.target_accuracy}}},
-      {"devices", nlohmann::json::array()},
-      {"runs", nlohmann::json::array()},
-      {"commands", r.commands},
-      {"not_run", r.not_run},
-      {"estimates", r.estimates},
-      {"advice", r.advice},
-  };
+  nlohmann::json j = fields_json(r, kStudyFields);
+  j["retrograd_study"] = kStudyFormat;
+  j["machine"] = fields_json(r.machine, kMachineFields);
+  j["config"] = fields_json(r.config, kConfigFields);
+  j["devices"] = nlohmann::json::array();
+  j["runs"] = nlohmann::json::array();
+  j["estimates"] = r.estimates;
+  j["advice"] = r.advice;
   for (const StudyDevice& d : r.devices) j["devices"].push_back(study_device_json(d));
   for (const RunRecord& run : r.runs) j["runs"].push_back(run_record_json(run));
   return j;
@@ -62,39 +76,10 @@ Result<StudyResult> study_result_from_json(const nlohmann::json& j) {
                          std::to_string(kStudyFormat) + ": run `retrograd study` again");
   }
   StudyResult r;
-  RG_TRY(read(j, "date", r.date));
-  RG_TRY(read(j, "version", r.version));
-  RG_TRY(read(j, "quick", r.quick));
-  RG_TRY(read(j, "seconds", r.seconds));
-  RG_TRY(read(j, "finished", r.finished));
+  RG_TRY(fields_from_json(j, r, kStudyFields));
   if (!j.contains("machine") || !j.contains("config")) return Status::error("missing field \"machine\" or \"config\"");
-  const nlohmann::json& m = j["machine"];
-  RG_TRY(read(m, "cpu", r.machine.cpu).with_context("machine: "));
-  RG_TRY(read(m, "features", r.machine.features).with_context("machine: "));
-  RG_TRY(read(m, "caches", r.machine.caches).with_context("machine: "));
-  RG_TRY(read(m, "os", r.machine.os).with_context("machine: "));
-  RG_TRY(read(m, "logical_cpus", r.machine.logical_cpus).with_context("machine: "));
-  RG_TRY(read(m, "cores", r.machine.cores).with_context("machine: "));
-  RG_TRY(read(m, "cpu_mhz", r.machine.cpu_mhz).with_context("machine: "));
-  RG_TRY(read(m, "cpu_mhz_measured", r.machine.cpu_mhz_measured).with_context("machine: "));
-  RG_TRY(read(m, "memory_bytes", r.machine.memory_bytes).with_context("machine: "));
-  RG_TRY(read(m, "virtual_machine", r.machine.virtual_machine).with_context("machine: "));
-  RG_TRY(read(m, "memory_bandwidth_gbs", r.machine.memory_bandwidth_gbs).with_context("machine: "));
-  RG_TRY(read(m, "opencl_note", r.machine.opencl_note).with_context("machine: "));
-  const nlohmann::json& c = j["config"];
-  RG_TRY(read(c, "networks", r.config.networks).with_context("config: "));
-  RG_TRY(read(c, "precisions", r.config.precisions).with_context("config: "));
-  RG_TRY(read(c, "parts", r.config.parts).with_context("config: "));
-  RG_TRY(read(c, "sweep_network", r.config.sweep_network).with_context("config: "));
-  RG_TRY(read(c, "batches", r.config.batches).with_context("config: "));
-  RG_TRY(read(c, "rates", r.config.rates).with_context("config: "));
-  RG_TRY(read(c, "sweep_epochs", r.config.sweep_epochs).with_context("config: "));
-  RG_TRY(read(c, "lr_epochs", r.config.lr_epochs).with_context("config: "));
-  RG_TRY(read(c, "sweep_limit", r.config.sweep_limit).with_context("config: "));
-  RG_TRY(read(c, "seconds_per_run", r.config.seconds_per_run).with_context("config: "));
-  RG_TRY(read(c, "speed_epochs", r.config.speed_epochs).with_context("config: "));
-  RG_TRY(read(c, "speed_batches", r.config.speed_batches).with_context("config: "));
-  RG_TRY(read(c, "target_accuracy", r.config.target_accuracy).with_context("config: "));
+  RG_TRY(fields_from_json(j["machine"], r.machine, kMachineFields).with_context("machine: "));
+  RG_TRY(fields_from_json(j["config"], r.config, kConfigFields).with_context("config: "));
   r.config.quick = r.quick;
   if (!j.contains("devices") || !j["devices"].is_array()) return Status::error("missing field \"devices\"");
   for (size_t i = 0; i < j["devices"].size(); ++i) {
@@ -112,8 +97,6 @@ Result<StudyResult> study_result_from_json(const nlohmann::json& j) {
     }
     r.runs.push_back(run.take());
   }
-  RG_TRY(read(j, "commands", r.commands));
-  RG_TRY(read(j, "not_run", r.not_run));
   if (j.contains("estimates")) r.estimates = j["estimates"];
   if (j.contains("advice")) r.advice = j["advice"];
   return r;
