@@ -391,6 +391,17 @@ TEST(Advisor, PicksTheFastestPrecisionWhoseQualityHoldsAndPredictsFromMeasuremen
   EXPECT_EQ(a.threads, 0);
 }
 
+TEST(Advisor, ALowerIsaLevelIsNeverAdvisedEvenWhenANoisyRunWasFaster) {
+  StudyResult s = hand_study();
+  s.devices.push_back(cpu_level("avx", false));
+  RunRecord lower = measured("devices", "fp32", 64, 5000, 0.85);
+  lower.run.device = 1;
+  s.runs.push_back(lower);
+  auto advice = advise(s, "mlp", 0);
+  ASSERT_TRUE(advice.ok());
+  EXPECT_EQ(advice.value().device_label, "cpu/avx2");
+}
+
 TEST(Advisor, TheBatchStopsWhereTheAccuracySweepFell) {
   StudyResult s = hand_study();
   for (int64_t batch : {32, 64, 128, 256}) {

@@ -110,6 +110,10 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
   std::string rejected;
   std::map<int, const RunRecord*> fp32_by_device;
   for (const RunRecord& r : study.runs) {
+    // The CPU at its best level only: the lower levels are the ladder (what each level is worth),
+    // a subset of the best one's instructions, and `train` runs the best unless told otherwise.
+    const StudyDevice& d = study.devices[r.run.device];
+    if (!d.opencl && !d.best_cpu) continue;
     if (r.ok && r.run.part == "devices" && r.run.network == network && r.run.precision == "fp32") fp32_by_device[r.run.device] = &r;
   }
   if (fp32_by_device.empty()) {
