@@ -74,6 +74,16 @@ std::string refusal(const std::string& network, const std::string& precision, co
   return "";
 }
 
+// A run of `part`: the network, the device and the epochs every run names; the rest as StudyRun's defaults.
+StudyRun new_run(const std::string& part, const std::string& network, int device, int64_t epochs) {
+  StudyRun run;
+  run.part = part;
+  run.network = network;
+  run.device = device;
+  run.epochs = epochs;
+  return run;
+}
+
 }  // namespace
 
 StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& devices) {
@@ -111,12 +121,8 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
             if (std::find(plan.not_run.begin(), plan.not_run.end(), note) == plan.not_run.end()) plan.not_run.push_back(note);
             continue;
           }
-          StudyRun run;
-          run.part = "devices";
-          run.network = network;
-          run.device = static_cast<int>(d);
+          StudyRun run = new_run("devices", network, static_cast<int>(d), config.speed_epochs);
           run.precision = precision;
-          run.epochs = config.speed_epochs;
           runs.push_back(run);
         }
       }
@@ -130,12 +136,8 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
   for (int d : sweep_devices) {
     for (const std::string& network : has_part(config, "batch-speed") ? config.networks : std::vector<std::string>{}) {
       for (int64_t batch : config.speed_batches) {
-        StudyRun run;
-        run.part = "batch-speed";
-        run.network = network;
-        run.device = d;
+        StudyRun run = new_run("batch-speed", network, d, config.speed_epochs);
         run.batch = batch;
-        run.epochs = config.speed_epochs;
         runs.push_back(run);
       }
     }
@@ -143,12 +145,8 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
   for (int d : sweep_devices) {
     if (has_part(config, "batch")) {
       for (int64_t batch : config.batches) {
-        StudyRun run;
-        run.part = "batch";
-        run.network = config.sweep_network;
-        run.device = d;
+        StudyRun run = new_run("batch", config.sweep_network, d, config.sweep_epochs);
         run.batch = batch;
-        run.epochs = config.sweep_epochs;
         run.limit = config.sweep_limit;
         run.test_limit = 10000;
         runs.push_back(run);
@@ -156,12 +154,8 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
     }
     if (has_part(config, "lr")) {
       for (double lr : config.rates) {
-        StudyRun run;
-        run.part = "lr";
-        run.network = config.sweep_network;
-        run.device = d;
+        StudyRun run = new_run("lr", config.sweep_network, d, config.lr_epochs);
         run.lr = lr;
-        run.epochs = config.lr_epochs;
         run.limit = config.sweep_limit;
         run.val_split = 0.1;
         run.test_limit = 10000;
@@ -172,12 +166,8 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
   // Threads: the best CPU level with one thread, for the advisor's choice of threads.
   if (has_part(config, "threads")) {
     for (const std::string& network : config.networks) {
-      StudyRun run;
-      run.part = "threads";
-      run.network = network;
-      run.device = best_cpu;
+      StudyRun run = new_run("threads", network, best_cpu, config.speed_epochs);
       run.threads = 1;
-      run.epochs = config.speed_epochs;
       runs.push_back(run);
     }
   }
