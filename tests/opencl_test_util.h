@@ -19,7 +19,7 @@
 #include "base/fp16.h"
 #include "base/memory.h"
 #include "base/rng.h"
-#include "cli_run.h"
+#include "portable.h"
 #include "nn/batch_norm.h"
 #include "nn/dropout.h"
 #include "nn/pooling.h"
@@ -57,10 +57,7 @@ namespace {
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 inline std::string temp_dir() {
-  static const std::string dir = [] {
-    std::string d = ::testing::TempDir() + "retrograd_opencl_XXXXXX";
-    return std::string(mkdtemp(&d[0]));
-  }();
+  static const std::string dir = make_temp_folder("retrograd_opencl_");
   return dir;
 }
 
@@ -75,35 +72,6 @@ inline std::string read_file(const std::string& path) {
   text << in.rdbuf();
   return text.str();
 }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  // `value` null: unset for the scope.
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ScopedEnv(const char* name, const std::string& value) : ScopedEnv(name, value.c_str()) {}
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
 
 // Allocation tests stop at this cap here; `retrograd probe` tries the real limit.
 constexpr int64_t kAllocTestCap = int64_t{16} << 20;

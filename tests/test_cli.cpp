@@ -2,7 +2,7 @@
 // nothing overwritten on bad input, --json fields, resume through the command line.
 #include <gtest/gtest.h>
 
-#include "cli_run.h"
+#include "portable.h"
 #include <zlib.h>
 
 #include <array>
@@ -14,15 +14,11 @@
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 namespace {
 
 std::string temp_dir() {
-  static const std::string dir = [] {
-    std::string d = ::testing::TempDir() + "retrograd_cli_XXXXXX";
-    return std::string(mkdtemp(&d[0]));
-  }();
+  static const std::string dir = make_temp_folder("retrograd_cli_");
   return dir;
 }
 
@@ -47,7 +43,7 @@ bool exists(const std::string& path) {
 // 255 as bytes, or 0 or 1 as float32 (type 0x0D) when `floats`.
 std::string write_idx_folder(const std::string& name, int n, bool floats = false) {
   const std::string dir = temp_dir() + "/" + name;
-  mkdir(dir.c_str(), 0755);
+  std::filesystem::create_directory(dir);
   auto be32 = [](uint32_t v) {
     return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
                        static_cast<char>(v)};

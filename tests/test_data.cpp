@@ -1,8 +1,6 @@
 // The dataset layer: IDX reading (raw and gzip) and every rule it enforces, the MNIST folder
 // layout, the validation split, synthetic data and gather's u8 -> f32 scaling.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "base/fp16.h"
 #include "base/rng.h"
 #include "data/dataset.h"
+#include "portable.h"
 
 namespace rg {
 namespace {
@@ -27,20 +27,19 @@ using Bytes = std::vector<uint8_t>;
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = ::testing::TempDir() + "rg_data_XXXXXX";
-    RG_CHECK(mkdtemp(&pattern[0]) != nullptr, "mkdtemp " << pattern);
-    path_ = pattern;
+    path_ = make_temp_folder("rg_data_");
   }
   ~TempDir() {
     for (const std::string& f : files_) std::remove(f.c_str());
-    for (auto d = dirs_.rbegin(); d != dirs_.rend(); ++d) rmdir(d->c_str());
-    rmdir(path_.c_str());
+    std::error_code ignored;
+    for (auto d = dirs_.rbegin(); d != dirs_.rend(); ++d) std::filesystem::remove(*d, ignored);
+    std::filesystem::remove(path_, ignored);
   }
   const std::string& path() const { return path_; }
 
   std::string subdir(const std::string& name) {
     const std::string dir = path_ + "/" + name;
-    RG_CHECK(mkdir(dir.c_str(), 0700) == 0, "mkdir " << dir);
+    RG_CHECK(std::filesystem::create_directory(dir), "mkdir " << dir);
     dirs_.push_back(dir);
     return dir;
   }

@@ -3,8 +3,6 @@
 // (planar -> HWC placement, truncated files, bad labels) and the command line reaching them.
 #include <gtest/gtest.h>
 
-#include "cli_run.h"
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
@@ -17,6 +15,7 @@
 
 #include "data/image_data.h"
 #include "data/image_io.h"
+#include "portable.h"
 #include "stb_image_write.h"
 
 namespace rg {
@@ -29,9 +28,7 @@ using Bytes = std::vector<uint8_t>;
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = ::testing::TempDir() + "rg_images_XXXXXX";
-    RG_CHECK(mkdtemp(&pattern[0]) != nullptr, "mkdtemp " << pattern);
-    path_ = pattern;
+    path_ = make_temp_folder("rg_images_");
   }
   ~TempDir() {
     std::error_code ignored;
@@ -336,7 +333,7 @@ TEST(ImageFolders, TrainTestLayoutLabelsShapesAndValues) {
   auto loaded = load_image_folders(tmp.path(), options_for(4, 4, 3));
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   const DataSplit& s = loaded.value();
-  const std::string base = fs::path(tmp.path()).filename();
+  const std::string base = fs::path(tmp.path()).filename().string();
   EXPECT_EQ(s.train.name, base + " train");
   EXPECT_EQ(s.test.name, base + " test");
   for (const Dataset* d : {&s.train, &s.test}) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "data/generated_images.h"
 #include "data/record_file.h"
 #include "model_util.h"
+#include "portable.h"
 #include "train/memory_plan.h"
 
 namespace rg {
@@ -104,9 +106,7 @@ TEST(MemoryPlan, TrainingPeaksAtThePrediction) {
 
 // A new empty folder for this run.
 std::string temp_folder(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "retrograd_memory_plan_" + name + "_XXXXXX";
-  EXPECT_NE(mkdtemp(&dir[0]), nullptr);
-  return dir;
+  return make_temp_folder("retrograd_memory_plan_" + name + "_");
 }
 
 // A file's bytes gzipped into `to`.
@@ -136,7 +136,7 @@ void expect_same_rows(const Dataset& a, const Dataset& b) {
 // streamed, raw and gzipped (inflated once into the cache folder).
 TEST(Streaming, IdxFilesStreamTheSameSamples) {
   const std::string dir = temp_folder("idx");
-  setenv("RETROGRAD_CACHE", (dir + "/cache").c_str(), 1);
+  const ScopedEnv cache("RETROGRAD_CACHE", dir + "/cache");
   const Dataset made = generated_images("made", Shape{28, 28, 1}, 50, 10, 3, 1);
   ASSERT_TRUE(write_idx_pair(made, dir + "/images", dir + "/labels").ok());
   auto in_memory = load_idx_pair(dir + "/images", dir + "/labels", "in memory");
@@ -169,17 +169,16 @@ TEST(Streaming, IdxFilesStreamTheSameSamples) {
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back.value().in_memory());
   expect_same_rows(back.value(), made);
-  unsetenv("RETROGRAD_CACHE");
 }
 
 // A cut-off image file is refused when opened, naming the file; a corrupt gzip one too, and
 // no half-inflated copy is left in the cache.
 TEST(Streaming, BadFilesAreNamed) {
   const std::string dir = temp_folder("bad");
-  setenv("RETROGRAD_CACHE", (dir + "/cache").c_str(), 1);
+  const ScopedEnv cache("RETROGRAD_CACHE", dir + "/cache");
   const Dataset made = generated_images("made", Shape{28, 28, 1}, 20, 10, 3, 1);
   ASSERT_TRUE(write_idx_pair(made, dir + "/images", dir + "/labels").ok());
-  ASSERT_EQ(truncate((dir + "/images").c_str(), 16 + 19 * 784 + 100), 0);
+  std::filesystem::resize_file(dir + "/images", 16 + 19 * 784 + 100);
   auto cut = open_idx_pair_streamed(dir + "/images", dir + "/labels", "cut");
   ASSERT_FALSE(cut.ok());
   EXPECT_NE(cut.status().message().find(dir + "/images"), std::string::npos) << cut.status().message();
@@ -195,7 +194,6 @@ TEST(Streaming, BadFilesAreNamed) {
   EXPECT_NE(broken.status().message().find("broken.gz"), std::string::npos) << broken.status().message();
   auto left = list_folder(dir + "/cache");
   EXPECT_TRUE(!left.ok() || left.value().empty()) << "no partial copy stays";
-  unsetenv("RETROGRAD_CACHE");
 }
 
 // Training on generated images read one micro-batch ahead on the prefetch thread gives the

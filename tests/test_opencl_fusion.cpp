@@ -71,13 +71,17 @@ GemmEpilogue fused_epilogue(Device& device, const EpilogueCase& e, const Epilogu
 // The unfused form over c [rows, n], in place: each layer's own kernels after the product.
 void unfused_epilogue(Device& device, const EpilogueCase& e, const EpilogueOperands& ops, DeviceSpan c) {
   const int64_t count = ops.rows * ops.n;
-  if (e.bias) ASSERT_TRUE(f32_add_bias(device, ops.rows, ops.n, ops.bias.f32(), c).ok());
+  if (e.bias) {
+    ASSERT_TRUE(f32_add_bias(device, ops.rows, ops.n, ops.bias.f32(), c).ok());
+  }
   if (e.affine) {
     auto bn = f32_batch_norm_forward(device, ops.rows, ops.n, false, 0.1, 1e-5, c, ops.gamma.f32(), ops.beta.f32(),
                                      ops.mean.f32(), ops.var.f32(), element_span(ops.saved, 8), c);
     ASSERT_TRUE(bn.ok()) << bn.status().message();
   }
-  if (e.activation.kind == FusedActivation::relu) ASSERT_TRUE(f32_relu_forward(device, count, c, c).ok());
+  if (e.activation.kind == FusedActivation::relu) {
+    ASSERT_TRUE(f32_relu_forward(device, count, c, c).ok());
+  }
   if (e.activation.kind == FusedActivation::leaky_relu) {
     ASSERT_TRUE(f32_leaky_relu_forward(device, count, e.activation.slope, c, c).ok());
   }
@@ -192,7 +196,9 @@ TEST(OpenclFusedKernels, BatchNormWithAnActivationGivesTheBitsOfBothLaunches) {
                                          y[w].f32(), w == 0 ? act : FusedActivation{});
         ASSERT_TRUE(bn.ok()) << bn.status().message();
       }
-      if (act.kind == FusedActivation::relu) ASSERT_TRUE(f32_relu_forward(device, count, y[1].f32(), y[1].f32()).ok());
+      if (act.kind == FusedActivation::relu) {
+        ASSERT_TRUE(f32_relu_forward(device, count, y[1].f32(), y[1].f32()).ok());
+      }
       if (act.kind == FusedActivation::leaky_relu) {
         ASSERT_TRUE(f32_leaky_relu_forward(device, count, act.slope, y[1].f32(), y[1].f32()).ok());
       }

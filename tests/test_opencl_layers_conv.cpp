@@ -230,7 +230,14 @@ TEST(OpenclConvLayers, AnImplicitGemmThatDoesNotBuildFallsBackToIm2col) {
   SKIP_WITHOUT_OPENCL();
   Device& device = *devices().at(0);
   const std::string dir = temp_dir() + "/no_implicit";
-  ASSERT_EQ(system(("mkdir -p " + dir + " && cp " RETROGRAD_SOURCE_DIR "/kernels/*.cl " RETROGRAD_SOURCE_DIR "/kernels/*.h " + dir).c_str()), 0);
+  std::filesystem::create_directories(dir);
+  for (const auto& entry : std::filesystem::directory_iterator(RETROGRAD_SOURCE_DIR "/kernels")) {
+    const std::string extension = entry.path().extension().string();
+    if (extension == ".cl" || extension == ".h") {
+      std::filesystem::copy_file(entry.path(), dir / entry.path().filename(),
+                                 std::filesystem::copy_options::overwrite_existing);
+    }
+  }
   const std::string gemm = read_file(dir + "/gemm.cl");
   write_file(dir + "/gemm.cl", "#if IMPLICIT_CONV\n#error no implicit GEMM on this device\n#endif\n" + gemm);
   ScopedEnv kernels("RETROGRAD_KERNELS_DIR", dir);

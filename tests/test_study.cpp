@@ -12,6 +12,7 @@
 #include "study/child_process.h"
 #include "study/study_result.h"
 #include "study/study_runner.h"
+#include "portable.h"
 
 namespace rg {
 namespace {
@@ -285,28 +286,40 @@ TEST(StudyRunner, TheCommandCarriesTheRunsSettings) {
 TEST(ChildProcess, ReportsExitOutputAndSignals) {
   const std::string log = ::testing::TempDir() + "child.log";
   ChildSpec spec;
+#if defined(_WIN32)
+  spec.argv = {"cmd", "/c", "echo said %RG_STUDY_TEST%& exit 3"};
+#else
   spec.argv = {"/bin/sh", "-c", "echo \"said $RG_STUDY_TEST\"; exit 3"};
+#endif
   spec.env = {{"RG_STUDY_TEST", "hello"}};
   spec.output_path = log;
   auto done = run_child(spec);
   ASSERT_TRUE(done.ok()) << done.status().message();
   EXPECT_EQ(done.value().exit_code, 3);
   EXPECT_EQ(done.value().describe(), "exit code 3");
-  EXPECT_GT(done.value().peak_rss_bytes, 0);
-  std::ifstream in(log);
+  // Wine answers GetProcessMemoryInfo with zeros once the child has exited; Windows does not.
+  if (!running_under_wine()) {
+    EXPECT_GT(done.value().peak_rss_bytes, 0);
+  }
+  std::ifstream in(log);  // text mode: Windows's "\r\n" reads as "\n"
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), "said hello\n");
-
+#if !defined(_WIN32)  // Windows has no signals: a process ends with an exit code only
   spec.argv = {"/bin/sh", "-c", "kill -9 $$"};
   auto killed = run_child(spec);
   ASSERT_TRUE(killed.ok());
   EXPECT_EQ(killed.value().signal, 9);
   EXPECT_NE(killed.value().describe().find("signal 9"), std::string::npos);
+#endif
 
   spec.argv = {"/no/such/program"};
   EXPECT_FALSE(run_child(spec).ok());
+#if defined(_WIN32)
+  spec.argv = {"cmd", "/c", "exit"};
+#else
   spec.argv = {"/bin/true"};
+#endif
   spec.output_path = "/no/such/folder/log";
   auto unwritable = run_child(spec);
   ASSERT_FALSE(unwritable.ok());
@@ -444,7 +457,6 @@ TEST(Advisor, OneThreadWhenTheSecondAddsNothingAndNoRunsIsAnError) {
 }  // namespace rg
 
 // The commands end to end, on generated data: a small study of the mlp, then advice from it.
-#include "cli_run.h"
 
 namespace rg {
 namespace {
@@ -505,10 +517,12 @@ TEST(StudyCli, ASmallStudyWritesEveryReportFileAndAdviceFollowsFromIt) {
 
 TEST(StudyCli, WithoutOpenClTheReportIsCompleteAndSaysWhy) {
   const std::string dir = ::testing::TempDir() + "study-no-opencl";
-  setenv("RETROGRAD_OPENCL_LIBRARY", "/no/such/libOpenCL.so.1", 1);
-  const Outcome study = run("study --quick --data synthetic --networks mlp --precisions fp32 --parts devices "
-                            "--isa-ladder none --seconds 0.1 --out " + dir);
-  unsetenv("RETROGRAD_OPENCL_LIBRARY");
+  Outcome study;
+  {
+    const ScopedEnv no_loader("RETROGRAD_OPENCL_LIBRARY", "/no/such/libOpenCL.so.1");
+    study = run("study --quick --data synthetic --networks mlp --precisions fp32 --parts devices "
+                "--isa-ladder none --seconds 0.1 --out " + dir);
+  }
   ASSERT_EQ(study.code, 0) << study.output;
   auto parsed = study_result_from_json(nlohmann::json::parse(read_text(dir + "/study.json")));
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();

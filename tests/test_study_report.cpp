@@ -6,15 +6,16 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "report/svg_chart.h"
 #include "study/study_report.h"
+#include "portable.h"
 #include "xml_check.h"
 
 namespace rg {
@@ -263,18 +264,18 @@ TEST(StudyReport, AStudyStoppedBeforeAnyRunIsStillAWellFormedPage) {
 }
 
 TEST(StudyReport, WritesTheFiveFiles) {
-  char dir[] = "/tmp/rg_study_report_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string dir = make_temp_folder("rg_study_report_");
   ASSERT_TRUE(write_study_report(small_study(), dir).ok());
   for (const char* name : {"report.html", "report.md", "runs.csv", "estimates.csv", "study.json"}) {
     const std::string path = std::string(dir) + "/" + name;
     std::ifstream in(path);
     std::stringstream text;
     text << in.rdbuf();
+    in.close();  // Windows removes no open file
     EXPECT_FALSE(text.str().empty()) << name;
     std::remove(path.c_str());
   }
-  rmdir(dir);
+  std::filesystem::remove(dir);
 }
 
 }  // namespace

@@ -7,7 +7,10 @@ Three kinds of input, any number of each:
                            TESTLOG may be "-" when no Meson run goes with the folder.
                            Every test case counts. A program listed in the Meson log that
                            failed without writing a report (a crash, a timeout) counts as one
-                           failed case, and so does a Meson log that is missing.
+                           failed case, and so does a Meson log that is missing. So does
+                           one that exited 0 without a report: it did not run its tests (a
+                           32-bit .exe under wine64 without 32-bit Wine prints nothing and
+                           exits 0).
   --xml-dir DIR            GoogleTest XML reports with no Meson log (tools/qemu_old_cpus.sh
                            writes its own and checks the exit codes itself).
   --checks FILE            one check a line, "PASS label" or "FAIL label: why", written by
@@ -15,6 +18,8 @@ Three kinds of input, any number of each:
                            empty file counts as one failed check: its script did not finish.
 Exits 1 when anything failed.
 Usage: count_tests.py RESULTS_DIR TESTLOG [RESULTS_DIR TESTLOG ...] [--xml-dir DIR ...] [--checks FILE ...]
+       count_tests.py --self-test RESULTS_FILE   (checks the rules above on made-up runs; writes
+                                                 PASS/FAIL lines for --checks)
 """
 import json
 import os
@@ -61,7 +66,7 @@ def count_xml_dir(results_dir, tally):
     return reported, programs_with_failures
 
 
-def count_meson_log(testlog, programs_with_failures, label, tally):
+def count_meson_log(testlog, reported, programs_with_failures, label, tally):
     if not os.path.exists(testlog):
         tally.fail(f"{label}{testlog} is missing: that test run did not happen")
         return
@@ -70,6 +75,9 @@ def count_meson_log(testlog, programs_with_failures, label, tally):
             if not line.strip():
                 continue
             entry = json.loads(line)
+            if entry.get("result") == "OK" and entry.get("name") not in reported:
+                tally.fail(f"{label}{entry.get('name')}: exited 0 without a GoogleTest report (its tests did not run)")
+                continue
             if entry.get("result") in ("OK", "SKIP", "EXPECTEDFAIL"):
                 continue
             if entry.get("name") in programs_with_failures:
@@ -96,7 +104,54 @@ def count_checks(path, tally):
             tally.fail(rest if word == "FAIL" else f"{path}: unreadable line {line!r}")
 
 
+def self_test(results_path):
+    """Made-up runs: a report that passed, one that failed, a program that exited 0 without a
+    report (a 32-bit .exe under wine64 alone), one that crashed, a missing log."""
+    import contextlib
+    import io
+    import tempfile
+    passing = '<testsuites><testsuite><testcase classname="A" name="b"/></testsuite></testsuites>'
+    failing = '<testsuites><testsuite><testcase classname="A" name="c"><failure/></testcase></testsuite></testsuites>'
+    cases = [  # label, reports {program: xml}, meson log entries {program: result}, (passed, failed)
+        ("a report that passed counts its case", {"p": passing}, {"p": "OK"}, (1, 0)),
+        ("a failed case counts once", {"p": failing}, {"p": "FAIL"}, (0, 1)),
+        ("exit 0 without a report is a failure", {}, {"p": "OK"}, (0, 1)),
+        ("a crash without a report is a failure", {}, {"p": "FAIL"}, (0, 1)),
+        ("a missing Meson log is a failure", {"p": passing}, None, (1, 1)),
+    ]
+    lines = []
+    for label, reports, log, want in cases:
+        with tempfile.TemporaryDirectory() as folder:
+            results = os.path.join(folder, "test-results")
+            os.makedirs(results)
+            for program, text in reports.items():
+                with open(os.path.join(results, program + ".xml"), "w") as f:
+                    f.write(text)
+            testlog = os.path.join(folder, "testlog.json")
+            if log is not None:
+                with open(testlog, "w") as f:
+                    for program, result in log.items():
+                        f.write(json.dumps({"name": program, "result": result}) + "\n")
+            tally = Tally()
+            with contextlib.redirect_stdout(io.StringIO()):
+                reported, with_failures = count_xml_dir(results, tally)
+                count_meson_log(testlog, reported, with_failures, "", tally)
+            got = (tally.passed, tally.failed)
+            lines.append(f"PASS count_tests: {label}" if got == want else
+                         f"FAIL count_tests: {label}: counted {got} (passed, failed), want {want}")
+    with open(results_path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    for line in lines:
+        print(line)
+    return 0 if all(line.startswith("PASS") for line in lines) else 1
+
+
 def main(argv):
+    if argv[:1] == ["--self-test"]:
+        if len(argv) != 2:
+            print("count_tests.py: --self-test needs RESULTS_FILE", file=sys.stderr)
+            return 2
+        return self_test(argv[1])
     xml_dirs, checks = [], []
     args = list(argv)
     positional = []
@@ -119,9 +174,9 @@ def main(argv):
 
     tally = Tally()
     for results_dir, testlog in pairs:
-        _, programs_with_failures = count_xml_dir(results_dir, tally)
+        reported, programs_with_failures = count_xml_dir(results_dir, tally)
         if testlog != "-":
-            count_meson_log(testlog, programs_with_failures, label_of(results_dir), tally)
+            count_meson_log(testlog, reported, programs_with_failures, label_of(results_dir), tally)
     for results_dir in xml_dirs:
         count_xml_dir(results_dir, tally)
     for path in checks:

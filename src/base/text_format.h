@@ -2,6 +2,7 @@
 // formats the report writers share.
 #pragma once
 
+#include <istream>
 #include <string>
 
 namespace rg {
@@ -10,5 +11,9 @@ namespace rg {
 std::string format_significant(double value, int digits = 6);
 // A fixed number of decimals ("%.*f"): 12.35.
 std::string format_fixed(double value, int decimals);
+
+// std::getline without the line's '\r' when it ended in "\r\n": a file saved on Windows
+// reads like one saved on Linux.
+bool read_line(std::istream& in, std::string& line);
 
 }  // namespace rg

@@ -6,13 +6,27 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace rg {
 
+namespace {
+// stat() of Microsoft's C runtime fails on a trailing separator ("data/"); POSIX allows it.
+std::string without_trailing_separator(const std::string& path) {
+  std::string trimmed = path;
+#ifdef _WIN32
+  while (trimmed.size() > 1 && (trimmed.back() == '/' || trimmed.back() == '\\') && trimmed[trimmed.size() - 2] != ':') {
+    trimmed.pop_back();
+  }
+#endif
+  return trimmed;
+}
+}  // namespace
+
 bool is_directory(const std::string& path) {
   struct stat info {};
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+  return stat(without_trailing_separator(path).c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
 bool is_regular_file(const std::string& path) {
@@ -51,6 +65,17 @@ std::string parent_path(const std::string& path) {
 std::string join_path(const std::string& dir, const std::string& name) {
   if (dir.empty()) return name;
   return dir + (dir.back() == '/' || dir.back() == '\\' ? "" : "/") + name;
+}
+
+std::string absolute_path(const std::string& path) {
+#ifdef _WIN32
+  char* absolute = _fullpath(nullptr, path.c_str(), 0);
+#else
+  char* absolute = realpath(path.c_str(), nullptr);
+#endif
+  const std::string result = absolute != nullptr ? absolute : path;
+  std::free(absolute);
+  return result;
 }
 
 std::string last_path_component(std::string path) {

@@ -3,8 +3,13 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
+#if defined(_WIN32)
+#include <io.h>
+#include <windows.h>
+#else
+#include <unistd.h>
+#endif
 
 #include <cerrno>
 #include <cstdio>
@@ -18,6 +23,34 @@
 
 namespace rg {
 
+namespace {
+
+#if defined(_WIN32)
+constexpr int kOpenFlags = O_RDONLY | O_BINARY;
+// Windows has no pread: ReadFile at an OVERLAPPED offset reads there without relying on the
+// descriptor's shared position, so prefetch threads may read at once. -1 on error, 0 at the end.
+int64_t read_at(int fd, uint8_t* out, size_t bytes, int64_t offset) {
+  const HANDLE handle = reinterpret_cast<HANDLE>(_get_osfhandle(fd));
+  OVERLAPPED at{};
+  at.Offset = static_cast<DWORD>(offset);
+  at.OffsetHigh = static_cast<DWORD>(static_cast<uint64_t>(offset) >> 32);
+  DWORD got = 0;
+  if (!ReadFile(handle, out, static_cast<DWORD>(bytes), &got, &at)) {
+    if (GetLastError() == ERROR_HANDLE_EOF) return 0;
+    errno = EIO;
+    return -1;
+  }
+  return got;
+}
+#else
+constexpr int kOpenFlags = O_RDONLY;
+int64_t read_at(int fd, uint8_t* out, size_t bytes, int64_t offset) {
+  return ::pread(fd, out, bytes, static_cast<off_t>(offset));
+}
+#endif
+
+}  // namespace
+
 Result<std::shared_ptr<const RecordFile>> RecordFile::open(const std::string& path, int64_t offset, int64_t row_bytes,
                                                            int64_t rows) {
   RG_ASSIGN(const int64_t bytes, file_size(path));
@@ -27,7 +60,7 @@ Result<std::shared_ptr<const RecordFile>> RecordFile::open(const std::string& pa
                          std::to_string(offset + row_bytes * rows) + " bytes, the file has " + std::to_string(bytes));
   }
   std::shared_ptr<RecordFile> file(new RecordFile());
-  file->fd_ = ::open(path.c_str(), O_RDONLY);
+  file->fd_ = ::open(path.c_str(), kOpenFlags);
   if (file->fd_ < 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
   file->path_ = path;
   file->offset_ = offset;
@@ -45,7 +78,7 @@ Status RecordFile::read(int64_t row, uint8_t* out) const {
   int64_t done = 0;
   const int64_t at = offset_ + row * row_bytes_;
   while (done < row_bytes_) {
-    const ssize_t got = ::pread(fd_, out + done, static_cast<size_t>(row_bytes_ - done), static_cast<off_t>(at + done));
+    const int64_t got = read_at(fd_, out + done, static_cast<size_t>(row_bytes_ - done), at + done);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) return Status::error(path_ + ": read error at byte " + std::to_string(at + done) + ": " + std::strerror(errno));
     if (got == 0) {
@@ -67,12 +100,14 @@ Result<bool> is_gzip_file(const std::string& path) {
 }
 
 std::string cache_folder() {
-  for (const char* name : {"RETROGRAD_CACHE", "XDG_CACHE_HOME", "HOME"}) {
+  // LOCALAPPDATA and TEMP: Windows, where HOME is usually not set.
+  for (const char* name : {"RETROGRAD_CACHE", "XDG_CACHE_HOME", "HOME", "LOCALAPPDATA", "TEMP"}) {
     const char* value = std::getenv(name);
     if (value == nullptr || *value == '\0') continue;
     const std::string dir = value;
     if (std::strcmp(name, "RETROGRAD_CACHE") == 0) return dir;
-    return join_path(dir, std::strcmp(name, "HOME") == 0 ? ".cache/retrograd" : "retrograd");
+    if (std::strcmp(name, "HOME") == 0) return join_path(dir, ".cache/retrograd");
+    return join_path(dir, std::strcmp(name, "TEMP") == 0 ? "retrograd-cache" : "retrograd");
   }
   return "/tmp/retrograd-cache";
 }
@@ -116,11 +151,8 @@ Result<std::string> inflated_cache_copy(const std::string& path) {
   if (!gzipped) return path;
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
-  char* absolute = realpath(path.c_str(), nullptr);
-  const std::string identity = std::string(absolute != nullptr ? absolute : path.c_str()) + "|" +
-                               std::to_string(static_cast<long long>(info.st_size)) + "|" +
+  const std::string identity = absolute_path(path) + "|" + std::to_string(static_cast<long long>(info.st_size)) + "|" +
                                std::to_string(static_cast<long long>(info.st_mtime));
-  std::free(absolute);
   std::string base = last_path_component(path);
   if (base.size() > 3 && base.compare(base.size() - 3, 3, ".gz") == 0) base.erase(base.size() - 3);
   const std::string dir = cache_folder();

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "base/text_format.h"
 #include "base/rng.h"
 #include "base/serial.h"
 #include "data/files.h"
@@ -151,7 +152,7 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
   };
   GemmTuning tuning;
   const std::string want = "for " + identity(device);
-  while (std::getline(in, line)) {
+  while (read_line(in, line)) {
     ++number;
     if (number == 1 && line != kMagic) return bad("not a GEMM tuning file (the first line must be '" + std::string(kMagic) + "')");
     if (number == 2 && line != want) return bad("made for another device, driver or kernel ('" + line + "', this is '" + want + "')");

@@ -22,7 +22,7 @@ double number_or_nan(const nlohmann::json& j, const char* name) {
 std::string failure_text(const std::string& path, size_t lines) {
   std::ifstream in(path);
   std::vector<std::string> kept, errors;
-  for (std::string line; std::getline(in, line);) {
+  for (std::string line; read_line(in, line);) {
     if (line.empty()) continue;
     if (line.rfind("retrograd: ", 0) == 0) errors.push_back(line.substr(11));
     kept.push_back(line);

@@ -315,7 +315,9 @@ inline __m256i requantize_8_avx2(__m256i x, __m256i multiplier, __m256i shift, _
 // 8 int32 lanes (each within int8) -> 8 bytes.
 inline int64_t narrow_8_avx2(__m256i v) {
   const __m128i packed16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  return _mm_cvtsi128_si64(_mm_packs_epi16(packed16, packed16));
+  int64_t bytes;  // a store, not _mm_cvtsi128_si64: that needs a 64-bit register (no i686)
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(&bytes), _mm_packs_epi16(packed16, packed16));
+  return bytes;
 }
 
 // 16 int32 lanes (each within int8) -> 16 bytes.

@@ -1,0 +1,130 @@
+// Test helpers that differ between POSIX and Windows: fresh temp folders, environment
+// variables for one scope, and running the retrograd binary for its output and exit code.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <sys/wait.h>
+#endif
+
+// A new empty folder under the test temp folder, named prefix + random letters.
+inline std::string make_temp_folder(const std::string& prefix) {
+  static std::mt19937_64 random{std::random_device{}()};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::string path = ::testing::TempDir() + prefix + std::to_string(random() % 1000000000);
+    std::error_code error;
+    if (std::filesystem::create_directory(path, error)) return path;
+  }
+  ADD_FAILURE() << "cannot create a temp folder " << ::testing::TempDir() << prefix << "*";
+  return ::testing::TempDir();
+}
+
+inline void set_env(const char* name, const char* value) {
+#if defined(_WIN32)
+  _putenv_s(name, value);
+#else
+  setenv(name, value, 1);
+#endif
+}
+
+inline void unset_env(const char* name) {
+#if defined(_WIN32)
+  _putenv_s(name, "");  // an empty value removes the variable
+#else
+  unsetenv(name);
+#endif
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  // `value` null: unset for the scope.
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      set_env(name, value);
+    } else {
+      unset_env(name);
+    }
+  }
+  ScopedEnv(const char* name, const std::string& value) : ScopedEnv(name, value.c_str()) {}
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    if (had_) {
+      set_env(name_, old_.c_str());
+    } else {
+      unset_env(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+// Wine's ntdll exports wine_get_version; Windows's does not.
+inline bool running_under_wine() {
+#if defined(_WIN32)
+  const HMODULE ntdll = GetModuleHandleA("ntdll.dll");
+  return ntdll != nullptr && GetProcAddress(ntdll, "wine_get_version") != nullptr;
+#else
+  return false;
+#endif
+}
+
+// The retrograd binary for a shell command. A cross build's tests run it the way Meson runs
+// them: through the exe wrapper (MESON_EXE_WRAPPER: qemu as the same old CPU), or on Windows
+// under Wine, where the build's Unix path "/x/y" is "Z:/x/y" (Wine maps Z: to the Unix root)
+// and the child is a Windows process already.
+inline std::string retrograd_binary() {
+  std::string path = RETROGRAD_BINARY;
+#if defined(_WIN32)
+  if (!path.empty() && path[0] == '/') path = "Z:" + path;
+  return "\"" + path + "\"";
+#else
+  const char* wrapper = std::getenv("MESON_EXE_WRAPPER");
+  return wrapper != nullptr && wrapper[0] != '\0' ? std::string(wrapper) + " " + path : path;
+#endif
+}
+
+struct Outcome {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs `retrograd ARGS` through the shell (cmd.exe on Windows).
+inline Outcome run(const std::string& args) {
+  const std::string command = retrograd_binary() + " " + args + " 2>&1";
+  Outcome outcome;
+#if defined(_WIN32)
+  // cmd /c strips the outer quotes of a line that starts with one: a second pair keeps them.
+  FILE* pipe = _popen(("\"" + command + "\"").c_str(), "rb");
+#else
+  FILE* pipe = popen(command.c_str(), "r");
+#endif
+  if (pipe == nullptr) return outcome;
+  std::array<char, 4096> buffer;
+  size_t got;
+  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.output.append(buffer.data(), got);
+#if defined(_WIN32)
+  outcome.code = _pclose(pipe);
+#else
+  const int status = pclose(pipe);
+  outcome.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+#endif
+  return outcome;
+}

@@ -1,0 +1,35 @@
+#!/bin/bash
+# Runs a Windows .exe under Wine, headless: a 64-bit one under the system's wine64, a 32-bit
+# one under the 32-bit Wine that tools/setup_cross.sh --wine32 unpacks in build-cross/wine32
+# (wine64 alone runs a 32-bit .exe as nothing: no output, exit 0). Each has its own prefix in
+# build-cross/, made on first use (about 10 s) under a lock, so parallel tests wait for it.
+# Meson's exe_wrapper for the MinGW cross files. Usage: tools/cross/wine_run.sh PROGRAM.exe [ARGS]
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+exe=$1
+# The PE header's machine field: 0x14c i386, 0x8664 x86-64 (offset at 0x3c, machine at +4).
+pe_offset=$(od -An -tu4 -j60 -N4 "$exe" 2>/dev/null | tr -d ' ')
+machine=$(od -An -tx2 -j$((pe_offset + 4)) -N2 "$exe" 2>/dev/null | tr -d ' ')
+case "$machine" in
+  8664) loader=/usr/lib/wine/wine64; prefix=$repo/build-cross/wine64-prefix ;;
+  014c)
+    loader=$repo/build-cross/wine32/usr/lib/wine/wine64; prefix=$repo/build-cross/wine32-prefix
+    if [ ! -f "$repo/build-cross/wine32/ready" ]; then
+      echo "wine_run.sh: no 32-bit Wine in build-cross/wine32 for $exe: run bash tools/setup_cross.sh --wine32" >&2
+      exit 2
+    fi ;;
+  *) echo "wine_run.sh: $exe is not a Windows x86 or x86-64 program (PE machine '${machine}')" >&2; exit 2 ;;
+esac
+export WINEPREFIX=$prefix WINEDEBUG=${WINEDEBUG:--all} WINEDLLOVERRIDES=${WINEDLLOVERRIDES:-mscoree,mshtml=}
+unset DISPLAY
+if [ ! -f "$prefix/system.reg" ]; then
+  mkdir -p "$(dirname "$prefix")"
+  (
+    flock 9
+    if [ ! -f "$prefix/system.reg" ]; then
+      "$loader" wineboot --init >/dev/null 2>&1
+      "$(dirname "$loader")/wineserver" -w
+    fi
+  ) 9>"$prefix.lock"
+fi
+exec "$loader" "$@"

@@ -1,0 +1,123 @@
+#!/bin/bash
+# Installs and prepares what the cross builds need (as root, Debian 12), quietly when done already:
+#   the cross compilers (i686-linux-gnu, and MinGW-w64's -posix compilers for std::thread),
+#   qemu-user (runs the i686 Linux build as old CPUs), wine64 (runs the x86_64 .exe), and in
+#   build-cross/deps/TRIPLET/ a pkg-config folder and the headers of the header-only libraries
+#   (xsimd, nlohmann/json, stb, OpenCL's C headers) linked from /usr/include, since a cross
+#   compiler must not search the host's /usr/include. zlib: MinGW's from libz-mingw-w64-dev;
+#   i386's from Debian's zlib1g-dev:i386, fetched as a package file (below).
+#   --wine32: also the 32-bit Wine for the i686 .exe, in build-cross/wine32/ (below).
+# i386 packages: `dpkg --add-architecture i386` fails on this mirror, so apt fetches them
+# with a private state folder (signatures checked as usual) and dpkg-deb unpacks them into
+# build-cross/; nothing of i386 is installed on the system.
+# Usage: bash tools/setup_cross.sh [--wine32] TRIPLET...   (i686-linux-gnu, i686-w64-mingw32,
+#        x86_64-w64-mingw32; none: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD/build-cross
+wine32=0
+triplets=()
+for arg in "$@"; do
+  case "$arg" in
+    --wine32) wine32=1 ;;
+    i686-linux-gnu|i686-w64-mingw32|x86_64-w64-mingw32) triplets+=("$arg") ;;
+    *) echo "setup_cross.sh: unknown argument $arg (--wine32, i686-linux-gnu, i686-w64-mingw32, x86_64-w64-mingw32)" >&2; exit 2 ;;
+  esac
+done
+[ ${#triplets[@]} -gt 0 ] || triplets=(i686-linux-gnu i686-w64-mingw32 x86_64-w64-mingw32)
+
+packages=(meson ninja-build pkg-config python3 libxsimd-dev nlohmann-json3-dev libstb-dev opencl-c-headers googletest
+  dataset-fashion-mnist)
+for t in "${triplets[@]}"; do
+  case "$t" in
+    i686-linux-gnu) packages+=(g++-i686-linux-gnu qemu-user libc6-i386) ;;  # libc6-i386: the 32-bit loader, for qemu-i386 and for the children a test starts
+    i686-w64-mingw32) packages+=(g++-mingw-w64-i686-posix libz-mingw-w64-dev wine64) ;;
+    x86_64-w64-mingw32) packages+=(g++-mingw-w64-x86-64-posix libz-mingw-w64-dev wine64) ;;
+  esac
+done
+[ $wine32 -eq 0 ] || packages+=(wine64 patchelf libz-mingw-w64-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup_cross.sh: missing packages: ${missing[*]}; run as root (or install them) first" >&2
+    exit 2
+  fi
+  echo "setup_cross.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Fetches i386 packages (Debian 12's, the version the mirror serves) into build-cross/debs/.
+fetch_i386() {
+  local apt_dir=$root/apt-i386
+  local options=(-o Dir::State="$apt_dir/state" -o Dir::Cache="$apt_dir/cache" -o APT::Architecture=i386
+    -o APT::Architectures::=i386 -o APT::Sandbox::User=root -o Debug::NoLocking=1)
+  mkdir -p "$apt_dir/state/lists/partial" "$apt_dir/cache/archives/partial" "$root/debs"
+  if [ ! -f "$apt_dir/updated" ]; then
+    # bookworm-updates and the security suite may lack i386 indices on this mirror: the
+    # main suite is enough, and a package missing from all of them fails the download below.
+    apt-get "${options[@]}" update -qq >/dev/null 2>&1 || true
+    touch "$apt_dir/updated"
+  fi
+  (cd "$root/debs" && apt-get "${options[@]}" download -qq "$@" >/dev/null) || {
+    echo "setup_cross.sh: could not fetch the i386 packages $* (see: apt-get ${options[*]} download $*)" >&2
+    exit 2
+  }
+}
+
+# build-cross/deps/TRIPLET: include/ (header-only libraries) and pkgconfig/*.pc for Meson.
+write_deps() {
+  local t=$1 deps=$root/deps/$1
+  mkdir -p "$deps/include" "$deps/pkgconfig"
+  for h in xsimd nlohmann stb CL; do ln -sfn "/usr/include/$h" "$deps/include/$h"; done
+  local pc=$deps/pkgconfig
+  printf 'Name: xsimd\nDescription: headers\nVersion: 8.1.0\nCflags: -I%s\n' "$deps/include" > "$pc/xsimd.pc"
+  printf 'Name: nlohmann_json\nDescription: headers\nVersion: 3.11.2\nCflags: -I%s\n' "$deps/include" > "$pc/nlohmann_json.pc"
+  printf 'Name: stb\nDescription: headers\nVersion: 0.0\nCflags: -I%s/stb\n' "$deps/include" > "$pc/stb.pc"
+  printf 'Name: OpenCL-Headers\nDescription: headers\nVersion: 3.0\nCflags: -I%s\n' "$deps/include" > "$pc/OpenCL-Headers.pc"
+  case "$t" in
+    *-mingw32)  # libz-mingw-w64-dev: zlib.h and libz.a in the compiler's own folders
+      printf 'Name: zlib\nDescription: zlib\nVersion: 1.2.13\nLibs: -lz\n' > "$pc/zlib.pc" ;;
+    i686-linux-gnu)
+      if [ ! -f "$deps/zlib/usr/lib/i386-linux-gnu/libz.a" ]; then
+        fetch_i386 zlib1g-dev:i386
+        rm -rf "$deps/zlib" && mkdir -p "$deps/zlib"
+        dpkg-deb -x "$(ls "$root"/debs/zlib1g-dev_*_i386.deb | head -1)" "$deps/zlib"
+      fi
+      # Static: the binary then needs no libz.so.1 on the old PC.
+      printf 'Name: zlib\nDescription: zlib\nVersion: 1.2.13\nCflags: -I%s\nLibs: %s\n' \
+        "$deps/zlib/usr/include" "$deps/zlib/usr/lib/i386-linux-gnu/libz.a" > "$pc/zlib.pc" ;;
+  esac
+}
+
+# build-cross/wine32: Debian's 32-bit Wine (wine32, libwine:i386, libc6:i386, libgcc-s1:i386)
+# unpacked beside a copy of the system's wine64, which starts it for a 32-bit .exe. Wine finds
+# its parts from where its loader lies: lib/wine/{wine64,wine,wineserver}, 64-bit DLLs under
+# lib/x86_64-linux-gnu/wine (linked to the system's) with i386-windows linked to the 32-bit
+# ones (the fake DLLs of syswow64 are made from there). The 32-bit loader's ELF interpreter
+# and library path point into the folder (patchelf). zlib1.dll: Wine's user32 needs it; Debian
+# copies it in at install time, so it is copied here.
+setup_wine32() {
+  local w=$root/wine32
+  [ -x "$w/usr/lib/wine/wine" ] && [ -f "$w/ready" ] && return 0
+  fetch_i386 wine32:i386 libwine:i386 libc6:i386 libgcc-s1:i386
+  rm -rf "$w" && mkdir -p "$w"
+  for name in wine32 libwine libc6 libgcc-s1; do
+    dpkg-deb -x "$(ls "$root"/debs/${name}_*_i386.deb | head -1)" "$w"
+  done
+  cp /usr/lib/wine/wine64 /usr/lib/wine/wineserver64 "$w/usr/lib/wine/"
+  mkdir -p "$w/usr/lib/x86_64-linux-gnu/wine"
+  for d in x86_64-unix x86_64-windows; do ln -sfn "/usr/lib/x86_64-linux-gnu/wine/$d" "$w/usr/lib/x86_64-linux-gnu/wine/$d"; done
+  ln -sfn "$w/usr/lib/i386-linux-gnu/wine/i386-windows" "$w/usr/lib/x86_64-linux-gnu/wine/i386-windows"
+  sed -i "s|/usr/lib/wine/|$w/usr/lib/wine/|g" "$w/usr/lib/wine/wineserver"
+  cp /usr/i686-w64-mingw32/lib/zlib1.dll "$w/usr/lib/i386-linux-gnu/wine/i386-windows/"
+  patchelf --set-interpreter "$w/lib/ld-linux.so.2" --set-rpath "$w/lib/i386-linux-gnu" "$w/usr/lib/wine/wine"
+  touch "$w/ready"
+}
+
+for t in "${triplets[@]}"; do write_deps "$t"; done
+[ $wine32 -eq 0 ] || setup_wine32
