@@ -4,7 +4,9 @@
 #   i686-linux-gnu      under qemu-i386 as a Core 2 (core2duo: SSSE3) and as an Athlon 64
 #                       (Opteron_G1: SSE2 only); labels core2duo, opteron_g1
 #   x86_64-w64-mingw32  under wine64; label wine64
-#   i686-w64-mingw32    under the 32-bit Wine of build-cross/wine32; label wine32
+#   i686-w64-mingw32    under the 32-bit Wine of build-cross/wine32; label wine32; then
+#                       tools/cross_check_training.sh against build/ (the native build):
+#                       build-cross/cross-check-results.txt
 # Each run writes GoogleTest reports to build-cross/TRIPLET/test-results-LABEL/ and Meson's log
 # to build-cross/TRIPLET/meson-logs/testlog-LABEL-env.json; tools/count_tests.py counts the
 # pairs (tools/test.sh passes them on). Wine and qemu-user print nothing for a program they
@@ -35,6 +37,7 @@ for triplet in "${triplets[@]}"; do
   # No report of an earlier run may stand for this one: a build that fails leaves no log, and
   # count_tests.py counts a missing log as failed.
   rm -rf build-cross/"$triplet"/test-results-* build-cross/"$triplet"/meson-logs/testlog-*.json
+  [ "$triplet" != i686-w64-mingw32 ] || rm -f build-cross/cross-check-results.txt
   if ! bash tools/cross_build.sh "$triplet"; then
     echo "cross_test.sh: the $triplet build failed" >&2
     status=1
@@ -45,7 +48,15 @@ for triplet in "${triplets[@]}"; do
       run_suite "$triplet" core2duo RETROGRAD_QEMU_CPU=core2duo
       run_suite "$triplet" opteron_g1 RETROGRAD_QEMU_CPU=Opteron_G1 ;;
     x86_64-w64-mingw32) run_suite "$triplet" wine64 ;;
-    i686-w64-mingw32) run_suite "$triplet" wine32 ;;
+    i686-w64-mingw32)
+      run_suite "$triplet" wine32
+      if [ -x build/retrograd ]; then
+        echo "== $triplet against x86_64 Linux: the same mlp, checkpoints both ways"
+        bash tools/cross_check_training.sh build-cross/cross-check-results.txt || status=1
+      else
+        echo "FAIL cross check: no build/retrograd to compare with (run tools/build.sh first)" > build-cross/cross-check-results.txt
+        status=1
+      fi ;;
   esac
 done
 exit $status

@@ -68,5 +68,6 @@ python3 tools/count_tests.py \
   --checks build/isa-leaks-results.txt \
   --checks build/isa-leaks-selftest-results.txt \
   --checks build/count-tests-selftest-results.txt \
+  --checks build-cross/cross-check-results.txt \
   "${cross_runs[@]}" || status=1
 exit $status
