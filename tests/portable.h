@@ -97,7 +97,8 @@ inline std::string retrograd_binary() {
   return "\"" + path + "\"";
 #else
   const char* wrapper = std::getenv("MESON_EXE_WRAPPER");
-  return wrapper != nullptr && wrapper[0] != '\0' ? std::string(wrapper) + " " + path : path;
+  const std::string quoted = "'" + path + "'";
+  return wrapper != nullptr && wrapper[0] != '\0' ? "'" + std::string(wrapper) + "' " + quoted : quoted;
 #endif
 }
 
@@ -106,9 +107,9 @@ struct Outcome {
   std::string output;  // stdout and stderr together
 };
 
-// Runs `retrograd ARGS` through the shell (cmd.exe on Windows).
-inline Outcome run(const std::string& args) {
-  const std::string command = retrograd_binary() + " " + args + " 2>&1";
+// Runs a command line through the shell (cmd.exe on Windows): its output, both streams.
+inline Outcome run_command(const std::string& command_line) {
+  const std::string command = command_line + " 2>&1";
   Outcome outcome;
 #if defined(_WIN32)
   // cmd /c strips the outer quotes of a line that starts with one: a second pair keeps them.
@@ -128,3 +129,6 @@ inline Outcome run(const std::string& args) {
 #endif
   return outcome;
 }
+
+// Runs `retrograd ARGS`.
+inline Outcome run(const std::string& args) { return run_command(retrograd_binary() + " " + args); }

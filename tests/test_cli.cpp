@@ -100,6 +100,27 @@ TEST(Cli, BadOptionsAreNamed) {
   EXPECT_NE(o.output.find("mlp"), std::string::npos) << o.output;
 }
 
+// A limited address space (ulimit -v) is the budget when none is given: train says so and
+// splits the batch into micro-batches; a limit that leaves nothing is refused, naming it.
+TEST(Cli, AnAddressSpaceLimitIsTheBudget) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "ulimit -v is POSIX";
+#else
+  if (std::getenv("MESON_EXE_WRAPPER") != nullptr) GTEST_SKIP() << "qemu-user maps the guest's address space itself";
+  const std::string train = retrograd_binary() + " train --model lenet --data synthetic --limit 2048 --batch 1024 "
+                            "--epochs 1 --threads 2";
+  const Outcome limited = run_command("ulimit -v 200000 && " + train);
+  EXPECT_EQ(limited.code, 0) << limited.output;
+  EXPECT_NE(limited.output.find("the address space is limited to 195.3 MiB (ulimit -v)"), std::string::npos)
+      << limited.output;
+  EXPECT_NE(limited.output.find("batch 1024 = 2 micro-batches"), std::string::npos) << limited.output;
+  const Outcome nothing_left = run_command("ulimit -v 60000 && " + train);
+  EXPECT_EQ(nothing_left.code, 2) << nothing_left.output;
+  EXPECT_NE(nothing_left.output.find("limited to 58.6 MiB (ulimit -v)"), std::string::npos) << nothing_left.output;
+  EXPECT_NE(nothing_left.output.find("leave nothing for training"), std::string::npos) << nothing_left.output;
+#endif
+}
+
 TEST(Cli, ProbeShowsTheMachine) {
   const Outcome o = run("probe");
   EXPECT_EQ(o.code, 0) << o.output;

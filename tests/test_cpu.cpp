@@ -2,6 +2,7 @@
 // flags must agree with each other and with the kernel's view in /proc/cpuinfo.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -95,6 +96,7 @@ TEST(Cpu, FeaturesStringListsFlagsInOrder) {
 
 // The kernel clears AVX flags it does not save state for, so its list matches our usable set.
 TEST(Cpu, FeaturesMatchProcCpuinfo) {
+  if (std::getenv("RETROGRAD_QEMU_CPU") != nullptr) GTEST_SKIP() << "under qemu-user /proc/cpuinfo is the host's";
   const std::set<std::string> flags = proc_cpuinfo_flags();
   if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags here";
   const std::set<std::string> ours = words_of(features_string(detect_cpu().features));
@@ -111,6 +113,17 @@ TEST(Cpu, FeaturesMatchProcCpuinfo) {
         << pair.kernel << " in /proc/cpuinfo vs " << pair.ours << " in '" << features_string(detect_cpu().features)
         << "'";
   }
+}
+
+// tools/cross_test.sh runs the i686 suite through qemu as a Core 2 or an Athlon 64, naming the
+// model in RETROGRAD_QEMU_CPU: a run that was not emulated (Meson starting the program directly,
+// as it will for i686 on x86-64 unless told otherwise) must not pass for one.
+TEST(Cpu, AnEmulatedOldCpuHasNoSse41OrAvx) {
+  const char* model = std::getenv("RETROGRAD_QEMU_CPU");
+  if (model == nullptr) GTEST_SKIP() << "not run as an old CPU (RETROGRAD_QEMU_CPU is not set)";
+  const CpuFeatures f = detect_cpu().features;
+  EXPECT_FALSE(f.sse41 || f.avx) << "RETROGRAD_QEMU_CPU=" << model << " but this CPU has '" << features_string(f)
+                                 << "': the program did not run under qemu";
 }
 
 TEST(SystemInfo, CountsCpusAndMemory) {

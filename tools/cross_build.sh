@@ -17,10 +17,20 @@ esac
 deps=$PWD/build-cross/deps/$triplet
 build=build-cross/$triplet
 # Meson 1.0's machine files cannot name paths relative to themselves: this one gives them.
-printf "[constants]\ndeps = '%s'\ntools = '%s'\n" "$deps" "$PWD/tools/cross" > "$deps/paths.ini"
-if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" --cross-file "$deps/paths.ini" --cross-file "tools/cross/$triplet.ini" \
-    --buildtype=release -Dtests=$tests >/dev/null || {
+# Rewritten only when it changes (Meson reconfigures when a machine file's time changes).
+paths=$(printf "[constants]\ndeps = '%s'\ntools = '%s'\n" "$deps" "$PWD/tools/cross")
+[ "$(cat "$deps/paths.ini" 2>/dev/null)" = "$paths" ] || echo "$paths" > "$deps/paths.ini"
+cross_files=(--cross-file "$deps/paths.ini")
+case "$triplet" in *-mingw32) cross_files+=(--cross-file tools/cross/windows.ini) ;; esac
+cross_files+=(--cross-file "tools/cross/$triplet.ini")
+# Machine files are read when a build folder is set up: set it up again (wiped) when the set
+# of files, their content or --no-tests changed since.
+setup="${cross_files[*]} tests=$tests $(cat "$deps/paths.ini" tools/cross/*.ini | cksum)"
+if [ ! -f "$build/build.ninja" ] || [ "$(cat "$build/.cross-setup" 2>/dev/null)" != "$setup" ]; then
+  wipe=()
+  [ ! -d "$build/meson-private" ] || wipe=(--wipe)
+  meson setup "${wipe[@]}" "$build" "${cross_files[@]}" --buildtype=release -Dtests=$tests >/dev/null || {
     echo "cross_build.sh: meson setup failed for $triplet: see $build/meson-logs/meson-log.txt" >&2; exit 1; }
+  echo "$setup" > "$build/.cross-setup"
 fi
 ninja -C "$build" --quiet

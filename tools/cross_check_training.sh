@@ -38,10 +38,10 @@ run_build() {
 
 train_args=(train --model mlp --data "$data" --epochs "$epochs" --seed 7 --threads 1)
 for which in linux windows; do
-  if ! run_build $which "${train_args[@]}" --checkpoint "$work/$which.ckpt" --json "$work/$which-train.json" \
-      > "$work/$which-train.log" 2>&1; then
-    fail "train mlp ($which)" "exit code $? (log: $work/$which-train.log)"
-  fi
+  run_build $which "${train_args[@]}" --checkpoint "$work/$which.ckpt" --json "$work/$which-train.json" \
+    > "$work/$which-train.log" 2>&1
+  code=$?
+  [ $code -eq 0 ] || fail "train mlp ($which)" "exit code $code (log: $work/$which-train.log)"
 done
 linux_acc=$(accuracy_of "$work/linux-train.json")
 windows_acc=$(accuracy_of "$work/windows-train.json")
@@ -57,9 +57,11 @@ fi
 for pair in linux:windows windows:linux; do
   writer=${pair%%:*} reader=${pair#*:}
   written=$(accuracy_of "$work/$writer-train.json")
-  if ! run_build "$reader" eval --checkpoint "$work/$writer.ckpt" --data "$data" --threads 1 \
-      --json "$work/$writer-by-$reader.json" > "$work/$writer-by-$reader.log" 2>&1; then
-    fail "$writer checkpoint loads in the $reader build" "exit code $? (log: $work/$writer-by-$reader.log)"
+  run_build "$reader" eval --checkpoint "$work/$writer.ckpt" --data "$data" --threads 1 \
+    --json "$work/$writer-by-$reader.json" > "$work/$writer-by-$reader.log" 2>&1
+  code=$?
+  if [ $code -ne 0 ]; then
+    fail "$writer checkpoint loads in the $reader build" "exit code $code (log: $work/$writer-by-$reader.log)"
     continue
   fi
   scored=$(accuracy_of "$work/$writer-by-$reader.json")

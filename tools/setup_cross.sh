@@ -51,18 +51,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Fetches i386 packages (Debian 12's, the version the mirror serves) into build-cross/debs/.
+# Fetches i386 packages (NAME:i386 or NAME:i386=VERSION) into build-cross/debs/, replacing
+# any other version there. Only runs when something is missing, so the index is fresh each time.
 fetch_i386() {
   local apt_dir=$root/apt-i386
   local options=(-o Dir::State="$apt_dir/state" -o Dir::Cache="$apt_dir/cache" -o APT::Architecture=i386
     -o APT::Architectures::=i386 -o APT::Sandbox::User=root -o Debug::NoLocking=1)
   mkdir -p "$apt_dir/state/lists/partial" "$apt_dir/cache/archives/partial" "$root/debs"
-  if [ ! -f "$apt_dir/updated" ]; then
-    # bookworm-updates and the security suite may lack i386 indices on this mirror: the
-    # main suite is enough, and a package missing from all of them fails the download below.
-    apt-get "${options[@]}" update -qq >/dev/null 2>&1 || true
-    touch "$apt_dir/updated"
-  fi
+  # bookworm-updates and the security suite may lack i386 indices on this mirror: the main
+  # suite is enough, and a package missing from all of them fails the download below.
+  apt-get "${options[@]}" update -qq >/dev/null 2>&1 || true
+  local spec
+  for spec in "$@"; do rm -f "$root/debs/${spec%%:*}"_*_i386.deb; done
   (cd "$root/debs" && apt-get "${options[@]}" download -qq "$@" >/dev/null) || {
     echo "setup_cross.sh: could not fetch the i386 packages $* (see: apt-get ${options[*]} download $*)" >&2
     exit 2
@@ -86,7 +86,7 @@ write_deps() {
       if [ ! -f "$deps/zlib/usr/lib/i386-linux-gnu/libz.a" ]; then
         fetch_i386 zlib1g-dev:i386
         rm -rf "$deps/zlib" && mkdir -p "$deps/zlib"
-        dpkg-deb -x "$(ls "$root"/debs/zlib1g-dev_*_i386.deb | head -1)" "$deps/zlib"
+        dpkg-deb -x "$root"/debs/zlib1g-dev_*_i386.deb "$deps/zlib"
       fi
       # Static: the binary then needs no libz.so.1 on the old PC.
       printf 'Name: zlib\nDescription: zlib\nVersion: 1.2.13\nCflags: -I%s\nLibs: %s\n' \
@@ -103,11 +103,14 @@ write_deps() {
 # copies it in at install time, so it is copied here.
 setup_wine32() {
   local w=$root/wine32
-  [ -x "$w/usr/lib/wine/wine" ] && [ -f "$w/ready" ] && return 0
-  fetch_i386 wine32:i386 libwine:i386 libc6:i386 libgcc-s1:i386
+  [ -x "$w/usr/lib/wine/wine" ] && [ "$(cat "$w/ready" 2>/dev/null)" = "$w" ] && return 0
+  # The 32-bit half must be the version of the system's wine64, which starts it.
+  local version
+  version=$(dpkg-query -W -f='${Version}' wine64)
+  fetch_i386 "wine32:i386=$version" "libwine:i386=$version" libc6:i386 libgcc-s1:i386
   rm -rf "$w" && mkdir -p "$w"
   for name in wine32 libwine libc6 libgcc-s1; do
-    dpkg-deb -x "$(ls "$root"/debs/${name}_*_i386.deb | head -1)" "$w"
+    dpkg-deb -x "$root"/debs/${name}_*_i386.deb "$w"
   done
   cp /usr/lib/wine/wine64 /usr/lib/wine/wineserver64 "$w/usr/lib/wine/"
   mkdir -p "$w/usr/lib/x86_64-linux-gnu/wine"
@@ -116,7 +119,7 @@ setup_wine32() {
   sed -i "s|/usr/lib/wine/|$w/usr/lib/wine/|g" "$w/usr/lib/wine/wineserver"
   cp /usr/i686-w64-mingw32/lib/zlib1.dll "$w/usr/lib/i386-linux-gnu/wine/i386-windows/"
   patchelf --set-interpreter "$w/lib/ld-linux.so.2" --set-rpath "$w/lib/i386-linux-gnu" "$w/usr/lib/wine/wine"
-  touch "$w/ready"
+  echo "$w" > "$w/ready"  # the folder patchelf and sed wrote in: a moved checkout sets up again
 }
 
 for t in "${triplets[@]}"; do write_deps "$t"; done

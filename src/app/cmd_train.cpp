@@ -295,7 +295,14 @@ int run_train(int argc, char** argv) {
   if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
   auto memory = memory_options(args);
   if (!memory.ok()) return fail(memory.status().message());
-  const auto [budget, stream] = memory.value();
+  auto [budget, stream] = memory.value();
+  const AddressSpace space = address_space();
+  if (budget == 0 && space.limit_bytes > 0) {
+    auto limited = address_space_budget(space, threads.value());
+    if (!limited.ok()) return fail(limited.status().message());
+    budget = limited.value();
+    std::printf("memory:    %s\n", describe_address_space_budget(space, budget).c_str());
+  }
   const bool open_streamed = stream == StreamChoice::always || (stream == StreamChoice::automatic && budget > 0);
   auto data = load_training_data(args, options.data, options.seed, model->input_shape(), open_streamed);
   if (!data.ok()) return fail(data.status().message());

@@ -21,8 +21,8 @@ Status make_directories(const std::string& path);
 std::string parent_path(const std::string& path);
 // "dir" + "name" -> "dir/name" (no doubled slash).
 std::string join_path(const std::string& dir, const std::string& name);
-// The path with links and "..", resolved (realpath; _fullpath on Windows); the path itself when
-// that fails.
+// The absolute path: links and ".." resolved (realpath); on Windows made absolute with ".."
+// resolved but links kept (_fullpath). The path itself when that fails.
 std::string absolute_path(const std::string& path);
 // "/usr/share/datasets/fashion-mnist/" -> "fashion-mnist".
 std::string last_path_component(std::string path);

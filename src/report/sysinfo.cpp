@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/memory.h"
+#include "report/process_stats.h"
 
 #if defined(__linux__)
 #include <sys/utsname.h>
@@ -350,6 +351,7 @@ SystemInfo read_system_info() {
   info.cpu = detect_cpu();
   info.hypervisor = cpuid_hypervisor_bit();
   read_platform(info);
+  info.address_space = address_space();
   return info;
 }
 
@@ -395,6 +397,9 @@ std::string format_system_info(const SystemInfo& info) {
   out << ", ";
   if (info.mem_available_bytes > 0) out << format_bytes(info.mem_available_bytes) << " available";
   else out << "available unknown";
+  // What this process may map, where that is limited (train plans within it).
+  const AddressSpace& space = info.address_space;
+  if (space.limit_bytes > 0) out << "; this process may map " << format_bytes(space.limit_bytes) << " (" << space.source << ")";
   out << "\n";
 
   out << "os         " << (info.os.empty() ? std::string("unknown") : info.os) << "\n";

@@ -123,6 +123,11 @@ std::vector<std::string> child_environment(const std::vector<std::pair<std::stri
 
 Result<ChildResult> run_child(const ChildSpec& spec) {
   if (spec.argv.empty()) return Status::error("run_child: no program given");
+  // posix_spawn reports a program it cannot run, but not under qemu-user (its emulated vfork
+  // runs the exec in a copy): asked here first, so the error is the same everywhere.
+  if (access(spec.argv[0].c_str(), X_OK) != 0) {
+    return Status::error(spec.argv[0] + ": cannot start: " + std::strerror(errno));
+  }
   const bool redirect = !spec.output_path.empty();
   const int out = redirect ? open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
   if (redirect && out < 0) {

@@ -106,6 +106,25 @@ Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const 
   return best;
 }
 
+Result<int64_t> address_space_budget(const AddressSpace& space, int threads) {
+  if (space.limit_bytes <= 0) return int64_t{0};
+  const int64_t reserved = space.used_bytes + threads * kThreadStackReserve + kAddressSlack;
+  const int64_t budget = space.limit_bytes - reserved;
+  if (budget <= 0) {
+    return Status::error("the address space is limited to " + format_bytes(space.limit_bytes) + " (" + space.source +
+                         "): " + format_bytes(space.used_bytes) + " mapped already, " + std::to_string(threads) +
+                         " thread stacks of " + format_bytes(kThreadStackReserve) + " and " +
+                         format_bytes(kAddressSlack) + " of slack leave nothing for training (raise the limit or use "
+                         "fewer --threads)");
+  }
+  return budget;
+}
+
+std::string describe_address_space_budget(const AddressSpace& space, int64_t budget) {
+  return "the address space is limited to " + format_bytes(space.limit_bytes) + " (" + space.source + "), " +
+         format_bytes(space.used_bytes) + " of it mapped: planning within " + format_bytes(budget);
+}
+
 std::string describe_plan(const MemoryPlan& plan) {
   std::string text = "batch " + std::to_string(plan.batch);
   if (plan.accumulation_steps > 1) {

@@ -11,6 +11,7 @@
 
 #include "data/dataset.h"
 #include "nn/model.h"
+#include "report/process_stats.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -44,6 +45,17 @@ struct RunData {
 // even one sample fits, says what the smallest run needs and of what.
 Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const RunData& data, int64_t budget,
                                StreamChoice stream);
+
+// Without --mem-budget, a limited address space (ulimit -v, a 32-bit process) is the budget:
+// what is left of it after what is mapped already, each worker thread's stack reserve
+// (kThreadStackReserve) and slack for the heap's own use and GEMM packing (kAddressSlack).
+// 0: no limit. An error when nothing is left, naming the limit and its source.
+constexpr int64_t kThreadStackReserve = int64_t{8} << 20;  // glibc's default (ulimit -s); Windows reserves less
+constexpr int64_t kAddressSlack = int64_t{64} << 20;
+Result<int64_t> address_space_budget(const AddressSpace& space, int threads);
+// "the address space is limited to 512 MiB (ulimit -v), 37.2 MiB of it mapped: planning
+// within 346.8 MiB": what train prints when it adapts to it.
+std::string describe_address_space_budget(const AddressSpace& space, int64_t budget);
 
 // "batch 256 = 4 micro-batches of 64 (gradients accumulated); data streamed from disk;
 // predicted peak 21.3 MiB of the 24 MiB budget (...)": what train prints before the first step.

@@ -27,9 +27,13 @@ if [ ! -f "$prefix/system.reg" ]; then
   (
     flock 9
     if [ ! -f "$prefix/system.reg" ]; then
-      "$loader" wineboot --init >/dev/null 2>&1
+      "$loader" wineboot --init > "$prefix.log" 2>&1
       "$(dirname "$loader")/wineserver" -w
     fi
   ) 9>"$prefix.lock"
+  if [ ! -f "$prefix/system.reg" ]; then
+    echo "wine_run.sh: Wine could not make its prefix $prefix (its output: $prefix.log)" >&2
+    exit 2
+  fi
 fi
 exec "$loader" "$@"
