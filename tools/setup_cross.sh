@@ -36,20 +36,8 @@ for t in "${triplets[@]}"; do
   esac
 done
 [ $wine32 -eq 0 ] || packages+=(wine64 patchelf libz-mingw-w64-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "setup_cross.sh: missing packages: ${missing[*]}; run as root (or install them) first" >&2
-    exit 2
-  fi
-  echo "setup_cross.sh: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+source tools/apt_install.sh
+install_missing setup_cross.sh "${packages[@]}"
 
 # Fetches i386 packages (NAME:i386 or NAME:i386=VERSION) into build-cross/debs/, replacing
 # any other version there. Only runs when something is missing, so the index is fresh each time.
