@@ -63,10 +63,12 @@ write_deps() {
   mkdir -p "$deps/include" "$deps/pkgconfig"
   for h in xsimd nlohmann stb CL; do ln -sfn "/usr/include/$h" "$deps/include/$h"; done
   local pc=$deps/pkgconfig
-  printf 'Name: xsimd\nDescription: headers\nVersion: 8.1.0\nCflags: -I%s\n' "$deps/include" > "$pc/xsimd.pc"
-  printf 'Name: nlohmann_json\nDescription: headers\nVersion: 3.11.2\nCflags: -I%s\n' "$deps/include" > "$pc/nlohmann_json.pc"
-  printf 'Name: stb\nDescription: headers\nVersion: 0.0\nCflags: -I%s/stb\n' "$deps/include" > "$pc/stb.pc"
-  printf 'Name: OpenCL-Headers\nDescription: headers\nVersion: 3.0\nCflags: -I%s\n' "$deps/include" > "$pc/OpenCL-Headers.pc"
+  # header_pc NAME VERSION INCLUDE_DIR: a pkg-config file for a header-only library.
+  header_pc() { printf 'Name: %s\nDescription: headers\nVersion: %s\nCflags: -I%s\n' "$1" "$2" "$3" > "$pc/$1.pc"; }
+  header_pc xsimd 8.1.0 "$deps/include"
+  header_pc nlohmann_json 3.11.2 "$deps/include"
+  header_pc stb 0.0 "$deps/include/stb"
+  header_pc OpenCL-Headers 3.0 "$deps/include"
   case "$t" in
     *-mingw32)  # libz-mingw-w64-dev: zlib.h and libz.a in the compiler's own folders
       printf 'Name: zlib\nDescription: zlib\nVersion: 1.2.13\nLibs: -lz\n' > "$pc/zlib.pc" ;;
