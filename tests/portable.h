@@ -76,6 +76,21 @@ class ScopedEnv {
   std::string old_;
 };
 
+// AddressSanitizer (tools/sanitize_build.sh) reserves terabytes of address space for its
+// shadow memory, so a test of ulimit -v cannot run under it.
+#if defined(__SANITIZE_ADDRESS__)
+#define RG_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RG_TEST_ASAN 1
+#endif
+#endif
+#if defined(RG_TEST_ASAN)
+constexpr bool kUnderAddressSanitizer = true;
+#else
+constexpr bool kUnderAddressSanitizer = false;
+#endif
+
 // Wine's ntdll exports wine_get_version; Windows's does not.
 inline bool running_under_wine() {
 #if defined(_WIN32)

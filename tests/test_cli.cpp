@@ -107,6 +107,7 @@ TEST(Cli, AnAddressSpaceLimitIsTheBudget) {
   GTEST_SKIP() << "ulimit -v is POSIX";
 #else
   if (std::getenv("MESON_EXE_WRAPPER") != nullptr) GTEST_SKIP() << "qemu-user maps the guest's address space itself";
+  if (kUnderAddressSanitizer) GTEST_SKIP() << "AddressSanitizer's shadow memory needs more address space than any such limit";
   const std::string train = retrograd_binary() + " train --model lenet --data synthetic --limit 2048 --batch 1024 "
                             "--epochs 1 --threads 2";
   const Outcome limited = run_command("ulimit -v 200000 && " + train);

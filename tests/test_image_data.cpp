@@ -266,6 +266,10 @@ TEST(ImageIo, JpegHuffmanTableOverflowIsRefused) {
   for (size_t i = 0; i < 16; ++i) bytes[dht + 5 + i] = i < 2 ? 200 : 0;
   write_bytes(path, bytes);
   expect_error(read_image(path, 3), {path, "Huffman table", "400 codes", "at most 256"});
+  // stb takes 0xFF fill bytes before the start-of-image marker as well (found by fuzz_image).
+  bytes.insert(bytes.begin(), {0xFF, 0xFF});
+  write_bytes(path, bytes);
+  expect_error(read_image(path, 3), {path, "Huffman table", "400 codes", "at most 256"});
 }
 
 // A PNG signature and an IHDR chunk claiming width x height, 8-bit RGB, and nothing else.

@@ -211,11 +211,16 @@ TEST(Checkpoint, EveryChangedByteIsRefused) {
   auto bytes = read_file_bytes(path);
   ASSERT_TRUE(bytes.ok());
   const std::vector<uint8_t> good = bytes.value();
-  // Flip one bit at positions spread over the whole file (header, payload, checksum).
+  // Every byte of the header (magic, version, flags, payload size: 24) and of the checksum,
+  // and bytes spread over the payload, each changed to another value.
   const std::string bad_path = temp_path("corrupt_copy.ckpt");
-  for (size_t pos = 0; pos < good.size(); pos += good.size() / 97 + 1) {
+  std::vector<size_t> positions;
+  for (size_t pos = 0; pos < 24; ++pos) positions.push_back(pos);
+  for (size_t pos = 24; pos < good.size() - 4; pos += good.size() / 199 + 1) positions.push_back(pos);
+  for (size_t pos = good.size() - 4; pos < good.size(); ++pos) positions.push_back(pos);
+  for (size_t pos : positions) {
     std::vector<uint8_t> bad = good;
-    bad[pos] ^= 0x10;
+    bad[pos] ^= static_cast<uint8_t>(1 + pos % 255);
     ASSERT_TRUE(write_file_atomic(bad_path, bad).ok());
     auto ck = read_checkpoint(bad_path);
     EXPECT_FALSE(ck.ok()) << "byte " << pos << " changed and the checkpoint was accepted";
@@ -235,6 +240,20 @@ TEST(Checkpoint, EveryChangedByteIsRefused) {
   EXPECT_TRUE(read_checkpoint(path).ok());
   std::remove(path.c_str());
   std::remove(bad_path.c_str());
+}
+
+// A payload size near 2^64: size + 4 wraps round to the bytes left (found by fuzz_checkpoint).
+TEST(Checkpoint, APayloadSizeThatWrapsIsRefused) {
+  ByteWriter file;
+  file.raw("RETROGRD", 8);
+  file.u32(kCheckpointVersion);
+  file.u32(0);
+  file.u64(~uint64_t{0} - 2);  // + 4 = 1 (mod 2^64)
+  file.u8(0);
+  auto ck = parse_checkpoint(file.bytes().data(), file.bytes().size(), "wrap.ckpt");
+  ASSERT_FALSE(ck.ok());
+  EXPECT_NE(ck.status().message().find("wrap.ckpt: the header says 18446744073709551613 payload bytes"), std::string::npos)
+      << ck.status().message();
 }
 
 TEST(Checkpoint, WrongModelIsRefusedWithoutChangingIt) {
@@ -272,7 +291,48 @@ TEST(Train, NanLossStopsWithAClearError) {
   ASSERT_TRUE(trainer.prepare().ok());
   auto records = trainer.fit(data().train, nullptr);
   ASSERT_FALSE(records.ok());
-  EXPECT_NE(records.status().message().find("loss became"), std::string::npos) << records.status().message();
+  const std::string message = records.status().message();
+  EXPECT_NE(message.find("loss became"), std::string::npos) << message;
+  // After the huge first update dense1's outputs are large but finite; dense2's overflow.
+  EXPECT_NE(message.find("at epoch 1, step 2 (the first Inf or NaN: the output of dense2 (layer 3 of 3))"),
+            std::string::npos) << message;
+  EXPECT_NE(message.find("the last checkpoint is unchanged"), std::string::npos) << message;
+}
+
+// A finite loss whose gradient overflows: inputs of 3e38, a first layer that cancels them
+// (outputs 0, so the loss is ln 2) and a second with weights of 1e30: d(dense1.weight) =
+// 3e38 x 1e30 = Inf. Caught in the step it happens, before the optimizer touches any weight.
+TEST(Train, AnInfiniteGradientStopsBeforeTheStepNamingTheParam) {
+  auto model = build_model(1, "[net]\ninput = 2\n[dense]\nunits = 2\n[dense]\nunits = 2\n");
+  const std::vector<Param*> params = model->params();  // dense1.weight [2, 2], dense1.bias, dense2.weight, dense2.bias
+  ASSERT_EQ(params.size(), 4u);
+  for (Param* p : params) std::fill(p->value.f32(), p->value.f32() + p->value.numel(), 0.0f);
+  float* w1 = params[0]->value.f32();
+  w1[0] = w1[1] = 1.0f, w1[2] = w1[3] = -1.0f;  // y = x0 - x1 in both units
+  float* w2 = params[2]->value.f32();
+  w2[0] = w2[2] = 1e30f;  // both units feed logit 0
+
+  Dataset huge;
+  huge.name = "huge";
+  huge.sample_shape = Shape{2};
+  huge.num_classes = 2;
+  huge.samples = Tensor::zeros(Shape{4, 2}, DType::f32, "samples").take();
+  huge.labels = Tensor::zeros(Shape{4}, DType::i32, "labels").take();
+  std::fill(huge.samples.f32(), huge.samples.f32() + 8, 3e38f);
+
+  TrainOptions options = small_options(1);
+  options.batch = 4;
+  ThreadPool pool(1);
+  Trainer trainer(*model, pool, options);
+  ASSERT_TRUE(trainer.prepare().ok());
+  auto records = trainer.fit(huge, nullptr);
+  ASSERT_FALSE(records.ok());
+  const std::string message = records.status().message();
+  EXPECT_NE(message.find("the gradient of dense1.weight held an Inf or a NaN at epoch 1, step 1"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("before the step changed any weight"), std::string::npos) << message;
+  EXPECT_EQ(w1[0], 1.0f);
+  EXPECT_EQ(w2[0], 1e30f);
 }
 
 TEST(Train, ValidationSplitIsReportedPerEpoch) {

@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(g++ meson ninja-build pkg-config zlib1g-dev nlohmann-json3-dev libxsimd-dev libstb-dev opencl-c-headers dataset-fashion-mnist python3)
 for arg in "$@"; do
   case "$arg" in
-    --tests) packages+=(libgtest-dev googletest qemu-user binutils ocl-icd-libopencl1 pocl-opencl-icd) ;;  # qemu-user: tools/qemu_old_cpus.sh; binutils (objdump, nm): tools/check_isa_leaks.py; the ICD loader and PoCL (OpenCL on the CPU): tests/test_opencl*.cpp
+    --tests) packages+=(libgtest-dev googletest qemu-user binutils ocl-icd-libopencl1 pocl-opencl-icd clang libclang-rt-14-dev) ;;  # qemu-user: tools/qemu_old_cpus.sh; clang and its sanitizer and libFuzzer runtimes: tools/sanitize_build.sh; binutils (objdump, nm): tools/check_isa_leaks.py; the ICD loader and PoCL (OpenCL on the CPU): tests/test_opencl*.cpp
     --bench) packages+=(python3-torch python3-numpy libopenblas0-pthread) ;;  # OpenBLAS: torch's BLAS through Debian's alternatives, else the slow reference BLAS
     *) echo "setup.sh: unknown option $arg (--tests, --bench)" >&2; exit 2 ;;
   esac

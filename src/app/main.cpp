@@ -1,6 +1,7 @@
 // The retrograd command line: dispatches to a subcommand.
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "app/commands.h"
@@ -24,7 +25,8 @@ const char* kUsage =
     "retrograd <command> --help lists a command's options.\n";
 }
 
-int main(int argc, char** argv) {
+namespace {
+int run_command(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -45,4 +47,18 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "retrograd: unknown command '%s'\n\n%s", command.c_str(), kUsage);
   return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Tensors come from the counted allocator, whose failures are messages naming the tensor;
+  // what is left (vectors, strings, the standard library's own) throws std::bad_alloc: still
+  // a message and an exit code, never an abort. Files already written stay as they were.
+  try {
+    return run_command(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "retrograd: out of memory outside the counted tensors (std::bad_alloc): the machine, "
+                         "or ulimit -v, has too little for this run; lower --batch or --mem-budget\n");
+    return 2;
+  }
 }

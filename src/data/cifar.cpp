@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/check.h"
 #include "base/serial.h"
 #include "data/files.h"
 #include "data/image_data.h"
@@ -19,7 +20,6 @@ namespace {
 constexpr int kSide = 32;
 constexpr int kPlane = kSide * kSide;        // 1024 bytes per colour plane
 constexpr int kRecord = 1 + 3 * kPlane;      // 3073: label byte, R, G, B
-constexpr int64_t kRecordsPerFile = 10000;
 constexpr int kClasses = 10;
 constexpr int64_t kChunkRecords = 500;       // one fread: 1.5 MB
 const char* const kTrainFiles[] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
@@ -31,31 +31,31 @@ struct FileCloser {
   void operator()(FILE* f) const { std::fclose(f); }
 };
 
-// The path if the file exists and is exactly kRecordsPerFile records long.
-Result<std::string> checked_batch_file(const std::string& dir, const char* name) {
+// The path if the file exists and is exactly `records` records long.
+Result<std::string> checked_batch_file(const std::string& dir, const char* name, int64_t records) {
   const std::string path = join_path(dir, name);
   if (!is_regular_file(path)) return Status::error(dir + ": " + name + " is missing (" + kLayout + ")");
   RG_ASSIGN(const int64_t bytes, file_size(path));
-  if (bytes != kRecordsPerFile * kRecord) {
+  if (bytes != records * kRecord) {
     const std::string found = bytes % kRecord != 0
                                   ? "not a whole number of records (truncated, or not a CIFAR-10 file)"
                                   : std::to_string(bytes / kRecord) + " records";
     return Status::error(path + ": " + std::to_string(bytes) + " bytes, " + found + "; a CIFAR-10 batch file is " +
-                         std::to_string(kRecordsPerFile) + " records of " + std::to_string(kRecord) +
-                         " bytes (1 label byte, 3072 pixel bytes) = " + std::to_string(kRecordsPerFile * kRecord) +
+                         std::to_string(records) + " records of " + std::to_string(kRecord) +
+                         " bytes (1 label byte, 3072 pixel bytes) = " + std::to_string(records * kRecord) +
                          " bytes");
   }
   return path;
 }
 
-// Reads one batch file into samples [kRecordsPerFile, 32, 32, 3] and labels [kRecordsPerFile].
-Status read_batch(const std::string& path, uint8_t* samples, int32_t* labels) {
+// Reads one batch file into samples [records, 32, 32, 3] and labels [records].
+Status read_batch(const std::string& path, int64_t records, uint8_t* samples, int32_t* labels) {
   errno = 0;
   std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) return Status::error(path + ": cannot open: " + std::strerror(errno));
   std::vector<uint8_t> chunk(static_cast<size_t>(kChunkRecords * kRecord));
-  for (int64_t first = 0; first < kRecordsPerFile; first += kChunkRecords) {
-    const int64_t count = std::min(kChunkRecords, kRecordsPerFile - first);
+  for (int64_t first = 0; first < records; first += kChunkRecords) {
+    const int64_t count = std::min(kChunkRecords, records - first);
     const size_t want = static_cast<size_t>(count * kRecord);
     if (std::fread(chunk.data(), 1, want, file.get()) != want) {
       return Status::error(path + ": read failed at record " + std::to_string(first) + " (" +
@@ -126,15 +126,16 @@ std::vector<std::string> cifar10_class_names() {
   return {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
 }
 
-Result<DataSplit> load_cifar10_folder(const std::string& dir) {
+Result<DataSplit> load_cifar10_folder(const std::string& dir, int64_t records_per_file) {
+  RG_CHECK(records_per_file > 0, "load_cifar10_folder: " << records_per_file << " records per file");
   if (!is_directory(dir)) return Status::error(dir + ": no such folder (" + kLayout + ")");
   // Every file's presence and size first: nothing is allocated for a folder that cannot load.
   std::vector<std::string> train_paths;
   for (const char* name : kTrainFiles) {
-    RG_ASSIGN(std::string path, checked_batch_file(dir, name));
+    RG_ASSIGN(std::string path, checked_batch_file(dir, name, records_per_file));
     train_paths.push_back(std::move(path));
   }
-  RG_ASSIGN(const std::string test_path, checked_batch_file(dir, kTestFile));
+  RG_ASSIGN(const std::string test_path, checked_batch_file(dir, kTestFile, records_per_file));
   std::vector<std::string> classes = cifar10_class_names();
   const std::string meta_path = join_path(dir, "batches.meta.txt");
   if (is_regular_file(meta_path)) {
@@ -142,16 +143,16 @@ Result<DataSplit> load_cifar10_folder(const std::string& dir) {
   }
 
   const std::string name = last_path_component(dir);
-  const auto n_train = static_cast<int64_t>(train_paths.size()) * kRecordsPerFile;
+  const auto n_train = static_cast<int64_t>(train_paths.size()) * records_per_file;
   DataSplit out;
   RG_ASSIGN(out.train, allocate(name + " train", n_train, classes));
-  RG_ASSIGN(out.test, allocate(name + " test", kRecordsPerFile, classes));
+  RG_ASSIGN(out.test, allocate(name + " test", records_per_file, classes));
   for (size_t f = 0; f < train_paths.size(); ++f) {
-    const int64_t first = static_cast<int64_t>(f) * kRecordsPerFile;
-    RG_TRY(read_batch(train_paths[f], out.train.samples.data<uint8_t>() + first * 3 * kPlane,
+    const int64_t first = static_cast<int64_t>(f) * records_per_file;
+    RG_TRY(read_batch(train_paths[f], records_per_file, out.train.samples.data<uint8_t>() + first * 3 * kPlane,
                       out.train.labels.data<int32_t>() + first));
   }
-  RG_TRY(read_batch(test_path, out.test.samples.data<uint8_t>(), out.test.labels.data<int32_t>()));
+  RG_TRY(read_batch(test_path, records_per_file, out.test.samples.data<uint8_t>(), out.test.labels.data<int32_t>()));
   return out;
 }
 

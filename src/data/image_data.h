@@ -34,8 +34,10 @@ Result<DataSplit> load_image_folders(const std::string& dir, const ImageFolderOp
 // DIR/test_batch.bin (10,000). Each file is exactly 10,000 records of 1 label byte (0..9) and
 // 3072 pixel bytes stored as planes (R 32x32, G, B, rows top first); samples become [32, 32, 3].
 // Class names from DIR/batches.meta.txt (one per line) when present, else the standard ten.
-// File sizes are checked before anything is allocated.
-Result<DataSplit> load_cifar10_folder(const std::string& dir);
+// File sizes are checked before anything is allocated. `records_per_file` other than 10,000:
+// small folders of the same layout, for tests and the fuzz target.
+constexpr int64_t kCifarRecordsPerFile = 10000;
+Result<DataSplit> load_cifar10_folder(const std::string& dir, int64_t records_per_file = kCifarRecordsPerFile);
 
 // airplane, automobile, bird, cat, deer, dog, frog, horse, ship, truck.
 std::vector<std::string> cifar10_class_names();

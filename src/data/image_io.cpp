@@ -47,9 +47,14 @@ Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
     const int c = std::getc(file);
     return c == EOF ? 0 : c;
   };
-  if (std::getc(file) != 0xFF || std::getc(file) != 0xD8) return Status();  // not a JPEG
+  // Start of image as stb finds it: 0xFF, any number of 0xFF fill bytes, 0xD8 (a libFuzzer
+  // find: a check of the first two bytes only let "FF FF D8" and a bad table through).
+  if (std::getc(file) != 0xFF) return Status();
+  int c;
+  do c = std::getc(file); while (c == 0xFF);
+  if (c != 0xD8) return Status();  // not a JPEG
   for (;;) {
-    int c = std::getc(file);
+    c = std::getc(file);
     if (c == EOF) return Status();
     if (c != 0xFF) continue;  // entropy-coded data, or junk stb also skips
     do c = std::getc(file); while (c == 0xFF);

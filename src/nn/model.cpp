@@ -87,6 +87,7 @@ Status Model::reserve(int64_t batch) {
   acts_.clear();
   grad_a_ = grad_b_ = Tensor();
   int64_t largest = input_.numel(), scratch = 0;
+  std::string largest_name = "the input";  // whose gradient sizes the two buffers, for messages
   for (size_t i = 0; i < layers_.size(); ++i) {
     scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
     const bool last = i + 1 == layers_.size();
@@ -94,10 +95,12 @@ Status Model::reserve(int64_t batch) {
     RG_ASSIGN(Tensor act, Tensor::zeros(shapes_[i].batched(batch), kept, layers_[i]->name() + " output"));
     acts_.push_back(act);
     RG_TRY(layers_[i]->reserve(batch, dtype_));  // state a layer keeps from forward to backward
-    largest = std::max(largest, shapes_[i].numel());
+    if (shapes_[i].numel() > largest) largest = shapes_[i].numel(), largest_name = layers_[i]->name() + "'s output";
   }
-  RG_ASSIGN(grad_a_, Tensor::zeros(Shape{batch * largest}, stored_dtype(), "gradient buffer"));
-  RG_ASSIGN(grad_b_, Tensor::zeros(Shape{batch * largest}, stored_dtype(), "gradient buffer"));
+  const std::string grad_what = "a gradient buffer between layers (batch " + std::to_string(batch) + " x " +
+                                std::to_string(largest) + ", " + largest_name + ")";
+  RG_ASSIGN(grad_a_, Tensor::zeros(Shape{batch * largest}, stored_dtype(), grad_what));
+  RG_ASSIGN(grad_b_, Tensor::zeros(Shape{batch * largest}, stored_dtype(), grad_what));
   if (storage_ == DType::f16) RG_TRY(reserve_f16_chunks(batch));
   if (scratch > 0) RG_TRY(workspace_.reserve(scratch, dtype_));
   reserved_ = batch;

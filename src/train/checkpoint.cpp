@@ -70,7 +70,11 @@ Result<Checkpoint> checkpoint_in_memory(Model& model, const Optimizer* optimizer
 
 Result<Checkpoint> read_checkpoint(const std::string& path) {
   RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path));
-  ByteReader header(bytes.data(), bytes.size(), path);
+  return parse_checkpoint(bytes.data(), bytes.size(), path);
+}
+
+Result<Checkpoint> parse_checkpoint(const uint8_t* bytes, size_t size, const std::string& path) {
+  ByteReader header(bytes, size, path);
   char magic[8];
   RG_TRY(header.raw(magic, sizeof magic, "the magic number"));
   if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) {
@@ -84,11 +88,11 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   RG_ASSIGN(const uint32_t flags, header.u32("the flags"));
   if (flags != 0) return header.error("unknown flags " + std::to_string(flags));
   RG_ASSIGN(const uint64_t payload_size, header.u64("the payload size"));
-  if (payload_size + 4 != header.remaining()) {
+  if (payload_size > header.remaining() || header.remaining() - payload_size != 4) {  // no sum that could wrap
     return Status::error(path + ": the header says " + std::to_string(payload_size) + " payload bytes + 4 checksum bytes, the file has " +
                          std::to_string(header.remaining()) + " after the header (truncated or appended to)");
   }
-  const uint8_t* payload_data = bytes.data() + header.offset();
+  const uint8_t* payload_data = bytes + header.offset();
   uint32_t stored_crc = 0;
   for (int i = 0; i < 4; ++i) stored_crc |= static_cast<uint32_t>(payload_data[payload_size + i]) << (8 * i);
   if (crc32_of(payload_data, payload_size) != stored_crc) {
@@ -116,12 +120,14 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
     RG_ASSIGN(const uint32_t rank, r.u32("a tensor rank"));
     if (rank > static_cast<uint32_t>(Shape::kMaxRank)) return r.error("tensor " + name + " has rank " + std::to_string(rank));
     int64_t dims[Shape::kMaxRank];
-    uint64_t elements = 1;
+    uint64_t elements = 1;  // stays at most the bytes left, so the next product cannot overflow
     for (uint32_t d = 0; d < rank; ++d) {
       RG_ASSIGN(dims[d], r.i64("a tensor dimension"));
       if (dims[d] < 0 || dims[d] > (int64_t{1} << 40)) return r.error("tensor " + name + " has dimension " + std::to_string(dims[d]));
+      if (dims[d] != 0 && elements > r.remaining() / static_cast<uint64_t>(dims[d])) {
+        return r.error("tensor " + name + " is larger than the rest of the file");
+      }
       elements *= static_cast<uint64_t>(dims[d]);
-      if (elements > r.remaining()) return r.error("tensor " + name + " is larger than the rest of the file");
     }
     RG_ASSIGN(Tensor t, Tensor::zeros(Shape::from_dims(dims, static_cast<int>(rank)), dtype, "checkpoint " + name));
     RG_TRY(r.raw(t.raw_data(), t.bytes(), "tensor data"));

@@ -41,6 +41,9 @@ Result<Checkpoint> checkpoint_in_memory(Model& model, const Optimizer* optimizer
 // Nothing of the caller's changes if it fails.
 Result<Checkpoint> read_checkpoint(const std::string& path);
 
+// The same checks on a checkpoint file's bytes held in memory; `path` names them in errors.
+Result<Checkpoint> parse_checkpoint(const uint8_t* bytes, size_t size, const std::string& path);
+
 // Copies the checkpoint's tensors into the model's params and buffers (and the optimizer's state when
 // given); names, shapes and dtypes must match exactly.
 Status restore_checkpoint(const Checkpoint& checkpoint, const std::string& path, Model& model, Optimizer* optimizer);

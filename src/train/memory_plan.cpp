@@ -98,7 +98,7 @@ Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const 
                   training = Trainer::prepared_bytes(model, single, 1);
     return Status::error("--mem-budget " + format_bytes(budget) + " cannot hold this training even one sample at a "
                          "time: that needs " + format_bytes(params + data + training) + " (parameters and gradients " +
-                         format_bytes(params) + ", data " + (stream_smallest ? "streamed, " : "in memory, ") +
+                         format_bytes(params) + ", data " + (stream_smallest ? "(streamed) " : "(in memory) ") +
                          format_bytes(data) + ", optimizer state, activations and buffers of one sample " +
                          format_bytes(training) + ")");
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "nn/finite_check.h"
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
 #include "report/progress.h"
@@ -290,9 +291,12 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         const double loss = compute_loss(model_.loss(), out, target, grad_scale, model_.output_grad());
         if (!std::isfinite(loss)) {
           if (fake_quant_) fake_quant_->restore_weights();
+          const std::string first = first_non_finite_output(model_, x);
           return Status::error("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
-                               std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                               "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
+                               std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + " (" +
+                               (first.empty() ? "every layer's output was finite: the loss itself overflowed"
+                                              : "the first Inf or NaN: " + first) +
+                               "); training stopped (lower the learning rate?); the last checkpoint is unchanged");
         }
         model_.backward(ctx);
         tally.loss_sum += loss;
@@ -301,6 +305,16 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       }
       if (fake_quant_) fake_quant_->restore_weights();  // the grid values' gradient updates the masters
       bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
+      if (!scaled && !cl_model_) {
+        // A finite loss can still give an Inf gradient (an overflowing product): stopped before
+        // the step reaches the weights. Under loss scaling the scaler checks and skips instead.
+        if (const Param* bad = first_non_finite_grad(model_.params())) {
+          return Status::error("the gradient of " + bad->name + " held an Inf or a NaN at epoch " +
+                               std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
+                               "; training stopped before the step changed any weight (lower the learning "
+                               "rate?); the last checkpoint is unchanged");
+        }
+      }
       if (scaled) {
         auto finite = cl_optimizer_ ? device_unscale() : loss_scaler_.unscale(model_.params());
         if (!finite.ok()) {
@@ -349,6 +363,12 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     records.push_back(record);
     epochs_done_ = epoch + 1;
     if (!options_.checkpoint_path.empty()) {
+      // A finite gradient times a large learning rate can still overflow a weight: never saved.
+      if (const Param* bad = first_non_finite_value(model_.params())) {
+        return Status::error(bad->name + " holds an Inf or a NaN after epoch " + std::to_string(epoch + 1) +
+                             " (an update overflowed: lower the learning rate?); training stopped; " +
+                             options_.checkpoint_path + " keeps the last good epoch");
+      }
       const Status saved = save_checkpoint(options_.checkpoint_path, model_, &optimizer_, settings());
       if (!saved.ok()) return saved.with_context("writing the checkpoint after epoch " + std::to_string(epoch + 1) + ": ");
     }

@@ -1,0 +1,43 @@
+// libFuzzer target: model cfg files (nn/cfg.h, Model::from_cfg). The text is parsed, the model
+// built (every shape is checked there), its params allocated and, when a sample costs at most
+// 10 MFLOP, one zero sample run forward and backward: shape rules that let a wrong size
+// through show up as out-of-bounds accesses under AddressSanitizer. Allocations are counted
+// against a 256 MiB budget, so a cfg asking for more must be refused with a message.
+#include <cstdint>
+#include <cstring>
+
+#include "base/memory.h"
+#include "fuzz_input.h"
+#include "nn/model.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  rg::host_memory().set_budget(int64_t{256} << 20);
+  auto cfg = rg::parse_cfg(std::string(reinterpret_cast<const char*>(data), size), "fuzz.cfg");
+  rg::fuzz::report("parse", cfg.status());
+  if (!cfg.ok()) return 0;
+  auto built = rg::Model::from_cfg(cfg.value());
+  rg::fuzz::report("build", built.status());
+  if (!built.ok()) return 0;
+  rg::Model& model = *built.value();
+  const rg::Status init = model.init(7);
+  rg::fuzz::report("init", init);
+  if (!init.ok() || model.forward_flops_per_sample() > 10'000'000) return 0;
+  const rg::Status reserved = model.reserve(1);
+  rg::fuzz::report("reserve", reserved);
+  if (!reserved.ok()) return 0;
+  const rg::Shape& input = model.input_shape();
+  int64_t dims[rg::Shape::kMaxRank] = {1};
+  if (input.rank() + 1 > rg::Shape::kMaxRank) return 0;
+  for (int i = 0; i < input.rank(); ++i) dims[i + 1] = input[i];
+  auto x = rg::Tensor::zeros(rg::Shape::from_dims(dims, input.rank() + 1), rg::DType::f32, "the fuzz sample");
+  if (!x.ok()) return 0;
+  rg::LayerContext ctx;
+  ctx.training = true;
+  model.forward(x.value(), ctx);
+  rg::Tensor output_grad = model.output_grad();  // what a loss would write: zeros do
+  std::memset(output_grad.raw_data(), 0, output_grad.bytes());
+  model.zero_grads();
+  model.backward(ctx);
+  rg::fuzz::report("forward and backward", rg::Status());
+  return 0;
+}

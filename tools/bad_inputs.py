@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""Feeds the retrograd binary every kind of bad input we know of and checks what each gets: exit
+code 2 (a message, never a crash), a message naming the file or option and the rule, and
+nothing the user had changed or lost. Writes one "PASS id" / "FAIL id: why" line a case to
+RESULTS (tools/count_tests.py --checks; tools/test.sh part 5) and, with --doc, the table of
+docs/bad_inputs.md between its markers, from the messages this run printed.
+
+Usage: python3 tools/bad_inputs.py BINARY [--results FILE] [--doc docs/bad_inputs.md]
+"""
+import gzip
+import hashlib
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+# --- making bad files ------------------------------------------------------------------------
+
+
+def idx_images(n, h=28, w=28):
+    return struct.pack(">IIII", 0x803, n, h, w) + bytes((i * 7) % 256 for i in range(n * h * w))
+
+
+def idx_labels(n, classes=10):
+    return struct.pack(">II", 0x801, n) + bytes(i % classes for i in range(n))
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def mnist_folder(d, train_images=None, train_labels=None, gz=False):
+    """An MNIST-layout folder of 64 training and 16 test images, with the training files replaced."""
+    files = {
+        "train-images-idx3-ubyte": train_images if train_images is not None else idx_images(64),
+        "train-labels-idx1-ubyte": train_labels if train_labels is not None else idx_labels(64),
+        "t10k-images-idx3-ubyte": idx_images(16),
+        "t10k-labels-idx1-ubyte": idx_labels(16),
+    }
+    for name, data in files.items():
+        write(os.path.join(d, name + (".gz" if gz else "")), gzip.compress(data, mtime=0) if gz else data)
+
+
+def cifar_folder(d, records=10000, bad_label_at=None, short_file=None):
+    record = bytes([3]) + bytes(3072)
+    for name in ["data_batch_%d.bin" % i for i in range(1, 6)] + ["test_batch.bin"]:
+        n = records - 1 if name == short_file else records
+        data = bytearray(record * n)
+        if bad_label_at is not None and name == "data_batch_1.bin":
+            data[bad_label_at * 3073] = 12
+        write(os.path.join(d, name), bytes(data))
+
+
+def png_header(width, height):
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    import zlib
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+
+
+# --- the cases -------------------------------------------------------------------------------
+# Each: (id, area, what is wrong, setup(dir) -> None, args with {d} for the folder, the words
+# the message must hold ({d} too), files under {d} that must be left exactly as they were).
+QUICK = ["--data", "synthetic", "--limit", "256", "--epochs", "1", "--threads", "1"]
+
+
+def gz_cut(d):
+    mnist_folder(d, gz=True)
+    p = os.path.join(d, "train-images-idx3-ubyte.gz")
+    data = open(p, "rb").read()
+    write(p, data[: len(data) // 2])
+
+
+def gz_corrupt(d):
+    mnist_folder(d, gz=True)
+    p = os.path.join(d, "train-images-idx3-ubyte.gz")
+    data = bytearray(open(p, "rb").read())
+    for i in range(20, 40):
+        data[i] ^= 0x5A
+    write(p, bytes(data))
+
+
+def float_nan(d):
+    n = 64
+    images = struct.pack(">IIII", 0xD03, n, 28, 28) + struct.pack(">f", float("nan")) + struct.pack(">%df" % (n * 784 - 1), *([0.5] * (n * 784 - 1)))
+    mnist_folder(d, train_images=images)
+
+
+def image_folder(d, bad):
+    for cls in ("cat", "dog"):
+        for i in range(3):
+            write(os.path.join(d, cls, "%d.png" % i), png_real(4, 4))
+    if bad == "not-png":
+        write(os.path.join(d, "dog", "notes.png"), b"hello, not an image")
+    elif bad == "huge":
+        write(os.path.join(d, "dog", "huge.png"), png_header(20000, 100))
+    elif bad == "empty-class":
+        os.makedirs(os.path.join(d, "bird"))
+
+
+def png_real(w, h):
+    import zlib
+    rows = b"".join(b"\x00" + bytes(3 * w) for _ in range(h))
+    chunk = lambda k, data: struct.pack(">I", len(data)) + k + data + struct.pack(">I", zlib.crc32(k + data))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def checkpoint_then(d, change):
+    """A real checkpoint (one quick epoch), then `change` applied to its bytes."""
+    subprocess.run([BINARY, "train", "--checkpoint", os.path.join(d, "run.ckpt")] + QUICK, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = os.path.join(d, "run.ckpt")
+    write(p, change(open(p, "rb").read()))
+
+
+def flip_middle(data):
+    data = bytearray(data)
+    data[len(data) // 2] ^= 0x01
+    return bytes(data)
+
+
+CFG_BASE = "[net]\ninput = 28x28x1\n"
+CASES = [
+    # datasets
+    ("idx-missing-folder", "dataset", "a --data folder that does not exist",
+     lambda d: None, ["train", "--data", "{d}/nowhere", "--epochs", "1"], ["{d}/nowhere"], []),
+    ("idx-truncated", "dataset", "an IDX image file cut short",
+     lambda d: mnist_folder(d, train_images=idx_images(64)[:-100]), ["train", "--data", "{d}", "--epochs", "1"],
+     ["{d}/train-images-idx3-ubyte", "truncated"], []),
+    ("idx-wrong-magic", "dataset", "an IDX file whose magic number is wrong (labels given as images)",
+     lambda d: mnist_folder(d, train_images=idx_labels(64)), ["train", "--data", "{d}", "--epochs", "1"],
+     ["{d}/train-images-idx3-ubyte", "magic number"], []),
+    ("idx-count-mismatch", "dataset", "63 labels for 64 images",
+     lambda d: mnist_folder(d, train_labels=idx_labels(63)), ["train", "--data", "{d}", "--epochs", "1"],
+     ["{d}/train-labels-idx1-ubyte", "63"], []),
+    ("idx-trailing-bytes", "dataset", "bytes after an IDX file's data",
+     lambda d: mnist_folder(d, train_images=idx_images(64) + b"extra"), ["train", "--data", "{d}", "--epochs", "1"],
+     ["{d}/train-images-idx3-ubyte"], []),
+    ("idx-gz-cut", "dataset", "a gzipped IDX file cut in half",
+     gz_cut, ["train", "--data", "{d}", "--epochs", "1"], ["{d}/train-images-idx3-ubyte.gz"], []),
+    ("idx-gz-corrupt", "dataset", "a gzipped IDX file with 20 bytes changed",
+     gz_corrupt, ["train", "--data", "{d}", "--epochs", "1"], ["{d}/train-images-idx3-ubyte.gz", "gzip"], []),
+    ("idx-gz-cut-streamed", "dataset", "the same cut file, streamed (--stream yes)",
+     gz_cut, ["train", "--data", "{d}", "--epochs", "1", "--stream", "yes"], ["{d}/train-images-idx3-ubyte.gz"], []),
+    ("idx-float-nan", "dataset", "a float32 IDX image holding a NaN",
+     float_nan, ["train", "--data", "{d}", "--epochs", "1"], ["{d}/train-images-idx3-ubyte", "nan", "finite"], []),
+    ("cifar-short-file", "dataset", "a CIFAR-10 batch file one record short",
+     lambda d: cifar_folder(d, short_file="data_batch_3.bin"), ["train", "--data", "{d}", "--model", "cnn", "--epochs", "1"],
+     ["{d}/data_batch_3.bin", "9999 records"], []),
+    ("cifar-bad-label", "dataset", "a CIFAR-10 record with label 12",
+     lambda d: cifar_folder(d, bad_label_at=5), ["train", "--data", "{d}", "--model", "cnn", "--epochs", "1"],
+     ["{d}/data_batch_1.bin", "record 5", "label 12"], []),
+    ("image-not-an-image", "dataset", "a .png file in an image folder that is text",
+     lambda d: image_folder(d, "not-png"), ["train", "--data", "{d}", "--epochs", "1"], ["{d}/dog/notes.png"], []),
+    ("image-huge-header", "dataset", "a PNG whose header claims 20000 x 100 pixels",
+     lambda d: image_folder(d, "huge"), ["train", "--data", "{d}", "--epochs", "1"],
+     ["{d}/dog/huge.png", "20000x100", "before decoding"], []),
+    ("image-empty-class", "dataset", "an empty class folder",
+     lambda d: image_folder(d, "empty-class"), ["train", "--data", "{d}", "--epochs", "1"], ["{d}/bird"], []),
+    # model cfg files
+    ("cfg-syntax", "cfg", "a line that is not key = value",
+     lambda d: write(d + "/m.cfg", (CFG_BASE + "[dense]\nunits 10\n").encode()), ["train", "--model", "{d}/m.cfg"] + QUICK,
+     ["{d}/m.cfg:4"], []),
+    ("cfg-unknown-layer", "cfg", "a section of a kind there is none of",
+     lambda d: write(d + "/m.cfg", (CFG_BASE + "[densely]\nunits = 10\n").encode()), ["train", "--model", "{d}/m.cfg"] + QUICK,
+     ["{d}/m.cfg:3", "densely"], []),
+    ("cfg-unknown-key", "cfg", "a key the layer does not take",
+     lambda d: write(d + "/m.cfg", (CFG_BASE + "[dense]\nunits = 10\nfilters = 3\n").encode()), ["train", "--model", "{d}/m.cfg"] + QUICK,
+     ["{d}/m.cfg", "filters"], []),
+    ("cfg-out-of-range", "cfg", "units = 0",
+     lambda d: write(d + "/m.cfg", (CFG_BASE + "[dense]\nunits = 0\n").encode()), ["train", "--model", "{d}/m.cfg"] + QUICK,
+     ["{d}/m.cfg", "units"], []),
+    ("cfg-shape", "cfg", "a 9x9 convolution over a 2x2 input",
+     lambda d: write(d + "/m.cfg", (CFG_BASE + "[maxpool]\nsize = 14\n[conv]\nfilters = 2\nsize = 9\n[dense]\nunits = 10\n").encode()),
+     ["train", "--model", "{d}/m.cfg"] + QUICK, ["{d}/m.cfg", "conv"], []),
+    ("cfg-binary", "cfg", "a binary file given as a cfg",
+     lambda d: write(d + "/m.cfg", bytes(range(256))), ["train", "--model", "{d}/m.cfg"] + QUICK, ["{d}/m.cfg"], []),
+    # checkpoints
+    ("ckpt-byte-changed", "checkpoint", "a checkpoint with one byte changed, resumed",
+     lambda d: checkpoint_then(d, flip_middle), ["train", "--resume", "{d}/run.ckpt", "--epochs", "2"],
+     ["{d}/run.ckpt", "checksum"], ["run.ckpt"]),
+    ("ckpt-truncated", "checkpoint", "a checkpoint cut short, scored",
+     lambda d: checkpoint_then(d, lambda b: b[: len(b) // 3]), ["eval", "--checkpoint", "{d}/run.ckpt"],
+     ["{d}/run.ckpt", "truncated"], ["run.ckpt"]),
+    ("ckpt-not-one", "checkpoint", "a text file given as a checkpoint",
+     lambda d: write(d + "/run.ckpt", b"this is a text file, not a checkpoint\n"), ["eval", "--checkpoint", "{d}/run.ckpt"],
+     ["{d}/run.ckpt", "not a retrograd checkpoint"], ["run.ckpt"]),
+    ("ckpt-done", "checkpoint", "resuming a run that has done all its epochs",
+     lambda d: checkpoint_then(d, lambda b: b), ["train", "--resume", "{d}/run.ckpt"] + QUICK[:4],
+     ["{d}/run.ckpt", "epochs done"], ["run.ckpt"]),
+    # memory
+    ("mem-budget-too-small", "memory", "--mem-budget 300k for the mlp",
+     lambda d: None, ["train", "--mem-budget", "300k"] + QUICK, ["--mem-budget 300.0 KiB", "needs"], []),
+    ("mem-budget-malformed", "memory", "--mem-budget 12parsecs",
+     lambda d: None, ["train", "--mem-budget", "12parsecs"] + QUICK, ["12parsecs"], []),
+    ("mem-failed-allocation", "memory", "an allocation the system refuses (ulimit -v 300000, --mem-budget 4G, batch 60000)",
+     lambda d: None, ["ULIMIT=300000", "train", "--mem-budget", "4G", "--batch", "60000", "--data", "synthetic", "--limit", "60000",
+                      "--epochs", "1", "--threads", "1"], ["allocation of", "failed"], []),
+    # numerics
+    ("nan-loss", "numerics", "a learning rate of 1000 (the loss diverges), with a checkpoint from before",
+     lambda d: checkpoint_then(d, lambda b: b), ["train", "--lr", "1000", "--checkpoint", "{d}/run.ckpt"] + QUICK,
+     ["loss became", "the first Inf or NaN", "dense"], ["run.ckpt"]),
+    # options and devices
+    ("opt-bad-number", "options", "--batch 0", lambda d: None, ["train", "--batch", "0"] + QUICK, ["--batch"], []),
+    ("opt-unknown", "options", "an option that does not exist", lambda d: None, ["train", "--batchsize", "8"], ["--batchsize"], []),
+    ("opt-unwritable", "options", "a checkpoint path in a folder that does not exist",
+     lambda d: None, ["train", "--checkpoint", "{d}/no/such/folder/run.ckpt"] + QUICK, ["{d}/no/such/folder/run.ckpt"], []),
+    ("device-missing", "devices", "an OpenCL device that is not there",
+     lambda d: None, ["train", "--device", "cl:7:3"] + QUICK, ["cl:7:3"], []),
+    ("device-no-loader", "devices", "no OpenCL library (RETROGRAD_OPENCL_LIBRARY names a missing file)",
+     lambda d: None, ["ENV=RETROGRAD_OPENCL_LIBRARY={d}/libOpenCL-none.so", "train", "--device", "cl:0:0"] + QUICK,
+     ["libOpenCL-none.so"], []),
+    ("isa-unknown", "devices", "RETROGRAD_ISA=avx1024", lambda d: None, ["ENV=RETROGRAD_ISA=avx1024", "probe"], ["avx1024"], []),
+]
+
+
+def run_case(case, root):
+    cid, _area, _what, setup, args, words, kept = case
+    d = os.path.join(root, cid)
+    os.makedirs(d)
+    setup(d)
+    hashes = {k: hashlib.sha256(open(os.path.join(d, k), "rb").read()).hexdigest() for k in kept}
+    env = dict(os.environ)
+    env.pop("RETROGRAD_ISA", None)
+    argv, limit = [], None
+    for a in args:
+        a = a.replace("{d}", d)
+        if a.startswith("ENV="):
+            key, _, value = a[4:].partition("=")
+            env[key] = value
+        elif a.startswith("ULIMIT="):
+            limit = a[7:]
+        else:
+            argv.append(a)
+    command = [BINARY] + argv
+    if limit:
+        command = ["sh", "-c", 'ulimit -v %s && exec "$@"' % limit, "sh"] + command
+    p = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    out = p.stdout.decode(errors="replace")
+    message = [l for l in out.splitlines() if l.startswith("retrograd:")]
+    problems = []
+    if p.returncode != 2:
+        problems.append("exit %d, not 2" % p.returncode)
+    if not message:
+        problems.append("no 'retrograd:' message line")
+    for w in words:
+        w = w.replace("{d}", d)
+        if w not in out:
+            problems.append("the output lacks %r" % w)
+    for k, h in hashes.items():
+        if hashlib.sha256(open(os.path.join(d, k), "rb").read()).hexdigest() != h:
+            problems.append("%s was changed" % k)
+    shown = (message[0] if message else out.strip().splitlines()[-1] if out.strip() else "").replace(d + "/", "").replace(d, ".")
+    return problems, shown, p.returncode
+
+
+def main(argv):
+    global BINARY
+    if not argv or argv[0].startswith("--"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    BINARY = os.path.abspath(argv[0])
+    results = doc = None
+    rest = argv[1:]
+    while rest:
+        opt = rest.pop(0)
+        if opt == "--results" and rest:
+            results = rest.pop(0)
+        elif opt == "--doc" and rest:
+            doc = rest.pop(0)
+        else:
+            print(__doc__, file=sys.stderr)
+            return 2
+    root = tempfile.mkdtemp(prefix="retrograd-bad-inputs-")
+    lines, rows, failed = [], [], 0
+    try:
+        for case in CASES:
+            problems, shown, code = run_case(case, root)
+            kept = "; " + ", ".join(case[6]) + " unchanged" if case[6] else ""
+            rows.append("| %s | %s | %d%s | `%s` |" % (case[1], case[2], code, kept, shown.replace("|", "\\|")))
+            if problems:
+                failed += 1
+                lines.append("FAIL bad-input %s: %s" % (case[0], "; ".join(problems)))
+                print("  FAIL  %s: %s\n        %s" % (case[0], "; ".join(problems), shown))
+            else:
+                lines.append("PASS bad-input %s" % case[0])
+                print("  ok    %s" % case[0])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    if results:
+        with open(results, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    if doc:
+        text = open(doc).read()
+        begin, end = "<!-- bad-inputs table: begin -->", "<!-- bad-inputs table: end -->"
+        head, _, tail = text.partition(begin)
+        _, _, tail = tail.partition(end)
+        table = "\n".join(["| area | bad input | exit | what it gets (the first message line; folders as `.`) |", "|---|---|---|---|"] + rows)
+        with open(doc, "w") as f:
+            f.write(head + begin + "\n" + table + "\n" + end + tail)
+    print("%d cases, %d failed" % (len(CASES), failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,54 @@
+#!/bin/bash
+# Runs the libFuzzer targets of build-sanitize/ (tools/sanitize_build.sh): each for SECONDS
+# (default 60), two at a time, starting from its seed corpus tests/fuzz/corpus/NAME/ (the
+# seeds and the inputs found before, replayed first) plus what earlier runs here added in
+# build-sanitize/fuzz-corpus/NAME/. An input that crashes, leaks, trips a sanitizer or passes
+# the limits below is written to build-sanitize/fuzz-findings/; copy it into the seed corpus
+# as found-WHAT once fixed. One line a target in RESULTS_FILE: "PASS fuzz_NAME: N runs in S s"
+# or "FAIL fuzz_NAME: ..." (tools/count_tests.py --checks); logs in build-sanitize/fuzz-logs/.
+# Usage: bash tools/fuzz.sh [--seconds S] [RESULTS_FILE] [NAME...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+seconds=60
+if [ "${1:-}" = "--seconds" ]; then seconds=$2; shift 2; fi
+results=${1:-build-sanitize/fuzz-results.txt}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint cfg idx cifar image)
+mkdir -p build-sanitize/fuzz-logs build-sanitize/fuzz-findings
+: > "$results"
+
+# fuzz_one NAME: one target, its outcome appended to the results file.
+fuzz_one() {
+  local name=$1 exe=build-sanitize/tests/fuzz/fuzz_$1 log=build-sanitize/fuzz-logs/$1.log
+  local corpus=build-sanitize/fuzz-corpus/$name
+  if [ ! -x "$exe" ]; then
+    echo "FAIL fuzz_$name: $exe is missing (bash tools/sanitize_build.sh)" >> "$results"
+    return
+  fi
+  mkdir -p "$corpus"
+  # 2 s an input and 2 GiB at most: a reader that a small file keeps busy or makes allocate
+  # that much is a finding too. New inputs go to the first folder; the seeds are only read.
+  "$exe" -max_total_time="$seconds" -timeout=2 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="build-sanitize/fuzz-findings/$name-" "$corpus" "tests/fuzz/corpus/$name" > "$log" 2>&1
+  local code=$?
+  local runs
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  if [ $code -eq 0 ] && [ -n "$runs" ]; then
+    echo "PASS fuzz_$name: ${runs} runs in ${seconds} s" >> "$results"
+  else
+    local why
+    why=$(grep -m1 -E "ERROR: |runtime error|SUMMARY" "$log" | cut -c1-200)
+    echo "FAIL fuzz_$name: exit $code after ${runs:-no} runs: ${why:-see $log}; input in build-sanitize/fuzz-findings/" >> "$results"
+  fi
+  echo "  $(grep "fuzz_$name:" "$results")"
+}
+
+running=0
+for name in "${targets[@]}"; do
+  fuzz_one "$name" &
+  running=$((running + 1))
+  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
+done
+wait
+! grep -q '^FAIL' "$results"

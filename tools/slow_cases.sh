@@ -1,0 +1,7 @@
+# The GoogleTest cases that train for long (all of Fashion-MNIST, every preset, the GAN, the
+# probe's clock, a study, the rcnn's checkpoint, the precision table's runs, training killed and
+# resumed again and again) or repeat one GEMM
+# over cache blocks at every level: minutes where code runs 10-40 times slower than native
+# (qemu-user, the sanitizers). They run in the native suite and under Wine. Sourced by
+# tools/test.sh and tools/cross_test.sh: GTEST_FILTER=-$slow_cases leaves them out.
+slow_cases='Acceptance.*:Cli.EveryPresetTrains:Cli.GanTrainsSavesAndResumes:Cli.ProbeShowsTheMachine:StudyCli.ASmallStudy*:*CacheBlockEdgesInNAndThreads*:*rcl_T2_wide:Rcnn.CheckpointKeepsRunningStatistics:Cli.Precision*:CrashSafety.*'
