@@ -41,12 +41,6 @@ std::string first_non_finite_output(const Model& model, const Tensor& input) {
   return "";
 }
 
-const Param* first_non_finite_grad(const std::vector<Param*>& params) {
-  for (const Param* p : params)
-    if (!all_finite(p->grad)) return p;
-  return nullptr;
-}
-
 const Param* first_non_finite_value(const std::vector<Param*>& params) {
   for (const Param* p : params)
     if (!all_finite(p->value)) return p;

@@ -1,5 +1,5 @@
-// Finding the first Inf or NaN, so training can stop (or skip a step) and name the place:
-// which layer's output went bad first, which parameter's gradient or value holds one.
+// Finding the first Inf or NaN, so training can stop and name the place: which layer's output
+// went bad first, which parameter's value holds one.
 #pragma once
 
 #include <string>
@@ -16,9 +16,8 @@ bool all_finite(const Tensor& t);
 // conv2 (layer 3 of 9)"; empty when the input and every layer's output are finite.
 std::string first_non_finite_output(const Model& model, const Tensor& input);
 
-// The first parameter whose gradient (or, with `values`, whose value) holds an Inf or a NaN;
-// null when all are finite.
-const Param* first_non_finite_grad(const std::vector<Param*>& params);
+// The first parameter whose value holds an Inf or a NaN; null when all are finite. (Gradients
+// are checked by the optimizer, in its own pass over them: Optimizer::step.)
 const Param* first_non_finite_value(const std::vector<Param*>& params);
 
 }  // namespace rg

@@ -138,7 +138,7 @@ void GanTrainer::cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, S
   out->fake = compute_loss(LossKind::bce_with_logits, logits, zeros, scale, d_.output_grad());
   out->d_fake = mean_probability(logits);
   d_.backward(ctx);
-  d_opt_.step(options_.schedule.lr);
+  const Param* d_bad = d_opt_.step(options_.schedule.lr);
 
   // G through the updated D: D's input gradient lands in G's output gradient. D's param grads
   // from this pass are written and then overwritten by the next D step, never applied.
@@ -149,7 +149,8 @@ void GanTrainer::cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, S
   out->d_fake_after = mean_probability(logits);
   d_.backward(ctx, g_.output_grad());
   g_.backward(ctx);
-  g_opt_.step(options_.schedule.lr);
+  const Param* g_bad = g_opt_.step(options_.schedule.lr);
+  out->non_finite_grad = d_bad != nullptr ? d_bad : g_bad;
 }
 
 Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
@@ -194,6 +195,11 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
     if (!std::isfinite(loss_d) || !std::isfinite(loss_g)) {
       return Status::error("a GAN loss became " + std::string(std::isfinite(loss_d) ? "G " : "D ") +
                            "not finite at epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
+                           "; training stopped (lower the learning rate?); the saved networks are unchanged");
+    }
+    if (losses.non_finite_grad != nullptr) {
+      return Status::error("the gradient of " + losses.non_finite_grad->name + " held an Inf or a NaN at epoch " +
+                           std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
                            "; training stopped (lower the learning rate?); the saved networks are unchanged");
     }
     const double w = static_cast<double>(count);

@@ -77,23 +77,27 @@ AdamStep adam_step_for(const OptimizerConfig& config, int64_t t, double lr) {
   return step;
 }
 
-void Optimizer::step(double lr) {
+const Param* Optimizer::step(double lr) {
   ++steps_;
   const F32VectorKernels& kernels = f32_vector();
   const size_t count = params_.size();
+  const Param* non_finite = nullptr;
   if (config_.kind == OptimizerKind::sgd) {
     const SgdStep step = sgd_step_for(config_, lr);
     for (size_t i = 0; i < count; ++i) {
-      kernels.sgd(params_[i]->value.numel(), step, params_[i]->value.f32(), params_[i]->grad.f32(),
-                  config_.momentum != 0 ? state_[i].f32() : nullptr);
+      const bool finite = kernels.sgd(params_[i]->value.numel(), step, params_[i]->value.f32(), params_[i]->grad.f32(),
+                                      config_.momentum != 0 ? state_[i].f32() : nullptr);
+      if (!finite && non_finite == nullptr) non_finite = params_[i];
     }
-    return;
+    return non_finite;
   }
   const AdamStep step = adam_step_for(config_, steps_, lr);
   for (size_t i = 0; i < count; ++i) {
-    kernels.adam(params_[i]->value.numel(), step, params_[i]->value.f32(), params_[i]->grad.f32(), state_[i].f32(),
-                 state_[count + i].f32());
+    const bool finite = kernels.adam(params_[i]->value.numel(), step, params_[i]->value.f32(), params_[i]->grad.f32(),
+                                     state_[i].f32(), state_[count + i].f32());
+    if (!finite && non_finite == nullptr) non_finite = params_[i];
   }
+  return non_finite;
 }
 
 }  // namespace rg

@@ -39,8 +39,10 @@ class Optimizer {
   // Bytes init() allocates: per parameter, SGD's velocity (with momentum) or Adam's m and s.
   int64_t state_bytes() const;
 
-  // One update of every parameter from its grad, at learning rate lr.
-  void step(double lr);
+  // One update of every parameter from its grad, at learning rate lr. Returns the first
+  // parameter whose gradient held an Inf or a NaN (checked in the same pass; the update is made
+  // all the same, so the caller stops training), or null.
+  const Param* step(double lr);
 
   int64_t steps() const { return steps_; }
   void set_steps(int64_t steps) { steps_ = steps; }

@@ -30,7 +30,9 @@ struct SgdStep {
   bool nesterov;
 };
 // g = grad + wd w;  v = mu v + g;  w -= lr (nesterov ? g + mu v : v)   (v unused when mu = 0: w -= lr g)
-using F32Sgd = void (*)(int64_t n, const SgdStep& step, float* w, const float* grad, float* v);
+// Both optimizers return false when an element of grad is an Inf or a NaN (the update is made
+// all the same): the trainer's guard, checked in the pass that reads the gradients anyway.
+using F32Sgd = bool (*)(int64_t n, const SgdStep& step, float* w, const float* grad, float* v);
 
 struct AdamStep {
   float step_size;          // lr / (1 - beta1^t)
@@ -38,7 +40,7 @@ struct AdamStep {
   float beta1, beta2, one_minus_beta1, one_minus_beta2, eps, weight_decay;
 };
 // g = grad + wd w;  m = b1 m + (1-b1) g;  s = b2 s + (1-b2) g g;  w -= step_size m / (sqrt(s) / c2 + eps)
-using F32Adam = void (*)(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s);
+using F32Adam = bool (*)(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s);
 
 #define RG_DECLARE_F32_VECTOR_KERNELS(isa)                                                              \
   void f32_vunary__##isa(UnaryOp, int64_t, float, const float*, float*);                               \
@@ -46,8 +48,8 @@ using F32Adam = void (*)(int64_t n, const AdamStep& step, float* w, const float*
   void f32_add_bias__##isa(int64_t, int64_t, const float*, float*);                                    \
   void f32_column_sum__##isa(int64_t, int64_t, const float*, float*);                                  \
   void f32_softmax_rows__##isa(int64_t, int64_t, const float*, float*);                                \
-  void f32_sgd__##isa(int64_t, const SgdStep&, float*, const float*, float*);                          \
-  void f32_adam__##isa(int64_t, const AdamStep&, float*, const float*, float*, float*);
+  bool f32_sgd__##isa(int64_t, const SgdStep&, float*, const float*, float*);                          \
+  bool f32_adam__##isa(int64_t, const AdamStep&, float*, const float*, float*, float*);
 
 RG_DECLARE_F32_VECTOR_KERNELS(reference)
 RG_DECLARE_F32_VECTOR_KERNELS(sse2)

@@ -211,43 +211,52 @@ void softmax_rows(int64_t rows, int64_t cols, const float* x, float* y) {
 }
 
 template <class Arch>
-void sgd(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {
+bool sgd(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {
   using B = xsimd::batch<float, Arch>;
   const B lr(step.lr), mu(step.momentum), wd(step.weight_decay);
+  auto finite = B(0.0f) == B(0.0f);  // every lane true; the tail's padding is 0, finite
   if (v == nullptr) {
     float* const arrays[2] = {w, const_cast<float*>(grad)};  // grad is only read
     update_chunks<B, 1>(n, arrays, [&](float* const* at) {
       const B wv = B::load_unaligned(at[0]);
-      const B g = B::load_unaligned(at[1]) + wd * wv;
-      (wv - lr * g).store_unaligned(at[0]);
+      const B raw = B::load_unaligned(at[1]);
+      finite = finite && xsimd::isfinite(raw);
+      (wv - lr * (raw + wd * wv)).store_unaligned(at[0]);
     });
-    return;
+    return xsimd::all(finite);
   }
   float* const arrays[3] = {w, v, const_cast<float*>(grad)};  // grad is only read
   update_chunks<B, 2>(n, arrays, [&](float* const* at) {
     const B wv = B::load_unaligned(at[0]);
-    const B g = B::load_unaligned(at[2]) + wd * wv;
+    const B raw = B::load_unaligned(at[2]);
+    finite = finite && xsimd::isfinite(raw);
+    const B g = raw + wd * wv;
     const B vel = mu * B::load_unaligned(at[1]) + g;
     vel.store_unaligned(at[1]);
     (wv - lr * (step.nesterov ? g + mu * vel : vel)).store_unaligned(at[0]);
   });
+  return xsimd::all(finite);
 }
 
 template <class Arch>
-void adam(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s) {
+bool adam(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s) {
   using B = xsimd::batch<float, Arch>;
   const B b1(step.beta1), b2(step.beta2), c1(step.one_minus_beta1), c2(step.one_minus_beta2);
   const B size(step.step_size), corr(step.correction2_sqrt), eps(step.eps), wd(step.weight_decay);
+  auto finite = B(0.0f) == B(0.0f);  // every lane true; the tail's padding is 0, finite
   float* const arrays[4] = {w, m, s, const_cast<float*>(grad)};  // grad is only read
   update_chunks<B, 3>(n, arrays, [&](float* const* at) {
     const B wv = B::load_unaligned(at[0]);
-    const B g = B::load_unaligned(at[3]) + wd * wv;
+    const B raw = B::load_unaligned(at[3]);
+    finite = finite && xsimd::isfinite(raw);
+    const B g = raw + wd * wv;
     const B mv = b1 * B::load_unaligned(at[1]) + c1 * g;
     const B sv = b2 * B::load_unaligned(at[2]) + c2 * g * g;
     mv.store_unaligned(at[1]);
     sv.store_unaligned(at[2]);
     (wv - size * mv / (xsimd::sqrt(sv) / corr + eps)).store_unaligned(at[0]);
   });
+  return xsimd::all(finite);
 }
 
 }  // namespace ukernel
@@ -271,9 +280,9 @@ void adam(int64_t n, const AdamStep& step, float* w, const float* grad, float* m
   void f32_softmax_rows__##isa(int64_t rows, int64_t cols, const float* x, float* y) {                  \
     ukernel::softmax_rows<Arch>(rows, cols, x, y);                                                         \
   }                                                                                                        \
-  void f32_sgd__##isa(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {            \
-    ukernel::sgd<Arch>(n, step, w, grad, v);                                                               \
+  bool f32_sgd__##isa(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {            \
+    return ukernel::sgd<Arch>(n, step, w, grad, v);                                                        \
   }                                                                                                        \
-  void f32_adam__##isa(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s) { \
-    ukernel::adam<Arch>(n, step, w, grad, m, s);                                                           \
+  bool f32_adam__##isa(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s) { \
+    return ukernel::adam<Arch>(n, step, w, grad, m, s);                                                    \
   }
