@@ -1,4 +1,5 @@
-// libFuzzer target: model cfg files (nn/cfg.h, Model::from_cfg). The text is parsed, the model
+// libFuzzer target: model cfg files (nn/cfg.h, Model::from_cfg; a GAN file's [gan] section,
+// train/gan.h). The text is parsed, the model
 // built (every shape is checked there), its params allocated and, when a sample costs at most
 // 10 MFLOP, one zero sample run forward and backward: shape rules that let a wrong size
 // through show up as out-of-bounds accesses under AddressSanitizer. Allocations are counted
@@ -9,12 +10,18 @@
 #include "base/memory.h"
 #include "fuzz_input.h"
 #include "nn/model.h"
+#include "train/gan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rg::host_memory().set_budget(int64_t{256} << 20);
   auto cfg = rg::parse_cfg(std::string(reinterpret_cast<const char*>(data), size), "fuzz.cfg");
   rg::fuzz::report("parse", cfg.status());
   if (!cfg.ok()) return 0;
+  if (!cfg.value().sections.empty() && cfg.value().sections.front().kind() == "gan") {
+    // A GAN file names its two networks (presets, or files beside it): parsed and built.
+    rg::fuzz::report("gan", rg::gan_pair_from_cfg(cfg.value()).status());
+    return 0;
+  }
   auto built = rg::Model::from_cfg(cfg.value());
   rg::fuzz::report("build", built.status());
   if (!built.ok()) return 0;
