@@ -27,9 +27,10 @@ fuzz_one() {
     return
   fi
   mkdir -p "$corpus"
-  # 2 s an input and 2 GiB at most: a reader that a small file keeps busy or makes allocate
-  # that much is a finding too. New inputs go to the first folder; the seeds are only read.
-  "$exe" -max_total_time="$seconds" -timeout=2 -rss_limit_mb=2048 -print_final_stats=1 \
+  # 10 s an input and 2 GiB at most (a loaded machine runs them several times slower): a reader
+  # that a small file keeps busy or makes allocate that much is a finding too. New inputs go to
+  # the first folder; the seeds are only read.
+  "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="build-sanitize/fuzz-findings/$name-" "$corpus" "tests/fuzz/corpus/$name" > "$log" 2>&1
   local code=$?
   local runs
