@@ -228,6 +228,11 @@ TEST(Cfg, SyntaxErrors) {
     expect_error("# header\nunits = 3\n[net]\ninput = 4\n", 2, "units");
   }
   {
+    SCOPED_TRACE("a binary file: a NUL byte would cut the quoted line short");
+    const char binary[] = "[net]\ninput = 4\n[dense]\nunits\0 = 3\n";
+    expect_error(std::string(binary, sizeof binary - 1), 4, "", "byte 0x00 at column 6: a cfg file is text");
+  }
+  {
     SCOPED_TRACE("line without '='");
     expect_error("[net]\ninput 4\n[dense]\nunits = 3\n", 2, "", "input 4");
   }

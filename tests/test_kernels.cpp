@@ -140,8 +140,8 @@ TEST_P(KernelsOnIsa, SgdIsBitExact) {
       const std::vector<float> v0 = random_vector(n, -1, 1, rng);
       std::vector<float> w_want = w0, v_want = v0, w_got = w0, v_got = v0;
       const bool momentum = step.momentum != 0;
-      ref().sgd(n, step, w_want.data(), g.data(), momentum ? v_want.data() : nullptr);
-      fast().sgd(n, step, w_got.data(), g.data(), momentum ? v_got.data() : nullptr);
+      EXPECT_TRUE(ref().sgd(n, step, w_want.data(), g.data(), momentum ? v_want.data() : nullptr));
+      EXPECT_TRUE(fast().sgd(n, step, w_got.data(), g.data(), momentum ? v_got.data() : nullptr));
       expect_close(w_got, w_want, n, 0, 0, "sgd weights");
       expect_close(v_got, v_want, n, 0, 0, "sgd velocity");
     }
@@ -163,11 +163,44 @@ TEST_P(KernelsOnIsa, AdamIsBitExact) {
     const std::vector<float> w0 = random_vector(n, -1, 1, rng), g = random_vector(n, -1, 1, rng);
     const std::vector<float> m0 = random_vector(n, -0.1f, 0.1f, rng), s0 = random_vector(n, 0, 0.01f, rng);
     std::vector<float> w1 = w0, m1 = m0, s1 = s0, w2 = w0, m2 = m0, s2 = s0;
-    ref().adam(n, step, w1.data(), g.data(), m1.data(), s1.data());
-    fast().adam(n, step, w2.data(), g.data(), m2.data(), s2.data());
+    EXPECT_TRUE(ref().adam(n, step, w1.data(), g.data(), m1.data(), s1.data()));
+    EXPECT_TRUE(fast().adam(n, step, w2.data(), g.data(), m2.data(), s2.data()));
     expect_close(w2, w1, n, 0, 0, "adam weights");
     expect_close(m2, m1, n, 0, 0, "adam m");
     expect_close(s2, s1, n, 0, 0, "adam s");
+  }
+}
+
+// The optimizers' guard: one Inf or NaN anywhere in the gradient (the first element, the
+// middle, the last, which a vector loop reaches through its padded tail) and the kernel says
+// so, on every length of kSizes; with and without momentum and weight decay.
+TEST_P(KernelsOnIsa, OptimizersReportANonFiniteGradient) {
+  Rng rng(15, 0);
+  AdamStep adam{};
+  adam.step_size = 1e-3f, adam.correction2_sqrt = 0.05f, adam.beta1 = 0.9f, adam.beta2 = 0.999f;
+  adam.one_minus_beta1 = 0.1f, adam.one_minus_beta2 = 0.001f, adam.eps = 1e-8f, adam.weight_decay = 1e-4f;
+  for (int64_t n : kSizes) {
+    if (n == 0) continue;
+    const std::vector<float> w0 = random_vector(n, -1, 1, rng), g0 = random_vector(n, -1, 1, rng);
+    const auto size = static_cast<size_t>(n);
+    for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+      for (float bad : {INFINITY, -INFINITY, NAN}) {
+        std::vector<float> g = g0;
+        g[static_cast<size_t>(at)] = bad;
+        for (const SgdStep step : {SgdStep{0.01f, 0.9f, 5e-4f, true}, SgdStep{0.1f, 0.0f, 0.0f, false}}) {
+          for (const F32VectorKernels* k : {&ref(), &fast()}) {
+            std::vector<float> w = w0, v(size, 0.0f);
+            EXPECT_FALSE(k->sgd(n, step, w.data(), g.data(), step.momentum != 0 ? v.data() : nullptr))
+                << k->isa << " sgd, n " << n << ", " << bad << " at " << at;
+          }
+        }
+        for (const F32VectorKernels* k : {&ref(), &fast()}) {
+          std::vector<float> w = w0, m(size, 0.0f), s2(size, 0.0f);
+          EXPECT_FALSE(k->adam(n, adam, w.data(), g.data(), m.data(), s2.data()))
+              << k->isa << " adam, n " << n << ", " << bad << " at " << at;
+        }
+      }
+    }
   }
 }
 

@@ -3,9 +3,9 @@
 code 2 (a message, never a crash), a message naming the file or option and the rule, and
 nothing the user had changed or lost. Writes one "PASS id" / "FAIL id: why" line a case to
 RESULTS (tools/count_tests.py --checks; tools/test.sh part 5) and, with --doc, the table of
-docs/bad_inputs.md between its markers, from the messages this run printed.
+docs/reliability.md between its markers, from the messages this run printed.
 
-Usage: python3 tools/bad_inputs.py BINARY [--results FILE] [--doc docs/bad_inputs.md]
+Usage: python3 tools/bad_inputs.py BINARY [--results FILE] [--doc docs/reliability.md]
 """
 import gzip
 import hashlib
@@ -177,7 +177,8 @@ CASES = [
      lambda d: write(d + "/m.cfg", (CFG_BASE + "[maxpool]\nsize = 14\n[conv]\nfilters = 2\nsize = 9\n[dense]\nunits = 10\n").encode()),
      ["train", "--model", "{d}/m.cfg"] + QUICK, ["{d}/m.cfg", "conv"], []),
     ("cfg-binary", "cfg", "a binary file given as a cfg",
-     lambda d: write(d + "/m.cfg", bytes(range(256))), ["train", "--model", "{d}/m.cfg"] + QUICK, ["{d}/m.cfg"], []),
+     lambda d: write(d + "/m.cfg", bytes(range(256))), ["train", "--model", "{d}/m.cfg"] + QUICK,
+     ["{d}/m.cfg:1", "a cfg file is text"], []),
     # checkpoints
     ("ckpt-byte-changed", "checkpoint", "a checkpoint with one byte changed, resumed",
      lambda d: checkpoint_then(d, flip_middle), ["train", "--resume", "{d}/run.ckpt", "--epochs", "2"],
@@ -278,7 +279,10 @@ def main(argv):
     lines, rows, failed = [], [], 0
     try:
         for case in CASES:
-            problems, shown, code = run_case(case, root)
+            try:
+                problems, shown, code = run_case(case, root)
+            except (OSError, subprocess.SubprocessError) as e:  # a setup that failed, a hung run
+                problems, shown, code = ["the case could not run: %s" % e], "", -1
             kept = "; " + ", ".join(case[6]) + " unchanged" if case[6] else ""
             rows.append("| %s | %s | %d%s | `%s` |" % (case[1], case[2], code, kept, shown.replace("|", "\\|")))
             if problems:

@@ -16,4 +16,5 @@ elif [ "$(cat build-sanitize/.sanitize-setup 2>/dev/null)" != "${options[*]}" ];
   meson configure build-sanitize "${options[@]:1}" >/dev/null  # the build type is set up once
 fi
 echo "${options[*]}" > build-sanitize/.sanitize-setup
-ninja -C build-sanitize >/dev/null
+# Quiet when it builds; the compiler's messages when it does not (ninja prints them on stdout).
+ninja -C build-sanitize > build-sanitize/build.log || { tail -n 60 build-sanitize/build.log; exit 1; }

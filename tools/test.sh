@@ -1,6 +1,8 @@
 #!/bin/bash
 # Sets up, builds and runs every test; the last line is "N passed, N failed", counting:
-#   1. the suite (meson test): GoogleTest cases, XML in build/test-results/;
+#   1. the suite (meson test): GoogleTest cases, XML in build/test-results/; then the layer and
+#      training programs again with RETROGRAD_ISA=sse2 (build/test-results-sse2/): the shipped
+#      gcc build's model-level code on the SSE2 kernels;
 #   2. the suite built with clang under AddressSanitizer and UndefinedBehaviorSanitizer
 #      (tools/sanitize_build.sh: build-sanitize/), run with RETROGRAD_ISA=sse2 so the model-level
 #      cases take the baseline kernels there and the AVX2 ones in part 1 (the kernel cases run
@@ -24,11 +26,11 @@ cd "$(dirname "$0")/.."
 bash tools/setup.sh --tests || exit 2
 bash tools/build.sh || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 unset RETROGRAD_ISA
-rm -rf build/test-results build/test-results-qemu build-sanitize/test-results
-rm -f build/meson-logs/testlog.json build-sanitize/meson-logs/testlog*.json build-sanitize/fuzz-results.txt \
+rm -rf build/test-results build/test-results-sse2 build/test-results-qemu build-sanitize/test-results
+rm -f build/meson-logs/testlog.json build/meson-logs/testlog-sse2*.json build-sanitize/meson-logs/testlog*.json build-sanitize/fuzz-results.txt \
   build/qemu-results.txt build/isa-leaks-results.txt build/isa-leaks-selftest-results.txt \
   build/count-tests-selftest-results.txt build/bad-inputs-results.txt
-mkdir -p build/test-results
+mkdir -p build/test-results build/test-results-sse2
 status=0
 timings=""
 stage_start=$SECONDS
@@ -36,6 +38,13 @@ stage_end() { timings+="${timings:+, }$1 $((SECONDS - stage_start)) s"; stage_st
 
 echo "== 1/6 test suite"
 meson test -C build --print-errorlogs --num-processes 2 || status=1
+# Meson's test(env:) overrides the caller's environment: the variables go through a wrapper
+# (Meson adds its name to the log: testlog-sse2-env.json). Part 2 runs everything at SSE2
+# under the sanitizers, built by clang; these are the programs where gcc's build trains.
+meson test -C build --print-errorlogs --num-processes 2 --logbase testlog-sse2 \
+  --wrapper "env RETROGRAD_ISA=sse2 GTEST_OUTPUT=xml:$PWD/build/test-results-sse2/" \
+  test_layers test_conv_layers test_rcl test_train test_mixed_precision test_qat test_int8_training test_gan || status=1
+sse2_log=$(ls build/meson-logs/testlog-sse2*.json 2>/dev/null | head -1)
 stage_end "suite"
 
 # Meson's test(env:) overrides the caller's environment, so RETROGRAD_ISA goes through a
@@ -55,7 +64,7 @@ sanitize_log=$(ls build-sanitize/meson-logs/testlog*.json 2>/dev/null | head -1)
 stage_end "sanitizers"
 
 echo "== 3/6 fuzz targets, 60 s each"
-bash tools/fuzz.sh --seconds 60 build-sanitize/fuzz-results.txt || status=1
+bash tools/fuzz.sh --seconds 60 --results build-sanitize/fuzz-results.txt || status=1
 stage_end "fuzz"
 
 echo "== 4/6 old CPUs under qemu-user"
@@ -81,6 +90,7 @@ echo "== times: $timings; all with setup and build $SECONDS s"
 # Every failure above is in the files counted here; the statuses are a second guard.
 python3 tools/count_tests.py \
   build/test-results build/meson-logs/testlog.json \
+  build/test-results-sse2 "${sse2_log:-build/meson-logs/testlog-sse2-env.json}" \
   build-sanitize/test-results "${sanitize_log:-build-sanitize/meson-logs/testlog-env.json}" \
   --xml-dir build/test-results-qemu \
   --checks build-sanitize/fuzz-results.txt \

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -141,6 +142,16 @@ Result<CfgDocument> parse_cfg(const std::string& text, const std::string& file) 
   int line = 0;
   while (std::getline(in, raw)) {
     ++line;
+    // A control byte (a NUL ends a message early): the file is not a cfg; say so before quoting it.
+    for (size_t column = 0; column < raw.size(); ++column) {
+      const auto c = static_cast<unsigned char>(raw[column]);
+      if (c < 0x20 && c != '\t' && c != '\r') {
+        char code[8];
+        std::snprintf(code, sizeof code, "0x%02X", c);
+        return Status::error(file + ":" + std::to_string(line) + ": byte " + code + " at column " +
+                             std::to_string(column + 1) + ": a cfg file is text (is this a binary file?)");
+      }
+    }
     const size_t comment = raw.find_first_of("#;");
     const std::string content = trim(comment == std::string::npos ? raw : raw.substr(0, comment));
     if (content.empty()) continue;

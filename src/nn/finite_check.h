@@ -17,7 +17,7 @@ bool all_finite(const Tensor& t);
 std::string first_non_finite_output(const Model& model, const Tensor& input);
 
 // The first parameter whose value holds an Inf or a NaN; null when all are finite. (Gradients
-// are checked by the optimizer, in its own pass over them: Optimizer::step.)
+// are checked by the optimizer, in the pass that updates the weights: Optimizer::step.)
 const Param* first_non_finite_value(const std::vector<Param*>& params);
 
 }  // namespace rg

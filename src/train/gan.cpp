@@ -150,7 +150,9 @@ void GanTrainer::cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, S
   d_.backward(ctx, g_.output_grad());
   g_.backward(ctx);
   const Param* g_bad = g_opt_.step(options_.schedule.lr);
-  out->non_finite_grad = d_bad != nullptr ? d_bad : g_bad;
+  if (d_bad != nullptr || g_bad != nullptr) {
+    out->non_finite_grad = d_bad != nullptr ? "the discriminator's " + d_bad->name : "the generator's " + g_bad->name;
+  }
 }
 
 Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
@@ -197,8 +199,8 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
                            "not finite at epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
                            "; training stopped (lower the learning rate?); the saved networks are unchanged");
     }
-    if (losses.non_finite_grad != nullptr) {
-      return Status::error("the gradient of " + losses.non_finite_grad->name + " held an Inf or a NaN at epoch " +
+    if (!losses.non_finite_grad.empty()) {
+      return Status::error("the gradient of " + losses.non_finite_grad + " held an Inf or a NaN at epoch " +
                            std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
                            "; training stopped (lower the learning rate?); the saved networks are unchanged");
     }

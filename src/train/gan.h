@@ -86,7 +86,7 @@ class GanTrainer {
   struct StepLosses {
     double real = 0, fake = 0, g = 0;
     double d_real = 0, d_fake = 0, d_fake_after = 0;
-    const Param* non_finite_grad = nullptr;  // the first param whose gradient held an Inf or a NaN
+    std::string non_finite_grad;  // "the generator's dense1.weight": its gradient held an Inf or a NaN
   };
   // The D update and the G update of one batch of real images x and noise z.
   void cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);

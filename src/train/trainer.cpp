@@ -364,7 +364,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       if (const Param* bad = first_non_finite_value(model_.params())) {
         return Status::error(bad->name + " holds an Inf or a NaN after epoch " + std::to_string(epoch + 1) +
                              " (an update overflowed: lower the learning rate?); training stopped; " +
-                             options_.checkpoint_path + " keeps the last good epoch");
+                             options_.checkpoint_path + " was not written");
       }
       const Status saved = save_checkpoint(options_.checkpoint_path, model_, &optimizer_, settings());
       if (!saved.ok()) return saved.with_context("writing the checkpoint after epoch " + std::to_string(epoch + 1) + ": ");

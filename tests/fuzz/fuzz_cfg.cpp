@@ -18,7 +18,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rg::fuzz::report("parse", cfg.status());
   if (!cfg.ok()) return 0;
   if (!cfg.value().sections.empty() && cfg.value().sections.front().kind() == "gan") {
-    // A GAN file names its two networks (presets, or files beside it): parsed and built.
+    // A GAN file names its two networks: presets, or files beside it. Only names without a
+    // folder are followed, from an empty folder of this run's own: a fuzz input must not make
+    // the target read /dev/stdin or the files of wherever it was started.
+    static const bool in_scratch = chdir(rg::fuzz::scratch_folder().c_str()) == 0;
+    const rg::CfgSection& gan = cfg.value().sections.front();
+    for (const char* key : {"generator", "discriminator"}) {
+      auto name = gan.get_string_or(key, "");
+      if (!in_scratch || !name.ok() || name.value().find_first_of("/\\") != std::string::npos) return 0;
+    }
     rg::fuzz::report("gan", rg::gan_pair_from_cfg(cfg.value()).status());
     return 0;
   }

@@ -1,8 +1,9 @@
 // libFuzzer target: CIFAR-10 binary folders (data/image_data.h) of 1 to 4 records per file,
 // the layout and rules of the real 10,000. Input: a byte of options (bits 0-1: records per
-// file - 1; bits 2-4: which of the six files is cut short or made longer; bit 5: do that;
-// bit 6: write batches.meta.txt), a 16-bit length and the class-names text, then the records,
-// which fill the six files in turn (zeros where the input runs out).
+// file - 1; bits 2-4: which of the six files is made a byte shorter, or longer with bit 7 (6
+// and 7: none); bit 5: do that; bit 6: write batches.meta.txt), a 16-bit length and the
+// class-names text, then the records, which fill the six files in turn (zeros where the input
+// runs out).
 #include <cstdint>
 #include <filesystem>
 

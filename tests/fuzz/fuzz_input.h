@@ -30,8 +30,9 @@ class InputParts {
   uint8_t byte() { return offset_ < size_ ? data_[offset_++] : 0; }
   // A 16-bit little-endian length, then that many bytes.
   std::string sized_part() {
-    const size_t length = byte() | (size_t{byte()} << 8);
-    return take(length);
+    const size_t low = byte();  // two statements: the order of the reads is fixed
+    const size_t high = byte();
+    return take(low | high << 8);
   }
   std::string take(size_t n) {
     n = std::min(n, size_ - offset_);

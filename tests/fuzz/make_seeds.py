@@ -32,7 +32,7 @@ def sized(part):  # fuzz_input.h's sized_part: a 16-bit little-endian length, th
 # --- cfg: every preset (src/nn/presets.cpp) and small models of the other layer kinds ------
 def preset_cfgs():
     source = open(os.path.join(ROOT, "src/nn/presets.cpp")).read()
-    for name, literals in re.findall(r'\{"(\w+)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\}', source):
+    for name, literals in re.findall(r'\{"([\w-]+)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\}', source):
         yield name, "".join(ast.literal_eval(s) for s in re.findall(r'"(?:[^"\\]|\\.)*"', literals))
 
 
@@ -103,7 +103,7 @@ def idx_seeds():
     write("idx", "u8-gz-streamed", b"\x01" + sized(gz(labels)) + gz(raw_u8))
     write("idx", "f32", b"\x00" + sized(idx_labels(2)) + raw_f32)
     write("idx", "f32-as-f16", b"\x02" + sized(idx_labels(2)) + raw_f32)
-    write("idx", "f32-gz-streamed", b"\x03" + sized(gz(idx_labels(2))) + gz(raw_f32))
+    write("idx", "f32-gz-streamed-f16", b"\x03" + sized(gz(idx_labels(2))) + gz(raw_f32))
 
 
 # --- cifar: six files of one record (options 0) or two (1), with and without the meta file -
