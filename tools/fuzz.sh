@@ -6,16 +6,27 @@
 # the limits below is written to build-sanitize/fuzz-findings/; copy it into the seed corpus
 # as found-WHAT once fixed. One line a target in RESULTS_FILE: "PASS fuzz_NAME: N runs in S s"
 # or "FAIL fuzz_NAME: ..." (tools/count_tests.py --checks); logs in build-sanitize/fuzz-logs/.
-# Usage: bash tools/fuzz.sh [--seconds S] [RESULTS_FILE] [NAME...]
+# Usage: bash tools/fuzz.sh [--seconds S] [--results FILE] [NAME...]
+#   (default 60 s, build-sanitize/fuzz-results.txt, all of checkpoint cfg idx cifar image)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds=60
-if [ "${1:-}" = "--seconds" ]; then seconds=$2; shift 2; fi
-results=${1:-build-sanitize/fuzz-results.txt}
-shift || true
-targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint cfg idx cifar image)
+results=build-sanitize/fuzz-results.txt
+all=(checkpoint cfg idx cifar image)
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) [ $# -ge 2 ] || { echo "fuzz.sh: --seconds needs a number" >&2; exit 2; }; seconds=$2; shift 2 ;;
+    --results) [ $# -ge 2 ] || { echo "fuzz.sh: --results needs a file" >&2; exit 2; }; results=$2; shift 2 ;;
+    checkpoint|cfg|idx|cifar|image) targets+=("$1"); shift ;;
+    *) echo "fuzz.sh: unknown argument '$1' (--seconds S, --results FILE, targets: ${all[*]})" >&2; exit 2 ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 mkdir -p build-sanitize/fuzz-logs build-sanitize/fuzz-findings
+# The targets' scratch files (fuzz_input.h) in a folder of this run's, removed at the end.
+export TMPDIR=$PWD/build-sanitize/fuzz-tmp
+rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 : > "$results"
 
 # fuzz_one NAME: one target, its outcome appended to the results file.
@@ -52,4 +63,5 @@ for name in "${targets[@]}"; do
   if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
 done
 wait
+rm -rf "$TMPDIR"
 ! grep -q '^FAIL' "$results"
