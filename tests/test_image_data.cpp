@@ -272,6 +272,18 @@ TEST(ImageIo, JpegHuffmanTableOverflowIsRefused) {
   expect_error(read_image(path, 3), {path, "Huffman table", "400 codes", "at most 256"});
 }
 
+// stb 2.27 decodes a scan with a Huffman table no DHT segment defined, from memory never
+// written (found by fuzz_image: its second DHT table is marked DC, so AC table 0 is missing).
+TEST(ImageIo, AJpegScanWithAnUndefinedHuffmanTableIsRefused) {
+  TempDir tmp;
+  Bytes bytes = read_bytes(std::string(RETROGRAD_SOURCE_DIR) + "/tests/fuzz/corpus/image/found-jpeg-scan-with-undefined-table");
+  ASSERT_GT(bytes.size(), 1u);
+  bytes.erase(bytes.begin());  // fuzz_image's options byte
+  const std::string path = tmp.file("scan.jpg");
+  write_bytes(path, bytes);
+  expect_error(read_image(path, 1), {path, "a scan uses AC Huffman table 0, which no DHT segment before it defines"});
+}
+
 // A PNG signature and an IHDR chunk claiming width x height, 8-bit RGB, and nothing else.
 Bytes png_header_only(uint32_t width, uint32_t height) {
   Bytes out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};

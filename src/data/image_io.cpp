@@ -41,6 +41,9 @@ uint8_t luminance(const uint8_t* rgb) {
 // 2.28 checks it). stbi_info already reads DHT segments, so until Debian ships the fix every
 // DHT segment stb could read is checked here first, walking the markers as stb does: segments
 // by their length, entropy-coded data up to the next 0xFF followed by a byte other than 0x00.
+// It also decodes a scan with a Huffman table no DHT segment defined: the table's memory was
+// never written, so its bit patterns index outside the table (found by fuzz_image under ASan,
+// whose allocations are not zeroed). So each scan's (SOS) tables must have been defined before.
 // `file` is at the file's start; where it is left does not matter.
 Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
   auto byte = [file] {  // stb reads 0 past the end; so does this
@@ -53,6 +56,7 @@ Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
   int c;
   do c = std::getc(file); while (c == 0xFF);
   if (c != 0xD8) return Status();  // not a JPEG
+  bool defined[2][4] = {};  // [class: 0 DC, 1 AC][table id]
   for (;;) {
     c = std::getc(file);
     if (c == EOF) return Status();
@@ -63,6 +67,29 @@ Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
     const int hi = std::getc(file), lo = std::getc(file);
     if (lo == EOF) return Status();
     long length = ((hi << 8) | lo) - 2;  // bytes after the length field
+    if (c == 0xDA) {  // start of scan: components, each with its DC and AC table; Ss, Se, Ah/Al
+      const int components = byte();
+      int tables[4] = {};
+      for (int i = 0; i < components && i < 4; ++i) {
+        byte();  // the component's id
+        tables[i] = byte();
+      }
+      const int spectral_start = byte(), spectral_end = byte();
+      byte();  // successive approximation
+      // DC coefficients decode with a table when the scan starts at 0, AC ones when it ends above.
+      for (int i = 0; i < components && i < 4; ++i) {
+        const bool dc_missing = spectral_start == 0 && !defined[0][(tables[i] >> 4) & 3];
+        const bool ac_missing = spectral_end > 0 && !defined[1][tables[i] & 3];
+        if (dc_missing || ac_missing) {
+          return Status::error(path + ": corrupt JPEG: a scan uses " + (dc_missing ? "DC" : "AC") + " Huffman table " +
+                               std::to_string(dc_missing ? (tables[i] >> 4) & 3 : tables[i] & 3) +
+                               ", which no DHT segment before it defines");
+        }
+      }
+      const long rest = length - (1 + 2L * components + 3);
+      if (rest < 0 || std::fseek(file, rest, SEEK_CUR) != 0) return Status();  // stb fails here too
+      continue;
+    }
     if (c != 0xC4) {
       if (length < 0 || std::fseek(file, length, SEEK_CUR) != 0) return Status();  // stb fails here too
       continue;
@@ -79,6 +106,7 @@ Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
                              " codes; a table holds at most 256");
       }
       if (std::fseek(file, codes, SEEK_CUR) != 0) return Status();
+      defined[class_id >> 4][class_id & 15] = true;
       length -= 17 + codes;
     }
     if (length != 0) return Status();
