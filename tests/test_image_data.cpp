@@ -284,6 +284,18 @@ TEST(ImageIo, AJpegScanWithAnUndefinedHuffmanTableIsRefused) {
   expect_error(read_image(path, 1), {path, "a scan uses AC Huffman table 0, which no DHT segment before it defines"});
 }
 
+// stb fills a truncated BMP with zeros: a 53-byte file whose header says 1280 x 12801 at 24
+// bits (49 MB of pixels) is refused before decoding (found by fuzz_image, as a timeout).
+TEST(ImageIo, ABmpShorterThanItsHeaderSaysIsRefused) {
+  TempDir tmp;
+  Bytes bytes = read_bytes(std::string(RETROGRAD_SOURCE_DIR) + "/tests/fuzz/corpus/image/found-bmp-header-promises-49mb");
+  ASSERT_GT(bytes.size(), 1u);
+  bytes.erase(bytes.begin());  // fuzz_image's options byte
+  const std::string path = tmp.file("short.bmp");
+  write_bytes(path, bytes);
+  expect_error(read_image(path, 3), {path, "truncated BMP", "1280x12801", "49155894 bytes in all; the file has 53"});
+}
+
 // A PNG signature and an IHDR chunk claiming width x height, 8-bit RGB, and nothing else.
 Bytes png_header_only(uint32_t width, uint32_t height) {
   Bytes out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};

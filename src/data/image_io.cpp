@@ -113,6 +113,30 @@ Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
   }
 }
 
+// stb fills a BMP's missing pixels with zeros: a 54-byte file whose header says 1280 x 12801
+// would be decoded into 49 MB (found by fuzz_image). An uncompressed BMP's pixel bytes follow
+// from its header (rows padded to 4 bytes), so a file shorter than that is refused first.
+// Headers stb reads otherwise (OS/2's, RLE) are left to stb. `file` is at the file's start.
+Status check_bmp_length(FILE* file, const std::string& path) {
+  uint8_t h[34];
+  if (std::fread(h, 1, sizeof h, file) != sizeof h || h[0] != 'B' || h[1] != 'M') return Status();
+  auto u32 = [&](int at) { return uint32_t{h[at]} | uint32_t{h[at + 1]} << 8 | uint32_t{h[at + 2]} << 16 | uint32_t{h[at + 3]} << 24; };
+  const uint32_t offset = u32(10), header = u32(14), compression = u32(30);
+  const int64_t width = static_cast<int32_t>(u32(18)), height = static_cast<int32_t>(u32(22));
+  const int bits = h[28] | h[29] << 8;
+  if (header < 40 || (compression != 0 && compression != 3) || width <= 0 || height == 0) return Status();
+  const int64_t row = (width * bits + 31) / 32 * 4;
+  const int64_t needed = int64_t{offset} + row * (height < 0 ? -height : height);
+  if (std::fseek(file, 0, SEEK_END) != 0) return Status();
+  const int64_t size = std::ftell(file);
+  if (size >= 0 && size < needed) {
+    return Status::error(path + ": truncated BMP: the header says " + size_text(width, height < 0 ? -height : height) +
+                         " pixels of " + std::to_string(bits) + " bits from byte " + std::to_string(offset) + ", " +
+                         std::to_string(needed) + " bytes in all; the file has " + std::to_string(size));
+  }
+  return Status();
+}
+
 }  // namespace
 
 const char* image_fit_name(ImageFit fit) { return fit == ImageFit::crop ? "crop" : "resize"; }
@@ -147,6 +171,8 @@ Result<Image> read_image(const std::string& path, int channels) {
   if (!file) return Status::error(path + ": cannot open: " + std::strerror(errno));
 
   RG_TRY(check_jpeg_huffman_counts(file.get(), path));
+  std::rewind(file.get());
+  RG_TRY(check_bmp_length(file.get(), path));
   std::rewind(file.get());
   // The header alone first: a hostile or broken header cannot make the decoder allocate.
   int width = 0, height = 0, stored = 0;
