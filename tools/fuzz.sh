@@ -40,9 +40,9 @@ fuzz_one() {
   mkdir -p "$corpus"
   # 10 s an input and 2 GiB at most (a loaded machine runs them several times slower): a reader
   # that a small file keeps busy or makes allocate that much is a finding too. New inputs go to
-  # the first folder; the seeds are only read.
+  # the first folder; the seeds are only read. Absolute paths: fuzz_cfg changes its folder.
   "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="build-sanitize/fuzz-findings/$name-" "$corpus" "tests/fuzz/corpus/$name" > "$log" 2>&1
+    -artifact_prefix="$PWD/build-sanitize/fuzz-findings/$name-" "$PWD/$corpus" "$PWD/tests/fuzz/corpus/$name" > "$log" 2>&1
   local code=$?
   local runs
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

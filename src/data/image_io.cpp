@@ -125,6 +125,8 @@ Status check_bmp_length(FILE* file, const std::string& path) {
   const int64_t width = static_cast<int32_t>(u32(18)), height = static_cast<int32_t>(u32(22));
   const int bits = h[28] | h[29] << 8;
   if (header < 40 || (compression != 0 && compression != 3) || width <= 0 || height == 0) return Status();
+  // Larger sides are refused by read_image's size check; bounded here, the product fits 64 bits.
+  if (width > kMaxImageSide || height > kMaxImageSide || height < -kMaxImageSide || bits > 64) return Status();
   const int64_t row = (width * bits + 31) / 32 * 4;
   const int64_t needed = int64_t{offset} + row * (height < 0 ? -height : height);
   if (std::fseek(file, 0, SEEK_END) != 0) return Status();
