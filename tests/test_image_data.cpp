@@ -272,15 +272,22 @@ TEST(ImageIo, JpegHuffmanTableOverflowIsRefused) {
   expect_error(read_image(path, 3), {path, "Huffman table", "400 codes", "at most 256"});
 }
 
+// An input fuzz_image found (tests/fuzz/corpus/image/NAME) as the image file it held: in
+// `tmp` as `file`, without the target's options byte.
+std::string found_image_file(TempDir& tmp, const std::string& name, const std::string& file) {
+  Bytes bytes = read_bytes(std::string(RETROGRAD_SOURCE_DIR) + "/tests/fuzz/corpus/image/" + name);
+  EXPECT_GT(bytes.size(), 1u) << name;
+  if (!bytes.empty()) bytes.erase(bytes.begin());
+  const std::string path = tmp.file(file);
+  write_bytes(path, bytes);
+  return path;
+}
+
 // stb 2.27 decodes a scan with a Huffman table no DHT segment defined, from memory never
 // written (found by fuzz_image: its second DHT table is marked DC, so AC table 0 is missing).
 TEST(ImageIo, AJpegScanWithAnUndefinedHuffmanTableIsRefused) {
   TempDir tmp;
-  Bytes bytes = read_bytes(std::string(RETROGRAD_SOURCE_DIR) + "/tests/fuzz/corpus/image/found-jpeg-scan-with-undefined-table");
-  ASSERT_GT(bytes.size(), 1u);
-  bytes.erase(bytes.begin());  // fuzz_image's options byte
-  const std::string path = tmp.file("scan.jpg");
-  write_bytes(path, bytes);
+  const std::string path = found_image_file(tmp, "found-jpeg-scan-with-undefined-table", "scan.jpg");
   expect_error(read_image(path, 1), {path, "a scan uses AC Huffman table 0, which no DHT segment before it defines"});
 }
 
@@ -288,11 +295,7 @@ TEST(ImageIo, AJpegScanWithAnUndefinedHuffmanTableIsRefused) {
 // bits (49 MB of pixels) is refused before decoding (found by fuzz_image, as a timeout).
 TEST(ImageIo, ABmpShorterThanItsHeaderSaysIsRefused) {
   TempDir tmp;
-  Bytes bytes = read_bytes(std::string(RETROGRAD_SOURCE_DIR) + "/tests/fuzz/corpus/image/found-bmp-header-promises-49mb");
-  ASSERT_GT(bytes.size(), 1u);
-  bytes.erase(bytes.begin());  // fuzz_image's options byte
-  const std::string path = tmp.file("short.bmp");
-  write_bytes(path, bytes);
+  const std::string path = found_image_file(tmp, "found-bmp-header-promises-49mb", "short.bmp");
   expect_error(read_image(path, 3), {path, "truncated BMP", "1280x12801", "49155894 bytes in all; the file has 53"});
 }
 
