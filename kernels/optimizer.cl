@@ -4,12 +4,20 @@
 // root: its launcher builds it correctly rounded where the device can. Launchers: src/opencl/optimizer.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // lr * g and w - that stay two roundings, as on the CPU
 
+// The gradient guard (the CPU's kernels return whether every gradient was finite): flags[flag]
+// = 1 when a gradient element is Inf or NaN (its exponent all ones; every item that finds one
+// writes 1; the caller zeroes the flag and reads it back).
+void flag_non_finite(float grad, __global int* flags, uint flag) {
+  if ((as_uint(grad) & 0x7f800000u) == 0x7f800000u) flags[flag] = 1;
+}
+
 // No momentum: g = grad + wd w;  w = w - lr g
 __kernel void f32_sgd(uint n, float lr, float weight_decay, __global float* w, uint w_offset,
-                      __global const float* grad, uint grad_offset) {
+                      __global const float* grad, uint grad_offset, __global int* flags, uint flag) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   const float wv = w[w_offset + i];
+  flag_non_finite(grad[grad_offset + i], flags, flag);
   const float g = grad[grad_offset + i] + weight_decay * wv;
   w[w_offset + i] = wv - lr * g;
 }
@@ -17,10 +25,11 @@ __kernel void f32_sgd(uint n, float lr, float weight_decay, __global float* w, u
 // g = grad + wd w;  v = mu v + g;  w = w - lr (nesterov ? g + mu v : v)
 __kernel void f32_sgd_momentum(uint n, float lr, float momentum, float weight_decay, uint nesterov,
                                __global float* w, uint w_offset, __global const float* grad, uint grad_offset,
-                               __global float* v, uint v_offset) {
+                               __global float* v, uint v_offset, __global int* flags, uint flag) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   const float wv = w[w_offset + i];
+  flag_non_finite(grad[grad_offset + i], flags, flag);
   const float g = grad[grad_offset + i] + weight_decay * wv;
   const float velocity = momentum * v[v_offset + i] + g;
   v[v_offset + i] = velocity;
@@ -32,10 +41,12 @@ __kernel void f32_sgd_momentum(uint n, float lr, float momentum, float weight_de
 __kernel void f32_adam(uint n, float step_size, float correction2_sqrt, float beta1, float beta2,
                        float one_minus_beta1, float one_minus_beta2, float eps, float weight_decay,
                        __global float* w, uint w_offset, __global const float* grad, uint grad_offset,
-                       __global float* m, uint m_offset, __global float* s, uint s_offset) {
+                       __global float* m, uint m_offset, __global float* s, uint s_offset,
+                       __global int* flags, uint flag) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   const float wv = w[w_offset + i];
+  flag_non_finite(grad[grad_offset + i], flags, flag);
   const float g = grad[grad_offset + i] + weight_decay * wv;
   const float mv = beta1 * m[m_offset + i] + one_minus_beta1 * g;
   const float sv = beta2 * s[s_offset + i] + one_minus_beta2 * g * g;

@@ -1,11 +1,14 @@
-// Helpers of the training tests: a model from cfg text, and bit-for-bit weight comparison.
+// Helpers of the training tests: a model from cfg text, bit-for-bit weight comparison, and a
+// model and data whose loss is finite but whose gradient overflows.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
+#include "data/dataset.h"
 #include "nn/model.h"
 
 namespace rg {
@@ -31,6 +34,33 @@ inline bool same_weights(Model& a, Model& b) {
     if (std::memcmp(pa[i]->value.raw_data(), pb[i]->value.raw_data(), pa[i]->value.bytes()) != 0) return false;
   }
   return true;
+}
+
+// A finite loss whose gradient overflows: inputs of 3e38, a first layer that cancels them
+// (outputs 0, so the loss is ln 2) and a second with weights of 1e30: d(dense1.weight) =
+// 3e38 x 1e30 = Inf. Four samples, two classes.
+struct OverflowingGradient {
+  std::unique_ptr<Model> model;  // dense1 [2 -> 2], dense2 [2 -> 2]
+  Dataset data;
+};
+inline OverflowingGradient overflowing_gradient() {
+  OverflowingGradient out;
+  out.model = build_model(1, "[net]\ninput = 2\n[dense]\nunits = 2\n[dense]\nunits = 2\n");
+  const std::vector<Param*> params = out.model->params();  // dense1.weight [2, 2], dense1.bias, dense2.weight, dense2.bias
+  EXPECT_EQ(params.size(), 4u);
+  if (params.size() != 4) return out;
+  for (Param* p : params) std::fill(p->value.f32(), p->value.f32() + p->value.numel(), 0.0f);
+  float* w1 = params[0]->value.f32();
+  w1[0] = w1[1] = 1.0f, w1[2] = w1[3] = -1.0f;  // y = x0 - x1 in both units
+  float* w2 = params[2]->value.f32();
+  w2[0] = w2[2] = 1e30f;  // both units feed logit 0
+  out.data.name = "huge";
+  out.data.sample_shape = Shape{2};
+  out.data.num_classes = 2;
+  out.data.samples = Tensor::zeros(Shape{4, 2}, DType::f32, "samples").take();
+  out.data.labels = Tensor::zeros(Shape{4}, DType::i32, "labels").take();
+  std::fill(out.data.samples.f32(), out.data.samples.f32() + 8, 3e38f);
+  return out;
 }
 
 }  // namespace rg

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -236,7 +237,13 @@ TEST(ImageIo, CorruptAndTruncatedFilesNameTheFile) {
   }
   png(path, 64, 64, 3, noise);
   Bytes bytes = read_bytes(path);
+  const Bytes whole = bytes;
   bytes.resize(bytes.size() / 2);  // the header survives, the pixel data does not
+  write_bytes(path, bytes);
+  expect_error(read_image(path, 3), {path, "truncated PNG", "bytes follow its header; the file has"});
+
+  bytes = whole;  // whole, but the compressed pixels garbled: stb's inflate refuses them
+  std::fill(bytes.begin() + 100, bytes.begin() + 400, uint8_t{0xFF});
   write_bytes(path, bytes);
   expect_error(read_image(path, 3), {path, "cannot decode", "stb_image"});
 
@@ -272,9 +279,9 @@ TEST(ImageIo, JpegHuffmanTableOverflowIsRefused) {
   expect_error(read_image(path, 3), {path, "Huffman table", "400 codes", "at most 256"});
 }
 
-// An input fuzz_image found (tests/fuzz/corpus/image/NAME) as the image file it held: in
-// `tmp` as `file`, without the target's options byte.
-std::string found_image_file(TempDir& tmp, const std::string& name, const std::string& file) {
+// An input of fuzz_image's corpus (tests/fuzz/corpus/image/NAME, a seed or a find) as the
+// image file it holds: in `tmp` as `file`, without the target's options byte.
+std::string corpus_image_file(TempDir& tmp, const std::string& name, const std::string& file) {
   Bytes bytes = read_bytes(std::string(RETROGRAD_SOURCE_DIR) + "/tests/fuzz/corpus/image/" + name);
   EXPECT_GT(bytes.size(), 1u) << name;
   if (!bytes.empty()) bytes.erase(bytes.begin());
@@ -287,16 +294,90 @@ std::string found_image_file(TempDir& tmp, const std::string& name, const std::s
 // written (found by fuzz_image: its second DHT table is marked DC, so AC table 0 is missing).
 TEST(ImageIo, AJpegScanWithAnUndefinedHuffmanTableIsRefused) {
   TempDir tmp;
-  const std::string path = found_image_file(tmp, "found-jpeg-scan-with-undefined-table", "scan.jpg");
+  const std::string path = corpus_image_file(tmp, "found-jpeg-scan-with-undefined-table", "scan.jpg");
   expect_error(read_image(path, 1), {path, "a scan uses AC Huffman table 0, which no DHT segment before it defines"});
+}
+
+// stb allocates a PNG chunk's data as its header says before reading it: a 160-byte file whose
+// chunk claims 1.6 GB made it allocate 2 GB (found by fuzz_image, as out-of-memory).
+TEST(ImageIo, APngChunkLongerThanTheFileIsRefused) {
+  TempDir tmp;
+  const std::string path = corpus_image_file(tmp, "found-png-chunk-claims-1gb", "chunk.png");
+  expect_error(read_image(path, 3), {path, "truncated PNG: the chunk at byte 93 says 1610612784 bytes", "the file has 59"});
+}
+
+// stb allocates the whole inflated image before inflating: image data too short to inflate to
+// it (deflate packs at most 1032 bytes into one) is refused first. A 4096 x 4096 RGB header
+// (50 MB inflated) before the 64 x 64 image's data.
+TEST(ImageIo, PngImageDataTooShortForItsHeaderIsRefused) {
+  TempDir tmp;
+  const std::string path = tmp.file("small.png");
+  png(path, 64, 64, 3, solid(64, 64, {1, 2, 3}));
+  Bytes bytes = read_bytes(path);
+  ASSERT_TRUE(read_image(path, 3).ok());
+  bytes[16 + 2] = bytes[20 + 2] = 0x10;  // IHDR's width and height (big-endian, bytes 16 and 20): 64 -> 4096
+  bytes[16 + 3] = bytes[20 + 3] = 0x00;
+  write_bytes(path, bytes);
+  expect_error(read_image(path, 3), {path, "truncated PNG", "4096x4096 pixels, 50335744 bytes inflated",
+                                     "deflate packs at most 1032 bytes into one"});
+}
+
+// stb decodes a baseline scan with its AC table whatever the scan's spectral end says: a scan
+// with Ss = Se = 0 and no AC table defined read undefined memory (found by fuzz_image).
+TEST(ImageIo, ABaselineJpegScanWithoutAnAcTableIsRefused) {
+  TempDir tmp;
+  const std::string path = corpus_image_file(tmp, "found-jpeg-baseline-scan-without-ac-table", "baseline.jpg");
+  expect_error(read_image(path, 3), {path, "a scan uses AC Huffman table 0, which no DHT segment before it defines"});
 }
 
 // stb fills a truncated BMP with zeros: a 53-byte file whose header says 1280 x 12801 at 24
 // bits (49 MB of pixels) is refused before decoding (found by fuzz_image, as a timeout).
 TEST(ImageIo, ABmpShorterThanItsHeaderSaysIsRefused) {
   TempDir tmp;
-  const std::string path = found_image_file(tmp, "found-bmp-header-promises-49mb", "short.bmp");
+  const std::string path = corpus_image_file(tmp, "found-bmp-header-promises-49mb", "short.bmp");
   expect_error(read_image(path, 3), {path, "truncated BMP", "1280x12801", "49155894 bytes in all; the file has 53"});
+}
+
+// stb reads a BMP's compression code as a signed int: a code of 2^31 or more passed its
+// checks and the file was decoded as uncompressed, zero-filled (found by fuzz_image, a timeout).
+TEST(ImageIo, ABmpWithACompressionCodeAbove2To31IsRefused) {
+  TempDir tmp;
+  const std::string path = corpus_image_file(tmp, "found-bmp-negative-compression-code", "code.bmp");
+  expect_error(read_image(path, 1), {path, "corrupt BMP: compression code 4292411136"});
+}
+
+// stb reads zeros past a file's end, header fields too: a 29-byte BMP cut inside its 40-byte
+// header (no compression field) decoded as 1280 x 12801 pixels (found by fuzz_image).
+TEST(ImageIo, ABmpCutInsideItsHeaderIsMeasuredAsStbReadsIt) {
+  TempDir tmp;
+  const std::string path = corpus_image_file(tmp, "found-bmp-header-cut-short", "cut.bmp");
+  expect_error(read_image(path, 1), {path, "truncated BMP", "1280x12801 pixels of 1 bits", "the file has 29"});
+}
+
+// An OS/2 BMP header (12 bytes, 16-bit sides) promising 16384 x 16384 at 24 bits, and no pixels.
+TEST(ImageIo, AnOs2BmpShorterThanItsHeaderSaysIsRefused) {
+  TempDir tmp;
+  const Bytes os2 = {'B', 'M', 26, 0, 0, 0, 0, 0, 0, 0, 26, 0, 0, 0,  // file size, reserved, pixel offset
+                     12, 0, 0, 0, 0, 0x40, 0, 0x40, 1, 0, 24, 0};        // header size, sides, planes, bits
+  const std::string path = tmp.file("os2.bmp");
+  write_bytes(path, os2);
+  expect_error(read_image(path, 3), {path, "truncated BMP", "16384x16384", "805306394 bytes in all; the file has 26"});
+}
+
+// stb decodes a JPEG cut short as if zeros followed. Each 8x8 block takes at least a bit, so a
+// frame header (SOF) of 16384 x 16384 in a 333-byte file is refused before decoding.
+TEST(ImageIo, AJpegShorterThanOneBitABlockIsRefused) {
+  TempDir tmp;
+  const std::string grey = corpus_image_file(tmp, "seed-jpeg-grey", "grey.jpg");
+  ASSERT_TRUE(read_image(grey, 1).ok()) << "the seed itself must decode";
+  Bytes jpeg = read_bytes(grey);
+  const uint8_t sof0[] = {0xFF, 0xC0};  // then length, precision, height, width
+  const auto sof = std::search(jpeg.begin(), jpeg.end(), std::begin(sof0), std::end(sof0));
+  ASSERT_NE(sof, jpeg.end());
+  for (int i : {5, 6, 7, 8}) sof[i] = i % 2 ? 0x40 : 0x00;  // height, width: 0x4000 each
+  const std::string path = tmp.file("huge.jpg");
+  write_bytes(path, jpeg);
+  expect_error(read_image(path, 1), {path, "truncated JPEG", "16384x16384", "at least 524288 bytes", "the file has 333"});
 }
 
 // A PNG signature and an IHDR chunk claiming width x height, 8-bit RGB, and nothing else.
@@ -316,10 +397,10 @@ TEST(ImageIo, OversizedHeadersAreRefusedBeforeDecoding) {
   const std::string tall = tmp.file("tall.png");
   write_bytes(tall, png_header_only(10, 16385));
   expect_error(read_image(tall, 1), {tall, "10x16385"});
-  // At the limit the header passes and decoding is reached (and fails: there is no data).
+  // At the limit the header passes the size check; no image data follows it.
   const std::string edge = tmp.file("edge.png");
   write_bytes(edge, png_header_only(16384, 1));
-  expect_error(read_image(edge, 1), {edge, "cannot decode"});
+  expect_error(read_image(edge, 1), {edge, "truncated PNG", "16384x1 pixels, 49153 bytes inflated", "(IDAT) has 0 bytes"});
 }
 
 TEST(ImageIo, FitNames) {
@@ -519,7 +600,7 @@ TEST(ImageFolders, ErrorsNameTheFolderAndTheRule) {
     Bytes bytes = read_bytes(tmp.path() + "/train/cat/a.png");
     bytes.resize(bytes.size() - 20);  // cut into the image data
     write_bytes(broken, bytes);
-    expect_error(load_image_folders(tmp.path(), options_for(4, 4, 3)), {broken, "cannot decode"});
+    expect_error(load_image_folders(tmp.path(), options_for(4, 4, 3)), {broken, "truncated PNG"});
   }
   {
     TempDir tmp;

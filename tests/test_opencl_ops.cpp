@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 #include "opencl_test_util.h"
 
@@ -480,6 +481,8 @@ void check_optimizer(Device& device, const OptimizerConfig& config, Rng& rng) {
   }
   Optimizer cpu(config, pointers);
   ASSERT_TRUE(cpu.init().ok());
+  Buffer flags = upload_or_die(device, std::vector<int32_t>(params.size(), 0), "flags");  // finite grads: stay 0
+  const DeviceSpan flag_span = element_span(flags, 4);
   const bool adam = config.kind == OptimizerKind::adam;
   const bool exact = !adam || !detail::division_options(device).empty();
   for (int64_t t = 1; t <= 4; ++t) {
@@ -494,11 +497,13 @@ void check_optimizer(Device& device, const OptimizerConfig& config, Rng& rng) {
       const int64_t n = sizes[p];
       if (adam) {
         ASSERT_TRUE(f32_adam(device, n, adam_step_for(config, t, lr), w[p].f32(), grad[p].f32(), state0[p].f32(),
-                             state1[p].f32())
+                             state1[p].f32(), flag_span, static_cast<int64_t>(p))
                         .ok());
       } else {
         const DeviceSpan v = config.momentum != 0 ? state0[p].f32() : DeviceSpan{};
-        ASSERT_TRUE(f32_sgd(device, n, sgd_step_for(config, lr), w[p].f32(), grad[p].f32(), v).ok());
+        ASSERT_TRUE(
+            f32_sgd(device, n, sgd_step_for(config, lr), w[p].f32(), grad[p].f32(), v, flag_span, static_cast<int64_t>(p))
+                .ok());
       }
       SCOPED_TRACE("step " + std::to_string(t) + " param " + std::to_string(p));
       const auto as_vector = [n](const Tensor& tensor) { return std::vector<float>(tensor.f32(), tensor.f32() + n); };
@@ -517,6 +522,7 @@ void check_optimizer(Device& device, const OptimizerConfig& config, Rng& rng) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
+  EXPECT_EQ(download_all<int32_t>(flags), std::vector<int32_t>(params.size(), 0)) << "finite gradients flagged";
 }
 
 TEST(OpenclOptimizer, SgdMatchesTheCpuOptimizerStepForStep) {
@@ -547,6 +553,41 @@ TEST(OpenclOptimizer, AdamMatchesTheCpuOptimizerStepForStep) {
       config.weight_decay = weight_decay;
       check_optimizer(*device, config, rng);
       if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// The gradient guard: an Inf or a NaN at the first, a middle or the last of 37 gradients sets
+// the update's flag (and no other); finite gradients leave it 0. SGD, SGD with momentum, Adam.
+TEST(OpenclOptimizer, ANonFiniteGradientSetsItsFlag) {
+  SKIP_WITHOUT_OPENCL();
+  constexpr int64_t n = 37;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (Device* device : open_devices().devices) {
+    for (int kind = 0; kind < 3; ++kind) {  // 0 sgd, 1 sgd with momentum, 2 adam
+      for (int64_t at : {int64_t{-1}, int64_t{0}, n / 2, n - 1}) {  // -1: every gradient finite
+        SCOPED_TRACE(device->label() + " optimizer " + std::to_string(kind) + " bad element " + std::to_string(at));
+        std::vector<float> g(n, 0.5f);
+        if (at >= 0) g[static_cast<size_t>(at)] = at == n / 2 ? nan : -inf;
+        Buffer w = upload_or_die(*device, std::vector<float>(n, 1.0f), "w");
+        Buffer grad = upload_or_die(*device, g, "grad");
+        Buffer m = upload_or_die(*device, std::vector<float>(n, 0.0f), "m");
+        Buffer s = upload_or_die(*device, std::vector<float>(n, 0.0f), "s");
+        Buffer flags = upload_or_die(*device, std::vector<int32_t>{0, 0, 0}, "flags");
+        const DeviceSpan flag_span = element_span(flags, 4);
+        OptimizerConfig config;
+        config.kind = kind == 2 ? OptimizerKind::adam : OptimizerKind::sgd;
+        config.momentum = kind == 1 ? 0.9 : 0.0;
+        const Status launched =
+            kind == 2 ? f32_adam(*device, n, adam_step_for(config, 1, 1e-3), w.f32(), grad.f32(), m.f32(), s.f32(),
+                                 flag_span, 1)
+                            .status()
+                      : f32_sgd(*device, n, sgd_step_for(config, 0.1), w.f32(), grad.f32(),
+                                kind == 1 ? m.f32() : DeviceSpan{}, flag_span, 1)
+                            .status();
+        ASSERT_TRUE(launched.ok()) << launched.message();
+        EXPECT_EQ(download_all<int32_t>(flags), (std::vector<int32_t>{0, at >= 0 ? 1 : 0, 0}));
+      }
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/serial.h"
 #include "model_util.h"
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
@@ -105,9 +106,11 @@ TEST(OpenclTrain, MlpOnTheDeviceMatchesTheCpu) {
   }
 }
 
-// The device's loss is read one micro-batch late; a loss that is not finite still stops training
-// at the next micro-batch, naming the step it came from, with the loss on the device or the CPU.
-TEST(OpenclTrain, ANonFiniteLossStopsTrainingAndNamesItsStep) {
+// The device's loss and gradient flags are read one micro-batch late; a run that diverges still
+// stops at the next micro-batch, naming the step the loss or a gradient went bad in (which comes
+// first depends on where the loss runs: the flags are read before a device loss), with the
+// loss on the device or the CPU.
+TEST(OpenclTrain, ADivergingRunStopsAndNamesTheStep) {
   SKIP_WITHOUT_OPENCL();
   for (bool loss_on_host : {false, true}) {
     TrainOptions options = options_on(first_device(), 1);
@@ -120,8 +123,40 @@ TEST(OpenclTrain, ANonFiniteLossStopsTrainingAndNamesItsStep) {
     auto records = trainer.fit(data().train, nullptr);
     ASSERT_FALSE(records.ok());
     const std::string message = records.status().message();
-    EXPECT_NE(message.find("the loss of epoch 1, step "), std::string::npos) << message;
+    EXPECT_TRUE(message.find("the loss of epoch 1, step ") != std::string::npos ||
+                message.find("held an Inf or a NaN at epoch 1, step ") != std::string::npos)
+        << message;
     EXPECT_NE(message.find("training stopped"), std::string::npos) << message;
+  }
+}
+
+// A finite loss whose gradient overflows (model_util.h): the device's optimizer kernels flag
+// it and the trainer, reading the flags with the next losses, stops naming the param and the
+// step; the checkpoint of before stays as it was. With the loss on the device or the CPU.
+TEST(OpenclTrain, AnInfiniteGradientStopsTheRunNamingTheParam) {
+  SKIP_WITHOUT_OPENCL();
+  for (bool loss_on_host : {false, true}) {
+    SCOPED_TRACE(loss_on_host ? "loss on the CPU" : "loss on the device");
+    OverflowingGradient overflow = overflowing_gradient();
+    TrainOptions options = options_on(first_device(), 1);
+    options.batch = 4;
+    options.loss_on_host = loss_on_host;
+    options.checkpoint_path = ::testing::TempDir() + "before_the_device_inf.ckpt";
+    const std::vector<uint8_t> before = {'e', 'a', 'r', 'l', 'i', 'e', 'r'};
+    ASSERT_TRUE(write_file_atomic(options.checkpoint_path, before).ok());
+    ThreadPool pool(1);
+    Trainer trainer(*overflow.model, pool, options);
+    ASSERT_TRUE(trainer.prepare().ok());
+    auto records = trainer.fit(overflow.data, nullptr);
+    ASSERT_FALSE(records.ok());
+    const std::string message = records.status().message();
+    EXPECT_NE(message.find("the gradient of dense1.weight held an Inf or a NaN at epoch 1, step 1; training stopped"),
+              std::string::npos) << message;
+    EXPECT_NE(message.find("the last checkpoint is unchanged"), std::string::npos) << message;
+    auto after = read_file_bytes(options.checkpoint_path);
+    ASSERT_TRUE(after.ok());
+    EXPECT_EQ(after.value(), before);
+    std::remove(options.checkpoint_path.c_str());
   }
 }
 

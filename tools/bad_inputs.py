@@ -97,6 +97,8 @@ def image_folder(d, bad):
         write(os.path.join(d, "dog", "notes.png"), b"hello, not an image")
     elif bad == "huge":
         write(os.path.join(d, "dog", "huge.png"), png_header(20000, 100))
+    elif bad == "cut-png":
+        write(os.path.join(d, "dog", "cut.png"), png_real(4, 4)[:-20])  # into the image data
     elif bad == "empty-class":
         os.makedirs(os.path.join(d, "bird"))
 
@@ -158,6 +160,9 @@ CASES = [
     ("image-huge-header", "dataset", "a PNG whose header claims 20000 x 100 pixels",
      lambda d: image_folder(d, "huge"), ["train", "--data", "{d}", "--epochs", "1"],
      ["{d}/dog/huge.png", "20000x100", "before decoding"], []),
+    ("image-cut-short", "dataset", "a PNG in an image folder cut short",
+     lambda d: image_folder(d, "cut-png"), ["train", "--data", "{d}", "--epochs", "1"],
+     ["{d}/dog/cut.png", "truncated PNG", "bytes follow its header"], []),
     ("image-empty-class", "dataset", "an empty class folder",
      lambda d: image_folder(d, "empty-class"), ["train", "--data", "{d}", "--epochs", "1"], ["{d}/bird"], []),
     # model cfg files

@@ -30,6 +30,15 @@ std::string stb_reason() {
 
 std::string size_text(int64_t width, int64_t height) { return std::to_string(width) + "x" + std::to_string(height); }
 
+// The file's length in bytes, or -1 where it cannot be told; `file`'s position is kept.
+int64_t file_size(FILE* file) {
+  const long at = std::ftell(file);
+  if (at < 0 || std::fseek(file, 0, SEEK_END) != 0) return -1;
+  const long size = std::ftell(file);
+  std::fseek(file, at, SEEK_SET);
+  return size;
+}
+
 // round(0.299 R + 0.587 G + 0.114 B) in integers: the weights sum to 1000, so white stays 255.
 uint8_t luminance(const uint8_t* rgb) {
   return static_cast<uint8_t>((299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2] + 500) / 1000);
@@ -43,9 +52,15 @@ uint8_t luminance(const uint8_t* rgb) {
 // by their length, entropy-coded data up to the next 0xFF followed by a byte other than 0x00.
 // It also decodes a scan with a Huffman table no DHT segment defined: the table's memory was
 // never written, so its bit patterns index outside the table (found by fuzz_image under ASan,
-// whose allocations are not zeroed). So each scan's (SOS) tables must have been defined before.
+// whose allocations are not zeroed). So each scan's (SOS) tables must have been defined before:
+// in a baseline frame its DC and AC tables (stb reads both whatever Ss and Se say: a second
+// find), in a progressive one the DC table of a first DC scan and the AC table of an AC scan.
+// And stb decodes a file cut short as if zeros followed: a 200-byte file whose frame header
+// (SOF) says 16384 x 16384 became 268 M pixels (a fuzz_image timeout). Every 8x8 block of a
+// component takes at least one bit (its DC code), so a file shorter than blocks / 8 bytes is
+// refused as truncated.
 // `file` is at the file's start; where it is left does not matter.
-Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
+Status check_jpeg_markers(FILE* file, const std::string& path) {
   auto byte = [file] {  // stb reads 0 past the end; so does this
     const int c = std::getc(file);
     return c == EOF ? 0 : c;
@@ -57,6 +72,7 @@ Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
   do c = std::getc(file); while (c == 0xFF);
   if (c != 0xD8) return Status();  // not a JPEG
   bool defined[2][4] = {};  // [class: 0 DC, 1 AC][table id]
+  bool progressive = false;  // the last frame header's (SOF2)
   for (;;) {
     c = std::getc(file);
     if (c == EOF) return Status();
@@ -75,11 +91,12 @@ Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
         tables[i] = byte();
       }
       const int spectral_start = byte(), spectral_end = byte();
-      byte();  // successive approximation
-      // DC coefficients decode with a table when the scan starts at 0, AC ones when it ends above.
+      const int refines = byte() >> 4;  // successive approximation high: a refinement scan
+      const bool uses_dc = progressive ? spectral_start == 0 && refines == 0 : true;
+      const bool uses_ac = progressive ? spectral_end > 0 : true;
       for (int i = 0; i < components && i < 4; ++i) {
-        const bool dc_missing = spectral_start == 0 && !defined[0][(tables[i] >> 4) & 3];
-        const bool ac_missing = spectral_end > 0 && !defined[1][tables[i] & 3];
+        const bool dc_missing = uses_dc && !defined[0][(tables[i] >> 4) & 3];
+        const bool ac_missing = uses_ac && !defined[1][tables[i] & 3];
         if (dc_missing || ac_missing) {
           return Status::error(path + ": corrupt JPEG: a scan uses " + (dc_missing ? "DC" : "AC") + " Huffman table " +
                                std::to_string(dc_missing ? (tables[i] >> 4) & 3 : tables[i] & 3) +
@@ -89,6 +106,25 @@ Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
       const long rest = length - (1 + 2L * components + 3);
       if (rest < 0 || std::fseek(file, rest, SEEK_CUR) != 0) return Status();  // stb fails here too
       continue;
+    }
+    const bool frame = c >= 0xC0 && c <= 0xCF && c != 0xC4 && c != 0xC8 && c != 0xCC;  // SOFn
+    if (frame) progressive = c == 0xC2;
+    if (frame && length >= 5) {  // precision, height, width (16 bits each, big-endian)
+      byte();
+      auto u16 = [&byte] {  // two reads in order (the operands of | are unsequenced)
+        const int hi = byte();
+        return int64_t{hi} << 8 | byte();
+      };
+      const int64_t height = u16();
+      const int64_t width = u16();
+      const int64_t needed = ((width + 7) / 8 * ((height + 7) / 8) + 7) / 8;
+      const int64_t size = file_size(file);
+      if (size >= 0 && size < needed) {
+        return Status::error(path + ": truncated JPEG: the header says " + size_text(width, height) +
+                             " pixels, which take at least " + std::to_string(needed) +
+                             " bytes (a bit for each 8x8 block); the file has " + std::to_string(size));
+      }
+      length -= 5;
     }
     if (c != 0xC4) {
       if (length < 0 || std::fseek(file, length, SEEK_CUR) != 0) return Status();  // stb fails here too
@@ -113,27 +149,96 @@ Status check_jpeg_huffman_counts(FILE* file, const std::string& path) {
   }
 }
 
+// stb allocates room for a PNG's image data (IDAT) as its chunk header states, before reading
+// it: a 160-byte file with a chunk claiming 1 GB made it allocate 2 GB (found by fuzz_image).
+// And it allocates the whole inflated image before inflating; deflate packs at most 1032 bytes
+// into one, so image data shorter than the inflated size / 1032 cannot hold the image. Both
+// are refused here, walking the chunks as stb does (length, type, data, CRC) up to IEND.
+// `file` is at the file's start.
+Status check_png_chunks(FILE* file, const std::string& path) {
+  const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  uint8_t head[13];
+  if (std::fread(head, 1, 8, file) != 8 || std::memcmp(head, signature, 8) != 0) return Status();
+  const int64_t size = file_size(file);
+  auto be32 = [&head](int at) {
+    return uint32_t{head[at]} << 24 | uint32_t{head[at + 1]} << 16 | uint32_t{head[at + 2]} << 8 | head[at + 3];
+  };
+  int64_t at = 8, image_data = 0, inflated = 0, width = 0, height = 0;
+  while (std::fread(head, 1, 8, file) == 8) {  // a missing IEND is stb's to report
+    const int64_t length = be32(0);
+    const std::string type(head + 4, head + 8);
+    if (size >= 0 && length > size - (at + 8)) {
+      return Status::error(path + ": truncated PNG: the chunk at byte " + std::to_string(at) + " says " +
+                           std::to_string(length) + " bytes follow its header; the file has " +
+                           std::to_string(size - (at + 8)));
+    }
+    if (type == "IEND") break;
+    int64_t skip = length + 4;  // the data and the CRC (which stb does not check)
+    if (type == "IHDR" && inflated == 0 && length == 13 && std::fread(head, 1, 13, file) == 13) {
+      skip -= 13;
+      width = be32(0), height = be32(4);
+      const int depth = head[8], colour = head[9];
+      const int channels = colour == 2 ? 3 : colour == 4 ? 2 : colour == 6 ? 4 : 1;  // 0 grey, 3 palette
+      // Larger sides are refused by read_image's size check; bounded here, the product fits 64 bits.
+      if (width <= kMaxImageSide && height <= kMaxImageSide && depth <= 16) {
+        inflated = height * (1 + (width * channels * depth + 7) / 8);  // a filter byte a row
+      }
+    } else if (type == "IDAT") {
+      image_data += length;
+    }
+    if (std::fseek(file, static_cast<long>(skip), SEEK_CUR) != 0) return Status();
+    at += 8 + length + 4;
+  }
+  constexpr int64_t kDeflateMaxRatio = 1032;  // 258 bytes from a 2-bit match, at best
+  if (inflated > 0 && image_data * kDeflateMaxRatio < inflated) {
+    return Status::error(path + ": truncated PNG: the header says " + size_text(width, height) + " pixels, " +
+                         std::to_string(inflated) + " bytes inflated; its image data (IDAT) has " +
+                         std::to_string(image_data) + " bytes, and deflate packs at most " +
+                         std::to_string(kDeflateMaxRatio) + " bytes into one");
+  }
+  return Status();
+}
+
 // stb fills a BMP's missing pixels with zeros: a 54-byte file whose header says 1280 x 12801
 // would be decoded into 49 MB (found by fuzz_image). An uncompressed BMP's pixel bytes follow
-// from its header (rows padded to 4 bytes), so a file shorter than that is refused first.
-// Headers stb reads otherwise (OS/2's, RLE) are left to stb. `file` is at the file's start.
+// from its header (rows padded to 4 bytes), so a file shorter than that is refused first. Both
+// header layouts stb reads: OS/2's (12 bytes, 16-bit sides) and Windows' (40 bytes or more,
+// 32-bit sides, negative height for top-down rows). stb reads zeros past the end, so a file cut
+// inside its header is read as if zeros followed too (a 29-byte find of fuzz_image whose
+// compression field was missing). `file` is at the file's start.
 Status check_bmp_length(FILE* file, const std::string& path) {
-  uint8_t h[34];
-  if (std::fread(h, 1, sizeof h, file) != sizeof h || h[0] != 'B' || h[1] != 'M') return Status();
-  auto u32 = [&](int at) { return uint32_t{h[at]} | uint32_t{h[at + 1]} << 8 | uint32_t{h[at + 2]} << 16 | uint32_t{h[at + 3]} << 24; };
-  const uint32_t offset = u32(10), header = u32(14), compression = u32(30);
-  const int64_t width = static_cast<int32_t>(u32(18)), height = static_cast<int32_t>(u32(22));
-  const int bits = h[28] | h[29] << 8;
-  if (header < 40 || (compression != 0 && compression != 3) || width <= 0 || height == 0) return Status();
+  uint8_t h[34] = {};
+  if (std::fread(h, 1, sizeof h, file) < 18 || h[0] != 'B' || h[1] != 'M') return Status();
+  auto u16 = [&](int at) { return uint32_t{h[at]} | uint32_t{h[at + 1]} << 8; };
+  auto u32 = [&](int at) { return u16(at) | u16(at + 2) << 16; };
+  const uint32_t offset = u32(10), header = u32(14);
+  int64_t width = 0, height = 0;
+  uint32_t bits = 0;
+  if (header == 12) {  // OS/2: never compressed
+    width = u16(18), height = u16(20), bits = u16(24);
+  } else if (header >= 40) {
+    // stb reads the compression code as a signed int and refuses 1, 2 and 4 up, so codes of
+    // 2^31 and more reached its uncompressed reader (a fuzz_image find: a 288-byte file
+    // decoded as 1280 x 12801 pixels). A BMP's codes are 0 to 13.
+    const uint32_t compression = u32(30);
+    if (compression > 0x7FFFFFFF) {
+      return Status::error(path + ": corrupt BMP: compression code " + std::to_string(compression) +
+                           " (a BMP's codes are 0 to 13)");
+    }
+    if (compression != 0 && compression != 3) return Status();  // stb refuses RLE and the rest
+    width = static_cast<int32_t>(u32(18)), height = static_cast<int32_t>(u32(22)), bits = u16(28);
+  } else {
+    return Status();  // stb refuses the header
+  }
+  if (height < 0) height = -height;
   // Larger sides are refused by read_image's size check; bounded here, the product fits 64 bits.
-  if (width > kMaxImageSide || height > kMaxImageSide || height < -kMaxImageSide || bits > 64) return Status();
+  if (width <= 0 || height == 0 || width > kMaxImageSide || height > kMaxImageSide || bits > 64) return Status();
   const int64_t row = (width * bits + 31) / 32 * 4;
-  const int64_t needed = int64_t{offset} + row * (height < 0 ? -height : height);
-  if (std::fseek(file, 0, SEEK_END) != 0) return Status();
-  const int64_t size = std::ftell(file);
+  const int64_t needed = int64_t{offset} + row * height;
+  const int64_t size = file_size(file);
   if (size >= 0 && size < needed) {
-    return Status::error(path + ": truncated BMP: the header says " + size_text(width, height < 0 ? -height : height) +
-                         " pixels of " + std::to_string(bits) + " bits from byte " + std::to_string(offset) + ", " +
+    return Status::error(path + ": truncated BMP: the header says " + size_text(width, height) + " pixels of " +
+                         std::to_string(bits) + " bits from byte " + std::to_string(offset) + ", " +
                          std::to_string(needed) + " bytes in all; the file has " + std::to_string(size));
   }
   return Status();
@@ -172,9 +277,11 @@ Result<Image> read_image(const std::string& path, int channels) {
   std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) return Status::error(path + ": cannot open: " + std::strerror(errno));
 
-  RG_TRY(check_jpeg_huffman_counts(file.get(), path));
+  RG_TRY(check_jpeg_markers(file.get(), path));
   std::rewind(file.get());
   RG_TRY(check_bmp_length(file.get(), path));
+  std::rewind(file.get());
+  RG_TRY(check_png_chunks(file.get(), path));
   std::rewind(file.get());
   // The header alone first: a hostile or broken header cannot make the decoder allocate.
   int width = 0, height = 0, stored = 0;

@@ -14,11 +14,16 @@
 
 namespace rg::ocl {
 
+// Each sets flags[flag] (an int32 span, element_span(buffer, 4), zeroed by the caller) to 1
+// when a gradient element is Inf or NaN, as the CPU's kernels return false then; the update
+// runs all the same.
+
 // One SGD update of n weights w from grad; v is the velocity, or a span with no buffer
 // (mem null) for none, which requires step.momentum == 0 (the CPU passes no velocity then).
-Result<Event> f32_sgd(Device& device, int64_t n, const SgdStep& step, DeviceSpan w, DeviceSpan grad, DeviceSpan v);
+Result<Event> f32_sgd(Device& device, int64_t n, const SgdStep& step, DeviceSpan w, DeviceSpan grad, DeviceSpan v,
+                      DeviceSpan flags, int64_t flag);
 // One Adam update of n weights w from grad, with first and second moments m and s.
 Result<Event> f32_adam(Device& device, int64_t n, const AdamStep& step, DeviceSpan w, DeviceSpan grad, DeviceSpan m,
-                       DeviceSpan s);
+                       DeviceSpan s, DeviceSpan flags, int64_t flag);
 
 }  // namespace rg::ocl

@@ -150,9 +150,12 @@ void GanTrainer::cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, S
   d_.backward(ctx, g_.output_grad());
   g_.backward(ctx);
   const Param* g_bad = g_opt_.step(options_.schedule.lr);
-  if (d_bad != nullptr || g_bad != nullptr) {
-    out->non_finite_grad = d_bad != nullptr ? "the discriminator's " + d_bad->name : "the generator's " + g_bad->name;
-  }
+  out->non_finite_grad = first_bad_gradient(d_bad != nullptr ? d_bad->name : "", g_bad != nullptr ? g_bad->name : "");
+}
+
+std::string GanTrainer::first_bad_gradient(const std::string& d_param, const std::string& g_param) {
+  if (!d_param.empty()) return "the discriminator's " + d_param;
+  return g_param.empty() ? "" : "the generator's " + g_param;
 }
 
 Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {

@@ -88,6 +88,9 @@ class GanTrainer {
     double d_real = 0, d_fake = 0, d_fake_after = 0;
     std::string non_finite_grad;  // "the generator's dense1.weight": its gradient held an Inf or a NaN
   };
+  // StepLosses::non_finite_grad from the names of the first params (or "") whose gradients
+  // were not finite in D's and G's updates: D's first, as D updates first.
+  static std::string first_bad_gradient(const std::string& d_param, const std::string& g_param);
   // The D update and the G update of one batch of real images x and noise z.
   void cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);
 

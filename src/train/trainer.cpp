@@ -227,6 +227,10 @@ Result<Tensor> Trainer::next_batch(Tensor* x, Tensor* labels) {
   return Tensor();
 }
 
+Status Trainer::training_stopped(const std::string& what) {
+  return Status::error(what + "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
+}
+
 Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Dataset* validation) {
   if (model_.weights_f16()) {
     return Status::error("the model keeps f16 weights, which are for inference; training needs its f32 weights");
@@ -264,6 +268,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     int64_t seen = 0;
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
+      const std::string where = "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1);
       ctx.noise_stream = static_cast<uint64_t>(optimizer_.steps());  // dropout masks follow the step
       if (fake_quant_) fake_quant_->quantize_weights();
       const bool scaled = options_.precision == TrainPrecision::fp16;
@@ -281,7 +286,6 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         ctx.row_offset = m0;
         ctx.accumulate_grads = m0 > 0;
         if (cl_model_) {
-          const std::string where = "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1);
           if (Status s = device_micro_step(x, labels, target, grad_scale, ctx, where, &tally); !s.ok()) {
             return s.with_context(where + ": ");
           }
@@ -292,11 +296,11 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         if (!std::isfinite(loss)) {
           if (fake_quant_) fake_quant_->restore_weights();
           const std::string first = first_non_finite_output(model_, x);
-          return Status::error("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
-                               std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + " (" +
-                               (first.empty() ? "every layer's output was finite: the loss itself overflowed"
-                                              : "the first Inf or NaN: " + first) +
-                               "); training stopped (lower the learning rate?); the last checkpoint is unchanged");
+          return training_stopped("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at " +
+                                  where + " (" +
+                                  (first.empty() ? "every layer's output was finite: the loss itself overflowed"
+                                                 : "the first Inf or NaN: " + first) +
+                                  ")");
         }
         model_.backward(ctx);
         tally.loss_sum += loss;
@@ -307,24 +311,22 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
       if (scaled) {
         auto finite = cl_optimizer_ ? device_unscale() : loss_scaler_.unscale(model_.params());
-        if (!finite.ok()) {
-          return finite.status().with_context("epoch " + std::to_string(epoch + 1) + ", step " +
-                                              std::to_string(step + 1) + ": ");
-        }
+        if (!finite.ok()) return finite.status().with_context(where + ": ");
         take_step = finite.value();
       }
       lr = options_.schedule.rate(optimizer_.steps(), steps_per_epoch, options_.epochs);
       if (take_step && cl_optimizer_) {
+        // The kernels flag a non-finite gradient; device_collect_losses reads the flags with
+        // the next micro-batch's loss (no wait here) and stops naming the param and this step.
         RG_TRY(cl_optimizer_->step(lr));
+        device_step_where_ = where;
         cl_model_->params_changed();
       } else if (take_step) {
         // A finite loss can still give an Inf gradient (an overflowing product). The optimizer
         // checks in the pass that reads the gradients (a pass of its own cost 5% of an mlp's
         // step); under loss scaling the scaler has checked and skipped such a step already.
         if (const Param* bad = optimizer_.step(lr)) {
-          return Status::error("the gradient of " + bad->name + " held an Inf or a NaN at epoch " +
-                               std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                               "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
+          return training_stopped("the gradient of " + bad->name + " held an Inf or a NaN at " + where);
         }
       }
       seen += count;

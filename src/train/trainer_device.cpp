@@ -92,6 +92,7 @@ Status Trainer::device_micro_step(const Tensor& x, const Tensor& labels, const T
     const int64_t n = x.shape()[0];
     const Tensor out = host_output_.rows(0, n);
     RG_TRY(cl.read_output(out));
+    RG_TRY(device_check_gradients());  // queued before this forward: done now
     const Tensor grad = model_.output_shape().numel() > 0 ? out : Tensor();
     const double loss = compute_loss(model_.loss(), out, target, grad_scale, Tensor());
     const int64_t hits = classifies ? count_correct(out, labels.data<int32_t>()) : 0;
@@ -113,7 +114,15 @@ Status Trainer::device_micro_step(const Tensor& x, const Tensor& labels, const T
   return Status();
 }
 
+Status Trainer::device_check_gradients() {
+  RG_ASSIGN(const std::string bad, cl_optimizer_->non_finite_gradient());
+  if (bad.empty()) return Status();
+  return training_stopped("the gradient of " + bad + " held an Inf or a NaN at " + device_step_where_);
+}
+
 Status Trainer::device_collect_losses(bool keep_newest, LossTally* tally) {
+  // The last step's gradient flags first: a bad gradient makes the losses after it bad too.
+  RG_TRY(device_check_gradients());
   RG_ASSIGN(const ocl::ClModel::LossSums sums, cl_model_->loss_sums(keep_newest));
   if (sums.rows == 0) return Status();
   return add_loss({sums.loss, sums.hits, sums.rows}, tally);
@@ -121,9 +130,8 @@ Status Trainer::device_collect_losses(bool keep_newest, LossTally* tally) {
 
 Status Trainer::add_loss(const LossTally& part, LossTally* tally) const {
   if (!std::isfinite(part.loss_sum)) {
-    return Status::error("the loss of " + device_loss_where_ + " became " +
-                         std::string(std::isnan(part.loss_sum) ? "NaN" : "infinite") +
-                         "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
+    return training_stopped("the loss of " + device_loss_where_ + " became " +
+                            std::string(std::isnan(part.loss_sum) ? "NaN" : "infinite"));
   }
   tally->loss_sum += part.loss_sum;
   tally->correct += part.correct;

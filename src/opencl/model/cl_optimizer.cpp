@@ -22,29 +22,58 @@ Result<ClOptimizer> ClOptimizer::create(Device& device, Optimizer& host, std::ve
     RG_ASSIGN(Buffer b, Buffer::allocate(device, t.numel() * 4, opt.params_[k % count]->host->name + part));
     opt.state_.push_back(std::move(b));
   }
-  if (!opt.params_.empty()) {  // unscale's flags: allocated now, so the budget's plan sees them
-    RG_ASSIGN(opt.flags_, Buffer::allocate(device, static_cast<int64_t>(opt.params_.size()) * 4, "loss scaling's flags"));
+  if (!opt.params_.empty()) {  // the flags: allocated now, so the budget's plan sees them
+    const int64_t bytes = static_cast<int64_t>(opt.params_.size()) * 4;
+    RG_ASSIGN(opt.flags_, Buffer::allocate(device, bytes, "loss scaling's flags"));
+    RG_ASSIGN(opt.step_flags_, Buffer::allocate(device, bytes, "the gradient guard's flags"));
+    opt.step_flags_host_.resize(opt.params_.size());
   }
   RG_TRY(opt.write_state());
   return opt;
 }
 
+ClOptimizer::~ClOptimizer() {
+  if (step_flags_read_.valid()) (void)step_flags_read_.wait();  // a run stopped early: dropped
+}
+
 Status ClOptimizer::step(double lr) {
+  if (step_flags_read_.valid()) RG_TRY(take_step_flags());  // not taken since the last step: kept
   const OptimizerConfig& config = host_->config();
   host_->set_steps(host_->steps() + 1);
   const size_t count = params_.size();
+  if (count == 0) return Status();
+  RG_TRY(f32_fill_zero(*device_, step_flags_.f32()).status());  // int 0 and float +0 share their bits
+  const DeviceSpan flags = element_span(step_flags_, 4);
   for (size_t i = 0; i < count; ++i) {
     ClParam& p = *params_[i];
+    const auto k = static_cast<int64_t>(i);
     if (config.kind == OptimizerKind::sgd) {
       const DeviceSpan v = config.momentum != 0 ? state_[i].f32() : DeviceSpan{};
-      RG_TRY(f32_sgd(*device_, p.numel(), sgd_step_for(config, lr), p.value.f32(), p.grad.f32(), v).status());
+      RG_TRY(f32_sgd(*device_, p.numel(), sgd_step_for(config, lr), p.value.f32(), p.grad.f32(), v, flags, k).status());
     } else {
       RG_TRY(f32_adam(*device_, p.numel(), adam_step_for(config, host_->steps(), lr), p.value.f32(), p.grad.f32(),
-                      state_[i].f32(), state_[count + i].f32())
+                      state_[i].f32(), state_[count + i].f32(), flags, k)
                  .status());
     }
   }
+  RG_ASSIGN(step_flags_read_, read_buffer_async(step_flags_, 0, step_flags_host_.data(), step_flags_.bytes()));
   return Status();
+}
+
+Status ClOptimizer::take_step_flags() {
+  const Event read = std::move(step_flags_read_);
+  RG_TRY(read.wait());
+  for (size_t k = 0; k < params_.size() && first_non_finite_.empty(); ++k) {
+    if (step_flags_host_[k] != 0) first_non_finite_ = params_[k]->host->name;
+  }
+  return Status();
+}
+
+Result<std::string> ClOptimizer::non_finite_gradient() {
+  if (step_flags_read_.valid()) RG_TRY(take_step_flags());
+  std::string name;
+  name.swap(first_non_finite_);
+  return name;
 }
 
 Result<std::string> ClOptimizer::unscale(float factor) {

@@ -4,6 +4,7 @@
 // write_state() move the state between the two.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "opencl/model/cl_layer.h"
@@ -16,8 +17,19 @@ class ClOptimizer {
   // Device state for `params`, uploaded from `host` (whose params are theirs, in order).
   static Result<ClOptimizer> create(Device& device, Optimizer& host, std::vector<ClParam*> params);
 
+  ClOptimizer() = default;
+  ClOptimizer(ClOptimizer&&) = default;
+  ClOptimizer& operator=(ClOptimizer&&) = default;
+  ~ClOptimizer();  // waits for a flag read in flight (it writes into this object's memory)
+
   // One update at learning rate lr; counts the step in the host optimizer, as Optimizer::step.
+  // The kernels flag a non-finite gradient per param; the flags are read back without waiting
+  // (non_finite_gradient() takes them; a step before that waits for them and keeps the name).
   Status step(double lr);
+  // The name of the first param whose gradient held an Inf or a NaN in a step() since the last
+  // call, or "". Waits for the flags the last step() queued a read of: called once the next
+  // micro-batch's work is queued, the wait costs no idle device time.
+  Result<std::string> non_finite_gradient();
   // Loss scaling: every gradient times `factor`; the name of the first param whose gradient held
   // an Inf or a NaN before, or "" (LossScaler::after_unscale takes it). Reads back one int a param.
   Result<std::string> unscale(float factor);
@@ -32,6 +44,12 @@ class ClOptimizer {
   std::vector<ClParam*> params_;
   std::vector<Buffer> state_;  // Optimizer::state()'s order: per param (SGD), m then s (Adam)
   Buffer flags_;               // int32 [params]: unscale's non-finite flags
+  Buffer step_flags_;          // int32 [params]: step()'s non-finite gradient flags
+  std::vector<int32_t> step_flags_host_;  // [params], read from step_flags_ by step_flags_read_
+  Event step_flags_read_;                  // valid while a read is pending
+  std::string first_non_finite_;           // taken from the flags, not yet returned
+  // Waits for step_flags_read_ and notes the first flagged param in first_non_finite_.
+  Status take_step_flags();
 };
 
 }  // namespace rg::ocl
