@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <random>
 #include <set>
 #include <string>
@@ -624,6 +625,33 @@ TEST(ThreadPool, ReusableManyTimes) {
       expected += n * (n + 1) / 2;
       ASSERT_EQ(total.load(), expected) << "call " << call;
     }
+  });
+}
+
+// An exception in a worker's chunk (std::bad_alloc from an allocation there) arrives on the
+// caller's thread after every chunk ended, not as std::terminate; the caller's own chunk's
+// too; the pool stays usable.
+TEST(ThreadPool, AnExceptionInAChunkIsRethrownOnTheCaller) {
+  with_watchdog(60, [] {
+    ThreadPool pool(4);
+    for (int64_t thrower : {int64_t{0}, int64_t{3}}) {  // chunk 0 runs on the caller, 3 on a worker
+      std::atomic<int> ended{0};
+      bool caught = false;
+      try {
+        pool.parallel_for(4, 1, [&](int64_t begin, int64_t) {
+          if (begin == thrower) throw std::bad_alloc();
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));  // ends after the throw
+          ++ended;
+        });
+      } catch (const std::bad_alloc&) {
+        caught = true;
+      }
+      EXPECT_TRUE(caught) << "chunk " << thrower;
+      EXPECT_EQ(ended.load(), 3) << "parallel_for returned before the other chunks ended";
+    }
+    std::atomic<int64_t> sum{0};
+    pool.parallel_for(100, 1, [&](int64_t begin, int64_t end) { sum += end - begin; });
+    EXPECT_EQ(sum.load(), 100);
   });
 }
 

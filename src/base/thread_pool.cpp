@@ -69,7 +69,12 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  body(first.first, first.second);
+  std::exception_ptr error;
+  try {
+    body(first.first, first.second);
+  } catch (...) {  // the workers still run `body`: it must outlive them, so wait first
+    error = std::current_exception();
+  }
   // The caller has nothing else to do: it polls, then yields, but never sleeps, so a call
   // costs at most one OS wake-up (the worker's), not two.
   for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
@@ -79,6 +84,12 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
       std::this_thread::yield();
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error) error = worker_error_;
+    worker_error_ = nullptr;
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 void ThreadPool::worker_loop(int index) {
@@ -103,7 +114,12 @@ void ThreadPool::worker_loop(int index) {
       }
     }
     if (!mine) continue;  // fewer chunks than workers this time
-    (*body)(chunk.first, chunk.second);
+    try {
+      (*body)(chunk.first, chunk.second);
+    } catch (...) {  // an exception leaving a thread's function would end the process
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!worker_error_) worker_error_ = std::current_exception();
+    }
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -25,7 +26,9 @@ class ThreadPool {
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls body(begin, end) over disjoint chunks covering [0, n); returns when all are done.
-  // Chunks are multiples of `grain` (except the last); work under 2 grains runs inline.
+  // Chunks are multiples of `grain` (except the last); work under 2 grains runs inline. An
+  // exception a chunk throws (std::bad_alloc, say) is rethrown here, on the caller's thread,
+  // once every chunk has ended: the first one thrown, the caller's own before the workers'.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
  private:
@@ -39,6 +42,7 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};               // bumped (under mutex_) for each job
   std::atomic<int> pending_{0};                       // workers still running the job
   std::atomic<bool> stopping_{false};
+  std::exception_ptr worker_error_;  // the first exception a worker's chunk threw (under mutex_)
 };
 
 // Number of logical CPUs (at least 1).

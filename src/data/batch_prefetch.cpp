@@ -3,6 +3,8 @@
 #include "data/batch_prefetch.h"
 
 #include <algorithm>
+#include <new>
+#include <string>
 
 namespace rg {
 
@@ -59,7 +61,13 @@ void BatchPrefetcher::work() {
     if (stopping_) return;
     const int64_t piece = filled_;
     lock.unlock();
-    Status status = fill(piece, static_cast<int>(piece % 2));
+    Status status;
+    try {
+      status = fill(piece, static_cast<int>(piece % 2));
+    } catch (const std::bad_alloc&) {  // leaving the thread would end the process; next() reports it
+      status = Status::error("out of memory (std::bad_alloc) while gathering a batch (from sample " +
+                             std::to_string(pieces_[static_cast<size_t>(piece)].first) + " of the epoch's order)");
+    }
     lock.lock();
     if (!status.ok() && error_.ok()) error_ = status;
     filled_ = piece + 1;
