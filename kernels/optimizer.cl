@@ -4,11 +4,13 @@
 // root: its launcher builds it correctly rounded where the device can. Launchers: src/opencl/optimizer.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // lr * g and w - that stay two roundings, as on the CPU
 
-// The gradient guard (the CPU's kernels return whether every gradient was finite): flags[flag]
-// = 1 when a gradient element is Inf or NaN (its exponent all ones; every item that finds one
-// writes 1; the caller zeroes the flag and reads it back).
-void flag_non_finite(float grad, __global int* flags, uint flag) {
-  if ((as_uint(grad) & 0x7f800000u) == 0x7f800000u) flags[flag] = 1;
+// The update guard (the CPU's kernels return whether every gradient and updated weight was
+// finite): flags[flag] = 1 when the gradient or the new weight is Inf or NaN (exponent all
+// ones; every item that finds one writes 1; the caller zeroes the flag and reads it back).
+void flag_non_finite(float grad, float updated, __global int* flags, uint flag) {
+  if ((as_uint(grad) & 0x7f800000u) == 0x7f800000u || (as_uint(updated) & 0x7f800000u) == 0x7f800000u) {
+    flags[flag] = 1;
+  }
 }
 
 // No momentum: g = grad + wd w;  w = w - lr g
@@ -17,9 +19,10 @@ __kernel void f32_sgd(uint n, float lr, float weight_decay, __global float* w, u
   const uint i = get_global_id(0);
   if (i >= n) return;
   const float wv = w[w_offset + i];
-  flag_non_finite(grad[grad_offset + i], flags, flag);
   const float g = grad[grad_offset + i] + weight_decay * wv;
-  w[w_offset + i] = wv - lr * g;
+  const float updated = wv - lr * g;
+  w[w_offset + i] = updated;
+  flag_non_finite(grad[grad_offset + i], updated, flags, flag);
 }
 
 // g = grad + wd w;  v = mu v + g;  w = w - lr (nesterov ? g + mu v : v)
@@ -29,11 +32,12 @@ __kernel void f32_sgd_momentum(uint n, float lr, float momentum, float weight_de
   const uint i = get_global_id(0);
   if (i >= n) return;
   const float wv = w[w_offset + i];
-  flag_non_finite(grad[grad_offset + i], flags, flag);
   const float g = grad[grad_offset + i] + weight_decay * wv;
   const float velocity = momentum * v[v_offset + i] + g;
   v[v_offset + i] = velocity;
-  w[w_offset + i] = wv - lr * (nesterov ? g + momentum * velocity : velocity);
+  const float updated = wv - lr * (nesterov ? g + momentum * velocity : velocity);
+  w[w_offset + i] = updated;
+  flag_non_finite(grad[grad_offset + i], updated, flags, flag);
 }
 
 // g = grad + wd w;  m = b1 m + (1 - b1) g;  s = b2 s + ((1 - b2) g) g;
@@ -46,11 +50,12 @@ __kernel void f32_adam(uint n, float step_size, float correction2_sqrt, float be
   const uint i = get_global_id(0);
   if (i >= n) return;
   const float wv = w[w_offset + i];
-  flag_non_finite(grad[grad_offset + i], flags, flag);
   const float g = grad[grad_offset + i] + weight_decay * wv;
   const float mv = beta1 * m[m_offset + i] + one_minus_beta1 * g;
   const float sv = beta2 * s[s_offset + i] + one_minus_beta2 * g * g;
   m[m_offset + i] = mv;
   s[s_offset + i] = sv;
-  w[w_offset + i] = wv - step_size * mv / (sqrt(sv) / correction2_sqrt + eps);
+  const float updated = wv - step_size * mv / (sqrt(sv) / correction2_sqrt + eps);
+  w[w_offset + i] = updated;
+  flag_non_finite(grad[grad_offset + i], updated, flags, flag);
 }

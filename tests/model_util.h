@@ -36,14 +36,15 @@ inline bool same_weights(Model& a, Model& b) {
   return true;
 }
 
-// A finite loss whose gradient overflows: inputs of 3e38, a first layer that cancels them
-// (outputs 0, so the loss is ln 2) and a second with weights of 1e30: d(dense1.weight) =
-// 3e38 x 1e30 = Inf. Four samples, two classes.
+// A finite loss whose gradient overflows: inputs of `input` (3e38 by default), a first layer
+// that cancels them (outputs 0, so the loss is ln 2) and a second with weights of 1e30:
+// d(dense1.weight) = 3e38 x 1e30 = Inf. With inputs of 1e8 the gradient is finite (about 1e37)
+// and a learning rate of 1e6 overflows the update instead. Four samples, two classes.
 struct OverflowingGradient {
   std::unique_ptr<Model> model;  // dense1 [2 -> 2], dense2 [2 -> 2]
   Dataset data;
 };
-inline OverflowingGradient overflowing_gradient() {
+inline OverflowingGradient overflowing_gradient(float input = 3e38f) {
   OverflowingGradient out;
   out.model = build_model(1, "[net]\ninput = 2\n[dense]\nunits = 2\n[dense]\nunits = 2\n");
   const std::vector<Param*> params = out.model->params();  // dense1.weight [2, 2], dense1.bias, dense2.weight, dense2.bias
@@ -59,8 +60,16 @@ inline OverflowingGradient overflowing_gradient() {
   out.data.num_classes = 2;
   out.data.samples = Tensor::zeros(Shape{4, 2}, DType::f32, "samples").take();
   out.data.labels = Tensor::zeros(Shape{4}, DType::i32, "labels").take();
-  std::fill(out.data.samples.f32(), out.data.samples.f32() + 8, 3e38f);
+  std::fill(out.data.samples.f32(), out.data.samples.f32() + 8, input);
   return out;
+}
+
+// What training says when overflowing_gradient() stops it in its first step: the gradient's
+// overflow (inputs of 3e38) or the update's (inputs of 1e8, a rate of 1e6).
+inline std::string overflow_message(bool gradient) {
+  return std::string(gradient ? "the gradient of dense1.weight held an Inf or a NaN"
+                              : "the update of dense1.weight overflowed (its weights hold an Inf or a NaN)") +
+         " at epoch 1, step 1; training stopped";
 }
 
 }  // namespace rg

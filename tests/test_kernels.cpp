@@ -4,6 +4,7 @@
 // where the vector code has its own exp/tanh.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -171,9 +172,10 @@ TEST_P(KernelsOnIsa, AdamIsBitExact) {
   }
 }
 
-// The optimizers' guard: one Inf or NaN anywhere in the gradient (the first element, the
-// middle, the last, which a vector loop reaches through its padded tail) and the kernel says
-// so, on every length of kSizes; with and without momentum and weight decay.
+// The optimizers' guard: one Inf or NaN anywhere in the gradient, or one weight the update
+// overflows (the first element, the middle, the last, which a vector loop reaches through its
+// padded tail), and the kernel says so, on every length of kSizes; with and without momentum
+// and weight decay.
 TEST_P(KernelsOnIsa, OptimizersReportANonFiniteGradient) {
   Rng rng(15, 0);
   AdamStep adam{};
@@ -199,6 +201,26 @@ TEST_P(KernelsOnIsa, OptimizersReportANonFiniteGradient) {
           EXPECT_FALSE(k->adam(n, adam, w.data(), g.data(), m.data(), s2.data()))
               << k->isa << " adam, n " << n << ", " << bad << " at " << at;
         }
+      }
+      // Finite gradients whose update overflows one weight: -FLT_MAX stepped down by about
+      // 1e34, past the largest float; every other weight moves by at most 1e35, finite.
+      std::vector<float> w_edge = w0, g_up = g0;
+      w_edge[static_cast<size_t>(at)] = -FLT_MAX;
+      g_up[static_cast<size_t>(at)] = 1.0f;
+      AdamStep adam_big = adam;
+      adam_big.step_size = 1e35f;
+      for (const F32VectorKernels* k : {&ref(), &fast()}) {
+        std::vector<float> w = w_edge, v(size, 0.0f), m(size, 0.0f), s2(size, 0.0f);
+        EXPECT_FALSE(k->sgd(n, SgdStep{1e35f, 0.0f, 0.0f, false}, w.data(), g_up.data(), nullptr))
+            << k->isa << " sgd overflow, n " << n << " at " << at;
+        w = w_edge;
+        EXPECT_FALSE(k->sgd(n, SgdStep{1e35f, 0.9f, 0.0f, true}, w.data(), g_up.data(), v.data()))
+            << k->isa << " sgd momentum overflow, n " << n << " at " << at;
+        w = w_edge;
+        EXPECT_FALSE(k->adam(n, adam_big, w.data(), g_up.data(), m.data(), s2.data()))
+            << k->isa << " adam overflow, n " << n << " at " << at;
+        w = w0;  // and the same steps from finite weights: no flag
+        EXPECT_TRUE(k->sgd(n, SgdStep{1e35f, 0.0f, 0.0f, false}, w.data(), g0.data(), nullptr)) << k->isa << " n " << n;
       }
     }
   }

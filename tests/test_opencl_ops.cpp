@@ -3,6 +3,7 @@
 // activations, optimizers, losses, pooling, im2col and batch norm. Without a device each test
 // is skipped and says why (PoCL runs them in CI). The GEMM's are in test_opencl_gemm.cpp.
 #include <algorithm>
+#include <cfloat>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -557,37 +558,42 @@ TEST(OpenclOptimizer, AdamMatchesTheCpuOptimizerStepForStep) {
   }
 }
 
-// The gradient guard: an Inf or a NaN at the first, a middle or the last of 37 gradients sets
-// the update's flag (and no other); finite gradients leave it 0. SGD, SGD with momentum, Adam.
-TEST(OpenclOptimizer, ANonFiniteGradientSetsItsFlag) {
+// The update guard: an Inf or a NaN at the first, a middle or the last of 37 gradients, or a
+// weight there the update overflows (-FLT_MAX stepped down by a rate of 1e35), sets the
+// update's flag (and no other); finite gradients and weights leave it 0. SGD, SGD with
+// momentum, Adam.
+TEST(OpenclOptimizer, ANonFiniteGradientOrUpdateSetsItsFlag) {
   SKIP_WITHOUT_OPENCL();
   constexpr int64_t n = 37;
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   for (Device* device : open_devices().devices) {
-    for (int kind = 0; kind < 3; ++kind) {  // 0 sgd, 1 sgd with momentum, 2 adam
-      for (int64_t at : {int64_t{-1}, int64_t{0}, n / 2, n - 1}) {  // -1: every gradient finite
-        SCOPED_TRACE(device->label() + " optimizer " + std::to_string(kind) + " bad element " + std::to_string(at));
-        std::vector<float> g(n, 0.5f);
-        if (at >= 0) g[static_cast<size_t>(at)] = at == n / 2 ? nan : -inf;
-        Buffer w = upload_or_die(*device, std::vector<float>(n, 1.0f), "w");
-        Buffer grad = upload_or_die(*device, g, "grad");
-        Buffer m = upload_or_die(*device, std::vector<float>(n, 0.0f), "m");
-        Buffer s = upload_or_die(*device, std::vector<float>(n, 0.0f), "s");
-        Buffer flags = upload_or_die(*device, std::vector<int32_t>{0, 0, 0}, "flags");
-        const DeviceSpan flag_span = element_span(flags, 4);
-        OptimizerConfig config;
-        config.kind = kind == 2 ? OptimizerKind::adam : OptimizerKind::sgd;
-        config.momentum = kind == 1 ? 0.9 : 0.0;
-        const Status launched =
-            kind == 2 ? f32_adam(*device, n, adam_step_for(config, 1, 1e-3), w.f32(), grad.f32(), m.f32(), s.f32(),
-                                 flag_span, 1)
-                            .status()
-                      : f32_sgd(*device, n, sgd_step_for(config, 0.1), w.f32(), grad.f32(),
-                                kind == 1 ? m.f32() : DeviceSpan{}, flag_span, 1)
-                            .status();
-        ASSERT_TRUE(launched.ok()) << launched.message();
-        EXPECT_EQ(download_all<int32_t>(flags), (std::vector<int32_t>{0, at >= 0 ? 1 : 0, 0}));
-      }
+    for (int kind = 0; kind < 3; ++kind) {                        // 0 sgd, 1 sgd with momentum, 2 adam
+      for (int64_t at : {int64_t{-1}, int64_t{0}, n / 2, n - 1})  // -1: every gradient finite
+        for (const bool overflow : {false, true}) {
+          SCOPED_TRACE(device->label() + " optimizer " + std::to_string(kind) + " bad element " + std::to_string(at) +
+                       (overflow ? ", an overflowing update" : ", a bad gradient"));
+          std::vector<float> g(n, 0.5f), w0(n, 1.0f);
+          if (at >= 0 && !overflow) g[static_cast<size_t>(at)] = at == n / 2 ? nan : -inf;
+          if (at >= 0 && overflow) w0[static_cast<size_t>(at)] = -FLT_MAX;
+          Buffer w = upload_or_die(*device, w0, "w");
+          Buffer grad = upload_or_die(*device, g, "grad");
+          Buffer m = upload_or_die(*device, std::vector<float>(n, 0.0f), "m");
+          Buffer s = upload_or_die(*device, std::vector<float>(n, 0.0f), "s");
+          Buffer flags = upload_or_die(*device, std::vector<int32_t>{0, 0, 0}, "flags");
+          const DeviceSpan flag_span = element_span(flags, 4);
+          OptimizerConfig config;
+          config.kind = kind == 2 ? OptimizerKind::adam : OptimizerKind::sgd;
+          config.momentum = kind == 1 ? 0.9 : 0.0;
+          const double lr = overflow ? 1e35 : kind == 2 ? 1e-3 : 0.1;
+          const Status launched = kind == 2 ? f32_adam(*device, n, adam_step_for(config, 1, lr), w.f32(), grad.f32(),
+                                                       m.f32(), s.f32(), flag_span, 1)
+                                                  .status()
+                                            : f32_sgd(*device, n, sgd_step_for(config, lr), w.f32(), grad.f32(),
+                                                      kind == 1 ? m.f32() : DeviceSpan{}, flag_span, 1)
+                                                  .status();
+          ASSERT_TRUE(launched.ok()) << launched.message();
+          EXPECT_EQ(download_all<int32_t>(flags), (std::vector<int32_t>{0, at >= 0 ? 1 : 0, 0}));
+        }
     }
   }
 }

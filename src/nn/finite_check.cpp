@@ -19,6 +19,11 @@ bool finite_bits(const void* data, int64_t n, Bits exponent_mask) {
 }
 }  // namespace
 
+std::string NonFiniteUpdate::text(const std::string& owner) const {
+  if (gradient_finite) return "the update of " + owner + param + " overflowed (its weights hold an Inf or a NaN)";
+  return "the gradient of " + owner + param + " held an Inf or a NaN";
+}
+
 bool all_finite(const Tensor& t) {
   if (!t.defined()) return true;
   switch (t.dtype()) {

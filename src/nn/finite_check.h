@@ -17,7 +17,20 @@ bool all_finite(const Tensor& t);
 std::string first_non_finite_output(const Model& model, const Tensor& input);
 
 // The first parameter whose value holds an Inf or a NaN; null when all are finite. (Gradients
-// are checked by the optimizer, in the pass that updates the weights: Optimizer::step.)
+// and updated weights are checked by the optimizer, in the pass that updates the weights:
+// Optimizer::step, ClOptimizer::step.)
 const Param* first_non_finite_value(const std::vector<Param*>& params);
+
+// A param the optimizer's guard flagged: its gradient held an Inf or a NaN, or the gradient was
+// finite and the update overflowed its weights. No param: nothing was flagged.
+struct NonFiniteUpdate {
+  std::string param;  // "dense1.weight"; empty: none
+  bool gradient_finite = false;
+
+  bool none() const { return param.empty(); }
+  // "the gradient of <owner><param> held an Inf or a NaN", or "the update of <owner><param>
+  // overflowed (its weights hold an Inf or a NaN)"; owner: "the generator's ", say.
+  std::string text(const std::string& owner = "") const;
+};
 
 }  // namespace rg

@@ -150,12 +150,13 @@ void GanTrainer::cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, S
   d_.backward(ctx, g_.output_grad());
   g_.backward(ctx);
   const Param* g_bad = g_opt_.step(options_.schedule.lr);
-  out->non_finite_grad = first_bad_gradient(d_bad != nullptr ? d_bad->name : "", g_bad != nullptr ? g_bad->name : "");
+  auto flagged = [](const Param* p) { return p != nullptr ? NonFiniteUpdate{p->name, all_finite(p->grad)} : NonFiniteUpdate{}; };
+  out->bad_update = first_bad_update(flagged(d_bad), flagged(g_bad));
 }
 
-std::string GanTrainer::first_bad_gradient(const std::string& d_param, const std::string& g_param) {
-  if (!d_param.empty()) return "the discriminator's " + d_param;
-  return g_param.empty() ? "" : "the generator's " + g_param;
+std::string GanTrainer::first_bad_update(const NonFiniteUpdate& d, const NonFiniteUpdate& g) {
+  if (!d.none()) return d.text("the discriminator's ");
+  return g.none() ? "" : g.text("the generator's ");
 }
 
 Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
@@ -202,8 +203,8 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
                            "not finite at epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
                            "; training stopped (lower the learning rate?); the saved networks are unchanged");
     }
-    if (!losses.non_finite_grad.empty()) {
-      return Status::error("the gradient of " + losses.non_finite_grad + " held an Inf or a NaN at epoch " +
+    if (!losses.bad_update.empty()) {
+      return Status::error(losses.bad_update + " at epoch " +
                            std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
                            "; training stopped (lower the learning rate?); the saved networks are unchanged");
     }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "nn/finite_check.h"
 #include "nn/model.h"
 #include "train/trainer.h"
 
@@ -86,11 +87,10 @@ class GanTrainer {
   struct StepLosses {
     double real = 0, fake = 0, g = 0;
     double d_real = 0, d_fake = 0, d_fake_after = 0;
-    std::string non_finite_grad;  // "the generator's dense1.weight": its gradient held an Inf or a NaN
+    std::string bad_update;  // NonFiniteUpdate::text of the first param the optimizers flagged, or ""
   };
-  // StepLosses::non_finite_grad from the names of the first params (or "") whose gradients
-  // were not finite in D's and G's updates: D's first, as D updates first.
-  static std::string first_bad_gradient(const std::string& d_param, const std::string& g_param);
+  // StepLosses::bad_update from what D's and G's optimizers flagged: D's first, as D updates first.
+  static std::string first_bad_update(const NonFiniteUpdate& d, const NonFiniteUpdate& g);
   // The D update and the G update of one batch of real images x and noise z.
   void cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);
 

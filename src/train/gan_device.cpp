@@ -67,14 +67,14 @@ Status GanTrainer::device_step(const Tensor& x, const Tensor& z, LayerContext& c
   RG_TRY(d.forward_from(g.output(), count, ctx));
   RG_ASSIGN(out->g, device_bce(ones, scale, &out->d_fake_after));
   // D's update flagged its non-finite gradients; read with the logits just waited for.
-  RG_ASSIGN(const std::string d_bad, d_cl_opt_->non_finite_gradient());
+  RG_ASSIGN(const NonFiniteUpdate d_bad, d_cl_opt_->non_finite_update());
   RG_TRY(d.backward(ctx, g.output_grad()));
   RG_TRY(g.backward(ctx));
   RG_TRY(g_cl_opt_->step(options_.schedule.lr));
   g.params_changed();
   // G's flags: a wait for its update (the step's logits were read back three times already).
-  RG_ASSIGN(const std::string g_bad, g_cl_opt_->non_finite_gradient());
-  out->non_finite_grad = first_bad_gradient(d_bad, g_bad);
+  RG_ASSIGN(const NonFiniteUpdate g_bad, g_cl_opt_->non_finite_update());
+  out->bad_update = first_bad_update(d_bad, g_bad);
   return Status();
 }
 

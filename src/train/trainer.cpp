@@ -322,11 +322,12 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         device_step_where_ = where;
         cl_model_->params_changed();
       } else if (take_step) {
-        // A finite loss can still give an Inf gradient (an overflowing product). The optimizer
-        // checks in the pass that reads the gradients (a pass of its own cost 5% of an mlp's
-        // step); under loss scaling the scaler has checked and skipped such a step already.
+        // A finite loss can still give an Inf gradient (an overflowing product), and a finite
+        // gradient times the rate an Inf weight. The optimizer checks both in the pass that
+        // reads the gradients and writes the weights (a pass of its own cost 5% of an mlp's
+        // step); under loss scaling the scaler has checked and skipped bad gradients already.
         if (const Param* bad = optimizer_.step(lr)) {
-          return training_stopped("the gradient of " + bad->name + " held an Inf or a NaN at " + where);
+          return training_stopped(NonFiniteUpdate{bad->name, all_finite(bad->grad)}.text() + " at " + where);
         }
       }
       seen += count;

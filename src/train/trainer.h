@@ -176,8 +176,9 @@ class Trainer {
   // The losses still pending (all, or all but the newest micro-batch's) into *tally, after
   // device_check_gradients.
   Status device_collect_losses(bool keep_newest, LossTally* tally);
-  // Stops training when the last device step flagged a gradient that was not finite, naming
-  // its param and device_step_where_ (the flags are read back a micro-batch late, as the loss).
+  // Stops training when the last device step flagged a gradient or an updated weight that was
+  // not finite, naming its param and device_step_where_ (the flags are read back a micro-batch
+  // late, as the loss).
   Status device_check_gradients();
   // Adds `part` to *tally; a loss that is not finite stops training, naming device_loss_where_.
   Status add_loss(const LossTally& part, LossTally* tally) const;

@@ -115,9 +115,9 @@ Status Trainer::device_micro_step(const Tensor& x, const Tensor& labels, const T
 }
 
 Status Trainer::device_check_gradients() {
-  RG_ASSIGN(const std::string bad, cl_optimizer_->non_finite_gradient());
-  if (bad.empty()) return Status();
-  return training_stopped("the gradient of " + bad + " held an Inf or a NaN at " + device_step_where_);
+  RG_ASSIGN(const NonFiniteUpdate bad, cl_optimizer_->non_finite_update());
+  if (bad.none()) return Status();
+  return training_stopped(bad.text() + " at " + device_step_where_);
 }
 
 Status Trainer::device_collect_losses(bool keep_newest, LossTally* tally) {

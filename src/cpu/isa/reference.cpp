@@ -76,14 +76,14 @@ void f32_softmax_rows__reference(int64_t rows, int64_t cols, const float* x, flo
 bool f32_sgd__reference(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {
   bool finite = true;
   for (int64_t i = 0; i < n; ++i) {
-    finite = finite && std::isfinite(grad[i]);
     const float g = grad[i] + step.weight_decay * w[i];
     if (v == nullptr) {
       w[i] = w[i] - step.lr * g;
-      continue;
+    } else {
+      v[i] = step.momentum * v[i] + g;
+      w[i] = w[i] - step.lr * (step.nesterov ? g + step.momentum * v[i] : v[i]);
     }
-    v[i] = step.momentum * v[i] + g;
-    w[i] = w[i] - step.lr * (step.nesterov ? g + step.momentum * v[i] : v[i]);
+    finite = finite && std::isfinite(grad[i]) && std::isfinite(w[i]);
   }
   return finite;
 }
@@ -91,11 +91,11 @@ bool f32_sgd__reference(int64_t n, const SgdStep& step, float* w, const float* g
 bool f32_adam__reference(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s) {
   bool finite = true;
   for (int64_t i = 0; i < n; ++i) {
-    finite = finite && std::isfinite(grad[i]);
     const float g = grad[i] + step.weight_decay * w[i];
     m[i] = step.beta1 * m[i] + step.one_minus_beta1 * g;
     s[i] = step.beta2 * s[i] + step.one_minus_beta2 * g * g;
     w[i] = w[i] - step.step_size * m[i] / (std::sqrt(s[i]) / step.correction2_sqrt + step.eps);
+    finite = finite && std::isfinite(grad[i]) && std::isfinite(w[i]);
   }
   return finite;
 }

@@ -30,8 +30,10 @@ struct SgdStep {
   bool nesterov;
 };
 // g = grad + wd w;  v = mu v + g;  w -= lr (nesterov ? g + mu v : v)   (v unused when mu = 0: w -= lr g)
-// Both optimizers return false when an element of grad is an Inf or a NaN (the update is made
-// all the same): the trainer's guard, checked in the pass that reads the gradients anyway.
+// Both optimizers return false when an element of grad, or of w after the update, is an Inf or
+// a NaN (the update is made all the same): the trainer's guard, checked in the pass that reads
+// the gradients and writes the weights anyway. The weights catch a finite gradient times a
+// large rate overflowing, which a later ReLU would hide (max(NaN, 0) is 0 on SSE and GPUs).
 using F32Sgd = bool (*)(int64_t n, const SgdStep& step, float* w, const float* grad, float* v);
 
 struct AdamStep {

@@ -220,8 +220,9 @@ bool sgd(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) 
     update_chunks<B, 1>(n, arrays, [&](float* const* at) {
       const B wv = B::load_unaligned(at[0]);
       const B raw = B::load_unaligned(at[1]);
-      finite = finite && xsimd::isfinite(raw);
-      (wv - lr * (raw + wd * wv)).store_unaligned(at[0]);
+      const B updated = wv - lr * (raw + wd * wv);
+      finite = finite && xsimd::isfinite(raw) && xsimd::isfinite(updated);
+      updated.store_unaligned(at[0]);
     });
     return xsimd::all(finite);
   }
@@ -229,11 +230,12 @@ bool sgd(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) 
   update_chunks<B, 2>(n, arrays, [&](float* const* at) {
     const B wv = B::load_unaligned(at[0]);
     const B raw = B::load_unaligned(at[2]);
-    finite = finite && xsimd::isfinite(raw);
     const B g = raw + wd * wv;
     const B vel = mu * B::load_unaligned(at[1]) + g;
     vel.store_unaligned(at[1]);
-    (wv - lr * (step.nesterov ? g + mu * vel : vel)).store_unaligned(at[0]);
+    const B updated = wv - lr * (step.nesterov ? g + mu * vel : vel);
+    finite = finite && xsimd::isfinite(raw) && xsimd::isfinite(updated);
+    updated.store_unaligned(at[0]);
   });
   return xsimd::all(finite);
 }
@@ -248,13 +250,14 @@ bool adam(int64_t n, const AdamStep& step, float* w, const float* grad, float* m
   update_chunks<B, 3>(n, arrays, [&](float* const* at) {
     const B wv = B::load_unaligned(at[0]);
     const B raw = B::load_unaligned(at[3]);
-    finite = finite && xsimd::isfinite(raw);
     const B g = raw + wd * wv;
     const B mv = b1 * B::load_unaligned(at[1]) + c1 * g;
     const B sv = b2 * B::load_unaligned(at[2]) + c2 * g * g;
     mv.store_unaligned(at[1]);
     sv.store_unaligned(at[2]);
-    (wv - size * mv / (xsimd::sqrt(sv) / corr + eps)).store_unaligned(at[0]);
+    const B updated = wv - size * mv / (xsimd::sqrt(sv) / corr + eps);
+    finite = finite && xsimd::isfinite(raw) && xsimd::isfinite(updated);
+    updated.store_unaligned(at[0]);
   });
   return xsimd::all(finite);
 }

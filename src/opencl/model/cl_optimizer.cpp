@@ -1,6 +1,10 @@
 // ClOptimizer: the device state and one update per param with opencl/optimizer.h's kernels.
 #include "opencl/model/cl_optimizer.h"
 
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
 #include "opencl/elementwise.h"
 #include "opencl/fill_copy.h"
 #include "opencl/loss.h"
@@ -63,17 +67,19 @@ Status ClOptimizer::step(double lr) {
 Status ClOptimizer::take_step_flags() {
   const Event read = std::move(step_flags_read_);
   RG_TRY(read.wait());
-  for (size_t k = 0; k < params_.size() && first_non_finite_.empty(); ++k) {
-    if (step_flags_host_[k] != 0) first_non_finite_ = params_[k]->host->name;
+  for (size_t k = 0; k < params_.size() && first_non_finite_.none(); ++k) {
+    if (step_flags_host_[k] == 0) continue;
+    const ClParam& p = *params_[k];
+    RG_ASSIGN(const std::vector<float> grad, download<float>(p.grad, p.numel()));
+    const bool finite = std::all_of(grad.begin(), grad.end(), [](float g) { return std::isfinite(g); });
+    first_non_finite_ = NonFiniteUpdate{p.host->name, finite};
   }
   return Status();
 }
 
-Result<std::string> ClOptimizer::non_finite_gradient() {
+Result<NonFiniteUpdate> ClOptimizer::non_finite_update() {
   if (step_flags_read_.valid()) RG_TRY(take_step_flags());
-  std::string name;
-  name.swap(first_non_finite_);
-  return name;
+  return std::exchange(first_non_finite_, NonFiniteUpdate{});
 }
 
 Result<std::string> ClOptimizer::unscale(float factor) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/finite_check.h"
 #include "opencl/model/cl_layer.h"
 #include "train/optimizer.h"
 
@@ -23,13 +24,15 @@ class ClOptimizer {
   ~ClOptimizer();  // waits for a flag read in flight (it writes into this object's memory)
 
   // One update at learning rate lr; counts the step in the host optimizer, as Optimizer::step.
-  // The kernels flag a non-finite gradient per param; the flags are read back without waiting
-  // (non_finite_gradient() takes them; a step before that waits for them and keeps the name).
+  // The kernels flag a param whose gradient or updated weights hold an Inf or a NaN; the flags
+  // are read back without waiting (non_finite_update() takes them; a step before that waits
+  // for them and keeps what they said).
   Status step(double lr);
-  // The name of the first param whose gradient held an Inf or a NaN in a step() since the last
-  // call, or "". Waits for the flags the last step() queued a read of: called once the next
-  // micro-batch's work is queued, the wait costs no idle device time.
-  Result<std::string> non_finite_gradient();
+  // The first param flagged in a step() since the last call (none() when none). Waits for the
+  // flags the last step() queued a read of: called once the next micro-batch's work is queued,
+  // the wait costs no idle device time. A flagged param's gradient is read back to tell a bad
+  // gradient from an overflowed update.
+  Result<NonFiniteUpdate> non_finite_update();
   // Loss scaling: every gradient times `factor`; the name of the first param whose gradient held
   // an Inf or a NaN before, or "" (LossScaler::after_unscale takes it). Reads back one int a param.
   Result<std::string> unscale(float factor);
@@ -47,7 +50,7 @@ class ClOptimizer {
   Buffer step_flags_;          // int32 [params]: step()'s non-finite gradient flags
   std::vector<int32_t> step_flags_host_;  // [params], read from step_flags_ by step_flags_read_
   Event step_flags_read_;                  // valid while a read is pending
-  std::string first_non_finite_;           // taken from the flags, not yet returned
+  NonFiniteUpdate first_non_finite_;       // taken from the flags, not yet returned
   // Waits for step_flags_read_ and notes the first flagged param in first_non_finite_.
   Status take_step_flags();
 };
