@@ -1,15 +1,19 @@
 // Helpers of the training tests: a model from cfg text, bit-for-bit weight comparison, and a
-// model and data whose loss is finite but whose gradient overflows.
+// run whose gradient or update overflows.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
+#include "base/serial.h"
+#include "base/thread_pool.h"
 #include "data/dataset.h"
 #include "nn/model.h"
+#include "train/trainer.h"
 
 namespace rg {
 
@@ -36,40 +40,50 @@ inline bool same_weights(Model& a, Model& b) {
   return true;
 }
 
-// A finite loss whose gradient overflows: inputs of `input` (3e38 by default), a first layer
-// that cancels them (outputs 0, so the loss is ln 2) and a second with weights of 1e30:
-// d(dense1.weight) = 3e38 x 1e30 = Inf. With inputs of 1e8 the gradient is finite (about 1e37)
-// and a learning rate of 1e6 overflows the update instead. Four samples, two classes.
-struct OverflowingGradient {
-  std::unique_ptr<Model> model;  // dense1 [2 -> 2], dense2 [2 -> 2]
-  Dataset data;
-};
-inline OverflowingGradient overflowing_gradient(float input = 3e38f) {
-  OverflowingGradient out;
-  out.model = build_model(1, "[net]\ninput = 2\n[dense]\nunits = 2\n[dense]\nunits = 2\n");
-  const std::vector<Param*> params = out.model->params();  // dense1.weight [2, 2], dense1.bias, dense2.weight, dense2.bias
-  EXPECT_EQ(params.size(), 4u);
-  if (params.size() != 4) return out;
+// A finite loss whose gradient overflows: inputs of 3e38, a first layer that cancels them
+// (outputs 0, so the loss is ln 2) and a second with weights of 1e30: d(dense1.weight) =
+// 3e38 x 1e30 = Inf. Or (gradient false) inputs of 1e8: a finite gradient (about 1e37) that a
+// rate of 1e6 overflows in the update. Four samples, two classes, batch 4. Trained with
+// `options` (the device, say), over a checkpoint written first: training must stop in its
+// first step saying which overflowed, and leave the checkpoint as it was.
+inline void expect_an_overflow_to_stop_training(TrainOptions options, bool gradient) {
+  SCOPED_TRACE(gradient ? "an overflowing gradient" : "an overflowing update");
+  auto model = build_model(1, "[net]\ninput = 2\n[dense]\nunits = 2\n[dense]\nunits = 2\n");
+  const std::vector<Param*> params = model->params();  // dense1.weight [2, 2], dense1.bias, dense2.weight, dense2.bias
+  ASSERT_EQ(params.size(), 4u);
   for (Param* p : params) std::fill(p->value.f32(), p->value.f32() + p->value.numel(), 0.0f);
   float* w1 = params[0]->value.f32();
   w1[0] = w1[1] = 1.0f, w1[2] = w1[3] = -1.0f;  // y = x0 - x1 in both units
   float* w2 = params[2]->value.f32();
   w2[0] = w2[2] = 1e30f;  // both units feed logit 0
-  out.data.name = "huge";
-  out.data.sample_shape = Shape{2};
-  out.data.num_classes = 2;
-  out.data.samples = Tensor::zeros(Shape{4, 2}, DType::f32, "samples").take();
-  out.data.labels = Tensor::zeros(Shape{4}, DType::i32, "labels").take();
-  std::fill(out.data.samples.f32(), out.data.samples.f32() + 8, input);
-  return out;
-}
+  Dataset data;
+  data.name = "huge";
+  data.sample_shape = Shape{2};
+  data.num_classes = 2;
+  data.samples = Tensor::zeros(Shape{4, 2}, DType::f32, "samples").take();
+  data.labels = Tensor::zeros(Shape{4}, DType::i32, "labels").take();
+  std::fill(data.samples.f32(), data.samples.f32() + 8, gradient ? 3e38f : 1e8f);
 
-// What training says when overflowing_gradient() stops it in its first step: the gradient's
-// overflow (inputs of 3e38) or the update's (inputs of 1e8, a rate of 1e6).
-inline std::string overflow_message(bool gradient) {
-  return std::string(gradient ? "the gradient of dense1.weight held an Inf or a NaN"
-                              : "the update of dense1.weight overflowed (its weights hold an Inf or a NaN)") +
-         " at epoch 1, step 1; training stopped";
+  options.batch = 4;
+  if (!gradient) options.schedule.lr = 1e6;
+  options.checkpoint_path = ::testing::TempDir() + "before_the_overflow.ckpt";
+  const std::vector<uint8_t> before = {'e', 'a', 'r', 'l', 'i', 'e', 'r'};
+  ASSERT_TRUE(write_file_atomic(options.checkpoint_path, before).ok());
+  ThreadPool pool(1);
+  Trainer trainer(*model, pool, options);
+  ASSERT_TRUE(trainer.prepare().ok());
+  auto records = trainer.fit(data, nullptr);
+  ASSERT_FALSE(records.ok());
+  const std::string message = records.status().message();
+  const std::string want = std::string(gradient ? "the gradient of dense1.weight held an Inf or a NaN"
+                                                : "the update of dense1.weight overflowed (its weights hold an Inf or a NaN)") +
+                           " at epoch 1, step 1; training stopped";
+  EXPECT_NE(message.find(want), std::string::npos) << message;
+  EXPECT_NE(message.find("the last checkpoint is unchanged"), std::string::npos) << message;
+  auto after = read_file_bytes(options.checkpoint_path);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after.value(), before);
+  std::remove(options.checkpoint_path.c_str());
 }
 
 }  // namespace rg

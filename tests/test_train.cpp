@@ -303,28 +303,7 @@ TEST(Train, NanLossStopsWithAClearError) {
 // (model_util.h): caught by the optimizer in the step it happens; the run stops there, saying
 // which, and the checkpoint of before stays as it was.
 TEST(Train, AnInfiniteGradientOrUpdateStopsTheRunNamingTheParam) {
-  for (const bool gradient : {true, false}) {
-    SCOPED_TRACE(gradient ? "gradient" : "update");
-    OverflowingGradient overflow = gradient ? overflowing_gradient() : overflowing_gradient(1e8f);
-    TrainOptions options = small_options(1);
-    options.batch = 4;
-    if (!gradient) options.schedule.lr = 1e6;
-    options.checkpoint_path = temp_path("before_the_inf.ckpt");
-    const std::vector<uint8_t> before = {'e', 'a', 'r', 'l', 'i', 'e', 'r'};
-    ASSERT_TRUE(write_file_atomic(options.checkpoint_path, before).ok());
-    ThreadPool pool(1);
-    Trainer trainer(*overflow.model, pool, options);
-    ASSERT_TRUE(trainer.prepare().ok());
-    auto records = trainer.fit(overflow.data, nullptr);
-    ASSERT_FALSE(records.ok());
-    const std::string message = records.status().message();
-    EXPECT_NE(message.find(overflow_message(gradient)), std::string::npos) << message;
-    EXPECT_NE(message.find("the last checkpoint is unchanged"), std::string::npos) << message;
-    auto after = read_file_bytes(options.checkpoint_path);
-    ASSERT_TRUE(after.ok());
-    EXPECT_EQ(after.value(), before);
-    std::remove(options.checkpoint_path.c_str());
-  }
+  for (const bool gradient : {true, false}) expect_an_overflow_to_stop_training(small_options(1), gradient);
 }
 
 TEST(Train, ValidationSplitIsReportedPerEpoch) {
