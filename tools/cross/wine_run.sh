@@ -4,6 +4,7 @@
 # (wine64 alone runs a 32-bit .exe as nothing: no output, exit 0). Each has its own prefix in
 # build-cross/, made on first use (about 10 s) under a lock, so parallel tests wait for it.
 # Meson's exe_wrapper for the MinGW cross files. Usage: tools/cross/wine_run.sh PROGRAM.exe [ARGS]
+#   env RG_WINE_SERVER: persist (start a server that stays, then run) or kill (end it)
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 exe=$1
@@ -36,4 +37,10 @@ if [ ! -f "$prefix/system.reg" ]; then
     exit 2
   fi
 fi
+# RG_WINE_SERVER=persist: first start a server that stays (tools/cross_test.sh, for a suite);
+# =kill: end this prefix's server and its services instead of running the program.
+case "${RG_WINE_SERVER:-}" in
+  persist) "$(dirname "$loader")/wineserver" -p > /dev/null 2>&1 ;;  # exit 2 when one runs: kept
+  kill) exec "$(dirname "$loader")/wineserver" -k ;;
+esac
 exec "$loader" "$@"
