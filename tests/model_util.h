@@ -40,6 +40,18 @@ inline bool same_weights(Model& a, Model& b) {
   return true;
 }
 
+// `rows` samples of `features` values, each `value`, all of class 0 (of two).
+inline Dataset constant_dataset(int64_t rows, int64_t features, float value) {
+  Dataset data;
+  data.name = "constant";
+  data.sample_shape = Shape{features};
+  data.num_classes = 2;
+  data.samples = Tensor::zeros(Shape{rows, features}, DType::f32, "samples").take();
+  data.labels = Tensor::zeros(Shape{rows}, DType::i32, "labels").take();
+  std::fill(data.samples.f32(), data.samples.f32() + rows * features, value);
+  return data;
+}
+
 // A finite loss whose gradient overflows: inputs of 3e38, a first layer that cancels them
 // (outputs 0, so the loss is ln 2) and a second with weights of 1e30: d(dense1.weight) =
 // 3e38 x 1e30 = Inf. Or (gradient false) inputs of 1e8: a finite gradient (about 1e37) that a
@@ -56,13 +68,7 @@ inline void expect_an_overflow_to_stop_training(TrainOptions options, bool gradi
   w1[0] = w1[1] = 1.0f, w1[2] = w1[3] = -1.0f;  // y = x0 - x1 in both units
   float* w2 = params[2]->value.f32();
   w2[0] = w2[2] = 1e30f;  // both units feed logit 0
-  Dataset data;
-  data.name = "huge";
-  data.sample_shape = Shape{2};
-  data.num_classes = 2;
-  data.samples = Tensor::zeros(Shape{4, 2}, DType::f32, "samples").take();
-  data.labels = Tensor::zeros(Shape{4}, DType::i32, "labels").take();
-  std::fill(data.samples.f32(), data.samples.f32() + 8, gradient ? 3e38f : 1e8f);
+  const Dataset data = constant_dataset(4, 2, gradient ? 3e38f : 1e8f);
 
   options.batch = 4;
   if (!gradient) options.schedule.lr = 1e6;

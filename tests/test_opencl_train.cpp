@@ -113,13 +113,7 @@ TEST(OpenclTrain, MlpOnTheDeviceMatchesTheCpu) {
 // loss of step 1 is NaN at once; with it on the device, step 1's gradient flags are read first.
 TEST(OpenclTrain, ANaNStopsTrainingAtTheNextMicroBatchNamingItsStep) {
   SKIP_WITHOUT_OPENCL();
-  Dataset nan_data;
-  nan_data.name = "nan";
-  nan_data.sample_shape = Shape{4};
-  nan_data.num_classes = 2;
-  nan_data.samples = Tensor::zeros(Shape{64, 4}, DType::f32, "samples").take();
-  nan_data.labels = Tensor::zeros(Shape{64}, DType::i32, "labels").take();
-  std::fill(nan_data.samples.f32(), nan_data.samples.f32() + 64 * 4, std::numeric_limits<float>::quiet_NaN());
+  const Dataset nan_data = constant_dataset(64, 4, std::numeric_limits<float>::quiet_NaN());
   for (bool loss_on_host : {false, true}) {
     TrainOptions options = options_on(first_device(), 1);
     options.loss_on_host = loss_on_host;  // batch 32: two steps
