@@ -24,6 +24,10 @@ std::string NonFiniteUpdate::text(const std::string& owner) const {
   return "the gradient of " + owner + param + " held an Inf or a NaN";
 }
 
+NonFiniteUpdate flagged_update(const Param* param) {
+  return param != nullptr ? NonFiniteUpdate{param->name, all_finite(param->grad)} : NonFiniteUpdate{};
+}
+
 bool all_finite(const Tensor& t) {
   if (!t.defined()) return true;
   switch (t.dtype()) {

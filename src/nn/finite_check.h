@@ -33,4 +33,7 @@ struct NonFiniteUpdate {
   std::string text(const std::string& owner = "") const;
 };
 
+// What Optimizer::step's flagged param (or null: none) went through: its gradient is scanned.
+NonFiniteUpdate flagged_update(const Param* param);
+
 }  // namespace rg

@@ -150,8 +150,12 @@ void GanTrainer::cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, S
   d_.backward(ctx, g_.output_grad());
   g_.backward(ctx);
   const Param* g_bad = g_opt_.step(options_.schedule.lr);
-  auto flagged = [](const Param* p) { return p != nullptr ? NonFiniteUpdate{p->name, all_finite(p->grad)} : NonFiniteUpdate{}; };
-  out->bad_update = first_bad_update(flagged(d_bad), flagged(g_bad));
+  out->bad_update = first_bad_update(flagged_update(d_bad), flagged_update(g_bad));
+}
+
+Status GanTrainer::training_stopped(const std::string& what, int64_t epoch, int64_t step) {
+  return Status::error(what + " at epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
+                       "; training stopped (lower the learning rate?); the saved networks are unchanged");
 }
 
 std::string GanTrainer::first_bad_update(const NonFiniteUpdate& d, const NonFiniteUpdate& g) {
@@ -199,15 +203,10 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
     const double d_real = losses.d_real, d_fake = losses.d_fake, d_fake_after = losses.d_fake_after;
     const double loss_d = (loss_real + loss_fake) * scale;
     if (!std::isfinite(loss_d) || !std::isfinite(loss_g)) {
-      return Status::error("a GAN loss became " + std::string(std::isfinite(loss_d) ? "G " : "D ") +
-                           "not finite at epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                           "; training stopped (lower the learning rate?); the saved networks are unchanged");
+      return training_stopped("a GAN loss became " + std::string(std::isfinite(loss_d) ? "G " : "D ") + "not finite",
+                              epoch, step);
     }
-    if (!losses.bad_update.empty()) {
-      return Status::error(losses.bad_update + " at epoch " +
-                           std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                           "; training stopped (lower the learning rate?); the saved networks are unchanged");
-    }
+    if (!losses.bad_update.empty()) return training_stopped(losses.bad_update, epoch, step);
     const double w = static_cast<double>(count);
     sums.loss_d += loss_d * w;
     sums.loss_g += loss_g * scale * w;

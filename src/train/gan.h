@@ -91,6 +91,9 @@ class GanTrainer {
   };
   // StepLosses::bad_update from what D's and G's optimizers flagged: D's first, as D updates first.
   static std::string first_bad_update(const NonFiniteUpdate& d, const NonFiniteUpdate& g);
+  // "<what> at epoch E, step S; training stopped (...); the saved networks are unchanged"
+  // (epoch and step counted from 0).
+  static Status training_stopped(const std::string& what, int64_t epoch, int64_t step);
   // The D update and the G update of one batch of real images x and noise z.
   void cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);
 

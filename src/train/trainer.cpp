@@ -316,8 +316,8 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       }
       lr = options_.schedule.rate(optimizer_.steps(), steps_per_epoch, options_.epochs);
       if (take_step && cl_optimizer_) {
-        // The kernels flag a non-finite gradient; device_collect_losses reads the flags with
-        // the next micro-batch's loss (no wait here) and stops naming the param and this step.
+        // The kernels flag a non-finite gradient or updated weight; device_check_updates reads
+        // the flags with the next micro-batch (no wait here) and stops naming the param and this step.
         RG_TRY(cl_optimizer_->step(lr));
         device_step_where_ = where;
         cl_model_->params_changed();
@@ -327,7 +327,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         // reads the gradients and writes the weights (a pass of its own cost 5% of an mlp's
         // step); under loss scaling the scaler has checked and skipped bad gradients already.
         if (const Param* bad = optimizer_.step(lr)) {
-          return training_stopped(NonFiniteUpdate{bad->name, all_finite(bad->grad)}.text() + " at " + where);
+          return training_stopped(flagged_update(bad).text() + " at " + where);
         }
       }
       seen += count;

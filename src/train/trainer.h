@@ -174,16 +174,16 @@ class Trainer {
   Status device_micro_step(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
                            const LayerContext& ctx, const std::string& where, LossTally* tally);
   // The losses still pending (all, or all but the newest micro-batch's) into *tally, after
-  // device_check_gradients.
+  // device_check_updates.
   Status device_collect_losses(bool keep_newest, LossTally* tally);
   // Stops training when the last device step flagged a gradient or an updated weight that was
   // not finite, naming its param and device_step_where_ (the flags are read back a micro-batch
   // late, as the loss).
-  Status device_check_gradients();
+  Status device_check_updates();
   // Adds `part` to *tally; a loss that is not finite stops training, naming device_loss_where_.
   Status add_loss(const LossTally& part, LossTally* tally) const;
   std::string device_loss_where_;  // the step whose device loss is still pending
-  std::string device_step_where_;  // the step whose device gradient flags are still pending
+  std::string device_step_where_;  // the step whose device update flags are still pending
   // "<what>; training stopped (lower the learning rate?); the last checkpoint is unchanged"
   static Status training_stopped(const std::string& what);
   // Loss scaling's unscale of the device's gradients (LossScaler::unscale's rule).

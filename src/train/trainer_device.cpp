@@ -92,7 +92,7 @@ Status Trainer::device_micro_step(const Tensor& x, const Tensor& labels, const T
     const int64_t n = x.shape()[0];
     const Tensor out = host_output_.rows(0, n);
     RG_TRY(cl.read_output(out));
-    RG_TRY(device_check_gradients());  // queued before this forward: done now
+    RG_TRY(device_check_updates());  // queued before this forward: done now
     const Tensor grad = model_.output_shape().numel() > 0 ? out : Tensor();
     const double loss = compute_loss(model_.loss(), out, target, grad_scale, Tensor());
     const int64_t hits = classifies ? count_correct(out, labels.data<int32_t>()) : 0;
@@ -114,15 +114,15 @@ Status Trainer::device_micro_step(const Tensor& x, const Tensor& labels, const T
   return Status();
 }
 
-Status Trainer::device_check_gradients() {
+Status Trainer::device_check_updates() {
   RG_ASSIGN(const NonFiniteUpdate bad, cl_optimizer_->non_finite_update());
   if (bad.none()) return Status();
   return training_stopped(bad.text() + " at " + device_step_where_);
 }
 
 Status Trainer::device_collect_losses(bool keep_newest, LossTally* tally) {
-  // The last step's gradient flags first: a bad gradient makes the losses after it bad too.
-  RG_TRY(device_check_gradients());
+  // The last step's update flags first: a bad gradient or weight makes the losses after it bad too.
+  RG_TRY(device_check_updates());
   RG_ASSIGN(const ocl::ClModel::LossSums sums, cl_model_->loss_sums(keep_newest));
   if (sums.rows == 0) return Status();
   return add_loss({sums.loss, sums.hits, sums.rows}, tally);

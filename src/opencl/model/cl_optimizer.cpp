@@ -29,7 +29,7 @@ Result<ClOptimizer> ClOptimizer::create(Device& device, Optimizer& host, std::ve
   if (!opt.params_.empty()) {  // the flags: allocated now, so the budget's plan sees them
     const int64_t bytes = static_cast<int64_t>(opt.params_.size()) * 4;
     RG_ASSIGN(opt.flags_, Buffer::allocate(device, bytes, "loss scaling's flags"));
-    RG_ASSIGN(opt.step_flags_, Buffer::allocate(device, bytes, "the gradient guard's flags"));
+    RG_ASSIGN(opt.step_flags_, Buffer::allocate(device, bytes, "the update guard's flags"));
     opt.step_flags_host_.resize(opt.params_.size());
   }
   RG_TRY(opt.write_state());

@@ -47,7 +47,7 @@ class ClOptimizer {
   std::vector<ClParam*> params_;
   std::vector<Buffer> state_;  // Optimizer::state()'s order: per param (SGD), m then s (Adam)
   Buffer flags_;               // int32 [params]: unscale's non-finite flags
-  Buffer step_flags_;          // int32 [params]: step()'s non-finite gradient flags
+  Buffer step_flags_;          // int32 [params]: step()'s flags, a non-finite gradient or updated weight
   std::vector<int32_t> step_flags_host_;  // [params], read from step_flags_ by step_flags_read_
   Event step_flags_read_;                  // valid while a read is pending
   NonFiniteUpdate first_non_finite_;       // taken from the flags, not yet returned
