@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -38,6 +39,21 @@ inline bool same_weights(Model& a, Model& b) {
     if (std::memcmp(pa[i]->value.raw_data(), pb[i]->value.raw_data(), pa[i]->value.bytes()) != 0) return false;
   }
   return true;
+}
+
+// The largest |a - b| over two models' params, relative where the value is large: DESIGN.md's
+// f32 tolerance is max(1e-5, 1e-6 |ref|).
+inline double worst_weight_error(Model& a, Model& b) {
+  auto pa = a.params(), pb = b.params();
+  EXPECT_EQ(pa.size(), pb.size());
+  double worst = 0;
+  for (size_t i = 0; i < pa.size() && i < pb.size(); ++i) {
+    for (int64_t k = 0; k < pa[i]->value.numel(); ++k) {
+      const double x = pa[i]->value.f32()[k], ref = pb[i]->value.f32()[k];
+      worst = std::max(worst, std::fabs(x - ref) / std::max(1.0, std::fabs(ref)));
+    }
+  }
+  return worst;
 }
 
 // `rows` samples of `features` values, each `value`, all of class 0 (of two).

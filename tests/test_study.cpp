@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "study/advisor.h"
 #include "study/estimates.h"
 #include "study/child_process.h"
+#include "study/study_ranks.h"
 #include "study/study_result.h"
 #include "study/study_runner.h"
 #include "portable.h"
@@ -79,6 +81,32 @@ TEST(StudyPlan, LowerLevelsRunFp32PrecisionsRunOnTheBestLevelAndDevices) {
       EXPECT_EQ(r.threads, 1);
     }
   }
+}
+
+// A study over 3 ranks: a time-sized run stays on the rank of its network and device's fp32
+// run (it takes that run's sample count), the sweeps are dealt out one by one, every rank gets
+// work, and one rank alone does everything.
+TEST(StudyRanks, RunsSizedByAnotherRunStayWithItAndTheRestAreDealtOut) {
+  StudyConfig config = default_study_config(true);
+  config.networks = {"mlp", "lenet"};
+  const StudyPlan plan = plan_study(config, {cpu_level("sse2", false), cpu_level("avx2", true), gpu()});
+  const std::vector<int> owners = study_run_owners(plan, 3);
+  ASSERT_EQ(owners.size(), plan.runs.size());
+  std::map<std::string, int> group_rank;
+  std::vector<int> per_rank(3, 0);
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    const StudyRun& run = plan.runs[i];
+    ASSERT_GE(owners[i], 0);
+    ASSERT_LT(owners[i], 3);
+    per_rank[static_cast<size_t>(owners[i])] += 1;
+    if (run.limit != 0 || run.part == "batch" || run.part == "lr") continue;
+    const std::string group = run.network + "@" + std::to_string(run.device);
+    auto it = group_rank.emplace(group, owners[i]).first;
+    EXPECT_EQ(it->second, owners[i]) << run.id() << " left its group's rank";
+  }
+  EXPECT_GE(group_rank.size(), 3u);
+  for (int count : per_rank) EXPECT_GT(count, static_cast<int>(plan.runs.size()) / 6) << "a rank with little work";
+  for (int owner : study_run_owners(plan, 1)) EXPECT_EQ(owner, 0);
 }
 
 TEST(StudyPlan, QuickRunsAnOpenClCpuDeviceInFp32Only) {

@@ -320,21 +320,6 @@ TEST(Train, ValidationSplitIsReportedPerEpoch) {
   EXPECT_GT(records.value()[0].val_accuracy, 0.5);
 }
 
-// The largest |a - b| over two models' params, relative where the value is large: DESIGN.md's
-// f32 tolerance is max(1e-5, 1e-6 |ref|).
-double worst_weight_error(Model& a, Model& b) {
-  auto pa = a.params(), pb = b.params();
-  EXPECT_EQ(pa.size(), pb.size());
-  double worst = 0;
-  for (size_t i = 0; i < pa.size() && i < pb.size(); ++i) {
-    for (int64_t k = 0; k < pa[i]->value.numel(); ++k) {
-      const double x = pa[i]->value.f32()[k], ref = pb[i]->value.f32()[k];
-      worst = std::max(worst, std::fabs(x - ref) / std::max(1.0, std::fabs(ref)));
-    }
-  }
-  return worst;
-}
-
 // Gradient accumulation: a step of 64 run as 4 micro-batches of 16 updates the weights as one
 // batch of 64 does, up to float rounding; dropout masks follow each sample, not the split.
 TEST(Train, MicroBatchesGiveTheWeightsOfOneBatch) {

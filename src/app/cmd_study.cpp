@@ -11,6 +11,7 @@
 #include "app/args.h"
 #include "app/commands.h"
 #include "app/json_report.h"
+#include "app/mpi_job.h"
 #include "base/memory.h"
 #include "data/files.h"
 #include "nn/model.h"
@@ -21,6 +22,7 @@
 #include "study/estimates.h"
 #include "study/network_costs.h"
 #include "study/study_devices.h"
+#include "study/study_ranks.h"
 #include "study/study_report.h"
 #include "study/study_runner.h"
 #include "train/trainer.h"
@@ -186,7 +188,9 @@ class RunSizer {
 
 }  // namespace
 
-int run_study(int argc, char** argv) {
+namespace {
+// `study` as this process's part of `comm`'s job (null: alone): its share of the runs.
+int study_in_job(int argc, char** argv, Communicator* comm) {
   Args args("study", "[options]",
             "Measures how fast each network trains on this machine: every CPU ISA level and OpenCL device, every\n"
             "precision; batch-size and learning-rate sweeps; efficiency against the hardware's published peak;\n"
@@ -209,6 +213,8 @@ int run_study(int argc, char** argv) {
     std::fputs(args.help().c_str(), stdout);
     return 0;
   }
+  const bool in_job = comm != nullptr && comm->size() > 1;
+  if (in_job) hide_launcher_from_children();  // the runs are plain processes, not ranks
   const auto start = std::chrono::steady_clock::now();
   StudyConfig config = default_study_config(args.given("quick"));
   if (Status s = config_from_args(args, &config); !s.ok()) return fail(s.message());
@@ -243,19 +249,29 @@ int run_study(int argc, char** argv) {
               result.machine.cpu_mhz_measured, result.machine.memory_bandwidth_gbs);
   for (const StudyDevice& d : result.devices) std::printf(" %s", d.label.c_str());
   std::printf("%s%s\n", found.opencl_note.empty() ? "" : "; ", found.opencl_note.c_str());
+  if (in_job) {
+    std::printf("spread over %d ranks (%s): each measures its share of the runs on its own PC; the report is "
+                "this PC's%s\n", comm->size(), comm->library_version().c_str(),
+                comm->ranks_on_this_host() > 1 ? "; several ranks share this host, so their runs slow each other" : "");
+  }
   std::fflush(stdout);
 
   const std::string json_path = join_path(out_dir, "study.json");
-  const bool has_gan = std::find(config.networks.begin(), config.networks.end(), "dcgan") != config.networks.end();
-  if (has_gan && std::find(config.parts.begin(), config.parts.end(), "devices") != config.parts.end()) {
-    context.judge_path = train_judge(context, config);
-  }
   std::map<std::string, double> flops;  // per network, at batch 64
   RunSizer sizer(result.devices);
   std::map<std::string, int64_t> fp32_limit;  // network + device -> the samples an epoch of its fp32 run took
   const StudyPlan plan = plan_study(config, result.devices);
   result.not_run = plan.not_run;
+  const std::vector<int> owners = study_run_owners(plan, in_job ? comm->size() : 1);
+  const int rank = in_job ? comm->rank() : 0;
+  bool scores_gans = false;  // a GAN run of the devices part is this rank's: it needs the judge
   for (size_t i = 0; i < plan.runs.size(); ++i) {
+    scores_gans = scores_gans || (owners[i] == rank && plan.runs[i].network == "dcgan" && plan.runs[i].part == "devices");
+  }
+  if (scores_gans) context.judge_path = train_judge(context, config);
+  std::vector<MeasuredRun> measured;
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    if (owners[i] != rank) continue;
     StudyRun run = plan.runs[i];
     const StudyDevice& device = result.devices[run.device];
     if (!flops.count(run.network)) {
@@ -282,9 +298,14 @@ int run_study(int argc, char** argv) {
     print_progress(i, plan.runs.size(), record, device);
     result.commands.push_back(command_text(train_command(run, device, context, run.id() + ".json"), device));
     result.runs.push_back(record);
+    measured.push_back(MeasuredRun{i, record, result.commands.back()});
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // After every run: a study stopped midway still leaves what it measured.
     if (Status s = write_json_report(json_path, study_result_json(result)); !s.ok()) return fail(s.message());
+  }
+  if (in_job) {  // every rank's records on the root, which writes the report
+    if (Status s = gather_study_runs(*comm, measured, &result); !s.ok()) return fail(s.message());
+    if (!comm->is_root()) return 0;
   }
   result.estimates = estimate_other_machines(result);
   result.advice = advise_every_network(result, 0);
@@ -294,6 +315,11 @@ int run_study(int argc, char** argv) {
   std::printf("\n%s\nstudy done in %.0f s: %s (also report.md, runs.csv, estimates.csv, study.json)\n",
               study_summary_text(result).c_str(), result.seconds, join_path(out_dir, "report.html").c_str());
   return 0;
+}
+}  // namespace
+
+int run_study(int argc, char** argv) {
+  return run_in_job([&](Communicator* comm) { return study_in_job(argc, argv, comm); });
 }
 
 }  // namespace rg

@@ -10,6 +10,7 @@
 #include "app/device_option.h"
 #include "opencl/model/cl_model.h"
 #include "app/json_report.h"
+#include "app/mpi_job.h"
 #include "app/precision_report.h"
 #include "app/train_gan.h"
 #include "cpu/cpuid.h"
@@ -72,6 +73,7 @@ void declare(Args& args) {
   declare_precision_options(args, "fp32,fp16,int8");
   add_gan_options(args);
   add_device_options(args);
+  add_mpi_options(args);
   add_common_options(args);
 }
 
@@ -183,6 +185,7 @@ Status write_reconstruction_samples(const std::string& path, Model& model, Threa
 nlohmann::json epoch_json(const EpochRecord& r) {
   nlohmann::json j = {{"epoch", r.epoch},     {"loss", r.loss},       {"accuracy", r.accuracy},
                       {"seconds", r.seconds}, {"samples_per_s", r.samples_per_s}, {"lr", r.lr}};
+  if (r.comm_seconds > 0) j["comm_seconds"] = r.comm_seconds;
   if (r.has_validation) {
     j["val_loss"] = r.val_loss;
     j["val_accuracy"] = r.val_accuracy;
@@ -192,8 +195,9 @@ nlohmann::json epoch_json(const EpochRecord& r) {
 
 }  // namespace
 
-int run_train(int argc, char** argv) {
-  const int64_t start_rss = current_rss_bytes();  // the binary, its libraries, the C++ runtime
+namespace {
+// `train` as this process's part of `comm`'s job (null: alone).
+int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
   Args args("train", "[options]",
             "Trains a model and reports test accuracy, speed (samples/s) and memory (peak RSS, peak tensor bytes).\n"
             "Default: the mlp preset on Fashion-MNIST from the Debian package dataset-fashion-mnist.");
@@ -202,6 +206,12 @@ int run_train(int argc, char** argv) {
   if (args.help_requested()) {
     std::fputs(args.help().c_str(), stdout);
     return 0;
+  }
+  const bool in_job = comm != nullptr && comm->size() > 1;
+  const bool writes_files = !in_job || comm->is_root();  // checkpoints, reports: the root's
+  if (in_job) {
+    const std::string refused = refused_in_job(args);
+    if (!refused.empty()) return fail(refused);
   }
 
   // Settings, from the options or from the checkpoint being resumed.
@@ -214,8 +224,11 @@ int run_train(int argc, char** argv) {
     for (const char* name : kFromCheckpoint) {
       if (args.given(name)) return fail("--" + std::string(name) + " comes from the checkpoint when resuming; drop it");
     }
-    if (is_directory(resume_path)) return run_gan_train(args, nullptr, options);  // a GAN run's folder
-    auto read = read_checkpoint(resume_path);
+    if (is_directory(resume_path)) {  // a GAN run's folder
+      if (in_job) return fail("GAN training runs on one process: run it without mpirun");
+      return run_gan_train(args, nullptr, options);
+    }
+    auto read = read_checkpoint_in_job(resume_path, comm);
     if (!read.ok()) return fail(read.status().message());
     resumed = read.take();
     if (Status s = options_from_checkpoint(resumed, resume_path, &options); !s.ok()) return fail(s.message());
@@ -235,20 +248,23 @@ int run_train(int argc, char** argv) {
     if (Status s = options_from_args(args, &options); !s.ok()) return fail(s.message());
   }
   if (args.given("data") || !resuming) options.data = args.given("data") ? args.text("data") : "";
-  if (!cfg.sections.empty() && cfg.sections.front().kind() == "gan") return run_gan_train(args, &cfg, options);
+  if (!cfg.sections.empty() && cfg.sections.front().kind() == "gan") {
+    if (in_job) return fail("GAN training runs on one process: run it without mpirun");
+    return run_gan_train(args, &cfg, options);
+  }
   for (const char* name : {"out", "judge", "judge-epochs", "score-samples"}) {
     if (args.given(name)) return fail("--" + std::string(name) + " applies to GAN training only (--model dcgan)");
   }
   options.checkpoint_path = args.given("checkpoint") ? args.text("checkpoint") : (resuming ? resume_path : "");
-  if (!options.checkpoint_path.empty()) {
+  if (!options.checkpoint_path.empty() && writes_files) {
     if (Status s = check_writable_path(options.checkpoint_path, "checkpoint"); !s.ok()) return fail(s.message());
   }
   const std::string samples_path = args.text("samples");
-  if (args.given("samples")) {
+  if (args.given("samples") && writes_files) {
     if (Status s = check_writable_path(samples_path, "samples"); !s.ok()) return fail(s.message());
   }
   const std::string json_path = args.text("json");
-  if (args.given("json")) {
+  if (args.given("json") && writes_files) {
     if (Status s = check_writable_path(json_path, "json"); !s.ok()) return fail(s.message());
   }
   const bool precision_report = args.given("precision");
@@ -272,6 +288,8 @@ int run_train(int argc, char** argv) {
   }
   auto threads = threads_option(args);
   if (!threads.ok()) return fail(threads.status().message());
+  int thread_count = threads.value();
+  if (Status s = apply_mpi_options(args, comm, &options, &thread_count); !s.ok()) return fail(s.message());
   if (args.given("stop-after")) {
     auto stop = args.integer("stop-after", 1, 1000000);
     if (!stop.ok()) return fail(stop.status().message());
@@ -298,7 +316,7 @@ int run_train(int argc, char** argv) {
   auto [budget, stream] = memory.value();
   const AddressSpace space = address_space();
   if (budget == 0 && space.limit_bytes > 0) {
-    auto limited = address_space_budget(space, threads.value());
+    auto limited = address_space_budget(space, thread_count);
     if (!limited.ok()) return fail(limited.status().message());
     budget = limited.value();
     std::printf("memory:    %s\n", describe_address_space_budget(space, budget).c_str());
@@ -329,7 +347,7 @@ int run_train(int argc, char** argv) {
   options.micro_batch = plan.micro_batch;
   options.read_ahead = plan.stream;
 
-  ThreadPool pool(threads.value());
+  ThreadPool pool(thread_count);
   options.log = stdout;
   options.live_progress = is_terminal(stdout);
   // int8-qat rerunning the last epochs starts from the run's state before them, kept here.
@@ -380,6 +398,11 @@ int run_train(int argc, char** argv) {
     std::printf("device:    %s, micro-batches of %lld, loss on the %s\n", train_device->label().c_str(),
                 static_cast<long long>(trainer.micro_batch()), trainer.options().loss_on_host ? "CPU" : "device");
   }
+  if (in_job) {
+    std::printf("ranks:     %d (%s), %d on this host, each training its share of every batch of %lld; gradients "
+                "summed in %s\n", comm->size(), comm->library_version().c_str(), comm->ranks_on_this_host(),
+                static_cast<long long>(options.batch), gradient_wire_name(options.gradient_wire));
+  }
   if (resuming) std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
   std::fflush(stdout);
 
@@ -421,8 +444,9 @@ int run_train(int argc, char** argv) {
                 describe_device_use(*train_device, trainer.device_model()->transfers()).c_str());
     if (args.given("profile-device")) std::printf("device time by kernel\n%s", describe_kernel_times(*train_device).c_str());
   }
+  if (in_job) std::printf("  ranks           %s\n", describe_job(*comm, options, model->param_count(), fitted.value()).c_str());
   if (!options.checkpoint_path.empty()) std::printf("  checkpoint      %s\n", options.checkpoint_path.c_str());
-  if (args.given("samples")) {
+  if (args.given("samples") && writes_files) {
     if (train_device) {  // the trained weights are on the host now; its buffers were not reserved
       if (Status s = model->reserve(options.batch); !s.ok()) return fail(s.with_context("--samples: ").message());
     }
@@ -445,7 +469,7 @@ int run_train(int argc, char** argv) {
     }
   }
 
-  if (args.given("json")) {
+  if (args.given("json") && writes_files) {
     nlohmann::json report = {
         {"model", cfg.file.rfind("preset:", 0) == 0 ? cfg.file.substr(7) : cfg.file},
         {"epochs", options.epochs},
@@ -491,9 +515,22 @@ int run_train(int argc, char** argv) {
     for (const auto& record : fitted.value()) report["history"].push_back(epoch_json(record));
     if (train_device && args.given("profile-device")) report["device_profile"] = kernel_times_json(*train_device);
     if (precision_report) report["precisions"] = precision_json(precision_rows_run);
+    if (in_job) {
+      report["ranks"] = {{"count", comm->size()},
+                         {"on_this_host", comm->ranks_on_this_host()},
+                         {"library", comm->library_version()},
+                         {"gradient_format", gradient_wire_name(options.gradient_wire)},
+                         {"gradient_bytes_per_step", model->param_count() * (options.gradient_wire == GradientWire::f16 ? 2 : 4)}};
+    }
     if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());
   }
   return 0;
+}
+}  // namespace
+
+int run_train(int argc, char** argv) {
+  const int64_t start_rss = current_rss_bytes();  // the binary, its libraries, the C++ runtime
+  return run_in_job([&](Communicator* comm) { return train_in_job(argc, argv, comm, start_rss); });
 }
 
 int run_precision(int argc, char** argv) {

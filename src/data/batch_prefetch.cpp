@@ -34,7 +34,8 @@ BatchPrefetcher::~BatchPrefetcher() {
   worker_.join();
 }
 
-void BatchPrefetcher::start(const Dataset& data, const int32_t* order, int64_t n, int64_t batch, int64_t rows) {
+void BatchPrefetcher::start(const Dataset& data, const int32_t* order, int64_t n, int64_t batch, int64_t rows,
+                            int part, int parts) {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return filled_ >= allowed_; });  // nothing of the last epoch in flight
   data_ = &data;
@@ -42,8 +43,9 @@ void BatchPrefetcher::start(const Dataset& data, const int32_t* order, int64_t n
   RG_CHECK(rows >= 1 && rows <= slots_[0].labels.numel() && batch >= 1, "pieces of " << rows << " rows");
   pieces_.clear();
   for (int64_t begin = 0; begin < n; begin += batch) {
-    const int64_t end = std::min(n, begin + batch);
-    for (int64_t at = begin; at < end; at += rows) pieces_.emplace_back(at, std::min(rows, end - at));
+    const RowRange mine = rank_rows(std::min(batch, n - begin), part, parts);
+    const int64_t end = begin + mine.first + mine.count;
+    for (int64_t at = begin + mine.first; at < end; at += rows) pieces_.emplace_back(at, std::min(rows, end - at));
   }
   taken_ = allowed_ = filled_ = 0;
   error_ = Status();

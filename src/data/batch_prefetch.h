@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "dist/rank_rows.h"
 
 namespace rg {
 
@@ -32,10 +33,12 @@ class BatchPrefetcher {
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
 
   // Starts on `data`'s rows order[0..n): batches of `batch` (the last may be shorter), each cut
-  // into pieces of at most `rows`.
+  // into pieces of at most `rows`. In a data-parallel run (dist/rank_rows.h) only part `part`
+  // of `parts` of each batch is this process's: only its rows are read.
   // `data` and `order` must stay alive and unchanged until the last piece is taken or the next
   // start(). Pieces still being filled from an earlier start are waited for.
-  void start(const Dataset& data, const int32_t* order, int64_t n, int64_t batch, int64_t rows);
+  void start(const Dataset& data, const int32_t* order, int64_t n, int64_t batch, int64_t rows, int part = 0,
+             int parts = 1);
   // The next piece, valid until the next call; the error says which read failed.
   Result<Piece> next();
 

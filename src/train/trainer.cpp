@@ -122,7 +122,13 @@ Status Trainer::prepare() {
       fq->on_values(point, values, ctx);
     });
   }
+  if (options_.comm != nullptr && options_.comm->size() > 1 && options_.device != nullptr) {
+    return Status::error("training over MPI runs on the CPU (for now): drop --device, or train on one machine");
+  }
   RG_TRY(optimizer_.init());
+  if (ranks() > 1) {
+    RG_ASSIGN(flat_grads_, Tensor::zeros(Shape{model_.param_count()}, DType::f32, "the gradients summed over the ranks"));
+  }
   if (options_.device != nullptr) {
     RG_TRY(prepare_device());  // the device's budget may lower the micro-batch
   } else {
@@ -139,6 +145,7 @@ Status Trainer::prepare() {
 
 int64_t Trainer::prepared_bytes(Model& model, const TrainOptions& options, int64_t rows) {
   int64_t bytes = Optimizer(options.optimizer, model.params()).state_bytes();
+  if (options.comm != nullptr && options.comm->size() > 1) bytes += model.param_count() * static_cast<int64_t>(sizeof(float));
   const int64_t output_bytes = model.output_shape().numel() * rows * static_cast<int64_t>(sizeof(float));
   if (options.device != nullptr) {  // activations live on the device: here the batches, and the output read back
     bytes += BatchPrefetcher::buffer_bytes(model.input_shape(), rows, options.read_ahead) + output_bytes;
@@ -253,6 +260,10 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
   LayerContext ctx = context(true);
   std::vector<EpochRecord> records;
   const int64_t last = options_.stop_after > 0 ? std::min(options_.stop_after, options_.epochs) : options_.epochs;
+  if (ranks() > 1) {  // one model on every rank: the same settings and data, the root's weights
+    RG_TRY(check_ranks_agree(train));
+    RG_TRY(share_root_state());
+  }
   for (int64_t epoch = epochs_done_; epoch < last; ++epoch) {
     std::fprintf(options_.log, "Epoch %lld/%lld\n", static_cast<long long>(epoch + 1),
                  static_cast<long long>(options_.epochs));
@@ -261,8 +272,9 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{n}, DType::i32, "the epoch's sample order"));
     shuffle_indices(static_cast<int32_t>(n), shuffle_rng, order.data<int32_t>());
     ProgressBar progress(steps_per_epoch, options_.log, options_.live_progress);
-    batches_->start(train, order.data<int32_t>(), n, options_.batch, micro);
+    batches_->start(train, order.data<int32_t>(), n, options_.batch, micro, rank(), ranks());
     const auto start = std::chrono::steady_clock::now();
+    double comm_seconds = 0;  // summing gradients over the ranks
     double lr = 0;
     LossTally tally;  // the losses and hits collected (the device's arrive one micro-batch late)
     int64_t seen = 0;
@@ -273,9 +285,10 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
       if (fake_quant_) fake_quant_->quantize_weights();
       const bool scaled = options_.precision == TrainPrecision::fp16;
       const double grad_scale = (scaled ? loss_scaler_.scale() : 1.0) / static_cast<double>(count);
-      // The step's samples in micro-batches: each backward adds its share of the mean loss's
-      // gradient to what the earlier ones left.
-      for (int64_t m0 = 0; m0 < count; m0 += micro) {
+      // The step's samples (this rank's share of them) in micro-batches: each backward adds its
+      // share of the mean loss's gradient to what the earlier ones left.
+      const RowRange mine = rank_rows(count, rank(), ranks());
+      for (int64_t m0 = 0; m0 < mine.count; m0 += micro) {
         Tensor x, labels;
         auto next = next_batch(&x, &labels);
         if (!next.ok()) {
@@ -283,7 +296,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
           return next.status();
         }
         const Tensor target = next.value();
-        ctx.row_offset = m0;
+        ctx.row_offset = mine.first + m0;  // the sample's place in the whole step
         ctx.accumulate_grads = m0 > 0;
         if (cl_model_) {
           if (Status s = device_micro_step(x, labels, target, grad_scale, ctx, where, &tally); !s.ok()) {
@@ -308,6 +321,11 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
         if (classifies) tally.correct += count_correct(out, labels.data<int32_t>());
       }
       if (fake_quant_) fake_quant_->restore_weights();  // the grid values' gradient updates the masters
+      if (ranks() > 1) {  // the whole batch's gradient on every rank, before loss scaling looks at it
+        const double before = options_.comm->totals().seconds;
+        if (Status s = sum_gradients(mine.count > 0); !s.ok()) return s.with_context(where + ": ");
+        comm_seconds += options_.comm->totals().seconds - before;
+      }
       bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
       if (scaled) {
         auto finite = cl_optimizer_ ? device_unscale() : loss_scaler_.unscale(model_.params());
@@ -340,11 +358,17 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     }
     if (cl_model_) RG_TRY(device_collect_losses(/*keep_newest=*/false, &tally));  // the epoch's last micro-batch
     RG_TRY(sync_to_host());  // the epoch's weights into the host model, for checkpoints and callers
+    if (ranks() > 1) {
+      RG_TRY(sum_tally(&tally));
+      RG_TRY(share_root_state());
+    }
     EpochRecord record;
     record.epoch = epoch + 1;
     record.seconds = seconds_since(start);
-    record.loss = tally.loss_sum / static_cast<double>(seen);
-    record.accuracy = classifies ? static_cast<double>(tally.correct) / static_cast<double>(seen) : 0.0;
+    record.steps = steps_per_epoch;
+    record.comm_seconds = comm_seconds;
+    record.loss = tally.loss_sum / static_cast<double>(tally.rows);
+    record.accuracy = classifies ? static_cast<double>(tally.correct) / static_cast<double>(tally.rows) : 0.0;
     record.samples_per_s = static_cast<double>(seen) / record.seconds;
     record.lr = lr;
     train_seconds_ += record.seconds;
@@ -362,7 +386,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     progress.finish(metrics);
     records.push_back(record);
     epochs_done_ = epoch + 1;
-    if (!options_.checkpoint_path.empty()) {
+    if (!options_.checkpoint_path.empty() && (options_.comm == nullptr || options_.comm->is_root())) {
       // A finite gradient times a large learning rate can still overflow a weight: never saved.
       if (const Param* bad = first_non_finite_value(model_.params())) {
         return Status::error(bad->name + " holds an Inf or a NaN after epoch " + std::to_string(epoch + 1) +
@@ -381,14 +405,17 @@ Result<EvalResult> Trainer::evaluate(const Dataset& data, const std::function<Te
   const auto start = std::chrono::steady_clock::now();
   const LayerContext ctx = context(false);
   const int64_t n = data.size();
-  RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{n}, DType::i32, "the evaluation order"));
-  for (int64_t i = 0; i < n; ++i) order.data<int32_t>()[i] = static_cast<int32_t>(i);
+  // A data-parallel run scores its share of the samples on each rank and sums (not for
+  // `forward`: another engine on this process alone).
+  const RowRange mine = forward ? RowRange{0, n} : rank_rows(n, rank(), ranks());
+  RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{std::max<int64_t>(mine.count, 1)}, DType::i32, "the evaluation order"));
+  for (int64_t i = 0; i < mine.count; ++i) order.data<int32_t>()[i] = static_cast<int32_t>(mine.first + i);
   double loss_sum = 0, squared_sum = 0;
   int64_t correct = 0;
   const int64_t rows = micro_batch();
-  batches_->start(data, order.data<int32_t>(), n, rows, rows);
+  batches_->start(data, order.data<int32_t>(), mine.count, rows, rows);
   if (fake_quant_ && !forward) fake_quant_->quantize_weights();
-  for (int64_t begin = 0; begin < n; begin += rows) {
+  for (int64_t begin = 0; begin < mine.count; begin += rows) {
     Tensor x, labels;
     auto target = next_batch(&x, &labels);
     if (!target.ok()) {
@@ -413,6 +440,13 @@ Result<EvalResult> Trainer::evaluate(const Dataset& data, const std::function<Te
     }
   }
   if (fake_quant_ && !forward) fake_quant_->restore_weights();
+  if (!forward && ranks() > 1) {
+    double sums[3] = {loss_sum, static_cast<double>(correct), squared_sum};
+    RG_TRY(options_.comm->sum(sums, 3));
+    loss_sum = sums[0];
+    correct = static_cast<int64_t>(sums[1]);
+    squared_sum = sums[2];
+  }
   EvalResult result;
   result.samples = n;
   result.loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;

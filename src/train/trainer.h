@@ -14,6 +14,7 @@
 
 #include "data/batch_prefetch.h"
 #include "data/dataset.h"
+#include "dist/communicator.h"
 #include "nn/model.h"
 #include "quant/fake_quant.h"
 #include "train/checkpoint.h"
@@ -75,6 +76,12 @@ struct TrainOptions {
   bool loss_on_host = false;
   // With a device: layers (by name) run on the CPU between the device's (hybrid CPU+GPU).
   std::vector<std::string> host_layers;
+  // The processes of a data-parallel run (trainer_dist.cpp), or null: this one alone. Each rank
+  // trains its share of every batch (dist/rank_rows.h); the gradients are summed over the ranks
+  // before the update, which every rank then makes alike; the root's state is sent to every
+  // rank at the start and after each epoch. Only the root writes the checkpoint.
+  Communicator* comm = nullptr;
+  GradientWire gradient_wire = GradientWire::f32;  // how the gradients travel
 };
 
 struct EpochRecord {
@@ -83,6 +90,10 @@ struct EpochRecord {
   bool has_validation = false;
   double val_loss = 0, val_accuracy = 0;
   double seconds = 0, samples_per_s = 0, lr = 0;
+  // A data-parallel run: the steps, and the time spent summing gradients over the ranks
+  // (transfers, and waiting for the slowest rank).
+  int64_t steps = 0;
+  double comm_seconds = 0;
 };
 
 struct EvalResult {
@@ -193,6 +204,20 @@ class Trainer {
   // The device's params and optimizer state into the host model and optimizer, and back.
   Status sync_to_host();
   Status sync_to_device();
+
+  // A data-parallel run (trainer_dist.cpp).
+  int ranks() const { return options_.comm ? options_.comm->size() : 1; }
+  int rank() const { return options_.comm ? options_.comm->rank() : 0; }
+  Tensor flat_grads_;  // [params] every gradient end to end, summed over the ranks in one call
+  // Every rank runs the same model, data and settings (compared with the root's), or all stop.
+  Status check_ranks_agree(const Dataset& train);
+  // Every param's gradient summed over the ranks (zeros from a rank with no rows this step).
+  Status sum_gradients(bool had_rows);
+  // The losses and hits of every rank.
+  Status sum_tally(LossTally* tally);
+  // The root's params and optimizer state to every rank (their ISAs may round updates
+  // differently), buffers (BatchNorm's running statistics) averaged over the ranks.
+  Status share_root_state();
 };
 
 // A checkpoint's weights and optimizer state into `model` and `optimizer`, the optimizer's step
