@@ -2,6 +2,7 @@
 // nothing overwritten on bad input, --json fields, resume through the command line.
 #include <gtest/gtest.h>
 
+#include "dist/communicator.h"
 #include "portable.h"
 #include <zlib.h>
 
@@ -245,6 +246,18 @@ TEST(Cli, ResumeEqualsOneRunAndEvalScoresIt) {
   const Outcome again = run("train --resume " + a + " --lr 0.5");
   EXPECT_EQ(again.code, 2);
   EXPECT_NE(again.output.find("--lr"), std::string::npos) << again.output;
+}
+
+// A build without MPI (the sanitizer and cross builds) started by mpirun says so instead of
+// training alone as every rank; the launcher is recognised by its variables.
+TEST(Cli, ABuildWithoutMpiRefusesToRunUnderMpirun) {
+  if (rg::Communicator::available()) GTEST_SKIP() << "this build has MPI: test_mpi_cli runs it under mpirun";
+  set_env("OMPI_COMM_WORLD_SIZE", "2");
+  const Outcome o = run(std::string("train ") + kQuick + " --epochs 1");
+  unset_env("OMPI_COMM_WORLD_SIZE");
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_NE(o.output.find("started by mpirun (Open MPI), but this retrograd was built without MPI"), std::string::npos)
+      << o.output;
 }
 
 TEST(Cli, CorruptCheckpointIsRefusedAndKept) {

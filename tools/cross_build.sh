@@ -25,11 +25,11 @@ case "$triplet" in *-mingw32) cross_files+=(--cross-file tools/cross/windows.ini
 cross_files+=(--cross-file "tools/cross/$triplet.ini")
 # Machine files are read when a build folder is set up: set it up again (wiped) when the set
 # of files, their content or --no-tests changed since.
-setup="${cross_files[*]} tests=$tests $(cat "$deps/paths.ini" tools/cross/*.ini | cksum)"
+setup="${cross_files[*]} tests=$tests mpi=disabled $(cat "$deps/paths.ini" tools/cross/*.ini | cksum)"
 if [ ! -f "$build/build.ninja" ] || [ "$(cat "$build/.cross-setup" 2>/dev/null)" != "$setup" ]; then
   wipe=()
   [ ! -d "$build/meson-private" ] || wipe=(--wipe)
-  meson setup "${wipe[@]}" "$build" "${cross_files[@]}" --buildtype=release -Dtests=$tests >/dev/null || {
+  meson setup "${wipe[@]}" "$build" "${cross_files[@]}" --buildtype=release -Dtests=$tests -Dmpi=disabled >/dev/null || {
     echo "cross_build.sh: meson setup failed for $triplet: see $build/meson-logs/meson-log.txt" >&2; exit 1; }
   echo "$setup" > "$build/.cross-setup"
 fi

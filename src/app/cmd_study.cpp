@@ -125,14 +125,15 @@ void print_progress(size_t index, size_t total, const RunRecord& r, const StudyD
   std::fflush(stdout);
 }
 
-// GANs are scored by a classifier trained once, before the runs: lenet for one epoch.
-std::string train_judge(const RunContext& context, const StudyConfig& config) {
-  const std::string path = join_path(context.runs_dir, "judge.ckpt");
+// GANs are scored by a classifier trained once, before the runs: lenet for one epoch, in
+// runs/NAME.ckpt (a rank's own name: ranks may share the folder).
+std::string train_judge(const RunContext& context, const StudyConfig& config, const std::string& name) {
+  const std::string path = join_path(context.runs_dir, name + ".ckpt");
   ChildSpec spec;
   spec.argv = {context.program, "train", "--model", "lenet", "--epochs", "1", "--checkpoint", path};
   if (!context.data.empty()) spec.argv.insert(spec.argv.end(), {"--data", context.data});
   if (config.quick) spec.argv.insert(spec.argv.end(), {"--limit", "20000", "--test-limit", "2000"});
-  spec.output_path = join_path(context.runs_dir, "judge.log");
+  spec.output_path = join_path(context.runs_dir, name + ".log");
   auto child = run_child(spec);
   if (!child.ok() || !child.value().ok()) {
     std::printf("the GAN judge (lenet) did not train (%s): GAN runs are not scored\n",
@@ -268,7 +269,7 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
   for (size_t i = 0; i < plan.runs.size(); ++i) {
     scores_gans = scores_gans || (owners[i] == rank && plan.runs[i].network == "dcgan" && plan.runs[i].part == "devices");
   }
-  if (scores_gans) context.judge_path = train_judge(context, config);
+  if (scores_gans) context.judge_path = train_judge(context, config, rank == 0 ? "judge" : "judge-rank" + std::to_string(rank));
   std::vector<MeasuredRun> measured;
   for (size_t i = 0; i < plan.runs.size(); ++i) {
     if (owners[i] != rank) continue;
@@ -300,8 +301,11 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
     result.runs.push_back(record);
     measured.push_back(MeasuredRun{i, record, result.commands.back()});
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    // After every run: a study stopped midway still leaves what it measured.
-    if (Status s = write_json_report(json_path, study_result_json(result)); !s.ok()) return fail(s.message());
+    // After every run: a study stopped midway still leaves what it measured (the root's runs,
+    // under mpirun: the ranks may share the folder).
+    if (rank == 0) {
+      if (Status s = write_json_report(json_path, study_result_json(result)); !s.ok()) return fail(s.message());
+    }
   }
   if (in_job) {  // every rank's records on the root, which writes the report
     if (Status s = gather_study_runs(*comm, measured, &result); !s.ok()) return fail(s.message());

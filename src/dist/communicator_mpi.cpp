@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "base/fp16.h"
+#include "cpu/kernel_tables.h"
 #include "dist/communicator.h"
 
 namespace rg {
@@ -21,11 +21,21 @@ constexpr int64_t kChunk = int64_t(1) << 28;  // MPI counts are ints: larger dat
 
 MPI_Op f16_sum_op = MPI_OP_NULL;
 
-// A user reduction for f16 values carried as MPI_UINT16_T: each pair added in f32, rounded to f16.
+// A user reduction for f16 values carried as MPI_UINT16_T: each pair added in f32, rounded to
+// f16; converted in blocks by the CPU's f16 converters (F16C where there is one).
 void sum_f16(void* in, void* inout, int* count, MPI_Datatype*) {
+  constexpr int kBlock = 1024;
+  const F16ConvertKernels& convert = f16_convert();
   const auto* a = static_cast<const uint16_t*>(in);
   auto* b = static_cast<uint16_t*>(inout);
-  for (int i = 0; i < *count; ++i) b[i] = f32_to_f16(f16_to_f32(a[i]) + f16_to_f32(b[i]));
+  float fa[kBlock], fb[kBlock];
+  for (int at = 0; at < *count; at += kBlock) {
+    const int n = std::min(kBlock, *count - at);
+    convert.to_f32(n, a + at, fa);
+    convert.to_f32(n, b + at, fb);
+    for (int i = 0; i < n; ++i) fb[i] += fa[i];
+    convert.to_f16(n, fb, b + at);
+  }
 }
 
 Status mpi_status(int code, const char* call) {
@@ -108,27 +118,31 @@ Status Communicator::sum(float* data, int64_t n, GradientWire wire) {
     return allreduce_in_place(data, n, MPI_FLOAT, MPI_SUM, "MPI_Allreduce (sum of f32 gradients)");
   }
   // f16: agree on the largest magnitude (and whether any value is not finite) first.
-  double local[2] = {0, 0};  // max |v| over finite values, 1 when one is not
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = std::fabs(double(data[i]));
-    if (std::isfinite(v)) local[0] = std::max(local[0], v);
-    else local[1] = 1;
+  float largest = 0;
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {  // branch-free, so the compiler vectorizes it
+    const float v = std::fabs(data[i]);
+    largest = v > largest ? v : largest;
+    nan = nan | (v != v);
   }
+  double agreed[2] = {largest, nan || std::isinf(largest) ? 1.0 : 0.0};  // max |v|, 1 when a value is not finite
   {
-    Timed timed(&totals_, sizeof local);
-    RG_TRY(allreduce_in_place(local, 2, MPI_DOUBLE, MPI_MAX, "MPI_Allreduce (the gradients' largest value)"));
+    Timed timed(&totals_, sizeof agreed);
+    RG_TRY(allreduce_in_place(agreed, 2, MPI_DOUBLE, MPI_MAX, "MPI_Allreduce (the gradients' largest value)"));
   }
-  if (local[1] != 0) return sum(data, n, GradientWire::f32);  // an Inf or NaN travels as it is, for the guard
+  if (agreed[1] != 0) return sum(data, n, GradientWire::f32);  // an Inf or NaN travels as it is, for the guard
   // The sum of `size` values below max stays under 2^14, clear of f16's 65504 after rounding.
-  const int exponent = local[0] > 0 ? std::clamp(static_cast<int>(std::floor(std::log2(16384.0 / (size_ * local[0])))), -126, 126) : 0;
+  const int exponent = agreed[0] > 0 ? std::clamp(static_cast<int>(std::floor(std::log2(16384.0 / (size_ * agreed[0])))), -126, 126) : 0;
   const float scale = std::ldexp(1.0f, exponent), unscale = std::ldexp(1.0f, -exponent);
   wire16_.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) wire16_[static_cast<size_t>(i)] = f32_to_f16(data[i] * scale);
+  for (int64_t i = 0; i < n; ++i) data[i] *= scale;  // a power of two: exact
+  f16_convert().to_f16(n, data, wire16_.data());
   {
     Timed timed(&totals_, n * static_cast<int64_t>(sizeof(uint16_t)));
     RG_TRY(allreduce_in_place(wire16_.data(), n, MPI_UINT16_T, f16_sum_op, "MPI_Allreduce (sum of f16 gradients)"));
   }
-  for (int64_t i = 0; i < n; ++i) data[i] = f16_to_f32(wire16_[static_cast<size_t>(i)]) * unscale;
+  f16_convert().to_f32(n, wire16_.data(), data);
+  for (int64_t i = 0; i < n; ++i) data[i] *= unscale;
   return Status();
 }
 
