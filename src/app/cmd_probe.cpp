@@ -5,6 +5,7 @@
 #include "app/commands.h"
 #include "base/memory.h"
 #include "cpu/kernel_tables.h"
+#include "dist/communicator.h"
 #include "opencl/probe_report.h"
 #include "report/sysinfo.h"
 
@@ -35,6 +36,9 @@ int run_probe(int argc, char** argv) {
   std::printf("isa        best %s, chosen %s%s\n", isa_name(isa.best), isa_name(isa.chosen),
               isa.cap.empty() ? "" : (" (RETROGRAD_ISA=" + isa.cap + ")").c_str());
   std::printf("kernels    %s\n", f32_gemm_kernel(isa.chosen).name);
+  const std::string mpi = Communicator::library_version();
+  std::printf("mpi        %s\n", mpi.empty() ? "not in this build (training over MPI: meson setup -Dmpi=enabled, docs/distributed.md)"
+                                              : (mpi + ": mpirun -np N retrograd train trains over N processes").c_str());
   // The OpenCL devices with their tested capabilities, or why OpenCL is off.
   auto opencl = ocl::opencl_probe_report(args.given("device") ? args.text("device") : "", device_budget);
   if (!opencl.ok()) return fail("--device: " + opencl.status().message());

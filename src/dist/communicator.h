@@ -51,8 +51,9 @@ class Communicator {
   int ranks_on_this_host() const { return local_size_; }
   // "rank 1 of 3"
   std::string describe_rank() const;
-  // The MPI library's own name and version ("Open MPI v4.1.4, ...").
-  std::string library_version() const;
+  // The MPI library's name and version ("Open MPI v4.1.4"), or empty in a build without MPI
+  // (callable before joining a job).
+  static std::string library_version();
 
   // data[0..n) on every rank becomes the sum over every rank.
   Status sum(float* data, int64_t n, GradientWire wire);

@@ -98,7 +98,7 @@ Communicator::~Communicator() {
   MPI_Finalize();
 }
 
-std::string Communicator::library_version() const {
+std::string Communicator::library_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(text, &length);

@@ -12,6 +12,7 @@ Status no_mpi() { return Status::error("this retrograd was built without MPI (me
 }  // namespace
 
 bool Communicator::available() { return false; }
+std::string Communicator::library_version() { return ""; }
 
 Result<std::unique_ptr<Communicator>> Communicator::join_launched_job() {
   const std::string launcher = mpi_launcher_in_environment();
@@ -23,7 +24,6 @@ Result<std::unique_ptr<Communicator>> Communicator::join_launched_job() {
 
 // Unreachable: nothing makes a Communicator in this build.
 Communicator::~Communicator() = default;
-std::string Communicator::library_version() const { return "none"; }
 Status Communicator::sum(float*, int64_t, GradientWire) { return no_mpi(); }
 Status Communicator::sum(double*, int64_t) { return no_mpi(); }
 Status Communicator::broadcast(void*, int64_t) { return no_mpi(); }
