@@ -18,6 +18,13 @@
 
 namespace rg {
 
+// The training tests' small models on 28x28x1 input: an mlp, and the same with dropout (whose
+// masks must follow each sample's place in the step, however the step is split).
+inline constexpr const char* kSmallMlpCfg =
+    "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dense]\nunits = 10\ninit = glorot\n";
+inline constexpr const char* kSmallDropoutMlpCfg =
+    "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dropout]\nrate = 0.3\n[dense]\nunits = 10\n";
+
 // The model of `cfg_text`, its parameters drawn from `seed`; test failures say why not.
 inline std::unique_ptr<Model> build_model(uint64_t seed, const char* cfg_text) {
   auto cfg = parse_cfg(cfg_text, "test.cfg");

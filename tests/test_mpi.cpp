@@ -19,9 +19,6 @@ namespace {
 
 Communicator* job = nullptr;  // this process's part of the mpirun job (main)
 
-const char* kMlpCfg = "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dense]\nunits = 10\ninit = glorot\n";
-const char* kDropoutMlp =
-    "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dropout]\nrate = 0.3\n[dense]\nunits = 10\n";
 // A convolution and batch norm: the ranks' micro-batches are the single process's (batch
 // statistics alike); the running statistics are averaged over the ranks instead.
 const char* kConvBnCfg =
@@ -152,7 +149,7 @@ TEST(MpiCommunicator, AllOkIsFalseEverywhereWhenOneRankIsNot) {
 // (DESIGN.md's f32 tolerance), for SGD with momentum and for Adam, with dropout (masks follow
 // each sample's place in the step), and with batch norm.
 TEST(MpiTrain, RanksEndWithTheWeightsOfOneProcessWithTheSameBatch) {
-  for (const char* cfg : {kMlpCfg, kDropoutMlp, kConvBnCfg}) {
+  for (const char* cfg : {kSmallMlpCfg, kSmallDropoutMlpCfg, kConvBnCfg}) {
     for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adam}) {
       TrainOptions options = base_options();
       options.optimizer.kind = kind;
@@ -172,7 +169,7 @@ TEST(MpiTrain, RanksEndWithTheWeightsOfOneProcessWithTheSameBatch) {
 TEST(MpiTrain, MixedPrecisionMatchesOneProcess) {
   TrainOptions options = base_options();
   options.precision = TrainPrecision::fp16;
-  Pair runs = train_both_ways(options, kMlpCfg);
+  Pair runs = train_both_ways(options, kSmallMlpCfg);
   if (!runs.together.status.ok() || !runs.alone.status.ok()) return;
   EXPECT_LE(worst_weight_error(*runs.together.model, *runs.alone.model), 1e-5);
 }
@@ -190,10 +187,10 @@ TEST(MpiTrain, Int8TrainingMatchesOneProcessInAStepAndCloselyOverARun) {
     Pair runs;
     run_options.comm = job;
     const Dataset part = data().train.slice(0, samples, "part");
-    runs.together = train(run_options, kMlpCfg, part);
+    runs.together = train(run_options, kSmallMlpCfg, part);
     run_options.comm = nullptr;
     run_options.micro_batch = rank_rows(options.batch, 0, job->size()).count;
-    runs.alone = train(run_options, kMlpCfg, part);
+    runs.alone = train(run_options, kSmallMlpCfg, part);
     ASSERT_TRUE(runs.together.status.ok() && runs.alone.status.ok());
     const double error = worst_weight_error(*runs.together.model, *runs.alone.model);
     if (samples == 24) EXPECT_LE(error, 1e-5);
@@ -206,9 +203,9 @@ TEST(MpiTrain, Int8TrainingMatchesOneProcessInAStepAndCloselyOverARun) {
 TEST(MpiTrain, F16GradientsStayCloseToF32Gradients) {
   TrainOptions options = base_options();
   options.comm = job;
-  TrainedRun f32 = train(options, kMlpCfg);
+  TrainedRun f32 = train(options, kSmallMlpCfg);
   options.gradient_wire = GradientWire::f16;
-  TrainedRun f16 = train(options, kMlpCfg);
+  TrainedRun f16 = train(options, kSmallMlpCfg);
   ASSERT_TRUE(f32.status.ok() && f16.status.ok()) << f32.status.message() << f16.status.message();
   const double error = worst_weight_error(*f16.model, *f32.model);
   EXPECT_LE(error, 2e-3);
@@ -223,10 +220,10 @@ TEST(MpiTrain, ABatchSmallerThanTheRanksLeavesSomeRanksWithoutRows) {
   options.batch = job->size() - 1;
   options.comm = job;
   const Dataset few = data().train.slice(0, 30, "30 samples");
-  TrainedRun together = train(options, kMlpCfg, few);
+  TrainedRun together = train(options, kSmallMlpCfg, few);
   options.comm = nullptr;
   options.micro_batch = 1;
-  TrainedRun alone = train(options, kMlpCfg, few);
+  TrainedRun alone = train(options, kSmallMlpCfg, few);
   ASSERT_TRUE(together.status.ok()) << together.status.message();
   ASSERT_TRUE(alone.status.ok()) << alone.status.message();
   EXPECT_LE(worst_weight_error(*together.model, *alone.model), 1e-5);
@@ -235,7 +232,7 @@ TEST(MpiTrain, ABatchSmallerThanTheRanksLeavesSomeRanksWithoutRows) {
 // Each rank scores its share; the sums are the whole set's.
 TEST(MpiTrain, EvaluationOverTheRanksScoresEverySampleOnce) {
   TrainOptions options = base_options();
-  auto model = build_model(options.seed, kMlpCfg);
+  auto model = build_model(options.seed, kSmallMlpCfg);
   ThreadPool pool(1);
   options.comm = job;
   Trainer together(*model, pool, options);
@@ -260,7 +257,7 @@ TEST(MpiTrain, OnlyTheRootWritesTheCheckpoint) {
   const std::string path = ::testing::TempDir() + "mpi-rank" + std::to_string(job->rank()) + ".ckpt";
   std::remove(path.c_str());
   options.checkpoint_path = path;
-  TrainedRun run = train(options, kMlpCfg);
+  TrainedRun run = train(options, kSmallMlpCfg);
   ASSERT_TRUE(run.status.ok()) << run.status.message();
   std::FILE* written = std::fopen(path.c_str(), "rb");
   EXPECT_EQ(written != nullptr, job->is_root());
@@ -274,7 +271,7 @@ TEST(MpiTrain, ARankWithOtherDataStopsEveryRank) {
   TrainOptions options = base_options();
   options.comm = job;
   const bool odd = job->rank() == job->size() - 1;
-  TrainedRun run = train(options, kMlpCfg, odd ? data().train.slice(0, 264, "264 samples") : data().train);
+  TrainedRun run = train(options, kSmallMlpCfg, odd ? data().train.slice(0, 264, "264 samples") : data().train);
   ASSERT_FALSE(run.status.ok());
   EXPECT_TRUE(run.records.empty());
   if (odd) {

@@ -36,7 +36,6 @@ TrainOptions small_options(int64_t epochs) {
   return options;
 }
 
-const char* kMlpCfg = "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dense]\nunits = 10\ninit = glorot\n";
 
 // Every stateful layer: batch norm (running statistics in checkpoints) and dropout (masks
 // that follow the step), after a conv, a pool and a dense layer.
@@ -51,7 +50,7 @@ const DataSplit& data() {
   return split;
 }
 
-TrainedRun train(TrainOptions options, int threads, const std::string& resume_path = "", const char* cfg = kMlpCfg) {
+TrainedRun train(TrainOptions options, int threads, const std::string& resume_path = "", const char* cfg = kSmallMlpCfg) {
   TrainedRun run;
   run.model = build_model(options.seed, cfg);
   ThreadPool pool(threads);
@@ -285,7 +284,7 @@ TEST(Checkpoint, MissingFileNamesThePath) {
 TEST(Train, NanLossStopsWithAClearError) {
   TrainOptions options = small_options(1);
   options.schedule.lr = 1e30;  // diverges at once
-  auto model = build_model(options.seed, kMlpCfg);
+  auto model = build_model(options.seed, kSmallMlpCfg);
   ThreadPool pool(1);
   Trainer trainer(*model, pool, options);
   ASSERT_TRUE(trainer.prepare().ok());
@@ -309,7 +308,7 @@ TEST(Train, AnInfiniteGradientOrUpdateStopsTheRunNamingTheParam) {
 TEST(Train, ValidationSplitIsReportedPerEpoch) {
   auto split = split_validation(data().train, 0.25, 7);
   ASSERT_TRUE(split.ok()) << split.status().message();
-  auto model = build_model(7, kMlpCfg);
+  auto model = build_model(7, kSmallMlpCfg);
   ThreadPool pool(1);
   TrainOptions options = small_options(1);
   Trainer trainer(*model, pool, options);
@@ -323,9 +322,7 @@ TEST(Train, ValidationSplitIsReportedPerEpoch) {
 // Gradient accumulation: a step of 64 run as 4 micro-batches of 16 updates the weights as one
 // batch of 64 does, up to float rounding; dropout masks follow each sample, not the split.
 TEST(Train, MicroBatchesGiveTheWeightsOfOneBatch) {
-  const char* kDropoutMlp =
-      "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dropout]\nrate = 0.3\n[dense]\nunits = 10\n";
-  for (const char* cfg : {kMlpCfg, kDropoutMlp}) {
+  for (const char* cfg : {kSmallMlpCfg, kSmallDropoutMlpCfg}) {
     TrainOptions whole = small_options(1);
     whole.batch = 64;
     TrainOptions split = whole;
@@ -356,7 +353,7 @@ TEST(Train, UnevenMicroBatchesAccumulateEveryRow) {
 namespace rg {
 namespace {
 TEST(Model, ParameterCountBeforeInitMatchesAllocatedParams) {
-  auto model = build_model(1, kMlpCfg);
+  auto model = build_model(1, kSmallMlpCfg);
   int64_t allocated = 0;
   for (Param* p : model->params()) allocated += p->value.numel();
   EXPECT_EQ(model->param_count(), allocated);

@@ -270,7 +270,7 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
     scores_gans = scores_gans || (owners[i] == rank && plan.runs[i].network == "dcgan" && plan.runs[i].part == "devices");
   }
   if (scores_gans) context.judge_path = train_judge(context, config, rank == 0 ? "judge" : "judge-rank" + std::to_string(rank));
-  std::vector<MeasuredRun> measured;
+  std::vector<size_t> measured;  // the plan indexes of result.runs
   for (size_t i = 0; i < plan.runs.size(); ++i) {
     if (owners[i] != rank) continue;
     StudyRun run = plan.runs[i];
@@ -299,7 +299,7 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
     print_progress(i, plan.runs.size(), record, device);
     result.commands.push_back(command_text(train_command(run, device, context, run.id() + ".json"), device));
     result.runs.push_back(record);
-    measured.push_back(MeasuredRun{i, record, result.commands.back()});
+    measured.push_back(i);
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // After every run: a study stopped midway still leaves what it measured (the root's runs,
     // under mpirun: the ranks may share the folder).

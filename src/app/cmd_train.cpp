@@ -520,7 +520,7 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
                          {"on_this_host", comm->ranks_on_this_host()},
                          {"library", comm->library_version()},
                          {"gradient_format", gradient_wire_name(options.gradient_wire)},
-                         {"gradient_bytes_per_step", model->param_count() * (options.gradient_wire == GradientWire::f16 ? 2 : 4)}};
+                         {"gradient_bytes_per_step", gradient_wire_bytes(options.gradient_wire, model->param_count())}};
     }
     if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());
   }

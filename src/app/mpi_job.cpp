@@ -75,7 +75,7 @@ std::string describe_job(const Communicator& comm, const TrainOptions& options, 
     seconds += r.seconds;
     steps += r.steps;
   }
-  const int64_t wire_bytes = param_count * (options.gradient_wire == GradientWire::f16 ? 2 : 4);
+  const int64_t wire_bytes = gradient_wire_bytes(options.gradient_wire, param_count);
   std::string text = std::to_string(comm.size()) + " ranks (" + comm.library_version() + "), " +
                      std::to_string(comm.ranks_on_this_host()) + " on this host; gradients " +
                      gradient_wire_name(options.gradient_wire) + ", " + format_bytes(wire_bytes) + " a step";

@@ -18,6 +18,8 @@ namespace rg {
 // rank agrees on first, so the largest sum fits f16's range and small values keep their bits).
 enum class GradientWire { f32, f16 };
 const char* gradient_wire_name(GradientWire wire);
+// The bytes `values` gradients take on the wire.
+inline int64_t gradient_wire_bytes(GradientWire wire, int64_t values) { return values * (wire == GradientWire::f16 ? 2 : 4); }
 Result<GradientWire> gradient_wire_from_name(const std::string& name);
 
 // What the collectives cost this process so far.

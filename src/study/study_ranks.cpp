@@ -26,14 +26,14 @@ std::vector<int> study_run_owners(const StudyPlan& plan, int ranks) {
   return owners;
 }
 
-Status gather_study_runs(Communicator& comm, const std::vector<MeasuredRun>& mine, StudyResult* result) {
+Status gather_study_runs(Communicator& comm, const std::vector<size_t>& plan_indexes, StudyResult* result) {
   nlohmann::json sent = nlohmann::json::array();
-  for (const MeasuredRun& m : mine) {
-    sent.push_back({{"index", m.index}, {"record", run_record_json(m.record)}, {"command", m.command}});
+  for (size_t i = 0; i < plan_indexes.size(); ++i) {
+    sent.push_back({{"index", plan_indexes[i]}, {"record", run_record_json(result->runs[i])}, {"command", result->commands[i]}});
   }
   RG_ASSIGN(const std::vector<std::string> texts, comm.gather(sent.dump()));
   if (!comm.is_root()) return Status();
-  std::map<size_t, MeasuredRun> all;
+  std::map<size_t, std::pair<RunRecord, std::string>> all;  // plan index -> record and command
   for (size_t r = 0; r < texts.size(); ++r) {
     const std::string where = "the study's runs from rank " + std::to_string(r) + ": ";
     const nlohmann::json runs = nlohmann::json::parse(texts[r], nullptr, false);
@@ -45,14 +45,14 @@ Status gather_study_runs(Communicator& comm, const std::vector<MeasuredRun>& min
       }
       auto record = run_record_from_json(run["record"]);
       if (!record.ok()) return record.status().with_context(where);
-      all[run["index"].get<size_t>()] = MeasuredRun{run["index"].get<size_t>(), record.take(), run["command"].get<std::string>()};
+      all[run["index"].get<size_t>()] = {record.take(), run["command"].get<std::string>()};
     }
   }
   result->runs.clear();
   result->commands.clear();
   for (const auto& [index, run] : all) {
-    result->runs.push_back(run.record);
-    result->commands.push_back(run.command);
+    result->runs.push_back(run.first);
+    result->commands.push_back(run.second);
   }
   return Status();
 }

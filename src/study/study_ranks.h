@@ -19,13 +19,9 @@ namespace rg {
 // dealt out in turn.
 std::vector<int> study_run_owners(const StudyPlan& plan, int ranks);
 
-// Every rank's records on the root, in the plan's order: `mine` are this rank's (plan indexes
-// with their records and commands); the root's `result` gets all of them in place of its own.
-struct MeasuredRun {
-  size_t index = 0;
-  RunRecord record;
-  std::string command;
-};
-Status gather_study_runs(Communicator& comm, const std::vector<MeasuredRun>& mine, StudyResult* result);
+// Every rank's records on the root, in the plan's order: this rank's are result->runs and
+// result->commands, whose plan indexes are `plan_indexes`; the root's `result` gets every
+// rank's in place of its own.
+Status gather_study_runs(Communicator& comm, const std::vector<size_t>& plan_indexes, StudyResult* result);
 
 }  // namespace rg

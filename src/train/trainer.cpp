@@ -122,7 +122,7 @@ Status Trainer::prepare() {
       fq->on_values(point, values, ctx);
     });
   }
-  if (options_.comm != nullptr && options_.comm->size() > 1 && options_.device != nullptr) {
+  if (ranks() > 1 && options_.device != nullptr) {
     return Status::error("training over MPI runs on the CPU (for now): drop --device, or train on one machine");
   }
   RG_TRY(optimizer_.init());

@@ -1,14 +1,15 @@
 // The trainer's part in a data-parallel run over MPI (dist/communicator.h): the ranks' settings
 // compared, gradients summed before each update, tallies summed, the root's state shared.
 #include <map>
-#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "train/trainer.h"
 
 namespace rg {
 
 namespace {
-// What must be equal on every rank for the ranks to train one model, as "key value" lines.
+// What must be equal on every rank for the ranks to train one model, by name.
 std::map<std::string, std::string> run_fingerprint(Model& model, const Dataset& train,
                                                    std::map<std::string, std::string> settings) {
   settings.erase("data");  // each PC may keep the files in a folder of its own
@@ -20,31 +21,17 @@ std::map<std::string, std::string> run_fingerprint(Model& model, const Dataset& 
   return settings;
 }
 
-std::string fingerprint_text(const std::map<std::string, std::string>& fingerprint) {
-  std::string text;
-  for (const auto& [key, value] : fingerprint) text += key + '\x1f' + value + '\x1e';
-  return text;
-}
-
-std::map<std::string, std::string> fingerprint_from_text(const std::string& text) {
-  std::map<std::string, std::string> fingerprint;
-  std::istringstream in(text);
-  std::string entry;
-  while (std::getline(in, entry, '\x1e')) {
-    const size_t split = entry.find('\x1f');
-    if (split != std::string::npos) fingerprint[entry.substr(0, split)] = entry.substr(split + 1);
-  }
-  return fingerprint;
-}
 }  // namespace
 
 Status Trainer::check_ranks_agree(const Dataset& train) {
   Communicator& comm = *options_.comm;
   const auto mine = run_fingerprint(model_, train, settings());
-  const std::string text = fingerprint_text(mine);
+  const std::string text = nlohmann::json(mine).dump();
   std::vector<uint8_t> root(text.begin(), text.end());
   RG_TRY(comm.broadcast(&root));
-  const auto roots = fingerprint_from_text(std::string(root.begin(), root.end()));
+  const nlohmann::json sent = nlohmann::json::parse(root.begin(), root.end(), nullptr, false);
+  if (!sent.is_object()) return Status::error(comm.describe_rank() + ": rank 0's settings arrived unreadable");
+  const auto roots = sent.get<std::map<std::string, std::string>>();
   std::string difference;
   for (const auto& [key, value] : roots) {
     const auto it = mine.find(key);
