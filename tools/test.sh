@@ -13,6 +13,8 @@
 #      (test_gemm's cases in build/test-results-qemu/, its checks in build/qemu-results.txt);
 #   5. tools/check_isa_leaks.py: no AVX code reachable from baseline code, and its
 #      self-test (build/isa-leaks-results.txt, build/isa-leaks-selftest-results.txt);
+#      tools/check_unity_names.py: no file-local name twice in one unity target, and its
+#      self-test (build/unity-names-results.txt, build/unity-names-selftest-results.txt);
 #      count_tests.py's own self-test (build/count-tests-selftest-results.txt);
 #      tools/bad_inputs.py: every bad input of docs/reliability.md's table gets its message
 #      and exit 2 (build/bad-inputs-results.txt);
@@ -29,7 +31,8 @@ unset RETROGRAD_ISA
 rm -rf build/test-results build/test-results-sse2 build/test-results-qemu build-sanitize/test-results
 rm -f build/meson-logs/testlog.json build/meson-logs/testlog-sse2*.json build-sanitize/meson-logs/testlog*.json build-sanitize/fuzz-results.txt \
   build/qemu-results.txt build/isa-leaks-results.txt build/isa-leaks-selftest-results.txt \
-  build/count-tests-selftest-results.txt build/bad-inputs-results.txt
+  build/count-tests-selftest-results.txt build/bad-inputs-results.txt \
+  build/unity-names-results.txt build/unity-names-selftest-results.txt
 mkdir -p build/test-results build/test-results-sse2
 status=0
 timings=""
@@ -71,12 +74,14 @@ echo "== 4/6 old CPUs under qemu-user"
 bash tools/qemu_old_cpus.sh build/qemu-results.txt || status=1
 stage_end "qemu"
 
-echo "== 5/6 ISA leak check, bad inputs"
+echo "== 5/6 ISA leak check, unity names, bad inputs"
 python3 tools/check_isa_leaks.py --results build/isa-leaks-results.txt || status=1
 python3 tools/check_isa_leaks.py --self-test --results build/isa-leaks-selftest-results.txt || status=1
+python3 tools/check_unity_names.py --build build --results build/unity-names-results.txt || status=1
+python3 tools/check_unity_names.py --self-test --results build/unity-names-selftest-results.txt >/dev/null || status=1
 python3 tools/count_tests.py --self-test build/count-tests-selftest-results.txt >/dev/null || status=1
 python3 tools/bad_inputs.py build/retrograd --results build/bad-inputs-results.txt || status=1
-stage_end "ISA leaks and bad inputs"
+stage_end "ISA leaks, unity names and bad inputs"
 
 echo "== 6/6 cross builds: i686 Linux under qemu, Windows .exe under Wine"
 bash tools/cross_test.sh || status=1
@@ -97,6 +102,8 @@ python3 tools/count_tests.py \
   --checks build/qemu-results.txt \
   --checks build/isa-leaks-results.txt \
   --checks build/isa-leaks-selftest-results.txt \
+  --checks build/unity-names-results.txt \
+  --checks build/unity-names-selftest-results.txt \
   --checks build/count-tests-selftest-results.txt \
   --checks build/bad-inputs-results.txt \
   --checks build-cross/cross-check-results.txt \

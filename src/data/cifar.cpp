@@ -17,8 +17,8 @@ namespace rg {
 
 namespace {
 
-constexpr int kSide = 32;
-constexpr int kPlane = kSide * kSide;        // 1024 bytes per colour plane
+constexpr int kCifarSide = 32;
+constexpr int kPlane = kCifarSide * kCifarSide;  // 1024 bytes per colour plane
 constexpr int kRecord = 1 + 3 * kPlane;      // 3073: label byte, R, G, B
 constexpr int kClasses = 10;
 constexpr int64_t kChunkRecords = 500;       // one fread: 1.5 MB
@@ -26,10 +26,6 @@ const char* const kTrainFiles[] = {"data_batch_1.bin", "data_batch_2.bin", "data
                                    "data_batch_5.bin"};
 const char* const kTestFile = "test_batch.bin";
 const char* const kLayout = "a CIFAR-10 binary folder holds data_batch_1.bin .. data_batch_5.bin and test_batch.bin";
-
-struct FileCloser {
-  void operator()(FILE* f) const { std::fclose(f); }
-};
 
 // The path if the file exists and is exactly `records` records long.
 Result<std::string> checked_batch_file(const std::string& dir, const char* name, int64_t records) {
@@ -51,7 +47,7 @@ Result<std::string> checked_batch_file(const std::string& dir, const char* name,
 // Reads one batch file into samples [records, 32, 32, 3] and labels [records].
 Status read_batch(const std::string& path, int64_t records, uint8_t* samples, int32_t* labels) {
   errno = 0;
-  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  UniqueFile file(std::fopen(path.c_str(), "rb"));
   if (!file) return Status::error(path + ": cannot open: " + std::strerror(errno));
   std::vector<uint8_t> chunk(static_cast<size_t>(kChunkRecords * kRecord));
   for (int64_t first = 0; first < records; first += kChunkRecords) {
@@ -112,7 +108,7 @@ Result<std::vector<std::string>> read_class_names(const std::string& path) {
 Result<Dataset> allocate(const std::string& name, int64_t n, const std::vector<std::string>& classes) {
   Dataset out;
   out.name = name;
-  out.sample_shape = Shape{kSide, kSide, 3};
+  out.sample_shape = Shape{kCifarSide, kCifarSide, 3};
   out.num_classes = kClasses;
   out.class_names = classes;
   RG_ASSIGN(out.samples, Tensor::zeros(out.sample_shape.batched(n), DType::u8, name + " samples"));

@@ -3,12 +3,20 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 
 namespace rg {
+
+// A FILE* that fcloses itself.
+struct FileCloser {
+  void operator()(FILE* f) const { std::fclose(f); }
+};
+using UniqueFile = std::unique_ptr<FILE, FileCloser>;
 
 bool is_directory(const std::string& path);
 bool is_regular_file(const std::string& path);  // follows symbolic links

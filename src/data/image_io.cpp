@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "base/serial.h"
+#include "data/files.h"
 #include "stb_image.h"
 #include "stb_image_resize.h"
 #include "stb_image_write.h"
@@ -16,9 +17,6 @@ namespace rg {
 
 namespace {
 
-struct FileCloser {
-  void operator()(FILE* f) const { std::fclose(f); }
-};
 struct StbFree {
   void operator()(stbi_uc* p) const { stbi_image_free(p); }
 };
@@ -274,7 +272,7 @@ void convert_channels(const uint8_t* src, int64_t pixels, int from, uint8_t* dst
 Result<Image> read_image(const std::string& path, int channels) {
   RG_CHECK(channels == 1 || channels == 3, "read_image(" << path << ", " << channels << " channels)");
   errno = 0;
-  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  UniqueFile file(std::fopen(path.c_str(), "rb"));
   if (!file) return Status::error(path + ": cannot open: " + std::strerror(errno));
 
   RG_TRY(check_jpeg_markers(file.get(), path));

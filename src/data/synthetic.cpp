@@ -10,8 +10,8 @@ namespace rg {
 
 namespace {
 
-constexpr int kSide = 28;
-constexpr int kPixels = kSide * kSide;
+constexpr int kSyntheticSide = 28;
+constexpr int kPixels = kSyntheticSide * kSyntheticSide;
 constexpr int32_t kMaxClasses = 176;  // past this, prototypes repeat (see class_prototype)
 constexpr uint64_t kSyntheticTrainStream = 0x53594E5431ull;  // "SYNT1"
 constexpr uint64_t kSyntheticTestStream = 0x53594E5432ull;   // "SYNT2"
@@ -27,14 +27,14 @@ std::vector<float> class_prototype(int32_t c) {
   const double sigma = 2.5;
   const int bar_at = 3 + (c * 5) % 22;  // a 2-pixel-wide bar at rows or columns [bar_at, bar_at + 2)
   const bool bar_horizontal = c % 2 == 0;
-  for (int y = 0; y < kSide; ++y) {
-    for (int x = 0; x < kSide; ++x) {
+  for (int y = 0; y < kSyntheticSide; ++y) {
+    for (int x = 0; x < kSyntheticSide; ++x) {
       const double d2 = (x - blob_x) * (x - blob_x) + (y - blob_y) * (y - blob_y);
       double v = std::exp(-d2 / (2.0 * sigma * sigma));
       const int across = bar_horizontal ? y : x;
       const int along = bar_horizontal ? x : y;
-      if (across >= bar_at && across < bar_at + 2 && along >= 4 && along < kSide - 4) v = std::max(v, 0.8);
-      proto[static_cast<size_t>(y * kSide + x)] = static_cast<float>(v);
+      if (across >= bar_at && across < bar_at + 2 && along >= 4 && along < kSyntheticSide - 4) v = std::max(v, 0.8);
+      proto[static_cast<size_t>(y * kSyntheticSide + x)] = static_cast<float>(v);
     }
   }
   return proto;
@@ -47,7 +47,7 @@ Dataset make_split(int64_t n, int32_t classes, const std::vector<std::vector<flo
                    const std::string& name) {
   Dataset out;
   out.name = name;
-  out.sample_shape = Shape{kSide, kSide, 1};
+  out.sample_shape = Shape{kSyntheticSide, kSyntheticSide, 1};
   out.num_classes = classes;
   Result<Tensor> samples = Tensor::zeros(out.sample_shape.batched(n), DType::u8, name + " samples");
   Result<Tensor> labels = Tensor::zeros(Shape{n}, DType::i32, name + " labels");
@@ -73,10 +73,10 @@ Dataset make_split(int64_t n, int32_t classes, const std::vector<std::vector<flo
       if (p % 8 == 0) noise_bits = rng.next_u64();  // eight noise bytes per draw
       const int noise = static_cast<int>(((noise_bits & 0xFF) * 61) >> 8) - 30;
       noise_bits >>= 8;
-      const int x = p % kSide - dx;
-      const int y = p / kSide - dy;
-      const bool inside = x >= 0 && x < kSide && y >= 0 && y < kSide;
-      const float clean = inside ? contrast * proto[static_cast<size_t>(y * kSide + x)] : 0.0f;
+      const int x = p % kSyntheticSide - dx;
+      const int y = p / kSyntheticSide - dy;
+      const bool inside = x >= 0 && x < kSyntheticSide && y >= 0 && y < kSyntheticSide;
+      const float clean = inside ? contrast * proto[static_cast<size_t>(y * kSyntheticSide + x)] : 0.0f;
       const int value = static_cast<int>(std::lround(clean)) + noise;
       image[p] = static_cast<uint8_t>(std::min(255, std::max(0, value)));
     }

@@ -13,10 +13,10 @@
 namespace rg {
 
 namespace {
-constexpr int64_t kRowBlock = 64;
+constexpr int64_t kStatsRowBlock = 64;
 
 // sums[k][c] += the sum over rows of term(r, c, t)'s t[k], k < K. Channels are split across the
-// pool; rows go in blocks of kRowBlock whose terms are summed in T with the channels of a row
+// pool; rows go in blocks of kStatsRowBlock whose terms are summed in T with the channels of a row
 // innermost (contiguous in x [rows, channels]: vectorised), then added into the double sums in
 // block order. Each sum has one owner thread and a fixed order.
 template <class T, int K, class Term>
@@ -24,9 +24,9 @@ void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* cons
   parallel_for(pool, channels, 8, [&](int64_t c0, int64_t c1) {
     const int64_t width = c1 - c0;
     std::vector<T> partial(static_cast<size_t>(K * width));  // [K, width]
-    for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
+    for (int64_t r0 = 0; r0 < rows; r0 += kStatsRowBlock) {
       std::fill(partial.begin(), partial.end(), T(0));
-      for (int64_t r = r0; r < std::min(rows, r0 + kRowBlock); ++r)
+      for (int64_t r = r0; r < std::min(rows, r0 + kStatsRowBlock); ++r)
         for (int64_t c = c0; c < c1; ++c) {
           T t[K];
           term(r, c, t);

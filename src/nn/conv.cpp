@@ -17,7 +17,7 @@ namespace rg {
 namespace {
 // Patch-matrix elements per chunk: 4 MiB of f32 keeps the panel in L2/L3 on old CPUs while
 // giving the GEMM a few thousand rows.
-constexpr int64_t kChunkElements = int64_t{1} << 20;
+constexpr int64_t kConvChunkElements = int64_t{1} << 20;
 
 Result<ConvOptions> options_from_cfg(const CfgSection& section, bool transposed) {
   ConvOptions o;
@@ -112,7 +112,7 @@ int64_t ConvLayer::parameter_count() const {
 
 int64_t ConvLayer::chunk_samples(int64_t n) const {
   const int64_t per_sample = std::max<int64_t>(1, scratch_per_sample());
-  return std::max<int64_t>(1, std::min(n, kChunkElements / per_sample));
+  return std::max<int64_t>(1, std::min(n, kConvChunkElements / per_sample));
 }
 
 int64_t ConvLayer::workspace_elements(int64_t n) const {

@@ -13,7 +13,7 @@ namespace {
 
 // f32 elements of one chunk buffer: a layer runs on as many rows as fit (at least one), so the
 // four buffers cost a fixed 2 MB whatever the batch, and a chunk's rows stay in cache.
-constexpr int64_t kChunkElements = int64_t{1} << 17;
+constexpr int64_t kF16ChunkElements = int64_t{1} << 17;
 
 // The first `shape.numel()` elements of `scratch` as a tensor of `shape`.
 Tensor scratch_as(const Tensor& scratch, const Shape& shape) {
@@ -59,7 +59,7 @@ int64_t Model::chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const {
   if (layers_[i]->needs_whole_batch(ctx)) return n;
   const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
   const int64_t widest = std::max<int64_t>(1, std::max(in, shapes_[i].numel()));
-  return std::max<int64_t>(1, std::min(n, kChunkElements / widest));
+  return std::max<int64_t>(1, std::min(n, kF16ChunkElements / widest));
 }
 
 Status Model::reserve_f16_chunks(int64_t batch) {

@@ -12,7 +12,7 @@ namespace rg::ocl {
 
 namespace {
 
-constexpr const char* kFile = "activation.cl";
+constexpr const char* kActivationProgram = "activation.cl";
 using detail::check_u32;
 using detail::launch_1d;
 using detail::u32;
@@ -20,16 +20,16 @@ using detail::u32;
 // The elementwise kernels of one input and an output (map) or two inputs and an output (map2).
 Result<Event> map(Device& device, const char* name, int64_t n, DeviceSpan in, DeviceSpan out) {
   RG_TRY(check_u32(name, n, {in, out}));
-  return launch_1d(device, kFile, name, "", n, u32(n), in.mem, u32(in.offset), out.mem, u32(out.offset));
+  return launch_1d(device, kActivationProgram, name, "", n, u32(n), in.mem, u32(in.offset), out.mem, u32(out.offset));
 }
 Result<Event> map2(Device& device, const char* name, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out) {
   RG_TRY(check_u32(name, n, {a, b, out}));
-  return launch_1d(device, kFile, name, "", n, u32(n), a.mem, u32(a.offset), b.mem, u32(b.offset), out.mem,
+  return launch_1d(device, kActivationProgram, name, "", n, u32(n), a.mem, u32(a.offset), b.mem, u32(b.offset), out.mem,
                    u32(out.offset));
 }
 
 // rows x cols as one count of elements for the span checks.
-int64_t elements(int64_t rows, int64_t cols) {
+int64_t matrix_elements(int64_t rows, int64_t cols) {
   RG_CHECK(rows >= 0 && cols >= 0, "a matrix of " << rows << " x " << cols);
   return rows * cols;
 }
@@ -38,22 +38,22 @@ int64_t elements(int64_t rows, int64_t cols) {
 
 Result<Event> f32_leaky_relu_forward(Device& device, int64_t n, float slope, DeviceSpan x, DeviceSpan y) {
   RG_TRY(check_u32("f32_leaky_relu_forward", n, {x, y}));
-  return launch_1d(device, kFile, "f32_leaky_relu_forward", "", n, u32(n), slope, x.mem, u32(x.offset), y.mem,
-                   u32(y.offset));
+  return launch_1d(device, kActivationProgram, "f32_leaky_relu_forward", "", n, u32(n), slope, x.mem, u32(x.offset),
+                   y.mem, u32(y.offset));
 }
 
 Result<Event> f32_leaky_relu_backward(Device& device, int64_t n, float slope, DeviceSpan x, DeviceSpan dy,
                                       DeviceSpan dx) {
   RG_TRY(check_u32("f32_leaky_relu_backward", n, {x, dy, dx}));
-  return launch_1d(device, kFile, "f32_leaky_relu_backward", "", n, u32(n), slope, x.mem, u32(x.offset), dy.mem,
-                   u32(dy.offset), dx.mem, u32(dx.offset));
+  return launch_1d(device, kActivationProgram, "f32_leaky_relu_backward", "", n, u32(n), slope, x.mem, u32(x.offset),
+                   dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
 }
 
 Result<Event> f32_sigmoid_forward(Device& device, int64_t n, DeviceSpan x, DeviceSpan y) {
   // 1 / (1 + e) as the CPU's correctly rounded division where the device can
   RG_TRY(check_u32("f32_sigmoid_forward", n, {x, y}));
-  return launch_1d(device, kFile, "f32_sigmoid_forward", detail::division_options(device), n, u32(n), x.mem,
-                   u32(x.offset), y.mem, u32(y.offset));
+  return launch_1d(device, kActivationProgram, "f32_sigmoid_forward", detail::division_options(device), n, u32(n),
+                   x.mem, u32(x.offset), y.mem, u32(y.offset));
 }
 
 Result<Event> f32_sigmoid_backward(Device& device, int64_t n, DeviceSpan y, DeviceSpan dy, DeviceSpan dx) {
@@ -92,40 +92,40 @@ Result<Event> f32_unary_backward(Device& device, UnaryOp op, int64_t n, float sl
 }
 
 Result<Event> f32_softmax_rows_forward(Device& device, int64_t rows, int64_t cols, DeviceSpan x, DeviceSpan y) {
-  RG_TRY(check_u32("f32_softmax_rows_forward", elements(rows, cols), {x, y}));
+  RG_TRY(check_u32("f32_softmax_rows_forward", matrix_elements(rows, cols), {x, y}));
   if (cols == 0) return Event();
-  return launch_1d(device, kFile, "f32_softmax_rows_forward", detail::division_options(device), rows, u32(rows),
-                   u32(cols), x.mem, u32(x.offset), y.mem, u32(y.offset));
+  return launch_1d(device, kActivationProgram, "f32_softmax_rows_forward", detail::division_options(device), rows,
+                   u32(rows), u32(cols), x.mem, u32(x.offset), y.mem, u32(y.offset));
 }
 
 Result<Event> f32_softmax_rows_backward(Device& device, int64_t rows, int64_t cols, DeviceSpan y, DeviceSpan dy,
                                         DeviceSpan dx) {
-  RG_TRY(check_u32("f32_softmax_rows_backward", elements(rows, cols), {y, dy, dx}));
+  RG_TRY(check_u32("f32_softmax_rows_backward", matrix_elements(rows, cols), {y, dy, dx}));
   if (cols == 0) return Event();
-  return launch_1d(device, kFile, "f32_softmax_rows_backward", "", rows, u32(rows), u32(cols), y.mem, u32(y.offset),
-                   dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
+  return launch_1d(device, kActivationProgram, "f32_softmax_rows_backward", "", rows, u32(rows), u32(cols), y.mem,
+                   u32(y.offset), dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
 }
 
 Result<Event> f32_add_bias(Device& device, int64_t rows, int64_t cols, DeviceSpan bias, DeviceSpan y) {
-  const int64_t n = elements(rows, cols);
+  const int64_t n = matrix_elements(rows, cols);
   RG_TRY(check_u32("f32_add_bias", cols, {bias}));
   RG_TRY(check_u32("f32_add_bias", n, {y}));
-  return launch_1d(device, kFile, "f32_add_bias", "", n, u32(n), u32(cols), bias.mem, u32(bias.offset), y.mem,
-                   u32(y.offset));
+  return launch_1d(device, kActivationProgram, "f32_add_bias", "", n, u32(n), u32(cols), bias.mem, u32(bias.offset),
+                   y.mem, u32(y.offset));
 }
 
 Result<Event> f32_column_sum(Device& device, int64_t rows, int64_t cols, DeviceSpan x, DeviceSpan sums) {
-  RG_TRY(check_u32("f32_column_sum", elements(rows, cols), {x}));
+  RG_TRY(check_u32("f32_column_sum", matrix_elements(rows, cols), {x}));
   RG_TRY(check_u32("f32_column_sum", cols, {sums}));
   if (rows == 0 || cols == 0) return Event();
   const int64_t block_rows = rows_per_block(cols), blocks = (rows + block_rows - 1) / block_rows;  // the CPU's split
   if (blocks == 1) {
-    return launch_1d(device, kFile, "f32_column_sum", "", cols, u32(rows), u32(cols), x.mem, u32(x.offset), sums.mem,
-                     u32(sums.offset));
+    return launch_1d(device, kActivationProgram, "f32_column_sum", "", cols, u32(rows), u32(cols), x.mem, u32(x.offset),
+                     sums.mem, u32(sums.offset));
   }
   // A work-group of 256 items per column (they load the tiles; up to 256 blocks a round)
   const int64_t tile = detail::local_tile_floats(device);
-  return detail::launch_groups(device, kFile, "f32_column_sum_blocks", "", cols, 256, u32(rows), u32(cols),
+  return detail::launch_groups(device, kActivationProgram, "f32_column_sum_blocks", "", cols, 256, u32(rows), u32(cols),
                                u32(block_rows), u32(tile), x.mem, u32(x.offset), sums.mem, u32(sums.offset),
                                LocalBytes{static_cast<size_t>(tile) * sizeof(float)}, LocalBytes{256 * sizeof(float)});
 }

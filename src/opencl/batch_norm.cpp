@@ -12,7 +12,7 @@ namespace rg::ocl {
 
 namespace {
 
-constexpr const char* kFile = "batch_norm.cl";
+constexpr const char* kBatchNormProgram = "batch_norm.cl";
 using detail::check_u32;
 using detail::launch_1d;
 using detail::need_fp64;
@@ -25,7 +25,7 @@ cl_ulong double_bits(double value) {
   return bits;
 }
 
-int64_t elements(int64_t rows, int64_t channels) {
+int64_t batch_norm_elements(int64_t rows, int64_t channels) {
   RG_CHECK(rows >= 0 && channels >= 1, "batch norm over " << rows << " x " << channels);
   return rows * channels;
 }
@@ -41,8 +41,9 @@ Result<Event> block_pass(Device& device, int64_t rows, int64_t channels, cl_uint
                          DeviceSpan saved) {
   const BlockSums blocks = block_sums_of(saved, channels);
   const int64_t items = (rows + 63) / 64 * channels;
-  return launch_1d(device, kFile, "f32_batch_norm_block_sums", "", items, u32(rows), u32(channels), pass, x.mem,
-                   u32(x.offset), dy.mem, u32(dy.offset), saved.mem, u32(saved.offset), blocks.mem, blocks.offset);
+  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_block_sums", "", items, u32(rows), u32(channels), pass,
+                   x.mem, u32(x.offset), dy.mem, u32(dy.offset), saved.mem, u32(saved.offset), blocks.mem,
+                   blocks.offset);
 }
 
 // A finish kernel (mean, variance, grad_sums): a work-group per channel, an item per block sum
@@ -50,8 +51,9 @@ Result<Event> block_pass(Device& device, int64_t rows, int64_t channels, cl_uint
 template <class... Args>
 Result<Event> per_channel(Device& device, const char* name, int64_t rows, int64_t channels, const Args&... args) {
   const int64_t capacity = detail::local_tile_floats(device);
-  return detail::launch_groups(device, kFile, name, "", channels, (rows + 63) / 64, u32(rows), u32(channels),
-                               u32(capacity), args..., LocalBytes{static_cast<size_t>(capacity) * sizeof(float)});
+  return detail::launch_groups(device, kBatchNormProgram, name, "", channels, (rows + 63) / 64, u32(rows),
+                               u32(channels), u32(capacity), args...,
+                               LocalBytes{static_cast<size_t>(capacity) * sizeof(float)});
 }
 
 Status check_saved(const char* name, int64_t rows, int64_t channels, DeviceSpan saved) {
@@ -66,7 +68,7 @@ Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t chann
                                      DeviceSpan running_mean, DeviceSpan running_var, DeviceSpan saved, DeviceSpan y,
                                      FusedActivation activation) {
   const char* name = "f32_batch_norm_forward";
-  const int64_t n = elements(rows, channels);
+  const int64_t n = batch_norm_elements(rows, channels);
   if (rows == 0) return Event();
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, n, {x, y}));
@@ -84,9 +86,9 @@ Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t chann
                      double_bits(momentum), double_bits(eps), blocks.mem, blocks.offset, running_mean.mem,
                      u32(running_mean.offset), running_var.mem, u32(running_var.offset), saved.mem, u32(saved.offset))
              .status());
-  return launch_1d(device, kFile, "f32_batch_norm_apply", "", n, u32(n), u32(channels), x.mem, u32(x.offset),
-                   gamma.mem, u32(gamma.offset), beta.mem, u32(beta.offset), saved.mem, u32(saved.offset), y.mem,
-                   u32(y.offset), cl_uint{activation.kind}, activation.slope);
+  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_apply", "", n, u32(n), u32(channels), x.mem,
+                   u32(x.offset), gamma.mem, u32(gamma.offset), beta.mem, u32(beta.offset), saved.mem,
+                   u32(saved.offset), y.mem, u32(y.offset), cl_uint{activation.kind}, activation.slope);
 }
 
 Result<Event> f32_batch_norm_inference_affine(Device& device, int64_t channels, double eps, DeviceSpan gamma,
@@ -97,16 +99,16 @@ Result<Event> f32_batch_norm_inference_affine(Device& device, int64_t channels, 
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, channels, {gamma, beta, running_mean, running_var}));
   RG_TRY(check_u32(name, 2 * channels, {affine}));
-  return launch_1d(device, kFile, name, "", channels, u32(channels), double_bits(eps), gamma.mem, u32(gamma.offset),
-                   beta.mem, u32(beta.offset), running_mean.mem, u32(running_mean.offset), running_var.mem,
-                   u32(running_var.offset), affine.mem, u32(affine.offset));
+  return launch_1d(device, kBatchNormProgram, name, "", channels, u32(channels), double_bits(eps), gamma.mem,
+                   u32(gamma.offset), beta.mem, u32(beta.offset), running_mean.mem, u32(running_mean.offset),
+                   running_var.mem, u32(running_var.offset), affine.mem, u32(affine.offset));
 }
 
 Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t channels, bool training,
                                       bool accumulate, DeviceSpan x, DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved,
                                       DeviceSpan dgamma, DeviceSpan dbeta, DeviceSpan dx) {
   const char* name = "f32_batch_norm_backward";
-  const int64_t n = elements(rows, channels);
+  const int64_t n = batch_norm_elements(rows, channels);
   if (rows == 0) return Event();
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, n, {x, dy}));
@@ -119,7 +121,7 @@ Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t chan
                                     u32(dgamma.offset), dbeta.mem, u32(dbeta.offset)));
   if (dx.mem == nullptr) return sums;
   RG_TRY(check_u32(name, n, {dx}));
-  return launch_1d(device, kFile, "f32_batch_norm_dx", "", n, u32(n), u32(rows), u32(channels),
+  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_dx", "", n, u32(n), u32(rows), u32(channels),
                    cl_uint{training ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset), gamma.mem,
                    u32(gamma.offset), saved.mem, u32(saved.offset), dx.mem, u32(dx.offset));
 }

@@ -15,16 +15,15 @@ namespace rg::ocl {
 
 namespace {
 
-// Elements a stored rows x cols matrix with row stride ld spans: the last row needs only cols.
-int64_t extent(int64_t rows, int64_t cols, int64_t ld) { return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols; }
+using detail::matrix_extent;
 
 // `defines`: more build options (the implicit convolution's geometry), after the configuration's.
 std::string options(Device& device, const GemmShape& s, const GemmConfig& config, const std::string& defines) {
   return config.build_options(s.trans_a == Trans::yes, s.trans_b == Trans::yes, device_has_fma(device)) + defines;
 }
 
-Result<const Kernel*> gemm_kernel(Device& device, const GemmShape& s, const GemmConfig& config,
-                                  const std::string& defines) {
+Result<const Kernel*> f32_gemm_kernel(Device& device, const GemmShape& s, const GemmConfig& config,
+                                      const std::string& defines) {
   RG_ASSIGN(const Kernel* kernel, device.kernel("gemm.cl", "f32_gemm", options(device, s, config, defines)));
   if (kernel->max_work_group_size < static_cast<size_t>(config.threads())) {
     return Status::error(device.label() + ": GEMM " + config.name() + " needs " + std::to_string(config.threads()) +
@@ -67,9 +66,9 @@ Status check_epilogue(const GemmEpilogue& e, int64_t n) {
 }
 
 // One launch of `slices` slices of slice_len terms each (one slice: the whole product into c).
-Result<Event> launch(Device& device, const Kernel& kernel, const GemmShape& s, const GemmConfig& config, int64_t slices,
-                     int64_t slice_len, float alpha, DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c,
-                     const GemmEpilogue& epilogue) {
+Result<Event> launch_gemm(Device& device, const Kernel& kernel, const GemmShape& s, const GemmConfig& config,
+                          int64_t slices, int64_t slice_len, float alpha, DeviceSpan a, DeviceSpan b, float beta,
+                          DeviceSpan c, const GemmEpilogue& epilogue) {
   const EpilogueArgs e = epilogue_args(epilogue, c);
   const cl_uint m = static_cast<cl_uint>(s.m), n = static_cast<cl_uint>(s.n), k = static_cast<cl_uint>(s.k);
   RG_TRY(set_kernel_args(device, kernel, m, n, k, static_cast<cl_uint>(slice_len), alpha, a.mem,
@@ -90,7 +89,7 @@ Result<Event> launch(Device& device, const Kernel& kernel, const GemmShape& s, c
 Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShape& slice_shape, int64_t slices,
                                                   const GemmConfig* given, const std::string& defines) {
   if (given != nullptr) {
-    RG_ASSIGN(const Kernel* kernel, gemm_kernel(device, slice_shape, *given, defines));
+    RG_ASSIGN(const Kernel* kernel, f32_gemm_kernel(device, slice_shape, *given, defines));
     return std::make_pair(*given, kernel);
   }
   const bool ta = slice_shape.trans_a == Trans::yes, tb = slice_shape.trans_b == Trans::yes;
@@ -99,7 +98,7 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
   std::string refused;
   while (!rates.empty()) {
     const GemmConfig chosen = choose_gemm_config(rates, slice_shape, units);
-    auto kernel = gemm_kernel(device, slice_shape, chosen, defines);
+    auto kernel = f32_gemm_kernel(device, slice_shape, chosen, defines);
     if (kernel.ok()) return std::make_pair(chosen, kernel.value());
     refused += (refused.empty() ? "" : "; ") + kernel.status().message();
     // A plain product's refusal holds for the device; a variant's (the implicit conv) only for
@@ -128,7 +127,8 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
   slice_shape.k = std::min(s.k, slice_len);
   RG_ASSIGN(const auto picked, pick(device, slice_shape, slices, how.config, defines));
   RG_TRY(check_epilogue(how.epilogue, s.n));
-  if (slices == 1) return launch(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c, how.epilogue);
+  if (slices == 1)
+    return launch_gemm(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c, how.epilogue);
 
   if (slices * s.m * s.n > scratch) {
     return Status::error(device.label() + ": f32_gemm in " + std::to_string(slices) + " slices needs " +
@@ -138,7 +138,8 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
   const DeviceSpan partials = device.gemm_scratch_slot()->f32(0, slices * s.m * s.n);
   GemmShape packed = s;
   packed.ldc = s.n;
-  RG_TRY(launch(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials, {}).status());
+  RG_TRY(launch_gemm(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials, {})
+             .status());
   const EpilogueArgs e = epilogue_args(how.epilogue, c);
   return detail::launch_1d(device, "gemm.cl", "f32_gemm_sum_slices", options(device, s, picked.first, defines), s.m * s.n,
                            static_cast<cl_uint>(s.m), static_cast<cl_uint>(s.n), static_cast<cl_uint>(slices), alpha,
@@ -179,9 +180,9 @@ Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSp
   RG_CHECK(s.lda >= (ta ? s.m : s.k) && s.ldb >= (tb ? s.k : s.n) && s.ldc >= s.n,
            "gemm row strides lda " << s.lda << ", ldb " << s.ldb << ", ldc " << s.ldc << " for m " << s.m << ", n "
                                    << s.n << ", k " << s.k);
-  const int64_t a_extent = ta ? extent(s.k, s.m, s.lda) : extent(s.m, s.k, s.lda);
-  const int64_t b_extent = tb ? extent(s.n, s.k, s.ldb) : extent(s.k, s.n, s.ldb);
-  const int64_t c_extent = extent(s.m, s.n, s.ldc);
+  const int64_t a_extent = ta ? matrix_extent(s.k, s.m, s.lda) : matrix_extent(s.m, s.k, s.lda);
+  const int64_t b_extent = tb ? matrix_extent(s.n, s.k, s.ldb) : matrix_extent(s.k, s.n, s.ldb);
+  const int64_t c_extent = matrix_extent(s.m, s.n, s.ldc);
   RG_CHECK(a.count >= a_extent && b.count >= b_extent && c.count >= c_extent,
            "gemm spans of " << a.count << ", " << b.count << ", " << c.count << " elements for matrices of "
                             << a_extent << ", " << b_extent << ", " << c_extent);

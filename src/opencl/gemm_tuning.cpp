@@ -21,7 +21,7 @@ namespace rg::ocl {
 
 namespace {
 
-constexpr const char* kMagic = "retrograd-opencl-gemm-tuning 1";
+constexpr const char* kTuningFileMagic = "retrograd-opencl-gemm-tuning 1";
 constexpr const char* kTransNames[4] = {"NN", "NT", "TN", "TT"};  // trans_a * 2 + trans_b
 
 // What a cache file must have been made for: the device, its driver and gemm.cl's text.
@@ -137,7 +137,7 @@ std::string gemm_tuning_path(const Device& device) {
 
 std::string gemm_tuning_text(const Device& device, const GemmTuning& tuning) {
   std::ostringstream out;
-  out << kMagic << "\nfor " << identity(device) << "\nsize " << tuning.size << "\n";
+  out << kTuningFileMagic << "\nfor " << identity(device) << "\nsize " << tuning.size << "\n";
   for (int t = 0; t < 4; ++t)
     for (const GemmRate& r : tuning.rates[t]) out << kTransNames[t] << " " << r.config.name() << " " << r.gflops << "\n";
   return out.str();
@@ -154,7 +154,8 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
   const std::string want = "for " + identity(device);
   while (read_line(in, line)) {
     ++number;
-    if (number == 1 && line != kMagic) return bad("not a GEMM tuning file (the first line must be '" + std::string(kMagic) + "')");
+    if (number == 1 && line != kTuningFileMagic)
+      return bad("not a GEMM tuning file (the first line must be '" + std::string(kTuningFileMagic) + "')");
     if (number == 2 && line != want) return bad("made for another device, driver or kernel ('" + line + "', this is '" + want + "')");
     if (number <= 2) continue;
     std::istringstream fields(line);

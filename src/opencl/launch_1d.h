@@ -20,6 +20,12 @@ namespace rg::ocl::detail {
 
 inline cl_uint u32(int64_t value) { return static_cast<cl_uint>(value); }
 
+// Elements a stored rows x cols matrix with row stride `ld` spans: the last row needs only cols
+// (0 when it is empty).
+inline int64_t matrix_extent(int64_t rows, int64_t cols, int64_t ld) {
+  return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
+}
+
 // Each span must hold `n` elements (a bug otherwise); offset + n past 2^32 - 1 is an error,
 // since the kernels index with uint.
 inline Status check_u32(const char* kernel, int64_t n, std::initializer_list<DeviceSpan> spans) {

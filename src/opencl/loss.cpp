@@ -11,13 +11,13 @@ namespace rg::ocl {
 
 namespace {
 
-constexpr const char* kFile = "loss.cl";
+constexpr const char* kLossProgram = "loss.cl";
 using detail::check_u32;
 using detail::launch_1d;
 using detail::need_fp64;
 using detail::u32;
 
-int64_t elements(int64_t rows, int64_t cols) {
+int64_t prediction_count(int64_t rows, int64_t cols) {
   RG_CHECK(rows >= 0 && cols >= 1, "a loss over " << rows << " x " << cols << " predictions");
   return rows * cols;
 }
@@ -27,14 +27,14 @@ int64_t elements(int64_t rows, int64_t cols) {
 Result<Event> launch_loss(Device& device, const char* name, const std::string& options, int64_t rows, int64_t cols,
                           DeviceSpan x, DeviceSpan target, int64_t target_count, float grad_scale, DeviceSpan dx,
                           DeviceSpan row_loss) {
-  const int64_t n = elements(rows, cols);
+  const int64_t n = prediction_count(rows, cols);
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, n, {x}));
   RG_TRY(check_u32(name, target_count, {target}));
   RG_TRY(check_u32(name, rows, {row_loss}));
   const bool grad = dx.mem != nullptr;
   if (grad) RG_TRY(check_u32(name, n, {dx}));
-  return launch_1d(device, kFile, name, options, rows, u32(rows), u32(cols), x.mem, u32(x.offset), target.mem,
+  return launch_1d(device, kLossProgram, name, options, rows, u32(rows), u32(cols), x.mem, u32(x.offset), target.mem,
                    u32(target.offset), grad_scale, cl_uint{grad ? 1u : 0u}, grad ? dx.mem : row_loss.mem,
                    u32(grad ? dx.offset : 0), row_loss.mem, u32(row_loss.offset));
 }
@@ -69,13 +69,13 @@ Result<Event> f32_softmax_cross_entropy(Device& device, int64_t rows, int64_t co
 Result<Event> f32_mse(Device& device, int64_t rows, int64_t cols, DeviceSpan x, DeviceSpan target, float grad_scale,
                       DeviceSpan dx, DeviceSpan row_loss) {
   return launch_loss(device, "f32_elementwise_mean_loss", "-DLOSS_TERM=0", rows, cols, x, target,
-                     elements(rows, cols), grad_scale, dx, row_loss);
+                     prediction_count(rows, cols), grad_scale, dx, row_loss);
 }
 
 Result<Event> f32_bce_with_logits(Device& device, int64_t rows, int64_t cols, DeviceSpan x, DeviceSpan target,
                                   float grad_scale, DeviceSpan dx, DeviceSpan row_loss) {
   return launch_loss(device, "f32_elementwise_mean_loss", "-DLOSS_TERM=1", rows, cols, x, target,
-                     elements(rows, cols), grad_scale, dx, row_loss);
+                     prediction_count(rows, cols), grad_scale, dx, row_loss);
 }
 
 Result<Event> f32_loss(Device& device, LossKind kind, int64_t rows, int64_t cols, DeviceSpan x, DeviceSpan target,
@@ -93,9 +93,9 @@ Result<Event> f32_loss(Device& device, LossKind kind, int64_t rows, int64_t cols
 
 Result<Event> f32_argmax_hits(Device& device, int64_t rows, int64_t cols, DeviceSpan pred, DeviceSpan labels,
                               DeviceSpan hits) {
-  RG_TRY(check_u32("f32_argmax_hits", elements(rows, cols), {pred}));
+  RG_TRY(check_u32("f32_argmax_hits", prediction_count(rows, cols), {pred}));
   RG_TRY(check_u32("f32_argmax_hits", rows, {labels, hits}));
-  return launch_1d(device, kFile, "f32_argmax_hits", "", rows, u32(rows), u32(cols), pred.mem, u32(pred.offset),
+  return launch_1d(device, kLossProgram, "f32_argmax_hits", "", rows, u32(rows), u32(cols), pred.mem, u32(pred.offset),
                    labels.mem, u32(labels.offset), hits.mem, u32(hits.offset));
 }
 

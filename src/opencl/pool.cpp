@@ -8,13 +8,13 @@ namespace rg::ocl {
 
 namespace {
 
-constexpr const char* kFile = "pool.cl";
+constexpr const char* kPoolProgram = "pool.cl";
 using detail::check_u32;
 using detail::launch_1d;
 using detail::u32;
 
 // avg_pool_forward/backward's T(1) / T(kernel^2), in float.
-float average_scale(const ConvGeometry& g) { return 1.0f / static_cast<float>(g.kernel * g.kernel); }
+float pool_average_scale(const ConvGeometry& g) { return 1.0f / static_cast<float>(g.kernel * g.kernel); }
 
 }  // namespace
 
@@ -24,9 +24,9 @@ Result<Event> f32_pool_forward(Device& device, PoolOp op, const ConvGeometry& g,
   const int64_t in = batch * g.height * g.width * g.channels, out = batch * g.out_h * g.out_w * g.channels;
   RG_TRY(check_u32("f32_pool_forward", in, {x}));
   RG_TRY(check_u32("f32_pool_forward", out, {y}));
-  return launch_1d(device, kFile, "f32_pool_forward", "", out, u32(out), u32(batch), u32(g.height), u32(g.width),
+  return launch_1d(device, kPoolProgram, "f32_pool_forward", "", out, u32(out), u32(batch), u32(g.height), u32(g.width),
                    u32(g.channels), u32(g.kernel), u32(g.stride), u32(g.pad), u32(g.out_h), u32(g.out_w),
-                   cl_uint{op == PoolOp::max ? 1u : 0u}, average_scale(g), x.mem, u32(x.offset), y.mem,
+                   cl_uint{op == PoolOp::max ? 1u : 0u}, pool_average_scale(g), x.mem, u32(x.offset), y.mem,
                    u32(y.offset));
 }
 
@@ -43,9 +43,9 @@ Result<Event> f32_pool_backward(Device& device, PoolOp op, const ConvGeometry& g
   }
   RG_TRY(check_u32("f32_pool_backward", out, {dy}));
   RG_TRY(check_u32("f32_pool_backward", in, {dx}));
-  return launch_1d(device, kFile, "f32_pool_backward", "", in, u32(in), u32(batch), u32(g.height), u32(g.width),
+  return launch_1d(device, kPoolProgram, "f32_pool_backward", "", in, u32(in), u32(batch), u32(g.height), u32(g.width),
                    u32(g.channels), u32(g.kernel), u32(g.stride), u32(g.pad), u32(g.out_h), u32(g.out_w),
-                   cl_uint{max ? 1u : 0u}, average_scale(g), x.mem, u32(x.offset), y.mem, u32(y.offset), dy.mem,
+                   cl_uint{max ? 1u : 0u}, pool_average_scale(g), x.mem, u32(x.offset), y.mem, u32(y.offset), dy.mem,
                    u32(dy.offset), dx.mem, u32(dx.offset));
 }
 

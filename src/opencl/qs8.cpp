@@ -10,24 +10,22 @@ namespace rg::ocl {
 
 namespace {
 
-constexpr const char* kFile = "qs8.cl";
+constexpr const char* kQs8Program = "qs8.cl";
 using detail::check_u32;
 using detail::launch_1d;
+using detail::matrix_extent;
 using detail::u32;
 
 // The GEMM kernel with the largest tile (16, else 8, 4, 2, 1) whose tile^2 work-items fit a group.
-Result<const Kernel*> gemm_kernel(Device& device, size_t* tile) {
+Result<const Kernel*> qs8_gemm_kernel(Device& device, size_t* tile) {
   for (size_t t = 16;; t /= 2) {
-    RG_ASSIGN(const Kernel* kernel, device.kernel(kFile, "qs8_gemm", "-DQS8_TILE=" + std::to_string(t)));
+    RG_ASSIGN(const Kernel* kernel, device.kernel(kQs8Program, "qs8_gemm", "-DQS8_TILE=" + std::to_string(t)));
     if (kernel->max_work_group_size >= t * t || t == 1) {
       *tile = t;
       return kernel;
     }
   }
 }
-
-// Elements a matrix of `rows` rows of `cols` with stride `stride` spans (0 when empty).
-int64_t extent(int64_t rows, int64_t cols, int64_t stride) { return rows == 0 || cols == 0 ? 0 : (rows - 1) * stride + cols; }
 
 }  // namespace
 
@@ -37,13 +35,13 @@ Result<Event> qs8_gemm(Device& device, int64_t m, int64_t n, int64_t k, DeviceSp
   RG_CHECK(m >= 0 && n >= 0 && k >= 0 && lda >= k && ldc >= n && lo <= hi && lo >= -128 && hi <= 127,
            "qs8_gemm " << m << " x " << n << " x " << k << ", lda " << lda << ", ldc " << ldc << ", clamp [" << lo
                        << ", " << hi << "]");
-  RG_TRY(check_u32("qs8_gemm", extent(m, k, lda), {a}));
+  RG_TRY(check_u32("qs8_gemm", matrix_extent(m, k, lda), {a}));
   RG_TRY(check_u32("qs8_gemm", k * n, {b}));
   RG_TRY(check_u32("qs8_gemm", n, {bias, multiplier, shift}));
-  RG_TRY(check_u32("qs8_gemm", extent(m, n, ldc), {c}));
+  RG_TRY(check_u32("qs8_gemm", matrix_extent(m, n, ldc), {c}));
   if (m == 0 || n == 0) return Event();
   size_t tile = 0;
-  RG_ASSIGN(const Kernel* kernel, gemm_kernel(device, &tile));
+  RG_ASSIGN(const Kernel* kernel, qs8_gemm_kernel(device, &tile));
   RG_TRY(set_kernel_args(device, *kernel, u32(m), u32(n), u32(k), a.mem, u32(a.offset), u32(lda), b.mem,
                          u32(b.offset), bias.mem, u32(bias.offset), multiplier.mem, u32(multiplier.offset), shift.mem,
                          u32(shift.offset), cl_int{zero_point}, cl_int{lo}, cl_int{hi}, c.mem, u32(c.offset),
@@ -57,13 +55,13 @@ Result<Event> qs8_gemm(Device& device, int64_t m, int64_t n, int64_t k, DeviceSp
 Result<Event> qs8_quantize(Device& device, int64_t n, QuantParams p, DeviceSpan x, DeviceSpan q) {
   RG_TRY(check_u32("qs8_quantize", n, {x, q}));
   const float inverse = 1.0f / p.scale;  // quantize_s8's, on the host: no device division
-  return launch_1d(device, kFile, "qs8_quantize", "", n, u32(n), inverse, cl_int{p.zero_point}, x.mem,
+  return launch_1d(device, kQs8Program, "qs8_quantize", "", n, u32(n), inverse, cl_int{p.zero_point}, x.mem,
                    u32(x.offset), q.mem, u32(q.offset));
 }
 
 Result<Event> qs8_dequantize(Device& device, int64_t n, QuantParams p, DeviceSpan q, DeviceSpan x) {
   RG_TRY(check_u32("qs8_dequantize", n, {q, x}));
-  return launch_1d(device, kFile, "qs8_dequantize", "", n, u32(n), cl_float{p.scale}, cl_int{p.zero_point}, q.mem,
+  return launch_1d(device, kQs8Program, "qs8_dequantize", "", n, u32(n), cl_float{p.scale}, cl_int{p.zero_point}, q.mem,
                    u32(q.offset), x.mem, u32(x.offset));
 }
 
@@ -72,7 +70,7 @@ Result<Event> qs8_max_pool(Device& device, const ConvGeometry& g, int64_t batch,
   const int64_t in = batch * g.height * g.width * g.channels, out = batch * g.out_h * g.out_w * g.channels;
   RG_TRY(check_u32("qs8_max_pool", in, {x}));
   RG_TRY(check_u32("qs8_max_pool", out, {y}));
-  return launch_1d(device, kFile, "qs8_max_pool", "", out, u32(out), u32(g.height), u32(g.width), u32(g.channels),
+  return launch_1d(device, kQs8Program, "qs8_max_pool", "", out, u32(out), u32(g.height), u32(g.width), u32(g.channels),
                    u32(g.kernel), u32(g.stride), u32(g.pad), u32(g.out_h), u32(g.out_w), x.mem, u32(x.offset), y.mem,
                    u32(y.offset));
 }
@@ -84,7 +82,7 @@ Result<Event> qs8_im2col(Device& device, const ConvGeometry& g, int64_t batch, i
   const int64_t in = batch * g.height * g.width * g.channels, out = batch * g.patches() * g.patch_size();
   RG_TRY(check_u32("qs8_im2col", in, {x}));
   RG_TRY(check_u32("qs8_im2col", out, {cols}));
-  return launch_1d(device, kFile, "qs8_im2col", "", out, u32(out), u32(g.height), u32(g.width), u32(g.channels),
+  return launch_1d(device, kQs8Program, "qs8_im2col", "", out, u32(out), u32(g.height), u32(g.width), u32(g.channels),
                    u32(g.kernel), u32(g.stride), u32(g.pad), u32(g.out_h), u32(g.out_w), cl_int{zero_point}, x.mem,
                    u32(x.offset), cols.mem, u32(cols.offset));
 }

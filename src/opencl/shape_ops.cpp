@@ -7,7 +7,7 @@ namespace rg::ocl {
 
 namespace {
 
-constexpr const char* kFile = "shape.cl";
+constexpr const char* kShapeOpsProgram = "shape.cl";
 using detail::check_u32;
 using detail::launch_1d;
 using detail::u32;
@@ -18,7 +18,7 @@ void check_upsample(int64_t batch, int64_t height, int64_t width, int64_t channe
 }
 
 // GlobalAvgPool's T(1) / T(pixels), in float.
-float average_scale(int64_t batch, int64_t pixels, int64_t channels) {
+float global_average_scale(int64_t batch, int64_t pixels, int64_t channels) {
   RG_CHECK(batch >= 0 && pixels > 0 && channels > 0,
            "global average pooling " << batch << " x " << pixels << " x " << channels);
   return 1.0f / static_cast<float>(pixels);
@@ -32,8 +32,8 @@ Result<Event> f32_upsample_forward(Device& device, int64_t batch, int64_t height
   const int64_t in = batch * height * width * channels, out = in * scale * scale;
   RG_TRY(check_u32("f32_upsample_forward", in, {x}));
   RG_TRY(check_u32("f32_upsample_forward", out, {y}));
-  return launch_1d(device, kFile, "f32_upsample_forward", "", out, u32(out), u32(height), u32(width), u32(channels),
-                   u32(scale), x.mem, u32(x.offset), y.mem, u32(y.offset));
+  return launch_1d(device, kShapeOpsProgram, "f32_upsample_forward", "", out, u32(out), u32(height), u32(width),
+                   u32(channels), u32(scale), x.mem, u32(x.offset), y.mem, u32(y.offset));
 }
 
 Result<Event> f32_upsample_backward(Device& device, int64_t batch, int64_t height, int64_t width, int64_t channels,
@@ -42,28 +42,28 @@ Result<Event> f32_upsample_backward(Device& device, int64_t batch, int64_t heigh
   const int64_t in = batch * height * width * channels, out = in * scale * scale;
   RG_TRY(check_u32("f32_upsample_backward", out, {dy}));
   RG_TRY(check_u32("f32_upsample_backward", in, {dx}));
-  return launch_1d(device, kFile, "f32_upsample_backward", "", in, u32(in), u32(height), u32(width), u32(channels),
-                   u32(scale), dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
+  return launch_1d(device, kShapeOpsProgram, "f32_upsample_backward", "", in, u32(in), u32(height), u32(width),
+                   u32(channels), u32(scale), dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
 }
 
 Result<Event> f32_global_avgpool_forward(Device& device, int64_t batch, int64_t pixels, int64_t channels, DeviceSpan x,
                                          DeviceSpan y) {
-  const float scale = average_scale(batch, pixels, channels);
+  const float scale = global_average_scale(batch, pixels, channels);
   const int64_t in = batch * pixels * channels, out = batch * channels;
   RG_TRY(check_u32("f32_global_avgpool_forward", in, {x}));
   RG_TRY(check_u32("f32_global_avgpool_forward", out, {y}));
-  return launch_1d(device, kFile, "f32_global_avgpool_forward", "", out, u32(out), u32(pixels), u32(channels), scale,
-                   x.mem, u32(x.offset), y.mem, u32(y.offset));
+  return launch_1d(device, kShapeOpsProgram, "f32_global_avgpool_forward", "", out, u32(out), u32(pixels),
+                   u32(channels), scale, x.mem, u32(x.offset), y.mem, u32(y.offset));
 }
 
 Result<Event> f32_global_avgpool_backward(Device& device, int64_t batch, int64_t pixels, int64_t channels,
                                           DeviceSpan dy, DeviceSpan dx) {
-  const float scale = average_scale(batch, pixels, channels);
+  const float scale = global_average_scale(batch, pixels, channels);
   const int64_t in = batch * pixels * channels, out = batch * channels;
   RG_TRY(check_u32("f32_global_avgpool_backward", out, {dy}));
   RG_TRY(check_u32("f32_global_avgpool_backward", in, {dx}));
-  return launch_1d(device, kFile, "f32_global_avgpool_backward", "", in, u32(in), u32(pixels), u32(channels), scale,
-                   dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
+  return launch_1d(device, kShapeOpsProgram, "f32_global_avgpool_backward", "", in, u32(in), u32(pixels), u32(channels),
+                   scale, dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
 }
 
 }  // namespace rg::ocl

@@ -51,8 +51,8 @@ void pack_a(const GemmShape& s, const float* a, int64_t i0, int64_t rows, int64_
 }
 
 // op(B)[p0 : p0+depth, j0 : j0+cols] -> panels of nr columns.
-void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64_t j0, int64_t cols, int64_t nr,
-            float* out) {
+void pack_b_panels(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64_t j0, int64_t cols, int64_t nr,
+                   float* out) {
   if (s.trans_b == Trans::no) {
     pack_panels(b + p0 * s.ldb + j0, s.ldb, 1, depth, cols, nr, out);
   } else {
@@ -90,7 +90,7 @@ void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, c
       const int64_t cols = std::min(nc, j1 - jc);
       // Columns [0, in_place) of this block are read from B itself; the rest is packed.
       const int64_t in_place = b_in_place ? cols / nr * nr : 0;
-      if (in_place < cols) pack_b(s, b, p0, depth, jc + in_place, cols - in_place, nr, b_pack);
+      if (in_place < cols) pack_b_panels(s, b, p0, depth, jc + in_place, cols - in_place, nr, b_pack);
       for (int64_t ic = i0; ic < i1; ic += mc) {
         const int64_t rows = std::min(mc, i1 - ic);
         pack_a(s, a, ic, rows, p0, depth, mr, a_pack);
@@ -125,7 +125,7 @@ void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha,
       const int64_t panels = (cols + nr - 1) / nr;
       pool.parallel_for(panels, 1, [&](int64_t first, int64_t last) {
         const int64_t j = first * nr, width = std::min(cols, last * nr) - j;
-        pack_b(s, b, p0, depth, jc + j, width, nr, b_pack + j * depth);
+        pack_b_panels(s, b, p0, depth, jc + j, width, nr, b_pack + j * depth);
       });
       pool.parallel_for(s.m, mr, [&](int64_t i0, int64_t i1) {
         thread_local std::vector<float> a_storage;

@@ -14,8 +14,8 @@ namespace rg {
 
 namespace {
 
-constexpr int64_t kKC = 256;
-constexpr int64_t kMCTarget = 96;  // rounded down to a multiple of MR
+constexpr int64_t kGatheredKC = 256;
+constexpr int64_t kGatheredMCTarget = 96;  // rounded down to a multiple of MR
 constexpr int kMaxMR = 8;
 
 // Rows [i0, i1) of C on the calling thread. B is read in place, NR columns at a time; the
@@ -24,7 +24,7 @@ constexpr int kMaxMR = 8;
 // through a zero-padded copy, in a second call of the tile.
 void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int64_t i0, int64_t i1) {
-  const int64_t mr = kernel.mr, nr = kernel.nr, mc = std::max(mr, kMCTarget / mr * mr);
+  const int64_t mr = kernel.mr, nr = kernel.nr, mc = std::max(mr, kGatheredMCTarget / mr * mr);
   const int64_t full_cols = n / nr * nr;
   // Rows [0, safe_rows) of B can be read NR wide from column full_cols: p*ldb + full_cols + NR
   // stays within B's (k - 1) * ldb + n values.
@@ -37,8 +37,8 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
   const float* rows[kMaxMR];
   for (int64_t ic = i0; ic < i1; ic += mc) {
     const int64_t ic_end = std::min(i1, ic + mc);
-    for (int64_t p0 = 0; p0 < k; p0 += kKC) {
-      const int64_t p1 = std::min(k, p0 + kKC), split = std::max(p0, std::min(p1, safe_rows));
+    for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
+      const int64_t p1 = std::min(k, p0 + kGatheredKC), split = std::max(p0, std::min(p1, safe_rows));
       const float first_beta = p0 == 0 ? beta : 1.0f;
       for (int64_t jr = 0; jr < n; jr += nr) {
         const int64_t cols = std::min(nr, n - jr);

@@ -21,7 +21,7 @@ namespace {
 
 constexpr int32_t kAbsMask = 0x7fffffff;
 constexpr int32_t kInfBits = 0x7f800000;  // |x|'s bits at or above this: Inf or NaN
-constexpr int64_t kRowBlock = 32;         // rows of A per block (a multiple of every tile's mr)
+constexpr int64_t kQuantRowBlock = 32;    // rows of A per block (a multiple of every tile's mr)
 constexpr int64_t kRunElements = 256;     // a stack buffer's worth of one operand row
 constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: (v + M) - M rounds |v| < 2^22 half-even
 constexpr float kTwoToMinus24 = 1.0f / 16777216.0f;
@@ -162,7 +162,7 @@ struct Plan {
 Plan make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8GemmOptions& o) {
   Plan p;
   p.kernel = &qs8_gemm_kernel(o.isa);
-  RG_CHECK(p.kernel->mr <= 4 && p.kernel->nr <= 16 && kRowBlock % p.kernel->mr == 0,
+  RG_CHECK(p.kernel->mr <= 4 && p.kernel->nr <= 16 && kQuantRowBlock % p.kernel->mr == 0,
            "int8 dynamic GEMM: tile " << p.kernel->name << " larger than 4x16");
   RG_CHECK(o.depth_block >= 4 && o.depth_block % 4 == 0 && o.depth_block <= kInt8GemmDepthSlice,
            "int8 dynamic GEMM: depth block " << o.depth_block);
@@ -178,16 +178,16 @@ Plan make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8Gemm
   const int64_t flops = 2 * m * n * k;
   const bool threaded = pool != nullptr && pool->threads() > 1 && flops >= kGemmMinFlopsToSplit;
   p.pool = threaded ? pool : nullptr;
-  const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
+  const int64_t blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
   p.parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threaded ? pool->threads() : 1, blocks)));
-  p.part_bytes = align64(kRowBlock * p.depth_block_padded) + align64(kRowBlock * p.npad * 8);
+  p.part_bytes = align64(kQuantRowBlock * p.depth_block_padded) + align64(kQuantRowBlock * p.npad * 8);
   return p;
 }
 
 // op(B) [k x n] (b row stride ldb, transposed when trans) quantized into the tile's panels:
 // packed[((panel * kgroups + p / 4) * nr + j % nr) * 4 + p % 4], zeros past k and n.
-void pack_b(const Plan& plan, const float* b, int64_t ldb, bool trans, float mult, bool stochastic, uint64_t key,
-            int8_t* packed) {
+void pack_b_quantized(const Plan& plan, const float* b, int64_t ldb, bool trans, float mult, bool stochastic,
+                      uint64_t key, int8_t* packed) {
   const int64_t k = plan.k, n = plan.n, nr = plan.nr, kgroups = plan.kgroups;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, 4 * n));
   parallel_for(plan.pool, kgroups, grain, [&](int64_t g0, int64_t g1) {
@@ -256,7 +256,7 @@ struct PlainA {
       }
       return;
     }
-    int8_t column[kRowBlock];
+    int8_t column[kQuantRowBlock];
     for (int64_t p = p0; p < p0 + kc; ++p) {
       quantize_run(a + p * lda + i0, rows, mult, stochastic, key, static_cast<uint64_t>(i0 * k + p),
                    static_cast<uint64_t>(k), column);
@@ -312,15 +312,15 @@ void run_tiles(const Plan& plan, const FillA& fill_a, const int8_t* packed, doub
   const Qs8GemmKernel& kernel = *plan.kernel;
   const int64_t m = plan.m, n = plan.n, k = plan.k, mr = kernel.mr, nr = plan.nr, npad = plan.npad;
   const int64_t ld = plan.depth_block_padded;
-  const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
+  const int64_t blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
   parallel_for(plan.pool, plan.parts, 1, [&](int64_t part_begin, int64_t part_end) {
     for (int64_t part = part_begin; part < part_end; ++part) {
       int8_t* a_block = parts_memory + part * plan.part_bytes;
-      int64_t* acc = reinterpret_cast<int64_t*>(a_block + align64(kRowBlock * ld));
+      int64_t* acc = reinterpret_cast<int64_t*>(a_block + align64(kQuantRowBlock * ld));
       alignas(64) int32_t tile_acc[4 * 16];
       const int64_t block_begin = part * blocks / plan.parts, block_end = (part + 1) * blocks / plan.parts;
       for (int64_t block = block_begin; block < block_end; ++block) {
-        const int64_t i0 = block * kRowBlock, rows = std::min(kRowBlock, m - i0);
+        const int64_t i0 = block * kQuantRowBlock, rows = std::min(kQuantRowBlock, m - i0);
         std::fill(acc, acc + rows * npad, int64_t{0});
         for (int64_t p0 = 0; p0 < k; p0 += plan.depth_block) {
           const int64_t kc = std::min(plan.depth_block, k - p0), kc_padded = round_up(kc, 4);
@@ -501,7 +501,7 @@ void int8_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const fl
   const int64_t packed_bytes = align64(plan.panels * plan.kgroups * plan.nr * 4);
   int8_t* memory = scratch_bytes(packed_bytes + plan.parts * plan.part_bytes);
   int8_t* packed = memory;
-  pack_b(plan, b, s.ldb, tb, int8_quant_multiplier(max_b), o.grad == GradOperand::b, key, packed);
+  pack_b_quantized(plan, b, s.ldb, tb, int8_quant_multiplier(max_b), o.grad == GradOperand::b, key, packed);
   const PlainA fill{a, s.lda, s.k, ta, int8_quant_multiplier(max_a), o.grad == GradOperand::a, key};
   run_tiles(plan, fill, packed, dequant_factor(alpha, max_a, max_b), beta, c, s.ldc, memory + packed_bytes,
             trace_sums(o.trace));
@@ -537,7 +537,7 @@ void int8_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, co
   int8_t* memory = scratch_bytes(packed_bytes + image_bytes + runs_bytes + plan.parts * plan.part_bytes);
   int8_t* packed = memory;
   int8_t* q_image = memory + packed_bytes;
-  pack_b(plan, b, ldb, false, int8_quant_multiplier(max_b), o.grad == GradOperand::b, key, packed);
+  pack_b_quantized(plan, b, ldb, false, int8_quant_multiplier(max_b), o.grad == GradOperand::b, key, packed);
   const float mult_a = int8_quant_multiplier(max_a);
   const bool stochastic_a = o.grad == GradOperand::a;
   constexpr int64_t kImageGrain = 65536;

@@ -25,7 +25,7 @@ bool quality_holds(const RunRecord& candidate, const RunRecord& fp32) {
   return candidate.quality <= fp32.quality * (1 + kMseTolerance);
 }
 
-std::string quality_text(const RunRecord& r) {
+std::string quality_figure(const RunRecord& r) {
   if (!std::isfinite(r.quality)) return "no quality figure";
   return r.quality_name + " " + format_fixed(r.quality, r.quality_higher_is_better ? 4 : 5);
 }
@@ -126,8 +126,8 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
     if (!quality_holds(r, fp32)) {
       if (r.samples_per_s > fp32.samples_per_s) {
         rejected += " " + r.run.precision + " on " + study.devices[r.run.device].label + " was faster (" +
-                    format_fixed(r.samples_per_s / fp32.samples_per_s, 2) + "x fp32) but its " + quality_text(r) + " against " +
-                    format_fixed(fp32.quality, 4) + " in fp32 is past the tolerance.";
+                    format_fixed(r.samples_per_s / fp32.samples_per_s, 2) + "x fp32) but its " + quality_figure(r) +
+                    " against " + format_fixed(fp32.quality, 4) + " in fp32 is past the tolerance.";
       }
       continue;
     }
@@ -148,8 +148,9 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
                       (others.empty() ? "" : "; fp32 elsewhere:" + others));
   const RunRecord& fp32_here = *fp32_by_device[a.device];
   if (a.precision != "fp32") {
-    a.reasons.push_back("precision " + a.precision + ": " + format_fixed(chosen->samples_per_s / fp32_here.samples_per_s, 2) +
-                        "x fp32's speed, " + quality_text(*chosen) + " against " + format_fixed(fp32_here.quality, 4) +
+    a.reasons.push_back("precision " + a.precision + ": " +
+                        format_fixed(chosen->samples_per_s / fp32_here.samples_per_s, 2) + "x fp32's speed, " +
+                        quality_figure(*chosen) + " against " + format_fixed(fp32_here.quality, 4) +
                         " in fp32 (within the tolerance)." + rejected);
   } else {
     a.reasons.push_back("precision fp32: no other precision was both faster and as good here." + rejected);

@@ -8,7 +8,7 @@
 namespace rg {
 
 namespace {
-constexpr char kMagic[8] = {'R', 'E', 'T', 'R', 'O', 'G', 'R', 'D'};
+constexpr char kCheckpointMagic[8] = {'R', 'E', 'T', 'R', 'O', 'G', 'R', 'D'};
 constexpr size_t kMaxString = 1 << 20;
 constexpr uint32_t kMaxEntries = 1 << 16;
 
@@ -46,7 +46,7 @@ Status save_checkpoint(const std::string& path, Model& model, const Optimizer* o
   }
 
   ByteWriter file;
-  file.raw(kMagic, sizeof kMagic);
+  file.raw(kCheckpointMagic, sizeof kCheckpointMagic);
   file.u32(kCheckpointVersion);
   file.u32(0);
   file.u64(payload.bytes().size());
@@ -77,7 +77,7 @@ Result<Checkpoint> parse_checkpoint(const uint8_t* bytes, size_t size, const std
   ByteReader header(bytes, size, path);
   char magic[8];
   RG_TRY(header.raw(magic, sizeof magic, "the magic number"));
-  if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) {
+  if (std::memcmp(magic, kCheckpointMagic, sizeof kCheckpointMagic) != 0) {
     return Status::error(path + ": not a retrograd checkpoint (the file does not start with \"RETROGRD\")");
   }
   RG_ASSIGN(const uint32_t version, header.u32("the version"));

@@ -13,8 +13,7 @@
 namespace rg {
 
 namespace {
-constexpr uint64_t kShuffleStream = 2000;  // + epoch, as the classifier trainer
-constexpr uint64_t kNoiseStream = 3000;    // + epoch: the training noise
+constexpr uint64_t kNoiseStream = 3000;  // + epoch: the training noise
 }  // namespace
 
 Result<GanPair> gan_pair_from_cfg(const CfgDocument& doc) {
@@ -171,7 +170,7 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
   const int64_t epoch = epochs_done_;
   const int64_t n = real.size();
   const int64_t steps = (n + options_.batch - 1) / options_.batch;
-  Rng shuffle_rng(options_.seed, kShuffleStream + static_cast<uint64_t>(epoch));
+  Rng shuffle_rng(options_.seed, kEpochShuffleStream + static_cast<uint64_t>(epoch));
   Rng noise_rng(options_.seed, kNoiseStream + static_cast<uint64_t>(epoch));
   const std::vector<int32_t> order = shuffled_indices(static_cast<int32_t>(n), shuffle_rng);
   std::fprintf(options_.log, "Epoch %lld/%lld\n", static_cast<long long>(epoch + 1),

@@ -25,8 +25,6 @@ double reconstruction_squared_error(const Tensor& out, const Tensor& target, boo
   return sum;
 }
 
-constexpr uint64_t kShuffleStream = 2000;  // + epoch
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -267,7 +265,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
   for (int64_t epoch = epochs_done_; epoch < last; ++epoch) {
     std::fprintf(options_.log, "Epoch %lld/%lld\n", static_cast<long long>(epoch + 1),
                  static_cast<long long>(options_.epochs));
-    Rng shuffle_rng(options_.seed, kShuffleStream + static_cast<uint64_t>(epoch));
+    Rng shuffle_rng(options_.seed, kEpochShuffleStream + static_cast<uint64_t>(epoch));
     // The epoch's order, 4 bytes a sample (counted: a streamed dataset's one cost per sample).
     RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{n}, DType::i32, "the epoch's sample order"));
     shuffle_indices(static_cast<int32_t>(n), shuffle_rng, order.data<int32_t>());

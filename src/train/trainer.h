@@ -31,6 +31,9 @@ struct TransferCounts;
 
 namespace rg {
 
+// The Rng stream of epoch e's sample order is kEpochShuffleStream + e (the GAN trainer's too).
+constexpr uint64_t kEpochShuffleStream = 2000;
+
 // The precision training runs in.
 enum class TrainPrecision {
   fp32,  // f32 storage and arithmetic
