@@ -113,7 +113,9 @@ TEST_P(Int8DynamicGemm, SumsAndOutputBitExactAgainstTheReference) {
             for (int64_t k : ks) {
               if ((m * 7 + n * 3 + k) % 3 != 0 && !(m == 70 && n == 40)) continue;  // a third of the grid
               const float beta = (seed % 3 == 0) ? 0.0f : (seed % 3 == 1 ? 1.0f : -0.5f);
-              run_case(GetParam(), Case{ta, tb, m, n, k, grad, seed % 2 ? 1.0f : 0.75f, beta, 1024}, seed++, nullptr);
+              const uint64_t case_seed = seed++;  // read once: argument order is unspecified
+              run_case(GetParam(), Case{ta, tb, m, n, k, grad, case_seed % 2 ? 1.0f : 0.75f, beta, 1024}, case_seed,
+                       nullptr);
               if (HasFailure()) return;
             }
 }

@@ -162,9 +162,14 @@ def file_local_names(text):
 
 
 def unity_targets(build):
-    """{target: [source, ...]} from the unity files Meson wrote under build/."""
+    """{target: [source, ...]} from the unity files Meson wrote under build/ that its build.ninja
+    compiles (a target set up again without unity leaves its old ones behind)."""
     targets = collections.defaultdict(list)
+    with open(os.path.join(build, "build.ninja")) as f:
+        compiled = set(re.findall(r"[^\s:$]*-unity\d+\.cpp", f.read()))
     for unity_file in sorted(glob.glob(os.path.join(build, "**", "*-unity*.cpp"), recursive=True)):
+        if os.path.relpath(unity_file, build) not in compiled:
+            continue
         target = re.sub(r"-unity\d+\.cpp$", "", os.path.basename(unity_file))
         with open(unity_file) as f:
             for line in f:
@@ -235,7 +240,7 @@ def main():
         lines = [f"FAIL unity names self-test: {f}" for f in failures] or \
             [f"PASS unity names self-test: {len(SELF_TEST_CASES) + 1} cases"]
     else:
-        targets = unity_targets(args.build)
+        targets = unity_targets(args.build) if os.path.exists(os.path.join(args.build, "build.ninja")) else {}
         if not targets:
             lines = [f"FAIL unity names: no unity files under {args.build} (is it a unity build? meson.build: unity=on)"]
         else:

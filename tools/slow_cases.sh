@@ -3,6 +3,7 @@
 # resumed again and again), repeat one GEMM over cache blocks at every level, or check an int8
 # model's Winograd convolutions against its GEMMs at every level (135 s as an emulated Core 2;
 # test_int8_winograd's kernel cases stay): minutes where code runs 10-40 times slower than
-# native (qemu-user, the sanitizers). They run in the native suite and under Wine. Sourced by
-# tools/test.sh and tools/cross_test.sh: GTEST_FILTER=-$slow_cases leaves them out.
+# native (qemu-user, the sanitizers). They run in the native suite, and under Wine but for
+# Acceptance.* (tools/cross_test.sh). Sourced by tools/test.sh and tools/cross_test.sh:
+# GTEST_FILTER=-$slow_cases leaves them out.
 slow_cases='Acceptance.*:Cli.EveryPresetTrains:Cli.GanTrainsSavesAndResumes:Cli.ProbeShowsTheMachine:StudyCli.ASmallStudy*:*CacheBlockEdgesInNAndThreads*:*rcl_T2_wide:Rcnn.CheckpointKeepsRunningStatistics:Cli.Precision*:CrashSafety.*:Int8Model.WinogradConvGivesTheGemmsBits'

@@ -27,7 +27,7 @@ void say(const char* text) {
 
 bool has_bit(unsigned leaf, unsigned sub, int reg, unsigned bit) {
   unsigned r[4] = {0, 0, 0, 0};
-  if (__get_cpuid_max(0, nullptr) < leaf) return false;
+  if (static_cast<unsigned>(__get_cpuid_max(0, nullptr)) < leaf) return false;  // int in clang's cpuid.h
   __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
   return (r[reg] >> bit) & 1u;
 }

@@ -21,7 +21,7 @@ bool fused_into_next(const std::string& kind, const std::string& next) {
 }
 }  // namespace
 
-FakeQuantizer::FakeQuantizer(Model& model, double averaging) : model_(model), averaging_(averaging) {
+FakeQuantizer::FakeQuantizer(Model& model, double averaging) : averaging_(averaging) {
   const auto& layers = model.layers();
   const size_t points = layers.size() + 1;
   rounded_.assign(points, true);

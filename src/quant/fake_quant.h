@@ -57,7 +57,6 @@ class FakeQuantizer {
   const std::vector<bool>& rounded_points() const { return rounded_; }
 
  private:
-  Model& model_;
   double averaging_;
   std::vector<bool> rounded_;  // per point: its values rounded to the grid
   std::vector<bool> tracked_;  // per point: its range tracked (the rounded ones and the model's output)
