@@ -19,9 +19,9 @@ namespace {
 
 constexpr int kCifarSide = 32;
 constexpr int kPlane = kCifarSide * kCifarSide;  // 1024 bytes per colour plane
-constexpr int kRecord = 1 + 3 * kPlane;      // 3073: label byte, R, G, B
+constexpr int kRecord = 1 + 3 * kPlane;          // 3073: label byte, R, G, B
 constexpr int kClasses = 10;
-constexpr int64_t kChunkRecords = 500;       // one fread: 1.5 MB
+constexpr int64_t kChunkRecords = 500;           // one fread: 1.5 MB
 const char* const kTrainFiles[] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
                                    "data_batch_5.bin"};
 const char* const kTestFile = "test_batch.bin";
