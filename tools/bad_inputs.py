@@ -220,6 +220,20 @@ CASES = [
      lambda d: None, ["ENV=RETROGRAD_OPENCL_LIBRARY={d}/libOpenCL-none.so", "train", "--device", "cl:0:0"] + QUICK,
      ["libOpenCL-none.so"], []),
     ("isa-unknown", "devices", "RETROGRAD_ISA=avx1024", lambda d: None, ["ENV=RETROGRAD_ISA=avx1024", "probe"], ["avx1024"], []),
+    # --- issue 29 section 1 labels: begin
+    # --- issue 29 section 1: end
+    # --- issue 29 section 2 inputs that identify themselves: begin
+    # --- issue 29 section 2: end
+    # --- issue 29 section 3 plans checked against the machine: begin
+    # --- issue 29 section 3: end
+    # --- issue 29 section 4 outputs: begin
+    # --- issue 29 section 4: end
+    # --- issue 29 section 5 resume: begin
+    # --- issue 29 section 5: end
+    # --- issue 29 section 6 silent skips and stale caches: begin
+    # --- issue 29 section 6: end
+    # --- issue 29 section 7 messages: begin
+    # --- issue 29 section 7: end
 ]
 
 
