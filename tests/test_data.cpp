@@ -394,7 +394,7 @@ TEST(Idx, MissingFile) {
   const std::string missing_labels = dir.path() + "/no-such-labels";
   expect_error(load_idx_pair(images, missing_labels, "x"), missing_labels, "cannot open");
   // A folder is not an IDX file.
-  expect_error(load_idx_pair(dir.path(), labels, "x"), dir.path(), "not a regular file");
+  expect_error(load_idx_pair(dir.path(), labels, "x"), dir.path(), "is a folder, not an IDX file");
 }
 
 TEST(Idx, NeverCrashesOnMutatedBytes) {

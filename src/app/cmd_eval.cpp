@@ -74,7 +74,9 @@ int run_eval(int argc, char** argv) {
   auto source_options = data_source_options(args, model->input_shape());
   if (!source_options.ok()) return fail(source_options.status().message());
   auto data = load_data_source(options.data, options.seed, source_options.value());
-  if (!data.ok()) return fail(data.status().message());
+  if (!data.ok()) {
+    return fail((args.given("data") ? data.status() : note_source_from_checkpoint(data.status(), options.data, path)).message());
+  }
   ThreadPool pool(threads.value());
   Trainer trainer(*model, pool, options);
   if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());

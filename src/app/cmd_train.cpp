@@ -305,7 +305,7 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
 
   // Model, data, trainer.
   auto built = Model::from_cfg(cfg);
-  if (!built.ok()) return fail(built.status().message());
+  if (!built.ok()) return fail(built.status().with_context(resuming ? resume_path + ": the stored model: " : "").message());
   std::unique_ptr<Model> model = built.take();
   if (args.given("samples") && model->target() != TargetKind::input) {
     return fail("--samples shows reconstructions: it needs a model trained on its input (target = input)");
@@ -323,7 +323,10 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
   }
   const bool open_streamed = stream == StreamChoice::always || (stream == StreamChoice::automatic && budget > 0);
   auto data = load_training_data(args, options.data, options.seed, model->input_shape(), open_streamed);
-  if (!data.ok()) return fail(data.status().message());
+  if (!data.ok()) {
+    const bool stored = resuming && !args.given("data");
+    return fail((stored ? note_source_from_checkpoint(data.status(), options.data, resume_path) : data.status()).message());
+  }
   DataSplit split = data.take();
   Dataset train = split.train;
   Dataset validation;

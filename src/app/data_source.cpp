@@ -18,7 +18,7 @@ bool is_mnist_folder(const std::string& dir) {
   for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
                            "t10k-labels-idx1-ubyte"}) {
     const std::string path = join_path(dir, name);
-    if (is_regular_file(path) || is_regular_file(path + ".gz")) return true;
+    if (path_exists(path) || path_exists(path + ".gz")) return true;  // a FIFO there is refused by name, later
   }
   return false;
 }
@@ -114,9 +114,13 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
     }
     return split;
   }
-  if (!is_directory(dir)) return Status::error(dir + ": no such folder (" + kLookedFor + ")");
+  if (!is_directory(dir)) {
+    const std::string kind = path_kind(dir);
+    if (kind.empty()) return Status::error(dir + ": no such folder (" + kLookedFor + ")");
+    return Status::error(dir + " is " + kind + ", not a dataset folder (" + kLookedFor + ")");
+  }
   for (const std::string& cifar : {dir, join_path(dir, "cifar-10-batches-bin")}) {
-    if (is_regular_file(join_path(cifar, "data_batch_1.bin"))) {
+    if (path_exists(join_path(cifar, "data_batch_1.bin"))) {
       if (image_options) return refuse_image_options("CIFAR-10 binary");
       return load_cifar10_folder(cifar);
     }
@@ -143,6 +147,13 @@ Result<DataSplit> load_training_data(const Args& args, const std::string& source
   if (limit > 0 && limit < split.train.size()) split.train = split.train.slice(0, limit, split.train.name);
   if (test_limit > 0 && test_limit < split.test.size()) split.test = split.test.slice(0, test_limit, split.test.name);
   return split;
+}
+
+Status note_source_from_checkpoint(const Status& failed, const std::string& source, const std::string& checkpoint) {
+  const std::string name = data_source_name(source);
+  if (failed.ok() || failed.message().find(name) == std::string::npos) return failed;
+  return Status::error(failed.message() + "\n  (" + name + " is from the checkpoint " + checkpoint +
+                       ", the data it was trained on; --data DIR says where that data is now)");
 }
 
 }  // namespace rg

@@ -36,5 +36,8 @@ Result<DataSplit> load_training_data(const Args& args, const std::string& source
                                      const Shape& model_input, bool streamed = false);
 // The name a source is recorded under in checkpoints and reports.
 std::string data_source_name(const std::string& source);
+// `failed`, a load of the source named in the checkpoint `checkpoint` (no --data given), saying
+// where the name came from when the message is about it.
+Status note_source_from_checkpoint(const Status& failed, const std::string& source, const std::string& checkpoint);
 
 }  // namespace rg

@@ -45,6 +45,32 @@ class MemoryAccount {
 // The process's host memory account.
 MemoryAccount& host_memory();
 
+// The address space this process may map, where that is a limit that matters: the soft
+// RLIMIT_AS (`ulimit -v`) or a 32-bit process's ceiling (4 GiB under a 64-bit kernel, 3 GiB
+// under a 32-bit Linux, 2 GiB on Windows unless large-address-aware), whichever is lower.
+struct AddressSpace {
+  int64_t limit_bytes = 0;  // 0: no limit that matters (a 64-bit process without ulimit -v)
+  int64_t used_bytes = 0;   // mapped now: code, libraries, heap, stacks
+  std::string source;       // "ulimit -v", "32-bit process"
+};
+AddressSpace address_space();
+
+// The host memory this process can still take: the machine's available memory (MemAvailable
+// in /proc/meminfo; on Windows the available physical memory), or what the address space has
+// left (address_space()) when that is less.
+struct AvailableMemory {
+  int64_t bytes = -1;  // -1: neither is known
+  std::string source;  // "MemAvailable", "available physical memory", "the address space left under ulimit -v"
+};
+AvailableMemory available_host_memory();
+
+// Before allocating `bytes` of host memory for `what` ("the parameters of mlp.cfg"): an error
+// when they pass what the host account's budget has left, where there is a budget (the user's
+// word, obeyed even above the machine's memory), else what available_host_memory() says. The
+// message names `what` and both figures. A check made once before a group of allocations, so a
+// request the machine cannot meet is refused with a word instead of met by the OOM killer.
+Status check_host_memory(int64_t bytes, const std::string& what);
+
 // "1.5 MiB", "312 B": sizes for people.
 std::string format_bytes(int64_t bytes);
 

@@ -27,11 +27,11 @@ const char* const kTrainFiles[] = {"data_batch_1.bin", "data_batch_2.bin", "data
 const char* const kTestFile = "test_batch.bin";
 const char* const kLayout = "a CIFAR-10 binary folder holds data_batch_1.bin .. data_batch_5.bin and test_batch.bin";
 
-// The path if the file exists and is exactly `records` records long.
+// The path if a regular file is there and exactly `records` records long.
 Result<std::string> checked_batch_file(const std::string& dir, const char* name, int64_t records) {
   const std::string path = join_path(dir, name);
-  if (!is_regular_file(path)) return Status::error(dir + ": " + name + " is missing (" + kLayout + ")");
-  RG_ASSIGN(const int64_t bytes, file_size(path));
+  if (!path_exists(path)) return Status::error(dir + ": " + name + " is missing (" + kLayout + ")");
+  RG_ASSIGN(const int64_t bytes, input_file_size(path, "a CIFAR-10 batch file"));
   if (bytes != records * kRecord) {
     const std::string found = bytes % kRecord != 0
                                   ? "not a whole number of records (truncated, or not a CIFAR-10 file)"

@@ -2,26 +2,16 @@
 // folders, joining paths. POSIX calls (opendir, stat), which MinGW provides too.
 #pragma once
 
-#include <cstdint>
-#include <cstdio>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/input_file.h"
 #include "base/status.h"
 
 namespace rg {
 
-// A FILE* that fcloses itself.
-struct FileCloser {
-  void operator()(FILE* f) const { std::fclose(f); }
-};
-using UniqueFile = std::unique_ptr<FILE, FileCloser>;
-
 bool is_directory(const std::string& path);
 bool is_regular_file(const std::string& path);  // follows symbolic links
-// The size of a regular file, or an error naming it.
-Result<int64_t> file_size(const std::string& path);
 // Creates a folder and any missing parents (an existing folder is fine); the error names the
 // part that could not be made.
 Status make_directories(const std::string& path);

@@ -53,7 +53,7 @@ int64_t read_at(int fd, uint8_t* out, size_t bytes, int64_t offset) {
 
 Result<std::shared_ptr<const RecordFile>> RecordFile::open(const std::string& path, int64_t offset, int64_t row_bytes,
                                                            int64_t rows) {
-  RG_ASSIGN(const int64_t bytes, file_size(path));
+  RG_ASSIGN(const int64_t bytes, input_file_size(path, "a data file"));
   if (bytes < offset + row_bytes * rows) {
     return Status::error(path + ": truncated: " + std::to_string(rows) + " records of " + std::to_string(row_bytes) +
                          " bytes after byte " + std::to_string(offset) + " need " +
