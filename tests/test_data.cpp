@@ -18,6 +18,10 @@
 #include "data/dataset.h"
 #include "portable.h"
 
+#if !defined(_WIN32)
+#include <sys/stat.h>
+#endif
+
 namespace rg {
 namespace {
 
@@ -676,6 +680,30 @@ TEST(Gather, CopiesFloatsAndSlicesShareStorage) {
   d.samples.f32()[6] = 100.0f;  // sample 3 of d is sample 0 of the slice
   ASSERT_TRUE(part.gather(&zero, 1, out, labels).ok());
   EXPECT_EQ(out[0], 100.0f);
+}
+
+
+// Issue 29, section 2: a dataset file that is a folder, a FIFO or a device is refused naming
+// what it is, neither passed over as missing nor waited on.
+TEST(DatasetFiles, NonFilesInAnMnistFolderAreRefusedByWhatTheyAre) {
+  TempDir dir;
+  const std::string folder = dir.subdir("odd");
+  write_mnist_folder(dir, "odd");
+  dir.subdir("odd/train-images-idx3-ubyte");  // found before the .gz beside it
+  for (const bool streamed : {false, true}) {
+    auto split = load_mnist_folder(folder, streamed);
+    ASSERT_FALSE(split.ok());
+    EXPECT_EQ(split.status().message(), folder + "/train-images-idx3-ubyte is a folder, not an IDX file");
+  }
+#if !defined(_WIN32)
+  std::filesystem::remove(folder + "/train-images-idx3-ubyte");
+  const std::string labels = folder + "/train-labels-idx1-ubyte";
+  std::remove(labels.c_str());
+  ASSERT_EQ(mkfifo(labels.c_str(), 0600), 0);  // no writer: opening it to read would block
+  auto split = load_mnist_folder(folder);
+  ASSERT_FALSE(split.ok());
+  EXPECT_EQ(split.status().message(), labels + " is a FIFO (named pipe), not an IDX file");
+#endif
 }
 
 }  // namespace
