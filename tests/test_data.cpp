@@ -16,6 +16,7 @@
 #include "base/fp16.h"
 #include "base/rng.h"
 #include "data/dataset.h"
+#include "data/generated_images.h"
 #include "portable.h"
 
 #if !defined(_WIN32)
@@ -704,6 +705,16 @@ TEST(DatasetFiles, NonFilesInAnMnistFolderAreRefusedByWhatTheyAre) {
   ASSERT_FALSE(split.ok());
   EXPECT_EQ(split.status().message(), labels + " is a FIFO (named pipe), not an IDX file");
 #endif
+}
+
+TEST(DatasetFiles, GeneratedImagesSayWhichShapesTheyMake) {
+  EXPECT_TRUE(check_generated_shape(Shape{28, 28, 1}).ok());
+  EXPECT_TRUE(check_generated_shape(Shape{256, 256, 3}).ok());
+  for (const Shape& shape : {Shape{28, 28, 2}, Shape{784}, Shape{8192, 8192, 3}}) {
+    const Status s = check_generated_shape(shape);
+    EXPECT_FALSE(s.ok()) << shape.str();
+    EXPECT_TRUE(contains(s.message(), shape.str())) << s.message();
+  }
 }
 
 }  // namespace

@@ -303,6 +303,9 @@ CASES = [
     ("data-cifar-folder", "dataset", "a CIFAR-10 folder whose data_batch_2.bin is a folder",
      cifar_with_folder,
      ["train", "--data", "{d}", "--model", "cnn", "--epochs", "1"], ["{d}/data_batch_2.bin is a folder, not a CIFAR-10 batch file"], []),
+    ("data-synthetic-shape", "dataset", "--data synthetic for a model of 2-channel input (generated images have 1 or 3)",
+     lambda d: write(d + "/m.cfg", b"[net]\ninput = 28x28x2\n[dense]\nunits = 10\n"),
+     ["train", "--model", "{d}/m.cfg", "--data", "synthetic", "--epochs", "1"], ["--data synthetic: generated images", "[28, 28, 2]"], []),
     # --- issue 29 section 2: end
     # --- issue 29 section 3 plans checked against the machine: begin
     # --- issue 29 section 3: end

@@ -99,6 +99,7 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
     if (image_options) return refuse_image_options("generated data");
     // 28x28 grey models get the in-memory set; other inputs images made on the fly at their size.
     if (options.model_input == Shape{28, 28, 1} || options.model_input.rank() != 3) return make_synthetic(6000, 1000, 10, seed);
+    RG_TRY(check_generated_shape(options.model_input).with_context("--data synthetic: "));
     return make_generated_split(options.model_input, 2, seed);
   }
   if (source.empty() || is_mnist_folder(dir)) {
