@@ -146,11 +146,15 @@ def mnist_with_fifo(d):
     fifo_at(d, "train-labels-idx1-ubyte")
 
 
-def cifar_with_folder(d):
-    """data_batch_1.bin of full size (sparse: all label 0), then a folder named data_batch_2.bin."""
-    os.makedirs(os.path.join(d, "data_batch_2.bin"))
-    with open(os.path.join(d, "data_batch_1.bin"), "wb") as f:
-        f.truncate(10000 * 3073)
+def cifar_sparse(d, odd_one, make_odd):
+    """A CIFAR-10 folder of full-size sparse batch files (all label 0), `odd_one` made by make_odd(path)."""
+    for name in ["data_batch_%d.bin" % i for i in range(1, 6)] + ["test_batch.bin", "batches.meta.txt"]:
+        p = os.path.join(d, name)
+        if name == odd_one:
+            make_odd(p)
+        elif name.endswith(".bin"):
+            with open(p, "wb") as f:
+                f.truncate(10000 * 3073)
 
 
 def trained_then_moved(d):
@@ -301,11 +305,14 @@ CASES = [
      mnist_with_fifo, ["train", "--data", "{d}", "--epochs", "1"],
      ["{d}/train-labels-idx1-ubyte is a FIFO (named pipe), not an IDX file"], []),
     ("data-cifar-folder", "dataset", "a CIFAR-10 folder whose data_batch_2.bin is a folder",
-     cifar_with_folder,
+     lambda d: cifar_sparse(d, "data_batch_2.bin", os.makedirs),
      ["train", "--data", "{d}", "--model", "cnn", "--epochs", "1"], ["{d}/data_batch_2.bin is a folder, not a CIFAR-10 batch file"], []),
     ("data-synthetic-shape", "dataset", "--data synthetic for a model of 2-channel input (generated images have 1 or 3)",
      lambda d: write(d + "/m.cfg", b"[net]\ninput = 28x28x2\n[dense]\nunits = 10\n"),
      ["train", "--model", "{d}/m.cfg", "--data", "synthetic", "--epochs", "1"], ["--data synthetic: generated images", "[28, 28, 2]"], []),
+    ("data-cifar-meta-fifo", "dataset", "a CIFAR-10 folder whose batches.meta.txt is a FIFO with no writer",
+     lambda d: cifar_sparse(d, "batches.meta.txt", os.mkfifo), ["train", "--data", "{d}", "--model", "cnn", "--epochs", "1"],
+     ["{d}/batches.meta.txt is a FIFO (named pipe), not a class-names file"], []),
     # --- issue 29 section 2: end
     # --- issue 29 section 3 plans checked against the machine: begin
     # --- issue 29 section 3: end
