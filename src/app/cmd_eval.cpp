@@ -68,7 +68,7 @@ int run_eval(int argc, char** argv) {
     return fail(path + ": the model has loss = none (a GAN's generator): it has no test figure of its own; "
                 "a GAN run scores its samples with a judge classifier after each epoch");
   }
-  if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
+  if (Status s = model->init(options.seed); !s.ok()) return fail(s.with_context(path + ": the stored model: ").message());
   if (Status s = restore_checkpoint(checkpoint, path, *model, nullptr); !s.ok()) return fail(s.message());
 
   auto source_options = data_source_options(args, model->input_shape());

@@ -304,13 +304,14 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
   }
 
   // Model, data, trainer.
+  const std::string stored_model = resuming ? resume_path + ": the stored model: " : "";  // errors in a checkpoint's cfg
   auto built = Model::from_cfg(cfg);
-  if (!built.ok()) return fail(built.status().with_context(resuming ? resume_path + ": the stored model: " : "").message());
+  if (!built.ok()) return fail(built.status().with_context(stored_model).message());
   std::unique_ptr<Model> model = built.take();
   if (args.given("samples") && model->target() != TargetKind::input) {
     return fail("--samples shows reconstructions: it needs a model trained on its input (target = input)");
   }
-  if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
+  if (Status s = model->init(options.seed); !s.ok()) return fail(s.with_context(stored_model).message());
   auto memory = memory_options(args);
   if (!memory.ok()) return fail(memory.status().message());
   auto [budget, stream] = memory.value();
