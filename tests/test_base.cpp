@@ -26,6 +26,7 @@
 #include "base/fp16.h"
 #include "base/memory.h"
 #include "base/rng.h"
+#include "base/output_file.h"
 #include "base/serial.h"
 #include "base/status.h"
 #include "base/thread_pool.h"

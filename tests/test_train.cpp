@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 
+#include "base/output_file.h"
 #include "base/serial.h"
 #include "model_util.h"
 #include "train/trainer.h"

@@ -65,8 +65,14 @@ void declare(Args& args) {
   args.option("limit", "N", "train on the first N samples only (quick runs)", "all");
   args.option("test-limit", "N", "score on the first N test samples only (quick runs)", "all");
   args.option("stop-after", "N", "stop after epoch N (the schedule still spans --epochs); continue with --resume");
-  args.option("checkpoint", "FILE", "write a checkpoint after each epoch (atomically)");
-  args.option("resume", "FILE", "continue a run from its checkpoint");
+  args.option("checkpoint", "FILE",
+              "write a checkpoint after each epoch (atomically; a link is written through to its target); an "
+              "existing file is refused unless --overwrite, and a second run writing it is refused while this "
+              "one runs");
+  args.flag("overwrite", "let --checkpoint (a GAN: the run folder's networks) replace an earlier run's file");
+  args.option("resume", "FILE",
+              "continue a run from its checkpoint (and keep writing it unless --checkpoint names another file); "
+              "the data options come from it");
   args.option("json", "FILE", "write every figure of the run as JSON");
   args.option("samples", "FILE.png", "autoencoders: write test inputs beside their reconstructions as a PNG grid");
   args.option("csv", "FILE", "--precision: write the precision table as CSV");
@@ -256,8 +262,12 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     if (args.given(name)) return fail("--" + std::string(name) + " applies to GAN training only (--model dcgan)");
   }
   options.checkpoint_path = args.given("checkpoint") ? args.text("checkpoint") : (resuming ? resume_path : "");
+  std::unique_ptr<OutputLock> checkpoint_lock;  // held until the run ends
   if (!options.checkpoint_path.empty() && writes_files) {
-    if (Status s = check_writable_path(options.checkpoint_path, "checkpoint"); !s.ok()) return fail(s.message());
+    auto claimed = claim_checkpoint(options.checkpoint_path, args.given("checkpoint") ? "checkpoint" : "resume",
+                                    args.given("overwrite"), resuming ? resume_path : "", options.checkpoint_path);
+    if (!claimed.ok()) return fail(claimed.status().message());
+    checkpoint_lock = claimed.take();
   }
   const std::string samples_path = args.text("samples");
   if (args.given("samples") && writes_files) {

@@ -154,6 +154,14 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
     pair = built.take();
   }
   if (Status s = make_directories(out_dir); !s.ok()) return fail(s.with_context("--out: ").message());
+  std::vector<std::unique_ptr<OutputLock>> network_locks;  // both checkpoints, held until the run ends
+  for (const char* file : {kGeneratorFile, kDiscriminatorFile}) {
+    const std::string path = join_path(out_dir, file);
+    auto claimed = claim_checkpoint(path, resuming ? "resume" : "out", args.given("overwrite"), resuming ? path : "",
+                                    out_dir);
+    if (!claimed.ok()) return fail(claimed.status().message());
+    network_locks.push_back(claimed.take());
+  }
   const std::string json_path = args.text("json");
   if (args.given("json")) {
     if (Status s = check_writable_path(json_path, "json"); !s.ok()) return fail(s.message());
