@@ -238,6 +238,7 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     if (!read.ok()) return fail(read.status().message());
     resumed = read.take();
     if (Status s = options_from_checkpoint(resumed, resume_path, &options); !s.ok()) return fail(s.message());
+    if (Status s = resume_data_options(resumed.settings, resume_path, args); !s.ok()) return fail(s.message());
     if (args.given("epochs")) {
       auto epochs = args.integer("epochs", 1, 1000000);
       if (!epochs.ok()) return fail(epochs.status().message());
@@ -253,6 +254,7 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     if (Status s = apply_train_section(cfg, args); !s.ok()) return fail(s.message());
     if (Status s = options_from_args(args, &options); !s.ok()) return fail(s.message());
   }
+  const std::string resumed_data = options.data;  // the checkpoint's source when resuming
   if (args.given("data") || !resuming) options.data = args.given("data") ? args.text("data") : "";
   if (!cfg.sections.empty() && cfg.sections.front().kind() == "gan") {
     if (in_job) return fail("GAN training runs on one process: run it without mpirun");
@@ -335,6 +337,13 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
   auto data = load_training_data(args, options.data, options.seed, model->input_shape(), open_streamed);
   if (!data.ok()) return fail(data.status().message());
   DataSplit split = data.take();
+  if (resuming) {
+    if (Status s = check_resumed_data(resumed.settings, resume_path, options.data, resumed_data, split); !s.ok()) {
+      return fail(s.message());
+    }
+  }
+  record_data_options(args, &options.data_settings);
+  options.data_settings[kDataIdentitySetting] = data_identity(split);
   Dataset train = split.train;
   Dataset validation;
   if (options.validation_split > 0) {
@@ -413,7 +422,13 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
                 "summed in %s\n", comm->size(), comm->library_version().c_str(), comm->ranks_on_this_host(),
                 static_cast<long long>(options.batch), gradient_wire_name(options.gradient_wire));
   }
-  if (resuming) std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
+  if (resuming) {
+    std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
+    if (data_source_name(options.data) != data_source_name(resumed_data)) {
+      std::printf("           its run read %s: the same samples (%s)\n", data_source_name(resumed_data).c_str(),
+                  options.data_settings[kDataIdentitySetting].c_str());
+    }
+  }
   std::fflush(stdout);
 
   const double cpu_seconds_before = process_cpu_seconds();

@@ -113,7 +113,7 @@ void add_gan_options(Args& args) {
   args.option("score-samples", "N", "GANs: samples scored by the judge after each epoch (0: none)", "10000");
 }
 
-int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions options) {
+int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) {
   for (const char* name : kNotForGans) {
     if (args.given(name)) return fail("--" + std::string(name) + " does not apply to GAN training");
   }
@@ -121,6 +121,7 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
   std::string out_dir;
   GanPair pair;
   Checkpoint g_ck, d_ck;
+  std::string resumed_data;  // the checkpoint's source when resuming
   if (resuming) {
     if (args.given("out")) return fail("--out: a resumed GAN run stays in its folder (--resume DIR)");
     out_dir = args.text("resume");
@@ -132,6 +133,8 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
     g_ck = g_read.take();
     d_ck = d_read.take();
     if (Status s = options_from_checkpoint(g_ck, g_path, &options); !s.ok()) return fail(s.message());
+    if (Status s = resume_data_options(g_ck.settings, g_path, args); !s.ok()) return fail(s.message());
+    resumed_data = options.data;
     if (args.given("data")) options.data = args.text("data");
     if (args.given("epochs")) {
       auto epochs = args.integer("epochs", 1, 1000000);
@@ -186,6 +189,14 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
   auto data = load_training_data(args, options.data, options.seed, d.input_shape());
   if (!data.ok()) return fail(data.status().message());
   DataSplit split = data.take();
+  if (resuming) {
+    const std::string g_path = join_path(out_dir, kGeneratorFile);
+    if (Status s = check_resumed_data(g_ck.settings, g_path, options.data, resumed_data, split); !s.ok()) {
+      return fail(s.message());
+    }
+  }
+  record_data_options(args, &options.data_settings);
+  options.data_settings[kDataIdentitySetting] = data_identity(split);
   Dataset train = split.train;
 
   auto device = open_train_device(args, &options);

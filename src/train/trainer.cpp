@@ -472,7 +472,8 @@ std::map<std::string, std::string> training_settings(const TrainOptions& options
                                                      int64_t epochs_done) {
   const OptimizerConfig& o = options.optimizer;
   const Schedule& s = options.schedule;
-  return {
+  std::map<std::string, std::string> settings = options.data_settings;
+  settings.insert({
       {"epochs_done", std::to_string(epochs_done)},
       {"epochs", std::to_string(options.epochs)},
       {"batch", std::to_string(options.batch)},
@@ -493,7 +494,8 @@ std::map<std::string, std::string> training_settings(const TrainOptions& options
       {"step_epochs", std::to_string(s.step_epochs)},
       {"gamma", exact(s.gamma)},
       {"lr_min", exact(s.lr_min)},
-  };
+  });
+  return settings;
 }
 
 Status options_from_checkpoint(const Checkpoint& checkpoint, const std::string& path, TrainOptions* options) {

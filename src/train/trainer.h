@@ -63,6 +63,9 @@ struct TrainOptions {
   OptimizerConfig optimizer;
   Schedule schedule;
   std::string data;             // the dataset's source, recorded in checkpoints
+  // The rest of what decides the samples and their order (the data options, the data's
+  // identity: app/data_source.h), recorded in checkpoints beside the settings.
+  std::map<std::string, std::string> data_settings;
   double validation_split = 0;  // recorded so a resume splits the same way
   std::string checkpoint_path;  // written after each epoch when not empty
   FILE* log = stdout;
