@@ -126,6 +126,50 @@ def flip_middle(data):
     return bytes(data)
 
 
+def read_only_folder(d):
+    os.makedirs(os.path.join(d, "ro"))
+    os.chmod(os.path.join(d, "ro"), 0o555)
+
+
+def unix_socket(d):
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(os.path.join(d, "sock"))  # the socket file stays after close
+    s.close()
+
+
+def held_checkpoint(d):
+    """A checkpoint another run is writing: its lock held (flock, as retrograd holds it) by a
+    process that stands for that run until the case's folder is removed (60 s at most), its
+    process id in the lock file."""
+    lock = os.path.join(d, "run.ckpt.lock")
+    holder = ("import fcntl, os, time\n"
+              "f = open(%r, 'w'); fcntl.flock(f, fcntl.LOCK_EX); f.write(str(os.getpid())); f.flush()\n"
+              "open(%r, 'w').close()\n"
+              "for _ in range(600):\n"
+              "    if not os.path.exists(%r): break  # the case's folder is gone: done\n"
+              "    time.sleep(0.1)\n" % (lock, lock + ".ready", lock + ".ready"))
+    subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(500):
+        if os.path.exists(lock + ".ready"):
+            return
+        import time
+        time.sleep(0.01)
+    raise OSError("the lock holder did not start")
+
+
+def checkpoint_on_folder(d, relabel):
+    """A checkpoint of a run on the MNIST-layout folder {d}/mnist; `relabel`: its training labels
+    changed afterwards (the same file sizes and names)."""
+    mnist_folder(os.path.join(d, "mnist"))
+    subprocess.run([BINARY, "train", "--data", os.path.join(d, "mnist"), "--epochs", "1", "--threads", "1",
+                    "--checkpoint", os.path.join(d, "run.ckpt")], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if relabel:
+        write(os.path.join(d, "mnist", "train-labels-idx1-ubyte"),
+              struct.pack(">II", 0x801, 64) + bytes((i + 3) % 10 for i in range(64)))
+
+
 CFG_BASE = "[net]\ninput = 28x28x1\n"
 CASES = [
     # datasets
@@ -209,7 +253,7 @@ CASES = [
                       "--epochs", "1", "--threads", "1"], ["allocation of", "failed"], []),
     # numerics
     ("nan-loss", "numerics", "a learning rate of 1000 (the loss diverges), with a checkpoint from before",
-     lambda d: checkpoint_then(d, lambda b: b), ["train", "--lr", "1000", "--checkpoint", "{d}/run.ckpt"] + QUICK,
+     lambda d: checkpoint_then(d, lambda b: b), ["train", "--lr", "1000", "--checkpoint", "{d}/run.ckpt", "--overwrite"] + QUICK,
      ["loss became", "the first Inf or NaN", "dense"], ["run.ckpt"]),
     # options and devices
     ("opt-bad-number", "options", "--batch 0", lambda d: None, ["train", "--batch", "0"] + QUICK, ["--batch"], []),
@@ -229,8 +273,39 @@ CASES = [
     # --- issue 29 section 3 plans checked against the machine: begin
     # --- issue 29 section 3: end
     # --- issue 29 section 4 outputs: begin
+    ("out-existing-checkpoint", "outputs", "a new run's --checkpoint where an earlier run's checkpoint is",
+     lambda d: checkpoint_then(d, lambda b: b), ["train", "--checkpoint", "{d}/run.ckpt", "--seed", "2"] + QUICK,
+     ["--checkpoint {d}/run.ckpt: a file is there already", "--overwrite"], ["run.ckpt"]),
+    ("out-folder", "outputs", "--json naming a folder",
+     lambda d: None, ["train", "--json", "{d}"] + QUICK, ["--json {d} is a folder"], []),
+    ("out-link-to-folder", "outputs", "--checkpoint naming a link to a folder",
+     lambda d: (os.makedirs(d + "/runs"), os.symlink("runs", d + "/latest.ckpt")),
+     ["train", "--checkpoint", "{d}/latest.ckpt"] + QUICK, ["{d}/latest.ckpt (a link to {d}/runs) is a folder"], []),
+    ("out-socket", "outputs", "--json naming a Unix socket",
+     unix_socket, ["train", "--json", "{d}/sock"] + QUICK, ["--json {d}/sock is a socket"], []),
+    ("out-read-only-folder", "outputs", "--json in a folder the user cannot write, refused before training",
+     read_only_folder, ["AS_NOBODY", "train", "--json", "{d}/ro/run.json"] + QUICK,
+     ["--json {d}/ro/run.json: cannot create a file in the folder {d}/ro"], []),
+    ("out-proc", "outputs", "--checkpoint /proc/x (a folder no file can be made in)",
+     lambda d: None, ["train", "--checkpoint", "/proc/x"] + QUICK, ["--checkpoint /proc/x: cannot create a file"], []),
+    ("out-second-writer", "outputs", "a checkpoint another run is writing (its lock held)",
+     held_checkpoint, ["train", "--checkpoint", "{d}/run.ckpt", "--overwrite"] + QUICK,
+     ["--checkpoint {d}/run.ckpt is being written by process", "{d}/run.ckpt.lock"], []),
     # --- issue 29 section 4: end
     # --- issue 29 section 5 resume: begin
+    ("resume-other-limit", "resume", "a resume with another --limit than its run's",
+     lambda d: checkpoint_then(d, lambda b: b), ["train", "--resume", "{d}/run.ckpt", "--epochs", "2", "--limit", "128"],
+     ["--limit 128: the run in {d}/run.ckpt had --limit 256"], ["run.ckpt"]),
+    ("resume-new-test-limit", "resume", "a resume with a --test-limit its run did not have",
+     lambda d: checkpoint_then(d, lambda b: b), ["train", "--resume", "{d}/run.ckpt", "--epochs", "2", "--test-limit", "50"],
+     ["--test-limit 50: the run in {d}/run.ckpt had no --test-limit"], ["run.ckpt"]),
+    ("resume-other-data", "resume", "a resume on another --data than its run's",
+     lambda d: (checkpoint_then(d, lambda b: b), mnist_folder(d + "/other")),
+     ["train", "--resume", "{d}/run.ckpt", "--epochs", "2", "--data", "{d}/other"],
+     ["--data {d}/other: not the data the run in {d}/run.ckpt trained on (synthetic)"], ["run.ckpt"]),
+    ("resume-data-changed", "resume", "a resume whose data folder now holds other labels",
+     lambda d: checkpoint_on_folder(d, relabel=True), ["train", "--resume", "{d}/run.ckpt", "--epochs", "2", "--threads", "1"],
+     ["the data in {d}/mnist changed since {d}/run.ckpt was written"], ["run.ckpt"]),
     # --- issue 29 section 5: end
     # --- issue 29 section 6 silent skips and stale caches: begin
     # --- issue 29 section 6: end
