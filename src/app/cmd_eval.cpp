@@ -142,7 +142,9 @@ int run_eval(int argc, char** argv) {
                                    {"precision", int8 ? "int8" : "fp32"},
                                    {"device", eval_device ? eval_device->label() : "cpu"},
                                    {"threads", pool.threads()}};
-    if (Status s = write_json_report(args.text("json"), report); !s.ok()) return fail(s.message());
+    if (Status s = write_json_report(args.text("json"), report); !s.ok()) {
+      return fail(s.with_context("--json ").message());
+    }
   }
   return 0;
 }

@@ -66,13 +66,12 @@ void declare(Args& args) {
   args.option("test-limit", "N", "score on the first N test samples only (quick runs)", "all");
   args.option("stop-after", "N", "stop after epoch N (the schedule still spans --epochs); continue with --resume");
   args.option("checkpoint", "FILE",
-              "write a checkpoint after each epoch (atomically; a link is written through to its target); an "
-              "existing file is refused unless --overwrite, and a second run writing it is refused while this "
-              "one runs");
-  args.flag("overwrite", "let --checkpoint (a GAN: the run folder's networks) replace an earlier run's file");
+              "write a checkpoint after each epoch, atomically (a link: at its target); an existing file only with "
+              "--overwrite; a second run writing it is refused");
+  args.flag("overwrite", "let --checkpoint (a GAN: the --out folder's networks) replace an earlier run's file");
   args.option("resume", "FILE",
-              "continue a run from its checkpoint (and keep writing it unless --checkpoint names another file); "
-              "the data options come from it");
+              "continue a run from its checkpoint, on the data it read (--limit and the other data options come "
+              "from it; other values or other samples are refused)");
   args.option("json", "FILE", "write every figure of the run as JSON");
   args.option("samples", "FILE.png", "autoencoders: write test inputs beside their reconstructions as a PNG grid");
   args.option("csv", "FILE", "--precision: write the precision table as CSV");
@@ -489,7 +488,9 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     precision_rows_run = rows.take();
     std::printf("\nprecision\n%s", precision_table(precision_rows_run, precision.infer_batch).c_str());
     if (args.given("csv")) {
-      if (Status s = write_text_report(args.text("csv"), precision_csv(precision_rows_run)); !s.ok()) return fail(s.message());
+      if (Status s = write_text_report(args.text("csv"), precision_csv(precision_rows_run)); !s.ok()) {
+        return fail(s.with_context("--csv ").message());
+      }
       std::printf("  csv             %s\n", args.text("csv").c_str());
     }
   }
@@ -547,7 +548,7 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
                          {"gradient_format", gradient_wire_name(options.gradient_wire)},
                          {"gradient_bytes_per_step", gradient_wire_bytes(options.gradient_wire, model->param_count())}};
     }
-    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());
+    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.with_context("--json ").message());
   }
   return 0;
 }

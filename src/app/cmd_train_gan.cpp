@@ -325,7 +325,7 @@ int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) 
         {"history", history},
     };
     if (train_device && args.given("profile-device")) report["device_profile"] = kernel_times_json(*train_device);
-    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());
+    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.with_context("--json ").message());
   }
   return 0;
 }
