@@ -171,6 +171,46 @@ def checkpoint_on_folder(d, relabel):
 
 
 CFG_BASE = "[net]\ninput = 28x28x1\n"
+
+
+def labels_with(n, classes=10, bad_at=None, bad_label=255):
+    """IDX labels i % classes, the one at `bad_at` replaced by `bad_label`."""
+    data = bytearray(idx_labels(n, classes))
+    if bad_at is not None:
+        data[8 + bad_at] = bad_label
+    return bytes(data)
+
+
+def mnist_folder_bad_test_label(d, at=5):
+    mnist_folder(d)
+    write(os.path.join(d, "t10k-labels-idx1-ubyte"), labels_with(16, bad_at=at))
+
+
+def trained_then_bad_test_label(d):
+    """A checkpoint trained on a good MNIST folder ({d}/good), and the same folder with test label 255 ({d}/bad)."""
+    mnist_folder(os.path.join(d, "good"))
+    subprocess.run([BINARY, "train", "--data", os.path.join(d, "good"), "--epochs", "1", "--threads", "1",
+                    "--checkpoint", os.path.join(d, "run.ckpt")], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    mnist_folder_bad_test_label(os.path.join(d, "bad"))
+
+
+def four_class_model_and_ten_class_data(d):
+    """A model of 4 outputs trained on a folder of 4 image classes ({d}/four.ckpt), and a 10-class MNIST folder."""
+    for c in range(4):
+        for i in range(3):
+            write(os.path.join(d, "four", "class%d" % c, "%d.png" % i), png_real(28, 28))
+    write(os.path.join(d, "four.cfg"), (CFG_BASE + "[dense]\nunits = 16\n[relu]\n[dense]\nunits = 4\n").encode())
+    subprocess.run([BINARY, "train", "--model", os.path.join(d, "four.cfg"), "--data", os.path.join(d, "four"),
+                    "--epochs", "1", "--threads", "1", "--checkpoint", os.path.join(d, "four.ckpt")], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mnist_folder(os.path.join(d, "ten"))
+
+
+def gan_run(d):
+    subprocess.run([BINARY, "train", "--model", "dcgan", "--out", os.path.join(d, "gan"), "--score-samples", "0"] + QUICK,
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
 CASES = [
     # datasets
     ("idx-missing-folder", "dataset", "a --data folder that does not exist",
@@ -267,6 +307,22 @@ CASES = [
      ["libOpenCL-none.so"], []),
     ("isa-unknown", "devices", "RETROGRAD_ISA=avx1024", lambda d: None, ["ENV=RETROGRAD_ISA=avx1024", "probe"], ["avx1024"], []),
     # --- issue 29 section 1 labels: begin
+    ("labels-test-255-train", "labels", "a test label of 255 in an IDX folder, trained on",
+     mnist_folder_bad_test_label, ["train", "--data", "{d}", "--epochs", "1", "--checkpoint", "{d}/never.ckpt"],
+     ["{d}/t10k-labels-idx1-ubyte: sample 5 has label 255", "10 outputs (classes 0 to 9)"], []),
+    ("labels-test-255-eval", "labels", "a test label of 255 in an IDX folder, scored by eval",
+     trained_then_bad_test_label, ["eval", "--checkpoint", "{d}/run.ckpt", "--data", "{d}/bad"],
+     ["{d}/bad/t10k-labels-idx1-ubyte: sample 5 has label 255", "10 outputs"], ["run.ckpt"]),
+    ("labels-validation-split", "labels", "a training label of 200 held out for validation (--val-split 0.5)",
+     lambda d: mnist_folder(d, train_labels=labels_with(64, bad_at=41, bad_label=200)),
+     ["train", "--data", "{d}", "--val-split", "0.5", "--epochs", "1"],
+     ["{d}/train-labels-idx1-ubyte: sample 41 has label 200"], []),
+    ("labels-fewer-outputs", "labels", "a 4-output model (trained on 4 image classes) scored on 10 classes",
+     four_class_model_and_ten_class_data, ["eval", "--checkpoint", "{d}/four.ckpt", "--data", "{d}/ten"],
+     ["{d}/ten/t10k-labels-idx1-ubyte: sample 4 has label 4", "4 outputs (classes 0 to 3)"], ["four.ckpt"]),
+    ("labels-fewer-outputs-train", "labels", "the same 4-output model trained on 10 classes",
+     four_class_model_and_ten_class_data, ["train", "--model", "{d}/four.cfg", "--data", "{d}/ten", "--epochs", "1"],
+     ["{d}/ten/train-labels-idx1-ubyte: sample 4 has label 4", "4 outputs"], []),
     # --- issue 29 section 1: end
     # --- issue 29 section 2 inputs that identify themselves: begin
     # --- issue 29 section 2: end
@@ -310,6 +366,11 @@ CASES = [
     # --- issue 29 section 6 silent skips and stale caches: begin
     # --- issue 29 section 6: end
     # --- issue 29 section 7 messages: begin
+    ("eval-gan-discriminator", "messages", "eval of a GAN's discriminator (one logit, no classes)",
+     gan_run, ["eval", "--checkpoint", "{d}/gan/discriminator.ckpt", "--data", "synthetic"],
+     ["{d}/gan/discriminator.ckpt", "a GAN's discriminator", "eval scores classifiers"], ["gan/discriminator.ckpt"]),
+    ("precision-own-usage", "messages", "an unknown option to `precision` (its errors and --help are its own)",
+     lambda d: None, ["precision", "--bogus"], ["retrograd precision: unknown option --bogus"], []),
     # --- issue 29 section 7: end
 ]
 

@@ -31,7 +31,25 @@ const char* kFromCheckpoint[] = {"model", "batch", "optimizer", "lr", "momentum"
                                  "beta1", "beta2", "schedule", "step-epochs", "gamma", "lr-min", "val-split", "seed",
                                  "train-precision"};
 
-void declare(Args& args) {
+// `train` and `precision`: one command, each with its own usage and --precision default.
+struct TrainCommand {
+  const char* name;
+  const char* summary;
+  const char* precisions;  // --precision when not given: the table's precisions; "" for none (no table)
+};
+
+constexpr TrainCommand kTrain = {
+    "train",
+    "Trains a model and reports test accuracy, speed (samples/s) and memory (peak RSS, peak tensor bytes).\n"
+    "Default: the mlp preset on Fashion-MNIST from the Debian package dataset-fashion-mnist.",
+    ""};
+constexpr TrainCommand kPrecision = {
+    "precision",
+    "Trains a model in fp32 (train's options), then runs it in each precision of --precision: one table row\n"
+    "each of what ran, train and inference samples/s, test accuracy (or MSE) against fp32, weights and memory.",
+    "fp32,fp16,int8,int8-qat,int8-train"};
+
+void declare(Args& args, const TrainCommand& command) {
   std::string presets;
   for (const std::string& name : preset_names()) presets += (presets.empty() ? "" : ", ") + name;
   args.option("model", "NAME|FILE", "a preset (" + presets + ") or a model cfg file", "mlp");
@@ -75,7 +93,7 @@ void declare(Args& args) {
   args.option("json", "FILE", "write every figure of the run as JSON");
   args.option("samples", "FILE.png", "autoencoders: write test inputs beside their reconstructions as a PNG grid");
   args.option("csv", "FILE", "--precision: write the precision table as CSV");
-  declare_precision_options(args, "fp32,fp16,int8");
+  declare_precision_options(args, *command.precisions != '\0' ? command.precisions : "none: no table");
   add_gan_options(args);
   add_device_options(args);
   add_mpi_options(args);
@@ -202,16 +220,15 @@ nlohmann::json epoch_json(const EpochRecord& r) {
 
 namespace {
 // `train` as this process's part of `comm`'s job (null: alone).
-int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
-  Args args("train", "[options]",
-            "Trains a model and reports test accuracy, speed (samples/s) and memory (peak RSS, peak tensor bytes).\n"
-            "Default: the mlp preset on Fashion-MNIST from the Debian package dataset-fashion-mnist.");
-  declare(args);
+int train_in_job(const TrainCommand& command, int argc, char** argv, Communicator* comm, int64_t start_rss) {
+  Args args(command.name, "[options]", command.summary);
+  declare(args, command);
   if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
   if (args.help_requested()) {
     std::fputs(args.help().c_str(), stdout);
     return 0;
   }
+  if (*command.precisions != '\0') args.assume("precision", command.precisions);  // unless given
   const bool in_job = comm != nullptr && comm->size() > 1;
   const bool writes_files = !in_job || comm->is_root();  // checkpoints, reports: the root's
   if (in_job) {
@@ -350,6 +367,9 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     if (!held.ok()) return fail(held.status().with_context("--val-split: ").message());
     train = held.value().train;
     validation = held.value().test;
+  }
+  for (const Dataset* d : {&train, &validation, &split.test}) {  // before the first step, not after training
+    if (Status s = check_labels_for(*model, *d); !s.ok()) return fail(s.message());
   }
   auto planned = plan_memory(*model, options, RunData{&train, &validation, &split.test}, budget, stream);
   if (!planned.ok()) return fail(planned.status().message());
@@ -552,24 +572,17 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
   }
   return 0;
 }
+
+int run_train_command(const TrainCommand& command, int argc, char** argv) {
+  const int64_t start_rss = current_rss_bytes();  // the binary, its libraries, the C++ runtime
+  return run_in_job([&](Communicator* comm) { return train_in_job(command, argc, argv, comm, start_rss); });
+}
+
 }  // namespace
 
-int run_train(int argc, char** argv) {
-  const int64_t start_rss = current_rss_bytes();  // the binary, its libraries, the C++ runtime
-  return run_in_job([&](Communicator* comm) { return train_in_job(argc, argv, comm, start_rss); });
-}
+int run_train(int argc, char** argv) { return run_train_command(kTrain, argc, argv); }
 
-int run_precision(int argc, char** argv) {
-  std::vector<char*> with_default(argv, argv + argc);
-  bool given = false;
-  for (int i = 2; i < argc; ++i) given = given || std::string(argv[i]).rfind("--precision", 0) == 0;
-  static char option[] = "--precision", value[] = "fp32,fp16,int8,int8-qat,int8-train";
-  if (!given) {
-    with_default.push_back(option);
-    with_default.push_back(value);
-  }
-  return run_train(static_cast<int>(with_default.size()), with_default.data());
-}
+int run_precision(int argc, char** argv) { return run_train_command(kPrecision, argc, argv); }
 
 int fail(const std::string& message) {
   std::fflush(stdout);

@@ -76,6 +76,7 @@ Result<std::unique_ptr<Model>> get_judge(const Args& args, const std::string& ou
   std::printf("judge:     training the cnn preset for %lld epochs on %s to score the samples (saved as %s)\n",
               static_cast<long long>(epochs), data.train.name.c_str(), path.c_str());
   std::fflush(stdout);
+  RG_TRY(check_labels_for(*judge, data.test));  // before training, as fit checks the training labels
   Trainer trainer(*judge, pool, options);
   RG_TRY(trainer.prepare());
   auto fitted = trainer.fit(data.train, nullptr);
