@@ -194,6 +194,87 @@ TEST(MemoryGuards, ABudgetTooSmallForTheModelNamesWhatItNeeds) {
       << o.output;
 }
 
+}  // namespace
+
+// Issue 29, section 1: labels are checked where the data meets the model, in every command that
+// reads them, before any training: a label the model has no output for is named by its file and
+// sample, exit 2, and nothing is written.
+namespace {
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+std::string big_endian(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
+}
+
+// An MNIST-layout folder of `n` 28x28 images per split, labels i % `classes`, the test label of
+// sample `bad_test` (when >= 0) replaced by `bad_label`.
+std::string labelled_idx_folder(const std::string& dir, int n, int classes, int bad_test = -1, int bad_label = 0) {
+  std::filesystem::create_directories(dir);
+  std::string images = big_endian(0x803) + big_endian(static_cast<uint32_t>(n)) + big_endian(28) + big_endian(28);
+  for (int i = 0; i < n; ++i) {
+    for (int p = 0; p < 784; ++p) images += static_cast<char>(p % 28 == (i % classes) * 2 ? 255 : 0);
+  }
+  std::string labels = big_endian(0x801) + big_endian(static_cast<uint32_t>(n));
+  for (int i = 0; i < n; ++i) labels += static_cast<char>(i % classes);
+  std::string test_labels = labels;
+  if (bad_test >= 0) test_labels[static_cast<size_t>(8 + bad_test)] = static_cast<char>(bad_label);
+  write_bytes(dir + "/train-images-idx3-ubyte", images);
+  write_bytes(dir + "/train-labels-idx1-ubyte", labels);
+  write_bytes(dir + "/t10k-images-idx3-ubyte", images);
+  write_bytes(dir + "/t10k-labels-idx1-ubyte", test_labels);
+  return dir;
+}
+
+void expect_refused(const Outcome& o, const std::string& message) {
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_NE(o.output.find("retrograd: " + message), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("Epoch 1/"), std::string::npos) << "refused before training\n" << o.output;
+}
+
+// A test label of 255 in an IDX folder: train refuses before the first epoch, eval before scoring.
+TEST(Labels, ATestLabelOutsideTheClassesIsNamedByTrainAndEval) {
+  const std::string dir = make_temp_folder("retrograd_labels_");
+  const std::string bad = labelled_idx_folder(dir + "/bad", 40, 10, 17, 255);
+  const std::string good = labelled_idx_folder(dir + "/good", 40, 10);
+  const std::string where = bad + "/t10k-labels-idx1-ubyte: sample 17 has label 255; the model has 10 outputs "
+                                  "(classes 0 to 9)";
+  const std::string quick = " --epochs 1 --batch 8 --threads 1";
+  expect_refused(run("train --data " + bad + " --checkpoint " + dir + "/never.ckpt" + quick), where);
+  EXPECT_FALSE(exists(dir + "/never.ckpt"));
+  expect_refused(run("precision --data " + bad + quick), where);
+  expect_refused(run("train --data " + bad + " --val-split 0.25" + quick), where);
+  const Outcome trained = run("train --data " + good + " --checkpoint " + dir + "/run.ckpt" + quick);
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  const std::string before = read_all(dir + "/run.ckpt");
+  expect_refused(run("eval --checkpoint " + dir + "/run.ckpt --data " + bad), where);
+  expect_refused(run("eval --checkpoint " + dir + "/run.ckpt --int8 --data " + bad), where);
+  EXPECT_EQ(read_all(dir + "/run.ckpt"), before);
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+// A model of 4 outputs (trained on 4 classes) scored on 10: named, never read past its outputs.
+TEST(Labels, AModelWithFewerOutputsThanTheDataHasClassesIsRefused) {
+  const std::string dir = make_temp_folder("retrograd_labels_");
+  const std::string four = labelled_idx_folder(dir + "/four", 40, 4);
+  const std::string ten = labelled_idx_folder(dir + "/ten", 40, 10);
+  write_bytes(dir + "/four.cfg", "[net]\ninput = 28x28x1\n[dense]\nunits = 16\n[relu]\n[dense]\nunits = 4\n");
+  const std::string quick = " --epochs 1 --batch 8 --threads 1";
+  const Outcome trained = run("train --model " + dir + "/four.cfg --data " + four + " --checkpoint " + dir +
+                              "/four.ckpt" + quick);
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  const std::string where = "sample 4 has label 4; the model has 4 outputs (classes 0 to 3)";
+  expect_refused(run("eval --checkpoint " + dir + "/four.ckpt --data " + ten), ten + "/t10k-labels-idx1-ubyte: " + where);
+  expect_refused(run("train --model " + dir + "/four.cfg --data " + ten + quick),
+                 ten + "/train-labels-idx1-ubyte: " + where);
+  const Outcome scored = run("eval --checkpoint " + dir + "/four.ckpt --data " + four);
+  EXPECT_EQ(scored.code, 0) << scored.output;
+  EXPECT_NE(scored.output.find("test accuracy"), std::string::npos) << scored.output;
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
 
 // Issue 29, section 4: outputs replace nothing but what they name, and are checked before the
 // first step. Section 5: a resumed run reads the data its run read, or is refused.
@@ -203,10 +284,6 @@ std::string file_bytes(const std::string& path) {
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -370,86 +447,5 @@ TEST(Resume, DataChangedAtTheSamePathIsRefused) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
-
-// Issue 29, section 1: labels are checked where the data meets the model, in every command that
-// reads them, before any training: a label the model has no output for is named by its file and
-// sample, exit 2, and nothing is written.
-namespace {
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-}
-
-std::string big_endian(uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
-}
-
-// An MNIST-layout folder of `n` 28x28 images per split, labels i % `classes`, the test label of
-// sample `bad_test` (when >= 0) replaced by `bad_label`.
-std::string labelled_idx_folder(const std::string& dir, int n, int classes, int bad_test = -1, int bad_label = 0) {
-  std::filesystem::create_directories(dir);
-  std::string images = big_endian(0x803) + big_endian(static_cast<uint32_t>(n)) + big_endian(28) + big_endian(28);
-  for (int i = 0; i < n; ++i) {
-    for (int p = 0; p < 784; ++p) images += static_cast<char>(p % 28 == (i % classes) * 2 ? 255 : 0);
-  }
-  std::string labels = big_endian(0x801) + big_endian(static_cast<uint32_t>(n));
-  for (int i = 0; i < n; ++i) labels += static_cast<char>(i % classes);
-  std::string test_labels = labels;
-  if (bad_test >= 0) test_labels[static_cast<size_t>(8 + bad_test)] = static_cast<char>(bad_label);
-  write_bytes(dir + "/train-images-idx3-ubyte", images);
-  write_bytes(dir + "/train-labels-idx1-ubyte", labels);
-  write_bytes(dir + "/t10k-images-idx3-ubyte", images);
-  write_bytes(dir + "/t10k-labels-idx1-ubyte", test_labels);
-  return dir;
-}
-
-void expect_refused(const Outcome& o, const std::string& message) {
-  EXPECT_EQ(o.code, 2) << o.output;
-  EXPECT_NE(o.output.find("retrograd: " + message), std::string::npos) << o.output;
-  EXPECT_EQ(o.output.find("Epoch 1/"), std::string::npos) << "refused before training\n" << o.output;
-}
-
-// A test label of 255 in an IDX folder: train refuses before the first epoch, eval before scoring.
-TEST(Labels, ATestLabelOutsideTheClassesIsNamedByTrainAndEval) {
-  const std::string dir = make_temp_folder("retrograd_labels_");
-  const std::string bad = labelled_idx_folder(dir + "/bad", 40, 10, 17, 255);
-  const std::string good = labelled_idx_folder(dir + "/good", 40, 10);
-  const std::string where = bad + "/t10k-labels-idx1-ubyte: sample 17 has label 255; the model has 10 outputs "
-                                  "(classes 0 to 9)";
-  const std::string quick = " --epochs 1 --batch 8 --threads 1";
-  expect_refused(run("train --data " + bad + " --checkpoint " + dir + "/never.ckpt" + quick), where);
-  EXPECT_FALSE(exists(dir + "/never.ckpt"));
-  expect_refused(run("precision --data " + bad + quick), where);
-  expect_refused(run("train --data " + bad + " --val-split 0.25" + quick), where);
-  const Outcome trained = run("train --data " + good + " --checkpoint " + dir + "/run.ckpt" + quick);
-  ASSERT_EQ(trained.code, 0) << trained.output;
-  const std::string before = read_all(dir + "/run.ckpt");
-  expect_refused(run("eval --checkpoint " + dir + "/run.ckpt --data " + bad), where);
-  expect_refused(run("eval --checkpoint " + dir + "/run.ckpt --int8 --data " + bad), where);
-  EXPECT_EQ(read_all(dir + "/run.ckpt"), before);
-  if (!HasFailure()) std::filesystem::remove_all(dir);
-}
-
-// A model of 4 outputs (trained on 4 classes) scored on 10: named, never read past its outputs.
-TEST(Labels, AModelWithFewerOutputsThanTheDataHasClassesIsRefused) {
-  const std::string dir = make_temp_folder("retrograd_labels_");
-  const std::string four = labelled_idx_folder(dir + "/four", 40, 4);
-  const std::string ten = labelled_idx_folder(dir + "/ten", 40, 10);
-  write_bytes(dir + "/four.cfg", "[net]\ninput = 28x28x1\n[dense]\nunits = 16\n[relu]\n[dense]\nunits = 4\n");
-  const std::string quick = " --epochs 1 --batch 8 --threads 1";
-  const Outcome trained = run("train --model " + dir + "/four.cfg --data " + four + " --checkpoint " + dir +
-                              "/four.ckpt" + quick);
-  ASSERT_EQ(trained.code, 0) << trained.output;
-  const std::string where = "sample 4 has label 4; the model has 4 outputs (classes 0 to 3)";
-  expect_refused(run("eval --checkpoint " + dir + "/four.ckpt --data " + ten), ten + "/t10k-labels-idx1-ubyte: " + where);
-  expect_refused(run("train --model " + dir + "/four.cfg --data " + ten + quick),
-                 ten + "/train-labels-idx1-ubyte: " + where);
-  const Outcome scored = run("eval --checkpoint " + dir + "/four.ckpt --data " + four);
-  EXPECT_EQ(scored.code, 0) << scored.output;
-  EXPECT_NE(scored.output.find("test accuracy"), std::string::npos) << scored.output;
-  if (!HasFailure()) std::filesystem::remove_all(dir);
-}
 
 }  // namespace
