@@ -684,6 +684,85 @@ TEST(Gather, CopiesFloatsAndSlicesShareStorage) {
 }
 
 
+// Issue 29, section 1: every label is checked against the model's outputs where the data meets
+// the model, and a label it has no output for is named by its file and its place in that file,
+// whatever happened to the rows since (a slice, a validation split, streaming).
+
+// An MNIST-layout folder whose `train_n` training labels are i mod 3 but for `bad_train` (label
+// `bad_label`), and 4 test labels i mod 3 but for sample 1 (label 7), gzipped.
+std::string write_labelled_folder(TempDir& dir, const std::string& folder, uint32_t train_n, uint32_t bad_train,
+                                  uint8_t bad_label) {
+  const std::string path = dir.subdir(folder);
+  Bytes train_labels = label_data(train_n);
+  train_labels[bad_train] = bad_label;
+  Bytes test_labels = label_data(4);
+  test_labels[1] = 7;
+  dir.raw(folder + "/train-images-idx3-ubyte", images_file(train_n));
+  dir.raw(folder + "/train-labels-idx1-ubyte", idx_bytes(0x00000801, {train_n}, train_labels));
+  dir.raw(folder + "/t10k-images-idx3-ubyte", images_file(4));
+  dir.gz(folder + "/t10k-labels-idx1-ubyte.gz", idx_bytes(0x00000801, {4}, test_labels));
+  return path;
+}
+
+void expect_label_error(const Status& s, const std::string& place, const std::string& rest) {
+  ASSERT_FALSE(s.ok()) << "expected " << place << rest;
+  EXPECT_TRUE(contains(s.message(), place + rest)) << s.message();
+}
+
+TEST(Labels, IdxTrainAndTestNameTheFileAndTheSample) {
+  TempDir dir;
+  const std::string folder = write_labelled_folder(dir, "bad-labels", 8, 5, 255);
+  for (const bool streamed : {false, true}) {
+    SCOPED_TRACE(streamed ? "streamed" : "in memory");
+    Result<DataSplit> split = load_mnist_folder(folder, streamed);
+    ASSERT_TRUE(split.ok()) << split.status().message();  // a byte label is a valid IDX label
+    const Dataset& train = split.value().train;
+    expect_label_error(check_labels(train, 10), folder + "/train-labels-idx1-ubyte",
+                       ": sample 5 has label 255; the model has 10 outputs (classes 0 to 9)");
+    EXPECT_TRUE(check_labels(train, 256).ok());
+    const Dataset& test = split.value().test;
+    expect_label_error(check_labels(test, 3), folder + "/t10k-labels-idx1-ubyte.gz",
+                       ": sample 1 has label 7; the model has 3 outputs (classes 0 to 2)");
+    EXPECT_TRUE(check_labels(test, 8).ok());
+  }
+}
+
+TEST(Labels, EveryLabelBelowTheOutputCountPassesAndTheFirstOtherIsNamed) {
+  Dataset d = numbered_dataset(6);  // labels 0 1 2 0 1 2, no file: named by the dataset
+  d.class_names = {"zero", "one", "two"};
+  EXPECT_TRUE(check_labels(d, 3).ok());
+  expect_label_error(check_labels(d, 2), "numbers train: sample 2", " has label 2 (two); the model has 2 outputs");
+  expect_label_error(check_labels(d, 1), "numbers train: sample 1", " has label 1 (one); the model has 1 output (class 0)");
+  d.labels.data<int32_t>()[4] = -1;
+  expect_label_error(check_labels(d, 3), "numbers train: sample 4", " has label -1; the model has 3 outputs");
+  Dataset empty;
+  EXPECT_TRUE(check_labels(empty, 2).ok());
+}
+
+// A slice, a validation split (of rows in memory or streamed) and a streamed split read into
+// memory all name the row of the file, not their own row.
+TEST(Labels, SlicesAndValidationSplitsNameTheRowOfTheFile) {
+  TempDir dir;
+  const std::string folder = write_labelled_folder(dir, "split-labels", 40, 29, 9);
+  const std::string labels = folder + "/train-labels-idx1-ubyte";
+  for (const bool streamed : {false, true}) {
+    SCOPED_TRACE(streamed ? "streamed" : "in memory");
+    const Dataset train = load_mnist_folder(folder, streamed).take().train;
+    expect_label_error(check_labels(train.slice(20, 40, "tail"), 3), labels, ": sample 29 has label 9");
+    EXPECT_TRUE(check_labels(train.slice(0, 29, "head"), 3).ok());
+    for (uint64_t seed : {1, 2, 3}) {
+      const DataSplit split = split_validation(train, 0.25, seed).take();
+      const bool held_out = !check_labels(split.test, 3).ok();
+      const Dataset& with_it = held_out ? split.test : split.train;
+      const Dataset& without = held_out ? split.train : split.test;
+      expect_label_error(check_labels(with_it, 3), labels, ": sample 29 has label 9; the model has 3 outputs");
+      EXPECT_TRUE(check_labels(without, 3).ok());
+      expect_label_error(check_labels(with_it.in_memory_copy().take(), 3), labels, ": sample 29 has label 9");
+      expect_label_error(check_labels(with_it.slice(0, with_it.size(), "again"), 3), labels, ": sample 29");
+    }
+  }
+}
+
 // Issue 29, section 2: a dataset file that is a folder, a FIFO or a device is refused naming
 // what it is, neither passed over as missing nor waited on.
 TEST(DatasetFiles, NonFilesInAnMnistFolderAreRefusedByWhatTheyAre) {

@@ -781,5 +781,65 @@ TEST(ImageCli, TrainsOnImageFoldersAndCifar) {
       << o.output;
 }
 
+// Issue 29, section 1: labels checked against the model's outputs name their file and place:
+// a CIFAR-10 batch file and record, an image's path (its label is its class folder's).
+
+TEST(Labels, CifarNamesTheBatchFileAndTheRecord) {
+  TempDir tmp;
+  constexpr int64_t kSmall = 3;  // records per file
+  for (const char* name : kBatchFiles) {
+    const std::string path = tmp.file(name);
+    std::ofstream(path, std::ios::binary).close();
+    fs::resize_file(path, static_cast<uintmax_t>(kSmall * kRecord));
+  }
+  write_cifar_record(tmp.path() + "/data_batch_2.bin", 1, 7, 0);
+  write_cifar_record(tmp.path() + "/test_batch.bin", 2, 5, 0);
+  auto loaded = load_cifar10_folder(tmp.path(), kSmall);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const DataSplit& s = loaded.value();
+  const Status train = check_labels(s.train, 4);
+  ASSERT_FALSE(train.ok());
+  EXPECT_TRUE(contains(train.message(), tmp.path() + "/data_batch_2.bin: record 1 has label 7 (horse); the model "
+                                                      "has 4 outputs (classes 0 to 3)")) << train.message();
+  const Status test = check_labels(s.test, 4);
+  ASSERT_FALSE(test.ok());
+  EXPECT_TRUE(contains(test.message(), tmp.path() + "/test_batch.bin: record 2 has label 5 (dog)")) << test.message();
+  EXPECT_TRUE(check_labels(s.train, 10).ok());
+  EXPECT_TRUE(check_labels(s.test, 10).ok());
+}
+
+// A model trained on 2 classes meets folders of 3: the first image of the third class is named,
+// in both layouts and after a validation split.
+TEST(Labels, ImageFoldersNameTheImageFile) {
+  TempDir split_by_fraction;
+  write_class_folders(split_by_fraction, {{"ant", 3}, {"bee", 3}, {"cow", 4}});
+  const DataSplit s = load_image_folders(split_by_fraction.path(), options_for(3, 3, 1)).take();
+  for (const Dataset* d : {&s.train, &s.test}) {
+    const Status checked = check_labels(*d, 2);
+    ASSERT_FALSE(checked.ok()) << d->name;
+    EXPECT_TRUE(contains(checked.message(), split_by_fraction.path() + "/cow/img")) << checked.message();
+    EXPECT_TRUE(contains(checked.message(), ".png has label 2 (cow); the model has 2 outputs (classes 0 to 1)"))
+        << checked.message();
+    EXPECT_TRUE(check_labels(*d, 3).ok()) << d->name;
+  }
+  const DataSplit held = split_validation(s.train, 0.5, 1).take();
+  int sides_with_a_cow = 0;
+  for (const Dataset* d : {&held.train, &held.test}) {
+    const Status checked = check_labels(*d, 2);
+    if (checked.ok()) continue;  // this side holds no cow
+    ++sides_with_a_cow;
+    EXPECT_TRUE(contains(checked.message(), split_by_fraction.path() + "/cow/img")) << checked.message();
+  }
+  EXPECT_GE(sides_with_a_cow, 1);
+
+  TempDir train_test;
+  write_split_layout(train_test);
+  const DataSplit t = load_image_folders(train_test.path(), options_for(4, 4, 3)).take();
+  const Status test = check_labels(t.test, 1);
+  ASSERT_FALSE(test.ok());
+  EXPECT_TRUE(contains(test.message(), train_test.path() + "/test/dog/f.png has label 1 (dog); the model has 1 output"))
+      << test.message();
+}
+
 }  // namespace
 }  // namespace rg

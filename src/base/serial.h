@@ -59,8 +59,6 @@ std::string fnv1a_hex(const std::string& text);
 
 // Reads a whole regular file (input_file.h's check: `what` it should be); the error names the path.
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, const std::string& what = "a regular file");
-// Writes a file atomically: a temporary beside it, fsync, rename over the target, fsync the
-// folder. The old file stays whole if anything fails.
-Status write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
+// Writing files: write_file_atomic in base/output_file.h.
 
 }  // namespace rg

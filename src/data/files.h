@@ -1,5 +1,6 @@
 // Folder and path helpers the dataset readers share: listing a folder, telling files from
-// folders, joining paths. POSIX calls (opendir, stat), which MinGW provides too.
+// folders, joining paths. POSIX calls (opendir, stat), which MinGW provides too. Input files
+// checked by kind and size before they are read: base/input_file.h.
 #pragma once
 
 #include <string>

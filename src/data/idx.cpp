@@ -237,6 +237,14 @@ Result<Tensor> read_idx_labels(IdxFile& file, const std::string& name, int32_t* 
   return labels;
 }
 
+// The labels file as the origin of the dataset's labels: one label a sample, in order.
+std::shared_ptr<const LabelOrigin> idx_label_origin(const IdxFile& labels) {
+  auto origin = std::make_shared<LabelOrigin>();
+  origin->files = {labels.path};
+  origin->rows_per_file = labels.dims[0];
+  return origin;
+}
+
 // Both headers, checked before any data is read: a count mismatch is reported first.
 Status open_idx_headers(const std::string& images_path, const std::string& labels_path, IdxFile* images,
                         IdxFile* labels) {
@@ -268,6 +276,7 @@ Result<Dataset> load_idx_pair(const std::string& images_path, const std::string&
   } else {
     RG_TRY(read_idx_floats(images, out.samples));
   }
+  out.label_origin = idx_label_origin(labels);
   RG_ASSIGN(out.labels, read_idx_labels(labels, name, &out.num_classes));
   return out;
 }
@@ -289,6 +298,7 @@ Result<Dataset> open_idx_pair_streamed(const std::string& images_path, const std
   out.name = name;
   out.sample_shape = Shape{images.dims[1], images.dims[2], 1};
   RG_ASSIGN(out.source, RecordFile::open(raw_images, images.header_bytes, out.sample_shape.numel(), images.dims[0]));
+  out.label_origin = idx_label_origin(labels);
   RG_ASSIGN(out.labels, read_idx_labels(labels, name, &out.num_classes));
   return out;
 }

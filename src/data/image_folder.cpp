@@ -139,8 +139,11 @@ Result<Dataset> decode_files(const std::vector<LabelledFile>& files, const std::
     return Status::error(name + ": " + std::to_string(n) + " images; at most " + std::to_string(INT32_MAX) +
                          " are indexed");
   }
+  auto origin = std::make_shared<LabelOrigin>();  // each image's label is its folder's
+  for (const LabelledFile& file : files) origin->files.push_back(file.path);
   Dataset out;
   out.name = name;
+  out.label_origin = origin;
   out.sample_shape = Shape{options.height, options.width, options.channels};
   out.num_classes = static_cast<int32_t>(classes.size());
   out.class_names = classes;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/output_file.h"
 #include "base/serial.h"
 #include "data/files.h"
 #include "stb_image.h"

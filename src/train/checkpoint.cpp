@@ -8,6 +8,7 @@
 
 #include "base/input_file.h"
 #include "base/memory.h"
+#include "base/output_file.h"
 #include "base/serial.h"
 
 namespace rg {
