@@ -1207,5 +1207,32 @@ TEST(OutputLock, AKilledWritersLeftoversAreRemovedAndNothingElse) {
   EXPECT_EQ(folder_entries(dir.path()), kept);
 }
 
+// An output written in pieces (make-data's IDX files): the target stays as it was until commit,
+// and a stream dropped before it (a failed write, an error upstream) leaves nothing behind.
+TEST(OutputFile, AStreamReplacesItsTargetOnlyAtCommit) {
+  TempDir dir;
+  const std::string path = dir.path() + "/images";
+  const std::vector<uint8_t> old_bytes = {9, 9, 9};
+  ASSERT_TRUE(write_file_atomic(path, old_bytes).ok());
+  {
+    auto dropped = OutputStream::open(path);
+    ASSERT_TRUE(dropped.ok()) << dropped.status().message();
+    ASSERT_TRUE(dropped.value()->write("abcdef", 6).ok());
+    EXPECT_EQ(read_file_bytes(path).value(), old_bytes);
+  }
+  EXPECT_EQ(read_file_bytes(path).value(), old_bytes);
+  EXPECT_EQ(folder_entries(dir.path()), std::vector<std::string>{"images"});
+
+  auto kept = OutputStream::open(path);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_TRUE(kept.value()->write("ab", 2).ok());
+  ASSERT_TRUE(kept.value()->write("cd", 2).ok());
+  EXPECT_EQ(read_file_bytes(path).value(), old_bytes);
+  ASSERT_TRUE(kept.value()->commit().ok());
+  EXPECT_EQ(read_file_bytes(path).value(), (std::vector<uint8_t>{'a', 'b', 'c', 'd'}));
+  EXPECT_FALSE(kept.value()->write("x", 1).ok());  // closed: an error, not a write
+  EXPECT_EQ(folder_entries(dir.path()), std::vector<std::string>{"images"});
+}
+
 }  // namespace
 }  // namespace rg

@@ -434,6 +434,10 @@ CASES = [
     ("out-second-writer", "outputs", "a checkpoint another run is writing (its lock held)",
      held_checkpoint, ["train", "--checkpoint", "{d}/run.ckpt", "--overwrite"] + QUICK,
      ["--checkpoint {d}/run.ckpt is being written by process", "{d}/run.ckpt.lock"], []),
+    ("out-make-data-over-data", "outputs", "make-data --out naming a folder that holds a dataset already",
+     lambda d: mnist_folder(d + "/data"), ["make-data", "--out", "{d}/data", "--samples", "10", "--test-samples", "10"],
+     ["--out {d}/data: {d}/data/train-images-idx3-ubyte is there already", "--overwrite"],
+     ["data/train-images-idx3-ubyte", "data/t10k-labels-idx1-ubyte"]),
     # --- issue 29 section 4: end
     # --- issue 29 section 5 resume: begin
     ("resume-other-limit", "resume", "a resume with another --limit than its run's",

@@ -88,14 +88,14 @@ int close_file(int fd) {
 }
 
 // Every byte written (short writes continued), or false with errno set.
-bool write_all(int fd, const std::vector<uint8_t>& bytes) {
+bool write_all(int fd, const uint8_t* bytes, size_t size) {
   size_t done = 0;
-  while (done < bytes.size()) {
-    const size_t chunk = std::min<size_t>(bytes.size() - done, size_t{1} << 30);
+  while (done < size) {
+    const size_t chunk = std::min<size_t>(size - done, size_t{1} << 30);
 #if defined(_WIN32)
-    const int wrote = _write(fd, bytes.data() + done, static_cast<unsigned>(chunk));
+    const int wrote = _write(fd, bytes + done, static_cast<unsigned>(chunk));
 #else
-    const ssize_t wrote = write(fd, bytes.data() + done, chunk);
+    const ssize_t wrote = write(fd, bytes + done, chunk);
     if (wrote < 0 && errno == EINTR) continue;
 #endif
     if (wrote <= 0) {
@@ -113,17 +113,6 @@ bool sync_file(int fd) {
 #else
   return fsync(fd) == 0;
 #endif
-}
-
-// A device or FIFO: opened (not created), written, closed. Not atomic: there is nothing to replace.
-Status write_in_place(const std::string& path, const OutputTarget& target, const std::vector<uint8_t>& bytes) {
-  const int fd = open_existing_for_writing(target.path);
-  if (fd < 0) return Status::error(shown(path, target) + ": cannot open for writing: " + std::strerror(errno));
-  bool ok = write_all(fd, bytes);
-  const std::string reason = std::strerror(errno);
-  ok = close_file(fd) == 0 && ok;
-  if (!ok) return Status::error(shown(path, target) + ": write failed: " + reason);
-  return Status();
 }
 
 Status rename_over(const std::string& temp, const std::string& target) {
@@ -144,31 +133,15 @@ Status rename_over(const std::string& temp, const std::string& target) {
   return Status();
 }
 
-// Absent or a regular file: a temporary of our own beside the target, synced, renamed over it.
-Status replace_atomically(const std::string& path, const OutputTarget& target, const std::vector<uint8_t>& bytes) {
-  std::string temp;
+// A temporary of our own beside the target (absent or a regular file), or -1 with *temp the last name tried.
+int create_temporary(const std::string& target, std::string* temp) {
   int fd = -1;
   for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
-    temp = temporary_name(target.path);
-    fd = create_exclusive(temp);
+    *temp = temporary_name(target);
+    fd = create_exclusive(*temp);
     if (fd < 0 && errno != EEXIST) break;
   }
-  if (fd < 0) {
-    return Status::error(shown(path, target) + ": cannot create the temporary " + temp + ": " + std::strerror(errno));
-  }
-  bool ok = write_all(fd, bytes) && sync_file(fd);
-  const std::string reason = std::strerror(errno);
-  ok = close_file(fd) == 0 && ok;
-  if (!ok) {
-    std::remove(temp.c_str());
-    return Status::error(shown(path, target) + ": writing " + temp + " failed (" + reason + "); " + path +
-                         " is unchanged");
-  }
-  if (Status s = rename_over(temp, target.path); !s.ok()) {
-    std::remove(temp.c_str());
-    return s.with_context(shown(path, target) + ": ");
-  }
-  return Status();
+  return fd;
 }
 
 #if !defined(_WIN32)
@@ -260,10 +233,64 @@ Status check_output_writable(const std::string& path) {
   return Status();
 }
 
-Status write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
+Result<std::unique_ptr<OutputStream>> OutputStream::open(const std::string& path) {
   RG_ASSIGN(const OutputTarget target, resolve_output(path));
-  if (target.kind == OutputKind::device_or_fifo) return write_in_place(path, target, bytes);
-  return replace_atomically(path, target, bytes);
+  std::unique_ptr<OutputStream> out(new OutputStream());
+  out->path_ = path;
+  out->target_ = target;
+  if (target.kind == OutputKind::device_or_fifo) {  // in place: there is nothing to replace
+    out->fd_ = open_existing_for_writing(target.path);
+    if (out->fd_ < 0) return Status::error(shown(path, target) + ": cannot open for writing: " + std::strerror(errno));
+    return out;
+  }
+  out->fd_ = create_temporary(target.path, &out->temp_);
+  if (out->fd_ < 0) {
+    return Status::error(shown(path, target) + ": cannot create the temporary " + out->temp_ + ": " +
+                         std::strerror(errno));
+  }
+  return out;
+}
+
+Status OutputStream::write(const void* data, size_t size) {
+  if (fd_ < 0) return Status::error(shown(path_, target_) + ": written after it was closed");
+  if (write_all(fd_, static_cast<const uint8_t*>(data), size)) return Status();
+  const std::string reason = std::strerror(errno);
+  abandon();
+  return Status::error(shown(path_, target_) + ": write failed (" + reason + ")" +
+                       (temp_.empty() ? "" : "; " + path_ + " is unchanged"));
+}
+
+Status OutputStream::commit() {
+  if (fd_ < 0) return Status::error(shown(path_, target_) + ": committed after it was closed");
+  const bool synced = temp_.empty() || sync_file(fd_);
+  const std::string reason = std::strerror(errno);
+  const bool closed = close_file(fd_) == 0;
+  fd_ = -1;
+  if (!synced || !closed) {
+    abandon();
+    return Status::error(shown(path_, target_) + ": write failed (" + (synced ? std::strerror(errno) : reason) + ")" +
+                         (temp_.empty() ? "" : "; " + path_ + " is unchanged"));
+  }
+  if (temp_.empty()) return Status();
+  Status renamed = rename_over(temp_, target_.path);
+  if (!renamed.ok()) abandon();
+  temp_.clear();
+  return renamed.ok() ? renamed : renamed.with_context(shown(path_, target_) + ": ");
+}
+
+void OutputStream::abandon() {
+  if (fd_ >= 0) close_file(fd_);
+  fd_ = -1;
+  if (!temp_.empty()) std::remove(temp_.c_str());
+  temp_.clear();
+}
+
+OutputStream::~OutputStream() { abandon(); }
+
+Status write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
+  RG_ASSIGN(std::unique_ptr<OutputStream> out, OutputStream::open(path));
+  RG_TRY(out->write(bytes.data(), bytes.size()));
+  return out->commit();
 }
 
 bool same_file(const std::string& a, const std::string& b) {

@@ -38,6 +38,29 @@ Status check_output_writable(const std::string& path);
 // stays whole if anything fails, and concurrent writers each leave a whole file.
 Status write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
 
+// One output written in pieces (a file too large to hold whole: make-data's IDX files), by the
+// same rules: a temporary renamed over the target by commit(); a device or FIFO written in place.
+// Dropped without commit() (or after a failed write), the temporary is removed and the target
+// is as it was.
+class OutputStream {
+ public:
+  static Result<std::unique_ptr<OutputStream>> open(const std::string& path);
+  ~OutputStream();
+  OutputStream(const OutputStream&) = delete;
+  OutputStream& operator=(const OutputStream&) = delete;
+
+  Status write(const void* data, size_t size);  // errors name the path
+  Status commit();                              // synced and renamed into place
+
+ private:
+  OutputStream() = default;
+  void abandon();
+  std::string path_;  // as given, for messages
+  OutputTarget target_;
+  std::string temp_;  // empty: written in place (or done)
+  int fd_ = -1;
+};
+
 // True when both paths name the same existing file (links followed).
 bool same_file(const std::string& a, const std::string& b);
 
