@@ -493,7 +493,7 @@ TEST(CheckpointHeader, AFileLargerThanTheMachineIsRefusedBeforeItIsRead) {
   std::remove(path.c_str());
   ASSERT_FALSE(ck.ok());
   // A 64-bit process: "...(its 1.0 TiB and the tensors parsed out of them): 2.0 TiB needed, more than the
-  // 22.6 GiB this machine has available (MemAvailable)"; a 32-bit one: "...: 1.0 TiB, more than
+  // 22.6 GiB this machine has available (MemAvailable in /proc/meminfo)"; a 32-bit one: "...: 1.0 TiB, more than
   // this process can address".
   const std::string message = ck.status().message();
   EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;

@@ -1,4 +1,4 @@
-// Counted, aligned host allocation, and what the machine has left to allocate from.
+// Counted, aligned host allocation; what the system says about the memory left to take.
 #include "base/memory.h"
 
 #include <algorithm>
@@ -10,6 +10,9 @@
 #include <new>
 
 #if defined(_WIN32)
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
 #include <windows.h>
 #else
 #include <sys/resource.h>
@@ -95,107 +98,6 @@ MemoryAccount& host_memory() {
   return account;
 }
 
-AddressSpace address_space() {
-  AddressSpace space;
-#if defined(_WIN32)
-  MEMORYSTATUSEX status;
-  status.dwLength = sizeof status;
-  // A 64-bit process has 128 TiB: no limit that matters.
-  if (GlobalMemoryStatusEx(&status) && status.ullTotalVirtual < (uint64_t{1} << 40)) {
-    space.limit_bytes = static_cast<int64_t>(status.ullTotalVirtual);
-    space.used_bytes = static_cast<int64_t>(status.ullTotalVirtual - status.ullAvailVirtual);
-    space.source = "32-bit process";
-  }
-#else
-  if (sizeof(void*) == 4) {
-    struct utsname name;
-    const bool kernel_64 = uname(&name) == 0 && std::strcmp(name.machine, "x86_64") == 0;
-    space.limit_bytes = (kernel_64 ? int64_t{4} : int64_t{3}) << 30;
-    space.source = "32-bit process";
-  }
-  struct rlimit limit;
-  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-      (space.limit_bytes == 0 || static_cast<int64_t>(limit.rlim_cur) < space.limit_bytes)) {
-    space.limit_bytes = static_cast<int64_t>(limit.rlim_cur);
-    space.source = "ulimit -v";
-  }
-  if (space.limit_bytes > 0) {
-    // The mappings of /proc/self/maps ("start-end perms ..."), summed: qemu-user gives its
-    // guest this file, where statm would count qemu's own reservations.
-    FILE* f = std::fopen("/proc/self/maps", "r");
-    if (f != nullptr) {
-      unsigned long long start = 0, end = 0;
-      char line[512];
-      while (std::fgets(line, sizeof line, f) != nullptr) {
-        if (std::sscanf(line, "%llx-%llx", &start, &end) == 2 && end > start) {
-          space.used_bytes += static_cast<int64_t>(end - start);
-        }
-      }
-      std::fclose(f);
-    }
-  }
-#endif
-  return space;
-}
-
-namespace {
-// The machine's memory free for new allocations without swapping, in bytes; -1 when unknown.
-int64_t machine_available_bytes() {
-#if defined(_WIN32)
-  MEMORYSTATUSEX status;
-  status.dwLength = sizeof status;
-  return GlobalMemoryStatusEx(&status) ? static_cast<int64_t>(status.ullAvailPhys) : -1;
-#else
-  // MemAvailable (Linux 3.14 on); before it, free memory plus the page cache is the estimate.
-  FILE* f = std::fopen("/proc/meminfo", "r");
-  if (f == nullptr) return -1;
-  long long available = -1, free = 0, buffers = 0, cached = 0, kib = 0;
-  char name[64];
-  while (std::fscanf(f, "%63s %lld kB", name, &kib) == 2) {
-    if (std::strcmp(name, "MemAvailable:") == 0) available = kib;
-    if (std::strcmp(name, "MemFree:") == 0) free = kib;
-    if (std::strcmp(name, "Buffers:") == 0) buffers = kib;
-    if (std::strcmp(name, "Cached:") == 0) cached = kib;
-  }
-  std::fclose(f);
-  if (available < 0 && free == 0) return -1;
-  return (available >= 0 ? available : free + buffers + cached) * 1024;
-#endif
-}
-}  // namespace
-
-AvailableMemory available_host_memory() {
-  AvailableMemory out;
-  out.bytes = machine_available_bytes();
-#if defined(_WIN32)
-  out.source = "available physical memory";
-#else
-  out.source = "MemAvailable";
-#endif
-  const AddressSpace space = address_space();
-  const int64_t address_left = space.limit_bytes - space.used_bytes;
-  if (space.limit_bytes > 0 && (out.bytes < 0 || address_left < out.bytes)) {
-    out.bytes = std::max<int64_t>(address_left, 0);
-    out.source = "the address space left under " + space.source;
-  }
-  return out;
-}
-
-Status check_host_memory(int64_t bytes, const std::string& what) {
-  const MemoryAccount& host = host_memory();
-  const int64_t budget = host.budget_bytes();
-  if (budget > 0) {
-    const int64_t left = budget - host.current_bytes();
-    if (bytes <= left) return Status();
-    return Status::error(what + ": " + format_bytes(bytes) + " needed, more than the " + format_bytes(left > 0 ? left : 0) +
-                         " left of the " + format_bytes(budget) + " host memory budget");
-  }
-  const AvailableMemory available = available_host_memory();
-  if (available.bytes < 0 || bytes <= available.bytes) return Status();
-  return Status::error(what + ": " + format_bytes(bytes) + " needed, more than the " + format_bytes(available.bytes) +
-                       " this machine has available (" + available.source + ")");
-}
-
 std::string format_bytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);
@@ -242,6 +144,105 @@ Result<int64_t> parse_bytes(const std::string& text) {
   if (!(bytes <= 4611686018427387904.0)) return Status::error("'" + text + "' is larger than any memory (2^62 bytes)");
   if (bytes != std::floor(bytes)) return Status::error("'" + text + "' is not a whole number of bytes");
   return static_cast<int64_t>(bytes);
+}
+
+AddressSpace address_space() {
+  AddressSpace space;
+#if defined(_WIN32)
+  MEMORYSTATUSEX status;
+  status.dwLength = sizeof status;
+  // A 64-bit process has 128 TiB: no limit that matters.
+  if (GlobalMemoryStatusEx(&status) && status.ullTotalVirtual < (uint64_t{1} << 40)) {
+    space.limit_bytes = static_cast<int64_t>(status.ullTotalVirtual);
+    space.used_bytes = static_cast<int64_t>(status.ullTotalVirtual - status.ullAvailVirtual);
+    space.source = "32-bit process";
+  }
+#else
+  if (sizeof(void*) == 4) {
+    struct utsname name;
+    const bool kernel_64 = uname(&name) == 0 && std::strcmp(name.machine, "x86_64") == 0;
+    space.limit_bytes = (kernel_64 ? int64_t{4} : int64_t{3}) << 30;
+    space.source = "32-bit process";
+  }
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      (space.limit_bytes == 0 || static_cast<int64_t>(limit.rlim_cur) < space.limit_bytes)) {
+    space.limit_bytes = static_cast<int64_t>(limit.rlim_cur);
+    space.source = "ulimit -v";
+  }
+  if (space.limit_bytes > 0) {
+    // The mappings of /proc/self/maps ("start-end perms ..."), summed: qemu-user gives its
+    // guest this file, where statm would count qemu's own reservations.
+    FILE* f = std::fopen("/proc/self/maps", "r");
+    if (f != nullptr) {
+      unsigned long long start = 0, end = 0;
+      char line[512];
+      while (std::fgets(line, sizeof line, f) != nullptr) {
+        if (std::sscanf(line, "%llx-%llx", &start, &end) == 2 && end > start) {
+          space.used_bytes += static_cast<int64_t>(end - start);
+        }
+      }
+      std::fclose(f);
+    }
+  }
+#endif
+  return space;
+}
+
+namespace {
+// MemAvailable of /proc/meminfo ("MemAvailable:   123456 kB"); 0 where there is none.
+int64_t system_available_bytes() {
+#if defined(_WIN32)
+  MEMORYSTATUSEX status;
+  status.dwLength = sizeof status;
+  return GlobalMemoryStatusEx(&status) ? static_cast<int64_t>(status.ullAvailPhys) : 0;
+#else
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return 0;
+  long long kib = 0;
+  char line[256];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return static_cast<int64_t>(kib) * 1024;
+#endif
+}
+
+#if defined(_WIN32)
+constexpr const char* kSystemSource = "available physical memory (GlobalMemoryStatusEx)";
+#else
+constexpr const char* kSystemSource = "MemAvailable in /proc/meminfo";
+#endif
+}  // namespace
+
+AvailableMemory available_host_memory() {
+  AvailableMemory available{system_available_bytes(), kSystemSource};
+  if (const char* text = std::getenv("RETROGRAD_MEM_AVAILABLE")) {
+    auto stated = parse_bytes(text);  // not a size: the system's figure stands
+    if (stated.ok()) available = {stated.value(), "RETROGRAD_MEM_AVAILABLE"};
+  }
+  const AddressSpace space = address_space();
+  const int64_t room = space.limit_bytes > 0 ? std::max<int64_t>(space.limit_bytes - space.used_bytes, 0) : 0;
+  if (space.limit_bytes > 0 && (available.bytes == 0 || room < available.bytes)) {
+    available = {room, "the address space (" + space.source + ") less what is mapped"};
+  }
+  return available;
+}
+
+Status check_host_memory(int64_t bytes, const std::string& what) {
+  const MemoryAccount& host = host_memory();
+  const int64_t budget = host.budget_bytes();
+  if (budget > 0) {
+    const int64_t left = budget - host.current_bytes();
+    if (bytes <= left) return Status();
+    return Status::error(what + ": " + format_bytes(bytes) + " needed, more than the " + format_bytes(left > 0 ? left : 0) +
+                         " left of the " + format_bytes(budget) + " host memory budget");
+  }
+  const AvailableMemory available = available_host_memory();
+  if (available.bytes == 0 || bytes <= available.bytes) return Status();  // 0: unknown
+  return Status::error(what + ": " + format_bytes(bytes) + " needed, more than the " + format_bytes(available.bytes) +
+                       " this machine has available (" + available.source + ")");
 }
 
 }  // namespace rg

@@ -1,5 +1,7 @@
 // The one allocator every tensor's bytes go through: it counts current and peak bytes
-// per memory space (host now, devices later) and refuses allocations past a budget.
+// per memory space (host now, devices later) and refuses allocations past a budget. Also what
+// the system says a process may still take (address space, available memory), which plans
+// are checked against.
 #pragma once
 
 #include <atomic>
@@ -45,6 +47,12 @@ class MemoryAccount {
 // The process's host memory account.
 MemoryAccount& host_memory();
 
+// "1.5 MiB", "312 B": sizes for people.
+std::string format_bytes(int64_t bytes);
+
+// Parses "64M", "1.5G", "4096", "512k" (binary units). Errors name the text.
+Result<int64_t> parse_bytes(const std::string& text);
+
 // The address space this process may map, where that is a limit that matters: the soft
 // RLIMIT_AS (`ulimit -v`) or a 32-bit process's ceiling (4 GiB under a 64-bit kernel, 3 GiB
 // under a 32-bit Linux, 2 GiB on Windows unless large-address-aware), whichever is lower.
@@ -55,12 +63,14 @@ struct AddressSpace {
 };
 AddressSpace address_space();
 
-// The host memory this process can still take: the machine's available memory (MemAvailable
-// in /proc/meminfo; on Windows the available physical memory), or what the address space has
-// left (address_space()) when that is less.
+// The host memory this process may still take now: the lower of what the system has free for
+// it (MemAvailable in /proc/meminfo; ullAvailPhys of GlobalMemoryStatusEx on Windows) and what
+// is left of a limited address space (limit less what is mapped). The environment variable
+// RETROGRAD_MEM_AVAILABLE (a size: "512M") stands in for the system's figure (tests, or a
+// machine that reports too much). bytes 0: unknown.
 struct AvailableMemory {
-  int64_t bytes = -1;  // -1: neither is known
-  std::string source;  // "MemAvailable", "available physical memory", "the address space left under ulimit -v"
+  int64_t bytes = 0;
+  std::string source;  // "MemAvailable in /proc/meminfo", "ulimit -v less what is mapped", ...
 };
 AvailableMemory available_host_memory();
 
@@ -70,11 +80,5 @@ AvailableMemory available_host_memory();
 // message names `what` and both figures. A check made once before a group of allocations, so a
 // request the machine cannot meet is refused with a word instead of met by the OOM killer.
 Status check_host_memory(int64_t bytes, const std::string& what);
-
-// "1.5 MiB", "312 B": sizes for people.
-std::string format_bytes(int64_t bytes);
-
-// Parses "64M", "1.5G", "4096", "512k" (binary units). Errors name the text.
-Result<int64_t> parse_bytes(const std::string& text);
 
 }  // namespace rg
