@@ -120,11 +120,12 @@ namespace {
 
 constexpr size_t kPieceBytes = size_t{1} << 20;  // read and inflated 1 MiB at a time
 
-// What an inflated copy is a copy of: the compressed file's size and the CRC-32 of its bytes.
+// What an inflated copy is a copy of: the compressed file's size and the FNV-1a hash of its
+// bytes (not its CRC-32: serial.h says why).
 struct ContentKey {
   int64_t bytes = 0;
-  uint32_t crc = 0;
-  bool operator==(const ContentKey& o) const { return bytes == o.bytes && crc == o.crc; }
+  uint64_t hash = 0;
+  bool operator==(const ContentKey& o) const { return bytes == o.bytes && hash == o.hash; }
 };
 
 Result<ContentKey> content_key(const std::string& path) {
@@ -132,29 +133,28 @@ Result<ContentKey> content_key(const std::string& path) {
   if (!file) return Status::error(path + ": cannot open: " + std::strerror(errno));
   std::vector<uint8_t> piece(kPieceBytes);
   ContentKey key;
-  uLong crc = crc32(0L, Z_NULL, 0);  // zlib's CRC-32, as crc32_of
+  key.hash = kFnv1aStart;
   size_t got = 0;
   while ((got = std::fread(piece.data(), 1, piece.size(), file.get())) > 0) {
-    crc = crc32(crc, piece.data(), static_cast<uInt>(got));
+    key.hash = fnv1a_update(key.hash, piece.data(), got);
     key.bytes += static_cast<int64_t>(got);
   }
   if (std::ferror(file.get())) return Status::error(path + ": read error: " + std::strerror(errno));
-  key.crc = static_cast<uint32_t>(crc);
   return key;
 }
 
 // An inflated copy ends with this stamp, written after its data: "rgcopy01", the data's size,
-// the source's key, and the CRC-32 of those 28 bytes. A copy whose last bytes are not the
+// the source's key, and the CRC-32 of those 32 bytes. A copy whose last bytes are not the
 // stamp its own size and its source call for is not used.
 constexpr char kStampMagic[8] = {'r', 'g', 'c', 'o', 'p', 'y', '0', '1'};
-constexpr int64_t kStampBytes = 8 + 8 + 8 + 4 + 4;
+constexpr int64_t kStampBytes = 8 + 8 + 8 + 8 + 4;
 
 std::vector<uint8_t> copy_stamp(const ContentKey& source, int64_t data_bytes) {
   ByteWriter stamp;
   stamp.raw(kStampMagic, sizeof kStampMagic);
   stamp.i64(data_bytes);
   stamp.i64(source.bytes);
-  stamp.u32(source.crc);
+  stamp.u64(source.hash);
   stamp.u32(crc32_of(stamp.bytes().data(), stamp.bytes().size()));
   return stamp.bytes();
 }
@@ -226,13 +226,13 @@ Status check_unchanged(const std::string& path, const ContentKey& key) {
   return Status::error(path + ": changed while it was being inflated; run again");
 }
 
-// "train-images-idx3-ubyte.gz" of key {26421880, 0x1a2b3c4d} -> "train-images-idx3-ubyte.1a2b3c4d-26421880"
+// "train-images-idx3-ubyte.gz" -> "train-images-idx3-ubyte.<16 hex digits of the hash>-<size>"
 std::string copy_name(const std::string& path, const ContentKey& key) {
   std::string base = last_path_component(path);
   if (base.size() > 3 && base.compare(base.size() - 3, 3, ".gz") == 0) base.erase(base.size() - 3);
-  char crc[9];
-  std::snprintf(crc, sizeof crc, "%08x", static_cast<unsigned>(key.crc));
-  return base + "." + crc + "-" + std::to_string(static_cast<long long>(key.bytes));
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(key.hash));
+  return base + "." + hash + "-" + std::to_string(static_cast<long long>(key.bytes));
 }
 
 }  // namespace

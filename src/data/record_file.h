@@ -48,10 +48,11 @@ struct RawCopy {
 };
 // `path` itself when it is not gzipped; otherwise a raw copy in cache_folder(), made on first
 // use (inflated to a temporary name, stamped, then renamed). The copy is named after the
-// source's content (its CRC-32 and size, read once, far cheaper than inflating), so a replaced
-// source gets a new copy whatever its name, size or time. The stamp at the copy's end records
-// the source's CRC-32 and size and the data's size: a copy cut short, replaced or written by
-// something else is made again. Errors name the user's file and, where at fault, the cache.
+// source's content (a 64-bit FNV-1a hash of its bytes and its size, read once, far cheaper
+// than inflating), so a replaced source gets a new copy whatever its name, size or time. The
+// stamp at the copy's end records the source's hash and size and the data's size: a copy cut
+// short, replaced or written by something else is made again. Errors name the user's file
+// and, where at fault, the cache.
 Result<RawCopy> inflated_cache_copy(const std::string& path);
 
 }  // namespace rg
