@@ -854,5 +854,23 @@ TEST(ImageFolders, WhyNotAReadableFileNamesEachKind) {
 #endif
 }
 
+// ---------------------------------------------------------------------------------------------
+// Issue 29, section 7: PNG is the one image format written; another name is refused, not given
+// PNG bytes (--samples x.jpg).
+
+TEST(ImageIo, OnlyPngNamesAreWritten) {
+  for (const char* name : {"a.png", "A.PNG", "grid.Png", "dir.jpg/a.png"}) EXPECT_TRUE(check_png_name(name).ok()) << name;
+  for (const char* name : {"x.jpg", "x.png.jpg", "png", ".png/x", "x.bmp", ""}) {
+    const Status s = check_png_name(name);
+    EXPECT_FALSE(s.ok()) << name;
+    if (!s.ok()) EXPECT_TRUE(contains(s.message(), "PNG only")) << s.message();
+  }
+  TempDir tmp;
+  const std::string jpg = tmp.path() + "/x.jpg";
+  const Bytes pixels = solid(2, 2, {9});
+  EXPECT_FALSE(write_png(jpg, 2, 2, 1, pixels.data()).ok());
+  EXPECT_FALSE(fs::exists(jpg)) << "nothing is written under a name of another format";
+}
+
 }  // namespace
 }  // namespace rg
