@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,7 +17,9 @@
 #include "base/fp16.h"
 #include "base/rng.h"
 #include "data/dataset.h"
+#include "data/files.h"
 #include "data/generated_images.h"
+#include "data/record_file.h"
 #include "portable.h"
 
 #if !defined(_WIN32)
@@ -794,6 +797,143 @@ TEST(DatasetFiles, GeneratedImagesSayWhichShapesTheyMake) {
     EXPECT_FALSE(s.ok()) << shape.str();
     EXPECT_TRUE(contains(s.message(), shape.str())) << s.message();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 29, section 6: the inflated copy of a gzipped images file is keyed by the file's content
+// and checked whole before use; section 7: streamed messages name the user's file.
+
+// A folder of its own with RETROGRAD_CACHE pointing into it; removed with everything in it.
+class CacheCase {
+ public:
+  CacheCase() : dir_(make_temp_folder("rg_cache_")), cache_env_("RETROGRAD_CACHE", (dir_ + "/cache").c_str()) {}
+  ~CacheCase() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  // The cache's files.
+  std::vector<std::string> copies() const {
+    auto names = list_folder(path("cache"));
+    return names.ok() ? names.value() : std::vector<std::string>();
+  }
+  // `bytes` gzipped into `name` without compression (level 0): the file's size depends only on
+  // the data's, so two different contents of one length give two files of one size.
+  std::string stored_gz(const std::string& name, const Bytes& bytes) const {
+    const std::string file = path(name);
+    gzFile g = gzopen(file.c_str(), "wb0");
+    RG_CHECK(g != nullptr, "gzopen " << file);
+    RG_CHECK(gzwrite(g, bytes.data(), static_cast<unsigned>(bytes.size())) == static_cast<int>(bytes.size()),
+             "gzwrite " << file);
+    RG_CHECK(gzclose(g) == Z_OK, "gzclose " << file);
+    return file;
+  }
+  std::string raw(const std::string& name, const Bytes& bytes) const {
+    const std::string file = path(name);
+    std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    return file;
+  }
+
+ private:
+  std::string dir_;
+  ScopedEnv cache_env_;
+};
+
+// Row `row` of a streamed dataset's images, as bytes.
+Bytes streamed_row(const Dataset& d, int64_t row) {
+  Bytes out(static_cast<size_t>(d.source->row_bytes()));
+  const Status read = d.source->read(row, out.data());
+  EXPECT_TRUE(read.ok()) << read.message();
+  return out;
+}
+
+Bytes row_of(const Bytes& image_data, int64_t row) {
+  const auto at = image_data.begin() + row * kRows * kCols;
+  return Bytes(at, at + kRows * kCols);
+}
+
+// Stored (level 0) gzip files of one length: their CRC-32s are all the same (each ends with its
+// data's CRC-32, and CRC is linear), so this also holds a CRC-32 key to account.
+TEST(Issue29Cache, ASourceReplacedBySameSizeWithinTheSameSecondIsInflatedAfresh) {
+  CacheCase c;
+  const std::string labels = c.raw("labels", labels_file());
+  const std::string images = c.stored_gz("images.gz", images_file());
+  const auto size = std::filesystem::file_size(images);
+  const auto time = std::filesystem::last_write_time(images);
+  auto first = open_idx_pair_streamed(images, labels, "first");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(streamed_row(first.value(), 1), row_of(image_data(), 1));
+
+  Bytes other = image_data();
+  for (uint8_t& v : other) v = static_cast<uint8_t>(255 - v);
+  c.stored_gz("images.gz", idx_bytes(0x00000803, {kN, kRows, kCols}, other));
+  ASSERT_EQ(std::filesystem::file_size(images), size) << "the test needs a replacement of the same size";
+  std::filesystem::last_write_time(images, time);
+  auto second = open_idx_pair_streamed(images, labels, "second");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(streamed_row(second.value(), 1), row_of(other, 1)) << "the old content's copy was served";
+  EXPECT_EQ(c.copies().size(), 2u);
+  // The first copy is still right for what it was read from.
+  EXPECT_EQ(streamed_row(first.value(), 3), row_of(image_data(), 3));
+}
+
+// A copy cut short, replaced by other bytes of its size, or with its stamp damaged is not used:
+// it is made again from the source.
+TEST(Issue29Cache, ACopyCutShortOrReplacedIsMadeAgain) {
+  CacheCase c;
+  const std::string labels = c.raw("labels", labels_file());
+  const std::string images = c.stored_gz("images.gz", images_file());
+  ASSERT_TRUE(open_idx_pair_streamed(images, labels, "made").ok());
+  ASSERT_EQ(c.copies().size(), 1u);
+  const std::string copy = c.path("cache/" + c.copies()[0]);
+  const Bytes whole = read_file(copy);
+  ASSERT_GT(whole.size(), images_file().size()) << "the data, then the stamp";
+
+  const std::vector<std::pair<const char*, Bytes>> damaged = {
+      {"cut inside the data", Bytes(whole.begin(), whole.begin() + 20)},
+      {"cut inside the stamp", Bytes(whole.begin(), whole.end() - 3)},
+      {"zeros of its size", Bytes(whole.size(), 0)},
+      {"one stamp byte changed", [&] { Bytes b = whole; b[b.size() - 10] ^= 1; return b; }()},
+      {"a longer copy (a stamp that names another size)", [&] { Bytes b = whole; b.insert(b.begin() + 16, 7); return b; }()},
+  };
+  for (const auto& [what, bytes] : damaged) {
+    c.raw("cache/" + c.copies()[0], bytes);
+    auto again = open_idx_pair_streamed(images, labels, what);
+    ASSERT_TRUE(again.ok()) << what << ": " << again.status().message();
+    for (int64_t row = 0; row < kN; ++row) EXPECT_EQ(streamed_row(again.value(), row), row_of(image_data(), row)) << what;
+    EXPECT_EQ(read_file(copy), whole) << what << ": the copy was made again";
+    EXPECT_EQ(c.copies().size(), 1u) << what << ": no partial file is left";
+  }
+}
+
+// What goes wrong with a streamed gzipped file is told as the user's file; the cache copy is
+// mentioned as where the bytes were read from.
+TEST(Issue29Cache, StreamedMessagesNameTheUsersFile) {
+  CacheCase c;
+  const std::string labels = c.raw("labels", labels_file());
+  const std::string trailing = c.stored_gz("trailing.gz", [] { Bytes b = images_file(); b.push_back(1); return b; }());
+  auto refused = open_idx_pair_streamed(trailing, labels, "trailing");
+  expect_error(refused, trailing, "trailing bytes");
+  EXPECT_FALSE(contains(refused.status().message(), c.path("cache"))) << refused.status().message();
+  const std::string more = c.stored_gz("more.gz", images_file(kN + 1));
+  auto counted = open_idx_pair_streamed(more, labels, "more");
+  expect_error(counted, more, "counts differ");
+  EXPECT_FALSE(contains(counted.status().message(), c.path("cache"))) << counted.status().message();
+
+#ifndef _WIN32  // Windows may refuse to cut a file another handle has open
+  for (const std::string& name : c.copies()) std::filesystem::remove(c.path("cache/" + name));
+  const std::string images = c.stored_gz("images.gz", images_file());
+  auto opened = open_idx_pair_streamed(images, labels, "opened");
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  ASSERT_EQ(c.copies().size(), 1u);
+  const std::string copy = c.path("cache/" + c.copies()[0]);
+  std::filesystem::resize_file(copy, 16);  // cut under the open dataset
+  Bytes row(kRows * kCols);
+  const Status read = opened.value().source->read(2, row.data());
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.message().rfind(images + " (read from its inflated copy " + copy + ")", 0), 0u) << read.message();
+  EXPECT_TRUE(contains(read.message(), "ends early")) << read.message();
+#endif
 }
 
 }  // namespace

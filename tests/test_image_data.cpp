@@ -6,14 +6,22 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
+#ifndef _WIN32
+#include <sys/stat.h>  // mkfifo
+#include <unistd.h>    // geteuid
+#endif
+
+#include "data/files.h"
 #include "data/image_data.h"
 #include "data/image_io.h"
 #include "portable.h"
@@ -839,6 +847,89 @@ TEST(Labels, ImageFoldersNameTheImageFile) {
   ASSERT_FALSE(test.ok());
   EXPECT_TRUE(contains(test.message(), train_test.path() + "/test/dog/f.png has label 1 (dog); the model has 1 output"))
       << test.message();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 29, section 6: entries named like images that are not readable files are reported, each
+// class of them by name and kind, never skipped; so is an entry beside the class folders that is
+// neither a folder nor a file (a class folder gone wrong).
+
+// A loadable DIR/{a,b}/ with 2 images each, then `make_entry(tmp)` adds one entry; the load must
+// fail naming `entry` and saying `kind`.
+template <typename MakeEntry>
+void expect_entry_refused(const std::string& entry, const std::string& kind, MakeEntry make_entry) {
+  TempDir tmp;
+  write_class_folders(tmp, {{"a", 2}, {"b", 2}});
+  ASSERT_TRUE(load_image_folders(tmp.path(), options_for(4, 4, 1)).ok());
+  make_entry(tmp);
+  expect_error(load_image_folders(tmp.path(), options_for(4, 4, 1)), {tmp.path() + "/" + entry, kind});
+}
+
+TEST(ImageFolders, AFolderNamedLikeAnImageIsAnError) {
+  expect_entry_refused("b/x.png", "named like an image but is a folder", [](TempDir& t) { t.folder("b/x.png"); });
+}
+
+#ifndef _WIN32
+TEST(ImageFolders, LinksAndFifosNamedLikeImagesAreErrors) {
+  expect_entry_refused("b/x.png", "broken symbolic link",
+                       [](TempDir& t) { fs::create_symlink(t.path() + "/gone.png", t.path() + "/b/x.png"); });
+  expect_entry_refused("a/x.JPG", "symbolic link loop",
+                       [](TempDir& t) { fs::create_symlink(t.path() + "/a/x.JPG", t.path() + "/a/x.JPG"); });
+  expect_entry_refused("b/y.bmp", "a FIFO (named pipe)", [](TempDir& t) {
+    ASSERT_EQ(mkfifo((t.path() + "/b/y.bmp").c_str(), 0600), 0) << std::strerror(errno);
+  });
+  // A link to a good image is read like the image itself.
+  TempDir tmp;
+  write_class_folders(tmp, {{"a", 2}, {"b", 2}});
+  fs::create_symlink(tmp.path() + "/a/img00.png", tmp.path() + "/b/linked.png");
+  auto loaded = load_image_folders(tmp.path(), options_for(4, 4, 1));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded.value().train.size() + loaded.value().test.size(), 5);
+}
+
+TEST(ImageFolders, ABrokenLinkOrFifoBesideTheClassFoldersIsAnError) {
+  expect_entry_refused("c", "broken symbolic link", [](TempDir& t) { fs::create_symlink(t.path() + "/gone", t.path() + "/c"); });
+  expect_entry_refused("pipe", "a FIFO (named pipe)", [](TempDir& t) {
+    ASSERT_EQ(mkfifo((t.path() + "/pipe").c_str(), 0600), 0) << std::strerror(errno);
+  });
+}
+#endif
+
+// Reading permission: root reads every file, so the kind is checked where the test can make it
+// (an unprivileged run, tools/bad_inputs.py's image-unreadable case runs as uid 65534).
+TEST(ImageFolders, WhyNotAReadableFileNamesEachKind) {
+  TempDir tmp;
+  png(tmp.file("ok.png"), 2, 2, 1, solid(2, 2, {1}));
+  EXPECT_EQ(why_not_a_readable_file(tmp.path() + "/ok.png"), "");
+  EXPECT_EQ(why_not_a_readable_file(tmp.folder("dir.png")), "a folder");
+#ifndef _WIN32
+  fs::create_symlink(tmp.path() + "/ok.png", tmp.path() + "/good-link.png");
+  EXPECT_EQ(why_not_a_readable_file(tmp.path() + "/good-link.png"), "");
+  fs::create_symlink(tmp.path() + "/none", tmp.path() + "/dangling.png");
+  EXPECT_TRUE(contains(why_not_a_readable_file(tmp.path() + "/dangling.png"), "broken symbolic link"));
+  if (geteuid() != 0) {
+    fs::permissions(tmp.path() + "/ok.png", fs::perms::none);
+    EXPECT_TRUE(contains(why_not_a_readable_file(tmp.path() + "/ok.png"), "not readable")) << "mode 000";
+  }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 29, section 7: PNG is the one image format written; another name is refused, not given
+// PNG bytes (--samples x.jpg).
+
+TEST(ImageIo, OnlyPngNamesAreWritten) {
+  for (const char* name : {"a.png", "A.PNG", "grid.Png", "dir.jpg/a.png"}) EXPECT_TRUE(check_png_name(name).ok()) << name;
+  for (const char* name : {"x.jpg", "x.png.jpg", "png", ".png/x", "x.bmp", ""}) {
+    const Status s = check_png_name(name);
+    ASSERT_FALSE(s.ok()) << name;
+    EXPECT_TRUE(contains(s.message(), "PNG only")) << s.message();
+  }
+  TempDir tmp;
+  const std::string jpg = tmp.path() + "/x.jpg";
+  const Bytes pixels = solid(2, 2, {9});
+  EXPECT_FALSE(write_png(jpg, 2, 2, 1, pixels.data()).ok());
+  EXPECT_FALSE(fs::exists(jpg)) << "nothing is written under a name of another format";
 }
 
 }  // namespace

@@ -112,6 +112,49 @@ def png_real(w, h):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
+def image_folder_with(d, make_entry):
+    """A good two-class image folder, then one more entry made by make_entry(folder)."""
+    image_folder(d, None)
+    make_entry(d)
+
+
+def unreadable_png(d):
+    p = os.path.join(d, "dog", "locked.png")
+    write(p, png_real(4, 4))
+    os.chmod(p, 0)
+
+
+def stale_cache_same_size(d):
+    """A gzipped MNIST folder streamed once (its inflated copy cached in {d}/cache), then the
+    images file replaced by one of the same size and time whose gzip data is damaged: a cache
+    keyed by size and time serves the old copy (exit 0); keyed by content, the new file is
+    read and refused. Random pixels, so that the gzip file is larger than what reading the
+    header inflates (zlib reads 128 KiB ahead): only a fresh inflation meets the damage."""
+    import random
+    n = 600
+    pixels = random.Random(1).getrandbits(8 * n * 784).to_bytes(n * 784, "little")
+    mnist_folder(d, train_images=struct.pack(">IIII", 0x803, n, 28, 28) + pixels, train_labels=idx_labels(n), gz=True)
+    subprocess.run([BINARY, "train", "--data", d, "--stream", "yes", "--epochs", "1", "--threads", "1"],
+                   env=dict(os.environ, RETROGRAD_CACHE=os.path.join(d, "cache")), check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = os.path.join(d, "train-images-idx3-ubyte.gz")
+    before = os.stat(p)
+    data = bytearray(open(p, "rb").read())
+    for i in range(len(data) * 4 // 5, len(data) * 4 // 5 + 16):
+        data[i] ^= 0x5A
+    write(p, bytes(data))
+    os.utime(p, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def gz_trailing(d):
+    mnist_folder(d, train_images=idx_images(64) + b"extra", gz=True)
+
+
+def unreadable_folder(d):
+    mnist_folder(os.path.join(d, "data"))
+    os.chmod(os.path.join(d, "data"), 0)
+
+
 def checkpoint_then(d, change):
     """A real checkpoint (one quick epoch), then `change` applied to its bytes."""
     subprocess.run([BINARY, "train", "--checkpoint", os.path.join(d, "run.ckpt")] + QUICK, check=True,
@@ -455,6 +498,26 @@ CASES = [
      ["the data in {d}/mnist changed since {d}/run.ckpt was written"], ["run.ckpt"]),
     # --- issue 29 section 5: end
     # --- issue 29 section 6 silent skips and stale caches: begin
+    ("image-broken-link", "dataset", "an image folder entry x.png that is a broken symbolic link",
+     lambda d: image_folder_with(d, lambda d: os.symlink("gone.png", os.path.join(d, "dog", "x.png"))),
+     ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/dog/x.png", "broken symbolic link"], []),
+    ("image-link-loop", "dataset", "an image folder entry x.png that is a symbolic link to itself",
+     lambda d: image_folder_with(d, lambda d: os.symlink("x.png", os.path.join(d, "dog", "x.png"))),
+     ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/dog/x.png", "symbolic link loop"], []),
+    ("image-fifo", "dataset", "an image folder entry x.png that is a FIFO",
+     lambda d: image_folder_with(d, lambda d: os.mkfifo(os.path.join(d, "dog", "x.png"))),
+     ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/dog/x.png", "FIFO"], []),
+    ("image-folder-named-png", "dataset", "a folder named x.png inside a class folder",
+     lambda d: image_folder_with(d, lambda d: os.makedirs(os.path.join(d, "dog", "x.png"))),
+     ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/dog/x.png", "a folder"], []),
+    ("image-unreadable", "dataset", "an image the user may not read (mode 000)",
+     lambda d: image_folder_with(d, unreadable_png), ["AS_NOBODY"] + ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/dog/locked.png", "Permission denied"], []),
+    ("image-broken-class-link", "dataset", "a class folder that is a broken symbolic link",
+     lambda d: image_folder_with(d, lambda d: os.symlink("gone", os.path.join(d, "bird"))),
+     ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/bird", "broken symbolic link"], []),
+    ("cache-stale-same-size", "dataset", "a gzipped images file replaced by a damaged one of the same size and time after its inflated copy was cached",
+     stale_cache_same_size, ["ENV=RETROGRAD_CACHE={d}/cache", "train", "--data", "{d}", "--stream", "yes", "--epochs", "1"],
+     ["{d}/train-images-idx3-ubyte.gz", "gzip"], []),
     # --- issue 29 section 6: end
     # --- issue 29 section 7 messages: begin
     ("eval-gan-discriminator", "messages", "eval of a GAN's discriminator (one logit, no classes)",
@@ -462,6 +525,14 @@ CASES = [
      ["{d}/gan/discriminator.ckpt", "a GAN's discriminator", "eval scores classifiers"], ["gan/discriminator.ckpt"]),
     ("precision-own-usage", "messages", "an unknown option to `precision` (its errors and --help are its own)",
      lambda d: None, ["precision", "--bogus"], ["retrograd precision: unknown option --bogus"], []),
+    ("idx-gz-trailing-streamed", "dataset", "bytes after a gzipped IDX file's data, streamed: named as the user's file",
+     gz_trailing, ["ENV=RETROGRAD_CACHE={d}/cache", "train", "--data", "{d}", "--epochs", "1", "--stream", "yes"],
+     ["{d}/train-images-idx3-ubyte.gz", "trailing bytes"], []),
+    ("data-folder-unreadable", "dataset", "a --data folder the user may not read (mode 000)",
+     unreadable_folder, ["AS_NOBODY", "train", "--data", "{d}/data", "--epochs", "1"],
+     ["{d}/data", "cannot read the folder", "Permission denied"], []),
+    ("samples-not-png", "options", "--samples x.jpg (the grid is written as PNG)",
+     lambda d: None, ["train", "--model", "autoencoder", "--samples", "{d}/x.jpg"] + QUICK, ["x.jpg", "PNG"], []),
     ("cfg-utf8-bom", "cfg", "a cfg saved with a UTF-8 byte-order mark (accepted; its first error is on line 4)",
      lambda d: write(d + "/m.cfg", b"\xef\xbb\xbf" + (CFG_BASE + "[dense]\nunits 10\n").encode()),
      ["train", "--model", "{d}/m.cfg"] + QUICK, ["{d}/m.cfg:4: 'units 10'"], []),

@@ -16,6 +16,7 @@
 #include "cpu/cpuid.h"
 #include "cpu/isa.h"
 #include "data/files.h"
+#include "data/image_io.h"
 #include "report/image_grid.h"
 #include "report/process_stats.h"
 #include "report/progress.h"
@@ -289,6 +290,7 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   }
   const std::string samples_path = args.text("samples");
   if (args.given("samples") && writes_files) {
+    if (Status s = check_png_name(samples_path); !s.ok()) return fail(s.with_context("--samples: ").message());
     if (Status s = check_writable_path(samples_path, "samples"); !s.ok()) return fail(s.message());
   }
   const std::string json_path = args.text("json");

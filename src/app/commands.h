@@ -6,6 +6,10 @@
 
 namespace rg {
 
+// The whole command line: argv[1] names the subcommand. Never calls exit(); the process's
+// exit code is what it returns.
+int run_command(int argc, char** argv);
+
 int run_train(int argc, char** argv);
 int run_eval(int argc, char** argv);
 int run_probe(int argc, char** argv);

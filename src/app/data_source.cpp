@@ -26,10 +26,11 @@ bool is_mnist_folder(const std::string& dir) {
   return false;
 }
 
-bool has_subfolder(const std::string& dir) {
-  auto names = list_folder(dir);
-  if (!names.ok()) return false;
-  for (const std::string& name : names.value()) {
+// Whether dir holds a folder (hidden ones aside). A folder that cannot be listed (no read
+// permission) is an error saying so, not "not a dataset folder".
+Result<bool> has_subfolder(const std::string& dir) {
+  RG_ASSIGN(const std::vector<std::string> names, list_folder(dir));
+  for (const std::string& name : names) {
     if (name[0] != '.' && is_directory(join_path(dir, name))) return true;
   }
   return false;
@@ -129,7 +130,8 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
       return load_cifar10_folder(cifar);
     }
   }
-  if (has_subfolder(dir)) {
+  RG_ASSIGN(const bool has_classes, has_subfolder(dir));
+  if (has_classes) {
     RG_ASSIGN(const ImageFolderOptions folder_options, image_folder_options(dir, seed, options));
     return load_image_folders(dir, folder_options);
   }

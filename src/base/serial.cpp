@@ -110,9 +110,13 @@ uint32_t crc32_of(const uint8_t* data, size_t size) {
   return static_cast<uint32_t>(crc);
 }
 
+uint64_t fnv1a_update(uint64_t hash, const uint8_t* data, size_t size) {
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ data[i]) * 1099511628211ull;
+  return hash;
+}
+
 std::string fnv1a_hex(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  const uint64_t h = fnv1a_update(kFnv1aStart, reinterpret_cast<const uint8_t*>(text.data()), text.size());
   char tag[17];
   std::snprintf(tag, sizeof tag, "%016llx", static_cast<unsigned long long>(h));
   return tag;

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t options = input.byte();
   const std::string labels = rg::fuzz::write_scratch_file("labels.idx", input.sized_part());
   const std::string images = rg::fuzz::write_scratch_file("images.idx", input.rest());
-  // A streamed gzip file is inflated into the cache once per (path, size, time): a folder of
+  // A streamed gzip file is inflated into the cache once per content (CRC-32, size): a folder of
   // this run's own, emptied after each input so the disk does not fill.
   const std::string cache = rg::fuzz::scratch_folder() + "/cache";
   setenv("RETROGRAD_CACHE", cache.c_str(), 1);
