@@ -759,6 +759,8 @@ TEST(Labels, SlicesAndValidationSplitsNameTheRowOfTheFile) {
       expect_label_error(check_labels(with_it.slice(0, with_it.size(), "again"), 3), labels, ": sample 29");
     }
   }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Issue 29, section 6: the inflated copy of a gzipped images file is keyed by the file's content
 // and checked whole before use; section 7: streamed messages name the user's file.

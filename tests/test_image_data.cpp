@@ -847,6 +847,8 @@ TEST(Labels, ImageFoldersNameTheImageFile) {
   ASSERT_FALSE(test.ok());
   EXPECT_TRUE(contains(test.message(), train_test.path() + "/test/dog/f.png has label 1 (dog); the model has 1 output"))
       << test.message();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Issue 29, section 6: entries named like images that are not readable files are reported, each
 // class of them by name and kind, never skipped; so is an entry beside the class folders that is
@@ -920,8 +922,8 @@ TEST(ImageIo, OnlyPngNamesAreWritten) {
   for (const char* name : {"a.png", "A.PNG", "grid.Png", "dir.jpg/a.png"}) EXPECT_TRUE(check_png_name(name).ok()) << name;
   for (const char* name : {"x.jpg", "x.png.jpg", "png", ".png/x", "x.bmp", ""}) {
     const Status s = check_png_name(name);
-    EXPECT_FALSE(s.ok()) << name;
-    if (!s.ok()) EXPECT_TRUE(contains(s.message(), "PNG only")) << s.message();
+    ASSERT_FALSE(s.ok()) << name;
+    EXPECT_TRUE(contains(s.message(), "PNG only")) << s.message();
   }
   TempDir tmp;
   const std::string jpg = tmp.path() + "/x.jpg";
