@@ -52,6 +52,27 @@ std::string path_kind(const std::string& path) {
   return stat(path.c_str(), &info) == 0 ? kind_of(info.st_mode) : "";
 }
 
+std::string why_not_a_readable_file(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) {
+    const int error = errno;
+#if !defined(_WIN32)
+    if (error == ELOOP) return "a symbolic link loop";
+    struct stat link {};
+    if (lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+      if (error == ENOENT) return "a broken symbolic link (its target is missing)";
+      return std::string("a symbolic link whose target cannot be reached (") + std::strerror(error) + ")";
+    }
+#endif
+    return std::string("not readable (") + std::strerror(error) + ")";
+  }
+  if (!S_ISREG(info.st_mode)) return kind_of(info.st_mode);
+#if !defined(_WIN32)  // Windows: permission bits do not decide reading; opening the file tells
+  if (access(path.c_str(), R_OK) != 0) return std::string("not readable (") + std::strerror(errno) + ")";
+#endif
+  return "";
+}
+
 Result<int64_t> input_file_size(const std::string& path, const std::string& what) {
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) return cannot_open(path, errno);

@@ -25,6 +25,12 @@ bool path_exists(const std::string& path);
 // device", "a block device", "a FIFO (named pipe)", "a socket"; "" when nothing is.
 std::string path_kind(const std::string& path);
 
+// Empty when `path` is a regular file (links followed) that this process may read; else what
+// it is instead, to follow "is" in a message: "a broken symbolic link (its target is missing)",
+// "a symbolic link loop", "a folder", "a FIFO (named pipe)", "a socket", "a character device",
+// "not readable (Permission denied)". For entries that look like data but cannot be read.
+std::string why_not_a_readable_file(const std::string& path);
+
 // The size of the regular file at `path` (links followed). Otherwise an error naming the path,
 // what is there and `what` it should be: "/dev/zero is a character device, not a cfg file".
 Result<int64_t> input_file_size(const std::string& path, const std::string& what);
