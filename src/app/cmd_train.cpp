@@ -310,10 +310,19 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
   if (args.given("samples") && model->target() != TargetKind::input) {
     return fail("--samples shows reconstructions: it needs a model trained on its input (target = input)");
   }
-  if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
   auto memory = memory_options(args);
   if (!memory.ok()) return fail(memory.status().message());
   auto [budget, stream] = memory.value();
+  const bool budget_given = budget > 0;
+  const AvailableMemory available = available_host_memory();
+  if (budget_given) {
+    const std::string above = budget_above_available(budget, available);
+    if (!above.empty()) std::fprintf(stderr, "retrograd: warning: %s\n", above.c_str());
+  }
+  if (!budget_given) {
+    if (Status s = check_model_fits(*model, options, available); !s.ok()) return fail(s.message());
+  }
+  if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
   const AddressSpace space = address_space();
   if (budget == 0 && space.limit_bytes > 0) {
     auto limited = address_space_budget(space, thread_count);
@@ -336,6 +345,12 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
   auto planned = plan_memory(*model, options, RunData{&train, &validation, &split.test}, budget, stream);
   if (!planned.ok()) return fail(planned.status().message());
   const MemoryPlan plan = planned.value();
+  if (!budget_given) {
+    if (Status s = check_plan_fits(*model, options, RunData{&train, &validation, &split.test}, stream, plan, available);
+        !s.ok()) {
+      return fail(s.message());
+    }
+  }
   host_memory().set_budget(budget);
   if (!plan.stream) {  // read streamed samples in (a budget that allows it), the labels shared
     for (Dataset* d : {&train, &validation, &split.test}) {
@@ -366,6 +381,7 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
   if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());
   if (resuming) {
     if (Status s = trainer.resume_from(resumed, resume_path); !s.ok()) return fail(s.message());
+    resumed.tensors.clear();  // restored: the plan counted them until here (MemoryPlan::checkpoint)
     if (trainer.epochs_done() >= options.epochs) {
       return fail(resume_path + " has " + std::to_string(trainer.epochs_done()) +
                   " epochs done already; pass --epochs with more to continue");

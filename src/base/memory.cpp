@@ -1,11 +1,23 @@
-// Counted, aligned host allocation.
+// Counted, aligned host allocation; what the system says about the memory left to take.
 #include "base/memory.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
+
+#if defined(_WIN32)
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+#else
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#endif
 
 namespace rg {
 
@@ -132,6 +144,90 @@ Result<int64_t> parse_bytes(const std::string& text) {
   if (!(bytes <= 4611686018427387904.0)) return Status::error("'" + text + "' is larger than any memory (2^62 bytes)");
   if (bytes != std::floor(bytes)) return Status::error("'" + text + "' is not a whole number of bytes");
   return static_cast<int64_t>(bytes);
+}
+
+AddressSpace address_space() {
+  AddressSpace space;
+#if defined(_WIN32)
+  MEMORYSTATUSEX status;
+  status.dwLength = sizeof status;
+  // A 64-bit process has 128 TiB: no limit that matters.
+  if (GlobalMemoryStatusEx(&status) && status.ullTotalVirtual < (uint64_t{1} << 40)) {
+    space.limit_bytes = static_cast<int64_t>(status.ullTotalVirtual);
+    space.used_bytes = static_cast<int64_t>(status.ullTotalVirtual - status.ullAvailVirtual);
+    space.source = "32-bit process";
+  }
+#else
+  if (sizeof(void*) == 4) {
+    struct utsname name;
+    const bool kernel_64 = uname(&name) == 0 && std::strcmp(name.machine, "x86_64") == 0;
+    space.limit_bytes = (kernel_64 ? int64_t{4} : int64_t{3}) << 30;
+    space.source = "32-bit process";
+  }
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      (space.limit_bytes == 0 || static_cast<int64_t>(limit.rlim_cur) < space.limit_bytes)) {
+    space.limit_bytes = static_cast<int64_t>(limit.rlim_cur);
+    space.source = "ulimit -v";
+  }
+  if (space.limit_bytes > 0) {
+    // The mappings of /proc/self/maps ("start-end perms ..."), summed: qemu-user gives its
+    // guest this file, where statm would count qemu's own reservations.
+    FILE* f = std::fopen("/proc/self/maps", "r");
+    if (f != nullptr) {
+      unsigned long long start = 0, end = 0;
+      char line[512];
+      while (std::fgets(line, sizeof line, f) != nullptr) {
+        if (std::sscanf(line, "%llx-%llx", &start, &end) == 2 && end > start) {
+          space.used_bytes += static_cast<int64_t>(end - start);
+        }
+      }
+      std::fclose(f);
+    }
+  }
+#endif
+  return space;
+}
+
+namespace {
+// MemAvailable of /proc/meminfo ("MemAvailable:   123456 kB"); 0 where there is none.
+int64_t system_available_bytes() {
+#if defined(_WIN32)
+  MEMORYSTATUSEX status;
+  status.dwLength = sizeof status;
+  return GlobalMemoryStatusEx(&status) ? static_cast<int64_t>(status.ullAvailPhys) : 0;
+#else
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return 0;
+  long long kib = 0;
+  char line[256];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return static_cast<int64_t>(kib) * 1024;
+#endif
+}
+
+#if defined(_WIN32)
+constexpr const char* kSystemSource = "available physical memory (GlobalMemoryStatusEx)";
+#else
+constexpr const char* kSystemSource = "MemAvailable in /proc/meminfo";
+#endif
+}  // namespace
+
+AvailableMemory available_host_memory() {
+  AvailableMemory available{system_available_bytes(), kSystemSource};
+  if (const char* text = std::getenv("RETROGRAD_MEM_AVAILABLE")) {
+    auto stated = parse_bytes(text);  // not a size: the system's figure stands
+    if (stated.ok()) available = {stated.value(), "RETROGRAD_MEM_AVAILABLE"};
+  }
+  const AddressSpace space = address_space();
+  const int64_t room = space.limit_bytes > 0 ? std::max<int64_t>(space.limit_bytes - space.used_bytes, 0) : 0;
+  if (space.limit_bytes > 0 && (available.bytes == 0 || room < available.bytes)) {
+    available = {room, "the address space (" + space.source + ") less what is mapped"};
+  }
+  return available;
 }
 
 }  // namespace rg

@@ -1,5 +1,7 @@
 // The one allocator every tensor's bytes go through: it counts current and peak bytes
-// per memory space (host now, devices later) and refuses allocations past a budget.
+// per memory space (host now, devices later) and refuses allocations past a budget. Also what
+// the system says a process may still take (address space, available memory), which plans
+// are checked against.
 #pragma once
 
 #include <atomic>
@@ -50,5 +52,26 @@ std::string format_bytes(int64_t bytes);
 
 // Parses "64M", "1.5G", "4096", "512k" (binary units). Errors name the text.
 Result<int64_t> parse_bytes(const std::string& text);
+
+// The address space this process may map, where that is a limit that matters: the soft
+// RLIMIT_AS (`ulimit -v`) or a 32-bit process's ceiling (4 GiB under a 64-bit kernel, 3 GiB
+// under a 32-bit Linux, 2 GiB on Windows unless large-address-aware), whichever is lower.
+struct AddressSpace {
+  int64_t limit_bytes = 0;  // 0: no limit that matters (a 64-bit process without ulimit -v)
+  int64_t used_bytes = 0;   // mapped now: code, libraries, heap, stacks
+  std::string source;       // "ulimit -v", "32-bit process"
+};
+AddressSpace address_space();
+
+// The host memory this process may still take now: the lower of what the system has free for
+// it (MemAvailable in /proc/meminfo; ullAvailPhys of GlobalMemoryStatusEx on Windows) and what
+// is left of a limited address space (limit less what is mapped). The environment variable
+// RETROGRAD_MEM_AVAILABLE (a size: "512M") stands in for the system's figure (tests, or a
+// machine that reports too much). bytes 0: unknown.
+struct AvailableMemory {
+  int64_t bytes = 0;
+  std::string source;  // "MemAvailable in /proc/meminfo", "ulimit -v less what is mapped", ...
+};
+AvailableMemory available_host_memory();
 
 }  // namespace rg

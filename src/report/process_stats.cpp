@@ -6,11 +6,9 @@
 #include <psapi.h>
 #else
 #include <sys/resource.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 #endif
 
 namespace rg {
@@ -45,49 +43,6 @@ int64_t current_rss_bytes() {
   std::fclose(f);
   return got == 2 ? resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE)) : 0;
 #endif
-}
-
-AddressSpace address_space() {
-  AddressSpace space;
-#if defined(_WIN32)
-  MEMORYSTATUSEX status;
-  status.dwLength = sizeof status;
-  // A 64-bit process has 128 TiB: no limit that matters.
-  if (GlobalMemoryStatusEx(&status) && status.ullTotalVirtual < (uint64_t{1} << 40)) {
-    space.limit_bytes = static_cast<int64_t>(status.ullTotalVirtual);
-    space.used_bytes = static_cast<int64_t>(status.ullTotalVirtual - status.ullAvailVirtual);
-    space.source = "32-bit process";
-  }
-#else
-  if (sizeof(void*) == 4) {
-    struct utsname name;
-    const bool kernel_64 = uname(&name) == 0 && std::strcmp(name.machine, "x86_64") == 0;
-    space.limit_bytes = (kernel_64 ? int64_t{4} : int64_t{3}) << 30;
-    space.source = "32-bit process";
-  }
-  struct rlimit limit;
-  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-      (space.limit_bytes == 0 || static_cast<int64_t>(limit.rlim_cur) < space.limit_bytes)) {
-    space.limit_bytes = static_cast<int64_t>(limit.rlim_cur);
-    space.source = "ulimit -v";
-  }
-  if (space.limit_bytes > 0) {
-    // The mappings of /proc/self/maps ("start-end perms ..."), summed: qemu-user gives its
-    // guest this file, where statm would count qemu's own reservations.
-    FILE* f = std::fopen("/proc/self/maps", "r");
-    if (f != nullptr) {
-      unsigned long long start = 0, end = 0;
-      char line[512];
-      while (std::fgets(line, sizeof line, f) != nullptr) {
-        if (std::sscanf(line, "%llx-%llx", &start, &end) == 2 && end > start) {
-          space.used_bytes += static_cast<int64_t>(end - start);
-        }
-      }
-      std::fclose(f);
-    }
-  }
-#endif
-  return space;
 }
 
 double process_cpu_seconds() {
