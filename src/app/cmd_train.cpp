@@ -458,6 +458,7 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
   if (train_device) {
     std::printf("  device          %s\n",
                 describe_device_use(*train_device, trainer.device_model()->transfers()).c_str());
+    std::printf("  device probe    %s\n", ocl::describe_test_cost(train_device->capabilities()).c_str());
     if (args.given("profile-device")) std::printf("device time by kernel\n%s", describe_kernel_times(*train_device).c_str());
   }
   if (in_job) std::printf("  ranks           %s\n", describe_job(*comm, options, model->param_count(), fitted.value()).c_str());
@@ -530,6 +531,13 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     };
     for (const auto& record : fitted.value()) report["history"].push_back(epoch_json(record));
     if (train_device && args.given("profile-device")) report["device_profile"] = kernel_times_json(*train_device);
+    if (train_device) {
+      const ocl::Capabilities& probed = train_device->capabilities();
+      report["device_probe"] = {{"test_bytes", probed.test_bytes},
+                                {"test_seconds", probed.test_seconds},
+                                {"source", probed.source},
+                                {"shares_host_memory", train_device->info().shares_host_memory()}};
+    }
     if (precision_report) report["precisions"] = precision_json(precision_rows_run);
     if (in_job) {
       report["ranks"] = {{"count", comm->size()},
