@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/output_file.h"
 #include "base/serial.h"
 #include "base/thread_pool.h"
 #include "data/dataset.h"

@@ -26,11 +26,19 @@
 #include "base/fp16.h"
 #include "base/memory.h"
 #include "base/rng.h"
+#include "base/output_file.h"
 #include "base/serial.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "tensor/shape.h"
 #include "tensor/tensor.h"
+
+#if !defined(_WIN32)
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#endif
 
 namespace rg {
 namespace {
@@ -892,23 +900,18 @@ TEST(Serial, WriteFileAtomic) {
   EXPECT_TRUE(contains(s.message(), dir.path() + "/no_such_dir/model.ckpt")) << s.message();
   EXPECT_FALSE(exists(dir.path() + "/no_such_dir"));
 
-  // The temporary cannot be created (a folder sits at its name): the old file stays whole.
-  ASSERT_TRUE(fs::create_directory(path + ".tmp"));
-  const Status blocked = write_file_atomic(path, first);
-  ASSERT_FALSE(blocked.ok());
-  EXPECT_TRUE(contains(blocked.message(), path)) << blocked.message();
-  EXPECT_EQ(read_file_bytes(path).value(), second);
-  ASSERT_TRUE(fs::remove(path + ".tmp"));
-
-  // The rename fails (the target is a non-empty folder): the temporary is removed.
+  // The target is a folder: refused before anything is written, nothing left beside it.
   const std::string folder = dir.path() + "/folder";
   ASSERT_TRUE(fs::create_directory(folder));
   ASSERT_TRUE(write_file_atomic(folder + "/inside", first).ok());
   const Status over = write_file_atomic(folder, first);
   ASSERT_FALSE(over.ok());
-  EXPECT_TRUE(contains(over.message(), folder)) << over.message();
-  EXPECT_FALSE(exists(folder + ".tmp"));
+  EXPECT_TRUE(contains(over.message(), folder + " is a folder")) << over.message();
   EXPECT_EQ(read_file_bytes(folder + "/inside").value(), first);
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    EXPECT_FALSE(is_temporary_of(path, entry.path().filename().string())) << entry.path();
+    EXPECT_FALSE(is_temporary_of(folder, entry.path().filename().string())) << entry.path();
+  }
 }
 
 TEST(Serial, ReadMissingFileNamesPath) {
@@ -917,6 +920,227 @@ TEST(Serial, ReadMissingFileNamesPath) {
   auto r = read_file_bytes(path);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(contains(r.status().message(), path)) << r.status().message();
+}
+
+
+// Issue 29, section 4: outputs replace nothing but what they name. Each class of what can be
+// at an output's path: a link (written through), a device or FIFO (written in place), a folder,
+// a socket or a link loop (refused), an unwritable folder (refused before writing), concurrent
+// writers (unique temporaries, the lock), a killed writer's temporaries (removed).
+
+std::vector<std::string> folder_entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(OutputFile, ALinkIsWrittenThroughToItsTargetAndStays) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "symbolic links need privileges on Windows";
+#else
+  TempDir dir;
+  const std::string target = dir.path() + "/run3.ckpt", link = dir.path() + "/latest.ckpt";
+  ASSERT_TRUE(write_file_atomic(target, {1, 2, 3}).ok());
+  fs::create_symlink("run3.ckpt", link);  // relative, as ln -s makes it
+  ASSERT_TRUE(write_file_atomic(link, {7, 8}).ok());
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(fs::read_symlink(link).string(), "run3.ckpt");
+  EXPECT_EQ(read_file_bytes(target).value(), (std::vector<uint8_t>{7, 8}));
+
+  // A link whose target does not exist yet: the target is created, the link kept.
+  const std::string dangling = dir.path() + "/next.ckpt";
+  fs::create_symlink(dir.path() + "/made.ckpt", dangling);
+  ASSERT_TRUE(check_output_writable(dangling).ok());
+  ASSERT_TRUE(write_file_atomic(dangling, {9}).ok());
+  EXPECT_TRUE(fs::is_symlink(dangling));
+  EXPECT_EQ(read_file_bytes(dir.path() + "/made.ckpt").value(), (std::vector<uint8_t>{9}));
+  EXPECT_EQ(folder_entries(dir.path()), (std::vector<std::string>{"latest.ckpt", "made.ckpt", "next.ckpt", "run3.ckpt"}));
+#endif
+}
+
+TEST(OutputFile, DevicesAndFifosAreWrittenInPlace) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "FIFOs and /dev are POSIX";
+#else
+  // /dev/null is only looked at: a regression here must not be able to replace it.
+  auto null_device = resolve_output("/dev/null");
+  ASSERT_TRUE(null_device.ok()) << null_device.status().message();
+  EXPECT_EQ(null_device.value().kind, OutputKind::device_or_fifo);
+  EXPECT_TRUE(check_output_writable("/dev/null").ok());
+
+  TempDir dir;
+  const std::string fifo = dir.path() + "/pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<uint8_t> got;
+  std::thread reader([&] {
+    FILE* f = std::fopen(fifo.c_str(), "rb");
+    if (f == nullptr) return;
+    int c;
+    while ((c = std::fgetc(f)) != EOF) got.push_back(static_cast<uint8_t>(c));
+    std::fclose(f);
+  });
+  const std::vector<uint8_t> bytes = {'{', '}', '\n'};
+  const Status wrote = write_file_atomic(fifo, bytes);
+  reader.join();
+  ASSERT_TRUE(wrote.ok()) << wrote.message();
+  EXPECT_EQ(got, bytes) << "the FIFO's reader gets the bytes";
+  EXPECT_TRUE(fs::is_fifo(fifo)) << "the FIFO stays a FIFO";
+  EXPECT_EQ(folder_entries(dir.path()), std::vector<std::string>{"pipe"});
+#endif
+}
+
+TEST(OutputFile, FoldersSocketsAndLinkLoopsAreRefused) {
+  TempDir dir;
+  const std::string folder = dir.path() + "/out";
+  ASSERT_TRUE(fs::create_directory(folder));
+  for (const Status& s : {check_output_writable(folder), write_file_atomic(folder, {1})}) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_TRUE(contains(s.message(), folder + " is a folder")) << s.message();
+  }
+  EXPECT_FALSE(check_output_writable("").ok());
+#if !defined(_WIN32)
+  const std::string link = dir.path() + "/to_folder";
+  fs::create_symlink(folder, link);
+  const Status through = check_output_writable(link);
+  ASSERT_FALSE(through.ok());
+  EXPECT_TRUE(contains(through.message(), link + " (a link to " + folder + ") is a folder")) << through.message();
+
+  const std::string loop = dir.path() + "/loop";
+  fs::create_symlink("loop", loop);
+  const Status looped = write_file_atomic(loop, {1});
+  ASSERT_FALSE(looped.ok());
+  EXPECT_TRUE(contains(looped.message(), loop)) << looped.message();
+  EXPECT_TRUE(fs::is_symlink(loop));
+
+  const std::string socket_path = dir.path() + "/sock";
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(socket_path.size(), sizeof address.sun_path);
+  std::strcpy(address.sun_path, socket_path.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  const Status socket_refused = write_file_atomic(socket_path, {1});
+  close(fd);
+  ASSERT_FALSE(socket_refused.ok());
+  EXPECT_TRUE(contains(socket_refused.message(), socket_path + " is a socket")) << socket_refused.message();
+  EXPECT_TRUE(fs::is_socket(socket_path));
+#endif
+}
+
+TEST(OutputFile, AnUnwritableFolderIsRefusedBeforeWriting) {
+  TempDir dir;
+  const Status missing = check_output_writable(dir.path() + "/no/such/run.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(contains(missing.message(), "the folder " + dir.path() + "/no/such does not exist")) << missing.message();
+  EXPECT_TRUE(check_output_writable(dir.path() + "/run.json").ok());
+  EXPECT_TRUE(folder_entries(dir.path()).empty()) << "the check leaves nothing behind";
+#if defined(_WIN32)
+  GTEST_SKIP() << "folder permission bits are POSIX";
+#else
+  const std::string locked = dir.path() + "/read_only";
+  ASSERT_TRUE(fs::create_directory(locked));
+  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+  const std::string probe = locked + "/probe";
+  FILE* f = std::fopen(probe.c_str(), "wb");
+  if (f != nullptr) {  // root writes anyway; tests/test_reliability.cpp drops to uid 65534 for this
+    std::fclose(f);
+    std::remove(probe.c_str());
+    fs::permissions(locked, fs::perms::owner_all);
+    GTEST_SKIP() << "this user writes into a read-only folder (root)";
+  }
+  const Status refused = check_output_writable(locked + "/run.json");
+  fs::permissions(locked, fs::perms::owner_all);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(contains(refused.message(), "cannot create a file in the folder " + locked)) << refused.message();
+#endif
+}
+
+TEST(OutputFile, ConcurrentWritersEachLeaveAWholeFile) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "MoveFileEx over a file another thread is replacing may fail with a sharing violation; "
+                  "OutputLock keeps two runs from writing one checkpoint there";
+#endif
+  TempDir dir;
+  const std::string path = dir.path() + "/shared.ckpt";
+  const std::vector<uint8_t> a(100000, 0xAA), b(50000, 0xBB);
+  std::atomic<int> failures{0};
+  auto writer = [&](const std::vector<uint8_t>& bytes) {
+    for (int i = 0; i < 20; ++i) failures += write_file_atomic(path, bytes).ok() ? 0 : 1;
+  };
+  std::thread first(writer, std::cref(a)), second(writer, std::cref(b));
+  first.join();
+  second.join();
+  EXPECT_EQ(failures.load(), 0) << "unique temporaries: no writer's rename takes another's file away";
+  const std::vector<uint8_t> now = read_file_bytes(path).value();
+  EXPECT_TRUE(now == a || now == b) << "a whole file of one writer, " << now.size() << " bytes";
+  EXPECT_EQ(folder_entries(dir.path()), std::vector<std::string>{"shared.ckpt"});
+}
+
+TEST(OutputLock, ASecondWriterIsRefusedNamingTheFirst) {
+  TempDir dir;
+  const std::string path = dir.path() + "/run.ckpt";
+  auto first = OutputLock::acquire(path);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first.value()->lock_path(), path + ".lock");
+  EXPECT_TRUE(exists(path + ".lock"));
+  auto second = OutputLock::acquire(path);
+  ASSERT_FALSE(second.ok());
+  const std::string message = second.status().message();
+  EXPECT_TRUE(contains(message, path + " is being written by ")) << message;
+  EXPECT_TRUE(contains(message, path + ".lock")) << message;
+#if !defined(_WIN32)
+  EXPECT_TRUE(contains(message, "process " + std::to_string(getpid()))) << message;
+#endif
+  first = Status::error("released");  // the first writer ends: its lock file goes with it
+  EXPECT_FALSE(exists(path + ".lock"));
+  auto third = OutputLock::acquire(path);
+  EXPECT_TRUE(third.ok()) << third.status().message();
+}
+
+TEST(OutputLock, AKilledWritersLeftoversAreRemovedAndNothingElse) {
+  TempDir dir;
+  const std::string path = dir.path() + "/run.ckpt";
+  EXPECT_TRUE(is_temporary_of(path, "run.ckpt.tmp-4242-0123abcd"));
+  for (const char* name : {"run.ckpt.tmp", "run.ckpt.tmp-x", "run.ckpt.tmp-42-0123abc", "run.ckpt.tmp--0123abcd",
+                           "run.ckpt.tmp-42-0123abcg", "other.ckpt.tmp-42-0123abcd", "run.ckpt"}) {
+    EXPECT_FALSE(is_temporary_of(path, name)) << name;
+  }
+  const std::vector<std::string> kept = {"other.ckpt.tmp-42-0123abcd", "run.ckpt", "run.ckpt.lock", "run.ckpt.tmp-x"};
+  for (const std::string& name : kept) ASSERT_TRUE(write_file_atomic(dir.path() + "/" + name, {1}).ok());
+  ASSERT_TRUE(write_file_atomic(dir.path() + "/run.ckpt.tmp-4242-0123abcd", {1, 2}).ok());  // a SIGKILLed write's
+  // The lock file a killed run left is not held: the next run takes it, and its leftovers go.
+  auto lock = OutputLock::acquire(path);
+  ASSERT_TRUE(lock.ok()) << lock.status().message();
+  EXPECT_EQ(folder_entries(dir.path()), kept);
+}
+
+// An output written in pieces (make-data's IDX files): the target stays as it was until commit,
+// and a stream dropped before it (a failed write, an error upstream) leaves nothing behind.
+TEST(OutputFile, AStreamReplacesItsTargetOnlyAtCommit) {
+  TempDir dir;
+  const std::string path = dir.path() + "/images";
+  const std::vector<uint8_t> old_bytes = {9, 9, 9};
+  ASSERT_TRUE(write_file_atomic(path, old_bytes).ok());
+  {
+    auto dropped = OutputStream::open(path);
+    ASSERT_TRUE(dropped.ok()) << dropped.status().message();
+    ASSERT_TRUE(dropped.value()->write("abcdef", 6).ok());
+    EXPECT_EQ(read_file_bytes(path).value(), old_bytes);
+  }
+  EXPECT_EQ(read_file_bytes(path).value(), old_bytes);
+  EXPECT_EQ(folder_entries(dir.path()), std::vector<std::string>{"images"});
+
+  auto kept = OutputStream::open(path);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_TRUE(kept.value()->write("ab", 2).ok());
+  ASSERT_TRUE(kept.value()->write("cd", 2).ok());
+  EXPECT_EQ(read_file_bytes(path).value(), old_bytes);
+  ASSERT_TRUE(kept.value()->commit().ok());
+  EXPECT_EQ(read_file_bytes(path).value(), (std::vector<uint8_t>{'a', 'b', 'c', 'd'}));
+  EXPECT_FALSE(kept.value()->write("x", 1).ok());  // closed: an error, not a write
+  EXPECT_EQ(folder_entries(dir.path()), std::vector<std::string>{"images"});
 }
 
 }  // namespace

@@ -426,5 +426,19 @@ TEST(Cfg, LoadFromFileNamesThePath) {
   fs::remove_all(dir, ignored);
 }
 
+// Issue 29, section 1: class indices (target = labels) are an index into the output row, which
+// only softmax_cross_entropy reads; the elementwise losses are refused them in the cfg, not
+// stopped by an internal check at the first step.
+TEST(Cfg, LabelTargetsAreForSoftmaxOnly) {
+  for (const char* loss : {"mse", "bce_with_logits"}) {
+    SCOPED_TRACE(loss);
+    expect_error(std::string("[net]\ninput = 4\nloss = ") + loss + "\ntarget = labels\n[dense]\nunits = 3\n", 4,
+                 "target", "target = onehot");
+  }
+  auto onehot = build("[net]\ninput = 4\nloss = mse\ntarget = onehot\n[dense]\nunits = 3\n");
+  ASSERT_NE(onehot, nullptr);
+  EXPECT_EQ(onehot->target(), TargetKind::onehot);
+}
+
 }  // namespace
 }  // namespace rg

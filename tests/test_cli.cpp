@@ -614,3 +614,53 @@ TEST(Cli, MemoryBudgetPlansAndStreams) {
 }
 
 }  // namespace
+
+// Issue 29, section 7: `precision --help` is its own usage with the defaults it runs with; eval
+// scores what a model is (a classifier's accuracy, an autoencoder's MSE) and refuses, by name, a
+// model that is neither (a GAN's discriminator), never printing an accuracy that means nothing.
+namespace {
+
+TEST(Cli, PrecisionHelpIsItsOwn) {
+  const Outcome help = run("precision --help");
+  EXPECT_EQ(help.code, 0) << help.output;
+  EXPECT_EQ(help.output.rfind("usage: retrograd precision [options]", 0), 0u) << help.output;
+  EXPECT_EQ(help.output.find("retrograd train"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("(default: fp32,fp16,int8,int8-qat,int8-train)"), std::string::npos) << help.output;
+  const Outcome train = run("train --help");
+  EXPECT_EQ(train.code, 0) << train.output;
+  EXPECT_EQ(train.output.find("(default: fp32,fp16"), std::string::npos) << "train makes no table unless asked";
+  const Outcome wrong = run("precision --bogus");
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_NE(wrong.output.find("retrograd precision: unknown option --bogus"), std::string::npos) << wrong.output;
+}
+
+TEST(Cli, EvalScoresWhatTheModelIs) {
+  const std::string gan = temp_dir() + "/eval_gan", ae = temp_dir() + "/eval_ae.ckpt", json = temp_dir() + "/eval_ae.json";
+  const Outcome trained = run("train --model dcgan --data synthetic --limit 64 --epochs 1 --threads 1 --score-samples 0 "
+                              "--out " + gan);
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  const Outcome d = run("eval --checkpoint " + gan + "/discriminator.ckpt --data synthetic --threads 1");
+  EXPECT_EQ(d.code, 2) << d.output;
+  EXPECT_NE(d.output.find("discriminator.ckpt: the model has one output, a logit (bce_with_logits): a GAN's "
+                          "discriminator"), std::string::npos) << d.output;
+  EXPECT_EQ(d.output.find("accuracy "), std::string::npos) << d.output;
+  write_all(temp_dir() + "/one_output.cfg", "[net]\ninput = 28x28x1\nloss = mse\n[dense]\nunits = 1\n");
+  const Outcome one = run("train --model " + temp_dir() + "/one_output.cfg --data synthetic --limit 64 --epochs 1 "
+                          "--threads 1");
+  EXPECT_EQ(one.code, 2) << "labels 0 to 9 for one output\n" << one.output;
+
+  const Outcome autoencoder = run("train --model autoencoder --data synthetic --limit 256 --test-limit 64 --epochs 1 "
+                                  "--threads 1 --checkpoint " + ae);
+  ASSERT_EQ(autoencoder.code, 0) << autoencoder.output;
+  const Outcome scored = run("eval --checkpoint " + ae + " --threads 1 --json " + json);
+  ASSERT_EQ(scored.code, 0) << scored.output;
+  EXPECT_NE(scored.output.find("test MSE"), std::string::npos) << scored.output;
+  EXPECT_NE(scored.output.find("PSNR"), std::string::npos) << scored.output;
+  EXPECT_EQ(scored.output.find("accuracy"), std::string::npos) << scored.output;
+  const nlohmann::json report = nlohmann::json::parse(read_all(json));
+  EXPECT_GT(report.at("test_mse").get<double>(), 0.0);
+  EXPECT_GT(report.at("test_psnr_db").get<double>(), 0.0);
+  EXPECT_FALSE(report.contains("test_accuracy"));
+}
+
+}  // namespace

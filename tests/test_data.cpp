@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "base/fp16.h"
 #include "base/rng.h"
 #include "data/dataset.h"
+#include "data/files.h"
+#include "data/record_file.h"
 #include "portable.h"
 
 namespace rg {
@@ -676,6 +679,223 @@ TEST(Gather, CopiesFloatsAndSlicesShareStorage) {
   d.samples.f32()[6] = 100.0f;  // sample 3 of d is sample 0 of the slice
   ASSERT_TRUE(part.gather(&zero, 1, out, labels).ok());
   EXPECT_EQ(out[0], 100.0f);
+}
+
+
+// Issue 29, section 1: every label is checked against the model's outputs where the data meets
+// the model, and a label it has no output for is named by its file and its place in that file,
+// whatever happened to the rows since (a slice, a validation split, streaming).
+
+// An MNIST-layout folder whose `train_n` training labels are i mod 3 but for `bad_train` (label
+// `bad_label`), and 4 test labels i mod 3 but for sample 1 (label 7), gzipped.
+std::string write_labelled_folder(TempDir& dir, const std::string& folder, uint32_t train_n, uint32_t bad_train,
+                                  uint8_t bad_label) {
+  const std::string path = dir.subdir(folder);
+  Bytes train_labels = label_data(train_n);
+  train_labels[bad_train] = bad_label;
+  Bytes test_labels = label_data(4);
+  test_labels[1] = 7;
+  dir.raw(folder + "/train-images-idx3-ubyte", images_file(train_n));
+  dir.raw(folder + "/train-labels-idx1-ubyte", idx_bytes(0x00000801, {train_n}, train_labels));
+  dir.raw(folder + "/t10k-images-idx3-ubyte", images_file(4));
+  dir.gz(folder + "/t10k-labels-idx1-ubyte.gz", idx_bytes(0x00000801, {4}, test_labels));
+  return path;
+}
+
+void expect_label_error(const Status& s, const std::string& place, const std::string& rest) {
+  ASSERT_FALSE(s.ok()) << "expected " << place << rest;
+  EXPECT_TRUE(contains(s.message(), place + rest)) << s.message();
+}
+
+TEST(Labels, IdxTrainAndTestNameTheFileAndTheSample) {
+  TempDir dir;
+  const std::string folder = write_labelled_folder(dir, "bad-labels", 8, 5, 255);
+  for (const bool streamed : {false, true}) {
+    SCOPED_TRACE(streamed ? "streamed" : "in memory");
+    Result<DataSplit> split = load_mnist_folder(folder, streamed);
+    ASSERT_TRUE(split.ok()) << split.status().message();  // a byte label is a valid IDX label
+    const Dataset& train = split.value().train;
+    expect_label_error(check_labels(train, 10), folder + "/train-labels-idx1-ubyte",
+                       ": sample 5 has label 255; the model has 10 outputs (classes 0 to 9)");
+    EXPECT_TRUE(check_labels(train, 256).ok());
+    const Dataset& test = split.value().test;
+    expect_label_error(check_labels(test, 3), folder + "/t10k-labels-idx1-ubyte.gz",
+                       ": sample 1 has label 7; the model has 3 outputs (classes 0 to 2)");
+    EXPECT_TRUE(check_labels(test, 8).ok());
+  }
+}
+
+TEST(Labels, EveryLabelBelowTheOutputCountPassesAndTheFirstOtherIsNamed) {
+  Dataset d = numbered_dataset(6);  // labels 0 1 2 0 1 2, no file: named by the dataset
+  d.class_names = {"zero", "one", "two"};
+  EXPECT_TRUE(check_labels(d, 3).ok());
+  expect_label_error(check_labels(d, 2), "numbers train: sample 2", " has label 2 (two); the model has 2 outputs");
+  expect_label_error(check_labels(d, 1), "numbers train: sample 1", " has label 1 (one); the model has 1 output (class 0)");
+  d.labels.data<int32_t>()[4] = -1;
+  expect_label_error(check_labels(d, 3), "numbers train: sample 4", " has label -1; the model has 3 outputs");
+  Dataset empty;
+  EXPECT_TRUE(check_labels(empty, 2).ok());
+}
+
+// A slice, a validation split (of rows in memory or streamed) and a streamed split read into
+// memory all name the row of the file, not their own row.
+TEST(Labels, SlicesAndValidationSplitsNameTheRowOfTheFile) {
+  TempDir dir;
+  const std::string folder = write_labelled_folder(dir, "split-labels", 40, 29, 9);
+  const std::string labels = folder + "/train-labels-idx1-ubyte";
+  for (const bool streamed : {false, true}) {
+    SCOPED_TRACE(streamed ? "streamed" : "in memory");
+    const Dataset train = load_mnist_folder(folder, streamed).take().train;
+    expect_label_error(check_labels(train.slice(20, 40, "tail"), 3), labels, ": sample 29 has label 9");
+    EXPECT_TRUE(check_labels(train.slice(0, 29, "head"), 3).ok());
+    for (uint64_t seed : {1, 2, 3}) {
+      const DataSplit split = split_validation(train, 0.25, seed).take();
+      const bool held_out = !check_labels(split.test, 3).ok();
+      const Dataset& with_it = held_out ? split.test : split.train;
+      const Dataset& without = held_out ? split.train : split.test;
+      expect_label_error(check_labels(with_it, 3), labels, ": sample 29 has label 9; the model has 3 outputs");
+      EXPECT_TRUE(check_labels(without, 3).ok());
+      expect_label_error(check_labels(with_it.in_memory_copy().take(), 3), labels, ": sample 29 has label 9");
+      expect_label_error(check_labels(with_it.slice(0, with_it.size(), "again"), 3), labels, ": sample 29");
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 29, section 6: the inflated copy of a gzipped images file is keyed by the file's content
+// and checked whole before use; section 7: streamed messages name the user's file.
+
+// A folder of its own with RETROGRAD_CACHE pointing into it; removed with everything in it.
+class CacheCase {
+ public:
+  CacheCase() : dir_(make_temp_folder("rg_cache_")), cache_env_("RETROGRAD_CACHE", (dir_ + "/cache").c_str()) {}
+  ~CacheCase() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  // The cache's files.
+  std::vector<std::string> copies() const {
+    auto names = list_folder(path("cache"));
+    return names.ok() ? names.value() : std::vector<std::string>();
+  }
+  // `bytes` gzipped into `name` without compression (level 0): the file's size depends only on
+  // the data's, so two different contents of one length give two files of one size.
+  std::string stored_gz(const std::string& name, const Bytes& bytes) const {
+    const std::string file = path(name);
+    gzFile g = gzopen(file.c_str(), "wb0");
+    RG_CHECK(g != nullptr, "gzopen " << file);
+    RG_CHECK(gzwrite(g, bytes.data(), static_cast<unsigned>(bytes.size())) == static_cast<int>(bytes.size()),
+             "gzwrite " << file);
+    RG_CHECK(gzclose(g) == Z_OK, "gzclose " << file);
+    return file;
+  }
+  std::string raw(const std::string& name, const Bytes& bytes) const {
+    const std::string file = path(name);
+    std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    return file;
+  }
+
+ private:
+  std::string dir_;
+  ScopedEnv cache_env_;
+};
+
+// Row `row` of a streamed dataset's images, as bytes.
+Bytes streamed_row(const Dataset& d, int64_t row) {
+  Bytes out(static_cast<size_t>(d.source->row_bytes()));
+  const Status read = d.source->read(row, out.data());
+  EXPECT_TRUE(read.ok()) << read.message();
+  return out;
+}
+
+Bytes row_of(const Bytes& image_data, int64_t row) {
+  const auto at = image_data.begin() + row * kRows * kCols;
+  return Bytes(at, at + kRows * kCols);
+}
+
+// Stored (level 0) gzip files of one length: their CRC-32s are all the same (each ends with its
+// data's CRC-32, and CRC is linear), so this also holds a CRC-32 key to account.
+TEST(Issue29Cache, ASourceReplacedBySameSizeWithinTheSameSecondIsInflatedAfresh) {
+  CacheCase c;
+  const std::string labels = c.raw("labels", labels_file());
+  const std::string images = c.stored_gz("images.gz", images_file());
+  const auto size = std::filesystem::file_size(images);
+  const auto time = std::filesystem::last_write_time(images);
+  auto first = open_idx_pair_streamed(images, labels, "first");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(streamed_row(first.value(), 1), row_of(image_data(), 1));
+
+  Bytes other = image_data();
+  for (uint8_t& v : other) v = static_cast<uint8_t>(255 - v);
+  c.stored_gz("images.gz", idx_bytes(0x00000803, {kN, kRows, kCols}, other));
+  ASSERT_EQ(std::filesystem::file_size(images), size) << "the test needs a replacement of the same size";
+  std::filesystem::last_write_time(images, time);
+  auto second = open_idx_pair_streamed(images, labels, "second");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(streamed_row(second.value(), 1), row_of(other, 1)) << "the old content's copy was served";
+  EXPECT_EQ(c.copies().size(), 2u);
+  // The first copy is still right for what it was read from.
+  EXPECT_EQ(streamed_row(first.value(), 3), row_of(image_data(), 3));
+}
+
+// A copy cut short, replaced by other bytes of its size, or with its stamp damaged is not used:
+// it is made again from the source.
+TEST(Issue29Cache, ACopyCutShortOrReplacedIsMadeAgain) {
+  CacheCase c;
+  const std::string labels = c.raw("labels", labels_file());
+  const std::string images = c.stored_gz("images.gz", images_file());
+  ASSERT_TRUE(open_idx_pair_streamed(images, labels, "made").ok());
+  ASSERT_EQ(c.copies().size(), 1u);
+  const std::string copy = c.path("cache/" + c.copies()[0]);
+  const Bytes whole = read_file(copy);
+  ASSERT_GT(whole.size(), images_file().size()) << "the data, then the stamp";
+
+  const std::vector<std::pair<const char*, Bytes>> damaged = {
+      {"cut inside the data", Bytes(whole.begin(), whole.begin() + 20)},
+      {"cut inside the stamp", Bytes(whole.begin(), whole.end() - 3)},
+      {"zeros of its size", Bytes(whole.size(), 0)},
+      {"one stamp byte changed", [&] { Bytes b = whole; b[b.size() - 10] ^= 1; return b; }()},
+      {"a longer copy (a stamp that names another size)", [&] { Bytes b = whole; b.insert(b.begin() + 16, 7); return b; }()},
+  };
+  for (const auto& [what, bytes] : damaged) {
+    c.raw("cache/" + c.copies()[0], bytes);
+    auto again = open_idx_pair_streamed(images, labels, what);
+    ASSERT_TRUE(again.ok()) << what << ": " << again.status().message();
+    for (int64_t row = 0; row < kN; ++row) EXPECT_EQ(streamed_row(again.value(), row), row_of(image_data(), row)) << what;
+    EXPECT_EQ(read_file(copy), whole) << what << ": the copy was made again";
+    EXPECT_EQ(c.copies().size(), 1u) << what << ": no partial file is left";
+  }
+}
+
+// What goes wrong with a streamed gzipped file is told as the user's file; the cache copy is
+// mentioned as where the bytes were read from.
+TEST(Issue29Cache, StreamedMessagesNameTheUsersFile) {
+  CacheCase c;
+  const std::string labels = c.raw("labels", labels_file());
+  const std::string trailing = c.stored_gz("trailing.gz", [] { Bytes b = images_file(); b.push_back(1); return b; }());
+  auto refused = open_idx_pair_streamed(trailing, labels, "trailing");
+  expect_error(refused, trailing, "trailing bytes");
+  EXPECT_FALSE(contains(refused.status().message(), c.path("cache"))) << refused.status().message();
+  const std::string more = c.stored_gz("more.gz", images_file(kN + 1));
+  auto counted = open_idx_pair_streamed(more, labels, "more");
+  expect_error(counted, more, "counts differ");
+  EXPECT_FALSE(contains(counted.status().message(), c.path("cache"))) << counted.status().message();
+
+#ifndef _WIN32  // Windows may refuse to cut a file another handle has open
+  for (const std::string& name : c.copies()) std::filesystem::remove(c.path("cache/" + name));
+  const std::string images = c.stored_gz("images.gz", images_file());
+  auto opened = open_idx_pair_streamed(images, labels, "opened");
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  ASSERT_EQ(c.copies().size(), 1u);
+  const std::string copy = c.path("cache/" + c.copies()[0]);
+  std::filesystem::resize_file(copy, 16);  // cut under the open dataset
+  Bytes row(kRows * kCols);
+  const Status read = opened.value().source->read(2, row.data());
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.message().rfind(images + " (read from its inflated copy " + copy + ")", 0), 0u) << read.message();
+  EXPECT_TRUE(contains(read.message(), "ends early")) << read.message();
+#endif
 }
 
 }  // namespace

@@ -6,15 +6,23 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
+#ifndef _WIN32
+#include <sys/stat.h>  // mkfifo
+#include <unistd.h>    // geteuid
+#endif
+
 #include "base/memory.h"
+#include "data/files.h"
 #include "data/image_data.h"
 #include "data/image_io.h"
 #include "portable.h"
@@ -780,6 +788,149 @@ TEST(ImageCli, TrainsOnImageFoldersAndCifar) {
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_TRUE(contains(o.output, "cifar-10-batches-bin train: 256 training samples, 10000 test samples, 10 classes"))
       << o.output;
+}
+
+// Issue 29, section 1: labels checked against the model's outputs name their file and place:
+// a CIFAR-10 batch file and record, an image's path (its label is its class folder's).
+
+TEST(Labels, CifarNamesTheBatchFileAndTheRecord) {
+  TempDir tmp;
+  constexpr int64_t kSmall = 3;  // records per file
+  for (const char* name : kBatchFiles) {
+    const std::string path = tmp.file(name);
+    std::ofstream(path, std::ios::binary).close();
+    fs::resize_file(path, static_cast<uintmax_t>(kSmall * kRecord));
+  }
+  write_cifar_record(tmp.path() + "/data_batch_2.bin", 1, 7, 0);
+  write_cifar_record(tmp.path() + "/test_batch.bin", 2, 5, 0);
+  auto loaded = load_cifar10_folder(tmp.path(), kSmall);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const DataSplit& s = loaded.value();
+  const Status train = check_labels(s.train, 4);
+  ASSERT_FALSE(train.ok());
+  EXPECT_TRUE(contains(train.message(), tmp.path() + "/data_batch_2.bin: record 1 has label 7 (horse); the model "
+                                                      "has 4 outputs (classes 0 to 3)")) << train.message();
+  const Status test = check_labels(s.test, 4);
+  ASSERT_FALSE(test.ok());
+  EXPECT_TRUE(contains(test.message(), tmp.path() + "/test_batch.bin: record 2 has label 5 (dog)")) << test.message();
+  EXPECT_TRUE(check_labels(s.train, 10).ok());
+  EXPECT_TRUE(check_labels(s.test, 10).ok());
+}
+
+// A model trained on 2 classes meets folders of 3: the first image of the third class is named,
+// in both layouts and after a validation split.
+TEST(Labels, ImageFoldersNameTheImageFile) {
+  TempDir split_by_fraction;
+  write_class_folders(split_by_fraction, {{"ant", 3}, {"bee", 3}, {"cow", 4}});
+  const DataSplit s = load_image_folders(split_by_fraction.path(), options_for(3, 3, 1)).take();
+  for (const Dataset* d : {&s.train, &s.test}) {
+    const Status checked = check_labels(*d, 2);
+    ASSERT_FALSE(checked.ok()) << d->name;
+    EXPECT_TRUE(contains(checked.message(), split_by_fraction.path() + "/cow/img")) << checked.message();
+    EXPECT_TRUE(contains(checked.message(), ".png has label 2 (cow); the model has 2 outputs (classes 0 to 1)"))
+        << checked.message();
+    EXPECT_TRUE(check_labels(*d, 3).ok()) << d->name;
+  }
+  const DataSplit held = split_validation(s.train, 0.5, 1).take();
+  int sides_with_a_cow = 0;
+  for (const Dataset* d : {&held.train, &held.test}) {
+    const Status checked = check_labels(*d, 2);
+    if (checked.ok()) continue;  // this side holds no cow
+    ++sides_with_a_cow;
+    EXPECT_TRUE(contains(checked.message(), split_by_fraction.path() + "/cow/img")) << checked.message();
+  }
+  EXPECT_GE(sides_with_a_cow, 1);
+
+  TempDir train_test;
+  write_split_layout(train_test);
+  const DataSplit t = load_image_folders(train_test.path(), options_for(4, 4, 3)).take();
+  const Status test = check_labels(t.test, 1);
+  ASSERT_FALSE(test.ok());
+  EXPECT_TRUE(contains(test.message(), train_test.path() + "/test/dog/f.png has label 1 (dog); the model has 1 output"))
+      << test.message();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 29, section 6: entries named like images that are not readable files are reported, each
+// class of them by name and kind, never skipped; so is an entry beside the class folders that is
+// neither a folder nor a file (a class folder gone wrong).
+
+// A loadable DIR/{a,b}/ with 2 images each, then `make_entry(tmp)` adds one entry; the load must
+// fail naming `entry` and saying `kind`.
+template <typename MakeEntry>
+void expect_entry_refused(const std::string& entry, const std::string& kind, MakeEntry make_entry) {
+  TempDir tmp;
+  write_class_folders(tmp, {{"a", 2}, {"b", 2}});
+  ASSERT_TRUE(load_image_folders(tmp.path(), options_for(4, 4, 1)).ok());
+  make_entry(tmp);
+  expect_error(load_image_folders(tmp.path(), options_for(4, 4, 1)), {tmp.path() + "/" + entry, kind});
+}
+
+TEST(ImageFolders, AFolderNamedLikeAnImageIsAnError) {
+  expect_entry_refused("b/x.png", "named like an image but is a folder", [](TempDir& t) { t.folder("b/x.png"); });
+}
+
+#ifndef _WIN32
+TEST(ImageFolders, LinksAndFifosNamedLikeImagesAreErrors) {
+  expect_entry_refused("b/x.png", "broken symbolic link",
+                       [](TempDir& t) { fs::create_symlink(t.path() + "/gone.png", t.path() + "/b/x.png"); });
+  expect_entry_refused("a/x.JPG", "symbolic link loop",
+                       [](TempDir& t) { fs::create_symlink(t.path() + "/a/x.JPG", t.path() + "/a/x.JPG"); });
+  expect_entry_refused("b/y.bmp", "a FIFO (named pipe)", [](TempDir& t) {
+    ASSERT_EQ(mkfifo((t.path() + "/b/y.bmp").c_str(), 0600), 0) << std::strerror(errno);
+  });
+  // A link to a good image is read like the image itself.
+  TempDir tmp;
+  write_class_folders(tmp, {{"a", 2}, {"b", 2}});
+  fs::create_symlink(tmp.path() + "/a/img00.png", tmp.path() + "/b/linked.png");
+  auto loaded = load_image_folders(tmp.path(), options_for(4, 4, 1));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded.value().train.size() + loaded.value().test.size(), 5);
+}
+
+TEST(ImageFolders, ABrokenLinkOrFifoBesideTheClassFoldersIsAnError) {
+  expect_entry_refused("c", "broken symbolic link", [](TempDir& t) { fs::create_symlink(t.path() + "/gone", t.path() + "/c"); });
+  expect_entry_refused("pipe", "a FIFO (named pipe)", [](TempDir& t) {
+    ASSERT_EQ(mkfifo((t.path() + "/pipe").c_str(), 0600), 0) << std::strerror(errno);
+  });
+}
+#endif
+
+// Reading permission: root reads every file, so the kind is checked where the test can make it
+// (an unprivileged run, tools/bad_inputs.py's image-unreadable case runs as uid 65534).
+TEST(ImageFolders, WhyNotAReadableFileNamesEachKind) {
+  TempDir tmp;
+  png(tmp.file("ok.png"), 2, 2, 1, solid(2, 2, {1}));
+  EXPECT_EQ(why_not_a_readable_file(tmp.path() + "/ok.png"), "");
+  EXPECT_EQ(why_not_a_readable_file(tmp.folder("dir.png")), "a folder");
+#ifndef _WIN32
+  fs::create_symlink(tmp.path() + "/ok.png", tmp.path() + "/good-link.png");
+  EXPECT_EQ(why_not_a_readable_file(tmp.path() + "/good-link.png"), "");
+  fs::create_symlink(tmp.path() + "/none", tmp.path() + "/dangling.png");
+  EXPECT_TRUE(contains(why_not_a_readable_file(tmp.path() + "/dangling.png"), "broken symbolic link"));
+  if (geteuid() != 0) {
+    fs::permissions(tmp.path() + "/ok.png", fs::perms::none);
+    EXPECT_TRUE(contains(why_not_a_readable_file(tmp.path() + "/ok.png"), "not readable")) << "mode 000";
+  }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 29, section 7: PNG is the one image format written; another name is refused, not given
+// PNG bytes (--samples x.jpg).
+
+TEST(ImageIo, OnlyPngNamesAreWritten) {
+  for (const char* name : {"a.png", "A.PNG", "grid.Png", "dir.jpg/a.png"}) EXPECT_TRUE(check_png_name(name).ok()) << name;
+  for (const char* name : {"x.jpg", "x.png.jpg", "png", ".png/x", "x.bmp", ""}) {
+    const Status s = check_png_name(name);
+    ASSERT_FALSE(s.ok()) << name;
+    EXPECT_TRUE(contains(s.message(), "PNG only")) << s.message();
+  }
+  TempDir tmp;
+  const std::string jpg = tmp.path() + "/x.jpg";
+  const Bytes pixels = solid(2, 2, {9});
+  EXPECT_FALSE(write_png(jpg, 2, 2, 1, pixels.data()).ok());
+  EXPECT_FALSE(fs::exists(jpg)) << "nothing is written under a name of another format";
 }
 
 // Issue 29, section 3: decoding is inside the budget. What an image's decoding takes is read

@@ -369,7 +369,9 @@ TEST(MachineCheck, TheAvailableFigureCanBeStatedForTests) {
     const ScopedEnv stated("RETROGRAD_MEM_AVAILABLE", "123M");
     const AvailableMemory available = available_host_memory();
     EXPECT_LE(available.bytes, int64_t{123} << 20);  // a limited address space may be lower still
-    if (available.bytes == int64_t{123} << 20) EXPECT_EQ(available.source, "RETROGRAD_MEM_AVAILABLE");
+    if (available.bytes == int64_t{123} << 20) {
+      EXPECT_EQ(available.source, "RETROGRAD_MEM_AVAILABLE");
+    }
   }
   {
     const ScopedEnv nonsense("RETROGRAD_MEM_AVAILABLE", "lots");

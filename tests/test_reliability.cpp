@@ -2,6 +2,7 @@
 // with the weights of an uninterrupted run; every checkpoint left behind is a good one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "portable.h"
+#include "base/output_file.h"
 #include "train/checkpoint.h"
 
 #if !defined(_WIN32)
@@ -29,10 +31,10 @@ std::string read_all(const std::string& path) {
   return out.str();
 }
 
+bool exists(const std::string& path) { return std::ifstream(path).good(); }
+
 #if !defined(_WIN32)
 using Clock = std::chrono::steady_clock;
-
-bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
 // A command running in the background (through /bin/sh, its output into `log`).
 class Child {
@@ -152,6 +154,10 @@ TEST(CrashSafety, KilledAtRandomMomentsAndResumedEqualsOneRun) {
   }
   EXPECT_GE(killed.kills, 5);
   EXPECT_GE(killed.resumed_kills, 1) << "no kill hit a resumed run";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {  // the last run removed what kills left
+    const std::string name = entry.path().filename().string();
+    EXPECT_FALSE(rg::is_temporary_of(dir + "/killed.ckpt", name) || name == "killed.ckpt.lock") << name;
+  }
   if (!HasFailure()) std::filesystem::remove_all(dir);  // kept to look at when it failed
 #endif
 }
@@ -239,5 +245,259 @@ TEST(MachinePlans, ARunPlannedUnderABudgetResumesUnderItExactly) {
   EXPECT_EQ(scored.code, 0) << scored.output;
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
+
+}  // namespace
+
+// Issue 29, section 1: labels are checked where the data meets the model, in every command that
+// reads them, before any training: a label the model has no output for is named by its file and
+// sample, exit 2, and nothing is written.
+namespace {
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+std::string big_endian(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
+}
+
+// An MNIST-layout folder of `n` 28x28 images per split, labels i % `classes`, the test label of
+// sample `bad_test` (when >= 0) replaced by `bad_label`.
+std::string labelled_idx_folder(const std::string& dir, int n, int classes, int bad_test = -1, int bad_label = 0) {
+  std::filesystem::create_directories(dir);
+  std::string images = big_endian(0x803) + big_endian(static_cast<uint32_t>(n)) + big_endian(28) + big_endian(28);
+  for (int i = 0; i < n; ++i) {
+    for (int p = 0; p < 784; ++p) images += static_cast<char>(p % 28 == (i % classes) * 2 ? 255 : 0);
+  }
+  std::string labels = big_endian(0x801) + big_endian(static_cast<uint32_t>(n));
+  for (int i = 0; i < n; ++i) labels += static_cast<char>(i % classes);
+  std::string test_labels = labels;
+  if (bad_test >= 0) test_labels[static_cast<size_t>(8 + bad_test)] = static_cast<char>(bad_label);
+  write_bytes(dir + "/train-images-idx3-ubyte", images);
+  write_bytes(dir + "/train-labels-idx1-ubyte", labels);
+  write_bytes(dir + "/t10k-images-idx3-ubyte", images);
+  write_bytes(dir + "/t10k-labels-idx1-ubyte", test_labels);
+  return dir;
+}
+
+void expect_refused(const Outcome& o, const std::string& message) {
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_NE(o.output.find("retrograd: " + message), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("Epoch 1/"), std::string::npos) << "refused before training\n" << o.output;
+}
+
+// A test label of 255 in an IDX folder: train refuses before the first epoch, eval before scoring.
+TEST(Labels, ATestLabelOutsideTheClassesIsNamedByTrainAndEval) {
+  const std::string dir = make_temp_folder("retrograd_labels_");
+  const std::string bad = labelled_idx_folder(dir + "/bad", 40, 10, 17, 255);
+  const std::string good = labelled_idx_folder(dir + "/good", 40, 10);
+  const std::string where = bad + "/t10k-labels-idx1-ubyte: sample 17 has label 255; the model has 10 outputs "
+                                  "(classes 0 to 9)";
+  const std::string quick = " --epochs 1 --batch 8 --threads 1";
+  expect_refused(run("train --data " + bad + " --checkpoint " + dir + "/never.ckpt" + quick), where);
+  EXPECT_FALSE(exists(dir + "/never.ckpt"));
+  expect_refused(run("precision --data " + bad + quick), where);
+  expect_refused(run("train --data " + bad + " --val-split 0.25" + quick), where);
+  const Outcome trained = run("train --data " + good + " --checkpoint " + dir + "/run.ckpt" + quick);
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  const std::string before = read_all(dir + "/run.ckpt");
+  expect_refused(run("eval --checkpoint " + dir + "/run.ckpt --data " + bad), where);
+  expect_refused(run("eval --checkpoint " + dir + "/run.ckpt --int8 --data " + bad), where);
+  EXPECT_EQ(read_all(dir + "/run.ckpt"), before);
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+// A model of 4 outputs (trained on 4 classes) scored on 10: named, never read past its outputs.
+TEST(Labels, AModelWithFewerOutputsThanTheDataHasClassesIsRefused) {
+  const std::string dir = make_temp_folder("retrograd_labels_");
+  const std::string four = labelled_idx_folder(dir + "/four", 40, 4);
+  const std::string ten = labelled_idx_folder(dir + "/ten", 40, 10);
+  write_bytes(dir + "/four.cfg", "[net]\ninput = 28x28x1\n[dense]\nunits = 16\n[relu]\n[dense]\nunits = 4\n");
+  const std::string quick = " --epochs 1 --batch 8 --threads 1";
+  const Outcome trained = run("train --model " + dir + "/four.cfg --data " + four + " --checkpoint " + dir +
+                              "/four.ckpt" + quick);
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  const std::string where = "sample 4 has label 4; the model has 4 outputs (classes 0 to 3)";
+  expect_refused(run("eval --checkpoint " + dir + "/four.ckpt --data " + ten), ten + "/t10k-labels-idx1-ubyte: " + where);
+  expect_refused(run("train --model " + dir + "/four.cfg --data " + ten + quick),
+                 ten + "/train-labels-idx1-ubyte: " + where);
+  const Outcome scored = run("eval --checkpoint " + dir + "/four.ckpt --data " + four);
+  EXPECT_EQ(scored.code, 0) << scored.output;
+  EXPECT_NE(scored.output.find("test accuracy"), std::string::npos) << scored.output;
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+// Issue 29, section 4: outputs replace nothing but what they name, and are checked before the
+// first step. Section 5: a resumed run reads the data its run read, or is refused.
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const char* kQuickRun = "train --data synthetic --limit 256 --threads 1";
+
+TEST(Outputs, AnExistingCheckpointIsReplacedOnlyWhenTold) {
+  const std::string dir = make_temp_folder("retrograd_outputs_");
+  const std::string ckpt = dir + "/run.ckpt";
+  ASSERT_EQ(run(std::string(kQuickRun) + " --epochs 1 --checkpoint " + ckpt).code, 0);
+  const std::string first = file_bytes(ckpt);
+  const Outcome again = run(std::string(kQuickRun) + " --epochs 1 --seed 2 --checkpoint " + ckpt);
+  EXPECT_EQ(again.code, 2) << again.output;
+  EXPECT_TRUE(has(again.output, "--checkpoint " + ckpt + ": a file is there already")) << again.output;
+  EXPECT_TRUE(has(again.output, "--overwrite")) << again.output;
+  EXPECT_FALSE(has(again.output, "Epoch")) << "refused before training";
+  EXPECT_EQ(file_bytes(ckpt), first);
+  // Resuming it continues into it; a resume that names another existing file is refused too.
+  const Outcome resumed = run("train --resume " + ckpt + " --epochs 2 --threads 1");
+  EXPECT_EQ(resumed.code, 0) << resumed.output;
+  const std::string other = dir + "/other.ckpt";
+  write_bytes(other, "an earlier run's");
+  const Outcome elsewhere = run("train --resume " + ckpt + " --epochs 3 --threads 1 --checkpoint " + other);
+  EXPECT_EQ(elsewhere.code, 2) << elsewhere.output;
+  EXPECT_EQ(file_bytes(other), "an earlier run's");
+  const Outcome told = run(std::string(kQuickRun) + " --epochs 1 --seed 2 --checkpoint " + ckpt + " --overwrite");
+  EXPECT_EQ(told.code, 0) << told.output;
+  EXPECT_NE(file_bytes(ckpt), first);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Outputs, UnwritableOutputsAreRefusedBeforeTheFirstStep) {
+  const std::string dir = make_temp_folder("retrograd_outputs_");
+  struct Case {
+    std::string option, path, expect;
+  };
+  std::filesystem::create_directory(dir + "/folder");
+  for (const Case& c : std::vector<Case>{{"--json", dir + "/folder", dir + "/folder is a folder"},
+                                         {"--checkpoint", dir + "/folder", dir + "/folder is a folder"},
+                                         {"--csv", dir + "/no/such/x.csv", "the folder " + dir + "/no/such does not exist"}}) {
+    const std::string precision = c.option == "--csv" ? " --precision fp32" : "";
+    const Outcome o = run(std::string(kQuickRun) + " --epochs 1" + precision + " " + c.option + " " + c.path);
+    EXPECT_EQ(o.code, 2) << o.output;
+    EXPECT_TRUE(has(o.output, c.option + " " + c.path)) << o.output;
+    EXPECT_TRUE(has(o.output, c.expect)) << o.output;
+    EXPECT_FALSE(has(o.output, "Epoch")) << "refused before training: " << o.output;
+  }
+#if defined(_WIN32)
+  GTEST_SKIP() << "folder permission bits and setpriv are POSIX";
+#else
+  // A folder this user cannot write: as root, the run drops to uid 65534 (root writes anyway).
+  std::string as_user;
+  if (geteuid() == 0) {
+    if (run_command("setpriv --reuid=65534 --regid=65534 --clear-groups true").code != 0) {
+      GTEST_SKIP() << "running as root without setpriv: cannot drop privileges";
+    }
+    as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  const std::string locked = dir + "/read_only";
+  std::filesystem::create_directory(locked);
+  std::filesystem::permissions(locked, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec |
+                                           std::filesystem::perms::others_read | std::filesystem::perms::others_exec);
+  for (const std::string option : {"--json", "--checkpoint"}) {
+    const Outcome o = run_command(as_user + retrograd_binary() + " " + kQuickRun + " --epochs 1 " + option + " " + locked + "/x");
+    EXPECT_EQ(o.code, 2) << o.output;
+    EXPECT_TRUE(has(o.output, option + " " + locked + "/x: cannot create a file in the folder " + locked)) << o.output;
+    EXPECT_FALSE(has(o.output, "Epoch")) << "refused before training: " << o.output;
+  }
+  std::filesystem::permissions(locked, std::filesystem::perms::owner_all);
+  std::filesystem::remove_all(dir);
+#endif
+}
+
+TEST(Outputs, ASecondRunWritingTheSameCheckpointIsRefusedAndAKilledOnesLeftoversGo) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "the background run and SIGKILL are POSIX; OutputLock's tests run everywhere";
+#else
+  const std::string dir = make_temp_folder("retrograd_outputs_");
+  const std::string ckpt = dir + "/shared.ckpt";
+  Child first(retrograd_binary() + " " + kQuickRun + " --epochs 100000 --checkpoint " + ckpt, dir + "/first.log");
+  ASSERT_TRUE(first.started());
+  for (int waited = 0; waited < 3000 && !exists(ckpt); ++waited) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(exists(ckpt + ".lock")) << read_all(dir + "/first.log");
+  const Outcome second = run(std::string(kQuickRun) + " --epochs 1 --overwrite --checkpoint " + ckpt);
+  EXPECT_EQ(second.code, 2) << second.output;
+  EXPECT_TRUE(has(second.output, "--checkpoint " + ckpt + " is being written by process ")) << second.output;
+  int code = 0;
+  EXPECT_TRUE(first.kill_after(std::chrono::milliseconds(0), &code));
+  // What a SIGKILL mid-write leaves (the lock file, a temporary) does not stop the next run.
+  write_bytes(ckpt + ".tmp-999999-0123abcd", "half a checkpoint");
+  const Outcome next = run(std::string(kQuickRun) + " --epochs 1 --overwrite --checkpoint " + ckpt);
+  EXPECT_EQ(next.code, 0) << next.output;
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"first.log", "shared.ckpt"}));
+  std::filesystem::remove_all(dir);
+#endif
+}
+
+// An MNIST-layout folder of 300 training and 100 test images; `label_shift` changes the labels.
+void write_small_mnist(const std::string& dir, int label_shift) {
+  std::filesystem::create_directories(dir);
+  auto header = [](std::initializer_list<uint32_t> words) {
+    std::string out;
+    for (uint32_t w : words) out += {char(w >> 24), char(w >> 16), char(w >> 8), char(w)};
+    return out;
+  };
+  for (const auto& [prefix, n] : {std::make_pair(std::string("train"), 300u), std::make_pair(std::string("t10k"), 100u)}) {
+    std::string images = header({0x803, n, 28, 28}), labels = header({0x801, n});
+    for (uint32_t i = 0; i < n * 784; ++i) images += static_cast<char>((i * 7) % 256);
+    for (uint32_t i = 0; i < n; ++i) labels += static_cast<char>((i + label_shift) % 10);
+    write_bytes(dir + "/" + prefix + "-images-idx3-ubyte", images);
+    write_bytes(dir + "/" + prefix + "-labels-idx1-ubyte", labels);
+  }
+}
+
+TEST(Resume, TheDataOptionsComeFromTheCheckpointAndAnotherValueIsRefused) {
+  const std::string dir = make_temp_folder("retrograd_resume_data_");
+  const std::string stopped = dir + "/stopped.ckpt", whole = dir + "/whole.ckpt";
+  const std::string run_options = " --data synthetic --limit 512 --test-limit 200 --epochs 2 --threads 1";
+  ASSERT_EQ(run("train" + run_options + " --stop-after 1 --checkpoint " + stopped).code, 0);
+  const std::string kept = file_bytes(stopped);
+  struct Case {
+    std::string args, expect;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--limit 256", "--limit 256: the run in " + stopped + " had --limit 512"},
+           {"--test-limit 100", "--test-limit 100: the run in " + stopped + " had --test-limit 200"},
+           {"--image-fit crop", "--image-fit crop: the run in " + stopped + " had no --image-fit"},
+           {"--data " + dir + "/other", "--data " + dir + "/other: not the data the run in " + stopped}}) {
+    write_small_mnist(dir + "/other", 0);
+    const Outcome o = run("train --resume " + stopped + " --threads 1 " + c.args);
+    EXPECT_EQ(o.code, 2) << c.args << "\n" << o.output;
+    EXPECT_TRUE(has(o.output, c.expect)) << o.output;
+    EXPECT_EQ(file_bytes(stopped), kept) << c.args;
+  }
+  // Given again with the same value, or not at all: the uninterrupted run's checkpoint, byte for byte.
+  const Outcome resumed = run("train --resume " + stopped + " --threads 1 --limit 512");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  ASSERT_EQ(run("train" + run_options + " --checkpoint " + whole).code, 0);
+  EXPECT_TRUE(file_bytes(stopped) == file_bytes(whole)) << "resumed and uninterrupted runs must end alike";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Resume, DataChangedAtTheSamePathIsRefused) {
+  const std::string dir = make_temp_folder("retrograd_resume_data_");
+  const std::string data = dir + "/mnist", ckpt = dir + "/run.ckpt";
+  write_small_mnist(data, 0);
+  ASSERT_EQ(run("train --data " + data + " --epochs 2 --stop-after 1 --threads 1 --checkpoint " + ckpt).code, 0);
+  write_small_mnist(data, 3);  // the same files, sizes and names; other labels
+  const Outcome o = run("train --resume " + ckpt + " --threads 1");
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_TRUE(has(o.output, "the data in " + data + " changed since " + ckpt + " was written")) << o.output;
+  // A copy of the same data elsewhere is the same run's data.
+  write_small_mnist(data, 0);
+  write_small_mnist(dir + "/copy", 0);
+  const Outcome moved = run("train --resume " + ckpt + " --threads 1 --data " + dir + "/copy");
+  EXPECT_EQ(moved.code, 0) << moved.output;
+  EXPECT_TRUE(has(moved.output, "its run read " + data + ": the same samples")) << moved.output;
+  std::filesystem::remove_all(dir);
+}
+
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 
+#include "base/output_file.h"
 #include "base/serial.h"
 #include "model_util.h"
 #include "train/trainer.h"
@@ -359,5 +360,63 @@ TEST(Model, ParameterCountBeforeInitMatchesAllocatedParams) {
   EXPECT_EQ(model->param_count(), allocated);
   EXPECT_EQ(allocated, 784 * 32 + 32 + 32 * 10 + 10);
 }
+}  // namespace
+}  // namespace rg
+
+// Issue 29, section 1: the trainer takes no label its model has no output for, in training,
+// validation or evaluation, whatever the loss reads them as (class indices or one-hot rows),
+// and refuses before the first step, the weights untouched; a model that reads no labels (an
+// autoencoder) takes any.
+namespace rg {
+namespace {
+
+const char* const kFourClassCfgs[] = {
+    "[net]\ninput = 28x28x1\n[dense]\nunits = 4\n",                            // softmax against labels
+    "[net]\ninput = 28x28x1\nloss = mse\ntarget = onehot\n[dense]\nunits = 4\n",  // one-hot rows
+};
+
+TEST(Labels, TrainingValidationAndEvaluationRefuseALabelWithoutAnOutput) {
+  const DataSplit four = make_synthetic(64, 16, 4, 3);
+  const DataSplit ten = make_synthetic(64, 16, 10, 3);
+  Dataset validation = four.test;
+  validation.labels = Tensor::zeros(Shape{validation.size()}, DType::i32, "validation labels").take();
+  validation.labels.data<int32_t>()[11] = 4;
+  for (const char* cfg : kFourClassCfgs) {
+    SCOPED_TRACE(cfg);
+    auto model = build_model(7, cfg);
+    const auto untouched = build_model(7, cfg);
+    ThreadPool pool(1);
+    Trainer trainer(*model, pool, small_options(1));
+    ASSERT_TRUE(trainer.prepare().ok());
+    auto on_ten = trainer.fit(ten.train, nullptr);
+    ASSERT_FALSE(on_ten.ok());
+    EXPECT_NE(on_ten.status().message().find("synthetic train: sample "), std::string::npos) << on_ten.status().message();
+    EXPECT_NE(on_ten.status().message().find("the model has 4 outputs (classes 0 to 3)"), std::string::npos);
+    auto bad_validation = trainer.fit(four.train, &validation);
+    ASSERT_FALSE(bad_validation.ok());
+    EXPECT_NE(bad_validation.status().message().find("synthetic test: sample 11 has label 4"), std::string::npos)
+        << bad_validation.status().message();
+    EXPECT_EQ(trainer.epochs_done(), 0);
+    EXPECT_TRUE(same_weights(*model, *untouched)) << "refused before the first step";
+    auto scored = trainer.evaluate(ten.test);
+    ASSERT_FALSE(scored.ok());
+    EXPECT_NE(scored.status().message().find("the model has 4 outputs"), std::string::npos);
+    EXPECT_TRUE(trainer.fit(four.train, &four.test).ok());
+    EXPECT_TRUE(trainer.evaluate(four.test).ok());
+  }
+}
+
+TEST(Labels, AnAutoencoderReadsNoLabelsAndTakesAny) {
+  auto model = build_model(7, "[net]\ninput = 28x28x1\nloss = mse\n[dense]\nunits = 8\n[dense]\nunits = 784\n");
+  ASSERT_EQ(model->target(), TargetKind::input);
+  const DataSplit ten = make_synthetic(64, 16, 10, 3);
+  EXPECT_TRUE(check_labels_for(*model, ten.test).ok());
+  ThreadPool pool(1);
+  Trainer trainer(*model, pool, small_options(1));
+  ASSERT_TRUE(trainer.prepare().ok());
+  EXPECT_TRUE(trainer.fit(ten.train, &ten.test).ok());
+  EXPECT_TRUE(trainer.evaluate(ten.test).ok());
+}
+
 }  // namespace
 }  // namespace rg

@@ -121,6 +121,49 @@ def png_grey_zeros(w, h):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
 
 
+def image_folder_with(d, make_entry):
+    """A good two-class image folder, then one more entry made by make_entry(folder)."""
+    image_folder(d, None)
+    make_entry(d)
+
+
+def unreadable_png(d):
+    p = os.path.join(d, "dog", "locked.png")
+    write(p, png_real(4, 4))
+    os.chmod(p, 0)
+
+
+def stale_cache_same_size(d):
+    """A gzipped MNIST folder streamed once (its inflated copy cached in {d}/cache), then the
+    images file replaced by one of the same size and time whose gzip data is damaged: a cache
+    keyed by size and time serves the old copy (exit 0); keyed by content, the new file is
+    read and refused. Random pixels, so that the gzip file is larger than what reading the
+    header inflates (zlib reads 128 KiB ahead): only a fresh inflation meets the damage."""
+    import random
+    n = 600
+    pixels = random.Random(1).getrandbits(8 * n * 784).to_bytes(n * 784, "little")
+    mnist_folder(d, train_images=struct.pack(">IIII", 0x803, n, 28, 28) + pixels, train_labels=idx_labels(n), gz=True)
+    subprocess.run([BINARY, "train", "--data", d, "--stream", "yes", "--epochs", "1", "--threads", "1"],
+                   env=dict(os.environ, RETROGRAD_CACHE=os.path.join(d, "cache")), check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = os.path.join(d, "train-images-idx3-ubyte.gz")
+    before = os.stat(p)
+    data = bytearray(open(p, "rb").read())
+    for i in range(len(data) * 4 // 5, len(data) * 4 // 5 + 16):
+        data[i] ^= 0x5A
+    write(p, bytes(data))
+    os.utime(p, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def gz_trailing(d):
+    mnist_folder(d, train_images=idx_images(64) + b"extra", gz=True)
+
+
+def unreadable_folder(d):
+    mnist_folder(os.path.join(d, "data"))
+    os.chmod(os.path.join(d, "data"), 0)
+
+
 def checkpoint_then(d, change):
     """A real checkpoint (one quick epoch), then `change` applied to its bytes."""
     subprocess.run([BINARY, "train", "--checkpoint", os.path.join(d, "run.ckpt")] + QUICK, check=True,
@@ -135,7 +178,91 @@ def flip_middle(data):
     return bytes(data)
 
 
+def read_only_folder(d):
+    os.makedirs(os.path.join(d, "ro"))
+    os.chmod(os.path.join(d, "ro"), 0o555)
+
+
+def unix_socket(d):
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(os.path.join(d, "sock"))  # the socket file stays after close
+    s.close()
+
+
+def held_checkpoint(d):
+    """A checkpoint another run is writing: its lock held (flock, as retrograd holds it) by a
+    process that stands for that run until the case's folder is removed (60 s at most), its
+    process id in the lock file."""
+    lock = os.path.join(d, "run.ckpt.lock")
+    holder = ("import fcntl, os, time\n"
+              "f = open(%r, 'w'); fcntl.flock(f, fcntl.LOCK_EX); f.write(str(os.getpid())); f.flush()\n"
+              "open(%r, 'w').close()\n"
+              "for _ in range(600):\n"
+              "    if not os.path.exists(%r): break  # the case's folder is gone: done\n"
+              "    time.sleep(0.1)\n" % (lock, lock + ".ready", lock + ".ready"))
+    subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(500):
+        if os.path.exists(lock + ".ready"):
+            return
+        import time
+        time.sleep(0.01)
+    raise OSError("the lock holder did not start")
+
+
+def checkpoint_on_folder(d, relabel):
+    """A checkpoint of a run on the MNIST-layout folder {d}/mnist; `relabel`: its training labels
+    changed afterwards (the same file sizes and names)."""
+    mnist_folder(os.path.join(d, "mnist"))
+    subprocess.run([BINARY, "train", "--data", os.path.join(d, "mnist"), "--epochs", "1", "--threads", "1",
+                    "--checkpoint", os.path.join(d, "run.ckpt")], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if relabel:
+        write(os.path.join(d, "mnist", "train-labels-idx1-ubyte"),
+              struct.pack(">II", 0x801, 64) + bytes((i + 3) % 10 for i in range(64)))
+
+
 CFG_BASE = "[net]\ninput = 28x28x1\n"
+
+
+def labels_with(n, classes=10, bad_at=None, bad_label=255):
+    """IDX labels i % classes, the one at `bad_at` replaced by `bad_label`."""
+    data = bytearray(idx_labels(n, classes))
+    if bad_at is not None:
+        data[8 + bad_at] = bad_label
+    return bytes(data)
+
+
+def mnist_folder_bad_test_label(d, at=5):
+    mnist_folder(d)
+    write(os.path.join(d, "t10k-labels-idx1-ubyte"), labels_with(16, bad_at=at))
+
+
+def trained_then_bad_test_label(d):
+    """A checkpoint trained on a good MNIST folder ({d}/good), and the same folder with test label 255 ({d}/bad)."""
+    mnist_folder(os.path.join(d, "good"))
+    subprocess.run([BINARY, "train", "--data", os.path.join(d, "good"), "--epochs", "1", "--threads", "1",
+                    "--checkpoint", os.path.join(d, "run.ckpt")], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    mnist_folder_bad_test_label(os.path.join(d, "bad"))
+
+
+def four_class_model_and_ten_class_data(d):
+    """A model of 4 outputs trained on a folder of 4 image classes ({d}/four.ckpt), and a 10-class MNIST folder."""
+    for c in range(4):
+        for i in range(3):
+            write(os.path.join(d, "four", "class%d" % c, "%d.png" % i), png_real(28, 28))
+    write(os.path.join(d, "four.cfg"), (CFG_BASE + "[dense]\nunits = 16\n[relu]\n[dense]\nunits = 4\n").encode())
+    subprocess.run([BINARY, "train", "--model", os.path.join(d, "four.cfg"), "--data", os.path.join(d, "four"),
+                    "--epochs", "1", "--threads", "1", "--checkpoint", os.path.join(d, "four.ckpt")], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mnist_folder(os.path.join(d, "ten"))
+
+
+def gan_run(d):
+    subprocess.run([BINARY, "train", "--model", "dcgan", "--out", os.path.join(d, "gan"), "--score-samples", "0"] + QUICK,
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
 CASES = [
     # datasets
     ("idx-missing-folder", "dataset", "a --data folder that does not exist",
@@ -218,7 +345,7 @@ CASES = [
                       "--epochs", "1", "--threads", "1"], ["allocation of", "failed"], []),
     # numerics
     ("nan-loss", "numerics", "a learning rate of 1000 (the loss diverges), with a checkpoint from before",
-     lambda d: checkpoint_then(d, lambda b: b), ["train", "--lr", "1000", "--checkpoint", "{d}/run.ckpt"] + QUICK,
+     lambda d: checkpoint_then(d, lambda b: b), ["train", "--lr", "1000", "--checkpoint", "{d}/run.ckpt", "--overwrite"] + QUICK,
      ["loss became", "the first Inf or NaN", "dense"], ["run.ckpt"]),
     # options and devices
     ("opt-bad-number", "options", "--batch 0", lambda d: None, ["train", "--batch", "0"] + QUICK, ["--batch"], []),
@@ -232,6 +359,22 @@ CASES = [
      ["libOpenCL-none.so"], []),
     ("isa-unknown", "devices", "RETROGRAD_ISA=avx1024", lambda d: None, ["ENV=RETROGRAD_ISA=avx1024", "probe"], ["avx1024"], []),
     # --- issue 29 section 1 labels: begin
+    ("labels-test-255-train", "labels", "a test label of 255 in an IDX folder, trained on",
+     mnist_folder_bad_test_label, ["train", "--data", "{d}", "--epochs", "1", "--checkpoint", "{d}/never.ckpt"],
+     ["{d}/t10k-labels-idx1-ubyte: sample 5 has label 255", "10 outputs (classes 0 to 9)"], []),
+    ("labels-test-255-eval", "labels", "a test label of 255 in an IDX folder, scored by eval",
+     trained_then_bad_test_label, ["eval", "--checkpoint", "{d}/run.ckpt", "--data", "{d}/bad"],
+     ["{d}/bad/t10k-labels-idx1-ubyte: sample 5 has label 255", "10 outputs"], ["run.ckpt"]),
+    ("labels-validation-split", "labels", "a training label of 200 held out for validation (--val-split 0.5)",
+     lambda d: mnist_folder(d, train_labels=labels_with(64, bad_at=41, bad_label=200)),
+     ["train", "--data", "{d}", "--val-split", "0.5", "--epochs", "1"],
+     ["{d}/train-labels-idx1-ubyte: sample 41 has label 200"], []),
+    ("labels-fewer-outputs", "labels", "a 4-output model (trained on 4 image classes) scored on 10 classes",
+     four_class_model_and_ten_class_data, ["eval", "--checkpoint", "{d}/four.ckpt", "--data", "{d}/ten"],
+     ["{d}/ten/t10k-labels-idx1-ubyte: sample 4 has label 4", "4 outputs (classes 0 to 3)"], ["four.ckpt"]),
+    ("labels-fewer-outputs-train", "labels", "the same 4-output model trained on 10 classes",
+     four_class_model_and_ten_class_data, ["train", "--model", "{d}/four.cfg", "--data", "{d}/ten", "--epochs", "1"],
+     ["{d}/ten/train-labels-idx1-ubyte: sample 4 has label 4", "4 outputs"], []),
     # --- issue 29 section 1: end
     # --- issue 29 section 2 inputs that identify themselves: begin
     # --- issue 29 section 2: end
@@ -256,12 +399,80 @@ CASES = [
      ["{d}/dog/big.png", "more than the 300.0 MiB available", "refused before decoding"], []),
     # --- issue 29 section 3: end
     # --- issue 29 section 4 outputs: begin
+    ("out-existing-checkpoint", "outputs", "a new run's --checkpoint where an earlier run's checkpoint is",
+     lambda d: checkpoint_then(d, lambda b: b), ["train", "--checkpoint", "{d}/run.ckpt", "--seed", "2"] + QUICK,
+     ["--checkpoint {d}/run.ckpt: a file is there already", "--overwrite"], ["run.ckpt"]),
+    ("out-folder", "outputs", "--json naming a folder",
+     lambda d: None, ["train", "--json", "{d}"] + QUICK, ["--json {d} is a folder"], []),
+    ("out-link-to-folder", "outputs", "--checkpoint naming a link to a folder",
+     lambda d: (os.makedirs(d + "/runs"), os.symlink("runs", d + "/latest.ckpt")),
+     ["train", "--checkpoint", "{d}/latest.ckpt"] + QUICK, ["{d}/latest.ckpt (a link to {d}/runs) is a folder"], []),
+    ("out-socket", "outputs", "--json naming a Unix socket",
+     unix_socket, ["train", "--json", "{d}/sock"] + QUICK, ["--json {d}/sock is a socket"], []),
+    ("out-read-only-folder", "outputs", "--json in a folder the user cannot write, refused before training",
+     read_only_folder, ["AS_NOBODY", "train", "--json", "{d}/ro/run.json"] + QUICK,
+     ["--json {d}/ro/run.json: cannot create a file in the folder {d}/ro"], []),
+    ("out-proc", "outputs", "--checkpoint /proc/x (a folder no file can be made in)",
+     lambda d: None, ["train", "--checkpoint", "/proc/x"] + QUICK, ["--checkpoint /proc/x: cannot create a file"], []),
+    ("out-second-writer", "outputs", "a checkpoint another run is writing (its lock held)",
+     held_checkpoint, ["train", "--checkpoint", "{d}/run.ckpt", "--overwrite"] + QUICK,
+     ["--checkpoint {d}/run.ckpt is being written by process", "{d}/run.ckpt.lock"], []),
+    ("out-make-data-over-data", "outputs", "make-data --out naming a folder that holds a dataset already",
+     lambda d: mnist_folder(d + "/data"), ["make-data", "--out", "{d}/data", "--samples", "10", "--test-samples", "10"],
+     ["--out {d}/data: {d}/data/train-images-idx3-ubyte is there already", "--overwrite"],
+     ["data/train-images-idx3-ubyte", "data/t10k-labels-idx1-ubyte"]),
     # --- issue 29 section 4: end
     # --- issue 29 section 5 resume: begin
+    ("resume-other-limit", "resume", "a resume with another --limit than its run's",
+     lambda d: checkpoint_then(d, lambda b: b), ["train", "--resume", "{d}/run.ckpt", "--epochs", "2", "--limit", "128"],
+     ["--limit 128: the run in {d}/run.ckpt had --limit 256"], ["run.ckpt"]),
+    ("resume-new-test-limit", "resume", "a resume with a --test-limit its run did not have",
+     lambda d: checkpoint_then(d, lambda b: b), ["train", "--resume", "{d}/run.ckpt", "--epochs", "2", "--test-limit", "50"],
+     ["--test-limit 50: the run in {d}/run.ckpt had no --test-limit"], ["run.ckpt"]),
+    ("resume-other-data", "resume", "a resume on another --data than its run's",
+     lambda d: (checkpoint_then(d, lambda b: b), mnist_folder(d + "/other")),
+     ["train", "--resume", "{d}/run.ckpt", "--epochs", "2", "--data", "{d}/other"],
+     ["--data {d}/other: not the data the run in {d}/run.ckpt trained on (synthetic)"], ["run.ckpt"]),
+    ("resume-data-changed", "resume", "a resume whose data folder now holds other labels",
+     lambda d: checkpoint_on_folder(d, relabel=True), ["train", "--resume", "{d}/run.ckpt", "--epochs", "2", "--threads", "1"],
+     ["the data in {d}/mnist changed since {d}/run.ckpt was written"], ["run.ckpt"]),
     # --- issue 29 section 5: end
     # --- issue 29 section 6 silent skips and stale caches: begin
+    ("image-broken-link", "dataset", "an image folder entry x.png that is a broken symbolic link",
+     lambda d: image_folder_with(d, lambda d: os.symlink("gone.png", os.path.join(d, "dog", "x.png"))),
+     ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/dog/x.png", "broken symbolic link"], []),
+    ("image-link-loop", "dataset", "an image folder entry x.png that is a symbolic link to itself",
+     lambda d: image_folder_with(d, lambda d: os.symlink("x.png", os.path.join(d, "dog", "x.png"))),
+     ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/dog/x.png", "symbolic link loop"], []),
+    ("image-fifo", "dataset", "an image folder entry x.png that is a FIFO",
+     lambda d: image_folder_with(d, lambda d: os.mkfifo(os.path.join(d, "dog", "x.png"))),
+     ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/dog/x.png", "FIFO"], []),
+    ("image-folder-named-png", "dataset", "a folder named x.png inside a class folder",
+     lambda d: image_folder_with(d, lambda d: os.makedirs(os.path.join(d, "dog", "x.png"))),
+     ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/dog/x.png", "a folder"], []),
+    ("image-unreadable", "dataset", "an image the user may not read (mode 000)",
+     lambda d: image_folder_with(d, unreadable_png), ["AS_NOBODY"] + ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/dog/locked.png", "Permission denied"], []),
+    ("image-broken-class-link", "dataset", "a class folder that is a broken symbolic link",
+     lambda d: image_folder_with(d, lambda d: os.symlink("gone", os.path.join(d, "bird"))),
+     ["train", "--data", "{d}", "--model", "lenet", "--epochs", "1"], ["{d}/bird", "broken symbolic link"], []),
+    ("cache-stale-same-size", "dataset", "a gzipped images file replaced by a damaged one of the same size and time after its inflated copy was cached",
+     stale_cache_same_size, ["ENV=RETROGRAD_CACHE={d}/cache", "train", "--data", "{d}", "--stream", "yes", "--epochs", "1"],
+     ["{d}/train-images-idx3-ubyte.gz", "gzip"], []),
     # --- issue 29 section 6: end
     # --- issue 29 section 7 messages: begin
+    ("eval-gan-discriminator", "messages", "eval of a GAN's discriminator (one logit, no classes)",
+     gan_run, ["eval", "--checkpoint", "{d}/gan/discriminator.ckpt", "--data", "synthetic"],
+     ["{d}/gan/discriminator.ckpt", "a GAN's discriminator", "eval scores classifiers"], ["gan/discriminator.ckpt"]),
+    ("precision-own-usage", "messages", "an unknown option to `precision` (its errors and --help are its own)",
+     lambda d: None, ["precision", "--bogus"], ["retrograd precision: unknown option --bogus"], []),
+    ("idx-gz-trailing-streamed", "dataset", "bytes after a gzipped IDX file's data, streamed: named as the user's file",
+     gz_trailing, ["ENV=RETROGRAD_CACHE={d}/cache", "train", "--data", "{d}", "--epochs", "1", "--stream", "yes"],
+     ["{d}/train-images-idx3-ubyte.gz", "trailing bytes"], []),
+    ("data-folder-unreadable", "dataset", "a --data folder the user may not read (mode 000)",
+     unreadable_folder, ["AS_NOBODY", "train", "--data", "{d}/data", "--epochs", "1"],
+     ["{d}/data", "cannot read the folder", "Permission denied"], []),
+    ("samples-not-png", "options", "--samples x.jpg (the grid is written as PNG)",
+     lambda d: None, ["train", "--model", "autoencoder", "--samples", "{d}/x.jpg"] + QUICK, ["x.jpg", "PNG"], []),
     # --- issue 29 section 7: end
 ]
 

@@ -7,18 +7,18 @@
 # as found-WHAT once fixed. One line a target in RESULTS_FILE: "PASS fuzz_NAME: N runs in S s"
 # or "FAIL fuzz_NAME: ..." (tools/count_tests.py --checks); logs in build-sanitize/fuzz-logs/.
 # Usage: bash tools/fuzz.sh [--seconds S] [--results FILE] [NAME...]
-#   (default 60 s, build-sanitize/fuzz-results.txt, all of checkpoint cfg idx cifar image)
+#   (default 60 s, build-sanitize/fuzz-results.txt, all of checkpoint cfg idx cifar image cli)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds=60
 results=build-sanitize/fuzz-results.txt
-all=(checkpoint cfg idx cifar image)
+all=(checkpoint cfg idx cifar image cli)
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) [ $# -ge 2 ] || { echo "fuzz.sh: --seconds needs a number" >&2; exit 2; }; seconds=$2; shift 2 ;;
     --results) [ $# -ge 2 ] || { echo "fuzz.sh: --results needs a file" >&2; exit 2; }; results=$2; shift 2 ;;
-    checkpoint|cfg|idx|cifar|image) targets+=("$1"); shift ;;
+    checkpoint|cfg|idx|cifar|image|cli) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (--seconds S, --results FILE, targets: ${all[*]})" >&2; exit 2 ;;
   esac
 done

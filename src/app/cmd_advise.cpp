@@ -96,7 +96,9 @@ int run_advise(int argc, char** argv) {
   std::printf("advice from %s (%s, %s):\n%s", path.c_str(), study.value().machine.cpu.c_str(), study.value().date.c_str(),
               advice_text(advice.value()).c_str());
   if (args.given("json")) {
-    if (Status s = write_json_report(args.text("json"), advice_json(advice.value())); !s.ok()) return fail(s.message());
+    if (Status s = write_json_report(args.text("json"), advice_json(advice.value())); !s.ok()) {
+      return fail(s.with_context("--json ").message());
+    }
   }
   return 0;
 }

@@ -15,8 +15,35 @@
 
 namespace rg {
 
+namespace {
+
+// What eval scores: a classifier (2 or more outputs compared with class labels: accuracy) or
+// an autoencoder (target = input: MSE and PSNR). A model with neither has no test figure of
+// its own, and is refused by name rather than given an accuracy that means nothing.
+Status check_scorable(const Model& model, const std::string& path) {
+  if (model.loss() == LossKind::none) {
+    return Status::error(path + ": the model has loss = none (a GAN's generator): it has no test figure of its own; "
+                         "a GAN run scores its samples with a judge classifier after each epoch");
+  }
+  if (model.target() == TargetKind::input || model.output_shape().numel() >= 2) return Status();
+  const std::string scores = "eval scores classifiers (test accuracy) and autoencoders (test MSE)";
+  if (model.loss() == LossKind::bce_with_logits) {
+    return Status::error(path + ": the model has one output, a logit (bce_with_logits): a GAN's discriminator, "
+                         "telling real images from generated ones, with no classes to score; " + scores +
+                         ". A discriminator is judged beside its generator: a GAN run prints D(x) on real and "
+                         "D(G(z)) on generated images each epoch, and --json keeps them");
+  }
+  return Status::error(path + ": the model has one output (" + loss_name(model.loss()) + " against " +
+                       target_name(model.target()) + "): neither a classifier, which needs 2 or more, nor an "
+                       "autoencoder (target = input); " + scores);
+}
+
+}  // namespace
+
 int run_eval(int argc, char** argv) {
-  Args args("eval", "--checkpoint FILE [options]", "Scores a checkpoint on the test split of its data.");
+  Args args("eval", "--checkpoint FILE [options]",
+            "Scores a checkpoint on the test split of its data: a classifier's test accuracy, an autoencoder's test "
+            "MSE and PSNR. A GAN's networks are refused: a GAN run scores them itself.");
   args.option("checkpoint", "FILE", "the checkpoint to score (required)");
   args.option("data", "DIR|synthetic", "the data folder", "the one the checkpoint was trained on");
   add_image_data_options(args);  // not in checkpoints: give the ones training had
@@ -65,10 +92,7 @@ int run_eval(int argc, char** argv) {
   auto built = Model::from_cfg(cfg.value());
   if (!built.ok()) return fail(built.status().with_context(path + ": the stored model: ").message());
   std::unique_ptr<Model> model = built.take();
-  if (model->loss() == LossKind::none) {
-    return fail(path + ": the model has loss = none (a GAN's generator): it has no test figure of its own; "
-                "a GAN run scores its samples with a judge classifier after each epoch");
-  }
+  if (Status s = check_scorable(*model, path); !s.ok()) return fail(s.message());
   if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
   if (Status s = restore_checkpoint(checkpoint, path, *model, nullptr); !s.ok()) return fail(s.message());
 
@@ -76,6 +100,7 @@ int run_eval(int argc, char** argv) {
   if (!source_options.ok()) return fail(source_options.status().message());
   auto data = load_data_source(options.data, options.seed, source_options.value());
   if (!data.ok()) return fail(data.status().message());
+  if (Status s = check_labels_for(*model, data.value().test); !s.ok()) return fail(s.message());
   // Buffers for at most the test set's samples, checked against the memory left before they are taken.
   const int64_t rows = max_rows(options.batch, RunData{nullptr, nullptr, &data.value().test});
   options.micro_batch = rows;
@@ -138,22 +163,35 @@ int run_eval(int argc, char** argv) {
     precision = "int8 (" + std::to_string(in_int8) + " of " + std::to_string(layers) + " computing layers)";
   }
   std::printf("run by          %s on %s\n", precision.c_str(), eval_device ? eval_device->label().c_str() : "the CPU");
-  if (model->target() != TargetKind::input) std::printf("test accuracy   %.4f\n", result.accuracy);
+  const bool autoencoder = model->target() == TargetKind::input;
+  if (autoencoder) {
+    std::printf("test MSE        %.6f  PSNR %.2f dB (reconstructions of the test images)\n", result.mse, result.psnr_db);
+  } else {
+    std::printf("test accuracy   %.4f  (%lld classes)\n", result.accuracy,
+                static_cast<long long>(model->output_shape().numel()));
+  }
   std::printf("test loss       %.6f\n", result.loss);
   std::printf("time            %.2fs, %.0f samples/s, %d threads\n", result.seconds,
               static_cast<double>(result.samples) / result.seconds, pool.threads());
   if (args.given("json")) {
-    const nlohmann::json report = {{"checkpoint", path},
-                                   {"model", checkpoint.cfg_name},
-                                   {"data", data_source_name(options.data)},
-                                   {"test_samples", result.samples},
-                                   {"test_accuracy", result.accuracy},
-                                   {"test_loss", result.loss},
-                                   {"seconds", result.seconds},
-                                   {"precision", int8 ? "int8" : "fp32"},
-                                   {"device", eval_device ? eval_device->label() : "cpu"},
-                                   {"threads", pool.threads()}};
-    if (Status s = write_json_report(args.text("json"), report); !s.ok()) return fail(s.message());
+    nlohmann::json report = {{"checkpoint", path},
+                             {"model", checkpoint.cfg_name},
+                             {"data", data_source_name(options.data)},
+                             {"test_samples", result.samples},
+                             {"test_loss", result.loss},
+                             {"seconds", result.seconds},
+                             {"precision", int8 ? "int8" : "fp32"},
+                             {"device", eval_device ? eval_device->label() : "cpu"},
+                             {"threads", pool.threads()}};
+    if (autoencoder) {
+      report["test_mse"] = result.mse;
+      report["test_psnr_db"] = result.psnr_db;
+    } else {
+      report["test_accuracy"] = result.accuracy;
+    }
+    if (Status s = write_json_report(args.text("json"), report); !s.ok()) {
+      return fail(s.with_context("--json ").message());
+    }
   }
   return 0;
 }

@@ -130,7 +130,7 @@ void print_progress(size_t index, size_t total, const RunRecord& r, const StudyD
 std::string train_judge(const RunContext& context, const StudyConfig& config, const std::string& name) {
   const std::string path = join_path(context.runs_dir, name + ".ckpt");
   ChildSpec spec;
-  spec.argv = {context.program, "train", "--model", "lenet", "--epochs", "1", "--checkpoint", path};
+  spec.argv = {context.program, "train", "--model", "lenet", "--epochs", "1", "--checkpoint", path, "--overwrite"};
   if (!context.data.empty()) spec.argv.insert(spec.argv.end(), {"--data", context.data});
   if (config.quick) spec.argv.insert(spec.argv.end(), {"--limit", "20000", "--test-limit", "2000"});
   spec.output_path = join_path(context.runs_dir, name + ".log");
@@ -224,6 +224,9 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
   context.program = self_executable_path(argv[0]);
   context.runs_dir = join_path(out_dir, "runs");
   if (Status s = make_directories(context.runs_dir); !s.ok()) return fail(s.with_context("--out: ").message());
+  for (const std::string& dir : {out_dir, context.runs_dir}) {  // the report's files go to both
+    if (Status s = check_writable_path(join_path(dir, "study.json"), "out"); !s.ok()) return fail(s.message());
+  }
   context.data = args.given("data") ? args.text("data") : "";
   context.score_samples = config.quick ? 1000 : 10000;
   context.target_accuracy = config.target_accuracy;

@@ -16,6 +16,7 @@
 #include "cpu/cpuid.h"
 #include "cpu/isa.h"
 #include "data/files.h"
+#include "data/image_io.h"
 #include "report/image_grid.h"
 #include "report/process_stats.h"
 #include "report/progress.h"
@@ -31,7 +32,25 @@ const char* kFromCheckpoint[] = {"model", "batch", "optimizer", "lr", "momentum"
                                  "beta1", "beta2", "schedule", "step-epochs", "gamma", "lr-min", "val-split", "seed",
                                  "train-precision"};
 
-void declare(Args& args) {
+// `train` and `precision`: one command, each with its own usage and --precision default.
+struct TrainCommand {
+  const char* name;
+  const char* summary;
+  const char* precisions;  // --precision when not given: the table's precisions; "" for none (no table)
+};
+
+constexpr TrainCommand kTrain = {
+    "train",
+    "Trains a model and reports test accuracy, speed (samples/s) and memory (peak RSS, peak tensor bytes).\n"
+    "Default: the mlp preset on Fashion-MNIST from the Debian package dataset-fashion-mnist.",
+    ""};
+constexpr TrainCommand kPrecision = {
+    "precision",
+    "Trains a model in fp32 (train's options), then runs it in each precision of --precision: one table row\n"
+    "each of what ran, train and inference samples/s, test accuracy (or MSE) against fp32, weights and memory.",
+    "fp32,fp16,int8,int8-qat,int8-train"};
+
+void declare(Args& args, const TrainCommand& command) {
   std::string presets;
   for (const std::string& name : preset_names()) presets += (presets.empty() ? "" : ", ") + name;
   args.option("model", "NAME|FILE", "a preset (" + presets + ") or a model cfg file", "mlp");
@@ -65,12 +84,17 @@ void declare(Args& args) {
   args.option("limit", "N", "train on the first N samples only (quick runs)", "all");
   args.option("test-limit", "N", "score on the first N test samples only (quick runs)", "all");
   args.option("stop-after", "N", "stop after epoch N (the schedule still spans --epochs); continue with --resume");
-  args.option("checkpoint", "FILE", "write a checkpoint after each epoch (atomically)");
-  args.option("resume", "FILE", "continue a run from its checkpoint");
+  args.option("checkpoint", "FILE",
+              "write a checkpoint after each epoch, atomically (a link: at its target); an existing file only with "
+              "--overwrite; a second run writing it is refused");
+  args.flag("overwrite", "let --checkpoint (a GAN: the --out folder's networks) replace an earlier run's file");
+  args.option("resume", "FILE",
+              "continue a run from its checkpoint, on the data it read (--limit and the other data options come "
+              "from it; other values or other samples are refused)");
   args.option("json", "FILE", "write every figure of the run as JSON");
   args.option("samples", "FILE.png", "autoencoders: write test inputs beside their reconstructions as a PNG grid");
   args.option("csv", "FILE", "--precision: write the precision table as CSV");
-  declare_precision_options(args, "fp32,fp16,int8");
+  declare_precision_options(args, *command.precisions != '\0' ? command.precisions : "none: no table");
   add_gan_options(args);
   add_device_options(args);
   add_mpi_options(args);
@@ -197,16 +221,15 @@ nlohmann::json epoch_json(const EpochRecord& r) {
 
 namespace {
 // `train` as this process's part of `comm`'s job (null: alone).
-int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
-  Args args("train", "[options]",
-            "Trains a model and reports test accuracy, speed (samples/s) and memory (peak RSS, peak tensor bytes).\n"
-            "Default: the mlp preset on Fashion-MNIST from the Debian package dataset-fashion-mnist.");
-  declare(args);
+int train_in_job(const TrainCommand& command, int argc, char** argv, Communicator* comm, int64_t start_rss) {
+  Args args(command.name, "[options]", command.summary);
+  declare(args, command);
   if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
   if (args.help_requested()) {
     std::fputs(args.help().c_str(), stdout);
     return 0;
   }
+  if (*command.precisions != '\0') args.assume("precision", command.precisions);  // unless given
   const bool in_job = comm != nullptr && comm->size() > 1;
   const bool writes_files = !in_job || comm->is_root();  // checkpoints, reports: the root's
   if (in_job) {
@@ -232,6 +255,7 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     if (!read.ok()) return fail(read.status().message());
     resumed = read.take();
     if (Status s = options_from_checkpoint(resumed, resume_path, &options); !s.ok()) return fail(s.message());
+    if (Status s = resume_data_options(resumed.settings, resume_path, args); !s.ok()) return fail(s.message());
     if (args.given("epochs")) {
       auto epochs = args.integer("epochs", 1, 1000000);
       if (!epochs.ok()) return fail(epochs.status().message());
@@ -247,6 +271,7 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     if (Status s = apply_train_section(cfg, args); !s.ok()) return fail(s.message());
     if (Status s = options_from_args(args, &options); !s.ok()) return fail(s.message());
   }
+  const std::string resumed_data = options.data;  // the checkpoint's source when resuming
   if (args.given("data") || !resuming) options.data = args.given("data") ? args.text("data") : "";
   if (!cfg.sections.empty() && cfg.sections.front().kind() == "gan") {
     if (in_job) return fail("GAN training runs on one process: run it without mpirun");
@@ -256,11 +281,16 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     if (args.given(name)) return fail("--" + std::string(name) + " applies to GAN training only (--model dcgan)");
   }
   options.checkpoint_path = args.given("checkpoint") ? args.text("checkpoint") : (resuming ? resume_path : "");
+  std::unique_ptr<OutputLock> checkpoint_lock;  // held until the run ends
   if (!options.checkpoint_path.empty() && writes_files) {
-    if (Status s = check_writable_path(options.checkpoint_path, "checkpoint"); !s.ok()) return fail(s.message());
+    auto claimed = claim_checkpoint(options.checkpoint_path, args.given("checkpoint") ? "checkpoint" : "resume",
+                                    args.given("overwrite"), resuming ? resume_path : "", options.checkpoint_path);
+    if (!claimed.ok()) return fail(claimed.status().message());
+    checkpoint_lock = claimed.take();
   }
   const std::string samples_path = args.text("samples");
   if (args.given("samples") && writes_files) {
+    if (Status s = check_png_name(samples_path); !s.ok()) return fail(s.with_context("--samples: ").message());
     if (Status s = check_writable_path(samples_path, "samples"); !s.ok()) return fail(s.message());
   }
   const std::string json_path = args.text("json");
@@ -334,6 +364,13 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
   auto data = load_training_data(args, options.data, options.seed, model->input_shape(), open_streamed);
   if (!data.ok()) return fail(data.status().message());
   DataSplit split = data.take();
+  if (resuming) {
+    if (Status s = check_resumed_data(resumed.settings, resume_path, options.data, resumed_data, split); !s.ok()) {
+      return fail(s.message());
+    }
+  }
+  record_data_options(args, &options.data_settings);
+  options.data_settings[kDataIdentitySetting] = data_identity(split);
   Dataset train = split.train;
   Dataset validation;
   if (options.validation_split > 0) {
@@ -341,6 +378,9 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     if (!held.ok()) return fail(held.status().with_context("--val-split: ").message());
     train = held.value().train;
     validation = held.value().test;
+  }
+  for (const Dataset* d : {&train, &validation, &split.test}) {  // before the first step, not after training
+    if (Status s = check_labels_for(*model, *d); !s.ok()) return fail(s.message());
   }
   auto planned = plan_memory(*model, options, RunData{&train, &validation, &split.test}, budget, stream);
   if (!planned.ok()) return fail(planned.status().message());
@@ -419,7 +459,13 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
                 "summed in %s\n", comm->size(), comm->library_version().c_str(), comm->ranks_on_this_host(),
                 static_cast<long long>(options.batch), gradient_wire_name(options.gradient_wire));
   }
-  if (resuming) std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
+  if (resuming) {
+    std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
+    if (data_source_name(options.data) != data_source_name(resumed_data)) {
+      std::printf("           its run read %s: the same samples (%s)\n", data_source_name(resumed_data).c_str(),
+                  options.data_settings[kDataIdentitySetting].c_str());
+    }
+  }
   std::fflush(stdout);
 
   const double cpu_seconds_before = process_cpu_seconds();
@@ -481,7 +527,9 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
     precision_rows_run = rows.take();
     std::printf("\nprecision\n%s", precision_table(precision_rows_run, precision.infer_batch).c_str());
     if (args.given("csv")) {
-      if (Status s = write_text_report(args.text("csv"), precision_csv(precision_rows_run)); !s.ok()) return fail(s.message());
+      if (Status s = write_text_report(args.text("csv"), precision_csv(precision_rows_run)); !s.ok()) {
+        return fail(s.with_context("--csv ").message());
+      }
       std::printf("  csv             %s\n", args.text("csv").c_str());
     }
   }
@@ -546,28 +594,21 @@ int train_in_job(int argc, char** argv, Communicator* comm, int64_t start_rss) {
                          {"gradient_format", gradient_wire_name(options.gradient_wire)},
                          {"gradient_bytes_per_step", gradient_wire_bytes(options.gradient_wire, model->param_count())}};
     }
-    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());
+    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.with_context("--json ").message());
   }
   return 0;
 }
+
+int run_train_command(const TrainCommand& command, int argc, char** argv) {
+  const int64_t start_rss = current_rss_bytes();  // the binary, its libraries, the C++ runtime
+  return run_in_job([&](Communicator* comm) { return train_in_job(command, argc, argv, comm, start_rss); });
+}
+
 }  // namespace
 
-int run_train(int argc, char** argv) {
-  const int64_t start_rss = current_rss_bytes();  // the binary, its libraries, the C++ runtime
-  return run_in_job([&](Communicator* comm) { return train_in_job(argc, argv, comm, start_rss); });
-}
+int run_train(int argc, char** argv) { return run_train_command(kTrain, argc, argv); }
 
-int run_precision(int argc, char** argv) {
-  std::vector<char*> with_default(argv, argv + argc);
-  bool given = false;
-  for (int i = 2; i < argc; ++i) given = given || std::string(argv[i]).rfind("--precision", 0) == 0;
-  static char option[] = "--precision", value[] = "fp32,fp16,int8,int8-qat,int8-train";
-  if (!given) {
-    with_default.push_back(option);
-    with_default.push_back(value);
-  }
-  return run_train(static_cast<int>(with_default.size()), with_default.data());
-}
+int run_precision(int argc, char** argv) { return run_train_command(kPrecision, argc, argv); }
 
 int fail(const std::string& message) {
   std::fflush(stdout);

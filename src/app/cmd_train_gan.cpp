@@ -76,6 +76,7 @@ Result<std::unique_ptr<Model>> get_judge(const Args& args, const std::string& ou
   std::printf("judge:     training the cnn preset for %lld epochs on %s to score the samples (saved as %s)\n",
               static_cast<long long>(epochs), data.train.name.c_str(), path.c_str());
   std::fflush(stdout);
+  RG_TRY(check_labels_for(*judge, data.test));  // before training, as fit checks the training labels
   Trainer trainer(*judge, pool, options);
   RG_TRY(trainer.prepare());
   auto fitted = trainer.fit(data.train, nullptr);
@@ -113,7 +114,7 @@ void add_gan_options(Args& args) {
   args.option("score-samples", "N", "GANs: samples scored by the judge after each epoch (0: none)", "10000");
 }
 
-int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions options) {
+int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) {
   for (const char* name : kNotForGans) {
     if (args.given(name)) return fail("--" + std::string(name) + " does not apply to GAN training");
   }
@@ -121,6 +122,7 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
   std::string out_dir;
   GanPair pair;
   Checkpoint g_ck, d_ck;
+  std::string resumed_data;  // the checkpoint's source when resuming
   if (resuming) {
     if (args.given("out")) return fail("--out: a resumed GAN run stays in its folder (--resume DIR)");
     out_dir = args.text("resume");
@@ -132,6 +134,8 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
     g_ck = g_read.take();
     d_ck = d_read.take();
     if (Status s = options_from_checkpoint(g_ck, g_path, &options); !s.ok()) return fail(s.message());
+    if (Status s = resume_data_options(g_ck.settings, g_path, args); !s.ok()) return fail(s.message());
+    resumed_data = options.data;
     if (args.given("data")) options.data = args.text("data");
     if (args.given("epochs")) {
       auto epochs = args.integer("epochs", 1, 1000000);
@@ -154,6 +158,14 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
     pair = built.take();
   }
   if (Status s = make_directories(out_dir); !s.ok()) return fail(s.with_context("--out: ").message());
+  std::vector<std::unique_ptr<OutputLock>> network_locks;  // both checkpoints, held until the run ends
+  for (const char* file : {kGeneratorFile, kDiscriminatorFile}) {
+    const std::string path = join_path(out_dir, file);
+    auto claimed = claim_checkpoint(path, resuming ? "resume" : "out", args.given("overwrite"), resuming ? path : "",
+                                    out_dir);
+    if (!claimed.ok()) return fail(claimed.status().message());
+    network_locks.push_back(claimed.take());
+  }
   const std::string json_path = args.text("json");
   if (args.given("json")) {
     if (Status s = check_writable_path(json_path, "json"); !s.ok()) return fail(s.message());
@@ -178,6 +190,14 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
   auto data = load_training_data(args, options.data, options.seed, d.input_shape());
   if (!data.ok()) return fail(data.status().message());
   DataSplit split = data.take();
+  if (resuming) {
+    const std::string g_path = join_path(out_dir, kGeneratorFile);
+    if (Status s = check_resumed_data(g_ck.settings, g_path, options.data, resumed_data, split); !s.ok()) {
+      return fail(s.message());
+    }
+  }
+  record_data_options(args, &options.data_settings);
+  options.data_settings[kDataIdentitySetting] = data_identity(split);
   Dataset train = split.train;
 
   auto device = open_train_device(args, &options);
@@ -306,7 +326,7 @@ int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions opt
         {"history", history},
     };
     if (train_device && args.given("profile-device")) report["device_profile"] = kernel_times_json(*train_device);
-    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.message());
+    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.with_context("--json ").message());
   }
   return 0;
 }

@@ -6,6 +6,10 @@
 
 namespace rg {
 
+// The whole command line: argv[1] names the subcommand. Never calls exit(); the process's
+// exit code is what it returns.
+int run_command(int argc, char** argv);
+
 int run_train(int argc, char** argv);
 int run_eval(int argc, char** argv);
 int run_probe(int argc, char** argv);
@@ -14,7 +18,7 @@ int run_study(int argc, char** argv);
 int run_advise(int argc, char** argv);
 
 constexpr const char* kRetrogradVersion = "0.1.0";
-// `train` with --precision fp32,int8 unless given: the per-precision table.
+// `train` with the per-precision table: --precision fp32,fp16,int8,int8-qat,int8-train unless given.
 int run_precision(int argc, char** argv);
 
 // Prints "retrograd: <message>" to stderr and returns 2.

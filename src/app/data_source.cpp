@@ -1,7 +1,10 @@
 // Resolving --data: which loader a folder needs, judged by the files it holds.
 #include "app/data_source.h"
 
+#include <cstdlib>
+
 #include "base/memory.h"
+#include "base/serial.h"
 #include "data/files.h"
 #include "data/generated_images.h"
 #include "data/image_data.h"
@@ -24,10 +27,11 @@ bool is_mnist_folder(const std::string& dir) {
   return false;
 }
 
-bool has_subfolder(const std::string& dir) {
-  auto names = list_folder(dir);
-  if (!names.ok()) return false;
-  for (const std::string& name : names.value()) {
+// Whether dir holds a folder (hidden ones aside). A folder that cannot be listed (no read
+// permission) is an error saying so, not "not a dataset folder".
+Result<bool> has_subfolder(const std::string& dir) {
+  RG_ASSIGN(const std::vector<std::string> names, list_folder(dir));
+  for (const std::string& name : names) {
     if (name[0] != '.' && is_directory(join_path(dir, name))) return true;
   }
   return false;
@@ -128,7 +132,8 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
       return load_cifar10_folder(cifar);
     }
   }
-  if (has_subfolder(dir)) {
+  RG_ASSIGN(const bool has_classes, has_subfolder(dir));
+  if (has_classes) {
     RG_ASSIGN(const ImageFolderOptions folder_options, image_folder_options(dir, seed, options));
     return load_image_folders(dir, folder_options);
   }
@@ -150,6 +155,72 @@ Result<DataSplit> load_training_data(const Args& args, const std::string& source
   if (limit > 0 && limit < split.train.size()) split.train = split.train.slice(0, limit, split.train.name);
   if (test_limit > 0 && test_limit < split.test.size()) split.test = split.test.slice(0, test_limit, split.test.name);
   return split;
+}
+
+namespace {
+
+const char* const kDataOptions[] = {"limit", "test-limit", "image-fit", "test-split", "data-storage"};
+
+std::string data_option_key(const std::string& name) { return "data option " + name; }
+
+// Equal as numbers when both are numbers ("0.2", "0.20"), else as text.
+bool same_option_value(const std::string& a, const std::string& b) {
+  char* end_a = nullptr;
+  char* end_b = nullptr;
+  const double x = std::strtod(a.c_str(), &end_a);
+  const double y = std::strtod(b.c_str(), &end_b);
+  const bool numbers = !a.empty() && !b.empty() && *end_a == '\0' && *end_b == '\0';
+  return numbers ? x == y : a == b;
+}
+
+std::string split_identity(const char* which, const Dataset& data) {
+  const Tensor& labels = data.labels;
+  const std::string bytes = labels.defined() ? std::string(static_cast<const char*>(labels.raw_data()), labels.bytes()) : "";
+  return std::string(which) + " " + std::to_string(data.size()) + " x " + data.sample_shape.str() + " labels " +
+         fnv1a_hex(bytes);
+}
+
+}  // namespace
+
+void record_data_options(const Args& args, std::map<std::string, std::string>* settings) {
+  for (const char* name : kDataOptions) (*settings)[data_option_key(name)] = args.given(name) ? args.text(name) : "";
+}
+
+Status resume_data_options(const std::map<std::string, std::string>& settings, const std::string& path, Args& args) {
+  for (const char* name : kDataOptions) {
+    const auto stored = settings.find(data_option_key(name));
+    if (stored == settings.end()) continue;  // a checkpoint from before these were recorded
+    const std::string& was = stored->second;
+    if (!args.given(name)) {
+      if (!was.empty()) args.assume(name, was);
+      continue;
+    }
+    if (!same_option_value(args.text(name), was)) {
+      return Status::error("--" + std::string(name) + " " + args.text(name) + ": the run in " + path + " had " +
+                           (was.empty() ? "no --" + std::string(name) : "--" + std::string(name) + " " + was) +
+                           ", and a resumed run reads the data as it did; drop --" + name +
+                           " to take it from the checkpoint");
+    }
+  }
+  return Status();
+}
+
+std::string data_identity(const DataSplit& split) {
+  return split_identity("train", split.train) + "; " + split_identity("test", split.test);
+}
+
+Status check_resumed_data(const std::map<std::string, std::string>& settings, const std::string& path,
+                          const std::string& source, const std::string& stored_source, const DataSplit& split) {
+  const auto stored = settings.find(kDataIdentitySetting);
+  if (stored == settings.end()) return Status();  // a checkpoint from before the identity was recorded
+  const std::string now = data_identity(split);
+  if (now == stored->second) return Status();
+  const std::string where = data_source_name(source) == data_source_name(stored_source)
+                                ? "the data in " + data_source_name(source) + " changed since " + path + " was written"
+                                : "--data " + data_source_name(source) + ": not the data the run in " + path +
+                                      " trained on (" + data_source_name(stored_source) + ")";
+  return Status::error(where + ": it holds " + now + ", the run had " + stored->second +
+                       "; a resumed run must read the same samples to continue as the run would have");
 }
 
 }  // namespace rg

@@ -3,6 +3,7 @@
 // by default), CIFAR-10 binary batches, or image folders (one subfolder per class).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -37,5 +38,25 @@ Result<DataSplit> load_training_data(const Args& args, const std::string& source
                                      const Shape& model_input, bool streamed = false);
 // The name a source is recorded under in checkpoints and reports.
 std::string data_source_name(const std::string& source);
+
+// The options besides --data, --seed and --val-split that decide which samples a run trains and
+// scores on, and in what order: --limit, --test-limit, --image-fit, --test-split, --data-storage.
+// Recorded in a run's checkpoint settings ("data option NAME": the value given, "" for none).
+void record_data_options(const Args& args, std::map<std::string, std::string>* settings);
+// A resumed run: each data option not given is taken from the checkpoint's `settings` (read from
+// `path`); one given with another value than the checkpoint's run had is refused, naming the
+// option and both values. Checkpoints from before these were recorded are taken as they are.
+Status resume_data_options(const std::map<std::string, std::string>& settings, const std::string& path, Args& args);
+
+// A cheap identity of the data a run trains and scores on: each split's sample count and shape
+// and an FNV-1a hash of its labels ("train 60000 x [28x28x1] labels 3f2a...; test ...").
+std::string data_identity(const DataSplit& split);
+// The key a checkpoint's settings keep it under.
+constexpr const char* kDataIdentitySetting = "data identity";
+// A resumed run's data against the checkpoint's: refused when the samples differ, naming --data
+// (or the source, when it is the checkpoint's) and both identities. `source` is the data the
+// run reads now, `stored_source` the checkpoint's.
+Status check_resumed_data(const std::map<std::string, std::string>& settings, const std::string& path,
+                          const std::string& source, const std::string& stored_source, const DataSplit& split);
 
 }  // namespace rg

@@ -1,24 +1,29 @@
-// JSON report files.
+// Output files: checks before work, the checkpoint claim, JSON and text reports.
 #include "app/json_report.h"
 
-#include <sys/stat.h>
-
+#include "base/output_file.h"
 #include "base/serial.h"
 
 namespace rg {
 
 Status check_writable_path(const std::string& path, const std::string& option) {
   if (path.empty()) return Status::error("--" + option + " needs a file name");
-  const size_t slash = path.find_last_of("/\\");
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  struct stat info;
-  if (stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-    return Status::error("--" + option + " " + path + ": the folder " + dir + " does not exist");
+  return check_output_writable(path).with_context("--" + option + " ");
+}
+
+Result<std::unique_ptr<OutputLock>> claim_checkpoint(const std::string& path, const std::string& option,
+                                                     bool overwrite, const std::string& resume_path,
+                                                     const std::string& resume_with) {
+  RG_TRY(check_writable_path(path, option));
+  RG_ASSIGN(const OutputTarget target, resolve_output(path));
+  const bool resumes_it = !resume_path.empty() && same_file(path, resume_path);
+  if (target.kind == OutputKind::regular_file && !overwrite && !resumes_it) {
+    return Status::error("--" + option + " " + path + ": a file is there already (an earlier run's checkpoint?); "
+                         "pass --overwrite to replace it, or --resume " + resume_with + " to continue that run");
   }
-  if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    return Status::error("--" + option + " " + path + " is a folder, not a file");
-  }
-  return Status();
+  auto lock = OutputLock::acquire(path);
+  if (!lock.ok()) return lock.status().with_context("--" + option + " ");
+  return lock;
 }
 
 Status write_json_report(const std::string& path, const nlohmann::json& report) {

@@ -14,6 +14,6 @@ void add_gan_options(Args& args);
 
 // gan_cfg: the [gan] document of a new run, or null when resuming (--resume names the folder).
 // options: as parsed from the command line and the cfg's [train] section (unused on resume).
-int run_gan_train(const Args& args, const CfgDocument* gan_cfg, TrainOptions options);
+int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options);
 
 }  // namespace rg

@@ -1,4 +1,4 @@
-// Little-endian encoding, bounds-checked decoding, CRC-32 and atomic file writes.
+// Little-endian encoding, bounds-checked decoding, CRC-32 and reading files (output_file.cpp writes them).
 #include "base/serial.h"
 
 #include <zlib.h>
@@ -6,14 +6,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-
-#if defined(_WIN32)
-#include <io.h>
-#include <windows.h>
-#else
-#include <fcntl.h>
-#include <unistd.h>
-#endif
 
 namespace rg {
 
@@ -116,9 +108,13 @@ uint32_t crc32_of(const uint8_t* data, size_t size) {
   return static_cast<uint32_t>(crc);
 }
 
+uint64_t fnv1a_update(uint64_t hash, const uint8_t* data, size_t size) {
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ data[i]) * 1099511628211ull;
+  return hash;
+}
+
 std::string fnv1a_hex(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  const uint64_t h = fnv1a_update(kFnv1aStart, reinterpret_cast<const uint8_t*>(text.data()), text.size());
   char tag[17];
   std::snprintf(tag, sizeof tag, "%016llx", static_cast<unsigned long long>(h));
   return tag;
@@ -135,45 +131,6 @@ Result<std::vector<uint8_t>> read_file_bytes(const std::string& path) {
   std::fclose(f);
   if (failed) return Status::error(path + ": read error");
   return bytes;
-}
-
-Status write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
-  const std::string temp = path + ".tmp";
-  FILE* f = std::fopen(temp.c_str(), "wb");
-  if (f == nullptr) return Status::error(temp + ": cannot create: " + std::strerror(errno));
-  bool ok = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  ok = std::fflush(f) == 0 && ok;
-#if defined(_WIN32)
-  ok = _commit(_fileno(f)) == 0 && ok;
-#else
-  ok = fsync(fileno(f)) == 0 && ok;
-#endif
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok) {
-    std::remove(temp.c_str());
-    return Status::error(temp + ": write failed (disk full?); " + path + " is unchanged");
-  }
-#if defined(_WIN32)
-  if (!MoveFileExA(temp.c_str(), path.c_str(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
-    std::remove(temp.c_str());
-    return Status::error(path + ": cannot replace with " + temp);
-  }
-#else
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temp.c_str());
-    return Status::error(path + ": cannot rename " + temp + " over it: " + reason);
-  }
-  // Make the rename itself durable.
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const int fd = open(dir.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-#endif
-  return Status();
 }
 
 }  // namespace rg

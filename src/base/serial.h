@@ -56,11 +56,14 @@ uint32_t crc32_of(const uint8_t* data, size_t size);
 
 // FNV-1a (64-bit) of the text as 16 hex digits: a short stable tag for file names and cache keys.
 std::string fnv1a_hex(const std::string& text);
+// FNV-1a (64-bit) continued over more bytes; from kFnv1aStart, the hash of a file read in
+// pieces. Unlike a CRC it is not linear: a gzip file, which ends with its data's CRC-32, has a
+// CRC-32 that can stay the same when the data changes (stored blocks), its FNV-1a does not.
+constexpr uint64_t kFnv1aStart = 1469598103934665603ull;
+uint64_t fnv1a_update(uint64_t hash, const uint8_t* data, size_t size);
 
 // Reads a whole file; the error names the path.
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path);
-// Writes a file atomically: a temporary beside it, fsync, rename over the target, fsync the
-// folder. The old file stays whole if anything fails.
-Status write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
+// Writing files: write_file_atomic in base/output_file.h.
 
 }  // namespace rg

@@ -105,8 +105,16 @@ Result<std::vector<std::string>> read_class_names(const std::string& path) {
   return names;
 }
 
-Result<Dataset> allocate(const std::string& name, int64_t n, const std::vector<std::string>& classes) {
+// A dataset of `files`' records (`records_per_file` each), its labels' origin those files.
+Result<Dataset> allocate(const std::string& name, const std::vector<std::string>& files, int64_t records_per_file,
+                         const std::vector<std::string>& classes) {
+  const auto n = static_cast<int64_t>(files.size()) * records_per_file;
+  auto origin = std::make_shared<LabelOrigin>();
+  origin->files = files;
+  origin->rows_per_file = records_per_file;
+  origin->unit = "record";
   Dataset out;
+  out.label_origin = origin;
   out.name = name;
   out.sample_shape = Shape{kCifarSide, kCifarSide, 3};
   out.num_classes = kClasses;
@@ -139,10 +147,9 @@ Result<DataSplit> load_cifar10_folder(const std::string& dir, int64_t records_pe
   }
 
   const std::string name = last_path_component(dir);
-  const auto n_train = static_cast<int64_t>(train_paths.size()) * records_per_file;
   DataSplit out;
-  RG_ASSIGN(out.train, allocate(name + " train", n_train, classes));
-  RG_ASSIGN(out.test, allocate(name + " test", records_per_file, classes));
+  RG_ASSIGN(out.train, allocate(name + " train", train_paths, records_per_file, classes));
+  RG_ASSIGN(out.test, allocate(name + " test", {test_path}, records_per_file, classes));
   for (size_t f = 0; f < train_paths.size(); ++f) {
     const int64_t first = static_cast<int64_t>(f) * records_per_file;
     RG_TRY(read_batch(train_paths[f], records_per_file, out.train.samples.data<uint8_t>() + first * 3 * kPlane,

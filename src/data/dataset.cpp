@@ -42,34 +42,29 @@ void copy_rows(const Tensor& src, const int32_t* index, int64_t count, const Ten
   }
 }
 
+// The rows of the dataset as loaded that `source`'s rows index[0..count) are.
+std::shared_ptr<const std::vector<int64_t>> loaded_rows(const Dataset& source, const std::vector<int32_t>& index) {
+  auto rows = std::make_shared<std::vector<int64_t>>(index.size());
+  for (size_t i = 0; i < index.size(); ++i) (*rows)[i] = source.loaded_row(index[i]);
+  return rows;
+}
+
 // A new dataset holding copies of `source`'s rows index[0..count) (of its labels and a list of
-// its rows when the samples are not in memory).
+// its rows when the samples are not in memory, or when the labels have an origin to name).
 Result<Dataset> gather_copy(const Dataset& source, const std::vector<int32_t>& index, const std::string& name) {
   const auto count = static_cast<int64_t>(index.size());
-  if (!source.in_memory()) {
-    Dataset out = source;
-    out.name = name;
-    RG_ASSIGN(out.labels, Tensor::zeros(Shape{count}, DType::i32, name + " labels"));
-    copy_rows(source.labels, index.data(), count, out.labels);
-    auto rows = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) {
-      const int32_t at = index[static_cast<size_t>(i)];
-      (*rows)[static_cast<size_t>(i)] = source.source_rows ? (*source.source_rows)[static_cast<size_t>(at)] : source.source_first + at;
-    }
-    out.source_rows = rows;
-    out.source_first = 0;
-    return out;
-  }
-  Dataset out;
+  Dataset out = source;
   out.name = name;
-  out.sample_shape = source.sample_shape;
-  out.num_classes = source.num_classes;
-  out.class_names = source.class_names;
-  RG_ASSIGN(out.samples, Tensor::zeros(source.samples.shape().sample().batched(count), source.samples.dtype(),
-                                       name + " samples"));
+  out.source_rows = nullptr;
+  out.source_first = 0;
+  if (!source.in_memory() || source.label_origin) out.source_rows = loaded_rows(source, index);
   RG_ASSIGN(out.labels, Tensor::zeros(Shape{count}, DType::i32, name + " labels"));
-  copy_rows(source.samples, index.data(), count, out.samples);
   copy_rows(source.labels, index.data(), count, out.labels);
+  if (source.in_memory()) {
+    RG_ASSIGN(out.samples, Tensor::zeros(source.samples.shape().sample().batched(count), source.samples.dtype(),
+                                         name + " samples"));
+    copy_rows(source.samples, index.data(), count, out.samples);
+  }
   return out;
 }
 
@@ -92,6 +87,37 @@ Result<std::string> find_mnist_file(const std::string& dir, const std::string& n
 }
 
 }  // namespace
+
+std::string LabelOrigin::place(int64_t row) const {
+  if (rows_per_file == 0) return files.at(static_cast<size_t>(row));
+  return files.at(static_cast<size_t>(row / rows_per_file)) + ": " + unit + " " + std::to_string(row % rows_per_file);
+}
+
+int64_t Dataset::loaded_row(int64_t i) const {
+  return source_rows ? (*source_rows)[static_cast<size_t>(i)] : source_first + i;
+}
+
+std::string Dataset::label_place(int64_t i) const {
+  return label_origin ? label_origin->place(loaded_row(i)) : name + ": sample " + std::to_string(i);
+}
+
+Status check_labels(const Dataset& data, int64_t outputs) {
+  RG_CHECK(outputs >= 1, "check_labels against " << outputs << " outputs");
+  const int64_t n = data.size();
+  const int32_t* labels = n > 0 ? data.labels.data<int32_t>() : nullptr;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t label = labels[i];
+    if (label >= 0 && label < outputs) continue;
+    const bool named = label >= 0 && static_cast<size_t>(label) < data.class_names.size();
+    const std::string classes = outputs == 1 ? "1 output (class 0)"
+                                             : std::to_string(outputs) + " outputs (classes 0 to " +
+                                                   std::to_string(outputs - 1) + ")";
+    return Status::error(data.label_place(i) + " has label " + std::to_string(label) +
+                         (named ? " (" + data.class_names[static_cast<size_t>(label)] + ")" : "") +
+                         "; the model has " + classes);
+  }
+  return Status();
+}
 
 Result<Tensor> Dataset::first_samples(int64_t count) const {
   RG_CHECK(count >= 0 && count <= size(), "" << count << " samples of " << name << " of " << size());
@@ -120,8 +146,7 @@ Status Dataset::read_row_bytes(int64_t i, uint8_t* out) const {
     std::memcpy(out, samples.data<uint8_t>() + i * row, static_cast<size_t>(row));  // aborts unless u8
     return Status();
   }
-  const int64_t at = source_rows ? (*source_rows)[static_cast<size_t>(i)] : source_first + i;
-  if (Status s = source->read(at, out); !s.ok()) return s.with_context(name + ": ");
+  if (Status s = source->read(loaded_row(i), out); !s.ok()) return s.with_context(name + ": ");
   return Status();
 }
 
@@ -183,8 +208,10 @@ Result<Dataset> Dataset::in_memory_copy() const {
   if (in_memory()) return *this;
   Dataset out = *this;
   out.source = nullptr;
-  out.source_rows = nullptr;
-  out.source_first = 0;
+  if (!label_origin) {  // the rows are kept only to name the labels' places
+    out.source_rows = nullptr;
+    out.source_first = 0;
+  }
   RG_ASSIGN(out.samples, Tensor::zeros(sample_shape.batched(size()), DType::u8, name + " samples"));
   uint8_t* to = out.samples.data<uint8_t>();
   const int64_t row = sample_shape.numel();

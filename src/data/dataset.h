@@ -1,7 +1,9 @@
 // Labelled datasets: samples held in memory as u8 (pixels 0..255) or f32, converted to f32
 // batch by batch so a 60,000-image set costs 47 MB rather than 188 MB; or kept outside memory
 // (a SampleSource: records on disk, or images generated on the fly) and read a row at a time
-// as batches are gathered. Labels are always in memory.
+// as batches are gathered. Labels are always in memory, and each dataset read from files knows
+// where its labels came from (LabelOrigin), so that a label the model cannot take is named by
+// its file and place (check_labels).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,19 @@ class SampleSource {
   virtual std::string describe() const = 0;  // "streamed from FILE"
 };
 
+// Where a dataset's labels were read from: for row r of the dataset as loaded, a file and the
+// place in it. Files hold `rows_per_file` labels each, in row order (an IDX labels file, CIFAR
+// batch files of `rows_per_file` records), or, with rows_per_file 0, one file is one row (the
+// images of class folders, labelled by their folder).
+struct LabelOrigin {
+  std::vector<std::string> files;
+  int64_t rows_per_file = 0;
+  std::string unit = "sample";  // what a place in a file is called: "sample" (IDX), "record" (CIFAR)
+
+  // "FILE: sample 17" (the 18th label of FILE), or the image file's path.
+  std::string place(int64_t row) const;
+};
+
 struct Dataset {
   std::string name;       // "fashion-mnist train"
   Shape sample_shape;     // [h, w, c] for images (channels innermost), [features] otherwise
@@ -33,14 +48,22 @@ struct Dataset {
                           // on gather); undefined when the samples come from `source`
   Tensor labels;          // [n] i32, each in [0, num_classes)
   std::vector<std::string> class_names;  // [num_classes] when the source names them, else empty
-  // Samples outside memory: row i of this dataset is the source's row source_rows[i] when that
-  // list is given (a validation split), else source_first + i (a slice).
+  // Samples outside memory, read from `source`: undefined `samples`.
   std::shared_ptr<const SampleSource> source;
+  // Row i of this dataset is row source_rows[i] of the dataset as loaded when that list is given
+  // (a validation split), else source_first + i (a slice): the row of `source`, and the row
+  // `label_origin` names. Kept for a split of in-memory samples only when there is an origin.
   std::shared_ptr<const std::vector<int64_t>> source_rows;
   int64_t source_first = 0;
+  std::shared_ptr<const LabelOrigin> label_origin;  // null: generated labels
 
   int64_t size() const { return labels.defined() ? labels.numel() : 0; }
   bool in_memory() const { return source == nullptr; }
+  // Row i's row in the dataset as loaded (see source_rows).
+  int64_t loaded_row(int64_t i) const;
+  // Where row i's label was read from: "FILE: sample 17", an image's path, or (generated labels)
+  // "NAME: sample i".
+  std::string label_place(int64_t i) const;
   // Bytes this dataset holds in memory: samples (when in memory), labels and the row list; of a
   // slice, the whole blocks it shares.
   int64_t memory_bytes() const;
@@ -64,6 +87,12 @@ struct DataSplit {
   Dataset train;
   Dataset test;
 };
+
+// Every label of `data` is a class of a model with `outputs` outputs: 0 to outputs - 1. The
+// error names the first that is not, by its file and place: "t10k-labels-idx1-ubyte: sample
+// 17 has label 255; the model has 10 outputs (classes 0 to 9)". One pass over the labels: call
+// it once, where the data meets the model, never per batch.
+Status check_labels(const Dataset& data, int64_t outputs);
 
 // The folder the Debian package dataset-fashion-mnist installs to.
 std::string default_fashion_mnist_dir();

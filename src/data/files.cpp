@@ -3,6 +3,9 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#if !defined(_WIN32)
+#include <unistd.h>  // access
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -33,6 +36,38 @@ bool is_regular_file(const std::string& path) {
   struct stat info {};
   return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
+
+#if defined(_WIN32)
+// Windows: no FIFOs, sockets or symbolic links that stat reports; permission bits are not
+// what decides reading, so an unreadable file is found when it is opened.
+std::string why_not_a_readable_file(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return std::string("not readable (") + std::strerror(errno) + ")";
+  if (S_ISDIR(info.st_mode)) return "a folder";
+  return S_ISREG(info.st_mode) ? "" : "not a regular file";
+}
+#else
+std::string why_not_a_readable_file(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) {
+    const int error = errno;
+    if (error == ELOOP) return "a symbolic link loop";
+    struct stat link {};
+    if (lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+      if (error == ENOENT) return "a broken symbolic link (its target is missing)";
+      return std::string("a symbolic link whose target cannot be reached (") + std::strerror(error) + ")";
+    }
+    return std::string("not readable (") + std::strerror(error) + ")";
+  }
+  if (S_ISDIR(info.st_mode)) return "a folder";
+  if (S_ISFIFO(info.st_mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(info.st_mode)) return "a socket";
+  if (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode)) return "a device";
+  if (!S_ISREG(info.st_mode)) return "not a regular file";
+  if (access(path.c_str(), R_OK) != 0) return std::string("not readable (") + std::strerror(errno) + ")";
+  return "";
+}
+#endif
 
 Result<int64_t> file_size(const std::string& path) {
   struct stat info {};
@@ -87,7 +122,7 @@ std::string last_path_component(std::string path) {
 Result<std::vector<std::string>> list_folder(const std::string& dir) {
   errno = 0;
   DIR* folder = opendir(dir.c_str());
-  if (folder == nullptr) return Status::error(dir + ": cannot list the folder: " + std::strerror(errno));
+  if (folder == nullptr) return Status::error(dir + ": cannot read the folder: " + std::strerror(errno));
   std::vector<std::string> names;
   errno = 0;
   while (const dirent* entry = readdir(folder)) {
@@ -97,7 +132,7 @@ Result<std::vector<std::string>> list_folder(const std::string& dir) {
   }
   const int read_error = errno;
   closedir(folder);
-  if (read_error != 0) return Status::error(dir + ": cannot list the folder: " + std::strerror(read_error));
+  if (read_error != 0) return Status::error(dir + ": cannot read the folder: " + std::strerror(read_error));
   // readdir's order depends on the file system; sorting makes class indices and sample
   // order the same on every machine.
   std::sort(names.begin(), names.end());

@@ -20,6 +20,11 @@ using UniqueFile = std::unique_ptr<FILE, FileCloser>;
 
 bool is_directory(const std::string& path);
 bool is_regular_file(const std::string& path);  // follows symbolic links
+// Empty when `path` is a regular file (links followed) that this process may read; else what
+// it is instead, to follow "is" in a message: "a broken symbolic link (its target is missing)",
+// "a symbolic link loop", "a folder", "a FIFO (named pipe)", "a socket", "a device",
+// "not readable (Permission denied)". For entries that look like data but cannot be read.
+std::string why_not_a_readable_file(const std::string& path);
 // The size of a regular file, or an error naming it.
 Result<int64_t> file_size(const std::string& path);
 // Creates a folder and any missing parents (an existing folder is fine); the error names the

@@ -2,12 +2,10 @@
 #include "data/generated_images.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <vector>
 
+#include "base/output_file.h"
 #include "base/rng.h"
 
 namespace rg {
@@ -115,12 +113,6 @@ void put_u32(std::vector<uint8_t>* out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<uint8_t>(v >> shift));
 }
 
-// Writes `bytes` to `f`; the error names the file.
-Status write_all(FILE* f, const std::string& path, const void* bytes, size_t n) {
-  if (std::fwrite(bytes, 1, n, f) != n) return Status::error(path + ": write failed: " + std::strerror(errno));
-  return Status();
-}
-
 }  // namespace
 
 Status write_idx_pair(const Dataset& data, const std::string& images_path, const std::string& labels_path) {
@@ -136,31 +128,24 @@ Status write_idx_pair(const Dataset& data, const std::string& images_path, const
   std::vector<uint8_t> header;
   put_u32(&header, 0x00000803);
   for (int64_t d : {n, shape[0], shape[1]}) put_u32(&header, static_cast<uint32_t>(d));
-  FILE* images = std::fopen(images_path.c_str(), "wb");
-  if (images == nullptr) return Status::error(images_path + ": cannot create: " + std::strerror(errno));
-  Status status = write_all(images, images_path, header.data(), header.size());
+  RG_ASSIGN(std::unique_ptr<OutputStream> images, OutputStream::open(images_path));
+  RG_TRY(images->write(header.data(), header.size()));
   // Chunks of 4096 rows, as the bytes they are stored in.
   const int64_t chunk = 4096;
   std::vector<uint8_t> bytes(static_cast<size_t>(chunk * row));
-  for (int64_t begin = 0; begin < n && status.ok(); begin += chunk) {
+  for (int64_t begin = 0; begin < n; begin += chunk) {
     const int64_t count = std::min(chunk, n - begin);
-    for (int64_t i = 0; i < count && status.ok(); ++i) status = data.read_row_bytes(begin + i, bytes.data() + i * row);
-    if (status.ok()) status = write_all(images, images_path, bytes.data(), static_cast<size_t>(count * row));
+    for (int64_t i = 0; i < count; ++i) RG_TRY(data.read_row_bytes(begin + i, bytes.data() + i * row));
+    RG_TRY(images->write(bytes.data(), static_cast<size_t>(count * row)));
   }
-  if (std::fclose(images) != 0 && status.ok()) status = Status::error(images_path + ": write failed: " + std::strerror(errno));
-  if (!status.ok()) return status;
+  RG_TRY(images->commit());
 
-  FILE* labels = std::fopen(labels_path.c_str(), "wb");
-  if (labels == nullptr) return Status::error(labels_path + ": cannot create: " + std::strerror(errno));
   header.clear();
   put_u32(&header, 0x00000801);
   put_u32(&header, static_cast<uint32_t>(n));
-  status = write_all(labels, labels_path, header.data(), header.size());
-  std::vector<uint8_t> label_bytes(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) label_bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(data.labels.data<int32_t>()[i]);
-  if (status.ok()) status = write_all(labels, labels_path, label_bytes.data(), label_bytes.size());
-  if (std::fclose(labels) != 0 && status.ok()) status = Status::error(labels_path + ": write failed: " + std::strerror(errno));
-  return status;
+  std::vector<uint8_t> label_bytes(header);
+  for (int64_t i = 0; i < n; ++i) label_bytes.push_back(static_cast<uint8_t>(data.labels.data<int32_t>()[i]));
+  return write_file_atomic(labels_path, label_bytes);
 }
 
 }  // namespace rg

@@ -21,6 +21,7 @@ DataSplit make_generated_split(const Shape& shape, int32_t classes, uint64_t see
 
 // Writes `data` as an MNIST-layout IDX pair (grey images: c must be 1) into `images_path` and
 // `labels_path`, a chunk of rows at a time (bounded memory whatever the size); u8 samples only.
+// Each file is written as base/output_file.h writes outputs (atomically, links followed).
 Status write_idx_pair(const Dataset& data, const std::string& images_path, const std::string& labels_path);
 
 }  // namespace rg

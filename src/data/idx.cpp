@@ -240,6 +240,14 @@ Result<Tensor> read_idx_labels(IdxFile& file, const std::string& name, int32_t* 
   return labels;
 }
 
+// The labels file as the origin of the dataset's labels: one label a sample, in order.
+std::shared_ptr<const LabelOrigin> idx_label_origin(const IdxFile& labels) {
+  auto origin = std::make_shared<LabelOrigin>();
+  origin->files = {labels.path};
+  origin->rows_per_file = labels.dims[0];
+  return origin;
+}
+
 // Both headers, checked before any data is read: a count mismatch is reported first.
 Status open_idx_headers(const std::string& images_path, const std::string& labels_path, IdxFile* images,
                         IdxFile* labels) {
@@ -271,27 +279,34 @@ Result<Dataset> load_idx_pair(const std::string& images_path, const std::string&
   } else {
     RG_TRY(read_idx_floats(images, out.samples));
   }
+  out.label_origin = idx_label_origin(labels);
   RG_ASSIGN(out.labels, read_idx_labels(labels, name, &out.num_classes));
   return out;
 }
 
 Result<Dataset> open_idx_pair_streamed(const std::string& images_path, const std::string& labels_path,
                                        const std::string& name, DType float_storage) {
-  {  // streaming reads records of bytes: float images are read into memory instead
-    RG_ASSIGN(const IdxFile header, open_idx(images_path, kMagicImagesU8, "images", kMagicImagesF32));
-    if (header.element_bytes != 1) return load_idx_pair(images_path, labels_path, name, float_storage);
-  }
-  RG_ASSIGN(const std::string raw_images, inflated_cache_copy(images_path));
+  // The headers are read from the user's files, so every message names them, not a cache copy.
   IdxFile images, labels;
-  RG_TRY(open_idx_headers(raw_images, labels_path, &images, &labels));
-  if (images.file_bytes > images.header_bytes + images.data_bytes) {
-    return images.error("trailing bytes: " + std::to_string(images.file_bytes - images.header_bytes - images.data_bytes) +
-                        " bytes follow the " + std::to_string(images.data_bytes) + " data bytes the header announces");
+  RG_TRY(open_idx_headers(images_path, labels_path, &images, &labels));
+  // Streaming reads records of bytes: float images are read into memory instead.
+  if (images.element_bytes != 1) return load_idx_pair(images_path, labels_path, name, float_storage);
+  RG_ASSIGN(const RawCopy raw, inflated_cache_copy(images_path));
+  const int64_t expected = images.header_bytes + images.data_bytes;
+  if (raw.data_bytes > expected) {
+    return images.error("trailing bytes: " + std::to_string(raw.data_bytes - expected) + " bytes follow the " +
+                        std::to_string(images.data_bytes) + " data bytes the header announces");
+  }
+  if (raw.data_bytes < expected) {
+    return images.error("truncated data: expected " + std::to_string(images.data_bytes) +
+                        " bytes after the header, found " + std::to_string(raw.data_bytes - images.header_bytes));
   }
   Dataset out;
   out.name = name;
   out.sample_shape = Shape{images.dims[1], images.dims[2], 1};
-  RG_ASSIGN(out.source, RecordFile::open(raw_images, images.header_bytes, out.sample_shape.numel(), images.dims[0]));
+  RG_ASSIGN(out.source, RecordFile::open(raw.path, images.header_bytes, out.sample_shape.numel(), images.dims[0],
+                                         images_path));
+  out.label_origin = idx_label_origin(labels);
   RG_ASSIGN(out.labels, read_idx_labels(labels, name, &out.num_classes));
   return out;
 }

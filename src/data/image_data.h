@@ -28,7 +28,9 @@ struct ImageFolderOptions {
 //                        class name, so adding a class does not reshuffle the others.
 // Files ending .png .jpg .jpeg .bmp (any case) are read; any other file is left alone, and so
 // are hidden ones ("." first). Every error names the file or folder and the rule: a file that
-// does not decode, an empty class folder, no classes, class lists that differ.
+// does not decode, an entry named like an image that is not a readable file (a broken link, a
+// link loop, a FIFO, a folder), an entry beside the class folders that is neither a folder nor
+// a file, an empty class folder, no classes, class lists that differ.
 Result<DataSplit> load_image_folders(const std::string& dir, const ImageFolderOptions& options);
 
 // The CIFAR-10 binary version: DIR/data_batch_1.bin .. data_batch_5.bin (train, 50,000) and

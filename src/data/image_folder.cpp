@@ -44,24 +44,39 @@ const char* const kLayouts =
     "DIR/<class>/<image> or DIR/train/<class>/<image> and DIR/test/<class>/<image>; images are .png, .jpg, .jpeg "
     "or .bmp";
 
-// The class folders of dir, sorted; an error when there are none.
+// The class folders of dir, sorted; an error when there are none. Files beside them (a
+// README) are left alone; an entry that is neither a folder nor a file (a broken link, a link
+// loop, a FIFO) may be a class folder gone wrong, so it is an error naming it, never skipped.
 Result<std::vector<std::string>> class_folders(const std::string& dir) {
   RG_ASSIGN(const std::vector<std::string> names, list_folder(dir));
   std::vector<std::string> classes;
   for (const std::string& name : names) {
-    if (!is_hidden(name) && is_directory(join_path(dir, name))) classes.push_back(name);
+    if (is_hidden(name)) continue;
+    const std::string path = join_path(dir, name);
+    if (is_directory(path)) {
+      classes.push_back(name);
+    } else if (!is_regular_file(path)) {
+      return Status::error(path + ": is " + why_not_a_readable_file(path) +
+                           "; an image dataset folder holds class folders (and files beside them): fix or remove it");
+    }
   }
   if (classes.empty()) return Status::error(dir + ": no class folders (expected " + kLayouts + ")");
   return classes;
 }
 
 // The image files directly inside one class folder, sorted; an error when there are none.
+// An entry named like an image that is not a readable file (a broken link, a link loop, a
+// FIFO, a folder named x.png, a file without read permission) is an error naming it: a
+// dataset silently smaller than the folder looks is worse than a refusal.
 Result<std::vector<std::string>> image_files(const std::string& class_dir) {
   RG_ASSIGN(const std::vector<std::string> names, list_folder(class_dir));
   std::vector<std::string> files;
   for (const std::string& name : names) {
+    if (is_hidden(name) || !has_image_extension(name)) continue;
     const std::string path = join_path(class_dir, name);
-    if (!is_hidden(name) && has_image_extension(name) && is_regular_file(path)) files.push_back(path);
+    const std::string why_not = why_not_a_readable_file(path);
+    if (!why_not.empty()) return Status::error(path + ": named like an image but is " + why_not + "; fix or remove it");
+    files.push_back(path);
   }
   if (files.empty()) {
     return Status::error(class_dir + ": an empty class folder (no .png, .jpg, .jpeg or .bmp file in it; every "
@@ -139,8 +154,11 @@ Result<Dataset> decode_files(const std::vector<LabelledFile>& files, const std::
     return Status::error(name + ": " + std::to_string(n) + " images; at most " + std::to_string(INT32_MAX) +
                          " are indexed");
   }
+  auto origin = std::make_shared<LabelOrigin>();  // each image's label is its folder's
+  for (const LabelledFile& file : files) origin->files.push_back(file.path);
   Dataset out;
   out.name = name;
+  out.label_origin = origin;
   out.sample_shape = Shape{options.height, options.width, options.channels};
   out.num_classes = static_cast<int32_t>(classes.size());
   out.class_names = classes;

@@ -2,12 +2,14 @@
 #include "data/image_io.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 
 #include "base/memory.h"
+#include "base/output_file.h"
 #include "base/serial.h"
 #include "data/files.h"
 #include "stb_image.h"
@@ -389,8 +391,17 @@ Status fit_image(const Image& image, ImageFit fit, int height, int width, uint8_
   return Status();
 }
 
+Status check_png_name(const std::string& path) {
+  const std::string name = last_path_component(path);
+  std::string ending = name.size() >= 4 ? name.substr(name.size() - 4) : "";
+  for (char& ch : ending) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (ending == ".png") return Status();
+  return Status::error(path + ": images are written as PNG only; name the file .png");
+}
+
 Status write_png(const std::string& path, int width, int height, int channels, const uint8_t* pixels) {
   RG_CHECK(pixels != nullptr, "write_png(" << path << ") without pixels");
+  RG_TRY(check_png_name(path));
   if (width < 1 || height < 1 || width > kMaxImageSide || height > kMaxImageSide) {
     return Status::error(path + ": cannot write a " + size_text(width, height) + " PNG; each side must be 1 to " +
                          std::to_string(kMaxImageSide));

@@ -52,6 +52,10 @@ void convert_channels(const uint8_t* src, int64_t pixels, int from, uint8_t* dst
 // a rectangle already of the target size is copied exactly.
 Status fit_image(const Image& image, ImageFit fit, int height, int width, uint8_t* out);
 
+// PNG is the one format written: a path ending otherwise than .png (any case) is refused, so
+// x.jpg never holds PNG bytes. Called before a run starts, and by write_png.
+Status check_png_name(const std::string& path);
+
 // Writes pixels [height, width, channels] (channels 1..4) as a PNG: encoded in memory, then
 // written atomically (write_file_atomic), so a reader never sees half a file.
 Status write_png(const std::string& path, int width, int height, int channels, const uint8_t* pixels);

@@ -60,6 +60,11 @@ Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
   if (model->loss_ == LossKind::softmax_cross_entropy && model->target_ != TargetKind::labels) {
     return Status::error(net.where("target") + "softmax_cross_entropy compares with labels");
   }
+  if (model->loss_ != LossKind::softmax_cross_entropy && model->target_ == TargetKind::labels) {
+    return Status::error(net.where("target") + "target = labels (class indices) is for softmax_cross_entropy; " +
+                         loss_name(model->loss_) + " compares with rows of the output's size: target = onehot "
+                         "(class labels as one-hot rows) or input");
+  }
   if (model->loss_ == LossKind::softmax_cross_entropy && outputs < 2) {
     return Status::error(net.where("loss") + "softmax_cross_entropy needs at least 2 outputs, the last layer gives " +
                          shape.str());

@@ -13,6 +13,7 @@
 
 #include "base/fp16.h"
 #include "base/memory.h"
+#include "base/output_file.h"
 #include "base/serial.h"
 #include "base/text_format.h"
 #include "data/files.h"

@@ -9,6 +9,7 @@
 
 #include "base/text_format.h"
 #include "base/rng.h"
+#include "base/output_file.h"
 #include "base/serial.h"
 #include "data/files.h"
 #include "data/record_file.h"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "base/output_file.h"
 #include "base/serial.h"
 #include "data/files.h"
 #include "report/svg_chart.h"

@@ -54,6 +54,7 @@ std::vector<std::string> train_command(const StudyRun& run, const StudyDevice& d
   if (run.profile) argv.push_back("--profile-device");
   if (run.network == "dcgan") {
     add("out", join_path(context.runs_dir, run.id() + "-gan"));
+    argv.push_back("--overwrite");  // the study's own folder: a study run again replaces its runs
     const bool scored = !context.judge_path.empty() && run.part == "devices" && (device.best_cpu || device.opencl);
     add("score-samples", scored ? std::to_string(context.score_samples) : "0");
     if (scored) add("judge", context.judge_path);

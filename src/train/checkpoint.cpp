@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "base/output_file.h"
 #include "base/serial.h"
 
 namespace rg {

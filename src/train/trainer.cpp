@@ -199,6 +199,11 @@ Status Trainer::start_from(const Checkpoint& snapshot, const std::string& what) 
   return sync_to_device();
 }
 
+Status check_labels_for(const Model& model, const Dataset& data) {
+  const bool reads_labels = model.target() != TargetKind::input && model.loss() != LossKind::none;
+  return reads_labels ? check_labels(data, model.output_shape().numel()) : Status();
+}
+
 Status restore_training_state(const Checkpoint& checkpoint, const std::string& path, Model& model,
                               Optimizer& optimizer, int64_t* epochs_done) {
   int64_t epochs = 0, steps = 0;
@@ -244,10 +249,8 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     return Status::error("the model has loss = none: it trains only through another model, as a GAN's generator");
   }
   const bool classifies = model_.target() != TargetKind::input;
-  if (classifies && train.num_classes > model_.output_shape().numel()) {
-    return Status::error("the data has " + std::to_string(train.num_classes) + " classes, the model's output " +
-                         model_.output_shape().str() + " has room for " + std::to_string(model_.output_shape().numel()));
-  }
+  RG_TRY(check_labels_for(model_, train));
+  if (validation != nullptr) RG_TRY(check_labels_for(model_, *validation));
   if (train.sample_shape.numel() != model_.input_shape().numel()) {
     return Status::error("the data's samples are " + train.sample_shape.str() + ", the model takes " +
                          model_.input_shape().str());
@@ -374,7 +377,7 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     Metrics metrics = {{"loss", record.loss}};
     if (classifies) metrics.emplace_back("acc", record.accuracy);
     if (validation != nullptr && validation->size() > 0) {
-      RG_ASSIGN(const EvalResult val, evaluate(*validation));
+      RG_ASSIGN(const EvalResult val, score(*validation, {}));
       record.has_validation = true;
       record.val_loss = val.loss;
       record.val_accuracy = val.accuracy;
@@ -400,6 +403,11 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
 }
 
 Result<EvalResult> Trainer::evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {
+  RG_TRY(check_labels_for(model_, data));
+  return score(data, forward);
+}
+
+Result<EvalResult> Trainer::score(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {
   const auto start = std::chrono::steady_clock::now();
   const LayerContext ctx = context(false);
   const int64_t n = data.size();
@@ -472,7 +480,8 @@ std::map<std::string, std::string> training_settings(const TrainOptions& options
                                                      int64_t epochs_done) {
   const OptimizerConfig& o = options.optimizer;
   const Schedule& s = options.schedule;
-  return {
+  std::map<std::string, std::string> settings = options.data_settings;
+  settings.insert({
       {"epochs_done", std::to_string(epochs_done)},
       {"epochs", std::to_string(options.epochs)},
       {"batch", std::to_string(options.batch)},
@@ -493,7 +502,8 @@ std::map<std::string, std::string> training_settings(const TrainOptions& options
       {"step_epochs", std::to_string(s.step_epochs)},
       {"gamma", exact(s.gamma)},
       {"lr_min", exact(s.lr_min)},
-  };
+  });
+  return settings;
 }
 
 Status options_from_checkpoint(const Checkpoint& checkpoint, const std::string& path, TrainOptions* options) {

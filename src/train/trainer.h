@@ -63,6 +63,9 @@ struct TrainOptions {
   OptimizerConfig optimizer;
   Schedule schedule;
   std::string data;             // the dataset's source, recorded in checkpoints
+  // The rest of what decides the samples and their order (the data options, the data's
+  // identity: app/data_source.h), recorded in checkpoints beside the settings.
+  std::map<std::string, std::string> data_settings;
   double validation_split = 0;  // recorded so a resume splits the same way
   std::string checkpoint_path;  // written after each epoch when not empty
   FILE* log = stdout;
@@ -130,11 +133,12 @@ class Trainer {
   // batch, the loss scale at its start). `what` names the snapshot in errors.
   Status start_from(const Checkpoint& snapshot, const std::string& what);
 
-  // Trains from epochs_done() to options.epochs; returns one record per epoch run.
+  // Trains from epochs_done() to options.epochs; returns one record per epoch run. Refuses, before
+  // the first step, data whose labels the model cannot take (check_labels_for).
   Result<std::vector<EpochRecord>> fit(const Dataset& train, const Dataset* validation);
   // Scores `data` with the model, or with `forward` (x [n, input...] -> the model's output
   // [n, output...]) when given: another engine running the same model (quant/int8_model.h).
-  // The error: reading a streamed dataset failed.
+  // The error: a label the model cannot take (check_labels_for), reading a streamed dataset failed.
   Result<EvalResult> evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward = {});
 
   int64_t epochs_done() const { return epochs_done_; }
@@ -151,6 +155,8 @@ class Trainer {
   ocl::ClModel* device_model() const { return cl_model_.get(); }
 
  private:
+  // evaluate() of data whose labels are checked already (fit's validation set, every epoch).
+  Result<EvalResult> score(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward);
   // The prefetcher's next piece: *x [count, input...] and *labels [count], and the loss target.
   Result<Tensor> next_batch(Tensor* x, Tensor* labels);
   std::map<std::string, std::string> settings() const;
@@ -222,6 +228,12 @@ class Trainer {
   // differently), buffers (BatchNorm's running statistics) averaged over the ranks.
   Status share_root_state();
 };
+
+// Every label of `data` is a class `model` has an output for (check_labels against its output
+// count) when the model's loss compares with labels (target = labels or onehot); the error names
+// the label's file and place. An autoencoder (target = input) or a GAN's generator (loss = none)
+// reads no labels: any data passes. Call it where data meets the model, once, not per batch.
+Status check_labels_for(const Model& model, const Dataset& data);
 
 // A checkpoint's weights and optimizer state into `model` and `optimizer`, the optimizer's step
 // count and the epochs done from its settings; nothing changes when it is refused.

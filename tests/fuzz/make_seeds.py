@@ -147,9 +147,39 @@ def image_seeds():
         write("image", name, bytes([options]) + out.getvalue())
 
 
+# --- cli: a command byte (fuzz_cli.cpp's kCommands: 0 train, 1 eval, 2 precision, 3 probe, 4
+# make-data), then one argument a line; names are fuzz_cli's fixtures or files of the run's own.
+CLI_SEEDS = {
+    "train-defaults": (0, []),
+    "train-mnist-streamed": (0, ["--data", "mnist", "--stream", "yes", "--model", "lenet"]),
+    "train-images-crop": (0, ["--data", "images", "--model", "lenet", "--image-fit", "crop", "--test-split", "0.3"]),
+    "train-cfg-outputs": (0, ["--model", "tiny.cfg", "--json", "run.json", "--checkpoint", "run.ckpt", "--val-split", "0.2"]),
+    "train-autoencoder-samples": (0, ["--model", "autoencoder", "--samples", "grid.png"]),
+    "train-resume": (0, ["--resume", "mlp.ckpt", "--epochs", "2"]),
+    "train-budget-adam": (0, ["--mem-budget", "3M", "--optimizer", "adam", "--schedule", "cosine", "--batch", "32"]),
+    "train-fp16-stop": (0, ["--train-precision=fp16", "--epochs=2", "--stop-after=1", "--checkpoint=half.ckpt"]),
+    "train-bad-batch": (0, ["--batch", "0"]),
+    "train-samples-jpg": (0, ["--model", "autoencoder", "--samples", "grid.jpg"]),
+    "eval-defaults": (1, []),
+    "eval-int8-json": (1, ["--int8", "--json", "eval.json", "--data", "mnist"]),
+    "eval-cfg-as-checkpoint": (1, ["--checkpoint", "tiny.cfg"]),
+    "precision-fp32-int8": (2, ["--precision", "fp32,int8", "--csv", "table.csv"]),
+    "precision-qat": (2, ["--model", "autoencoder", "--precision", "int8-qat", "--qat-epochs", "1", "--epochs", "2"]),
+    "probe": (3, []),
+    "probe-help": (3, ["--help"]),
+    "make-data": (4, ["--samples", "10", "--test-samples", "5", "--out", "small"]),
+}
+
+
+def cli_seeds():
+    for name, (command, words) in CLI_SEEDS.items():
+        write("cli", name, bytes([command]) + "\n".join(words).encode())
+
+
 if __name__ == "__main__":
     cfg_seeds()
     checkpoint_seeds()
     idx_seeds()
     cifar_seeds()
     image_seeds()
+    cli_seeds()
