@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -23,7 +24,12 @@
 #include <thread>
 #include <vector>
 
+#if !defined(_WIN32)
+#include <sys/stat.h>
+#endif
+
 #include "base/fp16.h"
+#include "base/input_file.h"
 #include "base/memory.h"
 #include "base/rng.h"
 #include "base/output_file.h"
@@ -922,6 +928,91 @@ TEST(Serial, ReadMissingFileNamesPath) {
   EXPECT_TRUE(contains(r.status().message(), path)) << r.status().message();
 }
 
+
+// Issue 29, section 2: input files say what they are before they are read, and sizes are
+// checked against memory before they are allocated.
+TEST(InputFile, ARegularFileGivesItsSizeAndReadsExactly) {
+  TempDir dir;
+  const std::string path = dir.path() + "/eight.bin";
+  ASSERT_TRUE(write_file_atomic(path, std::vector<uint8_t>(8, 7)).ok());
+  auto size = input_file_size(path, "a test file");
+  ASSERT_TRUE(size.ok()) << size.status().message();
+  EXPECT_EQ(size.value(), 8);
+  auto in = open_input_file(path, "a test file");
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in.value().size, 8);
+  uint8_t bytes[16];
+  ASSERT_TRUE(in.value().read(bytes, 5, "the start").ok());
+  const Status past = in.value().read(bytes, 5, "the rest");  // 3 bytes are left
+  ASSERT_FALSE(past.ok());
+  EXPECT_TRUE(contains(past.message(), path + ": the file ends in the rest (5 bytes needed, 3 there")) << past.message();
+  const Status missing = open_input_file(dir.path() + "/absent", "a test file").status();
+  EXPECT_TRUE(contains(missing.message(), dir.path() + "/absent: cannot open")) << missing.message();
+}
+
+TEST(InputFile, AFolderIsRefusedByItsKind) {
+  TempDir dir;
+  for (const Status& s : {open_input_file(dir.path(), "a checkpoint").status(),
+                          input_file_size(dir.path(), "a checkpoint").status(),
+                          read_file_bytes(dir.path(), "a checkpoint").status()}) {
+    EXPECT_EQ(s.message(), dir.path() + " is a folder, not a checkpoint");
+  }
+  EXPECT_EQ(path_kind(dir.path()), "a folder");
+  EXPECT_EQ(path_kind(dir.path() + "/absent"), "");
+  EXPECT_TRUE(path_exists(dir.path()));
+}
+
+TEST(InputFile, DevicesAreRefusedBeforeAnyRead) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "no /dev on Windows";
+#else
+  for (const char* device : {"/dev/zero", "/dev/urandom", "/dev/null"}) {
+    if (!path_exists(device)) continue;
+    const Status s = read_file_bytes(device, "a cfg file").status();  // would never end on /dev/zero
+    EXPECT_EQ(s.message(), std::string(device) + " is a character device, not a cfg file");
+  }
+#endif
+}
+
+TEST(InputFile, AFifoIsRefusedWithoutWaitingForAWriter) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "FIFOs are POSIX";
+#else
+  TempDir dir;
+  const std::string fifo = dir.path() + "/pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  // Opening a FIFO for reading blocks until a writer comes: these return at once instead.
+  EXPECT_EQ(open_input_file(fifo, "a checkpoint").status().message(), fifo + " is a FIFO (named pipe), not a checkpoint");
+  EXPECT_EQ(read_file_bytes(fifo).status().message(), fifo + " is a FIFO (named pipe), not a regular file");
+#endif
+}
+
+// Restores the host account's budget after a test that sets one.
+struct ScopedHostBudget {
+  explicit ScopedHostBudget(int64_t bytes) : old(host_memory().budget_bytes()) { host_memory().set_budget(bytes); }
+  ~ScopedHostBudget() { host_memory().set_budget(old); }
+  int64_t old;
+};
+
+TEST(HostMemory, ACheckRefusesWhatTheBudgetOrTheMachineCannotHold) {
+  {
+    const ScopedHostBudget budget(host_memory().current_bytes() + (int64_t{1} << 20));
+    EXPECT_TRUE(check_host_memory(int64_t{1} << 19, "half a MiB").ok());
+    const Status over = check_host_memory(int64_t{2} << 20, "two MiB");
+    ASSERT_FALSE(over.ok());
+    EXPECT_TRUE(contains(over.message(), "two MiB: 2.0 MiB needed, more than the 1.0 MiB left of the ")) << over.message();
+  }
+  const AvailableMemory available = available_host_memory();
+#if defined(__linux__) || defined(_WIN32)
+  EXPECT_GT(available.bytes, 0) << "MemAvailable or the available physical memory is known here";
+#endif
+  if (available.bytes == 0) GTEST_SKIP() << "this system says nothing of its available memory";
+  EXPECT_TRUE(check_host_memory(1, "a byte").ok());
+  const Status over = check_host_memory(available.bytes + (int64_t{1} << 40), "a TiB more than there is");
+  ASSERT_FALSE(over.ok());
+  EXPECT_TRUE(contains(over.message(), "a TiB more than there is: ")) << over.message();
+  EXPECT_TRUE(contains(over.message(), "this machine has available (" + available.source + ")")) << over.message();
+}
 
 // Issue 29, section 4: outputs replace nothing but what they name. Each class of what can be
 // at an output's path: a link (written through), a device or FIFO (written in place), a folder,

@@ -8,6 +8,11 @@
 #include <random>
 #include <string>
 
+#if !defined(_WIN32)
+#include <sys/stat.h>
+#endif
+
+#include "base/memory.h"
 #include "nn/cfg.h"
 #include "nn/model.h"
 
@@ -438,6 +443,135 @@ TEST(Cfg, LabelTargetsAreForSoftmaxOnly) {
   auto onehot = build("[net]\ninput = 4\nloss = mse\ntarget = onehot\n[dense]\nunits = 3\n");
   ASSERT_NE(onehot, nullptr);
   EXPECT_EQ(onehot->target(), TargetKind::onehot);
+}
+
+// Issue 29, section 2: a cfg file is refused for what it is (not a regular file, too large,
+// binary, too many sections, a model past any memory) before it is read whole or allocated.
+class CfgFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("rg_test_cfg_" + std::to_string(std::random_device{}()));
+    ASSERT_TRUE(std::filesystem::create_directories(dir_));
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string write(const std::string& name, const std::string& bytes) {
+    const std::string path = (dir_ / name).generic_string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  static std::string load_error(const std::string& path) {
+    auto doc = load_cfg_file(path);
+    return doc.ok() ? "" : doc.status().message();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CfgFiles, NonFilesAreRefusedByWhatTheyAre) {
+  EXPECT_EQ(load_error(dir_.generic_string()), dir_.generic_string() + " is a folder, not a cfg file");
+#if !defined(_WIN32)
+  for (const char* device : {"/dev/zero", "/dev/urandom"}) {  // endless: read whole, they fill memory
+    if (std::filesystem::exists(device)) {
+      EXPECT_EQ(load_error(device), std::string(device) + " is a character device, not a cfg file");
+    }
+  }
+  const std::string fifo = (dir_ / "model.cfg").generic_string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(load_error(fifo), fifo + " is a FIFO (named pipe), not a cfg file");  // no writer: would block
+#endif
+}
+
+TEST_F(CfgFiles, AFileOverTheSizeLimitIsRefusedOnItsSize) {
+  const std::string good = "[net]\ninput = 3\n[dense]\nunits = 2\n";
+  const std::string at_limit = write("at.cfg", good + std::string(static_cast<size_t>(kMaxCfgBytes) - good.size(), '\n'));
+  EXPECT_EQ(load_error(at_limit), "");
+  const std::string over = write("over.cfg", good + std::string(2 << 20, '#'));
+  EXPECT_EQ(load_error(over), over + ": 2.0 MiB, more than the 1.0 MiB a cfg file may hold (a model description is a "
+                                      "few KiB: is this the right file?)");
+  // The same limit for text from elsewhere (a checkpoint's copy, a preset).
+  EXPECT_TRUE(contains(build_error(good + std::string(2 << 20, '#'), "x.cfg"), "x.cfg: 2.0 MiB, more than the 1.0 MiB"));
+}
+
+TEST_F(CfgFiles, BinaryIsRefusedOnItsFirstBytes) {
+  std::string bytes(512 * 1024, 'a');
+  bytes[100] = '\0';
+  const std::string path = write("binary.cfg", bytes);
+  EXPECT_EQ(load_error(path), path + ":1: byte 0x00 at column 101: a cfg file is text (is this a binary file?)");
+  // A control byte on a later line is found too, with its line.
+  EXPECT_EQ(build_error("[net]\ninput = 3\n\x01\n", "b.cfg"),
+            "b.cfg:3: byte 0x01 at column 1: a cfg file is text (is this a binary file?)");
+  const std::string utf16 = write("utf16.cfg", std::string("\xFF\xFE[\0n\0e\0t\0]\0", 12));
+  EXPECT_TRUE(contains(load_error(utf16), utf16 + ":1: UTF-16 text")) << load_error(utf16);
+}
+
+TEST_F(CfgFiles, AUtf8ByteOrderMarkIsSkipped) {
+  const std::string text = "[net]\ninput = 3\n[dense]\nunits = 2\n";
+  const std::string path = write("bom.cfg", "\xEF\xBB\xBF" + text);
+  auto doc = load_cfg_file(path);
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  ASSERT_EQ(doc.value().sections.size(), 2u);
+  EXPECT_EQ(doc.value().sections[0].kind(), "net");
+  EXPECT_TRUE(Model::from_cfg(doc.value()).ok());
+  // Lines still count from the mark's line: the bad line is line 6.
+  EXPECT_EQ(build_error("\xEF\xBB\xBF" + text + "[dense]\nunits 3\n", "b.cfg").rfind("b.cfg:6: ", 0), 0u);
+}
+
+TEST_F(CfgFiles, TooManySectionsAreRefusedAtTheFirstOneTooMany) {
+  std::string text = "[net]\ninput = 3\n";
+  for (size_t i = 1; i < kMaxCfgSections; ++i) text += "[relu]\n";
+  EXPECT_TRUE(parse_cfg(text, "many.cfg").ok());
+  const int line = static_cast<int>(kMaxCfgSections) + 2;  // [net] spans two lines
+  expect_error(text + "[relu]\n", line, "", "a cfg holds at most 10000 sections");
+  const std::string path = write("relu.cfg", text + "[relu]\n");  // 70 KB: under the size limit
+  EXPECT_TRUE(contains(load_error(path), path + ":" + std::to_string(line) + ": section 10001")) << load_error(path);
+}
+
+// Sizes past any memory are refused while the model is described, before anything is allocated;
+// sizes the machine cannot hold now, by init() and reserve() before they allocate.
+TEST(CfgMemory, ShapesAndParametersPastAnyMemoryAreRefusedAtTheirSection) {
+  const int64_t before = host_memory().current_bytes();
+  expect_error("[net]\ninput = 16777216x16777216x16777216\n[dense]\nunits = 2\n", 2, "input", "values (2^32)");
+  expect_error("[net]\ninput = 4096x4096x3\n[dense]\nunits = 16777216\n", 3, "", "parameters (2^32) at dense1");
+  expect_error("[net]\ninput = 65536x65536x1\n[upsample]\nscale = 2\n[dense]\nunits = 2\n", 3, "",
+               "values per sample in the layers' outputs (2^32) at upsample1");
+  EXPECT_EQ(host_memory().current_bytes(), before);
+}
+
+struct ScopedBudget {
+  explicit ScopedBudget(int64_t bytes) : old(host_memory().budget_bytes()) { host_memory().set_budget(bytes); }
+  ~ScopedBudget() { host_memory().set_budget(old); }
+  int64_t old;
+};
+
+TEST(CfgMemory, InitAndReserveCheckTheirBytesBeforeAllocating) {
+  auto doc = parse_cfg("[net]\ninput = 1024\n[dense]\nunits = 1024\n[relu]\n[dense]\nunits = 10\n", "big.cfg");
+  ASSERT_TRUE(doc.ok());
+  auto model = Model::from_cfg(doc.value());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const int64_t before = host_memory().current_bytes();
+  host_memory().reset_peak();
+  {
+    const ScopedBudget budget(before + (int64_t{4} << 20));  // the parameters and gradients need 8 MiB
+    const Status init = model.value()->init(1);
+    ASSERT_FALSE(init.ok());
+    EXPECT_TRUE(contains(init.message(), "big.cfg: the parameters and their gradients (1059850 values each): 8.1 MiB "
+                                         "needed, more than the 4.0 MiB left of the ")) << init.message();
+    EXPECT_EQ(host_memory().peak_bytes(), before) << "allocated before the check";
+  }
+  ASSERT_TRUE(model.value()->init(1).ok());
+  const int64_t initialised = host_memory().current_bytes();
+  host_memory().reset_peak();
+  // Without a budget, against the machine: a batch whose activations no machine holds.
+  if (available_host_memory().bytes == 0) GTEST_SKIP() << "this system says nothing of its available memory";
+  const Status reserve = model.value()->reserve(int64_t{1} << 40);
+  ASSERT_FALSE(reserve.ok());
+  EXPECT_TRUE(contains(reserve.message(), "big.cfg: the activations and gradients of a batch of 1099511627776 through 3 "
+                                          "layers: ")) << reserve.message();
+  EXPECT_TRUE(contains(reserve.message(), " needed, more than the ")) << reserve.message();
+  EXPECT_EQ(host_memory().peak_bytes(), initialised) << "allocated before the check";
+  EXPECT_TRUE(model.value()->reserve(8).ok());
 }
 
 }  // namespace

@@ -18,8 +18,13 @@
 #include "base/rng.h"
 #include "data/dataset.h"
 #include "data/files.h"
+#include "data/generated_images.h"
 #include "data/record_file.h"
 #include "portable.h"
+
+#if !defined(_WIN32)
+#include <sys/stat.h>
+#endif
 
 namespace rg {
 namespace {
@@ -397,7 +402,7 @@ TEST(Idx, MissingFile) {
   const std::string missing_labels = dir.path() + "/no-such-labels";
   expect_error(load_idx_pair(images, missing_labels, "x"), missing_labels, "cannot open");
   // A folder is not an IDX file.
-  expect_error(load_idx_pair(dir.path(), labels, "x"), dir.path(), "not a regular file");
+  expect_error(load_idx_pair(dir.path(), labels, "x"), dir.path(), "is a folder, not an IDX file");
 }
 
 TEST(Idx, NeverCrashesOnMutatedBytes) {
@@ -758,6 +763,39 @@ TEST(Labels, SlicesAndValidationSplitsNameTheRowOfTheFile) {
       expect_label_error(check_labels(with_it.in_memory_copy().take(), 3), labels, ": sample 29 has label 9");
       expect_label_error(check_labels(with_it.slice(0, with_it.size(), "again"), 3), labels, ": sample 29");
     }
+  }
+}
+
+// Issue 29, section 2: a dataset file that is a folder, a FIFO or a device is refused naming
+// what it is, neither passed over as missing nor waited on.
+TEST(DatasetFiles, NonFilesInAnMnistFolderAreRefusedByWhatTheyAre) {
+  TempDir dir;
+  const std::string folder = dir.subdir("odd");
+  write_mnist_folder(dir, "odd");
+  dir.subdir("odd/train-images-idx3-ubyte");  // found before the .gz beside it
+  for (const bool streamed : {false, true}) {
+    auto split = load_mnist_folder(folder, streamed);
+    ASSERT_FALSE(split.ok());
+    EXPECT_EQ(split.status().message(), folder + "/train-images-idx3-ubyte is a folder, not an IDX file");
+  }
+#if !defined(_WIN32)
+  std::filesystem::remove(folder + "/train-images-idx3-ubyte");
+  const std::string labels = folder + "/train-labels-idx1-ubyte";
+  std::remove(labels.c_str());
+  ASSERT_EQ(mkfifo(labels.c_str(), 0600), 0);  // no writer: opening it to read would block
+  auto split = load_mnist_folder(folder);
+  ASSERT_FALSE(split.ok());
+  EXPECT_EQ(split.status().message(), labels + " is a FIFO (named pipe), not an IDX file");
+#endif
+}
+
+TEST(DatasetFiles, GeneratedImagesSayWhichShapesTheyMake) {
+  EXPECT_TRUE(check_generated_shape(Shape{28, 28, 1}).ok());
+  EXPECT_TRUE(check_generated_shape(Shape{256, 256, 3}).ok());
+  for (const Shape& shape : {Shape{28, 28, 2}, Shape{784}, Shape{8192, 8192, 3}}) {
+    const Status s = check_generated_shape(shape);
+    EXPECT_FALSE(s.ok()) << shape.str();
+    EXPECT_TRUE(contains(s.message(), shape.str())) << s.message();
   }
 }
 

@@ -7,13 +7,19 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
+#include "base/memory.h"
 #include "base/output_file.h"
 #include "base/serial.h"
 #include "model_util.h"
 #include "train/trainer.h"
+
+#if !defined(_WIN32)
+#include <sys/stat.h>
+#endif
 
 namespace rg {
 namespace {
@@ -416,6 +422,111 @@ TEST(Labels, AnAutoencoderReadsNoLabelsAndTakesAny) {
   ASSERT_TRUE(trainer.prepare().ok());
   EXPECT_TRUE(trainer.fit(ten.train, &ten.test).ok());
   EXPECT_TRUE(trainer.evaluate(ten.test).ok());
+}
+
+}  // namespace
+}  // namespace rg
+
+// Issue 29, section 2: a checkpoint identifies itself by its 24-byte header before anything
+// else is read, and its size is checked against the file and against memory first.
+namespace rg {
+namespace {
+
+// A file of `size` bytes whose header is a valid one claiming the rest as payload and checksum.
+std::string checkpoint_header_file(const std::string& name, uint64_t size) {
+  ByteWriter header;
+  header.raw("RETROGRD", 8);
+  header.u32(kCheckpointVersion);
+  header.u32(0);
+  header.u64(size - 24 - 4);
+  const std::string path = temp_path(name);
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(header.bytes().data()), 24);
+  std::error_code error;
+  std::filesystem::resize_file(path, size, error);  // sparse where the file system allows
+  return error ? "" : path;
+}
+
+struct ScopedBudget {
+  explicit ScopedBudget(int64_t bytes) : old(host_memory().budget_bytes()) { host_memory().set_budget(bytes); }
+  ~ScopedBudget() { host_memory().set_budget(old); }
+  int64_t old;
+};
+
+TEST(CheckpointHeader, APayloadClaimLargerThanTheFileIsRefusedFromTheHeader) {
+  const std::string path = checkpoint_header_file("claims.ckpt", 1000);
+  ASSERT_FALSE(path.empty());
+  {  // the header claims 2^40 bytes of a 1000-byte file
+    ByteWriter header;
+    header.raw("RETROGRD", 8);
+    header.u32(kCheckpointVersion);
+    header.u32(0);
+    header.u64(uint64_t{1} << 40);
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.write(reinterpret_cast<const char*>(header.bytes().data()), 24);
+  }
+  auto ck = read_checkpoint(path);
+  ASSERT_FALSE(ck.ok());
+  EXPECT_EQ(ck.status().message(), path + ": the header says 1099511627776 payload bytes + 4 checksum bytes, the file has "
+                                          "976 after the header (truncated or appended to)");
+  std::remove(path.c_str());
+}
+
+TEST(CheckpointHeader, AFileLargerThanTheBudgetIsRefusedBeforeItIsRead) {
+  const std::string path = checkpoint_header_file("large.ckpt", 8 << 20);
+  ASSERT_FALSE(path.empty());
+  const ScopedBudget budget(host_memory().current_bytes() + (int64_t{1} << 20));
+  auto ck = read_checkpoint(path);
+  ASSERT_FALSE(ck.ok());
+  EXPECT_EQ(ck.status().message().rfind(path + ": reading the checkpoint (its 8.0 MiB and the tensors parsed out of them): "
+                                                "16.0 MiB needed, more than the 1.0 MiB left of the ", 0), 0u)
+      << ck.status().message();
+  std::remove(path.c_str());
+}
+
+TEST(CheckpointHeader, AFileLargerThanTheMachineIsRefusedBeforeItIsRead) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "NTFS files are not sparse unless asked: a TiB file would take the disk";
+#else
+  const std::string path = checkpoint_header_file("huge.ckpt", uint64_t{1} << 40);  // sparse: no disk taken
+  if (path.empty()) GTEST_SKIP() << "this file system holds no sparse file of 1 TiB";
+  auto ck = read_checkpoint(path);
+  std::remove(path.c_str());
+  ASSERT_FALSE(ck.ok());
+  // A 64-bit process: "...(its 1.0 TiB and the tensors parsed out of them): 2.0 TiB needed, more than the
+  // 22.6 GiB this machine has available (MemAvailable in /proc/meminfo)"; a 32-bit one: "...: 1.0 TiB, more than
+  // this process can address".
+  const std::string message = ck.status().message();
+  EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;
+  EXPECT_TRUE(message.find("1.0 TiB") != std::string::npos && message.find("more than") != std::string::npos) << message;
+#endif
+}
+
+TEST(CheckpointHeader, NonFilesAreRefusedByWhatTheyAre) {
+  const std::string folder = temp_path("folder.ckpt");
+  std::filesystem::create_directories(folder);
+  EXPECT_EQ(read_checkpoint(folder).status().message(), folder + " is a folder, not a checkpoint");
+  std::filesystem::remove(folder);
+#if !defined(_WIN32)
+  EXPECT_EQ(read_checkpoint("/dev/urandom").status().message(), "/dev/urandom is a character device, not a checkpoint");
+  EXPECT_EQ(read_checkpoint("/dev/zero").status().message(), "/dev/zero is a character device, not a checkpoint");
+  const std::string fifo = temp_path("fifo.ckpt");
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(read_checkpoint(fifo).status().message(), fifo + " is a FIFO (named pipe), not a checkpoint");
+  std::remove(fifo.c_str());
+#endif
+}
+
+TEST(CheckpointHeader, ReadBytesAreWhatParseCheckpointTakes) {
+  const std::string path = temp_path("bytes.ckpt");
+  TrainOptions options = small_options(1);
+  options.checkpoint_path = path;
+  train(options, 1);
+  auto bytes = read_checkpoint_bytes(path);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_EQ(bytes.value(), read_file_bytes(path).value());
+  EXPECT_TRUE(parse_checkpoint(bytes.value().data(), bytes.value().size(), path).ok());
+  std::remove(path.c_str());
 }
 
 }  // namespace

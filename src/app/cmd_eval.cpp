@@ -93,13 +93,15 @@ int run_eval(int argc, char** argv) {
   if (!built.ok()) return fail(built.status().with_context(path + ": the stored model: ").message());
   std::unique_ptr<Model> model = built.take();
   if (Status s = check_scorable(*model, path); !s.ok()) return fail(s.message());
-  if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
+  if (Status s = model->init(options.seed); !s.ok()) return fail(s.with_context(path + ": the stored model: ").message());
   if (Status s = restore_checkpoint(checkpoint, path, *model, nullptr); !s.ok()) return fail(s.message());
 
   auto source_options = data_source_options(args, model->input_shape());
   if (!source_options.ok()) return fail(source_options.status().message());
   auto data = load_data_source(options.data, options.seed, source_options.value());
-  if (!data.ok()) return fail(data.status().message());
+  if (!data.ok()) {
+    return fail((args.given("data") ? data.status() : note_source_from_checkpoint(data.status(), options.data, path)).message());
+  }
   if (Status s = check_labels_for(*model, data.value().test); !s.ok()) return fail(s.message());
   // Buffers for at most the test set's samples, checked against the memory left before they are taken.
   const int64_t rows = max_rows(options.batch, RunData{nullptr, nullptr, &data.value().test});

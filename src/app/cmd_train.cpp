@@ -334,8 +334,9 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   }
 
   // Model, data, trainer.
+  const std::string stored_model = resuming ? resume_path + ": the stored model: " : "";  // errors in a checkpoint's cfg
   auto built = Model::from_cfg(cfg);
-  if (!built.ok()) return fail(built.status().message());
+  if (!built.ok()) return fail(built.status().with_context(stored_model).message());
   std::unique_ptr<Model> model = built.take();
   if (args.given("samples") && model->target() != TargetKind::input) {
     return fail("--samples shows reconstructions: it needs a model trained on its input (target = input)");
@@ -349,10 +350,7 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
     const std::string above = budget_above_available(budget, available);
     if (!above.empty()) std::fprintf(stderr, "retrograd: warning: %s\n", above.c_str());
   }
-  if (!budget_given) {
-    if (Status s = check_model_fits(*model, options, available); !s.ok()) return fail(s.message());
-  }
-  if (Status s = model->init(options.seed); !s.ok()) return fail(s.message());
+  if (Status s = model->init(options.seed); !s.ok()) return fail(s.with_context(stored_model).message());
   const AddressSpace space = address_space();
   if (budget == 0 && space.limit_bytes > 0) {
     auto limited = address_space_budget(space, thread_count);
@@ -362,7 +360,10 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   }
   const bool open_streamed = stream == StreamChoice::always || (stream == StreamChoice::automatic && budget > 0);
   auto data = load_training_data(args, options.data, options.seed, model->input_shape(), open_streamed);
-  if (!data.ok()) return fail(data.status().message());
+  if (!data.ok()) {
+    const bool stored = resuming && !args.given("data");
+    return fail((stored ? note_source_from_checkpoint(data.status(), options.data, resume_path) : data.status()).message());
+  }
   DataSplit split = data.take();
   if (resuming) {
     if (Status s = check_resumed_data(resumed.settings, resume_path, options.data, resumed_data, split); !s.ok()) {

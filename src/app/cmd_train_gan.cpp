@@ -43,7 +43,9 @@ Result<std::unique_ptr<Model>> model_from_checkpoint(const Checkpoint& ck, const
                                                      const std::string& role) {
   auto cfg = parse_cfg(ck.cfg_text, ck.cfg_name);
   if (!cfg.ok()) return cfg.status().with_context(path + ": the stored " + role + ": ");
-  return model_from(cfg.value(), role);
+  auto model = Model::from_cfg(cfg.value());
+  if (!model.ok()) return model.status().with_context(path + ": the stored " + role + ": ");
+  return model;
 }
 
 // The judge: --judge FILE, else the run folder's judge.ckpt, else a `cnn` trained now on the
@@ -188,7 +190,11 @@ int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) 
   if (Status s = g.init(options.seed); !s.ok()) return fail(s.message());
   if (Status s = d.init(options.seed + kDiscriminatorSeedOffset); !s.ok()) return fail(s.message());
   auto data = load_training_data(args, options.data, options.seed, d.input_shape());
-  if (!data.ok()) return fail(data.status().message());
+  if (!data.ok()) {
+    const bool stored = resuming && !args.given("data");
+    return fail((stored ? note_source_from_checkpoint(data.status(), options.data, join_path(out_dir, kGeneratorFile))
+                        : data.status()).message());
+  }
   DataSplit split = data.take();
   if (resuming) {
     const std::string g_path = join_path(out_dir, kGeneratorFile);

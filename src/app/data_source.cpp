@@ -22,7 +22,7 @@ bool is_mnist_folder(const std::string& dir) {
   for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
                            "t10k-labels-idx1-ubyte"}) {
     const std::string path = join_path(dir, name);
-    if (is_regular_file(path) || is_regular_file(path + ".gz")) return true;
+    if (path_exists(path) || path_exists(path + ".gz")) return true;  // a FIFO there is refused by name, later
   }
   return false;
 }
@@ -110,6 +110,7 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
     if (image_options) return refuse_image_options("generated data");
     // 28x28 grey models get the in-memory set; other inputs images made on the fly at their size.
     if (options.model_input == Shape{28, 28, 1} || options.model_input.rank() != 3) return make_synthetic(6000, 1000, 10, seed);
+    RG_TRY(check_generated_shape(options.model_input).with_context("--data synthetic: "));
     return make_generated_split(options.model_input, 2, seed);
   }
   if (source.empty() || is_mnist_folder(dir)) {
@@ -125,9 +126,13 @@ Result<DataSplit> load_data_source(const std::string& source, uint64_t seed, con
     }
     return split;
   }
-  if (!is_directory(dir)) return Status::error(dir + ": no such folder (" + kLookedFor + ")");
+  if (!is_directory(dir)) {
+    const std::string kind = path_kind(dir);
+    if (kind.empty()) return Status::error(dir + ": no such folder (" + kLookedFor + ")");
+    return Status::error(dir + " is " + kind + ", not a dataset folder (" + kLookedFor + ")");
+  }
   for (const std::string& cifar : {dir, join_path(dir, "cifar-10-batches-bin")}) {
-    if (is_regular_file(join_path(cifar, "data_batch_1.bin"))) {
+    if (path_exists(join_path(cifar, "data_batch_1.bin"))) {
       if (image_options) return refuse_image_options("CIFAR-10 binary");
       return load_cifar10_folder(cifar);
     }
@@ -221,6 +226,13 @@ Status check_resumed_data(const std::map<std::string, std::string>& settings, co
                                       " trained on (" + data_source_name(stored_source) + ")";
   return Status::error(where + ": it holds " + now + ", the run had " + stored->second +
                        "; a resumed run must read the same samples to continue as the run would have");
+}
+
+Status note_source_from_checkpoint(const Status& failed, const std::string& source, const std::string& checkpoint) {
+  const std::string name = data_source_name(source);
+  if (failed.ok() || failed.message().find(name) == std::string::npos) return failed;
+  return Status::error(failed.message() + "\n  (" + name + " is from the checkpoint " + checkpoint +
+                       ", the data it was trained on; --data DIR says where that data is now)");
 }
 
 }  // namespace rg

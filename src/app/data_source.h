@@ -38,6 +38,9 @@ Result<DataSplit> load_training_data(const Args& args, const std::string& source
                                      const Shape& model_input, bool streamed = false);
 // The name a source is recorded under in checkpoints and reports.
 std::string data_source_name(const std::string& source);
+// `failed`, a load of the source named in the checkpoint `checkpoint` (no --data given), saying
+// where the name came from when the message is about it.
+Status note_source_from_checkpoint(const Status& failed, const std::string& source, const std::string& checkpoint);
 
 // The options besides --data, --seed and --val-split that decide which samples a run trains and
 // scores on, and in what order: --limit, --test-limit, --image-fit, --test-split, --data-storage.

@@ -57,7 +57,7 @@ std::string refused_in_job(const Args& args) {
 
 Result<Checkpoint> read_checkpoint_in_job(const std::string& path, Communicator* comm) {
   if (comm == nullptr || comm->size() == 1) return read_checkpoint(path);
-  Result<std::vector<uint8_t>> bytes = comm->is_root() ? read_file_bytes(path) : std::vector<uint8_t>();
+  Result<std::vector<uint8_t>> bytes = comm->is_root() ? read_checkpoint_bytes(path) : std::vector<uint8_t>();
   RG_ASSIGN(const bool read, comm->all_ok(bytes.ok()));
   if (!bytes.ok()) return bytes.status();
   if (!read) return Status::error(comm->describe_rank() + ": rank 0 could not read " + path + " (see its message)");

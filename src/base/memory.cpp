@@ -230,4 +230,19 @@ AvailableMemory available_host_memory() {
   return available;
 }
 
+Status check_host_memory(int64_t bytes, const std::string& what) {
+  const MemoryAccount& host = host_memory();
+  const int64_t budget = host.budget_bytes();
+  if (budget > 0) {
+    const int64_t left = budget - host.current_bytes();
+    if (bytes <= left) return Status();
+    return Status::error(what + ": " + format_bytes(bytes) + " needed, more than the " + format_bytes(left > 0 ? left : 0) +
+                         " left of the " + format_bytes(budget) + " host memory budget");
+  }
+  const AvailableMemory available = available_host_memory();
+  if (available.bytes == 0 || bytes <= available.bytes) return Status();  // 0: unknown
+  return Status::error(what + ": " + format_bytes(bytes) + " needed, more than the " + format_bytes(available.bytes) +
+                       " this machine has available (" + available.source + ")");
+}
+
 }  // namespace rg

@@ -74,4 +74,11 @@ struct AvailableMemory {
 };
 AvailableMemory available_host_memory();
 
+// Before allocating `bytes` of host memory for `what` ("the parameters of mlp.cfg"): an error
+// when they pass what the host account's budget has left, where there is a budget (the user's
+// word, obeyed even above the machine's memory), else what available_host_memory() says. The
+// message names `what` and both figures. A check made once before a group of allocations, so a
+// request the machine cannot meet is refused with a word instead of met by the OOM killer.
+Status check_host_memory(int64_t bytes, const std::string& what);
+
 }  // namespace rg

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/input_file.h"
+
 namespace rg {
 
 void ByteWriter::u32(uint32_t v) {
@@ -120,16 +122,14 @@ std::string fnv1a_hex(const std::string& text) {
   return tag;
 }
 
-Result<std::vector<uint8_t>> read_file_bytes(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return Status::error(path + ": cannot open: " + std::strerror(errno));
+Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, const std::string& what) {
+  RG_ASSIGN(const InputFile in, open_input_file(path, what));
   std::vector<uint8_t> bytes;
   uint8_t buffer[1 << 16];
   size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.insert(bytes.end(), buffer, buffer + got);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return Status::error(path + ": read error");
+  // To the end, not to the size stat gave: a file may grow meanwhile, and /proc's say 0.
+  while ((got = std::fread(buffer, 1, sizeof buffer, in.file.get())) > 0) bytes.insert(bytes.end(), buffer, buffer + got);
+  if (std::ferror(in.file.get()) != 0) return Status::error(path + ": read error: " + std::strerror(errno));
   return bytes;
 }
 

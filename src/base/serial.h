@@ -62,8 +62,8 @@ std::string fnv1a_hex(const std::string& text);
 constexpr uint64_t kFnv1aStart = 1469598103934665603ull;
 uint64_t fnv1a_update(uint64_t hash, const uint8_t* data, size_t size);
 
-// Reads a whole file; the error names the path.
-Result<std::vector<uint8_t>> read_file_bytes(const std::string& path);
+// Reads a whole regular file (input_file.h's check: `what` it should be); the error names the path.
+Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, const std::string& what = "a regular file");
 // Writing files: write_file_atomic in base/output_file.h.
 
 }  // namespace rg

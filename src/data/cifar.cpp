@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/memory.h"
 #include "base/serial.h"
 #include "data/files.h"
 #include "data/image_data.h"
@@ -27,11 +28,11 @@ const char* const kTrainFiles[] = {"data_batch_1.bin", "data_batch_2.bin", "data
 const char* const kTestFile = "test_batch.bin";
 const char* const kLayout = "a CIFAR-10 binary folder holds data_batch_1.bin .. data_batch_5.bin and test_batch.bin";
 
-// The path if the file exists and is exactly `records` records long.
+// The path if a regular file is there and exactly `records` records long.
 Result<std::string> checked_batch_file(const std::string& dir, const char* name, int64_t records) {
   const std::string path = join_path(dir, name);
-  if (!is_regular_file(path)) return Status::error(dir + ": " + name + " is missing (" + kLayout + ")");
-  RG_ASSIGN(const int64_t bytes, file_size(path));
+  if (!path_exists(path)) return Status::error(dir + ": " + name + " is missing (" + kLayout + ")");
+  RG_ASSIGN(const int64_t bytes, input_file_size(path, "a CIFAR-10 batch file"));
   if (bytes != records * kRecord) {
     const std::string found = bytes % kRecord != 0
                                   ? "not a whole number of records (truncated, or not a CIFAR-10 file)"
@@ -80,7 +81,13 @@ Status read_batch(const std::string& path, int64_t records, uint8_t* samples, in
 
 // batches.meta.txt: the class names, one per line, in label order (blank lines ignored).
 Result<std::vector<std::string>> read_class_names(const std::string& path) {
-  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path));
+  constexpr int64_t kMaxBytes = 64 << 10;  // ten names take a hundred bytes
+  RG_ASSIGN(const int64_t size, input_file_size(path, "a class-names file"));
+  if (size > kMaxBytes) {
+    return Status::error(path + ": " + format_bytes(size) + ", more than the " + format_bytes(kMaxBytes) +
+                         " a class-names file may hold (one name a line)");
+  }
+  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path, "a class-names file"));
   std::vector<std::string> names;
   std::string line;
   auto finish_line = [&] {
@@ -142,7 +149,7 @@ Result<DataSplit> load_cifar10_folder(const std::string& dir, int64_t records_pe
   RG_ASSIGN(const std::string test_path, checked_batch_file(dir, kTestFile, records_per_file));
   std::vector<std::string> classes = cifar10_class_names();
   const std::string meta_path = join_path(dir, "batches.meta.txt");
-  if (is_regular_file(meta_path)) {
+  if (path_exists(meta_path)) {  // optional, but what is there must be a file
     RG_ASSIGN(classes, read_class_names(meta_path));
   }
 

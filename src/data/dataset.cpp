@@ -77,11 +77,12 @@ std::string mnist_file_list() {
   return list;
 }
 
-// dir/name if it exists, else dir/name.gz, else an error naming both.
+// dir/name if anything is there, else dir/name.gz, else an error naming both. What is there is
+// the IDX reader's to judge: a folder or FIFO under the name is refused, never passed over.
 Result<std::string> find_mnist_file(const std::string& dir, const std::string& name) {
   const std::string base = join_path(dir, name);
-  if (is_regular_file(base)) return base;
-  if (is_regular_file(base + ".gz")) return base + ".gz";
+  if (path_exists(base)) return base;
+  if (path_exists(base + ".gz")) return base + ".gz";
   return Status::error(dir + ": neither " + name + " nor " + name + ".gz is there (an MNIST-layout folder holds " +
                        mnist_file_list() + ")");
 }

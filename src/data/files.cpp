@@ -69,13 +69,6 @@ std::string why_not_a_readable_file(const std::string& path) {
 }
 #endif
 
-Result<int64_t> file_size(const std::string& path) {
-  struct stat info {};
-  if (stat(path.c_str(), &info) != 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
-  if (!S_ISREG(info.st_mode)) return Status::error(path + ": not a regular file");
-  return static_cast<int64_t>(info.st_size);
-}
-
 Status make_directories(const std::string& path) {
   if (path.empty() || is_directory(path)) return Status();
   const std::string parent = parent_path(path);

@@ -1,22 +1,15 @@
 // Folder and path helpers the dataset readers share: listing a folder, telling files from
-// folders, joining paths. POSIX calls (opendir, stat), which MinGW provides too.
+// folders, joining paths. POSIX calls (opendir, stat), which MinGW provides too. Input files
+// checked by kind and size before they are read: base/input_file.h.
 #pragma once
 
-#include <cstdint>
-#include <cstdio>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/input_file.h"
 #include "base/status.h"
 
 namespace rg {
-
-// A FILE* that fcloses itself.
-struct FileCloser {
-  void operator()(FILE* f) const { std::fclose(f); }
-};
-using UniqueFile = std::unique_ptr<FILE, FileCloser>;
 
 bool is_directory(const std::string& path);
 bool is_regular_file(const std::string& path);  // follows symbolic links
@@ -25,8 +18,6 @@ bool is_regular_file(const std::string& path);  // follows symbolic links
 // "a symbolic link loop", "a folder", "a FIFO (named pipe)", "a socket", "a device",
 // "not readable (Permission denied)". For entries that look like data but cannot be read.
 std::string why_not_a_readable_file(const std::string& path);
-// The size of a regular file, or an error naming it.
-Result<int64_t> file_size(const std::string& path);
 // Creates a folder and any missing parents (an existing folder is fine); the error names the
 // part that could not be made.
 Status make_directories(const std::string& path);

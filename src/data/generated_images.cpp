@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/memory.h"
 #include "base/output_file.h"
 #include "base/rng.h"
 
@@ -82,10 +83,15 @@ class GeneratedImages final : public SampleSource {
 
 }  // namespace
 
+Status check_generated_shape(const Shape& shape) {
+  if (shape.rank() == 3 && (shape[2] == 1 || shape[2] == 3) && shape.numel() <= kMaxImageBytes) return Status();
+  return Status::error("generated images are height x width x channels with 1 or 3 channels and at most " +
+                       format_bytes(kMaxImageBytes) + " a sample; the model takes " + shape.str());
+}
+
 Dataset generated_images(const std::string& name, const Shape& shape, int64_t count, int32_t classes, uint64_t seed,
                          uint64_t stream) {
-  RG_CHECK(shape.rank() == 3 && (shape[2] == 1 || shape[2] == 3) && shape.numel() <= kMaxImageBytes && classes >= 2 &&
-               classes <= 10 && count >= 0,
+  RG_CHECK(check_generated_shape(shape).ok() && classes >= 2 && classes <= 10 && count >= 0,
            "generated_images(" << shape.str() << ", " << count << ", " << classes << ")");
   Dataset out;
   out.name = name;

@@ -16,6 +16,10 @@ namespace rg {
 Dataset generated_images(const std::string& name, const Shape& shape, int64_t count, int32_t classes, uint64_t seed,
                          uint64_t stream);
 
+// Whether generated_images makes images of `shape`: [h, w, c], c 1 or 3, at most 64 MiB a
+// sample; the error says what it takes.
+Status check_generated_shape(const Shape& shape);
+
 // Train and test splits of generated_images (1024 and 256 images).
 DataSplit make_generated_split(const Shape& shape, int32_t classes, uint64_t seed);
 

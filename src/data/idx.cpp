@@ -2,7 +2,6 @@
 // float32 images) read through zlib, which passes raw files through and inflates gzip ones.
 // Nothing in a header is trusted until checked: sizes are bounded before any allocation, data
 // is read in chunks. Float images are kept in f32 or, half the bytes, in f16.
-#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/input_file.h"
 #include "cpu/kernel_tables.h"
 #include "data/dataset.h"
 #include "data/record_file.h"
@@ -90,10 +90,7 @@ Result<IdxFile> open_idx(const std::string& path, uint32_t magic, const char* ki
   file.path = path;
   const int rank = static_cast<int>(magic & 0xFF);
 
-  struct stat info {};
-  if (stat(path.c_str(), &info) != 0) return file.error(std::string("cannot open: ") + std::strerror(errno));
-  if (!S_ISREG(info.st_mode)) return file.error("not a regular file");
-  file.file_bytes = static_cast<int64_t>(info.st_size);
+  RG_ASSIGN(file.file_bytes, input_file_size(path, "an IDX file"));
 
   errno = 0;
   file.gz.reset(gzopen(path.c_str(), "rb"));

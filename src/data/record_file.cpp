@@ -240,7 +240,7 @@ std::string copy_name(const std::string& path, const ContentKey& key) {
 Result<RawCopy> inflated_cache_copy(const std::string& path) {
   RG_ASSIGN(const bool gzipped, is_gzip_file(path));
   if (!gzipped) {
-    RG_ASSIGN(const int64_t bytes, file_size(path));
+    RG_ASSIGN(const int64_t bytes, input_file_size(path, "an IDX file"));
     return RawCopy{path, bytes};
   }
   RG_ASSIGN(const ContentKey key, content_key(path));

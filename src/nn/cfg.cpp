@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <sstream>
+
+#include "base/input_file.h"
+#include "base/memory.h"
 
 namespace rg {
 
@@ -24,6 +27,42 @@ bool is_identifier(const std::string& s) {
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
   return true;
+}
+
+constexpr size_t kFirstBytes = 4096;  // what a cfg file's text check sees before the rest is read
+
+// The text without the UTF-8 byte-order mark some Windows editors start a file with.
+std::string without_byte_order_mark(const std::string& text) {
+  return text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? text.substr(3) : text;
+}
+
+// A cfg is text: a control byte (a NUL ends a message early) or UTF-16's byte-order mark says the
+// file is not one, before anything of it is quoted. Lines and columns count from text's start.
+Status check_is_text(const std::string& text, const std::string& file) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  if (text.size() >= 2 && ((byte(0) == 0xFF && byte(1) == 0xFE) || (byte(0) == 0xFE && byte(1) == 0xFF))) {
+    return Status::error(file + ":1: UTF-16 text (it starts with UTF-16's byte-order mark); a cfg file is UTF-8: "
+                         "save it as UTF-8");
+  }
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (byte(i) == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if (byte(i) < 0x20 && byte(i) != '\t' && byte(i) != '\r') {
+      char code[8];
+      std::snprintf(code, sizeof code, "0x%02X", byte(i));
+      return Status::error(file + ":" + std::to_string(line) + ": byte " + code + " at column " +
+                           std::to_string(i - line_start + 1) + ": a cfg file is text (is this a binary file?)");
+    }
+  }
+  return Status();
+}
+
+Status too_large(const std::string& file, int64_t bytes) {
+  return Status::error(file + ": " + format_bytes(bytes) + ", more than the " + format_bytes(kMaxCfgBytes) +
+                       " a cfg file may hold (a model description is a few KiB: is this the right file?)");
 }
 }  // namespace
 
@@ -117,6 +156,14 @@ Result<Shape> CfgSection::get_shape(const std::string& key) const {
     }
     dims.push_back(v);
   }
+  int64_t values = 1;  // each factor is at most 2^24 and the product stays at most 2^32: no overflow
+  for (const int64_t d : dims) {
+    values *= d;
+    if (values > kMaxModelValues) {
+      return Status::error(where(key) + "'" + entry->value + "' has more than " + std::to_string(kMaxModelValues) +
+                           " values (2^32), past any memory");
+    }
+  }
   if (dims.size() == 1) return Shape{dims[0]};
   if (dims.size() == 3) return Shape{dims[0], dims[1], dims[2]};  // h x w x c, channels innermost
   return Status::error(where(key) + "'" + entry->value + "' has " + std::to_string(dims.size()) +
@@ -134,24 +181,17 @@ Status CfgSection::check_all_used() const {
 }
 
 Result<CfgDocument> parse_cfg(const std::string& text, const std::string& file) {
+  if (text.size() > static_cast<size_t>(kMaxCfgBytes)) return too_large(file, static_cast<int64_t>(text.size()));
+  const std::string body = without_byte_order_mark(text);
+  RG_TRY(check_is_text(body, file));
   CfgDocument doc;
   doc.file = file;
   doc.text = text;
-  std::istringstream in(text);
+  std::istringstream in(body);
   std::string raw;
   int line = 0;
   while (std::getline(in, raw)) {
     ++line;
-    // A control byte (a NUL ends a message early): the file is not a cfg; say so before quoting it.
-    for (size_t column = 0; column < raw.size(); ++column) {
-      const auto c = static_cast<unsigned char>(raw[column]);
-      if (c < 0x20 && c != '\t' && c != '\r') {
-        char code[8];
-        std::snprintf(code, sizeof code, "0x%02X", c);
-        return Status::error(file + ":" + std::to_string(line) + ": byte " + code + " at column " +
-                             std::to_string(column + 1) + ": a cfg file is text (is this a binary file?)");
-      }
-    }
     const size_t comment = raw.find_first_of("#;");
     const std::string content = trim(comment == std::string::npos ? raw : raw.substr(0, comment));
     if (content.empty()) continue;
@@ -160,6 +200,11 @@ Result<CfgDocument> parse_cfg(const std::string& text, const std::string& file) 
       if (content.back() != ']') return Status::error(at + "section header '" + content + "' lacks its closing ']'");
       const std::string kind = trim(content.substr(1, content.size() - 2));
       if (!is_identifier(kind)) return Status::error(at + "'" + content + "' is not a valid section name");
+      if (doc.sections.size() == kMaxCfgSections) {
+        return Status::error(at + "section " + std::to_string(kMaxCfgSections + 1) + ": a cfg holds at most " +
+                             std::to_string(kMaxCfgSections) + " sections ([net], [train] and the layers); a model of "
+                             "more layers is past what retrograd trains (is this the right file?)");
+      }
       doc.sections.emplace_back(file, kind, line);
       continue;
     }
@@ -188,12 +233,20 @@ Result<CfgDocument> parse_cfg(const std::string& text, const std::string& file) 
 }
 
 Result<CfgDocument> load_cfg_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open the cfg file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::error(path + ": read error");
-  return parse_cfg(ss.str(), path);
+  RG_ASSIGN(const InputFile in, open_input_file(path, "a cfg file"));
+  if (in.size > kMaxCfgBytes) return too_large(path, in.size);
+  // The first bytes say whether this is text at all; the rest is read only when they do, and no
+  // further than the limit, however the file has grown since it was measured.
+  std::string text;
+  char chunk[kFirstBytes];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof chunk, in.file.get())) > 0) {
+    text.append(chunk, got);
+    if (text.size() == got) RG_TRY(check_is_text(without_byte_order_mark(text), path));
+    if (text.size() > static_cast<size_t>(kMaxCfgBytes)) return too_large(path, static_cast<int64_t>(text.size()));
+  }
+  if (std::ferror(in.file.get())) return Status::error(path + ": read error: " + std::strerror(errno));
+  return parse_cfg(text, path);
 }
 
 }  // namespace rg

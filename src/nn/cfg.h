@@ -1,5 +1,5 @@
 // The model cfg format: INI-like, one [section] per layer, `key = value` lines,
-// `#` or `;` comments. Strict: every key must be read by the layer that owns the
+// `#` or `;` comments; UTF-8 text of at most 1 MiB and 10000 sections. Strict: every key must be read by the layer that owns the
 // section, so an unknown key is an error naming the file, the line and the key.
 //
 //   [net]            input = 28x28x1    loss = softmax_cross_entropy
@@ -7,6 +7,7 @@
 //   [relu]
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -60,8 +61,20 @@ struct CfgDocument {
   std::vector<CfgSection> sections;
 };
 
-// Splits text into sections; syntax errors name the file and line.
+// What a cfg may be: a model description is a few KiB of text, and ten thousand sections are past
+// any model retrograd trains. Past either, it is refused before it is read whole or built.
+constexpr int64_t kMaxCfgBytes = int64_t{1} << 20;  // 1 MiB
+constexpr size_t kMaxCfgSections = 10000;           // [net], [train] and the layers
+// The values a model may hold: in one sample (its input; the outputs of all its layers, summed)
+// and in its parameters, 2^32 each (16 GiB in f32). Past any memory retrograd runs in, and it
+// keeps every size computed from them (times a batch, a dtype's bytes) far from overflowing.
+constexpr int64_t kMaxModelValues = int64_t{1} << 32;
+
+// Splits text (UTF-8 or ASCII; a leading byte-order mark is skipped) into sections; syntax
+// errors name the file and line.
 Result<CfgDocument> parse_cfg(const std::string& text, const std::string& file);
+// A cfg file: a regular file (input_file.h) of at most kMaxCfgBytes, refused as binary on its
+// first bytes, then parsed.
 Result<CfgDocument> load_cfg_file(const std::string& path);
 
 }  // namespace rg

@@ -11,6 +11,20 @@
 
 namespace rg {
 
+namespace {
+// Adds a layer's `count` of something to the model's `total`; past kMaxModelValues, an error at
+// the layer's section.
+Status count_model_values(const CfgSection& section, const std::string& layer, int64_t count, const char* what,
+                          int64_t* total) {
+  if (count >= 0 && count <= kMaxModelValues && *total + count <= kMaxModelValues) {
+    *total += count;
+    return Status();
+  }
+  return Status::error(section.where() + "the model reaches more than " + std::to_string(kMaxModelValues) + " " + what +
+                       " (2^32) at " + layer + ", past any memory");
+}
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
   std::unique_ptr<Model> model(new Model());
   model->cfg_ = doc;
@@ -28,6 +42,7 @@ Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
 
   std::map<std::string, int> counts;
   Shape shape = model->input_;
+  int64_t values_per_sample = shape.numel(), parameters = 0;  // each kept at most kMaxModelValues
   for (size_t i = 1; i < doc.sections.size(); ++i) {
     const CfgSection& section = doc.sections[i];
     if (section.kind() == "net") return Status::error(section.where() + "[net] may appear only once, first");
@@ -39,6 +54,8 @@ Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
       return Status::error(section.where() + "input " + shape.str() + ": " + out.status().message());
     }
     shape = out.value();
+    RG_TRY(count_model_values(section, layer->name(), shape.numel(), "values per sample in the layers' outputs", &values_per_sample));
+    RG_TRY(count_model_values(section, layer->name(), layer->parameter_count(), "parameters", &parameters));
     model->shapes_.push_back(shape);
     model->layers_.push_back(std::move(layer));
   }
@@ -78,6 +95,8 @@ Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
 
 Status Model::init(uint64_t seed, DType dtype) {
   dtype_ = dtype;
+  RG_TRY(check_host_memory(param_bytes(), cfg_.file + ": the parameters and their gradients (" +
+                                              std::to_string(param_count()) + " values each)"));
   // One stream per layer: adding a layer at the end does not change earlier layers' weights.
   for (size_t i = 0; i < layers_.size(); ++i) {
     Rng rng(seed, 1000 + i);
@@ -91,6 +110,9 @@ Status Model::reserve(int64_t batch) {
   if (batch <= reserved_) return Status();
   acts_.clear();
   grad_a_ = grad_b_ = Tensor();
+  RG_TRY(check_host_memory(reserved_bytes(batch).total(), cfg_.file + ": the activations and gradients of a batch of " +
+                                                              std::to_string(batch) + " through " +
+                                                              std::to_string(layers_.size()) + " layers"));
   int64_t largest = input_.numel(), scratch = 0;
   std::string largest_name = "the input";  // whose gradient sizes the two buffers, for messages
   for (size_t i = 0; i < layers_.size(); ++i) {

@@ -1,8 +1,13 @@
 // Writing, verifying and restoring checkpoints.
 #include "train/checkpoint.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 
+#include "base/input_file.h"
+#include "base/memory.h"
 #include "base/output_file.h"
 #include "base/serial.h"
 
@@ -10,8 +15,34 @@ namespace rg {
 
 namespace {
 constexpr char kCheckpointMagic[8] = {'R', 'E', 'T', 'R', 'O', 'G', 'R', 'D'};
+constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8;  // magic, version, flags, payload size
+constexpr size_t kChecksumBytes = 4;
 constexpr size_t kMaxString = 1 << 20;
 constexpr uint32_t kMaxEntries = 1 << 16;
+
+// Reads and checks the header (magic, version, flags) from `header`, and the payload size it
+// gives against `rest`, the bytes that follow the header: the payload and the checksum must fill
+// them exactly.
+Result<uint64_t> checked_payload_size(ByteReader& header, uint64_t rest, const std::string& path) {
+  char magic[8];
+  RG_TRY(header.raw(magic, sizeof magic, "the magic number"));
+  if (std::memcmp(magic, kCheckpointMagic, sizeof kCheckpointMagic) != 0) {
+    return Status::error(path + ": not a retrograd checkpoint (the file does not start with \"RETROGRD\")");
+  }
+  RG_ASSIGN(const uint32_t version, header.u32("the version"));
+  if (version != kCheckpointVersion) {
+    return Status::error(path + ": checkpoint version " + std::to_string(version) + ", this build reads version " +
+                         std::to_string(kCheckpointVersion));
+  }
+  RG_ASSIGN(const uint32_t flags, header.u32("the flags"));
+  if (flags != 0) return header.error("unknown flags " + std::to_string(flags));
+  RG_ASSIGN(const uint64_t payload_size, header.u64("the payload size"));
+  if (payload_size > rest || rest - payload_size != kChecksumBytes) {  // no sum that could wrap
+    return Status::error(path + ": the header says " + std::to_string(payload_size) + " payload bytes + 4 checksum bytes, the file has " +
+                         std::to_string(rest) + " after the header (truncated or appended to)");
+  }
+  return payload_size;
+}
 
 // What a checkpoint holds, in order: the model's params and buffers, then the optimizer's state.
 std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(Model& model, const Optimizer* optimizer) {
@@ -69,30 +100,36 @@ Result<Checkpoint> checkpoint_in_memory(Model& model, const Optimizer* optimizer
   return out;
 }
 
+Result<std::vector<uint8_t>> read_checkpoint_bytes(const std::string& path) {
+  RG_ASSIGN(const InputFile in, open_input_file(path, "a checkpoint"));
+  const auto size = static_cast<uint64_t>(in.size);
+  uint8_t first[kHeaderBytes];
+  const size_t head = static_cast<size_t>(std::min<uint64_t>(size, kHeaderBytes));
+  RG_TRY(in.read(first, head, "the header"));
+  ByteReader header(first, head, path);
+  RG_TRY(checked_payload_size(header, size - head, path).status());
+  // The file's bytes, and the tensors parsed out of them, live side by side until parsing ends.
+  if (size > std::numeric_limits<size_t>::max() / 2) {
+    return Status::error(path + ": " + format_bytes(in.size) + ", more than this process can address");
+  }
+  RG_TRY(check_host_memory(2 * in.size, path + ": reading the checkpoint (its " + format_bytes(in.size) +
+                                            " and the tensors parsed out of them)"));
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  std::memcpy(bytes.data(), first, head);
+  RG_TRY(in.read(bytes.data() + head, bytes.size() - head, "the payload"));
+  if (std::fgetc(in.file.get()) != EOF) return Status::error(path + ": the file grew while being read; read it again");
+  return bytes;
+}
+
 Result<Checkpoint> read_checkpoint(const std::string& path) {
-  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path));
+  RG_ASSIGN(const std::vector<uint8_t> bytes, read_checkpoint_bytes(path));
   return parse_checkpoint(bytes.data(), bytes.size(), path);
 }
 
 Result<Checkpoint> parse_checkpoint(const uint8_t* bytes, size_t size, const std::string& path) {
   ByteReader header(bytes, size, path);
-  char magic[8];
-  RG_TRY(header.raw(magic, sizeof magic, "the magic number"));
-  if (std::memcmp(magic, kCheckpointMagic, sizeof kCheckpointMagic) != 0) {
-    return Status::error(path + ": not a retrograd checkpoint (the file does not start with \"RETROGRD\")");
-  }
-  RG_ASSIGN(const uint32_t version, header.u32("the version"));
-  if (version != kCheckpointVersion) {
-    return Status::error(path + ": checkpoint version " + std::to_string(version) + ", this build reads version " +
-                         std::to_string(kCheckpointVersion));
-  }
-  RG_ASSIGN(const uint32_t flags, header.u32("the flags"));
-  if (flags != 0) return header.error("unknown flags " + std::to_string(flags));
-  RG_ASSIGN(const uint64_t payload_size, header.u64("the payload size"));
-  if (payload_size > header.remaining() || header.remaining() - payload_size != 4) {  // no sum that could wrap
-    return Status::error(path + ": the header says " + std::to_string(payload_size) + " payload bytes + 4 checksum bytes, the file has " +
-                         std::to_string(header.remaining()) + " after the header (truncated or appended to)");
-  }
+  const uint64_t rest = size > kHeaderBytes ? size - kHeaderBytes : 0;
+  RG_ASSIGN(const uint64_t payload_size, checked_payload_size(header, rest, path));
   const uint8_t* payload_data = bytes + header.offset();
   uint32_t stored_crc = 0;
   for (int i = 0; i < 4; ++i) stored_crc |= static_cast<uint32_t>(payload_data[payload_size + i]) << (8 * i);

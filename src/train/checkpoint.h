@@ -37,7 +37,12 @@ Status save_checkpoint(const std::string& path, Model& model, const Optimizer* o
 Result<Checkpoint> checkpoint_in_memory(Model& model, const Optimizer* optimizer,
                                         const std::map<std::string, std::string>& settings);
 
-// Reads and verifies a whole checkpoint (magic, version, size, CRC, structure) into memory.
+// A checkpoint file's bytes, read only after its header identified it: a regular file
+// (input_file.h), the magic, version and flags, a payload size that fills the file exactly, and
+// room in host memory (check_host_memory) for the bytes and the tensors parsed out of them.
+Result<std::vector<uint8_t>> read_checkpoint_bytes(const std::string& path);
+
+// Reads (read_checkpoint_bytes) and verifies a whole checkpoint (CRC, structure) into memory.
 // Nothing of the caller's changes if it fails.
 Result<Checkpoint> read_checkpoint(const std::string& path);
 

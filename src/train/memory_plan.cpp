@@ -147,15 +147,6 @@ Status check_plan_fits(Model& model, const TrainOptions& options, const RunData&
                        std::to_string(fitting.micro_batch) + planned);
 }
 
-Status check_model_fits(const Model& model, const TrainOptions& options, const AvailableMemory& available) {
-  const int64_t least = model.param_bytes() + Optimizer::state_bytes(options.optimizer, model.param_count());
-  if (available.bytes <= 0 || least <= available.bytes) return Status();
-  return Status::error("this model's " + std::to_string(model.param_count()) + " parameters, their gradients and " +
-                       "the optimizer's state need " + format_bytes(least) + " before any data or activations, more " +
-                       "than the " + format_bytes(available.bytes) + " available (" + available.source +
-                       "): it is refused before allocating them; train a smaller model");
-}
-
 std::string budget_above_available(int64_t budget, const AvailableMemory& available) {
   if (available.bytes <= 0 || budget <= available.bytes) return "";
   return "--mem-budget " + format_bytes(budget) + " is more than the " + format_bytes(available.bytes) +

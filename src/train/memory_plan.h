@@ -64,10 +64,6 @@ int64_t checkpoint_tensor_bytes(const Model& model, const OptimizerConfig& optim
 // sample would need. An unknown figure (0) passes.
 Status check_plan_fits(Model& model, const TrainOptions& options, const RunData& data, StreamChoice stream,
                        const MemoryPlan& plan, const AvailableMemory& available);
-// Before Model::init() allocates the parameters of a run without --mem-budget: the parameters,
-// their gradients and the optimizer's state (the least any plan holds) against the memory
-// available. (With --mem-budget, plan_memory says what the smallest run needs, by part.)
-Status check_model_fits(const Model& model, const TrainOptions& options, const AvailableMemory& available);
 // A --mem-budget above the memory available is the user's word: the warning train prints
 // ("" when it is not above, or the figure is unknown).
 std::string budget_above_available(int64_t budget, const AvailableMemory& available);
