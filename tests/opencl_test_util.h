@@ -92,6 +92,7 @@ inline const OpenDevices& open_devices() {
       for (const DeviceInfo& info : platform.devices) {
         DeviceOptions options;
         options.capability.max_alloc_test_bytes = kAllocTestCap;
+        options.capability.cache = false;  // every program tests its devices for itself
         auto device = Device::open(DeviceChoice{true, info.platform_index, info.device_index}, options);
         if (device.ok()) {
           result->devices.push_back(device.take().release());

@@ -21,6 +21,7 @@
 #include <unistd.h>    // geteuid
 #endif
 
+#include "base/memory.h"
 #include "data/files.h"
 #include "data/image_data.h"
 #include "data/image_io.h"
@@ -930,6 +931,35 @@ TEST(ImageIo, OnlyPngNamesAreWritten) {
   const Bytes pixels = solid(2, 2, {9});
   EXPECT_FALSE(write_png(jpg, 2, 2, 1, pixels.data()).ok());
   EXPECT_FALSE(fs::exists(jpg)) << "nothing is written under a name of another format";
+}
+
+// Issue 29, section 3: decoding is inside the budget. What an image's decoding takes is read
+// from its header and checked against --mem-budget and the memory available before any pixel
+// is decoded; an image that fits decodes as before.
+TEST(ImageIo, ADecodePastTheBudgetOrTheAvailableMemoryIsRefusedBeforeDecoding) {
+  TempDir tmp;
+  const std::string path = tmp.file("wide.png");
+  png(path, 2048, 2048, 1, solid(2048, 2048, {7}));
+  const int64_t needed = decode_bytes(2048, 2048, 1, 1, 3);
+  EXPECT_EQ(needed, 2 * 2048 * 2048 + 3 * 2048 * 2048);
+  const int64_t in_use = host_memory().current_bytes();
+  expect_error(read_image(path, 3, in_use + needed - 1),
+               {path, "decoding this 2048x2048 image takes about " + format_bytes(needed), "(from its header)",
+                "left of --mem-budget", "refused before decoding"});
+  EXPECT_EQ(host_memory().current_bytes(), in_use) << "nothing was decoded";
+  auto fits = read_image(path, 3, in_use + needed);
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ(fits.value().pixels[0], 7);
+
+  const std::string large = tmp.file("large.png");
+  png(large, 4096, 4096, 1, solid(4096, 4096, {1}));  // 48 MiB to decode: checked against the machine
+  {
+    const ScopedEnv stated("RETROGRAD_MEM_AVAILABLE", "20M");
+    expect_error(read_image(large, 1), {large, "4096x4096", "more than the 20.0 MiB available (RETROGRAD_MEM_AVAILABLE)",
+                                        "refused before decoding"});
+  }
+  const ScopedEnv plenty("RETROGRAD_MEM_AVAILABLE", "1G");
+  EXPECT_TRUE(read_image(large, 1).ok());
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "data/record_file.h"
 #include "model_util.h"
 #include "portable.h"
+#include "train/checkpoint.h"
 #include "train/memory_plan.h"
 
 namespace rg {
@@ -287,6 +288,160 @@ TEST(MemoryPlan, CatdogFitsTwoGigabytesInMicroBatches) {
   EXPECT_GT(plan.value().accumulation_steps, 1);
   EXPECT_LE(plan.value().predicted_peak(), int64_t{2} << 30);
   EXPECT_GT(plan.value().unplanned_peak, int64_t{2} << 30) << "batch 32 at once does not fit 2 GB";
+}
+
+// Issue 29, section 3: plans checked against the machine; buffers sized by the data; a
+// checkpoint's loading counted so a run resumes under the budget it was planned under.
+
+// The model of `cfg_text` with its shapes known and nothing allocated (Model::init not run).
+std::unique_ptr<Model> unallocated_model(const char* cfg_text) {
+  auto cfg = parse_cfg(cfg_text, "test.cfg");
+  EXPECT_TRUE(cfg.ok()) << cfg.status().message();
+  auto model = Model::from_cfg(cfg.value());
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  return model.take();
+}
+
+TEST(MachineCheck, APlanOverTheAvailableMemoryIsRefusedWithBothFiguresAndABudgetThatFits) {
+  auto model = build_model(1, kCnnCfg);
+  TrainOptions options;
+  options.batch = 512;
+  const Dataset streamed = generated_images("train", Shape{28, 28, 1}, 6000, 10, 4, 1);
+  const RunData data{&streamed};
+  auto plan = plan_memory(*model, options, data, 0, StreamChoice::automatic);
+  ASSERT_TRUE(plan.ok());
+  const int64_t peak = plan.value().predicted_peak();
+
+  EXPECT_TRUE(check_plan_fits(*model, options, data, StreamChoice::automatic, plan.value(), {peak, "test"}).ok());
+  EXPECT_TRUE(check_plan_fits(*model, options, data, StreamChoice::automatic, plan.value(), {0, "unknown"}).ok());
+
+  const AvailableMemory short_of_it{peak / 2, "RETROGRAD_MEM_AVAILABLE"};
+  const Status over = check_plan_fits(*model, options, data, StreamChoice::automatic, plan.value(), short_of_it);
+  ASSERT_FALSE(over.ok());
+  const std::string& text = over.message();
+  for (const std::string& part : {"predicted peak, " + format_bytes(peak), format_bytes(peak / 2) + " available",
+                                  std::string("(RETROGRAD_MEM_AVAILABLE)"),
+                                  "--mem-budget " + std::to_string((peak / 2) >> 20) + "M runs it", std::string("--batch ")}) {
+    EXPECT_NE(text.find(part), std::string::npos) << "lacks '" << part << "': " << text;
+  }
+  // The budget it suggests does fit: planned within it, the run stays under the memory available.
+  auto suggested = plan_memory(*model, options, data, ((peak / 2) >> 20) << 20, StreamChoice::automatic);
+  ASSERT_TRUE(suggested.ok()) << suggested.status().message();
+  EXPECT_LE(suggested.value().predicted_peak(), peak / 2);
+
+  // Not even one sample fits: no budget to suggest, and it says so.
+  const Status hopeless =
+      check_plan_fits(*model, options, data, StreamChoice::automatic, plan.value(), {64 * 1024, "test"});
+  ASSERT_FALSE(hopeless.ok());
+  EXPECT_NE(hopeless.message().find("not even one sample at a time fits"), std::string::npos) << hopeless.message();
+}
+
+TEST(MachineCheck, ABudgetAboveTheAvailableMemoryIsObeyedWithAWarning) {
+  EXPECT_EQ(budget_above_available(int64_t{1} << 30, {int64_t{2} << 30, "test"}), "");
+  EXPECT_EQ(budget_above_available(int64_t{1} << 30, {0, "unknown"}), "");
+  const std::string warning = budget_above_available(int64_t{4} << 30, {int64_t{1} << 30, "MemAvailable in /proc/meminfo"});
+  EXPECT_NE(warning.find("--mem-budget 4.0 GiB is more than the 1.0 GiB available (MemAvailable in /proc/meminfo)"),
+            std::string::npos) << warning;
+}
+
+// The plan works from the model's shapes (the optimizer's state from the parameter count), so it
+// can be made before Model::init allocates anything: the same figures as after.
+TEST(MachineCheck, APlanIsMadeBeforeTheParametersAreAllocated) {
+  TrainOptions options;
+  options.optimizer.kind = OptimizerKind::adam;
+  auto small = unallocated_model(kCnnCfg);
+  const Dataset data = make_synthetic(100, 50, 10, 1).train;
+  auto planned_before = plan_memory(*small, options, RunData{&data}, 0, StreamChoice::never);
+  ASSERT_TRUE(small->init(1).ok());
+  auto planned_after = plan_memory(*small, options, RunData{&data}, 0, StreamChoice::never);
+  ASSERT_TRUE(planned_before.ok() && planned_after.ok());
+  EXPECT_EQ(planned_before.value().predicted_peak(), planned_after.value().predicted_peak());
+  EXPECT_EQ(planned_before.value().training, planned_after.value().training);
+}
+
+TEST(MachineCheck, TheAvailableFigureCanBeStatedForTests) {
+  {
+    const ScopedEnv stated("RETROGRAD_MEM_AVAILABLE", "123M");
+    const AvailableMemory available = available_host_memory();
+    EXPECT_LE(available.bytes, int64_t{123} << 20);  // a limited address space may be lower still
+    if (available.bytes == int64_t{123} << 20) {
+      EXPECT_EQ(available.source, "RETROGRAD_MEM_AVAILABLE");
+    }
+  }
+  {
+    const ScopedEnv nonsense("RETROGRAD_MEM_AVAILABLE", "lots");
+    EXPECT_NE(available_host_memory().source, "RETROGRAD_MEM_AVAILABLE") << "not a size: the system's figure stands";
+  }
+#if defined(__linux__)
+  EXPECT_GT(available_host_memory().bytes, 0) << "MemAvailable is read";
+#endif
+}
+
+TEST(MachineCheck, BuffersAreSizedByTheSamplesNotAHugeBatch) {
+  auto model = build_model(1, kMlpCfg);
+  const DataSplit data = make_synthetic(300, 100, 10, 5);
+  const RunData run{&data.train, nullptr, &data.test};
+  EXPECT_EQ(max_rows(1 << 20, run), 300);
+  EXPECT_EQ(max_rows(64, run), 64);
+  EXPECT_EQ(max_rows(1 << 20, RunData{nullptr, nullptr, &data.test}), 100);
+  TrainOptions options;
+  options.batch = 1 << 20;
+  auto plan = plan_memory(*model, options, run, 0, StreamChoice::never);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan.value().micro_batch, 300);
+  EXPECT_EQ(plan.value().accumulation_steps, 1);
+  EXPECT_EQ(plan.value().training, Trainer::prepared_bytes(*model, options, 300));
+  EXPECT_NE(describe_plan(plan.value()).find("buffers for 300 samples"), std::string::npos);
+  // Under a budget the rows a batch can fill are shared out, not the batch asked for.
+  auto tight = plan_memory(*model, options, run, plan.value().predicted_peak() - 1, StreamChoice::never);
+  ASSERT_TRUE(tight.ok());
+  EXPECT_EQ(tight.value().accumulation_steps, 2);
+  EXPECT_EQ(tight.value().micro_batch, 150);
+
+  // Trained with it, the run peaks where planned and learns as with a batch of all the samples.
+  options.micro_batch = plan.value().micro_batch;
+  options.epochs = 1;
+  options.log = std::fopen("/dev/null", "w");
+  ThreadPool pool(1);
+  const int64_t base = host_memory().current_bytes();
+  host_memory().reset_peak();
+  Trainer trainer(*model, pool, options);
+  ASSERT_TRUE(trainer.prepare().ok());
+  ASSERT_TRUE(trainer.fit(data.train, nullptr).ok());
+  ASSERT_TRUE(trainer.evaluate(data.test).ok());
+  EXPECT_EQ(host_memory().peak_bytes() - base, plan.value().training + 300 * 4);
+  std::fclose(options.log);
+}
+
+TEST(MachineCheck, ACheckpointsTensorsArePlannedSoARunResumesUnderItsBudget) {
+  const std::string dir = temp_folder("checkpoint");
+  for (const char* cfg : {kMlpCfg, kCnnCfg, kRclCfg}) {
+    for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adam}) {
+      auto model = build_model(1, cfg);
+      OptimizerConfig config;
+      config.kind = kind;
+      Optimizer optimizer(config, model->params());
+      ASSERT_TRUE(optimizer.init().ok());
+      const std::string path = dir + "/run.ckpt";
+      ASSERT_TRUE(save_checkpoint(path, *model, &optimizer, {{"epochs_done", "1"}}).ok());
+      const int64_t before = host_memory().current_bytes();
+      auto read = read_checkpoint(path);
+      ASSERT_TRUE(read.ok()) << read.status().message();
+      EXPECT_EQ(host_memory().current_bytes() - before, checkpoint_tensor_bytes(*model, config)) << cfg;
+    }
+  }
+  // Planned with a checkpoint, the run holds room for it; without, it does not.
+  auto model = build_model(1, kMlpCfg);
+  const DataSplit data = make_synthetic(300, 100, 10, 5);
+  TrainOptions options;
+  auto without = plan_memory(*model, options, RunData{&data.train}, 0, StreamChoice::never);
+  options.checkpoint_path = dir + "/run.ckpt";
+  auto with = plan_memory(*model, options, RunData{&data.train}, 0, StreamChoice::never);
+  ASSERT_TRUE(without.ok() && with.ok());
+  EXPECT_EQ(without.value().checkpoint, 0);
+  EXPECT_EQ(with.value().checkpoint, checkpoint_tensor_bytes(*model, options.optimizer));
+  EXPECT_EQ(with.value().predicted_peak() - without.value().predicted_peak(), with.value().checkpoint);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

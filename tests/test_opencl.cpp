@@ -224,6 +224,8 @@ TEST(OpenclProbe, ABadDeviceIsRefusedWithTheDevicesThereAre) {
 
 TEST(OpenclProbe, ListsEachDeviceWithItsTestedCapabilities) {
   SKIP_WITHOUT_OPENCL();
+  const std::string cache = make_temp_folder("retrograd_probe_cache_");
+  const ScopedEnv cached("RETROGRAD_CACHE", cache.c_str());
   const Outcome o = run("probe --device cl:0:0 --device-mem 256M");
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_TRUE(contains(o.output, "  cl:0:0   ")) << o.output;
@@ -233,6 +235,10 @@ TEST(OpenclProbe, ListsEachDeviceWithItsTestedCapabilities) {
   EXPECT_TRUE(contains(o.output, "fp16 arithmetic ")) << o.output;
   EXPECT_TRUE(contains(o.output, "budget 256.0 MiB (--device-mem)")) << o.output;
   EXPECT_TRUE(contains(o.output, "\ngpu        ")) << o.output;
+  EXPECT_TRUE(contains(o.output, "capability tests tested now: a ")) << o.output;
+  const Outcome again = run("probe --device cl:0:0 --device-mem 256M");
+  EXPECT_TRUE(contains(again.output, "capability tests read from " + cache)) << again.output;
+  std::filesystem::remove_all(cache);
 }
 
 // ---------------------------------------------------------------- devices
@@ -439,6 +445,52 @@ TEST(OpenclBuffers, CopiesBlockingAndNotAtOffsets) {
     ASSERT_TRUE(read_buffer(buffer.value(), 3960, tail.data(), 40).ok());
     for (int i = 0; i < 10; ++i) EXPECT_TRUE(same_bits(tail[i], values[990 + i]));
   }
+}
+
+// Issue 29, section 3: probing costs memory too. A device that shares host memory tests its
+// largest buffer within --mem-budget and half the host memory available; what it found is
+// cached, so the next run tests nothing, and the cost is stated.
+TEST(OpenclProbe, TheAllocationTestStaysWithinHostMemoryAndIsCached) {
+  SKIP_WITHOUT_OPENCL();
+  const std::string cache = make_temp_folder("retrograd_capability_cache_");
+  const ScopedEnv cached("RETROGRAD_CACHE", cache.c_str());
+  const ScopedEnv available("RETROGRAD_MEM_AVAILABLE", "6M");  // half: 3 MiB, a power of two below: 2 MiB
+  DeviceOptions options;
+  options.capability.max_alloc_test_bytes = kAllocTestCap;
+  options.capability.host_budget_bytes = int64_t{12} << 20;
+  auto first = Device::open(DeviceChoice{true, 0, 0}, options);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  const Capabilities tested = first.value()->capabilities();
+  const bool shared = first.value()->info().shares_host_memory();
+  const int64_t start = shared ? int64_t{2} << 20 : std::min(kAllocTestCap, tested.max_alloc_reported / 4 * 4);
+  EXPECT_EQ(allocation_test_start(*first.value(), options.capability), start);
+  EXPECT_EQ(tested.max_alloc_tried, start);
+  EXPECT_EQ(tested.test_bytes, start) << "the largest buffer the tests held";
+  EXPECT_EQ(tested.source.rfind("tested now; written to " + cache, 0), 0u) << tested.source;
+  EXPECT_TRUE(contains(describe_test_cost(tested), "tested now: a " + format_bytes(start) + " buffer at most"));
+  first.value().reset();
+
+  auto second = Device::open(DeviceChoice{true, 0, 0}, options);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  const Capabilities& read = second.value()->capabilities();
+  EXPECT_EQ(read.source.rfind("read from " + cache, 0), 0u) << read.source;
+  EXPECT_EQ(read.test_bytes, 0) << "nothing tested";
+  EXPECT_EQ(read.max_alloc_works, tested.max_alloc_works);
+  EXPECT_EQ(read.local_mem_works, tested.local_mem_works);
+  EXPECT_EQ(read.fp16_storage, tested.fp16_storage);
+  EXPECT_EQ(read.fp16_arithmetic_note, tested.fp16_arithmetic_note);
+  second.value().reset();
+
+  // A damaged cache file is not trusted: the tests run again and say why.
+  for (const auto& entry : std::filesystem::directory_iterator(cache)) {
+    std::ofstream(entry.path(), std::ios::binary) << "retrograd-opencl-capabilities 1\nfor something else\n";
+  }
+  auto third = Device::open(DeviceChoice{true, 0, 0}, options);
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  EXPECT_TRUE(contains(third.value()->capabilities().source, "the cache was not used")) << third.value()->capabilities().source;
+  EXPECT_EQ(third.value()->capabilities().test_bytes, start);
+  third.value().reset();
+  std::filesystem::remove_all(cache);
 }
 
 }  // namespace

@@ -112,6 +112,15 @@ def png_real(w, h):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
+def png_grey_zeros(w, h):
+    """A valid grey PNG of w x h black pixels, compressed a row at a time (16384 x 16384: 260 KB)."""
+    import zlib
+    packer, row = zlib.compressobj(9), b"\x00" * (w + 1)
+    data = b"".join(packer.compress(row) for _ in range(h)) + packer.flush()
+    chunk = lambda k, body: struct.pack(">I", len(body)) + k + body + struct.pack(">I", zlib.crc32(k + body))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+
+
 def image_folder_with(d, make_entry):
     """A good two-class image folder, then one more entry made by make_entry(folder)."""
     image_folder(d, None)
@@ -369,8 +378,8 @@ CASES = [
      lambda d: None, ["train", "--mem-budget", "300k"] + QUICK, ["--mem-budget 300.0 KiB", "needs"], []),
     ("mem-budget-malformed", "memory", "--mem-budget 12parsecs",
      lambda d: None, ["train", "--mem-budget", "12parsecs"] + QUICK, ["12parsecs"], []),
-    ("mem-failed-allocation", "memory", "an allocation the system refuses (ulimit -v 300000, --mem-budget 4G, batch 60000)",
-     lambda d: None, ["ULIMIT=300000", "train", "--mem-budget", "4G", "--batch", "60000", "--data", "synthetic", "--limit", "60000",
+    ("mem-failed-allocation", "memory", "an allocation the system refuses (ulimit -v 300000, --mem-budget 4G, the cnn at batch 6000)",
+     lambda d: None, ["ULIMIT=300000", "train", "--mem-budget", "4G", "--model", "cnn", "--batch", "6000", "--data", "synthetic",
                       "--epochs", "1", "--threads", "1"], ["allocation of", "failed"], []),
     # numerics
     ("nan-loss", "numerics", "a learning rate of 1000 (the loss diverges), with a checkpoint from before",
@@ -457,6 +466,20 @@ CASES = [
      ["{d}/batches.meta.txt is a FIFO (named pipe), not a class-names file"], []),
     # --- issue 29 section 2: end
     # --- issue 29 section 3 plans checked against the machine: begin
+    ("plan-over-available", "memory", "--batch 1048576 on the mlp, on a machine with 50 MB free (RETROGRAD_MEM_AVAILABLE)",
+     lambda d: None, ["ENV=RETROGRAD_MEM_AVAILABLE=50M", "train", "--batch", "1048576", "--data", "synthetic", "--epochs", "1",
+                      "--threads", "1"],
+     ["predicted peak", "more than the 50.0 MiB available (RETROGRAD_MEM_AVAILABLE)", "--mem-budget 50M runs it",
+      "buffers for 6000 samples"], []),
+    ("image-decode-over-budget", "memory", "a valid 260 KB PNG of 16384 x 16384 pixels under --mem-budget 16M",
+     lambda d: (image_folder(d, None), write(os.path.join(d, "dog", "big.png"), png_grey_zeros(16384, 16384))),
+     ["train", "--data", "{d}", "--mem-budget", "16M", "--epochs", "1"],
+     ["{d}/dog/big.png", "decoding this 16384x16384 image takes about 768.0 MiB", "--mem-budget 16.0 MiB",
+      "refused before decoding"], []),
+    ("image-decode-over-available", "memory", "the same PNG without a budget, on a machine with 300 MB free",
+     lambda d: (image_folder(d, None), write(os.path.join(d, "dog", "big.png"), png_grey_zeros(16384, 16384))),
+     ["ENV=RETROGRAD_MEM_AVAILABLE=300M", "train", "--data", "{d}", "--epochs", "1"],
+     ["{d}/dog/big.png", "more than the 300.0 MiB available", "refused before decoding"], []),
     # --- issue 29 section 3: end
     # --- issue 29 section 4 outputs: begin
     ("out-existing-checkpoint", "outputs", "a new run's --checkpoint where an earlier run's checkpoint is",

@@ -10,6 +10,7 @@
 #include "app/json_report.h"
 #include "opencl/model/cl_int8_model.h"
 #include "quant/int8_model.h"
+#include "train/memory_plan.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -102,6 +103,16 @@ int run_eval(int argc, char** argv) {
     return fail((args.given("data") ? data.status() : note_source_from_checkpoint(data.status(), options.data, path)).message());
   }
   if (Status s = check_labels_for(*model, data.value().test); !s.ok()) return fail(s.message());
+  // Buffers for at most the test set's samples, checked against the memory left before they are taken.
+  const int64_t rows = max_rows(options.batch, RunData{nullptr, nullptr, &data.value().test});
+  options.micro_batch = rows;
+  const AvailableMemory available = available_host_memory();
+  const int64_t buffers = Trainer::prepared_bytes(*model, options, rows);
+  if (available.bytes > 0 && buffers > available.bytes) {
+    return fail("--batch " + std::to_string(options.batch) + ": scoring " + std::to_string(rows) + " samples at a " +
+                "time needs " + format_bytes(buffers) + " of buffers, more than the " + format_bytes(available.bytes) +
+                " available (" + available.source + "); give a smaller --batch");
+  }
   ThreadPool pool(threads.value());
   Trainer trainer(*model, pool, options);
   if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());
@@ -119,12 +130,12 @@ int run_eval(int argc, char** argv) {
     auto quantized = Int8Model::quantize(*model, calibration.value(), options.batch, int8_options, &pool);
     if (!quantized.ok()) return fail(quantized.status().with_context("--int8: ").message());
     int8 = quantized.take();
-    if (Status s = int8->reserve(options.batch); !s.ok()) return fail(s.message());
+    if (Status s = int8->reserve(rows); !s.ok()) return fail(s.message());
     if (eval_device) {
       auto on_device = ocl::ClInt8Model::create(*int8, *eval_device);
       if (!on_device.ok()) return fail(on_device.status().with_context("--int8 on the device: ").message());
       device_int8 = on_device.take();
-      if (Status s = device_int8->reserve(options.batch); !s.ok()) return fail(s.message());
+      if (Status s = device_int8->reserve(rows); !s.ok()) return fail(s.message());
       forward = [&](const Tensor& x) {
         auto out = device_int8->forward(x);
         if (out.ok()) return out.take();

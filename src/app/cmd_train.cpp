@@ -341,10 +341,16 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   if (args.given("samples") && model->target() != TargetKind::input) {
     return fail("--samples shows reconstructions: it needs a model trained on its input (target = input)");
   }
-  if (Status s = model->init(options.seed); !s.ok()) return fail(s.with_context(stored_model).message());
   auto memory = memory_options(args);
   if (!memory.ok()) return fail(memory.status().message());
   auto [budget, stream] = memory.value();
+  const bool budget_given = budget > 0;
+  const AvailableMemory available = available_host_memory();
+  if (budget_given) {
+    const std::string above = budget_above_available(budget, available);
+    if (!above.empty()) std::fprintf(stderr, "retrograd: warning: %s\n", above.c_str());
+  }
+  if (Status s = model->init(options.seed); !s.ok()) return fail(s.with_context(stored_model).message());
   const AddressSpace space = address_space();
   if (budget == 0 && space.limit_bytes > 0) {
     auto limited = address_space_budget(space, thread_count);
@@ -380,6 +386,12 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   auto planned = plan_memory(*model, options, RunData{&train, &validation, &split.test}, budget, stream);
   if (!planned.ok()) return fail(planned.status().message());
   const MemoryPlan plan = planned.value();
+  if (!budget_given) {
+    if (Status s = check_plan_fits(*model, options, RunData{&train, &validation, &split.test}, stream, plan, available);
+        !s.ok()) {
+      return fail(s.message());
+    }
+  }
   host_memory().set_budget(budget);
   if (!plan.stream) {  // read streamed samples in (a budget that allows it), the labels shared
     for (Dataset* d : {&train, &validation, &split.test}) {
@@ -410,6 +422,7 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());
   if (resuming) {
     if (Status s = trainer.resume_from(resumed, resume_path); !s.ok()) return fail(s.message());
+    resumed.tensors.clear();  // restored: the plan counted them until here (MemoryPlan::checkpoint)
     if (trainer.epochs_done() >= options.epochs) {
       return fail(resume_path + " has " + std::to_string(trainer.epochs_done()) +
                   " epochs done already; pass --epochs with more to continue");
@@ -492,6 +505,7 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   if (train_device) {
     std::printf("  device          %s\n",
                 describe_device_use(*train_device, trainer.device_model()->transfers()).c_str());
+    std::printf("  device probe    %s\n", ocl::describe_test_cost(train_device->capabilities()).c_str());
     if (args.given("profile-device")) std::printf("device time by kernel\n%s", describe_kernel_times(*train_device).c_str());
   }
   if (in_job) std::printf("  ranks           %s\n", describe_job(*comm, options, model->param_count(), fitted.value()).c_str());
@@ -566,6 +580,13 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
     };
     for (const auto& record : fitted.value()) report["history"].push_back(epoch_json(record));
     if (train_device && args.given("profile-device")) report["device_profile"] = kernel_times_json(*train_device);
+    if (train_device) {
+      const ocl::Capabilities& probed = train_device->capabilities();
+      report["device_probe"] = {{"test_bytes", probed.test_bytes},
+                                {"test_seconds", probed.test_seconds},
+                                {"source", probed.source},
+                                {"shares_host_memory", train_device->info().shares_host_memory()}};
+    }
     if (precision_report) report["precisions"] = precision_json(precision_rows_run);
     if (in_job) {
       report["ranks"] = {{"count", comm->size()},

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "base/memory.h"
 #include "base/serial.h"
 #include "data/files.h"
 #include "data/generated_images.h"
@@ -51,6 +52,7 @@ Result<ImageFolderOptions> image_folder_options(const std::string& dir, uint64_t
   options.fit = o.image_fit.value_or(ImageFit::resize);
   options.test_fraction = o.test_split;
   options.seed = seed;
+  options.memory_budget = o.memory_budget;
   return options;
 }
 
@@ -84,6 +86,11 @@ Result<DataSourceOptions> data_source_options(const Args& args, const Shape& mod
     return Status::error("--data-storage: '" + storage + "' is neither f32 nor f16");
   }
   options.float_storage = storage == "f16" ? DType::f16 : DType::f32;
+  if (args.given("mem-budget")) {
+    auto budget = parse_bytes(args.text("mem-budget"));
+    if (!budget.ok()) return budget.status().with_context("--mem-budget: ");
+    options.memory_budget = budget.value();
+  }
   return options;
 }
 

@@ -21,6 +21,7 @@ struct DataSourceOptions {
   std::optional<double> test_split;  // --test-split; unset: 0.2 (DIR/<class>/ image folders only)
   bool streamed = false;             // leave the samples on disk where the source allows (IDX files)
   DType float_storage = DType::f32;  // --data-storage: float32 IDX images kept in f32 or f16
+  int64_t memory_budget = 0;         // --mem-budget where the command has it; image decoding stays within it
 };
 
 // --image-fit, --test-split and --data-storage, which train and eval share.

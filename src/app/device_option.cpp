@@ -42,6 +42,11 @@ Result<std::unique_ptr<ocl::Device>> open_train_device(const Args& args, TrainOp
     if (budget.value() <= 0) return Status::error("--device-mem: a budget must be above 0 bytes");
     device_options.memory_budget_bytes = budget.value();
   }
+  if (args.given("mem-budget")) {  // a device sharing host memory tests within it
+    auto budget = parse_bytes(args.text("mem-budget"));
+    if (!budget.ok()) return budget.status().with_context("--mem-budget: ");
+    device_options.capability.host_budget_bytes = budget.value();
+  }
   auto device = ocl::Device::open(choice.value(), device_options);
   if (!device.ok()) return device.status().with_context("--device " + text + ": ");
   options->device = device.value().get();

@@ -18,6 +18,7 @@ struct ImageFolderOptions {
   // DIR/train and DIR/test). Unset: 0.2.
   std::optional<double> test_fraction;
   uint64_t seed = 1;  // picks which images the split holds out
+  int64_t memory_budget = 0;  // --mem-budget: each image's decoding is checked against it (read_image); 0: none
 };
 
 // Classes are the subfolders' names, sorted; label i is the i-th. Two layouts:

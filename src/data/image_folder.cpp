@@ -169,7 +169,7 @@ Result<Dataset> decode_files(const std::vector<LabelledFile>& files, const std::
   int32_t* labels = out.labels.data<int32_t>();
   for (int64_t i = 0; i < n; ++i) {
     const LabelledFile& file = files[static_cast<size_t>(i)];
-    RG_ASSIGN(const Image image, read_image(file.path, options.channels));
+    RG_ASSIGN(const Image image, read_image(file.path, options.channels, options.memory_budget));
     RG_TRY(fit_image(image, options.fit, options.height, options.width, samples + i * row)
                .with_context(file.path + ": "));
     labels[i] = file.label;

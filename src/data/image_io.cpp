@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/memory.h"
 #include "base/output_file.h"
 #include "base/serial.h"
 #include "data/files.h"
@@ -271,7 +272,38 @@ void convert_channels(const uint8_t* src, int64_t pixels, int from, uint8_t* dst
   }
 }
 
-Result<Image> read_image(const std::string& path, int channels) {
+int64_t decode_bytes(int64_t width, int64_t height, int stored, int sample_bytes, int channels) {
+  const int64_t pixels = width * height;
+  return 2 * pixels * stored * sample_bytes + pixels * channels;
+}
+
+namespace {
+// Decodes smaller than this are not checked against the machine's available memory (reading
+// it costs more than they do).
+constexpr int64_t kMachineCheckBytes = int64_t{16} << 20;
+
+// Refuses a decode of `needed` bytes past the budget's room or the memory available.
+Status check_decode_fits(const std::string& path, int width, int height, int64_t needed, int64_t memory_budget) {
+  const std::string what = path + ": decoding this " + size_text(width, height) + " image takes about " +
+                           format_bytes(needed) + " (from its header), more than ";
+  if (memory_budget > 0) {
+    const int64_t room = memory_budget - host_memory().current_bytes();
+    if (needed > room) {
+      return Status::error(what + "the " + format_bytes(std::max<int64_t>(room, 0)) + " left of --mem-budget " +
+                           format_bytes(memory_budget) + ": it is refused before decoding");
+    }
+  }
+  if (needed < kMachineCheckBytes) return Status();
+  const AvailableMemory available = available_host_memory();
+  if (available.bytes > 0 && needed > available.bytes) {
+    return Status::error(what + "the " + format_bytes(available.bytes) + " available (" + available.source +
+                         "): it is refused before decoding");
+  }
+  return Status();
+}
+}  // namespace
+
+Result<Image> read_image(const std::string& path, int channels, int64_t memory_budget) {
   RG_CHECK(channels == 1 || channels == 3, "read_image(" << path << ", " << channels << " channels)");
   errno = 0;
   UniqueFile file(std::fopen(path.c_str(), "rb"));
@@ -298,9 +330,17 @@ Result<Image> read_image(const std::string& path, int channels) {
                          std::to_string(kMaxImagePixels) + " pixels are decoded");
   }
 
+  const int sample_bytes = stbi_is_16_bit_from_file(file.get()) ? 2 : 1;
+  const int64_t needed = decode_bytes(width, height, stored, sample_bytes, channels);
+  RG_TRY(check_decode_fits(path, width, height, needed, memory_budget));
+
   int got_width = 0, got_height = 0, got_channels = 0;
   std::unique_ptr<stbi_uc, StbFree> decoded(
       stbi_load_from_file(file.get(), &got_width, &got_height, &got_channels, 0));  // 0: as stored
+  if (!decoded && std::strcmp(stb_reason().c_str(), "outofmem") == 0) {
+    return Status::error(path + ": out of memory decoding the " + size_text(width, height) + " image (it takes about " +
+                         format_bytes(needed) + "); the file is not known to be corrupt");
+  }
   if (!decoded) return Status::error(path + ": cannot decode the image: corrupt, truncated or an unsupported variant (stb_image: " +
                                        stb_reason() + ")");
   if (got_width != width || got_height != height || got_channels < 1 || got_channels > 4) {

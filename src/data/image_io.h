@@ -30,9 +30,16 @@ Result<ImageFit> image_fit_from_name(const std::string& name);  // "resize" or "
 
 // Decodes a PNG, JPEG or BMP file (the format is read from its bytes, not its name) to
 // `channels` (1: grey, 3: RGB) with convert_channels. The header's size is checked against
-// kMaxImageSide and kMaxImagePixels before any pixel is decoded. Errors name the file and
-// the rule, or stb_image's reason when the data is corrupt.
-Result<Image> read_image(const std::string& path, int channels);
+// kMaxImageSide and kMaxImagePixels before any pixel is decoded, and what decoding it takes
+// (decode_bytes) against `memory_budget` (a --mem-budget: bytes the counted host memory may
+// reach; 0: none) and the host memory available. Errors name the file and the rule, or
+// stb_image's reason when the data is corrupt; a decoder out of memory says so.
+Result<Image> read_image(const std::string& path, int channels, int64_t memory_budget = 0);
+
+// The bytes decoding an image of width x height with `stored` channels of `sample_bytes`
+// (1, or 2 for 16-bit PNG) takes at its peak, to `channels`: the decoder's raw and output
+// buffers, and the converted copy.
+int64_t decode_bytes(int64_t width, int64_t height, int stored, int sample_bytes, int channels);
 
 // src [pixels, from] -> dst [pixels, to], from 1..4 (grey, grey+alpha, RGB, RGBA), to 1 or 3.
 // RGB -> grey: round(0.299 R + 0.587 G + 0.114 B); grey -> RGB: replicated. Alpha is dropped,

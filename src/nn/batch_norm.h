@@ -28,6 +28,7 @@ class BatchNorm : public Layer {
   std::vector<Param*> params() override { return {&gamma_, &beta_}; }
   std::vector<Param*> buffers() override { return {&running_mean_, &running_var_}; }
   int64_t parameter_count() const override { return 2 * channels_; }
+  int64_t buffer_count() const override { return 2 * channels_; }
   // Training normalizes by the batch's own statistics.
   bool needs_whole_batch(const LayerContext& ctx) const override { return ctx.training; }
   std::string describe() const override;

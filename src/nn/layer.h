@@ -77,6 +77,8 @@ class Layer {
   virtual std::vector<Param*> buffers() { return {}; }
   // Trainable values, known once configure() has run (before init()).
   virtual int64_t parameter_count() const { return 0; }
+  // Values of buffers(), known likewise before init() (what a checkpoint holds besides params).
+  virtual int64_t buffer_count() const { return 0; }
   // Floating-point operations of the forward for one sample, a multiply-add counted as 2, the
   // products only (dense, conv: the elementwise rest is small and memory-bound); known once
   // configure() has run. What GFLOP/s and efficiency against a peak are counted from.

@@ -176,6 +176,12 @@ std::vector<Param*> RecurrentConv2D::buffers() {
   return all;
 }
 
+int64_t RecurrentConv2D::buffer_count() const {
+  int64_t count = 0;
+  for (const auto& norm : norms_) count += norm->buffer_count();
+  return count;
+}
+
 int64_t RecurrentConv2D::parameter_count() const {
   int64_t count = ff_.parameter_count() + (rec_ ? rec_->parameter_count() : 0);
   for (const auto& norm : norms_) count += norm->parameter_count();

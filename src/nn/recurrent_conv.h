@@ -58,6 +58,7 @@ class RecurrentConv2D : public Layer {
   // bn0.running_mean, bn0.running_var, bn1.running_mean, ...
   std::vector<Param*> buffers() override;
   int64_t parameter_count() const override;
+  int64_t buffer_count() const override;
   int64_t forward_flops_per_sample() const override {
     return ff_.forward_flops_per_sample() + options_.steps * (rec_ ? rec_->forward_flops_per_sample() : 0);
   }

@@ -3,17 +3,25 @@
 #include "opencl/capabilities.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <vector>
 
 #include "base/fp16.h"
 #include "base/memory.h"
+#include "base/output_file.h"
+#include "base/serial.h"
+#include "base/text_format.h"
+#include "data/files.h"
+#include "data/record_file.h"
 #include "opencl/cl_error.h"
 #include "opencl/device.h"
 #include "opencl/kernel_args.h"
+#include "opencl/kernel_sources.h"
 
 namespace rg::ocl {
 
@@ -213,11 +221,10 @@ Status try_allocation(Device& device, size_t bytes) {
 
 Status test_max_allocation(Device& device, const CapabilityOptions& options, Capabilities* caps) {
   constexpr int64_t kSmallest = int64_t{1} << 20;  // below 1 MiB the device is not worth using
-  int64_t bytes = caps->max_alloc_reported;
-  if (options.max_alloc_test_bytes > 0) bytes = std::min(bytes, options.max_alloc_test_bytes);
-  bytes = bytes / 4 * 4;
+  int64_t bytes = allocation_test_start(device, options);
   caps->max_alloc_tried = bytes;
   for (; bytes >= std::min(kSmallest, caps->max_alloc_tried) && bytes > 0; bytes = bytes / 2 / 4 * 4) {
+    caps->test_bytes = std::max(caps->test_bytes, bytes);
     const Status tried = try_allocation(device, static_cast<size_t>(bytes));
     if (tried.ok()) {
       caps->max_alloc_works = bytes;
@@ -278,16 +285,62 @@ Status test_local_memory(Device& device, Capabilities* caps) {
   return Status();
 }
 
-}  // namespace
+// The cache file: what the tests found, for this device, driver, probe kernels and start size.
+constexpr const char* kCacheMagic = "retrograd-opencl-capabilities 1";
 
-int64_t Capabilities::max_buffer_bytes() const {
-  if (max_alloc_works <= 0) return max_alloc_reported;     // untested
-  if (max_alloc_works < max_alloc_tried) return max_alloc_works;  // the try failed: what worked
-  if (max_alloc_tried < max_alloc_reported) return max_alloc_reported;  // capped test: not disproved
-  return max_alloc_works;
+std::string identity(const Device& device) {
+  std::string text = device.info().name + " | " + device.info().driver_version;
+  for (const char* file : {"probe.cl", "probe_fp16.cl"}) {
+    const auto source = kernel_program_source(file);
+    text += std::string(" | ") + file + " " + fnv1a_hex(source.ok() ? source.value().text : std::string());
+  }
+  return text;
 }
 
-Result<Capabilities> test_capabilities(Device& device, const CapabilityOptions& options) {
+std::string cache_path(const Device& device, int64_t start) {
+  return join_path(cache_folder(), "opencl-capabilities-" + fnv1a_hex(identity(device)) + "-" + std::to_string(start) +
+                                       ".txt");
+}
+
+std::string cache_text(const Device& device, const Capabilities& c) {
+  std::ostringstream out;
+  out << kCacheMagic << "\nfor " << identity(device) << "\nmax_alloc " << c.max_alloc_reported << " "
+      << c.max_alloc_tried << " " << c.max_alloc_works << "\nlocal_mem " << c.local_mem_reported << " "
+      << c.local_mem_works << "\nfp16 " << c.fp16_reported << " " << c.fp16_storage << " " << c.fp16_arithmetic
+      << "\nmax_alloc_note " << c.max_alloc_note << "\nlocal_mem_note " << c.local_mem_note
+      << "\nfp16_storage_note " << c.fp16_storage_note << "\nfp16_arithmetic_note " << c.fp16_arithmetic_note << "\n";
+  return out.str();
+}
+
+// The cache file's capabilities, when it was written for this device and start; else why not.
+Result<Capabilities> parse_cache(const Device& device, int64_t start, const std::string& text, const std::string& path) {
+  std::istringstream in(text);
+  std::string magic, made_for, max_alloc, local_mem, fp16;
+  Capabilities c;
+  const bool lines = read_line(in, magic) && read_line(in, made_for) && read_line(in, max_alloc) &&
+                     read_line(in, local_mem) && read_line(in, fp16);
+  if (!lines || magic != kCacheMagic) return Status::error(path + ": not a capabilities cache file");
+  if (made_for != "for " + identity(device)) return Status::error(path + ": made for another device, driver or kernel");
+  std::istringstream a(max_alloc), l(local_mem), f(fp16);
+  std::string key_a, key_l, key_f;
+  const bool numbers = (a >> key_a >> c.max_alloc_reported >> c.max_alloc_tried >> c.max_alloc_works) && key_a == "max_alloc" &&
+                       (l >> key_l >> c.local_mem_reported >> c.local_mem_works) && key_l == "local_mem" &&
+                       (f >> key_f >> c.fp16_reported >> c.fp16_storage >> c.fp16_arithmetic) && key_f == "fp16";
+  if (!numbers || c.max_alloc_tried != start || c.max_alloc_reported != device.info().max_alloc_bytes ||
+      c.max_alloc_works <= 0 || c.max_alloc_works > start) {
+    return Status::error(path + ": its figures do not fit this device");
+  }
+  for (std::string* note : {&c.max_alloc_note, &c.local_mem_note, &c.fp16_storage_note, &c.fp16_arithmetic_note}) {
+    std::string line;
+    if (!read_line(in, line)) return Status::error(path + ": truncated");
+    const size_t space = line.find(' ');
+    *note = space == std::string::npos ? "" : line.substr(space + 1);
+  }
+  return c;
+}
+
+Result<Capabilities> run_tests(Device& device, const CapabilityOptions& options) {
+  const auto began = std::chrono::steady_clock::now();
   Capabilities caps;
   caps.max_alloc_reported = device.info().max_alloc_bytes;
   caps.local_mem_reported = device.info().local_mem_bytes;
@@ -299,6 +352,69 @@ Result<Capabilities> test_capabilities(Device& device, const CapabilityOptions& 
   if (Status s = test_fp16_arithmetic(device, &caps); !s.ok()) caps.fp16_arithmetic_note = s.message();
   if (Status s = test_local_memory(device, &caps); !s.ok()) caps.local_mem_note = s.message();
   RG_TRY(device.finish());
+  caps.test_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  caps.source = "tested now";
+  return caps;
+}
+
+}  // namespace
+
+int64_t allocation_test_start(Device& device, const CapabilityOptions& options) {
+  int64_t bytes = device.info().max_alloc_bytes;
+  auto cap = [&bytes](int64_t limit) {
+    if (limit > 0) bytes = std::min(bytes, limit);
+  };
+  cap(options.max_alloc_test_bytes);
+  cap(device.memory().budget_bytes());
+  if (device.info().shares_host_memory()) {
+    cap(options.host_budget_bytes);
+    const int64_t half_free = available_host_memory().bytes / 2;
+    if (half_free > 0) {
+      int64_t power = int64_t{1} << 20;
+      while (power * 2 <= half_free) power *= 2;
+      cap(power);
+    }
+  }
+  return bytes / 4 * 4;
+}
+
+std::string describe_test_cost(const Capabilities& c) {
+  if (c.test_bytes == 0) return c.source + ": nothing tested";
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f s", c.test_seconds);
+  const std::size_t tail = c.source.find(';');
+  return c.source.substr(0, tail) + ": a " + format_bytes(c.test_bytes) + " buffer at most (every page written), " +
+         seconds + (tail == std::string::npos ? "" : c.source.substr(tail));
+}
+
+int64_t Capabilities::max_buffer_bytes() const {
+  if (max_alloc_works <= 0) return max_alloc_reported;     // untested
+  if (max_alloc_works < max_alloc_tried) return max_alloc_works;  // the try failed: what worked
+  if (max_alloc_tried < max_alloc_reported) return max_alloc_reported;  // capped test: not disproved
+  return max_alloc_works;
+}
+
+Result<Capabilities> test_capabilities(Device& device, const CapabilityOptions& options) {
+  const int64_t start = allocation_test_start(device, options);
+  const std::string path = cache_path(device, start);
+  std::string cache_note;
+  if (options.cache) {
+    if (auto bytes = read_file_bytes(path); bytes.ok()) {
+      auto cached = parse_cache(device, start, std::string(bytes.value().begin(), bytes.value().end()), path);
+      if (cached.ok()) {
+        cached.value().source = "read from " + path;
+        return cached;
+      }
+      cache_note = "; the cache was not used: " + cached.status().message();
+    }
+  }
+  RG_ASSIGN(Capabilities caps, run_tests(device, options));
+  caps.source += cache_note;
+  if (!options.cache) return caps;
+  const std::string text = cache_text(device, caps);
+  Status made = make_directories(cache_folder());
+  if (made.ok()) made = write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
+  caps.source += made.ok() ? "; written to " + path : "; not cached: " + made.message();
   return caps;
 }
 

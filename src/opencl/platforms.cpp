@@ -67,6 +67,9 @@ Result<DeviceInfo> read_device(const ClApi& api, const PlatformInfo& platform, i
   d.max_alloc_bytes = static_cast<int64_t>(max_alloc);
   d.local_mem_bytes = static_cast<int64_t>(local);
   d.local_mem_dedicated = local_type == CL_LOCAL;
+  // Deprecated since OpenCL 2.0 but still answered; a driver that does not is taken as separate memory.
+  const auto unified = device_value<cl_bool>(api, id, CL_DEVICE_HOST_UNIFIED_MEMORY);
+  d.host_unified_memory = unified.ok() && unified.value() == CL_TRUE;
   return d;
 }
 

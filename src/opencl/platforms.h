@@ -32,10 +32,13 @@ struct DeviceInfo {
   int64_t max_alloc_bytes = 0;   // CL_DEVICE_MAX_MEM_ALLOC_SIZE as reported
   int64_t local_mem_bytes = 0;   // CL_DEVICE_LOCAL_MEM_SIZE as reported
   bool local_mem_dedicated = false;  // CL_LOCAL, not emulated in global memory
+  bool host_unified_memory = false;  // CL_DEVICE_HOST_UNIFIED_MEMORY: its memory is the host's
   size_t max_work_group_size = 0;
 
   bool has_extension(const std::string& extension) const;
   bool is_gpu() const { return type == "GPU"; }
+  // Its buffers take host memory: a CPU device (PoCL) or an integrated GPU.
+  bool shares_host_memory() const { return host_unified_memory || type == "CPU"; }
 };
 
 struct PlatformInfo {

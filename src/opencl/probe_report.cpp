@@ -3,6 +3,7 @@
 #include "opencl/probe_report.h"
 
 #include "base/memory.h"
+#include "opencl/capabilities.h"
 #include "opencl/device.h"
 
 namespace rg::ocl {
@@ -32,6 +33,8 @@ std::string describe(const Device& device, int64_t budget) {
   text += std::string(kIndent) + "fp16 storage (vload_half/vstore_half) " + yes_no(c.fp16_storage, c.fp16_storage_note) + "\n";
   text += std::string(kIndent) + "fp16 arithmetic " + yes_no(c.fp16_arithmetic, c.fp16_arithmetic_note) + "\n";
   if (budget > 0) text += std::string(kIndent) + "budget " + format_bytes(budget) + " (--device-mem)\n";
+  text += std::string(kIndent) + "capability tests " + describe_test_cost(c) +
+          (d.shares_host_memory() ? " (its buffers are host memory)" : "") + "\n";
   return text;
 }
 

@@ -39,6 +39,11 @@ int64_t data_bytes(const RunData& data, bool stream) {
   return bytes + order_rows * static_cast<int64_t>(sizeof(int32_t));
 }
 
+// What a run with a checkpoint holds while loading one (nothing without a checkpoint).
+int64_t checkpoint_bytes_of(const Model& model, const TrainOptions& options) {
+  return options.checkpoint_path.empty() ? 0 : checkpoint_tensor_bytes(model, options.optimizer);
+}
+
 // The plan with the data held one way, at the largest micro-batch within the budget (the whole
 // batch when there is none); micro_batch 0 when not even one sample fits.
 MemoryPlan plan_with(Model& model, TrainOptions options, const RunData& datasets, int64_t budget, bool stream) {
@@ -49,18 +54,21 @@ MemoryPlan plan_with(Model& model, TrainOptions options, const RunData& datasets
   plan.stream = stream;
   plan.params = model.param_bytes();
   plan.data = data_bytes(datasets, stream);
+  plan.checkpoint = checkpoint_bytes_of(model, options);
   auto fits = [&](int64_t rows) {
-    return budget == 0 || plan.params + plan.data + Trainer::prepared_bytes(model, options, rows) <= budget;
+    return budget == 0 || plan.predicted_peak() + Trainer::prepared_bytes(model, options, rows) <= budget;
   };
-  int64_t lo = 0, hi = options.batch;  // fits(lo) or lo == 0; the answer is in [lo, hi]
+  const int64_t rows = max_rows(options.batch, datasets);
+  int64_t lo = 0, hi = rows;  // fits(lo) or lo == 0; the answer is in [lo, hi]
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
     if (fits(mid)) lo = mid; else hi = mid - 1;
   }
   if (lo == 0) return plan;
-  // As many steps as the largest fitting micro-batch needs, shared out evenly.
-  plan.accumulation_steps = (options.batch + lo - 1) / lo;
-  plan.micro_batch = (options.batch + plan.accumulation_steps - 1) / plan.accumulation_steps;
+  // As many steps as the largest fitting micro-batch needs for the rows a batch can fill,
+  // shared out evenly.
+  plan.accumulation_steps = (rows + lo - 1) / lo;
+  plan.micro_batch = (rows + plan.accumulation_steps - 1) / plan.accumulation_steps;
   plan.training = Trainer::prepared_bytes(model, options, plan.micro_batch);
   return plan;
 }
@@ -77,8 +85,8 @@ Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const 
   }
   TrainOptions whole = options;
   whole.read_ahead = false;
-  const int64_t unplanned = model.param_bytes() + data_bytes(datasets, false) +
-                            Trainer::prepared_bytes(model, whole, options.batch);
+  const int64_t unplanned = model.param_bytes() + data_bytes(datasets, false) + checkpoint_bytes_of(model, options) +
+                            Trainer::prepared_bytes(model, whole, max_rows(options.batch, datasets));
 
   std::vector<bool> ways;  // how the data may be held, the preferred first
   if (stream != StreamChoice::always) ways.push_back(false);
@@ -95,15 +103,54 @@ Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const 
     TrainOptions single = options;
     single.read_ahead = stream_smallest;
     const int64_t params = model.param_bytes(), data = data_bytes(datasets, stream_smallest),
-                  training = Trainer::prepared_bytes(model, single, 1);
+                  training = Trainer::prepared_bytes(model, single, 1), checkpoint = checkpoint_bytes_of(model, options);
     return Status::error("--mem-budget " + format_bytes(budget) + " cannot hold this training even one sample at a "
-                         "time: that needs " + format_bytes(params + data + training) + " (parameters and gradients " +
-                         format_bytes(params) + ", data " + (stream_smallest ? "(streamed) " : "(in memory) ") +
-                         format_bytes(data) + ", optimizer state, activations and buffers of one sample " +
-                         format_bytes(training) + ")");
+                         "time: that needs " + format_bytes(params + data + training + checkpoint) +
+                         " (parameters and gradients " + format_bytes(params) + ", data " +
+                         (stream_smallest ? "(streamed) " : "(in memory) ") + format_bytes(data) +
+                         ", optimizer state, activations and buffers of one sample " + format_bytes(training) +
+                         (checkpoint > 0 ? ", the checkpoint while it is loaded " + format_bytes(checkpoint) : "") + ")");
   }
   best.unplanned_peak = unplanned;
   return best;
+}
+
+int64_t max_rows(int64_t batch, const RunData& data) {
+  int64_t samples = 0;
+  for (const Dataset* d : all_of(data)) samples = std::max(samples, d->size());
+  return samples > 0 ? std::min(batch, samples) : batch;
+}
+
+int64_t checkpoint_tensor_bytes(const Model& model, const OptimizerConfig& optimizer) {
+  int64_t values = model.param_count();
+  for (const auto& layer : model.layers()) values += layer->buffer_count();
+  return values * static_cast<int64_t>(sizeof(float)) + Optimizer::state_bytes(optimizer, model.param_count());
+}
+
+Status check_plan_fits(Model& model, const TrainOptions& options, const RunData& data, StreamChoice stream,
+                       const MemoryPlan& plan, const AvailableMemory& available) {
+  if (available.bytes <= 0 || plan.predicted_peak() <= available.bytes) return Status();
+  const std::string over = "this run's predicted peak, " + format_bytes(plan.predicted_peak()) + ", is more than the " +
+                           format_bytes(available.bytes) + " available (" + available.source + "); ";
+  const std::string planned = " (the plan: " + describe_plan(plan) + ")";
+  auto within = plan_memory(model, options, data, available.bytes, stream);
+  if (!within.ok()) {
+    return Status::error(over + "not even one sample at a time fits in that: train a smaller model, or on a machine "
+                         "with more memory" + planned);
+  }
+  const MemoryPlan& fitting = within.value();
+  return Status::error(over + "--mem-budget " + std::to_string(available.bytes >> 20) + "M runs it within that (" +
+                       std::to_string(fitting.accumulation_steps) + " micro-batch" +
+                       (fitting.accumulation_steps > 1 ? "es" : "") + " of up to " +
+                       std::to_string(fitting.micro_batch) + " samples a step" +
+                       (fitting.stream ? ", samples streamed" : "") + "), or give --batch " +
+                       std::to_string(fitting.micro_batch) + planned);
+}
+
+std::string budget_above_available(int64_t budget, const AvailableMemory& available) {
+  if (available.bytes <= 0 || budget <= available.bytes) return "";
+  return "--mem-budget " + format_bytes(budget) + " is more than the " + format_bytes(available.bytes) +
+         " available (" + available.source + "); planning within it as given";
 }
 
 Result<int64_t> address_space_budget(const AddressSpace& space, int threads) {
@@ -127,7 +174,9 @@ std::string describe_address_space_budget(const AddressSpace& space, int64_t bud
 
 std::string describe_plan(const MemoryPlan& plan) {
   std::string text = "batch " + std::to_string(plan.batch);
-  if (plan.accumulation_steps > 1) {
+  if (plan.micro_batch < plan.batch && plan.accumulation_steps == 1) {
+    text += " in one piece (buffers for " + std::to_string(plan.micro_batch) + " samples: no set has more)";
+  } else if (plan.accumulation_steps > 1) {
     text += " = " + std::to_string(plan.accumulation_steps) + " micro-batches of up to " + std::to_string(plan.micro_batch) +
             " (gradients accumulated)";
   } else {
@@ -137,7 +186,9 @@ std::string describe_plan(const MemoryPlan& plan) {
   text += "; predicted peak " + format_bytes(plan.predicted_peak());
   if (plan.budget > 0) text += " of the " + format_bytes(plan.budget) + " budget";
   text += " (parameters and gradients " + format_bytes(plan.params) + ", data " + format_bytes(plan.data) +
-          ", training buffers " + format_bytes(plan.training) + ")";
+          ", training buffers " + format_bytes(plan.training);
+  if (plan.checkpoint > 0) text += ", a checkpoint while it is loaded " + format_bytes(plan.checkpoint);
+  text += ")";
   if (plan.accumulation_steps > 1 || plan.stream) {
     text += "; unplanned (the whole batch at once, data in memory) it would need " + format_bytes(plan.unplanned_peak);
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/memory.h"
 #include "data/dataset.h"
 #include "nn/model.h"
 #include "report/process_stats.h"
@@ -26,9 +27,11 @@ struct MemoryPlan {
   // The predicted counted bytes, by part: parameters and their gradients; the data held in
   // memory (samples unless streamed, labels, and the orders in which an epoch and a scoring
   // visit them: 4 bytes a sample); what the trainer allocates at the micro-batch (optimizer
-  // state, activations, gradients, workspace, batch buffers).
-  int64_t params = 0, data = 0, training = 0;
-  int64_t predicted_peak() const { return params + data + training; }
+  // state, activations, gradients, workspace, batch buffers); and, for a run with a checkpoint
+  // (TrainOptions::checkpoint_path), the checkpoint's tensors held while a resumed run loads
+  // them: counted in the run that writes it too, so that it resumes under the same plan.
+  int64_t params = 0, data = 0, training = 0, checkpoint = 0;
+  int64_t predicted_peak() const { return params + data + training + checkpoint; }
   // The same run with no plan: the whole batch at once and the data in memory.
   int64_t unplanned_peak = 0;
 };
@@ -42,9 +45,28 @@ struct RunData {
   const Dataset* test = nullptr;
 };
 // Without a budget: the whole batch, in memory unless `stream` is always. The error, when not
-// even one sample fits, says what the smallest run needs and of what.
+// even one sample fits, says what the smallest run needs and of what. Buffers are sized for at
+// most the samples of the largest dataset (max_rows): a batch larger than the data needs no
+// more. Works from the model's shapes: call it before Model::init().
 Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const RunData& data, int64_t budget,
                                StreamChoice stream);
+
+// Rows a batch of `batch` can fill: the batch, or the samples of the largest dataset if fewer.
+int64_t max_rows(int64_t batch, const RunData& data);
+
+// The tensors of this model's checkpoint (weights, buffers, optimizer state), in bytes: what
+// reading one holds in memory until the training state is restored from it.
+int64_t checkpoint_tensor_bytes(const Model& model, const OptimizerConfig& optimizer);
+
+// Before the first allocation, the plan of a run without --mem-budget against the host memory
+// available (available_host_memory()): over it, an error with both figures and the
+// --mem-budget that would fit (the planner run again within what is available), or what one
+// sample would need. An unknown figure (0) passes.
+Status check_plan_fits(Model& model, const TrainOptions& options, const RunData& data, StreamChoice stream,
+                       const MemoryPlan& plan, const AvailableMemory& available);
+// A --mem-budget above the memory available is the user's word: the warning train prints
+// ("" when it is not above, or the figure is unknown).
+std::string budget_above_available(int64_t budget, const AvailableMemory& available);
 
 // Without --mem-budget, a limited address space (ulimit -v, a 32-bit process) is the budget:
 // what is left of it after what is mapped already, each worker thread's stack reserve

@@ -32,19 +32,17 @@ std::string describe(const OptimizerConfig& c) {
 Optimizer::Optimizer(const OptimizerConfig& config, std::vector<Param*> params)
     : config_(config), params_(std::move(params)) {}
 
-int Optimizer::state_tensors_per_param() const {
-  return config_.kind == OptimizerKind::adam ? 2 : (config_.momentum != 0 ? 1 : 0);
+int Optimizer::state_tensors_per_param(const OptimizerConfig& config) {
+  return config.kind == OptimizerKind::adam ? 2 : (config.momentum != 0 ? 1 : 0);
 }
 
-int64_t Optimizer::state_bytes() const {
-  int64_t elements = 0;
-  for (const Param* p : params_) elements += p->value.numel();
-  return state_tensors_per_param() * elements * static_cast<int64_t>(dtype_size(DType::f32));
+int64_t Optimizer::state_bytes(const OptimizerConfig& config, int64_t parameters) {
+  return state_tensors_per_param(config) * parameters * static_cast<int64_t>(dtype_size(DType::f32));
 }
 
 Status Optimizer::init() {
   state_.clear();
-  const int per_param = state_tensors_per_param();
+  const int per_param = state_tensors_per_param(config_);
   for (int k = 0; k < per_param; ++k) {
     for (Param* p : params_) {
       RG_ASSIGN(Tensor t, Tensor::zeros(p->value.shape(), DType::f32, p->name + (k == 0 ? ".m" : ".s")));

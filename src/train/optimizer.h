@@ -36,8 +36,9 @@ class Optimizer {
  public:
   Optimizer(const OptimizerConfig& config, std::vector<Param*> params);
   Status init();  // allocates the state tensors (counted)
-  // Bytes init() allocates: per parameter, SGD's velocity (with momentum) or Adam's m and s.
-  int64_t state_bytes() const;
+  // Bytes init() allocates for `parameters` trainable values: per value, SGD's velocity (with
+  // momentum) or Adam's m and s. Known from the model's shapes, before its init().
+  static int64_t state_bytes(const OptimizerConfig& config, int64_t parameters);
 
   // One update of every parameter from its grad, at learning rate lr. Returns the first
   // parameter whose gradient held an Inf or a NaN (checked in the same pass; the update is made
@@ -55,7 +56,7 @@ class Optimizer {
   std::vector<Param*> params_;
   std::vector<Tensor> state_;
   int64_t steps_ = 0;
-  int state_tensors_per_param() const;
+  static int state_tensors_per_param(const OptimizerConfig& config);
 };
 
 }  // namespace rg

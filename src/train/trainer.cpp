@@ -142,7 +142,7 @@ Status Trainer::prepare() {
 }
 
 int64_t Trainer::prepared_bytes(Model& model, const TrainOptions& options, int64_t rows) {
-  int64_t bytes = Optimizer(options.optimizer, model.params()).state_bytes();
+  int64_t bytes = Optimizer::state_bytes(options.optimizer, model.param_count());
   if (options.comm != nullptr && options.comm->size() > 1) bytes += model.param_count() * static_cast<int64_t>(sizeof(float));
   const int64_t output_bytes = model.output_shape().numel() * rows * static_cast<int64_t>(sizeof(float));
   if (options.device != nullptr) {  // activations live on the device: here the batches, and the output read back
