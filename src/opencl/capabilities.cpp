@@ -288,23 +288,18 @@ Status test_local_memory(Device& device, Capabilities* caps) {
 // The cache file: what the tests found, for this device, driver, probe kernels and start size.
 constexpr const char* kCacheMagic = "retrograd-opencl-capabilities 1";
 
-std::string identity(const Device& device) {
-  std::string text = device.info().name + " | " + device.info().driver_version;
-  for (const char* file : {"probe.cl", "probe_fp16.cl"}) {
-    const auto source = kernel_program_source(file);
-    text += std::string(" | ") + file + " " + fnv1a_hex(source.ok() ? source.value().text : std::string());
-  }
-  return text;
+std::string capability_identity(const Device& device) {
+  return measured_identity(device.info().name, device.info().driver_version, {"probe.cl", "probe_fp16.cl"});
 }
 
 std::string cache_path(const Device& device, int64_t start) {
-  return join_path(cache_folder(), "opencl-capabilities-" + fnv1a_hex(identity(device)) + "-" + std::to_string(start) +
+  return join_path(cache_folder(), "opencl-capabilities-" + fnv1a_hex(capability_identity(device)) + "-" + std::to_string(start) +
                                        ".txt");
 }
 
 std::string cache_text(const Device& device, const Capabilities& c) {
   std::ostringstream out;
-  out << kCacheMagic << "\nfor " << identity(device) << "\nmax_alloc " << c.max_alloc_reported << " "
+  out << kCacheMagic << "\nfor " << capability_identity(device) << "\nmax_alloc " << c.max_alloc_reported << " "
       << c.max_alloc_tried << " " << c.max_alloc_works << "\nlocal_mem " << c.local_mem_reported << " "
       << c.local_mem_works << "\nfp16 " << c.fp16_reported << " " << c.fp16_storage << " " << c.fp16_arithmetic
       << "\nmax_alloc_note " << c.max_alloc_note << "\nlocal_mem_note " << c.local_mem_note
@@ -320,7 +315,7 @@ Result<Capabilities> parse_cache(const Device& device, int64_t start, const std:
   const bool lines = read_line(in, magic) && read_line(in, made_for) && read_line(in, max_alloc) &&
                      read_line(in, local_mem) && read_line(in, fp16);
   if (!lines || magic != kCacheMagic) return Status::error(path + ": not a capabilities cache file");
-  if (made_for != "for " + identity(device)) return Status::error(path + ": made for another device, driver or kernel");
+  if (made_for != "for " + capability_identity(device)) return Status::error(path + ": made for another device, driver or kernel");
   std::istringstream a(max_alloc), l(local_mem), f(fp16);
   std::string key_a, key_l, key_f;
   const bool numbers = (a >> key_a >> c.max_alloc_reported >> c.max_alloc_tried >> c.max_alloc_works) && key_a == "max_alloc" &&

@@ -26,10 +26,8 @@ constexpr const char* kTuningFileMagic = "retrograd-opencl-gemm-tuning 1";
 constexpr const char* kTransNames[4] = {"NN", "NT", "TN", "TT"};  // trans_a * 2 + trans_b
 
 // What a cache file must have been made for: the device, its driver and gemm.cl's text.
-std::string identity(const Device& device) {
-  const auto source = kernel_program_source("gemm.cl");
-  return device.info().name + " | " + device.info().driver_version + " | gemm.cl " +
-         fnv1a_hex(source.ok() ? source.value().text : std::string());
+std::string tuning_identity(const Device& device) {
+  return measured_identity(device.info().name, device.info().driver_version, {"gemm.cl"});
 }
 
 double median(std::vector<double> v) {
@@ -138,7 +136,7 @@ std::string gemm_tuning_path(const Device& device) {
 
 std::string gemm_tuning_text(const Device& device, const GemmTuning& tuning) {
   std::ostringstream out;
-  out << kTuningFileMagic << "\nfor " << identity(device) << "\nsize " << tuning.size << "\n";
+  out << kTuningFileMagic << "\nfor " << tuning_identity(device) << "\nsize " << tuning.size << "\n";
   for (int t = 0; t < 4; ++t)
     for (const GemmRate& r : tuning.rates[t]) out << kTransNames[t] << " " << r.config.name() << " " << r.gflops << "\n";
   return out.str();
@@ -152,7 +150,7 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
     return Status::error(file + ":" + std::to_string(number) + ": " + rule);
   };
   GemmTuning tuning;
-  const std::string want = "for " + identity(device);
+  const std::string want = "for " + tuning_identity(device);
   while (read_line(in, line)) {
     ++number;
     if (number == 1 && line != kTuningFileMagic)

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/serial.h"
+
 namespace rg::ocl {
 
 Result<KernelSource> kernel_source(const std::string& file) {
@@ -50,6 +52,16 @@ std::vector<std::string> embedded_kernel_file_names() {
   std::vector<std::string> names;
   for (size_t i = 0; i < kEmbeddedKernelFileCount; ++i) names.emplace_back(kEmbeddedKernelFiles[i].name);
   return names;
+}
+
+std::string measured_identity(const std::string& device_name, const std::string& driver_version,
+                              const std::vector<std::string>& kernel_files) {
+  std::string text = device_name + " | " + driver_version;
+  for (const std::string& file : kernel_files) {
+    const auto source = kernel_program_source(file);
+    text += " | " + file + " " + fnv1a_hex(source.ok() ? source.value().text : std::string());
+  }
+  return text;
 }
 
 }  // namespace rg::ocl

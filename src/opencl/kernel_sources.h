@@ -37,4 +37,10 @@ Result<KernelSource> kernel_program_source(const std::string& file);
 
 std::vector<std::string> embedded_kernel_file_names();
 
+// "NAME | DRIVER | gemm.cl HASH | ...": what measurements made on one device with these kernels
+// (the GEMM tuning, the capability tests) are valid for; another driver or an edited kernel is
+// another identity, so a cache keyed by it is measured again.
+std::string measured_identity(const std::string& device_name, const std::string& driver_version,
+                              const std::vector<std::string>& kernel_files);
+
 }  // namespace rg::ocl
