@@ -170,7 +170,7 @@ void remove_stale_temporaries(const std::string& path) {
   for (const std::string& name : stale) std::remove((folder_of(path) + "/" + name).c_str());
 }
 
-std::string refusal(const std::string& who, const std::string& holder, const std::string& lock_path) {
+std::string lock_refusal(const std::string& who, const std::string& holder, const std::string& lock_path) {
   return who + " is being written by " + (holder.empty() ? "another process" : "process " + holder) + " (it holds " +
          lock_path + "); wait for that run to end, or write to another path";
 }
@@ -344,7 +344,7 @@ Result<std::unique_ptr<OutputLock>> OutputLock::acquire(const std::string& path)
       if (ReadFile(peek, text, sizeof text - 1, &got, nullptr) && got > 0) holder.assign(text, got);
       CloseHandle(peek);
     }
-    return Status::error(refusal(shown(path, target), holder, lock_path));
+    return Status::error(lock_refusal(shown(path, target), holder, lock_path));
   }
   DWORD wrote = 0;
   WriteFile(handle, pid.data(), static_cast<DWORD>(pid.size()), &wrote, nullptr);
@@ -361,7 +361,7 @@ Result<std::unique_ptr<OutputLock>> OutputLock::acquire(const std::string& path)
       const int error = errno;
       const std::string holder = lock_holder(fd);
       close(fd);
-      if (error == EWOULDBLOCK) return Status::error(refusal(shown(path, target), holder, lock_path));
+      if (error == EWOULDBLOCK) return Status::error(lock_refusal(shown(path, target), holder, lock_path));
       return Status::error(shown(path, target) + ": cannot lock " + lock_path + ": " + std::strerror(error));
     }
     // The last holder removes the file as it lets go: the lock counts only on the file now at the path.
