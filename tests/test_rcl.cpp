@@ -323,13 +323,17 @@ TEST(RclModel, StatesAreReservedAndCounted) {
   auto tight = build(cfg);
   ASSERT_TRUE(tight.ok());
   ASSERT_TRUE(tight.value()->init(1).ok());
-  // Room for the outputs and one more, not for the states (10 x 64 x 256 f32 = 640 KiB), which
-  // Model::reserve asks for right after the RCL's output.
-  host.set_budget(host.current_bytes() + 64 * (256 + 4 + 2 + 256) * 4);
+  // Room for the outputs and one more, not for the states (10 x 64 x 256 f32 = 640 KiB): the
+  // reserve is refused before it allocates anything, its message counting the states in.
+  const int64_t held = host.current_bytes();
+  host.set_budget(held + 64 * (256 + 4 + 2 + 256) * 4);
   const Status refused = tight.value()->reserve(64);
+  const int64_t after = host.current_bytes();
   host.set_budget(0);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.message().find("rcl1"), std::string::npos) << refused.message();
+  EXPECT_EQ(after, held) << "refused before allocating";
+  EXPECT_NE(refused.message().find(format_bytes(tight.value()->reserved_bytes(64).total())), std::string::npos)
+      << refused.message();
 }
 
 // The preset: its layers, and the shapes the issue asks for.
