@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -189,6 +190,21 @@ const std::string& fixtures() {
   return dir;
 }
 
+// `from` copied afresh to `run`. A copy interrupted by a signal (libFuzzer's -timeout alarm: seen
+// under gVisor as EINTR from the file copy) is started again; any other failure stops the run.
+void copy_fixtures(const std::string& from, const std::string& run) {
+  std::error_code error;
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    std::error_code ignored;
+    fs::remove_all(run, ignored);
+    fs::copy(from, run, fs::copy_options::recursive, error);
+    if (!error) return;
+    if (error.value() != EINTR) break;
+  }
+  std::fprintf(stderr, "fuzz_cli: cannot copy %s to %s: %s\n", from.c_str(), run.c_str(), error.message().c_str());
+  std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -205,8 +221,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& from = fixtures();
   const std::string run = rg::fuzz::scratch_folder() + "/run";
   std::error_code ignored;
-  fs::remove_all(run, ignored);
-  fs::copy(from, run, fs::copy_options::recursive);
+  copy_fixtures(from, run);
   if (chdir(run.c_str()) != 0) std::abort();
 
   std::vector<char*> argv;
