@@ -213,6 +213,34 @@ TEST(Gan, RunsAreDeterministicAndResumeExactly) {
   EXPECT_NE(refused.message().find(d_path), std::string::npos) << refused.message();
 }
 
+// Issue 29, section 3: buffers of min(batch, samples) rows. A batch of 2^20 over 40 samples
+// holds 40 rows (a few KiB, not 2^20 images), and trains as a batch of 40 does, bit for bit.
+TEST(Gan, ABatchLargerThanTheDataHoldsTheDataOnly) {
+  const Dataset data = tiny_images();
+  static FILE* null_log = std::fopen("/dev/null", "w");
+  auto run_with = [&](int64_t batch, int64_t* held) {
+    GanRun run;
+    run.g = build(kGeneratorCfg, "g", DType::f32, 1);
+    run.d = build(kDiscriminatorCfg, "d", DType::f32, 2);
+    run.pool.reset(new ThreadPool(1));
+    TrainOptions options = gan_options(1, null_log);
+    options.batch = batch;
+    run.trainer.reset(new GanTrainer(*run.g, *run.d, *run.pool, options));
+    const int64_t before = host_memory().current_bytes();
+    EXPECT_TRUE(run.trainer->prepare(data.size()).ok());
+    *held = host_memory().current_bytes() - before;
+    EXPECT_TRUE(run.trainer->train_epoch(data).ok());
+    return run;
+  };
+  int64_t held_huge = 0, held_exact = 0;
+  GanRun huge = run_with(int64_t{1} << 20, &held_huge);
+  GanRun exact = run_with(data.size(), &held_exact);
+  EXPECT_EQ(held_huge, held_exact);
+  EXPECT_LT(held_huge, int64_t{64} << 20);
+  EXPECT_EQ(weights(*huge.g), weights(*exact.g));
+  EXPECT_EQ(weights(*huge.d), weights(*exact.d));
+}
+
 // generate(): pixels in [0, 1] from tanh's [-1, 1]; the same stream gives the same samples
 // whatever the batch they are made in.
 TEST(Gan, GeneratedSamplesArePixelsAndRepeat) {

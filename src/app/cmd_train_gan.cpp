@@ -215,7 +215,7 @@ int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) 
   options.log = stdout;
   options.live_progress = is_terminal(stdout);
   GanTrainer trainer(g, d, pool, options);
-  if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());
+  if (Status s = trainer.prepare(train.size()); !s.ok()) return fail(s.message());
   if (resuming) {
     const Status s = trainer.resume_from(g_ck, join_path(out_dir, kGeneratorFile), d_ck,
                                          join_path(out_dir, kDiscriminatorFile));

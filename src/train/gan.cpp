@@ -83,8 +83,9 @@ GanTrainer::GanTrainer(Model& generator, Model& discriminator, ThreadPool& pool,
       g_opt_(options.optimizer, generator.params()),
       d_opt_(options.optimizer, discriminator.params()) {}
 
-Status GanTrainer::prepare() {
+Status GanTrainer::prepare(int64_t train_samples) {
   RG_TRY(check_gan_pair(g_, d_));
+  buffer_rows_ = train_samples > 0 ? std::min(options_.batch, train_samples) : options_.batch;
   if (options_.precision != TrainPrecision::fp32) {
     return Status::error(std::string("--train-precision ") + train_precision_name(options_.precision) +
                          ": GAN training runs in fp32 only (fp16 and int8 training are for classifiers and autoencoders)");
@@ -95,10 +96,10 @@ Status GanTrainer::prepare() {
   if (options_.device != nullptr) {
     RG_TRY(prepare_device());
   } else {
-    RG_TRY(g_.reserve(options_.batch));
-    RG_TRY(d_.reserve(options_.batch));
+    RG_TRY(g_.reserve(buffer_rows_));
+    RG_TRY(d_.reserve(buffer_rows_));
   }
-  const int64_t n = options_.batch;
+  const int64_t n = buffer_rows_;
   RG_ASSIGN(real_, Tensor::zeros(d_.input_shape().batched(n), DType::f32, "real image batch"));
   RG_ASSIGN(labels_, Tensor::zeros(Shape{n}, DType::i32, "label batch"));
   RG_ASSIGN(z_, Tensor::zeros(g_.input_shape().batched(n), DType::f32, "noise batch"));
@@ -238,8 +239,8 @@ Status GanTrainer::generate(uint64_t stream, int64_t count, const Tensor& out) {
   Rng rng(options_.seed, stream);
   const LayerContext ctx{&pool_, false};
   const int64_t size = g_.output_shape().numel();
-  for (int64_t begin = 0; begin < count; begin += options_.batch) {
-    const int64_t m = std::min(options_.batch, count - begin);
+  for (int64_t begin = 0; begin < count; begin += buffer_rows_) {
+    const int64_t m = std::min(buffer_rows_, count - begin);
     const Tensor z = z_.rows(0, m);
     draw_noise(rng, m, z);
     Tensor samples;

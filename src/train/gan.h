@@ -60,8 +60,9 @@ class GanTrainer {
   GanTrainer(Model& generator, Model& discriminator, ThreadPool& pool, const TrainOptions& options);
   ~GanTrainer();
 
-  // Allocates optimizer state and batch buffers.
-  Status prepare();
+  // Allocates optimizer state and batch buffers: of min(batch, train_samples) rows (a batch
+  // larger than the data never fills more; 0: the batch).
+  Status prepare(int64_t train_samples = 0);
   // Restores both networks and their optimizers from checkpoints written by save() and read
   // with read_checkpoint (after prepare(); on an error the caller stops: one of the two may
   // have been restored).
@@ -122,6 +123,7 @@ class GanTrainer {
   Tensor real_, labels_, z_;    // [batch, ...] buffers
   Tensor ones_, zeros_;         // BCE targets [batch, 1]
   int64_t epochs_done_ = 0;
+  int64_t buffer_rows_ = 0;  // rows of every batch buffer: min(batch, the training samples)
 };
 
 }  // namespace rg

@@ -17,9 +17,9 @@ Status GanTrainer::prepare_device() {
   RG_ASSIGN(ocl::ClOptimizer d_opt, ocl::ClOptimizer::create(device, d_opt_, d_cl_->params()));
   g_cl_opt_ = std::make_unique<ocl::ClOptimizer>(std::move(g_opt));
   d_cl_opt_ = std::make_unique<ocl::ClOptimizer>(std::move(d_opt));
-  RG_TRY(g_cl_->reserve(options_.batch).with_context("the generator's device buffers: "));
-  RG_TRY(d_cl_->reserve(options_.batch).with_context("the discriminator's device buffers: "));
-  const int64_t n = options_.batch;
+  RG_TRY(g_cl_->reserve(buffer_rows_).with_context("the generator's device buffers: "));
+  RG_TRY(d_cl_->reserve(buffer_rows_).with_context("the discriminator's device buffers: "));
+  const int64_t n = buffer_rows_;
   RG_ASSIGN(logits_, Tensor::zeros(Shape{n, 1}, DType::f32, "the discriminator's logits read back"));
   RG_ASSIGN(logits_grad_, Tensor::zeros(Shape{n, 1}, DType::f32, "the logits' gradient"));
   RG_ASSIGN(samples_, Tensor::zeros(g_.output_shape().batched(n), DType::f32, "the generator's samples read back"));
