@@ -336,6 +336,24 @@ TEST(MachineCheck, APlanOverTheAvailableMemoryIsRefusedWithBothFiguresAndABudget
   EXPECT_NE(hopeless.message().find("not even one sample at a time fits"), std::string::npos) << hopeless.message();
 }
 
+// Samples held in memory (opened without a budget) that alone overflow the memory available:
+// the refusal points at streaming them, which the plan could not do, rather than at the model.
+TEST(MachineCheck, DataThatAloneOverflowsPointsAtStreaming) {
+  auto model = build_model(1, kCnnCfg);
+  TrainOptions options;
+  options.batch = 8;  // buffers well under the data's size
+  const Dataset in_memory = make_synthetic(6000, 100, 10, 1).train;  // 4.5 MiB of u8 samples
+  const RunData data{&in_memory};
+  auto plan = plan_memory(*model, options, data, 0, StreamChoice::automatic);
+  ASSERT_TRUE(plan.ok());
+  const MemoryPlan& p = plan.value();
+  const AvailableMemory rest_fits{p.predicted_peak() - p.data + (64 << 10), "test"};
+  const Status refused = check_plan_fits(*model, options, data, StreamChoice::automatic, p, rest_fits);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("the data alone takes " + format_bytes(p.data)), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("--stream yes"), std::string::npos) << refused.message();
+}
+
 TEST(MachineCheck, ABudgetAboveTheAvailableMemoryIsObeyedWithAWarning) {
   EXPECT_EQ(budget_above_available(int64_t{1} << 30, {int64_t{2} << 30, "test"}), "");
   EXPECT_EQ(budget_above_available(int64_t{1} << 30, {0, "unknown"}), "");

@@ -135,8 +135,15 @@ Status check_plan_fits(Model& model, const TrainOptions& options, const RunData&
   const std::string planned = " (the plan: " + describe_plan(plan) + ")";
   auto within = plan_memory(model, options, data, available.bytes, stream);
   if (!within.ok()) {
-    return Status::error(over + "not even one sample at a time fits in that: train a smaller model, or on a machine "
-                         "with more memory" + planned);
+    // The samples were opened in memory (no budget): the plan could not stream them. Say so when
+    // the rest would fit, since reading them from disk is then the way.
+    const bool streaming_helps = !plan.stream && plan.predicted_peak() - plan.data < available.bytes;
+    return Status::error(over + (streaming_helps
+        ? "the data alone takes " + format_bytes(plan.data) + ": read the samples from disk as batches are "
+          "gathered with --stream yes, or give --mem-budget " + std::to_string(available.bytes >> 20) +
+          "M (it streams what does not fit)"
+        : "not even one sample at a time fits in that: train a smaller model, or on a machine with more memory") +
+        planned);
   }
   const MemoryPlan& fitting = within.value();
   return Status::error(over + "--mem-budget " + std::to_string(available.bytes >> 20) + "M runs it within that (" +
