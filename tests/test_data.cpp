@@ -936,5 +936,25 @@ TEST(Issue29Cache, StreamedMessagesNameTheUsersFile) {
 #endif
 }
 
+
+// Issue 29, section 3: samples read into memory are checked against the memory available before
+// they are allocated or read: refused naming the file, with nothing allocated.
+TEST(MachineCheck, SamplesThatDoNotFitAreRefusedBeforeTheyAreRead) {
+  TempDir dir;
+  const std::string folder = write_labelled_folder(dir, "fits-not", 400, 0, 1);  // 400 small images: 6.4 KB
+  {
+    ScopedEnv small("RETROGRAD_MEM_AVAILABLE", "2K");
+    const int64_t before = host_memory().current_bytes();
+    auto refused = load_mnist_folder(folder);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(host_memory().current_bytes(), before);
+    const std::string text = refused.status().message();
+    EXPECT_NE(text.find(folder + "/train-images-idx3-ubyte"), std::string::npos) << text;
+    EXPECT_NE(text.find("2.0 KiB this machine has available"), std::string::npos) << text;
+  }
+  ScopedEnv enough("RETROGRAD_MEM_AVAILABLE", "64M");
+  EXPECT_TRUE(load_mnist_folder(folder).ok());
+}
+
 }  // namespace
 }  // namespace rg

@@ -480,6 +480,10 @@ CASES = [
      lambda d: (image_folder(d, None), write(os.path.join(d, "dog", "big.png"), png_grey_zeros(16384, 16384))),
      ["ENV=RETROGRAD_MEM_AVAILABLE=300M", "train", "--data", "{d}", "--epochs", "1"],
      ["{d}/dog/big.png", "more than the 300.0 MiB available", "refused before decoding"], []),
+    ("data-over-available", "memory", "an IDX training set larger than the memory available (20000 images, 8 MB free)",
+     lambda d: mnist_folder(d, train_images=idx_images(20000), train_labels=idx_labels(20000)),
+     ["ENV=RETROGRAD_MEM_AVAILABLE=8M", "train", "--data", "{d}", "--epochs", "1"],
+     ["{d}/train-images-idx3-ubyte", "--stream yes", "8.0 MiB this machine has available"], []),
     # --- issue 29 section 3: end
     # --- issue 29 section 4 outputs: begin
     ("out-existing-checkpoint", "outputs", "a new run's --checkpoint where an earlier run's checkpoint is",

@@ -126,7 +126,7 @@ Result<Dataset> allocate(const std::string& name, const std::vector<std::string>
   out.sample_shape = Shape{kCifarSide, kCifarSide, 3};
   out.num_classes = kClasses;
   out.class_names = classes;
-  RG_ASSIGN(out.samples, Tensor::zeros(out.sample_shape.batched(n), DType::u8, name + " samples"));
+  RG_ASSIGN(out.samples, allocate_samples(out.sample_shape, n, DType::u8, name, files.front()));
   RG_ASSIGN(out.labels, Tensor::zeros(Shape{n}, DType::i32, name + " labels"));
   return out;
 }

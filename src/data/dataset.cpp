@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/memory.h"
 #include "base/rng.h"
 #include "cpu/kernel_tables.h"
 #include "data/files.h"
@@ -218,6 +219,13 @@ Result<Dataset> Dataset::in_memory_copy() const {
   const int64_t row = sample_shape.numel();
   for (int64_t i = 0; i < size(); ++i) RG_TRY(read_row_bytes(i, to + i * row));
   return out;
+}
+
+Result<Tensor> allocate_samples(const Shape& sample_shape, int64_t n, DType dtype, const std::string& name,
+                                const std::string& source) {
+  const int64_t bytes = n * sample_shape.numel() * dtype_size(dtype) + n * 4;  // and the i32 labels
+  RG_TRY(check_host_memory(bytes, source + ": its " + std::to_string(n) + " samples in memory"));
+  return Tensor::zeros(sample_shape.batched(n), dtype, name + " samples");
 }
 
 std::string default_fashion_mnist_dir() { return "/usr/share/datasets/fashion-mnist"; }

@@ -94,6 +94,12 @@ struct DataSplit {
 // it once, where the data meets the model, never per batch.
 Status check_labels(const Dataset& data, int64_t outputs);
 
+// The samples tensor [n, sample_shape...] of a dataset read into memory (named `name`
+// samples), allocated after check_host_memory: samples and labels the machine (or the budget)
+// cannot hold are refused naming `source` before anything is allocated or read.
+Result<Tensor> allocate_samples(const Shape& sample_shape, int64_t n, DType dtype, const std::string& name,
+                                const std::string& source);
+
 // The folder the Debian package dataset-fashion-mnist installs to.
 std::string default_fashion_mnist_dir();
 // T-shirt/top, Trouser, Pullover, Dress, Coat, Sandal, Shirt, Sneaker, Bag, Ankle boot.

@@ -270,7 +270,8 @@ Result<Dataset> load_idx_pair(const std::string& images_path, const std::string&
   out.name = name;
   out.sample_shape = Shape{images.dims[1], images.dims[2], 1};
   const DType kept = images.element_bytes == 1 ? DType::u8 : float_storage;
-  RG_ASSIGN(out.samples, Tensor::zeros(out.sample_shape.batched(images.dims[0]), kept, name + " samples"));
+  RG_ASSIGN(out.samples, allocate_samples(out.sample_shape, images.dims[0], kept, name,
+                                          images_path + " (byte images can be streamed from disk instead: --stream yes)"));
   if (kept == DType::u8) {
     RG_TRY(read_idx_data(images, out.samples.data<uint8_t>()));
   } else {

@@ -162,7 +162,8 @@ Result<Dataset> decode_files(const std::vector<LabelledFile>& files, const std::
   out.sample_shape = Shape{options.height, options.width, options.channels};
   out.num_classes = static_cast<int32_t>(classes.size());
   out.class_names = classes;
-  RG_ASSIGN(out.samples, Tensor::zeros(out.sample_shape.batched(n), DType::u8, name + " samples"));
+  RG_ASSIGN(out.samples, allocate_samples(out.sample_shape, n, DType::u8, name, name + " (decoded to " +
+                                                                               out.sample_shape.str() + ")"));
   RG_ASSIGN(out.labels, Tensor::zeros(Shape{n}, DType::i32, name + " labels"));
   const int64_t row = out.sample_shape.numel();
   uint8_t* samples = out.samples.data<uint8_t>();
