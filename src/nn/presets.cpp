@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/input_file.h"
 #include "nn/model.h"
 
 namespace rg {
@@ -215,7 +216,9 @@ std::vector<std::string> preset_names() {
 Result<CfgDocument> load_model_cfg(const std::string& name_or_path) {
   const std::string text = preset_cfg(name_or_path);
   if (!text.empty()) return parse_cfg(text, "preset:" + name_or_path);
-  if (name_or_path.find('/') == std::string::npos && name_or_path.find('.') == std::string::npos) {
+  // A word with no separator or dot that names nothing on disk was meant as a preset.
+  const bool path_like = name_or_path.find_first_of("/\\.") != std::string::npos || path_exists(name_or_path);
+  if (!path_like) {
     std::string known;
     for (const auto& name : preset_names()) known += (known.empty() ? "" : ", ") + name;
     return Status::error("'" + name_or_path + "' is neither a preset (" + known + ") nor a cfg file path");
