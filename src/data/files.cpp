@@ -37,6 +37,8 @@ bool is_regular_file(const std::string& path) {
 
 Status make_directories(const std::string& path) {
   if (path.empty() || is_directory(path)) return Status();
+  const std::string kind = path_kind(path);  // something else is there: say what, not "File exists"
+  if (!kind.empty()) return Status::error(path + " is " + kind + ", not a folder");
   const std::string parent = parent_path(path);
   if (!parent.empty() && parent != path) RG_TRY(make_directories(parent));
 #ifdef _WIN32
