@@ -10,24 +10,15 @@
 #include "data/files.h"
 #include "nn/model.h"
 #include "study/advisor.h"
+#include "study/study_claims.h"
 #include "study/child_process.h"
 
 namespace rg {
 
 namespace {
 
-Result<StudyResult> read_study(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::error(path + ": cannot open");
-  const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
-  if (json.is_discarded()) return Status::error(path + ": not JSON");
-  auto study = study_result_from_json(json);
-  if (!study.ok()) return study.status().with_context(path + ": ");
-  return study;
-}
-
 bool studied(const StudyResult& study, const std::string& network) {
-  for (const RunRecord& r : study.runs) {
+  for (const RunRecord& r : study.figures) {
     if (r.ok && r.run.part == "devices" && r.run.network == network) return true;
   }
   return false;
@@ -77,7 +68,7 @@ int run_advise(int argc, char** argv) {
   std::string path = args.text("study");
   Result<StudyResult> study = Status::error("no study read");
   if (is_regular_file(path)) {
-    study = read_study(path);
+    study = read_study_file(path);
     if (!study.ok()) return fail(study.status().message());
   } else if (args.given("study")) {
     return fail("--study " + path + ": no such file (write one with `retrograd study`)");
@@ -88,7 +79,7 @@ int run_advise(int argc, char** argv) {
                 network.c_str(), path.c_str(), network.c_str(), dir.c_str());
     if (Status s = measure_network(argv[0], network, dir, args.given("no-opencl")); !s.ok()) return fail(s.message());
     path = join_path(dir, "study.json");
-    study = read_study(path);
+    study = read_study_file(path);
     if (!study.ok()) return fail(study.status().message());
   }
   auto advice = advise(study.value(), network, budget);

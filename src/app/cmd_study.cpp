@@ -25,6 +25,8 @@
 #include "study/study_ranks.h"
 #include "study/study_report.h"
 #include "study/study_runner.h"
+#include "study/study_session.h"
+#include "study/report_doc.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -65,8 +67,9 @@ Status config_from_args(const Args& args, StudyConfig* config) {
   if (args.given("parts")) {
     config->parts = split_list(args.text("parts"));
     for (const std::string& part : config->parts) {
-      if (part != "devices" && part != "batch-speed" && part != "batch" && part != "lr" && part != "threads") {
-        return Status::error("--parts: '" + part + "' is not a part (devices, batch-speed, batch, lr, threads)");
+      if (part != "devices" && part != "batch-speed" && part != "batch" && part != "lr" && part != "threads" &&
+          part != "quality") {
+        return Status::error("--parts: '" + part + "' is not a part (devices, batch-speed, batch, lr, threads, quality)");
       }
     }
   }
@@ -81,6 +84,14 @@ Status config_from_args(const Args& args, StudyConfig* config) {
     RG_ASSIGN(config->target_accuracy, args.number("target", 0.0, 1.0));
   }
   if (args.given("isa-ladder")) config->isa_ladder_networks = args.text("isa-ladder");
+  if (args.given("rounds")) {
+    RG_ASSIGN(const double rounds, args.number("rounds", 1, 50));
+    config->rounds = static_cast<int>(rounds);
+  }
+  if (args.given("quality-samples")) {
+    RG_ASSIGN(const double samples, args.number("quality-samples", 64, 1e9));
+    config->quality_samples = static_cast<int64_t>(samples);
+  }
   return Status();
 }
 
@@ -108,23 +119,6 @@ StudyMachine describe_machine(const SystemInfo& info) {
   return m;
 }
 
-// "[ 3/52] devices lenet   cpu/avx2  fp16 b64    21248 samples/s  48.1 GFLOP/s 25% of peak  test accuracy 0.712"
-void print_progress(size_t index, size_t total, const RunRecord& r, const StudyDevice& device) {
-  std::printf("[%2zu/%zu] %-7s %-11s %-9s %-10s b%-5lld ", index + 1, total, r.run.part.c_str(), r.run.network.c_str(),
-              device.label.c_str(), r.run.precision.c_str(), static_cast<long long>(r.run.batch));
-  if (!r.ok) {
-    std::printf("failed: %s\n", r.error.c_str());
-  } else {
-    std::printf("%9.0f samples/s", r.samples_per_s);
-    if (std::isfinite(r.gflops)) std::printf(" %7.2f GFLOP/s", r.gflops);
-    if (std::isfinite(r.efficiency)) std::printf(" %3.0f%% of peak", 100 * r.efficiency);
-    if (std::isfinite(r.quality)) std::printf("  %s %.4g", r.quality_name.c_str(), r.quality);
-    if (r.run.lr > 0) std::printf("  lr %g", r.run.lr);
-    std::printf("  (%.1fs)\n", r.process_seconds);
-  }
-  std::fflush(stdout);
-}
-
 // GANs are scored by a classifier trained once, before the runs: lenet for one epoch, in
 // runs/NAME.ckpt (a rank's own name: ranks may share the folder).
 std::string train_judge(const RunContext& context, const StudyConfig& config, const std::string& name) {
@@ -144,48 +138,26 @@ std::string train_judge(const RunContext& context, const StudyConfig& config, co
   return path;
 }
 
-// The OpenCL timing run waits for nothing; a companion run with --profile-device gives the
-// device's busy share and transfer time (its own speed, slowed by the waits, is not used).
-void add_device_profile(RunRecord& record, const StudyDevice& device, const RunContext& context) {
-  StudyRun run = record.run;
-  run.profile = true;
-  const RunRecord profiled = measure_run(run, device, context);
-  if (!profiled.ok || !std::isfinite(profiled.gpu_busy)) return;
-  const double kernel_seconds = profiled.gpu_busy * profiled.train_seconds;
-  const double unprofiled_seconds = static_cast<double>(profiled.samples_trained) / record.samples_per_s;
-  record.gpu_busy = std::min(1.0, kernel_seconds / unprofiled_seconds);
-  record.copy_ms_per_step = profiled.copy_ms_per_step;
-  record.launches_per_step = profiled.launches_per_step;
+// --resume: the stopped study's runs into `result` and `session`, when its settings are this one's.
+Status resume_study(const std::string& json_path, StudyResult& result, StudySession& session, double* earlier_seconds) {
+  RG_ASSIGN(StudyResult earlier, read_study_file(json_path));
+  if (study_config_json(earlier.config) != study_config_json(result.config) || earlier.quick != result.quick) {
+    return Status::error("--resume: " + json_path + " was made with other settings (" +
+                         study_config_json(earlier.config).dump() + "); give the same options, or leave --resume "
+                         "out to start again (its runs are then replaced)");
+  }
+  if (earlier.devices.size() != result.devices.size()) {
+    return Status::error("--resume: " + json_path + " studied " + std::to_string(earlier.devices.size()) +
+                         " devices, this machine has " + std::to_string(result.devices.size()) + " to study");
+  }
+  session.resume_from(earlier);
+  result.runs = earlier.runs;
+  result.commands = earlier.commands;
+  result.round_loads = earlier.round_loads;
+  *earlier_seconds = earlier.seconds;
+  std::printf("resuming %s: %zu runs kept\n", json_path.c_str(), earlier.runs.size());
+  return Status();
 }
-
-// The speed a run is sized by: what the device showed on this network; else on the CPU level
-// below (x 1.5: a level up is faster); else on another network; else a share of the peak.
-class RunSizer {
- public:
-  explicit RunSizer(const std::vector<StudyDevice>& devices) : devices_(devices) {}
-  void measured(int device, const std::string& network, double gflops) {
-    if (std::isfinite(gflops) && gflops > 0) known_[{device, network}] = gflops;
-  }
-  double gflops(int device, const std::string& network) const {
-    if (auto it = known_.find({device, network}); it != known_.end()) return it->second;
-    const StudyDevice& d = devices_[device];
-    if (!d.opencl && device > 0 && !devices_[device - 1].opencl) {
-      if (auto it = known_.find({device - 1, network}); it != known_.end()) return 1.5 * it->second;
-    }
-    // Another network on this device: the fastest (a GPU's GFLOP/s grow with the network's size).
-    double fastest = 0;
-    for (const auto& [key, value] : known_) {
-      if (key.first == device) fastest = std::max(fastest, value);
-    }
-    if (fastest > 0) return fastest;
-    // CPUs reach a good share of their peak; GPUs on these small networks little.
-    return d.peak.gflops > 0 ? d.peak.gflops * (d.kind == "GPU" ? 0.02 : 0.05) : 5;
-  }
-
- private:
-  const std::vector<StudyDevice>& devices_;
-  std::map<std::pair<int, std::string>, double> known_;
-};
 
 }  // namespace
 
@@ -203,11 +175,15 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
   args.option("data", "DIR", "the data every run trains on (train's --data)", "Fashion-MNIST");
   args.option("networks", "LIST", "the networks of the devices part", "mlp,autoencoder,lenet,rcnn,dcgan (full: + cnn)");
   args.option("precisions", "LIST", "training precisions, fp32 first", "fp32,fp16,int8-train (full: + int8-qat)");
-  args.option("parts", "LIST", "devices,batch-speed,batch,lr,threads", "all five");
+  args.option("parts", "LIST", "devices,batch-speed,batch,lr,threads,quality", "all six");
   args.option("sweep-network", "NAME", "the network of the batch and learning-rate sweeps", "mlp (full: lenet)");
   args.option("seconds", "S", "devices part: about how long each run trains", "0.8 (full: 4)");
   args.option("target", "ACC", "lr part: the validation accuracy whose time to reach is measured", "0.83 (full: 0.88)");
   args.option("isa-ladder", "all|LIST", "the networks measured at the ISA levels below the best", "all");
+  args.option("rounds", "N", "how many times every figure is measured, in interleaved rounds (under 3, nothing can be "
+              "claimed)", "3 (full: 5)");
+  args.option("quality-samples", "N", "quality part: the training samples of each run", "8000 (full: 30000)");
+  args.flag("resume", "go on with the study in --out that was stopped: its runs are kept, the rest are made");
   args.flag("no-opencl", "study the CPU only");
   if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
   if (args.help_requested()) {
@@ -217,6 +193,7 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
   const bool in_job = comm != nullptr && comm->size() > 1;
   if (in_job) hide_launcher_from_children();  // the runs are plain processes, not ranks
   const auto start = std::chrono::steady_clock::now();
+  double earlier_seconds = 0;  // --resume: the stopped study's time
   StudyConfig config = default_study_config(args.given("quick"));
   if (Status s = config_from_args(args, &config); !s.ok()) return fail(s.message());
   const std::string out_dir = args.text("out");
@@ -261,63 +238,41 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
   std::fflush(stdout);
 
   const std::string json_path = join_path(out_dir, "study.json");
-  std::map<std::string, double> flops;  // per network, at batch 64
-  RunSizer sizer(result.devices);
-  std::map<std::string, int64_t> fp32_limit;  // network + device -> the samples an epoch of its fp32 run took
-  const StudyPlan plan = plan_study(config, result.devices);
+  const StudyPlan plan = plan_study(config, result.devices, result.machine.logical_cpus);
   result.not_run = plan.not_run;
   const std::vector<int> owners = study_run_owners(plan, in_job ? comm->size() : 1);
   const int rank = in_job ? comm->rank() : 0;
+  std::vector<bool> owned;
   bool scores_gans = false;  // a GAN run of the devices part is this rank's: it needs the judge
   for (size_t i = 0; i < plan.runs.size(); ++i) {
-    scores_gans = scores_gans || (owners[i] == rank && plan.runs[i].network == "dcgan" && plan.runs[i].part == "devices");
+    owned.push_back(owners[i] == rank);
+    scores_gans = scores_gans || (owned[i] && plan.runs[i].network == "dcgan" && plan.runs[i].part == "devices");
   }
+  // After every run: a study stopped midway still leaves what it measured (the root's runs,
+  // under mpirun: the ranks may share the folder), and --resume goes on from there.
+  auto save = [&]() -> Status {
+    result.seconds = earlier_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return rank == 0 ? write_json_report(json_path, study_result_json(result)) : Status();
+  };
+  StudySession session(plan, owned, context, result, save);
+  if (args.given("resume")) {
+    if (in_job) return fail("--resume: a study spread over ranks cannot be resumed; run it again");
+    if (Status s = resume_study(json_path, result, session, &earlier_seconds); !s.ok()) return fail(s.message());
+  }
+  std::printf("%zu configurations x %d rounds (interleaved); expected about %s%s\n", plan.runs.size(), config.rounds,
+              report::seconds_text(session.estimated_seconds()).c_str(),
+              config.extra_rounds > 0 ? ", more if figures are unstable" : "");
   if (scores_gans) context.judge_path = train_judge(context, config, rank == 0 ? "judge" : "judge-rank" + std::to_string(rank));
-  std::vector<size_t> measured;  // the plan indexes of result.runs
-  for (size_t i = 0; i < plan.runs.size(); ++i) {
-    if (owners[i] != rank) continue;
-    StudyRun run = plan.runs[i];
-    const StudyDevice& device = result.devices[run.device];
-    if (!flops.count(run.network)) {
-      auto costs = network_training_costs(run.network, run.batch);
-      flops[run.network] = costs.ok() ? total_flops(costs.value()) : 0;
-    }
-    // Speed runs are sized by time; the sweeps' limit 0 means the whole training set.
-    if (run.limit == 0 && run.part != "batch" && run.part != "lr") {
-      const std::string key = run.network + "@" + std::to_string(run.device);
-      auto known = fp32_limit.find(key);
-      const double gflops = sizer.gflops(run.device, run.network);
-      run.limit = known != fp32_limit.end() && (run.precision != "fp32" || run.part == "threads")
-                      ? known->second
-                      : size_run(config.seconds_per_run / run.epochs, gflops, flops[run.network], run.batch, 0,
-                                 min_batches_per_epoch(device));
-      if (run.part == "devices" && run.precision == "fp32") fp32_limit[key] = run.limit;
-      run.test_limit = run.part == "devices" ? std::clamp<int64_t>(run.limit * run.epochs, 1000, 10000) : 1000;
-    }
-    RunRecord record = measure_run(run, device, context);
-    // The profiled companion: every OpenCL device in the full study; GPUs only in --quick (on
-    // PoCL it doubles the dearest runs of all).
-    if (record.ok && device.opencl && (!config.quick || device.kind == "GPU")) add_device_profile(record, device, context);
-    if (record.ok && run.precision == "fp32" && run.threads == 0) sizer.measured(run.device, run.network, record.gflops);
-    print_progress(i, plan.runs.size(), record, device);
-    result.commands.push_back(command_text(train_command(run, device, context, run.id() + ".json"), device));
-    result.runs.push_back(record);
-    measured.push_back(i);
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    // After every run: a study stopped midway still leaves what it measured (the root's runs,
-    // under mpirun: the ranks may share the folder).
-    if (rank == 0) {
-      if (Status s = write_json_report(json_path, study_result_json(result)); !s.ok()) return fail(s.message());
-    }
-  }
+  if (Status s = session.run_all(); !s.ok()) return fail(s.message());
   if (in_job) {  // every rank's records on the root, which writes the report
-    if (Status s = gather_study_runs(*comm, measured, &result); !s.ok()) return fail(s.message());
+    if (Status s = gather_study_runs(*comm, session.run_keys(), &result); !s.ok()) return fail(s.message());
     if (!comm->is_root()) return 0;
   }
+  summarise_study(result);
   result.estimates = estimate_other_machines(result);
   result.advice = advise_every_network(result, 0);
   result.finished = true;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = earlier_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (Status s = write_study_report(result, out_dir); !s.ok()) return fail(s.message());
   std::printf("\n%s\nstudy done in %.0f s: %s (also report.md, runs.csv, estimates.csv, study.json)\n",
               study_summary_text(result).c_str(), result.seconds, join_path(out_dir, "report.html").c_str());

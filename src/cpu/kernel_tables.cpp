@@ -123,4 +123,8 @@ const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa) {
   }
 }
 
+std::string f32_kernels_identity(Isa isa) {
+  return std::string(f32_gemm_kernel(isa).name) + " " + f32_gemm_narrow_kernel(isa).name + " f32_vector__" + f32_vector_kernels(isa).isa;
+}
+
 }  // namespace rg

@@ -2,6 +2,8 @@
 // Layers and ops call through these, never an ISA's kernel directly.
 #pragma once
 
+#include <string>
+
 #include "cpu/isa.h"
 #include "cpu/ukernels/f16_convert.h"
 #include "cpu/ukernels/f32_gemm.h"
@@ -93,5 +95,9 @@ struct Qs8WinogradKernel {
 };
 // sse2 (pmaddwd) serves sse2 to avx, avx2 its own.
 const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa);
+
+// The fp32 kernels a level runs (GEMM tiles and vector kernels), as one string: levels with the
+// same string train fp32 identically, so a study measures them once (study/study_devices.cpp).
+std::string f32_kernels_identity(Isa isa);
 
 }  // namespace rg

@@ -429,6 +429,8 @@ std::string render_line_chart(const LineChart& chart, int width, int height) {
       if (probe_x.usable(s.x[i]) && probe_y.usable(s.y[i])) {
         xs.push_back(s.x[i]);
         ys.push_back(s.y[i]);
+        for (const std::vector<double>* bound : {&s.y_low, &s.y_high})
+          if (i < bound->size() && probe_y.usable((*bound)[i])) ys.push_back((*bound)[i]);
       }
 
   const double top = chart.title.empty() ? 14 : 36;
@@ -499,6 +501,12 @@ std::string render_line_chart(const LineChart& chart, int width, int height) {
         continue;
       }
       std::string at = px(x.at(s.x[i])) + "," + px(y.at(s.y[i]));
+      if (i < s.y_low.size() && i < s.y_high.size() && y.usable(s.y_low[i]) && y.usable(s.y_high[i])) {
+        const double cx = x.at(s.x[i]), lo = y.at(s.y_low[i]), hi = y.at(s.y_high[i]);
+        markers += "<path class=\"error-bar\" fill=\"none\" stroke=\"" + std::string(colour(si)) + "\" stroke-width=\"1.5\" d=\"M" +
+                   px(cx) + "," + px(lo) + "V" + px(hi) + "M" + px(cx - 4) + "," + px(lo) + "h8M" + px(cx - 4) + "," +
+                   px(hi) + "h8\"/>\n";
+      }
       d += (pen_down ? "L" : "M") + at;
       pen_down = true;
       markers += "<path class=\"point\" transform=\"translate(" + at + ")\" d=\"" + shape_d + "\"><title>" +
@@ -589,6 +597,8 @@ std::string render_bar_chart(const BarChart& chart, int width) {
         t = buf;
       }
       if (probe.usable(v)) all.push_back(v);
+      for (const auto* bound : {&chart.low, &chart.high})
+        if (r < bound->size() && s < (*bound)[r].size() && probe.usable((*bound)[r][s])) all.push_back((*bound)[r][s]);
       text_w = std::max(text_w, text_width(t, 11));
     }
   const bool has_reference = probe.usable(chart.reference_value);
@@ -638,7 +648,15 @@ std::string render_bar_chart(const BarChart& chart, int width) {
       double end = x.at(v), left = std::min(base, end), w = std::fabs(end - base);
       svg.out += "<rect class=\"bar\" x=\"" + px(left) + "\" y=\"" + px(y) + "\" width=\"" + px(w) + "\" height=\"" +
                  px(bar_h) + "\" fill=\"" + colour(s) + "\"><title>" + xml_escape(tip) + "</title></rect>\n";
-      svg.text((v < 0 ? base : end) + 4, y + bar_h / 2 + 4, texts[r][s], "start",
+      double text_x = v < 0 ? base : end;
+      if (r < chart.low.size() && s < chart.low[r].size() && r < chart.high.size() && s < chart.high[r].size() &&
+          x.usable(chart.low[r][s]) && x.usable(chart.high[r][s])) {
+        const double lo = x.at(chart.low[r][s]), hi = x.at(chart.high[r][s]), cy = y + bar_h / 2;
+        svg.out += "<path class=\"error-bar\" fill=\"none\" stroke=\"#222222\" stroke-width=\"1.3\" d=\"M" + px(lo) + "," +
+                   px(cy) + "H" + px(hi) + "M" + px(lo) + "," + px(cy - 4) + "v8M" + px(hi) + "," + px(cy - 4) + "v8\"/>\n";
+        text_x = std::max(text_x, hi);
+      }
+      svg.text(text_x + 4, y + bar_h / 2 + 4, texts[r][s], "start",
                std::string("font-size=\"11\" fill=\"") + kInk + "\"");
     }
   }

@@ -25,6 +25,9 @@ std::string format_number(double value, int significant = 3);
 struct ChartSeries {
   std::string name;
   std::vector<double> x, y;  // same length; a non-finite y (or x) is no point: the line breaks there
+  // Optional error bars (empty, or as long as y): a vertical bar with caps from y_low to y_high at
+  // each point where both are usable (the spread of repeated measurements).
+  std::vector<double> y_low, y_high;
 };
 
 struct LineChart {
@@ -47,6 +50,8 @@ struct BarChart {
   std::vector<std::string> series_names;      // the legend (none when empty)
   std::vector<std::string> labels;            // row labels, e.g. "lenet · avx2"; cut with … past 40 characters
   std::vector<std::vector<double>> values;    // values[row][series]; NaN = not measured: no bar, "n/a"
+  std::vector<std::vector<double>> low, high; // optional error bars, shaped like values: a whisker with
+                                              // caps across each bar's end where both are usable
   bool log_scale = false;
   std::string note;
   std::string value_format;                   // printf format for the value after each bar ("%.3g");

@@ -7,42 +7,78 @@
 
 #include "base/memory.h"
 #include "base/text_format.h"
+#include "study/study_claims.h"
 
 namespace rg {
 
 namespace {
 
-// A precision is advised over fp32 only when its quality stays this close to fp32's on the
-// same device (accuracy in points, MSE relative): short study runs are noisy.
+// A precision is advised over fp32 only when the quality part measured it learning (beyond
+// chance) and its median quality stays this close to fp32's on the same device (accuracy in
+// points, MSE relative), and no claim says it is worse beyond the noise.
 constexpr double kAccuracyTolerance = 0.01;
 constexpr double kMseTolerance = 0.05;
-// A second thread is advised when it buys at least this much.
-constexpr double kThreadGain = 1.05;
 
-bool quality_holds(const RunRecord& candidate, const RunRecord& fp32) {
-  if (!std::isfinite(candidate.quality) || !std::isfinite(fp32.quality)) return candidate.run.precision == "fp32";
-  if (candidate.quality_higher_is_better) return candidate.quality >= fp32.quality - kAccuracyTolerance;
-  return candidate.quality <= fp32.quality * (1 + kMseTolerance);
+// The study's figure of a configuration, or null.
+const RunRecord* figure_of(const StudyResult& study, const std::string& part, const std::string& network, int device,
+                           const std::string& precision, int64_t batch = 64) {
+  for (const RunRecord& r : study.figures) {
+    if (r.ok && r.rounds > 0 && r.run.part == part && r.run.network == network && r.run.device == device &&
+        r.run.precision == precision && r.run.batch == batch && r.run.threads == 0)
+      return &r;
+  }
+  return nullptr;
 }
 
-std::string quality_figure(const RunRecord& r) {
-  if (!std::isfinite(r.quality)) return "no quality figure";
-  return r.quality_name + " " + format_fixed(r.quality, r.quality_higher_is_better ? 4 : 5);
+// The threads part's figure of `threads` threads, or null.
+const RunRecord* figure_of_threads(const StudyResult& study, const std::string& network, int device, int threads) {
+  for (const RunRecord* r : runs_of_part(study, "threads"))
+    if (r->ok && r->rounds > 0 && r->run.network == network && r->run.device == device && r->run.threads == threads) return r;
+  return nullptr;
 }
 
-// Samples/s over batch sizes on one device for one network: the devices run (batch 64) and the
-// batch-speed runs. Sorted by batch.
+// The claim of a against b, as text for a reason ("1.32x: faster (95% interval ...)").
+std::string claim_of(const StudyResult& study, const RunRecord& a, const RunRecord& b, const Claim** out = nullptr) {
+  const Claim* c = find_claim(study.claims, a.run.config_id(), b.run.config_id());
+  if (out) *out = c;
+  return c ? claim_text(*c) : "not compared";
+}
+
+bool claimed_faster(const StudyResult& study, const RunRecord& a, const RunRecord& b) {
+  const Claim* c = find_claim(study.claims, a.run.config_id(), b.run.config_id());
+  return c && c->comparison.verdict > 0 && c->anomaly.empty();
+}
+
+// Whether `precision` learns as well as fp32 on `device`, by the quality part; why not, if not.
+std::string quality_refusal(const StudyResult& study, const std::string& network, int device, const std::string& precision) {
+  const RunRecord* mine = figure_of(study, "quality", network, device, precision);
+  const RunRecord* fp32 = figure_of(study, "quality", network, device, "fp32");
+  if (!mine || !fp32) return "its quality was not measured on a budget where " + network + " learns (the quality part)";
+  if (!fp32->not_learned.empty()) return "fp32 did not learn in the quality part's budget (" + fp32->not_learned + ")";
+  if (!mine->not_learned.empty()) return precision + " did not learn in the quality part's budget (" + mine->not_learned + ")";
+  const bool holds = mine->quality_higher_is_better ? mine->quality >= fp32->quality - kAccuracyTolerance
+                                                    : mine->quality <= fp32->quality * (1 + kMseTolerance);
+  const Claim* c = find_claim(study.claims, mine->run.config_id(), fp32->run.config_id());
+  const bool worse = c && c->comparison.verdict != 0 && (c->comparison.verdict > 0) != c->higher_is_better;
+  if (holds && !worse) return "";
+  return "its " + mine->quality_name + " " + format_fixed(mine->quality, 4) + " against " + format_fixed(fp32->quality, 4) +
+         " in fp32" + (c ? " (" + claim_text(*c) + ")" : "") + " is past the tolerance";
+}
+
+// Samples/s over batch sizes on one device for one network: the devices figure (batch 64) and the
+// batch-speed figures. Sorted by batch.
 struct SpeedPoint {
+  const RunRecord* figure;
   int64_t batch;
   double samples_per_s;
   double peak_rss_bytes;
 };
 std::vector<SpeedPoint> speed_curve(const StudyResult& study, const std::string& network, int device) {
   std::map<int64_t, SpeedPoint> by_batch;
-  for (const RunRecord& r : study.runs) {
-    if (!r.ok || r.run.network != network || r.run.device != device || r.run.precision != "fp32") continue;
+  for (const RunRecord& r : study.figures) {
+    if (!r.ok || r.rounds == 0 || r.run.network != network || r.run.device != device || r.run.precision != "fp32") continue;
     if (r.run.part != "devices" && r.run.part != "batch-speed") continue;
-    by_batch[r.run.batch] = {r.run.batch, r.samples_per_s, r.peak_rss_bytes};
+    by_batch[r.run.batch] = {&r, r.run.batch, r.samples_per_s, r.peak_rss_bytes};
   }
   std::vector<SpeedPoint> curve;
   for (const auto& entry : by_batch) curve.push_back(entry.second);
@@ -82,21 +118,125 @@ std::pair<double, double> memory_line(const std::vector<SpeedPoint>& curve) {
 }
 
 // The largest batch of the sweep network's accuracy curve (batch part, on the best CPU) whose
-// accuracy after its epochs is within a point of the best: past it, larger batches cost accuracy
-// at the same learning rate (the thesis's Table 10 shows the same). 0: no sweep.
+// median accuracy after its epochs is within a point of the best: past it, larger batches cost
+// accuracy at the same learning rate (the thesis's Table 10 shows the same). 0: no sweep.
 int64_t accuracy_knee(const StudyResult& study, std::string* network) {
   double best = -1;
-  for (const RunRecord& r : study.runs) {
-    if (r.ok && r.run.part == "batch" && std::isfinite(r.quality) && r.quality_higher_is_better) best = std::max(best, r.quality);
-  }
+  for (const RunRecord* r : runs_of_part(study, "batch"))
+    if (r->ok && std::isfinite(r->quality) && r->quality_higher_is_better) best = std::max(best, r->quality);
   int64_t knee = 0;
-  for (const RunRecord& r : study.runs) {
-    if (r.ok && r.run.part == "batch" && r.quality >= best - kAccuracyTolerance && study.devices[r.run.device].best_cpu) {
-      knee = std::max(knee, r.run.batch);
-      *network = r.run.network;
+  for (const RunRecord* r : runs_of_part(study, "batch")) {
+    if (r->ok && r->quality >= best - kAccuracyTolerance && study.devices[r->run.device].best_cpu) {
+      knee = std::max(knee, r->run.batch);
+      *network = r->run.network;
     }
   }
   return knee;
+}
+
+// 1. The device: the best CPU level, unless an OpenCL device's fp32 is faster beyond the noise.
+const RunRecord* choose_device(const StudyResult& study, const std::string& network, std::vector<std::string>& reasons) {
+  const RunRecord* cpu = nullptr;
+  for (const RunRecord& r : study.figures)
+    if (study.devices[r.run.device].best_cpu && &r == figure_of(study, "devices", network, r.run.device, "fp32")) cpu = &r;
+  if (!cpu) return nullptr;
+  const RunRecord* chosen = cpu;
+  std::string others;
+  for (const RunRecord& r : study.figures) {
+    if (!study.devices[r.run.device].opencl || &r != figure_of(study, "devices", network, r.run.device, "fp32")) continue;
+    others += "; " + study.devices[r.run.device].label + " against " + study.devices[cpu->run.device].label + ": " +
+              claim_of(study, r, *cpu);
+    if (claimed_faster(study, r, *cpu) && r.samples_per_s > chosen->samples_per_s) chosen = &r;
+  }
+  const StudyDevice& d = study.devices[chosen->run.device];
+  reasons.push_back("device " + d.label + " (" + d.name + "): " + format_fixed(chosen->samples_per_s, 0) +
+                    " samples/s in fp32 at batch 64 (the median of " + std::to_string(chosen->rounds) + " rounds)" + others);
+  return chosen;
+}
+
+// 2. The precision on that device: the fastest one faster than fp32 beyond the noise, within
+// its arithmetic's bound (no anomaly), whose quality holds.
+const RunRecord* choose_precision(const StudyResult& study, const RunRecord& fp32, std::vector<std::string>& reasons) {
+  const RunRecord* chosen = &fp32;
+  std::string notes;
+  for (const RunRecord& r : study.figures) {
+    if (r.run.part != "devices" || r.run.network != fp32.run.network || r.run.device != fp32.run.device ||
+        r.run.precision == "fp32" || !r.ok || r.rounds == 0)
+      continue;
+    const Claim* c = nullptr;
+    const std::string speed = claim_of(study, r, fp32, &c);
+    const std::string refusal = quality_refusal(study, r.run.network, r.run.device, r.run.precision);
+    if (c && !c->anomaly.empty()) {
+      notes += " " + r.run.precision + ": " + speed + ", an anomaly (" + c->anomaly + "): not used.";
+    } else if (!claimed_faster(study, r, fp32)) {
+      notes += " " + r.run.precision + ": " + speed + ".";
+    } else if (!refusal.empty()) {
+      notes += " " + r.run.precision + " was faster (" + speed + ") but " + refusal + ".";
+    } else {
+      notes += " " + r.run.precision + ": " + speed + ", quality within the tolerance.";
+      if (r.samples_per_s > chosen->samples_per_s) chosen = &r;
+    }
+  }
+  reasons.push_back("precision " + chosen->run.precision + " against fp32 on " + study.devices[fp32.run.device].label + ":" +
+                    (notes.empty() ? " no other precision was measured." : notes));
+  return chosen;
+}
+
+// 3. The batch: the fastest measured batch that is faster than 64 beyond the noise, up to the
+// accuracy knee.
+int64_t choose_batch(const StudyResult& study, const std::vector<SpeedPoint>& curve, const RunRecord& b64,
+                     std::vector<std::string>& reasons) {
+  std::string knee_network;
+  const int64_t knee = accuracy_knee(study, &knee_network);
+  const SpeedPoint* best = nullptr;
+  std::string measured;
+  for (const SpeedPoint& p : curve) {
+    measured += (measured.empty() ? " " : ", ") + std::to_string(p.batch) + ": " + format_fixed(p.samples_per_s, 0);
+    if (p.batch == 64 || (knee > 0 && p.batch > knee) || !claimed_faster(study, *p.figure, b64)) continue;
+    if (!best || p.samples_per_s > best->samples_per_s) best = &p;
+  }
+  const int64_t batch = best ? best->batch : 64;
+  reasons.push_back("batch " + std::to_string(batch) + ": " +
+                    (best ? "faster than batch 64 (" + claim_of(study, *best->figure, b64) + ")"
+                          : std::string("no measured batch was faster than 64 beyond the noise")) +
+                    "; fp32 samples/s by batch:" + measured +
+                    (knee > 0 ? "; batches up to " + std::to_string(knee) + " only, past which the " + knee_network +
+                                    " sweep's accuracy after its epochs fell more than a point"
+                              : ""));
+  return batch;
+}
+
+// 4. Threads: all of them, unless fewer ran faster beyond the noise (each count against the next
+// below it); the load measured meanwhile is cited, since another program's load explains it.
+int choose_threads(const StudyResult& study, const RunRecord& all, std::vector<std::string>& reasons) {
+  std::vector<const RunRecord*> counts;
+  for (const RunRecord* r : runs_of_part(study, "threads"))
+    if (r->ok && r->rounds > 0 && r->run.network == all.run.network && r->run.device == all.run.device) counts.push_back(r);
+  if (counts.empty()) return 0;
+  std::sort(counts.begin(), counts.end(), [](const RunRecord* a, const RunRecord* b) { return a->run.threads < b->run.threads; });
+  counts.push_back(&all);
+  size_t chosen = counts.size() - 1;
+  while (chosen > 0) {
+    const Claim* c = find_claim(study.claims, counts[chosen]->run.config_id(), counts[chosen - 1]->run.config_id());
+    if (!c || c->comparison.verdict >= 0) break;
+    --chosen;
+  }
+  const int threads = chosen + 1 == counts.size() ? 0 : counts[chosen]->run.threads;
+  const int all_threads = all.threads > 0 ? all.threads : study.machine.logical_cpus;
+  std::string text = "threads " + (threads > 0 ? std::to_string(threads) : "all " + std::to_string(all_threads)) + ": ";
+  for (size_t i = 1; i < counts.size(); ++i) {
+    const int t = i + 1 == counts.size() ? all_threads : counts[i]->run.threads;
+    text += (i > 1 ? "; " : "") + std::to_string(t) + " against " + std::to_string(counts[i - 1]->run.threads) + ": " +
+            claim_of(study, *counts[i], *counts[i - 1]);
+  }
+  if (std::isfinite(all.load_others)) {
+    text += ". Other programs took " + format_fixed(100 * all.load_others, 0) + "% of the CPUs during the all-thread runs" +
+            (all.load_others > 0.1 ? ": with a core taken by another program, fewer threads can be faster, and the "
+                                     "advice holds only while that load does"
+                                   : "");
+  }
+  reasons.push_back(text);
+  return threads;
 }
 
 }  // namespace
@@ -105,85 +245,26 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
   Advice a;
   a.network = network;
   a.mem_budget = mem_budget;
-  // 1. Device and precision: the fastest devices run whose quality holds against fp32 there.
-  const RunRecord* chosen = nullptr;
-  std::string rejected;
-  std::map<int, const RunRecord*> fp32_by_device;
-  for (const RunRecord& r : study.runs) {
-    // The CPU at its best level only: the lower levels are the ladder (what each level is worth),
-    // a subset of the best one's instructions, and `train` runs the best unless told otherwise.
-    const StudyDevice& d = study.devices[r.run.device];
-    if (!d.opencl && !d.best_cpu) continue;
-    if (r.ok && r.run.part == "devices" && r.run.network == network && r.run.precision == "fp32") fp32_by_device[r.run.device] = &r;
+  const RunRecord* fp32_device = choose_device(study, network, a.reasons);
+  if (!fp32_device) {
+    return Status::error("the study has no successful fp32 run of " + network + " on the best CPU level (run "
+                         "`retrograd study --networks " + network + "`)");
   }
-  if (fp32_by_device.empty()) {
-    return Status::error("the study has no successful fp32 run of " + network + " (run `retrograd study --networks " +
-                         network + "`)");
-  }
-  for (const RunRecord& r : study.runs) {
-    if (!r.ok || r.run.part != "devices" || r.run.network != network || !fp32_by_device.count(r.run.device)) continue;
-    const RunRecord& fp32 = *fp32_by_device[r.run.device];
-    if (!quality_holds(r, fp32)) {
-      if (r.samples_per_s > fp32.samples_per_s) {
-        rejected += " " + r.run.precision + " on " + study.devices[r.run.device].label + " was faster (" +
-                    format_fixed(r.samples_per_s / fp32.samples_per_s, 2) + "x fp32) but its " + quality_figure(r) +
-                    " against " + format_fixed(fp32.quality, 4) + " in fp32 is past the tolerance.";
-      }
-      continue;
-    }
-    if (chosen == nullptr || r.samples_per_s > chosen->samples_per_s) chosen = &r;
-  }
+  const RunRecord* chosen = choose_precision(study, *fp32_device, a.reasons);
   const StudyDevice& device = study.devices[chosen->run.device];
   a.device = chosen->run.device;
   a.device_label = device.label;
   a.device_arg = device.device_arg;
   a.isa = device.isa;
   a.precision = chosen->run.precision;
-  std::string others;
-  for (const auto& [d, fp32] : fp32_by_device) {
-    if (d != a.device) others += (others.empty() ? " " : ", ") + study.devices[d].label + " " + format_fixed(fp32->samples_per_s, 0);
-  }
-  a.reasons.push_back("device " + device.label + " (" + device.name + "): the fastest measured, " +
-                      format_fixed(chosen->samples_per_s, 0) + " samples/s in " + a.precision + " at batch 64" +
-                      (others.empty() ? "" : "; fp32 elsewhere:" + others));
-  const RunRecord& fp32_here = *fp32_by_device[a.device];
-  if (a.precision != "fp32") {
-    a.reasons.push_back("precision " + a.precision + ": " +
-                        format_fixed(chosen->samples_per_s / fp32_here.samples_per_s, 2) + "x fp32's speed, " +
-                        quality_figure(*chosen) + " against " + format_fixed(fp32_here.quality, 4) +
-                        " in fp32 (within the tolerance)." + rejected);
-  } else {
-    a.reasons.push_back("precision fp32: no other precision was both faster and as good here." + rejected);
-  }
-  if (study.devices.size() > 1 && std::any_of(study.devices.begin(), study.devices.end(), [](const StudyDevice& d) { return d.opencl; })) {
+  if (std::any_of(study.devices.begin(), study.devices.end(), [](const StudyDevice& d) { return d.opencl; })) {
     a.reasons.push_back("no CPU+GPU split (--cpu-layers): it copies activations over the bus every step, and one "
                         "device alone was measured at the speeds above");
   }
-
-  // 2. Batch: the fastest of the measured batch sizes on this device, up to the accuracy knee.
   const std::vector<SpeedPoint> curve = speed_curve(study, network, a.device);
-  std::string knee_network;
-  const int64_t knee = accuracy_knee(study, &knee_network);
-  const double precision_factor = chosen->samples_per_s / fp32_here.samples_per_s;  // measured at batch 64
-  a.batch = 64;
-  double best_speed = speed_at(curve, 64);
-  for (const SpeedPoint& p : curve) {
-    if (knee > 0 && p.batch > knee) continue;
-    if (p.samples_per_s > best_speed) {
-      best_speed = p.samples_per_s;
-      a.batch = p.batch;
-    }
-  }
-  std::string measured;
-  for (const SpeedPoint& p : curve) {
-    measured += (measured.empty() ? " " : ", ") + std::to_string(p.batch) + ": " + format_fixed(p.samples_per_s, 0);
-  }
-  a.reasons.push_back("batch " + std::to_string(a.batch) + ": the fastest fp32 samples/s measured on " + device.label +
-                      " (samples/s by batch:" + measured + ")" +
-                      (knee > 0 ? ", up to batch " + std::to_string(knee) + ", past which the " + knee_network +
-                                      " sweep's accuracy after its epochs fell more than a point"
-                                : ""));
-  // 3. Memory: the peak measured over batch sizes as a line; a budget below it splits the batch.
+  a.batch = choose_batch(study, curve, *fp32_device, a.reasons);
+  const double precision_factor = chosen->samples_per_s / fp32_device->samples_per_s;  // measured at batch 64
+  // Memory: the peak measured over batch sizes as a line; a budget below it splits the batch.
   const auto [fixed_bytes, bytes_per_sample] = memory_line(curve);
   a.micro_batch = a.batch;
   if (mem_budget > 0) {
@@ -200,26 +281,23 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
                                                         format_bytes(mem_budget) + " (train --mem-budget splits the batch)"));
   }
   a.predicted_peak_rss_bytes = fixed_bytes + bytes_per_sample * a.micro_batch;
-  // 4. Threads: one thread when the others add nothing (leave the core to the data or a second run).
-  a.threads = 0;
-  for (const RunRecord& r : study.runs) {
-    if (!r.ok || r.run.part != "threads" || r.run.network != network || r.run.device != a.device) continue;
-    const double gain = fp32_here.samples_per_s / r.samples_per_s;
-    if (gain < kThreadGain) a.threads = 1;
-    a.reasons.push_back("threads " + (a.threads == 1 ? std::string("1") : std::to_string(study.machine.logical_cpus)) +
-                        ": all " + std::to_string(study.machine.logical_cpus) + " threads ran " + format_fixed(gain, 2) +
-                        "x one thread's speed");
-  }
-  // The prediction: samples/s at the micro-batch from the fp32 curve, scaled by the precision's
-  // measured factor; steps of the whole batch.
+  if (!device.opencl) a.threads = choose_threads(study, *fp32_device, a.reasons);
+  // The prediction: samples/s at the micro-batch from the fp32 curve (the rounds' medians),
+  // scaled by the precision's measured factor; steps of the whole batch.
   a.predicted_samples_per_s = speed_at(curve, a.micro_batch) * precision_factor;
+  if (a.threads > 0) {
+    if (const RunRecord* t = figure_of_threads(study, network, a.device, a.threads))
+      a.predicted_samples_per_s *= t->samples_per_s / fp32_device->samples_per_s;
+  }
   a.predicted_steps_per_s = a.predicted_samples_per_s / static_cast<double>(a.batch);
   a.basis = "fp32 samples/s measured on " + device.label + " at batch " +
             (a.micro_batch == a.batch ? std::to_string(a.batch) : "(micro) " + std::to_string(a.micro_batch)) +
             (std::any_of(curve.begin(), curve.end(), [&](const SpeedPoint& p) { return p.batch == a.micro_batch; })
                  ? ""
                  : " (interpolated)") +
-            (a.precision == "fp32" ? "" : ", x " + format_fixed(precision_factor, 3) + " for " + a.precision + " (measured at batch 64)");
+            " (medians of the rounds)" +
+            (a.precision == "fp32" ? "" : ", x " + format_fixed(precision_factor, 3) + " for " + a.precision + " (measured at batch 64)") +
+            (a.threads > 0 ? ", x the " + std::to_string(a.threads) + "-thread run's speed over all threads'" : "");
   a.command = {"--model", network, "--batch", std::to_string(a.batch)};
   if (a.precision != "fp32") a.command.insert(a.command.end(), {"--train-precision", a.precision});
   if (device.opencl) a.command.insert(a.command.end(), {"--device", device.device_arg});

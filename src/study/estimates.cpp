@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/text_format.h"
+#include "cpu/kernel_tables.h"
 #include "report/hardware_table.h"
 #include "study/network_costs.h"
 
@@ -14,7 +15,7 @@ namespace {
 // The fastest successful fp32 devices run of `network` on a device of the class (GPU or not).
 const RunRecord* best_fp32_run(const StudyResult& result, const std::string& network, bool gpu) {
   const RunRecord* best = nullptr;
-  for (const RunRecord& r : result.runs) {
+  for (const RunRecord& r : result.figures) {
     const StudyDevice& d = result.devices[r.run.device];
     if (!r.ok || r.run.part != "devices" || r.run.network != network || r.run.precision != "fp32") continue;
     if ((d.kind == "GPU") != gpu || !(r.samples_per_s > 0)) continue;
@@ -46,11 +47,17 @@ std::string isa_of_row(const HardwareSpec& spec) {
 double level_flops_per_cycle(const std::string& isa) { return isa == "avx2" ? 32 : isa == "avx" ? 16 : 8; }
 
 // The fp32 devices run of `network` on the CPU level `isa` here, or null.
+// A device measured at another level that runs the same fp32 kernels stands for it (the study
+// measures sse2 to sse4.1 once).
 const RunRecord* fp32_run_at_level(const StudyResult& result, const std::string& network, const std::string& isa) {
-  for (const RunRecord& r : result.runs) {
+  auto level = isa_from_name(isa);
+  if (!level.ok()) return nullptr;
+  for (const RunRecord& r : result.figures) {
     const StudyDevice& d = result.devices[r.run.device];
+    auto device_level = isa_from_name(d.isa);
     if (r.ok && r.run.part == "devices" && r.run.network == network && r.run.precision == "fp32" && !d.opencl &&
-        d.isa == isa && r.samples_per_s > 0) {
+        device_level.ok() && f32_kernels_identity(device_level.value()) == f32_kernels_identity(level.value()) &&
+        r.samples_per_s > 0) {
       return &r;
     }
   }

@@ -26,6 +26,10 @@ std::string quality_value(const RunRecord& run);
 double quality_for_chart(const RunRecord& run);  // accuracy in %, other qualities as they are
 // One line per distinct peak among `devices`: the devices, the FP32 GFLOP/s, its basis, its source.
 std::vector<std::string> peak_notes(const StudyResult& result, const std::vector<int>& devices);
+// A figure's samples/s with its rounds' range: "49.9k (48.1k-51.2k)", "+ unstable" when it is.
+std::string speed_cell(const RunRecord& figure);
+// A figure's quality with its rounds' range: "85.9% (85.1-86.4%)".
+std::string quality_cell(const RunRecord& figure);
 // A run's error on one line, cut to `limit` characters.
 std::string one_line(const std::string& text, size_t limit = 400);
 
@@ -34,5 +38,8 @@ void add_speed_section(Document& doc, const StudyResult& result);     // report_
 void add_batch_section(Document& doc, const StudyResult& result);     // report_sweeps.cpp
 void add_lr_section(Document& doc, const StudyResult& result);        // report_sweeps.cpp
 void add_estimates_section(Document& doc, const StudyResult& result); // report_estimates.cpp
+void add_quality_section(Document& doc, const StudyResult& result);   // report_claims.cpp
+void add_claims_section(Document& doc, const StudyResult& result);    // report_claims.cpp
+void add_noise_table(Document& doc, const StudyResult& result);       // report_claims.cpp
 
 }  // namespace rg::report

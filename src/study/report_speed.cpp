@@ -7,6 +7,7 @@
 #include "report/svg_chart.h"
 #include "study/report_published.h"
 #include "study/report_sections.h"
+#include "study/study_claims.h"
 
 namespace rg::report {
 
@@ -84,25 +85,26 @@ void speed_table(Document& doc, const StudyResult& result, const std::vector<con
   for (const RunRecord* r : runs)
     if (std::find(devices.begin(), devices.end(), r->run.device) == devices.end()) devices.push_back(r->run.device);
   Table t;
-  t.caption = "Training speed per network, device and precision (batch 64; speed: the median epoch)";
+  t.caption = "Training speed per network, device and precision (batch 64; samples/s: the median of the rounds, "
+              "each round's the median epoch; in brackets the rounds' least and greatest)";
   t.group_rows = true;
   t.columns = {{"network"}, {"device"}, {"precision"}, {"samples/s", true}, {"steps/s", true}, {"GFLOP/s", true},
                {"% of peak [note]", true}, {"CPU cores busy (util.)", true}, {"GPU busy", true, true},
                {"transfer ms/step", true, true}, {"launches/step", true, true}, {"peak RSS (MiB)", true},
-               {"device memory peak (MiB)", true, true}, {"quality after the run"}, {"samples trained", true}};
+               {"device memory peak (MiB)", true, true}, {"rounds", true}, {"samples a round", true}};
   for (const RunRecord* r : runs) {
     const GpuFigures g = gpu_figures(result, *r);
     const std::string busy = std::isfinite(r->cpu_cores_busy) ? fixed(r->cpu_cores_busy, 2) + " (" + percent(r->cpu_utilisation, 0) + ")" : kNone;
-    t.rows.push_back({r->run.network, device_label(result, r->run.device), r->run.precision, num(r->samples_per_s),
+    t.rows.push_back({r->run.network, device_label(result, r->run.device), r->run.precision, speed_cell(*r),
                       num(r->steps_per_s), num(r->gflops), efficiency_cell(result, *r, devices),
                       busy, percent(g.busy, 0), fixed(g.copy_ms, 2), num(g.launches), mib(r->peak_rss_bytes),
-                      mib(r->device_peak_bytes), quality_text(*r),
+                      mib(r->device_peak_bytes), std::to_string(r->rounds),
                       r->samples_trained > 0 ? num(static_cast<double>(r->samples_trained)) : kNone});
   }
   t.notes = peak_notes(result, devices);
   t.notes.push_back("% of peak = GFLOP/s / the device's FP32 peak in the note its [number] points to; GFLOP/s counts FP32-equivalent flops, the "
-                    "same count in every precision. Quality: measured after the run's budget of samples (the last "
-                    "column), so runs with fewer samples reached less.");
+                    "same count in every precision. Quality is compared in its own section, on a budget of samples where "
+                    "the networks have left chance: a speed run is too short to say anything about it.");
   doc.table(t);
 }
 
@@ -120,22 +122,29 @@ std::string samples_chart(const StudyResult& result, const std::vector<const Run
       row_of[label] = c.labels.size();
       c.labels.push_back(label);
       c.values.push_back(std::vector<double>(c.series_names.size(), NAN));
+      c.low.push_back(c.values.back());
+      c.high.push_back(c.values.back());
     }
     const size_t s = static_cast<size_t>(precision_rank(result, r->run.precision));
-    if (s < c.series_names.size()) c.values[row_of[label]][s] = r->samples_per_s;
+    if (s < c.series_names.size()) {
+      c.values[row_of[label]][s] = r->samples_per_s;
+      c.low[row_of[label]][s] = r->samples_per_s_low;
+      c.high[row_of[label]][s] = r->samples_per_s_high;
+    }
   }
-  c.note = "higher is better; n/a: not run in that precision";
+  c.note = "higher is better; whiskers: the rounds' least and greatest; n/a: not run in that precision";
   return c.labels.empty() ? "" : render_bar_chart(c, kChartWidth);
 }
 
-// The ISA ladder: fp32 samples/s per network per CPU level, as a table and as speed-ups.
+// The ISA ladder: fp32 samples/s per network per CPU level (levels running the same kernels are
+// one device), as a table with each step's claim and as speed-ups with the rounds' range.
 void isa_ladder(Document& doc, const StudyResult& result, const std::vector<const RunRecord*>& runs) {
   std::vector<int> levels;
   for (size_t i = 0; i < result.devices.size(); ++i)
     if (!result.devices[i].opencl) levels.push_back(static_cast<int>(i));
   if (levels.size() < 2) return;
   Table t;
-  t.caption = "ISA ladder: fp32 samples/s at each CPU instruction-set level (batch 64)";
+  t.caption = "ISA ladder: fp32 samples/s at each CPU instruction-set level (batch 64; median and the rounds' range)";
   t.columns = {{"network"}};
   BarChart c;
   c.title = "ISA ladder: fp32 speed-up over the lowest level measured";
@@ -147,28 +156,44 @@ void isa_ladder(Document& doc, const StudyResult& result, const std::vector<cons
     t.columns.push_back({device_label(result, l), true});
     c.series_names.push_back(device_label(result, l));
   }
+  t.columns.push_back({"each level against the one below", false, false, true});
   for (const std::string& network : study_networks(result)) {
-    std::vector<double> speed;
-    for (int l : levels) {
-      double v = NAN;
+    std::vector<const RunRecord*> at(levels.size(), nullptr);
+    for (size_t i = 0; i < levels.size(); ++i)
       for (const RunRecord* r : runs)
-        if (r->run.network == network && r->run.device == l && r->run.precision == "fp32") v = r->samples_per_s;
-      speed.push_back(v);
-    }
-    if (std::count_if(speed.begin(), speed.end(), [](double v) { return std::isfinite(v); }) < 2) continue;
+        if (r->run.network == network && r->run.device == levels[i] && r->run.precision == "fp32") at[i] = r;
+    if (std::count(at.begin(), at.end(), nullptr) + 2 > static_cast<long>(at.size())) continue;
     std::vector<std::string> row = {network};
-    for (double v : speed) row.push_back(num(v));
+    std::string steps;
+    const RunRecord* base = nullptr;
+    const RunRecord* below = nullptr;
+    std::vector<double> value, low, high;
+    for (const RunRecord* r : at) {
+      row.push_back(r ? speed_cell(*r) : kNone);
+      if (r && !base) base = r;
+      value.push_back(r ? r->samples_per_s / base->samples_per_s : NAN);
+      low.push_back(r ? r->samples_per_s_low / base->samples_per_s : NAN);
+      high.push_back(r ? r->samples_per_s_high / base->samples_per_s : NAN);
+      if (r && below) {
+        const Claim* claim = find_claim(result.claims, r->run.config_id(), below->run.config_id());
+        steps += (steps.empty() ? "" : "; ") + device_label(result, r->run.device) + ": " + (claim ? claim_text(*claim) : kNone);
+      }
+      if (r) below = r;
+    }
+    row.push_back(steps);
     t.rows.push_back(row);
-    const double base = *std::find_if(speed.begin(), speed.end(), [](double v) { return std::isfinite(v); });
-    for (double& v : speed) v /= base;
     c.labels.push_back(network);
-    c.values.push_back(speed);
+    c.values.push_back(value);
+    c.low.push_back(low);
+    c.high.push_back(high);
   }
   if (t.rows.empty()) return;
   doc.heading(3, "isa-ladder", "ISA ladder");
   doc.paragraph("What the SIMD instruction sets of this CPU are worth: the same network on the same cores, with "
-                "the kernels limited to each level (RETROGRAD_ISA). Networks run at only the best level are left out.");
-  c.note = "longer is faster; each network against its own lowest level measured";
+                "the kernels limited to each level (RETROGRAD_ISA). Levels that run the same fp32 kernels are "
+                "measured once and shown as one (e.g. sse2..sse4.1). Networks run at only the best level are left out. "
+                "A step is called faster or slower only where the rule of the Claims section says so.");
+  c.note = "longer is faster; each network against its own lowest level measured; whiskers: the rounds' range";
   doc.charts({render_bar_chart(c, kChartWidth)});
   doc.table(t);
 }
@@ -198,21 +223,49 @@ std::string efficiency_chart(const StudyResult& result, const std::vector<const 
   return render_bar_chart(c, kChartWidth);
 }
 
-void threads_table(Document& doc, const StudyResult& result, const std::vector<const RunRecord*>& runs) {
+// The threads sweep: samples/s over 1, 2, 4, ... threads and all of them, per network, with
+// each count against the one below it.
+void threads_sweep(Document& doc, const StudyResult& result, const std::vector<const RunRecord*>& runs) {
+  LineChart chart;
+  chart.title = "Threads: fp32 samples/s (batch 64, best CPU level)";
+  chart.x_label = "threads";
+  chart.y_label = "samples/s";
+  chart.log_x = true;
+  chart.log_y = true;
+  chart.x_ticks_at_data = true;
   Table t;
-  t.caption = "One thread against all threads (fp32, batch 64, best CPU level)";
-  t.columns = {{"network"}, {"1 thread samples/s", true}, {"all threads samples/s", true}, {"threads", true},
-               {"speed-up", true}};
-  for (const RunRecord* one : good_runs(result, "threads")) {
-    const RunRecord* all = nullptr;
+  t.caption = "Samples/s by thread count (median and the rounds' range), and each count against the one below it";
+  t.columns = {{"network"}, {"threads", true}, {"samples/s", true}, {"against the count below", false, false, true},
+               {"other programs' CPU share", true}};
+  for (const std::string& network : study_networks(result)) {
+    std::vector<const RunRecord*> counts;
+    for (const RunRecord* r : good_runs(result, "threads"))
+      if (r->run.network == network) counts.push_back(r);
+    if (counts.empty()) continue;
+    std::sort(counts.begin(), counts.end(), [](const RunRecord* a, const RunRecord* b) { return a->run.threads < b->run.threads; });
     for (const RunRecord* r : runs)
-      if (r->run.network == one->run.network && r->run.device == one->run.device && r->run.precision == one->run.precision &&
-          r->run.batch == one->run.batch)
-        all = r;
-    t.rows.push_back({one->run.network, num(one->samples_per_s), all ? num(all->samples_per_s) : kNone,
-                      all ? std::to_string(all->threads) : kNone,
-                      all ? fixed(all->samples_per_s / one->samples_per_s, 2) + "x" : kNone});
+      if (r->run.network == network && r->run.precision == "fp32" && device_at(result, r->run.device)->best_cpu &&
+          r->run.device == counts.front()->run.device)
+        counts.push_back(r);
+    ChartSeries series;
+    series.name = network;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      const RunRecord* r = counts[i];
+      const int threads = r->run.threads > 0 ? r->run.threads : r->threads;
+      const Claim* claim = i ? find_claim(result.claims, r->run.config_id(), counts[i - 1]->run.config_id()) : nullptr;
+      t.rows.push_back({network, std::to_string(threads) + (r->run.threads > 0 ? "" : " (all)"), speed_cell(*r),
+                        claim ? claim_text(*claim) : kNone, percent(r->load_others, 0)});
+      series.x.push_back(threads);
+      series.y.push_back(r->samples_per_s);
+      series.y_low.push_back(r->samples_per_s_low);
+      series.y_high.push_back(r->samples_per_s_high);
+    }
+    chart.series.push_back(series);
   }
+  if (t.rows.empty()) return;
+  doc.heading(3, "threads", "Threads");
+  chart.note = "error bars: the rounds' least and greatest";
+  doc.charts({render_line_chart(chart, kChartWidth, kChartHeight)});
   doc.table(t);
 }
 
@@ -277,10 +330,7 @@ void add_speed_section(Document& doc, const StudyResult& result) {
     doc.charts({samples_chart(result, runs), efficiency_chart(result, runs)});
     speed_table(doc, result, runs);
     isa_ladder(doc, result, runs);
-    if (!good_runs(result, "threads").empty()) {
-      doc.heading(3, "threads", "Threads");
-      threads_table(doc, result, runs);
-    }
+    threads_sweep(doc, result, runs);
   }
   doc.heading(3, "published-devices", "Published: GPU against CPU");
   doc.table(published_gpu_cpu_table());

@@ -25,6 +25,7 @@ constexpr auto kRunFields = [](auto& r, auto&& visit) {
   visit("val_split", r.run.val_split);
   visit("profile", r.run.profile);
   visit("threads_asked", r.run.threads);
+  visit("round", r.run.round);
   visit("ok", r.ok);
   visit("error", r.error);
   visit("isa", r.isa);
@@ -52,6 +53,17 @@ constexpr auto kRunFields = [](auto& r, auto&& visit) {
   visit("epochs_to_target", r.epochs_to_target);
   visit("process_seconds", r.process_seconds);
   visit("process_cpu_seconds", r.process_cpu_seconds);
+  visit("load_others", r.load_others);
+  visit("steal", r.steal);
+  visit("quality_chance", r.quality_chance);
+  visit("rounds", r.rounds);
+  visit("samples_per_s_low", r.samples_per_s_low);
+  visit("samples_per_s_high", r.samples_per_s_high);
+  visit("quality_low", r.quality_low);
+  visit("quality_high", r.quality_high);
+  visit("speed_spread", r.speed_spread);
+  visit("unstable", r.unstable);
+  visit("not_learned", r.not_learned);
 };
 
 constexpr auto kEpochFields = [](auto& p, auto&& visit) {
@@ -60,6 +72,7 @@ constexpr auto kEpochFields = [](auto& p, auto&& visit) {
   visit("loss", p.loss);
   visit("accuracy", p.accuracy);
   visit("val_accuracy", p.val_accuracy);
+  visit("samples_per_s", p.samples_per_s);
 };
 
 constexpr auto kDeviceFields = [](auto& d, auto&& visit) {
@@ -94,6 +107,14 @@ std::string csv_value(const T& value) {
 }
 
 }  // namespace
+
+std::vector<double> epoch_speeds(const RunRecord& record, bool opencl) {
+  std::vector<double> speeds;
+  for (size_t e = opencl && record.history.size() > 1 ? 1 : 0; e < record.history.size(); ++e) {
+    if (std::isfinite(record.history[e].samples_per_s)) speeds.push_back(record.history[e].samples_per_s);
+  }
+  return speeds;
+}
 
 std::string csv_cell(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;

@@ -20,6 +20,7 @@ struct EpochPoint {
   double loss = NAN;
   double accuracy = NAN;     // on the training batches
   double val_accuracy = NAN; // on the held-out split (lr part)
+  double samples_per_s = NAN;
 };
 
 struct RunRecord {
@@ -50,8 +51,24 @@ struct RunRecord {
   double time_to_target = NAN;  // lr part: training seconds until the validation accuracy reached the target
   double epochs_to_target = NAN;
   double process_seconds = NAN, process_cpu_seconds = NAN;  // the whole child, start to end
+  double load_others = NAN;     // share of all CPUs' time other programs took while the child ran
+  double steal = NAN;           // share of all CPUs' time the hypervisor stole meanwhile
+  double quality_chance = NAN;  // what guessing reaches: the majority class's accuracy, the mean's MSE
   std::vector<EpochPoint> history;
+
+  // A configuration's figures over its rounds (study/study_summary.h): each figure above is the
+  // rounds' median (peak memory: the largest); a single run is 1 round with no spread.
+  int rounds = 1;
+  double samples_per_s_low = NAN, samples_per_s_high = NAN;  // the rounds' least and greatest
+  double quality_low = NAN, quality_high = NAN;
+  double speed_spread = NAN;    // the rounds' interquartile range of samples/s / their median
+  bool unstable = false;        // speed_spread over the study's threshold after the extra rounds
+  std::string not_learned;      // why the quality is no better than chance ("" when it is, or unknown)
 };
+
+// The speeds a run's samples/s is the median of: its epochs' (OpenCL: but the first, which builds
+// the programs and tunes the GEMM).
+std::vector<double> epoch_speeds(const RunRecord& record, bool opencl);
 
 nlohmann::json run_record_json(const RunRecord& record);
 // Errors name the field; used by `advise` on a study's JSON.

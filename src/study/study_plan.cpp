@@ -6,7 +6,9 @@
 
 namespace rg {
 
-std::string StudyRun::id() const {
+std::string StudyRun::id() const { return config_id() + "-r" + std::to_string(round); }
+
+std::string StudyRun::config_id() const {
   std::string text = part + "-" + network + "-d" + std::to_string(device) + "-" + precision + "-b" + std::to_string(batch);
   if (lr > 0) {
     char rate[32];
@@ -21,30 +23,40 @@ std::string StudyRun::id() const {
 StudyConfig default_study_config(bool quick) {
   StudyConfig c;
   c.quick = quick;
-  c.parts = {"devices", "batch-speed", "batch", "lr", "threads"};
+  c.parts = {"devices", "batch-speed", "batch", "lr", "threads", "quality"};
   c.speed_batches = {16, 32, 128, 256};
   c.batches = {4, 8, 16, 32, 64, 128, 256, 512, 1024};
   c.rates = {0.001, 0.005, 0.01, 0.03, 0.05, 0.07};  // the thesis's Table 9
-  if (quick) {
+  if (quick) {  // 3 rounds of everything within 8 minutes on 2 cores: fewer configurations, never fewer rounds
     c.networks = {"mlp", "autoencoder", "lenet", "rcnn", "dcgan"};
     c.precisions = {"fp32", "fp16", "int8-train"};
+    c.speed_networks = {"mlp", "lenet", "rcnn"};
+    c.quality_networks = {"mlp", "autoencoder", "lenet"};
+    c.speed_batches = {16, 256};
+    c.batches = {8, 32, 128, 512};
+    c.rates = {0.001, 0.01, 0.03, 0.07};
     c.sweep_network = "mlp";
     c.sweep_epochs = 2;
     c.lr_epochs = 3;
-    c.sweep_limit = 0;  // all of the training set: the mlp takes a second or two an epoch
-    c.seconds_per_run = 0.8;
-    c.target_accuracy = 0.83;  // the mlp reaches 0.80-0.85 in 3 epochs: where rates part
+    c.sweep_limit = 20000;
+    c.seconds_per_run = 0.6;
+    c.target_accuracy = 0.80;  // the mlp reaches 0.78-0.84 in 3 epochs of 20000: where rates part
+    c.quality_samples = 8000;
+    c.isa_ladder_networks = "mlp,autoencoder,lenet";
   } else {
     c.networks = {"mlp", "autoencoder", "lenet", "cnn", "rcnn", "dcgan"};
     c.precisions = {"fp32", "fp16", "int8-train", "int8-qat"};
+    c.quality_networks = {"mlp", "autoencoder", "lenet", "cnn", "rcnn"};
     c.sweep_network = "lenet";
     c.sweep_epochs = 5;
     c.lr_epochs = 10;  // the thesis's "accuracy after 10 epochs"
     c.sweep_limit = 0;
     c.seconds_per_run = 4;
     c.target_accuracy = 0.88;
+    c.quality_samples = 30000;
+    c.rounds = 5;
+    c.isa_ladder_networks = "all";
   }
-  c.isa_ladder_networks = "all";
   return c;
 }
 
@@ -86,7 +98,13 @@ StudyRun new_run(const std::string& part, const std::string& network, int device
 
 }  // namespace
 
-StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& devices) {
+std::vector<int> thread_sweep(int logical_cpus) {
+  std::vector<int> counts;
+  for (int t = 1; t < logical_cpus; t *= 2) counts.push_back(t);
+  return counts;
+}
+
+StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& devices, int logical_cpus) {
   StudyPlan plan;
   std::vector<StudyRun>& runs = plan.runs;
   int best_cpu = 0;
@@ -133,8 +151,9 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
   for (size_t d = 0; d < devices.size(); ++d) {
     if (devices[d].opencl && devices[d].kind == "GPU") sweep_devices.push_back(static_cast<int>(d));
   }
+  const std::vector<std::string>& speed_networks = config.speed_networks.empty() ? config.networks : config.speed_networks;
   for (int d : sweep_devices) {
-    for (const std::string& network : has_part(config, "batch-speed") ? config.networks : std::vector<std::string>{}) {
+    for (const std::string& network : has_part(config, "batch-speed") ? speed_networks : std::vector<std::string>{}) {
       for (int64_t batch : config.speed_batches) {
         StudyRun run = new_run("batch-speed", network, d, config.speed_epochs);
         run.batch = batch;
@@ -163,12 +182,30 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
       }
     }
   }
-  // Threads: the best CPU level with one thread, for the advisor's choice of threads.
+  // Threads: the best CPU level on 1, 2, 4, ... threads (all of them: the devices part's run).
   if (has_part(config, "threads")) {
-    for (const std::string& network : config.networks) {
-      StudyRun run = new_run("threads", network, best_cpu, config.speed_epochs);
-      run.threads = 1;
-      runs.push_back(run);
+    for (const std::string& network : speed_networks) {
+      for (int threads : thread_sweep(logical_cpus)) {
+        StudyRun run = new_run("threads", network, best_cpu, config.speed_epochs);
+        run.threads = threads;
+        runs.push_back(run);
+      }
+    }
+  }
+  // Quality: every precision on a budget of samples where the networks have left chance, on the
+  // best CPU level and each GPU; the rounds' seeds give its spread.
+  if (has_part(config, "quality")) {
+    for (int d : sweep_devices) {
+      for (const std::string& network : config.quality_networks) {
+        for (const std::string& precision : config.precisions) {
+          if (!refusal(network, precision, devices[d]).empty()) continue;
+          StudyRun run = new_run("quality", network, d, 1);
+          run.precision = precision;
+          run.limit = config.quality_samples;
+          run.test_limit = config.quick ? 5000 : 10000;
+          runs.push_back(run);
+        }
+      }
     }
   }
   return plan;

@@ -7,8 +7,11 @@
 //            after N epochs;
 //   lr:      the same network over learning rates 1e-3..7e-2: accuracy after N epochs and the
 //            time to reach a target accuracy.
-// and two for the advisor (study/advisor.h): batch-speed, every network's speed at batch sizes
-// 16..256 on the best CPU level and each GPU; threads, every network on one thread.
+// and three for the advisor (study/advisor.h): batch-speed, the networks' speed at batch sizes
+// 16..256 on the best CPU level and each GPU; threads, the networks on 1, 2, 4, ... threads below
+// all of them; quality, each network in each precision trained on a sample budget where it has
+// left chance, so precisions and devices are compared on what they learn, not on a short run.
+// Every configuration is measured in rounds (study/study_schedule.h) that interleave them all.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +36,7 @@ struct StudyDevice {
 };
 
 struct StudyRun {
-  std::string part;        // "devices", "batch-speed", "batch", "lr" or "threads"
+  std::string part;        // "devices", "batch-speed", "batch", "lr", "threads" or "quality"
   std::string network;     // a preset: mlp, autoencoder, lenet, cnn, rcnn, dcgan
   int device = 0;          // index into the study's devices
   std::string precision = "fp32";  // --train-precision
@@ -45,7 +48,10 @@ struct StudyRun {
   double val_split = 0;    // lr part: validation held out, for the time to target
   int threads = 0;         // 0: every logical CPU
   bool profile = false;    // OpenCL: --profile-device (waits for every kernel: a companion run, not timed)
-  std::string id() const;  // "devices-lenet-cpu_avx2-fp16-b64": file names of its JSON and log
+  int round = 0;           // the repetition (0, 1, 2, ...); the run's --seed is 1 + round
+  int64_t seed() const { return 1 + round; }
+  std::string config_id() const;  // "devices-lenet-d3-fp16-b64": the configuration, the same in every round
+  std::string id() const;         // config_id() + "-r1": file names of the round's JSON and log
 };
 
 struct StudyConfig {
@@ -63,20 +69,31 @@ struct StudyConfig {
   int64_t speed_epochs = 3;          // devices part: epochs a run is cut into (its speed: their median)
   double target_accuracy = 0;        // lr part
   std::string isa_ladder_networks;   // "all" or a comma list: which networks run at the lower ISA levels
+  std::vector<std::string> speed_networks;   // batch-speed and threads parts (empty: the devices part's)
+  std::vector<std::string> quality_networks; // quality part
+  int64_t quality_samples = 0;       // quality part: training samples a run (the budget), at batch 64
+  int rounds = 3;                    // repetitions of every configuration, interleaved
+  int extra_rounds = 2;              // at most this many more for a figure whose spread is over the threshold
+  double unstable_spread = 0.10;     // that threshold: the rounds' interquartile range / median
 };
 
 // The defaults of --quick (a few minutes on 2 cores) and of the full study.
 StudyConfig default_study_config(bool quick);
 
 struct StudyPlan {
-  std::vector<StudyRun> runs;
+  std::vector<StudyRun> runs;          // each configuration once (round 0), in the order of a round
   std::vector<std::string> not_run;  // combinations the trainers refuse, with the reason, once each
 };
 
-// Every run of the study over `devices`, in the order they run: CPU levels from the lowest,
-// cheap networks first (so each device's speed is known before the dear ones are sized),
-// precisions after fp32. Combinations the trainers refuse are not run but listed.
-StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& devices);
+// Every configuration of the study over `devices`, in the order a round runs them: CPU levels
+// from the lowest, cheap networks first (so each device's speed is known before the dear ones
+// are sized), precisions after fp32. Combinations the trainers refuse are not run but listed.
+// `logical_cpus` bounds the threads part's sweep (1, 2, 4, ... below it).
+StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& devices, int logical_cpus);
+
+// The thread counts of the threads part on `logical_cpus`: 1, 2, 4, ... below it (all of them is
+// the devices part's run).
+std::vector<int> thread_sweep(int logical_cpus);
 
 // Training samples for an epoch of a devices run so that it takes about `seconds` at `gflops`
 // (the speed the device showed so far), a whole number of batches: at least `min_batches`, at

@@ -53,6 +53,24 @@ std::string quality_text(const RunRecord& run) {
   return (run.quality_name.empty() ? "quality" : run.quality_name) + " " + quality_value(run);
 }
 
+std::string speed_cell(const RunRecord& f) {
+  if (!std::isfinite(f.samples_per_s)) return kNone;
+  std::string text = num(f.samples_per_s);
+  if (f.rounds > 1) text += " (" + num(f.samples_per_s_low) + "-" + num(f.samples_per_s_high) + ")";
+  if (f.unstable) text += " unstable";
+  return text;
+}
+
+std::string quality_cell(const RunRecord& f) {
+  if (!std::isfinite(f.quality)) return kNone;
+  RunRecord low = f, high = f;
+  low.quality = f.quality_low;
+  high.quality = f.quality_high;
+  std::string text = quality_value(f);
+  if (f.rounds > 1 && std::isfinite(f.quality_low)) text += " (" + quality_value(low) + "-" + quality_value(high) + ")";
+  return text;
+}
+
 double quality_for_chart(const RunRecord& run) { return is_accuracy(run) ? 100 * run.quality : run.quality; }
 
 std::vector<std::string> peak_notes(const StudyResult& result, const std::vector<int>& devices) {
@@ -207,6 +225,7 @@ void machine_section(Document& doc, const StudyResult& result) {
             {"operating system", m.os.empty() ? kNone : m.os},
             {"virtual machine", m.virtual_machine ? "yes: timings may vary with the host's other guests" : "no"}};
   doc.table(t);
+  add_noise_table(doc, result);
   Table cl;
   cl.caption = "OpenCL devices studied";
   cl.columns = {{"device"}, {"name"}, {"type"}, {"global memory", true}};
@@ -285,6 +304,8 @@ Document study_document(const StudyResult& result) {
   machine_section(doc, result);
   add_peaks_section(doc, result);
   add_speed_section(doc, result);
+  add_quality_section(doc, result);
+  add_claims_section(doc, result);
   add_batch_section(doc, result);
   add_lr_section(doc, result);
   add_estimates_section(doc, result);

@@ -7,7 +7,7 @@ namespace rg {
 
 namespace {
 
-constexpr int kStudyFormat = 1;
+constexpr int kStudyFormat = 2;  // 2: rounds (run.round, round_loads, epochs' samples/s)
 
 // The study's own scalar fields and lists (the devices, runs, estimates and advice aside).
 constexpr auto kStudyFields = [](auto& r, auto&& visit) {
@@ -49,9 +49,27 @@ constexpr auto kConfigFields = [](auto& c, auto&& visit) {
   visit("speed_epochs", c.speed_epochs);
   visit("speed_batches", c.speed_batches);
   visit("target_accuracy", c.target_accuracy);
+  visit("isa_ladder_networks", c.isa_ladder_networks);
+  visit("speed_networks", c.speed_networks);
+  visit("quality_networks", c.quality_networks);
+  visit("quality_samples", c.quality_samples);
+  visit("rounds", c.rounds);
+  visit("extra_rounds", c.extra_rounds);
+  visit("unstable_spread", c.unstable_spread);
+};
+
+constexpr auto kRoundLoadFields = [](auto& l, auto&& visit) {
+  visit("round", l.round);
+  visit("seconds", l.seconds);
+  visit("others", l.others);
+  visit("steal", l.steal);
+  visit("load1", l.load1);
+  visit("cpu_mhz", l.cpu_mhz);
 };
 
 }  // namespace
+
+nlohmann::json study_config_json(const StudyConfig& config) { return fields_json(config, kConfigFields); }
 
 nlohmann::json study_result_json(const StudyResult& r) {
   nlohmann::json j = fields_json(r, kStudyFields);
@@ -64,6 +82,8 @@ nlohmann::json study_result_json(const StudyResult& r) {
   j["advice"] = r.advice;
   for (const StudyDevice& d : r.devices) j["devices"].push_back(study_device_json(d));
   for (const RunRecord& run : r.runs) j["runs"].push_back(run_record_json(run));
+  j["round_loads"] = nlohmann::json::array();
+  for (const RoundLoad& load : r.round_loads) j["round_loads"].push_back(fields_json(load, kRoundLoadFields));
   return j;
 }
 
@@ -97,6 +117,11 @@ Result<StudyResult> study_result_from_json(const nlohmann::json& j) {
     }
     r.runs.push_back(run.take());
   }
+  for (const nlohmann::json& load : j.value("round_loads", nlohmann::json::array())) {
+    RoundLoad l;
+    RG_TRY(fields_from_json(load, l, kRoundLoadFields).with_context("round_loads: "));
+    r.round_loads.push_back(l);
+  }
   if (j.contains("estimates")) r.estimates = j["estimates"];
   if (j.contains("advice")) r.advice = j["advice"];
   return r;
@@ -104,7 +129,7 @@ Result<StudyResult> study_result_from_json(const nlohmann::json& j) {
 
 std::vector<const RunRecord*> runs_of_part(const StudyResult& result, const std::string& part) {
   std::vector<const RunRecord*> out;
-  for (const RunRecord& r : result.runs) {
+  for (const RunRecord& r : result.figures) {
     if (r.run.part == part) out.push_back(&r);
   }
   return out;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "study/run_record.h"
+#include "study/study_claims.h"
 #include "study/study_plan.h"
 
 namespace rg {
@@ -26,6 +27,15 @@ struct StudyMachine {
   std::string opencl_note;          // why no OpenCL device was studied, or empty
 };
 
+// How loaded the machine was over one round of the study (report/machine_load.h): other
+// programs' and the hypervisor's share of all CPUs' time, the load average, the clock.
+struct RoundLoad {
+  int round = 0;
+  double seconds = NAN;
+  double others = NAN, steal = NAN, load1 = NAN;
+  double cpu_mhz = NAN;  // measured on one core at the round's end
+};
+
 struct StudyResult {
   std::string date;          // "2026-11-25 14:02 UTC"
   std::string version;       // retrograd's
@@ -35,7 +45,12 @@ struct StudyResult {
   StudyMachine machine;
   StudyConfig config;
   std::vector<StudyDevice> devices;
-  std::vector<RunRecord> runs;
+  std::vector<RunRecord> runs;        // every run, every round
+  std::vector<RoundLoad> round_loads;
+  // Computed from the runs (summarise_study), not stored: one record per configuration
+  // (study/study_summary.h) and what may be claimed from them (study/study_claims.h).
+  std::vector<RunRecord> figures;
+  std::vector<Claim> claims;
   std::vector<std::string> commands;  // per run, the train command (same order as runs)
   std::vector<std::string> not_run;   // combinations the trainers refuse (StudyPlan::not_run)
   nlohmann::json estimates = nlohmann::json::array();  // other machines (roofline; marked estimates)
@@ -43,10 +58,12 @@ struct StudyResult {
 };
 
 nlohmann::json study_result_json(const StudyResult& result);
+// The settings alone: a resumed study must have the same.
+nlohmann::json study_config_json(const StudyConfig& config);
 // Errors name the field and say the file is not a study's (or of another version).
 Result<StudyResult> study_result_from_json(const nlohmann::json& json);
 
-// The records of one part ("devices", "batch", "lr", "threads"), successful or not.
+// The figures of one part ("devices", "batch", "lr", "threads", ...), successful or not.
 std::vector<const RunRecord*> runs_of_part(const StudyResult& result, const std::string& part);
 
 }  // namespace rg

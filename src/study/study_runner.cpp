@@ -9,6 +9,7 @@
 #include "base/text_format.h"
 #include "data/files.h"
 #include "study/child_process.h"
+#include "study/statistics.h"
 
 namespace rg {
 
@@ -39,7 +40,8 @@ std::string failure_text(const std::string& path, size_t lines) {
 std::vector<std::string> train_command(const StudyRun& run, const StudyDevice& device, const RunContext& context,
                                        const std::string& json_path) {
   std::vector<std::string> argv = {context.program, "train", "--model", run.network, "--epochs",
-                                   std::to_string(run.epochs), "--batch", std::to_string(run.batch), "--seed", "1"};
+                                   std::to_string(run.epochs), "--batch", std::to_string(run.batch), "--seed",
+                                   std::to_string(run.seed())};
   auto add = [&](const std::string& name, const std::string& value) {
     argv.push_back("--" + name);
     argv.push_back(value);
@@ -90,6 +92,7 @@ RunRecord record_from_train_report(const StudyRun& run, const StudyDevice& devic
     p.loss = number_or_nan(epoch, epoch.contains("loss") ? "loss" : "loss_d");
     p.accuracy = number_or_nan(epoch, "accuracy");
     p.val_accuracy = number_or_nan(epoch, "val_accuracy");
+    p.samples_per_s = number_or_nan(epoch, "samples_per_s");
     r.history.push_back(p);
     if (std::isnan(r.time_to_target) && p.val_accuracy >= target_accuracy && target_accuracy > 0) {
       r.time_to_target = p.seconds;
@@ -97,16 +100,9 @@ RunRecord record_from_train_report(const StudyRun& run, const StudyDevice& devic
     }
   }
   r.samples_trained = static_cast<int64_t>(train_samples) * static_cast<int64_t>(history.size());
-  // Speed: the median epoch's, so that a moment of another program's load moves it little; on
-  // OpenCL without the first epoch, which builds programs and tunes the GEMM.
-  std::vector<double> rates;
-  for (size_t e = device.opencl && history.size() > 1 ? 1 : 0; e < history.size(); ++e) {
-    rates.push_back(number_or_nan(history[e], "samples_per_s"));
-  }
-  std::sort(rates.begin(), rates.end());
-  r.samples_per_s = rates.empty() ? number_or_nan(report, "train_samples_per_s")
-                                  : rates.size() % 2 ? rates[rates.size() / 2]
-                                                     : 0.5 * (rates[rates.size() / 2 - 1] + rates[rates.size() / 2]);
+  // Speed: the median epoch's, so that a moment of another program's load moves it little.
+  const Spread epochs = spread_of(epoch_speeds(r, device.opencl));
+  r.samples_per_s = epochs.n > 0 ? epochs.median : number_or_nan(report, "train_samples_per_s");
   r.steps_per_s = r.samples_per_s / static_cast<double>(run.batch);
   r.train_flops_per_sample = number_or_nan(report, "train_flops_per_sample");
   r.gflops = r.samples_per_s * r.train_flops_per_sample * 1e-9;
@@ -132,9 +128,11 @@ RunRecord record_from_train_report(const StudyRun& run, const StudyDevice& devic
     r.quality_name = "test MSE";
     r.quality = number_or_nan(report, "test_mse");
     r.quality_higher_is_better = false;
+    r.quality_chance = number_or_nan(report, "test_mse_baseline");
   } else {
     r.quality_name = "test accuracy";
     r.quality = number_or_nan(report, "test_accuracy");
+    r.quality_chance = number_or_nan(report, "chance_accuracy");
   }
   return r;
 }

@@ -1,0 +1,27 @@
+// A study's runs summarised per configuration: every configuration is measured in several rounds
+// (its runs differ only in the round and its seed), and the report, the claims and the advisor
+// read one record per configuration whose figures are the rounds' medians, with their spread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "study/run_record.h"
+#include "study/statistics.h"
+
+namespace rg {
+
+// One record per configuration (StudyRun::config_id), in the order of each one's first run:
+// figures are the successful rounds' medians (peak memory: the largest), samples/s and quality
+// carry their least and greatest, `rounds` counts the successful rounds, `unstable` marks a speed
+// whose interquartile range over the rounds is over `unstable_spread` of its median, and
+// `not_learned` a quality no better than chance. A configuration with no successful round keeps
+// its first failure.
+std::vector<RunRecord> summarise_rounds(const std::vector<RunRecord>& runs, double unstable_spread);
+
+// The speeds of each successful round of a configuration (its epochs'; OpenCL: but the first), for compare().
+RoundSamples round_speeds(const std::vector<RunRecord>& runs, const std::string& config_id, bool opencl);
+// The quality of each successful round, one value a round.
+RoundSamples round_qualities(const std::vector<RunRecord>& runs, const std::string& config_id);
+
+}  // namespace rg
