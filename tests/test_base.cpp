@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #endif
 
+#include "base/float_mode.h"
 #include "base/fp16.h"
 #include "base/input_file.h"
 #include "base/memory.h"
@@ -1232,6 +1233,146 @@ TEST(OutputFile, AStreamReplacesItsTargetOnlyAtCommit) {
   EXPECT_EQ(read_file_bytes(path).value(), (std::vector<uint8_t>{'a', 'b', 'c', 'd'}));
   EXPECT_FALSE(kept.value()->write("x", 1).ok());  // closed: an error, not a write
   EXPECT_EQ(folder_entries(dir.path()), std::vector<std::string>{"images"});
+}
+
+
+// Issue 30: subnormal floats
+//
+// What one thread computes from values the compiler cannot see (volatile): a product of two
+// normal floats whose exact value, 2^-140 (about 7e-43), is subnormal (FTZ makes it 0), and a
+// subnormal input scaled back into the normal range (DAZ reads the input as 0: the result is 0).
+// Powers of two: every result is exact, under keep too.
+struct UnderflowSeen {
+  float product = -1;
+  float scaled_subnormal = -1;
+};
+
+UnderflowSeen compute_underflow() {
+  volatile float small = 0x1p-70f, subnormal = 0x1p-140f, scale = 0x1p30f;
+  UnderflowSeen seen;
+  seen.product = small * small;
+  seen.scaled_subnormal = subnormal * scale;  // 2^-110 when read as it is
+  return seen;
+}
+
+// Restores the process's default when a test ends, passed or not.
+struct DenormalsRestorer {
+  ~DenormalsRestorer() { set_denormals(Denormals::flush); }
+};
+
+bool x86_cpu() {
+#if defined(__i386__) || defined(__x86_64__) || defined(_M_IX86) || defined(_M_X64)
+  return true;
+#else
+  return false;
+#endif
+}
+
+// compute_underflow() on the caller (index 0) and on each of `pool`'s workers (one chunk each);
+// fails the test when a chunk ran on a thread it should not have.
+std::vector<UnderflowSeen> underflow_on_every_thread(ThreadPool& pool) {
+  const int threads = pool.threads();
+  std::vector<UnderflowSeen> seen(static_cast<size_t>(threads));
+  std::vector<std::thread::id> ran_on(static_cast<size_t>(threads));
+  pool.parallel_for(threads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      seen[static_cast<size_t>(i)] = compute_underflow();
+      ran_on[static_cast<size_t>(i)] = std::this_thread::get_id();
+    }
+  });
+  EXPECT_EQ(ran_on[0], std::this_thread::get_id());
+  for (int i = 1; i < threads; ++i) EXPECT_NE(ran_on[static_cast<size_t>(i)], std::this_thread::get_id()) << "chunk " << i;
+  return seen;
+}
+
+void expect_flushed(const UnderflowSeen& seen, const std::string& where) {
+  EXPECT_EQ(seen.product, 0.0f) << where << ": 2^-70 * 2^-70 under flush (FTZ)";
+  if (cpu_has_denormals_are_zero()) {
+    EXPECT_EQ(seen.scaled_subnormal, 0.0f) << where << ": a subnormal input under flush (DAZ)";
+  }
+}
+
+void expect_kept(const UnderflowSeen& seen, const std::string& where) {
+  EXPECT_EQ(seen.product, 0x1p-140f) << where << ": 2^-70 * 2^-70 under keep";
+  EXPECT_EQ(seen.scaled_subnormal, 0x1p-110f) << where << ": a subnormal input under keep";
+}
+
+TEST(FloatMode, NamesRoundTripAndABadOneIsRefused) {
+  for (Denormals mode : {Denormals::flush, Denormals::keep}) {
+    auto parsed = denormals_from_name(denormals_name(mode));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(parsed.value(), mode);
+  }
+  for (const char* bad : {"", "Flush", "on", "keep "}) {
+    auto parsed = denormals_from_name(bad);
+    ASSERT_FALSE(parsed.ok()) << "'" << bad << "'";
+    EXPECT_TRUE(contains(parsed.status().message(), "flush or keep")) << parsed.status().message();
+  }
+}
+
+TEST(FloatMode, FlushIsTheDefaultAndReachesTheCallerAndEveryWorker) {
+  if (!x86_cpu()) GTEST_SKIP() << "no subnormal mode to set off x86: both modes compute IEEE subnormals";
+  if (!cpu_has_denormals_are_zero()) std::printf("note: this CPU has no DAZ: subnormal inputs are not checked\n");
+  EXPECT_EQ(denormals(), Denormals::flush);
+  with_watchdog(60, [] {
+    ThreadPool pool(4);  // its workers follow the default before their first job
+    const std::vector<UnderflowSeen> seen = underflow_on_every_thread(pool);
+    for (size_t i = 0; i < seen.size(); ++i) expect_flushed(seen[i], i == 0 ? "caller" : "worker " + std::to_string(i));
+  });
+}
+
+TEST(FloatMode, KeepComputesSubnormalsOnTheCallerAndEveryWorker) {
+  if (!x86_cpu()) GTEST_SKIP() << "no subnormal mode to set off x86";
+  DenormalsRestorer restore;
+  with_watchdog(60, [] {
+    ThreadPool pool(4);
+    set_denormals(Denormals::keep);
+    expect_kept(compute_underflow(), "caller, right after set_denormals");
+    const std::vector<UnderflowSeen> seen = underflow_on_every_thread(pool);
+    for (size_t i = 0; i < seen.size(); ++i) expect_kept(seen[i], i == 0 ? "caller" : "worker " + std::to_string(i));
+  });
+}
+
+TEST(FloatMode, SwitchingBackAndForthReachesWorkersThatAlreadyRan) {
+  if (!x86_cpu()) GTEST_SKIP() << "no subnormal mode to set off x86";
+  DenormalsRestorer restore;
+  with_watchdog(60, [] {
+    ThreadPool pool(3);
+    for (int round = 0; round < 6; ++round) {
+      const Denormals mode = round % 2 == 0 ? Denormals::keep : Denormals::flush;
+      set_denormals(mode);
+      const std::vector<UnderflowSeen> seen = underflow_on_every_thread(pool);
+      for (size_t i = 0; i < seen.size(); ++i) {
+        const std::string where = std::string(denormals_name(mode)) + " round " + std::to_string(round) + " thread " +
+                                  std::to_string(i);
+        if (mode == Denormals::flush) {
+          expect_flushed(seen[i], where);
+        } else {
+          expect_kept(seen[i], where);
+        }
+      }
+    }
+  });
+}
+
+// A thread of its own (the batch prefetcher's kind) computes under its OS default until it
+// follows the process's choice.
+TEST(FloatMode, AThreadOfItsOwnFollowsTheChoice) {
+  if (!x86_cpu()) GTEST_SKIP() << "no subnormal mode to set off x86";
+  DenormalsRestorer restore;
+  for (Denormals mode : {Denormals::keep, Denormals::flush}) {
+    set_denormals(mode);
+    UnderflowSeen seen;
+    std::thread([&seen] {
+      follow_denormals_on_this_thread();
+      seen = compute_underflow();
+    }).join();
+    if (mode == Denormals::flush) {
+      expect_flushed(seen, "own thread");
+    } else {
+      expect_kept(seen, "own thread");
+    }
+  }
 }
 
 }  // namespace

@@ -2,13 +2,16 @@
 // and their JSON, the reading of a train report, and the advisor's choices.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include "base/rng.h"
+#include "report/machine_load.h"
 #include "study/advisor.h"
 #include "study/estimates.h"
 #include "study/child_process.h"
@@ -583,6 +586,147 @@ TEST(StudyCli, BadInputIsNamed) {
   o = run("advise --model mlp --study " + corrupt);
   EXPECT_NE(o.output.find("not a retrograd study"), std::string::npos) << o.output;
 }
+
+
+// Issue 30: machine load
+
+TEST(MachineLoad, ParsesTheAggregateLineOfProcStat) {
+  // Linux 5.x: ten columns; guest and guest_nice (the last two) are already in user and nice.
+  const std::string modern =
+      "cpu  1844422 70405 187328 589366 6581 0 2028 2982 700 9\n"
+      "cpu0 899451 29975 89608 327680 2750 0 82 1487 0 0\n"
+      "intr 1 2 3\nctxt 42\n";
+  auto ticks = parse_proc_stat(modern);
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_EQ(ticks->total, 1844422u + 70405 + 187328 + 589366 + 6581 + 0 + 2028 + 2982);
+  EXPECT_EQ(ticks->idle, 589366u + 6581);
+  EXPECT_EQ(ticks->steal, 2982u);
+  EXPECT_TRUE(ticks->has_steal);
+  // Linux 2.6.0-2.6.10: no steal column; 2.4: the first four only.
+  ticks = parse_proc_stat("cpu 100 0 50 800 30 5 15\ncpu0 100 0 50 800 30 5 15\n");
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_EQ(ticks->total, 1000u);
+  EXPECT_EQ(ticks->idle, 830u);
+  EXPECT_FALSE(ticks->has_steal);
+  ticks = parse_proc_stat("cpu 10 20 30 40\n");
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_EQ(ticks->total, 100u);
+  EXPECT_EQ(ticks->idle, 40u);
+  // Not the aggregate line, or not numbers: nothing rather than a wrong figure.
+  for (const char* bad : {"", "cpu0 1 2 3 4 5 6 7 8\n", "cpu 1 2 3\n", "cpu 1 2 x 4 5\n", "cpu 1 -2 3 4\n",
+                          "cpu 1 2 3 4.5 5\n", "cpu 99999999999999999999 1 1 1\n", "intr 1 2 3 4\n"}) {
+    EXPECT_FALSE(parse_proc_stat(bad).has_value()) << "'" << bad << "'";
+  }
+}
+
+TEST(MachineLoad, ParsesTheOneMinuteLoad) {
+  EXPECT_EQ(parse_loadavg("0.52 0.58 0.59 1/123 4567\n"), 0.52);
+  EXPECT_EQ(parse_loadavg("12.00 3.10 1.00 9/800 31337"), 12.0);
+  for (const char* bad : {"", "\n", "abc 1 2", "-1.0 0 0", "nan 0 0", "1.5x 2 3"}) {
+    EXPECT_FALSE(parse_loadavg(bad).has_value()) << "'" << bad << "'";
+  }
+}
+
+// Snapshots one second apart on a 2-CPU machine at 100 ticks a second: 200 ticks in all.
+LoadSnapshot snapshot_at(double seconds, uint64_t total, uint64_t idle, uint64_t steal, double own_seconds, double load1) {
+  LoadSnapshot s;
+  s.monotonic_seconds = seconds;
+  s.has_cpu_ticks = true;
+  s.cpu = CpuTicks{total, idle, steal, true};
+  s.ticks_per_second = 100;
+  s.has_own_cpu = true;
+  s.own_cpu_seconds = own_seconds;
+  s.has_load1 = true;
+  s.load1 = load1;
+  return s;
+}
+
+TEST(MachineLoad, SharesOverAnIntervalSeparateStealOursAndOthers) {
+  // 200 ticks: 80 idle, 20 stolen, 100 busy of which 50 (0.5 s) ours and our children's.
+  const LoadSnapshot before = snapshot_at(10.0, 5000, 3000, 100, 2.0, 0.5);
+  const LoadSnapshot after = snapshot_at(11.0, 5200, 3080, 120, 2.5, 1.9);
+  const LoadInterval load = load_between(before, after, 2);
+  EXPECT_DOUBLE_EQ(load.seconds, 1.0);
+  EXPECT_DOUBLE_EQ(load.steal_share, 0.1);
+  EXPECT_DOUBLE_EQ(load.busy_share, 0.5);
+  EXPECT_DOUBLE_EQ(load.others_busy_share, 0.25);
+  EXPECT_EQ(load.load1, 1.9);
+  EXPECT_EQ(load.logical_cpus, 2);
+  EXPECT_EQ(describe_load(load), "other programs 25% of 2 CPUs, steal 10.0%, load 1.9");
+
+  // Our CPU seconds counted finer than the ticks: others never below 0.
+  const LoadInterval all_ours = load_between(before, snapshot_at(11.0, 5200, 3080, 120, 3.1, 1.9), 2);
+  EXPECT_EQ(all_ours.others_busy_share, 0.0);
+  // A tickless kernel's idle stepping back a little: shares stay within [0, 1].
+  const LoadInterval back = load_between(before, snapshot_at(11.0, 5200, 2990, 100, 2.0, 1.9), 2);
+  EXPECT_EQ(back.busy_share, 1.0);
+}
+
+TEST(MachineLoad, AMissingSourceGivesNaNNotAWrongFigure) {
+  const LoadSnapshot before = snapshot_at(10.0, 5000, 3000, 100, 2.0, 0.5);
+  LoadSnapshot after = snapshot_at(11.0, 5200, 3080, 120, 2.5, 1.9);
+  after.cpu.has_steal = false;  // Windows: no steal column
+  after.has_load1 = false;      // Windows: no load average
+  LoadInterval load = load_between(before, after, 4);
+  EXPECT_TRUE(std::isnan(load.steal_share));
+  EXPECT_TRUE(std::isnan(load.load1));
+  EXPECT_DOUBLE_EQ(load.others_busy_share, 0.35);  // 120 busy (no steal figure: none taken off), 50 ours
+  EXPECT_EQ(describe_load(load), "other programs 35% of 4 CPUs, steal unknown, load unknown");
+
+  after.has_own_cpu = false;
+  EXPECT_TRUE(std::isnan(load_between(before, after, 4).others_busy_share));
+  after.has_cpu_ticks = false;
+  load = load_between(before, after, 1);
+  EXPECT_TRUE(std::isnan(load.busy_share));
+  EXPECT_TRUE(std::isnan(load.others_busy_share));
+  EXPECT_EQ(describe_load(load), "other programs unknown of 1 CPU, steal unknown, load unknown");
+  // No time passed (two reads within one tick): nothing to divide by.
+  EXPECT_TRUE(std::isnan(load_between(before, before, 2).busy_share));
+}
+
+// This machine, read live: every figure its platform has is a share in [0, 1].
+TEST(MachineLoad, ReadsThisMachine) {
+  const LoadSnapshot before = read_load_snapshot();
+  volatile double sink = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  while (std::chrono::steady_clock::now() < until) sink = sink + 1;  // some CPU time of our own
+  const LoadSnapshot after = read_load_snapshot();
+  EXPECT_TRUE(after.has_cpu_ticks);
+  EXPECT_TRUE(after.has_own_cpu);
+  EXPECT_GT(after.own_cpu_seconds, before.own_cpu_seconds);
+  const LoadInterval load = load_between(before, after, 2);
+  EXPECT_GE(load.seconds, 0.3);
+  std::printf("this machine over %.2f s: %s (busy %.0f%%)\n", load.seconds, describe_load(load).c_str(),
+              100 * load.busy_share);
+#if defined(__linux__)
+  EXPECT_TRUE(after.has_load1);
+  for (double share : {load.steal_share, load.busy_share, load.others_busy_share}) {
+    EXPECT_TRUE(std::isfinite(share));
+    EXPECT_GE(share, 0.0);
+    EXPECT_LE(share, 1.0);
+  }
+  EXPECT_GT(load.busy_share, 0.0);  // our own loop at least
+  EXPECT_TRUE(std::isfinite(load.load1));
+#elif defined(_WIN32)
+  EXPECT_TRUE(std::isnan(load.steal_share));
+  EXPECT_TRUE(std::isnan(load.load1));
+#endif
+}
+
+#if !defined(_WIN32)
+// A child's CPU time is ours once waited for (RUSAGE_CHILDREN), not another program's.
+TEST(MachineLoad, AWaitedForChildCountsAsOurs) {
+  const LoadSnapshot before = read_load_snapshot();
+  ChildSpec spec;
+  spec.argv = {"/bin/sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"};
+  auto done = run_child(spec);
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  ASSERT_TRUE(done.value().ok());
+  const LoadSnapshot after = read_load_snapshot();
+  EXPECT_GT(done.value().cpu_seconds, 0.05);
+  EXPECT_GE(after.own_cpu_seconds - before.own_cpu_seconds, done.value().cpu_seconds);
+}
+#endif
 
 }  // namespace
 }  // namespace rg

@@ -388,6 +388,11 @@ CASES = [
     # options and devices
     ("opt-bad-number", "options", "--batch 0", lambda d: None, ["train", "--batch", "0"] + QUICK, ["--batch"], []),
     ("opt-unknown", "options", "an option that does not exist", lambda d: None, ["train", "--batchsize", "8"], ["--batchsize"], []),
+    ("opt-denormals", "options", "--denormals fast (flush or keep)",
+     lambda d: None, ["train", "--denormals", "fast"] + QUICK, ["--denormals", "'fast' is not flush or keep"], []),
+    ("opt-denormals-eval", "options", "--denormals FLUSH on eval (the names are lower case)",
+     lambda d: checkpoint_then(d, lambda b: b), ["eval", "--checkpoint", "{d}/run.ckpt", "--denormals", "FLUSH"],
+     ["--denormals", "'FLUSH' is not flush or keep"], ["run.ckpt"]),
     ("opt-unwritable", "options", "a checkpoint path in a folder that does not exist",
      lambda d: None, ["train", "--checkpoint", "{d}/no/such/folder/run.ckpt"] + QUICK, ["{d}/no/such/folder/run.ckpt"], []),
     ("device-missing", "devices", "an OpenCL device that is not there",

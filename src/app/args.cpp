@@ -3,6 +3,7 @@
 
 #include "base/check.h"
 
+#include "base/float_mode.h"
 #include "base/thread_pool.h"
 
 #include <cerrno>
@@ -123,6 +124,12 @@ void add_common_options(Args& args) {
   args.option("seed", "S", "random seed: same seed and threads, same result", "1");
 }
 
+void add_denormals_option(Args& args) {
+  args.option("denormals", "flush|keep",
+              "floats below 1.18e-38 (subnormals): flush makes them 0, keep computes them, slowly on Intel CPUs "
+              "(docs/kernels.md)", "flush");
+}
+
 }  // namespace rg
 
 namespace rg {
@@ -136,6 +143,13 @@ Result<int> threads_option(const Args& args) {
 Result<uint64_t> seed_option(const Args& args) {
   RG_ASSIGN(const int64_t seed, args.integer("seed", 0, INT64_MAX));
   return static_cast<uint64_t>(seed);
+}
+
+Status apply_denormals_option(const Args& args) {
+  auto mode = denormals_from_name(args.text("denormals"));
+  if (!mode.ok()) return mode.status().with_context("--denormals: ");
+  set_denormals(mode.value());
+  return Status();
 }
 
 }  // namespace rg

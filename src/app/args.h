@@ -46,6 +46,8 @@ class Args {
 
 // --threads and --seed, which every command takes.
 void add_common_options(Args& args);
+// --denormals flush|keep, for the commands that compute (train, precision, eval).
+void add_denormals_option(Args& args);
 
 }  // namespace rg
 
@@ -53,4 +55,6 @@ namespace rg {
 // --threads (default: every logical CPU) and --seed.
 Result<int> threads_option(const Args& args);
 Result<uint64_t> seed_option(const Args& args);
+// Sets the process's subnormal-float mode (base/float_mode.h) from --denormals.
+Status apply_denormals_option(const Args& args);
 }  // namespace rg

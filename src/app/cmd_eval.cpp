@@ -8,6 +8,7 @@
 #include "app/data_source.h"
 #include "app/device_option.h"
 #include "app/json_report.h"
+#include "base/float_mode.h"
 #include "opencl/model/cl_int8_model.h"
 #include "quant/int8_model.h"
 #include "train/memory_plan.h"
@@ -54,11 +55,13 @@ int run_eval(int argc, char** argv) {
   args.option("calib-batches", "N", "--int8: training batches (of --batch) seen in calibration", "8");
   add_device_options(args);
   add_common_options(args);
+  add_denormals_option(args);
   if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
   if (args.help_requested()) {
     std::fputs(args.help().c_str(), stdout);
     return 0;
   }
+  if (Status s = apply_denormals_option(args); !s.ok()) return fail(s.message());
   if (!args.given("checkpoint")) return fail("eval needs --checkpoint FILE");
   const std::string path = args.text("checkpoint");
   if (args.given("json")) {
@@ -184,7 +187,8 @@ int run_eval(int argc, char** argv) {
                              {"seconds", result.seconds},
                              {"precision", int8 ? "int8" : "fp32"},
                              {"device", eval_device ? eval_device->label() : "cpu"},
-                             {"threads", pool.threads()}};
+                             {"threads", pool.threads()},
+                             {"denormals", denormals_name(denormals())}};
     if (autoencoder) {
       report["test_mse"] = result.mse;
       report["test_psnr_db"] = result.psnr_db;

@@ -13,6 +13,7 @@
 #include "app/mpi_job.h"
 #include "app/precision_report.h"
 #include "app/train_gan.h"
+#include "base/float_mode.h"
 #include "cpu/cpuid.h"
 #include "cpu/isa.h"
 #include "data/files.h"
@@ -99,6 +100,7 @@ void declare(Args& args, const TrainCommand& command) {
   add_device_options(args);
   add_mpi_options(args);
   add_common_options(args);
+  add_denormals_option(args);
 }
 
 // --mem-budget (0: none) and --stream.
@@ -230,6 +232,7 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
     return 0;
   }
   if (*command.precisions != '\0') args.assume("precision", command.precisions);  // unless given
+  if (Status s = apply_denormals_option(args); !s.ok()) return fail(s.message());
   const bool in_job = comm != nullptr && comm->size() > 1;
   const bool writes_files = !in_job || comm->is_root();  // checkpoints, reports: the root's
   if (in_job) {
@@ -558,6 +561,7 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
         {"train_samples_per_s", samples_per_s},
         {"train_precision", train_precision_name(options.precision)},
         {"isa", isa_name(active_isa())},
+        {"denormals", denormals_name(denormals())},
         {"forward_flops_per_sample", model->forward_flops_per_sample()},
         {"train_flops_per_sample", model->train_flops_per_sample()},
         {"train_gflops", train_gflops},

@@ -8,6 +8,7 @@
 #include "app/device_option.h"
 #include "app/json_report.h"
 #include "app/train_gan.h"
+#include "base/float_mode.h"
 #include "cpu/isa.h"
 #include "data/files.h"
 #include "report/image_grid.h"
@@ -324,6 +325,7 @@ int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) 
         {"train_flops_per_sample", total_flops(gan_training_costs_per_sample(g, d, options.batch, options.optimizer))},
         {"train_precision", train_precision_name(options.precision)},
         {"isa", isa_name(active_isa())},
+        {"denormals", denormals_name(denormals())},
         {"peak_rss_bytes", peak_rss_bytes()},
         {"peak_tensor_bytes", host_memory().peak_bytes()},
         {"judge_on_real_test_images", real_score_json},

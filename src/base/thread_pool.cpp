@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "base/float_mode.h"
 
 namespace rg {
 
@@ -47,6 +48,7 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   if (n <= 0) return;
+  follow_denormals_on_this_thread();  // the caller runs a chunk too: the same float mode as the workers
   grain = std::max<int64_t>(grain, 1);
   const int64_t grains = (n + grain - 1) / grain;
   const int64_t parts = std::min<int64_t>(threads(), grains);
@@ -93,6 +95,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
 }
 
 void ThreadPool::worker_loop(int index) {
+  apply_denormals_on_this_thread();
   uint64_t seen = 0;
   for (;;) {
     auto has_job = [&] { return stopping_.load() || generation_.load(std::memory_order_acquire) != seen; };
@@ -114,6 +117,7 @@ void ThreadPool::worker_loop(int index) {
       }
     }
     if (!mine) continue;  // fewer chunks than workers this time
+    follow_denormals_on_this_thread();  // a set_denormals() since the last job
     try {
       (*body)(chunk.first, chunk.second);
     } catch (...) {  // an exception leaving a thread's function would end the process
@@ -130,6 +134,7 @@ void parallel_for(ThreadPool* pool, int64_t n, int64_t grain, const std::functio
   if (pool != nullptr) {
     pool->parallel_for(n, grain, body);
   } else if (n > 0) {
+    follow_denormals_on_this_thread();
     body(0, n);
   }
 }

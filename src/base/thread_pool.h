@@ -1,6 +1,8 @@
 // A small fork-join pool. parallel_for splits [0, n) into one contiguous chunk per
 // thread; the caller runs the first chunk. Kernels keep results independent of the
 // split by giving every output element one owner and a fixed order of summation.
+// Every thread that runs a chunk, the caller included, follows the process's float mode
+// (base/float_mode.h) before it: the split never changes how subnormals are treated.
 // Workers spin briefly before sleeping, and the caller polls rather than sleeps: a wake-up
 // through the OS costs tens of microseconds on these VMs, as much as a small GEMM.
 #pragma once

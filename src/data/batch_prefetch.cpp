@@ -6,6 +6,8 @@
 #include <new>
 #include <string>
 
+#include "base/float_mode.h"
+
 namespace rg {
 
 Result<std::unique_ptr<BatchPrefetcher>> BatchPrefetcher::create(const Shape& sample, int64_t rows, bool ahead) {
@@ -63,6 +65,9 @@ void BatchPrefetcher::work() {
     if (stopping_) return;
     const int64_t piece = filled_;
     lock.unlock();
+    // Gathering computes (generated images in doubles, u8 and f16 widened): under the same
+    // float mode as the trainer's threads, reading ahead never changes a sample.
+    follow_denormals_on_this_thread();
     Status status;
     try {
       status = fill(piece, static_cast<int>(piece % 2));

@@ -45,19 +45,42 @@ int64_t current_rss_bytes() {
 #endif
 }
 
-double process_cpu_seconds() {
+namespace {
+// User + system seconds of `who` (Windows: this process, whatever `who`); empty when unknown.
+std::optional<double> cpu_seconds_of(int who) {
 #if defined(_WIN32)
+  (void)who;
   FILETIME created, exited, kernel, user;
-  if (!GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user)) return 0;
+  if (!GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user)) return std::nullopt;
   auto to_seconds = [](FILETIME t) {
     return static_cast<double>((static_cast<uint64_t>(t.dwHighDateTime) << 32) | t.dwLowDateTime) * 1e-7;
   };
   return to_seconds(kernel) + to_seconds(user);
 #else
   struct rusage usage;
-  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  if (getrusage(who, &usage) != 0) return std::nullopt;
   return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
          1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+#endif
+}
+
+#if defined(_WIN32)
+constexpr int kSelf = 0;
+#else
+constexpr int kSelf = RUSAGE_SELF;
+#endif
+}  // namespace
+
+double process_cpu_seconds() { return cpu_seconds_of(kSelf).value_or(0); }
+
+std::optional<double> process_and_children_cpu_seconds() {
+  const std::optional<double> self = cpu_seconds_of(kSelf);
+#if defined(_WIN32)
+  return self;
+#else
+  const std::optional<double> children = cpu_seconds_of(RUSAGE_CHILDREN);
+  if (!self || !children) return std::nullopt;
+  return *self + *children;
 #endif
 }
 
