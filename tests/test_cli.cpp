@@ -663,4 +663,48 @@ TEST(Cli, EvalScoresWhatTheModelIs) {
   EXPECT_FALSE(report.contains("test_accuracy"));
 }
 
+// Issue 30: train's and eval's reports carry what learning nothing scores on the same test
+// samples (data/chance.h), so a figure can be told from chance: the best constant answer's
+// accuracy, answering the training mean's MSE, the untrained generator's GAN score.
+TEST(Cli, ReportsCarryTheChanceFigures) {
+  const std::string ckpt = temp_dir() + "/chance.ckpt", json = temp_dir() + "/chance.json";
+  const Outcome trained = run(std::string("train ") + kQuick + " --epochs 1 --checkpoint " + ckpt + " --json " + json);
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("one class for all: 0."), std::string::npos) << trained.output;
+  const nlohmann::json report = nlohmann::json::parse(read_all(json));
+  EXPECT_EQ(report.at("classes").get<int>(), 10);
+  const double chance = report.at("chance_accuracy").get<double>();
+  EXPECT_GE(chance, 0.1);  // the largest of 10 shares is at least their mean
+  EXPECT_LT(chance, 0.2);  // synthetic classes come about equally often
+  EXPECT_FALSE(report.contains("test_mse_baseline"));
+  const std::string eval_json = temp_dir() + "/chance_eval.json";
+  const Outcome scored = run("eval --checkpoint " + ckpt + " --threads 1 --json " + eval_json);
+  ASSERT_EQ(scored.code, 0) << scored.output;
+  EXPECT_NE(scored.output.find("one class for all"), std::string::npos) << scored.output;
+  const nlohmann::json eval_report = nlohmann::json::parse(read_all(eval_json));
+  EXPECT_EQ(eval_report.at("chance_accuracy").get<double>(), chance) << "the same test samples";
+
+  const std::string ae_json = temp_dir() + "/chance_ae.json";
+  const Outcome autoencoder = run("train --model autoencoder --data synthetic --limit 256 --test-limit 64 --epochs 1 "
+                                  "--threads 1 --json " + ae_json);
+  ASSERT_EQ(autoencoder.code, 0) << autoencoder.output;
+  EXPECT_NE(autoencoder.output.find("answering the mean: 0."), std::string::npos) << autoencoder.output;
+  const nlohmann::json ae = nlohmann::json::parse(read_all(ae_json));
+  EXPECT_GT(ae.at("test_mse_baseline").get<double>(), 0.0);
+  EXPECT_LT(ae.at("test_mse_baseline").get<double>(), 0.25);  // pixels in [0, 1] about their mean
+  EXPECT_FALSE(ae.contains("chance_accuracy"));
+
+  const std::string gan = temp_dir() + "/chance_gan", gan_json = temp_dir() + "/chance_gan.json";
+  const std::string quick = " --data synthetic --limit 128 --threads 1 --score-samples 100 --json " + gan_json;
+  const Outcome first = run("train --model dcgan --judge-epochs 1 --epochs 2 --stop-after 1 --out " + gan + quick);
+  ASSERT_EQ(first.code, 0) << first.output;
+  EXPECT_NE(first.output.find("samples of the untrained generator (the chance level)"), std::string::npos) << first.output;
+  const double floor = nlohmann::json::parse(read_all(gan_json)).at("chance_score").get<double>();
+  EXPECT_GE(floor, 1.0);
+  EXPECT_LE(floor, 10.0);
+  const Outcome resumed = run("train --resume " + gan + quick);
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_TRUE(nlohmann::json::parse(read_all(gan_json)).at("chance_score").is_null()) << "G is trained already";
+}
+
 }  // namespace

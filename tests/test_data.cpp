@@ -16,6 +16,7 @@
 
 #include "base/fp16.h"
 #include "base/rng.h"
+#include "data/chance.h"
 #include "data/dataset.h"
 #include "data/files.h"
 #include "data/generated_images.h"
@@ -954,6 +955,60 @@ TEST(MachineCheck, SamplesThatDoNotFitAreRefusedBeforeTheyAreRead) {
   }
   ScopedEnv enough("RETROGRAD_MEM_AVAILABLE", "64M");
   EXPECT_TRUE(load_mnist_folder(folder).ok());
+}
+
+// Issue 30: what learning nothing scores (data/chance.h), the yardsticks of "left chance"
+
+// Labels `labels` (classes 0..classes-1) on samples of [1] f32 that nothing reads.
+Dataset labelled(const std::vector<int32_t>& labels, int32_t classes) {
+  Dataset d;
+  d.name = "labelled";
+  d.sample_shape = Shape{1};
+  d.num_classes = classes;
+  const int64_t n = static_cast<int64_t>(labels.size());
+  d.samples = Tensor::zeros(Shape{n, 1}, DType::f32, "labelled").take();
+  d.labels = Tensor::zeros(Shape{n}, DType::i32, "labelled labels").take();
+  std::copy(labels.begin(), labels.end(), d.labels.data<int32_t>());
+  return d;
+}
+
+TEST(Chance, BestConstantAccuracyIsTheLargestClassShare) {
+  EXPECT_DOUBLE_EQ(best_constant_accuracy(labelled({0, 1, 2, 3}, 4)), 0.25);          // balanced: 1 / classes
+  EXPECT_DOUBLE_EQ(best_constant_accuracy(labelled({2, 0, 2, 1, 2, 2, 0, 1}, 3)), 0.5);  // unbalanced: above it
+  EXPECT_DOUBLE_EQ(best_constant_accuracy(labelled({9}, 10)), 1.0);  // classes absent from the set count for nothing
+  EXPECT_DOUBLE_EQ(best_constant_accuracy(labelled({}, 10)), 0.0);
+  // A slice counts its own labels: the first two of 0 0 1 1 1 are all class 0.
+  EXPECT_DOUBLE_EQ(best_constant_accuracy(labelled({0, 0, 1, 1, 1}, 2).slice(0, 2, "first two")), 1.0);
+}
+
+TEST(Chance, MeanAnswerMseUsesTheTrainingMeanOnTheTestSamples) {
+  // numbered_dataset: sample i = {i, -i}. 600 rows cross the 256-row blocks; the mean is {299.5, -299.5}.
+  const Dataset train = numbered_dataset(600), test = numbered_dataset(7);
+  auto mse = mean_answer_mse(train, test);
+  ASSERT_TRUE(mse.ok()) << mse.status().message();
+  double expected = 0;
+  for (int i = 0; i < 7; ++i) expected += 2 * (i - 299.5) * (i - 299.5);  // both features alike
+  EXPECT_NEAR(mse.value(), expected / (7 * 2), 1e-9 * expected);
+  // Its own mean: the test set's variance per value (i = 0..6 about 3: 4).
+  EXPECT_NEAR(mean_answer_mse(test, test).value(), 4.0, 1e-12);
+  EXPECT_DOUBLE_EQ(mean_answer_mse(train, test.slice(0, 0, "none")).value(), 0.0);
+}
+
+TEST(Chance, MeanAnswerMseSeesPixelsAsTheModelDoes) {
+  // u8 samples are scaled to [0, 1] as gather gives them to the model: 0 and 255 average 0.5,
+  // and answering 0.5 for 0 or 255 errs by 0.5: MSE 0.25.
+  Dataset bytes;
+  bytes.name = "bytes";
+  bytes.sample_shape = Shape{1, 1, 1};
+  bytes.num_classes = 2;
+  bytes.samples = Tensor::zeros(Shape{2, 1, 1, 1}, DType::u8, "bytes").take();
+  bytes.labels = Tensor::zeros(Shape{2}, DType::i32, "labels").take();
+  bytes.samples.data<uint8_t>()[1] = 255;
+  bytes.labels.data<int32_t>()[1] = 1;  // one of each class
+  EXPECT_NEAR(mean_answer_mse(bytes, bytes).value(), 0.25, 1e-7);
+  // The figure in a model's own terms: accuracy for a classifier, MSE for an autoencoder.
+  EXPECT_DOUBLE_EQ(chance_quality(true, bytes, bytes).value(), 0.5);
+  EXPECT_NEAR(chance_quality(false, bytes, bytes).value(), 0.25, 1e-7);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "study/advisor.h"
 #include "study/estimates.h"
 #include "study/child_process.h"
+#include "study/quality_check.h"
 #include "study/study_ranks.h"
 #include "study/study_result.h"
 #include "study/study_runner.h"
@@ -1026,6 +1027,68 @@ TEST(StudyStatistics, DISABLED_ErrorRateTable) {
       std::printf("\n");
     }
   }
+// Issue 30: quality beyond chance
+
+bool says(const LearnedVerdict& v, const std::string& text) { return v.why.find(text) != std::string::npos; }
+
+TEST(LeftChance, AccuracyWithinThreeStandardErrorsIsChance) {
+  // The quick study's rcnn: 0.1010 against 0.100 on 2000 samples (3 standard errors: 2.0 points).
+  const LearnedVerdict at_chance = left_chance("test accuracy", 0.1010, 0.100, 2000);
+  EXPECT_FALSE(at_chance.learned);
+  EXPECT_EQ(at_chance.why, "0.1010 is within 3 standard errors of chance (0.100 on 2000 test samples)");
+  const LearnedVerdict learned = left_chance("test accuracy", 0.3990, 0.1095, 2000);
+  EXPECT_TRUE(learned.learned) << learned.why;
+  EXPECT_TRUE(says(learned, "29.0 points above chance (0.110 on 2000 test samples)")) << learned.why;
+  // The same gain of 6 points is noise on 100 samples (3 SE: 9 points) and learning on 10000 (0.9).
+  EXPECT_FALSE(left_chance("test accuracy", 0.16, 0.10, 100).learned);
+  EXPECT_TRUE(left_chance("test accuracy", 0.16, 0.10, 10000).learned);
+  // Just past 3 standard errors and 2 points, and just short of them.
+  const double se = std::sqrt(0.1 * 0.9 / 2000);
+  EXPECT_TRUE(left_chance("test accuracy", 0.1 + 3 * se + 1e-4, 0.1, 2000).learned);
+  EXPECT_FALSE(left_chance("test accuracy", 0.1 + 3 * se - 1e-4, 0.1, 2000).learned);
+  // Below chance is not learning either.
+  EXPECT_FALSE(left_chance("test accuracy", 0.05, 0.10, 10000).learned);
+}
+
+TEST(LeftChance, AccuracyNeedsTwoPointsOnLargeTestSets) {
+  // 1.5 points is 5 standard errors on 100000 samples, but too small a gain to call learning.
+  const LearnedVerdict small_gain = left_chance("test accuracy", 0.115, 0.100, 100000);
+  EXPECT_FALSE(small_gain.learned);
+  EXPECT_TRUE(says(small_gain, "less than 2 points above chance")) << small_gain.why;
+  EXPECT_TRUE(left_chance("test accuracy", 0.125, 0.100, 100000).learned);
+}
+
+TEST(LeftChance, MseMustBeBelowNineTenthsOfAnsweringTheMean) {
+  const LearnedVerdict learned = left_chance("test MSE", 0.0183, 0.0912, 2000);
+  EXPECT_TRUE(learned.learned);
+  EXPECT_TRUE(says(learned, "20% of the MSE of answering the mean (0.09120)")) << learned.why;
+  const LearnedVerdict close = left_chance("test MSE", 0.085, 0.0912, 2000);
+  EXPECT_FALSE(close.learned);
+  EXPECT_TRUE(says(close, "not below 90%")) << close.why;
+  EXPECT_FALSE(left_chance("test MSE", 0.2, 0.0912, 2000).learned);  // worse than the mean
+}
+
+TEST(LeftChance, GanScoreMustBeAWholeClassAboveTheUntrainedGenerator) {
+  EXPECT_FALSE(left_chance("GAN score", 1.9, 1.05, 1000).learned);
+  const LearnedVerdict learned = left_chance("GAN score", 3.2, 1.05, 1000);
+  EXPECT_TRUE(learned.learned);
+  EXPECT_TRUE(says(learned, "the untrained generator's 1.05")) << learned.why;
+  // No measured floor (a resumed run): the score of samples the judge cannot tell apart, 1.
+  EXPECT_FALSE(left_chance("GAN score", 1.99, NAN, 1000).learned);
+  const LearnedVerdict floor = left_chance("GAN score", 2.0, NAN, 1000);
+  EXPECT_TRUE(floor.learned);
+  EXPECT_TRUE(says(floor, "the floor 1")) << floor.why;
+}
+
+TEST(LeftChance, WhatCannotBeJudgedIsNotLearning) {
+  EXPECT_FALSE(left_chance("test accuracy", NAN, 0.1, 2000).learned);
+  EXPECT_FALSE(left_chance("test accuracy", 0.9, NAN, 2000).learned);  // no chance figure (an older report)
+  EXPECT_FALSE(left_chance("test accuracy", 0.9, 0.1, 0).learned);
+  EXPECT_FALSE(left_chance("test MSE", 0.01, NAN, 2000).learned);
+  const LearnedVerdict unknown = left_chance("BLEU", 0.9, 0.1, 2000);
+  EXPECT_FALSE(unknown.learned);
+  EXPECT_TRUE(says(unknown, "'BLEU' has no rule")) << unknown.why;
+  EXPECT_TRUE(says(left_chance("test MSE", 0.01, NAN, 2000), "no chance figure")) << "the reason is given";
 }
 
 }  // namespace

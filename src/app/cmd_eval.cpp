@@ -9,6 +9,7 @@
 #include "app/device_option.h"
 #include "app/json_report.h"
 #include "base/float_mode.h"
+#include "data/chance.h"
 #include "opencl/model/cl_int8_model.h"
 #include "quant/int8_model.h"
 #include "train/memory_plan.h"
@@ -169,11 +170,14 @@ int run_eval(int argc, char** argv) {
   }
   std::printf("run by          %s on %s\n", precision.c_str(), eval_device ? eval_device->label().c_str() : "the CPU");
   const bool autoencoder = model->target() == TargetKind::input;
+  auto chance = chance_quality(!autoencoder, data.value().train, data.value().test);
+  if (!chance.ok()) return fail(chance.status().with_context("the chance figure: ").message());
   if (autoencoder) {
-    std::printf("test MSE        %.6f  PSNR %.2f dB (reconstructions of the test images)\n", result.mse, result.psnr_db);
+    std::printf("test MSE        %.6f  PSNR %.2f dB (reconstructions of the test images; answering the mean: %.6f)\n",
+                result.mse, result.psnr_db, chance.value());
   } else {
-    std::printf("test accuracy   %.4f  (%lld classes)\n", result.accuracy,
-                static_cast<long long>(model->output_shape().numel()));
+    std::printf("test accuracy   %.4f  (%lld classes; one class for all: %.4f)\n", result.accuracy,
+                static_cast<long long>(model->output_shape().numel()), chance.value());
   }
   std::printf("test loss       %.6f\n", result.loss);
   std::printf("time            %.2fs, %.0f samples/s, %d threads\n", result.seconds,
@@ -192,8 +196,11 @@ int run_eval(int argc, char** argv) {
     if (autoencoder) {
       report["test_mse"] = result.mse;
       report["test_psnr_db"] = result.psnr_db;
+      report["test_mse_baseline"] = chance.value();
     } else {
       report["test_accuracy"] = result.accuracy;
+      report["classes"] = model->output_shape().numel();
+      report["chance_accuracy"] = chance.value();
     }
     if (Status s = write_json_report(args.text("json"), report); !s.ok()) {
       return fail(s.with_context("--json ").message());

@@ -16,6 +16,7 @@
 #include "base/float_mode.h"
 #include "cpu/cpuid.h"
 #include "cpu/isa.h"
+#include "data/chance.h"
 #include "data/files.h"
 #include "data/image_io.h"
 #include "report/image_grid.h"
@@ -480,6 +481,11 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   auto scored = trainer.evaluate(split.test);
   if (!scored.ok()) return fail(scored.status().message());
   const EvalResult test = scored.value();
+  // What learning nothing scores on the same test samples: the figure's yardstick (once, here).
+  const bool classifies = model->target() != TargetKind::input;
+  auto chance_figure = chance_quality(classifies, train, split.test);
+  if (!chance_figure.ok()) return fail(chance_figure.status().with_context("the chance figure: ").message());
+  const double chance = chance_figure.value();
   const double samples_per_s = trainer.train_seconds() > 0 ? static_cast<double>(trainer.samples_trained()) / trainer.train_seconds() : 0;
   const int64_t peak_rss = peak_rss_bytes();
   const int64_t peak_tensors = host_memory().peak_bytes();
@@ -487,14 +493,13 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   const double train_gflops = samples_per_s * static_cast<double>(model->train_flops_per_sample()) / 1e9;
   const double cpu_busy = trainer.train_seconds() > 0 ? train_cpu_seconds / trainer.train_seconds() : 0;
 
-  const bool classifies = model->target() != TargetKind::input;
   std::printf("\nsummary\n");
   if (classifies) {
-    std::printf("  test accuracy   %.4f  (loss %.4f, %lld samples, %.2fs)\n", test.accuracy, test.loss,
-                static_cast<long long>(test.samples), test.seconds);
+    std::printf("  test accuracy   %.4f  (loss %.4f, %lld samples, %.2fs; one class for all: %.4f)\n", test.accuracy,
+                test.loss, static_cast<long long>(test.samples), test.seconds, chance);
   } else {
-    std::printf("  test MSE        %.6f  PSNR %.2f dB  (loss %.6f, %lld samples, %.2fs)\n", test.mse, test.psnr_db,
-                test.loss, static_cast<long long>(test.samples), test.seconds);
+    std::printf("  test MSE        %.6f  PSNR %.2f dB  (loss %.6f, %lld samples, %.2fs; answering the mean: %.6f)\n",
+                test.mse, test.psnr_db, test.loss, static_cast<long long>(test.samples), test.seconds, chance);
   }
   std::printf("  training        %lld epochs in %.1fs, %.0f samples/s, %.2f GFLOP/s, %d threads (%.2f cores busy)\n",
               static_cast<long long>(fitted.value().size()), trainer.train_seconds(), samples_per_s, train_gflops,
@@ -582,6 +587,12 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
         {"device_peak_bytes", train_device ? train_device->memory().peak_bytes() : 0},
         {"history", nlohmann::json::array()},
     };
+    if (classifies) {
+      report["classes"] = model->output_shape().numel();
+      report["chance_accuracy"] = chance;  // the best constant answer's, on the test samples scored
+    } else {
+      report["test_mse_baseline"] = chance;  // answering every test sample with the training mean
+    }
     for (const auto& record : fitted.value()) report["history"].push_back(epoch_json(record));
     if (train_device && args.given("profile-device")) report["device_profile"] = kernel_times_json(*train_device);
     if (train_device) {

@@ -1,5 +1,6 @@
 // retrograd train for GANs (see train_gan.h): the pair from the [gan] section or the run's
 // folder, the judge classifier, and per epoch the losses, a sample grid and the score.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -100,6 +101,14 @@ void print_score(const char* what, const ClassifierScore& s, const Dataset& data
   std::printf("  %-9s", "shares");
   for (size_t c = 0; c < s.shares.size(); ++c) std::printf(" %s %.1f%%", class_name(data, c).c_str(), 100 * s.shares[c]);
   std::printf("\n");
+}
+
+// The judge's score of G's samples for the score noise, in `scored` [samples, ...].
+Result<ClassifierScore> score_generator(GanTrainer& trainer, Model& judge, ThreadPool& pool, const Tensor& scored) {
+  RG_TRY(trainer.generate(kScoreNoiseStream, scored.shape()[0], scored));
+  auto score = score_with_classifier(judge, pool, scored, trainer.options().batch, kScoreSplits);
+  if (!score.ok()) return score.status().with_context("the judge: ");
+  return score;
 }
 
 nlohmann::json score_json(const ClassifierScore& s) {
@@ -242,6 +251,7 @@ int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) 
   std::unique_ptr<Model> judge;
   Tensor scored;
   nlohmann::json real_score_json;
+  double chance_score = NAN;  // the untrained generator's score (a new run only)
   if (score_samples.value() > 0) {
     auto got = get_judge(args, out_dir, split, options, pool);
     if (!got.ok()) return fail(got.status().with_context("the judge: ").message());
@@ -259,6 +269,14 @@ int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) 
     auto buffer = Tensor::zeros(g.output_shape().batched(score_samples.value()), DType::f32, "samples to score");
     if (!buffer.ok()) return fail(buffer.status().message());
     scored = buffer.take();
+    if (trainer.epochs_done() == 0) {  // the floor the samples' score compares with: G as initialised
+      auto untrained = score_generator(trainer, *judge, pool, scored);
+      if (!untrained.ok()) return fail(untrained.status().message());
+      std::printf("judge on %lld samples of the untrained generator (the chance level):\n",
+                  static_cast<long long>(score_samples.value()));
+      print_score("score", untrained.value(), split.train);
+      chance_score = untrained.value().score;
+    }
   }
   auto grid = Tensor::zeros(g.output_shape().batched(kGridSamples), DType::f32, "sample grid");
   if (!grid.ok()) return fail(grid.status().message());
@@ -287,9 +305,8 @@ int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) 
                              {"d_real", r.d_real}, {"d_fake", r.d_fake},   {"d_fake_after", r.d_fake_after},
                              {"seconds", r.seconds}, {"samples_per_s", r.samples_per_s}, {"sample_grid", grid_path}};
     if (judge) {
-      if (Status s = trainer.generate(kScoreNoiseStream, score_samples.value(), scored); !s.ok()) return fail(s.message());
-      auto score = score_with_classifier(*judge, pool, scored, options.batch, kScoreSplits);
-      if (!score.ok()) return fail(score.status().with_context("the judge: ").message());
+      auto score = score_generator(trainer, *judge, pool, scored);
+      if (!score.ok()) return fail(score.status().message());
       print_score("score", score.value(), split.train);
       record["score"] = score_json(score.value());
     }
@@ -329,6 +346,8 @@ int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) 
         {"peak_rss_bytes", peak_rss_bytes()},
         {"peak_tensor_bytes", host_memory().peak_bytes()},
         {"judge_on_real_test_images", real_score_json},
+        // The untrained generator's score: null when not scored or resumed (the documented floor is 1).
+        {"chance_score", std::isfinite(chance_score) ? nlohmann::json(chance_score) : nlohmann::json()},
         {"device", train_device ? train_device->label() : "cpu"},
         {"device_peak_bytes", train_device ? train_device->memory().peak_bytes() : 0},
         {"history", history},
