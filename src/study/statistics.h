@@ -35,7 +35,7 @@ struct DecisionRule {
   uint64_t seed = 1;                 // the bootstrap's stream: the same samples give the same answer
   // Rounds (with a usable value) each side needs before a comparison is decidable: rounds are the
   // independent unit (the epochs of one round share its minute of machine load); 2 is the least that
-  // gives a standard error, and 3 the least whose false-claim rate stays clearly under alpha.
+  // gives a standard error, and 3 the least that also finds a 30% difference most of the time.
   int min_rounds = 3;
 };
 
