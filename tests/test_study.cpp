@@ -1014,7 +1014,8 @@ TEST(StudyStatistics, DISABLED_ErrorRateTable) {
   const int layouts[][2] = {{3, 1}, {3, 3}, {5, 3}};
   DecisionRule no_floor;
   no_floor.min_ratio_effect = 0;
-  std::printf("| noise | rounds x epochs | 0 | 0, 3%% floor | +5%% | +10%% | +30%% |\n|---|---|---|---|---|---|---|\n");
+  std::printf("| noise | rounds x epochs | false claims | false claims, 3%% minimum | +5%% | +10%% | +30%% |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
   for (const NoiseModel& noise : models) {
     for (const auto& layout : layouts) {
       std::printf("| %s | %dx%d |", noise.name, layout[0], layout[1]);

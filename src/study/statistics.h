@@ -35,7 +35,7 @@ struct DecisionRule {
   uint64_t seed = 1;                 // the bootstrap's stream: the same samples give the same answer
   // Rounds (with a usable value) each side needs before a comparison is decidable: rounds are the
   // independent unit (the epochs of one round share its minute of machine load); 2 is the least that
-  // gives a standard error, and 3 the least whose false-claim rate stays clearly under alpha.
+  // gives a standard error, and 3 the least that also finds a 30% difference most of the time.
   int min_rounds = 3;
 };
 
@@ -47,14 +47,15 @@ struct Comparison {
   double p_adjusted = NAN;        // after Holm over its family (decide)
   int verdict = 0;                // +1 a above b beyond the noise, -1 below, 0 no measurable difference
   bool decidable = false;         // enough rounds/values that this rule could ever give +1 or -1
-  int rounds_a = 0, rounds_b = 0; // rounds with a finite value on each side
+  int rounds_a = 0, rounds_b = 0; // rounds with a usable value on each side
 };
 
 // Hierarchical (two-level) bootstrap: resample rounds with replacement, then values within each drawn
-// round; the variance of each side's replicate medians (on a log scale for ratios) gives the estimate's
-// standard error, and the estimate over it, referred to Student's t with Welch's degrees of freedom over
-// the rounds (the independent unit), gives the 95% interval and the p-value: the t reference, not the
-// replicates' percentiles, keeps the false-claim rate at alpha with 3 rounds a side (docs/study.md).
+// round; the spread of each side's replicate medians (on a log scale for ratios; the central 80%, so a
+// wild round drawn in a few replicates does not swamp it) gives the estimate's standard error, and the
+// estimate over it, referred to Student's t with Welch's degrees of freedom over the rounds (the
+// independent unit), gives the 95% interval and the p-value: the t reference, not the replicates'
+// percentiles, keeps the false-claim rate under alpha with 3 rounds a side (docs/study.md).
 // A ratio is of positive values: non-positive ones are ignored like non-finite ones. Fewer than
 // rule.min_rounds rounds a side: the estimate set where both sides have values, p and interval NaN,
 // decidable false.
