@@ -13,6 +13,8 @@
 #include "base/rng.h"
 #include "report/machine_load.h"
 #include "study/advisor.h"
+#include "study/study_claims.h"
+#include "study/study_session.h"
 #include "study/estimates.h"
 #include "study/child_process.h"
 #include "study/quality_check.h"
@@ -60,8 +62,9 @@ int count_runs(const StudyPlan& plan, const std::string& part, int device, const
 TEST(StudyPlan, LowerLevelsRunFp32PrecisionsRunOnTheBestLevelAndDevices) {
   StudyConfig config = default_study_config(true);
   config.networks = {"mlp", "dcgan"};
+  config.isa_ladder_networks = "all";
   const std::vector<StudyDevice> devices = {cpu_level("sse2", false), cpu_level("avx2", true), gpu()};
-  const StudyPlan plan = plan_study(config, devices);
+  const StudyPlan plan = plan_study(config, devices, 2);
   EXPECT_EQ(count_runs(plan, "devices", 0), 2);                // mlp and dcgan, fp32 only
   EXPECT_EQ(count_runs(plan, "devices", 0, "fp32"), 2);
   EXPECT_EQ(count_runs(plan, "devices", 1), 3 + 1);            // mlp in 3 precisions, dcgan in fp32
@@ -73,12 +76,15 @@ TEST(StudyPlan, LowerLevelsRunFp32PrecisionsRunOnTheBestLevelAndDevices) {
   EXPECT_EQ(plan.not_run[2], "mlp in int8-train on OpenCL: OpenCL training runs in fp32 or fp16 only; int8-train "
                              "trains on the CPU");
   // Sweeps on the best CPU level and the GPU, none on the lower level.
-  EXPECT_EQ(count_runs(plan, "batch", 1), 9);
-  EXPECT_EQ(count_runs(plan, "batch", 2), 9);
+  EXPECT_EQ(count_runs(plan, "batch", 1), 4);
+  EXPECT_EQ(count_runs(plan, "batch", 2), 4);
   EXPECT_EQ(count_runs(plan, "batch", 0), 0);
-  EXPECT_EQ(count_runs(plan, "lr", 1), 6);
-  EXPECT_EQ(count_runs(plan, "batch-speed", 1), 2 * 4);
-  EXPECT_EQ(count_runs(plan, "threads", 1), 2);
+  EXPECT_EQ(count_runs(plan, "lr", 1), 4);
+  // The speed sweeps and the quality part: the quick study's networks among those named (mlp).
+  EXPECT_EQ(count_runs(plan, "batch-speed", 1), 1 * 2);
+  EXPECT_EQ(count_runs(plan, "threads", 1), 1);  // 1 thread on 2 CPUs (2: the devices run)
+  EXPECT_EQ(count_runs(plan, "quality", 1), 3);  // mlp in each precision
+  EXPECT_EQ(count_runs(plan, "quality", 2), 2);  // fp32 and fp16 on the GPU
   for (const StudyRun& r : plan.runs) {
     if (r.part == "lr") {
       EXPECT_GT(r.val_split, 0);
@@ -95,7 +101,7 @@ TEST(StudyPlan, LowerLevelsRunFp32PrecisionsRunOnTheBestLevelAndDevices) {
 TEST(StudyRanks, RunsSizedByAnotherRunStayWithItAndTheRestAreDealtOut) {
   StudyConfig config = default_study_config(true);
   config.networks = {"mlp", "lenet"};
-  const StudyPlan plan = plan_study(config, {cpu_level("sse2", false), cpu_level("avx2", true), gpu()});
+  const StudyPlan plan = plan_study(config, {cpu_level("sse2", false), cpu_level("avx2", true), gpu()}, 2);
   const std::vector<int> owners = study_run_owners(plan, 3);
   ASSERT_EQ(owners.size(), plan.runs.size());
   std::map<std::string, int> group_rank;
@@ -121,17 +127,17 @@ TEST(StudyPlan, QuickRunsAnOpenClCpuDeviceInFp32Only) {
   config.parts = {"devices"};
   StudyDevice pocl = gpu();
   pocl.kind = "CPU";
-  const StudyPlan alone = plan_study(config, {cpu_level("avx2", true), pocl});
+  const StudyPlan alone = plan_study(config, {cpu_level("avx2", true), pocl}, 2);
   EXPECT_EQ(count_runs(alone, "devices", 1), 1);
   ASSERT_EQ(alone.not_run.size(), 1u);
   EXPECT_NE(alone.not_run[0].find("in fp32 only"), std::string::npos);
   // With a GPU beside it, --quick leaves it out and says so.
-  const StudyPlan with_gpu = plan_study(config, {cpu_level("avx2", true), pocl, gpu()});
+  const StudyPlan with_gpu = plan_study(config, {cpu_level("avx2", true), pocl, gpu()}, 2);
   EXPECT_EQ(count_runs(with_gpu, "devices", 1), 0);
   ASSERT_EQ(with_gpu.not_run.size(), 2u);  // and the GPU's int8-train
   EXPECT_NE(with_gpu.not_run[0].find("leaves an OpenCL CPU device out"), std::string::npos);
   // The full study: fp16 too, for its 6 networks but dcgan (GANs train in fp32 only).
-  EXPECT_EQ(count_runs(plan_study(default_study_config(false), {cpu_level("avx2", true), pocl}), "devices", 1, "fp16"), 5);
+  EXPECT_EQ(count_runs(plan_study(default_study_config(false), {cpu_level("avx2", true), pocl}, 2), "devices", 1, "fp16"), 5);
 }
 
 TEST(StudyPlan, TheQuickSweepAimsLowerThanTheFullOne) {
@@ -139,7 +145,28 @@ TEST(StudyPlan, TheQuickSweepAimsLowerThanTheFullOne) {
   const StudyConfig quick = default_study_config(true), full = default_study_config(false);
   EXPECT_LT(quick.target_accuracy, full.target_accuracy);
   EXPECT_LT(quick.lr_epochs, full.lr_epochs);
-  EXPECT_EQ(quick.rates, full.rates);
+  EXPECT_GE(quick.rounds, 3);  // --quick cuts configurations, never rounds
+  EXPECT_GE(full.rounds, quick.rounds);
+}
+
+// Issue 30: the schedule interleaves the configurations round by round.
+TEST(StudySchedule, RoundsInterleaveTheConfigurations) {
+  const std::vector<ScheduledRun> s = interleaved_rounds({0, 1, 2}, 0, 3);
+  ASSERT_EQ(s.size(), 9u);
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].config, i % 3) << i;  // A B C, A B C, A B C: never A A A
+    EXPECT_EQ(s[i].round, static_cast<int>(i / 3)) << i;
+  }
+  const std::vector<ScheduledRun> extra = interleaved_rounds({4, 1}, 3, 1);  // extra rounds: the unstable ones
+  ASSERT_EQ(extra.size(), 2u);
+  EXPECT_EQ(extra[0].config, 4u);
+  EXPECT_EQ(extra[1].config, 1u);
+  EXPECT_EQ(extra[1].round, 3);
+  EXPECT_TRUE(interleaved_rounds({}, 0, 3).empty());
+  StudyRun run;
+  run.round = 2;
+  EXPECT_EQ(run.seed(), 3);  // each round its own seed
+  EXPECT_EQ(run.id(), run.config_id() + "-r2");
 }
 
 TEST(StudyPlan, TheLadderCanBeNarrowed) {
@@ -147,7 +174,7 @@ TEST(StudyPlan, TheLadderCanBeNarrowed) {
   config.networks = {"mlp", "lenet"};
   config.isa_ladder_networks = "lenet";
   config.parts = {"devices"};
-  const StudyPlan plan = plan_study(config, {cpu_level("sse2", false), cpu_level("avx2", true)});
+  const StudyPlan plan = plan_study(config, {cpu_level("sse2", false), cpu_level("avx2", true)}, 2);
   ASSERT_EQ(count_runs(plan, "devices", 0), 1);
   for (const StudyRun& r : plan.runs) {
     if (r.device == 0) {
@@ -377,15 +404,50 @@ RunRecord measured(const std::string& part, const std::string& precision, int64_
   return r;
 }
 
+// A configuration measured in 3 rounds of 3 epochs each, within 1% of `r`'s speed (the median
+// round exactly it) and its quality within a tenth of a point (seeds).
+void add_rounds(StudyResult& s, const RunRecord& r) {
+  for (int round = 0; round < 3; ++round) {
+    RunRecord copy = r;
+    copy.run.round = round;
+    copy.samples_per_s = r.samples_per_s * (0.99 + 0.01 * round);
+    copy.quality = r.quality + 0.001 * (round - 1);
+    for (int e = 0; e < 3; ++e) {
+      EpochPoint p;
+      p.epoch = e + 1;
+      p.samples_per_s = copy.samples_per_s * (0.995 + 0.005 * e);
+      copy.history.push_back(p);
+    }
+    s.runs.push_back(copy);
+  }
+}
+
+RunRecord quality_run(const std::string& precision, double quality) {
+  RunRecord r = measured("quality", precision, 64, 1000, quality);
+  r.quality_chance = 0.1;
+  r.run.test_limit = 5000;
+  return r;
+}
+
+// The study summarised, as `advise` reads it.
+StudyResult summarised(StudyResult s) {
+  summarise_study(s);
+  return s;
+}
+
 StudyResult hand_study() {
   StudyResult s;
   s.config = default_study_config(true);
   s.config.networks = {"mlp"};
   s.machine.logical_cpus = 2;
   s.devices = {cpu_level("avx2", true)};
-  s.runs = {measured("devices", "fp32", 64, 1000, 0.85, 100e6), measured("devices", "fp16", 64, 1200, 0.848, 100e6),
-            measured("devices", "int8-train", 64, 1500, 0.80, 100e6), measured("batch-speed", "fp32", 16, 500, 0.85, 90e6),
-            measured("batch-speed", "fp32", 128, 1400, 0.85, 110e6), measured("batch-speed", "fp32", 256, 1600, 0.85, 130e6)};
+  for (const RunRecord& r : {measured("devices", "fp32", 64, 1000, 0.85, 100e6), measured("devices", "fp16", 64, 1200, 0.848, 100e6),
+                             measured("devices", "int8-train", 64, 1500, 0.80, 100e6),
+                             measured("batch-speed", "fp32", 16, 500, 0.85, 90e6),
+                             measured("batch-speed", "fp32", 128, 1400, 0.85, 110e6),
+                             measured("batch-speed", "fp32", 256, 1600, 0.85, 130e6), quality_run("fp32", 0.85),
+                             quality_run("fp16", 0.848), quality_run("int8-train", 0.80)})
+    add_rounds(s, r);
   return s;
 }
 
@@ -396,8 +458,8 @@ TEST(Estimates, AListedCpuTakesTheEfficiencyOfItsOwnKernelLevel) {
   for (RunRecord& r : s.runs) r.run.device = 1;
   RunRecord sse3 = measured("devices", "fp32", 64, 400, 0.85);
   sse3.run.device = 0;
-  s.runs.push_back(sse3);
-  const nlohmann::json estimates = estimate_other_machines(s);
+  add_rounds(s, sse3);
+  const nlohmann::json estimates = estimate_other_machines(summarised(s));
   int checked = 0;
   for (const nlohmann::json& row : estimates) {
     if (row["network"] != "mlp") continue;
@@ -421,8 +483,7 @@ TEST(Estimates, AListedCpuTakesTheEfficiencyOfItsOwnKernelLevel) {
 }
 
 TEST(Advisor, PicksTheFastestPrecisionWhoseQualityHoldsAndPredictsFromMeasurements) {
-  StudyResult s = hand_study();
-  auto advice = advise(s, "mlp", 0);
+  auto advice = advise(summarised(hand_study()), "mlp", 0);
   ASSERT_TRUE(advice.ok()) << advice.status().message();
   const Advice& a = advice.value();
   EXPECT_EQ(a.precision, "fp16");  // int8-train was faster but 5 points worse
@@ -443,8 +504,8 @@ TEST(Advisor, ALowerIsaLevelIsNeverAdvisedEvenWhenANoisyRunWasFaster) {
   s.devices.push_back(cpu_level("avx", false));
   RunRecord lower = measured("devices", "fp32", 64, 5000, 0.85);
   lower.run.device = 1;
-  s.runs.push_back(lower);
-  auto advice = advise(s, "mlp", 0);
+  add_rounds(s, lower);
+  auto advice = advise(summarised(s), "mlp", 0);
   ASSERT_TRUE(advice.ok());
   EXPECT_EQ(advice.value().device_label, "cpu/avx2");
 }
@@ -452,17 +513,16 @@ TEST(Advisor, ALowerIsaLevelIsNeverAdvisedEvenWhenANoisyRunWasFaster) {
 TEST(Advisor, TheBatchStopsWhereTheAccuracySweepFell) {
   StudyResult s = hand_study();
   for (int64_t batch : {32, 64, 128, 256}) {
-    RunRecord r = measured("batch", "fp32", batch, 1000, batch <= 64 ? 0.85 : 0.80);
-    s.runs.push_back(r);
+    add_rounds(s, measured("batch", "fp32", batch, 1000, batch <= 64 ? 0.85 : 0.80));
   }
-  auto advice = advise(s, "mlp", 0);
+  auto advice = advise(summarised(s), "mlp", 0);
   ASSERT_TRUE(advice.ok());
   EXPECT_EQ(advice.value().batch, 64);
   EXPECT_DOUBLE_EQ(advice.value().predicted_samples_per_s, 1000 * 1.2);
 }
 
 TEST(Advisor, AMemoryBudgetSplitsTheBatchAndTooSmallABudgetIsRefused) {
-  StudyResult s = hand_study();
+  const StudyResult s = summarised(hand_study());
   // Peak RSS = 80 MB + 0.1875 MB a sample over batches 16..256: 128 MB holds 256 samples' no more.
   auto advice = advise(s, "mlp", static_cast<int64_t>(110e6));
   ASSERT_TRUE(advice.ok()) << advice.status().message();
@@ -475,16 +535,72 @@ TEST(Advisor, AMemoryBudgetSplitsTheBatchAndTooSmallABudgetIsRefused) {
   EXPECT_NE(refused.status().message().find("--mem-budget"), std::string::npos);
 }
 
-TEST(Advisor, OneThreadWhenTheSecondAddsNothingAndNoRunsIsAnError) {
+TEST(Advisor, FewerThreadsOnlyWhenFasterBeyondTheNoiseAndNoRunsIsAnError) {
+  StudyResult tie = hand_study();
+  add_rounds(tie, measured("threads", "fp32", 64, 990, 0.85, 100e6, 1));
+  auto advice = advise(summarised(tie), "mlp", 0);
+  ASSERT_TRUE(advice.ok());
+  EXPECT_EQ(advice.value().threads, 0);  // within the noise: all threads kept
   StudyResult s = hand_study();
-  s.runs.push_back(measured("threads", "fp32", 64, 990, 0.85, 100e6, 1));
-  auto advice = advise(s, "mlp", 0);
+  add_rounds(s, measured("threads", "fp32", 64, 1500, 0.85, 100e6, 1));
+  s = summarised(s);
+  advice = advise(s, "mlp", 0);
   ASSERT_TRUE(advice.ok());
   EXPECT_EQ(advice.value().threads, 1);
   EXPECT_NE(advice_text(advice.value()).find("--threads 1"), std::string::npos);
   auto none = advise(s, "lenet", 0);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("no successful fp32 run of lenet"), std::string::npos);
+}
+
+TEST(StudySummary, AConfigurationsRoundsBecomeOneFigureWithItsRange) {
+  StudyResult s = hand_study();
+  RunRecord failed = measured("devices", "fp32", 32, NAN, NAN);
+  failed.ok = false;
+  failed.error = "it broke";
+  s.runs.push_back(failed);
+  summarise_study(s);
+  const RunRecord* fp32 = nullptr;
+  for (const RunRecord& f : s.figures)
+    if (f.run.part == "devices" && f.run.precision == "fp32" && f.run.batch == 64) fp32 = &f;
+  ASSERT_NE(fp32, nullptr);
+  EXPECT_EQ(fp32->rounds, 3);
+  EXPECT_DOUBLE_EQ(fp32->samples_per_s, 1000);  // the median round
+  EXPECT_DOUBLE_EQ(fp32->samples_per_s_low, 990);
+  EXPECT_DOUBLE_EQ(fp32->samples_per_s_high, 1010);
+  EXPECT_FALSE(fp32->unstable);
+  EXPECT_TRUE(fp32->not_learned.empty());
+  EXPECT_EQ(s.figures.size() * 3, s.runs.size() - 1 + 3);  // the failure is a figure of its own, 0 rounds
+  EXPECT_EQ(s.figures.back().rounds, 0);
+  EXPECT_EQ(s.figures.back().error, "it broke");
+}
+
+TEST(StudyClaims, ADifferenceBeyondTheNoiseIsClaimedAndAnImpossibleSpeedUpIsAnAnomaly) {
+  StudyResult s = hand_study();
+  summarise_study(s);
+  const Claim* fp16 = nullptr;
+  for (const Claim& c : s.claims)
+    if (c.kind == "precision" && c.a.rfind("fp16", 0) == 0) fp16 = &c;
+  ASSERT_NE(fp16, nullptr);
+  EXPECT_EQ(fp16->comparison.verdict, 1) << claim_text(*fp16);  // 1.2x with 1% noise
+  EXPECT_TRUE(fp16->anomaly.empty());
+  EXPECT_NE(claim_text(*fp16).find("faster"), std::string::npos);
+  // fp16 at 3.4x fp32 on the CPU: beyond what f16 storage with f32 arithmetic allows.
+  StudyResult fast = hand_study();
+  for (RunRecord& r : fast.runs)
+    if (r.run.part == "devices" && r.run.precision == "fp16") {
+      r.samples_per_s *= 3400.0 / 1200;
+      for (EpochPoint& p : r.history) p.samples_per_s *= 3400.0 / 1200;
+    }
+  summarise_study(fast);
+  bool flagged = false;
+  for (const Claim& c : fast.claims) flagged |= c.kind == "precision" && c.a.rfind("fp16", 0) == 0 && !c.anomaly.empty();
+  EXPECT_TRUE(flagged);
+  // The quality part: int8-train 5 points below fp32 over three seeds is claimed less accurate.
+  bool worse = false;
+  for (const Claim& c : s.claims)
+    worse |= c.kind == "quality" && c.a.rfind("int8-train", 0) == 0 && c.comparison.verdict < 0;
+  EXPECT_TRUE(worse);
 }
 
 }  // namespace
@@ -508,7 +624,7 @@ TEST(StudyCli, ASmallStudyWritesEveryReportFileAndAdviceFollowsFromIt) {
                             "--isa-ladder none --no-opencl --seconds 0.2 --out " + dir);
   ASSERT_EQ(study.code, 0) << study.output;
   EXPECT_NE(study.output.find("study done"), std::string::npos);
-  auto parsed = study_result_from_json(nlohmann::json::parse(read_text(dir + "/study.json")));
+  auto parsed = read_study_file(dir + "/study.json");
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   const StudyResult& s = parsed.value();
   EXPECT_TRUE(s.finished);
@@ -521,7 +637,14 @@ TEST(StudyCli, ASmallStudyWritesEveryReportFileAndAdviceFollowsFromIt) {
     EXPECT_GT(r.peak_rss_bytes, 0);
     devices_runs += r.run.part == "devices";
   }
-  EXPECT_EQ(devices_runs, 3);  // fp32, fp16, int8-train on the best level only (--isa-ladder none)
+  // fp32, fp16, int8-train on the best level only (--isa-ladder none), each in 3 interleaved rounds
+  // (and up to 2 more where a figure's rounds spread too far).
+  EXPECT_GE(devices_runs, 3 * 3);
+  EXPECT_LE(devices_runs, 3 * 5);
+  EXPECT_EQ(runs_of_part(s, "devices").size(), 3u);
+  for (const RunRecord* f : runs_of_part(s, "devices")) EXPECT_GE(f->rounds, 3) << f->run.config_id();
+  EXPECT_FALSE(s.claims.empty());
+  EXPECT_FALSE(s.round_loads.empty());
   // The sweeps train on the whole training set (6000 generated samples, 10% held out), never sized by time.
   int lr_runs = 0;
   for (const RunRecord* r : runs_of_part(s, "lr")) {
@@ -529,7 +652,7 @@ TEST(StudyCli, ASmallStudyWritesEveryReportFileAndAdviceFollowsFromIt) {
     EXPECT_EQ(r->history.size(), 3u);
     ++lr_runs;
   }
-  EXPECT_EQ(lr_runs, 6);
+  EXPECT_EQ(lr_runs, 4);
   ASSERT_EQ(s.advice.size(), 1u);
   EXPECT_TRUE(s.advice[0].contains("predicted_steps_per_s")) << s.advice[0].dump();
   for (const char* file : {"report.html", "report.md", "runs.csv", "estimates.csv"}) {
@@ -1028,6 +1151,8 @@ TEST(StudyStatistics, DISABLED_ErrorRateTable) {
       std::printf("\n");
     }
   }
+}
+
 // Issue 30: quality beyond chance
 
 bool says(const LearnedVerdict& v, const std::string& text) { return v.why.find(text) != std::string::npos; }

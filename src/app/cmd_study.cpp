@@ -52,6 +52,7 @@ Status config_from_args(const Args& args, StudyConfig* config) {
     for (const std::string& name : config->networks) {
       if (preset_cfg(name).empty()) return Status::error("--networks: '" + name + "' is not a preset");
     }
+
   }
   if (args.given("precisions")) {
     config->precisions = split_list(args.text("precisions"));

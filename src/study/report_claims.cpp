@@ -58,7 +58,7 @@ void add_claims_section(Document& doc, const StudyResult& result) {
   doc.paragraph("Every comparison this report and its advice make, decided by one rule (docs/study.md, \"How the "
                 "study decides\"): the rounds are resampled (a two-level bootstrap), the ratio of medians (speed) or "
                 "the difference (accuracy) gets a 95% interval and a p-value, Holm's method holds the chance of any "
-                "false claim among all of them to 5%, and a difference under 3% (speed) or half a point (accuracy) is "
+                "false claim among the comparisons of each kind (ISA levels, precisions, threads, ...) to 5%, and a difference under 3% (speed) or half a point (accuracy) is "
                 "never claimed. Otherwise: \"no measurable difference\".");
   std::vector<std::string> anomalies, unstable;
   for (const Claim& c : result.claims)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "study/study_result.h"
 #include "study/study_summary.h"
@@ -86,10 +87,12 @@ class ClaimBuilder {
     c.b_id = b.run.config_id();
     return c;
   }
+  // Holm over each kind of comparison (ISA levels, precisions, threads, ...): the chance of any
+  // false claim of a kind is held to alpha.
   static void decide_family(std::vector<Claim>& claims, const DecisionRule& rule) {
-    std::vector<Comparison*> family;
-    for (Claim& c : claims) family.push_back(&c.comparison);
-    decide(family, rule);
+    std::map<std::string, std::vector<Comparison*>> families;
+    for (Claim& c : claims) families[c.kind].push_back(&c.comparison);
+    for (auto& [kind, family] : families) decide(family, rule);
   }
 
   const StudyResult& result_;
@@ -147,7 +150,9 @@ void thread_claims(const StudyResult& result, const std::string& network, ClaimB
     if (r.ok && r.run.part == "threads" && r.run.network == network && r.run.device == device) counts.push_back(&r);
   if (counts.empty()) return;
   if (const RunRecord* all = figure(result, "devices", network, device, "fp32", 64, 0)) counts.push_back(all);
-  auto threads_of = [](const RunRecord* r) { return r->threads > 0 ? r->threads : r->run.threads; };
+  auto threads_of = [&](const RunRecord* r) {  // asked for; else as run (all of them)
+    return r->run.threads > 0 ? r->run.threads : r->threads > 0 ? r->threads : result.machine.logical_cpus;
+  };
   std::stable_sort(counts.begin(), counts.end(), [&](const RunRecord* a, const RunRecord* b) { return threads_of(a) < threads_of(b); });
   for (size_t i = 1; i < counts.size(); ++i) {
     const std::string a = std::to_string(threads_of(counts[i])) + " threads", b = std::to_string(threads_of(counts[i - 1])) +

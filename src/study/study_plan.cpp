@@ -68,6 +68,14 @@ bool on_ladder(const StudyConfig& config, const std::string& network) {
   return list.find("," + network + ",") != std::string::npos;
 }
 
+// The networks of `list` that the devices part studies (all of them when none is).
+std::vector<std::string> within_networks(const StudyConfig& config, const std::vector<std::string>& list) {
+  std::vector<std::string> out;
+  for (const std::string& n : list)
+    if (std::find(config.networks.begin(), config.networks.end(), n) != config.networks.end()) out.push_back(n);
+  return out.empty() ? config.networks : out;
+}
+
 bool has_part(const StudyConfig& config, const std::string& part) {
   return std::find(config.parts.begin(), config.parts.end(), part) != config.parts.end();
 }
@@ -151,7 +159,7 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
   for (size_t d = 0; d < devices.size(); ++d) {
     if (devices[d].opencl && devices[d].kind == "GPU") sweep_devices.push_back(static_cast<int>(d));
   }
-  const std::vector<std::string>& speed_networks = config.speed_networks.empty() ? config.networks : config.speed_networks;
+  const std::vector<std::string> speed_networks = within_networks(config, config.speed_networks);
   for (int d : sweep_devices) {
     for (const std::string& network : has_part(config, "batch-speed") ? speed_networks : std::vector<std::string>{}) {
       for (int64_t batch : config.speed_batches) {
@@ -196,7 +204,7 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
   // best CPU level and each GPU; the rounds' seeds give its spread.
   if (has_part(config, "quality")) {
     for (int d : sweep_devices) {
-      for (const std::string& network : config.quality_networks) {
+      for (const std::string& network : within_networks(config, config.quality_networks)) {
         for (const std::string& precision : config.precisions) {
           if (!refusal(network, precision, devices[d]).empty()) continue;
           StudyRun run = new_run("quality", network, d, 1);

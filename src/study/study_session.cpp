@@ -144,7 +144,9 @@ double StudySession::estimated_seconds() const {
     if (!owned_[i]) continue;
     StudyRun run = plan_.runs[i];
     run.limit = limits_[i];
-    total += estimate(run) * result_.config.rounds;
+    total += estimate(run) * (result_.config.rounds - static_cast<int>(std::count_if(done_.begin(), done_.end(), [&](const std::string& id) {
+                                return id.rfind(run.config_id() + "-r", 0) == 0;
+                              })));
   }
   return total;
 }
@@ -169,7 +171,7 @@ Status StudySession::run_schedule(const std::vector<ScheduledRun>& schedule) {
       round_start = read_load_snapshot();
     }
     const StudyDevice& device = result_.devices[run.device];
-    const double estimated = estimate(run);
+    const double estimated = estimates_[scheduled.config];
     const auto start = std::chrono::steady_clock::now();
     const LoadSnapshot before = read_load_snapshot();
     RunRecord record = measure_run(run, device, context_);
@@ -214,8 +216,13 @@ Status StudySession::run_all() {
   for (size_t i = 0; i < plan_.runs.size(); ++i)
     if (owned_[i]) all.push_back(i);
   const int rounds = result_.config.rounds;
-  runs_total_ = all.size() * static_cast<size_t>(rounds);
+  runs_total_ = all.size() * static_cast<size_t>(rounds) - std::min(done_.size(), all.size() * static_cast<size_t>(rounds));
   estimate_left_ = estimated_seconds();
+  for (size_t i = 0; i < plan_.runs.size(); ++i) {
+    StudyRun run = plan_.runs[i];
+    run.limit = limits_[i];
+    estimates_.push_back(estimate(run));
+  }
   RG_TRY(run_schedule(interleaved_rounds(all, 0, rounds)));
   for (int extra = 0; extra < result_.config.extra_rounds; ++extra) {
     const std::vector<size_t> unstable = unstable_configs();
@@ -224,11 +231,7 @@ Status StudySession::run_all() {
                 unstable.size() == 1 ? "" : "s", 100 * result_.config.unstable_spread,
                 unstable.size() == 1 ? "it" : "them", rounds + extra);
     runs_total_ += unstable.size();
-    for (size_t i : unstable) {
-      StudyRun run = plan_.runs[i];
-      run.limit = limits_[i];
-      estimate_left_ += estimate(run);
-    }
+    for (size_t i : unstable) estimate_left_ += estimates_[i];
     RG_TRY(run_schedule(interleaved_rounds(unstable, rounds + extra, 1)));
   }
   return Status();

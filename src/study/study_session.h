@@ -64,6 +64,7 @@ class StudySession {
   std::map<std::string, int64_t> fp32_limits_;   // network@device -> its fp32 devices run's --limit
   std::set<std::string> done_;                   // run ids already measured (resumed)
   std::vector<size_t> keys_;
+  std::vector<double> estimates_;                // per configuration: the seconds a run of it should take
   double estimate_left_ = 0, estimate_done_ = 0, seconds_done_ = 0;
   size_t runs_total_ = 0, runs_done_ = 0;
 };

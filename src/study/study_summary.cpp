@@ -50,8 +50,11 @@ RunRecord summary_of(const std::vector<const RunRecord*>& rounds, double unstabl
       if (std::isfinite(r->*field)) s.*field = std::isfinite(s.*field) ? std::max(s.*field, r->*field) : r->*field;
     }
   }
-  const LearnedVerdict learned = left_chance(s.quality_name, s.quality, s.quality_chance, s.run.test_limit);
-  if (!learned.learned) s.not_learned = learned.why;
+  // Quality is judged against chance where it is compared: the quality part.
+  if (s.run.part == "quality") {
+    const LearnedVerdict learned = left_chance(s.quality_name, s.quality, s.quality_chance, s.run.test_limit);
+    if (!learned.learned) s.not_learned = learned.why;
+  }
   return s;
 }
 

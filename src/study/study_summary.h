@@ -15,7 +15,7 @@ namespace rg {
 // figures are the successful rounds' medians (peak memory: the largest), samples/s and quality
 // carry their least and greatest, `rounds` counts the successful rounds, `unstable` marks a speed
 // whose interquartile range over the rounds is over `unstable_spread` of its median, and
-// `not_learned` a quality no better than chance. A configuration with no successful round keeps
+// `not_learned` a quality part's figure no better than chance. A configuration with no successful round keeps
 // its first failure.
 std::vector<RunRecord> summarise_rounds(const std::vector<RunRecord>& runs, double unstable_spread);
 
