@@ -708,3 +708,25 @@ TEST(Cli, ReportsCarryTheChanceFigures) {
 }
 
 }  // namespace
+
+// Issue 30: subnormal floats. --denormals reaches the run and its reports: train (and so
+// precision and GAN runs) and eval record the mode they computed in, flush unless told.
+namespace {
+
+TEST(Cli, DenormalsModeIsRecordedInTheReports) {
+  const std::string ckpt = temp_dir() + "/denormals.ckpt";
+  for (const char* mode : {"", "keep", "flush"}) {
+    const std::string json = temp_dir() + "/denormals_train_" + mode + ".json";
+    const std::string option = *mode != '\0' ? std::string(" --denormals ") + mode : "";
+    const Outcome trained = run("train --data synthetic --limit 128 --test-limit 64 --epochs 1 --threads 2 --checkpoint " +
+                                ckpt + " --overwrite --json " + json + option);
+    ASSERT_EQ(trained.code, 0) << trained.output;
+    EXPECT_EQ(nlohmann::json::parse(read_all(json)).at("denormals"), *mode != '\0' ? mode : "flush");
+  }
+  const std::string json = temp_dir() + "/denormals_eval.json";
+  const Outcome scored = run("eval --checkpoint " + ckpt + " --threads 2 --denormals keep --json " + json);
+  ASSERT_EQ(scored.code, 0) << scored.output;
+  EXPECT_EQ(nlohmann::json::parse(read_all(json)).at("denormals"), "keep");
+}
+
+}  // namespace
