@@ -178,12 +178,12 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
   args.option("precisions", "LIST", "training precisions, fp32 first", "fp32,fp16,int8-train (full: + int8-qat)");
   args.option("parts", "LIST", "devices,batch-speed,batch,lr,threads,quality", "all six");
   args.option("sweep-network", "NAME", "the network of the batch and learning-rate sweeps", "mlp (full: lenet)");
-  args.option("seconds", "S", "devices part: about how long each run trains", "0.8 (full: 4)");
+  args.option("seconds", "S", "devices part: about how long each run trains", "1.0 (full: 4)");
   args.option("target", "ACC", "lr part: the validation accuracy whose time to reach is measured", "0.83 (full: 0.88)");
   args.option("isa-ladder", "all|LIST", "the networks measured at the ISA levels below the best", "all");
   args.option("rounds", "N", "how many times every figure is measured, in interleaved rounds (under 3, nothing can be "
               "claimed)", "3 (full: 5)");
-  args.option("quality-samples", "N", "quality part: the training samples of each run", "8000 (full: 30000)");
+  args.option("quality-samples", "N", "quality part: the training samples of each run", "4000 (full: 30000)");
   args.flag("resume", "go on with the study in --out that was stopped: its runs are kept, the rest are made");
   args.flag("no-opencl", "study the CPU only");
   if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());

@@ -2,6 +2,7 @@
 #include "study/study_claims.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -252,7 +253,13 @@ std::string claim_text(const Claim& claim) {
   const bool points = k.effect == Effect::difference;
   auto value = [&](double v) { return points ? format("%+.1f points", 100 * v) : format("%.2fx", v); };
   const std::string interval = "95% interval " + value(k.low) + " to " + value(k.high);
-  if (k.verdict == 0) return "no measurable difference (" + value(k.estimate) + "; " + interval + ")";
+  if (k.verdict == 0) {
+    const bool below_floor = points ? std::fabs(k.estimate) < 0.005 : std::fabs(std::log(k.estimate)) < std::log(1.03);
+    const std::string why = below_floor ? "under the least difference claimed"
+                            : k.p < 0.05 ? format("Holm-adjusted p %.2f over its kind's comparisons", k.p_adjusted)
+                                         : format("p %.2f", k.p);
+    return "no measurable difference (" + value(k.estimate) + "; " + interval + "; " + why + ")";
+  }
   std::string word;
   if (claim.kind == "quality") {
     const bool better = (k.verdict > 0) == claim.higher_is_better;

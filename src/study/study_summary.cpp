@@ -31,7 +31,8 @@ RunRecord summary_of(const std::vector<const RunRecord*>& rounds, double unstabl
   s.samples_per_s_low = speed.min;
   s.samples_per_s_high = speed.max;
   s.speed_spread = speed.n >= 2 ? speed.relative_iqr() : NAN;
-  s.unstable = std::isfinite(s.speed_spread) && s.speed_spread > unstable_spread;
+  // The quality part's speed is a by-product (one short epoch), never compared: not judged.
+  s.unstable = s.run.part != "quality" && std::isfinite(s.speed_spread) && s.speed_spread > unstable_spread;
   s.quality = quality.median;
   s.quality_low = quality.min;
   s.quality_high = quality.max;
