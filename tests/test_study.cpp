@@ -575,6 +575,26 @@ TEST(StudySummary, AConfigurationsRoundsBecomeOneFigureWithItsRange) {
   EXPECT_EQ(s.figures.back().error, "it broke");
 }
 
+TEST(StudyClaims, MoreThreadsSlowerIsAnAnomalyThatTheMeasuredLoadMayExplain) {
+  for (double others : {0.0, 0.45}) {
+    StudyResult s = hand_study();
+    RunRecord one = measured("threads", "fp32", 64, 1500, 0.85, 100e6, 1);
+    add_rounds(s, one);
+    for (RunRecord& r : s.runs) r.load_others = others;
+    summarise_study(s);
+    const Claim* threads = nullptr;
+    for (const Claim& c : s.claims)
+      if (c.kind == "threads") threads = &c;
+    ASSERT_NE(threads, nullptr);
+    EXPECT_EQ(threads->comparison.verdict, -1) << claim_text(*threads);  // 2 threads: 1000 against 1 thread's 1500
+    EXPECT_FALSE(threads->anomaly.empty());
+    EXPECT_EQ(threads->explained_by_load, others > 0) << threads->anomaly;  // 45% of 2 CPUs: most of a core
+    auto advice = advise(s, "mlp", 0);
+    ASSERT_TRUE(advice.ok());
+    EXPECT_EQ(advice.value().threads, 1);
+  }
+}
+
 TEST(StudyClaims, ADifferenceBeyondTheNoiseIsClaimedAndAnImpossibleSpeedUpIsAnAnomaly) {
   StudyResult s = hand_study();
   summarise_study(s);
@@ -670,6 +690,45 @@ TEST(StudyCli, ASmallStudyWritesEveryReportFileAndAdviceFollowsFromIt) {
   const Outcome budget = run("advise --model mlp --mem-budget 1K --study " + dir + "/study.json");
   EXPECT_EQ(budget.code, 2);
   EXPECT_NE(budget.output.find("--mem-budget"), std::string::npos);
+}
+
+// Issue 30: a stopped study goes on with --resume: the runs it holds are kept, the rest are made,
+// and other settings are refused without touching it.
+TEST(StudyCli, AStoppedStudyResumesWithTheRunsItHas) {
+  const std::string dir = ::testing::TempDir() + "study-resume";
+  const std::string args = "study --quick --data synthetic --networks mlp --parts devices --precisions fp32,fp16 "
+                           "--isa-ladder none --no-opencl --seconds 0.1 --out " + dir;
+  ASSERT_EQ(run(args).code, 0);
+  // Stop it after its first 4 runs: what a study killed midway leaves (study.json is written after each run).
+  nlohmann::json study = nlohmann::json::parse(read_text(dir + "/study.json"));
+  const size_t all = study["runs"].size();
+  ASSERT_GE(all, 6u);  // 2 configurations x 3 rounds, and any extra rounds
+  std::vector<std::string> kept;
+  nlohmann::json first = nlohmann::json::array();
+  for (size_t i = 0; i < 4; ++i) {
+    first.push_back(study["runs"][i]);
+    kept.push_back(study["runs"][i]["precision"].get<std::string>() + "-r" + study["runs"][i]["round"].dump());
+  }
+  study["runs"] = first;
+  study["commands"] = nlohmann::json(std::vector<std::string>(study["commands"].begin(), study["commands"].begin() + 4));
+  study["finished"] = false;
+  std::ofstream(dir + "/study.json") << study.dump();
+  const Outcome resumed = run(args + " --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("4 runs kept"), std::string::npos) << resumed.output;
+  auto parsed = read_study_file(dir + "/study.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const StudyResult& s = parsed.value();
+  EXPECT_TRUE(s.finished);
+  ASSERT_GE(s.runs.size(), 6u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(s.runs[i].run.precision + "-r" + std::to_string(s.runs[i].run.round), kept[i]);
+  for (const RunRecord* f : runs_of_part(s, "devices")) EXPECT_GE(f->rounds, 3) << f->run.config_id();
+  // Other settings: refused by name, the study left as it was.
+  const std::string before = read_text(dir + "/study.json");
+  const Outcome other = run(args + " --rounds 4 --resume");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.output.find("other settings"), std::string::npos) << other.output;
+  EXPECT_EQ(read_text(dir + "/study.json"), before);
 }
 
 TEST(StudyCli, WithoutOpenClTheReportIsCompleteAndSaysWhy) {
@@ -809,6 +868,12 @@ TEST(MachineLoad, AMissingSourceGivesNaNNotAWrongFigure) {
 }
 
 // This machine, read live: every figure its platform has is a share in [0, 1].
+TEST(MachineLoad, FixedWorkHasASpeed) {
+  const double gbs = fixed_work_gbs();
+  EXPECT_GT(gbs, 0.01);  // summing 2 MiB: any CPU this runs on does it faster than 10 MB/s
+  EXPECT_TRUE(std::isfinite(gbs));
+}
+
 TEST(MachineLoad, ReadsThisMachine) {
   const LoadSnapshot before = read_load_snapshot();
   volatile double sink = 0;

@@ -315,3 +315,45 @@ TEST(SvgChart, LongRowLabelsAreCutAndTheBarsStartAfterThem) {
 
 }  // namespace
 }  // namespace rg
+
+// Issue 30: error bars, the spread of repeated measurements, on both kinds of chart.
+namespace rg {
+namespace {
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(SvgChart, ErrorBarsAreDrawnWhereBothEndsAreUsable) {
+  LineChart line;
+  ChartSeries s;
+  s.name = "mlp";
+  s.x = {1, 2, 4};
+  s.y = {10, 18, 30};
+  s.y_low = {9, NAN, 25};
+  s.y_high = {11, 20, 33};
+  line.series = {s};
+  const std::string svg = render_line_chart(line);
+  EXPECT_EQ(count_of(svg, "class=\"error-bar\""), 2u);  // the middle point has no low end
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+  line.log_y = true;
+  line.series[0].y_low = {9, 17, -1};  // not on a log axis: no bar there
+  EXPECT_EQ(count_of(render_line_chart(line), "class=\"error-bar\""), 2u);
+
+  BarChart bars;
+  bars.labels = {"a", "b"};
+  bars.values = {{100}, {200}};
+  bars.low = {{90}, {NAN}};
+  bars.high = {{300}, {210}};  // a high end past every value widens the axis to hold it
+  const std::string svg_bars = render_bar_chart(bars);
+  EXPECT_EQ(count_of(svg_bars, "class=\"error-bar\""), 1u);
+  EXPECT_EQ(svg_bars.find("nan"), std::string::npos);
+  bars.low.clear();
+  bars.high.clear();
+  EXPECT_EQ(count_of(render_bar_chart(bars), "class=\"error-bar\""), 0u);
+}
+
+}  // namespace
+}  // namespace rg

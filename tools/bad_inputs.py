@@ -301,6 +301,13 @@ def gan_run(d):
     subprocess.run([BINARY, "train", "--model", "dcgan", "--out", os.path.join(d, "gan"), "--score-samples", "0"] + QUICK,
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+def small_study(d):
+    """A stopped-looking study of the mlp alone in {d}/s (one round, the best CPU level)."""
+    subprocess.run([BINARY, "study", "--quick", "--data", "synthetic", "--networks", "mlp", "--parts", "devices",
+                    "--precisions", "fp32", "--isa-ladder", "none", "--no-opencl", "--rounds", "1", "--seconds", "0.1",
+                    "--out", os.path.join(d, "s")], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 CASES = [
     # datasets
     ("idx-missing-folder", "dataset", "a --data folder that does not exist",
@@ -393,6 +400,16 @@ CASES = [
     ("opt-denormals-eval", "options", "--denormals FLUSH on eval (the names are lower case)",
      lambda d: checkpoint_then(d, lambda b: b), ["eval", "--checkpoint", "{d}/run.ckpt", "--denormals", "FLUSH"],
      ["--denormals", "'FLUSH' is not flush or keep"], ["run.ckpt"]),
+    ("study-rounds-zero", "options", "study --rounds 0",
+     lambda d: None, ["study", "--rounds", "0", "--out", "{d}/s"], ["--rounds"], []),
+    ("study-resume-nothing", "options", "study --resume where no study was made",
+     lambda d: None, ["study", "--resume", "--no-opencl", "--out", "{d}/s"], ["--resume", "{d}/s/study.json", "no study there"], []),
+    ("study-resume-other-settings", "options", "study --resume with other settings than the stopped study's",
+     small_study, ["study", "--resume", "--quick", "--data", "synthetic", "--networks", "lenet", "--no-opencl", "--out", "{d}/s"],
+     ["--resume", "other settings"], ["s/study.json"]),
+    ("study-resume-fifo", "options", "study --resume where study.json is a FIFO (never waited on)",
+     lambda d: (os.makedirs(os.path.join(d, "s")), os.mkfifo(os.path.join(d, "s", "study.json"))),
+     ["study", "--resume", "--no-opencl", "--out", "{d}/s"], ["{d}/s/study.json", "FIFO"], []),
     ("opt-unwritable", "options", "a checkpoint path in a folder that does not exist",
      lambda d: None, ["train", "--checkpoint", "{d}/no/such/folder/run.ckpt"] + QUICK, ["{d}/no/such/folder/run.ckpt"], []),
     ("device-missing", "devices", "an OpenCL device that is not there",

@@ -12,6 +12,7 @@
 #include "app/commands.h"
 #include "app/json_report.h"
 #include "app/mpi_job.h"
+#include "base/input_file.h"
 #include "base/memory.h"
 #include "data/files.h"
 #include "nn/model.h"
@@ -141,7 +142,9 @@ std::string train_judge(const RunContext& context, const StudyConfig& config, co
 
 // --resume: the stopped study's runs into `result` and `session`, when its settings are this one's.
 Status resume_study(const std::string& json_path, StudyResult& result, StudySession& session, double* earlier_seconds) {
-  RG_ASSIGN(StudyResult earlier, read_study_file(json_path));
+  auto read = read_study_file(json_path);
+  if (!read.ok()) return read.status().with_context("--resume: ");
+  const StudyResult& earlier = read.value();
   if (study_config_json(earlier.config) != study_config_json(result.config) || earlier.quick != result.quick) {
     return Status::error("--resume: " + json_path + " was made with other settings (" +
                          study_config_json(earlier.config).dump() + "); give the same options, or leave --resume "
@@ -198,6 +201,10 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
   StudyConfig config = default_study_config(args.given("quick"));
   if (Status s = config_from_args(args, &config); !s.ok()) return fail(s.message());
   const std::string out_dir = args.text("out");
+  if (args.given("resume") && !path_exists(join_path(out_dir, "study.json"))) {
+    return fail("--resume: " + join_path(out_dir, "study.json") + ": no study there to go on with (leave --resume out to "
+                "start one)");
+  }
   RunContext context;
   context.program = self_executable_path(argv[0]);
   context.runs_dir = join_path(out_dir, "runs");

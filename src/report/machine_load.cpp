@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "report/process_stats.h"
 
@@ -169,6 +170,25 @@ std::string describe_load(const LoadInterval& load) {
   return "other programs " + figure("%.0f%%", 100 * load.others_busy_share) + " of " +
          std::to_string(load.logical_cpus) + (load.logical_cpus == 1 ? " CPU" : " CPUs") + ", steal " +
          figure("%.1f%%", 100 * load.steal_share) + ", load " + figure("%.1f", load.load1);
+}
+
+double fixed_work_gbs() {
+  constexpr size_t kFloats = (size_t{2} << 20) / sizeof(float);
+  static std::vector<float> buffer(kFloats, 1.0f);  // one allocation for the process
+  std::vector<double> rates;
+  volatile float sink = 0;
+  const auto stop = std::chrono::steady_clock::now() + std::chrono::milliseconds(15);
+  do {
+    const auto start = std::chrono::steady_clock::now();
+    float sums[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // independent chains: throughput, not latency
+    for (size_t i = 0; i < kFloats; i += 8)
+      for (int k = 0; k < 8; ++k) sums[k] += buffer[i + static_cast<size_t>(k)];
+    sink = sink + sums[0] + sums[7];
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (seconds > 0) rates.push_back(static_cast<double>(kFloats * sizeof(float)) / seconds / 1e9);
+  } while (std::chrono::steady_clock::now() < stop || rates.size() < 3);
+  std::nth_element(rates.begin(), rates.begin() + static_cast<long>(rates.size() / 2), rates.end());
+  return rates[rates.size() / 2];
 }
 
 }  // namespace rg

@@ -56,4 +56,11 @@ LoadInterval load_between(const LoadSnapshot& before, const LoadSnapshot& after,
 // "other programs 48% of 2 CPUs, steal 0.0%, load 1.9" ("unknown" for a NaN).
 std::string describe_load(const LoadInterval& load);
 
+// The speed of a fixed piece of work on this thread now, in GB/s: sums of a 2 MiB buffer (a
+// core's L2 or L3) timed pass by pass for about 15 ms, the median pass. It falls when another
+// program or another virtual machine shares this core, its caches or its memory: what steal time
+// and the load average do not see. The study takes it before every run, so the report can say
+// how far the machine itself varied over a figure's rounds.
+double fixed_work_gbs();
+
 }  // namespace rg

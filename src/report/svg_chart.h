@@ -27,7 +27,7 @@ struct ChartSeries {
   std::vector<double> x, y;  // same length; a non-finite y (or x) is no point: the line breaks there
   // Optional error bars (empty, or as long as y): a vertical bar with caps from y_low to y_high at
   // each point where both are usable (the spread of repeated measurements).
-  std::vector<double> y_low, y_high;
+  std::vector<double> y_low = {}, y_high = {};
 };
 
 struct LineChart {

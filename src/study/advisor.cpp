@@ -177,8 +177,8 @@ const RunRecord* choose_precision(const StudyResult& study, const RunRecord& fp3
       if (r.samples_per_s > chosen->samples_per_s) chosen = &r;
     }
   }
-  reasons.push_back("precision " + chosen->run.precision + " against fp32 on " + study.devices[fp32.run.device].label + ":" +
-                    (notes.empty() ? " no other precision was measured." : notes));
+  reasons.push_back("precision " + chosen->run.precision + "; each against fp32 on " + study.devices[fp32.run.device].label +
+                    ":" + (notes.empty() ? " no other precision was measured." : notes));
   return chosen;
 }
 

@@ -5,11 +5,21 @@
 
 #include "report/svg_chart.h"
 #include "study/report_sections.h"
+#include "study/statistics.h"
 #include "study/study_claims.h"
 
 namespace rg::report {
 
 namespace {
+
+// The machine's own speed (a fixed piece of work before each run) over the runs that match.
+template <class Match>
+Spread machine_speed(const StudyResult& result, Match match) {
+  std::vector<double> values;
+  for (const RunRecord& r : result.runs)
+    if (match(r)) values.push_back(r.machine_gbs);
+  return spread_of(values);
+}
 
 std::string verdict_word(const Claim& c) {
   if (!c.comparison.decidable) return "not decidable";
@@ -60,22 +70,33 @@ void add_claims_section(Document& doc, const StudyResult& result) {
                 "the difference (accuracy) gets a 95% interval and a p-value, Holm's method holds the chance of any "
                 "false claim among the comparisons of each kind (ISA levels, precisions, threads, ...) to 5%, and a difference under 3% (speed) or half a point (accuracy) is "
                 "never claimed. Otherwise: \"no measurable difference\".");
-  std::vector<std::string> anomalies, unstable;
-  for (const Claim& c : result.claims)
-    if (!c.anomaly.empty()) anomalies.push_back("**" + c.network + "**, " + c.a + " against " + c.b + ": " + claim_text(c) +
-                                                ". " + c.anomaly + ".");
+  std::vector<std::string> anomalies, explained, unstable;
+  for (const Claim& c : result.claims) {
+    if (c.anomaly.empty()) continue;
+    (c.explained_by_load ? explained : anomalies)
+        .push_back("**" + c.network + "**, " + c.a + " against " + c.b + ": " + claim_text(c) + ". " + c.anomaly + ".");
+  }
   for (const RunRecord& f : result.figures)
-    if (f.unstable)
+    if (f.unstable) {
+      const Spread machine = machine_speed(result, [&](const RunRecord& r) { return r.run.config_id() == f.run.config_id(); });
       unstable.push_back(f.run.config_id() + ": " + num(f.samples_per_s) + " samples/s, rounds " + num(f.samples_per_s_low) +
                          " to " + num(f.samples_per_s_high) + " (interquartile range " + percent(f.speed_spread, 0) +
-                         " of the median, over " + std::to_string(f.rounds) + " rounds)");
+                         " of the median, over " + std::to_string(f.rounds) + " rounds; the machine's fixed work ran at " +
+                         num(machine.min) + " to " + num(machine.max) + " GB/s before them)");
+    }
   doc.heading(3, "anomalies", "Anomalies");
-  if (anomalies.empty()) {
+  if (anomalies.empty() && explained.empty()) {
     doc.paragraph("None: no lower ISA level was faster than a higher one, no precision beyond what its arithmetic "
                   "allows, no more threads slower than fewer, and no speed depended on the values, beyond the noise.");
-  } else {
+  }
+  if (!anomalies.empty()) {
     doc.warning("Results the hardware cannot explain, with their figures and likely cause; the advice does not use them.");
     doc.list(anomalies);
+  }
+  if (!explained.empty()) {
+    doc.warning("Results the load measured during the study explains (another program held a core): the advice "
+                "follows them, and says they hold only while that load does.");
+    doc.list(explained);
   }
   if (!unstable.empty()) {
     doc.warning(std::to_string(unstable.size()) + " of " + std::to_string(result.figures.size()) +
@@ -101,12 +122,16 @@ void add_noise_table(Document& doc, const StudyResult& result) {
   if (result.round_loads.empty()) return;
   Table t;
   t.caption = "The machine's load during each round (other programs' and the hypervisor's share of all CPUs' time; "
-              "the clock measured on one core after the round)";
+              "the clock measured on one core after the round; the speed of a fixed piece of work, summing 2 MiB on one "
+              "core, before each run: it falls when other programs or virtual machines share the core, its caches or "
+              "its memory, which the load and steal do not show)";
   t.columns = {{"round", true}, {"duration", true}, {"other programs", true}, {"steal", true}, {"load average", true},
-               {"clock (MHz)", true}};
+               {"clock (MHz)", true}, {"fixed work before each run: GB/s, median (least-greatest)", true}};
   for (const RoundLoad& l : result.round_loads) {
+    const Spread machine = machine_speed(result, [&](const RunRecord& r) { return r.run.round == l.round; });
     t.rows.push_back({std::to_string(l.round), seconds_text(l.seconds), percent(l.others, 0), percent(l.steal, 1),
-                      std::isfinite(l.load1) ? fixed(l.load1, 2) : kNone, std::isfinite(l.cpu_mhz) ? fixed(l.cpu_mhz, 0) : kNone});
+                      std::isfinite(l.load1) ? fixed(l.load1, 2) : kNone, std::isfinite(l.cpu_mhz) ? fixed(l.cpu_mhz, 0) : kNone,
+                      machine.n > 0 ? num(machine.median) + " (" + num(machine.min) + "-" + num(machine.max) + ")" : kNone});
   }
   doc.table(t);
 }

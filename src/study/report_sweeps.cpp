@@ -29,14 +29,33 @@ LineChart over_batch(const std::string& title, const std::string& y_label) {
   return c;
 }
 
+// A line over the runs; with `low` and `high`, error bars (the rounds' range).
 ChartSeries series_of(const std::string& name, const std::vector<const RunRecord*>& runs, double (*x)(const RunRecord&),
-                      double (*y)(const RunRecord&)) {
-  ChartSeries s{name, {}, {}};
+                      double (*y)(const RunRecord&), double (*low)(const RunRecord&) = nullptr,
+                      double (*high)(const RunRecord&) = nullptr) {
+  ChartSeries s;
+  s.name = name;
   for (const RunRecord* r : runs) {
     s.x.push_back(x(*r));
     s.y.push_back(y(*r));
+    if (low && high) {
+      s.y_low.push_back(low(*r));
+      s.y_high.push_back(high(*r));
+    }
   }
   return s;
+}
+
+// The quality's range over the rounds, in the chart's unit (quality_for_chart's).
+double quality_low_for_chart(const RunRecord& r) {
+  RunRecord low = r;
+  low.quality = r.quality_low;
+  return quality_for_chart(low);
+}
+double quality_high_for_chart(const RunRecord& r) {
+  RunRecord high = r;
+  high.quality = r.quality_high;
+  return quality_for_chart(high);
 }
 
 // The chart, or "" when no series has a point to draw (a chart of "no data" helps no one).
@@ -66,10 +85,12 @@ std::string batch_speed_chart(const StudyResult& result) {
     for (auto& [key, runs] : curves) {
       if (key.first != network) continue;
       c.series.push_back(series_of(network + " · " + device_label(result, key.second), sorted_by(runs, false), batch_of,
-                                   [](const RunRecord& r) { return r.samples_per_s; }));
+                                   [](const RunRecord& r) { return r.samples_per_s; },
+                                   [](const RunRecord& r) { return r.samples_per_s_low; },
+                                   [](const RunRecord& r) { return r.samples_per_s_high; }));
     }
   }
-  c.note = "fp32; higher is better";
+  c.note = "fp32; higher is better; error bars: the rounds' least and greatest";
   return chart(c);
 }
 
@@ -98,12 +119,15 @@ void add_batch_section(Document& doc, const StudyResult& result) {
     LineChart steps = over_batch(network + " on " + device + ": steps/s over batch size", "steps/s (log scale)");
     steps.log_y = true;
     steps.series.push_back(series_of("steps/s", runs, batch_of, [](const RunRecord& r) { return r.steps_per_s; }));
-    steps.series.push_back(series_of("samples/s", runs, batch_of, [](const RunRecord& r) { return r.samples_per_s; }));
+    steps.series.push_back(series_of("samples/s", runs, batch_of, [](const RunRecord& r) { return r.samples_per_s; },
+                                     [](const RunRecord& r) { return r.samples_per_s_low; },
+                                     [](const RunRecord& r) { return r.samples_per_s_high; }));
     steps.y_label = "per second (log scale)";
     steps.title = network + " on " + device + ": steps/s and samples/s";
     steps.note = "higher is better";
     LineChart accuracy = over_batch(network + ": " + acc, "%");
-    accuracy.series.push_back(series_of(network + " (this study)", runs, batch_of, quality_for_chart));
+    accuracy.series.push_back(
+        series_of(network + " (this study)", runs, batch_of, quality_for_chart, quality_low_for_chart, quality_high_for_chart));
     if (runs[0]->quality_name.find("accuracy") != std::string::npos) {
       accuracy.series.push_back(published_batch_accuracy_series());
       accuracy.dashed = {false, true};
@@ -166,7 +190,8 @@ void add_lr_section(Document& doc, const StudyResult& result) {
     accuracy.log_x = true;
     accuracy.x_ticks_at_data = true;
     LineChart time = accuracy;
-    accuracy.series.push_back(series_of(network + " (this study)", runs, lr_of, quality_for_chart));
+    accuracy.series.push_back(
+        series_of(network + " (this study)", runs, lr_of, quality_for_chart, quality_low_for_chart, quality_high_for_chart));
     if (runs[0]->quality_name.find("accuracy") != std::string::npos) {
       accuracy.series.push_back(published_lr_accuracy_series());
       accuracy.dashed = {false, true};
@@ -183,7 +208,8 @@ void add_lr_section(Document& doc, const StudyResult& result) {
     curves.y_label = "%";
     curves.x_ticks_at_data = true;
     for (const RunRecord* r : runs) {
-      ChartSeries s{"lr " + num(r->run.lr), {}, {}};
+      ChartSeries s;
+      s.name = "lr " + num(r->run.lr);
       for (const EpochPoint& p : r->history) {
         s.x.push_back(p.epoch);
         s.y.push_back(100 * p.val_accuracy);

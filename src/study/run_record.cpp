@@ -55,6 +55,7 @@ constexpr auto kRunFields = [](auto& r, auto&& visit) {
   visit("process_cpu_seconds", r.process_cpu_seconds);
   visit("load_others", r.load_others);
   visit("steal", r.steal);
+  visit("machine_gbs", r.machine_gbs);
   visit("quality_chance", r.quality_chance);
   visit("rounds", r.rounds);
   visit("samples_per_s_low", r.samples_per_s_low);

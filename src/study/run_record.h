@@ -53,6 +53,7 @@ struct RunRecord {
   double process_seconds = NAN, process_cpu_seconds = NAN;  // the whole child, start to end
   double load_others = NAN;     // share of all CPUs' time other programs took while the child ran
   double steal = NAN;           // share of all CPUs' time the hypervisor stole meanwhile
+  double machine_gbs = NAN;     // report/machine_load.h's fixed work just before the run: the machine's own speed
   double quality_chance = NAN;  // what guessing reaches: the majority class's accuracy, the mean's MSE
   std::vector<EpochPoint> history;
 

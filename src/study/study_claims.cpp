@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
+#include "base/input_file.h"
 #include "study/study_result.h"
 #include "study/study_summary.h"
 
@@ -160,6 +160,10 @@ void thread_claims(const StudyResult& result, const std::string& network, ClaimB
                                                                                     (threads_of(counts[i - 1]) == 1 ? " thread" : " threads");
     Claim& c = claims.speed("threads", *counts[i], *counts[i - 1], a, b);
     c.anomaly = "if slower: more threads are slower than fewer" + load_note(*counts[i], *counts[i - 1], a, b);
+    // Another program holding half a core or more while the larger count ran explains it: its
+    // threads wait on the one that shares a core.
+    c.explained_by_load = counts[i]->load_others * result.machine.logical_cpus >= 0.5;
+    if (c.explained_by_load) c.anomaly += ": the load explains it, and fewer threads are advised while it lasts";
   }
 }
 
@@ -222,6 +226,7 @@ void keep_anomalies_that_hold(std::vector<Claim>& claims) {
       holds = k.verdict > 0 && k.low > precision_bound(precision);
     }
     c.anomaly = holds ? c.anomaly.substr(c.anomaly.find(": ") + 2) : "";
+    c.explained_by_load = c.explained_by_load && holds;
   }
 }
 
@@ -282,9 +287,14 @@ void summarise_study(StudyResult& result) {
 }
 
 Result<StudyResult> read_study_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::error(path + ": cannot open");
-  const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+  constexpr int64_t kMaxStudyBytes = int64_t{1} << 30;  // a full study with every round is a few MB
+  RG_ASSIGN(InputFile file, open_input_file(path, "a study's study.json"));
+  if (file.size > kMaxStudyBytes) {
+    return Status::error(path + ": " + std::to_string(file.size) + " bytes, over the 1 GiB a study.json may have");
+  }
+  std::string text(static_cast<size_t>(file.size), '\0');
+  RG_TRY(file.read(text.data(), text.size(), "the study"));
+  const nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded()) return Status::error(path + ": not JSON");
   auto study = study_result_from_json(json);
   if (!study.ok()) return study.status().with_context(path + ": ");

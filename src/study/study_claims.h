@@ -24,6 +24,8 @@ struct Claim {
   Comparison comparison;   // a against b: samples/s ratio, or quality difference (kind "quality")
   bool higher_is_better = true;  // quality: false for an MSE
   std::string anomaly;     // not empty: what the hardware cannot explain, and the likely cause
+  bool explained_by_load = false;  // the anomaly is what the load measured meanwhile explains (more threads
+                                   // slower while another program held a core): the advice may follow it
 };
 
 // Every comparison of the study's figures, decided: speeds in one family, qualities in another.

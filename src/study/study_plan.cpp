@@ -41,6 +41,7 @@ StudyConfig default_study_config(bool quick) {
     c.sweep_limit = 20000;
     c.seconds_per_run = 1.0;  // 3 epochs of a third of a second: shorter ones spread widely on a busy VM
     c.target_accuracy = 0.80;  // the mlp reaches 0.78-0.84 in 3 epochs of 20000: where rates part
+    c.extra_rounds = 3;
     c.quality_samples = 4000;  // every quick network leaves chance well before (docs/study.md)
     c.isa_ladder_networks = "mlp,autoencoder,lenet";
   } else {

@@ -173,8 +173,10 @@ Status StudySession::run_schedule(const std::vector<ScheduledRun>& schedule) {
     const StudyDevice& device = result_.devices[run.device];
     const double estimated = estimates_[scheduled.config];
     const auto start = std::chrono::steady_clock::now();
+    const double machine_gbs = fixed_work_gbs();
     const LoadSnapshot before = read_load_snapshot();
     RunRecord record = measure_run(run, device, context_);
+    record.machine_gbs = machine_gbs;
     const LoadInterval load = load_between(before, read_load_snapshot(), cpus);
     record.load_others = load.others_busy_share;
     record.steal = load.steal_share;

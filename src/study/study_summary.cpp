@@ -32,7 +32,9 @@ RunRecord summary_of(const std::vector<const RunRecord*>& rounds, double unstabl
   s.samples_per_s_high = speed.max;
   s.speed_spread = speed.n >= 2 ? speed.relative_iqr() : NAN;
   // The quality part's speed is a by-product (one short epoch), never compared: not judged.
-  s.unstable = s.run.part != "quality" && std::isfinite(s.speed_spread) && s.speed_spread > unstable_spread;
+  // The batch part's speed is not compared either (no claim rests on it; its figure is the accuracy).
+  s.unstable = s.run.part != "quality" && s.run.part != "batch" && std::isfinite(s.speed_spread) &&
+               s.speed_spread > unstable_spread;
   s.quality = quality.median;
   s.quality_low = quality.min;
   s.quality_high = quality.max;
@@ -42,7 +44,7 @@ RunRecord summary_of(const std::vector<const RunRecord*>& rounds, double unstabl
   for (double RunRecord::*field : {&RunRecord::train_seconds, &RunRecord::cpu_cores_busy, &RunRecord::cpu_utilisation,
                                    &RunRecord::gpu_busy, &RunRecord::copy_ms_per_step, &RunRecord::launches_per_step,
                                    &RunRecord::time_to_target, &RunRecord::epochs_to_target, &RunRecord::process_seconds,
-                                   &RunRecord::process_cpu_seconds, &RunRecord::load_others, &RunRecord::steal,
+                                   &RunRecord::process_cpu_seconds, &RunRecord::load_others, &RunRecord::steal, &RunRecord::machine_gbs,
                                    &RunRecord::quality_chance}) {
     s.*field = median_of(rounds, field);
   }
