@@ -123,18 +123,18 @@ TEST(StudyRanks, RunsSizedByAnotherRunStayWithItAndTheRestAreDealtOut) {
 
 TEST(StudyPlan, QuickRunsAnOpenClCpuDeviceInFp32Only) {
   StudyConfig config = default_study_config(true);
-  config.networks = {"mlp"};
+  config.networks = {"mlp", "lenet"};
   config.parts = {"devices"};
   StudyDevice pocl = gpu();
   pocl.kind = "CPU";
   const StudyPlan alone = plan_study(config, {cpu_level("avx2", true), pocl}, 2);
-  EXPECT_EQ(count_runs(alone, "devices", 1), 1);
+  EXPECT_EQ(count_runs(alone, "devices", 1), 1);  // the sweep network (mlp) in fp32 only
   ASSERT_EQ(alone.not_run.size(), 1u);
-  EXPECT_NE(alone.not_run[0].find("in fp32 only"), std::string::npos);
+  EXPECT_NE(alone.not_run[0].find("in fp32 on the sweep network only"), std::string::npos);
   // With a GPU beside it, --quick leaves it out and says so.
   const StudyPlan with_gpu = plan_study(config, {cpu_level("avx2", true), pocl, gpu()}, 2);
   EXPECT_EQ(count_runs(with_gpu, "devices", 1), 0);
-  ASSERT_EQ(with_gpu.not_run.size(), 2u);  // and the GPU's int8-train
+  ASSERT_EQ(with_gpu.not_run.size(), 3u);  // and the GPU's int8-train of mlp and lenet
   EXPECT_NE(with_gpu.not_run[0].find("leaves an OpenCL CPU device out"), std::string::npos);
   // The full study: fp16 too, for its 6 networks but dcgan (GANs train in fp32 only).
   EXPECT_EQ(count_runs(plan_study(default_study_config(false), {cpu_level("avx2", true), pocl}, 2), "devices", 1, "fp16"), 5);

@@ -134,11 +134,14 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
       // --quick: an OpenCL CPU device (PoCL: this same chip through another compiler) in fp32 only.
       const bool all_precisions = device.best_cpu || (device.opencl && !(config.quick && device.kind == "CPU"));
       if (device.opencl && !all_precisions && config.precisions.size() > 1) {
-        plan.not_run.push_back(device.label + " in precisions other than fp32: --quick measures an OpenCL CPU device "
-                               "(this machine's CPU through another compiler) in fp32 only; the full study runs them");
+        plan.not_run.push_back(device.label + " in precisions other than fp32 and networks other than " +
+                               config.sweep_network + ": --quick measures an OpenCL CPU device (this machine's CPU "
+                               "through another compiler, 5-20x slower than its own kernels) in fp32 on the sweep "
+                               "network only; the full study runs them");
       }
       for (const std::string& network : config.networks) {
         if (!all_precisions && !on_ladder(config, network)) continue;
+        if (device.opencl && !all_precisions && network != config.sweep_network) continue;
         for (const std::string& precision : config.precisions) {
           if (!all_precisions && precision != "fp32") continue;
           const std::string why = refusal(network, precision, device);
