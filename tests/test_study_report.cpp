@@ -231,6 +231,23 @@ TEST(StudyReport, FailuresNotRunPublishedFiguresAndEstimatesAreLabelled) {
   EXPECT_NE(html.find("retrograd train --model lenet --json batch-lenet-d1-fp32-b1024-r0.json"), std::string::npos);
 }
 
+// Issue 30: a sweep over the whole training set (limit 0) says so, never "on 0 samples".
+TEST(StudyReport, ASweepOverTheWholeTrainingSetSaysHowManySamples) {
+  StudyResult s = small_study();
+  s.config.sweep_limit = 0;
+  for (RunRecord& r : s.runs)
+    if (r.run.part == "batch") {
+      r.run.limit = 0;
+      r.samples_trained = 2 * 60000;
+      r.run.epochs = 2;
+    }
+  summarise_study(s);
+  const std::string md = study_report_markdown(s);
+  EXPECT_EQ(md.find(" 0 samples"), std::string::npos);
+  EXPECT_NE(md.find("2 epochs of 60k samples"), std::string::npos);
+  EXPECT_NE(md.find("all the training samples"), std::string::npos);
+}
+
 TEST(StudyReport, MarkdownHasTheTablesAndNoCharts) {
   const std::string md = study_report_markdown(small_study());
   EXPECT_EQ(md.find("<svg"), std::string::npos);

@@ -110,8 +110,10 @@ void add_batch_section(Document& doc, const StudyResult& result) {
     doc.paragraph("The batch sweep has no successful run" + std::string(result.finished ? "." : " (the study stopped before it)."));
   } else {
     const std::string device = device_label(result, runs[0]->run.device);
-    doc.paragraph("The sweep network (" + network + ") trained for " + std::to_string(epochs) + " epochs on " +
-                  num(static_cast<double>(runs[0]->run.limit)) + " samples at each batch size on " + device +
+    // The samples an epoch trained on, as the run reported them (a limit of 0 is the whole training set).
+    const double per_epoch = static_cast<double>(runs[0]->samples_trained) / static_cast<double>(std::max<int64_t>(1, epochs));
+    doc.paragraph("The sweep network (" + network + ") trained for " + std::to_string(epochs) + " epochs of " +
+                  num(per_epoch) + " samples at each batch size on " + device +
                   ", fp32, the learning rate its preset's. Larger batches make fewer, bigger steps: steps/s falls "
                   "while samples/s rises until the device is busy; accuracy after a fixed number of epochs usually "
                   "falls at the largest batches, since fewer steps were taken.");

@@ -257,8 +257,9 @@ void method_section(Document& doc, const StudyResult& result) {
       "Quality: the test accuracy (or test MSE, or GAN score) after the run's budget of samples (epochs x samples "
       "per epoch: the samples trained column), scored on held-out test samples.",
       "Batch and learning-rate sweeps: " + c.sweep_network + ", " + std::to_string(c.sweep_epochs) + " epochs (" +
-          std::to_string(c.lr_epochs) + " for the learning rates) on " + num(static_cast<double>(c.sweep_limit)) +
-          " samples; the time to " + percent(c.target_accuracy, 0) + " is the training time until the held-out "
+          std::to_string(c.lr_epochs) + " for the learning rates) on " +
+          (c.sweep_limit > 0 ? num(static_cast<double>(c.sweep_limit)) + " samples" : std::string("all the training samples")) +
+          "; the time to " + percent(c.target_accuracy, 0) + " is the training time until the held-out "
           "validation accuracy first reached it, checked after each epoch.",
       "Not measured: \"—\" in the tables, empty in runs.csv, null in study.json.",
   });
