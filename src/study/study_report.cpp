@@ -241,8 +241,12 @@ void method_section(Document& doc, const StudyResult& result) {
   doc.list({
       "Every run is a child process, `retrograd train ... --json FILE` (the commands below); the study reads the "
       "child's JSON report and what the operating system saw of the child. Each run's JSON and log are in runs/.",
+      "Rounds: every configuration ran " + std::to_string(c.rounds) + " times, in rounds that interleave all of them "
+      "(round r of each before round r+1 of any; round r with --seed 1+r), and up to " + std::to_string(c.extra_rounds) +
+      " more times where its speed's rounds spread over " + percent(c.unstable_spread, 0) + " of their median; each "
+      "figure is the rounds' median, with their least and greatest.",
       "Speed: a devices run is sized to take about " + fixed(c.seconds_per_run, 1) + " s and cut into " +
-          std::to_string(c.speed_epochs) + " epochs; samples/s is the median epoch's (OpenCL: the epochs after the "
+          std::to_string(c.speed_epochs) + " epochs; a round's samples/s is its median epoch's (OpenCL: the epochs after the "
           "first, which builds and tunes the kernels); steps/s = samples/s / batch.",
       "GFLOP/s = the model's FP32-equivalent training flops per sample x samples/s: the same count in every "
       "precision, so fp16 and int8 runs are compared on the work done, not on their own peaks.",
