@@ -87,12 +87,11 @@ Status config_from_args(const Args& args, StudyConfig* config) {
   }
   if (args.given("isa-ladder")) config->isa_ladder_networks = args.text("isa-ladder");
   if (args.given("rounds")) {
-    RG_ASSIGN(const double rounds, args.number("rounds", 1, 50));
+    RG_ASSIGN(const int64_t rounds, args.integer("rounds", 1, 50));
     config->rounds = static_cast<int>(rounds);
   }
   if (args.given("quality-samples")) {
-    RG_ASSIGN(const double samples, args.number("quality-samples", 64, 1e9));
-    config->quality_samples = static_cast<int64_t>(samples);
+    RG_ASSIGN(config->quality_samples, args.integer("quality-samples", 64, 1000000000));
   }
   return Status();
 }

@@ -8,6 +8,7 @@
 #include "base/memory.h"
 #include "base/text_format.h"
 #include "study/study_claims.h"
+#include "study/study_summary.h"
 
 namespace rg {
 
@@ -19,22 +20,10 @@ namespace {
 constexpr double kAccuracyTolerance = 0.01;
 constexpr double kMseTolerance = 0.05;
 
-// The study's figure of a configuration, or null.
+// The study's figure of a configuration (all threads), or null.
 const RunRecord* figure_of(const StudyResult& study, const std::string& part, const std::string& network, int device,
                            const std::string& precision, int64_t batch = 64) {
-  for (const RunRecord& r : study.figures) {
-    if (r.ok && r.rounds > 0 && r.run.part == part && r.run.network == network && r.run.device == device &&
-        r.run.precision == precision && r.run.batch == batch && r.run.threads == 0)
-      return &r;
-  }
-  return nullptr;
-}
-
-// The threads part's figure of `threads` threads, or null.
-const RunRecord* figure_of_threads(const StudyResult& study, const std::string& network, int device, int threads) {
-  for (const RunRecord* r : runs_of_part(study, "threads"))
-    if (r->ok && r->rounds > 0 && r->run.network == network && r->run.device == device && r->run.threads == threads) return r;
-  return nullptr;
+  return find_figure(study.figures, part, network, device, precision, batch, 0);
 }
 
 // The claim of a against b, as text for a reason ("1.32x: faster (95% interval ...)").
@@ -286,7 +275,7 @@ Result<Advice> advise(const StudyResult& study, const std::string& network, int6
   // scaled by the precision's measured factor; steps of the whole batch.
   a.predicted_samples_per_s = speed_at(curve, a.micro_batch) * precision_factor;
   if (a.threads > 0) {
-    if (const RunRecord* t = figure_of_threads(study, network, a.device, a.threads))
+    if (const RunRecord* t = find_figure(study.figures, "threads", network, a.device, "fp32", 64, a.threads))
       a.predicted_samples_per_s *= t->samples_per_s / fp32_device->samples_per_s;
   }
   a.predicted_steps_per_s = a.predicted_samples_per_s / static_cast<double>(a.batch);

@@ -103,12 +103,7 @@ class ClaimBuilder {
 
 const RunRecord* figure(const StudyResult& result, const std::string& part, const std::string& network, int device,
                         const std::string& precision, int64_t batch, int threads) {
-  for (const RunRecord& r : result.figures) {
-    if (r.ok && r.rounds > 0 && r.run.part == part && r.run.network == network && r.run.device == device &&
-        r.run.precision == precision && r.run.batch == batch && r.run.threads == threads && !r.run.profile)
-      return &r;
-  }
-  return nullptr;
+  return find_figure(result.figures, part, network, device, precision, batch, threads);
 }
 
 int best_cpu(const StudyResult& result) {
@@ -126,7 +121,7 @@ void isa_claims(const StudyResult& result, const std::string& network, ClaimBuil
     if (lower) {
       const std::string a = result.devices[d].label, b = result.devices[lower->run.device].label;
       Claim& c = claims.speed("isa", *here, *lower, a, b);
-      c.anomaly = "if slower: a higher ISA level is slower than a lower one" + load_note(*here, *lower, a, b);
+      c.anomaly = "a higher ISA level is slower than a lower one" + load_note(*here, *lower, a, b);
     }
     lower = here;
   }
@@ -139,8 +134,8 @@ void precision_claims(const StudyResult& result, const std::string& network, Cla
     if (!fp32) continue;
     const std::string where = " on " + result.devices[r.run.device].label;
     Claim& c = claims.speed("precision", r, *fp32, r.run.precision + where, "fp32" + where);
-    c.anomaly = "if above " + format("%.0fx", precision_bound(r.run.precision)) + ": faster than " + r.run.precision +
-                "'s arithmetic allows over fp32" + load_note(r, *fp32, r.run.precision, "fp32");
+    c.anomaly = "faster than " + r.run.precision + "'s arithmetic allows over fp32 (at most " +
+                format("%.0fx", precision_bound(r.run.precision)) + ")" + load_note(r, *fp32, r.run.precision, "fp32");
   }
 }
 
@@ -159,7 +154,7 @@ void thread_claims(const StudyResult& result, const std::string& network, ClaimB
     const std::string a = std::to_string(threads_of(counts[i])) + " threads", b = std::to_string(threads_of(counts[i - 1])) +
                                                                                     (threads_of(counts[i - 1]) == 1 ? " thread" : " threads");
     Claim& c = claims.speed("threads", *counts[i], *counts[i - 1], a, b);
-    c.anomaly = "if slower: more threads are slower than fewer" + load_note(*counts[i], *counts[i - 1], a, b);
+    c.anomaly = "more threads are slower than fewer" + load_note(*counts[i], *counts[i - 1], a, b);
     // Another program holding half a core or more while the larger count ran explains it: its
     // threads wait on the one that shares a core.
     c.explained_by_load = counts[i]->load_others * result.machine.logical_cpus >= 0.5;
@@ -193,7 +188,7 @@ void value_claims(const StudyResult& result, ClaimBuilder& claims) {
   for (const RunRecord& r : result.figures) {
     if (!r.ok || r.run.part != "lr" || &r == lowest || r.run.device != lowest->run.device) continue;
     Claim& c = claims.speed("values", r, *lowest, format("lr %g", r.run.lr), format("lr %g", lowest->run.lr));
-    c.anomaly = "if slower: the same work ran slower with other values: arithmetic on subnormal floats is the usual "
+    c.anomaly = "the same work ran slower with other values: arithmetic on subnormal floats is the usual "
                 "cause (x86 slows down on them unless flush-to-zero is set; retrograd sets it, --denormals flush)";
   }
 }
@@ -214,7 +209,8 @@ void quality_claims(const StudyResult& result, ClaimBuilder& claims) {
   }
 }
 
-// An anomaly's text is written beside each claim as a condition; it stays only where it holds.
+// Each claim's anomaly text is written when the claim is made; it stays only where its kind's
+// condition holds (a step the wrong way, or a speed-up beyond the precision's bound).
 void keep_anomalies_that_hold(std::vector<Claim>& claims) {
   for (Claim& c : claims) {
     const Comparison& k = c.comparison;
@@ -225,7 +221,7 @@ void keep_anomalies_that_hold(std::vector<Claim>& claims) {
       const std::string precision = c.a.substr(0, c.a.find(' '));
       holds = k.verdict > 0 && k.low > precision_bound(precision);
     }
-    c.anomaly = holds ? c.anomaly.substr(c.anomaly.find(": ") + 2) : "";
+    if (!holds) c.anomaly.clear();
     c.explained_by_load = c.explained_by_load && holds;
   }
 }

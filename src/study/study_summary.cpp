@@ -88,6 +88,16 @@ std::vector<RunRecord> summarise_rounds(const std::vector<RunRecord>& runs, doub
   return out;
 }
 
+const RunRecord* find_figure(const std::vector<RunRecord>& figures, const std::string& part, const std::string& network,
+                             int device, const std::string& precision, int64_t batch, int threads) {
+  for (const RunRecord& r : figures) {
+    if (r.ok && r.rounds > 0 && r.run.part == part && r.run.network == network && r.run.device == device &&
+        r.run.precision == precision && r.run.batch == batch && r.run.threads == threads && !r.run.profile)
+      return &r;
+  }
+  return nullptr;
+}
+
 RoundSamples round_speeds(const std::vector<RunRecord>& runs, const std::string& config_id, bool opencl) {
   RoundSamples samples;
   for (const RunRecord* r : rounds_of(runs, config_id)) {

@@ -19,6 +19,10 @@ namespace rg {
 // its first failure.
 std::vector<RunRecord> summarise_rounds(const std::vector<RunRecord>& runs, double unstable_spread);
 
+// The figure of a configuration with at least one successful round (threads 0: all of them), or null.
+const RunRecord* find_figure(const std::vector<RunRecord>& figures, const std::string& part, const std::string& network,
+                             int device, const std::string& precision, int64_t batch, int threads);
+
 // The speeds of each successful round of a configuration (its epochs'; OpenCL: but the first), for compare().
 RoundSamples round_speeds(const std::vector<RunRecord>& runs, const std::string& config_id, bool opencl);
 // The quality of each successful round, one value a round.
