@@ -665,7 +665,7 @@ TEST(Cli, EvalScoresWhatTheModelIs) {
 
 // Issue 30: train's and eval's reports carry what learning nothing scores on the same test
 // samples (data/chance.h), so a figure can be told from chance: the best constant answer's
-// accuracy, answering the training mean's MSE, the untrained generator's GAN score.
+// accuracy, answering the training mean's MSE (the GAN's, the untrained generator's score: below).
 TEST(Cli, ReportsCarryTheChanceFigures) {
   const std::string ckpt = temp_dir() + "/chance.ckpt", json = temp_dir() + "/chance.json";
   const Outcome trained = run(std::string("train ") + kQuick + " --epochs 1 --checkpoint " + ckpt + " --json " + json);
@@ -693,7 +693,11 @@ TEST(Cli, ReportsCarryTheChanceFigures) {
   EXPECT_GT(ae.at("test_mse_baseline").get<double>(), 0.0);
   EXPECT_LT(ae.at("test_mse_baseline").get<double>(), 0.25);  // pixels in [0, 1] about their mean
   EXPECT_FALSE(ae.contains("chance_accuracy"));
+}
 
+// The GAN's chance level: the untrained generator's score, recorded once, before G trains.
+// A slow case (tools/slow_cases.sh): the judge and 100 scored samples take minutes emulated.
+TEST(Cli, GanReportCarriesTheUntrainedGeneratorsScore) {
   const std::string gan = temp_dir() + "/chance_gan", gan_json = temp_dir() + "/chance_gan.json";
   const std::string quick = " --data synthetic --limit 128 --threads 1 --score-samples 100 --json " + gan_json;
   const Outcome first = run("train --model dcgan --judge-epochs 1 --epochs 2 --stop-after 1 --out " + gan + quick);
