@@ -14,6 +14,7 @@
 #include "report/machine_load.h"
 #include "study/advisor.h"
 #include "study/study_claims.h"
+#include "study/study_compare.h"
 #include "study/study_session.h"
 #include "study/estimates.h"
 #include "study/child_process.h"
@@ -621,6 +622,51 @@ TEST(StudyClaims, ADifferenceBeyondTheNoiseIsClaimedAndAnImpossibleSpeedUpIsAnAn
   for (const Claim& c : s.claims)
     worse |= c.kind == "quality" && c.a.rfind("int8-train", 0) == 0 && c.comparison.verdict < 0;
   EXPECT_TRUE(worse);
+}
+
+// Two studies of one machine: a quiet one, and one where another program held most of a core. The
+// all-thread speeds are half as fast busy, the one-thread speed and the qualities the same.
+TEST(StudyCompare, ADifferenceTheLoadCausesIsToldFromNoiseAndFromTheSame) {
+  StudyResult quiet = hand_study();
+  add_rounds(quiet, measured("threads", "fp32", 64, 800, 0.85, 100e6, 1));
+  StudyResult busy = quiet;
+  for (RunRecord& r : busy.runs) {
+    r.load_others = 0.45;
+    if (r.run.threads != 0 || r.run.part == "quality") continue;
+    r.samples_per_s *= 0.5;
+    for (EpochPoint& p : r.history) p.samples_per_s *= 0.5;
+  }
+  for (RunRecord& r : quiet.runs) r.load_others = 0.0;
+  summarise_study(quiet);
+  summarise_study(busy);
+  auto compared = compare_studies(quiet, busy, "quiet", "busy");
+  ASSERT_TRUE(compared.ok()) << compared.status().message();
+  const StudyComparison& c = compared.value();
+  ASSERT_EQ(c.speeds.size(), 7u);     // devices x3, batch-speed x3, threads x1 (the quality part's speed is not a figure)
+  ASSERT_EQ(c.qualities.size(), 3u);  // the quality part's
+  for (const FigureChange& f : c.speeds) {
+    const bool one_thread = f.threads == 1;
+    EXPECT_EQ(f.comparison.verdict, one_thread ? 0 : -1) << f.label << ": " << f.comparison.estimate;
+    EXPECT_EQ(f.load_explains, !one_thread) << f.label;  // 2 threads with 1.1 CPUs free; 1 thread fits
+    EXPECT_EQ(f.within_ranges, one_thread) << f.label;
+  }
+  for (const FigureChange& f : c.qualities) EXPECT_EQ(f.comparison.verdict, 0) << f.label;
+  const std::string md = comparison_markdown(c);
+  EXPECT_NE(md.find("7 figures: 1 the same within the noise, 6 differ beyond it (6 of them explained by the load)"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("mlp, threads, cpu/avx2, fp32, batch 64, 1 thread"), std::string::npos) << md;
+
+  // A study against itself: everything the same, every median within the other's range.
+  auto same = compare_studies(quiet, quiet, "quiet", "quiet");
+  ASSERT_TRUE(same.ok());
+  for (const FigureChange& f : same.value().speeds) EXPECT_TRUE(f.comparison.verdict == 0 && f.within_ranges) << f.label;
+  // Other settings are other figures: refused, naming both.
+  StudyResult other = busy;
+  other.config.seconds_per_run += 1;
+  auto refused = compare_studies(quiet, other, "quiet", "other");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("other was made with other settings than quiet"), std::string::npos)
+      << refused.status().message();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ int run_probe(int argc, char** argv);
 int run_make_data(int argc, char** argv);
 int run_study(int argc, char** argv);
 int run_advise(int argc, char** argv);
+int run_compare(int argc, char** argv);
 
 constexpr const char* kRetrogradVersion = "0.1.0";
 // `train` with the per-precision table: --precision fp32,fp16,int8,int8-qat,int8-train unless given.

@@ -24,6 +24,7 @@ const char* kUsage =
     "  study    measure every network on every device and precision here, sweep batch size and learning\n"
     "           rate, compare with the hardware's peaks, advise; writes an HTML report (--quick: minutes)\n"
     "  advise   how to train a model here (device, precision, batch, threads) from a study's measurements\n"
+    "  compare  two studies of this machine side by side: which figures differ beyond the noise, and the load\n"
     "\n"
     "retrograd <command> --help lists a command's options.\n";
 
@@ -42,6 +43,7 @@ int dispatch(int argc, char** argv) {
   if (command == "make-data") return run_make_data(argc, argv);
   if (command == "study") return run_study(argc, argv);
   if (command == "advise") return run_advise(argc, argv);
+  if (command == "compare") return run_compare(argc, argv);
   if (command == "--version") {
     std::printf("retrograd %s\n", kRetrogradVersion);
     return 0;

@@ -56,21 +56,14 @@ class ClaimBuilder {
   void quality(const RunRecord& a, const RunRecord& b, const std::string& a_name, const std::string& b_name) {
     Claim c = base("quality", a, b, a_name, b_name);
     c.higher_is_better = a.quality_higher_is_better;
-    // Accuracy: a difference in points (half a point is the least worth a claim); MSE: a ratio.
-    const Effect effect = c.higher_is_better ? Effect::difference : Effect::ratio;
-    DecisionRule rule = speed_rule_;
-    rule.min_difference_effect = 0.005;
-    rule.min_ratio_effect = 0.05;
-    c.comparison = compare(round_qualities(result_.runs, c.a_id), round_qualities(result_.runs, c.b_id), effect, rule);
+    c.comparison = compare(round_qualities(result_.runs, c.a_id), round_qualities(result_.runs, c.b_id),
+                           quality_effect(c.higher_is_better), quality_decision_rule());
     qualities_.push_back(c);
   }
 
   std::vector<Claim> decided() {
     decide_family(speeds_, speed_rule_);
-    DecisionRule quality_rule = speed_rule_;
-    quality_rule.min_difference_effect = 0.005;
-    quality_rule.min_ratio_effect = 0.05;
-    decide_family(qualities_, quality_rule);
+    decide_family(qualities_, quality_decision_rule());
     std::vector<Claim> out = speeds_;
     out.insert(out.end(), qualities_.begin(), qualities_.end());
     return out;
@@ -146,9 +139,7 @@ void thread_claims(const StudyResult& result, const std::string& network, ClaimB
     if (r.ok && r.run.part == "threads" && r.run.network == network && r.run.device == device) counts.push_back(&r);
   if (counts.empty()) return;
   if (const RunRecord* all = figure(result, "devices", network, device, "fp32", 64, 0)) counts.push_back(all);
-  auto threads_of = [&](const RunRecord* r) {  // asked for; else as run (all of them)
-    return r->run.threads > 0 ? r->run.threads : r->threads > 0 ? r->threads : result.machine.logical_cpus;
-  };
+  auto threads_of = [&](const RunRecord* r) { return threads_used(*r, result.machine.logical_cpus); };
   std::stable_sort(counts.begin(), counts.end(), [&](const RunRecord* a, const RunRecord* b) { return threads_of(a) < threads_of(b); });
   for (size_t i = 1; i < counts.size(); ++i) {
     const std::string a = std::to_string(threads_of(counts[i])) + " threads", b = std::to_string(threads_of(counts[i - 1])) +
@@ -246,6 +237,13 @@ std::vector<Claim> study_claims(const StudyResult& result) {
   return out;
 }
 
+DecisionRule quality_decision_rule() {
+  DecisionRule rule;
+  rule.min_difference_effect = 0.005;
+  rule.min_ratio_effect = 0.05;
+  return rule;
+}
+
 std::string claim_text(const Claim& claim) {
   const Comparison& k = claim.comparison;
   if (!k.decidable) {
@@ -255,7 +253,9 @@ std::string claim_text(const Claim& claim) {
   auto value = [&](double v) { return points ? format("%+.1f points", 100 * v) : format("%.2fx", v); };
   const std::string interval = "95% interval " + value(k.low) + " to " + value(k.high);
   if (k.verdict == 0) {
-    const bool below_floor = points ? std::fabs(k.estimate) < 0.005 : std::fabs(std::log(k.estimate)) < std::log(1.03);
+    const DecisionRule rule = claim.kind == "quality" ? quality_decision_rule() : DecisionRule{};
+    const bool below_floor = points ? std::fabs(k.estimate) < rule.min_difference_effect
+                                    : std::fabs(std::log(k.estimate)) < std::log(1 + rule.min_ratio_effect);
     const std::string why = below_floor ? "under the least difference claimed"
                             : k.p < 0.05 ? format("Holm-adjusted p %.2f over its kind's comparisons", k.p_adjusted)
                                          : format("p %.2f", k.p);

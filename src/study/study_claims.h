@@ -28,6 +28,11 @@ struct Claim {
                                    // slower while another program held a core): the advice may follow it
 };
 
+// The rule qualities are decided by: accuracies as a difference in points (half a point is the least
+// worth a claim), errors (MSE) as a ratio (5%); speeds take DecisionRule's defaults.
+DecisionRule quality_decision_rule();
+inline Effect quality_effect(bool higher_is_better) { return higher_is_better ? Effect::difference : Effect::ratio; }
+
 // Every comparison of the study's figures, decided: speeds in one family, qualities in another.
 std::vector<Claim> study_claims(const StudyResult& result);
 

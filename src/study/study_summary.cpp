@@ -98,6 +98,10 @@ const RunRecord* find_figure(const std::vector<RunRecord>& figures, const std::s
   return nullptr;
 }
 
+int threads_used(const RunRecord& r, int logical_cpus) {
+  return r.run.threads > 0 ? r.run.threads : r.threads > 0 ? r.threads : logical_cpus;
+}
+
 RoundSamples round_speeds(const std::vector<RunRecord>& runs, const std::string& config_id, bool opencl) {
   RoundSamples samples;
   for (const RunRecord* r : rounds_of(runs, config_id)) {

@@ -23,6 +23,9 @@ std::vector<RunRecord> summarise_rounds(const std::vector<RunRecord>& runs, doub
 const RunRecord* find_figure(const std::vector<RunRecord>& figures, const std::string& part, const std::string& network,
                              int device, const std::string& precision, int64_t batch, int threads);
 
+// The threads a run used: those asked for, else as it ran (all of the machine's logical CPUs).
+int threads_used(const RunRecord& run, int logical_cpus);
+
 // The speeds of each successful round of a configuration (its epochs'; OpenCL: but the first), for compare().
 RoundSamples round_speeds(const std::vector<RunRecord>& runs, const std::string& config_id, bool opencl);
 // The quality of each successful round, one value a round.
