@@ -308,6 +308,18 @@ def small_study(d):
                     "--out", os.path.join(d, "s")], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def two_studies(d):
+    """{d}/s as small_study makes it, and {d}/t: the same but with runs twice as long (other settings)."""
+    small_study(d)
+    shutil.copytree(os.path.join(d, "s"), os.path.join(d, "t"))
+    path = os.path.join(d, "t", "study.json")
+    with open(path) as f:
+        text = f.read()
+    assert '"seconds_per_run": 0.1' in text
+    with open(path, "w") as f:
+        f.write(text.replace('"seconds_per_run": 0.1', '"seconds_per_run": 0.2'))
+
+
 CASES = [
     # datasets
     ("idx-missing-folder", "dataset", "a --data folder that does not exist",
@@ -414,6 +426,15 @@ CASES = [
     ("study-resume-fifo", "options", "study --resume where study.json is a FIFO (never waited on)",
      lambda d: (os.makedirs(os.path.join(d, "s")), os.mkfifo(os.path.join(d, "s", "study.json"))),
      ["study", "--resume", "--no-opencl", "--out", "{d}/s"], ["{d}/s/study.json", "FIFO"], []),
+    ("compare-one-study", "options", "compare with one study only",
+     small_study, ["compare", "{d}/s"], ["compare needs two studies"], ["s/study.json"]),
+    ("compare-dev-zero", "options", "compare /dev/zero against a study",
+     small_study, ["compare", "/dev/zero", "{d}/s"], ["/dev/zero"], ["s/study.json"]),
+    ("compare-other-settings", "options", "compare two studies made with other settings",
+     two_studies, ["compare", "{d}/s", "{d}/t"], ["{d}/t/study.json", "other settings than {d}/s/study.json"],
+     ["s/study.json", "t/study.json"]),
+    ("compare-out-folder", "options", "compare --out naming a folder",
+     small_study, ["compare", "{d}/s", "{d}/s", "--out", "{d}/s"], ["{d}/s"], ["s/study.json"]),
     ("opt-unwritable", "options", "a checkpoint path in a folder that does not exist",
      lambda d: None, ["train", "--checkpoint", "{d}/no/such/folder/run.ckpt"] + QUICK, ["{d}/no/such/folder/run.ckpt"], []),
     ("device-missing", "devices", "an OpenCL device that is not there",

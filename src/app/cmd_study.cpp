@@ -145,9 +145,10 @@ Status resume_study(const std::string& json_path, StudyResult& result, StudySess
   if (!read.ok()) return read.status().with_context("--resume: ");
   const StudyResult& earlier = read.value();
   if (study_config_json(earlier.config) != study_config_json(result.config) || earlier.quick != result.quick) {
-    return Status::error("--resume: " + json_path + " was made with other settings (" +
-                         study_config_json(earlier.config).dump() + "); give the same options, or leave --resume "
-                         "out to start again (its runs are then replaced)");
+    const std::string quick = earlier.quick != result.quick ? std::string(earlier.quick ? "" : "no ") + "--quick; " : "";
+    return Status::error("--resume: " + json_path + " was made with other settings (" + quick +
+                         config_differences(study_config_json(earlier.config), study_config_json(result.config)) +
+                         "); give the same options, or leave --resume out to start again (its runs are then replaced)");
   }
   if (earlier.devices.size() != result.devices.size()) {
     return Status::error("--resume: " + json_path + " studied " + std::to_string(earlier.devices.size()) +

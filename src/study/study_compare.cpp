@@ -146,10 +146,10 @@ void add_table(std::string& md, const std::string& title, const std::vector<Figu
 
 Result<StudyComparison> compare_studies(const StudyResult& a, const StudyResult& b, const std::string& a_name,
                                         const std::string& b_name) {
-  if (comparable_settings(a.config) != comparable_settings(b.config)) {
+  const nlohmann::json settings_a = comparable_settings(a.config), settings_b = comparable_settings(b.config);
+  if (settings_a != settings_b) {
     return Status::error(b_name + " was made with other settings than " + a_name + " (" +
-                         comparable_settings(b.config).dump() + " against " + comparable_settings(a.config).dump() +
-                         "): only the same study's figures can be compared");
+                         config_differences(settings_b, settings_a) + "): only the same study's figures can be compared");
   }
   if (a.machine.cpu != b.machine.cpu || a.machine.logical_cpus != b.machine.logical_cpus) {
     return Status::error(b_name + " is a study of another machine (" + b.machine.cpu + ", " +

@@ -71,6 +71,20 @@ constexpr auto kRoundLoadFields = [](auto& l, auto&& visit) {
 
 nlohmann::json study_config_json(const StudyConfig& config) { return fields_json(config, kConfigFields); }
 
+std::string config_differences(const nlohmann::json& config, const nlohmann::json& other) {
+  std::string text;
+  auto add = [&](const std::string& key, const std::string& mine, const std::string& theirs) {
+    text += (text.empty() ? "" : ", ") + key + " " + mine + " against " + theirs;
+  };
+  for (const auto& [key, value] : config.items()) {
+    const std::string theirs = other.contains(key) ? other.at(key).dump() : "none";
+    if (theirs != value.dump()) add(key, value.dump(), theirs);
+  }
+  for (const auto& [key, value] : other.items())
+    if (!config.contains(key)) add(key, "none", value.dump());
+  return text;
+}
+
 nlohmann::json study_result_json(const StudyResult& r) {
   nlohmann::json j = fields_json(r, kStudyFields);
   j["retrograd_study"] = kStudyFormat;

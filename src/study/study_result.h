@@ -60,6 +60,9 @@ struct StudyResult {
 nlohmann::json study_result_json(const StudyResult& result);
 // The settings alone: a resumed study must have the same.
 nlohmann::json study_config_json(const StudyConfig& config);
+// The settings `config` (study_config_json) has otherwise than `other`: "seconds_per_run 0.2 against
+// 0.1, networks [\"mlp\"] against [\"lenet\"]" (a key one lacks: "none").
+std::string config_differences(const nlohmann::json& config, const nlohmann::json& other);
 // Errors name the field and say the file is not a study's (or of another version).
 Result<StudyResult> study_result_from_json(const nlohmann::json& json);
 
