@@ -27,7 +27,7 @@ Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device, c
     Layer& layer = *model.layers()[i];
     const bool host = std::find(on_host.begin(), on_host.end(), layer.name()) != on_host.end();
     auto made = host ? make_cl_host_layer(layer, in, model.layer_output_shape(i), device)
-                     : make_cl_layer(layer, in, device);
+                     : make_cl_layer(layer, in, model.layer_output_shape(i), device);
     if (!made.ok()) return made.status();
     cl->layers_.push_back(made.take());
     in = model.layer_output_shape(i);
