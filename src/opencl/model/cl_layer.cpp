@@ -75,8 +75,9 @@ Status check_cl_layer_makers(const std::vector<ClLayerMaker>& makers) {
   return Status::error("device layer makers (opencl/model/cl_layer.cpp) against the layer kinds:" + errors);
 }
 
-Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, const Shape& output, Device& device) {
-  if (layer_kind_of(layer).device == DeviceRun::host) return make_cl_host_layer(layer, input, output, device);
+Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, const Shape& output, Device& device,
+                                               bool on_host) {
+  if (on_host || layer_kind_of(layer).device == DeviceRun::host) return make_cl_host_layer(layer, input, output, device);
   for (const ClLayerMaker& maker : cl_layer_makers()) {
     if (layer.kind() == maker.kind) return maker.make(layer, input, device);
   }

@@ -141,8 +141,9 @@ const std::vector<ClLayerMaker>& cl_layer_makers();
 Status check_cl_layer_makers(const std::vector<ClLayerMaker>& makers);
 
 // The device layer of `layer` (initialised: its params are uploaded), whose samples are `input`
-// and `output`: its own device layer, or for a kind whose row says host its CPU layer run inside
-// the device model (cl_host_layer.h).
-Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, const Shape& output, Device& device);
+// and `output`: its own device layer, or its CPU layer run inside the device model
+// (cl_host_layer.h) when `on_host` (--cpu-layers) or when its kind's row says host.
+Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, const Shape& output, Device& device,
+                                               bool on_host = false);
 
 }  // namespace rg::ocl
