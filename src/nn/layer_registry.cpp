@@ -54,7 +54,9 @@ std::string row_problems(const LayerKind& row, const std::set<std::string>& name
   const bool fused = row.int8 == Int8Role::fused;
   if (fused && row.fusion == Int8Fusion::none) add("fused in int8 without saying how");
   if (fused && row.fuses_after.empty()) add("fused in int8 after no kind");
-  if (!fused && (row.fusion != Int8Fusion::none || !row.fuses_after.empty())) add("a fusion rule without the fused role");
+  if (!fused && (row.fusion != Int8Fusion::none || !row.fuses_after.empty())) {
+    add("a fusion rule without the fused role");
+  }
   for (const std::string& before : row.fuses_after) {
     if (names.count(before) == 0) add("fuses after '" + before + "', which is no kind");
   }
@@ -77,7 +79,8 @@ const LayerKind* find_layer_kind(const std::string& kind) {
 
 const LayerKind& layer_kind_of(const Layer& layer) {
   const LayerKind* row = find_layer_kind(layer.kind());
-  RG_CHECK(row != nullptr, "layer " << layer.name() << " of kind " << layer.kind() << " has no row in nn/layer_registry.cpp");
+  RG_CHECK(row != nullptr,
+           "layer " << layer.name() << " of kind " << layer.kind() << " has no row in nn/layer_registry.cpp");
   return *row;
 }
 

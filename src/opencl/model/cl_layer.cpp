@@ -63,7 +63,9 @@ Status check_cl_layer_makers(const std::vector<ClLayerMaker>& makers) {
     const LayerKind* row = find_layer_kind(maker.kind);
     const std::string line = std::string("\n  ") + maker.kind + ": ";
     if (row == nullptr) errors += line + "a maker for no layer kind";
-    if (row != nullptr && row->device != DeviceRun::own) errors += line + "a maker, but its row does not say DeviceRun::own";
+    if (row != nullptr && row->device != DeviceRun::own) {
+      errors += line + "a maker, but its row does not say DeviceRun::own";
+    }
     if (!seen.insert(maker.kind).second) errors += line + "a second maker";
   }
   for (const LayerKind& row : layer_kinds()) {
@@ -77,7 +79,9 @@ Status check_cl_layer_makers(const std::vector<ClLayerMaker>& makers) {
 
 Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, const Shape& output, Device& device,
                                                bool on_host) {
-  if (on_host || layer_kind_of(layer).device == DeviceRun::host) return make_cl_host_layer(layer, input, output, device);
+  if (on_host || layer_kind_of(layer).device == DeviceRun::host) {
+    return make_cl_host_layer(layer, input, output, device);
+  }
   for (const ClLayerMaker& maker : cl_layer_makers()) {
     if (layer.kind() == maker.kind) return maker.make(layer, input, device);
   }
