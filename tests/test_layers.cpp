@@ -1,7 +1,8 @@
 // Layer, loss, model, optimizer and schedule tests: forward against plain references,
 // backward against central differences in double (every layer and loss, and a whole model
 // through Model::backward), f32 against f64, gradient accumulation, the pooling kernels' two
-// backward paths, PyTorch-rule optimizer steps and learning-rate schedules.
+// backward paths, PyTorch-rule optimizer steps and learning-rate schedules; the layer kinds'
+// rows complete.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "nn/cfg.h"
 #include "nn/dense.h"
 #include "nn/layer.h"
+#include "nn/layer_registry.h"
 #include "nn/loss.h"
 #include "nn/model.h"
 #include "ops/pool2d.h"
@@ -95,6 +98,81 @@ TEST_P(LayerTest, GradientCheckF64) { check_layer_gradients(GetParam(), 3); }
 TEST_P(LayerTest, F32MatchesF64) { compare_f32_f64(GetParam(), 4, nullptr); }
 
 // A dense layer large enough that f32_gemm splits its three products across a pool.
+// ---------------------------------------------------------------- layer kinds (nn/layer_registry.h)
+
+TEST(LayerKinds, EveryRowIsComplete) {
+  const Status checked = check_layer_kinds(layer_kinds());
+  EXPECT_TRUE(checked.ok()) << checked.message();
+}
+
+// The check fails on rows that lack an entry or break a rule, naming each row.
+TEST(LayerKinds, AnIncompleteRowFailsNamingIt) {
+  std::vector<LayerKind> rows = layer_kinds();
+  ASSERT_TRUE(check_layer_kinds(rows).ok());
+  auto row = [&](const std::string& name) -> LayerKind& {
+    for (LayerKind& r : rows)
+      if (r.name == name) return r;
+    ADD_FAILURE() << "no row " << name;
+    return rows.front();
+  };
+  row("upsample").device = DeviceRun::unset;
+  row("tanh").int8 = Int8Role::unset;
+  row("global_avgpool").from_cfg = nullptr;
+  row("relu").fuses_after = {"conv", "no_such_kind"};
+  row("batchnorm").fusion = Int8Fusion::none;
+  row("sigmoid").fusion = Int8Fusion::clamp_at_zero;
+  rows.push_back(rows.front());
+  const Status checked = check_layer_kinds(rows);
+  ASSERT_FALSE(checked.ok());
+  const std::string& m = checked.message();
+  EXPECT_NE(m.find("upsample: no device entry"), std::string::npos) << m;
+  EXPECT_NE(m.find("tanh: no int8 role"), std::string::npos) << m;
+  EXPECT_NE(m.find("global_avgpool: no cfg reader"), std::string::npos) << m;
+  EXPECT_NE(m.find("relu: fuses after 'no_such_kind', which is no kind"), std::string::npos) << m;
+  EXPECT_NE(m.find("batchnorm: fused in int8 without saying how"), std::string::npos) << m;
+  EXPECT_NE(m.find("sigmoid: a fusion rule without the fused role"), std::string::npos) << m;
+  EXPECT_NE(m.find(rows.front().name + ": a second row"), std::string::npos) << m;
+}
+
+// Each row's cfg reader builds a layer of that kind, with a cost model (Layer::traffic is pure
+// virtual: a kind without one does not compile) that moves its input at least once.
+TEST(LayerKinds, EveryKindBuildsFromItsRowWithACostModel) {
+  const std::map<std::string, std::string> keys = {  // the keys a kind cannot do without
+      {"dense", "units = 3"},  {"conv", "filters = 2\nsize = 3"}, {"conv_transpose", "filters = 2\nsize = 3"},
+      {"maxpool", "size = 2"}, {"avgpool", "size = 2"},           {"rcl", "filters = 2"},
+      {"reshape", "shape = 2x4x4"}};
+  for (const LayerKind& row : layer_kinds()) {
+    SCOPED_TRACE(row.name);
+    const auto key = keys.find(row.name);
+    auto doc = parse_cfg("[" + row.name + "]\n" + (key == keys.end() ? "" : key->second) + "\n", "kind.cfg");
+    ASSERT_TRUE(doc.ok()) << doc.status().message();
+    auto made = make_layer(doc.value().sections.at(0));
+    ASSERT_TRUE(made.ok()) << made.status().message() << " (give this test the keys the kind needs)";
+    EXPECT_EQ(made.value()->kind(), row.name);
+    EXPECT_EQ(&layer_kind_of(*made.value()), &row);
+    auto output = made.value()->configure(Shape{4, 4, 2});
+    ASSERT_TRUE(output.ok()) << output.status().message();
+    const double in = 32, out = static_cast<double>(output.value().numel());
+    EXPECT_GE(made.value()->traffic(in, out).forward, in);
+  }
+}
+
+// The int8 rules both the engine and QAT read (quant/int8_model.cpp, quant/fake_quant.cpp).
+TEST(LayerKinds, Int8RulesOfTheRows) {
+  for (const char* before : {"conv", "dense"}) {
+    EXPECT_TRUE(int8_fuses_after("batchnorm", before));
+    EXPECT_TRUE(int8_fuses_after("relu", before));
+  }
+  EXPECT_TRUE(int8_fuses_after("relu", "batchnorm"));
+  EXPECT_FALSE(int8_fuses_after("batchnorm", "relu"));
+  EXPECT_FALSE(int8_fuses_after("relu", "relu"));
+  EXPECT_FALSE(int8_fuses_after("leaky_relu", "conv"));
+  EXPECT_FALSE(int8_fuses_after("relu", "conv_transpose"));
+  EXPECT_FALSE(int8_fuses_after("relu", ""));
+  for (const char* kind : {"dropout", "flatten", "reshape", "maxpool"}) EXPECT_TRUE(int8_keeps_input_grid(kind));
+  for (const char* kind : {"avgpool", "relu", "conv", "batchnorm"}) EXPECT_FALSE(int8_keeps_input_grid(kind));
+}
+
 TEST(Dense, F32MatchesF64ThreadedGemm) {
   ThreadPool pool(2);
   const LayerSpec spec{"dense_large", [] { return std::unique_ptr<Layer>(new Dense(80, Init::he_uniform, true)); },

@@ -1,8 +1,10 @@
 // The OpenCL runtime (src/opencl/): the loader and its errors, error names, --device parsing,
 // the embedded kernel sources, the program cache and build logs, device buffers and budgets,
-// copies and events, the capability tests, and `retrograd probe`. Where no OpenCL device
-// exists, each device test is skipped and says why (PoCL runs them in CI). The kernels:
-// test_opencl_ops.cpp.
+// copies and events, the capability tests, `retrograd probe`, and the device layer makers
+// against the layer kinds. Where no OpenCL device exists, each device test is skipped and says
+// why (PoCL runs them in CI). The kernels: test_opencl_ops.cpp.
+#include "nn/layer_registry.h"
+#include "opencl/model/cl_layer.h"
 #include "opencl_test_util.h"
 
 namespace rg::ocl {
@@ -70,6 +72,35 @@ Result<std::vector<PlatformInfo>> fake_listing() {
     platform.devices.push_back(device);
   }
   return std::vector<PlatformInfo>{platform};
+}
+
+// ---------------------------------------------------------------- device layer makers (no device needed)
+
+// Every layer kind the rows (nn/layer_registry.h) say the device runs has a maker, and no more.
+TEST(DeviceLayerMakers, CoverEveryKindTheRowsGiveTheDevice) {
+  const Status checked = check_cl_layer_makers(cl_layer_makers());
+  EXPECT_TRUE(checked.ok()) << checked.message();
+  for (const LayerKind& row : layer_kinds()) EXPECT_NE(row.device, DeviceRun::unset) << row.name;
+}
+
+// The check fails on a table that lacks a kind, names one that is no kind, or names one twice.
+TEST(DeviceLayerMakers, AnIncompleteTableFailsNamingWhatIsWrong) {
+  std::vector<ClLayerMaker> makers;
+  for (const ClLayerMaker& maker : cl_layer_makers()) {
+    if (std::string(maker.kind) != "upsample") makers.push_back(maker);
+  }
+  const Status missing = check_cl_layer_makers(makers);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(contains(missing.message(), "upsample: its row says it runs on the device, but no maker is registered"))
+      << missing.message();
+  makers.push_back({"upsample", cl_layer_makers().front().make});
+  ASSERT_TRUE(check_cl_layer_makers(makers).ok());
+  makers.push_back({"no_such_kind", cl_layer_makers().front().make});
+  makers.push_back({"dense", cl_layer_makers().front().make});
+  const Status stray = check_cl_layer_makers(makers);
+  ASSERT_FALSE(stray.ok());
+  EXPECT_TRUE(contains(stray.message(), "no_such_kind: a maker for no layer kind")) << stray.message();
+  EXPECT_TRUE(contains(stray.message(), "dense: a second maker")) << stray.message();
 }
 
 TEST(OpenclDeviceChoice, ParsesCpuAndExistingDevices) {

@@ -29,6 +29,10 @@ class Activation : public Layer {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
   std::string describe() const override;
+  LayerTraffic traffic(double in, double out) const override {
+    (void)out;
+    return elementwise_traffic(in);
+  }
 
   ActivationKind activation() const { return kind_; }
   double slope() const { return slope_; }

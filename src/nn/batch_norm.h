@@ -29,6 +29,10 @@ class BatchNorm : public Layer {
   std::vector<Param*> buffers() override { return {&running_mean_, &running_var_}; }
   int64_t parameter_count() const override { return 2 * channels_; }
   int64_t buffer_count() const override { return 2 * channels_; }
+  LayerTraffic traffic(double in, double out) const override {
+    (void)out;
+    return batch_norm_traffic(in, static_cast<double>(parameter_count()));
+  }
   // Training normalizes by the batch's own statistics.
   bool needs_whole_batch(const LayerContext& ctx) const override { return ctx.training; }
   std::string describe() const override;

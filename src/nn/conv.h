@@ -37,6 +37,9 @@ class ConvLayer : public Layer {
   int64_t parameter_count() const override;
   // Each weight meets each of geometry_'s patches once (a transposed conv: each input pixel).
   int64_t forward_flops_per_sample() const override { return 2 * weight_shape_.numel() * geometry_.patches(); }
+  LayerTraffic traffic(double in, double out) const override {
+    return product_traffic(in, out, static_cast<double>(parameter_count()));
+  }
   int64_t workspace_elements(int64_t batch) const override;
   std::string describe() const override;
 

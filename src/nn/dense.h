@@ -24,6 +24,9 @@ class Dense : public Layer {
   std::vector<Param*> params() override;
   int64_t parameter_count() const override { return units_ * in_ + (has_bias_ ? units_ : 0); }
   int64_t forward_flops_per_sample() const override { return 2 * units_ * in_; }
+  LayerTraffic traffic(double in, double out) const override {
+    return product_traffic(in, out, static_cast<double>(parameter_count()));
+  }
   int64_t workspace_elements(int64_t n) const override;
   bool reads_f16_weights() const override { return true; }
   std::string describe() const override;

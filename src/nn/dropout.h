@@ -54,6 +54,7 @@ class Dropout : public Layer {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
   std::string describe() const override;
+  LayerTraffic traffic(double in, double out) const override { return moving_traffic(in, out); }
 
   double rate() const { return rate_; }
   uint64_t seed() const { return seed_; }  // drawn at init

@@ -10,6 +10,7 @@
 #include "base/rng.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "nn/layer_traffic.h"
 #include "quant/int8_dynamic_gemm.h"
 #include "tensor/tensor.h"
 
@@ -83,6 +84,10 @@ class Layer {
   // products only (dense, conv: the elementwise rest is small and memory-bound); known once
   // configure() has run. What GFLOP/s and efficiency against a peak are counted from.
   virtual int64_t forward_flops_per_sample() const { return 0; }
+  // The values one training step moves through memory for this layer (the roofline's byte model,
+  // report/roofline.h), `in` and `out` values a sample, known once configure() has run. Every
+  // kind says its own: there is no default to fall back on.
+  virtual LayerTraffic traffic(double in, double out) const = 0;
   // Scratch elements (in the layer's dtype) forward and backward need for a batch of n,
   // taken from LayerContext::workspace.
   virtual int64_t workspace_elements(int64_t n) const {

@@ -1,5 +1,8 @@
-// Section name -> layer factory.
+// The rows of every layer kind (layer_registry.h), their checks and the int8 rules read from them.
 #include "nn/layer_registry.h"
+
+#include <algorithm>
+#include <set>
 
 #include "nn/activation.h"
 #include "nn/batch_norm.h"
@@ -13,49 +16,110 @@
 namespace rg {
 
 namespace {
-struct LayerKind {
-  const char* name;
-  Result<std::unique_ptr<Layer>> (*make)(const CfgSection&);
-};
-const LayerKind kLayerKinds[] = {
-    {"dense", Dense::from_cfg},
-    {"conv", Conv2D::from_cfg},
-    {"conv_transpose", ConvTranspose2D::from_cfg},
-    {"maxpool", Pool2D::from_cfg},
-    {"avgpool", Pool2D::from_cfg},
-    {"global_avgpool", GlobalAvgPool::from_cfg},
-    {"rcl", RecurrentConv2D::from_cfg},
-    {"batchnorm", BatchNorm::from_cfg},
-    {"dropout", Dropout::from_cfg},
-    {"flatten", Reshape::from_cfg},
-    {"reshape", Reshape::from_cfg},
-    {"upsample", Upsample::from_cfg},
-    {"relu", Activation::from_cfg},
-    {"leaky_relu", Activation::from_cfg},
-    {"sigmoid", Activation::from_cfg},
-    {"tanh", Activation::from_cfg},
-    {"softmax", Activation::from_cfg},
-};
+
+using D = DeviceRun;
+using Q = Int8Role;
+using F = Int8Fusion;
+
+// name, cfg reader, device, int8 role, fusion, the kinds it fuses after
+std::vector<LayerKind> make_kinds() {
+  return {
+      {"dense", Dense::from_cfg, D::own, Q::gemm, F::none, {}},
+      {"conv", Conv2D::from_cfg, D::own, Q::gemm, F::none, {}},
+      {"conv_transpose", ConvTranspose2D::from_cfg, D::own, Q::f32, F::none, {}},
+      {"maxpool", Pool2D::from_cfg, D::own, Q::max_pool, F::none, {}},
+      {"avgpool", Pool2D::from_cfg, D::own, Q::f32, F::none, {}},
+      {"global_avgpool", GlobalAvgPool::from_cfg, D::own, Q::f32, F::none, {}},
+      {"rcl", RecurrentConv2D::from_cfg, D::own, Q::f32, F::none, {}},
+      {"batchnorm", BatchNorm::from_cfg, D::own, Q::fused, F::fold_affine, {"conv", "dense"}},
+      {"dropout", Dropout::from_cfg, D::own, Q::identity, F::none, {}},
+      {"flatten", Reshape::from_cfg, D::own, Q::identity, F::none, {}},
+      {"reshape", Reshape::from_cfg, D::own, Q::identity, F::none, {}},
+      {"upsample", Upsample::from_cfg, D::own, Q::f32, F::none, {}},
+      {"relu", Activation::from_cfg, D::own, Q::fused, F::clamp_at_zero, {"conv", "dense", "batchnorm"}},
+      {"leaky_relu", Activation::from_cfg, D::own, Q::f32, F::none, {}},
+      {"sigmoid", Activation::from_cfg, D::own, Q::f32, F::none, {}},
+      {"tanh", Activation::from_cfg, D::own, Q::f32, F::none, {}},
+      {"softmax", Activation::from_cfg, D::own, Q::f32, F::none, {}},
+  };
+}
+
+// What one row lacks or gets wrong, "" when nothing; `names` are every row's.
+std::string row_problems(const LayerKind& row, const std::set<std::string>& names) {
+  std::string problems;
+  auto add = [&](const std::string& problem) { problems += (problems.empty() ? "" : "; ") + problem; };
+  if (row.from_cfg == nullptr) add("no cfg reader");
+  if (row.device == DeviceRun::unset) add("no device entry (its own device layer, or host)");
+  if (row.int8 == Int8Role::unset) add("no int8 role");
+  const bool fused = row.int8 == Int8Role::fused;
+  if (fused && row.fusion == Int8Fusion::none) add("fused in int8 without saying how");
+  if (fused && row.fuses_after.empty()) add("fused in int8 after no kind");
+  if (!fused && (row.fusion != Int8Fusion::none || !row.fuses_after.empty())) {
+    add("a fusion rule without the fused role");
+  }
+  for (const std::string& before : row.fuses_after) {
+    if (names.count(before) == 0) add("fuses after '" + before + "', which is no kind");
+  }
+  return problems;
+}
+
 }  // namespace
 
+const std::vector<LayerKind>& layer_kinds() {
+  static const std::vector<LayerKind> kinds = make_kinds();
+  return kinds;
+}
+
+const LayerKind* find_layer_kind(const std::string& kind) {
+  for (const LayerKind& row : layer_kinds()) {
+    if (row.name == kind) return &row;
+  }
+  return nullptr;
+}
+
+const LayerKind& layer_kind_of(const Layer& layer) {
+  const LayerKind* row = find_layer_kind(layer.kind());
+  RG_CHECK(row != nullptr,
+           "layer " << layer.name() << " of kind " << layer.kind() << " has no row in nn/layer_registry.cpp");
+  return *row;
+}
+
+Status check_layer_kinds(const std::vector<LayerKind>& rows) {
+  std::set<std::string> names;
+  std::string errors;
+  for (const LayerKind& row : rows) {
+    if (!names.insert(row.name).second) errors += "\n  " + row.name + ": a second row of the same name";
+  }
+  for (const LayerKind& row : rows) {
+    const std::string problems = row_problems(row, names);
+    if (!problems.empty()) errors += "\n  " + row.name + ": " + problems;
+  }
+  if (errors.empty()) return Status();
+  return Status::error("layer kinds (nn/layer_registry.cpp) incomplete:" + errors);
+}
+
+bool int8_fuses_after(const std::string& kind, const std::string& before) {
+  const LayerKind* row = find_layer_kind(kind);
+  if (row == nullptr || row->int8 != Int8Role::fused) return false;
+  return std::find(row->fuses_after.begin(), row->fuses_after.end(), before) != row->fuses_after.end();
+}
+
+bool int8_keeps_input_grid(const std::string& kind) {
+  const LayerKind* row = find_layer_kind(kind);
+  return row != nullptr && (row->int8 == Int8Role::identity || row->int8 == Int8Role::max_pool);
+}
+
 Result<std::unique_ptr<Layer>> make_layer(const CfgSection& section) {
-  for (const auto& kind : kLayerKinds) {
-    if (section.kind() != kind.name) continue;
-    RG_ASSIGN(std::unique_ptr<Layer> layer, kind.make(section));
+  if (const LayerKind* row = find_layer_kind(section.kind()); row != nullptr) {
+    RG_ASSIGN(std::unique_ptr<Layer> layer, row->from_cfg(section));
     RG_ASSIGN(const std::string name, section.get_string_or("name", ""));
     layer->set_name(name);
     RG_TRY(section.check_all_used());
     return layer;
   }
   std::string known;
-  for (const auto& kind : kLayerKinds) known += std::string(known.empty() ? "" : ", ") + kind.name;
+  for (const LayerKind& row : layer_kinds()) known += (known.empty() ? "" : ", ") + row.name;
   return Status::error(section.where() + "unknown layer type (known: net, " + known + ")");
-}
-
-std::vector<std::string> layer_kinds() {
-  std::vector<std::string> names;
-  for (const auto& kind : kLayerKinds) names.push_back(kind.name);
-  return names;
 }
 
 }  // namespace rg

@@ -1,7 +1,13 @@
-// The table from cfg section names to layer constructors. Adding a layer: write the
-// class with a from_cfg(), add one row to kLayerKinds in layer_registry.cpp.
+// The layer kinds: one row per cfg section name (layer_registry.cpp's kLayerKinds) saying what
+// every backend does with it. The row names its cfg reader (which builds the CPU layer), whether
+// the device runs it with a layer of its own or on the host, and its int8 role with its fusion
+// rule. What a kind costs (flops, memory traffic) is the layer's own (Layer::traffic). The
+// device's makers are registered by name in opencl/model/cl_layer.cpp (nn cannot see opencl)
+// and checked complete against these rows (check_cl_layer_makers); the int8 engine
+// (quant/int8_model.cpp) and QAT (quant/fake_quant.cpp) both read their rules from here.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,8 +17,60 @@
 
 namespace rg {
 
+// How a device model (opencl/model) runs a kind.
+enum class DeviceRun : uint8_t {
+  unset,   // not said: check_layer_kinds refuses the row
+  own,     // a device layer of its own, made by the maker registered under the kind's name
+  host,    // its CPU layer inside the device model, the values copied across (cl_host_layer.h)
+};
+
+// What int8 inference (quant/int8_model.h) does with a kind; QAT (quant/fake_quant.h) rounds
+// values where the export will quantize them, so it reads the same roles.
+enum class Int8Role : uint8_t {
+  unset,     // not said: check_layer_kinds refuses the row
+  gemm,      // an int8 GEMM stage of its own (conv, dense): int8 weights, requantized to its output's range
+  max_pool,  // int8 max pooling on int8 input: its output keeps its input's scale and zero point
+  fused,     // part of the int8 stage of the layer before it, when that one's kind is in fuses_after
+  identity,  // nothing at inference (dropout, flatten, reshape): the values pass as they are
+  f32,       // no int8 kernel: runs in f32 between a dequantize and a quantize
+};
+
+// How a fused kind enters the int8 GEMM stage before it.
+enum class Int8Fusion : uint8_t {
+  none,           // not fused (every role but fused)
+  fold_affine,    // an inference affine (batch norm) folded into the weights and the bias
+  clamp_at_zero,  // relu: the requantization's lower clamp at the output's zero point
+};
+
+struct LayerKind {
+  std::string name;  // the cfg section: "conv"
+  // Reads the section's keys and builds the CPU layer.
+  Result<std::unique_ptr<Layer>> (*from_cfg)(const CfgSection&) = nullptr;
+  DeviceRun device = DeviceRun::unset;
+  Int8Role int8 = Int8Role::unset;
+  Int8Fusion fusion = Int8Fusion::none;   // for int8 == fused
+  std::vector<std::string> fuses_after;   // for int8 == fused: the kinds whose stage takes it
+};
+
+// Every kind, in the order unknown-kind errors list them.
+const std::vector<LayerKind>& layer_kinds();
+// The row of `kind`; null when there is none.
+const LayerKind* find_layer_kind(const std::string& kind);
+// The row of a layer made by make_layer (a missing row is a bug).
+const LayerKind& layer_kind_of(const Layer& layer);
+
+// Every row complete and consistent: a reader, a device entry, an int8 role; a fused role with
+// its fusion and the kinds it fuses after (existing ones), no other role with either; names
+// unique. The error names each row and what it lacks.
+Status check_layer_kinds(const std::vector<LayerKind>& rows);
+
+// The int8 rules, written once for the engine and for QAT:
+// `kind` joins the int8 GEMM stage that ends with a layer of kind `before`.
+bool int8_fuses_after(const std::string& kind, const std::string& before);
+// `kind`'s int8 output has its input's scale and zero point (identities and max pooling).
+bool int8_keeps_input_grid(const std::string& kind);
+
 // Builds the layer of a section and checks that every key in it was understood.
 Result<std::unique_ptr<Layer>> make_layer(const CfgSection& section);
-std::vector<std::string> layer_kinds();
 
 }  // namespace rg

@@ -5,15 +5,12 @@
 #include <algorithm>
 
 #include "cpu/kernel_tables.h"
+#include "nn/f16_chunks.h"
 #include "nn/model.h"
 
 namespace rg {
 
 namespace {
-
-// f32 elements of one chunk buffer: a layer runs on as many rows as fit (at least one), so the
-// four buffers cost a fixed 2 MB whatever the batch, and a chunk's rows stay in cache.
-constexpr int64_t kF16ChunkElements = int64_t{1} << 17;
 
 // The first `shape.numel()` elements of `scratch` as a tensor of `shape`.
 Tensor scratch_as(const Tensor& scratch, const Shape& shape) {
@@ -58,8 +55,7 @@ Status Model::set_storage(DType storage) {
 int64_t Model::chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const {
   if (layers_[i]->needs_whole_batch(ctx)) return n;
   const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
-  const int64_t widest = std::max<int64_t>(1, std::max(in, shapes_[i].numel()));
-  return std::max<int64_t>(1, std::min(n, kF16ChunkElements / widest));
+  return f16_chunk_rows(n, std::max(in, shapes_[i].numel()), kF16ChunkValuesHost);
 }
 
 Status Model::reserve_f16_chunks(int64_t batch) {

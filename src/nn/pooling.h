@@ -28,6 +28,12 @@ class Pool2D : public Layer {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
   std::string describe() const override;
+  LayerTraffic traffic(double in, double out) const override {
+    LayerTraffic t = moving_traffic(in, out);
+    // Max pooling's backward finds each window's maximum again: x and y read too.
+    if (kind_ == PoolKind::max) t.input_grad += in + out;
+    return t;
+  }
 
   PoolKind pool_kind() const { return kind_; }
   // The window as a convolution's geometry over the input (kernel = size).
@@ -48,6 +54,7 @@ class GlobalAvgPool : public Layer {
   void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
+  LayerTraffic traffic(double in, double out) const override { return moving_traffic(in, out); }
 
  private:
   int64_t pixels_ = 0, channels_ = 0;

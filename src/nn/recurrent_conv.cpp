@@ -192,6 +192,41 @@ int64_t RecurrentConv2D::workspace_elements(int64_t n) const {
   return std::max(ff_.workspace_elements(n), rec_ ? rec_->workspace_elements(n) : 0);
 }
 
+// As the layers it is built of, C values a state:
+//   forward:  ff conv u -> z_0; for t = 1..T: rec conv x_{t-1} -> z_t, z_t += z_0 (z_0, z_t
+//             read, z_t written); for t = 0..T: batch norm z_t -> a_t, relu a_t -> x_t;
+//   backward: for t = T..0: relu's and batch norm's backward with dx; for t < T the sum
+//             dff += dz_t (3C); for t > 0 rec conv's backward with dx (its gradient written at
+//             t = T, accumulated after); then ff conv's backward, whose dx is the layer's.
+LayerTraffic RecurrentConv2D::traffic(double in, double out) const {
+  const double steps = static_cast<double>(options_.steps), c = out;
+  const LayerTraffic ff = ff_.traffic(in, c);
+  LayerTraffic t;
+  t.forward = ff.forward;
+  t.backward = ff.backward;
+  t.input_grad = ff.input_grad;
+  t.param_forward = ff.param_forward;
+  t.param_backward = ff.param_backward;
+  t.param_input_grad = ff.param_input_grad;
+  if (rec_ != nullptr && steps > 0) {
+    const LayerTraffic r = rec_->traffic(c, c);
+    t.forward += steps * (r.forward + 3 * c);
+    t.backward += steps * (r.backward + r.input_grad + 3 * c);
+    t.param_forward += steps * r.param_forward;
+    t.param_backward += steps * (r.param_backward + r.param_input_grad) + (steps - 1) * r.params;
+  }
+  const LayerTraffic relu = relu_.traffic(c, c);
+  for (int64_t s = 0; s <= options_.steps; ++s) {
+    const LayerTraffic bn = norms_[static_cast<size_t>(s)]->traffic(c, c);
+    t.forward += bn.forward + relu.forward;
+    t.backward += bn.backward + bn.input_grad + relu.input_grad;
+    t.param_forward += bn.param_forward;
+    t.param_backward += bn.param_backward + bn.param_input_grad;
+  }
+  t.params = static_cast<double>(parameter_count());
+  return t;
+}
+
 std::string RecurrentConv2D::describe() const {
   const std::string k = std::to_string(options_.kernel);
   return k + "x" + k + " same, " + std::to_string(options_.steps) + " steps (" + std::to_string(options_.steps + 1) +

@@ -62,6 +62,8 @@ class RecurrentConv2D : public Layer {
   int64_t forward_flops_per_sample() const override {
     return ff_.forward_flops_per_sample() + options_.steps * (rec_ ? rec_->forward_flops_per_sample() : 0);
   }
+  // As the layers it is built of (recurrent_conv.cpp says the sum).
+  LayerTraffic traffic(double in, double out) const override;
   int64_t workspace_elements(int64_t n) const override;
   // Its steps' states (reserve) hold the batch from forward to backward.
   bool needs_whole_batch(const LayerContext&) const override { return true; }

@@ -23,6 +23,7 @@ class Reshape : public Layer {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
   std::string describe() const override { return input_.str() + " -> " + output_.str(); }
+  LayerTraffic traffic(double in, double out) const override { return moving_traffic(in, out); }
 
  private:
   Shape target_, input_, output_;
@@ -39,6 +40,7 @@ class Upsample : public Layer {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                 const LayerContext& ctx) override;
   std::string describe() const override { return "nearest x" + std::to_string(scale_); }
+  LayerTraffic traffic(double in, double out) const override { return moving_traffic(in, out); }
 
   int64_t scale() const { return scale_; }
 

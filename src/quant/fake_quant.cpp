@@ -6,20 +6,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "nn/layer_registry.h"
 #include "quant/quant_params.h"
 
 namespace rg {
-
-namespace {
-bool keeps_input_grid(const std::string& kind) {
-  return kind == "dropout" || kind == "flatten" || kind == "reshape" || kind == "maxpool";
-}
-// Layer `kind` hands its output to `next` inside one int8 GEMM stage of the export.
-bool fused_into_next(const std::string& kind, const std::string& next) {
-  const bool gemm = kind == "conv" || kind == "dense";
-  return (gemm && (next == "batchnorm" || next == "relu")) || (kind == "batchnorm" && next == "relu");
-}
-}  // namespace
 
 FakeQuantizer::FakeQuantizer(Model& model, double averaging) : averaging_(averaging) {
   const auto& layers = model.layers();
@@ -30,14 +20,15 @@ FakeQuantizer::FakeQuantizer(Model& model, double averaging) : averaging_(averag
   lo_.assign(points, 0.0f);
   hi_.assign(points, 0.0f);
   for (size_t i = 0; i < layers.size(); ++i) {
-    const std::string next = i + 1 < layers.size() ? layers[i + 1]->kind() : "";
-    rounded_[i + 1] = !keeps_input_grid(layers[i]->kind()) && !fused_into_next(layers[i]->kind(), next);
+    // Not rounded where the export keeps the input's grid or fuses the next layer into this one's stage.
+    const std::string kind = layers[i]->kind(), next = i + 1 < layers.size() ? layers[i + 1]->kind() : "";
+    rounded_[i + 1] = !int8_keeps_input_grid(kind) && !int8_fuses_after(next, kind);
     tracked_[i + 1] = rounded_[i + 1];
     if (i + 1 == layers.size()) {  // the output: its range is tracked for the export, its values left alone
       rounded_[i + 1] = false;
       tracked_[i + 1] = true;
     }
-    if (layers[i]->kind() != "conv" && layers[i]->kind() != "dense") continue;
+    if (layer_kind_of(*layers[i]).int8 != Int8Role::gemm) continue;  // weights the export quantizes
     for (Param* p : layers[i]->params())
       if (p->name.size() > 7 && p->name.compare(p->name.size() - 7, 7, ".weight") == 0) weights_.push_back(p);
   }

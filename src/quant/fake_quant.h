@@ -6,9 +6,10 @@
 //            the masters unchanged: the straight-through estimator.
 //   values   at the points the export quantizes (the input, and each layer output that is not
 //            fused into the next: conv/dense before batchnorm or relu, batchnorm before relu;
-//            identities and max pooling keep their input's grid): rounded in place to the int8
-//            grid of a range tracked during training (moving averages of batch min and max,
-//            like PyTorch's MovingAverageMinMaxObserver). Backward passes their gradient through.
+//            identities and max pooling keep their input's grid; the rules are the int8 engine's,
+//            from nn/layer_registry.h): rounded in place to the int8 grid of a range tracked
+//            during training (moving averages of batch min and max, like PyTorch's
+//            MovingAverageMinMaxObserver). Backward passes their gradient through.
 //            The model's output is not rounded (logits clipped to an early range would stall the
 //            loss), only its range tracked: the export dequantizes it by that range.
 // BatchNorm folding commutes with per-channel symmetric quantization (scaling a channel by a

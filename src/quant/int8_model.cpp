@@ -10,6 +10,7 @@
 #include "nn/batch_norm.h"
 #include "nn/conv.h"
 #include "nn/dense.h"
+#include "nn/layer_registry.h"
 #include "nn/pooling.h"
 #include "quant/fixed_point.h"
 #include "quant/int8_stages.h"
@@ -68,10 +69,6 @@ Status quantize_layer(int64_t k, const std::vector<double>& w, const std::vector
   return Status();
 }
 
-bool is_identity_at_inference(const std::string& kind) {
-  return kind == "dropout" || kind == "flatten" || kind == "reshape";
-}
-
 // A conv's or dense layer's weight [k x n] and bias [n] in double, with a following BN folded in.
 void folded_weights(const Tensor& weight, const Tensor& bias, const BatchNorm* bn, std::vector<double>* w,
                     std::vector<double>* b) {
@@ -87,6 +84,55 @@ void folded_weights(const Tensor& weight, const Tensor& bias, const BatchNorm* b
     for (int64_t p = 0; p < k; ++p) (*w)[static_cast<size_t>(p * n + j)] *= factor;
     (*b)[u] = ((*b)[u] - bn->running_mean().f32()[j]) * factor + bn->beta().f32()[j];
   }
+}
+
+// An int8 GEMM stage's layers: the conv or dense layer at its head and those after it that fuse
+// in by their rows' rules (nn/layer_registry.h): a batch norm folded into the weights, a relu
+// as the requantization's clamp.
+struct GemmGroup {
+  size_t end = 0;  // its last layer
+  const BatchNorm* bn = nullptr;
+  bool relu = false;
+};
+
+GemmGroup gemm_group(const std::vector<std::unique_ptr<Layer>>& layers, size_t head) {
+  GemmGroup group;
+  group.end = head;
+  while (group.end + 1 < layers.size() && int8_fuses_after(layers[group.end + 1]->kind(), layers[group.end]->kind())) {
+    const Layer* next = layers[++group.end].get();
+    switch (layer_kind_of(*next).fusion) {
+      case Int8Fusion::fold_affine:
+        RG_CHECK(group.bn == nullptr && dynamic_cast<const BatchNorm*>(next) != nullptr,
+                 "kind " << next->kind() << " folds into an int8 stage: one batch norm a stage");
+        group.bn = static_cast<const BatchNorm*>(next);
+        break;
+      case Int8Fusion::clamp_at_zero: group.relu = true; break;
+      case Int8Fusion::none: RG_CHECK(false, "kind " << next->kind() << " is fused in int8 without a fusion"); break;
+    }
+  }
+  return group;
+}
+
+// A gemm-role layer's geometry (dense: the 1x1 conv of a [1, 1, inputs] image) and its weight
+// and bias in double with the group's batch norm folded in.
+ConvGeometry gemm_weights(const Layer& layer, const BatchNorm* bn, std::vector<double>* w, std::vector<double>* b) {
+  if (const auto* conv = dynamic_cast<const Conv2D*>(&layer); conv != nullptr) {
+    folded_weights(conv->weight(), conv->bias(), bn, w, b);
+    return conv->geometry();
+  }
+  const auto* dense = dynamic_cast<const Dense*>(&layer);
+  RG_CHECK(dense != nullptr, "kind " << layer.kind() << " has the int8 role gemm but no int8 weights here");
+  folded_weights(dense->weight(), dense->bias(), bn, w, b);
+  auto pointwise = conv_geometry(1, 1, dense->inputs(), 1, 1, 0);
+  RG_CHECK(pointwise.ok(), "a dense layer's 1x1 geometry");
+  return pointwise.value();
+}
+
+// The window of a layer of the int8 role max_pool.
+const ConvGeometry& pool_geometry(const Layer& layer) {
+  const auto* pool = dynamic_cast<const Pool2D*>(&layer);
+  RG_CHECK(pool != nullptr, "kind " << layer.kind() << " has the int8 role max_pool but is no pooling");
+  return pool->geometry();
 }
 
 }  // namespace
@@ -128,7 +174,7 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
   std::set<std::string> keep = options.keep_f32;
   std::vector<size_t> gemm_layers;
   for (size_t i = 0; i < count; ++i)
-    if (layers[i]->kind() == "conv" || layers[i]->kind() == "dense") gemm_layers.push_back(i);
+    if (layer_kind_of(*layers[i]).int8 == Int8Role::gemm) gemm_layers.push_back(i);
   for (const std::string& name : options.keep_f32) {
     if (name == "first" || name == "last") {
       if (!gemm_layers.empty()) keep.insert(layers[name == "first" ? gemm_layers.front() : gemm_layers.back()]->name());
@@ -180,45 +226,33 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
   for (size_t i = 0; i < count; ++i) {
     Layer* layer = layers[i].get();
     const std::string kind = layer->kind();
-    if (is_identity_at_inference(kind)) {
+    const Int8Role role = layer_kind_of(*layer).int8;
+    if (role == Int8Role::identity) {
       net->precisions_.push_back({layer->name(), "-", "identity at inference", kind});
       shape = model.layer_output_shape(i);
       current_observer = i + 1;
       continue;
     }
-    if (kind == "maxpool" && int8_domain) {
+    if (role == Int8Role::max_pool && int8_domain) {
       Int8StagePlan plan;
       plan.kind = Int8StageKind::max_pool;
-      plan.geometry = static_cast<Pool2D*>(layer)->geometry();
+      plan.geometry = pool_geometry(*layer);
       plan.name = layer->name();
       add(std::move(plan));
       net->precisions_.push_back({layer->name(), "int8", "same scale as its input", kind});
       current_observer = i + 1;
       continue;
     }
-    if ((kind != "conv" && kind != "dense") || keep.count(layer->name()) > 0) {
+    if (role != Int8Role::gemm || keep.count(layer->name()) > 0) {
       add_f32_layer(i, keep.count(layer->name()) > 0 ? "kept f32 by the policy" : "no int8 kernel");
       continue;
     }
-    // The group: this layer, a BatchNorm after it, a ReLU after those.
-    size_t end = i;
-    const BatchNorm* bn = nullptr;
-    if (end + 1 < count && layers[end + 1]->kind() == "batchnorm") bn = static_cast<const BatchNorm*>(layers[++end].get());
-    const bool relu = end + 1 < count && layers[end + 1]->kind() == "relu";
-    if (relu) ++end;
-    ConvGeometry g;
+    const GemmGroup group = gemm_group(layers, i);
+    size_t end = group.end;
+    const bool relu = group.relu;
     std::vector<double> w, b;
-    if (kind == "conv") {
-      const auto* conv = static_cast<const ConvLayer*>(layer);
-      g = conv->geometry();
-      folded_weights(conv->weight(), conv->bias(), bn, &w, &b);
-    } else {
-      const auto* dense = static_cast<const Dense*>(layer);
-      auto pointwise = conv_geometry(1, 1, dense->inputs(), 1, 1, 0);
-      RG_CHECK(pointwise.ok(), "a dense layer's 1x1 geometry");
-      g = pointwise.value();
-      folded_weights(dense->weight(), dense->bias(), bn, &w, &b);
-    }
+    const ConvGeometry g = gemm_weights(*layer, group.bn, &w, &b);
+    const bool is_conv = dynamic_cast<const Conv2D*>(layer) != nullptr;  // the conv-only paths below
     const QuantParams in = int8_domain ? current : params_of(current_observer);
     const QuantParams out = params_of(end + 1);
     Int8StagePlan plan;
@@ -228,21 +262,21 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     plan.name = layer->name();
     Status built = quantize_layer(g.patch_size(), w, b, in, out, relu, layer->name(), &plan.weights, &plan.output);
     // A 2x2 max pooling right after a direct single-channel conv or a Winograd conv is fused into it.
-    const bool pool_next = kind == "conv" && end + 1 < count && layers[end + 1]->kind() == "maxpool" &&
+    const bool pool_next = is_conv && end + 1 < count && layer_kind_of(*layers[end + 1]).int8 == Int8Role::max_pool &&
                            keep.count(layers[end + 1]->name()) == 0 &&
-                           fusable_max_pool_2x2(g, static_cast<Pool2D*>(layers[end + 1].get())->geometry());
+                           fusable_max_pool_2x2(g, pool_geometry(*layers[end + 1]));
     // The direct conv where it pays: with the pooling fused, or with few filters (its lanes are
     // pixels, so each filter is requantized and stored on its own; with many filters the GEMM's
     // lanes-are-filters layout requantizes whole rows at once). Else Winograd where it fits
     // (its error keeps the group f32), else im2col and the GEMM.
-    if (options.direct_conv && kind == "conv" && conv_pairs_fits(g) &&
+    if (options.direct_conv && is_conv && conv_pairs_fits(g) &&
         (pool_next || static_cast<int64_t>(b.size()) <= 8)) {
       plan.path = Int8GemmPath::conv_pairs;
-    } else if (options.winograd && kind == "conv" && winograd_fits(g)) {
+    } else if (options.winograd && is_conv && winograd_fits(g)) {
       plan.path = Int8GemmPath::winograd;
     }
     plan.pool = plan.path != Int8GemmPath::gemm && pool_next;
-    if (plan.pool) plan.pool_geometry = static_cast<Pool2D*>(layers[end + 1].get())->geometry();
+    if (plan.pool) plan.pool_geometry = pool_geometry(*layers[end + 1]);
     std::unique_ptr<Int8Stage> stage;
     if (built.ok()) {
       auto made = make_int8_stage(plan, isa);
@@ -261,8 +295,10 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     if (!int8_domain) add(plain(Int8StageKind::quantize, in));
     push(std::move(plan), std::move(stage));
     std::string note;
-    for (size_t j = i + 1; j <= end; ++j)
-      note += (note.empty() ? "" : ", ") + layers[j]->name() + (layers[j]->kind() == "relu" ? " fused" : " folded");
+    for (size_t j = i + 1; j <= end; ++j) {
+      const bool clamp = layer_kind_of(*layers[j]).fusion == Int8Fusion::clamp_at_zero;
+      note += (note.empty() ? "" : ", ") + layers[j]->name() + (clamp ? " fused" : " folded");
+    }
     net->precisions_.push_back({layer->name(), "int8", note, kind});
     for (size_t j = i + 1; j <= end; ++j)
       net->precisions_.push_back({layers[j]->name(), "int8", "in " + layer->name(), layers[j]->kind()});

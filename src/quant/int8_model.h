@@ -6,6 +6,7 @@
 //   dropout, flatten, reshape          -> nothing (inference identities on NHWC rows)
 //   anything else, or a layer the policy keeps f32 -> the f32 layer itself, between a
 //                                         dequantize and a quantize
+// Which kind is which (int8 role, what fuses after what): its row in nn/layer_registry.cpp.
 // Activation scales come from calibration: the f32 model's forward over a few batches, with
 // the range chosen by min/max or percentiles; the model's own output always by min/max
 // (clipping logits would only distort what is dequantized).

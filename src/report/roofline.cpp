@@ -10,32 +10,12 @@
 #include "base/memory.h"
 #include "base/text_format.h"
 #include "base/thread_pool.h"
-#include "nn/activation.h"
-#include "nn/batch_norm.h"
-#include "nn/conv.h"
-#include "nn/dense.h"
-#include "nn/dropout.h"
-#include "nn/pooling.h"
-#include "nn/recurrent_conv.h"
-#include "nn/shape_layers.h"
 
 namespace rg {
 
 namespace {
 
 constexpr double kValueBytes = 4;  // f32
-
-// The values (not bytes) one layer moves. Activations per sample; parameters per step.
-struct Traffic {
-  double forward = 0;           // a forward's activations
-  double backward = 0;          // a backward's, without dx
-  double input_grad = 0;        // what computing dx adds to a backward
-  double param_forward = 0;     // parameter values a forward reads
-  double param_backward = 0;    // a backward's: gradients written (and what it re-reads inside)
-  double param_input_grad = 0;  // weights read for dx
-  double params = 0;            // trainable values: what an accumulating backward also reads and
-                                // the optimizer updates
-};
 
 // How often a step runs a layer.
 struct Use {
@@ -52,118 +32,9 @@ double optimizer_values_per_param(const OptimizerConfig& optimizer) {
   return optimizer.momentum > 0 ? 5 : 3;                // + v read and written
 }
 
-// A product layer (dense, conv, conv_transpose): y = x W; dW = x^T dy; dx = dy W^T. Each GEMM
-// streams its operands once; the bias and its gradient ride along with y and dW.
-Traffic product_traffic(double in, double out, double params) {
-  Traffic t;
-  t.forward = in + out;     // x read, y written
-  t.backward = in + out;    // dW: x and dy read
-  t.input_grad = out + in;  // dx: dy read, dx written
-  t.param_forward = params;
-  t.param_backward = params;  // dW written
-  t.param_input_grad = params;
-  t.params = params;
-  return t;
-}
-
-// Batch norm over `values` per sample (batch_norm.cpp): forward reads x for the mean, again for
-// the variance and again to normalise, writes y; backward reads dy and x for the two sums, then
-// dy and x again to write dx.
-Traffic batch_norm_traffic(double values, double params) {
-  Traffic t;
-  t.forward = 3 * values + values;
-  t.backward = 2 * values;
-  t.input_grad = 3 * values;
-  t.param_forward = params;  // gamma, beta
-  t.param_backward = params;
-  t.param_input_grad = params / 2;  // gamma
-  t.params = params;
-  return t;
-}
-
-// An elementwise layer of `values` whose backward reads dy and one of x or y and writes dx
-// (relu, leaky_relu from x; sigmoid, tanh and softmax from y): without dx it does nothing.
-Traffic elementwise_traffic(double values) {
-  Traffic t;
-  t.forward = 2 * values;
-  t.input_grad = 3 * values;
-  return t;
-}
-
-// A layer that moves values without a derivative to read (dropout draws its mask again;
-// reshape, upsample, average pools): x read and y written, then dy read and dx written.
-Traffic moving_traffic(double in, double out) {
-  Traffic t;
-  t.forward = in + out;
-  t.input_grad = out + in;
-  return t;
-}
-
-Traffic traffic_of(const Layer& layer, double in, double out);
-
-// The recurrent conv layer (recurrent_conv.cpp) as the layers it is built of, C values a state:
-//   forward:  ff conv u -> z_0; for t = 1..T: rec conv x_{t-1} -> z_t, z_t += z_0 (z_0, z_t
-//             read, z_t written); for t = 0..T: batch norm z_t -> a_t, relu a_t -> x_t;
-//   backward: for t = T..0: relu's and batch norm's backward with dx; for t < T the sum
-//             dff += dz_t (3C); for t > 0 rec conv's backward with dx (its gradient written at
-//             t = T, accumulated after); then ff conv's backward, whose dx is the layer's.
-Traffic recurrent_conv_traffic(const RecurrentConv2D& rcl, double in, double out) {
-  const double steps = static_cast<double>(rcl.options().steps), c = out;
-  const Traffic ff = traffic_of(rcl.feed_forward(), in, c);
-  Traffic t;
-  t.forward = ff.forward;
-  t.backward = ff.backward;
-  t.input_grad = ff.input_grad;
-  t.param_forward = ff.param_forward;
-  t.param_backward = ff.param_backward;
-  t.param_input_grad = ff.param_input_grad;
-  if (const Conv2D* rec = rcl.recurrent(); rec != nullptr && steps > 0) {
-    const Traffic r = traffic_of(*rec, c, c);
-    t.forward += steps * (r.forward + 3 * c);
-    t.backward += steps * (r.backward + r.input_grad + 3 * c);
-    t.param_forward += steps * r.param_forward;
-    t.param_backward += steps * (r.param_backward + r.param_input_grad) + (steps - 1) * r.params;
-  }
-  const Traffic relu = elementwise_traffic(c);
-  for (int64_t s = 0; s <= rcl.options().steps; ++s) {
-    const Traffic bn = traffic_of(rcl.norm(static_cast<size_t>(s)), c, c);
-    t.forward += bn.forward + relu.forward;
-    t.backward += bn.backward + bn.input_grad + relu.input_grad;
-    t.param_forward += bn.param_forward;
-    t.param_backward += bn.param_backward + bn.param_input_grad;
-  }
-  t.params = static_cast<double>(rcl.parameter_count());
-  return t;
-}
-
-Traffic traffic_of(const Layer& layer, double in, double out) {
-  const double params = static_cast<double>(layer.parameter_count());
-  if (dynamic_cast<const Dense*>(&layer) != nullptr || dynamic_cast<const ConvLayer*>(&layer) != nullptr) {
-    return product_traffic(in, out, params);
-  }
-  if (dynamic_cast<const BatchNorm*>(&layer) != nullptr) return batch_norm_traffic(in, params);
-  if (dynamic_cast<const Activation*>(&layer) != nullptr) return elementwise_traffic(in);
-  if (const auto* pool = dynamic_cast<const Pool2D*>(&layer); pool != nullptr) {
-    Traffic t = moving_traffic(in, out);
-    // Max pooling's backward finds each window's maximum again: x and y read too.
-    if (pool->pool_kind() == PoolKind::max) t.input_grad += in + out;
-    return t;
-  }
-  if (dynamic_cast<const GlobalAvgPool*>(&layer) != nullptr || dynamic_cast<const Dropout*>(&layer) != nullptr ||
-      dynamic_cast<const Reshape*>(&layer) != nullptr || dynamic_cast<const Upsample*>(&layer) != nullptr) {
-    return moving_traffic(in, out);
-  }
-  if (const auto* rcl = dynamic_cast<const RecurrentConv2D*>(&layer); rcl != nullptr) {
-    return recurrent_conv_traffic(*rcl, in, out);
-  }
-  // A kind not listed above: with parameters, as a product layer; without, as one that moves
-  // its values.
-  return params > 0 ? product_traffic(in, out, params) : moving_traffic(in, out);
-}
-
 LayerCost cost_of(const Layer& layer, double in, double out, const Use& use, int64_t batch,
                   double update_values, const std::string& prefix) {
-  const Traffic t = traffic_of(layer, in, out);
+  const LayerTraffic t = layer.traffic(in, out);
   const double per_sample = use.forwards * t.forward + use.backwards * t.backward + use.input_grads * t.input_grad;
   const double per_step = use.forwards * t.param_forward + use.backwards * t.param_backward +
                           use.input_grads * t.param_input_grad + use.accumulating * t.params +

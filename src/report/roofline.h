@@ -5,10 +5,11 @@
 // here (measured speed over this machine's roofline). `retrograd study` prints these as
 // estimates, never as measurements.
 //
-// The byte model (f32, 4 bytes a value; roofline.cpp lists it per layer kind). Every op streams
-// the tensors it reads and writes once, as a roofline of separate kernels does: nothing is
-// assumed to stay in cache from one op to the next, and nothing an op re-reads internally (the
-// GEMM's panels, a convolution's zero-padded copy of its input, its im2col scratch) is counted.
+// The byte model (f32, 4 bytes a value; each layer gives its own, Layer::traffic in
+// nn/layer_traffic.h). Every op streams the tensors it reads and writes once, as a roofline of
+// separate kernels does: nothing is assumed to stay in cache from one op to the next, and
+// nothing an op re-reads internally (the GEMM's panels, a convolution's zero-padded copy of its
+// input, its im2col scratch) is counted.
 //   activations, per sample:
 //     forward   reads x, writes y (batch norm reads x three times: mean, variance, normalise);
 //     backward  reads dy and what the derivative needs (dense/conv: x for dW; relu: x; sigmoid,

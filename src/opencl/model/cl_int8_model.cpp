@@ -51,7 +51,7 @@ Result<std::unique_ptr<ClInt8Model>> ClInt8Model::create(const Int8Model& model,
       stage->plan.weights.clear();
       stage->plan.weights.shrink_to_fit();
     } else if (p.kind == Int8StageKind::f32) {
-      RG_ASSIGN(stage->layer, make_cl_layer(*p.layer, p.in_shape, device));
+      RG_ASSIGN(stage->layer, make_cl_layer(*p.layer, p.in_shape, p.out_shape, device));
     }
     in_numel = stage->out_numel;
     cl->stages_.push_back(std::move(stage));

@@ -1,6 +1,10 @@
-// Device params and the table from layer kinds to their device makers.
+// Device params, and the device makers of the layer kinds checked against nn's rows.
 #include "opencl/model/cl_layer.h"
 
+#include <set>
+
+#include "nn/layer_registry.h"
+#include "opencl/model/cl_host_layer.h"
 #include "opencl/model/cl_layer_kinds.h"
 
 namespace rg::ocl {
@@ -29,47 +33,60 @@ Status read_param(const ClParam& param) {
   return read_buffer(param.value, 0, param.host->value.f32(), param.numel() * 4);
 }
 
-namespace {
-struct ClLayerKind {
-  const char* name;
-  Result<std::unique_ptr<ClLayer>> (*make)(Layer& layer, const Shape& input, Device& device);
-};
-
-const ClLayerKind kClLayerKinds[] = {
-    {"dense", make_cl_dense},
-    {"relu", make_cl_activation},
-    {"leaky_relu", make_cl_activation},
-    {"sigmoid", make_cl_activation},
-    {"tanh", make_cl_activation},
-    {"softmax", make_cl_activation},
-    {"flatten", make_cl_reshape},
-    {"reshape", make_cl_reshape},
-    {"conv", make_cl_conv},
-    {"conv_transpose", make_cl_conv},
-    {"batchnorm", make_cl_batch_norm},
-    {"rcl", make_cl_rcl},
-    {"maxpool", make_cl_pool2d},
-    {"avgpool", make_cl_pool2d},
-    {"global_avgpool", make_cl_global_avgpool},
-    {"upsample", make_cl_upsample},
-    {"dropout", make_cl_dropout},
-};
-}  // namespace
-
-Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, Device& device) {
-  for (const ClLayerKind& kind : kClLayerKinds) {
-    if (layer.kind() == kind.name) return kind.make(layer, input, device);
-  }
-  std::string known;
-  for (const std::string& name : cl_layer_kinds()) known += (known.empty() ? "" : ", ") + name;
-  return Status::error(device.label() + ": layer " + layer.name() + " (" + layer.kind() + ") has no OpenCL version yet (there are: " +
-                       known + "); train this model on the CPU");
+const std::vector<ClLayerMaker>& cl_layer_makers() {
+  static const std::vector<ClLayerMaker> makers = {
+      {"dense", make_cl_dense},
+      {"relu", make_cl_activation},
+      {"leaky_relu", make_cl_activation},
+      {"sigmoid", make_cl_activation},
+      {"tanh", make_cl_activation},
+      {"softmax", make_cl_activation},
+      {"flatten", make_cl_reshape},
+      {"reshape", make_cl_reshape},
+      {"conv", make_cl_conv},
+      {"conv_transpose", make_cl_conv},
+      {"batchnorm", make_cl_batch_norm},
+      {"rcl", make_cl_rcl},
+      {"maxpool", make_cl_pool2d},
+      {"avgpool", make_cl_pool2d},
+      {"global_avgpool", make_cl_global_avgpool},
+      {"upsample", make_cl_upsample},
+      {"dropout", make_cl_dropout},
+  };
+  return makers;
 }
 
-std::vector<std::string> cl_layer_kinds() {
-  std::vector<std::string> names;
-  for (const ClLayerKind& kind : kClLayerKinds) names.push_back(kind.name);
-  return names;
+Status check_cl_layer_makers(const std::vector<ClLayerMaker>& makers) {
+  std::string errors;
+  std::set<std::string> seen;
+  for (const ClLayerMaker& maker : makers) {
+    const LayerKind* row = find_layer_kind(maker.kind);
+    const std::string line = std::string("\n  ") + maker.kind + ": ";
+    if (row == nullptr) errors += line + "a maker for no layer kind";
+    if (row != nullptr && row->device != DeviceRun::own) {
+      errors += line + "a maker, but its row does not say DeviceRun::own";
+    }
+    if (!seen.insert(maker.kind).second) errors += line + "a second maker";
+  }
+  for (const LayerKind& row : layer_kinds()) {
+    if (row.device == DeviceRun::own && seen.count(row.name) == 0) {
+      errors += "\n  " + row.name + ": its row says it runs on the device, but no maker is registered";
+    }
+  }
+  if (errors.empty()) return Status();
+  return Status::error("device layer makers (opencl/model/cl_layer.cpp) against the layer kinds:" + errors);
+}
+
+Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, const Shape& output, Device& device,
+                                               bool on_host) {
+  if (on_host || layer_kind_of(layer).device == DeviceRun::host) {
+    return make_cl_host_layer(layer, input, output, device);
+  }
+  for (const ClLayerMaker& maker : cl_layer_makers()) {
+    if (layer.kind() == maker.kind) return maker.make(layer, input, device);
+  }
+  return Status::error(device.label() + ": layer " + layer.name() + " (" + layer.kind() +
+                       ") has no device maker in opencl/model/cl_layer.cpp, though its row says it runs on the device");
 }
 
 }  // namespace rg::ocl

@@ -127,9 +127,23 @@ class ClLayer {
   }
 };
 
-// The device layer of `layer` (initialised: its params are uploaded), whose samples are `input`. A kind with no device
-// version is an error naming the layer, and the kinds there are.
-Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, Device& device);
-std::vector<std::string> cl_layer_kinds();
+// The device makers, by kind: each takes the CPU layer of its kind (a bug otherwise) after its
+// init(), and the per-sample input shape.
+using ClLayerMake = Result<std::unique_ptr<ClLayer>> (*)(Layer& layer, const Shape& input, Device& device);
+struct ClLayerMaker {
+  const char* kind;  // the cfg section, as in nn's rows (nn/layer_registry.h)
+  ClLayerMake make;
+};
+// One maker for each kind whose row says DeviceRun::own (cl_layer.cpp).
+const std::vector<ClLayerMaker>& cl_layer_makers();
+// `makers` against nn's rows: a maker for every kind the device runs itself, none for a kind
+// run on the host or for a name that is no kind, no kind twice; the error names each.
+Status check_cl_layer_makers(const std::vector<ClLayerMaker>& makers);
+
+// The device layer of `layer` (initialised: its params are uploaded), whose samples are `input`
+// and `output`: its own device layer, or its CPU layer run inside the device model
+// (cl_host_layer.h) when `on_host` (--cpu-layers) or when its kind's row says host.
+Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, const Shape& output, Device& device,
+                                               bool on_host = false);
 
 }  // namespace rg::ocl

@@ -1,4 +1,4 @@
-// The makers of each device layer kind, for make_cl_layer's table (cl_layer.cpp). Each takes
+// The makers of each device layer kind, for cl_layer_makers (cl_layer.cpp). Each takes
 // the CPU layer of its kind (a bug otherwise) after its init().
 #pragma once
 

@@ -6,7 +6,6 @@
 #include "opencl/fill_copy.h"
 #include "opencl/gemm.h"
 #include "opencl/loss.h"
-#include "opencl/model/cl_host_layer.h"
 
 namespace rg::ocl {
 
@@ -26,8 +25,7 @@ Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device, c
   for (size_t i = 0; i < model.layers().size(); ++i) {
     Layer& layer = *model.layers()[i];
     const bool host = std::find(on_host.begin(), on_host.end(), layer.name()) != on_host.end();
-    auto made = host ? make_cl_host_layer(layer, in, model.layer_output_shape(i), device)
-                     : make_cl_layer(layer, in, device);
+    auto made = make_cl_layer(layer, in, model.layer_output_shape(i), device, host);
     if (!made.ok()) return made.status();
     cl->layers_.push_back(made.take());
     in = model.layer_output_shape(i);

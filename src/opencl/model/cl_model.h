@@ -147,7 +147,7 @@ class ClModel {
   int64_t stored_bytes() const { return storage_ == DType::f16 ? 2 : 4; }
   int64_t input_size_of(size_t i) const { return i == 0 ? input_size_ : sizes_[i - 1]; }
   // Rows of layer i's chunks for n samples: all of them with f32 storage or for a layer that
-  // needs the whole batch; else as many as keep a chunk under kChunkValues (at least one).
+  // needs the whole batch; else f16_chunk_rows with kF16ChunkValuesDevice (nn/f16_chunks.h).
   int64_t chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const;
   int64_t chunk_elements(int64_t batch) const;  // the largest chunk of any layer, training
   // Layer i on rows [r0, r0 + rows) of the batch (cl_model_passes.cpp).

@@ -5,13 +5,13 @@
 // Fused groups (cl_fusion.h) run as one forward of their head.
 #include <algorithm>
 
+#include "nn/f16_chunks.h"
 #include "opencl/elementwise.h"
 #include "opencl/model/cl_model.h"
 
 namespace rg::ocl {
 
 namespace {
-constexpr int64_t kChunkValues = int64_t{1} << 20;  // f32 values of one chunk buffer (4 MiB)
 
 LayerContext at_row(const LayerContext& ctx, int64_t r0) {
   LayerContext out = ctx;
@@ -22,8 +22,7 @@ LayerContext at_row(const LayerContext& ctx, int64_t r0) {
 
 int64_t ClModel::chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const {
   if (storage_ != DType::f16 || model_.layers()[i]->needs_whole_batch(ctx) || layers_[i]->needs_whole_batch()) return n;
-  const int64_t widest = std::max(input_size_of(i), sizes_[i]);
-  return std::min(n, std::max<int64_t>(1, kChunkValues / widest));
+  return f16_chunk_rows(n, std::max(input_size_of(i), sizes_[i]), kF16ChunkValuesDevice);
 }
 
 int64_t ClModel::chunk_elements(int64_t batch) const {
