@@ -16,16 +16,16 @@
 
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "layer_check.h"
 #include "nn/activation.h"
 #include "nn/cfg.h"
 #include "nn/dense.h"
 #include "nn/layer.h"
 #include "nn/loss.h"
 #include "nn/model.h"
+#include "nn/optimizer.h"
 #include "ops/pool2d.h"
-#include "train/optimizer.h"
 #include "train/schedule.h"
-#include "layer_check.h"
 
 namespace rg {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "quant/quant_params.h"
+#include "ops/quant_params.h"
 
 namespace rg {
 
