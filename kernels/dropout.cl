@@ -1,5 +1,5 @@
 // Inverted dropout's mask, as Dropout::apply_mask (src/nn/dropout.cpp) draws it: each row in
-// blocks of block_values (kDropoutBlockValues, nn/dropout.h), block b of row r from its own
+// blocks of block_values (kDropoutBlockValues, ops/dropout_mask.h), block b of row r from its own
 // generator Rng(step_seed, (row_offset + r) blocks_per_row + b) of src/base/rng.cpp (xoshiro256**
 // seeded by SplitMix64), one next_u32() per value in order. One work-item per (row, block),
 // rows * blocks_per_row items, item g = r blocks_per_row + b (cnn's dropout1, 14x14x32 = 6272

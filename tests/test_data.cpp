@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "base/files.h"
 #include "base/fp16.h"
 #include "base/rng.h"
 #include "data/chance.h"
 #include "data/dataset.h"
-#include "data/files.h"
 #include "data/generated_images.h"
 #include "data/record_file.h"
 #include "portable.h"

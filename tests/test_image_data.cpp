@@ -21,8 +21,8 @@
 #include <unistd.h>    // geteuid
 #endif
 
+#include "base/files.h"
 #include "base/memory.h"
-#include "data/files.h"
 #include "data/image_data.h"
 #include "data/image_io.h"
 #include "portable.h"

@@ -1,4 +1,4 @@
-// Int8 training's dynamic int8 GEMM (quant/int8_dynamic_gemm.h): bit-exact against the plain-loop
+// Int8 training's dynamic int8 GEMM (ops/int8_dynamic_gemm.h): bit-exact against the plain-loop
 // reference on every ISA (transposes, strides, tails, depth slices, gathered A, k past int32's
 // reach), independent of the thread count and reproducible; the stochastic rounding unbiased;
 // the dequantized product within the bound the quantization steps give; NaN/Inf/zero operands;
@@ -21,11 +21,11 @@
 #include "layer_check.h"
 #include "nn/conv.h"
 #include "nn/dense.h"
+#include "nn/layer_gemm.h"
 #include "nn/workspace.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
-#include "quant/int8_dynamic_gemm.h"
-#include "quant/layer_gemm.h"
+#include "ops/int8_dynamic_gemm.h"
 
 namespace rg {
 namespace {

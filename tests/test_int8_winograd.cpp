@@ -15,7 +15,7 @@
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "isa_param.h"
-#include "quant/fixed_point.h"
+#include "ops/fixed_point.h"
 #include "quant/int8_stages.h"
 #include "quant/int8_winograd.h"
 

@@ -18,6 +18,7 @@
 
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "layer_check.h"
 #include "nn/activation.h"
 #include "nn/cfg.h"
 #include "nn/dense.h"
@@ -25,10 +26,9 @@
 #include "nn/layer_registry.h"
 #include "nn/loss.h"
 #include "nn/model.h"
+#include "nn/optimizer.h"
 #include "ops/pool2d.h"
-#include "train/optimizer.h"
 #include "train/schedule.h"
-#include "layer_check.h"
 
 namespace rg {
 namespace {

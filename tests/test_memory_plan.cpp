@@ -13,9 +13,9 @@
 #include <fstream>
 #include <vector>
 
+#include "base/files.h"
 #include "base/memory.h"
 #include "data/batch_prefetch.h"
-#include "data/files.h"
 #include "data/generated_images.h"
 #include "data/record_file.h"
 #include "model_util.h"

@@ -7,11 +7,11 @@
 #include <initializer_list>
 
 #include "nn/model.h"
+#include "nn/optimizer.h"
 #include "opencl/gemm_config.h"
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
 #include "opencl_test_util.h"
-#include "train/optimizer.h"
 
 namespace rg::ocl {
 namespace {

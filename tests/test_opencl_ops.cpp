@@ -8,6 +8,8 @@
 #include <iostream>
 #include <limits>
 
+#include "nn/loss.h"
+#include "nn/optimizer.h"
 #include "opencl_test_util.h"
 
 namespace rg::ocl {

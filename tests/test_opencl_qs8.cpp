@@ -3,13 +3,13 @@
 // tile, long sums, extreme values, zero points, multipliers and shifts, a fused ReLU), and the
 // stages against quantize_s8 / quantize_s8_rows, dequantize_s8 and the int8 max pooling stage.
 // Every output has guard bytes on both sides that must stay untouched.
-#include "opencl_test_util.h"
 #include "opencl/qs8.h"
-#include "quant/fixed_point.h"
+#include "opencl_test_util.h"
+#include "ops/fixed_point.h"
+#include "ops/quant_params.h"
 #include "quant/int8_model.h"
 #include "quant/int8_stages.h"
 #include "quant/qs8_gemm.h"
-#include "quant/quant_params.h"
 
 namespace rg::ocl {
 namespace {

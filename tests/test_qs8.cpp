@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "base/rng.h"
-#include "isa_param.h"
 #include "base/thread_pool.h"
 #include "cpu/kernel_tables.h"
-#include "quant/fixed_point.h"
+#include "isa_param.h"
+#include "ops/fixed_point.h"
 #include "quant/qs8_gemm.h"
 
 namespace rg {

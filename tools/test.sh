@@ -15,6 +15,9 @@
 #      self-test (build/isa-leaks-results.txt, build/isa-leaks-selftest-results.txt);
 #      tools/check_unity_names.py: no file-local name twice in one unity target, and its
 #      self-test (build/unity-names-results.txt, build/unity-names-selftest-results.txt);
+#      tools/check_layers.py: every include of src/ goes down the layer order, README's Layout
+#      names the floors in that order, and its self-test (build/layers-results.txt,
+#      build/layers-selftest-results.txt);
 #      count_tests.py's own self-test (build/count-tests-selftest-results.txt);
 #      tools/bad_inputs.py: every bad input of docs/reliability.md's table gets its message
 #      and exit 2 (build/bad-inputs-results.txt);
@@ -32,7 +35,8 @@ rm -rf build/test-results build/test-results-sse2 build/test-results-qemu build-
 rm -f build/meson-logs/testlog.json build/meson-logs/testlog-sse2*.json build-sanitize/meson-logs/testlog*.json build-sanitize/fuzz-results.txt \
   build/qemu-results.txt build/isa-leaks-results.txt build/isa-leaks-selftest-results.txt \
   build/count-tests-selftest-results.txt build/bad-inputs-results.txt \
-  build/unity-names-results.txt build/unity-names-selftest-results.txt
+  build/unity-names-results.txt build/unity-names-selftest-results.txt \
+  build/layers-results.txt build/layers-selftest-results.txt
 mkdir -p build/test-results build/test-results-sse2
 status=0
 timings=""
@@ -74,11 +78,13 @@ echo "== 4/6 old CPUs under qemu-user"
 bash tools/qemu_old_cpus.sh build/qemu-results.txt || status=1
 stage_end "qemu"
 
-echo "== 5/6 ISA leak check, unity names, bad inputs"
+echo "== 5/6 ISA leak check, unity names, layers, bad inputs"
 python3 tools/check_isa_leaks.py --results build/isa-leaks-results.txt || status=1
 python3 tools/check_isa_leaks.py --self-test --results build/isa-leaks-selftest-results.txt || status=1
 python3 tools/check_unity_names.py --build build --results build/unity-names-results.txt || status=1
 python3 tools/check_unity_names.py --self-test --results build/unity-names-selftest-results.txt >/dev/null || status=1
+python3 tools/check_layers.py --results build/layers-results.txt || status=1
+python3 tools/check_layers.py --self-test --results build/layers-selftest-results.txt >/dev/null || status=1
 python3 tools/count_tests.py --self-test build/count-tests-selftest-results.txt >/dev/null || status=1
 python3 tools/bad_inputs.py build/retrograd --results build/bad-inputs-results.txt || status=1
 stage_end "ISA leaks, unity names and bad inputs"
@@ -104,6 +110,8 @@ python3 tools/count_tests.py \
   --checks build/isa-leaks-selftest-results.txt \
   --checks build/unity-names-results.txt \
   --checks build/unity-names-selftest-results.txt \
+  --checks build/layers-results.txt \
+  --checks build/layers-selftest-results.txt \
   --checks build/count-tests-selftest-results.txt \
   --checks build/bad-inputs-results.txt \
   --checks build-cross/cross-check-results.txt \

@@ -7,11 +7,11 @@
 #include "app/args.h"
 #include "app/commands.h"
 #include "app/json_report.h"
-#include "data/files.h"
+#include "base/files.h"
 #include "nn/model.h"
 #include "study/advisor.h"
-#include "study/study_claims.h"
 #include "study/child_process.h"
+#include "study/study_claims.h"
 
 namespace rg {
 

@@ -6,7 +6,7 @@
 #include "app/commands.h"
 #include "app/json_report.h"
 #include "base/output_file.h"
-#include "data/files.h"
+#include "base/files.h"
 #include "study/study_claims.h"
 #include "study/study_compare.h"
 #include "study/study_result.h"

@@ -4,8 +4,8 @@
 
 #include "app/args.h"
 #include "app/commands.h"
+#include "base/files.h"
 #include "base/output_file.h"
-#include "data/files.h"
 #include "data/generated_images.h"
 
 namespace rg {

@@ -3,9 +3,9 @@
 
 #include <cstdlib>
 
+#include "base/files.h"
 #include "base/memory.h"
 #include "base/serial.h"
-#include "data/files.h"
 #include "data/generated_images.h"
 #include "data/image_data.h"
 

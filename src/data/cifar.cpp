@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/files.h"
 #include "base/memory.h"
 #include "base/serial.h"
-#include "data/files.h"
 #include "data/image_data.h"
 
 namespace rg {

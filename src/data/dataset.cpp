@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/files.h"
 #include "base/memory.h"
 #include "base/rng.h"
 #include "cpu/kernel_tables.h"
-#include "data/files.h"
 
 namespace rg {
 

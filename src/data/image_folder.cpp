@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/files.h"
 #include "base/rng.h"
-#include "data/files.h"
 #include "data/image_data.h"
 
 namespace rg {

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <memory>
 
+#include "base/files.h"
 #include "base/memory.h"
 #include "base/output_file.h"
 #include "base/serial.h"
-#include "data/files.h"
 #include "stb_image.h"
 #include "stb_image_resize.h"
 #include "stb_image_write.h"

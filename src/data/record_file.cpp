@@ -17,8 +17,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/files.h"
 #include "base/serial.h"
-#include "data/files.h"
 
 namespace rg {
 
@@ -101,19 +101,6 @@ Result<bool> is_gzip_file(const std::string& path) {
   const size_t got = std::fread(magic, 1, 2, f);
   std::fclose(f);
   return got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-}
-
-std::string cache_folder() {
-  // LOCALAPPDATA and TEMP: Windows, where HOME is usually not set.
-  for (const char* name : {"RETROGRAD_CACHE", "XDG_CACHE_HOME", "HOME", "LOCALAPPDATA", "TEMP"}) {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0') continue;
-    const std::string dir = value;
-    if (std::strcmp(name, "RETROGRAD_CACHE") == 0) return dir;
-    if (std::strcmp(name, "HOME") == 0) return join_path(dir, ".cache/retrograd");
-    return join_path(dir, std::strcmp(name, "TEMP") == 0 ? "retrograd-cache" : "retrograd");
-  }
-  return "/tmp/retrograd-cache";
 }
 
 namespace {

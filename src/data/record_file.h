@@ -37,16 +37,12 @@ class RecordFile final : public SampleSource {
 
 // Whether `path` starts with the gzip magic bytes 1f 8b.
 Result<bool> is_gzip_file(const std::string& path);
-// The folder inflated copies go to: $RETROGRAD_CACHE, else $XDG_CACHE_HOME/retrograd, else
-// $HOME/.cache/retrograd, else /tmp/retrograd-cache.
-std::string cache_folder();
-
 // Where a dataset file's raw bytes are read: the file itself, or its inflated copy.
 struct RawCopy {
   std::string path;
   int64_t data_bytes = 0;  // the raw bytes at the start of `path` (a copy ends with a stamp after them)
 };
-// `path` itself when it is not gzipped; otherwise a raw copy in cache_folder(), made on first
+// `path` itself when it is not gzipped; otherwise a raw copy in cache_folder() (base/files.h), made on first
 // use (inflated to a temporary name, stamped, then renamed). The copy is named after the
 // source's content (a 64-bit FNV-1a hash of its bytes and its size, read once, far cheaper
 // than inflating), so a replaced source gets a new copy whatever its name, size or time. The

@@ -2,8 +2,8 @@
 // Shape-preserving; backward reads the forward's x or y, never a saved mask.
 #pragma once
 
+#include "cpu/ukernels/unary_op.h"
 #include "nn/layer.h"
-#include "ops/unary_op.h"
 
 namespace rg {
 

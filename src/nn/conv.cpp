@@ -7,10 +7,10 @@
 
 #include "base/int_math.h"
 #include "nn/cfg.h"
+#include "nn/layer_gemm.h"
 #include "nn/workspace.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
-#include "quant/layer_gemm.h"
 
 namespace rg {
 

@@ -3,10 +3,10 @@
 
 #include "cpu/kernel_tables.h"
 #include "nn/cfg.h"
+#include "nn/layer_gemm.h"
 #include "nn/workspace.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
-#include "quant/layer_gemm.h"
 
 namespace rg {
 

@@ -11,16 +11,6 @@
 
 namespace rg {
 
-uint64_t dropout_step_seed(uint64_t layer_seed, uint64_t noise_stream) {
-  return layer_seed ^ (noise_stream * 0x9E3779B97F4A7C15ull);
-}
-uint64_t dropout_threshold(double rate) { return static_cast<uint64_t>(std::llround(rate * 4294967296.0)); }
-float dropout_scale(double rate) { return static_cast<float>(1.0 / (1.0 - rate)); }
-int64_t dropout_blocks_per_row(int64_t row_size) { return (row_size + kDropoutBlockValues - 1) / kDropoutBlockValues; }
-uint64_t dropout_block_stream(int64_t sample, int64_t blocks_per_row, int64_t block) {
-  return static_cast<uint64_t>(sample) * static_cast<uint64_t>(blocks_per_row) + static_cast<uint64_t>(block);
-}
-
 Result<std::unique_ptr<Layer>> Dropout::from_cfg(const CfgSection& section) {
   RG_ASSIGN(const double rate, section.get_float_or("rate", 0.5, 0.0, 0.99));
   return std::unique_ptr<Layer>(new Dropout(rate));
@@ -34,7 +24,7 @@ Status Dropout::init(Rng& rng, DType dtype) {
 
 void Dropout::apply_mask(const Tensor& from, const Tensor& to, const LayerContext& ctx) const {
   // A value is dropped when a 32-bit draw falls below rate * 2^32; one draw per value, in order
-  // within its block of kDropoutBlockValues, each block from its own stream (nn/dropout.h), so
+  // within its block of kDropoutBlockValues, each block from its own stream (ops/dropout_mask.h), so
   // the mask depends neither on the thread count nor on how the step's batch was split. Seed,
   // threshold, f32 scale and streams are the device layer's too (opencl/dropout.h), so both
   // draw the same masks.

@@ -11,7 +11,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "nn/layer_traffic.h"
-#include "quant/int8_dynamic_gemm.h"
+#include "ops/int8_dynamic_gemm.h"
 #include "tensor/tensor.h"
 
 namespace rg {
@@ -40,7 +40,7 @@ struct LayerContext {
   // batch run on row chunks) draws each sample's dropout mask from its place in the step, so
   // the split changes nothing.
   int64_t row_offset = 0;
-  // How Dense and Conv layers run their f32 GEMMs (quant/layer_gemm.h): f32, or int8_dynamic
+  // How Dense and Conv layers run their f32 GEMMs (nn/layer_gemm.h): f32, or int8_dynamic
   // for int8 training (per-tensor dynamic scales, the gradient operand rounded stochastically
   // from the stream (gemm_seed, noise_stream); docs/quantization.md). f64 layers ignore it.
   GemmPrecision gemm = GemmPrecision::f32;

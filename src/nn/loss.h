@@ -6,12 +6,10 @@
 #include <string>
 
 #include "base/status.h"
+#include "ops/loss.h"  // LossKind, loss_from_name, loss_name
 #include "tensor/tensor.h"
 
 namespace rg {
-
-// none: the model has no loss of its own; it trains through another (a GAN's generator).
-enum class LossKind { softmax_cross_entropy, mse, bce_with_logits, none };
 
 // What a loss compares predictions with.
 enum class TargetKind {
@@ -20,8 +18,6 @@ enum class TargetKind {
   input,   // the input itself (autoencoders)
 };
 
-Result<LossKind> loss_from_name(const std::string& name);
-const char* loss_name(LossKind kind);
 Result<TargetKind> target_from_name(const std::string& name);
 const char* target_name(TargetKind kind);
 

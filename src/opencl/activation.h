@@ -7,9 +7,9 @@
 #include <cstdint>
 
 #include "base/status.h"
+#include "cpu/ukernels/unary_op.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
-#include "ops/unary_op.h"
 
 namespace rg::ocl {
 

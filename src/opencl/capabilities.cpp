@@ -11,13 +11,12 @@
 #include <sstream>
 #include <vector>
 
+#include "base/files.h"
 #include "base/fp16.h"
 #include "base/memory.h"
 #include "base/output_file.h"
 #include "base/serial.h"
 #include "base/text_format.h"
-#include "data/files.h"
-#include "data/record_file.h"
 #include "opencl/cl_error.h"
 #include "opencl/device.h"
 #include "opencl/kernel_args.h"

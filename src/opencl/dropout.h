@@ -7,8 +7,8 @@
 
 #include "base/status.h"
 #include "opencl/buffer.h"
-#include "nn/dropout.h"  // dropout_step_seed, _threshold, _scale, _blocks_per_row, kDropoutBlockValues: the CPU's
 #include "opencl/device.h"
+#include "ops/dropout_mask.h"  // the mask's constants and streams, the CPU layer's too
 
 namespace rg::ocl {
 

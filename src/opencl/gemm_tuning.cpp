@@ -7,12 +7,11 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "base/text_format.h"
-#include "base/rng.h"
+#include "base/files.h"
 #include "base/output_file.h"
+#include "base/rng.h"
 #include "base/serial.h"
-#include "data/files.h"
-#include "data/record_file.h"
+#include "base/text_format.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
 #include "opencl/gemm.h"

@@ -4,7 +4,7 @@
 //
 // RETROGRAD_CL_GEMM_TUNE: unset or "auto" tunes GPUs and accelerators (a CPU device such as PoCL
 // keeps the untuned choice: its kernels' speed is no claim); "1" tunes any device; "0" never.
-// The cache: cache_folder()/opencl-gemm-<device and driver tag>.txt (data/record_file.h).
+// The cache: cache_folder()/opencl-gemm-<device and driver tag>.txt (base/files.h).
 #pragma once
 
 #include <string>

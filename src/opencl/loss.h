@@ -1,14 +1,15 @@
-// Launchers of kernels/loss.cl: the losses of nn/loss.h (ops/loss.h's math) on the device, one
-// work-item per row, and count_correct's argmax hits. Per-row losses come back in double for the
-// host to add in row order, the CPU's order, so a device needs cl_khr_fp64 (an error without it).
+// Launchers of kernels/loss.cl: the losses of nn/loss.h (ops/loss.h's math and LossKind) on the
+// device, one work-item per row, and count_correct's argmax hits. Per-row losses come back in
+// double for the host to add in row order, the CPU's order, so a device needs cl_khr_fp64 (an
+// error without it).
 #pragma once
 
 #include <cstdint>
 
 #include "base/status.h"
-#include "nn/loss.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
+#include "ops/loss.h"
 
 namespace rg::ocl {
 

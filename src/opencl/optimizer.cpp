@@ -1,5 +1,5 @@
-// Launchers of kernels/optimizer.cl (one item per weight, launch_1d.h) and the step constants,
-// computed exactly as train/optimizer.cpp's Optimizer::step does.
+// Launchers of kernels/optimizer.cl (one item per weight, launch_1d.h); the step constants they
+// take are nn/optimizer.h's, computed exactly as Optimizer::step's.
 #include "opencl/optimizer.h"
 
 #include <cmath>

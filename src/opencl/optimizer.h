@@ -1,6 +1,6 @@
 // Host launchers of kernels/optimizer.cl: the SGD and Adam updates of one parameter on the
 // device, bit-exact with the CPU's kernels (cpu/ukernels/f32_vector.h: SgdStep, AdamStep) on an
-// IEEE device; the step values come from train/optimizer.h's sgd_step_for and adam_step_for,
+// IEEE device; the step values come from nn/optimizer.h's sgd_step_for and adam_step_for,
 // as Optimizer::step's do.
 #pragma once
 
@@ -10,7 +10,6 @@
 #include "cpu/ukernels/f32_vector.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
-#include "train/optimizer.h"
 
 namespace rg::ocl {
 

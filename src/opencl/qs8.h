@@ -10,7 +10,7 @@
 #include "opencl/buffer.h"
 #include "opencl/device.h"
 #include "ops/im2col.h"
-#include "quant/quant_params.h"
+#include "ops/quant_params.h"
 
 namespace rg::ocl {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "ops/unary_op.h"
+#include "cpu/ukernels/unary_op.h"
 
 namespace rg {
 

@@ -2,14 +2,23 @@
 // writes d(loss)/d(input) scaled by `grad_scale` (1/rows for a plain mean; the trainer
 // passes 1/global_batch so micro-batches accumulate to the large batch's gradient).
 // Sums run in double whatever T is, so a batch's loss does not drift with its size.
+// LossKind names them for the CPU model (nn/loss.h) and the device's launchers (opencl/loss.h).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
+#include "base/status.h"
 #include "ops/activation.h"
 
 namespace rg {
+
+// none: the model has no loss of its own; it trains through another (a GAN's generator).
+enum class LossKind { softmax_cross_entropy, mse, bce_with_logits, none };
+
+Result<LossKind> loss_from_name(const std::string& name);
+const char* loss_name(LossKind kind);
 
 // Softmax + cross-entropy on logits x[rows x cols] against class labels[rows].
 // dx = (softmax(x) - onehot(label)) * grad_scale. Returns the sum of -log p(label).

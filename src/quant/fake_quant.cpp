@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "nn/layer_registry.h"
-#include "quant/quant_params.h"
+#include "ops/quant_params.h"
 
 namespace rg {
 

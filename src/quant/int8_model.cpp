@@ -12,7 +12,7 @@
 #include "nn/dense.h"
 #include "nn/layer_registry.h"
 #include "nn/pooling.h"
-#include "quant/fixed_point.h"
+#include "ops/fixed_point.h"
 #include "quant/int8_stages.h"
 #include "quant/int8_winograd.h"
 #include "quant/qs8_gemm.h"

@@ -21,8 +21,8 @@
 #include "base/thread_pool.h"
 #include "cpu/isa.h"
 #include "nn/model.h"
+#include "ops/quant_params.h"
 #include "quant/int8_plan.h"
-#include "quant/quant_params.h"
 
 namespace rg {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "ops/im2col.h"
+#include "ops/quant_params.h"
 #include "quant/qs8_gemm.h"
-#include "quant/quant_params.h"
 #include "tensor/tensor.h"
 
 namespace rg {

@@ -20,9 +20,9 @@
 #include "base/thread_pool.h"
 #include "cpu/isa.h"
 #include "ops/im2col.h"
+#include "ops/quant_params.h"
 #include "quant/int8_plan.h"
 #include "quant/qs8_gemm.h"
-#include "quant/quant_params.h"
 #include "tensor/tensor.h"
 
 namespace rg {

@@ -6,7 +6,7 @@
 
 #include "base/check.h"
 #include "cpu/kernel_tables.h"
-#include "quant/fixed_point.h"
+#include "ops/fixed_point.h"
 
 namespace rg {
 

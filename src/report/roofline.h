@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "nn/model.h"
+#include "nn/optimizer.h"
 #include "report/hardware_table.h"
-#include "train/optimizer.h"
 
 namespace rg {
 

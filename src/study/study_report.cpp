@@ -6,9 +6,9 @@
 #include <cmath>
 #include <map>
 
+#include "base/files.h"
 #include "base/output_file.h"
 #include "base/serial.h"
-#include "data/files.h"
 #include "report/svg_chart.h"
 #include "study/estimates.h"
 #include "study/report_published.h"

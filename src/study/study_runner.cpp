@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/files.h"
 #include "base/text_format.h"
-#include "data/files.h"
 #include "study/child_process.h"
 #include "study/statistics.h"
 

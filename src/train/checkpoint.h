@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 #include "nn/model.h"
-#include "train/optimizer.h"
+#include "nn/optimizer.h"
 
 namespace rg {
 

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "base/files.h"
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
-#include "data/files.h"
 #include "report/progress.h"
 #include "train/checkpoint.h"
 

@@ -16,10 +16,10 @@
 #include "data/dataset.h"
 #include "dist/communicator.h"
 #include "nn/model.h"
+#include "nn/optimizer.h"
 #include "quant/fake_quant.h"
 #include "train/checkpoint.h"
 #include "train/loss_scale.h"
-#include "train/optimizer.h"
 #include "train/schedule.h"
 
 namespace rg::ocl {
@@ -43,7 +43,7 @@ enum class TrainPrecision {
               // (quant/fake_quant.h), for export to an int8 model
   int8_gemm,  // int8 training: conv and dense GEMMs forward and backward on the int8 kernels with
               // dynamic per-tensor scales and stochastically rounded gradients
-              // (quant/int8_dynamic_gemm.h), f32 master weights
+              // (ops/int8_dynamic_gemm.h), f32 master weights
 };
 const char* train_precision_name(TrainPrecision precision);
 Result<TrainPrecision> train_precision_from_name(const std::string& name);

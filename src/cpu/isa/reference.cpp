@@ -10,7 +10,7 @@
 #include "cpu/ukernels/qs8_gemm.h"
 #include "cpu/ukernels/qs8_winograd.h"
 #include "ops/activation.h"
-#include "quant/fixed_point.h"
+#include "ops/fixed_point.h"
 
 namespace rg {
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "ops/unary_op.h"
+#include "cpu/ukernels/unary_op.h"
 
 namespace rg {
 

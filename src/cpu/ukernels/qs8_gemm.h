@@ -80,7 +80,7 @@ void qs8_conv_pairs__sse2(int64_t, int64_t, int64_t, const int16_t*, const int64
 void qs8_conv_pairs__avx2(int64_t, int64_t, int64_t, const int16_t*, const int64_t*, const int32_t*, int64_t,
                           const Qs8Requant*, int8_t*);
 
-// Scalar gemmlowp arithmetic (quant/fixed_point.h), for the levels without a vector version.
+// Scalar gemmlowp arithmetic (ops/fixed_point.h), for the levels without a vector version.
 void qs8_requantize__reference(int64_t, const int32_t*, const int32_t*, const int32_t*, const int32_t*, int32_t,
                                int32_t, int32_t, int8_t*);
 void qs8_requantize__sse2(int64_t, const int32_t*, const int32_t*, const int32_t*, const int32_t*, int32_t, int32_t,

@@ -1,4 +1,4 @@
-// The optimizer's update on the device: train/optimizer.h's rules on the ClModel's params,
+// The optimizer's update on the device: nn/optimizer.h's rules on the ClModel's params,
 // with the state (SGD's velocity, Adam's m and s) in device buffers. The CPU Optimizer stays
 // the owner of the step count and of the host state checkpoints save: read_state() and
 // write_state() move the state between the two.
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "nn/finite_check.h"
+#include "nn/optimizer.h"
 #include "opencl/model/cl_layer.h"
-#include "train/optimizer.h"
 
 namespace rg::ocl {
 

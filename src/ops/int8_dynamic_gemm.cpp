@@ -2,7 +2,7 @@
 // it at the baseline: float multiply, clamp, rounding by the 1.5 * 2^23 trick, 32-bit hashing),
 // B packed once per product, row blocks of A quantized (or gathered) per depth block into a
 // per-part buffer, the qs8 tiles, int64 accumulation across depth blocks, f32 output.
-#include "quant/int8_dynamic_gemm.h"
+#include "ops/int8_dynamic_gemm.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,6 +1,6 @@
-// Folder and path helpers the dataset readers share: listing a folder, telling files from
-// folders, joining paths. POSIX calls (opendir, stat), which MinGW provides too. Input files
-// checked by kind and size before they are read: base/input_file.h.
+// Folder and path helpers: listing a folder, telling files from folders, joining paths, the
+// folder retrograd keeps its caches in. POSIX calls (opendir, stat), which MinGW provides too.
+// Input files checked by kind and size before they are read: base/input_file.h.
 #pragma once
 
 #include <string>
@@ -28,5 +28,10 @@ std::string last_path_component(std::string path);
 
 // The entries of a folder, names only, sorted by byte value; "." and ".." left out.
 Result<std::vector<std::string>> list_folder(const std::string& dir);
+
+// The folder caches go to (inflated dataset copies, OpenCL tuning and capability results):
+// $RETROGRAD_CACHE, else $XDG_CACHE_HOME/retrograd, else $HOME/.cache/retrograd, else (Windows)
+// %LOCALAPPDATA%/retrograd or %TEMP%/retrograd-cache, else /tmp/retrograd-cache.
+std::string cache_folder();
 
 }  // namespace rg

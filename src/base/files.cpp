@@ -1,5 +1,5 @@
-// Folder and path helpers for the dataset readers (see files.h).
-#include "data/files.h"
+// Folder and path helpers, and the cache folder (see files.h).
+#include "base/files.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -98,6 +98,19 @@ Result<std::vector<std::string>> list_folder(const std::string& dir) {
   // order the same on every machine.
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::string cache_folder() {
+  // LOCALAPPDATA and TEMP: Windows, where HOME is usually not set.
+  for (const char* name : {"RETROGRAD_CACHE", "XDG_CACHE_HOME", "HOME", "LOCALAPPDATA", "TEMP"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    const std::string dir = value;
+    if (std::strcmp(name, "RETROGRAD_CACHE") == 0) return dir;
+    if (std::strcmp(name, "HOME") == 0) return join_path(dir, ".cache/retrograd");
+    return join_path(dir, std::strcmp(name, "TEMP") == 0 ? "retrograd-cache" : "retrograd");
+  }
+  return "/tmp/retrograd-cache";
 }
 
 }  // namespace rg

@@ -1,5 +1,5 @@
 // SGD and Adam updates (elementwise over each parameter).
-#include "train/optimizer.h"
+#include "nn/optimizer.h"
 
 #include "cpu/kernel_tables.h"
 

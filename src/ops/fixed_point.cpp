@@ -1,5 +1,5 @@
 // gemmlowp's fixed-point arithmetic (fixedpoint.h there), transcribed.
-#include "quant/fixed_point.h"
+#include "ops/fixed_point.h"
 
 #include <cmath>
 #include <limits>

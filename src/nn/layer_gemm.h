@@ -7,7 +7,7 @@
 
 #include "nn/layer.h"
 #include "ops/gemm.h"
-#include "quant/int8_dynamic_gemm.h"
+#include "ops/int8_dynamic_gemm.h"
 
 namespace rg {
 

@@ -1,5 +1,5 @@
 // Per-tensor quantization parameters, conversions, and calibration ranges.
-#include "quant/quant_params.h"
+#include "ops/quant_params.h"
 
 #include <algorithm>
 #include <cmath>
