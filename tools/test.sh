@@ -18,6 +18,9 @@
 #      tools/check_layers.py: every include of src/ goes down the layer order, README's Layout
 #      names the floors in that order, and its self-test (build/layers-results.txt,
 #      build/layers-selftest-results.txt);
+#      tools/check_function_length.py: no function of src/ over 80 lines without a reason
+#      written above it, and its self-test (build/function-length-results.txt,
+#      build/function-length-selftest-results.txt);
 #      count_tests.py's own self-test (build/count-tests-selftest-results.txt);
 #      tools/bad_inputs.py: every bad input of docs/reliability.md's table gets its message
 #      and exit 2 (build/bad-inputs-results.txt);
@@ -36,7 +39,8 @@ rm -f build/meson-logs/testlog.json build/meson-logs/testlog-sse2*.json build-sa
   build/qemu-results.txt build/isa-leaks-results.txt build/isa-leaks-selftest-results.txt \
   build/count-tests-selftest-results.txt build/bad-inputs-results.txt \
   build/unity-names-results.txt build/unity-names-selftest-results.txt \
-  build/layers-results.txt build/layers-selftest-results.txt
+  build/layers-results.txt build/layers-selftest-results.txt \
+  build/function-length-results.txt build/function-length-selftest-results.txt
 mkdir -p build/test-results build/test-results-sse2
 status=0
 timings=""
@@ -78,16 +82,18 @@ echo "== 4/6 old CPUs under qemu-user"
 bash tools/qemu_old_cpus.sh build/qemu-results.txt || status=1
 stage_end "qemu"
 
-echo "== 5/6 ISA leak check, unity names, layers, bad inputs"
+echo "== 5/6 ISA leak check, unity names, layers, function length, bad inputs"
 python3 tools/check_isa_leaks.py --results build/isa-leaks-results.txt || status=1
 python3 tools/check_isa_leaks.py --self-test --results build/isa-leaks-selftest-results.txt || status=1
 python3 tools/check_unity_names.py --build build --results build/unity-names-results.txt || status=1
 python3 tools/check_unity_names.py --self-test --results build/unity-names-selftest-results.txt >/dev/null || status=1
 python3 tools/check_layers.py --results build/layers-results.txt || status=1
 python3 tools/check_layers.py --self-test --results build/layers-selftest-results.txt >/dev/null || status=1
+python3 tools/check_function_length.py --results build/function-length-results.txt || status=1
+python3 tools/check_function_length.py --self-test --results build/function-length-selftest-results.txt >/dev/null || status=1
 python3 tools/count_tests.py --self-test build/count-tests-selftest-results.txt >/dev/null || status=1
 python3 tools/bad_inputs.py build/retrograd --results build/bad-inputs-results.txt || status=1
-stage_end "ISA leaks, unity names and bad inputs"
+stage_end "ISA leaks, unity names, layers, function length and bad inputs"
 
 echo "== 6/6 cross builds: i686 Linux under qemu, Windows .exe under Wine"
 bash tools/cross_test.sh || status=1
@@ -112,6 +118,8 @@ python3 tools/count_tests.py \
   --checks build/unity-names-selftest-results.txt \
   --checks build/layers-results.txt \
   --checks build/layers-selftest-results.txt \
+  --checks build/function-length-results.txt \
+  --checks build/function-length-selftest-results.txt \
   --checks build/count-tests-selftest-results.txt \
   --checks build/bad-inputs-results.txt \
   --checks build-cross/cross-check-results.txt \
