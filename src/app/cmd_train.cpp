@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <tuple>
 
 #include "app/args.h"
 #include "app/commands.h"
@@ -12,6 +13,7 @@
 #include "app/mpi_job.h"
 #include "app/precision_report.h"
 #include "app/train_gan.h"
+#include "app/train_options.h"
 #include "base/files.h"
 #include "base/float_mode.h"
 #include "cpu/cpuid.h"
@@ -34,13 +36,6 @@ const char* kFromCheckpoint[] = {"model", "batch", "optimizer", "lr", "momentum"
                                  "beta1", "beta2", "schedule", "step-epochs", "gamma", "lr-min", "val-split", "seed",
                                  "train-precision"};
 
-// `train` and `precision`: one command, each with its own usage and --precision default.
-struct TrainCommand {
-  const char* name;
-  const char* summary;
-  const char* precisions;  // --precision when not given: the table's precisions; "" for none (no table)
-};
-
 constexpr TrainCommand kTrain = {
     "train",
     "Trains a model and reports test accuracy, speed (samples/s) and memory (peak RSS, peak tensor bytes).\n"
@@ -51,135 +46,6 @@ constexpr TrainCommand kPrecision = {
     "Trains a model in fp32 (train's options), then runs it in each precision of --precision: one table row\n"
     "each of what ran, train and inference samples/s, test accuracy (or MSE) against fp32, weights and memory.",
     "fp32,fp16,int8,int8-qat,int8-train"};
-
-void declare(Args& args, const TrainCommand& command) {
-  std::string presets;
-  for (const std::string& name : preset_names()) presets += (presets.empty() ? "" : ", ") + name;
-  args.option("model", "NAME|FILE", "a preset (" + presets + ") or a model cfg file", "mlp");
-  args.option("data", "DIR|synthetic",
-              "a folder: IDX files (MNIST layout), CIFAR-10 binary batches or image class folders; or generated data",
-              "/usr/share/datasets/fashion-mnist");
-  add_image_data_options(args);
-  args.option("epochs", "N", "epochs to train (in all, when resuming)", "5");
-  args.option("batch", "N", "mini-batch size", "64");
-  args.option("mem-budget", "SIZE",
-              "host memory for tensors and data (64M, 1.5G): the batch is split into micro-batches and the data "
-              "streamed from disk as needed to stay within it", "none");
-  args.option("stream", "auto|yes|no", "read samples from disk batch by batch (IDX files) instead of into memory; "
-              "auto: when --mem-budget needs it", "auto");
-  args.option("train-precision", "fp32|fp16",
-              "fp16: mixed precision (f16 activations and gradients, f32 math and master weights, loss scaling; on "
-              "the CPU or an OpenCL --device)",
-              "fp32");
-  args.option("optimizer", "sgd|adam", "the update rule", "sgd");
-  args.option("lr", "RATE", "learning rate", "0.01 for sgd, 0.001 for adam");
-  args.option("momentum", "M", "sgd momentum", "0.9");
-  args.flag("nesterov", "sgd with Nesterov momentum");
-  args.option("weight-decay", "W", "L2 weight decay", "0");
-  args.option("beta1", "B", "adam beta1", "0.9");
-  args.option("beta2", "B", "adam beta2", "0.999");
-  args.option("schedule", "constant|step|cosine", "learning-rate schedule", "constant");
-  args.option("step-epochs", "N", "step schedule: decay every N epochs", "10");
-  args.option("gamma", "G", "step schedule: decay factor", "0.1");
-  args.option("lr-min", "RATE", "cosine schedule: final rate", "0");
-  args.option("val-split", "F", "hold out this fraction of the training data for validation", "0");
-  args.option("limit", "N", "train on the first N samples only (quick runs)", "all");
-  args.option("test-limit", "N", "score on the first N test samples only (quick runs)", "all");
-  args.option("stop-after", "N", "stop after epoch N (the schedule still spans --epochs); continue with --resume");
-  args.option("checkpoint", "FILE",
-              "write a checkpoint after each epoch, atomically (a link: at its target); an existing file only with "
-              "--overwrite; a second run writing it is refused");
-  args.flag("overwrite", "let --checkpoint (a GAN: the --out folder's networks) replace an earlier run's file");
-  args.option("resume", "FILE",
-              "continue a run from its checkpoint, on the data it read (--limit and the other data options come "
-              "from it; other values or other samples are refused)");
-  args.option("json", "FILE", "write every figure of the run as JSON");
-  args.option("samples", "FILE.png", "autoencoders: write test inputs beside their reconstructions as a PNG grid");
-  args.option("csv", "FILE", "--precision: write the precision table as CSV");
-  declare_precision_options(args, *command.precisions != '\0' ? command.precisions : "none: no table");
-  add_gan_options(args);
-  add_device_options(args);
-  add_mpi_options(args);
-  add_common_options(args);
-  add_denormals_option(args);
-}
-
-// --mem-budget (0: none) and --stream.
-Result<std::pair<int64_t, StreamChoice>> memory_options(const Args& args) {
-  int64_t budget = 0;
-  if (args.given("mem-budget")) {
-    auto parsed = parse_bytes(args.text("mem-budget"));
-    if (!parsed.ok()) return parsed.status().with_context("--mem-budget: ");
-    budget = parsed.value();
-    if (budget <= 0) return Status::error("--mem-budget: a budget must be above 0 bytes");
-  }
-  auto stream = stream_choice_from_name(args.text("stream"));
-  if (!stream.ok()) return stream.status().with_context("--stream: ");
-  return std::make_pair(budget, stream.value());
-}
-
-Status options_from_args(const Args& args, TrainOptions* options) {
-  RG_ASSIGN(options->epochs, args.integer("epochs", 1, 1000000));
-  RG_ASSIGN(options->batch, args.integer("batch", 1, 1 << 20));
-  RG_ASSIGN(options->seed, seed_option(args));
-  auto precision = train_precision_from_name(args.text("train-precision"));
-  if (!precision.ok()) return precision.status().with_context("--train-precision: ");
-  options->precision = precision.value();
-  auto kind = optimizer_from_name(args.text("optimizer"));
-  if (!kind.ok()) return kind.status().with_context("--optimizer: ");
-  options->optimizer.kind = kind.value();
-  const bool adam = kind.value() == OptimizerKind::adam;
-  options->schedule.lr = adam ? 0.001 : 0.01;
-  if (args.given("lr")) {
-    RG_ASSIGN(options->schedule.lr, args.number("lr", 0.0, 1e3));
-  }
-  RG_ASSIGN(options->optimizer.momentum, args.number("momentum", 0.0, 0.9999));
-  options->optimizer.nesterov = args.given("nesterov");
-  if (options->optimizer.nesterov && (adam || options->optimizer.momentum == 0)) {
-    return Status::error("--nesterov needs --optimizer sgd with a momentum above 0");
-  }
-  RG_ASSIGN(options->optimizer.weight_decay, args.number("weight-decay", 0.0, 1.0));
-  RG_ASSIGN(options->optimizer.beta1, args.number("beta1", 0.0, 0.9999999));
-  RG_ASSIGN(options->optimizer.beta2, args.number("beta2", 0.0, 0.9999999));
-  auto schedule = schedule_from_name(args.text("schedule"));
-  if (!schedule.ok()) return schedule.status().with_context("--schedule: ");
-  options->schedule.kind = schedule.value();
-  RG_ASSIGN(options->schedule.step_epochs, args.integer("step-epochs", 1, 1000000));
-  RG_ASSIGN(options->schedule.gamma, args.number("gamma", 0.0, 1.0));
-  RG_ASSIGN(options->schedule.lr_min, args.number("lr-min", 0.0, 1e3));
-  RG_ASSIGN(options->validation_split, args.number("val-split", 0.0, 0.9));
-  return Status();
-}
-
-// A model cfg's [train] section: the settings it was tuned with, taken as if given on the
-// command line unless they were. Its keys are option names.
-Status apply_train_section(CfgDocument& cfg, Args& args) {
-  static const char* const kKnown[] = {"optimizer", "lr",    "momentum", "nesterov", "weight-decay", "beta1",
-                                       "beta2",     "batch", "epochs",   "schedule", "step-epochs",  "gamma", "lr-min"};
-  int seen = 0;
-  for (CfgSection& section : cfg.sections) {
-    if (section.kind() != "train") continue;
-    if (++seen > 1) return Status::error(section.where() + "[train] may appear only once");
-    for (CfgEntry& entry : section.entries()) {
-      bool known = false;
-      for (const char* name : kKnown) known = known || entry.key == name;
-      if (!known) {
-        std::string list;
-        for (const char* name : kKnown) list += std::string(list.empty() ? "" : ", ") + name;
-        return Status::error(section.where(entry.key) + "not a training setting (known: " + list + ")");
-      }
-      if (entry.key == "nesterov") {
-        if (entry.value != "true" && entry.value != "false") {
-          return Status::error(section.where(entry.key) + "'" + entry.value + "' is not true or false");
-        }
-        if (entry.value == "true") args.assume("nesterov", "");
-        continue;
-      }
-      args.assume(entry.key, entry.value);
-    }
-  }
-  return Status();
-}
 
 // --samples for target = input models: the first test images in rows of 16, each row of
 // inputs above the row of their reconstructions.
@@ -223,10 +89,491 @@ nlohmann::json epoch_json(const EpochRecord& r) {
 }  // namespace
 
 namespace {
+
+// One `train` run as this process's part of `comm`'s job (null: alone): what its steps read and
+// fill, in the order train_in_job calls them.
+struct TrainRun {
+  TrainRun(const TrainCommand& c, Communicator* job, int64_t rss)
+      : command(c), comm(job), start_rss(rss), args(c.name, "[options]", c.summary) {}
+  const TrainCommand& command;
+  Communicator* comm;
+  int64_t start_rss;
+  Args args;
+  bool in_job = false, writes_files = false;  // checkpoints, reports: the root's
+  // Settings, from the options or from the checkpoint being resumed.
+  TrainOptions options;
+  Checkpoint resumed;
+  CfgDocument cfg;
+  bool resuming = false;
+  std::string resume_path, resumed_data;  // resumed_data: the checkpoint's source when resuming
+  enum class Gan { no, folder, cfg } gan = Gan::no;  // a GAN run, resumed from its folder or from a cfg
+  std::unique_ptr<OutputLock> checkpoint_lock;  // held until the run ends
+  std::string samples_path, json_path;
+  bool precision_report = false;
+  PrecisionSettings precision;
+  int thread_count = 0;
+  // Device, model, data, memory.
+  std::unique_ptr<ocl::Device> train_device;
+  std::string stored_model;  // the context of errors in a checkpoint's cfg
+  std::unique_ptr<Model> model;
+  int64_t budget = 0;
+  bool budget_given = false;
+  StreamChoice stream = StreamChoice::automatic;
+  AvailableMemory available;
+  DataSplit split;
+  Dataset train, validation;
+  MemoryPlan plan;
+  // Training: int8-qat rerunning the last epochs starts from the run's state before them, kept here.
+  std::unique_ptr<ThreadPool> pool;
+  int64_t qat_snapshot_epoch = -1;
+  Checkpoint qat_start;
+  std::unique_ptr<Trainer> trainer;
+  // What it measured.
+  std::vector<EpochRecord> history;
+  EvalResult test;
+  bool classifies = false;
+  double chance = 0, train_cpu_seconds = 0, samples_per_s = 0, train_gflops = 0;
+  int64_t peak_rss = 0, peak_tensors = 0;
+  std::vector<PrecisionRow> precision_rows_run;
+};
+
+// Resuming: the settings, the data options and the model from the checkpoint (or a GAN's folder).
+Status read_resumed_settings(TrainRun& run) {
+  Args& args = run.args;
+  for (const char* name : kFromCheckpoint) {
+    if (args.given(name)) return Status::error("--" + std::string(name) + " comes from the checkpoint when resuming; drop it");
+  }
+  if (is_directory(run.resume_path)) {  // a GAN run's folder
+    run.gan = TrainRun::Gan::folder;
+    return Status();
+  }
+  RG_ASSIGN(run.resumed, read_checkpoint_in_job(run.resume_path, run.comm));
+  RG_TRY(options_from_checkpoint(run.resumed, run.resume_path, &run.options));
+  RG_TRY(resume_data_options(run.resumed.settings, run.resume_path, args));
+  if (args.given("epochs")) {
+    RG_ASSIGN(run.options.epochs, args.integer("epochs", 1, 1000000));
+  }
+  auto parsed = parse_cfg(run.resumed.cfg_text, run.resumed.cfg_name);
+  if (!parsed.ok()) return parsed.status().with_context(run.resume_path + ": the stored model: ");
+  run.cfg = parsed.take();
+  return Status();
+}
+
+// parse: the settings, from the options or from the checkpoint being resumed; whether it is a GAN run.
+Status read_settings(TrainRun& run) {
+  Args& args = run.args;
+  run.resuming = args.given("resume");
+  run.resume_path = args.text("resume");
+  if (run.resuming) {
+    RG_TRY(read_resumed_settings(run));
+    if (run.gan == TrainRun::Gan::folder) return Status();
+  } else {
+    RG_ASSIGN(run.cfg, load_model_cfg(args.text("model")));
+    RG_TRY(apply_train_section(run.cfg, args));
+    RG_TRY(options_from_args(args, &run.options));
+  }
+  run.resumed_data = run.options.data;
+  if (args.given("data") || !run.resuming) run.options.data = args.given("data") ? args.text("data") : "";
+  if (!run.cfg.sections.empty() && run.cfg.sections.front().kind() == "gan") run.gan = TrainRun::Gan::cfg;
+  return Status();
+}
+
+// parse: --checkpoint claimed, --samples and --json writable.
+Status claim_outputs(TrainRun& run) {
+  Args& args = run.args;
+  TrainOptions& options = run.options;
+  options.checkpoint_path = args.given("checkpoint") ? args.text("checkpoint") : (run.resuming ? run.resume_path : "");
+  if (!options.checkpoint_path.empty() && run.writes_files) {
+    RG_ASSIGN(run.checkpoint_lock,
+              claim_checkpoint(options.checkpoint_path, args.given("checkpoint") ? "checkpoint" : "resume",
+                               args.given("overwrite"), run.resuming ? run.resume_path : "", options.checkpoint_path));
+  }
+  run.samples_path = args.text("samples");
+  if (args.given("samples") && run.writes_files) {
+    RG_TRY(check_png_name(run.samples_path).with_context("--samples: "));
+    RG_TRY(check_writable_path(run.samples_path, "samples"));
+  }
+  run.json_path = args.text("json");
+  if (args.given("json") && run.writes_files) RG_TRY(check_writable_path(run.json_path, "json"));
+  return Status();
+}
+
+// parse: --precision's settings and how they fit the run.
+Status read_precision_options(TrainRun& run) {
+  Args& args = run.args;
+  run.precision_report = args.given("precision");
+  if (!run.precision_report) return Status();
+  RG_ASSIGN(run.precision, precision_settings(args));
+  const PrecisionSettings& precision = run.precision;
+  if (run.options.precision != TrainPrecision::fp32) {
+    return Status::error("--precision compares each precision with the fp32 run and trains the others itself; drop "
+                         "--train-precision");
+  }
+  if (args.given("csv")) RG_TRY(check_writable_path(args.text("csv"), "csv"));
+  if (precision.qat_reruns_last_epochs() && precision.qat.epochs > run.options.epochs) {
+    return Status::error("--qat-epochs " + std::to_string(precision.qat.epochs) + ": int8-qat reruns the run's last "
+                         "epochs, and the run has " + std::to_string(run.options.epochs) + " (--epochs); lower "
+                         "--qat-epochs or use --qat-mode extra");
+  }
+  return Status();
+}
+
+// parse: the options of a plain (not GAN) run past the settings: outputs, precision, threads, MPI, --stop-after.
+Status read_run_options(TrainRun& run) {
+  Args& args = run.args;
+  for (const char* name : {"out", "judge", "judge-epochs", "score-samples"}) {
+    if (args.given(name)) return Status::error("--" + std::string(name) + " applies to GAN training only (--model dcgan)");
+  }
+  RG_TRY(claim_outputs(run));
+  RG_TRY(read_precision_options(run));
+  RG_ASSIGN(run.thread_count, threads_option(args));
+  RG_TRY(apply_mpi_options(args, run.comm, &run.options, &run.thread_count));
+  if (args.given("stop-after")) {
+    RG_ASSIGN(run.options.stop_after, args.integer("stop-after", 1, 1000000));
+  }
+  return Status();
+}
+
+// build: the device, the model (initialized) and the memory budget.
+Status build_model(TrainRun& run) {
+  Args& args = run.args;
+  RG_ASSIGN(run.train_device, open_train_device(args, &run.options));
+  if (run.train_device && run.precision_report) {
+    return Status::error("--precision compares precisions on the CPU; drop --device (the OpenCL device trains fp32)");
+  }
+  run.stored_model = run.resuming ? run.resume_path + ": the stored model: " : "";
+  auto built = Model::from_cfg(run.cfg);
+  if (!built.ok()) return built.status().with_context(run.stored_model);
+  run.model = built.take();
+  if (args.given("samples") && run.model->target() != TargetKind::input) {
+    return Status::error("--samples shows reconstructions: it needs a model trained on its input (target = input)");
+  }
+  RG_ASSIGN(std::tie(run.budget, run.stream), memory_options(args));
+  run.budget_given = run.budget > 0;
+  run.available = available_host_memory();
+  if (run.budget_given) {
+    const std::string above = budget_above_available(run.budget, run.available);
+    if (!above.empty()) std::fprintf(stderr, "retrograd: warning: %s\n", above.c_str());
+  }
+  RG_TRY(run.model->init(run.options.seed).with_context(run.stored_model));
+  const AddressSpace space = address_space();
+  if (run.budget == 0 && space.limit_bytes > 0) {
+    RG_ASSIGN(run.budget, address_space_budget(space, run.thread_count));
+    std::printf("memory:    %s\n", describe_address_space_budget(space, run.budget).c_str());
+  }
+  return Status();
+}
+
+// build: the training, validation and test data, checked against the checkpoint and the model.
+Status load_data(TrainRun& run) {
+  Args& args = run.args;
+  TrainOptions& options = run.options;
+  const bool open_streamed =
+      run.stream == StreamChoice::always || (run.stream == StreamChoice::automatic && run.budget > 0);
+  auto data = load_training_data(args, options.data, options.seed, run.model->input_shape(), open_streamed);
+  if (!data.ok()) {
+    const bool stored = run.resuming && !args.given("data");
+    return stored ? note_source_from_checkpoint(data.status(), options.data, run.resume_path) : data.status();
+  }
+  run.split = data.take();
+  if (run.resuming) {
+    RG_TRY(
+        check_resumed_data(run.resumed.settings, run.resume_path, options.data, run.resumed_data, run.split));
+  }
+  record_data_options(args, &options.data_settings);
+  options.data_settings[kDataIdentitySetting] = data_identity(run.split);
+  run.train = run.split.train;
+  if (options.validation_split > 0) {
+    auto held = split_validation(run.train, options.validation_split, options.seed);
+    if (!held.ok()) return held.status().with_context("--val-split: ");
+    run.train = held.value().train;
+    run.validation = held.value().test;
+  }
+  for (const Dataset* d : {&run.train, &run.validation, &run.split.test}) {  // before the first step, not after training
+    RG_TRY(check_labels_for(*run.model, *d));
+  }
+  return Status();
+}
+
+// plan: micro-batches and streaming within the budget; the data read in when it may be.
+Status plan_run_memory(TrainRun& run) {
+  TrainOptions& options = run.options;
+  const RunData data{&run.train, &run.validation, &run.split.test};
+  RG_ASSIGN(run.plan, plan_memory(*run.model, options, data, run.budget, run.stream));
+  if (!run.budget_given) {
+    RG_TRY(check_plan_fits(*run.model, options, data, run.stream, run.plan, run.available));
+  }
+  host_memory().set_budget(run.budget);
+  if (!run.plan.stream) {  // read streamed samples in (a budget that allows it), the labels shared
+    for (Dataset* d : {&run.train, &run.validation, &run.split.test}) {
+      RG_ASSIGN(*d, d->in_memory_copy());
+    }
+  }
+  options.micro_batch = run.plan.micro_batch;
+  options.read_ahead = run.plan.stream;
+  return Status();
+}
+
+// build: the trainer, prepared, resumed, and the int8-qat starting state kept when it is now.
+Status start_trainer(TrainRun& run) {
+  TrainOptions& options = run.options;
+  run.pool = std::make_unique<ThreadPool>(run.thread_count);
+  options.log = stdout;
+  options.live_progress = is_terminal(stdout);
+  run.qat_snapshot_epoch = run.precision.qat_reruns_last_epochs() ? options.epochs - run.precision.qat.epochs : -1;
+  if (run.qat_snapshot_epoch >= 0) {
+    options.after_epoch = [&run](int64_t epochs_done) -> Status {
+      if (epochs_done != run.qat_snapshot_epoch) return Status();
+      RG_ASSIGN(run.qat_start, run.trainer->snapshot());
+      return Status();
+    };
+  }
+  run.trainer = std::make_unique<Trainer>(*run.model, *run.pool, options);
+  Trainer& trainer = *run.trainer;
+  RG_TRY(trainer.prepare());
+  if (run.resuming) {
+    RG_TRY(trainer.resume_from(run.resumed, run.resume_path));
+    run.resumed.tensors.clear();  // restored: the plan counted them until here (MemoryPlan::checkpoint)
+    if (trainer.epochs_done() >= options.epochs) {
+      return Status::error(run.resume_path + " has " + std::to_string(trainer.epochs_done()) +
+                           " epochs done already; pass --epochs with more to continue");
+    }
+  }
+  if (run.qat_snapshot_epoch >= 0 && trainer.epochs_done() > run.qat_snapshot_epoch) {
+    return Status::error("int8-qat reruns the run's last " + std::to_string(run.precision.qat.epochs) +
+                         " epochs from the state after epoch " + std::to_string(run.qat_snapshot_epoch) +
+                         ", and this run resumes after epoch " + std::to_string(trainer.epochs_done()) +
+                         "; use --qat-mode extra, or lower --qat-epochs");
+  }
+  if (run.qat_snapshot_epoch >= 0 && trainer.epochs_done() == run.qat_snapshot_epoch) {
+    RG_ASSIGN(run.qat_start, trainer.snapshot());
+  }
+  return Status();
+}
+
+// report: what is about to run, before the first step.
+void print_run_header(const TrainRun& run, const CpuInfo& cpu) {
+  const TrainOptions& options = run.options;
+  Trainer& trainer = *run.trainer;
+  std::printf("retrograd train: model %s, %lld parameters\n%s", run.cfg.file.c_str(),
+              static_cast<long long>(run.model->param_count()), run.model->summary().c_str());
+  std::printf("data:      %s: %lld training samples%s, %lld test samples, %d classes\n", run.train.name.c_str(),
+              static_cast<long long>(run.train.size()),
+              run.validation.size() > 0 ? (", " + std::to_string(run.validation.size()) + " for validation").c_str() : "",
+              static_cast<long long>(run.split.test.size()), run.train.num_classes);
+  std::printf("training:  %s, batch %lld, %s, %s, %s schedule, seed %llu, %d threads on %s\n",
+              train_precision_name(options.precision), static_cast<long long>(options.batch), describe(options.optimizer).c_str(),
+              options.schedule.describe().c_str(), schedule_name(options.schedule.kind),
+              static_cast<unsigned long long>(options.seed), run.pool->threads(), cpu.brand.empty() ? "this CPU" : cpu.brand.c_str());
+  std::printf("memory:    %s\n", describe_plan(run.plan).c_str());
+  if (run.train_device) {
+    std::printf("device:    %s, micro-batches of %lld, loss on the %s\n", run.train_device->label().c_str(),
+                static_cast<long long>(trainer.micro_batch()), trainer.options().loss_on_host ? "CPU" : "device");
+  }
+  if (run.in_job) {
+    std::printf("ranks:     %d (%s), %d on this host, each training its share of every batch of %lld; gradients "
+                "summed in %s\n", run.comm->size(), run.comm->library_version().c_str(), run.comm->ranks_on_this_host(),
+                static_cast<long long>(options.batch), gradient_wire_name(options.gradient_wire));
+  }
+  if (run.resuming) {
+    std::printf("resuming:  %s after epoch %lld\n", run.resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
+    if (data_source_name(options.data) != data_source_name(run.resumed_data)) {
+      std::printf("           its run read %s: the same samples (%s)\n", data_source_name(run.resumed_data).c_str(),
+                  options.data_settings.at(kDataIdentitySetting).c_str());
+    }
+  }
+  std::fflush(stdout);
+}
+
+// run: train, score the test set, and the figures of the summary.
+Status train_and_score(TrainRun& run) {
+  Trainer& trainer = *run.trainer;
+  const double cpu_seconds_before = process_cpu_seconds();
+  auto fitted = trainer.fit(run.train, run.validation.size() > 0 ? &run.validation : nullptr);
+  run.train_cpu_seconds = process_cpu_seconds() - cpu_seconds_before;  // every thread, while training
+  if (!fitted.ok()) return fitted.status();
+  run.history = fitted.take();
+  if (run.train_device) run.train_device->set_profiling(false);  // the profile covers training, not the test
+  RG_ASSIGN(run.test, trainer.evaluate(run.split.test));
+  // What learning nothing scores on the same test samples: the figure's yardstick (once, here).
+  run.classifies = run.model->target() != TargetKind::input;
+  auto chance_figure = chance_quality(run.classifies, run.train, run.split.test);
+  if (!chance_figure.ok()) return chance_figure.status().with_context("the chance figure: ");
+  run.chance = chance_figure.value();
+  run.samples_per_s =
+      trainer.train_seconds() > 0 ? static_cast<double>(trainer.samples_trained()) / trainer.train_seconds() : 0;
+  run.peak_rss = peak_rss_bytes();
+  run.peak_tensors = host_memory().peak_bytes();
+  // The products' flops (Model::train_flops_per_sample) at the speed measured; a GAN is not here.
+  run.train_gflops = run.samples_per_s * static_cast<double>(run.model->train_flops_per_sample()) / 1e9;
+  return Status();
+}
+
+// report: the summary after training, and --samples.
+Status print_summary(TrainRun& run) {
+  Trainer& trainer = *run.trainer;
+  const EvalResult& test = run.test;
+  const double cpu_busy = trainer.train_seconds() > 0 ? run.train_cpu_seconds / trainer.train_seconds() : 0;
+  std::printf("\nsummary\n");
+  if (run.classifies) {
+    std::printf("  test accuracy   %.4f  (loss %.4f, %lld samples, %.2fs; one class for all: %.4f)\n", test.accuracy,
+                test.loss, static_cast<long long>(test.samples), test.seconds, run.chance);
+  } else {
+    std::printf("  test MSE        %.6f  PSNR %.2f dB  (loss %.6f, %lld samples, %.2fs; answering the mean: %.6f)\n",
+                test.mse, test.psnr_db, test.loss, static_cast<long long>(test.samples), test.seconds, run.chance);
+  }
+  std::printf("  training        %lld epochs in %.1fs, %.0f samples/s, %.2f GFLOP/s, %d threads (%.2f cores busy)\n",
+              static_cast<long long>(run.history.size()), trainer.train_seconds(), run.samples_per_s, run.train_gflops,
+              run.pool->threads(), cpu_busy);
+  std::printf("  memory          peak RSS %s: tensors and data %s at their peak (predicted %s%s), the rest the "
+              "process's own (%s resident at start: code and libraries; then thread stacks, heap bookkeeping, "
+              "GEMM packing)\n",
+              format_bytes(run.peak_rss).c_str(), format_bytes(run.peak_tensors).c_str(),
+              format_bytes(run.plan.predicted_peak()).c_str(),
+              run.budget > 0 ? (", budget " + format_bytes(run.budget)).c_str() : "", format_bytes(run.start_rss).c_str());
+  if (run.train_device) {
+    std::printf("  device          %s\n",
+                describe_device_use(*run.train_device, trainer.device_model()->transfers()).c_str());
+    std::printf("  device probe    %s\n", ocl::describe_test_cost(run.train_device->capabilities()).c_str());
+    if (run.args.given("profile-device")) {
+      std::printf("device time by kernel\n%s", describe_kernel_times(*run.train_device).c_str());
+    }
+  }
+  if (run.in_job) {
+    std::printf("  ranks           %s\n",
+                describe_job(*run.comm, run.options, run.model->param_count(), run.history).c_str());
+  }
+  if (!run.options.checkpoint_path.empty()) std::printf("  checkpoint      %s\n", run.options.checkpoint_path.c_str());
+  if (run.args.given("samples") && run.writes_files) {
+    if (run.train_device) {  // the trained weights are on the host now; its buffers were not reserved
+      RG_TRY(run.model->reserve(run.options.batch).with_context("--samples: "));
+    }
+    RG_TRY(write_reconstruction_samples(run.samples_path, *run.model, *run.pool, run.split.test,
+                                                    run.options.batch)
+                           .with_context("--samples: "));
+    std::printf("  samples         %s (inputs above their reconstructions)\n", run.samples_path.c_str());
+  }
+  return Status();
+}
+
+// report: --precision's table (and --csv), each precision run from the trained model.
+Status report_precisions(TrainRun& run) {
+  if (!run.precision_report) return Status();
+  auto rows = precision_rows(*run.model, run.options, *run.pool, run.train, run.split.test, run.samples_per_s,
+                             run.precision, run.qat_snapshot_epoch >= 0 ? &run.qat_start : nullptr);
+  if (!rows.ok()) return rows.status().with_context("--precision: ");
+  run.precision_rows_run = rows.take();
+  std::printf("\nprecision\n%s", precision_table(run.precision_rows_run, run.precision.infer_batch).c_str());
+  if (run.args.given("csv")) {
+    RG_TRY(write_text_report(run.args.text("csv"), precision_csv(run.precision_rows_run))
+                           .with_context("--csv "));
+    std::printf("  csv             %s\n", run.args.text("csv").c_str());
+  }
+  return Status();
+}
+
+// report: the figures of the run, as --json has them, before the parts some runs add.
+nlohmann::json run_json(const TrainRun& run, const CpuInfo& cpu) {
+  const TrainOptions& options = run.options;
+  Model& model = *run.model;
+  const MemoryPlan& plan = run.plan;
+  return {
+      {"model", run.cfg.file.rfind("preset:", 0) == 0 ? run.cfg.file.substr(7) : run.cfg.file},
+      {"epochs", options.epochs},
+      {"epochs_run", run.history.size()},
+      {"batch", options.batch},
+      {"seed", options.seed},
+      {"threads", run.pool->threads()},
+      {"optimizer", optimizer_name(options.optimizer.kind)},
+      {"lr", options.schedule.lr},
+      {"schedule", schedule_name(options.schedule.kind)},
+      {"data", data_source_name(options.data)},
+      {"train_samples", run.train.size()},
+      {"test_samples", run.test.samples},
+      {"parameters", model.param_count()},
+      {"test_accuracy", run.test.accuracy},
+      {"test_loss", run.test.loss},
+      {"test_mse", run.test.mse},
+      {"test_psnr_db", run.test.psnr_db},
+      {"train_seconds", run.trainer->train_seconds()},
+      {"train_samples_per_s", run.samples_per_s},
+      {"train_precision", train_precision_name(options.precision)},
+      {"isa", isa_name(active_isa())},
+      {"denormals", denormals_name(denormals())},
+      {"forward_flops_per_sample", model.forward_flops_per_sample()},
+      {"train_flops_per_sample", model.train_flops_per_sample()},
+      {"train_gflops", run.train_gflops},
+      {"train_cpu_seconds", run.train_cpu_seconds},
+      {"peak_rss_bytes", run.peak_rss},
+      {"peak_tensor_bytes", run.peak_tensors},
+      {"start_rss_bytes", run.start_rss},
+      {"memory_plan",
+       {{"budget_bytes", plan.budget},
+        {"batch", plan.batch},
+        {"micro_batch", plan.micro_batch},
+        {"accumulation_steps", plan.accumulation_steps},
+        {"streamed", plan.stream},
+        {"predicted_peak_bytes", plan.predicted_peak()},
+        {"unplanned_peak_bytes", plan.unplanned_peak}}},
+      {"cpu", cpu.brand},
+      {"device", run.train_device ? run.train_device->label() : "cpu"},
+      {"device_peak_bytes", run.train_device ? run.train_device->memory().peak_bytes() : 0},
+      {"history", nlohmann::json::array()},
+  };
+}
+
+// report: --json.
+Status write_run_json(const TrainRun& run, const CpuInfo& cpu) {
+  nlohmann::json report = run_json(run, cpu);
+  if (run.classifies) {
+    report["classes"] = run.model->output_shape().numel();
+    report["chance_accuracy"] = run.chance;  // the best constant answer's, on the test samples scored
+  } else {
+    report["test_mse_baseline"] = run.chance;  // answering every test sample with the training mean
+  }
+  for (const auto& record : run.history) report["history"].push_back(epoch_json(record));
+  ocl::Device* device = run.train_device.get();
+  if (device && run.args.given("profile-device")) report["device_profile"] = kernel_times_json(*device);
+  if (device) {
+    const ocl::Capabilities& probed = device->capabilities();
+    report["device_probe"] = {{"test_bytes", probed.test_bytes},
+                              {"test_seconds", probed.test_seconds},
+                              {"source", probed.source},
+                              {"shares_host_memory", device->info().shares_host_memory()}};
+  }
+  if (run.precision_report) report["precisions"] = precision_json(run.precision_rows_run);
+  if (run.in_job) {
+    Communicator& comm = *run.comm;
+    report["ranks"] = {{"count", comm.size()},
+                       {"on_this_host", comm.ranks_on_this_host()},
+                       {"library", comm.library_version()},
+                       {"gradient_format", gradient_wire_name(run.options.gradient_wire)},
+                       {"gradient_bytes_per_step", gradient_wire_bytes(run.options.gradient_wire, run.model->param_count())}};
+  }
+  return write_json_report(run.json_path, report).with_context("--json ");
+}
+
+// The steps after the settings of a plain run: build, plan, run, report.
+Status build_plan_run_report(TrainRun& run) {
+  RG_TRY(read_run_options(run));
+  RG_TRY(build_model(run));
+  RG_TRY(load_data(run));
+  RG_TRY(plan_run_memory(run));
+  RG_TRY(start_trainer(run));
+  const CpuInfo cpu = detect_cpu();
+  print_run_header(run, cpu);
+  RG_TRY(train_and_score(run));
+  RG_TRY(print_summary(run));
+  RG_TRY(report_precisions(run));
+  if (run.args.given("json") && run.writes_files) RG_TRY(write_run_json(run, cpu));
+  return Status();
+}
+
 // `train` as this process's part of `comm`'s job (null: alone).
 int train_in_job(const TrainCommand& command, int argc, char** argv, Communicator* comm, int64_t start_rss) {
-  Args args(command.name, "[options]", command.summary);
-  declare(args, command);
+  TrainRun run(command, comm, start_rss);
+  Args& args = run.args;
+  declare_train_options(args, command);
   if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
   if (args.help_requested()) {
     std::fputs(args.help().c_str(), stdout);
@@ -234,384 +581,18 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   }
   if (*command.precisions != '\0') args.assume("precision", command.precisions);  // unless given
   if (Status s = apply_denormals_option(args); !s.ok()) return fail(s.message());
-  const bool in_job = comm != nullptr && comm->size() > 1;
-  const bool writes_files = !in_job || comm->is_root();  // checkpoints, reports: the root's
-  if (in_job) {
+  run.in_job = comm != nullptr && comm->size() > 1;
+  run.writes_files = !run.in_job || comm->is_root();
+  if (run.in_job) {
     const std::string refused = refused_in_job(args);
     if (!refused.empty()) return fail(refused);
   }
-
-  // Settings, from the options or from the checkpoint being resumed.
-  TrainOptions options;
-  Checkpoint resumed;
-  CfgDocument cfg;
-  const bool resuming = args.given("resume");
-  const std::string resume_path = args.text("resume");
-  if (resuming) {
-    for (const char* name : kFromCheckpoint) {
-      if (args.given(name)) return fail("--" + std::string(name) + " comes from the checkpoint when resuming; drop it");
-    }
-    if (is_directory(resume_path)) {  // a GAN run's folder
-      if (in_job) return fail("GAN training runs on one process: run it without mpirun");
-      return run_gan_train(args, nullptr, options);
-    }
-    auto read = read_checkpoint_in_job(resume_path, comm);
-    if (!read.ok()) return fail(read.status().message());
-    resumed = read.take();
-    if (Status s = options_from_checkpoint(resumed, resume_path, &options); !s.ok()) return fail(s.message());
-    if (Status s = resume_data_options(resumed.settings, resume_path, args); !s.ok()) return fail(s.message());
-    if (args.given("epochs")) {
-      auto epochs = args.integer("epochs", 1, 1000000);
-      if (!epochs.ok()) return fail(epochs.status().message());
-      options.epochs = epochs.value();
-    }
-    auto parsed = parse_cfg(resumed.cfg_text, resumed.cfg_name);
-    if (!parsed.ok()) return fail(parsed.status().with_context(resume_path + ": the stored model: ").message());
-    cfg = parsed.take();
-  } else {
-    auto parsed = load_model_cfg(args.text("model"));
-    if (!parsed.ok()) return fail(parsed.status().message());
-    cfg = parsed.take();
-    if (Status s = apply_train_section(cfg, args); !s.ok()) return fail(s.message());
-    if (Status s = options_from_args(args, &options); !s.ok()) return fail(s.message());
+  if (Status s = read_settings(run); !s.ok()) return fail(s.message());
+  if (run.gan != TrainRun::Gan::no) {
+    if (run.in_job) return fail("GAN training runs on one process: run it without mpirun");
+    return run_gan_train(args, run.gan == TrainRun::Gan::cfg ? &run.cfg : nullptr, run.options);
   }
-  const std::string resumed_data = options.data;  // the checkpoint's source when resuming
-  if (args.given("data") || !resuming) options.data = args.given("data") ? args.text("data") : "";
-  if (!cfg.sections.empty() && cfg.sections.front().kind() == "gan") {
-    if (in_job) return fail("GAN training runs on one process: run it without mpirun");
-    return run_gan_train(args, &cfg, options);
-  }
-  for (const char* name : {"out", "judge", "judge-epochs", "score-samples"}) {
-    if (args.given(name)) return fail("--" + std::string(name) + " applies to GAN training only (--model dcgan)");
-  }
-  options.checkpoint_path = args.given("checkpoint") ? args.text("checkpoint") : (resuming ? resume_path : "");
-  std::unique_ptr<OutputLock> checkpoint_lock;  // held until the run ends
-  if (!options.checkpoint_path.empty() && writes_files) {
-    auto claimed = claim_checkpoint(options.checkpoint_path, args.given("checkpoint") ? "checkpoint" : "resume",
-                                    args.given("overwrite"), resuming ? resume_path : "", options.checkpoint_path);
-    if (!claimed.ok()) return fail(claimed.status().message());
-    checkpoint_lock = claimed.take();
-  }
-  const std::string samples_path = args.text("samples");
-  if (args.given("samples") && writes_files) {
-    if (Status s = check_png_name(samples_path); !s.ok()) return fail(s.with_context("--samples: ").message());
-    if (Status s = check_writable_path(samples_path, "samples"); !s.ok()) return fail(s.message());
-  }
-  const std::string json_path = args.text("json");
-  if (args.given("json") && writes_files) {
-    if (Status s = check_writable_path(json_path, "json"); !s.ok()) return fail(s.message());
-  }
-  const bool precision_report = args.given("precision");
-  PrecisionSettings precision;
-  if (precision_report) {
-    auto settings = precision_settings(args);
-    if (!settings.ok()) return fail(settings.status().message());
-    precision = settings.take();
-    if (options.precision != TrainPrecision::fp32) {
-      return fail("--precision compares each precision with the fp32 run and trains the others itself; drop "
-                  "--train-precision");
-    }
-    if (args.given("csv")) {
-      if (Status s = check_writable_path(args.text("csv"), "csv"); !s.ok()) return fail(s.message());
-    }
-    if (precision.qat_reruns_last_epochs() && precision.qat.epochs > options.epochs) {
-      return fail("--qat-epochs " + std::to_string(precision.qat.epochs) + ": int8-qat reruns the run's last epochs, "
-                  "and the run has " + std::to_string(options.epochs) + " (--epochs); lower --qat-epochs or use "
-                  "--qat-mode extra");
-    }
-  }
-  auto threads = threads_option(args);
-  if (!threads.ok()) return fail(threads.status().message());
-  int thread_count = threads.value();
-  if (Status s = apply_mpi_options(args, comm, &options, &thread_count); !s.ok()) return fail(s.message());
-  if (args.given("stop-after")) {
-    auto stop = args.integer("stop-after", 1, 1000000);
-    if (!stop.ok()) return fail(stop.status().message());
-    options.stop_after = stop.value();
-  }
-
-  auto device = open_train_device(args, &options);
-  if (!device.ok()) return fail(device.status().message());
-  const std::unique_ptr<ocl::Device> train_device = device.take();
-  if (train_device && precision_report) {
-    return fail("--precision compares precisions on the CPU; drop --device (the OpenCL device trains fp32)");
-  }
-
-  // Model, data, trainer.
-  const std::string stored_model = resuming ? resume_path + ": the stored model: " : "";  // errors in a checkpoint's cfg
-  auto built = Model::from_cfg(cfg);
-  if (!built.ok()) return fail(built.status().with_context(stored_model).message());
-  std::unique_ptr<Model> model = built.take();
-  if (args.given("samples") && model->target() != TargetKind::input) {
-    return fail("--samples shows reconstructions: it needs a model trained on its input (target = input)");
-  }
-  auto memory = memory_options(args);
-  if (!memory.ok()) return fail(memory.status().message());
-  auto [budget, stream] = memory.value();
-  const bool budget_given = budget > 0;
-  const AvailableMemory available = available_host_memory();
-  if (budget_given) {
-    const std::string above = budget_above_available(budget, available);
-    if (!above.empty()) std::fprintf(stderr, "retrograd: warning: %s\n", above.c_str());
-  }
-  if (Status s = model->init(options.seed); !s.ok()) return fail(s.with_context(stored_model).message());
-  const AddressSpace space = address_space();
-  if (budget == 0 && space.limit_bytes > 0) {
-    auto limited = address_space_budget(space, thread_count);
-    if (!limited.ok()) return fail(limited.status().message());
-    budget = limited.value();
-    std::printf("memory:    %s\n", describe_address_space_budget(space, budget).c_str());
-  }
-  const bool open_streamed = stream == StreamChoice::always || (stream == StreamChoice::automatic && budget > 0);
-  auto data = load_training_data(args, options.data, options.seed, model->input_shape(), open_streamed);
-  if (!data.ok()) {
-    const bool stored = resuming && !args.given("data");
-    return fail((stored ? note_source_from_checkpoint(data.status(), options.data, resume_path) : data.status()).message());
-  }
-  DataSplit split = data.take();
-  if (resuming) {
-    if (Status s = check_resumed_data(resumed.settings, resume_path, options.data, resumed_data, split); !s.ok()) {
-      return fail(s.message());
-    }
-  }
-  record_data_options(args, &options.data_settings);
-  options.data_settings[kDataIdentitySetting] = data_identity(split);
-  Dataset train = split.train;
-  Dataset validation;
-  if (options.validation_split > 0) {
-    auto held = split_validation(train, options.validation_split, options.seed);
-    if (!held.ok()) return fail(held.status().with_context("--val-split: ").message());
-    train = held.value().train;
-    validation = held.value().test;
-  }
-  for (const Dataset* d : {&train, &validation, &split.test}) {  // before the first step, not after training
-    if (Status s = check_labels_for(*model, *d); !s.ok()) return fail(s.message());
-  }
-  auto planned = plan_memory(*model, options, RunData{&train, &validation, &split.test}, budget, stream);
-  if (!planned.ok()) return fail(planned.status().message());
-  const MemoryPlan plan = planned.value();
-  if (!budget_given) {
-    if (Status s = check_plan_fits(*model, options, RunData{&train, &validation, &split.test}, stream, plan, available);
-        !s.ok()) {
-      return fail(s.message());
-    }
-  }
-  host_memory().set_budget(budget);
-  if (!plan.stream) {  // read streamed samples in (a budget that allows it), the labels shared
-    for (Dataset* d : {&train, &validation, &split.test}) {
-      auto copy = d->in_memory_copy();
-      if (!copy.ok()) return fail(copy.status().message());
-      *d = copy.take();
-    }
-  }
-  options.micro_batch = plan.micro_batch;
-  options.read_ahead = plan.stream;
-
-  ThreadPool pool(thread_count);
-  options.log = stdout;
-  options.live_progress = is_terminal(stdout);
-  // int8-qat rerunning the last epochs starts from the run's state before them, kept here.
-  const int64_t qat_snapshot_epoch = precision.qat_reruns_last_epochs() ? options.epochs - precision.qat.epochs : -1;
-  Checkpoint qat_start;
-  Trainer* running = nullptr;
-  if (qat_snapshot_epoch >= 0) {
-    options.after_epoch = [&](int64_t epochs_done) -> Status {
-      if (epochs_done != qat_snapshot_epoch) return Status();
-      RG_ASSIGN(qat_start, running->snapshot());
-      return Status();
-    };
-  }
-  Trainer trainer(*model, pool, options);
-  running = &trainer;
-  if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());
-  if (resuming) {
-    if (Status s = trainer.resume_from(resumed, resume_path); !s.ok()) return fail(s.message());
-    resumed.tensors.clear();  // restored: the plan counted them until here (MemoryPlan::checkpoint)
-    if (trainer.epochs_done() >= options.epochs) {
-      return fail(resume_path + " has " + std::to_string(trainer.epochs_done()) +
-                  " epochs done already; pass --epochs with more to continue");
-    }
-  }
-  if (qat_snapshot_epoch >= 0 && trainer.epochs_done() > qat_snapshot_epoch) {
-    return fail("int8-qat reruns the run's last " + std::to_string(precision.qat.epochs) + " epochs from the state after "
-                "epoch " + std::to_string(qat_snapshot_epoch) + ", and this run resumes after epoch " +
-                std::to_string(trainer.epochs_done()) + "; use --qat-mode extra, or lower --qat-epochs");
-  }
-  if (qat_snapshot_epoch >= 0 && trainer.epochs_done() == qat_snapshot_epoch) {
-    auto snapshot = trainer.snapshot();
-    if (!snapshot.ok()) return fail(snapshot.status().message());
-    qat_start = snapshot.take();
-  }
-
-  const CpuInfo cpu = detect_cpu();
-  std::printf("retrograd train: model %s, %lld parameters\n%s", cfg.file.c_str(),
-              static_cast<long long>(model->param_count()), model->summary().c_str());
-  std::printf("data:      %s: %lld training samples%s, %lld test samples, %d classes\n", train.name.c_str(),
-              static_cast<long long>(train.size()),
-              validation.size() > 0 ? (", " + std::to_string(validation.size()) + " for validation").c_str() : "",
-              static_cast<long long>(split.test.size()), train.num_classes);
-  std::printf("training:  %s, batch %lld, %s, %s, %s schedule, seed %llu, %d threads on %s\n",
-              train_precision_name(options.precision), static_cast<long long>(options.batch), describe(options.optimizer).c_str(),
-              options.schedule.describe().c_str(), schedule_name(options.schedule.kind),
-              static_cast<unsigned long long>(options.seed), pool.threads(), cpu.brand.empty() ? "this CPU" : cpu.brand.c_str());
-  std::printf("memory:    %s\n", describe_plan(plan).c_str());
-  if (train_device) {
-    std::printf("device:    %s, micro-batches of %lld, loss on the %s\n", train_device->label().c_str(),
-                static_cast<long long>(trainer.micro_batch()), trainer.options().loss_on_host ? "CPU" : "device");
-  }
-  if (in_job) {
-    std::printf("ranks:     %d (%s), %d on this host, each training its share of every batch of %lld; gradients "
-                "summed in %s\n", comm->size(), comm->library_version().c_str(), comm->ranks_on_this_host(),
-                static_cast<long long>(options.batch), gradient_wire_name(options.gradient_wire));
-  }
-  if (resuming) {
-    std::printf("resuming:  %s after epoch %lld\n", resume_path.c_str(), static_cast<long long>(trainer.epochs_done()));
-    if (data_source_name(options.data) != data_source_name(resumed_data)) {
-      std::printf("           its run read %s: the same samples (%s)\n", data_source_name(resumed_data).c_str(),
-                  options.data_settings[kDataIdentitySetting].c_str());
-    }
-  }
-  std::fflush(stdout);
-
-  const double cpu_seconds_before = process_cpu_seconds();
-  auto fitted = trainer.fit(train, validation.size() > 0 ? &validation : nullptr);
-  const double train_cpu_seconds = process_cpu_seconds() - cpu_seconds_before;  // every thread, while training
-  if (!fitted.ok()) return fail(fitted.status().message());
-  if (train_device) train_device->set_profiling(false);  // the profile covers training, not the test
-  auto scored = trainer.evaluate(split.test);
-  if (!scored.ok()) return fail(scored.status().message());
-  const EvalResult test = scored.value();
-  // What learning nothing scores on the same test samples: the figure's yardstick (once, here).
-  const bool classifies = model->target() != TargetKind::input;
-  auto chance_figure = chance_quality(classifies, train, split.test);
-  if (!chance_figure.ok()) return fail(chance_figure.status().with_context("the chance figure: ").message());
-  const double chance = chance_figure.value();
-  const double samples_per_s = trainer.train_seconds() > 0 ? static_cast<double>(trainer.samples_trained()) / trainer.train_seconds() : 0;
-  const int64_t peak_rss = peak_rss_bytes();
-  const int64_t peak_tensors = host_memory().peak_bytes();
-  // The products' flops (Model::train_flops_per_sample) at the speed measured; a GAN is not here.
-  const double train_gflops = samples_per_s * static_cast<double>(model->train_flops_per_sample()) / 1e9;
-  const double cpu_busy = trainer.train_seconds() > 0 ? train_cpu_seconds / trainer.train_seconds() : 0;
-
-  std::printf("\nsummary\n");
-  if (classifies) {
-    std::printf("  test accuracy   %.4f  (loss %.4f, %lld samples, %.2fs; one class for all: %.4f)\n", test.accuracy,
-                test.loss, static_cast<long long>(test.samples), test.seconds, chance);
-  } else {
-    std::printf("  test MSE        %.6f  PSNR %.2f dB  (loss %.6f, %lld samples, %.2fs; answering the mean: %.6f)\n",
-                test.mse, test.psnr_db, test.loss, static_cast<long long>(test.samples), test.seconds, chance);
-  }
-  std::printf("  training        %lld epochs in %.1fs, %.0f samples/s, %.2f GFLOP/s, %d threads (%.2f cores busy)\n",
-              static_cast<long long>(fitted.value().size()), trainer.train_seconds(), samples_per_s, train_gflops,
-              pool.threads(), cpu_busy);
-  std::printf("  memory          peak RSS %s: tensors and data %s at their peak (predicted %s%s), the rest the "
-              "process's own (%s resident at start: code and libraries; then thread stacks, heap bookkeeping, "
-              "GEMM packing)\n",
-              format_bytes(peak_rss).c_str(), format_bytes(peak_tensors).c_str(),
-              format_bytes(plan.predicted_peak()).c_str(), budget > 0 ? (", budget " + format_bytes(budget)).c_str() : "",
-              format_bytes(start_rss).c_str());
-  if (train_device) {
-    std::printf("  device          %s\n",
-                describe_device_use(*train_device, trainer.device_model()->transfers()).c_str());
-    std::printf("  device probe    %s\n", ocl::describe_test_cost(train_device->capabilities()).c_str());
-    if (args.given("profile-device")) std::printf("device time by kernel\n%s", describe_kernel_times(*train_device).c_str());
-  }
-  if (in_job) std::printf("  ranks           %s\n", describe_job(*comm, options, model->param_count(), fitted.value()).c_str());
-  if (!options.checkpoint_path.empty()) std::printf("  checkpoint      %s\n", options.checkpoint_path.c_str());
-  if (args.given("samples") && writes_files) {
-    if (train_device) {  // the trained weights are on the host now; its buffers were not reserved
-      if (Status s = model->reserve(options.batch); !s.ok()) return fail(s.with_context("--samples: ").message());
-    }
-    if (Status s = write_reconstruction_samples(samples_path, *model, pool, split.test, options.batch); !s.ok()) {
-      return fail(s.with_context("--samples: ").message());
-    }
-    std::printf("  samples         %s (inputs above their reconstructions)\n", samples_path.c_str());
-  }
-
-  std::vector<PrecisionRow> precision_rows_run;
-  if (precision_report) {
-    auto rows = precision_rows(*model, options, pool, train, split.test, samples_per_s, precision,
-                               qat_snapshot_epoch >= 0 ? &qat_start : nullptr);
-    if (!rows.ok()) return fail(rows.status().with_context("--precision: ").message());
-    precision_rows_run = rows.take();
-    std::printf("\nprecision\n%s", precision_table(precision_rows_run, precision.infer_batch).c_str());
-    if (args.given("csv")) {
-      if (Status s = write_text_report(args.text("csv"), precision_csv(precision_rows_run)); !s.ok()) {
-        return fail(s.with_context("--csv ").message());
-      }
-      std::printf("  csv             %s\n", args.text("csv").c_str());
-    }
-  }
-
-  if (args.given("json") && writes_files) {
-    nlohmann::json report = {
-        {"model", cfg.file.rfind("preset:", 0) == 0 ? cfg.file.substr(7) : cfg.file},
-        {"epochs", options.epochs},
-        {"epochs_run", fitted.value().size()},
-        {"batch", options.batch},
-        {"seed", options.seed},
-        {"threads", pool.threads()},
-        {"optimizer", optimizer_name(options.optimizer.kind)},
-        {"lr", options.schedule.lr},
-        {"schedule", schedule_name(options.schedule.kind)},
-        {"data", data_source_name(options.data)},
-        {"train_samples", train.size()},
-        {"test_samples", test.samples},
-        {"parameters", model->param_count()},
-        {"test_accuracy", test.accuracy},
-        {"test_loss", test.loss},
-        {"test_mse", test.mse},
-        {"test_psnr_db", test.psnr_db},
-        {"train_seconds", trainer.train_seconds()},
-        {"train_samples_per_s", samples_per_s},
-        {"train_precision", train_precision_name(options.precision)},
-        {"isa", isa_name(active_isa())},
-        {"denormals", denormals_name(denormals())},
-        {"forward_flops_per_sample", model->forward_flops_per_sample()},
-        {"train_flops_per_sample", model->train_flops_per_sample()},
-        {"train_gflops", train_gflops},
-        {"train_cpu_seconds", train_cpu_seconds},
-        {"peak_rss_bytes", peak_rss},
-        {"peak_tensor_bytes", peak_tensors},
-        {"start_rss_bytes", start_rss},
-        {"memory_plan",
-         {{"budget_bytes", plan.budget},
-          {"batch", plan.batch},
-          {"micro_batch", plan.micro_batch},
-          {"accumulation_steps", plan.accumulation_steps},
-          {"streamed", plan.stream},
-          {"predicted_peak_bytes", plan.predicted_peak()},
-          {"unplanned_peak_bytes", plan.unplanned_peak}}},
-        {"cpu", cpu.brand},
-        {"device", train_device ? train_device->label() : "cpu"},
-        {"device_peak_bytes", train_device ? train_device->memory().peak_bytes() : 0},
-        {"history", nlohmann::json::array()},
-    };
-    if (classifies) {
-      report["classes"] = model->output_shape().numel();
-      report["chance_accuracy"] = chance;  // the best constant answer's, on the test samples scored
-    } else {
-      report["test_mse_baseline"] = chance;  // answering every test sample with the training mean
-    }
-    for (const auto& record : fitted.value()) report["history"].push_back(epoch_json(record));
-    if (train_device && args.given("profile-device")) report["device_profile"] = kernel_times_json(*train_device);
-    if (train_device) {
-      const ocl::Capabilities& probed = train_device->capabilities();
-      report["device_probe"] = {{"test_bytes", probed.test_bytes},
-                                {"test_seconds", probed.test_seconds},
-                                {"source", probed.source},
-                                {"shares_host_memory", train_device->info().shares_host_memory()}};
-    }
-    if (precision_report) report["precisions"] = precision_json(precision_rows_run);
-    if (in_job) {
-      report["ranks"] = {{"count", comm->size()},
-                         {"on_this_host", comm->ranks_on_this_host()},
-                         {"library", comm->library_version()},
-                         {"gradient_format", gradient_wire_name(options.gradient_wire)},
-                         {"gradient_bytes_per_step", gradient_wire_bytes(options.gradient_wire, model->param_count())}};
-    }
-    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.with_context("--json ").message());
-  }
+  if (Status s = build_plan_run_report(run); !s.ok()) return fail(s.message());
   return 0;
 }
 
