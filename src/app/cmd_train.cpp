@@ -179,7 +179,7 @@ Status read_settings(TrainRun& run) {
 }
 
 // parse: --checkpoint claimed, --samples and --json writable.
-Status claim_outputs(TrainRun& run) {
+Status claim_train_outputs(TrainRun& run) {
   Args& args = run.args;
   TrainOptions& options = run.options;
   options.checkpoint_path = args.given("checkpoint") ? args.text("checkpoint") : (run.resuming ? run.resume_path : "");
@@ -224,7 +224,7 @@ Status read_run_options(TrainRun& run) {
   for (const char* name : {"out", "judge", "judge-epochs", "score-samples"}) {
     if (args.given(name)) return Status::error("--" + std::string(name) + " applies to GAN training only (--model dcgan)");
   }
-  RG_TRY(claim_outputs(run));
+  RG_TRY(claim_train_outputs(run));
   RG_TRY(read_precision_options(run));
   RG_ASSIGN(run.thread_count, threads_option(args));
   RG_TRY(apply_mpi_options(args, run.comm, &run.options, &run.thread_count));
@@ -235,7 +235,7 @@ Status read_run_options(TrainRun& run) {
 }
 
 // build: the device, the model (initialized) and the memory budget.
-Status build_model(TrainRun& run) {
+Status build_train_model(TrainRun& run) {
   Args& args = run.args;
   RG_ASSIGN(run.train_device, open_train_device(args, &run.options));
   if (run.train_device && run.precision_report) {
@@ -265,7 +265,7 @@ Status build_model(TrainRun& run) {
 }
 
 // build: the training, validation and test data, checked against the checkpoint and the model.
-Status load_data(TrainRun& run) {
+Status load_train_data(TrainRun& run) {
   Args& args = run.args;
   TrainOptions& options = run.options;
   const bool open_streamed =
@@ -315,7 +315,7 @@ Status plan_run_memory(TrainRun& run) {
 }
 
 // build: the trainer, prepared, resumed, and the int8-qat starting state kept when it is now.
-Status start_trainer(TrainRun& run) {
+Status start_trainer_for(TrainRun& run) {
   TrainOptions& options = run.options;
   run.pool = std::make_unique<ThreadPool>(run.thread_count);
   options.log = stdout;
@@ -352,7 +352,7 @@ Status start_trainer(TrainRun& run) {
 }
 
 // report: what is about to run, before the first step.
-void print_run_header(const TrainRun& run, const CpuInfo& cpu) {
+void print_train_header(const TrainRun& run, const CpuInfo& cpu) {
   const TrainOptions& options = run.options;
   Trainer& trainer = *run.trainer;
   std::printf("retrograd train: model %s, %lld parameters\n%s", run.cfg.file.c_str(),
@@ -410,7 +410,7 @@ Status train_and_score(TrainRun& run) {
 }
 
 // report: the summary after training, and --samples.
-Status print_summary(TrainRun& run) {
+Status print_train_summary(TrainRun& run) {
   Trainer& trainer = *run.trainer;
   const EvalResult& test = run.test;
   const double cpu_busy = trainer.train_seconds() > 0 ? run.train_cpu_seconds / trainer.train_seconds() : 0;
@@ -473,7 +473,7 @@ Status report_precisions(TrainRun& run) {
 }
 
 // report: the figures of the run, as --json has them, before the parts some runs add.
-nlohmann::json run_json(const TrainRun& run, const CpuInfo& cpu) {
+nlohmann::json train_json(const TrainRun& run, const CpuInfo& cpu) {
   const TrainOptions& options = run.options;
   Model& model = *run.model;
   const MemoryPlan& plan = run.plan;
@@ -523,8 +523,8 @@ nlohmann::json run_json(const TrainRun& run, const CpuInfo& cpu) {
 }
 
 // report: --json.
-Status write_run_json(const TrainRun& run, const CpuInfo& cpu) {
-  nlohmann::json report = run_json(run, cpu);
+Status write_train_json(const TrainRun& run, const CpuInfo& cpu) {
+  nlohmann::json report = train_json(run, cpu);
   if (run.classifies) {
     report["classes"] = run.model->output_shape().numel();
     report["chance_accuracy"] = run.chance;  // the best constant answer's, on the test samples scored
@@ -556,16 +556,16 @@ Status write_run_json(const TrainRun& run, const CpuInfo& cpu) {
 // The steps after the settings of a plain run: build, plan, run, report.
 Status build_plan_run_report(TrainRun& run) {
   RG_TRY(read_run_options(run));
-  RG_TRY(build_model(run));
-  RG_TRY(load_data(run));
+  RG_TRY(build_train_model(run));
+  RG_TRY(load_train_data(run));
   RG_TRY(plan_run_memory(run));
-  RG_TRY(start_trainer(run));
+  RG_TRY(start_trainer_for(run));
   const CpuInfo cpu = detect_cpu();
-  print_run_header(run, cpu);
+  print_train_header(run, cpu);
   RG_TRY(train_and_score(run));
-  RG_TRY(print_summary(run));
+  RG_TRY(print_train_summary(run));
   RG_TRY(report_precisions(run));
-  if (run.args.given("json") && run.writes_files) RG_TRY(write_run_json(run, cpu));
+  if (run.args.given("json") && run.writes_files) RG_TRY(write_train_json(run, cpu));
   return Status();
 }
 

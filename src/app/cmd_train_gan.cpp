@@ -126,235 +126,302 @@ void add_gan_options(Args& args) {
   args.option("score-samples", "N", "GANs: samples scored by the judge after each epoch (0: none)", "10000");
 }
 
-int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) {
-  for (const char* name : kNotForGans) {
-    if (args.given(name)) return fail("--" + std::string(name) + " does not apply to GAN training");
-  }
-  const bool resuming = gan_cfg == nullptr;
+namespace {
+
+// One GAN run: what its steps read and fill, in the order run_gan_train calls them.
+struct GanRun {
+  GanRun(Args& a, const CfgDocument* cfg, TrainOptions o)
+      : args(a), gan_cfg(cfg), options(std::move(o)), resuming(cfg == nullptr) {}
+  Args& args;
+  const CfgDocument* gan_cfg;  // null: resuming from the run's folder
+  TrainOptions options;
+  bool resuming;
   std::string out_dir;
   GanPair pair;
   Checkpoint g_ck, d_ck;
   std::string resumed_data;  // the checkpoint's source when resuming
-  if (resuming) {
-    if (args.given("out")) return fail("--out: a resumed GAN run stays in its folder (--resume DIR)");
-    out_dir = args.text("resume");
-    const std::string g_path = join_path(out_dir, kGeneratorFile), d_path = join_path(out_dir, kDiscriminatorFile);
-    auto g_read = read_checkpoint(g_path);
-    if (!g_read.ok()) return fail(g_read.status().with_context("--resume: ").message());
-    auto d_read = read_checkpoint(d_path);
-    if (!d_read.ok()) return fail(d_read.status().with_context("--resume: ").message());
-    g_ck = g_read.take();
-    d_ck = d_read.take();
-    if (Status s = options_from_checkpoint(g_ck, g_path, &options); !s.ok()) return fail(s.message());
-    if (Status s = resume_data_options(g_ck.settings, g_path, args); !s.ok()) return fail(s.message());
-    resumed_data = options.data;
-    if (args.given("data")) options.data = args.text("data");
-    if (args.given("epochs")) {
-      auto epochs = args.integer("epochs", 1, 1000000);
-      if (!epochs.ok()) return fail(epochs.status().message());
-      options.epochs = epochs.value();
-    }
-    auto g = model_from_checkpoint(g_ck, g_path, "generator");
-    if (!g.ok()) return fail(g.status().message());
-    auto d = model_from_checkpoint(d_ck, d_path, "discriminator");
-    if (!d.ok()) return fail(d.status().message());
-    pair.generator = g.take();
-    pair.discriminator = d.take();
-  } else {
-    if (options.schedule.kind != ScheduleKind::constant) return fail("--schedule: GAN training uses a constant rate");
-    std::string name = gan_cfg->file.rfind("preset:", 0) == 0 ? gan_cfg->file.substr(7) : last_path_component(gan_cfg->file);
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".cfg") == 0) name.resize(name.size() - 4);
-    out_dir = args.given("out") ? args.text("out") : name + "-run";
-    auto built = gan_pair_from_cfg(*gan_cfg);
-    if (!built.ok()) return fail(built.status().message());
-    pair = built.take();
-  }
-  if (Status s = make_directories(out_dir); !s.ok()) return fail(s.with_context("--out: ").message());
   std::vector<std::unique_ptr<OutputLock>> network_locks;  // both checkpoints, held until the run ends
-  for (const char* file : {kGeneratorFile, kDiscriminatorFile}) {
-    const std::string path = join_path(out_dir, file);
-    auto claimed = claim_checkpoint(path, resuming ? "resume" : "out", args.given("overwrite"), resuming ? path : "",
-                                    out_dir);
-    if (!claimed.ok()) return fail(claimed.status().message());
-    network_locks.push_back(claimed.take());
-  }
-  const std::string json_path = args.text("json");
-  if (args.given("json")) {
-    if (Status s = check_writable_path(json_path, "json"); !s.ok()) return fail(s.message());
-  }
-  auto threads = threads_option(args);
-  if (!threads.ok()) return fail(threads.status().message());
-  auto score_samples = args.integer("score-samples", 0, 1000000);
-  if (!score_samples.ok()) return fail(score_samples.status().message());
-  if (score_samples.value() > 0 && score_samples.value() < kScoreSplits) {
-    return fail("--score-samples: 0 (no score) or at least " + std::to_string(kScoreSplits));
-  }
-  if (args.given("stop-after")) {
-    auto stop = args.integer("stop-after", 1, 1000000);
-    if (!stop.ok()) return fail(stop.status().message());
-    options.stop_after = stop.value();
-  }
-
-  Model& g = *pair.generator;
-  Model& d = *pair.discriminator;
-  if (Status s = g.init(options.seed); !s.ok()) return fail(s.message());
-  if (Status s = d.init(options.seed + kDiscriminatorSeedOffset); !s.ok()) return fail(s.message());
-  auto data = load_training_data(args, options.data, options.seed, d.input_shape());
-  if (!data.ok()) {
-    const bool stored = resuming && !args.given("data");
-    return fail((stored ? note_source_from_checkpoint(data.status(), options.data, join_path(out_dir, kGeneratorFile))
-                        : data.status()).message());
-  }
-  DataSplit split = data.take();
-  if (resuming) {
-    const std::string g_path = join_path(out_dir, kGeneratorFile);
-    if (Status s = check_resumed_data(g_ck.settings, g_path, options.data, resumed_data, split); !s.ok()) {
-      return fail(s.message());
-    }
-  }
-  record_data_options(args, &options.data_settings);
-  options.data_settings[kDataIdentitySetting] = data_identity(split);
-  Dataset train = split.train;
-
-  auto device = open_train_device(args, &options);
-  if (!device.ok()) return fail(device.status().message());
-  const std::unique_ptr<ocl::Device> train_device = device.take();
-  if (train_device && !options.host_layers.empty()) return fail("--cpu-layers applies to classifier and autoencoder training");
-
-  ThreadPool pool(threads.value());
-  options.log = stdout;
-  options.live_progress = is_terminal(stdout);
-  GanTrainer trainer(g, d, pool, options);
-  if (Status s = trainer.prepare(train.size()); !s.ok()) return fail(s.message());
-  if (resuming) {
-    const Status s = trainer.resume_from(g_ck, join_path(out_dir, kGeneratorFile), d_ck,
-                                         join_path(out_dir, kDiscriminatorFile));
-    if (!s.ok()) return fail(s.message());
-    if (trainer.epochs_done() >= options.epochs) {
-      return fail(out_dir + " has " + std::to_string(trainer.epochs_done()) +
-                  " epochs done already; pass --epochs with more to continue");
-    }
-  }
-
-  std::printf("retrograd train: GAN, generator %s (%lld parameters), discriminator %s (%lld parameters)\n",
-              g.cfg().file.c_str(), static_cast<long long>(g.param_count()), d.cfg().file.c_str(),
-              static_cast<long long>(d.param_count()));
-  std::printf("generator\n%sdiscriminator\n%s", g.summary().c_str(), d.summary().c_str());
-  std::printf("data:      %s: %lld training samples\n", train.name.c_str(), static_cast<long long>(train.size()));
-  std::printf("training:  batch %lld, %s, lr %g for both networks, seed %llu, %d threads; run folder %s\n",
-              static_cast<long long>(options.batch), describe(options.optimizer).c_str(), options.schedule.lr,
-              static_cast<unsigned long long>(options.seed), pool.threads(), out_dir.c_str());
-  if (resuming) std::printf("resuming:  %s after epoch %lld\n", out_dir.c_str(), static_cast<long long>(trainer.epochs_done()));
-  std::fflush(stdout);
-
+  std::string json_path;
+  int thread_count = 0;
+  int64_t score_samples = 0;
+  DataSplit split;
+  Dataset train;
+  std::unique_ptr<ocl::Device> train_device;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<GanTrainer> trainer;
   // The judge, and its score on real test images: the ceiling the samples' score compares with.
   std::unique_ptr<Model> judge;
   Tensor scored;
   nlohmann::json real_score_json;
   double chance_score = NAN;  // the untrained generator's score (a new run only)
-  if (score_samples.value() > 0) {
-    auto got = get_judge(args, out_dir, split, options, pool);
-    if (!got.ok()) return fail(got.status().with_context("the judge: ").message());
-    judge = got.take();
-    const int64_t real_count = std::min<int64_t>(score_samples.value(), split.test.size());
-    if (real_count >= kScoreSplits) {
-      auto real = split.test.first_samples(real_count);
-      if (!real.ok()) return fail(real.status().message());
-      auto real_score = score_with_classifier(*judge, pool, real.value(), options.batch, kScoreSplits);
-      if (!real_score.ok()) return fail(real_score.status().with_context("the judge: ").message());
-      std::printf("judge on %lld real test images:\n", static_cast<long long>(real_count));
-      print_score("score", real_score.value(), split.test);
-      real_score_json = score_json(real_score.value());
-    }
-    auto buffer = Tensor::zeros(g.output_shape().batched(score_samples.value()), DType::f32, "samples to score");
-    if (!buffer.ok()) return fail(buffer.status().message());
-    scored = buffer.take();
-    if (trainer.epochs_done() == 0) {  // the floor the samples' score compares with: G as initialised
-      auto untrained = score_generator(trainer, *judge, pool, scored);
-      if (!untrained.ok()) return fail(untrained.status().message());
-      std::printf("judge on %lld samples of the untrained generator (the chance level):\n",
-                  static_cast<long long>(score_samples.value()));
-      print_score("score", untrained.value(), split.train);
-      chance_score = untrained.value().score;
-    }
-  }
-  auto grid = Tensor::zeros(g.output_shape().batched(kGridSamples), DType::f32, "sample grid");
-  if (!grid.ok()) return fail(grid.status().message());
-
+  // What training measured.
   nlohmann::json history = nlohmann::json::array();
   double train_seconds = 0, train_cpu_seconds = 0;  // CPU: every thread, while training (not scoring)
   int64_t samples_trained = 0;
+
+  std::string g_path() const { return join_path(out_dir, kGeneratorFile); }
+  std::string d_path() const { return join_path(out_dir, kDiscriminatorFile); }
+};
+
+// Resuming: both networks, the settings and the data options from the run's folder.
+Status read_resumed_pair(GanRun& run) {
+  Args& args = run.args;
+  if (args.given("out")) return Status::error("--out: a resumed GAN run stays in its folder (--resume DIR)");
+  run.out_dir = args.text("resume");
+  const std::string g_path = run.g_path(), d_path = run.d_path();
+  auto g_read = read_checkpoint(g_path);
+  if (!g_read.ok()) return g_read.status().with_context("--resume: ");
+  auto d_read = read_checkpoint(d_path);
+  if (!d_read.ok()) return d_read.status().with_context("--resume: ");
+  run.g_ck = g_read.take();
+  run.d_ck = d_read.take();
+  RG_TRY(options_from_checkpoint(run.g_ck, g_path, &run.options));
+  RG_TRY(resume_data_options(run.g_ck.settings, g_path, args));
+  run.resumed_data = run.options.data;
+  if (args.given("data")) run.options.data = args.text("data");
+  if (args.given("epochs")) {
+    RG_ASSIGN(run.options.epochs, args.integer("epochs", 1, 1000000));
+  }
+  RG_ASSIGN(run.pair.generator, model_from_checkpoint(run.g_ck, g_path, "generator"));
+  RG_ASSIGN(run.pair.discriminator, model_from_checkpoint(run.d_ck, d_path, "discriminator"));
+  return Status();
+}
+
+// A new run: the pair from the [gan] cfg, the run folder from --out or the cfg's name.
+Status build_new_pair(GanRun& run) {
+  const CfgDocument& gan_cfg = *run.gan_cfg;
+  if (run.options.schedule.kind != ScheduleKind::constant) {
+    return Status::error("--schedule: GAN training uses a constant rate");
+  }
+  std::string name = gan_cfg.file.rfind("preset:", 0) == 0 ? gan_cfg.file.substr(7) : last_path_component(gan_cfg.file);
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, ".cfg") == 0) name.resize(name.size() - 4);
+  run.out_dir = run.args.given("out") ? run.args.text("out") : name + "-run";
+  RG_ASSIGN(run.pair, gan_pair_from_cfg(gan_cfg));
+  return Status();
+}
+
+// The run folder and both networks' files claimed; --json, threads, --score-samples, --stop-after.
+Status claim_gan_outputs(GanRun& run) {
+  Args& args = run.args;
+  RG_TRY(make_directories(run.out_dir).with_context("--out: "));
+  for (const char* file : {kGeneratorFile, kDiscriminatorFile}) {
+    const std::string path = join_path(run.out_dir, file);
+    RG_ASSIGN(auto lock, claim_checkpoint(path, run.resuming ? "resume" : "out", args.given("overwrite"),
+                                          run.resuming ? path : "", run.out_dir));
+    run.network_locks.push_back(std::move(lock));
+  }
+  run.json_path = args.text("json");
+  if (args.given("json")) RG_TRY(check_writable_path(run.json_path, "json"));
+  RG_ASSIGN(run.thread_count, threads_option(args));
+  RG_ASSIGN(run.score_samples, args.integer("score-samples", 0, 1000000));
+  if (run.score_samples > 0 && run.score_samples < kScoreSplits) {
+    return Status::error("--score-samples: 0 (no score) or at least " + std::to_string(kScoreSplits));
+  }
+  if (args.given("stop-after")) {
+    RG_ASSIGN(run.options.stop_after, args.integer("stop-after", 1, 1000000));
+  }
+  return Status();
+}
+
+// Both networks initialized, the data loaded (and checked against the run resumed), the device opened.
+Status init_gan_and_load(GanRun& run) {
+  Args& args = run.args;
+  TrainOptions& options = run.options;
+  Model& g = *run.pair.generator;
+  Model& d = *run.pair.discriminator;
+  RG_TRY(g.init(options.seed));
+  RG_TRY(d.init(options.seed + kDiscriminatorSeedOffset));
+  auto data = load_training_data(args, options.data, options.seed, d.input_shape());
+  if (!data.ok()) {
+    const bool stored = run.resuming && !args.given("data");
+    return stored ? note_source_from_checkpoint(data.status(), options.data, run.g_path()) : data.status();
+  }
+  run.split = data.take();
+  if (run.resuming) RG_TRY(check_resumed_data(run.g_ck.settings, run.g_path(), options.data, run.resumed_data, run.split));
+  record_data_options(args, &options.data_settings);
+  options.data_settings[kDataIdentitySetting] = data_identity(run.split);
+  run.train = run.split.train;
+  RG_ASSIGN(run.train_device, open_train_device(args, &options));
+  if (run.train_device && !options.host_layers.empty()) {
+    return Status::error("--cpu-layers applies to classifier and autoencoder training");
+  }
+  return Status();
+}
+
+// The GAN trainer, prepared and resumed; then what is about to run.
+Status start_gan_trainer(GanRun& run) {
+  TrainOptions& options = run.options;
+  Model& g = *run.pair.generator;
+  Model& d = *run.pair.discriminator;
+  run.pool = std::make_unique<ThreadPool>(run.thread_count);
+  options.log = stdout;
+  options.live_progress = is_terminal(stdout);
+  run.trainer = std::make_unique<GanTrainer>(g, d, *run.pool, options);
+  GanTrainer& trainer = *run.trainer;
+  RG_TRY(trainer.prepare(run.train.size()));
+  if (run.resuming) {
+    RG_TRY(trainer.resume_from(run.g_ck, run.g_path(), run.d_ck, run.d_path()));
+    if (trainer.epochs_done() >= options.epochs) {
+      return Status::error(run.out_dir + " has " + std::to_string(trainer.epochs_done()) +
+                           " epochs done already; pass --epochs with more to continue");
+    }
+  }
+  std::printf("retrograd train: GAN, generator %s (%lld parameters), discriminator %s (%lld parameters)\n",
+              g.cfg().file.c_str(), static_cast<long long>(g.param_count()), d.cfg().file.c_str(),
+              static_cast<long long>(d.param_count()));
+  std::printf("generator\n%sdiscriminator\n%s", g.summary().c_str(), d.summary().c_str());
+  std::printf("data:      %s: %lld training samples\n", run.train.name.c_str(), static_cast<long long>(run.train.size()));
+  std::printf("training:  batch %lld, %s, lr %g for both networks, seed %llu, %d threads; run folder %s\n",
+              static_cast<long long>(options.batch), describe(options.optimizer).c_str(), options.schedule.lr,
+              static_cast<unsigned long long>(options.seed), run.pool->threads(), run.out_dir.c_str());
+  if (run.resuming) {
+    std::printf("resuming:  %s after epoch %lld\n", run.out_dir.c_str(), static_cast<long long>(trainer.epochs_done()));
+  }
+  std::fflush(stdout);
+  return Status();
+}
+
+// --score-samples: the judge, its score on real test images and, for a new run, the untrained generator's.
+Status prepare_judge(GanRun& run) {
+  if (run.score_samples <= 0) return Status();
+  ThreadPool& pool = *run.pool;
+  const DataSplit& split = run.split;
+  auto got = get_judge(run.args, run.out_dir, split, run.options, pool);
+  if (!got.ok()) return got.status().with_context("the judge: ");
+  run.judge = got.take();
+  const int64_t real_count = std::min<int64_t>(run.score_samples, split.test.size());
+  if (real_count >= kScoreSplits) {
+    RG_ASSIGN(const Tensor real, split.test.first_samples(real_count));
+    auto real_score = score_with_classifier(*run.judge, pool, real, run.options.batch, kScoreSplits);
+    if (!real_score.ok()) return real_score.status().with_context("the judge: ");
+    std::printf("judge on %lld real test images:\n", static_cast<long long>(real_count));
+    print_score("score", real_score.value(), split.test);
+    run.real_score_json = score_json(real_score.value());
+  }
+  RG_ASSIGN(run.scored,
+            Tensor::zeros(run.pair.generator->output_shape().batched(run.score_samples), DType::f32, "samples to score"));
+  if (run.trainer->epochs_done() == 0) {  // the floor the samples' score compares with: G as initialised
+    RG_ASSIGN(const ClassifierScore untrained, score_generator(*run.trainer, *run.judge, pool, run.scored));
+    std::printf("judge on %lld samples of the untrained generator (the chance level):\n",
+                static_cast<long long>(run.score_samples));
+    print_score("score", untrained, split.train);
+    run.chance_score = untrained.score;
+  }
+  return Status();
+}
+
+// The epochs: each saves both networks, writes a sample grid and, with a judge, scores G.
+Status train_epochs(GanRun& run) {
+  GanTrainer& trainer = *run.trainer;
+  const TrainOptions& options = run.options;
+  RG_ASSIGN(Tensor grid, Tensor::zeros(run.pair.generator->output_shape().batched(kGridSamples), DType::f32, "sample grid"));
   const int64_t last = options.stop_after > 0 ? std::min(options.stop_after, options.epochs) : options.epochs;
   while (trainer.epochs_done() < last) {
     const double cpu_before = process_cpu_seconds();
-    auto epoch = trainer.train_epoch(train);
-    train_cpu_seconds += process_cpu_seconds() - cpu_before;
-    if (!epoch.ok()) return fail(epoch.status().message());
+    auto epoch = trainer.train_epoch(run.train);
+    run.train_cpu_seconds += process_cpu_seconds() - cpu_before;
+    if (!epoch.ok()) return epoch.status();
     const GanEpochRecord& r = epoch.value();
-    train_seconds += r.seconds;
-    samples_trained += train.size();
-    if (Status s = trainer.save(join_path(out_dir, kGeneratorFile), join_path(out_dir, kDiscriminatorFile)); !s.ok()) {
-      return fail(s.with_context("saving the networks after epoch " + std::to_string(r.epoch) + ": ").message());
-    }
-    const std::string grid_path = join_path(out_dir, "samples-epoch-" + std::to_string(r.epoch) + ".png");
-    if (Status s = trainer.generate(kFixedNoiseStream, kGridSamples, grid.value()); !s.ok()) return fail(s.message());
-    if (Status s = write_image_grid(grid_path, grid.value(), kGridColumns); !s.ok()) return fail(s.message());
+    run.train_seconds += r.seconds;
+    run.samples_trained += run.train.size();
+    RG_TRY(trainer.save(run.g_path(), run.d_path())
+               .with_context("saving the networks after epoch " + std::to_string(r.epoch) + ": "));
+    const std::string grid_path = join_path(run.out_dir, "samples-epoch-" + std::to_string(r.epoch) + ".png");
+    RG_TRY(trainer.generate(kFixedNoiseStream, kGridSamples, grid));
+    RG_TRY(write_image_grid(grid_path, grid, kGridColumns));
     std::printf("  D(G(z)) after D's update %.3f, %.0f samples/s; samples %s\n", r.d_fake_after, r.samples_per_s,
                 grid_path.c_str());
     nlohmann::json record = {{"epoch", r.epoch},   {"loss_d", r.loss_d},   {"loss_g", r.loss_g},
                              {"d_real", r.d_real}, {"d_fake", r.d_fake},   {"d_fake_after", r.d_fake_after},
                              {"seconds", r.seconds}, {"samples_per_s", r.samples_per_s}, {"sample_grid", grid_path}};
-    if (judge) {
-      auto score = score_generator(trainer, *judge, pool, scored);
-      if (!score.ok()) return fail(score.status().message());
-      print_score("score", score.value(), split.train);
-      record["score"] = score_json(score.value());
+    if (run.judge) {
+      RG_ASSIGN(const ClassifierScore score, score_generator(trainer, *run.judge, *run.pool, run.scored));
+      print_score("score", score, run.split.train);
+      record["score"] = score_json(score);
     }
     std::fflush(stdout);
-    history.push_back(record);
+    run.history.push_back(record);
   }
+  return Status();
+}
 
+// The summary after training.
+void print_gan_summary(GanRun& run) {
   std::printf("\nsummary\n  training        %lld epochs in %.1fs, %.0f samples/s, %d threads\n",
-              static_cast<long long>(history.size()), train_seconds,
-              train_seconds > 0 ? static_cast<double>(samples_trained) / train_seconds : 0.0, pool.threads());
+              static_cast<long long>(run.history.size()), run.train_seconds,
+              run.train_seconds > 0 ? static_cast<double>(run.samples_trained) / run.train_seconds : 0.0,
+              run.pool->threads());
   std::printf("  memory          peak RSS %s, peak tensors %s\n", format_bytes(peak_rss_bytes()).c_str(),
               format_bytes(host_memory().peak_bytes()).c_str());
-  if (train_device) std::printf("  device          %s\n", describe_device_use(*train_device, trainer.device_transfers()).c_str());
-  if (args.given("profile-device")) std::printf("device time by kernel\n%s", describe_kernel_times(*train_device).c_str());
-  std::printf("  networks        %s, %s\n", join_path(out_dir, kGeneratorFile).c_str(),
-              join_path(out_dir, kDiscriminatorFile).c_str());
-  if (args.given("json")) {
-    nlohmann::json report = {
-        {"model", "gan"},
-        {"generator", g.cfg().file},
-        {"discriminator", d.cfg().file},
-        {"epochs", options.epochs},
-        {"batch", options.batch},
-        {"seed", options.seed},
-        {"threads", pool.threads()},
-        {"lr", options.schedule.lr},
-        {"data", data_source_name(options.data)},
-        {"train_samples", train.size()},
-        {"run_folder", out_dir},
-        {"train_seconds", train_seconds},
-        {"train_samples_per_s", train_seconds > 0 ? static_cast<double>(samples_trained) / train_seconds : 0.0},
-        {"train_cpu_seconds", train_cpu_seconds},
-        {"train_flops_per_sample", total_flops(gan_training_costs_per_sample(g, d, options.batch, options.optimizer))},
-        {"train_precision", train_precision_name(options.precision)},
-        {"isa", isa_name(active_isa())},
-        {"denormals", denormals_name(denormals())},
-        {"peak_rss_bytes", peak_rss_bytes()},
-        {"peak_tensor_bytes", host_memory().peak_bytes()},
-        {"judge_on_real_test_images", real_score_json},
-        // The untrained generator's score: null when not scored or resumed (the documented floor is 1).
-        {"chance_score", std::isfinite(chance_score) ? nlohmann::json(chance_score) : nlohmann::json()},
-        {"device", train_device ? train_device->label() : "cpu"},
-        {"device_peak_bytes", train_device ? train_device->memory().peak_bytes() : 0},
-        {"history", history},
-    };
-    if (train_device && args.given("profile-device")) report["device_profile"] = kernel_times_json(*train_device);
-    if (Status s = write_json_report(json_path, report); !s.ok()) return fail(s.with_context("--json ").message());
+  if (run.train_device) {
+    std::printf("  device          %s\n",
+                describe_device_use(*run.train_device, run.trainer->device_transfers()).c_str());
   }
+  if (run.args.given("profile-device")) {
+    std::printf("device time by kernel\n%s", describe_kernel_times(*run.train_device).c_str());
+  }
+  std::printf("  networks        %s, %s\n", run.g_path().c_str(), run.d_path().c_str());
+}
+
+// --json.
+Status write_gan_json(GanRun& run) {
+  const TrainOptions& options = run.options;
+  Model& g = *run.pair.generator;
+  Model& d = *run.pair.discriminator;
+  ocl::Device* device = run.train_device.get();
+  nlohmann::json report = {
+      {"model", "gan"},
+      {"generator", g.cfg().file},
+      {"discriminator", d.cfg().file},
+      {"epochs", options.epochs},
+      {"batch", options.batch},
+      {"seed", options.seed},
+      {"threads", run.pool->threads()},
+      {"lr", options.schedule.lr},
+      {"data", data_source_name(options.data)},
+      {"train_samples", run.train.size()},
+      {"run_folder", run.out_dir},
+      {"train_seconds", run.train_seconds},
+      {"train_samples_per_s", run.train_seconds > 0 ? static_cast<double>(run.samples_trained) / run.train_seconds : 0.0},
+      {"train_cpu_seconds", run.train_cpu_seconds},
+      {"train_flops_per_sample", total_flops(gan_training_costs_per_sample(g, d, options.batch, options.optimizer))},
+      {"train_precision", train_precision_name(options.precision)},
+      {"isa", isa_name(active_isa())},
+      {"denormals", denormals_name(denormals())},
+      {"peak_rss_bytes", peak_rss_bytes()},
+      {"peak_tensor_bytes", host_memory().peak_bytes()},
+      {"judge_on_real_test_images", run.real_score_json},
+      // The untrained generator's score: null when not scored or resumed (the documented floor is 1).
+      {"chance_score", std::isfinite(run.chance_score) ? nlohmann::json(run.chance_score) : nlohmann::json()},
+      {"device", device ? device->label() : "cpu"},
+      {"device_peak_bytes", device ? device->memory().peak_bytes() : 0},
+      {"history", run.history},
+  };
+  if (device && run.args.given("profile-device")) report["device_profile"] = kernel_times_json(*device);
+  return write_json_report(run.json_path, report).with_context("--json ");
+}
+
+// The steps of a GAN run, in order: settings, outputs, data, trainer, judge, epochs, report.
+Status gan_steps(GanRun& run) {
+  for (const char* name : kNotForGans) {
+    if (run.args.given(name)) return Status::error("--" + std::string(name) + " does not apply to GAN training");
+  }
+  RG_TRY(run.resuming ? read_resumed_pair(run) : build_new_pair(run));
+  RG_TRY(claim_gan_outputs(run));
+  RG_TRY(init_gan_and_load(run));
+  RG_TRY(start_gan_trainer(run));
+  RG_TRY(prepare_judge(run));
+  RG_TRY(train_epochs(run));
+  print_gan_summary(run);
+  if (run.args.given("json")) RG_TRY(write_gan_json(run));
+  return Status();
+}
+
+}  // namespace
+
+int run_gan_train(Args& args, const CfgDocument* gan_cfg, TrainOptions options) {
+  GanRun run(args, gan_cfg, std::move(options));
+  if (Status s = gan_steps(run); !s.ok()) return fail(s.message());
   return 0;
 }
 
