@@ -40,12 +40,31 @@ Status check_scorable(const Model& model, const std::string& path) {
                        "autoencoder (target = input); " + scores);
 }
 
-}  // namespace
-
-int run_eval(int argc, char** argv) {
-  Args args("eval", "--checkpoint FILE [options]",
+// One `eval` run: what its steps read and fill, in the order run_eval calls them.
+struct EvalRun {
+  Args args{"eval", "--checkpoint FILE [options]",
             "Scores a checkpoint on the test split of its data: a classifier's test accuracy, an autoencoder's test "
-            "MSE and PSNR. A GAN's networks are refused: a GAN run scores them itself.");
+            "MSE and PSNR. A GAN's networks are refused: a GAN run scores them itself."};
+  std::string path;  // the checkpoint
+  int thread_count = 0;
+  int64_t calib_batches = 0;
+  Checkpoint checkpoint;
+  TrainOptions options;
+  std::unique_ptr<ocl::Device> eval_device;
+  std::unique_ptr<Model> model;
+  DataSplit data;
+  int64_t rows = 0;  // scored at a time
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Trainer> trainer;
+  // --int8: the model quantized, run by the CPU's int8 engine or the device's int8 kernels.
+  std::unique_ptr<Int8Model> int8;
+  std::unique_ptr<ocl::ClInt8Model> device_int8;
+  std::function<Tensor(const Tensor&)> forward;
+  Status forward_failed;
+  EvalResult result;
+};
+
+void declare_eval_options(Args& args) {
   args.option("checkpoint", "FILE", "the checkpoint to score (required)");
   args.option("data", "DIR|synthetic", "the data folder", "the one the checkpoint was trained on");
   add_image_data_options(args);  // not in checkpoints: give the ones training had
@@ -57,155 +76,174 @@ int run_eval(int argc, char** argv) {
   add_device_options(args);
   add_common_options(args);
   add_denormals_option(args);
+}
+
+// The checkpoint, its settings and model (restored), and the device.
+Status load_checkpoint_model(EvalRun& run) {
+  Args& args = run.args;
+  if (!args.given("checkpoint")) return Status::error("eval needs --checkpoint FILE");
+  run.path = args.text("checkpoint");
+  const std::string& path = run.path;
+  if (args.given("json")) RG_TRY(check_writable_path(args.text("json"), "json"));
+  RG_ASSIGN(run.thread_count, threads_option(args));
+  RG_ASSIGN(const int64_t batch, args.integer("batch", 1, 1 << 20));
+  RG_ASSIGN(run.calib_batches, args.integer("calib-batches", 1, 1 << 20));
+  RG_ASSIGN(run.checkpoint, read_checkpoint(path));
+  TrainOptions& options = run.options;
+  RG_TRY(options_from_checkpoint(run.checkpoint, path, &options));
+  if (args.given("data")) options.data = args.text("data");
+  options.batch = batch;
+  RG_ASSIGN(run.eval_device, open_train_device(args, &options));
+  if (run.eval_device && options.precision != TrainPrecision::fp32 && options.precision != TrainPrecision::fp16) {
+    std::printf("note            trained in %s; the device scores the f32 model (no fake int8 there)\n",
+                train_precision_name(options.precision));
+    options.precision = TrainPrecision::fp32;
+  }
+  const std::string stored_model = path + ": the stored model: ";
+  auto cfg = parse_cfg(run.checkpoint.cfg_text, run.checkpoint.cfg_name);
+  if (!cfg.ok()) return cfg.status().with_context(stored_model);
+  auto built = Model::from_cfg(cfg.value());
+  if (!built.ok()) return built.status().with_context(stored_model);
+  run.model = built.take();
+  RG_TRY(check_scorable(*run.model, path));
+  RG_TRY(run.model->init(options.seed).with_context(stored_model));
+  return restore_checkpoint(run.checkpoint, path, *run.model, nullptr);
+}
+
+// The data, and the trainer that scores it with buffers checked against the memory left.
+Status load_data_and_trainer(EvalRun& run) {
+  Args& args = run.args;
+  TrainOptions& options = run.options;
+  RG_ASSIGN(const DataSourceOptions source_options, data_source_options(args, run.model->input_shape()));
+  auto data = load_data_source(options.data, options.seed, source_options);
+  if (!data.ok()) return args.given("data") ? data.status() : note_source_from_checkpoint(data.status(), options.data, run.path);
+  run.data = data.take();
+  RG_TRY(check_labels_for(*run.model, run.data.test));
+  // Buffers for at most the test set's samples, checked against the memory left before they are taken.
+  run.rows = max_rows(options.batch, RunData{nullptr, nullptr, &run.data.test});
+  options.micro_batch = run.rows;
+  const AvailableMemory available = available_host_memory();
+  const int64_t buffers = Trainer::prepared_bytes(*run.model, options, run.rows);
+  if (available.bytes > 0 && buffers > available.bytes) {
+    return Status::error("--batch " + std::to_string(options.batch) + ": scoring " + std::to_string(run.rows) +
+                         " samples at a time needs " + format_bytes(buffers) + " of buffers, more than the " +
+                         format_bytes(available.bytes) + " available (" + available.source + "); give a smaller --batch");
+  }
+  run.pool = std::make_unique<ThreadPool>(run.thread_count);
+  run.trainer = std::make_unique<Trainer>(*run.model, *run.pool, options);
+  return run.trainer->prepare();
+}
+
+// --int8: the model quantized on the first training batches; the forward pass of the engine that runs it.
+Status quantize_for_eval(EvalRun& run) {
+  if (!run.args.given("int8")) return Status();
+  const int64_t batch = run.options.batch;
+  const Dataset& train = run.data.train;
+  RG_ASSIGN(const Tensor calibration, train.first_samples(std::min<int64_t>(train.size(), batch * run.calib_batches)));
+  Int8Options int8_options;
+  int8_options.calibration_batches = run.calib_batches;
+  auto quantized = Int8Model::quantize(*run.model, calibration, batch, int8_options, run.pool.get());
+  if (!quantized.ok()) return quantized.status().with_context("--int8: ");
+  run.int8 = quantized.take();
+  RG_TRY(run.int8->reserve(run.rows));
+  if (!run.eval_device) {
+    run.forward = [&run](const Tensor& x) { return run.int8->forward(x, run.pool.get()); };
+    return Status();
+  }
+  auto on_device = ocl::ClInt8Model::create(*run.int8, *run.eval_device);
+  if (!on_device.ok()) return on_device.status().with_context("--int8 on the device: ");
+  run.device_int8 = on_device.take();
+  RG_TRY(run.device_int8->reserve(run.rows));
+  run.forward = [&run](const Tensor& x) {
+    auto out = run.device_int8->forward(x);
+    if (out.ok()) return out.take();
+    run.forward_failed = out.status();
+    return Tensor::zeros(run.model->output_shape().batched(x.shape()[0]), DType::f32, "failed output").take();
+  };
+  return Status();
+}
+
+// What was scored and how, the figures, and --json.
+Status report_eval(EvalRun& run) {
+  const EvalResult& result = run.result;
+  const Checkpoint& checkpoint = run.checkpoint;
+  Model& model = *run.model;
+  std::printf("checkpoint      %s (%s, %s epochs)\n", run.path.c_str(), checkpoint.cfg_name.c_str(),
+              checkpoint.settings.at("epochs_done").c_str());
+  std::printf("data            %s: %lld test samples\n", run.data.test.name.c_str(),
+              static_cast<long long>(result.samples));
+  std::string precision = "fp32";
+  if (run.int8) {  // "int8 (7 of 8 layers; the rest f32)"
+    int64_t in_int8 = 0, layers = 0;
+    for (const LayerPrecision& p : run.int8->precisions()) {
+      in_int8 += p.precision == "int8";
+      layers += p.precision != "-";
+    }
+    precision = "int8 (" + std::to_string(in_int8) + " of " + std::to_string(layers) + " computing layers)";
+  }
+  std::printf("run by          %s on %s\n", precision.c_str(),
+              run.eval_device ? run.eval_device->label().c_str() : "the CPU");
+  const bool autoencoder = model.target() == TargetKind::input;
+  auto chance = chance_quality(!autoencoder, run.data.train, run.data.test);
+  if (!chance.ok()) return chance.status().with_context("the chance figure: ");
+  if (autoencoder) {
+    std::printf("test MSE        %.6f  PSNR %.2f dB (reconstructions of the test images; answering the mean: %.6f)\n",
+                result.mse, result.psnr_db, chance.value());
+  } else {
+    std::printf("test accuracy   %.4f  (%lld classes; one class for all: %.4f)\n", result.accuracy,
+                static_cast<long long>(model.output_shape().numel()), chance.value());
+  }
+  std::printf("test loss       %.6f\n", result.loss);
+  std::printf("time            %.2fs, %.0f samples/s, %d threads\n", result.seconds,
+              static_cast<double>(result.samples) / result.seconds, run.pool->threads());
+  if (!run.args.given("json")) return Status();
+  nlohmann::json report = {{"checkpoint", run.path},
+                           {"model", checkpoint.cfg_name},
+                           {"data", data_source_name(run.options.data)},
+                           {"test_samples", result.samples},
+                           {"test_loss", result.loss},
+                           {"seconds", result.seconds},
+                           {"precision", run.int8 ? "int8" : "fp32"},
+                           {"device", run.eval_device ? run.eval_device->label() : "cpu"},
+                           {"threads", run.pool->threads()},
+                           {"denormals", denormals_name(denormals())}};
+  if (autoencoder) {
+    report["test_mse"] = result.mse;
+    report["test_psnr_db"] = result.psnr_db;
+    report["test_mse_baseline"] = chance.value();
+  } else {
+    report["test_accuracy"] = result.accuracy;
+    report["classes"] = model.output_shape().numel();
+    report["chance_accuracy"] = chance.value();
+  }
+  return write_json_report(run.args.text("json"), report).with_context("--json ");
+}
+
+// The steps of `eval` after its options: model, data, --int8, scoring, report.
+Status eval_steps(EvalRun& run) {
+  RG_TRY(load_checkpoint_model(run));
+  RG_TRY(load_data_and_trainer(run));
+  RG_TRY(quantize_for_eval(run));
+  auto scored = run.trainer->evaluate(run.data.test, run.forward);
+  if (!scored.ok()) return scored.status();
+  if (!run.forward_failed.ok()) return run.forward_failed;
+  run.result = scored.value();
+  return report_eval(run);
+}
+
+}  // namespace
+
+int run_eval(int argc, char** argv) {
+  EvalRun run;
+  Args& args = run.args;
+  declare_eval_options(args);
   if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
   if (args.help_requested()) {
     std::fputs(args.help().c_str(), stdout);
     return 0;
   }
   if (Status s = apply_denormals_option(args); !s.ok()) return fail(s.message());
-  if (!args.given("checkpoint")) return fail("eval needs --checkpoint FILE");
-  const std::string path = args.text("checkpoint");
-  if (args.given("json")) {
-    if (Status s = check_writable_path(args.text("json"), "json"); !s.ok()) return fail(s.message());
-  }
-  auto threads = threads_option(args);
-  if (!threads.ok()) return fail(threads.status().message());
-  auto batch = args.integer("batch", 1, 1 << 20);
-  if (!batch.ok()) return fail(batch.status().message());
-  auto calib_batches = args.integer("calib-batches", 1, 1 << 20);
-  if (!calib_batches.ok()) return fail(calib_batches.status().message());
-
-  auto read = read_checkpoint(path);
-  if (!read.ok()) return fail(read.status().message());
-  const Checkpoint checkpoint = read.take();
-  TrainOptions options;
-  if (Status s = options_from_checkpoint(checkpoint, path, &options); !s.ok()) return fail(s.message());
-  if (args.given("data")) options.data = args.text("data");
-  options.batch = batch.value();
-  auto device = open_train_device(args, &options);
-  if (!device.ok()) return fail(device.status().message());
-  const std::unique_ptr<ocl::Device> eval_device = device.take();
-  if (eval_device && options.precision != TrainPrecision::fp32 && options.precision != TrainPrecision::fp16) {
-    std::printf("note            trained in %s; the device scores the f32 model (no fake int8 there)\n",
-                train_precision_name(options.precision));
-    options.precision = TrainPrecision::fp32;
-  }
-
-  auto cfg = parse_cfg(checkpoint.cfg_text, checkpoint.cfg_name);
-  if (!cfg.ok()) return fail(cfg.status().with_context(path + ": the stored model: ").message());
-  auto built = Model::from_cfg(cfg.value());
-  if (!built.ok()) return fail(built.status().with_context(path + ": the stored model: ").message());
-  std::unique_ptr<Model> model = built.take();
-  if (Status s = check_scorable(*model, path); !s.ok()) return fail(s.message());
-  if (Status s = model->init(options.seed); !s.ok()) return fail(s.with_context(path + ": the stored model: ").message());
-  if (Status s = restore_checkpoint(checkpoint, path, *model, nullptr); !s.ok()) return fail(s.message());
-
-  auto source_options = data_source_options(args, model->input_shape());
-  if (!source_options.ok()) return fail(source_options.status().message());
-  auto data = load_data_source(options.data, options.seed, source_options.value());
-  if (!data.ok()) {
-    return fail((args.given("data") ? data.status() : note_source_from_checkpoint(data.status(), options.data, path)).message());
-  }
-  if (Status s = check_labels_for(*model, data.value().test); !s.ok()) return fail(s.message());
-  // Buffers for at most the test set's samples, checked against the memory left before they are taken.
-  const int64_t rows = max_rows(options.batch, RunData{nullptr, nullptr, &data.value().test});
-  options.micro_batch = rows;
-  const AvailableMemory available = available_host_memory();
-  const int64_t buffers = Trainer::prepared_bytes(*model, options, rows);
-  if (available.bytes > 0 && buffers > available.bytes) {
-    return fail("--batch " + std::to_string(options.batch) + ": scoring " + std::to_string(rows) + " samples at a " +
-                "time needs " + format_bytes(buffers) + " of buffers, more than the " + format_bytes(available.bytes) +
-                " available (" + available.source + "); give a smaller --batch");
-  }
-  ThreadPool pool(threads.value());
-  Trainer trainer(*model, pool, options);
-  if (Status s = trainer.prepare(); !s.ok()) return fail(s.message());
-  // --int8: the model quantized, run by the CPU's int8 engine or the device's int8 kernels.
-  std::unique_ptr<Int8Model> int8;
-  std::unique_ptr<ocl::ClInt8Model> device_int8;
-  std::function<Tensor(const Tensor&)> forward;
-  Status forward_failed;
-  if (args.given("int8")) {
-    const Dataset& train = data.value().train;
-    auto calibration = train.first_samples(std::min<int64_t>(train.size(), options.batch * calib_batches.value()));
-    if (!calibration.ok()) return fail(calibration.status().message());
-    Int8Options int8_options;
-    int8_options.calibration_batches = calib_batches.value();
-    auto quantized = Int8Model::quantize(*model, calibration.value(), options.batch, int8_options, &pool);
-    if (!quantized.ok()) return fail(quantized.status().with_context("--int8: ").message());
-    int8 = quantized.take();
-    if (Status s = int8->reserve(rows); !s.ok()) return fail(s.message());
-    if (eval_device) {
-      auto on_device = ocl::ClInt8Model::create(*int8, *eval_device);
-      if (!on_device.ok()) return fail(on_device.status().with_context("--int8 on the device: ").message());
-      device_int8 = on_device.take();
-      if (Status s = device_int8->reserve(rows); !s.ok()) return fail(s.message());
-      forward = [&](const Tensor& x) {
-        auto out = device_int8->forward(x);
-        if (out.ok()) return out.take();
-        forward_failed = out.status();
-        return Tensor::zeros(model->output_shape().batched(x.shape()[0]), DType::f32, "failed output").take();
-      };
-    } else {
-      forward = [&](const Tensor& x) { return int8->forward(x, &pool); };
-    }
-  }
-  auto scored = trainer.evaluate(data.value().test, forward);
-  if (!scored.ok()) return fail(scored.status().message());
-  if (!forward_failed.ok()) return fail(forward_failed.message());
-  const EvalResult result = scored.value();
-
-  std::printf("checkpoint      %s (%s, %s epochs)\n", path.c_str(), checkpoint.cfg_name.c_str(),
-              checkpoint.settings.at("epochs_done").c_str());
-  std::printf("data            %s: %lld test samples\n", data.value().test.name.c_str(),
-              static_cast<long long>(result.samples));
-  std::string precision = "fp32";
-  if (int8) {  // "int8 (7 of 8 layers; the rest f32)"
-    int64_t in_int8 = 0, layers = 0;
-    for (const LayerPrecision& p : int8->precisions()) {
-      in_int8 += p.precision == "int8";
-      layers += p.precision != "-";
-    }
-    precision = "int8 (" + std::to_string(in_int8) + " of " + std::to_string(layers) + " computing layers)";
-  }
-  std::printf("run by          %s on %s\n", precision.c_str(), eval_device ? eval_device->label().c_str() : "the CPU");
-  const bool autoencoder = model->target() == TargetKind::input;
-  auto chance = chance_quality(!autoencoder, data.value().train, data.value().test);
-  if (!chance.ok()) return fail(chance.status().with_context("the chance figure: ").message());
-  if (autoencoder) {
-    std::printf("test MSE        %.6f  PSNR %.2f dB (reconstructions of the test images; answering the mean: %.6f)\n",
-                result.mse, result.psnr_db, chance.value());
-  } else {
-    std::printf("test accuracy   %.4f  (%lld classes; one class for all: %.4f)\n", result.accuracy,
-                static_cast<long long>(model->output_shape().numel()), chance.value());
-  }
-  std::printf("test loss       %.6f\n", result.loss);
-  std::printf("time            %.2fs, %.0f samples/s, %d threads\n", result.seconds,
-              static_cast<double>(result.samples) / result.seconds, pool.threads());
-  if (args.given("json")) {
-    nlohmann::json report = {{"checkpoint", path},
-                             {"model", checkpoint.cfg_name},
-                             {"data", data_source_name(options.data)},
-                             {"test_samples", result.samples},
-                             {"test_loss", result.loss},
-                             {"seconds", result.seconds},
-                             {"precision", int8 ? "int8" : "fp32"},
-                             {"device", eval_device ? eval_device->label() : "cpu"},
-                             {"threads", pool.threads()},
-                             {"denormals", denormals_name(denormals())}};
-    if (autoencoder) {
-      report["test_mse"] = result.mse;
-      report["test_psnr_db"] = result.psnr_db;
-      report["test_mse_baseline"] = chance.value();
-    } else {
-      report["test_accuracy"] = result.accuracy;
-      report["classes"] = model->output_shape().numel();
-      report["chance_accuracy"] = chance.value();
-    }
-    if (Status s = write_json_report(args.text("json"), report); !s.ok()) {
-      return fail(s.with_context("--json ").message());
-    }
-  }
+  if (Status s = eval_steps(run); !s.ok()) return fail(s.message());
   return 0;
 }
 
