@@ -241,23 +241,34 @@ Status Trainer::training_stopped(const std::string& what) {
   return Status::error(what + "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
 }
 
-Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Dataset* validation) {
+// One epoch of fit(), as its steps fill it in.
+struct Trainer::EpochState {
+  int64_t epoch = 0;  // from 0
+  int64_t n = 0, steps_per_epoch = 0;
+  LossTally tally;  // the losses and hits collected (the device's arrive one micro-batch late)
+  double comm_seconds = 0;  // summing gradients over the ranks
+  double lr = 0;
+  int64_t seen = 0;
+};
+
+Status Trainer::check_fit_data(const Dataset& train, const Dataset* validation) const {
   if (model_.weights_f16()) {
     return Status::error("the model keeps f16 weights, which are for inference; training needs its f32 weights");
   }
   if (model_.loss() == LossKind::none) {
     return Status::error("the model has loss = none: it trains only through another model, as a GAN's generator");
   }
-  const bool classifies = model_.target() != TargetKind::input;
   RG_TRY(check_labels_for(model_, train));
   if (validation != nullptr) RG_TRY(check_labels_for(model_, *validation));
   if (train.sample_shape.numel() != model_.input_shape().numel()) {
     return Status::error("the data's samples are " + train.sample_shape.str() + ", the model takes " +
                          model_.input_shape().str());
   }
-  const int64_t n = train.size();
-  const int64_t steps_per_epoch = (n + options_.batch - 1) / options_.batch;
-  const int64_t micro = micro_batch();
+  return Status();
+}
+
+Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Dataset* validation) {
+  RG_TRY(check_fit_data(train, validation));
   LayerContext ctx = context(true);
   std::vector<EpochRecord> records;
   const int64_t last = options_.stop_after > 0 ? std::min(options_.stop_after, options_.epochs) : options_.epochs;
@@ -266,140 +277,171 @@ Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Datase
     RG_TRY(share_root_state());
   }
   for (int64_t epoch = epochs_done_; epoch < last; ++epoch) {
-    std::fprintf(options_.log, "Epoch %lld/%lld\n", static_cast<long long>(epoch + 1),
-                 static_cast<long long>(options_.epochs));
-    Rng shuffle_rng(options_.seed, kEpochShuffleStream + static_cast<uint64_t>(epoch));
-    // The epoch's order, 4 bytes a sample (counted: a streamed dataset's one cost per sample).
-    RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{n}, DType::i32, "the epoch's sample order"));
-    shuffle_indices(static_cast<int32_t>(n), shuffle_rng, order.data<int32_t>());
-    ProgressBar progress(steps_per_epoch, options_.log, options_.live_progress);
-    batches_->start(train, order.data<int32_t>(), n, options_.batch, micro, rank(), ranks());
-    const auto start = std::chrono::steady_clock::now();
-    double comm_seconds = 0;  // summing gradients over the ranks
-    double lr = 0;
-    LossTally tally;  // the losses and hits collected (the device's arrive one micro-batch late)
-    int64_t seen = 0;
-    for (int64_t step = 0; step < steps_per_epoch; ++step) {
-      const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
-      const std::string where = "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1);
-      ctx.noise_stream = static_cast<uint64_t>(optimizer_.steps());  // dropout masks follow the step
-      if (fake_quant_) fake_quant_->quantize_weights();
-      const bool scaled = options_.precision == TrainPrecision::fp16;
-      const double grad_scale = (scaled ? loss_scaler_.scale() : 1.0) / static_cast<double>(count);
-      // The step's samples (this rank's share of them) in micro-batches: each backward adds its
-      // share of the mean loss's gradient to what the earlier ones left.
-      const RowRange mine = rank_rows(count, rank(), ranks());
-      for (int64_t m0 = 0; m0 < mine.count; m0 += micro) {
-        Tensor x, labels;
-        auto next = next_batch(&x, &labels);
-        if (!next.ok()) {
-          if (fake_quant_) fake_quant_->restore_weights();  // the masters back before giving up
-          return next.status();
-        }
-        const Tensor target = next.value();
-        ctx.row_offset = mine.first + m0;  // the sample's place in the whole step
-        ctx.accumulate_grads = m0 > 0;
-        if (cl_model_) {
-          if (Status s = device_micro_step(x, labels, target, grad_scale, ctx, where, &tally); !s.ok()) {
-            return s.with_context(where + ": ");
-          }
-          continue;
-        }
-        const Tensor out = model_.forward(x, ctx);
-        const double loss = compute_loss(model_.loss(), out, target, grad_scale, model_.output_grad());
-        if (!std::isfinite(loss)) {
-          if (fake_quant_) fake_quant_->restore_weights();
-          const std::string first = first_non_finite_output(model_, x);
-          return training_stopped("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at " +
-                                  where + " (" +
-                                  (first.empty() ? "every layer's output was finite: the loss itself overflowed"
-                                                 : "the first Inf or NaN: " + first) +
-                                  ")");
-        }
-        model_.backward(ctx);
-        tally.loss_sum += loss;
-        tally.rows += x.shape()[0];
-        if (classifies) tally.correct += count_correct(out, labels.data<int32_t>());
-      }
-      if (fake_quant_) fake_quant_->restore_weights();  // the grid values' gradient updates the masters
-      if (ranks() > 1) {  // the whole batch's gradient on every rank, before loss scaling looks at it
-        const double before = options_.comm->totals().seconds;
-        if (Status s = sum_gradients(mine.count > 0); !s.ok()) return s.with_context(where + ": ");
-        comm_seconds += options_.comm->totals().seconds - before;
-      }
-      bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
-      if (scaled) {
-        auto finite = cl_optimizer_ ? device_unscale() : loss_scaler_.unscale(model_.params());
-        if (!finite.ok()) return finite.status().with_context(where + ": ");
-        take_step = finite.value();
-      }
-      lr = options_.schedule.rate(optimizer_.steps(), steps_per_epoch, options_.epochs);
-      if (take_step && cl_optimizer_) {
-        // The kernels flag a non-finite gradient or updated weight; device_check_updates reads
-        // the flags with the next micro-batch (no wait here) and stops naming the param and this step.
-        RG_TRY(cl_optimizer_->step(lr));
-        device_step_where_ = where;
-        cl_model_->params_changed();
-      } else if (take_step) {
-        // A finite loss can still give an Inf gradient (an overflowing product), and a finite
-        // gradient times the rate an Inf weight. The optimizer checks both in the pass that
-        // reads the gradients and writes the weights (a pass of its own cost 5% of an mlp's
-        // step); under loss scaling the scaler has checked and skipped bad gradients already.
-        if (const Param* bad = optimizer_.step(lr)) {
-          return training_stopped(flagged_update(bad).text() + " at " + where);
-        }
-      }
-      seen += count;
-      Metrics metrics;  // none until a loss has arrived (the device's come a micro-batch late)
-      if (tally.rows > 0) {
-        metrics.emplace_back("loss", tally.loss_sum / static_cast<double>(tally.rows));
-        if (classifies) metrics.emplace_back("acc", static_cast<double>(tally.correct) / static_cast<double>(tally.rows));
-      }
-      progress.update(step + 1, metrics);
-    }
-    if (cl_model_) RG_TRY(device_collect_losses(/*keep_newest=*/false, &tally));  // the epoch's last micro-batch
-    RG_TRY(sync_to_host());  // the epoch's weights into the host model, for checkpoints and callers
-    if (ranks() > 1) {
-      RG_TRY(sum_tally(&tally));
-      RG_TRY(share_root_state());
-    }
-    EpochRecord record;
-    record.epoch = epoch + 1;
-    record.seconds = seconds_since(start);
-    record.steps = steps_per_epoch;
-    record.comm_seconds = comm_seconds;
-    record.loss = tally.loss_sum / static_cast<double>(tally.rows);
-    record.accuracy = classifies ? static_cast<double>(tally.correct) / static_cast<double>(tally.rows) : 0.0;
-    record.samples_per_s = static_cast<double>(seen) / record.seconds;
-    record.lr = lr;
-    train_seconds_ += record.seconds;
-    samples_trained_ += seen;
-    Metrics metrics = {{"loss", record.loss}};
-    if (classifies) metrics.emplace_back("acc", record.accuracy);
-    if (validation != nullptr && validation->size() > 0) {
-      RG_ASSIGN(const EvalResult val, score(*validation, {}));
-      record.has_validation = true;
-      record.val_loss = val.loss;
-      record.val_accuracy = val.accuracy;
-      metrics.emplace_back("val_loss", val.loss);
-      if (classifies) metrics.emplace_back("val_acc", val.accuracy);
-    }
-    progress.finish(metrics);
+    RG_ASSIGN(const EpochRecord record, train_epoch(train, validation, epoch, ctx));
     records.push_back(record);
     epochs_done_ = epoch + 1;
-    if (!options_.checkpoint_path.empty() && (options_.comm == nullptr || options_.comm->is_root())) {
-      // A finite gradient times a large learning rate can still overflow a weight: never saved.
-      if (const Param* bad = first_non_finite_value(model_.params())) {
-        return Status::error(bad->name + " holds an Inf or a NaN after epoch " + std::to_string(epoch + 1) +
-                             " (an update overflowed: lower the learning rate?); training stopped; " +
-                             options_.checkpoint_path + " was not written");
-      }
-      const Status saved = save_checkpoint(options_.checkpoint_path, model_, &optimizer_, settings());
-      if (!saved.ok()) return saved.with_context("writing the checkpoint after epoch " + std::to_string(epoch + 1) + ": ");
-    }
+    RG_TRY(save_after_epoch(epoch));
     if (options_.after_epoch) RG_TRY(options_.after_epoch(epochs_done_));
   }
   return records;
+}
+
+Result<EpochRecord> Trainer::train_epoch(const Dataset& train, const Dataset* validation, int64_t epoch,
+                                         LayerContext& ctx) {
+  const bool classifies = model_.target() != TargetKind::input;
+  EpochState state;
+  state.epoch = epoch;
+  state.n = train.size();
+  state.steps_per_epoch = (state.n + options_.batch - 1) / options_.batch;
+  const int64_t n = state.n, steps_per_epoch = state.steps_per_epoch;
+  std::fprintf(options_.log, "Epoch %lld/%lld\n", static_cast<long long>(epoch + 1),
+               static_cast<long long>(options_.epochs));
+  Rng shuffle_rng(options_.seed, kEpochShuffleStream + static_cast<uint64_t>(epoch));
+  // The epoch's order, 4 bytes a sample (counted: a streamed dataset's one cost per sample).
+  RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{n}, DType::i32, "the epoch's sample order"));
+  shuffle_indices(static_cast<int32_t>(n), shuffle_rng, order.data<int32_t>());
+  ProgressBar progress(steps_per_epoch, options_.log, options_.live_progress);
+  batches_->start(train, order.data<int32_t>(), n, options_.batch, micro_batch(), rank(), ranks());
+  const auto start = std::chrono::steady_clock::now();
+  LossTally& tally = state.tally;
+  for (int64_t step = 0; step < steps_per_epoch; ++step) {
+    RG_TRY(train_step(state, step, ctx));
+    Metrics metrics;  // none until a loss has arrived (the device's come a micro-batch late)
+    if (tally.rows > 0) {
+      metrics.emplace_back("loss", tally.loss_sum / static_cast<double>(tally.rows));
+      if (classifies) metrics.emplace_back("acc", static_cast<double>(tally.correct) / static_cast<double>(tally.rows));
+    }
+    progress.update(step + 1, metrics);
+  }
+  if (cl_model_) RG_TRY(device_collect_losses(/*keep_newest=*/false, &tally));  // the epoch's last micro-batch
+  RG_TRY(sync_to_host());  // the epoch's weights into the host model, for checkpoints and callers
+  if (ranks() > 1) {
+    RG_TRY(sum_tally(&tally));
+    RG_TRY(share_root_state());
+  }
+  EpochRecord record;
+  record.epoch = epoch + 1;
+  record.seconds = seconds_since(start);
+  record.steps = steps_per_epoch;
+  record.comm_seconds = state.comm_seconds;
+  record.loss = tally.loss_sum / static_cast<double>(tally.rows);
+  record.accuracy = classifies ? static_cast<double>(tally.correct) / static_cast<double>(tally.rows) : 0.0;
+  record.samples_per_s = static_cast<double>(state.seen) / record.seconds;
+  record.lr = state.lr;
+  train_seconds_ += record.seconds;
+  samples_trained_ += state.seen;
+  Metrics metrics = {{"loss", record.loss}};
+  if (classifies) metrics.emplace_back("acc", record.accuracy);
+  if (validation != nullptr && validation->size() > 0) {
+    RG_ASSIGN(const EvalResult val, score(*validation, {}));
+    record.has_validation = true;
+    record.val_loss = val.loss;
+    record.val_accuracy = val.accuracy;
+    metrics.emplace_back("val_loss", val.loss);
+    if (classifies) metrics.emplace_back("val_acc", val.accuracy);
+  }
+  progress.finish(metrics);
+  return record;
+}
+
+Status Trainer::train_step(EpochState& state, int64_t step, LayerContext& ctx) {
+  const int64_t begin = step * options_.batch, count = std::min(options_.batch, state.n - begin);
+  const std::string where = "epoch " + std::to_string(state.epoch + 1) + ", step " + std::to_string(step + 1);
+  ctx.noise_stream = static_cast<uint64_t>(optimizer_.steps());  // dropout masks follow the step
+  if (fake_quant_) fake_quant_->quantize_weights();
+  const bool scaled = options_.precision == TrainPrecision::fp16;
+  const double grad_scale = (scaled ? loss_scaler_.scale() : 1.0) / static_cast<double>(count);
+  // The step's samples (this rank's share of them) in micro-batches: each backward adds its
+  // share of the mean loss's gradient to what the earlier ones left.
+  const RowRange mine = rank_rows(count, rank(), ranks());
+  RG_TRY(run_micro_batches(mine.first, mine.count, grad_scale, where, ctx, &state.tally));
+  if (fake_quant_) fake_quant_->restore_weights();  // the grid values' gradient updates the masters
+  if (ranks() > 1) {  // the whole batch's gradient on every rank, before loss scaling looks at it
+    const double before = options_.comm->totals().seconds;
+    if (Status s = sum_gradients(mine.count > 0); !s.ok()) return s.with_context(where + ": ");
+    state.comm_seconds += options_.comm->totals().seconds - before;
+  }
+  RG_TRY(update_weights(scaled, state.steps_per_epoch, where, &state.lr));
+  state.seen += count;
+  return Status();
+}
+
+Status Trainer::run_micro_batches(int64_t first, int64_t rows, double grad_scale, const std::string& where,
+                                  LayerContext& ctx, LossTally* tally) {
+  const bool classifies = model_.target() != TargetKind::input;
+  const int64_t micro = micro_batch();
+  for (int64_t m0 = 0; m0 < rows; m0 += micro) {
+    Tensor x, labels;
+    auto next = next_batch(&x, &labels);
+    if (!next.ok()) {
+      if (fake_quant_) fake_quant_->restore_weights();  // the masters back before giving up
+      return next.status();
+    }
+    const Tensor target = next.value();
+    ctx.row_offset = first + m0;  // the sample's place in the whole step
+    ctx.accumulate_grads = m0 > 0;
+    if (cl_model_) {
+      if (Status s = device_micro_step(x, labels, target, grad_scale, ctx, where, tally); !s.ok()) {
+        return s.with_context(where + ": ");
+      }
+      continue;
+    }
+    const Tensor out = model_.forward(x, ctx);
+    const double loss = compute_loss(model_.loss(), out, target, grad_scale, model_.output_grad());
+    if (!std::isfinite(loss)) {
+      if (fake_quant_) fake_quant_->restore_weights();
+      const std::string first_bad = first_non_finite_output(model_, x);
+      return training_stopped("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at " +
+                              where + " (" +
+                              (first_bad.empty() ? "every layer's output was finite: the loss itself overflowed"
+                                                 : "the first Inf or NaN: " + first_bad) +
+                              ")");
+    }
+    model_.backward(ctx);
+    tally->loss_sum += loss;
+    tally->rows += x.shape()[0];
+    if (classifies) tally->correct += count_correct(out, labels.data<int32_t>());
+  }
+  return Status();
+}
+
+Status Trainer::update_weights(bool scaled, int64_t steps_per_epoch, const std::string& where, double* lr) {
+  bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
+  if (scaled) {
+    auto finite = cl_optimizer_ ? device_unscale() : loss_scaler_.unscale(model_.params());
+    if (!finite.ok()) return finite.status().with_context(where + ": ");
+    take_step = finite.value();
+  }
+  *lr = options_.schedule.rate(optimizer_.steps(), steps_per_epoch, options_.epochs);
+  if (take_step && cl_optimizer_) {
+    // The kernels flag a non-finite gradient or updated weight; device_check_updates reads
+    // the flags with the next micro-batch (no wait here) and stops naming the param and this step.
+    RG_TRY(cl_optimizer_->step(*lr));
+    device_step_where_ = where;
+    cl_model_->params_changed();
+  } else if (take_step) {
+    // A finite loss can still give an Inf gradient (an overflowing product), and a finite
+    // gradient times the rate an Inf weight. The optimizer checks both in the pass that
+    // reads the gradients and writes the weights (a pass of its own cost 5% of an mlp's
+    // step); under loss scaling the scaler has checked and skipped bad gradients already.
+    if (const Param* bad = optimizer_.step(*lr)) {
+      return training_stopped(flagged_update(bad).text() + " at " + where);
+    }
+  }
+  return Status();
+}
+
+Status Trainer::save_after_epoch(int64_t epoch) {
+  if (options_.checkpoint_path.empty() || (options_.comm != nullptr && !options_.comm->is_root())) return Status();
+  // A finite gradient times a large learning rate can still overflow a weight: never saved.
+  if (const Param* bad = first_non_finite_value(model_.params())) {
+    return Status::error(bad->name + " holds an Inf or a NaN after epoch " + std::to_string(epoch + 1) +
+                         " (an update overflowed: lower the learning rate?); training stopped; " +
+                         options_.checkpoint_path + " was not written");
+  }
+  const Status saved = save_checkpoint(options_.checkpoint_path, model_, &optimizer_, settings());
+  if (!saved.ok()) return saved.with_context("writing the checkpoint after epoch " + std::to_string(epoch + 1) + ": ");
+  return Status();
 }
 
 Result<EvalResult> Trainer::evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {

@@ -160,6 +160,19 @@ class Trainer {
   // The prefetcher's next piece: *x [count, input...] and *labels [count], and the loss target.
   Result<Tensor> next_batch(Tensor* x, Tensor* labels);
   std::map<std::string, std::string> settings() const;
+  // fit()'s parts (trainer.cpp): the checks before the first step; one epoch (its steps, its
+  // record, the validation score); one step (micro-batches, the gradients summed over the ranks,
+  // the update); one step's micro-batches, rows [first, first + rows) of it; the update after
+  // them, setting *lr; the checkpoint after an epoch (from 0).
+  struct EpochState;
+  struct LossTally;
+  Status check_fit_data(const Dataset& train, const Dataset* validation) const;
+  Result<EpochRecord> train_epoch(const Dataset& train, const Dataset* validation, int64_t epoch, LayerContext& ctx);
+  Status train_step(EpochState& state, int64_t step, LayerContext& ctx);
+  Status run_micro_batches(int64_t first, int64_t rows, double grad_scale, const std::string& where,
+                           LayerContext& ctx, LossTally* tally);
+  Status update_weights(bool scaled, int64_t steps_per_epoch, const std::string& where, double* lr);
+  Status save_after_epoch(int64_t epoch);
 
   Model& model_;
   ThreadPool& pool_;
