@@ -135,45 +135,58 @@ const ConvGeometry& pool_geometry(const Layer& layer) {
   return pool->geometry();
 }
 
-}  // namespace
+// The activation parameters at each point of a model (0 its input, i + 1 layer i's output):
+// from ranges learned by QAT (Int8Options::ranges), else from the ranges observed running the
+// calibration samples through the model.
+class Int8Ranges {
+ public:
+  Int8Ranges(const Int8Options& options, size_t layers)
+      : options_(options), count_(layers), learned_(!options.ranges.empty()), observers_(layers + 1) {}
 
-Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tensor& calibration, int64_t batch,
-                                                       const Int8Options& options, ThreadPool* pool) {
-  const auto& layers = model.layers();
-  const size_t count = layers.size();
-  // Ranges: observers[0] the input, observers[i + 1] layer i's output.
-  std::vector<RangeObserver> observers(count + 1);
-  const bool learned = !options.ranges.empty();  // by QAT: no calibration
-  if (learned && options.ranges.size() != count + 1) {
-    return Status::error("int8 export: " + std::to_string(options.ranges.size()) + " learned ranges for " +
-                         std::to_string(count + 1) + " points");
-  }
-  const int64_t samples = learned ? 0 : std::min(calibration.shape()[0], batch * options.calibration_batches);
-  if (samples <= 0 && !learned) return Status::error("int8 calibration needs at least one sample");
-  if (!learned) RG_TRY(model.reserve(std::min(batch, samples)));
-  LayerContext ctx{pool, false};
-  for (int64_t begin = 0; begin < samples; begin += batch) {
-    const Tensor x = calibration.rows(begin, std::min(samples, begin + batch));
-    model.forward(x, ctx);
-    observers[0].observe(x.f32(), x.numel());
-    for (size_t i = 0; i < count; ++i) {
-      const Tensor a = model.activation(i);
-      observers[i + 1].observe(a.f32(), a.numel());
+  // Checks the learned ranges, or runs the first calibration batches and observes every point.
+  Status observe(Model& model, const Tensor& calibration, int64_t batch, ThreadPool* pool) {
+    if (learned_ && options_.ranges.size() != count_ + 1) {
+      return Status::error("int8 export: " + std::to_string(options_.ranges.size()) + " learned ranges for " +
+                           std::to_string(count_ + 1) + " points");
     }
+    const int64_t samples = learned_ ? 0 : std::min(calibration.shape()[0], batch * options_.calibration_batches);
+    if (samples <= 0 && !learned_) return Status::error("int8 calibration needs at least one sample");
+    if (!learned_) RG_TRY(model.reserve(std::min(batch, samples)));
+    LayerContext ctx{pool, false};
+    for (int64_t begin = 0; begin < samples; begin += batch) {
+      const Tensor x = calibration.rows(begin, std::min(samples, begin + batch));
+      model.forward(x, ctx);
+      observers_[0].observe(x.f32(), x.numel());
+      for (size_t i = 0; i < count_; ++i) {
+        const Tensor a = model.activation(i);
+        observers_[i + 1].observe(a.f32(), a.numel());
+      }
+    }
+    return Status();
   }
-  auto params_of = [&](size_t observer) {
-    if (learned) return activation_params(options.ranges[observer].first, options.ranges[observer].second);
-    float lo = 0, hi = 0;
-    const bool model_output = observer == count;
-    observers[observer].range(model_output ? CalibrationMethod::minmax : options.calibration, options.percentile, &lo,
-                              &hi);
-    return activation_params(lo, hi);
-  };
 
-  // "first" and "last" name the first and last GEMM layers.
+  QuantParams params_of(size_t point) const {
+    if (learned_) return activation_params(options_.ranges[point].first, options_.ranges[point].second);
+    float lo = 0, hi = 0;
+    const bool model_output = point == count_;
+    observers_[point].range(model_output ? CalibrationMethod::minmax : options_.calibration, options_.percentile, &lo,
+                            &hi);
+    return activation_params(lo, hi);
+  }
+
+ private:
+  const Int8Options& options_;
+  size_t count_;
+  bool learned_;  // by QAT: no calibration
+  std::vector<RangeObserver> observers_;
+};
+
+// The names of the layers --keep-f32 keeps f32; "first" and "last" name the first and last GEMM layers.
+Result<std::set<std::string>> layers_kept_f32(const std::vector<std::unique_ptr<Layer>>& layers,
+                                              const Int8Options& options) {
   std::set<std::string> keep = options.keep_f32;
   std::vector<size_t> gemm_layers;
-  for (size_t i = 0; i < count; ++i)
+  for (size_t i = 0; i < layers.size(); ++i)
     if (layer_kind_of(*layers[i]).int8 == Int8Role::gemm) gemm_layers.push_back(i);
   for (const std::string& name : options.keep_f32) {
     if (name == "first" || name == "last") {
@@ -184,134 +197,192 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
     for (const auto& layer : layers) found = found || layer->name() == name;
     if (!found) return Status::error("--keep-f32: the model has no layer '" + name + "'");
   }
+  return keep;
+}
 
-  auto net = std::unique_ptr<Int8Model>(new Int8Model());
+// Int8Model::quantize's stages, made layer by layer (or fused group by group): each is planned
+// (Int8StagePlan), then made from its plan; between them the activation is int8 with `current`
+// parameters, or f32.
+struct Int8StageBuilder {
+  Int8StageBuilder(Model& m, const Int8Options& o, const Int8Ranges& r, const std::set<std::string>& k, Isa level)
+      : model(m), options(o), ranges(r), keep(k), isa(level), shape(m.input_shape()) {}
+  Model& model;
+  const Int8Options& options;
+  const Int8Ranges& ranges;
+  const std::set<std::string>& keep;
+  Isa isa;
+  Shape shape;  // the current activation's
+  std::vector<Int8StagePlan> plans;  // stages[i] was made from plans[i]
+  std::vector<std::unique_ptr<Int8Stage>> stages;
+  std::vector<LayerPrecision> precisions;
   bool int8_domain = false;  // is the current activation int8
   QuantParams current;       // its parameters when it is
   size_t current_observer = 0;
-  Shape shape = model.input_shape();
-  const Isa isa = options.has_isa ? options.isa : active_isa();
-  // Each stage is planned (Int8StagePlan), then made from its plan.
-  auto push = [&](Int8StagePlan plan, std::unique_ptr<Int8Stage> stage) {
+
+  void push(Int8StagePlan plan, std::unique_ptr<Int8Stage> stage) {
     plan.out_shape = shape = stage->out_shape;
-    net->plan_.push_back(std::move(plan));
-    net->stages_.push_back(std::move(stage));
-  };
-  auto add = [&](Int8StagePlan plan) {
+    plans.push_back(std::move(plan));
+    stages.push_back(std::move(stage));
+  }
+  void add(Int8StagePlan plan) {
     auto stage = make_int8_stage(plan, isa);
     RG_CHECK(stage.ok(), "int8 stage: " << stage.status().message());  // only a gemm's can fail
     push(std::move(plan), stage.take());
-  };
-  auto plain = [&](Int8StageKind kind, QuantParams p) {  // quantize or dequantize of the current shape
+  }
+  Int8StagePlan plain(Int8StageKind kind, QuantParams p) const {  // quantize or dequantize of the current shape
     Int8StagePlan plan;
     plan.kind = kind;
     plan.params = p;
     plan.out_shape = shape;
     return plan;
-  };
-  auto add_f32_layer = [&](size_t i, const std::string& note) {
-    if (int8_domain) add(plain(Int8StageKind::dequantize, current));
-    Int8StagePlan plan;
-    plan.kind = Int8StageKind::f32;
-    plan.layer = layers[i].get();
-    plan.in_shape = shape;
-    plan.out_shape = model.layer_output_shape(i);
-    plan.name = layers[i]->name();
-    add(std::move(plan));
-    int8_domain = false;
-    current_observer = i + 1;
-    net->precisions_.push_back({layers[i]->name(), "f32", note, layers[i]->kind()});
-  };
-
-  for (size_t i = 0; i < count; ++i) {
-    Layer* layer = layers[i].get();
-    const std::string kind = layer->kind();
-    const Int8Role role = layer_kind_of(*layer).int8;
-    if (role == Int8Role::identity) {
-      net->precisions_.push_back({layer->name(), "-", "identity at inference", kind});
-      shape = model.layer_output_shape(i);
-      current_observer = i + 1;
-      continue;
-    }
-    if (role == Int8Role::max_pool && int8_domain) {
-      Int8StagePlan plan;
-      plan.kind = Int8StageKind::max_pool;
-      plan.geometry = pool_geometry(*layer);
-      plan.name = layer->name();
-      add(std::move(plan));
-      net->precisions_.push_back({layer->name(), "int8", "same scale as its input", kind});
-      current_observer = i + 1;
-      continue;
-    }
-    if (role != Int8Role::gemm || keep.count(layer->name()) > 0) {
-      add_f32_layer(i, keep.count(layer->name()) > 0 ? "kept f32 by the policy" : "no int8 kernel");
-      continue;
-    }
-    const GemmGroup group = gemm_group(layers, i);
-    size_t end = group.end;
-    const bool relu = group.relu;
-    std::vector<double> w, b;
-    const ConvGeometry g = gemm_weights(*layer, group.bn, &w, &b);
-    const bool is_conv = dynamic_cast<const Conv2D*>(layer) != nullptr;  // the conv-only paths below
-    const QuantParams in = int8_domain ? current : params_of(current_observer);
-    const QuantParams out = params_of(end + 1);
-    Int8StagePlan plan;
-    plan.kind = Int8StageKind::gemm;
-    plan.params = in;
-    plan.geometry = g;
-    plan.name = layer->name();
-    Status built = quantize_layer(g.patch_size(), w, b, in, out, relu, layer->name(), &plan.weights, &plan.output);
-    // A 2x2 max pooling right after a direct single-channel conv or a Winograd conv is fused into it.
-    const bool pool_next = is_conv && end + 1 < count && layer_kind_of(*layers[end + 1]).int8 == Int8Role::max_pool &&
-                           keep.count(layers[end + 1]->name()) == 0 &&
-                           fusable_max_pool_2x2(g, pool_geometry(*layers[end + 1]));
-    // The direct conv where it pays: with the pooling fused, or with few filters (its lanes are
-    // pixels, so each filter is requantized and stored on its own; with many filters the GEMM's
-    // lanes-are-filters layout requantizes whole rows at once). Else Winograd where it fits
-    // (its error keeps the group f32), else im2col and the GEMM.
-    if (options.direct_conv && is_conv && conv_pairs_fits(g) &&
-        (pool_next || static_cast<int64_t>(b.size()) <= 8)) {
-      plan.path = Int8GemmPath::conv_pairs;
-    } else if (options.winograd && is_conv && winograd_fits(g)) {
-      plan.path = Int8GemmPath::winograd;
-    }
-    plan.pool = plan.path != Int8GemmPath::gemm && pool_next;
-    if (plan.pool) plan.pool_geometry = pool_geometry(*layers[end + 1]);
-    std::unique_ptr<Int8Stage> stage;
-    if (built.ok()) {
-      auto made = make_int8_stage(plan, isa);
-      if (made.ok()) {
-        stage = made.take();
-      } else {
-        built = made.status();
-      }
-    }
-    if (!built.ok()) {  // the whole group stays f32
-      for (size_t j = i; j <= end; ++j) add_f32_layer(j, built.message());
-      i = end;
-      continue;
-    }
-    const bool pooled = plan.pool;
-    if (!int8_domain) add(plain(Int8StageKind::quantize, in));
-    push(std::move(plan), std::move(stage));
-    std::string note;
-    for (size_t j = i + 1; j <= end; ++j) {
-      const bool clamp = layer_kind_of(*layers[j]).fusion == Int8Fusion::clamp_at_zero;
-      note += (note.empty() ? "" : ", ") + layers[j]->name() + (clamp ? " fused" : " folded");
-    }
-    net->precisions_.push_back({layer->name(), "int8", note, kind});
-    for (size_t j = i + 1; j <= end; ++j)
-      net->precisions_.push_back({layers[j]->name(), "int8", "in " + layer->name(), layers[j]->kind()});
-    if (pooled) {  // the pooling's output has its input's parameters
-      ++end;
-      net->precisions_.push_back({layers[end]->name(), "int8", "fused into " + layer->name(), layers[end]->kind()});
-    }
-    int8_domain = true;
-    current = out;
-    current_observer = end + 1;
-    i = end;
   }
+  void add_f32_layer(size_t i, const std::string& note);
+  // Layer i's stage (or its fused group's, or none for an identity); returns the last layer it took.
+  size_t add_layer(size_t i);
+  size_t add_gemm_group(size_t i);
+  void choose_gemm_path(size_t end, const ConvGeometry& g, bool is_conv, size_t filters, Int8StagePlan* plan) const;
+  void note_gemm_group(size_t i, size_t end, bool pooled);
+};
+
+void Int8StageBuilder::add_f32_layer(size_t i, const std::string& note) {
+  const auto& layers = model.layers();
   if (int8_domain) add(plain(Int8StageKind::dequantize, current));
+  Int8StagePlan plan;
+  plan.kind = Int8StageKind::f32;
+  plan.layer = layers[i].get();
+  plan.in_shape = shape;
+  plan.out_shape = model.layer_output_shape(i);
+  plan.name = layers[i]->name();
+  add(std::move(plan));
+  int8_domain = false;
+  current_observer = i + 1;
+  precisions.push_back({layers[i]->name(), "f32", note, layers[i]->kind()});
+}
+
+size_t Int8StageBuilder::add_layer(size_t i) {
+  Layer* layer = model.layers()[i].get();
+  const std::string kind = layer->kind();
+  const Int8Role role = layer_kind_of(*layer).int8;
+  if (role == Int8Role::identity) {
+    precisions.push_back({layer->name(), "-", "identity at inference", kind});
+    shape = model.layer_output_shape(i);
+    current_observer = i + 1;
+    return i;
+  }
+  if (role == Int8Role::max_pool && int8_domain) {
+    Int8StagePlan plan;
+    plan.kind = Int8StageKind::max_pool;
+    plan.geometry = pool_geometry(*layer);
+    plan.name = layer->name();
+    add(std::move(plan));
+    precisions.push_back({layer->name(), "int8", "same scale as its input", kind});
+    current_observer = i + 1;
+    return i;
+  }
+  if (role != Int8Role::gemm || keep.count(layer->name()) > 0) {
+    add_f32_layer(i, keep.count(layer->name()) > 0 ? "kept f32 by the policy" : "no int8 kernel");
+    return i;
+  }
+  return add_gemm_group(i);
+}
+
+// The path of a conv's int8 stage, and a 2x2 max pooling right after a direct single-channel
+// conv or a Winograd conv fused into it.
+void Int8StageBuilder::choose_gemm_path(size_t end, const ConvGeometry& g, bool is_conv, size_t filters,
+                                        Int8StagePlan* plan) const {
+  const auto& layers = model.layers();
+  const bool pool_next = is_conv && end + 1 < layers.size() &&
+                         layer_kind_of(*layers[end + 1]).int8 == Int8Role::max_pool &&
+                         keep.count(layers[end + 1]->name()) == 0 &&
+                         fusable_max_pool_2x2(g, pool_geometry(*layers[end + 1]));
+  // The direct conv where it pays: with the pooling fused, or with few filters (its lanes are
+  // pixels, so each filter is requantized and stored on its own; with many filters the GEMM's
+  // lanes-are-filters layout requantizes whole rows at once). Else Winograd where it fits
+  // (its error keeps the group f32), else im2col and the GEMM.
+  if (options.direct_conv && is_conv && conv_pairs_fits(g) && (pool_next || static_cast<int64_t>(filters) <= 8)) {
+    plan->path = Int8GemmPath::conv_pairs;
+  } else if (options.winograd && is_conv && winograd_fits(g)) {
+    plan->path = Int8GemmPath::winograd;
+  }
+  plan->pool = plan->path != Int8GemmPath::gemm && pool_next;
+  if (plan->pool) plan->pool_geometry = pool_geometry(*layers[end + 1]);
+}
+
+// The precision rows of a gemm group made int8: its layer, the layers fused into it, a pooling fused after.
+void Int8StageBuilder::note_gemm_group(size_t i, size_t end, bool pooled) {
+  const auto& layers = model.layers();
+  const Layer* layer = layers[i].get();
+  std::string note;
+  for (size_t j = i + 1; j <= end; ++j) {
+    const bool clamp = layer_kind_of(*layers[j]).fusion == Int8Fusion::clamp_at_zero;
+    note += (note.empty() ? "" : ", ") + layers[j]->name() + (clamp ? " fused" : " folded");
+  }
+  precisions.push_back({layer->name(), "int8", note, layer->kind()});
+  for (size_t j = i + 1; j <= end; ++j)
+    precisions.push_back({layers[j]->name(), "int8", "in " + layer->name(), layers[j]->kind()});
+  if (pooled) {  // the pooling's output has its input's parameters
+    precisions.push_back({layers[end + 1]->name(), "int8", "fused into " + layer->name(), layers[end + 1]->kind()});
+  }
+}
+
+// The gemm-role layer i and the layers fused after it as one int8 stage; when that cannot be
+// made, every layer of the group f32.
+size_t Int8StageBuilder::add_gemm_group(size_t i) {
+  const auto& layers = model.layers();
+  const Layer* layer = layers[i].get();
+  const GemmGroup group = gemm_group(layers, i);
+  size_t end = group.end;
+  std::vector<double> w, b;
+  const ConvGeometry g = gemm_weights(*layer, group.bn, &w, &b);
+  const bool is_conv = dynamic_cast<const Conv2D*>(layer) != nullptr;  // the conv-only paths
+  const QuantParams in = int8_domain ? current : ranges.params_of(current_observer);
+  const QuantParams out = ranges.params_of(end + 1);
+  Int8StagePlan plan;
+  plan.kind = Int8StageKind::gemm;
+  plan.params = in;
+  plan.geometry = g;
+  plan.name = layer->name();
+  Status built = quantize_layer(g.patch_size(), w, b, in, out, group.relu, layer->name(), &plan.weights, &plan.output);
+  choose_gemm_path(end, g, is_conv, b.size(), &plan);
+  std::unique_ptr<Int8Stage> stage;
+  if (built.ok()) {
+    auto made = make_int8_stage(plan, isa);
+    if (made.ok()) {
+      stage = made.take();
+    } else {
+      built = made.status();
+    }
+  }
+  if (!built.ok()) {  // the whole group stays f32
+    for (size_t j = i; j <= end; ++j) add_f32_layer(j, built.message());
+    return end;
+  }
+  const bool pooled = plan.pool;
+  if (!int8_domain) add(plain(Int8StageKind::quantize, in));
+  push(std::move(plan), std::move(stage));
+  note_gemm_group(i, end, pooled);
+  if (pooled) ++end;  // the pooling's output has its input's parameters
+  int8_domain = true;
+  current = out;
+  current_observer = end + 1;
+  return end;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tensor& calibration, int64_t batch,
+                                                       const Int8Options& options, ThreadPool* pool) {
+  const auto& layers = model.layers();
+  Int8Ranges ranges(options, layers.size());
+  RG_TRY(ranges.observe(model, calibration, batch, pool));
+  RG_ASSIGN(const std::set<std::string> keep, layers_kept_f32(layers, options));
+  Int8StageBuilder builder(model, options, ranges, keep, options.has_isa ? options.isa : active_isa());
+  for (size_t i = 0; i < layers.size(); ++i) i = builder.add_layer(i);
+  if (builder.int8_domain) builder.add(builder.plain(Int8StageKind::dequantize, builder.current));
+  auto net = std::unique_ptr<Int8Model>(new Int8Model());
+  net->plan_ = std::move(builder.plans);
+  net->stages_ = std::move(builder.stages);
+  net->precisions_ = std::move(builder.precisions);
   return net;
 }
 
