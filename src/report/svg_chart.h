@@ -6,7 +6,8 @@
 //
 // Robust by construction: non-finite values and, on a log axis, zeros and negatives are left out
 // (never a "nan" coordinate); a chart with nothing to draw shows its frame and "no data"; every
-// text is XML-escaped.
+// text is XML-escaped. The charts are drawn in svg_chart.cpp; xml_escape and format_number, which
+// the reports use too, are in chart_text.cpp.
 #pragma once
 
 #include <cmath>
