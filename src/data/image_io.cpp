@@ -45,6 +45,79 @@ uint8_t luminance(const uint8_t* rgb) {
   return static_cast<uint8_t>((299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2] + 500) / 1000);
 }
 
+int jpeg_byte(FILE* file) {  // stb reads 0 past the end; so does this
+  const int c = std::getc(file);
+  return c == EOF ? 0 : c;
+}
+
+// A start of scan (SOS) after its length field, `length` bytes: each component's DC and AC
+// tables must be defined (in a progressive frame only those the scan uses). False: stb fails
+// here too, the walk ends.
+Result<bool> check_jpeg_scan(FILE* file, const std::string& path, long length, bool progressive,
+                             const bool (&defined)[2][4]) {
+  const int components = jpeg_byte(file);
+  int tables[4] = {};
+  for (int i = 0; i < components && i < 4; ++i) {
+    jpeg_byte(file);  // the component's id
+    tables[i] = jpeg_byte(file);
+  }
+  const int spectral_start = jpeg_byte(file), spectral_end = jpeg_byte(file);
+  const int refines = jpeg_byte(file) >> 4;  // successive approximation high: a refinement scan
+  const bool uses_dc = progressive ? spectral_start == 0 && refines == 0 : true;
+  const bool uses_ac = progressive ? spectral_end > 0 : true;
+  for (int i = 0; i < components && i < 4; ++i) {
+    const bool dc_missing = uses_dc && !defined[0][(tables[i] >> 4) & 3];
+    const bool ac_missing = uses_ac && !defined[1][tables[i] & 3];
+    if (dc_missing || ac_missing) {
+      return Status::error(path + ": corrupt JPEG: a scan uses " + (dc_missing ? "DC" : "AC") + " Huffman table " +
+                           std::to_string(dc_missing ? (tables[i] >> 4) & 3 : tables[i] & 3) +
+                           ", which no DHT segment before it defines");
+    }
+  }
+  const long rest = length - (1 + 2L * components + 3);
+  return rest >= 0 && std::fseek(file, rest, SEEK_CUR) == 0;
+}
+
+// A frame header (SOFn) after its length field: precision, height, width (16 bits each,
+// big-endian); a file too short for that many 8x8 blocks is truncated.
+Status check_jpeg_frame_size(FILE* file, const std::string& path) {
+  jpeg_byte(file);
+  auto u16 = [file] {  // two reads in order (the operands of | are unsequenced)
+    const int hi = jpeg_byte(file);
+    return int64_t{hi} << 8 | jpeg_byte(file);
+  };
+  const int64_t height = u16();
+  const int64_t width = u16();
+  const int64_t needed = ((width + 7) / 8 * ((height + 7) / 8) + 7) / 8;
+  const int64_t size = file_size(file);
+  if (size >= 0 && size < needed) {
+    return Status::error(path + ": truncated JPEG: the header says " + size_text(width, height) +
+                         " pixels, which take at least " + std::to_string(needed) +
+                         " bytes (a bit for each 8x8 block); the file has " + std::to_string(size));
+  }
+  return Status();
+}
+
+// stb's DHT loop over a segment of `length` bytes after its length field: tables until the
+// length is used up, each a class/id byte, 16 counts and the values, marked in `defined`.
+// False: a length that does not come out at 0, or a header stb refuses, ends the decode.
+Result<bool> read_jpeg_huffman_tables(FILE* file, const std::string& path, long length, bool (&defined)[2][4]) {
+  while (length > 0) {
+    const int class_id = jpeg_byte(file);
+    if ((class_id >> 4) > 1 || (class_id & 15) > 3) return false;  // stb refuses the header
+    int codes = 0;
+    for (int i = 0; i < 16; ++i) codes += jpeg_byte(file);
+    if (codes > 256) {
+      return Status::error(path + ": corrupt JPEG: a Huffman table (DHT) lists " + std::to_string(codes) +
+                           " codes; a table holds at most 256");
+    }
+    if (std::fseek(file, codes, SEEK_CUR) != 0) return false;
+    defined[class_id >> 4][class_id & 15] = true;
+    length -= 17 + codes;
+  }
+  return length == 0;
+}
+
 // stb_image 2.27 (Debian 12's) builds a JPEG Huffman table from 16 code counts without
 // checking that they add up to at most 256, the table's room: a corrupt DHT segment writes
 // past it, over the decoder's function pointers (found by mutating files under UBSan; stb
@@ -62,10 +135,6 @@ uint8_t luminance(const uint8_t* rgb) {
 // refused as truncated.
 // `file` is at the file's start; where it is left does not matter.
 Status check_jpeg_markers(FILE* file, const std::string& path) {
-  auto byte = [file] {  // stb reads 0 past the end; so does this
-    const int c = std::getc(file);
-    return c == EOF ? 0 : c;
-  };
   // Start of image as stb finds it: 0xFF, any number of 0xFF fill bytes, 0xD8 (a libFuzzer
   // find: a check of the first two bytes only let "FF FF D8" and a bad table through).
   if (std::getc(file) != 0xFF) return Status();
@@ -84,69 +153,23 @@ Status check_jpeg_markers(FILE* file, const std::string& path) {
     const int hi = std::getc(file), lo = std::getc(file);
     if (lo == EOF) return Status();
     long length = ((hi << 8) | lo) - 2;  // bytes after the length field
-    if (c == 0xDA) {  // start of scan: components, each with its DC and AC table; Ss, Se, Ah/Al
-      const int components = byte();
-      int tables[4] = {};
-      for (int i = 0; i < components && i < 4; ++i) {
-        byte();  // the component's id
-        tables[i] = byte();
-      }
-      const int spectral_start = byte(), spectral_end = byte();
-      const int refines = byte() >> 4;  // successive approximation high: a refinement scan
-      const bool uses_dc = progressive ? spectral_start == 0 && refines == 0 : true;
-      const bool uses_ac = progressive ? spectral_end > 0 : true;
-      for (int i = 0; i < components && i < 4; ++i) {
-        const bool dc_missing = uses_dc && !defined[0][(tables[i] >> 4) & 3];
-        const bool ac_missing = uses_ac && !defined[1][tables[i] & 3];
-        if (dc_missing || ac_missing) {
-          return Status::error(path + ": corrupt JPEG: a scan uses " + (dc_missing ? "DC" : "AC") + " Huffman table " +
-                               std::to_string(dc_missing ? (tables[i] >> 4) & 3 : tables[i] & 3) +
-                               ", which no DHT segment before it defines");
-        }
-      }
-      const long rest = length - (1 + 2L * components + 3);
-      if (rest < 0 || std::fseek(file, rest, SEEK_CUR) != 0) return Status();  // stb fails here too
+    if (c == 0xDA) {  // start of scan
+      RG_ASSIGN(const bool more, check_jpeg_scan(file, path, length, progressive, defined));
+      if (!more) return Status();
       continue;
     }
     const bool frame = c >= 0xC0 && c <= 0xCF && c != 0xC4 && c != 0xC8 && c != 0xCC;  // SOFn
     if (frame) progressive = c == 0xC2;
-    if (frame && length >= 5) {  // precision, height, width (16 bits each, big-endian)
-      byte();
-      auto u16 = [&byte] {  // two reads in order (the operands of | are unsequenced)
-        const int hi = byte();
-        return int64_t{hi} << 8 | byte();
-      };
-      const int64_t height = u16();
-      const int64_t width = u16();
-      const int64_t needed = ((width + 7) / 8 * ((height + 7) / 8) + 7) / 8;
-      const int64_t size = file_size(file);
-      if (size >= 0 && size < needed) {
-        return Status::error(path + ": truncated JPEG: the header says " + size_text(width, height) +
-                             " pixels, which take at least " + std::to_string(needed) +
-                             " bytes (a bit for each 8x8 block); the file has " + std::to_string(size));
-      }
+    if (frame && length >= 5) {
+      RG_TRY(check_jpeg_frame_size(file, path));
       length -= 5;
     }
     if (c != 0xC4) {
       if (length < 0 || std::fseek(file, length, SEEK_CUR) != 0) return Status();  // stb fails here too
       continue;
     }
-    // stb's DHT loop: tables until the length is used up, each a class/id byte, 16 counts and
-    // the values; a length that does not come out at 0 ends the decode.
-    while (length > 0) {
-      const int class_id = byte();
-      if ((class_id >> 4) > 1 || (class_id & 15) > 3) return Status();  // stb refuses the header
-      int codes = 0;
-      for (int i = 0; i < 16; ++i) codes += byte();
-      if (codes > 256) {
-        return Status::error(path + ": corrupt JPEG: a Huffman table (DHT) lists " + std::to_string(codes) +
-                             " codes; a table holds at most 256");
-      }
-      if (std::fseek(file, codes, SEEK_CUR) != 0) return Status();
-      defined[class_id >> 4][class_id & 15] = true;
-      length -= 17 + codes;
-    }
-    if (length != 0) return Status();
+    RG_ASSIGN(const bool more, read_jpeg_huffman_tables(file, path, length, defined));
+    if (!more) return Status();
   }
 }
 

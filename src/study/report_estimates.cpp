@@ -35,61 +35,59 @@ std::pair<double, std::string> measured_here(const StudyResult& result, const st
   return best;
 }
 
-}  // namespace
+const nlohmann::json* estimate_row(const nlohmann::json& rows, const std::string& network, const std::string& machine) {
+  for (const nlohmann::json& row : rows)
+    if (text(row, "network") == network && text(row, "machine") == machine) return &row;
+  return nullptr;
+}
 
-void add_estimates_section(Document& doc, const StudyResult& result) {
-  doc.heading(2, "estimates", "Estimates for other machines (ESTIMATES, not measurements)");
-  const nlohmann::json& rows = result.estimates;
-  if (!rows.is_array() || rows.empty()) {
-    doc.paragraph(result.finished ? "No estimates: no network's fp32 speed was measured here."
-                                  : "No estimates: they are made when the study ends, and this one stopped before.");
-    return;
-  }
-  doc.warning("ESTIMATES, not measurements. Each network's fp32 speed measured here is carried to the machines of "
-              "the published hardware table through the roofline, layer by layer: the estimate is the efficiency "
-              "this machine reached against its own roofline, applied to the other machine's roofline (its peak "
-              "and memory bandwidth). A CPU measurement is carried to CPUs and a GPU one to GPUs; where no device "
-              "of the class was measured here, only the ceiling (100% of the roofline) is given, which no real run "
-              "reaches.");
+// The networks and the machines (with their types) of the estimates, in order of first appearance.
+struct EstimateAxes {
   std::vector<std::string> networks, machines, types;
+};
+
+EstimateAxes estimate_axes(const nlohmann::json& rows) {
+  EstimateAxes axes;
   for (const nlohmann::json& row : rows) {
     const std::string n = text(row, "network"), m = text(row, "machine");
-    if (std::find(networks.begin(), networks.end(), n) == networks.end()) networks.push_back(n);
-    if (std::find(machines.begin(), machines.end(), m) == machines.end()) {
-      machines.push_back(m);
-      types.push_back(text(row, "type"));
+    if (std::find(axes.networks.begin(), axes.networks.end(), n) == axes.networks.end()) axes.networks.push_back(n);
+    if (std::find(axes.machines.begin(), axes.machines.end(), m) == axes.machines.end()) {
+      axes.machines.push_back(m);
+      axes.types.push_back(text(row, "type"));
     }
   }
-  auto find_row = [&](const std::string& network, const std::string& machine) -> const nlohmann::json* {
-    for (const nlohmann::json& row : rows)
-      if (text(row, "network") == network && text(row, "machine") == machine) return &row;
-    return nullptr;
-  };
+  return axes;
+}
 
+// Machines by networks: this machine's measured speed first, then each machine's estimate.
+Table estimate_matrix(const StudyResult& result, const EstimateAxes& axes) {
+  const nlohmann::json& rows = result.estimates;
   Table matrix;
   matrix.estimate = true;
   matrix.caption = "ESTIMATED training samples/s (fp32, batch 64) on other machines";
   matrix.columns = {{"machine"}, {"type"}};
-  for (const std::string& n : networks) matrix.columns.push_back({n + " (estimate)", true});
+  for (const std::string& n : axes.networks) matrix.columns.push_back({n + " (estimate)", true});
   std::vector<std::string> here_row = {"this machine (MEASURED)", "best device"};
-  for (const std::string& n : networks) {
+  for (const std::string& n : axes.networks) {
     auto [speed, device] = measured_here(result, n);
     here_row.push_back(std::isfinite(speed) ? num(speed) + " on " + device : kNone);
   }
   matrix.rows.push_back(here_row);
-  for (size_t i = 0; i < machines.size(); ++i) {
-    std::vector<std::string> row = {machines[i], types[i]};
-    for (const std::string& n : networks) {
-      const nlohmann::json* r = find_row(n, machines[i]);
+  for (size_t i = 0; i < axes.machines.size(); ++i) {
+    std::vector<std::string> row = {axes.machines[i], axes.types[i]};
+    for (const std::string& n : axes.networks) {
+      const nlohmann::json* r = estimate_row(rows, n, axes.machines[i]);
       row.push_back(r ? estimate_cell(*r) : kNone);
     }
     matrix.rows.push_back(row);
   }
   matrix.notes = {"The first row is measured here (the fastest fp32 run); every other row is an estimate. "
                   "\"≤ X (ceiling)\": no estimate, only the roofline ceiling at 100% efficiency."};
-  doc.table(matrix);
+  return matrix;
+}
 
-  // The efficiencies carried over, once per network and class of device.
+// The efficiencies carried over, once per network and class of device.
+Table estimate_efficiencies(const nlohmann::json& rows) {
   Table eff;
   eff.estimate = true;
   eff.caption = "The efficiency each estimate applies (measured here against this machine's roofline)";
@@ -101,10 +99,13 @@ void add_estimates_section(Document& doc, const StudyResult& result) {
                                       percent(number(row, "efficiency"))};
     if (std::find(eff.rows.begin(), eff.rows.end(), cells) == eff.rows.end()) eff.rows.push_back(cells);
   }
-  doc.table(eff);
+  return eff;
+}
 
-  // The chart: the sweep network and the slowest network, the machines with an estimate, and
-  // this machine measured.
+// The chart: the sweep network and the slowest network, the machines with an estimate, and
+// this machine measured.
+BarChart estimates_chart(const StudyResult& result, const EstimateAxes& axes) {
+  const std::vector<std::string>& networks = axes.networks;
   std::vector<std::string> charted;
   const auto& sweep = result.config.sweep_network;
   charted.push_back(std::find(networks.begin(), networks.end(), sweep) != networks.end() ? sweep : networks[0]);
@@ -127,10 +128,10 @@ void add_estimates_section(Document& doc, const StudyResult& result) {
   c.labels.push_back("this machine (MEASURED)");
   c.values.push_back(here);
   std::vector<std::string> ceiling_only;
-  for (const std::string& m : machines) {
+  for (const std::string& m : axes.machines) {
     std::vector<double> v;
     for (const std::string& n : charted) {
-      const nlohmann::json* r = find_row(n, m);
+      const nlohmann::json* r = estimate_row(result.estimates, n, m);
       v.push_back(r ? number(*r, "estimated_samples_per_s") : NAN);
     }
     if (std::any_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); })) {
@@ -142,9 +143,11 @@ void add_estimates_section(Document& doc, const StudyResult& result) {
   }
   c.note = "the first row measured here, the others estimated from the roofline" +
            std::string(ceiling_only.empty() ? "" : "; only a ceiling (left out): " + std::to_string(ceiling_only.size()) + " machines");
-  if (c.labels.size() > 1) doc.charts({render_bar_chart(c, 720)});
+  return c;
+}
 
-  doc.details_begin("Every estimate with its basis (" + std::to_string(rows.size()) + " rows)");
+// Every estimate with its basis.
+Table estimates_with_basis(const nlohmann::json& rows) {
   Table all;
   all.estimate = true;
   all.caption = "ESTIMATES with their basis";
@@ -156,7 +159,32 @@ void add_estimates_section(Document& doc, const StudyResult& result) {
                         num(number(row, "ceiling_samples_per_s")), percent(number(row, "efficiency")),
                         percent(number(row, "compute_bound_share"), 0), text(row, "basis")});
   }
-  doc.table(all);
+  return all;
+}
+
+}  // namespace
+
+void add_estimates_section(Document& doc, const StudyResult& result) {
+  doc.heading(2, "estimates", "Estimates for other machines (ESTIMATES, not measurements)");
+  const nlohmann::json& rows = result.estimates;
+  if (!rows.is_array() || rows.empty()) {
+    doc.paragraph(result.finished ? "No estimates: no network's fp32 speed was measured here."
+                                  : "No estimates: they are made when the study ends, and this one stopped before.");
+    return;
+  }
+  doc.warning("ESTIMATES, not measurements. Each network's fp32 speed measured here is carried to the machines of "
+              "the published hardware table through the roofline, layer by layer: the estimate is the efficiency "
+              "this machine reached against its own roofline, applied to the other machine's roofline (its peak "
+              "and memory bandwidth). A CPU measurement is carried to CPUs and a GPU one to GPUs; where no device "
+              "of the class was measured here, only the ceiling (100% of the roofline) is given, which no real run "
+              "reaches.");
+  const EstimateAxes axes = estimate_axes(rows);
+  doc.table(estimate_matrix(result, axes));
+  doc.table(estimate_efficiencies(rows));
+  const BarChart chart = estimates_chart(result, axes);
+  if (chart.labels.size() > 1) doc.charts({render_bar_chart(chart, 720)});
+  doc.details_begin("Every estimate with its basis (" + std::to_string(rows.size()) + " rows)");
+  doc.table(estimates_with_basis(rows));
   doc.details_end();
 }
 
