@@ -105,71 +105,57 @@ StudyRun new_run(const std::string& part, const std::string& network, int device
   return run;
 }
 
-}  // namespace
-
-std::vector<int> thread_sweep(int logical_cpus) {
-  std::vector<int> counts;
-  for (int t = 1; t < logical_cpus; t *= 2) counts.push_back(t);
-  return counts;
-}
-
-StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& devices, int logical_cpus) {
-  StudyPlan plan;
-  std::vector<StudyRun>& runs = plan.runs;
-  int best_cpu = 0;
-  for (size_t d = 0; d < devices.size(); ++d) {
-    if (devices[d].best_cpu) best_cpu = static_cast<int>(d);
+// The devices part on device d: each network in each precision it runs there (fp32 only on the
+// lower ISA levels; on an OpenCL CPU device under --quick, fp32 on the sweep network only), and
+// why the others are not run.
+void plan_device_runs(const StudyConfig& config, const std::vector<StudyDevice>& devices, size_t d, bool has_gpu,
+                      StudyPlan* plan) {
+  const StudyDevice& device = devices[d];
+  if (config.quick && device.opencl && device.kind == "CPU" && has_gpu) {
+    plan->not_run.push_back(device.label + " (" + device.name + "): --quick leaves an OpenCL CPU device out when " +
+                            "there is a GPU (it is this machine's CPU through another compiler); the full study runs it");
+    return;
   }
-  const bool has_gpu = std::any_of(devices.begin(), devices.end(), [](const StudyDevice& d) { return d.kind == "GPU"; });
-  if (has_part(config, "devices")) {
-    for (size_t d = 0; d < devices.size(); ++d) {
-      const StudyDevice& device = devices[d];
-      if (config.quick && device.opencl && device.kind == "CPU" && has_gpu) {
-        plan.not_run.push_back(device.label + " (" + device.name + "): --quick leaves an OpenCL CPU device out when " +
-                               "there is a GPU (it is this machine's CPU through another compiler); the full study runs it");
+  // Every precision on the best CPU level and on OpenCL devices; the lower ISA levels show
+  // what each level of the CPU buys, in fp32.
+  // --quick: an OpenCL CPU device (PoCL: this same chip through another compiler) in fp32 only.
+  const bool all_precisions = device.best_cpu || (device.opencl && !(config.quick && device.kind == "CPU"));
+  if (device.opencl && !all_precisions && config.precisions.size() > 1) {
+    plan->not_run.push_back(device.label + " in precisions other than fp32 and networks other than " +
+                            config.sweep_network + ": --quick measures an OpenCL CPU device (this machine's CPU "
+                            "through another compiler, 5-20x slower than its own kernels) in fp32 on the sweep "
+                            "network only; the full study runs them");
+  }
+  for (const std::string& network : config.networks) {
+    if (!all_precisions && !on_ladder(config, network)) continue;
+    if (device.opencl && !all_precisions && network != config.sweep_network) continue;
+    for (const std::string& precision : config.precisions) {
+      if (!all_precisions && precision != "fp32") continue;
+      const std::string why = refusal(network, precision, device);
+      if (!why.empty()) {
+        const std::string note = network + " in " + precision + " on " + (device.opencl ? "OpenCL" : "the CPU") +
+                                 ": " + why;
+        if (std::find(plan->not_run.begin(), plan->not_run.end(), note) == plan->not_run.end()) {
+          plan->not_run.push_back(note);
+        }
         continue;
       }
-      // Every precision on the best CPU level and on OpenCL devices; the lower ISA levels show
-      // what each level of the CPU buys, in fp32.
-      // --quick: an OpenCL CPU device (PoCL: this same chip through another compiler) in fp32 only.
-      const bool all_precisions = device.best_cpu || (device.opencl && !(config.quick && device.kind == "CPU"));
-      if (device.opencl && !all_precisions && config.precisions.size() > 1) {
-        plan.not_run.push_back(device.label + " in precisions other than fp32 and networks other than " +
-                               config.sweep_network + ": --quick measures an OpenCL CPU device (this machine's CPU "
-                               "through another compiler, 5-20x slower than its own kernels) in fp32 on the sweep "
-                               "network only; the full study runs them");
-      }
-      for (const std::string& network : config.networks) {
-        if (!all_precisions && !on_ladder(config, network)) continue;
-        if (device.opencl && !all_precisions && network != config.sweep_network) continue;
-        for (const std::string& precision : config.precisions) {
-          if (!all_precisions && precision != "fp32") continue;
-          const std::string why = refusal(network, precision, device);
-          if (!why.empty()) {
-            const std::string note = network + " in " + precision + " on " + (device.opencl ? "OpenCL" : "the CPU") +
-                                     ": " + why;
-            if (std::find(plan.not_run.begin(), plan.not_run.end(), note) == plan.not_run.end()) plan.not_run.push_back(note);
-            continue;
-          }
-          StudyRun run = new_run("devices", network, static_cast<int>(d), config.speed_epochs);
-          run.precision = precision;
-          runs.push_back(run);
-        }
-      }
+      StudyRun run = new_run("devices", network, static_cast<int>(d), config.speed_epochs);
+      run.precision = precision;
+      plan->runs.push_back(run);
     }
   }
-  // The sweeps on the best CPU level, and on each OpenCL GPU (the thesis swept its GPU).
-  std::vector<int> sweep_devices = {best_cpu};
-  for (size_t d = 0; d < devices.size(); ++d) {
-    if (devices[d].opencl && devices[d].kind == "GPU") sweep_devices.push_back(static_cast<int>(d));
-  }
+}
+
+// The sweeps on each of `sweep_devices`: speed by batch, then quality by batch and by learning rate.
+void plan_sweeps(const StudyConfig& config, const std::vector<int>& sweep_devices, std::vector<StudyRun>* runs) {
   const std::vector<std::string> speed_networks = within_networks(config, config.speed_networks);
   for (int d : sweep_devices) {
     for (const std::string& network : has_part(config, "batch-speed") ? speed_networks : std::vector<std::string>{}) {
       for (int64_t batch : config.speed_batches) {
         StudyRun run = new_run("batch-speed", network, d, config.speed_epochs);
         run.batch = batch;
-        runs.push_back(run);
+        runs->push_back(run);
       }
     }
   }
@@ -180,7 +166,7 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
         run.batch = batch;
         run.limit = config.sweep_limit;
         run.test_limit = 10000;
-        runs.push_back(run);
+        runs->push_back(run);
       }
     }
     if (has_part(config, "lr")) {
@@ -190,36 +176,65 @@ StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& 
         run.limit = config.sweep_limit;
         run.val_split = 0.1;
         run.test_limit = 10000;
-        runs.push_back(run);
+        runs->push_back(run);
       }
     }
   }
+}
+
+// Quality: every precision on a budget of samples where the networks have left chance, on the
+// best CPU level and each GPU; the rounds' seeds give its spread.
+void plan_quality(const StudyConfig& config, const std::vector<StudyDevice>& devices,
+                  const std::vector<int>& sweep_devices, std::vector<StudyRun>* runs) {
+  for (int d : sweep_devices) {
+    for (const std::string& network : within_networks(config, config.quality_networks)) {
+      for (const std::string& precision : config.precisions) {
+        if (!refusal(network, precision, devices[d]).empty()) continue;
+        StudyRun run = new_run("quality", network, d, 1);
+        run.precision = precision;
+        run.limit = config.quality_samples;
+        run.test_limit = config.quick ? 5000 : 10000;
+        runs->push_back(run);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<int> thread_sweep(int logical_cpus) {
+  std::vector<int> counts;
+  for (int t = 1; t < logical_cpus; t *= 2) counts.push_back(t);
+  return counts;
+}
+
+StudyPlan plan_study(const StudyConfig& config, const std::vector<StudyDevice>& devices, int logical_cpus) {
+  StudyPlan plan;
+  int best_cpu = 0;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (devices[d].best_cpu) best_cpu = static_cast<int>(d);
+  }
+  const bool has_gpu = std::any_of(devices.begin(), devices.end(), [](const StudyDevice& d) { return d.kind == "GPU"; });
+  if (has_part(config, "devices")) {
+    for (size_t d = 0; d < devices.size(); ++d) plan_device_runs(config, devices, d, has_gpu, &plan);
+  }
+  // The sweeps on the best CPU level, and on each OpenCL GPU (the thesis swept its GPU).
+  std::vector<int> sweep_devices = {best_cpu};
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (devices[d].opencl && devices[d].kind == "GPU") sweep_devices.push_back(static_cast<int>(d));
+  }
+  plan_sweeps(config, sweep_devices, &plan.runs);
   // Threads: the best CPU level on 1, 2, 4, ... threads (all of them: the devices part's run).
   if (has_part(config, "threads")) {
-    for (const std::string& network : speed_networks) {
+    for (const std::string& network : within_networks(config, config.speed_networks)) {
       for (int threads : thread_sweep(logical_cpus)) {
         StudyRun run = new_run("threads", network, best_cpu, config.speed_epochs);
         run.threads = threads;
-        runs.push_back(run);
+        plan.runs.push_back(run);
       }
     }
   }
-  // Quality: every precision on a budget of samples where the networks have left chance, on the
-  // best CPU level and each GPU; the rounds' seeds give its spread.
-  if (has_part(config, "quality")) {
-    for (int d : sweep_devices) {
-      for (const std::string& network : within_networks(config, config.quality_networks)) {
-        for (const std::string& precision : config.precisions) {
-          if (!refusal(network, precision, devices[d]).empty()) continue;
-          StudyRun run = new_run("quality", network, d, 1);
-          run.precision = precision;
-          run.limit = config.quality_samples;
-          run.test_limit = config.quick ? 5000 : 10000;
-          runs.push_back(run);
-        }
-      }
-    }
-  }
+  if (has_part(config, "quality")) plan_quality(config, devices, sweep_devices, &plan.runs);
   return plan;
 }
 
