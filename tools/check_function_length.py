@@ -123,8 +123,8 @@ def check(root, max_lines=MAX_LINES):
                             f"say why a split would make it worse, in at least {REASON_WORDS} words")
         else:
             long_with_reason += 1
-    summary = (f"{count} functions in {len(paths)} sources of src/, none over {max_lines} lines "
-               f"but {long_with_reason} with a reason above")
+    summary = (f"{count} functions in {len(paths)} sources of src/, none over {max_lines} lines without a reason "
+               f"above ({long_with_reason} with one)")
     return failures, summary
 
 

@@ -166,13 +166,8 @@ Status resume_study(const std::string& json_path, StudyResult& result, StudySess
 }  // namespace
 
 namespace {
-// `study` as this process's part of `comm`'s job (null: alone): its share of the runs.
-int study_in_job(int argc, char** argv, Communicator* comm) {
-  Args args("study", "[options]",
-            "Measures how fast each network trains on this machine: every CPU ISA level and OpenCL device, every\n"
-            "precision; batch-size and learning-rate sweeps; efficiency against the hardware's published peak;\n"
-            "estimates for the other machines of the hardware table; advice. Writes report.html, report.md,\n"
-            "runs.csv, estimates.csv and study.json to --out.");
+
+void declare_study_options(Args& args) {
   args.flag("quick", "a smaller study: shorter runs, the sweeps on the mlp (a few minutes on 2 cores)");
   args.option("out", "DIR", "the report's folder (made if missing; each run's log and JSON under DIR/runs)",
               "retrograd-study");
@@ -189,6 +184,64 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
   args.option("quality-samples", "N", "quality part: the training samples of each run", "4000 (full: 30000)");
   args.flag("resume", "go on with the study in --out that was stopped: its runs are kept, the rest are made");
   args.flag("no-opencl", "study the CPU only");
+}
+
+// --out (its runs folder made, both writable, a study there for --resume) and what every run is given.
+Status prepare_study_output(const Args& args, const StudyConfig& config, const char* argv0, RunContext* context) {
+  const std::string out_dir = args.text("out");
+  if (args.given("resume") && !path_exists(join_path(out_dir, "study.json"))) {
+    return Status::error("--resume: " + join_path(out_dir, "study.json") + ": no study there to go on with (leave "
+                         "--resume out to start one)");
+  }
+  context->program = self_executable_path(argv0);
+  context->runs_dir = join_path(out_dir, "runs");
+  RG_TRY(make_directories(context->runs_dir).with_context("--out: "));
+  for (const std::string& dir : {out_dir, context->runs_dir}) {  // the report's files go to both
+    RG_TRY(check_writable_path(join_path(dir, "study.json"), "out"));
+  }
+  context->data = args.given("data") ? args.text("data") : "";
+  context->score_samples = config.quick ? 1000 : 10000;
+  context->target_accuracy = config.target_accuracy;
+  return Status();
+}
+
+// The machine measured (clock, memory bandwidth) and its devices found, then printed; no threads
+// part on one logical CPU.
+void measure_machine(bool opencl, Communicator* comm, StudyConfig* config, RunContext* context, StudyResult* result) {
+  SystemInfo info = read_system_info();
+  result->machine = describe_machine(info);
+  StudyMachine& machine = result->machine;
+  machine.cpu_mhz_measured = measure_cpu_mhz(machine.cores);
+  if (machine.cpu_mhz_measured > 0) info.cpu_mhz = machine.cpu_mhz_measured;  // the peaks' clock
+  context->logical_cpus = machine.logical_cpus;
+  if (machine.logical_cpus < 2) {
+    config->parts.erase(std::remove(config->parts.begin(), config->parts.end(), "threads"), config->parts.end());
+  }
+  machine.memory_bandwidth_gbs = measure_memory_bandwidth_gbs(machine.logical_cpus);
+  FoundDevices found = find_study_devices(info, opencl);
+  result->devices = found.devices;
+  machine.opencl_note = found.opencl_note;
+  std::printf("retrograd study%s: %s, %d cores at %.0f MHz, %.1f GB/s (both measured); devices:",
+              config->quick ? " --quick" : "", machine.cpu.c_str(), machine.cores, machine.cpu_mhz_measured,
+              machine.memory_bandwidth_gbs);
+  for (const StudyDevice& d : result->devices) std::printf(" %s", d.label.c_str());
+  std::printf("%s%s\n", found.opencl_note.empty() ? "" : "; ", found.opencl_note.c_str());
+  if (comm != nullptr && comm->size() > 1) {
+    std::printf("spread over %d ranks (%s): each measures its share of the runs on its own PC; the report is "
+                "this PC's%s\n", comm->size(), comm->library_version().c_str(),
+                comm->ranks_on_this_host() > 1 ? "; several ranks share this host, so their runs slow each other" : "");
+  }
+  std::fflush(stdout);
+}
+
+// `study` as this process's part of `comm`'s job (null: alone): its share of the runs.
+int study_in_job(int argc, char** argv, Communicator* comm) {
+  Args args("study", "[options]",
+            "Measures how fast each network trains on this machine: every CPU ISA level and OpenCL device, every\n"
+            "precision; batch-size and learning-rate sweeps; efficiency against the hardware's published peak;\n"
+            "estimates for the other machines of the hardware table; advice. Writes report.html, report.md,\n"
+            "runs.csv, estimates.csv and study.json to --out.");
+  declare_study_options(args);
   if (Status s = args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
   if (args.help_requested()) {
     std::fputs(args.help().c_str(), stdout);
@@ -201,49 +254,14 @@ int study_in_job(int argc, char** argv, Communicator* comm) {
   StudyConfig config = default_study_config(args.given("quick"));
   if (Status s = config_from_args(args, &config); !s.ok()) return fail(s.message());
   const std::string out_dir = args.text("out");
-  if (args.given("resume") && !path_exists(join_path(out_dir, "study.json"))) {
-    return fail("--resume: " + join_path(out_dir, "study.json") + ": no study there to go on with (leave --resume out to "
-                "start one)");
-  }
   RunContext context;
-  context.program = self_executable_path(argv[0]);
-  context.runs_dir = join_path(out_dir, "runs");
-  if (Status s = make_directories(context.runs_dir); !s.ok()) return fail(s.with_context("--out: ").message());
-  for (const std::string& dir : {out_dir, context.runs_dir}) {  // the report's files go to both
-    if (Status s = check_writable_path(join_path(dir, "study.json"), "out"); !s.ok()) return fail(s.message());
-  }
-  context.data = args.given("data") ? args.text("data") : "";
-  context.score_samples = config.quick ? 1000 : 10000;
-  context.target_accuracy = config.target_accuracy;
-
+  if (Status s = prepare_study_output(args, config, argv[0], &context); !s.ok()) return fail(s.message());
   StudyResult result;
   result.date = utc_now();
   result.version = kRetrogradVersion;
   result.quick = config.quick;
   result.config = config;
-  SystemInfo info = read_system_info();
-  result.machine = describe_machine(info);
-  result.machine.cpu_mhz_measured = measure_cpu_mhz(result.machine.cores);
-  if (result.machine.cpu_mhz_measured > 0) info.cpu_mhz = result.machine.cpu_mhz_measured;  // the peaks' clock
-  context.logical_cpus = result.machine.logical_cpus;
-  if (result.machine.logical_cpus < 2) {
-    config.parts.erase(std::remove(config.parts.begin(), config.parts.end(), "threads"), config.parts.end());
-  }
-  result.machine.memory_bandwidth_gbs = measure_memory_bandwidth_gbs(result.machine.logical_cpus);
-  FoundDevices found = find_study_devices(info, !args.given("no-opencl"));
-  result.devices = found.devices;
-  result.machine.opencl_note = found.opencl_note;
-  std::printf("retrograd study%s: %s, %d cores at %.0f MHz, %.1f GB/s (both measured); devices:",
-              config.quick ? " --quick" : "", result.machine.cpu.c_str(), result.machine.cores,
-              result.machine.cpu_mhz_measured, result.machine.memory_bandwidth_gbs);
-  for (const StudyDevice& d : result.devices) std::printf(" %s", d.label.c_str());
-  std::printf("%s%s\n", found.opencl_note.empty() ? "" : "; ", found.opencl_note.c_str());
-  if (in_job) {
-    std::printf("spread over %d ranks (%s): each measures its share of the runs on its own PC; the report is "
-                "this PC's%s\n", comm->size(), comm->library_version().c_str(),
-                comm->ranks_on_this_host() > 1 ? "; several ranks share this host, so their runs slow each other" : "");
-  }
-  std::fflush(stdout);
+  measure_machine(!args.given("no-opencl"), comm, &config, &context, &result);
 
   const std::string json_path = join_path(out_dir, "study.json");
   const StudyPlan plan = plan_study(config, result.devices, result.machine.logical_cpus);
