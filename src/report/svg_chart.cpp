@@ -572,9 +572,9 @@ BarTexts bar_texts(const BarChart& chart, size_t rows, size_t n_series) {
 
 // Where a bar chart's rows and bars sit.
 struct BarLayout {
-  double bar_h, bar_gap, row_pad, row_h;
-  double plot_left, plot_top;
-  double base;  // x of the bars' start: 0, or the axis's left end
+  double bar_h = 0, bar_gap = 0, row_pad = 0, row_h = 0;
+  double plot_left = 0, plot_top = 0;
+  double base = 0;  // x of the bars' start: 0, or the axis's left end
 };
 
 // Row r: its label, and per series a bar with its error bar and value, or the text alone when unusable.
@@ -667,7 +667,9 @@ std::string render_bar_chart(const BarChart& chart, int width) {
   const bool has_reference = probe.usable(chart.reference_value);
   if (has_reference) texts.all.push_back(chart.reference_value);
   BarLayout at;
-  at.bar_h = n_series <= 2 ? 16 : n_series <= 4 ? 13 : 10, at.bar_gap = 2, at.row_pad = 7;
+  at.bar_h = n_series <= 2 ? 16 : n_series <= 4 ? 13 : 10;
+  at.bar_gap = 2;
+  at.row_pad = 7;
   at.row_h = n_series * at.bar_h + (n_series - 1) * at.bar_gap + 2 * at.row_pad;
   const double plot_top = at.plot_top = title_h + 20.0 * legend_rows + (has_reference ? 20 : 4);
   const double plot_bottom = plot_top + at.row_h * rows;
