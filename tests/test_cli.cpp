@@ -249,7 +249,7 @@ TEST(Cli, ResumeEqualsOneRunAndEvalScoresIt) {
 }
 
 // A graph model (a residual block: inputs = ..., [add]) trains, resumes to the bits of one run,
-// and is scored by eval.
+// and is scored by eval; it trains in int8-train too.
 TEST(Cli, AGraphModelTrainsResumesExactlyAndEvaluates) {
   const std::string cfg = temp_dir() + "/residual.cfg", a = temp_dir() + "/ga.ckpt", b = temp_dir() + "/gb.ckpt";
   write_all(cfg, "[net]\ninput = 784\n[dense]\nunits = 16\n[relu]\nname = r\n[dense]\nunits = 16\n[tanh]\n"
@@ -264,6 +264,8 @@ TEST(Cli, AGraphModelTrainsResumesExactlyAndEvaluates) {
   const Outcome eval = run("eval --checkpoint " + a + " --threads 1");
   EXPECT_EQ(eval.code, 0) << eval.output;
   EXPECT_NE(eval.output.find("test accuracy"), std::string::npos) << eval.output;
+  const Outcome int8 = run("train --model " + cfg + " " + kQuick + " --epochs 1 --train-precision int8-train");
+  EXPECT_EQ(int8.code, 0) << int8.output;  // the layers' int8 GEMMs: nothing of the graph's to refuse
 }
 
 // The resnet20 preset (a graph model) trains a few steps from the command line.
