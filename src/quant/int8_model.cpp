@@ -139,6 +139,7 @@ const ConvGeometry& pool_geometry(const Layer& layer) {
 
 Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tensor& calibration, int64_t batch,
                                                        const Int8Options& options, ThreadPool* pool) {
+  RG_TRY(model.refuse_graph("the int8 engine"));
   const auto& layers = model.layers();
   const size_t count = layers.size();
   // Ranges: observers[0] the input, observers[i + 1] layer i's output.
