@@ -26,6 +26,13 @@ inline constexpr const char* kSmallMlpCfg =
 inline constexpr const char* kSmallDropoutMlpCfg =
     "[net]\ninput = 28x28x1\n[dense]\nunits = 32\n[relu]\n[dropout]\nrate = 0.3\n[dense]\nunits = 10\n";
 
+// A graph model (nn/model_graph.cpp) on the same input: relu r0's output feeds a residual
+// block (conv, batch norm, relu, conv) and the add after it.
+inline constexpr const char* kSmallResidualCfg =
+    "[net]\ninput = 28x28x1\n[conv]\nfilters = 4\nsize = 3\nstride = 2\npad = 1\n[relu]\nname = r0\n"
+    "[conv]\nfilters = 4\nsize = 3\npad = 1\n[batchnorm]\n[relu]\n[conv]\nfilters = 4\nsize = 3\npad = 1\n"
+    "name = c2\n[add]\ninputs = r0, c2\n[relu]\n[flatten]\n[dense]\nunits = 10\n";
+
 // The model of `cfg_text`, its parameters drawn from `seed`; test failures say why not.
 inline std::unique_ptr<Model> build_model(uint64_t seed, const char* cfg_text) {
   auto cfg = parse_cfg(cfg_text, "test.cfg");

@@ -248,6 +248,33 @@ TEST(Cli, ResumeEqualsOneRunAndEvalScoresIt) {
   EXPECT_NE(again.output.find("--lr"), std::string::npos) << again.output;
 }
 
+// A graph model (a residual block: inputs = ..., [add]) trains, resumes to the bits of one run,
+// and is scored by eval; it trains in int8-train too.
+TEST(Cli, AGraphModelTrainsResumesExactlyAndEvaluates) {
+  const std::string cfg = temp_dir() + "/residual.cfg", a = temp_dir() + "/ga.ckpt", b = temp_dir() + "/gb.ckpt";
+  write_all(cfg, "[net]\ninput = 784\n[dense]\nunits = 16\n[relu]\nname = r\n[dense]\nunits = 16\n[tanh]\n"
+                 "[add]\ninputs = r, tanh1\n[dense]\nunits = 10\n");
+  const std::string train = "train --model " + cfg + " " + kQuick + " --epochs 2";
+  const Outcome first = run(train + " --stop-after 1 --checkpoint " + a);
+  ASSERT_EQ(first.code, 0) << first.output;
+  const Outcome resumed = run("train --resume " + a + " --data synthetic --limit 640 --threads 1");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  ASSERT_EQ(run(train + " --checkpoint " + b).code, 0);
+  EXPECT_EQ(read_all(a), read_all(b)) << "resumed and uninterrupted runs must end with identical checkpoints";
+  const Outcome eval = run("eval --checkpoint " + a + " --threads 1");
+  EXPECT_EQ(eval.code, 0) << eval.output;
+  EXPECT_NE(eval.output.find("test accuracy"), std::string::npos) << eval.output;
+  const Outcome int8 = run("train --model " + cfg + " " + kQuick + " --epochs 1 --train-precision int8-train");
+  EXPECT_EQ(int8.code, 0) << int8.output;  // the layers' int8 GEMMs: nothing of the graph's to refuse
+}
+
+// The resnet20 preset (a graph model) trains a few steps from the command line.
+TEST(Cli, Resnet20TrainsAFewSteps) {
+  const Outcome o = run("train --model resnet20 --data synthetic --limit 48 --batch 16 --epochs 1 --threads 2");
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("Epoch 1/1"), std::string::npos) << o.output;
+}
+
 // A build without MPI (the sanitizer and cross builds) started by mpirun says so instead of
 // training alone as every rank; the launcher is recognised by its variables.
 TEST(Cli, ABuildWithoutMpiRefusesToRunUnderMpirun) {

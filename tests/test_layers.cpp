@@ -25,6 +25,7 @@
 #include "nn/layer.h"
 #include "nn/layer_registry.h"
 #include "nn/loss.h"
+#include "nn/merge_layers.h"
 #include "nn/model.h"
 #include "nn/optimizer.h"
 #include "ops/pool2d.h"
@@ -150,7 +151,9 @@ TEST(LayerKinds, EveryKindBuildsFromItsRowWithACostModel) {
     ASSERT_TRUE(made.ok()) << made.status().message() << " (give this test the keys the kind needs)";
     EXPECT_EQ(made.value()->kind(), row.name);
     EXPECT_EQ(&layer_kind_of(*made.value()), &row);
-    auto output = made.value()->configure(Shape{4, 4, 2});
+    auto* merge = dynamic_cast<MergeLayer*>(made.value().get());  // add, concat: two inputs
+    auto output = merge != nullptr ? merge->configure_inputs({Shape{4, 4, 2}, Shape{4, 4, 2}}, {"a", "b"})
+                                   : made.value()->configure(Shape{4, 4, 2});
     ASSERT_TRUE(output.ok()) << output.status().message();
     const double in = 32, out = static_cast<double>(output.value().numel());
     EXPECT_GE(made.value()->traffic(in, out).forward, in);
@@ -512,7 +515,18 @@ INSTANTIATE_TEST_SUITE_P(
                   "5\ninit = glorot_normal\n[softmax]\n[dense]\nunits = 3\n"},
         ModelCase{"leaky_bce",
                   "[net]\ninput = 4\nloss = bce_with_logits\n[dense]\nunits = 7\nbias = false\n[leaky_relu]\nslope = "
-                  "0.2\n[dense]\nunits = 2\n"}),
+                  "0.2\n[dense]\nunits = 2\n"},
+        // Graph models (model_graph.cpp): a residual block whose input feeds two layers, and a
+        // concat of two branches of one conv, each read again later (gradients summed).
+        ModelCase{"residual_graph",
+                  "[net]\ninput = 4x4x2\n[conv]\nname = stem\nfilters = 3\nsize = 3\npad = 1\n[tanh]\nname = a\n"
+                  "[conv]\nfilters = 3\nsize = 3\npad = 1\n[tanh]\n[conv]\nname = b\nfilters = 3\nsize = 1\n"
+                  "[add]\ninputs = a, b\n[sigmoid]\n[flatten]\n[dense]\nunits = 3\n"},
+        ModelCase{"concat_graph",
+                  "[net]\ninput = 3x3x2\nloss = mse\ntarget = onehot\n[conv]\nfilters = 2\nsize = 3\npad = 1\n[tanh]\n"
+                  "name = t\n[conv]\nname = c2\nfilters = 3\nsize = 1\ninputs = t\n[sigmoid]\ninputs = t\nname = s\n"
+                  "[concat]\ninputs = c2, s, t\n[add]\ninputs = input, input, t\nname = skip\n"
+                  "[concat]\ninputs = concat1, skip\n[flatten]\n[dense]\nunits = 4\n"}),
     model_case_name);
 
 // Model::from_cfg, init in f64, reserve, forward, compute_loss into output_grad(), backward;
@@ -560,6 +574,178 @@ TEST_P(ModelGradient, MatchesFiniteDifferences) {
     EXPECT_GT(norm, 0.0) << p->name << " got no gradient";
     check_against_differences(p->name, p->value, p->grad, objective);
   }
+}
+
+// ---------------------------------------------------------------- graph models (nn/model_graph.cpp)
+
+// Add and Concat alone: forward by definition, and backward (written, then added onto what an
+// input's gradient holds already) against central differences in double of L = sum(y * r).
+void check_merge_layer(MergeLayer& layer, const std::vector<Shape>& shapes, const Shape& expected) {
+  std::vector<std::string> names;
+  for (size_t k = 0; k < shapes.size(); ++k) names.push_back("in" + std::to_string(k));
+  auto out = layer.configure_inputs(shapes, names);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(out.value(), expected);
+  const int64_t n = 3;
+  Rng rng(7);
+  std::vector<Tensor> xs, dxs, before;
+  for (const Shape& s : shapes) {
+    xs.push_back(make(s.batched(n), DType::f64));
+    fill_random(xs.back(), rng, -1, 1);
+    dxs.push_back(make(s.batched(n), DType::f64));
+    fill_random(dxs.back(), rng, -1, 1);  // what add_to keeps
+    before.push_back(make(s.batched(n), DType::f64));
+    before.back().copy_from(dxs.back());
+  }
+  const Tensor y = make(expected.batched(n), DType::f64), r = make(expected.batched(n), DType::f64);
+  fill_random(r, rng, -1, 1);
+  const LayerContext ctx;
+  auto objective = [&] {
+    layer.forward_inputs(xs, y, ctx);
+    double sum = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) sum += get(y, i) * get(r, i);
+    return sum;
+  };
+  objective();
+  std::vector<bool> add_to(shapes.size(), false);
+  add_to[0] = true;
+  layer.backward_inputs(r, dxs, add_to, ctx);
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const Tensor grad = make(shapes[k].batched(n), DType::f64);
+    for (int64_t i = 0; i < grad.numel(); ++i) set(grad, i, get(dxs[k], i) - (add_to[k] ? get(before[k], i) : 0.0));
+    check_against_differences(names[k], xs[k], grad, objective);
+  }
+}
+
+TEST(MergeLayers, AddGradientCheckF64) {
+  Add add;
+  check_merge_layer(add, {Shape{2, 2, 3}, Shape{2, 2, 3}, Shape{2, 2, 3}}, Shape{2, 2, 3});
+}
+
+TEST(MergeLayers, ConcatGradientCheckF64) {
+  Concat concat;
+  check_merge_layer(concat, {Shape{2, 2, 3}, Shape{2, 2, 1}, Shape{2, 2, 2}}, Shape{2, 2, 6});
+}
+
+// f32 against f64 on the same numbers: sums and copies, so the f32 results are the f64 ones
+// rounded (add: three terms, a few ulps).
+TEST(MergeLayers, F32MatchesF64) {
+  Add add;
+  Concat concat;
+  for (MergeLayer* layer : std::vector<MergeLayer*>{&add, &concat}) {
+    SCOPED_TRACE(layer->kind());
+    const std::vector<Shape> shapes = {Shape{3, 2}, Shape{3, 2}};
+    auto out = layer->configure_inputs(shapes, {"a", "b"});
+    ASSERT_TRUE(out.ok());
+    Rng rng(3);
+    std::vector<Tensor> x64, x32, d64, d32;
+    for (const Shape& s : shapes) {
+      x64.push_back(make(s.batched(4), DType::f64));
+      x32.push_back(make(s.batched(4), DType::f32));
+      fill_random(x32.back(), rng, -1, 1);
+      for (int64_t i = 0; i < x32.back().numel(); ++i) set(x64.back(), i, get(x32.back(), i));
+      d64.push_back(make(s.batched(4), DType::f64));
+      d32.push_back(make(s.batched(4), DType::f32));
+    }
+    const Tensor y64 = make(out.value().batched(4), DType::f64), y32 = make(out.value().batched(4), DType::f32);
+    const Tensor r64 = make(out.value().batched(4), DType::f64), r32 = make(out.value().batched(4), DType::f32);
+    fill_random(r32, rng, -1, 1);
+    for (int64_t i = 0; i < r32.numel(); ++i) set(r64, i, get(r32, i));
+    const LayerContext ctx;
+    layer->forward_inputs(x64, y64, ctx);
+    layer->forward_inputs(x32, y32, ctx);
+    for (int64_t i = 0; i < y64.numel(); ++i) EXPECT_NEAR(get(y32, i), get(y64, i), 1e-6);
+    layer->backward_inputs(r64, d64, {false, true}, ctx);  // d starts at zero: adding is writing
+    layer->backward_inputs(r32, d32, {false, true}, ctx);
+    for (size_t k = 0; k < d64.size(); ++k)
+      for (int64_t i = 0; i < d64[k].numel(); ++i) EXPECT_EQ(get(d32[k], i), get(d64[k], i));
+  }
+}
+
+// The gradient a graph model passes to its input (which feeds three layers here) against
+// central differences of the loss.
+TEST(GraphModel, InputGradientMatchesFiniteDifferences) {
+  const char* text =
+      "[net]\ninput = 2x2x2\nloss = mse\ntarget = onehot\n[conv]\nfilters = 2\nsize = 1\n[tanh]\nname = t\n"
+      "[add]\ninputs = input, t, input\n[concat]\ninputs = add1, input\n[flatten]\n[dense]\nunits = 3\n";
+  auto doc = parse_cfg(text, "graph.cfg");
+  ASSERT_TRUE(doc.ok());
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  Model& model = *built.value();
+  ASSERT_TRUE(model.is_graph());
+  ASSERT_TRUE(model.init(2, DType::f64).ok());
+  ASSERT_TRUE(model.reserve(3).ok());
+  Rng rng(5);
+  const Tensor x = make(model.input_shape().batched(3), DType::f64), dx = make(x.shape(), DType::f64);
+  const Tensor target = make(model.output_shape().batched(3), DType::f64);
+  fill_random(x, rng, -1, 1);
+  fill_random(target, rng, 0, 1);
+  const LayerContext ctx;
+  compute_loss(model.loss(), model.forward(x, ctx), target, 1.0, model.output_grad());
+  model.backward(ctx, dx);
+  auto objective = [&] { return compute_loss(model.loss(), model.forward(x, ctx), target, 1.0, Tensor()); };
+  check_against_differences("input", x, dx, objective);
+}
+
+// Each bad graph is refused at from_cfg, naming the file, line and rule.
+TEST(GraphModel, BadGraphsNameTheLineAndTheRule) {
+  const std::string head = "[net]\ninput = 4\n[dense]\nunits = 4\nname = a\n[dense]\nunits = 4\nname = b\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[add]\ninputs = a, nope\n", "g.cfg:10: [add] key 'inputs': 'nope' names no layer"},
+      {"[add]\ninputs = a, later\n[dense]\nunits = 4\nname = later\n", "'later' is this layer or a later one"},
+      {"[add]\ninputs = a, add1\n", "g.cfg:10: [add] key 'inputs': 'add1' is this layer or a later one"},
+      {"[add]\ninputs = a, b\nname = me\n[relu]\ninputs = me, me\n", "relu reads one input, not 2"},
+      {"[add]\ninputs = a, b\nname = b\n", "g.cfg:11: [add] key 'name': the name 'b' is used twice"},
+      {"[add]\ninputs = a, a\n[dense]\nunits = 2\ninputs = a\n", "g.cfg:6: [dense]: the output of b goes to no layer"},
+      {"[dense]\nunits = 3\nname = c\n[add]\ninputs = b, c\n",
+       "g.cfg:13: [add] key 'inputs': input b gives [4], input c gives [3]: add sums inputs of one shape"},
+      {"[dense]\nunits = 3\nname = c\n[concat]\ninputs = b, c\n[reshape]\nshape = 7\n[add]\ninputs = a, reshape1\n",
+       "input a gives [4], input reshape1 gives [7]"},
+      {"[add]\n", "g.cfg:9: [add]: add sums two or more inputs (inputs = a, b), not 1"},
+      {"[add]\ninputs = a,\n", "an empty name"},
+  };
+  for (const auto& [tail, expected] : cases) {
+    SCOPED_TRACE(tail);
+    auto doc = parse_cfg(head + tail, "g.cfg");
+    ASSERT_TRUE(doc.ok()) << doc.status().message();
+    auto built = Model::from_cfg(doc.value());
+    ASSERT_FALSE(built.ok());
+    EXPECT_NE(built.status().message().find(expected), std::string::npos) << built.status().message();
+  }
+}
+
+// resnet20 (nn/presets.cpp): He et al.'s CIFAR ResNet on 28x28x1, a graph of 9 residual adds.
+TEST(GraphModel, Resnet20PresetBuilds) {
+  auto doc = load_model_cfg("resnet20");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  const Model& model = *built.value();
+  EXPECT_TRUE(model.is_graph());
+  // convs 144 + 6 x 2304 + 4608 + 5 x 9216 + 512 + 18432 + 5 x 36864 + 2048, 21 batch norms
+  // (1,568 values), dense 650.
+  EXPECT_EQ(model.param_count(), 272186);
+  int adds = 0;
+  for (const auto& layer : model.layers()) adds += layer->kind() == "add";
+  EXPECT_EQ(adds, 9);
+  EXPECT_EQ(model.output_shape(), Shape{10});
+  EXPECT_EQ(model.layer_output_shape(model.layers().size() - 3), (Shape{7, 7, 64}));
+}
+
+// Executors that run chains only refuse a graph model, naming a layer that names its inputs.
+TEST(GraphModel, F16StorageRefusesAGraph) {
+  auto doc = parse_cfg("[net]\ninput = 4\n[dense]\nunits = 4\nname = a\n[relu]\n[add]\ninputs = a, relu1\n"
+                       "[dense]\nunits = 2\n", "g.cfg");
+  ASSERT_TRUE(doc.ok());
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  ASSERT_TRUE(built.value()->init(1).ok());
+  const Status refused = built.value()->set_storage(DType::f16);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("graph models (layer add1 names its inputs) do not run on f16 storage"),
+            std::string::npos) << refused.message();
+  EXPECT_TRUE(built.value()->set_storage(DType::f32).ok());
 }
 
 // ---------------------------------------------------------------- optimizers

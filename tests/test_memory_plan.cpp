@@ -48,7 +48,8 @@ TEST(MemoryPlan, PrepareAllocatesWhatItPredicts) {
                         {kCnnCfg, TrainPrecision::fp16, OptimizerKind::sgd},
                         {kCnnCfg, TrainPrecision::int8_qat, OptimizerKind::sgd},
                         {kRclCfg, TrainPrecision::fp32, OptimizerKind::sgd},
-                        {kAutoencoderCfg, TrainPrecision::fp32, OptimizerKind::adam}};
+                        {kAutoencoderCfg, TrainPrecision::fp32, OptimizerKind::adam},
+                        {kSmallResidualCfg, TrainPrecision::fp32, OptimizerKind::sgd}};  // a graph model
   for (const Case& c : cases) {
     for (int64_t rows : {1, 7, 64}) {
       for (bool ahead : {false, true}) {

@@ -385,5 +385,20 @@ TEST(OpenclFusedModels, HostLayersAndF16StorageAreNotFused) {
   EXPECT_TRUE(contains(refused.status().message(), "RETROGRAD_CL_FUSE='yes'")) << refused.status().message();
 }
 
+// The device model runs chains only (for now): a graph model is refused, not run as a chain.
+TEST(ClModelGraph, AGraphModelIsRefused) {
+  SKIP_WITHOUT_OPENCL();
+  auto doc = parse_cfg("[net]\ninput = 4\n[dense]\nunits = 4\nname = a\n[relu]\n[add]\ninputs = a, relu1\n"
+                       "[dense]\nunits = 2\n", "graph.cfg");
+  ASSERT_TRUE(doc.ok());
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  ASSERT_TRUE(built.value()->init(1).ok());
+  auto made = ClModel::create(*built.value(), *open_devices().devices.at(0));
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().message(),
+            "graph.cfg: graph models (layer add1 names its inputs) do not run on the OpenCL device yet: issue 31");
+}
+
 }  // namespace
 }  // namespace rg::ocl

@@ -31,7 +31,7 @@ std::unique_ptr<Model> cfg_model(const char* text) {
 
 TEST(Roofline, LayerFlopsAddUpToTheModelsTrainingFlops) {
   for (const char* name : {"mlp", "lenet", "cnn", "rcnn", "autoencoder", "conv-autoencoder", "dcgan-generator",
-                           "dcgan-discriminator"}) {
+                           "dcgan-discriminator", "resnet20"}) {
     const auto model = preset_model(name);
     for (int64_t batch : {1, 64}) {
       const auto costs = training_costs_per_sample(*model, batch);
@@ -57,6 +57,18 @@ const char* kSmallMlp =
     "\n[dense]\nunits = 10\n"
     "\n[relu]\n"
     "\n[dense]\nunits = 5\n";
+
+// A layer of a graph model reads the outputs of its inputs: an add of two outputs of 10 values
+// reads 20 and writes 10 forward, reads 10 (dy) and writes 20 (both dx) backward.
+TEST(Roofline, AGraphLayerReadsEachOfItsInputs) {
+  const auto model = cfg_model("[net]\ninput = 10\n[dense]\nunits = 10\nname = a\n[relu]\n[add]\ninputs = a, relu1\n"
+                               "[dense]\nunits = 3\n");
+  const auto costs = training_costs_per_sample(*model, 1);
+  ASSERT_EQ(costs.size(), 5u);
+  EXPECT_EQ(costs[2].kind, "add");
+  EXPECT_DOUBLE_EQ(costs[2].bytes, 4 * 60.0);
+  EXPECT_DOUBLE_EQ(costs[2].flops, 0);
+}
 
 TEST(Roofline, DenseBytesMatchAHandCount) {
   const auto model = cfg_model(kSmallMlp);

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Builds the cross targets (tools/cross_build.sh) and runs their test suites on emulated old
 # machines:
-#   i686-linux-gnu      under qemu-i386 as a Core 2 (core2duo: SSSE3) and as an Athlon 64
-#                       (Opteron_G1: SSE3 in qemu's model); labels core2duo, opteron_g1
+#   i686-linux-gnu      under qemu-i386 as a Core 2 (core2duo: SSSE3), and the programs whose
+#                       code differs there as an Athlon 64 (Opteron_G1: SSE3 in qemu's model);
+#                       labels core2duo, opteron_g1
 #   x86_64-w64-mingw32  under wine64; label wine64
 #   i686-w64-mingw32    under the 32-bit Wine of build-cross/wine32; label wine32; then
 #                       tools/cross_check_training.sh against build/ (the native build):
@@ -21,22 +22,27 @@ status=0
 
 # Emulated SIMD runs 20-40 times slower than native: under qemu the suite runs but for the
 # slow cases of tools/slow_cases.sh (6 minutes of the Core 2's 16 otherwise); natively, under
-# Wine and in cross_check_training.sh they run in full. As the Athlon 64 the command-line cases
-# are left out too: they do not depend on the CPU, and the Core 2 runs them.
+# Wine and in cross_check_training.sh they run in full.
 source tools/slow_cases.sh
 emulated_filter=GTEST_FILTER=-$slow_cases
-athlon_filter=$emulated_filter:Cli.*:ImageCli.*:StudyCli.*:OpenclProbe.*
+# As the Athlon 64 (level sse3) only what runs other code than as the Core 2 (ssse3): the CPU
+# detection, and the int8 GEMM, whose sse2 tiles the Athlon takes where the Core 2 takes ssse3's
+# (src/cpu/kernel_tables.cpp), from the kernel up to the int8 models and trainings; with no
+# SSSE3 there, an SSSE3 copy of a shared inline function would die with SIGILL. The f32, f16 and
+# other int8 kernels are sse2's on both; the Core 2 runs them at every level up to ssse3, the
+# rest of the suite, and the command-line cases (docs/testing.md: what covers what).
+athlon_programs="test_cpu test_qs8 test_int8_model test_int8_training test_qat"
 # Under Wine everything runs but the three trainings on all of Fashion-MNIST (Acceptance.*:
 # 130-150 s of each Wine suite, and its longest program): the Windows builds train the short
 # runs of test_cli, and the i686 .exe trains the mlp on all of Fashion-MNIST in
 # cross_check_training.sh, against the Linux build's accuracy.
 wine_filter=GTEST_FILTER=-Acceptance.*
-# The runs of each build: TRIPLET LABEL [VARIABLE=VALUE...].
+# The runs of each build: TRIPLET LABEL [VARIABLE=VALUE...] [PROGRAM...] (none: every program).
 runs_of() {
   case "$1" in
     i686-linux-gnu)
       echo "$1 core2duo RETROGRAD_QEMU_CPU=core2duo $emulated_filter"
-      echo "$1 opteron_g1 RETROGRAD_QEMU_CPU=Opteron_G1 $athlon_filter" ;;
+      echo "$1 opteron_g1 RETROGRAD_QEMU_CPU=Opteron_G1 $emulated_filter $athlon_programs" ;;
     x86_64-w64-mingw32) echo "$1 wine64 $wine_filter" ;;
     i686-w64-mingw32) echo "$1 wine32 $wine_filter" ;;
   esac
@@ -49,10 +55,14 @@ for triplet in "${triplets[@]}"; do
   done
 done
 
-# run_suite TRIPLET LABEL [VARIABLE=VALUE...]: the whole suite of one build, once.
+# run_suite TRIPLET LABEL [VARIABLE=VALUE...] [PROGRAM...]: the suite of one build (the programs
+# named, else all), once.
 run_suite() {
-  local triplet=$1 label=$2
+  local triplet=$1 label=$2 word variables=() programs=()
   shift 2
+  for word in "$@"; do
+    if [[ "$word" == *=* ]]; then variables+=("$word"); else programs+=("$word"); fi
+  done
   local build=build-cross/$triplet
   local results=$PWD/$build/test-results-$label
   mkdir -p "$results"
@@ -63,7 +73,7 @@ run_suite() {
   # Meson's test(env:) overrides the caller's environment: the variables go through a wrapper
   # command, as in tools/test.sh (Meson adds the wrapper's name to the log: testlog-LABEL-env.json).
   meson test -C "$build" --no-rebuild --print-errorlogs --num-processes 2 --logbase "testlog-$label" \
-    --wrapper "env GTEST_OUTPUT=xml:$report_dir/ $*" || status=1
+    --wrapper "env GTEST_OUTPUT=xml:$report_dir/ ${variables[*]}" "${programs[@]}" || status=1
 }
 
 # wine_session start|stop TRIPLET: Wine's server exits 3 s after its last program, and a program

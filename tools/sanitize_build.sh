@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 options=(--buildtype=plain -Doptimization=2 -Ddebug=true -Db_ndebug=false
          -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=true -Dmpi=disabled
          "-Dcpp_args=-fno-sanitize-recover=all -fno-omit-frame-pointer" -Dcpp_link_args=-fno-sanitize-recover=all)
+# Meson adds ccache itself only to a compiler it finds on its own, not to one named in CC: named
+# here, and dropped by Meson where ccache is not installed.
 if [ ! -f build-sanitize/build.ninja ]; then
-  CC=clang CXX=clang++ meson setup build-sanitize "${options[@]}" >/dev/null
+  CC="ccache clang" CXX="ccache clang++" meson setup build-sanitize "${options[@]}" >/dev/null
 elif [ "$(cat build-sanitize/.sanitize-setup 2>/dev/null)" != "${options[*]}" ]; then
   meson setup --reconfigure build-sanitize "${options[@]:1}" >/dev/null  # the build type is set up once
 fi

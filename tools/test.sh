@@ -24,8 +24,8 @@
 #      count_tests.py's own self-test (build/count-tests-selftest-results.txt);
 #      tools/bad_inputs.py: every bad input of docs/reliability.md's table gets its message
 #      and exit 2 (build/bad-inputs-results.txt);
-#   6. tools/cross_test.sh: the i686 Linux build's suite under qemu-i386 as a Core 2 and as an
-#      Athlon 64, the x86_64 .exe's under wine64, the i686 .exe's under 32-bit Wine
+#   6. tools/cross_test.sh: the i686 Linux build's suite under qemu-i386 as a Core 2 (its int8
+#      and CPU-detection programs as an Athlon 64 too), the x86_64 .exe's under wine64, the i686 .exe's under 32-bit Wine
 #      (build-cross/TRIPLET/test-results-LABEL/ with their Meson logs).
 # A test program that dies without a report counts as 1 failed. docs/testing.md gives the
 # time of each part on 2 cores and how to run each alone.

@@ -9,6 +9,7 @@
 #include "nn/conv.h"
 #include "nn/dense.h"
 #include "nn/dropout.h"
+#include "nn/merge_layers.h"
 #include "nn/pooling.h"
 #include "nn/recurrent_conv.h"
 #include "nn/shape_layers.h"
@@ -41,6 +42,8 @@ std::vector<LayerKind> make_kinds() {
       {"sigmoid", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"tanh", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"softmax", Activation::from_cfg, D::own, Q::f32, F::none, {}},
+      {"add", Add::from_cfg, D::host, Q::f32, F::none, {}},
+      {"concat", Concat::from_cfg, D::host, Q::f32, F::none, {}},
   };
 }
 

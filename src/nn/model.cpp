@@ -41,25 +41,29 @@ Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
   RG_TRY(net.check_all_used());
 
   std::map<std::string, int> counts;
-  Shape shape = model->input_;
-  int64_t values_per_sample = shape.numel(), parameters = 0;  // each kept at most kMaxModelValues
+  std::vector<size_t> sections;  // each layer's section in doc
   for (size_t i = 1; i < doc.sections.size(); ++i) {
     const CfgSection& section = doc.sections[i];
     if (section.kind() == "net") return Status::error(section.where() + "[net] may appear only once, first");
     if (section.kind() == "train") continue;  // training settings: read by `train` (train_section)
+    RG_TRY(section.get_string_or("inputs", "").status());  // the graph's edges: read by resolve_inputs
     RG_ASSIGN(std::unique_ptr<Layer> layer, make_layer(section));
     if (layer->name().empty()) layer->set_name(section.kind() + std::to_string(++counts[section.kind()]));
-    auto out = layer->configure(shape);
-    if (!out.ok()) {
-      return Status::error(section.where() + "input " + shape.str() + ": " + out.status().message());
-    }
-    shape = out.value();
-    RG_TRY(count_model_values(section, layer->name(), shape.numel(), "values per sample in the layers' outputs", &values_per_sample));
-    RG_TRY(count_model_values(section, layer->name(), layer->parameter_count(), "parameters", &parameters));
-    model->shapes_.push_back(shape);
     model->layers_.push_back(std::move(layer));
+    sections.push_back(i);
   }
   if (model->layers_.empty()) return Status::error(net.where() + "the model has no layers after [net]");
+  RG_TRY(model->resolve_inputs(doc, sections));
+
+  Shape shape = model->input_;
+  int64_t values_per_sample = shape.numel(), parameters = 0;  // each kept at most kMaxModelValues
+  for (size_t i = 0; i < model->layers_.size(); ++i) {
+    const CfgSection& section = doc.sections[sections[i]];
+    const Layer& layer = *model->layers_[i];
+    RG_ASSIGN(shape, model->configure_layer(i, section));
+    RG_TRY(count_model_values(section, layer.name(), shape.numel(), "values per sample in the layers' outputs", &values_per_sample));
+    RG_TRY(count_model_values(section, layer.name(), layer.parameter_count(), "parameters", &parameters));
+  }
 
   const int64_t outputs = shape.numel();
   if (model->loss_ == LossKind::none && target_text != "auto") {
@@ -109,7 +113,8 @@ Status Model::init(uint64_t seed, DType dtype) {
 Status Model::reserve(int64_t batch) {
   if (batch <= reserved_) return Status();
   acts_.clear();
-  grad_a_ = grad_b_ = Tensor();
+  grad_a_ = grad_b_ = grad_scratch_ = Tensor();
+  grads_.clear();
   RG_TRY(check_host_memory(reserved_bytes(batch).total(), cfg_.file + ": the activations and gradients of a batch of " +
                                                               std::to_string(batch) + " through " +
                                                               std::to_string(layers_.size()) + " layers"));
@@ -124,13 +129,22 @@ Status Model::reserve(int64_t batch) {
     RG_TRY(layers_[i]->reserve(batch, dtype_));  // state a layer keeps from forward to backward
     if (shapes_[i].numel() > largest) largest = shapes_[i].numel(), largest_name = layers_[i]->name() + "'s output";
   }
+  if (is_graph()) {
+    RG_TRY(reserve_graph_grads(batch));
+  } else {
+    RG_TRY(reserve_chain_grads(batch, largest, largest_name));
+  }
+  if (storage_ == DType::f16) RG_TRY(reserve_f16_chunks(batch));
+  if (scratch > 0) RG_TRY(workspace_.reserve(scratch, dtype_));
+  reserved_ = batch;
+  return Status();
+}
+
+Status Model::reserve_chain_grads(int64_t batch, int64_t largest, const std::string& largest_name) {
   const std::string grad_what = "a gradient buffer between layers (batch " + std::to_string(batch) + " x " +
                                 std::to_string(largest) + ", " + largest_name + ")";
   RG_ASSIGN(grad_a_, Tensor::zeros(Shape{batch * largest}, stored_dtype(), grad_what));
   RG_ASSIGN(grad_b_, Tensor::zeros(Shape{batch * largest}, stored_dtype(), grad_what));
-  if (storage_ == DType::f16) RG_TRY(reserve_f16_chunks(batch));
-  if (scratch > 0) RG_TRY(workspace_.reserve(scratch, dtype_));
-  reserved_ = batch;
   return Status();
 }
 
@@ -154,6 +168,7 @@ Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
     RG_CHECK(!values_hook_, "a values hook runs on f32 storage only");
     return forward_f16(x, ctx);
   }
+  if (is_graph()) return forward_graph(x, ctx);
   if (values_hook_) values_hook_(0, x, ctx);
   Tensor in = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -168,6 +183,7 @@ Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
 
 Tensor Model::output_grad() const {
   if (storage_ == DType::f16) return output_grad_.rows(0, batch_);
+  if (is_graph()) return grads_.back().rows(0, batch_);
   return grad_a_.reshaped(Shape{grad_a_.numel()}).rows(0, batch_ * shapes_.back().numel()).reshaped(
       shapes_.back().batched(batch_));
 }
@@ -184,6 +200,7 @@ void Model::backward(const LayerContext& caller_ctx, const Tensor& input_grad) {
   const LayerContext ctx = with_workspace(caller_ctx, workspace_);
   RG_CHECK(!weights_f16_, "backward through a model with f16 weights (they are for inference)");
   if (storage_ == DType::f16) return backward_f16(ctx, input_grad);
+  if (is_graph()) return backward_graph(ctx, input_grad);
   Tensor dy = output_grad();
   bool dy_in_a = true;
   for (size_t i = layers_.size(); i-- > 0;) {

@@ -1,6 +1,9 @@
-// A model: a chain of layers built from a cfg document, the loss it ends in, and the
-// activation buffers of one batch. Activations of every layer are kept for backward;
-// gradients flow through two ping-pong buffers sized for the largest layer.
+// A model: the layers built from a cfg document, the loss it ends in, and the activation
+// buffers of one batch. Activations of every layer are kept for backward. A chain (no layer
+// names its inputs: each reads the one before) passes gradients through two ping-pong buffers
+// sized for the largest layer. A graph model (some layer says `inputs = a, b`; model_graph.cpp)
+// keeps one gradient buffer per layer output, where the gradients of every layer it feeds are
+// summed.
 #pragma once
 
 #include <functional>
@@ -69,6 +72,15 @@ class Model {
   TargetKind target() const { return target_; }
   const CfgDocument& cfg() const { return cfg_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  // A graph model: some layer names its inputs (cfg `inputs = ...`). Executors that run only
+  // chains refuse one through refuse_graph.
+  bool is_graph() const { return !graph_layer_.empty(); }
+  // The layers whose outputs layer i reads, in order; kModelInput for the model's input.
+  static constexpr int kModelInput = -1;
+  const std::vector<int>& layer_inputs(size_t i) const { return inputs_[i]; }
+  // An error for an executor that cannot run a graph model (empty for a chain): "graph models
+  // (layer X names its inputs) do not run on `executor` yet: issue 31".
+  Status refuse_graph(const std::string& executor) const;
   std::vector<Param*> params();
   // Non-trained state saved with the params (BatchNorm running statistics).
   std::vector<Param*> buffers();
@@ -83,7 +95,8 @@ class Model {
     int64_t activations = 0;  // every layer's output [batch, shape], kept for backward
     int64_t layer_state = 0;  // what layers keep of their own (a recurrent layer's steps)
     int64_t gradients = 0;    // the two ping-pong buffers of the gradients between layers (f16:
-                              // and the loss's f32 gradient)
+                              // and the loss's f32 gradient); a graph model: one per layer output
+                              // and a scratch
     int64_t chunks = 0;       // f16 storage: the f32 row chunks layers compute on
     int64_t workspace = 0;    // the layers' shared scratch (im2col panels)
     int64_t total() const { return activations + layer_state + gradients + chunks + workspace; }
@@ -92,7 +105,8 @@ class Model {
   // Bytes of the parameters and their gradients (allocated by init()).
   int64_t param_bytes() const;
   // Per layer, the bytes one sample costs in training: the output kept for backward and the
-  // layer's own state; the gradient it passes back (dx); and the workspace its forward and
+  // layer's own state; the gradient it passes back (dx; a graph model: the buffer of its output's
+  // gradient); and the workspace its forward and
   // backward take for a batch of `batch`, divided by batch.
   struct LayerMemory {
     std::string layer;
@@ -134,6 +148,8 @@ class Model {
   // f32 elements of each chunk buffer: the widest layer's chunk rows times its row.
   int64_t chunk_elements(const LayerContext& ctx, int64_t batch) const;
   Status reserve_f16_chunks(int64_t batch);
+  // A chain's two ping-pong gradient buffers of `largest` values a sample (`largest_name`'s).
+  Status reserve_chain_grads(int64_t batch, int64_t largest, const std::string& largest_name);
   bool weights_f16_ = false;
   Tensor widened_params_;  // f32 [the largest layer's f16 param elements], layers without reads_f16_weights
   // Layer `layer`'s f16 params widened into widened_params_ for the scope of its forward (nothing
@@ -149,6 +165,21 @@ class Model {
     std::vector<std::pair<Param*, Tensor>> swapped_;  // each param and its f16 value
   };
   Tensor forward_f16(const Tensor& x, const LayerContext& ctx);
+  // Graph models (model_graph.cpp).
+  std::string graph_layer_;              // the first layer that names its inputs; empty: a chain
+  std::vector<std::vector<int>> inputs_;  // inputs_[i]: what layer i reads (indices, kModelInput)
+  std::vector<Tensor> grads_;            // grads_[i]: d(loss)/d(layer i's output) [batch, shapes_[i]...]
+  Tensor grad_scratch_;                  // a layer's dx before it is added to a gradient already there
+  // Reads every layer's `inputs` (none: the layer before) into inputs_ and checks the graph:
+  // names known, unique and earlier; each layer's output read by a later one but the last's.
+  Status resolve_inputs(const CfgDocument& doc, const std::vector<size_t>& sections);
+  // Configures layer i on the outputs it reads (shapes_ of the earlier layers).
+  Result<Shape> configure_layer(size_t i, const CfgSection& section);
+  Tensor graph_input(size_t i, size_t k) const;
+  Status reserve_graph_grads(int64_t batch);
+  int64_t graph_gradient_elements(int64_t batch) const;
+  Tensor forward_graph(const Tensor& x, const LayerContext& ctx);
+  void backward_graph(const LayerContext& ctx, const Tensor& input_grad);
   void backward_f16(const LayerContext& ctx, const Tensor& input_grad);
 };
 

@@ -47,6 +47,7 @@ Status Model::set_storage(DType storage) {
     return Status::error("f16 storage is for a model computing in f32 (this one computes in " +
                          std::string(dtype_name(dtype_)) + ")");
   }
+  if (storage == DType::f16) RG_TRY(refuse_graph("f16 storage (mixed precision)"));
   storage_ = storage;
   reserved_ = 0;  // the buffers change dtype at the next reserve()
   return Status();

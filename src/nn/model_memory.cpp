@@ -30,7 +30,9 @@ Model::ReservedBytes Model::reserved_bytes(int64_t batch) const {
     scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
     largest = std::max(largest, shapes_[i].numel());
   }
-  r.gradients = 2 * bytes_of(batch * largest, stored_dtype());
+  // A graph model: a buffer per output and a scratch (model_graph.cpp); a chain: two ping-pong.
+  r.gradients = is_graph() ? bytes_of(graph_gradient_elements(batch), dtype_)
+                           : 2 * bytes_of(batch * largest, stored_dtype());
   if (storage_ == DType::f16) {
     LayerContext training;  // the largest chunks: training, when BatchNorm needs the whole batch
     training.training = true;
@@ -57,7 +59,9 @@ std::vector<Model::LayerMemory> Model::layer_memory(int64_t batch) const {
     row.kept_per_sample = bytes_of(shapes_[i].numel(), last ? dtype_ : stored_dtype()) +
                           bytes_of(layers_[i]->state_elements_per_sample(), dtype_);
     const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
-    row.gradient_per_sample = i == 0 ? 0 : bytes_of(in, stored_dtype());
+    row.gradient_per_sample = is_graph() ? bytes_of(shapes_[i].numel(), dtype_)  // its output's gradient buffer
+                              : i == 0   ? 0
+                                         : bytes_of(in, stored_dtype());
     row.workspace_per_sample = bytes_of(layers_[i]->workspace_elements(n), dtype_) / n;
     rows.push_back(row);
   }

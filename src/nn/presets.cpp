@@ -10,8 +10,47 @@ namespace rg {
 namespace {
 struct Preset {
   const char* name;
-  const char* cfg;
+  const char* cfg;                 // the text, or null: made by make
+  std::string (*make)() = nullptr;  // a preset too regular to write out (resnet20's blocks)
 };
+
+// One basic block of a CIFAR ResNet (He et al. 2016, section 4.2): two 3x3 convs with batch
+// norm, the block's input added before the last relu. A block that halves the size and widens
+// (stride 2) takes its shortcut through a 1x1 conv of stride 2 with batch norm (the paper's
+// option B). `in` is the layer the block reads; its output is the relu named `name`_out.
+std::string resnet_block(const std::string& name, const std::string& in, int filters, int stride) {
+  const std::string f = std::to_string(filters);
+  std::string text = "\n[conv]\nname = " + name + "_conv1\nfilters = " + f + "\nsize = 3\nstride = " +
+                     std::to_string(stride) + "\npad = 1\nbias = false\n\n[batchnorm]\n\n[relu]\n" +
+                     "\n[conv]\nfilters = " + f + "\nsize = 3\npad = 1\nbias = false\n" +
+                     "\n[batchnorm]\nname = " + name + "_bn2\n";
+  std::string shortcut = in;
+  if (stride != 1) {
+    text += "\n[conv]\nname = " + name + "_proj\ninputs = " + in + "\nfilters = " + f +
+            "\nsize = 1\nstride = 2\nbias = false\n\n[batchnorm]\nname = " + name + "_proj_bn\n";
+    shortcut = name + "_proj_bn";
+  }
+  return text + "\n[add]\ninputs = " + name + "_bn2, " + shortcut + "\n\n[relu]\nname = " + name + "_out\n";
+}
+
+// resnet20: a 3x3 conv of 16, then 3 stages of 3 basic blocks of 16, 32 and 64 channels (28x28,
+// 14x14, 7x7 here), global average pooling and a dense layer of 10: 19 convs and the dense.
+std::string resnet20_cfg() {
+  std::string text =
+      "# resnet20: He et al. 2016's CIFAR ResNet for 28x28x1 (3 stages x 3 basic blocks, 16/32/64 channels)\n"
+      "[net]\ninput = 28x28x1\nloss = softmax_cross_entropy\n"
+      "\n[conv]\nfilters = 16\nsize = 3\npad = 1\nbias = false\n\n[batchnorm]\n\n[relu]\nname = stem\n";
+  std::string in = "stem";
+  const int filters[3] = {16, 32, 64};
+  for (int stage = 0; stage < 3; ++stage) {
+    for (int block = 0; block < 3; ++block) {
+      const std::string name = "s" + std::to_string(stage + 1) + "b" + std::to_string(block + 1);
+      text += resnet_block(name, in, filters[stage], stage > 0 && block == 0 ? 2 : 1);
+      in = name + "_out";
+    }
+  }
+  return text + "\n[global_avgpool]\n\n[dense]\nunits = 10\ninit = glorot\n";
+}
 
 // A [train] section gives the settings the preset was tuned with; command-line options win.
 const Preset kPresets[] = {
@@ -198,12 +237,13 @@ const Preset kPresets[] = {
      "\n[batchnorm]\n"
      "\n[leaky_relu]\nslope = 0.2\n"
      "\n[dense]\nunits = 1\ninit = dcgan\n"},
+    {"resnet20", nullptr, resnet20_cfg},
 };
 }  // namespace
 
 std::string preset_cfg(const std::string& name) {
   for (const auto& preset : kPresets)
-    if (name == preset.name) return preset.cfg;
+    if (name == preset.name) return preset.cfg != nullptr ? preset.cfg : preset.make();
   return "";
 }
 

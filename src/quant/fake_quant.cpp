@@ -11,7 +11,8 @@
 
 namespace rg {
 
-FakeQuantizer::FakeQuantizer(Model& model, double averaging) : averaging_(averaging) {
+FakeQuantizer::FakeQuantizer(Model& model, double averaging)
+    : refused_(model.refuse_graph("int8 quantization-aware training")), averaging_(averaging) {
   const auto& layers = model.layers();
   const size_t points = layers.size() + 1;
   rounded_.assign(points, true);
@@ -59,6 +60,7 @@ void FakeQuantizer::on_values(size_t point, const Tensor& values, const LayerCon
 }
 
 Status FakeQuantizer::reserve() {
+  RG_TRY(refused_);  // its points and fusions follow a chain
   masters_.clear();
   for (Param* p : weights_) {
     RG_ASSIGN(Tensor copy, p->value.clone(p->name + " f32 master (QAT)"));

@@ -58,6 +58,7 @@ class FakeQuantizer {
   const std::vector<bool>& rounded_points() const { return rounded_; }
 
  private:
+  Status refused_;  // a graph model, which QAT does not run yet (reserve() returns it)
   double averaging_;
   std::vector<bool> rounded_;  // per point: its values rounded to the grid
   std::vector<bool> tracked_;  // per point: its range tracked (the rounded ones and the model's output)

@@ -372,6 +372,7 @@ size_t Int8StageBuilder::add_gemm_group(size_t i) {
 
 Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tensor& calibration, int64_t batch,
                                                        const Int8Options& options, ThreadPool* pool) {
+  RG_TRY(model.refuse_graph("the int8 engine"));
   const auto& layers = model.layers();
   Int8Ranges ranges(options, layers.size());
   RG_TRY(ranges.observe(model, calibration, batch, pool));

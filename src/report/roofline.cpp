@@ -70,7 +70,11 @@ void add_model_costs(const Model& model, int64_t batch, const OptimizerConfig& o
   const double update_values = optimizer_values_per_param(optimizer);
   const auto& layers = model.layers();
   for (size_t i = 0; i < layers.size(); ++i) {
-    const double in = static_cast<double>(i == 0 ? model.input_shape().numel() : model.layer_output_shape(i - 1).numel());
+    double in = 0;  // the values it reads: the outputs of its inputs (a chain: the layer before)
+    for (int j : model.layer_inputs(i)) {
+      const Shape& shape = j == Model::kModelInput ? model.input_shape() : model.layer_output_shape(j);
+      in += static_cast<double>(shape.numel());
+    }
     const double out = static_cast<double>(model.layer_output_shape(i).numel());
     costs->push_back(cost_of(*layers[i], in, out, use_of(i), batch, update_values, prefix));
   }

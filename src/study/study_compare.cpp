@@ -100,7 +100,7 @@ void decide_all(std::vector<FigureChange>& changes, const DecisionRule& rule) {
   decide(family, rule);
 }
 
-std::string cell(const FigureChange& c, const RunRecord& f) { return c.speed ? report::speed_cell(f) : report::quality_cell(f); }
+std::string figure_cell(const FigureChange& c, const RunRecord& f) { return c.speed ? report::speed_cell(f) : report::quality_cell(f); }
 
 std::string load_cell(const RunRecord& f) { return report::percent(f.load_others, 0); }
 
@@ -137,7 +137,7 @@ void add_table(std::string& md, const std::string& title, const std::vector<Figu
   md += "\n## " + title + "\n\n" + summary_line(changes) + ".\n\n";
   md += "| figure | A | B | B against A | other programs, A / B |\n|---|---|---|---|---|\n";
   for (const FigureChange& c : changes) {
-    md += "| " + c.label + (c.speed ? "" : ", " + c.a.quality_name) + " | " + cell(c, c.a) + " | " + cell(c, c.b) +
+    md += "| " + c.label + (c.speed ? "" : ", " + c.a.quality_name) + " | " + figure_cell(c, c.a) + " | " + figure_cell(c, c.b) +
           " | " + verdict_text(c) + " | " + load_cell(c.a) + " / " + load_cell(c.b) + " |\n";
   }
 }

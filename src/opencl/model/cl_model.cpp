@@ -10,6 +10,7 @@
 namespace rg::ocl {
 
 Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device, const std::vector<std::string>& on_host) {
+  RG_TRY(model.refuse_graph("the OpenCL device"));
   std::string names;
   for (const auto& layer : model.layers()) names += (names.empty() ? "" : ", ") + layer->name();
   for (const std::string& name : on_host) {

@@ -1,0 +1,188 @@
+// Graph models (model.h): a layer may read other layers than the one before it (`inputs = a, b`
+// in its section; a layer's name is its `name =` key, else its kind and number: conv3). Here:
+// reading and checking the graph, configuring each layer on what it reads, and the passes.
+// Layers run in cfg order, so an input must be an earlier layer (no cycles by construction).
+// Forward keeps every output until backward (as a chain does); backward walks the layers in
+// reverse, and where an output feeds several layers their gradients are summed in its buffer.
+#include <algorithm>
+#include <map>
+
+#include "nn/merge_layers.h"
+#include "nn/model.h"
+
+namespace rg {
+
+namespace {
+
+// "a, b ,c" -> {"a", "b", "c"}; an empty item is an error.
+Result<std::vector<std::string>> split_inputs(const CfgSection& section, const std::string& text) {
+  std::vector<std::string> names;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    std::string item = text.substr(begin, end - begin);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty()) return Status::error(section.where("inputs") + "an empty name in '" + text + "' (inputs = a, b)");
+    names.push_back(item);
+    if (end == text.size()) return names;
+    begin = end + 1;
+  }
+}
+
+}  // namespace
+
+Status Model::resolve_inputs(const CfgDocument& doc, const std::vector<size_t>& sections) {
+  std::vector<std::vector<std::string>> named(layers_.size());  // empty: the layer before
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const CfgSection& section = doc.sections[sections[i]];
+    RG_ASSIGN(const std::string text, section.get_string_or("inputs", ""));
+    if (text.empty()) continue;
+    RG_ASSIGN(named[i], split_inputs(section, text));
+    if (graph_layer_.empty()) graph_layer_ = layers_[i]->name();
+  }
+  inputs_.assign(layers_.size(), {});
+  if (!is_graph()) {
+    for (size_t i = 0; i < layers_.size(); ++i) inputs_[i] = {static_cast<int>(i) - 1};
+    return Status();
+  }
+  std::map<std::string, int> index = {{"input", kModelInput}};  // names of the layers before i
+  std::vector<int> consumers(layers_.size(), 0);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const CfgSection& section = doc.sections[sections[i]];
+    if (named[i].empty()) inputs_[i] = {static_cast<int>(i) - 1};
+    for (const std::string& name : named[i]) {
+      auto it = index.find(name);
+      if (it == index.end()) {
+        bool later = false;  // every layer is named by now
+        for (size_t k = i; k < layers_.size(); ++k) later = later || layers_[k]->name() == name;
+        return Status::error(section.where("inputs") + "'" + name + "' " +
+                             (later ? "is this layer or a later one: a layer reads earlier layers only (no cycles)"
+                                    : "names no layer (a layer's name is its name = key, else its kind and number: conv1)"));
+      }
+      inputs_[i].push_back(it->second);
+    }
+    for (int j : inputs_[i]) {
+      if (j >= 0) ++consumers[j];
+    }
+    const std::string& name = layers_[i]->name();
+    if (!index.emplace(name, static_cast<int>(i)).second) {
+      return Status::error(section.where("name") + "the name '" + name + "' is " +
+                           (name == "input" ? "the model's input" : "used twice") +
+                           ": in a graph model inputs = ... name layers, so each name is one layer's");
+    }
+  }
+  for (size_t i = 0; i + 1 < layers_.size(); ++i) {
+    if (consumers[i] == 0) {
+      return Status::error(doc.sections[sections[i]].where() + "the output of " + layers_[i]->name() +
+                           " goes to no layer: in a graph model every layer but the last feeds a later one");
+    }
+  }
+  return Status();
+}
+
+Result<Shape> Model::configure_layer(size_t i, const CfgSection& section) {
+  std::vector<Shape> shapes;
+  std::vector<std::string> names;
+  for (int j : inputs_[i]) {
+    shapes.push_back(j == kModelInput ? input_ : shapes_[j]);
+    names.push_back(j == kModelInput ? "input" : layers_[j]->name());
+  }
+  auto* merge = dynamic_cast<MergeLayer*>(layers_[i].get());
+  if (merge == nullptr && shapes.size() != 1) {
+    return Status::error(section.where("inputs") + layers_[i]->kind() + " reads one input, not " +
+                         std::to_string(shapes.size()) + " (add and concat join several)");
+  }
+  Result<Shape> out = merge != nullptr ? merge->configure_inputs(shapes, names) : layers_[i]->configure(shapes[0]);
+  if (!out.ok()) {
+    if (merge != nullptr) return Status::error(section.where(is_graph() ? "inputs" : "") + out.status().message());
+    return Status::error(section.where() + "input " + shapes[0].str() + ": " + out.status().message());
+  }
+  shapes_.push_back(out.value());
+  return out;
+}
+
+Status Model::refuse_graph(const std::string& executor) const {
+  if (!is_graph()) return Status();
+  return Status::error(cfg_.file + ": graph models (layer " + graph_layer_ + " names its inputs) do not run on " +
+                       executor + " yet: issue 31");
+}
+
+int64_t Model::graph_gradient_elements(int64_t batch) const {
+  int64_t elements = 0, largest = input_.numel();
+  for (const Shape& shape : shapes_) elements += shape.numel(), largest = std::max(largest, shape.numel());
+  return (elements + largest) * batch;  // one buffer per output, and the scratch
+}
+
+Status Model::reserve_graph_grads(int64_t batch) {
+  int64_t largest = input_.numel();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    RG_ASSIGN(Tensor grad, Tensor::zeros(shapes_[i].batched(batch), dtype_, layers_[i]->name() + " output gradient"));
+    grads_.push_back(grad);
+    largest = std::max(largest, shapes_[i].numel());
+  }
+  RG_ASSIGN(grad_scratch_, Tensor::zeros(Shape{batch * largest}, dtype_, "a layer's input gradient before summing"));
+  return Status();
+}
+
+Tensor Model::graph_input(size_t i, size_t k) const {
+  const int j = inputs_[i][k];
+  return j == kModelInput ? input_view_ : acts_[j].rows(0, batch_);
+}
+
+Tensor Model::forward_graph(const Tensor& x, const LayerContext& ctx) {
+  if (values_hook_) values_hook_(0, x, ctx);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Tensor out = acts_[i].rows(0, batch_);
+    const WidenedParams widened(*this, i);
+    if (auto* merge = dynamic_cast<MergeLayer*>(layers_[i].get()); merge != nullptr) {
+      std::vector<Tensor> xs;
+      for (size_t k = 0; k < inputs_[i].size(); ++k) xs.push_back(graph_input(i, k));
+      merge->forward_inputs(xs, out, ctx);
+    } else {
+      layers_[i]->forward(graph_input(i, 0), out, ctx);
+    }
+    if (values_hook_) values_hook_(i + 1, out, ctx);
+  }
+  return acts_.back().rows(0, batch_);
+}
+
+namespace {
+// dst += src, elementwise (same element count and dtype).
+void add_gradient_into(const Tensor& dst, const Tensor& src) {
+  dispatch_float(dst.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* d = dst.data<T>();
+    const T* s = src.data<T>();
+    for (int64_t i = 0; i < dst.numel(); ++i) d[i] += s[i];
+  });
+}
+}  // namespace
+
+void Model::backward_graph(const LayerContext& ctx, const Tensor& input_grad) {
+  std::vector<char> written(layers_.size(), 0);  // a gradient is in grads_[j] already
+  char input_written = 0;
+  const Tensor model_dx = input_grad.defined() ? input_grad.reshaped(input_view_.shape()) : Tensor();
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const Tensor dy = grads_[i].rows(0, batch_);
+    std::vector<Tensor> dxs;
+    std::vector<bool> add_to;
+    for (int j : inputs_[i]) {
+      const Tensor target = j == kModelInput ? model_dx : grads_[j].rows(0, batch_);
+      char& was = j == kModelInput ? input_written : written[j];
+      dxs.push_back(target);
+      add_to.push_back(target.defined() && was);
+      if (target.defined()) was = 1;
+    }
+    if (auto* merge = dynamic_cast<MergeLayer*>(layers_[i].get()); merge != nullptr) {
+      merge->backward_inputs(dy, dxs, add_to, ctx);
+      continue;
+    }
+    const Tensor x = graph_input(i, 0);
+    const Tensor dx = add_to[0] ? grad_scratch_.rows(0, x.numel()).reshaped(x.shape()) : dxs[0];
+    layers_[i]->backward(x, acts_[i].rows(0, batch_), dy, dx, ctx);
+    if (add_to[0]) add_gradient_into(dxs[0], dx);
+  }
+}
+
+}  // namespace rg
