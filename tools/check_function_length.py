@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+from check_lines import expectation_failures, report
+
 MAX_LINES = 80
 REASON_WORDS = 4
 MARKER = re.compile(r"^\s*//\s*Over 80 lines:\s*(.*)$")
@@ -164,13 +166,7 @@ def self_test():
             with open(os.path.join(root, "src", "a.cpp"), "w", encoding="utf-8") as f:
                 f.write(text)
             got, _ = check(root)
-        if not want and got:
-            failures.append(f"{label}: expected no failure, got {got}")
-        if want and len(got) != len(want):
-            failures.append(f"{label}: expected {len(want)} failures, got {got}")
-        for text in want:
-            if not any(text in g for g in got):
-                failures.append(f"{label}: no failure says '{text}'; got {got}")
+        failures += expectation_failures(label, got, want, exact_count=True)
     return failures
 
 
@@ -191,10 +187,7 @@ def main():
             lines = [f"FAIL function length: {f}" for f in failures] or [f"PASS function length: {summary}"]
     except (RuntimeError, subprocess.CalledProcessError) as e:
         failures, lines = [str(e)], [f"FAIL function length: {e}"]
-    print("\n".join(lines))
-    if args.results:
-        with open(args.results, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    report(lines, args.results)
     return 1 if failures else 0
 
 

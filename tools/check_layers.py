@@ -23,6 +23,8 @@ import re
 import sys
 import tempfile
 
+from check_lines import expectation_failures, report
+
 # Bottom to top. README.md's Layout lists the same folders in the same order.
 LAYERS = [
     # Status/Result, checks, the counted allocator, RNG, fp16 scalars, thread pool, files and
@@ -297,11 +299,7 @@ def self_test():
         with tempfile.TemporaryDirectory(prefix="check-layers-") as root:
             make_tree(root, files, readme_folders)
             got, _ = check(root, SELF_TEST_ORDER)
-        if not want and got:
-            failures.append(f"{label}: expected no failure, got {got}")
-        for text in want:
-            if not any(text in g for g in got):
-                failures.append(f"{label}: no failure says '{text}'; got {got}")
+        failures += expectation_failures(label, got, want)
     with tempfile.TemporaryDirectory(prefix="check-layers-") as root:
         make_tree(root, {"low/a.h": "\n", "mid/b.h": "\n"}, ["low", "mid"])
         got, _ = check(root, ["low", "mid", "top"])
@@ -324,10 +322,7 @@ def main():
     else:
         failures, summary = check(args.root, LAYERS)
         lines = [f"FAIL layers: {f}" for f in failures] or [f"PASS layers: {summary}"]
-    print("\n".join(lines))
-    if args.results:
-        with open(args.results, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    report(lines, args.results)
     return 1 if failures else 0
 
 

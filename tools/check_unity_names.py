@@ -23,6 +23,8 @@ import os
 import re
 import sys
 
+from check_lines import report
+
 KEYWORDS = {"const", "constexpr", "static", "inline", "int", "float", "double", "bool", "char", "void", "auto",
             "unsigned", "signed", "long", "short", "struct", "class", "enum", "union", "return", "operator",
             "noexcept", "override", "final", "volatile", "extern", "thread_local", "typename", "template"}
@@ -249,10 +251,7 @@ def main():
                      for target, name, files in found] or \
                 [f"PASS unity names: {sum(len(s) for s in targets.values())} sources of {len(targets)} unity targets, "
                  "every file-local name unique within its target"]
-    print("\n".join(lines))
-    if args.results:
-        with open(args.results, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    report(lines, args.results)
     return 1 if any(line.startswith("FAIL") for line in lines) else 0
 
 
