@@ -268,9 +268,10 @@ TEST(Cli, AGraphModelTrainsResumesExactlyAndEvaluates) {
   EXPECT_EQ(int8.code, 0) << int8.output;  // the layers' int8 GEMMs: nothing of the graph's to refuse
 }
 
-// The resnet20 preset (a graph model) trains a few steps from the command line.
+// The resnet20 preset (a graph model) trains two steps from the command line: 16 samples, since
+// under qemu as a Core 2 (SIMD floats ~400x slower than native) 48 and a 1000-sample test took 64 s.
 TEST(Cli, Resnet20TrainsAFewSteps) {
-  const Outcome o = run("train --model resnet20 --data synthetic --limit 48 --batch 16 --epochs 1 --threads 2");
+  const Outcome o = run("train --model resnet20 --data synthetic --limit 16 --test-limit 16 --batch 8 --epochs 1 --threads 2");
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_NE(o.output.find("Epoch 1/1"), std::string::npos) << o.output;
 }
@@ -611,7 +612,7 @@ namespace {
 TEST(Cli, MemoryBudgetPlansAndStreams) {
   const std::string json = temp_dir() + "/budget.json";
   const Outcome planned =
-      run("train --model lenet --data synthetic --limit 600 --batch 256 --epochs 1 --threads 1 --mem-budget 12M --json " + json);
+      run("train --model lenet --data synthetic --limit 256 --batch 256 --epochs 1 --threads 1 --mem-budget 12M --json " + json);
   ASSERT_EQ(planned.code, 0) << planned.output;
   EXPECT_NE(planned.output.find("micro-batches of up to"), std::string::npos) << planned.output;
   EXPECT_NE(planned.output.find("of the 12.0 MiB budget"), std::string::npos) << planned.output;
@@ -630,7 +631,7 @@ TEST(Cli, MemoryBudgetPlansAndStreams) {
   EXPECT_NE(run("train --stream maybe").output.find("--stream: 'maybe' is not auto, yes or no"), std::string::npos);
 
   const std::string dir = temp_dir() + "/made";
-  const Outcome made = run("make-data --out " + dir + " --samples 3000 --test-samples 500");
+  const Outcome made = run("make-data --out " + dir + " --samples 1000 --test-samples 200");
   ASSERT_EQ(made.code, 0) << made.output;
   const Outcome streamed = run("train --data " + dir + " --stream yes --epochs 1 --threads 1");
   ASSERT_EQ(streamed.code, 0) << streamed.output;
@@ -663,7 +664,7 @@ TEST(Cli, PrecisionHelpIsItsOwn) {
 
 TEST(Cli, EvalScoresWhatTheModelIs) {
   const std::string gan = temp_dir() + "/eval_gan", ae = temp_dir() + "/eval_ae.ckpt", json = temp_dir() + "/eval_ae.json";
-  const Outcome trained = run("train --model dcgan --data synthetic --limit 64 --epochs 1 --threads 1 --score-samples 0 "
+  const Outcome trained = run("train --model dcgan --data synthetic --limit 16 --batch 16 --epochs 1 --threads 1 --score-samples 0 "
                               "--out " + gan);
   ASSERT_EQ(trained.code, 0) << trained.output;
   const Outcome d = run("eval --checkpoint " + gan + "/discriminator.ckpt --data synthetic --threads 1");
