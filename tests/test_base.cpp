@@ -31,6 +31,7 @@
 #include "base/float_mode.h"
 #include "base/fp16.h"
 #include "base/input_file.h"
+#include "base/text_format.h"
 #include "base/memory.h"
 #include "base/rng.h"
 #include "base/output_file.h"
@@ -1373,6 +1374,13 @@ TEST(FloatMode, AThreadOfItsOwnFollowsTheChoice) {
       expect_kept(seen, "own thread");
     }
   }
+}
+
+TEST(TextFormat, SentenceStartCapitalisesTheFirstLetterOnly) {
+  EXPECT_EQ(sentence_start("more threads are slower"), "More threads are slower");
+  EXPECT_EQ(sentence_start("Already"), "Already");
+  EXPECT_EQ(sentence_start("3 of 49"), "3 of 49");
+  EXPECT_EQ(sentence_start(""), "");
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "study/child_process.h"
 #include "study/quality_check.h"
 #include "study/study_ranks.h"
+#include "study/study_report.h"
 #include "study/study_result.h"
 #include "study/study_runner.h"
 #include "study/statistics.h"
@@ -590,6 +591,9 @@ TEST(StudyClaims, MoreThreadsSlowerIsAnAnomalyThatTheMeasuredLoadMayExplain) {
     EXPECT_EQ(threads->comparison.verdict, -1) << claim_text(*threads);  // 2 threads: 1000 against 1 thread's 1500
     EXPECT_FALSE(threads->anomaly.empty());
     EXPECT_EQ(threads->explained_by_load, others > 0) << threads->anomaly;  // 45% of 2 CPUs: most of a core
+    // The report writes it as a sentence of its own after the claim's.
+    const std::string md = study_report_markdown(s);
+    EXPECT_NE(md.find("). More threads are slower than fewer"), std::string::npos) << md;
     auto advice = advise(s, "mlp", 0);
     ASSERT_TRUE(advice.ok());
     EXPECT_EQ(advice.value().threads, 1);

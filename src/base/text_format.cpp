@@ -22,4 +22,9 @@ std::string format_fixed(double value, int decimals) {
   return text;
 }
 
+std::string sentence_start(std::string text) {
+  if (!text.empty() && text[0] >= 'a' && text[0] <= 'z') text[0] = static_cast<char>(text[0] - 'a' + 'A');
+  return text;
+}
+
 }  // namespace rg

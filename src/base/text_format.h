@@ -16,4 +16,7 @@ std::string format_fixed(double value, int decimals);
 // reads like one saved on Linux.
 bool read_line(std::istream& in, std::string& line);
 
+// `text` with its first letter capitalised (ASCII), for a phrase that starts a sentence.
+std::string sentence_start(std::string text);
+
 }  // namespace rg

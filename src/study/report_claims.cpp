@@ -3,6 +3,7 @@
 // the machine's noise over the rounds.
 #include <algorithm>
 
+#include "base/text_format.h"
 #include "report/svg_chart.h"
 #include "study/report_sections.h"
 #include "study/statistics.h"
@@ -74,7 +75,8 @@ void add_claims_section(Document& doc, const StudyResult& result) {
   for (const Claim& c : result.claims) {
     if (c.anomaly.empty()) continue;
     (c.explained_by_load ? explained : anomalies)
-        .push_back("**" + c.network + "**, " + c.a + " against " + c.b + ": " + claim_text(c) + ". " + c.anomaly + ".");
+        .push_back("**" + c.network + "**, " + c.a + " against " + c.b + ": " + claim_text(c) + ". " +
+                   sentence_start(c.anomaly) + ".");
   }
   for (const RunRecord& f : result.figures)
     if (f.unstable) {
