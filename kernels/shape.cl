@@ -1,5 +1,6 @@
 // Upsample (nearest neighbour) and global average pooling over NHWC images, forward and
-// backward, as src/nn/shape_layers.cpp and src/nn/pooling.cpp compute them (bit-exact): one
+// backward, as src/nn/shape_layers.cpp and src/nn/pooling.cpp compute them (bit-exact), and the
+// column slices of Concat (src/nn/merge_layers.cpp) both ways: one
 // work-item per output element; the backwards gather, so no two items write one element.
 // Launchers: src/opencl/shape_ops.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
@@ -53,4 +54,23 @@ __kernel void f32_global_avgpool_backward(uint n, uint pixels, uint channels, fl
   if (i >= n) return;
   const uint ch = i % channels, b = i / channels / pixels;
   dx[dx_offset + i] = dy[dy_offset + b * channels + ch] * scale;
+}
+
+// Concat's forward, one input: y[p, column + c] = x[p, c], x [positions, slice] and y
+// [positions, width]. n = positions slice.
+__kernel void f32_columns_into(uint n, uint slice, uint width, uint column, __global const float* x, uint x_offset,
+                               __global float* y, uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  y[y_offset + i / slice * width + column + i % slice] = x[x_offset + i];
+}
+
+// Concat's backward, one input: dx[p, c] = dy[p, column + c], or dx[p, c] + that when accumulate
+// (the input feeds other layers too, as Concat::backward_inputs adds). n = positions slice.
+__kernel void f32_columns_from(uint n, uint slice, uint width, uint column, uint accumulate, __global const float* dy,
+                               uint dy_offset, __global float* dx, uint dx_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const float g = dy[dy_offset + i / slice * width + column + i % slice];
+  dx[dx_offset + i] = accumulate ? dx[dx_offset + i] + g : g;
 }

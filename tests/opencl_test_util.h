@@ -54,6 +54,18 @@ namespace rg::ocl {
 namespace {
 
 
+// A small graph model of conv branches joined by add and concat (test_opencl_layers_conv,
+// test_opencl_fusion): c2's output read by r2 and by the add (so c2 must not take r2 into its
+// GEMM: fusion would leave c2's own output unwritten), r1's by c2 and c4, and r4 reading b3 though
+// it follows c4.
+inline const char* graph_branches_cfg() {
+  return "[net]\ninput = 6x6x2\n[conv]\nname = c1\nfilters = 4\nsize = 3\npad = 1\nbias = false\n"
+         "[batchnorm]\nname = b1\n[relu]\nname = r1\n[conv]\nname = c2\nfilters = 4\nsize = 3\npad = 1\n"
+         "[relu]\nname = r2\n[add]\nname = sum\ninputs = c2, r2\n[batchnorm]\nname = b3\n"
+         "[conv]\nname = c4\ninputs = r1\nfilters = 3\nsize = 1\n[relu]\nname = r4\ninputs = b3\n"
+         "[concat]\ninputs = r4, c4\n[global_avgpool]\n[dense]\nunits = 10\n";
+}
+
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 inline std::string temp_dir() {

@@ -3,8 +3,9 @@
 // inference), on every OpenCL device found. y, dx, every param grad and the running statistics
 // within a tolerance for a different GEMM summation order (max |a - b| <= tol * max(1, max |b|));
 // shapes with stride 2, padding, output_pad, a batch of 1, pointwise kernels and batches split
-// into several workspace chunks. Then the cnn and rcnn presets through a whole ClModel against
-// the CPU Model (skipped, naming the kind, while a layer kind has no device version).
+// into several workspace chunks. Then the cnn and rcnn presets, graph models (add and concat,
+// outputs read by several layers) and the resnet20 preset through a whole ClModel against the
+// CPU Model.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -316,10 +317,10 @@ TEST(OpenclConvLayers, RecurrentConvMatchesTheCpu) {
   }
 }
 
-// A whole preset model: the device's output and param grads (loss on the device) against the
-// CPU Model's forward, compute_loss and backward.
-void compare_preset(const std::string& preset, int64_t n, double tol) {
-  auto doc = parse_cfg(preset_cfg(preset), "preset:" + preset);
+// A whole model of cfg text `cfg`: the device's output and param grads (loss on the device)
+// against the CPU Model's forward, compute_loss and backward.
+void compare_model(const std::string& cfg, const std::string& name, int64_t n, double tol) {
+  auto doc = parse_cfg(cfg, name);
   ASSERT_TRUE(doc.ok()) << doc.status().message();
   auto built = Model::from_cfg(doc.value());
   ASSERT_TRUE(built.ok()) << built.status().message();
@@ -342,7 +343,7 @@ void compare_preset(const std::string& preset, int64_t n, double tol) {
   const double grad_scale = 1.0 / double(n);
 
   for (Device* device : devices()) {
-    SCOPED_TRACE(device->label() + ": " + preset);
+    SCOPED_TRACE(device->label() + ": " + name);
     // Each device starts from the same running statistics: a fresh init of the same seed.
     ASSERT_TRUE(model.init(21).ok());
     ASSERT_TRUE(model.reserve(n).ok());
@@ -385,6 +386,10 @@ void compare_preset(const std::string& preset, int64_t n, double tol) {
   }
 }
 
+void compare_preset(const std::string& preset, int64_t n, double tol) {
+  compare_model(preset_cfg(preset), "preset:" + preset, n, tol);
+}
+
 TEST(OpenclConvModel, CnnPresetMatchesTheCpu) {
   SKIP_WITHOUT_OPENCL();
   compare_preset("cnn", 4, 1e-3);
@@ -393,6 +398,26 @@ TEST(OpenclConvModel, CnnPresetMatchesTheCpu) {
 TEST(OpenclConvModel, RcnnPresetMatchesTheCpu) {
   SKIP_WITHOUT_OPENCL();
   compare_preset("rcnn", 3, 1e-3);
+}
+
+// A residual block of dense layers: relu1's output feeds dense2 and the add (its gradient the sum
+// of both), the add also reads the model's input (no gradient asked for it).
+TEST(OpenclGraphModel, AResidualDenseModelMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  compare_model("[net]\ninput = 12\n[dense]\nunits = 12\n[relu]\n[dense]\nunits = 12\n[tanh]\n"
+                "[add]\ninputs = relu1, tanh1, input\n[dense]\nunits = 10\n",
+                "residual.cfg", 3, 1e-3);
+}
+
+// graph_branches_cfg (opencl_test_util.h): outputs read twice, add and concat of uneven widths.
+TEST(OpenclGraphModel, ConvBranchesJoinedByAddAndConcatMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  compare_model(graph_branches_cfg(), "branches.cfg", 3, 1e-3);
+}
+
+TEST(OpenclGraphModel, Resnet20PresetMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  compare_preset("resnet20", 2, 1e-3);
 }
 
 }  // namespace

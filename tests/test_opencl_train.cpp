@@ -183,6 +183,24 @@ TEST(OpenclTrain, LayersAndLossOnTheCpuGiveTheSameWeightsAndCountTheirCopies) {
   EXPECT_GT(mixed.transfers.ups, device_only.transfers.ups);
 }
 
+// A graph model (a residual block: relu1's output feeds dense2 and the add) trains on the device
+// to the CPU's weights, with the layers of the block on the device and with dense2 on the CPU.
+TEST(OpenclTrain, AGraphModelOnTheDeviceMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  const char* cfg = "[net]\ninput = 28x28x1\n[dense]\nunits = 16\n[relu]\n[dense]\nunits = 16\n[tanh]\n"
+                    "[add]\ninputs = relu1, tanh1\n[dense]\nunits = 10\ninit = glorot\n";
+  TrainOptions on_device = options_on(first_device(), 2), hybrid = options_on(first_device(), 2);
+  hybrid.host_layers = {"dense2"};
+  DeviceRun gpu = train(on_device, cfg), mixed = train(hybrid, cfg), cpu = train(options_on(nullptr, 2), cfg);
+  ASSERT_EQ(gpu.records.size(), 2u);
+  ASSERT_EQ(mixed.records.size(), 2u);
+  EXPECT_LT(weight_distance(*gpu.model, *cpu.model), 1e-3);
+  EXPECT_LT(weight_distance(*mixed.model, *gpu.model), 1e-4);
+  EXPECT_NEAR(gpu.records[1].loss, cpu.records[1].loss, 1e-3 * std::max(1.0, cpu.records[1].loss));
+  EXPECT_NEAR(gpu.test.accuracy, cpu.test.accuracy, 0.01);
+  EXPECT_GT(gpu.test.accuracy, 0.9) << "the residual mlp should separate the synthetic classes on the device too";
+}
+
 TEST(OpenclTrain, AnUnknownCpuLayerNameIsAnError) {
   SKIP_WITHOUT_OPENCL();
   TrainOptions options = options_on(first_device(), 1);
@@ -438,6 +456,17 @@ TEST(OpenclTrainCli, TrainsOnTheDeviceAndReportsItsMemoryAndCopies) {
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_TRUE(contains(text.str(), "\"device\": \"cl:0:0")) << text.str();
+}
+
+// The resnet20 preset (a graph model of 19 convs, batch norms and adds) trains a few steps on the
+// device from the command line: 16 samples, since a PoCL epoch takes tens of minutes.
+TEST(OpenclTrainCli, Resnet20TrainsAFewStepsOnTheDevice) {
+  SKIP_WITHOUT_OPENCL();
+  const Outcome o = run("train --model resnet20 --device cl:0:0 --data synthetic --limit 16 --test-limit 16 --batch 8 "
+                        "--epochs 1 --threads 1");
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_TRUE(contains(o.output, "Epoch 1/1")) << o.output;
+  EXPECT_TRUE(contains(o.output, "device:    cl:0:0")) << o.output;
 }
 
 TEST(OpenclTrainCli, DeviceOptionsAreChecked) {

@@ -42,8 +42,8 @@ std::vector<LayerKind> make_kinds() {
       {"sigmoid", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"tanh", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"softmax", Activation::from_cfg, D::own, Q::f32, F::none, {}},
-      {"add", Add::from_cfg, D::host, Q::f32, F::none, {}},
-      {"concat", Concat::from_cfg, D::host, Q::f32, F::none, {}},
+      {"add", Add::from_cfg, D::own, Q::f32, F::none, {}},
+      {"concat", Concat::from_cfg, D::own, Q::f32, F::none, {}},
   };
 }
 

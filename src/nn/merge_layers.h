@@ -53,6 +53,7 @@ class Concat : public MergeLayer {
   void backward_inputs(const Tensor& dy, const std::vector<Tensor>& dxs, const std::vector<bool>& add_to,
                        const LayerContext& ctx) override;
   std::string describe() const override;
+  const std::vector<int64_t>& widths() const { return widths_; }  // after configure_inputs
 
  private:
   std::vector<int64_t> widths_;  // each input's last dimension

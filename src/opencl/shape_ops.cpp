@@ -24,6 +24,11 @@ float global_average_scale(int64_t batch, int64_t pixels, int64_t channels) {
   return 1.0f / static_cast<float>(pixels);
 }
 
+void check_columns(int64_t positions, int64_t slice, int64_t width, int64_t column) {
+  RG_CHECK(positions >= 0 && slice > 0 && column >= 0 && column + slice <= width,
+           "columns [" << column << ", " << column + slice << ") of " << width << " in " << positions << " rows");
+}
+
 }  // namespace
 
 Result<Event> f32_upsample_forward(Device& device, int64_t batch, int64_t height, int64_t width, int64_t channels,
@@ -64,6 +69,26 @@ Result<Event> f32_global_avgpool_backward(Device& device, int64_t batch, int64_t
   RG_TRY(check_u32("f32_global_avgpool_backward", in, {dx}));
   return launch_1d(device, kShapeOpsProgram, "f32_global_avgpool_backward", "", in, u32(in), u32(pixels), u32(channels),
                    scale, dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
+}
+
+Result<Event> f32_columns_into(Device& device, int64_t positions, int64_t slice, int64_t width, int64_t column,
+                               DeviceSpan x, DeviceSpan y) {
+  check_columns(positions, slice, width, column);
+  const int64_t n = positions * slice;
+  RG_TRY(check_u32("f32_columns_into", n, {x}));
+  RG_TRY(check_u32("f32_columns_into", positions * width, {y}));
+  return launch_1d(device, kShapeOpsProgram, "f32_columns_into", "", n, u32(n), u32(slice), u32(width), u32(column),
+                   x.mem, u32(x.offset), y.mem, u32(y.offset));
+}
+
+Result<Event> f32_columns_from(Device& device, int64_t positions, int64_t slice, int64_t width, int64_t column,
+                               bool accumulate, DeviceSpan dy, DeviceSpan dx) {
+  check_columns(positions, slice, width, column);
+  const int64_t n = positions * slice;
+  RG_TRY(check_u32("f32_columns_from", positions * width, {dy}));
+  RG_TRY(check_u32("f32_columns_from", n, {dx}));
+  return launch_1d(device, kShapeOpsProgram, "f32_columns_from", "", n, u32(n), u32(slice), u32(width), u32(column),
+                   u32(accumulate ? 1 : 0), dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
 }
 
 }  // namespace rg::ocl

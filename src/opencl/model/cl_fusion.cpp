@@ -6,7 +6,9 @@
 
 namespace rg::ocl {
 
-std::vector<FusedGroup> plan_fusion(const std::vector<std::unique_ptr<ClLayer>>& layers, bool training, bool enabled) {
+std::vector<FusedGroup> plan_fusion(const std::vector<std::unique_ptr<ClLayer>>& layers,
+                                    const std::vector<bool>& reads_alone, bool training, bool enabled) {
+  RG_CHECK(reads_alone.size() == layers.size(), "plan_fusion: " << reads_alone.size() << " flags for " << layers.size() << " layers");
   std::vector<FusedGroup> groups;
   for (size_t i = 0; i < layers.size();) {
     FusedGroup g;
@@ -15,11 +17,13 @@ std::vector<FusedGroup> plan_fusion(const std::vector<std::unique_ptr<ClLayer>>&
     size_t next = i + 1;
     // A batch norm folds into the GEMM only in inference: training needs the batch's statistics
     // of the product first.
-    if (head.affine && !training && next < layers.size() && layers[next]->fusion_tail().inference_affine) {
+    if (head.affine && !training && next < layers.size() && reads_alone[next] &&
+        layers[next]->fusion_tail().inference_affine) {
       g.affine = static_cast<int64_t>(next);
       g.last = next++;
     }
-    if (head.activation && next < layers.size() && layers[next]->fusion_tail().activation.kind != FusedActivation::none) {
+    if (head.activation && next < layers.size() && reads_alone[next] &&
+        layers[next]->fusion_tail().activation.kind != FusedActivation::none) {
       g.activation = static_cast<int64_t>(next);
       g.last = next++;
     }

@@ -26,8 +26,12 @@ struct FusedGroup {
 };
 
 // The groups of one forward over `layers`, in order, each layer in exactly one: alone where
-// nothing fuses or `enabled` is false.
-std::vector<FusedGroup> plan_fusion(const std::vector<std::unique_ptr<ClLayer>>& layers, bool training, bool enabled);
+// nothing fuses or `enabled` is false. A layer joins the group before it only where
+// reads_alone[i]: it reads the output of layer i - 1 and nothing else, and no other layer reads
+// that output (every layer but the first of a chain; in a graph model, not where a residual
+// block's skip also reads it), since the head writes the group's last output, never its own.
+std::vector<FusedGroup> plan_fusion(const std::vector<std::unique_ptr<ClLayer>>& layers,
+                                    const std::vector<bool>& reads_alone, bool training, bool enabled);
 
 // RETROGRAD_CL_FUSE: unset, empty or "1": fuse; "0": every layer launches its own kernels (to
 // compare); anything else is an error naming the variable.

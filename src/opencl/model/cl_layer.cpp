@@ -52,6 +52,8 @@ const std::vector<ClLayerMaker>& cl_layer_makers() {
       {"global_avgpool", make_cl_global_avgpool},
       {"upsample", make_cl_upsample},
       {"dropout", make_cl_dropout},
+      {"add", make_cl_add},
+      {"concat", make_cl_concat},
   };
   return makers;
 }

@@ -18,5 +18,8 @@ Result<std::unique_ptr<ClLayer>> make_cl_pool2d(Layer& layer, const Shape& input
 Result<std::unique_ptr<ClLayer>> make_cl_global_avgpool(Layer& layer, const Shape& input, Device& device);
 Result<std::unique_ptr<ClLayer>> make_cl_upsample(Layer& layer, const Shape& input, Device& device);
 Result<std::unique_ptr<ClLayer>> make_cl_dropout(Layer& layer, const Shape& input, Device& device);
+// Merge layers (cl_merge_layers.h): `input` is the first input's shape.
+Result<std::unique_ptr<ClLayer>> make_cl_add(Layer& layer, const Shape& input, Device& device);
+Result<std::unique_ptr<ClLayer>> make_cl_concat(Layer& layer, const Shape& input, Device& device);
 
 }  // namespace rg::ocl

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "nn/merge_layers.h"
 #include "opencl/fill_copy.h"
 #include "opencl/gemm.h"
 #include "opencl/loss.h"
@@ -10,7 +11,6 @@
 namespace rg::ocl {
 
 Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device, const std::vector<std::string>& on_host) {
-  RG_TRY(model.refuse_graph("the OpenCL device"));
   std::string names;
   for (const auto& layer : model.layers()) names += (names.empty() ? "" : ", ") + layer->name();
   for (const std::string& name : on_host) {
@@ -20,18 +20,23 @@ Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device, c
   }
   std::unique_ptr<ClModel> cl(new ClModel(model, device));
   RG_ASSIGN(cl->fuse_, fusion_enabled_by_env());
-  Shape in = model.input_shape();
-  cl->input_size_ = in.numel();
+  cl->input_size_ = model.input_shape().numel();
   cl->largest_ = cl->input_size_;
+  cl->reads_alone_ = reads_alone(model);
   for (size_t i = 0; i < model.layers().size(); ++i) {
     Layer& layer = *model.layers()[i];
     const bool host = std::find(on_host.begin(), on_host.end(), layer.name()) != on_host.end();
+    if (host && dynamic_cast<MergeLayer*>(&layer) != nullptr) {
+      return Status::error("layer " + layer.name() + " (" + layer.kind() + ") joins the outputs of several layers and "
+                           "runs on the device only: the layers run on the CPU (--cpu-layers) read one input");
+    }
+    const int first = model.layer_inputs(i)[0];  // a merge layer's maker takes its first input's shape
+    const Shape in = first == Model::kModelInput ? model.input_shape() : model.layer_output_shape(static_cast<size_t>(first));
     auto made = make_cl_layer(layer, in, model.layer_output_shape(i), device, host);
     if (!made.ok()) return made.status();
     cl->layers_.push_back(made.take());
-    in = model.layer_output_shape(i);
-    cl->sizes_.push_back(in.numel());
-    cl->largest_ = std::max(cl->largest_, in.numel());
+    cl->sizes_.push_back(model.layer_output_shape(i).numel());
+    cl->largest_ = std::max(cl->largest_, cl->sizes_.back());
   }
   return cl;
 }
@@ -54,7 +59,7 @@ ClModel::ReservedBytes ClModel::reserved_bytes(int64_t batch) const {
     bytes.layer_state += layers_[i]->state_bytes(batch);
     scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
   }
-  bytes.gradients = 2 * batch * largest_ * stored_bytes();
+  bytes.gradients = 2 * batch * largest_ * stored_bytes() + graph_gradient_bytes(batch);
   if (storage_ == DType::f16) {
     bytes.gradients += batch * sizes_.back() * 4;
     bytes.chunks = 4 * chunk_elements(batch) * 4;
@@ -71,6 +76,7 @@ Status ClModel::set_storage(DType storage) {
   if (storage != DType::f32 && storage != DType::f16) {
     return Status::error(std::string("device storage is f32 or f16, not ") + dtype_name(storage));
   }
+  if (storage == DType::f16) RG_TRY(model_.refuse_graph("the OpenCL device with f16 storage"));
   storage_ = storage;
   return Status();
 }
@@ -99,6 +105,7 @@ Status ClModel::reserve(int64_t batch) {
   RG_TRY(device_.finish());
   // Free the old batch's buffers first: the budget counts them until then.
   acts_.clear();
+  graph_grads_.clear();
   for (Buffer* b : {&grad_a_, &grad_b_, &workspace_, &output_grad_, &chunk_x_, &chunk_y_, &chunk_dy_, &chunk_dx_,
                     &row_loss_, &hits_}) {
     b->reset();
@@ -120,6 +127,7 @@ Status ClModel::reserve(int64_t batch) {
   }
   RG_ASSIGN(grad_a_, Buffer::allocate(device_, batch * largest_ * stored_bytes(), "gradient buffer A"));
   RG_ASSIGN(grad_b_, Buffer::allocate(device_, batch * largest_ * stored_bytes(), "gradient buffer B"));
+  RG_TRY(reserve_graph_grads(batch));
   if (storage_ == DType::f16) {
     RG_ASSIGN(output_grad_, Buffer::allocate(device_, batch * sizes_.back() * 4, "the output's gradient"));
     const int64_t chunk = chunk_elements(batch) * 4;
@@ -154,7 +162,9 @@ Status ClModel::reserve(int64_t batch) {
   for (const Buffer* b : {&grad_a_, &grad_b_, &workspace_, &output_grad_, &chunk_x_, &chunk_y_, &chunk_dy_, &chunk_dx_}) {
     if (b->mem() != nullptr) RG_TRY(f32_fill_zero(device_, b->f32()).status());
   }
-  for (const Buffer& act : acts_) RG_TRY(f32_fill_zero(device_, act.f32()).status());
+  for (const std::vector<Buffer>* all : {&acts_, &graph_grads_}) {
+    for (const Buffer& b : *all) RG_TRY(f32_fill_zero(device_, b.f32()).status());
+  }
   RG_TRY(f32_fill_zero(device_, device_.gemm_scratch_slot()->f32()).status());
   RG_TRY(device_.finish());
   reserved_ = batch;

@@ -1,7 +1,10 @@
 // A Model run on an OpenCL device: one ClLayer per layer, the params mirrored in device
 // memory, and for a batch of up to reserve()'s: every layer's output (kept for backward), two
 // ping-pong gradient buffers, the layers' shared workspace, two input buffers (one is filled
-// while the other trains) with their targets, and the loss's per-row results. The CPU Model
+// while the other trains) with their targets, and the loss's per-row results. A graph model
+// (Model::is_graph; cl_model_graph.cpp) runs each layer on the outputs of the layers it names
+// and keeps, as the CPU's does, one gradient buffer per layer output, where the gradients of
+// every layer it feeds are summed (f32 storage only: f16 is refused, issue 31). The CPU Model
 // keeps the cfg, the names and the host values: read_params() brings the trained values back
 // for checkpoints, write_params() sends host values (a resumed run's) to the device.
 #pragma once
@@ -33,7 +36,7 @@ class ClModel {
   // widened from f16 into four small f32 buffers, their outputs rounded to f16 as stored (layers
   // that need the whole batch get it whole); the output and the loss's gradient stay f32. The
   // chunks follow the samples' place in the batch (row_offset), so dropout draws the same masks.
-  // Before reserve().
+  // Before reserve(). A graph model is refused f16 (issue 31).
   Status set_storage(DType storage);
   DType storage() const { return storage_; }
 
@@ -41,7 +44,8 @@ class ClModel {
   struct ReservedBytes {
     int64_t activations = 0;  // every layer's output [batch, shape]
     int64_t layer_state = 0;  // what layers keep of their own (batch norm statistics, recurrent steps)
-    int64_t gradients = 0;    // the two ping-pong buffers between layers
+    int64_t gradients = 0;    // the two ping-pong buffers between layers (a graph model: and one
+                              // per layer output but the last's)
     int64_t workspace = 0;    // the layers' shared scratch (im2col panels)
     int64_t chunks = 0;       // f16 storage: the f32 row chunks of a layer's x, y, dy and dx
     int64_t io = 0;           // two input buffers, two targets, per-row losses and hits
@@ -122,6 +126,13 @@ class ClModel {
   int64_t input_size_ = 0, largest_ = 0;
   std::vector<Buffer> acts_;  // [batch, sizes_[i]] in the storage dtype; the last always f32
   Buffer grad_a_, grad_b_, workspace_;  // ping-pong gradients in the storage dtype
+  // A graph model: graph_grads_[i] the gradient of layer i's output [batch, sizes_[i]], f32, for
+  // every layer but the last, whose gradient is grad_a_ (where the loss writes it); grad_b_ is
+  // then the scratch a layer's dx goes to before it is added to a gradient already there.
+  std::vector<Buffer> graph_grads_;
+  // reads_alone_[i]: layer i reads layer i - 1's output alone, and no other layer reads it (every
+  // layer but the first of a chain): where it may fuse into the group before (plan_fusion).
+  std::vector<bool> reads_alone_;
   DType storage_ = DType::f32;
   bool fuse_ = true;                 // RETROGRAD_CL_FUSE at create
   std::vector<FusedGroup> groups_;   // of the last forward, which its backward follows
@@ -145,7 +156,15 @@ class ClModel {
 
   int64_t target_bytes(int64_t batch) const;
   int64_t stored_bytes() const { return storage_ == DType::f16 ? 2 : 4; }
-  int64_t input_size_of(size_t i) const { return i == 0 ? input_size_ : sizes_[i - 1]; }
+  // Values per sample of layer i's (first) input; the output it reads, on the device.
+  int64_t input_size_of(size_t i) const {
+    const int j = model_.layer_inputs(i)[0];
+    return j == Model::kModelInput ? input_size_ : sizes_[static_cast<size_t>(j)];
+  }
+  DeviceSpan layer_input(size_t i, size_t k = 0) const {
+    const int j = model_.layer_inputs(i)[k];
+    return j == Model::kModelInput ? input_span() : acts_[static_cast<size_t>(j)].f32();
+  }
   // Rows of layer i's chunks for n samples: all of them with f32 storage or for a layer that
   // needs the whole batch; else f16_chunk_rows with kF16ChunkValuesDevice (nn/f16_chunks.h).
   int64_t chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const;
@@ -156,6 +175,19 @@ class ClModel {
   std::string fused_names(const FusedGroup& g) const;                // "with bn1, relu1"
   Status backward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, DeviceSpan dy_buffer, bool dy_f32,
                        DeviceSpan dx_buffer, const ClContext& ctx);
+  // Per layer, whether its backward reads its own output for its input: an activation fused in
+  // the last forward; an error when that forward folded a batch norm (whose input was not kept).
+  Result<std::vector<bool>> fused_reads_own_output() const;
+  // Graph models (cl_model_graph.cpp): the flags above, the byte count and buffers of the
+  // gradients, a merge layer's forward, and the backward over every edge.
+  static std::vector<bool> reads_alone(const Model& model);
+  int64_t graph_gradient_bytes(int64_t batch) const;
+  Status reserve_graph_grads(int64_t batch);
+  DeviceSpan gradient_of(size_t i) const { return i + 1 == layers_.size() ? grad_a_.f32() : graph_grads_[i].f32(); }
+  Status forward_merge(size_t i, const ClContext& ctx);
+  Status backward_graph(const ClContext& ctx, const std::vector<bool>& reads_own_output, DeviceSpan input_grad);
+  Status backward_graph_layer(size_t i, const std::vector<DeviceSpan>& dxs, const std::vector<bool>& add_to,
+                              const std::vector<bool>& reads_own_output, const ClContext& ctx);
   DeviceSpan external_input_;  // forward_from's x (mem null: the upload's)
   DeviceSpan input_span() const { return external_input_.mem != nullptr ? external_input_ : inputs_[current_].f32(); }
   DeviceSpan target_span() const;

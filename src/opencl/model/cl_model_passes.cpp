@@ -2,11 +2,13 @@
 // the whole batch, read and written in place; with f16 storage each chunk's input (and in
 // backward its output and output gradient) widened into f32 chunk buffers, the layer run on them,
 // and its output (or input gradient) rounded back into the f16 buffers, as Model's f16 path does.
-// Fused groups (cl_fusion.h) run as one forward of their head.
+// Fused groups (cl_fusion.h) run as one forward of their head. A graph model's merge layers and
+// its backward are cl_model_graph.cpp's.
 #include <algorithm>
 
 #include "nn/f16_chunks.h"
 #include "opencl/elementwise.h"
+#include "opencl/model/cl_merge_layers.h"
 #include "opencl/model/cl_model.h"
 
 namespace rg::ocl {
@@ -57,7 +59,7 @@ Status ClModel::forward_group(const FusedGroup& g, const ClContext& ctx) {
   }
   if (g.activation >= 0) epilogue.activation = layers_[static_cast<size_t>(g.activation)]->fusion_tail().activation;
   // f32 storage only: the whole batch, in place, the head writing the group's last output.
-  const DeviceSpan in = g.head == 0 ? input_span() : acts_[g.head - 1].f32();
+  const DeviceSpan in = layer_input(g.head);
   const DeviceSpan x{in.mem, in.offset, batch_ * input_size_of(g.head)};
   return layers_[g.head]->forward_fused(batch_, x, acts_[g.last].f32(0, batch_ * sizes_[g.last]), ctx, epilogue);
 }
@@ -66,7 +68,7 @@ Status ClModel::forward(const LayerContext& ctx) {
   const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
   // Not with f16 storage: there each layer's output is rounded to f16 as it is stored, and the
   // next layer reads the rounded value (a leaky relu of it differs from one of the f32 product).
-  groups_ = plan_fusion(layers_, ctx.training, fuse_ && storage_ == DType::f32);
+  groups_ = plan_fusion(layers_, reads_alone_, ctx.training, fuse_ && storage_ == DType::f32);
   for (const FusedGroup& g : groups_) {
     const size_t i = g.head;
     if (g.fused()) {
@@ -74,9 +76,14 @@ Status ClModel::forward(const LayerContext& ctx) {
       if (!s.ok()) return s.with_context("layer " + model_.layers()[i]->name() + " forward (" + fused_names(g) + " fused): ");
       continue;
     }
+    if (dynamic_cast<ClMergeLayer*>(layers_[i].get()) != nullptr) {  // a graph model's add or concat
+      const Status s = forward_merge(i, cl_ctx);
+      if (!s.ok()) return s.with_context("layer " + model_.layers()[i]->name() + " forward: ");
+      continue;
+    }
     const int64_t rows = chunk_rows(i, ctx, batch_);
     for (int64_t r0 = 0; r0 < batch_; r0 += rows) {
-      const DeviceSpan in = i == 0 ? input_span() : acts_[i - 1].f32();  // f16 storage widens it instead
+      const DeviceSpan in = layer_input(i);  // f16 storage (chains only) widens it instead
       const Status s = forward_rows(i, r0, std::min(rows, batch_ - r0), in, cl_ctx);
       if (!s.ok()) return s.with_context("layer " + model_.layers()[i]->name() + " forward: ");
     }
@@ -115,12 +122,7 @@ Status ClModel::backward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in,
   return Status();
 }
 
-Status ClModel::backward(const LayerContext& ctx, DeviceSpan input_grad) {
-  const bool f16 = storage_ == DType::f16;
-  RG_CHECK(!f16 || input_grad.mem == nullptr, "an input gradient with f16 storage");
-  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
-  // Gradient buffers: the loss wrote the output's into A (f32 storage) or output_grad_ (f16).
-  auto stored = [&](const Buffer& b) { return f16 ? b.f16() : b.f32(); };
+Result<std::vector<bool>> ClModel::fused_reads_own_output() const {
   // The last forward's fused activations: their head never wrote their x, so they read their y
   // (the same gradient: ClLayer::fusion_tail). A folded batch norm left neither its x nor its statistics.
   std::vector<bool> reads_own_output(layers_.size(), false);
@@ -133,6 +135,17 @@ Status ClModel::backward(const LayerContext& ctx, DeviceSpan input_grad) {
     }
     if (g.activation >= 0) reads_own_output[static_cast<size_t>(g.activation)] = true;
   }
+  return reads_own_output;
+}
+
+Status ClModel::backward(const LayerContext& ctx, DeviceSpan input_grad) {
+  const bool f16 = storage_ == DType::f16;
+  RG_CHECK(!f16 || input_grad.mem == nullptr, "an input gradient with f16 storage");
+  const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
+  RG_ASSIGN(const std::vector<bool> reads_own_output, fused_reads_own_output());
+  if (model_.is_graph()) return backward_graph(cl_ctx, reads_own_output, input_grad);
+  // Gradient buffers: the loss wrote the output's into A (f32 storage) or output_grad_ (f16).
+  auto stored = [&](const Buffer& b) { return f16 ? b.f16() : b.f32(); };
   bool dy_in_a = true;
   for (size_t i = layers_.size(); i-- > 0;) {
     const bool last = i + 1 == layers_.size();

@@ -1,0 +1,109 @@
+// The device add and concat (cl_merge_layers.h), bit-exact with the CPU's: add sums its inputs
+// in order into y (a copy of the first, then f32_add of each next, as Add::forward_inputs adds)
+// and copies or adds dy into each input's gradient; concat copies each input into its columns of
+// y (kernels/shape.cl) and each column slice of dy back.
+#include "opencl/model/cl_merge_layers.h"
+
+#include "nn/merge_layers.h"
+#include "opencl/elementwise.h"
+#include "opencl/fill_copy.h"
+#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/shape_ops.h"
+
+namespace rg::ocl {
+
+Status ClMergeLayer::forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) {
+  (void)n, (void)x, (void)y, (void)ctx;
+  RG_CHECK(false, "a merge layer runs through forward_inputs (a graph model)");
+  return Status();
+}
+
+Status ClMergeLayer::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) {
+  (void)n, (void)x, (void)y, (void)dy, (void)dx, (void)ctx;
+  RG_CHECK(false, "a merge layer runs through backward_inputs (a graph model)");
+  return Status();
+}
+
+namespace {
+
+class ClAdd : public ClMergeLayer {
+ public:
+  ClAdd(Device& device, const Shape& input) : device_(device), row_(input.numel()) {}
+
+  Status forward_inputs(int64_t n, const std::vector<DeviceSpan>& xs, DeviceSpan y, const ClContext& ctx) override {
+    (void)ctx;
+    const int64_t count = n * row_;
+    RG_TRY(f32_copy(device_, xs[0], y, count).status());
+    for (size_t k = 1; k < xs.size(); ++k) RG_TRY(f32_add(device_, count, y, xs[k], y).status());
+    return Status();
+  }
+
+  Status backward_inputs(int64_t n, DeviceSpan dy, const std::vector<DeviceSpan>& dxs, const std::vector<bool>& add_to,
+                         const ClContext& ctx) override {
+    (void)ctx;
+    const int64_t count = n * row_;
+    for (size_t k = 0; k < dxs.size(); ++k) {
+      if (dxs[k].mem == nullptr) continue;
+      if (add_to[k]) {
+        RG_TRY(f32_add(device_, count, dxs[k], dy, dxs[k]).status());
+      } else {
+        RG_TRY(f32_copy(device_, dy, dxs[k], count).status());
+      }
+    }
+    return Status();
+  }
+
+ private:
+  Device& device_;
+  int64_t row_;  // values per sample of each input and of the output
+};
+
+class ClConcat : public ClMergeLayer {
+ public:
+  ClConcat(Device& device, const Concat& host, const Shape& input)
+      : device_(device), widths_(host.widths()), positions_(input.numel() / host.widths()[0]) {
+    for (int64_t w : widths_) width_ += w;
+  }
+
+  Status forward_inputs(int64_t n, const std::vector<DeviceSpan>& xs, DeviceSpan y, const ClContext& ctx) override {
+    (void)ctx;
+    int64_t column = 0;
+    for (size_t k = 0; k < xs.size(); ++k) {
+      RG_TRY(f32_columns_into(device_, n * positions_, widths_[k], width_, column, xs[k], y).status());
+      column += widths_[k];
+    }
+    return Status();
+  }
+
+  Status backward_inputs(int64_t n, DeviceSpan dy, const std::vector<DeviceSpan>& dxs, const std::vector<bool>& add_to,
+                         const ClContext& ctx) override {
+    (void)ctx;
+    int64_t column = 0;
+    for (size_t k = 0; k < dxs.size(); ++k) {
+      if (dxs[k].mem != nullptr) {
+        RG_TRY(f32_columns_from(device_, n * positions_, widths_[k], width_, column, add_to[k], dy, dxs[k]).status());
+      }
+      column += widths_[k];
+    }
+    return Status();
+  }
+
+ private:
+  Device& device_;
+  std::vector<int64_t> widths_;  // each input's last dimension
+  int64_t positions_;            // values per sample of the first input over its width: its pixels
+  int64_t width_ = 0;            // the output's last dimension
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ClLayer>> make_cl_add(Layer& layer, const Shape& input, Device& device) {
+  (void)layer;
+  return std::unique_ptr<ClLayer>(new ClAdd(device, input));
+}
+
+Result<std::unique_ptr<ClLayer>> make_cl_concat(Layer& layer, const Shape& input, Device& device) {
+  return std::unique_ptr<ClLayer>(new ClConcat(device, dynamic_cast<Concat&>(layer), input));
+}
+
+}  // namespace rg::ocl
