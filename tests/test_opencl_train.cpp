@@ -458,17 +458,6 @@ TEST(OpenclTrainCli, TrainsOnTheDeviceAndReportsItsMemoryAndCopies) {
   EXPECT_TRUE(contains(text.str(), "\"device\": \"cl:0:0")) << text.str();
 }
 
-// The resnet20 preset (a graph model of 19 convs, batch norms and adds) trains a few steps on the
-// device from the command line: 16 samples, since a PoCL epoch takes tens of minutes.
-TEST(OpenclTrainCli, Resnet20TrainsAFewStepsOnTheDevice) {
-  SKIP_WITHOUT_OPENCL();
-  const Outcome o = run("train --model resnet20 --device cl:0:0 --data synthetic --limit 16 --test-limit 16 --batch 8 "
-                        "--epochs 1 --threads 1");
-  ASSERT_EQ(o.code, 0) << o.output;
-  EXPECT_TRUE(contains(o.output, "Epoch 1/1")) << o.output;
-  EXPECT_TRUE(contains(o.output, "device:    cl:0:0")) << o.output;
-}
-
 TEST(OpenclTrainCli, DeviceOptionsAreChecked) {
   SKIP_WITHOUT_OPENCL();
   const struct {
