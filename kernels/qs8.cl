@@ -1,7 +1,7 @@
 // The int8 inference kernels, bit-exact with the CPU's int8 engine (src/quant/): the qs8 GEMM
 // with its gemmlowp requantization (qs8_gemm_ref, fixed_point.cpp), and the per-element stages
-// an Int8Model runs between layers: quantize f32 -> int8, dequantize int8 -> f32 (quant_params.cpp)
-// and int8 max pooling (int8_stages.cpp). int8 is OpenCL's (signed) char. Launchers:
+// an Int8Model runs between layers: quantize f32 -> int8, dequantize int8 -> f32 (quant_params.cpp),
+// int8 max pooling (int8_stages.cpp) and a graph model's int8 add (ops/qs8_add.cpp). int8 is OpenCL's (signed) char. Launchers:
 // src/opencl/qs8.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
 
@@ -75,6 +75,20 @@ __kernel void qs8_quantize(uint n, float inverse, int zero_point, __global const
   if (i >= n) return;
   const float v = rint(x[x_offset + i] * inverse) + (float)zero_point;
   q[q_offset + i] = (char)(int)(v > 127.0f ? 127.0f : (v >= -128.0f ? v : -128.0f));
+}
+
+// A graph model's int8 add as qs8_add (src/ops/qs8_add.cpp): each input less its zero point,
+// shifted left 20 bits, scaled by its fixed-point multiplier; the sum requantized and clamped.
+__kernel void qs8_add(uint n, __global const char* a, uint a_offset, __global const char* b, uint b_offset,
+                      int a_zero_point, int a_multiplier, int a_shift, int b_zero_point, int b_multiplier,
+                      int b_shift, int multiplier, int shift, int zero_point, int lo, int hi, __global char* y,
+                      uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const int xa = ((int)a[a_offset + i] - a_zero_point) * (1 << 20);  // kQs8AddLeftShift
+  const int xb = ((int)b[b_offset + i] - b_zero_point) * (1 << 20);
+  const int sum = rdbpot(srdhm(xa, a_multiplier), a_shift) + rdbpot(srdhm(xb, b_multiplier), b_shift);
+  y[y_offset + i] = (char)requantize(sum, multiplier, shift, zero_point, lo, hi);
 }
 
 // x = scale * (q - zero_point) as dequantize_s8 (the difference is exact in float).

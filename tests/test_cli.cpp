@@ -249,7 +249,7 @@ TEST(Cli, ResumeEqualsOneRunAndEvalScoresIt) {
 }
 
 // A graph model (a residual block: inputs = ..., [add]) trains, resumes to the bits of one run,
-// and is scored by eval; it trains in int8-train too.
+// and is scored by eval; every row of `precision` runs it.
 TEST(Cli, AGraphModelTrainsResumesExactlyAndEvaluates) {
   const std::string cfg = temp_dir() + "/residual.cfg", a = temp_dir() + "/ga.ckpt", b = temp_dir() + "/gb.ckpt";
   write_all(cfg, "[net]\ninput = 784\n[dense]\nunits = 16\n[relu]\nname = r\n[dense]\nunits = 16\n[tanh]\n"
@@ -266,6 +266,12 @@ TEST(Cli, AGraphModelTrainsResumesExactlyAndEvaluates) {
   EXPECT_NE(eval.output.find("test accuracy"), std::string::npos) << eval.output;
   const Outcome int8 = run("train --model " + cfg + " " + kQuick + " --epochs 1 --train-precision int8-train");
   EXPECT_EQ(int8.code, 0) << int8.output;  // the layers' int8 GEMMs: nothing of the graph's to refuse
+  // Every precision row runs the graph: f16 storage, the int8 engine (its add in int8), QAT.
+  const Outcome rows = run("precision --model " + cfg + " --data synthetic --limit 256 --test-limit 128 --epochs 1 "
+                           "--threads 1 --calib-batches 1 --precision fp32,fp16,int8,int8-qat,int8-train");
+  ASSERT_EQ(rows.code, 0) << rows.output;
+  EXPECT_NE(rows.output.find("int8 PTQ: 3 of 3 conv/dense int8"), std::string::npos) << rows.output;
+  EXPECT_NE(rows.output.find("add1=int8"), std::string::npos) << rows.output;
 }
 
 // The resnet20 preset (a graph model) trains two steps from the command line: 16 samples, since

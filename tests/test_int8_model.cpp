@@ -3,6 +3,7 @@
 // and the per-layer policy and fallbacks as the report states them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "cpu/isa.h"
 #include "data/dataset.h"
 #include "nn/model.h"
+#include "ops/qs8_add.h"
 #include "quant/int8_model.h"
 #include "train/trainer.h"
 
@@ -288,6 +290,86 @@ TEST(Int8Model, LayersWithoutInt8KernelsRunInF32AndSaySo) {
   double worst = 0;
   for (size_t i = 0; i < f32.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(f32[i] - int8[i])));
   EXPECT_LT(worst, 0.05) << "sigmoid outputs in [0, 1]";
+}
+
+// The int8 add (ops/qs8_add.h) is the real sum of its inputs' values to within one output step
+// (its fixed-point scaling rounds twice), over every pair of int8 values; a fused relu clamps at
+// the output's zero point; an output scale too small for the fixed point is refused by name.
+TEST(Int8Model, Qs8AddIsTheRealSumWithinAStep) {
+  const QuantParams a{0.02f, -128}, b{0.3f, 17}, out{0.25f, 5};
+  std::vector<int8_t> xa, xb;
+  for (int x = -128; x <= 127; ++x)
+    for (int y = -128; y <= 127; ++y) xa.push_back(static_cast<int8_t>(x)), xb.push_back(static_cast<int8_t>(y));
+  const int64_t n = static_cast<int64_t>(xa.size());
+  for (bool relu : {false, true}) {
+    auto p = qs8_add_params(a, b, out, relu, "add1");
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    std::vector<int8_t> y(xa.size());
+    qs8_add(n, xa.data(), xb.data(), p.value(), y.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const double sum = a.scale * (xa[i] - a.zero_point) + b.scale * (xb[i] - b.zero_point);
+      const double level = std::clamp(std::nearbyint(sum / out.scale) + out.zero_point, relu ? out.zero_point : -128.0, 127.0);
+      ASSERT_LE(std::fabs(y[static_cast<size_t>(i)] - level), 1.0) << "a " << int(xa[i]) << " b " << int(xb[i]) << " relu " << relu;
+    }
+  }
+  const auto refused = qs8_add_params(a, b, QuantParams{1e-9f, 0}, false, "add1");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("add1: the int8 add's output multiplier"), std::string::npos)
+      << refused.status().message();
+}
+
+// A graph model (nn/model_graph.cpp): a residual block (conv, batch norm, relu, conv, batch
+// norm, add, relu) and a concat of three. Its stages read the stages of their layers' inputs
+// (Int8StagePlan::inputs); the add runs in int8 with the relu after it fused, the concat in f32;
+// conv `side` feeds its batch norm and the concat, so the batch norm is not folded into it (that
+// point must exist as an output).
+const char* kGraphCfg =
+    "[net]\ninput = 28x28x1\nloss = softmax_cross_entropy\n"
+    "[conv]\nfilters = 8\nsize = 3\npad = 1\nbias = false\n[batchnorm]\n[relu]\nname = r0\n"
+    "[conv]\nfilters = 8\nsize = 3\npad = 1\nbias = false\n[batchnorm]\nname = b2\n"
+    "[add]\ninputs = r0, b2\n[relu]\n[maxpool]\nsize = 2\nname = p\n"
+    "[conv]\nname = side\nfilters = 4\nsize = 1\n[batchnorm]\nname = sbn\n"
+    "[concat]\ninputs = p, side, sbn\n[flatten]\n[dense]\nunits = 10\n";
+
+TEST(Int8Model, AGraphModelTracksItsF32Model) {
+  std::unique_ptr<Model> model = trained_model(kGraphCfg, 3);
+  ASSERT_TRUE(model->is_graph());
+  ThreadPool pool(2);
+  Int8Options options;
+  options.calibration = CalibrationMethod::minmax;  // percentile clipped this model's logits by 35 % of their range
+  auto net = quantize(*model, options, &pool);
+  ASSERT_NE(net, nullptr);
+  std::map<std::string, LayerPrecision> by_name;
+  for (const LayerPrecision& layer : net->precisions()) by_name[layer.layer] = layer;
+  EXPECT_EQ(by_name["conv1"].precision, "int8");
+  EXPECT_EQ(by_name["conv1"].note, "batchnorm1 folded, r0 fused");
+  EXPECT_EQ(by_name["conv2"].note, "b2 folded");
+  EXPECT_EQ(by_name["add1"].precision, "int8");
+  EXPECT_EQ(by_name["add1"].note, "relu1 fused");
+  EXPECT_EQ(by_name["relu1"].precision, "int8");
+  EXPECT_EQ(by_name["p"].precision, "int8");
+  EXPECT_EQ(by_name["concat1"].precision, "f32");
+  EXPECT_EQ(by_name["side"].precision, "int8");
+  EXPECT_EQ(by_name["side"].note, "") << "the concat reads side's output: sbn must not fold into it";
+  EXPECT_EQ(by_name["sbn"].precision, "f32");
+  std::map<std::string, size_t> inputs;  // the add's and the f32 stages' input counts, by layer
+  for (const Int8StagePlan& stage : net->plan()) {
+    for (int j : stage.inputs) EXPECT_LT(j, static_cast<int>(&stage - net->plan().data())) << stage.name;
+    if (stage.kind == Int8StageKind::f32 || stage.kind == Int8StageKind::add) inputs[stage.name] = stage.inputs.size();
+  }
+  EXPECT_EQ(inputs["add1"], 2u);
+  EXPECT_EQ(inputs["concat1"], 3u);
+  std::vector<float> f32, int8;
+  both_outputs(*model, *net, &pool, &f32, &int8);
+  float range = 0, worst = 0;
+  int agree = 0;
+  for (size_t i = 0; i < f32.size(); ++i) {
+    range = std::max(range, std::fabs(f32[i]));
+    worst = std::max(worst, std::fabs(f32[i] - int8[i]));
+  }
+  for (int s = 0; s < 100; ++s) agree += argmax(&f32[static_cast<size_t>(s) * 10], 10) == argmax(&int8[static_cast<size_t>(s) * 10], 10);
+  EXPECT_GE(agree, 95);
+  EXPECT_LT(worst, 0.2f * range) << "logits differ by " << worst << " of " << range;
 }
 
 }  // namespace

@@ -167,6 +167,9 @@ TEST(LayerKinds, Int8RulesOfTheRows) {
     EXPECT_TRUE(int8_fuses_after("relu", before));
   }
   EXPECT_TRUE(int8_fuses_after("relu", "batchnorm"));
+  EXPECT_TRUE(int8_fuses_after("relu", "add"));  // the int8 add's clamp
+  EXPECT_FALSE(int8_fuses_after("batchnorm", "add"));
+  EXPECT_FALSE(int8_fuses_after("relu", "concat"));
   EXPECT_FALSE(int8_fuses_after("batchnorm", "relu"));
   EXPECT_FALSE(int8_fuses_after("relu", "relu"));
   EXPECT_FALSE(int8_fuses_after("leaky_relu", "conv"));
@@ -733,19 +736,37 @@ TEST(GraphModel, Resnet20PresetBuilds) {
   EXPECT_EQ(model.layer_output_shape(model.layers().size() - 3), (Shape{7, 7, 64}));
 }
 
-// Executors that run chains only refuse a graph model, naming a layer that names its inputs.
-TEST(GraphModel, F16StorageRefusesAGraph) {
+// The int8 fusion rule of a graph (nn/layer_registry.h): a layer joins the stage of the one
+// before only when it reads that one alone and is its only reader.
+TEST(GraphModel, Int8FusionNeverTakesInAPointAnotherLayerReads) {
+  auto doc = parse_cfg("[net]\ninput = 6x6x1\n[conv]\nname = c\nfilters = 2\nsize = 3\npad = 1\n[batchnorm]\n"
+                       "[add]\ninputs = c, batchnorm1\n[relu]\n[conv]\nfilters = 2\nsize = 1\n[batchnorm]\n"
+                       "inputs = relu1\n[add]\ninputs = batchnorm2, conv1\n[flatten]\n[dense]\nunits = 2\n", "g.cfg");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto built = Model::from_cfg(doc.value());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  const Model& model = *built.value();
+  // c batchnorm1 add1 relu1 conv1 batchnorm2 add2 flatten1 dense1
+  const std::vector<bool> expected = {false, false /*c feeds the add too*/, false /*add1*/, true /*relu1: add1's clamp*/,
+                                      false, false /*batchnorm2 reads relu1, not conv1*/, false, false, false};
+  for (size_t j = 0; j < expected.size(); ++j) EXPECT_EQ(int8_fuses_into_previous(model, j), expected[j]) << j;
+}
+
+// Executors that run chains only (the OpenCL device, for now) refuse a graph model through
+// refuse_graph, naming a layer that names its inputs; f16 storage runs graphs.
+TEST(GraphModel, ChainOnlyExecutorsRefuseAGraphByName) {
   auto doc = parse_cfg("[net]\ninput = 4\n[dense]\nunits = 4\nname = a\n[relu]\n[add]\ninputs = a, relu1\n"
                        "[dense]\nunits = 2\n", "g.cfg");
   ASSERT_TRUE(doc.ok());
   auto built = Model::from_cfg(doc.value());
   ASSERT_TRUE(built.ok()) << built.status().message();
   ASSERT_TRUE(built.value()->init(1).ok());
-  const Status refused = built.value()->set_storage(DType::f16);
+  EXPECT_TRUE(built.value()->set_storage(DType::f16).ok());
+  const Status refused = built.value()->refuse_graph("a chain-only executor");
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.message().find("graph models (layer add1 names its inputs) do not run on f16 storage"),
+  EXPECT_NE(refused.message().find("g.cfg: graph models (layer add1 names its inputs) do not run on a chain-only "
+                                   "executor yet: issue 31"),
             std::string::npos) << refused.message();
-  EXPECT_TRUE(built.value()->set_storage(DType::f32).ok());
 }
 
 // ---------------------------------------------------------------- optimizers

@@ -104,6 +104,43 @@ TEST(MixedPrecision, F16StorageAgreesWithF32WithinHalfPrecision) {
   for (size_t i = 0; i < p32.size(); ++i) expect_close(p16[i]->grad, p32[i]->grad, 1e-2, 1e-5, p32[i]->name);
 }
 
+// A graph model (nn/model_graph.cpp) on f16 storage: r0's output (16384 values a sample, so
+// chunks of 8 rows) feeds a conv, the add and a side conv; the add and the concat widen two
+// inputs each into the x chunk, and r0's gradient is the sum of three layers' in f16.
+const char* kGraphCfg =
+    "[net]\ninput = 32x32x3\n[conv]\nfilters = 16\nsize = 3\npad = 1\n[relu]\nname = r0\n"
+    "[conv]\nfilters = 16\nsize = 3\npad = 1\n[batchnorm]\n[relu]\nname = r1\n[add]\ninputs = r0, r1\n"
+    "[conv]\nname = side\ninputs = r0\nfilters = 8\nsize = 1\n[concat]\ninputs = add1, side\n[dense]\nunits = 10\n";
+
+TEST(MixedPrecision, GraphModelOnF16StorageAgreesWithF32WithinHalfPrecision) {
+  ThreadPool pool(2);
+  Pass f32 = forward_backward(DType::f32, pool, kGraphCfg);
+  Pass f16 = forward_backward(DType::f16, pool, kGraphCfg);
+  ASSERT_TRUE(f16.model->is_graph());
+  for (size_t i = 0; i + 1 < f16.model->layers().size(); ++i) EXPECT_EQ(f16.model->activation(i).dtype(), DType::f16);
+  expect_close(f16.output, f32.output, 1e-2, 1e-4, "output");
+  auto p32 = f32.model->params(), p16 = f16.model->params();
+  ASSERT_EQ(p32.size(), p16.size());
+  // kSmoothCfg's bounds, but for conv2 and batchnorm1: there batch norm reads a conv's f16-rounded
+  // output directly, and its backward (dy less its batch mean, less xhat times mean(dy xhat))
+  // cancels: beta's gradient and conv2's bias's (0 in exact arithmetic) are sums over the batch
+  // of f16-rounded dy; measured up to 2.1x the bound there (ULP-level noise amplified, not a
+  // wrong sum: conv1, whose gradient is the sum of three readers', stays within it).
+  for (size_t i = 0; i < p32.size(); ++i) {
+    const bool cancels = p32[i]->name.rfind("conv2.", 0) == 0 || p32[i]->name.rfind("batchnorm1.", 0) == 0;
+    expect_close(p16[i]->grad, p32[i]->grad, cancels ? 5e-2 : 1e-2, cancels ? 5e-5 : 1e-5, p32[i]->name);
+  }
+  // What reserve() allocates is what reserved_bytes() plans (model_memory.cpp): no output_grad_
+  // of a chain's, no f32 scratch (the sums are made in the chunks).
+  const Model::ReservedBytes bytes = f16.model->reserved_bytes(20);
+  int64_t gradients = 0;
+  for (size_t i = 0; i < f16.model->layers().size(); ++i) {
+    const bool last = i + 1 == f16.model->layers().size();
+    gradients += f16.model->layer_output_shape(i).numel() * 20 * (last ? 4 : 2);
+  }
+  EXPECT_EQ(bytes.gradients, gradients);
+}
+
 TEST(MixedPrecision, StorageMustBeF32OrF16) {
   auto model = build_model(1, kWideCfg);
   EXPECT_FALSE(model->set_storage(DType::i8).ok());
@@ -281,9 +318,9 @@ struct TrainRun {
   int64_t skipped = 0;
 };
 
-TrainRun train(const TrainOptions& o, int threads, const std::string& resume = "") {
+TrainRun train(const TrainOptions& o, int threads, const std::string& resume = "", const char* cfg = kCnnCfg) {
   TrainRun run;
-  run.model = build_model(o.seed, kCnnCfg);
+  run.model = build_model(o.seed, cfg);
   ThreadPool pool(threads);
   Trainer trainer(*run.model, pool, o);
   EXPECT_TRUE(trainer.prepare().ok());
@@ -310,6 +347,14 @@ TEST(MixedPrecisionTraining, LearnsLikeF32AndDoesNotDependOnThreads) {
   EXPECT_GT(one.test.accuracy, 0.8);
   EXPECT_NEAR(one.test.accuracy, f32.test.accuracy, 0.03);
   EXPECT_GT(one.scale, LossScaleConfig{}.initial) << "75 good steps at growth interval 10 grow the scale";
+}
+
+// A residual graph model (conv, batch norm, relu, add) trains in fp16 as in fp32.
+TEST(MixedPrecisionTraining, AGraphModelLearnsLikeF32) {
+  TrainRun f32 = train(options(TrainPrecision::fp32, 2), 2, "", kSmallResidualCfg);
+  TrainRun f16 = train(options(TrainPrecision::fp16, 2), 2, "", kSmallResidualCfg);
+  EXPECT_GT(f16.test.accuracy, 0.8);
+  EXPECT_NEAR(f16.test.accuracy, f32.test.accuracy, 0.03);
 }
 
 TEST(MixedPrecisionTraining, OverflowingScaleBacksOffSkipsStepsAndStillLearns) {

@@ -3,7 +3,8 @@
 // integer arithmetic, and quantize / dequantize are bit-exact), both for the CPU's im2col path
 // and for its defaults (direct conv, Winograd, fused pooling), on batches of 1, 7 and 19.
 // A layer kept in f32 runs the device's own f32 layer, whose sums round in another order:
-// there the outputs are compared within a tolerance.
+// there the outputs are compared within a tolerance. Graph models: their int8 adds give the
+// CPU's bits too; a concat (f32) is refused by name.
 #include "opencl_test_util.h"
 
 #include <algorithm>
@@ -197,6 +198,45 @@ TEST(OpenclInt8Model, LayersKeptInF32MatchWithinTolerance) {
     for (const Int8StagePlan& p : q.net->plan()) has_f32 = has_f32 || p.kind == Int8StageKind::f32;
     ASSERT_TRUE(has_f32) << q.net->summary();
     expect_device_matches(*q.net, model->input_shape(), &pool, false, c.tolerance, "f32 layer kept");
+  }
+}
+
+// Graph models (stages that read earlier stages than the one before): a residual block whose
+// stages are all int8 (two adds, the first with the relu after it fused: qs8_add; r0's output
+// read by three layers) gives the CPU's bits; a concat, f32 on the CPU, is refused by the
+// device naming it, rather than run as a chain.
+std::unique_ptr<Model> cfg_model(const char* text) {
+  auto cfg = parse_cfg(text, "graph.cfg");
+  RG_CHECK(cfg.ok(), "" << cfg.status().message());
+  auto built = Model::from_cfg(cfg.value());
+  RG_CHECK(built.ok(), "" << built.status().message());
+  RG_CHECK(built.value()->init(7).ok(), "init");
+  return built.take();
+}
+
+TEST(OpenclInt8Model, GraphModelsMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  ThreadPool pool(2);
+  std::unique_ptr<Model> residual = cfg_model(
+      "[net]\ninput = 12x12x2\n[conv]\nfilters = 8\nsize = 3\npad = 1\n[batchnorm]\n[relu]\nname = r0\n"
+      "[conv]\nfilters = 8\nsize = 3\npad = 1\n[batchnorm]\nname = b2\n[add]\ninputs = r0, b2\n[relu]\n"
+      "[add]\ninputs = relu1, r0\n[flatten]\n[dense]\nunits = 10\n");
+  Quantized q = quantize(*residual, im2col_only(), &pool);
+  int adds = 0;
+  for (const Int8StagePlan& p : q.net->plan()) {
+    adds += p.kind == Int8StageKind::add;
+    EXPECT_NE(p.kind, Int8StageKind::f32) << p.name;
+  }
+  EXPECT_EQ(adds, 2);
+  expect_device_matches(*q.net, residual->input_shape(), &pool, true, 0, "residual graph");
+  std::unique_ptr<Model> joined = cfg_model("[net]\ninput = 6\n[dense]\nunits = 4\nname = a\n[relu]\n"
+                                            "[concat]\ninputs = a, relu1\n[dense]\nunits = 3\n");
+  Quantized c = quantize(*joined, Int8Options(), &pool);
+  for (Device* device : open_devices().devices) {
+    auto cl = ClInt8Model::create(*c.net, *device);
+    ASSERT_FALSE(cl.ok());
+    EXPECT_NE(cl.status().message().find("layer concat1 joins 2 inputs in f32, which the device int8 model does not run"),
+              std::string::npos) << cl.status().message();
   }
 }
 

@@ -1,11 +1,13 @@
 // The int8 inference kernels (kernels/qs8.cl) on every OpenCL device, bit for bit against the
 // CPU's int8 engine itself: qs8_gemm against qs8_gemm_ref (shapes of 1 and of no multiple of the
 // tile, long sums, extreme values, zero points, multipliers and shifts, a fused ReLU), and the
-// stages against quantize_s8 / quantize_s8_rows, dequantize_s8 and the int8 max pooling stage.
+// stages against quantize_s8 / quantize_s8_rows, dequantize_s8, the int8 max pooling stage and
+// qs8_add.
 // Every output has guard bytes on both sides that must stay untouched.
 #include "opencl/qs8.h"
 #include "opencl_test_util.h"
 #include "ops/fixed_point.h"
+#include "ops/qs8_add.h"
 #include "ops/quant_params.h"
 #include "quant/int8_model.h"
 #include "quant/int8_stages.h"
@@ -210,6 +212,35 @@ TEST(OpenclQs8, DequantizeMatchesTheCpu) {
       Guarded x = guarded_f32(*device, std::vector<float>(q.size(), 0.0f), "x");
       ASSERT_TRUE(qs8_dequantize(*device, n, p, gq.span, x.span).ok());
       expect_bits(unguard(x), want, "qs8_dequantize");
+    }
+  }
+}
+
+// Every pair of int8 values, under scales far apart and alike, extreme zero points, with and
+// without the fused relu, gives qs8_add's bits.
+TEST(OpenclQs8, AddMatchesTheReference) {
+  SKIP_WITHOUT_OPENCL();
+  std::vector<int8_t> a, b;
+  for (int x = -128; x <= 127; ++x)
+    for (int y = -128; y <= 127; ++y) a.push_back(static_cast<int8_t>(x)), b.push_back(static_cast<int8_t>(y));
+  const int64_t n = static_cast<int64_t>(a.size());
+  struct Case {
+    QuantParams a, b, out;
+    bool relu;
+  };
+  const Case cases[] = {{{0.05f, 3}, {0.05f, -7}, {0.1f, -20}, false},  {{0.02f, -128}, {0.3f, 127}, {0.25f, 5}, true},
+                        {{1e-4f, 0}, {0.9f, -100}, {0.01f, -128}, false}, {{0.7f, 12}, {0.001f, 0}, {3.0f, 0}, true}};
+  for (Device* device : open_devices().devices) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(device->label() + " scales " + std::to_string(c.a.scale) + ", " + std::to_string(c.b.scale));
+      auto p = qs8_add_params(c.a, c.b, c.out, c.relu, "add");
+      ASSERT_TRUE(p.ok()) << p.status().message();
+      std::vector<int8_t> want(a.size());
+      qs8_add(n, a.data(), b.data(), p.value(), want.data());
+      Guarded ga = guarded<int8_t>(*device, a, kSentinel8, "a"), gb = guarded<int8_t>(*device, b, kSentinel8, "b");
+      Guarded y = guarded<int8_t>(*device, std::vector<int8_t>(a.size(), 0), kSentinel8, "y");
+      ASSERT_TRUE(qs8_add(*device, n, p.value(), ga.span, gb.span, y.span).ok());
+      expect_same_s8(unguard_s8(y), want, "qs8_add");
     }
   }
 }

@@ -33,22 +33,30 @@ TEST(FakeQuant, RoundsWhereTheExportQuantizes) {
   EXPECT_EQ(fq.rounded_points(), expected);
 }
 
-// QAT's points and fusions and the int8 engine's stages follow a chain: a graph model is refused
-// by both, naming a layer that names its inputs.
-TEST(FakeQuant, GraphModelsAreRefusedByQatAndTheInt8Engine) {
+// A graph model's points (kSmallResidualCfg: conv1 r0 conv2 batchnorm1 relu1 c2 add1 relu2 flatten1
+// dense1): r0's output, read by conv2 and the add, is rounded though it ends its stage anyway;
+// the add's output like any other layer's, but that the relu after it fuses into its int8 stage.
+TEST(FakeQuant, GraphModelsRoundEveryOutputSeveralLayersReadAndTheAdds) {
   auto model = build_model(1, kSmallResidualCfg);
   ASSERT_TRUE(model->is_graph());
   FakeQuantizer fq(*model);
-  const Status qat = fq.reserve();
-  ASSERT_FALSE(qat.ok());
-  EXPECT_NE(qat.message().find("graph models (layer add1 names its inputs) do not run on int8 quantization-aware "
-                               "training yet: issue 31"), std::string::npos) << qat.message();
-  auto calibration = Tensor::zeros(model->input_shape().batched(4), DType::f32, "calibration");
-  ASSERT_TRUE(calibration.ok());
-  auto int8 = Int8Model::quantize(*model, calibration.value(), 4, Int8Options(), nullptr);
-  ASSERT_FALSE(int8.ok());
-  EXPECT_NE(int8.status().message().find("graph models (layer add1 names its inputs) do not run on the int8 engine"),
-            std::string::npos) << int8.status().message();
+  EXPECT_TRUE(fq.reserve().ok());
+  const std::vector<bool> expected = {true,  false /*conv1: into r0*/, true /*r0*/, false /*conv2: into bn*/,
+                                      false /*bn: into relu1*/, true /*relu1*/, true /*c2: the add's*/,
+                                      false /*add1: into relu2, the int8 add's clamp*/, true /*relu2*/,
+                                      false /*flatten keeps the grid*/, false /*the output*/};
+  EXPECT_EQ(fq.rounded_points(), expected);
+}
+
+// No fusion across a point another layer reads: conv c feeds its batch norm and the add, so
+// the batch norm does not fold into it and both outputs are rounded.
+TEST(FakeQuant, NoFusionAcrossAnOutputAnotherLayerReads) {
+  auto model = build_model(1, "[net]\ninput = 8x8x1\n[conv]\nname = c\nfilters = 2\nsize = 3\npad = 1\n"
+                              "[batchnorm]\n[add]\ninputs = c, batchnorm1\n[flatten]\n[dense]\nunits = 2\n");
+  FakeQuantizer fq(*model);
+  const std::vector<bool> expected = {true, true /*c: read by the add too*/, true /*batchnorm1*/, true /*add1*/,
+                                      false /*flatten*/, false /*the output*/};
+  EXPECT_EQ(fq.rounded_points(), expected);
 }
 
 TEST(FakeQuant, WeightsGoOnAPerChannelGridAndTheMastersComeBackExactly) {
@@ -196,6 +204,15 @@ TEST(QatTraining, ExportsAnInt8ModelThatScoresLikeTheTrainedOne) {
   options.ranges = run.trainer->fake_quantizer()->ranges();
   options.ranges.pop_back();
   EXPECT_FALSE(Int8Model::quantize(*run.model, Tensor(), 32, options, &pool).ok()) << "a range per point";
+}
+
+// A residual graph model (conv, batch norm, relu, add) trains through fake quantization and
+// exports to the int8 engine, which scores what training saw.
+TEST(QatTraining, AGraphModelExportsAnInt8ModelThatScoresLikeTheTrainedOne) {
+  ThreadPool pool(2);
+  TrainRun run = train(build_model(7, kSmallResidualCfg), qat_options(2), pool);
+  EXPECT_GT(run.score.accuracy, 0.8);
+  EXPECT_NEAR(exported_accuracy(run, pool), run.score.accuracy, 0.02);
 }
 
 TEST(QatTraining, ResumeRestoresTheRangesAndEqualsOneRun) {

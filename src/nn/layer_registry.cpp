@@ -10,6 +10,7 @@
 #include "nn/dense.h"
 #include "nn/dropout.h"
 #include "nn/merge_layers.h"
+#include "nn/model.h"
 #include "nn/pooling.h"
 #include "nn/recurrent_conv.h"
 #include "nn/shape_layers.h"
@@ -37,12 +38,12 @@ std::vector<LayerKind> make_kinds() {
       {"flatten", Reshape::from_cfg, D::own, Q::identity, F::none, {}},
       {"reshape", Reshape::from_cfg, D::own, Q::identity, F::none, {}},
       {"upsample", Upsample::from_cfg, D::own, Q::f32, F::none, {}},
-      {"relu", Activation::from_cfg, D::own, Q::fused, F::clamp_at_zero, {"conv", "dense", "batchnorm"}},
+      {"relu", Activation::from_cfg, D::own, Q::fused, F::clamp_at_zero, {"conv", "dense", "batchnorm", "add"}},
       {"leaky_relu", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"sigmoid", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"tanh", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"softmax", Activation::from_cfg, D::own, Q::f32, F::none, {}},
-      {"add", Add::from_cfg, D::own, Q::f32, F::none, {}},
+      {"add", Add::from_cfg, D::own, Q::add, F::none, {}},
       {"concat", Concat::from_cfg, D::own, Q::f32, F::none, {}},
   };
 }
@@ -110,6 +111,12 @@ bool int8_fuses_after(const std::string& kind, const std::string& before) {
 bool int8_keeps_input_grid(const std::string& kind) {
   const LayerKind* row = find_layer_kind(kind);
   return row != nullptr && (row->int8 == Int8Role::identity || row->int8 == Int8Role::max_pool);
+}
+
+bool int8_fuses_into_previous(const Model& model, size_t j) {
+  const auto& layers = model.layers();
+  return j > 0 && j < layers.size() && model.reads_only_previous(j) &&
+         int8_fuses_after(layers[j]->kind(), layers[j - 1]->kind());
 }
 
 Result<std::unique_ptr<Layer>> make_layer(const CfgSection& section) {

@@ -17,6 +17,8 @@
 
 namespace rg {
 
+class Model;
+
 // How a device model (opencl/model) runs a kind.
 enum class DeviceRun : uint8_t {
   unset,   // not said: check_layer_kinds refuses the row
@@ -32,6 +34,8 @@ enum class Int8Role : uint8_t {
   max_pool,  // int8 max pooling on int8 input: its output keeps its input's scale and zero point
   fused,     // part of the int8 stage of the layer before it, when that one's kind is in fuses_after
   identity,  // nothing at inference (dropout, flatten, reshape): the values pass as they are
+  add,       // an int8 add of two inputs requantized to its output's range (ops/qs8_add.h); of
+             // more inputs, f32
   f32,       // no int8 kernel: runs in f32 between a dequantize and a quantize
 };
 
@@ -69,6 +73,10 @@ Status check_layer_kinds(const std::vector<LayerKind>& rows);
 bool int8_fuses_after(const std::string& kind, const std::string& before);
 // `kind`'s int8 output has its input's scale and zero point (identities and max pooling).
 bool int8_keeps_input_grid(const std::string& kind);
+// Layer j of `model` joins the int8 stage of layer j - 1: its kind fuses after that one's, and
+// in a graph model it reads j - 1 alone and is its only reader (a point another layer reads is
+// never fused away: it must exist as a stage's output).
+bool int8_fuses_into_previous(const Model& model, size_t j);
 
 // Builds the layer of a section and checks that every key in it was understood.
 Result<std::unique_ptr<Layer>> make_layer(const CfgSection& section);

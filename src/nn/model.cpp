@@ -122,9 +122,7 @@ Status Model::reserve(int64_t batch) {
   std::string largest_name = "the input";  // whose gradient sizes the two buffers, for messages
   for (size_t i = 0; i < layers_.size(); ++i) {
     scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
-    const bool last = i + 1 == layers_.size();
-    const DType kept = last ? dtype_ : stored_dtype();  // the loss reads the output in the model's dtype
-    RG_ASSIGN(Tensor act, Tensor::zeros(shapes_[i].batched(batch), kept, layers_[i]->name() + " output"));
+    RG_ASSIGN(Tensor act, Tensor::zeros(shapes_[i].batched(batch), kept_dtype(i), layers_[i]->name() + " output"));
     acts_.push_back(act);
     RG_TRY(layers_[i]->reserve(batch, dtype_));  // state a layer keeps from forward to backward
     if (shapes_[i].numel() > largest) largest = shapes_[i].numel(), largest_name = layers_[i]->name() + "'s output";
@@ -182,8 +180,8 @@ Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
 }
 
 Tensor Model::output_grad() const {
+  if (is_graph()) return grads_.back().rows(0, batch_);  // f32 on f16 storage too (kept_dtype)
   if (storage_ == DType::f16) return output_grad_.rows(0, batch_);
-  if (is_graph()) return grads_.back().rows(0, batch_);
   return grad_a_.reshaped(Shape{grad_a_.numel()}).rows(0, batch_ * shapes_.back().numel()).reshaped(
       shapes_.back().batched(batch_));
 }

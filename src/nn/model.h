@@ -3,7 +3,7 @@
 // names its inputs: each reads the one before) passes gradients through two ping-pong buffers
 // sized for the largest layer. A graph model (some layer says `inputs = a, b`; model_graph.cpp)
 // keeps one gradient buffer per layer output, where the gradients of every layer it feeds are
-// summed.
+// summed. Both run in f32 (or f64) storage and in f16 storage (model_f16.cpp).
 #pragma once
 
 #include <functional>
@@ -78,6 +78,10 @@ class Model {
   // The layers whose outputs layer i reads, in order; kModelInput for the model's input.
   static constexpr int kModelInput = -1;
   const std::vector<int>& layer_inputs(size_t i) const { return inputs_[i]; }
+  // Layer j (> 0) reads layer j - 1 alone and is the only layer that reads it: what lets an
+  // executor fuse the two (int8 stages; nn/layer_registry.h's int8_fuses_into_previous). Always
+  // true in a chain.
+  bool reads_only_previous(size_t j) const;
   // An error for an executor that cannot run a graph model (empty for a chain): "graph models
   // (layer X names its inputs) do not run on `executor` yet: issue 31".
   Status refuse_graph(const std::string& executor) const;
@@ -141,8 +145,13 @@ class Model {
   // f16 storage (model_f16.cpp): acts_ but the last and grad_a_/grad_b_ are f16.
   DType storage_ = DType::f32;  // f32 means: the model's own dtype (f64 in gradient checks)
   DType stored_dtype() const { return storage_ == DType::f16 ? DType::f16 : dtype_; }
-  Tensor output_grad_;                              // f32 [batch, output...]
-  Tensor chunk_x_, chunk_y_, chunk_dy_, chunk_dx_;  // f32 rows of one layer's x, y, dy, dx
+  // The dtype layer i's output and its gradient are kept in: the storage's, but the last
+  // layer's (the loss reads and writes it in the model's dtype).
+  DType kept_dtype(size_t i) const { return i + 1 == layers_.size() ? dtype_ : stored_dtype(); }
+  Tensor output_grad_;                              // f32 [batch, output...] (a chain's; a graph's is grads_.back())
+  Tensor chunk_x_, chunk_y_, chunk_dy_, chunk_dx_;  // f32 rows of one layer's x, y, dy, dx (every input's, one after another)
+  // Values a sample of every input of layer i (the one before it in a chain).
+  int64_t input_values(size_t i) const;
   // Rows of layer i's chunks for a batch of n.
   int64_t chunk_rows(size_t i, const LayerContext& ctx, int64_t n) const;
   // f32 elements of each chunk buffer: the widest layer's chunk rows times its row.
@@ -177,10 +186,22 @@ class Model {
   Result<Shape> configure_layer(size_t i, const CfgSection& section);
   Tensor graph_input(size_t i, size_t k) const;
   Status reserve_graph_grads(int64_t batch);
-  int64_t graph_gradient_elements(int64_t batch) const;
+  int64_t graph_gradient_bytes(int64_t batch) const;
   Tensor forward_graph(const Tensor& x, const LayerContext& ctx);
   void backward_graph(const LayerContext& ctx, const Tensor& input_grad);
+  // d(loss)/d(layer i's output) [batch_, shapes_[i]...] as the f16 and graph passes keep it: a
+  // graph's buffer of that output, a chain's ping-pong buffer (or output_grad()).
+  Tensor output_grad_of(size_t i) const;
+  // Where the gradients of layer i's inputs go in backward (undefined: the model's input when
+  // the caller wants none), and whether each is added to one already there (an output feeding
+  // several layers). `written` marks what holds a gradient: [0] the model's input, [j + 1]
+  // layer j's output; `model_dx` is the caller's input gradient.
+  void gradient_targets(size_t i, const Tensor& model_dx, std::vector<char>& written, std::vector<Tensor>* dxs,
+                        std::vector<bool>* add_to) const;
   void backward_f16(const LayerContext& ctx, const Tensor& input_grad);
+  // Rows [r0, r1) of layer i's backward on f16 storage: widened, run in f32, stored or added.
+  void backward_f16_rows(size_t i, int64_t r0, int64_t r1, const Tensor& dy_all, const std::vector<Tensor>& dx_all,
+                         const std::vector<bool>& add_to, const LayerContext& ctx);
 };
 
 // Built-in models as cfg text ("mlp", ...); empty when the name is unknown.

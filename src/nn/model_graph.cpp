@@ -108,21 +108,65 @@ Status Model::refuse_graph(const std::string& executor) const {
                        executor + " yet: issue 31");
 }
 
-int64_t Model::graph_gradient_elements(int64_t batch) const {
-  int64_t elements = 0, largest = input_.numel();
-  for (const Shape& shape : shapes_) elements += shape.numel(), largest = std::max(largest, shape.numel());
-  return (elements + largest) * batch;  // one buffer per output, and the scratch
+bool Model::reads_only_previous(size_t j) const {
+  if (j == 0 || j >= layers_.size() || inputs_[j] != std::vector<int>{static_cast<int>(j) - 1}) return false;
+  int readers = 0;
+  for (const std::vector<int>& inputs : inputs_) readers += static_cast<int>(std::count(inputs.begin(), inputs.end(), j - 1));
+  return readers == 1;
+}
+
+int64_t Model::input_values(size_t i) const {
+  int64_t values = 0;
+  for (int j : inputs_[i]) values += j == kModelInput ? input_.numel() : shapes_[j].numel();
+  return values;
+}
+
+// One buffer per output, in the dtype the output is kept in (f16 storage: f16 but the last,
+// as a chain's gradients between layers), and in f32 storage a scratch where a layer's dx waits
+// to be added; on f16 storage the sums are made in the f32 chunk buffers instead.
+int64_t Model::graph_gradient_bytes(int64_t batch) const {
+  int64_t bytes = 0, largest = input_.numel();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    bytes += shapes_[i].numel() * batch * static_cast<int64_t>(dtype_size(kept_dtype(i)));
+    largest = std::max(largest, shapes_[i].numel());
+  }
+  if (storage_ != DType::f16) bytes += largest * batch * static_cast<int64_t>(dtype_size(dtype_));
+  return bytes;
 }
 
 Status Model::reserve_graph_grads(int64_t batch) {
   int64_t largest = input_.numel();
   for (size_t i = 0; i < layers_.size(); ++i) {
-    RG_ASSIGN(Tensor grad, Tensor::zeros(shapes_[i].batched(batch), dtype_, layers_[i]->name() + " output gradient"));
+    RG_ASSIGN(Tensor grad, Tensor::zeros(shapes_[i].batched(batch), kept_dtype(i), layers_[i]->name() + " output gradient"));
     grads_.push_back(grad);
     largest = std::max(largest, shapes_[i].numel());
   }
+  if (storage_ == DType::f16) return Status();  // sums are made in the chunk buffers (model_f16.cpp)
   RG_ASSIGN(grad_scratch_, Tensor::zeros(Shape{batch * largest}, dtype_, "a layer's input gradient before summing"));
   return Status();
+}
+
+Tensor Model::output_grad_of(size_t i) const {
+  if (is_graph()) return grads_[i].rows(0, batch_);
+  if (i + 1 == layers_.size()) return output_grad();
+  // A chain's dx goes to the ping-pong buffer the last one did not: from the output's buffer
+  // back (f32: grad_a_ is the output's; f16: the output's is output_grad_, its dx in grad_a_).
+  const size_t from_end = layers_.size() - 1 - i - (storage_ == DType::f16 ? 1 : 0);
+  const Tensor& buffer = from_end % 2 == 0 ? grad_a_ : grad_b_;
+  return buffer.rows(0, batch_ * shapes_[i].numel()).reshaped(shapes_[i].batched(batch_));
+}
+
+void Model::gradient_targets(size_t i, const Tensor& model_dx, std::vector<char>& written, std::vector<Tensor>* dxs,
+                             std::vector<bool>* add_to) const {
+  dxs->clear();
+  add_to->clear();
+  for (int j : inputs_[i]) {
+    const Tensor target = j == kModelInput ? model_dx : output_grad_of(static_cast<size_t>(j));
+    char& was = written[static_cast<size_t>(j + 1)];
+    dxs->push_back(target);
+    add_to->push_back(target.defined() && was);
+    if (target.defined()) was = 1;
+  }
 }
 
 Tensor Model::graph_input(size_t i, size_t k) const {
@@ -160,20 +204,13 @@ void add_gradient_into(const Tensor& dst, const Tensor& src) {
 }  // namespace
 
 void Model::backward_graph(const LayerContext& ctx, const Tensor& input_grad) {
-  std::vector<char> written(layers_.size(), 0);  // a gradient is in grads_[j] already
-  char input_written = 0;
+  std::vector<char> written(layers_.size() + 1, 0);  // gradient_targets
   const Tensor model_dx = input_grad.defined() ? input_grad.reshaped(input_view_.shape()) : Tensor();
+  std::vector<Tensor> dxs;
+  std::vector<bool> add_to;
   for (size_t i = layers_.size(); i-- > 0;) {
     const Tensor dy = grads_[i].rows(0, batch_);
-    std::vector<Tensor> dxs;
-    std::vector<bool> add_to;
-    for (int j : inputs_[i]) {
-      const Tensor target = j == kModelInput ? model_dx : grads_[j].rows(0, batch_);
-      char& was = j == kModelInput ? input_written : written[j];
-      dxs.push_back(target);
-      add_to.push_back(target.defined() && was);
-      if (target.defined()) was = 1;
-    }
+    gradient_targets(i, model_dx, written, &dxs, &add_to);
     if (auto* merge = dynamic_cast<MergeLayer*>(layers_[i].get()); merge != nullptr) {
       merge->backward_inputs(dy, dxs, add_to, ctx);
       continue;

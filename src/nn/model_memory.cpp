@@ -14,8 +14,7 @@ int64_t bytes_of(int64_t elements, DType dtype) { return elements * static_cast<
 int64_t Model::chunk_elements(const LayerContext& ctx, int64_t batch) const {
   int64_t elements = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
-    elements = std::max(elements, chunk_rows(i, ctx, batch) * std::max(in, shapes_[i].numel()));
+    elements = std::max(elements, chunk_rows(i, ctx, batch) * std::max(input_values(i), shapes_[i].numel()));
   }
   return elements;
 }
@@ -24,19 +23,18 @@ Model::ReservedBytes Model::reserved_bytes(int64_t batch) const {
   ReservedBytes r;
   int64_t largest = input_.numel(), scratch = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    const bool last = i + 1 == layers_.size();
-    r.activations += bytes_of(shapes_[i].numel() * batch, last ? dtype_ : stored_dtype());
+    r.activations += bytes_of(shapes_[i].numel() * batch, kept_dtype(i));
     r.layer_state += bytes_of(layers_[i]->state_elements_per_sample() * batch, dtype_);
     scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
     largest = std::max(largest, shapes_[i].numel());
   }
-  // A graph model: a buffer per output and a scratch (model_graph.cpp); a chain: two ping-pong.
-  r.gradients = is_graph() ? bytes_of(graph_gradient_elements(batch), dtype_)
-                           : 2 * bytes_of(batch * largest, stored_dtype());
+  // A graph model: a buffer per output (and a scratch in f32; model_graph.cpp); a chain: two
+  // ping-pong, and on f16 storage the loss's f32 gradient.
+  r.gradients = is_graph() ? graph_gradient_bytes(batch) : 2 * bytes_of(batch * largest, stored_dtype());
   if (storage_ == DType::f16) {
     LayerContext training;  // the largest chunks: training, when BatchNorm needs the whole batch
     training.training = true;
-    r.gradients += bytes_of(shapes_.back().numel() * batch, DType::f32);
+    if (!is_graph()) r.gradients += bytes_of(shapes_.back().numel() * batch, DType::f32);
     r.chunks = 4 * bytes_of(chunk_elements(training, batch), DType::f32);
   }
   r.workspace = bytes_of(scratch, dtype_);
@@ -55,11 +53,10 @@ std::vector<Model::LayerMemory> Model::layer_memory(int64_t batch) const {
   for (size_t i = 0; i < layers_.size(); ++i) {
     LayerMemory row;
     row.layer = layers_[i]->name();
-    const bool last = i + 1 == layers_.size();
-    row.kept_per_sample = bytes_of(shapes_[i].numel(), last ? dtype_ : stored_dtype()) +
+    row.kept_per_sample = bytes_of(shapes_[i].numel(), kept_dtype(i)) +
                           bytes_of(layers_[i]->state_elements_per_sample(), dtype_);
     const int64_t in = i == 0 ? input_.numel() : shapes_[i - 1].numel();
-    row.gradient_per_sample = is_graph() ? bytes_of(shapes_[i].numel(), dtype_)  // its output's gradient buffer
+    row.gradient_per_sample = is_graph() ? bytes_of(shapes_[i].numel(), kept_dtype(i))  // its output's gradient buffer
                               : i == 0   ? 0
                                          : bytes_of(in, stored_dtype());
     row.workspace_per_sample = bytes_of(layers_[i]->workspace_elements(n), dtype_) / n;
@@ -71,7 +68,7 @@ std::vector<Model::LayerMemory> Model::layer_memory(int64_t batch) const {
 int64_t Model::inference_activation_bytes(int64_t batch) const {
   int64_t bytes = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    bytes += bytes_of(shapes_[i].numel() * batch, i + 1 == layers_.size() ? dtype_ : stored_dtype());
+    bytes += bytes_of(shapes_[i].numel() * batch, kept_dtype(i));
   }
   if (storage_ == DType::f16) bytes += 2 * bytes_of(chunk_elements(LayerContext(), batch), dtype_);  // x and y chunks
   return bytes;

@@ -11,6 +11,7 @@ namespace rg::ocl {
 namespace {
 
 constexpr const char* kQs8Program = "qs8.cl";
+static_assert(kQs8AddLeftShift == 20, "kernels/qs8.cl's qs8_add shifts by 20");
 using detail::check_u32;
 using detail::launch_1d;
 using detail::matrix_extent;
@@ -57,6 +58,15 @@ Result<Event> qs8_quantize(Device& device, int64_t n, QuantParams p, DeviceSpan 
   const float inverse = 1.0f / p.scale;  // quantize_s8's, on the host: no device division
   return launch_1d(device, kQs8Program, "qs8_quantize", "", n, u32(n), inverse, cl_int{p.zero_point}, x.mem,
                    u32(x.offset), q.mem, u32(q.offset));
+}
+
+Result<Event> qs8_add(Device& device, int64_t n, const Qs8AddParams& p, DeviceSpan a, DeviceSpan b, DeviceSpan y) {
+  RG_TRY(check_u32("qs8_add", n, {a, b, y}));
+  return launch_1d(device, kQs8Program, "qs8_add", "", n, u32(n), a.mem, u32(a.offset), b.mem, u32(b.offset),
+                   cl_int{p.zero_point[0]}, cl_int{p.input[0].multiplier}, cl_int{p.input[0].shift},
+                   cl_int{p.zero_point[1]}, cl_int{p.input[1].multiplier}, cl_int{p.input[1].shift},
+                   cl_int{p.output.multiplier}, cl_int{p.output.shift}, cl_int{p.out_zero_point}, cl_int{p.lo},
+                   cl_int{p.hi}, y.mem, u32(y.offset));
 }
 
 Result<Event> qs8_dequantize(Device& device, int64_t n, QuantParams p, DeviceSpan q, DeviceSpan x) {

@@ -1,6 +1,6 @@
 // Launchers of kernels/qs8.cl: the int8 inference kernels, bit-exact with the CPU's int8 engine
 // (src/quant/): qs8_gemm as qs8_gemm_ref, and the per-element stages an Int8Model runs between
-// layers (quantize, dequantize, int8 max pooling). int8 spans are in bytes (element_span(buffer,
+// layers (quantize, dequantize, int8 max pooling, a graph model's int8 add). int8 spans are in bytes (element_span(buffer,
 // 1), opencl/loss.h), int32 spans in 4-byte elements (element_span(buffer, 4)).
 #pragma once
 
@@ -10,6 +10,7 @@
 #include "opencl/buffer.h"
 #include "opencl/device.h"
 #include "ops/im2col.h"
+#include "ops/qs8_add.h"
 #include "ops/quant_params.h"
 
 namespace rg::ocl {
@@ -22,6 +23,8 @@ Result<Event> qs8_gemm(Device& device, int64_t m, int64_t n, int64_t k, DeviceSp
                        DeviceSpan bias, DeviceSpan multiplier, DeviceSpan shift, int32_t zero_point, int32_t lo,
                        int32_t hi, DeviceSpan c, int64_t ldc);
 
+// y (int8) [n] = the int8 sum of a and b (int8 [n] each) by p, as qs8_add (ops/qs8_add.h).
+Result<Event> qs8_add(Device& device, int64_t n, const Qs8AddParams& p, DeviceSpan a, DeviceSpan b, DeviceSpan y);
 // x (f32) [n] -> q (int8) [n] by p, as quantize_s8 / quantize_s8_rows (ties to even, NaN -> -128).
 Result<Event> qs8_quantize(Device& device, int64_t n, QuantParams p, DeviceSpan x, DeviceSpan q);
 // q (int8) [n] -> x (f32) [n] = scale * (q - zero_point), as dequantize_s8.

@@ -11,8 +11,7 @@
 
 namespace rg {
 
-FakeQuantizer::FakeQuantizer(Model& model, double averaging)
-    : refused_(model.refuse_graph("int8 quantization-aware training")), averaging_(averaging) {
+FakeQuantizer::FakeQuantizer(Model& model, double averaging) : averaging_(averaging) {
   const auto& layers = model.layers();
   const size_t points = layers.size() + 1;
   rounded_.assign(points, true);
@@ -21,9 +20,10 @@ FakeQuantizer::FakeQuantizer(Model& model, double averaging)
   lo_.assign(points, 0.0f);
   hi_.assign(points, 0.0f);
   for (size_t i = 0; i < layers.size(); ++i) {
-    // Not rounded where the export keeps the input's grid or fuses the next layer into this one's stage.
-    const std::string kind = layers[i]->kind(), next = i + 1 < layers.size() ? layers[i + 1]->kind() : "";
-    rounded_[i + 1] = !int8_keeps_input_grid(kind) && !int8_fuses_after(next, kind);
+    // Not rounded where the export keeps the input's grid or fuses the next layer into this
+    // one's stage (int8_fuses_into_previous): in a graph model an output several layers read
+    // ends its stage, and is rounded like any other.
+    rounded_[i + 1] = !int8_keeps_input_grid(layers[i]->kind()) && !int8_fuses_into_previous(model, i + 1);
     tracked_[i + 1] = rounded_[i + 1];
     if (i + 1 == layers.size()) {  // the output: its range is tracked for the export, its values left alone
       rounded_[i + 1] = false;
@@ -60,7 +60,6 @@ void FakeQuantizer::on_values(size_t point, const Tensor& values, const LayerCon
 }
 
 Status FakeQuantizer::reserve() {
-  RG_TRY(refused_);  // its points and fusions follow a chain
   masters_.clear();
   for (Param* p : weights_) {
     RG_ASSIGN(Tensor copy, p->value.clone(p->name + " f32 master (QAT)"));

@@ -7,7 +7,8 @@
 //   values   at the points the export quantizes (the input, and each layer output that is not
 //            fused into the next: conv/dense before batchnorm or relu, batchnorm before relu;
 //            identities and max pooling keep their input's grid; the rules are the int8 engine's,
-//            from nn/layer_registry.h): rounded in place to the int8 grid of a range tracked
+//            from nn/layer_registry.h; in a graph model, every output another layer reads
+//            too is a point): rounded in place to the int8 grid of a range tracked
 //            during training (moving averages of batch min and max, like PyTorch's
 //            MovingAverageMinMaxObserver). Backward passes their gradient through.
 //            The model's output is not rounded (logits clipped to an early range would stall the
@@ -58,7 +59,6 @@ class FakeQuantizer {
   const std::vector<bool>& rounded_points() const { return rounded_; }
 
  private:
-  Status refused_;  // a graph model, which QAT does not run yet (reserve() returns it)
   double averaging_;
   std::vector<bool> rounded_;  // per point: its values rounded to the grid
   std::vector<bool> tracked_;  // per point: its range tracked (the rounded ones and the model's output)

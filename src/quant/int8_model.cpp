@@ -95,10 +95,11 @@ struct GemmGroup {
   bool relu = false;
 };
 
-GemmGroup gemm_group(const std::vector<std::unique_ptr<Layer>>& layers, size_t head) {
+GemmGroup gemm_group(const Model& model, size_t head) {
+  const auto& layers = model.layers();
   GemmGroup group;
   group.end = head;
-  while (group.end + 1 < layers.size() && int8_fuses_after(layers[group.end + 1]->kind(), layers[group.end]->kind())) {
+  while (int8_fuses_into_previous(model, group.end + 1)) {
     const Layer* next = layers[++group.end].get();
     switch (layer_kind_of(*next).fusion) {
       case Int8Fusion::fold_affine:
@@ -200,62 +201,97 @@ Result<std::set<std::string>> layers_kept_f32(const std::vector<std::unique_ptr<
   return keep;
 }
 
-// Int8Model::quantize's stages, made layer by layer (or fused group by group): each is planned
-// (Int8StagePlan), then made from its plan; between them the activation is int8 with `current`
-// parameters, or f32.
+// Int8Model::quantize's stages, made layer by layer (or fused group by group) in cfg order: each
+// is planned (Int8StagePlan), then made from its plan. Every point of the model (0 its input,
+// i + 1 layer i's output) is held by a stage's output, in int8 or in f32; a stage reads the
+// points of its layer's inputs, converted (quantize, dequantize) once where a point is needed
+// in the other domain, so a point several layers read (a graph model) is converted once.
 struct Int8StageBuilder {
   Int8StageBuilder(Model& m, const Int8Options& o, const Int8Ranges& r, const std::set<std::string>& k, Isa level)
-      : model(m), options(o), ranges(r), keep(k), isa(level), shape(m.input_shape()) {}
+      : model(m), options(o), ranges(r), keep(k), isa(level), points(m.layers().size() + 1) {
+    points[0].shape = m.input_shape();
+  }
+  static constexpr int kNone = -2;
+  struct Point {
+    int stage = -1;     // the stage whose output holds it; -1: the model's input
+    bool int8 = false;  // held in int8 with `params`, else f32
+    QuantParams params;
+    size_t observer = 0;  // the point whose range quantizes it (an identity's output is its input's)
+    Shape shape;          // one sample, as its stage holds it
+    int as_f32 = kNone, as_int8 = kNone;  // its conversions, once made
+  };
   Model& model;
   const Int8Options& options;
   const Int8Ranges& ranges;
   const std::set<std::string>& keep;
   Isa isa;
-  Shape shape;  // the current activation's
+  std::vector<Point> points;
   std::vector<Int8StagePlan> plans;  // stages[i] was made from plans[i]
   std::vector<std::unique_ptr<Int8Stage>> stages;
   std::vector<LayerPrecision> precisions;
-  bool int8_domain = false;  // is the current activation int8
-  QuantParams current;       // its parameters when it is
-  size_t current_observer = 0;
 
-  void push(Int8StagePlan plan, std::unique_ptr<Int8Stage> stage) {
-    plan.out_shape = shape = stage->out_shape;
+  int push(Int8StagePlan plan, std::unique_ptr<Int8Stage> stage) {
+    plan.out_shape = stage->out_shape;
     plans.push_back(std::move(plan));
     stages.push_back(std::move(stage));
+    return static_cast<int>(stages.size()) - 1;
   }
-  void add(Int8StagePlan plan) {
+  int add(Int8StagePlan plan) {
     auto stage = make_int8_stage(plan, isa);
     RG_CHECK(stage.ok(), "int8 stage: " << stage.status().message());  // only a gemm's can fail
-    push(std::move(plan), stage.take());
+    return push(std::move(plan), stage.take());
   }
-  Int8StagePlan plain(Int8StageKind kind, QuantParams p) const {  // quantize or dequantize of the current shape
-    Int8StagePlan plan;
-    plan.kind = kind;
-    plan.params = p;
-    plan.out_shape = shape;
-    return plan;
+  // The point layer i's k-th input reads.
+  size_t input_point(size_t i, size_t k = 0) const { return static_cast<size_t>(model.layer_inputs(i)[k] + 1); }
+  void set_point(size_t p, int stage, bool int8, QuantParams params) {
+    points[p] = Point();
+    points[p].stage = stage;
+    points[p].int8 = int8;
+    points[p].params = params;
+    points[p].observer = p;
+    points[p].shape = plans[static_cast<size_t>(stage)].out_shape;
   }
+  // The parameters point p has in int8: its own, or those quantizing it would use.
+  QuantParams int8_params(size_t p) const { return points[p].int8 ? points[p].params : ranges.params_of(points[p].observer); }
+  // The stage holding point p in f32 / in int8 (int8_params), a conversion added the first time.
+  int f32_of(size_t p) { return converted(p, false); }
+  int int8_of(size_t p) { return converted(p, true); }
+  int converted(size_t p, bool int8);
   void add_f32_layer(size_t i, const std::string& note);
   // Layer i's stage (or its fused group's, or none for an identity); returns the last layer it took.
   size_t add_layer(size_t i);
   size_t add_gemm_group(size_t i);
+  size_t add_int8_add(size_t i);
   void choose_gemm_path(size_t end, const ConvGeometry& g, bool is_conv, size_t filters, Int8StagePlan* plan) const;
   void note_gemm_group(size_t i, size_t end, bool pooled);
 };
 
+int Int8StageBuilder::converted(size_t p, bool int8) {
+  if (points[p].int8 == int8) return points[p].stage;
+  int& made = int8 ? points[p].as_int8 : points[p].as_f32;
+  if (made == kNone) {
+    Int8StagePlan plan;
+    plan.kind = int8 ? Int8StageKind::quantize : Int8StageKind::dequantize;
+    plan.params = int8_params(p);
+    plan.out_shape = points[p].shape;
+    plan.inputs = {points[p].stage};
+    plan.name = p == 0 ? "input" : model.layers()[p - 1]->name();
+    made = add(std::move(plan));
+  }
+  return made;
+}
+
 void Int8StageBuilder::add_f32_layer(size_t i, const std::string& note) {
   const auto& layers = model.layers();
-  if (int8_domain) add(plain(Int8StageKind::dequantize, current));
   Int8StagePlan plan;
   plan.kind = Int8StageKind::f32;
+  for (size_t k = 0; k < model.layer_inputs(i).size(); ++k) plan.inputs.push_back(f32_of(input_point(i, k)));
   plan.layer = layers[i].get();
-  plan.in_shape = shape;
+  const size_t first = input_point(i);
+  plan.in_shape = first == 0 ? model.input_shape() : model.layer_output_shape(first - 1);
   plan.out_shape = model.layer_output_shape(i);
   plan.name = layers[i]->name();
-  add(std::move(plan));
-  int8_domain = false;
-  current_observer = i + 1;
+  set_point(i + 1, add(std::move(plan)), false, QuantParams());
   precisions.push_back({layers[i]->name(), "f32", note, layers[i]->kind()});
 }
 
@@ -263,27 +299,59 @@ size_t Int8StageBuilder::add_layer(size_t i) {
   Layer* layer = model.layers()[i].get();
   const std::string kind = layer->kind();
   const Int8Role role = layer_kind_of(*layer).int8;
+  const size_t in = input_point(i);
   if (role == Int8Role::identity) {
     precisions.push_back({layer->name(), "-", "identity at inference", kind});
-    shape = model.layer_output_shape(i);
-    current_observer = i + 1;
+    points[i + 1] = points[in];  // the same stage's output, read in this layer's shape where converted
+    points[i + 1].shape = model.layer_output_shape(i);
     return i;
   }
-  if (role == Int8Role::max_pool && int8_domain) {
+  if (role == Int8Role::max_pool && points[in].int8) {
     Int8StagePlan plan;
     plan.kind = Int8StageKind::max_pool;
     plan.geometry = pool_geometry(*layer);
+    plan.inputs = {points[in].stage};
     plan.name = layer->name();
-    add(std::move(plan));
+    set_point(i + 1, add(std::move(plan)), true, points[in].params);
     precisions.push_back({layer->name(), "int8", "same scale as its input", kind});
-    current_observer = i + 1;
     return i;
   }
-  if (role != Int8Role::gemm || keep.count(layer->name()) > 0) {
-    add_f32_layer(i, keep.count(layer->name()) > 0 ? "kept f32 by the policy" : "no int8 kernel");
+  if (keep.count(layer->name()) > 0) {
+    add_f32_layer(i, "kept f32 by the policy");
+    return i;
+  }
+  if (role == Int8Role::add && model.layer_inputs(i).size() == 2) return add_int8_add(i);
+  if (role != Int8Role::gemm) {
+    add_f32_layer(i, role == Int8Role::add ? "an int8 add sums two inputs" : "no int8 kernel");
     return i;
   }
   return add_gemm_group(i);
+}
+
+// The add layer i (two inputs) as an int8 stage, with a relu after it fused as its clamp; when
+// its constants cannot be made, f32 (and the relu too).
+size_t Int8StageBuilder::add_int8_add(size_t i) {
+  const auto& layers = model.layers();
+  const bool relu = int8_fuses_into_previous(model, i + 1);
+  RG_CHECK(!relu || layer_kind_of(*layers[i + 1]).fusion == Int8Fusion::clamp_at_zero,
+           "kind " << layers[i + 1]->kind() << " fuses into an int8 add: only as a clamp");
+  const size_t end = relu ? i + 1 : i, a = input_point(i, 0), b = input_point(i, 1);
+  const QuantParams out = ranges.params_of(end + 1);
+  auto params = qs8_add_params(int8_params(a), int8_params(b), out, relu, layers[i]->name());
+  if (!params.ok()) {
+    for (size_t j = i; j <= end; ++j) add_f32_layer(j, params.status().message());
+    return end;
+  }
+  Int8StagePlan plan;
+  plan.kind = Int8StageKind::add;
+  plan.add = params.value();
+  plan.inputs = {int8_of(a), int8_of(b)};
+  plan.out_shape = model.layer_output_shape(i);
+  plan.name = layers[i]->name();
+  set_point(end + 1, add(std::move(plan)), true, out);
+  precisions.push_back({layers[i]->name(), "int8", relu ? layers[end]->name() + " fused" : "", layers[i]->kind()});
+  if (relu) precisions.push_back({layers[end]->name(), "int8", "in " + layers[i]->name(), layers[end]->kind()});
+  return end;
 }
 
 // The path of a conv's int8 stage, and a 2x2 max pooling right after a direct single-channel
@@ -291,7 +359,7 @@ size_t Int8StageBuilder::add_layer(size_t i) {
 void Int8StageBuilder::choose_gemm_path(size_t end, const ConvGeometry& g, bool is_conv, size_t filters,
                                         Int8StagePlan* plan) const {
   const auto& layers = model.layers();
-  const bool pool_next = is_conv && end + 1 < layers.size() &&
+  const bool pool_next = is_conv && model.reads_only_previous(end + 1) &&
                          layer_kind_of(*layers[end + 1]).int8 == Int8Role::max_pool &&
                          keep.count(layers[end + 1]->name()) == 0 &&
                          fusable_max_pool_2x2(g, pool_geometry(*layers[end + 1]));
@@ -330,12 +398,12 @@ void Int8StageBuilder::note_gemm_group(size_t i, size_t end, bool pooled) {
 size_t Int8StageBuilder::add_gemm_group(size_t i) {
   const auto& layers = model.layers();
   const Layer* layer = layers[i].get();
-  const GemmGroup group = gemm_group(layers, i);
+  const GemmGroup group = gemm_group(model, i);
   size_t end = group.end;
   std::vector<double> w, b;
   const ConvGeometry g = gemm_weights(*layer, group.bn, &w, &b);
   const bool is_conv = dynamic_cast<const Conv2D*>(layer) != nullptr;  // the conv-only paths
-  const QuantParams in = int8_domain ? current : ranges.params_of(current_observer);
+  const QuantParams in = int8_params(input_point(i));
   const QuantParams out = ranges.params_of(end + 1);
   Int8StagePlan plan;
   plan.kind = Int8StageKind::gemm;
@@ -358,13 +426,11 @@ size_t Int8StageBuilder::add_gemm_group(size_t i) {
     return end;
   }
   const bool pooled = plan.pool;
-  if (!int8_domain) add(plain(Int8StageKind::quantize, in));
-  push(std::move(plan), std::move(stage));
+  plan.inputs = {int8_of(input_point(i))};  // its quantize (if any) runs first
+  const int made = push(std::move(plan), std::move(stage));
   note_gemm_group(i, end, pooled);
   if (pooled) ++end;  // the pooling's output has its input's parameters
-  int8_domain = true;
-  current = out;
-  current_observer = end + 1;
+  set_point(end + 1, made, true, out);
   return end;
 }
 
@@ -372,15 +438,14 @@ size_t Int8StageBuilder::add_gemm_group(size_t i) {
 
 Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tensor& calibration, int64_t batch,
                                                        const Int8Options& options, ThreadPool* pool) {
-  RG_TRY(model.refuse_graph("the int8 engine"));
   const auto& layers = model.layers();
   Int8Ranges ranges(options, layers.size());
   RG_TRY(ranges.observe(model, calibration, batch, pool));
   RG_ASSIGN(const std::set<std::string> keep, layers_kept_f32(layers, options));
   Int8StageBuilder builder(model, options, ranges, keep, options.has_isa ? options.isa : active_isa());
   for (size_t i = 0; i < layers.size(); ++i) i = builder.add_layer(i);
-  if (builder.int8_domain) builder.add(builder.plain(Int8StageKind::dequantize, builder.current));
   auto net = std::unique_ptr<Int8Model>(new Int8Model());
+  net->output_stage_ = builder.f32_of(layers.size());
   net->plan_ = std::move(builder.plans);
   net->stages_ = std::move(builder.stages);
   net->precisions_ = std::move(builder.precisions);
@@ -403,13 +468,13 @@ Status Int8Model::reserve(int64_t batch) {
 Tensor Int8Model::forward(const Tensor& x, ThreadPool* pool) {
   const int64_t n = x.shape()[0];
   RG_CHECK(n <= reserved_, "int8 forward of " << n << " samples, reserved " << reserved_);
-  Tensor in = x;
+  std::vector<Tensor> xs;
   for (size_t s = 0; s < stages_.size(); ++s) {
-    const Tensor out = outputs_[s].rows(0, n);
-    stages_[s]->run(in, out, pool);
-    in = out;
+    xs.clear();
+    for (int j : plan_[s].inputs) xs.push_back(j < 0 ? x : outputs_[static_cast<size_t>(j)].rows(0, n));
+    stages_[s]->run_inputs(xs, outputs_[s].rows(0, n), pool);
   }
-  return in;
+  return output_stage_ < 0 ? x : outputs_[static_cast<size_t>(output_stage_)].rows(0, n);
 }
 
 int64_t Int8Model::weight_bytes() const {

@@ -1,7 +1,10 @@
 // Int8 inference of a trained model (post-training quantization): the model's layers regrouped
-// into stages, each run in int8 or kept in f32 by a per-layer policy.
+// into stages, each run in int8 or kept in f32 by a per-layer policy. A graph model's stages
+// read the stages of their layer's inputs (Int8StagePlan::inputs), and no fusion takes in a
+// layer whose input another layer reads too (int8_fuses_into_previous).
 //   conv|dense [+ batchnorm] [+ relu]  -> one int8 GEMM stage: BN folded into the weights,
 //                                         ReLU into the requantization's clamp
+//   add of two [+ relu]                -> the int8 add (ops/qs8_add.h), ReLU as its clamp
 //   maxpool (on int8 input)            -> int8 max pooling (same scale and zero point)
 //   dropout, flatten, reshape          -> nothing (inference identities on NHWC rows)
 //   anything else, or a layer the policy keeps f32 -> the f32 layer itself, between a
@@ -88,6 +91,7 @@ class Int8Model {
   std::vector<Int8StagePlan> plan_;  // stages_[i] was made from plan_[i]
   std::vector<std::unique_ptr<Int8Stage>> stages_;
   std::vector<Tensor> outputs_;  // per stage, [batch, ...]
+  int output_stage_ = -1;        // the stage whose output is the model's (-1: the input itself)
   std::vector<LayerPrecision> precisions_;
   int64_t reserved_ = 0;
 };

@@ -1,5 +1,6 @@
 // What an Int8Model runs, engine-neutral: one description per stage, in order, as
-// Int8Model::quantize chose them. The CPU builds its stages from it (make_int8_stage,
+// Int8Model::quantize chose them; each names the earlier stages it reads (a graph model's stage
+// may read any of them, not only the one before it). The CPU builds its stages from it (make_int8_stage,
 // int8_stages.h); other engines (the OpenCL one: opencl/model/cl_int8_model.h) read the same
 // weights and requantization from it and must give the same bits.
 #pragma once
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "ops/im2col.h"
+#include "ops/qs8_add.h"
 #include "ops/quant_params.h"
 #include "quant/qs8_gemm.h"
 #include "tensor/tensor.h"
@@ -22,6 +24,7 @@ enum class Int8StageKind {
   dequantize,  // int8 -> f32 by params
   gemm,        // conv or dense: im2col (padding reads as params.zero_point) and the int8 GEMM
   max_pool,    // int8 max pooling over geometry
+  add,         // a graph model's sum of two int8 stages' outputs (ops/qs8_add.h), by `add`
   f32,         // layer as it is, f32 [n, in_shape...] -> [n, out_shape...]
 };
 
@@ -42,11 +45,16 @@ struct Int8StagePlan {
   // gemm: a 2x2 stride-2 max pooling over the conv's output is fused (fusable_max_pool_2x2).
   bool pool = false;
   ConvGeometry pool_geometry;  // that pooling's, when pool
+  // add: its inputs' and output's constants (a relu after it fused as the clamp).
+  Qs8AddParams add;
   // f32: the model's layer (outlives the plan) and its input shape (one sample).
   Layer* layer = nullptr;
   Shape in_shape;
   Shape out_shape;   // one sample of the stage's output
   std::string name;  // the layer's, for errors
+  // The stages whose outputs this one reads, in order, by index in the plan (always earlier);
+  // -1 the model's input. One, but for the f32 stage of a layer that joins several (add, concat).
+  std::vector<int> inputs;
 
   // gemm: the output channels.
   int64_t filters() const {

@@ -1,5 +1,6 @@
 // The int8 model's stages but the direct conv (int8_conv_pairs.cpp): quantize, dequantize, the
-// im2col + qs8_gemm stage of conv and dense layers, int8 max pooling, and f32 layers as they are.
+// im2col + qs8_gemm stage of conv and dense layers, int8 max pooling, the int8 add, and f32
+// layers as they are (a graph model's add or concat of several f32 inputs among them).
 #include "quant/int8_stages.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "base/check.h"
 #include "cpu/kernel_tables.h"
 #include "nn/layer.h"
+#include "nn/merge_layers.h"
 #include "ops/pool2d.h"
 #include "quant/int8_model.h"
 
@@ -283,16 +285,43 @@ class MaxPoolStage : public Int8Stage {
   ConvGeometry geometry_;
 };
 
+class AddStage : public Int8Stage {
+ public:
+  AddStage(const Qs8AddParams& params, const Shape& shape) : params_(params) { out_shape = shape; }
+  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
+    (void)x, (void)y, (void)pool;
+    RG_CHECK(false, "the int8 add reads two inputs (run_inputs)");
+  }
+  void run_inputs(const std::vector<Tensor>& xs, const Tensor& y, ThreadPool* pool) override {
+    RG_CHECK(xs.size() == 2, "the int8 add of " << xs.size() << " inputs");
+    const int64_t per = out_shape.numel();
+    parallel_for(pool, y.shape()[0], 16, [&](int64_t b, int64_t e) {
+      qs8_add((e - b) * per, xs[0].data<int8_t>() + b * per, xs[1].data<int8_t>() + b * per, params_,
+              y.data<int8_t>() + b * per);
+    });
+  }
+  std::string describe() const override { return "int8 add"; }
+
+ private:
+  Qs8AddParams params_;
+};
+
 // A layer of the f32 model run as it is (inference mode).
 class F32Stage : public Int8Stage {
  public:
-  F32Stage(Layer* layer, const Shape& in_shape, const Shape& shape) : layer_(layer), in_shape_(in_shape) {
+  F32Stage(Layer* layer, const Shape& in_shape, const Shape& shape)
+      : layer_(layer), merge_(dynamic_cast<MergeLayer*>(layer)), in_shape_(in_shape) {
     out_shape = shape;
     out_dtype = DType::f32;
   }
   void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
     LayerContext ctx{pool, false};
     layer_->forward(x.reshaped(in_shape_.batched(x.shape()[0])), y, ctx);
+  }
+  void run_inputs(const std::vector<Tensor>& xs, const Tensor& y, ThreadPool* pool) override {
+    if (merge_ == nullptr) return run(xs[0], y, pool);
+    LayerContext ctx{pool, false};
+    merge_->forward_inputs(xs, y, ctx);  // it reads rows of values: the inputs' shapes do not matter
   }
   int64_t weight_bytes() const override {
     int64_t bytes = 0;
@@ -304,6 +333,7 @@ class F32Stage : public Int8Stage {
 
  private:
   Layer* layer_;
+  MergeLayer* merge_;  // the layer, when it joins several inputs
   Shape in_shape_;
 };
 
@@ -327,6 +357,10 @@ Result<std::unique_ptr<Int8Stage>> make_gemm_stage(const ConvGeometry& g, const 
 
 std::unique_ptr<Int8Stage> make_max_pool_stage(const ConvGeometry& g) { return std::make_unique<MaxPoolStage>(g); }
 
+std::unique_ptr<Int8Stage> make_add_stage(const Qs8AddParams& params, const Shape& shape) {
+  return std::make_unique<AddStage>(params, shape);
+}
+
 bool fusable_max_pool_2x2(const ConvGeometry& conv, const ConvGeometry& pool) {
   return pool.kernel == 2 && pool.stride == 2 && pool.pad == 0 && pool.height == conv.out_h &&
          pool.width == conv.out_w && pool.channels > 0 && pool.out_h == conv.out_h / 2 && pool.out_w == conv.out_w / 2;
@@ -344,6 +378,8 @@ Result<std::unique_ptr<Int8Stage>> make_int8_stage(const Int8StagePlan& plan, Is
       return make_dequantize_stage(plan.params, plan.out_shape);
     case Int8StageKind::max_pool:
       return make_max_pool_stage(plan.geometry);
+    case Int8StageKind::add:
+      return make_add_stage(plan.add, plan.out_shape);
     case Int8StageKind::f32:
       return make_f32_stage(plan.layer, plan.in_shape, plan.out_shape);
     case Int8StageKind::gemm:

@@ -6,6 +6,7 @@
 //   dequantize     int8 -> f32, leaving it (before an f32 layer and at the model's end)
 //   GEMM           conv or dense (BN folded, ReLU in the clamp): im2col and qs8_gemm
 //   max pooling    int8 -> int8 with the same scale and zero point (max commutes with them)
+//   add            two int8 inputs -> their int8 sum (ops/qs8_add.h; run_inputs)
 //   conv pairs     a direct single-channel conv, optionally with a 2x2 max pooling fused
 //   Winograd       a 3x3 stride-1 conv by integer Winograd F(2x2, 3x3)
 //   f32            a layer of the f32 model as it is
@@ -34,6 +35,8 @@ class Int8Stage {
   virtual ~Int8Stage() = default;
   // x [n, ...] in the stage's input dtype -> y [n, out_shape...] in out_dtype.
   virtual void run(const Tensor& x, const Tensor& y, ThreadPool* pool) = 0;
+  // Its inputs (Int8StagePlan::inputs) -> y: run(xs[0]) but for a stage that joins several.
+  virtual void run_inputs(const std::vector<Tensor>& xs, const Tensor& y, ThreadPool* pool) { run(xs[0], y, pool); }
   virtual int64_t weight_bytes() const { return 0; }
   // Scratch for batches of up to `batch` samples, through the counted allocator.
   virtual Status reserve(int64_t batch) {
@@ -63,8 +66,12 @@ Result<std::unique_ptr<Int8Stage>> make_gemm_stage(const ConvGeometry& g, const 
 // int8 max pooling: [n, height, width, channels] -> [n, out_h, out_w, channels].
 std::unique_ptr<Int8Stage> make_max_pool_stage(const ConvGeometry& g);
 
+// The int8 add of two inputs [n, shape...] (run_inputs) -> [n, shape...], by qs8_add.
+std::unique_ptr<Int8Stage> make_add_stage(const Qs8AddParams& params, const Shape& shape);
+
 // A layer of the f32 model run as it is (inference mode): f32 [n, in_shape...] -> f32
-// [n, out_shape...]. `layer` must outlive the stage.
+// [n, out_shape...]; a layer that joins several inputs (add, concat) reads them all
+// (run_inputs). `layer` must outlive the stage.
 std::unique_ptr<Int8Stage> make_f32_stage(Layer* layer, const Shape& in_shape, const Shape& out_shape);
 
 // The direct single-channel conv (int8_conv_pairs.cpp): no patch matrix, for first layers on

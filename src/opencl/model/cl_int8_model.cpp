@@ -35,11 +35,14 @@ Result<std::unique_ptr<ClInt8Model>> ClInt8Model::create(const Int8Model& model,
   std::unique_ptr<ClInt8Model> cl(new ClInt8Model(device));
   // The model's input: what the first stage reads (quantize keeps its shape).
   cl->input_shape_ = plan.front().kind == Int8StageKind::f32 ? plan.front().in_shape : plan.front().out_shape;
-  int64_t in_numel = cl->input_shape_.numel();
   for (const Int8StagePlan& p : plan) {
+    if (p.inputs.size() != (p.kind == Int8StageKind::add ? 2u : 1u)) {  // an f32 add or concat of a graph model
+      return Status::error("int8 model on the device: layer " + p.name + " joins " + std::to_string(p.inputs.size()) +
+                           " inputs in f32, which the device int8 model does not run yet (issue 31); the CPU's does");
+    }
     auto stage = std::make_unique<Stage>();
     stage->plan = p;
-    stage->in_numel = in_numel;
+    stage->in_numel = p.inputs[0] < 0 ? cl->input_shape_.numel() : cl->stages_[static_cast<size_t>(p.inputs[0])]->out_numel;
     stage->out_numel = p.out_shape.numel();
     stage->f32_out = p.kind == Int8StageKind::dequantize || p.kind == Int8StageKind::f32;
     if (p.kind == Int8StageKind::gemm) {
@@ -53,7 +56,6 @@ Result<std::unique_ptr<ClInt8Model>> ClInt8Model::create(const Int8Model& model,
     } else if (p.kind == Int8StageKind::f32) {
       RG_ASSIGN(stage->layer, make_cl_layer(*p.layer, p.in_shape, p.out_shape, device));
     }
-    in_numel = stage->out_numel;
     cl->stages_.push_back(std::move(stage));
   }
   if (!cl->stages_.back()->f32_out) return Status::error("int8 model on the device: the last stage is not f32");
@@ -83,10 +85,13 @@ Status ClInt8Model::reserve(int64_t batch) {
   return Status();
 }
 
-Status ClInt8Model::run(Stage& s, int64_t n, DeviceSpan x, DeviceSpan y) {
+Status ClInt8Model::run(Stage& s, int64_t n, const std::vector<DeviceSpan>& xs, DeviceSpan y) {
   const Int8StagePlan& p = s.plan;
   const ConvGeometry& g = p.geometry;
+  const DeviceSpan x = xs[0];
   switch (p.kind) {
+    case Int8StageKind::add:
+      return qs8_add(device_, n * s.out_numel, p.add, x, xs[1], y).status();
     case Int8StageKind::quantize:
       return qs8_quantize(device_, n * s.out_numel, p.params, x, y).status();
     case Int8StageKind::dequantize:
@@ -122,11 +127,12 @@ Result<Tensor> ClInt8Model::forward(const Tensor& x) {
   RG_CHECK(n > 0 && n <= reserved_ && x.dtype() == DType::f32 && x.numel() == n * in_numel,
            "int8 device forward of " << x.shape().str() << ", reserved " << reserved_);
   RG_TRY(write_buffer(input_, 0, x.f32(), n * in_numel * 4));
-  DeviceSpan in = input_.f32(0, n * in_numel);
-  for (auto& s : stages_) {
-    const DeviceSpan out = s->out_span(n);
-    RG_TRY(run(*s, n, in, out));
-    in = out;
+  const DeviceSpan input = input_.f32(0, n * in_numel);
+  std::vector<DeviceSpan> xs;
+  for (auto& s : stages_) {  // each reads the stages its plan names (Int8StagePlan::inputs), or the input
+    xs.clear();
+    for (int from : s->plan.inputs) xs.push_back(from < 0 ? input : stages_[static_cast<size_t>(from)]->out_span(n));
+    RG_TRY(run(*s, n, xs, s->out_span(n)));
   }
   RG_ASSIGN(Tensor y, Tensor::zeros(stages_.back()->plan.out_shape.batched(n), DType::f32, "int8 device output"));
   RG_TRY(read_buffer(stages_.back()->output, 0, y.f32(), n * stages_.back()->out_numel * 4));

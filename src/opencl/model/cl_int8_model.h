@@ -5,8 +5,11 @@
 //                           pointwise conv or dense) + qs8_gemm on the unpacked weights, then
 //                           qs8_max_pool when the CPU fused a 2x2 pooling into the conv
 //   max_pool                qs8_max_pool
+//   add                     qs8_add (a graph model's sum of two int8 stages)
 //   f32                     the layer's device f32 layer (make_cl_layer): its own rounding,
 //                           so near the CPU's but not always its bits
+// Each stage reads the stages its plan names (a graph model's may be any earlier one); the f32
+// stage of a concat (or of an add of more than two) is refused by create for now, naming it.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +45,8 @@ class ClInt8Model {
  private:
   struct Stage;
   explicit ClInt8Model(Device& device);  // out of line: Stage is complete there only
-  Status run(Stage& stage, int64_t n, DeviceSpan x, DeviceSpan y);
+  // xs: the outputs of the stages it reads (Int8StagePlan::inputs), in order.
+  Status run(Stage& stage, int64_t n, const std::vector<DeviceSpan>& xs, DeviceSpan y);
 
   Device& device_;
   Shape input_shape_;
