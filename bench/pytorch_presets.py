@@ -275,9 +275,10 @@ def main():
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     cuda = args.device == "cuda"
-    if cuda and not torch.cuda.is_available():
-        sys.exit("pytorch_presets.py: --device cuda: torch %s sees no CUDA device" % torch.__version__)
-    fp32_only(torch)
+    if cuda:
+        if not torch.cuda.is_available():
+            sys.exit("pytorch_presets.py: --device cuda: torch %s sees no CUDA device" % torch.__version__)
+        fp32_only(torch)
     torch.manual_seed(args.seed)
 
     x_train, y_train = (t.to(args.device) for t in load_split(args.data, "train", args.limit))

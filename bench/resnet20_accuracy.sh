@@ -238,19 +238,20 @@ limits=()
 [[ "$TEST_LIMIT" -gt 0 ]] && limits+=(--test-limit "$TEST_LIMIT")
 device=()
 [[ -n "$DEVICE" ]] && device=(--device "$DEVICE")
+read -ra recipe <<<"$RECIPE"  # options, one word each
 
 # --- the runs, interleaved ---------------------------------------------------------------------
 for seed in $SEEDS; do
   if [[ " $SIDES " == *" retrograd "* ]]; then
-    echo "[seed $seed] retrograd train --model resnet20 --epochs $EPOCHS ${device[*]} --threads $THREADS ..." >&2
+    echo "[seed $seed] retrograd train --model resnet20 --epochs $EPOCHS ${device[*]:+${device[*]} }--threads $THREADS $RECIPE" >&2
     "$BIN" train --model resnet20 --data "$DATA" --epochs "$EPOCHS" --seed "$seed" --threads "$THREADS" \
-      "${device[@]}" "${limits[@]}" $RECIPE --json "$OUT/rg-seed$seed.json" >"$OUT/rg-seed$seed.log" 2>&1 ||
+      "${device[@]}" "${limits[@]}" "${recipe[@]}" --json "$OUT/rg-seed$seed.json" >"$OUT/rg-seed$seed.log" 2>&1 ||
       die "retrograd seed $seed failed: $(tail -3 "$OUT/rg-seed$seed.log")"
   fi
   if [[ " $SIDES " == *" pytorch "* ]]; then
-    echo "[seed $seed] pytorch_presets.py --model resnet20 --epochs $EPOCHS --device $TORCH_DEVICE --threads $THREADS ..." >&2
+    echo "[seed $seed] pytorch_presets.py --model resnet20 --epochs $EPOCHS --device $TORCH_DEVICE --threads $THREADS $RECIPE" >&2
     "$PYTHON" bench/pytorch_presets.py --model resnet20 --data "$DATA" --epochs "$EPOCHS" --seed "$seed" \
-      --threads "$THREADS" --device "$TORCH_DEVICE" "${limits[@]}" $RECIPE >"$OUT/pt-seed$seed.json" 2>"$OUT/pt-seed$seed.log" ||
+      --threads "$THREADS" --device "$TORCH_DEVICE" "${limits[@]}" "${recipe[@]}" >"$OUT/pt-seed$seed.json" 2>"$OUT/pt-seed$seed.log" ||
       die "PyTorch seed $seed failed: $(tail -3 "$OUT/pt-seed$seed.log")"
     grep 'epoch' "$OUT/pt-seed$seed.log" >&2
   fi
