@@ -11,6 +11,11 @@
 #     bash bench/resnet20_accuracy.sh                        # GPU: retrograd --device, PyTorch cuda
 #   bash bench/resnet20_accuracy.sh --table DIR...           # the table of runs already made (each
 #                                                            # DIR an OUT of an earlier call)
+# A graph model runs on the CPU only for now (docs/layers.md): DEVICE=cl:... is refused by retrograd
+# until the OpenCL runner takes graphs; meanwhile on the GPU machine THREADS=16 TORCH_DEVICE=cuda
+# trains retrograd on its CPU and the twin on the GPU. A full run there is about 186 MFLOP a sample
+# (retrograd's train_flops_per_sample) x 60,000 x 5 epochs per seed on retrograd's side: one seed
+# per call (SEEDS=1, then 2, then 3), then --table over the three OUT folders.
 # The recipe is the preset's: resnet20 has no [train] section, so `retrograd train`'s defaults
 # (SGD lr 0.01 momentum 0.9, no weight decay, constant rate, batch 64, 5 epochs); the script
 # passes only --epochs and the seed, and the table refuses runs whose recipes differ (retrograd's
@@ -143,8 +148,8 @@ def seconds(side):
 
 rg_any = next((r for (s, _), r in runs.items() if s == "rg"), None)
 pt_any = next((r for (s, _), r in runs.items() if s == "pt"), None)
-print("## resnet20 on %s: retrograd beside PyTorch, fp32, %d epochs, seeds %s\n"
-      % (data, epochs, " ".join(map(str, seeds))))
+print("## resnet20 on %s: retrograd beside PyTorch, fp32, %d epoch%s, seed%s %s\n"
+      % (data, epochs, "s"[:epochs != 1], "s"[:len(seeds) != 1], " ".join(map(str, seeds))))
 if rg_any:  # retrograd's own words, up to the seed
     said = "retrograd's %s" % rg_any["training_line"].replace("training:", "").split(", seed")[0].strip()
 else:
@@ -176,7 +181,7 @@ if "generated" in data or "fashion" not in data.lower():
 if train_n != 60000 or test_n != 10000:
     unlike.append("%d/%d samples, not 60000/10000" % (train_n, test_n))
 if epochs != 5:
-    unlike.append("%d epochs, not the preset's 5" % epochs)
+    unlike.append("%d epoch%s, not the preset's 5" % (epochs, "s"[:epochs != 1]))
 if extra:
     unlike.append("RECIPE=%s, not the preset's recipe" % extra)
 if len(both) < 3:
