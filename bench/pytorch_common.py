@@ -1,5 +1,5 @@
 """What the PyTorch side of the comparison benchmarks shares: importing torch with its
-thread pools capped, naming the BLAS it loaded, reading IDX files, peak RSS."""
+thread pools capped, naming the BLAS it loaded, reading IDX files, FP32-only CUDA, peak RSS."""
 import gzip
 import os
 import resource
@@ -41,8 +41,13 @@ def blas_library():
 
 
 def read_idx(path):
-    """Read a gzipped IDX file (MNIST layout) into a numpy array."""
-    with gzip.open(path, "rb") as f:
+    """Read an IDX file of unsigned bytes (MNIST layout) into a numpy array: `path` itself, or
+    `path`.gz (Fashion-MNIST's package ships gzipped files, `retrograd make-data` raw ones)."""
+    found = [p for p in ([path] if path.endswith(".gz") else [path, path + ".gz"]) if os.path.exists(p)]
+    if not found:
+        raise FileNotFoundError("%s: missing%s" % (path, "" if path.endswith(".gz") else " (nor is there a .gz)"))
+    path = found[0]
+    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
         data = f.read()
     zero, dtype_code, ndim = struct.unpack(">HBB", data[:4])
     if zero != 0 or dtype_code != 0x08:
@@ -52,6 +57,24 @@ def read_idx(path):
     if arr.size != int(np.prod(dims)):
         raise ValueError("%s: size does not match header %s" % (path, dims))
     return arr.reshape(dims)
+
+
+def read_split(data_dir, prefix, limit=0):
+    """A split ("train" or "t10k") of an MNIST-layout folder: (images [n, h, w] uint8, labels [n]),
+    the first `limit` samples only when limit > 0 (as retrograd's --limit and --test-limit)."""
+    images = read_idx(os.path.join(data_dir, prefix + "-images-idx3-ubyte"))
+    labels = read_idx(os.path.join(data_dir, prefix + "-labels-idx1-ubyte"))
+    if images.shape[0] != labels.shape[0]:
+        raise ValueError("%s: %d %s images but %d labels" % (data_dir, images.shape[0], prefix, labels.shape[0]))
+    if limit > 0:
+        images, labels = images[:limit], labels[:limit]
+    return images, labels
+
+
+def fp32_only(torch):
+    """CUDA matmuls and convolutions in true FP32: TF32 off (retrograd computes in FP32)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
 
 
 def peak_rss_bytes():

@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 """The CUDA peers of issue 9's GPU benchmark: cuBLAS SGEMM (TF32 off) and PyTorch CUDA FP32
-training steps/s of retrograd's lenet, cnn, rcnn and dcgan presets, on the GPU machine.
+training steps/s of retrograd's presets (lenet, cnn, rcnn, dcgan; for issue 33 also mlp,
+autoencoder and resnet20; conv-autoencoder too), on the GPU machine.
 
   python3 bench/pytorch_cuda.py sgemm --sizes 1024,2048,4096,8192 --reps 10
   python3 bench/pytorch_cuda.py train --models lenet,cnn,rcnn,dcgan --batches 64,256 --steps 200
+  python3 bench/pytorch_cuda.py train --models mlp,autoencoder,resnet20 --batches 64,256 --steps 200
 
 sgemm: C = A B of square f32 matrices with torch.backends.cuda.matmul.allow_tf32 = False (and
 cudnn's TF32 off), timed with CUDA events after 3 warm-up calls; the median and best of --reps,
 as TFLOP/s = 2 n^3 / s.
 
-train: the presets' architectures (lenet, cnn as bench/pytorch_presets.py; rcnn and dcgan written
-here after src/nn/presets.cpp) in FP32, TF32 off, on random inputs kept in pinned host memory:
-each step copies its batch to the GPU (non_blocking), as retrograd uploads each micro-batch, then
-forward, loss, backward and the optimizer step (dcgan: one D update on a real and a fake batch,
-then one G update through D, as retrograd's GanTrainer). steps/s over --steps steps after 20
+train: the presets' architectures (mlp, lenet, cnn, resnet20, the autoencoders: those of
+bench/pytorch_presets.py, with their optimizers; rcnn and dcgan written here after
+src/nn/presets.cpp) in FP32, TF32 off, on random inputs kept in pinned host memory: each step
+copies its batch to the GPU (non_blocking), as retrograd uploads each micro-batch, then forward,
+loss (an autoencoder's: MSE against its input), backward and the optimizer step (dcgan: one D
+update on a real and a fake batch, then one G update through D, as retrograd's GanTrainer). steps/s over --steps steps after 20
 warm-up steps, the clock stopped after torch.cuda.synchronize(). Random data: speed, not accuracy.
 
 Prints one JSON object per line on stdout: {"kind": "sgemm", ...} or {"kind": "train", ...}.
@@ -29,12 +32,8 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pytorch_presets  # noqa: E402  (lenet, cnn)
-
-
-def fp32_only():
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+import pytorch_presets  # noqa: E402  (mlp, lenet, cnn, resnet20, the autoencoders)
+from pytorch_common import fp32_only  # noqa: E402
 
 
 def sgemm(sizes, reps):
@@ -91,15 +90,22 @@ def dcgan():
     return g, d
 
 
-def classifier_step_fn(name):
-    model = (rcnn() if name == "rcnn" else pytorch_presets.build(name)).cuda()
-    lr = 0.05 if name == "rcnn" else 0.01
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss()
+def preset_step_fn(name):
+    """One training step of a classifier or autoencoder preset: rcnn (SGD lr 0.05), or one of
+    pytorch_presets.PRESETS with its optimizer, learning rate and loss."""
+    if name == "rcnn":
+        model, optimizer, lr = rcnn(), "sgd", 0.05
+        loss_fn, target = nn.CrossEntropyLoss(), (lambda x, y: y)
+    else:
+        _, optimizer, lr = pytorch_presets.PRESETS[name]
+        model = pytorch_presets.build(name)
+        loss_fn, target = pytorch_presets.objective(name)
+    model = model.cuda()
+    opt = pytorch_presets.make_optimizer(optimizer, model.parameters(), lr)
 
     def step(x, y):
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        loss = loss_fn(model(x), target(x, y))
         loss.backward()
         opt.step()
     return step
@@ -129,7 +135,7 @@ def train(models, batches, steps):
     for name in models:
         for batch in batches:
             torch.manual_seed(1)
-            step = gan_step_fn() if name == "dcgan" else classifier_step_fn(name)
+            step = gan_step_fn() if name == "dcgan" else preset_step_fn(name)
             pool = 8  # batches of random pinned host data, cycled
             xs = [torch.rand(batch, 1, 28, 28).pin_memory() for _ in range(pool)]
             ys = [torch.randint(0, 10, (batch,)).pin_memory() for _ in range(pool)]
@@ -146,22 +152,30 @@ def train(models, batches, steps):
                               "device": torch.cuda.get_device_name(), "torch": torch.__version__}), flush=True)
 
 
+MODELS = sorted(set(pytorch_presets.PRESETS) | {"rcnn", "dcgan"})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=("sgemm", "train"))
     ap.add_argument("--sizes", default="1024,2048,4096,8192")
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--models", default="lenet,cnn,rcnn,dcgan")
+    ap.add_argument("--models", default="lenet,cnn,rcnn,dcgan",
+                    help="comma-separated: %s" % ",".join(MODELS))
     ap.add_argument("--batches", default="64,256")
     ap.add_argument("--steps", type=int, default=200)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("pytorch_cuda.py: torch %s sees no CUDA device" % torch.__version__)
-    fp32_only()
+    models = args.models.split(",")
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        ap.error("--models: unknown %s (known: %s)" % (",".join(unknown), ",".join(MODELS)))
+    fp32_only(torch)
     if args.what == "sgemm":
         sgemm([int(s) for s in args.sizes.split(",")], args.reps)
     else:
-        train(args.models.split(","), [int(b) for b in args.batches.split(",")], args.steps)
+        train(models, [int(b) for b in args.batches.split(",")], args.steps)
 
 
 if __name__ == "__main__":

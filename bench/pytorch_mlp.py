@@ -15,20 +15,18 @@ not a pyenv python3 that may be first on PATH.
 """
 import argparse
 import json
-import os
 import time
 
 import numpy as np
 
-from pytorch_common import blas_library, import_torch, peak_rss_bytes, read_idx
+from pytorch_common import blas_library, import_torch, peak_rss_bytes, read_split
 
 torch = None  # imported in main(), after the thread variables are set
 nn = None
 
 
 def load_split(data_dir, prefix):
-    images = read_idx(os.path.join(data_dir, prefix + "-images-idx3-ubyte.gz"))
-    labels = read_idx(os.path.join(data_dir, prefix + "-labels-idx1-ubyte.gz"))
+    images, labels = read_split(data_dir, prefix)
     x = torch.from_numpy(images.reshape(images.shape[0], -1).astype(np.float32) / 255.0)
     y = torch.from_numpy(labels.astype(np.int64))
     return x, y
