@@ -94,6 +94,24 @@ int argmax(const float* row, int n) {
   return best;
 }
 
+// The f32 and int8 outputs of the first 100 test samples (10 logits each) set side by side: the
+// largest logit, the largest difference, and how many samples' argmax agree.
+struct OutputAgreement {
+  float range = 0, worst = 0;
+  int agree = 0;
+};
+OutputAgreement compare_outputs(Model& model, Int8Model& net, ThreadPool* pool) {
+  std::vector<float> f32, int8;
+  both_outputs(model, net, pool, &f32, &int8);
+  OutputAgreement a;
+  for (size_t i = 0; i < f32.size(); ++i) {
+    a.range = std::max(a.range, std::fabs(f32[i]));
+    a.worst = std::max(a.worst, std::fabs(f32[i] - int8[i]));
+  }
+  for (size_t s = 0; s < 100; ++s) a.agree += argmax(&f32[s * 10], 10) == argmax(&int8[s * 10], 10);
+  return a;
+}
+
 TEST(Int8Model, TracksTheF32ModelItWasMadeFrom) {
   ThreadPool pool(2);
   for (CalibrationMethod method : {CalibrationMethod::minmax, CalibrationMethod::percentile}) {
@@ -101,19 +119,12 @@ TEST(Int8Model, TracksTheF32ModelItWasMadeFrom) {
     options.calibration = method;
     auto net = quantize(shared_model(), options, &pool);
     ASSERT_NE(net, nullptr);
-    std::vector<float> f32, int8;
-    both_outputs(shared_model(), *net, &pool, &f32, &int8);
-    float range = 0, worst = 0;
-    int agree = 0;
-    for (size_t i = 0; i < f32.size(); ++i) {
-      range = std::max(range, std::fabs(f32[i]));
-      worst = std::max(worst, std::fabs(f32[i] - int8[i]));
-    }
-    for (int s = 0; s < 100; ++s) agree += argmax(&f32[static_cast<size_t>(s) * 10], 10) == argmax(&int8[static_cast<size_t>(s) * 10], 10);
-    EXPECT_GE(agree, 95) << calibration_name(method);
+    const OutputAgreement out = compare_outputs(shared_model(), *net, &pool);
+    EXPECT_GE(out.agree, 95) << calibration_name(method);
     // Percentile ranges clip the rare largest activations on purpose: those outputs move more.
     const float bound = method == CalibrationMethod::minmax ? 0.1f : 0.2f;
-    EXPECT_LT(worst, bound * range) << calibration_name(method) << ": logits differ by " << worst << " of " << range;
+    EXPECT_LT(out.worst, bound * out.range) << calibration_name(method) << ": logits differ by " << out.worst << " of "
+                                            << out.range;
     for (const LayerPrecision& layer : net->precisions()) {
       if (layer.layer == "dropout1") {
         EXPECT_EQ(layer.precision, "-");
@@ -258,11 +269,7 @@ TEST(Int8Model, PolicyKeepsNamedLayersInF32) {
   EXPECT_EQ(precision["conv2"], "int8");
   EXPECT_EQ(precision["dense1"], "int8");
   EXPECT_EQ(precision["dense2"], "f32");
-  std::vector<float> f32, int8;
-  both_outputs(shared_model(), *net, &pool, &f32, &int8);
-  int agree = 0;
-  for (int s = 0; s < 100; ++s) agree += argmax(&f32[static_cast<size_t>(s) * 10], 10) == argmax(&int8[static_cast<size_t>(s) * 10], 10);
-  EXPECT_GE(agree, 95);
+  EXPECT_GE(compare_outputs(shared_model(), *net, &pool).agree, 95);
 
   options.keep_f32 = {"conv9"};
   auto calibration = data().train.first_samples(64);
@@ -359,17 +366,9 @@ TEST(Int8Model, AGraphModelTracksItsF32Model) {
   }
   EXPECT_EQ(inputs["add1"], 2u);
   EXPECT_EQ(inputs["concat1"], 3u);
-  std::vector<float> f32, int8;
-  both_outputs(*model, *net, &pool, &f32, &int8);
-  float range = 0, worst = 0;
-  int agree = 0;
-  for (size_t i = 0; i < f32.size(); ++i) {
-    range = std::max(range, std::fabs(f32[i]));
-    worst = std::max(worst, std::fabs(f32[i] - int8[i]));
-  }
-  for (int s = 0; s < 100; ++s) agree += argmax(&f32[static_cast<size_t>(s) * 10], 10) == argmax(&int8[static_cast<size_t>(s) * 10], 10);
-  EXPECT_GE(agree, 95);
-  EXPECT_LT(worst, 0.2f * range) << "logits differ by " << worst << " of " << range;
+  const OutputAgreement out = compare_outputs(*model, *net, &pool);
+  EXPECT_GE(out.agree, 95);
+  EXPECT_LT(out.worst, 0.2f * out.range) << "logits differ by " << out.worst << " of " << out.range;
 }
 
 }  // namespace
