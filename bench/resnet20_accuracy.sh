@@ -11,9 +11,9 @@
 #     bash bench/resnet20_accuracy.sh                        # GPU: retrograd --device, PyTorch cuda
 #   bash bench/resnet20_accuracy.sh --table DIR...           # the table of runs already made (each
 #                                                            # DIR an OUT of an earlier call)
-# A graph model runs on the CPU only for now (docs/layers.md): DEVICE=cl:... is refused by retrograd
-# until the OpenCL runner takes graphs; meanwhile on the GPU machine THREADS=16 TORCH_DEVICE=cuda
-# trains retrograd on its CPU and the twin on the GPU. A full run there is about 186 MFLOP a sample
+# Graph models run on the OpenCL device in f32 (docs/layers.md), so DEVICE=cl:0:0 trains resnet20
+# there; THREADS=16 TORCH_DEVICE=cuda trains retrograd on the GPU machine's CPU and the twin on the
+# GPU instead. A full run there is about 186 MFLOP a sample
 # (retrograd's train_flops_per_sample) x 60,000 x 5 epochs per seed on retrograd's side: one seed
 # per call (SEEDS=1, then 2, then 3), then --table over the three OUT folders.
 # The recipe is the preset's: resnet20 has no [train] section, so `retrograd train`'s defaults
