@@ -94,6 +94,13 @@ int argmax(const float* row, int n) {
   return best;
 }
 
+// What each layer of `net` ran in, by layer name.
+std::map<std::string, LayerPrecision> precisions_by_name(const Int8Model& net) {
+  std::map<std::string, LayerPrecision> by_name;
+  for (const LayerPrecision& layer : net.precisions()) by_name[layer.layer] = layer;
+  return by_name;
+}
+
 // The f32 and int8 outputs of the first 100 test samples (10 logits each) set side by side: the
 // largest logit, the largest difference, and how many samples' argmax agree.
 struct OutputAgreement {
@@ -287,8 +294,7 @@ TEST(Int8Model, LayersWithoutInt8KernelsRunInF32AndSaySo) {
   ThreadPool pool(1);
   auto net = quantize(*model, Int8Options(), &pool);
   ASSERT_NE(net, nullptr);
-  std::map<std::string, LayerPrecision> by_name;
-  for (const LayerPrecision& layer : net->precisions()) by_name[layer.layer] = layer;
+  std::map<std::string, LayerPrecision> by_name = precisions_by_name(*net);
   EXPECT_EQ(by_name["dense2"].precision, "int8");
   EXPECT_EQ(by_name["sigmoid1"].precision, "f32");
   EXPECT_EQ(by_name["sigmoid1"].note, "no int8 kernel");
@@ -346,8 +352,7 @@ TEST(Int8Model, AGraphModelTracksItsF32Model) {
   options.calibration = CalibrationMethod::minmax;  // percentile clipped this model's logits by 35 % of their range
   auto net = quantize(*model, options, &pool);
   ASSERT_NE(net, nullptr);
-  std::map<std::string, LayerPrecision> by_name;
-  for (const LayerPrecision& layer : net->precisions()) by_name[layer.layer] = layer;
+  std::map<std::string, LayerPrecision> by_name = precisions_by_name(*net);
   EXPECT_EQ(by_name["conv1"].precision, "int8");
   EXPECT_EQ(by_name["conv1"].note, "batchnorm1 folded, r0 fused");
   EXPECT_EQ(by_name["conv2"].note, "b2 folded");
