@@ -11,18 +11,8 @@
 namespace rg::ocl {
 
 std::vector<bool> ClModel::reads_alone(const Model& model) {
-  const size_t count = model.layers().size();
-  std::vector<int> readers(count, 0);
-  for (size_t i = 0; i < count; ++i) {
-    for (int j : model.layer_inputs(i)) {
-      if (j != Model::kModelInput) ++readers[static_cast<size_t>(j)];
-    }
-  }
-  std::vector<bool> alone(count, false);
-  for (size_t i = 1; i < count; ++i) {
-    const std::vector<int>& in = model.layer_inputs(i);
-    alone[i] = in.size() == 1 && in[0] == static_cast<int>(i) - 1 && readers[i - 1] == 1;
-  }
+  std::vector<bool> alone(model.layers().size(), false);
+  for (size_t i = 1; i < alone.size(); ++i) alone[i] = model.reads_only_previous(i);
   return alone;
 }
 
