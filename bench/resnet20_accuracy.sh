@@ -28,6 +28,12 @@
 #            by `retrograd make-data` under $OUT, which the table says)
 #      LIMIT / TEST_LIMIT (0: all; the first N training / test samples, for quick checks)
 #      SIDES (retrograd pytorch)  OUT (a temp folder)
+#      TRAIN_PRECISION (fp32: retrograd's --train-precision; fp16 or int8-train trains the same recipe in
+#                       that precision: the table then compares that precision with PyTorch's fp32)
+#      PRECISIONS (empty: `retrograd train`; else `retrograd precision --precision PRECISIONS`, e.g.
+#                  fp32,int8,int8-qat: the fp32 run the table reads, and its int8 rows in the same JSON)
+#      CHECKPOINTS (0; 1: retrograd writes $OUT/rg-seedS.ckpt after each epoch and, when that file is
+#                   there from an earlier call, resumes from it: a run cut short continues)
 #      RECIPE (empty: the preset's; else options given to both sides, the same names on both:
 #              --lr --momentum --weight-decay --schedule --step-epochs --gamma --lr-min --batch,
 #              e.g. RECIPE="--schedule cosine"; the table says the settings are not the preset's)
@@ -46,6 +52,9 @@ LIMIT=${LIMIT:-0}
 TEST_LIMIT=${TEST_LIMIT:-0}
 SIDES=${SIDES:-retrograd pytorch}
 RECIPE=${RECIPE:-}
+TRAIN_PRECISION=${TRAIN_PRECISION:-fp32}
+PRECISIONS=${PRECISIONS:-}
+CHECKPOINTS=${CHECKPOINTS:-0}
 FASHION=/usr/share/datasets/fashion-mnist
 IDX_FILES="train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte"
 
@@ -117,8 +126,9 @@ def recipe(side, r):
 
 recipes = {}
 for (side, seed), r in runs.items():
-    if r.get("model") != "resnet20" or r.get("epochs_run") != epochs:
-        sys.exit("%s seed %d: model %r, %r of %r epochs run" % (side, seed, r.get("model"), r.get("epochs_run"), epochs))
+    done = r.get("epochs_done", r.get("epochs_run"))  # a resumed run ran only its last epochs itself
+    if r.get("model") != "resnet20" or done != epochs:
+        sys.exit("%s seed %d: model %r, %r of %r epochs done" % (side, seed, r.get("model"), done, epochs))
     recipes.setdefault(recipe(side, r), []).append("%s seed %d" % ({"rg": "retrograd", "pt": "PyTorch"}[side], seed))
 if len(recipes) != 1:
     sys.exit("the runs' recipes differ (optimizer, lr, momentum, weight decay, schedule): " +
@@ -148,8 +158,12 @@ def seconds(side):
 
 rg_any = next((r for (s, _), r in runs.items() if s == "rg"), None)
 pt_any = next((r for (s, _), r in runs.items() if s == "pt"), None)
-print("## resnet20 on %s: retrograd beside PyTorch, fp32, %d epoch%s, seed%s %s\n"
-      % (data, epochs, "s"[:epochs != 1], "s"[:len(seeds) != 1], " ".join(map(str, seeds))))
+rg_precisions = {r.get("train_precision") for (s, _), r in runs.items() if s == "rg"}
+if len(rg_precisions) > 1:
+    sys.exit("retrograd's runs trained in different precisions: %s" % ", ".join(sorted(map(str, rg_precisions))))
+rg_precision = rg_precisions.pop() if rg_precisions else "fp32"
+print("## resnet20 on %s: retrograd (%s) beside PyTorch (fp32), %d epoch%s, seed%s %s\n"
+      % (data, rg_precision, epochs, "s"[:epochs != 1], "s"[:len(seeds) != 1], " ".join(map(str, seeds))))
 if rg_any:  # retrograd's own words, up to the seed
     said = "retrograd's %s" % rg_any["training_line"].replace("training:", "").split(", seed")[0].strip()
 else:
@@ -184,6 +198,8 @@ if epochs != 5:
     unlike.append("%d epoch%s, not the preset's 5" % (epochs, "s"[:epochs != 1]))
 if extra:
     unlike.append("RECIPE=%s, not the preset's recipe" % extra)
+if rg_precision != "fp32":
+    unlike.append("retrograd trained in %s, not fp32" % rg_precision)
 if len(both) < 3:
     unlike.append("%d seed(s) on both sides, not 3" % len(both))
 if diff is None:
@@ -244,13 +260,32 @@ limits=()
 device=()
 [[ -n "$DEVICE" ]] && device=(--device "$DEVICE")
 read -ra recipe <<<"$RECIPE"  # options, one word each
+[[ -z "$PRECISIONS" || "$TRAIN_PRECISION" == fp32 ]] ||
+  die "PRECISIONS runs 'retrograd precision', which trains in fp32: drop TRAIN_PRECISION"
+[[ "$CHECKPOINTS" == 0 || "$CHECKPOINTS" == 1 ]] || die "CHECKPOINTS must be 0 or 1 (got '$CHECKPOINTS')"
+# retrograd's command line for seed $1 past --data, --epochs, --threads and the rest, one word a line:
+# the command, then what starts the run or, from its checkpoint, continues it (a resumed run takes
+# the model, seed, precision and recipe from the checkpoint and may not be given them again).
+retrograd_run() {
+  local ckpt="$OUT/rg-seed$1.ckpt"
+  if [[ -n "$PRECISIONS" ]]; then printf '%s\n' precision --precision "$PRECISIONS"; else echo train; fi
+  if [[ "$CHECKPOINTS" == 1 && -f "$ckpt" ]]; then
+    printf '%s\n' --resume "$ckpt" --checkpoint "$ckpt" --overwrite
+    return
+  fi
+  printf '%s\n' --model resnet20 --seed "$1" "${recipe[@]}"
+  [[ -z "$PRECISIONS" ]] && printf '%s\n' --train-precision "$TRAIN_PRECISION"
+  [[ "$CHECKPOINTS" == 1 ]] && printf '%s\n' --checkpoint "$ckpt"
+  return 0
+}
 
 # --- the runs, interleaved ---------------------------------------------------------------------
 for seed in $SEEDS; do
   if [[ " $SIDES " == *" retrograd "* ]]; then
-    echo "[seed $seed] retrograd train --model resnet20 --epochs $EPOCHS ${device[*]:+${device[*]} }--threads $THREADS $RECIPE" >&2
-    "$BIN" train --model resnet20 --data "$DATA" --epochs "$EPOCHS" --seed "$seed" --threads "$THREADS" \
-      "${device[@]}" "${limits[@]}" "${recipe[@]}" --json "$OUT/rg-seed$seed.json" >"$OUT/rg-seed$seed.log" 2>&1 ||
+    mapfile -t run < <(retrograd_run "$seed")
+    echo "[seed $seed] retrograd ${run[*]} --epochs $EPOCHS ${device[*]:+${device[*]} }--threads $THREADS" >&2
+    "$BIN" "${run[@]}" --data "$DATA" --epochs "$EPOCHS" --threads "$THREADS" \
+      "${device[@]}" "${limits[@]}" --json "$OUT/rg-seed$seed.json" >"$OUT/rg-seed$seed.log" 2>&1 ||
       die "retrograd seed $seed failed: $(tail -3 "$OUT/rg-seed$seed.log")"
   fi
   if [[ " $SIDES " == *" pytorch "* ]]; then

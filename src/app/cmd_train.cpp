@@ -480,7 +480,8 @@ nlohmann::json train_json(const TrainRun& run, const CpuInfo& cpu) {
   return {
       {"model", run.cfg.file.rfind("preset:", 0) == 0 ? run.cfg.file.substr(7) : run.cfg.file},
       {"epochs", options.epochs},
-      {"epochs_run", run.history.size()},
+      {"epochs_run", run.history.size()},                // by this process
+      {"epochs_done", run.trainer->epochs_done()},       // by the model: a resumed run's earlier ones too
       {"batch", options.batch},
       {"seed", options.seed},
       {"threads", run.pool->threads()},
