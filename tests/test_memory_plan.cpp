@@ -536,5 +536,31 @@ TEST(MemoryPlan, PinnedPlansStayAsTheyWere) {
   }
 }
 
+// Planning reads the model and changes nothing: an fp16 or QAT plan leaves an f32 model's
+// storage and buffers alone (the trainer sets the storage when it is built: Trainer::place), and
+// the figures are those of the storage asked for.
+TEST(MemoryPlan, PlanningChangesNothing) {
+  for (const char* cfg : {kCnnCfg, kSmallResidualCfg}) {
+    auto model = build_model(1, cfg);
+    const Model::ReservedBytes f32 = model->reserved_bytes(32);
+    TrainOptions options;
+    options.batch = 64;
+    options.precision = TrainPrecision::fp16;
+    const Dataset data = make_synthetic(100, 10, 10, 1).train;
+    auto plan = plan_memory(*model, options, RunData{&data}, 0, StreamChoice::never);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    EXPECT_EQ(model->storage(), DType::f32) << cfg;
+    EXPECT_EQ(model->reserved_bytes(32).total(), f32.total()) << cfg;
+    const int64_t f16 = model->reserved_bytes_in(DType::f16, 64).total();
+    EXPECT_NE(f16, model->reserved_bytes(64).total()) << cfg;
+    ASSERT_TRUE(model->set_storage(DType::f16).ok());
+    EXPECT_EQ(model->reserved_bytes(64).total(), f16) << cfg << ": the storage asked for, figured as if set";
+    ASSERT_TRUE(model->set_storage(DType::f32).ok());
+    options.precision = TrainPrecision::int8_qat;
+    EXPECT_EQ(Trainer::prepared_bytes(*model, options, 8) - Trainer::prepared_bytes(*model, TrainOptions(), 8),
+              FakeQuantizer(*model).master_bytes()) << cfg;
+  }
+}
+
 }  // namespace
 }  // namespace rg
