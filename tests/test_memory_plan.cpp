@@ -463,5 +463,104 @@ TEST(MachineCheck, ACheckpointsTensorsArePlannedSoARunResumesUnderItsBudget) {
   std::filesystem::remove_all(dir);
 }
 
+// Plans pinned: the micro-batch, the way the data is held and every figure of the plan for a few
+// models, precisions and budgets, as the planner gave them before it was made one plan for host
+// and device (issue 31). A change to the planner that moves any of them changes what existing
+// runs do and print.
+struct Pinned {
+  const char* name;
+  const char* cfg;
+  TrainPrecision precision;
+  OptimizerKind optimizer;
+  int64_t batch, budget;
+  bool streamable;  // generated (streamable) data, or synthetic data in memory
+  StreamChoice stream;
+  // The plan.
+  int64_t micro_batch, accumulation_steps;
+  bool streamed;
+  int64_t params, data, training, checkpoint, unplanned_peak;
+};
+
+TEST(MemoryPlan, PinnedPlansStayAsTheyWere) {
+  const int64_t M = int64_t{1} << 20;
+  const Pinned pins[] = {
+      {"cnn", kCnnCfg, TrainPrecision::fp32, OptimizerKind::sgd, 256, 0, true, StreamChoice::automatic,
+       256, 1, false, 102192, 4752000, 22728840, 0, 27583032},
+      {"cnn", kCnnCfg, TrainPrecision::fp32, OptimizerKind::sgd, 256, 16 * M, true, StreamChoice::automatic,
+       128, 2, true, 102192, 48000, 13780888, 0, 27583032},
+      {"cnn", kCnnCfg, TrainPrecision::fp32, OptimizerKind::sgd, 256, 8 * M, true, StreamChoice::automatic,
+       64, 4, true, 102192, 48000, 6915992, 0, 27583032},
+      {"cnn", kCnnCfg, TrainPrecision::fp32, OptimizerKind::adam, 256, 3 * M, true, StreamChoice::automatic,
+       26, 10, true, 102192, 48000, 2891056, 0, 27634128},
+      {"cnn", kCnnCfg, TrainPrecision::fp32, OptimizerKind::sgd, 256, 8 * M, true, StreamChoice::never,
+       32, 8, false, 102192, 4752000, 3383064, 0, 27583032},
+      {"cnn fp16", kCnnCfg, TrainPrecision::fp16, OptimizerKind::sgd, 256, 6 * M, true, StreamChoice::automatic,
+       43, 6, true, 102192, 48000, 5336656, 0, 31590968},
+      {"cnn qat", kCnnCfg, TrainPrecision::int8_qat, OptimizerKind::sgd, 256, 6 * M, true, StreamChoice::automatic,
+       52, 5, true, 102192, 48000, 5679784, 0, 27633992},
+      {"cnn int8", kCnnCfg, TrainPrecision::int8_gemm, OptimizerKind::adam, 100, 2 * M, false, StreamChoice::automatic,
+       10, 10, false, 102192, 712800, 1143432, 0, 11329584},
+      {"mlp", kMlpCfg, TrainPrecision::fp32, OptimizerKind::adam, 1000, 2 * M, false, StreamChoice::automatic,
+       100, 9, false, 203600, 712800, 1174400, 0, 9857200},
+      {"rcl", kRclCfg, TrainPrecision::fp32, OptimizerKind::sgd, 64, 2 * M, false, StreamChoice::automatic,
+       4, 16, false, 3216, 712800, 1138232, 0, 14830136},
+      {"autoencoder", kAutoencoderCfg, TrainPrecision::fp16, OptimizerKind::adam, 300, 2 * M, false, StreamChoice::never,
+       38, 8, false, 207104, 712800, 1163032, 0, 7005456},
+      {"residual", kSmallResidualCfg, TrainPrecision::fp32, OptimizerKind::sgd, 128, 2 * M, true, StreamChoice::automatic,
+       19, 7, true, 65552, 48000, 1899792, 0, 17026200},
+      {"residual fp16", kSmallResidualCfg, TrainPrecision::fp16, OptimizerKind::sgd, 128, 2 * M, true, StreamChoice::automatic,
+       19, 7, true, 65552, 48000, 1780624, 0, 15094424},
+  };
+  const Dataset generated = generated_images("train", Shape{28, 28, 1}, 6000, 10, 4, 1);
+  const Dataset in_memory = make_synthetic(900, 10, 10, 1).train;
+  for (const Pinned& pin : pins) {
+    auto model = build_model(1, pin.cfg);
+    TrainOptions options;
+    options.batch = pin.batch;
+    options.precision = pin.precision;
+    options.optimizer.kind = pin.optimizer;
+    auto planned = plan_memory(*model, options, RunData{pin.streamable ? &generated : &in_memory}, pin.budget, pin.stream);
+    ASSERT_TRUE(planned.ok()) << pin.name << ": " << planned.status().message();
+    const MemoryPlan& p = planned.value();
+    SCOPED_TRACE(std::string(pin.name) + " budget " + std::to_string(pin.budget));
+    EXPECT_EQ(p.budget, pin.budget);
+    EXPECT_EQ(p.batch, pin.batch);
+    EXPECT_EQ(p.micro_batch, pin.micro_batch);
+    EXPECT_EQ(p.accumulation_steps, pin.accumulation_steps);
+    EXPECT_EQ(p.stream, pin.streamed);
+    EXPECT_EQ(p.params, pin.params);
+    EXPECT_EQ(p.data, pin.data);
+    EXPECT_EQ(p.training, pin.training);
+    EXPECT_EQ(p.checkpoint, pin.checkpoint);
+    EXPECT_EQ(p.unplanned_peak, pin.unplanned_peak);
+  }
+}
+
+// Planning reads the model and changes nothing: an fp16 or QAT plan leaves an f32 model's
+// storage and buffers alone (the trainer sets the storage when it is built: Trainer::place), and
+// the figures are those of the storage asked for.
+TEST(MemoryPlan, PlanningChangesNothing) {
+  for (const char* cfg : {kCnnCfg, kSmallResidualCfg}) {
+    auto model = build_model(1, cfg);
+    const Model::ReservedBytes f32 = model->reserved_bytes(32);
+    TrainOptions options;
+    options.batch = 64;
+    options.precision = TrainPrecision::fp16;
+    const Dataset data = make_synthetic(100, 10, 10, 1).train;
+    auto plan = plan_memory(*model, options, RunData{&data}, 0, StreamChoice::never);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    EXPECT_EQ(model->storage(), DType::f32) << cfg;
+    EXPECT_EQ(model->reserved_bytes(32).total(), f32.total()) << cfg;
+    const int64_t f16 = model->reserved_bytes_in(DType::f16, 64).total();
+    EXPECT_NE(f16, model->reserved_bytes(64).total()) << cfg;
+    ASSERT_TRUE(model->set_storage(DType::f16).ok());
+    EXPECT_EQ(model->reserved_bytes(64).total(), f16) << cfg << ": the storage asked for, figured as if set";
+    ASSERT_TRUE(model->set_storage(DType::f32).ok());
+    options.precision = TrainPrecision::int8_qat;
+    EXPECT_EQ(Trainer::prepared_bytes(*model, options, 8) - Trainer::prepared_bytes(*model, TrainOptions(), 8),
+              FakeQuantizer(*model).master_bytes()) << cfg;
+  }
+}
+
 }  // namespace
 }  // namespace rg

@@ -13,6 +13,7 @@
 #include "opencl/model/cl_optimizer.h"
 #include "opencl_test_util.h"
 #include "train/gan.h"
+#include "train/memory_plan.h"
 #include "train/trainer.h"
 
 namespace rg::ocl {
@@ -337,39 +338,79 @@ TEST(OpenclTrain, DeviceUnscaleNamesTheFirstNonFiniteGradient) {
   EXPECT_EQ(flagged.value(), params[2]->host->name);
 }
 
-// A budget that holds the params but not a whole batch's buffers: the trainer splits the batch,
-// the run equals an unsplit one but for rounding, and the device's peak stays in the budget.
-// The budget is what a run in batches of 64 holds on this device, measured first (the GEMM's
-// workspace, sized by the device's tuned tiles, differs from device to device).
+// The device budget a run of the mlp in batches of `batch` holds on this device, measured (the
+// GEMM's workspace, sized by the device's tuned tiles, differs from device to device).
+int64_t budget_of_batch(const DeviceChoice& choice, DeviceOptions options, int64_t batch) {
+  auto measured = Device::open(choice, options);
+  EXPECT_TRUE(measured.ok()) << measured.status().message();
+  if (!measured.ok()) return 0;
+  TrainOptions train = options_on(measured.value().get(), 1);
+  train.batch = batch;
+  auto model = build_model(7, kMlpCfg);
+  ThreadPool pool(1);
+  Trainer trainer(*model, pool, train);
+  EXPECT_TRUE(trainer.prepare().ok());
+  return measured.value()->memory().current_bytes();
+}
+
+// A budget that holds the params but not a whole batch's buffers: the trainer splits the batch
+// into the micro-batches the budget was measured at, the run equals an unsplit one but for
+// rounding, and the device's peak stays in the budget.
 TEST(OpenclTrain, ADeviceBudgetSplitsTheBatchAndHoldsThePeak) {
   SKIP_WITHOUT_OPENCL();
   const DeviceInfo& info = first_device()->info();
   const DeviceChoice choice{true, info.platform_index, info.device_index};
   DeviceOptions limited;
   limited.test_capabilities = false;
-  {
-    auto measured = Device::open(choice, limited);
-    ASSERT_TRUE(measured.ok()) << measured.status().message();
-    TrainOptions options = options_on(measured.value().get(), 1);
-    options.batch = 64;
-    auto model = build_model(7, kMlpCfg);
-    ThreadPool pool(1);
-    Trainer trainer(*model, pool, options);
-    ASSERT_TRUE(trainer.prepare().ok());
-    limited.memory_budget_bytes = measured.value()->memory().current_bytes();
-  }
+  limited.memory_budget_bytes = budget_of_batch(choice, limited, 64);
   auto device = Device::open(choice, limited);
   ASSERT_TRUE(device.ok()) << device.status().message();
   TrainOptions options = options_on(device.value().get(), 1);
   options.batch = 128;
   DeviceRun split = train(options);
-  EXPECT_LT(split.micro_batch, 128);
-  EXPECT_GT(split.micro_batch, 0);
+  EXPECT_EQ(split.micro_batch, 64) << "the largest micro-batch the budget holds: the one it was measured at";
   EXPECT_LE(device.value()->memory().peak_bytes(), limited.memory_budget_bytes);
   TrainOptions whole = options_on(first_device(), 1);
   whole.batch = 128;
   DeviceRun unsplit = train(whole);
   EXPECT_LT(weight_distance(*split.model, *unsplit.model), 1e-3);
+}
+
+// One plan for host and device: made from the host's data and the device's budget together (after
+// the trainer placed the params there), it holds the micro-batch the device allows, the host's
+// training bytes at it and the device's bytes to the byte; the trainer runs it as given.
+TEST(OpenclTrain, OnePlanForHostAndDevice) {
+  SKIP_WITHOUT_OPENCL();
+  const DeviceInfo& info = first_device()->info();
+  const DeviceChoice choice{true, info.platform_index, info.device_index};
+  DeviceOptions limited;
+  limited.test_capabilities = false;
+  limited.memory_budget_bytes = budget_of_batch(choice, limited, 48);
+  auto device = Device::open(choice, limited);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  TrainOptions options = options_on(device.value().get(), 1);
+  options.batch = 128;
+  auto model = build_model(7, kMlpCfg);
+  ThreadPool pool(1);
+  Trainer trainer(*model, pool, options);
+  ASSERT_TRUE(trainer.place().ok());
+  const DeviceNeed need = trainer.device_need();
+  EXPECT_EQ(need.budget, limited.memory_budget_bytes);
+  const RunData run{&data().train, nullptr, &data().test};
+  auto planned = plan_memory(*model, options, run, 0, StreamChoice::never, &need);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  const MemoryPlan plan = planned.value();
+  EXPECT_EQ(plan.micro_batch, 48);
+  EXPECT_EQ(plan.device_lowered_from, 128);
+  EXPECT_EQ(plan.accumulation_steps, 3);
+  EXPECT_EQ(plan.training, Trainer::prepared_bytes(*model, options, 48));
+  EXPECT_EQ(plan.device_budget, limited.memory_budget_bytes);
+  ASSERT_TRUE(trainer.prepare(plan).ok());
+  EXPECT_EQ(trainer.micro_batch(), 48);
+  EXPECT_EQ(trainer.plan()->micro_batch, 48);
+  EXPECT_EQ(device.value()->memory().current_bytes(), plan.device_placed + plan.device_buffers);
+  EXPECT_TRUE(trainer.fit(data().train, nullptr).ok());
+  EXPECT_LE(device.value()->memory().peak_bytes(), limited.memory_budget_bytes);
 }
 
 TEST(OpenclTrain, ABudgetTooSmallForOneSampleSaysWhatItNeeds) {

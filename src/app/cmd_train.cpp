@@ -295,27 +295,9 @@ Status load_train_data(TrainRun& run) {
   return Status();
 }
 
-// plan: micro-batches and streaming within the budget; the data read in when it may be.
-Status plan_run_memory(TrainRun& run) {
-  TrainOptions& options = run.options;
-  const RunData data{&run.train, &run.validation, &run.split.test};
-  RG_ASSIGN(run.plan, plan_memory(*run.model, options, data, run.budget, run.stream));
-  if (!run.budget_given) {
-    RG_TRY(check_plan_fits(*run.model, options, data, run.stream, run.plan, run.available));
-  }
-  host_memory().set_budget(run.budget);
-  if (!run.plan.stream) {  // read streamed samples in (a budget that allows it), the labels shared
-    for (Dataset* d : {&run.train, &run.validation, &run.split.test}) {
-      RG_ASSIGN(*d, d->in_memory_copy());
-    }
-  }
-  options.micro_batch = run.plan.micro_batch;
-  options.read_ahead = run.plan.stream;
-  return Status();
-}
-
-// build: the trainer, prepared, resumed, and the int8-qat starting state kept when it is now.
-Status start_trainer_for(TrainRun& run) {
+// build: the trainer; on a device, the model's params, gradients and optimizer state placed
+// there already, so that the plan sees what is left of the device's budget.
+Status make_trainer(TrainRun& run) {
   TrainOptions& options = run.options;
   run.pool = std::make_unique<ThreadPool>(run.thread_count);
   options.log = stdout;
@@ -329,8 +311,39 @@ Status start_trainer_for(TrainRun& run) {
     };
   }
   run.trainer = std::make_unique<Trainer>(*run.model, *run.pool, options);
+  if (run.train_device) RG_TRY(run.trainer->place());
+  return Status();
+}
+
+// plan: the run's one plan, host and device together (micro-batches and streaming within the
+// budgets); the host budget given to the counted allocator; the data read in when it may be.
+Status plan_run_memory(TrainRun& run) {
+  TrainOptions& options = run.options;
+  const RunData data{&run.train, &run.validation, &run.split.test};
+  const DeviceNeed device = run.train_device ? run.trainer->device_need() : DeviceNeed{};
+  RG_ASSIGN(run.plan,
+            plan_memory(*run.model, options, data, run.budget, run.stream, run.train_device ? &device : nullptr));
+  if (!run.budget_given) {
+    RG_TRY(check_plan_fits(*run.model, options, data, run.stream, run.plan, run.available));
+  }
+  enforce_host_budget(run.plan);
+  if (!run.plan.stream) {  // read streamed samples in (a budget that allows it), the labels shared
+    for (Dataset* d : {&run.train, &run.validation, &run.split.test}) {
+      RG_ASSIGN(*d, d->in_memory_copy());
+    }
+  }
+  // The precision table's other runs (--precision: Trainer::prepare() without a plan, not
+  // planned themselves) train in the plan's micro-batches, as this one.
+  options.micro_batch = run.plan.micro_batch;
+  options.read_ahead = run.plan.stream;
+  return Status();
+}
+
+// build: the trainer prepared for the plan, resumed, and the int8-qat starting state kept when it is now.
+Status start_trainer_for(TrainRun& run) {
+  const TrainOptions& options = run.options;
   Trainer& trainer = *run.trainer;
-  RG_TRY(trainer.prepare());
+  RG_TRY(trainer.prepare(run.plan));
   if (run.resuming) {
     RG_TRY(trainer.resume_from(run.resumed, run.resume_path));
     run.resumed.tensors.clear();  // restored: the plan counted them until here (MemoryPlan::checkpoint)
@@ -559,6 +572,7 @@ Status build_plan_run_report(TrainRun& run) {
   RG_TRY(read_run_options(run));
   RG_TRY(build_train_model(run));
   RG_TRY(load_train_data(run));
+  RG_TRY(make_trainer(run));
   RG_TRY(plan_run_memory(run));
   RG_TRY(start_trainer_for(run));
   const CpuInfo cpu = detect_cpu();

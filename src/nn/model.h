@@ -94,7 +94,9 @@ class Model {
   // layer's dx, which backward never computes.
   int64_t forward_flops_per_sample() const;
   int64_t train_flops_per_sample() const;
-  // What reserve(batch) allocates, in bytes, in the storage this model has now (model_memory.cpp).
+  // What reserve(batch) allocates, in bytes, in the storage this model has now (model_memory.cpp);
+  // reserved_bytes_in: in `storage` (f32 or f16), whatever the model's is: what the memory
+  // planner asks, so that planning changes nothing.
   struct ReservedBytes {
     int64_t activations = 0;  // every layer's output [batch, shape], kept for backward
     int64_t layer_state = 0;  // what layers keep of their own (a recurrent layer's steps)
@@ -105,7 +107,8 @@ class Model {
     int64_t workspace = 0;    // the layers' shared scratch (im2col panels)
     int64_t total() const { return activations + layer_state + gradients + chunks + workspace; }
   };
-  ReservedBytes reserved_bytes(int64_t batch) const;
+  ReservedBytes reserved_bytes(int64_t batch) const { return reserved_bytes_in(storage_, batch); }
+  ReservedBytes reserved_bytes_in(DType storage, int64_t batch) const;
   // Bytes of the parameters and their gradients (allocated by init()).
   int64_t param_bytes() const;
   // Per layer, the bytes one sample costs in training: the output kept for backward and the
@@ -144,10 +147,14 @@ class Model {
   ValuesHook values_hook_;
   // f16 storage (model_f16.cpp): acts_ but the last and grad_a_/grad_b_ are f16.
   DType storage_ = DType::f32;  // f32 means: the model's own dtype (f64 in gradient checks)
-  DType stored_dtype() const { return storage_ == DType::f16 ? DType::f16 : dtype_; }
+  DType stored_dtype() const { return stored_dtype_in(storage_); }
+  DType stored_dtype_in(DType storage) const { return storage == DType::f16 ? DType::f16 : dtype_; }
   // The dtype layer i's output and its gradient are kept in: the storage's, but the last
   // layer's (the loss reads and writes it in the model's dtype).
-  DType kept_dtype(size_t i) const { return i + 1 == layers_.size() ? dtype_ : stored_dtype(); }
+  DType kept_dtype(size_t i) const { return kept_dtype_in(storage_, i); }
+  DType kept_dtype_in(DType storage, size_t i) const {
+    return i + 1 == layers_.size() ? dtype_ : stored_dtype_in(storage);
+  }
   Tensor output_grad_;                              // f32 [batch, output...] (a chain's; a graph's is grads_.back())
   Tensor chunk_x_, chunk_y_, chunk_dy_, chunk_dx_;  // f32 rows of one layer's x, y, dy, dx (every input's, one after another)
   // Values a sample of every input of layer i (the one before it in a chain).
@@ -186,7 +193,7 @@ class Model {
   Result<Shape> configure_layer(size_t i, const CfgSection& section);
   Tensor graph_input(size_t i, size_t k) const;
   Status reserve_graph_grads(int64_t batch);
-  int64_t graph_gradient_bytes(int64_t batch) const;
+  int64_t graph_gradient_bytes(DType storage, int64_t batch) const;
   Tensor forward_graph(const Tensor& x, const LayerContext& ctx);
   void backward_graph(const LayerContext& ctx, const Tensor& input_grad);
   // d(loss)/d(layer i's output) [batch_, shapes_[i]...] as the f16 and graph passes keep it: a

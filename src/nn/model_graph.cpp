@@ -124,13 +124,13 @@ int64_t Model::input_values(size_t i) const {
 // One buffer per output, in the dtype the output is kept in (f16 storage: f16 but the last,
 // as a chain's gradients between layers), and in f32 storage a scratch where a layer's dx waits
 // to be added; on f16 storage the sums are made in the f32 chunk buffers instead.
-int64_t Model::graph_gradient_bytes(int64_t batch) const {
+int64_t Model::graph_gradient_bytes(DType storage, int64_t batch) const {
   int64_t bytes = 0, largest = input_.numel();
   for (size_t i = 0; i < layers_.size(); ++i) {
-    bytes += shapes_[i].numel() * batch * static_cast<int64_t>(dtype_size(kept_dtype(i)));
+    bytes += shapes_[i].numel() * batch * static_cast<int64_t>(dtype_size(kept_dtype_in(storage, i)));
     largest = std::max(largest, shapes_[i].numel());
   }
-  if (storage_ != DType::f16) bytes += largest * batch * static_cast<int64_t>(dtype_size(dtype_));
+  if (storage != DType::f16) bytes += largest * batch * static_cast<int64_t>(dtype_size(dtype_));
   return bytes;
 }
 

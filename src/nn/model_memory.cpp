@@ -19,19 +19,20 @@ int64_t Model::chunk_elements(const LayerContext& ctx, int64_t batch) const {
   return elements;
 }
 
-Model::ReservedBytes Model::reserved_bytes(int64_t batch) const {
+Model::ReservedBytes Model::reserved_bytes_in(DType storage, int64_t batch) const {
   ReservedBytes r;
   int64_t largest = input_.numel(), scratch = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    r.activations += bytes_of(shapes_[i].numel() * batch, kept_dtype(i));
+    r.activations += bytes_of(shapes_[i].numel() * batch, kept_dtype_in(storage, i));
     r.layer_state += bytes_of(layers_[i]->state_elements_per_sample() * batch, dtype_);
     scratch = std::max(scratch, layers_[i]->workspace_elements(batch));
     largest = std::max(largest, shapes_[i].numel());
   }
   // A graph model: a buffer per output (and a scratch in f32; model_graph.cpp); a chain: two
   // ping-pong, and on f16 storage the loss's f32 gradient.
-  r.gradients = is_graph() ? graph_gradient_bytes(batch) : 2 * bytes_of(batch * largest, stored_dtype());
-  if (storage_ == DType::f16) {
+  r.gradients = is_graph() ? graph_gradient_bytes(storage, batch)
+                            : 2 * bytes_of(batch * largest, stored_dtype_in(storage));
+  if (storage == DType::f16) {
     LayerContext training;  // the largest chunks: training, when BatchNorm needs the whole batch
     training.training = true;
     if (!is_graph()) r.gradients += bytes_of(shapes_.back().numel() * batch, DType::f32);

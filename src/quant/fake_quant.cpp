@@ -11,6 +11,14 @@
 
 namespace rg {
 
+namespace {
+// A weight the export quantizes (a GEMM layer's ".weight"): QAT keeps its f32 master.
+bool has_master(const Layer& layer, const Param& p) {
+  return layer_kind_of(layer).int8 == Int8Role::gemm && p.name.size() > 7 &&
+         p.name.compare(p.name.size() - 7, 7, ".weight") == 0;
+}
+}  // namespace
+
 FakeQuantizer::FakeQuantizer(Model& model, double averaging) : averaging_(averaging) {
   const auto& layers = model.layers();
   const size_t points = layers.size() + 1;
@@ -29,10 +37,17 @@ FakeQuantizer::FakeQuantizer(Model& model, double averaging) : averaging_(averag
       rounded_[i + 1] = false;
       tracked_[i + 1] = true;
     }
-    if (layer_kind_of(*layers[i]).int8 != Int8Role::gemm) continue;  // weights the export quantizes
     for (Param* p : layers[i]->params())
-      if (p->name.size() > 7 && p->name.compare(p->name.size() - 7, 7, ".weight") == 0) weights_.push_back(p);
+      if (has_master(*layers[i], *p)) weights_.push_back(p);
   }
+}
+
+int64_t FakeQuantizer::master_bytes_of(const Model& model) {
+  int64_t bytes = 0;
+  for (const auto& layer : model.layers())
+    for (const Param* p : layer->params())
+      if (has_master(*layer, *p)) bytes += static_cast<int64_t>(p->value.bytes());
+  return bytes;
 }
 
 void FakeQuantizer::on_values(size_t point, const Tensor& values, const LayerContext& ctx) {

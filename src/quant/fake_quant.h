@@ -42,8 +42,10 @@ class FakeQuantizer {
   void on_values(size_t point, const Tensor& values, const LayerContext& ctx);
   // Allocates the copies of the masters (once, after the model's init).
   Status reserve();
-  // Bytes reserve() allocates.
+  // Bytes reserve() allocates; master_bytes_of: the same of a quantizer of `model`, made
+  // without one (the memory planner's figure).
   int64_t master_bytes() const;
+  static int64_t master_bytes_of(const Model& model);
   // Before a forward: conv/dense weights onto their grid, the masters kept aside.
   void quantize_weights();
   // After backward: the masters back (their gradients stay, computed at the grid values).

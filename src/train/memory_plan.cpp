@@ -1,4 +1,5 @@
-// plan_memory: a search over micro-batch sizes for each way of holding the data.
+// plan_memory: a search over micro-batch sizes for each way of holding the data, then the
+// device's budget; the run's one plan, computed from the bytes each part will ask for.
 #include "train/memory_plan.h"
 
 #include <algorithm>
@@ -44,9 +45,20 @@ int64_t checkpoint_bytes_of(const Model& model, const TrainOptions& options) {
   return options.checkpoint_path.empty() ? 0 : checkpoint_tensor_bytes(model, options.optimizer);
 }
 
+// The largest count of rows in [1, rows] that fits, 0 when not even one does. The bytes grow
+// with the rows, so a binary search finds it.
+int64_t largest_fitting(int64_t rows, const std::function<bool(int64_t)>& fits) {
+  int64_t lo = 0, hi = rows;  // fits(lo) or lo == 0; the answer is in [lo, hi]
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
 // The plan with the data held one way, at the largest micro-batch within the budget (the whole
 // batch when there is none); micro_batch 0 when not even one sample fits.
-MemoryPlan plan_with(Model& model, TrainOptions options, const RunData& datasets, int64_t budget, bool stream) {
+MemoryPlan plan_with(const Model& model, TrainOptions options, const RunData& datasets, int64_t budget, bool stream) {
   options.read_ahead = stream;
   MemoryPlan plan;
   plan.budget = budget;
@@ -59,11 +71,7 @@ MemoryPlan plan_with(Model& model, TrainOptions options, const RunData& datasets
     return budget == 0 || plan.predicted_peak() + Trainer::prepared_bytes(model, options, rows) <= budget;
   };
   const int64_t rows = max_rows(options.batch, datasets);
-  int64_t lo = 0, hi = rows;  // fits(lo) or lo == 0; the answer is in [lo, hi]
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (fits(mid)) lo = mid; else hi = mid - 1;
-  }
+  const int64_t lo = largest_fitting(rows, fits);
   if (lo == 0) return plan;
   // As many steps as the largest fitting micro-batch needs for the rows a batch can fill,
   // shared out evenly.
@@ -73,10 +81,39 @@ MemoryPlan plan_with(Model& model, TrainOptions options, const RunData& datasets
   return plan;
 }
 
+// The device's side of `plan`: its micro-batch lowered to the largest the device's budget holds
+// beside what is placed there (device_lowered_from saying from what; the batch's `rows` then
+// run in as many micro-batches as that takes), the host's training bytes at it, and the
+// device's figures. The error when not one sample fits names the device and --device-mem.
+Status fit_device(const Model& model, TrainOptions options, const DeviceNeed& device, int64_t rows, MemoryPlan* plan) {
+  options.read_ahead = plan->stream;
+  plan->device_budget = device.budget;
+  plan->device_placed = device.placed;
+  if (device.budget > 0) {
+    const int64_t free_bytes = device.budget - device.placed;
+    const int64_t fit =
+        largest_fitting(plan->micro_batch, [&](int64_t r) { return device.buffer_bytes(r) <= free_bytes; });
+    if (fit == 0) {
+      return Status::error(device.label + ": one sample needs " + format_bytes(device.buffer_bytes(1)) +
+                           " of device memory beside the " + format_bytes(device.placed) +
+                           " of params, gradients and optimizer state, and the budget (--device-mem) is " +
+                           format_bytes(device.budget));
+    }
+    if (fit < plan->micro_batch) {
+      plan->device_lowered_from = plan->micro_batch;
+      plan->micro_batch = fit;
+      plan->accumulation_steps = (rows + fit - 1) / fit;
+      plan->training = Trainer::prepared_bytes(model, options, fit);
+    }
+  }
+  plan->device_buffers = device.buffer_bytes(plan->micro_batch);
+  return Status();
+}
+
 }  // namespace
 
-Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const RunData& datasets, int64_t budget,
-                               StreamChoice stream) {
+Result<MemoryPlan> plan_memory(const Model& model, const TrainOptions& options, const RunData& datasets, int64_t budget,
+                               StreamChoice stream, const DeviceNeed* device) {
   bool streamable = true;
   for (const Dataset* d : all_of(datasets)) streamable = streamable && !d->in_memory();
   if (stream == StreamChoice::always && !streamable) {
@@ -112,7 +149,29 @@ Result<MemoryPlan> plan_memory(Model& model, const TrainOptions& options, const 
                          (checkpoint > 0 ? ", the checkpoint while it is loaded " + format_bytes(checkpoint) : "") + ")");
   }
   best.unplanned_peak = unplanned;
+  if (device != nullptr) RG_TRY(fit_device(model, options, *device, max_rows(options.batch, datasets), &best));
   return best;
+}
+
+Result<MemoryPlan> plan_as_asked(const Model& model, const TrainOptions& options, const DeviceNeed* device) {
+  MemoryPlan plan;
+  plan.batch = std::max<int64_t>(options.batch, 1);
+  plan.micro_batch = options.micro_batch > 0 ? std::min(options.micro_batch, plan.batch) : plan.batch;
+  plan.accumulation_steps = (plan.batch + plan.micro_batch - 1) / plan.micro_batch;
+  plan.stream = options.read_ahead;
+  plan.params = model.param_bytes();
+  plan.checkpoint = checkpoint_bytes_of(model, options);
+  plan.training = Trainer::prepared_bytes(model, options, plan.micro_batch);
+  plan.unplanned_peak = plan.params + plan.checkpoint + Trainer::prepared_bytes(model, options, plan.batch);
+  if (device != nullptr) RG_TRY(fit_device(model, options, *device, plan.batch, &plan));
+  return plan;
+}
+
+void enforce_host_budget(const MemoryPlan& plan) {
+  // The allocator stays the process's: every Tensor's bytes are counted in host_memory(), from
+  // every floor, and passing an account down to each would change every allocation for no
+  // figure. Its budget is the plan's, set here alone.
+  host_memory().set_budget(plan.budget);
 }
 
 int64_t max_rows(int64_t batch, const RunData& data) {
@@ -127,7 +186,7 @@ int64_t checkpoint_tensor_bytes(const Model& model, const OptimizerConfig& optim
   return values * static_cast<int64_t>(sizeof(float)) + Optimizer::state_bytes(optimizer, model.param_count());
 }
 
-Status check_plan_fits(Model& model, const TrainOptions& options, const RunData& data, StreamChoice stream,
+Status check_plan_fits(const Model& model, const TrainOptions& options, const RunData& data, StreamChoice stream,
                        const MemoryPlan& plan, const AvailableMemory& available) {
   if (available.bytes <= 0 || plan.predicted_peak() <= available.bytes) return Status();
   const std::string over = "this run's predicted peak, " + format_bytes(plan.predicted_peak()) + ", is more than the " +

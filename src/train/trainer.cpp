@@ -10,6 +10,7 @@
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
 #include "report/progress.h"
+#include "train/memory_plan.h"
 
 namespace rg {
 
@@ -105,7 +106,8 @@ LayerContext Trainer::context(bool training) const {
   return ctx;
 }
 
-Status Trainer::prepare() {
+Status Trainer::place() {
+  if (placed_) return Status();
   if (options_.device != nullptr && options_.precision != TrainPrecision::fp32 &&
       options_.precision != TrainPrecision::fp16) {
     return Status::error(std::string("training on an OpenCL device runs in fp32 or fp16 only (for now); ") +
@@ -127,21 +129,37 @@ Status Trainer::prepare() {
   if (ranks() > 1) {
     RG_ASSIGN(flat_grads_, Tensor::zeros(Shape{model_.param_count()}, DType::f32, "the gradients summed over the ranks"));
   }
+  if (options_.device != nullptr) RG_TRY(place_on_device());
+  placed_ = true;
+  return Status();
+}
+
+Status Trainer::prepare() {
+  RG_TRY(place());
+  const DeviceNeed device = options_.device != nullptr ? device_need() : DeviceNeed{};
+  RG_ASSIGN(const MemoryPlan plan, plan_as_asked(model_, options_, options_.device != nullptr ? &device : nullptr));
+  return prepare(plan);
+}
+
+Status Trainer::prepare(const MemoryPlan& plan) {
+  RG_TRY(place());
+  plan_ = std::make_unique<const MemoryPlan>(plan);
+  micro_batch_ = plan.micro_batch;
   if (options_.device != nullptr) {
-    RG_TRY(prepare_device());  // the device's budget may lower the micro-batch
+    RG_TRY(reserve_on_device());
   } else {
-    RG_TRY(model_.reserve(micro_batch()));
+    RG_TRY(model_.reserve(micro_batch_));
   }
-  const int64_t rows = micro_batch();
+  const int64_t rows = micro_batch_;
   const Shape& in = model_.input_shape();
-  RG_ASSIGN(batches_, BatchPrefetcher::create(in, rows, options_.read_ahead));
+  RG_ASSIGN(batches_, BatchPrefetcher::create(in, rows, plan.stream));
   if (model_.target() == TargetKind::onehot) {
     RG_ASSIGN(onehot_, Tensor::zeros(model_.output_shape().batched(rows), DType::f32, "one-hot targets"));
   }
   return Status();
 }
 
-int64_t Trainer::prepared_bytes(Model& model, const TrainOptions& options, int64_t rows) {
+int64_t Trainer::prepared_bytes(const Model& model, const TrainOptions& options, int64_t rows) {
   int64_t bytes = Optimizer::state_bytes(options.optimizer, model.param_count());
   if (options.comm != nullptr && options.comm->size() > 1) bytes += model.param_count() * static_cast<int64_t>(sizeof(float));
   const int64_t output_bytes = model.output_shape().numel() * rows * static_cast<int64_t>(sizeof(float));
@@ -158,9 +176,9 @@ int64_t Trainer::prepared_bytes(Model& model, const TrainOptions& options, int64
     }
     return model.target() == TargetKind::onehot ? bytes + output_bytes : bytes;
   }
-  if (options.precision == TrainPrecision::int8_qat) bytes += FakeQuantizer(model).master_bytes();
-  RG_CHECK(model.set_storage(storage_for(options.precision)).ok(), "a model computing in f32 takes f16 storage");
-  bytes += model.reserved_bytes(rows).total() + BatchPrefetcher::buffer_bytes(model.input_shape(), rows, options.read_ahead);
+  if (options.precision == TrainPrecision::int8_qat) bytes += FakeQuantizer::master_bytes_of(model);
+  bytes += model.reserved_bytes_in(storage_for(options.precision), rows).total() +
+           BatchPrefetcher::buffer_bytes(model.input_shape(), rows, options.read_ahead);
   if (model.target() == TargetKind::onehot) bytes += model.output_shape().numel() * rows * static_cast<int64_t>(sizeof(float));
   return bytes;
 }

@@ -31,6 +31,9 @@ struct TransferCounts;
 
 namespace rg {
 
+struct MemoryPlan;  // train/memory_plan.h
+struct DeviceNeed;
+
 // The Rng stream of epoch e's sample order is kEpochShuffleStream + e (the GAN trainer's too).
 constexpr uint64_t kEpochShuffleStream = 2000;
 
@@ -55,7 +58,8 @@ struct TrainOptions {
   // Rows of one forward and backward: a step of `batch` samples runs as micro-batches of this
   // many, their gradients accumulated before the one update (0: the whole batch at once). Equal
   // to the whole batch but for float rounding, except through BatchNorm, whose statistics are
-  // each micro-batch's (docs/memory.md).
+  // each micro-batch's (docs/memory.md). What prepare() without a plan asks for; a planned run
+  // takes the plan's (MemoryPlan::micro_batch).
   int64_t micro_batch = 0;
   uint64_t seed = 1;
   TrainPrecision precision = TrainPrecision::fp32;
@@ -71,7 +75,8 @@ struct TrainOptions {
   FILE* log = stdout;
   bool live_progress = false;   // redraw the progress line in place
   bool read_ahead = false;      // gather the next micro-batch on a thread of its own while this one
-                                // trains (for data read from disk or generated: not in memory)
+                                // trains (for data read from disk or generated: not in memory);
+                                // as micro_batch, a planned run takes the plan's (MemoryPlan::stream)
   // Called after each epoch (and its checkpoint) with the epochs done; an error stops training.
   std::function<Status(int64_t epochs_done)> after_epoch;
   // An OpenCL device to train on (fp32; trainer_device.cpp), or null: the CPU. The model's
@@ -118,11 +123,24 @@ class Trainer {
   Trainer(Model& model, ThreadPool& pool, const TrainOptions& options);
   ~Trainer();  // takes its hook off the model
 
-  // Allocates optimizer state and batch buffers.
+  // What does not depend on the micro-batch: the model's storage for the precision, the
+  // optimizer's state (QAT's masters, the gradients summed over the ranks) and, on a device,
+  // the device model and its optimizer state. prepare() calls it when it was not called.
+  Status place();
+  // On a device, after place(): what the memory planner needs of it (the lambda reads this
+  // trainer's device model: use it while the trainer lives).
+  DeviceNeed device_need() const;
+  // Allocates the buffers of the plan's micro-batch, its data read as the plan says; the plan is
+  // kept as it is (plan()). The one exception to its micro-batch: a device whose driver refuses
+  // the planned buffers below the budget gets them once more at half (reported).
+  Status prepare(const MemoryPlan& plan);
+  // prepare() of the plan these options ask for (plan_as_asked: no host budget; a device's may
+  // lower the micro-batch).
   Status prepare();
   // The bytes prepare() allocates for `model` trained with `options` in micro-batches of `rows`
-  // (after the model's init; sets the model's storage for the precision, as prepare() does).
-  static int64_t prepared_bytes(Model& model, const TrainOptions& options, int64_t rows);
+  // (after the model's init), with the storage the precision takes, whatever the model's now:
+  // it reads the model's shapes and changes nothing.
+  static int64_t prepared_bytes(const Model& model, const TrainOptions& options, int64_t rows);
   // Continues from a checkpoint read with read_checkpoint (after prepare()).
   Status resume_from(const Checkpoint& checkpoint, const std::string& path);
   // This run's state now (weights, buffers, optimizer state, epochs done), held in memory.
@@ -148,8 +166,10 @@ class Trainer {
   const LossScaler& loss_scaler() const { return loss_scaler_; }
   // int8_qat: the fake quantizer whose ranges the int8 export takes (null otherwise).
   const FakeQuantizer* fake_quantizer() const { return fake_quant_.get(); }
-  // Rows of one forward and backward (the micro-batch; a device's budget may lower it in prepare()).
-  int64_t micro_batch() const { return options_.micro_batch > 0 ? std::min(options_.micro_batch, options_.batch) : options_.batch; }
+  // Rows of one forward and backward: the plan's micro-batch (after prepare()).
+  int64_t micro_batch() const { return micro_batch_; }
+  // The plan prepare() was given (or made), null before.
+  const MemoryPlan* plan() const { return plan_.get(); }
   const TrainOptions& options() const { return options_; }
   // The device model when training on OpenCL (null on the CPU).
   ocl::ClModel* device_model() const { return cl_model_.get(); }
@@ -187,14 +207,19 @@ class Trainer {
   int64_t epochs_done_ = 0;
   double train_seconds_ = 0;
   int64_t samples_trained_ = 0;
+  bool placed_ = false;                     // place() done
+  std::unique_ptr<const MemoryPlan> plan_;  // prepare()'s, never changed
+  int64_t micro_batch_ = 0;                 // the plan's (a device's driver may have halved it)
 
   // On an OpenCL device (trainer_device.cpp).
   std::unique_ptr<ocl::ClModel> cl_model_;
   std::unique_ptr<ocl::ClOptimizer> cl_optimizer_;
   Tensor host_output_;  // [micro_batch, output...]: the output read back (loss on the host, evaluation)
-  // The device model, its buffers for the micro-batch (halved once when they do not fit) and
-  // the optimizer's device state.
-  Status prepare_device();
+  // place() on the device: the device model (in the precision's storage) and the optimizer's
+  // device state. reserve_on_device: its buffers for the plan's micro-batch (halved once when
+  // the driver refuses them), setting micro_batch_.
+  Status place_on_device();
+  Status reserve_on_device();
   // The losses and hits of the micro-batches collected so far, and how many rows they cover.
   struct LossTally {
     double loss_sum = 0;

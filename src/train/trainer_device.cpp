@@ -8,25 +8,12 @@
 #include "opencl/gemm_tuning.h"
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
+#include "train/memory_plan.h"
 #include "train/trainer.h"
 
 namespace rg {
 
-namespace {
-// The largest micro-batch of at most `rows` whose device buffers fit in `free_bytes` (0: not
-// even one sample); the bytes grow with the rows, so a binary search finds it.
-int64_t fitting_rows(const ocl::ClModel& model, int64_t rows, int64_t free_bytes) {
-  if (model.reserved_bytes(rows).total() <= free_bytes) return rows;
-  int64_t fits = 0, fails = rows;
-  while (fails - fits > 1) {
-    const int64_t mid = fits + (fails - fits) / 2;
-    (model.reserved_bytes(mid).total() <= free_bytes ? fits : fails) = mid;
-  }
-  return fits;
-}
-}  // namespace
-
-Status Trainer::prepare_device() {
+Status Trainer::place_on_device() {
   ocl::Device& device = *options_.device;
   if (!options_.loss_on_host && !device.info().has_extension("cl_khr_fp64")) {
     options_.loss_on_host = true;
@@ -42,35 +29,34 @@ Status Trainer::prepare_device() {
   auto optimizer = ocl::ClOptimizer::create(device, optimizer_, cl_model_->params());
   if (!optimizer.ok()) return optimizer.status().with_context(placing);
   cl_optimizer_ = std::make_unique<ocl::ClOptimizer>(optimizer.take());
-
   if (options_.precision == TrainPrecision::fp16) RG_TRY(cl_model_->set_storage(DType::f16));
-  // The micro-batch the device's budget holds, planned from the bytes reserve() will ask for.
-  const MemoryAccount& memory = device.memory();
-  int64_t rows = micro_batch();
-  if (memory.budget_bytes() > 0) {
-    const int64_t free_bytes = memory.budget_bytes() - memory.current_bytes();
-    const int64_t fit = fitting_rows(*cl_model_, rows, free_bytes);
-    if (fit == 0) {
-      return Status::error(device.label() + ": one sample needs " + format_bytes(cl_model_->reserved_bytes(1).total()) +
-                           " of device memory beside the " + format_bytes(memory.current_bytes()) +
-                           " of params, gradients and optimizer state, and the budget (--device-mem) is " +
-                           format_bytes(memory.budget_bytes()));
-    }
-    if (fit < rows) {
-      std::fprintf(options_.log, "device:    micro-batches of %" PRId64 " (of %" PRId64 ") to fit the %s device budget\n",
-                   fit, rows, format_bytes(memory.budget_bytes()).c_str());
-      rows = fit;
-    }
+  return Status();
+}
+
+DeviceNeed Trainer::device_need() const {
+  RG_CHECK(cl_model_ != nullptr, "Trainer::device_need before place() on a device");
+  const MemoryAccount& memory = options_.device->memory();
+  const ocl::ClModel* model = cl_model_.get();
+  return DeviceNeed{options_.device->label(), memory.budget_bytes(), memory.current_bytes(),
+                    [model](int64_t rows) { return model->reserved_bytes(rows).total(); }};
+}
+
+Status Trainer::reserve_on_device() {
+  const MemoryPlan& plan = *plan_;
+  if (plan.device_lowered_from > 0) {
+    std::fprintf(options_.log, "device:    micro-batches of %" PRId64 " (of %" PRId64 ") to fit the %s device budget\n",
+                 plan.micro_batch, plan.device_lowered_from, format_bytes(plan.device_budget).c_str());
   }
+  int64_t rows = plan.micro_batch;
   Status reserved = cl_model_->reserve(rows);
-  if (!reserved.ok() && rows > 1) {  // the driver's memory, not our budget, ran out: once, with half
+  if (!reserved.ok() && rows > 1) {  // the driver's memory, not the budget, ran out: once, with half
     std::fprintf(options_.log, "device:    %s\ndevice:    retrying once with micro-batches of %" PRId64 "\n",
                  reserved.message().c_str(), rows / 2);
     rows /= 2;
     reserved = cl_model_->reserve(rows);
   }
   if (!reserved.ok()) return reserved.with_context("reserving the device's buffers for micro-batches of " + std::to_string(rows) + ": ");
-  options_.micro_batch = rows;
+  micro_batch_ = rows;
   const ocl::ClModel::ReservedBytes parts = cl_model_->reserved_bytes(rows);
   std::fprintf(options_.log,
                "device:    buffers for micro-batches of %" PRId64 ": activations %s (%s), gradients %s, layer state %s, "
