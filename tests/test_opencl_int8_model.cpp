@@ -84,6 +84,8 @@ void expect_device_matches(Int8Model& net, const Shape& input, ThreadPool* pool,
     ASSERT_TRUE(cl.value()->reserve(kMaxBatch).ok());
     EXPECT_GT(cl.value()->weight_bytes(), 0);
     EXPECT_GT(cl.value()->buffer_bytes(), 0);
+    EXPECT_EQ(cl.value()->reserved_bytes(kMaxBatch).device, cl.value()->buffer_bytes())
+        << "the executor's reserved_bytes is not what reserve allocated";
     for (int64_t n : kBatches) {
       SCOPED_TRACE("batch " + std::to_string(n));
       const Tensor x = random_tensor(input.batched(n), 100 + static_cast<uint64_t>(n));

@@ -333,7 +333,7 @@ Result<EpochRecord> Trainer::train_epoch(const Dataset& train, const Dataset* va
   Metrics metrics = {{"loss", record.loss}};
   if (classifies) metrics.emplace_back("acc", record.accuracy);
   if (validation != nullptr && validation->size() > 0) {
-    RG_ASSIGN(const EvalResult val, score(*validation, {}));
+    RG_ASSIGN(const EvalResult val, score(*validation, nullptr));
     record.has_validation = true;
     record.val_loss = val.loss;
     record.val_accuracy = val.accuracy;
@@ -444,51 +444,81 @@ Status Trainer::save_after_epoch(int64_t epoch) {
   return Status();
 }
 
-Result<EvalResult> Trainer::evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {
+Result<EvalResult> Trainer::evaluate(const Dataset& data, Executor* runner) {
   RG_TRY(check_labels_for(model_, data));
-  return score(data, forward);
+  return score(data, runner);
 }
 
-Result<EvalResult> Trainer::score(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {
+Executor& Trainer::executor() {
+  if (!executor_ && cl_model_) {
+    executor_ = std::make_unique<ocl::ClModelExecutor>(*cl_model_, context(false), host_output_);
+  } else if (!executor_) {
+    executor_ = std::make_unique<ModelExecutor>(model_, context(false), train_precision_name(options_.precision));
+  }
+  return *executor_;
+}
+
+namespace {
+// A runner of a model other than the trainer's (which sets the targets and the loss): an error.
+Status check_runs_same_model(const Executor& runner, const Model& model) {
+  const Model& ran = runner.model();
+  if (ran.input_shape() == model.input_shape() && ran.output_shape() == model.output_shape() &&
+      ran.loss() == model.loss() && ran.target() == model.target()) {
+    return Status();
+  }
+  return Status::error("scoring: the " + runner.description() + " executor runs a model of " + ran.input_shape().str() +
+                       " -> " + ran.output_shape().str() + " (" + loss_name(ran.loss()) + "), the trainer's is " +
+                       model.input_shape().str() + " -> " + model.output_shape().str() + " (" +
+                       loss_name(model.loss()) + ")");
+}
+
+// The fake quantizer's int8 weights in place for the scope of a score (nothing when null).
+class QuantizedWeights {
+ public:
+  explicit QuantizedWeights(FakeQuantizer* fq) : fq_(fq) {
+    if (fq_) fq_->quantize_weights();
+  }
+  ~QuantizedWeights() {
+    if (fq_) fq_->restore_weights();
+  }
+  QuantizedWeights(const QuantizedWeights&) = delete;
+  QuantizedWeights& operator=(const QuantizedWeights&) = delete;
+
+ private:
+  FakeQuantizer* fq_;
+};
+}  // namespace
+
+Result<EvalResult> Trainer::score(const Dataset& data, Executor* runner) {
   const auto start = std::chrono::steady_clock::now();
-  const LayerContext ctx = context(false);
+  const bool own = runner == nullptr;
+  Executor& ran = own ? executor() : *runner;
+  RG_TRY(check_runs_same_model(ran, model_));
   const int64_t n = data.size();
-  // A data-parallel run scores its share of the samples on each rank and sums (not for
-  // `forward`: another engine on this process alone).
-  const RowRange mine = forward ? RowRange{0, n} : rank_rows(n, rank(), ranks());
+  // A data-parallel run scores its share of the samples on each rank and sums (not for another
+  // runner: an engine on this process alone).
+  const RowRange mine = own ? rank_rows(n, rank(), ranks()) : RowRange{0, n};
   RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{std::max<int64_t>(mine.count, 1)}, DType::i32, "the evaluation order"));
   for (int64_t i = 0; i < mine.count; ++i) order.data<int32_t>()[i] = static_cast<int32_t>(mine.first + i);
   double loss_sum = 0, squared_sum = 0;
   int64_t correct = 0;
   const int64_t rows = micro_batch();
   batches_->start(data, order.data<int32_t>(), mine.count, rows, rows);
-  if (fake_quant_ && !forward) fake_quant_->quantize_weights();
-  for (int64_t begin = 0; begin < mine.count; begin += rows) {
-    Tensor x, labels;
-    auto target = next_batch(&x, &labels);
-    if (!target.ok()) {
-      if (fake_quant_ && !forward) fake_quant_->restore_weights();
-      return target.status();
-    }
-    Tensor out;
-    if (forward) {
-      out = forward(x);
-    } else if (cl_model_) {
-      auto read = device_forward(x);
-      if (!read.ok()) return read.status();
-      out = read.value();
-    } else {
-      out = model_.forward(x, ctx);
-    }
-    loss_sum += compute_loss(model_.loss(), out, target.value(), 1.0, Tensor());
-    if (model_.target() != TargetKind::input) {
-      correct += count_correct(out, labels.data<int32_t>());
-    } else {
-      squared_sum += reconstruction_squared_error(out, target.value(), model_.loss() == LossKind::bce_with_logits);
+  {
+    const QuantizedWeights quantized(own ? fake_quant_.get() : nullptr);
+    for (int64_t begin = 0; begin < mine.count; begin += rows) {
+      Tensor x, labels;
+      RG_ASSIGN(const Tensor target, next_batch(&x, &labels));
+      RG_ASSIGN(const Tensor out, ran.forward(x));
+      loss_sum += compute_loss(model_.loss(), out, target, 1.0, Tensor());
+      if (model_.target() != TargetKind::input) {
+        correct += count_correct(out, labels.data<int32_t>());
+      } else {
+        squared_sum += reconstruction_squared_error(out, target, model_.loss() == LossKind::bce_with_logits);
+      }
     }
   }
-  if (fake_quant_ && !forward) fake_quant_->restore_weights();
-  if (!forward && ranks() > 1) {
+  if (own && ranks() > 1) {
     double sums[3] = {loss_sum, static_cast<double>(correct), squared_sum};
     RG_TRY(options_.comm->sum(sums, 3));
     loss_sum = sums[0];

@@ -15,6 +15,7 @@
 #include "data/batch_prefetch.h"
 #include "data/dataset.h"
 #include "dist/communicator.h"
+#include "nn/executor.h"
 #include "nn/model.h"
 #include "nn/optimizer.h"
 #include "quant/fake_quant.h"
@@ -136,10 +137,16 @@ class Trainer {
   // Trains from epochs_done() to options.epochs; returns one record per epoch run. Refuses, before
   // the first step, data whose labels the model cannot take (check_labels_for).
   Result<std::vector<EpochRecord>> fit(const Dataset& train, const Dataset* validation);
-  // Scores `data` with the model, or with `forward` (x [n, input...] -> the model's output
-  // [n, output...]) when given: another engine running the same model (quant/int8_model.h).
-  // The error: a label the model cannot take (check_labels_for), reading a streamed dataset failed.
-  Result<EvalResult> evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward = {});
+  // Scores `data` through `runner` (another engine running a model of the same cfg: the int8
+  // engine, quant/int8_model.h), or when null through executor(), this trainer's own (a
+  // data-parallel run's ranks each scoring their share). One loop for every executor: the loss,
+  // a classifier's accuracy, an autoencoder's MSE and PSNR.
+  // The error: a label the model cannot take (check_labels_for), a runner of another model,
+  // reading a streamed dataset failed, the runner's forward failed.
+  Result<EvalResult> evaluate(const Dataset& data, Executor* runner = nullptr);
+  // The model as this trainer runs its inference (after prepare()): the CPU model in the
+  // trainer's precision, or the device model. Built on first use.
+  Executor& executor();
 
   int64_t epochs_done() const { return epochs_done_; }
   double train_seconds() const { return train_seconds_; }
@@ -156,7 +163,8 @@ class Trainer {
 
  private:
   // evaluate() of data whose labels are checked already (fit's validation set, every epoch).
-  Result<EvalResult> score(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward);
+  Result<EvalResult> score(const Dataset& data, Executor* runner);
+  std::unique_ptr<Executor> executor_;  // executor()'s
   // The prefetcher's next piece: *x [count, input...] and *labels [count], and the loss target.
   Result<Tensor> next_batch(Tensor* x, Tensor* labels);
   std::map<std::string, std::string> settings() const;
@@ -221,8 +229,6 @@ class Trainer {
   static Status training_stopped(const std::string& what);
   // Loss scaling's unscale of the device's gradients (LossScaler::unscale's rule).
   Result<bool> device_unscale();
-  // The forward of x on the device, read back (evaluation).
-  Result<Tensor> device_forward(const Tensor& x);
   // The device's params and optimizer state into the host model and optimizer, and back.
   Status sync_to_host();
   Status sync_to_device();

@@ -144,15 +144,6 @@ Result<bool> Trainer::device_unscale() {
   return loss_scaler_.after_unscale(non_finite);
 }
 
-Result<Tensor> Trainer::device_forward(const Tensor& x) {
-  const int64_t n = x.shape()[0];
-  RG_TRY(cl_model_->upload(x, Tensor()).status());
-  RG_TRY(cl_model_->forward(context(false)));
-  const Tensor out = host_output_.rows(0, n);
-  RG_TRY(cl_model_->read_output(out));
-  return out;
-}
-
 Status Trainer::sync_to_host() {
   if (!cl_model_) return Status();
   RG_TRY(cl_model_->read_params());
