@@ -507,6 +507,23 @@ TEST(Executor, TheLoopScoresAutoencodersAndRefusesAnotherModel) {
   EXPECT_NE(refused.status().message().find("the trainer's is"), std::string::npos) << refused.status().message();
 }
 
+// A model kept in f16 (activations or weights) is refused by name, not read as f32.
+TEST(Int8Model, RefusesAModelKeptInF16) {
+  ThreadPool pool(1);
+  auto calibration = data().train.first_samples(64);
+  ASSERT_TRUE(calibration.ok());
+  std::unique_ptr<Model> model = trained_model(kCfg, 0);
+  ASSERT_TRUE(model->set_storage(DType::f16).ok());
+  auto refused = Int8Model::quantize(*model, calibration.value(), 64, Int8Options(), &pool);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("keeps f16 activations"), std::string::npos) << refused.status().message();
+  ASSERT_TRUE(model->set_storage(DType::f32).ok());
+  ASSERT_TRUE(model->store_weights_f16().ok());
+  refused = Int8Model::quantize(*model, calibration.value(), 64, Int8Options(), &pool);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("keeps f16 weights"), std::string::npos) << refused.status().message();
+}
+
 // What the int8 engine says reserve(rows) allocates is what it allocates.
 TEST(Executor, Int8ReservedBytesAreWhatReserveAllocates) {
   ThreadPool pool(1);

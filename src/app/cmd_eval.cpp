@@ -97,6 +97,10 @@ Status load_checkpoint_model(EvalRun& run) {
                 train_precision_name(options.precision));
     options.precision = TrainPrecision::fp32;
   }
+  if (args.given("int8") && options.precision == TrainPrecision::fp16) {  // calibration runs the f32 model
+    std::printf("note            trained in fp16; --int8 quantizes the model from its f32 weights and activations\n");
+    options.precision = TrainPrecision::fp32;
+  }
   const std::string stored_model = path + ": the stored model: ";
   auto cfg = parse_cfg(run.checkpoint.cfg_text, run.checkpoint.cfg_name);
   if (!cfg.ok()) return cfg.status().with_context(stored_model);
