@@ -3,7 +3,8 @@
 // (opencl/model/cl_model.h's ClModelExecutor) and the OpenCL int8 engine (ClInt8Model). What
 // scores a model (train/trainer.h's Trainer::evaluate: accuracy, loss, an autoencoder's MSE and
 // PSNR) takes an Executor and never asks which one it is; `eval`, the `precision` rows and the
-// GAN run's judge hand it theirs. Training (backward, step) is not part of it yet: issue 31.
+// GAN run's judge hand it theirs. Training is a StepRunner's (train/step_runner.h): one per
+// executor that trains (the CPU model, the device model), holding its executor for scoring.
 #pragma once
 
 #include <cstdint>
