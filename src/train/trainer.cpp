@@ -417,9 +417,9 @@ Status Trainer::save_after_epoch(int64_t epoch) {
   return Status();
 }
 
-Result<EvalResult> Trainer::evaluate(const Dataset& data, Executor* runner) {
+Result<EvalResult> Trainer::evaluate(const Dataset& data, Executor* engine) {
   RG_TRY(check_labels_for(model_, data));
-  return score(data, runner);
+  return score(data, engine);
 }
 
 StepRunner& Trainer::runner() {
@@ -436,14 +436,14 @@ StepRunner& Trainer::runner() {
 Executor& Trainer::executor() { return runner().executor(); }
 
 namespace {
-// A runner of a model other than the trainer's (which sets the targets and the loss): an error.
-Status check_runs_same_model(const Executor& runner, const Model& model) {
-  const Model& ran = runner.model();
+// An executor of a model other than the trainer's (which sets the targets and the loss): an error.
+Status check_runs_same_model(const Executor& engine, const Model& model) {
+  const Model& ran = engine.model();
   if (ran.input_shape() == model.input_shape() && ran.output_shape() == model.output_shape() &&
       ran.loss() == model.loss() && ran.target() == model.target()) {
     return Status();
   }
-  return Status::error("scoring: the " + runner.description() + " executor runs a model of " + ran.input_shape().str() +
+  return Status::error("scoring: the " + engine.description() + " executor runs a model of " + ran.input_shape().str() +
                        " -> " + ran.output_shape().str() + " (" + loss_name(ran.loss()) + "), the trainer's is " +
                        model.input_shape().str() + " -> " + model.output_shape().str() + " (" +
                        loss_name(model.loss()) + ")");
@@ -451,14 +451,14 @@ Status check_runs_same_model(const Executor& runner, const Model& model) {
 
 }  // namespace
 
-Result<EvalResult> Trainer::score(const Dataset& data, Executor* runner) {
+Result<EvalResult> Trainer::score(const Dataset& data, Executor* engine) {
   const auto start = std::chrono::steady_clock::now();
-  const bool own = runner == nullptr;
-  Executor& ran = own ? executor() : *runner;
+  const bool own = engine == nullptr;
+  Executor& ran = own ? executor() : *engine;
   RG_TRY(check_runs_same_model(ran, model_));
   const int64_t n = data.size();
   // A data-parallel run scores its share of the samples on each rank and sums (not for another
-  // runner: an engine on this process alone).
+  // engine: one on this process alone).
   const RowRange mine = own ? rank_rows(n, rank(), ranks()) : RowRange{0, n};
   RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{std::max<int64_t>(mine.count, 1)}, DType::i32, "the evaluation order"));
   for (int64_t i = 0; i < mine.count; ++i) order.data<int32_t>()[i] = static_cast<int32_t>(mine.first + i);

@@ -138,13 +138,13 @@ class Trainer {
   // Trains from epochs_done() to options.epochs; returns one record per epoch run. Refuses, before
   // the first step, data whose labels the model cannot take (check_labels_for).
   Result<std::vector<EpochRecord>> fit(const Dataset& train, const Dataset* validation);
-  // Scores `data` through `runner` (another engine running a model of the same cfg: the int8
+  // Scores `data` through `engine` (another executor running a model of the same cfg: the int8
   // engine, quant/int8_model.h), or when null through executor(), this trainer's own (a
   // data-parallel run's ranks each scoring their share). One loop for every executor: the loss,
   // a classifier's accuracy, an autoencoder's MSE and PSNR.
-  // The error: a label the model cannot take (check_labels_for), a runner of another model,
-  // reading a streamed dataset failed, the runner's forward failed.
-  Result<EvalResult> evaluate(const Dataset& data, Executor* runner = nullptr);
+  // The error: a label the model cannot take (check_labels_for), an engine of another model,
+  // reading a streamed dataset failed, the engine's forward failed.
+  Result<EvalResult> evaluate(const Dataset& data, Executor* engine = nullptr);
   // The model as this trainer runs its inference (after prepare()): the CPU model in the
   // trainer's precision, or the device model. Built on first use.
   Executor& executor();
@@ -164,7 +164,7 @@ class Trainer {
 
  private:
   // evaluate() of data whose labels are checked already (fit's validation set, every epoch).
-  Result<EvalResult> score(const Dataset& data, Executor* runner);
+  Result<EvalResult> score(const Dataset& data, Executor* engine);
   // What runs each step (step_runner.h): the device's after prepare() placed the model there,
   // else the CPU's; built on first use, holding executor()'s executor.
   StepRunner& runner();
