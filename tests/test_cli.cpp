@@ -697,6 +697,24 @@ TEST(Cli, EvalScoresWhatTheModelIs) {
   EXPECT_FALSE(report.contains("test_accuracy"));
 }
 
+// eval says what ran: an fp16 checkpoint in fp16 (its storage), and with --int8 quantized from
+// the f32 model (calibration reads f32 activations), each named in the report and its JSON.
+TEST(Cli, EvalNamesThePrecisionItRunsIn) {
+  const std::string ckpt = temp_dir() + "/eval_f16.ckpt", json = temp_dir() + "/eval_f16.json";
+  const Outcome trained = run(std::string("train ") + kQuick + " --epochs 1 --train-precision fp16 --checkpoint " + ckpt);
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  const Outcome f16 = run("eval --checkpoint " + ckpt + " --threads 1 --json " + json);
+  ASSERT_EQ(f16.code, 0) << f16.output;
+  EXPECT_NE(f16.output.find("run by          fp16 (f16 activations, f32 math) on the CPU"), std::string::npos)
+      << f16.output;
+  EXPECT_EQ(nlohmann::json::parse(read_all(json)).at("precision"), "fp16");
+  const Outcome int8 = run("eval --checkpoint " + ckpt + " --threads 1 --int8 --json " + json);
+  ASSERT_EQ(int8.code, 0) << int8.output;
+  EXPECT_NE(int8.output.find("--int8 quantizes the model from its f32 weights"), std::string::npos) << int8.output;
+  EXPECT_NE(int8.output.find("run by          int8 ("), std::string::npos) << int8.output;
+  EXPECT_EQ(nlohmann::json::parse(read_all(json)).at("precision"), "int8");
+}
+
 // Issue 30: train's and eval's reports carry what learning nothing scores on the same test
 // samples (data/chance.h), so a figure can be told from chance: the best constant answer's
 // accuracy, answering the training mean's MSE (the GAN's, the untrained generator's score: below).

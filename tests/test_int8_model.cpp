@@ -1,15 +1,20 @@
 // Post-training int8 quantization of whole models: close to the f32 model on a trained
 // network, the same bits on every ISA and thread count (the int8 path is integer arithmetic),
-// and the per-layer policy and fallbacks as the report states them.
+// and the per-layer policy and fallbacks as the report states them. Also every executor on the
+// CPU (nn/executor.h: f32 and f16 storage, f16 weights, int8) scored by the one scoring loop.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <vector>
 
+#include "base/memory.h"
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "cpu/isa.h"
@@ -17,6 +22,8 @@
 #include "nn/model.h"
 #include "ops/qs8_add.h"
 #include "quant/int8_model.h"
+#include "nn/executor.h"
+#include "train/checkpoint.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -374,6 +381,167 @@ TEST(Int8Model, AGraphModelTracksItsF32Model) {
   const OutputAgreement out = compare_outputs(*model, *net, &pool);
   EXPECT_GE(out.agree, 95);
   EXPECT_LT(out.worst, 0.2f * out.range) << "logits differ by " << out.worst << " of " << out.range;
+}
+
+// The test split's figures through `forward` in batches of `rows`, summed as the scoring loop
+// summed them before executors (a forward per runner, compute_loss and count_correct per batch;
+// an autoencoder's squared error through the sigmoid of its logits).
+EvalResult figures_by_hand(const Dataset& test, int64_t rows, const Model& model,
+                           const std::function<Tensor(const Tensor&)>& forward) {
+  const int64_t n = test.size();
+  auto all = test.first_samples(n);
+  EXPECT_TRUE(all.ok());
+  double loss = 0, squared = 0;
+  int64_t correct = 0;
+  for (int64_t b = 0; b < n; b += rows) {
+    const int64_t e = std::min(n, b + rows);
+    const Tensor x = all.value().rows(b, e);
+    const Tensor labels = test.labels.rows(b, e);
+    const Tensor out = forward(x);
+    if (model.target() == TargetKind::input) {
+      const Tensor target = x.reshaped(model.output_shape().batched(e - b));
+      loss += compute_loss(model.loss(), out, target, 1.0, Tensor());
+      double batch_squared = 0;  // a batch's sum, then added: the loop's order of sums
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        const double d = 1.0 / (1.0 + std::exp(-double(out.f32()[i]))) - double(target.f32()[i]);
+        batch_squared += d * d;
+      }
+      squared += batch_squared;
+    } else {
+      loss += compute_loss(model.loss(), out, labels, 1.0, Tensor());
+      correct += count_correct(out, labels.data<int32_t>());
+    }
+  }
+  EvalResult r;
+  r.loss = loss / static_cast<double>(n);
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(n);
+  r.mse = squared / static_cast<double>(n * model.output_shape().numel());
+  return r;
+}
+
+// A model of `checkpoint`'s cfg and values, in f16 storage or with f16 weights when asked.
+std::unique_ptr<Model> restored(const Checkpoint& checkpoint, const char* cfg_text, DType storage, bool f16_weights) {
+  auto cfg = parse_cfg(cfg_text, "executor_test.cfg");
+  EXPECT_TRUE(cfg.ok());
+  std::unique_ptr<Model> model = Model::from_cfg(cfg.value()).take();
+  EXPECT_TRUE(model->init(1).ok());
+  EXPECT_TRUE(restore_checkpoint(checkpoint, "the test's checkpoint", *model, nullptr).ok());
+  EXPECT_TRUE(model->set_storage(storage).ok());
+  if (f16_weights) {
+    EXPECT_TRUE(model->store_weights_f16().ok());
+  }
+  return model;
+}
+
+// The trainer's scoring loop over `runner` gives, bit for bit, what its runner gives called
+// directly (`forward`), and the executor's forward is that runner's.
+void expect_scores_as_runner(Trainer& evaluator, Executor& runner, int64_t rows,
+                             const std::function<Tensor(const Tensor&)>& forward) {
+  SCOPED_TRACE(runner.description());
+  const Dataset& test = data().test;
+  ASSERT_TRUE(runner.reserve(rows).ok());
+  const EvalResult want = figures_by_hand(test, rows, runner.model(), forward);
+  auto got = evaluator.evaluate(test, &runner);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got.value().samples, test.size());
+  EXPECT_EQ(got.value().loss, want.loss);
+  EXPECT_EQ(got.value().accuracy, want.accuracy);
+  if (runner.model().target() == TargetKind::input) {
+    EXPECT_EQ(got.value().mse, want.mse);
+  }
+  auto x = test.first_samples(rows);
+  ASSERT_TRUE(x.ok());
+  auto through = runner.forward(x.value());
+  ASSERT_TRUE(through.ok());
+  const std::vector<float> a(through.value().f32(), through.value().f32() + through.value().numel());
+  const Tensor direct = forward(x.value());
+  ASSERT_EQ(direct.numel(), static_cast<int64_t>(a.size()));
+  EXPECT_EQ(std::memcmp(a.data(), direct.f32(), a.size() * sizeof(float)), 0) << "the executor's forward is not its runner's";
+}
+
+// One checkpoint scored through every executor the CPU has (the f32 model, f16 storage, f16
+// weights, the int8 engine) and the trainer's own: the one loop gives each runner's figures.
+TEST(Executor, EveryCpuExecutorScoresTheCheckpointAsItsRunner) {
+  ThreadPool pool(2);
+  std::unique_ptr<Model> trained = trained_model(kCfg, 1);
+  auto checkpoint = checkpoint_in_memory(*trained, nullptr, {});
+  ASSERT_TRUE(checkpoint.ok());
+  const int64_t rows = 64;
+  TrainOptions options;
+  options.batch = rows;
+  Trainer evaluator(*trained, pool, options);
+  ASSERT_TRUE(evaluator.prepare().ok());
+  const LayerContext ctx{&pool, false};
+  EXPECT_EQ(evaluator.executor().storage(), "fp32");
+  expect_scores_as_runner(evaluator, evaluator.executor(), rows, [&](const Tensor& x) { return trained->forward(x, ctx); });
+  for (const bool f16_weights : {false, true}) {
+    std::unique_ptr<Model> f16 = restored(checkpoint.value(), kCfg, DType::f16, f16_weights);
+    ModelExecutor runner(*f16, ctx);
+    EXPECT_EQ(runner.storage(), "fp16");
+    expect_scores_as_runner(evaluator, runner, rows, [&](const Tensor& x) { return f16->forward(x, ctx); });
+  }
+  std::unique_ptr<Int8Model> net = quantize(*trained, Int8Options(), &pool);
+  ASSERT_NE(net, nullptr);
+  Int8Executor int8(*net, &pool);
+  EXPECT_EQ(int8.storage(), "int8");
+  EXPECT_EQ(&int8.model(), trained.get());
+  expect_scores_as_runner(evaluator, int8, rows, [&](const Tensor& x) { return net->forward(x, &pool); });
+}
+
+// An autoencoder's MSE through the loop is its runner's; an executor of another model is refused.
+TEST(Executor, TheLoopScoresAutoencodersAndRefusesAnotherModel) {
+  const char* autoencoder = "[net]\ninput = 28x28x1\nloss = bce_with_logits\ntarget = input\n"
+                            "[dense]\nunits = 16\n[relu]\n[dense]\nunits = 784\n";
+  ThreadPool pool(2);
+  std::unique_ptr<Model> model = trained_model(autoencoder, 1);
+  TrainOptions options;
+  options.batch = 50;
+  Trainer evaluator(*model, pool, options);
+  ASSERT_TRUE(evaluator.prepare().ok());
+  const LayerContext ctx{&pool, false};
+  expect_scores_as_runner(evaluator, evaluator.executor(), 50, [&](const Tensor& x) { return model->forward(x, ctx); });
+  Model& classifier = shared_model();
+  ModelExecutor other(classifier, ctx);
+  auto refused = evaluator.evaluate(data().test, &other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("the trainer's is"), std::string::npos) << refused.status().message();
+}
+
+// A model kept in f16 (activations or weights) is refused by name, not read as f32.
+TEST(Int8Model, RefusesAModelKeptInF16) {
+  ThreadPool pool(1);
+  auto calibration = data().train.first_samples(64);
+  ASSERT_TRUE(calibration.ok());
+  std::unique_ptr<Model> model = trained_model(kCfg, 0);
+  ASSERT_TRUE(model->set_storage(DType::f16).ok());
+  auto refused = Int8Model::quantize(*model, calibration.value(), 64, Int8Options(), &pool);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("keeps f16 activations"), std::string::npos) << refused.status().message();
+  ASSERT_TRUE(model->set_storage(DType::f32).ok());
+  ASSERT_TRUE(model->store_weights_f16().ok());
+  refused = Int8Model::quantize(*model, calibration.value(), 64, Int8Options(), &pool);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("keeps f16 weights"), std::string::npos) << refused.status().message();
+}
+
+// What the int8 engine says reserve(rows) allocates is what it allocates.
+TEST(Executor, Int8ReservedBytesAreWhatReserveAllocates) {
+  ThreadPool pool(1);
+  auto calibration = data().train.first_samples(128);
+  ASSERT_TRUE(calibration.ok());
+  for (const bool direct_conv : {false, true}) {  // the first conv by im2col and the GEMM, or direct
+    Int8Options options;
+    options.direct_conv = direct_conv;
+    auto net = Int8Model::quantize(shared_model(), calibration.value(), 64, options, &pool);
+    ASSERT_TRUE(net.ok()) << net.status().message();
+    Int8Executor runner(*net.value(), &pool);
+    const int64_t planned = runner.reserved_bytes(37).total();
+    const int64_t before = host_memory().current_bytes();
+    ASSERT_TRUE(runner.reserve(37).ok());
+    EXPECT_EQ(host_memory().current_bytes() - before, planned);
+    EXPECT_EQ(net.value()->buffer_bytes(), planned);
+    EXPECT_EQ(runner.reserved_bytes(37).device, 0);
+  }
 }
 
 }  // namespace

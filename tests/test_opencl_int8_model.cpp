@@ -4,14 +4,18 @@
 // and for its defaults (direct conv, Winograd, fused pooling), on batches of 1, 7 and 19.
 // A layer kept in f32 runs the device's own f32 layer, whose sums round in another order:
 // there the outputs are compared within a tolerance. Graph models: their int8 adds give the
-// CPU's bits too; a concat (f32) is refused by name.
+// CPU's bits too; a concat (f32) is refused by name. Scored through the trainer's one loop, the
+// device's int8 executor gives the CPU's figures.
 #include "opencl_test_util.h"
 
 #include <algorithm>
 
+#include "data/dataset.h"
+#include "nn/executor.h"
 #include "nn/model.h"
 #include "opencl/model/cl_int8_model.h"
 #include "quant/int8_model.h"
+#include "train/trainer.h"
 
 namespace rg::ocl {
 namespace {
@@ -84,6 +88,8 @@ void expect_device_matches(Int8Model& net, const Shape& input, ThreadPool* pool,
     ASSERT_TRUE(cl.value()->reserve(kMaxBatch).ok());
     EXPECT_GT(cl.value()->weight_bytes(), 0);
     EXPECT_GT(cl.value()->buffer_bytes(), 0);
+    EXPECT_EQ(cl.value()->reserved_bytes(kMaxBatch).device, cl.value()->buffer_bytes())
+        << "the executor's reserved_bytes is not what reserve allocated";
     for (int64_t n : kBatches) {
       SCOPED_TRACE("batch " + std::to_string(n));
       const Tensor x = random_tensor(input.batched(n), 100 + static_cast<uint64_t>(n));
@@ -133,6 +139,38 @@ void expect_presets_exact(bool scramble) {
 TEST(OpenclInt8Model, PresetsMatchTheCpuBitForBit) {
   SKIP_WITHOUT_OPENCL();
   expect_presets_exact(false);
+}
+
+// The one scoring loop (Trainer::evaluate) over the device's int8 executor gives the CPU int8
+// executor's figures bit for bit (an all-int8 plan: the same output bits), and the executor
+// reports the device it runs on.
+TEST(OpenclInt8Model, ScoredThroughTheLoopAsTheCpuEngine) {
+  SKIP_WITHOUT_OPENCL();
+  ThreadPool pool(2);
+  std::unique_ptr<Model> model = preset_model("lenet", false);
+  Quantized q = quantize(*model, Int8Options(), &pool);
+  ASSERT_TRUE(q.all_int8);
+  const DataSplit split = make_synthetic(64, 100, 10, 5);
+  TrainOptions options;
+  options.batch = kMaxBatch;
+  Trainer evaluator(*model, pool, options);
+  ASSERT_TRUE(evaluator.prepare().ok());
+  Int8Executor cpu(*q.net, &pool);
+  auto want = evaluator.evaluate(split.test, &cpu);
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    auto cl = ClInt8Model::create(*q.net, *device);
+    ASSERT_TRUE(cl.ok()) << cl.status().message();
+    Executor& runner = *cl.value();
+    ASSERT_TRUE(runner.reserve(kMaxBatch).ok());
+    EXPECT_EQ(runner.place(), device->label());
+    EXPECT_EQ(runner.description(), cpu.description());
+    auto got = evaluator.evaluate(split.test, &runner);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(got.value().loss, want.value().loss);
+    EXPECT_EQ(got.value().accuracy, want.value().accuracy);
+  }
 }
 
 TEST(OpenclInt8Model, PresetsWithRandomParamsMatchTheCpuBitForBit) {

@@ -187,8 +187,10 @@ double exported_accuracy(const TrainRun& run, ThreadPool& pool) {
   options.ranges = run.trainer->fake_quantizer()->ranges();
   auto net = Int8Model::quantize(*run.model, Tensor(), 32, options, &pool);
   EXPECT_TRUE(net.ok()) << net.status().message();
-  if (!net.ok() || !net.value()->reserve(32).ok()) return -1;
-  auto scored = run.trainer->evaluate(data().test, [&](const Tensor& x) { return net.value()->forward(x, &pool); });
+  if (!net.ok()) return -1;
+  Int8Executor runner(*net.value(), &pool);
+  if (!runner.reserve(32).ok()) return -1;
+  auto scored = run.trainer->evaluate(data().test, &runner);
   EXPECT_TRUE(scored.ok()) << scored.status().message();
   return scored.ok() ? scored.value().accuracy : -1;
 }

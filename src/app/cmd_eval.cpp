@@ -1,7 +1,6 @@
 // retrograd eval: a checkpoint scored on test data.
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 
 #include "app/args.h"
 #include "app/commands.h"
@@ -56,11 +55,10 @@ struct EvalRun {
   int64_t rows = 0;  // scored at a time
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<Trainer> trainer;
-  // --int8: the model quantized, run by the CPU's int8 engine or the device's int8 kernels.
+  // --int8: the model quantized, and what runs it: the CPU's int8 engine or the device's int8 kernels.
   std::unique_ptr<Int8Model> int8;
-  std::unique_ptr<ocl::ClInt8Model> device_int8;
-  std::function<Tensor(const Tensor&)> forward;
-  Status forward_failed;
+  std::unique_ptr<Executor> int8_runner;
+  Executor* executor = nullptr;  // what scores: the trainer's (the model on the CPU or the device), or int8_runner
   EvalResult result;
 };
 
@@ -99,6 +97,10 @@ Status load_checkpoint_model(EvalRun& run) {
                 train_precision_name(options.precision));
     options.precision = TrainPrecision::fp32;
   }
+  if (args.given("int8") && options.precision == TrainPrecision::fp16) {  // calibration runs the f32 model
+    std::printf("note            trained in fp16; --int8 quantizes the model from its f32 weights and activations\n");
+    options.precision = TrainPrecision::fp32;
+  }
   const std::string stored_model = path + ": the stored model: ";
   auto cfg = parse_cfg(run.checkpoint.cfg_text, run.checkpoint.cfg_name);
   if (!cfg.ok()) return cfg.status().with_context(stored_model);
@@ -134,8 +136,10 @@ Status load_data_and_trainer(EvalRun& run) {
   return run.trainer->prepare();
 }
 
-// --int8: the model quantized on the first training batches; the forward pass of the engine that runs it.
-Status quantize_for_eval(EvalRun& run) {
+// The executor that scores: the trainer's; with --int8 the model quantized on the first
+// training batches, on the CPU's int8 engine or the device's.
+Status choose_executor(EvalRun& run) {
+  run.executor = &run.trainer->executor();
   if (!run.args.given("int8")) return Status();
   const int64_t batch = run.options.batch;
   const Dataset& train = run.data.train;
@@ -145,22 +149,15 @@ Status quantize_for_eval(EvalRun& run) {
   auto quantized = Int8Model::quantize(*run.model, calibration, batch, int8_options, run.pool.get());
   if (!quantized.ok()) return quantized.status().with_context("--int8: ");
   run.int8 = quantized.take();
-  RG_TRY(run.int8->reserve(run.rows));
   if (!run.eval_device) {
-    run.forward = [&run](const Tensor& x) { return run.int8->forward(x, run.pool.get()); };
-    return Status();
+    run.int8_runner = std::make_unique<Int8Executor>(*run.int8, run.pool.get());
+  } else {
+    auto on_device = ocl::ClInt8Model::create(*run.int8, *run.eval_device);
+    if (!on_device.ok()) return on_device.status().with_context("--int8 on the device: ");
+    run.int8_runner = on_device.take();
   }
-  auto on_device = ocl::ClInt8Model::create(*run.int8, *run.eval_device);
-  if (!on_device.ok()) return on_device.status().with_context("--int8 on the device: ");
-  run.device_int8 = on_device.take();
-  RG_TRY(run.device_int8->reserve(run.rows));
-  run.forward = [&run](const Tensor& x) {
-    auto out = run.device_int8->forward(x);
-    if (out.ok()) return out.take();
-    run.forward_failed = out.status();
-    return Tensor::zeros(run.model->output_shape().batched(x.shape()[0]), DType::f32, "failed output").take();
-  };
-  return Status();
+  run.executor = run.int8_runner.get();
+  return run.executor->reserve(run.rows);
 }
 
 // What was scored and how, the figures, and --json.
@@ -172,17 +169,7 @@ Status report_eval(EvalRun& run) {
               checkpoint.settings.at("epochs_done").c_str());
   std::printf("data            %s: %lld test samples\n", run.data.test.name.c_str(),
               static_cast<long long>(result.samples));
-  std::string precision = "fp32";
-  if (run.int8) {  // "int8 (7 of 8 layers; the rest f32)"
-    int64_t in_int8 = 0, layers = 0;
-    for (const LayerPrecision& p : run.int8->precisions()) {
-      in_int8 += p.precision == "int8";
-      layers += p.precision != "-";
-    }
-    precision = "int8 (" + std::to_string(in_int8) + " of " + std::to_string(layers) + " computing layers)";
-  }
-  std::printf("run by          %s on %s\n", precision.c_str(),
-              run.eval_device ? run.eval_device->label().c_str() : "the CPU");
+  std::printf("run by          %s on %s\n", run.executor->description().c_str(), run.executor->place().c_str());
   const bool autoencoder = model.target() == TargetKind::input;
   auto chance = chance_quality(!autoencoder, run.data.train, run.data.test);
   if (!chance.ok()) return chance.status().with_context("the chance figure: ");
@@ -203,7 +190,7 @@ Status report_eval(EvalRun& run) {
                            {"test_samples", result.samples},
                            {"test_loss", result.loss},
                            {"seconds", result.seconds},
-                           {"precision", run.int8 ? "int8" : "fp32"},
+                           {"precision", run.executor->storage()},
                            {"device", run.eval_device ? run.eval_device->label() : "cpu"},
                            {"threads", run.pool->threads()},
                            {"denormals", denormals_name(denormals())}};
@@ -219,15 +206,12 @@ Status report_eval(EvalRun& run) {
   return write_json_report(run.args.text("json"), report).with_context("--json ");
 }
 
-// The steps of `eval` after its options: model, data, --int8, scoring, report.
+// The steps of `eval` after its options: model, data, the executor (--int8's), scoring, report.
 Status eval_steps(EvalRun& run) {
   RG_TRY(load_checkpoint_model(run));
   RG_TRY(load_data_and_trainer(run));
-  RG_TRY(quantize_for_eval(run));
-  auto scored = run.trainer->evaluate(run.data.test, run.forward);
-  if (!scored.ok()) return scored.status();
-  if (!run.forward_failed.ok()) return run.forward_failed;
-  run.result = scored.value();
+  RG_TRY(choose_executor(run));
+  RG_ASSIGN(run.result, run.trainer->evaluate(run.data.test, run.executor));
   return report_eval(run);
 }
 

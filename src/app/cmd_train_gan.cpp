@@ -106,7 +106,8 @@ void print_score(const char* what, const ClassifierScore& s, const Dataset& data
 // The judge's score of G's samples for the score noise, in `scored` [samples, ...].
 Result<ClassifierScore> score_generator(GanTrainer& trainer, Model& judge, ThreadPool& pool, const Tensor& scored) {
   RG_TRY(trainer.generate(kScoreNoiseStream, scored.shape()[0], scored));
-  auto score = score_with_classifier(judge, pool, scored, trainer.options().batch, kScoreSplits);
+  ModelExecutor runner(judge, LayerContext{&pool, false});
+  auto score = score_with_classifier(runner, scored, trainer.options().batch, kScoreSplits);
   if (!score.ok()) return score.status().with_context("the judge: ");
   return score;
 }
@@ -292,7 +293,8 @@ Status prepare_judge(GanRun& run) {
   const int64_t real_count = std::min<int64_t>(run.score_samples, split.test.size());
   if (real_count >= kScoreSplits) {
     RG_ASSIGN(const Tensor real, split.test.first_samples(real_count));
-    auto real_score = score_with_classifier(*run.judge, pool, real, run.options.batch, kScoreSplits);
+    ModelExecutor runner(*run.judge, LayerContext{&pool, false});
+    auto real_score = score_with_classifier(runner, real, run.options.batch, kScoreSplits);
     if (!real_score.ok()) return real_score.status().with_context("the judge: ");
     std::printf("judge on %lld real test images:\n", static_cast<long long>(real_count));
     print_score("score", real_score.value(), split.test);

@@ -253,13 +253,13 @@ Result<PrecisionRow> int8_row(Model& source, const Int8Options& int8, Trainer& e
     RG_ASSIGN(calibration, train.first_samples(count));
   }
   RG_ASSIGN(std::unique_ptr<Int8Model> net, Int8Model::quantize(source, calibration, settings.infer_batch, int8, &pool));
-  RG_TRY(net->reserve(settings.infer_batch));
+  Int8Executor runner(*net, &pool);
+  RG_TRY(runner.reserve(settings.infer_batch));
   PrecisionRow row;
-  row.weight_bytes = net->weight_bytes();
-  row.memory_bytes = row.weight_bytes + net->buffer_bytes();
+  row.weight_bytes = runner.weight_bytes();
+  row.memory_bytes = row.weight_bytes + runner.reserved_bytes(settings.infer_batch).total();
   row.layers = net->precisions();
-  RG_TRY(fill_scores(&row, evaluator.evaluate(test, [&](const Tensor& x) { return net->forward(x, &pool); }),
-                     source.target() != TargetKind::input));
+  RG_TRY(fill_scores(&row, evaluator.evaluate(test, &runner), source.target() != TargetKind::input));
   return row;
 }
 

@@ -68,14 +68,16 @@ class ConvPairsStage : public Int8Stage {
     }
   }
   Status reserve(int64_t batch) override {
-    (void)batch;
     if (image_.defined()) return Status();
-    auto t = Tensor::zeros(Shape{kChunk * image_size() * 2}, DType::i8, "int8 conv widened images");
+    auto t = Tensor::zeros(Shape{scratch_bytes(batch)}, DType::i8, "int8 conv widened images");
     if (!t.ok()) return t.status();
     image_ = t.take();
     return Status();
   }
-  int64_t scratch_bytes() const override { return image_.defined() ? static_cast<int64_t>(image_.bytes()) : 0; }
+  int64_t scratch_bytes(int64_t batch) const override {
+    (void)batch;  // a chunk of images at a time, whatever the batch
+    return kChunk * image_size() * 2;
+  }
   int64_t weight_bytes() const override { return static_cast<int64_t>(pair_weights_.size()) * 4 + 3 * 4 * filters_; }
   std::string describe() const override {
     std::ostringstream os;

@@ -438,6 +438,10 @@ size_t Int8StageBuilder::add_gemm_group(size_t i) {
 
 Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tensor& calibration, int64_t batch,
                                                        const Int8Options& options, ThreadPool* pool) {
+  if (model.storage() == DType::f16 || model.weights_f16()) {
+    return Status::error(std::string("int8 quantization reads the f32 model, and this one keeps f16 ") +
+                         (model.weights_f16() ? "weights" : "activations (Model::set_storage: f32 first)"));
+  }
   const auto& layers = model.layers();
   Int8Ranges ranges(options, layers.size());
   RG_TRY(ranges.observe(model, calibration, batch, pool));
@@ -445,6 +449,7 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
   Int8StageBuilder builder(model, options, ranges, keep, options.has_isa ? options.isa : active_isa());
   for (size_t i = 0; i < layers.size(); ++i) i = builder.add_layer(i);
   auto net = std::unique_ptr<Int8Model>(new Int8Model());
+  net->source_ = &model;
   net->output_stage_ = builder.f32_of(layers.size());
   net->plan_ = std::move(builder.plans);
   net->stages_ = std::move(builder.stages);
@@ -483,11 +488,22 @@ int64_t Int8Model::weight_bytes() const {
   return bytes;
 }
 
-int64_t Int8Model::buffer_bytes() const {
+int64_t Int8Model::buffer_bytes(int64_t batch) const {
   int64_t bytes = 0;
-  for (const Tensor& t : outputs_) bytes += static_cast<int64_t>(t.bytes());
-  for (const auto& stage : stages_) bytes += stage->scratch_bytes();
+  for (const auto& stage : stages_) {
+    bytes += stage->out_shape.numel() * batch * static_cast<int64_t>(dtype_size(stage->out_dtype));
+    bytes += stage->scratch_bytes(batch);
+  }
   return bytes;
+}
+
+std::string int8_description(const std::vector<LayerPrecision>& layers) {
+  int64_t in_int8 = 0, computing = 0;
+  for (const LayerPrecision& p : layers) {
+    in_int8 += p.precision == "int8";
+    computing += p.precision != "-";
+  }
+  return "int8 (" + std::to_string(in_int8) + " of " + std::to_string(computing) + " computing layers)";
 }
 
 std::string Int8Model::summary() const {

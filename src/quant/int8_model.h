@@ -12,7 +12,8 @@
 // Which kind is which (int8 role, what fuses after what): its row in nn/layer_registry.cpp.
 // Activation scales come from calibration: the f32 model's forward over a few batches, with
 // the range chosen by min/max or percentiles; the model's own output always by min/max
-// (clipping logits would only distort what is dequantized).
+// (clipping logits would only distort what is dequantized). Int8Executor runs it behind the
+// executor interface (nn/executor.h) that eval and the precision rows score through.
 #pragma once
 
 #include <memory>
@@ -23,6 +24,7 @@
 
 #include "base/thread_pool.h"
 #include "cpu/isa.h"
+#include "nn/executor.h"
 #include "nn/model.h"
 #include "ops/quant_params.h"
 #include "quant/int8_plan.h"
@@ -60,6 +62,9 @@ struct LayerPrecision {
 
 class Int8Stage;
 
+// "int8 (7 of 8 computing layers)": the layers run in int8 of those not run as identities.
+std::string int8_description(const std::vector<LayerPrecision>& layers);
+
 // quantize_s8 (quant_params.h) bit for bit, on SSE2 vectors: what the int8 model's quantize runs.
 void quantize_s8_rows(int64_t n, const float* x, QuantParams p, int8_t* q);
 
@@ -81,19 +86,41 @@ class Int8Model {
   // Bytes of the weights as this engine holds them (packed int8, int32 bias and requantization
   // constants; f32 layers at 4 bytes a value).
   int64_t weight_bytes() const;
-  // Bytes of the stages' output buffers and scratch (patch matrices) for the reserved batch.
-  int64_t buffer_bytes() const;
+  // Bytes of the stages' output buffers and scratch (patch matrices) reserve(batch) allocates,
+  // and for the reserved batch.
+  int64_t buffer_bytes(int64_t batch) const;
+  int64_t buffer_bytes() const { return buffer_bytes(reserved_); }
+  // The f32 model it was made from (whose layers its f32 stages run).
+  const Model& source() const { return *source_; }
   // "9 of 11 layers int8" and the stage list.
   std::string summary() const;
 
  private:
   Int8Model() = default;
+  const Model* source_ = nullptr;
   std::vector<Int8StagePlan> plan_;  // stages_[i] was made from plan_[i]
   std::vector<std::unique_ptr<Int8Stage>> stages_;
   std::vector<Tensor> outputs_;  // per stage, [batch, ...]
   int output_stage_ = -1;        // the stage whose output is the model's (-1: the input itself)
   std::vector<LayerPrecision> precisions_;
   int64_t reserved_ = 0;
+};
+
+// An Int8Model as an Executor (nn/executor.h): its forward on `pool` (which must outlive this).
+class Int8Executor : public Executor {
+ public:
+  Int8Executor(Int8Model& model, ThreadPool* pool) : int8_(model), pool_(pool) {}
+  const Model& model() const override { return int8_.source(); }
+  std::string storage() const override { return "int8"; }
+  std::string description() const override { return int8_description(int8_.precisions()); }
+  int64_t weight_bytes() const override { return int8_.weight_bytes(); }
+  ExecutorBytes reserved_bytes(int64_t rows) const override { return {int8_.buffer_bytes(rows), 0}; }
+  Status reserve(int64_t rows) override { return int8_.reserve(rows); }
+  Result<Tensor> forward(const Tensor& x) override { return int8_.forward(x, pool_); }
+
+ private:
+  Int8Model& int8_;
+  ThreadPool* pool_;
 };
 
 }  // namespace rg

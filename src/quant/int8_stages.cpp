@@ -146,15 +146,15 @@ class GemmStage : public Int8Stage {
     return static_cast<int64_t>(weights_.data.bytes()) + 3 * 4 * weights_.n;
   }
   Status reserve(int64_t batch) override {
-    if (direct()) return Status();
-    const int64_t bytes = chunk_samples(batch) * per_sample();
+    const int64_t bytes = scratch_bytes(batch);
+    if (bytes == 0) return Status();
     if (patches_.defined() && static_cast<int64_t>(patches_.bytes()) >= bytes) return Status();
     auto t = Tensor::zeros(Shape{bytes}, DType::i8, "int8 patch matrix");
     if (!t.ok()) return t.status();
     patches_ = t.take();
     return Status();
   }
-  int64_t scratch_bytes() const override { return patches_.defined() ? static_cast<int64_t>(patches_.bytes()) : 0; }
+  int64_t scratch_bytes(int64_t batch) const override { return direct() ? 0 : chunk_samples(batch) * per_sample(); }
   std::string describe() const override {
     std::ostringstream os;
     os << "int8 GEMM " << geometry_.patch_size() << " x " << weights_.n << " ("

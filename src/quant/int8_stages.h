@@ -38,12 +38,15 @@ class Int8Stage {
   // Its inputs (Int8StagePlan::inputs) -> y: run(xs[0]) but for a stage that joins several.
   virtual void run_inputs(const std::vector<Tensor>& xs, const Tensor& y, ThreadPool* pool) { run(xs[0], y, pool); }
   virtual int64_t weight_bytes() const { return 0; }
-  // Scratch for batches of up to `batch` samples, through the counted allocator.
+  // Scratch for batches of up to `batch` samples, through the counted allocator: scratch_bytes(batch).
   virtual Status reserve(int64_t batch) {
     (void)batch;
     return Status();
   }
-  virtual int64_t scratch_bytes() const { return 0; }
+  virtual int64_t scratch_bytes(int64_t batch) const {
+    (void)batch;
+    return 0;
+  }
   virtual std::string describe() const = 0;
   Shape out_shape;
   DType out_dtype = DType::i8;

@@ -89,15 +89,17 @@ class WinogradStage : public Int8Stage {
   }
 
   Status reserve(int64_t batch) override {
-    const int64_t blocks = (batch * tiles_h_ * tiles_w_ + kTilesPerBlock - 1) / kTilesPerBlock;
-    const int64_t bytes = std::min(blocks, kBlocksPerPass) * block_bytes();
+    const int64_t bytes = scratch_bytes(batch);
     if (scratch_.defined() && static_cast<int64_t>(scratch_.bytes()) >= bytes) return Status();
     auto t = Tensor::zeros(Shape{bytes}, DType::i8, "int8 Winograd transformed inputs");
     if (!t.ok()) return t.status();
     scratch_ = t.take();
     return Status();
   }
-  int64_t scratch_bytes() const override { return scratch_.defined() ? static_cast<int64_t>(scratch_.bytes()) : 0; }
+  int64_t scratch_bytes(int64_t batch) const override {
+    const int64_t blocks = (batch * tiles_h_ * tiles_w_ + kTilesPerBlock - 1) / kTilesPerBlock;
+    return std::min(blocks, kBlocksPerPass) * block_bytes();
+  }
   int64_t weight_bytes() const override { return static_cast<int64_t>(packed_.bytes()) + 3 * 4 * filters_; }
   std::string describe() const override {
     std::ostringstream os;

@@ -49,24 +49,23 @@ ClassifierScore score_probabilities(const std::vector<double>& p, int64_t n, int
   return out;
 }
 
-Result<ClassifierScore> score_with_classifier(Model& judge, ThreadPool& pool, const Tensor& images, int64_t batch,
-                                              int splits) {
-  if (judge.loss() != LossKind::softmax_cross_entropy) {
-    return Status::error("the judge (" + judge.cfg().file + ") must be a classifier (loss = softmax_cross_entropy)");
+Result<ClassifierScore> score_with_classifier(Executor& judge, const Tensor& images, int64_t batch, int splits) {
+  const Model& model = judge.model();
+  if (model.loss() != LossKind::softmax_cross_entropy) {
+    return Status::error("the judge (" + model.cfg().file + ") must be a classifier (loss = softmax_cross_entropy)");
   }
   const int64_t n = images.shape()[0], size = judge.input_shape().numel();
   if (images.numel() != n * size) {
-    return Status::error("the judge (" + judge.cfg().file + ") takes " + judge.input_shape().str() +
+    return Status::error("the judge (" + model.cfg().file + ") takes " + judge.input_shape().str() +
                          ", the samples are " + images.shape().str());
   }
   RG_TRY(judge.reserve(batch));
   const int64_t k = judge.output_shape().numel();
   std::vector<double> probabilities(static_cast<size_t>(n * k));
-  const LayerContext ctx{&pool, false};
   for (int64_t begin = 0; begin < n; begin += batch) {
     const int64_t m = std::min(batch, n - begin);
     const Tensor x = images.reshaped(judge.input_shape().batched(n)).rows(begin, begin + m);
-    const Tensor logits = judge.forward(x, ctx);
+    RG_ASSIGN(const Tensor logits, judge.forward(x));
     for (int64_t i = 0; i < m; ++i) {
       const float* row = logits.f32() + i * k;
       const double top = *std::max_element(row, row + k);

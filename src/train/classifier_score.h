@@ -12,8 +12,7 @@
 
 #include <vector>
 
-#include "base/thread_pool.h"
-#include "nn/model.h"
+#include "nn/executor.h"
 
 namespace rg {
 
@@ -29,9 +28,8 @@ struct ClassifierScore {
 // probabilities: n rows of k class probabilities (each row sums to 1); splits >= 1, <= n.
 ClassifierScore score_probabilities(const std::vector<double>& probabilities, int64_t n, int64_t k, int splits);
 
-// Runs the judge (softmax_cross_entropy model, inference mode) over images [n, judge input...]
-// in batches of `batch` and scores its softmax outputs.
-Result<ClassifierScore> score_with_classifier(Model& judge, ThreadPool& pool, const Tensor& images, int64_t batch,
-                                              int splits);
+// Runs the judge (an executor of a softmax_cross_entropy model: nn/executor.h) over images
+// [n, judge input...] in batches of `batch` and scores its softmax outputs.
+Result<ClassifierScore> score_with_classifier(Executor& judge, const Tensor& images, int64_t batch, int splits);
 
 }  // namespace rg

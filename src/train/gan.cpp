@@ -237,21 +237,13 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
 Status GanTrainer::generate(uint64_t stream, int64_t count, const Tensor& out) {
   RG_CHECK(out.numel() == count * g_.output_shape().numel(), "sample buffer " << out.shape().str());
   Rng rng(options_.seed, stream);
-  const LayerContext ctx{&pool_, false};
+  Executor& generator = generator_executor();
   const int64_t size = g_.output_shape().numel();
   for (int64_t begin = 0; begin < count; begin += buffer_rows_) {
     const int64_t m = std::min(buffer_rows_, count - begin);
     const Tensor z = z_.rows(0, m);
     draw_noise(rng, m, z);
-    Tensor samples;
-    if (g_cl_) {
-      RG_TRY(g_cl_->upload(z, Tensor()).status());
-      RG_TRY(g_cl_->forward(ctx));
-      samples = samples_.rows(0, m);
-      RG_TRY(g_cl_->read_output(samples));
-    } else {
-      samples = g_.forward(z, ctx);
-    }
+    RG_ASSIGN(const Tensor samples, generator.forward(z));
     float* dst = out.f32() + begin * size;
     for (int64_t i = 0; i < m * size; ++i) {
       const float v = samples.f32()[i];
@@ -259,6 +251,16 @@ Status GanTrainer::generate(uint64_t stream, int64_t count, const Tensor& out) {
     }
   }
   return Status();
+}
+
+Executor& GanTrainer::generator_executor() {
+  const LayerContext inference{&pool_, false};
+  if (!g_executor_ && g_cl_) {
+    g_executor_ = std::make_unique<ocl::ClModelExecutor>(*g_cl_, inference, samples_);
+  } else if (!g_executor_) {
+    g_executor_ = std::make_unique<ModelExecutor>(g_, inference);
+  }
+  return *g_executor_;
 }
 
 Status GanTrainer::save(const std::string& generator_path, const std::string& discriminator_path) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "nn/executor.h"
 #include "nn/finite_check.h"
 #include "nn/model.h"
 #include "train/trainer.h"
@@ -109,6 +110,9 @@ class GanTrainer {
   Result<double> device_bce(const Tensor& target, double scale, double* mean_belief);
   Status sync_to_host();
   Status sync_to_device();
+  // G's inference, on the device (samples_ its output buffer) or the CPU; built on first use.
+  Executor& generator_executor();
+  std::unique_ptr<Executor> g_executor_;
 
  public:
   // On a device: the copies both networks made so far.

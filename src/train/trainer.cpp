@@ -26,6 +26,23 @@ double reconstruction_squared_error(const Tensor& out, const Tensor& target, boo
   return sum;
 }
 
+// The fake quantizer's int8 weights in place for a scope: a score, a step's micro-batches (nothing
+// when null).
+class QuantizedWeights {
+ public:
+  explicit QuantizedWeights(FakeQuantizer* fq) : fq_(fq) {
+    if (fq_) fq_->quantize_weights();
+  }
+  ~QuantizedWeights() {
+    if (fq_) fq_->restore_weights();
+  }
+  QuantizedWeights(const QuantizedWeights&) = delete;
+  QuantizedWeights& operator=(const QuantizedWeights&) = delete;
+
+ private:
+  FakeQuantizer* fq_;
+};
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -201,20 +218,20 @@ Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& pat
     if (!(scale >= 1)) return Status::error(path + ": setting 'loss_scale' must be >= 1");
     RG_TRY(restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_));
     loss_scaler_.restore(scale, good, skipped);
-    return sync_to_device();
+    return runner().sync_to_device();
   }
   RG_TRY(restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_));
-  return sync_to_device();
+  return runner().sync_to_device();
 }
 
 Result<Checkpoint> Trainer::snapshot() {
-  RG_TRY(sync_to_host());
+  RG_TRY(runner().sync_to_host());
   return checkpoint_in_memory(model_, &optimizer_, settings());
 }
 
 Status Trainer::start_from(const Checkpoint& snapshot, const std::string& what) {
   RG_TRY(restore_training_state(snapshot, what, model_, optimizer_, &epochs_done_));
-  return sync_to_device();
+  return runner().sync_to_device();
 }
 
 Status check_labels_for(const Model& model, const Dataset& data) {
@@ -253,10 +270,6 @@ Result<Tensor> Trainer::next_batch(Tensor* x, Tensor* labels) {
     }
   }
   return Tensor();
-}
-
-Status Trainer::training_stopped(const std::string& what) {
-  return Status::error(what + "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
 }
 
 // One epoch of fit(), as its steps fill it in.
@@ -331,8 +344,8 @@ Result<EpochRecord> Trainer::train_epoch(const Dataset& train, const Dataset* va
     }
     progress.update(step + 1, metrics);
   }
-  if (cl_model_) RG_TRY(device_collect_losses(/*keep_newest=*/false, &tally));  // the epoch's last micro-batch
-  RG_TRY(sync_to_host());  // the epoch's weights into the host model, for checkpoints and callers
+  RG_TRY(runner().collect_losses(/*keep_newest=*/false, &tally));  // the epoch's last micro-batch (a device's)
+  RG_TRY(runner().sync_to_host());  // the epoch's weights into the host model, for checkpoints and callers
   if (ranks() > 1) {
     RG_TRY(sum_tally(&tally));
     RG_TRY(share_root_state());
@@ -351,7 +364,7 @@ Result<EpochRecord> Trainer::train_epoch(const Dataset& train, const Dataset* va
   Metrics metrics = {{"loss", record.loss}};
   if (classifies) metrics.emplace_back("acc", record.accuracy);
   if (validation != nullptr && validation->size() > 0) {
-    RG_ASSIGN(const EvalResult val, score(*validation, {}));
+    RG_ASSIGN(const EvalResult val, score(*validation, nullptr));
     record.has_validation = true;
     record.val_loss = val.loss;
     record.val_accuracy = val.accuracy;
@@ -366,14 +379,15 @@ Status Trainer::train_step(EpochState& state, int64_t step, LayerContext& ctx) {
   const int64_t begin = step * options_.batch, count = std::min(options_.batch, state.n - begin);
   const std::string where = "epoch " + std::to_string(state.epoch + 1) + ", step " + std::to_string(step + 1);
   ctx.noise_stream = static_cast<uint64_t>(optimizer_.steps());  // dropout masks follow the step
-  if (fake_quant_) fake_quant_->quantize_weights();
   const bool scaled = options_.precision == TrainPrecision::fp16;
   const double grad_scale = (scaled ? loss_scaler_.scale() : 1.0) / static_cast<double>(count);
   // The step's samples (this rank's share of them) in micro-batches: each backward adds its
   // share of the mean loss's gradient to what the earlier ones left.
   const RowRange mine = rank_rows(count, rank(), ranks());
-  RG_TRY(run_micro_batches(mine.first, mine.count, grad_scale, where, ctx, &state.tally));
-  if (fake_quant_) fake_quant_->restore_weights();  // the grid values' gradient updates the masters
+  {  // int8_qat: forward and backward on the grid values; their gradient updates the masters
+    const QuantizedWeights quantized(fake_quant_.get());
+    RG_TRY(run_micro_batches(mine.first, mine.count, grad_scale, where, ctx, &state.tally));
+  }
   if (ranks() > 1) {  // the whole batch's gradient on every rank, before loss scaling looks at it
     const double before = options_.comm->totals().seconds;
     if (Status s = sum_gradients(mine.count > 0); !s.ok()) return s.with_context(where + ": ");
@@ -386,39 +400,13 @@ Status Trainer::train_step(EpochState& state, int64_t step, LayerContext& ctx) {
 
 Status Trainer::run_micro_batches(int64_t first, int64_t rows, double grad_scale, const std::string& where,
                                   LayerContext& ctx, LossTally* tally) {
-  const bool classifies = model_.target() != TargetKind::input;
   const int64_t micro = micro_batch();
   for (int64_t m0 = 0; m0 < rows; m0 += micro) {
     Tensor x, labels;
-    auto next = next_batch(&x, &labels);
-    if (!next.ok()) {
-      if (fake_quant_) fake_quant_->restore_weights();  // the masters back before giving up
-      return next.status();
-    }
-    const Tensor target = next.value();
+    RG_ASSIGN(const Tensor target, next_batch(&x, &labels));
     ctx.row_offset = first + m0;  // the sample's place in the whole step
     ctx.accumulate_grads = m0 > 0;
-    if (cl_model_) {
-      if (Status s = device_micro_step(x, labels, target, grad_scale, ctx, where, tally); !s.ok()) {
-        return s.with_context(where + ": ");
-      }
-      continue;
-    }
-    const Tensor out = model_.forward(x, ctx);
-    const double loss = compute_loss(model_.loss(), out, target, grad_scale, model_.output_grad());
-    if (!std::isfinite(loss)) {
-      if (fake_quant_) fake_quant_->restore_weights();
-      const std::string first_bad = first_non_finite_output(model_, x);
-      return training_stopped("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at " +
-                              where + " (" +
-                              (first_bad.empty() ? "every layer's output was finite: the loss itself overflowed"
-                                                 : "the first Inf or NaN: " + first_bad) +
-                              ")");
-    }
-    model_.backward(ctx);
-    tally->loss_sum += loss;
-    tally->rows += x.shape()[0];
-    if (classifies) tally->correct += count_correct(out, labels.data<int32_t>());
+    RG_TRY(runner().micro_batch(x, labels, target, grad_scale, ctx, where, tally));
   }
   return Status();
 }
@@ -426,27 +414,12 @@ Status Trainer::run_micro_batches(int64_t first, int64_t rows, double grad_scale
 Status Trainer::update_weights(bool scaled, int64_t steps_per_epoch, const std::string& where, double* lr) {
   bool take_step = true;  // false: the scaled gradients overflowed f16; the scaler backed off
   if (scaled) {
-    auto finite = cl_optimizer_ ? device_unscale() : loss_scaler_.unscale(model_.params());
+    auto finite = runner().unscale(loss_scaler_);
     if (!finite.ok()) return finite.status().with_context(where + ": ");
     take_step = finite.value();
   }
   *lr = options_.schedule.rate(optimizer_.steps(), steps_per_epoch, options_.epochs);
-  if (take_step && cl_optimizer_) {
-    // The kernels flag a non-finite gradient or updated weight; device_check_updates reads
-    // the flags with the next micro-batch (no wait here) and stops naming the param and this step.
-    RG_TRY(cl_optimizer_->step(*lr));
-    device_step_where_ = where;
-    cl_model_->params_changed();
-  } else if (take_step) {
-    // A finite loss can still give an Inf gradient (an overflowing product), and a finite
-    // gradient times the rate an Inf weight. The optimizer checks both in the pass that
-    // reads the gradients and writes the weights (a pass of its own cost 5% of an mlp's
-    // step); under loss scaling the scaler has checked and skipped bad gradients already.
-    if (const Param* bad = optimizer_.step(*lr)) {
-      return training_stopped(flagged_update(bad).text() + " at " + where);
-    }
-  }
-  return Status();
+  return take_step ? runner().update(*lr, where) : Status();
 }
 
 Status Trainer::save_after_epoch(int64_t epoch) {
@@ -462,51 +435,70 @@ Status Trainer::save_after_epoch(int64_t epoch) {
   return Status();
 }
 
-Result<EvalResult> Trainer::evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {
+Result<EvalResult> Trainer::evaluate(const Dataset& data, Executor* engine) {
   RG_TRY(check_labels_for(model_, data));
-  return score(data, forward);
+  return score(data, engine);
 }
 
-Result<EvalResult> Trainer::score(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward) {
+StepRunner& Trainer::runner() {
+  RG_CHECK(batches_ != nullptr, "Trainer::prepare() before a step, a score or a resume");  // a device's runner needs it
+  if (!runner_ && cl_model_) {
+    runner_ = make_device_step_runner(model_, *cl_model_, *cl_optimizer_, host_output_, options_.loss_on_host,
+                                      context(false));
+  } else if (!runner_) {
+    runner_ = std::make_unique<CpuStepRunner>(model_, optimizer_, context(false), train_precision_name(options_.precision));
+  }
+  return *runner_;
+}
+
+Executor& Trainer::executor() { return runner().executor(); }
+
+namespace {
+// An executor of a model other than the trainer's (which sets the targets and the loss): an error.
+Status check_runs_same_model(const Executor& engine, const Model& model) {
+  const Model& ran = engine.model();
+  if (ran.input_shape() == model.input_shape() && ran.output_shape() == model.output_shape() &&
+      ran.loss() == model.loss() && ran.target() == model.target()) {
+    return Status();
+  }
+  return Status::error("scoring: the " + engine.description() + " executor runs a model of " + ran.input_shape().str() +
+                       " -> " + ran.output_shape().str() + " (" + loss_name(ran.loss()) + "), the trainer's is " +
+                       model.input_shape().str() + " -> " + model.output_shape().str() + " (" +
+                       loss_name(model.loss()) + ")");
+}
+
+}  // namespace
+
+Result<EvalResult> Trainer::score(const Dataset& data, Executor* engine) {
   const auto start = std::chrono::steady_clock::now();
-  const LayerContext ctx = context(false);
+  const bool own = engine == nullptr;
+  Executor& ran = own ? executor() : *engine;
+  RG_TRY(check_runs_same_model(ran, model_));
   const int64_t n = data.size();
-  // A data-parallel run scores its share of the samples on each rank and sums (not for
-  // `forward`: another engine on this process alone).
-  const RowRange mine = forward ? RowRange{0, n} : rank_rows(n, rank(), ranks());
+  // A data-parallel run scores its share of the samples on each rank and sums (not for another
+  // engine: one on this process alone).
+  const RowRange mine = own ? rank_rows(n, rank(), ranks()) : RowRange{0, n};
   RG_ASSIGN(const Tensor order, Tensor::zeros(Shape{std::max<int64_t>(mine.count, 1)}, DType::i32, "the evaluation order"));
   for (int64_t i = 0; i < mine.count; ++i) order.data<int32_t>()[i] = static_cast<int32_t>(mine.first + i);
   double loss_sum = 0, squared_sum = 0;
   int64_t correct = 0;
   const int64_t rows = micro_batch();
   batches_->start(data, order.data<int32_t>(), mine.count, rows, rows);
-  if (fake_quant_ && !forward) fake_quant_->quantize_weights();
-  for (int64_t begin = 0; begin < mine.count; begin += rows) {
-    Tensor x, labels;
-    auto target = next_batch(&x, &labels);
-    if (!target.ok()) {
-      if (fake_quant_ && !forward) fake_quant_->restore_weights();
-      return target.status();
-    }
-    Tensor out;
-    if (forward) {
-      out = forward(x);
-    } else if (cl_model_) {
-      auto read = device_forward(x);
-      if (!read.ok()) return read.status();
-      out = read.value();
-    } else {
-      out = model_.forward(x, ctx);
-    }
-    loss_sum += compute_loss(model_.loss(), out, target.value(), 1.0, Tensor());
-    if (model_.target() != TargetKind::input) {
-      correct += count_correct(out, labels.data<int32_t>());
-    } else {
-      squared_sum += reconstruction_squared_error(out, target.value(), model_.loss() == LossKind::bce_with_logits);
+  {
+    const QuantizedWeights quantized(own ? fake_quant_.get() : nullptr);
+    for (int64_t begin = 0; begin < mine.count; begin += rows) {
+      Tensor x, labels;
+      RG_ASSIGN(const Tensor target, next_batch(&x, &labels));
+      RG_ASSIGN(const Tensor out, ran.forward(x));
+      loss_sum += compute_loss(model_.loss(), out, target, 1.0, Tensor());
+      if (model_.target() != TargetKind::input) {
+        correct += count_correct(out, labels.data<int32_t>());
+      } else {
+        squared_sum += reconstruction_squared_error(out, target, model_.loss() == LossKind::bce_with_logits);
+      }
     }
   }
-  if (fake_quant_ && !forward) fake_quant_->restore_weights();
-  if (!forward && ranks() > 1) {
+  if (own && ranks() > 1) {
     double sums[3] = {loss_sum, static_cast<double>(correct), squared_sum};
     RG_TRY(options_.comm->sum(sums, 3));
     loss_sum = sums[0];

@@ -15,12 +15,14 @@
 #include "data/batch_prefetch.h"
 #include "data/dataset.h"
 #include "dist/communicator.h"
+#include "nn/executor.h"
 #include "nn/model.h"
 #include "nn/optimizer.h"
 #include "quant/fake_quant.h"
 #include "train/checkpoint.h"
 #include "train/loss_scale.h"
 #include "train/schedule.h"
+#include "train/step_runner.h"
 
 namespace rg::ocl {
 class Device;
@@ -154,10 +156,16 @@ class Trainer {
   // Trains from epochs_done() to options.epochs; returns one record per epoch run. Refuses, before
   // the first step, data whose labels the model cannot take (check_labels_for).
   Result<std::vector<EpochRecord>> fit(const Dataset& train, const Dataset* validation);
-  // Scores `data` with the model, or with `forward` (x [n, input...] -> the model's output
-  // [n, output...]) when given: another engine running the same model (quant/int8_model.h).
-  // The error: a label the model cannot take (check_labels_for), reading a streamed dataset failed.
-  Result<EvalResult> evaluate(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward = {});
+  // Scores `data` through `engine` (another executor running a model of the same cfg: the int8
+  // engine, quant/int8_model.h), or when null through executor(), this trainer's own (a
+  // data-parallel run's ranks each scoring their share). One loop for every executor: the loss,
+  // a classifier's accuracy, an autoencoder's MSE and PSNR.
+  // The error: a label the model cannot take (check_labels_for), an engine of another model,
+  // reading a streamed dataset failed, the engine's forward failed.
+  Result<EvalResult> evaluate(const Dataset& data, Executor* engine = nullptr);
+  // The model as this trainer runs its inference (after prepare()): the CPU model in the
+  // trainer's precision, or the device model. Built on first use.
+  Executor& executor();
 
   int64_t epochs_done() const { return epochs_done_; }
   double train_seconds() const { return train_seconds_; }
@@ -176,7 +184,11 @@ class Trainer {
 
  private:
   // evaluate() of data whose labels are checked already (fit's validation set, every epoch).
-  Result<EvalResult> score(const Dataset& data, const std::function<Tensor(const Tensor&)>& forward);
+  Result<EvalResult> score(const Dataset& data, Executor* engine);
+  // What runs each step (step_runner.h): the device's after prepare() placed the model there,
+  // else the CPU's; built on first use, holding executor()'s executor.
+  StepRunner& runner();
+  std::unique_ptr<StepRunner> runner_;
   // The prefetcher's next piece: *x [count, input...] and *labels [count], and the loss target.
   Result<Tensor> next_batch(Tensor* x, Tensor* labels);
   std::map<std::string, std::string> settings() const;
@@ -185,7 +197,6 @@ class Trainer {
   // the update); one step's micro-batches, rows [first, first + rows) of it; the update after
   // them, setting *lr; the checkpoint after an epoch (from 0).
   struct EpochState;
-  struct LossTally;
   Status check_fit_data(const Dataset& train, const Dataset* validation) const;
   Result<EpochRecord> train_epoch(const Dataset& train, const Dataset* validation, int64_t epoch, LayerContext& ctx);
   Status train_step(EpochState& state, int64_t step, LayerContext& ctx);
@@ -211,7 +222,7 @@ class Trainer {
   std::unique_ptr<const MemoryPlan> plan_;  // prepare()'s, never changed
   int64_t micro_batch_ = 0;                 // the plan's (a device's driver may have halved it)
 
-  // On an OpenCL device (trainer_device.cpp).
+  // On an OpenCL device (trainer_device.cpp; its steps: step_runner_device.cpp).
   std::unique_ptr<ocl::ClModel> cl_model_;
   std::unique_ptr<ocl::ClOptimizer> cl_optimizer_;
   Tensor host_output_;  // [micro_batch, output...]: the output read back (loss on the host, evaluation)
@@ -220,37 +231,6 @@ class Trainer {
   // the driver refuses them), setting micro_batch_.
   Status place_on_device();
   Status reserve_on_device();
-  // The losses and hits of the micro-batches collected so far, and how many rows they cover.
-  struct LossTally {
-    double loss_sum = 0;
-    int64_t correct = 0;
-    int64_t rows = 0;
-  };
-  // One micro-batch's forward, loss and backward on the device. Its loss is read without
-  // waiting: the previous micro-batch's is added to *tally instead (`where` names this one, for
-  // the message if its loss turns out not finite); device_collect_losses adds the last.
-  Status device_micro_step(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
-                           const LayerContext& ctx, const std::string& where, LossTally* tally);
-  // The losses still pending (all, or all but the newest micro-batch's) into *tally, after
-  // device_check_updates.
-  Status device_collect_losses(bool keep_newest, LossTally* tally);
-  // Stops training when the last device step flagged a gradient or an updated weight that was
-  // not finite, naming its param and device_step_where_ (the flags are read back a micro-batch
-  // late, as the loss).
-  Status device_check_updates();
-  // Adds `part` to *tally; a loss that is not finite stops training, naming device_loss_where_.
-  Status add_loss(const LossTally& part, LossTally* tally) const;
-  std::string device_loss_where_;  // the step whose device loss is still pending
-  std::string device_step_where_;  // the step whose device update flags are still pending
-  // "<what>; training stopped (lower the learning rate?); the last checkpoint is unchanged"
-  static Status training_stopped(const std::string& what);
-  // Loss scaling's unscale of the device's gradients (LossScaler::unscale's rule).
-  Result<bool> device_unscale();
-  // The forward of x on the device, read back (evaluation).
-  Result<Tensor> device_forward(const Tensor& x);
-  // The device's params and optimizer state into the host model and optimizer, and back.
-  Status sync_to_host();
-  Status sync_to_device();
 
   // A data-parallel run (trainer_dist.cpp).
   int ranks() const { return options_.comm ? options_.comm->size() : 1; }

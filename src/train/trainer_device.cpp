@@ -1,7 +1,7 @@
-// The Trainer's OpenCL path: the model's layers, its optimizer and the loss on a device
-// (opencl/model/), the data gathered on the host and uploaded a micro-batch at a time.
+// The Trainer's OpenCL preparation: the model's layers and its optimizer placed on a device
+// (opencl/model/), their buffers for the micro-batch the device's budget holds. The steps run
+// in the device's step runner (step_runner_device.cpp).
 #include <cinttypes>
-#include <cmath>
 
 #include "base/memory.h"
 #include "opencl/device.h"
@@ -66,89 +66,6 @@ Status Trainer::reserve_on_device() {
                format_bytes(parts.workspace).c_str(), format_bytes(parts.chunks).c_str(), format_bytes(parts.io).c_str());
   RG_ASSIGN(host_output_, Tensor::zeros(model_.output_shape().batched(rows), DType::f32, "the device's output read back"));
   return Status();
-}
-
-Status Trainer::device_micro_step(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
-                                  const LayerContext& ctx, const std::string& where, LossTally* tally) {
-  const bool classifies = model_.target() != TargetKind::input;
-  ocl::ClModel& cl = *cl_model_;
-  RG_ASSIGN(const ocl::Event uploaded, cl.upload(x, target, labels));
-  RG_TRY(cl.forward(ctx));
-  if (options_.loss_on_host) {  // the output back, the loss and its gradient here, the gradient there
-    const int64_t n = x.shape()[0];
-    const Tensor out = host_output_.rows(0, n);
-    RG_TRY(cl.read_output(out));
-    RG_TRY(device_check_updates());  // queued before this forward: done now
-    const Tensor grad = model_.output_shape().numel() > 0 ? out : Tensor();
-    const double loss = compute_loss(model_.loss(), out, target, grad_scale, Tensor());
-    const int64_t hits = classifies ? count_correct(out, labels.data<int32_t>()) : 0;
-    // The gradient overwrites the output read back (which the loss no longer needs).
-    compute_loss(model_.loss(), out, target, grad_scale, grad);
-    RG_TRY(cl.write_output_grad(grad));
-    RG_TRY(cl.backward(ctx));
-    RG_TRY(uploaded.wait());
-    device_loss_where_ = where;
-    return add_loss({loss, hits, n}, tally);
-  }
-  RG_TRY(cl.device_loss(grad_scale, classifies));
-  RG_TRY(cl.backward(ctx));
-  // The host's batch tensors are reused for the next gather: the upload must be done (it is
-  // the step's first command, so this waits for little of the step).
-  RG_TRY(uploaded.wait());
-  RG_TRY(device_collect_losses(/*keep_newest=*/true, tally));
-  device_loss_where_ = where;
-  return Status();
-}
-
-Status Trainer::device_check_updates() {
-  RG_ASSIGN(const NonFiniteUpdate bad, cl_optimizer_->non_finite_update());
-  if (bad.none()) return Status();
-  return training_stopped(bad.text() + " at " + device_step_where_);
-}
-
-Status Trainer::device_collect_losses(bool keep_newest, LossTally* tally) {
-  // The last step's update flags first: a bad gradient or weight makes the losses after it bad too.
-  RG_TRY(device_check_updates());
-  RG_ASSIGN(const ocl::ClModel::LossSums sums, cl_model_->loss_sums(keep_newest));
-  if (sums.rows == 0) return Status();
-  return add_loss({sums.loss, sums.hits, sums.rows}, tally);
-}
-
-Status Trainer::add_loss(const LossTally& part, LossTally* tally) const {
-  if (!std::isfinite(part.loss_sum)) {
-    return training_stopped("the loss of " + device_loss_where_ + " became " +
-                            std::string(std::isnan(part.loss_sum) ? "NaN" : "infinite"));
-  }
-  tally->loss_sum += part.loss_sum;
-  tally->correct += part.correct;
-  tally->rows += part.rows;
-  return Status();
-}
-
-Result<bool> Trainer::device_unscale() {
-  RG_ASSIGN(const std::string non_finite, cl_optimizer_->unscale(static_cast<float>(1.0 / loss_scaler_.scale())));
-  return loss_scaler_.after_unscale(non_finite);
-}
-
-Result<Tensor> Trainer::device_forward(const Tensor& x) {
-  const int64_t n = x.shape()[0];
-  RG_TRY(cl_model_->upload(x, Tensor()).status());
-  RG_TRY(cl_model_->forward(context(false)));
-  const Tensor out = host_output_.rows(0, n);
-  RG_TRY(cl_model_->read_output(out));
-  return out;
-}
-
-Status Trainer::sync_to_host() {
-  if (!cl_model_) return Status();
-  RG_TRY(cl_model_->read_params());
-  return cl_optimizer_->read_state();
-}
-
-Status Trainer::sync_to_device() {
-  if (!cl_model_) return Status();
-  RG_TRY(cl_model_->write_params());
-  return cl_optimizer_->write_state();
 }
 
 }  // namespace rg

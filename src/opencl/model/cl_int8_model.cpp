@@ -33,6 +33,7 @@ Result<std::unique_ptr<ClInt8Model>> ClInt8Model::create(const Int8Model& model,
   const std::vector<Int8StagePlan>& plan = model.plan();
   if (plan.empty()) return Status::error("int8 model on the device: the model has no stages");
   std::unique_ptr<ClInt8Model> cl(new ClInt8Model(device));
+  cl->int8_ = &model;
   // The model's input: what the first stage reads (quantize keeps its shape).
   cl->input_shape_ = plan.front().kind == Int8StageKind::f32 ? plan.front().in_shape : plan.front().out_shape;
   for (const Int8StagePlan& p : plan) {
@@ -62,27 +63,44 @@ Result<std::unique_ptr<ClInt8Model>> ClInt8Model::create(const Int8Model& model,
   return cl;
 }
 
+ClInt8Model::Scratch ClInt8Model::scratch(int64_t batch) const {
+  Scratch out;
+  for (const auto& s : stages_) {
+    const ConvGeometry& g = s->plan.geometry;
+    if (s->needs_im2col()) out.patches = std::max(out.patches, batch * g.patches() * g.patch_size());
+    if (s->plan.kind == Int8StageKind::gemm && s->plan.pool) out.pre_pool = std::max(out.pre_pool, batch * g.patches() * s->filters);
+    if (s->layer != nullptr) out.workspace = std::max(out.workspace, s->layer->workspace_elements(batch));
+  }
+  return out;
+}
+
 Status ClInt8Model::reserve(int64_t batch) {
   if (batch <= reserved_) return Status();
-  int64_t patches = 0, pre_pool = 0, workspace = 0;
+  const Scratch sizes = scratch(batch);
   for (auto& s : stages_) {
-    const ConvGeometry& g = s->plan.geometry;
-    if (s->needs_im2col()) patches = std::max(patches, batch * g.patches() * g.patch_size());
-    if (s->plan.kind == Int8StageKind::gemm && s->plan.pool) pre_pool = std::max(pre_pool, batch * g.patches() * s->filters);
-    if (s->layer != nullptr) {
-      workspace = std::max(workspace, s->layer->workspace_elements(batch));
-      RG_TRY(s->layer->reserve(batch));
-    }
+    if (s->layer != nullptr) RG_TRY(s->layer->reserve(batch));
     RG_ASSIGN(s->output, Buffer::allocate(device_, batch * s->out_numel * (s->f32_out ? 4 : 1),
                                           "int8 model: " + s->plan.name + " output"));
   }
   RG_ASSIGN(input_, Buffer::allocate(device_, batch * input_shape_.numel() * 4, "int8 model: input"));
-  RG_ASSIGN(patches_, Buffer::allocate(device_, patches, "int8 model: patch matrix"));
-  RG_ASSIGN(pre_pool_, Buffer::allocate(device_, pre_pool, "int8 model: conv output before its pooling"));
-  RG_ASSIGN(workspace_, Buffer::allocate(device_, workspace * 4, "int8 model: f32 layers' workspace"));
-  workspace_elements_ = workspace;
+  RG_ASSIGN(patches_, Buffer::allocate(device_, sizes.patches, "int8 model: patch matrix"));
+  RG_ASSIGN(pre_pool_, Buffer::allocate(device_, sizes.pre_pool, "int8 model: conv output before its pooling"));
+  RG_ASSIGN(workspace_, Buffer::allocate(device_, sizes.workspace * 4, "int8 model: f32 layers' workspace"));
+  workspace_elements_ = sizes.workspace;
   reserved_ = batch;
   return Status();
+}
+
+ExecutorBytes ClInt8Model::reserved_bytes(int64_t rows) const {
+  const Scratch sizes = scratch(rows);
+  ExecutorBytes bytes;
+  bytes.device = rows * input_shape_.numel() * 4 + sizes.patches + sizes.pre_pool + sizes.workspace * 4;
+  for (const auto& s : stages_) {
+    bytes.device += rows * s->out_numel * (s->f32_out ? 4 : 1);
+    if (s->layer != nullptr) bytes.device += s->layer->state_bytes(rows);
+  }
+  bytes.host = rows * stages_.back()->out_numel * 4;  // the output forward returns
+  return bytes;
 }
 
 Status ClInt8Model::run(Stage& s, int64_t n, const std::vector<DeviceSpan>& xs, DeviceSpan y) {
@@ -158,5 +176,9 @@ int64_t ClInt8Model::buffer_bytes() const {
   }
   return bytes;
 }
+
+std::string ClInt8Model::description() const { return int8_description(int8_->precisions()); }
+
+std::string ClInt8Model::place() const { return device_.label(); }
 
 }  // namespace rg::ocl

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "nn/executor.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
 #include "quant/int8_model.h"
@@ -24,21 +25,29 @@
 
 namespace rg::ocl {
 
-class ClInt8Model {
+// An Executor (nn/executor.h) of itself: eval and the tests score it as any other.
+class ClInt8Model : public Executor {
  public:
-  ~ClInt8Model();
+  ~ClInt8Model() override;
   // Uploads the plan's weights (f32 layers: their values now; the model must outlive this).
   // An f32 layer with no device version is an error naming it.
   static Result<std::unique_ptr<ClInt8Model>> create(const Int8Model& model, Device& device);
 
-  // Device buffers for batches of up to `batch` samples.
-  Status reserve(int64_t batch);
+  // The f32 model its Int8Model was made from; "int8"; "int8 (7 of 8 computing layers)"; the device.
+  const Model& model() const override { return int8_->source(); }
+  std::string storage() const override { return "int8"; }
+  std::string description() const override;
+  std::string place() const override;
+  // Device buffers for batches of up to `batch` samples; what they take (and on the host, the
+  // output forward returns).
+  Status reserve(int64_t batch) override;
+  ExecutorBytes reserved_bytes(int64_t rows) const override;
   // x [n, input...] f32 (n <= the reserved batch) -> the model's output [n, output...] f32, a
   // new host tensor; blocks until the device is done.
-  Result<Tensor> forward(const Tensor& x);
+  Result<Tensor> forward(const Tensor& x) override;
 
   // Device bytes of the weights (int8 weights, int32 bias and requantization; f32 layers' params).
-  int64_t weight_bytes() const;
+  int64_t weight_bytes() const override;
   // Device bytes of the input, the stages' outputs and the scratch for the reserved batch.
   int64_t buffer_bytes() const;
 
@@ -48,7 +57,15 @@ class ClInt8Model {
   // xs: the outputs of the stages it reads (Int8StagePlan::inputs), in order.
   Status run(Stage& stage, int64_t n, const std::vector<DeviceSpan>& xs, DeviceSpan y);
 
+  // The scratch of the largest stage for batches of `batch`: the im2col patches and a fused
+  // pooling's input (int8 bytes), the f32 layers' workspace (f32 elements).
+  struct Scratch {
+    int64_t patches = 0, pre_pool = 0, workspace = 0;
+  };
+  Scratch scratch(int64_t batch) const;
+
   Device& device_;
+  const Int8Model* int8_ = nullptr;
   Shape input_shape_;
   std::vector<std::unique_ptr<Stage>> stages_;
   Buffer input_;                 // f32 [batch, input...]

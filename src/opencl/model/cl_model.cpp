@@ -298,4 +298,34 @@ Status ClModel::write_params() {
   return Status();
 }
 
+std::string ClModelExecutor::description() const {
+  return cl_.storage() == DType::f16 ? storage() + " (f16 activations, f32 math)" : storage();
+}
+
+ExecutorBytes ClModelExecutor::reserved_bytes(int64_t rows) const {
+  const int64_t output = rows * cl_.host().output_shape().numel() * static_cast<int64_t>(sizeof(float));
+  return {cl_.host_bytes(rows) + output, cl_.reserved_bytes(rows).total()};
+}
+
+Status ClModelExecutor::reserve_output(int64_t rows) {
+  if (output_.defined() && output_.shape()[0] >= rows) return Status();
+  RG_ASSIGN(output_, Tensor::zeros(cl_.host().output_shape().batched(rows), DType::f32, "the device's output read back"));
+  return Status();
+}
+
+Status ClModelExecutor::reserve(int64_t rows) {
+  RG_TRY(cl_.reserve(rows));
+  return reserve_output(rows);
+}
+
+Result<Tensor> ClModelExecutor::forward(const Tensor& x) {
+  const int64_t n = x.shape()[0];
+  RG_TRY(reserve_output(cl_.reserved_batch()));
+  RG_TRY(cl_.upload(x, Tensor()).status());
+  RG_TRY(cl_.forward(ctx_));
+  const Tensor out = output_.rows(0, n);
+  RG_TRY(cl_.read_output(out));
+  return out;
+}
+
 }  // namespace rg::ocl

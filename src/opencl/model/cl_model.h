@@ -7,12 +7,15 @@
 // every layer it feeds are summed (f32 storage only: f16 is refused, issue 31). The CPU Model
 // keeps the cfg, the names and the host values: read_params() brings the trained values back
 // for checkpoints, write_params() sends host values (a resumed run's) to the device.
+// ClModelExecutor is its inference behind the executor interface (nn/executor.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
+#include "nn/executor.h"
 #include "nn/model.h"
 #include "opencl/model/cl_fusion.h"
 #include "opencl/model/cl_layer.h"
@@ -193,6 +196,29 @@ class ClModel {
   DeviceSpan target_span() const;
   DeviceSpan labels_span() const;  // the int32 labels of the hits
   DeviceSpan output_span() const { return acts_.back().f32(); }
+};
+
+// A ClModel's inference as an Executor (nn/executor.h): the input uploaded, the forward in `ctx`,
+// the output read back (blocking) into a host buffer of the reserved rows: `output` [rows,
+// output...] when its owner has one (a Trainer's), else one made by reserve() or the first forward.
+class ClModelExecutor : public Executor {
+ public:
+  ClModelExecutor(ClModel& model, const LayerContext& ctx, Tensor output = Tensor())
+      : cl_(model), ctx_(ctx), output_(std::move(output)) {}
+  const Model& model() const override { return cl_.host(); }
+  std::string storage() const override { return cl_.storage() == DType::f16 ? "fp16" : "fp32"; }
+  std::string description() const override;
+  std::string place() const override { return cl_.device().label(); }
+  int64_t weight_bytes() const override { return cl_.host().weight_bytes(); }
+  ExecutorBytes reserved_bytes(int64_t rows) const override;
+  Status reserve(int64_t rows) override;
+  Result<Tensor> forward(const Tensor& x) override;
+
+ private:
+  Status reserve_output(int64_t rows);
+  ClModel& cl_;
+  LayerContext ctx_;
+  Tensor output_;
 };
 
 }  // namespace rg::ocl

@@ -1,0 +1,44 @@
+// The CPU's step runner (train/step_runner.h): the Model's forward, the loss, backward and the
+// Optimizer's update, each checked for values that are not finite.
+#include "train/step_runner.h"
+
+#include <cmath>
+
+#include "nn/finite_check.h"
+#include "nn/loss.h"
+
+namespace rg {
+
+Status training_stopped(const std::string& what) {
+  return Status::error(what + "; training stopped (lower the learning rate?); the last checkpoint is unchanged");
+}
+
+Status CpuStepRunner::micro_batch(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
+                                  const LayerContext& ctx, const std::string& where, LossTally* tally) {
+  const Tensor out = model_.forward(x, ctx);
+  const double loss = compute_loss(model_.loss(), out, target, grad_scale, model_.output_grad());
+  if (!std::isfinite(loss)) {
+    const std::string first_bad = first_non_finite_output(model_, x);
+    return training_stopped("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at " + where +
+                            " (" +
+                            (first_bad.empty() ? "every layer's output was finite: the loss itself overflowed"
+                                               : "the first Inf or NaN: " + first_bad) +
+                            ")");
+  }
+  model_.backward(ctx);
+  tally->loss_sum += loss;
+  tally->rows += x.shape()[0];
+  if (model_.target() != TargetKind::input) tally->correct += count_correct(out, labels.data<int32_t>());
+  return Status();
+}
+
+Status CpuStepRunner::update(double lr, const std::string& where) {
+  // A finite loss can still give an Inf gradient (an overflowing product), and a finite
+  // gradient times the rate an Inf weight. The optimizer checks both in the pass that
+  // reads the gradients and writes the weights (a pass of its own cost 5% of an mlp's
+  // step); under loss scaling the scaler has checked and skipped bad gradients already.
+  if (const Param* bad = optimizer_.step(lr)) return training_stopped(flagged_update(bad).text() + " at " + where);
+  return Status();
+}
+
+}  // namespace rg

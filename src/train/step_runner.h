@@ -1,0 +1,93 @@
+// A training step's work on one executor (issue 31). The Trainer's loop (trainer.cpp) gathers
+// the micro-batches, splits the step over MPI ranks and keeps the schedule; what runs the model
+// is its StepRunner, asked for each micro-batch's forward, loss and backward, for loss scaling's
+// unscale, the optimizer's update and the values' trip between host and device, never which
+// executor it is:
+//   CpuStepRunner     the CPU Model (f32 or f16 storage, int8 GEMMs, fake int8 through the
+//                     model's values hook), its Optimizer, the loss on the CPU
+//   device runner     the OpenCL model (make_device_step_runner, step_runner_device.cpp): the
+//                     ClOptimizer, the loss on the device (read back a micro-batch late) or on
+//                     the CPU (TrainOptions::loss_on_host)
+// Each holds its inference executor (nn/executor.h), which the Trainer scores through.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nn/executor.h"
+#include "nn/model.h"
+#include "nn/optimizer.h"
+#include "train/loss_scale.h"
+
+namespace rg::ocl {
+class ClModel;
+class ClOptimizer;
+}  // namespace rg::ocl
+
+namespace rg {
+
+// The losses and hits of the micro-batches collected so far, and how many rows they cover.
+struct LossTally {
+  double loss_sum = 0;
+  int64_t correct = 0;
+  int64_t rows = 0;
+};
+
+// "<what>; training stopped (lower the learning rate?); the last checkpoint is unchanged"
+Status training_stopped(const std::string& what);
+
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+  // Its inference: the model as it trains, in evaluation mode.
+  virtual Executor& executor() = 0;
+  // One micro-batch: x [n, input...], its labels [n] (int32) and the loss's target; the forward
+  // in training mode (ctx), the loss with its gradient scaled by grad_scale, the backward. Its
+  // loss and hits reach *tally now or, a device's, with the next call (collect_losses takes
+  // the last). A loss that is not finite stops training, naming `where` (the step).
+  virtual Status micro_batch(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
+                             const LayerContext& ctx, const std::string& where, LossTally* tally) = 0;
+  // The losses still pending into *tally: all, or all but the newest micro-batch's.
+  virtual Status collect_losses(bool keep_newest, LossTally* tally) = 0;
+  // Loss scaling's unscale of the gradients (LossScaler::unscale's rule): false when one was
+  // not finite, the scaler then backing off and the step skipped.
+  virtual Result<bool> unscale(LossScaler& scaler) = 0;
+  // The optimizer's update at rate `lr`; a gradient or updated weight that is not finite stops
+  // training, naming its param and `where` (a device's is read back a micro-batch late).
+  virtual Status update(double lr, const std::string& where) = 0;
+  // The trained values and optimizer state into the host model and Optimizer, and back (a
+  // device's; nothing to do on the CPU).
+  virtual Status sync_to_host() = 0;
+  virtual Status sync_to_device() = 0;
+};
+
+class CpuStepRunner : public StepRunner {
+ public:
+  // `inference`: the context of its executor's forward; `precision` names it (ModelExecutor).
+  CpuStepRunner(Model& model, Optimizer& optimizer, const LayerContext& inference, const std::string& precision)
+      : model_(model), optimizer_(optimizer), executor_(model, inference, precision) {}
+  Executor& executor() override { return executor_; }
+  Status micro_batch(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
+                     const LayerContext& ctx, const std::string& where, LossTally* tally) override;
+  Status collect_losses(bool, LossTally*) override { return Status(); }  // each micro-batch's is added at once
+  Result<bool> unscale(LossScaler& scaler) override { return scaler.unscale(model_.params()); }
+  Status update(double lr, const std::string& where) override;
+  Status sync_to_host() override { return Status(); }
+  Status sync_to_device() override { return Status(); }
+
+ private:
+  Model& model_;
+  Optimizer& optimizer_;
+  ModelExecutor executor_;
+};
+
+// The device's runner of `model` (the device mirror of `host`, trained by `optimizer`, which
+// keeps the host Optimizer's state for checkpoints): `output` [rows, output...] is the host
+// buffer outputs are read back into (the loss on the host, evaluation); `loss_on_host`: the loss
+// and its gradient on the CPU (devices without cl_khr_fp64).
+std::unique_ptr<StepRunner> make_device_step_runner(Model& host, ocl::ClModel& model, ocl::ClOptimizer& optimizer,
+                                                    const Tensor& output, bool loss_on_host,
+                                                    const LayerContext& inference);
+
+}  // namespace rg
