@@ -61,6 +61,10 @@ struct Int8StagePlan {
     const int64_t k = geometry.patch_size();
     return k > 0 ? static_cast<int64_t>(weights.size()) / k : 0;
   }
+  // gemm: the weights as a GEMM over patches reads them, [patch_size x filters]: what an engine
+  // runs that has no kernel of a path's own (the device int8 model runs every path as im2col
+  // and the GEMM, which gives the same bits).
+  const std::vector<int8_t>& gemm_weights() const { return weights; }
 };
 
 }  // namespace rg
