@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu/ukernels/unary_op.h"
 
@@ -44,14 +45,21 @@ struct AdamStep {
 // g = grad + wd w;  m = b1 m + (1-b1) g;  s = b2 s + (1-b2) g g;  w -= step_size m / (sqrt(s) / c2 + eps)
 using F32Adam = bool (*)(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s);
 
-#define RG_DECLARE_F32_VECTOR_KERNELS(isa)                                                              \
-  void f32_vunary__##isa(UnaryOp, int64_t, float, const float*, float*);                               \
-  void f32_vunary_grad__##isa(UnaryOp, int64_t, float, const float*, const float*, float*);            \
-  void f32_add_bias__##isa(int64_t, int64_t, const float*, float*);                                    \
-  void f32_column_sum__##isa(int64_t, int64_t, const float*, float*);                                  \
-  void f32_softmax_rows__##isa(int64_t, int64_t, const float*, float*);                                \
-  bool f32_sgd__##isa(int64_t, const SgdStep&, float*, const float*, float*);                          \
-  bool f32_adam__##isa(int64_t, const AdamStep&, float*, const float*, float*, float*);
+// The family's kernels, written once, in the order of F32VectorKernels (cpu/kernel_tables.h,
+// whose members and tables are made from this list): X(member, type, function, isa), each
+// level defining function##__##isa (RG_DEFINE_F32_VECTOR_KERNELS, isa/reference.cpp).
+#define RG_F32_VECTOR_KERNEL_LIST(X, isa)                \
+  X(unary, F32Unary, f32_vunary, isa)                    \
+  X(unary_grad, F32UnaryGrad, f32_vunary_grad, isa)      \
+  X(add_bias, F32AddBias, f32_add_bias, isa)             \
+  X(column_sum, F32ColumnSum, f32_column_sum, isa)       \
+  X(softmax_rows, F32SoftmaxRows, f32_softmax_rows, isa) \
+  X(sgd, F32Sgd, f32_sgd, isa)                           \
+  X(adam, F32Adam, f32_adam, isa)
+
+// Declares function##__##isa with its type's signature.
+#define RG_DECLARE_F32_VECTOR_KERNEL(member, Type, function, isa) std::remove_pointer_t<Type> function##__##isa;
+#define RG_DECLARE_F32_VECTOR_KERNELS(isa) RG_F32_VECTOR_KERNEL_LIST(RG_DECLARE_F32_VECTOR_KERNEL, isa)
 
 RG_DECLARE_F32_VECTOR_KERNELS(reference)
 RG_DECLARE_F32_VECTOR_KERNELS(sse2)
