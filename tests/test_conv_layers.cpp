@@ -140,6 +140,32 @@ LayerSpec batch_norm_spec(const std::string& name, Shape input, bool training) {
   return spec;
 }
 
+// y[n, oh, ow, c] = b[c] + sum_{kh, kw} x[n, oh*s - p + kh, ow*s - p + kw, c] * W[kh*k + kw, c]
+LayerSpec depthwise_spec(const std::string& name, Shape input, ConvOptions o) {
+  LayerSpec spec{name, [o] { return std::unique_ptr<Layer>(new DepthwiseConv2D(o)); }, input, nullptr};
+  spec.reference = [input, o](Layer& layer, const Tensor& x, int64_t n) {
+    const Image img{x, input[0], input[1], input[2]};
+    const int64_t oh_n = (img.h + 2 * o.pad - o.kernel) / o.stride + 1, ow_n = (img.w + 2 * o.pad - o.kernel) / o.stride + 1;
+    std::vector<Param*> p = layer.params();
+    std::vector<double> y;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t oh = 0; oh < oh_n; ++oh)
+        for (int64_t ow = 0; ow < ow_n; ++ow)
+          for (int64_t c = 0; c < img.c; ++c) {
+            double sum = o.bias ? get(p[1]->value, c) : 0.0;
+            for (int64_t kh = 0; kh < o.kernel; ++kh)
+              for (int64_t kw = 0; kw < o.kernel; ++kw) {
+                const int64_t i = oh * o.stride - o.pad + kh, j = ow * o.stride - o.pad + kw;
+                if (i < 0 || i >= img.h || j < 0 || j >= img.w) continue;
+                sum += img.at(s, i, j, c) * get(p[0]->value, (kh * o.kernel + kw) * img.c + c);
+              }
+            y.push_back(sum);
+          }
+    return y;
+  };
+  return spec;
+}
+
 std::vector<LayerSpec> conv_layer_specs() {
   std::vector<LayerSpec> specs = {
       conv_spec("conv3x3_s1_p1", Shape{5, 5, 2}, conv_options(3, 3, 1, 1)),
@@ -152,6 +178,12 @@ std::vector<LayerSpec> conv_layer_specs() {
       // Many channels: dx as a direct convolution of the padded dy with the flipped weight.
       conv_spec("conv3x3_p1_wide_direct_dx", Shape{4, 5, 16}, conv_options(17, 3, 1, 1)),
       conv_spec("conv2x2_p1_wide_direct_dx", Shape{3, 4, 16}, conv_options(16, 2, 1, 1)),
+      // Depthwise: channels below and above the vector widths (tails), stride 3 leaving dx gaps.
+      depthwise_spec("depthwise3x3_s1_p1", Shape{5, 5, 3}, conv_options(1, 3, 1, 1)),
+      depthwise_spec("depthwise3x3_s2_p1_rect", Shape{6, 7, 2}, conv_options(1, 3, 2, 1)),
+      depthwise_spec("depthwise5x5_s2_p2_wide_nobias", Shape{5, 6, 17}, conv_options(1, 5, 2, 2, 0, false)),
+      depthwise_spec("depthwise2x2_s3_gaps", Shape{7, 7, 9}, conv_options(1, 2, 3, 0)),
+      depthwise_spec("depthwise1x1", Shape{3, 4, 5}, conv_options(1, 1, 1, 0)),
       conv_transpose_spec("convT3x3_s2_p1_op1", Shape{3, 3, 2}, conv_options(2, 3, 2, 1, 1)),
       conv_transpose_spec("convT4x4_s2_p1", Shape{2, 3, 3}, conv_options(2, 4, 2, 1)),
       conv_transpose_spec("convT2x2_s1", Shape{3, 2, 2}, conv_options(3, 2, 1, 0)),
@@ -258,12 +290,14 @@ TEST(Conv, ChunkedBatchesMatchF64) {
   ThreadPool pool(2);
   compare_f32_f64(conv_spec("conv_chunked", Shape{28, 28, 8}, conv_options(6, 3, 1, 1)), 40, &pool, 1e-3);
   compare_f32_f64(conv_transpose_spec("convT_chunked", Shape{14, 14, 8}, conv_options(6, 4, 2, 1)), 40, &pool, 1e-3);
+  compare_f32_f64(depthwise_spec("depthwise_big", Shape{28, 28, 8}, conv_options(1, 3, 1, 1)), 40, &pool, 1e-3);
 }
 
 // Every layer gives bit-identical f32 results with 1, 2 and 3 threads.
 TEST(Conv, ResultsDoNotDependOnThreads) {
   std::vector<LayerSpec> specs = conv_layer_specs();
   specs.push_back(conv_spec("conv_chunked", Shape{28, 28, 8}, conv_options(6, 3, 1, 1)));
+  specs.push_back(depthwise_spec("depthwise_big", Shape{28, 28, 8}, conv_options(1, 3, 1, 1)));
   for (const LayerSpec& spec : specs) {
     SCOPED_TRACE(spec.name);
     const std::vector<double> one = results_with_threads(spec, 1, 33);

@@ -24,6 +24,7 @@
 #include "quant/int8_model.h"
 #include "nn/executor.h"
 #include "train/checkpoint.h"
+#include "quant/int8_stages.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -541,6 +542,62 @@ TEST(Executor, Int8ReservedBytesAreWhatReserveAllocates) {
     EXPECT_EQ(host_memory().current_bytes() - before, planned);
     EXPECT_EQ(net.value()->buffer_bytes(), planned);
     EXPECT_EQ(runner.reserved_bytes(37).device, 0);
+  }
+}
+
+// A small mobile-style network: conv, then a depthwise conv with its batch norm folded and its
+// relu fused, then a 1x1 conv. The depthwise conv is an int8 stage of its own (no f32 fallback);
+// on every ISA and thread count it gives the bits of the same conv as a GEMM over patches
+// (gemm_weights: zeros off each channel), and the model tracks its f32 model.
+TEST(Int8Model, DepthwiseConvIsAnInt8StageWithTheGemmsBits) {
+  std::unique_ptr<Model> model = trained_model(
+      "[net]\ninput = 28x28x1\nloss = softmax_cross_entropy\n[conv]\nfilters = 8\nsize = 3\npad = 1\n[relu]\n"
+      "[depthwise_conv]\nname = dw\nsize = 3\nstride = 2\npad = 1\nbias = false\n[batchnorm]\nname = dwbn\n"
+      "[relu]\nname = dwrelu\n[conv]\nfilters = 16\nsize = 1\n[relu]\n[maxpool]\nsize = 2\n[dense]\nunits = 10\n",
+      2);
+  ThreadPool two(2);
+  Int8Options options;
+  options.calibration = CalibrationMethod::minmax;
+  auto net = quantize(*model, options, &two);
+  ASSERT_NE(net, nullptr);
+  std::map<std::string, LayerPrecision> by_name = precisions_by_name(*net);
+  EXPECT_EQ(by_name["dw"].precision, "int8");
+  EXPECT_EQ(by_name["dw"].note, "dwbn folded, dwrelu fused");
+  const Int8StagePlan* dw = nullptr;
+  for (const Int8StagePlan& stage : net->plan())
+    if (stage.name == "dw") dw = &stage;
+  ASSERT_NE(dw, nullptr);
+  ASSERT_EQ(dw->path, Int8GemmPath::depthwise);
+  const OutputAgreement out = compare_outputs(*model, *net, &two);
+  EXPECT_GE(out.agree, 95);
+  EXPECT_LT(out.worst, 0.1f * out.range) << "logits differ by " << out.worst << " of " << out.range;
+
+  Int8StagePlan as_gemm = *dw;
+  as_gemm.path = Int8GemmPath::gemm;
+  as_gemm.weights = dw->gemm_weights();
+  const ConvGeometry& g = dw->geometry;
+  const int64_t n = 3;
+  auto x = Tensor::zeros(Shape{n, g.height, g.width, g.channels}, DType::i8, "x");
+  ASSERT_TRUE(x.ok());
+  Rng rng(8, 0);
+  for (int64_t i = 0; i < x.value().numel(); ++i)
+    x.value().data<int8_t>()[i] = static_cast<int8_t>(std::floor(rng.uniform(-128, 128)));
+  std::vector<int8_t> want;
+  for (Isa isa : all_isas()) {
+    if (!isa_supported(isa, detect_cpu().features)) continue;
+    for (const Int8StagePlan* plan : {static_cast<const Int8StagePlan*>(&as_gemm), dw}) {
+      auto stage = make_int8_stage(*plan, isa);
+      ASSERT_TRUE(stage.ok()) << stage.status().message();
+      ASSERT_TRUE(stage.value()->reserve(n).ok());
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
+        auto y = Tensor::zeros(stage.value()->out_shape.batched(n), DType::i8, "y");
+        ASSERT_TRUE(y.ok());
+        stage.value()->run(x.value(), y.value(), pool);
+        const std::vector<int8_t> got(y.value().data<int8_t>(), y.value().data<int8_t>() + y.value().numel());
+        if (want.empty()) want = got;
+        ASSERT_EQ(got, want) << isa_name(isa) << (plan == dw ? " depthwise" : " gemm") << (pool ? ", 2 threads" : "");
+      }
+    }
   }
 }
 

@@ -15,6 +15,7 @@
 #include "isa_param.h"
 #include "base/thread_pool.h"
 #include "cpu/kernel_tables.h"
+#include "ops/depthwise.h"
 #include "ops/elementwise.h"
 
 namespace rg {
@@ -108,6 +109,40 @@ TEST_P(KernelsOnIsa, BiasAndColumnSumsAreExact) {
       ref().column_sum(rows, cols, y.data(), sums_want.data());
       fast().column_sum(rows, cols, y.data(), sums_got.data());
       expect_close(sums_got, sums_want, cols, 0, 0, "column_sum");
+    }
+}
+
+// The depthwise rows and their weight gradient on every level against the reference (ops'
+// scalar loops): channels below, at and above each vector width (tails), padding read through
+// the zero row, guard elements untouched. Exact but at the FMA level (one rounding a term).
+TEST_P(KernelsOnIsa, DepthwiseMatchesReference) {
+  Rng rng(21, 0);
+  const float tol = GetParam() == Isa::avx2_fma ? 1e-5f : 0.0f;
+  struct Window {
+    int64_t k, stride, pad;
+  };
+  for (int64_t c : {1, 3, 4, 5, 8, 9, 16, 17, 33})
+    for (const Window& win : {Window{3, 1, 1}, Window{5, 2, 2}, Window{2, 3, 0}}) {
+      const ConvGeometry g = conv_geometry(6, 7, c, win.k, win.stride, win.pad).value();
+      const int64_t taps = win.k * win.k, out = g.patches() * c;
+      const std::vector<float> x = random_vector(g.height * g.width * c, -1, 1, rng);
+      const std::vector<float> w = random_vector(taps * c, -1, 1, rng), bias = random_vector(c, -1, 1, rng);
+      const std::vector<float> zeros(static_cast<size_t>(c), 0.0f);
+      const std::vector<int64_t> at = depthwise_forward_offsets(g);
+      std::vector<const float*> rows(at.size());
+      depthwise_indirection(at, x.data(), zeros.data(), rows.data());
+      const std::string what = "c " + std::to_string(c) + " k " + std::to_string(win.k);
+      for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+        std::vector<float> want = random_vector(out, -1, 1, rng), got = want;
+        ref().depthwise(c, g.patches(), taps, rows.data(), w.data(), b, want.data());
+        fast().depthwise(c, g.patches(), taps, rows.data(), w.data(), b, got.data());
+        expect_close(got, want, out, tol, tol, "depthwise " + what);
+      }
+      const std::vector<float> dy = random_vector(out, -1, 1, rng);
+      std::vector<float> dw_want = random_vector(taps * c, -1, 1, rng), dw_got = dw_want;
+      ref().depthwise_weight_grad(c, g.patches(), taps, rows.data(), dy.data(), dw_want.data());
+      fast().depthwise_weight_grad(c, g.patches(), taps, rows.data(), dy.data(), dw_got.data());
+      expect_close(dw_got, dw_want, taps * c, 4 * tol, 4 * tol, "depthwise weight grad " + what);
     }
 }
 

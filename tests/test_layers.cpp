@@ -141,6 +141,7 @@ TEST(LayerKinds, EveryKindBuildsFromItsRowWithACostModel) {
   const std::map<std::string, std::string> keys = {  // the keys a kind cannot do without
       {"dense", "units = 3"},  {"conv", "filters = 2\nsize = 3"}, {"conv_transpose", "filters = 2\nsize = 3"},
       {"maxpool", "size = 2"}, {"avgpool", "size = 2"},           {"rcl", "filters = 2"},
+      {"depthwise_conv", "size = 3"},
       {"reshape", "shape = 2x4x4"}};
   for (const LayerKind& row : layer_kinds()) {
     SCOPED_TRACE(row.name);
@@ -162,7 +163,7 @@ TEST(LayerKinds, EveryKindBuildsFromItsRowWithACostModel) {
 
 // The int8 rules both the engine and QAT read (quant/int8_model.cpp, quant/fake_quant.cpp).
 TEST(LayerKinds, Int8RulesOfTheRows) {
-  for (const char* before : {"conv", "dense"}) {
+  for (const char* before : {"conv", "depthwise_conv", "dense"}) {
     EXPECT_TRUE(int8_fuses_after("batchnorm", before));
     EXPECT_TRUE(int8_fuses_after("relu", before));
   }

@@ -179,13 +179,15 @@ TEST(OpenclInt8Model, PresetsWithRandomParamsMatchTheCpuBitForBit) {
 }
 
 // Strides, padding on odd sizes, a non-square pooling window and an odd channel count: the
-// device's im2col and pooling geometry against the CPU's on shapes the presets lack.
+// device's im2col and pooling geometry against the CPU's on shapes the presets lack. The
+// depthwise conv (the CPU's own int8 stage) runs on the device as its GEMM (gemm_weights).
 TEST(OpenclInt8Model, StridedAndPaddedConvsMatchTheCpuBitForBit) {
   SKIP_WITHOUT_OPENCL();
   const char* cfg_text =
       "[net]\ninput = 13x11x3\nloss = softmax_cross_entropy\n"
       "[conv]\nfilters = 5\nsize = 3\nstride = 2\npad = 1\n[batchnorm]\n[relu]\n"
       "[maxpool]\nsize = 3\nstride = 2\npad = 1\n"
+      "[depthwise_conv]\nsize = 3\npad = 1\n[batchnorm]\n[relu]\n"
       "[conv]\nfilters = 9\nsize = 2\n[relu]\n"
       "[dense]\nunits = 6\n";
   auto cfg = parse_cfg(cfg_text, "strided.cfg");

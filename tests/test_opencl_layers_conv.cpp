@@ -1,11 +1,11 @@
-// The device conv, conv_transpose, batchnorm and rcl layers against their CPU layers: the same
-// x and dy through forward and backward (training with grads written, then accumulated; then
-// inference), on every OpenCL device found. y, dx, every param grad and the running statistics
-// within a tolerance for a different GEMM summation order (max |a - b| <= tol * max(1, max |b|));
-// shapes with stride 2, padding, output_pad, a batch of 1, pointwise kernels and batches split
-// into several workspace chunks. Then the cnn and rcnn presets, graph models (add and concat,
-// outputs read by several layers) and the resnet20 preset through a whole ClModel against the
-// CPU Model.
+// The device conv, conv_transpose, depthwise_conv, batchnorm and rcl layers against their CPU
+// layers: the same x and dy through forward and backward (training with grads written, then
+// accumulated; then inference), on every OpenCL device found. y, dx, every param grad and the
+// running statistics within a tolerance for a different GEMM summation order (max |a - b| <=
+// tol * max(1, max |b|)); shapes with stride 2, padding, output_pad, a batch of 1, pointwise
+// kernels and batches split into several workspace chunks. Then the cnn and rcnn presets, graph
+// models (add and concat, outputs read by several layers), a mobile-style depthwise model and
+// the resnet20 preset through a whole ClModel against the CPU Model.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -421,6 +421,40 @@ TEST(OpenclGraphModel, ConvBranchesJoinedByAddAndConcatMatchTheCpu) {
 TEST(OpenclGraphModel, Resnet20PresetMatchesTheCpu) {
   SKIP_WITHOUT_OPENCL();
   compare_preset("resnet20", 2, 1e-3);
+}
+
+// The depthwise conv (its own kernels): padding, stride 2 and 3 (dx's gaps), channels not a
+// multiple of 4, no bias, a batch of 1; and the mobile-style model conv -> depthwise -> 1x1 conv.
+TEST(OpenclConvLayers, DepthwiseConvMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  struct Case {
+    const char* name;
+    Shape input;
+    ConvOptions options;
+    int64_t n;
+  };
+  const Case cases[] = {{"3x3 pad 1", Shape{5, 5, 3}, conv_options(1, 3, 1, 1), 2},
+                        {"3x3 stride 2 pad 1, 17 channels", Shape{7, 6, 17}, conv_options(1, 3, 2, 1), 3},
+                        {"2x2 stride 3, no bias, batch 1", Shape{8, 7, 5}, conv_options(1, 2, 3, 0, 0, false), 1},
+                        {"5x5 pad 2", Shape{6, 6, 8}, conv_options(1, 5, 1, 2), 2}};
+  for (Device* device : devices()) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(device->label() + ": depthwise " + c.name);
+      DepthwiseConv2D cpu(c.options);
+      cpu.set_name("dw");
+      const auto output = cpu.configure(c.input);
+      ASSERT_TRUE(output.ok());
+      Rng rng(6);
+      ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
+      auto cl = make_cl_layer(cpu, c.input, output.value(), *device);
+      ASSERT_TRUE(cl.ok()) << cl.status().message();
+      compare_layer(cpu, *cl.value(), *device, c.input, c.n, 1e-5);
+    }
+  }
+  compare_model("[net]\ninput = 10x10x2\n[conv]\nfilters = 6\nsize = 3\npad = 1\n[relu]\n"
+                "[depthwise_conv]\nsize = 3\nstride = 2\npad = 1\n[batchnorm]\n[relu]\n"
+                "[conv]\nfilters = 8\nsize = 1\n[relu]\n[global_avgpool]\n[dense]\nunits = 10\n",
+                "mobile.cfg", 3, 1e-3);
 }
 
 }  // namespace

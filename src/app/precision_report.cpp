@@ -12,6 +12,7 @@
 #include "base/memory.h"
 #include "cpu/isa.h"
 #include "cpu/kernel_tables.h"
+#include "nn/layer_registry.h"
 
 namespace rg {
 
@@ -92,11 +93,12 @@ Status fill_scores(PrecisionRow* row, const Result<EvalResult>& scored, bool cla
   return Status();
 }
 
-// "4 of 5 conv/dense int8"
+// "4 of 5 conv/dense int8": the layers whose kind's row has the int8 role gemm (nn/layer_registry.h).
 std::string int8_gemm_count(const std::vector<LayerPrecision>& layers) {
   int quantized = 0, gemm_layers = 0;
   for (const LayerPrecision& layer : layers) {
-    if (layer.kind != "conv" && layer.kind != "dense") continue;
+    const LayerKind* row = find_layer_kind(layer.kind);
+    if (row == nullptr || row->int8 != Int8Role::gemm) continue;
     ++gemm_layers;
     if (layer.precision == "int8") ++quantized;
   }

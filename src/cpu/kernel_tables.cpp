@@ -32,12 +32,10 @@ const F32GemmKernel& f32_gemm_narrow_kernel(Isa isa) {
   }
 }
 
-#define RG_F32_VECTOR_TABLE(isa)                                                                        \
-  F32VectorKernels {                                                                                    \
-    f32_vunary__##isa, f32_vunary_grad__##isa, f32_add_bias__##isa, f32_column_sum__##isa,                 \
-        f32_softmax_rows__##isa, f32_sgd__##isa,                                                          \
-        f32_adam__##isa, #isa                                                                           \
-  }
+// One level's F32VectorKernels: function##__##isa of each kernel of the family's list, then its name.
+#define RG_F32_VECTOR_ENTRY(member, Type, function, isa) function##__##isa,
+#define RG_F32_VECTOR_TABLE(isa) \
+  F32VectorKernels { RG_F32_VECTOR_KERNEL_LIST(RG_F32_VECTOR_ENTRY, isa) #isa }
 
 const F32VectorKernels& f32_vector_kernels(Isa isa) {
   static const F32VectorKernels reference = RG_F32_VECTOR_TABLE(reference);

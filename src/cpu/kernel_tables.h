@@ -32,14 +32,11 @@ inline const F32GemmKernel& f32_gemm_kernel_for(Isa isa, int64_t n) {
 }
 
 // The elementwise family of one ISA (f32_vector.h states the contracts).
+// Its members are the kernels of RG_F32_VECTOR_KERNEL_LIST, named and typed there.
 struct F32VectorKernels {
-  F32Unary unary;
-  F32UnaryGrad unary_grad;
-  F32AddBias add_bias;
-  F32ColumnSum column_sum;
-  F32SoftmaxRows softmax_rows;
-  F32Sgd sgd;
-  F32Adam adam;
+#define RG_F32_VECTOR_MEMBER(member, Type, function, isa) Type member;
+  RG_F32_VECTOR_KERNEL_LIST(RG_F32_VECTOR_MEMBER, none)
+#undef RG_F32_VECTOR_MEMBER
   const char* isa;  // which kernels these are: "sse2" also serves sse3 to sse4.1
 };
 const F32VectorKernels& f32_vector_kernels(Isa isa);

@@ -1,14 +1,18 @@
-// Conv2D and ConvTranspose2D: chunks of samples; per chunk a padded copy that the gathered GEMM
+// Conv2D, ConvTranspose2D and DepthwiseConv2D: chunks of samples; per chunk a padded copy that the gathered GEMM
 // reads patches from, or a GEMM into a patch matrix that col2im adds back (both threaded over
-// samples, the GEMMs threaded inside); bias by the kernel table.
+// samples, the GEMMs threaded inside); bias by the kernel table. The depthwise conv: rows through
+// an indirection per image (ops/depthwise.h), f32 on the kernel table's depthwise kernels.
 #include "nn/conv.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "base/int_math.h"
+#include "cpu/kernel_tables.h"
 #include "nn/cfg.h"
 #include "nn/layer_gemm.h"
 #include "nn/workspace.h"
+#include "ops/depthwise.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
 
@@ -19,9 +23,12 @@ namespace {
 // giving the GEMM a few thousand rows.
 constexpr int64_t kConvChunkElements = int64_t{1} << 20;
 
-Result<ConvOptions> options_from_cfg(const CfgSection& section, bool transposed) {
+// The keys of a "conv", "conv_transpose" or "depthwise_conv" section (depthwise: no filters).
+Result<ConvOptions> options_from_cfg(const CfgSection& section, bool transposed, bool depthwise = false) {
   ConvOptions o;
-  RG_ASSIGN(o.filters, section.get_int("filters", 1, 1 << 16));
+  if (!depthwise) {
+    RG_ASSIGN(o.filters, section.get_int("filters", 1, 1 << 16));
+  }
   RG_ASSIGN(o.kernel, section.get_int("size", 1, 64));
   RG_ASSIGN(o.stride, section.get_int_or("stride", 1, 1, 64));
   RG_ASSIGN(o.pad, section.get_int_or("pad", 0, 0, 63));
@@ -77,12 +84,44 @@ void flip_weight(int64_t k, int64_t c, int64_t filters, const T* weight, T* flip
     }
 }
 
-
 Status expect_image(const Shape& input) {
   if (input.rank() != 3) {
     return Status::error("a convolution takes images (height x width x channels), not " + input.str());
   }
   return Status();
+}
+// fn(s, rows) for each image s of `images` [n, image_size] (over the pool: by samples; null: in
+// order), rows its indirection by `at` (ops/depthwise.h), padding reading a row of c zeros.
+template <class T, class Fn>
+void each_image(ThreadPool* pool, int64_t n, const std::vector<int64_t>& at, int64_t c, const T* images,
+                int64_t image_size, Fn fn) {
+  parallel_for(pool, n, 1, [&](int64_t b, int64_t e) {
+    std::vector<const T*> rows(at.size());
+    const std::vector<T> zeros(static_cast<size_t>(c), T(0));
+    for (int64_t s = b; s < e; ++s) {
+      depthwise_indirection(at, images + s * image_size, zeros.data(), rows.data());
+      fn(s, rows.data());
+    }
+  });
+}
+
+// The depthwise sums, picked here: f32 by the kernel table, f64 by ops' scalar loops.
+template <class T>
+void depthwise_pass(int64_t c, int64_t pixels, int64_t taps, const T* const* rows, const T* w, const T* bias, T* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    f32_vector().depthwise(c, pixels, taps, rows, w, bias, out);
+  } else {
+    depthwise_rows(c, pixels, taps, rows, w, bias, out);
+  }
+}
+
+template <class T>
+void depthwise_weight_grad_pass(int64_t c, int64_t pixels, int64_t taps, const T* const* rows, const T* dy, T* dw) {
+  if constexpr (std::is_same_v<T, float>) {
+    f32_vector().depthwise_weight_grad(c, pixels, taps, rows, dy, dw);
+  } else {
+    depthwise_weight_grad_rows(c, pixels, taps, rows, dy, dw);
+  }
 }
 }  // namespace
 
@@ -346,6 +385,69 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
                             T(0), dx.data<T>() + s0 * in_sample, channels);
       }
     }
+  });
+}
+
+// ---------------------------------------------------------------- DepthwiseConv2D
+
+Result<std::unique_ptr<Layer>> DepthwiseConv2D::from_cfg(const CfgSection& section) {
+  RG_ASSIGN(const ConvOptions options, options_from_cfg(section, false, true));
+  return std::unique_ptr<Layer>(new DepthwiseConv2D(options));
+}
+
+Result<Shape> DepthwiseConv2D::configure(const Shape& input) {
+  RG_TRY(expect_image(input));
+  const int64_t k = options_.kernel, c = input[2];
+  RG_ASSIGN(geometry_, conv_geometry(input[0], input[1], c, k, options_.stride, options_.pad));
+  options_.filters = c;
+  set_weight_shape(Shape{k * k, c}, k * k, k * k);
+  forward_at_ = depthwise_forward_offsets(geometry_);
+  input_grad_at_ = depthwise_input_grad_offsets(geometry_);
+  return Shape{geometry_.out_h, geometry_.out_w, c};
+}
+
+void DepthwiseConv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
+  const ConvGeometry& g = geometry_;
+  const int64_t n = x.shape()[0], taps = g.kernel * g.kernel;
+  dispatch_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* w = weight_.value.data<T>();
+    const T* bias = options_.bias ? bias_.value.data<T>() : nullptr;
+    T* out = y.data<T>();
+    const int64_t out_sample = g.patches() * g.channels;
+    each_image(ctx.pool, n, forward_at_, g.channels, x.data<T>(), x.numel() / n, [&](int64_t s, const T* const* rows) {
+      depthwise_pass(g.channels, g.patches(), taps, rows, w, bias, out + s * out_sample);
+    });
+  });
+}
+
+void DepthwiseConv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                               const LayerContext& ctx) {
+  (void)y;
+  const ConvGeometry& g = geometry_;
+  const int64_t n = x.shape()[0], c = g.channels, taps = g.kernel * g.kernel, out_sample = g.patches() * c;
+  dispatch_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (options_.bias) {
+      if (!ctx.accumulate_grads) bias_.grad.fill_zero();
+      column_sum(ctx.pool, n * g.patches(), c, dy.data<T>(), bias_.grad.data<T>());
+    }
+    if (!ctx.accumulate_grads) weight_.grad.fill_zero();
+    T* dw = weight_.grad.data<T>();
+    const T* g_all = dy.data<T>();
+    // dW[t, ch] += x's rows times dy, image after image in order (no pool: the sum's order is fixed)
+    each_image(static_cast<ThreadPool*>(nullptr), n, forward_at_, c, x.data<T>(), x.numel() / n,
+               [&](int64_t s, const T* const* rows) {
+                 depthwise_weight_grad_pass(c, g.patches(), taps, rows, g_all + s * out_sample, dw);
+               });
+    if (!dx.defined()) return;
+    // dx[pixel, ch] = sum over taps of the dy row whose window put that tap on the pixel, times w
+    const T* w = weight_.value.data<T>();
+    T* dx_all = dx.data<T>();
+    const int64_t in_sample = g.height * g.width * c;
+    each_image(ctx.pool, n, input_grad_at_, c, g_all, out_sample, [&](int64_t s, const T* const* rows) {
+      depthwise_pass(c, g.height * g.width, taps, rows, w, static_cast<const T*>(nullptr), dx_all + s * in_sample);
+    });
   });
 }
 

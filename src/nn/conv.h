@@ -1,10 +1,14 @@
 // Convolutions over NHWC images on the kernel table's f32 GEMM tiles.
 //   Conv2D:          x [n, h, w, c] -> y [n, oh, ow, filters];  weight [k*k*c, filters]
 //   ConvTranspose2D: x [n, h, w, c] -> y [n, oh, ow, filters];  weight [c, k*k*filters]
+//   DepthwiseConv2D: x [n, h, w, c] -> y [n, oh, ow, c];        weight [k*k, c]
 // Conv2D is direct: its forward and weight gradient read the patch matrix straight from a
 // zero-padded copy of the input (a gathered GEMM, ops/gemm.h), and at stride 1 its input
 // gradient is the same kind of convolution of the padded dy with the flipped weights, where
 // that costs less than im2col's route (dy * W^T, then col2im).
+// A depthwise convolution convolves each channel with its own k x k filter (ops/depthwise.h):
+// no GEMM, a sum over taps of channel rows read through an indirection, on the kernel table's
+// depthwise kernels in f32.
 // A transposed convolution is the adjoint of a convolution: its forward is a convolution's
 // backward-data (GEMM, then col2im), its backward-data a convolution's forward (im2col, GEMM).
 // The batch runs in chunks of whole samples whose scratch fits kChunkElements, so the
@@ -21,7 +25,7 @@ namespace rg {
 class CfgSection;
 
 struct ConvOptions {
-  int64_t filters = 1;
+  int64_t filters = 1;  // depthwise: the input's channels (set by configure)
   int64_t kernel = 3, stride = 1, pad = 0;
   int64_t output_pad = 0;  // transposed only: extra rows/columns at the bottom/right, < stride
   Init init = Init::he_uniform;
@@ -110,6 +114,25 @@ class ConvTranspose2D : public ConvLayer {
  private:
   int64_t scratch_per_sample() const override;
   int64_t scratch_fixed() const override;
+};
+
+// Each channel convolved with its own filter (multiplier 1). Forward and dx run over the pool by
+// samples; dW sums sample after sample in order, so no result depends on the thread count.
+class DepthwiseConv2D : public ConvLayer {
+ public:
+  explicit DepthwiseConv2D(const ConvOptions& options) : ConvLayer(options) {}
+  static Result<std::unique_ptr<Layer>> from_cfg(const CfgSection& section);
+
+  std::string kind() const override { return "depthwise_conv"; }
+  Result<Shape> configure(const Shape& input) override;
+  void forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                const LayerContext& ctx) override;
+
+ private:
+  int64_t scratch_per_sample() const override { return 0; }  // its indirections are its own
+
+  std::vector<int64_t> forward_at_, input_grad_at_;  // ops/depthwise.h's row offsets
 };
 
 }  // namespace rg

@@ -1,7 +1,10 @@
 // Launchers of kernels/im2col.cl: the patch matrix of a batch of NHWC images for a convolution's
 // GEMM, and its adjoint, exactly as ops/im2col.h's per-image im2col and col2im_add lay it out
 // (bit-exact). col2im gathers: one work-item per image element sums the columns of the patches
-// holding it, so no two items write one element, whatever the overlap.
+// holding it, so no two items write one element, whatever the overlap. And the depthwise
+// convolution's three passes (ops/depthwise.h: weights [kernel^2, channels], bias [channels]),
+// no patch matrix, each element summed in the CPU's order (the same bits as its scalar
+// reference; the CPU's FMA level rounds its sums once a term).
 #pragma once
 
 #include <cstdint>
@@ -21,5 +24,15 @@ Result<Event> f32_im2col(Device& device, const ConvGeometry& g, int64_t batch, D
 // col2im_add's order (patches row by row): the same bits as col2im_add on each image.
 Result<Event> f32_col2im_add(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan cols, DeviceSpan image,
                              bool accumulate = true);
+
+// Depthwise: y [batch, out_h, out_w, channels] = bias (when bias.mem is not null) + x's taps times w.
+Result<Event> f32_depthwise_forward(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan x, DeviceSpan w,
+                                    DeviceSpan bias, DeviceSpan y);
+// dx [batch, height, width, channels] (overwritten) = dy [batch, out_h, out_w, channels]'s taps times w.
+Result<Event> f32_depthwise_input_grad(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan dy,
+                                       DeviceSpan w, DeviceSpan dx);
+// dw [kernel^2, channels] (+)= the sum over the batch's pixels of x at each tap times dy.
+Result<Event> f32_depthwise_weight_grad(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan x,
+                                        DeviceSpan dy, bool accumulate, DeviceSpan dw);
 
 }  // namespace rg::ocl

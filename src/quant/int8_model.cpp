@@ -115,9 +115,10 @@ GemmGroup gemm_group(const Model& model, size_t head) {
 }
 
 // A gemm-role layer's geometry (dense: the 1x1 conv of a [1, 1, inputs] image) and its weight
-// and bias in double with the group's batch norm folded in.
+// and bias in double with the group's batch norm folded in (a depthwise conv's weight
+// [kernel^2 x channels]: its channels are its columns, as a conv's filters are).
 ConvGeometry gemm_weights(const Layer& layer, const BatchNorm* bn, std::vector<double>* w, std::vector<double>* b) {
-  if (const auto* conv = dynamic_cast<const Conv2D*>(&layer); conv != nullptr) {
+  if (const auto* conv = dynamic_cast<const ConvLayer*>(&layer); conv != nullptr) {  // conv, depthwise_conv
     folded_weights(conv->weight(), conv->bias(), bn, w, b);
     return conv->geometry();
   }
@@ -410,7 +411,9 @@ size_t Int8StageBuilder::add_gemm_group(size_t i) {
   plan.params = in;
   plan.geometry = g;
   plan.name = layer->name();
-  Status built = quantize_layer(g.patch_size(), w, b, in, out, group.relu, layer->name(), &plan.weights, &plan.output);
+  const int64_t rows = static_cast<int64_t>(w.size() / b.size());  // patch_size; depthwise: kernel^2
+  Status built = quantize_layer(rows, w, b, in, out, group.relu, layer->name(), &plan.weights, &plan.output);
+  if (dynamic_cast<const DepthwiseConv2D*>(layer) != nullptr) plan.path = Int8GemmPath::depthwise;
   choose_gemm_path(end, g, is_conv, b.size(), &plan);
   std::unique_ptr<Int8Stage> stage;
   if (built.ok()) {

@@ -28,9 +28,10 @@ enum class Int8StageKind {
   f32,         // layer as it is, f32 [n, in_shape...] -> [n, out_shape...]
 };
 
-// How the CPU runs a gemm stage; every path gives the bits of im2col + qs8_gemm_ref (and of a
-// 2x2 max pooling after it when pool is set).
-enum class Int8GemmPath { gemm, conv_pairs, winograd };
+// How the CPU runs a gemm stage; every path gives the bits of im2col + qs8_gemm_ref of
+// gemm_weights() (and of a 2x2 max pooling after it when pool is set). depthwise: a depthwise
+// conv's own stage (weights [kernel^2 x channels], output channel ch reading input channel ch).
+enum class Int8GemmPath { gemm, conv_pairs, winograd, depthwise };
 
 struct Int8StagePlan {
   Int8StageKind kind = Int8StageKind::quantize;
@@ -38,7 +39,8 @@ struct Int8StagePlan {
   QuantParams params;
   // gemm: the conv's (dense: the 1x1 conv of a [1, 1, inputs] image); max_pool: the pooling's.
   ConvGeometry geometry;
-  // gemm: int8 weights [patch_size x filters], row major, and their requantization.
+  // gemm: int8 weights [patch_size x filters] (depthwise: [kernel^2 x channels]), row major, and
+  // their requantization.
   std::vector<int8_t> weights;
   Qs8OutputStage output;
   Int8GemmPath path = Int8GemmPath::gemm;
@@ -58,8 +60,21 @@ struct Int8StagePlan {
 
   // gemm: the output channels.
   int64_t filters() const {
+    if (path == Int8GemmPath::depthwise) return geometry.channels;
     const int64_t k = geometry.patch_size();
     return k > 0 ? static_cast<int64_t>(weights.size()) / k : 0;
+  }
+  // gemm: the weights as a GEMM over patches reads them, [patch_size x filters]; a depthwise
+  // conv's as the conv whose filter ch reads input channel ch alone (zeros elsewhere): the same
+  // products, so the same bits (what an engine without a depthwise kernel runs, and its test).
+  std::vector<int8_t> gemm_weights() const {
+    if (path != Int8GemmPath::depthwise) return weights;
+    const int64_t c = geometry.channels, taps = geometry.kernel * geometry.kernel;
+    std::vector<int8_t> full(static_cast<size_t>(taps * c * c), 0);
+    for (int64_t t = 0; t < taps; ++t)
+      for (int64_t ch = 0; ch < c; ++ch)
+        full[static_cast<size_t>((t * c + ch) * c + ch)] = weights[static_cast<size_t>(t * c + ch)];
+    return full;
   }
 };
 

@@ -1,5 +1,5 @@
 // The int8 model's stages but the direct conv (int8_conv_pairs.cpp): quantize, dequantize, the
-// im2col + qs8_gemm stage of conv and dense layers, int8 max pooling, the int8 add, and f32
+// im2col + qs8_gemm stage of conv and dense layers, the depthwise conv, int8 max pooling, the int8 add, and f32
 // layers as they are (a graph model's add or concat of several f32 inputs among them).
 #include "quant/int8_stages.h"
 
@@ -14,6 +14,7 @@
 #include "cpu/kernel_tables.h"
 #include "nn/layer.h"
 #include "nn/merge_layers.h"
+#include "ops/depthwise.h"
 #include "ops/pool2d.h"
 #include "quant/int8_model.h"
 
@@ -231,6 +232,62 @@ class GemmStage : public Int8Stage {
   Tensor patches_;  // i8 [chunk * patches, kpad]
 };
 
+// A depthwise conv (its BN folded, a ReLU in the clamp; plan path depthwise): per output pixel,
+// each channel's int32 sum over its taps of x * w (rows through ops/depthwise.h's indirection,
+// padding reading the input's zero point, which the bias has folded in), requantized by the
+// kernel table's row requantization of `isa`. The same bits as the GEMM stage of gemm_weights().
+class DepthwiseStage : public Int8Stage {
+ public:
+  DepthwiseStage(const Int8StagePlan& plan, Isa isa)
+      : geometry_(plan.geometry), weights_(plan.weights), output_(plan.output), zero_point_(plan.params.zero_point),
+        requantize_(qs8_gemm_kernel(isa).requantize), at_(depthwise_forward_offsets(plan.geometry)) {
+    out_shape = Shape{geometry_.out_h, geometry_.out_w, geometry_.channels};
+  }
+  void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
+    const ConvGeometry& g = geometry_;
+    const int64_t c = g.channels, in_sample = g.height * g.width * c, out_sample = g.patches() * c;
+    parallel_for(pool, x.shape()[0], 1, [&](int64_t b, int64_t e) {
+      std::vector<const int8_t*> rows(at_.size());
+      const std::vector<int8_t> padding(static_cast<size_t>(c), static_cast<int8_t>(zero_point_));
+      std::vector<int32_t> acc(static_cast<size_t>(c));
+      for (int64_t s = b; s < e; ++s) {
+        depthwise_indirection(at_, x.data<int8_t>() + s * in_sample, padding.data(), rows.data());
+        int8_t* out = y.data<int8_t>() + s * out_sample;
+        for (int64_t p = 0; p < g.patches(); ++p) {
+          sums(rows.data() + p * g.kernel * g.kernel, acc.data());
+          requantize_(c, acc.data(), output_.bias.data(), output_.multiplier.data(), output_.shift.data(),
+                      output_.zero_point, output_.lo, output_.hi, out + p * c);
+        }
+      }
+    });
+  }
+  int64_t weight_bytes() const override { return static_cast<int64_t>(weights_.size()) + 3 * 4 * geometry_.channels; }
+  std::string describe() const override {
+    return "int8 depthwise " + std::to_string(geometry_.kernel) + "x" + std::to_string(geometry_.kernel) + " x " +
+           std::to_string(geometry_.channels);
+  }
+
+ private:
+  // acc[ch] = sum over taps in order of rows[t][ch] * w[t][ch]: channels innermost (the compiler
+  // vectorises); |acc| <= taps * 128 * 127 stays far inside int32.
+  void sums(const int8_t* const* rows, int32_t* acc) const {
+    const int64_t c = geometry_.channels, taps = geometry_.kernel * geometry_.kernel;
+    std::fill(acc, acc + c, 0);
+    for (int64_t t = 0; t < taps; ++t) {
+      const int8_t* x = rows[t];
+      const int8_t* w = weights_.data() + t * c;
+      for (int64_t ch = 0; ch < c; ++ch) acc[ch] += int32_t{x[ch]} * int32_t{w[ch]};
+    }
+  }
+
+  ConvGeometry geometry_;
+  std::vector<int8_t> weights_;  // [kernel^2 x channels]
+  Qs8OutputStage output_;
+  int32_t zero_point_;  // the input's: what padding reads
+  Qs8RequantizeRow requantize_;
+  std::vector<int64_t> at_;  // ops/depthwise.h's forward offsets
+};
+
 class MaxPoolStage : public Int8Stage {
  public:
   explicit MaxPoolStage(const ConvGeometry& g) : geometry_(g) { out_shape = Shape{g.out_h, g.out_w, g.channels}; }
@@ -390,6 +447,8 @@ Result<std::unique_ptr<Int8Stage>> make_int8_stage(const Int8StagePlan& plan, Is
       return make_conv_pairs_stage(plan.geometry, plan.weights, plan.output, plan.params, plan.pool, isa);
     case Int8GemmPath::winograd:
       return make_winograd_stage(plan.geometry, plan.weights, plan.output, plan.params, plan.pool, isa, plan.name);
+    case Int8GemmPath::depthwise:
+      return std::unique_ptr<Int8Stage>(new DepthwiseStage(plan, isa));
     case Int8GemmPath::gemm:
       break;
   }

@@ -10,6 +10,7 @@
 #include "cpu/ukernels/qs8_gemm.h"
 #include "cpu/ukernels/qs8_winograd.h"
 #include "ops/activation.h"
+#include "ops/depthwise.h"
 #include "ops/fixed_point.h"
 
 namespace rg {
@@ -67,6 +68,16 @@ void f32_add_bias__reference(int64_t rows, int64_t cols, const float* bias, floa
 void f32_column_sum__reference(int64_t rows, int64_t cols, const float* x, float* sums) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) sums[c] += x[r * cols + c];
+}
+
+void f32_depthwise__reference(int64_t c, int64_t pixels, int64_t taps, const float* const* rows, const float* w,
+                              const float* bias, float* out) {
+  depthwise_rows(c, pixels, taps, rows, w, bias, out);
+}
+
+void f32_depthwise_weight_grad__reference(int64_t c, int64_t pixels, int64_t taps, const float* const* rows,
+                                          const float* dy, float* dw) {
+  depthwise_weight_grad_rows(c, pixels, taps, rows, dy, dw);
 }
 
 void f32_softmax_rows__reference(int64_t rows, int64_t cols, const float* x, float* y) {

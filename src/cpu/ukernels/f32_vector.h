@@ -1,12 +1,13 @@
-// f32 elementwise kernels: activations and their gradients, bias rows, column sums and
-// optimizer updates. Contract of every kernel: raw pointers, element counts, no
-// allocation, never touches memory outside [0, n). A tail shorter than a vector is run
-// through the vector code on a padded copy, so an element's result never depends on its
-// position (and so not on how work is split across threads).
+// f32 elementwise kernels: activations and their gradients, bias rows, column sums,
+// optimizer updates, and the depthwise conv's channel rows. Contract of every kernel: raw
+// pointers, element counts, no allocation, never touches memory outside [0, n). A tail shorter
+// than a vector is run through the vector code on a padded copy, so an element's result never
+// depends on its position (and so not on how work is split across threads).
 // Declarations only (isa/*.cpp include this with their ISA flags).
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu/ukernels/unary_op.h"
 
@@ -44,14 +45,33 @@ struct AdamStep {
 // g = grad + wd w;  m = b1 m + (1-b1) g;  s = b2 s + (1-b2) g g;  w -= step_size m / (sqrt(s) / c2 + eps)
 using F32Adam = bool (*)(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s);
 
-#define RG_DECLARE_F32_VECTOR_KERNELS(isa)                                                              \
-  void f32_vunary__##isa(UnaryOp, int64_t, float, const float*, float*);                               \
-  void f32_vunary_grad__##isa(UnaryOp, int64_t, float, const float*, const float*, float*);            \
-  void f32_add_bias__##isa(int64_t, int64_t, const float*, float*);                                    \
-  void f32_column_sum__##isa(int64_t, int64_t, const float*, float*);                                  \
-  void f32_softmax_rows__##isa(int64_t, int64_t, const float*, float*);                                \
-  bool f32_sgd__##isa(int64_t, const SgdStep&, float*, const float*, float*);                          \
-  bool f32_adam__##isa(int64_t, const AdamStep&, float*, const float*, float*, float*);
+// Depthwise convolution rows (ops/depthwise.h has the math and the scalar reference): lanes are
+// channels, each channel's taps summed in order, so no result depends on the vector width (the
+// FMA level rounds each product-sum once). rows[p * taps + t] -> c readable values.
+// out[p * c + ch] = (bias ? bias[ch] : 0) + sum over t of rows[p * taps + t][ch] * w[t * c + ch]
+using F32Depthwise = void (*)(int64_t c, int64_t pixels, int64_t taps, const float* const* rows, const float* w,
+                              const float* bias, float* out);
+// dw[t * c + ch] += sum over p in order of rows[p * taps + t][ch] * dy[p * c + ch]
+using F32DepthwiseWeightGrad = void (*)(int64_t c, int64_t pixels, int64_t taps, const float* const* rows,
+                                        const float* dy, float* dw);
+
+// The family's kernels, written once, in the order of F32VectorKernels (cpu/kernel_tables.h,
+// whose members and tables are made from this list): X(member, type, function, isa), each
+// level defining function##__##isa (RG_DEFINE_F32_VECTOR_KERNELS, isa/reference.cpp).
+#define RG_F32_VECTOR_KERNEL_LIST(X, isa)                                          \
+  X(unary, F32Unary, f32_vunary, isa)                                              \
+  X(unary_grad, F32UnaryGrad, f32_vunary_grad, isa)                                \
+  X(add_bias, F32AddBias, f32_add_bias, isa)                                       \
+  X(column_sum, F32ColumnSum, f32_column_sum, isa)                                 \
+  X(softmax_rows, F32SoftmaxRows, f32_softmax_rows, isa)                           \
+  X(sgd, F32Sgd, f32_sgd, isa)                                                     \
+  X(adam, F32Adam, f32_adam, isa)                                                  \
+  X(depthwise, F32Depthwise, f32_depthwise, isa)                                   \
+  X(depthwise_weight_grad, F32DepthwiseWeightGrad, f32_depthwise_weight_grad, isa)
+
+// Declares function##__##isa with its type's signature.
+#define RG_DECLARE_F32_VECTOR_KERNEL(member, Type, function, isa) std::remove_pointer_t<Type> function##__##isa;
+#define RG_DECLARE_F32_VECTOR_KERNELS(isa) RG_F32_VECTOR_KERNEL_LIST(RG_DECLARE_F32_VECTOR_KERNEL, isa)
 
 RG_DECLARE_F32_VECTOR_KERNELS(reference)
 RG_DECLARE_F32_VECTOR_KERNELS(sse2)

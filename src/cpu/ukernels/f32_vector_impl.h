@@ -262,6 +262,66 @@ bool adam(int64_t n, const AdamStep& step, float* w, const float* grad, float* m
   return xsimd::all(finite);
 }
 
+// Depthwise rows (f32_vector.h): W channels a vector; a tail of fewer channels goes through the
+// same vector code on zero-padded copies. xsimd::fma(x, w, acc) is one rounding where Arch has
+// FMA, else x * w + acc (the scalar reference's two).
+
+template <class Arch>
+void depthwise(int64_t c, int64_t pixels, int64_t taps, const float* const* rows, const float* w, const float* bias,
+               float* out) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  for (int64_t p = 0; p < pixels; ++p, rows += taps, out += c) {
+    int64_t ch = 0;
+    for (; ch + W <= c; ch += W) {
+      B acc = bias != nullptr ? B::load_unaligned(bias + ch) : B(0.0f);
+      for (int64_t t = 0; t < taps; ++t)
+        acc = xsimd::fma(B::load_unaligned(rows[t] + ch), B::load_unaligned(w + t * c + ch), acc);
+      acc.store_unaligned(out + ch);
+    }
+    if (ch == c) continue;
+    const size_t tail = static_cast<size_t>(c - ch) * sizeof(float);
+    alignas(64) float xv[W] = {}, wv[W] = {}, acc_v[W] = {};
+    if (bias != nullptr) std::memcpy(acc_v, bias + ch, tail);
+    B acc = B::load_unaligned(acc_v);
+    for (int64_t t = 0; t < taps; ++t) {
+      std::memcpy(xv, rows[t] + ch, tail);
+      std::memcpy(wv, w + t * c + ch, tail);
+      acc = xsimd::fma(B::load_unaligned(xv), B::load_unaligned(wv), acc);
+    }
+    acc.store_unaligned(acc_v);
+    std::memcpy(out + ch, acc_v, tail);
+  }
+}
+
+template <class Arch>
+void depthwise_weight_grad(int64_t c, int64_t pixels, int64_t taps, const float* const* rows, const float* dy,
+                           float* dw) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  for (int64_t t = 0; t < taps; ++t, dw += c) {
+    int64_t ch = 0;
+    for (; ch + W <= c; ch += W) {
+      B acc = B::load_unaligned(dw + ch);
+      for (int64_t p = 0; p < pixels; ++p)
+        acc = xsimd::fma(B::load_unaligned(rows[p * taps + t] + ch), B::load_unaligned(dy + p * c + ch), acc);
+      acc.store_unaligned(dw + ch);
+    }
+    if (ch == c) continue;
+    const size_t tail = static_cast<size_t>(c - ch) * sizeof(float);
+    alignas(64) float xv[W] = {}, gv[W] = {}, acc_v[W] = {};
+    std::memcpy(acc_v, dw + ch, tail);
+    B acc = B::load_unaligned(acc_v);
+    for (int64_t p = 0; p < pixels; ++p) {
+      std::memcpy(xv, rows[p * taps + t] + ch, tail);
+      std::memcpy(gv, dy + p * c + ch, tail);
+      acc = xsimd::fma(B::load_unaligned(xv), B::load_unaligned(gv), acc);
+    }
+    acc.store_unaligned(acc_v);
+    std::memcpy(dw + ch, acc_v, tail);
+  }
+}
+
 }  // namespace ukernel
 }  // namespace rg
 
@@ -288,4 +348,12 @@ bool adam(int64_t n, const AdamStep& step, float* w, const float* grad, float* m
   }                                                                                                        \
   bool f32_adam__##isa(int64_t n, const AdamStep& step, float* w, const float* grad, float* m, float* s) { \
     return ukernel::adam<Arch>(n, step, w, grad, m, s);                                                    \
+  }                                                                                                        \
+  void f32_depthwise__##isa(int64_t c, int64_t pixels, int64_t taps, const float* const* rows, const float* w, \
+                            const float* bias, float* out) {                                               \
+    ukernel::depthwise<Arch>(c, pixels, taps, rows, w, bias, out);                                         \
+  }                                                                                                        \
+  void f32_depthwise_weight_grad__##isa(int64_t c, int64_t pixels, int64_t taps, const float* const* rows,  \
+                                        const float* dy, float* dw) {                                      \
+    ukernel::depthwise_weight_grad<Arch>(c, pixels, taps, rows, dy, dw);                                   \
   }

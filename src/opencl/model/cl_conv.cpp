@@ -1,6 +1,6 @@
 // Conv2D and ConvTranspose2D on the device: im2col (or col2im) and GEMM per chunk of samples,
 // as nn/conv.cpp computes them up to the GEMMs' summation order; bias in the GEMM (transposed:
-// add_bias) and column_sum.
+// add_bias) and column_sum. DepthwiseConv2D: its three kernels (kernels/im2col.cl), no chunks.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -223,6 +223,63 @@ Status ClConv::transposed_backward(int64_t n, DeviceSpan x, DeviceSpan dy, Devic
 Result<std::unique_ptr<ClLayer>> make_cl_conv(Layer& layer, const Shape& input, Device& device) {
   (void)input;
   RG_ASSIGN(std::unique_ptr<ClConv> cl, ClConv::create(dynamic_cast<ConvLayer&>(layer), device));
+  return std::unique_ptr<ClLayer>(std::move(cl));
+}
+
+namespace {
+
+// DepthwiseConv2D: x [n, h, w, c] -> y [n, oh, ow, c], W [k*k, c]; the CPU's sums in its order.
+class ClDepthwise : public ClLayer {
+ public:
+  ClDepthwise(Device& device, const DepthwiseConv2D& host) : device_(device), g_(host.geometry()) {}
+
+  Status upload(DepthwiseConv2D& host) {
+    const std::vector<Param*> p = host.params();  // weight, then bias
+    RG_ASSIGN(weight_, upload_param(device_, *p[0], true));
+    has_bias_ = p.size() > 1;
+    if (has_bias_) {
+      RG_ASSIGN(bias_, upload_param(device_, *p[1], true));
+    }
+    return Status();
+  }
+
+  Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override {
+    (void)ctx;
+    const DeviceSpan bias = has_bias_ ? bias_.value.f32() : DeviceSpan{};
+    return f32_depthwise_forward(device_, g_, n, x, weight_.value.f32(), bias, y).status();
+  }
+
+  Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override {
+    (void)y;
+    const bool keep = ctx.host.accumulate_grads;
+    if (has_bias_) {  // db [c] (+)= column sums of dy [n * pixels, c], as the CPU
+      if (!keep) RG_TRY(f32_fill_zero(device_, bias_.grad.f32()).status());
+      RG_TRY(f32_column_sum(device_, n * g_.patches(), g_.channels, dy, bias_.grad.f32()).status());
+    }
+    RG_TRY(f32_depthwise_weight_grad(device_, g_, n, x, dy, keep, weight_.grad.f32()).status());
+    if (dx.mem == nullptr) return Status();
+    return f32_depthwise_input_grad(device_, g_, n, dy, weight_.value.f32(), dx).status();
+  }
+
+  std::vector<ClParam*> params() override {
+    if (has_bias_) return {&weight_, &bias_};
+    return {&weight_};
+  }
+
+ private:
+  Device& device_;
+  ConvGeometry g_;
+  bool has_bias_ = false;
+  ClParam weight_, bias_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ClLayer>> make_cl_depthwise(Layer& layer, const Shape& input, Device& device) {
+  (void)input;
+  auto& host = dynamic_cast<DepthwiseConv2D&>(layer);
+  auto cl = std::make_unique<ClDepthwise>(device, host);
+  RG_TRY(cl->upload(host));
   return std::unique_ptr<ClLayer>(std::move(cl));
 }
 

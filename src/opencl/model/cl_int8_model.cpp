@@ -48,7 +48,7 @@ Result<std::unique_ptr<ClInt8Model>> ClInt8Model::create(const Int8Model& model,
     stage->f32_out = p.kind == Int8StageKind::dequantize || p.kind == Int8StageKind::f32;
     if (p.kind == Int8StageKind::gemm) {
       stage->filters = p.filters();
-      RG_ASSIGN(stage->weights, upload(device, p.weights, p.name + " int8 weights"));
+      RG_ASSIGN(stage->weights, upload(device, p.gemm_weights(), p.name + " int8 weights"));  // every path as a GEMM
       RG_ASSIGN(stage->bias, upload(device, p.output.bias, p.name + " int32 bias"));
       RG_ASSIGN(stage->multiplier, upload(device, p.output.multiplier, p.name + " multipliers"));
       RG_ASSIGN(stage->shift, upload(device, p.output.shift, p.name + " shifts"));

@@ -45,6 +45,7 @@ const std::vector<ClLayerMaker>& cl_layer_makers() {
       {"reshape", make_cl_reshape},
       {"conv", make_cl_conv},
       {"conv_transpose", make_cl_conv},
+      {"depthwise_conv", make_cl_depthwise},
       {"batchnorm", make_cl_batch_norm},
       {"rcl", make_cl_rcl},
       {"maxpool", make_cl_pool2d},

@@ -12,6 +12,7 @@ Result<std::unique_ptr<ClLayer>> make_cl_dense(Layer& layer, const Shape& input,
 Result<std::unique_ptr<ClLayer>> make_cl_activation(Layer& layer, const Shape& input, Device& device);
 Result<std::unique_ptr<ClLayer>> make_cl_reshape(Layer& layer, const Shape& input, Device& device);
 Result<std::unique_ptr<ClLayer>> make_cl_conv(Layer& layer, const Shape& input, Device& device);  // and conv_transpose
+Result<std::unique_ptr<ClLayer>> make_cl_depthwise(Layer& layer, const Shape& input, Device& device);
 Result<std::unique_ptr<ClLayer>> make_cl_batch_norm(Layer& layer, const Shape& input, Device& device);
 Result<std::unique_ptr<ClLayer>> make_cl_rcl(Layer& layer, const Shape& input, Device& device);
 Result<std::unique_ptr<ClLayer>> make_cl_pool2d(Layer& layer, const Shape& input, Device& device);
