@@ -28,9 +28,11 @@ void declare_train_options(Args& args, const TrainCommand& command) {
               "streamed from disk as needed to stay within it", "none");
   args.option("stream", "auto|yes|no", "read samples from disk batch by batch (IDX files) instead of into memory; "
               "auto: when --mem-budget needs it", "auto");
-  args.option("train-precision", "fp32|fp16",
+  args.option("train-precision", "fp32|fp16|int8-qat|int8-train",
               "fp16: mixed precision (f16 activations and gradients, f32 math and master weights, loss scaling; on "
-              "the CPU or an OpenCL --device)",
+              "the CPU or an OpenCL --device); int8-qat: through fake int8 from the start (exported with the ranges "
+              "learned); int8-train: conv and dense GEMMs int8 forward and backward, f32 master weights (both on the "
+              "CPU)",
               "fp32");
   args.option("optimizer", "sgd|adam", "the update rule", "sgd");
   args.option("lr", "RATE", "learning rate", "0.01 for sgd, 0.001 for adam");
