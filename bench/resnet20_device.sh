@@ -17,6 +17,9 @@
 # env: JOBS (all five)  SEEDS (1 2 3)  BIN (build/retrograd)  DATA (the IDX folder)  OUT (required)
 #      GPUS (nvidia-smi's count)  TIME_LIMIT (seconds for every job; 0: none)  EPOCHS, LIMIT,
 #      TEST_LIMIT (passed on)  PYTHON (python3)
+#      TARBALL (empty; a file: OUT packed into it every 15 s and at the end, so that a call of the device
+#               tool, which brings back a few files of its $OUT and nothing of a run it stops, returns
+#               the checkpoints and logs as they were: OUT=/tmp/r20 TARBALL=$OUT/r20.tgz)
 set -uo pipefail
 die() { echo "resnet20_device.sh: $*" >&2; exit 1; }
 cd "$(dirname "$0")/.." || exit 1
@@ -45,6 +48,12 @@ echo "resnet20_device.sh: $(nproc) cores, $GPUS GPUs: $cpu_jobs CPU runs of $thr
 
 limit=()
 [[ "$TIME_LIMIT" -gt 0 ]] && limit=(timeout "$TIME_LIMIT")
+TARBALL=${TARBALL:-}
+pack() { tar czf "$TARBALL.part" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>/dev/null && mv "$TARBALL.part" "$TARBALL"; }
+if [[ -n "$TARBALL" ]]; then
+  (while sleep 15; do pack; done) &
+  packer=$!
+fi
 run() {  # run FOLDER ENV...: one resnet20_accuracy.sh call, its output in FOLDER.out
   local dir=$1; shift
   env OUT="$dir" BIN="$BIN" CHECKPOINTS=1 "$@" "${limit[@]}" bash bench/resnet20_accuracy.sh >"$dir.out" 2>&1 &
@@ -63,7 +72,7 @@ for job in $JOBS; do
     run "$OUT/pytorch" SEEDS="$SEEDS" SIDES=pytorch THREADS=2 TORCH_DEVICE=cuda CUDA_VISIBLE_DEVICES="$((gpu % GPUS))"
   fi
 done
-wait
+wait $(jobs -p | grep -vx "${packer:-none}")
 for f in "$OUT"/*.out; do echo "== $(basename "$f" .out): $(tail -1 "$f")"; done
 
 # The tables of what has finished, whichever call ran it.
@@ -81,4 +90,8 @@ if [[ ${#fp32[@]} -gt 0 ]]; then
     [[ ${#dirs[@]} -gt 0 ]] && others+=("--$job" "${dirs[@]}")
   done
   python3 bench/resnet20_precisions.py --fp32 "${fp32[@]}" "${others[@]}"
+fi
+if [[ -n "$TARBALL" ]]; then
+  kill "$packer" 2>/dev/null
+  pack
 fi
