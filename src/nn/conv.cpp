@@ -90,21 +90,6 @@ Status expect_image(const Shape& input) {
   }
   return Status();
 }
-// fn(s, rows) for each image s of `images` [n, image_size] (over the pool: by samples; null: in
-// order), rows its indirection by `at` (ops/depthwise.h), padding reading a row of c zeros.
-template <class T, class Fn>
-void each_image(ThreadPool* pool, int64_t n, const std::vector<int64_t>& at, int64_t c, const T* images,
-                int64_t image_size, Fn fn) {
-  parallel_for(pool, n, 1, [&](int64_t b, int64_t e) {
-    std::vector<const T*> rows(at.size());
-    const std::vector<T> zeros(static_cast<size_t>(c), T(0));
-    for (int64_t s = b; s < e; ++s) {
-      depthwise_indirection(at, images + s * image_size, zeros.data(), rows.data());
-      fn(s, rows.data());
-    }
-  });
-}
-
 // The depthwise sums, picked here: f32 by the kernel table, f64 by ops' scalar loops.
 template <class T>
 void depthwise_pass(int64_t c, int64_t pixels, int64_t taps, const T* const* rows, const T* w, const T* bias, T* out) {
@@ -401,8 +386,6 @@ Result<Shape> DepthwiseConv2D::configure(const Shape& input) {
   RG_ASSIGN(geometry_, conv_geometry(input[0], input[1], c, k, options_.stride, options_.pad));
   options_.filters = c;
   set_weight_shape(Shape{k * k, c}, k * k, k * k);
-  forward_at_ = depthwise_forward_offsets(geometry_);
-  input_grad_at_ = depthwise_input_grad_offsets(geometry_);
   return Shape{geometry_.out_h, geometry_.out_w, c};
 }
 
@@ -414,10 +397,16 @@ void DepthwiseConv2D::forward(const Tensor& x, const Tensor& y, const LayerConte
     const T* w = weight_.value.data<T>();
     const T* bias = options_.bias ? bias_.value.data<T>() : nullptr;
     T* out = y.data<T>();
-    const int64_t out_sample = g.patches() * g.channels;
-    each_image(ctx.pool, n, forward_at_, g.channels, x.data<T>(), x.numel() / n, [&](int64_t s, const T* const* rows) {
-      depthwise_pass(g.channels, g.patches(), taps, rows, w, bias, out + s * out_sample);
-    });
+    const int64_t out_sample = g.patches() * g.channels, in_sample = x.numel() / n, row = g.out_w * g.channels;
+    const T* images = x.data<T>();
+    depthwise_each_row(
+        ctx.pool, n, g.out_h, g.out_w * taps, g.channels, T(0),
+        [&](int64_t s, int64_t r, const T* pad, const T** rows) {
+          depthwise_forward_row(g, r, images + s * in_sample, pad, rows);
+        },
+        [&](int64_t s, int64_t r, const T* const* rows) {
+          depthwise_pass(g.channels, g.out_w, taps, rows, w, bias, out + s * out_sample + r * row);
+        });
   });
 }
 
@@ -435,19 +424,30 @@ void DepthwiseConv2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
     if (!ctx.accumulate_grads) weight_.grad.fill_zero();
     T* dw = weight_.grad.data<T>();
     const T* g_all = dy.data<T>();
-    // dW[t, ch] += x's rows times dy, image after image in order (no pool: the sum's order is fixed)
-    each_image(static_cast<ThreadPool*>(nullptr), n, forward_at_, c, x.data<T>(), x.numel() / n,
-               [&](int64_t s, const T* const* rows) {
-                 depthwise_weight_grad_pass(c, g.patches(), taps, rows, g_all + s * out_sample, dw);
-               });
+    // dW[t, ch] += x's rows times dy, row after row in order (no pool: the sum's order is fixed)
+    const T* images = x.data<T>();
+    const int64_t in_sample = x.numel() / n, out_row = g.out_w * c;
+    depthwise_each_row(
+        static_cast<ThreadPool*>(nullptr), n, g.out_h, g.out_w * taps, c, T(0),
+        [&](int64_t s, int64_t r, const T* pad, const T** rows) {
+          depthwise_forward_row(g, r, images + s * in_sample, pad, rows);
+        },
+        [&](int64_t s, int64_t r, const T* const* rows) {
+          depthwise_weight_grad_pass(c, g.out_w, taps, rows, g_all + s * out_sample + r * out_row, dw);
+        });
     if (!dx.defined()) return;
     // dx[pixel, ch] = sum over taps of the dy row whose window put that tap on the pixel, times w
     const T* w = weight_.value.data<T>();
     T* dx_all = dx.data<T>();
-    const int64_t in_sample = g.height * g.width * c;
-    each_image(ctx.pool, n, input_grad_at_, c, g_all, out_sample, [&](int64_t s, const T* const* rows) {
-      depthwise_pass(c, g.height * g.width, taps, rows, w, static_cast<const T*>(nullptr), dx_all + s * in_sample);
-    });
+    const int64_t in_row = g.width * c;
+    depthwise_each_row(
+        ctx.pool, n, g.height, g.width * taps, c, T(0),
+        [&](int64_t s, int64_t r, const T* pad, const T** rows) {
+          depthwise_input_grad_row(g, r, g_all + s * out_sample, pad, rows);
+        },
+        [&](int64_t s, int64_t r, const T* const* rows) {
+          depthwise_pass(c, g.width, taps, rows, w, static_cast<const T*>(nullptr), dx_all + s * in_sample + r * in_row);
+        });
   });
 }
 

@@ -130,9 +130,9 @@ class DepthwiseConv2D : public ConvLayer {
                 const LayerContext& ctx) override;
 
  private:
-  int64_t scratch_per_sample() const override { return 0; }  // its indirections are its own
-
-  std::vector<int64_t> forward_at_, input_grad_at_;  // ops/depthwise.h's row offsets
+  // No scratch: its indirection is built a row at a time (ops/depthwise.h), a row's pointers per
+  // thread (width * k*k), like the GEMM's packing the process's own memory.
+  int64_t scratch_per_sample() const override { return 0; }
 };
 
 }  // namespace rg

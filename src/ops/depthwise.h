@@ -3,7 +3,7 @@
 //   x [h, w, c], weight [k*k, c] (tap t = kh * k + kw, channels innermost), bias [c] -> y [oh, ow, c]
 // Every pass is a sum over taps of rows of c values read through an indirection (XNNPACK's
 // dwconv): rows[p * taps + t] points at the c values tap t of output pixel p reads, or at a row
-// of zeros where it falls in the padding. The forward and the input gradient are the same sum
+// of zeros where it falls in the padding, built a row of the image at a time. The forward and the input gradient are the same sum
 // (depthwise_rows: the input gradient's rows point into dy, its taps the weights unflipped); the
 // weight gradient sums rows times dy over the pixels (depthwise_weight_grad_rows). These scalar
 // loops are the math, the f64 path and the reference the kernel table's vector kernels
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "ops/im2col.h"
 
 namespace rg {
@@ -39,45 +40,53 @@ void depthwise_weight_grad_rows(int64_t c, int64_t pixels, int64_t taps, const T
     }
 }
 
-// Where the rows of one image's passes start, in elements from the image's first value; -1 is
-// the zero row. The forward's (and the weight gradient's): [out_h * out_w * k*k] into x. The
-// input gradient's: [height * width * k*k] into dy, dx pixel (ih, iw) reading at tap (kh, kw) the
-// output pixel whose window put that tap on it (oh * stride - pad + kh = ih), if there is one.
-inline std::vector<int64_t> depthwise_forward_offsets(const ConvGeometry& g) {
-  std::vector<int64_t> at;
-  at.reserve(static_cast<size_t>(g.patches() * g.kernel * g.kernel));
-  for (int64_t oh = 0; oh < g.out_h; ++oh)
-    for (int64_t ow = 0; ow < g.out_w; ++ow)
-      for (int64_t kh = 0; kh < g.kernel; ++kh)
-        for (int64_t kw = 0; kw < g.kernel; ++kw) {
-          const int64_t ih = oh * g.stride - g.pad + kh, iw = ow * g.stride - g.pad + kw;
-          const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
-          at.push_back(inside ? (ih * g.width + iw) * g.channels : -1);
-        }
-  return at;
+// One row of an image's indirection, built from the geometry as it is needed (an image's would be
+// out_h * out_w * k*k pointers: 1.5 GiB for a 64x64 kernel over a 128x128 image; a row's is
+// out_w * k*k). The forward's (and the weight gradient's): for each pixel of output row oh, its
+// taps' rows in x, or `padding`.
+template <class T>
+void depthwise_forward_row(const ConvGeometry& g, int64_t oh, const T* image, const T* padding, const T** rows) {
+  for (int64_t ow = 0; ow < g.out_w; ++ow)
+    for (int64_t kh = 0; kh < g.kernel; ++kh)
+      for (int64_t kw = 0; kw < g.kernel; ++kw) {
+        const int64_t ih = oh * g.stride - g.pad + kh, iw = ow * g.stride - g.pad + kw;
+        const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
+        *rows++ = inside ? image + (ih * g.width + iw) * g.channels : padding;
+      }
 }
 
-inline std::vector<int64_t> depthwise_input_grad_offsets(const ConvGeometry& g) {
-  std::vector<int64_t> at;
-  at.reserve(static_cast<size_t>(g.height * g.width * g.kernel * g.kernel));
+// The input gradient's: for each pixel (ih, iw) of input row ih, at tap (kh, kw), the dy row of
+// the output pixel whose window put that tap on it (oh * stride - pad + kh = ih), if there is one.
+template <class T>
+void depthwise_input_grad_row(const ConvGeometry& g, int64_t ih, const T* dy, const T* padding, const T** rows) {
   const auto source = [&](int64_t i, int64_t k, int64_t out) {  // the output index reading i at tap k, or -1
     const int64_t o = i + g.pad - k;
     return o >= 0 && o % g.stride == 0 && o / g.stride < out ? o / g.stride : -1;
   };
-  for (int64_t ih = 0; ih < g.height; ++ih)
-    for (int64_t iw = 0; iw < g.width; ++iw)
-      for (int64_t kh = 0; kh < g.kernel; ++kh)
-        for (int64_t kw = 0; kw < g.kernel; ++kw) {
-          const int64_t oh = source(ih, kh, g.out_h), ow = source(iw, kw, g.out_w);
-          at.push_back(oh >= 0 && ow >= 0 ? (oh * g.out_w + ow) * g.channels : -1);
-        }
-  return at;
+  for (int64_t iw = 0; iw < g.width; ++iw)
+    for (int64_t kh = 0; kh < g.kernel; ++kh)
+      for (int64_t kw = 0; kw < g.kernel; ++kw) {
+        const int64_t oh = source(ih, kh, g.out_h), ow = source(iw, kw, g.out_w);
+        *rows++ = oh >= 0 && ow >= 0 ? dy + (oh * g.out_w + ow) * g.channels : padding;
+      }
 }
 
-// rows[i] = image + at[i], or `zeros` where at[i] is -1: one image's indirection.
-template <class T>
-void depthwise_indirection(const std::vector<int64_t>& at, const T* image, const T* zeros, const T** rows) {
-  for (size_t i = 0; i < at.size(); ++i) rows[i] = at[i] < 0 ? zeros : image + at[i];
+// fn(s, r, rows) for each row r < row_count of each image s < n (over the pool by images; null:
+// in order), rows that row's indirection as row(s, r, padding, rows) builds it, `padding` a row of
+// c values `pad` (zeros; the int8 engine's zero point). Per thread: one row's `pointers` and the
+// padding row.
+template <class T, class Row, class Fn>
+void depthwise_each_row(ThreadPool* pool, int64_t n, int64_t row_count, int64_t pointers, int64_t c, T pad, Row row,
+                        Fn fn) {
+  parallel_for(pool, n, 1, [&](int64_t b, int64_t e) {
+    std::vector<const T*> rows(static_cast<size_t>(pointers));
+    const std::vector<T> padding(static_cast<size_t>(c), pad);
+    for (int64_t s = b; s < e; ++s)
+      for (int64_t r = 0; r < row_count; ++r) {
+        row(s, r, padding.data(), rows.data());
+        fn(s, r, static_cast<const T* const*>(rows.data()));
+      }
+  });
 }
 
 }  // namespace rg

@@ -119,6 +119,8 @@ GemmGroup gemm_group(const Model& model, size_t head) {
 // [kernel^2 x channels]: its channels are its columns, as a conv's filters are).
 ConvGeometry gemm_weights(const Layer& layer, const BatchNorm* bn, std::vector<double>* w, std::vector<double>* b) {
   if (const auto* conv = dynamic_cast<const ConvLayer*>(&layer); conv != nullptr) {  // conv, depthwise_conv
+    // A transposed conv's weight is [c, k*k x filters], not a GEMM's over patches (its role is f32).
+    RG_CHECK(dynamic_cast<const ConvTranspose2D*>(&layer) == nullptr, "conv_transpose has no int8 GEMM weights");
     folded_weights(conv->weight(), conv->bias(), bn, w, b);
     return conv->geometry();
   }

@@ -240,26 +240,28 @@ class DepthwiseStage : public Int8Stage {
  public:
   DepthwiseStage(const Int8StagePlan& plan, Isa isa)
       : geometry_(plan.geometry), weights_(plan.weights), output_(plan.output), zero_point_(plan.params.zero_point),
-        requantize_(qs8_gemm_kernel(isa).requantize), at_(depthwise_forward_offsets(plan.geometry)) {
+        requantize_(qs8_gemm_kernel(isa).requantize) {
     out_shape = Shape{geometry_.out_h, geometry_.out_w, geometry_.channels};
   }
   void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
     const ConvGeometry& g = geometry_;
     const int64_t c = g.channels, in_sample = g.height * g.width * c, out_sample = g.patches() * c;
-    parallel_for(pool, x.shape()[0], 1, [&](int64_t b, int64_t e) {
-      std::vector<const int8_t*> rows(at_.size());
-      const std::vector<int8_t> padding(static_cast<size_t>(c), static_cast<int8_t>(zero_point_));
-      std::vector<int32_t> acc(static_cast<size_t>(c));
-      for (int64_t s = b; s < e; ++s) {
-        depthwise_indirection(at_, x.data<int8_t>() + s * in_sample, padding.data(), rows.data());
-        int8_t* out = y.data<int8_t>() + s * out_sample;
-        for (int64_t p = 0; p < g.patches(); ++p) {
-          sums(rows.data() + p * g.kernel * g.kernel, acc.data());
-          requantize_(c, acc.data(), output_.bias.data(), output_.multiplier.data(), output_.shift.data(),
-                      output_.zero_point, output_.lo, output_.hi, out + p * c);
-        }
-      }
-    });
+    const int64_t taps = g.kernel * g.kernel;
+    const int8_t* images = x.data<int8_t>();
+    depthwise_each_row(
+        pool, x.shape()[0], g.out_h, g.out_w * taps, c, static_cast<int8_t>(zero_point_),
+        [&](int64_t s, int64_t r, const int8_t* pad, const int8_t** rows) {
+          depthwise_forward_row(g, r, images + s * in_sample, pad, rows);
+        },
+        [&](int64_t s, int64_t r, const int8_t* const* rows) {
+          std::vector<int32_t> acc(static_cast<size_t>(c));  // a row's pixels one after another
+          int8_t* out = y.data<int8_t>() + s * out_sample + r * g.out_w * c;
+          for (int64_t p = 0; p < g.out_w; ++p) {
+            sums(rows + p * taps, acc.data());
+            requantize_(c, acc.data(), output_.bias.data(), output_.multiplier.data(), output_.shift.data(),
+                        output_.zero_point, output_.lo, output_.hi, out + p * c);
+          }
+        });
   }
   int64_t weight_bytes() const override { return static_cast<int64_t>(weights_.size()) + 3 * 4 * geometry_.channels; }
   std::string describe() const override {
@@ -285,7 +287,6 @@ class DepthwiseStage : public Int8Stage {
   Qs8OutputStage output_;
   int32_t zero_point_;  // the input's: what padding reads
   Qs8RequantizeRow requantize_;
-  std::vector<int64_t> at_;  // ops/depthwise.h's forward offsets
 };
 
 class MaxPoolStage : public Int8Stage {
