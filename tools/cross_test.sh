@@ -1,9 +1,11 @@
 #!/bin/bash
 # Builds the cross targets (tools/cross_build.sh) and runs their test suites on emulated old
 # machines:
-#   i686-linux-gnu      under qemu-i386 as a Core 2 (core2duo: SSSE3), and the programs whose
-#                       code differs there as an Athlon 64 (Opteron_G1: SSE3 in qemu's model);
-#                       labels core2duo, opteron_g1
+#   i686-linux-gnu      the whole suite as 32-bit programs run directly on this CPU at the Core 2's
+#                       kernel level (RETROGRAD_ISA=ssse3), label i686; the CPU detection and kernel
+#                       programs under qemu-i386 as a Core 2 (core2duo: SSSE3), and the programs
+#                       whose code differs there as an Athlon 64 (Opteron_G1: SSE3 in qemu's
+#                       model); labels core2duo, opteron_g1
 #   x86_64-w64-mingw32  under wine64; label wine64
 #   i686-w64-mingw32    under the 32-bit Wine of build-cross/wine32; label wine32; then
 #                       tools/cross_check_training.sh against build/ (the native build):
@@ -32,6 +34,7 @@ emulated_filter=GTEST_FILTER=-$slow_cases
 # other int8 kernels are sse2's on both; the Core 2 runs them at every level up to ssse3, the
 # rest of the suite, and the command-line cases (docs/testing.md: what covers what).
 athlon_programs="test_cpu test_qs8 test_int8_model test_int8_training test_qat"
+core2_programs="test_cpu test_kernels test_qs8 test_gemm test_conv_layers test_int8_winograd"
 # Under Wine everything runs but the three trainings on all of Fashion-MNIST (Acceptance.*:
 # 130-150 s of each Wine suite, and its longest program): the Windows builds train the short
 # runs of test_cli, and the i686 .exe trains the mlp on all of Fashion-MNIST in
@@ -41,7 +44,8 @@ wine_filter=GTEST_FILTER=-Acceptance.*
 runs_of() {
   case "$1" in
     i686-linux-gnu)
-      echo "$1 core2duo RETROGRAD_QEMU_CPU=core2duo $emulated_filter"
+      echo "$1 i686 RETROGRAD_I686_DIRECT=1 RETROGRAD_ISA=ssse3 $emulated_filter"
+      echo "$1 core2duo RETROGRAD_QEMU_CPU=core2duo $emulated_filter $core2_programs"
       echo "$1 opteron_g1 RETROGRAD_QEMU_CPU=Opteron_G1 $emulated_filter $athlon_programs" ;;
     x86_64-w64-mingw32) echo "$1 wine64 $wine_filter" ;;
     i686-w64-mingw32) echo "$1 wine32 $wine_filter" ;;
@@ -74,7 +78,7 @@ run_suite() {
   # loaded machine doubles that: test_cli, 302 s quiet as a Core 2, hit the 600 s limit of
   # tests/meson.build on CI's machine and under load here. Emulated runs get twice the limit.
   local multiplier=1
-  [[ "$triplet" != *-linux-gnu ]] || multiplier=2
+  [[ "$triplet" != *-linux-gnu || " ${variables[*]} " == *" RETROGRAD_I686_DIRECT=1 "* ]] || multiplier=2
   # Meson's test(env:) overrides the caller's environment: the variables go through a wrapper
   # command, as in tools/test.sh (Meson adds the wrapper's name to the log: testlog-LABEL-env.json).
   meson test -C "$build" --no-rebuild --print-errorlogs --num-processes 2 --logbase "testlog-$label" \
