@@ -33,10 +33,14 @@ struct Image {
   double at(int64_t n, int64_t i, int64_t j, int64_t ch) const { return get(t, ((n * h + i) * w + j) * c + ch); }
 };
 
-// y[n, oh, ow, f] = b[f] + sum_{kh, kw, c} x[n, oh*s - p + kh, ow*s - p + kw, c] * W[(kh*k + kw)*C + c, f]
-LayerSpec conv_spec(const std::string& name, Shape input, ConvOptions o) {
-  LayerSpec spec{name, [o] { return std::unique_ptr<Layer>(new Conv2D(o)); }, input, nullptr};
-  spec.reference = [input, o](Layer& layer, const Tensor& x, int64_t n) {
+// The sliding-window layers' reference, in double: y[n, oh, ow, o] = b[o] + the sum over the
+// window's taps (kh, kw) inside the image and the input channels `inputs(o)` of
+// x[n, oh*s - p + kh, ow*s - p + kw, c] * weight(kh*k + kw, c, o).
+template <class Inputs, class Weight>
+std::function<std::vector<double>(Layer&, const Tensor&, int64_t)> window_reference(Shape input, ConvOptions o,
+                                                                                  int64_t outputs, Inputs inputs,
+                                                                                  Weight weight) {
+  return [=](Layer& layer, const Tensor& x, int64_t n) {
     const Image img{x, input[0], input[1], input[2]};
     const int64_t oh_n = (img.h + 2 * o.pad - o.kernel) / o.stride + 1, ow_n = (img.w + 2 * o.pad - o.kernel) / o.stride + 1;
     std::vector<Param*> p = layer.params();
@@ -44,19 +48,29 @@ LayerSpec conv_spec(const std::string& name, Shape input, ConvOptions o) {
     for (int64_t s = 0; s < n; ++s)
       for (int64_t oh = 0; oh < oh_n; ++oh)
         for (int64_t ow = 0; ow < ow_n; ++ow)
-          for (int64_t f = 0; f < o.filters; ++f) {
+          for (int64_t f = 0; f < outputs; ++f) {
             double sum = o.bias ? get(p[1]->value, f) : 0.0;
+            const auto [c0, c1] = inputs(f);
             for (int64_t kh = 0; kh < o.kernel; ++kh)
               for (int64_t kw = 0; kw < o.kernel; ++kw)
-                for (int64_t c = 0; c < img.c; ++c) {
+                for (int64_t c = c0; c < c1; ++c) {
                   const int64_t i = oh * o.stride - o.pad + kh, j = ow * o.stride - o.pad + kw;
                   if (i < 0 || i >= img.h || j < 0 || j >= img.w) continue;
-                  sum += img.at(s, i, j, c) * get(p[0]->value, ((kh * o.kernel + kw) * img.c + c) * o.filters + f);
+                  sum += img.at(s, i, j, c) * get(p[0]->value, weight(kh * o.kernel + kw, c, f));
                 }
             y.push_back(sum);
           }
     return y;
   };
+}
+
+// conv: every input channel, W[(kh*k + kw)*C + c, f].
+LayerSpec conv_spec(const std::string& name, Shape input, ConvOptions o) {
+  LayerSpec spec{name, [o] { return std::unique_ptr<Layer>(new Conv2D(o)); }, input, nullptr};
+  const int64_t channels = input[2];
+  spec.reference = window_reference(
+      input, o, o.filters, [channels](int64_t) { return std::pair<int64_t, int64_t>{0, channels}; },
+      [channels, o](int64_t tap, int64_t c, int64_t f) { return (tap * channels + c) * o.filters + f; });
   return spec;
 }
 
@@ -140,29 +154,13 @@ LayerSpec batch_norm_spec(const std::string& name, Shape input, bool training) {
   return spec;
 }
 
-// y[n, oh, ow, c] = b[c] + sum_{kh, kw} x[n, oh*s - p + kh, ow*s - p + kw, c] * W[kh*k + kw, c]
+// depthwise_conv: output channel c reads input channel c alone, W[kh*k + kw, c].
 LayerSpec depthwise_spec(const std::string& name, Shape input, ConvOptions o) {
   LayerSpec spec{name, [o] { return std::unique_ptr<Layer>(new DepthwiseConv2D(o)); }, input, nullptr};
-  spec.reference = [input, o](Layer& layer, const Tensor& x, int64_t n) {
-    const Image img{x, input[0], input[1], input[2]};
-    const int64_t oh_n = (img.h + 2 * o.pad - o.kernel) / o.stride + 1, ow_n = (img.w + 2 * o.pad - o.kernel) / o.stride + 1;
-    std::vector<Param*> p = layer.params();
-    std::vector<double> y;
-    for (int64_t s = 0; s < n; ++s)
-      for (int64_t oh = 0; oh < oh_n; ++oh)
-        for (int64_t ow = 0; ow < ow_n; ++ow)
-          for (int64_t c = 0; c < img.c; ++c) {
-            double sum = o.bias ? get(p[1]->value, c) : 0.0;
-            for (int64_t kh = 0; kh < o.kernel; ++kh)
-              for (int64_t kw = 0; kw < o.kernel; ++kw) {
-                const int64_t i = oh * o.stride - o.pad + kh, j = ow * o.stride - o.pad + kw;
-                if (i < 0 || i >= img.h || j < 0 || j >= img.w) continue;
-                sum += img.at(s, i, j, c) * get(p[0]->value, (kh * o.kernel + kw) * img.c + c);
-              }
-            y.push_back(sum);
-          }
-    return y;
-  };
+  const int64_t channels = input[2];
+  spec.reference = window_reference(
+      input, o, channels, [](int64_t c) { return std::pair<int64_t, int64_t>{c, c + 1}; },
+      [channels](int64_t tap, int64_t c, int64_t) { return tap * channels + c; });
   return spec;
 }
 
