@@ -37,8 +37,10 @@
 #      RECIPE (empty: the preset's; else options given to both sides, the same names on both:
 #              --lr --momentum --weight-decay --schedule --step-epochs --gamma --lr-min --batch,
 #              e.g. RECIPE="--schedule cosine"; the table says the settings are not the preset's)
+# Exits 2 when a setting or folder is refused (nothing run), 1 when a run or the table fails.
 set -uo pipefail
 die() { echo "resnet20_accuracy.sh: $*" >&2; exit 1; }
+refuse() { echo "resnet20_accuracy.sh: $*" >&2; exit 2; }  # a setting refused: nothing ran
 cd "$(dirname "$0")/.." || exit 1
 EPOCHS=${EPOCHS:-5}
 SEEDS=${SEEDS:-1 2 3}
@@ -213,30 +215,30 @@ PY
 
 if [[ "${1:-}" == "--table" ]]; then
   shift
-  [[ $# -gt 0 ]] || die "--table needs the folders of earlier runs"
+  [[ $# -gt 0 ]] || refuse "--table needs the folders of earlier runs"
   table "$@"
   exit
 fi
-[[ $# -eq 0 ]] || die "unknown argument '$1' (usage: see the top of $0)"
+[[ $# -eq 0 ]] || refuse "unknown argument '$1' (usage: see the top of $0)"
 
 # --- settings and data -------------------------------------------------------------------------
-for v in EPOCHS THREADS; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer (got '${!v}')"; done
-for v in LIMIT TEST_LIMIT; do [[ "${!v}" =~ ^[0-9]+$ ]] || die "$v must be a whole number (got '${!v}')"; done
-for s in $SEEDS; do [[ "$s" =~ ^[0-9]+$ ]] || die "SEEDS must be whole numbers (got '$s')"; done
-[[ -n "${SEEDS// /}" ]] || die "SEEDS is empty"
-for s in $SIDES; do [[ "$s" == retrograd || "$s" == pytorch ]] || die "SIDES: '$s' is neither retrograd nor pytorch"; done
-[[ "$TORCH_DEVICE" == cpu || "$TORCH_DEVICE" == cuda ]] || die "TORCH_DEVICE must be cpu or cuda (got '$TORCH_DEVICE')"
-[[ -x "$BIN" ]] || die "$BIN is not an executable retrograd (BIN=...; meson setup build --buildtype=release && ninja -C build)"
+for v in EPOCHS THREADS; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || refuse "$v must be a positive integer (got '${!v}')"; done
+for v in LIMIT TEST_LIMIT; do [[ "${!v}" =~ ^[0-9]+$ ]] || refuse "$v must be a whole number (got '${!v}')"; done
+for s in $SEEDS; do [[ "$s" =~ ^[0-9]+$ ]] || refuse "SEEDS must be whole numbers (got '$s')"; done
+[[ -n "${SEEDS// /}" ]] || refuse "SEEDS is empty"
+for s in $SIDES; do [[ "$s" == retrograd || "$s" == pytorch ]] || refuse "SIDES: '$s' is neither retrograd nor pytorch"; done
+[[ "$TORCH_DEVICE" == cpu || "$TORCH_DEVICE" == cuda ]] || refuse "TORCH_DEVICE must be cpu or cuda (got '$TORCH_DEVICE')"
+[[ -x "$BIN" ]] || refuse "$BIN is not an executable retrograd (BIN=...; meson setup build --buildtype=release && ninja -C build)"
 if [[ " $SIDES " == *" pytorch "* ]]; then
   version=$("$PYTHON" -c 'import torch; print(torch.__version__)' 2>&1) ||
-    die "$PYTHON cannot import torch (PYTHON=...; on the VM /usr/bin/python3 with python3-torch): $(tail -1 <<<"$version")"
+    refuse "$PYTHON cannot import torch (PYTHON=...; on the VM /usr/bin/python3 with python3-torch): $(tail -1 <<<"$version")"
 fi
 OUT=${OUT:-$(mktemp -d /tmp/resnet20-accuracy.XXXXXX)}
-mkdir -p "$OUT" || die "cannot make OUT=$OUT"
+mkdir -p "$OUT" || refuse "cannot make OUT=$OUT"
 
 has_idx() { for f in $IDX_FILES; do [[ -f "$1/$f" || -f "$1/$f.gz" ]] || return 1; done; }
 if [[ -n "$DATA" ]]; then
-  has_idx "$DATA" || die "DATA=$DATA: not an MNIST-layout folder (needs $IDX_FILES, raw or .gz)"
+  has_idx "$DATA" || refuse "DATA=$DATA: not an MNIST-layout folder (needs $IDX_FILES, raw or .gz)"
   desc="$DATA"
   [[ "$DATA" == *fashion* ]] && desc="Fashion-MNIST ($DATA)"
 elif has_idx "$FASHION"; then
@@ -261,8 +263,8 @@ device=()
 [[ -n "$DEVICE" ]] && device=(--device "$DEVICE")
 read -ra recipe <<<"$RECIPE"  # options, one word each
 [[ -z "$PRECISIONS" || "$TRAIN_PRECISION" == fp32 ]] ||
-  die "PRECISIONS runs 'retrograd precision', which trains in fp32: drop TRAIN_PRECISION"
-[[ "$CHECKPOINTS" == 0 || "$CHECKPOINTS" == 1 ]] || die "CHECKPOINTS must be 0 or 1 (got '$CHECKPOINTS')"
+  refuse "PRECISIONS runs 'retrograd precision', which trains in fp32: drop TRAIN_PRECISION"
+[[ "$CHECKPOINTS" == 0 || "$CHECKPOINTS" == 1 ]] || refuse "CHECKPOINTS must be 0 or 1 (got '$CHECKPOINTS')"
 # retrograd's command line for seed $1 past --data, --epochs, --threads and the rest, one word a line:
 # the command, then what starts the run or, from its checkpoint, continues it (a resumed run takes
 # the model, seed, precision and recipe from the checkpoint and may not be given them again).

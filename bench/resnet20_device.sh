@@ -21,12 +21,13 @@
 #               tool, which brings back a few files of its $OUT and nothing of a run it stops, returns
 #               the checkpoints and logs as they were: OUT=/tmp/r20 TARBALL=$OUT/r20.tgz)
 set -uo pipefail
-die() { echo "resnet20_device.sh: $*" >&2; exit 1; }
+die() { echo "resnet20_device.sh: $*" >&2; exit 2; }  # every die here refuses a setting
 cd "$(dirname "$0")/.." || exit 1
 JOBS=${JOBS:-fp32 fp16 int8-train opencl pytorch}
 SEEDS=${SEEDS:-1 2 3}
 BIN=${BIN:-build/retrograd}
-OUT=${OUT:?OUT= the folder for the runs (given again, it continues them)}
+OUT=${OUT:-}
+[[ -n "$OUT" ]] || die "OUT= the folder for the runs is needed (given again, it continues them)"
 GPUS=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 TIME_LIMIT=${TIME_LIMIT:-0}
 [[ "$TIME_LIMIT" =~ ^[0-9]+$ ]] || die "TIME_LIMIT must be whole seconds (got '$TIME_LIMIT')"
@@ -49,6 +50,13 @@ echo "resnet20_device.sh: $(nproc) cores, $GPUS GPUs: $cpu_jobs CPU runs of $thr
 limit=()
 [[ "$TIME_LIMIT" -gt 0 ]] && limit=(timeout "$TIME_LIMIT")
 TARBALL=${TARBALL:-}
+# The pack is written beside it and renamed over it: only a regular file (or none) may be there,
+# never a device, link or folder that the rename would replace.
+if [[ -n "$TARBALL" ]]; then
+  [[ ! -e "$TARBALL" && ! -L "$TARBALL" ]] || [[ -f "$TARBALL" && ! -L "$TARBALL" ]] ||
+    die "TARBALL=$TARBALL: there is something other than a regular file there (a device, link or folder)"
+  [[ -d "$(dirname "$TARBALL")" && -w "$(dirname "$TARBALL")" ]] || die "TARBALL=$TARBALL: its folder is not writable"
+fi
 pack() { tar czf "$TARBALL.part" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>/dev/null && mv "$TARBALL.part" "$TARBALL"; }
 if [[ -n "$TARBALL" ]]; then
   (while sleep 15; do pack; done) &

@@ -29,6 +29,9 @@ def runs_in(dirs):
     """{seed: (json, its "training:" line without the precision and threads)} of the folders' runs."""
     runs = {}
     for d in dirs:
+        if not os.path.isdir(d):
+            sys.stderr.write("resnet20_precisions.py: %s: not a folder of bench/resnet20_accuracy.sh's runs\n" % d)
+            sys.exit(2)
         for name in sorted(os.listdir(d)):
             m = re.fullmatch(r"rg-seed(\d+)\.json", name)
             if not m:
@@ -36,8 +39,12 @@ def runs_in(dirs):
             seed = int(m.group(1))
             if seed in runs:
                 sys.exit("seed %d is in more than one of %s" % (seed, " ".join(dirs)))
-            r = json.load(open(os.path.join(d, name)))
-            log = open(os.path.join(d, "rg-seed%d.log" % seed)).read()
+            try:
+                r = json.loads(open(os.path.join(d, name), "rb").read().decode("utf-8"))
+                log = open(os.path.join(d, "rg-seed%d.log" % seed), "rb").read().decode("utf-8", "replace")
+            except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+                sys.stderr.write("resnet20_precisions.py: %s/%s: not a run's JSON and log (%s)\n" % (d, name, e))
+                sys.exit(2)
             line = re.search(r"^training: +\S+, (.*), seed \d+,", log, re.M)
             runs[seed] = (r, line.group(1) if line else "")
     return runs
