@@ -51,6 +51,16 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
                                 << " (scale " << scale << ")";
 }
 
+// `cpu` named, configured for `input` and initialised from `seed`, and its device layer.
+Result<std::unique_ptr<ClLayer>> device_twin(Layer& cpu, const std::string& name, const Shape& input, uint64_t seed,
+                                             Device& device) {
+  cpu.set_name(name);
+  RG_ASSIGN(const Shape output, cpu.configure(input));
+  Rng rng(seed);
+  RG_TRY(cpu.init(rng, DType::f32));
+  return make_cl_layer(cpu, input, output, device);
+}
+
 // `cpu` configured for `input` and initialised; `cl` its device layer. Three rounds of forward
 // and backward: training with grads overwritten, then accumulated; then inference (running
 // statistics) accumulating.
@@ -274,11 +284,7 @@ TEST(OpenclConvLayers, BatchNormMatchesTheCpu) {
     for (const Case& c : {Case{Shape{4, 4, 6}, 3}, Case{Shape{3, 5, 2}, 1}, Case{Shape{7}, 5}, Case{Shape{130}, 2}}) {
       SCOPED_TRACE(device->label() + ": " + c.input.str() + " n=" + std::to_string(c.n));
       BatchNorm cpu(0.1, 1e-5);
-      cpu.set_name("bn");
-      ASSERT_TRUE(cpu.configure(c.input).ok());
-      Rng rng(7);
-      ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
-      auto cl = make_cl_layer(cpu, c.input, c.input, *device);
+      auto cl = device_twin(cpu, "bn", c.input, 7, *device);
       ASSERT_TRUE(cl.ok()) << cl.status().message();
       EXPECT_EQ(cl.value()->state_bytes(c.n),  // the statistics (double), the inference affine (float)
                 8 * batch_norm_saved_count(cpu.channels(), c.n * c.input.numel() / cpu.channels()) + 8 * cpu.channels());
@@ -303,12 +309,7 @@ TEST(OpenclConvLayers, RecurrentConvMatchesTheCpu) {
       o.kernel = c.kernel;
       o.steps = c.steps;
       RecurrentConv2D cpu(o);
-      cpu.set_name("rcl");
-      const auto output = cpu.configure(c.input);
-      ASSERT_TRUE(output.ok());
-      Rng rng(9);
-      ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
-      auto cl = make_cl_layer(cpu, c.input, output.value(), *device);
+      auto cl = device_twin(cpu, "rcl", c.input, 9, *device);
       ASSERT_TRUE(cl.ok()) << cl.status().message();
       EXPECT_EQ(cl.value()->params().size(), cpu.params().size());
       EXPECT_EQ(cl.value()->buffers().size(), cpu.buffers().size());
@@ -441,12 +442,7 @@ TEST(OpenclConvLayers, DepthwiseConvMatchesTheCpu) {
     for (const Case& c : cases) {
       SCOPED_TRACE(device->label() + ": depthwise " + c.name);
       DepthwiseConv2D cpu(c.options);
-      cpu.set_name("dw");
-      const auto output = cpu.configure(c.input);
-      ASSERT_TRUE(output.ok());
-      Rng rng(6);
-      ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
-      auto cl = make_cl_layer(cpu, c.input, output.value(), *device);
+      auto cl = device_twin(cpu, "dw", c.input, 6, *device);
       ASSERT_TRUE(cl.ok()) << cl.status().message();
       compare_layer(cpu, *cl.value(), *device, c.input, c.n, 1e-5);
     }
