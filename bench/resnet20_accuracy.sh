@@ -34,6 +34,9 @@
 #                  fp32,int8,int8-qat: the fp32 run the table reads, and its int8 rows in the same JSON)
 #      CHECKPOINTS (0; 1: retrograd writes $OUT/rg-seedS.ckpt after each epoch and, when that file is
 #                   there from an earlier call, resumes from it: a run cut short continues)
+#      STOP_AFTER (empty; N: retrograd stops after epoch N, its checkpoint kept for a later call: with
+#                  CHECKPOINTS=1, a precision run split so that no call ends inside its int8-qat epochs,
+#                  which rerun the fp32 run's last epochs from a state kept in memory only)
 #      RECIPE (empty: the preset's; else options given to both sides, the same names on both:
 #              --lr --momentum --weight-decay --schedule --step-epochs --gamma --lr-min --batch,
 #              e.g. RECIPE="--schedule cosine"; the table says the settings are not the preset's)
@@ -57,6 +60,7 @@ RECIPE=${RECIPE:-}
 TRAIN_PRECISION=${TRAIN_PRECISION:-fp32}
 PRECISIONS=${PRECISIONS:-}
 CHECKPOINTS=${CHECKPOINTS:-0}
+STOP_AFTER=${STOP_AFTER:-}
 FASHION=/usr/share/datasets/fashion-mnist
 IDX_FILES="train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte"
 
@@ -265,6 +269,8 @@ read -ra recipe <<<"$RECIPE"  # options, one word each
 [[ -z "$PRECISIONS" || "$TRAIN_PRECISION" == fp32 ]] ||
   refuse "PRECISIONS runs 'retrograd precision', which trains in fp32: drop TRAIN_PRECISION"
 [[ "$CHECKPOINTS" == 0 || "$CHECKPOINTS" == 1 ]] || refuse "CHECKPOINTS must be 0 or 1 (got '$CHECKPOINTS')"
+[[ -z "$STOP_AFTER" || "$STOP_AFTER" =~ ^[1-9][0-9]*$ ]] || refuse "STOP_AFTER must be an epoch number (got '$STOP_AFTER')"
+[[ -z "$STOP_AFTER" ]] && stop=() || stop=(--stop-after "$STOP_AFTER")
 # retrograd's command line for seed $1 past --data, --epochs, --threads and the rest, one word a line:
 # the command, then what starts the run or, from its checkpoint, continues it (a resumed run takes
 # the model, seed, precision and recipe from the checkpoint and may not be given them again).
@@ -287,7 +293,7 @@ for seed in $SEEDS; do
     mapfile -t run < <(retrograd_run "$seed")
     echo "[seed $seed] retrograd ${run[*]} --epochs $EPOCHS ${device[*]:+${device[*]} }--threads $THREADS" >&2
     "$BIN" "${run[@]}" --data "$DATA" --epochs "$EPOCHS" --threads "$THREADS" \
-      "${device[@]}" "${limits[@]}" --json "$OUT/rg-seed$seed.json" >"$OUT/rg-seed$seed.log" 2>&1 ||
+      "${device[@]}" "${limits[@]}" "${stop[@]}" --json "$OUT/rg-seed$seed.json" >"$OUT/rg-seed$seed.log" 2>&1 ||
       die "retrograd seed $seed failed: $(tail -3 "$OUT/rg-seed$seed.log")"
   fi
   if [[ " $SIDES " == *" pytorch "* ]]; then

@@ -15,7 +15,8 @@
 # Every retrograd run checkpoints after each epoch into its folder; a job stopped by TIME_LIMIT
 # continues from there when OUT is given again (resnet20_accuracy.sh CHECKPOINTS=1).
 # env: JOBS (all five)  SEEDS (1 2 3)  BIN (build/retrograd)  DATA (the IDX folder)  OUT (required)
-#      GPUS (nvidia-smi's count)  TIME_LIMIT (seconds for every job; 0: none)  EPOCHS, LIMIT,
+#      GPUS (nvidia-smi's count)  THREADS (each CPU run's threads; empty: the cores not given to a GPU
+#      run, shared evenly: set it when two calls of this script share the machine)  TIME_LIMIT (seconds for every job; 0: none)  EPOCHS, LIMIT,
 #      TEST_LIMIT (passed on)  PYTHON (python3)
 #      TARBALL (empty; a file: OUT packed into it every 15 s and at the end, so that a call of the device
 #               tool, which brings back a few files of its $OUT and nothing of a run it stops, returns
@@ -43,7 +44,8 @@ for job in $JOBS; do
     *) cpu_jobs=$((cpu_jobs + seeds)) ;; esac
 done
 [[ " $JOBS " != *" opencl "* && " $JOBS " != *" pytorch "* ]] || [[ "$GPUS" -gt 0 ]] || die "no GPU (GPUS=$GPUS)"
-threads=$(( (($(nproc) - gpu_jobs) / (cpu_jobs > 0 ? cpu_jobs : 1)) ))
+threads=${THREADS:-$(( (($(nproc) - gpu_jobs) / (cpu_jobs > 0 ? cpu_jobs : 1)) ))}
+[[ "$threads" =~ ^[0-9]+$ ]] || die "THREADS must be a whole number (got '$threads')"
 [[ $threads -ge 1 ]] || threads=1
 echo "resnet20_device.sh: $(nproc) cores, $GPUS GPUs: $cpu_jobs CPU runs of $threads threads, $gpu_jobs GPU runs" >&2
 

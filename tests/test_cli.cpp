@@ -586,6 +586,26 @@ TEST(Cli, PrecisionQatRerunsTheRunsLastEpochs) {
             std::string::npos) << resumed.output;
 }
 
+// A precision run stopped before its last epoch gives no rows (its QAT would train an epoch the fp32
+// run has not); resumed, it ends with all of them, its int8-qat rerunning the fp32 run's last epoch.
+TEST(Cli, PrecisionRowsWaitForAStoppedRunsEnd) {
+  const std::string ckpt = temp_dir() + "/precision_stopped.ckpt", json_path = temp_dir() + "/precision_stopped.json";
+  std::remove(ckpt.c_str());
+  const std::string common = " --data synthetic --limit 512 --epochs 3 --threads 1 --precision fp32,int8,int8-qat ";
+  const Outcome stopped = run("precision --model mlp" + common + "--stop-after 2 --checkpoint " + ckpt + " --json " +
+                              json_path);
+  ASSERT_EQ(stopped.code, 0) << stopped.output;
+  EXPECT_NE(stopped.output.find("no rows yet, the fp32 run stopped after epoch 2 of 3"), std::string::npos)
+      << stopped.output;
+  EXPECT_EQ(stopped.output.find("Epoch 3/3"), std::string::npos) << "nothing trains epoch 3 before the fp32 run";
+  EXPECT_FALSE(nlohmann::json::parse(read_all(json_path)).contains("precisions"));
+  const Outcome resumed = run("precision" + common + "--resume " + ckpt + " --checkpoint " + ckpt +
+                              " --overwrite --json " + json_path);
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("Epoch 3/3"), resumed.output.rfind("Epoch 3/3")) << "fp32's epoch 3, then int8-qat's";
+  EXPECT_EQ(nlohmann::json::parse(read_all(json_path))["precisions"].size(), 3u);
+}
+
 TEST(Cli, PrecisionMistakesAreNamedBeforeTraining) {
   struct Case {
     std::string args, expect;

@@ -469,9 +469,18 @@ Status print_train_summary(TrainRun& run) {
   return Status();
 }
 
-// report: --precision's table (and --csv), each precision run from the trained model.
+// report: --precision's table (and --csv), each precision run from the trained model. A run stopped
+// before its last epoch (--stop-after) has no trained model yet: its rows wait for the resumed run's end
+// (int8-qat rerunning the last epochs would otherwise train epochs the fp32 run has not).
 Status report_precisions(TrainRun& run) {
   if (!run.precision_report) return Status();
+  const int64_t done = run.trainer->epochs_done();
+  if (done < run.options.epochs) {
+    std::printf("\nprecision: no rows yet, the fp32 run stopped after epoch %lld of %lld; --resume continues it and "
+                "the rows follow its last epoch\n", static_cast<long long>(done),
+                static_cast<long long>(run.options.epochs));
+    return Status();
+  }
   auto rows = precision_rows(*run.model, run.options, *run.pool, run.train, run.split.test, run.samples_per_s,
                              run.precision, run.qat_snapshot_epoch >= 0 ? &run.qat_start : nullptr);
   if (!rows.ok()) return rows.status().with_context("--precision: ");
@@ -555,7 +564,7 @@ Status write_train_json(const TrainRun& run, const CpuInfo& cpu) {
                               {"source", probed.source},
                               {"shares_host_memory", device->info().shares_host_memory()}};
   }
-  if (run.precision_report) report["precisions"] = precision_json(run.precision_rows_run);
+  if (!run.precision_rows_run.empty()) report["precisions"] = precision_json(run.precision_rows_run);  // none: stopped early
   if (run.in_job) {
     Communicator& comm = *run.comm;
     report["ranks"] = {{"count", comm.size()},
