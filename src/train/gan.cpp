@@ -93,13 +93,18 @@ Status GanTrainer::prepare(int64_t train_samples) {
   tanh_out_ = last_layer_kind(g_) == "tanh";
   RG_TRY(g_opt_.init());
   RG_TRY(d_opt_.init());
-  if (options_.device != nullptr) {
-    RG_TRY(prepare_device());
-  } else {
-    RG_TRY(g_.reserve(buffer_rows_));
-    RG_TRY(d_.reserve(buffer_rows_));
-  }
   const int64_t n = buffer_rows_;
+  RG_ASSIGN(logits_, Tensor::zeros(Shape{n, 1}, DType::f32, "the discriminator's logits read back"));
+  RG_ASSIGN(logits_grad_, Tensor::zeros(Shape{n, 1}, DType::f32, "the logits' gradient"));
+  const LayerContext inference{&pool_, false};
+  if (options_.device != nullptr) {
+    RG_TRY(prepare_device(inference));
+  } else {
+    RG_TRY(g_.reserve(n));
+    RG_TRY(d_.reserve(n));
+    g_run_ = std::make_unique<CpuStepRunner>(g_, g_opt_, inference, "");
+    d_run_ = std::make_unique<CpuStepRunner>(d_, d_opt_, inference, "");
+  }
   RG_ASSIGN(real_, Tensor::zeros(d_.input_shape().batched(n), DType::f32, "real image batch"));
   RG_ASSIGN(labels_, Tensor::zeros(Shape{n}, DType::i32, "label batch"));
   RG_ASSIGN(z_, Tensor::zeros(g_.input_shape().batched(n), DType::f32, "noise batch"));
@@ -114,43 +119,57 @@ void GanTrainer::draw_noise(Rng& rng, int64_t count, const Tensor& z) const {
   for (int64_t i = 0; i < count * size; ++i) z.f32()[i] = static_cast<float>(rng.normal());
 }
 
-void GanTrainer::cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out) {
+Result<double> GanTrainer::bce(const Tensor& target, double scale, double* mean_belief) {
+  const int64_t n = target.shape()[0];
+  const Tensor logits = logits_.rows(0, n), grad = logits_grad_.rows(0, n);
+  RG_TRY(d_run_->read_output(logits));
+  const double loss = compute_loss(LossKind::bce_with_logits, logits, target, scale, grad);
+  *mean_belief = mean_probability(logits);
+  RG_TRY(d_run_->write_output_grad(grad));
+  return loss;
+}
+
+Status GanTrainer::train_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out) {
   const int64_t count = x.shape()[0];
   const Tensor ones = ones_.rows(0, count), zeros = zeros_.rows(0, count);
   const double scale = 1.0 / static_cast<double>(count);
+  StepRunner& g = *g_run_;
+  StepRunner& d = *d_run_;
   // Dropout in either network draws per forward: three D forwards and one G forward a step.
   const uint64_t stream = 4 * static_cast<uint64_t>(d_opt_.steps());
 
   // G(z), kept in G's activations for its backward at the end of the step.
   ctx.noise_stream = stream;
   ctx.accumulate_grads = false;
-  const Tensor fake = g_.forward(z, ctx);
+  RG_TRY(g.forward(z, ctx));
 
   // D on the real batch (grads written), then on the fake one (grads added); no gradient to G.
   ctx.noise_stream = stream + 1;
-  Tensor logits = d_.forward(x, ctx);
-  out->real = compute_loss(LossKind::bce_with_logits, logits, ones, scale, d_.output_grad());
-  out->d_real = mean_probability(logits);
-  d_.backward(ctx);
+  RG_TRY(d.forward(x, ctx));
+  RG_ASSIGN(out->real, bce(ones, scale, &out->d_real));
+  RG_TRY(d.backward(ctx, nullptr));
   ctx.noise_stream = stream + 2;
   ctx.accumulate_grads = true;
-  logits = d_.forward(fake, ctx);
-  out->fake = compute_loss(LossKind::bce_with_logits, logits, zeros, scale, d_.output_grad());
-  out->d_fake = mean_probability(logits);
-  d_.backward(ctx);
-  const Param* d_bad = d_opt_.step(options_.schedule.lr);
+  RG_TRY(d.forward_from(g, count, ctx));
+  RG_ASSIGN(out->fake, bce(zeros, scale, &out->d_fake));
+  RG_TRY(d.backward(ctx, nullptr));
+  RG_TRY(d.apply_update(options_.schedule.lr));
 
   // G through the updated D: D's input gradient lands in G's output gradient. D's param grads
   // from this pass are written and then overwritten by the next D step, never applied.
   ctx.noise_stream = stream + 3;
   ctx.accumulate_grads = false;
-  logits = d_.forward(fake, ctx);
-  out->g = compute_loss(LossKind::bce_with_logits, logits, ones, scale, d_.output_grad());
-  out->d_fake_after = mean_probability(logits);
-  d_.backward(ctx, g_.output_grad());
-  g_.backward(ctx);
-  const Param* g_bad = g_opt_.step(options_.schedule.lr);
-  out->bad_update = first_bad_update(flagged_update(d_bad), flagged_update(g_bad));
+  RG_TRY(d.forward_from(g, count, ctx));
+  RG_ASSIGN(out->g, bce(ones, scale, &out->d_fake_after));
+  // D's update flags (a device's read with the logits just waited for).
+  RG_ASSIGN(const NonFiniteUpdate d_bad, d.flags_of_update());
+  RG_TRY(d.backward(ctx, &g));
+  RG_TRY(g.backward(ctx, nullptr));
+  RG_TRY(g.apply_update(options_.schedule.lr));
+  // G's flags: on a device a wait for its update (the step's logits were read back three times already).
+  RG_ASSIGN(const NonFiniteUpdate g_bad, g.flags_of_update());
+  out->bad_update = first_bad_update(d_bad, g_bad);
+  return Status();
 }
 
 Status GanTrainer::training_stopped(const std::string& what, int64_t epoch, int64_t step) {
@@ -193,12 +212,8 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
     draw_noise(noise_rng, count, z);
     const double scale = 1.0 / static_cast<double>(count);
     StepLosses losses;
-    if (g_cl_) {
-      RG_TRY(device_step(x, z, ctx, &losses).with_context("epoch " + std::to_string(epoch + 1) + ", step " +
-                                                           std::to_string(step + 1) + ": "));
-    } else {
-      cpu_step(x, z, ctx, &losses);
-    }
+    RG_TRY(train_step(x, z, ctx, &losses)
+               .with_context("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + ": "));
     const double loss_real = losses.real, loss_fake = losses.fake, loss_g = losses.g;
     const double d_real = losses.d_real, d_fake = losses.d_fake, d_fake_after = losses.d_fake_after;
     const double loss_d = (loss_real + loss_fake) * scale;
@@ -237,7 +252,7 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
 Status GanTrainer::generate(uint64_t stream, int64_t count, const Tensor& out) {
   RG_CHECK(out.numel() == count * g_.output_shape().numel(), "sample buffer " << out.shape().str());
   Rng rng(options_.seed, stream);
-  Executor& generator = generator_executor();
+  Executor& generator = g_run_->executor();
   const int64_t size = g_.output_shape().numel();
   for (int64_t begin = 0; begin < count; begin += buffer_rows_) {
     const int64_t m = std::min(buffer_rows_, count - begin);
@@ -253,14 +268,16 @@ Status GanTrainer::generate(uint64_t stream, int64_t count, const Tensor& out) {
   return Status();
 }
 
-Executor& GanTrainer::generator_executor() {
-  const LayerContext inference{&pool_, false};
-  if (!g_executor_ && g_cl_) {
-    g_executor_ = std::make_unique<ocl::ClModelExecutor>(*g_cl_, inference, samples_);
-  } else if (!g_executor_) {
-    g_executor_ = std::make_unique<ModelExecutor>(g_, inference);
-  }
-  return *g_executor_;
+Status GanTrainer::sync_to_host() {
+  if (!g_run_) return Status();  // not prepared: the host models are all there is
+  RG_TRY(g_run_->sync_to_host());
+  return d_run_->sync_to_host();
+}
+
+Status GanTrainer::sync_to_device() {
+  if (!g_run_) return Status();
+  RG_TRY(g_run_->sync_to_device());
+  return d_run_->sync_to_device();
 }
 
 Status GanTrainer::save(const std::string& generator_path, const std::string& discriminator_path) {

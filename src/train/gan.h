@@ -19,6 +19,7 @@
 #include "nn/executor.h"
 #include "nn/finite_check.h"
 #include "nn/model.h"
+#include "train/step_runner.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -96,23 +97,24 @@ class GanTrainer {
   // "<what> at epoch E, step S; training stopped (...); the saved networks are unchanged"
   // (epoch and step counted from 0).
   static Status training_stopped(const std::string& what, int64_t epoch, int64_t step);
-  // The D update and the G update of one batch of real images x and noise z.
-  void cpu_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);
+  // The D update and the G update of one batch of real images x and noise z, through the two
+  // networks' step runners (train/step_runner.h: the CPU models or the device models alike).
+  Status train_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);
+  // BCE of D's last output against `target` (all 1 or all 0), computed here from the logits read
+  // back into logits_; its gradient (logits_grad_) sent back.
+  Result<double> bce(const Tensor& target, double scale, double* mean_belief);
 
-  // On an OpenCL device (options.device; gan_device.cpp): both networks and their optimizers
-  // there, the logits read back for the losses, which run here.
+  // The runners of G and D: CpuStepRunner, or on an OpenCL device (options.device;
+  // gan_device.cpp) both networks and their optimizers there, G's samples feeding D there and
+  // only the logits read back.
+  std::unique_ptr<StepRunner> g_run_, d_run_;
   std::unique_ptr<ocl::ClModel> g_cl_, d_cl_;
   std::unique_ptr<ocl::ClOptimizer> g_cl_opt_, d_cl_opt_;
-  Tensor logits_, logits_grad_, samples_;  // host copies: [batch, 1] twice, [batch, G's output...]
-  Status prepare_device();
-  Status device_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);
-  // BCE of D's last output against `target` (all 1 or all 0) on the host; its gradient sent back.
-  Result<double> device_bce(const Tensor& target, double scale, double* mean_belief);
+  Tensor logits_, logits_grad_;  // [batch, 1] on the host: D's output read back, its gradient
+  Tensor samples_;               // [batch, G's output...]: a device G's samples read back
+  Status prepare_device(const LayerContext& inference);
   Status sync_to_host();
   Status sync_to_device();
-  // G's inference, on the device (samples_ its output buffer) or the CPU; built on first use.
-  Executor& generator_executor();
-  std::unique_ptr<Executor> g_executor_;
 
  public:
   // On a device: the copies both networks made so far.

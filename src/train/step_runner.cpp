@@ -2,6 +2,7 @@
 // Optimizer's update, each checked for values that are not finite.
 #include "train/step_runner.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "nn/finite_check.h"
@@ -38,6 +39,47 @@ Status CpuStepRunner::update(double lr, const std::string& where) {
   // reads the gradients and writes the weights (a pass of its own cost 5% of an mlp's
   // step); under loss scaling the scaler has checked and skipped bad gradients already.
   if (const Param* bad = optimizer_.step(lr)) return training_stopped(flagged_update(bad).text() + " at " + where);
+  return Status();
+}
+
+// The series operations (a GAN's): an upstream runner is a CPU runner too (one kind a run).
+namespace {
+CpuStepRunner& cpu_runner(StepRunner& upstream) {
+  auto* cpu = dynamic_cast<CpuStepRunner*>(&upstream);
+  RG_CHECK(cpu != nullptr, "a CPU runner's upstream network runs on the CPU too");
+  return *cpu;
+}
+}  // namespace
+
+Status CpuStepRunner::forward(const Tensor& x, const LayerContext& ctx) {
+  output_ = model_.forward(x, ctx);
+  return Status();
+}
+
+Status CpuStepRunner::forward_from(StepRunner& upstream, int64_t rows, const LayerContext& ctx) {
+  return forward(cpu_runner(upstream).output_.rows(0, rows), ctx);
+}
+
+Status CpuStepRunner::read_output(const Tensor& out) {
+  RG_CHECK(out.numel() == output_.numel(), "output " << output_.shape().str() << " into " << out.shape().str());
+  std::copy_n(output_.f32(), output_.numel(), out.f32());
+  return Status();
+}
+
+Status CpuStepRunner::write_output_grad(const Tensor& grad) {
+  const Tensor dst = model_.output_grad();
+  RG_CHECK(grad.numel() == dst.numel(), "output gradient " << grad.shape().str() << " for " << dst.shape().str());
+  std::copy_n(grad.f32(), grad.numel(), dst.f32());
+  return Status();
+}
+
+Status CpuStepRunner::backward(const LayerContext& ctx, StepRunner* upstream) {
+  model_.backward(ctx, upstream != nullptr ? cpu_runner(*upstream).model_.output_grad() : Tensor());
+  return Status();
+}
+
+Status CpuStepRunner::apply_update(double lr) {
+  flags_ = flagged_update(optimizer_.step(lr));
   return Status();
 }
 

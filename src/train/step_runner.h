@@ -16,6 +16,7 @@
 #include <string>
 
 #include "nn/executor.h"
+#include "nn/finite_check.h"
 #include "nn/model.h"
 #include "nn/optimizer.h"
 #include "train/loss_scale.h"
@@ -60,6 +61,22 @@ class StepRunner {
   // device's; nothing to do on the CPU).
   virtual Status sync_to_host() = 0;
   virtual Status sync_to_device() = 0;
+
+  // Two networks in series with the loss on the host (a GAN: G's samples into D, D's input
+  // gradient into G's output gradient; train/gan.cpp's step), each on a runner of one kind.
+  // forward: x [n, input...] from the host, in training mode (ctx); forward_from: `upstream`'s
+  // last output, where it is (on a device, no copy); read_output: the last output into a host
+  // tensor [n, output...]; write_output_grad: the loss's gradient of it; backward: the input
+  // gradient into `upstream`'s output gradient (nullptr: nowhere).
+  virtual Status forward(const Tensor& x, const LayerContext& ctx) = 0;
+  virtual Status forward_from(StepRunner& upstream, int64_t rows, const LayerContext& ctx) = 0;
+  virtual Status read_output(const Tensor& out) = 0;
+  virtual Status write_output_grad(const Tensor& grad) = 0;
+  virtual Status backward(const LayerContext& ctx, StepRunner* upstream) = 0;
+  // The optimizer's update at rate `lr` without the check update() makes; flags_of_update gives
+  // what it flagged (a device's read back: a wait for the update).
+  virtual Status apply_update(double lr) = 0;
+  virtual Result<NonFiniteUpdate> flags_of_update() = 0;
 };
 
 class CpuStepRunner : public StepRunner {
@@ -75,11 +92,20 @@ class CpuStepRunner : public StepRunner {
   Status update(double lr, const std::string& where) override;
   Status sync_to_host() override { return Status(); }
   Status sync_to_device() override { return Status(); }
+  Status forward(const Tensor& x, const LayerContext& ctx) override;
+  Status forward_from(StepRunner& upstream, int64_t rows, const LayerContext& ctx) override;
+  Status read_output(const Tensor& out) override;
+  Status write_output_grad(const Tensor& grad) override;
+  Status backward(const LayerContext& ctx, StepRunner* upstream) override;
+  Status apply_update(double lr) override;
+  Result<NonFiniteUpdate> flags_of_update() override { return flags_; }
 
  private:
   Model& model_;
   Optimizer& optimizer_;
   ModelExecutor executor_;
+  Tensor output_;           // forward's last output (a view of the model's activations)
+  NonFiniteUpdate flags_;   // apply_update's
 };
 
 // The device's runner of `model` (the device mirror of `host`, trained by `optimizer`, which

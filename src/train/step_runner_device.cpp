@@ -51,8 +51,32 @@ class DeviceStepRunner : public StepRunner {
     RG_TRY(cl_.write_params());
     return optimizer_.write_state();
   }
+  Status forward(const Tensor& x, const LayerContext& ctx) override {
+    RG_TRY(cl_.upload(x, Tensor()).status());
+    return cl_.forward(ctx);
+  }
+  Status forward_from(StepRunner& upstream, int64_t rows, const LayerContext& ctx) override {
+    return cl_.forward_from(device_runner(upstream).cl_.output(), rows, ctx);
+  }
+  Status read_output(const Tensor& out) override { return cl_.read_output(out); }
+  Status write_output_grad(const Tensor& grad) override { return cl_.write_output_grad(grad); }
+  Status backward(const LayerContext& ctx, StepRunner* upstream) override {
+    return cl_.backward(ctx, upstream != nullptr ? device_runner(*upstream).cl_.output_grad() : ocl::DeviceSpan{});
+  }
+  Status apply_update(double lr) override {
+    RG_TRY(optimizer_.step(lr));
+    cl_.params_changed();
+    return Status();
+  }
+  Result<NonFiniteUpdate> flags_of_update() override { return optimizer_.non_finite_update(); }
 
  private:
+  // The series operations' upstream: a device runner too (one kind a run).
+  static DeviceStepRunner& device_runner(StepRunner& upstream) {
+    auto* device = dynamic_cast<DeviceStepRunner*>(&upstream);
+    RG_CHECK(device != nullptr, "a device runner's upstream network runs on the device too");
+    return *device;
+  }
   // micro_batch's work: with the loss on the device, or on the host.
   Status step(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale, const LayerContext& ctx,
               const std::string& where, LossTally* tally);
