@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "nn/activation.h"
 #include "nn/layer_registry.h"
 #include "opencl/model/cl_host_layer.h"
 #include "opencl/model/cl_layer_kinds.h"
@@ -33,14 +34,13 @@ Status read_param(const ClParam& param) {
   return read_buffer(param.value, 0, param.host->value.f32(), param.numel() * 4);
 }
 
-const std::vector<ClLayerMaker>& cl_layer_makers() {
-  static const std::vector<ClLayerMaker> makers = {
+namespace {
+
+// One maker per kind; every activation of nn/activation.h (its elementwise ops' list, and
+// softmax) is ClActivation's, so a new activation adds no line here.
+std::vector<ClLayerMaker> make_cl_layer_makers() {
+  std::vector<ClLayerMaker> makers = {
       {"dense", make_cl_dense},
-      {"relu", make_cl_activation},
-      {"leaky_relu", make_cl_activation},
-      {"sigmoid", make_cl_activation},
-      {"tanh", make_cl_activation},
-      {"softmax", make_cl_activation},
       {"flatten", make_cl_reshape},
       {"reshape", make_cl_reshape},
       {"conv", make_cl_conv},
@@ -56,6 +56,16 @@ const std::vector<ClLayerMaker>& cl_layer_makers() {
       {"add", make_cl_add},
       {"concat", make_cl_concat},
   };
+  for (int k = 0; k < kActivationKinds; ++k) {
+    makers.push_back({activation_name(static_cast<ActivationKind>(k)), make_cl_activation});
+  }
+  return makers;
+}
+
+}  // namespace
+
+const std::vector<ClLayerMaker>& cl_layer_makers() {
+  static const std::vector<ClLayerMaker> makers = make_cl_layer_makers();
   return makers;
 }
 
