@@ -323,7 +323,7 @@ TEST(Int8Model, Qs8AddIsTheRealSumWithinAStep) {
     for (int y = -128; y <= 127; ++y) xa.push_back(static_cast<int8_t>(x)), xb.push_back(static_cast<int8_t>(y));
   const int64_t n = static_cast<int64_t>(xa.size());
   for (bool relu : {false, true}) {
-    auto p = qs8_add_params(a, b, out, relu, "add1");
+    auto p = qs8_add_params(a, b, out, relu ? qs8_clamp(out, 0.0f, std::numeric_limits<float>::infinity()) : Qs8Clamp{}, "add1");
     ASSERT_TRUE(p.ok()) << p.status().message();
     std::vector<int8_t> y(xa.size());
     qs8_add(n, xa.data(), xb.data(), p.value(), y.data());
@@ -333,7 +333,7 @@ TEST(Int8Model, Qs8AddIsTheRealSumWithinAStep) {
       ASSERT_LE(std::fabs(y[static_cast<size_t>(i)] - level), 1.0) << "a " << int(xa[i]) << " b " << int(xb[i]) << " relu " << relu;
     }
   }
-  const auto refused = qs8_add_params(a, b, QuantParams{1e-9f, 0}, false, "add1");
+  const auto refused = qs8_add_params(a, b, QuantParams{1e-9f, 0}, Qs8Clamp{}, "add1");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("add1: the int8 add's output multiplier"), std::string::npos)
       << refused.status().message();

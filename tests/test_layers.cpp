@@ -121,7 +121,9 @@ TEST(LayerKinds, AnIncompleteRowFailsNamingIt) {
   row("global_avgpool").from_cfg = nullptr;
   row("relu").fuses_after = {"conv", "no_such_kind"};
   row("batchnorm").fusion = Int8Fusion::none;
-  row("sigmoid").fusion = Int8Fusion::clamp_at_zero;
+  row("sigmoid").fusion = Int8Fusion::clamp;
+  row("relu").clamp = {0.0f, 0.0f};
+  row("dense").clamp = {0.0f, 6.0f};
   rows.push_back(rows.front());
   const Status checked = check_layer_kinds(rows);
   ASSERT_FALSE(checked.ok());
@@ -132,6 +134,8 @@ TEST(LayerKinds, AnIncompleteRowFailsNamingIt) {
   EXPECT_NE(m.find("relu: fuses after 'no_such_kind', which is no kind"), std::string::npos) << m;
   EXPECT_NE(m.find("batchnorm: fused in int8 without saying how"), std::string::npos) << m;
   EXPECT_NE(m.find("sigmoid: a fusion rule without the fused role"), std::string::npos) << m;
+  EXPECT_NE(m.find("a clamp fusion without a range lo < hi"), std::string::npos) << m;
+  EXPECT_NE(m.find("dense: a clamp range without the clamp fusion"), std::string::npos) << m;
   EXPECT_NE(m.find(rows.front().name + ": a second row"), std::string::npos) << m;
 }
 
