@@ -2,8 +2,8 @@
 // every backend does with it. The row names its cfg reader (which builds the CPU layer), whether
 // the device runs it with a layer of its own or on the host, and its int8 role with its fusion
 // rule. What a kind costs (flops, memory traffic) is the layer's own (Layer::traffic). The
-// device's makers are registered by name in opencl/model/cl_layer.cpp (nn cannot see opencl)
-// and checked complete against these rows (check_cl_layer_makers); the int8 engine
+// device's makers register themselves by name in opencl/model/cl_*.cpp (nn cannot see opencl)
+// and are checked complete against these rows (check_cl_layer_makers); the int8 engine
 // (quant/int8_model.cpp) and QAT (quant/fake_quant.cpp) both read their rules from here.
 #pragma once
 

@@ -10,7 +10,7 @@
 #include "opencl/model/cl_batch_norm.h"
 #include "opencl/model/cl_conv_layers.h"
 #include "opencl/model/cl_fusion.h"
-#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/model/cl_layer.h"
 
 namespace rg::ocl {
 
@@ -151,8 +151,6 @@ class ClRcl : public ClLayer {
   int64_t reserved_ = 0;
 };
 
-}  // namespace
-
 Result<std::unique_ptr<ClLayer>> make_cl_rcl(Layer& layer, const Shape& input, Device& device) {
   auto& host = dynamic_cast<RecurrentConv2D&>(layer);
   const ConvGeometry& g = host.feed_forward().geometry();
@@ -161,5 +159,10 @@ Result<std::unique_ptr<ClLayer>> make_cl_rcl(Layer& layer, const Shape& input, D
   RG_TRY(cl->build(host, device));
   return std::unique_ptr<ClLayer>(std::move(cl));
 }
+
+// This file's device layer makers, registered at start-up (cl_layer.h).
+const bool kRclMakerRegistered = register_cl_layer_makers({"rcl"}, make_cl_rcl);
+
+}  // namespace
 
 }  // namespace rg::ocl
