@@ -44,6 +44,24 @@ __kernel void f32_leaky_relu_backward(uint n, float slope, __global const float*
   dx[dx_offset + i] = x[x_offset + i] > 0.0f ? g : slope * g;
 }
 
+// y = x > 0 ? (x < 6 ? x : 6) : 0 (relu6; a NaN gives 0, as in ops/activation.h)
+__kernel void f32_relu6_forward(uint n, float slope, __global const float* x, uint x_offset, __global float* y,
+                                uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const float v = x[x_offset + i];
+  y[y_offset + i] = v > 0.0f ? (v < 6.0f ? v : 6.0f) : 0.0f;
+}
+
+// dx = 0 < x < 6 ? dy : 0, x the forward's input
+__kernel void f32_relu6_backward(uint n, float slope, __global const float* x, uint x_offset, __global const float* dy,
+                                 uint dy_offset, __global float* dx, uint dx_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const float v = x[x_offset + i];
+  dx[dx_offset + i] = v > 0.0f && v < 6.0f ? dy[dy_offset + i] : 0.0f;
+}
+
 // y = 1 / (1 + e^-|x|) for x >= 0, else e^-|x| times that: neither branch overflows
 __kernel void f32_sigmoid_forward(uint n, float slope, __global const float* x, uint x_offset, __global float* y,
                                   uint y_offset) {

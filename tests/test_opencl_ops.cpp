@@ -319,12 +319,13 @@ TEST(OpenclActivation, ForwardAndBackwardOfEveryActivationMatchTheCpu) {
   const float slope = 0.01f;
   for (Device* device : open_devices().devices) {
     for (int64_t n : kSizes) {
-      for (UnaryOp op : {UnaryOp::relu, UnaryOp::leaky_relu, UnaryOp::sigmoid, UnaryOp::tanh}) {
+      for (int k = 0; k < kUnaryOps; ++k) {  // every op of RG_UNARY_OP_LIST
+        const auto op = static_cast<UnaryOp>(k);
         SCOPED_TRACE(device->label() + " n=" + std::to_string(n) + " op " + std::to_string(static_cast<int>(op)));
         const std::vector<float> x = activation_inputs(rng, n), dy = random_floats(rng, n);
         std::vector<float> y(n), dx(n);
         unary(nullptr, op, n, slope, x.data(), y.data());
-        const bool from_input = op == UnaryOp::relu || op == UnaryOp::leaky_relu;
+        const bool from_input = unary_grad_reads_input(op);
         const std::vector<float>& xy = from_input ? x : y;
         unary_grad(nullptr, op, n, slope, xy.data(), dy.data(), dx.data());
 

@@ -44,6 +44,8 @@ std::vector<LayerKind> make_kinds() {
       {"upsample", Upsample::from_cfg, D::own, Q::f32, F::none, {}},
       {"relu", Activation::from_cfg, D::own, Q::fused, F::clamp,
        {"conv", "depthwise_conv", "dense", "batchnorm", "add"}, {0.0f, kNoLimit}},
+      {"relu6", Activation::from_cfg, D::own, Q::fused, F::clamp,
+       {"conv", "depthwise_conv", "dense", "batchnorm", "add"}, {0.0f, 6.0f}},
       {"leaky_relu", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"sigmoid", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"tanh", Activation::from_cfg, D::own, Q::f32, F::none, {}},

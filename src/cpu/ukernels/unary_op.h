@@ -12,7 +12,8 @@ namespace rg {
   X(relu, x)                \
   X(leaky_relu, x)          \
   X(sigmoid, y)             \
-  X(tanh, y)
+  X(tanh, y)                \
+  X(relu6, x)
 
 #define RG_UNARY_OP_ENUM(name, reads) name,
 enum class UnaryOp : int { RG_UNARY_OP_LIST(RG_UNARY_OP_ENUM) };
