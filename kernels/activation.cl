@@ -1,10 +1,30 @@
-// Activations (leaky relu, sigmoid, tanh; relu is in elementwise.cl), their gradients, the
-// row softmax, the bias add over rows and the column sum, each written as the CPU's f32
-// kernels compute them (cpu/ukernels/f32_vector_impl.h, ops/activation.h, ops/elementwise.cpp).
+// Activations, their gradients, the row softmax, the bias add over rows and the column sum,
+// each written as the CPU's f32 kernels compute them (cpu/ukernels/f32_vector_impl.h,
+// ops/activation.h, ops/elementwise.cpp).
 // Elementwise kernels: one work-item per element, guard at n, an element offset per buffer.
 // Row kernels: one work-item per row; column_sum: one per column, or a work-group of 256 per
 // column. Launchers: src/opencl/activation.cpp.
+// The activations of cpu/ukernels/unary_op.h's list are launched by name, f32_<op>_forward and
+// f32_<op>_backward, all with the same arguments: `slope` (leaky relu's; the others ignore it)
+// and the forward's x (or, for its gradient, x or y as the list says).
 #pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
+
+// y = x > 0 ? x : 0 (a NaN gives 0, as in ops/activation.h)
+__kernel void f32_relu_forward(uint n, float slope, __global const float* x, uint x_offset, __global float* y,
+                               uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const float v = x[x_offset + i];
+  y[y_offset + i] = v > 0.0f ? v : 0.0f;
+}
+
+// dx = x > 0 ? dy : 0, x the forward's input
+__kernel void f32_relu_backward(uint n, float slope, __global const float* x, uint x_offset, __global const float* dy,
+                                uint dy_offset, __global float* dx, uint dx_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  dx[dx_offset + i] = x[x_offset + i] > 0.0f ? dy[dy_offset + i] : 0.0f;
+}
 
 // y = x > 0 ? x : slope x
 __kernel void f32_leaky_relu_forward(uint n, float slope, __global const float* x, uint x_offset, __global float* y,
@@ -24,8 +44,27 @@ __kernel void f32_leaky_relu_backward(uint n, float slope, __global const float*
   dx[dx_offset + i] = x[x_offset + i] > 0.0f ? g : slope * g;
 }
 
+// y = x > 0 ? (x < 6 ? x : 6) : 0 (relu6; a NaN gives 0, as in ops/activation.h)
+__kernel void f32_relu6_forward(uint n, float slope, __global const float* x, uint x_offset, __global float* y,
+                                uint y_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const float v = x[x_offset + i];
+  y[y_offset + i] = v > 0.0f ? (v < 6.0f ? v : 6.0f) : 0.0f;
+}
+
+// dx = 0 < x < 6 ? dy : 0, x the forward's input
+__kernel void f32_relu6_backward(uint n, float slope, __global const float* x, uint x_offset, __global const float* dy,
+                                 uint dy_offset, __global float* dx, uint dx_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const float v = x[x_offset + i];
+  dx[dx_offset + i] = v > 0.0f && v < 6.0f ? dy[dy_offset + i] : 0.0f;
+}
+
 // y = 1 / (1 + e^-|x|) for x >= 0, else e^-|x| times that: neither branch overflows
-__kernel void f32_sigmoid_forward(uint n, __global const float* x, uint x_offset, __global float* y, uint y_offset) {
+__kernel void f32_sigmoid_forward(uint n, float slope, __global const float* x, uint x_offset, __global float* y,
+                                  uint y_offset) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   const float v = x[x_offset + i];
@@ -35,22 +74,23 @@ __kernel void f32_sigmoid_forward(uint n, __global const float* x, uint x_offset
 }
 
 // dx = dy y (1 - y), y the forward's output, multiplied left to right
-__kernel void f32_sigmoid_backward(uint n, __global const float* y, uint y_offset, __global const float* dy,
-                                   uint dy_offset, __global float* dx, uint dx_offset) {
+__kernel void f32_sigmoid_backward(uint n, float slope, __global const float* y, uint y_offset,
+                                   __global const float* dy, uint dy_offset, __global float* dx, uint dx_offset) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   const float v = y[y_offset + i];
   dx[dx_offset + i] = dy[dy_offset + i] * v * (1.0f - v);
 }
 
-__kernel void f32_tanh_forward(uint n, __global const float* x, uint x_offset, __global float* y, uint y_offset) {
+__kernel void f32_tanh_forward(uint n, float slope, __global const float* x, uint x_offset, __global float* y,
+                               uint y_offset) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   y[y_offset + i] = tanh(x[x_offset + i]);
 }
 
 // dx = dy (1 - y y), y the forward's output
-__kernel void f32_tanh_backward(uint n, __global const float* y, uint y_offset, __global const float* dy,
+__kernel void f32_tanh_backward(uint n, float slope, __global const float* y, uint y_offset, __global const float* dy,
                                 uint dy_offset, __global float* dx, uint dx_offset) {
   const uint i = get_global_id(0);
   if (i >= n) return;

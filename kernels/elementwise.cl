@@ -44,22 +44,6 @@ __kernel void f32_add(uint n, __global const float* a, uint a_offset, __global c
   out[out_offset + i] = a[a_offset + i] + b[b_offset + i];
 }
 
-// y = x > 0 ? x : 0 (a NaN gives 0, as in ops/activation.h)
-__kernel void f32_relu_forward(uint n, __global const float* x, uint x_offset, __global float* y, uint y_offset) {
-  const uint i = get_global_id(0);
-  if (i >= n) return;
-  const float v = x[x_offset + i];
-  y[y_offset + i] = v > 0.0f ? v : 0.0f;
-}
-
-// dx = x > 0 ? dy : 0, x the forward's input
-__kernel void f32_relu_backward(uint n, __global const float* x, uint x_offset, __global const float* dy,
-                                uint dy_offset, __global float* dx, uint dx_offset) {
-  const uint i = get_global_id(0);
-  if (i >= n) return;
-  dx[dx_offset + i] = x[x_offset + i] > 0.0f ? dy[dy_offset + i] : 0.0f;
-}
-
 // y (half) = x (float) rounded to nearest even, as base/fp16.h's f32_to_f16
 __kernel void f16_from_f32(uint n, __global const float* x, uint x_offset, __global half* y, uint y_offset) {
   const uint i = get_global_id(0);

@@ -1,5 +1,5 @@
 // The activation a fused kernel applies to its result (gemm.cl's epilogue, batch_norm.cl's apply):
-// relu as elementwise.cl's f32_relu_forward and leaky relu as activation.cl's
+// relu as activation.cl's f32_relu_forward and leaky relu as its
 // f32_leaky_relu_forward, the same float operations, so fusing changes no bit. `act` is
 // src/opencl/fused_activation.h's FusedActivation::Kind. Not a program: the program cache pastes
 // it where a kernel file says #include "fused_activation.h" (after its FP_CONTRACT pragma).

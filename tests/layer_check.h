@@ -103,6 +103,7 @@ struct LayerSpec {
   // The forward written plainly from the definition, in double, reading the layer's params.
   std::function<std::vector<double>(Layer& layer, const Tensor& x, int64_t n)> reference = {};
   bool training = false;  // the LayerContext's mode (batch statistics, dropout)
+  double input_range = 2;  // x in [-input_range, input_range] (relu6: past its clamp at 6)
 };
 
 inline std::string spec_name(const ::testing::TestParamInfo<LayerSpec>& info) { return info.param.name; }
@@ -125,7 +126,7 @@ inline void check_layer_gradients(const LayerSpec& spec, int64_t n) {
   ctx.training = spec.training;
   ctx.noise_stream = 7;
   Tensor x = make(spec.input.batched(n), DType::f64);
-  fill_random(x, rng, -2, 2, 1e-3);
+  fill_random(x, rng, -spec.input_range, spec.input_range, 1e-3);
   Tensor y = make(out.value().batched(n), DType::f64);
   Tensor r = make(out.value().batched(n), DType::f64);
   fill_random(r, rng, -1, 1);
@@ -173,7 +174,7 @@ inline void compare_f32_f64(const LayerSpec& spec, int64_t n, ThreadPool* pool, 
   const Shape xs = spec.input.batched(n), ys = out.value().batched(n);
   Tensor x32 = make(xs, DType::f32), x64 = make(xs, DType::f64);
   Tensor dy32 = make(ys, DType::f32), dy64 = make(ys, DType::f64);
-  fill_random(x32, rng, -2, 2, 1e-3);
+  fill_random(x32, rng, -spec.input_range, spec.input_range, 1e-3);
   fill_random(dy32, rng, -1, 1);
   for (int64_t i = 0; i < x32.numel(); ++i) set(x64, i, get(x32, i));
   for (int64_t i = 0; i < dy32.numel(); ++i) set(dy64, i, get(dy32, i));

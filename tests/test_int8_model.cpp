@@ -323,7 +323,7 @@ TEST(Int8Model, Qs8AddIsTheRealSumWithinAStep) {
     for (int y = -128; y <= 127; ++y) xa.push_back(static_cast<int8_t>(x)), xb.push_back(static_cast<int8_t>(y));
   const int64_t n = static_cast<int64_t>(xa.size());
   for (bool relu : {false, true}) {
-    auto p = qs8_add_params(a, b, out, relu, "add1");
+    auto p = qs8_add_params(a, b, out, relu ? qs8_clamp(out, 0.0f, std::numeric_limits<float>::infinity()) : Qs8Clamp{}, "add1");
     ASSERT_TRUE(p.ok()) << p.status().message();
     std::vector<int8_t> y(xa.size());
     qs8_add(n, xa.data(), xb.data(), p.value(), y.data());
@@ -333,7 +333,7 @@ TEST(Int8Model, Qs8AddIsTheRealSumWithinAStep) {
       ASSERT_LE(std::fabs(y[static_cast<size_t>(i)] - level), 1.0) << "a " << int(xa[i]) << " b " << int(xb[i]) << " relu " << relu;
     }
   }
-  const auto refused = qs8_add_params(a, b, QuantParams{1e-9f, 0}, false, "add1");
+  const auto refused = qs8_add_params(a, b, QuantParams{1e-9f, 0}, Qs8Clamp{}, "add1");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("add1: the int8 add's output multiplier"), std::string::npos)
       << refused.status().message();
@@ -597,6 +597,86 @@ TEST(Int8Model, DepthwiseConvIsAnInt8StageWithTheGemmsBits) {
         if (want.empty()) want = got;
         ASSERT_EQ(got, want) << isa_name(isa) << (plan == dw ? " depthwise" : " gemm") << (pool ? ", 2 threads" : "");
       }
+    }
+  }
+}
+
+// A clamp fusion's range on an output's grid: relu's floor is the zero point, its top all of
+// int8; relu6's 6 on a grid of [0, 12] is the middle step, rounded as quantize_s8 rounds.
+TEST(Int8Model, ClampRangesOnTheOutputsGrid) {
+  const QuantParams wide{12.0f / 255.0f, -128};
+  const Qs8Clamp relu6 = qs8_clamp(wide, 0.0f, 6.0f);
+  EXPECT_EQ(relu6.lo, -128);
+  EXPECT_EQ(relu6.hi, 0);  // 6 / (12 / 255) = 127.5: to even, 128, less 128
+  const Qs8Clamp relu = qs8_clamp(QuantParams{0.05f, -7}, 0.0f, std::numeric_limits<float>::infinity());
+  EXPECT_EQ(relu.lo, -7);
+  EXPECT_EQ(relu.hi, 127);
+}
+
+// relu6 joins the int8 stage before it as the requantization's clamp to [0, 6] on its output's
+// grid, after a conv, a depthwise conv's batch norm, an add and a dense layer: every stage int8,
+// the model tracks its f32 model, and on every ISA and path the stage's bits are those of the
+// stage without the clamp, clamped (the clamp here narrowed to 10 steps over the zero point,
+// since a calibrated relu6 output's own range already ends at 6).
+TEST(Int8Model, Relu6IsTheClampOfTheStageBeforeIt) {
+  std::unique_ptr<Model> model = trained_model(
+      "[net]\ninput = 28x28x1\nloss = softmax_cross_entropy\n[conv]\nname = c\nfilters = 8\nsize = 3\npad = 1\n"
+      "[relu6]\nname = cr\n[depthwise_conv]\nname = dw\nsize = 3\nstride = 2\npad = 1\nbias = false\n"
+      "[batchnorm]\nname = dwbn\n[relu6]\nname = dwr\n[conv]\nname = pw\nfilters = 8\nsize = 1\n"
+      "[add]\nname = sum\ninputs = pw, dwr\n[relu6]\nname = sumr\n[flatten]\n[dense]\nname = d\nunits = 16\n"
+      "[relu6]\nname = dr\n[dense]\nunits = 10\n",
+      2);
+  ThreadPool two(2);
+  Int8Options options;
+  options.calibration = CalibrationMethod::minmax;
+  auto net = quantize(*model, options, &two);
+  ASSERT_NE(net, nullptr);
+  std::map<std::string, LayerPrecision> by_name = precisions_by_name(*net);
+  EXPECT_EQ(by_name["c"].note, "cr fused");
+  EXPECT_EQ(by_name["dw"].note, "dwbn folded, dwr fused");
+  EXPECT_EQ(by_name["sum"].note, "sumr fused");
+  EXPECT_EQ(by_name["d"].note, "dr fused");
+  for (const char* layer : {"c", "cr", "dw", "dwr", "sum", "sumr", "d", "dr"}) {
+    EXPECT_EQ(by_name[layer].precision, "int8") << layer << ": " << by_name[layer].note;
+  }
+  const OutputAgreement out = compare_outputs(*model, *net, &two);
+  EXPECT_GE(out.agree, 95);
+  EXPECT_LT(out.worst, 0.1f * out.range) << "logits differ by " << out.worst << " of " << out.range;
+
+  for (const Int8StagePlan& plan : net->plan()) {
+    if (plan.kind != Int8StageKind::gemm || (plan.name != "c" && plan.name != "dw" && plan.name != "d")) continue;
+    SCOPED_TRACE(plan.name);
+    EXPECT_EQ(plan.output.lo, plan.output.zero_point);  // relu6's 0
+    Int8StagePlan open = plan, narrow = plan;
+    open.output.lo = -128;
+    open.output.hi = 127;
+    narrow.output.hi = std::min(plan.output.zero_point + 10, 127);
+    const ConvGeometry& g = plan.geometry;
+    const int64_t n = 3;
+    auto x = Tensor::zeros(Shape{n, g.height, g.width, g.channels}, DType::i8, "x");
+    ASSERT_TRUE(x.ok());
+    Rng rng(9, 0);
+    for (int64_t i = 0; i < x.value().numel(); ++i)
+      x.value().data<int8_t>()[i] = static_cast<int8_t>(std::floor(rng.uniform(-128, 128)));
+    for (Isa isa : all_isas()) {
+      if (!isa_supported(isa, detect_cpu().features)) continue;
+      std::vector<int8_t> outputs[2];
+      for (int k = 0; k < 2; ++k) {
+        auto stage = make_int8_stage(k == 0 ? open : narrow, isa);
+        ASSERT_TRUE(stage.ok()) << stage.status().message();
+        ASSERT_TRUE(stage.value()->reserve(n).ok());
+        auto y = Tensor::zeros(stage.value()->out_shape.batched(n), DType::i8, "y");
+        ASSERT_TRUE(y.ok());
+        stage.value()->run(x.value(), y.value(), &two);
+        outputs[k].assign(y.value().data<int8_t>(), y.value().data<int8_t>() + y.value().numel());
+      }
+      int clamped = 0;
+      for (size_t i = 0; i < outputs[0].size(); ++i) {
+        const int want = std::clamp<int>(outputs[0][i], plan.output.zero_point, narrow.output.hi);
+        ASSERT_EQ(outputs[1][i], want) << isa_name(isa) << " element " << i;
+        clamped += outputs[0][i] > narrow.output.hi;
+      }
+      EXPECT_GT(clamped, 0) << isa_name(isa) << ": the narrowed clamp never bit";
     }
   }
 }

@@ -56,7 +56,9 @@ TEST_P(KernelsOnIsa, UnaryMatchesReference) {
   } ops[] = {{UnaryOp::relu, "relu", 0, 0},
              {UnaryOp::leaky_relu, "leaky_relu", 0, 0},
              {UnaryOp::sigmoid, "sigmoid", 1e-7f, 4e-7f},
-             {UnaryOp::tanh, "tanh", 1e-7f, 4e-7f}};
+             {UnaryOp::tanh, "tanh", 1e-7f, 4e-7f},
+             {UnaryOp::relu6, "relu6", 0, 0}};  // x in [-12, 12]: both of its clamps
+  static_assert(std::size(ops) == kUnaryOps, "every op of RG_UNARY_OP_LIST");
   for (const auto& op : ops) {
     for (int64_t n : kSizes) {
       const std::vector<float> x = random_vector(n, -12.0f, 12.0f, rng);
@@ -67,7 +69,7 @@ TEST_P(KernelsOnIsa, UnaryMatchesReference) {
       expect_close(got, want, n, op.abs_tol, op.rel_tol, op.name);
       expect_close(in_place, got, n, 0, 0, std::string(op.name) + " in place");
       // Gradients: dx = dy * f'(xy), from x (relu family) or y (sigmoid, tanh).
-      const bool from_input = op.op == UnaryOp::relu || op.op == UnaryOp::leaky_relu;
+      const bool from_input = unary_grad_reads_input(op.op);
       const std::vector<float>& xy = from_input ? x : want;
       const std::vector<float> dy = random_vector(n, -1.0f, 1.0f, rng);
       std::vector<float> dwant = dy, dgot = dy, dsame = dy;

@@ -49,6 +49,9 @@ std::vector<LayerSpec> layer_specs() {
       {"sigmoid", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::sigmoid)); }, Shape{6}},
       {"tanh", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::tanh)); }, Shape{3, 2}},
       {"softmax", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::softmax)); }, Shape{7}},
+      // x in [-9, 9]: both clamps taken (the chance of x within a step of 0 or 6 is ~1e-7 each)
+      {"relu6", [] { return std::unique_ptr<Layer>(new Activation(ActivationKind::relu6)); }, Shape{4, 5}, {}, false,
+       9.0},
   };
   for (LayerSpec& spec : specs) {
     spec.reference = [name = spec.name](Layer& layer, const Tensor& x, int64_t n) {
@@ -83,6 +86,7 @@ std::vector<double> reference_forward(const std::string& name, Layer& layer, con
   }
   for (double v : xv) {
     if (name == "relu") y.push_back(v > 0 ? v : 0);
+    if (name == "relu6") y.push_back(std::min(std::max(v, 0.0), 6.0));
     if (name == "leaky_relu") y.push_back(v > 0 ? v : 0.1 * v);
     if (name == "sigmoid") y.push_back(1 / (1 + std::exp(-v)));
     if (name == "tanh") y.push_back(std::tanh(v));
@@ -121,7 +125,9 @@ TEST(LayerKinds, AnIncompleteRowFailsNamingIt) {
   row("global_avgpool").from_cfg = nullptr;
   row("relu").fuses_after = {"conv", "no_such_kind"};
   row("batchnorm").fusion = Int8Fusion::none;
-  row("sigmoid").fusion = Int8Fusion::clamp_at_zero;
+  row("sigmoid").fusion = Int8Fusion::clamp;
+  row("relu").clamp = {0.0f, 0.0f};
+  row("dense").clamp = {0.0f, 6.0f};
   rows.push_back(rows.front());
   const Status checked = check_layer_kinds(rows);
   ASSERT_FALSE(checked.ok());
@@ -132,6 +138,8 @@ TEST(LayerKinds, AnIncompleteRowFailsNamingIt) {
   EXPECT_NE(m.find("relu: fuses after 'no_such_kind', which is no kind"), std::string::npos) << m;
   EXPECT_NE(m.find("batchnorm: fused in int8 without saying how"), std::string::npos) << m;
   EXPECT_NE(m.find("sigmoid: a fusion rule without the fused role"), std::string::npos) << m;
+  EXPECT_NE(m.find("a clamp fusion without a range lo < hi"), std::string::npos) << m;
+  EXPECT_NE(m.find("dense: a clamp range without the clamp fusion"), std::string::npos) << m;
   EXPECT_NE(m.find(rows.front().name + ": a second row"), std::string::npos) << m;
 }
 
@@ -166,7 +174,14 @@ TEST(LayerKinds, Int8RulesOfTheRows) {
   for (const char* before : {"conv", "depthwise_conv", "dense"}) {
     EXPECT_TRUE(int8_fuses_after("batchnorm", before));
     EXPECT_TRUE(int8_fuses_after("relu", before));
+    EXPECT_TRUE(int8_fuses_after("relu6", before));
   }
+  EXPECT_TRUE(int8_fuses_after("relu6", "batchnorm"));
+  EXPECT_TRUE(int8_fuses_after("relu6", "add"));
+  EXPECT_FALSE(int8_fuses_after("relu6", "relu"));
+  EXPECT_EQ(find_layer_kind("relu6")->fusion, Int8Fusion::clamp);
+  EXPECT_EQ(find_layer_kind("relu6")->clamp.lo, 0.0f);
+  EXPECT_EQ(find_layer_kind("relu6")->clamp.hi, 6.0f);
   EXPECT_TRUE(int8_fuses_after("relu", "batchnorm"));
   EXPECT_TRUE(int8_fuses_after("relu", "add"));  // the int8 add's clamp
   EXPECT_FALSE(int8_fuses_after("batchnorm", "add"));
@@ -268,11 +283,23 @@ TEST(Activation, ExtremeInputsStayFinite) {
   }
 }
 
+// A layer without a name is its kind and its number among that kind's layers; after a kind that
+// ends in a digit, an underscore between (relu6_2 is relu6's second, relu62 would read as a 62nd).
+TEST(Model, DefaultNamesAreTheKindAndItsNumber) {
+  auto cfg = parse_cfg("[net]\ninput = 4\n[dense]\nunits = 3\n[relu6]\n[dense]\nunits = 2\n[relu6]\n[relu]\n", "n.cfg");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  auto model = Model::from_cfg(cfg.value());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  std::vector<std::string> names;
+  for (const auto& layer : model.value()->layers()) names.push_back(layer->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"dense1", "relu6_1", "dense2", "relu6_2", "relu1"}));
+}
+
 TEST(Activation, FromCfgNamesAndSlope) {
-  auto doc = parse_cfg("[leaky_relu]\nslope = 0.25\n[sigmoid]\n[tanh]\n[softmax]\n[relu]\n", "a.cfg");
+  auto doc = parse_cfg("[leaky_relu]\nslope = 0.25\n[sigmoid]\n[tanh]\n[softmax]\n[relu]\n[relu6]\n", "a.cfg");
   ASSERT_TRUE(doc.ok()) << doc.status().message();
-  const char* kinds[] = {"leaky_relu", "sigmoid", "tanh", "softmax", "relu"};
-  for (size_t i = 0; i < 5; ++i) {
+  const char* kinds[] = {"leaky_relu", "sigmoid", "tanh", "softmax", "relu", "relu6"};
+  for (size_t i = 0; i < std::size(kinds); ++i) {
     auto layer = Activation::from_cfg(doc.value().sections[i]);
     ASSERT_TRUE(layer.ok()) << layer.status().message();
     EXPECT_EQ(layer.value()->kind(), kinds[i]);

@@ -80,10 +80,10 @@ void unfused_epilogue(Device& device, const EpilogueCase& e, const EpilogueOpera
     ASSERT_TRUE(bn.ok()) << bn.status().message();
   }
   if (e.activation.kind == FusedActivation::relu) {
-    ASSERT_TRUE(f32_relu_forward(device, count, c, c).ok());
+    ASSERT_TRUE(f32_unary_forward(device, UnaryOp::relu, count, 0.0f, c, c).ok());
   }
   if (e.activation.kind == FusedActivation::leaky_relu) {
-    ASSERT_TRUE(f32_leaky_relu_forward(device, count, e.activation.slope, c, c).ok());
+    ASSERT_TRUE(f32_unary_forward(device, UnaryOp::leaky_relu, count, e.activation.slope, c, c).ok());
   }
 }
 
@@ -197,10 +197,10 @@ TEST(OpenclFusedKernels, BatchNormWithAnActivationGivesTheBitsOfBothLaunches) {
         ASSERT_TRUE(bn.ok()) << bn.status().message();
       }
       if (act.kind == FusedActivation::relu) {
-        ASSERT_TRUE(f32_relu_forward(device, count, y[1].f32(), y[1].f32()).ok());
+        ASSERT_TRUE(f32_unary_forward(device, UnaryOp::relu, count, 0.0f, y[1].f32(), y[1].f32()).ok());
       }
       if (act.kind == FusedActivation::leaky_relu) {
-        ASSERT_TRUE(f32_leaky_relu_forward(device, count, act.slope, y[1].f32(), y[1].f32()).ok());
+        ASSERT_TRUE(f32_unary_forward(device, UnaryOp::leaky_relu, count, act.slope, y[1].f32(), y[1].f32()).ok());
       }
       expect_bits(download_all<float>(y[0]), download_all<float>(y[1]), "y");
       expect_bits(download_all<float>(mean[0]), download_all<float>(mean[1]), "running mean");

@@ -179,7 +179,8 @@ TEST(OpenclInt8Model, PresetsWithRandomParamsMatchTheCpuBitForBit) {
 }
 
 // Strides, padding on odd sizes, a non-square pooling window and an odd channel count: the
-// device's im2col and pooling geometry against the CPU's on shapes the presets lack. The
+// device's im2col and pooling geometry against the CPU's on shapes the presets lack (and relu6
+// fused as the clamp, as relu is). The
 // depthwise conv (the CPU's own int8 stage) runs on the device as its GEMM (gemm_weights).
 TEST(OpenclInt8Model, StridedAndPaddedConvsMatchTheCpuBitForBit) {
   SKIP_WITHOUT_OPENCL();
@@ -187,8 +188,8 @@ TEST(OpenclInt8Model, StridedAndPaddedConvsMatchTheCpuBitForBit) {
       "[net]\ninput = 13x11x3\nloss = softmax_cross_entropy\n"
       "[conv]\nfilters = 5\nsize = 3\nstride = 2\npad = 1\n[batchnorm]\n[relu]\n"
       "[maxpool]\nsize = 3\nstride = 2\npad = 1\n"
-      "[depthwise_conv]\nsize = 3\npad = 1\n[batchnorm]\n[relu]\n"
-      "[conv]\nfilters = 9\nsize = 2\n[relu]\n"
+      "[depthwise_conv]\nsize = 3\npad = 1\n[batchnorm]\n[relu6]\n"
+      "[conv]\nfilters = 9\nsize = 2\n[relu6]\n"
       "[dense]\nunits = 6\n";
   auto cfg = parse_cfg(cfg_text, "strided.cfg");
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();

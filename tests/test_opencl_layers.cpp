@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "nn/activation.h"
 #include "nn/layer_registry.h"
 #include "nn/loss.h"
 #include "nn/model.h"
@@ -31,9 +32,10 @@ std::vector<float> random_quarters(Rng& rng, int64_t n) {
 }
 
 // One layer of cfg text on input [n, input...]: the CPU layer and its device layer see the
-// same x and dy under `ctx`; y and dx must match bit for bit, and no write may leave its span.
+// same x (quarters in [-2, 2] times `scale`) and dy under `ctx`; y and dx must match bit for
+// bit, and no write may leave its span.
 void expect_layer_matches(Device& device, const std::string& cfg, const Shape& input, int64_t n,
-                          const LayerContext& ctx, uint64_t seed) {
+                          const LayerContext& ctx, uint64_t seed, float scale) {
   SCOPED_TRACE(cfg + " on " + input.batched(n).str() + (ctx.training ? " training" : " inference") + " stream " +
                std::to_string(ctx.noise_stream) + " offset " + std::to_string(ctx.row_offset));
   auto doc = parse_cfg(cfg, "layer.cfg");
@@ -49,7 +51,8 @@ void expect_layer_matches(Device& device, const std::string& cfg, const Shape& i
   ASSERT_TRUE(cl.ok()) << cl.status().message();
 
   Rng rng(seed + 1);
-  const std::vector<float> x = random_quarters(rng, input.numel() * n);
+  std::vector<float> x = random_quarters(rng, input.numel() * n);
+  for (float& v : x) v *= scale;
   const std::vector<float> dy = random_floats(rng, static_cast<size_t>(output.value().numel() * n));
   // CPU
   const Tensor hx = host_tensor(input.batched(n), x), hdy = host_tensor(output.value().batched(n), dy);
@@ -74,6 +77,7 @@ void expect_layer_matches(Device& device, const std::string& cfg, const Shape& i
 struct LayerCase {
   std::string cfg;
   Shape input;
+  float scale = 1;  // of x
 };
 
 void expect_cases_match(const std::vector<LayerCase>& cases, const std::vector<LayerContext>& contexts) {
@@ -84,7 +88,7 @@ void expect_cases_match(const std::vector<LayerCase>& cases, const std::vector<L
     for (const LayerCase& c : cases) {
       for (int64_t n : {1, 3, 8}) {
         for (const LayerContext& ctx : contexts) {
-          expect_layer_matches(*device, c.cfg, c.input, n, ctx, ++seed);
+          expect_layer_matches(*device, c.cfg, c.input, n, ctx, ++seed, c.scale);
           if (::testing::Test::HasFatalFailure()) return;
         }
       }
@@ -128,6 +132,20 @@ TEST(OpenclLayers, GlobalAvgPoolMatchesTheCpu) {
                       {"[global_avgpool]\n", Shape{1, 1, 5}},
                       {"[global_avgpool]\n", Shape{7, 9, 16}}},
                      kTrainAndInfer);
+}
+
+// Every activation kind; x in [-8, 8] on a grid of 1s, so relu6 meets 0 and 6 themselves.
+TEST(OpenclLayers, ActivationsMatchTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  std::vector<LayerCase> cases;
+  for (int k = 0; k < kActivationKinds; ++k) {
+    const auto kind = static_cast<ActivationKind>(k);
+    if (kind == ActivationKind::sigmoid || kind == ActivationKind::tanh || kind == ActivationKind::softmax) {
+      continue;  // the device's exp and tanh are within a few ulp (test_opencl_ops), not bit-exact
+    }
+    cases.push_back({"[" + std::string(activation_name(kind)) + "]\n", Shape{3, 5, 2}, 4.0f});
+  }
+  expect_cases_match(cases, kTrainAndInfer);
 }
 
 TEST(OpenclLayers, UpsampleMatchesTheCpu) {

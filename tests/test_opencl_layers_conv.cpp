@@ -448,7 +448,7 @@ TEST(OpenclConvLayers, DepthwiseConvMatchesTheCpu) {
     }
   }
   compare_model("[net]\ninput = 10x10x2\n[conv]\nfilters = 6\nsize = 3\npad = 1\n[relu]\n"
-                "[depthwise_conv]\nsize = 3\nstride = 2\npad = 1\n[batchnorm]\n[relu]\n"
+                "[depthwise_conv]\nsize = 3\nstride = 2\npad = 1\n[batchnorm]\n[relu6]\n"
                 "[conv]\nfilters = 8\nsize = 1\n[relu]\n[global_avgpool]\n[dense]\nunits = 10\n",
                 "mobile.cfg", 3, 1e-3);
 }

@@ -65,8 +65,8 @@ TEST(OpenclElementwise, ReluForwardAndBackwardMatchTheCpu) {
       Guarded gx = guarded_f32(*device, x, "x"), gdy = guarded_f32(*device, dy, "dy");
       Guarded gy = guarded_f32(*device, std::vector<float>(n, 9.0f), "y");
       Guarded gdx = guarded_f32(*device, std::vector<float>(n, 9.0f), "dx");
-      ASSERT_TRUE(f32_relu_forward(*device, n, gx.span, gy.span).ok());
-      ASSERT_TRUE(f32_relu_backward(*device, n, gx.span, gdy.span, gdx.span).ok());
+      ASSERT_TRUE(f32_unary_forward(*device, UnaryOp::relu, n, 0.0f, gx.span, gy.span).ok());
+      ASSERT_TRUE(f32_unary_backward(*device, UnaryOp::relu, n, 0.0f, gx.span, gdy.span, gdx.span).ok());
       std::vector<float> y(n), dx(n);
       relu_forward(n, x.data(), y.data());
       relu_backward(n, x.data(), dy.data(), dx.data());
@@ -319,12 +319,13 @@ TEST(OpenclActivation, ForwardAndBackwardOfEveryActivationMatchTheCpu) {
   const float slope = 0.01f;
   for (Device* device : open_devices().devices) {
     for (int64_t n : kSizes) {
-      for (UnaryOp op : {UnaryOp::relu, UnaryOp::leaky_relu, UnaryOp::sigmoid, UnaryOp::tanh}) {
+      for (int k = 0; k < kUnaryOps; ++k) {  // every op of RG_UNARY_OP_LIST
+        const auto op = static_cast<UnaryOp>(k);
         SCOPED_TRACE(device->label() + " n=" + std::to_string(n) + " op " + std::to_string(static_cast<int>(op)));
         const std::vector<float> x = activation_inputs(rng, n), dy = random_floats(rng, n);
         std::vector<float> y(n), dx(n);
         unary(nullptr, op, n, slope, x.data(), y.data());
-        const bool from_input = op == UnaryOp::relu || op == UnaryOp::leaky_relu;
+        const bool from_input = unary_grad_reads_input(op);
         const std::vector<float>& xy = from_input ? x : y;
         unary_grad(nullptr, op, n, slope, xy.data(), dy.data(), dx.data());
 
@@ -446,7 +447,7 @@ TEST(OpenclActivation, NothingToDoEnqueuesNothing) {
     ASSERT_TRUE(event.ok()) << event.status().message();
     EXPECT_FALSE(event.value().valid());
   };
-  expect_nothing(f32_sigmoid_forward(device, 0, b.f32(1, 0), b.f32(1, 0)));
+  expect_nothing(f32_unary_forward(device, UnaryOp::sigmoid, 0, 0.0f, b.f32(1, 0), b.f32(1, 0)));
   expect_nothing(f32_column_sum(device, 0, 1, b.f32(1, 0), b.f32()));
   expect_nothing(f32_column_sum(device, 4, 0, b.f32(1, 0), b.f32(1, 0)));
   expect_nothing(f32_add_bias(device, 0, 1, b.f32(), b.f32(1, 0)));

@@ -233,7 +233,7 @@ TEST(OpenclQs8, AddMatchesTheReference) {
   for (Device* device : open_devices().devices) {
     for (const Case& c : cases) {
       SCOPED_TRACE(device->label() + " scales " + std::to_string(c.a.scale) + ", " + std::to_string(c.b.scale));
-      auto p = qs8_add_params(c.a, c.b, c.out, c.relu, "add");
+      auto p = qs8_add_params(c.a, c.b, c.out, c.relu ? qs8_clamp(c.out, 0.0f, std::numeric_limits<float>::infinity()) : Qs8Clamp{}, "add");
       ASSERT_TRUE(p.ok()) << p.status().message();
       std::vector<int8_t> want(a.size());
       qs8_add(n, a.data(), b.data(), p.value(), want.data());

@@ -33,6 +33,17 @@ TEST(FakeQuant, RoundsWhereTheExportQuantizes) {
   EXPECT_EQ(fq.rounded_points(), expected);
 }
 
+// relu6 fuses where relu does: QAT rounds its output, not the conv's or the batch norm's before it.
+TEST(FakeQuant, Relu6RoundsWhereRelusDo) {
+  auto model = build_model(1, "[net]\ninput = 8x8x1\n[conv]\nfilters = 2\nsize = 3\n[batchnorm]\n[relu6]\n"
+                              "[flatten]\n[dense]\nunits = 4\n[relu6]\n[dense]\nunits = 2\n");
+  FakeQuantizer fq(*model);
+  const std::vector<bool> expected = {true,  false /*conv1: into bn*/, false /*bn1: into relu6*/, true /*relu6*/,
+                                      false /*flatten*/, false /*dense1: into relu6*/, true /*relu6*/,
+                                      false /*the output*/};
+  EXPECT_EQ(fq.rounded_points(), expected);
+}
+
 // A graph model's points (kSmallResidualCfg: conv1 r0 conv2 batchnorm1 relu1 c2 add1 relu2 flatten1
 // dense1): r0's output, read by conv2 and the add, is rounded though it ends its stage anyway;
 // the add's output like any other layer's, but that the relu after it fuses into its int8 stage.

@@ -7,48 +7,30 @@
 
 namespace rg {
 
-namespace {
-struct KindName {
-  ActivationKind kind;
-  const char* name;
-};
-constexpr KindName kNames[] = {{ActivationKind::relu, "relu"},
-                               {ActivationKind::leaky_relu, "leaky_relu"},
-                               {ActivationKind::sigmoid, "sigmoid"},
-                               {ActivationKind::tanh, "tanh"},
-                               {ActivationKind::softmax, "softmax"}};
-}  // namespace
+const char* activation_name(ActivationKind kind) {
+  return kind == ActivationKind::softmax ? "softmax" : unary_op_name(static_cast<UnaryOp>(kind));
+}
 
 Result<std::unique_ptr<Layer>> Activation::from_cfg(const CfgSection& section) {
-  for (const auto& entry : kNames) {
-    if (section.kind() != entry.name) continue;
+  for (int k = 0; k < kActivationKinds; ++k) {
+    const auto kind = static_cast<ActivationKind>(k);
+    if (section.kind() != activation_name(kind)) continue;
     double slope = 0.01;
-    if (entry.kind == ActivationKind::leaky_relu) {
+    if (kind == ActivationKind::leaky_relu) {
       RG_ASSIGN(slope, section.get_float_or("slope", 0.01, 0.0, 1.0));
     }
-    return std::unique_ptr<Layer>(new Activation(entry.kind, slope));
+    return std::unique_ptr<Layer>(new Activation(kind, slope));
   }
   return Status::error(section.where() + "not an activation");
 }
 
-std::string Activation::kind() const {
-  for (const auto& entry : kNames)
-    if (entry.kind == kind_) return entry.name;
-  return "?";
-}
+std::string Activation::kind() const { return activation_name(kind_); }
 
 Result<Shape> Activation::configure(const Shape& input) { return input; }
 
 UnaryOp unary_op_of(ActivationKind kind) {
-  switch (kind) {
-    case ActivationKind::relu: return UnaryOp::relu;
-    case ActivationKind::leaky_relu: return UnaryOp::leaky_relu;
-    case ActivationKind::sigmoid: return UnaryOp::sigmoid;
-    case ActivationKind::tanh: return UnaryOp::tanh;
-    case ActivationKind::softmax: break;
-  }
-  RG_CHECK(false, "softmax is not elementwise");
-  return UnaryOp::relu;
+  RG_CHECK(kind != ActivationKind::softmax, "softmax is not elementwise");
+  return static_cast<UnaryOp>(kind);
 }
 
 void Activation::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {

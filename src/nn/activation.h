@@ -1,5 +1,6 @@
-// Elementwise activation layers (relu, leaky_relu, sigmoid, tanh) and row-wise softmax.
-// Shape-preserving; backward reads the forward's x or y, never a saved mask.
+// Activation layers: one kind per elementwise op of RG_UNARY_OP_LIST (cpu/ukernels/unary_op.h:
+// relu, leaky_relu, sigmoid, tanh, ...) and row-wise softmax. Shape-preserving; backward reads
+// the forward's x or y, never a saved mask.
 #pragma once
 
 #include "cpu/ukernels/unary_op.h"
@@ -9,13 +10,20 @@ namespace rg {
 
 class CfgSection;
 
-enum class ActivationKind { relu, leaky_relu, sigmoid, tanh, softmax };
+// The elementwise kinds, numbered as their UnaryOp, then softmax.
+#define RG_ACTIVATION_KIND(name, reads) name,
+enum class ActivationKind : int { RG_UNARY_OP_LIST(RG_ACTIVATION_KIND) softmax };
+#undef RG_ACTIVATION_KIND
 // The elementwise kinds as kernel ops (softmax, row-wise, is not one: a bug).
 UnaryOp unary_op_of(ActivationKind kind);
-// relu and leaky_relu differentiate from their input x, sigmoid and tanh from their output y.
+// The elementwise kinds differentiate from their input x or output y as their op says;
+// softmax reads y.
 inline bool grad_reads_input(ActivationKind kind) {
-  return kind == ActivationKind::relu || kind == ActivationKind::leaky_relu;
+  return kind != ActivationKind::softmax && unary_grad_reads_input(static_cast<UnaryOp>(kind));
 }
+// Every activation's layer kind name, in ActivationKind's order ("relu", ..., "softmax").
+const char* activation_name(ActivationKind kind);
+constexpr int kActivationKinds = kUnaryOps + 1;
 
 class Activation : public Layer {
  public:

@@ -2,6 +2,7 @@
 #include "nn/layer_registry.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "nn/activation.h"
@@ -23,7 +24,9 @@ using D = DeviceRun;
 using Q = Int8Role;
 using F = Int8Fusion;
 
-// name, cfg reader, device, int8 role, fusion, the kinds it fuses after
+constexpr float kNoLimit = std::numeric_limits<float>::infinity();
+
+// name, cfg reader, device, int8 role, fusion, the kinds it fuses after, a clamp's range
 std::vector<LayerKind> make_kinds() {
   return {
       {"dense", Dense::from_cfg, D::own, Q::gemm, F::none, {}},
@@ -39,8 +42,10 @@ std::vector<LayerKind> make_kinds() {
       {"flatten", Reshape::from_cfg, D::own, Q::identity, F::none, {}},
       {"reshape", Reshape::from_cfg, D::own, Q::identity, F::none, {}},
       {"upsample", Upsample::from_cfg, D::own, Q::f32, F::none, {}},
-      {"relu", Activation::from_cfg, D::own, Q::fused, F::clamp_at_zero,
-       {"conv", "depthwise_conv", "dense", "batchnorm", "add"}},
+      {"relu", Activation::from_cfg, D::own, Q::fused, F::clamp,
+       {"conv", "depthwise_conv", "dense", "batchnorm", "add"}, {0.0f, kNoLimit}},
+      {"relu6", Activation::from_cfg, D::own, Q::fused, F::clamp,
+       {"conv", "depthwise_conv", "dense", "batchnorm", "add"}, {0.0f, 6.0f}},
       {"leaky_relu", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"sigmoid", Activation::from_cfg, D::own, Q::f32, F::none, {}},
       {"tanh", Activation::from_cfg, D::own, Q::f32, F::none, {}},
@@ -66,6 +71,9 @@ std::string row_problems(const LayerKind& row, const std::set<std::string>& name
   for (const std::string& before : row.fuses_after) {
     if (names.count(before) == 0) add("fuses after '" + before + "', which is no kind");
   }
+  const bool clamps = row.fusion == Int8Fusion::clamp;
+  if (clamps && !(row.clamp.lo < row.clamp.hi)) add("a clamp fusion without a range lo < hi");
+  if (!clamps && (row.clamp.lo != 0.0f || row.clamp.hi != 0.0f)) add("a clamp range without the clamp fusion");
   return problems;
 }
 

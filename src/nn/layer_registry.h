@@ -2,8 +2,8 @@
 // every backend does with it. The row names its cfg reader (which builds the CPU layer), whether
 // the device runs it with a layer of its own or on the host, and its int8 role with its fusion
 // rule. What a kind costs (flops, memory traffic) is the layer's own (Layer::traffic). The
-// device's makers are registered by name in opencl/model/cl_layer.cpp (nn cannot see opencl)
-// and checked complete against these rows (check_cl_layer_makers); the int8 engine
+// device's makers register themselves by name in opencl/model/cl_*.cpp (nn cannot see opencl)
+// and are checked complete against these rows (check_cl_layer_makers); the int8 engine
 // (quant/int8_model.cpp) and QAT (quant/fake_quant.cpp) both read their rules from here.
 #pragma once
 
@@ -39,11 +39,17 @@ enum class Int8Role : uint8_t {
   f32,       // no int8 kernel: runs in f32 between a dequantize and a quantize
 };
 
-// How a fused kind enters the int8 GEMM stage before it.
+// How a fused kind enters the int8 stage before it.
 enum class Int8Fusion : uint8_t {
-  none,           // not fused (every role but fused)
-  fold_affine,    // an inference affine (batch norm) folded into the weights and the bias
-  clamp_at_zero,  // relu: the requantization's lower clamp at the output's zero point
+  none,         // not fused (every role but fused)
+  fold_affine,  // an inference affine (batch norm) folded into the weights and the bias
+  clamp,        // y = clamp(x, lo, hi) (relu, relu6): the requantization's clamp, the row's
+                // Int8Clamp on the output's grid (ops/quant_params.h's qs8_clamp)
+};
+
+// The real range a kind of fusion clamp clamps to; hi may be +inf (relu).
+struct Int8Clamp {
+  float lo = 0, hi = 0;
 };
 
 struct LayerKind {
@@ -54,6 +60,7 @@ struct LayerKind {
   Int8Role int8 = Int8Role::unset;
   Int8Fusion fusion = Int8Fusion::none;   // for int8 == fused
   std::vector<std::string> fuses_after;   // for int8 == fused: the kinds whose stage takes it
+  Int8Clamp clamp = {};                   // for fusion == clamp: its range, lo < hi
 };
 
 // Every kind, in the order unknown-kind errors list them.
@@ -64,8 +71,8 @@ const LayerKind* find_layer_kind(const std::string& kind);
 const LayerKind& layer_kind_of(const Layer& layer);
 
 // Every row complete and consistent: a reader, a device entry, an int8 role; a fused role with
-// its fusion and the kinds it fuses after (existing ones), no other role with either; names
-// unique. The error names each row and what it lacks.
+// its fusion and the kinds it fuses after (existing ones), no other role with either; a clamp
+// fusion with its range (lo < hi), no other row with one; names unique. The error names each row and what it lacks.
 Status check_layer_kinds(const std::vector<LayerKind>& rows);
 
 // The int8 rules, written once for the engine and for QAT:

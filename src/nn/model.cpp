@@ -2,6 +2,7 @@
 #include "nn/model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -48,7 +49,11 @@ Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
     if (section.kind() == "train") continue;  // training settings: read by `train` (train_section)
     RG_TRY(section.get_string_or("inputs", "").status());  // the graph's edges: read by resolve_inputs
     RG_ASSIGN(std::unique_ptr<Layer> layer, make_layer(section));
-    if (layer->name().empty()) layer->set_name(section.kind() + std::to_string(++counts[section.kind()]));
+    // A default name: the kind and its number among the layers of that kind (conv3); a kind that
+    // ends in a digit gets an underscore between (relu6_1, not relu61).
+    const std::string& kind = section.kind();
+    const bool digit_end = !kind.empty() && std::isdigit(static_cast<unsigned char>(kind.back())) != 0;
+    if (layer->name().empty()) layer->set_name(kind + (digit_end ? "_" : "") + std::to_string(++counts[kind]));
     model->layers_.push_back(std::move(layer));
     sections.push_back(i);
   }

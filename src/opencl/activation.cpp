@@ -3,8 +3,8 @@
 #include "opencl/activation.h"
 
 #include <algorithm>
+#include <string>
 
-#include "opencl/elementwise.h"
 #include "opencl/launch_1d.h"
 #include "ops/elementwise.h"
 
@@ -17,17 +17,6 @@ using detail::check_u32;
 using detail::launch_1d;
 using detail::u32;
 
-// The elementwise kernels of one input and an output (map) or two inputs and an output (map2).
-Result<Event> map(Device& device, const char* name, int64_t n, DeviceSpan in, DeviceSpan out) {
-  RG_TRY(check_u32(name, n, {in, out}));
-  return launch_1d(device, kActivationProgram, name, "", n, u32(n), in.mem, u32(in.offset), out.mem, u32(out.offset));
-}
-Result<Event> map2(Device& device, const char* name, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out) {
-  RG_TRY(check_u32(name, n, {a, b, out}));
-  return launch_1d(device, kActivationProgram, name, "", n, u32(n), a.mem, u32(a.offset), b.mem, u32(b.offset), out.mem,
-                   u32(out.offset));
-}
-
 // rows x cols as one count of elements for the span checks.
 int64_t matrix_elements(int64_t rows, int64_t cols) {
   RG_CHECK(rows >= 0 && cols >= 0, "a matrix of " << rows << " x " << cols);
@@ -36,59 +25,21 @@ int64_t matrix_elements(int64_t rows, int64_t cols) {
 
 }  // namespace
 
-Result<Event> f32_leaky_relu_forward(Device& device, int64_t n, float slope, DeviceSpan x, DeviceSpan y) {
-  RG_TRY(check_u32("f32_leaky_relu_forward", n, {x, y}));
-  return launch_1d(device, kActivationProgram, "f32_leaky_relu_forward", "", n, u32(n), slope, x.mem, u32(x.offset),
-                   y.mem, u32(y.offset));
-}
-
-Result<Event> f32_leaky_relu_backward(Device& device, int64_t n, float slope, DeviceSpan x, DeviceSpan dy,
-                                      DeviceSpan dx) {
-  RG_TRY(check_u32("f32_leaky_relu_backward", n, {x, dy, dx}));
-  return launch_1d(device, kActivationProgram, "f32_leaky_relu_backward", "", n, u32(n), slope, x.mem, u32(x.offset),
-                   dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
-}
-
-Result<Event> f32_sigmoid_forward(Device& device, int64_t n, DeviceSpan x, DeviceSpan y) {
-  // 1 / (1 + e) as the CPU's correctly rounded division where the device can
-  RG_TRY(check_u32("f32_sigmoid_forward", n, {x, y}));
-  return launch_1d(device, kActivationProgram, "f32_sigmoid_forward", detail::division_options(device), n, u32(n),
-                   x.mem, u32(x.offset), y.mem, u32(y.offset));
-}
-
-Result<Event> f32_sigmoid_backward(Device& device, int64_t n, DeviceSpan y, DeviceSpan dy, DeviceSpan dx) {
-  return map2(device, "f32_sigmoid_backward", n, y, dy, dx);
-}
-
-Result<Event> f32_tanh_forward(Device& device, int64_t n, DeviceSpan x, DeviceSpan y) {
-  return map(device, "f32_tanh_forward", n, x, y);
-}
-
-Result<Event> f32_tanh_backward(Device& device, int64_t n, DeviceSpan y, DeviceSpan dy, DeviceSpan dx) {
-  return map2(device, "f32_tanh_backward", n, y, dy, dx);
-}
-
+// Every kernel of the list builds with the correctly rounded division (sigmoid's 1 / (1 + e) as
+// the CPU's); those that do not divide are the same with it or without.
 Result<Event> f32_unary_forward(Device& device, UnaryOp op, int64_t n, float slope, DeviceSpan x, DeviceSpan y) {
-  switch (op) {
-    case UnaryOp::relu: return f32_relu_forward(device, n, x, y);
-    case UnaryOp::leaky_relu: return f32_leaky_relu_forward(device, n, slope, x, y);
-    case UnaryOp::sigmoid: return f32_sigmoid_forward(device, n, x, y);
-    case UnaryOp::tanh: return f32_tanh_forward(device, n, x, y);
-  }
-  RG_CHECK(false, "unary op " << static_cast<int>(op));
-  return Event();
+  const std::string name = std::string("f32_") + unary_op_name(op) + "_forward";
+  RG_TRY(check_u32(name.c_str(), n, {x, y}));
+  return launch_1d(device, kActivationProgram, name.c_str(), detail::division_options(device), n, u32(n), slope,
+                   x.mem, u32(x.offset), y.mem, u32(y.offset));
 }
 
 Result<Event> f32_unary_backward(Device& device, UnaryOp op, int64_t n, float slope, DeviceSpan xy, DeviceSpan dy,
                                  DeviceSpan dx) {
-  switch (op) {
-    case UnaryOp::relu: return f32_relu_backward(device, n, xy, dy, dx);
-    case UnaryOp::leaky_relu: return f32_leaky_relu_backward(device, n, slope, xy, dy, dx);
-    case UnaryOp::sigmoid: return f32_sigmoid_backward(device, n, xy, dy, dx);
-    case UnaryOp::tanh: return f32_tanh_backward(device, n, xy, dy, dx);
-  }
-  RG_CHECK(false, "unary op " << static_cast<int>(op));
-  return Event();
+  const std::string name = std::string("f32_") + unary_op_name(op) + "_backward";
+  RG_TRY(check_u32(name.c_str(), n, {xy, dy, dx}));
+  return launch_1d(device, kActivationProgram, name.c_str(), detail::division_options(device), n, u32(n), slope,
+                   xy.mem, u32(xy.offset), dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
 }
 
 Result<Event> f32_softmax_rows_forward(Device& device, int64_t rows, int64_t cols, DeviceSpan x, DeviceSpan y) {

@@ -13,22 +13,10 @@
 
 namespace rg::ocl {
 
-// y = x > 0 ? x : slope x                 (bit-exact with the CPU)
-Result<Event> f32_leaky_relu_forward(Device& device, int64_t n, float slope, DeviceSpan x, DeviceSpan y);
-// dx = x > 0 ? dy : slope dy, x the forward's input (bit-exact)
-Result<Event> f32_leaky_relu_backward(Device& device, int64_t n, float slope, DeviceSpan x, DeviceSpan dy,
-                                      DeviceSpan dx);
-// y = 1 / (1 + e^-x), overflow-free; within a few ulp of the CPU (the device's exp)
-Result<Event> f32_sigmoid_forward(Device& device, int64_t n, DeviceSpan x, DeviceSpan y);
-// dx = dy y (1 - y), y the forward's output (bit-exact)
-Result<Event> f32_sigmoid_backward(Device& device, int64_t n, DeviceSpan y, DeviceSpan dy, DeviceSpan dx);
-// y = tanh(x); within a few ulp of the CPU (the device's tanh)
-Result<Event> f32_tanh_forward(Device& device, int64_t n, DeviceSpan x, DeviceSpan y);
-// dx = dy (1 - y^2), y the forward's output (bit-exact)
-Result<Event> f32_tanh_backward(Device& device, int64_t n, DeviceSpan y, DeviceSpan dy, DeviceSpan dx);
-
-// The elementwise activations by name, as rg::unary / rg::unary_grad: `xy` is the forward's
-// x (relu, leaky_relu) or y (sigmoid, tanh); `slope` is leaky_relu's.
+// The elementwise activations of cpu/ukernels/unary_op.h's list by name, as rg::unary /
+// rg::unary_grad: the kernels f32_<op>_forward and f32_<op>_backward of kernels/activation.cl.
+// `xy` is the forward's x or y as the list says; `slope` is leaky_relu's. Bit-exact with the
+// CPU but for sigmoid and tanh's forward, within a few ulp (the device's exp and tanh).
 Result<Event> f32_unary_forward(Device& device, UnaryOp op, int64_t n, float slope, DeviceSpan x, DeviceSpan y);
 Result<Event> f32_unary_backward(Device& device, UnaryOp op, int64_t n, float slope, DeviceSpan xy, DeviceSpan dy,
                                  DeviceSpan dx);

@@ -61,17 +61,6 @@ Result<Event> f32_add(Device& device, int64_t n, DeviceSpan a, DeviceSpan b, Dev
   return launch_elementwise(device, "f32_add", n, a.mem, u32(a.offset), b.mem, u32(b.offset), out.mem, u32(out.offset));
 }
 
-Result<Event> f32_relu_forward(Device& device, int64_t n, DeviceSpan x, DeviceSpan y) {
-  RG_TRY(check_u32("f32_relu_forward", n, {x, y}));
-  return launch_elementwise(device, "f32_relu_forward", n, x.mem, u32(x.offset), y.mem, u32(y.offset));
-}
-
-Result<Event> f32_relu_backward(Device& device, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx) {
-  RG_TRY(check_u32("f32_relu_backward", n, {x, dy, dx}));
-  return launch_elementwise(device, "f32_relu_backward", n, x.mem, u32(x.offset), dy.mem, u32(dy.offset), dx.mem,
-                            u32(dx.offset));
-}
-
 Result<Event> f16_from_f32(Device& device, int64_t n, DeviceSpan x_f32, DeviceSpan y_f16) {
   RG_TRY(check_u32("f16_from_f32", n, {x_f32, y_f16}));
   return launch_elementwise(device, "f16_from_f32", n, x_f32.mem, u32(x_f32.offset), y_f16.mem, u32(y_f16.offset));

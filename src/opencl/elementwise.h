@@ -21,11 +21,6 @@ Result<Event> f32_scale_and_flag_non_finite(Device& device, int64_t n, float fac
                                             int64_t flag);
 // out = a + b (out may alias a or b)
 Result<Event> f32_add(Device& device, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out);
-// y = max(x, 0); NaN gives 0
-Result<Event> f32_relu_forward(Device& device, int64_t n, DeviceSpan x, DeviceSpan y);
-// dx = x > 0 ? dy : 0, x the forward's input
-Result<Event> f32_relu_backward(Device& device, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx);
-
 // fp16 storage (any device): y_f16 = x_f32 rounded to nearest even, bit-exact with f32_to_f16
 Result<Event> f16_from_f32(Device& device, int64_t n, DeviceSpan x_f32, DeviceSpan y_f16);
 // y_f32 = x_f16, exact

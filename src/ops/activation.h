@@ -29,6 +29,17 @@ void leaky_relu_backward(int64_t n, T slope, const T* x, const T* dy, T* dx) {
   for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > T(0) ? dy[i] : slope * dy[i];
 }
 
+// relu6(x) = min(max(x, 0), 6) (MobileNet's): x in (0, 6), 0 below (and for a NaN), 6 above.
+template <class T>
+void relu6_forward(int64_t n, const T* x, T* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? (x[i] < T(6) ? x[i] : T(6)) : T(0);
+}
+// d relu6(x)/dx = [0 < x < 6]
+template <class T>
+void relu6_backward(int64_t n, const T* x, const T* dy, T* dx) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > T(0) && x[i] < T(6) ? dy[i] : T(0);
+}
+
 // 1 / (1 + e^-x), written so neither branch overflows.
 template <class T>
 T sigmoid(T x) {
@@ -56,12 +67,13 @@ void tanh_backward(int64_t n, const T* y, const T* dy, T* dx) {
   for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
 }
 
-// The four elementwise activations by name; `slope` is leaky_relu's.
+// The elementwise activations by name; `slope` is leaky_relu's.
 template <class T>
 void unary_forward(UnaryOp op, int64_t n, T slope, const T* x, T* y) {
   switch (op) {
     case UnaryOp::relu: relu_forward(n, x, y); break;
     case UnaryOp::leaky_relu: leaky_relu_forward(n, slope, x, y); break;
+    case UnaryOp::relu6: relu6_forward(n, x, y); break;
     case UnaryOp::sigmoid: sigmoid_forward(n, x, y); break;
     case UnaryOp::tanh: tanh_forward(n, x, y); break;
   }
@@ -72,6 +84,7 @@ void unary_backward(UnaryOp op, int64_t n, T slope, const T* xy, const T* dy, T*
   switch (op) {
     case UnaryOp::relu: relu_backward(n, xy, dy, dx); break;
     case UnaryOp::leaky_relu: leaky_relu_backward(n, slope, xy, dy, dx); break;
+    case UnaryOp::relu6: relu6_backward(n, xy, dy, dx); break;
     case UnaryOp::sigmoid: sigmoid_backward(n, xy, dy, dx); break;
     case UnaryOp::tanh: tanh_backward(n, xy, dy, dx); break;
   }

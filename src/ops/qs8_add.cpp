@@ -5,7 +5,8 @@
 
 namespace rg {
 
-Result<Qs8AddParams> qs8_add_params(QuantParams a, QuantParams b, QuantParams out, bool relu, const std::string& name) {
+Result<Qs8AddParams> qs8_add_params(QuantParams a, QuantParams b, QuantParams out, Qs8Clamp clamp,
+                                         const std::string& name) {
   const double twice_max = 2.0 * std::max(a.scale, b.scale);
   const double output = twice_max / (static_cast<double>(int64_t{1} << kQs8AddLeftShift) * out.scale);
   if (!(output < 1.0)) {
@@ -18,7 +19,8 @@ Result<Qs8AddParams> qs8_add_params(QuantParams a, QuantParams b, QuantParams ou
   p.input[1] = quantize_multiplier(b.scale / twice_max);
   p.output = quantize_multiplier(output);
   p.out_zero_point = out.zero_point;
-  p.lo = relu ? out.zero_point : -128;
+  p.lo = clamp.lo;
+  p.hi = clamp.hi;
   return p;
 }
 

@@ -30,6 +30,13 @@ void dequantize_s8(int64_t n, const int8_t* q, QuantParams p, float* x) {
   for (int64_t i = 0; i < n; ++i) x[i] = p.scale * static_cast<float>(int32_t{q[i]} - p.zero_point);
 }
 
+Qs8Clamp qs8_clamp(QuantParams out, float lo, float hi) {
+  const float ends[2] = {lo, hi};
+  int8_t q[2];
+  quantize_s8(2, ends, out, q);
+  return Qs8Clamp{q[0], q[1]};
+}
+
 const char* calibration_name(CalibrationMethod method) {
   return method == CalibrationMethod::minmax ? "minmax" : "percentile";
 }

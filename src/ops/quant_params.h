@@ -23,6 +23,16 @@ void quantize_s8(int64_t n, const float* x, QuantParams p, int8_t* q);
 // x = scale * (q - zero_point).
 void dequantize_s8(int64_t n, const int8_t* q, QuantParams p, float* x);
 
+// An int8 output's clamp in quantized values: [-128, 127], or narrower where an activation that
+// clamps (relu, relu6) is fused into the stage that makes the output.
+struct Qs8Clamp {
+  int32_t lo = -128, hi = 127;
+};
+// The real range [lo, hi] on the grid of `out` (hi may be +inf): each end quantized as
+// quantize_s8 quantizes a value equal to it, so the clamped int8 output is the quantized clamped
+// real one (relu's lo = 0 is out's zero point).
+Qs8Clamp qs8_clamp(QuantParams out, float lo, float hi);
+
 // How a calibration range is chosen from the values seen.
 enum class CalibrationMethod { minmax, percentile };
 const char* calibration_name(CalibrationMethod method);

@@ -26,7 +26,7 @@ namespace {
 // A conv's or dense layer's weights w [k x n] and bias [n] (f32 after BN folding) -> int8
 // weights q [k x n] and the requantization; the error says why the layer cannot run in int8.
 Status quantize_layer(int64_t k, const std::vector<double>& w, const std::vector<double>& bias, QuantParams in,
-                      QuantParams out, bool relu, const std::string& name, std::vector<int8_t>* q_out,
+                      QuantParams out, Qs8Clamp clamp, const std::string& name, std::vector<int8_t>* q_out,
                       Qs8OutputStage* o_out) {
   const int64_t n = static_cast<int64_t>(bias.size());
   std::vector<int8_t>& q = *q_out;
@@ -34,8 +34,8 @@ Status quantize_layer(int64_t k, const std::vector<double>& w, const std::vector
   Qs8OutputStage& o = *o_out;
   o = Qs8OutputStage();
   o.zero_point = out.zero_point;
-  o.lo = relu ? out.zero_point : -128;
-  o.hi = 127;
+  o.lo = clamp.lo;
+  o.hi = clamp.hi;
   for (int64_t j = 0; j < n; ++j) {
     double max_abs = 0;
     for (int64_t p = 0; p < k; ++p) max_abs = std::max(max_abs, std::fabs(w[static_cast<size_t>(p * n + j)]));
@@ -88,12 +88,17 @@ void folded_weights(const Tensor& weight, const Tensor& bias, const BatchNorm* b
 
 // An int8 GEMM stage's layers: the conv or dense layer at its head and those after it that fuse
 // in by their rows' rules (nn/layer_registry.h): a batch norm folded into the weights, a relu
-// as the requantization's clamp.
+// or relu6 as the requantization's clamp.
 struct GemmGroup {
   size_t end = 0;  // its last layer
   const BatchNorm* bn = nullptr;
-  bool relu = false;
+  const Int8Clamp* clamp = nullptr;  // the fused clamp's row's range; none: the whole of int8
 };
+
+// A stage's int8 clamp on the grid of its output `out`: a fused clamp's range, else all of int8.
+Qs8Clamp stage_clamp(const Int8Clamp* clamp, QuantParams out) {
+  return clamp == nullptr ? Qs8Clamp{} : qs8_clamp(out, clamp->lo, clamp->hi);
+}
 
 GemmGroup gemm_group(const Model& model, size_t head) {
   const auto& layers = model.layers();
@@ -101,13 +106,17 @@ GemmGroup gemm_group(const Model& model, size_t head) {
   group.end = head;
   while (int8_fuses_into_previous(model, group.end + 1)) {
     const Layer* next = layers[++group.end].get();
-    switch (layer_kind_of(*next).fusion) {
+    const LayerKind& row = layer_kind_of(*next);
+    switch (row.fusion) {
       case Int8Fusion::fold_affine:
         RG_CHECK(group.bn == nullptr && dynamic_cast<const BatchNorm*>(next) != nullptr,
                  "kind " << next->kind() << " folds into an int8 stage: one batch norm a stage");
         group.bn = static_cast<const BatchNorm*>(next);
         break;
-      case Int8Fusion::clamp_at_zero: group.relu = true; break;
+      case Int8Fusion::clamp:
+        RG_CHECK(group.clamp == nullptr, "kind " << next->kind() << " clamps an int8 stage: one clamp a stage");
+        group.clamp = &row.clamp;
+        break;
       case Int8Fusion::none: RG_CHECK(false, "kind " << next->kind() << " is fused in int8 without a fusion"); break;
     }
   }
@@ -331,16 +340,17 @@ size_t Int8StageBuilder::add_layer(size_t i) {
   return add_gemm_group(i);
 }
 
-// The add layer i (two inputs) as an int8 stage, with a relu after it fused as its clamp; when
-// its constants cannot be made, f32 (and the relu too).
+// The add layer i (two inputs) as an int8 stage, with a relu (or relu6) after it fused as its
+// clamp; when its constants cannot be made, f32 (and the relu too).
 size_t Int8StageBuilder::add_int8_add(size_t i) {
   const auto& layers = model.layers();
-  const bool relu = int8_fuses_into_previous(model, i + 1);
-  RG_CHECK(!relu || layer_kind_of(*layers[i + 1]).fusion == Int8Fusion::clamp_at_zero,
+  const bool clamped = int8_fuses_into_previous(model, i + 1);
+  RG_CHECK(!clamped || layer_kind_of(*layers[i + 1]).fusion == Int8Fusion::clamp,
            "kind " << layers[i + 1]->kind() << " fuses into an int8 add: only as a clamp");
-  const size_t end = relu ? i + 1 : i, a = input_point(i, 0), b = input_point(i, 1);
+  const size_t end = clamped ? i + 1 : i, a = input_point(i, 0), b = input_point(i, 1);
   const QuantParams out = ranges.params_of(end + 1);
-  auto params = qs8_add_params(int8_params(a), int8_params(b), out, relu, layers[i]->name());
+  const Qs8Clamp clamp = stage_clamp(clamped ? &layer_kind_of(*layers[i + 1]).clamp : nullptr, out);
+  auto params = qs8_add_params(int8_params(a), int8_params(b), out, clamp, layers[i]->name());
   if (!params.ok()) {
     for (size_t j = i; j <= end; ++j) add_f32_layer(j, params.status().message());
     return end;
@@ -352,8 +362,8 @@ size_t Int8StageBuilder::add_int8_add(size_t i) {
   plan.out_shape = model.layer_output_shape(i);
   plan.name = layers[i]->name();
   set_point(end + 1, add(std::move(plan)), true, out);
-  precisions.push_back({layers[i]->name(), "int8", relu ? layers[end]->name() + " fused" : "", layers[i]->kind()});
-  if (relu) precisions.push_back({layers[end]->name(), "int8", "in " + layers[i]->name(), layers[end]->kind()});
+  precisions.push_back({layers[i]->name(), "int8", clamped ? layers[end]->name() + " fused" : "", layers[i]->kind()});
+  if (clamped) precisions.push_back({layers[end]->name(), "int8", "in " + layers[i]->name(), layers[end]->kind()});
   return end;
 }
 
@@ -385,7 +395,7 @@ void Int8StageBuilder::note_gemm_group(size_t i, size_t end, bool pooled) {
   const Layer* layer = layers[i].get();
   std::string note;
   for (size_t j = i + 1; j <= end; ++j) {
-    const bool clamp = layer_kind_of(*layers[j]).fusion == Int8Fusion::clamp_at_zero;
+    const bool clamp = layer_kind_of(*layers[j]).fusion == Int8Fusion::clamp;
     note += (note.empty() ? "" : ", ") + layers[j]->name() + (clamp ? " fused" : " folded");
   }
   precisions.push_back({layer->name(), "int8", note, layer->kind()});
@@ -414,7 +424,8 @@ size_t Int8StageBuilder::add_gemm_group(size_t i) {
   plan.geometry = g;
   plan.name = layer->name();
   const int64_t rows = static_cast<int64_t>(w.size() / b.size());  // patch_size; depthwise: kernel^2
-  Status built = quantize_layer(rows, w, b, in, out, group.relu, layer->name(), &plan.weights, &plan.output);
+  Status built =
+      quantize_layer(rows, w, b, in, out, stage_clamp(group.clamp, out), layer->name(), &plan.weights, &plan.output);
   if (dynamic_cast<const DepthwiseConv2D*>(layer) != nullptr) plan.path = Int8GemmPath::depthwise;
   choose_gemm_path(end, g, is_conv, b.size(), &plan);
   std::unique_ptr<Int8Stage> stage;

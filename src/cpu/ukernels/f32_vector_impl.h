@@ -67,10 +67,13 @@ inline void update_chunks(int64_t n, float* const (&arrays)[Arrays], Fn fn) {
 template <class Arch>
 void vunary(UnaryOp op, int64_t n, float slope, const float* x, float* y) {
   using B = xsimd::batch<float, Arch>;
-  const B zero(0.0f), one(1.0f), k(slope);
+  const B zero(0.0f), one(1.0f), six(6.0f), k(slope);
   switch (op) {
     case UnaryOp::relu: map1<B>(n, x, y, [&](B v) { return xsimd::max(v, zero); }); break;
     case UnaryOp::leaky_relu: map1<B>(n, x, y, [&](B v) { return xsimd::select(v > zero, v, k * v); }); break;
+    case UnaryOp::relu6:  // compares, not min/max, so a NaN gives 0 as in the reference
+      map1<B>(n, x, y, [&](B v) { return xsimd::select(v > zero, xsimd::select(v < six, v, six), zero); });
+      break;
     case UnaryOp::sigmoid:
       map1<B>(n, x, y, [&](B v) {
         const B e = xsimd::exp(-xsimd::abs(v));
@@ -85,9 +88,12 @@ void vunary(UnaryOp op, int64_t n, float slope, const float* x, float* y) {
 template <class Arch>
 void vunary_grad(UnaryOp op, int64_t n, float slope, const float* xy, const float* dy, float* dx) {
   using B = xsimd::batch<float, Arch>;
-  const B zero(0.0f), one(1.0f), k(slope);
+  const B zero(0.0f), one(1.0f), six(6.0f), k(slope);
   switch (op) {
     case UnaryOp::relu: map2<B>(n, xy, dy, dx, [&](B x, B g) { return xsimd::select(x > zero, g, zero); }); break;
+    case UnaryOp::relu6:
+      map2<B>(n, xy, dy, dx, [&](B x, B g) { return xsimd::select(x > zero && x < six, g, zero); });
+      break;
     case UnaryOp::leaky_relu: map2<B>(n, xy, dy, dx, [&](B x, B g) { return xsimd::select(x > zero, g, k * g); }); break;
     case UnaryOp::sigmoid: map2<B>(n, xy, dy, dx, [&](B y, B g) { return g * y * (one - y); }); break;
     case UnaryOp::tanh: map2<B>(n, xy, dy, dx, [&](B y, B g) { return g * (one - y * y); }); break;

@@ -3,7 +3,7 @@
 
 #include "opencl/batch_norm.h"
 #include "opencl/loss.h"
-#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/model/cl_layer.h"
 
 namespace rg::ocl {
 
@@ -68,9 +68,16 @@ Status ClBatchNorm::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan d
       .status();
 }
 
+namespace {
+
 Result<std::unique_ptr<ClLayer>> make_cl_batch_norm(Layer& layer, const Shape& input, Device& device) {
   RG_ASSIGN(std::unique_ptr<ClBatchNorm> cl, ClBatchNorm::create(dynamic_cast<BatchNorm&>(layer), input, device));
   return std::unique_ptr<ClLayer>(std::move(cl));
 }
+
+// This file's device layer makers, registered at start-up (cl_layer.h).
+const bool kBatchNormMakerRegistered = register_cl_layer_makers({"batchnorm"}, make_cl_batch_norm);
+
+}  // namespace
 
 }  // namespace rg::ocl

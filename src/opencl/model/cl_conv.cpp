@@ -11,7 +11,7 @@
 #include "opencl/gemm.h"
 #include "opencl/im2col.h"
 #include "opencl/model/cl_conv_layers.h"
-#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/model/cl_layer.h"
 
 namespace rg::ocl {
 
@@ -220,13 +220,13 @@ Status ClConv::transposed_backward(int64_t n, DeviceSpan x, DeviceSpan dy, Devic
   return Status();
 }
 
+namespace {
+
 Result<std::unique_ptr<ClLayer>> make_cl_conv(Layer& layer, const Shape& input, Device& device) {
   (void)input;
   RG_ASSIGN(std::unique_ptr<ClConv> cl, ClConv::create(dynamic_cast<ConvLayer&>(layer), device));
   return std::unique_ptr<ClLayer>(std::move(cl));
 }
-
-namespace {
 
 // DepthwiseConv2D: x [n, h, w, c] -> y [n, oh, ow, c], W [k*k, c]; the CPU's sums in its order.
 class ClDepthwise : public ClLayer {
@@ -273,8 +273,6 @@ class ClDepthwise : public ClLayer {
   ClParam weight_, bias_;
 };
 
-}  // namespace
-
 Result<std::unique_ptr<ClLayer>> make_cl_depthwise(Layer& layer, const Shape& input, Device& device) {
   (void)input;
   auto& host = dynamic_cast<DepthwiseConv2D&>(layer);
@@ -282,5 +280,12 @@ Result<std::unique_ptr<ClLayer>> make_cl_depthwise(Layer& layer, const Shape& in
   RG_TRY(cl->upload(host));
   return std::unique_ptr<ClLayer>(std::move(cl));
 }
+
+// This file's device layer makers, registered at start-up (cl_layer.h).
+const bool kConvMakersRegistered =
+    register_cl_layer_makers({"conv", "conv_transpose"}, make_cl_conv) &&
+    register_cl_layer_makers({"depthwise_conv"}, make_cl_depthwise);
+
+}  // namespace
 
 }  // namespace rg::ocl

@@ -3,7 +3,7 @@
 #include "opencl/activation.h"
 #include "opencl/fill_copy.h"
 #include "opencl/gemm.h"
-#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/model/cl_layer.h"
 
 namespace rg::ocl {
 
@@ -71,8 +71,6 @@ class ClDense : public ClLayer {
   ClParam weight_, bias_;
 };
 
-}  // namespace
-
 Result<std::unique_ptr<ClLayer>> make_cl_dense(Layer& layer, const Shape& input, Device& device) {
   (void)input;
   auto& host = dynamic_cast<Dense&>(layer);
@@ -80,5 +78,10 @@ Result<std::unique_ptr<ClLayer>> make_cl_dense(Layer& layer, const Shape& input,
   RG_TRY(cl->upload(host));
   return std::unique_ptr<ClLayer>(std::move(cl));
 }
+
+// This file's device layer makers, registered at start-up (cl_layer.h).
+const bool kDenseMakerRegistered = register_cl_layer_makers({"dense"}, make_cl_dense);
+
+}  // namespace
 
 }  // namespace rg::ocl

@@ -4,7 +4,7 @@
 #include "nn/dropout.h"
 #include "opencl/dropout.h"
 #include "opencl/fill_copy.h"
-#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/model/cl_layer.h"
 
 namespace rg::ocl {
 
@@ -44,10 +44,13 @@ class ClDropout : public ClLayer {
   float scale_;
 };
 
-}  // namespace
-
 Result<std::unique_ptr<ClLayer>> make_cl_dropout(Layer& layer, const Shape& input, Device& device) {
   return std::unique_ptr<ClLayer>(new ClDropout(device, dynamic_cast<Dropout&>(layer), input));
 }
+
+// This file's device layer makers, registered at start-up (cl_layer.h).
+const bool kDropoutMakerRegistered = register_cl_layer_makers({"dropout"}, make_cl_dropout);
+
+}  // namespace
 
 }  // namespace rg::ocl

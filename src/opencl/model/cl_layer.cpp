@@ -5,7 +5,6 @@
 
 #include "nn/layer_registry.h"
 #include "opencl/model/cl_host_layer.h"
-#include "opencl/model/cl_layer_kinds.h"
 
 namespace rg::ocl {
 
@@ -33,31 +32,19 @@ Status read_param(const ClParam& param) {
   return read_buffer(param.value, 0, param.host->value.f32(), param.numel() * 4);
 }
 
-const std::vector<ClLayerMaker>& cl_layer_makers() {
-  static const std::vector<ClLayerMaker> makers = {
-      {"dense", make_cl_dense},
-      {"relu", make_cl_activation},
-      {"leaky_relu", make_cl_activation},
-      {"sigmoid", make_cl_activation},
-      {"tanh", make_cl_activation},
-      {"softmax", make_cl_activation},
-      {"flatten", make_cl_reshape},
-      {"reshape", make_cl_reshape},
-      {"conv", make_cl_conv},
-      {"conv_transpose", make_cl_conv},
-      {"depthwise_conv", make_cl_depthwise},
-      {"batchnorm", make_cl_batch_norm},
-      {"rcl", make_cl_rcl},
-      {"maxpool", make_cl_pool2d},
-      {"avgpool", make_cl_pool2d},
-      {"global_avgpool", make_cl_global_avgpool},
-      {"upsample", make_cl_upsample},
-      {"dropout", make_cl_dropout},
-      {"add", make_cl_add},
-      {"concat", make_cl_concat},
-  };
+namespace {
+std::vector<ClLayerMaker>& registered_makers() {
+  static std::vector<ClLayerMaker> makers;  // made on first use: registration runs at start-up
   return makers;
 }
+}  // namespace
+
+bool register_cl_layer_makers(std::initializer_list<const char*> kinds, ClLayerMake make) {
+  for (const char* kind : kinds) registered_makers().push_back({kind, make});
+  return true;
+}
+
+const std::vector<ClLayerMaker>& cl_layer_makers() { return registered_makers(); }
 
 Status check_cl_layer_makers(const std::vector<ClLayerMaker>& makers) {
   std::string errors;
@@ -77,7 +64,7 @@ Status check_cl_layer_makers(const std::vector<ClLayerMaker>& makers) {
     }
   }
   if (errors.empty()) return Status();
-  return Status::error("device layer makers (opencl/model/cl_layer.cpp) against the layer kinds:" + errors);
+  return Status::error("device layer makers (registered by opencl/model/cl_*.cpp) against the layer kinds:" + errors);
 }
 
 Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input, const Shape& output, Device& device,
@@ -89,7 +76,7 @@ Result<std::unique_ptr<ClLayer>> make_cl_layer(Layer& layer, const Shape& input,
     if (layer.kind() == maker.kind) return maker.make(layer, input, device);
   }
   return Status::error(device.label() + ": layer " + layer.name() + " (" + layer.kind() +
-                       ") has no device maker in opencl/model/cl_layer.cpp, though its row says it runs on the device");
+                       ") has no device maker registered, though its row says it runs on the device");
 }
 
 }  // namespace rg::ocl

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -134,7 +135,13 @@ struct ClLayerMaker {
   const char* kind;  // the cfg section, as in nn's rows (nn/layer_registry.h)
   ClLayerMake make;
 };
-// One maker for each kind whose row says DeviceRun::own (cl_layer.cpp).
+// Registers `make` for each of `kinds`; returns true. A device layer's source registers its
+// makers at start-up, as `const bool kSomethingRegistered = register_cl_layer_makers(...)` in its
+// anonymous namespace: no table elsewhere names them. Those sources are linked whole
+// (cl_layer_sources in meson.build), since nothing else refers to them by name.
+bool register_cl_layer_makers(std::initializer_list<const char*> kinds, ClLayerMake make);
+// Every maker registered: one for each kind whose row says DeviceRun::own (checked by
+// check_cl_layer_makers).
 const std::vector<ClLayerMaker>& cl_layer_makers();
 // `makers` against nn's rows: a maker for every kind the device runs itself, none for a kind
 // run on the host or for a name that is no kind, no kind twice; the error names each.

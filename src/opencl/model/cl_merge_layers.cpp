@@ -7,7 +7,7 @@
 #include "nn/merge_layers.h"
 #include "opencl/elementwise.h"
 #include "opencl/fill_copy.h"
-#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/model/cl_layer.h"
 #include "opencl/shape_ops.h"
 
 namespace rg::ocl {
@@ -95,8 +95,6 @@ class ClConcat : public ClMergeLayer {
   int64_t width_ = 0;            // the output's last dimension
 };
 
-}  // namespace
-
 Result<std::unique_ptr<ClLayer>> make_cl_add(Layer& layer, const Shape& input, Device& device) {
   (void)layer;
   return std::unique_ptr<ClLayer>(new ClAdd(device, input));
@@ -105,5 +103,12 @@ Result<std::unique_ptr<ClLayer>> make_cl_add(Layer& layer, const Shape& input, D
 Result<std::unique_ptr<ClLayer>> make_cl_concat(Layer& layer, const Shape& input, Device& device) {
   return std::unique_ptr<ClLayer>(new ClConcat(device, dynamic_cast<Concat&>(layer), input));
 }
+
+// This file's device layer makers, registered at start-up (cl_layer.h).
+const bool kMergeMakersRegistered =
+    register_cl_layer_makers({"add"}, make_cl_add) &&
+    register_cl_layer_makers({"concat"}, make_cl_concat);
+
+}  // namespace
 
 }  // namespace rg::ocl

@@ -2,7 +2,7 @@
 // x [n, h, w, c] -> y [n, oh, ow, c] with the CPU layer's ConvGeometry, and GlobalAvgPool
 // x [n, h, w, c] -> y [n, c]. The launchers are bit-exact with the CPU; no params.
 #include "nn/pooling.h"
-#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/model/cl_layer.h"
 #include "opencl/pool.h"
 #include "opencl/shape_ops.h"
 
@@ -57,8 +57,6 @@ class ClGlobalAvgPool : public ClLayer {
   int64_t pixels_, channels_;  // h * w and c of the input
 };
 
-}  // namespace
-
 Result<std::unique_ptr<ClLayer>> make_cl_pool2d(Layer& layer, const Shape& input, Device& device) {
   (void)input;
   return std::unique_ptr<ClLayer>(new ClPool2D(device, dynamic_cast<Pool2D&>(layer)));
@@ -68,5 +66,12 @@ Result<std::unique_ptr<ClLayer>> make_cl_global_avgpool(Layer& layer, const Shap
   (void)dynamic_cast<GlobalAvgPool&>(layer);  // a bug otherwise
   return std::unique_ptr<ClLayer>(new ClGlobalAvgPool(device, input));
 }
+
+// This file's device layer makers, registered at start-up (cl_layer.h).
+const bool kPoolMakersRegistered =
+    register_cl_layer_makers({"maxpool", "avgpool"}, make_cl_pool2d) &&
+    register_cl_layer_makers({"global_avgpool"}, make_cl_global_avgpool);
+
+}  // namespace
 
 }  // namespace rg::ocl

@@ -5,11 +5,12 @@
 #include <algorithm>
 
 #include "nn/recurrent_conv.h"
+#include "opencl/activation.h"
 #include "opencl/elementwise.h"
 #include "opencl/model/cl_batch_norm.h"
 #include "opencl/model/cl_conv_layers.h"
 #include "opencl/model/cl_fusion.h"
-#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/model/cl_layer.h"
 
 namespace rg::ocl {
 
@@ -50,7 +51,7 @@ class ClRcl : public ClLayer {
       // a_t, then x_t = relu(a_t) in place; fused: the relu as the batch norm stores a_t (the same bits)
       const ClEpilogue relu{DeviceSpan{}, fuse_ ? FusedActivation{FusedActivation::relu, 0.0f} : FusedActivation{}};
       RG_TRY(norms_[static_cast<size_t>(t)]->forward_fused(n, z, out, ctx, relu));
-      if (!fuse_) RG_TRY(f32_relu_forward(device_, count, out, out).status());
+      if (!fuse_) RG_TRY(f32_unary_forward(device_, UnaryOp::relu, count, 0.0f, out, out).status());
     }
     return Status();
   }
@@ -66,7 +67,7 @@ class ClRcl : public ClLayer {
       const DeviceSpan z = z_[static_cast<size_t>(t)].f32(0, count);
       const DeviceSpan out = t == steps_ ? y : x_[static_cast<size_t>(t)].f32(0, count);
       // da_t = relu'(a_t) dx_t, read from x_t = relu(a_t): positive exactly where a_t is
-      RG_TRY(f32_relu_backward(device_, count, out, t == steps_ ? dy : grad, grad).status());
+      RG_TRY(f32_unary_backward(device_, UnaryOp::relu, count, 0.0f, out, t == steps_ ? dy : grad, grad).status());
       // dz_t: the last step's goes straight into the feed-forward sum, the others are added to it
       const DeviceSpan dz_t = t == steps_ ? dff : dz;
       RG_TRY(norms_[static_cast<size_t>(t)]->backward(n, z, out, grad, dz_t, ctx));
@@ -150,8 +151,6 @@ class ClRcl : public ClLayer {
   int64_t reserved_ = 0;
 };
 
-}  // namespace
-
 Result<std::unique_ptr<ClLayer>> make_cl_rcl(Layer& layer, const Shape& input, Device& device) {
   auto& host = dynamic_cast<RecurrentConv2D&>(layer);
   const ConvGeometry& g = host.feed_forward().geometry();
@@ -160,5 +159,10 @@ Result<std::unique_ptr<ClLayer>> make_cl_rcl(Layer& layer, const Shape& input, D
   RG_TRY(cl->build(host, device));
   return std::unique_ptr<ClLayer>(std::move(cl));
 }
+
+// This file's device layer makers, registered at start-up (cl_layer.h).
+const bool kRclMakerRegistered = register_cl_layer_makers({"rcl"}, make_cl_rcl);
+
+}  // namespace
 
 }  // namespace rg::ocl

@@ -3,7 +3,7 @@
 #include "nn/activation.h"
 #include "opencl/activation.h"
 #include "opencl/fill_copy.h"
-#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/model/cl_layer.h"
 
 namespace rg::ocl {
 
@@ -68,8 +68,6 @@ class ClReshape : public ClLayer {
   int64_t row_;
 };
 
-}  // namespace
-
 Result<std::unique_ptr<ClLayer>> make_cl_activation(Layer& layer, const Shape& input, Device& device) {
   return std::unique_ptr<ClLayer>(new ClActivation(device, dynamic_cast<Activation&>(layer), input));
 }
@@ -78,5 +76,17 @@ Result<std::unique_ptr<ClLayer>> make_cl_reshape(Layer& layer, const Shape& inpu
   (void)layer;
   return std::unique_ptr<ClLayer>(new ClReshape(device, input));
 }
+
+// This file's device layer makers, registered at start-up (cl_layer.h).
+const bool kReshapeMakersRegistered = register_cl_layer_makers({"flatten", "reshape"}, make_cl_reshape);
+// Every activation kind (nn/activation.h: its elementwise ops' list, and softmax) is ClActivation's.
+const bool kActivationMakersRegistered = [] {
+  for (int k = 0; k < kActivationKinds; ++k) {
+    register_cl_layer_makers({activation_name(static_cast<ActivationKind>(k))}, make_cl_activation);
+  }
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace rg::ocl

@@ -1,7 +1,7 @@
 // Upsample on the device (nn/shape_layers.cpp): x [n, h, w, c] -> y [n, h*s, w*s, c], nearest;
 // backward sums each value's s*s copies in the CPU's order (bit-exact). No params.
 #include "nn/shape_layers.h"
-#include "opencl/model/cl_layer_kinds.h"
+#include "opencl/model/cl_layer.h"
 #include "opencl/shape_ops.h"
 
 namespace rg::ocl {
@@ -31,10 +31,13 @@ class ClUpsample : public ClLayer {
   int64_t h_, w_, c_, scale_;  // the input image and the factor
 };
 
-}  // namespace
-
 Result<std::unique_ptr<ClLayer>> make_cl_upsample(Layer& layer, const Shape& input, Device& device) {
   return std::unique_ptr<ClLayer>(new ClUpsample(device, dynamic_cast<Upsample&>(layer), input));
 }
+
+// This file's device layer makers, registered at start-up (cl_layer.h).
+const bool kUpsampleMakerRegistered = register_cl_layer_makers({"upsample"}, make_cl_upsample);
+
+}  // namespace
 
 }  // namespace rg::ocl
