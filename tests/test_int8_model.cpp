@@ -127,6 +127,41 @@ OutputAgreement compare_outputs(Model& model, Int8Model& net, ThreadPool* pool) 
   return a;
 }
 
+// The int8 model tracks its f32 model: at least 95 of the 100 argmaxes agree and no logit is
+// further off than `bound` times the largest.
+void expect_tracks(Model& model, Int8Model& net, ThreadPool* pool, float bound) {
+  const OutputAgreement out = compare_outputs(model, net, pool);
+  EXPECT_GE(out.agree, 95);
+  EXPECT_LT(out.worst, bound * out.range) << "logits differ by " << out.worst << " of " << out.range;
+}
+
+// `model` quantized with minmax calibration (the stage tests' plans: every range seen).
+std::unique_ptr<Int8Model> quantize_minmax(Model& model, ThreadPool* pool) {
+  Int8Options options;
+  options.calibration = CalibrationMethod::minmax;
+  return quantize(model, options, pool);
+}
+
+// A batch of n random int8 images of a stage's input geometry.
+Tensor random_s8_images(const ConvGeometry& g, int64_t n, uint64_t seed) {
+  Tensor x = Tensor::zeros(Shape{n, g.height, g.width, g.channels}, DType::i8, "x").take();
+  Rng rng(seed, 0);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<int8_t>()[i] = static_cast<int8_t>(std::floor(rng.uniform(-128, 128)));
+  return x;
+}
+
+// The stage of `plan` on `isa` run over x: its int8 output.
+std::vector<int8_t> run_stage(const Int8StagePlan& plan, Isa isa, const Tensor& x, ThreadPool* pool) {
+  auto stage = make_int8_stage(plan, isa);
+  EXPECT_TRUE(stage.ok()) << stage.status().message();
+  if (!stage.ok()) return {};
+  const int64_t n = x.shape()[0];
+  EXPECT_TRUE(stage.value()->reserve(n).ok());
+  const Tensor y = Tensor::zeros(stage.value()->out_shape.batched(n), DType::i8, "y").take();
+  stage.value()->run(x, y, pool);
+  return std::vector<int8_t>(y.data<int8_t>(), y.data<int8_t>() + y.numel());
+}
+
 TEST(Int8Model, TracksTheF32ModelItWasMadeFrom) {
   ThreadPool pool(2);
   for (CalibrationMethod method : {CalibrationMethod::minmax, CalibrationMethod::percentile}) {
@@ -379,9 +414,7 @@ TEST(Int8Model, AGraphModelTracksItsF32Model) {
   }
   EXPECT_EQ(inputs["add1"], 2u);
   EXPECT_EQ(inputs["concat1"], 3u);
-  const OutputAgreement out = compare_outputs(*model, *net, &pool);
-  EXPECT_GE(out.agree, 95);
-  EXPECT_LT(out.worst, 0.2f * out.range) << "logits differ by " << out.worst << " of " << out.range;
+  expect_tracks(*model, *net, &pool, 0.2f);
 }
 
 // The test split's figures through `forward` in batches of `rows`, summed as the scoring loop
@@ -556,9 +589,7 @@ TEST(Int8Model, DepthwiseConvIsAnInt8StageWithTheGemmsBits) {
       "[relu]\nname = dwrelu\n[conv]\nfilters = 16\nsize = 1\n[relu]\n[maxpool]\nsize = 2\n[dense]\nunits = 10\n",
       2);
   ThreadPool two(2);
-  Int8Options options;
-  options.calibration = CalibrationMethod::minmax;
-  auto net = quantize(*model, options, &two);
+  auto net = quantize_minmax(*model, &two);
   ASSERT_NE(net, nullptr);
   std::map<std::string, LayerPrecision> by_name = precisions_by_name(*net);
   EXPECT_EQ(by_name["dw"].precision, "int8");
@@ -568,32 +599,18 @@ TEST(Int8Model, DepthwiseConvIsAnInt8StageWithTheGemmsBits) {
     if (stage.name == "dw") dw = &stage;
   ASSERT_NE(dw, nullptr);
   ASSERT_EQ(dw->path, Int8GemmPath::depthwise);
-  const OutputAgreement out = compare_outputs(*model, *net, &two);
-  EXPECT_GE(out.agree, 95);
-  EXPECT_LT(out.worst, 0.1f * out.range) << "logits differ by " << out.worst << " of " << out.range;
+  expect_tracks(*model, *net, &two, 0.1f);
 
   Int8StagePlan as_gemm = *dw;
   as_gemm.path = Int8GemmPath::gemm;
   as_gemm.weights = dw->gemm_weights();
-  const ConvGeometry& g = dw->geometry;
-  const int64_t n = 3;
-  auto x = Tensor::zeros(Shape{n, g.height, g.width, g.channels}, DType::i8, "x");
-  ASSERT_TRUE(x.ok());
-  Rng rng(8, 0);
-  for (int64_t i = 0; i < x.value().numel(); ++i)
-    x.value().data<int8_t>()[i] = static_cast<int8_t>(std::floor(rng.uniform(-128, 128)));
+  const Tensor x = random_s8_images(dw->geometry, 3, 8);
   std::vector<int8_t> want;
   for (Isa isa : all_isas()) {
     if (!isa_supported(isa, detect_cpu().features)) continue;
     for (const Int8StagePlan* plan : {static_cast<const Int8StagePlan*>(&as_gemm), dw}) {
-      auto stage = make_int8_stage(*plan, isa);
-      ASSERT_TRUE(stage.ok()) << stage.status().message();
-      ASSERT_TRUE(stage.value()->reserve(n).ok());
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
-        auto y = Tensor::zeros(stage.value()->out_shape.batched(n), DType::i8, "y");
-        ASSERT_TRUE(y.ok());
-        stage.value()->run(x.value(), y.value(), pool);
-        const std::vector<int8_t> got(y.value().data<int8_t>(), y.value().data<int8_t>() + y.value().numel());
+        const std::vector<int8_t> got = run_stage(*plan, isa, x, pool);
         if (want.empty()) want = got;
         ASSERT_EQ(got, want) << isa_name(isa) << (plan == dw ? " depthwise" : " gemm") << (pool ? ", 2 threads" : "");
       }
@@ -627,9 +644,7 @@ TEST(Int8Model, Relu6IsTheClampOfTheStageBeforeIt) {
       "[relu6]\nname = dr\n[dense]\nunits = 10\n",
       2);
   ThreadPool two(2);
-  Int8Options options;
-  options.calibration = CalibrationMethod::minmax;
-  auto net = quantize(*model, options, &two);
+  auto net = quantize_minmax(*model, &two);
   ASSERT_NE(net, nullptr);
   std::map<std::string, LayerPrecision> by_name = precisions_by_name(*net);
   EXPECT_EQ(by_name["c"].note, "cr fused");
@@ -639,9 +654,7 @@ TEST(Int8Model, Relu6IsTheClampOfTheStageBeforeIt) {
   for (const char* layer : {"c", "cr", "dw", "dwr", "sum", "sumr", "d", "dr"}) {
     EXPECT_EQ(by_name[layer].precision, "int8") << layer << ": " << by_name[layer].note;
   }
-  const OutputAgreement out = compare_outputs(*model, *net, &two);
-  EXPECT_GE(out.agree, 95);
-  EXPECT_LT(out.worst, 0.1f * out.range) << "logits differ by " << out.worst << " of " << out.range;
+  expect_tracks(*model, *net, &two, 0.1f);
 
   for (const Int8StagePlan& plan : net->plan()) {
     if (plan.kind != Int8StageKind::gemm || (plan.name != "c" && plan.name != "dw" && plan.name != "d")) continue;
@@ -651,25 +664,11 @@ TEST(Int8Model, Relu6IsTheClampOfTheStageBeforeIt) {
     open.output.lo = -128;
     open.output.hi = 127;
     narrow.output.hi = std::min(plan.output.zero_point + 10, 127);
-    const ConvGeometry& g = plan.geometry;
-    const int64_t n = 3;
-    auto x = Tensor::zeros(Shape{n, g.height, g.width, g.channels}, DType::i8, "x");
-    ASSERT_TRUE(x.ok());
-    Rng rng(9, 0);
-    for (int64_t i = 0; i < x.value().numel(); ++i)
-      x.value().data<int8_t>()[i] = static_cast<int8_t>(std::floor(rng.uniform(-128, 128)));
+    const Tensor x = random_s8_images(plan.geometry, 3, 9);
     for (Isa isa : all_isas()) {
       if (!isa_supported(isa, detect_cpu().features)) continue;
-      std::vector<int8_t> outputs[2];
-      for (int k = 0; k < 2; ++k) {
-        auto stage = make_int8_stage(k == 0 ? open : narrow, isa);
-        ASSERT_TRUE(stage.ok()) << stage.status().message();
-        ASSERT_TRUE(stage.value()->reserve(n).ok());
-        auto y = Tensor::zeros(stage.value()->out_shape.batched(n), DType::i8, "y");
-        ASSERT_TRUE(y.ok());
-        stage.value()->run(x.value(), y.value(), &two);
-        outputs[k].assign(y.value().data<int8_t>(), y.value().data<int8_t>() + y.value().numel());
-      }
+      const std::vector<int8_t> outputs[2] = {run_stage(open, isa, x, &two), run_stage(narrow, isa, x, &two)};
+      ASSERT_EQ(outputs[0].size(), outputs[1].size());
       int clamped = 0;
       for (size_t i = 0; i < outputs[0].size(); ++i) {
         const int want = std::clamp<int>(outputs[0][i], plan.output.zero_point, narrow.output.hi);

@@ -67,7 +67,7 @@ source tools/slow_cases.sh
 if bash tools/sanitize_build.sh; then
   mkdir -p build-sanitize/test-results
   meson test -C build-sanitize --print-errorlogs --num-processes 2 \
-    --wrapper "env RETROGRAD_ISA=sse2 GTEST_FILTER=-$slow_cases ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" || status=1
+    --wrapper "env RETROGRAD_ISA=sse2 GTEST_FILTER=-$slow_cases:$sanitizer_repeats ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" || status=1
 else
   echo "sanitizer build failed"; status=1
 fi
