@@ -8,7 +8,8 @@
 //   device runner     the OpenCL model (make_device_step_runner, step_runner_device.cpp): the
 //                     ClOptimizer, the loss on the device (read back a micro-batch late) or on
 //                     the CPU (TrainOptions::loss_on_host)
-// Each holds its inference executor (nn/executor.h), which the Trainer scores through.
+// Each holds its inference executor (nn/executor.h), which the Trainer scores through. The GAN
+// trainer (train/gan.cpp) asks two runners, G's and D's, for one step's operations in series.
 #pragma once
 
 #include <cstdint>
