@@ -269,7 +269,7 @@ read -ra recipe <<<"$RECIPE"  # options, one word each
 [[ -z "$PRECISIONS" || "$TRAIN_PRECISION" == fp32 ]] ||
   refuse "PRECISIONS runs 'retrograd precision', which trains in fp32: drop TRAIN_PRECISION"
 [[ "$CHECKPOINTS" == 0 || "$CHECKPOINTS" == 1 ]] || refuse "CHECKPOINTS must be 0 or 1 (got '$CHECKPOINTS')"
-[[ -z "$STOP_AFTER" || "$STOP_AFTER" =~ ^[1-9][0-9]*$ ]] || refuse "STOP_AFTER must be an epoch number (got '$STOP_AFTER')"
+[[ -z "$STOP_AFTER" || "$STOP_AFTER" =~ ^[1-9][0-9]{0,5}$ ]] || refuse "STOP_AFTER must be an epoch number (got '$STOP_AFTER')"
 [[ -z "$STOP_AFTER" ]] && stop=() || stop=(--stop-after "$STOP_AFTER")
 # retrograd's command line for seed $1 past --data, --epochs, --threads and the rest, one word a line:
 # the command, then what starts the run or, from its checkpoint, continues it (a resumed run takes

@@ -45,7 +45,7 @@ for job in $JOBS; do
 done
 [[ " $JOBS " != *" opencl "* && " $JOBS " != *" pytorch "* ]] || [[ "$GPUS" -gt 0 ]] || die "no GPU (GPUS=$GPUS)"
 threads=${THREADS:-$(( (($(nproc) - gpu_jobs) / (cpu_jobs > 0 ? cpu_jobs : 1)) ))}
-[[ "$threads" =~ ^[0-9]+$ ]] || die "THREADS must be a whole number (got '$threads')"
+[[ "$threads" =~ ^[0-9]{1,4}$ && $((10#$threads)) -ge 1 ]] || die "THREADS must be a whole number from 1 to 9999 (got '$threads')"
 [[ $threads -ge 1 ]] || threads=1
 echo "resnet20_device.sh: $(nproc) cores, $GPUS GPUs: $cpu_jobs CPU runs of $threads threads, $gpu_jobs GPU runs" >&2
 
