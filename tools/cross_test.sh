@@ -2,10 +2,12 @@
 # Builds the cross targets (tools/cross_build.sh) and runs their test suites on emulated old
 # machines:
 #   i686-linux-gnu      the whole suite as 32-bit programs run directly on this CPU at the Core 2's
-#                       kernel level (RETROGRAD_ISA=ssse3), label i686; the CPU detection and kernel
-#                       programs under qemu-i386 as a Core 2 (core2duo: SSSE3), and the programs
-#                       whose code differs there as an Athlon 64 (Opteron_G1: SSE3 in qemu's
-#                       model); labels core2duo, opteron_g1
+#                       kernel level (RETROGRAD_ISA=ssse3), label i686, and the int8 programs at
+#                       the Athlon 64's (sse3), label i686_sse3; tools/check_isa_leaks.py on its
+#                       binaries (build-cross/i686-linux-gnu/isa-leaks-results.txt); the CPU
+#                       detection and a few programs under qemu-i386 as a Core 2 (core2duo: SSSE3)
+#                       and as an Athlon 64 (Opteron_G1: SSE3 in qemu's model); labels core2duo,
+#                       opteron_g1
 #   x86_64-w64-mingw32  under wine64; label wine64
 #   i686-w64-mingw32    under the 32-bit Wine of build-cross/wine32; label wine32; then
 #                       tools/cross_check_training.sh against build/ (the native build):
@@ -13,8 +15,9 @@
 # Each run writes GoogleTest reports to build-cross/TRIPLET/test-results-LABEL/ and Meson's log
 # to build-cross/TRIPLET/meson-logs/testlog-LABEL-env.json; build-cross/cross-runs.txt lists
 # every pair this invocation meant to write (a run that never happened leaves its log missing,
-# which counts as failed), for tools/count_tests.py (tools/test.sh passes them on). Wine and qemu-user print nothing for a program they
-# could not start and may exit 0: a program with no report counts as failed there.
+# which counts as failed), and the leak check's results file as "--checks FILE", for
+# tools/count_tests.py (tools/test.sh passes them on). Wine and qemu-user print nothing for a
+# program they could not start and may exit 0: a program with no report counts as failed there.
 # Usage: bash tools/cross_test.sh [TRIPLET...]   (none: all three)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,14 +30,17 @@ status=0
 # Wine and in cross_check_training.sh they run in full.
 source tools/slow_cases.sh
 emulated_filter=GTEST_FILTER=-$slow_cases
-# As the Athlon 64 (level sse3) only what runs other code than as the Core 2 (ssse3): the CPU
-# detection, and the int8 GEMM, whose sse2 tiles the Athlon takes where the Core 2 takes ssse3's
-# (src/cpu/kernel_tables.cpp), from the kernel up to the int8 models and trainings; with no
-# SSSE3 there, an SSSE3 copy of a shared inline function would die with SIGILL. The f32, f16 and
-# other int8 kernels are sse2's on both; the Core 2 runs them at every level up to ssse3, the
-# rest of the suite, and the command-line cases (docs/testing.md: what covers what).
-athlon_programs="test_cpu test_qs8 test_int8_model test_int8_training test_qat"
-core2_programs="test_cpu test_kernels test_qs8 test_gemm test_conv_layers test_int8_winograd"
+# Under qemu only what emulation adds to the direct runs (docs/testing.md, "What each emulated
+# run adds"): a real CPUID (test_cpu), and a CPU that dies with SIGILL on an instruction above
+# its level under the dispatch from that CPUID, through the elementwise, int8 and conv-layer
+# kernels as a Core 2 and the int8 GEMM's sse2 tiles, which the Athlon takes where the Core 2
+# takes ssse3's (src/cpu/kernel_tables.cpp), up to an int8 training as an Athlon. The kernels'
+# results are the direct runs' (every level in 32-bit code at native speed; the int8 programs
+# again at the Athlon's level), and that no code above its level is reachable is part 5's leak
+# check, run here on this build's binaries too.
+athlon_programs="test_cpu test_qs8 test_int8_training"
+athlon_direct_programs="test_qs8 test_int8_model test_int8_training test_qat"
+core2_programs="test_cpu test_kernels test_qs8 test_conv_layers test_int8_winograd"
 # Under Wine everything runs but the three trainings on all of Fashion-MNIST (Acceptance.*:
 # 130-150 s of each Wine suite, and its longest program): the Windows builds train the short
 # runs of test_cli, and the i686 .exe trains the mlp on all of Fashion-MNIST in
@@ -45,6 +51,7 @@ runs_of() {
   case "$1" in
     i686-linux-gnu)
       echo "$1 i686 RETROGRAD_I686_DIRECT=1 RETROGRAD_ISA=ssse3 $emulated_filter"
+      echo "$1 i686_sse3 RETROGRAD_I686_DIRECT=1 RETROGRAD_ISA=sse3 $emulated_filter $athlon_direct_programs"
       echo "$1 core2duo RETROGRAD_QEMU_CPU=core2duo $emulated_filter $core2_programs"
       echo "$1 opteron_g1 RETROGRAD_QEMU_CPU=Opteron_G1 $emulated_filter $athlon_programs" ;;
     x86_64-w64-mingw32) echo "$1 wine64 $wine_filter" ;;
@@ -57,6 +64,7 @@ for triplet in "${triplets[@]}"; do
   runs_of "$triplet" | while read -r t label _; do
     echo "build-cross/$t/test-results-$label build-cross/$t/meson-logs/testlog-$label-env.json" >> build-cross/cross-runs.txt
   done
+  [ "$triplet" != i686-linux-gnu ] || echo "--checks build-cross/$triplet/isa-leaks-results.txt" >> build-cross/cross-runs.txt
 done
 
 # run_suite TRIPLET LABEL [VARIABLE=VALUE...] [PROGRAM...]: the suite of one build (the programs
@@ -107,10 +115,16 @@ for triplet in "${triplets[@]}"; do
   # count_tests.py counts a missing log as failed.
   rm -rf build-cross/"$triplet"/test-results-* build-cross/"$triplet"/meson-logs/testlog-*.json
   [ "$triplet" != i686-w64-mingw32 ] || rm -f build-cross/cross-check-results.txt
+  rm -f build-cross/"$triplet"/isa-leaks-results.txt
   if ! bash tools/cross_build.sh "$triplet"; then
     echo "cross_test.sh: the $triplet build failed" >&2
     status=1
     continue
+  fi
+  if [ "$triplet" = i686-linux-gnu ]; then
+    echo "== $triplet: no instruction above a function's level (tools/check_isa_leaks.py)"
+    python3 tools/check_isa_leaks.py --build "build-cross/$triplet" --results "build-cross/$triplet/isa-leaks-results.txt" \
+      | tail -n 1 || status=1
   fi
   mapfile -t runs < <(runs_of "$triplet")  # not read in the loop: meson test reads stdin
   wine_session start "$triplet"

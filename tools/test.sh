@@ -24,8 +24,9 @@
 #      count_tests.py's own self-test (build/count-tests-selftest-results.txt);
 #      tools/bad_inputs.py: every bad input of docs/reliability.md's table gets its message
 #      and exit 2 (build/bad-inputs-results.txt);
-#   6. tools/cross_test.sh: the i686 Linux build's suite under qemu-i386 as a Core 2 (its int8
-#      and CPU-detection programs as an Athlon 64 too), the x86_64 .exe's under wine64, the i686 .exe's under 32-bit Wine
+#   6. tools/cross_test.sh: the i686 Linux build's suite run directly at the Core 2's and the
+#      Athlon 64's kernel levels, its leak check, its CPU detection and a few kernel programs
+#      under qemu-i386 as both CPUs, the x86_64 .exe's suite under wine64, the i686 .exe's under 32-bit Wine
 #      (build-cross/TRIPLET/test-results-LABEL/ with their Meson logs).
 # A test program that dies without a report counts as 1 failed. docs/testing.md gives the
 # time of each part on 2 cores and how to run each alone.
@@ -100,8 +101,8 @@ stage_end "ISA leaks, unity names, layers, function length and bad inputs"
 echo "== 6/6 cross builds: i686 Linux under qemu, Windows .exe under Wine"
 bash tools/cross_test.sh || status=1
 stage_end "cross"
-# The runs cross_test.sh meant to make, each a report folder and its Meson log; none listed:
-# a missing checks file, counted as failed.
+# The runs cross_test.sh meant to make, each a report folder and its Meson log, and its checks
+# files ("--checks FILE"); none listed: a missing checks file, counted as failed.
 cross_runs=(--checks build-cross/cross-runs-not-listed)
 [ -s build-cross/cross-runs.txt ] && read -r -a cross_runs <<< "$(tr '\n' ' ' < build-cross/cross-runs.txt)"
 
