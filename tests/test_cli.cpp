@@ -717,6 +717,26 @@ TEST(Cli, EvalScoresWhatTheModelIs) {
   EXPECT_FALSE(report.contains("test_accuracy"));
 }
 
+// eval of an int8-qat checkpoint scores it as the training's last test did: its weights on their
+// grid and its activations rounded at the ranges it learned (the checkpoint's qat_ranges). It had
+// scored the unrounded activations and, handed the trainer's own executor back, the weights off
+// their grid too: 0.967 where training said 0.351 (lenet, synthetic data, 2 epochs).
+TEST(Cli, EvalOfAQatCheckpointGivesTheTrainingsTestFigures) {
+  const std::string ckpt = temp_dir() + "/eval_qat.ckpt", trained_json = temp_dir() + "/eval_qat_train.json",
+                    json = temp_dir() + "/eval_qat.json";
+  const Outcome trained = run(std::string("train ") + kQuick + " --model lenet --epochs 2 --train-precision int8-qat " +
+                              "--checkpoint " + ckpt + " --json " + trained_json);
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  const Outcome scored = run("eval --checkpoint " + ckpt + " --threads 1 --json " + json);
+  ASSERT_EQ(scored.code, 0) << scored.output;
+  EXPECT_NE(scored.output.find("run by          int8-qat on the CPU"), std::string::npos) << scored.output;
+  const nlohmann::json train_report = nlohmann::json::parse(read_all(trained_json));
+  const nlohmann::json eval_report = nlohmann::json::parse(read_all(json));
+  EXPECT_EQ(eval_report.at("test_accuracy").get<double>(), train_report.at("test_accuracy").get<double>());
+  const double loss = train_report.at("test_loss").get<double>();
+  EXPECT_NEAR(eval_report.at("test_loss").get<double>(), loss, 1e-6 * loss);  // summed in other batches
+}
+
 // eval says what ran: an fp16 checkpoint in fp16 (its storage), and with --int8 quantized from
 // the f32 model (calibration reads f32 activations), each named in the report and its JSON.
 TEST(Cli, EvalNamesThePrecisionItRunsIn) {

@@ -133,7 +133,8 @@ Status load_data_and_trainer(EvalRun& run) {
   }
   run.pool = std::make_unique<ThreadPool>(run.thread_count);
   run.trainer = std::make_unique<Trainer>(*run.model, *run.pool, options);
-  return run.trainer->prepare();
+  RG_TRY(run.trainer->prepare());
+  return run.trainer->restore_inference_state(run.checkpoint, run.path);
 }
 
 // The executor that scores: the trainer's; with --int8 the model quantized on the first

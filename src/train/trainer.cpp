@@ -200,12 +200,20 @@ int64_t Trainer::prepared_bytes(const Model& model, const TrainOptions& options,
   return bytes;
 }
 
+namespace {
+// A QAT checkpoint's learned activation ranges, checked against `model` (nothing set yet).
+Result<std::string> checked_qat_ranges(const Checkpoint& checkpoint, const std::string& path, Model& model) {
+  std::string ranges;
+  RG_TRY(setting_text(checkpoint, path, "qat_ranges", &ranges));
+  FakeQuantizer check(model);
+  if (Status s = check.set_ranges_text(ranges); !s.ok()) return s.with_context(path + ": setting 'qat_ranges': ");
+  return ranges;
+}
+}  // namespace
+
 Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& path) {
   if (fake_quant_) {  // the learned ranges, checked before anything changes
-    std::string ranges;
-    RG_TRY(setting_text(checkpoint, path, "qat_ranges", &ranges));
-    FakeQuantizer check(model_);
-    if (Status s = check.set_ranges_text(ranges); !s.ok()) return s.with_context(path + ": setting 'qat_ranges': ");
+    RG_ASSIGN(const std::string ranges, checked_qat_ranges(checkpoint, path, model_));
     RG_TRY(restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_));
     return fake_quant_->set_ranges_text(ranges);
   }
@@ -222,6 +230,12 @@ Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& pat
   }
   RG_TRY(restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_));
   return runner().sync_to_device();
+}
+
+Status Trainer::restore_inference_state(const Checkpoint& checkpoint, const std::string& path) {
+  if (!fake_quant_) return Status();
+  RG_ASSIGN(const std::string ranges, checked_qat_ranges(checkpoint, path, model_));
+  return fake_quant_->set_ranges_text(ranges);
 }
 
 Result<Checkpoint> Trainer::snapshot() {
@@ -471,7 +485,8 @@ Status check_runs_same_model(const Executor& engine, const Model& model) {
 
 Result<EvalResult> Trainer::score(const Dataset& data, Executor* engine) {
   const auto start = std::chrono::steady_clock::now();
-  const bool own = engine == nullptr;
+  // Its own executor, however asked for (eval hands it back): QAT's weights go onto their grid.
+  const bool own = engine == nullptr || engine == &executor();
   Executor& ran = own ? executor() : *engine;
   RG_TRY(check_runs_same_model(ran, model_));
   const int64_t n = data.size();

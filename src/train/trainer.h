@@ -145,6 +145,11 @@ class Trainer {
   static int64_t prepared_bytes(const Model& model, const TrainOptions& options, int64_t rows);
   // Continues from a checkpoint read with read_checkpoint (after prepare()).
   Status resume_from(const Checkpoint& checkpoint, const std::string& path);
+  // Scoring a checkpoint whose model values are restored already (eval; after prepare()): what
+  // this precision's inference reads from it besides, QAT's learned activation ranges (without
+  // them its activations would pass unrounded while the report says int8-qat). Nothing for the
+  // other precisions.
+  Status restore_inference_state(const Checkpoint& checkpoint, const std::string& path);
   // This run's state now (weights, buffers, optimizer state, epochs done), held in memory.
   Result<Checkpoint> snapshot();
   // Continues, in this trainer's precision, from the snapshot of a run of the same model and
