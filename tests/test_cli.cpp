@@ -737,6 +737,35 @@ TEST(Cli, EvalOfAQatCheckpointGivesTheTrainingsTestFigures) {
   EXPECT_NEAR(eval_report.at("test_loss").get<double>(), loss, 1e-6 * loss);  // summed in other batches
 }
 
+// train --profile: a row per layer with its three phases, in the text and in --json; each layer's
+// time adds up to the layers' total; refused where it would time nothing (a GAN).
+TEST(Cli, ProfileReportsEveryLayersPhases) {
+  const std::string json = temp_dir() + "/profile.json";
+  const Outcome timed = run(std::string("train ") + kQuick + " --model lenet --epochs 1 --profile --json " + json);
+  ASSERT_EQ(timed.code, 0) << timed.output;
+  EXPECT_NE(timed.output.find("layer profile"), std::string::npos) << timed.output;
+  EXPECT_NE(timed.output.find("conv2          conv"), std::string::npos) << timed.output;
+  const nlohmann::json profile = nlohmann::json::parse(read_all(json)).at("layer_profile");
+  EXPECT_EQ(profile.at("steps").get<double>(), 10.0);  // 640 samples, batch 64
+  const nlohmann::json& layers = profile.at("layers");
+  ASSERT_EQ(layers.size(), 11u);  // lenet's layers
+  double sum = 0;
+  for (const nlohmann::json& layer : layers) {
+    for (const char* phase : {"forward", "weight_grad", "input_grad"}) {
+      const nlohmann::json& ms = layer.at(phase).at("ms_per_step");
+      if (!ms.is_null()) sum += ms.get<double>();
+    }
+  }
+  EXPECT_NEAR(sum, profile.at("layers_ms_per_step").get<double>(), 1e-9 * sum);
+  EXPECT_TRUE(layers[0].at("input_grad").at("ms_per_step").is_null()) << "conv1's dx is never computed";
+  EXPECT_GT(layers[3].at("input_grad").at("gflops").get<double>(), 0.0) << layers[3];
+  EXPECT_TRUE(layers[1].at("forward").at("gflops").is_null()) << "relu counts no products";
+
+  const Outcome gan = run("train --model dcgan --epochs 1 --profile --out " + temp_dir() + "/profile_gan " + kQuick);
+  EXPECT_EQ(gan.code, 2) << gan.output;
+  EXPECT_NE(gan.output.find("--profile: GAN training is not profiled per layer yet"), std::string::npos) << gan.output;
+}
+
 // eval says what ran: an fp16 checkpoint in fp16 (its storage), and with --int8 quantized from
 // the f32 model (calibration reads f32 activations), each named in the report and its JSON.
 TEST(Cli, EvalNamesThePrecisionItRunsIn) {

@@ -15,6 +15,7 @@
 #include "base/output_file.h"
 #include "base/serial.h"
 #include "model_util.h"
+#include "nn/layer_profile.h"
 #include "train/trainer.h"
 
 #if !defined(_WIN32)
@@ -340,6 +341,40 @@ TEST(Train, MicroBatchesGiveTheWeightsOfOneBatch) {
     EXPECT_FALSE(same_weights(*four.model, *one.model)) << "the sums run in another order: equal bits are unlikely";
     EXPECT_NEAR(four.records[0].loss, one.records[0].loss, 1e-5);
     EXPECT_EQ(four.records[0].accuracy, one.records[0].accuracy);
+  }
+}
+
+// train --profile's clock (nn/layer_profile.h) changes nothing it times and counts each layer's
+// phases: every row of every step forward, both gradients where the layer has weights, no input
+// gradient for the first layer (its dx is never computed); chains, f16 storage, graph models.
+TEST(LayerProfile, TimesEveryPhaseOfEveryLayerAndChangesNoWeight) {
+  const struct {
+    const char* cfg;
+    TrainPrecision precision;
+  } cases[] = {{kCnnCfg, TrainPrecision::fp32}, {kCnnCfg, TrainPrecision::fp16},
+               {kSmallResidualCfg, TrainPrecision::fp32}};
+  const int64_t rows = data().train.size();  // one epoch
+  const int fwd = static_cast<int>(LayerPhase::forward), wg = static_cast<int>(LayerPhase::weight_grad),
+            ig = static_cast<int>(LayerPhase::input_grad);
+  for (const auto& c : cases) {
+    TrainOptions plain = small_options(1);
+    plain.precision = c.precision;
+    TrainOptions timed = plain;
+    LayerProfile profile;
+    timed.profile = &profile;
+    TrainedRun a = train(plain, 2, "", c.cfg), b = train(timed, 2, "", c.cfg);
+    EXPECT_TRUE(same_weights(*a.model, *b.model)) << c.cfg;
+    const auto& layers = b.model->layers();
+    ASSERT_EQ(profile.entries().size(), layers.size()) << c.cfg;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const LayerProfile::Entry& e = profile.entries()[i];
+      const std::string where = layers[i]->name() + " of " + c.cfg;
+      EXPECT_EQ(e.samples[fwd], rows) << where << ": not the test's or evaluation's rows";
+      EXPECT_GT(e.seconds[fwd], 0.0) << where;
+      EXPECT_EQ(e.samples[ig], i == 0 ? 0 : rows) << where;
+      EXPECT_EQ(e.seconds[ig] > 0, i > 0) << where;
+      EXPECT_EQ(e.seconds[wg] > 0, layers[i]->parameter_count() > 0) << where;
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include "app/data_source.h"
 #include "app/device_option.h"
 #include "app/json_report.h"
+#include "app/layer_profile_option.h"
 #include "app/mpi_job.h"
 #include "app/precision_report.h"
 #include "app/train_gan.h"
@@ -128,7 +129,9 @@ struct TrainRun {
   int64_t qat_snapshot_epoch = -1;
   Checkpoint qat_start;
   std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<LayerProfile> profile;  // --profile
   // What it measured.
+  LayerProfileReport profile_report;
   std::vector<EpochRecord> history;
   EvalResult test;
   bool classifies = false;
@@ -310,6 +313,8 @@ Status make_trainer(TrainRun& run) {
       return Status();
     };
   }
+  RG_ASSIGN(run.profile, layer_profile_for(run.args, options));
+  options.profile = run.profile.get();
   run.trainer = std::make_unique<Trainer>(*run.model, *run.pool, options);
   if (run.train_device) RG_TRY(run.trainer->place());
   return Status();
@@ -406,6 +411,11 @@ Status train_and_score(TrainRun& run) {
   run.train_cpu_seconds = process_cpu_seconds() - cpu_seconds_before;  // every thread, while training
   if (!fitted.ok()) return fitted.status();
   run.history = fitted.take();
+  run.options.profile = nullptr;  // the precision table's runs are not the profile's
+  if (run.profile) {
+    run.profile_report = layer_profile_report(*run.model, *run.profile, run.options.batch, trainer.train_seconds(),
+                                              run.pool->threads());
+  }
   if (run.train_device) run.train_device->set_profiling(false);  // the profile covers training, not the test
   RG_ASSIGN(run.test, trainer.evaluate(run.split.test));
   // What learning nothing scores on the same test samples: the figure's yardstick (once, here).
@@ -466,6 +476,7 @@ Status print_train_summary(TrainRun& run) {
                            .with_context("--samples: "));
     std::printf("  samples         %s (inputs above their reconstructions)\n", run.samples_path.c_str());
   }
+  if (run.profile) std::printf("\nlayer profile\n%s", layer_profile_text(run.profile_report).c_str());
   return Status();
 }
 
@@ -564,6 +575,7 @@ Status write_train_json(const TrainRun& run, const CpuInfo& cpu) {
                               {"source", probed.source},
                               {"shares_host_memory", device->info().shares_host_memory()}};
   }
+  if (run.profile) report["layer_profile"] = layer_profile_json(run.profile_report);
   if (!run.precision_rows_run.empty()) report["precisions"] = precision_json(run.precision_rows_run);  // none: stopped early
   if (run.in_job) {
     Communicator& comm = *run.comm;
@@ -614,6 +626,8 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   if (Status s = read_settings(run); !s.ok()) return fail(s.message());
   if (run.gan != TrainRun::Gan::no) {
     if (run.in_job) return fail("GAN training runs on one process: run it without mpirun");
+    if (args.given("profile")) return fail("--profile: GAN training is not profiled per layer yet (train a "
+                                           "classifier or autoencoder; on a device, --profile-device)");
     return run_gan_train(args, run.gan == TrainRun::Gan::cfg ? &run.cfg : nullptr, run.options);
   }
   if (Status s = build_plan_run_report(run); !s.ok()) return fail(s.message());

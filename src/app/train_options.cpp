@@ -62,6 +62,7 @@ void declare_train_options(Args& args, const TrainCommand& command) {
   declare_precision_options(args, *command.precisions != '\0' ? command.precisions : "none: no table");
   add_gan_options(args);
   add_device_options(args);
+  add_profile_option(args);
   add_mpi_options(args);
   add_common_options(args);
   add_denormals_option(args);

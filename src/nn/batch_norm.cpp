@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nn/cfg.h"
+#include "nn/layer_profile.h"
 
 namespace rg {
 
@@ -174,6 +175,7 @@ void BatchNorm::backward(const Tensor& x, const Tensor& y, const Tensor& dy, con
       dbeta[c] = static_cast<T>((ctx.accumulate_grads ? double(dbeta[c]) : 0.0) + sum_dy[i]);
     }
     if (!dx.defined()) return;
+    const InputGradScope timed(ctx);
     const T* gamma = gamma_.value.data<T>();
     // dx = a[c] * dy + b[c] * x + d[c], folding the per-channel constants
     std::vector<T> a(static_cast<size_t>(channels)), b(a), d(a);

@@ -10,6 +10,7 @@
 #include "base/int_math.h"
 #include "cpu/kernel_tables.h"
 #include "nn/cfg.h"
+#include "nn/layer_profile.h"
 #include "nn/layer_gemm.h"
 #include "nn/workspace.h"
 #include "ops/depthwise.h"
@@ -253,6 +254,7 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
                           GatheredA<T>{images, at.taps.data(), at.pixels.data()}, g_chunk, filters, keep,
                           weight_.grad.data<T>(), filters);
       if (!dx.defined()) continue;
+      const InputGradScope timed(ctx);
       T* dx_chunk = dx.data<T>() + s0 * in_sample;
       if (direct_dx_) {
         // dx[h*w x c] = patches of padded dy [h*w x k*k*filters] * flipped [k*k*filters x c]
@@ -365,6 +367,7 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
         for (int64_t t = 0; t < k; ++t) grad[c * k + t] = (keep ? grad[c * k + t] : T(0)) + grad_t[t * channels + c];
       // dx[pixels x channels] = dcols * W^T
       if (dx.defined()) {
+        const InputGradScope timed(ctx);
         layer_gemm_gathered(ctx, GradOperand::a, pixels, channels, k, T(1),
                             GatheredA<T>{images, offsets_.pixels.data(), offsets_.taps.data()}, weight_t, channels,
                             T(0), dx.data<T>() + s0 * in_sample, channels);
@@ -436,6 +439,7 @@ void DepthwiseConv2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
           depthwise_weight_grad_pass(c, g.out_w, taps, rows, g_all + s * out_sample + r * out_row, dw);
         });
     if (!dx.defined()) return;
+    const InputGradScope timed(ctx);
     // dx[pixel, ch] = sum over taps of the dy row whose window put that tap on the pixel, times w
     const T* w = weight_.value.data<T>();
     T* dx_all = dx.data<T>();

@@ -3,6 +3,7 @@
 
 #include "cpu/kernel_tables.h"
 #include "nn/cfg.h"
+#include "nn/layer_profile.h"
 #include "nn/layer_gemm.h"
 #include "nn/workspace.h"
 #include "ops/elementwise.h"
@@ -90,6 +91,7 @@ void Dense::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const T
       column_sum(ctx.pool, n, units_, g, bias_.grad.data<T>());
     }
     if (dx.defined()) {
+      const InputGradScope timed(ctx);
       // dx[n x in] = dy[n x out] * W[in x out]^T
       layer_gemm(ctx, GradOperand::a, GemmShape{Trans::no, Trans::yes, n, in_, units_, units_, units_, in_}, T(1), g,
                  weight_.value.data<T>(), T(0), dx.data<T>());

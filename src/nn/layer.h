@@ -23,6 +23,7 @@ struct Param {
   Tensor grad;
 };
 
+class LayerProfile;
 class Workspace;
 
 struct LayerContext {
@@ -45,6 +46,8 @@ struct LayerContext {
   // from the stream (gemm_seed, noise_stream); docs/quantization.md). f64 layers ignore it.
   GemmPrecision gemm = GemmPrecision::f32;
   uint64_t gemm_seed = 0;
+  // Times each layer's forward and backward phases where set (train --profile; nn/layer_profile.h).
+  LayerProfile* profile = nullptr;
 };
 
 class Layer {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/memory.h"
+#include "nn/layer_profile.h"
 #include "nn/layer_registry.h"
 
 namespace rg {
@@ -177,6 +178,7 @@ Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     Tensor out = acts_[i].rows(0, n);
     const WidenedParams widened(*this, i);
+    const LayerPhaseScope timed(ctx, i, LayerPhase::forward, n, 0);
     layers_[i]->forward(in, out, ctx);
     if (values_hook_) values_hook_(i + 1, out, ctx);
     in = out;
@@ -209,6 +211,7 @@ void Model::backward(const LayerContext& caller_ctx, const Tensor& input_grad) {
   for (size_t i = layers_.size(); i-- > 0;) {
     const Tensor x = i == 0 ? input_view_ : acts_[i - 1].rows(0, batch_);
     const Tensor dx = input_grad_of(i, x, input_grad, dy_in_a ? grad_b_ : grad_a_);
+    const LayerPhaseScope timed = backward_phase_scope(ctx, *layers_[i], i, batch_, dx.defined());
     layers_[i]->backward(x, acts_[i].rows(0, batch_), dy, dx, ctx);
     dy = dx;
     dy_in_a = !dy_in_a;

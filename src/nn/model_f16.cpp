@@ -10,6 +10,7 @@
 
 #include "cpu/kernel_tables.h"
 #include "nn/f16_chunks.h"
+#include "nn/layer_profile.h"
 #include "nn/merge_layers.h"
 #include "nn/model.h"
 
@@ -121,6 +122,7 @@ Tensor Model::forward_f16(const Tensor& x, const LayerContext& ctx) {
       const Tensor y = out.dtype() == DType::f32 ? out.rows(r0, r1) : scratch_as(chunk_y_, out.rows(r0, r1).shape());
       LayerContext chunk_ctx = ctx;
       chunk_ctx.row_offset = ctx.row_offset + r0;
+      const LayerPhaseScope timed(ctx, i, LayerPhase::forward, r1 - r0, 0);
       const std::vector<Tensor> xs = f32_chunks(inputs, r0, r1, chunk_x_);
       if (merge != nullptr) {
         merge->forward_inputs(xs, y, chunk_ctx);
@@ -155,6 +157,8 @@ void Model::backward_f16(const LayerContext& ctx, const Tensor& input_grad) {
 void Model::backward_f16_rows(size_t i, int64_t r0, int64_t r1, const Tensor& dy_all,
                               const std::vector<Tensor>& dx_all, const std::vector<bool>& add_to,
                               const LayerContext& ctx) {
+  const bool any_dx = std::any_of(dx_all.begin(), dx_all.end(), [](const Tensor& t) { return t.defined(); });
+  const LayerPhaseScope timed = backward_phase_scope(ctx, *layers_[i], i, r1 - r0, any_dx);
   const Tensor dy = f32_rows(dy_all, r0, r1, chunk_dy_);
   // Each input's dx rows in f32: the target's own rows where it is f32 and written whole, else
   // one after another in chunk_dx_, stored (rounded) or added below.

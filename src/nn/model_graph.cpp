@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "nn/layer_profile.h"
 #include "nn/merge_layers.h"
 #include "nn/model.h"
 
@@ -179,6 +180,7 @@ Tensor Model::forward_graph(const Tensor& x, const LayerContext& ctx) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Tensor out = acts_[i].rows(0, batch_);
     const WidenedParams widened(*this, i);
+    const LayerPhaseScope timed(ctx, i, LayerPhase::forward, batch_, 0);
     if (auto* merge = dynamic_cast<MergeLayer*>(layers_[i].get()); merge != nullptr) {
       std::vector<Tensor> xs;
       for (size_t k = 0; k < inputs_[i].size(); ++k) xs.push_back(graph_input(i, k));
@@ -211,6 +213,8 @@ void Model::backward_graph(const LayerContext& ctx, const Tensor& input_grad) {
   for (size_t i = layers_.size(); i-- > 0;) {
     const Tensor dy = grads_[i].rows(0, batch_);
     gradient_targets(i, model_dx, written, &dxs, &add_to);
+    const bool any_dx = std::any_of(dxs.begin(), dxs.end(), [](const Tensor& t) { return t.defined(); });
+    const LayerPhaseScope timed = backward_phase_scope(ctx, *layers_[i], i, batch_, any_dx);
     if (auto* merge = dynamic_cast<MergeLayer*>(layers_[i].get()); merge != nullptr) {
       merge->backward_inputs(dy, dxs, add_to, ctx);
       continue;

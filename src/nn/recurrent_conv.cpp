@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "nn/cfg.h"
+#include "nn/layer_profile.h"
 #include "ops/elementwise.h"
 
 namespace rg {
@@ -148,7 +149,10 @@ void RecurrentConv2D::backward(const Tensor& u, const Tensor& y, const Tensor& d
     const Tensor z = z_[static_cast<size_t>(t)].rows(0, n);
     const Tensor out = t == steps ? y : x_[static_cast<size_t>(t)].rows(0, n);
     // da_t = relu'(a_t) dx_t, read from x_t = relu(a_t): it is positive exactly where a_t is.
-    relu_.backward(out, out, t == steps ? dy : grad, grad, ctx);
+    {
+      const InputGradScope timed(ctx);  // the gradient flowing back through the steps
+      relu_.backward(out, out, t == steps ? dy : grad, grad, ctx);
+    }
     // dz_t: the last step's goes straight into the feed-forward sum, the others are added to it.
     const Tensor dz_t = t == steps ? dff : dz;
     norms_[static_cast<size_t>(t)]->backward(z, out, grad, dz_t, ctx);

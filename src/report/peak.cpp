@@ -1,6 +1,8 @@
 // Peaks for efficiency figures: the published table first, the CPU's SIMD features second.
 #include "report/peak.h"
 
+#include <algorithm>
+
 #include "base/text_format.h"
 
 namespace rg {
@@ -42,6 +44,36 @@ PeakFigure cpu_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& 
   peak.basis = core_text + " x " + format_significant(measured_mhz) + " MHz (measured) x " + format_significant(per_cycle) +
                " FP32 flops/cycle (derived from its SIMD features, two pipes assumed)";
   peak.source = "derived here: " + name + " is not in data/hardware_specs.csv";
+  return peak;
+}
+
+double isa_flops_per_cycle(Isa level, const CpuInfo& cpu) {
+  double level_flops = 8;  // sse2 .. sse4.1: a 4-lane add and a 4-lane multiply
+  if (level == Isa::reference) level_flops = 2;
+  if (level == Isa::avx) level_flops = 16;
+  if (level == Isa::avx2_fma) level_flops = 32;
+  return std::min(level_flops, simd_flops_per_cycle(cpu.features));
+}
+
+PeakFigure cpu_isa_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& cpu, Isa level, int cores,
+                             double measured_mhz) {
+  PeakFigure peak;
+  if (measured_mhz <= 0) {
+    peak.basis = "unknown: the clock was not measured";
+    return peak;
+  }
+  double per_cycle = isa_flops_per_cycle(level, cpu);
+  std::string whose = "the " + std::string(isa_name(level)) + " level's";
+  const HardwareSpec* spec = match_hardware(table, cpu.brand, true);
+  if (spec != nullptr && spec->flops_per_cycle_core > 0 && spec->flops_per_cycle_core < per_cycle) {
+    per_cycle = spec->flops_per_cycle_core;
+    whose = "this CPU's (table: " + spec->device + ")";
+    peak.from_table = true;
+    peak.source = table_source(*spec);
+  }
+  peak.gflops = cores * measured_mhz * per_cycle / 1000;
+  peak.basis = std::to_string(cores) + (cores == 1 ? " core" : " cores") + " x " + format_significant(measured_mhz) +
+               " MHz (measured) x " + format_significant(per_cycle) + " FP32 flops/cycle (" + whose + ")";
   return peak;
 }
 

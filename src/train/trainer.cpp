@@ -116,6 +116,7 @@ Trainer::~Trainer() {
 
 LayerContext Trainer::context(bool training) const {
   LayerContext ctx{&pool_, training, false};  // the first micro-batch of a step writes the grads
+  if (training) ctx.profile = options_.profile;
   if (options_.precision == TrainPrecision::int8_gemm) {
     ctx.gemm = GemmPrecision::int8_dynamic;
     ctx.gemm_seed = options_.seed;

@@ -94,6 +94,9 @@ struct TrainOptions {
   // before the update, which every rank then makes alike; the root's state is sent to every
   // rank at the start and after each epoch. Only the root writes the checkpoint.
   Communicator* comm = nullptr;
+  // Times every layer's forward and backward phases of the training steps on the CPU (train
+  // --profile; nn/layer_profile.h), or null. Not the test's or validation's forwards.
+  LayerProfile* profile = nullptr;
   GradientWire gradient_wire = GradientWire::f32;  // how the gradients travel
 };
 

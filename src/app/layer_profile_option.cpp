@@ -1,0 +1,59 @@
+// --profile (app/layer_profile_option.h).
+#include "app/layer_profile_option.h"
+
+#include <cmath>
+
+#include "cpu/cpuid.h"
+#include "report/clock.h"
+#include "report/hardware_table.h"
+
+namespace rg {
+
+void add_profile_option(Args& args) {
+  args.flag("profile", "time each layer's forward, weight gradient and input gradient while training (CPU): a "
+            "table after training with GFLOP/s and the share of the ISA level's peak (in --json: layer_profile)");
+}
+
+Result<std::unique_ptr<LayerProfile>> layer_profile_for(const Args& args, const TrainOptions& options) {
+  if (!args.given("profile")) return std::unique_ptr<LayerProfile>();
+  if (options.device != nullptr) {
+    return Status::error("--profile times the layers on the CPU; on an OpenCL device --profile-device times each "
+                         "kernel");
+  }
+  return std::make_unique<LayerProfile>();
+}
+
+LayerProfileReport layer_profile_report(const Model& model, const LayerProfile& profile, int64_t batch,
+                                        double train_seconds, int threads) {
+  const PeakFigure peak =
+      cpu_isa_fp32_peak(hardware_table(), detect_cpu(), active_isa(), threads, measure_cpu_mhz(threads));
+  return summarize_layer_profile(model, profile, batch, train_seconds, peak);
+}
+
+namespace {
+// A figure, or null where it is unknown (NAN).
+nlohmann::json number_or_null(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(); }
+}  // namespace
+
+nlohmann::json layer_profile_json(const LayerProfileReport& report) {
+  nlohmann::json layers = nlohmann::json::array();
+  const char* keys[kLayerPhases] = {"forward", "weight_grad", "input_grad"};
+  for (const LayerProfileRow& row : report.rows) {
+    nlohmann::json entry = {{"layer", row.layer}, {"kind", row.kind}};
+    for (int p = 0; p < kLayerPhases; ++p) {
+      entry[keys[p]] = {{"ms_per_step", number_or_null(row.ms_per_step[p])},
+                        {"gflops", number_or_null(row.gflops[p])},
+                        {"peak_share", number_or_null(row.peak_share[p])}};
+    }
+    layers.push_back(entry);
+  }
+  return {{"batch", report.batch},
+          {"steps", report.steps},
+          {"layers_ms_per_step", report.layers_ms},
+          {"other_ms_per_step", report.other_ms},
+          {"peak_gflops", number_or_null(report.peak.gflops > 0 ? report.peak.gflops : NAN)},
+          {"peak_basis", report.peak.basis},
+          {"layers", layers}};
+}
+
+}  // namespace rg

@@ -1,0 +1,28 @@
+// --profile for `train` and `precision`: the per-layer profile attached to the training steps on
+// the CPU (nn/layer_profile.h), and after training its table and --json's "layer_profile"
+// (report/layer_profile_table.h), against the peak of the threads used at the ISA level run.
+#pragma once
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "app/args.h"
+#include "report/layer_profile_table.h"
+#include "train/trainer.h"
+
+namespace rg {
+
+void add_profile_option(Args& args);
+
+// Null without --profile; an error where the layers do not run on the CPU (an OpenCL device:
+// --profile-device times its kernels).
+Result<std::unique_ptr<LayerProfile>> layer_profile_for(const Args& args, const TrainOptions& options);
+
+// The figures after training: `train_seconds` and `threads` as the run's; the clock is measured
+// now with `threads` busy (about 0.1 s).
+LayerProfileReport layer_profile_report(const Model& model, const LayerProfile& profile, int64_t batch,
+                                        double train_seconds, int threads);
+nlohmann::json layer_profile_json(const LayerProfileReport& report);
+
+}  // namespace rg

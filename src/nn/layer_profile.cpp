@@ -1,0 +1,83 @@
+// LayerProfile: the clock of train --profile (nn/layer_profile.h).
+#include "nn/layer_profile.h"
+
+#include "base/check.h"
+#include "nn/layer.h"
+
+namespace rg {
+
+const char* layer_phase_name(LayerPhase phase) {
+  switch (phase) {
+    case LayerPhase::forward: return "forward";
+    case LayerPhase::weight_grad: return "weight gradient";
+    case LayerPhase::input_grad: return "input gradient";
+  }
+  return "?";
+}
+
+void LayerProfile::open(size_t layer, LayerPhase phase, int64_t rows, int64_t dx_rows) {
+  RG_CHECK(!open_, "layer profile: layer " << layer << " opened inside layer " << layer_);
+  if (entries_.size() <= layer) entries_.resize(layer + 1);
+  open_ = true;
+  layer_ = layer;
+  phase_ = phase;
+  rows_ = rows;
+  dx_rows_ = dx_rows;
+  since_ = std::chrono::steady_clock::now();
+}
+
+void LayerProfile::stop_clock() {
+  const auto now = std::chrono::steady_clock::now();
+  Entry& entry = entries_[layer_];
+  const int p = static_cast<int>(phase_);
+  entry.seconds[p] += std::chrono::duration<double>(now - since_).count();
+  since_ = now;
+}
+
+void LayerProfile::close() {
+  RG_CHECK(open_, "layer profile: close without open");
+  stop_clock();
+  // Rows are counted once per call, for each phase the call ran (a backward: both gradients).
+  Entry& entry = entries_[layer_];
+  if (phase_ == LayerPhase::forward) {
+    entry.samples[static_cast<int>(LayerPhase::forward)] += rows_;
+  } else {
+    entry.samples[static_cast<int>(LayerPhase::weight_grad)] += rows_;
+    entry.samples[static_cast<int>(LayerPhase::input_grad)] += dx_rows_;
+  }
+  open_ = false;
+}
+
+LayerPhase LayerProfile::switch_to(LayerPhase phase) {
+  RG_CHECK(open_, "layer profile: a phase switch outside a layer");
+  const LayerPhase before = phase_;
+  stop_clock();
+  phase_ = phase;
+  return before;
+}
+
+LayerPhaseScope::LayerPhaseScope(const LayerContext& ctx, size_t layer, LayerPhase phase, int64_t rows,
+                                 int64_t dx_rows)
+    : profile_(ctx.profile) {
+  if (profile_ != nullptr) profile_->open(layer, phase, rows, dx_rows);
+}
+
+LayerPhaseScope::~LayerPhaseScope() {
+  if (profile_ != nullptr) profile_->close();
+}
+
+LayerPhaseScope backward_phase_scope(const LayerContext& ctx, const Layer& layer, size_t index, int64_t rows,
+                                     bool computes_dx) {
+  const LayerPhase phase = layer.parameter_count() > 0 ? LayerPhase::weight_grad : LayerPhase::input_grad;
+  return LayerPhaseScope(ctx, index, phase, rows, computes_dx ? rows : 0);
+}
+
+InputGradScope::InputGradScope(const LayerContext& ctx) : profile_(ctx.profile) {
+  if (profile_ != nullptr) before_ = profile_->switch_to(LayerPhase::input_grad);
+}
+
+InputGradScope::~InputGradScope() {
+  if (profile_ != nullptr) profile_->switch_to(before_);
+}
+
+}  // namespace rg

@@ -1,0 +1,37 @@
+// train --profile's report: each layer's forward, weight-gradient and input-gradient time a
+// step (nn/layer_profile.h), its GFLOP/s and its share of the peak of the ISA level it ran at.
+// GFLOP/s count the products the layer's algorithm stands for (Layer::forward_flops_per_sample,
+// once per phase: a direct convolution's or a GEMM's multiply-adds), whatever the kernel does.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/layer_profile.h"
+#include "nn/model.h"
+#include "report/peak.h"
+
+namespace rg {
+
+struct LayerProfileRow {
+  std::string layer, kind;
+  double ms_per_step[kLayerPhases] = {};  // NAN: the phase never ran (the first layer's dx)
+  double gflops[kLayerPhases] = {};       // NAN: the layer counts no flops, or the phase never ran
+  double peak_share[kLayerPhases] = {};   // of the peak; NAN where either is unknown
+};
+
+struct LayerProfileReport {
+  std::vector<LayerProfileRow> rows;
+  int64_t batch = 0;
+  double steps = 0;            // forward samples of the first layer / batch
+  double layers_ms = 0;        // per step, every layer's phases together
+  double other_ms = 0;         // per step: the loss, the update, gathering batches (train time - layers)
+  PeakFigure peak;             // of the threads the run used, at the ISA level it ran
+};
+
+// `train_seconds`: the training time the profile covers (Trainer::train_seconds).
+LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfile& profile, int64_t batch,
+                                           double train_seconds, const PeakFigure& peak);
+std::string layer_profile_text(const LayerProfileReport& report);
+
+}  // namespace rg
