@@ -296,6 +296,8 @@ TEST(Conv, ResultsDoNotDependOnThreads) {
   std::vector<LayerSpec> specs = conv_layer_specs();
   specs.push_back(conv_spec("conv_chunked", Shape{28, 28, 8}, conv_options(6, 3, 1, 1)));
   specs.push_back(depthwise_spec("depthwise_big", Shape{28, 28, 8}, conv_options(1, 3, 1, 1)));
+  // 33 x 1024 rows of 64 channels: 528 blocks of 64 rows, their partial sums taken 512 at a time
+  specs.push_back(batch_norm_spec("batchnorm_many_blocks", Shape{32, 32, 64}, true));
   for (const LayerSpec& spec : specs) {
     SCOPED_TRACE(spec.name);
     const std::vector<double> one = results_with_threads(spec, 1, 33);

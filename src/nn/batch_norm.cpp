@@ -1,6 +1,6 @@
 // BatchNorm forward and backward. Per-channel sums run over blocks of rows in the layer's type,
-// then into double in block order, each channel owned by one thread, so results do not depend
-// on the thread count.
+// the blocks split across threads, then into double in block order, each channel's sum owned by
+// one thread, so results do not depend on the thread count.
 #include "nn/batch_norm.h"
 
 #include <algorithm>
@@ -15,28 +15,39 @@ namespace rg {
 
 namespace {
 constexpr int64_t kStatsRowBlock = 64;
+constexpr int64_t kStatsPartialValues = int64_t{1} << 16;  // the blocks' partials kept at once (256 KB in f32)
 
-// sums[k][c] += the sum over rows of term(r, c, t)'s t[k], k < K. Channels are split across the
-// pool; rows go in blocks of kStatsRowBlock whose terms are summed in T with the channels of a row
-// innermost (contiguous in x [rows, channels]: vectorised), then added into the double sums in
-// block order. Each sum has one owner thread and a fixed order.
+// sums[k][c] += the sum over rows of term(r, c, t)'s t[k], k < K. Rows go in blocks of
+// kStatsRowBlock whose terms are summed in T with the channels of a row innermost (contiguous in
+// x [rows, channels]: vectorised), then added into the double sums in block order. The blocks are
+// split across the pool (as many at a time as kStatsPartialValues holds), the final sums across
+// channels: each sum has one owner and the same order whatever the thread count.
 template <class T, int K, class Term>
 void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* const (&sums)[K], const Term& term) {
-  parallel_for(pool, channels, 8, [&](int64_t c0, int64_t c1) {
-    const int64_t width = c1 - c0;
-    std::vector<T> partial(static_cast<size_t>(K * width));  // [K, width]
-    for (int64_t r0 = 0; r0 < rows; r0 += kStatsRowBlock) {
-      std::fill(partial.begin(), partial.end(), T(0));
-      for (int64_t r = r0; r < std::min(rows, r0 + kStatsRowBlock); ++r)
-        for (int64_t c = c0; c < c1; ++c) {
-          T t[K];
-          term(r, c, t);
-          for (int k = 0; k < K; ++k) partial[static_cast<size_t>(k * width + c - c0)] += t[k];
-        }
-      for (int k = 0; k < K; ++k)
-        for (int64_t c = c0; c < c1; ++c) sums[k][c] += double(partial[static_cast<size_t>(k * width + c - c0)]);
-    }
-  });
+  const int64_t blocks = (rows + kStatsRowBlock - 1) / kStatsRowBlock, stride = K * channels;
+  const int64_t at_once = std::min(blocks, std::max<int64_t>(1, kStatsPartialValues / stride));
+  std::vector<T> partial(static_cast<size_t>(at_once * stride));  // [block][K][channel]
+  for (int64_t b0 = 0; b0 < blocks; b0 += at_once) {
+    const int64_t count = std::min(blocks - b0, at_once);
+    parallel_for(pool, count, 1, [&](int64_t first, int64_t last) {
+      for (int64_t b = first; b < last; ++b) {
+        T* p = partial.data() + b * stride;
+        std::fill(p, p + stride, T(0));
+        const int64_t r0 = (b0 + b) * kStatsRowBlock, r1 = std::min(rows, r0 + kStatsRowBlock);
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t c = 0; c < channels; ++c) {
+            T t[K];
+            term(r, c, t);
+            for (int k = 0; k < K; ++k) p[k * channels + c] += t[k];
+          }
+      }
+    });
+    parallel_for(pool, channels, 8, [&](int64_t c0, int64_t c1) {
+      for (int64_t b = 0; b < count; ++b)
+        for (int k = 0; k < K; ++k)
+          for (int64_t c = c0; c < c1; ++c) sums[k][c] += double(partial[static_cast<size_t>(b * stride + k * channels + c)]);
+    });
+  }
 }
 }  // namespace
 
