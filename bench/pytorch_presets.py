@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch twins of retrograd's presets, for bench/presets_vs_pytorch.sh (mlp, lenet, cnn, rcnn,
-autoencoder, conv-autoencoder, dcgan), bench/resnet20_accuracy.sh (resnet20), bench/pytorch_cuda.py
-and bench/pytorch_int8.py.
+autoencoder, conv-autoencoder, dcgan), bench/mlp_vs_pytorch.sh and bench/memory_budget.sh (mlp),
+bench/resnet20_accuracy.sh (resnet20), bench/pytorch_cuda.py and bench/pytorch_int8.py.
 
 `--model P` builds the same architecture as `retrograd train --model P` (cfg text
 in src/nn/presets.cpp) and trains it with the preset's recipe:
