@@ -50,7 +50,7 @@ text = open(sys.argv[1]).read().strip()
 try:
     d = json.loads(text)                     # retrograd's --json report
 except ValueError:
-    d = json.loads(text.splitlines()[-1])    # pytorch_mlp.py: its last line
+    d = json.loads(text.splitlines()[-1])    # pytorch_presets.py: its last line
 out = []
 for key in sys.argv[2:]:
     v = d
@@ -110,7 +110,8 @@ run_rg mlp_mem --model mlp --epochs 1 --batch 64 --threads 1 --seed 1
 if [[ "$PYTORCH" != 0 ]]; then
   pt=()
   for ((r = 1; r <= REPS; ++r)); do
-    "$PY" bench/pytorch_mlp.py --epochs 1 --batch 64 --threads 1 --seed 1 > "$WORK/pt.json" || die "pytorch_mlp.py"
+    "$PY" bench/pytorch_presets.py --model mlp --epochs 1 --batch 64 --threads 1 --seed 1 > "$WORK/pt.json" \
+      || die "pytorch_presets.py --model mlp"
     pt+=("$(field "$WORK/pt.json" peak_rss_bytes)")
   done
   PT_RSS=$(median "${pt[@]}")
@@ -126,7 +127,7 @@ line mlp_rg "mlp batch 64, 1 epoch Fashion-MNIST, --stream yes" none
 line mlp_mem "mlp batch 64, 1 epoch Fashion-MNIST, in memory" none
 if [[ "$PYTORCH" != 0 ]]; then
   echo
-  echo "PyTorch mlp (bench/pytorch_mlp.py, 1 epoch, batch 64, 1 thread): peak RSS $(mib "$PT_RSS") MiB (median of $REPS);" \
+  echo "PyTorch mlp (bench/pytorch_presets.py --model mlp, 1 epoch, batch 64, 1 thread): peak RSS $(mib "$PT_RSS") MiB (median of $REPS);" \
        "retrograd / PyTorch = $(awk -v a="$mlp_rg_rss" -v b="$PT_RSS" 'BEGIN {printf "%.3f (1/%.1f)", a / b, b / a}') streamed," \
        "$(awk -v a="$mlp_mem_rss" -v b="$PT_RSS" 'BEGIN {printf "%.3f (1/%.1f)", a / b, b / a}') in memory"
 fi

@@ -10,7 +10,7 @@
 #   env SEED    seed for both sides (default 1)
 #
 # Builds retrograd if needed, then for each thread count runs retrograd and
-# PyTorch (bench/pytorch_mlp.py, Debian python3-torch via /usr/bin/python3)
+# PyTorch (bench/pytorch_presets.py --model mlp, Debian python3-torch via /usr/bin/python3)
 # alternately, REPS times each, and prints a table of training throughput
 # (samples/s: median and min-max), the ratio of the medians and both test
 # accuracies. --markdown also prints rows for bench/RESULTS.md.
@@ -19,7 +19,7 @@
 # libblas.so.3 alternative is. The script runs tools/setup.sh --bench, which
 # installs torch and OpenBLAS (libopenblas0-pthread becomes the alternative, so
 # torch runs on a fast BLAS, not the netlib reference BLAS); the header names
-# the library torch loaded. pytorch_mlp.py caps OpenBLAS's threads at --threads.
+# the library torch loaded. pytorch_presets.py caps OpenBLAS's threads at --threads.
 #
 # Fails (non-zero exit, message on stderr) if the build, either side's run, or
 # the torch import fails, or if a run's JSON is missing or incomplete: no
@@ -81,7 +81,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/mlp_vs_pytorch.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 RG_CMD='build/retrograd train --model mlp --epochs '"$EPOCHS"' --batch B --threads T --seed '"$SEED"' --json FILE'
-PT_CMD="$PY bench/pytorch_mlp.py --epochs $EPOCHS --batch B --threads T --seed $SEED"
+PT_CMD="$PY bench/pytorch_presets.py --model mlp --epochs $EPOCHS --batch B --threads T --seed $SEED"
 
 echo "machine: $CPU, nproc $NPROC"
 echo "date:    $DATE"
@@ -139,7 +139,7 @@ for t in $THREADS; do
     # pytorch
     pj="$WORK/pt-b$BATCH-t$t-r$r.json"
     echo "[batch $BATCH, threads $t, rep $r/$REPS] pytorch ..." >&2
-    "$PY" bench/pytorch_mlp.py --epochs "$EPOCHS" --batch "$BATCH" \
+    "$PY" bench/pytorch_presets.py --model mlp --epochs "$EPOCHS" --batch "$BATCH" \
         --threads "$t" --seed "$SEED" > "$pj" 2> "$WORK/pt-b$BATCH-t$t-r$r.log" \
       || { tail -n 20 "$WORK/pt-b$BATCH-t$t-r$r.log" >&2; die "pytorch run failed (threads $t, rep $r)"; }
     vals=$(check_json "$pj" pytorch "$t") || die "pytorch output rejected (threads $t, rep $r)"

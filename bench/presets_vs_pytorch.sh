@@ -1,35 +1,52 @@
 #!/usr/bin/env bash
-# retrograd vs PyTorch on the presets lenet, cnn, autoencoder and conv-autoencoder,
-# Fashion-MNIST, batch 64, each preset's own optimizer (lenet, cnn: SGD lr 0.01
-# momentum 0.9; autoencoders: Adam lr 0.001).
+# retrograd vs PyTorch on the presets mlp, autoencoder, lenet, cnn, rcnn, conv-autoencoder and
+# dcgan, Fashion-MNIST, batch 64, each preset's own recipe (mlp, lenet, cnn: SGD lr 0.01
+# momentum 0.9; rcnn: SGD lr 0.05 momentum 0.9, cosine; autoencoders: Adam lr 0.001; dcgan: Adam
+# lr 0.0002 beta1 0.5 for both networks).
 #
 # usage: bench/presets_vs_pytorch.sh [--markdown]
-#   env PRESETS  presets to measure (default "lenet cnn autoencoder conv-autoencoder";
+#   env PRESETS  presets to measure (default "mlp autoencoder lenet cnn rcnn conv-autoencoder dcgan";
 #                with ACCURACY=1: "lenet cnn autoencoder")
 #   env EPOCHS   epochs per run (default 1; with ACCURACY=1: lenet 5, cnn 3,
-#                autoencoder 5, conv-autoencoder 5)
-#   env THREADS  thread counts to measure (default "1 2"; with ACCURACY=1: "2")
-#   env REPS     repetitions per side, preset and thread count (default 3; ACCURACY=1: 1)
+#                autoencoder 5, conv-autoencoder 5, mlp, rcnn and dcgan 3)
+#   env THREADS  thread counts to measure, each given to both sides (default "1 2"; the
+#                Xeon's acceptance: "1 4 16"; with ACCURACY=1: "2")
+#   env REPS     rounds (default 3; ACCURACY=1: 1)
 #   env SEED     seed for both sides (default 1)
 #   env LIMIT    train on the first N training samples only (default: all 60000;
-#                for quick tests of this script; the test set is always all 10000)
+#                a fraction of an epoch, for quick tests of this script; the test set is
+#                always all 10000)
 #   env ACCURACY 1: accuracy mode: each preset once per side to the issue's epoch
 #                counts at 2 threads, checked against the floors (lenet test accuracy
 #                >= 0.87, cnn >= 0.90, autoencoder test MSE <= 0.015)
-#   env BUILD    1: run `ninja -C build` first (default 0: use build/retrograd as it is)
+#   env BUILD    1: run `ninja -C build` first (default 0: use BIN as it is)
+#   env BIN      the retrograd binary (default build/retrograd)
+#   env PYTHON   the Python with torch (default /usr/bin/python3: Debian's python3-torch,
+#                not a pyenv python3 on PATH)
+#   env DATA     the Fashion-MNIST IDX folder (default /usr/share/datasets/fashion-mnist)
+#   env SETUP    0: do not install the bench packages (tools/setup.sh --bench, as root); use
+#                the torch and BLAS that PYTHON finds, which the header names (default 1)
 #
-# For each preset and thread count, runs `build/retrograd train --model P` and
-# its PyTorch peer (bench/pytorch_presets.py, Debian python3-torch via
-# /usr/bin/python3: same layers, inits, optimizer, batch, data in memory)
-# alternately, REPS times each, and prints a table of training throughput
-# (samples/s of the training loop only: median and min-max), the ratio of the
-# medians, test accuracy (classifiers) or test MSE per pixel (autoencoders), peak
-# RSS, and both sides' parameter counts. --markdown also prints rows for
-# bench/RESULTS.md.
+# The runs go in rounds: each round runs every preset at every thread count on both sides,
+# one after the other (retrograd first in odd rounds, PyTorch first in even ones), so that a
+# change in the machine's load falls on both sides and on every preset alike. Each run is
+# `BIN train --model P` or its PyTorch twin (bench/pytorch_presets.py: same layers, inits,
+# recipe, batch, data in memory, the same timing rule). The table gives the training
+# throughput of each side (samples/s of the training loop only: the median over the rounds and
+# min-max), the ratio of the medians, each side's training flops per sample (retrograd's
+# train_flops_per_sample, the twin's counted from its modules: equal when the twin does the
+# preset's work, tools/check_twin_flops.py) and the ratio of the GFLOP/s (the speed ratio per
+# flop, which differs from the ratio only where the flops do), test accuracy (classifiers),
+# test MSE per pixel (autoencoders) or the last epoch's G loss (dcgan), peak RSS, and both
+# sides' parameter counts. --markdown also prints rows for bench/RESULTS.md.
+#
+# A dcgan sample is one real image of a GAN step (D on it and on a generated one, then G):
+# both sides count them so. retrograd's dcgan run scores no samples (--score-samples 0) and
+# writes its networks to a scratch folder.
 #
 # PyTorch runs with torch.set_num_threads(T) and OMP/OPENBLAS/MKL_NUM_THREADS=T;
 # its convolutions go through oneDNN (MKL-DNN), its dense layers through the
-# libblas.so.3 alternative (OpenBLAS once tools/setup.sh --bench ran).
+# libblas.so.3 alternative (OpenBLAS once tools/setup.sh --bench ran) or the BLAS its build has.
 #
 # Fails (non-zero exit, message on stderr) if either side's run or the torch
 # import fails, if a run's JSON is missing or incomplete, or if the parameter
@@ -42,7 +59,7 @@ MARKDOWN=0
 for arg in "$@"; do
   case "$arg" in
     --markdown) MARKDOWN=1 ;;
-    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $arg" ;;
   esac
 done
@@ -55,7 +72,7 @@ if [[ "$ACCURACY" == 1 ]]; then
   REPS=${REPS:-1}
   EPOCHS_SET=${EPOCHS:-}          # empty: each preset's own count
 else
-  PRESETS=${PRESETS:-"lenet cnn autoencoder conv-autoencoder"}
+  PRESETS=${PRESETS:-"mlp autoencoder lenet cnn rcnn conv-autoencoder dcgan"}
   THREADS=${THREADS:-"1 2"}
   REPS=${REPS:-3}
   EPOCHS_SET=${EPOCHS:-1}
@@ -64,8 +81,11 @@ SEED=${SEED:-1}
 LIMIT=${LIMIT:-0}
 BUILD=${BUILD:-0}
 BATCH=64
-DATA=/usr/share/datasets/fashion-mnist
-PY=/usr/bin/python3   # Debian's python3-torch; not a pyenv python3 on PATH
+BIN=${BIN:-build/retrograd}
+DATA=${DATA:-/usr/share/datasets/fashion-mnist}
+PY=${PYTHON:-/usr/bin/python3}   # Debian's python3-torch; not a pyenv python3 on PATH
+SETUP=${SETUP:-1}
+[[ "$SETUP" == 0 || "$SETUP" == 1 ]] || die "SETUP must be 0 or 1 (got '$SETUP')"
 
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer (got '$REPS')"
 [[ -z "$EPOCHS_SET" || "$EPOCHS_SET" =~ ^[1-9][0-9]*$ ]] || die "EPOCHS must be a positive integer (got '$EPOCHS_SET')"
@@ -75,11 +95,16 @@ for t in $THREADS; do [[ "$t" =~ ^[1-9][0-9]*$ ]] || die "THREADS must be positi
 [[ -n "${THREADS// /}" ]] || die "THREADS is empty"
 [[ -n "${PRESETS// /}" ]] || die "PRESETS is empty"
 for p in $PRESETS; do
-  case "$p" in lenet|cnn|autoencoder|conv-autoencoder) ;; *) die "unknown preset '$p' (lenet, cnn, autoencoder, conv-autoencoder)" ;; esac
+  case "$p" in mlp|autoencoder|lenet|cnn|rcnn|conv-autoencoder|dcgan) ;;
+    *) die "unknown preset '$p' (mlp, autoencoder, lenet, cnn, rcnn, conv-autoencoder, dcgan)" ;; esac
+done
+for t in $THREADS; do
+  [[ "$t" -le "$(nproc)" ]] || echo "presets_vs_pytorch.sh: warning: THREADS $t is more than the $(nproc) CPUs here" >&2
 done
 
-# The issue's epoch counts for ACCURACY=1 (conv-autoencoder: no floor; 5 as the autoencoder).
-issue_epochs() { case "$1" in lenet) echo 5 ;; cnn) echo 3 ;; *) echo 5 ;; esac; }
+# The issue's epoch counts for ACCURACY=1 (conv-autoencoder: no floor; 5 as the autoencoder;
+# mlp, rcnn and dcgan: no floor, 3 as rcnn's preset comment).
+issue_epochs() { case "$1" in lenet|autoencoder|conv-autoencoder) echo 5 ;; *) echo 3 ;; esac; }
 epochs_for() { if [[ -n "$EPOCHS_SET" ]]; then echo "$EPOCHS_SET"; else issue_epochs "$1"; fi; }
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -89,21 +114,26 @@ cd "$ROOT"
 source bench/pytorch_prerequisites.sh
 
 # --- retrograd binary ----------------------------------------------------------
+BUILD_DIR=$(dirname "$BIN")
 if [[ "$BUILD" == 1 ]]; then
-  [[ -d build ]] || meson setup build --buildtype=release >&2 || die "meson setup failed"
-  ninja -C build >&2 || die "ninja -C build failed"
+  [[ -d "$BUILD_DIR" ]] || meson setup "$BUILD_DIR" --buildtype=release >&2 || die "meson setup failed"
+  ninja -C "$BUILD_DIR" >&2 || die "ninja -C $BUILD_DIR failed"
 fi
-[[ -x build/retrograd ]] || die "build/retrograd is missing (meson setup build --buildtype=release && ninja -C build, or BUILD=1)"
-BUILDTYPE=$("$PY" -c '
-import json
-o = {x["name"]: x["value"] for x in json.load(open("build/meson-info/intro-buildoptions.json"))}
-print("%s, -O%s" % (o.get("buildtype"), o.get("optimization")))' 2>/dev/null || echo unknown)
+[[ -x "$BIN" ]] || die "$BIN is missing (meson setup build --buildtype=release && ninja -C build, or BUILD=1, or BIN=...)"
+BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
+BIN=$BUILD_DIR/$(basename "$BIN")
+BUILDTYPE=$("$PY" - "$BUILD_DIR/meson-info/intro-buildoptions.json" 2>/dev/null <<'EOF' || echo unknown
+import json, sys
+o = {x["name"]: x["value"] for x in json.load(open(sys.argv[1]))}
+print("%s, -O%s" % (o.get("buildtype"), o.get("optimization")))
+EOF
+)
 # Dry run only (-n): says whether the binary is older than the sources; builds nothing.
-if ninja -C build -n 2>/dev/null | grep -q 'no work to do'; then
+if ninja -C "$BUILD_DIR" -n 2>/dev/null | grep -q 'no work to do'; then
   BUILDSTATE="up to date with the sources"
 else
-  BUILDSTATE="NOT up to date with the sources (ninja -C build -n has work to do; BUILD=1 builds first)"
-  echo "presets_vs_pytorch.sh: warning: build/retrograd is $BUILDSTATE" >&2
+  BUILDSTATE="NOT known to be up to date with the sources (ninja -C $BUILD_DIR -n has work to do or fails; BUILD=1 builds first)"
+  echo "presets_vs_pytorch.sh: warning: $BIN is $BUILDSTATE" >&2
 fi
 
 # --- provenance --------------------------------------------------------------
@@ -125,91 +155,128 @@ LIMIT_ARG=()
 [[ "$LIMIT" -gt 0 ]] && LIMIT_ARG=(--limit "$LIMIT")
 EXPECT_SAMPLES=60000
 [[ "$LIMIT" -gt 0 && "$LIMIT" -lt 60000 ]] && EXPECT_SAMPLES=$LIMIT
-EP_DESC=${EPOCHS_SET:-"per preset (lenet 5, cnn 3, autoencoder 5, conv-autoencoder 5)"}
+EP_DESC=${EPOCHS_SET:-"per preset (lenet, autoencoder, conv-autoencoder 5; cnn, mlp, rcnn, dcgan 3)"}
 LIMIT_TXT=${LIMIT_ARG[*]:+" ${LIMIT_ARG[*]}"}
 
 echo "machine: $CPU, nproc $NPROC, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 echo "date:    $DATE"
 echo "commit:  $COMMIT"
-echo "build:   build/retrograd ($BUILDTYPE), $BUILDSTATE"
+echo "build:   $BIN ($BUILDTYPE), $BUILDSTATE"
 echo "torch:   $TORCH_VERSION ($PY); $TORCH_BACKENDS"
 echo "mode:    $([[ "$ACCURACY" == 1 ]] && echo "accuracy (ACCURACY=1)" || echo speed)"
-echo "runs:    PRESETS=\"$PRESETS\" EPOCHS=$EP_DESC THREADS=\"$THREADS\" REPS=$REPS SEED=$SEED batch $BATCH$([[ "$LIMIT" -gt 0 ]] && echo " LIMIT=$LIMIT"), retrograd and pytorch alternately"
+echo "runs:    PRESETS=\"$PRESETS\" EPOCHS=$EP_DESC THREADS=\"$THREADS\" REPS=$REPS rounds SEED=$SEED batch $BATCH$([[ "$LIMIT" -gt 0 ]] && echo " LIMIT=$LIMIT"), interleaved"
+echo "data:    $DATA"
 echo "commands:"
-echo "  build/retrograd train --model P --epochs E --batch $BATCH --seed $SEED --threads T$LIMIT_TXT --json FILE"
-echo "  OMP_NUM_THREADS=T OPENBLAS_NUM_THREADS=T MKL_NUM_THREADS=T $PY bench/pytorch_presets.py --model P --epochs E --batch $BATCH --seed $SEED --threads T$LIMIT_TXT"
+echo "  $BIN train --model P --data $DATA --epochs E --batch $BATCH --seed $SEED --threads T$LIMIT_TXT --json FILE"
+echo "    (dcgan: and --score-samples 0 --out DIR)"
+echo "  OMP_NUM_THREADS=T OPENBLAS_NUM_THREADS=T MKL_NUM_THREADS=T $PY bench/pytorch_presets.py --model P --data $DATA --epochs E --batch $BATCH --seed $SEED --threads T$LIMIT_TXT"
 echo
 
-# Checks one run's JSON and prints "samples_per_s metric peak_rss_bytes parameters",
-# metric being the test accuracy (classifiers) or the test MSE per pixel (autoencoders).
-check_json() {  # file side preset threads epochs
-  "$PY" - "$1" "$2" "$3" "$4" "$5" "$EXPECT_SAMPLES" <<'EOF'
-import json, math, sys
+# Checks one run's JSON and prints "samples_per_s metric peak_rss_bytes parameters flops":
+# metric the test accuracy (classifiers), the test MSE per pixel (autoencoders) or the last
+# epoch's G loss (dcgan); parameters "N", or the GAN's "N+M" (retrograd's from its log: its GAN
+# JSON has none); flops the training flops per sample.
+check_json() {  # file side preset threads epochs log
+  "$PY" - "$1" "$2" "$3" "$4" "$5" "$EXPECT_SAMPLES" "$6" <<'EOF'
+import json, math, re, sys
 path, side, preset = sys.argv[1:4]
 threads, epochs, samples = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+log = sys.argv[7]
+gan = preset == "dcgan"
 try:
     with open(path) as f:
         txt = f.read().strip()
     d = json.loads(txt.splitlines()[-1] if side == "pytorch" else txt)
 except Exception as e:
     sys.exit("%s: unreadable JSON in %s: %s" % (side, path, e))
-metric = "test_mse" if preset.endswith("autoencoder") else "test_accuracy"
-for k in ("train_samples_per_s", metric, "peak_rss_bytes", "train_seconds", "parameters"):
+if gan:
+    history = d.get("history") or [{}]
+    d.setdefault("loss_g", history[-1].get("loss_g"))
+    metric = "loss_g"
+else:
+    metric = "test_mse" if preset.endswith("autoencoder") else "test_accuracy"
+for k in ("train_samples_per_s", metric, "peak_rss_bytes", "train_seconds", "train_flops_per_sample"):
     v = d.get(k)
     if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         sys.exit("%s: field %s missing or not positive: %r" % (side, k, v))
-if d.get("model") != preset:
-    sys.exit("%s: ran model %r, asked for %s" % (side, d.get("model"), preset))
+if side == "retrograd" and gan:
+    if d.get("model") != "gan" or d.get("generator") != "preset:dcgan-generator":
+        sys.exit("%s: ran %r with generator %r, asked for dcgan" % (side, d.get("model"), d.get("generator")))
+    m = re.search(r"generator \S+ \((\d+) parameters\), discriminator \S+ \((\d+) parameters\)", open(log).read())
+    if not m:
+        sys.exit("%s: no 'generator ... (N parameters), discriminator ... (M parameters)' line in %s" % (side, log))
+    params = "%s+%s" % m.groups()
+else:
+    if d.get("model") != preset:
+        sys.exit("%s: ran model %r, asked for %s" % (side, d.get("model"), preset))
+    if gan:
+        params = "%d+%d" % (d["generator_parameters"], d["discriminator_parameters"])
+    else:
+        params = str(d.get("parameters"))
+if side == "retrograd" and not gan:
+    # the summary line's count must be the JSON's
+    m = re.search(r"total parameters: (\d+)", open(log).read())
+    if not m or m.group(1) != params:
+        sys.exit("%s: 'total parameters: %s' in the summary, %s in the JSON" % (side, m and m.group(1), params))
 if d.get("threads") != threads:
     sys.exit("%s: ran with threads=%r, asked for %d" % (side, d.get("threads"), threads))
 if d.get("batch") != 64:
     sys.exit("%s: ran with batch=%r, asked for 64" % (side, d.get("batch")))
-ran = d.get("epochs_run", d.get("epochs"))
+ran = d.get("epochs_run", len(d.get("history", [])))
 if ran != epochs:
     sys.exit("%s: ran %r epochs, asked for %d" % (side, ran, epochs))
 if d.get("train_samples") != samples:
     sys.exit("%s: trained on %r samples, expected %d" % (side, d.get("train_samples"), samples))
-if d.get("test_samples") != 10000:
+if not gan and d.get("test_samples") != 10000:
     sys.exit("%s: tested on %r samples, expected 10000" % (side, d.get("test_samples")))
-print(repr(float(d["train_samples_per_s"])), repr(float(d[metric])), d["peak_rss_bytes"], d["parameters"])
+print(repr(float(d["train_samples_per_s"])), repr(float(d[metric])), d["peak_rss_bytes"], params,
+      round(d["train_flops_per_sample"]))
 EOF
 }
 
-RESULTS="$WORK/results.tsv"   # side preset threads epochs rep samples_per_s metric peak_rss params
-: > "$RESULTS"
-for P in $PRESETS; do
-  E=$(epochs_for "$P")
-  for t in $THREADS; do
-    for ((r = 1; r <= REPS; r++)); do
-      tag="$P-t$t-r$r"
-      # retrograd
-      rj="$WORK/rg-$tag.json"
-      echo "[$P, $E epoch(s), threads $t, rep $r/$REPS] retrograd ..." >&2
-      build/retrograd train --model "$P" --epochs "$E" --batch "$BATCH" --seed "$SEED" \
-          --threads "$t" "${LIMIT_ARG[@]}" --json "$rj" > "$WORK/rg-$tag.log" 2>&1 \
-        || { tail -n 20 "$WORK/rg-$tag.log" >&2; die "retrograd run failed ($P, threads $t, rep $r)"; }
-      vals=$(check_json "$rj" retrograd "$P" "$t" "$E") || die "retrograd output rejected ($P, threads $t, rep $r)"
-      # the summary line's count must be the JSON's
-      logp=$(sed -n 's/^.*total parameters: \([0-9][0-9]*\).*$/\1/p' "$WORK/rg-$tag.log" | head -n 1)
-      [[ -n "$logp" && "$logp" == "${vals##* }" ]] \
-        || die "retrograd $P: 'total parameters: $logp' in the summary, ${vals##* } in the JSON"
-      echo "retrograd $P $t $E $r $vals" >> "$RESULTS"
-      echo "  retrograd: $vals  (samples/s test_acc|mse peak_rss params)" >&2
+run_retrograd() {  # preset threads epochs tag
+  local P=$1 t=$2 E=$3 tag=$4 extra=()
+  [[ "$P" == dcgan ]] && extra=(--score-samples 0 --out "$WORK/gan-$tag")
+  "$BIN" train --model "$P" --data "$DATA" --epochs "$E" --batch "$BATCH" --seed "$SEED" \
+      --threads "$t" "${LIMIT_ARG[@]}" "${extra[@]}" --json "$WORK/rg-$tag.json" > "$WORK/rg-$tag.log" 2>&1 \
+    || { tail -n 20 "$WORK/rg-$tag.log" >&2; die "retrograd run failed ($tag)"; }
+  rm -rf "$WORK/gan-$tag"
+}
 
-      # pytorch
-      pj="$WORK/pt-$tag.json"
-      echo "[$P, $E epoch(s), threads $t, rep $r/$REPS] pytorch ..." >&2
-      OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t MKL_NUM_THREADS=$t \
-        "$PY" bench/pytorch_presets.py --model "$P" --epochs "$E" --batch "$BATCH" --seed "$SEED" \
-          --threads "$t" "${LIMIT_ARG[@]}" > "$pj" 2> "$WORK/pt-$tag.log" \
-        || { tail -n 20 "$WORK/pt-$tag.log" >&2; die "pytorch run failed ($P, threads $t, rep $r)"; }
-      vals=$(check_json "$pj" pytorch "$P" "$t" "$E") || die "pytorch output rejected ($P, threads $t, rep $r)"
-      echo "pytorch $P $t $E $r $vals" >> "$RESULTS"
-      echo "  pytorch:   $vals  (samples/s test_acc|mse peak_rss params)" >&2
+run_pytorch() {  # preset threads epochs tag
+  local P=$1 t=$2 E=$3 tag=$4
+  OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t MKL_NUM_THREADS=$t \
+    "$PY" bench/pytorch_presets.py --model "$P" --data "$DATA" --epochs "$E" --batch "$BATCH" --seed "$SEED" \
+      --threads "$t" "${LIMIT_ARG[@]}" > "$WORK/pt-$tag.json" 2> "$WORK/pt-$tag.log" \
+    || { tail -n 20 "$WORK/pt-$tag.log" >&2; die "pytorch run failed ($tag)"; }
+}
+
+run_side() {  # side preset threads epochs round
+  local side=$1 P=$2 t=$3 E=$4 r=$5 tag="$2-t$3-r$5" short vals
+  short=$([[ "$side" == retrograd ]] && echo rg || echo pt)
+  echo "[round $r/$REPS: $P, $E epoch(s), threads $t] $side ..." >&2
+  "run_$side" "$P" "$t" "$E" "$tag"
+  vals=$(check_json "$WORK/$short-$tag.json" "$side" "$P" "$t" "$E" "$WORK/$short-$tag.log") \
+    || die "$side output rejected ($tag)"
+  echo "$side $P $t $E $r $vals" >> "$RESULTS"
+  printf '  %-10s %s  (samples/s metric peak_rss params flops/sample)\n' "$side:" "$vals" >&2
+}
+
+RESULTS="$WORK/results.tsv"   # side preset threads epochs round samples_per_s metric peak_rss params flops
+: > "$RESULTS"
+for ((r = 1; r <= REPS; r++)); do
+  sides=(retrograd pytorch)
+  (( r % 2 == 0 )) && sides=(pytorch retrograd)   # who goes first alternates by round
+  for P in $PRESETS; do
+    E=$(epochs_for "$P")
+    for t in $THREADS; do
+      for side in "${sides[@]}"; do run_side "$side" "$P" "$t" "$E" "$r"; done
     done
   done
-  rgp=$(awk -v p="$P" '$1 == "retrograd" && $2 == p {print $NF}' "$RESULTS" | sort -u)
-  ptp=$(awk -v p="$P" '$1 == "pytorch" && $2 == p {print $NF}' "$RESULTS" | sort -u)
+done
+for P in $PRESETS; do
+  rgp=$(awk -v p="$P" '$1 == "retrograd" && $2 == p {print $9}' "$RESULTS" | sort -u)
+  ptp=$(awk -v p="$P" '$1 == "pytorch" && $2 == p {print $9}' "$RESULTS" | sort -u)
   [[ "$rgp" == "$ptp" ]] || die "$P: parameter counts differ: retrograd $rgp, pytorch $ptp"
 done
 
@@ -220,17 +287,26 @@ FULL=1   # the issue's settings: whole training set, the issue's epoch counts
 import statistics, sys
 path, markdown, accuracy, full, reps = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4] == "1", sys.argv[5]
 order = sys.argv[6].split()
-runs, params, epochs = {}, {}, {}
+runs, params, flops, epochs = {}, {}, {}, {}
 for line in open(path):
-    side, p, t, e, r, sps, metric, rss, npar = line.split()
+    side, p, t, e, r, sps, metric, rss, npar, f = line.split()
     key = (p, int(t))
     runs.setdefault((key, side), []).append((float(sps), float(metric), int(rss)))
-    params.setdefault(p, {})[side] = int(npar)
+    params.setdefault(p, {})[side] = npar
+    flops.setdefault(p, {}).setdefault(side, set()).add(int(f))
     epochs[p] = int(e)
+for p, sides in flops.items():
+    for side, counts in sides.items():
+        if len(counts) != 1:
+            sys.exit("presets_vs_pytorch.sh: FAILED: %s: %s's runs report different flops a sample: %s" % (p, side, sorted(counts)))
+        sides[side] = counts.pop()
 keys = sorted({k for k, _ in runs}, key=lambda k: (order.index(k[0]), k[1]))
 
 def is_ae(p):
     return p.endswith("autoencoder")
+
+def what(p):
+    return "G loss" if p == "dcgan" else "test MSE" if is_ae(p) else "test acc"
 
 def span(xs, fmt):
     lo, hi = min(xs), max(xs)
@@ -255,34 +331,41 @@ for k in keys:
     rg, pt = runs[(k, "retrograd")], runs[(k, "pytorch")]
     rs, ps = [x[0] for x in rg], [x[0] for x in pt]
     rm, pm = statistics.median(rs), statistics.median(ps)
+    rf, pf = flops[p]["retrograd"], flops[p]["pytorch"]
     mfmt = "%.5f" if is_ae(p) else "%.4f"
     rows.append(dict(
         p=p, t=t, e=epochs[p],
-        what="test MSE" if is_ae(p) else "test acc",
+        what=what(p),
         rg="%.0f (%.0f-%.0f)" % (rm, min(rs), max(rs)),
         pt="%.0f (%.0f-%.0f)" % (pm, min(ps), max(ps)),
         ratio="%.2fx" % (rm / pm),
+        rgf="%.3f" % (rf / 1e6), ptf="%.3f" % (pf / 1e6),
+        perflop="%.2fx" % (rm * rf / (pm * pf)),
         rgm=span([x[1] for x in rg], mfmt), ptm=span([x[1] for x in pt], mfmt),
         rgmv=statistics.median([x[1] for x in rg]), ptmv=statistics.median([x[1] for x in pt]),
         rgr=span([x[2] / 2**20 for x in rg], "%.0f"), ptr=span([x[2] / 2**20 for x in pt], "%.0f"),
         rraw=" ".join("%.0f" % x for x in rs), praw=" ".join("%.0f" % x for x in ps)))
 
 hdr = ("preset", "threads", "retrograd samples/s median (min-max)", "pytorch samples/s median (min-max)",
-       "ratio rg/pt", "metric", "retrograd", "pytorch", "retrograd peak RSS MiB", "pytorch peak RSS MiB")
-cells = [(r["p"], str(r["t"]), r["rg"], r["pt"], r["ratio"], r["what"], r["rgm"], r["ptm"], r["rgr"], r["ptr"])
-         for r in rows]
+       "ratio rg/pt", "retrograd MFLOP/sample", "pytorch MFLOP/sample", "ratio per flop",
+       "metric", "retrograd", "pytorch", "retrograd peak RSS MiB", "pytorch peak RSS MiB")
+cells = [(r["p"], str(r["t"]), r["rg"], r["pt"], r["ratio"], r["rgf"], r["ptf"], r["perflop"],
+          r["what"], r["rgm"], r["ptm"], r["rgr"], r["ptr"]) for r in rows]
 table(hdr, cells)
 print()
-print("parameters (retrograd's 'total parameters', PyTorch's sum of parameter numel):")
+print("parameters (retrograd's 'total parameters', a GAN's G+D; PyTorch's sum of parameter numel) and")
+print("training flops a sample (retrograd's train_flops_per_sample; the twin's counted from its modules):")
 for p in order:
     if p in params:
-        d = params[p]
-        print("  %-17s retrograd %-8d pytorch %-8d %s" % (p, d["retrograd"], d["pytorch"],
-              "equal" if d["retrograd"] == d["pytorch"] else "DIFFERENT"))
-print("each run, in order (samples/s):")
+        d, f = params[p], flops[p]
+        print("  %-17s parameters retrograd %-13s pytorch %-13s %-9s flops retrograd %-10d pytorch %-10d %s"
+              % (p, d["retrograd"], d["pytorch"], "equal" if d["retrograd"] == d["pytorch"] else "DIFFERENT",
+                 f["retrograd"], f["pytorch"], "equal" if f["retrograd"] == f["pytorch"] else "DIFFERENT"))
+print("each round, in order (samples/s):")
 for r in rows:
     print("  %s, threads %d  retrograd: %s   pytorch: %s" % (r["p"], r["t"], r["rraw"], r["praw"]))
-print("%s run(s) per side, preset and thread count; epochs: %s; ratio = retrograd median / pytorch median"
+print("%s round(s), interleaved; epochs: %s; ratio = retrograd median / pytorch median; ratio per flop ="
+      " the ratio of the medians' GFLOP/s (samples/s x flops a sample)"
       % (reps, ", ".join("%s %d" % (p, epochs[p]) for p in order if p in epochs)))
 
 if accuracy:

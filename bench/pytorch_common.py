@@ -1,5 +1,6 @@
 """What the PyTorch side of the comparison benchmarks shares: importing torch with its
-thread pools capped, naming the BLAS it loaded, reading IDX files, FP32-only CUDA, peak RSS."""
+thread pools capped, naming the BLAS it loaded, reading IDX files, FP32-only CUDA, peak RSS,
+and the flops of a training step counted as retrograd counts them."""
 import gzip
 import os
 import resource
@@ -79,3 +80,40 @@ def fp32_only(torch):
 
 def peak_rss_bytes():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # ru_maxrss is KiB on Linux
+
+
+def count_product_flops(torch, nets, run):
+    """Runs run() once with a forward hook on every dense, conv and transposed conv layer of the
+    modules `nets` and returns the flops of their products, counted as retrograd counts its own
+    (Layer::forward_flops_per_sample, Model::train_flops_per_sample, report/roofline.h's GAN step):
+    2 a multiply-add, biases and every other layer free; each forward once, again for the
+    weight's gradient when the weight is trained, and again for the input's gradient when the
+    input needs one. Autograd computes that dx only then: never for the network's input (so not
+    for the first layer, as retrograd's backward never does) nor for a detached one (D's pass on
+    G's samples before D's update). A conv: each weight meets each output pixel; a transposed
+    conv: each input pixel. Assumes that run() backpropagates every forward made with gradients
+    on, as a training step does."""
+    nn = torch.nn
+    total = [0]
+
+    def hook(m, inputs, out):
+        x = inputs[0]
+        if isinstance(m, nn.Linear):
+            products = m.in_features * m.out_features * (x.numel() // m.in_features)
+        elif isinstance(m, nn.ConvTranspose2d):
+            products = x.numel() * m.out_channels // m.groups * m.kernel_size[0] * m.kernel_size[1]
+        else:
+            products = out.numel() * m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1]
+        passes = 1
+        if torch.is_grad_enabled():
+            passes += int(m.weight.requires_grad) + int(x.requires_grad)
+        total[0] += 2 * products * passes
+
+    kinds = (nn.Linear, nn.Conv2d, nn.ConvTranspose2d)
+    handles = [m.register_forward_hook(hook) for net in nets for m in net.modules() if isinstance(m, kinds)]
+    try:
+        run()
+    finally:
+        for h in handles:
+            h.remove()
+    return total[0]

@@ -11,9 +11,8 @@ sgemm: C = A B of square f32 matrices with torch.backends.cuda.matmul.allow_tf32
 cudnn's TF32 off), timed with CUDA events after 3 warm-up calls; the median and best of --reps,
 as TFLOP/s = 2 n^3 / s.
 
-train: the presets' architectures (mlp, lenet, cnn, resnet20, the autoencoders: those of
-bench/pytorch_presets.py, with their optimizers; rcnn and dcgan written here after
-src/nn/presets.cpp) in FP32, TF32 off, on random inputs kept in pinned host memory: each step
+train: the presets' twins of bench/pytorch_presets.py (its Twin: layers, inits, optimizers and
+steps) in FP32, TF32 off, on random inputs kept in pinned host memory: each step
 copies its batch to the GPU (non_blocking), as retrograd uploads each micro-batch, then forward,
 loss (an autoencoder's: MSE against its input), backward and the optimizer step (dcgan: one D
 update on a real and a fake batch, then one G update through D, as retrograd's GanTrainer). steps/s over --steps steps after 20
@@ -32,7 +31,7 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pytorch_presets  # noqa: E402  (mlp, lenet, cnn, resnet20, the autoencoders)
+import pytorch_presets  # noqa: E402  (every preset's twin)
 from pytorch_common import fp32_only  # noqa: E402
 
 
@@ -56,78 +55,13 @@ def sgemm(sizes, reps):
                           "device": torch.cuda.get_device_name(), "torch": torch.__version__}), flush=True)
 
 
-class Rcl(nn.Module):
-    """Liang and Hu's recurrent conv layer as src/nn/recurrent_conv.h: z_0 = ff(u), z_t = ff(u) +
-    rec(x_{t-1}), x_t = relu(bn_t(z_t)), t = 0..steps; same padding, no conv biases."""
-
-    def __init__(self, cin, cout, steps=3):
-        super().__init__()
-        self.ff = nn.Conv2d(cin, cout, 3, padding=1, bias=False)
-        self.rec = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
-        self.norms = nn.ModuleList(nn.BatchNorm2d(cout) for _ in range(steps + 1))
-
-    def forward(self, u):
-        ff = self.ff(u)
-        x = torch.relu(self.norms[0](ff))
-        for bn in self.norms[1:]:
-            x = torch.relu(bn(ff + self.rec(x)))
-        return x
-
-
-def rcnn():
-    return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
-                         Rcl(32, 32), nn.MaxPool2d(2), Rcl(32, 64), nn.MaxPool2d(2),
-                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
-
-
-def dcgan():
-    g = nn.Sequential(nn.Linear(64, 6272, bias=False), nn.Unflatten(1, (128, 7, 7)), nn.BatchNorm2d(128), nn.ReLU(),
-                      nn.ConvTranspose2d(128, 64, 4, 2, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-                      nn.ConvTranspose2d(64, 1, 4, 2, 1), nn.Tanh())
-    d = nn.Sequential(nn.Conv2d(1, 64, 4, 2, 1), nn.LeakyReLU(0.2),
-                      nn.Conv2d(64, 128, 4, 2, 1, bias=False), nn.BatchNorm2d(128), nn.LeakyReLU(0.2),
-                      nn.Flatten(), nn.Linear(128 * 7 * 7, 1))
-    return g, d
-
-
-def preset_step_fn(name):
-    """One training step of a classifier or autoencoder preset: rcnn (SGD lr 0.05), or one of
-    pytorch_presets.PRESETS with its optimizer, learning rate and loss."""
-    if name == "rcnn":
-        model, optimizer, lr = rcnn(), "sgd", 0.05
-        loss_fn, target = nn.CrossEntropyLoss(), (lambda x, y: y)
-    else:
-        _, optimizer, lr = pytorch_presets.PRESETS[name]
-        model = pytorch_presets.build(name)
-        loss_fn, target = pytorch_presets.objective(name)
-    model = model.cuda()
-    opt = pytorch_presets.make_optimizer(optimizer, model.parameters(), lr)
-
-    def step(x, y):
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), target(x, y))
-        loss.backward()
-        opt.step()
-    return step
-
-
-def gan_step_fn():
-    g, d = (m.cuda() for m in dcgan())
-    opt_g = torch.optim.Adam(g.parameters(), lr=2e-4, betas=(0.5, 0.999))
-    opt_d = torch.optim.Adam(d.parameters(), lr=2e-4, betas=(0.5, 0.999))
-    bce = nn.BCEWithLogitsLoss()
-
-    def step(x, _):
-        n = x.shape[0]
-        ones, zeros = torch.ones(n, 1, device="cuda"), torch.zeros(n, 1, device="cuda")
-        fake = g(torch.randn(n, 64, device="cuda"))
-        opt_d.zero_grad(set_to_none=True)
-        (bce(d(x * 2 - 1), ones) + bce(d(fake.detach()), zeros)).backward()
-        opt_d.step()
-        opt_g.zero_grad(set_to_none=True)
-        bce(d(fake), ones).backward()
-        opt_g.step()
-    return step
+def step_fn(name):
+    """One training step of the preset's twin on a batch (x, y) on the GPU: its own loss and
+    optimizer; dcgan's noise drawn on the GPU and its real images mapped to [-1, 1]."""
+    twin = pytorch_presets.Twin(name, "cuda")
+    if twin.kind != "gan":
+        return twin.step
+    return lambda x, _: twin.step(x * 2 - 1, torch.randn(x.shape[0], twin.noise, device="cuda"))
 
 
 def train(models, batches, steps):
@@ -135,7 +69,7 @@ def train(models, batches, steps):
     for name in models:
         for batch in batches:
             torch.manual_seed(1)
-            step = gan_step_fn() if name == "dcgan" else preset_step_fn(name)
+            step = step_fn(name)
             pool = 8  # batches of random pinned host data, cycled
             xs = [torch.rand(batch, 1, 28, 28).pin_memory() for _ in range(pool)]
             ys = [torch.randint(0, 10, (batch,)).pin_memory() for _ in range(pool)]
@@ -152,7 +86,7 @@ def train(models, batches, steps):
                               "device": torch.cuda.get_device_name(), "torch": torch.__version__}), flush=True)
 
 
-MODELS = sorted(set(pytorch_presets.PRESETS) | {"rcnn", "dcgan"})
+MODELS = sorted(pytorch_presets.PRESETS)
 
 
 def main():

@@ -106,7 +106,7 @@ def main():
     x_train, y_train = pytorch_presets.load_split(args.data, "train", args.limit)
     x_test, y_test = pytorch_presets.load_split(args.data, "t10k")
     model = pytorch_presets.build(args.model)
-    _, _, lr = pytorch_presets.PRESETS[args.model]
+    lr = pytorch_presets.PRESETS[args.model].lr
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(args.seed)

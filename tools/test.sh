@@ -23,7 +23,9 @@
 #      build/function-length-selftest-results.txt);
 #      count_tests.py's own self-test (build/count-tests-selftest-results.txt);
 #      tools/bad_inputs.py: every bad input of docs/reliability.md's table gets its message
-#      and exit 2 (build/bad-inputs-results.txt);
+#      and exit 2 (build/bad-inputs-results.txt); tools/check_twin_flops.py: each PyTorch twin
+#      of bench/pytorch_presets.py has its preset's flops and parameters (a SKIP line without
+#      python3-torch; build/twin-flops-results.txt);
 #   6. tools/cross_test.sh: the i686 Linux build's suite run directly at the Core 2's and the
 #      Athlon 64's kernel levels, its leak check, its CPU detection and a few kernel programs
 #      under qemu-i386 as both CPUs, the x86_64 .exe's suite under wine64, the i686 .exe's under 32-bit Wine
@@ -38,7 +40,7 @@ unset RETROGRAD_ISA
 rm -rf build/test-results build/test-results-sse2 build/test-results-qemu build-sanitize/test-results
 rm -f build/meson-logs/testlog.json build/meson-logs/testlog-sse2*.json build-sanitize/meson-logs/testlog*.json build-sanitize/fuzz-results.txt \
   build/qemu-results.txt build/isa-leaks-results.txt build/isa-leaks-selftest-results.txt \
-  build/count-tests-selftest-results.txt build/bad-inputs-results.txt \
+  build/count-tests-selftest-results.txt build/bad-inputs-results.txt build/twin-flops-results.txt \
   build/unity-names-results.txt build/unity-names-selftest-results.txt \
   build/layers-results.txt build/layers-selftest-results.txt \
   build/function-length-results.txt build/function-length-selftest-results.txt
@@ -85,7 +87,7 @@ echo "== 4/6 old CPUs under qemu-user"
 bash tools/qemu_old_cpus.sh build/qemu-results.txt || status=1
 stage_end "qemu"
 
-echo "== 5/6 ISA leak check, unity names, layers, function length, bad inputs"
+echo "== 5/6 ISA leak check, unity names, layers, function length, bad inputs, twins' flops"
 python3 tools/check_isa_leaks.py --results build/isa-leaks-results.txt || status=1
 python3 tools/check_isa_leaks.py --self-test --results build/isa-leaks-selftest-results.txt || status=1
 python3 tools/check_unity_names.py --build build --results build/unity-names-results.txt || status=1
@@ -96,7 +98,8 @@ python3 tools/check_function_length.py --results build/function-length-results.t
 python3 tools/check_function_length.py --self-test --results build/function-length-selftest-results.txt >/dev/null || status=1
 python3 tools/count_tests.py --self-test build/count-tests-selftest-results.txt >/dev/null || status=1
 python3 tools/bad_inputs.py build/retrograd --results build/bad-inputs-results.txt || status=1
-stage_end "ISA leaks, unity names, layers, function length and bad inputs"
+/usr/bin/python3 tools/check_twin_flops.py build/retrograd --results build/twin-flops-results.txt || status=1
+stage_end "ISA leaks, unity names, layers, function length, bad inputs and twins' flops"
 
 echo "== 6/6 cross builds: i686 Linux under qemu, Windows .exe under Wine"
 bash tools/cross_test.sh || status=1
@@ -125,6 +128,7 @@ python3 tools/count_tests.py \
   --checks build/function-length-selftest-results.txt \
   --checks build/count-tests-selftest-results.txt \
   --checks build/bad-inputs-results.txt \
+  --checks build/twin-flops-results.txt \
   --checks build-cross/cross-check-results.txt \
   "${cross_runs[@]}" || status=1
 exit $status
