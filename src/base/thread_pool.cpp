@@ -47,16 +47,11 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
-  parallel_for(n, grain, body, threads());
-}
-
-void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body,
-                              int max_parts) {
   if (n <= 0) return;
   follow_denormals_on_this_thread();  // the caller runs a chunk too: the same float mode as the workers
   grain = std::max<int64_t>(grain, 1);
   const int64_t grains = (n + grain - 1) / grain;
-  const int64_t parts = std::min<int64_t>(std::min(threads(), std::max(1, max_parts)), grains);
+  const int64_t parts = std::min<int64_t>(threads(), grains);
   if (parts <= 1) {
     body(0, n);
     return;

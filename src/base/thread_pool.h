@@ -32,9 +32,6 @@ class ThreadPool {
   // exception a chunk throws (std::bad_alloc, say) is rethrown here, on the caller's thread,
   // once every chunk has ended: the first one thrown, the caller's own before the workers'.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
-  // The same on at most `max_parts` threads (at least 1): work too small to feed every thread
-  // (a small GEMM) leaves the others asleep rather than paying their fork-join for little.
-  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body, int max_parts);
 
  private:
   void worker_loop(int index);

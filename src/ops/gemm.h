@@ -3,7 +3,6 @@
 // the packed, register-blocked, threaded path the layers use.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 
 #include "base/thread_pool.h"
@@ -43,11 +42,6 @@ void gemm_ref(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c)
 
 // Products under this many flops stay on one thread: the pool's fork-join would cost more.
 constexpr int64_t kGemmMinFlopsToSplit = int64_t{1} << 21;
-// The threads a product of `flops` is split over: each gets at least kGemmMinFlopsToSplit (a
-// 4 MFLOP product on 16 threads would give each ~3 us of work, less than waking it costs).
-inline int gemm_parts(int64_t flops, const ThreadPool& pool) {
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(pool.threads(), flops / kGemmMinFlopsToSplit)));
-}
 
 // C[m x n] = beta * C (beta 0 ignores what C held): a product with nothing to add.
 void f32_gemm_scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc);

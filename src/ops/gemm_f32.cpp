@@ -115,7 +115,6 @@ void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, c
 void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha, const float* a, const float* b,
                    float beta, float* c, ThreadPool& pool) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
-  const int parts = gemm_parts(2 * s.m * s.n * s.k, pool);
   const int64_t mc = std::max(mr, kMCTarget / mr * mr), nc = std::max(nr, kNCTarget / nr * nr);
   thread_local std::vector<float> shared_b;  // the caller's: at most NC * KC floats
   float* b_pack = packing_buffer(shared_b, std::min(nc, round_up(s.n, nr)) * std::min(kKC, s.k));
@@ -127,7 +126,7 @@ void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha,
       pool.parallel_for(panels, 1, [&](int64_t first, int64_t last) {
         const int64_t j = first * nr, width = std::min(cols, last * nr) - j;
         pack_b_panels(s, b, p0, depth, jc + j, width, nr, b_pack + j * depth);
-      }, parts);
+      });
       pool.parallel_for(s.m, mr, [&](int64_t i0, int64_t i1) {
         thread_local std::vector<float> a_storage;
         float* a_pack = packing_buffer(a_storage, std::min(mc, round_up(i1 - i0, mr)) * depth);
@@ -141,7 +140,7 @@ void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha,
             }
           }
         }
-      }, parts);
+      });
     }
   }
 }
@@ -171,13 +170,11 @@ void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, f
   } else if (s.m >= s.n && s.m > kMaxRowsForBInPlace) {
     gemm_shared_b(s, kernel, alpha, a, b, beta, c, *pool);
   } else if (s.m >= s.n) {
-    pool->parallel_for(
-        s.m, kernel.mr, [&](int64_t i0, int64_t i1) { gemm_region(s, kernel, alpha, a, b, beta, c, i0, i1, 0, s.n); },
-        gemm_parts(flops, *pool));
+    pool->parallel_for(s.m, kernel.mr,
+                       [&](int64_t i0, int64_t i1) { gemm_region(s, kernel, alpha, a, b, beta, c, i0, i1, 0, s.n); });
   } else {
-    pool->parallel_for(
-        s.n, kernel.nr, [&](int64_t j0, int64_t j1) { gemm_region(s, kernel, alpha, a, b, beta, c, 0, s.m, j0, j1); },
-        gemm_parts(flops, *pool));
+    pool->parallel_for(s.n, kernel.nr,
+                       [&](int64_t j0, int64_t j1) { gemm_region(s, kernel, alpha, a, b, beta, c, 0, s.m, j0, j1); });
   }
 }
 

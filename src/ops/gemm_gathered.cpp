@@ -77,7 +77,7 @@ void f32_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const Gathe
   if (pool == nullptr || pool->threads() == 1 || 2 * m * n * k < kGemmMinFlopsToSplit) {
     run(0, m);
   } else {
-    pool->parallel_for(m, kernel.mr, run, gemm_parts(2 * m * n * k, *pool));
+    pool->parallel_for(m, kernel.mr, run);
   }
 }
 

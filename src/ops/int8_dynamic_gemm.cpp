@@ -179,7 +179,7 @@ Plan make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8Gemm
   const bool threaded = pool != nullptr && pool->threads() > 1 && flops >= kGemmMinFlopsToSplit;
   p.pool = threaded ? pool : nullptr;
   const int64_t blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
-  p.parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threaded ? gemm_parts(flops, *pool) : 1, blocks)));
+  p.parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threaded ? pool->threads() : 1, blocks)));
   p.part_bytes = align64(kQuantRowBlock * p.depth_block_padded) + align64(kQuantRowBlock * p.npad * 8);
   return p;
 }
