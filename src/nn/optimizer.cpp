@@ -3,6 +3,7 @@
 
 #include "cpu/kernel_tables.h"
 
+#include <atomic>
 #include <cmath>
 #include <sstream>
 
@@ -75,24 +76,43 @@ AdamStep adam_step_for(const OptimizerConfig& config, int64_t t, double lr) {
   return step;
 }
 
-const Param* Optimizer::step(double lr) {
+namespace {
+// Values of a parameter updated together: blocks of a large parameter go to the pool's threads.
+// The update is elementwise and the block edges fall on multiples of every vector width, so the
+// split changes nothing (a parameter's last values run the kernel's tail, split or not). One
+// thread updated an mlp's 235K values in a third of its step at 16 threads on the Xeon.
+constexpr int64_t kUpdateBlock = 16384;
+
+// update(begin, end) over [0, n) in blocks on `pool` (inline where n is under two blocks); false
+// when any call returned false.
+template <class Update>
+bool update_in_blocks(ThreadPool* pool, int64_t n, const Update& update) {
+  std::atomic<bool> finite{true};
+  parallel_for(n >= 2 * kUpdateBlock ? pool : nullptr, n, kUpdateBlock, [&](int64_t begin, int64_t end) {
+    if (!update(begin, end)) finite.store(false, std::memory_order_relaxed);
+  });
+  return finite.load();
+}
+}  // namespace
+
+const Param* Optimizer::step(double lr, ThreadPool* pool) {
   ++steps_;
   const F32VectorKernels& kernels = f32_vector();
   const size_t count = params_.size();
   const Param* non_finite = nullptr;
-  if (config_.kind == OptimizerKind::sgd) {
-    const SgdStep step = sgd_step_for(config_, lr);
-    for (size_t i = 0; i < count; ++i) {
-      const bool finite = kernels.sgd(params_[i]->value.numel(), step, params_[i]->value.f32(), params_[i]->grad.f32(),
-                                      config_.momentum != 0 ? state_[i].f32() : nullptr);
-      if (!finite && non_finite == nullptr) non_finite = params_[i];
-    }
-    return non_finite;
-  }
-  const AdamStep step = adam_step_for(config_, steps_, lr);
+  const SgdStep sgd = sgd_step_for(config_, lr);
+  const AdamStep adam = config_.kind == OptimizerKind::adam ? adam_step_for(config_, steps_, lr) : AdamStep{};
   for (size_t i = 0; i < count; ++i) {
-    const bool finite = kernels.adam(params_[i]->value.numel(), step, params_[i]->value.f32(), params_[i]->grad.f32(),
-                                     state_[i].f32(), state_[count + i].f32());
+    float* value = params_[i]->value.f32();
+    const float* grad = params_[i]->grad.f32();
+    const bool finite = update_in_blocks(pool, params_[i]->value.numel(), [&](int64_t begin, int64_t end) {
+      if (config_.kind == OptimizerKind::sgd) {
+        return kernels.sgd(end - begin, sgd, value + begin, grad + begin,
+                           config_.momentum != 0 ? state_[i].f32() + begin : nullptr);
+      }
+      return kernels.adam(end - begin, adam, value + begin, grad + begin, state_[i].f32() + begin,
+                          state_[count + i].f32() + begin);
+    });
     if (!finite && non_finite == nullptr) non_finite = params_[i];
   }
   return non_finite;

@@ -40,10 +40,11 @@ class Optimizer {
   // momentum) or Adam's m and s. Known from the model's shapes, before its init().
   static int64_t state_bytes(const OptimizerConfig& config, int64_t parameters);
 
-  // One update of every parameter from its grad, at learning rate lr. Returns the first
-  // parameter whose gradient held an Inf or a NaN (checked in the same pass; the update is made
-  // all the same, so the caller stops training), or null.
-  const Param* step(double lr);
+  // One update of every parameter from its grad, at learning rate lr, large parameters spread
+  // over `pool` (may be null) in blocks of kUpdateBlock values. Returns the first parameter whose
+  // gradient held an Inf or a NaN (checked in the same pass; the update is made all the same, so
+  // the caller stops training), or null.
+  const Param* step(double lr, ThreadPool* pool = nullptr);
 
   int64_t steps() const { return steps_; }
   void set_steps(int64_t steps) { steps_ = steps; }

@@ -38,7 +38,7 @@ Status CpuStepRunner::update(double lr, const std::string& where) {
   // gradient times the rate an Inf weight. The optimizer checks both in the pass that
   // reads the gradients and writes the weights (a pass of its own cost 5% of an mlp's
   // step); under loss scaling the scaler has checked and skipped bad gradients already.
-  if (const Param* bad = optimizer_.step(lr)) return training_stopped(flagged_update(bad).text() + " at " + where);
+  if (const Param* bad = optimizer_.step(lr, pool_)) return training_stopped(flagged_update(bad).text() + " at " + where);
   return Status();
 }
 
@@ -79,7 +79,7 @@ Status CpuStepRunner::backward(const LayerContext& ctx, StepRunner* upstream) {
 }
 
 Status CpuStepRunner::apply_update(double lr) {
-  flags_ = flagged_update(optimizer_.step(lr));
+  flags_ = flagged_update(optimizer_.step(lr, pool_));
   return Status();
 }
 

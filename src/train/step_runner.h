@@ -84,7 +84,7 @@ class CpuStepRunner : public StepRunner {
  public:
   // `inference`: the context of its executor's forward; `precision` names it (ModelExecutor).
   CpuStepRunner(Model& model, Optimizer& optimizer, const LayerContext& inference, const std::string& precision)
-      : model_(model), optimizer_(optimizer), executor_(model, inference, precision) {}
+      : model_(model), optimizer_(optimizer), executor_(model, inference, precision), pool_(inference.pool) {}
   Executor& executor() override { return executor_; }
   Status micro_batch(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
                      const LayerContext& ctx, const std::string& where, LossTally* tally) override;
@@ -105,6 +105,7 @@ class CpuStepRunner : public StepRunner {
   Model& model_;
   Optimizer& optimizer_;
   ModelExecutor executor_;
+  ThreadPool* pool_;        // the update's (the inference context's)
   Tensor output_;           // forward's last output (a view of the model's activations)
   NonFiniteUpdate flags_;   // apply_update's
 };
