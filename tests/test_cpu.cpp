@@ -74,6 +74,8 @@ TEST(Cpu, FeaturesImplyTheirPrerequisites) {
   const CpuFeatures f = detect_cpu().features;
   EXPECT_TRUE(!f.avx512f || f.os_saves_avx512) << "avx512f without OS support";
   EXPECT_TRUE(!f.avx512f || f.avx) << "avx512f without avx";
+  for (const bool extension : {f.avx512bw, f.avx512dq, f.avx512vl, f.avx512vnni})
+    EXPECT_TRUE(!extension || f.avx512f) << "an AVX-512 extension without avx512f: '" << features_string(f) << "'";
   EXPECT_TRUE(!f.os_saves_avx512 || f.os_saves_avx) << "AVX-512 state saved without AVX state";
   EXPECT_TRUE(!f.avx2 || f.avx) << "avx2 without avx";
   EXPECT_TRUE(!f.fma || f.avx) << "fma without avx";
@@ -92,6 +94,9 @@ TEST(Cpu, FeaturesStringListsFlagsInOrder) {
   EXPECT_EQ(features_string(f), "sse2 sse3 ssse3");
   f.avx = f.avx2 = f.fma = f.f16c = f.avx512f = f.sse41 = f.sse42 = f.popcnt = true;
   EXPECT_EQ(features_string(f), "sse2 sse3 ssse3 sse4.1 sse4.2 popcnt avx avx2 fma f16c avx512f");
+  f.avx512bw = f.avx512dq = f.avx512vl = f.avx512vnni = true;
+  EXPECT_EQ(features_string(f),
+            "sse2 sse3 ssse3 sse4.1 sse4.2 popcnt avx avx2 fma f16c avx512f avx512bw avx512dq avx512vl avx512vnni");
 }
 
 // The kernel clears AVX flags it does not save state for, so its list matches our usable set.
@@ -106,7 +111,8 @@ TEST(Cpu, FeaturesMatchProcCpuinfo) {
   } pairs[] = {
       {"sse2", "sse2"}, {"pni", "sse3"},       {"ssse3", "ssse3"}, {"sse4_1", "sse4.1"},
       {"sse4_2", "sse4.2"}, {"popcnt", "popcnt"}, {"avx", "avx"}, {"avx2", "avx2"},
-      {"fma", "fma"},   {"f16c", "f16c"},      {"avx512f", "avx512f"},
+      {"fma", "fma"},   {"f16c", "f16c"},      {"avx512f", "avx512f"}, {"avx512bw", "avx512bw"},
+      {"avx512dq", "avx512dq"}, {"avx512vl", "avx512vl"}, {"avx512_vnni", "avx512vnni"},
   };
   for (const auto& pair : pairs) {
     EXPECT_EQ(flags.count(pair.kernel) == 1, ours.count(pair.ours) == 1)
