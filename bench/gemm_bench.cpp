@@ -300,8 +300,7 @@ void print_machine() {
 
 // ----------------------------------------------------------------------------------------------
 int run_compare(const Args& args) {
-  const std::vector<Isa> isas = chosen_isas(
-      args, {Isa::reference, Isa::sse2, Isa::sse3, Isa::ssse3, Isa::sse41, Isa::avx, Isa::avx2_fma});
+  const std::vector<Isa> isas = chosen_isas(args, rg::all_isas());
   openblas_set_num_threads(args.threads);
   if (openblas_get_num_threads() != args.threads)
     fail("openblas_get_num_threads() = " + std::to_string(openblas_get_num_threads()) + ", asked for " +

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cpu/cpuid.h"
+#include "cpu/isa.h"
 #include "report/sysinfo.h"
 
 namespace rg {
@@ -74,6 +75,8 @@ TEST(Cpu, FeaturesImplyTheirPrerequisites) {
   const CpuFeatures f = detect_cpu().features;
   EXPECT_TRUE(!f.avx512f || f.os_saves_avx512) << "avx512f without OS support";
   EXPECT_TRUE(!f.avx512f || f.avx) << "avx512f without avx";
+  for (const bool extension : {f.avx512bw, f.avx512dq, f.avx512vl, f.avx512vnni})
+    EXPECT_TRUE(!extension || f.avx512f) << "an AVX-512 extension without avx512f: '" << features_string(f) << "'";
   EXPECT_TRUE(!f.os_saves_avx512 || f.os_saves_avx) << "AVX-512 state saved without AVX state";
   EXPECT_TRUE(!f.avx2 || f.avx) << "avx2 without avx";
   EXPECT_TRUE(!f.fma || f.avx) << "fma without avx";
@@ -92,6 +95,9 @@ TEST(Cpu, FeaturesStringListsFlagsInOrder) {
   EXPECT_EQ(features_string(f), "sse2 sse3 ssse3");
   f.avx = f.avx2 = f.fma = f.f16c = f.avx512f = f.sse41 = f.sse42 = f.popcnt = true;
   EXPECT_EQ(features_string(f), "sse2 sse3 ssse3 sse4.1 sse4.2 popcnt avx avx2 fma f16c avx512f");
+  f.avx512bw = f.avx512dq = f.avx512vl = f.avx512vnni = true;
+  EXPECT_EQ(features_string(f),
+            "sse2 sse3 ssse3 sse4.1 sse4.2 popcnt avx avx2 fma f16c avx512f avx512bw avx512dq avx512vl avx512vnni");
 }
 
 // The kernel clears AVX flags it does not save state for, so its list matches our usable set.
@@ -106,7 +112,8 @@ TEST(Cpu, FeaturesMatchProcCpuinfo) {
   } pairs[] = {
       {"sse2", "sse2"}, {"pni", "sse3"},       {"ssse3", "ssse3"}, {"sse4_1", "sse4.1"},
       {"sse4_2", "sse4.2"}, {"popcnt", "popcnt"}, {"avx", "avx"}, {"avx2", "avx2"},
-      {"fma", "fma"},   {"f16c", "f16c"},      {"avx512f", "avx512f"},
+      {"fma", "fma"},   {"f16c", "f16c"},      {"avx512f", "avx512f"}, {"avx512bw", "avx512bw"},
+      {"avx512dq", "avx512dq"}, {"avx512vl", "avx512vl"}, {"avx512_vnni", "avx512vnni"},
   };
   for (const auto& pair : pairs) {
     EXPECT_EQ(flags.count(pair.kernel) == 1, ours.count(pair.ours) == 1)
@@ -124,6 +131,31 @@ TEST(Cpu, AnEmulatedOldCpuHasNoSse41OrAvx) {
   const CpuFeatures f = detect_cpu().features;
   EXPECT_FALSE(f.sse41 || f.avx) << "RETROGRAD_QEMU_CPU=" << model << " but this CPU has '" << features_string(f)
                                  << "': the program did not run under qemu";
+}
+
+// The avx512 level (x86-64-v4) needs AVX-512F, BW, DQ and VL, the OS saving ZMM state, and
+// everything avx2 needs; RETROGRAD_ISA=avx512 is refused, naming the best level, where one is missing.
+TEST(Isa, Avx512NeedsFBwDqVlAndTheOsState) {
+  CpuFeatures f;
+  f.sse2 = f.sse3 = f.ssse3 = f.sse41 = f.sse42 = f.popcnt = f.avx = f.avx2 = f.fma = f.os_saves_avx = true;
+  EXPECT_EQ(best_supported_isa(f), Isa::avx2_fma);
+  f.avx512f = f.avx512bw = f.avx512dq = f.avx512vl = f.os_saves_avx512 = true;
+  EXPECT_EQ(best_supported_isa(f), Isa::avx512);
+  EXPECT_EQ(choose_isa(f, "avx512").value().chosen, Isa::avx512);
+  EXPECT_EQ(choose_isa(f, "avx2").value().chosen, Isa::avx2_fma);
+  for (bool CpuFeatures::*flag : {&CpuFeatures::avx512f, &CpuFeatures::avx512bw, &CpuFeatures::avx512dq,
+                                  &CpuFeatures::avx512vl, &CpuFeatures::os_saves_avx512, &CpuFeatures::fma}) {
+    CpuFeatures lacking = f;
+    lacking.*flag = false;
+    EXPECT_FALSE(isa_supported(Isa::avx512, lacking)) << features_string(lacking);
+    const auto refused = choose_isa(lacking, "avx512");
+    ASSERT_FALSE(refused.ok()) << features_string(lacking);
+    EXPECT_EQ(refused.status().message(), std::string("RETROGRAD_ISA=avx512: this CPU supports up to ") +
+                                              isa_name(best_supported_isa(lacking)));
+  }
+  EXPECT_EQ(isa_from_name("avx512").value(), Isa::avx512);
+  EXPECT_STREQ(isa_name(Isa::avx512), "avx512");
+  EXPECT_EQ(all_isas().back(), Isa::avx512);
 }
 
 TEST(SystemInfo, CountsCpusAndMemory) {

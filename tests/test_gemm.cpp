@@ -1,8 +1,9 @@
 // Tests of f32_gemm (ops/gemm_f32.cpp) against gemm_ref<double>: every transpose
-// combination, sizes below/at/above each tile and cache block (MR=6, NR=8 or 16; the narrow
-// 8x8 tile of AVX levels for n <= 8; KC=512, MC=96,
+// combination, sizes below/at/above each tile and cache block (MR=6 or 12, NR=8, 16 or 32; the
+// narrow 8x8 tile of AVX levels for n <= 8, avx512's 16x16 for n <= 16; KC=512, MC=96,
 // NC=2048), padded leading dimensions, alpha/beta cases, NaN in C under beta = 0, bit-exact
-// integer products, and results that do not depend on the thread count.
+// integer products, results that do not depend on the thread count, and the same bits on
+// every FMA level (each element one FMA chain over depth, whatever the tile's shape).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -169,13 +170,13 @@ INSTANTIATE_TEST_SUITE_P(AllIsasAndTransposes, GemmTrans,
                                             ::testing::ValuesIn(kTrans)),
                          trans_name);
 
-// Below, at and above MR = 6 and NR = 8 or 16 in m and n; k small.
+// Below, at and above MR = 6 or 12 and NR = 8, 16 or 32 in m and n; k small.
 TEST_P(GemmTrans, MicroTileEdges) {
   const auto [ta, tb] = transposes();
   Rng rng(1, 0);
   int index = 0;
-  for (int64_t m : {1, 5, 6, 7, 8, 9, 12, 13})
-    for (int64_t n : {1, 5, 7, 8, 9, 15, 16, 17, 33})
+  for (int64_t m : {1, 5, 6, 7, 8, 9, 11, 12, 13, 25})
+    for (int64_t n : {1, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 65})
       for (int64_t k : {1, 5, 8, 9}) {
         const AlphaBeta ab = kAlphaBeta[index % 4];
         check_random(ta, tb, m, n, k, kPads[index % 3], ab.alpha, ab.beta, nullptr, rng);
@@ -409,12 +410,12 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, GemmGathered, ::testing::ValuesIn(all_isas()),
 
 }  // namespace
 
-// m below, at and above MR (6, or 8 for the narrow tile of n <= 8) and a cache block (96); n
-// around NR (8, 16) with a partial last panel; k around the depth block (256).
+// m below, at and above MR (6 or 12, or 8 for the narrow tile of n <= 8) and a cache block (96);
+// n around NR (8, 16, 32) with a partial last panel; k around the depth block (256).
 TEST_P(GemmGathered, TileAndBlockEdges) {
   Rng rng(11, 0);
-  for (int64_t m : {1, 5, 6, 7, 8, 9, 97})
-    for (int64_t n : {1, 6, 8, 16, 17, 40})
+  for (int64_t m : {1, 5, 6, 7, 8, 9, 12, 13, 97})
+    for (int64_t n : {1, 6, 8, 16, 17, 31, 33, 40})
       for (int64_t k : {1, 7, 256, 257}) {
         const AlphaBeta ab = kAlphaBeta[static_cast<size_t>((m + n + k) % 4)];
         Gathered g = make_gathered(m, n, k, Fill::uniform, rng);
@@ -464,6 +465,74 @@ TEST_P(GemmGathered, ThreadCountDoesNotChangeBits) {
       EXPECT_EQ(std::memcmp(out.data(), single.data(), out.size() * 4), 0)
           << describe_gathered(g, 1, 0.5f) << ": " << t << " threads differ from one";
     }
+  }
+}
+
+// ---------------------------------------------------------------- the same bits on every FMA level
+// Every FMA level (avx2_fma and up) sums each element of C as one FMA chain over depth, in order,
+// and applies alpha and beta alike; its tiles differ only in shape. So a level above avx2_fma
+// gives avx2_fma's bits exactly, on shapes that leave partial tiles and panels at both sizes, in
+// both GEMMs, with and without a pool. Skipped, with the reason, where this CPU has none.
+namespace {
+
+std::vector<Isa> fma_levels_above_avx2() {
+  std::vector<Isa> levels;
+  for (Isa isa : all_isas())
+    if (isa > Isa::avx2_fma && isa_supported(isa, detect_cpu().features)) levels.push_back(isa);
+  return levels;
+}
+
+// C from `run` at each level; a mismatch names the level, the case and the first element that differs.
+template <class Run>
+void expect_same_bits_as_avx2(const std::vector<Isa>& levels, const std::vector<float>& c0, const std::string& what,
+                              Run run) {
+  const Isa previous = active_isa();
+  set_active_isa(Isa::avx2_fma);
+  std::vector<float> want = c0;
+  run(want.data());
+  for (Isa isa : levels) {
+    set_active_isa(isa);
+    std::vector<float> got = c0;
+    run(got.data());
+    size_t i = 0;
+    while (i < got.size() && bits(got[i]) == bits(want[i])) ++i;
+    EXPECT_EQ(i, got.size()) << what << ": " << isa_name(isa) << " gives " << (i < got.size() ? got[i] : 0.0f)
+                             << " at " << i << ", avx2 " << (i < got.size() ? want[i] : 0.0f);
+  }
+  set_active_isa(previous);
+}
+
+}  // namespace
+
+TEST(GemmAcrossLevels, FmaLevelsGiveAvx2sBits) {
+  const std::vector<Isa> levels = fma_levels_above_avx2();
+  if (!isa_supported(Isa::avx2_fma, detect_cpu().features) || levels.empty())
+    GTEST_SKIP() << "this CPU has no FMA level above avx2 (avx512) to compare with avx2";
+  Rng rng(14, 0);
+  ThreadPool pool(3);
+  struct Case {
+    int64_t m, n, k;
+  };
+  const Case cases[] = {{1, 1, 1}, {13, 33, 7}, {25, 65, 513}, {97, 17, 300}, {37, 9, 1025}, {11, 15, 2}, {100, 200, 70}};
+  int index = 0;
+  for (const Case& c : cases)
+    for (Trans ta : kTrans)
+      for (Trans tb : kTrans) {
+        const AlphaBeta ab = kAlphaBeta[static_cast<size_t>(index % 4)];
+        ThreadPool* threads = index++ % 2 ? &pool : nullptr;
+        const Operands op = make_operands(ta, tb, c.m, c.n, c.k, kPads[index % 3], Fill::uniform, rng);
+        expect_same_bits_as_avx2(levels, op.c, describe(op.s, ab.alpha, ab.beta), [&](float* out) {
+          f32_gemm(op.s, ab.alpha, op.a.data(), op.b.data(), ab.beta, out, threads);
+        });
+      }
+  for (const Case& c : {Case{13, 33, 7}, Case{97, 17, 300}, Case{25, 65, 257}, Case{50, 10, 20}, Case{300, 6, 600},
+                        Case{200, 40, 513}}) {
+    const AlphaBeta ab = kAlphaBeta[static_cast<size_t>(index % 4)];
+    ThreadPool* threads = index++ % 2 ? &pool : nullptr;
+    const Gathered g = make_gathered(c.m, c.n, c.k, Fill::uniform, rng);
+    expect_same_bits_as_avx2(levels, g.c, describe_gathered(g, ab.alpha, ab.beta), [&](float* out) {
+      f32_gemm_gathered(g.m, g.n, g.k, ab.alpha, g.a(), g.b.data(), g.ldb, ab.beta, out, g.n, threads);
+    });
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "report/embedded_data.h"
@@ -149,12 +150,58 @@ TEST(HardwarePeak, FromTheTableTheFeaturesOrNothing) {
   EXPECT_DOUBLE_EQ(cpu_fp32_peak(hardware_table(), vm, 1, 1000).gflops, 8.0);
   EXPECT_EQ(cpu_fp32_peak(hardware_table(), vm, 1, 0).gflops, 0);  // nothing to derive from
 
+  // AVX-512: two 512-bit FMA units assumed (64), but AMD's Zen 4 and 5 run 512 bits as two halves (32).
+  CpuInfo xeon;
+  xeon.vendor = "GenuineIntel";
+  xeon.brand = "Intel(R) Xeon(R) Unlisted CPU";
+  xeon.family = 6;
+  xeon.features = vm.features;
+  xeon.features.avx = xeon.features.avx2 = xeon.features.fma = xeon.features.avx512f = true;
+  peak = cpu_fp32_peak(hardware_table(), xeon, 1, 1000);
+  EXPECT_DOUBLE_EQ(peak.gflops, 64.0);
+  EXPECT_NE(peak.basis.find("two 512-bit FMA units assumed"), std::string::npos) << peak.basis;
+  CpuInfo zen4 = xeon;
+  zen4.vendor = "AuthenticAMD";
+  zen4.brand = "AMD EPYC";
+  for (int family : {0x19, 0x1A}) {
+    zen4.family = family;
+    peak = cpu_fp32_peak(hardware_table(), zen4, 1, 1000);
+    EXPECT_DOUBLE_EQ(peak.gflops, 32.0) << family;
+    EXPECT_NE(peak.basis.find("two 256-bit halves"), std::string::npos) << peak.basis;
+  }
+
   peak = gpu_fp32_peak(hardware_table(), "NVIDIA H100 80GB HBM3");
   EXPECT_DOUBLE_EQ(peak.gflops, 66900);
   EXPECT_NE(peak.basis.find("(table: NVIDIA H100 SXM5 80GB)"), std::string::npos) << peak.basis;
   peak = gpu_fp32_peak(hardware_table(), "pthread-skylake-avx512-AMD EPYC");
   EXPECT_EQ(peak.gflops, 0);
   EXPECT_EQ(peak.basis, "unknown: pthread-skylake-avx512-AMD EPYC is not in data/hardware_specs.csv");
+}
+
+// A level's flops a cycle: its own SIMD width, never above what the core has.
+TEST(HardwarePeak, IsaLevelFlopsPerCycleAreCappedByTheCore) {
+  CpuInfo xeon;
+  xeon.vendor = "GenuineIntel";
+  CpuFeatures& f = xeon.features;
+  f.sse2 = f.sse3 = f.ssse3 = f.sse41 = f.avx = f.avx2 = f.fma = f.avx512f = true;
+  const struct {
+    Isa level;
+    double flops;
+  } xeon_levels[] = {{Isa::reference, 2}, {Isa::sse2, 8},       {Isa::sse3, 8},      {Isa::ssse3, 8},
+                     {Isa::sse41, 8},     {Isa::avx, 16},       {Isa::avx2_fma, 32}, {Isa::avx512, 64}};
+  static_assert(std::size(xeon_levels) == 8, "every level");
+  for (const auto& level : xeon_levels)
+    EXPECT_DOUBLE_EQ(isa_flops_per_cycle(level.level, xeon), level.flops) << isa_name(level.level);
+  CpuInfo zen4 = xeon;
+  zen4.vendor = "AuthenticAMD";
+  zen4.family = 0x19;
+  EXPECT_DOUBLE_EQ(isa_flops_per_cycle(Isa::avx512, zen4), 32);
+  EXPECT_DOUBLE_EQ(isa_flops_per_cycle(Isa::avx2_fma, zen4), 32);
+  CpuInfo core2;  // a level above the core's units is capped at the core's figure
+  core2.features.sse2 = core2.features.ssse3 = true;
+  EXPECT_DOUBLE_EQ(isa_flops_per_cycle(Isa::avx2_fma, core2), 8);
+  EXPECT_DOUBLE_EQ(isa_flops_per_cycle(Isa::avx512, core2), 8);
+  EXPECT_DOUBLE_EQ(isa_flops_per_cycle(Isa::reference, core2), 2);
 }
 
 }  // namespace

@@ -272,6 +272,7 @@ TEST(Winograd, FitsOnly3x3Stride1WithinTheChannelBound) {
   EXPECT_STREQ(qs8_winograd_kernel(Isa::sse3).name, "qs8_winograd_4x8__sse2");
   EXPECT_STREQ(qs8_winograd_kernel(Isa::avx).name, "qs8_winograd_4x8__sse2");
   EXPECT_STREQ(qs8_winograd_kernel(Isa::avx2_fma).name, "qs8_winograd_6x16__avx2");
+  EXPECT_STREQ(qs8_winograd_kernel(Isa::avx512).name, "qs8_winograd_6x16__avx2");
 }
 
 }  // namespace

@@ -21,7 +21,7 @@
 namespace rg {
 namespace {
 
-const int64_t kSizes[] = {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000};
+const int64_t kSizes[] = {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 100, 1000};
 
 std::vector<float> random_vector(int64_t n, float lo, float hi, Rng& rng) {
   std::vector<float> v(static_cast<size_t>(n) + 8);  // + guard elements the kernel must not touch
@@ -119,7 +119,7 @@ TEST_P(KernelsOnIsa, BiasAndColumnSumsAreExact) {
 // the zero row. Exact but at the FMA level (one rounding a term).
 TEST_P(KernelsOnIsa, DepthwiseMatchesReference) {
   Rng rng(21, 0);
-  const float tol = GetParam() == Isa::avx2_fma ? 1e-5f : 0.0f;
+  const float tol = GetParam() >= Isa::avx2_fma ? 1e-5f : 0.0f;  // the FMA levels
   struct Window {
     int64_t k, stride, pad;
   };
@@ -337,6 +337,7 @@ TEST(KernelTables, HalfConversionPaths) {
   EXPECT_STREQ(f16_convert_kernels(Isa::avx, false).name, "sse2");   // Sandy Bridge: AVX, no F16C
   EXPECT_STREQ(f16_convert_kernels(Isa::avx, true).name, "f16c");
   EXPECT_STREQ(f16_convert_kernels(Isa::avx2_fma, true).name, "f16c");
+  EXPECT_STREQ(f16_convert_kernels(Isa::avx512, true).name, "f16c");
 }
 
 TEST(KernelTables, EachLevelUsesItsOwnOrTheNearestLowerKernels) {
@@ -347,6 +348,13 @@ TEST(KernelTables, EachLevelUsesItsOwnOrTheNearestLowerKernels) {
   EXPECT_STREQ(f32_vector_kernels(Isa::avx2_fma).isa, "avx2_fma");
   EXPECT_STREQ(f32_gemm_kernel(Isa::ssse3).name, "f32_gemm_6x8__sse2");
   EXPECT_STREQ(f32_gemm_kernel(Isa::avx2_fma).name, "f32_gemm_6x16__avx2_fma");
+  EXPECT_STREQ(f32_vector_kernels(Isa::avx512).isa, "avx512");
+  EXPECT_STREQ(f32_gemm_kernel(Isa::avx512).name, "f32_gemm_12x32__avx512");
+  EXPECT_STREQ(f32_gemm_narrow_kernel(Isa::avx512).name, "f32_gemm_16x16__avx512");
+  EXPECT_STREQ(f32_gemm_kernel_for(Isa::avx512, 16).name, "f32_gemm_16x16__avx512");
+  EXPECT_STREQ(f32_gemm_kernel_for(Isa::avx512, 17).name, "f32_gemm_12x32__avx512");
+  EXPECT_LE(f32_gemm_kernel(Isa::avx512).mr, kF32GemmMaxMr);
+  EXPECT_LE(f32_gemm_narrow_kernel(Isa::avx512).mr, kF32GemmMaxMr);
 }
 
 // The split helpers of ops/elementwise.h: the same bits with no pool and with 1 to 4 threads,

@@ -345,6 +345,10 @@ TEST(Qs8Kernels, EachLevelUsesItsTile) {
   EXPECT_STREQ(qs8_conv_kernel(Isa::sse2).name, "qs8_conv_pairs__sse2");
   EXPECT_STREQ(qs8_conv_kernel(Isa::avx).name, "qs8_conv_pairs__sse2");
   EXPECT_STREQ(qs8_conv_kernel(Isa::avx2_fma).name, "qs8_conv_pairs__avx2");
+  // avx512 runs avx2's int8 kernels (no VNNI tiles yet).
+  EXPECT_STREQ(qs8_gemm_kernel(Isa::avx512).name, "qs8_gemm_4x16__avx2");
+  EXPECT_STREQ(qs8_gemm_narrow_kernel(Isa::avx512).name, "qs8_gemm_4x8__avx2");
+  EXPECT_STREQ(qs8_conv_kernel(Isa::avx512).name, "qs8_conv_pairs__avx2");
 }
 
 }  // namespace

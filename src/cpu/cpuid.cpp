@@ -134,6 +134,10 @@ CpuInfo detect_cpu() {
     const CpuidRegs leaf7 = cpuid_query(7, 0);
     f.avx2 = bit(leaf7.ebx, 5) && f.avx;
     f.avx512f = bit(leaf7.ebx, 16) && f.os_saves_avx512;
+    f.avx512dq = bit(leaf7.ebx, 17) && f.avx512f;
+    f.avx512bw = bit(leaf7.ebx, 30) && f.avx512f;
+    f.avx512vl = bit(leaf7.ebx, 31) && f.avx512f;
+    f.avx512vnni = bit(leaf7.ecx, 11) && f.avx512f;
   }
 
   // Brand string: 48 bytes in leaves 0x80000002..0x80000004, NUL-padded, sometimes space-led.
@@ -167,7 +171,8 @@ std::string features_string(const CpuFeatures& features) {
       {features.sse2, "sse2"},     {features.sse3, "sse3"}, {features.ssse3, "ssse3"},
       {features.sse41, "sse4.1"},  {features.sse42, "sse4.2"}, {features.popcnt, "popcnt"},
       {features.avx, "avx"},       {features.avx2, "avx2"}, {features.fma, "fma"},
-      {features.f16c, "f16c"},     {features.avx512f, "avx512f"},
+      {features.f16c, "f16c"},     {features.avx512f, "avx512f"}, {features.avx512bw, "avx512bw"},
+      {features.avx512dq, "avx512dq"}, {features.avx512vl, "avx512vl"}, {features.avx512vnni, "avx512vnni"},
   };
   std::string text;
   for (const Named& feature : all) {

@@ -13,7 +13,7 @@ struct IsaInfo {
 };
 constexpr IsaInfo kIsas[] = {{Isa::reference, "reference"}, {Isa::sse2, "sse2"},   {Isa::sse3, "sse3"},
                              {Isa::ssse3, "ssse3"},         {Isa::sse41, "sse4.1"}, {Isa::avx, "avx"},
-                             {Isa::avx2_fma, "avx2"}};
+                             {Isa::avx2_fma, "avx2"},       {Isa::avx512, "avx512"}};
 
 struct Startup {
   IsaChoice choice;
@@ -68,6 +68,9 @@ bool isa_supported(Isa isa, const CpuFeatures& f) {
     case Isa::sse41: return f.sse2 && f.sse3 && f.ssse3 && f.sse41;
     case Isa::avx: return isa_supported(Isa::sse41, f) && f.avx && f.os_saves_avx;
     case Isa::avx2_fma: return isa_supported(Isa::avx, f) && f.avx2 && f.fma;
+    // x86-64-v4 also lists AVX-512CD, which every CPU with BW, DQ and VL has and no kernel uses.
+    case Isa::avx512:
+      return isa_supported(Isa::avx2_fma, f) && f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.os_saves_avx512;
   }
   return false;
 }

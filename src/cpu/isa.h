@@ -11,10 +11,11 @@
 
 namespace rg {
 
-// Ordered: each level includes the ones before it.
-enum class Isa { reference = 0, sse2, sse3, ssse3, sse41, avx, avx2_fma };
+// Ordered: each level includes the ones before it. avx512 is x86-64-v4's AVX-512F, BW, DQ and VL
+// (Skylake-SP and later Xeons, Ice Lake, Zen 4) on top of avx2_fma.
+enum class Isa { reference = 0, sse2, sse3, ssse3, sse41, avx, avx2_fma, avx512 };
 
-const char* isa_name(Isa isa);  // "reference", "sse2", ..., "sse4.1", "avx", "avx2"
+const char* isa_name(Isa isa);  // "reference", "sse2", ..., "sse4.1", "avx", "avx2", "avx512"
 Result<Isa> isa_from_name(const std::string& name);
 std::vector<Isa> all_isas();
 

@@ -9,6 +9,8 @@ const F32GemmKernel& f32_gemm_kernel(Isa isa) {
   static const F32GemmKernel sse2{f32_gemm_6x8__sse2, f32_gemm_gathered_6x8__sse2, 6, 8, "f32_gemm_6x8__sse2"};
   static const F32GemmKernel avx{f32_gemm_6x16__avx, f32_gemm_gathered_6x16__avx, 6, 16, "f32_gemm_6x16__avx"};
   static const F32GemmKernel avx2_fma{f32_gemm_6x16__avx2_fma, f32_gemm_gathered_6x16__avx2_fma, 6, 16, "f32_gemm_6x16__avx2_fma"};
+  static const F32GemmKernel avx512{f32_gemm_12x32__avx512, f32_gemm_gathered_12x32__avx512, 12, 32,
+                                    "f32_gemm_12x32__avx512"};
   switch (isa) {
     case Isa::reference: return reference;
     case Isa::sse2:
@@ -17,6 +19,7 @@ const F32GemmKernel& f32_gemm_kernel(Isa isa) {
     case Isa::sse41: return sse2;
     case Isa::avx: return avx;
     case Isa::avx2_fma: return avx2_fma;
+    case Isa::avx512: return avx512;
   }
   return reference;
 }
@@ -25,9 +28,12 @@ const F32GemmKernel& f32_gemm_narrow_kernel(Isa isa) {
   static const F32GemmKernel avx{f32_gemm_8x8__avx, f32_gemm_gathered_8x8__avx, 8, 8, "f32_gemm_8x8__avx"};
   static const F32GemmKernel avx2_fma{f32_gemm_8x8__avx2_fma, f32_gemm_gathered_8x8__avx2_fma, 8, 8,
                                       "f32_gemm_8x8__avx2_fma"};
+  static const F32GemmKernel avx512{f32_gemm_16x16__avx512, f32_gemm_gathered_16x16__avx512, 16, 16,
+                                    "f32_gemm_16x16__avx512"};
   switch (isa) {
     case Isa::avx: return avx;
     case Isa::avx2_fma: return avx2_fma;
+    case Isa::avx512: return avx512;
     default: return f32_gemm_kernel(isa);  // its tile is 8 wide already
   }
 }
@@ -42,6 +48,7 @@ const F32VectorKernels& f32_vector_kernels(Isa isa) {
   static const F32VectorKernels sse2 = RG_F32_VECTOR_TABLE(sse2);
   static const F32VectorKernels avx = RG_F32_VECTOR_TABLE(avx);
   static const F32VectorKernels avx2_fma = RG_F32_VECTOR_TABLE(avx2_fma);
+  static const F32VectorKernels avx512 = RG_F32_VECTOR_TABLE(avx512);
   switch (isa) {
     case Isa::reference: return reference;
     case Isa::sse2:
@@ -50,6 +57,7 @@ const F32VectorKernels& f32_vector_kernels(Isa isa) {
     case Isa::sse41: return sse2;
     case Isa::avx: return avx;
     case Isa::avx2_fma: return avx2_fma;
+    case Isa::avx512: return avx512;
   }
   return reference;
 }
@@ -62,6 +70,8 @@ const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c) {
   if (cpu_has_f16c && isa >= Isa::avx) return f16c;
   return sse2;  // SSE3..SSE4.1 and AVX add nothing these use
 }
+
+// The int8 families: avx512 runs avx2's kernels (VNNI's vpdpbusd tiles are a later step).
 
 const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) {
   static const Qs8GemmKernel reference{qs8_gemm_4x8__reference, qs8_requantize__reference, 4, 8,
@@ -80,7 +90,8 @@ const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) {
     case Isa::ssse3:
     case Isa::sse41:
     case Isa::avx: return ssse3;  // AVX1 has no 256-bit integer instructions
-    case Isa::avx2_fma: return avx2;
+    case Isa::avx2_fma:
+    case Isa::avx512: return avx2;
   }
   return reference;
 }
@@ -88,7 +99,7 @@ const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) {
 const Qs8GemmKernel& qs8_gemm_narrow_kernel(Isa isa) {
   static const Qs8GemmKernel avx2{qs8_gemm_4x8__avx2, qs8_requantize__avx2, 4, 8, "qs8_gemm_4x8__avx2",
                                   qs8_gemm_requant_4x8__avx2};
-  return isa == Isa::avx2_fma ? avx2 : qs8_gemm_kernel(isa);
+  return isa >= Isa::avx2_fma ? avx2 : qs8_gemm_kernel(isa);
 }
 
 const Qs8ConvKernel& qs8_conv_kernel(Isa isa) {
@@ -97,7 +108,8 @@ const Qs8ConvKernel& qs8_conv_kernel(Isa isa) {
   static const Qs8ConvKernel avx2{qs8_conv_pairs__avx2, 8, "qs8_conv_pairs__avx2"};
   switch (isa) {
     case Isa::reference: return reference;
-    case Isa::avx2_fma: return avx2;
+    case Isa::avx2_fma:
+    case Isa::avx512: return avx2;
     default: return sse2;
   }
 }
@@ -116,7 +128,8 @@ const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa) {
                                       "qs8_winograd_6x16__avx2"};
   switch (isa) {
     case Isa::reference: return reference;
-    case Isa::avx2_fma: return avx2;
+    case Isa::avx2_fma:
+    case Isa::avx512: return avx2;
     default: return sse2;  // pmaddwd is all it needs; AVX1 has no 256-bit integer instructions
   }
 }

@@ -19,11 +19,14 @@ struct F32GemmKernel {
   int mr, nr;        // tile rows and columns
   const char* name;  // "f32_gemm_6x16__avx2_fma"
 };
+// No level's tile has more rows (the gathered GEMM keeps a tile's row pointers in an array).
+constexpr int kF32GemmMaxMr = 16;
 
 // The best GEMM tile at or below `isa`.
 const F32GemmKernel& f32_gemm_kernel(Isa isa);
 // The tile for products of at most its nr columns (a conv with few filters): 8x8 where the
-// wide tile is 16 columns (a 16-wide tile would waste half its lanes or more), else the wide tile.
+// wide tile is 16 columns, 16x16 where it is 32 (avx512) (a wide tile would waste half its lanes
+// or more), else the wide tile.
 const F32GemmKernel& f32_gemm_narrow_kernel(Isa isa);
 // Whichever of the two suits a product with n columns.
 inline const F32GemmKernel& f32_gemm_kernel_for(Isa isa, int64_t n) {
@@ -63,7 +66,7 @@ struct Qs8GemmKernel {
   const char* name;  // "qs8_gemm_4x16__avx2"
   Qs8GemmTileRequant tile_requant;  // the same tile (and packing) with the requantization fused
 };
-// sse2 (pmaddwd) serves sse2 and sse3, ssse3 (pmaddubsw) serves ssse3 to avx, avx2 its own.
+// sse2 (pmaddwd) serves sse2 and sse3, ssse3 (pmaddubsw) serves ssse3 to avx, avx2 avx2 and avx512.
 const Qs8GemmKernel& qs8_gemm_kernel(Isa isa);
 // The tile for products of at most its nr columns: avx2's 4x8 (its 4x16 would leave half its
 // lanes idle), else qs8_gemm_kernel's (8 wide already).
@@ -80,7 +83,7 @@ struct Qs8ConvKernel {
   int lanes;         // pixels per vector
   const char* name;  // "qs8_conv_pairs__avx2"
 };
-// sse2 serves sse2 to avx (pmaddwd is all it needs), avx2 its own.
+// sse2 serves sse2 to avx (pmaddwd is all it needs), avx2 avx2 and avx512.
 const Qs8ConvKernel& qs8_conv_kernel(Isa isa);
 
 // The int8 Winograd F(2x2, 3x3) transforms and tile (ukernels/qs8_winograd.h).
@@ -90,7 +93,7 @@ struct Qs8WinogradKernel {
   int mr, nr;        // tiles and output channels per tile call; weights are packed in panels of nr
   const char* name;  // "qs8_winograd_6x16__avx2"
 };
-// sse2 (pmaddwd) serves sse2 to avx, avx2 its own.
+// sse2 (pmaddwd) serves sse2 to avx, avx2 avx2 and avx512.
 const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa);
 
 // The fp32 kernels a level runs (GEMM tiles and vector kernels), as one string: levels with the

@@ -13,12 +13,41 @@ std::string table_source(const HardwareSpec& spec) {
   return "data/hardware_specs.csv: " + spec.device + " (" + spec.sources + ")";
 }
 
+// Zen 4 and Zen 5 (peak.h): AVX-512 counted as two 256-bit halves.
+bool amd_512_bit_as_halves(const CpuInfo& cpu) {
+  return cpu.vendor == "AuthenticAMD" && (cpu.family == 0x19 || cpu.family == 0x1A);
+}
+
+// What simd_flops_per_cycle assumed, for a derived peak's basis.
+std::string simd_assumption(const CpuInfo& cpu) {
+  if (!(cpu.features.avx512f && cpu.features.fma)) return "two pipes assumed";
+  return amd_512_bit_as_halves(cpu) ? "AVX-512 as two 256-bit halves on AMD, two pipes assumed"
+                                    : "two 512-bit FMA units assumed, as Xeon Gold and Platinum";
+}
+
 }  // namespace
 
-double simd_flops_per_cycle(const CpuFeatures& features) {
-  if (features.avx2 && features.fma) return 32;
-  if (features.avx) return 16;
+double simd_flops_per_cycle(const CpuInfo& cpu) {
+  const CpuFeatures& f = cpu.features;
+  if (f.avx512f && f.fma) return amd_512_bit_as_halves(cpu) ? 32 : 64;
+  if (f.avx2 && f.fma) return 32;
+  if (f.avx) return 16;
   return 8;  // SSE2, the baseline
+}
+
+double isa_flops_per_cycle(Isa level, const CpuInfo& cpu) {
+  double level_figure = 2;
+  switch (level) {
+    case Isa::reference: level_figure = 2; break;
+    case Isa::sse2:
+    case Isa::sse3:
+    case Isa::ssse3:
+    case Isa::sse41: level_figure = 8; break;
+    case Isa::avx: level_figure = 16; break;
+    case Isa::avx2_fma: level_figure = 32; break;
+    case Isa::avx512: level_figure = 64; break;
+  }
+  return std::min(level_figure, simd_flops_per_cycle(cpu));
 }
 
 PeakFigure cpu_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& cpu, int cores, double measured_mhz) {
@@ -39,10 +68,10 @@ PeakFigure cpu_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& 
     peak.basis = "unknown: " + name + " is not in data/hardware_specs.csv and its clock was not read";
     return peak;
   }
-  const double per_cycle = simd_flops_per_cycle(cpu.features);
+  const double per_cycle = simd_flops_per_cycle(cpu);
   peak.gflops = cores * measured_mhz * per_cycle / 1000;
   peak.basis = core_text + " x " + format_significant(measured_mhz) + " MHz (measured) x " + format_significant(per_cycle) +
-               " FP32 flops/cycle (derived from its SIMD features, two pipes assumed)";
+               " FP32 flops/cycle (derived from its SIMD features, " + simd_assumption(cpu) + ")";
   peak.source = "derived here: " + name + " is not in data/hardware_specs.csv";
   return peak;
 }

@@ -21,9 +21,20 @@ struct PeakFigure {
 };
 
 // FP32 flops per cycle per core from the SIMD units the features imply, two arithmetic pipes
-// assumed (FMA: 2 x 8 lanes x 2; AVX: 8-lane add + mul; SSE: 4-lane add + mul). For CPUs the
-// table does not list; CPUID cannot show K8's SSE units of half width (4 a cycle: the table's).
-double simd_flops_per_cycle(const CpuFeatures& features);
+// assumed (AVX-512 with FMA: 2 x 16 lanes x 2; FMA: 2 x 8 lanes x 2; AVX: 8-lane add + mul; SSE:
+// 4-lane add + mul). Two 512-bit FMA units are what Xeon Gold and Platinum have; AMD's Zen 4 and
+// Zen 5 (AuthenticAMD family 0x19, 0x1A) are taken to run a 512-bit operation as two 256-bit
+// halves (Zen 4 does; some Zen 5 parts have full-width units, so this is their lower bound): 32,
+// as AVX2's. CPUID cannot show a Xeon with one 512-bit FMA unit (some Silver and Bronze parts:
+// 32), nor K8's SSE units of half width (4 a cycle): the table's figures, where listed, win.
+// For CPUs the table does not list.
+double simd_flops_per_cycle(const CpuInfo& cpu);
+
+// FP32 flops a cycle a core of `cpu` reaches running `level`'s kernels: reference 2 (a scalar
+// multiply and add), sse2 to sse4.1 8, avx 16, avx2_fma 32, avx512 64 (or 32, as above); never
+// more than simd_flops_per_cycle(cpu), the core's own. What a peak becomes with the kernels
+// capped at a level.
+double isa_flops_per_cycle(Isa level, const CpuInfo& cpu);
 
 // The peak of `cores` cores of `cpu` at `measured_mhz` (0: unknown, then the table's base clock).
 PeakFigure cpu_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& cpu, int cores, double measured_mhz);

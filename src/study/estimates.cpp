@@ -6,6 +6,7 @@
 #include "base/text_format.h"
 #include "cpu/kernel_tables.h"
 #include "report/hardware_table.h"
+#include "report/peak.h"
 #include "study/network_costs.h"
 
 namespace rg {
@@ -42,9 +43,13 @@ std::string isa_of_row(const HardwareSpec& spec) {
   return "sse2";
 }
 
-// FP32 flops a cycle a core of this machine's SIMD units reach at a kernel level (report/peak.h's
-// two-pipe assumption): what the peak becomes with the kernels capped there.
-double level_flops_per_cycle(const std::string& isa) { return isa == "avx2" ? 32 : isa == "avx" ? 16 : 8; }
+// FP32 flops a cycle a core of this machine reaches at a kernel level (report/peak.h): what the
+// peak becomes with the kernels capped there. The study's CPU devices are this machine's levels.
+double level_flops_per_cycle(const std::string& isa) {
+  static const CpuInfo here = detect_cpu();
+  const auto level = isa_from_name(isa);
+  return isa_flops_per_cycle(level.ok() ? level.value() : Isa::reference, here);
+}
 
 // The fp32 devices run of `network` on the CPU level `isa` here, or null.
 // A device measured at another level that runs the same fp32 kernels stands for it (the study

@@ -29,6 +29,8 @@ void f32_gemm_6x16__avx(int64_t, const float*, const float*, int64_t, float, flo
 void f32_gemm_6x16__avx2_fma(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 void f32_gemm_8x8__avx(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 void f32_gemm_8x8__avx2_fma(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
+void f32_gemm_12x32__avx512(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
+void f32_gemm_16x16__avx512(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 
 #define RG_DECLARE_F32_GEMM_GATHERED(name)                                                                        \
   void name(int64_t, const float* const*, const int32_t*, const float*, int64_t, float, float, float*, int64_t, \
@@ -39,6 +41,8 @@ RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_6x16__avx);
 RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_6x16__avx2_fma);
 RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_8x8__avx);
 RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_8x8__avx2_fma);
+RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_12x32__avx512);
+RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_16x16__avx512);
 #undef RG_DECLARE_F32_GEMM_GATHERED
 
 }  // namespace rg

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <xsimd/xsimd.hpp>
 
+#include "cpu/ukernels/xsimd_fma.h"
+
 namespace rg {
 namespace ukernel {
 
@@ -53,7 +55,7 @@ inline void f32_gemm_tile(int64_t depth, const ARows& a, const float* b_panel, i
     for (int r = 0; r < MR; ++r) {
       const Batch a_rp(a.at(p, r));
 #pragma GCC unroll 16
-      for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(a_rp, b[v], acc[r][v]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = fused_multiply_add(a_rp, b[v], acc[r][v]);
     }
   }
 
@@ -64,9 +66,9 @@ inline void f32_gemm_tile(int64_t depth, const ARows& a, const float* b_panel, i
     if (beta == 0.0f) {
       (scale * sum).store_unaligned(out);
     } else if (beta == 1.0f) {
-      xsimd::fma(scale, sum, Batch::load_unaligned(out)).store_unaligned(out);
+      fused_multiply_add(scale, sum, Batch::load_unaligned(out)).store_unaligned(out);
     } else {
-      xsimd::fma(scale, sum, keep * Batch::load_unaligned(out)).store_unaligned(out);
+      fused_multiply_add(scale, sum, keep * Batch::load_unaligned(out)).store_unaligned(out);
     }
   };
   if (rows == MR && cols == NR) {

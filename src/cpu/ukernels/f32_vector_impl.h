@@ -7,6 +7,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "cpu/ukernels/f32_vector.h"
+#include "cpu/ukernels/xsimd_fma.h"
 
 namespace rg {
 namespace ukernel {
@@ -269,8 +270,8 @@ bool adam(int64_t n, const AdamStep& step, float* w, const float* grad, float* m
 }
 
 // Depthwise rows (f32_vector.h): W channels a vector; a tail of fewer channels goes through the
-// same vector code on zero-padded copies. xsimd::fma(x, w, acc) is one rounding where Arch has
-// FMA, else x * w + acc (the scalar reference's two).
+// same vector code on zero-padded copies. fused_multiply_add(x, w, acc) is one rounding where Arch
+// has FMA, else x * w + acc (the scalar reference's two).
 
 template <class Arch>
 void depthwise(int64_t c, int64_t pixels, int64_t taps, const float* const* rows, const float* w, const float* bias,
@@ -282,7 +283,7 @@ void depthwise(int64_t c, int64_t pixels, int64_t taps, const float* const* rows
     for (; ch + W <= c; ch += W) {
       B acc = bias != nullptr ? B::load_unaligned(bias + ch) : B(0.0f);
       for (int64_t t = 0; t < taps; ++t)
-        acc = xsimd::fma(B::load_unaligned(rows[t] + ch), B::load_unaligned(w + t * c + ch), acc);
+        acc = fused_multiply_add(B::load_unaligned(rows[t] + ch), B::load_unaligned(w + t * c + ch), acc);
       acc.store_unaligned(out + ch);
     }
     if (ch == c) continue;
@@ -293,7 +294,7 @@ void depthwise(int64_t c, int64_t pixels, int64_t taps, const float* const* rows
     for (int64_t t = 0; t < taps; ++t) {
       std::memcpy(xv, rows[t] + ch, tail);
       std::memcpy(wv, w + t * c + ch, tail);
-      acc = xsimd::fma(B::load_unaligned(xv), B::load_unaligned(wv), acc);
+      acc = fused_multiply_add(B::load_unaligned(xv), B::load_unaligned(wv), acc);
     }
     acc.store_unaligned(acc_v);
     std::memcpy(out + ch, acc_v, tail);
@@ -310,7 +311,7 @@ void depthwise_weight_grad(int64_t c, int64_t pixels, int64_t taps, const float*
     for (; ch + W <= c; ch += W) {
       B acc = B::load_unaligned(dw + ch);
       for (int64_t p = 0; p < pixels; ++p)
-        acc = xsimd::fma(B::load_unaligned(rows[p * taps + t] + ch), B::load_unaligned(dy + p * c + ch), acc);
+        acc = fused_multiply_add(B::load_unaligned(rows[p * taps + t] + ch), B::load_unaligned(dy + p * c + ch), acc);
       acc.store_unaligned(dw + ch);
     }
     if (ch == c) continue;
@@ -321,7 +322,7 @@ void depthwise_weight_grad(int64_t c, int64_t pixels, int64_t taps, const float*
     for (int64_t p = 0; p < pixels; ++p) {
       std::memcpy(xv, rows[p * taps + t] + ch, tail);
       std::memcpy(gv, dy + p * c + ch, tail);
-      acc = xsimd::fma(B::load_unaligned(xv), B::load_unaligned(gv), acc);
+      acc = fused_multiply_add(B::load_unaligned(xv), B::load_unaligned(gv), acc);
     }
     acc.store_unaligned(acc_v);
     std::memcpy(dw + ch, acc_v, tail);

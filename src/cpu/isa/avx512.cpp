@@ -1,0 +1,20 @@
+// Kernels for the avx512 level (x86-64-v4: AVX-512F, BW, DQ, VL): explicit instantiations only,
+// compiled with -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma.
+// The f32 GEMM tiles fit the 32 zmm registers: 12x32 holds 24 accumulators, 2 rows of B and a
+// broadcast of A; the narrow 16x16 (C of at most 16 columns) 16, 1 and 1. Chosen by measuring
+// on a Xeon (the commit message has the figures). Both sum each element of C as one FMA chain
+// over depth, as avx2_fma's tiles do, so the two levels give the same bits.
+// The int8 (qs8) families run avx2's kernels at this level (kernel_tables.cpp); VNNI's vpdpbusd
+// tiles are a later step.
+#include "cpu/ukernels/f32_gemm.h"
+#include "cpu/ukernels/f32_gemm_impl.h"
+#include "cpu/ukernels/f32_vector_impl.h"
+
+namespace rg {
+
+RG_DEFINE_F32_GEMM_KERNELS(avx512, xsimd::avx512bw, 12, 32)
+RG_DEFINE_F32_GEMM_KERNELS(avx512, xsimd::avx512bw, 16, 16)  // narrow: C of at most 16 columns
+
+RG_DEFINE_F32_VECTOR_KERNELS(avx512, xsimd::avx512bw)
+
+}  // namespace rg
