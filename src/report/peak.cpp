@@ -76,14 +76,6 @@ PeakFigure cpu_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& 
   return peak;
 }
 
-double isa_flops_per_cycle(Isa level, const CpuInfo& cpu) {
-  double level_flops = 8;  // sse2 .. sse4.1: a 4-lane add and a 4-lane multiply
-  if (level == Isa::reference) level_flops = 2;
-  if (level == Isa::avx) level_flops = 16;
-  if (level == Isa::avx2_fma) level_flops = 32;
-  return std::min(level_flops, simd_flops_per_cycle(cpu.features));
-}
-
 PeakFigure cpu_isa_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& cpu, Isa level, int cores,
                              double measured_mhz) {
   PeakFigure peak;

@@ -39,10 +39,6 @@ double isa_flops_per_cycle(Isa level, const CpuInfo& cpu);
 // The peak of `cores` cores of `cpu` at `measured_mhz` (0: unknown, then the table's base clock).
 PeakFigure cpu_fp32_peak(const std::vector<HardwareSpec>& table, const CpuInfo& cpu, int cores, double measured_mhz);
 
-// FP32 flops a cycle one core reaches running `level`'s kernels, never above the CPU's own
-// figure (simd_flops_per_cycle). reference: a scalar multiply and add; SSE levels 8; AVX 16; AVX2+FMA 32.
-double isa_flops_per_cycle(Isa level, const CpuInfo& cpu);
-
 // The peak of `cores` cores running `level`'s kernels at `measured_mhz` (0: unknown, then none):
 // the level's flops a cycle, capped by the table's figure per core where the CPU is listed
 // (K8's SSE units of half width: 4, not 8), as a per-layer profile's share of the peak needs.
