@@ -19,28 +19,29 @@ constexpr int64_t kGatheredKC = 256;
 constexpr int64_t kGatheredMCTarget = 96;  // rounded down to a multiple of MR
 
 // Rows [i0, i1) of C on the calling thread. Full NR-wide panels of B are read in place; a last,
-// partial panel (n not a multiple of NR) from a zero-padded copy of all its k rows, since a
-// full-width read there would reach past B's end in its last rows. Each depth block of a
-// panel is one tile call, so every element of C is the same FMA chain whatever NR is: levels
-// whose tiles differ only in shape give the same bits.
+// partial panel (n not a multiple of NR) from a zero-padded copy of the depth block's rows,
+// since a full-width read there would reach past B's end in its last rows. (A copy of all k rows
+// at once was a 3 MB buffer per thread for a weight gradient, whose depth is the batch's pixels.)
+// Each depth block of a panel is one tile call, so every element of C is the same FMA chain
+// whatever NR is: levels whose tiles differ only in shape give the same bits.
 void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int64_t i0, int64_t i1) {
   const int64_t mr = kernel.mr, nr = kernel.nr, mc = std::max(mr, kGatheredMCTarget / mr * mr);
   const int64_t full_cols = n / nr * nr;
-  thread_local std::vector<float> last_panel;  // [k, NR]: B's columns [full_cols, n), zero-padded
-  last_panel.assign(static_cast<size_t>(full_cols == n ? 0 : k * nr), 0.0f);
-  for (int64_t p = 0; p < k && full_cols < n; ++p)
-    std::copy(b + p * ldb + full_cols, b + p * ldb + n, last_panel.begin() + p * nr);
+  thread_local std::vector<float> last_panel;  // [kGatheredKC, NR]: columns [full_cols, n), zero-padded
+  last_panel.assign(static_cast<size_t>(full_cols == n ? 0 : kGatheredKC * nr), 0.0f);
   const float* rows[kF32GemmMaxMr];
   for (int64_t ic = i0; ic < i1; ic += mc) {
     const int64_t ic_end = std::min(i1, ic + mc);
     for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
       const int64_t depth = std::min(k, p0 + kGatheredKC) - p0;
       const float first_beta = p0 == 0 ? beta : 1.0f;
+      for (int64_t p = 0; p < depth && full_cols < n; ++p)  // the columns past n stay 0
+        std::copy(b + (p0 + p) * ldb + full_cols, b + (p0 + p) * ldb + n, last_panel.begin() + p * nr);
       for (int64_t jr = 0; jr < n; jr += nr) {
         const int64_t cols = std::min(nr, n - jr);
         const bool in_place = jr < full_cols;
-        const float* b_panel = in_place ? b + p0 * ldb + jr : last_panel.data() + p0 * nr;
+        const float* b_panel = in_place ? b + p0 * ldb + jr : last_panel.data();
         for (int64_t ir = ic; ir < ic_end; ir += mr) {
           const int64_t live = std::min(mr, ic_end - ir);
           for (int64_t r = 0; r < mr; ++r) rows[r] = a.base + a.row_offsets[ir + std::min(r, live - 1)];
