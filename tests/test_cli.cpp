@@ -746,7 +746,8 @@ TEST(Cli, ProfileReportsEveryLayersPhases) {
   EXPECT_NE(timed.output.find("layer profile"), std::string::npos) << timed.output;
   EXPECT_NE(timed.output.find("conv2          conv"), std::string::npos) << timed.output;
   const nlohmann::json profile = nlohmann::json::parse(read_all(json)).at("layer_profile");
-  EXPECT_EQ(profile.at("steps").get<double>(), 10.0);  // 640 samples, batch 64
+  EXPECT_EQ(profile.at("steps").get<int>(), 10);  // 640 samples, batch 64
+  EXPECT_EQ(profile.at("rows_per_step").get<double>(), 64.0);
   const nlohmann::json& layers = profile.at("layers");
   ASSERT_EQ(layers.size(), 11u);  // lenet's layers
   double sum = 0;
@@ -760,6 +761,14 @@ TEST(Cli, ProfileReportsEveryLayersPhases) {
   EXPECT_TRUE(layers[0].at("input_grad").at("ms_per_step").is_null()) << "conv1's dx is never computed";
   EXPECT_GT(layers[3].at("input_grad").at("gflops").get<double>(), 0.0) << layers[3];
   EXPECT_TRUE(layers[1].at("forward").at("gflops").is_null()) << "relu counts no products";
+  // A short last step is a step: 650 samples are 11 of them.
+  const Outcome uneven = run("train --data synthetic --limit 650 --batch 64 --threads 1 --epochs 1 --profile --json " +
+                             json);
+  ASSERT_EQ(uneven.code, 0) << uneven.output;
+  const nlohmann::json eleven = nlohmann::json::parse(read_all(json)).at("layer_profile");
+  EXPECT_EQ(eleven.at("steps").get<int>(), 11);
+  EXPECT_DOUBLE_EQ(eleven.at("rows_per_step").get<double>(), 650.0 / 11);
+  EXPECT_NE(uneven.output.find("(11 steps timed, 59 samples a step"), std::string::npos) << uneven.output;
 
   const Outcome gan = run("train --model dcgan --epochs 1 --profile --out " + temp_dir() + "/profile_gan " + kQuick);
   EXPECT_EQ(gan.code, 2) << gan.output;

@@ -123,6 +123,7 @@ TEST(MpiCli, WhatCannotRunOverMpiIsRefusedByName) {
   } cases[] = {
       {"train --data synthetic --limit 200 --precision fp32,int8", "--precision trains every precision in turn"},
       {"train --data synthetic --limit 200 --device cl:0:0", "training over MPI runs on the CPU"},
+      {"train --data synthetic --limit 200 --profile", "--profile times the layers of one process"},
       {"train --model dcgan --data synthetic --limit 200", "GAN training runs on one process"},
       {"train --data synthetic --limit 200 --grad-format f8", "--grad-format: unknown gradient format 'f8'"},
   };

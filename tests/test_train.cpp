@@ -366,6 +366,7 @@ TEST(LayerProfile, TimesEveryPhaseOfEveryLayerAndChangesNoWeight) {
     EXPECT_TRUE(same_weights(*a.model, *b.model)) << c.cfg;
     const auto& layers = b.model->layers();
     ASSERT_EQ(profile.entries().size(), layers.size()) << c.cfg;
+    EXPECT_EQ(profile.steps(), (rows + 31) / 32) << "the optimizer's steps, the short last one too";
     for (size_t i = 0; i < layers.size(); ++i) {
       const LayerProfile::Entry& e = profile.entries()[i];
       const std::string where = layers[i]->name() + " of " + c.cfg;

@@ -1,11 +1,13 @@
 // --profile (app/layer_profile_option.h).
 #include "app/layer_profile_option.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "cpu/cpuid.h"
 #include "report/clock.h"
 #include "report/hardware_table.h"
+#include "report/sysinfo.h"
 
 namespace rg {
 
@@ -23,11 +25,13 @@ Result<std::unique_ptr<LayerProfile>> layer_profile_for(const Args& args, const 
   return std::make_unique<LayerProfile>();
 }
 
-LayerProfileReport layer_profile_report(const Model& model, const LayerProfile& profile, int64_t batch,
-                                        double train_seconds, int threads) {
+LayerProfileReport layer_profile_report(const Model& model, const LayerProfile& profile, double train_seconds,
+                                        int threads) {
+  const int physical = read_system_info().physical_cores;
+  const int cores = physical > 0 ? std::min(threads, physical) : threads;
   const PeakFigure peak =
-      cpu_isa_fp32_peak(hardware_table(), detect_cpu(), active_isa(), threads, measure_cpu_mhz(threads));
-  return summarize_layer_profile(model, profile, batch, train_seconds, peak);
+      cpu_isa_fp32_peak(hardware_table(), detect_cpu(), active_isa(), cores, measure_cpu_mhz(cores));
+  return summarize_layer_profile(model, profile, train_seconds, peak);
 }
 
 namespace {
@@ -37,18 +41,17 @@ nlohmann::json number_or_null(double value) { return std::isfinite(value) ? nloh
 
 nlohmann::json layer_profile_json(const LayerProfileReport& report) {
   nlohmann::json layers = nlohmann::json::array();
-  const char* keys[kLayerPhases] = {"forward", "weight_grad", "input_grad"};
   for (const LayerProfileRow& row : report.rows) {
     nlohmann::json entry = {{"layer", row.layer}, {"kind", row.kind}};
     for (int p = 0; p < kLayerPhases; ++p) {
-      entry[keys[p]] = {{"ms_per_step", number_or_null(row.ms_per_step[p])},
+      entry[layer_phase_key(static_cast<LayerPhase>(p))] = {{"ms_per_step", number_or_null(row.ms_per_step[p])},
                         {"gflops", number_or_null(row.gflops[p])},
                         {"peak_share", number_or_null(row.peak_share[p])}};
     }
     layers.push_back(entry);
   }
-  return {{"batch", report.batch},
-          {"steps", report.steps},
+  return {{"steps", report.steps},
+          {"rows_per_step", report.rows_per_step},
           {"layers_ms_per_step", report.layers_ms},
           {"other_ms_per_step", report.other_ms},
           {"peak_gflops", number_or_null(report.peak.gflops > 0 ? report.peak.gflops : NAN)},

@@ -51,6 +51,7 @@ Status apply_mpi_options(const Args& args, Communicator* comm, TrainOptions* opt
 
 std::string refused_in_job(const Args& args) {
   if (args.given("precision")) return "--precision trains every precision in turn on one process: run it without mpirun";
+  if (args.given("profile")) return "--profile times the layers of one process: run it without mpirun";
   if (args.given("device") && args.text("device") != "cpu") return "training over MPI runs on the CPU (for now): drop --device";
   return "";
 }

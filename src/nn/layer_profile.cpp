@@ -15,6 +15,15 @@ const char* layer_phase_name(LayerPhase phase) {
   return "?";
 }
 
+const char* layer_phase_key(LayerPhase phase) {
+  switch (phase) {
+    case LayerPhase::forward: return "forward";
+    case LayerPhase::weight_grad: return "weight_grad";
+    case LayerPhase::input_grad: return "input_grad";
+  }
+  return "?";
+}
+
 void LayerProfile::open(size_t layer, LayerPhase phase, int64_t rows, int64_t dx_rows) {
   RG_CHECK(!open_, "layer profile: layer " << layer << " opened inside layer " << layer_);
   if (entries_.size() <= layer) entries_.resize(layer + 1);

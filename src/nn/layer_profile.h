@@ -19,6 +19,7 @@ struct LayerContext;
 enum class LayerPhase { forward = 0, weight_grad = 1, input_grad = 2 };
 constexpr int kLayerPhases = 3;
 const char* layer_phase_name(LayerPhase phase);  // "forward", "weight gradient", "input gradient"
+const char* layer_phase_key(LayerPhase phase);   // "forward", "weight_grad", "input_grad" (JSON)
 
 class LayerProfile {
  public:
@@ -34,13 +35,17 @@ class LayerProfile {
   // Inside an open backward: the time from here on counts to `phase`; returns the phase before.
   LayerPhase switch_to(LayerPhase phase);
 
+  // The trainer counts each optimizer step the profile covered (a step's rows may be micro-batches).
+  void count_step() { ++steps_; }
+  int64_t steps() const { return steps_; }
+
   const std::vector<Entry>& entries() const { return entries_; }
-  void clear() { entries_.clear(); }
 
  private:
   void stop_clock();
 
   std::vector<Entry> entries_;
+  int64_t steps_ = 0;
   bool open_ = false;
   size_t layer_ = 0;
   LayerPhase phase_ = LayerPhase::forward;

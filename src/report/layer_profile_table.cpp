@@ -1,21 +1,21 @@
 // train --profile's table (report/layer_profile_table.h).
 #include "report/layer_profile_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 namespace rg {
 
-LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfile& profile, int64_t batch,
-                                           double train_seconds, const PeakFigure& peak) {
+LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfile& profile, double train_seconds,
+                                           const PeakFigure& peak) {
   LayerProfileReport report;
-  report.batch = batch;
   report.peak = peak;
   const std::vector<LayerProfile::Entry>& entries = profile.entries();
-  const int forward = static_cast<int>(LayerPhase::forward);
-  if (entries.empty() || batch <= 0) return report;
-  report.steps = static_cast<double>(entries.front().samples[forward]) / static_cast<double>(batch);
-  if (report.steps <= 0) return report;
+  report.steps = profile.steps();
+  if (entries.empty() || report.steps <= 0) return report;
+  const double steps = static_cast<double>(report.steps);
+  report.rows_per_step = static_cast<double>(entries.front().samples[static_cast<int>(LayerPhase::forward)]) / steps;
   double layer_seconds = 0;
   for (size_t i = 0; i < model.layers().size() && i < entries.size(); ++i) {
     const Layer& layer = *model.layers()[i];
@@ -26,21 +26,20 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
     const double flops = static_cast<double>(layer.forward_flops_per_sample());
     for (int p = 0; p < kLayerPhases; ++p) {
       const double seconds = entry.seconds[p], samples = static_cast<double>(entry.samples[p]);
-      const bool ran = samples > 0 && seconds > 0;
       layer_seconds += seconds;
-      row.ms_per_step[p] = ran ? 1e3 * seconds / report.steps : NAN;
-      row.gflops[p] = ran && flops > 0 ? flops * samples / seconds / 1e9 : NAN;
+      row.ms_per_step[p] = seconds > 0 ? 1e3 * seconds / steps : NAN;  // shown wherever time was spent
+      row.gflops[p] = seconds > 0 && samples > 0 && flops > 0 ? flops * samples / seconds / 1e9 : NAN;
       row.peak_share[p] = peak.gflops > 0 ? row.gflops[p] / peak.gflops : NAN;
     }
     report.rows.push_back(row);
   }
-  report.layers_ms = 1e3 * layer_seconds / report.steps;
-  report.other_ms = std::max(0.0, 1e3 * train_seconds / report.steps - report.layers_ms);
+  report.layers_ms = 1e3 * layer_seconds / steps;
+  report.other_ms = std::max(0.0, 1e3 * train_seconds / steps - report.layers_ms);
   return report;
 }
 
 namespace {
-// One phase's three cells: "  1.234 ms  45.6 GF  12%", blanks where a figure is unknown.
+// One phase's three cells: "     1.234    45.6   12%", blanks where a figure is unknown.
 std::string phase_cells(const LayerProfileRow& row, int p) {
   char text[64];
   char ms[16] = "-", gf[16] = "", share[16] = "";
@@ -50,34 +49,42 @@ std::string phase_cells(const LayerProfileRow& row, int p) {
   std::snprintf(text, sizeof text, "  %8s %7s %5s", ms, gf, share);
   return text;
 }
+
+// `text` left-aligned in `width` columns (never cut).
+std::string padded(const std::string& text, size_t width) {
+  return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
+}
 }  // namespace
 
 std::string layer_profile_text(const LayerProfileReport& report) {
-  std::string out;
-  char line[256];
   if (report.steps <= 0) return "  no training step was timed\n";
-  std::snprintf(line, sizeof line, "  per step of %lld samples (%.0f steps timed); GFLOP/s of the products the layer "
-                "stands for; peak %s GFLOP/s: %s\n", static_cast<long long>(report.batch), report.steps,
-                report.peak.gflops > 0 ? std::to_string(static_cast<long long>(std::lround(report.peak.gflops))).c_str()
-                                       : "unknown", report.peak.basis.c_str());
-  out += line;
-  std::snprintf(line, sizeof line, "  %-14s %-10s  %-22s  %-22s  %-22s\n", "", "", "forward", "weight gradient",
-                "input gradient");
-  out += line;
-  std::snprintf(line, sizeof line, "  %-14s %-10s", "layer", "kind");
-  out += line;
+  char figures[160];
+  std::snprintf(figures, sizeof figures, "  per step (%lld steps timed, %.0f samples a step through the layers); ",
+                static_cast<long long>(report.steps), report.rows_per_step);
+  std::string out = figures;
+  out += "GFLOP/s of the products the layer stands for; peak " +
+         (report.peak.gflops > 0 ? std::to_string(std::lround(report.peak.gflops)) + " GFLOP/s: " : std::string()) +
+         report.peak.basis + "\n";
+  size_t name_width = 14, kind_width = 10;
+  for (const LayerProfileRow& row : report.rows) {
+    name_width = std::max(name_width, row.layer.size());
+    kind_width = std::max(kind_width, row.kind.size());
+  }
+  const std::string lead(2 + name_width + 1 + kind_width, ' ');
+  out += lead;
+  for (int p = 0; p < kLayerPhases; ++p) out += "  " + padded(layer_phase_name(static_cast<LayerPhase>(p)), 22);
+  out += "\n  " + padded("layer", name_width) + " " + padded("kind", kind_width);
   for (int p = 0; p < kLayerPhases; ++p) out += "        ms GFLOP/s  peak";
   out += "\n";
   for (const LayerProfileRow& row : report.rows) {
-    std::snprintf(line, sizeof line, "  %-14s %-10s", row.layer.c_str(), row.kind.c_str());
-    out += line;
+    out += "  " + padded(row.layer, name_width) + " " + padded(row.kind, kind_width);
     for (int p = 0; p < kLayerPhases; ++p) out += phase_cells(row, p);
     out += "\n";
   }
-  std::snprintf(line, sizeof line, "  layers %.3f ms a step; the rest (loss, update, batches) %.3f ms\n",
+  char totals[128];
+  std::snprintf(totals, sizeof totals, "  layers %.3f ms a step; the rest (loss, update, batches) %.3f ms\n",
                 report.layers_ms, report.other_ms);
-  out += line;
-  return out;
+  return out + totals;
 }
 
 }  // namespace rg

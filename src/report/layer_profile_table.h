@@ -15,23 +15,23 @@ namespace rg {
 
 struct LayerProfileRow {
   std::string layer, kind;
-  double ms_per_step[kLayerPhases] = {};  // NAN: the phase never ran (the first layer's dx)
-  double gflops[kLayerPhases] = {};       // NAN: the layer counts no flops, or the phase never ran
+  double ms_per_step[kLayerPhases] = {};  // NAN: no time spent in the phase (the first layer's dx)
+  double gflops[kLayerPhases] = {};       // NAN: the layer counts no flops, or the phase ran on no rows
   double peak_share[kLayerPhases] = {};   // of the peak; NAN where either is unknown
 };
 
 struct LayerProfileReport {
   std::vector<LayerProfileRow> rows;
-  int64_t batch = 0;
-  double steps = 0;            // forward samples of the first layer / batch
+  int64_t steps = 0;           // optimizer steps timed (LayerProfile::count_step)
+  double rows_per_step = 0;    // the first layer's forward rows a step (the batch, but a short last one)
   double layers_ms = 0;        // per step, every layer's phases together
   double other_ms = 0;         // per step: the loss, the update, gathering batches (train time - layers)
   PeakFigure peak;             // of the threads the run used, at the ISA level it ran
 };
 
 // `train_seconds`: the training time the profile covers (Trainer::train_seconds).
-LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfile& profile, int64_t batch,
-                                           double train_seconds, const PeakFigure& peak);
+LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfile& profile, double train_seconds,
+                                           const PeakFigure& peak);
 std::string layer_profile_text(const LayerProfileReport& report);
 
 }  // namespace rg

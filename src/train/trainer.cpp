@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "nn/finite_check.h"
+#include "nn/layer_profile.h"
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
 #include "report/progress.h"
@@ -409,6 +410,7 @@ Status Trainer::train_step(EpochState& state, int64_t step, LayerContext& ctx) {
     state.comm_seconds += options_.comm->totals().seconds - before;
   }
   RG_TRY(update_weights(scaled, state.steps_per_epoch, where, &state.lr));
+  if (options_.profile != nullptr) options_.profile->count_step();
   state.seen += count;
   return Status();
 }
