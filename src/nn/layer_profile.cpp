@@ -6,23 +6,18 @@
 
 namespace rg {
 
-const char* layer_phase_name(LayerPhase phase) {
-  switch (phase) {
-    case LayerPhase::forward: return "forward";
-    case LayerPhase::weight_grad: return "weight gradient";
-    case LayerPhase::input_grad: return "input gradient";
-  }
-  return "?";
-}
+namespace {
+// Each phase's name in the table and its key in --json, in LayerPhase's order.
+struct PhaseNames {
+  const char* name;
+  const char* key;
+};
+constexpr PhaseNames kPhaseNames[kLayerPhases] = {
+    {"forward", "forward"}, {"weight gradient", "weight_grad"}, {"input gradient", "input_grad"}};
+}  // namespace
 
-const char* layer_phase_key(LayerPhase phase) {
-  switch (phase) {
-    case LayerPhase::forward: return "forward";
-    case LayerPhase::weight_grad: return "weight_grad";
-    case LayerPhase::input_grad: return "input_grad";
-  }
-  return "?";
-}
+const char* layer_phase_name(LayerPhase phase) { return kPhaseNames[static_cast<int>(phase)].name; }
+const char* layer_phase_key(LayerPhase phase) { return kPhaseNames[static_cast<int>(phase)].key; }
 
 void LayerProfile::open(size_t layer, LayerPhase phase, int64_t rows, int64_t dx_rows) {
   RG_CHECK(!open_, "layer profile: layer " << layer << " opened inside layer " << layer_);
