@@ -738,7 +738,7 @@ TEST(Cli, EvalOfAQatCheckpointGivesTheTrainingsTestFigures) {
 }
 
 // train --profile: a row per layer with its three phases, in the text and in --json; each layer's
-// time adds up to the layers' total; refused where it would time nothing (a GAN).
+// time adds up to the layers' total; a GAN's two networks each in a table of their own.
 TEST(Cli, ProfileReportsEveryLayersPhases) {
   const std::string json = temp_dir() + "/profile.json";
   const Outcome timed = run(std::string("train ") + kQuick + " --model lenet --epochs 1 --profile --json " + json);
@@ -770,9 +770,21 @@ TEST(Cli, ProfileReportsEveryLayersPhases) {
   EXPECT_DOUBLE_EQ(eleven.at("rows_per_step").get<double>(), 650.0 / 11);
   EXPECT_NE(uneven.output.find("(11 steps timed, 59 samples a step"), std::string::npos) << uneven.output;
 
-  const Outcome gan = run("train --model dcgan --epochs 1 --profile --out " + temp_dir() + "/profile_gan " + kQuick);
-  EXPECT_EQ(gan.code, 2) << gan.output;
-  EXPECT_NE(gan.output.find("--profile: GAN training is not profiled per layer yet"), std::string::npos) << gan.output;
+  // A GAN: a table a network, both over the same steps.
+  const std::string gan_json = temp_dir() + "/profile_gan.json";
+  const Outcome gan = run("train --model dcgan --epochs 1 --score-samples 0 --profile --out " + temp_dir() +
+                          "/profile_gan --json " + gan_json + " " + kQuick);
+  ASSERT_EQ(gan.code, 0) << gan.output;
+  EXPECT_NE(gan.output.find("layer profile: generator"), std::string::npos) << gan.output;
+  EXPECT_NE(gan.output.find("layer profile: discriminator"), std::string::npos) << gan.output;
+  const nlohmann::json both = nlohmann::json::parse(read_all(gan_json)).at("layer_profile");
+  for (const char* network : {"generator", "discriminator"}) {
+    EXPECT_EQ(both.at(network).at("steps").get<int>(), 10) << network;
+    EXPECT_GT(both.at(network).at("layers").size(), 4u) << network;
+  }
+  // D runs on the real batch, the fake one and the fake one again: three times G's rows.
+  EXPECT_EQ(both.at("discriminator").at("rows_per_step").get<double>(), 192.0);
+  EXPECT_EQ(both.at("generator").at("rows_per_step").get<double>(), 64.0);
 }
 
 // eval says what ran: an fp16 checkpoint in fp16 (its storage), and with --int8 quantized from

@@ -625,8 +625,6 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   if (Status s = read_settings(run); !s.ok()) return fail(s.message());
   if (run.gan != TrainRun::Gan::no) {
     if (run.in_job) return fail("GAN training runs on one process: run it without mpirun");
-    if (args.given("profile")) return fail("--profile: GAN training is not profiled per layer yet (train a "
-                                           "classifier or autoencoder; on a device, --profile-device)");
     return run_gan_train(args, run.gan == TrainRun::Gan::cfg ? &run.cfg : nullptr, run.options);
   }
   if (Status s = build_plan_run_report(run); !s.ok()) return fail(s.message());

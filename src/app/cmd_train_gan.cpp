@@ -8,6 +8,7 @@
 #include "app/data_source.h"
 #include "app/device_option.h"
 #include "app/json_report.h"
+#include "app/layer_profile_option.h"
 #include "app/train_gan.h"
 #include "base/files.h"
 #include "base/float_mode.h"
@@ -150,6 +151,7 @@ struct GanRun {
   std::unique_ptr<ocl::Device> train_device;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<GanTrainer> trainer;
+  std::unique_ptr<LayerProfile> g_profile, d_profile;  // --profile: one a network
   // The judge, and its score on real test images: the ceiling the samples' score compares with.
   std::unique_ptr<Model> judge;
   Tensor scored;
@@ -259,6 +261,11 @@ Status start_gan_trainer(GanRun& run) {
   options.live_progress = is_terminal(stdout);
   run.trainer = std::make_unique<GanTrainer>(g, d, *run.pool, options);
   GanTrainer& trainer = *run.trainer;
+  RG_ASSIGN(run.g_profile, layer_profile_for(run.args, options));
+  if (run.g_profile) {
+    run.d_profile = std::make_unique<LayerProfile>();
+    trainer.set_profiles(run.g_profile.get(), run.d_profile.get());
+  }
   RG_TRY(trainer.prepare(run.train.size()));
   if (run.resuming) {
     RG_TRY(trainer.resume_from(run.g_ck, run.g_path(), run.d_ck, run.d_path()));
@@ -365,8 +372,25 @@ void print_gan_summary(GanRun& run) {
   std::printf("  networks        %s, %s\n", run.g_path().c_str(), run.d_path().c_str());
 }
 
+// --profile: each network's table (its rest: the step's time in neither network's layers), and
+// --json's layer_profile {"generator", "discriminator"}.
+nlohmann::json report_gan_profiles(const GanRun& run) {
+  if (!run.g_profile) return nlohmann::json();
+  const LayerProfile& g = *run.g_profile;
+  const LayerProfile& d = *run.d_profile;
+  const int threads = run.pool->threads();
+  const LayerProfileReport g_report =
+      layer_profile_report(*run.pair.generator, g, run.train_seconds - d.seconds(), threads);
+  const LayerProfileReport d_report =
+      layer_profile_report(*run.pair.discriminator, d, run.train_seconds - g.seconds(), threads);
+  std::printf("\nlayer profile: generator\n%s", layer_profile_text(g_report).c_str());
+  std::printf("\nlayer profile: discriminator (three forwards and backwards a step)\n%s",
+              layer_profile_text(d_report).c_str());
+  return {{"generator", layer_profile_json(g_report)}, {"discriminator", layer_profile_json(d_report)}};
+}
+
 // --json.
-Status write_gan_json(GanRun& run) {
+Status write_gan_json(GanRun& run, const nlohmann::json& profiles) {
   const TrainOptions& options = run.options;
   Model& g = *run.pair.generator;
   Model& d = *run.pair.discriminator;
@@ -400,6 +424,7 @@ Status write_gan_json(GanRun& run) {
       {"history", run.history},
   };
   if (device && run.args.given("profile-device")) report["device_profile"] = kernel_times_json(*device);
+  if (!profiles.is_null()) report["layer_profile"] = profiles;
   return write_json_report(run.json_path, report).with_context("--json ");
 }
 
@@ -415,7 +440,8 @@ Status gan_steps(GanRun& run) {
   RG_TRY(prepare_judge(run));
   RG_TRY(train_epochs(run));
   print_gan_summary(run);
-  if (run.args.given("json")) RG_TRY(write_gan_json(run));
+  const nlohmann::json profiles = report_gan_profiles(run);
+  if (run.args.given("json")) RG_TRY(write_gan_json(run, profiles));
   return Status();
 }
 

@@ -52,6 +52,13 @@ void LayerProfile::close() {
   open_ = false;
 }
 
+double LayerProfile::seconds() const {
+  double total = 0;
+  for (const Entry& entry : entries_)
+    for (double s : entry.seconds) total += s;
+  return total;
+}
+
 LayerPhase LayerProfile::switch_to(LayerPhase phase) {
   RG_CHECK(open_, "layer profile: a phase switch outside a layer");
   const LayerPhase before = phase_;

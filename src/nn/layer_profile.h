@@ -38,6 +38,7 @@ class LayerProfile {
   // The trainer counts each optimizer step the profile covered (a step's rows may be micro-batches).
   void count_step() { ++steps_; }
   int64_t steps() const { return steps_; }
+  double seconds() const;  // every layer's phases together
 
   const std::vector<Entry>& entries() const { return entries_; }
 

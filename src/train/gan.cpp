@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/files.h"
+#include "nn/layer_profile.h"
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
 #include "report/progress.h"
@@ -141,10 +142,12 @@ Status GanTrainer::train_step(const Tensor& x, const Tensor& z, LayerContext& ct
   // G(z), kept in G's activations for its backward at the end of the step.
   ctx.noise_stream = stream;
   ctx.accumulate_grads = false;
+  ctx.profile = g_profile_;  // each network's calls timed in its own profile (when set)
   RG_TRY(g.forward(z, ctx));
 
   // D on the real batch (grads written), then on the fake one (grads added); no gradient to G.
   ctx.noise_stream = stream + 1;
+  ctx.profile = d_profile_;
   RG_TRY(d.forward(x, ctx));
   RG_ASSIGN(out->real, bce(ones, scale, &out->d_real));
   RG_TRY(d.backward(ctx, nullptr));
@@ -164,8 +167,11 @@ Status GanTrainer::train_step(const Tensor& x, const Tensor& z, LayerContext& ct
   // D's update flags (a device's read with the logits just waited for).
   RG_ASSIGN(const NonFiniteUpdate d_bad, d.flags_of_update());
   RG_TRY(d.backward(ctx, &g));
+  ctx.profile = g_profile_;
   RG_TRY(g.backward(ctx, nullptr));
   RG_TRY(g.apply_update(options_.schedule.lr));
+  for (LayerProfile* profile : {g_profile_, d_profile_})
+    if (profile != nullptr) profile->count_step();
   // G's flags: on a device a wait for its update (the step's logits were read back three times already).
   RG_ASSIGN(const NonFiniteUpdate g_bad, g.flags_of_update());
   out->bad_update = first_bad_update(d_bad, g_bad);

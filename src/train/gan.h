@@ -83,6 +83,12 @@ class GanTrainer {
 
   int64_t epochs_done() const { return epochs_done_; }
   const TrainOptions& options() const { return options_; }
+  // Times the two networks' layers in every training step (train --profile; nn/layer_profile.h),
+  // or nothing (null, as at the start). options.profile is not read: one profile a network.
+  void set_profiles(LayerProfile* generator, LayerProfile* discriminator) {
+    g_profile_ = generator;
+    d_profile_ = discriminator;
+  }
 
  private:
   void draw_noise(Rng& rng, int64_t count, const Tensor& z) const;
@@ -108,6 +114,8 @@ class GanTrainer {
   // gan_device.cpp) both networks and their optimizers there, G's samples feeding D there and
   // only the logits read back.
   std::unique_ptr<StepRunner> g_run_, d_run_;
+  LayerProfile* g_profile_ = nullptr;  // set_profiles
+  LayerProfile* d_profile_ = nullptr;
   std::unique_ptr<ocl::ClModel> g_cl_, d_cl_;
   std::unique_ptr<ocl::ClOptimizer> g_cl_opt_, d_cl_opt_;
   Tensor logits_, logits_grad_;  // [batch, 1] on the host: D's output read back, its gradient
