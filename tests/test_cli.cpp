@@ -386,12 +386,13 @@ TEST(Cli, TrainSectionGivesDefaults) {
 namespace {
 
 // A GAN run: losses and scores printed, its folder holding both networks, the judge and a grid
-// per epoch; resumed from the folder it ends with the networks of one uninterrupted run.
+// per epoch; resumed from the folder it ends with the networks of one uninterrupted run. Its first
+// epoch runs with --profile: a table a network, and nothing trained differs for it.
 TEST(Cli, GanTrainsSavesAndResumes) {
   const std::string a = temp_dir() + "/gan_a", b = temp_dir() + "/gan_b", json = temp_dir() + "/gan.json";
   const std::string quick = " --data synthetic --limit 256 --threads 1 --score-samples 100";
-  const Outcome first = run("train --model dcgan --judge-epochs 1 --epochs 2 --stop-after 1 --out " + a + quick +
-                            " --json " + json);
+  const Outcome first = run("train --model dcgan --judge-epochs 1 --epochs 2 --stop-after 1 --profile --out " + a +
+                            quick + " --json " + json);
   ASSERT_EQ(first.code, 0) << first.output;
   for (const char* text : {"loss_D", "loss_G", "D(x)", "D(G(z))", "judge on 100 real test images", "score", "shares"}) {
     EXPECT_NE(first.output.find(text), std::string::npos) << text << "\n" << first.output;
@@ -406,6 +407,15 @@ TEST(Cli, GanTrainsSavesAndResumes) {
   EXPECT_LE(score.at("score").get<double>(), 10.0);
   EXPECT_EQ(score.at("class_shares").size(), 10u);
   EXPECT_GE(report.at("judge_on_real_test_images").at("score").get<double>(), 1.0);
+  EXPECT_NE(first.output.find("layer profile: discriminator"), std::string::npos) << first.output;
+  const nlohmann::json& profiles = report.at("layer_profile");
+  for (const char* network : {"generator", "discriminator"}) {
+    EXPECT_EQ(profiles.at(network).at("steps").get<int>(), 4) << network;  // 256 samples, batch 64
+    EXPECT_GT(profiles.at(network).at("layers").size(), 4u) << network;
+  }
+  // D runs on the real batch, the generated one and the generated one again: three times G's rows.
+  EXPECT_EQ(profiles.at("discriminator").at("rows_per_step").get<double>(), 192.0);
+  EXPECT_EQ(profiles.at("generator").at("rows_per_step").get<double>(), 64.0);
 
   const Outcome resumed = run("train --resume " + a + quick);
   ASSERT_EQ(resumed.code, 0) << resumed.output;
@@ -738,7 +748,7 @@ TEST(Cli, EvalOfAQatCheckpointGivesTheTrainingsTestFigures) {
 }
 
 // train --profile: a row per layer with its three phases, in the text and in --json; each layer's
-// time adds up to the layers' total; a GAN's two networks each in a table of their own.
+// time adds up to the layers' total (a GAN's: Cli.GanTrainsSavesAndResumes).
 TEST(Cli, ProfileReportsEveryLayersPhases) {
   const std::string json = temp_dir() + "/profile.json";
   const Outcome timed = run(std::string("train ") + kQuick + " --model lenet --epochs 1 --profile --json " + json);
@@ -770,21 +780,6 @@ TEST(Cli, ProfileReportsEveryLayersPhases) {
   EXPECT_DOUBLE_EQ(eleven.at("rows_per_step").get<double>(), 650.0 / 11);
   EXPECT_NE(uneven.output.find("(11 steps timed, 59 samples a step"), std::string::npos) << uneven.output;
 
-  // A GAN: a table a network, both over the same steps.
-  const std::string gan_json = temp_dir() + "/profile_gan.json";
-  const Outcome gan = run("train --model dcgan --epochs 1 --score-samples 0 --profile --out " + temp_dir() +
-                          "/profile_gan --json " + gan_json + " --data synthetic --limit 128 --batch 64 --threads 1");
-  ASSERT_EQ(gan.code, 0) << gan.output;
-  EXPECT_NE(gan.output.find("layer profile: generator"), std::string::npos) << gan.output;
-  EXPECT_NE(gan.output.find("layer profile: discriminator"), std::string::npos) << gan.output;
-  const nlohmann::json both = nlohmann::json::parse(read_all(gan_json)).at("layer_profile");
-  for (const char* network : {"generator", "discriminator"}) {
-    EXPECT_EQ(both.at(network).at("steps").get<int>(), 2) << network;
-    EXPECT_GT(both.at(network).at("layers").size(), 4u) << network;
-  }
-  // D runs on the real batch, the fake one and the fake one again: three times G's rows.
-  EXPECT_EQ(both.at("discriminator").at("rows_per_step").get<double>(), 192.0);
-  EXPECT_EQ(both.at("generator").at("rows_per_step").get<double>(), 64.0);
 }
 
 // eval says what ran: an fp16 checkpoint in fp16 (its storage), and with --int8 quantized from
