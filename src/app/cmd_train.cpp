@@ -413,7 +413,8 @@ Status train_and_score(TrainRun& run) {
   run.history = fitted.take();
   run.options.profile = nullptr;  // the precision table's runs are not the profile's
   if (run.profile) {
-    run.profile_report = layer_profile_report(*run.model, *run.profile, trainer.train_seconds(), run.pool->threads());
+    run.profile_report = summarize_layer_profile(*run.model, *run.profile, trainer.train_seconds(),
+                                                 layer_profile_peak(run.pool->threads()));
   }
   if (run.train_device) run.train_device->set_profiling(false);  // the profile covers training, not the test
   RG_ASSIGN(run.test, trainer.evaluate(run.split.test));

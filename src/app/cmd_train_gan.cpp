@@ -378,11 +378,10 @@ nlohmann::json report_gan_profiles(const GanRun& run) {
   if (!run.g_profile) return nlohmann::json();
   const LayerProfile& g = *run.g_profile;
   const LayerProfile& d = *run.d_profile;
-  const int threads = run.pool->threads();
-  const LayerProfileReport g_report =
-      layer_profile_report(*run.pair.generator, g, run.train_seconds - d.seconds(), threads);
+  const PeakFigure peak = layer_profile_peak(run.pool->threads());
+  const LayerProfileReport g_report = summarize_layer_profile(*run.pair.generator, g, run.train_seconds - d.seconds(), peak);
   const LayerProfileReport d_report =
-      layer_profile_report(*run.pair.discriminator, d, run.train_seconds - g.seconds(), threads);
+      summarize_layer_profile(*run.pair.discriminator, d, run.train_seconds - g.seconds(), peak);
   std::printf("\nlayer profile: generator\n%s", layer_profile_text(g_report).c_str());
   std::printf("\nlayer profile: discriminator (three forwards and backwards a step)\n%s",
               layer_profile_text(d_report).c_str());

@@ -25,13 +25,10 @@ Result<std::unique_ptr<LayerProfile>> layer_profile_for(const Args& args, const 
   return std::make_unique<LayerProfile>();
 }
 
-LayerProfileReport layer_profile_report(const Model& model, const LayerProfile& profile, double train_seconds,
-                                        int threads) {
+PeakFigure layer_profile_peak(int threads) {
   const int physical = read_system_info().physical_cores;
   const int cores = physical > 0 ? std::min(threads, physical) : threads;
-  const PeakFigure peak =
-      cpu_isa_fp32_peak(hardware_table(), detect_cpu(), active_isa(), cores, measure_cpu_mhz(cores));
-  return summarize_layer_profile(model, profile, train_seconds, peak);
+  return cpu_isa_fp32_peak(hardware_table(), detect_cpu(), active_isa(), cores, measure_cpu_mhz(cores));
 }
 
 namespace {

@@ -19,11 +19,10 @@ void add_profile_option(Args& args);
 // --profile-device times its kernels).
 Result<std::unique_ptr<LayerProfile>> layer_profile_for(const Args& args, const TrainOptions& options);
 
-// The figures after training: `train_seconds` and `threads` as the run's; the peak is that of
-// as many cores as threads (at most the CPU's physical cores: SMT siblings share their units),
-// at the clock measured now with them busy (about 0.1 s).
-LayerProfileReport layer_profile_report(const Model& model, const LayerProfile& profile, double train_seconds,
-                                        int threads);
+// The peak the tables divide by: as many cores as `threads` (at most the CPU's physical cores:
+// SMT siblings share their units) at the active ISA level, at the clock measured now with them
+// busy (about 0.1 s: measure once a run, not once a table).
+PeakFigure layer_profile_peak(int threads);
 nlohmann::json layer_profile_json(const LayerProfileReport& report);
 
 }  // namespace rg
