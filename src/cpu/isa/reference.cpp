@@ -7,6 +7,7 @@
 #include "cpu/ukernels/f16_convert.h"
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
+#include "cpu/ukernels/f32_winograd.h"
 #include "cpu/ukernels/qs8_gemm.h"
 #include "cpu/ukernels/qs8_winograd.h"
 #include "ops/activation.h"
@@ -225,6 +226,39 @@ void qs8_winograd_4x8__reference(int64_t mr, int64_t nc, int64_t cpairs, const i
           o[j] = static_cast<int8_t>(requantize(y[pixel] + rq->bias[j], mult, rq->zero_point, rq->lo, rq->hi));
       }
     }
+}
+
+}  // namespace rg
+
+// Winograd F(4x4, 3x3) in f32: f32_winograd.h's matrices as products in plain loops.
+namespace rg {
+
+void f32_winograd_input__reference(int64_t c, const float* const* d, float* v, int64_t v_stride) {
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 6; ++j) {
+        float sum = 0;  // (B^T d B)[i][j] = sum over a, b of BT[i][a] d[a][b] BT[j][b]
+        for (int a = 0; a < 6; ++a) {
+          float row = 0;
+          for (int b = 0; b < 6; ++b) row += d[a * 6 + b][ch] * kWinogradBT[j][b];
+          sum += kWinogradBT[i][a] * row;
+        }
+        v[(i * 6 + j) * v_stride + ch] = sum;
+      }
+}
+
+void f32_winograd_output__reference(int64_t f, const float* m, int64_t m_stride, float* const* out) {
+  for (int64_t ch = 0; ch < f; ++ch)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        float sum = 0;  // (A^T M A)[i][j] = sum over a, b of AT[i][a] M[a][b] AT[j][b]
+        for (int a = 0; a < 6; ++a) {
+          float row = 0;
+          for (int b = 0; b < 6; ++b) row += m[(a * 6 + b) * m_stride + ch] * kWinogradAT[j][b];
+          sum += kWinogradAT[i][a] * row;
+        }
+        if (out[i * 4 + j] != nullptr) out[i * 4 + j][ch] = sum;
+      }
 }
 
 }  // namespace rg

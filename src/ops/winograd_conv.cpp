@@ -1,0 +1,125 @@
+// Winograd F(4x4, 3x3) convolution (ops/winograd_conv.h): the weight transform in plain loops
+// (once a call, 36 c filters values), the blocks on the kernel table's transforms and tiles.
+#include "ops/winograd_conv.h"
+
+#include <algorithm>
+
+#include "base/int_math.h"
+#include "cpu/kernel_tables.h"
+
+namespace rg {
+
+namespace {
+// Blocks run in at most this many lanes at once (the most threads that share one chunk).
+constexpr int64_t kWinogradLanes = 16;
+// A lane's scratch (V and M of one block) in floats: 512 KB, so it stays in L2 between the
+// transforms and the GEMMs on most CPUs this runs on.
+constexpr int64_t kWinogradLaneFloats = int64_t{1} << 17;
+// Block sizes are multiples of this (the f32 tiles' MR: 6, 8, 12, 16 divide 48 or 12).
+constexpr int64_t kWinogradBlockStep = 12;
+}  // namespace
+
+WinogradConv::WinogradConv(const ConvGeometry& g, int64_t filters)
+    : g_(g), filters_(filters), padded_filters_(round_up(filters, int64_t{32})) {
+  tiles_h_ = ceil_div(g.out_h, int64_t{kWinogradTile});
+  tiles_w_ = ceil_div(g.out_w, int64_t{kWinogradTile});
+  const int64_t per_tile = kWinogradPoints * (g.channels + filters);
+  block_tiles_ = std::max(kWinogradBlockStep, kWinogradLaneFloats / per_tile / kWinogradBlockStep * kWinogradBlockStep);
+  channel_offsets_.resize(static_cast<size_t>(g.channels));
+  for (int64_t ch = 0; ch < g.channels; ++ch) channel_offsets_[static_cast<size_t>(ch)] = static_cast<int32_t>(ch);
+}
+
+int64_t WinogradConv::lanes(int64_t count) const {
+  return std::min(kWinogradLanes, ceil_div(count * tiles_per_sample(), block_tiles_));
+}
+
+// V [36][block][c], M [36][block][filters], a zero row of c (the pixels past the padded image).
+int64_t WinogradConv::lane_elements() const {
+  return kWinogradPoints * block_tiles_ * (g_.channels + filters_) + g_.channels;
+}
+
+// u[xi][ch][k] = sum over the 9 taps of (G (x) G)[xi][tap] w[tap][ch][k]: the Kronecker product's
+// 36 x 9 coefficients once, then rows of filters (vectorisable), channels over the pool.
+void WinogradConv::transform_weight(ThreadPool* pool, const float* w, float* u) const {
+  const int64_t c = g_.channels, f = filters_, fp = padded_filters_;
+  float gg[kWinogradPoints][9];
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 6; ++j)
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) gg[i * 6 + j][a * 3 + b] = kWinogradG[i][a] * kWinogradG[j][b];
+  parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t ch = c0; ch < c1; ++ch)
+      for (int xi = 0; xi < kWinogradPoints; ++xi) {
+        float* row = u + (xi * c + ch) * fp;
+        std::fill(row, row + fp, 0.0f);
+        for (int tap = 0; tap < 9; ++tap) {
+          const float* w_row = w + (tap * c + ch) * f;
+          const float coefficient = gg[xi][tap];
+          for (int64_t k = 0; k < f; ++k) row[k] += coefficient * w_row[k];
+        }
+      }
+  });
+}
+
+// Lane l takes tiles [l T / L, (l + 1) T / L) in blocks of at most block_tiles_: the lanes end
+// together (the tiles of a block do not change a result: each tile's sums are its own).
+void WinogradConv::run(ThreadPool* pool, int64_t count, const float* padded, const float* u, float* y,
+                       float* scratch) const {
+  const int64_t tiles = count * tiles_per_sample(), lane_count = lanes(count);
+  parallel_for(pool, lane_count, 1, [&](int64_t l0, int64_t l1) {
+    for (int64_t lane = l0; lane < l1; ++lane) {
+      const int64_t end = (lane + 1) * tiles / lane_count;
+      for (int64_t t = lane * tiles / lane_count; t < end; t += block_tiles_) {
+        run_block(t, std::min(end, t + block_tiles_), padded, u, y, scratch + lane * lane_elements());
+      }
+    }
+  });
+}
+
+// Rows of a transform's pixels as pointers: the input tile's 6x6 (the zero row past the padded
+// image), the output tile's 4x4 (null past the output).
+void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const float* u, float* y,
+                             float* lane) const {
+  const int64_t nt = t1 - t0, c = g_.channels, f = filters_, ph = g_.padded_height(), pw = g_.padded_width();
+  float* v = lane;
+  float* m = v + kWinogradPoints * block_tiles_ * c;
+  float* zero = m + kWinogradPoints * block_tiles_ * f;
+  std::fill(zero, zero + c, 0.0f);
+  const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
+  for (int64_t t = 0; t < nt; ++t) {
+    const int64_t s = (t0 + t) / tiles_per_sample(), in_sample = (t0 + t) % tiles_per_sample();
+    const int64_t y0 = in_sample / tiles_w_ * kWinogradTile, x0 = in_sample % tiles_w_ * kWinogradTile;
+    const float* image = padded + s * g_.padded_size();
+    const float* d[kWinogradPoints];
+    for (int i = 0; i < kWinogradInput; ++i)
+      for (int j = 0; j < kWinogradInput; ++j)
+        d[i * 6 + j] = y0 + i < ph && x0 + j < pw ? image + ((y0 + i) * pw + x0 + j) * c : zero;
+    transforms.input(c, d, v + t * c, block_tiles_ * c);
+  }
+  // M[xi] [nt x f] = V[xi] [nt x c] * U[xi] [c x f]; rows past nt repeat the last (not stored).
+  const F32GemmKernel& gemm = f32_gemm_kernel_for(active_isa(), f);
+  const float* rows[kF32GemmMaxMr];
+  for (int xi = 0; xi < kWinogradPoints; ++xi) {
+    const float* vx = v + xi * block_tiles_ * c;
+    for (int64_t jr = 0; jr < f; jr += gemm.nr) {
+      for (int64_t ir = 0; ir < nt; ir += gemm.mr) {
+        const int64_t live = std::min<int64_t>(gemm.mr, nt - ir);
+        for (int64_t r = 0; r < gemm.mr; ++r) rows[r] = vx + (ir + std::min(r, live - 1)) * c;
+        gemm.gathered_tile(c, rows, channel_offsets_.data(), u + xi * c * padded_filters_ + jr, padded_filters_, 1.0f,
+                           0.0f, m + (xi * block_tiles_ + ir) * f + jr, f, live, std::min<int64_t>(gemm.nr, f - jr));
+      }
+    }
+  }
+  for (int64_t t = 0; t < nt; ++t) {
+    const int64_t s = (t0 + t) / tiles_per_sample(), in_sample = (t0 + t) % tiles_per_sample();
+    const int64_t y0 = in_sample / tiles_w_ * kWinogradTile, x0 = in_sample % tiles_w_ * kWinogradTile;
+    float* image = y + s * g_.patches() * f;
+    float* out[kWinogradTile * kWinogradTile];
+    for (int i = 0; i < kWinogradTile; ++i)
+      for (int j = 0; j < kWinogradTile; ++j)
+        out[i * 4 + j] = y0 + i < g_.out_h && x0 + j < g_.out_w ? image + ((y0 + i) * g_.out_w + x0 + j) * f : nullptr;
+    transforms.output(f, m + t * f, block_tiles_ * f, out);
+  }
+}
+
+}  // namespace rg

@@ -1,0 +1,241 @@
+// The f32 Winograd F(4x4, 3x3) convolution (ops/winograd_conv.h) on every ISA level this CPU
+// has: the transforms against the reference level's matrix products; WinogradConv against a
+// direct convolution in double (odd sizes, pads 0 to 2, channel and filter counts around the
+// vector widths, several samples and blocks); the same bits whatever the thread count; a
+// Conv2D under `algorithm = winograd` against the f64 layer (forward, dx, dW), and the cfg's
+// errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/rng.h"
+#include "base/thread_pool.h"
+#include "cpu/kernel_tables.h"
+#include "isa_param.h"
+#include "layer_check.h"
+#include "nn/cfg.h"
+#include "nn/conv.h"
+#include "ops/winograd_conv.h"
+
+namespace rg {
+namespace {
+
+std::vector<float> random_floats(int64_t n, Rng& rng) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = static_cast<float>(rng.uniform(-1, 1));
+  return v;
+}
+
+class WinogradOnIsa : public OnEveryIsa {
+ protected:
+  void SetUp() override {
+    OnEveryIsa::SetUp();
+    if (IsSkipped()) return;
+    previous_ = active_isa();
+    set_active_isa(GetParam());
+  }
+  void TearDown() override { set_active_isa(previous_); }
+  Isa previous_ = Isa::reference;
+};
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, WinogradOnIsa, ::testing::ValuesIn(all_isas()), isa_label);
+
+// |sum over a, b of m[i][a] x[a][b] m[j][b]| as the transforms compute it, the terms' absolute
+// values summed instead: the scale a float rounding error is relative to.
+template <int R, int C>
+double magnitude(const float (&m)[R][C], const double (&x)[C][C], int i, int j) {
+  double sum = 0;
+  for (int a = 0; a < C; ++a)
+    for (int b = 0; b < C; ++b) sum += std::fabs(m[i][a] * x[a][b] * m[j][b]);
+  return sum;
+}
+
+// Both transforms, channel counts below, at and past each vector width; the values past c and
+// the outputs whose pointer is null are left alone.
+TEST_P(WinogradOnIsa, TransformsMatchTheReference) {
+  const F32WinogradKernels &fast = f32_winograd_kernels(GetParam()), &ref = f32_winograd_kernels(Isa::reference);
+  Rng rng(5);
+  for (int64_t c : {1, 3, 4, 7, 8, 9, 15, 16, 17, 33, 64}) {
+    SCOPED_TRACE("c = " + std::to_string(c));
+    std::vector<float> pixels = random_floats(36 * c, rng);
+    const float* d[36];
+    for (int k = 0; k < 36; ++k) d[k] = pixels.data() + k * c;
+    const int64_t stride = c + 3;  // guard values between positions
+    std::vector<float> got(36 * stride, 7.0f), want(36 * stride, 7.0f);
+    fast.input(c, d, got.data(), stride);
+    ref.input(c, d, want.data(), stride);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double x[6][6];
+      for (int k = 0; k < 36; ++k) x[k / 6][k % 6] = pixels[k * c + ch];
+      for (int xi = 0; xi < 36; ++xi) {
+        const double scale = magnitude(kWinogradBT, x, xi / 6, xi % 6);
+        ASSERT_NEAR(got[xi * stride + ch], want[xi * stride + ch], 1e-6 * scale + 1e-30) << "input, xi " << xi;
+      }
+    }
+    for (int xi = 0; xi < 36; ++xi)
+      for (int64_t ch = c; ch < stride; ++ch) ASSERT_EQ(got[xi * stride + ch], 7.0f) << "input wrote past c";
+
+    std::vector<float> m = random_floats(36 * stride, rng), out_got(16 * c, 7.0f), out_want(16 * c, 7.0f);
+    float *o_got[16], *o_want[16];
+    for (int k = 0; k < 16; ++k) {
+      const bool skipped = k == 3 || k == 12 || k == 15;  // pixels past the image
+      o_got[k] = skipped ? nullptr : out_got.data() + k * c;
+      o_want[k] = skipped ? nullptr : out_want.data() + k * c;
+    }
+    fast.output(c, m.data(), stride, o_got);
+    ref.output(c, m.data(), stride, o_want);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double x[6][6];
+      for (int k = 0; k < 36; ++k) x[k / 6][k % 6] = m[k * stride + ch];
+      for (int k = 0; k < 16; ++k) {
+        const float expected = o_want[k] == nullptr ? 7.0f : out_want[k * c + ch];
+        const double scale = magnitude(kWinogradAT, x, k / 4, k % 4);
+        ASSERT_NEAR(out_got[k * c + ch], expected, 1e-6 * scale + 1e-30) << "output, pixel " << k;
+      }
+    }
+  }
+}
+
+struct Case {
+  int64_t h, w, c, filters, pad, count;
+};
+
+// y of the direct convolution in double, and the scale of each output's sum (its terms' absolute
+// values summed) that the rounding error of Winograd's transforms is relative to.
+void direct_conv(const ConvGeometry& g, int64_t filters, int64_t count, const std::vector<float>& padded,
+                 const std::vector<float>& w, std::vector<double>* y, std::vector<double>* scale) {
+  const int64_t pw = g.padded_width();
+  for (int64_t s = 0; s < count; ++s)
+    for (int64_t i = 0; i < g.out_h; ++i)
+      for (int64_t j = 0; j < g.out_w; ++j)
+        for (int64_t f = 0; f < filters; ++f) {
+          double sum = 0, mag = 0;
+          for (int64_t tap = 0; tap < 9; ++tap)
+            for (int64_t ch = 0; ch < g.channels; ++ch) {
+              const double term = double{padded[static_cast<size_t>(
+                                      s * g.padded_size() + ((i + tap / 3) * pw + j + tap % 3) * g.channels + ch)]} *
+                                  w[static_cast<size_t>((tap * g.channels + ch) * filters + f)];
+              sum += term;
+              mag += std::fabs(term);
+            }
+          y->push_back(sum);
+          scale->push_back(mag);
+        }
+}
+
+std::vector<float> winograd_conv(const Case& k, const std::vector<float>& padded, const std::vector<float>& w,
+                                 ThreadPool* pool) {
+  const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
+  const WinogradConv conv(g, k.filters);
+  std::vector<float> u(static_cast<size_t>(conv.weight_elements()), NAN);
+  std::vector<float> scratch(static_cast<size_t>(conv.scratch_elements(k.count)), NAN);
+  std::vector<float> y(static_cast<size_t>(k.count * g.patches() * k.filters), NAN);
+  conv.transform_weight(pool, w.data(), u.data());
+  conv.run(pool, k.count, padded.data(), u.data(), y.data(), scratch.data());
+  return y;
+}
+
+// Sides that are and are not multiples of 4 (edge tiles), pads 0 to 2, channels and filters
+// around the vector widths, batches of several blocks (28x28, 64 channels: 49 tiles a sample).
+const Case kCases[] = {{4, 4, 1, 1, 1, 1},    {6, 6, 3, 5, 1, 2},    {9, 7, 17, 33, 0, 3},  {5, 11, 8, 16, 2, 2},
+                       {14, 14, 32, 64, 1, 3}, {7, 7, 64, 10, 1, 4}, {28, 28, 64, 32, 1, 2}};
+
+TEST_P(WinogradOnIsa, ConvolutionMatchesTheDirectSums) {
+  Rng rng(9);
+  ThreadPool pool(3);
+  for (const Case& k : kCases) {
+    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + "x" + std::to_string(k.c) + " -> " +
+                 std::to_string(k.filters) + " pad " + std::to_string(k.pad) + ", " + std::to_string(k.count));
+    const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
+    std::vector<float> images = random_floats(k.count * k.h * k.w * k.c, rng), w = random_floats(9 * k.c * k.filters, rng);
+    std::vector<float> padded(static_cast<size_t>(k.count * g.padded_size()));
+    pad_images(g, images.data(), k.count, padded.data());
+    std::vector<double> want, scale;
+    direct_conv(g, k.filters, k.count, padded, w, &want, &scale);
+    const std::vector<float> got = winograd_conv(k, padded, w, &pool);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      // F(4x4, 3x3)'s transforms scale values by up to ~100 before the sums cancel (Lavin and
+      // Gray's error analysis): 2e-5 of the terms' magnitude; a misplaced term is off by ~1 of it.
+      ASSERT_NEAR(got[i], want[i], 2e-5 * scale[i]) << "y[" << i << "]";
+    }
+  }
+}
+
+TEST_P(WinogradOnIsa, SameBitsWhateverTheThreads) {
+  Rng rng(4);
+  const Case k{28, 28, 16, 24, 1, 5};
+  const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
+  std::vector<float> padded = random_floats(k.count * g.padded_size(), rng), w = random_floats(9 * k.c * k.filters, rng);
+  const std::vector<float> alone = winograd_conv(k, padded, w, nullptr);
+  for (int threads : {1, 2, 3, 5, 16}) {
+    ThreadPool pool(threads);
+    const std::vector<float> split = winograd_conv(k, padded, w, &pool);
+    ASSERT_EQ(std::memcmp(alone.data(), split.data(), alone.size() * sizeof(float)), 0) << threads << " threads";
+  }
+}
+
+ConvOptions winograd_options(int64_t filters, int64_t pad, bool bias) {
+  ConvOptions o;
+  o.filters = filters;
+  o.kernel = 3;
+  o.pad = pad;
+  o.bias = bias;
+  o.algorithm = ConvAlgorithm::winograd;
+  return o;
+}
+
+// The layer under Winograd: forward and dx by it, dW by the GEMM, all against the f64 layer (on
+// the direct sums); 40 samples of 28x28x8 run in chunks. Tolerance as for the chunked GEMM conv.
+TEST(WinogradConv2D, ForwardAndBothGradientsMatchF64) {
+  ThreadPool pool(2);
+  for (int64_t pad : {0, 1, 2}) {
+    SCOPED_TRACE("pad " + std::to_string(pad));
+    const ConvOptions o = winograd_options(17, pad, pad != 1);
+    LayerSpec spec{"conv_winograd", [o] { return std::unique_ptr<Layer>(new Conv2D(o)); }, Shape{9, 10, 16}};
+    compare_f32_f64(spec, 3, &pool, 1e-4);
+  }
+  const ConvOptions o = winograd_options(6, 1, true);
+  compare_f32_f64(LayerSpec{"conv_winograd_chunked", [o] { return std::unique_ptr<Layer>(new Conv2D(o)); },
+                            Shape{28, 28, 8}},
+                  40, &pool, 1e-3);
+  Conv2D layer(o);
+  ASSERT_TRUE(layer.configure(Shape{28, 28, 8}).ok());
+  EXPECT_EQ(layer.algorithm(), ConvAlgorithm::winograd);
+  EXPECT_TRUE(layer.direct_input_grad());
+  EXPECT_NE(layer.describe().find(", winograd"), std::string::npos) << layer.describe();
+}
+
+TEST(WinogradConv2D, LayerResultsDoNotDependOnThreads) {
+  const ConvOptions o = winograd_options(20, 1, true);
+  LayerSpec spec{"conv_winograd", [o] { return std::unique_ptr<Layer>(new Conv2D(o)); }, Shape{13, 14, 12}};
+  const std::vector<double> one = results_with_threads(spec, 1, 6);
+  for (int threads : {2, 3, 4}) EXPECT_EQ(one, results_with_threads(spec, threads, 6)) << threads << " threads";
+}
+
+TEST(WinogradConv2D, CfgForcesOrRefusesIt) {
+  auto section_of = [](const std::string& keys) {
+    return parse_cfg("[net]\ninput = 8x8x4\n[conv]\nfilters = 4\n" + keys, "t.cfg").value().sections[1];
+  };
+  auto options = [&](const std::string& keys) { return Conv2D::from_cfg(section_of(keys)); };
+  ASSERT_TRUE(options("size = 3\npad = 1\nalgorithm = winograd\n").ok());
+  ASSERT_TRUE(options("size = 5\nalgorithm = gemm\n").ok());
+  ASSERT_TRUE(options("size = 5\nalgorithm = auto\n").ok());
+  for (const char* keys : {"size = 5\nalgorithm = winograd\n", "size = 3\nstride = 2\nalgorithm = winograd\n",
+                           "size = 3\npad = 3\nalgorithm = winograd\n"}) {
+    auto made = options(keys);
+    ASSERT_FALSE(made.ok()) << keys;
+    EXPECT_NE(made.status().message().find("t.cfg"), std::string::npos) << made.status().message();
+    EXPECT_NE(made.status().message().find("needs size = 3, stride = 1 and pad <= 2"), std::string::npos)
+        << made.status().message();
+  }
+  auto unknown = options("size = 3\nalgorithm = fft\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("'fft' is not auto, gemm or winograd"), std::string::npos)
+      << unknown.status().message();
+}
+
+}  // namespace
+}  // namespace rg
