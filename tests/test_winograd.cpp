@@ -3,11 +3,15 @@
 // direct convolution in double (odd sizes, pads 0 to 2, channel and filter counts around the
 // vector widths, several samples and blocks); the same bits whatever the thread count; a
 // Conv2D under `algorithm = winograd` against the f64 layer (forward, dx, dW), and the cfg's
-// errors.
+// errors; the measured choice of auto convs (nn/conv_tuning.h): its cache file, checkpoint
+// text and their errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "base/rng.h"
@@ -15,8 +19,11 @@
 #include "cpu/kernel_tables.h"
 #include "isa_param.h"
 #include "layer_check.h"
+#include "model_util.h"
+#include "portable.h"
 #include "nn/cfg.h"
 #include "nn/conv.h"
+#include "nn/conv_tuning.h"
 #include "ops/winograd_conv.h"
 
 namespace rg {
@@ -235,6 +242,115 @@ TEST(WinogradConv2D, CfgForcesOrRefusesIt) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("'fft' is not auto, gemm or winograd"), std::string::npos)
       << unknown.status().message();
+}
+
+
+// Three 3x3 stride-1 convs left to auto (the first has no dx to time; the third reads 4 channels,
+// too few for Winograd to pay), one forced to the GEMM, one 5x5 that Winograd cannot run:
+// auto_convs are the first two.
+constexpr const char* kTunedCfg =
+    "[net]\ninput = 10x10x8\nloss = softmax_cross_entropy\n"
+    "[conv]\nfilters = 8\nsize = 3\npad = 1\n[relu]\n"
+    "[conv]\nfilters = 4\nsize = 3\npad = 1\n[relu]\n"
+    "[conv]\nfilters = 8\nsize = 3\npad = 1\n[relu]\n"
+    "[conv]\nfilters = 8\nsize = 3\npad = 1\nalgorithm = gemm\n"
+    "[conv]\nfilters = 4\nsize = 5\n[global_avgpool]\n[dense]\nunits = 3\n";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ConvTuning, MeasuresOnceThenReadsTheCache) {
+  const std::string dir = make_temp_folder("rg_conv_tuning_");
+  const ScopedEnv cache("RETROGRAD_CACHE", dir);
+  std::unique_ptr<Model> model = build_model(1, kTunedCfg);
+  ASSERT_EQ(auto_convs(*model).size(), 2u);
+  ThreadPool pool(2);
+  LayerContext ctx;
+  ctx.pool = &pool;
+  auto first = choose_conv_algorithms(*model, 4, ctx);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_EQ(first.value().size(), 2u);
+  for (const ConvChoice& c : first.value()) {
+    EXPECT_EQ(c.source, "measured") << c.layer;
+    EXPECT_GT(c.gemm_ms, 0);
+    EXPECT_GT(c.winograd_ms, 0);
+    EXPECT_EQ(c.algorithm, c.winograd_ms < c.gemm_ms ? ConvAlgorithm::winograd : ConvAlgorithm::gemm);
+  }
+  const std::string file = read_text(dir + "/conv-algorithms.txt");
+  EXPECT_EQ(file.rfind("# retrograd conv algorithm timings v1\n", 0), 0u) << file;
+  EXPECT_NE(file.find("10x10x8 -> 8 pad 1|batch 4\t"), std::string::npos) << file;
+  EXPECT_NE(file.find("10x10x8 -> 4 pad 1|batch 4\t"), std::string::npos) << file;
+  EXPECT_EQ(file.find("10x10x4 -> 8 pad 1"), std::string::npos) << file;
+
+  std::unique_ptr<Model> again = build_model(2, kTunedCfg);
+  auto second = choose_conv_algorithms(*again, 4, ctx);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(second.value()[i].source, "cached");
+    EXPECT_EQ(second.value()[i].algorithm, first.value()[i].algorithm);
+    EXPECT_EQ(auto_convs(*again)[i]->algorithm(), first.value()[i].algorithm);
+  }
+  EXPECT_EQ(conv_algorithms_text(*again), conv_algorithms_text(*model));
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+// Timings written by hand decide; a malformed cache is measured around and named, then rewritten.
+TEST(ConvTuning, TheCacheDecidesAndABadOneIsSaid) {
+  const std::string dir = make_temp_folder("rg_conv_tuning_");
+  const ScopedEnv cache("RETROGRAD_CACHE", dir);
+  std::unique_ptr<Model> model = build_model(1, kTunedCfg);
+  LayerContext ctx;
+  ASSERT_TRUE(choose_conv_algorithms(*model, 4, ctx).ok());
+  std::string file = read_text(dir + "/conv-algorithms.txt");
+  std::string flipped;  // each line's gemm 1 ms, winograd 2 ms, then the second layer's reversed
+  std::istringstream lines(file);
+  for (std::string line; std::getline(lines, line);) {
+    const bool second = line.find("10x10x8 -> 4") != std::string::npos;
+    flipped += line[0] == '#' ? line + "\n" : line.substr(0, line.find('\t')) + (second ? "\t3\t2\n" : "\t1\t2\n");
+  }
+  std::ofstream(dir + "/conv-algorithms.txt") << flipped;
+  ASSERT_TRUE(choose_conv_algorithms(*model, 4, ctx).ok());
+  EXPECT_EQ(conv_algorithms_text(*model), "conv1=gemm,conv2=winograd");
+
+  std::ofstream(dir + "/conv-algorithms.txt") << "# retrograd conv algorithm timings v1\nsome case\tfast\n";
+  auto redone = choose_conv_algorithms(*model, 4, ctx);
+  ASSERT_TRUE(redone.ok());
+  EXPECT_NE(redone.value()[0].source.find("measured; the cache was not used: " + dir +
+                                          "/conv-algorithms.txt:2: not '<case> TAB <gemm ms> TAB <winograd ms>'"),
+            std::string::npos)
+      << redone.value()[0].source;
+  EXPECT_EQ(read_text(dir + "/conv-algorithms.txt").find("some case"), std::string::npos);
+
+  ctx.gemm = GemmPrecision::int8_dynamic;  // int8 training: the GEMM, nothing timed
+  auto int8 = choose_conv_algorithms(*model, 4, ctx);
+  ASSERT_TRUE(int8.ok());
+  EXPECT_EQ(conv_algorithms_text(*model), "conv1=gemm,conv2=gemm");
+  EXPECT_EQ(int8.value()[1].source, "int8 training runs its products on the GEMM");
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+TEST(ConvTuning, CheckpointTextRoundTripsAndItsErrorsChangeNothing) {
+  std::unique_ptr<Model> model = build_model(1, kTunedCfg);
+  ASSERT_TRUE(set_conv_algorithms(*model, "conv2=winograd,conv1=gemm", "ck: ").ok());
+  EXPECT_EQ(conv_algorithms_text(*model), "conv1=gemm,conv2=winograd");
+  const std::pair<const char*, const char*> bad[] = {
+      {"conv1=gemm", "ck: no algorithm for layer 'conv2'"},
+      {"conv1=gemm,conv1=winograd", "ck: layer 'conv1' is named twice"},
+      {"conv1=fft,conv2=gemm", "ck: 'conv1=fft' is not <layer>=gemm or <layer>=winograd"},
+      {"conv1=gemm,,conv2=gemm", "ck: '' is not <layer>=gemm or <layer>=winograd"},
+      {"conv1=gemm,conv2=gemm,conv3=gemm", "ck: names 3 layers; the model has 2 convolutions whose algorithm is auto"}};
+  for (const auto& [text, message] : bad) {
+    const Status s = set_conv_algorithms(*model, text, "ck: ");
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_EQ(s.message().rfind(message, 0), 0u) << s.message();
+    EXPECT_EQ(conv_algorithms_text(*model), "conv1=gemm,conv2=winograd") << text;
+  }
 }
 
 }  // namespace

@@ -239,16 +239,21 @@ Result<Shape> Conv2D::configure(const Shape& input) {
 }
 
 // A chunk's scratch: [padded x | padded dy (direct dx) or dx's patch matrix], then the flipped weight.
+// A chunk's scratch: [padded x | padded dy (direct dx) or dx's patch matrix]; a layer that may
+// run Winograd (forced, or auto: the choice comes after the memory plan) keeps room for both.
+// The sizes depend on which algorithms the layer may run, never on the one chosen (an auto
+// layer's plan is made before the choice, and chunks stay the same either way).
 int64_t Conv2D::scratch_per_sample() const {
   const int64_t padded_x = geometry_.pad > 0 ? geometry_.padded_size() : 0;
-  return padded_x + (direct_dx_ ? dx_geometry_.padded_size() : patch_rows() * patch_cols());
+  const int64_t padded_dy = flipped_geometry_.padded_size(), cols = patch_rows() * patch_cols();
+  return padded_x + std::max(gemm_direct_dx_ ? padded_dy : cols, reserves_winograd_ ? padded_dy : 0);
 }
 
-// The flipped weight (direct dx); under Winograd also the larger of the forward's and dx's
-// transformed weight and lanes.
+// The flipped weight (direct dx), then the larger of Winograd's forward and dx parts (the
+// transformed weight and the lanes) where the layer may run it.
 int64_t Conv2D::scratch_fixed(int64_t per_chunk) const {
-  const int64_t flipped = direct_dx_ ? weight_shape_.numel() : 0;
-  if (algorithm_ != ConvAlgorithm::winograd) return flipped;
+  const int64_t flipped = gemm_direct_dx_ || reserves_winograd_ ? weight_shape_.numel() : 0;
+  if (!reserves_winograd_) return flipped;
   return flipped + std::max(winograd_.weight_elements() + winograd_.scratch_elements(per_chunk),
                             winograd_dx_.weight_elements() + winograd_dx_.scratch_elements(per_chunk));
 }
@@ -268,19 +273,23 @@ const WinogradConv* Conv2D::winograd(bool dx) const {
 Status Conv2D::set_algorithm(ConvAlgorithm a) {
   const ConvGeometry& g = geometry_;
   const ConvOptions& o = options_;
-  if (a == ConvAlgorithm::winograd && (!WinogradConv::fits(g) || g.pad > 2)) {
+  if (a == ConvAlgorithm::winograd && !winograd_fits()) {
     return Status::error(name() + ": Winograd F(4x4, 3x3) needs a 3x3 kernel at stride 1 with a pad of at most 2, not " +
                          describe());
   }
   const int64_t direct = g.height * g.width * o.kernel * o.kernel * o.filters * round_up(g.channels, 16);
   const int64_t via_cols = g.patches() * (o.filters * round_up(g.patch_size(), 16) + 4 * g.patch_size());
-  direct_dx_ = a == ConvAlgorithm::winograd || (o.stride == 1 && direct <= via_cols);
-  if (direct_dx_) {
-    RG_ASSIGN(dx_geometry_, conv_geometry(g.out_h, g.out_w, o.filters, o.kernel, 1, o.kernel - 1 - o.pad));
+  gemm_direct_dx_ = o.stride == 1 && direct <= via_cols;
+  direct_dx_ = a == ConvAlgorithm::winograd || gemm_direct_dx_;
+  reserves_winograd_ = a == ConvAlgorithm::winograd || (!o.algorithm && winograd_candidate());
+  flipped_geometry_ = ConvGeometry{};
+  if (gemm_direct_dx_ || reserves_winograd_) {
+    RG_ASSIGN(flipped_geometry_, conv_geometry(g.out_h, g.out_w, o.filters, o.kernel, 1, o.kernel - 1 - o.pad));
   }
-  if (a == ConvAlgorithm::winograd) {
+  dx_geometry_ = direct_dx_ ? flipped_geometry_ : ConvGeometry{};
+  if (reserves_winograd_) {
     winograd_ = WinogradConv(g, o.filters);
-    winograd_dx_ = WinogradConv(dx_geometry_, g.channels);
+    winograd_dx_ = WinogradConv(flipped_geometry_, g.channels);
   }
   algorithm_ = a;
   offsets_count_ = 0;  // dx_offsets_ to be rebuilt

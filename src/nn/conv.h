@@ -107,6 +107,12 @@ class Conv2D : public ConvLayer {
   // Whether dx is computed as a direct convolution (else im2col's route); for tests.
   bool direct_input_grad() const { return direct_dx_; }
   ConvAlgorithm algorithm() const { return algorithm_; }
+  // Whether Winograd can compute this layer (set_algorithm's rule), and whether auto weighs it:
+  // with fewer than 8 input channels its transforms cost about what the products save (per
+  // output and filter 9c direct multiply-adds against 2.25c, plus ~6 for the output transform
+  // and ~9c / filters for the input's), so auto keeps the GEMM without timing or reserving it.
+  bool winograd_fits() const { return WinogradConv::fits(geometry_) && geometry_.pad <= 2; }
+  bool winograd_candidate() const { return winograd_fits() && geometry_.channels >= 8; }
   // After configure(): Winograd needs a 3x3 kernel at stride 1 and a pad of at most 2 (dx is
   // then the same convolution over dy padded by 2 - pad); the error says which rule failed.
   Status set_algorithm(ConvAlgorithm a);
@@ -120,9 +126,12 @@ class Conv2D : public ConvLayer {
   // The forward's (or dx's) Winograd plan where the layer runs Winograd, else null.
   const WinogradConv* winograd(bool dx = false) const;
 
-  bool direct_dx_ = false;
+  bool direct_dx_ = false;       // dx as a direct convolution now
+  bool gemm_direct_dx_ = false;  // ... as the GEMM would compute it (Winograd always does)
+  ConvGeometry flipped_geometry_;  // that convolution, where either may run it
   ConvAlgorithm algorithm_ = ConvAlgorithm::gemm;
-  WinogradConv winograd_, winograd_dx_;  // set by set_algorithm(winograd): forward, dx
+  bool reserves_winograd_ = false;       // Winograd forced or possible under auto: scratch for it
+  WinogradConv winograd_, winograd_dx_;  // forward, dx: set where reserves_winograd_
   ConvGeometry dx_geometry_;  // direct dx: the convolution over dy padded by kernel - 1 - pad
   PatchOffsets dx_offsets_;   // reads dx_geometry_'s patches from the padded dy
 };

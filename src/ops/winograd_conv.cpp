@@ -12,9 +12,10 @@ namespace rg {
 namespace {
 // Blocks run in at most this many lanes at once (the most threads that share one chunk).
 constexpr int64_t kWinogradLanes = 16;
-// A lane's scratch (V and M of one block) in floats: 512 KB, so it stays in L2 between the
-// transforms and the GEMMs on most CPUs this runs on.
-constexpr int64_t kWinogradLaneFloats = int64_t{1} << 17;
+// A lane's scratch (V and M of one block) in floats: 256 KB, so it stays in L2 between the
+// transforms and the GEMMs on the CPUs this runs on (an Athlon 64 X2's L2 is 512 KB), and the
+// 16 lanes take a few MB of workspace (a block is at least 12 tiles: more for many channels).
+constexpr int64_t kWinogradLaneFloats = int64_t{1} << 16;
 // Block sizes are multiples of this (the f32 tiles' MR: 6, 8, 12, 16 divide 48 or 12).
 constexpr int64_t kWinogradBlockStep = 12;
 }  // namespace

@@ -27,6 +27,7 @@ class WinogradConv {
   // For a convolution of `g` (fits(g)) with `filters` outputs per pixel.
   WinogradConv(const ConvGeometry& g, int64_t filters);
 
+  const ConvGeometry& geometry() const { return g_; }
   // Floats of the transformed weight U [36][c][filters rounded up to 32].
   int64_t weight_elements() const { return 36 * g_.channels * padded_filters_; }
   // Floats of scratch that run() takes for a chunk of `count` samples (lanes x their blocks).
