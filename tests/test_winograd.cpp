@@ -1,6 +1,6 @@
 // The f32 Winograd F(4x4, 3x3) convolution (ops/winograd_conv.h) on every ISA level this CPU
-// has: the transforms against the reference level's matrix products; WinogradConv against a
-// direct convolution in double (odd sizes, pads 0 to 2, channel and filter counts around the
+// has: the transforms against the reference level's matrix products; WinogradConv's forward and
+// weight gradient against the direct sums in double (odd sizes, pads 0 to 2, channel and filter counts around the
 // vector widths, several samples and blocks); the same bits whatever the thread count; a
 // Conv2D under `algorithm = winograd` against the f64 layer (forward, dx, dW), and the cfg's
 // errors; the measured choice of auto convs (nn/conv_tuning.h): its cache file, checkpoint
@@ -105,6 +105,35 @@ TEST_P(WinogradOnIsa, TransformsMatchTheReference) {
   }
 }
 
+// dy's transform (the weight gradient's): every 4x4 tile with some pixels past the output.
+TEST_P(WinogradOnIsa, GradientTransformMatchesTheReference) {
+  const F32WinogradKernels &fast = f32_winograd_kernels(GetParam()), &ref = f32_winograd_kernels(Isa::reference);
+  Rng rng(6);
+  for (int64_t f : {1, 3, 8, 9, 16, 17, 33, 64}) {
+    SCOPED_TRACE("f = " + std::to_string(f));
+    std::vector<float> pixels = random_floats(16 * f, rng);
+    const float* dy[16];
+    for (int k = 0; k < 16; ++k) dy[k] = k % 4 == 3 || k >= 13 ? nullptr : pixels.data() + k * f;
+    const int64_t stride = f + 3;
+    std::vector<float> got(36 * stride, 7.0f), want(36 * stride, 7.0f);
+    fast.grad(f, dy, got.data(), stride);
+    ref.grad(f, dy, want.data(), stride);
+    float transposed[6][4];  // A = AT^T, for magnitude()'s m[i][a] x[a][b] m[j][b]
+    for (int i = 0; i < 6; ++i)
+      for (int a = 0; a < 4; ++a) transposed[i][a] = kWinogradAT[a][i];
+    for (int64_t ch = 0; ch < f; ++ch) {
+      double x[4][4];
+      for (int k = 0; k < 16; ++k) x[k / 4][k % 4] = dy[k] != nullptr ? dy[k][ch] : 0.0;
+      for (int xi = 0; xi < 36; ++xi) {
+        const double scale = magnitude(transposed, x, xi / 6, xi % 6);
+        ASSERT_NEAR(got[xi * stride + ch], want[xi * stride + ch], 1e-6 * scale + 1e-30) << "xi " << xi;
+      }
+    }
+    for (int xi = 0; xi < 36; ++xi)
+      for (int64_t ch = f; ch < stride; ++ch) ASSERT_EQ(got[xi * stride + ch], 7.0f) << "wrote past f";
+  }
+}
+
 struct Case {
   int64_t h, w, c, filters, pad, count;
 };
@@ -171,16 +200,72 @@ TEST_P(WinogradOnIsa, ConvolutionMatchesTheDirectSums) {
   }
 }
 
+// dW [9 c, filters] of the direct convolution in double, and each sum's terms' magnitude.
+void direct_weight_grad(const ConvGeometry& g, int64_t filters, int64_t count, const std::vector<float>& padded,
+                        const std::vector<float>& dy, std::vector<double>* dw, std::vector<double>* scale) {
+  const int64_t pw = g.padded_width();
+  dw->assign(static_cast<size_t>(9 * g.channels * filters), 0.0);
+  scale->assign(dw->size(), 0.0);
+  for (int64_t s = 0; s < count; ++s)
+    for (int64_t i = 0; i < g.out_h; ++i)
+      for (int64_t j = 0; j < g.out_w; ++j)
+        for (int64_t tap = 0; tap < 9; ++tap)
+          for (int64_t ch = 0; ch < g.channels; ++ch) {
+            const double x = padded[static_cast<size_t>(s * g.padded_size() + ((i + tap / 3) * pw + j + tap % 3) * g.channels + ch)];
+            for (int64_t f = 0; f < filters; ++f) {
+              const double term = x * dy[static_cast<size_t>(((s * g.out_h + i) * g.out_w + j) * filters + f)];
+              (*dw)[static_cast<size_t>((tap * g.channels + ch) * filters + f)] += term;
+              (*scale)[static_cast<size_t>((tap * g.channels + ch) * filters + f)] += std::fabs(term);
+            }
+          }
+}
+
+std::vector<float> winograd_weight_grad(const Case& k, const std::vector<float>& padded, const std::vector<float>& dy,
+                                        float beta, std::vector<float> dw, ThreadPool* pool) {
+  const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
+  const WinogradConv conv(g, k.filters);
+  std::vector<float> scratch(static_cast<size_t>(conv.weight_grad_scratch_elements(k.count)), NAN);
+  conv.weight_grad(pool, k.count, padded.data(), dy.data(), beta, dw.data(), scratch.data());
+  return dw;
+}
+
+// The weight gradient against the direct sums, overwriting (beta 0, over NaN) and adding (beta 1).
+TEST_P(WinogradOnIsa, WeightGradientMatchesTheDirectSums) {
+  Rng rng(10);
+  ThreadPool pool(3);
+  for (const Case& k : kCases) {
+    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + "x" + std::to_string(k.c) + " -> " +
+                 std::to_string(k.filters) + " pad " + std::to_string(k.pad) + ", " + std::to_string(k.count));
+    const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
+    std::vector<float> images = random_floats(k.count * k.h * k.w * k.c, rng);
+    std::vector<float> dy = random_floats(k.count * g.patches() * k.filters, rng);
+    std::vector<float> padded(static_cast<size_t>(k.count * g.padded_size()));
+    pad_images(g, images.data(), k.count, padded.data());
+    std::vector<double> want, scale;
+    direct_weight_grad(g, k.filters, k.count, padded, dy, &want, &scale);
+    const std::vector<float> got = winograd_weight_grad(k, padded, dy, 0.0f, std::vector<float>(want.size(), NAN), &pool);
+    const std::vector<float> added = winograd_weight_grad(k, padded, dy, 1.0f, std::vector<float>(want.size(), 0.5f), &pool);
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(got[i], want[i], 2e-5 * scale[i] + 1e-6) << "dw[" << i << "]";  // the forward's bound
+      ASSERT_NEAR(added[i], want[i] + 0.5, 2e-5 * scale[i] + 1e-6) << "dw[" << i << "] + 0.5";
+    }
+  }
+}
+
 TEST_P(WinogradOnIsa, SameBitsWhateverTheThreads) {
   Rng rng(4);
   const Case k{28, 28, 16, 24, 1, 5};
   const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
   std::vector<float> padded = random_floats(k.count * g.padded_size(), rng), w = random_floats(9 * k.c * k.filters, rng);
+  std::vector<float> dy = random_floats(k.count * g.patches() * k.filters, rng);
   const std::vector<float> alone = winograd_conv(k, padded, w, nullptr);
+  const std::vector<float> dw = winograd_weight_grad(k, padded, dy, 0.0f, std::vector<float>(w.size()), nullptr);
   for (int threads : {1, 2, 3, 5, 16}) {
     ThreadPool pool(threads);
     const std::vector<float> split = winograd_conv(k, padded, w, &pool);
     ASSERT_EQ(std::memcmp(alone.data(), split.data(), alone.size() * sizeof(float)), 0) << threads << " threads";
+    const std::vector<float> dw_split = winograd_weight_grad(k, padded, dy, 0.0f, std::vector<float>(w.size()), &pool);
+    ASSERT_EQ(std::memcmp(dw.data(), dw_split.data(), dw.size() * sizeof(float)), 0) << threads << " threads, dW";
   }
 }
 
@@ -194,8 +279,8 @@ ConvOptions winograd_options(int64_t filters, int64_t pad, bool bias) {
   return o;
 }
 
-// The layer under Winograd: forward and dx by it, dW by the GEMM, all against the f64 layer (on
-// the direct sums); 40 samples of 28x28x8 run in chunks. Tolerance as for the chunked GEMM conv.
+// The layer under Winograd (forward, dx and dW) against the f64 layer (on the direct sums); 40
+// samples of 28x28x8 run in chunks. Tolerance as for the chunked GEMM conv.
 TEST(WinogradConv2D, ForwardAndBothGradientsMatchF64) {
   ThreadPool pool(2);
   for (int64_t pad : {0, 1, 2}) {

@@ -63,7 +63,8 @@ const F32VectorKernels& f32_vector_kernels(Isa isa) {
 }
 
 const F32WinogradKernels& f32_winograd_kernels(Isa isa) {
-#define RG_F32_WINOGRAD_TABLE(isa) F32WinogradKernels{f32_winograd_input__##isa, f32_winograd_output__##isa, #isa}
+#define RG_F32_WINOGRAD_TABLE(isa) \
+  F32WinogradKernels { f32_winograd_input__##isa, f32_winograd_output__##isa, f32_winograd_grad__##isa, #isa }
   static const F32WinogradKernels reference = RG_F32_WINOGRAD_TABLE(reference);
   static const F32WinogradKernels sse2 = RG_F32_WINOGRAD_TABLE(sse2);
   static const F32WinogradKernels avx = RG_F32_WINOGRAD_TABLE(avx);

@@ -51,6 +51,7 @@ inline const F32VectorKernels& f32_vector() { return f32_vector_kernels(active_i
 struct F32WinogradKernels {
   F32WinogradInput input;
   F32WinogradOutput output;
+  F32WinogradGrad grad;  // dy's transform for the weight gradient
   const char* isa;  // "sse2" also serves sse3 to sse4.1
 };
 const F32WinogradKernels& f32_winograd_kernels(Isa isa);

@@ -143,6 +143,22 @@ void conv_pass(const LayerContext& ctx, GradOperand grad, const ConvPass& pass, 
                       GatheredA<T>{padded, pass.at->pixels.data(), pass.at->taps.data()}, w, filters, T(0), y, filters);
 }
 
+// dW[k x filters] (+)= keep dW + patches^T * dy over the gathered patches, or Winograd's sums
+// (scratch in `space`) where the layer runs Winograd and the products are f32.
+template <class T>
+void weight_grad_pass(const LayerContext& ctx, const WinogradConv* winograd, const ConvGeometry& g,
+                      const PatchOffsets& at, int64_t count, const T* images, const T* dy, int64_t filters, T keep,
+                      T* dw, T* space) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (winograd != nullptr && ctx.gemm == GemmPrecision::f32) {
+      winograd->weight_grad(ctx.pool, count, images, dy, keep, dw, space);
+      return;
+    }
+  }
+  layer_gemm_gathered(ctx, GradOperand::b, g.patch_size(), filters, count * g.patches(), T(1),
+                      GatheredA<T>{images, at.taps.data(), at.pixels.data()}, dy, filters, keep, dw, filters);
+}
+
 Status expect_image(const Shape& input) {
   if (input.rank() != 3) {
     return Status::error("a convolution takes images (height x width x channels), not " + input.str());
@@ -254,8 +270,9 @@ int64_t Conv2D::scratch_per_sample() const {
 int64_t Conv2D::scratch_fixed(int64_t per_chunk) const {
   const int64_t flipped = gemm_direct_dx_ || reserves_winograd_ ? weight_shape_.numel() : 0;
   if (!reserves_winograd_) return flipped;
-  return flipped + std::max(winograd_.weight_elements() + winograd_.scratch_elements(per_chunk),
-                            winograd_dx_.weight_elements() + winograd_dx_.scratch_elements(per_chunk));
+  const int64_t forward = winograd_.weight_elements() + winograd_.scratch_elements(per_chunk);
+  const int64_t dw_or_dx = std::max(winograd_.weight_grad_scratch_elements(per_chunk), winograd_dx_.scratch_elements(per_chunk));
+  return flipped + std::max(forward, winograd_dx_.weight_elements() + dw_or_dx);  // dx's U stays over the chunks
 }
 
 std::string Conv2D::describe_algorithm() const {
@@ -340,6 +357,7 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
     T* flipped = padded_x + per_chunk * scratch_per_sample();
     prepare_offsets(per_chunk);
     const PatchOffsets& at = offsets_;
+    T* dw_space = flipped + weight_shape_.numel() + (reserves_winograd_ ? winograd_dx_.weight_elements() : 0);
     ConvPass dx_pass{&dx_geometry_, &dx_offsets_, nullptr, nullptr};
     if (dx.defined() && direct_dx_) {
       const InputGradScope timed(ctx);
@@ -352,11 +370,10 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       const T* g_chunk = dy.data<T>() + s0 * out_sample;
       const T* images = padded_chunk(ctx.pool, g, x.data<T>() + s0 * in_sample, count, padded_x);
       // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
-      // as rows and pixels as depth. The first chunk overwrites unless accumulating.
+      // as rows and pixels as depth (or Winograd's sums where the forward runs Winograd). The
+      // first chunk overwrites unless accumulating.
       const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
-      layer_gemm_gathered(ctx, GradOperand::b, k, filters, pixels, T(1),
-                          GatheredA<T>{images, at.taps.data(), at.pixels.data()}, g_chunk, filters, keep,
-                          weight_.grad.data<T>(), filters);
+      weight_grad_pass(ctx, winograd(), g, at, count, images, g_chunk, filters, keep, weight_.grad.data<T>(), dw_space);
       if (!dx.defined()) continue;
       const InputGradScope timed(ctx);
       T* dx_chunk = dx.data<T>() + s0 * in_sample;

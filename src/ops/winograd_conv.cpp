@@ -28,6 +28,8 @@ WinogradConv::WinogradConv(const ConvGeometry& g, int64_t filters)
   block_tiles_ = std::max(kWinogradBlockStep, kWinogradLaneFloats / per_tile / kWinogradBlockStep * kWinogradBlockStep);
   channel_offsets_.resize(static_cast<size_t>(g.channels));
   for (int64_t ch = 0; ch < g.channels; ++ch) channel_offsets_[static_cast<size_t>(ch)] = static_cast<int32_t>(ch);
+  tile_offsets_.resize(static_cast<size_t>(block_tiles_));
+  for (int64_t t = 0; t < block_tiles_; ++t) tile_offsets_[static_cast<size_t>(t)] = static_cast<int32_t>(t * g.channels);
 }
 
 int64_t WinogradConv::lanes(int64_t count) const {
@@ -39,15 +41,24 @@ int64_t WinogradConv::lane_elements() const {
   return kWinogradPoints * block_tiles_ * (g_.channels + filters_) + g_.channels;
 }
 
-// u[xi][ch][k] = sum over the 9 taps of (G (x) G)[xi][tap] w[tap][ch][k]: the Kronecker product's
-// 36 x 9 coefficients once, then rows of filters (vectorisable), channels over the pool.
+namespace {
+// (G (x) G)[xi][tap] = G[xi / 6][tap / 3] G[xi % 6][tap % 3]: U = G g G^T as one product of
+// the 9 taps, and dW = G^T M G as its transpose's.
+struct KroneckerG {
+  float at[kWinogradPoints][9];
+  KroneckerG() {
+    for (int xi = 0; xi < kWinogradPoints; ++xi)
+      for (int tap = 0; tap < 9; ++tap) at[xi][tap] = kWinogradG[xi / 6][tap / 3] * kWinogradG[xi % 6][tap % 3];
+  }
+};
+const KroneckerG kGG;
+}  // namespace
+
+// u[xi][ch][k] = sum over the 9 taps of (G (x) G)[xi][tap] w[tap][ch][k]: rows of filters
+// (vectorisable), channels over the pool.
 void WinogradConv::transform_weight(ThreadPool* pool, const float* w, float* u) const {
   const int64_t c = g_.channels, f = filters_, fp = padded_filters_;
-  float gg[kWinogradPoints][9];
-  for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 6; ++j)
-      for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) gg[i * 6 + j][a * 3 + b] = kWinogradG[i][a] * kWinogradG[j][b];
+  const auto& gg = kGG.at;
   parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t ch = c0; ch < c1; ++ch)
       for (int xi = 0; xi < kWinogradPoints; ++xi) {
@@ -77,24 +88,37 @@ void WinogradConv::run(ThreadPool* pool, int64_t count, const float* padded, con
   });
 }
 
-// Rows of a transform's pixels as pointers: the input tile's 6x6 (the zero row past the padded
-// image), the output tile's 4x4 (null past the output).
+void WinogradConv::input_rows(int64_t t, const float* padded, const float* zero, const float** d) const {
+  const int64_t s = t / tiles_per_sample(), in_sample = t % tiles_per_sample(), c = g_.channels;
+  const int64_t y0 = in_sample / tiles_w_ * kWinogradTile, x0 = in_sample % tiles_w_ * kWinogradTile;
+  const int64_t ph = g_.padded_height(), pw = g_.padded_width();
+  const float* image = padded + s * g_.padded_size();
+  for (int i = 0; i < kWinogradInput; ++i)
+    for (int j = 0; j < kWinogradInput; ++j)
+      d[i * 6 + j] = y0 + i < ph && x0 + j < pw ? image + ((y0 + i) * pw + x0 + j) * c : zero;
+}
+
+template <class T>
+void WinogradConv::output_rows(int64_t t, T* images, int64_t row, T** out) const {
+  const int64_t s = t / tiles_per_sample(), in_sample = t % tiles_per_sample();
+  const int64_t y0 = in_sample / tiles_w_ * kWinogradTile, x0 = in_sample % tiles_w_ * kWinogradTile;
+  T* image = images + s * g_.patches() * row;
+  for (int i = 0; i < kWinogradTile; ++i)
+    for (int j = 0; j < kWinogradTile; ++j)
+      out[i * 4 + j] = y0 + i < g_.out_h && x0 + j < g_.out_w ? image + ((y0 + i) * g_.out_w + x0 + j) * row : nullptr;
+}
+
 void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const float* u, float* y,
                              float* lane) const {
-  const int64_t nt = t1 - t0, c = g_.channels, f = filters_, ph = g_.padded_height(), pw = g_.padded_width();
+  const int64_t nt = t1 - t0, c = g_.channels, f = filters_;
   float* v = lane;
   float* m = v + kWinogradPoints * block_tiles_ * c;
   float* zero = m + kWinogradPoints * block_tiles_ * f;
   std::fill(zero, zero + c, 0.0f);
   const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
+  const float* d[kWinogradPoints];
   for (int64_t t = 0; t < nt; ++t) {
-    const int64_t s = (t0 + t) / tiles_per_sample(), in_sample = (t0 + t) % tiles_per_sample();
-    const int64_t y0 = in_sample / tiles_w_ * kWinogradTile, x0 = in_sample % tiles_w_ * kWinogradTile;
-    const float* image = padded + s * g_.padded_size();
-    const float* d[kWinogradPoints];
-    for (int i = 0; i < kWinogradInput; ++i)
-      for (int j = 0; j < kWinogradInput; ++j)
-        d[i * 6 + j] = y0 + i < ph && x0 + j < pw ? image + ((y0 + i) * pw + x0 + j) * c : zero;
+    input_rows(t0 + t, padded, zero, d);
     transforms.input(c, d, v + t * c, block_tiles_ * c);
   }
   // M[xi] [nt x f] = V[xi] [nt x c] * U[xi] [c x f]; rows past nt repeat the last (not stored).
@@ -111,16 +135,92 @@ void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const 
       }
     }
   }
+  float* out[kWinogradTile * kWinogradTile];
   for (int64_t t = 0; t < nt; ++t) {
-    const int64_t s = (t0 + t) / tiles_per_sample(), in_sample = (t0 + t) % tiles_per_sample();
-    const int64_t y0 = in_sample / tiles_w_ * kWinogradTile, x0 = in_sample % tiles_w_ * kWinogradTile;
-    float* image = y + s * g_.patches() * f;
-    float* out[kWinogradTile * kWinogradTile];
-    for (int i = 0; i < kWinogradTile; ++i)
-      for (int j = 0; j < kWinogradTile; ++j)
-        out[i * 4 + j] = y0 + i < g_.out_h && x0 + j < g_.out_w ? image + ((y0 + i) * g_.out_w + x0 + j) * f : nullptr;
+    output_rows(t0 + t, y, f, out);
     transforms.output(f, m + t * f, block_tiles_ * f, out);
   }
+}
+
+// ---------------------------------------------------------------- the weight gradient
+
+// V [36][block][c] of the input tiles, D [36][block][padded filters] of dy's.
+void WinogradConv::grad_transforms(int64_t t0, int64_t t1, const float* padded, const float* dy, const float* zero,
+                                   float* lane) const {
+  const int64_t c = g_.channels, fp = padded_filters_;
+  float* v = lane;
+  float* dt = v + kWinogradPoints * block_tiles_ * c;
+  const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
+  const float* d[kWinogradPoints];
+  const float* rows[kWinogradTile * kWinogradTile];
+  for (int64_t t = 0; t < t1 - t0; ++t) {
+    input_rows(t0 + t, padded, zero, d);
+    transforms.input(c, d, v + t * c, block_tiles_ * c);
+    output_rows(t0 + t, dy, filters_, rows);
+    transforms.grad(filters_, rows, dt + t * fp, block_tiles_ * fp);
+  }
+}
+
+// m[xi] [c x fp] (+)= sum over the round's blocks, in order, of V[xi]^T [c x nt] * D[xi] [nt x fp];
+// units of (position, MR channels) over the pool.
+void WinogradConv::grad_sums(ThreadPool* pool, int64_t round_tiles, const float* lanes, bool first_round,
+                             float* m) const {
+  const int64_t c = g_.channels, fp = padded_filters_, f = filters_;
+  const F32GemmKernel& gemm = f32_gemm_kernel_for(active_isa(), f);
+  const int64_t groups = ceil_div(c, gemm.mr), blocks = ceil_div(round_tiles, block_tiles_);
+  parallel_for(pool, kWinogradPoints * groups, 1, [&](int64_t u0, int64_t u1) {
+    const float* rows[kF32GemmMaxMr];
+    for (int64_t unit = u0; unit < u1; ++unit) {
+      const int64_t xi = unit / groups, r0 = unit % groups * gemm.mr, live = std::min<int64_t>(gemm.mr, c - r0);
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float* lane = lanes + b * grad_lane_elements();
+        const float* v = lane + xi * block_tiles_ * c;
+        const float* dt = lane + kWinogradPoints * block_tiles_ * c + xi * block_tiles_ * fp;
+        const int64_t nt = std::min(block_tiles_, round_tiles - b * block_tiles_);
+        for (int64_t r = 0; r < gemm.mr; ++r) rows[r] = v + r0 + std::min(r, live - 1);
+        const float beta = first_round && b == 0 ? 0.0f : 1.0f;
+        for (int64_t jr = 0; jr < f; jr += gemm.nr) {
+          gemm.gathered_tile(nt, rows, tile_offsets_.data(), dt + jr, fp, 1.0f, beta, m + (xi * c + r0) * fp + jr, fp,
+                             live, std::min<int64_t>(gemm.nr, f - jr));
+        }
+      }
+    }
+  });
+}
+
+// Rounds of lanes(count) blocks: transforms (one block a lane), then the sums; then
+// dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] M[xi][ch][k].
+void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* padded, const float* dy, float beta,
+                               float* dw, float* scratch) const {
+  const int64_t tiles = count * tiles_per_sample(), lane_count = lanes(count), c = g_.channels, f = filters_;
+  float* m = scratch + lane_count * grad_lane_elements();
+  float* zero = m + weight_elements();
+  std::fill(zero, zero + c, 0.0f);
+  const int64_t round_size = lane_count * block_tiles_;
+  for (int64_t first = 0; first < tiles; first += round_size) {
+    const int64_t round_tiles = std::min(round_size, tiles - first);
+    parallel_for(pool, ceil_div(round_tiles, block_tiles_), 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t t0 = first + b * block_tiles_;
+        grad_transforms(t0, std::min(first + round_tiles, t0 + block_tiles_), padded, dy, zero,
+                        scratch + b * grad_lane_elements());
+      }
+    });
+    grad_sums(pool, round_tiles, scratch, first == 0, m);
+  }
+  const auto& gg = kGG.at;
+  parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t ch = c0; ch < c1; ++ch)
+      for (int tap = 0; tap < 9; ++tap) {
+        float* row = dw + (tap * c + ch) * f;
+        for (int64_t k = 0; k < f && beta != 1.0f; ++k) row[k] = beta == 0.0f ? 0.0f : beta * row[k];
+        for (int xi = 0; xi < kWinogradPoints; ++xi) {
+          const float* m_row = m + (xi * c + ch) * padded_filters_;
+          const float coefficient = gg[xi][tap];
+          for (int64_t k = 0; k < f; ++k) row[k] += coefficient * m_row[k];
+        }
+      }
+  });
 }
 
 }  // namespace rg

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpu/ukernels/f32_winograd.h"
+
 #include "base/thread_pool.h"
 #include "ops/im2col.h"
 
@@ -40,17 +42,41 @@ class WinogradConv {
   // with the weight u holds.
   void run(ThreadPool* pool, int64_t count, const float* padded, const float* u, float* y, float* scratch) const;
 
+  // dw [3 * 3 * c, filters] = beta * dw + the weight gradient of that convolution whose output
+  // gradient is dy [count, out_h, out_w, filters]: G^T (sum over tiles of (B^T d B) (.) (A dy A^T)) G.
+  // Rounds of up to 16 blocks: their transforms over the pool by block, then the 36 positions'
+  // sums over the pool by position and channel group, each adding the blocks in order; then
+  // G^T M G over the pool by channel. No result depends on the thread count.
+  void weight_grad(ThreadPool* pool, int64_t count, const float* padded, const float* dy, float beta, float* dw,
+                   float* scratch) const;
+  // Floats of scratch weight_grad takes for a chunk of `count` samples.
+  int64_t weight_grad_scratch_elements(int64_t count) const {
+    return lanes(count) * grad_lane_elements() + weight_elements() + g_.channels;
+  }
+
  private:
   int64_t tiles_per_sample() const { return tiles_h_ * tiles_w_; }
   int64_t lanes(int64_t count) const;
   int64_t lane_elements() const;
+  // V and D [36][block][filters rounded up] of one block of weight_grad.
+  int64_t grad_lane_elements() const { return kWinogradPoints * block_tiles_ * (g_.channels + padded_filters_); }
   // Tiles [t0, t1) of the chunk (tile t: sample t / tiles_per_sample, row-major in it).
   void run_block(int64_t t0, int64_t t1, const float* padded, const float* u, float* y, float* lane) const;
+  // The 36 input pointers of tile t (the zero row past the padded image), its 16 output pointers
+  // into an image of `row` floats a pixel (null past the output).
+  void input_rows(int64_t t, const float* padded, const float* zero, const float** d) const;
+  template <class T>
+  void output_rows(int64_t t, T* image, int64_t row, T** out) const;
+  // weight_grad's steps: one block's transforms into `lane`; a round's sums into m.
+  void grad_transforms(int64_t t0, int64_t t1, const float* padded, const float* dy, const float* zero,
+                       float* lane) const;
+  void grad_sums(ThreadPool* pool, int64_t round_tiles, const float* lanes, bool first_round, float* m) const;
 
   ConvGeometry g_;
   int64_t filters_ = 0, padded_filters_ = 0;
   int64_t tiles_h_ = 0, tiles_w_ = 0, block_tiles_ = 0;
   std::vector<int32_t> channel_offsets_;  // 0 .. c - 1: V's rows read as a gathered A
+  std::vector<int32_t> tile_offsets_;     // t c for t < block_tiles_: V's columns, weight_grad's A
 };
 
 }  // namespace rg

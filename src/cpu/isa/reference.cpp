@@ -261,4 +261,18 @@ void f32_winograd_output__reference(int64_t f, const float* m, int64_t m_stride,
       }
 }
 
+void f32_winograd_grad__reference(int64_t f, const float* const* dy, float* v, int64_t v_stride) {
+  for (int64_t ch = 0; ch < f; ++ch)
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 6; ++j) {
+        float sum = 0;  // (A dy A^T)[i][j] = sum over a, b of AT[a][i] dy[a][b] AT[b][j]
+        for (int a = 0; a < 4; ++a) {
+          float row = 0;
+          for (int b = 0; b < 4; ++b) row += (dy[a * 4 + b] != nullptr ? dy[a * 4 + b][ch] : 0.0f) * kWinogradAT[b][j];
+          sum += kWinogradAT[a][i] * row;
+        }
+        v[(i * 6 + j) * v_stride + ch] = sum;
+      }
+}
+
 }  // namespace rg

@@ -37,9 +37,17 @@ using F32WinogradInput = void (*)(int64_t c, const float* const* d, float* v, in
 //   not written.
 using F32WinogradOutput = void (*)(int64_t f, const float* m, int64_t m_stride, float* const* out);
 
-#define RG_DECLARE_F32_WINOGRAD(isa)                                                            \
-  void f32_winograd_input__##isa(int64_t c, const float* const* d, float* v, int64_t v_stride); \
-  void f32_winograd_output__##isa(int64_t f, const float* m, int64_t m_stride, float* const* out)
+// The weight gradient's transform of one tile of dy (the adjoint of the output transform):
+// dy[i * 4 + j] points at the f values of output pixel (i, j) (null: a pixel past the output,
+// read as zeros). For xi < 36 and ch < f:
+//   v[xi * v_stride + ch] = (A dy_ch A^T)[xi / 6][xi % 6],  A = kWinogradAT^T;
+// the weight gradient of a filter is then G^T (sum over tiles of (B^T d B) (.) (A dy A^T)) G.
+using F32WinogradGrad = void (*)(int64_t f, const float* const* dy, float* v, int64_t v_stride);
+
+#define RG_DECLARE_F32_WINOGRAD(isa)                                                                 \
+  void f32_winograd_input__##isa(int64_t c, const float* const* d, float* v, int64_t v_stride);      \
+  void f32_winograd_output__##isa(int64_t f, const float* m, int64_t m_stride, float* const* out);   \
+  void f32_winograd_grad__##isa(int64_t f, const float* const* dy, float* v, int64_t v_stride)
 RG_DECLARE_F32_WINOGRAD(reference);
 RG_DECLARE_F32_WINOGRAD(sse2);
 RG_DECLARE_F32_WINOGRAD(avx);

@@ -6,6 +6,8 @@
 //        r2 = a - b,  c = d4 - d2, e = 2 (d3 - d1): r3 = c + e, r4 = c - e
 //   A^T: s = m1 + m2, t = m1 - m2, p = m3 + m4, q = m3 - m4:
 //        y0 = m0 + s + p, y1 = t + 2 q, y2 = s + 4 p, y3 = t + 8 q + m5
+//   A (four values to six): s = y0 + y2, t = y1 + y3, p = y0 + 4 y2, q = 2 y1 + 8 y3:
+//        r0 = y0, r1 = s + t, r2 = s - t, r3 = p + q, r4 = p - q, r5 = y3
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,20 @@ inline void winograd_at(const B* in, int step, B* out, int ostep) {
   out[3 * ostep] = t + eight * q + in[5 * step];
 }
 
+// Four values through A (A^T's transpose) into six.
+template <class B>
+inline void winograd_a(const B* in, int step, B* out, int ostep) {
+  const B two(2.0f), four(4.0f), eight(8.0f);
+  const B y0 = in[0], y1 = in[step], y2 = in[2 * step], y3 = in[3 * step];
+  const B s = y0 + y2, t = y1 + y3, p = y0 + four * y2, q = two * y1 + eight * y3;
+  out[0] = y0;
+  out[ostep] = s + t;
+  out[2 * ostep] = s - t;
+  out[3 * ostep] = p + q;
+  out[4 * ostep] = p - q;
+  out[5 * ostep] = y3;
+}
+
 // One batch of lanes (channels at..at+W) of one tile, in and out.
 template <class B>
 inline void winograd_input_lanes(const float* const* d, int64_t at, float* v, int64_t v_stride) {
@@ -65,6 +81,17 @@ inline void winograd_output_lanes(const float* m, int64_t m_stride, int64_t at, 
     for (int j = 0; j < 4; ++j) {
       if (out[i * 4 + j] != nullptr) r[j].store_unaligned(out[i * 4 + j] + out_at);
     }
+  }
+}
+
+template <class B>
+inline void winograd_grad_lanes(const float* const* dy, int64_t at, float* v, int64_t v_stride) {
+  B x[16], t[24], r[6];
+  for (int k = 0; k < 16; ++k) x[k] = dy[k] != nullptr ? B::load_unaligned(dy[k] + at) : B(0.0f);
+  for (int j = 0; j < 4; ++j) winograd_a(x + j, 4, t + j, 4);  // columns: t [6 x 4] = A dy
+  for (int i = 0; i < 6; ++i) {                                  // rows: v = t A^T
+    winograd_a(t + i * 4, 1, r, 1);
+    for (int j = 0; j < 6; ++j) r[j].store_unaligned(v + (i * 6 + j) * v_stride + at);
   }
 }
 
@@ -104,6 +131,23 @@ void winograd_output(int64_t f, const float* m, int64_t m_stride, float* const* 
   }
 }
 
+template <class Arch>
+void winograd_grad(int64_t f, const float* const* dy, float* v, int64_t v_stride) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  int64_t at = 0;
+  for (; at + W <= f; at += W) winograd_grad_lanes<B>(dy, at, v, v_stride);
+  if (at == f) return;
+  alignas(64) float in[16][W] = {}, out[36][W];
+  const float* rows[16];
+  for (int k = 0; k < 16; ++k) {
+    if (dy[k] != nullptr) std::memcpy(in[k], dy[k] + at, static_cast<size_t>(f - at) * sizeof(float));
+    rows[k] = dy[k] != nullptr ? in[k] : nullptr;
+  }
+  winograd_grad_lanes<B>(rows, 0, out[0], W);
+  for (int k = 0; k < 36; ++k) std::memcpy(v + k * v_stride + at, out[k], static_cast<size_t>(f - at) * sizeof(float));
+}
+
 }  // namespace ukernel
 }  // namespace rg
 
@@ -113,4 +157,7 @@ void winograd_output(int64_t f, const float* m, int64_t m_stride, float* const* 
   }                                                                                                 \
   void f32_winograd_output__##isa(int64_t f, const float* m, int64_t m_stride, float* const* out) { \
     ukernel::winograd_output<Arch>(f, m, m_stride, out);                                            \
+  }                                                                                                 \
+  void f32_winograd_grad__##isa(int64_t f, const float* const* dy, float* v, int64_t v_stride) {    \
+    ukernel::winograd_grad<Arch>(f, dy, v, v_stride);                                               \
   }
