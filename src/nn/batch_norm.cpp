@@ -1,6 +1,7 @@
-// BatchNorm forward and backward. Per-channel sums run over blocks of rows in the layer's type,
-// the blocks split across threads, then into double in block order, each channel's sum owned by
-// one thread, so results do not depend on the thread count.
+// BatchNorm forward and backward. Per-channel sums and statistics run over blocks of rows in the
+// layer's type, the blocks split across threads, then into double in block order, each channel's
+// owned by one thread, so results do not depend on the thread count. The f32 passes over the
+// values run on the kernel table's batch-norm kernels.
 #include "nn/batch_norm.h"
 
 #include <algorithm>
@@ -20,34 +21,83 @@ namespace {
 constexpr int64_t kStatsRowBlock = 64;
 constexpr int64_t kStatsPartialValues = int64_t{1} << 16;  // the blocks' partials kept at once (256 KB in f32)
 
-// sums[k][c] += the sum over the rows of x [rows, channels] of their terms k < K. Rows go in
-// blocks of kStatsRowBlock: add(r0, r1, p) adds the terms of rows [r0, r1) into p [K][channels]
-// (zeroed) in T, each channel's rows in order; the blocks' sums are then added into the double
-// sums in block order. The blocks are split across the pool (as many at a time as
-// kStatsPartialValues holds), the final sums across channels: each sum has one owner and the same
-// order whatever the thread count.
-template <class T, int K, class AddBlock>
-void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* const (&sums)[K], const AddBlock& add) {
-  const int64_t blocks = (rows + kStatsRowBlock - 1) / kStatsRowBlock, stride = K * channels;
+// x [rows, channels] in blocks of kStatsRowBlock rows: fill(r0, r1, p) writes block [r0, r1)'s
+// `stride` partials (in T) to p; merge(b0, count, partial, c0, c1) then takes the partials of
+// blocks b0 .. b0 + count - 1 ([block][stride]) for channels [c0, c1). The blocks are split across
+// the pool (as many at a time as kStatsPartialValues holds), the merges across channels: each
+// channel's merge has one owner and goes in block order whatever the thread count.
+template <class T, class Fill, class Merge>
+void over_row_blocks(ThreadPool* pool, int64_t rows, int64_t channels, int64_t stride, const Fill& fill,
+                     const Merge& merge) {
+  const int64_t blocks = (rows + kStatsRowBlock - 1) / kStatsRowBlock;
   const int64_t at_once = std::min(blocks, std::max<int64_t>(1, kStatsPartialValues / stride));
-  std::vector<T> partial(static_cast<size_t>(at_once * stride));  // [block][K][channel]
+  std::vector<T> partial(static_cast<size_t>(at_once * stride));
   for (int64_t b0 = 0; b0 < blocks; b0 += at_once) {
     const int64_t count = std::min(blocks - b0, at_once);
     parallel_for(pool, count, 1, [&](int64_t first, int64_t last) {
       for (int64_t b = first; b < last; ++b) {
-        T* p = partial.data() + b * stride;
-        std::fill(p, p + stride, T(0));
         const int64_t r0 = (b0 + b) * kStatsRowBlock;
-        add(r0, std::min(rows, r0 + kStatsRowBlock), p);
+        fill(r0, std::min(rows, r0 + kStatsRowBlock), partial.data() + b * stride);
       }
     });
-    parallel_for(pool, channels, 8, [&](int64_t c0, int64_t c1) {
-      for (int64_t b = 0; b < count; ++b)
-        for (int k = 0; k < K; ++k)
-          for (int64_t c = c0; c < c1; ++c) sums[k][c] += double(partial[static_cast<size_t>(b * stride + k * channels + c)]);
-    });
+    parallel_for(pool, channels, 8, [&](int64_t c0, int64_t c1) { merge(b0, count, partial.data(), c0, c1); });
   }
 }
+
+// sums[k][c] += the sum over the rows of x [rows, channels] of their terms k < K: add(r0, r1, p)
+// adds the terms of rows [r0, r1) into p [K][channels] (zeroed) in T, each channel's rows in
+// order; the blocks' sums are then added into the double sums in block order.
+template <class T, int K, class AddBlock>
+void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* const (&sums)[K], const AddBlock& add) {
+  const int64_t stride = K * channels;
+  const auto fill = [&](int64_t r0, int64_t r1, T* p) {
+    std::fill(p, p + stride, T(0));
+    add(r0, r1, p);
+  };
+  over_row_blocks<T>(pool, rows, channels, stride, fill, [&](int64_t, int64_t count, const T* partial, int64_t c0, int64_t c1) {
+    for (int64_t b = 0; b < count; ++b)
+      for (int k = 0; k < K; ++k)
+        for (int64_t c = c0; c < c1; ++c) sums[k][c] += double(partial[static_cast<size_t>(b * stride + k * channels + c)]);
+  });
+}
+
+// Each channel's mean and M2 (sum of squared deviations from the mean) over the rows of x
+// [rows, channels], reading x from memory once: a block's mean (its sum in T, rows in order, over
+// its rows) and its M2 about that mean, in a second pass over the block while it is in cache;
+// the blocks merged in block order in double by Chan, Golub and LeVeque's update (mean and M2 of
+// the union of two sets from each one's), as safe as two passes over all of x. mean and m2 start
+// at 0. The device's batch_norm.cl computes the same, in the same order.
+template <class T>
+void channel_stats(ThreadPool* pool, const T* x, int64_t rows, int64_t channels, double* mean, double* m2) {
+  const auto fill = [&](int64_t r0, int64_t r1, T* p) {
+    T* block_mean = p;
+    T* block_m2 = p + channels;
+    std::fill(p, p + 2 * channels, T(0));
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = 0; c < channels; ++c) block_mean[c] += x[r * channels + c];
+    for (int64_t c = 0; c < channels; ++c) block_mean[c] /= static_cast<T>(r1 - r0);
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = 0; c < channels; ++c) {
+        const T d = x[r * channels + c] - block_mean[c];
+        block_m2[c] += d * d;
+      }
+  };
+  const auto merge = [&](int64_t b0, int64_t count, const T* partial, int64_t c0, int64_t c1) {
+    for (int64_t b = 0; b < count; ++b) {
+      const int64_t r0 = (b0 + b) * kStatsRowBlock;
+      const double before = double(r0), added = double(std::min(rows, r0 + kStatsRowBlock) - r0);
+      const double w = added / (before + added), v = before * w;  // a block's weights, divided once
+      const T* p = partial + b * 2 * channels;
+      for (int64_t c = c0; c < c1; ++c) {
+        const double delta = double(p[c]) - mean[c];
+        mean[c] += delta * w;
+        m2[c] += double(p[channels + c]) + delta * delta * v;
+      }
+    }
+  };
+  over_row_blocks<T>(pool, rows, channels, 2 * channels, fill, merge);
+}
+
 
 // channel_sums' add for terms given by term(i, c, t): t[k] of value i (channel c), channels
 // innermost (contiguous in x [rows, channels]: the compiler vectorises where it can).
@@ -122,25 +172,12 @@ void BatchNorm::forward(const Tensor& x, const Tensor& y, const LayerContext& ct
     mean_.assign(nc, 0.0);
     inv_std_.assign(nc, 0.0);
     if (ctx.training) {
-      // Two passes over x: the mean, then the mean squared deviation from it (rounded to T), each
-      // a pass of channel_sums (the device's batch_norm.cl sums the same blocks in the same order).
-      std::vector<double> sum(nc, 0.0), square(nc, 0.0);
-      const auto value = [&](int64_t i, int64_t, T* t) { t[0] = in[i]; };
-      channel_sums<T, 1>(ctx.pool, rows, channels, {sum.data()}, add_terms<T, 1>(channels, value));
-      std::vector<T> mean_t(nc);
+      std::vector<double> m2(nc, 0.0);
+      channel_stats(ctx.pool, in, rows, channels, mean_.data(), m2.data());
       for (size_t c = 0; c < nc; ++c) {
-        mean_[c] = sum[c] / double(rows);
-        mean_t[c] = static_cast<T>(mean_[c]);
-      }
-      const auto square_deviation = [&](int64_t i, int64_t c, T* t) {
-        const T d = in[i] - mean_t[static_cast<size_t>(c)];
-        t[0] = d * d;
-      };
-      channel_sums<T, 1>(ctx.pool, rows, channels, {square.data()}, add_terms<T, 1>(channels, square_deviation));
-      for (size_t c = 0; c < nc; ++c) {
-        const double var = square[c] / double(rows);
+        const double var = m2[c] / double(rows);
         inv_std_[c] = 1.0 / std::sqrt(var + eps_);
-        const double unbiased = rows > 1 ? var * double(rows) / double(rows - 1) : var;
+        const double unbiased = rows > 1 ? m2[c] / double(rows - 1) : var;
         rm[c] = static_cast<T>((1 - momentum_) * double(rm[c]) + momentum_ * mean_[c]);
         rv[c] = static_cast<T>((1 - momentum_) * double(rv[c]) + momentum_ * unbiased);
       }
