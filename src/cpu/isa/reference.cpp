@@ -12,6 +12,7 @@
 #include "cpu/ukernels/qs8_winograd.h"
 #include "ops/activation.h"
 #include "ops/depthwise.h"
+#include "ops/dropout_mask.h"
 #include "ops/fixed_point.h"
 
 namespace rg {
@@ -83,6 +84,49 @@ void f32_depthwise_weight_grad__reference(int64_t c, int64_t pixels, int64_t tap
 
 void f32_softmax_rows__reference(int64_t rows, int64_t cols, const float* x, float* y) {
   softmax_forward(rows, cols, x, y);
+}
+
+void f32_dropout__reference(int64_t n, uint64_t state, uint64_t counter, uint32_t threshold, float scale,
+                            const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = dropout_draw(state, counter + static_cast<uint64_t>(i)) < threshold ? 0.0f : x[i] * scale;
+}
+
+namespace {
+// The gradient at a batch norm's output: dy, or with a fused relu (scale set) dy where its output was > 0.
+float batch_norm_grad_of(const float* scale, const float* shift, int64_t c, float x, float dy) {
+  return scale == nullptr || x * scale[c] + shift[c] > 0.0f ? dy : 0.0f;
+}
+}  // namespace
+
+void f32_batch_norm_grad_sums__reference(int64_t rows, int64_t channels, const float* x, const float* dy,
+                                         const float* mean, const float* inv_std, const float* scale,
+                                         const float* shift, float* sums) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t i = r * channels + c;
+      const float g = batch_norm_grad_of(scale, shift, c, x[i], dy[i]);
+      sums[c] += g;
+      sums[channels + c] += g * (x[i] - mean[c]) * inv_std[c];
+    }
+}
+
+void f32_batch_norm_apply__reference(int64_t rows, int64_t channels, const float* x, const float* scale,
+                                     const float* shift, bool relu, float* y) {
+  for (int64_t i = 0; i < rows * channels; ++i) {
+    const float v = x[i] * scale[i % channels] + shift[i % channels];
+    y[i] = v;
+    if (relu) relu_forward(1, &v, y + i);  // ops/activation.h's
+  }
+}
+
+void f32_batch_norm_grad__reference(int64_t rows, int64_t channels, const float* x, const float* dy, const float* a,
+                                    const float* b, const float* d, const float* scale, const float* shift,
+                                    float* dx) {
+  for (int64_t i = 0; i < rows * channels; ++i) {
+    const int64_t c = i % channels;
+    dx[i] = a[c] * batch_norm_grad_of(scale, shift, c, x[i], dy[i]) + b[c] * x[i] + d[c];
+  }
 }
 
 bool f32_sgd__reference(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {
