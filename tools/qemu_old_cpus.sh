@@ -27,6 +27,7 @@ log_dir=build/qemu-logs
 retrograd=build/retrograd
 test_gemm=build/tests/test_gemm
 test_kernels=build/tests/test_kernels
+test_winograd=build/tests/test_winograd
 test_qs8=build/tests/test_qs8
 test_int8_winograd=build/tests/test_int8_winograd
 test_conv_layers=build/tests/test_conv_layers
@@ -75,7 +76,7 @@ for tool in qemu-x86_64 python3; do
     exit 1
   fi
 done
-for binary in "$retrograd" "$test_gemm" "$test_kernels" "$test_qs8" "$test_int8_winograd" "$test_conv_layers"; do
+for binary in "$retrograd" "$test_gemm" "$test_kernels" "$test_qs8" "$test_int8_winograd" "$test_winograd" "$test_conv_layers"; do
   if [ ! -x "$binary" ]; then
     fail "qemu setup" "$binary is missing: build first (bash tools/build.sh)"
     exit 1
@@ -214,6 +215,11 @@ EOF
   # 2b''. test_int8_winograd, whole: the Winograd conv's kernels of every level this CPU has
   #       against the reference, and its stage against the GEMM stage (about 3 s).
   run_gtest_under_qemu test_int8_winograd "$test_int8_winograd" "$xml_dir/test_int8_winograd@$tag.xml"
+
+  # 2b'''. test_winograd, whole: the f32 Winograd F(4x4, 3x3) transforms of every level this CPU
+  #        has against the reference, the convolution and its weight gradient against the direct
+  #        sums, thread counts, the layer against f64, the measured choice's cache.
+  run_gtest_under_qemu test_winograd "$test_winograd" "$xml_dir/test_winograd@$tag.xml"
 
   # 2c. The conv, pooling, batch-norm and dropout layers in f32 on this CPU's kernels, against
   #     f64 (the f64 gradient checks run no ISA code: the native passes cover them).
