@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/files.h"
+#include "base/input_file.h"
 #include "base/output_file.h"
 #include "base/serial.h"
 #include "cpu/cpuid.h"
@@ -38,9 +39,10 @@ std::string cache_key(const Conv2D& conv, int64_t batch) {
 
 // The cache's lines; an error says why the file cannot be used (a missing file is no entries).
 Result<Timings> read_cache(const std::string& path) {
-  if (!is_regular_file(path)) return Timings{};
+  if (!path_exists(path)) return Timings{};
+  RG_ASSIGN(const int64_t size, input_file_size(path, "the conv algorithm cache"));  // a regular file
+  if (size > kCacheMaxBytes) return Status::error(path + ": larger than 1 MiB");
   RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path, "the conv algorithm cache"));
-  if (static_cast<int64_t>(bytes.size()) > kCacheMaxBytes) return Status::error(path + ": larger than 1 MiB");
   std::istringstream in(std::string(bytes.begin(), bytes.end()));
   std::string line;
   if (!std::getline(in, line) || line != kCacheHeader) return Status::error(path + ": line 1 is not '" + kCacheHeader + "'");
@@ -135,7 +137,7 @@ Result<std::vector<ConvChoice>> choose_conv_algorithms(Model& model, int64_t bat
   const std::string path = conv_cache_path();
   Result<Timings> cached = read_cache(path);
   Timings timings = cached.ok() ? cached.value() : Timings{};
-  const std::string unread = cached.ok() ? "" : "; the cache was not used: " + cached.status().message();
+  std::string unread = cached.ok() ? "" : "; the cache was not used: " + cached.status().message();  // said once
   LayerContext timing = ctx;
   timing.pool = nullptr;  // one thread: see the file-top comment
   timing.training = true;
@@ -153,6 +155,7 @@ Result<std::vector<ConvChoice>> choose_conv_algorithms(Model& model, int64_t bat
       RG_ASSIGN(choice.winograd_ms, time_layer(*conv, ConvAlgorithm::winograd, batch, with_dx, timing));
       timings[key] = measured[key] = {choice.gemm_ms, choice.winograd_ms};
       choice.source = "measured" + unread;
+      unread.clear();
     }
     choice.algorithm = choice.winograd_ms < choice.gemm_ms ? ConvAlgorithm::winograd : ConvAlgorithm::gemm;
     RG_TRY(conv->set_algorithm(choice.algorithm));
@@ -160,8 +163,11 @@ Result<std::vector<ConvChoice>> choose_conv_algorithms(Model& model, int64_t bat
   }
   if (!measured.empty()) {
     const Status written = write_cache(path, measured);
-    for (ConvChoice& c : choices) {
-      if (c.source.rfind("measured", 0) == 0) c.source += written.ok() ? "" : "; not cached: " + written.message();
+    for (ConvChoice& c : choices) {  // the first measured one says why nothing was cached
+      if (!written.ok() && c.source.rfind("measured", 0) == 0) {
+        c.source += "; not cached: " + written.message();
+        break;
+      }
     }
   }
   return choices;
