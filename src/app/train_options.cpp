@@ -4,6 +4,7 @@
 
 #include "app/data_source.h"
 #include "app/device_option.h"
+#include "app/layer_profile_option.h"
 #include "app/mpi_job.h"
 #include "app/precision_report.h"
 #include "app/train_gan.h"
