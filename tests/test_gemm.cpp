@@ -3,7 +3,8 @@
 // narrow 8x8 tile of AVX levels for n <= 8, avx512's 16x16 for n <= 16; KC=512, MC=96,
 // NC=2048), padded leading dimensions, alpha/beta cases, NaN in C under beta = 0, bit-exact
 // integer products, results that do not depend on the thread count, and the same bits on
-// every FMA level (each element one FMA chain over depth, whatever the tile's shape).
+// every FMA level (each element one FMA chain over depth, whatever the tile's shape); the
+// gathered GEMM, and its depth split for weight gradients.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -468,6 +469,87 @@ TEST_P(GemmGathered, ThreadCountDoesNotChangeBits) {
   }
 }
 
+// ---------------------------------------------------------------- the depth split (weight gradients)
+// f32_gemm_gathered_depth_split: depth blocks by the shape alone, each into its own partial, added
+// in block order. Shapes like the presets' weight gradients: cnn's conv1 (9 x 32, 784 pixels a
+// sample), lenet's conv1 (25 x 6) and conv2 (150 x 16), and uneven ones (blocks of unequal depth,
+// a C of more than one cache block of rows).
+namespace {
+
+struct SplitCase {
+  int64_t m, n, k;
+};
+constexpr SplitCase kSplitCases[] = {{9, 32, 20000}, {25, 6, 5000}, {150, 16, 6400}, {13, 17, 2500}, {97, 40, 4100}};
+
+// The partials a case needs, NaN: a block that read its buffer before writing it would show.
+std::vector<float> nan_partials(const Gathered& g) {
+  return std::vector<float>(static_cast<size_t>(gemm_depth_partials(g.m * g.n, g.k)), kNaN);
+}
+
+}  // namespace
+
+// Shallow products are not split; a deep one with a small C is; a C of 2^20 cells is not (its
+// partials would pass 1 MiB); the partials never shrink as k grows (a conv sizes them by its
+// largest chunk) and stay within 2^18 floats.
+TEST(GemmDepthSplit, BlocksFollowTheShapeAlone) {
+  EXPECT_EQ(gemm_depth_blocks(9 * 32, 2047), 1);
+  EXPECT_EQ(gemm_depth_partials(9 * 32, 2047), 0);
+  EXPECT_EQ(gemm_depth_blocks(9 * 32, 64 * 784), 16);
+  EXPECT_EQ(gemm_depth_blocks(2304 * 256, 64 * 3136), 1);
+  for (int64_t cells : {int64_t{1}, int64_t{150}, int64_t{9216}, int64_t{36864}, int64_t{100000}, int64_t{1} << 18}) {
+    int64_t last = 0;
+    for (int64_t k = 0; k <= 40000; k += 97) {
+      const int64_t partials = gemm_depth_partials(cells, k);
+      ASSERT_GE(partials, last) << cells << " cells, k " << k;
+      ASSERT_LE(partials, int64_t{1} << 18) << cells << " cells, k " << k;
+      last = partials;
+    }
+  }
+}
+
+// Against the double reference, every alpha/beta case (NaN in C under beta 0 ignored).
+TEST_P(GemmGathered, DepthSplitMatchesReference) {
+  Rng rng(15, 0);
+  int index = 0;
+  for (const SplitCase& sc : kSplitCases) {
+    const AlphaBeta ab = kAlphaBeta[static_cast<size_t>(index++ % 4)];
+    Gathered g = make_gathered(sc.m, sc.n, sc.k, Fill::uniform, rng);
+    ASSERT_GT(gemm_depth_blocks(g.m * g.n, g.k), 1) << describe_gathered(g, ab.alpha, ab.beta);
+    if (ab.beta == 0.0f) std::fill(g.c.begin(), g.c.end(), kNaN);
+    const std::vector<double> ref = gathered_ref(g, ab.alpha, ab.beta, false);
+    const std::vector<double> bound = gathered_ref(g, std::fabs(ab.alpha), std::fabs(ab.beta), true);
+    std::vector<float> partials = nan_partials(g);
+    f32_gemm_gathered_depth_split(g.m, g.n, g.k, ab.alpha, g.a(), g.b.data(), g.ldb, ab.beta, g.c.data(), g.n,
+                                  partials.data(), nullptr);
+    const double tol_factor = 3.0 * std::sqrt(static_cast<double>(g.k) + 3.0) * std::ldexp(1.0, -24);
+    for (size_t i = 0; i < g.c.size(); ++i) {
+      const double err = std::fabs(static_cast<double>(g.c[i]) - ref[i]);
+      ASSERT_LE(err, tol_factor * bound[i]) << describe_gathered(g, ab.alpha, ab.beta) << ": C[" << i << "] = " << g.c[i]
+                                            << ", reference " << ref[i];
+    }
+  }
+}
+
+// No pool and 1, 2, 3, 4 and 16 threads give the same bits: the blocks do not follow the threads.
+TEST_P(GemmGathered, DepthSplitThreadCountDoesNotChangeBits) {
+  Rng rng(16, 0);
+  for (const SplitCase& sc : kSplitCases) {
+    const Gathered g = make_gathered(sc.m, sc.n, sc.k, Fill::uniform, rng);
+    std::vector<float> partials = nan_partials(g), single = g.c;
+    f32_gemm_gathered_depth_split(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 0.5f, single.data(), g.n,
+                                  partials.data(), nullptr);
+    for (int t : {1, 2, 3, 4, 16}) {
+      ThreadPool pool(t);
+      std::vector<float> out = g.c;
+      partials = nan_partials(g);
+      f32_gemm_gathered_depth_split(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 0.5f, out.data(), g.n,
+                                    partials.data(), &pool);
+      EXPECT_EQ(std::memcmp(out.data(), single.data(), out.size() * 4), 0)
+          << describe_gathered(g, 1, 0.5f) << ": " << t << " threads differ from none";
+    }
+  }
+}
+
 // ---------------------------------------------------------------- the same bits on every FMA level
 // Every FMA level (avx2_fma and up) sums each element of C as one FMA chain over depth, in order,
 // and applies alpha and beta alike; its tiles differ only in shape. So a level above avx2_fma
@@ -532,6 +614,15 @@ TEST(GemmAcrossLevels, FmaLevelsGiveAvx2sBits) {
     const Gathered g = make_gathered(c.m, c.n, c.k, Fill::uniform, rng);
     expect_same_bits_as_avx2(levels, g.c, describe_gathered(g, ab.alpha, ab.beta), [&](float* out) {
       f32_gemm_gathered(g.m, g.n, g.k, ab.alpha, g.a(), g.b.data(), g.ldb, ab.beta, out, g.n, threads);
+    });
+  }
+  for (const SplitCase& c : kSplitCases) {  // the depth split: its blocks and sums are the levels' own too
+    ThreadPool* threads = index++ % 2 ? &pool : nullptr;
+    const Gathered g = make_gathered(c.m, c.n, c.k, Fill::uniform, rng);
+    std::vector<float> partials = nan_partials(g);
+    expect_same_bits_as_avx2(levels, g.c, describe_gathered(g, 1, 1) + ", depth split", [&](float* out) {
+      f32_gemm_gathered_depth_split(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 1.0f, out, g.n, partials.data(),
+                                    threads);
     });
   }
 }

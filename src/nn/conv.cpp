@@ -141,7 +141,11 @@ int64_t ConvLayer::chunk_samples(int64_t n) const {
 }
 
 int64_t ConvLayer::workspace_elements(int64_t n) const {
-  return chunk_samples(n) * scratch_per_sample() + scratch_fixed();
+  return chunk_samples(n) * scratch_per_sample() + scratch_fixed() + weight_grad_partials(n);
+}
+
+int64_t ConvLayer::weight_grad_partials(int64_t n) const {
+  return gemm_depth_partials(weight_shape_.numel(), chunk_samples(n) * patch_rows());
 }
 
 void ConvLayer::prepare_offsets(int64_t count) {
@@ -250,9 +254,9 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
       // as rows and pixels as depth. The first chunk overwrites unless accumulating.
       const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
-      layer_gemm_gathered(ctx, GradOperand::b, k, filters, pixels, T(1),
-                          GatheredA<T>{images, at.taps.data(), at.pixels.data()}, g_chunk, filters, keep,
-                          weight_.grad.data<T>(), filters);
+      layer_gemm_gathered_depth_split(ctx, GradOperand::b, k, filters, pixels, T(1),
+                                      GatheredA<T>{images, at.taps.data(), at.pixels.data()}, g_chunk, filters, keep,
+                                      weight_.grad.data<T>(), filters, weight_grad_partials_in<T>(space, n));
       if (!dx.defined()) continue;
       const InputGradScope timed(ctx);
       T* dx_chunk = dx.data<T>() + s0 * in_sample;
@@ -344,7 +348,7 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
       column_sum(ctx.pool, n * g.height * g.width, options_.filters, dy.data<T>(), bias_.grad.data<T>());
     }
-    // Scratch: [padded dy chunk | W^T [k x channels] | a chunk's dW^T [k x channels]].
+    // Scratch: [padded dy chunk | W^T [k x channels] | a chunk's dW^T [k x channels] | dW's partials].
     const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());
     T* padded_dy = space.data<T>();
     T* weight_t = padded_dy + per_chunk * scratch_per_sample();
@@ -359,9 +363,9 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
       const T* images = padded_chunk(ctx.pool, g, dy.data<T>() + s0 * out_sample, count, padded_dy);
       const T* x_chunk = x.data<T>() + s0 * in_sample;
       // dW^T[k x channels] = dcols^T * x, dcols being dy's patch matrix, gathered (taps as rows)
-      layer_gemm_gathered(ctx, GradOperand::a, k, channels, pixels, T(1),
-                          GatheredA<T>{images, offsets_.taps.data(), offsets_.pixels.data()}, x_chunk, channels, T(0),
-                          grad_t, channels);
+      layer_gemm_gathered_depth_split(ctx, GradOperand::a, k, channels, pixels, T(1),
+                                      GatheredA<T>{images, offsets_.taps.data(), offsets_.pixels.data()}, x_chunk,
+                                      channels, T(0), grad_t, channels, weight_grad_partials_in<T>(space, n));
       const bool keep = s0 > 0 || ctx.accumulate_grads;  // the first chunk overwrites unless accumulating
       for (int64_t c = 0; c < channels; ++c)
         for (int64_t t = 0; t < k; ++t) grad[c * k + t] = (keep ? grad[c * k + t] : T(0)) + grad_t[t * channels + c];
