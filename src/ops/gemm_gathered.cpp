@@ -60,8 +60,9 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
 // stream all of B (dy, up to MBs) for its rows; split by depth, each block reads only its slice
 // of the image and of dy, once, and the blocks x row tiles feed any number of threads. The price
 // is writing and adding back (blocks - 1) partial products of m x n. Hence:
-// - a block is at least kMinBlockDepth deep: its partial's one write and read are then under
-//   0.1% of its multiply-adds, and it spans 4 of the tiles' depth blocks (kGatheredKC);
+// - a block is about kMinBlockDepth deep or more (3 of the tiles' depth blocks, kGatheredKC, at
+//   least, its edges rounded to them): its partial's one write and read are then under 0.3% of
+//   its multiply-adds;
 // - at most kMaxDepthBlocks: a block a thread on the 16-core machines the project measures,
 //   4 a thread at 4 threads; more would only add partials;
 // - the partials at most kMaxDepthPartials floats (1 MiB, a quarter of a conv layer's chunk
@@ -71,6 +72,12 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
 constexpr int64_t kMinBlockDepth = 1024;
 constexpr int64_t kMaxDepthBlocks = 16;
 constexpr int64_t kMaxDepthPartials = int64_t{1} << 18;
+
+// Where depth block `block` of `blocks` starts (block == blocks: k): at an equal share of k
+// rounded down to the tiles' depth blocks, so only the last block ends in a partial one.
+int64_t block_start(int64_t k, int64_t blocks, int64_t block) {
+  return block == blocks ? k : k * block / blocks / kGatheredKC * kGatheredKC;
+}
 
 // C[i0:i1) += the partials [blocks - 1][m x n], added in block order: each element's sum is
 // the same chain whichever thread adds it.
@@ -110,7 +117,7 @@ void f32_gemm_gathered_depth_split(int64_t m, int64_t n, int64_t k, float alpha,
   auto run = [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1;) {
       const int64_t block = u / tiles, t0 = u % tiles, t1 = std::min(tiles, t0 + (u1 - u));
-      const int64_t p0 = k * block / blocks, p1 = k * (block + 1) / blocks;
+      const int64_t p0 = block_start(k, blocks, block), p1 = block_start(k, blocks, block + 1);
       const GatheredA<float> slice{a.base, a.row_offsets, a.depth_offsets + p0};
       float* out = block == 0 ? c : partials + (block - 1) * cells;
       gathered_rows(kernel, n, p1 - p0, alpha, slice, b + p0 * ldb, ldb, block == 0 ? beta : 0.0f, out,
