@@ -296,9 +296,9 @@ TEST(Conv, ChunkedBatchesMatchF64) {
 // their weight gradients over the depth (ops/gemm.h): conv_chunked's 72 x 6 over 16 samples of
 // 784 pixels a chunk (its last chunk, 1 sample, unsplit), convT_chunked's 96 x 8 over 33 x 196.
 TEST(Conv, ResultsDoNotDependOnThreads) {
-  ASSERT_GT(gemm_depth_blocks(72 * 6, 16 * 784), 1);
-  ASSERT_EQ(gemm_depth_blocks(72 * 6, 784), 1);
-  ASSERT_GT(gemm_depth_blocks(96 * 8, 33 * 196), 1);
+  ASSERT_GT(gemm_depth_blocks(72, 6, 16 * 784), 1);
+  ASSERT_EQ(gemm_depth_blocks(72, 6, 784), 1);
+  ASSERT_GT(gemm_depth_blocks(96, 8, 33 * 196), 1);
   std::vector<LayerSpec> specs = conv_layer_specs();
   specs.push_back(conv_spec("conv_chunked", Shape{28, 28, 8}, conv_options(6, 3, 1, 1)));
   specs.push_back(conv_transpose_spec("convT_chunked", Shape{14, 14, 8}, conv_options(6, 4, 2, 1)));

@@ -485,25 +485,28 @@ constexpr SplitCase kSplitCases[] = {{9, 32, 20000}, {25, 6, 5000}, {150, 16, 64
 
 // The partials a case needs, NaN: a block that read its buffer before writing it would show.
 std::vector<float> nan_partials(const Gathered& g) {
-  return std::vector<float>(static_cast<size_t>(gemm_depth_partials(g.m * g.n, g.k)), kNaN);
+  return std::vector<float>(static_cast<size_t>(gemm_depth_partials(g.m, g.n, g.k)), kNaN);
 }
 
 }  // namespace
 
-// Shallow products are not split; a deep one with a small C is; a C of 2^20 cells is not (its
-// partials would pass 1 MiB); the partials never shrink as k grows (a conv sizes them by its
-// largest chunk) and stay within 2^18 floats.
+// Shallow products are not split; a deep one with few rows is; one with rows enough for the
+// threads is not (cnn's conv4, 576 x 64), nor one whose partials would pass 2^18 floats; the
+// partials never shrink as k grows (a conv sizes them by its largest chunk).
 TEST(GemmDepthSplit, BlocksFollowTheShapeAlone) {
-  EXPECT_EQ(gemm_depth_blocks(9 * 32, 2047), 1);
-  EXPECT_EQ(gemm_depth_partials(9 * 32, 2047), 0);
-  EXPECT_EQ(gemm_depth_blocks(9 * 32, 64 * 784), 16);
-  EXPECT_EQ(gemm_depth_blocks(2304 * 256, 64 * 3136), 1);
-  for (int64_t cells : {int64_t{1}, int64_t{150}, int64_t{9216}, int64_t{36864}, int64_t{100000}, int64_t{1} << 18}) {
+  EXPECT_EQ(gemm_depth_blocks(9, 32, 2047), 1);
+  EXPECT_EQ(gemm_depth_partials(9, 32, 2047), 0);
+  EXPECT_EQ(gemm_depth_blocks(9, 32, 64 * 784), 16);
+  EXPECT_EQ(gemm_depth_blocks(288, 32, 18 * 784), 13);
+  EXPECT_EQ(gemm_depth_blocks(576, 64, 32 * 196), 1);
+  EXPECT_EQ(gemm_depth_blocks(288, 1024, 64 * 784), 1);
+  for (const auto& mn : {std::array<int64_t, 2>{1, 1}, std::array<int64_t, 2>{25, 6}, std::array<int64_t, 2>{288, 32},
+                         std::array<int64_t, 2>{300, 333}, std::array<int64_t, 2>{256, 1024}}) {
     int64_t last = 0;
     for (int64_t k = 0; k <= 40000; k += 97) {
-      const int64_t partials = gemm_depth_partials(cells, k);
-      ASSERT_GE(partials, last) << cells << " cells, k " << k;
-      ASSERT_LE(partials, int64_t{1} << 18) << cells << " cells, k " << k;
+      const int64_t partials = gemm_depth_partials(mn[0], mn[1], k);
+      ASSERT_GE(partials, last) << mn[0] << " x " << mn[1] << ", k " << k;
+      ASSERT_LE(partials, int64_t{1} << 18) << mn[0] << " x " << mn[1] << ", k " << k;
       last = partials;
     }
   }
@@ -516,7 +519,7 @@ TEST_P(GemmGathered, DepthSplitMatchesReference) {
   for (const SplitCase& sc : kSplitCases) {
     const AlphaBeta ab = kAlphaBeta[static_cast<size_t>(index++ % 4)];
     Gathered g = make_gathered(sc.m, sc.n, sc.k, Fill::uniform, rng);
-    ASSERT_GT(gemm_depth_blocks(g.m * g.n, g.k), 1) << describe_gathered(g, ab.alpha, ab.beta);
+    ASSERT_GT(gemm_depth_blocks(g.m, g.n, g.k), 1) << describe_gathered(g, ab.alpha, ab.beta);
     if (ab.beta == 0.0f) std::fill(g.c.begin(), g.c.end(), kNaN);
     const std::vector<double> ref = gathered_ref(g, ab.alpha, ab.beta, false);
     const std::vector<double> bound = gathered_ref(g, std::fabs(ab.alpha), std::fabs(ab.beta), true);

@@ -155,7 +155,7 @@ TEST(Rcl, SpecsCoverBothInputGradientRoutes) {
 // Every result is bit-identical with 1, 2, 3 and 4 threads, for batches of one chunk and of many
 // (rcl_chunked's convs split their weight gradients, 72 x 8, over the depth: ops/gemm.h).
 TEST(Rcl, ResultsDoNotDependOnThreads) {
-  ASSERT_GT(gemm_depth_blocks(72 * 8, 16 * 784), 1);
+  ASSERT_GT(gemm_depth_blocks(72, 8, 16 * 784), 1);
   std::vector<LayerSpec> specs = rcl_specs();
   specs.push_back(rcl_spec("rcl_chunked", Shape{28, 28, 8}, rcl_options(8, 3, 3)));
   for (const LayerSpec& spec : specs) {

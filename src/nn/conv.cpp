@@ -145,7 +145,8 @@ int64_t ConvLayer::workspace_elements(int64_t n) const {
 }
 
 int64_t ConvLayer::weight_grad_partials(int64_t n) const {
-  return gemm_depth_partials(weight_shape_.numel(), chunk_samples(n) * patch_rows());
+  // Both products have the patch's taps as rows: Conv2D's dW, ConvTranspose2D's dW^T.
+  return gemm_depth_partials(patch_cols(), weight_shape_.numel() / patch_cols(), chunk_samples(n) * patch_rows());
 }
 
 void ConvLayer::prepare_offsets(int64_t count) {

@@ -47,7 +47,7 @@ inline void layer_gemm_gathered(const LayerContext&, GradOperand, int64_t m, int
   gemm_gathered_ref(m, n, k, alpha, a, b, ldb, beta, c, ldc);
 }
 
-// A weight gradient's gathered product, split over its depth into `partials` (gemm_depth_partials(m * n, k)
+// A weight gradient's gathered product, split over its depth into `partials` (gemm_depth_partials(m, n, k)
 // of them: ops/gemm.h's f32_gemm_gathered_depth_split); int8 training's product and the double
 // reference do not split.
 inline void layer_gemm_gathered_depth_split(const LayerContext& ctx, GradOperand grad, int64_t m, int64_t n, int64_t k,

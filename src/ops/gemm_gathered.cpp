@@ -56,19 +56,23 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
 }
 
 // The depth split (ops/gemm.h). A weight gradient split by rows of C alone feeds few threads
-// (cnn's conv1: 9 taps x 32 filters, one 12-row avx512 tile: one thread) and has each thread
-// stream all of B (dy, up to MBs) for its rows; split by depth, each block reads only its slice
-// of the image and of dy, once, and the blocks x row tiles feed any number of threads. The price
-// is writing and adding back (blocks - 1) partial products of m x n. Hence:
+// (cnn's conv1: 9 taps x 32 filters, one 12-row avx512 tile: one thread; its conv2: 288 rows,
+// 24 tiles, 1 or 2 for each of 16 threads) and has each thread stream all of B (dy, up to MBs)
+// for its rows; split by depth, each block reads only its slice of the image and of dy, and the
+// blocks x row tiles feed any number of threads. The price is writing and adding back
+// (blocks - 1) partial products of m x n. Hence:
+// - only C of fewer than kRowsToFeedThreads rows is split: with that many, the row split gives
+//   each of 16 threads 2 of the widest (avx512, 12-row) tiles, and the split measured no faster
+//   there on 2 threads of the Zen 3 VM (cnn's conv4, 576 x 64: 4.4 ms row split, 4.6 split);
 // - a block is about kMinBlockDepth deep or more (3 of the tiles' depth blocks, kGatheredKC, at
 //   least, its edges rounded to them): its partial's one write and read are then under 0.3% of
 //   its multiply-adds;
 // - at most kMaxDepthBlocks: a block a thread on the 16-core machines the project measures,
 //   4 a thread at 4 threads; more would only add partials;
 // - the partials at most kMaxDepthPartials floats (1 MiB, a quarter of a conv layer's chunk
-//   scratch), so the workspace stays bounded: a C that large (a 256-filter layer's 2304 x 256)
-//   has hundreds of tile rows to share already and stays unsplit.
+//   scratch), so the workspace stays bounded (288 taps x 512 filters: 2 blocks at most).
 // The count depends on k, so a batch's last, smaller chunk may have fewer blocks: never more.
+constexpr int64_t kRowsToFeedThreads = 16 * 2 * 12;
 constexpr int64_t kMinBlockDepth = 1024;
 constexpr int64_t kMaxDepthBlocks = 16;
 constexpr int64_t kMaxDepthPartials = int64_t{1} << 18;
@@ -94,17 +98,17 @@ void add_partials(int64_t n, int64_t blocks, const float* partials, int64_t cell
 
 }  // namespace
 
-int64_t gemm_depth_blocks(int64_t cells, int64_t k) {
-  if (cells <= 0) return 1;
-  return std::max<int64_t>(1, std::min({kMaxDepthBlocks, k / kMinBlockDepth, 1 + kMaxDepthPartials / cells}));
+int64_t gemm_depth_blocks(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || m >= kRowsToFeedThreads) return 1;
+  return std::max<int64_t>(1, std::min({kMaxDepthBlocks, k / kMinBlockDepth, 1 + kMaxDepthPartials / (m * n)}));
 }
 
-int64_t gemm_depth_partials(int64_t cells, int64_t k) { return (gemm_depth_blocks(cells, k) - 1) * cells; }
+int64_t gemm_depth_partials(int64_t m, int64_t n, int64_t k) { return (gemm_depth_blocks(m, n, k) - 1) * m * n; }
 
 void f32_gemm_gathered_depth_split(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
                                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc, float* partials,
                                    ThreadPool* pool) {
-  const int64_t blocks = gemm_depth_blocks(m * n, k);
+  const int64_t blocks = gemm_depth_blocks(m, n, k);
   if (blocks == 1 || m == 0 || n == 0 || alpha == 0.0f) {  // alpha 0: no product, C = beta C
     f32_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool);
     return;
