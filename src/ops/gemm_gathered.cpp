@@ -63,7 +63,8 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
 // (blocks - 1) partial products of m x n. Hence:
 // - only C of fewer than kRowsToFeedThreads rows is split: with that many, the row split gives
 //   each of 16 threads 2 of the widest (avx512, 12-row) tiles, and the split measured no faster
-//   there on 2 threads of the Zen 3 VM (cnn's conv4, 576 x 64: 4.4 ms row split, 4.6 split);
+//   there on 2 threads of the Zen 3 VM (cnn's conv4, 576 x 64: 4.4 ms row split, 4.6 split,
+//   medians of 7 rounds on a loaded VM);
 // - a block is about kMinBlockDepth deep or more (3 of the tiles' depth blocks, kGatheredKC, at
 //   least, its edges rounded to them): its partial's one write and read are then under 0.3% of
 //   its multiply-adds;
