@@ -1,10 +1,11 @@
 // Batch normalisation over the innermost dimension of x [rows, channels] (rows = n h w of NHWC
-// images, or n of [n, f] features), as src/nn/batch_norm.cpp computes it. Statistics: float sums
-// over blocks of 64 rows, each block's sum added into double in block order (the CPU's
-// channel_sums), so the sums are its bits; the rest in double,
-// as the CPU. Elementwise kernels: one item per element, recomputing the channel's float
+// images, or n of [n, f] features), as src/nn/batch_norm.cpp computes it. Statistics: each block
+// of 64 rows' mean and M2 (squared deviations about that mean) in float, then the blocks merged
+// into double in block order (the CPU's channel_stats); gradient sums: float sums over the blocks,
+// added into double in block order (its channel_sums): the CPU's bits; the rest in double, as the
+// CPU. Elementwise kernels: one item per element, recomputing the channel's float
 // constants from the double statistics as the CPU does. `saved` is double [4 channels]: mean and
-// inv_std (forward), sum dy and sum dy xhat (backward), then the block sums (floats). Needs
+// inv_std (forward), sum dy and sum dy xhat (backward), then the block partials (floats). Needs
 // cl_khr_fp64.
 // Launchers: src/opencl/batch_norm.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
@@ -22,11 +23,12 @@ inline float2 channel_affine(double gamma, double beta, double mean, double inv_
   return (float2)((float)(gamma * inv_std), (float)(beta - mean * gamma * inv_std));
 }
 
-// The statistics run in two steps so that every row block is summed at once: one item per (row
-// block, channel) sums its block in float, in row order (f32_batch_norm_block_sums), then one
-// work-group per channel adds the blocks' sums into double in block order (the finish kernels):
-// the CPU's additions, in its order. Block sums live in `saved` after its 4 channels doubles, as floats
-// [2][blocks][channels] (pass 0: sum x; 1: sum (x - (float)mean)^2; 2: sum dy and sum dy xhat).
+// The statistics and sums run in two steps so that every row block is worked at once: one item
+// per (row block, channel) takes its block in float, in row order (f32_batch_norm_block_sums),
+// then one work-group per channel merges the blocks into double in block order (the finish
+// kernels): the CPU's operations, in its order. The partials live in `saved` after its 4 channels
+// doubles, as floats [2][blocks][channels] (pass 0: the block's mean, sum x / rows, and its M2,
+// sum (x - that mean)^2; pass 1: sum dy and sum dy xhat).
 __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __global const float* x, uint x_offset,
                                         __global const float* dy, uint dy_offset, __global const double* saved,
                                         uint saved_offset, __global float* blocks, uint blocks_offset) {
@@ -40,11 +42,10 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
   float p0 = 0.0f, p1 = 0.0f;
   if (pass == 0) {
     for (uint r = r0; r < r1; ++r) p0 = p0 + xc[r * channels];
-  } else if (pass == 1) {
-    const float mean = (float)s[c];
+    p0 = p0 / (float)(r1 - r0);
     for (uint r = r0; r < r1; ++r) {
-      const float d = xc[r * channels] - mean;
-      p0 = p0 + d * d;
+      const float d = xc[r * channels] - p0;
+      p1 = p1 + d * d;
     }
   } else {
     __global const float* dyc = dy + dy_offset + c;
@@ -80,20 +81,42 @@ double block_total(__global const float* blocks, uint which, uint block_count, u
   return total;
 }
 
-// Training, after pass 0: mean = sum x / rows into saved[c]. The finish kernels run a
-// work-group per channel c (block_total).
-__kernel void f32_batch_norm_mean(uint rows, uint channels, uint capacity, __global const float* blocks,
-                                  uint blocks_offset, __global double* saved, uint saved_offset, __local float* tile) {
-  const uint c = get_group_id(0);
+// Channel c's mean and M2 over every row from the blocks' (pass 0), merged in double in block order
+// by Chan, Golub and LeVeque's update (the CPU's channel_stats, the same operations), by item 0 of
+// the work-group of channel c: its items stage the blocks' means and M2s in local memory (each in
+// half of tile's `capacity` floats). Item 0's result; every item must call it (barriers).
+void block_stats(__global const float* blocks, uint rows, uint channels, uint c, __local float* tile, uint capacity,
+                 double* mean, double* m2) {
+  const uint item = get_local_id(0), items = get_local_size(0), share = capacity / 2;
   const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
-  const double sum = block_total(blocks + blocks_offset, 0, block_count, channels, c, tile, capacity);
-  if (get_local_id(0) == 0) saved[saved_offset + c] = sum / (double)rows;
+  double mu = 0.0, sum2 = 0.0;
+  for (uint b0 = 0; b0 < block_count; b0 += share) {
+    const uint count = min(share, block_count - b0);
+    for (uint k = item; k < count; k += items) {
+      tile[k] = blocks[(b0 + k) * channels + c];
+      tile[share + k] = blocks[(block_count + b0 + k) * channels + c];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (item == 0) {
+      for (uint k = 0; k < count; ++k) {
+        const uint r0 = (b0 + k) * ROW_BLOCK;
+        const double before = (double)r0, added = (double)(min(rows, r0 + ROW_BLOCK) - r0);
+        const double w = added / (before + added), v = before * w;
+        const double delta = (double)tile[k] - mu;
+        mu += delta * w;
+        sum2 += (double)tile[share + k] + delta * delta * v;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next one is loaded
+  }
+  *mean = mu;
+  *m2 = sum2;
 }
 
-// Training, after pass 1: var = sum (x - (float)mean)^2 / rows (biased), inv_std = 1 / sqrt(var +
-// eps) into saved, running stats = (1 - momentum) running + momentum (mean, var unbiased by rows /
-// (rows - 1) when rows > 1). Inference (no blocks read): inv_std from the running variance and
-// mean = running_mean. momentum and eps come as the bits of the host's doubles.
+// Training, after pass 0: mean and var = M2 / rows (biased) (block_stats), inv_std = 1 / sqrt(var +
+// eps) into saved, running stats = (1 - momentum) running + momentum (mean, M2 / (rows - 1) when
+// rows > 1, else var). Inference (no blocks read): inv_std from the running variance and mean =
+// running_mean. momentum and eps come as the bits of the host's doubles.
 __kernel void f32_batch_norm_variance(uint rows, uint channels, uint capacity, uint training, ulong momentum_bits,
                                       ulong eps_bits, __global const float* blocks, uint blocks_offset,
                                       __global float* running_mean, uint running_mean_offset,
@@ -110,13 +133,13 @@ __kernel void f32_batch_norm_variance(uint rows, uint channels, uint capacity, u
     s[channels + c] = inference_inv_std(*rv, eps);
     return;
   }
-  const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
-  const double sum = block_total(blocks + blocks_offset, 0, block_count, channels, c, tile, capacity);
+  double mean, m2;
+  block_stats(blocks + blocks_offset, rows, channels, c, tile, capacity, &mean, &m2);
   if (get_local_id(0) != 0) return;
-  const double mean = s[c];
-  const double var = sum / (double)rows;
+  const double var = m2 / (double)rows;
+  s[c] = mean;
   s[channels + c] = 1.0 / sqrt(var + eps);
-  const double unbiased = rows > 1 ? var * (double)rows / (double)(rows - 1) : var;
+  const double unbiased = rows > 1 ? m2 / (double)(rows - 1) : var;
   *rm = (float)((1 - momentum) * (double)*rm + momentum * mean);
   *rv = (float)((1 - momentum) * (double)*rv + momentum * unbiased);
 }
@@ -152,7 +175,7 @@ __kernel void f32_batch_norm_inference_affine(uint channels, ulong eps_bits, __g
   affine[affine_offset + channels + c] = a.s1;
 }
 
-// After pass 2: sum dy and sum dy (x - mean) inv_std (mean, inv_std rounded to float; the terms in
+// After pass 1: sum dy and sum dy (x - mean) inv_std (mean, inv_std rounded to float; the terms in
 // float as (dy (x - mean)) inv_std) into saved[2 channels ...], and dbeta, dgamma = (accumulate ?
 // the old value : 0) + those sums, rounded once to float.
 __kernel void f32_batch_norm_grad_sums(uint rows, uint channels, uint capacity, uint accumulate,

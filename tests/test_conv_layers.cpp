@@ -374,12 +374,13 @@ TEST(Dropout, MaskScaleAndReuse) {
   EXPECT_EQ(values(y2), values(x));
 }
 
-// The mask's definition (nn/dropout.h): block b of 64 values (the last one shorter) of the
-// step's sample s from Rng(dropout_step_seed(seed, noise_stream), s * blocks_per_row + b), one
-// next_u32() per value in order, restated here; the layer gives it with and without a pool
-// of threads, and for rows split in two forwards with their row_offset.
-TEST(Dropout, MaskDrawnByBlocksOfEachSample) {
-  const int64_t rows = 6, row_size = 700;  // 11 blocks a row: 10 of 64, then 60
+// The mask's definition (ops/dropout_mask.h), restated with SplitMix64 as a stream (Vigna's
+// splitmix64.c: the state advanced by the golden gamma, then mixed): value i of the step's sample
+// s draws output number s * row_size + i of the stream from dropout_state(step seed), dropped when
+// its high 32 bits fall below the threshold. The layer gives it with and without a pool of
+// threads, and for rows split in two forwards with their row_offset.
+TEST(Dropout, MaskDrawnByEachValuesCounter) {
+  const int64_t rows = 6, row_size = 700;
   Dropout drop(0.4);
   drop.set_name("d");
   ASSERT_TRUE(drop.configure(Shape{row_size}).ok());
@@ -389,17 +390,20 @@ TEST(Dropout, MaskDrawnByBlocksOfEachSample) {
   fill_random(x, rng, 0.5, 1.5);
   const uint64_t noise_stream = 11;
   const int64_t row_offset = 3;
-  const uint64_t step_seed = dropout_step_seed(drop.seed(), noise_stream);
   const uint64_t threshold = dropout_threshold(0.4);
   const float scale = dropout_scale(0.4);
-  std::vector<double> want(static_cast<size_t>(x.numel()));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < 11; ++b) {
-      Rng block(step_seed, static_cast<uint64_t>((row_offset + r) * 11 + b));
-      for (int64_t i = r * row_size + b * 64; i < r * row_size + std::min<int64_t>(row_size, (b + 1) * 64); ++i)
-        want[static_cast<size_t>(i)] = block.next_u32() < threshold ? 0.0f : x.f32()[i] * scale;
-    }
+  uint64_t state = splitmix64_mix(dropout_step_seed(drop.seed(), noise_stream));
+  std::vector<uint32_t> stream;  // the draws of counters 0 .. (row_offset + rows) row_size - 1
+  for (int64_t k = 0; k < (row_offset + rows) * row_size; ++k) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    stream.push_back(static_cast<uint32_t>((z ^ (z >> 31)) >> 32));
   }
+  std::vector<double> want(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    want[static_cast<size_t>(i)] =
+        stream[static_cast<size_t>(row_offset * row_size + i)] < threshold ? 0.0f : x.f32()[i] * scale;
   ThreadPool pool(3);
   for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
     LayerContext ctx;

@@ -16,6 +16,7 @@
 #include "base/thread_pool.h"
 #include "cpu/kernel_tables.h"
 #include "ops/depthwise.h"
+#include "ops/dropout_mask.h"
 #include "ops/elementwise.h"
 
 namespace rg {
@@ -166,6 +167,76 @@ TEST_P(KernelsOnIsa, SoftmaxRowsMatchReference) {
         EXPECT_NEAR(total, 1.0, 1e-5);
       }
     }
+}
+
+// Dropout bit for bit against the reference (the mask's definition, ops/dropout_mask.h), out of
+// place and in place: sizes around the kernel's 64-value blocks and the vector widths, counters
+// where the low 32 bits wrap, thresholds that keep all, about half, and almost none. Dropped
+// values are +0 whatever their sign; a NaN dropped is +0 too.
+TEST_P(KernelsOnIsa, DropoutIsBitExact) {
+  Rng rng(16, 0);
+  const uint64_t state = rng.next_u64();
+  for (int64_t n : {0, 1, 7, 16, 63, 64, 65, 127, 128, 129, 1000})
+    for (uint64_t counter : {uint64_t{0}, uint64_t{5}, (uint64_t{1} << 32) - 30, uint64_t{1} << 62})
+      for (uint32_t threshold : {0u, 1u << 31, 4252017623u}) {  // rates 0, 0.5, 0.99
+        std::vector<float> x = random_vector(n, -1, 1, rng);
+        if (n > 3) x[3] = std::nanf("");
+        std::vector<float> want = random_vector(n, -1, 1, rng), got = want, in_place = x;
+        ref().dropout(n, state, counter, threshold, 1.5f, x.data(), want.data());
+        fast().dropout(n, state, counter, threshold, 1.5f, x.data(), got.data());
+        fast().dropout(n, state, counter, threshold, 1.5f, in_place.data(), in_place.data());
+        const std::string what = "dropout of " + std::to_string(n) + " from counter " + std::to_string(counter) +
+                                 " threshold " + std::to_string(threshold);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
+        ASSERT_EQ(std::memcmp(in_place.data(), want.data(), static_cast<size_t>(n) * sizeof(float)), 0) << what;
+        for (int64_t i = 0; i < n; ++i) {  // the reference is the definition
+          const size_t k = static_cast<size_t>(i);
+          const float expect = dropout_draw(state, counter + static_cast<uint64_t>(i)) < threshold ? 0.0f : x[k] * 1.5f;
+          ASSERT_EQ(std::memcmp(&want[k], &expect, sizeof(float)), 0) << what << " at " << i;
+        }
+      }
+}
+
+// The batch norm's kernels bit for bit against the reference, with and without a fused relu:
+// channels below, at and above each vector width (the channels after the last whole vector run
+// one at a time), rows from one to more than a block; the sums added to nonzero sums, apply and
+// grad also in place.
+TEST_P(KernelsOnIsa, BatchNormIsBitExact) {
+  Rng rng(17, 0);
+  const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  for (int64_t channels : {1, 3, 4, 8, 9, 16, 17, 32, 33, 64, 100})
+    for (int64_t rows : {1, 7, 64, 65})
+      for (bool relu : {false, true}) {
+        const std::string what = std::to_string(rows) + " x " + std::to_string(channels) + (relu ? " relu" : "");
+        const int64_t n = rows * channels;
+        const std::vector<float> x = random_vector(n, -2, 2, rng), dy = random_vector(n, -1, 1, rng);
+        const std::vector<float> mean = random_vector(channels, -0.5, 0.5, rng), inv_std = random_vector(channels, 0.5, 2, rng);
+        const std::vector<float> scale = random_vector(channels, -2, 2, rng), shift = random_vector(channels, -1, 1, rng);
+        const std::vector<float> a = random_vector(channels, -2, 2, rng), b = random_vector(channels, -1, 1, rng);
+        const std::vector<float> d = random_vector(channels, -1, 1, rng);
+        const float* relu_scale = relu ? scale.data() : nullptr;
+        std::vector<float> sums_want = random_vector(2 * channels, -1, 1, rng), sums_got = sums_want;
+        ref().batch_norm_grad_sums(rows, channels, x.data(), dy.data(), mean.data(), inv_std.data(), relu_scale,
+                                   shift.data(), sums_want.data());
+        fast().batch_norm_grad_sums(rows, channels, x.data(), dy.data(), mean.data(), inv_std.data(), relu_scale,
+                                    shift.data(), sums_got.data());
+        ASSERT_TRUE(same(sums_got, sums_want)) << "grad sums " << what;
+        std::vector<float> y_want = random_vector(n, 0, 1, rng), y_got = y_want, y_in_place = x;
+        ref().batch_norm_apply(rows, channels, x.data(), scale.data(), shift.data(), relu, y_want.data());
+        fast().batch_norm_apply(rows, channels, x.data(), scale.data(), shift.data(), relu, y_got.data());
+        fast().batch_norm_apply(rows, channels, y_in_place.data(), scale.data(), shift.data(), relu, y_in_place.data());
+        ASSERT_TRUE(same(y_got, y_want)) << "apply " << what;
+        ASSERT_EQ(std::memcmp(y_in_place.data(), y_want.data(), static_cast<size_t>(n) * sizeof(float)), 0)
+            << "apply in place " << what;
+        std::vector<float> dx_want = random_vector(n, 0, 1, rng), dx_got = dx_want;
+        ref().batch_norm_grad(rows, channels, x.data(), dy.data(), a.data(), b.data(), d.data(), relu_scale, shift.data(),
+                              dx_want.data());
+        fast().batch_norm_grad(rows, channels, x.data(), dy.data(), a.data(), b.data(), d.data(), relu_scale,
+                               shift.data(), dx_got.data());
+        ASSERT_TRUE(same(dx_got, dx_want)) << "grad " << what;
+      }
 }
 
 TEST_P(KernelsOnIsa, SgdIsBitExact) {

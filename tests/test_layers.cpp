@@ -29,6 +29,7 @@
 #include "nn/model.h"
 #include "nn/optimizer.h"
 #include "ops/pool2d.h"
+#include "report/layer_profile_table.h"
 #include "train/schedule.h"
 
 namespace rg {
@@ -293,6 +294,83 @@ TEST(Model, DefaultNamesAreTheKindAndItsNumber) {
   std::vector<std::string> names;
   for (const auto& layer : model.value()->layers()) names.push_back(layer->name());
   EXPECT_EQ(names, (std::vector<std::string>{"dense1", "relu6_1", "dense2", "relu6_2", "relu1"}));
+}
+
+// A batch norm followed by a relu runs as one layer in a training forward of a chain
+// (Model::fuses_relu_after): the model's output, parameter gradients and input gradient equal
+// the layers' run one by one, unfused, bit for bit, in f32 and f64, threaded; the batch norm's own
+// output is not kept (activation() undefined), and an inference forward fuses nothing.
+TEST(Model, BatchNormReluFusedGivesTheLayersBits) {
+  const char* cfg_text =
+      "[net]\ninput = 4x4x3\n[conv]\nfilters = 5\nsize = 3\npad = 1\nbias = false\n[batchnorm]\n[relu]\n[flatten]\n"
+      "[dense]\nunits = 8\n[batchnorm]\n[relu]\n[dense]\nunits = 3\n";
+  ThreadPool pool(3);
+  for (DType dtype : {DType::f32, DType::f64}) {
+    SCOPED_TRACE(dtype == DType::f32 ? "f32" : "f64");
+    auto cfg = parse_cfg(cfg_text, "fused.cfg");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    auto built = Model::from_cfg(cfg.value()), apart = Model::from_cfg(cfg.value());
+    ASSERT_TRUE(built.ok() && apart.ok()) << built.status().message();
+    Model& model = *built.value();
+    const std::vector<std::unique_ptr<Layer>>& layers = apart.value()->layers();
+    ASSERT_TRUE(model.init(5, dtype).ok() && apart.value()->init(5, dtype).ok());
+    ASSERT_TRUE(model.reserve(7).ok());
+    std::vector<bool> fused;
+    for (size_t i = 0; i < layers.size(); ++i) fused.push_back(model.fuses_relu_after(i));
+    EXPECT_EQ(fused, (std::vector<bool>{false, true, false, false, false, true, false, false}));
+    const int64_t n = 6;
+    Rng rng(17);
+    Tensor x = make(model.input_shape().batched(n), dtype), target = make(Shape{n}, DType::i32);
+    fill_random(x, rng, -1, 1);
+    for (int64_t i = 0; i < n; ++i) target.data<int32_t>()[i] = static_cast<int32_t>(rng.below(3));
+    LayerContext ctx;
+    ctx.pool = &pool;
+    ctx.training = true;
+    ctx.accumulate_grads = false;
+    LayerProfile profile;
+    LayerContext profiled = ctx;
+    profiled.profile = &profile;
+    const Tensor out = model.forward(x, profiled);
+    EXPECT_FALSE(model.activation(1).defined()) << "batchnorm1's output is not kept";
+    EXPECT_TRUE(model.activation(2).defined());
+    compute_loss(model.loss(), out, target, 1.0, model.output_grad());
+    Tensor dx = make(x.shape(), dtype);
+    model.backward(profiled, dx);
+    profile.count_step();
+    const LayerProfileReport report = summarize_layer_profile(model, profile, 1.0, PeakFigure());
+    ASSERT_EQ(report.rows.size(), layers.size());
+    EXPECT_EQ(report.rows[2].fused_into, "batchnorm1");
+    EXPECT_EQ(report.rows[6].fused_into, "batchnorm2");
+    EXPECT_EQ(report.rows[1].fused_into, "");
+    EXPECT_GT(report.rows[1].ms_per_step[0], 0.0);
+    EXPECT_NE(layer_profile_text(report).find("relu1          relu        fused into batchnorm1"), std::string::npos)
+        << layer_profile_text(report);
+    // The same layers one by one, each with its own output and gradient.
+    std::vector<Tensor> acts, grads;
+    Tensor in = x;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      acts.push_back(make(model.layer_output_shape(i).batched(n), dtype));
+      layers[i]->forward(in, acts.back(), ctx);
+      in = acts.back();
+    }
+    EXPECT_EQ(values(out), values(in)) << "output";
+    Tensor dy = make(in.shape(), dtype);
+    compute_loss(model.loss(), in, target, 1.0, dy);
+    for (size_t i = layers.size(); i-- > 0;) {
+      const Tensor& xi = i == 0 ? x : acts[i - 1];
+      Tensor dxi = make(xi.shape(), dtype);
+      layers[i]->backward(xi, acts[i], dy, dxi, ctx);
+      dy = dxi;
+    }
+    EXPECT_EQ(values(dx), values(dy)) << "input gradient";
+    const std::vector<Param*> fused_params = model.params(), apart_params = apart.value()->params();
+    ASSERT_EQ(fused_params.size(), apart_params.size());
+    for (size_t k = 0; k < fused_params.size(); ++k)
+      EXPECT_EQ(values(fused_params[k]->grad), values(apart_params[k]->grad)) << fused_params[k]->name;
+    ctx.training = false;
+    model.forward(x, ctx);
+    EXPECT_TRUE(model.activation(1).defined()) << "inference fuses nothing";
+  }
 }
 
 TEST(Activation, FromCfgNamesAndSlope) {

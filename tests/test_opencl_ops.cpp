@@ -1250,25 +1250,23 @@ TEST(OpenclShape, NothingToDoEnqueuesNothing) {
 
 // ---------------------------------------------------------------- dropout
 
-// Dropout::apply_mask restated on the host with base/rng.h: block b (64 values, the last one
-// shorter) of row r from Rng(step_seed, (row_offset + r) blocks_per_row + b), one next_u32() per
-// value in order.
+// Dropout::apply_mask restated on the host with ops/dropout_mask.h's draws: value i of row r
+// draws dropout_draw(dropout_state(step_seed), (row_offset + r) row_size + i).
 std::vector<float> host_dropout(int64_t rows, int64_t row_size, uint64_t step_seed, int64_t row_offset,
                                 uint64_t threshold, float scale, const std::vector<float>& in) {
   std::vector<float> out(in.size());
-  const int64_t blocks_per_row = (row_size + 63) / 64;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < blocks_per_row; ++b) {
-      Rng rng(step_seed, static_cast<uint64_t>((row_offset + r) * blocks_per_row + b));
-      for (int64_t i = r * row_size + b * 64; i < r * row_size + std::min(row_size, (b + 1) * 64); ++i)
-        out[i] = rng.next_u32() < threshold ? 0.0f : in[i] * scale;
+  const uint64_t state = dropout_state(step_seed);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < row_size; ++i) {
+      const size_t at = static_cast<size_t>(r * row_size + i);
+      out[at] = dropout_draw(state, static_cast<uint64_t>((row_offset + r) * row_size + i)) < threshold ? 0.0f
+                                                                                                     : in[at] * scale;
     }
-  }
   return out;
 }
 
-// [rows, row_size]: one value, one row, one block exactly, a block and one value, rows of blocks
-// and a short last block, more items than a work-group, rows not a multiple of anything.
+// [rows, row_size]: one value, one row, rows of 64 and 65 values (the CPU kernel's blocks), more
+// items than a work-group, rows not a multiple of anything.
 struct DropoutCase {
   int64_t rows, row_size;
 };
@@ -1283,16 +1281,8 @@ TEST(OpenclDropout, HostConstantsAreTheLayers) {
   EXPECT_EQ(dropout_scale(0.3), static_cast<float>(1.0 / 0.7));
   EXPECT_EQ(dropout_step_seed(12345, 0), 12345u);
   EXPECT_EQ(dropout_step_seed(0, 1), 0x9E3779B97F4A7C15ull);
-  EXPECT_EQ(kDropoutBlockValues, 64);
-  EXPECT_EQ(dropout_blocks_per_row(0), 0);
-  EXPECT_EQ(dropout_blocks_per_row(1), 1);
-  EXPECT_EQ(dropout_blocks_per_row(64), 1);
-  EXPECT_EQ(dropout_blocks_per_row(65), 2);
-  EXPECT_EQ(dropout_blocks_per_row(14 * 14 * 32), 98);  // cnn's dropout1: 98 items a sample
-  EXPECT_EQ(dropout_block_stream(0, 49, 0), 0u);
-  EXPECT_EQ(dropout_block_stream(3, 49, 5), 3u * 49 + 5);
-  // 2^31 samples of 2^32 blocks (2^38 values): the last stream is 2^63 - 1.
-  EXPECT_EQ(dropout_block_stream((int64_t{1} << 31) - 1, int64_t{1} << 32, (int64_t{1} << 32) - 1), ~uint64_t{0} >> 1);
+  EXPECT_EQ(dropout_state(0), 0u);  // SplitMix64's mix fixes 0
+  EXPECT_EQ(dropout_draw(0, 0), static_cast<uint32_t>(splitmix64_mix(0x9E3779B97F4A7C15ull) >> 32));
 }
 
 // Two checks chained: nn/dropout.cpp's layer (threaded context) equals host_dropout, forward and

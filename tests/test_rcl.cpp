@@ -144,7 +144,7 @@ TEST_P(RclTest, F32MatchesF64Threaded) {
 // The specs reach both of Conv2D's routes to dx in the members (im2col's for few channels).
 TEST(Rcl, SpecsCoverBothInputGradientRoutes) {
   auto direct = [](int64_t c, int64_t f) {
-    Conv2D conv(ConvOptions{f, 3, 1, 1, 0, Init::he_uniform, false});
+    Conv2D conv(ConvOptions{f, 3, 1, 1, 0, Init::he_uniform, false, std::nullopt});
     EXPECT_TRUE(conv.configure(Shape{3, 4, c}).ok());
     return conv.direct_input_grad();
   };

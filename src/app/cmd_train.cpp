@@ -384,6 +384,7 @@ void print_train_header(const TrainRun& run, const CpuInfo& cpu) {
               options.schedule.describe().c_str(), schedule_name(options.schedule.kind),
               static_cast<unsigned long long>(options.seed), run.pool->threads(), cpu.brand.empty() ? "this CPU" : cpu.brand.c_str());
   std::printf("memory:    %s\n", describe_plan(run.plan).c_str());
+  if (!trainer.conv_choices().empty()) std::printf("convs:     %s\n", conv_choices_text(trainer.conv_choices()).c_str());
   if (run.train_device) {
     std::printf("device:    %s, micro-batches of %lld, loss on the %s\n", run.train_device->label().c_str(),
                 static_cast<long long>(trainer.micro_batch()), trainer.options().loss_on_host ? "CPU" : "device");

@@ -40,6 +40,7 @@ nlohmann::json layer_profile_json(const LayerProfileReport& report) {
   nlohmann::json layers = nlohmann::json::array();
   for (const LayerProfileRow& row : report.rows) {
     nlohmann::json entry = {{"layer", row.layer}, {"kind", row.kind}};
+    if (!row.fused_into.empty()) entry["fused_into"] = row.fused_into;
     for (int p = 0; p < kLayerPhases; ++p) {
       entry[layer_phase_key(static_cast<LayerPhase>(p))] = {{"ms_per_step", number_or_null(row.ms_per_step[p])},
                         {"gflops", number_or_null(row.gflops[p])},

@@ -8,6 +8,18 @@
 
 namespace rg {
 
+// SplitMix64 (Steele, Lea and Flood 2014): its state advances by kSplitMix64Gamma, and its
+// output is splitmix64_mix (a bijective finaliser) of the new state. Rng seeds its state with it.
+constexpr uint64_t kSplitMix64Gamma = 0x9E3779B97F4A7C15ull;
+inline uint64_t splitmix64_mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+// Output number n (from 0) of SplitMix64 started at `state`, computed directly: a counter-based
+// generator (any draw without the ones before it; vectorisable over n).
+inline uint64_t splitmix64_at(uint64_t state, uint64_t n) { return splitmix64_mix(state + (n + 1) * kSplitMix64Gamma); }
+
 class Rng {
  public:
   // `stream` separates independent uses of one seed (init, shuffle of epoch e, dropout...).

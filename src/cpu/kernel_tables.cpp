@@ -62,6 +62,28 @@ const F32VectorKernels& f32_vector_kernels(Isa isa) {
   return reference;
 }
 
+const F32WinogradKernels& f32_winograd_kernels(Isa isa) {
+#define RG_F32_WINOGRAD_TABLE(isa) \
+  F32WinogradKernels { f32_winograd_input__##isa, f32_winograd_output__##isa, f32_winograd_grad__##isa, #isa }
+  static const F32WinogradKernels reference = RG_F32_WINOGRAD_TABLE(reference);
+  static const F32WinogradKernels sse2 = RG_F32_WINOGRAD_TABLE(sse2);
+  static const F32WinogradKernels avx = RG_F32_WINOGRAD_TABLE(avx);
+  static const F32WinogradKernels avx2_fma = RG_F32_WINOGRAD_TABLE(avx2_fma);
+  static const F32WinogradKernels avx512 = RG_F32_WINOGRAD_TABLE(avx512);
+#undef RG_F32_WINOGRAD_TABLE
+  switch (isa) {
+    case Isa::reference: return reference;
+    case Isa::sse2:
+    case Isa::sse3:
+    case Isa::ssse3:
+    case Isa::sse41: return sse2;
+    case Isa::avx: return avx;
+    case Isa::avx2_fma: return avx2_fma;
+    case Isa::avx512: return avx512;
+  }
+  return reference;
+}
+
 const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c) {
   static const F16ConvertKernels reference{f16_to_f32__reference, f32_to_f16__reference, "reference"};
   static const F16ConvertKernels sse2{f16_to_f32__sse2, f32_to_f16__sse2, "sse2"};
@@ -135,7 +157,8 @@ const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa) {
 }
 
 std::string f32_kernels_identity(Isa isa) {
-  return std::string(f32_gemm_kernel(isa).name) + " " + f32_gemm_narrow_kernel(isa).name + " f32_vector__" + f32_vector_kernels(isa).isa;
+  return std::string(f32_gemm_kernel(isa).name) + " " + f32_gemm_narrow_kernel(isa).name + " f32_vector__" + f32_vector_kernels(isa).isa +
+         " f32_winograd__" + f32_winograd_kernels(isa).isa;
 }
 
 }  // namespace rg

@@ -8,6 +8,7 @@
 #include "cpu/ukernels/f16_convert.h"
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
+#include "cpu/ukernels/f32_winograd.h"
 #include "cpu/ukernels/qs8_gemm.h"
 #include "cpu/ukernels/qs8_winograd.h"
 
@@ -45,6 +46,15 @@ struct F32VectorKernels {
 const F32VectorKernels& f32_vector_kernels(Isa isa);
 // Shorthand for the active ISA's.
 inline const F32VectorKernels& f32_vector() { return f32_vector_kernels(active_isa()); }
+
+// The f32 Winograd F(4x4, 3x3) transforms (ukernels/f32_winograd.h) of one level.
+struct F32WinogradKernels {
+  F32WinogradInput input;
+  F32WinogradOutput output;
+  F32WinogradGrad grad;  // dy's transform for the weight gradient
+  const char* isa;  // "sse2" also serves sse3 to sse4.1
+};
+const F32WinogradKernels& f32_winograd_kernels(Isa isa);
 
 // fp16 <-> f32 array conversion (ukernels/f16_convert.h), bit-exact on every path.
 struct F16ConvertKernels {

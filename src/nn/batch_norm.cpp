@@ -1,57 +1,130 @@
-// BatchNorm forward and backward. Per-channel sums run over blocks of rows in the layer's type,
-// the blocks split across threads, then into double in block order, each channel's sum owned by
-// one thread, so results do not depend on the thread count.
+// BatchNorm forward and backward. Per-channel sums and statistics run over blocks of rows in the
+// layer's type, the blocks split across threads, then into double in block order, each channel's
+// owned by one thread, so results do not depend on the thread count. The f32 passes over the
+// values run on the kernel table's batch-norm kernels.
 #include "nn/batch_norm.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <type_traits>
 #include <vector>
 
+#include "cpu/kernel_tables.h"
 #include "nn/cfg.h"
 #include "nn/layer_profile.h"
+#include "ops/activation.h"
 
 namespace rg {
 
 namespace {
 constexpr int64_t kStatsRowBlock = 64;
 constexpr int64_t kStatsPartialValues = int64_t{1} << 16;  // the blocks' partials kept at once (256 KB in f32)
-// Partials a thread adds at least when the final sums are split over channels: a dense layer's
+// Partials a thread merges at least when the merges are split over channels: a dense layer's
 // batch norm (64 rows, 256 channels: one block, 512 adds) took 0.16 ms forward on 16 threads of
 // the Xeon against 0.03 on one, the fork-join costing more than the adds.
 constexpr int64_t kMinAddsPerPart = 8192;
 
-// sums[k][c] += the sum over rows of term(r, c, t)'s t[k], k < K. Rows go in blocks of
-// kStatsRowBlock whose terms are summed in T with the channels of a row innermost (contiguous in
-// x [rows, channels]: vectorised), then added into the double sums in block order. The blocks are
-// split across the pool (as many at a time as kStatsPartialValues holds), the final sums across
-// channels: each sum has one owner and the same order whatever the thread count.
-template <class T, int K, class Term>
-void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* const (&sums)[K], const Term& term) {
-  const int64_t blocks = (rows + kStatsRowBlock - 1) / kStatsRowBlock, stride = K * channels;
+// x [rows, channels] in blocks of kStatsRowBlock rows: fill(r0, r1, p) writes block [r0, r1)'s
+// `stride` partials (in T) to p; merge(b0, count, partial, c0, c1) then takes the partials of
+// blocks b0 .. b0 + count - 1 ([block][stride]) for channels [c0, c1). The blocks are split across
+// the pool (as many at a time as kStatsPartialValues holds), the merges across channels: each
+// channel's merge has one owner and goes in block order whatever the thread count.
+template <class T, class Fill, class Merge>
+void over_row_blocks(ThreadPool* pool, int64_t rows, int64_t channels, int64_t stride, const Fill& fill,
+                     const Merge& merge) {
+  const int64_t blocks = (rows + kStatsRowBlock - 1) / kStatsRowBlock;
   const int64_t at_once = std::min(blocks, std::max<int64_t>(1, kStatsPartialValues / stride));
-  std::vector<T> partial(static_cast<size_t>(at_once * stride));  // [block][K][channel]
+  std::vector<T> partial(static_cast<size_t>(at_once * stride));
   for (int64_t b0 = 0; b0 < blocks; b0 += at_once) {
     const int64_t count = std::min(blocks - b0, at_once);
     parallel_for(pool, count, 1, [&](int64_t first, int64_t last) {
       for (int64_t b = first; b < last; ++b) {
-        T* p = partial.data() + b * stride;
-        std::fill(p, p + stride, T(0));
-        const int64_t r0 = (b0 + b) * kStatsRowBlock, r1 = std::min(rows, r0 + kStatsRowBlock);
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t c = 0; c < channels; ++c) {
-            T t[K];
-            term(r, c, t);
-            for (int k = 0; k < K; ++k) p[k * channels + c] += t[k];
-          }
+        const int64_t r0 = (b0 + b) * kStatsRowBlock;
+        fill(r0, std::min(rows, r0 + kStatsRowBlock), partial.data() + b * stride);
       }
     });
-    parallel_for(pool, channels, std::max<int64_t>(8, kMinAddsPerPart / (count * K)), [&](int64_t c0, int64_t c1) {
-      for (int64_t b = 0; b < count; ++b)
-        for (int k = 0; k < K; ++k)
-          for (int64_t c = c0; c < c1; ++c) sums[k][c] += double(partial[static_cast<size_t>(b * stride + k * channels + c)]);
-    });
+    const int64_t adds_per_channel = std::max<int64_t>(1, count * stride / channels);
+    parallel_for(pool, channels, std::max<int64_t>(8, kMinAddsPerPart / adds_per_channel),
+                 [&](int64_t c0, int64_t c1) { merge(b0, count, partial.data(), c0, c1); });
   }
+}
+
+// sums[k][c] += the sum over the rows of x [rows, channels] of their terms k < K: add(r0, r1, p)
+// adds the terms of rows [r0, r1) into p [K][channels] (zeroed) in T, each channel's rows in
+// order; the blocks' sums are then added into the double sums in block order.
+template <class T, int K, class AddBlock>
+void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* const (&sums)[K], const AddBlock& add) {
+  const int64_t stride = K * channels;
+  const auto fill = [&](int64_t r0, int64_t r1, T* p) {
+    std::fill(p, p + stride, T(0));
+    add(r0, r1, p);
+  };
+  over_row_blocks<T>(pool, rows, channels, stride, fill, [&](int64_t, int64_t count, const T* partial, int64_t c0, int64_t c1) {
+    for (int64_t b = 0; b < count; ++b)
+      for (int k = 0; k < K; ++k)
+        for (int64_t c = c0; c < c1; ++c) sums[k][c] += double(partial[static_cast<size_t>(b * stride + k * channels + c)]);
+  });
+}
+
+// Each channel's mean and M2 (sum of squared deviations from the mean) over the rows of x
+// [rows, channels], reading x from memory once: a block's mean (its sum in T, rows in order, over
+// its rows) and its M2 about that mean, in a second pass over the block while it is in cache;
+// the blocks merged in block order in double by Chan, Golub and LeVeque's update (mean and M2 of
+// the union of two sets from each one's), as safe as two passes over all of x. mean and m2 start
+// at 0. The device's batch_norm.cl computes the same, in the same order.
+template <class T>
+void channel_stats(ThreadPool* pool, const T* x, int64_t rows, int64_t channels, double* mean, double* m2) {
+  const auto fill = [&](int64_t r0, int64_t r1, T* p) {
+    T* block_mean = p;
+    T* block_m2 = p + channels;
+    std::fill(p, p + 2 * channels, T(0));
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = 0; c < channels; ++c) block_mean[c] += x[r * channels + c];
+    for (int64_t c = 0; c < channels; ++c) block_mean[c] /= static_cast<T>(r1 - r0);
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = 0; c < channels; ++c) {
+        const T d = x[r * channels + c] - block_mean[c];
+        block_m2[c] += d * d;
+      }
+  };
+  const auto merge = [&](int64_t b0, int64_t count, const T* partial, int64_t c0, int64_t c1) {
+    for (int64_t b = 0; b < count; ++b) {
+      const int64_t r0 = (b0 + b) * kStatsRowBlock;
+      const double before = double(r0), added = double(std::min(rows, r0 + kStatsRowBlock) - r0);
+      const double w = added / (before + added), v = before * w;  // a block's weights, divided once
+      const T* p = partial + b * 2 * channels;
+      for (int64_t c = c0; c < c1; ++c) {
+        const double delta = double(p[c]) - mean[c];
+        mean[c] += delta * w;
+        m2[c] += double(p[channels + c]) + delta * delta * v;
+      }
+    }
+  };
+  over_row_blocks<T>(pool, rows, channels, 2 * channels, fill, merge);
+}
+
+
+// channel_sums' add for terms given by term(i, c, t): t[k] of value i (channel c), channels
+// innermost (contiguous in x [rows, channels]: the compiler vectorises where it can).
+template <class T, int K, class Term>
+auto add_terms(int64_t channels, const Term& term) {
+  return [channels, &term](int64_t r0, int64_t r1, T* p) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = 0; c < channels; ++c) {
+        T t[K];
+        term(r * channels + c, c, t);
+        for (int k = 0; k < K; ++k) p[k * channels + c] += t[k];
+      }
+  };
+}
+
+// The gradient at a batch norm's output: dy, or where a relu was fused (scale set) dy where the
+// output, x scale + shift (one product and one sum, rounded apart: the build contracts nothing
+// into an FMA), was > 0: the bits of the relu's backward. The f32 kernels' batch_norm_grad_at too.
+template <class T>
+T batch_norm_grad_at(const T* scale, const T* shift, int64_t c, T x, T dy) {
+  return scale == nullptr || x * scale[c] + shift[c] > T(0) ? dy : T(0);
 }
 }  // namespace
 
@@ -96,59 +169,52 @@ Status BatchNorm::init(Rng& rng, DType dtype) {
 
 void BatchNorm::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
   const int64_t channels = channels_, rows = x.numel() / channels;
+  const size_t nc = static_cast<size_t>(channels);
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* in = x.data<T>();
     T* rm = running_mean_.value.data<T>();
     T* rv = running_var_.value.data<T>();
-    mean_.assign(static_cast<size_t>(channels), 0.0);
-    inv_std_.assign(static_cast<size_t>(channels), 0.0);
+    mean_.assign(nc, 0.0);
+    inv_std_.assign(nc, 0.0);
     if (ctx.training) {
-      // Two passes over x: the mean, then the mean squared deviation from it. The *_c
-      // pointers are the [channels] arrays, indexed by channel.
-      std::vector<double> sum(static_cast<size_t>(channels), 0.0), square(sum);
-      double* sum_c = sum.data();
-      double* square_c = square.data();
-      double* mean_c = mean_.data();
-      channel_sums<T, 1>(ctx.pool, rows, channels, {sum_c}, [&](int64_t r, int64_t c, T* t) { t[0] = in[r * channels + c]; });
-      std::vector<T> mean_t(static_cast<size_t>(channels));
-      for (int64_t c = 0; c < channels; ++c) {
-        mean_c[c] = sum_c[c] / double(rows);
-        mean_t[static_cast<size_t>(c)] = static_cast<T>(mean_c[c]);
-      }
-      const T* mean_of = mean_t.data();
-      channel_sums<T, 1>(ctx.pool, rows, channels, {square_c}, [&](int64_t r, int64_t c, T* t) {
-        const T d = in[r * channels + c] - mean_of[c];
-        t[0] = d * d;
-      });
-      for (int64_t c = 0; c < channels; ++c) {
-        const size_t i = static_cast<size_t>(c);
-        const double mean = mean_[i], var = square[i] / double(rows);
-        inv_std_[i] = 1.0 / std::sqrt(var + eps_);
-        const double unbiased = rows > 1 ? var * double(rows) / double(rows - 1) : var;
-        rm[c] = static_cast<T>((1 - momentum_) * double(rm[c]) + momentum_ * mean);
+      std::vector<double> m2(nc, 0.0);
+      channel_stats(ctx.pool, in, rows, channels, mean_.data(), m2.data());
+      for (size_t c = 0; c < nc; ++c) {
+        const double var = m2[c] / double(rows);
+        inv_std_[c] = 1.0 / std::sqrt(var + eps_);
+        const double unbiased = rows > 1 ? m2[c] / double(rows - 1) : var;
+        rm[c] = static_cast<T>((1 - momentum_) * double(rm[c]) + momentum_ * mean_[c]);
         rv[c] = static_cast<T>((1 - momentum_) * double(rv[c]) + momentum_ * unbiased);
       }
     } else {
-      for (int64_t c = 0; c < channels; ++c) {
-        mean_[static_cast<size_t>(c)] = double(rm[c]);
-        inv_std_[static_cast<size_t>(c)] = 1.0 / std::sqrt(double(rv[c]) + eps_);
+      for (size_t c = 0; c < nc; ++c) {
+        mean_[c] = double(rm[c]);
+        inv_std_[c] = 1.0 / std::sqrt(double(rv[c]) + eps_);
       }
     }
-    // y = (x - mean) * (gamma / std) + beta, as one multiply-add per element
-    std::vector<T> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
+    // y = x * (gamma / std) + (beta - mean gamma / std), one product and one sum a value
     const T* gamma = gamma_.value.data<T>();
     const T* beta = beta_.value.data<T>();
-    for (int64_t c = 0; c < channels; ++c) {
-      const size_t i = static_cast<size_t>(c);
-      scale[i] = static_cast<T>(double(gamma[c]) * inv_std_[i]);
-      shift[i] = static_cast<T>(double(beta[c]) - mean_[i] * double(gamma[c]) * inv_std_[i]);
+    scale_.resize(nc);
+    shift_.resize(nc);
+    for (size_t c = 0; c < nc; ++c) {
+      scale_[c] = double(gamma[c]) * inv_std_[c];
+      shift_[c] = double(beta[c]) - mean_[c] * double(gamma[c]) * inv_std_[c];
     }
+    const std::vector<T> scale(scale_.begin(), scale_.end()), shift(shift_.begin(), shift_.end());
     T* out = y.data<T>();
     parallel_for(ctx.pool, rows, 64, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = 0; c < channels; ++c)
-          out[r * channels + c] = in[r * channels + c] * scale[static_cast<size_t>(c)] + shift[static_cast<size_t>(c)];
+      const int64_t i0 = r0 * channels;
+      if constexpr (std::is_same_v<T, float>) {
+        f32_vector().batch_norm_apply(r1 - r0, channels, in + i0, scale.data(), shift.data(), ctx.fused_relu, out + i0);
+      } else {
+        for (int64_t i = i0; i < r1 * channels; ++i) {
+          const T v = in[i] * scale[static_cast<size_t>(i % channels)] + shift[static_cast<size_t>(i % channels)];
+          out[i] = v;
+          if (ctx.fused_relu) relu_forward(1, &v, out + i);  // ops/activation.h's
+        }
+      }
     });
   });
 }
@@ -157,63 +223,71 @@ void BatchNorm::forward(const Tensor& x, const Tensor& y, const LayerContext& ct
 //   dbeta = sum dy, dgamma = sum dy * xhat,
 //   training:  dx = gamma * inv_std / m * (m * dy - dbeta - xhat * dgamma)
 //   inference: dx = gamma * inv_std * dy (the statistics are constants)
+// With a relu fused (ctx.fused_relu), dy is the relu's output gradient and the batch norm's own is
+// dy where its output was > 0, that output recomputed from x as forward computed it (the bits of
+// the relu's backward on the output it would have kept).
 void BatchNorm::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const LayerContext& ctx) {
   (void)y;
+  dispatch_float(x.dtype(), [&](auto zero) { backward_as<decltype(zero)>(x, dy, dx, ctx); });
+}
+
+template <class T>
+void BatchNorm::backward_as(const Tensor& x, const Tensor& dy, const Tensor& dx, const LayerContext& ctx) {
   const int64_t channels = channels_, rows = x.numel() / channels;
-  dispatch_float(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const T* in = x.data<T>();
-    const T* g = dy.data<T>();
-    // Both sums in one pass over dy and x, into the [channels] arrays behind the *_c pointers.
-    std::vector<double> sum_dy(static_cast<size_t>(channels), 0.0), sum_dy_xhat(sum_dy);
-    double* dy_c = sum_dy.data();
-    double* dy_xhat_c = sum_dy_xhat.data();
-    const double* mean_c = mean_.data();
-    const double* inv_std_c = inv_std_.data();
-    std::vector<T> mean_t(static_cast<size_t>(channels)), inv_std_t(mean_t);
-    for (int64_t c = 0; c < channels; ++c) {
-      mean_t[static_cast<size_t>(c)] = static_cast<T>(mean_c[c]);
-      inv_std_t[static_cast<size_t>(c)] = static_cast<T>(inv_std_c[c]);
-    }
-    const T* mean_of = mean_t.data();
-    const T* inv_std_of = inv_std_t.data();
-    channel_sums<T, 2>(ctx.pool, rows, channels, {dy_c, dy_xhat_c}, [&](int64_t r, int64_t c, T* t) {
-      const T gv = g[r * channels + c];
-      t[0] = gv;
-      t[1] = gv * (in[r * channels + c] - mean_of[c]) * inv_std_of[c];
+  const size_t nc = static_cast<size_t>(channels);
+  const T* in = x.data<T>();
+  const T* g = dy.data<T>();
+  const std::vector<T> mean_t(mean_.begin(), mean_.end()), inv_std_t(inv_std_.begin(), inv_std_.end());
+  const std::vector<T> scale_t(scale_.begin(), scale_.end()), shift_t(shift_.begin(), shift_.end());
+  const T* mean = mean_t.data();
+  const T* inv_std = inv_std_t.data();
+  const T* scale = ctx.fused_relu ? scale_t.data() : nullptr;  // set: a relu's gradient to take
+  const T* shift = shift_t.data();
+  // Both sums in one pass over dy and x: sum g, sum (g (x - mean)) inv_std.
+  std::vector<double> sum_dy(nc, 0.0), sum_dy_xhat(nc, 0.0);
+  if constexpr (std::is_same_v<T, float>) {
+    channel_sums<T, 2>(ctx.pool, rows, channels, {sum_dy.data(), sum_dy_xhat.data()}, [&](int64_t r0, int64_t r1, T* p) {
+      f32_vector().batch_norm_grad_sums(r1 - r0, channels, in + r0 * channels, g + r0 * channels, mean, inv_std, scale,
+                                        shift, p);
     });
-    T* dgamma = gamma_.grad.data<T>();
-    T* dbeta = beta_.grad.data<T>();
-    for (int64_t c = 0; c < channels; ++c) {
-      const size_t i = static_cast<size_t>(c);
-      dgamma[c] = static_cast<T>((ctx.accumulate_grads ? double(dgamma[c]) : 0.0) + sum_dy_xhat[i]);
-      dbeta[c] = static_cast<T>((ctx.accumulate_grads ? double(dbeta[c]) : 0.0) + sum_dy[i]);
+  } else {
+    const auto term = [&](int64_t i, int64_t c, T* t) {
+      t[0] = batch_norm_grad_at(scale, shift, c, in[i], g[i]);
+      t[1] = t[0] * (in[i] - mean[c]) * inv_std[c];
+    };
+    channel_sums<T, 2>(ctx.pool, rows, channels, {sum_dy.data(), sum_dy_xhat.data()}, add_terms<T, 2>(channels, term));
+  }
+  T* dgamma = gamma_.grad.data<T>();
+  T* dbeta = beta_.grad.data<T>();
+  for (size_t c = 0; c < nc; ++c) {
+    dgamma[c] = static_cast<T>((ctx.accumulate_grads ? double(dgamma[c]) : 0.0) + sum_dy_xhat[c]);
+    dbeta[c] = static_cast<T>((ctx.accumulate_grads ? double(dbeta[c]) : 0.0) + sum_dy[c]);
+  }
+  if (!dx.defined()) return;
+  const InputGradScope timed(ctx);
+  const T* gamma = gamma_.value.data<T>();
+  // dx = a[c] * g + b[c] * x + d[c], folding the per-channel constants
+  std::vector<T> a(nc), b(nc, T(0)), d(nc, T(0));
+  for (size_t c = 0; c < nc; ++c) {
+    const double k = double(gamma[c]) * inv_std_[c];
+    a[c] = static_cast<T>(k);
+    if (ctx.training) {
+      const double m = double(rows), q = k * inv_std_[c] * sum_dy_xhat[c] / m;
+      b[c] = static_cast<T>(-q);
+      d[c] = static_cast<T>(-k * sum_dy[c] / m + q * mean_[c]);
     }
-    if (!dx.defined()) return;
-    const InputGradScope timed(ctx);
-    const T* gamma = gamma_.value.data<T>();
-    // dx = a[c] * dy + b[c] * x + d[c], folding the per-channel constants
-    std::vector<T> a(static_cast<size_t>(channels)), b(a), d(a);
-    for (int64_t c = 0; c < channels; ++c) {
-      const size_t i = static_cast<size_t>(c);
-      const double k = double(gamma[c]) * inv_std_[i];
-      if (ctx.training) {
-        const double m = double(rows), q = k * inv_std_[i] * sum_dy_xhat[i] / m;
-        a[i] = static_cast<T>(k);
-        b[i] = static_cast<T>(-q);
-        d[i] = static_cast<T>(-k * sum_dy[i] / m + q * mean_[i]);
-      } else {
-        a[i] = static_cast<T>(k);
+  }
+  T* out = dx.data<T>();
+  parallel_for(ctx.pool, rows, 64, [&](int64_t r0, int64_t r1) {
+    const int64_t i0 = r0 * channels;
+    if constexpr (std::is_same_v<T, float>) {
+      f32_vector().batch_norm_grad(r1 - r0, channels, in + i0, g + i0, a.data(), b.data(), d.data(), scale, shift, out + i0);
+    } else {
+      for (int64_t i = i0; i < r1 * channels; ++i) {
+        const size_t c = static_cast<size_t>(i % channels);
+        out[i] = a[c] * batch_norm_grad_at(scale, shift, i % channels, in[i], g[i]) + b[c] * in[i] + d[c];
       }
     }
-    T* out = dx.data<T>();
-    parallel_for(ctx.pool, rows, 64, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = 0; c < channels; ++c) {
-          const size_t i = static_cast<size_t>(c);
-          out[r * channels + c] = a[i] * g[r * channels + c] + b[i] * in[r * channels + c] + d[i];
-        }
-    });
   });
 }
 

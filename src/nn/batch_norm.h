@@ -35,6 +35,7 @@ class BatchNorm : public Layer {
   }
   // Training normalizes by the batch's own statistics.
   bool needs_whole_batch(const LayerContext& ctx) const override { return ctx.training; }
+  bool fuses_relu() const override { return true; }
   std::string describe() const override;
 
   // Inference: y = gamma (x - running_mean) / sqrt(running_var + eps) + beta, per channel.
@@ -51,7 +52,12 @@ class BatchNorm : public Layer {
   int64_t channels_ = 0;
   Param gamma_, beta_;                 // [channels]
   Param running_mean_, running_var_;   // [channels], no grad
-  std::vector<double> mean_, inv_std_;  // of the last forward, for backward
+  // backward for values of type T.
+  template <class T>
+  void backward_as(const Tensor& x, const Tensor& dy, const Tensor& dx, const LayerContext& ctx);
+
+  // Of the last forward, for backward: the statistics, and y = x scale + shift's constants.
+  std::vector<double> mean_, inv_std_, scale_, shift_;
 };
 
 }  // namespace rg

@@ -19,10 +19,27 @@
 
 namespace rg {
 
+const char* conv_algorithm_name(ConvAlgorithm a) { return a == ConvAlgorithm::winograd ? "winograd" : "gemm"; }
+
 namespace {
 // Patch-matrix elements per chunk: 4 MiB of f32 keeps the panel in L2/L3 on old CPUs while
 // giving the GEMM a few thousand rows.
 constexpr int64_t kConvChunkElements = int64_t{1} << 20;
+
+// A conv section's `algorithm`: auto (unset), gemm or winograd (3x3, stride 1, pad <= 2).
+Result<std::optional<ConvAlgorithm>> algorithm_from_cfg(const CfgSection& section, const ConvOptions& o) {
+  RG_ASSIGN(const std::string name, section.get_string_or("algorithm", "auto"));
+  if (name == "auto") return std::optional<ConvAlgorithm>();
+  if (name == "gemm") return std::optional<ConvAlgorithm>(ConvAlgorithm::gemm);
+  if (name != "winograd") {
+    return Status::error(section.where("algorithm") + "'" + name + "' is not auto, gemm or winograd");
+  }
+  if (o.kernel != 3 || o.stride != 1 || o.pad > 2) {
+    return Status::error(section.where("algorithm") +
+                         "winograd (F(4x4, 3x3)) needs size = 3, stride = 1 and pad <= 2");
+  }
+  return std::optional<ConvAlgorithm>(ConvAlgorithm::winograd);
+}
 
 // The keys of a "conv", "conv_transpose" or "depthwise_conv" section (depthwise: no filters).
 Result<ConvOptions> options_from_cfg(const CfgSection& section, bool transposed, bool depthwise = false) {
@@ -38,6 +55,9 @@ Result<ConvOptions> options_from_cfg(const CfgSection& section, bool transposed,
   }
   RG_ASSIGN(o.init, init_from_section(section));
   RG_ASSIGN(o.bias, section.get_bool_or("bias", true));
+  if (!transposed && !depthwise) {
+    RG_ASSIGN(o.algorithm, algorithm_from_cfg(section, o));
+  }
   return o;
 }
 
@@ -83,6 +103,62 @@ void flip_weight(int64_t k, int64_t c, int64_t filters, const T* weight, T* flip
       for (int64_t f = 0; f < filters; ++f)
         for (int64_t ch = 0; ch < c; ++ch) out[f * c + ch] = tap[ch * filters + f];
     }
+}
+
+// The f32 products of a convolution, Winograd where the layer chose it and the context runs
+// f32 products (int8 training's stay on the GEMM), else the gathered GEMM over `at`.
+// y[pixels x filters] = patches[pixels x k] * W[k x filters]; `winograd_space` holds the
+// transformed weight (already made from W) and the lanes.
+struct ConvPass {
+  const ConvGeometry* g;
+  const PatchOffsets* at;
+  const WinogradConv* winograd;  // null: the gathered GEMM
+  float* winograd_space;
+};
+// The pass of one convolution of a call: Winograd (w's transform made in `space`) where
+// `winograd` is given and the products are f32, else the gathered GEMM's.
+template <class T>
+ConvPass winograd_pass(const LayerContext& ctx, const WinogradConv* winograd, const T* w, T* space,
+                       const ConvGeometry& g, const PatchOffsets& at) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (winograd != nullptr && ctx.gemm == GemmPrecision::f32) {
+      winograd->transform_weight(ctx.pool, w, space);
+      return ConvPass{&g, &at, winograd, space};
+    }
+  }
+  return ConvPass{&g, &at, nullptr, nullptr};
+}
+
+template <class T>
+void conv_pass(const LayerContext& ctx, GradOperand grad, const ConvPass& pass, int64_t count, const T* padded,
+               const T* w, int64_t filters, T* y) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (pass.winograd != nullptr) {
+      float* u = pass.winograd_space;
+      pass.winograd->run(ctx.pool, count, padded, u, y, u + pass.winograd->weight_elements());
+      return;
+    }
+  }
+  layer_gemm_gathered(ctx, grad, count * pass.g->patches(), filters, pass.g->patch_size(), T(1),
+                      GatheredA<T>{padded, pass.at->pixels.data(), pass.at->taps.data()}, w, filters, T(0), y, filters);
+}
+
+// dW[k x filters] (+)= keep dW + patches^T * dy over the gathered patches (split over the pixels
+// into `partials`, ConvLayer::weight_grad_partials), or Winograd's sums (scratch in `space`)
+// where the layer runs Winograd and the products are f32.
+template <class T>
+void weight_grad_pass(const LayerContext& ctx, const WinogradConv* winograd, const ConvGeometry& g,
+                      const PatchOffsets& at, int64_t count, const T* images, const T* dy, int64_t filters, T keep,
+                      T* dw, T* space, T* partials) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (winograd != nullptr && ctx.gemm == GemmPrecision::f32) {
+      winograd->weight_grad(ctx.pool, count, images, dy, keep, dw, space);
+      return;
+    }
+  }
+  layer_gemm_gathered_depth_split(ctx, GradOperand::b, g.patch_size(), filters, count * g.patches(), T(1),
+                                  GatheredA<T>{images, at.taps.data(), at.pixels.data()}, dy, filters, keep, dw, filters,
+                                  partials);
 }
 
 Status expect_image(const Shape& input) {
@@ -141,7 +217,7 @@ int64_t ConvLayer::chunk_samples(int64_t n) const {
 }
 
 int64_t ConvLayer::workspace_elements(int64_t n) const {
-  return chunk_samples(n) * scratch_per_sample() + scratch_fixed() + weight_grad_partials(n);
+  return chunk_samples(n) * scratch_per_sample() + scratch_fixed(chunk_samples(n)) + weight_grad_partials(n);
 }
 
 int64_t ConvLayer::weight_grad_partials(int64_t n) const {
@@ -165,7 +241,8 @@ std::string ConvLayer::describe() const {
   std::string text = std::to_string(options_.kernel) + "x" + std::to_string(options_.kernel) + " stride " +
                      std::to_string(options_.stride) + " pad " + std::to_string(options_.pad);
   if (options_.output_pad > 0) text += " output_pad " + std::to_string(options_.output_pad);
-  return text + ", init " + init_name(options_.init) + (options_.bias ? "" : ", no bias");
+  text += std::string(", init ") + init_name(options_.init) + (options_.bias ? "" : ", no bias");
+  return text + describe_algorithm();
 }
 
 // ---------------------------------------------------------------- Conv2D
@@ -180,25 +257,68 @@ Result<Shape> Conv2D::configure(const Shape& input) {
   const ConvOptions& o = options_;
   RG_ASSIGN(geometry_, conv_geometry(input[0], input[1], input[2], o.kernel, o.stride, o.pad));
   set_weight_shape(Shape{geometry_.patch_size(), o.filters}, geometry_.patch_size(), o.kernel * o.kernel * o.filters);
-  // dx directly at stride 1 when its multiply-adds, tiles of 16 columns counted, cost less than
-  // im2col's route, whose GEMM writes a patch matrix that col2im (~4 adds per value) reads back.
-  const ConvGeometry& g = geometry_;
-  const int64_t direct = g.height * g.width * o.kernel * o.kernel * o.filters * round_up(g.channels, 16);
-  const int64_t via_cols = g.patches() * (o.filters * round_up(g.patch_size(), 16) + 4 * g.patch_size());
-  direct_dx_ = o.stride == 1 && direct <= via_cols;
-  if (direct_dx_) {
-    RG_ASSIGN(dx_geometry_, conv_geometry(g.out_h, g.out_w, o.filters, o.kernel, 1, o.kernel - 1 - o.pad));
-  }
+  RG_TRY(set_algorithm(o.algorithm.value_or(ConvAlgorithm::gemm)));
   return Shape{geometry_.out_h, geometry_.out_w, o.filters};
 }
 
 // A chunk's scratch: [padded x | padded dy (direct dx) or dx's patch matrix], then the flipped weight.
+// A chunk's scratch: [padded x | padded dy (direct dx) or dx's patch matrix]; a layer that may
+// run Winograd (forced, or auto: the choice comes after the memory plan) keeps room for both.
+// The sizes depend on which algorithms the layer may run, never on the one chosen (an auto
+// layer's plan is made before the choice, and chunks stay the same either way).
 int64_t Conv2D::scratch_per_sample() const {
   const int64_t padded_x = geometry_.pad > 0 ? geometry_.padded_size() : 0;
-  return padded_x + (direct_dx_ ? dx_geometry_.padded_size() : patch_rows() * patch_cols());
+  const int64_t padded_dy = flipped_geometry_.padded_size(), cols = patch_rows() * patch_cols();
+  return padded_x + std::max(gemm_direct_dx_ ? padded_dy : cols, reserves_winograd_ ? padded_dy : 0);
 }
 
-int64_t Conv2D::scratch_fixed() const { return direct_dx_ ? weight_shape_.numel() : 0; }
+// The flipped weight (direct dx), then the larger of Winograd's forward and dx parts (the
+// transformed weight and the lanes) where the layer may run it.
+int64_t Conv2D::scratch_fixed(int64_t per_chunk) const {
+  const int64_t flipped = gemm_direct_dx_ || reserves_winograd_ ? weight_shape_.numel() : 0;
+  if (!reserves_winograd_) return flipped;
+  const int64_t forward = winograd_.weight_elements() + winograd_.scratch_elements(per_chunk);
+  const int64_t dw_or_dx = std::max(winograd_.weight_grad_scratch_elements(per_chunk), winograd_dx_.scratch_elements(per_chunk));
+  return flipped + std::max(forward, winograd_dx_.weight_elements() + dw_or_dx);  // dx's U stays over the chunks
+}
+
+std::string Conv2D::describe_algorithm() const {
+  return algorithm_ == ConvAlgorithm::winograd ? ", winograd" : "";
+}
+
+const WinogradConv* Conv2D::winograd(bool dx) const {
+  if (algorithm_ != ConvAlgorithm::winograd) return nullptr;
+  return dx ? &winograd_dx_ : &winograd_;
+}
+
+// Under the GEMM, dx directly at stride 1 when its multiply-adds, tiles of 16 columns counted,
+// cost less than im2col's route, whose GEMM writes a patch matrix that col2im (~4 adds per value)
+// reads back; under Winograd always (the same Winograd convolution over the padded dy).
+Status Conv2D::set_algorithm(ConvAlgorithm a) {
+  const ConvGeometry& g = geometry_;
+  const ConvOptions& o = options_;
+  if (a == ConvAlgorithm::winograd && !winograd_fits()) {
+    return Status::error(name() + ": Winograd F(4x4, 3x3) needs a 3x3 kernel at stride 1 with a pad of at most 2, not " +
+                         describe());
+  }
+  const int64_t direct = g.height * g.width * o.kernel * o.kernel * o.filters * round_up(g.channels, 16);
+  const int64_t via_cols = g.patches() * (o.filters * round_up(g.patch_size(), 16) + 4 * g.patch_size());
+  gemm_direct_dx_ = o.stride == 1 && direct <= via_cols;
+  direct_dx_ = a == ConvAlgorithm::winograd || gemm_direct_dx_;
+  reserves_winograd_ = a == ConvAlgorithm::winograd || (!o.algorithm && winograd_candidate());
+  flipped_geometry_ = ConvGeometry{};
+  if (gemm_direct_dx_ || reserves_winograd_) {
+    RG_ASSIGN(flipped_geometry_, conv_geometry(g.out_h, g.out_w, o.filters, o.kernel, 1, o.kernel - 1 - o.pad));
+  }
+  dx_geometry_ = direct_dx_ ? flipped_geometry_ : ConvGeometry{};
+  if (reserves_winograd_) {
+    winograd_ = WinogradConv(g, o.filters);
+    winograd_dx_ = WinogradConv(flipped_geometry_, g.channels);
+  }
+  algorithm_ = a;
+  offsets_count_ = 0;  // dx_offsets_ to be rebuilt
+  return Status();
+}
 
 void Conv2D::prepare_offsets(int64_t count) {
   if (count == offsets_count_) return;
@@ -207,21 +327,20 @@ void Conv2D::prepare_offsets(int64_t count) {
 }
 
 void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
-  const int64_t n = x.shape()[0], filters = options_.filters, k = patch_cols();
+  const int64_t n = x.shape()[0], filters = options_.filters;
   const int64_t in_sample = x.numel() / n, out_sample = y.numel() / n;
   const int64_t per_chunk = chunk_samples(n);
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());
     prepare_offsets(per_chunk);
-    const PatchOffsets& at = offsets_;
+    const ConvPass pass = winograd_pass<T>(ctx, winograd(), weight_.value.data<T>(),
+                                           space.data<T>() + per_chunk * scratch_per_sample(), geometry_, offsets_);
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0);
       const T* images = padded_chunk(ctx.pool, geometry_, x.data<T>() + s0 * in_sample, count, space.data<T>());
-      // y[pixels x filters] = patches[pixels x k] * W[k x filters]
-      layer_gemm_gathered(ctx, GradOperand::none, count * patch_rows(), filters, k, T(1),
-                          GatheredA<T>{images, at.pixels.data(), at.taps.data()}, weight_.value.data<T>(), filters,
-                          T(0), y.data<T>() + s0 * out_sample, filters);
+      conv_pass(ctx, GradOperand::none, pass, count, images, weight_.value.data<T>(), filters,
+                y.data<T>() + s0 * out_sample);
     }
     if (options_.bias) add_bias(ctx.pool, n * patch_rows(), filters, bias_.value.data<T>(), y.data<T>());
   });
@@ -244,29 +363,32 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
     T* dx_space = padded_x + (g.pad > 0 ? per_chunk * g.padded_size() : 0);
     T* flipped = padded_x + per_chunk * scratch_per_sample();
     prepare_offsets(per_chunk);
-    const PatchOffsets &at = offsets_, &dx_at = dx_offsets_;
+    const PatchOffsets& at = offsets_;
+    T* dw_space = flipped + weight_shape_.numel() + (reserves_winograd_ ? winograd_dx_.weight_elements() : 0);
+    ConvPass dx_pass{&dx_geometry_, &dx_offsets_, nullptr, nullptr};
     if (dx.defined() && direct_dx_) {
+      const InputGradScope timed(ctx);
       flip_weight(options_.kernel, g.channels, filters, weight_.value.data<T>(), flipped);
+      dx_pass = winograd_pass<T>(ctx, winograd(true), flipped, flipped + weight_shape_.numel(), dx_geometry_,
+                                 dx_offsets_);
     }
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0), pixels = count * patch_rows();
       const T* g_chunk = dy.data<T>() + s0 * out_sample;
       const T* images = padded_chunk(ctx.pool, g, x.data<T>() + s0 * in_sample, count, padded_x);
       // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
-      // as rows and pixels as depth. The first chunk overwrites unless accumulating.
+      // as rows and pixels as depth (or Winograd's sums where the forward runs Winograd). The
+      // first chunk overwrites unless accumulating.
       const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
-      layer_gemm_gathered_depth_split(ctx, GradOperand::b, k, filters, pixels, T(1),
-                                      GatheredA<T>{images, at.taps.data(), at.pixels.data()}, g_chunk, filters, keep,
-                                      weight_.grad.data<T>(), filters, weight_grad_partials_in<T>(space, n));
+      weight_grad_pass(ctx, winograd(), g, at, count, images, g_chunk, filters, keep, weight_.grad.data<T>(), dw_space,
+                       weight_grad_partials_in<T>(space, n));
       if (!dx.defined()) continue;
       const InputGradScope timed(ctx);
       T* dx_chunk = dx.data<T>() + s0 * in_sample;
       if (direct_dx_) {
         // dx[h*w x c] = patches of padded dy [h*w x k*k*filters] * flipped [k*k*filters x c]
         const T* dy_images = padded_chunk(ctx.pool, dx_geometry_, g_chunk, count, dx_space);
-        layer_gemm_gathered(ctx, GradOperand::a, count * g.height * g.width, g.channels, dx_geometry_.patch_size(),
-                            T(1), GatheredA<T>{dy_images, dx_at.pixels.data(), dx_at.taps.data()}, flipped,
-                            g.channels, T(0), dx_chunk, g.channels);
+        conv_pass(ctx, GradOperand::a, dx_pass, count, dy_images, flipped, g.channels, dx_chunk);
         continue;
       }
       // d(patches)[pixels x k] = dy * W^T, then each patch row added back where it was read
@@ -312,7 +434,7 @@ int64_t ConvTranspose2D::scratch_per_sample() const {
   return std::max(geometry_.pointwise() ? 0 : patch_rows() * patch_cols(), geometry_.padded_size());
 }
 
-int64_t ConvTranspose2D::scratch_fixed() const { return 2 * weight_shape_.numel(); }
+int64_t ConvTranspose2D::scratch_fixed(int64_t) const { return 2 * weight_shape_.numel(); }
 
 void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
   const int64_t n = x.shape()[0], channels = x.shape()[3], k = patch_cols();

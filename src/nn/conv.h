@@ -16,13 +16,22 @@
 // never on the thread count, so results do not either.
 #pragma once
 
+#include <optional>
+
 #include "nn/init.h"
 #include "nn/layer.h"
 #include "ops/im2col.h"
+#include "ops/winograd_conv.h"
 
 namespace rg {
 
 class CfgSection;
+
+// How a Conv2D computes its forward and (at stride 1) its input gradient: the gathered GEMM over
+// the padded image, or Winograd F(4x4, 3x3) (3x3 at stride 1; f32 only: f64 and int8 training
+// products stay on the GEMM). The weight gradient is the gathered GEMM's either way.
+enum class ConvAlgorithm : uint8_t { gemm, winograd };
+const char* conv_algorithm_name(ConvAlgorithm a);  // "gemm", "winograd"
 
 struct ConvOptions {
   int64_t filters = 1;  // depthwise: the input's channels (set by configure)
@@ -30,6 +39,9 @@ struct ConvOptions {
   int64_t output_pad = 0;  // transposed only: extra rows/columns at the bottom/right, < stride
   Init init = Init::he_uniform;
   bool bias = true;
+  // Conv2D only: cfg `algorithm = gemm | winograd` forces one; unset (`auto`, the default) lets
+  // the trainer choose by measuring (nn/conv_tuning.h), the GEMM until it does.
+  std::optional<ConvAlgorithm> algorithm;
 };
 
 class ConvLayer : public Layer {
@@ -54,9 +66,15 @@ class ConvLayer : public Layer {
   const Tensor& bias() const { return bias_.value; }  // undefined without a bias
 
  protected:
-  // Scratch elements per sample of a chunk, and once per call (weights reordered).
+  // Scratch elements per sample of a chunk, and once per call for chunks of per_chunk samples
+  // (weights reordered or transformed, Winograd's lanes).
   virtual int64_t scratch_per_sample() const = 0;
-  virtual int64_t scratch_fixed() const { return 0; }
+  virtual int64_t scratch_fixed(int64_t per_chunk) const {
+    (void)per_chunk;
+    return 0;
+  }
+  // describe()'s last part: how the layer computes (Conv2D: ", winograd" under Winograd).
+  virtual std::string describe_algorithm() const { return ""; }
   // Samples per chunk for a batch of n: as many as keep the scratch under the limit.
   int64_t chunk_samples(int64_t n) const;
   // The weight gradient's partial products (a depth split, ops/gemm.h: C is the weight, the depth
@@ -95,14 +113,32 @@ class Conv2D : public ConvLayer {
                 const LayerContext& ctx) override;
   // Whether dx is computed as a direct convolution (else im2col's route); for tests.
   bool direct_input_grad() const { return direct_dx_; }
+  ConvAlgorithm algorithm() const { return algorithm_; }
+  // Whether Winograd can compute this layer (set_algorithm's rule), and whether auto weighs it:
+  // with fewer than 8 input channels its transforms cost about what the products save (per
+  // output and filter 9c direct multiply-adds against 2.25c, plus ~6 for the output transform
+  // and ~9c / filters for the input's), so auto keeps the GEMM without timing or reserving it.
+  bool winograd_fits() const { return WinogradConv::fits(geometry_) && geometry_.pad <= 2; }
+  bool winograd_candidate() const { return winograd_fits() && geometry_.channels >= 8; }
+  // After configure(): Winograd needs a 3x3 kernel at stride 1 and a pad of at most 2 (dx is
+  // then the same convolution over dy padded by 2 - pad); the error says which rule failed.
+  Status set_algorithm(ConvAlgorithm a);
 
  private:
   int64_t scratch_per_sample() const override;
-  int64_t scratch_fixed() const override;
+  int64_t scratch_fixed(int64_t per_chunk) const override;
 
   void prepare_offsets(int64_t count) override;  // and dx_offsets_
+  std::string describe_algorithm() const override;
+  // The forward's (or dx's) Winograd plan where the layer runs Winograd, else null.
+  const WinogradConv* winograd(bool dx = false) const;
 
-  bool direct_dx_ = false;
+  bool direct_dx_ = false;       // dx as a direct convolution now
+  bool gemm_direct_dx_ = false;  // ... as the GEMM would compute it (Winograd always does)
+  ConvGeometry flipped_geometry_;  // that convolution, where either may run it
+  ConvAlgorithm algorithm_ = ConvAlgorithm::gemm;
+  bool reserves_winograd_ = false;       // Winograd forced or possible under auto: scratch for it
+  WinogradConv winograd_, winograd_dx_;  // forward, dx: set where reserves_winograd_
   ConvGeometry dx_geometry_;  // direct dx: the convolution over dy padded by kernel - 1 - pad
   PatchOffsets dx_offsets_;   // reads dx_geometry_'s patches from the padded dy
 };
@@ -120,7 +156,7 @@ class ConvTranspose2D : public ConvLayer {
 
  private:
   int64_t scratch_per_sample() const override;
-  int64_t scratch_fixed() const override;
+  int64_t scratch_fixed(int64_t per_chunk) const override;
 };
 
 // Each channel convolved with its own filter (multiplier 1). Forward and dx run over the pool by

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "base/thread_pool.h"
+#include "cpu/kernel_tables.h"
 #include "nn/cfg.h"
 
 namespace rg {
@@ -23,31 +24,34 @@ Status Dropout::init(Rng& rng, DType dtype) {
 }
 
 void Dropout::apply_mask(const Tensor& from, const Tensor& to, const LayerContext& ctx) const {
-  // A value is dropped when a 32-bit draw falls below rate * 2^32; one draw per value, in order
-  // within its block of kDropoutBlockValues, each block from its own stream (ops/dropout_mask.h), so
-  // the mask depends neither on the thread count nor on how the step's batch was split. Seed,
-  // threshold, f32 scale and streams are the device layer's too (opencl/dropout.h), so both
-  // draw the same masks.
+  // Value i of the step's sample s is dropped when dropout_draw(state, s * row_size + i) falls
+  // below rate * 2^32 (ops/dropout_mask.h): counter-based draws, so the mask depends neither on
+  // the thread count nor on how the step's batch was split. Rows are contiguous, so the values of
+  // this forward are counters row_offset * row_size + 0, 1, ... in order. State, threshold, f32
+  // scale and draws are the device layer's too (opencl/dropout.h), so both draw the same masks.
   const uint64_t threshold = dropout_threshold(rate_);
-  const uint64_t step_seed = dropout_step_seed(seed_, ctx.noise_stream);
-  const int64_t rows = from.shape()[0], row_size = rows > 0 ? from.numel() / rows : 0;
-  const int64_t blocks_per_row = dropout_blocks_per_row(row_size);
-  // The streams stay distinct below 2^63 (nn/dropout.h); past that is a bug of the caller.
+  const uint64_t state = dropout_state(dropout_step_seed(seed_, ctx.noise_stream));
+  const int64_t n = from.numel(), rows = from.shape()[0], row_size = rows > 0 ? n / rows : 0;
+  // The counters stay distinct below 2^63; past that is a bug of the caller.
   RG_CHECK(ctx.row_offset >= 0 &&
-               (blocks_per_row == 0 || ctx.row_offset + rows <= std::numeric_limits<int64_t>::max() / blocks_per_row),
-           "dropout over samples " << ctx.row_offset << " + " << rows << " of " << blocks_per_row << " blocks");
+               (row_size == 0 || ctx.row_offset + rows <= std::numeric_limits<int64_t>::max() / row_size),
+           "dropout over samples " << ctx.row_offset << " + " << rows << " of " << row_size << " values");
+  RG_CHECK(threshold < (uint64_t{1} << 32), "dropout rate " << rate_ << " drops every value");  // from_cfg: <= 0.99
+  const uint64_t first = static_cast<uint64_t>(ctx.row_offset * row_size);
   dispatch_float(from.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T scale = std::is_same_v<T, float> ? dropout_scale(rate_) : static_cast<T>(1.0 / (1.0 - rate_));
-    // [rows, row_size] as rows * blocks_per_row blocks, 64 blocks (4096 values) a chunk at least.
-    parallel_for(ctx.pool, rows * blocks_per_row, 64, [&](int64_t begin, int64_t end) {
-      for (int64_t g = begin; g < end; ++g) {
-        const int64_t r = g / blocks_per_row, b = g % blocks_per_row;
-        Rng rng(step_seed, dropout_block_stream(ctx.row_offset + r, blocks_per_row, b));
-        const int64_t i0 = b * kDropoutBlockValues, i1 = std::min(row_size, i0 + kDropoutBlockValues);
-        const T* in = from.data<T>() + r * row_size;
-        T* out = to.data<T>() + r * row_size;
-        for (int64_t i = i0; i < i1; ++i) out[i] = rng.next_u32() < threshold ? T(0) : in[i] * scale;
+    const T* in = from.data<T>();
+    T* out = to.data<T>();
+    // 4096 values a chunk at least: a chunk's draws cost about what their memory traffic does.
+    parallel_for(ctx.pool, n, 4096, [&](int64_t begin, int64_t end) {
+      const uint64_t counter = first + static_cast<uint64_t>(begin);
+      if constexpr (std::is_same_v<T, float>) {
+        f32_vector().dropout(end - begin, state, counter, static_cast<uint32_t>(threshold), dropout_scale(rate_),
+                             in + begin, out + begin);
+      } else {
+        const T scale = static_cast<T>(1.0 / (1.0 - rate_));
+        for (int64_t i = begin; i < end; ++i)
+          out[i] = dropout_draw(state, counter + static_cast<uint64_t>(i - begin)) < threshold ? T(0) : in[i] * scale;
       }
     });
   });

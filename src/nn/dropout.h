@@ -1,9 +1,9 @@
 // Inverted dropout: in training each value is zeroed with probability `rate` and the rest
 // scaled by 1 / (1 - rate); in inference it passes through. The mask is not stored: it is
-// drawn again in backward from the same (layer seed, ctx.noise_stream, sample, block of the
-// sample's values), the noise stream derived by the trainer from the step, so a resumed run
-// draws the same masks as an uninterrupted one, and a step split into micro-batches the same
-// as one whole batch.
+// drawn again in backward from the same (layer seed, ctx.noise_stream, sample, value of the
+// sample), counter-based (ops/dropout_mask.h), the noise stream derived by the trainer from the
+// step, so a resumed run draws the same masks as an uninterrupted one, and a step split into
+// micro-batches the same as one whole batch.
 #pragma once
 
 #include "nn/layer.h"
@@ -32,7 +32,7 @@ class Dropout : public Layer {
 
  private:
   // to[i] = keep(i) ? from[i] / (1 - rate) : 0 with the mask of ctx.noise_stream; row r's mask
-  // is that of sample ctx.row_offset + r of the step, drawn by blocks (dropout_block_stream).
+  // is that of sample ctx.row_offset + r of the step (dropout_draw's counters).
   void apply_mask(const Tensor& from, const Tensor& to, const LayerContext& ctx) const;
 
   double rate_;

@@ -48,6 +48,10 @@ struct LayerContext {
   uint64_t gemm_seed = 0;
   // Times each layer's forward and backward phases where set (train --profile; nn/layer_profile.h).
   LayerProfile* profile = nullptr;
+  // Set by the model for a layer whose fuses_relu() is true and that a relu follows: forward
+  // writes relu(y) (into the relu's output), and backward gets the relu's output gradient as dy
+  // and applies the relu's gradient itself; the relu layer runs neither (nn/model.h).
+  bool fused_relu = false;
 };
 
 class Layer {
@@ -116,6 +120,9 @@ class Layer {
     (void)ctx;
     return false;
   }
+  // True when the layer can run a relu that follows it (LayerContext::fused_relu), giving the
+  // bits of the two layers apart.
+  virtual bool fuses_relu() const { return false; }
   // True when forward reads its params kept in f16 itself (Model::store_weights_f16); the model
   // widens any other layer's params to f32 before its forward.
   virtual bool reads_f16_weights() const { return false; }

@@ -17,7 +17,7 @@ LayerTraffic product_traffic(double in, double out, double params) {
 
 LayerTraffic batch_norm_traffic(double values, double params) {
   LayerTraffic t;
-  t.forward = 3 * values + values;
+  t.forward = 2 * values + values;
   t.backward = 2 * values;
   t.input_grad = 3 * values;
   t.param_forward = params;  // gamma, beta

@@ -21,9 +21,10 @@ struct LayerTraffic {
 // trainable values: y = x W; dW = x^T dy; dx = dy W^T. Each GEMM streams its operands once; the
 // bias and its gradient ride along with y and dW.
 LayerTraffic product_traffic(double in, double out, double params);
-// Batch norm over `values` per sample (batch_norm.cpp): forward reads x for the mean, again for
-// the variance and again to normalise, writes y; backward reads dy and x for the two sums, then
-// dy and x again to write dx.
+// Batch norm over `values` per sample (batch_norm.cpp): forward reads x for the statistics (one
+// pass: each block's second pass is in cache) and again to normalise, writes y; backward reads dy
+// and x for the two sums, then dy and x again to write dx. A relu it runs (Model::fuses_relu_after)
+// adds nothing: it is applied as y is written and its gradient as dy is read.
 LayerTraffic batch_norm_traffic(double values, double params);
 // An elementwise layer of `values` whose backward reads dy and one of x or y and writes dx
 // (relu, leaky_relu from x; sigmoid, tanh and softmax from y): without dx it does nothing.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/memory.h"
+#include "nn/activation.h"
 #include "nn/layer_profile.h"
 #include "nn/layer_registry.h"
 
@@ -174,16 +175,33 @@ Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
   }
   if (is_graph()) return forward_graph(x, ctx);
   if (values_hook_) values_hook_(0, x, ctx);
+  relu_fused_ = ctx.training;
   Tensor in = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    Tensor out = acts_[i].rows(0, n);
-    const WidenedParams widened(*this, i);
-    const LayerPhaseScope timed(ctx, i, LayerPhase::forward, n, 0);
-    layers_[i]->forward(in, out, ctx);
+    const bool fused = relu_fused_ && fuses_relu_after(i);  // then layer i writes the relu's output
+    Tensor out = acts_[fused ? i + 1 : i].rows(0, n);
+    {
+      const WidenedParams widened(*this, i);
+      const LayerPhaseScope timed(ctx, i, LayerPhase::forward, n, 0);
+      layers_[i]->forward(in, out, fused_relu_context(ctx, fused));
+    }
     if (values_hook_) values_hook_(i + 1, out, ctx);
     in = out;
+    if (fused) ++i;
   }
   return in;
+}
+
+bool Model::fuses_relu_after(size_t i) const {
+  if (i + 1 >= layers_.size() || is_graph() || storage_ == DType::f16 || weights_f16_ || values_hook_) return false;
+  const auto* relu = dynamic_cast<const Activation*>(layers_[i + 1].get());
+  return relu != nullptr && relu->activation() == ActivationKind::relu && layers_[i]->fuses_relu();
+}
+
+LayerContext Model::fused_relu_context(const LayerContext& ctx, bool fused) {
+  LayerContext out = ctx;
+  out.fused_relu = fused;
+  return out;
 }
 
 Tensor Model::output_grad() const {
@@ -209,10 +227,12 @@ void Model::backward(const LayerContext& caller_ctx, const Tensor& input_grad) {
   Tensor dy = output_grad();
   bool dy_in_a = true;
   for (size_t i = layers_.size(); i-- > 0;) {
+    if (i > 0 && relu_fused_ && fuses_relu_after(i - 1)) continue;  // layer i - 1 takes the relu's dy
+    const bool fused = relu_fused_ && fuses_relu_after(i);
     const Tensor x = i == 0 ? input_view_ : acts_[i - 1].rows(0, batch_);
     const Tensor dx = input_grad_of(i, x, input_grad, dy_in_a ? grad_b_ : grad_a_);
     const LayerPhaseScope timed = backward_phase_scope(ctx, *layers_[i], i, batch_, dx.defined());
-    layers_[i]->backward(x, acts_[i].rows(0, batch_), dy, dx, ctx);
+    layers_[i]->backward(x, acts_[fused ? i + 1 : i].rows(0, batch_), dy, dx, fused_relu_context(ctx, fused));
     dy = dx;
     dy_in_a = !dy_in_a;
   }

@@ -62,8 +62,16 @@ class Model {
   void zero_grads();
 
   // The output of layer i in the last forward, [n, shapes_[i]...], in the storage dtype (the
-  // last layer's always f32).
-  Tensor activation(size_t i) const { return acts_[i].rows(0, batch_); }
+  // last layer's always f32); undefined for a layer that ran a relu after it (fuses_relu_after)
+  // in a training forward, which wrote the relu's output instead of its own.
+  Tensor activation(size_t i) const {
+    return relu_fused_ && fuses_relu_after(i) ? Tensor() : acts_[i].rows(0, batch_);
+  }
+  // Whether a training forward runs layer i + 1, a relu, inside layer i (Layer::fuses_relu:
+  // batch norm, before cnn's and rcnn's relus): one pass over the values instead of two each
+  // way, the same bits. Chains in f32 or f64 storage without a values hook; the relu's own
+  // forward and backward then do not run (a profile shows it fused).
+  bool fuses_relu_after(size_t i) const;
   const Shape& layer_output_shape(size_t i) const { return shapes_[i]; }
 
   const Shape& input_shape() const { return input_; }
@@ -138,9 +146,12 @@ class Model {
   Tensor grad_a_, grad_b_;     // ping-pong [batch * largest layer]
   Workspace workspace_;        // scratch shared by the layers (im2col panels)
   Tensor input_view_;          // the x of the last forward
+  bool relu_fused_ = false;    // the last forward fused relus (a training forward: fuses_relu_after)
   int64_t reserved_ = 0;
   int64_t batch_ = 0;          // n of the last forward
 
+  // ctx with fused_relu set to `fused`.
+  static LayerContext fused_relu_context(const LayerContext& ctx, bool fused);
   // The dx layer i writes in backward: a view of `buffer` (a ping-pong gradient buffer) for
   // i > 0; for the first layer the caller's input_grad, or nothing.
   Tensor input_grad_of(size_t i, const Tensor& x, const Tensor& input_grad, const Tensor& buffer) const;

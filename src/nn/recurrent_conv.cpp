@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "nn/cfg.h"
-#include "nn/layer_profile.h"
 #include "ops/elementwise.h"
 
 namespace rg {
@@ -35,7 +34,7 @@ void add_into(ThreadPool* pool, const Tensor& from, const Tensor& to) {
 }  // namespace
 
 RecurrentConv2D::RecurrentConv2D(const RecurrentConvOptions& options)
-    : options_(options), ff_(conv_options(options)), relu_(ActivationKind::relu) {
+    : options_(options), ff_(conv_options(options)) {
   if (options_.steps > 0) rec_.reset(new Conv2D(conv_options(options)));
   for (int64_t t = 0; t <= options_.steps; ++t) norms_.emplace_back(new BatchNorm(options_.momentum, options_.eps));
 }
@@ -83,7 +82,6 @@ Status RecurrentConv2D::init(Rng& rng, DType dtype) {
     norms_[t]->set_name(name() + ".bn" + std::to_string(t));
     RG_TRY(norms_[t]->init(rng, dtype));
   }
-  relu_.set_name(name() + ".relu");
   reserved_ = 0;
   return Status();
 }
@@ -123,6 +121,8 @@ void RecurrentConv2D::forward(const Tensor& u, const Tensor& y, const LayerConte
     RG_CHECK(reserved.ok(), "rcl " << name() << ": " << reserved.message());
   }
   batch_ = n;
+  LayerContext with_relu = ctx;  // each batch norm runs the relu after it (BatchNorm::fuses_relu)
+  with_relu.fused_relu = true;
   const Tensor z0 = z_[0].rows(0, n);
   ff_.forward(u, z0, ctx);  // z_0 = w_ff * u, which every step adds
   for (int64_t t = 0; t <= steps; ++t) {
@@ -132,8 +132,7 @@ void RecurrentConv2D::forward(const Tensor& u, const Tensor& y, const LayerConte
       dispatch_float(u.dtype(), [&](auto zero) { add_into<decltype(zero)>(ctx.pool, z0, z); });  // + w_ff * u
     }
     const Tensor out = t == steps ? y : x_[static_cast<size_t>(t)].rows(0, n);
-    norms_[static_cast<size_t>(t)]->forward(z, out, ctx);  // a_t
-    relu_.forward(out, out, ctx);                          // x_t = relu(a_t), in place
+    norms_[static_cast<size_t>(t)]->forward(z, out, with_relu);  // x_t = relu(a_t), a_t = BN_t(z_t), one pass
   }
 }
 
@@ -145,17 +144,15 @@ void RecurrentConv2D::backward(const Tensor& u, const Tensor& y, const Tensor& d
   const Tensor grad = grad_.rows(0, n), dz = dz_.rows(0, n), dff = dff_.rows(0, n);
   LayerContext later = ctx;  // every call after the first adds to the recurrent weight's grad
   later.accumulate_grads = true;
+  LayerContext with_relu = ctx;
+  with_relu.fused_relu = true;
   for (int64_t t = steps; t >= 0; --t) {
     const Tensor z = z_[static_cast<size_t>(t)].rows(0, n);
     const Tensor out = t == steps ? y : x_[static_cast<size_t>(t)].rows(0, n);
-    // da_t = relu'(a_t) dx_t, read from x_t = relu(a_t): it is positive exactly where a_t is.
-    {
-      const InputGradScope timed(ctx);  // the gradient flowing back through the steps
-      relu_.backward(out, out, t == steps ? dy : grad, grad, ctx);
-    }
-    // dz_t: the last step's goes straight into the feed-forward sum, the others are added to it.
+    // dz_t = BN_t'(relu'(a_t) dx_t), the relu's gradient taken by the batch norm (fused_relu). The
+    // last step's goes straight into the feed-forward sum, the others are added to it.
     const Tensor dz_t = t == steps ? dff : dz;
-    norms_[static_cast<size_t>(t)]->backward(z, out, grad, dz_t, ctx);
+    norms_[static_cast<size_t>(t)]->backward(z, out, t == steps ? dy : grad, dz_t, with_relu);
     if (t < steps) dispatch_float(u.dtype(), [&](auto zero) { add_into<decltype(zero)>(ctx.pool, dz, dff); });
     // dx_{t-1} = w_rec^T dz_t, and d(w_rec) += x_{t-1}^T dz_t
     if (t > 0) rec_->backward(x_[static_cast<size_t>(t - 1)].rows(0, n), z, dz_t, grad, t == steps ? ctx : later);
@@ -198,8 +195,8 @@ int64_t RecurrentConv2D::workspace_elements(int64_t n) const {
 
 // As the layers it is built of, C values a state:
 //   forward:  ff conv u -> z_0; for t = 1..T: rec conv x_{t-1} -> z_t, z_t += z_0 (z_0, z_t
-//             read, z_t written); for t = 0..T: batch norm z_t -> a_t, relu a_t -> x_t;
-//   backward: for t = T..0: relu's and batch norm's backward with dx; for t < T the sum
+//             read, z_t written); for t = 0..T: batch norm and relu z_t -> x_t (one pass);
+//   backward: for t = T..0: the batch norm's backward with the relu's and dx; for t < T the sum
 //             dff += dz_t (3C); for t > 0 rec conv's backward with dx (its gradient written at
 //             t = T, accumulated after); then ff conv's backward, whose dx is the layer's.
 LayerTraffic RecurrentConv2D::traffic(double in, double out) const {
@@ -219,11 +216,10 @@ LayerTraffic RecurrentConv2D::traffic(double in, double out) const {
     t.param_forward += steps * r.param_forward;
     t.param_backward += steps * (r.param_backward + r.param_input_grad) + (steps - 1) * r.params;
   }
-  const LayerTraffic relu = relu_.traffic(c, c);
   for (int64_t s = 0; s <= options_.steps; ++s) {
     const LayerTraffic bn = norms_[static_cast<size_t>(s)]->traffic(c, c);
-    t.forward += bn.forward + relu.forward;
-    t.backward += bn.backward + bn.input_grad + relu.input_grad;
+    t.forward += bn.forward;
+    t.backward += bn.backward + bn.input_grad;
     t.param_forward += bn.param_forward;
     t.param_backward += bn.param_backward + bn.param_input_grad;
   }

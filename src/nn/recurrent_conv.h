@@ -20,7 +20,6 @@
 #include <memory>
 #include <vector>
 
-#include "nn/activation.h"
 #include "nn/batch_norm.h"
 #include "nn/conv.h"
 
@@ -83,7 +82,6 @@ class RecurrentConv2D : public Layer {
   Conv2D ff_;                                      // c -> filters
   std::unique_ptr<Conv2D> rec_;                    // filters -> filters; none when steps == 0
   std::vector<std::unique_ptr<BatchNorm>> norms_;  // steps + 1
-  Activation relu_;
   Shape output_;  // [h, w, filters]
 
   // The states of the last forward (first dimension: the reserved batch).

@@ -46,7 +46,7 @@ Result<Event> block_pass(Device& device, int64_t rows, int64_t channels, cl_uint
                    blocks.offset);
 }
 
-// A finish kernel (mean, variance, grad_sums): a work-group per channel, an item per block sum
+// A finish kernel (variance, grad_sums): a work-group per channel, an item per block sum
 // (up to 256), `args` after rows, channels and the local tile's capacity in floats.
 template <class... Args>
 Result<Event> per_channel(Device& device, const char* name, int64_t rows, int64_t channels, const Args&... args) {
@@ -75,13 +75,7 @@ Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t chann
   RG_TRY(check_u32(name, channels, {gamma, beta, running_mean, running_var}));
   RG_TRY(check_saved(name, rows, channels, saved));
   const BlockSums blocks = block_sums_of(saved, channels);
-  if (training) {
-    RG_TRY(block_pass(device, rows, channels, 0, x, x, saved).status());
-    RG_TRY(per_channel(device, "f32_batch_norm_mean", rows, channels, blocks.mem, blocks.offset, saved.mem,
-                       u32(saved.offset))
-               .status());
-    RG_TRY(block_pass(device, rows, channels, 1, x, x, saved).status());
-  }
+  if (training) RG_TRY(block_pass(device, rows, channels, 0, x, x, saved).status());  // blocks' mean and M2
   RG_TRY(per_channel(device, "f32_batch_norm_variance", rows, channels, cl_uint{training ? 1u : 0u},
                      double_bits(momentum), double_bits(eps), blocks.mem, blocks.offset, running_mean.mem,
                      u32(running_mean.offset), running_var.mem, u32(running_var.offset), saved.mem, u32(saved.offset))
@@ -115,7 +109,7 @@ Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t chan
   RG_TRY(check_u32(name, channels, {gamma, dgamma, dbeta}));
   RG_TRY(check_saved(name, rows, channels, saved));
   const BlockSums blocks = block_sums_of(saved, channels);
-  RG_TRY(block_pass(device, rows, channels, 2, x, dy, saved).status());
+  RG_TRY(block_pass(device, rows, channels, 1, x, dy, saved).status());
   RG_ASSIGN(Event sums, per_channel(device, "f32_batch_norm_grad_sums", rows, channels, cl_uint{accumulate ? 1u : 0u},
                                     blocks.mem, blocks.offset, saved.mem, u32(saved.offset), dgamma.mem,
                                     u32(dgamma.offset), dbeta.mem, u32(dbeta.offset)));

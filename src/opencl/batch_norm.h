@@ -16,7 +16,7 @@
 namespace rg::ocl {
 
 // The doubles of `saved` for batches of up to `rows` rows: mean and inv_std of the forward, the
-// backward's two sums, then two floats per channel and block of 64 rows (the block sums).
+// backward's two sums, then two floats per channel and block of 64 rows (the block partials).
 inline int64_t batch_norm_saved_count(int64_t channels, int64_t rows) {
   return 4 * channels + (rows + 63) / 64 * channels;
 }

@@ -12,10 +12,10 @@
 
 namespace rg::ocl {
 
-// to [rows, row_size] = from with each row's mask: block b (kDropoutBlockValues values) of row r
-// draws from Rng(step_seed, dropout_block_stream(row_offset + r, dropout_blocks_per_row(row_size),
-// b)), one next_u32() per value in order, dropped (+0) below threshold, else from * scale; one
-// work-item per (row, block). from may equal to (in place). rows or row_size 0 enqueues nothing.
+// to [rows, row_size] = from with each row's mask: value i of row r draws
+// dropout_draw(dropout_state(step_seed), (row_offset + r) row_size + i), dropped (+0) below
+// threshold, else from * scale; one work-item per value. from may equal to (in place). rows or
+// row_size 0 enqueues nothing.
 Result<Event> f32_dropout_apply(Device& device, int64_t rows, int64_t row_size, uint64_t step_seed, int64_t row_offset,
                                 uint64_t threshold, float scale, DeviceSpan from, DeviceSpan to);
 

@@ -12,6 +12,7 @@
 
 #include "base/check.h"
 #include "base/int_math.h"
+#include "base/rng.h"
 #include "cpu/kernel_tables.h"
 #include "tensor/tensor.h"
 
@@ -50,12 +51,8 @@ inline uint32_t fmix32(uint32_t h) {
   return h;
 }
 
-// SplitMix64's finalizer.
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// SplitMix64's finalizer (base/rng.h).
+uint64_t mix64(uint64_t z) { return splitmix64_mix(z); }
 
 // max over |x|'s bit patterns (sign cleared): for non-negative floats the integer order is the
 // value order, so this is max|x|'s bits, and at or above kInfBits when a NaN or Inf is present.

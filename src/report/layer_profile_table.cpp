@@ -23,6 +23,7 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
     LayerProfileRow row;
     row.layer = layer.name();
     row.kind = layer.kind();
+    if (i > 0 && model.fuses_relu_after(i - 1)) row.fused_into = model.layers()[i - 1]->name();
     const double flops = static_cast<double>(layer.forward_flops_per_sample());
     for (int p = 0; p < kLayerPhases; ++p) {
       const double seconds = entry.seconds[p], samples = static_cast<double>(entry.samples[p]);
@@ -78,7 +79,8 @@ std::string layer_profile_text(const LayerProfileReport& report) {
   out += "\n";
   for (const LayerProfileRow& row : report.rows) {
     out += "  " + padded(row.layer, name_width) + " " + padded(row.kind, kind_width);
-    for (int p = 0; p < kLayerPhases; ++p) out += phase_cells(row, p);
+    if (!row.fused_into.empty()) out += "  fused into " + row.fused_into + ": its time is that row's";
+    for (int p = 0; p < kLayerPhases && row.fused_into.empty(); ++p) out += phase_cells(row, p);
     out += "\n";
   }
   char totals[128];

@@ -18,6 +18,7 @@ struct LayerProfileRow {
   double ms_per_step[kLayerPhases] = {};  // NAN: no time spent in the phase (the first layer's dx)
   double gflops[kLayerPhases] = {};       // NAN: the layer counts no flops, or the phase ran on no rows
   double peak_share[kLayerPhases] = {};   // of the peak; NAN where either is unknown
+  std::string fused_into;  // the layer that ran this one inside its own (Model::fuses_relu_after), or empty
 };
 
 struct LayerProfileReport {

@@ -26,6 +26,12 @@ struct Use {
   int updates = 1;       // optimizer steps
 };
 
+// `use`, or no pass at all for a relu that the layer before runs in training (Model::fuses_relu_after).
+Use fused_away(const Model& model, size_t i, Use use) {
+  if (i > 0 && model.fuses_relu_after(i - 1)) use.forwards = use.backwards = use.input_grads = 0;
+  return use;
+}
+
 // Values a parameter's update reads and writes: w and g read, w written, and the state.
 double optimizer_values_per_param(const OptimizerConfig& optimizer) {
   if (optimizer.kind == OptimizerKind::adam) return 7;  // + m, s read and written
@@ -86,10 +92,10 @@ void add_model_costs(const Model& model, int64_t batch, const OptimizerConfig& o
 std::vector<LayerCost> training_costs_per_sample(const Model& model, int64_t batch, const OptimizerConfig& optimizer) {
   std::vector<LayerCost> costs;
   add_model_costs(model, batch, optimizer, "",
-                  [](size_t i) {
+                  [&](size_t i) {
                     Use use;
                     use.input_grads = i == 0 ? 0 : 1;  // backward never computes the first layer's dx
-                    return use;
+                    return fused_away(model, i, use);
                   },
                   1, &costs);
   return costs;
@@ -99,21 +105,21 @@ std::vector<LayerCost> gan_training_costs_per_sample(const Model& generator, con
                                                      int64_t batch, const OptimizerConfig& optimizer) {
   std::vector<LayerCost> costs;
   add_model_costs(generator, batch, optimizer, "G.",
-                  [](size_t i) {
+                  [&](size_t i) {
                     Use use;  // G(z) once, backward once; its input is noise: no first-layer dx
                     use.input_grads = i == 0 ? 0 : 1;
-                    return use;
+                    return fused_away(generator, i, use);
                   },
                   0, &costs);
   add_model_costs(discriminator, batch, optimizer, "D.",
-                  [](size_t i) {
+                  [&](size_t i) {
                     Use use;  // real, fake, fake again for G: the last pass's first-layer dx goes to G
                     use.forwards = 3;
                     use.backwards = 3;
                     use.input_grads = i == 0 ? 1 : 3;
                     use.accumulating = 1;  // the fake pass adds to the real pass's gradients
                     use.updates = 1;
-                    return use;
+                    return fused_away(discriminator, i, use);
                   },
                   3, &costs);
   return costs;

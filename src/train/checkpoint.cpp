@@ -10,6 +10,7 @@
 #include "base/memory.h"
 #include "base/output_file.h"
 #include "base/serial.h"
+#include "nn/conv_tuning.h"
 
 namespace rg {
 
@@ -193,8 +194,18 @@ Status restore_checkpoint(const Checkpoint& ck, const std::string& path, Model& 
                            dtype_name(want.dtype()));
     }
   }
+  RG_TRY(restore_conv_algorithms(ck, path, model));  // changes nothing on an error
   for (size_t i = 0; i < expected; ++i) targets[i].second.copy_from(ck.tensors[i].second);
   return Status();
+}
+
+Status restore_conv_algorithms(const Checkpoint& ck, const std::string& path, Model& model) {
+  const auto it = ck.settings.find("conv_algorithms");
+  std::string text = it != ck.settings.end() ? it->second : "";
+  if (it == ck.settings.end()) {  // written before the choice existed: every auto conv ran the GEMM
+    for (Conv2D* conv : auto_convs(model)) text += (text.empty() ? "" : ",") + conv->name() + "=gemm";
+  }
+  return set_conv_algorithms(model, text, path + ": setting 'conv_algorithms': ");
 }
 
 }  // namespace rg

@@ -50,7 +50,12 @@ Result<Checkpoint> read_checkpoint(const std::string& path);
 Result<Checkpoint> parse_checkpoint(const uint8_t* bytes, size_t size, const std::string& path);
 
 // Copies the checkpoint's tensors into the model's params and buffers (and the optimizer's state when
-// given); names, shapes and dtypes must match exactly.
+// given); names, shapes and dtypes must match exactly. The convolutions' algorithms too
+// (restore_conv_algorithms), so the model computes as the run that wrote it did.
 Status restore_checkpoint(const Checkpoint& checkpoint, const std::string& path, Model& model, Optimizer* optimizer);
+
+// The setting "conv_algorithms" onto the model's auto convolutions (nn/conv_tuning.h); a
+// checkpoint without it (written before the choice existed) ran them all on the GEMM.
+Status restore_conv_algorithms(const Checkpoint& checkpoint, const std::string& path, Model& model);
 
 }  // namespace rg

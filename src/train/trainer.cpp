@@ -167,6 +167,7 @@ Status Trainer::prepare(const MemoryPlan& plan) {
   if (options_.device != nullptr) {
     RG_TRY(reserve_on_device());
   } else {
+    RG_TRY(choose_algorithms());  // before the model's buffers: its timing buffers come and go below their peak
     RG_TRY(model_.reserve(micro_batch_));
   }
   const int64_t rows = micro_batch_;
@@ -214,6 +215,7 @@ Result<std::string> checked_qat_ranges(const Checkpoint& checkpoint, const std::
 }  // namespace
 
 Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& path) {
+  RG_TRY(restore_algorithms(checkpoint, path));
   if (fake_quant_) {  // the learned ranges, checked before anything changes
     RG_ASSIGN(const std::string ranges, checked_qat_ranges(checkpoint, path, model_));
     RG_TRY(restore_training_state(checkpoint, path, model_, optimizer_, &epochs_done_));
@@ -235,6 +237,7 @@ Status Trainer::resume_from(const Checkpoint& checkpoint, const std::string& pat
 }
 
 Status Trainer::restore_inference_state(const Checkpoint& checkpoint, const std::string& path) {
+  RG_TRY(restore_algorithms(checkpoint, path));
   if (!fake_quant_) return Status();
   RG_ASSIGN(const std::string ranges, checked_qat_ranges(checkpoint, path, model_));
   return fake_quant_->set_ranges_text(ranges);
@@ -246,6 +249,7 @@ Result<Checkpoint> Trainer::snapshot() {
 }
 
 Status Trainer::start_from(const Checkpoint& snapshot, const std::string& what) {
+  RG_TRY(restore_algorithms(snapshot, what));
   RG_TRY(restore_training_state(snapshot, what, model_, optimizer_, &epochs_done_));
   return runner().sync_to_device();
 }
@@ -316,6 +320,7 @@ Status Trainer::check_fit_data(const Dataset& train, const Dataset* validation) 
 
 Result<std::vector<EpochRecord>> Trainer::fit(const Dataset& train, const Dataset* validation) {
   RG_TRY(check_fit_data(train, validation));
+  RG_TRY(choose_algorithms());
   LayerContext ctx = context(true);
   std::vector<EpochRecord> records;
   const int64_t last = options_.stop_after > 0 ? std::min(options_.stop_after, options_.epochs) : options_.epochs;
@@ -454,6 +459,7 @@ Status Trainer::save_after_epoch(int64_t epoch) {
 
 Result<EvalResult> Trainer::evaluate(const Dataset& data, Executor* engine) {
   RG_TRY(check_labels_for(model_, data));
+  RG_TRY(choose_algorithms());
   return score(data, engine);
 }
 
@@ -543,6 +549,7 @@ std::map<std::string, std::string> Trainer::settings() const {
     settings["loss_scale_skipped"] = std::to_string(loss_scaler_.skipped_steps());
   }
   if (fake_quant_) settings["qat_ranges"] = fake_quant_->ranges_text();
+  settings["conv_algorithms"] = conv_algorithms_text(model_);
   return settings;
 }
 

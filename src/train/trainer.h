@@ -15,6 +15,7 @@
 #include "data/batch_prefetch.h"
 #include "data/dataset.h"
 #include "dist/communicator.h"
+#include "nn/conv_tuning.h"
 #include "nn/executor.h"
 #include "nn/model.h"
 #include "nn/optimizer.h"
@@ -175,6 +176,15 @@ class Trainer {
   // trainer's precision, or the device model. Built on first use.
   Executor& executor();
 
+  // The algorithm of each convolution whose cfg leaves it to auto (nn/conv_tuning.h): from the
+  // cache or measured now on the micro-batch, unless a checkpoint's choices were restored
+  // (resume_from, restore_inference_state, start_from; a checkpoint without them ran the GEMM).
+  // Once per trainer: prepare() calls it on the CPU before the model's buffers are allocated
+  // (the timing's buffers stay below their peak), fit() and evaluate() otherwise. On a device or
+  // over MPI the GEMM (said so).
+  Status choose_algorithms();
+  const std::vector<ConvChoice>& conv_choices() const { return conv_choices_; }
+
   int64_t epochs_done() const { return epochs_done_; }
   double train_seconds() const { return train_seconds_; }
   int64_t samples_trained() const { return samples_trained_; }
@@ -227,6 +237,10 @@ class Trainer {
   double train_seconds_ = 0;
   int64_t samples_trained_ = 0;
   bool placed_ = false;                     // place() done
+  bool algorithms_chosen_ = false;          // choose_algorithms() done or a checkpoint's restored
+  std::vector<ConvChoice> conv_choices_;
+  // A checkpoint's "conv_algorithms" onto the model (all GEMM when it has none).
+  Status restore_algorithms(const Checkpoint& checkpoint, const std::string& path);
   std::unique_ptr<const MemoryPlan> plan_;  // prepare()'s, never changed
   int64_t micro_batch_ = 0;                 // the plan's (a device's driver may have halved it)
 

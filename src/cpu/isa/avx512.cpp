@@ -9,6 +9,7 @@
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_gemm_impl.h"
 #include "cpu/ukernels/f32_vector_impl.h"
+#include "cpu/ukernels/f32_winograd_impl.h"
 
 namespace rg {
 
@@ -16,5 +17,6 @@ RG_DEFINE_F32_GEMM_KERNELS(avx512, xsimd::avx512bw, 12, 32)
 RG_DEFINE_F32_GEMM_KERNELS(avx512, xsimd::avx512bw, 16, 16)  // narrow: C of at most 16 columns
 
 RG_DEFINE_F32_VECTOR_KERNELS(avx512, xsimd::avx512bw)
+RG_DEFINE_F32_WINOGRAD_KERNELS(avx512, xsimd::avx512bw)
 
 }  // namespace rg

@@ -7,10 +7,12 @@
 #include "cpu/ukernels/f16_convert.h"
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
+#include "cpu/ukernels/f32_winograd.h"
 #include "cpu/ukernels/qs8_gemm.h"
 #include "cpu/ukernels/qs8_winograd.h"
 #include "ops/activation.h"
 #include "ops/depthwise.h"
+#include "ops/dropout_mask.h"
 #include "ops/fixed_point.h"
 
 namespace rg {
@@ -82,6 +84,49 @@ void f32_depthwise_weight_grad__reference(int64_t c, int64_t pixels, int64_t tap
 
 void f32_softmax_rows__reference(int64_t rows, int64_t cols, const float* x, float* y) {
   softmax_forward(rows, cols, x, y);
+}
+
+void f32_dropout__reference(int64_t n, uint64_t state, uint64_t counter, uint32_t threshold, float scale,
+                            const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = dropout_draw(state, counter + static_cast<uint64_t>(i)) < threshold ? 0.0f : x[i] * scale;
+}
+
+namespace {
+// The gradient at a batch norm's output: dy, or with a fused relu (scale set) dy where its output was > 0.
+float batch_norm_grad_of(const float* scale, const float* shift, int64_t c, float x, float dy) {
+  return scale == nullptr || x * scale[c] + shift[c] > 0.0f ? dy : 0.0f;
+}
+}  // namespace
+
+void f32_batch_norm_grad_sums__reference(int64_t rows, int64_t channels, const float* x, const float* dy,
+                                         const float* mean, const float* inv_std, const float* scale,
+                                         const float* shift, float* sums) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t i = r * channels + c;
+      const float g = batch_norm_grad_of(scale, shift, c, x[i], dy[i]);
+      sums[c] += g;
+      sums[channels + c] += g * (x[i] - mean[c]) * inv_std[c];
+    }
+}
+
+void f32_batch_norm_apply__reference(int64_t rows, int64_t channels, const float* x, const float* scale,
+                                     const float* shift, bool relu, float* y) {
+  for (int64_t i = 0; i < rows * channels; ++i) {
+    const float v = x[i] * scale[i % channels] + shift[i % channels];
+    y[i] = v;
+    if (relu) relu_forward(1, &v, y + i);  // ops/activation.h's
+  }
+}
+
+void f32_batch_norm_grad__reference(int64_t rows, int64_t channels, const float* x, const float* dy, const float* a,
+                                    const float* b, const float* d, const float* scale, const float* shift,
+                                    float* dx) {
+  for (int64_t i = 0; i < rows * channels; ++i) {
+    const int64_t c = i % channels;
+    dx[i] = a[c] * batch_norm_grad_of(scale, shift, c, x[i], dy[i]) + b[c] * x[i] + d[c];
+  }
 }
 
 bool f32_sgd__reference(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {
@@ -225,6 +270,53 @@ void qs8_winograd_4x8__reference(int64_t mr, int64_t nc, int64_t cpairs, const i
           o[j] = static_cast<int8_t>(requantize(y[pixel] + rq->bias[j], mult, rq->zero_point, rq->lo, rq->hi));
       }
     }
+}
+
+}  // namespace rg
+
+// Winograd F(4x4, 3x3) in f32: f32_winograd.h's matrices as products in plain loops.
+namespace rg {
+
+void f32_winograd_input__reference(int64_t c, const float* const* d, float* v, int64_t v_stride) {
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 6; ++j) {
+        float sum = 0;  // (B^T d B)[i][j] = sum over a, b of BT[i][a] d[a][b] BT[j][b]
+        for (int a = 0; a < 6; ++a) {
+          float row = 0;
+          for (int b = 0; b < 6; ++b) row += d[a * 6 + b][ch] * kWinogradBT[j][b];
+          sum += kWinogradBT[i][a] * row;
+        }
+        v[(i * 6 + j) * v_stride + ch] = sum;
+      }
+}
+
+void f32_winograd_output__reference(int64_t f, const float* m, int64_t m_stride, float* const* out) {
+  for (int64_t ch = 0; ch < f; ++ch)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        float sum = 0;  // (A^T M A)[i][j] = sum over a, b of AT[i][a] M[a][b] AT[j][b]
+        for (int a = 0; a < 6; ++a) {
+          float row = 0;
+          for (int b = 0; b < 6; ++b) row += m[(a * 6 + b) * m_stride + ch] * kWinogradAT[j][b];
+          sum += kWinogradAT[i][a] * row;
+        }
+        if (out[i * 4 + j] != nullptr) out[i * 4 + j][ch] = sum;
+      }
+}
+
+void f32_winograd_grad__reference(int64_t f, const float* const* dy, float* v, int64_t v_stride) {
+  for (int64_t ch = 0; ch < f; ++ch)
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 6; ++j) {
+        float sum = 0;  // (A dy A^T)[i][j] = sum over a, b of AT[a][i] dy[a][b] AT[b][j]
+        for (int a = 0; a < 4; ++a) {
+          float row = 0;
+          for (int b = 0; b < 4; ++b) row += (dy[a * 4 + b] != nullptr ? dy[a * 4 + b][ch] : 0.0f) * kWinogradAT[b][j];
+          sum += kWinogradAT[a][i] * row;
+        }
+        v[(i * 6 + j) * v_stride + ch] = sum;
+      }
 }
 
 }  // namespace rg

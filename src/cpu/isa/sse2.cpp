@@ -3,6 +3,7 @@
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_gemm_impl.h"
 #include "cpu/ukernels/f32_vector_impl.h"
+#include "cpu/ukernels/f32_winograd_impl.h"
 #include "cpu/ukernels/qs8_conv_pairs_x86.h"
 #include "cpu/ukernels/qs8_gemm_x86.h"
 #include "cpu/ukernels/qs8_winograd_x86.h"
@@ -12,6 +13,7 @@ namespace rg {
 RG_DEFINE_F32_GEMM_KERNELS(sse2, xsimd::sse2, 6, 8)
 
 RG_DEFINE_F32_VECTOR_KERNELS(sse2, xsimd::sse2)
+RG_DEFINE_F32_WINOGRAD_KERNELS(sse2, xsimd::sse2)
 
 RG_DEFINE_F16_CONVERT_KERNELS(sse2, xsimd::sse2)
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "base/rng.h"  // splitmix64_at: dropout's draws
 #include "cpu/ukernels/unary_op.h"
 
 namespace rg {
@@ -21,6 +22,27 @@ using F32UnaryGrad = void (*)(UnaryOp op, int64_t n, float slope, const float* x
 using F32AddBias = void (*)(int64_t rows, int64_t cols, const float* bias, float* y);
 // sums[c] += sum over r of x[r][c], rows added in order (the same sum whatever the ISA width).
 using F32ColumnSum = void (*)(int64_t rows, int64_t cols, const float* x, float* sums);
+
+// Inverted dropout over n values: y[i] = draw(i) < threshold ? +0 : x[i] * scale, where draw(i)
+// = splitmix64_at(state, counter + i) >> 32 (ops/dropout_mask.h defines the mask by it; the
+// device's kernel draws the same). Exact on every level (integer draws, one product). In place allowed.
+using F32Dropout = void (*)(int64_t n, uint64_t state, uint64_t counter, uint32_t threshold, float scale,
+                            const float* x, float* y);
+
+// Batch norm over x [rows, channels] (nn/batch_norm.cpp), lanes the channels, rows in order, no
+// FMA: every level gives the reference's bits (channels past the last whole vector run the same
+// operations one at a time). Where `scale` is not null a relu follows the batch norm, fused: the
+// gradient g at its output is dy where x scale[c] + shift[c] > 0, else 0; otherwise g = dy.
+// sums[c] += the sum of g, sums[channels + c] += the sum of (g (x - mean[c])) inv_std[c].
+using F32BatchNormGradSums = void (*)(int64_t rows, int64_t channels, const float* x, const float* dy,
+                                      const float* mean, const float* inv_std, const float* scale,
+                                      const float* shift, float* sums);
+// y = x scale[c] + shift[c], or its relu where `relu`. In place allowed.
+using F32BatchNormApply = void (*)(int64_t rows, int64_t channels, const float* x, const float* scale,
+                                   const float* shift, bool relu, float* y);
+// dx = a[c] g + b[c] x + d[c], g as for the sums (in place over dy allowed).
+using F32BatchNormGrad = void (*)(int64_t rows, int64_t channels, const float* x, const float* dy, const float* a,
+                                  const float* b, const float* d, const float* scale, const float* shift, float* dx);
 
 // Row-wise softmax of x [rows x cols] into y (in place allowed): max-subtracted exps over their sum.
 // The max and the sum are reductions whose order follows the vector width.
@@ -64,6 +86,10 @@ using F32DepthwiseWeightGrad = void (*)(int64_t c, int64_t pixels, int64_t taps,
   X(add_bias, F32AddBias, f32_add_bias, isa)                                       \
   X(column_sum, F32ColumnSum, f32_column_sum, isa)                                 \
   X(softmax_rows, F32SoftmaxRows, f32_softmax_rows, isa)                           \
+  X(dropout, F32Dropout, f32_dropout, isa)                                         \
+  X(batch_norm_grad_sums, F32BatchNormGradSums, f32_batch_norm_grad_sums, isa)     \
+  X(batch_norm_apply, F32BatchNormApply, f32_batch_norm_apply, isa)                \
+  X(batch_norm_grad, F32BatchNormGrad, f32_batch_norm_grad, isa)                   \
   X(sgd, F32Sgd, f32_sgd, isa)                                                     \
   X(adam, F32Adam, f32_adam, isa)                                                  \
   X(depthwise, F32Depthwise, f32_depthwise, isa)                                   \

@@ -101,6 +101,123 @@ void vunary_grad(UnaryOp op, int64_t n, float slope, const float* xy, const floa
   }
 }
 
+// Dropout by blocks of 64 values: the block's draws into keep words (all ones where the value is
+// kept), a plain loop over 64-bit integers that the compiler vectorises at this level's flags
+// (xsimd 8 has no 64-bit multiply below AVX-512; GCC's emulation of one on AVX2 does), then the
+// block's x * scale masked by them in float batches; a short last block through padded copies.
+template <class Arch>
+void dropout(int64_t n, uint64_t state, uint64_t counter, uint32_t threshold, float scale, const float* x, float* y) {
+  using B = xsimd::batch<float, Arch>;
+  using U = xsimd::batch<uint32_t, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size), kBlock = 64;  // a multiple of every width
+  alignas(64) uint32_t keep[kBlock];
+  alignas(64) float in[kBlock] = {}, out[kBlock];
+  const B s(scale);
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    for (int64_t k = 0; k < kBlock; ++k) {
+      const uint64_t draw = splitmix64_at(state, counter + static_cast<uint64_t>(i0 + k)) >> 32;
+      keep[k] = draw < threshold ? 0u : ~0u;
+    }
+    const int64_t m = n - i0 < kBlock ? n - i0 : kBlock;
+    const float* from = x + i0;
+    float* to = y + i0;
+    if (m < kBlock) {
+      std::memcpy(in, from, static_cast<size_t>(m) * sizeof(float));
+      from = in;
+      to = out;
+    }
+    for (int64_t k = 0; k < kBlock; k += W) {
+      const B kept = B::load_unaligned(from + k) * s;
+      xsimd::bitwise_and(kept, xsimd::bitwise_cast<B>(U::load_aligned(keep + k))).store_unaligned(to + k);
+    }
+    if (m < kBlock) std::memcpy(y + i0, out, static_cast<size_t>(m) * sizeof(float));
+  }
+}
+
+// Batch norm (f32_vector.h): vec(c) for each whole vector of channels from c = 0, one(c) for each
+// channel after them; both run the same operations, in vector and scalar form.
+template <class B, class Vec, class One>
+inline void over_channels(int64_t channels, const Vec& vec, const One& one) {
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  int64_t c = 0;
+  for (; c + W <= channels; c += W) vec(c);
+  for (; c < channels; ++c) one(c);
+}
+
+// The gradient at the batch norm's output: dy, or with a fused relu dy where x scale + shift > 0.
+template <class V>
+inline V batch_norm_grad_at(bool relu, V x, V dy, V scale, V shift) {
+  if (!relu) return dy;
+  return xsimd::select(x * scale + shift > V(0.0f), dy, V(0.0f));
+}
+inline float batch_norm_grad_at(bool relu, float x, float dy, float scale, float shift) {
+  return !relu || x * scale + shift > 0.0f ? dy : 0.0f;
+}
+
+// Row by row (x and dy read in order, once), each row's terms added into the sums in place:
+// every channel still sums its rows in order.
+template <class Arch>
+void batch_norm_grad_sums(int64_t rows, int64_t channels, const float* x, const float* dy, const float* mean,
+                          const float* inv_std, const float* scale, const float* shift, float* sums) {
+  using B = xsimd::batch<float, Arch>;
+  const bool relu = scale != nullptr;
+  float* g_sums = sums;
+  float* gx_sums = sums + channels;
+  for (int64_t r = 0; r < rows; ++r, x += channels, dy += channels)
+    over_channels<B>(
+        channels,
+        [&](int64_t c) {
+          const B xv = B::load_unaligned(x + c);
+          const B s = relu ? B::load_unaligned(scale + c) : B(0.0f), h = relu ? B::load_unaligned(shift + c) : B(0.0f);
+          const B g = batch_norm_grad_at(relu, xv, B::load_unaligned(dy + c), s, h);
+          (B::load_unaligned(g_sums + c) + g).store_unaligned(g_sums + c);
+          const B gx = g * (xv - B::load_unaligned(mean + c)) * B::load_unaligned(inv_std + c);
+          (B::load_unaligned(gx_sums + c) + gx).store_unaligned(gx_sums + c);
+        },
+        [&](int64_t c) {
+          const float g = batch_norm_grad_at(relu, x[c], dy[c], relu ? scale[c] : 0.0f, relu ? shift[c] : 0.0f);
+          g_sums[c] += g;
+          gx_sums[c] += g * (x[c] - mean[c]) * inv_std[c];
+        });
+}
+
+template <class Arch>
+void batch_norm_apply(int64_t rows, int64_t channels, const float* x, const float* scale, const float* shift, bool relu,
+                      float* y) {
+  using B = xsimd::batch<float, Arch>;
+  for (int64_t r = 0; r < rows; ++r, x += channels, y += channels)
+    over_channels<B>(
+        channels,
+        [&](int64_t c) {
+          const B v = B::load_unaligned(x + c) * B::load_unaligned(scale + c) + B::load_unaligned(shift + c);
+          (relu ? xsimd::select(v > B(0.0f), v, B(0.0f)) : v).store_unaligned(y + c);
+        },
+        [&](int64_t c) {
+          const float v = x[c] * scale[c] + shift[c];
+          y[c] = !relu || v > 0.0f ? v : 0.0f;
+        });
+}
+
+template <class Arch>
+void batch_norm_grad(int64_t rows, int64_t channels, const float* x, const float* dy, const float* a, const float* b,
+                     const float* d, const float* scale, const float* shift, float* dx) {
+  using B = xsimd::batch<float, Arch>;
+  const bool relu = scale != nullptr;
+  for (int64_t r = 0; r < rows; ++r, x += channels, dy += channels, dx += channels)
+    over_channels<B>(
+        channels,
+        [&](int64_t c) {
+          const B xv = B::load_unaligned(x + c);
+          const B s = relu ? B::load_unaligned(scale + c) : B(0.0f), h = relu ? B::load_unaligned(shift + c) : B(0.0f);
+          const B g = batch_norm_grad_at(relu, xv, B::load_unaligned(dy + c), s, h);
+          (B::load_unaligned(a + c) * g + B::load_unaligned(b + c) * xv + B::load_unaligned(d + c)).store_unaligned(dx + c);
+        },
+        [&](int64_t c) {
+          const float g = batch_norm_grad_at(relu, x[c], dy[c], relu ? scale[c] : 0.0f, relu ? shift[c] : 0.0f);
+          dx[c] = a[c] * g + b[c] * x[c] + d[c];
+        });
+}
+
 // y [rows x cols] += bias [cols] on every row. A row of few columns would be mostly a padded
 // tail, so up to 64 columns the rows go in blocks of a multiple of W rows, added as one flat
 // run to the bias repeated as often (`pattern`, [block_rows x cols]): whole vectors only.
@@ -349,6 +466,24 @@ void depthwise_weight_grad(int64_t c, int64_t pixels, int64_t taps, const float*
   }                                                                                                        \
   void f32_softmax_rows__##isa(int64_t rows, int64_t cols, const float* x, float* y) {                  \
     ukernel::softmax_rows<Arch>(rows, cols, x, y);                                                         \
+  }                                                                                                        \
+  void f32_dropout__##isa(int64_t n, uint64_t state, uint64_t counter, uint32_t threshold, float scale,    \
+                          const float* x, float* y) {                                                      \
+    ukernel::dropout<Arch>(n, state, counter, threshold, scale, x, y);                                     \
+  }                                                                                                        \
+  void f32_batch_norm_grad_sums__##isa(int64_t rows, int64_t channels, const float* x, const float* dy,     \
+                                       const float* mean, const float* inv_std, const float* scale,        \
+                                       const float* shift, float* sums) {                                  \
+    ukernel::batch_norm_grad_sums<Arch>(rows, channels, x, dy, mean, inv_std, scale, shift, sums);         \
+  }                                                                                                        \
+  void f32_batch_norm_apply__##isa(int64_t rows, int64_t channels, const float* x, const float* scale,      \
+                                   const float* shift, bool relu, float* y) {                              \
+    ukernel::batch_norm_apply<Arch>(rows, channels, x, scale, shift, relu, y);                             \
+  }                                                                                                        \
+  void f32_batch_norm_grad__##isa(int64_t rows, int64_t channels, const float* x, const float* dy,          \
+                                  const float* a, const float* b, const float* d, const float* scale,      \
+                                  const float* shift, float* dx) {                                         \
+    ukernel::batch_norm_grad<Arch>(rows, channels, x, dy, a, b, d, scale, shift, dx);                      \
   }                                                                                                        \
   bool f32_sgd__##isa(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {            \
     return ukernel::sgd<Arch>(n, step, w, grad, v);                                                        \

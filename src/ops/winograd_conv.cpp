@@ -1,0 +1,226 @@
+// Winograd F(4x4, 3x3) convolution (ops/winograd_conv.h): the weight transform in plain loops
+// (once a call, 36 c filters values), the blocks on the kernel table's transforms and tiles.
+#include "ops/winograd_conv.h"
+
+#include <algorithm>
+
+#include "base/int_math.h"
+#include "cpu/kernel_tables.h"
+
+namespace rg {
+
+namespace {
+// Blocks run in at most this many lanes at once (the most threads that share one chunk).
+constexpr int64_t kWinogradLanes = 16;
+// A lane's scratch (V and M of one block) in floats: 256 KB, so it stays in L2 between the
+// transforms and the GEMMs on the CPUs this runs on (an Athlon 64 X2's L2 is 512 KB), and the
+// 16 lanes take a few MB of workspace (a block is at least 12 tiles: more for many channels).
+constexpr int64_t kWinogradLaneFloats = int64_t{1} << 16;
+// Block sizes are multiples of this (the f32 tiles' MR: 6, 8, 12, 16 divide 48 or 12).
+constexpr int64_t kWinogradBlockStep = 12;
+}  // namespace
+
+WinogradConv::WinogradConv(const ConvGeometry& g, int64_t filters)
+    : g_(g), filters_(filters), padded_filters_(round_up(filters, int64_t{32})) {
+  tiles_h_ = ceil_div(g.out_h, int64_t{kWinogradTile});
+  tiles_w_ = ceil_div(g.out_w, int64_t{kWinogradTile});
+  const int64_t per_tile = kWinogradPoints * (g.channels + filters);
+  block_tiles_ = std::max(kWinogradBlockStep, kWinogradLaneFloats / per_tile / kWinogradBlockStep * kWinogradBlockStep);
+  channel_offsets_.resize(static_cast<size_t>(g.channels));
+  for (int64_t ch = 0; ch < g.channels; ++ch) channel_offsets_[static_cast<size_t>(ch)] = static_cast<int32_t>(ch);
+  tile_offsets_.resize(static_cast<size_t>(block_tiles_));
+  for (int64_t t = 0; t < block_tiles_; ++t) tile_offsets_[static_cast<size_t>(t)] = static_cast<int32_t>(t * g.channels);
+}
+
+int64_t WinogradConv::lanes(int64_t count) const {
+  return std::min(kWinogradLanes, ceil_div(count * tiles_per_sample(), block_tiles_));
+}
+
+// V [36][block][c], M [36][block][filters], a zero row of c (the pixels past the padded image).
+int64_t WinogradConv::lane_elements() const {
+  return kWinogradPoints * block_tiles_ * (g_.channels + filters_) + g_.channels;
+}
+
+namespace {
+// (G (x) G)[xi][tap] = G[xi / 6][tap / 3] G[xi % 6][tap % 3]: U = G g G^T as one product of
+// the 9 taps, and dW = G^T M G as its transpose's.
+struct KroneckerG {
+  float at[kWinogradPoints][9];
+  KroneckerG() {
+    for (int xi = 0; xi < kWinogradPoints; ++xi)
+      for (int tap = 0; tap < 9; ++tap) at[xi][tap] = kWinogradG[xi / 6][tap / 3] * kWinogradG[xi % 6][tap % 3];
+  }
+};
+const KroneckerG kGG;
+}  // namespace
+
+// u[xi][ch][k] = sum over the 9 taps of (G (x) G)[xi][tap] w[tap][ch][k]: rows of filters
+// (vectorisable), channels over the pool.
+void WinogradConv::transform_weight(ThreadPool* pool, const float* w, float* u) const {
+  const int64_t c = g_.channels, f = filters_, fp = padded_filters_;
+  const auto& gg = kGG.at;
+  parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t ch = c0; ch < c1; ++ch)
+      for (int xi = 0; xi < kWinogradPoints; ++xi) {
+        float* row = u + (xi * c + ch) * fp;
+        std::fill(row, row + fp, 0.0f);
+        for (int tap = 0; tap < 9; ++tap) {
+          const float* w_row = w + (tap * c + ch) * f;
+          const float coefficient = gg[xi][tap];
+          for (int64_t k = 0; k < f; ++k) row[k] += coefficient * w_row[k];
+        }
+      }
+  });
+}
+
+// Lane l takes tiles [l T / L, (l + 1) T / L) in blocks of at most block_tiles_: the lanes end
+// together (the tiles of a block do not change a result: each tile's sums are its own).
+void WinogradConv::run(ThreadPool* pool, int64_t count, const float* padded, const float* u, float* y,
+                       float* scratch) const {
+  const int64_t tiles = count * tiles_per_sample(), lane_count = lanes(count);
+  parallel_for(pool, lane_count, 1, [&](int64_t l0, int64_t l1) {
+    for (int64_t lane = l0; lane < l1; ++lane) {
+      const int64_t end = (lane + 1) * tiles / lane_count;
+      for (int64_t t = lane * tiles / lane_count; t < end; t += block_tiles_) {
+        run_block(t, std::min(end, t + block_tiles_), padded, u, y, scratch + lane * lane_elements());
+      }
+    }
+  });
+}
+
+void WinogradConv::input_rows(int64_t t, const float* padded, const float* zero, const float** d) const {
+  const int64_t s = t / tiles_per_sample(), in_sample = t % tiles_per_sample(), c = g_.channels;
+  const int64_t y0 = in_sample / tiles_w_ * kWinogradTile, x0 = in_sample % tiles_w_ * kWinogradTile;
+  const int64_t ph = g_.padded_height(), pw = g_.padded_width();
+  const float* image = padded + s * g_.padded_size();
+  for (int i = 0; i < kWinogradInput; ++i)
+    for (int j = 0; j < kWinogradInput; ++j)
+      d[i * 6 + j] = y0 + i < ph && x0 + j < pw ? image + ((y0 + i) * pw + x0 + j) * c : zero;
+}
+
+template <class T>
+void WinogradConv::output_rows(int64_t t, T* images, int64_t row, T** out) const {
+  const int64_t s = t / tiles_per_sample(), in_sample = t % tiles_per_sample();
+  const int64_t y0 = in_sample / tiles_w_ * kWinogradTile, x0 = in_sample % tiles_w_ * kWinogradTile;
+  T* image = images + s * g_.patches() * row;
+  for (int i = 0; i < kWinogradTile; ++i)
+    for (int j = 0; j < kWinogradTile; ++j)
+      out[i * 4 + j] = y0 + i < g_.out_h && x0 + j < g_.out_w ? image + ((y0 + i) * g_.out_w + x0 + j) * row : nullptr;
+}
+
+void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const float* u, float* y,
+                             float* lane) const {
+  const int64_t nt = t1 - t0, c = g_.channels, f = filters_;
+  float* v = lane;
+  float* m = v + kWinogradPoints * block_tiles_ * c;
+  float* zero = m + kWinogradPoints * block_tiles_ * f;
+  std::fill(zero, zero + c, 0.0f);
+  const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
+  const float* d[kWinogradPoints];
+  for (int64_t t = 0; t < nt; ++t) {
+    input_rows(t0 + t, padded, zero, d);
+    transforms.input(c, d, v + t * c, block_tiles_ * c);
+  }
+  // M[xi] [nt x f] = V[xi] [nt x c] * U[xi] [c x f]; rows past nt repeat the last (not stored).
+  const F32GemmKernel& gemm = f32_gemm_kernel_for(active_isa(), f);
+  const float* rows[kF32GemmMaxMr];
+  for (int xi = 0; xi < kWinogradPoints; ++xi) {
+    const float* vx = v + xi * block_tiles_ * c;
+    for (int64_t jr = 0; jr < f; jr += gemm.nr) {
+      for (int64_t ir = 0; ir < nt; ir += gemm.mr) {
+        const int64_t live = std::min<int64_t>(gemm.mr, nt - ir);
+        for (int64_t r = 0; r < gemm.mr; ++r) rows[r] = vx + (ir + std::min(r, live - 1)) * c;
+        gemm.gathered_tile(c, rows, channel_offsets_.data(), u + xi * c * padded_filters_ + jr, padded_filters_, 1.0f,
+                           0.0f, m + (xi * block_tiles_ + ir) * f + jr, f, live, std::min<int64_t>(gemm.nr, f - jr));
+      }
+    }
+  }
+  float* out[kWinogradTile * kWinogradTile];
+  for (int64_t t = 0; t < nt; ++t) {
+    output_rows(t0 + t, y, f, out);
+    transforms.output(f, m + t * f, block_tiles_ * f, out);
+  }
+}
+
+// ---------------------------------------------------------------- the weight gradient
+
+// V [36][block][c] of the input tiles, D [36][block][padded filters] of dy's.
+void WinogradConv::grad_transforms(int64_t t0, int64_t t1, const float* padded, const float* dy, const float* zero,
+                                   float* lane) const {
+  const int64_t c = g_.channels, fp = padded_filters_;
+  float* v = lane;
+  float* dt = v + kWinogradPoints * block_tiles_ * c;
+  const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
+  const float* d[kWinogradPoints];
+  const float* rows[kWinogradTile * kWinogradTile];
+  for (int64_t t = 0; t < t1 - t0; ++t) {
+    input_rows(t0 + t, padded, zero, d);
+    transforms.input(c, d, v + t * c, block_tiles_ * c);
+    output_rows(t0 + t, dy, filters_, rows);
+    transforms.grad(filters_, rows, dt + t * fp, block_tiles_ * fp);
+  }
+}
+
+// m[xi] [c x fp] (+)= sum over the round's blocks, in order, of V[xi]^T [c x nt] * D[xi] [nt x fp];
+// units of (position, MR channels) over the pool.
+void WinogradConv::grad_sums(ThreadPool* pool, int64_t round_tiles, const float* lanes, bool first_round,
+                             float* m) const {
+  const int64_t c = g_.channels, fp = padded_filters_, f = filters_;
+  const F32GemmKernel& gemm = f32_gemm_kernel_for(active_isa(), f);
+  const int64_t groups = ceil_div(c, gemm.mr), blocks = ceil_div(round_tiles, block_tiles_);
+  parallel_for(pool, kWinogradPoints * groups, 1, [&](int64_t u0, int64_t u1) {
+    const float* rows[kF32GemmMaxMr];
+    for (int64_t unit = u0; unit < u1; ++unit) {
+      const int64_t xi = unit / groups, r0 = unit % groups * gemm.mr, live = std::min<int64_t>(gemm.mr, c - r0);
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float* lane = lanes + b * grad_lane_elements();
+        const float* v = lane + xi * block_tiles_ * c;
+        const float* dt = lane + kWinogradPoints * block_tiles_ * c + xi * block_tiles_ * fp;
+        const int64_t nt = std::min(block_tiles_, round_tiles - b * block_tiles_);
+        for (int64_t r = 0; r < gemm.mr; ++r) rows[r] = v + r0 + std::min(r, live - 1);
+        const float beta = first_round && b == 0 ? 0.0f : 1.0f;
+        for (int64_t jr = 0; jr < f; jr += gemm.nr) {
+          gemm.gathered_tile(nt, rows, tile_offsets_.data(), dt + jr, fp, 1.0f, beta, m + (xi * c + r0) * fp + jr, fp,
+                             live, std::min<int64_t>(gemm.nr, f - jr));
+        }
+      }
+    }
+  });
+}
+
+// Rounds of lanes(count) blocks: transforms (one block a lane), then the sums; then
+// dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] M[xi][ch][k].
+void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* padded, const float* dy, float beta,
+                               float* dw, float* scratch) const {
+  const int64_t tiles = count * tiles_per_sample(), lane_count = lanes(count), c = g_.channels, f = filters_;
+  float* m = scratch + lane_count * grad_lane_elements();
+  float* zero = m + weight_elements();
+  std::fill(zero, zero + c, 0.0f);
+  const int64_t round_size = lane_count * block_tiles_;
+  for (int64_t first = 0; first < tiles; first += round_size) {
+    const int64_t round_tiles = std::min(round_size, tiles - first);
+    parallel_for(pool, ceil_div(round_tiles, block_tiles_), 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t t0 = first + b * block_tiles_;
+        grad_transforms(t0, std::min(first + round_tiles, t0 + block_tiles_), padded, dy, zero,
+                        scratch + b * grad_lane_elements());
+      }
+    });
+    grad_sums(pool, round_tiles, scratch, first == 0, m);
+  }
+  const auto& gg = kGG.at;
+  parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t ch = c0; ch < c1; ++ch)
+      for (int tap = 0; tap < 9; ++tap) {
+        float* row = dw + (tap * c + ch) * f;
+        for (int64_t k = 0; k < f && beta != 1.0f; ++k) row[k] = beta == 0.0f ? 0.0f : beta * row[k];
+        for (int xi = 0; xi < kWinogradPoints; ++xi) {
+          const float* m_row = m + (xi * c + ch) * padded_filters_;
+          const float coefficient = gg[xi][tap];
+          for (int64_t k = 0; k < f; ++k) row[k] += coefficient * m_row[k];
+        }
+      }
+  });
+}
+
+}  // namespace rg
