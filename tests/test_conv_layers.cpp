@@ -22,6 +22,7 @@
 #include "nn/pooling.h"
 #include "nn/shape_layers.h"
 #include "nn/workspace.h"
+#include "ops/gemm.h"
 
 namespace rg {
 namespace {
@@ -291,10 +292,16 @@ TEST(Conv, ChunkedBatchesMatchF64) {
   compare_f32_f64(depthwise_spec("depthwise_big", Shape{28, 28, 8}, conv_options(1, 3, 1, 1)), 40, &pool, 1e-3);
 }
 
-// Every layer gives bit-identical f32 results with 1, 2 and 3 threads.
+// Every layer gives bit-identical f32 results with 1, 2, 3 and 4 threads. The chunked ones split
+// their weight gradients over the depth (ops/gemm.h): conv_chunked's 72 x 6 over 16 samples of
+// 784 pixels a chunk (its last chunk, 1 sample, unsplit), convT_chunked's 96 x 8 over 33 x 196.
 TEST(Conv, ResultsDoNotDependOnThreads) {
+  ASSERT_GT(gemm_depth_blocks(72, 6, 16 * 784), 1);
+  ASSERT_EQ(gemm_depth_blocks(72, 6, 784), 1);
+  ASSERT_GT(gemm_depth_blocks(96, 8, 33 * 196), 1);
   std::vector<LayerSpec> specs = conv_layer_specs();
   specs.push_back(conv_spec("conv_chunked", Shape{28, 28, 8}, conv_options(6, 3, 1, 1)));
+  specs.push_back(conv_transpose_spec("convT_chunked", Shape{14, 14, 8}, conv_options(6, 4, 2, 1)));
   specs.push_back(depthwise_spec("depthwise_big", Shape{28, 28, 8}, conv_options(1, 3, 1, 1)));
   // 33 x 1024 rows of 64 channels: 528 blocks of 64 rows, their partial sums taken 512 at a time
   specs.push_back(batch_norm_spec("batchnorm_many_blocks", Shape{32, 32, 64}, true));
@@ -303,6 +310,7 @@ TEST(Conv, ResultsDoNotDependOnThreads) {
     const std::vector<double> one = results_with_threads(spec, 1, 33);
     EXPECT_EQ(one, results_with_threads(spec, 2, 33));
     EXPECT_EQ(one, results_with_threads(spec, 3, 33));
+    EXPECT_EQ(one, results_with_threads(spec, 4, 33));
   }
 }
 

@@ -3,7 +3,8 @@
 // narrow 8x8 tile of AVX levels for n <= 8, avx512's 16x16 for n <= 16; KC=512, MC=96,
 // NC=2048), padded leading dimensions, alpha/beta cases, NaN in C under beta = 0, bit-exact
 // integer products, results that do not depend on the thread count, and the same bits on
-// every FMA level (each element one FMA chain over depth, whatever the tile's shape).
+// every FMA level (each element one FMA chain over depth, whatever the tile's shape); the
+// gathered GEMM, and its depth split for weight gradients.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -260,7 +261,8 @@ TEST_P(GemmTrans, IntegerInputsBitExact) {
 }
 
 // Split across 1, 2, 3 and 4 threads (and no pool), the bits of C are the same: m > n splits
-// rows, m < n splits columns.
+// rows, m < n splits columns over one op(A) the threads packed together (a dense layer's
+// forward: 64 x 300 over 1100, three depth blocks).
 TEST_P(GemmTrans, ThreadCountDoesNotChangeBits) {
   const auto [ta, tb] = transposes();
   Rng rng(5, 0);
@@ -270,7 +272,8 @@ TEST_P(GemmTrans, ThreadCountDoesNotChangeBits) {
     int64_t m, n, k, pad;
     float alpha, beta;
   };
-  const Case cases[] = {{300, 400, 200, 0, 1, 0}, {400, 300, 200, 3, 0.5f, 2}, {97, 1031, 70, 1, 1, 1}};
+  const Case cases[] = {
+      {300, 400, 200, 0, 1, 0}, {400, 300, 200, 3, 0.5f, 2}, {97, 1031, 70, 1, 1, 1}, {64, 300, 1100, 2, 1, 0.5f}};
   for (const Case& c : cases) {
     const Operands op = make_operands(ta, tb, c.m, c.n, c.k, c.pad, Fill::uniform, rng);
     ASSERT_GE(2 * c.m * c.n * c.k, int64_t{1} << 21) << "too small to be split";
@@ -468,6 +471,90 @@ TEST_P(GemmGathered, ThreadCountDoesNotChangeBits) {
   }
 }
 
+// ---------------------------------------------------------------- the depth split (weight gradients)
+// f32_gemm_gathered_depth_split: depth blocks by the shape alone, each into its own partial, added
+// in block order. Shapes like the presets' weight gradients: cnn's conv1 (9 x 32, 784 pixels a
+// sample), lenet's conv1 (25 x 6) and conv2 (150 x 16), and uneven ones (blocks of unequal depth,
+// a C of more than one cache block of rows).
+namespace {
+
+struct SplitCase {
+  int64_t m, n, k;
+};
+constexpr SplitCase kSplitCases[] = {{9, 32, 20000}, {25, 6, 5000}, {150, 16, 6400}, {13, 17, 2500}, {97, 40, 4100}};
+
+// The partials a case needs, NaN: a block that read its buffer before writing it would show.
+std::vector<float> nan_partials(const Gathered& g) {
+  return std::vector<float>(static_cast<size_t>(gemm_depth_partials(g.m, g.n, g.k)), kNaN);
+}
+
+}  // namespace
+
+// Shallow products are not split; a deep one with few rows is; one with rows enough for the
+// threads is not (cnn's conv4, 576 x 64), nor one whose partials would pass 2^18 floats; the
+// partials never shrink as k grows (a conv sizes them by its largest chunk).
+TEST(GemmDepthSplit, BlocksFollowTheShapeAlone) {
+  EXPECT_EQ(gemm_depth_blocks(9, 32, 2047), 1);
+  EXPECT_EQ(gemm_depth_partials(9, 32, 2047), 0);
+  EXPECT_EQ(gemm_depth_blocks(9, 32, 64 * 784), 16);
+  EXPECT_EQ(gemm_depth_blocks(288, 32, 18 * 784), 13);
+  EXPECT_EQ(gemm_depth_blocks(576, 64, 32 * 196), 1);
+  EXPECT_EQ(gemm_depth_blocks(288, 1024, 64 * 784), 1);
+  for (const auto& mn : {std::array<int64_t, 2>{1, 1}, std::array<int64_t, 2>{25, 6}, std::array<int64_t, 2>{288, 32},
+                         std::array<int64_t, 2>{300, 333}, std::array<int64_t, 2>{256, 1024}}) {
+    int64_t last = 0;
+    for (int64_t k = 0; k <= 40000; k += 97) {
+      const int64_t partials = gemm_depth_partials(mn[0], mn[1], k);
+      ASSERT_GE(partials, last) << mn[0] << " x " << mn[1] << ", k " << k;
+      ASSERT_LE(partials, int64_t{1} << 18) << mn[0] << " x " << mn[1] << ", k " << k;
+      last = partials;
+    }
+  }
+}
+
+// Against the double reference, every alpha/beta case (NaN in C under beta 0 ignored).
+TEST_P(GemmGathered, DepthSplitMatchesReference) {
+  Rng rng(15, 0);
+  int index = 0;
+  for (const SplitCase& sc : kSplitCases) {
+    const AlphaBeta ab = kAlphaBeta[static_cast<size_t>(index++ % 4)];
+    Gathered g = make_gathered(sc.m, sc.n, sc.k, Fill::uniform, rng);
+    ASSERT_GT(gemm_depth_blocks(g.m, g.n, g.k), 1) << describe_gathered(g, ab.alpha, ab.beta);
+    if (ab.beta == 0.0f) std::fill(g.c.begin(), g.c.end(), kNaN);
+    const std::vector<double> ref = gathered_ref(g, ab.alpha, ab.beta, false);
+    const std::vector<double> bound = gathered_ref(g, std::fabs(ab.alpha), std::fabs(ab.beta), true);
+    std::vector<float> partials = nan_partials(g);
+    f32_gemm_gathered_depth_split(g.m, g.n, g.k, ab.alpha, g.a(), g.b.data(), g.ldb, ab.beta, g.c.data(), g.n,
+                                  partials.data(), nullptr);
+    const double tol_factor = 3.0 * std::sqrt(static_cast<double>(g.k) + 3.0) * std::ldexp(1.0, -24);
+    for (size_t i = 0; i < g.c.size(); ++i) {
+      const double err = std::fabs(static_cast<double>(g.c[i]) - ref[i]);
+      ASSERT_LE(err, tol_factor * bound[i]) << describe_gathered(g, ab.alpha, ab.beta) << ": C[" << i << "] = " << g.c[i]
+                                            << ", reference " << ref[i];
+    }
+  }
+}
+
+// No pool and 1, 2, 3, 4 and 16 threads give the same bits: the blocks do not follow the threads.
+TEST_P(GemmGathered, DepthSplitThreadCountDoesNotChangeBits) {
+  Rng rng(16, 0);
+  for (const SplitCase& sc : kSplitCases) {
+    const Gathered g = make_gathered(sc.m, sc.n, sc.k, Fill::uniform, rng);
+    std::vector<float> partials = nan_partials(g), single = g.c;
+    f32_gemm_gathered_depth_split(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 0.5f, single.data(), g.n,
+                                  partials.data(), nullptr);
+    for (int t : {1, 2, 3, 4, 16}) {
+      ThreadPool pool(t);
+      std::vector<float> out = g.c;
+      partials = nan_partials(g);
+      f32_gemm_gathered_depth_split(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 0.5f, out.data(), g.n,
+                                    partials.data(), &pool);
+      EXPECT_EQ(std::memcmp(out.data(), single.data(), out.size() * 4), 0)
+          << describe_gathered(g, 1, 0.5f) << ": " << t << " threads differ from none";
+    }
+  }
+}
+
 // ---------------------------------------------------------------- the same bits on every FMA level
 // Every FMA level (avx2_fma and up) sums each element of C as one FMA chain over depth, in order,
 // and applies alpha and beta alike; its tiles differ only in shape. So a level above avx2_fma
@@ -532,6 +619,15 @@ TEST(GemmAcrossLevels, FmaLevelsGiveAvx2sBits) {
     const Gathered g = make_gathered(c.m, c.n, c.k, Fill::uniform, rng);
     expect_same_bits_as_avx2(levels, g.c, describe_gathered(g, ab.alpha, ab.beta), [&](float* out) {
       f32_gemm_gathered(g.m, g.n, g.k, ab.alpha, g.a(), g.b.data(), g.ldb, ab.beta, out, g.n, threads);
+    });
+  }
+  for (const SplitCase& c : kSplitCases) {  // the depth split: its blocks and sums are the levels' own too
+    ThreadPool* threads = index++ % 2 ? &pool : nullptr;
+    const Gathered g = make_gathered(c.m, c.n, c.k, Fill::uniform, rng);
+    std::vector<float> partials = nan_partials(g);
+    expect_same_bits_as_avx2(levels, g.c, describe_gathered(g, 1, 1) + ", depth split", [&](float* out) {
+      f32_gemm_gathered_depth_split(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 1.0f, out, g.n, partials.data(),
+                                    threads);
     });
   }
 }

@@ -20,6 +20,10 @@ namespace rg {
 namespace {
 constexpr int64_t kStatsRowBlock = 64;
 constexpr int64_t kStatsPartialValues = int64_t{1} << 16;  // the blocks' partials kept at once (256 KB in f32)
+// Partials a thread merges at least when the merges are split over channels: a dense layer's
+// batch norm (64 rows, 256 channels: one block, 512 adds) took 0.16 ms forward on 16 threads of
+// the Xeon against 0.03 on one, the fork-join costing more than the adds.
+constexpr int64_t kMinAddsPerPart = 8192;
 
 // x [rows, channels] in blocks of kStatsRowBlock rows: fill(r0, r1, p) writes block [r0, r1)'s
 // `stride` partials (in T) to p; merge(b0, count, partial, c0, c1) then takes the partials of
@@ -40,7 +44,9 @@ void over_row_blocks(ThreadPool* pool, int64_t rows, int64_t channels, int64_t s
         fill(r0, std::min(rows, r0 + kStatsRowBlock), partial.data() + b * stride);
       }
     });
-    parallel_for(pool, channels, 8, [&](int64_t c0, int64_t c1) { merge(b0, count, partial.data(), c0, c1); });
+    const int64_t adds_per_channel = std::max<int64_t>(1, count * stride / channels);
+    parallel_for(pool, channels, std::max<int64_t>(8, kMinAddsPerPart / adds_per_channel),
+                 [&](int64_t c0, int64_t c1) { merge(b0, count, partial.data(), c0, c1); });
   }
 }
 

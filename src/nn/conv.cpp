@@ -143,20 +143,22 @@ void conv_pass(const LayerContext& ctx, GradOperand grad, const ConvPass& pass, 
                       GatheredA<T>{padded, pass.at->pixels.data(), pass.at->taps.data()}, w, filters, T(0), y, filters);
 }
 
-// dW[k x filters] (+)= keep dW + patches^T * dy over the gathered patches, or Winograd's sums
-// (scratch in `space`) where the layer runs Winograd and the products are f32.
+// dW[k x filters] (+)= keep dW + patches^T * dy over the gathered patches (split over the pixels
+// into `partials`, ConvLayer::weight_grad_partials), or Winograd's sums (scratch in `space`)
+// where the layer runs Winograd and the products are f32.
 template <class T>
 void weight_grad_pass(const LayerContext& ctx, const WinogradConv* winograd, const ConvGeometry& g,
                       const PatchOffsets& at, int64_t count, const T* images, const T* dy, int64_t filters, T keep,
-                      T* dw, T* space) {
+                      T* dw, T* space, T* partials) {
   if constexpr (std::is_same_v<T, float>) {
     if (winograd != nullptr && ctx.gemm == GemmPrecision::f32) {
       winograd->weight_grad(ctx.pool, count, images, dy, keep, dw, space);
       return;
     }
   }
-  layer_gemm_gathered(ctx, GradOperand::b, g.patch_size(), filters, count * g.patches(), T(1),
-                      GatheredA<T>{images, at.taps.data(), at.pixels.data()}, dy, filters, keep, dw, filters);
+  layer_gemm_gathered_depth_split(ctx, GradOperand::b, g.patch_size(), filters, count * g.patches(), T(1),
+                                  GatheredA<T>{images, at.taps.data(), at.pixels.data()}, dy, filters, keep, dw, filters,
+                                  partials);
 }
 
 Status expect_image(const Shape& input) {
@@ -215,7 +217,12 @@ int64_t ConvLayer::chunk_samples(int64_t n) const {
 }
 
 int64_t ConvLayer::workspace_elements(int64_t n) const {
-  return chunk_samples(n) * scratch_per_sample() + scratch_fixed(chunk_samples(n));
+  return chunk_samples(n) * scratch_per_sample() + scratch_fixed(chunk_samples(n)) + weight_grad_partials(n);
+}
+
+int64_t ConvLayer::weight_grad_partials(int64_t n) const {
+  // Both products have the patch's taps as rows: Conv2D's dW, ConvTranspose2D's dW^T.
+  return gemm_depth_partials(patch_cols(), weight_shape_.numel() / patch_cols(), chunk_samples(n) * patch_rows());
 }
 
 void ConvLayer::prepare_offsets(int64_t count) {
@@ -373,7 +380,8 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       // as rows and pixels as depth (or Winograd's sums where the forward runs Winograd). The
       // first chunk overwrites unless accumulating.
       const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
-      weight_grad_pass(ctx, winograd(), g, at, count, images, g_chunk, filters, keep, weight_.grad.data<T>(), dw_space);
+      weight_grad_pass(ctx, winograd(), g, at, count, images, g_chunk, filters, keep, weight_.grad.data<T>(), dw_space,
+                       weight_grad_partials_in<T>(space, n));
       if (!dx.defined()) continue;
       const InputGradScope timed(ctx);
       T* dx_chunk = dx.data<T>() + s0 * in_sample;
@@ -463,7 +471,7 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
       column_sum(ctx.pool, n * g.height * g.width, options_.filters, dy.data<T>(), bias_.grad.data<T>());
     }
-    // Scratch: [padded dy chunk | W^T [k x channels] | a chunk's dW^T [k x channels]].
+    // Scratch: [padded dy chunk | W^T [k x channels] | a chunk's dW^T [k x channels] | dW's partials].
     const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());
     T* padded_dy = space.data<T>();
     T* weight_t = padded_dy + per_chunk * scratch_per_sample();
@@ -478,9 +486,9 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
       const T* images = padded_chunk(ctx.pool, g, dy.data<T>() + s0 * out_sample, count, padded_dy);
       const T* x_chunk = x.data<T>() + s0 * in_sample;
       // dW^T[k x channels] = dcols^T * x, dcols being dy's patch matrix, gathered (taps as rows)
-      layer_gemm_gathered(ctx, GradOperand::a, k, channels, pixels, T(1),
-                          GatheredA<T>{images, offsets_.taps.data(), offsets_.pixels.data()}, x_chunk, channels, T(0),
-                          grad_t, channels);
+      layer_gemm_gathered_depth_split(ctx, GradOperand::a, k, channels, pixels, T(1),
+                                      GatheredA<T>{images, offsets_.taps.data(), offsets_.pixels.data()}, x_chunk,
+                                      channels, T(0), grad_t, channels, weight_grad_partials_in<T>(space, n));
       const bool keep = s0 > 0 || ctx.accumulate_grads;  // the first chunk overwrites unless accumulating
       for (int64_t c = 0; c < channels; ++c)
         for (int64_t t = 0; t < k; ++t) grad[c * k + t] = (keep ? grad[c * k + t] : T(0)) + grad_t[t * channels + c];

@@ -77,6 +77,13 @@ class ConvLayer : public Layer {
   virtual std::string describe_algorithm() const { return ""; }
   // Samples per chunk for a batch of n: as many as keep the scratch under the limit.
   int64_t chunk_samples(int64_t n) const;
+  // The weight gradient's partial products (a depth split, ops/gemm.h: C is the weight, the depth
+  // a chunk's pixels) for a batch of n, last in the scratch; where they start in `space`.
+  virtual int64_t weight_grad_partials(int64_t n) const;
+  template <class T>
+  T* weight_grad_partials_in(const Tensor& space, int64_t n) const {
+    return space.data<T>() + workspace_elements(n) - weight_grad_partials(n);
+  }
   // The patch matrix's rows and columns for one sample.
   int64_t patch_rows() const { return geometry_.patches(); }
   int64_t patch_cols() const { return geometry_.patch_size(); }
@@ -169,6 +176,7 @@ class DepthwiseConv2D : public ConvLayer {
   // No scratch: its indirection is built a row at a time (ops/depthwise.h), a row's pointers per
   // thread (width * k*k), like the GEMM's packing the process's own memory.
   int64_t scratch_per_sample() const override { return 0; }
+  int64_t weight_grad_partials(int64_t) const override { return 0; }  // its dW is no GEMM
 };
 
 }  // namespace rg

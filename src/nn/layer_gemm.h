@@ -47,4 +47,22 @@ inline void layer_gemm_gathered(const LayerContext&, GradOperand, int64_t m, int
   gemm_gathered_ref(m, n, k, alpha, a, b, ldb, beta, c, ldc);
 }
 
+// A weight gradient's gathered product, split over its depth into `partials` (gemm_depth_partials(m, n, k)
+// of them: ops/gemm.h's f32_gemm_gathered_depth_split); int8 training's product and the double
+// reference do not split.
+inline void layer_gemm_gathered_depth_split(const LayerContext& ctx, GradOperand grad, int64_t m, int64_t n, int64_t k,
+                                            float alpha, const GatheredA<float>& a, const float* b, int64_t ldb,
+                                            float beta, float* c, int64_t ldc, float* partials) {
+  if (ctx.gemm == GemmPrecision::int8_dynamic) {
+    int8_dynamic_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool, int8_gemm_options(ctx, grad));
+  } else {
+    f32_gemm_gathered_depth_split(m, n, k, alpha, a, b, ldb, beta, c, ldc, partials, ctx.pool);
+  }
+}
+inline void layer_gemm_gathered_depth_split(const LayerContext&, GradOperand, int64_t m, int64_t n, int64_t k,
+                                            double alpha, const GatheredA<double>& a, const double* b, int64_t ldb,
+                                            double beta, double* c, int64_t ldc, double*) {
+  gemm_gathered_ref(m, n, k, alpha, a, b, ldb, beta, c, ldc);
+}
+
 }  // namespace rg

@@ -75,6 +75,23 @@ void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, f
 void f32_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a, const float* b,
                        int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool);
 
+// A product split over its depth, for weight gradients (patches^T x dy: depth = the chunk's
+// pixels, C = taps x filters, often too few rows to give every thread a share): depth blocks whose
+// count and bounds depend on m, n and k only, never on the thread count, so the results do not
+// either (gemm_gathered.cpp gives the rule and its reasons).
+int64_t gemm_depth_blocks(int64_t m, int64_t n, int64_t k);
+// The floats of partial products such a product needs: (blocks - 1) * m * n, 0 when unsplit.
+// Never more than it needs for a deeper product of the same C (the blocks grow with k).
+int64_t gemm_depth_partials(int64_t m, int64_t n, int64_t k);
+
+// f32_gemm_gathered cut into gemm_depth_blocks(m, n, k) blocks of depth: block 0 goes into C
+// (alpha, beta), each later one into its own m x n buffer of `partials`
+// (gemm_depth_partials(m, n, k) floats), every block's rows over the pool; then C's elements
+// add the partials in block order. Unsplit, exactly f32_gemm_gathered.
+void f32_gemm_gathered_depth_split(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                                   const float* b, int64_t ldb, float beta, float* c, int64_t ldc, float* partials,
+                                   ThreadPool* pool);
+
 // Overloads the templated layer math calls: float takes the fast path, double the reference.
 inline void gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
                  ThreadPool* pool) {

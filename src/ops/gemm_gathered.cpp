@@ -3,7 +3,9 @@
 // deep, so a block's slice of the image and of B stay in cache while every NR panel of B passes
 // over it.
 // Every element of C is summed in the same order whatever the split across threads: threads
-// own whole rows of C, and each row's depth blocks run in order.
+// own whole rows of C, and each row's depth blocks run in order. The depth split for weight
+// gradients (f32_gemm_gathered_depth_split) cuts the depth by the shape alone, and adds the
+// blocks' partial products in block order.
 #include <algorithm>
 #include <vector>
 
@@ -53,7 +55,91 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
   }
 }
 
+// The depth split (ops/gemm.h). A weight gradient split by rows of C alone feeds few threads
+// (cnn's conv1: 9 taps x 32 filters, one 12-row avx512 tile: one thread; its conv2: 288 rows,
+// 24 tiles, 1 or 2 for each of 16 threads) and has each thread stream all of B (dy, up to MBs)
+// for its rows; split by depth, each block reads only its slice of the image and of dy, and the
+// blocks x row tiles feed any number of threads. The price is writing and adding back
+// (blocks - 1) partial products of m x n. Hence:
+// - only C of fewer than kRowsToFeedThreads rows is split: with that many, the row split gives
+//   each of 16 threads 2 of the widest (avx512, 12-row) tiles, and the split measured no faster
+//   there on 2 threads of the Zen 3 VM (cnn's conv4, 576 x 64: 4.4 ms row split, 4.6 split,
+//   medians of 7 rounds on a loaded VM);
+// - a block is about kMinBlockDepth deep or more (3 of the tiles' depth blocks, kGatheredKC, at
+//   least, its edges rounded to them): its partial's one write and read are then under 0.3% of
+//   its multiply-adds;
+// - at most kMaxDepthBlocks: a block a thread on the 16-core machines the project measures,
+//   4 a thread at 4 threads; more would only add partials;
+// - the partials at most kMaxDepthPartials floats (1 MiB, a quarter of a conv layer's chunk
+//   scratch), so the workspace stays bounded (288 taps x 512 filters: 2 blocks at most).
+// The count depends on k, so a batch's last, smaller chunk may have fewer blocks: never more.
+constexpr int64_t kRowsToFeedThreads = 16 * 2 * 12;
+constexpr int64_t kMinBlockDepth = 1024;
+constexpr int64_t kMaxDepthBlocks = 16;
+constexpr int64_t kMaxDepthPartials = int64_t{1} << 18;
+
+// Where depth block `block` of `blocks` starts (block == blocks: k): at an equal share of k
+// rounded down to the tiles' depth blocks, so only the last block ends in a partial one.
+int64_t block_start(int64_t k, int64_t blocks, int64_t block) {
+  return block == blocks ? k : k * block / blocks / kGatheredKC * kGatheredKC;
+}
+
+// C[i0:i1) += the partials [blocks - 1][m x n], added in block order: each element's sum is
+// the same chain whichever thread adds it.
+void add_partials(int64_t n, int64_t blocks, const float* partials, int64_t cells, float* c, int64_t ldc, int64_t i0,
+                  int64_t i1) {
+  for (int64_t i = i0; i < i1; ++i) {
+    float* row = c + i * ldc;
+    for (int64_t block = 1; block < blocks; ++block) {
+      const float* part = partials + (block - 1) * cells + i * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += part[j];
+    }
+  }
+}
+
 }  // namespace
+
+int64_t gemm_depth_blocks(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || m >= kRowsToFeedThreads) return 1;
+  return std::max<int64_t>(1, std::min({kMaxDepthBlocks, k / kMinBlockDepth, 1 + kMaxDepthPartials / (m * n)}));
+}
+
+int64_t gemm_depth_partials(int64_t m, int64_t n, int64_t k) { return (gemm_depth_blocks(m, n, k) - 1) * m * n; }
+
+void f32_gemm_gathered_depth_split(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                                   const float* b, int64_t ldb, float beta, float* c, int64_t ldc, float* partials,
+                                   ThreadPool* pool) {
+  const int64_t blocks = gemm_depth_blocks(m, n, k);
+  if (blocks == 1 || m == 0 || n == 0 || alpha == 0.0f) {  // alpha 0: no product, C = beta C
+    f32_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool);
+    return;
+  }
+  RG_CHECK(partials != nullptr, "gathered GEMM: a depth split of " << blocks << " blocks without its partials");
+  const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), n);
+  RG_CHECK(kernel.mr <= kF32GemmMaxMr, "gathered GEMM: tile of " << kernel.mr << " rows");
+  const int64_t tiles = (m + kernel.mr - 1) / kernel.mr, cells = m * n;
+  // Unit u: tile row u % tiles of block u / tiles; a thread's run of units, block by block.
+  auto run = [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1;) {
+      const int64_t block = u / tiles, t0 = u % tiles, t1 = std::min(tiles, t0 + (u1 - u));
+      const int64_t p0 = block_start(k, blocks, block), p1 = block_start(k, blocks, block + 1);
+      const GatheredA<float> slice{a.base, a.row_offsets, a.depth_offsets + p0};
+      float* out = block == 0 ? c : partials + (block - 1) * cells;
+      gathered_rows(kernel, n, p1 - p0, alpha, slice, b + p0 * ldb, ldb, block == 0 ? beta : 0.0f, out,
+                    block == 0 ? ldc : n, t0 * kernel.mr, std::min(m, t1 * kernel.mr));
+      u += t1 - t0;
+    }
+  };
+  auto add = [&](int64_t i0, int64_t i1) { add_partials(n, blocks, partials, cells, c, ldc, i0, i1); };
+  if (pool == nullptr || pool->threads() == 1 || 2 * m * n * k < kGemmMinFlopsToSplit) {
+    run(0, blocks * tiles);
+    add(0, m);
+    return;
+  }
+  pool->parallel_for(blocks * tiles, 1, run);
+  // Rows of at least ~16K adds a thread: the sum is small beside the product.
+  pool->parallel_for(m, std::max<int64_t>(1, (int64_t{1} << 14) / ((blocks - 1) * n)), add);
+}
 
 void f32_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a, const float* b,
                        int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool) {
