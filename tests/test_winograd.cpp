@@ -138,6 +138,19 @@ struct Case {
   int64_t h, w, c, filters, pad, count;
 };
 
+// Random images of case k in the zero-padded copy the layer hands over.
+std::vector<float> random_padded(const Case& k, const ConvGeometry& g, Rng& rng) {
+  const std::vector<float> images = random_floats(k.count * k.h * k.w * k.c, rng);
+  std::vector<float> padded(static_cast<size_t>(k.count * g.padded_size()));
+  pad_images(g, images.data(), k.count, padded.data());
+  return padded;
+}
+
+std::string case_name(const Case& k) {
+  return std::to_string(k.h) + "x" + std::to_string(k.w) + "x" + std::to_string(k.c) + " -> " +
+         std::to_string(k.filters) + " pad " + std::to_string(k.pad) + ", " + std::to_string(k.count) + " samples";
+}
+
 // y of the direct convolution in double, and the scale of each output's sum (its terms' absolute
 // values summed) that the rounding error of Winograd's transforms is relative to.
 void direct_conv(const ConvGeometry& g, int64_t filters, int64_t count, const std::vector<float>& padded,
@@ -183,12 +196,9 @@ TEST_P(WinogradOnIsa, ConvolutionMatchesTheDirectSums) {
   Rng rng(9);
   ThreadPool pool(3);
   for (const Case& k : kCases) {
-    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + "x" + std::to_string(k.c) + " -> " +
-                 std::to_string(k.filters) + " pad " + std::to_string(k.pad) + ", " + std::to_string(k.count));
+    SCOPED_TRACE(case_name(k));
     const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
-    std::vector<float> images = random_floats(k.count * k.h * k.w * k.c, rng), w = random_floats(9 * k.c * k.filters, rng);
-    std::vector<float> padded(static_cast<size_t>(k.count * g.padded_size()));
-    pad_images(g, images.data(), k.count, padded.data());
+    const std::vector<float> padded = random_padded(k, g, rng), w = random_floats(9 * k.c * k.filters, rng);
     std::vector<double> want, scale;
     direct_conv(g, k.filters, k.count, padded, w, &want, &scale);
     const std::vector<float> got = winograd_conv(k, padded, w, &pool);
@@ -235,13 +245,9 @@ TEST_P(WinogradOnIsa, WeightGradientMatchesTheDirectSums) {
   Rng rng(10);
   ThreadPool pool(3);
   for (const Case& k : kCases) {
-    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + "x" + std::to_string(k.c) + " -> " +
-                 std::to_string(k.filters) + " pad " + std::to_string(k.pad) + ", " + std::to_string(k.count));
+    SCOPED_TRACE(case_name(k));
     const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
-    std::vector<float> images = random_floats(k.count * k.h * k.w * k.c, rng);
-    std::vector<float> dy = random_floats(k.count * g.patches() * k.filters, rng);
-    std::vector<float> padded(static_cast<size_t>(k.count * g.padded_size()));
-    pad_images(g, images.data(), k.count, padded.data());
+    const std::vector<float> padded = random_padded(k, g, rng), dy = random_floats(k.count * g.patches() * k.filters, rng);
     std::vector<double> want, scale;
     direct_weight_grad(g, k.filters, k.count, padded, dy, &want, &scale);
     const std::vector<float> got = winograd_weight_grad(k, padded, dy, 0.0f, std::vector<float>(want.size(), NAN), &pool);

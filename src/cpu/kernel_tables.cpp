@@ -4,17 +4,16 @@
 
 namespace rg {
 
-const F32GemmKernel& f32_gemm_kernel(Isa isa) {
-  static const F32GemmKernel reference{f32_gemm_6x8__reference, f32_gemm_gathered_6x8__reference, 6, 8, "f32_gemm_6x8__reference"};
-  static const F32GemmKernel sse2{f32_gemm_6x8__sse2, f32_gemm_gathered_6x8__sse2, 6, 8, "f32_gemm_6x8__sse2"};
-  static const F32GemmKernel avx{f32_gemm_6x16__avx, f32_gemm_gathered_6x16__avx, 6, 16, "f32_gemm_6x16__avx"};
-  static const F32GemmKernel avx2_fma{f32_gemm_6x16__avx2_fma, f32_gemm_gathered_6x16__avx2_fma, 6, 16, "f32_gemm_6x16__avx2_fma"};
-  static const F32GemmKernel avx512{f32_gemm_12x32__avx512, f32_gemm_gathered_12x32__avx512, 12, 32,
-                                    "f32_gemm_12x32__avx512"};
+namespace {
+// The f32 families' one table of levels: each level has its own kernels but SSE3, SSSE3 and
+// SSE4.1, which add nothing f32 vector code uses (they run sse2's).
+template <class Family>
+const Family& f32_level(Isa isa, const Family& reference, const Family& sse2, const Family& avx,
+                        const Family& avx2_fma, const Family& avx512) {
   switch (isa) {
     case Isa::reference: return reference;
     case Isa::sse2:
-    case Isa::sse3:   // SSE3, SSSE3 and SSE4.1 add nothing an f32 GEMM tile uses
+    case Isa::sse3:
     case Isa::ssse3:
     case Isa::sse41: return sse2;
     case Isa::avx: return avx;
@@ -22,6 +21,17 @@ const F32GemmKernel& f32_gemm_kernel(Isa isa) {
     case Isa::avx512: return avx512;
   }
   return reference;
+}
+}  // namespace
+
+const F32GemmKernel& f32_gemm_kernel(Isa isa) {
+  static const F32GemmKernel reference{f32_gemm_6x8__reference, f32_gemm_gathered_6x8__reference, 6, 8, "f32_gemm_6x8__reference"};
+  static const F32GemmKernel sse2{f32_gemm_6x8__sse2, f32_gemm_gathered_6x8__sse2, 6, 8, "f32_gemm_6x8__sse2"};
+  static const F32GemmKernel avx{f32_gemm_6x16__avx, f32_gemm_gathered_6x16__avx, 6, 16, "f32_gemm_6x16__avx"};
+  static const F32GemmKernel avx2_fma{f32_gemm_6x16__avx2_fma, f32_gemm_gathered_6x16__avx2_fma, 6, 16, "f32_gemm_6x16__avx2_fma"};
+  static const F32GemmKernel avx512{f32_gemm_12x32__avx512, f32_gemm_gathered_12x32__avx512, 12, 32,
+                                    "f32_gemm_12x32__avx512"};
+  return f32_level(isa, reference, sse2, avx, avx2_fma, avx512);
 }
 
 const F32GemmKernel& f32_gemm_narrow_kernel(Isa isa) {
@@ -49,17 +59,7 @@ const F32VectorKernels& f32_vector_kernels(Isa isa) {
   static const F32VectorKernels avx = RG_F32_VECTOR_TABLE(avx);
   static const F32VectorKernels avx2_fma = RG_F32_VECTOR_TABLE(avx2_fma);
   static const F32VectorKernels avx512 = RG_F32_VECTOR_TABLE(avx512);
-  switch (isa) {
-    case Isa::reference: return reference;
-    case Isa::sse2:
-    case Isa::sse3:
-    case Isa::ssse3:
-    case Isa::sse41: return sse2;
-    case Isa::avx: return avx;
-    case Isa::avx2_fma: return avx2_fma;
-    case Isa::avx512: return avx512;
-  }
-  return reference;
+  return f32_level(isa, reference, sse2, avx, avx2_fma, avx512);
 }
 
 const F32WinogradKernels& f32_winograd_kernels(Isa isa) {
@@ -71,17 +71,7 @@ const F32WinogradKernels& f32_winograd_kernels(Isa isa) {
   static const F32WinogradKernels avx2_fma = RG_F32_WINOGRAD_TABLE(avx2_fma);
   static const F32WinogradKernels avx512 = RG_F32_WINOGRAD_TABLE(avx512);
 #undef RG_F32_WINOGRAD_TABLE
-  switch (isa) {
-    case Isa::reference: return reference;
-    case Isa::sse2:
-    case Isa::sse3:
-    case Isa::ssse3:
-    case Isa::sse41: return sse2;
-    case Isa::avx: return avx;
-    case Isa::avx2_fma: return avx2_fma;
-    case Isa::avx512: return avx512;
-  }
-  return reference;
+  return f32_level(isa, reference, sse2, avx, avx2_fma, avx512);
 }
 
 const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c) {

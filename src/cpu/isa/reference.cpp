@@ -277,46 +277,43 @@ void qs8_winograd_4x8__reference(int64_t mr, int64_t nc, int64_t cpairs, const i
 // Winograd F(4x4, 3x3) in f32: f32_winograd.h's matrices as products in plain loops.
 namespace rg {
 
+namespace {
+// (L X L^T)[i][j] = sum over a, b < n of L(i, a) X(a, b) L(j, b): every transform's product.
+template <class Left, class X>
+float sandwich(int i, int j, int n, const Left& left, const X& x) {
+  float sum = 0;
+  for (int a = 0; a < n; ++a) {
+    float row = 0;
+    for (int b = 0; b < n; ++b) row += x(a, b) * left(j, b);
+    sum += left(i, a) * row;
+  }
+  return sum;
+}
+const auto kBT = [](int i, int a) { return kWinogradBT[i][a]; };
+const auto kAT = [](int i, int a) { return kWinogradAT[i][a]; };
+const auto kA = [](int i, int a) { return kWinogradAT[a][i]; };
+}  // namespace
+
 void f32_winograd_input__reference(int64_t c, const float* const* d, float* v, int64_t v_stride) {
   for (int64_t ch = 0; ch < c; ++ch)
-    for (int i = 0; i < 6; ++i)
-      for (int j = 0; j < 6; ++j) {
-        float sum = 0;  // (B^T d B)[i][j] = sum over a, b of BT[i][a] d[a][b] BT[j][b]
-        for (int a = 0; a < 6; ++a) {
-          float row = 0;
-          for (int b = 0; b < 6; ++b) row += d[a * 6 + b][ch] * kWinogradBT[j][b];
-          sum += kWinogradBT[i][a] * row;
-        }
-        v[(i * 6 + j) * v_stride + ch] = sum;
-      }
+    for (int xi = 0; xi < 36; ++xi)  // B^T d B
+      v[xi * v_stride + ch] = sandwich(xi / 6, xi % 6, 6, kBT, [&](int a, int b) { return d[a * 6 + b][ch]; });
 }
 
 void f32_winograd_output__reference(int64_t f, const float* m, int64_t m_stride, float* const* out) {
   for (int64_t ch = 0; ch < f; ++ch)
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 4; ++j) {
-        float sum = 0;  // (A^T M A)[i][j] = sum over a, b of AT[i][a] M[a][b] AT[j][b]
-        for (int a = 0; a < 6; ++a) {
-          float row = 0;
-          for (int b = 0; b < 6; ++b) row += m[(a * 6 + b) * m_stride + ch] * kWinogradAT[j][b];
-          sum += kWinogradAT[i][a] * row;
-        }
-        if (out[i * 4 + j] != nullptr) out[i * 4 + j][ch] = sum;
-      }
+    for (int k = 0; k < 16; ++k) {  // A^T M A
+      const float y = sandwich(k / 4, k % 4, 6, kAT, [&](int a, int b) { return m[(a * 6 + b) * m_stride + ch]; });
+      if (out[k] != nullptr) out[k][ch] = y;
+    }
 }
 
 void f32_winograd_grad__reference(int64_t f, const float* const* dy, float* v, int64_t v_stride) {
   for (int64_t ch = 0; ch < f; ++ch)
-    for (int i = 0; i < 6; ++i)
-      for (int j = 0; j < 6; ++j) {
-        float sum = 0;  // (A dy A^T)[i][j] = sum over a, b of AT[a][i] dy[a][b] AT[b][j]
-        for (int a = 0; a < 4; ++a) {
-          float row = 0;
-          for (int b = 0; b < 4; ++b) row += (dy[a * 4 + b] != nullptr ? dy[a * 4 + b][ch] : 0.0f) * kWinogradAT[b][j];
-          sum += kWinogradAT[a][i] * row;
-        }
-        v[(i * 6 + j) * v_stride + ch] = sum;
-      }
+    for (int xi = 0; xi < 36; ++xi)  // A dy A^T, a pixel past the output read as 0
+      v[xi * v_stride + ch] = sandwich(xi / 6, xi % 6, 4, kA, [&](int a, int b) {
+        return dy[a * 4 + b] != nullptr ? dy[a * 4 + b][ch] : 0.0f;
+      });
 }
 
 }  // namespace rg
