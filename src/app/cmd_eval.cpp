@@ -133,6 +133,7 @@ Status load_data_and_trainer(EvalRun& run) {
   }
   run.pool = std::make_unique<ThreadPool>(run.thread_count);
   run.trainer = std::make_unique<Trainer>(*run.model, *run.pool, options);
+  RG_TRY(run.trainer->restore_algorithms(run.checkpoint, run.path));  // before prepare() measures
   RG_TRY(run.trainer->prepare());
   return run.trainer->restore_inference_state(run.checkpoint, run.path);
 }

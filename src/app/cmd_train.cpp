@@ -348,6 +348,7 @@ Status plan_run_memory(TrainRun& run) {
 Status start_trainer_for(TrainRun& run) {
   const TrainOptions& options = run.options;
   Trainer& trainer = *run.trainer;
+  if (run.resuming) RG_TRY(trainer.restore_algorithms(run.resumed, run.resume_path));  // before prepare() measures
   RG_TRY(trainer.prepare(run.plan));
   if (run.resuming) {
     RG_TRY(trainer.resume_from(run.resumed, run.resume_path));

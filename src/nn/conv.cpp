@@ -261,7 +261,6 @@ Result<Shape> Conv2D::configure(const Shape& input) {
   return Shape{geometry_.out_h, geometry_.out_w, o.filters};
 }
 
-// A chunk's scratch: [padded x | padded dy (direct dx) or dx's patch matrix], then the flipped weight.
 // A chunk's scratch: [padded x | padded dy (direct dx) or dx's patch matrix]; a layer that may
 // run Winograd (forced, or auto: the choice comes after the memory plan) keeps room for both.
 // The sizes depend on which algorithms the layer may run, never on the one chosen (an auto

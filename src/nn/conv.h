@@ -29,7 +29,7 @@ class CfgSection;
 
 // How a Conv2D computes its forward and (at stride 1) its input gradient: the gathered GEMM over
 // the padded image, or Winograd F(4x4, 3x3) (3x3 at stride 1; f32 only: f64 and int8 training
-// products stay on the GEMM). The weight gradient is the gathered GEMM's either way.
+// products stay on the GEMM). The weight gradient follows the forward (WinogradConv::weight_grad).
 enum class ConvAlgorithm : uint8_t { gemm, winograd };
 const char* conv_algorithm_name(ConvAlgorithm a);  // "gemm", "winograd"
 

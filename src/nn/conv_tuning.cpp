@@ -3,7 +3,7 @@
 // Cache file: a first line "# retrograd conv algorithm timings v1", then one line a case,
 //   <cpu brand>|<isa>|<h>x<w>x<c> -> <filters> pad <p>|batch <n> <TAB> <gemm ms> <TAB> <winograd ms>
 // Timed on one thread: the choice, and so the results, do not depend on the thread count.
-// A file that is not this (or too large) is not used, and the choice says so.
+// A file that is not this (or too large) is neither used nor overwritten, and the choice says so.
 #include "nn/conv_tuning.h"
 
 #include <algorithm>
@@ -24,6 +24,8 @@ namespace rg {
 namespace {
 constexpr const char* kCacheHeader = "# retrograd conv algorithm timings v1";
 constexpr int64_t kCacheMaxBytes = int64_t{1} << 20;
+// Timings above this (11 days) are no timing: it also bounds what write_cache prints.
+constexpr double kCacheMaxMs = 1e9;
 using Timings = std::map<std::string, std::pair<double, double>>;  // key -> (gemm ms, winograd ms)
 
 std::string conv_cache_path() { return join_path(cache_folder(), "conv-algorithms.txt"); }
@@ -52,9 +54,10 @@ Result<Timings> read_cache(const std::string& path) {
     double gemm = 0, winograd = 0;
     char end = 0;
     if (tab2 == std::string::npos ||
-        std::sscanf(line.c_str() + tab1 + 1, "%lf\t%lf%c", &gemm, &winograd, &end) != 2 || !(gemm > 0) ||
-        !(winograd > 0)) {
-      return Status::error(path + ":" + std::to_string(number) + ": not '<case> TAB <gemm ms> TAB <winograd ms>'");
+        std::sscanf(line.c_str() + tab1 + 1, "%lf\t%lf%c", &gemm, &winograd, &end) != 2 ||
+        !(gemm > 0 && gemm < kCacheMaxMs) || !(winograd > 0 && winograd < kCacheMaxMs)) {
+      return Status::error(path + ":" + std::to_string(number) +
+                           ": not '<case> TAB <gemm ms> TAB <winograd ms>' with times over 0 and under 1e9 ms");
     }
     timings[line.substr(0, tab1)] = {gemm, winograd};
   }
@@ -62,10 +65,11 @@ Result<Timings> read_cache(const std::string& path) {
 }
 
 // The new timings over what the file holds now (another run may have added some since it was
-// read), written whole.
+// read), written whole; a file that is not a cache is left as it is (nothing of it is lost).
 Status write_cache(const std::string& path, const Timings& measured) {
   Result<Timings> now = read_cache(path);
-  Timings timings = now.ok() ? now.value() : Timings{};
+  if (!now.ok()) return Status::error(path + " is left as it is (remove it to start a new cache)");
+  Timings timings = now.value();
   for (const auto& [key, ms] : measured) timings[key] = ms;
   std::string text = std::string(kCacheHeader) + "\n";
   char numbers[64];
@@ -76,6 +80,10 @@ Status write_cache(const std::string& path, const Timings& measured) {
   RG_TRY(make_directories(cache_folder()));
   return write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
 }
+
+// Winograd only when it is at least 5% faster: a near tie (4.53 against 4.54 ms) would flip with
+// the machine's noise between runs that measure afresh, and with it the results' last bits.
+bool winograd_wins(double gemm_ms, double winograd_ms) { return winograd_ms < 0.95 * gemm_ms; }
 
 // Milliseconds of the layer's forward and backward under `algorithm`: the median of 3 after a
 // warm-up (which also grows the workspace to what this algorithm takes).
@@ -157,7 +165,7 @@ Result<std::vector<ConvChoice>> choose_conv_algorithms(Model& model, int64_t bat
       choice.source = "measured" + unread;
       unread.clear();
     }
-    choice.algorithm = choice.winograd_ms < choice.gemm_ms ? ConvAlgorithm::winograd : ConvAlgorithm::gemm;
+    choice.algorithm = winograd_wins(choice.gemm_ms, choice.winograd_ms) ? ConvAlgorithm::winograd : ConvAlgorithm::gemm;
     RG_TRY(conv->set_algorithm(choice.algorithm));
     choices.push_back(choice);
   }
@@ -199,9 +207,15 @@ Status set_conv_algorithms(Model& model, const std::string& text, const std::str
   for (Conv2D* conv : convs) {
     if (named.count(conv->name()) == 0) return Status::error(where + "no algorithm for layer '" + conv->name() + "'");
   }
-  if (named.size() != convs.size()) {
-    return Status::error(where + "names " + std::to_string(named.size()) + " layers; the model has " +
-                         std::to_string(convs.size()) + " convolutions whose algorithm is auto");
+  if (named.size() != convs.size()) {  // every auto conv is named: some other name is not one
+    std::string autos;
+    for (Conv2D* conv : convs) autos += (autos.empty() ? "" : ", ") + conv->name();
+    for (const auto& entry : named) {
+      if (std::none_of(convs.begin(), convs.end(), [&](Conv2D* c) { return c->name() == entry.first; })) {
+        return Status::error(where + "layer '" + entry.first + "' is not one of the convolutions whose algorithm is auto (" +
+                             autos + ")");
+      }
+    }
   }
   for (Conv2D* conv : convs) RG_TRY(conv->set_algorithm(named.at(conv->name())));
   return Status();

@@ -1,7 +1,7 @@
 // Which algorithm each Conv2D left to `auto` runs (no cfg `algorithm`; an rcl's convolutions
 // too): Winograd F(4x4, 3x3) or the gathered GEMM, chosen by measuring on this machine at first
 // use, never assumed: the layer's forward and backward on the step's micro-batch with each, on
-// one thread, the median of 3 runs after a warm-up, the faster kept. The timings are cached on
+// one thread, the median of 3 runs after a warm-up; Winograd where it is at least 5% faster. The timings are cached on
 // disk per CPU, ISA level, layer shape and batch (cache_folder()/conv-algorithms.txt), so later
 // runs here choose the same without measuring, whatever their thread count; a checkpoint stores
 // the choices (setting "conv_algorithms"), and resuming or evaluating it runs what training ran,

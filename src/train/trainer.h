@@ -184,6 +184,10 @@ class Trainer {
   // over MPI the GEMM (said so).
   Status choose_algorithms();
   const std::vector<ConvChoice>& conv_choices() const { return conv_choices_; }
+  // A checkpoint's "conv_algorithms" onto the model (all GEMM when it has none), the choice
+  // made: called before prepare() by a run that resumes or scores a checkpoint, so prepare()
+  // neither measures nor writes the cache for choices the checkpoint then overrides.
+  Status restore_algorithms(const Checkpoint& checkpoint, const std::string& path);
 
   int64_t epochs_done() const { return epochs_done_; }
   double train_seconds() const { return train_seconds_; }
@@ -239,8 +243,6 @@ class Trainer {
   bool placed_ = false;                     // place() done
   bool algorithms_chosen_ = false;          // choose_algorithms() done or a checkpoint's restored
   std::vector<ConvChoice> conv_choices_;
-  // A checkpoint's "conv_algorithms" onto the model (all GEMM when it has none).
-  Status restore_algorithms(const Checkpoint& checkpoint, const std::string& path);
   std::unique_ptr<const MemoryPlan> plan_;  // prepare()'s, never changed
   int64_t micro_batch_ = 0;                 // the plan's (a device's driver may have halved it)
 
