@@ -263,6 +263,32 @@ TEST(Checkpoint, APayloadSizeThatWrapsIsRefused) {
       << ck.status().message();
 }
 
+// A setting written twice (a hand-edited file: two `conv_algorithms`) is refused, not the last
+// one taken: the header and CRC are right, only the payload repeats a key.
+TEST(Checkpoint, ARepeatedSettingIsRefused) {
+  ByteWriter payload;
+  payload.str("preset:mlp");
+  payload.str("[net]\ninput = 4\n[dense]\nunits = 2\n");
+  payload.u32(2);
+  for (const char* value : {"conv1=gemm", "conv1=winograd"}) {
+    payload.str("conv_algorithms");
+    payload.str(value);
+  }
+  payload.u32(0);
+  ByteWriter file;
+  file.raw("RETROGRD", 8);
+  file.u32(kCheckpointVersion);
+  file.u32(0);
+  file.u64(payload.bytes().size());
+  file.raw(payload.bytes().data(), payload.bytes().size());
+  file.u32(crc32_of(payload.bytes().data(), payload.bytes().size()));
+  auto ck = parse_checkpoint(file.bytes().data(), file.bytes().size(), "twice.ckpt");
+  ASSERT_FALSE(ck.ok());
+  EXPECT_NE(ck.status().message().find("twice.ckpt"), std::string::npos) << ck.status().message();
+  EXPECT_NE(ck.status().message().find("the setting 'conv_algorithms' appears twice"), std::string::npos)
+      << ck.status().message();
+}
+
 TEST(Checkpoint, WrongModelIsRefusedWithoutChangingIt) {
   const std::string path = temp_path("wrong_model.ckpt");
   TrainOptions options = small_options(1);

@@ -147,7 +147,7 @@ Result<Checkpoint> parse_checkpoint(const uint8_t* bytes, size_t size, const std
   for (uint32_t i = 0; i < settings; ++i) {
     RG_ASSIGN(std::string key, r.str("a setting's key", kMaxString));
     RG_ASSIGN(std::string value, r.str("a setting's value", kMaxString));
-    ck.settings[key] = value;
+    if (!ck.settings.emplace(key, value).second) return r.error("the setting '" + key + "' appears twice");
   }
   RG_ASSIGN(const uint32_t count, r.u32("the tensor count"));
   if (count > kMaxEntries) return r.error("too many tensors: " + std::to_string(count));
