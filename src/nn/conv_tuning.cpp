@@ -1,7 +1,7 @@
 // The measured choice of each auto Conv2D's algorithm (nn/conv_tuning.h): the timing of one
 // layer, the cache file's lines, and the checkpoint's text form.
 // Cache file: a first line "# retrograd conv algorithm timings v1", then one line a case,
-//   <cpu brand>|<isa>|<h>x<w>x<c> -> <filters> pad <p>|batch <n> <TAB> <gemm ms> <TAB> <winograd ms>
+//   <cpu brand>|<isa>|<h>x<w>x<c> -> <filters> pad <p>|batch <n timed> <TAB> <gemm ms> <TAB> <winograd ms>
 // Timed on one thread: the choice, and so the results, do not depend on the thread count.
 // A file that is not this (or too large) is neither used nor overwritten, and the choice says so.
 #include "nn/conv_tuning.h"
@@ -24,6 +24,9 @@ namespace rg {
 namespace {
 constexpr const char* kCacheHeader = "# retrograd conv algorithm timings v1";
 constexpr int64_t kCacheMaxBytes = int64_t{1} << 20;
+// At most this many samples are timed (a larger micro-batch's per-sample costs are the same, and
+// its timing buffers would only take memory and seconds).
+constexpr int64_t kTimedSamples = 64;
 // Timings above this (11 days) are no timing: it also bounds what write_cache prints.
 constexpr double kCacheMaxMs = 1e9;
 using Timings = std::map<std::string, std::pair<double, double>>;  // key -> (gemm ms, winograd ms)
@@ -152,15 +155,16 @@ Result<std::vector<ConvChoice>> choose_conv_algorithms(Model& model, int64_t bat
   timing.accumulate_grads = false;
   timing.profile = nullptr;
   Timings measured;
+  const int64_t timed = std::min(batch, kTimedSamples);
   for (Conv2D* conv : convs) {
-    const std::string key = cache_key(*conv, batch);
+    const std::string key = cache_key(*conv, timed);
     ConvChoice choice{conv->name(), ConvAlgorithm::gemm, 0, 0, "cached"};
     if (auto it = timings.find(key); it != timings.end()) {
       std::tie(choice.gemm_ms, choice.winograd_ms) = it->second;
     } else {
       const bool with_dx = model.layers().front().get() != conv;  // the first layer has no dx to compute
-      RG_ASSIGN(choice.gemm_ms, time_layer(*conv, ConvAlgorithm::gemm, batch, with_dx, timing));
-      RG_ASSIGN(choice.winograd_ms, time_layer(*conv, ConvAlgorithm::winograd, batch, with_dx, timing));
+      RG_ASSIGN(choice.gemm_ms, time_layer(*conv, ConvAlgorithm::gemm, timed, with_dx, timing));
+      RG_ASSIGN(choice.winograd_ms, time_layer(*conv, ConvAlgorithm::winograd, timed, with_dx, timing));
       timings[key] = measured[key] = {choice.gemm_ms, choice.winograd_ms};
       choice.source = "measured" + unread;
       unread.clear();

@@ -1,12 +1,12 @@
 // Which algorithm each Conv2D left to `auto` runs (no cfg `algorithm`; an rcl's convolutions
 // too): Winograd F(4x4, 3x3) or the gathered GEMM, chosen by measuring on this machine at first
-// use, never assumed: the layer's forward and backward on the step's micro-batch with each, on
-// one thread, the median of 3 runs after a warm-up; Winograd where it is at least 5% faster. The timings are cached on
-// disk per CPU, ISA level, layer shape and batch (cache_folder()/conv-algorithms.txt), so later
-// runs here choose the same without measuring, whatever their thread count; a checkpoint stores
-// the choices (setting "conv_algorithms"), and resuming or evaluating it runs what training ran,
-// whatever the cache holds. Results depend on the choice (Winograd rounds differently), never on
-// the thread count.
+// use, never assumed: the layer's forward and backward on the step's micro-batch (at most 64
+// samples of it) with each, on one thread, the median of 3 runs after a warm-up; Winograd where
+// it is at least 5% faster. The timings are cached on disk per CPU, ISA level, layer shape and
+// timed batch (cache_folder()/conv-algorithms.txt), so later runs here choose the same without
+// measuring, whatever their thread count; a checkpoint stores the choices (setting
+// "conv_algorithms"), and resuming or evaluating it runs what training ran, whatever the cache
+// holds. Results depend on the choice (Winograd rounds differently), never on the thread count.
 #pragma once
 
 #include <string>
@@ -29,7 +29,7 @@ struct ConvChoice {
 // candidate (Conv2D::winograd_candidate: 3x3, stride 1, pad <= 2, at least 8 input channels).
 std::vector<Conv2D*> auto_convs(Model& model);
 
-// Chooses for each of auto_convs from the cache, else by measuring on `batch` samples in `ctx`
+// Chooses for each of auto_convs from the cache, else by measuring on min(batch, 64) samples in `ctx`
 // (then written to the cache; a cache that cannot be read or written is measured around and
 // said so in the choices' source). The GEMM without measuring where Winograd cannot run:
 // int8 training's products (ctx.gemm), `why_gemm` non-empty (it becomes the source). Measuring
