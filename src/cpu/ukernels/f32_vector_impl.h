@@ -153,6 +153,14 @@ inline V batch_norm_grad_at(bool relu, V x, V dy, V scale, V shift) {
 inline float batch_norm_grad_at(bool relu, float x, float dy, float scale, float shift) {
   return !relu || x * scale + shift > 0.0f ? dy : 0.0f;
 }
+// The same at channels c.. of a row (scale and shift are null without the relu), x loaded into *xv.
+template <class B>
+inline B batch_norm_grad_at(bool relu, const float* x, const float* dy, const float* scale, const float* shift,
+                            int64_t c, B* xv) {
+  *xv = B::load_unaligned(x + c);
+  const B s = relu ? B::load_unaligned(scale + c) : B(0.0f), h = relu ? B::load_unaligned(shift + c) : B(0.0f);
+  return batch_norm_grad_at(relu, *xv, B::load_unaligned(dy + c), s, h);
+}
 
 // Row by row (x and dy read in order, once), each row's terms added into the sums in place:
 // every channel still sums its rows in order.
@@ -167,9 +175,8 @@ void batch_norm_grad_sums(int64_t rows, int64_t channels, const float* x, const 
     over_channels<B>(
         channels,
         [&](int64_t c) {
-          const B xv = B::load_unaligned(x + c);
-          const B s = relu ? B::load_unaligned(scale + c) : B(0.0f), h = relu ? B::load_unaligned(shift + c) : B(0.0f);
-          const B g = batch_norm_grad_at(relu, xv, B::load_unaligned(dy + c), s, h);
+          B xv;
+          const B g = batch_norm_grad_at(relu, x, dy, scale, shift, c, &xv);
           (B::load_unaligned(g_sums + c) + g).store_unaligned(g_sums + c);
           const B gx = g * (xv - B::load_unaligned(mean + c)) * B::load_unaligned(inv_std + c);
           (B::load_unaligned(gx_sums + c) + gx).store_unaligned(gx_sums + c);
@@ -207,9 +214,8 @@ void batch_norm_grad(int64_t rows, int64_t channels, const float* x, const float
     over_channels<B>(
         channels,
         [&](int64_t c) {
-          const B xv = B::load_unaligned(x + c);
-          const B s = relu ? B::load_unaligned(scale + c) : B(0.0f), h = relu ? B::load_unaligned(shift + c) : B(0.0f);
-          const B g = batch_norm_grad_at(relu, xv, B::load_unaligned(dy + c), s, h);
+          B xv;
+          const B g = batch_norm_grad_at(relu, x, dy, scale, shift, c, &xv);
           (B::load_unaligned(a + c) * g + B::load_unaligned(b + c) * xv + B::load_unaligned(d + c)).store_unaligned(dx + c);
         },
         [&](int64_t c) {
