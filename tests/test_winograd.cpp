@@ -349,7 +349,7 @@ constexpr const char* kTunedCfg =
     "[conv]\nfilters = 4\nsize = 5\n[global_avgpool]\n[dense]\nunits = 3\n";
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -406,13 +406,20 @@ TEST(ConvTuning, TheCacheDecidesAndABadOneIsSaid) {
     const bool second = line.find("10x10x8 -> 4") != std::string::npos;
     flipped += line[0] == '#' ? line + "\n" : line.substr(0, line.find('\t')) + (second ? "\t3\t2\n" : "\t1\t2\n");
   }
-  std::ofstream(dir + "/conv-algorithms.txt") << flipped;
+  std::ofstream(dir + "/conv-algorithms.txt", std::ios::binary) << flipped;
   ASSERT_TRUE(choose_conv_algorithms(*model, 4, ctx).ok());
+  EXPECT_EQ(conv_algorithms_text(*model), "conv1=gemm,conv2=winograd");
+  std::string crlf;  // the same file saved by a Windows editor: the same choice
+  for (const char c : flipped) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  std::ofstream(dir + "/conv-algorithms.txt", std::ios::binary) << crlf;
+  auto from_crlf = choose_conv_algorithms(*model, 4, ctx);
+  ASSERT_TRUE(from_crlf.ok());
+  EXPECT_EQ(from_crlf.value()[1].source, "cached");
   EXPECT_EQ(conv_algorithms_text(*model), "conv1=gemm,conv2=winograd");
 
   for (const char* times : {"fast\t1", "1e308\t1", "inf\t1", "1\tnan", "-1\t1"}) {
     const std::string bad = "# retrograd conv algorithm timings v1\nsome case\t" + std::string(times) + "\n";
-    std::ofstream(dir + "/conv-algorithms.txt") << bad;
+    std::ofstream(dir + "/conv-algorithms.txt", std::ios::binary) << bad;
     auto redone = choose_conv_algorithms(*model, 4, ctx);
     ASSERT_TRUE(redone.ok());
     EXPECT_NE(redone.value()[0].source.find("measured; the cache was not used: " + dir +

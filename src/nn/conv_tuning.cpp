@@ -15,6 +15,7 @@
 #include "base/input_file.h"
 #include "base/output_file.h"
 #include "base/serial.h"
+#include "base/text_format.h"
 #include "cpu/cpuid.h"
 #include "cpu/isa.h"
 #include "nn/recurrent_conv.h"
@@ -50,9 +51,9 @@ Result<Timings> read_cache(const std::string& path) {
   RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path, "the conv algorithm cache"));
   std::istringstream in(std::string(bytes.begin(), bytes.end()));
   std::string line;
-  if (!std::getline(in, line) || line != kCacheHeader) return Status::error(path + ": line 1 is not '" + kCacheHeader + "'");
+  if (!read_line(in, line) || line != kCacheHeader) return Status::error(path + ": line 1 is not '" + kCacheHeader + "'");
   Timings timings;
-  for (int number = 2; std::getline(in, line); ++number) {
+  for (int number = 2; read_line(in, line); ++number) {  // a file saved on Windows reads too
     const size_t tab1 = line.find('\t'), tab2 = tab1 == std::string::npos ? tab1 : line.find('\t', tab1 + 1);
     double gemm = 0, winograd = 0;
     char end = 0;
