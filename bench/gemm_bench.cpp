@@ -19,7 +19,8 @@
 //   which other processes use < 0.1 cores, and measure a repetition again (up to 3 times) when
 //   they used > 0.15 cores during it. The per-case load and the number of redone repetitions
 //   are reported; without the option nothing waits and nothing is redone.
-//     ThreadPool::parallel_for with a trivial body at 1 and 2 threads vs a plain call, then
+//     ThreadPool::parallel_for with a trivial body at 1 and T threads (--threads, at least 2;
+//     default 2; one chunk per thread) vs a plain call, then
 //     small GEMMs at 1 thread vs a forced 2-way split (the library's own split, done here
 //     with parallel_for over f32_gemm on sub-blocks, whatever the library's threshold says)
 //     vs f32_gemm with a 2-thread pool (what the library does now); timed back to back, and
@@ -438,17 +439,19 @@ void split_gemm(const GemmShape& s, const float* a, const float* b, float* c, rg
 int run_forkjoin(const Args& args) {
   print_machine();
   rg::ThreadPool pool1(1), pool2(2);
+  const int fj = std::max(2, args.threads);  // the trivial part's pool
+  rg::ThreadPool pool_fj(fj);
   const int reps = std::max(args.reps, 5);
 
   // 1. Fork-join with a trivial body.
   if (args.part == "all" || args.part == "trivial") {
     wait_quiet(args.quiet_max);
     const LoadMeter meter;
-    std::vector<int64_t> sink(4, 0);
-    const std::function<void(int64_t, int64_t)> body = [&](int64_t b, int64_t e) { sink[static_cast<size_t>(b) & 3] += e; };
+    std::vector<int64_t> sink(static_cast<size_t>(fj), 0);
+    const std::function<void(int64_t, int64_t)> body = [&](int64_t b, int64_t e) { sink[static_cast<size_t>(b)] += e; };
     std::function<void()> plain = [&] { body(0, 2); };
     std::function<void()> inline1 = [&] { pool1.parallel_for(2, 1, body); };
-    std::function<void()> fork2 = [&] { pool2.parallel_for(2, 1, body); };
+    std::function<void()> fork2 = [&] { pool_fj.parallel_for(fj, 1, body); };
     const double mt = std::min(args.min_time, 0.2);
     const int64_t it_plain = calibrate(plain, mt), it_inline = calibrate(inline1, mt), it_fork = calibrate(fork2, mt);
     std::vector<double> t_plain, t_inline, t_fork;
@@ -461,13 +464,13 @@ int run_forkjoin(const Args& args) {
     std::vector<double> single_hot, single_cold, single_busy;
     for (int i = 0; i < 2000; ++i) {
       const double t0 = now_s();
-      pool2.parallel_for(2, 1, body);
+      pool_fj.parallel_for(fj, 1, body);
       single_hot.push_back((now_s() - t0) * 1e6);
     }
     for (int i = 0; i < 300; ++i) {
       std::this_thread::sleep_for(std::chrono::microseconds(500));
       const double t0 = now_s();
-      pool2.parallel_for(2, 1, body);
+      pool_fj.parallel_for(fj, 1, body);
       single_cold.push_back((now_s() - t0) * 1e6);
     }
     // ... and after 0.2 ms of busy work on the caller (the worker idle), as in training between GEMMs.
@@ -476,10 +479,10 @@ int run_forkjoin(const Args& args) {
       while (now_s() < until) {
       }
       const double t0 = now_s();
-      pool2.parallel_for(2, 1, body);
+      pool_fj.parallel_for(fj, 1, body);
       single_busy.push_back((now_s() - t0) * 1e6);
     }
-    if (sink[0] == 0 || sink[1] == 0) fail("parallel_for did not run both chunks");
+    for (int64_t v : sink) if (v == 0) fail("parallel_for did not run every chunk");
     auto line = [&](const char* name, const std::vector<double>& t) {
       std::printf("FJ\t%s\t%.3f\t%.3f\t%.3f\n", name, median(t), *std::min_element(t.begin(), t.end()),
                   *std::max_element(t.begin(), t.end()));
@@ -490,14 +493,14 @@ int run_forkjoin(const Args& args) {
     std::printf("FJL\t%.2f\t%.2f\n", load.first, load.second);
     line("plain call of the body", t_plain);
     line("parallel_for, 1-thread pool (inline)", t_inline);
-    line("parallel_for, 2-thread pool, back-to-back", t_fork);
-    std::printf("FJP\tparallel_for 2 threads, back-to-back single calls (n=%zu)\t%.2f\t%.2f\t%.2f\t%.2f\n",
+    line(("parallel_for, " + std::to_string(fj) + "-thread pool, back-to-back").c_str(), t_fork);
+    std::printf("FJP\tparallel_for %d threads, back-to-back single calls (n=%zu)\t%.2f\t%.2f\t%.2f\t%.2f\n", fj,
                 single_hot.size(), percentile(single_hot, 0.1), percentile(single_hot, 0.5), percentile(single_hot, 0.9),
                 percentile(single_hot, 0.99));
-    std::printf("FJP\tparallel_for 2 threads, after a 0.5 ms pause (n=%zu)\t%.2f\t%.2f\t%.2f\t%.2f\n",
+    std::printf("FJP\tparallel_for %d threads, after a 0.5 ms pause (n=%zu)\t%.2f\t%.2f\t%.2f\t%.2f\n", fj,
                 single_cold.size(), percentile(single_cold, 0.1), percentile(single_cold, 0.5),
                 percentile(single_cold, 0.9), percentile(single_cold, 0.99));
-    std::printf("FJP\tparallel_for 2 threads, after 0.2 ms of busy work on the caller (n=%zu)\t%.2f\t%.2f\t%.2f\t%.2f\n",
+    std::printf("FJP\tparallel_for %d threads, after 0.2 ms of busy work on the caller (n=%zu)\t%.2f\t%.2f\t%.2f\t%.2f\n", fj,
                 single_busy.size(), percentile(single_busy, 0.1), percentile(single_busy, 0.5),
                 percentile(single_busy, 0.9), percentile(single_busy, 0.99));
     std::fflush(stdout);

@@ -635,6 +635,9 @@ TEST(ThreadPool, ReusableManyTimes) {
     int64_t expected = 0;
     for (int call = 0; call < 1000; ++call) {
       const int64_t n = call % 9;  // n < threads leaves some workers without a chunk
+      // Now and then the workers fall asleep first: woken by the caller and by each other, or
+      // their chunks taken over by the caller.
+      if (call % 50 == 49) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       pool.parallel_for(n, 1, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) total += i + 1;
       });
@@ -1270,12 +1273,19 @@ bool x86_cpu() {
 }
 
 // compute_underflow() on the caller (index 0) and on each of `pool`'s workers (one chunk each);
-// fails the test when a chunk ran on a thread it should not have.
+// fails the test when a chunk ran on a thread it should not have. The caller's chunk waits
+// (up to 10 s) for the others to start, so it never takes over a sleeping worker's chunk.
 std::vector<UnderflowSeen> underflow_on_every_thread(ThreadPool& pool) {
   const int threads = pool.threads();
   std::vector<UnderflowSeen> seen(static_cast<size_t>(threads));
   std::vector<std::thread::id> ran_on(static_cast<size_t>(threads));
+  std::atomic<int> started{0};
   pool.parallel_for(threads, 1, [&](int64_t begin, int64_t end) {
+    if (begin > 0) ++started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (begin == 0 && started.load() < threads - 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
     for (int64_t i = begin; i < end; ++i) {
       seen[static_cast<size_t>(i)] = compute_underflow();
       ran_on[static_cast<size_t>(i)] = std::this_thread::get_id();

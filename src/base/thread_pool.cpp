@@ -1,6 +1,8 @@
-// Fork-join pool: workers spin a little on the job counter, then sleep on a condition
-// variable; a new job is published under mutex_ before the notify, so no wake-up is lost.
-// The caller waits for the workers by polling.
+// Fork-join pool: workers spin a little on the job counter, then sleep on their own
+// condition variable. A job is published by one sequentially consistent store of its number;
+// a worker marks itself asleep (sequentially consistent too) before its last check, so either
+// it sees the job or the waker sees it asleep: no wake-up is lost. Each chunk is claimed by a
+// compare-and-swap, by its worker or by the caller; the caller waits for the workers by polling.
 #include "base/thread_pool.h"
 
 #include <algorithm>
@@ -20,12 +22,14 @@ inline void cpu_relax() {
 #endif
 }
 
-// Polls `ready` for a while; true when it became true while spinning.
+// Polls `ready` for a while; true when it became true while spinning. It yields now and then:
+// a worker woken onto the caller's core (the scheduler may put it there) would otherwise keep
+// the caller off it for the whole spin (~100 us a fork-join at 2 threads on the VM, 1 in 10).
 template <class Ready>
 bool spin_until(Ready ready) {
   for (int i = 0; i < kSpinIterations; ++i) {
     if (ready()) return true;
-    cpu_relax();
+    if ((i & 255) == 255) std::this_thread::yield(); else cpu_relax();
   }
   return ready();
 }
@@ -34,16 +38,41 @@ bool spin_until(Ready ready) {
 ThreadPool::ThreadPool(int threads) {
   RG_CHECK(threads >= 1, "thread count " << threads);
   chunks_.reserve(static_cast<size_t>(threads));
+  slots_ = std::make_unique<Slot[]>(static_cast<size_t>(threads));
+  claimed_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(threads));
+  for (int c = 0; c < threads; ++c) claimed_[static_cast<size_t>(c)].store(1);  // no job yet: taken
   for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_.store(true);
+  stopping_.store(true);
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    { std::lock_guard<std::mutex> lock(slots_[i].mutex); }  // a worker between its check and its wait
+    slots_[i].wake.notify_one();
   }
-  wake_.notify_all();
   for (auto& worker : workers_) worker.join();
+}
+
+// Worker `index` (-1: the caller) wakes workers 2 index + 2 and 2 index + 3 where the job has
+// chunks for them and they sleep. `parts` may be a later job's (a worker late to its job):
+// then a wake-up is missed or spare, and the caller runs a chunk nobody started.
+void ThreadPool::wake_children(int index, int parts) {
+  for (int child = 2 * index + 2; child <= 2 * index + 3 && child + 1 < parts; ++child) {
+    Slot& slot = slots_[static_cast<size_t>(child)];
+    if (!slot.asleep.load()) continue;  // spinning: it sees the job by itself
+    { std::lock_guard<std::mutex> lock(slot.mutex); }  // it is inside wait() or sees the job
+    slot.wake.notify_one();
+  }
+}
+
+bool ThreadPool::claim(int64_t chunk, uint64_t generation) {
+  uint64_t waiting = 2 * generation;
+  return claimed_[static_cast<size_t>(chunk)].compare_exchange_strong(waiting, waiting + 1, std::memory_order_acq_rel);
+}
+
+void ThreadPool::run_chunk(int64_t chunk) {
+  const auto [begin, end] = chunks_[static_cast<size_t>(chunk)];
+  (*body_)(begin, end);
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
@@ -51,35 +80,36 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   follow_denormals_on_this_thread();  // the caller runs a chunk too: the same float mode as the workers
   grain = std::max<int64_t>(grain, 1);
   const int64_t grains = (n + grain - 1) / grain;
-  const int64_t parts = std::min<int64_t>(threads(), grains);
+  const int parts = static_cast<int>(std::min<int64_t>(threads(), grains));
   if (parts <= 1) {
     body(0, n);
     return;
   }
-  std::pair<int64_t, int64_t> first;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    chunks_.clear();
-    for (int64_t p = 0; p < parts; ++p) {
-      const int64_t begin = std::min(n, grains * p / parts * grain);
-      const int64_t end = std::min(n, grains * (p + 1) / parts * grain);
-      chunks_.emplace_back(begin, end);
-    }
-    first = chunks_[0];
-    body_ = &body;
-    pending_.store(static_cast<int>(parts) - 1);
-    generation_.fetch_add(1, std::memory_order_release);
+  const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  chunks_.clear();
+  for (int64_t p = 0; p < parts; ++p) {
+    chunks_.emplace_back(std::min(n, grains * p / parts * grain), std::min(n, grains * (p + 1) / parts * grain));
+    claimed_[static_cast<size_t>(p)].store(2 * generation, std::memory_order_relaxed);
   }
-  wake_.notify_all();
+  body_ = &body;
+  done_.store(0, std::memory_order_relaxed);
+  parts_.store(parts, std::memory_order_relaxed);
+  generation_.store(generation);  // sequentially consistent: against each Slot::asleep
+  wake_children(-1, parts);
   std::exception_ptr error;
-  try {
-    body(first.first, first.second);
-  } catch (...) {  // the workers still run `body`: it must outlive them, so wait first
-    error = std::current_exception();
+  int64_t by_workers = parts - 1;
+  for (int64_t c = 0; c < parts; ++c) {  // chunk 0, then from the last: the latest workers' chunks
+    const int64_t chunk = c == 0 ? 0 : parts - c;
+    if (chunk > 0 && !claim(chunk, generation)) continue;
+    by_workers -= chunk > 0;
+    try {
+      run_chunk(chunk);
+    } catch (...) {  // the workers still run `body`: it must outlive them, so wait first
+      if (!error) error = std::current_exception();
+    }
   }
-  // The caller has nothing else to do: it polls, then yields, but never sleeps, so a call
-  // costs at most one OS wake-up (the worker's), not two.
-  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
+  // The caller has nothing else to do: it polls, then yields, but never sleeps.
+  for (int i = 0; done_.load(std::memory_order_acquire) != by_workers; ++i) {
     if (i < kSpinIterations) {
       cpu_relax();
     } else {
@@ -87,7 +117,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(error_mutex_);
     if (!error) error = worker_error_;
     worker_error_ = nullptr;
   }
@@ -96,35 +126,28 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
 
 void ThreadPool::worker_loop(int index) {
   apply_denormals_on_this_thread();
+  Slot& slot = slots_[static_cast<size_t>(index)];
   uint64_t seen = 0;
   for (;;) {
-    auto has_job = [&] { return stopping_.load() || generation_.load(std::memory_order_acquire) != seen; };
+    auto has_job = [&] { return stopping_.load() || generation_.load() != seen; };
     if (!spin_until(has_job)) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, has_job);
+      std::unique_lock<std::mutex> lock(slot.mutex);
+      slot.asleep.store(true);  // sequentially consistent: the caller's store of the job or this
+      slot.wake.wait(lock, has_job);
+      slot.asleep.store(false);
     }
     if (stopping_.load()) return;
-    std::pair<int64_t, int64_t> chunk{0, 0};
-    const std::function<void(int64_t, int64_t)>* body = nullptr;
-    bool mine = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      seen = generation_.load();
-      mine = static_cast<size_t>(index) + 1 < chunks_.size();
-      if (mine) {
-        chunk = chunks_[static_cast<size_t>(index) + 1];
-        body = body_;
-      }
-    }
-    if (!mine) continue;  // fewer chunks than workers this time
+    seen = generation_.load(std::memory_order_acquire);
+    wake_children(index, parts_.load(std::memory_order_relaxed));
+    if (!claim(index + 1, seen)) continue;  // no chunk for this worker, or the caller took it
     follow_denormals_on_this_thread();  // a set_denormals() since the last job
     try {
-      (*body)(chunk.first, chunk.second);
+      run_chunk(index + 1);
     } catch (...) {  // an exception leaving a thread's function would end the process
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<std::mutex> lock(error_mutex_);
       if (!worker_error_) worker_error_ = std::current_exception();
     }
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    done_.fetch_add(1, std::memory_order_acq_rel);
   }
 }
 
