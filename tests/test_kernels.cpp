@@ -423,6 +423,11 @@ TEST(KernelTables, EachLevelUsesItsOwnOrTheNearestLowerKernels) {
   EXPECT_STREQ(f32_gemm_kernel(Isa::avx512).name, "f32_gemm_12x32__avx512");
   EXPECT_STREQ(f32_gemm_narrow_kernel(Isa::avx512).name, "f32_gemm_16x16__avx512");
   EXPECT_STREQ(f32_gemm_kernel_for(Isa::avx512, 16).name, "f32_gemm_16x16__avx512");
+  EXPECT_STREQ(f32_gemm_kernel_for(Isa::avx512, 9).name, "f32_gemm_16x16__avx512");
+  EXPECT_STREQ(f32_gemm_kernel_for(Isa::avx512, 8).name, "f32_gemm_8x8__avx2_fma");
+  EXPECT_STREQ(f32_gemm_kernel_for(Isa::avx2_fma, 8).name, "f32_gemm_8x8__avx2_fma");
+  EXPECT_STREQ(f32_gemm_kernel_for(Isa::avx2_fma, 9).name, "f32_gemm_6x16__avx2_fma");
+  EXPECT_STREQ(f32_gemm_kernel_for(Isa::sse2, 3).name, "f32_gemm_6x8__sse2");
   EXPECT_STREQ(f32_gemm_kernel_for(Isa::avx512, 17).name, "f32_gemm_12x32__avx512");
   EXPECT_LE(f32_gemm_kernel(Isa::avx512).mr, kF32GemmMaxMr);
   EXPECT_LE(f32_gemm_narrow_kernel(Isa::avx512).mr, kF32GemmMaxMr);

@@ -396,9 +396,9 @@ TEST(Activation, FromCfgNamesAndSlope) {
 // x [h, w, c] with values from {-2, -1, -0, +0, 1, 2}: windows full of ties, +0 and -0 among them.
 template <class T>
 std::vector<T> tie_heavy(const ConvGeometry& g, Rng& rng) {
-  const T set[6] = {T(-2), T(-1), -T(0), T(0), T(1), T(2)};
+  const T set[7] = {T(-2), T(-1), -T(0), T(0), T(1), T(2), std::numeric_limits<T>::quiet_NaN()};
   std::vector<T> x(static_cast<size_t>(g.height * g.width * g.channels));
-  for (T& v : x) v = set[rng.below(6)];
+  for (T& v : x) v = set[rng.below(7)];
   return x;
 }
 
@@ -423,14 +423,18 @@ TEST(Pooling, MaxTakesTheFirstOfEqualValues) {
 }
 
 // Windows that cannot overlap write each dx element once; the general path zeroes dx and adds
-// window by window. Both must give the same bits (and the forward the fold in window order),
-// on tie-heavy data, in f32 and f64, with padding, gaps between windows and uncovered edges.
+// window by window. Both must give the same bits (and the forward the fold in window order, as
+// the row sweep gives it), on tie-heavy data with NaNs, in f32 and f64, with padding, gaps
+// between windows and uncovered edges; tiling windows (stride = kernel, no pad) of 1 to 8
+// channels take their own loops (ops/pool2d.h max_pool_forward_tiled), 9 and 17 the sweep.
 template <class T>
 void expect_disjoint_windows_match_general() {
   const struct {
     int64_t h, w, c, kernel, stride, pad;
   } cases[] = {{8, 8, 6, 2, 2, 0}, {6, 4, 17, 2, 2, 0}, {7, 9, 3, 2, 2, 0}, {6, 7, 5, 3, 3, 1},
-               {9, 9, 4, 2, 3, 0}, {5, 5, 2, 2, 2, 1}, {6, 6, 3, 3, 2, 1}};
+               {9, 9, 4, 2, 3, 0}, {5, 5, 2, 2, 2, 1}, {6, 6, 3, 3, 2, 1}, {5, 6, 1, 2, 2, 0},
+               {4, 4, 8, 2, 2, 0}, {9, 7, 7, 3, 3, 0}, {4, 6, 5, 2, 2, 0}, {6, 6, 2, 3, 3, 0},
+               {4, 4, 9, 2, 2, 0}, {6, 5, 4, 2, 2, 0}};
   Rng rng(21);
   for (const auto& k : cases) {
     const ConvGeometry g = conv_geometry(k.h, k.w, k.c, k.kernel, k.stride, k.pad).value();
@@ -451,6 +455,9 @@ void expect_disjoint_windows_match_general() {
             }
       }
     EXPECT_TRUE(same_bits(y, folded)) << "max forward";
+    std::vector<T> swept(out);
+    max_pool_forward(g, x.data(), swept.data(), true);
+    EXPECT_TRUE(same_bits(y, swept)) << "max forward against the row sweep";
     std::vector<T> dy(out);
     for (T& v : dy) v = static_cast<T>(rng.uniform(-1, 1));
     dy[0] = -T(0);  // 0 + -0 is +0: the written dx must say so too

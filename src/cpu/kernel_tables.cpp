@@ -48,6 +48,12 @@ const F32GemmKernel& f32_gemm_narrow_kernel(Isa isa) {
   }
 }
 
+const F32GemmKernel& f32_gemm_kernel_for(Isa isa, int64_t n) {
+  if (isa == Isa::avx512 && n <= 8) return f32_gemm_narrow_kernel(Isa::avx2_fma);
+  const F32GemmKernel& narrow = f32_gemm_narrow_kernel(isa);
+  return n <= narrow.nr ? narrow : f32_gemm_kernel(isa);
+}
+
 // One level's F32VectorKernels: function##__##isa of each kernel of the family's list, then its name.
 #define RG_F32_VECTOR_ENTRY(member, Type, function, isa) function##__##isa,
 #define RG_F32_VECTOR_TABLE(isa) \

@@ -29,11 +29,10 @@ const F32GemmKernel& f32_gemm_kernel(Isa isa);
 // wide tile is 16 columns, 16x16 where it is 32 (avx512) (a wide tile would waste half its lanes
 // or more), else the wide tile.
 const F32GemmKernel& f32_gemm_narrow_kernel(Isa isa);
-// Whichever of the two suits a product with n columns.
-inline const F32GemmKernel& f32_gemm_kernel_for(Isa isa, int64_t n) {
-  const F32GemmKernel& narrow = f32_gemm_narrow_kernel(isa);
-  return n <= narrow.nr ? narrow : f32_gemm_kernel(isa);
-}
+// Whichever suits a product with n columns: the narrowest tile at least n wide, where avx512's
+// tiles for n <= 8 are avx2_fma's 8x8 (on ymm: its own 16x16 would waste 10 of 16 lanes on 6
+// columns, and a double-pumped core runs ymm FMAs at the flops of zmm ones).
+const F32GemmKernel& f32_gemm_kernel_for(Isa isa, int64_t n);
 
 // The elementwise family of one ISA (f32_vector.h states the contracts).
 // Its members are the kernels of RG_F32_VECTOR_KERNEL_LIST, named and typed there.

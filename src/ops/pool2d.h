@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "ops/im2col.h"
 
@@ -44,10 +45,55 @@ void pool_forward_rows(const ConvGeometry& g, const T* x, T* y, T start, Step st
   }
 }
 
+// Calls f(std::integral_constant<int, C>) with C = channels and returns true for 1 to 8
+// channels; false for more. Loops over a few channels known at compile time unroll into
+// registers; over a run-time 6 they cost ~2 cycles a value (lenet's max pool forward 2.6x
+// faster so). The backward's choices stay on the sweep's vectorised masks: unrolled per channel
+// they were branches, mispredicted on the ties of a relu's zeros.
+template <class F>
+bool with_few_channels(int64_t channels, F&& f) {
+  switch (channels) {
+    case 1: f(std::integral_constant<int, 1>()); return true;
+    case 2: f(std::integral_constant<int, 2>()); return true;
+    case 3: f(std::integral_constant<int, 3>()); return true;
+    case 4: f(std::integral_constant<int, 4>()); return true;
+    case 5: f(std::integral_constant<int, 5>()); return true;
+    case 6: f(std::integral_constant<int, 6>()); return true;
+    case 7: f(std::integral_constant<int, 7>()); return true;
+    case 8: f(std::integral_constant<int, 8>()); return true;
+    default: return false;
+  }
+}
+
+// Whether the windows tile the image from its corner (stride == kernel, no padding: every pool
+// of the presets): window (oh, ow) is pixels [oh k, oh k + k) x [ow k, ow k + k), all inside.
+inline bool pool_windows_tile(const ConvGeometry& g) { return g.stride == g.kernel && g.pad == 0; }
+
+// The max pool of tiling windows with C channels: each output's window in the same order as
+// below (row by row), its running maxima in registers.
+template <class T, int C>
+void max_pool_forward_tiled(const ConvGeometry& g, const T* x, T* y) {
+  const int64_t k = g.kernel, w = g.width;
+  for (int64_t oh = 0; oh < g.out_h; ++oh)
+    for (int64_t ow = 0; ow < g.out_w; ++ow, y += C) {
+      const T* window = x + (oh * k * w + ow * k) * C;
+      T m[C];
+      for (int ch = 0; ch < C; ++ch) m[ch] = -std::numeric_limits<T>::infinity();
+      for (int64_t kh = 0; kh < k; ++kh)
+        for (int64_t kw = 0; kw < k; ++kw)
+          for (int ch = 0; ch < C; ++ch) m[ch] = std::max(m[ch], window[(kh * w + kw) * C + ch]);
+      for (int ch = 0; ch < C; ++ch) y[ch] = m[ch];
+    }
+}
+
 // y = the max over the window's positions inside the image (padding never wins), starting from
 // -inf: y = max(y, x) keeps y when x is NaN or equal (so of +0 and -0, the first wins).
+// `general`: the row sweep even where the windows tile (for tests to compare).
 template <class T>
-void max_pool_forward(const ConvGeometry& g, const T* x, T* y) {
+void max_pool_forward(const ConvGeometry& g, const T* x, T* y, bool general = false) {
+  if (!general && pool_windows_tile(g) &&
+      with_few_channels(g.channels, [&](auto c) { max_pool_forward_tiled<T, decltype(c)::value>(g, x, y); }))
+    return;
   pool_forward_rows(g, x, y, -std::numeric_limits<T>::infinity(), [](int64_t c, const T* px, T* py) {
     for (int64_t ch = 0; ch < c; ++ch) py[ch] = std::max(py[ch], px[ch]);
   });

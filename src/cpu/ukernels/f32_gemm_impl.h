@@ -4,6 +4,8 @@
 // symbol can be shared with (and picked by the linker for) baseline code or another ISA.
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 #include <xsimd/xsimd.hpp>
@@ -33,6 +35,53 @@ struct GatheredRows {
   float at(int64_t p, int r) const { return row[r][offsets[p]]; }
 };
 
+// The first `left` (0 < left < W) floats of a vector, for a tile's partial columns: masked moves
+// where the level has them (AVX, AVX-512), else lane by lane; the lanes past `left` load as 0
+// and are never stored. (Not memcpy: a library call a row cost more than a narrow tile's sums.)
+#if defined(__AVX__)
+// The mask of lanes [0, left) for AVX's masked moves (a float compare: AVX has no integer one).
+inline __m256i first_lanes_avx(int left) {
+  const __m256 lanes = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_castps_si256(_mm256_cmp_ps(lanes, _mm256_set1_ps(static_cast<float>(left)), _CMP_LT_OQ));
+}
+#endif
+
+template <class Batch>
+inline Batch load_first(const float* p, int left) {
+  constexpr int W = static_cast<int>(Batch::size);
+#if defined(__AVX512F__)
+  if constexpr (W == 16) return Batch(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << left) - 1), p));
+#endif
+#if defined(__AVX__)
+  if constexpr (W == 8) {
+    return Batch(_mm256_maskload_ps(p, first_lanes_avx(left)));
+  }
+#endif
+  alignas(64) float lanes[W] = {};
+  for (int j = 0; j < left; ++j) lanes[j] = p[j];
+  return Batch::load_aligned(lanes);
+}
+
+template <class Batch>
+inline void store_first(float* p, const Batch& v, int left) {
+  constexpr int W = static_cast<int>(Batch::size);
+#if defined(__AVX512F__)
+  if constexpr (W == 16) {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << left) - 1), v);
+    return;
+  }
+#endif
+#if defined(__AVX__)
+  if constexpr (W == 8) {
+    _mm256_maskstore_ps(p, first_lanes_avx(left), v);
+    return;
+  }
+#endif
+  alignas(64) float lanes[W];
+  v.store_aligned(lanes);
+  for (int j = 0; j < left; ++j) p[j] = lanes[j];
+}
+
 template <class Arch, int MR, int NR, class ARows>
 inline void f32_gemm_tile(int64_t depth, const ARows& a, const float* b_panel, int64_t ldb, float alpha, float beta,
                           float* c, int64_t ldc, int64_t rows, int64_t cols) {
@@ -59,34 +108,35 @@ inline void f32_gemm_tile(int64_t depth, const ARows& a, const float* b_panel, i
     }
   }
 
-  // C = alpha * acc + beta * C, through a copy for partial tiles so the arithmetic is the same:
-  // beta 1 is fma(alpha, acc, C); beta 0 never reads C; any other beta scales C first.
+  // C = alpha * acc + beta * C, the same arithmetic in partial tiles: beta 1 is
+  // fma(alpha, acc, C); beta 0 never reads C; any other beta scales C first.
   const Batch scale(alpha), keep(beta);
-  auto update = [&](float* out, const Batch& sum) {
-    if (beta == 0.0f) {
-      (scale * sum).store_unaligned(out);
-    } else if (beta == 1.0f) {
-      fused_multiply_add(scale, sum, Batch::load_unaligned(out)).store_unaligned(out);
-    } else {
-      fused_multiply_add(scale, sum, keep * Batch::load_unaligned(out)).store_unaligned(out);
-    }
+  auto updated = [&](const Batch& old, const Batch& sum) {
+    if (beta == 0.0f) return Batch(scale * sum);
+    if (beta == 1.0f) return fused_multiply_add(scale, sum, old);
+    return fused_multiply_add(scale, sum, keep * old);
   };
   if (rows == MR && cols == NR) {
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 16
-      for (int v = 0; v < NV; ++v) update(c + r * ldc + v * W, acc[r][v]);
+      for (int v = 0; v < NV; ++v) {
+        float* out = c + r * ldc + v * W;
+        updated(beta == 0.0f ? Batch(0.0f) : Batch::load_unaligned(out), acc[r][v]).store_unaligned(out);
+      }
     return;
   }
-  alignas(64) float tile[MR][NR] = {};
-  if (beta != 0.0f) {
-    for (int64_t r = 0; r < rows; ++r) std::memcpy(tile[r], c + r * ldc, static_cast<size_t>(cols) * sizeof(float));
-  }
+  for (int r = 0; r < rows; ++r)
 #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) update(&tile[r][v * W], acc[r][v]);
-  for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile[r], static_cast<size_t>(cols) * sizeof(float));
+    for (int v = 0; v < NV; ++v) {
+      const int left = static_cast<int>(cols) - v * W;
+      float* out = c + r * ldc + v * W;
+      if (left >= W) {
+        updated(beta == 0.0f ? Batch(0.0f) : Batch::load_unaligned(out), acc[r][v]).store_unaligned(out);
+      } else if (left > 0) {
+        store_first(out, updated(beta == 0.0f ? Batch(0.0f) : load_first<Batch>(out, left), acc[r][v]), left);
+      }
+    }
 }
 
 // The two entry points each ISA file instantiates.

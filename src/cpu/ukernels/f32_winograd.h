@@ -17,6 +17,14 @@ constexpr int kWinogradTile = 4;    // output pixels per tile side
 constexpr int kWinogradInput = 6;   // input pixels per tile side
 constexpr int kWinogradPoints = 36; // positions xi of V, U and M
 
+// Flops of the factored transforms (f32_winograd_impl.h) per tile and channel, a multiply-add
+// counted as 2: B^T's 1-D pass of six values 19, twelve passes (columns, then rows) for the
+// input's 6x6; A^T's 13, ten passes (six columns, four rows) for the output; A's 11, ten passes
+// (four columns, six rows) for dy's 4x4 -> 6x6.
+constexpr int64_t kWinogradInputFlops = 12 * 19;
+constexpr int64_t kWinogradOutputFlops = 10 * 13;
+constexpr int64_t kWinogradGradFlops = 10 * 11;
+
 constexpr float kWinogradBT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
                                      {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
 constexpr float kWinogradG[6][3] = {{1.0f / 4, 0, 0},
