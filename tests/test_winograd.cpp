@@ -24,6 +24,8 @@
 #include "nn/cfg.h"
 #include "nn/conv.h"
 #include "nn/conv_tuning.h"
+#include "nn/layer_profile.h"
+#include "report/layer_profile_table.h"
 #include "ops/winograd_conv.h"
 
 namespace rg {
@@ -312,6 +314,54 @@ TEST(WinogradConv2D, LayerResultsDoNotDependOnThreads) {
   LayerSpec spec{"conv_winograd", [o] { return std::unique_ptr<Layer>(new Conv2D(o)); }, Shape{13, 14, 12}};
   const std::vector<double> one = results_with_threads(spec, 1, 6);
   for (int threads : {2, 3, 4}) EXPECT_EQ(one, results_with_threads(spec, threads, 6)) << threads << " threads";
+}
+
+// The flops a Winograd layer executes (its products and transforms per tile: forward and dW
+// over the output's tiles, dx over the input's, as the filters' and channels' roles swap), none
+// under the GEMM; the profile's "executed" line counts them over the same time.
+TEST(WinogradConv2D, ExecutedFlopsCountTheProductsAndTransforms) {
+  std::unique_ptr<Model> model = build_model(1,
+      "[net]\ninput = 10x9x8\n[conv]\nfilters = 8\nsize = 3\npad = 1\n"
+      "[conv]\nfilters = 5\nsize = 3\nalgorithm = winograd\n[conv]\nfilters = 4\nsize = 3\nalgorithm = gemm\n");
+  const Layer& winograd = *model->layers()[1];
+  // Its input 10x9x8 (3 x 3 tiles), its output 8x7x5 (2 x 2 tiles).
+  EXPECT_EQ(winograd.executed_flops_per_sample(0), 4 * (72 * 8 * 5 + 228 * 8 + 130 * 5));
+  EXPECT_EQ(winograd.executed_flops_per_sample(1), 4 * (72 * 8 * 5 + 228 * 8 + 110 * 5));
+  EXPECT_EQ(winograd.executed_flops_per_sample(2), 9 * (72 * 5 * 8 + 228 * 5 + 130 * 8));
+  for (int phase = 0; phase < kLayerPhases; ++phase) EXPECT_EQ(model->layers()[2]->executed_flops_per_sample(phase), 0);
+
+  ThreadPool pool(2);
+  LayerContext ctx;
+  ctx.pool = &pool;
+  ctx.training = true;
+  ASSERT_TRUE(model->reserve(3).ok());
+  LayerProfile profile;
+  ctx.profile = &profile;
+  Tensor x = make(model->input_shape().batched(3), DType::f32);
+  Rng rng(3);
+  fill_random(x, rng, -1, 1);
+  const Tensor out = model->forward(x, ctx);
+  fill_random(model->output_grad(), rng, -1, 1);
+  Tensor dx = make(x.shape(), DType::f32);
+  model->backward(ctx, dx);
+  profile.count_step();
+  const LayerProfileReport report = summarize_layer_profile(*model, profile, 1.0, PeakFigure());
+  for (int phase = 0; phase < kLayerPhases; ++phase) {
+    const double ratio = static_cast<double>(winograd.executed_flops_per_sample(phase)) /
+                         static_cast<double>(winograd.forward_flops_per_sample());
+    EXPECT_NEAR(report.rows[1].executed_gflops[phase] / report.rows[1].gflops[phase], ratio, 1e-9 * ratio) << phase;
+    EXPECT_TRUE(std::isnan(report.rows[2].executed_gflops[phase])) << phase;
+  }
+  std::vector<std::string> lines;
+  std::istringstream text(layer_profile_text(report));
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  auto line_after = [&](const std::string& layer) {
+    for (size_t i = 0; i + 1 < lines.size(); ++i)
+      if (lines[i].rfind("  " + layer + " ", 0) == 0) return lines[i + 1];
+    return std::string("(no line after " + layer + ")");
+  };
+  EXPECT_EQ(line_after("conv2").find_first_not_of(' '), line_after("conv2").find("executed")) << line_after("conv2");
+  EXPECT_EQ(line_after("conv3").find("executed"), std::string::npos) << line_after("conv3");
 }
 
 TEST(WinogradConv2D, CfgForcesOrRefusesIt) {

@@ -44,7 +44,9 @@ nlohmann::json layer_profile_json(const LayerProfileReport& report) {
     for (int p = 0; p < kLayerPhases; ++p) {
       entry[layer_phase_key(static_cast<LayerPhase>(p))] = {{"ms_per_step", number_or_null(row.ms_per_step[p])},
                         {"gflops", number_or_null(row.gflops[p])},
-                        {"peak_share", number_or_null(row.peak_share[p])}};
+                        {"peak_share", number_or_null(row.peak_share[p])},
+                        {"executed_gflops", number_or_null(row.executed_gflops[p])},
+                        {"executed_peak_share", number_or_null(row.executed_share[p])}};
     }
     layers.push_back(entry);
   }

@@ -285,6 +285,11 @@ std::string Conv2D::describe_algorithm() const {
   return algorithm_ == ConvAlgorithm::winograd ? ", winograd" : "";
 }
 
+int64_t Conv2D::executed_flops_per_sample(int phase) const {
+  const WinogradConv* plan = winograd(phase == 2);
+  return plan != nullptr ? plan->executed_flops_per_sample(phase == 1) : 0;
+}
+
 const WinogradConv* Conv2D::winograd(bool dx) const {
   if (algorithm_ != ConvAlgorithm::winograd) return nullptr;
   return dx ? &winograd_dx_ : &winograd_;

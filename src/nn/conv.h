@@ -114,6 +114,9 @@ class Conv2D : public ConvLayer {
   // Whether dx is computed as a direct convolution (else im2col's route); for tests.
   bool direct_input_grad() const { return direct_dx_; }
   ConvAlgorithm algorithm() const { return algorithm_; }
+  // Under Winograd its products and transforms (forward and dW over the output's tiles, dx over
+  // the input's: WinogradConv::executed_flops_per_sample).
+  int64_t executed_flops_per_sample(int phase) const override;
   // Whether Winograd can compute this layer (set_algorithm's rule), and whether auto weighs it:
   // with fewer than 8 input channels its transforms cost about what the products save (per
   // output and filter 9c direct multiply-adds against 2.25c, plus ~6 for the output transform

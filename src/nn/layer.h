@@ -91,6 +91,13 @@ class Layer {
   // products only (dense, conv: the elementwise rest is small and memory-bound); known once
   // configure() has run. What GFLOP/s and efficiency against a peak are counted from.
   virtual int64_t forward_flops_per_sample() const { return 0; }
+  // The flops the layer's algorithm really does for one sample in phase `phase` (LayerPhase's
+  // number: 0 forward, 1 weight gradient, 2 input gradient), counted alike, where they differ from
+  // forward_flops_per_sample()'s (a Winograd convolution's own products); 0 where they do not.
+  virtual int64_t executed_flops_per_sample(int phase) const {
+    (void)phase;
+    return 0;
+  }
   // The values one training step moves through memory for this layer (the roofline's byte model,
   // report/roofline.h), `in` and `out` values a sample, known once configure() has run. Every
   // kind says its own: there is no default to fall back on.

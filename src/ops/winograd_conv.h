@@ -30,6 +30,14 @@ class WinogradConv {
   WinogradConv(const ConvGeometry& g, int64_t filters);
 
   const ConvGeometry& geometry() const { return g_; }
+  // The flops run() (or weight_grad()) does for one sample, a multiply-add counted as 2, partial
+  // edge tiles whole: per tile 36 c filters multiply-adds and the transforms of c input channels
+  // and of the filters' outputs (or dy's). The weight's transforms (once a call) are not counted.
+  int64_t executed_flops_per_sample(bool weight_grad) const {
+    const int64_t c = g_.channels, f = filters_;
+    return tiles_per_sample() * (2 * kWinogradPoints * c * f + kWinogradInputFlops * c +
+                                 (weight_grad ? kWinogradGradFlops : kWinogradOutputFlops) * f);
+  }
   // Floats of the transformed weight U [36][c][filters rounded up to 32].
   int64_t weight_elements() const { return 36 * g_.channels * padded_filters_; }
   // Floats of scratch that run() takes for a chunk of `count` samples (lanes x their blocks).

@@ -31,6 +31,9 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
       row.ms_per_step[p] = seconds > 0 ? 1e3 * seconds / steps : NAN;  // shown wherever time was spent
       row.gflops[p] = seconds > 0 && samples > 0 && flops > 0 ? flops * samples / seconds / 1e9 : NAN;
       row.peak_share[p] = peak.gflops > 0 ? row.gflops[p] / peak.gflops : NAN;
+      const double executed = static_cast<double>(layer.executed_flops_per_sample(p));
+      row.executed_gflops[p] = seconds > 0 && samples > 0 && executed > 0 ? executed * samples / seconds / 1e9 : NAN;
+      row.executed_share[p] = peak.gflops > 0 ? row.executed_gflops[p] / peak.gflops : NAN;
     }
     report.rows.push_back(row);
   }
@@ -41,14 +44,25 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
 
 namespace {
 // One phase's three cells: "     1.234    45.6   12%", blanks where a figure is unknown.
-std::string phase_cells(const LayerProfileRow& row, int p) {
+std::string phase_cells(const char* ms, double gflops, double share) {
   char text[64];
-  char ms[16] = "-", gf[16] = "", share[16] = "";
-  if (std::isfinite(row.ms_per_step[p])) std::snprintf(ms, sizeof ms, "%.3f", row.ms_per_step[p]);
-  if (std::isfinite(row.gflops[p])) std::snprintf(gf, sizeof gf, "%.1f", row.gflops[p]);
-  if (std::isfinite(row.peak_share[p])) std::snprintf(share, sizeof share, "%.0f%%", 100 * row.peak_share[p]);
-  std::snprintf(text, sizeof text, "  %8s %7s %5s", ms, gf, share);
+  char gf[16] = "", percent[16] = "";
+  if (std::isfinite(gflops)) std::snprintf(gf, sizeof gf, "%.1f", gflops);
+  if (std::isfinite(share)) std::snprintf(percent, sizeof percent, "%.0f%%", 100 * share);
+  std::snprintf(text, sizeof text, "  %8s %7s %5s", ms, gf, percent);
   return text;
+}
+
+std::string phase_cells(const LayerProfileRow& row, int p) {
+  char ms[16] = "-";
+  if (std::isfinite(row.ms_per_step[p])) std::snprintf(ms, sizeof ms, "%.3f", row.ms_per_step[p]);
+  return phase_cells(ms, row.gflops[p], row.peak_share[p]);
+}
+
+bool has_executed(const LayerProfileRow& row) {
+  for (int p = 0; p < kLayerPhases; ++p)
+    if (std::isfinite(row.executed_gflops[p])) return true;
+  return false;
 }
 
 // `text` left-aligned in `width` columns (never cut).
@@ -63,7 +77,7 @@ std::string layer_profile_text(const LayerProfileReport& report) {
   std::snprintf(figures, sizeof figures, "  per step (%lld steps timed, %.0f samples a step through the layers); ",
                 static_cast<long long>(report.steps), report.rows_per_step);
   std::string out = figures;
-  out += "GFLOP/s of the products the layer stands for; peak " +
+  out += "GFLOP/s of the products the layer stands for (\"executed\": the flops its algorithm did); peak " +
          (report.peak.gflops > 0 ? std::to_string(std::lround(report.peak.gflops)) + " GFLOP/s: " : std::string()) +
          report.peak.basis + "\n";
   size_t name_width = 14, kind_width = 10;
@@ -81,6 +95,10 @@ std::string layer_profile_text(const LayerProfileReport& report) {
     out += "  " + padded(row.layer, name_width) + " " + padded(row.kind, kind_width);
     if (!row.fused_into.empty()) out += "  fused into " + row.fused_into + ": its time is that row's";
     for (int p = 0; p < kLayerPhases && row.fused_into.empty(); ++p) out += phase_cells(row, p);
+    out += "\n";
+    if (!has_executed(row)) continue;
+    out += "  " + padded("", name_width) + " " + padded("executed", kind_width);
+    for (int p = 0; p < kLayerPhases; ++p) out += phase_cells("", row.executed_gflops[p], row.executed_share[p]);
     out += "\n";
   }
   char totals[128];

@@ -1,7 +1,9 @@
 // train --profile's report: each layer's forward, weight-gradient and input-gradient time a
 // step (nn/layer_profile.h), its GFLOP/s and its share of the peak of the ISA level it ran at.
 // GFLOP/s count the products the layer's algorithm stands for (Layer::forward_flops_per_sample,
-// once per phase: a direct convolution's or a GEMM's multiply-adds), whatever the kernel does.
+// once per phase: a direct convolution's or a GEMM's multiply-adds), whatever the kernel does;
+// where the algorithm does other work (Winograd's products and transforms), a second line counts
+// that ("executed").
 #pragma once
 
 #include <string>
@@ -18,6 +20,10 @@ struct LayerProfileRow {
   double ms_per_step[kLayerPhases] = {};  // NAN: no time spent in the phase (the first layer's dx)
   double gflops[kLayerPhases] = {};       // NAN: the layer counts no flops, or the phase ran on no rows
   double peak_share[kLayerPhases] = {};   // of the peak; NAN where either is unknown
+  // The flops the layer's algorithm really did (Layer::executed_flops_per_sample) over the time,
+  // and their share of the peak; NAN where they are the products counted above.
+  double executed_gflops[kLayerPhases] = {};
+  double executed_share[kLayerPhases] = {};
   std::string fused_into;  // the layer that ran this one inside its own (Model::fuses_relu_after), or empty
 };
 
