@@ -15,6 +15,7 @@
 #include "study/advisor.h"
 #include "study/study_claims.h"
 #include "study/study_compare.h"
+#include "study/study_devices.h"
 #include "study/study_session.h"
 #include "study/estimates.h"
 #include "study/child_process.h"
@@ -195,6 +196,23 @@ TEST(StudyPlan, RunsAreSizedToWholeBatchesWithinBounds) {
   EXPECT_EQ(size_run(0.001, 10, 1e6, 64, 0, min_batches_per_epoch(gpu())), 25 * 64);  // a GPU's queue runs ahead
 }
 
+// The devices whose layers the report sets beside the best level's: SSE2's kernels, alone or
+// grouped with the levels up to SSE4.1 that run the same ones.
+TEST(StudyDevices, TheSse2KernelsAreFoundByTheirLabel) {
+  StudyDevice d;
+  for (const char* label : {"cpu/sse2", "cpu/sse2..sse4.1", "cpu/sse2..ssse3"}) {
+    d.label = label;
+    EXPECT_TRUE(runs_sse2_kernels(d)) << label;
+  }
+  for (const char* label : {"cpu/sse3", "cpu/avx2", "cpu/reference", "cpu/sse2x"}) {
+    d.label = label;
+    EXPECT_FALSE(runs_sse2_kernels(d)) << label;
+  }
+  d.label = "cpu/sse2";
+  d.opencl = true;
+  EXPECT_FALSE(runs_sse2_kernels(d));
+}
+
 TEST(StudyRecord, JsonKeepsEveryFigureAndNotMeasuredStaysNotMeasured) {
   RunRecord r;
   r.run.part = "lr";
@@ -216,6 +234,29 @@ TEST(StudyRecord, JsonKeepsEveryFigureAndNotMeasuredStaysNotMeasured) {
   ASSERT_EQ(back.value().history.size(), 1u);
   EXPECT_EQ(back.value().history[0].accuracy, 0.7);
   EXPECT_TRUE(std::isnan(back.value().history[0].val_accuracy));
+  EXPECT_TRUE(back.value().layers.empty());
+  EXPECT_FALSE(j.contains("layers")) << "a run without a profile writes none (and reads as before)";
+
+  RunRecord profiled = r;  // a layer profile round-trips, its not-measured phases too
+  LayerPoint conv;
+  conv.layer = "conv2";
+  conv.kind = "conv";
+  conv.ms[0] = 1.5;
+  conv.peak_share[0] = 1.25;
+  conv.executed_share[0] = 0.45;
+  profiled.layers = {conv};
+  profiled.layers_peak_gflops = 134;
+  auto layers = run_record_from_json(nlohmann::json::parse(run_record_json(profiled).dump()));
+  ASSERT_TRUE(layers.ok()) << layers.status().message();
+  ASSERT_EQ(layers.value().layers.size(), 1u);
+  EXPECT_EQ(layers.value().layers[0].layer, "conv2");
+  EXPECT_EQ(layers.value().layers[0].ms[0], 1.5);
+  EXPECT_EQ(layers.value().layers[0].executed_share[0], 0.45);
+  EXPECT_TRUE(std::isnan(layers.value().layers[0].ms[2]));
+  EXPECT_EQ(layers.value().layers_peak_gflops, 134);
+  nlohmann::json bad_layer = run_record_json(profiled);
+  bad_layer["layers"][0].erase("kind");
+  EXPECT_NE(run_record_from_json(bad_layer).status().message().find("layers: missing field \"kind\""), std::string::npos);
 
   nlohmann::json broken = j;
   broken.erase("samples_per_s");

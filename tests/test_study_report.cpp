@@ -22,7 +22,7 @@
 namespace rg {
 namespace {
 
-const std::vector<std::string> kSections = {"advice", "machine", "peaks", "speed", "batch", "lr", "estimates", "method"};
+const std::vector<std::string> kSections = {"advice", "machine", "peaks", "speed", "layers", "batch", "lr", "estimates", "method"};
 
 StudyDevice device(const std::string& label, const std::string& kind, bool opencl, bool best, double gflops,
                    const std::string& source) {
@@ -97,8 +97,22 @@ StudyResult small_study() {
                device("cpu/avx2", "CPU", false, true, 192, "derived here: Test CPU is not in the table (avx2)"),
                device("cl:0:0", "GPU", true, false, 4375, "data/hardware_specs.csv: GTX 1060 6GB (vendor page)")};
 
-  s.runs.push_back(record("devices", "lenet", 0, "fp32", 64, 900));
-  s.runs.push_back(record("devices", "lenet", 1, "fp32", 64, 2500));
+  RunRecord sse2 = record("devices", "lenet", 0, "fp32", 64, 900);
+  RunRecord best = record("devices", "lenet", 1, "fp32", 64, 2500);
+  sse2.isa = "sse2";
+  best.isa = "avx2";
+  // Their profiled companions' layers: conv1 (no input gradient), conv2 under Winograd at avx2.
+  LayerPoint conv1{"conv1", "conv", {0.476, 0.483, NAN}, {0.24, 0.24, NAN}, {NAN, NAN, NAN}};
+  LayerPoint conv2{"conv2", "conv", {3.353, 3.714, 2.672}, {2.02, 1.82, 2.53}, {0.5, 0.46, 0.63}};
+  best.layers = {conv1, conv2};
+  best.layers_peak_gflops = 192;
+  conv1.ms[0] = 1.9;
+  conv2.ms[0] = 12.5;
+  conv2.executed_share[0] = conv2.executed_share[1] = conv2.executed_share[2] = NAN;
+  sse2.layers = {conv1, conv2};
+  sse2.layers_peak_gflops = 96;
+  s.runs.push_back(sse2);
+  s.runs.push_back(best);
   RunRecord half = record("devices", "lenet", 1, "fp16", 64, 2100);
   half.gflops = NAN;  // not measured: "—", never "nan"
   half.efficiency = NAN;
@@ -175,6 +189,22 @@ TEST(StudyReport, HtmlHasEverySectionInOrderAndATableOfContents) {
   }
   // The advice comes before the machine: the most useful part first.
   EXPECT_LT(html.find("id=\"advice\""), html.find("id=\"machine\""));
+}
+
+// Each network profiled at the best level gets its layers, SSE2's beside them, and Winograd's
+// executed share where the layer ran it; in HTML and Markdown.
+TEST(StudyReport, TheLayersSectionShowsEachLayerAtTheBestLevelAndAtSse2) {
+  const StudyResult study = small_study();
+  for (const std::string& text : {study_report_html(study), study_report_markdown(study)}) {
+    const size_t at = text.find("Where the time goes");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_NE(text.find("lenet: per layer, forward / weight gradient / input gradient", at), std::string::npos);
+    EXPECT_NE(text.find("0.476 / 0.483 / —", at), std::string::npos);
+    EXPECT_NE(text.find("202% (exec 50%) / 182% (exec 46%) / 253% (exec 63%)", at), std::string::npos);
+    EXPECT_NE(text.find("1.900 / 0.483 / —", at), std::string::npos) << "sse2's conv1 beside avx2's";
+    EXPECT_NE(text.find("avx2 % of its peak", at), std::string::npos);
+    EXPECT_EQ(text.find("dcgan: per layer", at), std::string::npos) << "dcgan was not profiled";
+  }
 }
 
 TEST(StudyReport, HtmlIsWellFormedSelfContainedAndHasNoNanOrInf) {

@@ -35,6 +35,7 @@ std::string one_line(const std::string& text, size_t limit = 400);
 
 void add_peaks_section(Document& doc, const StudyResult& result);     // report_speed.cpp
 void add_speed_section(Document& doc, const StudyResult& result);     // report_speed.cpp
+void add_layers_section(Document& doc, const StudyResult& result);    // report_layers.cpp
 void add_batch_section(Document& doc, const StudyResult& result);     // report_sweeps.cpp
 void add_lr_section(Document& doc, const StudyResult& result);        // report_sweeps.cpp
 void add_estimates_section(Document& doc, const StudyResult& result); // report_estimates.cpp

@@ -76,6 +76,18 @@ constexpr auto kEpochFields = [](auto& p, auto&& visit) {
   visit("samples_per_s", p.samples_per_s);
 };
 
+constexpr auto kLayerFields = [](auto& l, auto&& visit) {
+  visit("layer", l.layer);
+  visit("kind", l.kind);
+  const char* phases[3] = {"forward", "weight_grad", "input_grad"};
+  for (int p = 0; p < 3; ++p) {
+    const std::string phase = phases[p];
+    visit((phase + "_ms").c_str(), l.ms[p]);
+    visit((phase + "_peak_share").c_str(), l.peak_share[p]);
+    visit((phase + "_executed_peak_share").c_str(), l.executed_share[p]);
+  }
+};
+
 constexpr auto kDeviceFields = [](auto& d, auto&& visit) {
   visit("label", d.label);
   visit("device_arg", d.device_arg);
@@ -128,6 +140,12 @@ nlohmann::json run_record_json(const RunRecord& record) {
   nlohmann::json j = fields_json(record, kRunFields);
   j["history"] = nlohmann::json::array();
   for (const EpochPoint& p : record.history) j["history"].push_back(fields_json(p, kEpochFields));
+  if (!record.layers.empty()) {
+    j["layers_peak_gflops"] = std::isfinite(record.layers_peak_gflops) ? nlohmann::json(record.layers_peak_gflops)
+                                                                       : nlohmann::json();
+    j["layers"] = nlohmann::json::array();
+    for (const LayerPoint& l : record.layers) j["layers"].push_back(fields_json(l, kLayerFields));
+  }
   return j;
 }
 
@@ -140,6 +158,16 @@ Result<RunRecord> run_record_from_json(const nlohmann::json& json) {
     EpochPoint p;
     RG_TRY(fields_from_json(point, p, kEpochFields).with_context("history: "));
     record.history.push_back(p);
+  }
+  if (json.contains("layers")) {  // profiled runs only (and none before the study kept them)
+    if (!json["layers"].is_array()) return Status::error("\"layers\" is not an array");
+    for (const nlohmann::json& layer : json["layers"]) {
+      LayerPoint l;
+      RG_TRY(fields_from_json(layer, l, kLayerFields).with_context("layers: "));
+      record.layers.push_back(l);
+    }
+    const nlohmann::json& peak = json.value("layers_peak_gflops", nlohmann::json());
+    record.layers_peak_gflops = peak.is_number() ? peak.get<double>() : NAN;
   }
   return record;
 }

@@ -23,6 +23,17 @@ struct EpochPoint {
   double samples_per_s = NAN;
 };
 
+// One layer of a profiled CPU run (train --profile's layer_profile): per phase (forward, weight
+// gradient, input gradient) its ms a step and its GFLOP/s' share of the level's peak (NaN: no time
+// or no flops), the executed share where its algorithm does other work (Winograd). A GAN's
+// layers are named "G conv1", "D conv1".
+struct LayerPoint {
+  std::string layer, kind;
+  double ms[3] = {NAN, NAN, NAN};
+  double peak_share[3] = {NAN, NAN, NAN};
+  double executed_share[3] = {NAN, NAN, NAN};
+};
+
 struct RunRecord {
   StudyRun run;
   bool ok = false;
@@ -56,6 +67,8 @@ struct RunRecord {
   double machine_gbs = NAN;     // report/machine_load.h's fixed work just before the run: the machine's own speed
   double quality_chance = NAN;  // what guessing reaches: the majority class's accuracy, the mean's MSE
   std::vector<EpochPoint> history;
+  std::vector<LayerPoint> layers;  // a CPU run's profiled companion's (study/study_session.cpp), else none
+  double layers_peak_gflops = NAN; // the peak those shares are of (the level's, the run's threads)
 
   // A configuration's figures over its rounds (study/study_summary.h): each figure above is the
   // rounds' median (peak memory: the largest); a single run is 1 round with no spread.

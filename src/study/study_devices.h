@@ -19,4 +19,10 @@ struct FoundDevices {
 // Every level from the reference (scalar) code up; `with_opencl` false: the CPU only (--no-opencl).
 FoundDevices find_study_devices(const SystemInfo& info, bool with_opencl);
 
+// Whether a CPU device runs the SSE2 level's fp32 kernels, the Athlon 64's (labelled cpu/sse2, or
+// cpu/sse2..sse4.1 where the levels up to SSE4.1 run the same ones: find_study_devices).
+inline bool runs_sse2_kernels(const StudyDevice& d) {
+  return !d.opencl && (d.label == "cpu/sse2" || d.label.rfind("cpu/sse2..", 0) == 0);
+}
+
 }  // namespace rg

@@ -309,6 +309,7 @@ Document study_document(const StudyResult& result) {
   machine_section(doc, result);
   add_peaks_section(doc, result);
   add_speed_section(doc, result);
+  add_layers_section(doc, result);
   add_quality_section(doc, result);
   add_claims_section(doc, result);
   add_batch_section(doc, result);

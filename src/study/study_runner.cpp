@@ -35,6 +35,38 @@ std::string failure_text(const std::string& path, size_t lines) {
   return text;
 }
 
+// One model's train --profile table (app/layer_profile_option.cpp's JSON) into r.layers, each
+// layer's name after `prefix`; a layer a batch norm ran inside its own is left out.
+void read_model_profile(const nlohmann::json& profile, const std::string& prefix, RunRecord& r) {
+  if (!profile.is_object() || !profile.contains("layers") || !profile["layers"].is_array()) return;
+  r.layers_peak_gflops = number_or_nan(profile, "peak_gflops");
+  const char* phases[3] = {"forward", "weight_grad", "input_grad"};
+  for (const nlohmann::json& layer : profile["layers"]) {
+    if (!layer.is_object() || layer.contains("fused_into")) continue;
+    LayerPoint l;
+    l.layer = prefix + layer.value("layer", "");
+    l.kind = layer.value("kind", "");
+    for (int p = 0; p < 3; ++p) {
+      if (!layer.contains(phases[p]) || !layer[phases[p]].is_object()) continue;
+      const nlohmann::json& phase = layer[phases[p]];
+      l.ms[p] = number_or_nan(phase, "ms_per_step");
+      l.peak_share[p] = number_or_nan(phase, "peak_share");
+      l.executed_share[p] = number_or_nan(phase, "executed_peak_share");
+    }
+    r.layers.push_back(l);
+  }
+}
+
+// A classifier's or autoencoder's one table, or a GAN's two (generator, then discriminator).
+void read_layer_profile(const nlohmann::json& profile, RunRecord& r) {
+  if (profile.contains("generator")) {
+    read_model_profile(profile.value("generator", nlohmann::json()), "G ", r);
+    read_model_profile(profile.value("discriminator", nlohmann::json()), "D ", r);
+  } else {
+    read_model_profile(profile, "", r);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> train_command(const StudyRun& run, const StudyDevice& device, const RunContext& context,
@@ -53,7 +85,7 @@ std::vector<std::string> train_command(const StudyRun& run, const StudyDevice& d
   if (run.val_split > 0) add("val-split", format_significant(run.val_split));
   if (run.threads > 0) add("threads", std::to_string(run.threads));
   if (device.opencl) add("device", device.device_arg);
-  if (run.profile) argv.push_back("--profile-device");
+  if (run.profile) argv.push_back(device.opencl ? "--profile-device" : "--profile");
   if (run.network == "dcgan") {
     add("out", join_path(context.runs_dir, run.id() + "-gan"));
     argv.push_back("--overwrite");  // the study's own folder: a study run again replaces its runs
@@ -117,6 +149,7 @@ RunRecord record_from_train_report(const StudyRun& run, const StudyDevice& devic
     r.copy_ms_per_step = 1e3 * number_or_nan(profile, "copy_seconds") / steps;
     r.launches_per_step = number_or_nan(profile, "launches") / steps;
   }
+  if (report.contains("layer_profile")) read_layer_profile(report["layer_profile"], r);
   r.peak_rss_bytes = number_or_nan(report, "peak_rss_bytes");
   r.peak_tensor_bytes = number_or_nan(report, "peak_tensor_bytes");
   if (device.opencl) r.device_peak_bytes = number_or_nan(report, "device_peak_bytes");

@@ -9,6 +9,7 @@
 #include "report/machine_load.h"
 #include "study/report_doc.h"
 #include "study/network_costs.h"
+#include "study/study_devices.h"
 #include "study/study_summary.h"
 
 namespace rg {
@@ -38,6 +39,23 @@ void add_device_profile(RunRecord& record, const StudyDevice& device, const RunC
   record.gpu_busy = std::min(1.0, kernel_seconds / unprofiled_seconds);
   record.copy_ms_per_step = profiled.copy_ms_per_step;
   record.launches_per_step = profiled.launches_per_step;
+}
+
+// On the best CPU level and on SSE2 (the Athlon 64's), a companion run with train --profile
+// gives each layer's time and share of the level's peak (the report's "where the time goes");
+// its own speed, slowed a little by the clock reads, is not used.
+void add_layer_profile(RunRecord& record, const StudyDevice& device, const RunContext& context) {
+  StudyRun run = record.run;
+  run.profile = true;
+  const RunRecord profiled = measure_run(run, device, context);
+  if (!profiled.ok) return;
+  record.layers = profiled.layers;
+  record.layers_peak_gflops = profiled.layers_peak_gflops;
+}
+
+bool profiles_layers(const StudyRun& run, const StudyDevice& device) {
+  return !device.opencl && (device.best_cpu || runs_sse2_kernels(device)) && run.part == "devices" && run.round == 0 &&
+         run.precision == "fp32" && run.threads == 0;
 }
 
 // "[ 3/52] r1 devices lenet cpu/avx2 fp16 b64  21248 samples/s ... (1.2s, about 3 min left)"
@@ -184,6 +202,7 @@ Status StudySession::run_schedule(const std::vector<ScheduledRun>& schedule) {
     // only in --quick (on PoCL it doubles the dearest runs of all).
     if (record.ok && device.opencl && run.round == 0 && (!result_.config.quick || device.kind == "GPU"))
       add_device_profile(record, device, context_);
+    if (record.ok && profiles_layers(run, device)) add_layer_profile(record, device, context_);
     if (record.ok && run.precision == "fp32" && run.threads == 0 && run.part == "devices" && !gflops_.count(device_key(run)))
       gflops_[device_key(run)] = record.gflops;
     seconds_done_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
