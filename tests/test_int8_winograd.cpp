@@ -39,7 +39,8 @@ int32_t draw(Rng& rng, int regime, int32_t lo, int32_t hi) {
 
 class WinogradOnIsa : public OnEveryIsa {
  protected:
-  const Qs8WinogradKernel& fast() const { return qs8_winograd_kernel(GetParam()); }
+  const Qs8WinogradKernel& fast() const { return qs8_winograd_kernel(GetParam()); }  // VNNI's where the CPU has it
+  const Qs8WinogradKernel& without_vnni() const { return qs8_winograd_kernel(GetParam(), false); }
   const Qs8WinogradKernel& ref() const { return qs8_winograd_kernel(Isa::reference); }
 };
 
@@ -123,23 +124,24 @@ void expect_tile_matches_reference(const Qs8WinogradKernel& kernel, int64_t mr, 
 
 // Every row and live column count, with and without the pooling.
 TEST_P(WinogradOnIsa, TileIsBitExact) {
-  const Qs8WinogradKernel& kernel = fast();
   Rng rng(23, 0);
-  for (int regime = 0; regime < 4; ++regime)
-    for (bool pool : {false, true})
-      for (int64_t cpairs : {4, 8, 16, 36})
-        for (int64_t mr = 1; mr <= kernel.mr; ++mr)
-          for (int64_t nc = 1; nc <= kernel.nr; nc += (nc < 3 || nc + 2 > kernel.nr) ? 1 : 3)
-            expect_tile_matches_reference(kernel, mr, nc, cpairs, regime, pool, rng);
+  for (const Qs8WinogradKernel* kernel : {&fast(), &without_vnni()})
+    for (int regime = 0; regime < 4; ++regime)
+      for (bool pool : {false, true})
+        for (int64_t cpairs : {4, 8, 16, 36})
+          for (int64_t mr = 1; mr <= kernel->mr; ++mr)
+            for (int64_t nc = 1; nc <= kernel->nr; nc += (nc < 3 || nc + 2 > kernel->nr) ? 1 : 3)
+              expect_tile_matches_reference(*kernel, mr, nc, cpairs, regime, pool, rng);
 }
 
 // 4096 channels of 512 x 1143 (or -512 x -1143) sum to 2.4e9 per position: the int32 sums wrap,
 // as the contract says, the same way in every kernel (the stage never takes so many channels).
 TEST_P(WinogradOnIsa, TileSumsWrapLikeTheReference) {
-  const Qs8WinogradKernel& kernel = fast();
   Rng rng(27, 0);
-  for (int regime : {1, 2, 3})
-    for (bool pool : {false, true}) expect_tile_matches_reference(kernel, kernel.mr, kernel.nr, 2048, regime, pool, rng);
+  for (const Qs8WinogradKernel* kernel : {&fast(), &without_vnni()})
+    for (int regime : {1, 2, 3})
+      for (bool pool : {false, true})
+        expect_tile_matches_reference(*kernel, kernel->mr, kernel->nr, 2048, regime, pool, rng);
 }
 
 TEST(Winograd, WeightTransformIsGPrimeGGPrimeTransposed) {
@@ -272,7 +274,11 @@ TEST(Winograd, FitsOnly3x3Stride1WithinTheChannelBound) {
   EXPECT_STREQ(qs8_winograd_kernel(Isa::sse3).name, "qs8_winograd_4x8__sse2");
   EXPECT_STREQ(qs8_winograd_kernel(Isa::avx).name, "qs8_winograd_4x8__sse2");
   EXPECT_STREQ(qs8_winograd_kernel(Isa::avx2_fma).name, "qs8_winograd_6x16__avx2");
-  EXPECT_STREQ(qs8_winograd_kernel(Isa::avx512).name, "qs8_winograd_6x16__avx2");
+  EXPECT_STREQ(qs8_winograd_kernel(Isa::avx512, false).name, "qs8_winograd_6x16__avx2");
+  EXPECT_STREQ(qs8_winograd_kernel(Isa::avx512, true).name, "qs8_winograd_6x16__avx512_vnni");
+  EXPECT_STREQ(qs8_winograd_kernel(Isa::avx2_fma, true).name, "qs8_winograd_6x16__avx2");
+  EXPECT_STREQ(qs8_winograd_kernel(Isa::avx512).name,
+               detect_cpu().features.avx512vnni ? "qs8_winograd_6x16__avx512_vnni" : "qs8_winograd_6x16__avx2");
 }
 
 }  // namespace

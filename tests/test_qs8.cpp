@@ -71,7 +71,8 @@ TEST(FixedPoint, MultiplierRepresentsTheRealWithin2ToTheMinus31Relative) {
 
 class Qs8OnIsa : public OnEveryIsa {
  protected:
-  const Qs8GemmKernel& fast() const { return qs8_gemm_kernel(GetParam()); }
+  const Qs8GemmKernel& fast() const { return qs8_gemm_kernel(GetParam()); }  // VNNI's where the CPU has it
+  const Qs8GemmKernel& without_vnni() const { return qs8_gemm_kernel(GetParam(), false); }
   const Qs8GemmKernel& narrow() const { return qs8_gemm_narrow_kernel(GetParam()); }
   const Qs8GemmKernel& ref() const { return qs8_gemm_kernel(Isa::reference); }
 };
@@ -111,7 +112,7 @@ void expect_tile_exact(const Qs8GemmKernel& kernel, int64_t mr, int64_t k, int r
 
 TEST_P(Qs8OnIsa, TileIsExactOnEveryShapeAndAtTheExtremes) {
   Rng rng(5, 0);
-  for (const Qs8GemmKernel* kernel : {&fast(), &narrow()})
+  for (const Qs8GemmKernel* kernel : {&fast(), &without_vnni(), &narrow()})
     for (int regime = 0; regime < 3; ++regime)
       for (int64_t mr = 1; mr <= kernel->mr; ++mr)
         for (int64_t k : {1, 2, 3, 4, 5, 7, 8, 9, 16, 25, 150, 577}) expect_tile_exact(*kernel, mr, k, regime, rng);
@@ -170,7 +171,7 @@ void expect_tile_requant_exact(const Qs8GemmKernel& kernel, int64_t mr, int64_t 
 TEST_P(Qs8OnIsa, FusedRequantizationIsBitExact) {
   Rng rng(11, 0);
   int trial = 0;
-  for (const Qs8GemmKernel* kernel : {&fast(), &narrow()})
+  for (const Qs8GemmKernel* kernel : {&fast(), &without_vnni(), &narrow()})
     for (int regime = 0; regime < 3; ++regime)
       for (int64_t mr = 1; mr <= kernel->mr; ++mr)
         for (int64_t nc = 1; nc <= kernel->nr; ++nc)
@@ -180,14 +181,16 @@ TEST_P(Qs8OnIsa, FusedRequantizationIsBitExact) {
 TEST_P(Qs8OnIsa, TileSumsTheWorstCaseWithoutSaturating) {
   // Every pair -128 * -127 = 16256 and 2 of them 32512: one step under int16's limit. Weights
   // of -128 are refused by the packer, since -128 * -128 pairs would saturate pmaddubsw.
-  const Qs8GemmKernel& kernel = fast();
-  const int64_t k = 1024, nr = kernel.nr;
-  std::vector<int8_t> a(static_cast<size_t>(kernel.mr * k), -128), b(static_cast<size_t>(k * nr), -127);
-  auto packed = pack_qs8_weights(k, nr, b.data(), nr, "test weights");
-  ASSERT_TRUE(packed.ok());
-  std::vector<int32_t> acc(static_cast<size_t>(kernel.mr * nr));
-  kernel.tile(kernel.mr, k / 4, a.data(), k, packed.value().data.data<int8_t>(), acc.data());
-  for (int32_t v : acc) ASSERT_EQ(v, 1024 * 128 * 127) << kernel.name;
+  // (VNNI: a + 128 is 0 for every -128, and the column sums' 128 x -127 x 1024 come off exactly.)
+  for (const Qs8GemmKernel* kernel : {&fast(), &without_vnni()}) {
+    const int64_t k = 1024, nr = kernel->nr;
+    std::vector<int8_t> a(static_cast<size_t>(kernel->mr * k), -128), b(static_cast<size_t>(k * nr), -127);
+    auto packed = pack_qs8_weights(k, nr, b.data(), nr, "test weights");
+    ASSERT_TRUE(packed.ok());
+    std::vector<int32_t> acc(static_cast<size_t>(kernel->mr * nr));
+    kernel->tile(kernel->mr, k / 4, a.data(), k, packed.value().data.data<int8_t>(), acc.data());
+    for (int32_t v : acc) ASSERT_EQ(v, 1024 * 128 * 127) << kernel->name;
+  }
 }
 
 TEST_P(Qs8OnIsa, RequantizeIsBitExact) {
@@ -345,8 +348,13 @@ TEST(Qs8Kernels, EachLevelUsesItsTile) {
   EXPECT_STREQ(qs8_conv_kernel(Isa::sse2).name, "qs8_conv_pairs__sse2");
   EXPECT_STREQ(qs8_conv_kernel(Isa::avx).name, "qs8_conv_pairs__sse2");
   EXPECT_STREQ(qs8_conv_kernel(Isa::avx2_fma).name, "qs8_conv_pairs__avx2");
-  // avx512 runs avx2's int8 kernels (no VNNI tiles yet).
-  EXPECT_STREQ(qs8_gemm_kernel(Isa::avx512).name, "qs8_gemm_4x16__avx2");
+  // avx512 runs avx2's int8 kernels, but VNNI's GEMM tile where the CPU has it (the same packing).
+  EXPECT_STREQ(qs8_gemm_kernel(Isa::avx512, true).name, "qs8_gemm_4x16__avx512_vnni");
+  EXPECT_STREQ(qs8_gemm_kernel(Isa::avx512, false).name, "qs8_gemm_4x16__avx2");
+  EXPECT_STREQ(qs8_gemm_kernel(Isa::avx2_fma, true).name, "qs8_gemm_4x16__avx2");
+  EXPECT_EQ(qs8_gemm_kernel(Isa::avx512, true).nr, qs8_gemm_kernel(Isa::avx512, false).nr);
+  EXPECT_STREQ(qs8_gemm_kernel(Isa::avx512).name,
+               detect_cpu().features.avx512vnni ? "qs8_gemm_4x16__avx512_vnni" : "qs8_gemm_4x16__avx2");
   EXPECT_STREQ(qs8_gemm_narrow_kernel(Isa::avx512).name, "qs8_gemm_4x8__avx2");
   EXPECT_STREQ(qs8_conv_kernel(Isa::avx512).name, "qs8_conv_pairs__avx2");
 }

@@ -89,9 +89,15 @@ const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c) {
   return sse2;  // SSE3..SSE4.1 and AVX add nothing these use
 }
 
-// The int8 families: avx512 runs avx2's kernels (VNNI's vpdpbusd tiles are a later step).
+// The int8 families: avx512 runs avx2's kernels, but the GEMM and Winograd tiles where the CPU
+// has VNNI.
 
 const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) {
+  static const bool has_vnni = detect_cpu().features.avx512vnni;
+  return qs8_gemm_kernel(isa, has_vnni);
+}
+
+const Qs8GemmKernel& qs8_gemm_kernel(Isa isa, bool cpu_has_vnni) {
   static const Qs8GemmKernel reference{qs8_gemm_4x8__reference, qs8_requantize__reference, 4, 8,
                                        "qs8_gemm_4x8__reference", qs8_gemm_requant_4x8__reference};
   // SSE2's requantization (pmuludq products, shifts as products) serves every level below AVX2.
@@ -101,6 +107,8 @@ const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) {
                                    qs8_gemm_requant_4x8__ssse3};
   static const Qs8GemmKernel avx2{qs8_gemm_4x16__avx2, qs8_requantize__avx2, 4, 16, "qs8_gemm_4x16__avx2",
                                   qs8_gemm_requant_4x16__avx2};
+  static const Qs8GemmKernel vnni{qs8_gemm_4x16__avx512_vnni, qs8_requantize__avx2, 4, 16,
+                                  "qs8_gemm_4x16__avx512_vnni", qs8_gemm_requant_4x16__avx512_vnni};
   switch (isa) {
     case Isa::reference: return reference;
     case Isa::sse2:
@@ -108,8 +116,8 @@ const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) {
     case Isa::ssse3:
     case Isa::sse41:
     case Isa::avx: return ssse3;  // AVX1 has no 256-bit integer instructions
-    case Isa::avx2_fma:
-    case Isa::avx512: return avx2;
+    case Isa::avx2_fma: return avx2;
+    case Isa::avx512: return cpu_has_vnni ? vnni : avx2;
   }
   return reference;
 }
@@ -138,16 +146,23 @@ const F16ConvertKernels& f16_convert() {
 }
 
 const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa) {
+  static const bool has_vnni = detect_cpu().features.avx512vnni;
+  return qs8_winograd_kernel(isa, has_vnni);
+}
+
+const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa, bool cpu_has_vnni) {
   static const Qs8WinogradKernel reference{qs8_winograd_input__reference, qs8_winograd_4x8__reference, 4, 8,
                                            "qs8_winograd_4x8__reference"};
   static const Qs8WinogradKernel sse2{qs8_winograd_input__sse2, qs8_winograd_4x8__sse2, 4, 8,
                                       "qs8_winograd_4x8__sse2"};
   static const Qs8WinogradKernel avx2{qs8_winograd_input__avx2, qs8_winograd_6x16__avx2, 6, 16,
                                       "qs8_winograd_6x16__avx2"};
+  static const Qs8WinogradKernel vnni{qs8_winograd_input__avx2, qs8_winograd_6x16__avx512_vnni, 6, 16,
+                                      "qs8_winograd_6x16__avx512_vnni"};
   switch (isa) {
     case Isa::reference: return reference;
-    case Isa::avx2_fma:
-    case Isa::avx512: return avx2;
+    case Isa::avx2_fma: return avx2;
+    case Isa::avx512: return cpu_has_vnni ? vnni : avx2;
     default: return sse2;  // pmaddwd is all it needs; AVX1 has no 256-bit integer instructions
   }
 }

@@ -75,7 +75,11 @@ struct Qs8GemmKernel {
   const char* name;  // "qs8_gemm_4x16__avx2"
   Qs8GemmTileRequant tile_requant;  // the same tile (and packing) with the requantization fused
 };
-// sse2 (pmaddwd) serves sse2 and sse3, ssse3 (pmaddubsw) serves ssse3 to avx, avx2 avx2 and avx512.
+// sse2 (pmaddwd) serves sse2 and sse3, ssse3 (pmaddubsw) serves ssse3 to avx, avx2 avx2 and
+// avx512, where a CPU with AVX512_VNNI takes avx512_vnni's (vpdpbusd; the same 4x16 packing and
+// the same sums).
+const Qs8GemmKernel& qs8_gemm_kernel(Isa isa, bool cpu_has_vnni);
+// This CPU's: VNNI where CPUID says so.
 const Qs8GemmKernel& qs8_gemm_kernel(Isa isa);
 // The tile for products of at most its nr columns: avx2's 4x8 (its 4x16 would leave half its
 // lanes idle), else qs8_gemm_kernel's (8 wide already).
@@ -102,7 +106,10 @@ struct Qs8WinogradKernel {
   int mr, nr;        // tiles and output channels per tile call; weights are packed in panels of nr
   const char* name;  // "qs8_winograd_6x16__avx2"
 };
-// sse2 (pmaddwd) serves sse2 to avx, avx2 avx2 and avx512.
+// sse2 (pmaddwd) serves sse2 to avx, avx2 avx2 and avx512, where a CPU with AVX512_VNNI takes
+// avx512_vnni's tile (vpdpwssd; the same input transform, packing and bits).
+const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa, bool cpu_has_vnni);
+// This CPU's: VNNI where CPUID says so.
 const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa);
 
 // The fp32 kernels a level runs (GEMM tiles and vector kernels), as one string: levels with the

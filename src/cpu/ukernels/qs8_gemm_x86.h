@@ -327,11 +327,10 @@ inline __m128i narrow_16_avx2(__m256i v0, __m256i v1) {
   return _mm_packs_epi16(lo, hi);
 }
 
+// A tile's sums (qs8_sums_avx2's layout) requantized and stored: rows < mr, columns < nc.
 template <int V>
-inline void qs8_gemm_requant_4xv_avx2(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
-                                      const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
-  __m256i sum[4][V];
-  qs8_sums_avx2<V>(mr, kgroups, a, lda, packed_b, sum);
+inline void requant_store_4xv_avx2(int64_t mr, int64_t nc, const __m256i (&sum)[4][V], const Qs8Requant* rq, int8_t* c,
+                                   int64_t ldc) {
   auto load = [](const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
   const __m256i zp = _mm256_set1_epi32(rq->zero_point), low = _mm256_set1_epi32(rq->lo),
                 high = _mm256_set1_epi32(rq->hi);
@@ -349,6 +348,43 @@ inline void qs8_gemm_requant_4xv_avx2(int64_t mr, int64_t nc, int64_t kgroups, c
     store_bytes_sse2(c + r * ldc, narrow_16_avx2(y[0], y[1]), nc);
   }
 }
+
+template <int V>
+inline void qs8_gemm_requant_4xv_avx2(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
+                                      const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
+  __m256i sum[4][V];
+  qs8_sums_avx2<V>(mr, kgroups, a, lda, packed_b, sum);
+  requant_store_4xv_avx2<V>(mr, nc, sum, rq, c, ldc);
+}
+
+#if defined(__AVX512VNNI__)
+// AVX-512 VNNI: vpdpbusd adds the 4 products of unsigned bytes of one operand and signed bytes
+// of the other into each int32 lane, so one instruction a row takes a k group of 16 columns (the
+// 4x16 panel's 64 bytes, column j's 4 bytes in lane j: qs8_gemm.h's packing as it is). A is
+// signed: a ^ 0x80 is a + 128 as an unsigned byte, which adds 128 x (the column's sum of B) to
+// every sum; one more vpdpbusd of ones gives those column sums, taken off at the end. Exact int32
+// (no saturating step, unlike pmaddubsw), so the same sums as every other level.
+inline void qs8_sums_4x16_vnni(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
+                               __m256i (&sum)[4][2]) {
+  const int8_t* rows[4];
+  tile_rows(mr, a, lda, rows);
+  const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u)), ones = _mm512_set1_epi8(1);
+  __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+  __m512i column_sums = _mm512_setzero_si512();
+  for (int64_t g = 0; g < kgroups; ++g) {
+    const __m512i b = _mm512_loadu_si512(packed_b + g * 64);
+    column_sums = _mm512_dpbusd_epi32(column_sums, ones, b);
+    for (int r = 0; r < 4; ++r)
+      acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_xor_si512(_mm512_set1_epi32(load_group(rows[r] + 4 * g)), flip), b);
+  }
+  const __m512i offset = _mm512_slli_epi32(column_sums, 7);
+  for (int r = 0; r < 4; ++r) {
+    const __m512i s = _mm512_sub_epi32(acc[r], offset);
+    sum[r][0] = _mm512_castsi512_si256(s);
+    sum[r][1] = _mm512_extracti64x4_epi64(s, 1);
+  }
+}
+#endif
 
 inline void qs8_requantize_avx2(int64_t n, const int32_t* acc, const int32_t* bias, const int32_t* multiplier,
                                 const int32_t* shift, int32_t zero_point, int32_t lo, int32_t hi, int8_t* out) {

@@ -165,6 +165,32 @@ inline void qs8_winograd_input_avx2(int64_t channels, int64_t cpad, const int8_t
   for (; c0 < cpad; c0 += 8) winograd_input_8_sse2(channels, c0, px, v, v_stride);  // the last 8 or fewer
 }
 
+// A tile's products m[p][r][j] through the output transform, the requantization (and the pool).
+template <int MR, int NV>
+inline void qs8_winograd_output_avx2(int64_t mr, int64_t nc, const int32_t (&m)[16][MR][8 * NV], const Qs8Requant* rq,
+                                     bool pool, int8_t* const* out) {
+  auto load = [](const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+  const __m256i zp = _mm256_set1_epi32(rq->zero_point), low = _mm256_set1_epi32(rq->lo),
+                high = _mm256_set1_epi32(rq->hi);
+  const int pixels = pool ? 1 : 4;
+  for (int r = 0; r < MR && r < mr; ++r) {
+    __m256i y[NV][4];
+    for (int q = 0; q < NV; ++q) {
+      __m256i mv[16];
+      for (int p = 0; p < 16; ++p) mv[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(&m[p][r][8 * q]));
+      winograd_output_4x4(mv, y[q]);
+      if (pool) y[q][0] = _mm256_max_epi32(_mm256_max_epi32(y[q][0], y[q][1]), _mm256_max_epi32(y[q][2], y[q][3]));
+      const __m256i bias = load(rq->bias + 8 * q), multiplier = load(rq->multiplier + 8 * q),
+                    shift = load(rq->shift + 8 * q);
+      for (int i = 0; i < pixels; ++i)
+        y[q][i] = requantize_8_avx2(_mm256_add_epi32(_mm256_srai_epi32(y[q][i], 2), bias), multiplier, shift, zp, low,
+                                    high);
+    }
+    for (int i = 0; i < pixels; ++i)
+      if (int8_t* o = out[pool ? r : 4 * r + i]) store_bytes_sse2(o, narrow_16_avx2(y[0][i], y[NV - 1][i]), nc);
+  }
+}
+
 template <int MR, int NV>
 inline void qs8_winograd_tile_avx2(int64_t mr, int64_t nc, int64_t cpairs, const int16_t* v, int64_t v_stride,
                                    int64_t ldv, const int16_t* u, const Qs8Requant* rq, bool pool, int8_t* const* out) {
@@ -192,26 +218,38 @@ inline void qs8_winograd_tile_avx2(int64_t mr, int64_t nc, int64_t cpairs, const
     for (int r = 0; r < MR; ++r)
       for (int q = 0; q < NV; ++q) _mm256_store_si256(reinterpret_cast<__m256i*>(&m[p][r][8 * q]), acc[r][q]);
   }
-  auto load = [](const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
-  const __m256i zp = _mm256_set1_epi32(rq->zero_point), low = _mm256_set1_epi32(rq->lo),
-                high = _mm256_set1_epi32(rq->hi);
-  const int pixels = pool ? 1 : 4;
-  for (int r = 0; r < MR && r < mr; ++r) {
-    __m256i y[NV][4];
-    for (int q = 0; q < NV; ++q) {
-      __m256i mv[16];
-      for (int p = 0; p < 16; ++p) mv[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(&m[p][r][8 * q]));
-      winograd_output_4x4(mv, y[q]);
-      if (pool) y[q][0] = _mm256_max_epi32(_mm256_max_epi32(y[q][0], y[q][1]), _mm256_max_epi32(y[q][2], y[q][3]));
-      const __m256i bias = load(rq->bias + 8 * q), multiplier = load(rq->multiplier + 8 * q),
-                    shift = load(rq->shift + 8 * q);
-      for (int i = 0; i < pixels; ++i)
-        y[q][i] = requantize_8_avx2(_mm256_add_epi32(_mm256_srai_epi32(y[q][i], 2), bias), multiplier, shift, zp, low,
-                                    high);
+  qs8_winograd_output_avx2<MR, NV>(mr, nc, m, rq, pool, out);
+}
+#endif
+
+#if defined(__AVX512VNNI__)
+// The 6x16 tile's products on AVX-512 VNNI: vpdpwssd adds a pair of int16 products into each
+// int32 lane, pmaddwd and the add in one (neither saturates here: |V| <= 512, |U| <= 1143), and
+// the panel's 16 columns of a pair fill one zmm (column j's two int16 in lane j). Then avx2's
+// output transform and requantization: the same bits.
+template <int MR>
+inline void qs8_winograd_tile_vnni(int64_t mr, int64_t nc, int64_t cpairs, const int16_t* v, int64_t v_stride,
+                                   int64_t ldv, const int16_t* u, const Qs8Requant* rq, bool pool, int8_t* const* out) {
+  constexpr int NR = 16;
+  alignas(64) int32_t m[16][MR][NR];
+  const int16_t* rows[MR];
+  for (int r = 0; r < MR; ++r) rows[r] = v + (r < mr ? r : mr - 1) * ldv;
+  for (int p = 0; p < 16; ++p) {
+    __m512i acc[MR];
+    for (auto& x : acc) x = _mm512_setzero_si512();
+    const int16_t* up = u + p * cpairs * NR * 2;
+    const int64_t offset = p * v_stride;
+    for (int64_t i = 0; i < cpairs; ++i, up += NR * 2) {
+      const __m512i b = _mm512_loadu_si512(up);
+      for (int r = 0; r < MR; ++r) {
+        int32_t pair;
+        std::memcpy(&pair, rows[r] + offset + 2 * i, sizeof pair);
+        acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_set1_epi32(pair), b);
+      }
     }
-    for (int i = 0; i < pixels; ++i)
-      if (int8_t* o = out[pool ? r : 4 * r + i]) store_bytes_sse2(o, narrow_16_avx2(y[0][i], y[NV - 1][i]), nc);
+    for (int r = 0; r < MR; ++r) _mm512_store_si512(&m[p][r][0], acc[r]);
   }
+  qs8_winograd_output_avx2<MR, 2>(mr, nc, m, rq, pool, out);
 }
 #endif
 
