@@ -28,8 +28,8 @@ WinogradConv::WinogradConv(const ConvGeometry& g, int64_t filters)
   block_tiles_ = std::max(kWinogradBlockStep, kWinogradLaneFloats / per_tile / kWinogradBlockStep * kWinogradBlockStep);
   channel_offsets_.resize(static_cast<size_t>(g.channels));
   for (int64_t ch = 0; ch < g.channels; ++ch) channel_offsets_[static_cast<size_t>(ch)] = static_cast<int32_t>(ch);
-  tile_offsets_.resize(static_cast<size_t>(block_tiles_));
-  for (int64_t t = 0; t < block_tiles_; ++t) tile_offsets_[static_cast<size_t>(t)] = static_cast<int32_t>(t * g.channels);
+  tile_offsets_.resize(static_cast<size_t>(kWinogradLanes * block_tiles_));
+  for (size_t t = 0; t < tile_offsets_.size(); ++t) tile_offsets_[t] = static_cast<int32_t>(static_cast<int64_t>(t) * g.channels);
 }
 
 int64_t WinogradConv::lanes(int64_t count) const {
@@ -144,45 +144,41 @@ void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const 
 
 // ---------------------------------------------------------------- the weight gradient
 
-// V [36][block][c] of the input tiles, D [36][block][padded filters] of dy's.
+// The round's tiles [t0, t1) (one block) into V [36][round][c] and D [36][round][padded filters]
+// at rows `at` on, positions v_stride and d_stride floats apart: every position's rows of the
+// whole round lie together, so one tile call sums them all (grad_sums).
 void WinogradConv::grad_transforms(int64_t t0, int64_t t1, const float* padded, const float* dy, const float* zero,
-                                   float* lane) const {
+                                   int64_t at, float* v, int64_t v_stride, float* dt, int64_t d_stride) const {
   const int64_t c = g_.channels, fp = padded_filters_;
-  float* v = lane;
-  float* dt = v + kWinogradPoints * block_tiles_ * c;
   const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
   const float* d[kWinogradPoints];
   const float* rows[kWinogradTile * kWinogradTile];
   for (int64_t t = 0; t < t1 - t0; ++t) {
     input_rows(t0 + t, padded, zero, d);
-    transforms.input(c, d, v + t * c, block_tiles_ * c);
+    transforms.input(c, d, v + (at + t) * c, v_stride);
     output_rows(t0 + t, dy, filters_, rows);
-    transforms.grad(filters_, rows, dt + t * fp, block_tiles_ * fp);
+    transforms.grad(filters_, rows, dt + (at + t) * fp, d_stride);
   }
 }
 
-// m[xi] [c x fp] (+)= sum over the round's blocks, in order, of V[xi]^T [c x nt] * D[xi] [nt x fp];
-// units of (position, MR channels) over the pool.
-void WinogradConv::grad_sums(ThreadPool* pool, int64_t round_tiles, const float* lanes, bool first_round,
-                             float* m) const {
+// m[xi] [c x fp] (+)= V[xi]^T [c x round_tiles] * D[xi] [round_tiles x fp]: one tile call per
+// (position, MR channels, NR filters), the round's tiles its depth (its sums in registers, C
+// read and written once a round); units of (position, MR channels) over the pool.
+void WinogradConv::grad_sums(ThreadPool* pool, int64_t round_tiles, const float* v, int64_t v_stride, const float* dt,
+                             int64_t d_stride, bool first_round, float* m) const {
   const int64_t c = g_.channels, fp = padded_filters_, f = filters_;
   const F32GemmKernel& gemm = f32_gemm_kernel_for(active_isa(), f);
-  const int64_t groups = ceil_div(c, gemm.mr), blocks = ceil_div(round_tiles, block_tiles_);
+  const int64_t groups = ceil_div(c, gemm.mr);
   parallel_for(pool, kWinogradPoints * groups, 1, [&](int64_t u0, int64_t u1) {
     const float* rows[kF32GemmMaxMr];
     for (int64_t unit = u0; unit < u1; ++unit) {
       const int64_t xi = unit / groups, r0 = unit % groups * gemm.mr, live = std::min<int64_t>(gemm.mr, c - r0);
-      for (int64_t b = 0; b < blocks; ++b) {
-        const float* lane = lanes + b * grad_lane_elements();
-        const float* v = lane + xi * block_tiles_ * c;
-        const float* dt = lane + kWinogradPoints * block_tiles_ * c + xi * block_tiles_ * fp;
-        const int64_t nt = std::min(block_tiles_, round_tiles - b * block_tiles_);
-        for (int64_t r = 0; r < gemm.mr; ++r) rows[r] = v + r0 + std::min(r, live - 1);
-        const float beta = first_round && b == 0 ? 0.0f : 1.0f;
-        for (int64_t jr = 0; jr < f; jr += gemm.nr) {
-          gemm.gathered_tile(nt, rows, tile_offsets_.data(), dt + jr, fp, 1.0f, beta, m + (xi * c + r0) * fp + jr, fp,
-                             live, std::min<int64_t>(gemm.nr, f - jr));
-        }
+      const float* vx = v + xi * v_stride;
+      for (int64_t r = 0; r < gemm.mr; ++r) rows[r] = vx + r0 + std::min(r, live - 1);
+      const float beta = first_round ? 0.0f : 1.0f;
+      for (int64_t jr = 0; jr < f; jr += gemm.nr) {
+        gemm.gathered_tile(round_tiles, rows, tile_offsets_.data(), dt + xi * d_stride + jr, fp, 1.0f, beta,
+                           m + (xi * c + r0) * fp + jr, fp, live, std::min<int64_t>(gemm.nr, f - jr));
       }
     }
   });
@@ -192,21 +188,24 @@ void WinogradConv::grad_sums(ThreadPool* pool, int64_t round_tiles, const float*
 // dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] M[xi][ch][k].
 void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* padded, const float* dy, float beta,
                                float* dw, float* scratch) const {
-  const int64_t tiles = count * tiles_per_sample(), lane_count = lanes(count), c = g_.channels, f = filters_;
-  float* m = scratch + lane_count * grad_lane_elements();
+  const int64_t tiles = count * tiles_per_sample(), c = g_.channels, f = filters_;
+  const int64_t round_size = lanes(count) * block_tiles_;
+  const int64_t v_stride = grad_position_stride(round_size, c), d_stride = grad_position_stride(round_size, padded_filters_);
+  float* v = scratch;  // V [36][round_size][c], D [36][round_size][fp], M, a zero row
+  float* dt = v + kWinogradPoints * v_stride;
+  float* m = dt + kWinogradPoints * d_stride;
   float* zero = m + weight_elements();
   std::fill(zero, zero + c, 0.0f);
-  const int64_t round_size = lane_count * block_tiles_;
   for (int64_t first = 0; first < tiles; first += round_size) {
     const int64_t round_tiles = std::min(round_size, tiles - first);
     parallel_for(pool, ceil_div(round_tiles, block_tiles_), 1, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
         const int64_t t0 = first + b * block_tiles_;
-        grad_transforms(t0, std::min(first + round_tiles, t0 + block_tiles_), padded, dy, zero,
-                        scratch + b * grad_lane_elements());
+        grad_transforms(t0, std::min(first + round_tiles, t0 + block_tiles_), padded, dy, zero, b * block_tiles_, v,
+                        v_stride, dt, d_stride);
       }
     });
-    grad_sums(pool, round_tiles, scratch, first == 0, m);
+    grad_sums(pool, round_tiles, v, v_stride, dt, d_stride, first == 0, m);
   }
   const auto& gg = kGG.at;
   parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
