@@ -36,9 +36,11 @@ int64_t WinogradConv::lanes(int64_t count) const {
   return std::min(kWinogradLanes, ceil_div(count * tiles_per_sample(), block_tiles_));
 }
 
-// V [36][block][c], M [36][block][filters], a zero row of c (the pixels past the padded image).
+// V [36][block][c], M [36][block][filters] (positions position_stride apart), a zero row of c
+// (the pixels past the padded image).
 int64_t WinogradConv::lane_elements() const {
-  return kWinogradPoints * block_tiles_ * (g_.channels + filters_) + g_.channels;
+  return kWinogradPoints * (position_stride(block_tiles_, g_.channels) + position_stride(block_tiles_, filters_)) +
+         g_.channels;
 }
 
 namespace {
@@ -111,34 +113,35 @@ void WinogradConv::output_rows(int64_t t, T* images, int64_t row, T** out) const
 void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const float* u, float* y,
                              float* lane) const {
   const int64_t nt = t1 - t0, c = g_.channels, f = filters_;
+  const int64_t v_stride = position_stride(block_tiles_, c), m_stride = position_stride(block_tiles_, f);
   float* v = lane;
-  float* m = v + kWinogradPoints * block_tiles_ * c;
-  float* zero = m + kWinogradPoints * block_tiles_ * f;
+  float* m = v + kWinogradPoints * v_stride;
+  float* zero = m + kWinogradPoints * m_stride;
   std::fill(zero, zero + c, 0.0f);
   const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
   const float* d[kWinogradPoints];
   for (int64_t t = 0; t < nt; ++t) {
     input_rows(t0 + t, padded, zero, d);
-    transforms.input(c, d, v + t * c, block_tiles_ * c);
+    transforms.input(c, d, v + t * c, v_stride);
   }
   // M[xi] [nt x f] = V[xi] [nt x c] * U[xi] [c x f]; rows past nt repeat the last (not stored).
   const F32GemmKernel& gemm = f32_gemm_kernel_for(active_isa(), f);
   const float* rows[kF32GemmMaxMr];
   for (int xi = 0; xi < kWinogradPoints; ++xi) {
-    const float* vx = v + xi * block_tiles_ * c;
+    const float* vx = v + xi * v_stride;
     for (int64_t jr = 0; jr < f; jr += gemm.nr) {
       for (int64_t ir = 0; ir < nt; ir += gemm.mr) {
         const int64_t live = std::min<int64_t>(gemm.mr, nt - ir);
         for (int64_t r = 0; r < gemm.mr; ++r) rows[r] = vx + (ir + std::min(r, live - 1)) * c;
         gemm.gathered_tile(c, rows, channel_offsets_.data(), u + xi * c * padded_filters_ + jr, padded_filters_, 1.0f,
-                           0.0f, m + (xi * block_tiles_ + ir) * f + jr, f, live, std::min<int64_t>(gemm.nr, f - jr));
+                           0.0f, m + xi * m_stride + ir * f + jr, f, live, std::min<int64_t>(gemm.nr, f - jr));
       }
     }
   }
   float* out[kWinogradTile * kWinogradTile];
   for (int64_t t = 0; t < nt; ++t) {
     output_rows(t0 + t, y, f, out);
-    transforms.output(f, m + t * f, block_tiles_ * f, out);
+    transforms.output(f, m + t * f, m_stride, out);
   }
 }
 
@@ -190,7 +193,7 @@ void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* pad
                                float* dw, float* scratch) const {
   const int64_t tiles = count * tiles_per_sample(), c = g_.channels, f = filters_;
   const int64_t round_size = lanes(count) * block_tiles_;
-  const int64_t v_stride = grad_position_stride(round_size, c), d_stride = grad_position_stride(round_size, padded_filters_);
+  const int64_t v_stride = position_stride(round_size, c), d_stride = position_stride(round_size, padded_filters_);
   float* v = scratch;  // V [36][round_size][c], D [36][round_size][fp], M, a zero row
   float* dt = v + kWinogradPoints * v_stride;
   float* m = dt + kWinogradPoints * d_stride;

@@ -60,7 +60,7 @@ class WinogradConv {
   // Floats of scratch weight_grad takes for a chunk of `count` samples.
   int64_t weight_grad_scratch_elements(int64_t count) const {
     const int64_t round = lanes(count) * block_tiles_;
-    return kWinogradPoints * (grad_position_stride(round, g_.channels) + grad_position_stride(round, padded_filters_)) +
+    return kWinogradPoints * (position_stride(round, g_.channels) + position_stride(round, padded_filters_)) +
            weight_elements() + g_.channels;
   }
 
@@ -68,10 +68,11 @@ class WinogradConv {
   int64_t tiles_per_sample() const { return tiles_h_ * tiles_w_; }
   int64_t lanes(int64_t count) const;
   int64_t lane_elements() const;
-  // Floats between two positions' rows in weight_grad's V or D: a round of `width`-float rows and
-  // 16 more, so that positions 4 KB multiples apart (48 KB at 384 tiles of 32) do not all fall in
-  // one set of the L1 (their transforms' stores thrashed it: dW 1.9x slower than with the pad).
-  static int64_t grad_position_stride(int64_t round, int64_t width) { return round * width + 16; }
+  // Floats between two positions' rows in V, M (a block's) or D (weight_grad's round): `rows` of
+  // `width` floats and 16 more, so that positions 4 KB multiples apart (12 KB at 24 tiles of 32,
+  // 48 KB at 384) do not all fall in one set of the L1: the transforms' stores thrashed it
+  // (weight_grad 1.9x slower than with the pad).
+  static int64_t position_stride(int64_t round, int64_t width) { return round * width + 16; }
   // Tiles [t0, t1) of the chunk (tile t: sample t / tiles_per_sample, row-major in it).
   void run_block(int64_t t0, int64_t t1, const float* padded, const float* u, float* y, float* lane) const;
   // The 36 input pointers of tile t (the zero row past the padded image), its 16 output pointers
