@@ -4,8 +4,12 @@
 # `retrograd precision` REPS times (a short f32 training on --limit samples, then the test
 # split through fp32 and through int8 at batch 256), and prints the median samples/s of each
 # and their ratio per run. Speed only: the accuracy of a model trained this briefly means nothing.
-# PyTorch's int8 (fbgemm) beside it is not in this script yet.
-# Usage: bash bench/int8_inference.sh [--markdown]   (env: MODELS, ISAS, REPS, THREADS, LIMIT)
+# With PYTORCH=1 (the default) PyTorch's eager static int8 (bench/pytorch_int8.py) runs beside
+# each run: its engine PT_ENGINE (default: fbgemm, x86, onednn, qnnpack, the first it has); hold
+# oneDNN to the instructions our kernels use with ONEDNN_MAX_CPU_ISA (AVX512_CORE_VNNI: a Xeon
+# with AMX), which the environment passes on.
+# Usage: bash bench/int8_inference.sh [--markdown]
+#   (env: MODELS, ISAS, REPS, THREADS, LIMIT, BIN, PYTORCH, PYTHON, PT_ENGINE)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODELS=${MODELS:-lenet cnn}
@@ -16,7 +20,8 @@ LIMIT=${LIMIT:-2000}
 PYTORCH=${PYTORCH:-1}
 BIN=${BIN:-build/retrograd}
 [ -x "$BIN" ] || bash tools/build.sh >/dev/null
-PYTHON=/usr/bin/python3
+PYTHON=${PYTHON:-/usr/bin/python3}
+PT_ENGINE=${PT_ENGINE:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -46,7 +51,7 @@ PY
       echo "$f" >> "$tmp/fp32"; echo "$i" >> "$tmp/int8"; echo "$r" >> "$tmp/ratio"
       if [ "$PYTORCH" = 1 ]; then
         (cd bench && "$PYTHON" pytorch_int8.py --model "$model" --limit "$LIMIT" --threads "$THREADS" --batch 256 \
-          --reps 1) > "$tmp/pt.json" 2> "$tmp/pt.log" || { cat "$tmp/pt.log"; exit 1; }
+          --reps 1 ${PT_ENGINE:+--engine "$PT_ENGINE"}) > "$tmp/pt.json" 2> "$tmp/pt.log" || { cat "$tmp/pt.log"; exit 1; }
         read -r pf pi pr engine < <("$PYTHON" -c 'import json, sys; d = json.load(open(sys.argv[1]))
 print(d["fp32_samples_per_s"], d["int8_samples_per_s"], d["ratio"], d["engine"])' "$tmp/pt.json")
         echo "$pf" >> "$tmp/pt_fp32"; echo "$pi" >> "$tmp/pt_int8"; echo "$pr" >> "$tmp/pt_ratio"
@@ -65,5 +70,5 @@ done
 echo
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, threads $THREADS; $(date -u '+%Y-%m-%d %H:%M UTC')"
 if [ "$PYTORCH" = 1 ]; then
-  echo "PyTorch: $("$PYTHON" -c 'import torch; print(torch.__version__)') eager static PTQ, quantized engine $engine (its fastest kernels on this CPU in every row)"
+  echo "PyTorch: $("$PYTHON" -c 'import torch; print(torch.__version__)') eager static PTQ, quantized engine $engine${ONEDNN_MAX_CPU_ISA:+, ONEDNN_MAX_CPU_ISA=$ONEDNN_MAX_CPU_ISA}"
 fi
