@@ -169,6 +169,12 @@ TEST(HardwarePeak, FromTheTableTheFeaturesOrNothing) {
     EXPECT_DOUBLE_EQ(peak.gflops, 32.0) << family;
     EXPECT_NE(peak.basis.find("two 256-bit halves"), std::string::npos) << peak.basis;
   }
+  CpuInfo tiger = xeon;  // Intel's client AVX-512 cores: one 512-bit FMA unit
+  tiger.brand = "11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz";
+  peak = cpu_fp32_peak(hardware_table(), tiger, 1, 1000);
+  EXPECT_DOUBLE_EQ(peak.gflops, 32.0);
+  EXPECT_NE(peak.basis.find("one 512-bit FMA unit assumed"), std::string::npos) << peak.basis;
+  EXPECT_DOUBLE_EQ(isa_flops_per_cycle(Isa::avx512, tiger), 32);
 
   peak = gpu_fp32_peak(hardware_table(), "NVIDIA H100 80GB HBM3");
   EXPECT_DOUBLE_EQ(peak.gflops, 66900);

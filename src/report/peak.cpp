@@ -18,18 +18,25 @@ bool amd_512_bit_as_halves(const CpuInfo& cpu) {
   return cpu.vendor == "AuthenticAMD" && (cpu.family == 0x19 || cpu.family == 0x1A);
 }
 
+// Intel's client cores with AVX-512 (Cannon, Ice, Tiger and Rocket Lake: "Core" in the brand)
+// have one 512-bit FMA unit (ports 0 and 1 fused), not a Xeon Gold's two.
+bool intel_client_one_512_bit_unit(const CpuInfo& cpu) {
+  return cpu.vendor == "GenuineIntel" && cpu.brand.find("Core") != std::string::npos;
+}
+
 // What simd_flops_per_cycle assumed, for a derived peak's basis.
 std::string simd_assumption(const CpuInfo& cpu) {
   if (!(cpu.features.avx512f && cpu.features.fma)) return "two pipes assumed";
-  return amd_512_bit_as_halves(cpu) ? "AVX-512 as two 256-bit halves on AMD, two pipes assumed"
-                                    : "two 512-bit FMA units assumed, as Xeon Gold and Platinum";
+  if (amd_512_bit_as_halves(cpu)) return "AVX-512 as two 256-bit halves on AMD, two pipes assumed";
+  return intel_client_one_512_bit_unit(cpu) ? "one 512-bit FMA unit assumed, as Intel's client cores"
+                                            : "two 512-bit FMA units assumed, as Xeon Gold and Platinum";
 }
 
 }  // namespace
 
 double simd_flops_per_cycle(const CpuInfo& cpu) {
   const CpuFeatures& f = cpu.features;
-  if (f.avx512f && f.fma) return amd_512_bit_as_halves(cpu) ? 32 : 64;
+  if (f.avx512f && f.fma) return amd_512_bit_as_halves(cpu) || intel_client_one_512_bit_unit(cpu) ? 32 : 64;
   if (f.avx2 && f.fma) return 32;
   if (f.avx) return 16;
   return 8;  // SSE2, the baseline
