@@ -25,6 +25,7 @@
 #include "nn/conv.h"
 #include "nn/conv_tuning.h"
 #include "nn/layer_profile.h"
+#include "nn/recurrent_conv.h"
 #include "report/layer_profile_table.h"
 #include "ops/winograd_conv.h"
 
@@ -329,6 +330,16 @@ TEST(WinogradConv2D, ExecutedFlopsCountTheProductsAndTransforms) {
   EXPECT_EQ(winograd.executed_flops_per_sample(1), 4 * (72 * 8 * 5 + 228 * 8 + 110 * 5));
   EXPECT_EQ(winograd.executed_flops_per_sample(2), 9 * (72 * 5 * 8 + 228 * 5 + 130 * 8));
   for (int phase = 0; phase < kLayerPhases; ++phase) EXPECT_EQ(model->layers()[2]->executed_flops_per_sample(phase), 0);
+  // A recurrent conv layer counts its members' sum: the feed-forward conv under the GEMM (its
+  // products), the recurrent one under Winograd, once a step.
+  std::unique_ptr<Model> rcnn = build_model(1, "[net]\ninput = 8x8x8\n[rcl]\nfilters = 8\nsize = 3\nsteps = 2\n");
+  auto& rcl = dynamic_cast<RecurrentConv2D&>(*rcnn->layers()[0]);
+  for (int phase = 0; phase < kLayerPhases; ++phase) EXPECT_EQ(rcl.executed_flops_per_sample(phase), 0);
+  ASSERT_TRUE(rcl.recurrent()->set_algorithm(ConvAlgorithm::winograd).ok());
+  for (int phase = 0; phase < kLayerPhases; ++phase) {
+    EXPECT_EQ(rcl.executed_flops_per_sample(phase),
+              rcl.feed_forward().forward_flops_per_sample() + 2 * rcl.recurrent()->executed_flops_per_sample(phase));
+  }
 
   ThreadPool pool(2);
   LayerContext ctx;

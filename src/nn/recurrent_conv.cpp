@@ -199,6 +199,15 @@ int64_t RecurrentConv2D::workspace_elements(int64_t n) const {
 //   backward: for t = T..0: the batch norm's backward with the relu's and dx; for t < T the sum
 //             dff += dz_t (3C); for t > 0 rec conv's backward with dx (its gradient written at
 //             t = T, accumulated after); then ff conv's backward, whose dx is the layer's.
+int64_t RecurrentConv2D::executed_flops_per_sample(int phase) const {
+  auto of = [phase](const Conv2D& conv) {
+    const int64_t executed = conv.executed_flops_per_sample(phase);
+    return executed > 0 ? executed : conv.forward_flops_per_sample();
+  };
+  const int64_t total = of(ff_) + options_.steps * (rec_ ? of(*rec_) : 0);
+  return total == forward_flops_per_sample() ? 0 : total;
+}
+
 LayerTraffic RecurrentConv2D::traffic(double in, double out) const {
   const double steps = static_cast<double>(options_.steps), c = out;
   const LayerTraffic ff = ff_.traffic(in, c);

@@ -61,6 +61,9 @@ class RecurrentConv2D : public Layer {
   int64_t forward_flops_per_sample() const override {
     return ff_.forward_flops_per_sample() + options_.steps * (rec_ ? rec_->forward_flops_per_sample() : 0);
   }
+  // The same sum of its convolutions' executed flops (a member under the GEMM counts its
+  // products); 0 where that is the sum above (none runs Winograd).
+  int64_t executed_flops_per_sample(int phase) const override;
   // As the layers it is built of (recurrent_conv.cpp says the sum).
   LayerTraffic traffic(double in, double out) const override;
   int64_t workspace_elements(int64_t n) const override;
