@@ -62,9 +62,12 @@ inline void winograd_a(const B* in, int step, B* out, int ostep) {
 // One batch of lanes (channels at..at+W) of one tile, in and out.
 template <class B>
 inline void winograd_input_lanes(const float* const* d, int64_t at, float* v, int64_t v_stride) {
-  B x[36], t[36], r[6];
-  for (int k = 0; k < 36; ++k) x[k] = B::load_unaligned(d[k] + at);
-  for (int j = 0; j < 6; ++j) winograd_bt(x + j, 6, t + j, 6);  // columns: t = B^T d
+  B t[36], r[6];
+  for (int j = 0; j < 6; ++j) {  // columns: t = B^T d, each column loaded as it is transformed
+    B column[6];
+    for (int i = 0; i < 6; ++i) column[i] = B::load_unaligned(d[i * 6 + j] + at);
+    winograd_bt(column, 1, t + j, 6);
+  }
   for (int i = 0; i < 6; ++i) {                                   // rows: v = t B
     winograd_bt(t + i * 6, 1, r, 1);
     for (int j = 0; j < 6; ++j) r[j].store_unaligned(v + (i * 6 + j) * v_stride + at);
@@ -73,9 +76,12 @@ inline void winograd_input_lanes(const float* const* d, int64_t at, float* v, in
 
 template <class B>
 inline void winograd_output_lanes(const float* m, int64_t m_stride, int64_t at, float* const* out, int64_t out_at) {
-  B x[36], t[24], r[4];
-  for (int k = 0; k < 36; ++k) x[k] = B::load_unaligned(m + k * m_stride + at);
-  for (int j = 0; j < 6; ++j) winograd_at(x + j, 6, t + j, 6);  // columns: t [4 x 6] = A^T M
+  B t[24], r[4];
+  for (int j = 0; j < 6; ++j) {  // columns: t [4 x 6] = A^T M, each column loaded as it is transformed
+    B column[6];
+    for (int i = 0; i < 6; ++i) column[i] = B::load_unaligned(m + (i * 6 + j) * m_stride + at);
+    winograd_at(column, 1, t + j, 6);
+  }
   for (int i = 0; i < 4; ++i) {                                   // rows: y = t A
     winograd_at(t + i * 6, 1, r, 1);
     for (int j = 0; j < 4; ++j) {
@@ -86,9 +92,12 @@ inline void winograd_output_lanes(const float* m, int64_t m_stride, int64_t at, 
 
 template <class B>
 inline void winograd_grad_lanes(const float* const* dy, int64_t at, float* v, int64_t v_stride) {
-  B x[16], t[24], r[6];
-  for (int k = 0; k < 16; ++k) x[k] = dy[k] != nullptr ? B::load_unaligned(dy[k] + at) : B(0.0f);
-  for (int j = 0; j < 4; ++j) winograd_a(x + j, 4, t + j, 4);  // columns: t [6 x 4] = A dy
+  B t[24], r[6];
+  for (int j = 0; j < 4; ++j) {  // columns: t [6 x 4] = A dy, each column loaded as it is transformed
+    B column[4];
+    for (int i = 0; i < 4; ++i) column[i] = dy[i * 4 + j] != nullptr ? B::load_unaligned(dy[i * 4 + j] + at) : B(0.0f);
+    winograd_a(column, 1, t + j, 4);
+  }
   for (int i = 0; i < 6; ++i) {                                  // rows: v = t A^T
     winograd_a(t + i * 4, 1, r, 1);
     for (int j = 0; j < 6; ++j) r[j].store_unaligned(v + (i * 6 + j) * v_stride + at);
