@@ -435,8 +435,8 @@ TEST(ConvTuning, MeasuresOnceThenReadsTheCache) {
   }
   const std::string file = read_text(dir + "/conv-algorithms.txt");
   EXPECT_EQ(file.rfind("# retrograd conv algorithm timings v1\n", 0), 0u) << file;
-  EXPECT_NE(file.find("10x10x8 -> 8 pad 1|batch 4\t"), std::string::npos) << file;
-  EXPECT_NE(file.find("10x10x8 -> 4 pad 1|batch 4\t"), std::string::npos) << file;
+  EXPECT_NE(file.find("10x10x8 -> 8 pad 1|batch 4|no dx\t"), std::string::npos) << file;  // the first layer
+  EXPECT_NE(file.find("10x10x8 -> 4 pad 1|batch 4|with dx\t"), std::string::npos) << file;
   EXPECT_EQ(file.find("10x10x4 -> 8 pad 1"), std::string::npos) << file;
 
   std::unique_ptr<Model> again = build_model(2, kTunedCfg);

@@ -1,7 +1,8 @@
 // The measured choice of each auto Conv2D's algorithm (nn/conv_tuning.h): the timing of one
 // layer, the cache file's lines, and the checkpoint's text form.
 // Cache file: a first line "# retrograd conv algorithm timings v1", then one line a case,
-//   <cpu brand>|<isa>|<h>x<w>x<c> -> <filters> pad <p>|batch <n timed> <TAB> <gemm ms> <TAB> <winograd ms>
+//   <cpu brand>|<isa>|<h>x<w>x<c> -> <filters> pad <p>|batch <n timed>|with dx (or |no dx)
+//   <TAB> <gemm ms> <TAB> <winograd ms>
 // Timed on one thread: the choice, and so the results, do not depend on the thread count.
 // A file that is not this (or too large) is neither used nor overwritten, and the choice says so.
 #include "nn/conv_tuning.h"
@@ -34,12 +35,14 @@ using Timings = std::map<std::string, std::pair<double, double>>;  // key -> (ge
 
 std::string conv_cache_path() { return join_path(cache_folder(), "conv-algorithms.txt"); }
 
-std::string cache_key(const Conv2D& conv, int64_t batch) {
+// `with_dx`: whether the timing included the input gradient (a model's first layer has none):
+// the same shape timed both ways is two cases.
+std::string cache_key(const Conv2D& conv, int64_t batch, bool with_dx) {
   static const std::string brand = detect_cpu().brand;
   const ConvGeometry& g = conv.geometry();
   std::ostringstream key;
   key << brand << "|" << isa_name(active_isa()) << "|" << g.height << "x" << g.width << "x" << g.channels << " -> "
-      << conv.options().filters << " pad " << g.pad << "|batch " << batch;
+      << conv.options().filters << " pad " << g.pad << "|batch " << batch << (with_dx ? "|with dx" : "|no dx");
   return key.str();
 }
 
@@ -158,12 +161,12 @@ Result<std::vector<ConvChoice>> choose_conv_algorithms(Model& model, int64_t bat
   Timings measured;
   const int64_t timed = std::min(batch, kTimedSamples);
   for (Conv2D* conv : convs) {
-    const std::string key = cache_key(*conv, timed);
+    const bool with_dx = model.layers().front().get() != conv;  // the first layer has no dx to compute
+    const std::string key = cache_key(*conv, timed, with_dx);
     ConvChoice choice{conv->name(), ConvAlgorithm::gemm, 0, 0, "cached"};
     if (auto it = timings.find(key); it != timings.end()) {
       std::tie(choice.gemm_ms, choice.winograd_ms) = it->second;
     } else {
-      const bool with_dx = model.layers().front().get() != conv;  // the first layer has no dx to compute
       RG_ASSIGN(choice.gemm_ms, time_layer(*conv, ConvAlgorithm::gemm, timed, with_dx, timing));
       RG_ASSIGN(choice.winograd_ms, time_layer(*conv, ConvAlgorithm::winograd, timed, with_dx, timing));
       timings[key] = measured[key] = {choice.gemm_ms, choice.winograd_ms};
