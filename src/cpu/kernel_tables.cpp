@@ -92,10 +92,15 @@ const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c) {
 // The int8 families: avx512 runs avx2's kernels, but the GEMM and Winograd tiles where the CPU
 // has VNNI.
 
-const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) {
+namespace {
+// This CPU's AVX512_VNNI (CPUID, with the OS saving the ZMM state: CpuFeatures), read once.
+bool this_cpu_has_vnni() {
   static const bool has_vnni = detect_cpu().features.avx512vnni;
-  return qs8_gemm_kernel(isa, has_vnni);
+  return has_vnni;
 }
+}  // namespace
+
+const Qs8GemmKernel& qs8_gemm_kernel(Isa isa) { return qs8_gemm_kernel(isa, this_cpu_has_vnni()); }
 
 const Qs8GemmKernel& qs8_gemm_kernel(Isa isa, bool cpu_has_vnni) {
   static const Qs8GemmKernel reference{qs8_gemm_4x8__reference, qs8_requantize__reference, 4, 8,
@@ -146,8 +151,7 @@ const F16ConvertKernels& f16_convert() {
 }
 
 const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa) {
-  static const bool has_vnni = detect_cpu().features.avx512vnni;
-  return qs8_winograd_kernel(isa, has_vnni);
+  return qs8_winograd_kernel(isa, this_cpu_has_vnni());
 }
 
 const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa, bool cpu_has_vnni) {

@@ -193,12 +193,6 @@ int64_t RecurrentConv2D::workspace_elements(int64_t n) const {
   return std::max(ff_.workspace_elements(n), rec_ ? rec_->workspace_elements(n) : 0);
 }
 
-// As the layers it is built of, C values a state:
-//   forward:  ff conv u -> z_0; for t = 1..T: rec conv x_{t-1} -> z_t, z_t += z_0 (z_0, z_t
-//             read, z_t written); for t = 0..T: batch norm and relu z_t -> x_t (one pass);
-//   backward: for t = T..0: the batch norm's backward with the relu's and dx; for t < T the sum
-//             dff += dz_t (3C); for t > 0 rec conv's backward with dx (its gradient written at
-//             t = T, accumulated after); then ff conv's backward, whose dx is the layer's.
 int64_t RecurrentConv2D::executed_flops_per_sample(int phase) const {
   auto of = [phase](const Conv2D& conv) {
     const int64_t executed = conv.executed_flops_per_sample(phase);
@@ -208,6 +202,12 @@ int64_t RecurrentConv2D::executed_flops_per_sample(int phase) const {
   return total == forward_flops_per_sample() ? 0 : total;
 }
 
+// As the layers it is built of, C values a state:
+//   forward:  ff conv u -> z_0; for t = 1..T: rec conv x_{t-1} -> z_t, z_t += z_0 (z_0, z_t
+//             read, z_t written); for t = 0..T: batch norm and relu z_t -> x_t (one pass);
+//   backward: for t = T..0: the batch norm's backward with the relu's and dx; for t < T the sum
+//             dff += dz_t (3C); for t > 0 rec conv's backward with dx (its gradient written at
+//             t = T, accumulated after); then ff conv's backward, whose dx is the layer's.
 LayerTraffic RecurrentConv2D::traffic(double in, double out) const {
   const double steps = static_cast<double>(options_.steps), c = out;
   const LayerTraffic ff = ff_.traffic(in, c);

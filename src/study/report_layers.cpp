@@ -26,14 +26,14 @@ const RunRecord* profiled_run(const StudyResult& result, const std::string& netw
 // "0.476 / 0.483 / —": the three phases' ms a step.
 std::string ms_cell(const LayerPoint& l) {
   std::string out;
-  for (int p = 0; p < 3; ++p) out += (p ? " / " : "") + (std::isfinite(l.ms[p]) ? fixed(l.ms[p], 3) : kNone);
+  for (int p = 0; p < kLayerPhases; ++p) out += (p ? " / " : "") + (std::isfinite(l.ms[p]) ? fixed(l.ms[p], 3) : kNone);
   return out;
 }
 
 // "24% / 63% (exec 46%) / —": each phase's share of the peak, the executed share where it differs.
 std::string share_cell(const LayerPoint& l) {
   std::string out;
-  for (int p = 0; p < 3; ++p) {
+  for (int p = 0; p < kLayerPhases; ++p) {
     out += p ? " / " : "";
     out += std::isfinite(l.peak_share[p]) ? percent(l.peak_share[p], 0) : kNone;
     if (std::isfinite(l.executed_share[p])) out += " (exec " + percent(l.executed_share[p], 0) + ")";

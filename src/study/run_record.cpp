@@ -79,9 +79,8 @@ constexpr auto kEpochFields = [](auto& p, auto&& visit) {
 constexpr auto kLayerFields = [](auto& l, auto&& visit) {
   visit("layer", l.layer);
   visit("kind", l.kind);
-  const char* phases[3] = {"forward", "weight_grad", "input_grad"};
-  for (int p = 0; p < 3; ++p) {
-    const std::string phase = phases[p];
+  for (int p = 0; p < kLayerPhases; ++p) {
+    const std::string phase = layer_phase_key(static_cast<LayerPhase>(p));
     visit((phase + "_ms").c_str(), l.ms[p]);
     visit((phase + "_peak_share").c_str(), l.peak_share[p]);
     visit((phase + "_executed_peak_share").c_str(), l.executed_share[p]);

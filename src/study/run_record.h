@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/layer_profile.h"
 #include "study/study_plan.h"
 
 namespace rg {
@@ -29,9 +30,9 @@ struct EpochPoint {
 // layers are named "G conv1", "D conv1".
 struct LayerPoint {
   std::string layer, kind;
-  double ms[3] = {NAN, NAN, NAN};
-  double peak_share[3] = {NAN, NAN, NAN};
-  double executed_share[3] = {NAN, NAN, NAN};
+  double ms[kLayerPhases] = {NAN, NAN, NAN};  // in LayerPhase's order
+  double peak_share[kLayerPhases] = {NAN, NAN, NAN};
+  double executed_share[kLayerPhases] = {NAN, NAN, NAN};
 };
 
 struct RunRecord {

@@ -40,15 +40,15 @@ std::string failure_text(const std::string& path, size_t lines) {
 void read_model_profile(const nlohmann::json& profile, const std::string& prefix, RunRecord& r) {
   if (!profile.is_object() || !profile.contains("layers") || !profile["layers"].is_array()) return;
   r.layers_peak_gflops = number_or_nan(profile, "peak_gflops");
-  const char* phases[3] = {"forward", "weight_grad", "input_grad"};
   for (const nlohmann::json& layer : profile["layers"]) {
     if (!layer.is_object() || layer.contains("fused_into")) continue;
     LayerPoint l;
     l.layer = prefix + layer.value("layer", "");
     l.kind = layer.value("kind", "");
-    for (int p = 0; p < 3; ++p) {
-      if (!layer.contains(phases[p]) || !layer[phases[p]].is_object()) continue;
-      const nlohmann::json& phase = layer[phases[p]];
+    for (int p = 0; p < kLayerPhases; ++p) {
+      const char* key = layer_phase_key(static_cast<LayerPhase>(p));
+      if (!layer.contains(key) || !layer[key].is_object()) continue;
+      const nlohmann::json& phase = layer[key];
       l.ms[p] = number_or_nan(phase, "ms_per_step");
       l.peak_share[p] = number_or_nan(phase, "peak_share");
       l.executed_share[p] = number_or_nan(phase, "executed_peak_share");
