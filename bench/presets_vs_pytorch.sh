@@ -15,7 +15,9 @@
 #   env SEED     seed for both sides (default 1)
 #   env LIMIT    train on the first N training samples only (default: all 60000;
 #                a fraction of an epoch, for quick tests of this script; the test set is
-#                always all 10000)
+#                always all 10000 unless TEST_LIMIT)
+#   env TEST_LIMIT  test on the first N test samples only (default: all 10000; speed runs where
+#                the test pass would be a large part of a short run)
 #   env ACCURACY 1: accuracy mode: each preset once per side to the issue's epoch
 #                counts at 2 threads, checked against the floors (lenet test accuracy
 #                >= 0.87, cnn >= 0.90, autoencoder test MSE <= 0.015)
@@ -63,7 +65,7 @@ MARKDOWN=0
 for arg in "$@"; do
   case "$arg" in
     --markdown) MARKDOWN=1 ;;
-    -h|--help) sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $arg" ;;
   esac
 done
@@ -83,6 +85,7 @@ else
 fi
 SEED=${SEED:-1}
 LIMIT=${LIMIT:-0}
+TEST_LIMIT=${TEST_LIMIT:-0}
 BUILD=${BUILD:-0}
 BATCH=64
 BIN=${BIN:-build/retrograd}
@@ -97,6 +100,7 @@ SPEED=${SPEED:-all}
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer (got '$REPS')"
 [[ -z "$EPOCHS_SET" || "$EPOCHS_SET" =~ ^[1-9][0-9]*$ ]] || die "EPOCHS must be a positive integer (got '$EPOCHS_SET')"
 [[ "$LIMIT" =~ ^[0-9]+$ ]] || die "LIMIT must be a non-negative integer (got '$LIMIT')"
+[[ "$TEST_LIMIT" =~ ^[0-9]+$ ]] || die "TEST_LIMIT must be a non-negative integer (got '$TEST_LIMIT')"
 [[ "$SEED" =~ ^[0-9]+$ ]] || die "SEED must be a non-negative integer (got '$SEED')"
 for t in $THREADS; do [[ "$t" =~ ^[1-9][0-9]*$ ]] || die "THREADS must be positive integers (got '$t')"; done
 [[ -n "${THREADS// /}" ]] || die "THREADS is empty"
@@ -160,8 +164,11 @@ trap 'rm -rf "$WORK"' EXIT
 
 LIMIT_ARG=()
 [[ "$LIMIT" -gt 0 ]] && LIMIT_ARG=(--limit "$LIMIT")
+[[ "$TEST_LIMIT" -gt 0 ]] && LIMIT_ARG+=(--test-limit "$TEST_LIMIT")
 EXPECT_SAMPLES=60000
 [[ "$LIMIT" -gt 0 && "$LIMIT" -lt 60000 ]] && EXPECT_SAMPLES=$LIMIT
+EXPECT_TEST=10000
+[[ "$TEST_LIMIT" -gt 0 && "$TEST_LIMIT" -lt 10000 ]] && EXPECT_TEST=$TEST_LIMIT
 EP_DESC=${EPOCHS_SET:-"per preset (lenet, autoencoder, conv-autoencoder 5; cnn, mlp, rcnn, dcgan 3)"}
 LIMIT_TXT=${LIMIT_ARG[*]:+" ${LIMIT_ARG[*]}"}
 
@@ -171,7 +178,7 @@ echo "commit:  $COMMIT"
 echo "build:   $BIN ($BUILDTYPE), $BUILDSTATE"
 echo "torch:   $TORCH_VERSION ($PY); $TORCH_BACKENDS"
 echo "mode:    $([[ "$ACCURACY" == 1 ]] && echo "accuracy (ACCURACY=1)" || echo speed); samples/s over $([[ "$SPEED" == last ]] && echo "the last epoch (SPEED=last)" || echo "every epoch")"
-echo "runs:    PRESETS=\"$PRESETS\" EPOCHS=$EP_DESC THREADS=\"$THREADS\" REPS=$REPS rounds SEED=$SEED batch $BATCH$([[ "$LIMIT" -gt 0 ]] && echo " LIMIT=$LIMIT"), interleaved"
+echo "runs:    PRESETS=\"$PRESETS\" EPOCHS=$EP_DESC THREADS=\"$THREADS\" REPS=$REPS rounds SEED=$SEED batch $BATCH$([[ "$LIMIT" -gt 0 ]] && echo " LIMIT=$LIMIT")$([[ "$TEST_LIMIT" -gt 0 ]] && echo " TEST_LIMIT=$TEST_LIMIT"), interleaved"
 echo "data:    $DATA"
 echo "commands:"
 echo "  $BIN train --model P --data $DATA --epochs E --batch $BATCH --seed $SEED --threads T$LIMIT_TXT --json FILE"
@@ -184,11 +191,11 @@ echo
 # epoch's G loss (dcgan); parameters "N", or the GAN's "N+M" (retrograd's from its log: its GAN
 # JSON has none); flops the training flops per sample.
 check_json() {  # file side preset threads epochs log
-  "$PY" - "$1" "$2" "$3" "$4" "$5" "$EXPECT_SAMPLES" "$6" "$SPEED" <<'EOF'
+  "$PY" - "$1" "$2" "$3" "$4" "$5" "$EXPECT_SAMPLES" "$6" "$SPEED" "$EXPECT_TEST" <<'EOF'
 import json, math, re, sys
 path, side, preset = sys.argv[1:4]
 threads, epochs, samples = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
-log, speed = sys.argv[7], sys.argv[8]
+log, speed, test_samples = sys.argv[7], sys.argv[8], int(sys.argv[9])
 gan = preset == "dcgan"
 try:
     with open(path) as f:
@@ -234,8 +241,8 @@ if ran != epochs:
     sys.exit("%s: ran %r epochs, asked for %d" % (side, ran, epochs))
 if d.get("train_samples") != samples:
     sys.exit("%s: trained on %r samples, expected %d" % (side, d.get("train_samples"), samples))
-if not gan and d.get("test_samples") != 10000:
-    sys.exit("%s: tested on %r samples, expected 10000" % (side, d.get("test_samples")))
+if not gan and d.get("test_samples") != test_samples:
+    sys.exit("%s: tested on %r samples, expected %d" % (side, d.get("test_samples"), test_samples))
 rate = d["train_samples_per_s"]
 if speed == "last":  # the last epoch's own rate (both sides keep one per epoch in "history")
     rate = (d.get("history") or [{}])[-1].get("samples_per_s")
@@ -293,8 +300,8 @@ for P in $PRESETS; do
 done
 
 # --- summary -----------------------------------------------------------------
-FULL=1   # the issue's settings: whole training set, the issue's epoch counts
-[[ "$EXPECT_SAMPLES" == 60000 && -z "$EPOCHS_SET" ]] || FULL=0
+FULL=1   # the issue's settings: whole training and test sets, the issue's epoch counts
+[[ "$EXPECT_SAMPLES" == 60000 && "$EXPECT_TEST" == 10000 && -z "$EPOCHS_SET" ]] || FULL=0
 "$PY" - "$RESULTS" "$MARKDOWN" "$ACCURACY" "$FULL" "$REPS" "$PRESETS" <<'EOF'
 import statistics, sys
 path, markdown, accuracy, full, reps = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4] == "1", sys.argv[5]
