@@ -260,6 +260,59 @@ TEST_P(GemmTrans, IntegerInputsBitExact) {
   }
 }
 
+// A product of one row or one column of C (ops' vector path: rows_combine) gives the bits the
+// tile path gives the same row or column inside a wider product: op(A)'s row or op(B)'s column
+// taken from the wider operands, k across KC blocks, padded strides, every alpha/beta form, with
+// and without a pool (M large enough to be split).
+TEST_P(GemmTrans, OneRowOrColumnGetsTheTilePathsBits) {
+  const auto [ta, tb] = transposes();
+  Rng rng(8, 0);
+  ThreadPool pool(3);
+  struct Case {
+    int64_t m, n, k;
+  };
+  const Case cases[] = {{1, 7, 5},   {1, 300, 513}, {1, 40, 1100}, {9, 1, 600}, {300, 1, 70},
+                        {1, 1, 1030}, {70, 1, 2100}, {1, 2100, 70}};
+  int index = 0;
+  for (const Case& c : cases) {
+    const int64_t wide_m = c.m == 1 ? 13 : c.m, wide_n = c.n == 1 ? 9 : c.n, i0 = c.m == 1 ? 5 : 0,
+                  j0 = c.n == 1 ? 3 : 0;
+    const Operands wide = make_operands(ta, tb, wide_m, wide_n, c.k, kPads[index % 3], Fill::uniform, rng);
+    const AlphaBeta ab = kAlphaBeta[static_cast<size_t>(index % 4)];
+    ThreadPool* threads = index++ % 2 ? &pool : nullptr;
+    // The narrow operands: op(A)'s rows [i0, i0 + m) and op(B)'s columns [j0, j0 + n), padded by 2.
+    const GemmShape& w = wide.s;
+    const int64_t lda = (ta == Trans::no ? c.k : c.m) + 2, ldb = (tb == Trans::no ? c.n : c.k) + 2, ldc = c.n + 2;
+    std::vector<float> a(static_cast<size_t>((ta == Trans::no ? c.m : c.k) * lda), kNaN);
+    std::vector<float> b(static_cast<size_t>((tb == Trans::no ? c.k : c.n) * ldb), kNaN);
+    std::vector<float> narrow_c(static_cast<size_t>(c.m * ldc), kNaN);
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t p = 0; p < c.k; ++p)
+        a[static_cast<size_t>(ta == Trans::no ? i * lda + p : p * lda + i)] = wide.a[static_cast<size_t>(
+            ta == Trans::no ? (i0 + i) * w.lda + p : p * w.lda + i0 + i)];
+    for (int64_t p = 0; p < c.k; ++p)
+      for (int64_t j = 0; j < c.n; ++j)
+        b[static_cast<size_t>(tb == Trans::no ? p * ldb + j : j * ldb + p)] = wide.b[static_cast<size_t>(
+            tb == Trans::no ? p * w.ldb + j0 + j : (j0 + j) * w.ldb + p)];
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j)
+        narrow_c[static_cast<size_t>(i * ldc + j)] = wide.c[static_cast<size_t>((i0 + i) * w.ldc + j0 + j)];
+    std::vector<float> wide_c = wide.c;
+    f32_gemm(w, ab.alpha, wide.a.data(), wide.b.data(), ab.beta, wide_c.data(), threads);
+    const GemmShape s{ta, tb, c.m, c.n, c.k, lda, ldb, ldc};
+    f32_gemm(s, ab.alpha, a.data(), b.data(), ab.beta, narrow_c.data(), threads);
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        const float got = narrow_c[static_cast<size_t>(i * ldc + j)];
+        const float want = wide_c[static_cast<size_t>((i0 + i) * w.ldc + j0 + j)];
+        ASSERT_EQ(bits(got), bits(want)) << describe(s, ab.alpha, ab.beta) << " at (" << i << ", " << j << "): " << got
+                                         << ", the tile path " << want;
+      }
+    for (int64_t i = 0; i < c.m; ++i)  // C's padding untouched
+      for (int64_t j = c.n; j < ldc; ++j) ASSERT_TRUE(std::isnan(narrow_c[static_cast<size_t>(i * ldc + j)]));
+  }
+}
+
 // Split across 1, 2, 3 and 4 threads (and no pool), the bits of C are the same: m > n splits
 // rows, m < n splits columns over one op(A) the threads packed together (a dense layer's
 // forward: 64 x 300 over 1100, three depth blocks).

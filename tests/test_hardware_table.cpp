@@ -150,7 +150,7 @@ TEST(HardwarePeak, FromTheTableTheFeaturesOrNothing) {
   EXPECT_DOUBLE_EQ(cpu_fp32_peak(hardware_table(), vm, 1, 1000).gflops, 8.0);
   EXPECT_EQ(cpu_fp32_peak(hardware_table(), vm, 1, 0).gflops, 0);  // nothing to derive from
 
-  // AVX-512: two 512-bit FMA units assumed (64), but AMD's Zen 4 and 5 run 512 bits as two halves (32).
+  // AVX-512: two 512-bit FMA units assumed (64), but AMD's Zen 4 and mobile Zen 5 run 512 bits as two halves (32).
   CpuInfo xeon;
   xeon.vendor = "GenuineIntel";
   xeon.brand = "Intel(R) Xeon(R) Unlisted CPU";
@@ -163,12 +163,19 @@ TEST(HardwarePeak, FromTheTableTheFeaturesOrNothing) {
   CpuInfo zen4 = xeon;
   zen4.vendor = "AuthenticAMD";
   zen4.brand = "AMD EPYC";
-  for (int family : {0x19, 0x1A}) {
-    zen4.family = family;
-    peak = cpu_fp32_peak(hardware_table(), zen4, 1, 1000);
-    EXPECT_DOUBLE_EQ(peak.gflops, 32.0) << family;
-    EXPECT_NE(peak.basis.find("two 256-bit halves"), std::string::npos) << peak.basis;
-  }
+  zen4.family = 0x19;
+  peak = cpu_fp32_peak(hardware_table(), zen4, 1, 1000);
+  EXPECT_DOUBLE_EQ(peak.gflops, 32.0);
+  EXPECT_NE(peak.basis.find("two 256-bit halves"), std::string::npos) << peak.basis;
+  CpuInfo zen5 = zen4;  // full-width units on the desktop and in servers, halves in Ryzen AI 300
+  zen5.family = 0x1A;
+  EXPECT_DOUBLE_EQ(cpu_fp32_peak(hardware_table(), zen5, 1, 1000).gflops, 64.0);
+  zen5.brand = "AMD Ryzen AI Max+ PRO 395";
+  EXPECT_DOUBLE_EQ(cpu_fp32_peak(hardware_table(), zen5, 1, 1000).gflops, 64.0);
+  zen5.brand = "AMD Ryzen AI 9 HX 370 w/ Radeon 890M";
+  peak = cpu_fp32_peak(hardware_table(), zen5, 1, 1000);
+  EXPECT_DOUBLE_EQ(peak.gflops, 32.0);
+  EXPECT_NE(peak.basis.find("two 256-bit halves"), std::string::npos) << peak.basis;
   CpuInfo tiger = xeon;  // Intel's client AVX-512 cores: one 512-bit FMA unit
   tiger.brand = "11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz";
   peak = cpu_fp32_peak(hardware_table(), tiger, 1, 1000);

@@ -6,6 +6,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -113,6 +114,35 @@ TEST_P(KernelsOnIsa, BiasAndColumnSumsAreExact) {
       fast().column_sum(rows, cols, y.data(), sums_got.data());
       expect_close(sums_got, sums_want, cols, 0, 0, "column_sum");
     }
+}
+
+// rows_combine (one GEMM row or column, lanes the outputs) against the reference: tails below,
+// at and past each width and its 4-vector groups, a padded row stride, every alpha/beta form;
+// beta 0 ignores NaN in y; nothing past n is written. Exact but at the FMA levels (one rounding
+// a term).
+TEST_P(KernelsOnIsa, RowsCombineMatchesReference) {
+  Rng rng(31, 0);
+  const float tol = GetParam() >= Isa::avx2_fma ? 2e-6f : 0.0f;
+  const float kNaN = std::numeric_limits<float>::quiet_NaN();
+  struct AlphaBeta {
+    float alpha, beta;
+  };
+  for (int64_t k : {1, 2, 7, 64})
+    for (int64_t n : {1, 3, 4, 8, 15, 16, 17, 33, 63, 64, 65, 100, 130})
+      for (const AlphaBeta ab : {AlphaBeta{1, 0}, AlphaBeta{1, 1}, AlphaBeta{0.5f, 2}, AlphaBeta{-1.5f, 0.25f}}) {
+        const int64_t ldm = n + 5;
+        const std::vector<float> m = random_vector(k * ldm, -1, 1, rng), x = random_vector(k, -1, 1, rng);
+        std::vector<float> y = random_vector(n + 3, -1, 1, rng);
+        if (ab.beta == 0.0f) std::fill(y.begin(), y.begin() + n, kNaN);
+        std::vector<float> want = y, got = y;
+        ref().rows_combine(k, n, m.data(), ldm, x.data(), ab.alpha, ab.beta, want.data());
+        fast().rows_combine(k, n, m.data(), ldm, x.data(), ab.alpha, ab.beta, got.data());
+        const std::string what = "rows_combine k " + std::to_string(k) + " n " + std::to_string(n) + " alpha " +
+                                 std::to_string(ab.alpha) + " beta " + std::to_string(ab.beta);
+        expect_close(got, want, n, tol, tol, what);
+        for (int64_t j = n; j < n + 3; ++j)
+          EXPECT_EQ(got[static_cast<size_t>(j)], y[static_cast<size_t>(j)]) << what << ": wrote past n at " << j;
+      }
 }
 
 // The depthwise rows and their weight gradient on every level against the reference (ops'

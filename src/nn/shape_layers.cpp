@@ -24,16 +24,12 @@ Result<Shape> Reshape::configure(const Shape& input) {
   return output_;
 }
 
-void Reshape::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
-  (void)ctx;
-  y.copy_from(x);
-}
+void Reshape::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) { y.copy_from(x, ctx.pool); }
 
 void Reshape::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const LayerContext& ctx) {
   (void)x;
   (void)y;
-  (void)ctx;
-  if (dx.defined()) dx.copy_from(dy);
+  if (dx.defined()) dx.copy_from(dy, ctx.pool);
 }
 
 // ---------------------------------------------------------------- Upsample

@@ -175,6 +175,83 @@ void gemm_shared_a(const GemmShape& s, const F32GemmKernel& kernel, float alpha,
 // a thread's own packing buffers may reach); a larger one is packed per thread as before.
 constexpr int64_t kMaxSharedA = int64_t{1} << 20;
 
+// Products with one row or one column of C (a dense layer of one unit, one sample's forward):
+// the tile would spend all but one of its NR lanes (or MR rows) on nothing. Written as y[j] = sum
+// over p of x[p] M[p][j], lanes the outputs (the vector kernels' rows_combine), with M[p][j] =
+// base[p * step_p + j * step_j]: read in place where step_j is 1, else packed a block of lanes at a
+// time. Each element is one chain a KC block in order, the blocks joined as gemm_region joins
+// them, so it gets the tile path's bits; lanes are split over the pool only where M is large
+// (its flops are few but its bytes are not: dcgan's one-logit layer reads 1.6 MB a pass).
+struct VectorProduct {
+  const float* base;
+  int64_t step_p, step_j, lanes;
+  std::vector<float> x;  // op(A)'s row or op(B)'s column, contiguous
+};
+
+// The kLanesBlock lanes [j0, j1) of y over all of x, `pack` a KC x kLanesBlock buffer.
+constexpr int64_t kLanesBlock = 64;
+void vector_product_lanes(const VectorProduct& v, const F32RowsCombine combine, float alpha, float beta, float* y,
+                          int64_t j0, int64_t j1, float* pack) {
+  const int64_t k = static_cast<int64_t>(v.x.size());
+  for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+    const int64_t depth = std::min(kKC, k - p0);
+    const float keep = p0 == 0 ? beta : 1.0f;
+    if (v.step_j == 1) {
+      combine(depth, j1 - j0, v.base + p0 * v.step_p + j0, v.step_p, v.x.data() + p0, alpha, keep, y + j0);
+      continue;
+    }
+    for (int64_t b0 = j0; b0 < j1; b0 += kLanesBlock) {
+      const int64_t width = std::min(kLanesBlock, j1 - b0);
+      // 16 p (a cache line of each lane's row, read whole at once: rows 4 KB apart share an L1
+      // set) for every lane, then the next 16: 4 KB of the pack written at a time
+      const float* src = v.base + b0 * v.step_j + p0 * v.step_p;
+      for (int64_t q0 = 0; q0 < depth; q0 += 16) {
+        const int64_t q1 = std::min(depth, q0 + 16);
+        for (int64_t j = 0; j < width; ++j)
+          for (int64_t p = q0; p < q1; ++p) pack[p * width + j] = src[j * v.step_j + p * v.step_p];
+      }
+      combine(depth, width, pack, width, v.x.data() + p0, alpha, keep, y + b0);
+    }
+  }
+}
+
+// Splits the lanes over the pool where M has at least this many elements (512 KB); f32_gemm
+// splits a product whose C has as many.
+constexpr int64_t kMinElementsToSplitLanes = int64_t{1} << 17;
+
+void gemm_vector_product(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                         ThreadPool* pool) {
+  VectorProduct v;
+  v.x.resize(static_cast<size_t>(s.k));
+  const bool one_row = s.m == 1;  // y = C's row, M = op(B); else y = C's column, M = op(A)^T
+  for (int64_t p = 0; p < s.k; ++p)
+    v.x[static_cast<size_t>(p)] = one_row ? (s.trans_a == Trans::no ? a[p] : a[p * s.lda])
+                                          : (s.trans_b == Trans::no ? b[p * s.ldb] : b[p]);
+  if (one_row) {
+    v = VectorProduct{b, s.trans_b == Trans::no ? s.ldb : 1, s.trans_b == Trans::no ? 1 : s.ldb, s.n, std::move(v.x)};
+  } else {
+    v = VectorProduct{a, s.trans_a == Trans::yes ? s.lda : 1, s.trans_a == Trans::yes ? 1 : s.lda, s.m, std::move(v.x)};
+  }
+  // C's column is y in place only at ldc 1; else a copy (read first where beta reads it).
+  const bool strided_y = !one_row && s.ldc != 1;
+  std::vector<float> y_copy(strided_y ? static_cast<size_t>(s.m) : 0);
+  if (strided_y && beta != 0.0f)
+    for (int64_t i = 0; i < s.m; ++i) y_copy[static_cast<size_t>(i)] = c[i * s.ldc];
+  float* y = strided_y ? y_copy.data() : c;
+  const F32RowsCombine combine = f32_vector().rows_combine;
+  const auto run = [&](int64_t j0, int64_t j1) {
+    thread_local std::vector<float> pack;
+    vector_product_lanes(v, combine, alpha, beta, y, j0, j1, packing_buffer(pack, kKC * kLanesBlock));
+  };
+  if (pool != nullptr && pool->threads() > 1 && v.lanes * s.k >= kMinElementsToSplitLanes) {
+    pool->parallel_for(v.lanes, v.step_j == 1 ? kLanesBlock : 16, run);  // packed: few lanes, long rows
+  } else {
+    run(0, v.lanes);
+  }
+  if (strided_y)
+    for (int64_t i = 0; i < s.m; ++i) c[i * s.ldc] = y_copy[static_cast<size_t>(i)];
+}
+
 }  // namespace
 
 void f32_gemm_scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
@@ -191,11 +268,15 @@ void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, f
     f32_gemm_scale_c(s.m, s.n, beta, c, s.ldc);
     return;
   }
+  if (s.m == 1 || s.n == 1) return gemm_vector_product(s, alpha, a, b, beta, c, pool);
   const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), s.n);
   // Small products stay on one thread; tall ones share one packed B across threads, wide ones
   // one packed A; the rest split the larger of m and n into tile-aligned ranges, one per thread.
+  // A shallow product (a dense layer's input gradient from one unit: k = 1) has few flops but
+  // writes all of C: C's elements count too.
   const int64_t flops = 2 * s.m * s.n * s.k;
-  if (pool == nullptr || pool->threads() == 1 || flops < kGemmMinFlopsToSplit) {
+  const bool few = flops < kGemmMinFlopsToSplit && s.m * s.n < kMinElementsToSplitLanes;
+  if (pool == nullptr || pool->threads() == 1 || few) {
     gemm_region(s, kernel, alpha, a, b, beta, c, 0, s.m, 0, s.n);
   } else if (s.m >= s.n && s.m > kMaxRowsForBInPlace) {
     gemm_shared_b(s, kernel, alpha, a, b, beta, c, *pool);

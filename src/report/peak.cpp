@@ -13,9 +13,14 @@ std::string table_source(const HardwareSpec& spec) {
   return "data/hardware_specs.csv: " + spec.device + " (" + spec.sources + ")";
 }
 
-// Zen 4 and Zen 5 (peak.h): AVX-512 counted as two 256-bit halves.
+// Zen 4, and Zen 5 in the mobile Ryzen AI 300 parts (peak.h): AVX-512 counted as two 256-bit
+// halves. Zen 5's desktop, server and Ryzen AI Max parts have full-width 512-bit units.
 bool amd_512_bit_as_halves(const CpuInfo& cpu) {
-  return cpu.vendor == "AuthenticAMD" && (cpu.family == 0x19 || cpu.family == 0x1A);
+  if (cpu.vendor != "AuthenticAMD") return false;
+  if (cpu.family == 0x19) return true;
+  const bool mobile_zen5 = cpu.brand.find("Ryzen AI") != std::string::npos &&
+                           cpu.brand.find("Ryzen AI Max") == std::string::npos;
+  return cpu.family == 0x1A && mobile_zen5;
 }
 
 // Intel's client cores with AVX-512 (Cannon, Ice, Tiger and Rocket Lake: "Core" in the brand)

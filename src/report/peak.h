@@ -22,10 +22,10 @@ struct PeakFigure {
 
 // FP32 flops per cycle per core from the SIMD units the features imply, two arithmetic pipes
 // assumed (AVX-512 with FMA: 2 x 16 lanes x 2; FMA: 2 x 8 lanes x 2; AVX: 8-lane add + mul; SSE:
-// 4-lane add + mul). Two 512-bit FMA units are what Xeon Gold and Platinum have; AMD's Zen 4 and
-// Zen 5 (AuthenticAMD family 0x19, 0x1A) are taken to run a 512-bit operation as two 256-bit
-// halves (Zen 4 does; some Zen 5 parts have full-width units, so this is their lower bound): 32,
-// as AVX2's. CPUID cannot show a Xeon with one 512-bit FMA unit (some Silver and Bronze parts:
+// 4-lane add + mul). Two 512-bit FMA units are what Xeon Gold and Platinum have, and AMD's Zen 5
+// (family 0x1A) on the desktop and in servers (an EPYC VM of that family ran 54 flops a cycle in
+// one convolution here); Zen 4 (family 0x19) and the mobile Zen 5 of the Ryzen AI 300 parts run a
+// 512-bit operation as two 256-bit halves: 32, as AVX2's. CPUID cannot show a Xeon with one 512-bit FMA unit (some Silver and Bronze parts:
 // 32), nor K8's SSE units of half width (4 a cycle): the table's figures, where listed, win.
 // For CPUs the table does not list.
 double simd_flops_per_cycle(const CpuInfo& cpu);

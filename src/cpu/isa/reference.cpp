@@ -72,6 +72,15 @@ void f32_column_sum__reference(int64_t rows, int64_t cols, const float* x, float
     for (int64_t c = 0; c < cols; ++c) sums[c] += x[r * cols + c];
 }
 
+void f32_rows_combine__reference(int64_t k, int64_t n, const float* m, int64_t ldm, const float* x, float alpha,
+                                 float beta, float* y) {
+  for (int64_t j = 0; j < n; ++j) {
+    float sum = 0.0f;
+    for (int64_t p = 0; p < k; ++p) sum += x[p] * m[p * ldm + j];
+    y[j] = beta == 0.0f ? alpha * sum : alpha * sum + beta * y[j];  // as reference_tile
+  }
+}
+
 void f32_depthwise__reference(int64_t c, int64_t pixels, int64_t taps, const float* const* rows, const float* w,
                               const float* bias, float* out) {
   depthwise_rows(c, pixels, taps, rows, w, bias, out);

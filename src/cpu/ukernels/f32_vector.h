@@ -23,6 +23,14 @@ using F32AddBias = void (*)(int64_t rows, int64_t cols, const float* bias, float
 // sums[c] += sum over r of x[r][c], rows added in order (the same sum whatever the ISA width).
 using F32ColumnSum = void (*)(int64_t rows, int64_t cols, const float* x, float* sums);
 
+// The product of a vector and a matrix's rows, one lane an output (ops/gemm_vector.cpp's
+// GEMMs of one row or one column): y[j] = alpha (sum over p < k, in order, of x[p] m[p ldm + j])
+// + beta y[j] for j < n, each sum one FMA chain on the FMA levels (a product and an add a term
+// below them) and alpha and beta applied as the GEMM tile applies them (f32_gemm.h; beta 0 never
+// reads y): an element gets the bits the tile gives it.
+using F32RowsCombine = void (*)(int64_t k, int64_t n, const float* m, int64_t ldm, const float* x, float alpha,
+                                float beta, float* y);
+
 // Inverted dropout over n values: y[i] = draw(i) < threshold ? +0 : x[i] * scale, where draw(i)
 // = splitmix64_at(state, counter + i) >> 32 (ops/dropout_mask.h defines the mask by it; the
 // device's kernel draws the same). Exact on every level (integer draws, one product). In place allowed.
@@ -85,6 +93,7 @@ using F32DepthwiseWeightGrad = void (*)(int64_t c, int64_t pixels, int64_t taps,
   X(unary_grad, F32UnaryGrad, f32_vunary_grad, isa)                                \
   X(add_bias, F32AddBias, f32_add_bias, isa)                                       \
   X(column_sum, F32ColumnSum, f32_column_sum, isa)                                 \
+  X(rows_combine, F32RowsCombine, f32_rows_combine, isa)                           \
   X(softmax_rows, F32SoftmaxRows, f32_softmax_rows, isa)                           \
   X(dropout, F32Dropout, f32_dropout, isa)                                         \
   X(batch_norm_grad_sums, F32BatchNormGradSums, f32_batch_norm_grad_sums, isa)     \

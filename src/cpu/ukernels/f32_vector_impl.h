@@ -300,6 +300,55 @@ void column_sum(int64_t rows, int64_t cols, const float* x, float* sums) {
   }
 }
 
+// rows_combine (f32_vector.h) for the G vectors of outputs from j0 (G W >= the outputs left >
+// (G - 1) W): one FMA chain a lane down the k rows in order, in registers; the last vector's
+// lanes past n are read from a zero-padded copy of each row and never stored.
+template <class B, int G>
+void rows_combine_group(int64_t k, int64_t n, int64_t j0, const float* m, int64_t ldm, const float* x, float alpha,
+                        float beta, float* y) {
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  const int64_t width = n - j0 < G * W ? n - j0 : G * W, whole = width / W;
+  B acc[G];
+  for (int g = 0; g < G; ++g) acc[g] = B(0.0f);
+  alignas(64) float row_tail[W] = {};
+  const size_t tail_bytes = static_cast<size_t>(width - whole * W) * sizeof(float);
+  for (int64_t p = 0; p < k; ++p) {
+    const float* row = m + p * ldm + j0;
+    const B xp(x[p]);
+    for (int g = 0; g < whole; ++g) acc[g] = fused_multiply_add(xp, B::load_unaligned(row + g * W), acc[g]);
+    if (whole < G) {
+      std::memcpy(row_tail, row + whole * W, tail_bytes);
+      acc[whole] = fused_multiply_add(xp, B::load_aligned(row_tail), acc[whole]);
+    }
+  }
+  const B scale(alpha), keep(beta);
+  alignas(64) float out[G * W] = {};
+  if (beta != 0.0f) std::memcpy(out, y + j0, static_cast<size_t>(width) * sizeof(float));
+  for (int g = 0; g < G; ++g) {
+    const B old = B::load_aligned(out + g * W);
+    const B sum = beta == 0.0f   ? B(scale * acc[g])
+                  : beta == 1.0f ? fused_multiply_add(scale, acc[g], old)
+                                 : fused_multiply_add(scale, acc[g], keep * old);
+    sum.store_aligned(out + g * W);
+  }
+  std::memcpy(y + j0, out, static_cast<size_t>(width) * sizeof(float));
+}
+
+template <class Arch>
+void rows_combine(int64_t k, int64_t n, const float* m, int64_t ldm, const float* x, float alpha, float beta,
+                  float* y) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size), kGroup = 4 * W;
+  for (int64_t j0 = 0; j0 < n; j0 += kGroup) {
+    switch (n - j0 < kGroup ? (n - j0 + W - 1) / W : 4) {
+      case 1: rows_combine_group<B, 1>(k, n, j0, m, ldm, x, alpha, beta, y); break;
+      case 2: rows_combine_group<B, 2>(k, n, j0, m, ldm, x, alpha, beta, y); break;
+      case 3: rows_combine_group<B, 3>(k, n, j0, m, ldm, x, alpha, beta, y); break;
+      default: rows_combine_group<B, 4>(k, n, j0, m, ldm, x, alpha, beta, y); break;
+    }
+  }
+}
+
 // Lanes hold partial results; the tail's padding lanes get `pad` so they cannot win a max
 // or add to a sum.
 template <class Arch>
@@ -469,6 +518,10 @@ void depthwise_weight_grad(int64_t c, int64_t pixels, int64_t taps, const float*
   }                                                                                                        \
   void f32_column_sum__##isa(int64_t rows, int64_t cols, const float* x, float* sums) {                   \
     ukernel::column_sum<Arch>(rows, cols, x, sums);                                                        \
+  }                                                                                                        \
+  void f32_rows_combine__##isa(int64_t k, int64_t n, const float* m, int64_t ldm, const float* x, float alpha, \
+                              float beta, float* y) {                                                      \
+    ukernel::rows_combine<Arch>(k, n, m, ldm, x, alpha, beta, y);                                          \
   }                                                                                                        \
   void f32_softmax_rows__##isa(int64_t rows, int64_t cols, const float* x, float* y) {                  \
     ukernel::softmax_rows<Arch>(rows, cols, x, y);                                                         \
