@@ -221,17 +221,14 @@ constexpr int64_t kMinElementsToSplitLanes = int64_t{1} << 17;
 
 void gemm_vector_product(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
                          ThreadPool* pool) {
-  VectorProduct v;
-  v.x.resize(static_cast<size_t>(s.k));
   const bool one_row = s.m == 1;  // y = C's row, M = op(B); else y = C's column, M = op(A)^T
+  std::vector<float> x(static_cast<size_t>(s.k));
   for (int64_t p = 0; p < s.k; ++p)
-    v.x[static_cast<size_t>(p)] = one_row ? (s.trans_a == Trans::no ? a[p] : a[p * s.lda])
-                                          : (s.trans_b == Trans::no ? b[p * s.ldb] : b[p]);
-  if (one_row) {
-    v = VectorProduct{b, s.trans_b == Trans::no ? s.ldb : 1, s.trans_b == Trans::no ? 1 : s.ldb, s.n, std::move(v.x)};
-  } else {
-    v = VectorProduct{a, s.trans_a == Trans::yes ? s.lda : 1, s.trans_a == Trans::yes ? 1 : s.lda, s.m, std::move(v.x)};
-  }
+    x[static_cast<size_t>(p)] = one_row ? (s.trans_a == Trans::no ? a[p] : a[p * s.lda])
+                                        : (s.trans_b == Trans::no ? b[p * s.ldb] : b[p]);
+  const VectorProduct v =
+      one_row ? VectorProduct{b, s.trans_b == Trans::no ? s.ldb : 1, s.trans_b == Trans::no ? 1 : s.ldb, s.n, std::move(x)}
+              : VectorProduct{a, s.trans_a == Trans::yes ? s.lda : 1, s.trans_a == Trans::yes ? 1 : s.lda, s.m, std::move(x)};
   // C's column is y in place only at ldc 1; else a copy (read first where beta reads it).
   const bool strided_y = !one_row && s.ldc != 1;
   std::vector<float> y_copy(strided_y ? static_cast<size_t>(s.m) : 0);
