@@ -99,8 +99,8 @@ SPEED=${SPEED:-all}
 [[ "$SPEED" == all || ( -n "$EPOCHS_SET" && "$EPOCHS_SET" -ge 2 ) ]] || die "SPEED=last needs EPOCHS=2 or more"
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer (got '$REPS')"
 [[ -z "$EPOCHS_SET" || "$EPOCHS_SET" =~ ^[1-9][0-9]*$ ]] || die "EPOCHS must be a positive integer (got '$EPOCHS_SET')"
-[[ "$LIMIT" =~ ^[0-9]+$ ]] || die "LIMIT must be a non-negative integer (got '$LIMIT')"
-[[ "$TEST_LIMIT" =~ ^[0-9]+$ ]] || die "TEST_LIMIT must be a non-negative integer (got '$TEST_LIMIT')"
+[[ "$LIMIT" =~ ^[0-9]{1,9}$ ]] || die "LIMIT must be a non-negative integer below 10^9 (got '$LIMIT')"
+[[ "$TEST_LIMIT" =~ ^[0-9]{1,9}$ ]] || die "TEST_LIMIT must be a non-negative integer below 10^9 (got '$TEST_LIMIT')"
 [[ "$SEED" =~ ^[0-9]+$ ]] || die "SEED must be a non-negative integer (got '$SEED')"
 for t in $THREADS; do [[ "$t" =~ ^[1-9][0-9]*$ ]] || die "THREADS must be positive integers (got '$t')"; done
 [[ -n "${THREADS// /}" ]] || die "THREADS is empty"
