@@ -52,14 +52,14 @@ class WinogradConv {
 
   // dw [3 * 3 * c, filters] = beta * dw + the weight gradient of that convolution whose output
   // gradient is dy [count, out_h, out_w, filters]: G^T (sum over tiles of (B^T d B) (.) (A dy A^T)) G.
-  // Rounds of up to 16 blocks: their transforms over the pool by block, then the 36 positions'
+  // Rounds of up to 8 blocks' tiles: their transforms over the pool by tile, then the 36 positions'
   // sums over the pool by position and channel group, each over the round's tiles in order; then
   // G^T M G over the pool by channel. No result depends on the thread count.
   void weight_grad(ThreadPool* pool, int64_t count, const float* padded, const float* dy, float beta, float* dw,
                    float* scratch) const;
   // Floats of scratch weight_grad takes for a chunk of `count` samples.
   int64_t weight_grad_scratch_elements(int64_t count) const {
-    const int64_t round = lanes(count) * block_tiles_;
+    const int64_t round = grad_round(count);
     return kWinogradPoints * (position_stride(round, g_.channels) + position_stride(round, padded_filters_)) +
            weight_elements() + g_.channels;
   }
@@ -70,7 +70,7 @@ class WinogradConv {
   int64_t lane_elements() const;
   // Floats between two positions' rows in V, M (a block's) or D (weight_grad's round): `rows` of
   // `width` floats and 16 more, so that positions 4 KB multiples apart (12 KB at 24 tiles of 32,
-  // 48 KB at 384) do not all fall in one set of the L1: the transforms' stores thrashed it
+  // 24 KB at 192) do not all fall in one set of the L1: the transforms' stores thrashed it
   // (weight_grad 1.9x slower than with the pad).
   static int64_t position_stride(int64_t round, int64_t width) { return round * width + 16; }
   // Tiles [t0, t1) of the chunk (tile t: sample t / tiles_per_sample, row-major in it).
@@ -80,8 +80,10 @@ class WinogradConv {
   void input_rows(int64_t t, const float* padded, const float* zero, const float** d) const;
   template <class T>
   void output_rows(int64_t t, T* image, int64_t row, T** out) const;
-  // weight_grad's steps: one block's transforms into the round's V and D (the block's rows from
-  // row `at`); a round's sums into m.
+  // weight_grad's rounds: the tiles whose sums one tile call adds up.
+  int64_t grad_round(int64_t count) const;
+  // weight_grad's steps: tiles' transforms into the round's V and D (their rows from row `at`);
+  // a round's sums into m.
   void grad_transforms(int64_t t0, int64_t t1, const float* padded, const float* dy, const float* zero, int64_t at,
                        float* v, int64_t v_stride, float* dt, int64_t d_stride) const;
   void grad_sums(ThreadPool* pool, int64_t round_tiles, const float* v, int64_t v_stride, const float* dt,
@@ -91,7 +93,7 @@ class WinogradConv {
   int64_t filters_ = 0, padded_filters_ = 0;
   int64_t tiles_h_ = 0, tiles_w_ = 0, block_tiles_ = 0;
   std::vector<int32_t> channel_offsets_;  // 0 .. c - 1: V's rows read as a gathered A
-  std::vector<int32_t> tile_offsets_;     // t c for t < 16 blocks: V's columns, weight_grad's A
+  std::vector<int32_t> tile_offsets_;     // t c for t < a round's tiles: V's columns, weight_grad's A
 };
 
 }  // namespace rg
