@@ -349,12 +349,12 @@ TEST(Qs8Kernels, EachLevelUsesItsTile) {
   EXPECT_STREQ(qs8_conv_kernel(Isa::avx).name, "qs8_conv_pairs__sse2");
   EXPECT_STREQ(qs8_conv_kernel(Isa::avx2_fma).name, "qs8_conv_pairs__avx2");
   // avx512 runs avx2's int8 kernels, but VNNI's GEMM tile where the CPU has it (the same packing).
-  EXPECT_STREQ(qs8_gemm_kernel(Isa::avx512, true).name, "qs8_gemm_4x16__avx512_vnni");
+  EXPECT_STREQ(qs8_gemm_kernel(Isa::avx512, true).name, "qs8_gemm_8x16__avx512_vnni");
   EXPECT_STREQ(qs8_gemm_kernel(Isa::avx512, false).name, "qs8_gemm_4x16__avx2");
   EXPECT_STREQ(qs8_gemm_kernel(Isa::avx2_fma, true).name, "qs8_gemm_4x16__avx2");
   EXPECT_EQ(qs8_gemm_kernel(Isa::avx512, true).nr, qs8_gemm_kernel(Isa::avx512, false).nr);
   EXPECT_STREQ(qs8_gemm_kernel(Isa::avx512).name,
-               detect_cpu().features.avx512vnni ? "qs8_gemm_4x16__avx512_vnni" : "qs8_gemm_4x16__avx2");
+               detect_cpu().features.avx512vnni ? "qs8_gemm_8x16__avx512_vnni" : "qs8_gemm_4x16__avx2");
   EXPECT_STREQ(qs8_gemm_narrow_kernel(Isa::avx512).name, "qs8_gemm_4x8__avx2");
   EXPECT_STREQ(qs8_conv_kernel(Isa::avx512).name, "qs8_conv_pairs__avx2");
 }

@@ -112,8 +112,8 @@ const Qs8GemmKernel& qs8_gemm_kernel(Isa isa, bool cpu_has_vnni) {
                                    qs8_gemm_requant_4x8__ssse3};
   static const Qs8GemmKernel avx2{qs8_gemm_4x16__avx2, qs8_requantize__avx2, 4, 16, "qs8_gemm_4x16__avx2",
                                   qs8_gemm_requant_4x16__avx2};
-  static const Qs8GemmKernel vnni{qs8_gemm_4x16__avx512_vnni, qs8_requantize__avx2, 4, 16,
-                                  "qs8_gemm_4x16__avx512_vnni", qs8_gemm_requant_4x16__avx512_vnni};
+  static const Qs8GemmKernel vnni{qs8_gemm_8x16__avx512_vnni, qs8_requantize__avx2, 8, 16,
+                                  "qs8_gemm_8x16__avx512_vnni", qs8_gemm_requant_8x16__avx512_vnni};
   switch (isa) {
     case Isa::reference: return reference;
     case Isa::sse2:

@@ -159,8 +159,8 @@ struct Plan {
 Plan make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8GemmOptions& o) {
   Plan p;
   p.kernel = &qs8_gemm_kernel(o.isa);
-  RG_CHECK(p.kernel->mr <= 4 && p.kernel->nr <= 16 && kQuantRowBlock % p.kernel->mr == 0,
-           "int8 dynamic GEMM: tile " << p.kernel->name << " larger than 4x16");
+  RG_CHECK(p.kernel->mr <= kQs8MaxMr && p.kernel->nr <= 16 && kQuantRowBlock % p.kernel->mr == 0,
+           "int8 dynamic GEMM: tile " << p.kernel->name << " larger than " << kQs8MaxMr << "x16");
   RG_CHECK(o.depth_block >= 4 && o.depth_block % 4 == 0 && o.depth_block <= kInt8GemmDepthSlice,
            "int8 dynamic GEMM: depth block " << o.depth_block);
   p.m = m;
@@ -314,7 +314,7 @@ void run_tiles(const Plan& plan, const FillA& fill_a, const int8_t* packed, doub
     for (int64_t part = part_begin; part < part_end; ++part) {
       int8_t* a_block = parts_memory + part * plan.part_bytes;
       int64_t* acc = reinterpret_cast<int64_t*>(a_block + align64(kQuantRowBlock * ld));
-      alignas(64) int32_t tile_acc[4 * 16];
+      alignas(64) int32_t tile_acc[kQs8MaxMr * 16];
       const int64_t block_begin = part * blocks / plan.parts, block_end = (part + 1) * blocks / plan.parts;
       for (int64_t block = block_begin; block < block_end; ++block) {
         const int64_t i0 = block * kQuantRowBlock, rows = std::min(kQuantRowBlock, m - i0);

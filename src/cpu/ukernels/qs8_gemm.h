@@ -61,7 +61,7 @@ void qs8_gemm_4x8__ssse3(int64_t, int64_t, const int8_t*, int64_t, const int8_t*
 void qs8_gemm_4x16__avx2(int64_t, int64_t, const int8_t*, int64_t, const int8_t*, int32_t*);  // vpmaddubsw
 
 void qs8_gemm_4x8__avx2(int64_t, int64_t, const int8_t*, int64_t, const int8_t*, int32_t*);   // narrow: n <= 8
-void qs8_gemm_4x16__avx512_vnni(int64_t, int64_t, const int8_t*, int64_t, const int8_t*, int32_t*);  // vpdpbusd
+void qs8_gemm_8x16__avx512_vnni(int64_t, int64_t, const int8_t*, int64_t, const int8_t*, int32_t*);  // vpdpbusd
 
 void qs8_gemm_requant_4x8__reference(int64_t, int64_t, int64_t, const int8_t*, int64_t, const int8_t*,
                                      const Qs8Requant*, int8_t*, int64_t);
@@ -73,7 +73,7 @@ void qs8_gemm_requant_4x16__avx2(int64_t, int64_t, int64_t, const int8_t*, int64
                                  int8_t*, int64_t);
 void qs8_gemm_requant_4x8__avx2(int64_t, int64_t, int64_t, const int8_t*, int64_t, const int8_t*, const Qs8Requant*,
                                 int8_t*, int64_t);
-void qs8_gemm_requant_4x16__avx512_vnni(int64_t, int64_t, int64_t, const int8_t*, int64_t, const int8_t*,
+void qs8_gemm_requant_8x16__avx512_vnni(int64_t, int64_t, int64_t, const int8_t*, int64_t, const int8_t*,
                                         const Qs8Requant*, int8_t*, int64_t);
 
 void qs8_conv_pairs__reference(int64_t, int64_t, int64_t, const int16_t*, const int64_t*, const int32_t*, int64_t,
