@@ -97,7 +97,9 @@ void expect_tile_matches_reference(const Qs8WinogradKernel& kernel, int64_t mr, 
   const Qs8Requant rq{out.bias.data(), out.multiplier.data(), out.shift.data(), out.zero_point, out.lo, out.hi};
   const int64_t ldc = nr + 3;
   std::vector<int8_t> got(static_cast<size_t>(4 * mr * ldc), 77), want(got);
-  int8_t *got_at[32] = {}, *want_at[32] = {};
+  constexpr int kMaxOutputs = 4 * 16;  // 4 pixels of up to 16 tiles
+  ASSERT_LE(4 * mr, kMaxOutputs);
+  int8_t *got_at[kMaxOutputs] = {}, *want_at[kMaxOutputs] = {};
   for (int64_t i = 0; i < 4 * mr; ++i)
     if (rng.uniform(0, 1) < 0.85) {
       got_at[i] = got.data() + i * ldc;
@@ -112,7 +114,7 @@ void expect_tile_matches_reference(const Qs8WinogradKernel& kernel, int64_t mr, 
         for (int e = 0; e < 2; ++e)
           panel[static_cast<size_t>((p * ref.nr + j) * 2 + e)] = u_aligned[(p * nr + j0 + j) * 2 + e];
     const Qs8Requant shifted{rq.bias + j0, rq.multiplier + j0, rq.shift + j0, rq.zero_point, rq.lo, rq.hi};
-    int8_t* at[32] = {};
+    int8_t* at[kMaxOutputs] = {};
     for (int64_t i = 0; i < 4 * mr; ++i) at[i] = want_at[i] ? want_at[i] + j0 : nullptr;
     for (int64_t r0 = 0; r0 < mr; r0 += ref.mr)
       ref.tile(std::min<int64_t>(ref.mr, mr - r0), std::min<int64_t>(ref.nr, nc - j0), cpairs, v.data() + r0 * ldv,
@@ -275,10 +277,10 @@ TEST(Winograd, FitsOnly3x3Stride1WithinTheChannelBound) {
   EXPECT_STREQ(qs8_winograd_kernel(Isa::avx).name, "qs8_winograd_4x8__sse2");
   EXPECT_STREQ(qs8_winograd_kernel(Isa::avx2_fma).name, "qs8_winograd_6x16__avx2");
   EXPECT_STREQ(qs8_winograd_kernel(Isa::avx512, false).name, "qs8_winograd_6x16__avx2");
-  EXPECT_STREQ(qs8_winograd_kernel(Isa::avx512, true).name, "qs8_winograd_6x16__avx512_vnni");
+  EXPECT_STREQ(qs8_winograd_kernel(Isa::avx512, true).name, "qs8_winograd_12x32__avx512_vnni");
   EXPECT_STREQ(qs8_winograd_kernel(Isa::avx2_fma, true).name, "qs8_winograd_6x16__avx2");
   EXPECT_STREQ(qs8_winograd_kernel(Isa::avx512).name,
-               detect_cpu().features.avx512vnni ? "qs8_winograd_6x16__avx512_vnni" : "qs8_winograd_6x16__avx2");
+               detect_cpu().features.avx512vnni ? "qs8_winograd_12x32__avx512_vnni" : "qs8_winograd_6x16__avx2");
 }
 
 }  // namespace

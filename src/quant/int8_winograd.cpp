@@ -111,7 +111,7 @@ class WinogradStage : public Int8Stage {
  private:
   static constexpr int64_t kTilesPerBlock = 24;  // a multiple of every kernel's mr
   static constexpr int64_t kBlocksPerPass = 32;
-  static constexpr int kMaxMr = 8;
+  static constexpr int kMaxMr = 12;
 
   // The tensors hold int16 as bytes (the counted allocator has no int16 type).
   static int16_t* as_int16(const Tensor& t) { return reinterpret_cast<int16_t*>(t.data<int8_t>()); }

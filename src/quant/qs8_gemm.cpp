@@ -32,7 +32,7 @@ Result<Qs8PackedWeights> pack_qs8_weights(int64_t k, int64_t n, const int8_t* b,
 }
 
 void pad_columns(Qs8OutputStage* out) {
-  const size_t n = (out->bias.size() + 15) / 16 * 16;
+  const size_t n = (out->bias.size() + 31) / 32 * 32;
   out->bias.resize(n, 0);
   out->multiplier.resize(n, 0);
   out->shift.resize(n, 0);

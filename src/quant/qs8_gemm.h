@@ -28,8 +28,8 @@ Result<Qs8PackedWeights> pack_qs8_weights(int64_t k, int64_t n, const int8_t* b,
 // Per output column: int32 bias (zero points folded in), fixed-point multiplier and shift;
 // one output zero point and clamp range (a fused ReLU raises lo to the zero point).
 struct Qs8OutputStage {
-  // n each, then zeros up to a multiple of 16 (pad_columns): every tile's requantization then
-  // runs on whole vectors, and only its live columns are stored.
+  // n each, then zeros up to a multiple of 32 (pad_columns, the widest tile's columns): every
+  // tile's requantization then runs on whole vectors, and only its live columns are stored.
   std::vector<int32_t> bias, multiplier, shift;
   int32_t zero_point = 0, lo = -128, hi = 127;
 };

@@ -50,7 +50,7 @@ void qs8_winograd_4x8__sse2(int64_t, int64_t, int64_t, const int16_t*, int64_t, 
                             const Qs8Requant*, bool, int8_t* const*);
 void qs8_winograd_6x16__avx2(int64_t, int64_t, int64_t, const int16_t*, int64_t, int64_t, const int16_t*,
                              const Qs8Requant*, bool, int8_t* const*);
-void qs8_winograd_6x16__avx512_vnni(int64_t, int64_t, int64_t, const int16_t*, int64_t, int64_t, const int16_t*,
+void qs8_winograd_12x32__avx512_vnni(int64_t, int64_t, int64_t, const int16_t*, int64_t, int64_t, const int16_t*,
                                     const Qs8Requant*, bool, int8_t* const*);  // vpdpwssd
 
 }  // namespace rg

@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cpu/ukernels/qs8_gemm_x86.h"
@@ -227,66 +228,65 @@ inline void qs8_winograd_tile_avx2(int64_t mr, int64_t nc, int64_t cpairs, const
 #endif
 
 #if defined(__AVX512VNNI__)
-// The 6x16 tile's products on AVX-512 VNNI: vpdpwssd adds a pair of int16 products into each
-// int32 lane, pmaddwd and the add in one (neither saturates here: |V| <= 512, |U| <= 1143), and
-// the panel's 16 columns of a pair fill one zmm (column j's two int16 in lane j). Two positions
-// at a time: vpdpwssd takes 5 cycles and issues 2 a cycle, so one position's MR = 6 sums kept
-// the units 60% busy at most; 2 MR are 12 in flight. Then the output transform and the
-// requantization on all 16 lanes at once: avx2's arithmetic, the same bits.
-// qs8_winograd_output_avx2 on one zmm of 16 output channels.
-template <int MR>
-inline void qs8_winograd_output_avx512(int64_t mr, int64_t nc, const int32_t (&m)[16][MR][16], const Qs8Requant* rq,
-                                       bool pool, int8_t* const* out) {
+// qs8_winograd_output_avx2 on NV zmm of 16 output channels each.
+template <int MR, int NV>
+inline void qs8_winograd_output_avx512(int64_t mr, int64_t nc, const int32_t (&m)[16][MR][16 * NV],
+                                       const Qs8Requant* rq, bool pool, int8_t* const* out) {
   const __m512i zp = _mm512_set1_epi32(rq->zero_point), low = _mm512_set1_epi32(rq->lo),
                 high = _mm512_set1_epi32(rq->hi);
-  const __m512i bias = _mm512_loadu_si512(rq->bias), multiplier = _mm512_loadu_si512(rq->multiplier),
-                shift = _mm512_loadu_si512(rq->shift);
   const int pixels = pool ? 1 : 4;
-  for (int r = 0; r < MR && r < mr; ++r) {
-    __m512i mv[16], y[4];
-    for (int p = 0; p < 16; ++p) mv[p] = _mm512_load_si512(&m[p][r][0]);
-    winograd_output_4x4(mv, y);
-    if (pool) y[0] = _mm512_max_epi32(_mm512_max_epi32(y[0], y[1]), _mm512_max_epi32(y[2], y[3]));
-    for (int i = 0; i < pixels; ++i) {
-      const __m512i q = requantize_16_avx512(_mm512_add_epi32(_mm512_srai_epi32(y[i], 2), bias), multiplier, shift,
-                                             zp, low, high);
-      if (int8_t* o = out[pool ? r : 4 * r + i]) store_bytes_sse2(o, _mm512_cvtsepi32_epi8(q), nc);
+  for (int q = 0; q < NV && 16 * q < nc; ++q) {
+    const __m512i bias = _mm512_loadu_si512(rq->bias + 16 * q), multiplier = _mm512_loadu_si512(rq->multiplier + 16 * q),
+                  shift = _mm512_loadu_si512(rq->shift + 16 * q);
+    const int64_t live = std::min<int64_t>(16, nc - 16 * q);
+    for (int r = 0; r < MR && r < mr; ++r) {
+      __m512i mv[16], y[4];
+      for (int p = 0; p < 16; ++p) mv[p] = _mm512_load_si512(&m[p][r][16 * q]);
+      winograd_output_4x4(mv, y);
+      if (pool) y[0] = _mm512_max_epi32(_mm512_max_epi32(y[0], y[1]), _mm512_max_epi32(y[2], y[3]));
+      for (int i = 0; i < pixels; ++i) {
+        const __m512i requantized = requantize_16_avx512(_mm512_add_epi32(_mm512_srai_epi32(y[i], 2), bias),
+                                                         multiplier, shift, zp, low, high);
+        if (int8_t* o = out[pool ? r : 4 * r + i]) store_bytes_sse2(o + 16 * q, _mm512_cvtsepi32_epi8(requantized), live);
+      }
     }
   }
 }
 
-template <int MR>
+// The 12x32 tile's products on AVX-512 VNNI: vpdpwssd adds a pair of int16 products into each
+// int32 lane, pmaddwd and the add in one (neither saturates here: |V| <= 512, |U| <= 1143), and
+// 16 columns of a pair fill one zmm (column j's two int16 in lane j). 32 columns, two zmm: each
+// broadcast of V's pair feeds two vpdpwssd (6x16's one a vpdpwssd bound it on this Zen 5), 24
+// sums are in flight (vpdpwssd takes 5 cycles and issues 2 a cycle on Intel: 6x16's 6 kept it
+// 60% busy), and each load of the panel (64 KB at 64 channels: from L2) serves 12 tiles. Then the
+// output transform and the requantization on zmm: avx2's arithmetic, the same bits.
+template <int MR, int NV>
 inline void qs8_winograd_tile_vnni(int64_t mr, int64_t nc, int64_t cpairs, const int16_t* v, int64_t v_stride,
                                    int64_t ldv, const int16_t* u, const Qs8Requant* rq, bool pool, int8_t* const* out) {
-  constexpr int NR = 16;
+  constexpr int NR = 16 * NV;
   alignas(64) int32_t m[16][MR][NR];
   const int16_t* rows[MR];
   for (int r = 0; r < MR; ++r) rows[r] = v + (r < mr ? r : mr - 1) * ldv;
-  const int64_t panel = cpairs * NR * 2;  // one position's int16 in u
-  auto pair_at = [](const int16_t* at) {
-    int32_t pair;
-    std::memcpy(&pair, at, sizeof pair);
-    return _mm512_set1_epi32(pair);
-  };
-  for (int p = 0; p < 16; p += 2) {
-    __m512i acc[2][MR];
-    for (auto& position : acc)
-      for (auto& x : position) x = _mm512_setzero_si512();
-    const int16_t* up = u + p * panel;
+  for (int p = 0; p < 16; ++p) {
+    __m512i acc[MR][NV];
+    for (auto& row : acc)
+      for (auto& x : row) x = _mm512_setzero_si512();
+    const int16_t* up = u + p * cpairs * NR * 2;
     const int64_t offset = p * v_stride;
     for (int64_t i = 0; i < cpairs; ++i, up += NR * 2) {
-      const __m512i b0 = _mm512_loadu_si512(up), b1 = _mm512_loadu_si512(up + panel);
+      __m512i b[NV];
+      for (int q = 0; q < NV; ++q) b[q] = _mm512_loadu_si512(up + 32 * q);
       for (int r = 0; r < MR; ++r) {
-        acc[0][r] = _mm512_dpwssd_epi32(acc[0][r], pair_at(rows[r] + offset + 2 * i), b0);
-        acc[1][r] = _mm512_dpwssd_epi32(acc[1][r], pair_at(rows[r] + offset + v_stride + 2 * i), b1);
+        int32_t pair;
+        std::memcpy(&pair, rows[r] + offset + 2 * i, sizeof pair);
+        const __m512i a = _mm512_set1_epi32(pair);
+        for (int q = 0; q < NV; ++q) acc[r][q] = _mm512_dpwssd_epi32(acc[r][q], a, b[q]);
       }
     }
-    for (int r = 0; r < MR; ++r) {
-      _mm512_store_si512(&m[p][r][0], acc[0][r]);
-      _mm512_store_si512(&m[p + 1][r][0], acc[1][r]);
-    }
+    for (int r = 0; r < MR; ++r)
+      for (int q = 0; q < NV; ++q) _mm512_store_si512(&m[p][r][16 * q], acc[r][q]);
   }
-  qs8_winograd_output_avx512<MR>(mr, nc, m, rq, pool, out);
+  qs8_winograd_output_avx512<MR, NV>(mr, nc, m, rq, pool, out);
 }
 #endif
 
