@@ -109,7 +109,7 @@ struct Qs8WinogradKernel {
   const char* name;  // "qs8_winograd_6x16__avx2"
 };
 // sse2 (pmaddwd) serves sse2 to avx, avx2 avx2 and avx512, where a CPU with AVX512_VNNI takes
-// avx512_vnni's tile (vpdpwssd; the same input transform, packing and bits).
+// avx512_vnni's input transform and tile (vpdpwssd, 32 filters a panel; the same bits).
 const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa, bool cpu_has_vnni);
 // This CPU's: VNNI where CPUID says so.
 const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa);

@@ -23,6 +23,11 @@ void qs8_gemm_requant_8x16__avx512_vnni(int64_t mr, int64_t nc, int64_t kgroups,
   requant_store_vnni<8>(mr, nc, sum, rq, c, ldc);
 }
 
+void qs8_winograd_input__avx512(int64_t channels, int64_t cpad, const int8_t* const* px, int16_t* v,
+                                int64_t v_stride) {
+  qs8_winograd_input_avx512(channels, cpad, px, v, v_stride);
+}
+
 void qs8_winograd_12x32__avx512_vnni(int64_t mr, int64_t nc, int64_t cpairs, const int16_t* v, int64_t v_stride,
                                     int64_t ldv, const int16_t* u, const Qs8Requant* rq, bool pool, int8_t* const* out) {
   qs8_winograd_tile_vnni<12, 2>(mr, nc, cpairs, v, v_stride, ldv, u, rq, pool, out);

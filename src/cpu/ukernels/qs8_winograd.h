@@ -43,6 +43,7 @@ using Qs8WinogradTile = void (*)(int64_t mr, int64_t nc, int64_t cpairs, const i
 void qs8_winograd_input__reference(int64_t, int64_t, const int8_t* const*, int16_t*, int64_t);
 void qs8_winograd_input__sse2(int64_t, int64_t, const int8_t* const*, int16_t*, int64_t);
 void qs8_winograd_input__avx2(int64_t, int64_t, const int8_t* const*, int16_t*, int64_t);
+void qs8_winograd_input__avx512(int64_t, int64_t, const int8_t* const*, int16_t*, int64_t);  // with VNNI's tile
 
 void qs8_winograd_4x8__reference(int64_t, int64_t, int64_t, const int16_t*, int64_t, int64_t, const int16_t*,
                                  const Qs8Requant*, bool, int8_t* const*);

@@ -25,7 +25,9 @@ inline __m256i sub16(__m256i a, __m256i b) { return _mm256_sub_epi16(a, b); }
 inline __m256i add32(__m256i a, __m256i b) { return _mm256_add_epi32(a, b); }
 inline __m256i sub32(__m256i a, __m256i b) { return _mm256_sub_epi32(a, b); }
 #endif
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+inline __m512i add16(__m512i a, __m512i b) { return _mm512_add_epi16(a, b); }
+inline __m512i sub16(__m512i a, __m512i b) { return _mm512_sub_epi16(a, b); }
 inline __m512i add32(__m512i a, __m512i b) { return _mm512_add_epi32(a, b); }
 inline __m512i sub32(__m512i a, __m512i b) { return _mm512_sub_epi32(a, b); }
 #endif
@@ -157,9 +159,9 @@ inline void qs8_winograd_tile_sse2(int64_t mr, int64_t nc, int64_t cpairs, const
 #endif
 
 #if defined(__AVX2__)
+// Channels from c0 on (0: all).
 inline void qs8_winograd_input_avx2(int64_t channels, int64_t cpad, const int8_t* const* px, int16_t* v,
-                                    int64_t v_stride) {
-  int64_t c0 = 0;
+                                    int64_t v_stride, int64_t c0 = 0) {
   for (; c0 + 16 <= channels; c0 += 16) {
     __m256i d[16];
     for (int i = 0; i < 16; ++i)
@@ -228,6 +230,20 @@ inline void qs8_winograd_tile_avx2(int64_t mr, int64_t nc, int64_t cpairs, const
 #endif
 
 #if defined(__AVX512VNNI__)
+// qs8_winograd_input_avx2 on 32 channels a zmm, then avx2's for the rest.
+inline void qs8_winograd_input_avx512(int64_t channels, int64_t cpad, const int8_t* const* px, int16_t* v,
+                                      int64_t v_stride) {
+  int64_t c0 = 0;
+  for (; c0 + 32 <= channels; c0 += 32) {
+    __m512i d[16];
+    for (int i = 0; i < 16; ++i)
+      d[i] = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(px[i] + c0)));
+    winograd_input_4x4(d);
+    for (int p = 0; p < 16; ++p) _mm512_storeu_si512(v + p * v_stride + c0, d[p]);
+  }
+  qs8_winograd_input_avx2(channels, cpad, px, v, v_stride, c0);
+}
+
 // qs8_winograd_output_avx2 on NV zmm of 16 output channels each.
 template <int MR, int NV>
 inline void qs8_winograd_output_avx512(int64_t mr, int64_t nc, const int32_t (&m)[16][MR][16 * NV],
