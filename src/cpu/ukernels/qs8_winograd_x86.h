@@ -252,8 +252,9 @@ inline void qs8_winograd_output_avx512(int64_t mr, int64_t nc, const int32_t (&m
                 high = _mm512_set1_epi32(rq->hi);
   const int pixels = pool ? 1 : 4;
   for (int q = 0; q < NV && 16 * q < nc; ++q) {
-    const __m512i bias = _mm512_loadu_si512(rq->bias + 16 * q), multiplier = _mm512_loadu_si512(rq->multiplier + 16 * q),
-                  shift = _mm512_loadu_si512(rq->shift + 16 * q);
+    const __m512i bias = _mm512_loadu_si512(rq->bias + 16 * q);
+    const __m512i multiplier = _mm512_loadu_si512(rq->multiplier + 16 * q);
+    const __m512i shift = _mm512_loadu_si512(rq->shift + 16 * q);
     const int64_t live = std::min<int64_t>(16, nc - 16 * q);
     for (int r = 0; r < MR && r < mr; ++r) {
       __m512i mv[16], y[4];
@@ -263,7 +264,8 @@ inline void qs8_winograd_output_avx512(int64_t mr, int64_t nc, const int32_t (&m
       for (int i = 0; i < pixels; ++i) {
         const __m512i requantized = requantize_16_avx512(_mm512_add_epi32(_mm512_srai_epi32(y[i], 2), bias),
                                                          multiplier, shift, zp, low, high);
-        if (int8_t* o = out[pool ? r : 4 * r + i]) store_bytes_sse2(o + 16 * q, _mm512_cvtsepi32_epi8(requantized), live);
+        int8_t* o = out[pool ? r : 4 * r + i];
+        if (o != nullptr) store_bytes_sse2(o + 16 * q, _mm512_cvtsepi32_epi8(requantized), live);
       }
     }
   }
@@ -272,7 +274,7 @@ inline void qs8_winograd_output_avx512(int64_t mr, int64_t nc, const int32_t (&m
 // The 12x32 tile's products on AVX-512 VNNI: vpdpwssd adds a pair of int16 products into each
 // int32 lane, pmaddwd and the add in one (neither saturates here: |V| <= 512, |U| <= 1143), and
 // 16 columns of a pair fill one zmm (column j's two int16 in lane j). 32 columns, two zmm: each
-// broadcast of V's pair feeds two vpdpwssd (6x16's one a vpdpwssd bound it on this Zen 5), 24
+// broadcast of V's pair feeds two vpdpwssd (6x16's one a vpdpwssd bound it on a Zen 5), 24
 // sums are in flight (vpdpwssd takes 5 cycles and issues 2 a cycle on Intel: 6x16's 6 kept it
 // 60% busy), and each load of the panel (64 KB at 64 channels: from L2) serves 12 tiles. Then the
 // output transform and the requantization on zmm: avx2's arithmetic, the same bits.
