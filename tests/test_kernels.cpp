@@ -116,6 +116,33 @@ TEST_P(KernelsOnIsa, BiasAndColumnSumsAreExact) {
     }
 }
 
+// min_max against the reference: lengths around the 4-vector groups and tails; NaN (first, inside,
+// everywhere), infinities, zeros of both signs (compared as values: a zero bound's sign may differ).
+TEST_P(KernelsOnIsa, MinMaxMatchesTheReference) {
+  Rng rng(31, 0);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {0, 1, 2, 7, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000, 4099})
+    for (int kind = 0; kind < 5; ++kind) {
+      std::vector<float> x = random_vector(n, -100, 100, rng);
+      if (kind == 1 && n > 0) x[0] = nan;
+      if (kind == 2 && n > 2) {
+        x[n / 2] = inf;
+        x[n - 1] = -inf;
+        x[1] = nan;
+      }
+      if (kind == 3) std::fill(x.begin(), x.end(), nan);
+      for (int64_t i = 0; kind == 4 && i < n; ++i) x[i] = i % 2 ? 0.0f : -0.0f;
+      float want_lo, want_hi, got_lo, got_hi;
+      ref().min_max(n, x.data(), &want_lo, &want_hi);
+      fast().min_max(n, x.data(), &got_lo, &got_hi);
+      EXPECT_EQ(got_lo, want_lo) << n << " values, kind " << kind;
+      EXPECT_EQ(got_hi, want_hi) << n << " values, kind " << kind;
+      if (kind == 3 || n == 0) {
+        EXPECT_TRUE(want_lo == inf && want_hi == -inf) << n << " values, kind " << kind;
+      }
+    }
+}
+
 // rows_combine (one GEMM row or column, lanes the outputs) against the reference: tails below,
 // at and past each width and its 4-vector groups, a padded row stride, every alpha/beta form;
 // beta 0 ignores NaN in y; nothing past n is written. Exact but at the FMA levels (one rounding

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "cpu/kernel_tables.h"
 
 namespace rg {
 
@@ -52,11 +53,14 @@ bool calibration_from_name(const std::string& name, CalibrationMethod* method) {
   return true;
 }
 
+// The bounds skip NaN (a tensor of NaN only leaves them at +inf and -inf, which
+// activation_params widens to [0, 0]).
 void RangeObserver::observe(const float* x, int64_t n) {
   if (n <= 0) return;
-  const auto [lo, hi] = std::minmax_element(x, x + n);
-  min_ = count_ == 0 ? *lo : std::min(min_, *lo);
-  max_ = count_ == 0 ? *hi : std::max(max_, *hi);
+  float lo, hi;
+  f32_vector().min_max(n, x, &lo, &hi);
+  min_ = count_ == 0 ? lo : std::min(min_, lo);
+  max_ = count_ == 0 ? hi : std::max(max_, hi);
   count_ += n;
   const int64_t step = std::max<int64_t>(1, n / kSamplePerCall);
   for (int64_t i = 0; i < n; i += step) sample_.push_back(x[i]);

@@ -2,6 +2,7 @@
 // It is what every vector kernel is tested against and what RETROGRAD_ISA=reference runs.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/fp16.h"
 #include "cpu/ukernels/f16_convert.h"
@@ -70,6 +71,16 @@ void f32_add_bias__reference(int64_t rows, int64_t cols, const float* bias, floa
 void f32_column_sum__reference(int64_t rows, int64_t cols, const float* x, float* sums) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) sums[c] += x[r * cols + c];
+}
+
+void f32_min_max__reference(int64_t n, const float* x, float* lo, float* hi) {
+  float l = std::numeric_limits<float>::infinity(), h = -l;
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] < l) l = x[i];
+    if (x[i] > h) h = x[i];
+  }
+  *lo = l;
+  *hi = h;
 }
 
 void f32_rows_combine__reference(int64_t k, int64_t n, const float* m, int64_t ldm, const float* x, float alpha,

@@ -22,6 +22,9 @@ using F32UnaryGrad = void (*)(UnaryOp op, int64_t n, float slope, const float* x
 using F32AddBias = void (*)(int64_t rows, int64_t cols, const float* bias, float* y);
 // sums[c] += sum over r of x[r][c], rows added in order (the same sum whatever the ISA width).
 using F32ColumnSum = void (*)(int64_t rows, int64_t cols, const float* x, float* sums);
+// *lo, *hi = the least and greatest of x[0 .. n), NaN skipped (+inf and -inf where every value
+// is NaN or n is 0); a zero bound may be -0 on one level and +0 on another.
+using F32MinMax = void (*)(int64_t n, const float* x, float* lo, float* hi);
 
 // The product of a vector and a matrix's rows, one lane an output (ops/gemm_vector.cpp's
 // GEMMs of one row or one column): y[j] = alpha (sum over p < k, in order, of x[p] m[p ldm + j])
@@ -93,6 +96,7 @@ using F32DepthwiseWeightGrad = void (*)(int64_t c, int64_t pixels, int64_t taps,
   X(unary_grad, F32UnaryGrad, f32_vunary_grad, isa)                                \
   X(add_bias, F32AddBias, f32_add_bias, isa)                                       \
   X(column_sum, F32ColumnSum, f32_column_sum, isa)                                 \
+  X(min_max, F32MinMax, f32_min_max, isa)                                          \
   X(rows_combine, F32RowsCombine, f32_rows_combine, isa)                           \
   X(softmax_rows, F32SoftmaxRows, f32_softmax_rows, isa)                           \
   X(dropout, F32Dropout, f32_dropout, isa)                                         \

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <xsimd/xsimd.hpp>
 
@@ -501,7 +502,41 @@ void depthwise_weight_grad(int64_t c, int64_t pixels, int64_t taps, const float*
   }
 }
 
+// min_max (f32_vector.h): 4 vectors of running bounds (independent chains), each lane keeping its
+// bound where the compare fails, so NaN never enters; then the lanes and the tail.
+template <class Arch>
+void min_max(int64_t n, const float* x, float* lo, float* hi) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  const float inf = std::numeric_limits<float>::infinity();
+  B low[4] = {B(inf), B(inf), B(inf), B(inf)}, high[4] = {B(-inf), B(-inf), B(-inf), B(-inf)};
+  int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W)
+    for (int k = 0; k < 4; ++k) {
+      const B v = B::load_unaligned(x + i + k * W);
+      low[k] = xsimd::select(v < low[k], v, low[k]);
+      high[k] = xsimd::select(v > high[k], v, high[k]);
+    }
+  alignas(64) float lanes[2][4 * W];
+  for (int k = 0; k < 4; ++k) {
+    low[k].store_aligned(lanes[0] + k * W);
+    high[k].store_aligned(lanes[1] + k * W);
+  }
+  float l = inf, h = -inf;
+  for (int64_t j = 0; j < 4 * W; ++j) {
+    l = lanes[0][j] < l ? lanes[0][j] : l;
+    h = lanes[1][j] > h ? lanes[1][j] : h;
+  }
+  for (; i < n; ++i) {
+    l = x[i] < l ? x[i] : l;
+    h = x[i] > h ? x[i] : h;
+  }
+  *lo = l;
+  *hi = h;
+}
+
 }  // namespace ukernel
+
 }  // namespace rg
 
 // Defines the named kernels of one ISA from the templates above.
@@ -518,6 +553,9 @@ void depthwise_weight_grad(int64_t c, int64_t pixels, int64_t taps, const float*
   }                                                                                                        \
   void f32_column_sum__##isa(int64_t rows, int64_t cols, const float* x, float* sums) {                   \
     ukernel::column_sum<Arch>(rows, cols, x, sums);                                                        \
+  }                                                                                                        \
+  void f32_min_max__##isa(int64_t n, const float* x, float* lo, float* hi) {                              \
+    ukernel::min_max<Arch>(n, x, lo, hi);                                                                  \
   }                                                                                                        \
   void f32_rows_combine__##isa(int64_t k, int64_t n, const float* m, int64_t ldm, const float* x, float alpha, \
                               float beta, float* y) {                                                      \
