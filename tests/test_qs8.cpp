@@ -118,7 +118,7 @@ TEST_P(Qs8OnIsa, TileIsExactOnEveryShapeAndAtTheExtremes) {
         for (int64_t k : {1, 2, 3, 4, 5, 7, 8, 9, 16, 25, 150, 577}) expect_tile_exact(*kernel, mr, k, regime, rng);
 }
 
-// Requantization constants for n columns (padded to 16) from every regime: random, the
+// Requantization constants for n columns (padded to 32) from every regime: random, the
 // multiplier's edges and zero, every shift 0..31; bias large enough to move the result.
 Qs8OutputStage random_output_stage(int64_t n, Rng& rng, int trial) {
   Qs8OutputStage out;
@@ -176,6 +176,40 @@ TEST_P(Qs8OnIsa, FusedRequantizationIsBitExact) {
       for (int64_t mr = 1; mr <= kernel->mr; ++mr)
         for (int64_t nc = 1; nc <= kernel->nr; ++nc)
           for (int64_t k : {1, 5, 25, 150}) expect_tile_requant_exact(*kernel, mr, nc, k, regime, trial++, rng);
+}
+
+// The fused requantization at int32's edges: zero sums (A all 0), so each output is the
+// requantized bias, the biases running through INT32_MIN, INT32_MAX and the powers of two between,
+// against every shift and the multiplier's edges (random sums reach none of these).
+TEST_P(Qs8OnIsa, FusedRequantizationAtTheInt32Edges) {
+  const int32_t biases[] = {kMin, kMin + 1, -(1 << 30) - 1, -(1 << 30), -65537, -1, 0, 1, 65537, 1 << 30, kMax - 1, kMax};
+  const int32_t multipliers[] = {0, 1 << 30, (1 << 30) + 1, kMax - 1, kMax};
+  for (const Qs8GemmKernel* kernel : {&fast(), &without_vnni()}) {
+    const int64_t nr = kernel->nr, k = 4, ldc = nr;
+    std::vector<int8_t> a(static_cast<size_t>(kernel->mr * k), 0), b(static_cast<size_t>(k * nr), 57);
+    auto packed = pack_qs8_weights(k, nr, b.data(), nr, "test weights");
+    ASSERT_TRUE(packed.ok());
+    for (int32_t shift = 0; shift < 32; ++shift)
+      for (int32_t multiplier : multipliers) {
+        Qs8OutputStage out;
+        for (int64_t j = 0; j < nr; ++j) {
+          out.bias.push_back(biases[static_cast<size_t>(j + shift) % (sizeof biases / sizeof biases[0])]);
+          out.multiplier.push_back(multiplier);
+          out.shift.push_back(shift);
+        }
+        pad_columns(&out);
+        out.zero_point = shift % 3 - 1;
+        const Qs8Requant rq{out.bias.data(), out.multiplier.data(), out.shift.data(), out.zero_point, out.lo, out.hi};
+        std::vector<int8_t> c(static_cast<size_t>(kernel->mr * ldc), 77);
+        kernel->tile_requant(kernel->mr, nr, 1, a.data(), k, packed.value().data.data<int8_t>(), &rq, c.data(), ldc);
+        for (int64_t j = 0; j < nr; ++j) {
+          const size_t u = static_cast<size_t>(j);
+          const int32_t want = requantize(out.bias[u], QuantMultiplier{multiplier, shift}, out.zero_point, out.lo, out.hi);
+          ASSERT_EQ(c[u], want) << kernel->name << ", bias " << out.bias[u] << ", multiplier " << multiplier
+                                << ", shift " << shift;
+        }
+      }
+  }
 }
 
 TEST_P(Qs8OnIsa, TileSumsTheWorstCaseWithoutSaturating) {

@@ -161,7 +161,7 @@ const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa, bool cpu_has_vnni) {
                                       "qs8_winograd_4x8__sse2"};
   static const Qs8WinogradKernel avx2{qs8_winograd_input__avx2, qs8_winograd_6x16__avx2, 6, 16,
                                       "qs8_winograd_6x16__avx2"};
-  static const Qs8WinogradKernel vnni{qs8_winograd_input__avx512, qs8_winograd_12x32__avx512_vnni, 12, 32,
+  static const Qs8WinogradKernel vnni{qs8_winograd_input__avx512_vnni, qs8_winograd_12x32__avx512_vnni, 12, 32,
                                       "qs8_winograd_12x32__avx512_vnni"};
   switch (isa) {
     case Isa::reference: return reference;

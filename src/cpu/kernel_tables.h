@@ -75,7 +75,7 @@ struct Qs8GemmKernel {
   const char* name;  // "qs8_gemm_4x16__avx2"
   Qs8GemmTileRequant tile_requant;  // the same tile (and packing) with the requantization fused
 };
-// No int8 tile has more rows (callers of `tile` keep MR x NR sums on the stack).
+// No int8 GEMM tile has more rows (callers of `tile` keep MR x NR sums on the stack).
 constexpr int kQs8MaxMr = 8;
 // sse2 (pmaddwd) serves sse2 and sse3, ssse3 (pmaddubsw) serves ssse3 to avx, avx2 avx2 and
 // avx512, where a CPU with AVX512_VNNI takes avx512_vnni's (vpdpbusd, 8 rows; the same 16-column

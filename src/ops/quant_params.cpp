@@ -53,8 +53,8 @@ bool calibration_from_name(const std::string& name, CalibrationMethod* method) {
   return true;
 }
 
-// The bounds skip NaN (a tensor of NaN only leaves them at +inf and -inf, which
-// activation_params widens to [0, 0]).
+// The min/max bounds skip NaN (a tensor of NaN only leaves them at +inf and -inf, which
+// activation_params widens to [0, 0]); the percentile sample keeps every value it takes.
 void RangeObserver::observe(const float* x, int64_t n) {
   if (n <= 0) return;
   float lo, hi;

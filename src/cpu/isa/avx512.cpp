@@ -4,8 +4,8 @@
 // broadcast of A; the narrow 16x16 (C of at most 16 columns) 16, 1 and 1. Chosen by measuring
 // on a Xeon (the commit message has the figures). Both sum each element of C as one FMA chain
 // over depth, as avx2_fma's tiles do, so the two levels give the same bits.
-// The int8 (qs8) families run avx2's kernels at this level (kernel_tables.cpp); VNNI's vpdpbusd
-// tiles are a later step.
+// The int8 (qs8) families run avx2's kernels at this level (kernel_tables.cpp), but where CPUID
+// says AVX512_VNNI, avx512_vnni.cpp's.
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_gemm_impl.h"
 #include "cpu/ukernels/f32_vector_impl.h"

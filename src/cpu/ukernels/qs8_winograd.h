@@ -43,7 +43,7 @@ using Qs8WinogradTile = void (*)(int64_t mr, int64_t nc, int64_t cpairs, const i
 void qs8_winograd_input__reference(int64_t, int64_t, const int8_t* const*, int16_t*, int64_t);
 void qs8_winograd_input__sse2(int64_t, int64_t, const int8_t* const*, int16_t*, int64_t);
 void qs8_winograd_input__avx2(int64_t, int64_t, const int8_t* const*, int16_t*, int64_t);
-void qs8_winograd_input__avx512(int64_t, int64_t, const int8_t* const*, int16_t*, int64_t);  // with VNNI's tile
+void qs8_winograd_input__avx512_vnni(int64_t, int64_t, const int8_t* const*, int16_t*, int64_t);  // with VNNI's tile
 
 void qs8_winograd_4x8__reference(int64_t, int64_t, int64_t, const int16_t*, int64_t, int64_t, const int16_t*,
                                  const Qs8Requant*, bool, int8_t* const*);
@@ -52,6 +52,6 @@ void qs8_winograd_4x8__sse2(int64_t, int64_t, int64_t, const int16_t*, int64_t, 
 void qs8_winograd_6x16__avx2(int64_t, int64_t, int64_t, const int16_t*, int64_t, int64_t, const int16_t*,
                              const Qs8Requant*, bool, int8_t* const*);
 void qs8_winograd_12x32__avx512_vnni(int64_t, int64_t, int64_t, const int16_t*, int64_t, int64_t, const int16_t*,
-                                    const Qs8Requant*, bool, int8_t* const*);  // vpdpwssd
+                                     const Qs8Requant*, bool, int8_t* const*);  // vpdpwssd
 
 }  // namespace rg

@@ -274,7 +274,8 @@ inline void qs8_winograd_output_avx512(int64_t mr, int64_t nc, const int32_t (&m
 // The 12x32 tile's products on AVX-512 VNNI: vpdpwssd adds a pair of int16 products into each
 // int32 lane, pmaddwd and the add in one (neither saturates here: |V| <= 512, |U| <= 1143), and
 // 16 columns of a pair fill one zmm (column j's two int16 in lane j). 32 columns, two zmm: each
-// broadcast of V's pair feeds two vpdpwssd (6x16's one a vpdpwssd bound it on a Zen 5), 24
+// broadcast of V's pair feeds two vpdpwssd (6x16's broadcasts, one per vpdpwssd, bound it on a
+// Zen 5), 24
 // sums are in flight (vpdpwssd takes 5 cycles and issues 2 a cycle on Intel: 6x16's 6 kept it
 // 60% busy), and each load of the panel (64 KB at 64 channels: from L2) serves 12 tiles. Then the
 // output transform and the requantization on zmm: avx2's arithmetic, the same bits.

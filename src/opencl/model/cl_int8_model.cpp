@@ -16,7 +16,7 @@ struct ClInt8Model::Stage {
   Int8StagePlan plan;  // its weights dropped once uploaded
   int64_t in_numel = 0, out_numel = 0, filters = 0;
   bool f32_out = false;
-  Buffer weights, bias, multiplier, shift;  // gemm: int8 [k x filters], int32 [filters padded to 16] each
+  Buffer weights, bias, multiplier, shift;  // gemm: int8 [k x filters], int32 [filters padded to 32] each
   std::unique_ptr<ClLayer> layer;           // f32
   Buffer output;                            // [batch, out_shape...], int8 or f32
 
