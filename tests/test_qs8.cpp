@@ -182,7 +182,8 @@ TEST_P(Qs8OnIsa, FusedRequantizationIsBitExact) {
 // requantized bias, the biases running through INT32_MIN, INT32_MAX and the powers of two between,
 // against every shift and the multiplier's edges (random sums reach none of these).
 TEST_P(Qs8OnIsa, FusedRequantizationAtTheInt32Edges) {
-  const int32_t biases[] = {kMin, kMin + 1, -(1 << 30) - 1, -(1 << 30), -65537, -1, 0, 1, 65537, 1 << 30, kMax - 1, kMax};
+  const int32_t biases[] = {kMin,  kMin + 1, -(1 << 30) - 1, -(1 << 30), -65537,   -1,
+                            0,     1,        65537,          1 << 30,    kMax - 1, kMax};
   const int32_t multipliers[] = {0, 1 << 30, (1 << 30) + 1, kMax - 1, kMax};
   for (const Qs8GemmKernel* kernel : {&fast(), &without_vnni()}) {
     const int64_t nr = kernel->nr, k = 4, ldc = nr;
@@ -204,7 +205,8 @@ TEST_P(Qs8OnIsa, FusedRequantizationAtTheInt32Edges) {
         kernel->tile_requant(kernel->mr, nr, 1, a.data(), k, packed.value().data.data<int8_t>(), &rq, c.data(), ldc);
         for (int64_t j = 0; j < nr; ++j) {
           const size_t u = static_cast<size_t>(j);
-          const int32_t want = requantize(out.bias[u], QuantMultiplier{multiplier, shift}, out.zero_point, out.lo, out.hi);
+          const int32_t want =
+              requantize(out.bias[u], QuantMultiplier{multiplier, shift}, out.zero_point, out.lo, out.hi);
           ASSERT_EQ(c[u], want) << kernel->name << ", bias " << out.bias[u] << ", multiplier " << multiplier
                                 << ", shift " << shift;
         }

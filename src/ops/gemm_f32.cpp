@@ -226,9 +226,9 @@ void gemm_vector_product(const GemmShape& s, float alpha, const float* a, const 
   for (int64_t p = 0; p < s.k; ++p)
     x[static_cast<size_t>(p)] = one_row ? (s.trans_a == Trans::no ? a[p] : a[p * s.lda])
                                         : (s.trans_b == Trans::no ? b[p * s.ldb] : b[p]);
-  const VectorProduct v =
-      one_row ? VectorProduct{b, s.trans_b == Trans::no ? s.ldb : 1, s.trans_b == Trans::no ? 1 : s.ldb, s.n, std::move(x)}
-              : VectorProduct{a, s.trans_a == Trans::yes ? s.lda : 1, s.trans_a == Trans::yes ? 1 : s.lda, s.m, std::move(x)};
+  const bool b_rows = s.trans_b == Trans::no, a_columns = s.trans_a == Trans::yes;  // M's rows along p in place
+  const VectorProduct v = one_row ? VectorProduct{b, b_rows ? s.ldb : 1, b_rows ? 1 : s.ldb, s.n, std::move(x)}
+                                  : VectorProduct{a, a_columns ? s.lda : 1, a_columns ? 1 : s.lda, s.m, std::move(x)};
   // C's column is y in place only at ldc 1; else a copy (read first where beta reads it).
   const bool strided_y = !one_row && s.ldc != 1;
   std::vector<float> y_copy(strided_y ? static_cast<size_t>(s.m) : 0);

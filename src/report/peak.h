@@ -25,8 +25,9 @@ struct PeakFigure {
 // 4-lane add + mul). Two 512-bit FMA units are what Xeon Gold and Platinum have, and AMD's Zen 5
 // (family 0x1A) on the desktop and in servers (an EPYC VM of that family ran 54 flops a cycle in
 // one convolution here); Zen 4 (family 0x19) and the mobile Zen 5 of the Ryzen AI 300 parts run a
-// 512-bit operation as two 256-bit halves: 32, as AVX2's. CPUID cannot show a Xeon with one 512-bit FMA unit (some Silver and Bronze parts:
-// 32), nor K8's SSE units of half width (4 a cycle): the table's figures, where listed, win.
+// 512-bit operation as two 256-bit halves: 32, as AVX2's. CPUID cannot show a Xeon with one
+// 512-bit FMA unit (some Silver and Bronze parts: 32), nor K8's SSE units of half width (4 a
+// cycle): the table's figures, where listed, win.
 // For CPUs the table does not list.
 double simd_flops_per_cycle(const CpuInfo& cpu);
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "base/thread_pool.h"
+
 namespace rg {
 
 Result<Tensor> Tensor::zeros(const Shape& shape, DType dtype, const std::string& what, MemoryAccount& account) {
@@ -43,24 +45,19 @@ void Tensor::fill_zero() const {
   if (defined()) std::memset(static_cast<char*>(storage_->data()) + offset_ * dtype_size(dtype_), 0, bytes());
 }
 
-void Tensor::copy_from(const Tensor& other) const {
-  RG_CHECK(dtype_ == other.dtype_ && numel() == other.numel(),
-           "copy " << other.shape_.str() << " " << dtype_name(other.dtype_) << " into " << shape_.str() << " "
-                   << dtype_name(dtype_));
-  std::memcpy(static_cast<char*>(storage_->data()) + offset_ * dtype_size(dtype_),
-              static_cast<const char*>(other.storage_->data()) + other.offset_ * dtype_size(other.dtype_), bytes());
-}
-
 void Tensor::copy_from(const Tensor& other, ThreadPool* pool) const {
-  constexpr int64_t kBlock = int64_t{1} << 18;
-  if (pool == nullptr || static_cast<int64_t>(bytes()) < 2 * kBlock) return copy_from(other);
   RG_CHECK(dtype_ == other.dtype_ && numel() == other.numel(),
            "copy " << other.shape_.str() << " " << dtype_name(other.dtype_) << " into " << shape_.str() << " "
                    << dtype_name(dtype_));
   char* to = static_cast<char*>(storage_->data()) + offset_ * dtype_size(dtype_);
   const char* from = static_cast<const char*>(other.storage_->data()) + other.offset_ * dtype_size(other.dtype_);
+  constexpr int64_t kBlock = int64_t{1} << 18;
   const int64_t total = static_cast<int64_t>(bytes());
-  parallel_for(pool, (total + kBlock - 1) / kBlock, 1, [&](int64_t b0, int64_t b1) {
+  if (pool == nullptr || total < 2 * kBlock) {
+    std::memcpy(to, from, static_cast<size_t>(total));
+    return;
+  }
+  pool->parallel_for((total + kBlock - 1) / kBlock, 1, [&](int64_t b0, int64_t b1) {
     const int64_t begin = b0 * kBlock, end = std::min(total, b1 * kBlock);
     std::memcpy(to + begin, from + begin, static_cast<size_t>(end - begin));
   });

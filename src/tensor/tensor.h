@@ -8,11 +8,12 @@
 
 #include "base/memory.h"
 #include "base/status.h"
-#include "base/thread_pool.h"
 #include "tensor/dtype.h"
 #include "tensor/shape.h"
 
 namespace rg {
+
+class ThreadPool;
 
 // Bytes owned through a MemoryAccount; released to it on destruction.
 class Storage {
@@ -68,9 +69,9 @@ class Tensor {
 
   Result<Tensor> clone(const std::string& what) const;
   void fill_zero() const;
-  void copy_from(const Tensor& other) const;  // same dtype and element count
-  // The same, in 256 KB blocks over the pool (a reshape's copy: 1.6 MB in dcgan's generator).
-  void copy_from(const Tensor& other, ThreadPool* pool) const;
+  // Same dtype and element count; in 256 KB blocks over the pool where there are two or more (a
+  // reshape's copy: 1.6 MB in dcgan's generator).
+  void copy_from(const Tensor& other, ThreadPool* pool = nullptr) const;
 
  private:
   std::shared_ptr<Storage> storage_;

@@ -26,7 +26,7 @@ using F32ColumnSum = void (*)(int64_t rows, int64_t cols, const float* x, float*
 // is NaN or n is 0); a zero bound may be -0 on one level and +0 on another.
 using F32MinMax = void (*)(int64_t n, const float* x, float* lo, float* hi);
 
-// The product of a vector and a matrix's rows, one lane an output (ops/gemm_vector.cpp's
+// The product of a vector and a matrix's rows, one lane an output (ops/gemm_f32.cpp's
 // GEMMs of one row or one column): y[j] = alpha (sum over p < k, in order, of x[p] m[p ldm + j])
 // + beta y[j] for j < n, each sum one FMA chain on the FMA levels (a product and an add a term
 // below them) and alpha and beta applied as the GEMM tile applies them (f32_gemm.h; beta 0 never

@@ -536,7 +536,6 @@ void min_max(int64_t n, const float* x, float* lo, float* hi) {
 }
 
 }  // namespace ukernel
-
 }  // namespace rg
 
 // Defines the named kernels of one ISA from the templates above.
