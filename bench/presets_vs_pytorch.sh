@@ -54,24 +54,26 @@
 # its convolutions go through oneDNN (MKL-DNN), its dense layers through the
 # libblas.so.3 alternative (OpenBLAS once tools/setup.sh --bench ran) or the BLAS its build has.
 #
+# A bad setting (an unknown argument, a value out of its range) exits 2 before anything runs.
 # Fails (non-zero exit, message on stderr) if either side's run or the torch
 # import fails, if a run's JSON is missing or incomplete, or if the parameter
 # counts differ: no number is ever reported for work that was not done.
 set -euo pipefail
 
 die() { echo "presets_vs_pytorch.sh: FAILED: $*" >&2; exit 1; }
+bad_setting() { echo "presets_vs_pytorch.sh: $*" >&2; exit 2; }  # before any run
 
 MARKDOWN=0
 for arg in "$@"; do
   case "$arg" in
     --markdown) MARKDOWN=1 ;;
     -h|--help) sed -n '2,/^set -euo/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument: $arg" ;;
+    *) bad_setting "unknown argument: $arg" ;;
   esac
 done
 
 ACCURACY=${ACCURACY:-0}
-[[ "$ACCURACY" == 0 || "$ACCURACY" == 1 ]] || die "ACCURACY must be 0 or 1 (got '$ACCURACY')"
+[[ "$ACCURACY" == 0 || "$ACCURACY" == 1 ]] || bad_setting "ACCURACY must be 0 or 1 (got '$ACCURACY')"
 if [[ "$ACCURACY" == 1 ]]; then
   PRESETS=${PRESETS:-"lenet cnn autoencoder"}
   THREADS=${THREADS:-"2"}
@@ -92,22 +94,22 @@ BIN=${BIN:-build/retrograd}
 DATA=${DATA:-/usr/share/datasets/fashion-mnist}
 PY=${PYTHON:-/usr/bin/python3}   # Debian's python3-torch; not a pyenv python3 on PATH
 SETUP=${SETUP:-1}
-[[ "$SETUP" == 0 || "$SETUP" == 1 ]] || die "SETUP must be 0 or 1 (got '$SETUP')"
+[[ "$SETUP" == 0 || "$SETUP" == 1 ]] || bad_setting "SETUP must be 0 or 1 (got '$SETUP')"
 
 SPEED=${SPEED:-all}
-[[ "$SPEED" == all || "$SPEED" == last ]] || die "SPEED must be all or last (got '$SPEED')"
-[[ "$SPEED" == all || ( -n "$EPOCHS_SET" && "$EPOCHS_SET" -ge 2 ) ]] || die "SPEED=last needs EPOCHS=2 or more"
-[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer (got '$REPS')"
-[[ -z "$EPOCHS_SET" || "$EPOCHS_SET" =~ ^[1-9][0-9]*$ ]] || die "EPOCHS must be a positive integer (got '$EPOCHS_SET')"
-[[ "$LIMIT" =~ ^[0-9]{1,9}$ ]] || die "LIMIT must be a non-negative integer below 10^9 (got '$LIMIT')"
-[[ "$TEST_LIMIT" =~ ^[0-9]{1,9}$ ]] || die "TEST_LIMIT must be a non-negative integer below 10^9 (got '$TEST_LIMIT')"
-[[ "$SEED" =~ ^[0-9]+$ ]] || die "SEED must be a non-negative integer (got '$SEED')"
-for t in $THREADS; do [[ "$t" =~ ^[1-9][0-9]*$ ]] || die "THREADS must be positive integers (got '$t')"; done
-[[ -n "${THREADS// /}" ]] || die "THREADS is empty"
-[[ -n "${PRESETS// /}" ]] || die "PRESETS is empty"
+[[ "$SPEED" == all || "$SPEED" == last ]] || bad_setting "SPEED must be all or last (got '$SPEED')"
+[[ -z "$EPOCHS_SET" || "$EPOCHS_SET" =~ ^[1-9][0-9]{0,5}$ ]] || bad_setting "EPOCHS must be a positive integer below 10^6 (got '$EPOCHS_SET')"
+[[ "$SPEED" == all || ( -n "$EPOCHS_SET" && "$EPOCHS_SET" -ge 2 ) ]] || bad_setting "SPEED=last needs EPOCHS=2 or more"
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || bad_setting "REPS must be a positive integer (got '$REPS')"
+[[ "$LIMIT" =~ ^[0-9]{1,9}$ ]] || bad_setting "LIMIT must be a non-negative integer below 10^9 (got '$LIMIT')"
+[[ "$TEST_LIMIT" =~ ^[0-9]{1,9}$ ]] || bad_setting "TEST_LIMIT must be a non-negative integer below 10^9 (got '$TEST_LIMIT')"
+[[ "$SEED" =~ ^[0-9]+$ ]] || bad_setting "SEED must be a non-negative integer (got '$SEED')"
+for t in $THREADS; do [[ "$t" =~ ^[1-9][0-9]*$ ]] || bad_setting "THREADS must be positive integers (got '$t')"; done
+[[ -n "${THREADS// /}" ]] || bad_setting "THREADS is empty"
+[[ -n "${PRESETS// /}" ]] || bad_setting "PRESETS is empty"
 for p in $PRESETS; do
   case "$p" in mlp|autoencoder|lenet|cnn|rcnn|conv-autoencoder|dcgan) ;;
-    *) die "unknown preset '$p' (mlp, autoencoder, lenet, cnn, rcnn, conv-autoencoder, dcgan)" ;; esac
+    *) bad_setting "unknown preset '$p' (mlp, autoencoder, lenet, cnn, rcnn, conv-autoencoder, dcgan)" ;; esac
 done
 for t in $THREADS; do
   [[ "$t" -le "$(nproc)" ]] || echo "presets_vs_pytorch.sh: warning: THREADS $t is more than the $(nproc) CPUs here" >&2
