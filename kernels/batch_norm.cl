@@ -86,12 +86,15 @@ double block_total(__global const float* blocks, uint which, uint block_count, u
 // the work-group of channel c: its items stage the blocks' means and M2s in local memory and each
 // block's weights (w = added / (before + added), v = before w: they depend on the block alone), so
 // item 0's chain holds only the update (a double division a block in that chain took cnn's batch
-// norms at batch 256, 3136 blocks, ~150 us a launch on the H200). tile's `capacity` floats: per
-// staged block 2 floats and 2 doubles. Item 0's result; every item must call it (barriers).
-void block_stats(__global const float* blocks, uint rows, uint channels, uint c, __local float* tile, uint capacity,
-                 double* mean, double* m2) {
+// norms at batch 256, 3136 blocks, ~150 us a launch on the H200). scratch's `capacity` floats: per
+// staged block 2 doubles, then 2 floats (doubles first, at the buffer's start: a __local double
+// argument is 8-byte aligned, a float one need not be, and NVIDIA's H200 faults on a misaligned
+// double). Item 0's result; every item must call it (barriers).
+void block_stats(__global const float* blocks, uint rows, uint channels, uint c, __local double* scratch,
+                 uint capacity, double* mean, double* m2) {
   const uint item = get_local_id(0), items = get_local_size(0), share = capacity / 6;
-  __local double* weights = (__local double*)(tile + 2 * share);  // [share][2]: w, v
+  __local double* weights = scratch;                          // [share][2]: w, v
+  __local float* tile = (__local float*)(scratch + 2 * share);  // [2][share]: means, M2s
   const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
   double mu = 0.0, sum2 = 0.0;
   for (uint b0 = 0; b0 < block_count; b0 += share) {
@@ -127,7 +130,7 @@ __kernel void f32_batch_norm_variance(uint rows, uint channels, uint capacity, u
                                       ulong eps_bits, __global const float* blocks, uint blocks_offset,
                                       __global float* running_mean, uint running_mean_offset,
                                       __global float* running_var, uint running_var_offset, __global double* saved,
-                                      uint saved_offset, __local float* tile) {
+                                      uint saved_offset, __local double* tile) {
   const uint c = get_group_id(0);
   const double momentum = as_double(momentum_bits), eps = as_double(eps_bits);  // the host's doubles, bit for bit
   __global float* rm = running_mean + running_mean_offset + c;

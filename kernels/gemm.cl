@@ -27,9 +27,10 @@
 //                         step's products (their latency hidden behind them)
 //   USE_FMA               1: fma(a, b, acc); 0: acc + a * b, two roundings
 //   IMPLICIT_CONV         1: op(A) is the patch matrix of a batch of NHWC images (src/ops/im2col.h's
-//                         layout: row (image, oh, ow), column (kh, kw, c)), read from the images at
-//                         A as it is needed instead of from a matrix im2col wrote: the same values
-//                         (0 in the padding), so the same bits. TRANS_A 0; lda unused. The geometry
+//                         layout: row (image, oh, ow), column (kh, kw, c)), or with TRANS_A its
+//                         transpose (a weight gradient), read from the images at A as it is needed
+//                         instead of from a matrix im2col wrote: the same values (0 in the
+//                         padding), so the same bits. lda unused. The geometry
 //                         as defines (constant divisors): CONV_H, CONV_W, CONV_C, CONV_K (square
 //                         kernel), CONV_S (stride), CONV_P (padding), CONV_OH, CONV_OW.
 // Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices).
@@ -65,29 +66,36 @@ typedef float vec_t;
 #define MUL_ADD(a, b, acc) ((acc) + (a) * (b))
 #endif
 
+#if IMPLICIT_CONV
+// Patch-matrix row r = (image b, oh, ow), column q = (kh, kw, ch): an image word or padding.
+inline float patch_value(__global const float* A, uint r, uint q) {
+  const uint ch = q % CONV_C, kw = q / CONV_C % CONV_K, kh = q / (CONV_C * CONV_K);
+  const uint ow = r % CONV_OW, oh = r / CONV_OW % CONV_OH, b = r / (CONV_OW * CONV_OH);
+  const int ih = (int)(oh * CONV_S + kh) - CONV_P, iw = (int)(ow * CONV_S + kw) - CONV_P;
+  return (ih >= 0 && ih < CONV_H && iw >= 0 && iw < CONV_W) ? A[((b * CONV_H + ih) * CONV_W + iw) * CONV_C + ch] : 0.0f;
+}
+#endif
+
 // Element l (< TILE_M * TILE_K) of this step's op(A) panel: its global word (0 past the edges)
-// and its place in the local panel. Neighbouring l read neighbouring global words in either layout.
+// and its place in the local panel. Neighbouring l read neighbouring global words in either layout
+// (the patch matrix's transpose: neighbouring channels of one tap).
 inline float load_a(__global const float* A, uint lda, uint M, uint K, uint row0, uint p0, uint l, uint* at) {
-#if IMPLICIT_CONV && TRANS_A
-#error "gemm.cl: IMPLICIT_CONV reads op(A) = the patch matrix itself (TRANS_A 0)"
-#elif TRANS_A
+#if TRANS_A
   const uint i = l % TILE_M, p = l / TILE_M;  // A stored K x M: op(A)[r][q] = A[q][r]
 #else
   const uint p = l % TILE_K, i = l / TILE_K;  // A stored M x K, or the patch matrix
 #endif
   const uint r = row0 + i, q = p0 + p;
   *at = p * A_STRIDE + i;
-#if IMPLICIT_CONV
-  // Patch-matrix row r = (image b, oh, ow), column q = (kh, kw, ch): an image word or padding.
   if (r >= M || q >= K) return 0.0f;
-  const uint ch = q % CONV_C, kw = q / CONV_C % CONV_K, kh = q / (CONV_C * CONV_K);
-  const uint ow = r % CONV_OW, oh = r / CONV_OW % CONV_OH, b = r / (CONV_OW * CONV_OH);
-  const int ih = (int)(oh * CONV_S + kh) - CONV_P, iw = (int)(ow * CONV_S + kw) - CONV_P;
-  return (ih >= 0 && ih < CONV_H && iw >= 0 && iw < CONV_W) ? A[((b * CONV_H + ih) * CONV_W + iw) * CONV_C + ch] : 0.0f;
+#if IMPLICIT_CONV && TRANS_A
+  return patch_value(A, q, r);  // op(A) = the patch matrix transposed (a weight gradient)
+#elif IMPLICIT_CONV
+  return patch_value(A, r, q);
 #elif TRANS_A
-  return (r < M && q < K) ? A[q * lda + r] : 0.0f;
+  return A[q * lda + r];
 #else
-  return (r < M && q < K) ? A[r * lda + q] : 0.0f;
+  return A[r * lda + q];
 #endif
 }
 

@@ -31,6 +31,19 @@ __kernel void f32_im2col(uint n, CONV_GEOMETRY, __global const float* image, uin
   cols[cols_offset + i] = v;
 }
 
+// flipped [k, k, filters, c] = weight [k, k, c, filters] turned 180 degrees with its channel axes
+// swapped (nn/conv.cpp's flip_weight): the weight of the convolution that takes dy to dx at stride
+// 1. n = k^2 c filters, one item per element of flipped.
+__kernel void f32_conv_flip_weight(uint n, uint kernel_size, uint channels, uint filters,
+                                   __global const float* weight, uint weight_offset, __global float* flipped,
+                                   uint flipped_offset) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const uint ch = i % channels, f = i / channels % filters, tap = i / channels / filters;
+  const uint source_tap = kernel_size * kernel_size - 1 - tap;  // (k - 1 - kh, k - 1 - kw)
+  flipped[flipped_offset + i] = weight[weight_offset + (source_tap * channels + ch) * filters + f];
+}
+
 // The patches (oh or ow) holding input row (or column) i: o stride - pad <= i < o stride - pad +
 // kernel_size, as [*first, *last] (empty when first > last: a stride above the kernel leaves gaps).
 void patches_holding(int i, uint stride, uint pad, uint kernel_size, uint out, int* first, int* last) {

@@ -169,13 +169,24 @@ TEST(OpenclConvLayers, ConvAndTransposedConvMatchTheCpu) {
       ASSERT_TRUE(cpu->init(rng, DType::f32).ok());
       const int64_t per_sample = cpu->geometry().patches() * cpu->geometry().patch_size();
       const int64_t cap = c.chunk_samples > 0 ? c.chunk_samples * per_sample + per_sample / 2 : ClConv::kChunkElements;
-      auto cl = ClConv::create(*cpu, *device, cap);
-      ASSERT_TRUE(cl.ok()) << cl.status().message();
-      if (c.chunk_samples > 0) {
-        EXPECT_EQ(cl.value()->chunk_samples(c.n), c.chunk_samples);
-        EXPECT_EQ(cl.value()->workspace_elements(c.n), c.chunk_samples * per_sample);
+      // A Conv2D's paths each (the implicit backward: dW over the batch, dx by the flipped
+      // weight at stride 1, by col2im in chunks at stride 2); a transposed conv has one
+      for (const char* policy : {"im2col", "implicit"}) {
+        if (c.transposed && std::string(policy) == "implicit") continue;
+        SCOPED_TRACE(policy);
+        ScopedEnv path("RETROGRAD_CL_CONV", policy);
+        auto cl = ClConv::create(*cpu, *device, cap);
+        ASSERT_TRUE(cl.ok()) << cl.status().message();
+        if (c.chunk_samples > 0) {
+          EXPECT_EQ(cl.value()->chunk_samples(c.n), c.chunk_samples);
+          EXPECT_EQ(cl.value()->workspace_elements(c.n), c.chunk_samples * per_sample);
+        }
+        compare_layer(*cpu, *cl.value(), *device, c.input, c.n, 1e-4);
+        if (!c.transposed && !cpu->geometry().pointwise()) {
+          EXPECT_EQ(cl.value()->backward_path(), std::string(policy) == "im2col" ? ClConv::ForwardPath::im2col
+                                                                                 : ClConv::ForwardPath::implicit);
+        }
       }
-      compare_layer(*cpu, *cl.value(), *device, c.input, c.n, 1e-4);
       // make_cl_layer finds the same kind, with the default cap: one chunk for these batches
       auto made = make_cl_layer(*cpu, c.input, output.value(), *device);
       ASSERT_TRUE(made.ok()) << made.status().message();
@@ -236,8 +247,8 @@ TEST(OpenclConvLayers, ForwardPathsGiveTheSameBits) {
   }
 }
 
-// A device that cannot build the implicit GEMM: auto falls back to im2col, and the device's plain
-// GEMMs keep every configuration (a variant's failure is not the product's).
+// A device that cannot build the implicit GEMM: auto falls back to im2col, forward and backward,
+// and the device's plain GEMMs keep every configuration (a variant's failure is not the product's).
 TEST(OpenclConvLayers, AnImplicitGemmThatDoesNotBuildFallsBackToIm2col) {
   SKIP_WITHOUT_OPENCL();
   Device& device = *devices().at(0);
@@ -271,7 +282,15 @@ TEST(OpenclConvLayers, AnImplicitGemmThatDoesNotBuildFallsBackToIm2col) {
   const Status s = cl.value()->forward(2, bx.f32(), by.f32(), ClContext{ctx, ws.f32()});
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(cl.value()->forward_path(), ClConv::ForwardPath::im2col);
-  EXPECT_EQ(gemm_tuning(device).rates[0].size(), gemm_candidates().size()) << "plain GEMMs keep their configurations";
+  Buffer bdy = upload_or_die(device, random_floats(rng, 2 * out_shape.value().numel()), "dy");
+  Buffer bdx = upload_or_die(device, std::vector<float>(static_cast<size_t>(2 * 11 * 13 * 2), 0.0f), "dx");
+  const Status back = cl.value()->backward(2, bx.f32(), by.f32(), bdy.f32(), bdx.f32(), ClContext{ctx, ws.f32()});
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(cl.value()->backward_path(), ClConv::ForwardPath::im2col);
+  for (int trans = 0; trans < 4; ++trans) {
+    EXPECT_EQ(gemm_tuning(device).rates[static_cast<size_t>(trans)].size(), gemm_candidates().size())
+        << "plain GEMMs keep their configurations (" << trans << ")";
+  }
 }
 
 TEST(OpenclConvLayers, BatchNormMatchesTheCpu) {

@@ -195,28 +195,53 @@ Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSp
   return run(device, s, alpha, a, b, beta, c, how, "");
 }
 
+namespace {
+
+// The implicit products' checks: the images, the patch matrix's other operand (`b_floats`) and
+// its result (`c_floats`) within their spans and the kernels' 32-bit indices; then the geometry
+// as gemm.cl's build options.
+Result<std::string> conv_gemm_defines(const char* name, const ConvGeometry& g, int64_t batch, DeviceSpan images,
+                                      DeviceSpan b, int64_t b_floats, DeviceSpan c, int64_t c_floats) {
+  RG_CHECK(batch >= 0 && g.out_h > 0 && g.out_w > 0, "implicit " << name << " of " << batch << " images");
+  const int64_t image_floats = batch * g.height * g.width * g.channels, patch_floats = batch * g.patches() * g.patch_size();
+  RG_CHECK(images.count >= image_floats && b.count >= b_floats && c.count >= c_floats,
+           "implicit " << name << " spans of " << images.count << ", " << b.count << ", " << c.count << " elements for "
+                << image_floats << ", " << b_floats << ", " << c_floats);
+  const int64_t limit = std::numeric_limits<cl_uint>::max();
+  if (images.offset + image_floats > limit || b.offset + b_floats > limit || c.offset + c_floats > limit ||
+      patch_floats > limit) {
+    return Status::error(std::string(name) + " of " + std::to_string(batch) + " images: the patch matrix or an "
+                         "operand reaches past the 2^32 - 1 elements the kernel indexes");
+  }
+  return " -DIMPLICIT_CONV=1 -DCONV_H=" + std::to_string(g.height) + " -DCONV_W=" + std::to_string(g.width) +
+         " -DCONV_C=" + std::to_string(g.channels) + " -DCONV_K=" + std::to_string(g.kernel) + " -DCONV_S=" +
+         std::to_string(g.stride) + " -DCONV_P=" + std::to_string(g.pad) + " -DCONV_OH=" + std::to_string(g.out_h) +
+         " -DCONV_OW=" + std::to_string(g.out_w);
+}
+
+}  // namespace
+
 Result<Event> f32_conv_gemm(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan images, DeviceSpan weight,
                             int64_t filters, DeviceSpan y, const GemmLaunch& how) {
-  RG_CHECK(batch >= 0 && filters > 0 && g.out_h > 0 && g.out_w > 0, "conv gemm of " << batch << " images, " << filters << " filters");
+  RG_CHECK(filters > 0, "conv gemm of " << filters << " filters");
   const int64_t rows = batch * g.patches(), k = g.patch_size();
-  const int64_t image_floats = batch * g.height * g.width * g.channels;
-  RG_CHECK(images.count >= image_floats && weight.count >= k * filters && y.count >= rows * filters,
-           "conv gemm spans of " << images.count << ", " << weight.count << ", " << y.count << " elements for "
-                                 << image_floats << ", " << k * filters << ", " << rows * filters);
-  const int64_t limit = std::numeric_limits<cl_uint>::max();
-  if (images.offset + image_floats > limit || weight.offset + k * filters > limit || y.offset + rows * filters > limit ||
-      rows * k > limit) {
-    return Status::error("f32_conv_gemm of " + std::to_string(batch) + " images: the patch matrix or an operand reaches "
-                         "past the 2^32 - 1 elements the kernel indexes");
-  }
+  RG_ASSIGN(const std::string defines,
+            conv_gemm_defines("f32_conv_gemm", g, batch, images, weight, k * filters, y, rows * filters));
   if (rows == 0) return Event();
-  const std::string defines = " -DIMPLICIT_CONV=1 -DCONV_H=" + std::to_string(g.height) + " -DCONV_W=" +
-                              std::to_string(g.width) + " -DCONV_C=" + std::to_string(g.channels) + " -DCONV_K=" +
-                              std::to_string(g.kernel) + " -DCONV_S=" + std::to_string(g.stride) + " -DCONV_P=" +
-                              std::to_string(g.pad) + " -DCONV_OH=" + std::to_string(g.out_h) + " -DCONV_OW=" +
-                              std::to_string(g.out_w);
   return run(device, GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, 1.0f, images, weight, 0.0f,
              y, how, defines);
+}
+
+Result<Event> f32_conv_gemm_weight_grad(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan images,
+                                        DeviceSpan dy, int64_t filters, float beta, DeviceSpan dw,
+                                        const GemmLaunch& how) {
+  RG_CHECK(filters > 0, "conv weight gradient of " << filters << " filters");
+  const int64_t rows = batch * g.patches(), k = g.patch_size();
+  RG_ASSIGN(const std::string defines, conv_gemm_defines("f32_conv_gemm_weight_grad", g, batch, images, dy,
+                                                         rows * filters, dw, k * filters));
+  // dw [k, filters] = beta dw + patches^T [k x rows] * dy [rows x filters]; no rows: beta dw
+  return run(device, GemmShape{Trans::yes, Trans::no, k, filters, rows, k, filters, filters}, 1.0f, images, dy, beta,
+             dw, how, defines);
 }
 
 }  // namespace rg::ocl

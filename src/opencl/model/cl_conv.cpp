@@ -18,6 +18,41 @@ namespace rg::ocl {
 namespace {
 // Elements [first, first + count) of `span`.
 DeviceSpan sub(DeviceSpan span, int64_t first, int64_t count) { return DeviceSpan{span.mem, span.offset + first, count}; }
+
+// RETROGRAD_CL_CONV: "im2col", "implicit" or "auto" (unset or empty: auto).
+Result<std::string> conv_path_policy() {
+  const char* env = std::getenv("RETROGRAD_CL_CONV");
+  const std::string policy = env != nullptr && *env != '\0' ? env : "auto";
+  if (policy != "im2col" && policy != "implicit" && policy != "auto") {
+    return Status::error("RETROGRAD_CL_CONV='" + policy + "': the conv paths are im2col, implicit or auto");
+  }
+  return policy;
+}
+
+// Runs `path` twice each (the first run of a path also builds its kernels); the second runs' wall
+// times, enqueue to finish, decide: launches count as well as kernels. An implicit path the device
+// cannot build or run leaves im2col, the path every device runs.
+template <class Run>
+Result<ClConv::ForwardPath> time_paths(Device& device, const Run& run) {
+  using Path = ClConv::ForwardPath;
+  double seconds[2] = {0, 0};
+  const Path paths[2] = {Path::im2col, Path::implicit};
+  for (int rep = 0; rep < 2; ++rep) {
+    for (int p = 0; p < 2; ++p) {
+      RG_TRY(device.finish());
+      const auto start = std::chrono::steady_clock::now();
+      const Status ran = run(paths[p]);
+      if (!ran.ok() && paths[p] == Path::implicit) {
+        RG_TRY(run(Path::im2col));
+        return Path::im2col;
+      }
+      RG_TRY(ran);
+      RG_TRY(device.finish());
+      seconds[p] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
+  return seconds[1] < seconds[0] ? Path::implicit : Path::im2col;
+}
 }  // namespace
 
 ClConv::ClConv(Device& device, const ConvLayer& host, bool transposed, int64_t chunk_elements)
@@ -32,6 +67,11 @@ ClConv::ClConv(Device& device, const ConvLayer& host, bool transposed, int64_t c
   } else {
     in_sample_ = g_.height * g_.width * g_.channels;
     out_sample_ = g_.patches() * filters_;
+    if (g_.stride == 1 && g_.pad < g_.kernel && !g_.pointwise()) {
+      auto flipped = conv_geometry(g_.out_h, g_.out_w, filters_, g_.kernel, 1, g_.kernel - 1 - g_.pad);
+      direct_dx_ = flipped.ok() && flipped.value().out_h == g_.height && flipped.value().out_w == g_.width;
+      if (direct_dx_) flipped_g_ = flipped.value();
+    }
   }
 }
 
@@ -58,9 +98,11 @@ int64_t ClConv::chunk_samples(int64_t n) const {
   return std::max<int64_t>(1, std::min(n, chunk_elements_ / per_sample));
 }
 
+// A chunk's patch matrix, or the flipped weight of the implicit backward's dx.
 int64_t ClConv::workspace_elements(int64_t n) const {
   if (g_.pointwise()) return 0;
-  return chunk_samples(n) * g_.patches() * g_.patch_size();
+  const int64_t patches = chunk_samples(n) * g_.patches() * g_.patch_size();
+  return direct_dx_ ? std::max(patches, g_.patch_size() * filters_) : patches;
 }
 
 Status ClConv::forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) {
@@ -122,60 +164,72 @@ Status ClConv::conv_forward_chunk(ForwardPath path, int64_t count, DeviceSpan x,
 
 Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws,
                                    const GemmEpilogue& epilogue) {
-  const char* env = std::getenv("RETROGRAD_CL_CONV");
-  const std::string policy = env ? env : "auto";
-  if (policy == "im2col" || policy == "implicit") {
+  RG_ASSIGN(const std::string policy, conv_path_policy());
+  if (policy != "auto") {
     path_ = policy == "im2col" ? ForwardPath::im2col : ForwardPath::implicit;
     return conv_forward_chunk(path_, count, x, y, ws, epilogue);
   }
-  if (policy != "auto" && !policy.empty()) {
-    return Status::error("RETROGRAD_CL_CONV='" + policy + "': the conv forward path is im2col, implicit or auto");
-  }
-  // Each path twice (the first run of a path also builds its kernels); the second runs' wall
-  // times, enqueue to finish, decide: launches count as well as kernels. An implicit GEMM the
-  // device cannot build or run leaves im2col, the path every device runs.
-  double seconds[2] = {0, 0};
-  const ForwardPath paths[2] = {ForwardPath::im2col, ForwardPath::implicit};
-  for (int rep = 0; rep < 2; ++rep) {
-    for (int p = 0; p < 2; ++p) {
-      RG_TRY(device_.finish());
-      const auto start = std::chrono::steady_clock::now();
-      const Status ran = conv_forward_chunk(paths[p], count, x, y, ws, epilogue);
-      if (!ran.ok() && paths[p] == ForwardPath::implicit) {
-        path_ = ForwardPath::im2col;
-        return conv_forward_chunk(path_, count, x, y, ws, epilogue);
-      }
-      RG_TRY(ran);
-      RG_TRY(device_.finish());
-      seconds[p] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-  }
-  path_ = seconds[1] < seconds[0] ? ForwardPath::implicit : ForwardPath::im2col;
+  RG_ASSIGN(path_, time_paths(device_, [&](ForwardPath p) { return conv_forward_chunk(p, count, x, y, ws, epilogue); }));
   return Status();
 }
 
-// Per chunk: dW [K, F] (+)= cols^T * dy; dcols [rows, K] = dy * W^T, dx = col2im(dcols).
 Status ClConv::conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws) {
+  if (g_.pointwise()) return conv_backward_by(ForwardPath::im2col, n, x, dy, dx, keep, ws);  // no patch matrix
+  if (backward_path_ == ForwardPath::unmeasured) return choose_backward_path(n, x, dy, dx, keep, ws);
+  return conv_backward_by(backward_path_, n, x, dy, dx, keep, ws);
+}
+
+// Not timed, unlike the forward: the paths' bits differ (dW's chunks, dx's order of sums), and a
+// run's bits must not depend on a measurement. The implicit path wherever it builds and runs.
+Status ClConv::choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws) {
+  RG_ASSIGN(const std::string policy, conv_path_policy());
+  backward_path_ = policy == "im2col" ? ForwardPath::im2col : ForwardPath::implicit;
+  const Status ran = conv_backward_by(backward_path_, n, x, dy, dx, keep, ws);
+  if (ran.ok() || policy != "auto") return ran;
+  backward_path_ = ForwardPath::im2col;
+  return conv_backward_by(backward_path_, n, x, dy, dx, keep, ws);
+}
+
+// im2col: per chunk dW [K, F] (+)= cols^T * dy, cols = im2col(x); then dx by col2im. implicit: dW
+// over the whole batch from x as it is read; dx = the convolution of dy with the flipped weight
+// (in the workspace) at stride 1, else by col2im.
+Status ClConv::conv_backward_by(ForwardPath path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
+                                DeviceSpan ws) {
+  const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), f = filters_;
+  if (path == ForwardPath::implicit) {
+    RG_TRY(f32_conv_gemm_weight_grad(device_, g_, n, x, dy, f, keep ? 1.0f : 0.0f, weight_.grad.f32()).status());
+  } else {
+    for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+      const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
+      DeviceSpan cols = sub(x, s0 * in_sample_, count * in_sample_);
+      if (!g_.pointwise()) {
+        RG_TRY(f32_im2col(device_, g_, count, cols, sub(ws, 0, rows * k)).status());
+        cols = sub(ws, 0, rows * k);
+      }
+      const float beta = (s0 > 0 || keep) ? 1.0f : 0.0f;  // the first chunk overwrites unless accumulating
+      RG_TRY(f32_gemm(device_, GemmShape{Trans::yes, Trans::no, k, f, rows, k, f, f}, 1.0f, cols,
+                      sub(dy, s0 * out_sample_, count * out_sample_), beta, weight_.grad.f32())
+                 .status());
+    }
+  }
+  if (dx.mem == nullptr) return Status();
+  if (path == ForwardPath::im2col || !direct_dx_) return dx_by_col2im(n, dy, dx, ws);
+  // The queue is in order: the flipped weight is written after the weight gradient's reads.
+  const DeviceSpan flipped = sub(ws, 0, k * f);
+  RG_TRY(f32_conv_flip_weight(device_, g_.kernel, g_.channels, f, weight_.value.f32(), flipped).status());
+  return f32_conv_gemm(device_, flipped_g_, n, dy, flipped, g_.channels, dx).status();
+}
+
+// Per chunk: dcols [rows, K] = dy * W^T, dx = col2im(dcols) (pointwise: dx = dcols).
+Status ClConv::dx_by_col2im(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws) {
   const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), f = filters_;
   for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
     const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
-    const DeviceSpan x_chunk = sub(x, s0 * in_sample_, count * in_sample_);
-    const DeviceSpan dy_chunk = sub(dy, s0 * out_sample_, count * out_sample_);
-    DeviceSpan cols = x_chunk;
-    if (!g_.pointwise()) {
-      cols = sub(ws, 0, rows * k);
-      RG_TRY(f32_im2col(device_, g_, count, x_chunk, cols).status());
-    }
-    const float beta = (s0 > 0 || keep) ? 1.0f : 0.0f;  // the first chunk overwrites unless accumulating
-    RG_TRY(f32_gemm(device_, GemmShape{Trans::yes, Trans::no, k, f, rows, k, f, f}, 1.0f, cols, dy_chunk, beta,
-                    weight_.grad.f32())
-               .status());
-    if (dx.mem == nullptr) continue;
     const DeviceSpan dx_chunk = sub(dx, s0 * in_sample_, count * in_sample_);
-    // The queue is in order: the dW GEMM has read cols before dcols overwrites them.
+    // The queue is in order: the weight gradient has read the workspace before dcols overwrites it.
     const DeviceSpan dcols = g_.pointwise() ? dx_chunk : sub(ws, 0, rows * k);
-    RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::yes, rows, k, f, f, f, k}, 1.0f, dy_chunk,
-                    weight_.value.f32(), 0.0f, dcols)
+    RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::yes, rows, k, f, f, f, k}, 1.0f,
+                    sub(dy, s0 * out_sample_, count * out_sample_), weight_.value.f32(), 0.0f, dcols)
                .status());
     if (!g_.pointwise()) RG_TRY(f32_col2im_add(device_, g_, count, dcols, dx_chunk, false).status());
   }

@@ -16,8 +16,12 @@ namespace rg::ocl {
 // Samples run in chunks whose patch matrix [chunk * patches, patch_size] fits chunk_elements
 // floats of the workspace (one sample at least); a pointwise conv needs none.
 // Conv2D's forward is im2col + GEMM or the implicit GEMM (f32_conv_gemm), whichever ran faster
-// when the layer first ran (both timed on that chunk; the same bits either way);
-// RETROGRAD_CL_CONV=im2col|implicit|auto (default auto) fixes the choice.
+// when the layer first ran (both timed on that chunk; the same bits either way). Its backward is
+// the implicit weight gradient over the whole batch (f32_conv_gemm_weight_grad) with dx at stride
+// 1 as the implicit convolution of dy with the flipped weight (nn/conv.cpp's direct dx; col2im in
+// chunks at larger strides), or where that does not build, im2col + GEMMs + col2im in chunks: not
+// timed (other bits: a run's must not depend on a measurement).
+// RETROGRAD_CL_CONV=im2col|implicit|auto (default auto) fixes both choices.
 class ClConv : public ClLayer {
  public:
   static constexpr int64_t kChunkElements = int64_t{8} << 20;  // 32 MiB of f32
@@ -38,6 +42,7 @@ class ClConv : public ClLayer {
 
   enum class ForwardPath { unmeasured, im2col, implicit };
   ForwardPath forward_path() const { return path_; }
+  ForwardPath backward_path() const { return backward_path_; }
 
  private:
   ClConv(Device& device, const ConvLayer& host, bool transposed, int64_t chunk_elements);
@@ -49,6 +54,12 @@ class ClConv : public ClLayer {
   // The first chunk: the path RETROGRAD_CL_CONV names, or both timed and the faster kept.
   Status choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
   Status conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
+  Status conv_backward_by(ForwardPath path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
+                          DeviceSpan ws);
+  // The first call's path: RETROGRAD_CL_CONV's, else implicit where it builds and runs.
+  Status choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
+  // dx [n, h, w, c] = col2im(dy * W^T), in chunks of the workspace.
+  Status dx_by_col2im(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws);
   Status transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
   Status transposed_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
 
@@ -58,7 +69,10 @@ class ClConv : public ClLayer {
   int64_t filters_, in_sample_, out_sample_, chunk_elements_;
   bool has_bias_ = false;
   ClParam weight_, bias_;
-  ForwardPath path_ = ForwardPath::unmeasured;
+  ForwardPath path_ = ForwardPath::unmeasured, backward_path_ = ForwardPath::unmeasured;
+  // Conv2D at stride 1: dy's geometry as the convolution that gives dx (direct_dx_), else none.
+  ConvGeometry flipped_g_;
+  bool direct_dx_ = false;
 };
 
 }  // namespace rg::ocl
