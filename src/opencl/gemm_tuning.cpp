@@ -24,9 +24,13 @@ namespace {
 constexpr const char* kTuningFileMagic = "retrograd-opencl-gemm-tuning 1";
 constexpr const char* kTransNames[4] = {"NN", "NT", "TN", "TT"};  // trans_a * 2 + trans_b
 
-// What a cache file must have been made for: the device, its driver and gemm.cl's text.
+// What a cache file must have been made for: the device, its driver, gemm.cl's text and the
+// candidates (a file from a shorter list would never time the ones added since).
 std::string tuning_identity(const Device& device) {
-  return measured_identity(device.info().name, device.info().driver_version, {"gemm.cl"});
+  std::string candidates;
+  for (const GemmConfig& c : gemm_candidates()) candidates += (candidates.empty() ? "" : ",") + c.name();
+  return measured_identity(device.info().name, device.info().driver_version, {"gemm.cl"}) + " | " +
+         fnv1a_hex(candidates);
 }
 
 double median(std::vector<double> v) {
