@@ -183,8 +183,8 @@ TEST(OpenclConvLayers, ConvAndTransposedConvMatchTheCpu) {
         }
         compare_layer(*cpu, *cl.value(), *device, c.input, c.n, 1e-4);
         if (!c.transposed && !cpu->geometry().pointwise()) {
-          EXPECT_EQ(cl.value()->backward_path(), std::string(policy) == "im2col" ? ClConv::ForwardPath::im2col
-                                                                                 : ClConv::ForwardPath::implicit);
+          EXPECT_EQ(cl.value()->backward_path(), std::string(policy) == "im2col" ? ClConv::Path::im2col
+                                                                                 : ClConv::Path::implicit);
         }
       }
       // make_cl_layer finds the same kind, with the default cap: one chunk for these batches
@@ -234,7 +234,7 @@ TEST(OpenclConvLayers, ForwardPathsGiveTheSameBits) {
         }
         ASSERT_TRUE(s.ok()) << s.message();
         if (!cpu.geometry().pointwise()) {
-          EXPECT_NE(cl.value()->forward_path(), ClConv::ForwardPath::unmeasured);
+          EXPECT_NE(cl.value()->forward_path(), ClConv::Path::unmeasured);
         }
         outputs.push_back(download_all<float>(by));
       }
@@ -281,12 +281,16 @@ TEST(OpenclConvLayers, AnImplicitGemmThatDoesNotBuildFallsBackToIm2col) {
   LayerContext ctx;
   const Status s = cl.value()->forward(2, bx.f32(), by.f32(), ClContext{ctx, ws.f32()});
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(cl.value()->forward_path(), ClConv::ForwardPath::im2col);
+  EXPECT_EQ(cl.value()->forward_path(), ClConv::Path::im2col);
   Buffer bdy = upload_or_die(device, random_floats(rng, 2 * out_shape.value().numel()), "dy");
   Buffer bdx = upload_or_die(device, std::vector<float>(static_cast<size_t>(2 * 11 * 13 * 2), 0.0f), "dx");
   const Status back = cl.value()->backward(2, bx.f32(), by.f32(), bdy.f32(), bdx.f32(), ClContext{ctx, ws.f32()});
   ASSERT_TRUE(back.ok()) << back.message();
-  EXPECT_EQ(cl.value()->backward_path(), ClConv::ForwardPath::im2col);
+  EXPECT_EQ(cl.value()->backward_path(), ClConv::Path::im2col);
+  auto fresh = ClConv::create(cpu, device);  // what the fallback computes, against the CPU
+  ASSERT_TRUE(fresh.ok()) << fresh.status().message();
+  compare_layer(cpu, *fresh.value(), device, Shape{11, 13, 2}, 2, 1e-4);
+  EXPECT_EQ(fresh.value()->backward_path(), ClConv::Path::im2col);
   for (int trans = 0; trans < 4; ++trans) {
     EXPECT_EQ(gemm_tuning(device).rates[static_cast<size_t>(trans)].size(), gemm_candidates().size())
         << "plain GEMMs keep their configurations (" << trans << ")";

@@ -33,8 +33,8 @@ Result<std::string> conv_path_policy() {
 // times, enqueue to finish, decide: launches count as well as kernels. An implicit path the device
 // cannot build or run leaves im2col, the path every device runs.
 template <class Run>
-Result<ClConv::ForwardPath> time_paths(Device& device, const Run& run) {
-  using Path = ClConv::ForwardPath;
+Result<ClConv::Path> time_paths(Device& device, const Run& run) {
+  using Path = ClConv::Path;
   double seconds[2] = {0, 0};
   const Path paths[2] = {Path::im2col, Path::implicit};
   for (int rep = 0; rep < 2; ++rep) {
@@ -137,21 +137,21 @@ Status ClConv::conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws
   for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
     const int64_t count = std::min(per_chunk, n - s0);
     const DeviceSpan xs = sub(x, s0 * in_sample_, count * in_sample_), ys = sub(y, s0 * out_sample_, count * out_sample_);
-    if (!g_.pointwise() && path_ == ForwardPath::unmeasured) {
+    if (!g_.pointwise() && path_ == Path::unmeasured) {
       RG_TRY(choose_forward_path(count, xs, ys, ws, epilogue));
       continue;
     }
-    RG_TRY(conv_forward_chunk(g_.pointwise() ? ForwardPath::im2col : path_, count, xs, ys, ws, epilogue));
+    RG_TRY(conv_forward_chunk(g_.pointwise() ? Path::im2col : path_, count, xs, ys, ws, epilogue));
   }
   return Status();
 }
 
-Status ClConv::conv_forward_chunk(ForwardPath path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws,
+Status ClConv::conv_forward_chunk(Path path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws,
                                   const GemmEpilogue& epilogue) {
   const int64_t rows = count * g_.patches(), k = g_.patch_size(), f = filters_;
   GemmLaunch how;
   how.epilogue = epilogue;  // y [rows, F] (+ b, then the fused layers) in the GEMM's last step
-  if (path == ForwardPath::implicit) return f32_conv_gemm(device_, g_, count, x, weight_.value.f32(), f, y, how).status();
+  if (path == Path::implicit) return f32_conv_gemm(device_, g_, count, x, weight_.value.f32(), f, y, how).status();
   DeviceSpan cols = x;  // pointwise: the patch matrix is the image itself
   if (!g_.pointwise()) {
     cols = sub(ws, 0, rows * k);
@@ -166,16 +166,16 @@ Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, De
                                    const GemmEpilogue& epilogue) {
   RG_ASSIGN(const std::string policy, conv_path_policy());
   if (policy != "auto") {
-    path_ = policy == "im2col" ? ForwardPath::im2col : ForwardPath::implicit;
+    path_ = policy == "im2col" ? Path::im2col : Path::implicit;
     return conv_forward_chunk(path_, count, x, y, ws, epilogue);
   }
-  RG_ASSIGN(path_, time_paths(device_, [&](ForwardPath p) { return conv_forward_chunk(p, count, x, y, ws, epilogue); }));
+  RG_ASSIGN(path_, time_paths(device_, [&](Path p) { return conv_forward_chunk(p, count, x, y, ws, epilogue); }));
   return Status();
 }
 
 Status ClConv::conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws) {
-  if (g_.pointwise()) return conv_backward_by(ForwardPath::im2col, n, x, dy, dx, keep, ws);  // no patch matrix
-  if (backward_path_ == ForwardPath::unmeasured) return choose_backward_path(n, x, dy, dx, keep, ws);
+  if (g_.pointwise()) return conv_backward_by(Path::im2col, n, x, dy, dx, keep, ws);  // no patch matrix
+  if (backward_path_ == Path::unmeasured) return choose_backward_path(n, x, dy, dx, keep, ws);
   return conv_backward_by(backward_path_, n, x, dy, dx, keep, ws);
 }
 
@@ -183,41 +183,44 @@ Status ClConv::conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan 
 // run's bits must not depend on a measurement. The implicit path wherever it builds and runs.
 Status ClConv::choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws) {
   RG_ASSIGN(const std::string policy, conv_path_policy());
-  backward_path_ = policy == "im2col" ? ForwardPath::im2col : ForwardPath::implicit;
+  backward_path_ = policy == "im2col" ? Path::im2col : Path::implicit;
   const Status ran = conv_backward_by(backward_path_, n, x, dy, dx, keep, ws);
   if (ran.ok() || policy != "auto") return ran;
-  backward_path_ = ForwardPath::im2col;
+  backward_path_ = Path::im2col;
   return conv_backward_by(backward_path_, n, x, dy, dx, keep, ws);
 }
 
-// im2col: per chunk dW [K, F] (+)= cols^T * dy, cols = im2col(x); then dx by col2im. implicit: dW
-// over the whole batch from x as it is read; dx = the convolution of dy with the flipped weight
-// (in the workspace) at stride 1, else by col2im.
-Status ClConv::conv_backward_by(ForwardPath path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
+// im2col: per chunk dW [K, F] (+)= cols^T * dy, cols = im2col(x); then dx by col2im. implicit: dx
+// first (a program that does not build then leaves the gradients as they were, for the fallback),
+// as the convolution of dy with the flipped weight (in the workspace) at stride 1, else by col2im;
+// then dW over the whole batch from x as it is read.
+Status ClConv::conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
                                 DeviceSpan ws) {
   const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), f = filters_;
-  if (path == ForwardPath::implicit) {
-    RG_TRY(f32_conv_gemm_weight_grad(device_, g_, n, x, dy, f, keep ? 1.0f : 0.0f, weight_.grad.f32()).status());
-  } else {
-    for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
-      const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
-      DeviceSpan cols = sub(x, s0 * in_sample_, count * in_sample_);
-      if (!g_.pointwise()) {
-        RG_TRY(f32_im2col(device_, g_, count, cols, sub(ws, 0, rows * k)).status());
-        cols = sub(ws, 0, rows * k);
-      }
-      const float beta = (s0 > 0 || keep) ? 1.0f : 0.0f;  // the first chunk overwrites unless accumulating
-      RG_TRY(f32_gemm(device_, GemmShape{Trans::yes, Trans::no, k, f, rows, k, f, f}, 1.0f, cols,
-                      sub(dy, s0 * out_sample_, count * out_sample_), beta, weight_.grad.f32())
-                 .status());
+  if (path == Path::implicit) {
+    if (dx.mem != nullptr && direct_dx_) {
+      const DeviceSpan flipped = sub(ws, 0, k * f);
+      RG_TRY(f32_conv_flip_weight(device_, g_.kernel, g_.channels, f, weight_.value.f32(), flipped).status());
+      RG_TRY(f32_conv_gemm(device_, flipped_g_, n, dy, flipped, g_.channels, dx).status());
+    } else if (dx.mem != nullptr) {
+      RG_TRY(dx_by_col2im(n, dy, dx, ws));
     }
+    return f32_conv_gemm_weight_grad(device_, g_, n, x, dy, f, keep ? 1.0f : 0.0f, weight_.grad.f32()).status();
   }
-  if (dx.mem == nullptr) return Status();
-  if (path == ForwardPath::im2col || !direct_dx_) return dx_by_col2im(n, dy, dx, ws);
-  // The queue is in order: the flipped weight is written after the weight gradient's reads.
-  const DeviceSpan flipped = sub(ws, 0, k * f);
-  RG_TRY(f32_conv_flip_weight(device_, g_.kernel, g_.channels, f, weight_.value.f32(), flipped).status());
-  return f32_conv_gemm(device_, flipped_g_, n, dy, flipped, g_.channels, dx).status();
+  for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+    const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
+    DeviceSpan cols = sub(x, s0 * in_sample_, count * in_sample_);
+    if (!g_.pointwise()) {
+      RG_TRY(f32_im2col(device_, g_, count, cols, sub(ws, 0, rows * k)).status());
+      cols = sub(ws, 0, rows * k);
+    }
+    const float beta = (s0 > 0 || keep) ? 1.0f : 0.0f;  // the first chunk overwrites unless accumulating
+    RG_TRY(f32_gemm(device_, GemmShape{Trans::yes, Trans::no, k, f, rows, k, f, f}, 1.0f, cols,
+                    sub(dy, s0 * out_sample_, count * out_sample_), beta, weight_.grad.f32())
+               .status());
+  }
+  // The queue is in order: the weight gradient has read the workspace before dx_by_col2im writes it.
+  return dx.mem == nullptr ? Status() : dx_by_col2im(n, dy, dx, ws);
 }
 
 // Per chunk: dcols [rows, K] = dy * W^T, dx = col2im(dcols) (pointwise: dx = dcols).
@@ -226,7 +229,6 @@ Status ClConv::dx_by_col2im(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan 
   for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
     const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
     const DeviceSpan dx_chunk = sub(dx, s0 * in_sample_, count * in_sample_);
-    // The queue is in order: the weight gradient has read the workspace before dcols overwrites it.
     const DeviceSpan dcols = g_.pointwise() ? dx_chunk : sub(ws, 0, rows * k);
     RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::yes, rows, k, f, f, f, k}, 1.0f,
                     sub(dy, s0 * out_sample_, count * out_sample_), weight_.value.f32(), 0.0f, dcols)

@@ -40,21 +40,21 @@ class ClConv : public ClLayer {
   int64_t workspace_elements(int64_t n) const override;
   int64_t chunk_samples(int64_t n) const;  // samples per chunk for a batch of n
 
-  enum class ForwardPath { unmeasured, im2col, implicit };
-  ForwardPath forward_path() const { return path_; }
-  ForwardPath backward_path() const { return backward_path_; }
+  enum class Path { unmeasured, im2col, implicit };
+  Path forward_path() const { return path_; }
+  Path backward_path() const { return backward_path_; }
 
  private:
   ClConv(Device& device, const ConvLayer& host, bool transposed, int64_t chunk_elements);
   // `epilogue`: the bias, then the fused layers' affine and activation.
   Status conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
   // One chunk of `count` samples by `path`: x and y the chunk's.
-  Status conv_forward_chunk(ForwardPath path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws,
+  Status conv_forward_chunk(Path path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws,
                             const GemmEpilogue& epilogue);
   // The first chunk: the path RETROGRAD_CL_CONV names, or both timed and the faster kept.
   Status choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
   Status conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
-  Status conv_backward_by(ForwardPath path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
+  Status conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
                           DeviceSpan ws);
   // The first call's path: RETROGRAD_CL_CONV's, else implicit where it builds and runs.
   Status choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
@@ -69,7 +69,7 @@ class ClConv : public ClLayer {
   int64_t filters_, in_sample_, out_sample_, chunk_elements_;
   bool has_bias_ = false;
   ClParam weight_, bias_;
-  ForwardPath path_ = ForwardPath::unmeasured, backward_path_ = ForwardPath::unmeasured;
+  Path path_ = Path::unmeasured, backward_path_ = Path::unmeasured;
   // Conv2D at stride 1: dy's geometry as the convolution that gives dx (direct_dx_), else none.
   ConvGeometry flipped_g_;
   bool direct_dx_ = false;
