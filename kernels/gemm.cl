@@ -30,7 +30,8 @@
 //                         layout: row (image, oh, ow), column (kh, kw, c)), or with TRANS_A its
 //                         transpose (a weight gradient), read from the images at A as it is needed
 //                         instead of from a matrix im2col wrote: the same values (0 in the
-//                         padding), so the same bits. lda unused. The geometry
+//                         padding), so the same bits. lda unused. 2: op(B) is the patch matrix
+//                         (TRANS_B 0; ldb unused): a transposed convolution's weight gradient. The geometry
 //                         as defines (constant divisors): CONV_H, CONV_W, CONV_C, CONV_K (square
 //                         kernel), CONV_S (stride), CONV_P (padding), CONV_OH, CONV_OW.
 // Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices).
@@ -88,9 +89,9 @@ inline float load_a(__global const float* A, uint lda, uint M, uint K, uint row0
   const uint r = row0 + i, q = p0 + p;
   *at = p * A_STRIDE + i;
   if (r >= M || q >= K) return 0.0f;
-#if IMPLICIT_CONV && TRANS_A
+#if IMPLICIT_CONV == 1 && TRANS_A
   return patch_value(A, q, r);  // op(A) = the patch matrix transposed (a weight gradient)
-#elif IMPLICIT_CONV
+#elif IMPLICIT_CONV == 1
   return patch_value(A, r, q);
 #elif TRANS_A
   return A[q * lda + r];
@@ -107,7 +108,11 @@ inline float load_b(__global const float* B, uint ldb, uint K, uint N, uint col0
 #endif
   const uint q = p0 + p, c = col0 + j;
   *at = p * B_STRIDE + j;
-#if TRANS_B
+#if IMPLICIT_CONV == 2 && TRANS_B
+#error "gemm.cl: IMPLICIT_CONV 2 reads op(B) = the patch matrix itself (TRANS_B 0)"
+#elif IMPLICIT_CONV == 2
+  return (q < K && c < N) ? patch_value(B, q, c) : 0.0f;
+#elif TRANS_B
   return (q < K && c < N) ? B[c * ldb + q] : 0.0f;
 #else
   return (q < K && c < N) ? B[q * ldb + c] : 0.0f;

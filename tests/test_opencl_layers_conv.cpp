@@ -169,10 +169,9 @@ TEST(OpenclConvLayers, ConvAndTransposedConvMatchTheCpu) {
       ASSERT_TRUE(cpu->init(rng, DType::f32).ok());
       const int64_t per_sample = cpu->geometry().patches() * cpu->geometry().patch_size();
       const int64_t cap = c.chunk_samples > 0 ? c.chunk_samples * per_sample + per_sample / 2 : ClConv::kChunkElements;
-      // A Conv2D's paths each (the implicit backward: dW over the batch, dx by the flipped
-      // weight at stride 1, by col2im in chunks at stride 2); a transposed conv has one
+      // Both backward paths (implicit: dW over the batch; a Conv2D's dx by the flipped weight at
+      // stride 1, by col2im in chunks at stride 2; a transposed conv's dx from dy's patches)
       for (const char* policy : {"im2col", "implicit"}) {
-        if (c.transposed && std::string(policy) == "implicit") continue;
         SCOPED_TRACE(policy);
         ScopedEnv path("RETROGRAD_CL_CONV", policy);
         auto cl = ClConv::create(*cpu, *device, cap);
@@ -182,7 +181,7 @@ TEST(OpenclConvLayers, ConvAndTransposedConvMatchTheCpu) {
           EXPECT_EQ(cl.value()->workspace_elements(c.n), c.chunk_samples * per_sample);
         }
         compare_layer(*cpu, *cl.value(), *device, c.input, c.n, 1e-4);
-        if (!c.transposed && !cpu->geometry().pointwise()) {
+        if (!cpu->geometry().pointwise()) {
           EXPECT_EQ(cl.value()->backward_path(), std::string(policy) == "im2col" ? ClConv::Path::im2col
                                                                                  : ClConv::Path::implicit);
         }

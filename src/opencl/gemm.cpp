@@ -199,9 +199,9 @@ namespace {
 
 // The implicit products' checks: the images, the patch matrix's other operand (`b_floats`) and
 // its result (`c_floats`) within their spans and the kernels' 32-bit indices; then the geometry
-// as gemm.cl's build options.
+// as gemm.cl's build options, the patch matrix standing for `operand` 1 (A) or 2 (B).
 Result<std::string> conv_gemm_defines(const char* name, const ConvGeometry& g, int64_t batch, DeviceSpan images,
-                                      DeviceSpan b, int64_t b_floats, DeviceSpan c, int64_t c_floats) {
+                                      DeviceSpan b, int64_t b_floats, DeviceSpan c, int64_t c_floats, int operand = 1) {
   RG_CHECK(batch >= 0 && g.out_h > 0 && g.out_w > 0, "implicit " << name << " of " << batch << " images");
   const int64_t image_floats = batch * g.height * g.width * g.channels, patch_floats = batch * g.patches() * g.patch_size();
   RG_CHECK(images.count >= image_floats && b.count >= b_floats && c.count >= c_floats,
@@ -213,7 +213,7 @@ Result<std::string> conv_gemm_defines(const char* name, const ConvGeometry& g, i
     return Status::error(std::string(name) + " of " + std::to_string(batch) + " images: the patch matrix or an "
                          "operand reaches past the 2^32 - 1 elements the kernel indexes");
   }
-  return " -DIMPLICIT_CONV=1 -DCONV_H=" + std::to_string(g.height) + " -DCONV_W=" + std::to_string(g.width) +
+  return " -DIMPLICIT_CONV=" + std::to_string(operand) + " -DCONV_H=" + std::to_string(g.height) + " -DCONV_W=" + std::to_string(g.width) +
          " -DCONV_C=" + std::to_string(g.channels) + " -DCONV_K=" + std::to_string(g.kernel) + " -DCONV_S=" +
          std::to_string(g.stride) + " -DCONV_P=" + std::to_string(g.pad) + " -DCONV_OH=" + std::to_string(g.out_h) +
          " -DCONV_OW=" + std::to_string(g.out_w);
@@ -222,13 +222,14 @@ Result<std::string> conv_gemm_defines(const char* name, const ConvGeometry& g, i
 }  // namespace
 
 Result<Event> f32_conv_gemm(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan images, DeviceSpan weight,
-                            int64_t filters, DeviceSpan y, const GemmLaunch& how) {
+                            int64_t filters, DeviceSpan y, const GemmLaunch& how, Trans weight_trans) {
   RG_CHECK(filters > 0, "conv gemm of " << filters << " filters");
   const int64_t rows = batch * g.patches(), k = g.patch_size();
   RG_ASSIGN(const std::string defines,
             conv_gemm_defines("f32_conv_gemm", g, batch, images, weight, k * filters, y, rows * filters));
   if (rows == 0) return Event();
-  return run(device, GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, 1.0f, images, weight, 0.0f,
+  const int64_t ldb = weight_trans == Trans::yes ? k : filters;
+  return run(device, GemmShape{Trans::no, weight_trans, rows, filters, k, k, ldb, filters}, 1.0f, images, weight, 0.0f,
              y, how, defines);
 }
 
@@ -242,6 +243,18 @@ Result<Event> f32_conv_gemm_weight_grad(Device& device, const ConvGeometry& g, i
   // dw [k, filters] = beta dw + patches^T [k x rows] * dy [rows x filters]; no rows: beta dw
   return run(device, GemmShape{Trans::yes, Trans::no, k, filters, rows, k, filters, filters}, 1.0f, images, dy, beta,
              dw, how, defines);
+}
+
+Result<Event> f32_conv_gemm_transposed_weight_grad(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan x,
+                                                   int64_t channels, DeviceSpan images, float beta, DeviceSpan dw,
+                                                   const GemmLaunch& how) {
+  RG_CHECK(channels > 0, "transposed conv weight gradient of " << channels << " channels");
+  const int64_t rows = batch * g.patches(), k = g.patch_size();
+  RG_ASSIGN(const std::string defines, conv_gemm_defines("f32_conv_gemm_transposed_weight_grad", g, batch, images, x,
+                                                         rows * channels, dw, channels * k, 2));
+  // dw [channels, k] = beta dw + x^T [channels x rows] * patches [rows x k]; no rows: beta dw
+  return run(device, GemmShape{Trans::yes, Trans::no, channels, k, rows, channels, k, k}, 1.0f, x, images, beta, dw,
+             how, defines);
 }
 
 }  // namespace rg::ocl

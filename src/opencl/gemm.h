@@ -44,14 +44,22 @@ Result<Event> f32_gemm(Device& device, const GemmShape& shape, float alpha, Devi
 // (implicit GEMM): y [batch * patches, filters] = patches(images) [.., patch_size] *
 // weight [patch_size, filters] (then the epilogue), images [batch, height, width, channels] NHWC. The same
 // values as f32_im2col then f32_gemm, so the same bits, without the patch matrix in memory.
+// `weight_trans` yes: the weight stored [filters, patch_size] (a transposed convolution's dx).
 Result<Event> f32_conv_gemm(Device& device, const ConvGeometry& geometry, int64_t batch, DeviceSpan images,
-                            DeviceSpan weight, int64_t filters, DeviceSpan y, const GemmLaunch& launch = {});
+                            DeviceSpan weight, int64_t filters, DeviceSpan y, const GemmLaunch& launch = {},
+                            Trans weight_trans = Trans::no);
 // Its weight gradient the same way: dw [patch_size, filters] = beta dw + patches(images)^T *
 // dy [batch * patches, filters]: the values of f32_im2col then f32_gemm (A transposed) over the
 // whole batch at once, split over its rows as f32_gemm splits a deep product.
 Result<Event> f32_conv_gemm_weight_grad(Device& device, const ConvGeometry& geometry, int64_t batch,
                                         DeviceSpan images, DeviceSpan dy, int64_t filters, float beta, DeviceSpan dw,
                                         const GemmLaunch& launch = {});
+// A transposed convolution's weight gradient: dw [channels, patch_size] = beta dw + x^T [channels x
+// batch * patches] * patches(images) [batch * patches, patch_size] (op(B) the patch matrix read
+// from the images), x [batch * patches, channels].
+Result<Event> f32_conv_gemm_transposed_weight_grad(Device& device, const ConvGeometry& geometry, int64_t batch,
+                                                   DeviceSpan x, int64_t channels, DeviceSpan images, float beta,
+                                                   DeviceSpan dw, const GemmLaunch& launch = {});
 
 // The split over K for products with too few C tiles to fill the device: enough slices for
 // about two work-groups of 64x64 per compute unit, each slice at least 256 terms deep, their

@@ -126,8 +126,10 @@ Status ClConv::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, De
     if (!keep) RG_TRY(f32_fill_zero(device_, bias_.grad.f32()).status());
     RG_TRY(f32_column_sum(device_, n * out_sample_ / filters_, filters_, dy, bias_.grad.f32()).status());
   }
-  return transposed_ ? transposed_backward(n, x, dy, dx, keep, ctx.workspace)
-                     : conv_backward(n, x, dy, dx, keep, ctx.workspace);
+  const DeviceSpan ws = ctx.workspace;
+  if (g_.pointwise()) return backward_by(Path::im2col, n, x, dy, dx, keep, ws);  // no patch matrix
+  if (backward_path_ == Path::unmeasured) return choose_backward_path(n, x, dy, dx, keep, ws);
+  return backward_by(backward_path_, n, x, dy, dx, keep, ws);
 }
 
 // Per chunk: cols [rows, K] = im2col(x); y [rows, F] = cols * W [K, F]  (rows = count * patches), or
@@ -173,21 +175,23 @@ Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, De
   return Status();
 }
 
-Status ClConv::conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws) {
-  if (g_.pointwise()) return conv_backward_by(Path::im2col, n, x, dy, dx, keep, ws);  // no patch matrix
-  if (backward_path_ == Path::unmeasured) return choose_backward_path(n, x, dy, dx, keep, ws);
-  return conv_backward_by(backward_path_, n, x, dy, dx, keep, ws);
+Status ClConv::backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
+                           DeviceSpan ws) {
+  return transposed_ ? transposed_backward_by(path, n, x, dy, dx, keep, ws)
+                     : conv_backward_by(path, n, x, dy, dx, keep, ws);
 }
 
 // Not timed, unlike the forward: the paths' bits differ (dW's chunks, dx's order of sums), and a
-// run's bits must not depend on a measurement. The implicit path wherever it builds and runs.
+// run's bits must not depend on a measurement. Auto: a Conv2D's implicit path wherever it builds
+// and runs; a ConvTranspose2D's im2col (its implicit path is not yet measured on a GPU).
 Status ClConv::choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws) {
   RG_ASSIGN(const std::string policy, conv_path_policy());
-  backward_path_ = policy == "im2col" ? Path::im2col : Path::implicit;
-  const Status ran = conv_backward_by(backward_path_, n, x, dy, dx, keep, ws);
+  const bool implicit = policy == "implicit" || (policy == "auto" && !transposed_);
+  backward_path_ = implicit ? Path::implicit : Path::im2col;
+  const Status ran = backward_by(backward_path_, n, x, dy, dx, keep, ws);
   if (ran.ok() || policy != "auto") return ran;
   backward_path_ = Path::im2col;
-  return conv_backward_by(backward_path_, n, x, dy, dx, keep, ws);
+  return backward_by(backward_path_, n, x, dy, dx, keep, ws);
 }
 
 // im2col: per chunk dW [K, F] (+)= cols^T * dy, cols = im2col(x); then dx by col2im. implicit: dx
@@ -253,9 +257,17 @@ Status ClConv::transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceS
   return Status();
 }
 
-// Per chunk: dcols [rows, K] = im2col(dy); dW [C, K] (+)= x^T * dcols; dx [rows, C] = dcols * W^T.
-Status ClConv::transposed_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws) {
+// im2col, per chunk: dcols [rows, K] = im2col(dy); dW [C, K] (+)= x^T * dcols; dx [rows, C] =
+// dcols * W^T. implicit: the same two products over the whole batch, dcols read from dy as they
+// are needed (dx first, as conv_backward_by).
+Status ClConv::transposed_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
+                                      DeviceSpan ws) {
   const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), c = in_sample_ / g_.patches();
+  if (path == Path::implicit) {
+    if (dx.mem != nullptr) RG_TRY(f32_conv_gemm(device_, g_, n, dy, weight_.value.f32(), c, dx, {}, Trans::yes).status());
+    return f32_conv_gemm_transposed_weight_grad(device_, g_, n, x, c, dy, keep ? 1.0f : 0.0f, weight_.grad.f32())
+        .status();
+  }
   for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
     const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
     const DeviceSpan dy_chunk = sub(dy, s0 * out_sample_, count * out_sample_);

@@ -20,7 +20,9 @@ namespace rg::ocl {
 // the implicit weight gradient over the whole batch (f32_conv_gemm_weight_grad) with dx at stride
 // 1 as the implicit convolution of dy with the flipped weight (nn/conv.cpp's direct dx; col2im in
 // chunks at larger strides), or where that does not build, im2col + GEMMs + col2im in chunks: not
-// timed (other bits: a run's must not depend on a measurement).
+// timed (other bits: a run's must not depend on a measurement). ConvTranspose2D's backward has
+// both paths (implicit: its two products over the batch reading dy's patches), auto keeping
+// im2col until the implicit one is measured on a GPU.
 // RETROGRAD_CL_CONV=im2col|implicit|auto (default auto) fixes both choices.
 class ClConv : public ClLayer {
  public:
@@ -53,15 +55,17 @@ class ClConv : public ClLayer {
                             const GemmEpilogue& epilogue);
   // The first chunk: the path RETROGRAD_CL_CONV names, or both timed and the faster kept.
   Status choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
-  Status conv_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
+  // The backward by `path` (both kinds), the conv's and the transposed conv's.
+  Status backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
   Status conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
                           DeviceSpan ws);
-  // The first call's path: RETROGRAD_CL_CONV's, else implicit where it builds and runs.
+  Status transposed_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
+                                DeviceSpan ws);
+  // The first call's path: RETROGRAD_CL_CONV's, else (auto) choose_backward_path's rule.
   Status choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
   // dx [n, h, w, c] = col2im(dy * W^T), in chunks of the workspace.
   Status dx_by_col2im(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws);
   Status transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
-  Status transposed_backward(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
 
   Device& device_;
   bool transposed_;
