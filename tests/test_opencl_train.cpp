@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
+
+#include <nlohmann/json.hpp>
 
 #include "base/serial.h"
 #include "model_util.h"
@@ -535,12 +538,36 @@ TEST(OpenclTrainCli, AFailedAllocationRetriesOnceWithHalfTheMicroBatch) {
   EXPECT_TRUE(contains(o.output, "reserving the device's buffers for micro-batches of 500")) << o.output;
 }
 
-TEST(OpenclTrainCli, ProfileDeviceListsTheKernels) {
+// --profile-device: the kernels' table, and the layers' (each layer's commands, its dx apart)
+// whose times are the device's own: together no more than the kernels' and copies'.
+TEST(OpenclTrainCli, ProfileDeviceListsTheKernelsAndTheLayers) {
   SKIP_WITHOUT_OPENCL();
-  const Outcome o = run(std::string("train --model mlp --device cl:0:0 --profile-device ") + kQuickCli);
+  const std::string cfg = temp_dir() + "/profile_device.cfg", json = temp_dir() + "/profile_device.json";
+  std::ofstream(cfg) << "[net]\ninput = 28x28x1\n[conv]\nfilters = 4\nsize = 3\n[relu]\n[conv]\nfilters = 4\n"
+                        "size = 3\n[maxpool]\nsize = 2\n[dense]\nunits = 10\n";
+  const Outcome o = run("train --model " + cfg + " --device cl:0:0 --profile-device --json " + json + " " + kQuickCli);
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_TRUE(contains(o.output, "device time by kernel")) << o.output;
   EXPECT_TRUE(contains(o.output, "f32_gemm")) << o.output;
+  EXPECT_TRUE(contains(o.output, "layer profile")) << o.output;
+  const nlohmann::json report = nlohmann::json::parse(read_file(json));
+  const nlohmann::json& layers = report["layer_profile"]["layers"];
+  ASSERT_EQ(layers.size(), 5u) << report["layer_profile"].dump();
+  const nlohmann::json& conv2 = layers[2];
+  EXPECT_EQ(conv2["layer"], "conv2");
+  for (const char* phase : {"forward", "weight_grad", "input_grad"}) {
+    EXPECT_GT(conv2[phase]["ms_per_step"].get<double>(), 0.0) << phase;
+  }
+  EXPECT_TRUE(layers[0]["input_grad"]["ms_per_step"].is_null()) << "conv1 computes no dx";
+  const double steps = report["layer_profile"]["steps"].get<double>();
+  const double layer_seconds = report["layer_profile"]["layers_ms_per_step"].get<double>() * steps / 1e3;
+  const nlohmann::json& device = report["device_profile"];
+  EXPECT_GT(layer_seconds, 0.0);
+  EXPECT_LE(layer_seconds, (device["kernel_seconds"].get<double>() + device["copy_seconds"].get<double>()) * 1.000001);
+  // --profile stays the CPU's
+  const Outcome cpu_only = run("train --model " + cfg + " --device cl:0:0 --profile " + kQuickCli);
+  EXPECT_EQ(cpu_only.code, 2) << cpu_only.output;
+  EXPECT_TRUE(contains(cpu_only.output, "--profile-device")) << cpu_only.output;
 }
 
 // eval --device scores a checkpoint on the device, fp32 or --int8 (the int8 kernels give the CPU

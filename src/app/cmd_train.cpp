@@ -315,6 +315,9 @@ Status make_trainer(TrainRun& run) {
   }
   RG_ASSIGN(run.profile, layer_profile_for(run.args, options));
   options.profile = run.profile.get();
+  if (run.profile && run.profile->clock() == LayerProfile::Clock::device) {
+    run.train_device->set_profile_listener([profile = run.profile.get()](double s) { profile->add_device_seconds(s); });
+  }
   run.trainer = std::make_unique<Trainer>(*run.model, *run.pool, options);
   if (run.train_device) RG_TRY(run.trainer->place());
   return Status();
@@ -415,10 +418,14 @@ Status train_and_score(TrainRun& run) {
   run.history = fitted.take();
   run.options.profile = nullptr;  // the precision table's runs are not the profile's
   if (run.profile) {
-    run.profile_report = summarize_layer_profile(*run.model, *run.profile, trainer.train_seconds(),
-                                                 layer_profile_peak(run.pool->threads()));
+    const PeakFigure peak = run.train_device ? layer_profile_device_peak(run.train_device->info().name)
+                                             : layer_profile_peak(run.pool->threads());
+    run.profile_report = summarize_layer_profile(*run.model, *run.profile, trainer.train_seconds(), peak);
   }
-  if (run.train_device) run.train_device->set_profiling(false);  // the profile covers training, not the test
+  if (run.train_device) {  // the profiles cover training, not the test
+    run.train_device->set_profiling(false);
+    run.train_device->set_profile_listener(nullptr);
+  }
   RG_ASSIGN(run.test, trainer.evaluate(run.split.test));
   // What learning nothing scores on the same test samples: the figure's yardstick (once, here).
   run.classifies = run.model->target() != TargetKind::input;

@@ -263,8 +263,14 @@ Status start_gan_trainer(GanRun& run) {
   GanTrainer& trainer = *run.trainer;
   RG_ASSIGN(run.g_profile, layer_profile_for(run.args, options));
   if (run.g_profile) {
-    run.d_profile = std::make_unique<LayerProfile>();
+    run.d_profile = std::make_unique<LayerProfile>(run.g_profile->clock());
     trainer.set_profiles(run.g_profile.get(), run.d_profile.get());
+  }
+  if (run.g_profile && run.g_profile->clock() == LayerProfile::Clock::device) {  // one network's layer is open
+    run.train_device->set_profile_listener([g = run.g_profile.get(), d = run.d_profile.get()](double s) {
+      g->add_device_seconds(s);
+      d->add_device_seconds(s);
+    });
   }
   RG_TRY(trainer.prepare(run.train.size()));
   if (run.resuming) {
@@ -378,7 +384,8 @@ nlohmann::json report_gan_profiles(const GanRun& run) {
   if (!run.g_profile) return nlohmann::json();
   const LayerProfile& g = *run.g_profile;
   const LayerProfile& d = *run.d_profile;
-  const PeakFigure peak = layer_profile_peak(run.pool->threads());
+  const PeakFigure peak = run.train_device ? layer_profile_device_peak(run.train_device->info().name)
+                                           : layer_profile_peak(run.pool->threads());
   const LayerProfileReport g_report = summarize_layer_profile(*run.pair.generator, g, run.train_seconds - d.seconds(), peak);
   const LayerProfileReport d_report =
       summarize_layer_profile(*run.pair.discriminator, d, run.train_seconds - g.seconds(), peak);

@@ -17,10 +17,15 @@ void add_profile_option(Args& args) {
 }
 
 Result<std::unique_ptr<LayerProfile>> layer_profile_for(const Args& args, const TrainOptions& options) {
-  if (!args.given("profile")) return std::unique_ptr<LayerProfile>();
+  if (!args.given("profile")) {
+    if (options.device != nullptr && args.given("profile-device")) {
+      return std::make_unique<LayerProfile>(LayerProfile::Clock::device);
+    }
+    return std::unique_ptr<LayerProfile>();
+  }
   if (options.device != nullptr) {
     return Status::error("--profile times the layers on the CPU; on an OpenCL device --profile-device times each "
-                         "kernel");
+                         "kernel and each layer");
   }
   return std::make_unique<LayerProfile>();
 }
@@ -29,6 +34,10 @@ PeakFigure layer_profile_peak(int threads) {
   const int physical = read_system_info().physical_cores;
   const int cores = physical > 0 ? std::min(threads, physical) : threads;
   return cpu_isa_fp32_peak(hardware_table(), detect_cpu(), active_isa(), cores, measure_cpu_mhz(cores));
+}
+
+PeakFigure layer_profile_device_peak(const std::string& device_name) {
+  return gpu_fp32_peak(hardware_table(), device_name);
 }
 
 namespace {

@@ -31,6 +31,7 @@ void LayerProfile::open(size_t layer, LayerPhase phase, int64_t rows, int64_t dx
 }
 
 void LayerProfile::stop_clock() {
+  if (clock_ == Clock::device) return;  // add_device_seconds brings the time
   const auto now = std::chrono::steady_clock::now();
   Entry& entry = entries_[layer_];
   const int p = static_cast<int>(phase_);
@@ -50,6 +51,11 @@ void LayerProfile::close() {
     entry.samples[static_cast<int>(LayerPhase::input_grad)] += dx_rows_;
   }
   open_ = false;
+}
+
+void LayerProfile::add_device_seconds(double seconds) {
+  if (clock_ != Clock::device || !open_) return;
+  entries_[layer_].seconds[static_cast<int>(phase_)] += seconds;
 }
 
 double LayerProfile::seconds() const {

@@ -23,6 +23,12 @@ const char* layer_phase_key(LayerPhase phase);   // "forward", "weight_grad", "i
 
 class LayerProfile {
  public:
+  // host: each phase's wall time between its marks (train --profile). device: only what
+  // add_device_seconds brings while a phase is open (train --profile-device: the OpenCL commands'
+  // own times, attributed to the layer that enqueued them).
+  enum class Clock { host, device };
+  explicit LayerProfile(Clock clock = Clock::host) : clock_(clock) {}
+
   struct Entry {
     double seconds[kLayerPhases] = {};
     int64_t samples[kLayerPhases] = {};  // rows the phase ran on (input gradient: only where dx was computed)
@@ -34,6 +40,9 @@ class LayerProfile {
   void close();
   // Inside an open backward: the time from here on counts to `phase`; returns the phase before.
   LayerPhase switch_to(LayerPhase phase);
+  // Clock::device: `seconds` of device time to the open phase (none open: not a layer's).
+  void add_device_seconds(double seconds);
+  Clock clock() const { return clock_; }
 
   // The trainer counts each optimizer step the profile covered (a step's rows may be micro-batches).
   void count_step() { ++steps_; }
@@ -45,6 +54,7 @@ class LayerProfile {
  private:
   void stop_clock();
 
+  Clock clock_;
   std::vector<Entry> entries_;
   int64_t steps_ = 0;
   bool open_ = false;

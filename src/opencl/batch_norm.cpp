@@ -114,7 +114,18 @@ Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t chan
                                     blocks.mem, blocks.offset, saved.mem, u32(saved.offset), dgamma.mem,
                                     u32(dgamma.offset), dbeta.mem, u32(dbeta.offset)));
   if (dx.mem == nullptr) return sums;
-  RG_TRY(check_u32(name, n, {dx}));
+  return f32_batch_norm_input_grad(device, rows, channels, training, x, dy, gamma, saved, dx);
+}
+
+Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t channels, bool training, DeviceSpan x,
+                                        DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved, DeviceSpan dx) {
+  const char* name = "f32_batch_norm_input_grad";
+  const int64_t n = batch_norm_elements(rows, channels);
+  if (rows == 0) return Event();
+  RG_TRY(need_fp64(device, name));
+  RG_TRY(check_u32(name, n, {x, dy, dx}));
+  RG_TRY(check_u32(name, channels, {gamma}));
+  RG_TRY(check_saved(name, rows, channels, saved));
   return launch_1d(device, kBatchNormProgram, "f32_batch_norm_dx", "", n, u32(n), u32(rows), u32(channels),
                    cl_uint{training ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset), gamma.mem,
                    u32(gamma.offset), saved.mem, u32(saved.offset), dx.mem, u32(dx.offset));

@@ -43,5 +43,8 @@ Result<Event> f32_batch_norm_inference_affine(Device& device, int64_t channels, 
 Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t channels, bool training,
                                       bool accumulate, DeviceSpan x, DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved,
                                       DeviceSpan dgamma, DeviceSpan dbeta, DeviceSpan dx);
+// Its last part alone: dx from the sums a backward without dx left in `saved`.
+Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t channels, bool training, DeviceSpan x,
+                                        DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved, DeviceSpan dx);
 
 }  // namespace rg::ocl

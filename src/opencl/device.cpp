@@ -104,6 +104,7 @@ Status Device::add_profile(const std::string& name, const Event& done) {
   KernelTime& total = kernel_times_[name];
   total.launches += 1;
   total.seconds += seconds;
+  if (profile_listener_) profile_listener_(seconds);
   return Status();
 }
 

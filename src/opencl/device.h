@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -99,6 +100,9 @@ class Device {
   // "(copy to the device)" / "(copy to the host)" for buffer copies).
   Status add_profile(const std::string& name, const Event& done);
   const std::map<std::string, KernelTime>& kernel_times() const { return kernel_times_; }
+  // Called with each profiled command's device seconds as add_profile counts them (the layer
+  // profile of train --profile-device attributes them to the layer running); empty: none.
+  void set_profile_listener(std::function<void(double seconds)> listener) { profile_listener_ = std::move(listener); }
 
   // The GEMM configurations' measured rates on this device (gemm_tuning.h fills it once).
   std::unique_ptr<GemmTuning>& gemm_tuning_slot() { return gemm_tuning_; }
@@ -123,6 +127,7 @@ class Device {
   bool profiling_ = false;
   int64_t launches_ = 0;
   std::map<std::string, KernelTime> kernel_times_;
+  std::function<void(double)> profile_listener_;
   std::unique_ptr<GemmTuning> gemm_tuning_;
   std::unique_ptr<Buffer> gemm_scratch_;
 };

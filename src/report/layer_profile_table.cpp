@@ -23,7 +23,12 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
     LayerProfileRow row;
     row.layer = layer.name();
     row.kind = layer.kind();
-    if (i > 0 && model.fuses_relu_after(i - 1)) row.fused_into = model.layers()[i - 1]->name();
+    // Fused where the model fuses it and it spent no time of its own (an OpenCL device runs a
+    // relu's backward apart: its row shows that time).
+    const bool idle = entry.seconds[0] == 0 && entry.seconds[1] == 0 && entry.seconds[2] == 0;
+    if (i > 0 && model.fuses_relu_after(i - 1) && idle) row.fused_into = model.layers()[i - 1]->name();
+    // A device runs its own products, not the CPU layer's algorithm: no "executed" figures.
+    const bool host_algorithm = profile.clock() == LayerProfile::Clock::host;
     const double flops = static_cast<double>(layer.forward_flops_per_sample());
     for (int p = 0; p < kLayerPhases; ++p) {
       const double seconds = entry.seconds[p], samples = static_cast<double>(entry.samples[p]);
@@ -31,7 +36,7 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
       row.ms_per_step[p] = seconds > 0 ? 1e3 * seconds / steps : NAN;  // shown wherever time was spent
       row.gflops[p] = seconds > 0 && samples > 0 && flops > 0 ? flops * samples / seconds / 1e9 : NAN;
       row.peak_share[p] = peak.gflops > 0 ? row.gflops[p] / peak.gflops : NAN;
-      const double executed = static_cast<double>(layer.executed_flops_per_sample(p));
+      const double executed = host_algorithm ? static_cast<double>(layer.executed_flops_per_sample(p)) : 0.0;
       row.executed_gflops[p] = seconds > 0 && samples > 0 && executed > 0 ? executed * samples / seconds / 1e9 : NAN;
       row.executed_share[p] = peak.gflops > 0 ? row.executed_gflops[p] / peak.gflops : NAN;
     }

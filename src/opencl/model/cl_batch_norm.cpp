@@ -1,6 +1,7 @@
 // BatchNorm on the device: the layer's statistics kept in `saved` from forward to backward.
 #include "opencl/model/cl_batch_norm.h"
 
+#include "nn/layer_profile.h"
 #include "opencl/batch_norm.h"
 #include "opencl/loss.h"
 #include "opencl/model/cl_layer.h"
@@ -62,9 +63,15 @@ Status ClBatchNorm::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan d
                              const ClContext& ctx) {
   (void)y;
   RG_CHECK(saved_.mem() != nullptr, "batch norm backward before its forward");
-  return f32_batch_norm_backward(device_, n * row_ / channels_, channels_, ctx.host.training,
-                                 ctx.host.accumulate_grads, x, dy, gamma_.value.f32(), element_span(saved_, 8),
-                                 gamma_.grad.f32(), beta_.grad.f32(), dx)
+  const int64_t rows = n * row_ / channels_;
+  RG_TRY(f32_batch_norm_backward(device_, rows, channels_, ctx.host.training, ctx.host.accumulate_grads, x, dy,
+                                 gamma_.value.f32(), element_span(saved_, 8), gamma_.grad.f32(), beta_.grad.f32(),
+                                 DeviceSpan{})
+             .status());
+  if (dx.mem == nullptr) return Status();
+  const InputGradScope timed(ctx.host);  // --profile-device: dx's kernel as the input gradient
+  return f32_batch_norm_input_grad(device_, rows, channels_, ctx.host.training, x, dy, gamma_.value.f32(),
+                                   element_span(saved_, 8), dx)
       .status();
 }
 

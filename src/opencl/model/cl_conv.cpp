@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "nn/layer_profile.h"
 #include "opencl/activation.h"
 #include "opencl/fill_copy.h"
 #include "opencl/gemm.h"
@@ -127,10 +128,9 @@ Status ClConv::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, De
     if (!keep) RG_TRY(f32_fill_zero(device_, bias_.grad.f32()).status());
     RG_TRY(f32_column_sum(device_, n * out_sample_ / filters_, filters_, dy, bias_.grad.f32()).status());
   }
-  const DeviceSpan ws = ctx.workspace;
-  if (g_.pointwise()) return backward_by(Path::im2col, n, x, dy, dx, keep, ws);  // no patch matrix
-  if (backward_path_ == Path::unmeasured) return choose_backward_path(n, x, dy, dx, keep, ws);
-  return backward_by(backward_path_, n, x, dy, dx, keep, ws);
+  if (g_.pointwise()) return backward_by(Path::im2col, n, x, dy, dx, keep, ctx);  // no patch matrix
+  if (backward_path_ == Path::unmeasured) return choose_backward_path(n, x, dy, dx, keep, ctx);
+  return backward_by(backward_path_, n, x, dy, dx, keep, ctx);
 }
 
 // Per chunk: cols [rows, K] = im2col(x); y [rows, F] = cols * W [K, F]  (rows = count * patches), or
@@ -177,22 +177,23 @@ Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, De
 }
 
 Status ClConv::backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
-                           DeviceSpan ws) {
-  return transposed_ ? transposed_backward_by(path, n, x, dy, dx, keep, ws)
-                     : conv_backward_by(path, n, x, dy, dx, keep, ws);
+                           const ClContext& ctx) {
+  return transposed_ ? transposed_backward_by(path, n, x, dy, dx, keep, ctx)
+                     : conv_backward_by(path, n, x, dy, dx, keep, ctx);
 }
 
 // Not timed, unlike the forward: the paths' bits differ (dW's chunks, dx's order of sums), and a
 // run's bits must not depend on a measurement. Auto: a Conv2D's implicit path wherever it builds
 // and runs; a ConvTranspose2D's im2col (its implicit path is not yet measured on a GPU).
-Status ClConv::choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws) {
+Status ClConv::choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
+                                    const ClContext& ctx) {
   RG_ASSIGN(const std::string policy, conv_path_policy());
   const bool implicit = policy == "implicit" || (policy == "auto" && !transposed_);
   backward_path_ = implicit ? Path::implicit : Path::im2col;
-  const Status ran = backward_by(backward_path_, n, x, dy, dx, keep, ws);
+  const Status ran = backward_by(backward_path_, n, x, dy, dx, keep, ctx);
   if (ran.ok() || policy != "auto") return ran;
   backward_path_ = Path::im2col;
-  return backward_by(backward_path_, n, x, dy, dx, keep, ws);
+  return backward_by(backward_path_, n, x, dy, dx, keep, ctx);
 }
 
 // im2col: per chunk dW [K, F] (+)= cols^T * dy, cols = im2col(x); then dx by col2im. implicit: dx
@@ -200,15 +201,19 @@ Status ClConv::choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, Devi
 // as the convolution of dy with the flipped weight (in the workspace) at stride 1, else by col2im;
 // then dW over the whole batch from x as it is read.
 Status ClConv::conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
-                                DeviceSpan ws) {
+                                const ClContext& ctx) {
   const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), f = filters_;
+  const DeviceSpan ws = ctx.workspace;
   if (path == Path::implicit) {
-    if (dx.mem != nullptr && direct_dx_) {
-      const DeviceSpan flipped = sub(ws, 0, k * f);
-      RG_TRY(f32_conv_flip_weight(device_, g_.kernel, g_.channels, f, weight_.value.f32(), flipped).status());
-      RG_TRY(f32_conv_gemm(device_, flipped_g_, n, dy, flipped, g_.channels, dx).status());
-    } else if (dx.mem != nullptr) {
-      RG_TRY(dx_by_col2im(n, dy, dx, ws));
+    if (dx.mem != nullptr) {
+      const InputGradScope timed(ctx.host);  // --profile-device: as the input gradient
+      if (!direct_dx_) {
+        RG_TRY(dx_by_col2im(n, dy, dx, ws));
+      } else {
+        const DeviceSpan flipped = sub(ws, 0, k * f);
+        RG_TRY(f32_conv_flip_weight(device_, g_.kernel, g_.channels, f, weight_.value.f32(), flipped).status());
+        RG_TRY(f32_conv_gemm(device_, flipped_g_, n, dy, flipped, g_.channels, dx).status());
+      }
     }
     return f32_conv_gemm_weight_grad(device_, g_, n, x, dy, f, keep ? 1.0f : 0.0f, weight_.grad.f32()).status();
   }
@@ -224,8 +229,10 @@ Status ClConv::conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan d
                     sub(dy, s0 * out_sample_, count * out_sample_), beta, weight_.grad.f32())
                .status());
   }
+  if (dx.mem == nullptr) return Status();
   // The queue is in order: the weight gradient has read the workspace before dx_by_col2im writes it.
-  return dx.mem == nullptr ? Status() : dx_by_col2im(n, dy, dx, ws);
+  const InputGradScope timed(ctx.host);
+  return dx_by_col2im(n, dy, dx, ws);
 }
 
 // Per chunk: dcols [rows, K] = dy * W^T, dx = col2im(dcols) (pointwise: dx = dcols).
@@ -262,10 +269,14 @@ Status ClConv::transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceS
 // dcols * W^T. implicit: the same two products over the whole batch, dcols read from dy as they
 // are needed (dx first, as conv_backward_by).
 Status ClConv::transposed_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
-                                      DeviceSpan ws) {
+                                      const ClContext& ctx) {
   const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), c = in_sample_ / g_.patches();
+  const DeviceSpan ws = ctx.workspace;
   if (path == Path::implicit) {
-    if (dx.mem != nullptr) RG_TRY(f32_conv_gemm(device_, g_, n, dy, weight_.value.f32(), c, dx, {}, Trans::yes).status());
+    if (dx.mem != nullptr) {
+      const InputGradScope timed(ctx.host);  // --profile-device: as the input gradient
+      RG_TRY(f32_conv_gemm(device_, g_, n, dy, weight_.value.f32(), c, dx, {}, Trans::yes).status());
+    }
     return f32_conv_gemm_transposed_weight_grad(device_, g_, n, x, c, dy, keep ? 1.0f : 0.0f, weight_.grad.f32())
         .status();
   }
@@ -282,6 +293,7 @@ Status ClConv::transposed_backward_by(Path path, int64_t n, DeviceSpan x, Device
                     sub(x, s0 * in_sample_, count * in_sample_), dcols, beta, weight_.grad.f32())
                .status());
     if (dx.mem == nullptr) continue;
+    const InputGradScope timed(ctx.host);  // --profile-device: as the input gradient
     RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::yes, rows, c, k, k, k, c}, 1.0f, dcols, weight_.value.f32(),
                     0.0f, sub(dx, s0 * in_sample_, count * in_sample_))
                .status());
@@ -327,6 +339,7 @@ class ClDepthwise : public ClLayer {
     }
     RG_TRY(f32_depthwise_weight_grad(device_, g_, n, x, dy, keep, weight_.grad.f32()).status());
     if (dx.mem == nullptr) return Status();
+    const InputGradScope timed(ctx.host);  // --profile-device: as the input gradient
     return f32_depthwise_input_grad(device_, g_, n, dy, weight_.value.f32(), dx).status();
   }
 

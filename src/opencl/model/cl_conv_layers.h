@@ -56,13 +56,15 @@ class ClConv : public ClLayer {
   // The first chunk: the path RETROGRAD_CL_CONV names, or both timed and the faster kept.
   Status choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
   // The backward by `path` (both kinds), the conv's and the transposed conv's.
-  Status backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
+  // ctx: its workspace, and its host context's profile (the input gradient's part is marked).
+  Status backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
+                     const ClContext& ctx);
   Status conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
-                          DeviceSpan ws);
+                          const ClContext& ctx);
   Status transposed_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
-                                DeviceSpan ws);
+                                const ClContext& ctx);
   // The first call's path: RETROGRAD_CL_CONV's, else (auto) choose_backward_path's rule.
-  Status choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, DeviceSpan ws);
+  Status choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, const ClContext& ctx);
   // dx [n, h, w, c] = col2im(dy * W^T), in chunks of the workspace.
   Status dx_by_col2im(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws);
   Status transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);

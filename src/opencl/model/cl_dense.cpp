@@ -1,5 +1,6 @@
 // Dense on the device: the CPU layer's three GEMMs and bias sum (nn/dense.cpp), W [in, out].
 #include "nn/dense.h"
+#include "nn/layer_profile.h"
 #include "opencl/activation.h"
 #include "opencl/fill_copy.h"
 #include "opencl/gemm.h"
@@ -52,6 +53,7 @@ class ClDense : public ClLayer {
       RG_TRY(f32_column_sum(device_, n, out_, dy, bias_.grad.f32()).status());
     }
     if (dx.mem != nullptr) {  // dx[n x in] = dy[n x out] * W[in x out]^T
+      const InputGradScope timed(ctx.host);  // --profile-device: as the input gradient
       RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::yes, n, in_, out_, out_, out_, in_}, 1.0f, dy,
                       weight_.value.f32(), 0.0f, dx)
                  .status());

@@ -4,6 +4,7 @@
 // input it reads into that input's buffer, or adding it there when a later consumer (earlier in
 // this walk) wrote it already (through the scratch grad_b_ for a layer of one input, as the CPU
 // adds its dx). Chains never come here: they keep the ping-pong path of cl_model_passes.cpp.
+#include "nn/layer_profile.h"
 #include "opencl/elementwise.h"
 #include "opencl/model/cl_merge_layers.h"
 #include "opencl/model/cl_model.h"
@@ -38,6 +39,7 @@ Status ClModel::forward_merge(size_t i, const ClContext& ctx) {
   std::vector<DeviceSpan> xs;
   for (size_t k = 0; k < model_.layer_inputs(i).size(); ++k) xs.push_back(layer_input(i, k));
   auto& merge = static_cast<ClMergeLayer&>(*layers_[i]);
+  const LayerPhaseScope timed(ctx.host, i, LayerPhase::forward, batch_, 0);  // --profile-device: its commands
   return merge.forward_inputs(batch_, xs, acts_[i].f32(0, batch_ * sizes_[i]), ctx);
 }
 
@@ -65,6 +67,7 @@ Status ClModel::backward_graph_layer(size_t i, const std::vector<DeviceSpan>& dx
                                      const std::vector<bool>& reads_own_output, const ClContext& ctx) {
   const DeviceSpan dy = gradient_of(i);
   if (auto* merge = dynamic_cast<ClMergeLayer*>(layers_[i].get()); merge != nullptr) {
+    const LayerPhaseScope timed = backward_phase_scope(ctx.host, *model_.layers()[i], i, batch_, true);
     return merge->backward_inputs(batch_, dy, dxs, add_to, ctx);
   }
   // the layer's x, or a fused activation's y (cl_model_passes.cpp's backward)

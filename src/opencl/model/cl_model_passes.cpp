@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "nn/f16_chunks.h"
+#include "nn/layer_profile.h"
 #include "opencl/elementwise.h"
 #include "opencl/model/cl_merge_layers.h"
 #include "opencl/model/cl_model.h"
@@ -47,6 +48,7 @@ Status ClModel::forward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, 
   }
   const DeviceSpan y = f16 && !last ? chunk_y_.f32() : acts_[i].f32(r0 * out_size, rows * out_size);
   const LayerContext host = at_row(ctx.host, r0);
+  const LayerPhaseScope timed(ctx.host, i, LayerPhase::forward, rows, 0);  // --profile-device: its commands
   RG_TRY(layers_[i]->forward(rows, x, y, ClContext{host, ctx.workspace, ctx.transfers}));
   if (f16 && !last) RG_TRY(f16_from_f32(device_, rows * out_size, y, acts_[i].f16(r0 * out_size, rows * out_size)).status());
   return Status();
@@ -59,6 +61,7 @@ Status ClModel::forward_group(const FusedGroup& g, const ClContext& ctx) {
   }
   if (g.activation >= 0) epilogue.activation = layers_[static_cast<size_t>(g.activation)]->fusion_tail().activation;
   // f32 storage only: the whole batch, in place, the head writing the group's last output.
+  const LayerPhaseScope timed(ctx.host, g.head, LayerPhase::forward, batch_, 0);  // the group's time: its head's
   const DeviceSpan in = layer_input(g.head);
   const DeviceSpan x{in.mem, in.offset, batch_ * input_size_of(g.head)};
   return layers_[g.head]->forward_fused(batch_, x, acts_[g.last].f32(0, batch_ * sizes_[g.last]), ctx, epilogue);
@@ -117,6 +120,7 @@ Status ClModel::backward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in,
   }
   LayerContext host = at_row(ctx.host, r0);
   host.accumulate_grads = ctx.host.accumulate_grads || r0 > 0;  // the chunks after the first add
+  const LayerPhaseScope timed = backward_phase_scope(ctx.host, *model_.layers()[i], i, rows, dx.mem != nullptr);
   RG_TRY(layers_[i]->backward(rows, x, y, dy, dx, ClContext{host, ctx.workspace, ctx.transfers}));
   if (f16 && i > 0) RG_TRY(f16_from_f32(device_, xn, dx, DeviceSpan{dx_buffer.mem, dx_buffer.offset + xs, xn}).status());
   return Status();
