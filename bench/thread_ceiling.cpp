@@ -14,6 +14,7 @@
 // limited by. Rounds are interleaved over T; the medians and ranges over rounds are printed.
 //
 //   thread_ceiling [--cpus 0-15 | 3,5,7] [--threads 1,2,4,8,16] [--rounds 5] [--l2-kb 512]
+// (defaults: the CPUs this process may run on; 1, 2, 4 ... up to their count)
 #include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
@@ -163,7 +164,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> cpus, counts = {1, 2, 4, 8, 16};
+  std::vector<int> cpus, counts;
   int rounds = 5;
   long l2_kb = 512;
   for (int i = 1; i < argc; ++i) {
@@ -194,10 +195,29 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  cpu_set_t allowed;  // the CPUs this process may run on (a container or taskset may hold fewer)
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    std::fprintf(stderr, "thread_ceiling: cannot read this process's CPUs (sched_getaffinity)\n");
+    return 2;
+  }
   if (cpus.empty())
-    for (unsigned c = 0; c < std::thread::hardware_concurrency(); ++c) cpus.push_back(static_cast<int>(c));
-  counts.erase(std::remove_if(counts.begin(), counts.end(), [&](int t) { return t < 1 || t > static_cast<int>(cpus.size()); }),
-               counts.end());
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  for (int c : cpus) {
+    if (c >= CPU_SETSIZE || !CPU_ISSET(c, &allowed)) {
+      std::fprintf(stderr, "thread_ceiling: --cpus: CPU %d is not one this process may run on\n", c);
+      return 2;
+    }
+  }
+  for (int t : counts) {
+    if (t < 1 || t > static_cast<int>(cpus.size())) {
+      std::fprintf(stderr, "thread_ceiling: --threads %d: 1 to the %zu CPUs of --cpus\n", t, cpus.size());
+      return 2;
+    }
+  }
+  if (counts.empty())
+    for (int t = 1; t <= static_cast<int>(cpus.size()); t *= 2) counts.push_back(t);
   if (std::find(counts.begin(), counts.end(), 1) == counts.end()) counts.insert(counts.begin(), 1);
   const Load loads[] = {{"fma", 0, 60000000}, {"l2", static_cast<size_t>(l2_kb) * 256, 20000 * 512 / l2_kb}, {"dram", 16 * 1024 * 1024, 40}};
   std::printf("fma at %s; CPUs", __builtin_cpu_supports("avx512f") ? "avx512" : __builtin_cpu_supports("avx2") ? "avx2" : "sse2");
