@@ -7,6 +7,7 @@
 // it in the CPU's patch order, so overlapping patches never race. The depthwise convolution's
 // passes (ops/depthwise.h) read the same geometry and need no patch matrix: one work-item per
 // output, dx or dW element sums its taps or pixels in the CPU's order (padding adding 0 * w).
+// And a convolution's weight flipped for its dx at stride 1 (f32_conv_flip_weight).
 // Launchers: src/opencl/im2col.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // no arithmetic to fuse; kept as in every kernel file
 

@@ -406,5 +406,84 @@ TEST(OpenclGemmTuning, TheSearchTimesEveryCandidateBestFirst) {
   EXPECT_EQ(device.memory().current_bytes(), held) << "the search's buffers are freed";
 }
 
+// The implicit products of a convolution's backward against im2col + the plain GEMM, bit for bit
+// (the same values, the same sums), over every configuration, splits of 1 to 3 slices and beta 0
+// and 1: a conv's weight gradient (op(A) the patch matrix transposed), a transposed conv's dx (the
+// weight read transposed) and its weight gradient (op(B) the patch matrix); then the weight flip
+// against nn/conv.cpp's flip_weight, between guard words. Strides 1 to 3, pads 0 to 3, even
+// kernels, 1 to 17 channels, up to 130 filters.
+TEST(OpenclConvGemm, ImplicitBackwardProductsGiveTheBitsOfIm2colThenTheGemm) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  ASSERT_TRUE(reserve_gemm_scratch(device).ok());
+  Rng rng(77);
+  struct Case {
+    int64_t h, w, c, k, stride, pad, batch, filters;
+  };
+  for (const Case& t : {Case{9, 7, 3, 3, 2, 1, 3, 5}, Case{6, 5, 17, 3, 1, 0, 2, 33}, Case{5, 6, 4, 2, 1, 1, 2, 7},
+                        Case{8, 8, 5, 4, 2, 3, 2, 70}, Case{3, 3, 1, 3, 1, 2, 1, 130}, Case{10, 9, 8, 5, 3, 2, 4, 9}}) {
+    const ConvGeometry g = conv_geometry(t.h, t.w, t.c, t.k, t.stride, t.pad).value();
+    const int64_t rows = t.batch * g.patches(), k = g.patch_size(), f = t.filters;
+    SCOPED_TRACE(std::to_string(t.h) + "x" + std::to_string(t.w) + "x" + std::to_string(t.c) + " k " +
+                 std::to_string(t.k) + " stride " + std::to_string(t.stride) + " pad " + std::to_string(t.pad) +
+                 ", " + std::to_string(f) + " filters");
+    Buffer images = upload_or_die(device, random_floats(rng, t.batch * g.height * g.width * g.channels), "images");
+    Buffer dy = upload_or_die(device, random_floats(rng, rows * f), "dy");
+    Buffer cols = upload_or_die(device, std::vector<float>(rows * k, 0.0f), "cols");
+    ASSERT_TRUE(f32_im2col(device, g, t.batch, images.f32(), cols.f32()).ok());
+    const std::vector<float> start = random_floats(rng, k * f);
+    Buffer w = upload_or_die(device, start, "w");  // a transposed conv's [f, k]
+    std::vector<const GemmConfig*> configs{nullptr};  // the tuning's choice, then each
+    for (const GemmConfig& c : gemm_candidates()) configs.push_back(&c);
+    for (const GemmConfig* config : configs)
+      for (int slices : {1, 2, 3})
+        for (float beta : {0.0f, 1.0f}) {
+          SCOPED_TRACE((config ? config->name() : "chosen") + ", " + std::to_string(slices) + " slices, beta " +
+                       std::to_string(beta));
+          const GemmLaunch how{config, slices, {}};
+          // Both or neither run: a split whose partials exceed the scratch is refused either way.
+          auto expect_same = [&](const Result<Event>& plain, const Result<Event>& implicit, const Buffer& want,
+                                 const Buffer& got, const char* what) {
+            ASSERT_EQ(plain.ok(), implicit.ok()) << what << ": " << (plain.ok() ? implicit : plain).status().message();
+            if (!plain.ok()) return;
+            const std::vector<float> a = download_all<float>(got), b = download_all<float>(want);
+            for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(same_bits(a[i], b[i])) << what << " word " << i;
+          };
+          Buffer want = upload_or_die(device, start, "want"), got = upload_or_die(device, start, "got");
+          expect_same(f32_gemm(device, GemmShape{Trans::yes, Trans::no, k, f, rows, k, f, f}, 1.0f, cols.f32(),
+                               dy.f32(), beta, want.f32(), how),
+                      f32_conv_gemm_weight_grad(device, g, t.batch, images.f32(), dy.f32(), f, beta, got.f32(), how),
+                      want, got, "conv dW");
+          Buffer want_dx = upload_or_die(device, std::vector<float>(rows * f, 3.0f), "want dx");
+          Buffer got_dx = upload_or_die(device, std::vector<float>(rows * f, 3.0f), "got dx");
+          expect_same(f32_gemm(device, GemmShape{Trans::no, Trans::yes, rows, f, k, k, k, f}, 1.0f, cols.f32(), w.f32(),
+                               0.0f, want_dx.f32(), how),
+                      f32_conv_gemm(device, g, t.batch, images.f32(), w.f32(), f, got_dx.f32(), how, Trans::yes),
+                      want_dx, got_dx, "transposed conv dx");
+          Buffer want_tw = upload_or_die(device, start, "want tdW"), got_tw = upload_or_die(device, start, "got tdW");
+          expect_same(f32_gemm(device, GemmShape{Trans::yes, Trans::no, f, k, rows, f, k, k}, 1.0f, dy.f32(),
+                               cols.f32(), beta, want_tw.f32(), how),
+                      f32_conv_gemm_transposed_weight_grad(device, g, t.batch, dy.f32(), f, images.f32(), beta,
+                                                           got_tw.f32(), how),
+                      want_tw, got_tw, "transposed conv dW");
+        }
+    // flipped [kh][kw][f][c] = w [k - 1 - kh][k - 1 - kw][c][f], two guard words before, one after
+    Buffer flipped = upload_or_die(device, std::vector<float>(k * f + 3, 9.0f), "flipped");
+    ASSERT_TRUE(f32_conv_flip_weight(device, t.k, t.c, f, w.f32(), flipped.f32(2, k * f)).ok());
+    const std::vector<float> out = download_all<float>(flipped);
+    EXPECT_EQ(out[0], 9.0f);
+    EXPECT_EQ(out[1], 9.0f);
+    EXPECT_EQ(out[static_cast<size_t>(k * f + 2)], 9.0f);
+    for (int64_t kh = 0; kh < t.k; ++kh)
+      for (int64_t kw = 0; kw < t.k; ++kw)
+        for (int64_t ff = 0; ff < f; ++ff)
+          for (int64_t ch = 0; ch < t.c; ++ch) {
+            const float source = start[static_cast<size_t>((((t.k - 1 - kh) * t.k + (t.k - 1 - kw)) * t.c + ch) * f + ff)];
+            ASSERT_EQ(out[static_cast<size_t>(2 + ((kh * t.k + kw) * f + ff) * t.c + ch)], source);
+          }
+  }
+  release_gemm_scratch(device);
+}
+
 }  // namespace
 }  // namespace rg::ocl

@@ -148,6 +148,13 @@ std::vector<ConvCase> conv_cases() {
       {"t stride 3 output_pad 2, no bias", true, Shape{3, 2, 3}, conv_options(2, 3, 3, 0, 2, false), 2, 0},
       {"t pointwise", true, Shape{4, 4, 3}, conv_options(5, 1, 1, 0), 2, 0},
       {"t 4x4 stride 2 pad 1 in chunks", true, Shape{4, 4, 3}, conv_options(2, 4, 2, 1), 5, 2},
+      // the direct dx's geometry: no pad, even kernels, pad = kernel - 1, more filters than the
+      // patch matrix has floats (the workspace holds the flipped weight)
+      {"3x3 pad 0", false, Shape{6, 5, 3}, conv_options(4, 3, 1, 0), 2, 0},
+      {"2x2 pad 1", false, Shape{5, 6, 2}, conv_options(3, 2, 1, 1), 2, 0},
+      {"4x4 pad 3 on 3x2", false, Shape{3, 2, 2}, conv_options(3, 4, 1, 3), 2, 0},
+      {"130 filters on 3x3x1", false, Shape{3, 3, 1}, conv_options(130, 3, 1, 1), 1, 0},
+      {"t 2x2 stride 1 pad 1", true, Shape{4, 3, 2}, conv_options(3, 2, 1, 1), 2, 0},
   };
 }
 
@@ -189,7 +196,9 @@ TEST(OpenclConvLayers, ConvAndTransposedConvMatchTheCpu) {
       // make_cl_layer finds the same kind, with the default cap: one chunk for these batches
       auto made = make_cl_layer(*cpu, c.input, output.value(), *device);
       ASSERT_TRUE(made.ok()) << made.status().message();
-      EXPECT_EQ(made.value()->workspace_elements(c.n), cpu->geometry().pointwise() ? 0 : c.n * per_sample);
+      const ConvGeometry& g = cpu->geometry();
+      const int64_t flipped = !c.transposed && g.stride == 1 ? g.patch_size() * c.options.filters : 0;
+      EXPECT_EQ(made.value()->workspace_elements(c.n), g.pointwise() ? 0 : std::max(c.n * per_sample, flipped));
     }
   }
 }

@@ -198,20 +198,21 @@ Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSp
 namespace {
 
 // The implicit products' checks: the images, the patch matrix's other operand (`b_floats`) and
-// its result (`c_floats`) within their spans and the kernels' 32-bit indices; then the geometry
-// as gemm.cl's build options, the patch matrix standing for `operand` 1 (A) or 2 (B).
+// its result (`c_floats`) within their spans and the kernels' 32-bit indices (the patch matrix's
+// rows and columns each: it is never in memory, nothing indexes its words); then the geometry as
+// gemm.cl's build options, the patch matrix standing for `operand` 1 (A) or 2 (B).
 Result<std::string> conv_gemm_defines(const char* name, const ConvGeometry& g, int64_t batch, DeviceSpan images,
                                       DeviceSpan b, int64_t b_floats, DeviceSpan c, int64_t c_floats, int operand = 1) {
   RG_CHECK(batch >= 0 && g.out_h > 0 && g.out_w > 0, "implicit " << name << " of " << batch << " images");
-  const int64_t image_floats = batch * g.height * g.width * g.channels, patch_floats = batch * g.patches() * g.patch_size();
+  const int64_t image_floats = batch * g.height * g.width * g.channels, patch_rows = batch * g.patches();
   RG_CHECK(images.count >= image_floats && b.count >= b_floats && c.count >= c_floats,
            "implicit " << name << " spans of " << images.count << ", " << b.count << ", " << c.count << " elements for "
                 << image_floats << ", " << b_floats << ", " << c_floats);
   const int64_t limit = std::numeric_limits<cl_uint>::max();
   if (images.offset + image_floats > limit || b.offset + b_floats > limit || c.offset + c_floats > limit ||
-      patch_floats > limit) {
-    return Status::error(std::string(name) + " of " + std::to_string(batch) + " images: the patch matrix or an "
-                         "operand reaches past the 2^32 - 1 elements the kernel indexes");
+      patch_rows > limit) {
+    return Status::error(std::string(name) + " of " + std::to_string(batch) + " images: the patch matrix's rows or "
+                         "an operand reach past the 2^32 - 1 elements the kernel indexes");
   }
   return " -DIMPLICIT_CONV=" + std::to_string(operand) + " -DCONV_H=" + std::to_string(g.height) + " -DCONV_W=" + std::to_string(g.width) +
          " -DCONV_C=" + std::to_string(g.channels) + " -DCONV_K=" + std::to_string(g.kernel) + " -DCONV_S=" +

@@ -4,7 +4,8 @@
 // holding it, so no two items write one element, whatever the overlap. And the depthwise
 // convolution's three passes (ops/depthwise.h: weights [kernel^2, channels], bias [channels]),
 // no patch matrix, each element summed in the CPU's order (the same bits as its scalar
-// reference; the CPU's FMA level rounds its sums once a term).
+// reference; the CPU's FMA level rounds its sums once a term). And the weight flip of a
+// convolution's dx at stride 1.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// Conv2D and ConvTranspose2D on the device: implicit GEMMs over the batch, or im2col (or col2im)
-// and GEMM per chunk of samples (cl_conv_layers.h says which when), as nn/conv.cpp computes them up
-// to the GEMMs' summation order; bias in the GEMM (transposed: add_bias) and column_sum.
+// Conv2D and ConvTranspose2D on the device: im2col (or col2im) and GEMM per chunk of samples, or
+// implicit GEMMs (the forward per chunk, the backward over the batch; cl_conv_layers.h says which
+// when), as nn/conv.cpp computes them up to the GEMMs' summation order; bias in the GEMM (transposed: add_bias) and column_sum.
 // DepthwiseConv2D: its three kernels (kernels/im2col.cl), no chunks.
 #include <algorithm>
 #include <chrono>
