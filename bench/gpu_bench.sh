@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 9's GPU benchmark, in one go on the GPU machine: retrograd's OpenCL SGEMM beside CLBlast
 # (bench/opencl_gemm_vs_clblast.sh) and cuBLAS FP32 with TF32 off (bench/pytorch_cuda.py sgemm);
-# training steps/s of lenet, cnn, rcnn and dcgan at batch 64 and 256 on the OpenCL device
+# training steps/s of lenet, cnn, rcnn, dcgan and resnet20 at batch 64 and 256 on the OpenCL device
 # (`retrograd train --device`, end to end: the host gathers and uploads each batch; the second of two
 # epochs of STEPS steps, so kernel builds are not counted) beside PyTorch
 # CUDA FP32 (pytorch_cuda.py train: pinned host batches copied each step), and where a step's time
@@ -18,14 +18,14 @@
 # FP16_MODELS trained FP16_EPOCHS epochs in fp32 and in fp16 on the device from each of FP16_SEEDS;
 # the change is the mean over the seeds of fp16 - fp32 from the same seed (one seed's change
 # after a few epochs is mostly noise: cnn seed 1, 2 epochs, on the CPU: -0.27 points).
-# env: PARTS (sgemm train fp16)  DEVICE (cl:0:0)  MODELS (lenet cnn rcnn dcgan)  BATCHES (64 256)
+# env: PARTS (sgemm train fp16)  DEVICE (cl:0:0)  MODELS (lenet cnn rcnn dcgan resnet20)  BATCHES (64 256)
 #      STEPS (200 a run)  SIZES (1024,2048,4096,8192)  REPS (10)  PYTHON (python3 with CUDA torch)
 #      OUT (temp folder)  FP16_MODELS (mlp lenet cnn)  FP16_EPOCHS (5)  FP16_SEEDS (1 2 3)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 PARTS=${PARTS:-sgemm train fp16}
 DEVICE=${DEVICE:-cl:0:0}
-MODELS=${MODELS:-lenet cnn rcnn dcgan}
+MODELS=${MODELS:-lenet cnn rcnn dcgan resnet20}
 BATCHES=${BATCHES:-64 256}
 STEPS=${STEPS:-200}
 SIZES=${SIZES:-1024,2048,4096,8192}
