@@ -21,6 +21,7 @@
 #include "data/dataset.h"
 #include "nn/model.h"
 #include "ops/qs8_add.h"
+#include "ops/quant_params.h"
 #include "quant/int8_model.h"
 #include "nn/executor.h"
 #include "train/checkpoint.h"
@@ -160,6 +161,32 @@ std::vector<int8_t> run_stage(const Int8StagePlan& plan, Isa isa, const Tensor& 
   const Tensor y = Tensor::zeros(stage.value()->out_shape.batched(n), DType::i8, "y").take();
   stage.value()->run(x, y, pool);
   return std::vector<int8_t>(y.data<int8_t>(), y.data<int8_t>() + y.numel());
+}
+
+// Calibration's ranges skip NaN: min/max (f32_vector's min_max) and the percentile sample (NaN
+// has no order; sorting it was undefined behaviour). A tensor of NaN only: +inf and -inf, which
+// activation_params widens to [0, 0].
+TEST(Calibration, RangesSkipNaN) {
+  RangeObserver observer;
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = i % 3 == 1 ? NAN : static_cast<float>(i);
+  observer.observe(x.data(), static_cast<int64_t>(x.size()));
+  float lo = 0, hi = 0;
+  observer.range(CalibrationMethod::minmax, 0, &lo, &hi);
+  EXPECT_EQ(lo, 0.0f);
+  EXPECT_EQ(hi, 999.0f);
+  observer.range(CalibrationMethod::percentile, 99.0, &lo, &hi);
+  EXPECT_TRUE(std::isfinite(lo) && std::isfinite(hi)) << lo << " " << hi;
+  EXPECT_NEAR(lo, 10.0f, 3.0f);  // the 1st percentile of 0..999 without every third value
+  EXPECT_NEAR(hi, 989.0f, 3.0f);
+  RangeObserver nan_only;
+  const std::vector<float> nans(100, NAN);
+  nan_only.observe(nans.data(), 100);
+  nan_only.range(CalibrationMethod::percentile, 99.0, &lo, &hi);
+  EXPECT_EQ(lo, std::numeric_limits<float>::infinity());
+  EXPECT_EQ(hi, -std::numeric_limits<float>::infinity());
+  const QuantParams q = activation_params(lo, hi);
+  EXPECT_TRUE(std::isfinite(q.scale)) << q.scale;
 }
 
 TEST(Int8Model, TracksTheF32ModelItWasMadeFrom) {

@@ -54,7 +54,8 @@ bool calibration_from_name(const std::string& name, CalibrationMethod* method) {
 }
 
 // The min/max bounds skip NaN (a tensor of NaN only leaves them at +inf and -inf, which
-// activation_params widens to [0, 0]); the percentile sample keeps every value it takes.
+// activation_params widens to [0, 0]); so does the percentile sample (NaN has no order: sorting
+// it is undefined behaviour), which keeps every other value it takes.
 void RangeObserver::observe(const float* x, int64_t n) {
   if (n <= 0) return;
   float lo, hi;
@@ -63,7 +64,8 @@ void RangeObserver::observe(const float* x, int64_t n) {
   max_ = count_ == 0 ? hi : std::max(max_, hi);
   count_ += n;
   const int64_t step = std::max<int64_t>(1, n / kSamplePerCall);
-  for (int64_t i = 0; i < n; i += step) sample_.push_back(x[i]);
+  for (int64_t i = 0; i < n; i += step)
+    if (!std::isnan(x[i])) sample_.push_back(x[i]);
 }
 
 void RangeObserver::range(CalibrationMethod method, double percentile, float* lo, float* hi) const {
