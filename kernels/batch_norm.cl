@@ -60,25 +60,33 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
   out[block_count * channels + i] = p1;
 }
 
-// Sum over the blocks of `which` ([which][blocks][channels] floats) for channel c, in double in
-// block order, by the work-group of channel c: its items stage the blocks' sums in local memory
-// (tile, `capacity` floats) and item 0 adds them, a chain fed from local memory instead of one
-// item's strided global loads (cnn's batch norms at batch 256 sum 3136 blocks: 170 us a launch on
-// the H100 that way). Item 0's result; every item must call it (barriers).
-double block_total(__global const float* blocks, uint which, uint block_count, uint channels, uint c,
-                   __local float* tile, uint capacity) {
-  const uint item = get_local_id(0), items = get_local_size(0);
-  double total = 0.0;
-  for (uint b0 = 0; b0 < block_count; b0 += capacity) {
-    const uint count = min(capacity, block_count - b0);
-    for (uint k = item; k < count; k += items) tile[k] = blocks[(which * block_count + b0 + k) * channels + c];
+// Sums over the blocks of both passes' partials ([2][blocks][channels] floats) for channel c, each
+// in double in block order, by the work-group of channel c: its items stage the blocks' sums in
+// local memory (tile, `capacity` floats, half each) and item 0 adds them, two independent chains
+// fed from local memory instead of one item's strided global loads (cnn's batch norms at batch 256
+// sum 3136 blocks: 170 us a launch on the H100 that way). Item 0's results; every item must call
+// it (barriers).
+void block_totals(__global const float* blocks, uint block_count, uint channels, uint c, __local float* tile,
+                  uint capacity, double* first, double* second) {
+  const uint item = get_local_id(0), items = get_local_size(0), share = capacity / 2;
+  double total0 = 0.0, total1 = 0.0;
+  for (uint b0 = 0; b0 < block_count; b0 += share) {
+    const uint count = min(share, block_count - b0);
+    for (uint k = item; k < count; k += items) {
+      tile[k] = blocks[(b0 + k) * channels + c];
+      tile[share + k] = blocks[(block_count + b0 + k) * channels + c];
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (item == 0) {
-      for (uint k = 0; k < count; ++k) total = total + (double)tile[k];
+      for (uint k = 0; k < count; ++k) {
+        total0 = total0 + (double)tile[k];
+        total1 = total1 + (double)tile[share + k];
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next one is loaded
   }
-  return total;
+  *first = total0;
+  *second = total1;
 }
 
 // Channel c's mean and M2 over every row from the blocks' (pass 0), merged in double in block order
@@ -194,8 +202,8 @@ __kernel void f32_batch_norm_grad_sums(uint rows, uint channels, uint capacity, 
   const uint c = get_group_id(0);
   const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
   __global const float* sums = blocks + blocks_offset;
-  const double sum_dy = block_total(sums, 0, block_count, channels, c, tile, capacity);
-  const double sum_dy_xhat = block_total(sums, 1, block_count, channels, c, tile, capacity);
+  double sum_dy, sum_dy_xhat;
+  block_totals(sums, block_count, channels, c, tile, capacity, &sum_dy, &sum_dy_xhat);
   if (get_local_id(0) != 0) return;
   __global double* s = saved + saved_offset;
   s[2 * channels + c] = sum_dy;
