@@ -14,16 +14,21 @@
 #   (GEMM_BIN: built by bench/opencl_gemm_vs_clblast.sh here, carried; empty: that script builds it) \
 #   RETROGRAD_CLBLAST_LIBRARY=clblast/usr/lib/x86_64-linux-gnu/libclblast.so.1 DATA=fashion-mnist \
 #   bash bench/gpu_bench.sh
+# Then (budget) each model trained within --device-mem of BUDGETS (issue 33: a student's 2 GB and
+# 512 MB cards) at BUDGET_BATCH, its steps/s, micro-batch and device peak beside the unbudgeted run's.
 # Last, fp16 storage (issue 9: halves the activations' device bytes, accuracy within 0.3 points):
 # FP16_MODELS trained FP16_EPOCHS epochs in fp32 and in fp16 on the device from each of FP16_SEEDS;
 # the change is the mean over the seeds of fp16 - fp32 from the same seed (one seed's change
 # after a few epochs is mostly noise: cnn seed 1, 2 epochs, on the CPU: -0.27 points).
-# env: PARTS (sgemm train fp16)  DEVICE (cl:0:0)  MODELS (lenet cnn rcnn dcgan resnet20)  BATCHES (64 256)
+# env: PARTS (sgemm train budget fp16)  DEVICE (cl:0:0)  MODELS (lenet cnn rcnn dcgan resnet20)
+#      BATCHES (64 256)  BUDGETS (2G 512M)  BUDGET_BATCH (256)
 #      STEPS (200 a run)  SIZES (1024,2048,4096,8192)  REPS (10)  PYTHON (python3 with CUDA torch)
 #      OUT (temp folder)  FP16_MODELS (mlp lenet cnn)  FP16_EPOCHS (5)  FP16_SEEDS (1 2 3)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-PARTS=${PARTS:-sgemm train fp16}
+PARTS=${PARTS:-sgemm train budget fp16}
+BUDGETS=${BUDGETS:-2G 512M}
+BUDGET_BATCH=${BUDGET_BATCH:-256}
 DEVICE=${DEVICE:-cl:0:0}
 MODELS=${MODELS:-lenet cnn rcnn dcgan resnet20}
 BATCHES=${BATCHES:-64 256}
@@ -124,6 +129,54 @@ for name in sorted(f for f in os.listdir(out) if f.endswith(".json")):
         shares = f"| {100 * k / step:.0f}% | {100 * c / step:.0f}% | {max(0.0, 100 * (1 - (k + c) / step)):.0f}% | {n:.0f}"
     peer_text = f"{peer:.1f}" if peer else "-"
     print(f"| {model} | {batch} | {ours:.1f} | {peer_text} | {ratio} | {1000 * step:.2f} {shares} |")
+PY
+echo
+fi
+
+if part budget; then
+echo "## Training within a device-memory budget on $DEVICE: steps/s at batch $BUDGET_BATCH beside the unbudgeted run"
+for model in $MODELS; do
+  for budget in none $BUDGETS; do
+    extra=()
+    [ "$model" = dcgan ] && extra=(--score-samples 0 --out "$OUT/dcgan-budget-$budget" --overwrite)
+    [ "$budget" != none ] && extra+=(--device-mem "$budget")
+    "$BIN" train --model "$model" --epochs 2 --batch "$BUDGET_BATCH" --limit $((STEPS * BUDGET_BATCH)) \
+      --device "$DEVICE" --data "$DATA" --threads 2 "${extra[@]}" --json "$OUT/$model-$budget.budgetjson" \
+      >"$OUT/$model-$budget.budgetlog" 2>&1 ||
+      echo "retrograd $model within $budget failed: $(tail -1 "$OUT/$model-$budget.budgetlog")"
+  done
+done
+"$PYTHON" - "$OUT" "$MODELS" "$BUDGETS" "$BUDGET_BATCH" <<'PY'
+import json, os, re, sys
+out, models, budgets, batch = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), int(sys.argv[4])
+
+
+def read(model, budget):
+    """(steps/s of the second epoch, micro-batch, device peak) of one run, None where it failed."""
+    try:
+        r = json.load(open(os.path.join(out, f"{model}-{budget}.budgetjson")))
+        log = open(os.path.join(out, f"{model}-{budget}.budgetlog")).read()
+    except (OSError, ValueError):
+        return None
+    micro = re.search(r"micro-batches of (\d+)", log)
+    peak = re.search(r"device memory peak ([0-9.]+ [KMG]?i?B)", log)
+    return (r["history"][-1]["samples_per_s"] / batch, micro and micro.group(1), peak and peak.group(1))
+
+
+print("| model | batch | unbudgeted steps/s (peak) | " + " | ".join(f"--device-mem {b}: steps/s, micro-batch, peak, / unbudgeted" for b in budgets) + " |")
+print("|---|---|---|" + "---|" * len(budgets))
+for m in models:
+    base = read(m, "none")
+    cells = []
+    for b in budgets:
+        r = read(m, b)
+        if not r:
+            cells.append("failed")
+            continue
+        ratio = f"{r[0] / base[0]:.2f}x" if base else "-"
+        cells.append(f"{r[0]:.1f}, {r[1]}, {r[2]}, {ratio}")
+    base_text = f"{base[0]:.1f} ({base[2]})" if base else "failed"
+    print(f"| {m} | {batch} | {base_text} | " + " | ".join(cells) + " |")
 PY
 echo
 fi
