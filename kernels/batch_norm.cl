@@ -60,6 +60,16 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
   out[block_count * channels + i] = p1;
 }
 
+// Stages blocks [b0, b0 + count) of both passes' partials ([2][blocks][channels] floats) of channel
+// c into tile[k] and tile[share + k], the work-group's items taking every items-th block.
+inline void stage_block_pair(__global const float* blocks, uint block_count, uint channels, uint c, uint b0,
+                             uint count, __local float* tile, uint share) {
+  for (uint k = get_local_id(0); k < count; k += get_local_size(0)) {
+    tile[k] = blocks[(b0 + k) * channels + c];
+    tile[share + k] = blocks[(block_count + b0 + k) * channels + c];
+  }
+}
+
 // Sums over the blocks of both passes' partials ([2][blocks][channels] floats) for channel c, each
 // in double in block order, by the work-group of channel c: its items stage the blocks' sums in
 // local memory (tile, `capacity` floats, half each) and item 0 adds them, two independent chains
@@ -68,16 +78,13 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
 // it (barriers).
 void block_totals(__global const float* blocks, uint block_count, uint channels, uint c, __local float* tile,
                   uint capacity, double* first, double* second) {
-  const uint item = get_local_id(0), items = get_local_size(0), share = capacity / 2;
+  const uint share = capacity / 2;
   double total0 = 0.0, total1 = 0.0;
   for (uint b0 = 0; b0 < block_count; b0 += share) {
     const uint count = min(share, block_count - b0);
-    for (uint k = item; k < count; k += items) {
-      tile[k] = blocks[(b0 + k) * channels + c];
-      tile[share + k] = blocks[(block_count + b0 + k) * channels + c];
-    }
+    stage_block_pair(blocks, block_count, channels, c, b0, count, tile, share);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (item == 0) {
+    if (get_local_id(0) == 0) {
       for (uint k = 0; k < count; ++k) {
         total0 = total0 + (double)tile[k];
         total1 = total1 + (double)tile[share + k];
@@ -107,9 +114,8 @@ void block_stats(__global const float* blocks, uint rows, uint channels, uint c,
   double mu = 0.0, sum2 = 0.0;
   for (uint b0 = 0; b0 < block_count; b0 += share) {
     const uint count = min(share, block_count - b0);
+    stage_block_pair(blocks, block_count, channels, c, b0, count, tile, share);
     for (uint k = item; k < count; k += items) {
-      tile[k] = blocks[(b0 + k) * channels + c];
-      tile[share + k] = blocks[(block_count + b0 + k) * channels + c];
       const uint r0 = (b0 + k) * ROW_BLOCK;
       const double before = (double)r0, added = (double)(min(rows, r0 + ROW_BLOCK) - r0);
       const double w = added / (before + added);
