@@ -38,6 +38,7 @@
 #include "base/serial.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "base/thread_scratch.h"
 #include "tensor/shape.h"
 #include "tensor/tensor.h"
 
@@ -684,6 +685,60 @@ TEST(ThreadPool, CreateAndDestroyRepeatedly) {
     }
   });
   EXPECT_GE(hardware_threads(), 1);
+}
+
+// ---------------------------------------------------------------- ThreadScratch
+
+// Counts the scratch objects alive, to see when a thread's are freed.
+std::atomic<int> g_counted_alive{0};
+struct Counted {
+  Counted() { ++g_counted_alive; }
+  ~Counted() { --g_counted_alive; }
+  Counted(const Counted&) = delete;
+  Counted& operator=(const Counted&) = delete;
+  int uses = 0;
+};
+
+TEST(ThreadScratch, OneObjectPerThreadAndKeyKeptUntilTheThreadReleasesIt) {
+  static const ThreadScratchKey key, other_key;
+  EXPECT_NE(key.index(), other_key.index());
+  release_thread_scratch();  // this thread's from an earlier test, if any
+  const int alive_before = g_counted_alive.load();
+  Counted& mine = thread_scratch<Counted>(key);
+  ++mine.uses;
+  EXPECT_EQ(&thread_scratch<Counted>(key), &mine) << "the same object on the thread's next use";
+  EXPECT_EQ(thread_scratch<Counted>(key).uses, 1);
+  EXPECT_NE(&thread_scratch<Counted>(other_key), &mine) << "another key, another object";
+  EXPECT_EQ(g_counted_alive.load(), alive_before + 2);
+  with_watchdog(60, [&] {
+    ThreadPool pool(4);
+    std::mutex mutex;
+    std::set<const Counted*> seen;
+    for (int round = 0; round < 3; ++round) {  // each worker keeps its own object between jobs
+      std::atomic<int> others{0};
+      pool.parallel_for(4, 1, [&](int64_t begin, int64_t) {
+        if (begin > 0) ++others;  // the caller's chunk 0 waits for a worker to run one
+        for (int i = 0; begin == 0 && others.load() == 0 && i < 10000; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        Counted& c = thread_scratch<Counted>(key);
+        ++c.uses;
+        std::lock_guard<std::mutex> lock(mutex);
+        seen.insert(&c);
+      });
+    }
+    EXPECT_GE(seen.size(), 2u);  // the caller and at least one worker
+    EXPECT_LE(seen.size(), 4u);
+    EXPECT_EQ(g_counted_alive.load(), alive_before + 1 + static_cast<int>(seen.size()));
+  });
+  // The pool's workers freed theirs as they ended, before the thread did (not at thread exit).
+  EXPECT_EQ(g_counted_alive.load(), alive_before + 2);
+  EXPECT_EQ(&thread_scratch<Counted>(key), &mine);
+  release_thread_scratch();
+  EXPECT_EQ(g_counted_alive.load(), alive_before);
+  EXPECT_EQ(thread_scratch<Counted>(key).uses, 0) << "a new object after a release";
+  release_thread_scratch();
+  release_thread_scratch();  // twice: nothing to free
+  EXPECT_EQ(g_counted_alive.load(), alive_before);
 }
 
 // ---------------------------------------------------------------- Shape

@@ -21,6 +21,9 @@
 #      tools/check_function_length.py: no function of src/ over 80 lines without a reason
 #      written above it, and its self-test (build/function-length-results.txt,
 #      build/function-length-selftest-results.txt);
+#      tools/check_thread_locals.py: every thread_local a scalar or a pointer (MinGW frees a
+#      thread_local's storage before its destructor), and its self-test
+#      (build/thread-locals-results.txt, build/thread-locals-selftest-results.txt);
 #      count_tests.py's own self-test (build/count-tests-selftest-results.txt);
 #      tools/bad_inputs.py: every bad input of docs/reliability.md's table gets its message
 #      and exit 2 (build/bad-inputs-results.txt); tools/check_twin_flops.py: each PyTorch twin
@@ -87,7 +90,7 @@ echo "== 4/6 old CPUs under qemu-user"
 bash tools/qemu_old_cpus.sh build/qemu-results.txt || status=1
 stage_end "qemu"
 
-echo "== 5/6 ISA leak check, unity names, layers, function length, bad inputs, twins' flops"
+echo "== 5/6 ISA leak check, unity names, layers, function length, thread_locals, bad inputs, twins' flops"
 python3 tools/check_isa_leaks.py --results build/isa-leaks-results.txt || status=1
 python3 tools/check_isa_leaks.py --self-test --results build/isa-leaks-selftest-results.txt || status=1
 python3 tools/check_unity_names.py --build build --results build/unity-names-results.txt || status=1
@@ -96,6 +99,8 @@ python3 tools/check_layers.py --results build/layers-results.txt || status=1
 python3 tools/check_layers.py --self-test --results build/layers-selftest-results.txt >/dev/null || status=1
 python3 tools/check_function_length.py --results build/function-length-results.txt || status=1
 python3 tools/check_function_length.py --self-test --results build/function-length-selftest-results.txt >/dev/null || status=1
+python3 tools/check_thread_locals.py --results build/thread-locals-results.txt || status=1
+python3 tools/check_thread_locals.py --self-test --results build/thread-locals-selftest-results.txt >/dev/null || status=1
 python3 tools/count_tests.py --self-test build/count-tests-selftest-results.txt >/dev/null || status=1
 python3 tools/bad_inputs.py build/retrograd --results build/bad-inputs-results.txt || status=1
 /usr/bin/python3 tools/check_twin_flops.py build/retrograd --results build/twin-flops-results.txt || status=1
@@ -126,6 +131,8 @@ python3 tools/count_tests.py \
   --checks build/layers-selftest-results.txt \
   --checks build/function-length-results.txt \
   --checks build/function-length-selftest-results.txt \
+  --checks build/thread-locals-results.txt \
+  --checks build/thread-locals-selftest-results.txt \
   --checks build/count-tests-selftest-results.txt \
   --checks build/bad-inputs-results.txt \
   --checks build/twin-flops-results.txt \

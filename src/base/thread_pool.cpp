@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "base/float_mode.h"
+#include "base/thread_scratch.h"
 
 namespace rg {
 
@@ -136,7 +137,10 @@ void ThreadPool::worker_loop(int index) {
       slot.wake.wait(lock, has_job);
       slot.asleep.store(false);
     }
-    if (stopping_.load()) return;
+    if (stopping_.load()) {
+      release_thread_scratch();  // not at thread exit: see base/thread_scratch.h
+      return;
+    }
     seen = generation_.load(std::memory_order_acquire);
     wake_children(index, parts_.load(std::memory_order_relaxed));
     if (!claim(index + 1, seen)) continue;  // no chunk for this worker, or the caller took it

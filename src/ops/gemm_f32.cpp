@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/int_math.h"
+#include "base/thread_scratch.h"
 #include "cpu/kernel_tables.h"
 #include "ops/gemm.h"
 
@@ -83,7 +84,9 @@ void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, c
   const int64_t mr = kernel.mr, nr = kernel.nr;
   const int64_t mc = std::max(mr, kMCTarget / mr * mr), nc = std::max(nr, kNCTarget / nr * nr);
   const bool b_in_place = s.trans_b == Trans::no && i1 - i0 <= kMaxRowsForBInPlace;
-  thread_local std::vector<float> a_storage, b_storage;  // at most (MC + NC) * KC floats per thread
+  static const ThreadScratchKey a_key, b_key;  // at most (MC + NC) * KC floats per thread
+  std::vector<float>& a_storage = thread_scratch<std::vector<float>>(a_key);
+  std::vector<float>& b_storage = thread_scratch<std::vector<float>>(b_key);
   const int64_t depth_max = std::min(kKC, s.k);
   float* a_pack = a_packed ? nullptr : packing_buffer(a_storage, std::min(mc, round_up(i1 - i0, mr)) * depth_max);
   float* b_pack = packing_buffer(b_storage, std::min(nc, round_up(j1 - j0, nr)) * depth_max);
@@ -120,7 +123,8 @@ void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha,
                    float beta, float* c, ThreadPool& pool) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
   const int64_t mc = std::max(mr, kMCTarget / mr * mr), nc = std::max(nr, kNCTarget / nr * nr);
-  thread_local std::vector<float> shared_b;  // the caller's: at most NC * KC floats
+  static const ThreadScratchKey shared_b_key;  // the caller's: at most NC * KC floats
+  std::vector<float>& shared_b = thread_scratch<std::vector<float>>(shared_b_key);
   float* b_pack = packing_buffer(shared_b, std::min(nc, round_up(s.n, nr)) * std::min(kKC, s.k));
   for (int64_t p0 = 0; p0 < s.k; p0 += kKC) {
     const int64_t depth = std::min(kKC, s.k - p0);
@@ -132,7 +136,8 @@ void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha,
         pack_b_panels(s, b, p0, depth, jc + j, width, nr, b_pack + j * depth);
       });
       pool.parallel_for(s.m, mr, [&](int64_t i0, int64_t i1) {
-        thread_local std::vector<float> a_storage;
+        static const ThreadScratchKey a_key;
+        std::vector<float>& a_storage = thread_scratch<std::vector<float>>(a_key);
         float* a_pack = packing_buffer(a_storage, std::min(mc, round_up(i1 - i0, mr)) * depth);
         for (int64_t ic = i0; ic < i1; ic += mc) {
           const int64_t rows = std::min(mc, i1 - ic);
@@ -158,7 +163,8 @@ void gemm_shared_b(const GemmShape& s, const F32GemmKernel& kernel, float alpha,
 void gemm_shared_a(const GemmShape& s, const F32GemmKernel& kernel, float alpha, const float* a, const float* b,
                    float beta, float* c, ThreadPool& pool) {
   const int64_t mr = kernel.mr, rows = round_up(s.m, mr), panels = rows / mr, blocks = (s.k + kKC - 1) / kKC;
-  thread_local std::vector<float> shared_a;  // the caller's: [KC block][panel][depth x MR]
+  static const ThreadScratchKey shared_a_key;  // the caller's: [KC block][panel][depth x MR]
+  std::vector<float>& shared_a = thread_scratch<std::vector<float>>(shared_a_key);
   float* a_packed = packing_buffer(shared_a, rows * s.k);
   pool.parallel_for(blocks * panels, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
@@ -237,7 +243,8 @@ void gemm_vector_product(const GemmShape& s, float alpha, const float* a, const 
   float* y = strided_y ? y_copy.data() : c;
   const F32RowsCombine combine = f32_vector().rows_combine;
   const auto run = [&](int64_t j0, int64_t j1) {
-    thread_local std::vector<float> pack;
+    static const ThreadScratchKey pack_key;
+    std::vector<float>& pack = thread_scratch<std::vector<float>>(pack_key);
     vector_product_lanes(v, combine, alpha, beta, y, j0, j1, packing_buffer(pack, kKC * kLanesBlock));
   };
   if (pool != nullptr && pool->threads() > 1 && v.lanes * s.k >= kMinElementsToSplitLanes) {

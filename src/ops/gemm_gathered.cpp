@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/thread_scratch.h"
 #include "cpu/kernel_tables.h"
 #include "ops/gemm.h"
 
@@ -30,7 +31,8 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int64_t i0, int64_t i1) {
   const int64_t mr = kernel.mr, nr = kernel.nr, mc = std::max(mr, kGatheredMCTarget / mr * mr);
   const int64_t full_cols = n / nr * nr;
-  thread_local std::vector<float> last_panel;  // [kGatheredKC, NR]: columns [full_cols, n), zero-padded
+  static const ThreadScratchKey last_panel_key;  // [kGatheredKC, NR]: columns [full_cols, n), zero-padded
+  std::vector<float>& last_panel = thread_scratch<std::vector<float>>(last_panel_key);
   last_panel.assign(static_cast<size_t>(full_cols == n ? 0 : kGatheredKC * nr), 0.0f);
   const float* rows[kF32GemmMaxMr];
   for (int64_t ic = i0; ic < i1; ic += mc) {

@@ -12,6 +12,7 @@
 
 #include "base/check.h"
 #include "base/int_math.h"
+#include "base/thread_scratch.h"
 #include "base/rng.h"
 #include "cpu/kernel_tables.h"
 #include "tensor/tensor.h"
@@ -127,13 +128,13 @@ void quantize_run(const float* x, int64_t count, float mult, bool stochastic, ui
 }
 
 // One thread's growing scratch, through the counted allocator.
-Tensor& thread_scratch() {
-  thread_local Tensor block;
-  return block;
+Tensor& thread_scratch_block() {
+  static const ThreadScratchKey key;
+  return thread_scratch<Tensor>(key);
 }
 
 int8_t* scratch_bytes(int64_t bytes) {
-  Tensor& block = thread_scratch();
+  Tensor& block = thread_scratch_block();
   if (!block.defined() || block.numel() < bytes) {
     block = Tensor();  // the old block goes back first
     auto grown = Tensor::zeros(Shape{bytes + bytes / 4 + 64}, DType::i8, "int8 training GEMM scratch");
@@ -668,10 +669,10 @@ void int8_dynamic_gemm_gathered_ref(int64_t m, int64_t n, int64_t k, float alpha
   ref_finish(m, n, k, alpha, image, opb, middle_a, beta, c, ldc, o, &index);
 }
 
-void release_int8_gemm_scratch() { thread_scratch() = Tensor(); }
+void release_int8_gemm_scratch() { thread_scratch_block() = Tensor(); }
 
 int64_t int8_gemm_scratch_bytes() {
-  const Tensor& block = thread_scratch();
+  const Tensor& block = thread_scratch_block();
   return block.defined() ? static_cast<int64_t>(block.bytes()) : 0;
 }
 
