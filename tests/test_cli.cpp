@@ -518,6 +518,28 @@ TEST(Acceptance, AutoencoderOnFashionMnist) {
 
 namespace {
 // The per-precision table on synthetic data: a row per precision, and the JSON rows the issue names.
+// Fixed-point shorthands are rows too (issue 34), by their canonical names, saying where their
+// products ran; int8-train and w8a8e8 are one precision.
+TEST(Cli, PrecisionFixedPointRows) {
+  const std::string json_path = temp_dir() + "/fixed.json";
+  const Outcome o = run("precision --model lenet --data synthetic --limit 256 --epochs 1 --threads 2 --infer-batch 64 "
+                        "--precision fp32,w16a16g16-fl12-sw-sr,w4a6e8 --json " + json_path);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("w16a16g16-sr-fl12-sw"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("12 fraction bits (static), weights stored so (no f32 master); fake quantized"), std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("w4 a6 g f32 e8 (wa nearest, e stochastic); real scales per tensor; int8 kernels"),
+            std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("conv1=w4a6e8 GEMM"), std::string::npos) << o.output;
+  const auto report = nlohmann::json::parse(read_all(json_path));
+  ASSERT_EQ(report["precisions"].size(), 3u);
+  EXPECT_EQ(report["precisions"][1]["precision"], "w16a16g16-sr-fl12-sw");
+  EXPECT_GT(report["precisions"][2]["train_samples_per_s"].get<double>(), 0);
+  const Outcome twice = run("precision --data synthetic --precision fp32,int8-train,w8a8e8");
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_NE(twice.output.find("int8-train is listed twice"), std::string::npos) << twice.output;
+}
+
 TEST(Cli, PrecisionTableAndJsonRows) {
   const std::string json_path = temp_dir() + "/precision.json", csv_path = temp_dir() + "/precision.csv";
   const Outcome o = run("precision --model lenet --data synthetic --limit 512 --epochs 1 --threads 2 --calib-batches 1 "

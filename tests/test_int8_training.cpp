@@ -30,6 +30,14 @@
 namespace rg {
 namespace {
 
+// Which operand of a product is a gradient (rounded stochastically, int8 training's rule); the
+// other rounds to nearest.
+enum class GradOperand : uint8_t { none, a, b };
+void set_gradient(Int8GemmOptions& o, GradOperand grad) {
+  o.a = int8_format(grad == GradOperand::a ? Rounding::stochastic : Rounding::nearest);
+  o.b = int8_format(grad == GradOperand::b ? Rounding::stochastic : Rounding::nearest);
+}
+
 uint32_t bits_of(float x) {
   uint32_t b;
   std::memcpy(&b, &x, sizeof b);
@@ -73,7 +81,7 @@ void run_case(Isa isa, const Case& cs, uint64_t seed, ThreadPool* pool) {
   std::vector<float> c = random_floats(cs.m * ldc, rng), c_ref = c;
   const GemmShape s{cs.ta, cs.tb, cs.m, cs.n, cs.k, lda, ldb, ldc};
   Int8GemmOptions o;
-  o.grad = cs.grad;
+  set_gradient(o, cs.grad);
   o.seed = seed;
   o.stream = 5;
   o.isa = isa;
@@ -90,7 +98,8 @@ void run_case(Isa isa, const Case& cs, uint64_t seed, ThreadPool* pool) {
                            std::to_string(static_cast<int>(cs.grad)) + " depth block " +
                            std::to_string(cs.depth_block);
   ASSERT_EQ(trace.sums, trace_ref.sums) << what;
-  EXPECT_EQ(trace.key, trace_ref.key) << what;
+  EXPECT_EQ(trace.key_a, trace_ref.key_a) << what;
+  EXPECT_EQ(trace.key_b, trace_ref.key_b) << what;
   EXPECT_EQ(bits_of(trace.max_abs_a), bits_of(trace_ref.max_abs_a)) << what;
   EXPECT_EQ(bits_of(trace.max_abs_b), bits_of(trace_ref.max_abs_b)) << what;
   expect_same_bits(c, c_ref, cs.m, cs.n, ldc, what);
@@ -179,7 +188,7 @@ TEST_P(Int8DynamicGemm, GatheredMatchesTheReference) {
           const std::vector<float> b = random_floats(k * ldb, rng);
           std::vector<float> c = random_floats(m * ldc, rng), c_ref = c;
           Int8GemmOptions o;
-          o.grad = grad;
+          set_gradient(o, grad);
           o.seed = 3;
           o.isa = GetParam();
           o.depth_block = 8;
@@ -190,7 +199,8 @@ TEST_P(Int8DynamicGemm, GatheredMatchesTheReference) {
           o.trace = &trace_ref;
           int8_dynamic_gemm_gathered_ref(m, n, k, 1.0f, a, b.data(), ldb, 1.0f, c_ref.data(), ldc, o);
           ASSERT_EQ(trace.sums, trace_ref.sums) << m << "x" << n << "x" << k;
-          EXPECT_EQ(trace.key, trace_ref.key);
+          EXPECT_EQ(trace.key_a, trace_ref.key_a);
+          EXPECT_EQ(trace.key_b, trace_ref.key_b);
           expect_same_bits(c, c_ref, m, n, ldc, "gathered");
         }
 }
@@ -213,7 +223,7 @@ TEST_P(Int8DynamicGemm, ConvPatchesMatchTheReference) {
       const std::vector<float> b = random_floats(k * filters, rng);
       std::vector<float> c(static_cast<size_t>(m * filters)), c_ref(c.size());
       Int8GemmOptions o;
-      o.grad = transposed ? GradOperand::b : GradOperand::none;
+      set_gradient(o, transposed ? GradOperand::b : GradOperand::none);
       o.isa = GetParam();
       o.depth_block = block;
       int8_dynamic_gemm_gathered(m, filters, k, 1.0f, a, b.data(), filters, 0.0f, c.data(), filters, nullptr, o);
@@ -234,7 +244,7 @@ TEST_P(Int8DynamicGemm, SameBitsOnEveryThreadCount) {
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three}) {
       std::vector<float> c(static_cast<size_t>(m * n));
       Int8GemmOptions o;
-      o.grad = grad;
+      set_gradient(o, grad);
       o.seed = 11;
       o.isa = GetParam();
       int8_dynamic_gemm(GemmShape{Trans::no, Trans::no, m, n, k, k, n, n}, 1.0f, a.data(), b.data(), 0.0f, c.data(),
@@ -297,7 +307,7 @@ TEST(Int8Rounding, StochasticRoundingIsUnbiased) {
       by_index += int8_quantize_stochastic(x, multiplier, int8_rounding_uniform(99, static_cast<uint64_t>(i)));
       Int8GemmOptions o;
       o.seed = static_cast<uint64_t>(i);
-      by_key += int8_quantize_stochastic(x, multiplier, int8_rounding_uniform(int8_rounding_key(o, 1, 1, 1, 3.0f, x), 0));
+      by_key += int8_quantize_stochastic(x, multiplier, int8_rounding_uniform(int8_rounding_key(o, 1, 1, 1, 1, 3.0f, x), 0));
     }
     const double want = static_cast<double>(x) * multiplier;
     EXPECT_NEAR(by_index / draws, want, tolerance) << x;
@@ -331,7 +341,7 @@ TEST(Int8Rounding, StochasticProductAveragesToTheExactOne) {
   for (int r = 0; r < runs; ++r) {
     std::vector<float> c(static_cast<size_t>(m * n));
     Int8GemmOptions o;
-    o.grad = GradOperand::b;
+    set_gradient(o, GradOperand::b);
     o.seed = static_cast<uint64_t>(r);
     int8_dynamic_gemm(GemmShape{Trans::no, Trans::no, m, n, k, k, n, n}, 1.0f, a_grid.data(), b.data(), 0.0f,
                       c.data(), nullptr, o);
@@ -349,7 +359,7 @@ TEST(Int8Rounding, SameSeedSameBitsOtherSeedOtherBits) {
   auto run = [&](uint64_t seed, uint64_t stream) {
     std::vector<float> c(static_cast<size_t>(m * n));
     Int8GemmOptions o;
-    o.grad = GradOperand::a;
+    set_gradient(o, GradOperand::a);
     o.seed = seed;
     o.stream = stream;
     int8_dynamic_gemm(GemmShape{Trans::no, Trans::no, m, n, k, k, n, n}, 1.0f, a.data(), b.data(), 0.0f, c.data(),
@@ -377,7 +387,7 @@ TEST(Int8DynamicAccuracy, WithinTheQuantizationBoundOfTheF32Product) {
       const GemmShape s{ta, Trans::no, m, n, k, lda, n, n};
       std::vector<float> c(static_cast<size_t>(m * n)), c32(c.size());
       Int8GemmOptions o;
-      o.grad = grad;
+      set_gradient(o, grad);
       Int8GemmTrace trace;
       o.trace = &trace;
       int8_dynamic_gemm(s, 1.0f, a.data(), b.data(), 0.0f, c.data(), nullptr, o);
@@ -417,7 +427,7 @@ TEST(Int8DynamicSpecial, NanOrInfMakesCNanZeroOperandGivesBetaC) {
       (which == 0 ? a2[11] : b2[13]) = bad;
       std::vector<float> c(static_cast<size_t>(m * n), 1.0f), c_ref = c;
       Int8GemmOptions o;
-      o.grad = GradOperand::a;
+      set_gradient(o, GradOperand::a);
       Int8GemmTrace trace;
       o.trace = &trace;
       int8_dynamic_gemm(s, 1.0f, a2.data(), b2.data(), 1.0f, c.data(), nullptr, o);
@@ -523,7 +533,7 @@ Outputs run_f64(Layer& layer, const Tensor& x, const Tensor& w, const Tensor& dy
   Outputs o{make(dy.shape(), DType::f64), make(x.shape(), DType::f64), Tensor(), Tensor()};
   LayerContext ctx;
   ctx.accumulate_grads = false;
-  ctx.gemm = GemmPrecision::int8_dynamic;  // ignored in f64: the reference runs
+  ctx.gemm = GemmPrecision::fixed_point;  // ignored in f64: the reference runs
   layer.forward(x, o.y, ctx);
   layer.backward(x, o.y, dy, o.dx, ctx);
   o.dw = params[0]->grad.clone("dw").take();
@@ -548,7 +558,7 @@ void check_layer_int8(const std::function<std::unique_ptr<Layer>()>& make_layer,
   const Outputs f_again = run_f32(*p.f32, x, dy, ctx);
   EXPECT_EQ(values(f.y), values(f_again.y)) << what;
   LayerContext q_ctx = ctx;
-  q_ctx.gemm = GemmPrecision::int8_dynamic;
+  q_ctx.gemm = GemmPrecision::fixed_point;
   q_ctx.gemm_seed = 42;
   q_ctx.noise_stream = 3;
   const Outputs q = run_f32(*p.f32, x, dy, q_ctx);
@@ -656,8 +666,8 @@ TEST(Int8TrainingLayers, DoubleIgnoresTheSetting) {
   for (double& v : a) v = rng.uniform(-1, 1);
   for (double& v : b) v = rng.uniform(-1, 1);
   LayerContext ctx;
-  ctx.gemm = GemmPrecision::int8_dynamic;
-  layer_gemm(ctx, GradOperand::a, s, 1.0, a.data(), b.data(), 0.0, c1.data());
+  ctx.gemm = GemmPrecision::fixed_point;
+  layer_gemm(ctx, kInputGradProduct, s, 1.0, a.data(), b.data(), 0.0, c1.data());
   gemm_ref(s, 1.0, a.data(), b.data(), 0.0, c2.data());
   EXPECT_EQ(c1, c2);
 }

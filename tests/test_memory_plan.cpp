@@ -499,7 +499,7 @@ TEST(MemoryPlan, PinnedPlansStayAsTheyWere) {
        43, 6, true, 102192, 48000, 5338816, 0, 31593128},
       {"cnn qat", kCnnCfg, TrainPrecision::int8_qat, OptimizerKind::sgd, 256, 6 * M, true, StreamChoice::automatic,
        52, 5, true, 102192, 48000, 5681944, 0, 27636152},
-      {"cnn int8", kCnnCfg, TrainPrecision::int8_gemm, OptimizerKind::adam, 100, 2 * M, false, StreamChoice::automatic,
+      {"cnn int8", kCnnCfg, TrainPrecision::fixed_point, OptimizerKind::adam, 100, 2 * M, false, StreamChoice::automatic,
        10, 10, false, 102192, 712800, 1144296, 0, 11331744},
       {"mlp", kMlpCfg, TrainPrecision::fp32, OptimizerKind::adam, 1000, 2 * M, false, StreamChoice::automatic,
        100, 9, false, 203600, 712800, 1174400, 0, 9857200},

@@ -180,7 +180,7 @@ TEST(MpiTrain, MixedPrecisionMatchesOneProcess) {
 // weight one ulp off can round to the next level), so a whole run is compared by its loss.
 TEST(MpiTrain, Int8TrainingMatchesOneProcessInAStepAndCloselyOverARun) {
   TrainOptions options = base_options();
-  options.precision = TrainPrecision::int8_gemm;
+  options.precision = TrainPrecision::fixed_point;
   for (int64_t samples : {int64_t{24}, int64_t{288}}) {
     TrainOptions run_options = options;
     run_options.epochs = samples == 24 ? 1 : 2;

@@ -221,7 +221,7 @@ TEST(OpenclTrain, AnUnknownCpuLayerNameIsAnError) {
 TEST(OpenclTrain, OtherPrecisionsAreRefusedOnTheDevice) {
   SKIP_WITHOUT_OPENCL();
   TrainOptions options = options_on(first_device(), 1);
-  options.precision = TrainPrecision::int8_gemm;
+  options.precision = TrainPrecision::fixed_point;
   auto model = build_model(7, kMlpCfg);
   ThreadPool pool(1);
   Trainer trainer(*model, pool, options);

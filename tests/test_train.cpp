@@ -147,6 +147,57 @@ TEST(Train, CnnWithBatchNormAndDropoutIsDeterministicAndResumes) {
   std::remove(path.c_str());
 }
 
+// Fixed-point training (issue 34) keeps the engine's promises: the same bits whatever the thread
+// count, a resumed run equal to one run (the gradient and stored-weight roundings are keyed by the
+// optimizer's step), on the int8 kernels (w4a6g8-p2) and fake quantized with stored weights
+// (w16a16g16-sr-fl10-sw). Stored weights stay on their grid.
+TEST(Train, FixedPointPrecisionsAreDeterministicAndResume) {
+  for (const char* precision : {"w4a6g8-p2", "w16a16g16-sr-fl10-sw"}) {
+    const char* cfg = precision[1] == '4' ? kCnnCfg : kSmallMlpCfg;
+    TrainOptions whole = small_options(2);
+    ASSERT_TRUE(set_precision(precision, &whole).ok()) << precision;
+    EXPECT_EQ(precision_name(whole), precision);
+    TrainedRun one = train(whole, 1, "", cfg);
+    TrainedRun two = train(whole, 2, "", cfg);
+    EXPECT_TRUE(same_weights(*one.model, *two.model)) << precision;
+    EXPECT_GT(one.test.accuracy, 0.3) << precision << " learns";
+
+    const std::string path = temp_path("resume_fixed_point.ckpt");
+    TrainOptions first = whole;
+    first.stop_after = 1;
+    first.checkpoint_path = path;
+    train(first, 2, "", cfg);
+    const auto checkpoint = read_checkpoint(path);
+    ASSERT_TRUE(checkpoint.ok());
+    EXPECT_EQ(checkpoint.value().settings.at("precision"), precision) << "the checkpoint names it";
+    TrainedRun resumed = train(whole, 2, path, cfg);
+    EXPECT_TRUE(same_weights(*resumed.model, *one.model)) << precision;
+    std::remove(path.c_str());
+  }
+}
+
+TEST(Train, StoredWeightsStayOnTheirGrid) {
+  TrainOptions options = small_options(1);
+  ASSERT_TRUE(set_precision("w8a8g8-fl6-sw", &options).ok());  // step 2^-6, |q| <= 127
+  TrainedRun run = train(options, 2);
+  for (Param* p : run.model->params()) {
+    const float* v = p->value.data<float>();
+    for (int64_t i = 0; i < p->value.numel(); ++i) {
+      const float q = v[i] * 64.0f;
+      ASSERT_EQ(q, std::round(q)) << p->name << "[" << i << "] = " << v[i];
+      ASSERT_LE(std::fabs(q), 127.0f) << p->name;
+    }
+  }
+  // Without -sw the f32 masters keep what the updates add.
+  TrainOptions masters = small_options(1);
+  ASSERT_TRUE(set_precision("w8a8g8-fl6", &masters).ok());
+  TrainedRun free_run = train(masters, 2);
+  bool off_grid = false;
+  for (Param* p : free_run.model->params())
+    for (int64_t i = 0; i < p->value.numel(); ++i) off_grid |= p->value.data<float>()[i] * 64.0f != std::round(p->value.data<float>()[i] * 64.0f);
+  EXPECT_TRUE(off_grid);
+}
+
 // A snapshot kept in memory after epoch 1 (as the precision report's int8-qat takes it), started
 // from by another trainer of another model of the same cfg, ends where the whole run ends: the
 // weights, batch-norm statistics, optimizer state and epochs are all in it.

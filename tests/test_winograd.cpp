@@ -498,7 +498,7 @@ TEST(ConvTuning, TheCacheDecidesAndABadOneIsSaid) {
     EXPECT_EQ(read_text(dir + "/conv-algorithms.txt"), bad) << times;
   }
 
-  ctx.gemm = GemmPrecision::int8_dynamic;  // int8 training: the GEMM, nothing timed
+  ctx.gemm = GemmPrecision::fixed_point;  // int8 training: the GEMM, nothing timed
   auto int8 = choose_conv_algorithms(*model, 4, ctx);
   ASSERT_TRUE(int8.ok());
   EXPECT_EQ(conv_algorithms_text(*model), "conv1=gemm,conv2=gemm");

@@ -94,7 +94,7 @@ Status load_checkpoint_model(EvalRun& run) {
   RG_ASSIGN(run.eval_device, open_train_device(args, &options));
   if (run.eval_device && options.precision != TrainPrecision::fp32 && options.precision != TrainPrecision::fp16) {
     std::printf("note            trained in %s; the device scores the f32 model (no fake int8 there)\n",
-                train_precision_name(options.precision));
+                precision_name(options).c_str());
     options.precision = TrainPrecision::fp32;
   }
   if (args.given("int8") && options.precision == TrainPrecision::fp16) {  // calibration runs the f32 model

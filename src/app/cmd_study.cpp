@@ -58,9 +58,8 @@ Status config_from_args(const Args& args, StudyConfig* config) {
   if (args.given("precisions")) {
     config->precisions = split_list(args.text("precisions"));
     for (const std::string& name : config->precisions) {
-      if (!train_precision_from_name(name).ok()) {
-        return Status::error("--precisions: '" + name + "' is not a training precision (fp32, fp16, int8-qat, int8-train)");
-      }
+      TrainOptions probe;
+      RG_TRY(set_precision(name, &probe).with_context("--precisions: "));
     }
     if (config->precisions.empty() || config->precisions.front() != "fp32") {
       return Status::error("--precisions: the list starts with fp32 (the others are set against it)");

@@ -384,7 +384,7 @@ void print_train_header(const TrainRun& run, const CpuInfo& cpu) {
               run.validation.size() > 0 ? (", " + std::to_string(run.validation.size()) + " for validation").c_str() : "",
               static_cast<long long>(run.split.test.size()), run.train.num_classes);
   std::printf("training:  %s, batch %lld, %s, %s, %s schedule, seed %llu, %d threads on %s\n",
-              train_precision_name(options.precision), static_cast<long long>(options.batch), describe(options.optimizer).c_str(),
+              precision_name(options).c_str(), static_cast<long long>(options.batch), describe(options.optimizer).c_str(),
               options.schedule.describe().c_str(), schedule_name(options.schedule.kind),
               static_cast<unsigned long long>(options.seed), run.pool->threads(), cpu.brand.empty() ? "this CPU" : cpu.brand.c_str());
   std::printf("memory:    %s\n", describe_plan(run.plan).c_str());
@@ -540,7 +540,7 @@ nlohmann::json train_json(const TrainRun& run, const CpuInfo& cpu) {
       {"test_psnr_db", run.test.psnr_db},
       {"train_seconds", run.trainer->train_seconds()},
       {"train_samples_per_s", run.samples_per_s},
-      {"train_precision", train_precision_name(options.precision)},
+      {"train_precision", precision_name(options)},
       {"isa", isa_name(active_isa())},
       {"denormals", denormals_name(denormals())},
       {"forward_flops_per_sample", model.forward_flops_per_sample()},

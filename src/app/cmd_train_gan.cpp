@@ -417,7 +417,7 @@ Status write_gan_json(GanRun& run, const nlohmann::json& profiles) {
       {"train_samples_per_s", run.train_seconds > 0 ? static_cast<double>(run.samples_trained) / run.train_seconds : 0.0},
       {"train_cpu_seconds", run.train_cpu_seconds},
       {"train_flops_per_sample", total_flops(gan_training_costs_per_sample(g, d, options.batch, options.optimizer))},
-      {"train_precision", train_precision_name(options.precision)},
+      {"train_precision", precision_name(options)},
       {"isa", isa_name(active_isa())},
       {"denormals", denormals_name(denormals())},
       {"peak_rss_bytes", peak_rss_bytes()},

@@ -13,6 +13,7 @@
 #include "cpu/isa.h"
 #include "cpu/kernel_tables.h"
 #include "nn/layer_registry.h"
+#include "ops/fixed_point_gemm.h"
 
 namespace rg {
 
@@ -22,7 +23,8 @@ void declare_precision_options(Args& args, const char* default_precisions) {
               "model as trained), fp16 (the same model trained again in mixed precision), int8 (post-training "
               "quantization of the fp32 model), int8-qat (the fp32 run's last epochs again through fake int8, or "
               "a fine-tune of it: --qat-mode; exported to int8), int8-train (trained again with int8 GEMMs "
-              "forward and backward)",
+              "forward and backward), or a fixed-point shorthand trained again in it (w8a8e8, w4a8, "
+              "w16a16g16-sr: --train-precision's grammar)",
               default_precisions);
   args.option("infer-batch", "N", "--precision: inference batch size for the speed column", "256");
   args.option("calibration", "minmax|percentile", "int8: how activation ranges are chosen", "percentile");
@@ -43,9 +45,15 @@ Result<PrecisionSettings> precision_settings(const Args& args) {
   PrecisionSettings s;
   std::stringstream list(args.text("precision"));
   for (std::string name; std::getline(list, name, ',');) {
-    if (name != "fp32" && name != "fp16" && name != "int8" && name != "int8-qat" && name != "int8-train") {
-      return Status::error("--precision: unknown precision '" + name +
-                           "' (known: fp32, fp16, int8, int8-qat, int8-train)");
+    if (name != "fp32" && name != "fp16" && name != "int8" && name != "int8-qat") {
+      if (!names_fixed_point(name)) {
+        return Status::error("--precision: unknown precision '" + name +
+                             "' (known: fp32, fp16, int8, int8-qat, int8-train, and fixed-point shorthands such as "
+                             "w8a8e8, w16a16g16-sr: docs/quantization.md)");
+      }
+      TrainOptions fixed;  // int8-train and the fixed-point shorthands, by their canonical names
+      RG_TRY(set_precision(name, &fixed).with_context("--precision: "));
+      name = precision_name(fixed);
     }
     for (const auto& seen : s.precisions)
       if (seen == name) return Status::error("--precision: " + name + " is listed twice");
@@ -146,14 +154,13 @@ Result<TrainedCopy> train_copy(std::unique_ptr<Model> net, TrainOptions options,
   return run;
 }
 
-// fp16 and int8-train: a fresh model of the same cfg and seed, trained with the run's settings.
-Result<TrainedCopy> train_again(const Model& model, TrainOptions options, TrainPrecision precision, ThreadPool& pool,
-                                const Dataset& train) {
+// fp16 and the fixed-point precisions (int8-train, w16a16g16, ...): a fresh model of the same
+// cfg and seed, trained with the run's settings in `options`' precision.
+Result<TrainedCopy> train_again(const Model& model, const TrainOptions& options, ThreadPool& pool, const Dataset& train) {
   RG_ASSIGN(std::unique_ptr<Model> net, Model::from_cfg(model.cfg()));
   RG_TRY(net->init(options.seed));
-  options.precision = precision;
   std::fprintf(options.log, "\nprecision %s: training the same model from the same seed\n",
-               train_precision_name(precision));
+               precision_name(options).c_str());
   return train_copy(std::move(net), options, pool, train, nullptr);
 }
 
@@ -211,16 +218,17 @@ std::vector<LayerPrecision> layer_list(const Model& net, const std::string& gemm
 }
 
 // fp16 (mixed precision; inference with f16 weights and activations) and int8-train (conv/dense GEMMs on the
-// int8 kernels, in training and inference): the model trained again in `precision`, then scored
-// at the inference batch in that precision.
-Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, TrainPrecision precision,
+// fixed-point kernels, in training and inference): the model trained again in `precision`, then
+// scored at the inference batch in that precision.
+Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, const std::string& precision,
                                    ThreadPool& pool, const Dataset& train, const Dataset& test,
                                    const PrecisionSettings& settings) {
-  RG_ASSIGN(TrainedCopy run, train_again(model, options, precision, pool, train));
+  RG_TRY(set_precision(precision, &options));
+  RG_ASSIGN(TrainedCopy run, train_again(model, options, pool, train));
   PrecisionRow row;
-  row.precision = train_precision_name(precision);
+  row.precision = precision_name(options);
   row.train_samples_per_s = run.samples_per_s;
-  if (precision == TrainPrecision::fp16) {
+  if (options.precision == TrainPrecision::fp16) {
     std::ostringstream what;
     what << "f16 acts+grads, f32 math; infer: f16 weights; loss scale 2^"
          << static_cast<int>(std::lround(std::log2(run.trainer->loss_scaler().scale()))) << ", "
@@ -228,12 +236,16 @@ Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, Tra
     row.what_ran = what.str();
     row.layers = layer_list(*run.net, "f16", "f16");
     row.layers.back() = {row.layers.back().layer, "f32", "the output stays f32", row.layers.back().kind};
-  } else {
+  } else if (options.fixed_point.name == "int8-train") {
     row.what_ran = "conv/dense GEMMs int8 (dynamic scales, stochastic grads)";
     row.layers = layer_list(*run.net, "int8 GEMM", "f32");
+  } else {
+    const FixedPointRoles& roles = options.fixed_point.roles;
+    const bool integer = on_integer_kernels(roles.activations, roles.weights);
+    row.what_ran = "conv/dense GEMMs " + describe_fixed_point(roles);
+    row.layers = layer_list(*run.net, options.fixed_point.name + (integer ? " GEMM" : " fake"), "f32");
   }
-  if (precision == TrainPrecision::fp16) RG_TRY(run.net->store_weights_f16());
-  options.precision = precision;
+  if (options.precision == TrainPrecision::fp16) RG_TRY(run.net->store_weights_f16());
   options.batch = settings.infer_batch;
   options.checkpoint_path.clear();
   Trainer evaluator(*run.net, pool, options);
@@ -309,9 +321,8 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
     if (precision == "fp32") {
       RG_ASSIGN(PrecisionRow row, fp32_row(model, evaluator, test, train_samples_per_s, settings));
       rows.push_back(row);
-    } else if (precision == "fp16" || precision == "int8-train") {
-      const TrainPrecision p = precision == "fp16" ? TrainPrecision::fp16 : TrainPrecision::int8_gemm;
-      RG_ASSIGN(PrecisionRow row, retrained_row(model, options, p, pool, train, test, settings));
+    } else if (precision != "int8-qat" && precision != "int8") {  // fp16 and the fixed-point ones
+      RG_ASSIGN(PrecisionRow row, retrained_row(model, options, precision, pool, train, test, settings));
       rows.push_back(row);
     } else if (precision == "int8-qat") {
       RG_ASSIGN(PrecisionRow row, qat_row(model, options, qat_start, evaluator, pool, train, test, settings));
@@ -333,10 +344,14 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
 std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer_batch) {
   std::ostringstream os;
   const bool classifies = rows.empty() || rows.front().classifies;
-  int what_width = 57;  // the column fits the longest row
-  for (const PrecisionRow& r : rows) what_width = std::max(what_width, static_cast<int>(r.what_ran.size()));
-  char line[512];
-  std::snprintf(line, sizeof line, "  %-10s %-*s %12s %12s %9s %9s %12s %12s\n", "precision", what_width, "what ran",
+  int what_width = 57, name_width = 10;  // the columns fit the longest row
+  for (const PrecisionRow& r : rows) {
+    what_width = std::max(what_width, static_cast<int>(r.what_ran.size()));
+    name_width = std::max(name_width, static_cast<int>(r.precision.size()));
+  }
+  char line[1024];
+  std::snprintf(line, sizeof line, "  %-*s %-*s %12s %12s %9s %9s %12s %12s\n", name_width, "precision", what_width,
+                "what ran",
                 "train smp/s", "infer smp/s", classifies ? "test acc" : "test MSE",
                 classifies ? "vs fp32" : "vs fp32", "weights", "infer memory");
   os << line;
@@ -354,14 +369,14 @@ std::string precision_table(const std::vector<PrecisionRow>& rows, int64_t infer
       std::snprintf(score, sizeof score, "%.6f", r.test_mse);
       std::snprintf(change, sizeof change, "%+.6f", r.change);
     }
-    std::snprintf(line, sizeof line, "  %-10s %-*s %12s %12.0f %9s %9s %12s %12s\n", r.precision.c_str(),
+    std::snprintf(line, sizeof line, "  %-*s %-*s %12s %12.0f %9s %9s %12s %12s\n", name_width, r.precision.c_str(),
                   what_width, r.what_ran.c_str(), train, r.infer_samples_per_s, score, change,
                   format_bytes(r.weight_bytes).c_str(), format_bytes(r.memory_bytes).c_str());
     os << line;
   }
   os << "  (inference at batch " << infer_batch << " on " << isa_name(active_isa()) << "; int8 GEMM "
-     << qs8_gemm_kernel(active_isa()).name << "; fp16 and int8-train train the same model again from the same "
-     << "seed; int8-qat trains through fake int8 from the fp32 run (how, in its row: its last epochs again, the same "
+     << qs8_gemm_kernel(active_isa()).name << "; fp16, int8-train and the other fixed-point rows train the same model again from "
+     << "the same seed; int8-qat trains through fake int8 from the fp32 run (how, in its row: its last epochs again, the same "
      << "steps and rates, so its change is what quantization costs; or a fine-tune of the trained model, whose "
      << "change includes what the extra training gains) and exports it with the ranges it learned, train smp/s "
      << "being those epochs'; train smp/s '-': int8 did not train, its weights are the fp32 "

@@ -29,11 +29,14 @@ void declare_train_options(Args& args, const TrainCommand& command) {
               "streamed from disk as needed to stay within it", "none");
   args.option("stream", "auto|yes|no", "read samples from disk batch by batch (IDX files) instead of into memory; "
               "auto: when --mem-budget needs it", "auto");
-  args.option("train-precision", "fp32|fp16|int8-qat|int8-train",
+  args.option("train-precision", "fp32|fp16|int8-qat|int8-train|wXaY[gZ][eZ][-sr|-rn][-p2]",
               "fp16: mixed precision (f16 activations and gradients, f32 math and master weights, loss scaling; on "
               "the CPU or an OpenCL --device); int8-qat: through fake int8 from the start (exported with the ranges "
               "learned); int8-train: conv and dense GEMMs int8 forward and backward, f32 master weights (both on the "
-              "CPU)",
+              "CPU); a fixed-point shorthand: the bits (2-16) of weights, activations, weight gradients and errors "
+              "(g sets e too), per-tensor dynamic scales, weights and activations rounded to nearest and gradients "
+              "stochastically (-sr: all stochastic, -rn: all nearest; -p2: power-of-two scales); int8-train is "
+              "w8a8e8; up to 8 bits on the int8 kernels, wider fake quantized (docs/quantization.md)",
               "fp32");
   args.option("optimizer", "sgd|adam", "the update rule", "sgd");
   args.option("lr", "RATE", "learning rate", "0.01 for sgd, 0.001 for adam");
@@ -86,9 +89,7 @@ Status options_from_args(const Args& args, TrainOptions* options) {
   RG_ASSIGN(options->epochs, args.integer("epochs", 1, 1000000));
   RG_ASSIGN(options->batch, args.integer("batch", 1, 1 << 20));
   RG_ASSIGN(options->seed, seed_option(args));
-  auto precision = train_precision_from_name(args.text("train-precision"));
-  if (!precision.ok()) return precision.status().with_context("--train-precision: ");
-  options->precision = precision.value();
+  RG_TRY(set_precision(args.text("train-precision"), options).with_context("--train-precision: "));
   auto kind = optimizer_from_name(args.text("optimizer"));
   if (!kind.ok()) return kind.status().with_context("--optimizer: ");
   options->optimizer.kind = kind.value();

@@ -130,7 +130,7 @@ ConvPass winograd_pass(const LayerContext& ctx, const WinogradConv* winograd, co
 }
 
 template <class T>
-void conv_pass(const LayerContext& ctx, GradOperand grad, const ConvPass& pass, int64_t count, const T* padded,
+void conv_pass(const LayerContext& ctx, GemmRoles roles, const ConvPass& pass, int64_t count, const T* padded,
                const T* w, int64_t filters, T* y) {
   if constexpr (std::is_same_v<T, float>) {
     if (pass.winograd != nullptr) {
@@ -139,7 +139,7 @@ void conv_pass(const LayerContext& ctx, GradOperand grad, const ConvPass& pass, 
       return;
     }
   }
-  layer_gemm_gathered(ctx, grad, count * pass.g->patches(), filters, pass.g->patch_size(), T(1),
+  layer_gemm_gathered(ctx, roles, count * pass.g->patches(), filters, pass.g->patch_size(), T(1),
                       GatheredA<T>{padded, pass.at->pixels.data(), pass.at->taps.data()}, w, filters, T(0), y, filters);
 }
 
@@ -156,7 +156,7 @@ void weight_grad_pass(const LayerContext& ctx, const WinogradConv* winograd, con
       return;
     }
   }
-  layer_gemm_gathered_depth_split(ctx, GradOperand::b, g.patch_size(), filters, count * g.patches(), T(1),
+  layer_gemm_gathered_depth_split(ctx, kWeightGradProduct, g.patch_size(), filters, count * g.patches(), T(1),
                                   GatheredA<T>{images, at.taps.data(), at.pixels.data()}, dy, filters, keep, dw, filters,
                                   partials);
 }
@@ -343,7 +343,7 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0);
       const T* images = padded_chunk(ctx.pool, geometry_, x.data<T>() + s0 * in_sample, count, space.data<T>());
-      conv_pass(ctx, GradOperand::none, pass, count, images, weight_.value.data<T>(), filters,
+      conv_pass(ctx, kForwardProduct, pass, count, images, weight_.value.data<T>(), filters,
                 y.data<T>() + s0 * out_sample);
     }
     if (options_.bias) add_bias(ctx.pool, n * patch_rows(), filters, bias_.value.data<T>(), y.data<T>());
@@ -392,11 +392,11 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       if (direct_dx_) {
         // dx[h*w x c] = patches of padded dy [h*w x k*k*filters] * flipped [k*k*filters x c]
         const T* dy_images = padded_chunk(ctx.pool, dx_geometry_, g_chunk, count, dx_space);
-        conv_pass(ctx, GradOperand::a, dx_pass, count, dy_images, flipped, g.channels, dx_chunk);
+        conv_pass(ctx, kInputGradProduct, dx_pass, count, dy_images, flipped, g.channels, dx_chunk);
         continue;
       }
       // d(patches)[pixels x k] = dy * W^T, then each patch row added back where it was read
-      layer_gemm(ctx, GradOperand::a, GemmShape{Trans::no, Trans::yes, pixels, k, filters, filters, filters, k}, T(1),
+      layer_gemm(ctx, kInputGradProduct, GemmShape{Trans::no, Trans::yes, pixels, k, filters, filters, filters, k}, T(1),
                  g_chunk, weight_.value.data<T>(), T(0), dx_space);
       scatter_patches(ctx.pool, g, dx_space, count, dx_chunk);
     }
@@ -452,7 +452,7 @@ void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerConte
       T* y_chunk = y.data<T>() + s0 * out_sample;
       T* cols = panel.defined() ? panel.data<T>() : y_chunk;
       // cols[rows x k] = x[rows x channels] * W[channels x k]
-      layer_gemm(ctx, GradOperand::none, GemmShape{Trans::no, Trans::no, rows, k, channels, channels, k, k}, T(1),
+      layer_gemm(ctx, kForwardProduct, GemmShape{Trans::no, Trans::no, rows, k, channels, channels, k, k}, T(1),
                  x.data<T>() + s0 * in_sample, weight_.value.data<T>(), T(0), cols);
       if (geometry_.pointwise()) continue;
       scatter_patches(ctx.pool, geometry_, cols, count, y_chunk);
@@ -490,7 +490,7 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
       const T* images = padded_chunk(ctx.pool, g, dy.data<T>() + s0 * out_sample, count, padded_dy);
       const T* x_chunk = x.data<T>() + s0 * in_sample;
       // dW^T[k x channels] = dcols^T * x, dcols being dy's patch matrix, gathered (taps as rows)
-      layer_gemm_gathered_depth_split(ctx, GradOperand::a, k, channels, pixels, T(1),
+      layer_gemm_gathered_depth_split(ctx, kWeightGradProductErrorsFirst, k, channels, pixels, T(1),
                                       GatheredA<T>{images, offsets_.taps.data(), offsets_.pixels.data()}, x_chunk,
                                       channels, T(0), grad_t, channels, weight_grad_partials_in<T>(space, n));
       const bool keep = s0 > 0 || ctx.accumulate_grads;  // the first chunk overwrites unless accumulating
@@ -499,7 +499,7 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
       // dx[pixels x channels] = dcols * W^T
       if (dx.defined()) {
         const InputGradScope timed(ctx);
-        layer_gemm_gathered(ctx, GradOperand::a, pixels, channels, k, T(1),
+        layer_gemm_gathered(ctx, kInputGradProduct, pixels, channels, k, T(1),
                             GatheredA<T>{images, offsets_.pixels.data(), offsets_.taps.data()}, weight_t, channels,
                             T(0), dx.data<T>() + s0 * in_sample, channels);
       }

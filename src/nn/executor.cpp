@@ -11,7 +11,7 @@ ModelExecutor::ModelExecutor(Model& model, const LayerContext& ctx, std::string 
 std::string ModelExecutor::storage() const {
   if (!precision_.empty()) return precision_;
   if (model_.storage() == DType::f16 || model_.weights_f16()) return "fp16";
-  return ctx_.gemm == GemmPrecision::int8_dynamic ? "int8-train" : "fp32";
+  return ctx_.gemm == GemmPrecision::fixed_point ? "fixed-point" : "fp32";
 }
 
 std::string ModelExecutor::description() const {

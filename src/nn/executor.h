@@ -49,11 +49,12 @@ class Executor {
   virtual Result<Tensor> forward(const Tensor& x) = 0;
 };
 
-// The CPU Model's inference: Model::forward in `ctx` (its pool; ctx.gemm for int8 training's
-// GEMMs), in the storage and weights the model has (Model::set_storage, store_weights_f16).
-// `precision` names it when the caller knows better than the model (a Trainer's precision:
-// "int8-qat" runs fake int8 through the model's values hook); empty: "fp16" for f16 storage or
-// weights, "int8-train" for int8 GEMMs, else "fp32".
+// The CPU Model's inference: Model::forward in `ctx` (its pool; ctx.gemm for fixed-point
+// training's GEMMs), in the storage and weights the model has (Model::set_storage,
+// store_weights_f16). `precision` names it when the caller knows better than the model (a
+// Trainer's precision: "int8-qat" runs fake int8 through the model's values hook, "int8-train"
+// or "w16a16g16" names its formats); empty: "fp16" for f16 storage or weights, "fixed-point"
+// for fixed-point GEMMs, else "fp32".
 class ModelExecutor : public Executor {
  public:
   ModelExecutor(Model& model, const LayerContext& ctx, std::string precision = "");

@@ -41,10 +41,12 @@ struct LayerContext {
   // batch run on row chunks) draws each sample's dropout mask from its place in the step, so
   // the split changes nothing.
   int64_t row_offset = 0;
-  // How Dense and Conv layers run their f32 GEMMs (nn/layer_gemm.h): f32, or int8_dynamic
-  // for int8 training (per-tensor dynamic scales, the gradient operand rounded stochastically
-  // from the stream (gemm_seed, noise_stream); docs/quantization.md). f64 layers ignore it.
+  // How Dense and Conv layers run their f32 GEMMs (nn/layer_gemm.h): f32, or fixed_point with
+  // each operand in its role's format of `formats` (int8 training: per-tensor dynamic scales,
+  // the errors rounded stochastically from the stream (gemm_seed, noise_stream);
+  // docs/quantization.md). f64 layers ignore it.
   GemmPrecision gemm = GemmPrecision::f32;
+  FixedPointRoles formats = int8_training_roles();
   uint64_t gemm_seed = 0;
   // Times each layer's forward and backward phases where set (train --profile; nn/layer_profile.h).
   LayerProfile* profile = nullptr;

@@ -1,65 +1,82 @@
 // The GEMMs of Dense and Conv layers, routed by LayerContext::gemm: f32_gemm (the default,
-// exactly what ops/gemm.h's gemm() runs), or int8 training's dynamic int8 product. `grad` names
-// the operand that is a gradient (rounded stochastically, from the stream
-// (ctx.gemm_seed, ctx.noise_stream)). The double instantiation (gradient checks) always runs
-// the reference, whatever the context says.
+// exactly what ops/gemm.h's gemm() runs), or the fixed-point product (ops/fixed_point_gemm.h)
+// with each operand in the format of its role (LayerContext::formats): a call site says which
+// operand holds the activations, the weights or the errors (dL/dy). Stochastic rounding draws
+// from the stream (ctx.gemm_seed, ctx.noise_stream). The double instantiation (gradient checks)
+// always runs the reference, whatever the context says.
 #pragma once
 
 #include "nn/layer.h"
+#include "ops/fixed_point_gemm.h"
 #include "ops/gemm.h"
-#include "ops/int8_dynamic_gemm.h"
 
 namespace rg {
 
-inline Int8GemmOptions int8_gemm_options(const LayerContext& ctx, GradOperand grad) {
+enum class OperandRole : uint8_t { activations, weights, errors };
+struct GemmRoles {
+  OperandRole a, b;
+};
+// The three products of a layer with weights: y = x W, dW = x^T dy (or dy^T x), dx = dy W^T.
+constexpr GemmRoles kForwardProduct{OperandRole::activations, OperandRole::weights};
+constexpr GemmRoles kWeightGradProduct{OperandRole::activations, OperandRole::errors};
+constexpr GemmRoles kWeightGradProductErrorsFirst{OperandRole::errors, OperandRole::activations};
+constexpr GemmRoles kInputGradProduct{OperandRole::errors, OperandRole::weights};
+
+inline const FixedPointFormat& role_format(const FixedPointRoles& formats, OperandRole role) {
+  return role == OperandRole::activations ? formats.activations
+                                          : role == OperandRole::weights ? formats.weights : formats.errors;
+}
+
+inline Int8GemmOptions fixed_point_options(const LayerContext& ctx, GemmRoles roles) {
   Int8GemmOptions o;
-  o.grad = grad;
+  o.a = role_format(ctx.formats, roles.a);
+  o.b = role_format(ctx.formats, roles.b);
   o.seed = ctx.gemm_seed;
   o.stream = ctx.noise_stream;
   return o;
 }
 
-inline void layer_gemm(const LayerContext& ctx, GradOperand grad, const GemmShape& s, float alpha, const float* a,
+inline void layer_gemm(const LayerContext& ctx, GemmRoles roles, const GemmShape& s, float alpha, const float* a,
                        const float* b, float beta, float* c) {
-  if (ctx.gemm == GemmPrecision::int8_dynamic) {
-    int8_dynamic_gemm(s, alpha, a, b, beta, c, ctx.pool, int8_gemm_options(ctx, grad));
+  if (ctx.gemm == GemmPrecision::fixed_point) {
+    fixed_point_gemm(s, alpha, a, b, beta, c, ctx.pool, fixed_point_options(ctx, roles));
   } else {
     f32_gemm(s, alpha, a, b, beta, c, ctx.pool);
   }
 }
-inline void layer_gemm(const LayerContext&, GradOperand, const GemmShape& s, double alpha, const double* a,
+inline void layer_gemm(const LayerContext&, GemmRoles, const GemmShape& s, double alpha, const double* a,
                        const double* b, double beta, double* c) {
   gemm_ref(s, alpha, a, b, beta, c);
 }
 
-inline void layer_gemm_gathered(const LayerContext& ctx, GradOperand grad, int64_t m, int64_t n, int64_t k, float alpha,
+inline void layer_gemm_gathered(const LayerContext& ctx, GemmRoles roles, int64_t m, int64_t n, int64_t k, float alpha,
                                 const GatheredA<float>& a, const float* b, int64_t ldb, float beta, float* c,
                                 int64_t ldc) {
-  if (ctx.gemm == GemmPrecision::int8_dynamic) {
-    int8_dynamic_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool, int8_gemm_options(ctx, grad));
+  if (ctx.gemm == GemmPrecision::fixed_point) {
+    fixed_point_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool, fixed_point_options(ctx, roles));
   } else {
     f32_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool);
   }
 }
-inline void layer_gemm_gathered(const LayerContext&, GradOperand, int64_t m, int64_t n, int64_t k, double alpha,
+inline void layer_gemm_gathered(const LayerContext&, GemmRoles, int64_t m, int64_t n, int64_t k, double alpha,
                                 const GatheredA<double>& a, const double* b, int64_t ldb, double beta, double* c,
                                 int64_t ldc) {
   gemm_gathered_ref(m, n, k, alpha, a, b, ldb, beta, c, ldc);
 }
 
 // A weight gradient's gathered product, split over its depth into `partials` (gemm_depth_partials(m, n, k)
-// of them: ops/gemm.h's f32_gemm_gathered_depth_split); int8 training's product and the double
+// of them: ops/gemm.h's f32_gemm_gathered_depth_split); the fixed-point product and the double
 // reference do not split.
-inline void layer_gemm_gathered_depth_split(const LayerContext& ctx, GradOperand grad, int64_t m, int64_t n, int64_t k,
+inline void layer_gemm_gathered_depth_split(const LayerContext& ctx, GemmRoles roles, int64_t m, int64_t n, int64_t k,
                                             float alpha, const GatheredA<float>& a, const float* b, int64_t ldb,
                                             float beta, float* c, int64_t ldc, float* partials) {
-  if (ctx.gemm == GemmPrecision::int8_dynamic) {
-    int8_dynamic_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool, int8_gemm_options(ctx, grad));
+  if (ctx.gemm == GemmPrecision::fixed_point) {
+    fixed_point_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool, fixed_point_options(ctx, roles));
   } else {
     f32_gemm_gathered_depth_split(m, n, k, alpha, a, b, ldb, beta, c, ldc, partials, ctx.pool);
   }
 }
-inline void layer_gemm_gathered_depth_split(const LayerContext&, GradOperand, int64_t m, int64_t n, int64_t k,
+inline void layer_gemm_gathered_depth_split(const LayerContext&, GemmRoles, int64_t m, int64_t n, int64_t k,
                                             double alpha, const GatheredA<double>& a, const double* b, int64_t ldb,
                                             double beta, double* c, int64_t ldc, double*) {
   gemm_gathered_ref(m, n, k, alpha, a, b, ldb, beta, c, ldc);

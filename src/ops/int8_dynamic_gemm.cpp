@@ -74,35 +74,45 @@ void atomic_max(std::atomic<int32_t>& target, int32_t v) {
   }
 }
 
-// Nearest rounding of a contiguous run (values finite, |x * mult| <= 127 (1 + 2^-23)). Rounding
+// How one operand quantizes: its multiplier, grid bound and rounding (with its stream's key).
+struct OperandQuant {
+  float mult;
+  int32_t qmax;  // at most 127
+  bool stochastic;
+  uint64_t key;
+  bool saturates;  // a fixed scale: |x * mult| may pass qmax (the vector loops assume it cannot)
+};
+
+// Nearest rounding of a contiguous run (values finite, |x * mult| <= qmax (1 + 2^-23)). Rounding
 // first and clamping the integer gives what clamping first would (the bounds are integers), and
 // the loop vectorizes (no float select).
-void quantize_run_nearest(const float* x, int64_t count, float mult, int8_t* out) {
+void quantize_run_nearest(const float* x, int64_t count, float mult, int32_t qmax, int8_t* out) {
   for (int64_t t = 0; t < count; ++t) {
     const float v = (x[t] * mult + kRoundMagic) - kRoundMagic;
     int32_t q = static_cast<int32_t>(v);
-    q = q < -127 ? -127 : q;
-    q = q > 127 ? 127 : q;
+    q = q < -qmax ? -qmax : q;
+    q = q > qmax ? qmax : q;
     out[t] = static_cast<int8_t>(q);
   }
 }
 
 // Stochastic rounding of a run whose elements have indices index0 + t * stride in the stream.
-void quantize_run_stochastic(const float* x, int64_t count, float mult, uint64_t key, uint64_t index0,
+void quantize_run_stochastic(const float* x, int64_t count, float mult, int32_t qmax, uint64_t key, uint64_t index0,
                              uint64_t stride, int8_t* out) {
   if (count <= 0) return;
   const uint64_t last = index0 + static_cast<uint64_t>(count - 1) * stride;
   if (last > 0xFFFFFFFFull) {  // indices past 2^32: the general (scalar) formula
     for (int64_t t = 0; t < count; ++t) {
-      out[t] = int8_quantize_stochastic(x[t], mult, int8_rounding_uniform(key, index0 + static_cast<uint64_t>(t) * stride));
+      out[t] = static_cast<int8_t>(fixed_point_quantize_stochastic(
+          x[t], mult, qmax, int8_rounding_uniform(key, index0 + static_cast<uint64_t>(t) * stride)));
     }
     return;
   }
   // int8_rounding_uniform with the index's high word 0, inlined so that the loop vectorizes.
   const uint32_t k1 = static_cast<uint32_t>(key) ^ static_cast<uint32_t>(key >> 32);
   const uint32_t lo0 = static_cast<uint32_t>(index0), step = static_cast<uint32_t>(stride);
-  // As int8_quantize_stochastic, with the clamp moved after the rounding: for |v| within an ulp
-  // of 127 both give the same value, and the loop vectorizes.
+  // As fixed_point_quantize_stochastic, with the clamp moved after the rounding: for |v| within
+  // an ulp of qmax both give the same value, and the loop vectorizes.
   for (int64_t t = 0; t < count; ++t) {
     const float v = x[t] * mult;
     const int32_t truncated = static_cast<int32_t>(v);
@@ -112,18 +122,25 @@ void quantize_run_stochastic(const float* x, int64_t count, float mult, uint64_t
     const uint32_t h = fmix32(lo * kIndexMul + k1);
     const float u = static_cast<float>(static_cast<int32_t>(h >> 8)) * kTwoToMinus24;
     int32_t q = floor_v + static_cast<int32_t>(u < frac);
-    q = q < -127 ? -127 : q;
-    q = q > 127 ? 127 : q;
+    q = q < -qmax ? -qmax : q;
+    q = q > qmax ? qmax : q;
     out[t] = static_cast<int8_t>(q);
   }
 }
 
-void quantize_run(const float* x, int64_t count, float mult, bool stochastic, uint64_t key, uint64_t index0,
-                  uint64_t stride, int8_t* out) {
-  if (stochastic) {
-    quantize_run_stochastic(x, count, mult, key, index0, stride, out);
+// A run whose elements have indices index0 + t * stride in the operand's stream.
+void quantize_run(const OperandQuant& q, const float* x, int64_t count, uint64_t index0, uint64_t stride, int8_t* out) {
+  if (q.saturates) {  // clamped in float first, by the scalar definitions
+    for (int64_t t = 0; t < count; ++t) {
+      out[t] = static_cast<int8_t>(
+          q.stochastic ? fixed_point_quantize_stochastic(
+                             x[t], q.mult, q.qmax, int8_rounding_uniform(q.key, index0 + static_cast<uint64_t>(t) * stride))
+                       : fixed_point_quantize_nearest(x[t], q.mult, q.qmax));
+    }
+  } else if (q.stochastic) {
+    quantize_run_stochastic(x, count, q.mult, q.qmax, q.key, index0, stride, out);
   } else {
-    quantize_run_nearest(x, count, mult, out);
+    quantize_run_nearest(x, count, q.mult, q.qmax, out);
   }
 }
 
@@ -158,6 +175,10 @@ struct Plan {
 };
 
 Plan make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8GemmOptions& o) {
+  for (const FixedPointFormat* f : {&o.a, &o.b}) {
+    RG_CHECK(f->bits >= kMinFixedPointBits && f->bits <= kMaxIntegerKernelBits,
+             "int8 dynamic GEMM: an operand of " << f->bits << " bits (the int8 kernels take 2 to 8)");
+  }
   Plan p;
   p.kernel = &qs8_gemm_kernel(o.isa);
   RG_CHECK(p.kernel->mr <= kQs8MaxMr && p.kernel->nr <= 16 && kQuantRowBlock % p.kernel->mr == 0,
@@ -184,8 +205,8 @@ Plan make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8Gemm
 
 // op(B) [k x n] (b row stride ldb, transposed when trans) quantized into the tile's panels:
 // packed[((panel * kgroups + p / 4) * nr + j % nr) * 4 + p % 4], zeros past k and n.
-void pack_b_quantized(const Plan& plan, const float* b, int64_t ldb, bool trans, float mult, bool stochastic,
-                      uint64_t key, int8_t* packed) {
+void pack_b_quantized(const Plan& plan, const float* b, int64_t ldb, bool trans, const OperandQuant& quant,
+                      int8_t* packed) {
   const int64_t k = plan.k, n = plan.n, nr = plan.nr, kgroups = plan.kgroups;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, 4 * n));
   parallel_for(plan.pool, kgroups, grain, [&](int64_t g0, int64_t g1) {
@@ -200,8 +221,8 @@ void pack_b_quantized(const Plan& plan, const float* b, int64_t ldb, bool trans,
           const int64_t count = std::min(kRunElements, n - j0), width = std::min(kRunElements, plan.npad - j0);
           for (int64_t q = 0; q < 4; ++q) {
             if (q < live && count > 0) {
-              quantize_run(b + (p0 + q) * ldb + j0, count, mult, stochastic, key,
-                           static_cast<uint64_t>((p0 + q) * n + j0), 1, rows[q]);
+              quantize_run(quant, b + (p0 + q) * ldb + j0, count, static_cast<uint64_t>((p0 + q) * n + j0), 1,
+                           rows[q]);
             }
             const int64_t from = q < live ? std::max<int64_t>(count, 0) : 0;
             std::memset(rows[q] + from, 0, static_cast<size_t>(width - from));
@@ -227,8 +248,7 @@ void pack_b_quantized(const Plan& plan, const float* b, int64_t ldb, bool trans,
       int8_t* column = packed + (j / nr) * kgroups * nr * 4 + (j % nr) * 4;
       for (int64_t p0 = p_begin; p0 < p_end; p0 += kRunElements) {
         const int64_t count = std::min(kRunElements, p_end - p0);
-        quantize_run(b + j * ldb + p0, count, mult, stochastic, key, static_cast<uint64_t>(p0 * n + j),
-                     static_cast<uint64_t>(n), run);
+        quantize_run(quant, b + j * ldb + p0, count, static_cast<uint64_t>(p0 * n + j), static_cast<uint64_t>(n), run);
         for (int64_t t = 0; t < count; ++t) {
           const int64_t p = p0 + t;
           column[(p / 4) * nr * 4 + p % 4] = run[t];
@@ -243,21 +263,17 @@ struct PlainA {
   const float* a;
   int64_t lda, k;
   bool trans;
-  float mult;
-  bool stochastic;
-  uint64_t key;
+  OperandQuant quant;
   void fill(int64_t i0, int64_t rows, int64_t p0, int64_t kc, int8_t* out, int64_t ld) const {
     if (!trans) {
       for (int64_t r = 0; r < rows; ++r) {
-        quantize_run(a + (i0 + r) * lda + p0, kc, mult, stochastic, key, static_cast<uint64_t>((i0 + r) * k + p0), 1,
-                     out + r * ld);
+        quantize_run(quant, a + (i0 + r) * lda + p0, kc, static_cast<uint64_t>((i0 + r) * k + p0), 1, out + r * ld);
       }
       return;
     }
     int8_t column[kQuantRowBlock];
     for (int64_t p = p0; p < p0 + kc; ++p) {
-      quantize_run(a + p * lda + i0, rows, mult, stochastic, key, static_cast<uint64_t>(i0 * k + p),
-                   static_cast<uint64_t>(k), column);
+      quantize_run(quant, a + p * lda + i0, rows, static_cast<uint64_t>(i0 * k + p), static_cast<uint64_t>(k), column);
       for (int64_t r = 0; r < rows; ++r) out[r * ld + (p - p0)] = column[r];
     }
   }
@@ -383,16 +399,19 @@ int32_t range_max_bits(const float* x, int64_t size, ThreadPool* pool) {
   return result.load();
 }
 
-double dequant_factor(float alpha, float max_a, float max_b) {
-  return static_cast<double>(alpha) * (static_cast<double>(max_a) / 127.0) * (static_cast<double>(max_b) / 127.0);
+// alpha * step_a * step_b in double (8 bits, real: alpha * (max_a / 127) * (max_b / 127)).
+double dequant_factor(float alpha, const Int8GemmOptions& o, float max_a, float max_b) {
+  return static_cast<double>(alpha) * fixed_point_step(o.a, max_a) * fixed_point_step(o.b, max_b);
 }
 
-void start_trace(Int8GemmTrace* trace, int64_t m, int64_t n, float max_a, float max_b, bool nonfinite, uint64_t key) {
+void start_trace(Int8GemmTrace* trace, int64_t m, int64_t n, float max_a, float max_b, bool nonfinite,
+                 uint64_t key_a = 0, uint64_t key_b = 0) {
   if (trace == nullptr) return;
   trace->max_abs_a = max_a;
   trace->max_abs_b = max_b;
   trace->nonfinite = nonfinite;
-  trace->key = key;
+  trace->key_a = key_a;
+  trace->key_b = key_b;
   trace->sums.assign(trace->want_sums ? static_cast<size_t>(m * n) : 0, 0);
 }
 
@@ -404,12 +423,12 @@ int64_t* trace_sums(Int8GemmTrace* trace) {
 bool trivial(int64_t m, int64_t n, int64_t k, float alpha, float beta, float* c, int64_t ldc,
              const Int8GemmOptions& o) {
   if (m == 0 || n == 0) {
-    start_trace(o.trace, 0, 0, 0, 0, false, 0);
+    start_trace(o.trace, 0, 0, 0, 0, false);
     return true;
   }
   if (k == 0 || alpha == 0.0f) {
     f32_gemm_scale_c(m, n, beta, c, ldc);
-    start_trace(o.trace, m, n, 0, 0, false, 0);
+    start_trace(o.trace, m, n, 0, 0, false);
     return true;
   }
   return false;
@@ -421,8 +440,8 @@ const char* gemm_precision_name(GemmPrecision precision) {
   switch (precision) {
     case GemmPrecision::f32:
       return "f32";
-    case GemmPrecision::int8_dynamic:
-      return "int8_dynamic";
+    case GemmPrecision::fixed_point:
+      return "fixed_point";
   }
   return "?";
 }
@@ -437,13 +456,13 @@ float int8_rounding_uniform(uint64_t key, uint64_t index) {
   return static_cast<float>(static_cast<int32_t>(h >> 8)) * kTwoToMinus24;
 }
 
-uint64_t int8_rounding_key(const Int8GemmOptions& options, int64_t m, int64_t n, int64_t k, float max_abs,
-                           float middle) {
+uint64_t int8_rounding_key(const Int8GemmOptions& options, int operand, int64_t m, int64_t n, int64_t k,
+                           float max_abs, float middle) {
   const uint64_t words[] = {options.stream,
                             static_cast<uint64_t>(m),
                             static_cast<uint64_t>(n),
                             static_cast<uint64_t>(k),
-                            static_cast<uint64_t>(options.grad),
+                            static_cast<uint64_t>(operand),
                             float_to_bits(max_abs),
                             float_to_bits(middle)};
   uint64_t h = mix64(options.seed + 0x9E3779B97F4A7C15ull);
@@ -452,25 +471,27 @@ uint64_t int8_rounding_key(const Int8GemmOptions& options, int64_t m, int64_t n,
   return h;
 }
 
-float int8_quant_multiplier(float max_abs) {
-  if (!(max_abs >= 0x1p-100f)) return 0.0f;  // zero, tiny (127 / max would overflow), or NaN
-  return 127.0f / max_abs;
-}
+float int8_quant_multiplier(float max_abs) { return fixed_point_multiplier(int8_format(), max_abs); }
 
 int8_t int8_quantize_nearest(float x, float multiplier) {
-  float v = x * multiplier;
-  if (v != v) return 0;
-  v = std::min(127.0f, std::max(-127.0f, v));
-  return static_cast<int8_t>(std::nearbyint(v));
+  return static_cast<int8_t>(fixed_point_quantize_nearest(x, multiplier, 127));
 }
 
 int8_t int8_quantize_stochastic(float x, float multiplier, float u) {
-  float v = x * multiplier;
-  if (v != v) return 0;
-  v = std::min(127.0f, std::max(-127.0f, v));
-  const float floor_v = std::floor(v);
-  return static_cast<int8_t>(static_cast<int>(floor_v) + (u < v - floor_v ? 1 : 0));
+  return static_cast<int8_t>(fixed_point_quantize_stochastic(x, multiplier, 127, u));
 }
+
+namespace {
+// An operand's quantizer: its multiplier, bound, and (stochastic) its stream's key.
+OperandQuant operand_quant(const Int8GemmOptions& o, int operand, int64_t m, int64_t n, int64_t k, float max_abs,
+                           float middle) {
+  const FixedPointFormat& f = operand == 1 ? o.a : o.b;
+  const bool stochastic = f.rounding == Rounding::stochastic;
+  return OperandQuant{fixed_point_multiplier(f, max_abs), f.qmax(), stochastic,
+                      stochastic ? int8_rounding_key(o, operand, m, n, k, max_abs, middle) : 0,
+                      f.scale == ScaleRule::fixed};
+}
+}  // namespace
 
 void int8_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
                        ThreadPool* pool, const Int8GemmOptions& o) {
@@ -486,22 +507,19 @@ void int8_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const fl
     start_trace(o.trace, s.m, s.n, max_a, max_b, true, 0);
     return;
   }
-  uint64_t key = 0;
-  if (o.grad == GradOperand::a) {
-    const int64_t i = s.m / 2, p = s.k / 2;
-    key = int8_rounding_key(o, s.m, s.n, s.k, max_a, ta ? a[p * s.lda + i] : a[i * s.lda + p]);
-  } else if (o.grad == GradOperand::b) {
-    const int64_t p = s.k / 2, j = s.n / 2;
-    key = int8_rounding_key(o, s.m, s.n, s.k, max_b, tb ? b[j * s.ldb + p] : b[p * s.ldb + j]);
-  }
-  start_trace(o.trace, s.m, s.n, max_a, max_b, false, key);
+  const int64_t mid_i = s.m / 2, mid_p = s.k / 2, mid_j = s.n / 2;
+  const OperandQuant quant_a = operand_quant(o, 1, s.m, s.n, s.k, max_a,
+                                             ta ? a[mid_p * s.lda + mid_i] : a[mid_i * s.lda + mid_p]);
+  const OperandQuant quant_b = operand_quant(o, 2, s.m, s.n, s.k, max_b,
+                                             tb ? b[mid_j * s.ldb + mid_p] : b[mid_p * s.ldb + mid_j]);
+  start_trace(o.trace, s.m, s.n, max_a, max_b, false, quant_a.key, quant_b.key);
 
   const int64_t packed_bytes = align64(plan.panels * plan.kgroups * plan.nr * 4);
   int8_t* memory = scratch_bytes(packed_bytes + plan.parts * plan.part_bytes);
   int8_t* packed = memory;
-  pack_b_quantized(plan, b, s.ldb, tb, int8_quant_multiplier(max_b), o.grad == GradOperand::b, key, packed);
-  const PlainA fill{a, s.lda, s.k, ta, int8_quant_multiplier(max_a), o.grad == GradOperand::a, key};
-  run_tiles(plan, fill, packed, dequant_factor(alpha, max_a, max_b), beta, c, s.ldc, memory + packed_bytes,
+  pack_b_quantized(plan, b, s.ldb, tb, quant_b, packed);
+  const PlainA fill{a, s.lda, s.k, ta, quant_a};
+  run_tiles(plan, fill, packed, dequant_factor(alpha, o, max_a, max_b), beta, c, s.ldc, memory + packed_bytes,
             trace_sums(o.trace));
 }
 
@@ -522,33 +540,27 @@ void int8_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, co
     start_trace(o.trace, m, n, max_a, max_b, true, 0);
     return;
   }
-  uint64_t key = 0;
-  if (o.grad == GradOperand::a) {
-    key = int8_rounding_key(o, m, n, k, max_a, image[size / 2]);
-  } else if (o.grad == GradOperand::b) {
-    key = int8_rounding_key(o, m, n, k, max_b, b[(k / 2) * ldb + n / 2]);
-  }
-  start_trace(o.trace, m, n, max_a, max_b, false, key);
+  const OperandQuant quant_a = operand_quant(o, 1, m, n, k, max_a, image[size / 2]);
+  const OperandQuant quant_b = operand_quant(o, 2, m, n, k, max_b, b[(k / 2) * ldb + n / 2]);
+  start_trace(o.trace, m, n, max_a, max_b, false, quant_a.key, quant_b.key);
 
   const int64_t packed_bytes = align64(plan.panels * plan.kgroups * plan.nr * 4), image_bytes = align64(size);
   const int64_t runs_bytes = align64(k * 4);
   int8_t* memory = scratch_bytes(packed_bytes + image_bytes + runs_bytes + plan.parts * plan.part_bytes);
   int8_t* packed = memory;
   int8_t* q_image = memory + packed_bytes;
-  pack_b_quantized(plan, b, ldb, false, int8_quant_multiplier(max_b), o.grad == GradOperand::b, key, packed);
-  const float mult_a = int8_quant_multiplier(max_a);
-  const bool stochastic_a = o.grad == GradOperand::a;
+  pack_b_quantized(plan, b, ldb, false, quant_b, packed);
   constexpr int64_t kImageGrain = 65536;
   parallel_for(plan.pool, (size + kImageGrain - 1) / kImageGrain, 1, [&](int64_t begin, int64_t end) {
     for (int64_t piece = begin; piece < end; ++piece) {
       const int64_t t0 = piece * kImageGrain, count = std::min(kImageGrain, size - t0);
-      quantize_run(image + t0, count, mult_a, stochastic_a, key, static_cast<uint64_t>(t0), 1, q_image + t0);
+      quantize_run(quant_a, image + t0, count, static_cast<uint64_t>(t0), 1, q_image + t0);
     }
   });
   int32_t* runs = reinterpret_cast<int32_t*>(memory + packed_bytes + image_bytes);
   const GatheredQ fill{q_image, a.row_offsets, a.depth_offsets, lo,
                        depth_runs(a.depth_offsets, k, plan.depth_block, runs)};
-  run_tiles(plan, fill, packed, dequant_factor(alpha, max_a, max_b), beta, c, ldc,
+  run_tiles(plan, fill, packed, dequant_factor(alpha, o, max_a, max_b), beta, c, ldc,
             memory + packed_bytes + image_bytes + runs_bytes, trace_sums(o.trace));
 }
 
@@ -572,12 +584,14 @@ void ref_scan(RefOperand* x) {
   }
 }
 
-std::vector<int8_t> ref_quantize(const RefOperand& x, bool stochastic, uint64_t key) {
-  const float mult = int8_quant_multiplier(x.max_abs);
+std::vector<int8_t> ref_quantize(const RefOperand& x, const FixedPointFormat& format, uint64_t key) {
+  const float mult = fixed_point_multiplier(format, x.max_abs);
   std::vector<int8_t> q(x.values.size());
   for (size_t t = 0; t < q.size(); ++t) {
-    q[t] = stochastic ? int8_quantize_stochastic(x.values[t], mult, int8_rounding_uniform(key, t))
-                      : int8_quantize_nearest(x.values[t], mult);
+    q[t] = static_cast<int8_t>(format.rounding == Rounding::stochastic
+                                   ? fixed_point_quantize_stochastic(x.values[t], mult, format.qmax(),
+                                                                     int8_rounding_uniform(key, t))
+                                   : fixed_point_quantize_nearest(x.values[t], mult, format.qmax()));
   }
   return q;
 }
@@ -608,29 +622,32 @@ void ref_finish(int64_t m, int64_t n, int64_t k, float alpha, RefOperand& opa, R
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
     if (o.trace != nullptr) {
       o.trace->nonfinite = true;
-      o.trace->key = 0;
+      o.trace->key_a = o.trace->key_b = 0;
       o.trace->sums.assign(o.trace->want_sums ? static_cast<size_t>(m * n) : 0, 0);
     }
     return;
   }
-  uint64_t key = 0;
-  if (o.grad == GradOperand::a) key = int8_rounding_key(o, m, n, k, opa.max_abs, middle_a);
-  if (o.grad == GradOperand::b) key = int8_rounding_key(o, m, n, k, opb.max_abs, opb.values[static_cast<size_t>((k / 2) * n + n / 2)]);
+  const uint64_t key_a = o.a.rounding == Rounding::stochastic
+                             ? int8_rounding_key(o, 1, m, n, k, opa.max_abs, middle_a) : 0;
+  const uint64_t key_b = o.b.rounding == Rounding::stochastic
+                             ? int8_rounding_key(o, 2, m, n, k, opb.max_abs, opb.values[static_cast<size_t>((k / 2) * n + n / 2)])
+                             : 0;
   if (o.trace != nullptr) {
     o.trace->max_abs_a = opa.max_abs;
     o.trace->max_abs_b = opb.max_abs;
     o.trace->nonfinite = false;
-    o.trace->key = key;
+    o.trace->key_a = key_a;
+    o.trace->key_b = key_b;
     o.trace->sums.assign(o.trace->want_sums ? static_cast<size_t>(m * n) : 0, 0);
   }
-  std::vector<int8_t> qa = ref_quantize(opa, o.grad == GradOperand::a, key);
-  const std::vector<int8_t> qb = ref_quantize(opb, o.grad == GradOperand::b, key);
+  std::vector<int8_t> qa = ref_quantize(opa, o.a, key_a);
+  const std::vector<int8_t> qb = ref_quantize(opb, o.b, key_b);
   if (gather_index != nullptr) {  // opa was the image: gather A's bytes from its quantized copy
     std::vector<int8_t> gathered(gather_index->size());
     for (size_t t = 0; t < gathered.size(); ++t) gathered[t] = qa[static_cast<size_t>((*gather_index)[t])];
     qa.swap(gathered);
   }
-  ref_multiply(m, n, k, qa, qb, dequant_factor(alpha, opa.max_abs, opb.max_abs), beta, c, ldc, o.trace);
+  ref_multiply(m, n, k, qa, qb, dequant_factor(alpha, o, opa.max_abs, opb.max_abs), beta, c, ldc, o.trace);
 }
 
 }  // namespace

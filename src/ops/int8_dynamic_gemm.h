@@ -1,18 +1,22 @@
 // Int8 training's matrix products: a drop-in for the f32 GEMMs of Dense and Conv layers that
-// quantizes op(A) and op(B) per tensor on the fly (dynamic, symmetric scales), multiplies them
-// on the kernel table's qs8 tiles in exact integers and dequantizes into f32 C. A gradient
-// operand is rounded stochastically, the others to nearest. docs/quantization.md ("Int8
-// training") has the arithmetic; the plain-loop references here define it bit for bit.
+// quantizes op(A) and op(B) per tensor on the fly (dynamic, symmetric scales) to each operand's
+// fixed-point format of 2 to 8 bits (ops/fixed_point_format.h), multiplies them on the kernel
+// table's qs8 tiles in exact integers and dequantizes into f32 C. Int8 training's own products
+// are 8 bits both, real scales, a gradient operand rounded stochastically and the other to
+// nearest. docs/quantization.md ("Int8 training") has the arithmetic; the plain-loop
+// references here define it bit for bit.
 //
-//   scale    s = max|X| / 127 over the whole operand (op(A), op(B); a gathered A: the image
-//            under it), computed over the finite values in float bits.
-//   values   t = clamp(x * (127 / max|X|), -127, 127) in float (the multiplier rounded to float)
+//   scale    max|X| over the whole operand (op(A), op(B); a gathered A: the image under it),
+//            computed over the finite values in float bits; the multiplier and step from it by
+//            the operand's scale rule (8 bits, real: 127 / max|X| in float, max|X| / 127).
+//   values   t = clamp(x * multiplier, -qmax, qmax) in float
 //            nearest:    q = round_half_even(t)
 //            stochastic: q = floor(t) + (u < t - floor(t)), u = int8_rounding_uniform(key, index)
-//            in [0, 1) with 24 bits: E[q] = t within 2^-24; q stays in [-127, 127].
+//            in [0, 1) with 24 bits: E[q] = t within 2^-24; q stays in [-qmax, qmax]. Each
+//            stochastic operand has its own key (int8_rounding_key, its operand number).
 //   sums     acc = sum_p qa[i][p] qb[p][j], int32 per slice of at most kInt8GemmDepthSlice
 //            depth (cannot overflow), added in int64: exact for any k.
-//   output   C = float(double(alpha) * (max|A| / 127) * (max|B| / 127) * acc) + beta * C,
+//   output   C = float(double(alpha) * step_a * step_b * acc) + beta * C,
 //            in double then rounded once (beta 0 ignores what C held, as f32_gemm).
 //   special  an operand whose max|X| < 2^-100 (all zeros included) quantizes to zeros, so the
 //            product term is 0; an operand holding a NaN or an Inf makes the whole C NaN (the f32
@@ -26,19 +30,17 @@
 
 #include "base/thread_pool.h"
 #include "cpu/isa.h"
+#include "ops/fixed_point_format.h"
 #include "ops/gemm.h"
 
 namespace rg {
 
 // How a layer's float GEMMs run (LayerContext::gemm).
 enum class GemmPrecision : uint8_t {
-  f32,           // f32_gemm / f32_gemm_gathered
-  int8_dynamic,  // int8 training: int8_dynamic_gemm / int8_dynamic_gemm_gathered
+  f32,          // f32_gemm / f32_gemm_gathered
+  fixed_point,  // each operand in its fixed-point format (LayerContext::formats; ops/fixed_point_gemm.h)
 };
-const char* gemm_precision_name(GemmPrecision precision);  // "f32", "int8_dynamic"
-
-// Which operand of a product is a gradient (rounded stochastically); the others round to nearest.
-enum class GradOperand : uint8_t { none, a, b };
+const char* gemm_precision_name(GemmPrecision precision);  // "f32", "fixed_point"
 
 // Depth per int32 slice: 127 * 127 * 131072 = 2,114,060,288 < 2^31 - 1, whatever the values.
 constexpr int64_t kInt8GemmDepthSlice = 131072;
@@ -48,14 +50,15 @@ struct Int8GemmTrace {
   bool want_sums = false;
   float max_abs_a = 0, max_abs_b = 0;  // max|op(A)|, max|op(B)| over finite values
   bool nonfinite = false;              // an operand held a NaN or an Inf
-  uint64_t key = 0;                    // the stochastic stream's key (0 without a gradient)
+  uint64_t key_a = 0, key_b = 0;       // each operand's stochastic stream's key (0: rounded to nearest)
   std::vector<int64_t> sums;           // [m x n] row-major, when want_sums
 };
 
 struct Int8GemmOptions {
-  GradOperand grad = GradOperand::none;
-  // The stochastic stream: its key mixes seed, stream, the product's m, n, k, which operand is
-  // the gradient, and that operand's max|X| and middle element (so two products of one step
+  // Each operand's format: 2 to 8 bits (per tensor, symmetric), its scale rule and rounding.
+  FixedPointFormat a = int8_format(), b = int8_format();
+  // The stochastic streams: an operand's key mixes seed, stream, the product's m, n, k, the
+  // operand's number (1: A, 2: B), its max|X| and middle element (so two products of one step
   // draw different u). The same inputs give the same key, run to run.
   uint64_t seed = 0;
   uint64_t stream = 0;
@@ -86,10 +89,11 @@ void int8_dynamic_gemm_gathered_ref(int64_t m, int64_t n, int64_t k, float alpha
 // The pieces, for tests and the references.
 // u in [0, 1) with 24 random bits, a pure function of (key, index) (a counter-based stream).
 float int8_rounding_uniform(uint64_t key, uint64_t index);
-// The key of a product's stochastic stream (see Int8GemmOptions).
-uint64_t int8_rounding_key(const Int8GemmOptions& options, int64_t m, int64_t n, int64_t k, float max_abs,
-                           float middle);
-// 127 / max_abs in float, or 0 when max_abs < 2^-100 (the operand quantizes to zeros).
+// The key of an operand's stochastic stream (see Int8GemmOptions): operand 1 is A, 2 is B.
+uint64_t int8_rounding_key(const Int8GemmOptions& options, int operand, int64_t m, int64_t n, int64_t k,
+                           float max_abs, float middle);
+// 8 bits, real scale (fixed_point_format.h's functions at qmax 127): 127 / max_abs in float, or 0
+// when max_abs < 2^-100 (the operand quantizes to zeros); the roundings onto [-127, 127].
 float int8_quant_multiplier(float max_abs);
 int8_t int8_quantize_nearest(float x, float multiplier);
 int8_t int8_quantize_stochastic(float x, float multiplier, float u);

@@ -88,7 +88,7 @@ Status GanTrainer::prepare(int64_t train_samples) {
   RG_TRY(check_gan_pair(g_, d_));
   buffer_rows_ = train_samples > 0 ? std::min(options_.batch, train_samples) : options_.batch;
   if (options_.precision != TrainPrecision::fp32) {
-    return Status::error(std::string("--train-precision ") + train_precision_name(options_.precision) +
+    return Status::error("--train-precision " + precision_name(options_) +
                          ": GAN training runs in fp32 only (fp16 and int8 training are for classifiers and autoencoders)");
   }
   tanh_out_ = last_layer_kind(g_) == "tanh";

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/rng.h"
 #include "nn/finite_check.h"
 #include "nn/loss.h"
+#include "ops/fixed_point_gemm.h"
 
 namespace rg {
 
@@ -33,12 +35,36 @@ Status CpuStepRunner::micro_batch(const Tensor& x, const Tensor& labels, const T
   return Status();
 }
 
+namespace {
+// Rounds each parameter's grad (or value) onto `format`, keyed by (seed, step, what, place).
+void round_params(const std::vector<Param*>& params, bool values, const FixedPointFormat& format, uint64_t seed,
+                  int64_t step, ThreadPool* pool) {
+  const uint64_t stream = splitmix64_at(seed ^ (values ? 0x76616c756573ull : 0x6772616473ull),  // "values", "grads"
+                                        static_cast<uint64_t>(step));
+  for (size_t i = 0; i < params.size(); ++i) {
+    Tensor& t = values ? params[i]->value : params[i]->grad;
+    fixed_point_round_in_place(t.data<float>(), t.numel(), format, splitmix64_at(stream, i), pool);
+  }
+}
+}  // namespace
+
+void CpuStepRunner::round_gradients() {
+  if (roles_.gradients.quantized()) round_params(model_.params(), false, roles_.gradients, seed_, optimizer_.steps(), pool_);
+}
+
+// After the optimizer's step: its count is the step's + 1.
+void CpuStepRunner::round_stored_weights() {
+  if (roles_.stored_weights) round_params(model_.params(), true, roles_.weights, seed_, optimizer_.steps(), pool_);
+}
+
 Status CpuStepRunner::update(double lr, const std::string& where) {
+  round_gradients();
   // A finite loss can still give an Inf gradient (an overflowing product), and a finite
   // gradient times the rate an Inf weight. The optimizer checks both in the pass that
   // reads the gradients and writes the weights (a pass of its own cost 5% of an mlp's
   // step); under loss scaling the scaler has checked and skipped bad gradients already.
   if (const Param* bad = optimizer_.step(lr, pool_)) return training_stopped(flagged_update(bad).text() + " at " + where);
+  round_stored_weights();
   return Status();
 }
 
@@ -79,7 +105,9 @@ Status CpuStepRunner::backward(const LayerContext& ctx, StepRunner* upstream) {
 }
 
 Status CpuStepRunner::apply_update(double lr) {
+  round_gradients();
   flags_ = flagged_update(optimizer_.step(lr, pool_));
+  round_stored_weights();
   return Status();
 }
 

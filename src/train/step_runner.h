@@ -83,8 +83,15 @@ class StepRunner {
 class CpuStepRunner : public StepRunner {
  public:
   // `inference`: the context of its executor's forward; `precision` names it (ModelExecutor).
+  // A fixed-point context's gradient format rounds every parameter's gradient before the update;
+  // with stored weights, its weight format rounds every parameter after it.
   CpuStepRunner(Model& model, Optimizer& optimizer, const LayerContext& inference, const std::string& precision)
-      : model_(model), optimizer_(optimizer), executor_(model, inference, precision), pool_(inference.pool) {}
+      : model_(model),
+        optimizer_(optimizer),
+        executor_(model, inference, precision),
+        pool_(inference.pool),
+        roles_(inference.gemm == GemmPrecision::fixed_point ? inference.formats : FixedPointRoles{}),
+        seed_(inference.gemm_seed) {}
   Executor& executor() override { return executor_; }
   Status micro_batch(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
                      const LayerContext& ctx, const std::string& where, LossTally* tally) override;
@@ -106,8 +113,17 @@ class CpuStepRunner : public StepRunner {
   Optimizer& optimizer_;
   ModelExecutor executor_;
   ThreadPool* pool_;        // the update's (the inference context's)
+  // Each parameter's gradient (before the optimizer's step) or value (after it, stored weights)
+  // onto its format's grid, each tensor with its own scale; stochastic draws keyed by the seed,
+  // the optimizer's step count, which of the two, and the parameter's place (a resumed run draws
+  // alike).
+  void round_gradients();
+  void round_stored_weights();
+
   Tensor output_;           // forward's last output (a view of the model's activations)
   NonFiniteUpdate flags_;   // apply_update's
+  FixedPointRoles roles_;
+  uint64_t seed_;
 };
 
 // The device's runner of `model` (the device mirror of `host`, trained by `optimizer`, which

@@ -88,15 +88,32 @@ const char* train_precision_name(TrainPrecision precision) {
     case TrainPrecision::fp32: return "fp32";
     case TrainPrecision::fp16: return "fp16";
     case TrainPrecision::int8_qat: return "int8-qat";
-    case TrainPrecision::int8_gemm: return "int8-train";
+    case TrainPrecision::fixed_point: return "fixed-point";
   }
   return "?";
 }
 
-Result<TrainPrecision> train_precision_from_name(const std::string& name) {
-  for (TrainPrecision p : {TrainPrecision::fp32, TrainPrecision::fp16, TrainPrecision::int8_qat, TrainPrecision::int8_gemm})
-    if (name == train_precision_name(p)) return p;
-  return Status::error("unknown training precision '" + name + "' (known: fp32, fp16, int8-qat, int8-train)");
+std::string precision_name(const TrainOptions& options) {
+  return options.precision == TrainPrecision::fixed_point ? options.fixed_point.name
+                                                          : train_precision_name(options.precision);
+}
+
+Status set_precision(const std::string& name, TrainOptions* options) {
+  for (TrainPrecision p : {TrainPrecision::fp32, TrainPrecision::fp16, TrainPrecision::int8_qat}) {
+    if (name == train_precision_name(p)) {
+      options->precision = p;
+      return Status();
+    }
+  }
+  if (!names_fixed_point(name)) {
+    return Status::error("unknown training precision '" + name +
+                         "' (known: fp32, fp16, int8-qat, int8-train, and fixed-point shorthands such as w8a8e8, "
+                         "w16a16g16-sr: docs/quantization.md)");
+  }
+  RG_ASSIGN(auto fixed, parse_fixed_point_precision(name));
+  options->precision = TrainPrecision::fixed_point;
+  options->fixed_point = std::move(fixed);
+  return Status();
 }
 
 namespace {
@@ -118,8 +135,9 @@ Trainer::~Trainer() {
 LayerContext Trainer::context(bool training) const {
   LayerContext ctx{&pool_, training, false};  // the first micro-batch of a step writes the grads
   if (training) ctx.profile = options_.profile;
-  if (options_.precision == TrainPrecision::int8_gemm) {
-    ctx.gemm = GemmPrecision::int8_dynamic;
+  if (options_.precision == TrainPrecision::fixed_point) {
+    ctx.gemm = GemmPrecision::fixed_point;
+    ctx.formats = options_.fixed_point.roles;
     ctx.gemm_seed = options_.seed;
   }
   return ctx;
@@ -130,7 +148,7 @@ Status Trainer::place() {
   if (options_.device != nullptr && options_.precision != TrainPrecision::fp32 &&
       options_.precision != TrainPrecision::fp16) {
     return Status::error(std::string("training on an OpenCL device runs in fp32 or fp16 only (for now); ") +
-                         train_precision_name(options_.precision) + " trains on the CPU (--device cpu)");
+                         precision_name(options_) + " trains on the CPU (--device cpu)");
   }
   RG_TRY(model_.set_storage(storage_for(options_.precision)));
   if (options_.precision == TrainPrecision::int8_qat && !fake_quant_) {
@@ -469,7 +487,7 @@ StepRunner& Trainer::runner() {
     runner_ = make_device_step_runner(model_, *cl_model_, *cl_optimizer_, host_output_, options_.loss_on_host,
                                       context(false));
   } else if (!runner_) {
-    runner_ = std::make_unique<CpuStepRunner>(model_, optimizer_, context(false), train_precision_name(options_.precision));
+    runner_ = std::make_unique<CpuStepRunner>(model_, optimizer_, context(false), precision_name(options_));
   }
   return *runner_;
 }
@@ -562,7 +580,7 @@ std::map<std::string, std::string> training_settings(const TrainOptions& options
       {"epochs_done", std::to_string(epochs_done)},
       {"epochs", std::to_string(options.epochs)},
       {"batch", std::to_string(options.batch)},
-      {"precision", train_precision_name(options.precision)},
+      {"precision", precision_name(options)},
       {"seed", std::to_string(options.seed)},
       {"data", options.data},
       {"validation_split", exact(options.validation_split)},
@@ -596,9 +614,7 @@ Status options_from_checkpoint(const Checkpoint& checkpoint, const std::string& 
   RG_TRY(integer("batch", 1, &options->batch));
   options->precision = TrainPrecision::fp32;  // checkpoints from before fp16 training lack the setting
   if (checkpoint.settings.count("precision") != 0) {
-    auto precision = train_precision_from_name(checkpoint.settings.at("precision"));
-    if (!precision.ok()) return precision.status().with_context(path + ": setting 'precision': ");
-    options->precision = precision.value();
+    RG_TRY(set_precision(checkpoint.settings.at("precision"), options).with_context(path + ": setting 'precision': "));
   }
   std::string seed_text;
   RG_TRY(text("seed", &seed_text));

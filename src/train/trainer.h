@@ -21,6 +21,7 @@
 #include "nn/optimizer.h"
 #include "quant/fake_quant.h"
 #include "train/checkpoint.h"
+#include "train/fixed_point_precision.h"
 #include "train/loss_scale.h"
 #include "train/schedule.h"
 #include "train/step_runner.h"
@@ -47,12 +48,13 @@ enum class TrainPrecision {
          // arithmetic and master weights, dynamic loss scaling
   int8_qat,   // quantization-aware: f32 training through fake int8 weights and values
               // (quant/fake_quant.h), for export to an int8 model
-  int8_gemm,  // int8 training: conv and dense GEMMs forward and backward on the int8 kernels with
-              // dynamic per-tensor scales and stochastically rounded gradients
-              // (ops/int8_dynamic_gemm.h), f32 master weights
+  fixed_point,  // conv and dense GEMMs forward and backward in the fixed-point formats of
+                // TrainOptions::fixed_point (int8 training: the int8 kernels with dynamic
+                // per-tensor scales and stochastically rounded errors; ops/fixed_point_gemm.h),
+                // f32 master weights
 };
+// "fp32", "fp16", "int8-qat"; "fixed-point" for any fixed-point one (precision_name names it).
 const char* train_precision_name(TrainPrecision precision);
-Result<TrainPrecision> train_precision_from_name(const std::string& name);
 
 struct TrainOptions {
   int64_t epochs = 5;  // total, counting epochs done before a resume
@@ -66,6 +68,7 @@ struct TrainOptions {
   int64_t micro_batch = 0;
   uint64_t seed = 1;
   TrainPrecision precision = TrainPrecision::fp32;
+  FixedPointPrecision fixed_point = int8_training_precision();  // TrainPrecision::fixed_point's formats
   LossScaleConfig loss_scale;  // fp16
   OptimizerConfig optimizer;
   Schedule schedule;
@@ -100,6 +103,11 @@ struct TrainOptions {
   LayerProfile* profile = nullptr;
   GradientWire gradient_wire = GradientWire::f32;  // how the gradients travel
 };
+
+// The precision's name as runs record it: "fp32", "int8-train", "w16a16g16-sr".
+std::string precision_name(const TrainOptions& options);
+// Sets options->precision (and fixed_point) from a name; an error names the rule.
+Status set_precision(const std::string& name, TrainOptions* options);
 
 struct EpochRecord {
   int64_t epoch = 0;  // 1-based

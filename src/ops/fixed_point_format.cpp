@@ -1,0 +1,61 @@
+// Fixed-point formats (fixed_point_format.h): the scale rules and the scalar roundings every
+// vectorized quantizer is tested against.
+#include "ops/fixed_point_format.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace rg {
+
+std::string describe(const FixedPointFormat& format) {
+  if (!format.quantized()) return "f32";
+  const std::string scale = format.scale == ScaleRule::real           ? "real scale, "
+                            : format.scale == ScaleRule::power_of_two ? "power-of-two scale, "
+                                                                      : std::to_string(format.fraction_bits) + " fraction bits, ";
+  return std::to_string(format.bits) + " bits, " + scale +
+         (format.rounding == Rounding::nearest ? "nearest" : "stochastic");
+}
+
+namespace {
+// The least e with 2^e * qmax >= max_abs (max_abs > 0), held to [-126, 126] so that 2^-e is a
+// normal float (a larger max_abs then saturates at qmax: no finite float reaches that).
+int power_of_two_exponent(float max_abs, int32_t qmax) {
+  int exponent = 0;
+  const double mantissa = std::frexp(static_cast<double>(max_abs) / qmax, &exponent);  // [0.5, 1) * 2^exponent
+  if (mantissa == 0.5) --exponent;  // an exact power of two
+  return std::min(126, std::max(-126, exponent));
+}
+}  // namespace
+
+float fixed_point_multiplier(const FixedPointFormat& format, float max_abs) {
+  if (format.scale == ScaleRule::fixed) return std::ldexp(1.0f, format.fraction_bits);
+  if (!(max_abs >= 0x1p-100f)) return 0.0f;  // zero, tiny, or NaN
+  if (format.scale == ScaleRule::real) return static_cast<float>(format.qmax()) / max_abs;
+  return std::ldexp(1.0f, -power_of_two_exponent(max_abs, format.qmax()));
+}
+
+double fixed_point_step(const FixedPointFormat& format, float max_abs) {
+  if (format.scale == ScaleRule::fixed) return std::ldexp(1.0, -format.fraction_bits);
+  if (format.scale == ScaleRule::real) return static_cast<double>(max_abs) / format.qmax();
+  if (!(max_abs >= 0x1p-100f)) return 0.0;
+  return std::ldexp(1.0, power_of_two_exponent(max_abs, format.qmax()));
+}
+
+int32_t fixed_point_quantize_nearest(float x, float multiplier, int32_t qmax) {
+  float v = x * multiplier;
+  if (v != v) return 0;
+  const float bound = static_cast<float>(qmax);
+  v = std::min(bound, std::max(-bound, v));
+  return static_cast<int32_t>(std::nearbyint(v));
+}
+
+int32_t fixed_point_quantize_stochastic(float x, float multiplier, int32_t qmax, float u) {
+  float v = x * multiplier;
+  if (v != v) return 0;
+  const float bound = static_cast<float>(qmax);
+  v = std::min(bound, std::max(-bound, v));
+  const float floor_v = std::floor(v);
+  return static_cast<int32_t>(floor_v) + (u < v - floor_v ? 1 : 0);
+}
+
+}  // namespace rg

@@ -1,0 +1,35 @@
+// A layer's products in fixed point (GemmPrecision::fixed_point): each operand in its own
+// format (ops/fixed_point_format.h), on the int8 kernels where both have 2 to 8 bits
+// (int8_dynamic_gemm, exact integer sums), else fake quantized: the f32 GEMM on copies of the
+// operands put onto their grids (an f32 operand, bits 0, as it is). Both forms round the same
+// values to the same grid points (the same scales, keys and stream indices), so they differ only
+// in how the products are summed. The 9-to-16-bit formats run fake quantized until an int16
+// kernel exists.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "ops/gemm.h"
+#include "ops/int8_dynamic_gemm.h"
+
+namespace rg {
+
+// Whether a product of operands in these formats runs on the integer kernels.
+bool on_integer_kernels(const FixedPointFormat& a, const FixedPointFormat& b);
+
+// C[m x n] = alpha * op(A) op(B) + beta * C (shapes and strides as f32_gemm's), routed as above.
+// An operand holding a NaN or an Inf makes the whole C NaN, as int8_dynamic_gemm does.
+void fixed_point_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                      ThreadPool* pool, const Int8GemmOptions& options);
+void fixed_point_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
+                               const Int8GemmOptions& options);
+
+// x[0, count) onto its grid in place: one dynamic scale over the whole tensor, rounded by the
+// format (stochastic: u = int8_rounding_uniform(key, index)). A tensor holding a NaN or an Inf
+// is left as it is (the update then shows it). For a weight gradient before its update.
+void fixed_point_round_in_place(float* x, int64_t count, const FixedPointFormat& format, uint64_t key,
+                                ThreadPool* pool);
+
+}  // namespace rg

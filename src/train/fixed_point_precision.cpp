@@ -1,0 +1,188 @@
+// Fixed-point training precisions by name (fixed_point_precision.h): the parser and the names.
+#include "train/fixed_point_precision.h"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "ops/fixed_point_gemm.h"
+
+namespace rg {
+
+namespace {
+
+constexpr const char* kGrammar =
+    "w<bits>a<bits>[g<bits>][e<bits>] with bits 2-16 (weights, activations, weight gradients, errors), then "
+    "-sr, -rn, -p2, -fl<fraction bits> or -sw; e.g. w8a8e8, w4a8, w16a16g16-sr, w16a16g16-fl14-sw";
+constexpr size_t kMaxNameLength = 64;
+
+Status refuse(const std::string& text, const std::string& rule) {
+  return Status::error("'" + text + "' is not a fixed-point precision: " + rule + " (" + kGrammar + ")");
+}
+
+FixedPointFormat* role_of(FixedPointRoles& r, char letter) {
+  switch (letter) {
+    case 'w': return &r.weights;
+    case 'a': return &r.activations;
+    case 'g': return &r.gradients;
+    case 'e': return &r.errors;
+  }
+  return nullptr;
+}
+
+// "w16a8..." -> the roles' bits; `rest` gets what follows them (the suffixes).
+Status parse_roles(const std::string& text, FixedPointRoles* roles, std::string* rest) {
+  const std::string order = "wage";
+  size_t at = 0, next_role = 0;
+  while (at < text.size() && text[at] != '-') {
+    const size_t role = order.find(text[at]);
+    if (role == std::string::npos) return refuse(text, std::string("'") + text[at] + "' is not a role");
+    if (role < next_role) return refuse(text, std::string("role '") + text[at] + "' twice or out of the order w, a, g, e");
+    size_t end = at + 1;
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) && end - at <= 2) ++end;
+    const std::string digits = text.substr(at + 1, end - at - 1);
+    if (digits.empty() || digits[0] == '0' || (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])))) {
+      return refuse(text, std::string("role '") + text[at] + "' needs its bits, 2 to 16");
+    }
+    const int bits = std::stoi(digits);
+    if (bits < kMinFixedPointBits || bits > kMaxFixedPointBits) {
+      return refuse(text, std::string("role '") + text[at] + "' has " + digits + " bits; 2 to 16 are possible");
+    }
+    role_of(*roles, text[at])->bits = bits;
+    next_role = role + 1;
+    at = end;
+  }
+  if (at == 0) return refuse(text, "it names no role");
+  *rest = text.substr(at);
+  return Status();
+}
+
+// "-fl14" -> 14 in *fraction_bits; false for another suffix. An error for digits out of range.
+Result<bool> fraction_suffix(const std::string& text, const std::string& suffix, int* fraction_bits) {
+  if (suffix.compare(0, 3, "-fl") != 0) return false;
+  const std::string digits = suffix.substr(3);
+  const bool number = !digits.empty() && digits.size() <= 2 && (digits == "0" || digits[0] != '0') &&
+                      std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  if (!number || std::stoi(digits) > kMaxFractionBits) {
+    return refuse(text, "'" + suffix + "' needs its fraction bits, 0 to " + std::to_string(kMaxFractionBits));
+  }
+  *fraction_bits = std::stoi(digits);
+  return true;
+}
+
+// The suffixes after the roles: each "-xx" once, -sr and -rn not together, one scale rule.
+Status apply_suffixes(const std::string& text, const std::string& rest, FixedPointRoles* roles) {
+  std::vector<std::string> seen;
+  int fraction_bits = -1;
+  for (size_t at = 0; at < rest.size();) {
+    const size_t end = rest.find('-', at + 1);
+    const std::string suffix = rest.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    for (const std::string& s : seen)
+      if (s == suffix) return refuse(text, "suffix " + suffix + " twice");
+    seen.push_back(suffix);
+    if (suffix == "-pc") return refuse(text, "per-channel scales (-pc) are not implemented yet for training");
+    if (suffix == "-qat" || suffix == "-ptq") {
+      return refuse(text, suffix + " forms of the shorthands are not implemented yet (int8-qat and int8 are)");
+    }
+    RG_ASSIGN(const bool fraction, fraction_suffix(text, suffix, &fraction_bits));
+    if (fraction && seen.size() > 1 && std::any_of(seen.begin(), seen.end() - 1, [](const std::string& s) {
+          return s.compare(0, 3, "-fl") == 0;
+        })) {
+      return refuse(text, "two -fl suffixes");
+    }
+    if (!fraction && suffix != "-sr" && suffix != "-rn" && suffix != "-p2" && suffix != "-sw") {
+      return refuse(text, "unknown suffix '" + suffix + "'");
+    }
+    at = end == std::string::npos ? rest.size() : end;
+  }
+  const auto has = [&](const char* s) { return std::find(seen.begin(), seen.end(), s) != seen.end(); };
+  if (has("-sr") && has("-rn")) return refuse(text, "-sr and -rn together");
+  if (has("-p2") && fraction_bits >= 0) return refuse(text, "-p2 and -fl together (one scale rule)");
+  if (has("-sw") && !roles->weights.quantized()) return refuse(text, "-sw stores the weights in their format: name w");
+  roles->stored_weights = has("-sw");
+  for (FixedPointFormat* f : {&roles->weights, &roles->activations, &roles->gradients, &roles->errors}) {
+    if (has("-sr")) f->rounding = Rounding::stochastic;
+    if (has("-rn")) f->rounding = Rounding::nearest;
+    if (has("-p2")) f->scale = ScaleRule::power_of_two;
+    if (fraction_bits >= 0) {
+      f->scale = ScaleRule::fixed;
+      f->fraction_bits = fraction_bits;
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+FixedPointPrecision int8_training_precision() { return FixedPointPrecision{"int8-train", int8_training_roles()}; }
+
+bool names_fixed_point(const std::string& text) {
+  return text == "int8-train" || (!text.empty() && std::string("wage").find(text[0]) != std::string::npos);
+}
+
+Result<FixedPointPrecision> parse_fixed_point_precision(const std::string& text) {
+  if (text == "int8-train") return int8_training_precision();
+  if (text.size() > kMaxNameLength) return refuse(text.substr(0, 16) + "...", "over 64 characters");
+  FixedPointRoles roles;
+  std::string rest;
+  RG_TRY(parse_roles(text, &roles, &rest));
+  roles.gradients.rounding = roles.errors.rounding = Rounding::stochastic;
+  if (roles.gradients.quantized() && !roles.errors.quantized()) roles.errors.bits = roles.gradients.bits;
+  RG_TRY(apply_suffixes(text, rest, &roles));
+  return FixedPointPrecision{fixed_point_precision_name(roles), roles};
+}
+
+std::string fixed_point_precision_name(const FixedPointRoles& roles) {
+  if (roles == int8_training_precision().roles) return "int8-train";
+  std::string name;
+  const FixedPointFormat* named[] = {&roles.weights, &roles.activations, &roles.gradients, &roles.errors};
+  const char letters[] = {'w', 'a', 'g', 'e'};
+  bool all_stochastic = true, all_nearest = true, default_rounding = true, power_of_two = false;
+  int fraction_bits = -1;
+  for (int r = 0; r < 4; ++r) {
+    const FixedPointFormat& f = *named[r];
+    if (!f.quantized()) continue;
+    const bool shown = r != 3 || !roles.gradients.quantized() || roles.gradients.bits != f.bits;
+    if (shown) name += letters[r] + std::to_string(f.bits);
+    all_stochastic &= f.rounding == Rounding::stochastic;
+    all_nearest &= f.rounding == Rounding::nearest;
+    default_rounding &= f.rounding == (r < 2 ? Rounding::nearest : Rounding::stochastic);
+    power_of_two |= f.scale == ScaleRule::power_of_two;
+    if (f.scale == ScaleRule::fixed) fraction_bits = f.fraction_bits;
+  }
+  if (!default_rounding) name += all_stochastic ? "-sr" : all_nearest ? "-rn" : "-mixed";
+  if (power_of_two) name += "-p2";
+  if (fraction_bits >= 0) name += "-fl" + std::to_string(fraction_bits);
+  if (roles.stored_weights) name += "-sw";
+  return name;
+}
+
+std::string describe_fixed_point(const FixedPointRoles& roles) {
+  const FixedPointFormat* named[] = {&roles.weights, &roles.activations, &roles.gradients, &roles.errors};
+  const char letters[] = {'w', 'a', 'g', 'e'};
+  std::string bits, nearest, stochastic;
+  for (int r = 0; r < 4; ++r) {
+    const FixedPointFormat& f = *named[r];
+    bits += (r ? " " : "") + std::string(1, letters[r]) + (f.quantized() ? std::to_string(f.bits) : std::string(" f32"));
+    if (f.quantized()) (f.rounding == Rounding::nearest ? nearest : stochastic) += letters[r];
+  }
+  const std::string rounding = stochastic.empty() ? "all nearest"
+                               : nearest.empty()  ? "all stochastic"
+                                                  : nearest + " nearest, " + stochastic + " stochastic";
+  const FixedPointFormat& first = roles.weights.quantized() ? roles.weights : roles.activations.quantized() ? roles.activations
+                                                                                                         : roles.errors;
+  const std::string scales = first.scale == ScaleRule::real           ? "real scales per tensor"
+                             : first.scale == ScaleRule::power_of_two ? "power-of-two scales per tensor"
+                                                                      : std::to_string(first.fraction_bits) +
+                                                                            " fraction bits (static)";
+  const bool forward = on_integer_kernels(roles.activations, roles.weights);
+  const bool backward = on_integer_kernels(roles.activations, roles.errors) && on_integer_kernels(roles.errors, roles.weights);
+  const std::string where = forward && backward ? "int8 kernels"
+                            : forward           ? "int8 kernels forward, backward fake quantized (f32 on the grids)"
+                            : backward          ? "int8 kernels backward, forward fake quantized (f32 on the grids)"
+                                                : "fake quantized (f32 on the grids)";
+  return bits + " (" + rounding + "); " + scales + (roles.stored_weights ? ", weights stored so (no f32 master)" : "") +
+         "; " + where;
+}
+
+}  // namespace rg

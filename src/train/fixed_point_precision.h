@@ -1,0 +1,53 @@
+// Fixed-point training precisions by name (issue 34): the shorthand grammar, its defaults, and
+// the canonical name a run records (checkpoints, reports, JSON).
+//
+//   name     := "int8-train" | roles suffix*
+//   roles    := [w BITS] [a BITS] [g BITS] [e BITS]    (in this order; at least one; BITS 2..16)
+//               w weights, a activations, g weight gradients, e errors (dL/dy). g without e
+//               sets the errors too (w16a16g16: every tensor in 16 bits); a role not named
+//               stays f32 (a product with an f32 operand runs fake quantized).
+//   suffix   := -sr   every named role rounded stochastically
+//             | -rn   every named role rounded to nearest
+//             | -p2   power-of-two scales (dynamic fixed point) instead of max|X| / qmax
+//             | -flN  a static step 2^-N for every role (fixed point <IL, FL>, N 0..24; values
+//                     past the range saturate)
+//             | -sw   the weights stored in their format: every parameter rounded onto the
+//                     weights' grid after each update, no f32 master (Gupta et al.'s setting:
+//                     w16a16g16-fl14-sw with -rn against -sr)
+//   default  weights and activations to nearest, gradients and errors stochastically (unbiased
+//            updates, as int8 training does; Gupta et al. 2015), real per-tensor scales.
+//
+// int8-train is w8a8e8: weights, activations and errors in 8 bits, the weight gradients f32.
+// Not yet: per-channel scales (-pc) and QAT/PTQ forms of the shorthands (w4a8 QAT exports to
+// the int8 engine with packed 4-bit weights): the parser names them and refuses.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "ops/fixed_point_format.h"
+
+namespace rg {
+
+struct FixedPointPrecision {
+  std::string name;  // canonical: "int8-train", "w16a16g16-sr", "w4a8e8"
+  FixedPointRoles roles;
+};
+
+// Int8 training's precision (int8-train).
+FixedPointPrecision int8_training_precision();
+
+// Whether a name is meant as a fixed-point shorthand (it starts with a role letter or is
+// int8-train): its errors are the parser's, others are "unknown precision".
+bool names_fixed_point(const std::string& text);
+// The precision a name gives; an error names the rule the text breaks.
+Result<FixedPointPrecision> parse_fixed_point_precision(const std::string& text);
+
+// The canonical name of `roles` (int8-train for its formats; parse(name) gives them back).
+std::string fixed_point_precision_name(const FixedPointRoles& roles);
+
+// One line for a report: "w4 a8 g f32 e8 (wa nearest, e stochastic); real scales per tensor;
+// int8 kernels" (or that the products run fake quantized).
+std::string describe_fixed_point(const FixedPointRoles& roles);
+
+}  // namespace rg

@@ -1,0 +1,305 @@
+// Fixed-point formats (issue 34): the scale rules and roundings, the products of any width
+// against their plain-loop references on every ISA level (2 to 8 bits on the int8 kernels, bit
+// for bit; wider fake quantized: the f32 GEMM of the grid values), and the names' grammar.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "isa_param.h"
+#include "ops/fixed_point_format.h"
+#include "ops/fixed_point_gemm.h"
+#include "ops/gemm.h"
+#include "train/fixed_point_precision.h"
+
+namespace rg {
+namespace {
+
+uint32_t bits_of(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+std::vector<float> random_floats(int64_t count, Rng& rng, double scale) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) x = static_cast<float>(rng.uniform(-scale, scale));
+  return v;
+}
+
+FixedPointFormat format(int bits, ScaleRule scale, Rounding rounding, int fraction_bits = 0) {
+  FixedPointFormat f{bits, scale, rounding};
+  f.fraction_bits = fraction_bits;
+  return f;
+}
+
+// ---------------------------------------------------------------- formats
+
+TEST(FixedPointFormat, GridBoundsAndScales) {
+  for (int bits = kMinFixedPointBits; bits <= kMaxFixedPointBits; ++bits) {
+    const FixedPointFormat f = format(bits, ScaleRule::real, Rounding::nearest);
+    EXPECT_EQ(f.qmax(), (1 << (bits - 1)) - 1) << bits;
+    EXPECT_EQ(f.on_integer_kernels(), bits <= 8) << bits;
+    // The largest magnitude lands on qmax exactly; nothing passes it.
+    const float mult = fixed_point_multiplier(f, 3.0f);
+    EXPECT_EQ(fixed_point_quantize_nearest(3.0f, mult, f.qmax()), f.qmax()) << bits;
+    EXPECT_EQ(fixed_point_quantize_nearest(-3.0f, mult, f.qmax()), -f.qmax()) << bits;
+    EXPECT_EQ(fixed_point_quantize_nearest(1e30f, mult, f.qmax()), f.qmax()) << bits;
+  }
+  // 8 bits, real scale: int8 training's multiplier, bit for bit.
+  for (float m : {0.5f, 3.0f, 1e-20f, 7e30f}) {
+    EXPECT_EQ(bits_of(fixed_point_multiplier(int8_format(), m)), bits_of(127.0f / m)) << m;
+  }
+  EXPECT_EQ(fixed_point_multiplier(int8_format(), 0.0f), 0.0f);
+  EXPECT_EQ(fixed_point_multiplier(int8_format(), std::nanf("")), 0.0f);
+  // Power of two: the least 2^e with 2^e * qmax >= max|X|.
+  const FixedPointFormat p2 = format(4, ScaleRule::power_of_two, Rounding::nearest);  // qmax 7
+  EXPECT_EQ(fixed_point_step(p2, 7.0f), 1.0);
+  EXPECT_EQ(fixed_point_step(p2, 7.5f), 2.0);
+  EXPECT_EQ(fixed_point_step(p2, 3.5f), 0.5);
+  EXPECT_EQ(fixed_point_step(p2, 3.6f), 1.0);
+  EXPECT_EQ(fixed_point_multiplier(p2, 3.5f), 2.0f);
+  EXPECT_EQ(fixed_point_step(p2, 1e38f), std::ldexp(1.0, 124));
+  const FixedPointFormat p2_two_bits = format(2, ScaleRule::power_of_two, Rounding::nearest);  // qmax 1
+  EXPECT_EQ(fixed_point_step(p2_two_bits, 3e38f), std::ldexp(1.0, 126));  // 2^128 held to a normal float's range
+  EXPECT_EQ(fixed_point_multiplier(p2_two_bits, 3e38f), std::ldexp(1.0f, -126));
+  // Fixed: 2^-fraction_bits whatever the values; past the range saturates.
+  const FixedPointFormat fixed = format(8, ScaleRule::fixed, Rounding::nearest, 6);
+  EXPECT_EQ(fixed_point_multiplier(fixed, 0.0f), 64.0f);
+  EXPECT_EQ(fixed_point_step(fixed, 123.0f), 1.0 / 64);
+  EXPECT_EQ(fixed_point_quantize_nearest(100.0f, 64.0f, 127), 127);
+  EXPECT_EQ(fixed_point_quantize_nearest(-0.5f / 64, 64.0f, 127), 0);  // half to even
+  EXPECT_EQ(fixed_point_quantize_nearest(1.5f / 64, 64.0f, 127), 2);
+}
+
+TEST(FixedPointFormat, StochasticRoundingIsUnbiasedAtEveryWidth) {
+  const int64_t draws = 100000;
+  for (int bits : {2, 4, 12, 16}) {
+    const int32_t qmax = (1 << (bits - 1)) - 1;
+    const float mult = static_cast<float>(qmax) / 1.0f;
+    for (float x : {0.3f, -0.77f, 0.999f}) {
+      double sum = 0;
+      for (int64_t i = 0; i < draws; ++i) {
+        const int32_t q = fixed_point_quantize_stochastic(x, mult, qmax, int8_rounding_uniform(5, static_cast<uint64_t>(i)));
+        ASSERT_TRUE(q == static_cast<int32_t>(std::floor(x * mult)) || q == static_cast<int32_t>(std::floor(x * mult)) + 1);
+        sum += q;
+      }
+      EXPECT_NEAR(sum / draws, static_cast<double>(x) * mult, 5 * 0.5 / std::sqrt(static_cast<double>(draws)))
+          << bits << " bits, x " << x;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- products on the int8 kernels
+
+struct FormatPair {
+  FixedPointFormat a, b;
+  const char* label;
+};
+
+std::vector<FormatPair> narrow_pairs() {
+  return {
+      {format(4, ScaleRule::real, Rounding::nearest), format(8, ScaleRule::real, Rounding::stochastic), "w4 x e8 sr"},
+      {format(2, ScaleRule::real, Rounding::stochastic), format(3, ScaleRule::real, Rounding::stochastic), "2 sr x 3 sr"},
+      {format(6, ScaleRule::power_of_two, Rounding::nearest), format(5, ScaleRule::power_of_two, Rounding::stochastic),
+       "p2 6 x p2 5 sr"},
+      {format(8, ScaleRule::fixed, Rounding::nearest, 5), format(7, ScaleRule::fixed, Rounding::stochastic, 9),
+       "fixed 8.5 x fixed 7.9 sr (saturating)"},
+  };
+}
+
+class FixedPointGemm : public OnEveryIsa {};
+INSTANTIATE_TEST_SUITE_P(AllIsas, FixedPointGemm, ::testing::ValuesIn(all_isas()), isa_label);
+
+TEST_P(FixedPointGemm, NarrowFormatsBitExactAgainstTheReference) {
+  uint64_t seed = 1;
+  for (const FormatPair& pair : narrow_pairs())
+    for (Trans ta : {Trans::no, Trans::yes})
+      for (Trans tb : {Trans::no, Trans::yes})
+        for (int64_t m : {1, 5, 33})
+          for (int64_t n : {3, 16, 17})
+            for (int64_t k : {1, 7, 130}) {
+              Rng rng(seed, 3);
+              const int64_t lda = (ta == Trans::yes ? m : k) + 1, ldb = (tb == Trans::yes ? k : n) + 2, ldc = n + 3;
+              const std::vector<float> a = random_floats((ta == Trans::yes ? k : m) * lda, rng, 3.0);
+              const std::vector<float> b = random_floats((tb == Trans::yes ? n : k) * ldb, rng, 0.25);
+              std::vector<float> c = random_floats(m * ldc, rng, 1.0), c_ref = c;
+              Int8GemmOptions o;
+              o.a = pair.a;
+              o.b = pair.b;
+              o.seed = seed++;
+              o.isa = GetParam();
+              o.depth_block = 64;
+              Int8GemmTrace trace, trace_ref;
+              trace.want_sums = trace_ref.want_sums = true;
+              o.trace = &trace;
+              const GemmShape s{ta, tb, m, n, k, lda, ldb, ldc};
+              ThreadPool pool(2);
+              int8_dynamic_gemm(s, 0.75f, a.data(), b.data(), -0.5f, c.data(), &pool, o);
+              o.trace = &trace_ref;
+              int8_dynamic_gemm_ref(s, 0.75f, a.data(), b.data(), -0.5f, c_ref.data(), o);
+              const std::string what = std::string(pair.label) + " " + std::to_string(m) + "x" + std::to_string(n) +
+                                       "x" + std::to_string(k) + (ta == Trans::yes ? " A^T" : "") +
+                                       (tb == Trans::yes ? " B^T" : "");
+              ASSERT_EQ(trace.sums, trace_ref.sums) << what;
+              EXPECT_EQ(trace.key_a, trace_ref.key_a) << what;
+              EXPECT_EQ(trace.key_b, trace_ref.key_b) << what;
+              EXPECT_EQ(trace.key_a != 0, pair.a.rounding == Rounding::stochastic) << what;
+              EXPECT_EQ(trace.key_b != 0, pair.b.rounding == Rounding::stochastic) << what;
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                  const size_t at = static_cast<size_t>(i * ldc + j);
+                  ASSERT_EQ(bits_of(c[at]), bits_of(c_ref[at])) << what << " C[" << i << "][" << j << "]";
+                }
+              // Every sum is within the grids: |q| <= qmax for both operands.
+              for (int64_t sum : trace.sums) ASSERT_LE(std::llabs(sum), int64_t{pair.a.qmax()} * pair.b.qmax() * k) << what;
+            }
+}
+
+// Wide formats (9 to 16 bits), and any format beside an f32 operand, run fake quantized: C is
+// exactly the f32 GEMM of the operands' grid values, each value q * step with q from the scalar
+// definitions and the product's keys (those the integer route would use), an f32 operand as is.
+TEST(FixedPointGemm, WideFormatsAreTheF32GemmOfTheGridValues) {
+  Rng rng(2, 2);
+  const int64_t m = 7, n = 9, k = 40;
+  const std::vector<float> a = random_floats(m * k, rng, 1.5), b = random_floats(k * n, rng, 0.2);
+  for (Rounding rounding : {Rounding::nearest, Rounding::stochastic})
+    for (ScaleRule rule : {ScaleRule::real, ScaleRule::power_of_two, ScaleRule::fixed})
+      for (int bits_b : {12, 0, 4}) {
+      Int8GemmOptions o;
+      o.a = format(bits_b == 4 ? 0 : 16, rule, rounding, 12);  // with 4 bits of B: an f32 A
+      o.b = format(bits_b, rule, Rounding::nearest, 14);
+      o.seed = 11;
+      std::vector<float> c(static_cast<size_t>(m * n));
+      const GemmShape s{Trans::no, Trans::no, m, n, k, k, n, n};
+      fixed_point_gemm(s, 1.0f, a.data(), b.data(), 0.0f, c.data(), nullptr, o);
+      // The grids by hand.
+      const auto grid = [&](const std::vector<float>& v, const FixedPointFormat& f, int operand, size_t middle) {
+        if (!f.quantized()) return v;
+        float max_abs = 0;
+        for (float x : v) max_abs = std::max(max_abs, std::fabs(x));
+        const uint64_t key = f.rounding == Rounding::stochastic ? int8_rounding_key(o, operand, m, n, k, max_abs, v[middle]) : 0;
+        const float mult = fixed_point_multiplier(f, max_abs);
+        const double step = fixed_point_step(f, max_abs);
+        std::vector<float> g(v.size());
+        for (size_t t = 0; t < v.size(); ++t) {
+          const int32_t q = f.rounding == Rounding::stochastic
+                                ? fixed_point_quantize_stochastic(v[t], mult, f.qmax(), int8_rounding_uniform(key, t))
+                                : fixed_point_quantize_nearest(v[t], mult, f.qmax());
+          g[t] = static_cast<float>(q * step);
+        }
+        return g;
+      };
+      const std::vector<float> ga = grid(a, o.a, 1, static_cast<size_t>((m / 2) * k + k / 2));
+      const std::vector<float> gb = grid(b, o.b, 2, static_cast<size_t>((k / 2) * n + n / 2));
+      std::vector<float> want(c.size());
+      f32_gemm(s, 1.0f, ga.data(), gb.data(), 0.0f, want.data(), nullptr);
+      for (size_t t = 0; t < c.size(); ++t) ASSERT_EQ(bits_of(c[t]), bits_of(want[t])) << t << " B bits " << bits_b;
+      }
+}
+
+TEST(FixedPointGemm, NonFiniteOperandsGiveNaNOnBothRoutes) {
+  std::vector<float> a(12, 1.0f), b(12, 1.0f), c(9, 5.0f);
+  a[4] = std::numeric_limits<float>::infinity();
+  for (int bits : {8, 16}) {
+    Int8GemmOptions o;
+    o.a = o.b = format(bits, ScaleRule::real, Rounding::nearest);
+    fixed_point_gemm(GemmShape{Trans::no, Trans::no, 3, 3, 4, 4, 3, 3}, 1.0f, a.data(), b.data(), 0.0f, c.data(),
+                     nullptr, o);
+    for (float v : c) EXPECT_TRUE(std::isnan(v)) << bits;
+  }
+}
+
+TEST(FixedPointGemm, RoundInPlaceKeepsTheGridAndLeavesNonFiniteTensors) {
+  std::vector<float> x = {0.1f, -0.37f, 0.5f, 0.02f};
+  fixed_point_round_in_place(x.data(), 4, format(4, ScaleRule::real, Rounding::nearest), 0, nullptr);
+  // step 0.5 / 7: every value a multiple of it, the largest kept.
+  for (float v : x) EXPECT_NEAR(v / (0.5 / 7), std::round(v / (0.5 / 7)), 1e-5) << v;
+  EXPECT_FLOAT_EQ(x[2], 0.5f);
+  std::vector<float> bad = {1.0f, std::nanf(""), 0.3f};
+  fixed_point_round_in_place(bad.data(), 3, format(4, ScaleRule::real, Rounding::nearest), 0, nullptr);
+  EXPECT_EQ(bad[2], 0.3f) << "a tensor holding a NaN is left as it is";
+}
+
+// ---------------------------------------------------------------- names
+
+TEST(FixedPointPrecision, ShorthandsMapOntoFormats) {
+  const FixedPointPrecision int8 = parse_fixed_point_precision("int8-train").take();
+  EXPECT_EQ(int8.name, "int8-train");
+  EXPECT_TRUE(int8.roles == int8_training_roles());
+  // w8a8e8 is int8 training, exactly.
+  const FixedPointPrecision same = parse_fixed_point_precision("w8a8e8").take();
+  EXPECT_TRUE(same.roles == int8_training_roles());
+  EXPECT_EQ(same.name, "int8-train");
+
+  const FixedPointRoles g16 = parse_fixed_point_precision("w16a16g16").take().roles;
+  EXPECT_EQ(g16.weights.bits, 16);
+  EXPECT_EQ(g16.errors.bits, 16) << "g sets the errors too";
+  EXPECT_EQ(g16.gradients.rounding, Rounding::stochastic);
+  EXPECT_EQ(g16.weights.rounding, Rounding::nearest);
+  EXPECT_FALSE(g16.stored_weights);
+
+  const FixedPointRoles w4 = parse_fixed_point_precision("w4a8").take().roles;
+  EXPECT_EQ(w4.weights.bits, 4);
+  EXPECT_FALSE(w4.errors.quantized());
+  EXPECT_FALSE(w4.gradients.quantized());
+
+  const FixedPointRoles g = parse_fixed_point_precision("w16a16g16-fl14-sw-rn").take().roles;
+  EXPECT_EQ(g.errors.rounding, Rounding::nearest);
+  EXPECT_EQ(g.activations.scale, ScaleRule::fixed);
+  EXPECT_EQ(g.gradients.fraction_bits, 14);
+  EXPECT_TRUE(g.stored_weights);
+  EXPECT_EQ(parse_fixed_point_precision("a8e6-p2").take().roles.errors.scale, ScaleRule::power_of_two);
+
+  // Canonical names parse back to the same formats.
+  for (const char* text : {"w16a16g16", "w4a8", "w8a8g8e4-sr", "w16a16g16-fl14-sw-rn", "e8", "w2a2-p2", "w6a8e8-fl0",
+                           "w12a12g16e16-rn", "w8a8g8"}) {
+    const FixedPointPrecision p = parse_fixed_point_precision(text).take();
+    const auto again = parse_fixed_point_precision(p.name);
+    ASSERT_TRUE(again.ok()) << text << " -> " << p.name << ": " << again.status().message();
+    EXPECT_TRUE(again.value().roles == p.roles) << text << " -> " << p.name;
+    EXPECT_EQ(again.value().name, p.name) << text;
+  }
+}
+
+TEST(FixedPointPrecision, BadNamesAreRefusedWithTheRule) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "names no role"},
+      {"-sr", "names no role"},
+      {"w", "needs its bits"},
+      {"w1a8", "1 bits; 2 to 16"},
+      {"w17a8", "17 bits"},
+      {"w99a8", "99 bits"},
+      {"w123a8", "needs its bits"},
+      {"w08a8", "needs its bits"},
+      {"a8w8", "out of the order"},
+      {"w8w8", "twice"},
+      {"x8", "'x' is not a role"},
+      {"w8a8-sr-rn", "-sr and -rn together"},
+      {"w8a8-sr-sr", "twice"},
+      {"w8a8-p2-fl4", "one scale rule"},
+      {"w8a8-fl25", "0 to 24"},
+      {"w8a8-fl", "fraction bits"},
+      {"w8a8-fl4-fl5", "two -fl"},
+      {"a8-sw", "name w"},
+      {"w8a8-pc", "per-channel"},
+      {"w4a8-qat", "not implemented yet"},
+      {"w8a8-zz", "unknown suffix"},
+      {"w8a8--", "unknown suffix"},
+  };
+  for (const auto& [text, rule] : cases) {
+    const auto p = parse_fixed_point_precision(text);
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_NE(p.status().message().find(rule), std::string::npos) << text << ": " << p.status().message();
+    EXPECT_NE(p.status().message().find("w<bits>a<bits>"), std::string::npos) << "the grammar is shown";
+  }
+  const auto long_name = parse_fixed_point_precision(std::string(100000, 'w'));
+  ASSERT_FALSE(long_name.ok());
+  EXPECT_LT(long_name.status().message().size(), 400u) << "a long name is not echoed whole";
+}
+
+}  // namespace
+}  // namespace rg
