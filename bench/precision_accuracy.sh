@@ -29,6 +29,9 @@
 #              printed at the end). A run whose JSON is already there, for the same model,
 #              seed and epochs, is not run again, so an interrupted run continues.
 #      EXTRA   more options passed to both commands (e.g. "--limit 2000" for a quick test)
+#      PRECISIONS  the rows (default fp32,fp16,int8,int8-qat,int8-train; fp32 first); issue 34's
+#              fixed-point rows, e.g. fp32,w16a16g16-sr,w16a16g16-rn,w16a16g16-sr-fl14-sw,
+#              w16a16g16-rn-fl14-sw (use a fresh OUT for another list: finished runs are reused)
 # If stopped (Ctrl-C, kill), it prints the tables for the runs that finished.
 set -uo pipefail
 caller_dir=$PWD
@@ -39,7 +42,7 @@ SEEDS=${SEEDS:-1 2 3}
 THREADS=${THREADS:-2}
 BIN=${BIN:-build/retrograd}
 EXTRA=${EXTRA:-}
-PRECISIONS=fp32,fp16,int8,int8-qat,int8-train
+PRECISIONS=${PRECISIONS:-fp32,fp16,int8,int8-qat,int8-train}
 markdown=0
 report_only=0
 for arg in "$@"; do
@@ -84,15 +87,20 @@ report() {
   # The run plan goes to the reporter as "model epochs" lines; it reads whatever JSON exists.
   local plan=""
   for m in $MODELS; do plan+="$m $(epochs_for "$m")"$'\n'; done
-  PLAN=$plan SEEDS=$SEEDS python3 - "$OUT" <<'PY'
+  PLAN=$plan SEEDS=$SEEDS PRECISIONS=$PRECISIONS python3 - "$OUT" <<'PY'
 import json, math, os, sys
 out = sys.argv[1]
 seeds = os.environ["SEEDS"].split()
 plan = [l.split() for l in os.environ["PLAN"].splitlines() if l.strip()]
-cols = [("fp16", "fp16"), ("int8", "int8 PTQ"), ("int8-qat", "int8-qat"),
-        ("int8-train", "int8-train"), ("sse2", "fp32 with sse2 rounding")]
-targets = [("int8", "int8 PTQ", 0.5), ("int8-qat", "int8-qat (QAT)", 0.3),
-           ("int8-train", "int8-train", 1.5), ("fp16", "fp16 mixed precision", 0.3)]
+names = {"int8": "int8 PTQ"}
+cols = [(p, names.get(p, p)) for p in os.environ["PRECISIONS"].split(",") if p != "fp32"]
+cols.append(("sse2", "fp32 with sse2 rounding"))
+# Issue 6's targets, and issue 34's: 16-bit fixed point with stochastic rounding within 0.3 points.
+known_targets = [("int8", "int8 PTQ", 0.5), ("int8-qat", "int8-qat (QAT)", 0.3),
+                 ("int8-train", "int8-train", 1.5), ("fp16", "fp16 mixed precision", 0.3),
+                 ("w16a16g16-sr", "w16a16g16-sr (16-bit fixed point, stochastic)", 0.3),
+                 ("w16a16g16-sr-fl14-sw", "w16a16g16-sr-fl14-sw (static 16-bit, stored weights)", 0.3)]
+targets = [t for t in known_targets if any(t[0] == k for k, _ in cols)]
 
 def load(path):
     try:

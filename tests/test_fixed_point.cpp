@@ -1,6 +1,7 @@
 // Fixed-point formats (issue 34): the scale rules and roundings, the products of any width
-// against their plain-loop references on every ISA level (2 to 8 bits on the int8 kernels, bit
-// for bit; wider fake quantized: the f32 GEMM of the grid values), and the names' grammar.
+// against their plain-loop references on every ISA level (2 to 8 bits on the int8 tiles, up to
+// 16 on the int16 tiles, bit for bit; beside an f32 operand fake quantized: the f32 GEMM of the
+// grid values), and the names' grammar.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,7 +43,8 @@ TEST(FixedPointFormat, GridBoundsAndScales) {
   for (int bits = kMinFixedPointBits; bits <= kMaxFixedPointBits; ++bits) {
     const FixedPointFormat f = format(bits, ScaleRule::real, Rounding::nearest);
     EXPECT_EQ(f.qmax(), (1 << (bits - 1)) - 1) << bits;
-    EXPECT_EQ(f.on_integer_kernels(), bits <= 8) << bits;
+    EXPECT_EQ(product_route(f, f), bits <= 8 ? ProductRoute::int8_tiles : ProductRoute::int16_tiles) << bits;
+    EXPECT_EQ(product_route(f, FixedPointFormat{}), ProductRoute::fake_quantized) << bits;
     // The largest magnitude lands on qmax exactly; nothing passes it.
     const float mult = fixed_point_multiplier(f, 3.0f);
     EXPECT_EQ(fixed_point_quantize_nearest(3.0f, mult, f.qmax()), f.qmax()) << bits;
@@ -93,7 +95,7 @@ TEST(FixedPointFormat, StochasticRoundingIsUnbiasedAtEveryWidth) {
   }
 }
 
-// ---------------------------------------------------------------- products on the int8 kernels
+// ---------------------------------------------------------------- products on the integer tiles
 
 struct FormatPair {
   FixedPointFormat a, b;
@@ -111,17 +113,36 @@ std::vector<FormatPair> narrow_pairs() {
   };
 }
 
+// 9 to 16 bits: direct int32 blocks (12 x 12: 256 pairs; 16 x 8: 258) and B split into its
+// bytes (16 x 16, 15 x 15, 13 x 13: under 128 pairs a block).
+std::vector<FormatPair> wide_pairs() {
+  return {
+      {format(16, ScaleRule::real, Rounding::nearest), format(16, ScaleRule::real, Rounding::stochastic), "16 x 16 sr (split)"},
+      {format(15, ScaleRule::power_of_two, Rounding::stochastic), format(15, ScaleRule::real, Rounding::nearest),
+       "p2 15 sr x 15 (split)"},
+      {format(13, ScaleRule::real, Rounding::nearest), format(13, ScaleRule::real, Rounding::nearest), "13 x 13 (split)"},
+      {format(12, ScaleRule::real, Rounding::stochastic), format(12, ScaleRule::real, Rounding::stochastic), "12 x 12"},
+      {format(16, ScaleRule::fixed, Rounding::nearest, 12), format(8, ScaleRule::real, Rounding::nearest),
+       "fixed 16.12 x 8 (saturating)"},
+      {format(4, ScaleRule::real, Rounding::nearest), format(16, ScaleRule::real, Rounding::stochastic), "4 x 16"},
+  };
+}
+
 class FixedPointGemm : public OnEveryIsa {};
 INSTANTIATE_TEST_SUITE_P(AllIsas, FixedPointGemm, ::testing::ValuesIn(all_isas()), isa_label);
 
-TEST_P(FixedPointGemm, NarrowFormatsBitExactAgainstTheReference) {
+using DynamicGemm = void (*)(const GemmShape&, float, const float*, const float*, float, float*, ThreadPool*,
+                             const Int8GemmOptions&);
+
+// Every pair of formats, shapes around the tiles, depths past the int16 blocks (600).
+void expect_products_match_the_reference(Isa isa, const std::vector<FormatPair>& pairs, DynamicGemm product) {
   uint64_t seed = 1;
-  for (const FormatPair& pair : narrow_pairs())
+  for (const FormatPair& pair : pairs)
     for (Trans ta : {Trans::no, Trans::yes})
       for (Trans tb : {Trans::no, Trans::yes})
         for (int64_t m : {1, 5, 33})
           for (int64_t n : {3, 16, 17})
-            for (int64_t k : {1, 7, 130}) {
+            for (int64_t k : {1, 7, 130, 600}) {
               Rng rng(seed, 3);
               const int64_t lda = (ta == Trans::yes ? m : k) + 1, ldb = (tb == Trans::yes ? k : n) + 2, ldc = n + 3;
               const std::vector<float> a = random_floats((ta == Trans::yes ? k : m) * lda, rng, 3.0);
@@ -131,14 +152,14 @@ TEST_P(FixedPointGemm, NarrowFormatsBitExactAgainstTheReference) {
               o.a = pair.a;
               o.b = pair.b;
               o.seed = seed++;
-              o.isa = GetParam();
-              o.depth_block = 64;
+              o.isa = isa;
+              o.depth_block = 1024;
               Int8GemmTrace trace, trace_ref;
               trace.want_sums = trace_ref.want_sums = true;
               o.trace = &trace;
               const GemmShape s{ta, tb, m, n, k, lda, ldb, ldc};
               ThreadPool pool(2);
-              int8_dynamic_gemm(s, 0.75f, a.data(), b.data(), -0.5f, c.data(), &pool, o);
+              product(s, 0.75f, a.data(), b.data(), -0.5f, c.data(), &pool, o);
               o.trace = &trace_ref;
               int8_dynamic_gemm_ref(s, 0.75f, a.data(), b.data(), -0.5f, c_ref.data(), o);
               const std::string what = std::string(pair.label) + " " + std::to_string(m) + "x" + std::to_string(n) +
@@ -159,10 +180,47 @@ TEST_P(FixedPointGemm, NarrowFormatsBitExactAgainstTheReference) {
             }
 }
 
-// Wide formats (9 to 16 bits), and any format beside an f32 operand, run fake quantized: C is
-// exactly the f32 GEMM of the operands' grid values, each value q * step with q from the scalar
-// definitions and the product's keys (those the integer route would use), an f32 operand as is.
-TEST(FixedPointGemm, WideFormatsAreTheF32GemmOfTheGridValues) {
+TEST_P(FixedPointGemm, NarrowFormatsBitExactAgainstTheReference) {
+  expect_products_match_the_reference(GetParam(), narrow_pairs(), int8_dynamic_gemm);
+}
+
+TEST_P(FixedPointGemm, WideFormatsOnTheInt16TilesBitExactAgainstTheReference) {
+  expect_products_match_the_reference(GetParam(), wide_pairs(), int16_dynamic_gemm);
+  // Narrow formats on the int16 tiles too (the tiles take any width up to 16).
+  expect_products_match_the_reference(GetParam(), narrow_pairs(), int16_dynamic_gemm);
+}
+
+// The worst case of each int16 route: every value at +-qmax, signs alike, so every product is
+// qmax_a qmax_b and the sums reach depth x that; exact in int64 (and C = alpha step_a step_b sum).
+TEST_P(FixedPointGemm, Int16ExtremesAreExact) {
+  for (int bits : {16, 15, 12, 9}) {
+    const int64_t m = 9, n = 17, k = 3001;
+    std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+    for (size_t t = 0; t < a.size(); ++t) a[t] = ((t % k) % 3 == 0) ? -2.0f : 2.0f;  // by column p
+    for (size_t t = 0; t < b.size(); ++t) b[t] = ((t / n) % 3 == 0) ? -0.5f : 0.5f;  // the same sign as A's column
+    Int8GemmOptions o;
+    o.a = o.b = format(bits, ScaleRule::real, Rounding::nearest);
+    o.isa = GetParam();
+    Int8GemmTrace trace;
+    trace.want_sums = true;
+    o.trace = &trace;
+    std::vector<float> c(static_cast<size_t>(m * n));
+    int16_dynamic_gemm(GemmShape{Trans::no, Trans::no, m, n, k, k, n, n}, 1.0f, a.data(), b.data(), 0.0f, c.data(),
+                       nullptr, o);
+    const int64_t q = o.a.qmax();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t want = 0;
+        for (int64_t p = 0; p < k; ++p) want += (a[static_cast<size_t>(i * k + p)] < 0 ? -q : q) * (b[static_cast<size_t>(p * n + j)] < 0 ? -q : q);
+        ASSERT_EQ(trace.sums[static_cast<size_t>(i * n + j)], want) << bits << " bits " << i << "," << j;
+      }
+  }
+}
+
+// A format beside an f32 operand runs fake quantized: C is exactly the f32 GEMM of the operands'
+// grid values, each value q * step with q from the scalar definitions and the product's keys
+// (those the integer route would use), the f32 operand as is.
+TEST(FixedPointGemm, AnF32OperandIsTheF32GemmOfTheGridValues) {
   Rng rng(2, 2);
   const int64_t m = 7, n = 9, k = 40;
   const std::vector<float> a = random_floats(m * k, rng, 1.5), b = random_floats(k * n, rng, 0.2);
@@ -170,7 +228,7 @@ TEST(FixedPointGemm, WideFormatsAreTheF32GemmOfTheGridValues) {
     for (ScaleRule rule : {ScaleRule::real, ScaleRule::power_of_two, ScaleRule::fixed})
       for (int bits_b : {12, 0, 4}) {
       Int8GemmOptions o;
-      o.a = format(bits_b == 4 ? 0 : 16, rule, rounding, 12);  // with 4 bits of B: an f32 A
+      o.a = format(bits_b == 0 ? 16 : 0, rule, rounding, 12);  // one operand f32: the fake route
       o.b = format(bits_b, rule, Rounding::nearest, 14);
       o.seed = 11;
       std::vector<float> c(static_cast<size_t>(m * n));

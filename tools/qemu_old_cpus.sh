@@ -30,6 +30,7 @@ test_kernels=build/tests/test_kernels
 test_winograd=build/tests/test_winograd
 test_qs8=build/tests/test_qs8
 test_int8_winograd=build/tests/test_int8_winograd
+test_fixed_point=build/tests/test_fixed_point
 test_conv_layers=build/tests/test_conv_layers
 startup_demo=build/tests/startup_demands_avx2  # tests/startup_demands_avx2.cpp
 unset RETROGRAD_ISA GTEST_FILTER GTEST_OUTPUT
@@ -76,7 +77,8 @@ for tool in qemu-x86_64 python3; do
     exit 1
   fi
 done
-for binary in "$retrograd" "$test_gemm" "$test_kernels" "$test_qs8" "$test_int8_winograd" "$test_winograd" "$test_conv_layers"; do
+for binary in "$retrograd" "$test_gemm" "$test_kernels" "$test_qs8" "$test_int8_winograd" "$test_winograd" "$test_conv_layers" \
+  "$test_fixed_point"; do
   if [ ! -x "$binary" ]; then
     fail "qemu setup" "$binary is missing: build first (bash tools/build.sh)"
     exit 1
@@ -215,6 +217,11 @@ EOF
   # 2b''. test_int8_winograd, whole: the Winograd conv's kernels of every level this CPU has
   #       against the reference, and its stage against the GEMM stage (about 3 s).
   run_gtest_under_qemu test_int8_winograd "$test_int8_winograd" "$xml_dir/test_int8_winograd@$tag.xml"
+
+  # 2b''''. test_fixed_point's products: the int8 and int16 (pmaddwd) tiles of every level this
+  #        CPU has, formats of 2 to 16 bits, bit-exact against the reference (int8's: test_qs8).
+  run_gtest_under_qemu test_fixed_point "$test_fixed_point" "$xml_dir/test_fixed_point@$tag.xml" \
+    --gtest_filter='*FixedPointGemm.Wide*:*FixedPointGemm.Int16*'
 
   # 2b'''. test_winograd, whole: the f32 Winograd F(4x4, 3x3) transforms of every level this CPU
   #        has against the reference, the convolution and its weight gradient against the direct

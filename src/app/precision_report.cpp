@@ -241,9 +241,9 @@ Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, con
     row.layers = layer_list(*run.net, "int8 GEMM", "f32");
   } else {
     const FixedPointRoles& roles = options.fixed_point.roles;
-    const bool integer = on_integer_kernels(roles.activations, roles.weights);
+    const bool fake = product_route(roles.activations, roles.weights) == ProductRoute::fake_quantized;
     row.what_ran = "conv/dense GEMMs " + describe_fixed_point(roles);
-    row.layers = layer_list(*run.net, options.fixed_point.name + (integer ? " GEMM" : " fake"), "f32");
+    row.layers = layer_list(*run.net, options.fixed_point.name + (fake ? " fake" : " GEMM"), "f32");
   }
   if (options.precision == TrainPrecision::fp16) RG_TRY(run.net->store_weights_f16());
   options.batch = settings.infer_batch;

@@ -9,6 +9,7 @@
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
 #include "cpu/ukernels/f32_winograd.h"
+#include "cpu/ukernels/qs16_gemm.h"
 #include "cpu/ukernels/qs8_gemm.h"
 #include "cpu/ukernels/qs8_winograd.h"
 
@@ -91,6 +92,16 @@ inline const Qs8GemmKernel& qs8_gemm_kernel_for(Isa isa, int64_t n) {
   const Qs8GemmKernel& narrow = qs8_gemm_narrow_kernel(isa);
   return n <= narrow.nr ? narrow : qs8_gemm_kernel(isa);
 }
+
+// The int16 GEMM tile of one ISA level (ukernels/qs16_gemm.h): fixed-point training's products
+// of 9 to 16 bits.
+struct Qs16GemmKernel {
+  Qs16GemmTile tile;
+  int mr, nr;        // tile rows and columns; B is packed in panels of nr columns
+  const char* name;  // "qs16_gemm_4x16__avx2"
+};
+// sse2 (pmaddwd) serves sse2 to avx, avx2 avx2, avx512 its 8x16 on zmm.
+const Qs16GemmKernel& qs16_gemm_kernel(Isa isa);
 
 // The direct single-channel int8 convolution on int16 pairs (ukernels/qs8_gemm.h).
 struct Qs8ConvKernel {

@@ -11,8 +11,9 @@
 //                           Gupta et al. 2015 train in; values past qmax * step saturate)
 //   rounding nearest (half to even) or stochastic (floor(t) + (u < frac(t)), u from the run's
 //            seed: unbiased, E[q] = t)
-// Bits 2 to 8 run on the int8 kernels exactly; 9 to 16 on the f32 GEMM with the operand's
-// values put on their grid (fake quantization: there is no int16 kernel yet; the report says so).
+// Products whose operands both have 2 to 8 bits run on the int8 tiles, up to 16 bits on the
+// int16 tiles, exactly (ops/fixed_point_gemm.h); a product with an f32 operand runs fake
+// quantized (the f32 GEMM of the grid values; the report says so).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,7 @@ enum class Rounding : uint8_t { nearest, stochastic };
 enum class ScaleRule : uint8_t { real, power_of_two, fixed };
 
 constexpr int kMinFixedPointBits = 2, kMaxFixedPointBits = 16;
-constexpr int kMaxIntegerKernelBits = 8;  // wider formats run fake quantized (see above)
+constexpr int kMaxInt8TileBits = 8;  // wider formats run on the int16 tiles
 constexpr int kMaxFractionBits = 24;
 
 struct FixedPointFormat {
@@ -35,7 +36,6 @@ struct FixedPointFormat {
 
   bool quantized() const { return bits != 0; }
   int32_t qmax() const { return (int32_t{1} << (bits - 1)) - 1; }
-  bool on_integer_kernels() const { return quantized() && bits <= kMaxIntegerKernelBits; }
   bool operator==(const FixedPointFormat& o) const {
     if (bits != o.bits) return false;
     return bits == 0 || (scale == o.scale && rounding == o.rounding &&

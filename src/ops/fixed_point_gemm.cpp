@@ -13,8 +13,18 @@
 
 namespace rg {
 
-bool on_integer_kernels(const FixedPointFormat& a, const FixedPointFormat& b) {
-  return a.on_integer_kernels() && b.on_integer_kernels();
+ProductRoute product_route(const FixedPointFormat& a, const FixedPointFormat& b) {
+  if (!a.quantized() || !b.quantized()) return ProductRoute::fake_quantized;
+  return a.bits <= kMaxInt8TileBits && b.bits <= kMaxInt8TileBits ? ProductRoute::int8_tiles : ProductRoute::int16_tiles;
+}
+
+const char* product_route_name(ProductRoute route) {
+  switch (route) {
+    case ProductRoute::int8_tiles: return "int8 tiles";
+    case ProductRoute::int16_tiles: return "int16 tiles";
+    case ProductRoute::fake_quantized: return "fake quantized";
+  }
+  return "?";
 }
 
 namespace {
@@ -88,7 +98,9 @@ void copy_op(const float* x, int64_t rows, int64_t cols, int64_t ld, bool trans,
 
 void fixed_point_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
                       ThreadPool* pool, const Int8GemmOptions& o) {
-  if (on_integer_kernels(o.a, o.b)) return int8_dynamic_gemm(s, alpha, a, b, beta, c, pool, o);
+  const ProductRoute route = product_route(o.a, o.b);
+  if (route == ProductRoute::int8_tiles) return int8_dynamic_gemm(s, alpha, a, b, beta, c, pool, o);
+  if (route == ProductRoute::int16_tiles) return int16_dynamic_gemm(s, alpha, a, b, beta, c, pool, o);
   if (s.m == 0 || s.n == 0) return;
   if (s.k == 0 || alpha == 0.0f) return f32_gemm_scale_c(s.m, s.n, beta, c, s.ldc);
   static const ThreadScratchKey a_key, b_key;
@@ -108,7 +120,11 @@ void fixed_point_gemm(const GemmShape& s, float alpha, const float* a, const flo
 void fixed_point_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
                                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
                                const Int8GemmOptions& o) {
-  if (on_integer_kernels(o.a, o.b)) return int8_dynamic_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool, o);
+  const ProductRoute route = product_route(o.a, o.b);
+  if (route == ProductRoute::int8_tiles) return int8_dynamic_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool, o);
+  if (route == ProductRoute::int16_tiles) {
+    return int16_dynamic_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool, o);
+  }
   if (m == 0 || n == 0) return;
   if (k == 0 || alpha == 0.0f) return f32_gemm_scale_c(m, n, beta, c, ldc);
   // The image range the offsets reach is one tensor (as int8_dynamic_gemm_gathered quantizes it),

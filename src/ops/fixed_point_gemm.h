@@ -1,10 +1,10 @@
 // A layer's products in fixed point (GemmPrecision::fixed_point): each operand in its own
-// format (ops/fixed_point_format.h), on the int8 kernels where both have 2 to 8 bits
-// (int8_dynamic_gemm, exact integer sums), else fake quantized: the f32 GEMM on copies of the
-// operands put onto their grids (an f32 operand, bits 0, as it is). Both forms round the same
-// values to the same grid points (the same scales, keys and stream indices), so they differ only
-// in how the products are summed. The 9-to-16-bit formats run fake quantized until an int16
-// kernel exists.
+// format (ops/fixed_point_format.h), on the int8 tiles where both have 2 to 8 bits
+// (int8_dynamic_gemm), on the int16 tiles where both have up to 16 (int16_dynamic_gemm), in exact
+// integer sums; else (an f32 operand) fake quantized: the f32 GEMM on copies of the operands put
+// onto their grids (the f32 one as it is). All forms round the same values to the same grid
+// points (the same scales, keys and stream indices), so they differ only in how the products are
+// summed.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +15,9 @@
 
 namespace rg {
 
-// Whether a product of operands in these formats runs on the integer kernels.
-bool on_integer_kernels(const FixedPointFormat& a, const FixedPointFormat& b);
+enum class ProductRoute : uint8_t { int8_tiles, int16_tiles, fake_quantized };
+ProductRoute product_route(const FixedPointFormat& a, const FixedPointFormat& b);
+const char* product_route_name(ProductRoute route);  // "int8 tiles", "int16 tiles", "fake quantized"
 
 // C[m x n] = alpha * op(A) op(B) + beta * C (shapes and strides as f32_gemm's), routed as above.
 // An operand holding a NaN or an Inf makes the whole C NaN, as int8_dynamic_gemm does.

@@ -77,7 +77,7 @@ void atomic_max(std::atomic<int32_t>& target, int32_t v) {
 // How one operand quantizes: its multiplier, grid bound and rounding (with its stream's key).
 struct OperandQuant {
   float mult;
-  int32_t qmax;  // at most 127
+  int32_t qmax;  // at most 127 (int8 tiles) or 32767 (int16)
   bool stochastic;
   uint64_t key;
   bool saturates;  // a fixed scale: |x * mult| may pass qmax (the vector loops assume it cannot)
@@ -86,24 +86,26 @@ struct OperandQuant {
 // Nearest rounding of a contiguous run (values finite, |x * mult| <= qmax (1 + 2^-23)). Rounding
 // first and clamping the integer gives what clamping first would (the bounds are integers), and
 // the loop vectorizes (no float select).
-void quantize_run_nearest(const float* x, int64_t count, float mult, int32_t qmax, int8_t* out) {
+template <class Q>
+void quantize_run_nearest(const float* x, int64_t count, float mult, int32_t qmax, Q* out) {
   for (int64_t t = 0; t < count; ++t) {
     const float v = (x[t] * mult + kRoundMagic) - kRoundMagic;
     int32_t q = static_cast<int32_t>(v);
     q = q < -qmax ? -qmax : q;
     q = q > qmax ? qmax : q;
-    out[t] = static_cast<int8_t>(q);
+    out[t] = static_cast<Q>(q);
   }
 }
 
 // Stochastic rounding of a run whose elements have indices index0 + t * stride in the stream.
+template <class Q>
 void quantize_run_stochastic(const float* x, int64_t count, float mult, int32_t qmax, uint64_t key, uint64_t index0,
-                             uint64_t stride, int8_t* out) {
+                             uint64_t stride, Q* out) {
   if (count <= 0) return;
   const uint64_t last = index0 + static_cast<uint64_t>(count - 1) * stride;
   if (last > 0xFFFFFFFFull) {  // indices past 2^32: the general (scalar) formula
     for (int64_t t = 0; t < count; ++t) {
-      out[t] = static_cast<int8_t>(fixed_point_quantize_stochastic(
+      out[t] = static_cast<Q>(fixed_point_quantize_stochastic(
           x[t], mult, qmax, int8_rounding_uniform(key, index0 + static_cast<uint64_t>(t) * stride)));
     }
     return;
@@ -124,15 +126,16 @@ void quantize_run_stochastic(const float* x, int64_t count, float mult, int32_t 
     int32_t q = floor_v + static_cast<int32_t>(u < frac);
     q = q < -qmax ? -qmax : q;
     q = q > qmax ? qmax : q;
-    out[t] = static_cast<int8_t>(q);
+    out[t] = static_cast<Q>(q);
   }
 }
 
 // A run whose elements have indices index0 + t * stride in the operand's stream.
-void quantize_run(const OperandQuant& q, const float* x, int64_t count, uint64_t index0, uint64_t stride, int8_t* out) {
+template <class Q>
+void quantize_run(const OperandQuant& q, const float* x, int64_t count, uint64_t index0, uint64_t stride, Q* out) {
   if (q.saturates) {  // clamped in float first, by the scalar definitions
     for (int64_t t = 0; t < count; ++t) {
-      out[t] = static_cast<int8_t>(
+      out[t] = static_cast<Q>(
           q.stochastic ? fixed_point_quantize_stochastic(
                              x[t], q.mult, q.qmax, int8_rounding_uniform(q.key, index0 + static_cast<uint64_t>(t) * stride))
                        : fixed_point_quantize_nearest(x[t], q.mult, q.qmax));
@@ -163,97 +166,165 @@ int8_t* scratch_bytes(int64_t bytes) {
 
 int64_t align64(int64_t bytes) { return round_up(bytes, 64); }
 
+// The tiles of each element type: int8 (qs8, k in groups of 4) for formats up to 8 bits, int16
+// (qs16, k in pairs) up to 16; a group is 4 bytes either way.
+template <class Q>
+struct TileKind;
+template <>
+struct TileKind<int8_t> {
+  static constexpr int64_t kGroup = 4;
+  using Tile = Qs8GemmTile;
+  static Tile tile(Isa isa, int* mr, int* nr, const char** name) {
+    const Qs8GemmKernel& k = qs8_gemm_kernel(isa);
+    *mr = k.mr, *nr = k.nr, *name = k.name;
+    return k.tile;
+  }
+};
+template <>
+struct TileKind<int16_t> {
+  static constexpr int64_t kGroup = 2;
+  using Tile = Qs16GemmTile;
+  static Tile tile(Isa isa, int* mr, int* nr, const char** name) {
+    const Qs16GemmKernel& k = qs16_gemm_kernel(isa);
+    *mr = k.mr, *nr = k.nr, *name = k.name;
+    return k.tile;
+  }
+};
+
+// The most pairs of an int16 block whose int32 sums cannot overflow: pairs * 2 * qa * qb <= 2^31 - 1.
+int64_t int16_pairs_bound(int64_t qmax_a, int64_t qmax_b) {
+  return (int64_t{2147483647} / (2 * qmax_a * qmax_b));
+}
+// Below this many pairs a block, B is split into its high byte (signed, |hi| <= 128) and low
+// byte (0 to 255) and multiplied twice: C = 256 A B_hi + A B_lo, each in blocks of 128 pairs at
+// least (for |A| <= 32767: 2^31 / (2 * 32767 * 255) = 128).
+constexpr int64_t kMinPairsUnsplit = 128;
+
 // Product-wide facts shared by the plain and gathered entry points.
+template <class Q>
 struct Plan {
-  const Qs8GemmKernel* kernel;
+  typename TileKind<Q>::Tile tile;
+  int64_t mr;
   int64_t m, n, k;
   int64_t nr, panels, npad, kgroups;
   int64_t depth_block, depth_block_padded;
+  bool split_b;      // int16: B's high and low bytes multiplied apart
   ThreadPool* pool;  // null: one thread
   int parts;
   int64_t part_bytes;
 };
 
-Plan make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8GemmOptions& o) {
-  for (const FixedPointFormat* f : {&o.a, &o.b}) {
-    RG_CHECK(f->bits >= kMinFixedPointBits && f->bits <= kMaxIntegerKernelBits,
-             "int8 dynamic GEMM: an operand of " << f->bits << " bits (the int8 kernels take 2 to 8)");
+// The depth of a block: the option's (a cache size), for int16 held under the int32 bound.
+template <class Q>
+int64_t block_depth(const Int8GemmOptions& o, bool* split_b) {
+  *split_b = false;
+  if (sizeof(Q) == 1) return o.depth_block;
+  int64_t pairs = int16_pairs_bound(o.a.qmax(), o.b.qmax());
+  if (pairs < kMinPairsUnsplit) {
+    *split_b = true;
+    pairs = int16_pairs_bound(o.a.qmax(), 255);
   }
-  Plan p;
-  p.kernel = &qs8_gemm_kernel(o.isa);
-  RG_CHECK(p.kernel->mr <= kQs8MaxMr && p.kernel->nr <= 16 && kQuantRowBlock % p.kernel->mr == 0,
-           "int8 dynamic GEMM: tile " << p.kernel->name << " larger than " << kQs8MaxMr << "x16");
+  return std::min(o.depth_block, 2 * pairs / 2 * 2);
+}
+
+template <class Q>
+Plan<Q> make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8GemmOptions& o) {
+  const int max_bits = sizeof(Q) == 1 ? kMaxInt8TileBits : kMaxFixedPointBits;
+  for (const FixedPointFormat* f : {&o.a, &o.b}) {
+    RG_CHECK(f->bits >= kMinFixedPointBits && f->bits <= max_bits,
+             "dynamic integer GEMM: an operand of " << f->bits << " bits (these tiles take 2 to " << max_bits << ")");
+  }
+  constexpr int64_t G = TileKind<Q>::kGroup;
+  Plan<Q> p;
+  int mr = 0, nr = 0;
+  const char* name = "";
+  p.tile = TileKind<Q>::tile(o.isa, &mr, &nr, &name);
+  RG_CHECK(mr <= kQs8MaxMr && nr <= 16 && kQuantRowBlock % mr == 0,
+           "dynamic integer GEMM: tile " << name << " larger than " << kQs8MaxMr << "x16");
   RG_CHECK(o.depth_block >= 4 && o.depth_block % 4 == 0 && o.depth_block <= kInt8GemmDepthSlice,
-           "int8 dynamic GEMM: depth block " << o.depth_block);
+           "dynamic integer GEMM: depth block " << o.depth_block);
+  p.mr = mr;
   p.m = m;
   p.n = n;
   p.k = k;
-  p.nr = p.kernel->nr;
+  p.nr = nr;
   p.panels = (n + p.nr - 1) / p.nr;
   p.npad = p.panels * p.nr;
-  p.kgroups = (k + 3) / 4;
-  p.depth_block = std::min(o.depth_block, round_up(k, 4));
+  p.kgroups = (k + G - 1) / G;
+  p.depth_block = std::min(block_depth<Q>(o, &p.split_b), round_up(k, G));
   p.depth_block_padded = p.depth_block;
-  const int64_t flops = 2 * m * n * k;
+  const int64_t flops = 2 * m * n * k * (p.split_b ? 2 : 1);
   const bool threaded = pool != nullptr && pool->threads() > 1 && flops >= kGemmMinFlopsToSplit;
   p.pool = threaded ? pool : nullptr;
   const int64_t blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
   p.parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threaded ? pool->threads() : 1, blocks)));
-  p.part_bytes = align64(kQuantRowBlock * p.depth_block_padded) + align64(kQuantRowBlock * p.npad * 8);
+  p.part_bytes = align64(kQuantRowBlock * p.depth_block_padded * static_cast<int64_t>(sizeof(Q))) +
+                 align64(kQuantRowBlock * p.npad * 8);
   return p;
 }
 
-// op(B) [k x n] (b row stride ldb, transposed when trans) quantized into the tile's panels:
-// packed[((panel * kgroups + p / 4) * nr + j % nr) * 4 + p % 4], zeros past k and n.
-void pack_b_quantized(const Plan& plan, const float* b, int64_t ldb, bool trans, const OperandQuant& quant,
-                      int8_t* packed) {
+// op(B) [k x n] (b row stride ldb, transposed when trans) quantized into the tile's panels, k in
+// groups of G (4 int8 or 2 int16): packed[((panel * kgroups + p / G) * nr + j % nr) * G + p % G],
+// zeros past k and n.
+template <class Q>
+void pack_b_quantized(const Plan<Q>& plan, const float* b, int64_t ldb, bool trans, const OperandQuant& quant,
+                      Q* packed) {
+  constexpr int64_t G = TileKind<Q>::kGroup;
   const int64_t k = plan.k, n = plan.n, nr = plan.nr, kgroups = plan.kgroups;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, 4 * n));
   parallel_for(plan.pool, kgroups, grain, [&](int64_t g0, int64_t g1) {
-    const int64_t p_begin = 4 * g0, p_end = std::min(k, 4 * g1);
+    const int64_t p_begin = G * g0, p_end = std::min(k, G * g1);
     if (!trans) {
-      // A group of 4 rows at a time, in column runs of kRunElements (a multiple of nr): the
-      // four quantized rows are interleaved into each panel's 4-byte groups.
-      int8_t rows[4][kRunElements];
+      // A group of G rows at a time, in column runs of kRunElements (a multiple of nr): the
+      // group's quantized rows are interleaved into each panel's 4-byte groups.
+      Q rows[G][kRunElements];
       for (int64_t g = g0; g < g1; ++g) {
-        const int64_t p0 = 4 * g, live = std::min<int64_t>(4, k - p0);
+        const int64_t p0 = G * g, live = std::min<int64_t>(G, k - p0);
         for (int64_t j0 = 0; j0 < plan.npad; j0 += kRunElements) {
           const int64_t count = std::min(kRunElements, n - j0), width = std::min(kRunElements, plan.npad - j0);
-          for (int64_t q = 0; q < 4; ++q) {
+          for (int64_t q = 0; q < G; ++q) {
             if (q < live && count > 0) {
               quantize_run(quant, b + (p0 + q) * ldb + j0, count, static_cast<uint64_t>((p0 + q) * n + j0), 1,
                            rows[q]);
             }
             const int64_t from = q < live ? std::max<int64_t>(count, 0) : 0;
-            std::memset(rows[q] + from, 0, static_cast<size_t>(width - from));
+            std::fill(rows[q] + from, rows[q] + width, Q{0});
           }
           for (int64_t pj = 0; pj < width; pj += nr) {
-            int8_t* out = packed + (((j0 + pj) / nr) * kgroups + g) * nr * 4;
-            for (int64_t jj = 0; jj < nr; ++jj) {
-              out[jj * 4 + 0] = rows[0][pj + jj];
-              out[jj * 4 + 1] = rows[1][pj + jj];
-              out[jj * 4 + 2] = rows[2][pj + jj];
-              out[jj * 4 + 3] = rows[3][pj + jj];
-            }
+            Q* out = packed + (((j0 + pj) / nr) * kgroups + g) * nr * G;
+            for (int64_t jj = 0; jj < nr; ++jj)
+              for (int64_t q = 0; q < G; ++q) out[jj * G + q] = rows[q][pj + jj];
           }
         }
       }
       return;
     }
     for (int64_t panel = 0; panel < plan.panels; ++panel) {
-      std::memset(packed + (panel * kgroups + g0) * nr * 4, 0, static_cast<size_t>((g1 - g0) * nr * 4));
+      std::fill_n(packed + (panel * kgroups + g0) * nr * G, (g1 - g0) * nr * G, Q{0});
     }
-    int8_t run[kRunElements];
+    Q run[kRunElements];
     for (int64_t j = 0; j < n; ++j) {
-      int8_t* column = packed + (j / nr) * kgroups * nr * 4 + (j % nr) * 4;
+      Q* column = packed + (j / nr) * kgroups * nr * G + (j % nr) * G;
       for (int64_t p0 = p_begin; p0 < p_end; p0 += kRunElements) {
         const int64_t count = std::min(kRunElements, p_end - p0);
         quantize_run(quant, b + j * ldb + p0, count, static_cast<uint64_t>(p0 * n + j), static_cast<uint64_t>(n), run);
         for (int64_t t = 0; t < count; ++t) {
           const int64_t p = p0 + t;
-          column[(p / 4) * nr * 4 + p % 4] = run[t];
+          column[(p / G) * nr * G + p % G] = run[t];
         }
       }
+    }
+  });
+}
+
+// A split B (Plan::split_b): the packed int16 values q = 256 hi + lo become hi (q >> 8, in
+// [-128, 127]) in place and lo (q & 255) in `low`.
+void split_packed_b(int16_t* packed, int64_t count, int16_t* low, ThreadPool* pool) {
+  parallel_for(pool, count, 65536, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int32_t q = packed[t];
+      low[t] = static_cast<int16_t>(q & 255);
+      packed[t] = static_cast<int16_t>(q >> 8);  // arithmetic: floor(q / 256)
     }
   });
 }
@@ -264,14 +335,15 @@ struct PlainA {
   int64_t lda, k;
   bool trans;
   OperandQuant quant;
-  void fill(int64_t i0, int64_t rows, int64_t p0, int64_t kc, int8_t* out, int64_t ld) const {
+  template <class Q>
+  void fill(int64_t i0, int64_t rows, int64_t p0, int64_t kc, Q* out, int64_t ld) const {
     if (!trans) {
       for (int64_t r = 0; r < rows; ++r) {
         quantize_run(quant, a + (i0 + r) * lda + p0, kc, static_cast<uint64_t>((i0 + r) * k + p0), 1, out + r * ld);
       }
       return;
     }
-    int8_t column[kQuantRowBlock];
+    Q column[kQuantRowBlock];
     for (int64_t p = p0; p < p0 + kc; ++p) {
       quantize_run(quant, a + p * lda + i0, rows, static_cast<uint64_t>(i0 * k + p), static_cast<uint64_t>(k), column);
       for (int64_t r = 0; r < rows; ++r) out[r * ld + (p - p0)] = column[r];
@@ -283,24 +355,25 @@ struct PlainA {
 // When `runs` is set, runs[p] is the length of the run of consecutive depth offsets starting at
 // p (not crossing a depth block), and the runs are copied whole (a conv's patch rows: a kernel
 // row's taps are kernel * channels consecutive values).
+template <class Q>
 struct GatheredQ {
-  const int8_t* q;
+  const Q* q;
   const int32_t* row_offsets;
   const int32_t* depth_offsets;
   int64_t lo;
-  const int32_t* runs;  // null: gather byte by byte
-  void fill(int64_t i0, int64_t rows, int64_t p0, int64_t kc, int8_t* out, int64_t ld) const {
+  const int32_t* runs;  // null: gather value by value
+  void fill(int64_t i0, int64_t rows, int64_t p0, int64_t kc, Q* out, int64_t ld) const {
     const int32_t* depth = depth_offsets + p0;
     for (int64_t r = 0; r < rows; ++r) {
-      const int8_t* base = q + (row_offsets[i0 + r] - lo);
-      int8_t* row = out + r * ld;
+      const Q* base = q + (row_offsets[i0 + r] - lo);
+      Q* row = out + r * ld;
       if (runs == nullptr) {
         for (int64_t p = 0; p < kc; ++p) row[p] = base[depth[p]];
         continue;
       }
       for (int64_t p = 0; p < kc;) {
         const int64_t length = runs[p0 + p];
-        std::memcpy(row + p, base + depth[p], static_cast<size_t>(length));
+        std::memcpy(row + p, base + depth[p], static_cast<size_t>(length) * sizeof(Q));
         p += length;
       }
     }
@@ -318,42 +391,57 @@ const int32_t* depth_runs(const int32_t* depth, int64_t k, int64_t depth_block, 
   return k >= 8 * count ? runs : nullptr;
 }
 
+// One depth block of a row block: each tile's int32 sums added into the int64 `acc` [rows x npad]
+// (a split B: 256 times the high bytes' sums plus the low bytes').
+template <class Q>
+void block_tiles(const Plan<Q>& plan, const Q* a_block, int64_t rows, int64_t p0, int64_t kc_padded, const Q* packed,
+                 const Q* packed_low, int64_t* acc) {
+  constexpr int64_t G = TileKind<Q>::kGroup;
+  const int64_t mr = plan.mr, nr = plan.nr, npad = plan.npad, ld = plan.depth_block_padded;
+  alignas(64) int32_t tile_acc[kQs8MaxMr * 16], low_acc[kQs8MaxMr * 16];
+  for (int64_t panel = 0; panel < plan.panels; ++panel) {
+    const int64_t at = (panel * plan.kgroups + p0 / G) * nr * G;
+    for (int64_t r0 = 0; r0 < rows; r0 += mr) {
+      const int64_t tile_rows = std::min(mr, rows - r0);
+      plan.tile(tile_rows, kc_padded / G, a_block + r0 * ld, ld, packed + at, tile_acc);
+      if (packed_low != nullptr) plan.tile(tile_rows, kc_padded / G, a_block + r0 * ld, ld, packed_low + at, low_acc);
+      for (int64_t r = 0; r < tile_rows; ++r) {
+        int64_t* out = acc + (r0 + r) * npad + panel * nr;
+        const int32_t* in = tile_acc + r * nr;
+        if (packed_low == nullptr) {
+          for (int64_t j = 0; j < nr; ++j) out[j] += in[j];
+        } else {
+          const int32_t* low = low_acc + r * nr;
+          for (int64_t j = 0; j < nr; ++j) out[j] += int64_t{in[j]} * 256 + low[j];
+        }
+      }
+    }
+  }
+}
+
 // The blocked product over the tiles and the f32 output. `parts_memory` holds plan.parts
 // regions of plan.part_bytes.
-template <class FillA>
-void run_tiles(const Plan& plan, const FillA& fill_a, const int8_t* packed, double factor, float beta, float* c,
-               int64_t ldc, int8_t* parts_memory, int64_t* sums) {
-  const Qs8GemmKernel& kernel = *plan.kernel;
-  const int64_t m = plan.m, n = plan.n, k = plan.k, mr = kernel.mr, nr = plan.nr, npad = plan.npad;
+template <class Q, class FillA>
+void run_tiles(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const Q* packed_low, double factor,
+               float beta, float* c, int64_t ldc, int8_t* parts_memory, int64_t* sums) {
+  constexpr int64_t G = TileKind<Q>::kGroup;
+  const int64_t m = plan.m, n = plan.n, k = plan.k, npad = plan.npad;
   const int64_t ld = plan.depth_block_padded;
   const int64_t blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
   parallel_for(plan.pool, plan.parts, 1, [&](int64_t part_begin, int64_t part_end) {
     for (int64_t part = part_begin; part < part_end; ++part) {
-      int8_t* a_block = parts_memory + part * plan.part_bytes;
-      int64_t* acc = reinterpret_cast<int64_t*>(a_block + align64(kQuantRowBlock * ld));
-      alignas(64) int32_t tile_acc[kQs8MaxMr * 16];
+      Q* a_block = reinterpret_cast<Q*>(parts_memory + part * plan.part_bytes);
+      int64_t* acc = reinterpret_cast<int64_t*>(parts_memory + part * plan.part_bytes +
+                                                align64(kQuantRowBlock * ld * static_cast<int64_t>(sizeof(Q))));
       const int64_t block_begin = part * blocks / plan.parts, block_end = (part + 1) * blocks / plan.parts;
       for (int64_t block = block_begin; block < block_end; ++block) {
         const int64_t i0 = block * kQuantRowBlock, rows = std::min(kQuantRowBlock, m - i0);
         std::fill(acc, acc + rows * npad, int64_t{0});
         for (int64_t p0 = 0; p0 < k; p0 += plan.depth_block) {
-          const int64_t kc = std::min(plan.depth_block, k - p0), kc_padded = round_up(kc, 4);
+          const int64_t kc = std::min(plan.depth_block, k - p0), kc_padded = round_up(kc, G);
           fill_a.fill(i0, rows, p0, kc, a_block, ld);
-          if (kc_padded > kc) {
-            for (int64_t r = 0; r < rows; ++r) std::memset(a_block + r * ld + kc, 0, static_cast<size_t>(kc_padded - kc));
-          }
-          for (int64_t panel = 0; panel < plan.panels; ++panel) {
-            const int8_t* b_panel = packed + (panel * plan.kgroups + p0 / 4) * nr * 4;
-            for (int64_t r0 = 0; r0 < rows; r0 += mr) {
-              const int64_t tile_rows = std::min(mr, rows - r0);
-              kernel.tile(tile_rows, kc_padded / 4, a_block + r0 * ld, ld, b_panel, tile_acc);
-              for (int64_t r = 0; r < tile_rows; ++r) {
-                int64_t* out = acc + (r0 + r) * npad + panel * nr;
-                const int32_t* in = tile_acc + r * nr;
-                for (int64_t j = 0; j < nr; ++j) out[j] += in[j];
-              }
-            }
-          }
+          for (int64_t r = 0; r < rows && kc_padded > kc; ++r) std::fill(a_block + r * ld + kc, a_block + r * ld + kc_padded, Q{0});
+          block_tiles(plan, a_block, rows, p0, kc_padded, packed, packed_low, acc);
         }
         for (int64_t r = 0; r < rows; ++r) {
           float* c_row = c + (i0 + r) * ldc;
@@ -493,11 +581,42 @@ OperandQuant operand_quant(const Int8GemmOptions& o, int operand, int64_t m, int
 }
 }  // namespace
 
-void int8_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
-                       ThreadPool* pool, const Int8GemmOptions& o) {
+namespace {
+
+// B quantized into its panels at the front of `memory` (and, split, its low bytes after them);
+// returns the bytes used and sets *packed, *packed_low.
+template <class Q>
+int64_t pack_b(const Plan<Q>& plan, const float* b, int64_t ldb, bool trans, const OperandQuant& quant, int8_t* memory,
+               const Q** packed, const Q** packed_low) {
+  const int64_t count = plan.panels * plan.kgroups * plan.nr * TileKind<Q>::kGroup;
+  const int64_t bytes = align64(count * static_cast<int64_t>(sizeof(Q)));
+  Q* values = reinterpret_cast<Q*>(memory);
+  pack_b_quantized(plan, b, ldb, trans, quant, values);
+  *packed = values;
+  *packed_low = nullptr;
+  if constexpr (sizeof(Q) == 2) {
+    if (plan.split_b) {
+      Q* low = reinterpret_cast<Q*>(memory + bytes);
+      split_packed_b(values, count, low, plan.pool);
+      *packed_low = low;
+    }
+  }
+  return plan.split_b ? 2 * bytes : bytes;
+}
+
+// What pack_b will use, for the scratch's size.
+template <class Q>
+int64_t packed_b_bytes(const Plan<Q>& plan) {
+  const int64_t count = plan.panels * plan.kgroups * plan.nr * TileKind<Q>::kGroup;
+  return align64(count * static_cast<int64_t>(sizeof(Q))) * (plan.split_b ? 2 : 1);
+}
+
+template <class Q>
+void dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                  ThreadPool* pool, const Int8GemmOptions& o) {
   if (trivial(s.m, s.n, s.k, alpha, beta, c, s.ldc, o)) return;
   const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
-  const Plan plan = make_plan(s.m, s.n, s.k, pool, o);
+  const Plan<Q> plan = make_plan<Q>(s.m, s.n, s.k, pool, o);
   // Stored shapes: A is [m x k] or [k x m], B [k x n] or [n x k].
   const int32_t bits_a = matrix_max_bits(a, ta ? s.k : s.m, ta ? s.m : s.k, s.lda, plan.pool);
   const int32_t bits_b = matrix_max_bits(b, tb ? s.n : s.k, tb ? s.k : s.n, s.ldb, plan.pool);
@@ -514,20 +633,19 @@ void int8_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const fl
                                              tb ? b[mid_j * s.ldb + mid_p] : b[mid_p * s.ldb + mid_j]);
   start_trace(o.trace, s.m, s.n, max_a, max_b, false, quant_a.key, quant_b.key);
 
-  const int64_t packed_bytes = align64(plan.panels * plan.kgroups * plan.nr * 4);
-  int8_t* memory = scratch_bytes(packed_bytes + plan.parts * plan.part_bytes);
-  int8_t* packed = memory;
-  pack_b_quantized(plan, b, s.ldb, tb, quant_b, packed);
+  int8_t* memory = scratch_bytes(packed_b_bytes(plan) + plan.parts * plan.part_bytes);
+  const Q *packed = nullptr, *packed_low = nullptr;
+  const int64_t packed_bytes = pack_b(plan, b, s.ldb, tb, quant_b, memory, &packed, &packed_low);
   const PlainA fill{a, s.lda, s.k, ta, quant_a};
-  run_tiles(plan, fill, packed, dequant_factor(alpha, o, max_a, max_b), beta, c, s.ldc, memory + packed_bytes,
-            trace_sums(o.trace));
+  run_tiles(plan, fill, packed, packed_low, dequant_factor(alpha, o, max_a, max_b), beta, c, s.ldc,
+            memory + packed_bytes, trace_sums(o.trace));
 }
 
-void int8_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
-                                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
-                                const Int8GemmOptions& o) {
+template <class Q>
+void dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a, const float* b,
+                           int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool, const Int8GemmOptions& o) {
   if (trivial(m, n, k, alpha, beta, c, ldc, o)) return;
-  const Plan plan = make_plan(m, n, k, pool, o);
+  const Plan<Q> plan = make_plan<Q>(m, n, k, pool, o);
   const auto rows = std::minmax_element(a.row_offsets, a.row_offsets + m);
   const auto depth = std::minmax_element(a.depth_offsets, a.depth_offsets + k);
   const int64_t lo = int64_t{*rows.first} + *depth.first, size = int64_t{*rows.second} + *depth.second - lo + 1;
@@ -544,12 +662,11 @@ void int8_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, co
   const OperandQuant quant_b = operand_quant(o, 2, m, n, k, max_b, b[(k / 2) * ldb + n / 2]);
   start_trace(o.trace, m, n, max_a, max_b, false, quant_a.key, quant_b.key);
 
-  const int64_t packed_bytes = align64(plan.panels * plan.kgroups * plan.nr * 4), image_bytes = align64(size);
-  const int64_t runs_bytes = align64(k * 4);
-  int8_t* memory = scratch_bytes(packed_bytes + image_bytes + runs_bytes + plan.parts * plan.part_bytes);
-  int8_t* packed = memory;
-  int8_t* q_image = memory + packed_bytes;
-  pack_b_quantized(plan, b, ldb, false, quant_b, packed);
+  const int64_t image_bytes = align64(size * static_cast<int64_t>(sizeof(Q))), runs_bytes = align64(k * 4);
+  int8_t* memory = scratch_bytes(packed_b_bytes(plan) + image_bytes + runs_bytes + plan.parts * plan.part_bytes);
+  const Q *packed = nullptr, *packed_low = nullptr;
+  const int64_t packed_bytes = pack_b(plan, b, ldb, false, quant_b, memory, &packed, &packed_low);
+  Q* q_image = reinterpret_cast<Q*>(memory + packed_bytes);
   constexpr int64_t kImageGrain = 65536;
   parallel_for(plan.pool, (size + kImageGrain - 1) / kImageGrain, 1, [&](int64_t begin, int64_t end) {
     for (int64_t piece = begin; piece < end; ++piece) {
@@ -558,10 +675,34 @@ void int8_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, co
     }
   });
   int32_t* runs = reinterpret_cast<int32_t*>(memory + packed_bytes + image_bytes);
-  const GatheredQ fill{q_image, a.row_offsets, a.depth_offsets, lo,
-                       depth_runs(a.depth_offsets, k, plan.depth_block, runs)};
-  run_tiles(plan, fill, packed, dequant_factor(alpha, o, max_a, max_b), beta, c, ldc,
+  const GatheredQ<Q> fill{q_image, a.row_offsets, a.depth_offsets, lo,
+                          depth_runs(a.depth_offsets, k, plan.depth_block, runs)};
+  run_tiles(plan, fill, packed, packed_low, dequant_factor(alpha, o, max_a, max_b), beta, c, ldc,
             memory + packed_bytes + image_bytes + runs_bytes, trace_sums(o.trace));
+}
+
+}  // namespace
+
+void int8_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                       ThreadPool* pool, const Int8GemmOptions& o) {
+  dynamic_gemm<int8_t>(s, alpha, a, b, beta, c, pool, o);
+}
+
+void int8_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
+                                const Int8GemmOptions& o) {
+  dynamic_gemm_gathered<int8_t>(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool, o);
+}
+
+void int16_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                        ThreadPool* pool, const Int8GemmOptions& o) {
+  dynamic_gemm<int16_t>(s, alpha, a, b, beta, c, pool, o);
+}
+
+void int16_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
+                                 const Int8GemmOptions& o) {
+  dynamic_gemm_gathered<int16_t>(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool, o);
 }
 
 // ---------------------------------------------------------------- reference
@@ -584,11 +725,11 @@ void ref_scan(RefOperand* x) {
   }
 }
 
-std::vector<int8_t> ref_quantize(const RefOperand& x, const FixedPointFormat& format, uint64_t key) {
+std::vector<int32_t> ref_quantize(const RefOperand& x, const FixedPointFormat& format, uint64_t key) {
   const float mult = fixed_point_multiplier(format, x.max_abs);
-  std::vector<int8_t> q(x.values.size());
+  std::vector<int32_t> q(x.values.size());
   for (size_t t = 0; t < q.size(); ++t) {
-    q[t] = static_cast<int8_t>(format.rounding == Rounding::stochastic
+    q[t] = (format.rounding == Rounding::stochastic
                                    ? fixed_point_quantize_stochastic(x.values[t], mult, format.qmax(),
                                                                      int8_rounding_uniform(key, t))
                                    : fixed_point_quantize_nearest(x.values[t], mult, format.qmax()));
@@ -597,7 +738,7 @@ std::vector<int8_t> ref_quantize(const RefOperand& x, const FixedPointFormat& fo
 }
 
 // acc[i][j] = sum_p qa[i][p] qb[p][j] in int64, then C.
-void ref_multiply(int64_t m, int64_t n, int64_t k, const std::vector<int8_t>& qa, const std::vector<int8_t>& qb,
+void ref_multiply(int64_t m, int64_t n, int64_t k, const std::vector<int32_t>& qa, const std::vector<int32_t>& qb,
                   double factor, float beta, float* c, int64_t ldc, Int8GemmTrace* trace) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -640,10 +781,10 @@ void ref_finish(int64_t m, int64_t n, int64_t k, float alpha, RefOperand& opa, R
     o.trace->key_b = key_b;
     o.trace->sums.assign(o.trace->want_sums ? static_cast<size_t>(m * n) : 0, 0);
   }
-  std::vector<int8_t> qa = ref_quantize(opa, o.a, key_a);
-  const std::vector<int8_t> qb = ref_quantize(opb, o.b, key_b);
+  std::vector<int32_t> qa = ref_quantize(opa, o.a, key_a);
+  const std::vector<int32_t> qb = ref_quantize(opb, o.b, key_b);
   if (gather_index != nullptr) {  // opa was the image: gather A's bytes from its quantized copy
-    std::vector<int8_t> gathered(gather_index->size());
+    std::vector<int32_t> gathered(gather_index->size());
     for (size_t t = 0; t < gathered.size(); ++t) gathered[t] = qa[static_cast<size_t>((*gather_index)[t])];
     qa.swap(gathered);
   }

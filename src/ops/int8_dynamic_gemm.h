@@ -79,7 +79,19 @@ void int8_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, co
                                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
                                 const Int8GemmOptions& options);
 
-// The same in plain loops: quantize into vectors, multiply in int64, dequantize.
+// The same on the int16 tiles (ukernels/qs16_gemm.h) for formats of up to 16 bits: depth blocks
+// short enough that no int32 tile sum overflows (pairs * 2 * qmax_a * qmax_b <= 2^31 - 1), and
+// where that leaves blocks under 128 pairs (15 and 16 bits against each other) B split into its
+// high byte (q >> 8, signed) and low byte (q & 255) and multiplied twice: acc = 256 A B_hi + A B_lo,
+// exact. Same results as the reference, bit for bit.
+void int16_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                        ThreadPool* pool, const Int8GemmOptions& options);
+void int16_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
+                                 const Int8GemmOptions& options);
+
+// The same in plain loops: quantize into vectors, multiply in int64, dequantize. Any format of
+// 2 to 16 bits: the reference of both the int8 and the int16 products.
 void int8_dynamic_gemm_ref(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
                            const Int8GemmOptions& options);
 void int8_dynamic_gemm_gathered_ref(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
@@ -98,8 +110,8 @@ float int8_quant_multiplier(float max_abs);
 int8_t int8_quantize_nearest(float x, float multiplier);
 int8_t int8_quantize_stochastic(float x, float multiplier, float u);
 
-// Int8 training keeps one growing scratch block per calling thread (packed B, the gathered
-// image, per-part accumulators), through the counted allocator; this frees the caller's.
+// The integer products keep one growing scratch block per calling thread (packed B, the
+// gathered image, per-part accumulators), through the counted allocator; this frees the caller's.
 void release_int8_gemm_scratch();
 int64_t int8_gemm_scratch_bytes();  // the caller's, now
 

@@ -175,12 +175,19 @@ std::string describe_fixed_point(const FixedPointRoles& roles) {
                              : first.scale == ScaleRule::power_of_two ? "power-of-two scales per tensor"
                                                                       : std::to_string(first.fraction_bits) +
                                                                             " fraction bits (static)";
-  const bool forward = on_integer_kernels(roles.activations, roles.weights);
-  const bool backward = on_integer_kernels(roles.activations, roles.errors) && on_integer_kernels(roles.errors, roles.weights);
-  const std::string where = forward && backward ? "int8 kernels"
-                            : forward           ? "int8 kernels forward, backward fake quantized (f32 on the grids)"
-                            : backward          ? "int8 kernels backward, forward fake quantized (f32 on the grids)"
-                                                : "fake quantized (f32 on the grids)";
+  const ProductRoute forward = product_route(roles.activations, roles.weights);
+  const ProductRoute weight_grad = product_route(roles.activations, roles.errors);
+  const ProductRoute input_grad = product_route(roles.errors, roles.weights);
+  std::string where = std::string(product_route_name(forward)) + " forward";
+  if (weight_grad == input_grad) {
+    where += weight_grad == forward ? " and backward" : std::string(", ") + product_route_name(weight_grad) + " backward";
+  } else {
+    where += std::string(", dW ") + product_route_name(weight_grad) + ", dx " + product_route_name(input_grad);
+  }
+  if (forward == ProductRoute::fake_quantized || weight_grad == ProductRoute::fake_quantized ||
+      input_grad == ProductRoute::fake_quantized) {
+    where += " (fake: f32 on the grids, an f32 role)";
+  }
   return bits + " (" + rounding + "); " + scales + (roles.stored_weights ? ", weights stored so (no f32 master)" : "") +
          "; " + where;
 }

@@ -3,6 +3,7 @@
 #include "cpu/ukernels/f32_gemm_impl.h"
 #include "cpu/ukernels/f32_vector_impl.h"
 #include "cpu/ukernels/f32_winograd_impl.h"
+#include "cpu/ukernels/qs16_gemm_x86.h"
 #include "cpu/ukernels/qs8_conv_pairs_x86.h"
 #include "cpu/ukernels/qs8_gemm_x86.h"
 #include "cpu/ukernels/qs8_winograd_x86.h"
@@ -14,6 +15,11 @@ RG_DEFINE_F32_GEMM_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>, 8, 8)  // narrow:
 
 RG_DEFINE_F32_VECTOR_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>)
 RG_DEFINE_F32_WINOGRAD_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>)
+
+void qs16_gemm_4x16__avx2(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_b,
+                          int32_t* acc) {
+  qs16_gemm_4x16_avx2(mr, kpairs, a, lda, packed_b, acc);
+}
 
 void qs8_gemm_4x16__avx2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
                          int32_t* acc) {

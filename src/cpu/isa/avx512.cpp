@@ -5,11 +5,12 @@
 // on a Xeon (the commit message has the figures). Both sum each element of C as one FMA chain
 // over depth, as avx2_fma's tiles do, so the two levels give the same bits.
 // The int8 (qs8) families run avx2's kernels at this level (kernel_tables.cpp), but where CPUID
-// says AVX512_VNNI, avx512_vnni.cpp's.
+// says AVX512_VNNI, avx512_vnni.cpp's. The int16 (qs16) tile is 8x16 on vpmaddwd.
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_gemm_impl.h"
 #include "cpu/ukernels/f32_vector_impl.h"
 #include "cpu/ukernels/f32_winograd_impl.h"
+#include "cpu/ukernels/qs16_gemm_x86.h"
 
 namespace rg {
 
@@ -18,5 +19,10 @@ RG_DEFINE_F32_GEMM_KERNELS(avx512, xsimd::avx512bw, 16, 16)  // narrow: C of at 
 
 RG_DEFINE_F32_VECTOR_KERNELS(avx512, xsimd::avx512bw)
 RG_DEFINE_F32_WINOGRAD_KERNELS(avx512, xsimd::avx512bw)
+
+void qs16_gemm_8x16__avx512(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_b,
+                            int32_t* acc) {
+  qs16_gemm_8x16_avx512(mr, kpairs, a, lda, packed_b, acc);
+}
 
 }  // namespace rg

@@ -9,6 +9,7 @@
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
 #include "cpu/ukernels/f32_winograd.h"
+#include "cpu/ukernels/qs16_gemm.h"
 #include "cpu/ukernels/qs8_gemm.h"
 #include "cpu/ukernels/qs8_winograd.h"
 #include "ops/activation.h"
@@ -196,6 +197,17 @@ void qs8_gemm_4x8__reference(int64_t mr, int64_t kgroups, const int8_t* a, int64
     for (int col = 0; col < NR; ++col) {
       int32_t sum = 0;
       for (int64_t p = 0; p < 4 * kgroups; ++p) sum += a[r * lda + p] * packed_b[((p / 4) * NR + col) * 4 + p % 4];
+      acc[r * NR + col] = sum;
+    }
+}
+
+void qs16_gemm_4x8__reference(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_b,
+                              int32_t* acc) {
+  constexpr int MR = 4, NR = 8;
+  for (int64_t r = 0; r < MR && r < mr; ++r)
+    for (int col = 0; col < NR; ++col) {
+      int32_t sum = 0;  // the caller's depth bound keeps every partial sum in int32
+      for (int64_t p = 0; p < 2 * kpairs; ++p) sum += a[r * lda + p] * packed_b[((p / 2) * NR + col) * 2 + p % 2];
       acc[r * NR + col] = sum;
     }
 }

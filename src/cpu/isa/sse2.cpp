@@ -5,6 +5,7 @@
 #include "cpu/ukernels/f32_vector_impl.h"
 #include "cpu/ukernels/f32_winograd_impl.h"
 #include "cpu/ukernels/qs8_conv_pairs_x86.h"
+#include "cpu/ukernels/qs16_gemm_x86.h"
 #include "cpu/ukernels/qs8_gemm_x86.h"
 #include "cpu/ukernels/qs8_winograd_x86.h"
 
@@ -20,6 +21,11 @@ RG_DEFINE_F16_CONVERT_KERNELS(sse2, xsimd::sse2)
 void qs8_gemm_4x8__sse2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
                         int32_t* acc) {
   qs8_gemm_4x8_sse2(mr, kgroups, a, lda, packed_b, acc);
+}
+
+void qs16_gemm_4x8__sse2(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_b,
+                         int32_t* acc) {
+  qs16_gemm_4x8_sse2(mr, kpairs, a, lda, packed_b, acc);
 }
 
 void qs8_gemm_requant_4x8__sse2(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
