@@ -526,15 +526,28 @@ TEST(Cli, PrecisionFixedPointRows) {
                         "--precision fp32,w16a16g16-fl12-sw-sr,w4a6e8 --json " + json_path);
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_NE(o.output.find("w16a16g16-sr-fl12-sw"), std::string::npos) << o.output;
-  EXPECT_NE(o.output.find("12 fraction bits (static), weights stored so (no f32 master); fake quantized"), std::string::npos)
+  EXPECT_NE(o.output.find("12 fraction bits (static), weights stored so (no f32 master); int16 tiles forward and backward"), std::string::npos)
       << o.output;
-  EXPECT_NE(o.output.find("w4 a6 g f32 e8 (wa nearest, e stochastic); real scales per tensor; int8 kernels"),
+  EXPECT_NE(o.output.find("w4 a6 g f32 e8 (wa nearest, e stochastic); real scales per tensor; int8 tiles forward and backward"),
             std::string::npos) << o.output;
   EXPECT_NE(o.output.find("conv1=w4a6e8 GEMM"), std::string::npos) << o.output;
   const auto report = nlohmann::json::parse(read_all(json_path));
   ASSERT_EQ(report["precisions"].size(), 3u);
   EXPECT_EQ(report["precisions"][1]["precision"], "w16a16g16-sr-fl12-sw");
   EXPECT_GT(report["precisions"][2]["train_samples_per_s"].get<double>(), 0);
+  // A layer's own precision: in the summary and the rows' per-layer lists; fixed for a resumed run.
+  const std::string ckpt = temp_dir() + "/own.ckpt";
+  const Outcome own = run("precision --model lenet --data synthetic --limit 256 --epochs 1 --threads 2 --infer-batch 64 "
+                          "--precision fp32,int8-train --layer-precision conv2=w12a12g12,dense3=fp32 --checkpoint " +
+                          ckpt + " --overwrite");
+  ASSERT_EQ(own.code, 0) << own.output;
+  EXPECT_NE(own.output.find("init he, precision w12a12g12"), std::string::npos) << own.output;
+  EXPECT_NE(own.output.find("f32 but the layers' own precisions: conv2=w12a12g12 dense3=fp32"), std::string::npos)
+      << own.output;
+  EXPECT_NE(own.output.find("conv2=w12a12g12 GEMM"), std::string::npos) << own.output;
+  const Outcome again = run("train --resume " + ckpt + " --epochs 2 --data synthetic --layer-precision conv1=fp32");
+  EXPECT_EQ(again.code, 2) << again.output;
+  EXPECT_NE(again.output.find("--layer-precision comes from the checkpoint"), std::string::npos) << again.output;
   const Outcome twice = run("precision --data synthetic --precision fp32,int8-train,w8a8e8");
   EXPECT_EQ(twice.code, 2);
   EXPECT_NE(twice.output.find("int8-train is listed twice"), std::string::npos) << twice.output;

@@ -14,7 +14,10 @@
 #include "ops/fixed_point_format.h"
 #include "ops/fixed_point_gemm.h"
 #include "ops/gemm.h"
-#include "train/fixed_point_precision.h"
+#include "nn/cfg.h"
+#include "nn/layer_precision_option.h"
+#include "nn/model.h"
+#include "ops/fixed_point_precision.h"
 
 namespace rg {
 namespace {
@@ -357,6 +360,61 @@ TEST(FixedPointPrecision, BadNamesAreRefusedWithTheRule) {
   const auto long_name = parse_fixed_point_precision(std::string(100000, 'w'));
   ASSERT_FALSE(long_name.ok());
   EXPECT_LT(long_name.status().message().size(), 400u) << "a long name is not echoed whole";
+}
+
+// ---------------------------------------------------------------- a layer's own precision
+
+constexpr const char* kTwoDense =
+    "[net]\ninput = 8\n[dense]\nunits = 4\n[relu]\n[dense]\nname = out\nunits = 3\nprecision = fp32\n";
+
+TEST(OwnPrecision, CfgKeysAndTheLayerPrecisionOption) {
+  const CfgDocument doc = parse_cfg(kTwoDense, "two.cfg").take();
+  const auto model = Model::from_cfg(doc);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_EQ(model.value()->layers()[2]->own_precision().name, "fp32");
+  EXPECT_EQ(model.value()->layers()[2]->own_precision().gemm, GemmPrecision::f32);
+  EXPECT_TRUE(model.value()->layers()[0]->own_precision().name.empty());
+  // The option sets a key (the canonical name) and replaces one; the text keeps everything else.
+  const auto edited = with_layer_precisions(doc, "dense1=w8a8e8,out=w16a16g16-rn");
+  ASSERT_TRUE(edited.ok()) << edited.status().message();
+  EXPECT_NE(edited.value().text.find("[dense]\nprecision = int8-train\nunits = 4\n"), std::string::npos) << edited.value().text;
+  EXPECT_NE(edited.value().text.find("precision = w16a16g16-rn\n"), std::string::npos) << edited.value().text;
+  EXPECT_EQ(edited.value().text.find("precision = fp32"), std::string::npos) << "replaced, not added";
+  const auto rebuilt = Model::from_cfg(edited.value());
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().message();
+  EXPECT_EQ(rebuilt.value()->layers()[0]->own_precision().gemm, GemmPrecision::fixed_point);
+  EXPECT_TRUE(rebuilt.value()->layers()[0]->own_precision().formats == int8_training_roles());
+  EXPECT_EQ(rebuilt.value()->layers()[2]->own_precision().formats.errors.rounding, Rounding::nearest);
+}
+
+TEST(OwnPrecision, MistakesAreNamed) {
+  const CfgDocument doc = parse_cfg(kTwoDense, "two.cfg").take();
+  const std::pair<const char*, const char*> options[] = {
+      {"dense9=w8a8", "no layer 'dense9' (the model's: dense1, relu1, out)"},
+      {"relu1=w8a8", "relu1 is a relu"},
+      {"dense1", "not LAYER=PRECISION"},
+      {"=w8a8", "not LAYER=PRECISION"},
+      {"dense1=", "not LAYER=PRECISION"},
+      {"dense1=w8a8,dense1=fp32", "named twice"},
+      {"dense1=w3a99", "99 bits"},
+      {"dense1=fp16", "'fp16' is not a layer precision"},
+      {"", "the list is empty"},
+  };
+  for (const auto& [list, rule] : options) {
+    const auto edited = with_layer_precisions(doc, list);
+    ASSERT_FALSE(edited.ok()) << list;
+    EXPECT_NE(edited.status().message().find(rule), std::string::npos) << list << ": " << edited.status().message();
+  }
+  const std::pair<const char*, const char*> cfgs[] = {
+      {"[net]\ninput = 8\n[dense]\nunits = 4\nprecision = w8q8\n", "two.cfg:5: [dense] key 'precision': 'w8q8'"},
+      {"[net]\ninput = 8\n[dense]\nunits = 4\n[relu]\nprecision = fp32\n",
+       "[relu] key 'precision': a precision of its own applies to layers with products (dense, conv, conv_transpose, rcl)"},
+  };
+  for (const auto& [text, rule] : cfgs) {
+    const auto model = Model::from_cfg(parse_cfg(text, "two.cfg").take());
+    ASSERT_FALSE(model.ok()) << text;
+    EXPECT_NE(model.status().message().find(rule), std::string::npos) << model.status().message();
+  }
 }
 
 }  // namespace

@@ -198,6 +198,40 @@ TEST(Train, StoredWeightsStayOnTheirGrid) {
   EXPECT_TRUE(off_grid);
 }
 
+// A layer's own precision (cfg `precision`, --layer-precision) runs in a run of another: in an
+// fp32 run, a dense layer in w8a8g8-fl6-sw keeps its own weights on its grid and trains alike
+// whatever the threads and across a resume; the other layer stays off any grid.
+TEST(Train, ALayersOwnPrecisionRunsInsideTheRunsOwn) {
+  const char* cfg =
+      "[net]\ninput = 28x28x1\n[dense]\nunits = 32\nprecision = w8a8g8-fl6-sw\n[relu]\n[dense]\nunits = 10\n";
+  TrainOptions whole = small_options(2);
+  TrainedRun one = train(whole, 1, "", cfg);
+  TrainedRun two = train(whole, 2, "", cfg);
+  EXPECT_TRUE(same_weights(*one.model, *two.model));
+  EXPECT_EQ(one.model->layers()[0]->own_precision().name, "w8a8g8-fl6-sw");
+  const auto on_grid = [](const Param* p) {
+    for (int64_t i = 0; i < p->value.numel(); ++i) {
+      const float q = p->value.data<float>()[i] * 64.0f;
+      if (q != std::round(q) || std::fabs(q) > 127.0f) return false;
+    }
+    return true;
+  };
+  for (const Param* p : one.model->layers()[0]->params()) EXPECT_TRUE(on_grid(p)) << p->name;
+  for (const Param* p : one.model->layers()[2]->params()) EXPECT_FALSE(on_grid(p)) << p->name;
+
+  const std::string path = temp_path("resume_own_precision.ckpt");
+  TrainOptions first = whole;
+  first.stop_after = 1;
+  first.checkpoint_path = path;
+  train(first, 2, "", cfg);
+  TrainedRun resumed = train(whole, 2, path, cfg);
+  EXPECT_TRUE(same_weights(*resumed.model, *one.model));
+  std::remove(path.c_str());
+  // The same layers all in fp32: other weights.
+  TrainedRun plain = train(whole, 1, "", kSmallMlpCfg);
+  EXPECT_FALSE(same_weights(*plain.model, *one.model));
+}
+
 // A snapshot kept in memory after epoch 1 (as the precision report's int8-qat takes it), started
 // from by another trainer of another model of the same cfg, ends where the whole run ends: the
 // weights, batch-norm statistics, optimizer state and epochs are all in it.

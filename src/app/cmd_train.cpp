@@ -26,6 +26,7 @@
 #include "report/process_stats.h"
 #include "report/progress.h"
 #include "train/memory_plan.h"
+#include "nn/layer_precision_option.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -35,7 +36,7 @@ namespace {
 // Options that a resumed run takes from its checkpoint and so may not be given again.
 const char* kFromCheckpoint[] = {"model", "batch", "optimizer", "lr", "momentum", "nesterov", "weight-decay",
                                  "beta1", "beta2", "schedule", "step-epochs", "gamma", "lr-min", "val-split", "seed",
-                                 "train-precision"};
+                                 "train-precision", "layer-precision"};
 
 constexpr TrainCommand kTrain = {
     "train",
@@ -172,6 +173,11 @@ Status read_settings(TrainRun& run) {
     if (run.gan == TrainRun::Gan::folder) return Status();
   } else {
     RG_ASSIGN(run.cfg, load_model_cfg(args.text("model")));
+    if (args.given("layer-precision")) {
+      auto with = with_layer_precisions(run.cfg, args.text("layer-precision"));
+      if (!with.ok()) return with.status().with_context("--layer-precision: ");
+      run.cfg = with.take();
+    }
     RG_TRY(apply_train_section(run.cfg, args));
     RG_TRY(options_from_args(args, &run.options));
   }

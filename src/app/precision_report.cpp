@@ -113,12 +113,24 @@ std::string int8_gemm_count(const std::vector<LayerPrecision>& layers) {
   return std::to_string(quantized) + " of " + std::to_string(gemm_layers) + " conv/dense int8";
 }
 
+// "conv1=w8a8e8 dense3=fp32": the layers with a precision of their own (cfg `precision`,
+// --layer-precision), "" where none has.
+std::string own_precisions(const Model& model) {
+  std::string list;
+  for (const auto& layer : model.layers()) {
+    const std::string& own = layer->own_precision().name;
+    if (!own.empty()) list += (list.empty() ? "" : " ") + layer->name() + "=" + own;
+  }
+  return list;
+}
+
 // fp32: the trained model as it is.
 Result<PrecisionRow> fp32_row(Model& model, Trainer& evaluator, const Dataset& test, double train_samples_per_s,
                       const PrecisionSettings& settings) {
   PrecisionRow row;
   row.precision = "fp32";
-  row.what_ran = "all f32";
+  const std::string own = own_precisions(model);
+  row.what_ran = own.empty() ? "all f32" : "f32 but the layers' own precisions: " + own;
   row.train_samples_per_s = train_samples_per_s;
   row.weight_bytes = model.weight_bytes();
   row.memory_bytes = row.weight_bytes + model.inference_activation_bytes(settings.infer_batch);
@@ -208,11 +220,15 @@ Result<TrainedCopy> train_qat(Model& model, TrainOptions options, const QatFineT
 }
 
 // Every layer at one precision, conv/dense at another.
+// What each layer ran in: `gemm` for a layer with products (nn/layer_registry.h's own_precision
+// kinds), `other` for the rest, and a layer's own precision where it has one.
 std::vector<LayerPrecision> layer_list(const Model& net, const std::string& gemm, const std::string& other) {
   std::vector<LayerPrecision> out;
   for (const auto& layer : net.layers()) {
-    const bool product = layer->kind() == "conv" || layer->kind() == "dense";
-    out.push_back({layer->name(), product ? gemm : other, "", layer->kind()});
+    const bool product = layer_kind_of(*layer).own_precision;
+    const std::string& own = layer->own_precision().name;
+    const std::string ran = own.empty() ? (product ? gemm : other) : own == "fp32" ? "f32" : own + " GEMM";
+    out.push_back({layer->name(), ran, own.empty() ? "" : "its own precision", layer->kind()});
   }
   return out;
 }

@@ -38,6 +38,11 @@ void declare_train_options(Args& args, const TrainCommand& command) {
               "stochastically (-sr: all stochastic, -rn: all nearest; -p2: power-of-two scales); int8-train is "
               "w8a8e8; up to 8 bits on the int8 kernels, wider fake quantized (docs/quantization.md)",
               "fp32");
+  args.option("layer-precision", "LAYER=P,...",
+              "a precision of their own for the named layers' products (conv, dense, conv_transpose, rcl), over "
+              "--train-precision's: fp32 or a fixed-point shorthand (conv1=w8a8e8,dense3=fp32); the same as a "
+              "`precision = P` key in the layer's cfg section, and kept with the model in checkpoints",
+              "");
   args.option("optimizer", "sgd|adam", "the update rule", "sgd");
   args.option("lr", "RATE", "learning rate", "0.01 for sgd, 0.001 for adam");
   args.option("momentum", "M", "sgd momentum", "0.9");

@@ -30,6 +30,7 @@ class CfgSection {
   const std::string& kind() const { return kind_; }
   int line() const { return line_; }
   std::vector<CfgEntry>& entries() { return entries_; }
+  const std::vector<CfgEntry>& entries() const { return entries_; }
 
   bool has(const std::string& key) const { return find(key) != nullptr; }
   // Each getter marks the key used; a missing key gives the default, or an error when required.

@@ -56,6 +56,14 @@ struct LayerContext {
   bool fused_relu = false;
 };
 
+// A layer's own precision for its products (cfg key `precision`, train --layer-precision), in
+// place of the run's: "fp32" (f32 GEMMs) or a fixed-point shorthand (ops/fixed_point_precision.h).
+struct OwnPrecision {
+  std::string name;  // "": the run's
+  GemmPrecision gemm = GemmPrecision::f32;
+  FixedPointRoles formats;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -63,6 +71,16 @@ class Layer {
   virtual std::string kind() const = 0;  // the cfg section name: "dense", "relu"
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
+  const OwnPrecision& own_precision() const { return own_precision_; }
+  void set_own_precision(OwnPrecision precision) { own_precision_ = std::move(precision); }
+  // `ctx` with this layer's own precision in place of the run's, where it has one.
+  LayerContext in_own_precision(const LayerContext& ctx) const {
+    if (own_precision_.name.empty()) return ctx;
+    LayerContext out = ctx;
+    out.gemm = own_precision_.gemm;
+    out.formats = own_precision_.formats;
+    return out;
+  }
 
   // Per-sample input shape -> per-sample output shape; the error says why a shape cannot work.
   virtual Result<Shape> configure(const Shape& input) = 0;
@@ -140,6 +158,7 @@ class Layer {
 
  private:
   std::string name_;
+  OwnPrecision own_precision_;
 };
 
 // Calls fn(float{}) or fn(double{}) for the floating dtype of a tensor.

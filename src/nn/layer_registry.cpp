@@ -11,6 +11,7 @@
 #include "nn/dense.h"
 #include "nn/dropout.h"
 #include "nn/merge_layers.h"
+#include "ops/fixed_point_precision.h"
 #include "nn/model.h"
 #include "nn/pooling.h"
 #include "nn/recurrent_conv.h"
@@ -26,17 +27,18 @@ using F = Int8Fusion;
 
 constexpr float kNoLimit = std::numeric_limits<float>::infinity();
 
-// name, cfg reader, device, int8 role, fusion, the kinds it fuses after, a clamp's range
+// name, cfg reader, device, int8 role, fusion, the kinds it fuses after, a clamp's range, whether
+// a `precision` key applies
 std::vector<LayerKind> make_kinds() {
   return {
-      {"dense", Dense::from_cfg, D::own, Q::gemm, F::none, {}},
-      {"conv", Conv2D::from_cfg, D::own, Q::gemm, F::none, {}},
-      {"conv_transpose", ConvTranspose2D::from_cfg, D::own, Q::f32, F::none, {}},
+      {"dense", Dense::from_cfg, D::own, Q::gemm, F::none, {}, {}, true},
+      {"conv", Conv2D::from_cfg, D::own, Q::gemm, F::none, {}, {}, true},
+      {"conv_transpose", ConvTranspose2D::from_cfg, D::own, Q::f32, F::none, {}, {}, true},
       {"depthwise_conv", DepthwiseConv2D::from_cfg, D::own, Q::gemm, F::none, {}},
       {"maxpool", Pool2D::from_cfg, D::own, Q::max_pool, F::none, {}},
       {"avgpool", Pool2D::from_cfg, D::own, Q::f32, F::none, {}},
       {"global_avgpool", GlobalAvgPool::from_cfg, D::own, Q::f32, F::none, {}},
-      {"rcl", RecurrentConv2D::from_cfg, D::own, Q::f32, F::none, {}},
+      {"rcl", RecurrentConv2D::from_cfg, D::own, Q::f32, F::none, {}, {}, true},
       {"batchnorm", BatchNorm::from_cfg, D::own, Q::fused, F::fold_affine, {"conv", "depthwise_conv", "dense"}},
       {"dropout", Dropout::from_cfg, D::own, Q::identity, F::none, {}},
       {"flatten", Reshape::from_cfg, D::own, Q::identity, F::none, {}},
@@ -129,11 +131,39 @@ bool int8_fuses_into_previous(const Model& model, size_t j) {
          int8_fuses_after(layers[j]->kind(), layers[j - 1]->kind());
 }
 
+Result<OwnPrecision> own_precision_from_name(const std::string& name) {
+  OwnPrecision p;
+  p.name = name;
+  if (name == "fp32") return p;
+  if (!names_fixed_point(name)) {
+    return Status::error("'" + name + "' is not a layer precision (fp32, int8-train, or a fixed-point shorthand such as "
+                         "w8a8e8, w16a16g16-sr: docs/quantization.md)");
+  }
+  RG_ASSIGN(const FixedPointPrecision fixed, parse_fixed_point_precision(name));
+  p.name = fixed.name;
+  p.gemm = GemmPrecision::fixed_point;
+  p.formats = fixed.roles;
+  return p;
+}
+
 Result<std::unique_ptr<Layer>> make_layer(const CfgSection& section) {
   if (const LayerKind* row = find_layer_kind(section.kind()); row != nullptr) {
     RG_ASSIGN(std::unique_ptr<Layer> layer, row->from_cfg(section));
     RG_ASSIGN(const std::string name, section.get_string_or("name", ""));
     layer->set_name(name);
+    RG_ASSIGN(const std::string precision, section.get_string_or("precision", ""));
+    if (!precision.empty()) {
+      if (!row->own_precision) {
+        std::string kinds;
+        for (const LayerKind& k : layer_kinds())
+          if (k.own_precision) kinds += (kinds.empty() ? "" : ", ") + k.name;
+        return Status::error(section.where("precision") + "a precision of its own applies to layers with products (" +
+                             kinds + "), not to " + row->name);
+      }
+      auto own = own_precision_from_name(precision);
+      if (!own.ok()) return Status::error(section.where("precision") + own.status().message());
+      layer->set_own_precision(own.take());
+    }
     RG_TRY(section.check_all_used());
     return layer;
   }

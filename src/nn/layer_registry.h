@@ -61,7 +61,14 @@ struct LayerKind {
   Int8Fusion fusion = Int8Fusion::none;   // for int8 == fused
   std::vector<std::string> fuses_after;   // for int8 == fused: the kinds whose stage takes it
   Int8Clamp clamp = {};                   // for fusion == clamp: its range, lo < hi
+  // Its products run through nn/layer_gemm.h, so a precision of its own (cfg key `precision`)
+  // applies to it.
+  bool own_precision = false;
 };
+
+// The precision a name gives a layer of its own ("fp32" or a fixed-point shorthand); an error
+// names the rule.
+Result<OwnPrecision> own_precision_from_name(const std::string& name);
 
 // Every kind, in the order unknown-kind errors list them.
 const std::vector<LayerKind>& layer_kinds();

@@ -60,6 +60,7 @@ Result<std::unique_ptr<Model>> Model::from_cfg(const CfgDocument& doc) {
     sections.push_back(i);
   }
   if (model->layers_.empty()) return Status::error(net.where() + "the model has no layers after [net]");
+  model->layer_sections_ = sections;
   RG_TRY(model->resolve_inputs(doc, sections));
 
   Shape shape = model->input_;
@@ -183,7 +184,7 @@ Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
     {
       const WidenedParams widened(*this, i);
       const LayerPhaseScope timed(ctx, i, LayerPhase::forward, n, 0);
-      layers_[i]->forward(in, out, fused_relu_context(ctx, fused));
+      layers_[i]->forward(in, out, fused_relu_context(layers_[i]->in_own_precision(ctx), fused));
     }
     if (values_hook_) values_hook_(i + 1, out, ctx);
     in = out;
@@ -232,7 +233,8 @@ void Model::backward(const LayerContext& caller_ctx, const Tensor& input_grad) {
     const Tensor x = i == 0 ? input_view_ : acts_[i - 1].rows(0, batch_);
     const Tensor dx = input_grad_of(i, x, input_grad, dy_in_a ? grad_b_ : grad_a_);
     const LayerPhaseScope timed = backward_phase_scope(ctx, *layers_[i], i, batch_, dx.defined());
-    layers_[i]->backward(x, acts_[fused ? i + 1 : i].rows(0, batch_), dy, dx, fused_relu_context(ctx, fused));
+    layers_[i]->backward(x, acts_[fused ? i + 1 : i].rows(0, batch_), dy, dx,
+                         fused_relu_context(layers_[i]->in_own_precision(ctx), fused));
     dy = dx;
     dy_in_a = !dy_in_a;
   }
@@ -275,7 +277,7 @@ int64_t Model::train_flops_per_sample() const {
 
 std::string Model::summary() const {
   std::ostringstream os;
-  char line[160];
+  char line[320];
   // Training memory per sample (model_memory.cpp): the output kept for backward with the
   // layer's own state, and the gradient it passes back.
   std::snprintf(line, sizeof line, "  %-14s %-16s %10s %11s %11s  %s\n", "layer", "output", "params", "kept/sample",
@@ -286,10 +288,12 @@ std::string Model::summary() const {
   const std::vector<LayerMemory> memory = layer_memory(1);
   for (size_t i = 0; i < layers_.size(); ++i) {
     const int64_t count = layers_[i]->parameter_count();
+    const std::string& own = layers_[i]->own_precision().name;
+    const std::string what = layers_[i]->describe() + (own.empty() ? "" : ", precision " + own);
     std::snprintf(line, sizeof line, "  %-14s %-16s %10lld %11s %11s  %s\n", layers_[i]->name().c_str(),
                   shapes_[i].str().c_str(), static_cast<long long>(count),
                   format_bytes(memory[i].kept_per_sample).c_str(), format_bytes(memory[i].gradient_per_sample).c_str(),
-                  layers_[i]->describe().c_str());
+                  what.c_str());
     os << line;
   }
   os << "  total parameters: " << param_count() << ", loss " << loss_name(loss_) << " against "

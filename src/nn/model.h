@@ -80,6 +80,8 @@ class Model {
   TargetKind target() const { return target_; }
   const CfgDocument& cfg() const { return cfg_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  // The index in cfg().sections of layer i's section.
+  size_t section_of(size_t layer) const { return layer_sections_[layer]; }
   // A graph model: some layer names its inputs (cfg `inputs = ...`). Executors that run only
   // chains refuse one through refuse_graph.
   bool is_graph() const { return !graph_layer_.empty(); }
@@ -141,6 +143,7 @@ class Model {
   TargetKind target_ = TargetKind::labels;
   DType dtype_ = DType::f32;
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<size_t> layer_sections_;  // each layer's section in cfg_
   std::vector<Shape> shapes_;  // shapes_[i]: per-sample output of layer i
   std::vector<Tensor> acts_;   // acts_[i]: [batch, shapes_[i]...]
   Tensor grad_a_, grad_b_;     // ping-pong [batch * largest layer]

@@ -127,7 +127,7 @@ Tensor Model::forward_f16(const Tensor& x, const LayerContext& ctx) {
       if (merge != nullptr) {
         merge->forward_inputs(xs, y, chunk_ctx);
       } else {
-        layers_[i]->forward(xs[0], y, chunk_ctx);
+        layers_[i]->forward(xs[0], y, layers_[i]->in_own_precision(chunk_ctx));
       }
       store_rows(y, out, r0);
     }
@@ -181,7 +181,7 @@ void Model::backward_f16_rows(size_t i, int64_t r0, int64_t r1, const Tensor& dy
     merge->backward_inputs(dy, dxs, std::vector<bool>(dxs.size(), false), ctx);
   } else {
     layers_[i]->backward(f32_rows(graph_input(i, 0), r0, r1, chunk_x_), f32_rows(acts_[i].rows(0, batch_), r0, r1, chunk_y_),
-                         dy, dxs[0], ctx);
+                         dy, dxs[0], layers_[i]->in_own_precision(ctx));
   }
   for (size_t k = 0; k < dxs.size(); ++k) {
     if (!dxs[k].defined()) continue;

@@ -186,7 +186,7 @@ Tensor Model::forward_graph(const Tensor& x, const LayerContext& ctx) {
       for (size_t k = 0; k < inputs_[i].size(); ++k) xs.push_back(graph_input(i, k));
       merge->forward_inputs(xs, out, ctx);
     } else {
-      layers_[i]->forward(graph_input(i, 0), out, ctx);
+      layers_[i]->forward(graph_input(i, 0), out, layers_[i]->in_own_precision(ctx));
     }
     if (values_hook_) values_hook_(i + 1, out, ctx);
   }
@@ -221,7 +221,7 @@ void Model::backward_graph(const LayerContext& ctx, const Tensor& input_grad) {
     }
     const Tensor x = graph_input(i, 0);
     const Tensor dx = add_to[0] ? grad_scratch_.rows(0, x.numel()).reshaped(x.shape()) : dxs[0];
-    layers_[i]->backward(x, acts_[i].rows(0, batch_), dy, dx, ctx);
+    layers_[i]->backward(x, acts_[i].rows(0, batch_), dy, dx, layers_[i]->in_own_precision(ctx));
     if (add_to[0]) add_gradient_into(dxs[0], dx);
   }
 }

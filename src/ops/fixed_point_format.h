@@ -1,6 +1,6 @@
 // A fixed-point number format as data (issue 34): how many bits a tensor's values keep, how
 // its scale is chosen, and how values round onto the grid. Int8 training's products
-// (ops/int8_dynamic_gemm.h) read one format per operand; train/fixed_point_precision.h maps
+// (ops/int8_dynamic_gemm.h) read one format per operand; ops/fixed_point_precision.h maps
 // the command line's names (w4a8, w16a16g16-sr, int8-train) onto a format per tensor role.
 //
 //   grid     q in [-qmax, qmax], qmax = 2^(bits-1) - 1 (symmetric: -2^(bits-1) is never used,

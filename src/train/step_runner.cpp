@@ -36,26 +36,35 @@ Status CpuStepRunner::micro_batch(const Tensor& x, const Tensor& labels, const T
 }
 
 namespace {
-// Rounds each parameter's grad (or value) onto `format`, keyed by (seed, step, what, place).
-void round_params(const std::vector<Param*>& params, bool values, const FixedPointFormat& format, uint64_t seed,
-                  int64_t step, ThreadPool* pool) {
+// The formats a layer's parameters follow: its own precision's, else the run's (f32: none).
+const FixedPointRoles& roles_of(const Layer& layer, const FixedPointRoles& run) {
+  static const FixedPointRoles f32_roles{};
+  const OwnPrecision& own = layer.own_precision();
+  if (own.name.empty()) return run;
+  return own.gemm == GemmPrecision::fixed_point ? own.formats : f32_roles;
+}
+
+// Rounds each parameter's grad (values: its value, where stored weights are asked for) onto its
+// layer's format, keyed by (seed, step, which of the two, the parameter's place in the model).
+void round_params(Model& model, bool values, const FixedPointRoles& run, uint64_t seed, int64_t step, ThreadPool* pool) {
   const uint64_t stream = splitmix64_at(seed ^ (values ? 0x76616c756573ull : 0x6772616473ull),  // "values", "grads"
                                         static_cast<uint64_t>(step));
-  for (size_t i = 0; i < params.size(); ++i) {
-    Tensor& t = values ? params[i]->value : params[i]->grad;
-    fixed_point_round_in_place(t.data<float>(), t.numel(), format, splitmix64_at(stream, i), pool);
+  uint64_t place = 0;
+  for (const auto& layer : model.layers()) {
+    const FixedPointRoles& roles = roles_of(*layer, run);
+    const FixedPointFormat& format = values ? (roles.stored_weights ? roles.weights : FixedPointFormat{}) : roles.gradients;
+    for (Param* p : layer->params()) {
+      Tensor& t = values ? p->value : p->grad;
+      fixed_point_round_in_place(t.data<float>(), t.numel(), format, splitmix64_at(stream, place++), pool);
+    }
   }
 }
 }  // namespace
 
-void CpuStepRunner::round_gradients() {
-  if (roles_.gradients.quantized()) round_params(model_.params(), false, roles_.gradients, seed_, optimizer_.steps(), pool_);
-}
+void CpuStepRunner::round_gradients() { round_params(model_, false, roles_, seed_, optimizer_.steps(), pool_); }
 
 // After the optimizer's step: its count is the step's + 1.
-void CpuStepRunner::round_stored_weights() {
-  if (roles_.stored_weights) round_params(model_.params(), true, roles_.weights, seed_, optimizer_.steps(), pool_);
-}
+void CpuStepRunner::round_stored_weights() { round_params(model_, true, roles_, seed_, optimizer_.steps(), pool_); }
 
 Status CpuStepRunner::update(double lr, const std::string& where) {
   round_gradients();

@@ -135,10 +135,10 @@ Trainer::~Trainer() {
 LayerContext Trainer::context(bool training) const {
   LayerContext ctx{&pool_, training, false};  // the first micro-batch of a step writes the grads
   if (training) ctx.profile = options_.profile;
+  ctx.gemm_seed = options_.seed;  // a layer of a precision of its own may round stochastically
   if (options_.precision == TrainPrecision::fixed_point) {
     ctx.gemm = GemmPrecision::fixed_point;
     ctx.formats = options_.fixed_point.roles;
-    ctx.gemm_seed = options_.seed;
   }
   return ctx;
 }
@@ -149,6 +149,13 @@ Status Trainer::place() {
       options_.precision != TrainPrecision::fp16) {
     return Status::error(std::string("training on an OpenCL device runs in fp32 or fp16 only (for now); ") +
                          precision_name(options_) + " trains on the CPU (--device cpu)");
+  }
+  for (const auto& layer : model_.layers()) {
+    const std::string& own = layer->own_precision().name;
+    if (options_.device != nullptr && !own.empty() && own != "fp32") {
+      return Status::error("layer " + layer->name() + " has a precision of its own (" + own +
+                           "); an OpenCL device trains in fp32 or fp16 only (for now): train it on the CPU (--device cpu)");
+    }
   }
   RG_TRY(model_.set_storage(storage_for(options_.precision)));
   if (options_.precision == TrainPrecision::int8_qat && !fake_quant_) {

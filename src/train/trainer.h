@@ -21,7 +21,7 @@
 #include "nn/optimizer.h"
 #include "quant/fake_quant.h"
 #include "train/checkpoint.h"
-#include "train/fixed_point_precision.h"
+#include "ops/fixed_point_precision.h"
 #include "train/loss_scale.h"
 #include "train/schedule.h"
 #include "train/step_runner.h"

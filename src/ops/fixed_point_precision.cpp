@@ -1,5 +1,5 @@
 // Fixed-point training precisions by name (fixed_point_precision.h): the parser and the names.
-#include "train/fixed_point_precision.h"
+#include "ops/fixed_point_precision.h"
 
 #include <algorithm>
 #include <cctype>
