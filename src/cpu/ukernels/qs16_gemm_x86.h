@@ -10,38 +10,24 @@
 
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "cpu/ukernels/qs16_gemm.h"
+#include "cpu/ukernels/qs8_gemm_x86.h"  // load_group, tile_rows
 
 namespace rg {
 namespace {
-
-// A row's pair of int16 at p as one int32.
-inline int32_t load_pair(const int16_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-// Rows past mr read the last live row again (never outside A); their sums are not used.
-template <int MR>
-inline void qs16_tile_rows(int64_t mr, const int16_t* a, int64_t lda, const int16_t* (&rows)[MR]) {
-  for (int r = 0; r < MR; ++r) rows[r] = a + (r < mr ? r : mr - 1) * lda;
-}
 
 #if defined(__SSE2__)
 inline void qs16_gemm_4x8_sse2(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_b,
                                int32_t* acc) {
   const int16_t* rows[4];
-  qs16_tile_rows(mr, a, lda, rows);
+  tile_rows(mr, a, lda, rows);
   __m128i sum[4][2];
   for (auto& row : sum) row[0] = row[1] = _mm_setzero_si128();
   for (int64_t g = 0; g < kpairs; ++g) {
     const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed_b + g * 16));
     const __m128i b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed_b + g * 16 + 8));
     for (int r = 0; r < 4; ++r) {
-      const __m128i pair = _mm_set1_epi32(load_pair(rows[r] + 2 * g));
+      const __m128i pair = _mm_set1_epi32(load_group(rows[r] + 2 * g));
       sum[r][0] = _mm_add_epi32(sum[r][0], _mm_madd_epi16(pair, b0));
       sum[r][1] = _mm_add_epi32(sum[r][1], _mm_madd_epi16(pair, b1));
     }
@@ -55,14 +41,14 @@ inline void qs16_gemm_4x8_sse2(int64_t mr, int64_t kpairs, const int16_t* a, int
 inline void qs16_gemm_4x16_avx2(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_b,
                                 int32_t* acc) {
   const int16_t* rows[4];
-  qs16_tile_rows(mr, a, lda, rows);
+  tile_rows(mr, a, lda, rows);
   __m256i sum[4][2];
   for (auto& row : sum) row[0] = row[1] = _mm256_setzero_si256();
   for (int64_t g = 0; g < kpairs; ++g) {
     const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed_b + g * 32));
     const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed_b + g * 32 + 16));
     for (int r = 0; r < 4; ++r) {
-      const __m256i pair = _mm256_set1_epi32(load_pair(rows[r] + 2 * g));
+      const __m256i pair = _mm256_set1_epi32(load_group(rows[r] + 2 * g));
       sum[r][0] = _mm256_add_epi32(sum[r][0], _mm256_madd_epi16(pair, b0));
       sum[r][1] = _mm256_add_epi32(sum[r][1], _mm256_madd_epi16(pair, b1));
     }
@@ -76,13 +62,13 @@ inline void qs16_gemm_4x16_avx2(int64_t mr, int64_t kpairs, const int16_t* a, in
 inline void qs16_gemm_8x16_avx512(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_b,
                                   int32_t* acc) {
   const int16_t* rows[8];
-  qs16_tile_rows(mr, a, lda, rows);
+  tile_rows(mr, a, lda, rows);
   __m512i sum[8];
   for (auto& row : sum) row = _mm512_setzero_si512();
   for (int64_t g = 0; g < kpairs; ++g) {
     const __m512i b = _mm512_loadu_si512(packed_b + g * 32);
     for (int r = 0; r < 8; ++r) {
-      sum[r] = _mm512_add_epi32(sum[r], _mm512_madd_epi16(_mm512_set1_epi32(load_pair(rows[r] + 2 * g)), b));
+      sum[r] = _mm512_add_epi32(sum[r], _mm512_madd_epi16(_mm512_set1_epi32(load_group(rows[r] + 2 * g)), b));
     }
   }
   for (int r = 0; r < 8; ++r) _mm512_storeu_si512(acc + r * 16, sum[r]);

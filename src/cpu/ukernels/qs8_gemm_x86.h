@@ -12,16 +12,16 @@
 namespace rg {
 namespace {
 
-// 4 bytes of A (one k group of one row) as an int32.
-inline int32_t load_group(const int8_t* p) {
+// 4 bytes of A (one k group of one row: 4 int8, or a pair of int16) as an int32.
+inline int32_t load_group(const void* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
 // Rows past mr read the last live row again (never outside A); their sums are not used.
-template <int MR>
-inline void tile_rows(int64_t mr, const int8_t* a, int64_t lda, const int8_t* (&rows)[MR]) {
+template <int MR, class T>
+inline void tile_rows(int64_t mr, const T* a, int64_t lda, const T* (&rows)[MR]) {
   for (int r = 0; r < MR; ++r) rows[r] = a + (r < mr ? r : mr - 1) * lda;
 }
 
