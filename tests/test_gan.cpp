@@ -171,6 +171,28 @@ GanRun start_run(int threads, int64_t epochs) {
   return run;
 }
 
+// GAN training is fp32 only: a layer of a precision of its own (cfg `precision`) is refused by
+// name, an own fp32 is not.
+TEST(Gan, ALayersOwnFixedPointPrecisionIsRefused) {
+  GanRun run;
+  run.g = build(kGeneratorCfg, "g", DType::f32, 1);
+  run.d = build(kDiscriminatorCfg, "d", DType::f32, 2);
+  run.pool.reset(new ThreadPool(1));
+  static FILE* null_log = std::fopen("/dev/null", "w");
+  Layer& first = *run.d->layers().front();
+  first.set_own_precision(OwnPrecision{"w8a8e8", GemmPrecision::fixed_point, int8_training_roles()});
+  GanTrainer refused(*run.g, *run.d, *run.pool, gan_options(1, null_log));
+  const Status status = refused.prepare();
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("layer " + first.name() + " has a precision of its own (w8a8e8): GAN training runs in "
+                                  "fp32 only"),
+            std::string::npos)
+      << status.message();
+  first.set_own_precision(OwnPrecision{"fp32", GemmPrecision::f32, {}});
+  GanTrainer allowed(*run.g, *run.d, *run.pool, gan_options(1, null_log));
+  EXPECT_TRUE(allowed.prepare().ok());
+}
+
 // Same seed: bit-identical networks whatever the thread count; a run saved after epoch 1 and
 // resumed ends where one uninterrupted run does; the losses move.
 TEST(Gan, RunsAreDeterministicAndResumeExactly) {

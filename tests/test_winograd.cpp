@@ -502,7 +502,22 @@ TEST(ConvTuning, TheCacheDecidesAndABadOneIsSaid) {
   auto int8 = choose_conv_algorithms(*model, 4, ctx);
   ASSERT_TRUE(int8.ok());
   EXPECT_EQ(conv_algorithms_text(*model), "conv1=gemm,conv2=gemm");
-  EXPECT_EQ(int8.value()[1].source, "int8 training runs its products on the GEMM");
+  EXPECT_EQ(int8.value()[1].source, "fixed-point products run on the GEMM");
+  // A layer's own precision decides, not the run's: conv2 in fp32 within the fixed-point run is
+  // timed (from the cache), in the fp32 run a conv2 of its own fixed point is not.
+  model->layers()[2]->set_own_precision(OwnPrecision{"fp32", GemmPrecision::f32, {}});
+  auto own_f32 = choose_conv_algorithms(*model, 4, ctx);
+  ASSERT_TRUE(own_f32.ok());
+  ASSERT_EQ(own_f32.value().size(), 2u);
+  EXPECT_EQ(own_f32.value()[0].layer, "conv1");
+  EXPECT_EQ(own_f32.value()[1].layer, "conv2");
+  EXPECT_EQ(own_f32.value()[1].source.rfind("measured", 0), 0u) << own_f32.value()[1].source;
+  ctx.gemm = GemmPrecision::f32;
+  model->layers()[2]->set_own_precision(OwnPrecision{"int8-train", GemmPrecision::fixed_point, int8_training_roles()});
+  auto own_fixed = choose_conv_algorithms(*model, 4, ctx);
+  ASSERT_TRUE(own_fixed.ok());
+  EXPECT_EQ(own_fixed.value()[1].source, "fixed-point products run on the GEMM");
+  EXPECT_EQ(conv_algorithms_text(*model), "conv1=gemm,conv2=gemm");
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
 }

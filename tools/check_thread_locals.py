@@ -27,8 +27,20 @@ QUALIFIERS = {"static", "const", "constexpr", "inline", "volatile"}
 DECLARATION = re.compile(r"\bthread_local\b([^;={(]*?)\b\w+\s*(?:\[[^\]]*\]\s*)?[;={(]")
 
 
+def without_template_arguments(text):
+    """The text with every <...> (nested too) removed: std::vector<float*> -> std::vector."""
+    out, depth = [], 0
+    for c in text:
+        depth += c == "<"
+        if depth == 0:
+            out.append(c)
+        depth -= c == ">" and depth > 0
+    return "".join(out)
+
+
 def trivial(type_text):
     """Whether the declared type (qualifiers and all) is a pointer or one of TRIVIAL."""
+    type_text = without_template_arguments(type_text)
     if "*" in type_text:
         return True
     words = [w.replace("std::", "") for w in type_text.split() if w not in QUALIFIERS]
@@ -61,6 +73,8 @@ SELF_TEST_CASES = [  # (label, source, what the failures must contain: [] for no
      ["a.cpp:2: thread_local std::vector<float> has a destructor"]),
     ("a class", "static thread_local Tensor block;\n", ["a.cpp:1: thread_local Tensor has a destructor"]),
     ("an array of strings", "thread_local std::string names[4];\n", ["a.cpp:1:"]),
+    ("a vector of pointers", "thread_local std::vector<float*> v;\n", ["a.cpp:1:"]),
+    ("a pointer to a template", "thread_local std::vector<float>* v = nullptr;\n", []),
 ]
 
 

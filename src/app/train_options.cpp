@@ -29,14 +29,16 @@ void declare_train_options(Args& args, const TrainCommand& command) {
               "streamed from disk as needed to stay within it", "none");
   args.option("stream", "auto|yes|no", "read samples from disk batch by batch (IDX files) instead of into memory; "
               "auto: when --mem-budget needs it", "auto");
-  args.option("train-precision", "fp32|fp16|int8-qat|int8-train|wXaY[gZ][eZ][-sr|-rn][-p2]",
+  args.option("train-precision", "fp32|fp16|int8-qat|int8-train|[wB][aB][gB][eB][-sr|-rn][-p2|-flN][-sw]",
               "fp16: mixed precision (f16 activations and gradients, f32 math and master weights, loss scaling; on "
               "the CPU or an OpenCL --device); int8-qat: through fake int8 from the start (exported with the ranges "
               "learned); int8-train: conv and dense GEMMs int8 forward and backward, f32 master weights (both on the "
               "CPU); a fixed-point shorthand: the bits (2-16) of weights, activations, weight gradients and errors "
               "(g sets e too), per-tensor dynamic scales, weights and activations rounded to nearest and gradients "
-              "stochastically (-sr: all stochastic, -rn: all nearest; -p2: power-of-two scales); int8-train is "
-              "w8a8e8; up to 8 bits on the int8 kernels, wider fake quantized (docs/quantization.md)",
+              "stochastically (-sr: all stochastic, -rn: all nearest; -p2: power-of-two scales, -flN: a static step "
+              "2^-N; -sw: the weights stored in their format, no f32 master); int8-train is w8a8e8; up to 8 bits "
+              "on the int8 tiles, up to 16 on the int16 tiles (pmaddwd), exact; a role left out stays f32 and its "
+              "products run fake quantized (docs/quantization.md)",
               "fp32");
   args.option("layer-precision", "LAYER=P,...",
               "a precision of their own for the named layers' products (conv, dense, conv_transpose, rcl), over "

@@ -136,19 +136,33 @@ std::vector<Conv2D*> auto_convs(Model& model) {
   return convs;
 }
 
+namespace {
+// The precision `conv`'s products run in: its own layer's (or its rcl's) over the run's `ctx`.
+GemmPrecision precision_of(const Model& model, const Conv2D* conv, const LayerContext& ctx) {
+  for (const auto& layer : model.layers()) {
+    const auto* rcl = dynamic_cast<const RecurrentConv2D*>(layer.get());
+    const bool holds = layer.get() == conv || (rcl != nullptr && (&rcl->feed_forward() == conv || rcl->recurrent() == conv));
+    if (holds) return layer->in_own_precision(ctx).gemm;
+  }
+  return ctx.gemm;
+}
+}  // namespace
+
 Result<std::vector<ConvChoice>> choose_conv_algorithms(Model& model, int64_t batch, const LayerContext& ctx,
                                                        const std::string& why_gemm) {
-  const std::vector<Conv2D*> convs = auto_convs(model);
+  std::vector<Conv2D*> convs;
   std::vector<ConvChoice> choices;
-  std::string gemm_only = why_gemm;
-  if (gemm_only.empty() && ctx.gemm != GemmPrecision::f32) gemm_only = "int8 training runs its products on the GEMM";
-  if (convs.empty() || !gemm_only.empty()) {
-    for (Conv2D* conv : convs) {
-      RG_TRY(conv->set_algorithm(ConvAlgorithm::gemm));
-      choices.push_back(ConvChoice{conv->name(), ConvAlgorithm::gemm, 0, 0, gemm_only});
+  for (Conv2D* conv : auto_convs(model)) {  // fixed-point products run on the GEMM, nothing timed
+    const bool fixed = precision_of(model, conv, ctx) != GemmPrecision::f32;
+    if (why_gemm.empty() && !fixed) {
+      convs.push_back(conv);
+      continue;
     }
-    return choices;
+    RG_TRY(conv->set_algorithm(ConvAlgorithm::gemm));
+    choices.push_back(ConvChoice{conv->name(), ConvAlgorithm::gemm, 0, 0,
+                                 why_gemm.empty() ? "fixed-point products run on the GEMM" : why_gemm});
   }
+  if (convs.empty()) return choices;
   const std::string path = conv_cache_path();
   Result<Timings> cached = read_cache(path);
   Timings timings = cached.ok() ? cached.value() : Timings{};
@@ -158,6 +172,7 @@ Result<std::vector<ConvChoice>> choose_conv_algorithms(Model& model, int64_t bat
   timing.training = true;
   timing.accumulate_grads = false;
   timing.profile = nullptr;
+  timing.gemm = GemmPrecision::f32;  // only convs whose products are f32 are timed
   Timings measured;
   const int64_t timed = std::min(batch, kTimedSamples);
   for (Conv2D* conv : convs) {
@@ -186,6 +201,12 @@ Result<std::vector<ConvChoice>> choose_conv_algorithms(Model& model, int64_t bat
       }
     }
   }
+  const std::vector<Conv2D*> order = auto_convs(model);  // the model's order, as callers list them
+  const auto place = [&](const ConvChoice& c) {
+    return std::find_if(order.begin(), order.end(), [&](const Conv2D* conv) { return conv->name() == c.layer; });
+  };
+  std::stable_sort(choices.begin(), choices.end(),
+                   [&](const ConvChoice& x, const ConvChoice& y) { return place(x) < place(y); });
   return choices;
 }
 

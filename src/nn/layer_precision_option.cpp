@@ -73,7 +73,7 @@ Result<CfgDocument> with_layer_precisions(const CfgDocument& doc, const std::str
   }
   std::string edited;
   for (const std::string& line : lines) edited += line + "\n";
-  return parse_cfg(edited, doc.file);
+  return parse_cfg(edited, doc.file + " (as --layer-precision edited it)");  // its lines moved
 }
 
 }  // namespace rg

@@ -1,6 +1,8 @@
 // train --layer-precision conv1=w8a8e8,dense3=fp32: each named layer's `precision` key set in
 // the model's cfg text (replaced where the section has one), so that checkpoints, a model's
-// copies (the precision report's rows) and resumed runs carry it as a cfg file would.
+// copies (the precision report's rows) and resumed runs carry it as a cfg file would. The edited
+// text is named "<file> (as --layer-precision edited it)": an inserted line moves the lines after
+// it, and messages then cite the edited text's lines.
 #pragma once
 
 #include <string>

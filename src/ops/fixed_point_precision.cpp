@@ -12,7 +12,7 @@ namespace rg {
 namespace {
 
 constexpr const char* kGrammar =
-    "w<bits>a<bits>[g<bits>][e<bits>] with bits 2-16 (weights, activations, weight gradients, errors), then "
+    "[w<bits>][a<bits>][g<bits>][e<bits>], at least one, bits 2-16 (weights, activations, weight gradients, errors), then "
     "-sr, -rn, -p2, -fl<fraction bits> or -sw; e.g. w8a8e8, w4a8, w16a16g16-sr, w16a16g16-fl14-sw";
 constexpr size_t kMaxNameLength = 64;
 

@@ -224,7 +224,7 @@ int64_t block_depth(const Int8GemmOptions& o, bool* split_b) {
     *split_b = true;
     pairs = int16_pairs_bound(o.a.qmax(), 255);
   }
-  return std::min(o.depth_block, 2 * pairs / 2 * 2);
+  return std::min(o.depth_block, 2 * pairs);  // depth in elements: a pair is 2
 }
 
 template <class Q>

@@ -55,7 +55,8 @@ struct Int8GemmTrace {
 };
 
 struct Int8GemmOptions {
-  // Each operand's format: 2 to 8 bits (per tensor, symmetric), its scale rule and rounding.
+  // Each operand's format: 2 to 8 bits for int8_dynamic_gemm, up to 16 for int16_dynamic_gemm (per
+  // tensor, symmetric), its scale rule and rounding.
   FixedPointFormat a = int8_format(), b = int8_format();
   // The stochastic streams: an operand's key mixes seed, stream, the product's m, n, k, the
   // operand's number (1: A, 2: B), its max|X| and middle element (so two products of one step
@@ -81,9 +82,9 @@ void int8_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, co
 
 // The same on the int16 tiles (ukernels/qs16_gemm.h) for formats of up to 16 bits: depth blocks
 // short enough that no int32 tile sum overflows (pairs * 2 * qmax_a * qmax_b <= 2^31 - 1), and
-// where that leaves blocks under 128 pairs (15 and 16 bits against each other) B split into its
-// high byte (q >> 8, signed) and low byte (q & 255) and multiplied twice: acc = 256 A B_hi + A B_lo,
-// exact. Same results as the reference, bit for bit.
+// where that leaves blocks under 128 pairs (qmax_a * qmax_b > 2^23: 16 x 10 bits, 14 x 12, 13 x 13
+// and wider) B split into its high byte (q >> 8, signed) and low byte (q & 255) and multiplied
+// twice: acc = 256 A B_hi + A B_lo, exact. Same results as the reference, bit for bit.
 void int16_dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
                         ThreadPool* pool, const Int8GemmOptions& options);
 void int16_dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,

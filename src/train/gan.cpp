@@ -91,6 +91,15 @@ Status GanTrainer::prepare(int64_t train_samples) {
     return Status::error("--train-precision " + precision_name(options_) +
                          ": GAN training runs in fp32 only (fp16 and int8 training are for classifiers and autoencoders)");
   }
+  for (const Model* net : {&g_, &d_}) {
+    for (const auto& layer : net->layers()) {
+      const std::string& own = layer->own_precision().name;
+      if (!own.empty() && own != "fp32") {
+        return Status::error("layer " + layer->name() + " has a precision of its own (" + own +
+                             "): GAN training runs in fp32 only (fixed-point training is for classifiers and autoencoders)");
+      }
+    }
+  }
   tanh_out_ = last_layer_kind(g_) == "tanh";
   RG_TRY(g_opt_.init());
   RG_TRY(d_opt_.init());
