@@ -251,6 +251,22 @@ EOF
     fi
   fi
 
+  # 3b. Fixed-point training on the int16 tiles (issue 34: pmaddwd on the Athlon 64): lenet in
+  #     w16a16g16-sr here and natively at the same level (RETROGRAD_ISA=$expected): the products are
+  #     exact integers and the rest runs the level's own kernels, so the loss and accuracy must agree.
+  log=$log_dir/train-w16-$tag.log
+  local w16=(train --model lenet --data synthetic --limit 256 --epochs 1 --threads 1 --train-precision w16a16g16-sr)
+  if ran_to_end "$cpu: w16a16g16 training" "$log" "$retrograd" "${w16[@]}"; then
+    local here native
+    here=$(grep -m1 -oE 'test accuracy +[0-9.]+ +\(loss [0-9.]+' "$log" | tr -s ' ')
+    native=$(RETROGRAD_ISA=$expected "$retrograd" "${w16[@]}" 2>&1 | grep -m1 -oE 'test accuracy +[0-9.]+ +\(loss [0-9.]+' | tr -s ' ')
+    if [ -n "$here" ] && [ "$here" = "$native" ]; then
+      pass "$cpu: w16a16g16 training as natively at $expected ($here)"
+    else
+      fail "$cpu: w16a16g16 training as natively at $expected" "'$here' under qemu, '$native' natively; see $log"
+    fi
+  fi
+
   # 4. Asking for more than the CPU has: exit 2 and a message naming the level, no crash.
   log=$log_dir/cap-avx2-$tag.log
   RETROGRAD_ISA=avx2 "${qemu[@]}" "$retrograd" probe > "$log" 2>&1
