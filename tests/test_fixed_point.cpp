@@ -407,6 +407,7 @@ TEST(OwnPrecision, MistakesAreNamed) {
   }
   const std::pair<const char*, const char*> cfgs[] = {
       {"[net]\ninput = 8\n[dense]\nunits = 4\nprecision = w8q8\n", "two.cfg:5: [dense] key 'precision': 'w8q8'"},
+      {"[net]\ninput = 8\n[dense]\nunits = 4\nprecision =\n", "two.cfg:5: [dense] key 'precision': no precision given"},
       {"[net]\ninput = 8\n[dense]\nunits = 4\n[relu]\nprecision = fp32\n",
        "[relu] key 'precision': a precision of its own applies to layers with products (dense, conv, conv_transpose, rcl)"},
   };

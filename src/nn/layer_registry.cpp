@@ -152,6 +152,9 @@ Result<std::unique_ptr<Layer>> make_layer(const CfgSection& section) {
     RG_ASSIGN(const std::string name, section.get_string_or("name", ""));
     layer->set_name(name);
     RG_ASSIGN(const std::string precision, section.get_string_or("precision", ""));
+    if (section.has("precision") && precision.empty()) {
+      return Status::error(section.where("precision") + "no precision given (fp32 or a fixed-point shorthand)");
+    }
     if (!precision.empty()) {
       if (!row->own_precision) {
         std::string kinds;
