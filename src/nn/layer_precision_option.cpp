@@ -45,7 +45,9 @@ Result<CfgDocument> with_layer_precisions(const CfgDocument& doc, const std::str
   std::stringstream text(doc.text);
   for (std::string line; std::getline(text, line);) lines.push_back(line);
   std::vector<std::pair<size_t, std::string>> edits;  // (0-based line, its new text), replaced or inserted after
-  for (const auto& [name, precision] : by_layer) {
+  for (const auto& entry : by_layer) {  // not a structured binding: C++17 lambdas cannot capture one
+    const std::string& name = entry.first;
+    const std::string& precision = entry.second;
     const auto& layers = model->layers();
     const auto at = std::find_if(layers.begin(), layers.end(), [&](const auto& l) { return l->name() == name; });
     if (at == layers.end()) return Status::error("no layer '" + name + "' (the model's: " + layer_names(*model) + ")");
