@@ -517,7 +517,7 @@ TEST(ConvTuning, TheCacheDecidesAndABadOneIsSaid) {
   auto own_fixed = choose_conv_algorithms(*model, 4, ctx);
   ASSERT_TRUE(own_fixed.ok());
   EXPECT_EQ(own_fixed.value()[1].source, "fixed-point products run on the GEMM");
-  EXPECT_EQ(conv_algorithms_text(*model), "conv1=gemm,conv2=gemm");
+  EXPECT_EQ(own_fixed.value()[1].algorithm, ConvAlgorithm::gemm);  // conv1's depends on its timings
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
 }
