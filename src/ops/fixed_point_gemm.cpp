@@ -29,58 +29,50 @@ const char* product_route_name(ProductRoute route) {
 
 namespace {
 
-// op(X) as a row-major [rows x cols] copy, its values on the grid of `format` (index i * cols + j
-// in the stochastic stream, as int8_dynamic_gemm's), or as they are for an f32 operand.
-struct GridOperand {
-  std::vector<float>* out;
+// max|x| over the finite values of x[0, count), and whether a NaN or an Inf is among them.
+struct Scan {
   float max_abs = 0;
   bool nonfinite = false;
 };
-
-float max_abs_of(const std::vector<float>& v, bool* nonfinite) {
-  float m = 0;
-  for (float x : v) {
-    if (!std::isfinite(x)) {
-      *nonfinite = true;
+Scan scan(const float* x, int64_t count) {
+  Scan s;
+  for (int64_t t = 0; t < count; ++t) {
+    if (!std::isfinite(x[t])) {
+      s.nonfinite = true;
     } else {
-      m = std::max(m, std::fabs(x));
+      s.max_abs = std::max(s.max_abs, std::fabs(x[t]));
     }
   }
-  return m;
+  return s;
 }
+Scan scan(const std::vector<float>& v) { return scan(v.data(), static_cast<int64_t>(v.size())); }
 
-// The values of `v` onto the grid (a scan first: max|v|, or a NaN/Inf that stops it).
-void onto_grid(std::vector<float>& v, const FixedPointFormat& format, uint64_t key, ThreadPool* pool) {
-  bool nonfinite = false;
-  const float max_abs = max_abs_of(v, &nonfinite);
-  if (nonfinite || !format.quantized()) return;
+// Finite x[0, count) whose largest magnitude is max_abs onto the grid of `format` in place (index t
+// in the stochastic stream of `key`, as int8_dynamic_gemm's); an f32 format leaves them.
+void onto_grid(float* x, int64_t count, float max_abs, const FixedPointFormat& format, uint64_t key, ThreadPool* pool) {
+  if (!format.quantized()) return;
   const float mult = fixed_point_multiplier(format, max_abs);
   const double step = fixed_point_step(format, max_abs);
   const int32_t qmax = format.qmax();
   const bool stochastic = format.rounding == Rounding::stochastic;
-  parallel_for(pool, static_cast<int64_t>(v.size()), 4096, [&](int64_t begin, int64_t end) {
+  parallel_for(pool, count, 4096, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      float& x = v[static_cast<size_t>(t)];
-      const int32_t q = stochastic ? fixed_point_quantize_stochastic(x, mult, qmax,
+      const int32_t q = stochastic ? fixed_point_quantize_stochastic(x[t], mult, qmax,
                                                                      int8_rounding_uniform(key, static_cast<uint64_t>(t)))
-                                   : fixed_point_quantize_nearest(x, mult, qmax);
-      x = static_cast<float>(q * step);
+                                   : fixed_point_quantize_nearest(x[t], mult, qmax);
+      x[t] = static_cast<float>(q * step);
     }
   });
 }
 
-// The stochastic key int8_dynamic_gemm would use for operand `operand` (1: A, 2: B) of values `v`
-// whose middle element is v[middle]; 0 for a format rounded to nearest or not quantized.
-uint64_t grid_key(const Int8GemmOptions& o, int operand, int64_t m, int64_t n, int64_t k, const std::vector<float>& v,
-                  size_t middle) {
+// Operand `operand` (1: A, 2: B) of values `v`, scanned as `s`, onto its format's grid with the key
+// int8_dynamic_gemm would use (its middle element v[middle]).
+void operand_onto_grid(std::vector<float>& v, const Scan& s, const Int8GemmOptions& o, int operand, int64_t m,
+                       int64_t n, int64_t k, size_t middle, ThreadPool* pool) {
   const FixedPointFormat& f = operand == 1 ? o.a : o.b;
-  if (!f.quantized() || f.rounding != Rounding::stochastic) return 0;
-  bool nonfinite = false;
-  return int8_rounding_key(o, operand, m, n, k, max_abs_of(v, &nonfinite), v[middle]);
-}
-
-bool any_nonfinite(const std::vector<float>& v) {
-  return std::any_of(v.begin(), v.end(), [](float x) { return !std::isfinite(x); });
+  const bool stochastic = f.quantized() && f.rounding == Rounding::stochastic;
+  const uint64_t key = stochastic ? int8_rounding_key(o, operand, m, n, k, s.max_abs, v[middle]) : 0;
+  onto_grid(v.data(), static_cast<int64_t>(v.size()), s.max_abs, f, key, pool);
 }
 
 void nan_product(int64_t m, int64_t n, float* c, int64_t ldc) {
@@ -108,11 +100,10 @@ void fixed_point_gemm(const GemmShape& s, float alpha, const float* a, const flo
   std::vector<float>& grid_b = thread_scratch<std::vector<float>>(b_key);
   copy_op(a, s.m, s.k, s.lda, s.trans_a == Trans::yes, grid_a);
   copy_op(b, s.k, s.n, s.ldb, s.trans_b == Trans::yes, grid_b);
-  if (any_nonfinite(grid_a) || any_nonfinite(grid_b)) return nan_product(s.m, s.n, c, s.ldc);
-  const uint64_t key_a = grid_key(o, 1, s.m, s.n, s.k, grid_a, static_cast<size_t>((s.m / 2) * s.k + s.k / 2));
-  const uint64_t key_b = grid_key(o, 2, s.m, s.n, s.k, grid_b, static_cast<size_t>((s.k / 2) * s.n + s.n / 2));
-  onto_grid(grid_a, o.a, key_a, pool);
-  onto_grid(grid_b, o.b, key_b, pool);
+  const Scan scan_a = scan(grid_a), scan_b = scan(grid_b);
+  if (scan_a.nonfinite || scan_b.nonfinite) return nan_product(s.m, s.n, c, s.ldc);
+  operand_onto_grid(grid_a, scan_a, o, 1, s.m, s.n, s.k, static_cast<size_t>((s.m / 2) * s.k + s.k / 2), pool);
+  operand_onto_grid(grid_b, scan_b, o, 2, s.m, s.n, s.k, static_cast<size_t>((s.k / 2) * s.n + s.n / 2), pool);
   f32_gemm(GemmShape{Trans::no, Trans::no, s.m, s.n, s.k, s.k, s.n, s.ldc}, alpha, grid_a.data(), grid_b.data(), beta,
            c, pool);
 }
@@ -137,11 +128,10 @@ void fixed_point_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, con
   std::vector<float>& grid_b = thread_scratch<std::vector<float>>(b_key);
   image.assign(a.base + lo, a.base + hi + 1);
   copy_op(b, k, n, ldb, false, grid_b);
-  if (any_nonfinite(image) || any_nonfinite(grid_b)) return nan_product(m, n, c, ldc);
-  const uint64_t key_a = grid_key(o, 1, m, n, k, image, image.size() / 2);
-  const uint64_t key_b = grid_key(o, 2, m, n, k, grid_b, static_cast<size_t>((k / 2) * n + n / 2));
-  onto_grid(image, o.a, key_a, pool);
-  onto_grid(grid_b, o.b, key_b, pool);
+  const Scan scan_a = scan(image), scan_b = scan(grid_b);
+  if (scan_a.nonfinite || scan_b.nonfinite) return nan_product(m, n, c, ldc);
+  operand_onto_grid(image, scan_a, o, 1, m, n, k, image.size() / 2, pool);
+  operand_onto_grid(grid_b, scan_b, o, 2, m, n, k, static_cast<size_t>((k / 2) * n + n / 2), pool);
   image.insert(image.begin(), static_cast<size_t>(lo), 0.0f);
   f32_gemm_gathered(m, n, k, alpha, GatheredA<float>{image.data(), a.row_offsets, a.depth_offsets}, grid_b.data(), n,
                     beta, c, ldc, pool);
@@ -150,11 +140,8 @@ void fixed_point_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, con
 void fixed_point_round_in_place(float* x, int64_t count, const FixedPointFormat& format, uint64_t key,
                                 ThreadPool* pool) {
   if (!format.quantized() || count <= 0) return;
-  static const ThreadScratchKey copy_key;
-  std::vector<float>& copy = thread_scratch<std::vector<float>>(copy_key);
-  copy.assign(x, x + count);
-  onto_grid(copy, format, key, pool);
-  std::copy(copy.begin(), copy.end(), x);
+  const Scan s = scan(x, count);
+  if (!s.nonfinite) onto_grid(x, count, s.max_abs, format, key, pool);
 }
 
 }  // namespace rg
