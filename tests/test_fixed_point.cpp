@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/rng.h"
@@ -18,6 +19,7 @@
 #include "nn/layer_precision_option.h"
 #include "nn/model.h"
 #include "ops/fixed_point_precision.h"
+#include "train/trainer.h"
 
 namespace rg {
 namespace {
@@ -347,7 +349,7 @@ TEST(FixedPointPrecision, BadNamesAreRefusedWithTheRule) {
       {"w8a8-fl4-fl5", "two -fl"},
       {"a8-sw", "name w"},
       {"w8a8-pc", "per-channel"},
-      {"w4a8-qat", "not implemented yet"},
+      {"w4a8-qat", "the int8 engine's forms alone"},
       {"w8a8-zz", "unknown suffix"},
       {"w8a8--", "unknown suffix"},
   };
@@ -360,6 +362,43 @@ TEST(FixedPointPrecision, BadNamesAreRefusedWithTheRule) {
   const auto long_name = parse_fixed_point_precision(std::string(100000, 'w'));
   ASSERT_FALSE(long_name.ok());
   EXPECT_LT(long_name.status().message().size(), 400u) << "a long name is not echoed whole";
+}
+
+// The int8 engine's forms: canonical names, w8 as int8 and int8-qat, and what each refuses.
+TEST(Int8ExportPrecision, NamesAndRefusals) {
+  const std::tuple<const char*, const char*, int, bool> good[] = {
+      {"int8", "int8", 8, false},         {"int8-qat", "int8-qat", 8, true}, {"w8a8-ptq", "int8", 8, false},
+      {"w8a8-qat", "int8-qat", 8, true}, {"w4a8-qat", "w4a8-qat", 4, true}, {"w2a8-ptq", "w2a8-ptq", 2, false},
+      {"w6a8-qat", "w6a8-qat", 6, true}};
+  for (const auto& [text, name, bits, qat] : good) {
+    EXPECT_TRUE(names_int8_export(text)) << text;
+    const auto form = parse_int8_export_precision(text);
+    ASSERT_TRUE(form.ok()) << text << ": " << form.status().message();
+    EXPECT_EQ(form.value().name, name);
+    EXPECT_EQ(form.value().weight_bits, bits) << text;
+    EXPECT_EQ(form.value().qat, qat) << text;
+  }
+  for (const char* text : {"w4a8", "int8-train", "fp32", "w4a8-sr", "-qat"}) EXPECT_FALSE(names_int8_export(text)) << text;
+  const std::pair<const char*, const char*> bad[] = {
+      {"w4a6-qat", "activations of the int8 engine are 8 bits"}, {"a8-qat", "name the weights' bits"},
+      {"w9a8-ptq", "name the weights' bits, 2 to 8"},           {"w16a8-qat", "2 to 8"},
+      {"w4a8g8-qat", "gradients and errors are training's"},    {"w4a8-sr-qat", "no other suffix"},
+      {"w1a8-qat", "1 bits"},                                   {"w4-qat", "activations of the int8 engine are 8 bits"}};
+  for (const auto& [text, rule] : bad) {
+    ASSERT_TRUE(names_int8_export(text)) << text;
+    const auto form = parse_int8_export_precision(text);
+    ASSERT_FALSE(form.ok()) << text;
+    EXPECT_NE(form.status().message().find(rule), std::string::npos) << text << ": " << form.status().message();
+  }
+  // Training takes the QAT forms and refuses the PTQ ones by what they are.
+  TrainOptions options;
+  ASSERT_TRUE(set_precision("w4a8-qat", &options).ok());
+  EXPECT_EQ(options.precision, TrainPrecision::int8_qat);
+  EXPECT_EQ(options.qat_weight_bits, 4);
+  EXPECT_EQ(precision_name(options), "w4a8-qat");
+  const Status ptq = set_precision("w4a8-ptq", &options);
+  ASSERT_FALSE(ptq.ok());
+  EXPECT_NE(ptq.message().find("post-training quantization, not a way to train"), std::string::npos) << ptq.message();
 }
 
 // ---------------------------------------------------------------- a layer's own precision

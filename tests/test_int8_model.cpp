@@ -645,6 +645,65 @@ TEST(Int8Model, DepthwiseConvIsAnInt8StageWithTheGemmsBits) {
   }
 }
 
+// Weights of 4 bits (w4a8-ptq): on [-7, 7], their payload half the 8-bit model's, exactly; the
+// GEMM path holds them two a byte and gives the bits of the values held one a byte, on every
+// ISA; 6 bits: [-31, 31], one a byte. The model still tracks the f32 one, looser.
+TEST(Int8Model, FourBitWeightsHalveThePayloadAndKeepTheirValuesBits) {
+  ThreadPool two(2);
+  Int8Options eight;
+  eight.calibration = CalibrationMethod::minmax;
+  Int8Options four = eight, six = eight, four_gemm = eight;
+  four.weight_bits = four_gemm.weight_bits = 4;
+  six.weight_bits = 6;
+  four_gemm.direct_conv = four_gemm.winograd = false;
+  auto net8 = quantize(shared_model(), eight, &two);
+  auto net4 = quantize(shared_model(), four, &two);
+  auto net6 = quantize(shared_model(), six, &two);
+  auto gemm4 = quantize(shared_model(), four_gemm, &two);
+  ASSERT_TRUE(net8 && net4 && net6 && gemm4);
+  EXPECT_GT(net8->weight_payload_bytes(), 0);
+  EXPECT_EQ(2 * net4->weight_payload_bytes(), net8->weight_payload_bytes());
+  EXPECT_EQ(net6->weight_payload_bytes(), net8->weight_payload_bytes());
+  EXPECT_LT(gemm4->weight_bytes(), net8->weight_bytes()) << "held two a byte";
+  EXPECT_NE(precisions_by_name(*gemm4)["conv1"].note.find("4-bit weights two a byte"), std::string::npos)
+      << precisions_by_name(*gemm4)["conv1"].note;
+  EXPECT_NE(precisions_by_name(*net4)["conv1"].note.find("this path's own form"), std::string::npos)
+      << precisions_by_name(*net4)["conv1"].note << " (the direct conv)";
+  for (auto [net, qmax] : {std::pair<Int8Model*, int>{net4.get(), 7}, {net6.get(), 31}})
+    for (const Int8StagePlan& plan : net->plan()) {
+      if (plan.kind != Int8StageKind::gemm) continue;
+      int most = 0;
+      for (int8_t w : plan.weights) most = std::max(most, std::abs(int{w}));
+      EXPECT_EQ(most, qmax) << plan.name << ": each channel's largest weight is on the grid's end";
+    }
+  for (const Int8StagePlan& plan : gemm4->plan()) {
+    if (plan.kind != Int8StageKind::gemm) continue;
+    ASSERT_EQ(plan.path, Int8GemmPath::gemm) << plan.name;
+    Int8StagePlan one_a_byte = plan;
+    one_a_byte.weight_bits = 8;
+    const Tensor x = random_s8_images(plan.geometry, 5, 3);
+    for (Isa isa : all_isas()) {
+      if (!isa_supported(isa, detect_cpu().features)) continue;
+      ASSERT_EQ(run_stage(plan, isa, x, &two), run_stage(one_a_byte, isa, x, nullptr)) << plan.name << " " << isa_name(isa);
+    }
+  }
+  std::vector<float> paths[2];
+  for (Int8Model* net : {net4.get(), gemm4.get()}) {
+    auto x = data().test.first_samples(37);
+    const Tensor out = net->forward(x.value(), &two);
+    paths[net == gemm4.get()].assign(out.f32(), out.f32() + out.numel());
+  }
+  EXPECT_EQ(paths[0], paths[1]) << "the direct conv, Winograd and the packed GEMM give the same bits";
+  expect_tracks(shared_model(), *net6, &two, 0.2f);
+  EXPECT_GE(compare_outputs(shared_model(), *net4, &two).agree, 80) << "4-bit weights without QAT stay near";
+  Int8Options nine = eight;
+  nine.weight_bits = 9;
+  auto calibration = data().train.first_samples(64);
+  const auto refused = Int8Model::quantize(shared_model(), calibration.value(), 64, nine, &two);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("weights of 9 bits (2 to 8"), std::string::npos) << refused.status().message();
+}
+
 // A clamp fusion's range on an output's grid: relu's floor is the zero point, its top all of
 // int8; relu6's 6 on a grid of [0, 12] is the middle step, rounded as quantize_s8 rounds.
 TEST(Int8Model, ClampRangesOnTheOutputsGrid) {

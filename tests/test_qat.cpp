@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "model_util.h"
+#include "ops/quant_params.h"
 #include "quant/fake_quant.h"
 #include "quant/int8_model.h"
 #include "train/trainer.h"
@@ -70,38 +71,42 @@ TEST(FakeQuant, NoFusionAcrossAnOutputAnotherLayerReads) {
   EXPECT_EQ(fq.rounded_points(), expected);
 }
 
+// At 8 bits ([-127, 127]) and fewer (w4a8-qat's [-7, 7], [-1, 1] at 2).
 TEST(FakeQuant, WeightsGoOnAPerChannelGridAndTheMastersComeBackExactly) {
-  auto model = build_model(3, kCnnCfg);
-  FakeQuantizer fq(*model);
-  ASSERT_TRUE(fq.reserve().ok());
-  std::vector<std::vector<float>> masters;
-  for (Param* p : model->params()) masters.emplace_back(p->value.f32(), p->value.f32() + p->value.numel());
-  fq.quantize_weights();
-  const auto params = model->params();
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor& v = params[i]->value;
-    const bool weight = params[i]->name == "conv1.weight" || params[i]->name == "dense1.weight" ||
-                        params[i]->name == "dense2.weight";
-    if (!weight) {  // biases and batch norm stay f32
-      EXPECT_EQ(std::memcmp(v.f32(), masters[i].data(), masters[i].size() * 4), 0) << params[i]->name;
-      continue;
-    }
-    const int64_t outputs = v.shape()[v.shape().rank() - 1], depth = v.numel() / outputs;
-    for (int64_t j = 0; j < outputs; ++j) {
-      float max_abs = 0;
-      for (int64_t p = 0; p < depth; ++p) max_abs = std::max(max_abs, std::fabs(masters[i][p * outputs + j]));
-      const double step = max_abs / 127.0;
-      for (int64_t p = 0; p < depth; ++p) {
-        const double level = v.f32()[p * outputs + j] / step;
-        EXPECT_NEAR(level, std::nearbyint(level), 1e-3) << params[i]->name << " on its channel's grid";
-        EXPECT_LE(std::fabs(level), 127.0 + 1e-3);
-        EXPECT_NEAR(v.f32()[p * outputs + j], masters[i][p * outputs + j], step / 2 + 1e-7) << "rounded, not moved";
+  for (int bits : {8, 4, 2}) {
+    auto model = build_model(3, kCnnCfg);
+    FakeQuantizer fq(*model, bits);
+    const double qmax = weight_qmax(bits);
+    ASSERT_TRUE(fq.reserve().ok());
+    std::vector<std::vector<float>> masters;
+    for (Param* p : model->params()) masters.emplace_back(p->value.f32(), p->value.f32() + p->value.numel());
+    fq.quantize_weights();
+    const auto params = model->params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Tensor& v = params[i]->value;
+      const bool weight = params[i]->name == "conv1.weight" || params[i]->name == "dense1.weight" ||
+                          params[i]->name == "dense2.weight";
+      if (!weight) {  // biases and batch norm stay f32
+        EXPECT_EQ(std::memcmp(v.f32(), masters[i].data(), masters[i].size() * 4), 0) << params[i]->name;
+        continue;
+      }
+      const int64_t outputs = v.shape()[v.shape().rank() - 1], depth = v.numel() / outputs;
+      for (int64_t j = 0; j < outputs; ++j) {
+        float max_abs = 0;
+        for (int64_t p = 0; p < depth; ++p) max_abs = std::max(max_abs, std::fabs(masters[i][p * outputs + j]));
+        const double step = max_abs / qmax;
+        for (int64_t p = 0; p < depth; ++p) {
+          const double level = v.f32()[p * outputs + j] / step;
+          EXPECT_NEAR(level, std::nearbyint(level), 1e-3) << params[i]->name << " on its channel's grid";
+          EXPECT_LE(std::fabs(level), qmax + 1e-3);
+          EXPECT_NEAR(v.f32()[p * outputs + j], masters[i][p * outputs + j], step / 2 + 1e-7) << "rounded, not moved";
+        }
       }
     }
+    fq.restore_weights();
+    for (size_t i = 0; i < params.size(); ++i)
+      EXPECT_EQ(std::memcmp(params[i]->value.f32(), masters[i].data(), masters[i].size() * 4), 0) << params[i]->name;
   }
-  fq.restore_weights();
-  for (size_t i = 0; i < params.size(); ++i)
-    EXPECT_EQ(std::memcmp(params[i]->value.f32(), masters[i].data(), masters[i].size() * 4), 0) << params[i]->name;
 }
 
 TEST(FakeQuant, ValuesAreObservedInTrainingAndRoundedToTheirRangesGrid) {
@@ -193,9 +198,10 @@ TrainRun train(std::unique_ptr<Model> model, const TrainOptions& o, ThreadPool& 
 
 // The test accuracy of `run`'s model exported to int8 with the ranges it learned (no calibration
 // data: an empty tensor is passed).
-double exported_accuracy(const TrainRun& run, ThreadPool& pool) {
+double exported_accuracy(const TrainRun& run, ThreadPool& pool, int weight_bits = 8) {
   Int8Options options;
   options.ranges = run.trainer->fake_quantizer()->ranges();
+  options.weight_bits = weight_bits;
   auto net = Int8Model::quantize(*run.model, Tensor(), 32, options, &pool);
   EXPECT_TRUE(net.ok()) << net.status().message();
   if (!net.ok()) return -1;
@@ -226,6 +232,17 @@ TEST(QatTraining, AGraphModelExportsAnInt8ModelThatScoresLikeTheTrainedOne) {
   TrainRun run = train(build_model(7, kSmallResidualCfg), qat_options(2), pool);
   EXPECT_GT(run.score.accuracy, 0.8);
   EXPECT_NEAR(exported_accuracy(run, pool), run.score.accuracy, 0.02);
+}
+
+// w4a8-qat: trained through 4-bit weights, exported with them held two a byte, the int8
+// engine scores what training saw; exported with 8-bit weights instead it is another model.
+TEST(QatTraining, FourBitWeightsExportAndScoreLikeTheTrainedModel) {
+  ThreadPool pool(2);
+  TrainOptions o = qat_options(2);
+  ASSERT_TRUE(set_precision("w4a8-qat", &o).ok());
+  TrainRun run = train(build_model(7, kCnnCfg), o, pool);
+  EXPECT_GT(run.score.accuracy, 0.75);
+  EXPECT_NEAR(exported_accuracy(run, pool, 4), run.score.accuracy, 0.02);
 }
 
 TEST(QatTraining, ResumeRestoresTheRangesAndEqualsOneRun) {

@@ -321,6 +321,62 @@ TEST_P(Qs8OnIsa, BlockedProductMatchesPlainLoopsWhateverTheThreads) {
   }
 }
 
+// Weights of 4 bits held two a byte (issue 34's packed w4): the product gives the bits of the
+// same values packed one a byte, with [-8, 7] at both ends, on every shape of the test above; the
+// payload is half, exactly.
+TEST_P(Qs8OnIsa, FourBitWeightsGiveTheBitsOfTheSameValuesInEightBits) {
+  Rng rng(21, 0);
+  ThreadPool pool(2);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 3, 7}, {33, 17, 25}, {70, 40, 150},
+                         {257, 10, 400}, {64, 130, 96}, {45, 6, 25}}) {
+    const int64_t lda = qs8_padded_depth(k);
+    std::vector<int8_t> a(static_cast<size_t>(m * lda)), b(static_cast<size_t>(k * n));
+    for (auto& v : a) v = draw_activation(rng, 1);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = i % 7 == 0 ? (i % 2 ? -8 : 7) : static_cast<int8_t>(rng.below(16)) - 8;
+    Qs8OutputStage out;
+    for (int64_t j = 0; j < n; ++j) {
+      out.bias.push_back(static_cast<int32_t>(std::floor(rng.uniform(-500, 500))));
+      const QuantMultiplier q = quantize_multiplier(rng.uniform(1e-4, 1e-2));
+      out.multiplier.push_back(q.multiplier);
+      out.shift.push_back(q.shift);
+    }
+    pad_columns(&out);
+    const int64_t nr = qs8_gemm_kernel_for(GetParam(), n).nr;
+    auto eight = pack_qs8_weights(k, n, b.data(), nr, "test weights");
+    auto four = pack_qs8_weights(k, n, b.data(), nr, "test weights", 4);
+    ASSERT_TRUE(eight.ok() && four.ok());
+    ASSERT_EQ(four.value().data.bytes() * 2, eight.value().data.bytes());
+    std::vector<int8_t> want(static_cast<size_t>(m * n)), one(want.size()), two(want.size());
+    qs8_gemm_ref(m, n, k, a.data(), lda, b.data(), out, want.data(), n);
+    qs8_gemm(GetParam(), m, a.data(), lda, four.value(), out, one.data(), n, nullptr);
+    qs8_gemm(GetParam(), m, a.data(), lda, four.value(), out, two.data(), n, &pool);
+    ASSERT_EQ(one, want) << m << "x" << n << "x" << k;
+    ASSERT_EQ(two, want) << m << "x" << n << "x" << k << " on 2 threads";
+  }
+}
+
+// widen_s4 against its reference: every byte value, every even length to 100 (the vector loop
+// and the tail), every offset.
+TEST(Qs8Kernels, WidenS4MatchesItsReference) {
+  std::vector<uint8_t> packed(300);
+  for (size_t i = 0; i < packed.size(); ++i) packed[i] = static_cast<uint8_t>(i * 37 + 11);
+  for (int v = 0; v < 256; ++v) packed[static_cast<size_t>(v)] = static_cast<uint8_t>(v);
+  for (int64_t offset : {0, 1, 3, 128})
+    for (int64_t n = 0; n <= 100; n += 2) {
+      std::vector<int8_t> want(static_cast<size_t>(n) + 1, 99), got(want);
+      widen_s4_ref(n, packed.data() + offset, want.data());
+      widen_s4(n, packed.data() + offset, got.data());
+      ASSERT_EQ(got, want) << "n " << n << " offset " << offset;
+      for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(want[static_cast<size_t>(i)] >= -8 && want[static_cast<size_t>(i)] <= 7);
+    }
+  std::vector<int8_t> all(512);
+  widen_s4(512, packed.data(), all.data());
+  for (int v = 0; v < 256; ++v) {
+    ASSERT_EQ(all[static_cast<size_t>(2 * v)], ((v & 15) >= 8 ? (v & 15) - 16 : (v & 15))) << v;
+    ASSERT_EQ(all[static_cast<size_t>(2 * v + 1)], ((v >> 4) >= 8 ? (v >> 4) - 16 : (v >> 4))) << v;
+  }
+}
+
 // The direct single-channel convolution against its formula (qs8_gemm.h), pixels in any
 // count, 1 to 11 filters, with and without a 4-pixel max window, at the extremes.
 TEST_P(Qs8OnIsa, ConvPairsIsBitExact) {

@@ -45,11 +45,15 @@ Result<PrecisionSettings> precision_settings(const Args& args) {
   PrecisionSettings s;
   std::stringstream list(args.text("precision"));
   for (std::string name; std::getline(list, name, ',');) {
-    if (name != "fp32" && name != "fp16" && name != "int8" && name != "int8-qat") {
+    if (names_int8_export(name)) {  // int8, int8-qat, w4a8-qat, w6a8-ptq...
+      auto form = parse_int8_export_precision(name);
+      if (!form.ok()) return form.status().with_context("--precision: ");
+      name = form.value().name;
+    } else if (name != "fp32" && name != "fp16") {
       if (!names_fixed_point(name)) {
         return Status::error("--precision: unknown precision '" + name +
-                             "' (known: fp32, fp16, int8, int8-qat, int8-train, and fixed-point shorthands such as "
-                             "w8a8e8, w16a16g16-sr: docs/quantization.md)");
+                             "' (known: fp32, fp16, int8, int8-qat, int8-train, fixed-point shorthands such as "
+                             "w8a8e8, w16a16g16-sr, and the int8 engine's w4a8-ptq, w4a8-qat: docs/quantization.md)");
       }
       TrainOptions fixed;  // int8-train and the fixed-point shorthands, by their canonical names
       RG_TRY(set_precision(name, &fixed).with_context("--precision: "));
@@ -84,7 +88,9 @@ Result<PrecisionSettings> precision_settings(const Args& args) {
 }
 
 bool PrecisionSettings::qat_reruns_last_epochs() const {
-  const bool wanted = std::find(precisions.begin(), precisions.end(), "int8-qat") != precisions.end();
+  const bool wanted = std::any_of(precisions.begin(), precisions.end(), [](const std::string& name) {
+    return names_int8_export(name) && parse_int8_export_precision(name).value().qat;
+  });
   return wanted && qat.start == QatStart::last_epochs;
 }
 
@@ -202,10 +208,12 @@ std::string qat_text(const QatFineTune& qat, const TrainOptions& run) {
 // QatStart::extra_epochs: a copy of the trained model (weights and batch-norm statistics) trains
 // qat.epochs more at a constant qat.lr_scale x the run's rate, with the run's optimizer (fresh
 // state) and seed. The ranges start from the first batch's either way.
-Result<TrainedCopy> train_qat(Model& model, TrainOptions options, const QatFineTune& qat, const Checkpoint* start,
-                              ThreadPool& pool, const Dataset& train) {
-  std::fprintf(options.log, "\nprecision int8-qat: %s through fake int8\n", qat_text(qat, options).c_str());
+Result<TrainedCopy> train_qat(Model& model, TrainOptions options, const Int8ExportPrecision& form,
+                              const QatFineTune& qat, const Checkpoint* start, ThreadPool& pool, const Dataset& train) {
+  std::fprintf(options.log, "\nprecision %s: %s through fake quantization\n", form.name.c_str(),
+               qat_text(qat, options).c_str());
   options.precision = TrainPrecision::int8_qat;
+  options.qat_weight_bits = form.weight_bits;
   if (qat.start == QatStart::extra_epochs) {
     RG_ASSIGN(std::unique_ptr<Model> net, qat_copy_of(model, options.seed));
     options.epochs = qat.epochs;
@@ -287,33 +295,44 @@ Result<PrecisionRow> int8_row(Model& source, const Int8Options& int8, Trainer& e
   RG_TRY(runner.reserve(settings.infer_batch));
   PrecisionRow row;
   row.weight_bytes = runner.weight_bytes();
+  row.weight_payload_bytes = net->weight_payload_bytes();
   row.memory_bytes = row.weight_bytes + runner.reserved_bytes(settings.infer_batch).total();
   row.layers = net->precisions();
   RG_TRY(fill_scores(&row, evaluator.evaluate(test, &runner), source.target() != TargetKind::input));
   return row;
 }
 
-// int8: post-training quantization of the trained fp32 model, calibrated.
-Result<PrecisionRow> ptq_row(Model& model, Trainer& evaluator, ThreadPool& pool, const Dataset& train,
-                             const Dataset& test, const PrecisionSettings& settings) {
-  RG_ASSIGN(PrecisionRow row, int8_row(model, settings.int8, evaluator, pool, train, test, settings));
-  row.precision = "int8";
-  row.what_ran = "int8 PTQ: " + int8_gemm_count(row.layers) + ", " +
+// " (4-bit weights, two a byte)" for weights under 8 bits, else nothing.
+std::string weight_bits_text(const Int8ExportPrecision& form) {
+  if (form.weight_bits == 8) return "";
+  return " (" + std::to_string(form.weight_bits) + "-bit weights" + (form.weight_bits <= 4 ? ", two a byte)" : ")");
+}
+
+// int8, w<B>a8-ptq: post-training quantization of the trained fp32 model, calibrated.
+Result<PrecisionRow> ptq_row(Model& model, const Int8ExportPrecision& form, Trainer& evaluator, ThreadPool& pool,
+                             const Dataset& train, const Dataset& test, const PrecisionSettings& settings) {
+  Int8Options int8 = settings.int8;
+  int8.weight_bits = form.weight_bits;
+  RG_ASSIGN(PrecisionRow row, int8_row(model, int8, evaluator, pool, train, test, settings));
+  row.precision = form.name;
+  row.what_ran = "int8 PTQ" + weight_bits_text(form) + ": " + int8_gemm_count(row.layers) + ", " +
                  calibration_name(settings.int8.calibration) + " calibration";
   return row;
 }
 
-// int8-qat: the fp32 run's last epochs again, or a fine-tune of it, through fake quantization
-// (train_qat), exported with the ranges it learned; train samples/s is its epochs'.
-Result<PrecisionRow> qat_row(Model& model, const TrainOptions& options, const Checkpoint* start, Trainer& evaluator,
-                             ThreadPool& pool, const Dataset& train, const Dataset& test,
-                             const PrecisionSettings& settings) {
-  RG_ASSIGN(TrainedCopy tuned, train_qat(model, options, settings.qat, start, pool, train));
+// int8-qat, w<B>a8-qat: the fp32 run's last epochs again, or a fine-tune of it, through fake
+// quantization (train_qat), exported with the ranges it learned; train samples/s is its epochs'.
+Result<PrecisionRow> qat_row(Model& model, const Int8ExportPrecision& form, const TrainOptions& options,
+                             const Checkpoint* start, Trainer& evaluator, ThreadPool& pool, const Dataset& train,
+                             const Dataset& test, const PrecisionSettings& settings) {
+  RG_ASSIGN(TrainedCopy tuned, train_qat(model, options, form, settings.qat, start, pool, train));
   Int8Options int8 = settings.int8;
   int8.ranges = tuned.trainer->fake_quantizer()->ranges();
+  int8.weight_bits = form.weight_bits;
   RG_ASSIGN(PrecisionRow row, int8_row(*tuned.net, int8, evaluator, pool, train, test, settings));
-  row.precision = "int8-qat";
-  row.what_ran = "int8 QAT: " + int8_gemm_count(row.layers) + ", " + qat_text(settings.qat, options);
+  row.precision = form.name;
+  row.what_ran = "int8 QAT" + weight_bits_text(form) + ": " + int8_gemm_count(row.layers) + ", " +
+                 qat_text(settings.qat, options);
   row.train_samples_per_s = tuned.samples_per_s;
   return row;
 }
@@ -337,14 +356,13 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
     if (precision == "fp32") {
       RG_ASSIGN(PrecisionRow row, fp32_row(model, evaluator, test, train_samples_per_s, settings));
       rows.push_back(row);
-    } else if (precision != "int8-qat" && precision != "int8") {  // fp16 and the fixed-point ones
+    } else if (!names_int8_export(precision)) {  // fp16 and the fixed-point ones
       RG_ASSIGN(PrecisionRow row, retrained_row(model, options, precision, pool, train, test, settings));
       rows.push_back(row);
-    } else if (precision == "int8-qat") {
-      RG_ASSIGN(PrecisionRow row, qat_row(model, options, qat_start, evaluator, pool, train, test, settings));
-      rows.push_back(row);
     } else {
-      RG_ASSIGN(PrecisionRow row, ptq_row(model, evaluator, pool, train, test, settings));
+      RG_ASSIGN(const Int8ExportPrecision form, parse_int8_export_precision(precision));
+      RG_ASSIGN(PrecisionRow row, form.qat ? qat_row(model, form, options, qat_start, evaluator, pool, train, test, settings)
+                                           : ptq_row(model, form, evaluator, pool, train, test, settings));
       rows.push_back(row);
     }
   }
@@ -420,6 +438,7 @@ nlohmann::json precision_json(const std::vector<PrecisionRow>& rows) {
                         {"weight_bytes", r.weight_bytes},
                         {"infer_memory_bytes", r.memory_bytes},
                         {"layers", nlohmann::json::array()}};
+    if (r.weight_payload_bytes >= 0) j["weight_payload_bytes"] = r.weight_payload_bytes;
     if (r.classifies) {
       j["test_accuracy"] = r.test_accuracy;
       j["change_points"] = r.change;

@@ -44,6 +44,9 @@ struct PrecisionRow {
   double test_accuracy = 0, test_mse = 0;
   double change = 0;          // against fp32: accuracy points (x100) or MSE difference
   int64_t weight_bytes = 0;
+  // The int8 engine's rows: the quantized weight values alone (Int8Model::weight_payload_bytes:
+  // w4a8's half of int8's); -1 in other rows.
+  int64_t weight_payload_bytes = -1;
   int64_t memory_bytes = 0;   // inference at infer_batch: weights and activation buffers
   std::vector<LayerPrecision> layers;
 };

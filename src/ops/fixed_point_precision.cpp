@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/fixed_point_gemm.h"
+#include "ops/quant_params.h"
 
 namespace rg {
 
@@ -82,7 +83,7 @@ Status apply_suffixes(const std::string& text, const std::string& rest, FixedPoi
     seen.push_back(suffix);
     if (suffix == "-pc") return refuse(text, "per-channel scales (-pc) are not implemented yet for training");
     if (suffix == "-qat" || suffix == "-ptq") {
-      return refuse(text, suffix + " forms of the shorthands are not implemented yet (int8-qat and int8 are)");
+      return refuse(text, suffix + " ends a name of the int8 engine's forms alone (w<bits>a8" + suffix + ")");
     }
     RG_ASSIGN(const bool fraction, fraction_suffix(text, suffix, &fraction_bits));
     if (fraction && seen.size() > 1 && std::any_of(seen.begin(), seen.end() - 1, [](const std::string& s) {
@@ -130,6 +131,36 @@ Result<FixedPointPrecision> parse_fixed_point_precision(const std::string& text)
   if (roles.gradients.quantized() && !roles.errors.quantized()) roles.errors.bits = roles.gradients.bits;
   RG_TRY(apply_suffixes(text, rest, &roles));
   return FixedPointPrecision{fixed_point_precision_name(roles), roles};
+}
+
+bool names_int8_export(const std::string& text) {
+  const auto ends_in = [&](const char* suffix) {
+    return text.size() > 4 && text.compare(text.size() - 4, 4, suffix) == 0;
+  };
+  return text == "int8" || text == "int8-qat" || (names_fixed_point(text) && (ends_in("-qat") || ends_in("-ptq")));
+}
+
+Result<Int8ExportPrecision> parse_int8_export_precision(const std::string& text) {
+  if (text == "int8") return Int8ExportPrecision{"int8", 8, false};
+  if (text == "int8-qat") return Int8ExportPrecision{"int8-qat", 8, true};
+  const std::string form = "the int8 engine's forms are w<bits>a8-qat and w<bits>a8-ptq, bits 2 to 8";
+  if (text.size() > kMaxNameLength) return refuse(text.substr(0, 16) + "...", "over 64 characters");
+  FixedPointRoles roles;
+  std::string rest;
+  RG_TRY(parse_roles(text, &roles, &rest));
+  if (rest != "-qat" && rest != "-ptq") return refuse(text, form + " (no other suffix)");
+  if (roles.gradients.quantized() || roles.errors.quantized()) {
+    return refuse(text, form + ": gradients and errors are training's (g, e), not the int8 engine's");
+  }
+  if (!roles.weights.quantized() || roles.weights.bits > kMaxWeightBits) {
+    return refuse(text, form + ": name the weights' bits, 2 to 8");
+  }
+  if (roles.activations.bits != 8) {
+    return refuse(text, form + ": activations of the int8 engine are 8 bits (a8; fewer are not implemented)");
+  }
+  Int8ExportPrecision out{"", roles.weights.bits, rest == "-qat"};
+  out.name = out.weight_bits == 8 ? (out.qat ? "int8-qat" : "int8") : "w" + std::to_string(out.weight_bits) + "a8" + rest;
+  return out;
 }
 
 std::string fixed_point_precision_name(const FixedPointRoles& roles) {

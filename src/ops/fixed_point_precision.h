@@ -18,8 +18,14 @@
 //            updates, as int8 training does; Gupta et al. 2015), real per-tensor scales.
 //
 // int8-train is w8a8e8: weights, activations and errors in 8 bits, the weight gradients f32.
-// Not yet: per-channel scales (-pc) and QAT/PTQ forms of the shorthands (w4a8 QAT exports to
-// the int8 engine with packed 4-bit weights): the parser names them and refuses.
+//
+// The int8 engine's forms (inference on quant/int8_model.h, weights per output channel):
+//   export   := "int8" | "int8-qat" | w BITS a8 ("-ptq" | "-qat")     (BITS 2..8)
+//               -ptq post-training quantization of the fp32 model, -qat quantization-aware
+//               training through fake BITS-bit weights and 8-bit values; w8a8-ptq is int8,
+//               w8a8-qat int8-qat; weights of 4 bits or fewer held two a byte.
+// Not yet: per-channel scales for training (-pc), activations under 8 bits in the int8 engine:
+// the parser names them and refuses.
 #pragma once
 
 #include <string>
@@ -42,6 +48,16 @@ FixedPointPrecision int8_training_precision();
 bool names_fixed_point(const std::string& text);
 // The precision a name gives; an error names the rule the text breaks.
 Result<FixedPointPrecision> parse_fixed_point_precision(const std::string& text);
+
+// A name of the int8 engine's forms (above): its canonical name, the weights' bits, QAT or PTQ.
+struct Int8ExportPrecision {
+  std::string name;  // "int8", "int8-qat", "w4a8-qat", "w6a8-ptq"
+  int weight_bits = 8;
+  bool qat = false;
+};
+// Whether a name is meant as one (int8, int8-qat, or a shorthand ending in -qat or -ptq).
+bool names_int8_export(const std::string& text);
+Result<Int8ExportPrecision> parse_int8_export_precision(const std::string& text);
 
 // The canonical name of `roles` (int8-train for its formats; parse(name) gives them back).
 std::string fixed_point_precision_name(const FixedPointRoles& roles);

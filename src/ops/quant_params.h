@@ -1,6 +1,6 @@
 // Affine int8 quantization of tensors (docs/quantization.md): real = scale * (q - zero_point).
 // Activations use one (scale, zero_point) per tensor over [-128, 127], chosen from a range seen
-// in calibration; weights are symmetric per output channel over [-127, 127].
+// in calibration; weights are symmetric per output channel over [-qmax, qmax] (weight_qmax).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,11 @@
 #include <vector>
 
 namespace rg {
+
+// The weights' grid of `bits` (2 to 8) bits: [-qmax, qmax], qmax = 2^(bits - 1) - 1 (127 at 8
+// bits, 7 at 4: the QAT/PTQ forms w4a8-qat, w4a8-ptq), scale = max|w| / qmax per output channel.
+constexpr int kMinWeightBits = 2, kMaxWeightBits = 8;
+inline int weight_qmax(int bits) { return (1 << (bits - 1)) - 1; }
 
 struct QuantParams {
   float scale = 1;

@@ -24,10 +24,11 @@ Int8Model::~Int8Model() = default;
 namespace {
 
 // A conv's or dense layer's weights w [k x n] and bias [n] (f32 after BN folding) -> int8
-// weights q [k x n] and the requantization; the error says why the layer cannot run in int8.
-Status quantize_layer(int64_t k, const std::vector<double>& w, const std::vector<double>& bias, QuantParams in,
-                      QuantParams out, Qs8Clamp clamp, const std::string& name, std::vector<int8_t>* q_out,
-                      Qs8OutputStage* o_out) {
+// weights q [k x n] on the grid [-qmax, qmax] and the requantization; the error says why the
+// layer cannot run in int8.
+Status quantize_layer(int64_t k, const std::vector<double>& w, const std::vector<double>& bias, int qmax,
+                      QuantParams in, QuantParams out, Qs8Clamp clamp, const std::string& name,
+                      std::vector<int8_t>* q_out, Qs8OutputStage* o_out) {
   const int64_t n = static_cast<int64_t>(bias.size());
   std::vector<int8_t>& q = *q_out;
   q.assign(static_cast<size_t>(k * n), 0);
@@ -39,11 +40,11 @@ Status quantize_layer(int64_t k, const std::vector<double>& w, const std::vector
   for (int64_t j = 0; j < n; ++j) {
     double max_abs = 0;
     for (int64_t p = 0; p < k; ++p) max_abs = std::max(max_abs, std::fabs(w[static_cast<size_t>(p * n + j)]));
-    const double scale = max_abs > 0 ? max_abs / 127.0 : 1.0;
+    const double scale = max_abs > 0 ? max_abs / qmax : 1.0;
     int64_t column_sum = 0;
     for (int64_t p = 0; p < k; ++p) {
       const double v = std::nearbyint(w[static_cast<size_t>(p * n + j)] / scale);
-      const int8_t qv = static_cast<int8_t>(std::clamp(v, -127.0, 127.0));
+      const int8_t qv = static_cast<int8_t>(std::clamp(v, -1.0 * qmax, 1.0 * qmax));
       q[static_cast<size_t>(p * n + j)] = qv;
       column_sum += qv;
     }
@@ -275,7 +276,7 @@ struct Int8StageBuilder {
   size_t add_gemm_group(size_t i);
   size_t add_int8_add(size_t i);
   void choose_gemm_path(size_t end, const ConvGeometry& g, bool is_conv, size_t filters, Int8StagePlan* plan) const;
-  void note_gemm_group(size_t i, size_t end, bool pooled);
+  void note_gemm_group(size_t i, size_t end, bool pooled, Int8GemmPath path);
 };
 
 int Int8StageBuilder::converted(size_t p, bool int8) {
@@ -390,13 +391,18 @@ void Int8StageBuilder::choose_gemm_path(size_t end, const ConvGeometry& g, bool 
 }
 
 // The precision rows of a gemm group made int8: its layer, the layers fused into it, a pooling fused after.
-void Int8StageBuilder::note_gemm_group(size_t i, size_t end, bool pooled) {
+void Int8StageBuilder::note_gemm_group(size_t i, size_t end, bool pooled, Int8GemmPath path) {
   const auto& layers = model.layers();
   const Layer* layer = layers[i].get();
   std::string note;
   for (size_t j = i + 1; j <= end; ++j) {
     const bool clamp = layer_kind_of(*layers[j]).fusion == Int8Fusion::clamp;
     note += (note.empty() ? "" : ", ") + layers[j]->name() + (clamp ? " fused" : " folded");
+  }
+  if (options.weight_bits < 8) {
+    const bool packed = options.weight_bits <= 4 && path == Int8GemmPath::gemm;
+    note += (note.empty() ? "" : ", ") + std::to_string(options.weight_bits) + "-bit weights" +
+            (packed ? " two a byte" : options.weight_bits <= 4 ? " (held in this path's own form)" : "");
   }
   precisions.push_back({layer->name(), "int8", note, layer->kind()});
   for (size_t j = i + 1; j <= end; ++j)
@@ -425,7 +431,9 @@ size_t Int8StageBuilder::add_gemm_group(size_t i) {
   plan.name = layer->name();
   const int64_t rows = static_cast<int64_t>(w.size() / b.size());  // patch_size; depthwise: kernel^2
   Status built =
-      quantize_layer(rows, w, b, in, out, stage_clamp(group.clamp, out), layer->name(), &plan.weights, &plan.output);
+      quantize_layer(rows, w, b, weight_qmax(options.weight_bits), in, out, stage_clamp(group.clamp, out), layer->name(),
+                     &plan.weights, &plan.output);
+  plan.weight_bits = options.weight_bits;
   if (dynamic_cast<const DepthwiseConv2D*>(layer) != nullptr) plan.path = Int8GemmPath::depthwise;
   choose_gemm_path(end, g, is_conv, b.size(), &plan);
   std::unique_ptr<Int8Stage> stage;
@@ -442,9 +450,10 @@ size_t Int8StageBuilder::add_gemm_group(size_t i) {
     return end;
   }
   const bool pooled = plan.pool;
+  const Int8GemmPath path = plan.path;
   plan.inputs = {int8_of(input_point(i))};  // its quantize (if any) runs first
   const int made = push(std::move(plan), std::move(stage));
-  note_gemm_group(i, end, pooled);
+  note_gemm_group(i, end, pooled, path);
   if (pooled) ++end;  // the pooling's output has its input's parameters
   set_point(end + 1, made, true, out);
   return end;
@@ -457,6 +466,10 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
   if (model.storage() == DType::f16 || model.weights_f16()) {
     return Status::error(std::string("int8 quantization reads the f32 model, and this one keeps f16 ") +
                          (model.weights_f16() ? "weights" : "activations (Model::set_storage: f32 first)"));
+  }
+  if (options.weight_bits < kMinWeightBits || options.weight_bits > kMaxWeightBits) {
+    return Status::error("int8 quantization: weights of " + std::to_string(options.weight_bits) + " bits (" +
+                         std::to_string(kMinWeightBits) + " to " + std::to_string(kMaxWeightBits) + " are possible)");
   }
   const auto& layers = model.layers();
   Int8Ranges ranges(options, layers.size());
@@ -501,6 +514,13 @@ Tensor Int8Model::forward(const Tensor& x, ThreadPool* pool) {
 int64_t Int8Model::weight_bytes() const {
   int64_t bytes = 0;
   for (const auto& stage : stages_) bytes += stage->weight_bytes();
+  return bytes;
+}
+
+int64_t Int8Model::weight_payload_bytes() const {
+  int64_t bytes = 0;
+  for (const Int8StagePlan& plan : plan_)
+    if (plan.kind == Int8StageKind::gemm) bytes += plan.weight_payload_bytes();
   return bytes;
 }
 

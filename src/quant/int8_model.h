@@ -47,6 +47,10 @@ struct Int8Options {
   // 3x3 stride-1 convs of 8 or more input channels by integer Winograd F(2x2, 3x3)
   // (int8_winograd.h); false: im2col and the GEMM (for tests: both give the same bits).
   bool winograd = true;
+  // The conv and dense weights' grid (weight_qmax: 2 to 8 bits; 8 is int8). At 4 bits or fewer
+  // the GEMM path holds them two a byte; the direct and Winograd convs and the depthwise conv
+  // hold their own forms of them, as at 8 bits.
+  int weight_bits = 8;
   // The ISA whose int8 tiles the weights are packed for; unset: the active one.
   bool has_isa = false;
   Isa isa = Isa::reference;
@@ -86,6 +90,9 @@ class Int8Model {
   // Bytes of the weights as this engine holds them (packed int8, int32 bias and requantization
   // constants; f32 layers at 4 bytes a value).
   int64_t weight_bytes() const;
+  // The int8 layers' weights at their bits alone (Int8StagePlan::weight_payload_bytes): at
+  // weight_bits <= 4 half the 8-bit model's (exactly, for layers of an even weight count).
+  int64_t weight_payload_bytes() const;
   // Bytes of the stages' output buffers and scratch (patch matrices) reserve(batch) allocates,
   // and for the reserved batch.
   int64_t buffer_bytes(int64_t batch) const;

@@ -42,6 +42,7 @@ struct Int8StagePlan {
   // gemm: int8 weights [patch_size x filters] (depthwise: [kernel^2 x channels]), row major, and
   // their requantization.
   std::vector<int8_t> weights;
+  int weight_bits = 8;  // gemm: their grid's (weight_qmax); <= 4: the CPU's GEMM stage holds them two a byte
   Qs8OutputStage output;
   Int8GemmPath path = Int8GemmPath::gemm;
   // gemm: a 2x2 stride-2 max pooling over the conv's output is fused (fusable_max_pool_2x2).
@@ -58,6 +59,12 @@ struct Int8StagePlan {
   // -1 the model's input. One, but for the f32 stage of a layer that joins several (add, concat).
   std::vector<int> inputs;
 
+  // gemm: the weights' payload at their bits, stored 8 or (up to 4 bits) 4 a value: what a model
+  // file of them holds, before any path's own layout (the GEMM's panel padding, Winograd's
+  // transformed int16, the direct conv's pairs: Int8Stage::weight_bytes has those).
+  int64_t weight_payload_bytes() const {
+    return (static_cast<int64_t>(weights.size()) * (weight_bits <= 4 ? 4 : 8) + 7) / 8;
+  }
   // gemm: the output channels.
   int64_t filters() const {
     if (path == Int8GemmPath::depthwise) return geometry.channels;

@@ -107,14 +107,15 @@ class GemmStage : public Int8Stage {
   // w [k x n] and bias [n] in f32 after BN folding; returns why the layer cannot run in int8.
   static Result<std::unique_ptr<GemmStage>> build(const ConvGeometry& g, const std::vector<int8_t>& q,
                                                   const Qs8OutputStage& o, QuantParams in, Isa isa,
-                                                  const std::string& name) {
+                                                  const std::string& name, int weight_bits) {
     auto stage = std::unique_ptr<GemmStage>(new GemmStage());
     stage->geometry_ = g;
     stage->in_ = in;
     const int64_t k = g.patch_size(), n = static_cast<int64_t>(q.size()) / k;
     stage->out_shape = g.patches() == 1 && g.kernel == 1 ? Shape{n} : Shape{g.out_h, g.out_w, n};
     stage->output_ = o;
-    auto packed = pack_qs8_weights(k, n, q.data(), qs8_gemm_kernel_for(isa, n).nr, name + " int8 weights");
+    auto packed = pack_qs8_weights(k, n, q.data(), qs8_gemm_kernel_for(isa, n).nr, name + " int8 weights",
+                                   weight_bits <= 4 ? 4 : 8);
     if (!packed.ok()) return packed.status();
     stage->weights_ = packed.take();
     stage->isa_ = isa;
@@ -143,9 +144,7 @@ class GemmStage : public Int8Stage {
     }
   }
 
-  int64_t weight_bytes() const override {
-    return static_cast<int64_t>(weights_.data.bytes()) + 3 * 4 * weights_.n;
-  }
+  int64_t weight_bytes() const override { return static_cast<int64_t>(weights_.data.bytes()) + 3 * 4 * weights_.n; }
   Status reserve(int64_t batch) override {
     const int64_t bytes = scratch_bytes(batch);
     if (bytes == 0) return Status();
@@ -407,8 +406,8 @@ std::unique_ptr<Int8Stage> make_dequantize_stage(QuantParams p, const Shape& sha
 
 Result<std::unique_ptr<Int8Stage>> make_gemm_stage(const ConvGeometry& g, const std::vector<int8_t>& q,
                                                    const Qs8OutputStage& o, QuantParams in, Isa isa,
-                                                   const std::string& name) {
-  auto stage = GemmStage::build(g, q, o, in, isa, name);
+                                                   const std::string& name, int weight_bits) {
+  auto stage = GemmStage::build(g, q, o, in, isa, name, weight_bits);
   if (!stage.ok()) return stage.status();
   return std::unique_ptr<Int8Stage>(stage.take());
 }
@@ -453,7 +452,7 @@ Result<std::unique_ptr<Int8Stage>> make_int8_stage(const Int8StagePlan& plan, Is
     case Int8GemmPath::gemm:
       break;
   }
-  return make_gemm_stage(plan.geometry, plan.weights, plan.output, plan.params, isa, plan.name);
+  return make_gemm_stage(plan.geometry, plan.weights, plan.output, plan.params, isa, plan.name, plan.weight_bits);
 }
 
 }  // namespace rg

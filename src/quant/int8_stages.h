@@ -59,12 +59,13 @@ std::unique_ptr<Int8Stage> make_dequantize_stage(QuantParams p, const Shape& sha
 
 // A conv or dense layer as im2col into int8 patches and qs8_gemm (dense: the 1x1 conv of a
 // [1, 1, in] image). q: the int8 weights [patch_size x n], o their requantization, `in` the
-// input's parameters (padding reads as its zero point); weights packed for `isa`'s tile.
+// input's parameters (padding reads as its zero point); weights packed for `isa`'s tile, two a
+// byte where weight_bits <= 4 (Qs8PackedWeights).
 // int8 [n, height, width, channels] -> int8 [n, out_h, out_w, filters] ([n, filters] for dense).
 // The error (packing the weights) is why the layer cannot run in int8.
 Result<std::unique_ptr<Int8Stage>> make_gemm_stage(const ConvGeometry& g, const std::vector<int8_t>& q,
                                                    const Qs8OutputStage& o, QuantParams in, Isa isa,
-                                                   const std::string& name);
+                                                   const std::string& name, int weight_bits = 8);
 
 // int8 max pooling: [n, height, width, channels] -> [n, out_h, out_w, channels].
 std::unique_ptr<Int8Stage> make_max_pool_stage(const ConvGeometry& g);

@@ -17,13 +17,24 @@ namespace rg {
 // multiplied by B's zero padding, so their values do not matter, but they must be readable).
 inline int64_t qs8_padded_depth(int64_t k) { return (k + 3) / 4 * 4; }
 
-// B [k x n] int8 in [-127, 127], packed in panels of `nr` columns for one ISA's tile.
+// B [k x n] int8 in [-127, 127], packed in panels of `nr` columns for one ISA's tile. bits 8: one
+// value a byte; bits 4 (weights of 2 to 4 bits, in [-8, 7]): two a byte, the 8-bit layout's value
+// i in byte i / 2 (the low nibble for even i), widened to int8 a panel at a time as the product
+// runs (widen_s4): the payload is half the 8-bit one, exactly (a panel's values are a multiple of 4).
 struct Qs8PackedWeights {
   int64_t k = 0, n = 0, nr = 0;
-  Tensor data;  // i8 [panels * kgroups * nr * 4]
+  int bits = 8;
+  Tensor data;  // i8 [panels * panel_values() * bits / 8]
   int64_t kgroups() const { return qs8_padded_depth(k) / 4; }
+  int64_t panel_values() const { return kgroups() * nr * 4; }
 };
-Result<Qs8PackedWeights> pack_qs8_weights(int64_t k, int64_t n, const int8_t* b, int64_t nr, const std::string& what);
+Result<Qs8PackedWeights> pack_qs8_weights(int64_t k, int64_t n, const int8_t* b, int64_t nr, const std::string& what,
+                                          int bits = 8);
+
+// n 4-bit values, two a byte as Qs8PackedWeights holds them, -> n int8 values (n even); the
+// reference in plain shifts beside it (the tests compare the two).
+void widen_s4(int64_t n, const uint8_t* packed, int8_t* out);
+void widen_s4_ref(int64_t n, const uint8_t* packed, int8_t* out);
 
 // Per output column: int32 bias (zero points folded in), fixed-point multiplier and shift;
 // one output zero point and clamp range (a fused ReLU raises lo to the zero point).
@@ -42,7 +53,8 @@ struct Qs8GemmKernel;
 const Qs8GemmKernel& qs8_kernel_for_packing(Isa isa, int64_t nr);
 
 // A rows have stride lda >= qs8_padded_depth(k); C rows stride ldc >= n. `isa` picks the tile
-// (weights must have been packed for its nr, or its narrow kernel's). Results do not depend on the pool.
+// (weights must have been packed for its nr, or its narrow kernel's). Results do not depend on the
+// pool, nor on b.bits (4-bit weights give the bits of the same values packed in 8).
 void qs8_gemm(Isa isa, int64_t m, const int8_t* a, int64_t lda, const Qs8PackedWeights& b,
               const Qs8OutputStage& out, int8_t* c, int64_t ldc, ThreadPool* pool);
 

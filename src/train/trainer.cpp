@@ -94,21 +94,34 @@ const char* train_precision_name(TrainPrecision precision) {
 }
 
 std::string precision_name(const TrainOptions& options) {
+  if (options.precision == TrainPrecision::int8_qat && options.qat_weight_bits != 8) {
+    return "w" + std::to_string(options.qat_weight_bits) + "a8-qat";
+  }
   return options.precision == TrainPrecision::fixed_point ? options.fixed_point.name
                                                           : train_precision_name(options.precision);
 }
 
 Status set_precision(const std::string& name, TrainOptions* options) {
-  for (TrainPrecision p : {TrainPrecision::fp32, TrainPrecision::fp16, TrainPrecision::int8_qat}) {
+  for (TrainPrecision p : {TrainPrecision::fp32, TrainPrecision::fp16}) {
     if (name == train_precision_name(p)) {
       options->precision = p;
       return Status();
     }
   }
+  if (names_int8_export(name)) {
+    RG_ASSIGN(const Int8ExportPrecision form, parse_int8_export_precision(name));
+    if (!form.qat) {
+      return Status::error("'" + name + "' is post-training quantization, not a way to train: train in fp32 and " +
+                           "quantize (retrograd precision --precision " + form.name + ", or eval --int8)");
+    }
+    options->precision = TrainPrecision::int8_qat;
+    options->qat_weight_bits = form.weight_bits;
+    return Status();
+  }
   if (!names_fixed_point(name)) {
     return Status::error("unknown training precision '" + name +
-                         "' (known: fp32, fp16, int8-qat, int8-train, and fixed-point shorthands such as w8a8e8, "
-                         "w16a16g16-sr: docs/quantization.md)");
+                         "' (known: fp32, fp16, int8-qat, int8-train, fixed-point shorthands such as w8a8e8, "
+                         "w16a16g16-sr, and QAT with fewer weight bits, w4a8-qat: docs/quantization.md)");
   }
   RG_ASSIGN(auto fixed, parse_fixed_point_precision(name));
   options->precision = TrainPrecision::fixed_point;
@@ -159,7 +172,7 @@ Status Trainer::place() {
   }
   RG_TRY(model_.set_storage(storage_for(options_.precision)));
   if (options_.precision == TrainPrecision::int8_qat && !fake_quant_) {
-    fake_quant_ = std::make_unique<FakeQuantizer>(model_);
+    fake_quant_ = std::make_unique<FakeQuantizer>(model_, options_.qat_weight_bits);
     RG_TRY(fake_quant_->reserve());
     FakeQuantizer* fq = fake_quant_.get();
     model_.set_values_hook([fq](size_t point, const Tensor& values, const LayerContext& ctx) {

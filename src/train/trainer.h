@@ -69,6 +69,7 @@ struct TrainOptions {
   uint64_t seed = 1;
   TrainPrecision precision = TrainPrecision::fp32;
   FixedPointPrecision fixed_point = int8_training_precision();  // TrainPrecision::fixed_point's formats
+  int qat_weight_bits = 8;  // int8_qat: the weights' grid (w4a8-qat: 4; quant_params.h weight_qmax)
   LossScaleConfig loss_scale;  // fp16
   OptimizerConfig optimizer;
   Schedule schedule;
@@ -104,7 +105,7 @@ struct TrainOptions {
   GradientWire gradient_wire = GradientWire::f32;  // how the gradients travel
 };
 
-// The precision's name as runs record it: "fp32", "int8-train", "w16a16g16-sr".
+// The precision's name as runs record it: "fp32", "int8-train", "w16a16g16-sr", "w4a8-qat".
 std::string precision_name(const TrainOptions& options);
 // Sets options->precision (and fixed_point) from a name; an error names the rule.
 Status set_precision(const std::string& name, TrainOptions* options);
