@@ -143,20 +143,21 @@ bool names_int8_export(const std::string& text) {
 Result<Int8ExportPrecision> parse_int8_export_precision(const std::string& text) {
   if (text == "int8") return Int8ExportPrecision{"int8", 8, false};
   if (text == "int8-qat") return Int8ExportPrecision{"int8-qat", 8, true};
-  const std::string form = "the int8 engine's forms are w<bits>a8-qat and w<bits>a8-ptq, bits 2 to 8";
+  const auto refuse_form = [&](const std::string& rule) {
+    return Status::error("'" + text + "' is not one of the int8 engine's precisions: " + rule +
+                         " (w<bits>a8-ptq or w<bits>a8-qat, weights of 2 to 8 bits; e.g. w4a8-qat)");
+  };
   if (text.size() > kMaxNameLength) return refuse(text.substr(0, 16) + "...", "over 64 characters");
   FixedPointRoles roles;
   std::string rest;
   RG_TRY(parse_roles(text, &roles, &rest));
-  if (rest != "-qat" && rest != "-ptq") return refuse(text, form + " (no other suffix)");
+  if (rest != "-qat" && rest != "-ptq") return refuse_form("no other suffix");
   if (roles.gradients.quantized() || roles.errors.quantized()) {
-    return refuse(text, form + ": gradients and errors are training's (g, e), not the int8 engine's");
+    return refuse_form("gradients and errors are training's (g, e), not the int8 engine's");
   }
-  if (!roles.weights.quantized() || roles.weights.bits > kMaxWeightBits) {
-    return refuse(text, form + ": name the weights' bits, 2 to 8");
-  }
+  if (!roles.weights.quantized() || roles.weights.bits > kMaxWeightBits) return refuse_form("name the weights' bits, 2 to 8");
   if (roles.activations.bits != 8) {
-    return refuse(text, form + ": activations of the int8 engine are 8 bits (a8; fewer are not implemented)");
+    return refuse_form("activations of the int8 engine are 8 bits (a8; fewer are not implemented)");
   }
   Int8ExportPrecision out{"", roles.weights.bits, rest == "-qat"};
   out.name = out.weight_bits == 8 ? (out.qat ? "int8-qat" : "int8") : "w" + std::to_string(out.weight_bits) + "a8" + rest;
