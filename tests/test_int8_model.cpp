@@ -312,6 +312,33 @@ TEST(Int8Model, WinogradConvGivesTheGemmsBits) {
   }
 }
 
+// A channel's weight step: max / 127 at 8 bits; under 8 bits the candidate clipped range with
+// the least squared error (checked by brute force over the same candidates), which with an
+// outlier among small weights is narrower than the max's, and never worse than it.
+TEST(WeightGrid, ChannelStepIsTheMaxAt8BitsAndTheLeastErrorBelow) {
+  std::vector<double> w = {0.01, -0.02, 0.03, 0.015, -0.025, 0.005, 0.02, -0.01, 1.0};  // one outlier
+  const double max_abs = 1.0;
+  EXPECT_EQ(weight_channel_step(w.data(), 9, 1, 8), max_abs / 127);
+  const auto error = [&](double step, int qmax) {
+    double e = 0;
+    for (double v : w) e += std::pow(v - std::clamp(std::nearbyint(v / step), -1.0 * qmax, 1.0 * qmax) * step, 2);
+    return e;
+  };
+  for (int bits : {2, 3, 4, 6, 7}) {
+    const int qmax = weight_qmax(bits);
+    const double step = weight_channel_step(w.data(), 9, 1, bits);
+    double best = error(max_abs / qmax, qmax);
+    for (int c = 50; c >= 25; --c) best = std::min(best, error(max_abs * c / 50.0 / qmax, qmax));
+    EXPECT_EQ(error(step, qmax), best) << bits;
+    EXPECT_LE(step, max_abs / qmax) << bits;
+    EXPECT_GE(step, 0.5 * max_abs / qmax - 1e-12) << bits;
+  }
+  std::vector<float> strided = {0.5f, 9.0f, -0.25f, 9.0f, 0.125f, 9.0f};  // every other value
+  EXPECT_EQ(weight_channel_step(strided.data(), 3, 2, 8), 0.5 / 127);
+  std::vector<float> zeros(4, 0.0f);
+  EXPECT_EQ(weight_channel_step(zeros.data(), 4, 1, 4), 0.0);
+}
+
 TEST(Int8Model, VectorQuantizeIsQuantizeS8BitForBit) {
   std::vector<float> x = {0.0f, -0.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, 127.5f, -127.5f, -128.5f,
                           -129.0f, 1e9f, -1e9f, 255.49f, 256.0f, -256.0f, -257.0f, 383.0f, -384.0f,

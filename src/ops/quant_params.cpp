@@ -19,6 +19,31 @@ QuantParams activation_params(float lo, float hi) {
   return p;
 }
 
+template <typename T>
+double weight_channel_step(const T* w, int64_t depth, int64_t stride, int bits) {
+  const double qmax = weight_qmax(bits);
+  double max_abs = 0;
+  for (int64_t i = 0; i < depth; ++i) max_abs = std::max(max_abs, std::fabs(static_cast<double>(w[i * stride])));
+  if (bits >= 8 || max_abs == 0) return max_abs / qmax;
+  double best_step = max_abs / qmax, best_error = -1;
+  for (int c = 50; c >= 25; --c) {  // c / 50 of the range
+    const double step = max_abs * c / 50.0 / qmax;
+    double error = 0;
+    for (int64_t i = 0; i < depth; ++i) {
+      const double v = static_cast<double>(w[i * stride]);
+      const double d = v - std::clamp(std::nearbyint(v / step), -qmax, qmax) * step;
+      error += d * d;
+    }
+    if (best_error < 0 || error < best_error) {
+      best_error = error;
+      best_step = step;
+    }
+  }
+  return best_step;
+}
+template double weight_channel_step<float>(const float*, int64_t, int64_t, int);
+template double weight_channel_step<double>(const double*, int64_t, int64_t, int);
+
 void quantize_s8(int64_t n, const float* x, QuantParams p, int8_t* q) {
   const float inverse = 1.0f / p.scale;
   for (int64_t i = 0; i < n; ++i) {

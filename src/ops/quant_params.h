@@ -13,6 +13,14 @@ namespace rg {
 // bits, 7 at 4: the QAT/PTQ forms w4a8-qat, w4a8-ptq), scale = max|w| / qmax per output channel.
 constexpr int kMinWeightBits = 2, kMaxWeightBits = 8;
 inline int weight_qmax(int bits) { return (1 << (bits - 1)) - 1; }
+// The grid step of one output channel's weights w[i * stride], i < depth, at `bits`: max|w| / qmax
+// at 8 bits (int8's, as it always was); under 8 bits that of the clipped range c max|w|, c from 1
+// down to 0.5 by 0.02, whose grid leaves the least squared error (ties: the wider range): with 15
+// levels one outlier would leave most weights on three of them. 0 for a channel of zeros. The
+// export (int8_model.cpp, on BN-folded doubles) and QAT's fake quantizer (f32) both take it:
+// scaling a channel scales every candidate's error alike, so folding keeps the choice.
+template <typename T>
+double weight_channel_step(const T* w, int64_t depth, int64_t stride, int bits);
 
 struct QuantParams {
   float scale = 1;

@@ -20,7 +20,7 @@ bool has_master(const Layer& layer, const Param& p) {
 }  // namespace
 
 FakeQuantizer::FakeQuantizer(Model& model, int weight_bits, double averaging)
-    : weight_qmax_(weight_qmax(weight_bits)), averaging_(averaging) {
+    : weight_bits_(weight_bits), averaging_(averaging) {
   RG_CHECK(weight_bits >= kMinWeightBits && weight_bits <= kMaxWeightBits, "FakeQuantizer: " << weight_bits << " weight bits");
   const auto& layers = model.layers();
   const size_t points = layers.size() + 1;
@@ -98,12 +98,10 @@ void FakeQuantizer::quantize_weights() {
     masters_[w].copy_from(value);
     const int64_t outputs = value.shape()[value.shape().rank() - 1], depth = value.numel() / outputs;
     float* data = value.f32();
-    const double qmax = weight_qmax_;
-    for (int64_t j = 0; j < outputs; ++j) {  // as the export: scale = max|w| / qmax per channel
-      float max_abs = 0;
-      for (int64_t p = 0; p < depth; ++p) max_abs = std::max(max_abs, std::fabs(data[p * outputs + j]));
-      if (max_abs == 0) continue;
-      const double scale = max_abs / qmax;
+    const double qmax = weight_qmax(weight_bits_);
+    for (int64_t j = 0; j < outputs; ++j) {  // as the export: weight_channel_step per channel
+      const double scale = weight_channel_step(data + j, depth, outputs, weight_bits_);
+      if (scale == 0) continue;
       for (int64_t p = 0; p < depth; ++p) {
         float& x = data[p * outputs + j];
         x = static_cast<float>(std::clamp(std::nearbyint(x / scale), -qmax, qmax) * scale);

@@ -1,8 +1,8 @@
 // Quantization-aware training (QAT): the model trains in f32 while it sees the values the int8
 // export will compute with, so it learns around their rounding.
 //   weights  of conv and dense layers: before each training forward replaced by their grid
-//            values (symmetric per output channel over [-qmax, qmax], weight_qmax of the
-//            weight bits: 8, or fewer for w4a8-qat; as the export quantizes them), the f32
+//            values (symmetric per output channel, weight_channel_step of the weight bits: 8,
+//            or fewer for w4a8-qat; as the export quantizes them), the f32
 //            masters put back after backward. The gradient computed at the grid values updates
 //            the masters unchanged: the straight-through estimator.
 //   values   at the points the export quantizes (the input, and each layer output that is not
@@ -62,7 +62,7 @@ class FakeQuantizer {
   const std::vector<bool>& rounded_points() const { return rounded_; }
 
  private:
-  int weight_qmax_;
+  int weight_bits_;
   double averaging_;
   std::vector<bool> rounded_;  // per point: its values rounded to the grid
   std::vector<bool> tracked_;  // per point: its range tracked (the rounded ones and the model's output)

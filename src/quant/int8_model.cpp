@@ -24,9 +24,9 @@ Int8Model::~Int8Model() = default;
 namespace {
 
 // A conv's or dense layer's weights w [k x n] and bias [n] (f32 after BN folding) -> int8
-// weights q [k x n] on the grid [-qmax, qmax] and the requantization; the error says why the
+// weights q [k x n] on the grid of `bits` (weight_channel_step) and the requantization; the error says why the
 // layer cannot run in int8.
-Status quantize_layer(int64_t k, const std::vector<double>& w, const std::vector<double>& bias, int qmax,
+Status quantize_layer(int64_t k, const std::vector<double>& w, const std::vector<double>& bias, int bits,
                       QuantParams in, QuantParams out, Qs8Clamp clamp, const std::string& name,
                       std::vector<int8_t>* q_out, Qs8OutputStage* o_out) {
   const int64_t n = static_cast<int64_t>(bias.size());
@@ -37,10 +37,10 @@ Status quantize_layer(int64_t k, const std::vector<double>& w, const std::vector
   o.zero_point = out.zero_point;
   o.lo = clamp.lo;
   o.hi = clamp.hi;
+  const double qmax = weight_qmax(bits);
   for (int64_t j = 0; j < n; ++j) {
-    double max_abs = 0;
-    for (int64_t p = 0; p < k; ++p) max_abs = std::max(max_abs, std::fabs(w[static_cast<size_t>(p * n + j)]));
-    const double scale = max_abs > 0 ? max_abs / qmax : 1.0;
+    const double step = weight_channel_step(w.data() + j, k, n, bits);
+    const double scale = step > 0 ? step : 1.0;
     int64_t column_sum = 0;
     for (int64_t p = 0; p < k; ++p) {
       const double v = std::nearbyint(w[static_cast<size_t>(p * n + j)] / scale);
@@ -431,7 +431,7 @@ size_t Int8StageBuilder::add_gemm_group(size_t i) {
   plan.name = layer->name();
   const int64_t rows = static_cast<int64_t>(w.size() / b.size());  // patch_size; depthwise: kernel^2
   Status built =
-      quantize_layer(rows, w, b, weight_qmax(options.weight_bits), in, out, stage_clamp(group.clamp, out), layer->name(),
+      quantize_layer(rows, w, b, options.weight_bits, in, out, stage_clamp(group.clamp, out), layer->name(),
                      &plan.weights, &plan.output);
   plan.weight_bits = options.weight_bits;
   if (dynamic_cast<const DepthwiseConv2D*>(layer) != nullptr) plan.path = Int8GemmPath::depthwise;
