@@ -392,8 +392,8 @@ TEST_P(KernelsOnIsa, OptimizersReportANonFiniteGradient) {
 
 // fp16 conversion, on this level's software path and, where the CPU has F16C and the level
 // is AVX or above, on F16C's: bit for bit the scalar converters of base/fp16.h.
-std::vector<const F16ConvertKernels*> f16_paths(Isa isa) {
-  std::vector<const F16ConvertKernels*> paths{&f16_convert_kernels(isa, false)};
+std::vector<const HalfConvertKernels*> f16_paths(Isa isa) {
+  std::vector<const HalfConvertKernels*> paths{&f16_convert_kernels(isa, false)};
   if (detect_cpu().features.f16c && isa >= Isa::avx) paths.push_back(&f16_convert_kernels(isa, true));
   return paths;
 }
@@ -407,7 +407,7 @@ uint32_t bits_of(float f) {
 TEST_P(KernelsOnIsa, HalfToFloatEveryHalfIsExact) {
   std::vector<uint16_t> half(65536);
   for (uint32_t h = 0; h < 65536; ++h) half[h] = static_cast<uint16_t>(h);
-  for (const F16ConvertKernels* path : f16_paths(GetParam())) {
+  for (const HalfConvertKernels* path : f16_paths(GetParam())) {
     SCOPED_TRACE(path->name);
     std::vector<float> out(65536 + 8, 42.0f);
     path->to_f32(65536, half.data(), out.data());
@@ -438,17 +438,17 @@ TEST_P(KernelsOnIsa, FloatToHalfIsExact) {
   }
   std::vector<float> values(patterns.size());
   for (size_t i = 0; i < patterns.size(); ++i) std::memcpy(&values[i], &patterns[i], 4);
-  for (const F16ConvertKernels* path : f16_paths(GetParam())) {
+  for (const HalfConvertKernels* path : f16_paths(GetParam())) {
     SCOPED_TRACE(path->name);
     std::vector<uint16_t> out(values.size() + 8, 0xABCDu);
-    path->to_f16(static_cast<int64_t>(values.size()), values.data(), out.data());
+    path->from_f32(static_cast<int64_t>(values.size()), values.data(), out.data());
     for (size_t i = 0; i < values.size(); ++i) {
       ASSERT_EQ(out[i], f32_to_f16(values[i])) << std::hex << "float bits " << patterns[i];
     }
     for (size_t i = values.size(); i < out.size(); ++i) ASSERT_EQ(out[i], 0xABCDu) << "wrote past n";
     for (int64_t n = 0; n <= 17; ++n) {  // tails: the padded copy gives the same bits
       std::vector<uint16_t> part(static_cast<size_t>(n) + 1, 0xABCDu);
-      path->to_f16(n, values.data() + 100, part.data());
+      path->from_f32(n, values.data() + 100, part.data());
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(part[static_cast<size_t>(i)], out[100 + static_cast<size_t>(i)]);
       ASSERT_EQ(part[static_cast<size_t>(n)], 0xABCDu) << "n " << n;
       std::vector<float> back(static_cast<size_t>(n) + 1, 42.0f);
@@ -459,6 +459,54 @@ TEST_P(KernelsOnIsa, FloatToHalfIsExact) {
   }
 }
 
+// bf16: every bf16 widens exactly; f32 -> bf16 on the edges (ties to even both ways, the
+// largest finite and its overflow to Inf, subnormals, signalling NaNs quieted) and 2^22 spread
+// patterns, each against the scalar converter, which is checked against known values first.
+TEST_P(KernelsOnIsa, Bf16ConversionIsExact) {
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3F80u);
+  EXPECT_EQ(f32_to_bf16(-2.0f), 0xC000u);
+  uint32_t tie_even = 0x3F808000u, tie_odd = 0x3F818000u, above = 0x3F808001u, big = 0x7F7FFFFFu, snan = 0x7F800001u;
+  float v;
+  std::memcpy(&v, &tie_even, 4);
+  EXPECT_EQ(f32_to_bf16(v), 0x3F80u) << "a tie to the even neighbour below";
+  std::memcpy(&v, &tie_odd, 4);
+  EXPECT_EQ(f32_to_bf16(v), 0x3F82u) << "a tie to the even neighbour above";
+  std::memcpy(&v, &above, 4);
+  EXPECT_EQ(f32_to_bf16(v), 0x3F81u);
+  std::memcpy(&v, &big, 4);
+  EXPECT_EQ(f32_to_bf16(v), 0x7F80u) << "past the largest bf16: Inf";
+  std::memcpy(&v, &snan, 4);
+  EXPECT_EQ(f32_to_bf16(v), 0x7FC0u) << "a signalling NaN comes out quiet";
+  EXPECT_EQ(bf16_to_f32(0x3F80u), 1.0f);
+
+  const HalfConvertKernels& path = bf16_convert_kernels(GetParam());
+  SCOPED_TRACE(path.name);
+  std::vector<uint16_t> all(65536);
+  for (uint32_t h = 0; h < 65536; ++h) all[h] = static_cast<uint16_t>(h);
+  std::vector<float> wide(65536 + 8, 42.0f);
+  path.to_f32(65536, all.data(), wide.data());
+  for (uint32_t h = 0; h < 65536; ++h) ASSERT_EQ(bits_of(wide[h]), h << 16) << std::hex << h;
+  for (size_t i = 65536; i < wide.size(); ++i) ASSERT_EQ(wide[i], 42.0f) << "wrote past n";
+  std::vector<uint32_t> patterns = {0x00000000u, 0x80000000u, 0x00000001u, 0x00008000u, 0x00018000u, 0x007FFFFFu,
+                                    tie_even,    tie_odd,     above,       0x7F7F7FFFu, 0x7F7F8000u, big,
+                                    0x7F800000u, snan,        0x7FBFFFFFu, 0x7FC00000u, 0x7FFFFFFFu};
+  const size_t edges = patterns.size();
+  for (size_t i = 0; i < edges; ++i) patterns.push_back(patterns[i] | 0x80000000u);
+  for (uint32_t k = 0; k < (1u << 22); ++k) patterns.push_back(k * 1024u + (k * 2654435761u >> 22));
+  std::vector<float> values(patterns.size());
+  for (size_t i = 0; i < patterns.size(); ++i) std::memcpy(&values[i], &patterns[i], 4);
+  std::vector<uint16_t> out(values.size() + 8, 0xABCDu);
+  path.from_f32(static_cast<int64_t>(values.size()), values.data(), out.data());
+  for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(out[i], f32_to_bf16(values[i])) << std::hex << patterns[i];
+  for (size_t i = values.size(); i < out.size(); ++i) ASSERT_EQ(out[i], 0xABCDu) << "wrote past n";
+  for (int64_t n = 0; n <= 9; ++n) {  // tails
+    std::vector<uint16_t> part(static_cast<size_t>(n) + 1, 0xABCDu);
+    path.from_f32(n, values.data() + 3, part.data());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(part[static_cast<size_t>(i)], out[3 + static_cast<size_t>(i)]);
+    ASSERT_EQ(part[static_cast<size_t>(n)], 0xABCDu) << "n " << n;
+  }
+}
+
 TEST(KernelTables, HalfConversionPaths) {
   EXPECT_STREQ(f16_convert_kernels(Isa::reference, true).name, "reference");
   EXPECT_STREQ(f16_convert_kernels(Isa::sse41, true).name, "sse2");  // F16C needs AVX state
@@ -466,6 +514,9 @@ TEST(KernelTables, HalfConversionPaths) {
   EXPECT_STREQ(f16_convert_kernels(Isa::avx, true).name, "f16c");
   EXPECT_STREQ(f16_convert_kernels(Isa::avx2_fma, true).name, "f16c");
   EXPECT_STREQ(f16_convert_kernels(Isa::avx512, true).name, "f16c");
+  EXPECT_STREQ(bf16_convert_kernels(Isa::reference).name, "reference");
+  EXPECT_STREQ(bf16_convert_kernels(Isa::sse2).name, "sse2");
+  EXPECT_STREQ(bf16_convert_kernels(Isa::avx512).name, "sse2");
 }
 
 TEST(KernelTables, EachLevelUsesItsOwnOrTheNearestLowerKernels) {

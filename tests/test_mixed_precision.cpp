@@ -141,12 +141,44 @@ TEST(MixedPrecision, GraphModelOnF16StorageAgreesWithF32WithinHalfPrecision) {
   EXPECT_EQ(bytes.gradients, gradients);
 }
 
+// bf16 storage: the same passes (model_f16.cpp) with bf16's converters: activations kept in bf16,
+// the first layer's exactly the f32 output rounded to bf16, and agreement with f32 within bf16's
+// step (2^-8 relative: four times the f16 bounds and more), chain and graph.
+TEST(MixedPrecision, Bf16StorageIsTheSamePassesWithBf16Rounding) {
+  ThreadPool pool(2);
+  Pass f32 = forward_backward(DType::f32, pool);
+  Pass bf16 = forward_backward(DType::bf16, pool);
+  const size_t layers = bf16.model->layers().size();
+  for (size_t i = 0; i + 1 < layers; ++i) EXPECT_EQ(bf16.model->activation(i).dtype(), DType::bf16) << i;
+  EXPECT_EQ(bf16.output.dtype(), DType::f32);
+  const Tensor exact = f32.model->activation(0), stored = bf16.model->activation(0);
+  ASSERT_EQ(exact.numel(), stored.numel());
+  for (int64_t i = 0; i < exact.numel(); ++i) {
+    ASSERT_EQ(stored.data<uint16_t>()[i], f32_to_bf16(exact.f32()[i])) << "element " << i;
+  }
+  for (const char* cfg : {kSmoothCfg, kGraphCfg}) {
+    Pass a = forward_backward(DType::f32, pool, cfg), b = forward_backward(DType::bf16, pool, cfg);
+    expect_close(b.output, a.output, 5e-2, 1e-3, "output");
+    auto pa = a.model->params(), pb = b.model->params();
+    for (size_t i = 0; i < pa.size(); ++i) {
+      if (cfg == kGraphCfg && pa[i]->name == "conv2.bias") continue;  // 0 exactly (batch norm follows): noise only
+      const bool cancels = pa[i]->name.rfind("conv2.", 0) == 0 || pa[i]->name.rfind("batchnorm1.", 0) == 0;
+      expect_close(pb[i]->grad, pa[i]->grad, cancels ? 2e-1 : 5e-2, cancels ? 2e-4 : 5e-5, pa[i]->name);
+    }
+  }
+  const Model::ReservedBytes bytes16 = forward_backward(DType::f16, pool).model->reserved_bytes(20);
+  const Model::ReservedBytes bytesb = bf16.model->reserved_bytes(20);
+  EXPECT_EQ(bytesb.activations, bytes16.activations) << "two bytes a value, as f16";
+  EXPECT_EQ(bytesb.gradients, bytes16.gradients);
+}
+
 TEST(MixedPrecision, StorageMustBeF32OrF16) {
   auto model = build_model(1, kWideCfg);
   EXPECT_FALSE(model->set_storage(DType::i8).ok());
   auto f64 = build_model(1, kWideCfg);
   ASSERT_TRUE(f64->init(1, DType::f64).ok());
   EXPECT_FALSE(f64->set_storage(DType::f16).ok()) << "f16 storage widens to f32, not f64";
+  EXPECT_FALSE(f64->set_storage(DType::bf16).ok()) << "bf16 too";
 }
 
 // f16 weights for inference (Model::store_weights_f16): conv and dense kernels kept in f16, the
@@ -347,6 +379,22 @@ TEST(MixedPrecisionTraining, LearnsLikeF32AndDoesNotDependOnThreads) {
   EXPECT_GT(one.test.accuracy, 0.8);
   EXPECT_NEAR(one.test.accuracy, f32.test.accuracy, 0.03);
   EXPECT_GT(one.scale, LossScaleConfig{}.initial) << "75 good steps at growth interval 10 grow the scale";
+}
+
+// bf16 trains like f32 without loss scaling (f32's exponent range), whatever the threads.
+TEST(MixedPrecisionTraining, Bf16LearnsLikeF32WithoutLossScaling) {
+  TrainRun f32 = train(options(TrainPrecision::fp32, 2), 1);
+  TrainRun one = train(options(TrainPrecision::bf16, 2), 1);
+  TrainRun two = train(options(TrainPrecision::bf16, 2), 2);
+  EXPECT_TRUE(same_weights(*one.model, *two.model));
+  EXPECT_GT(one.test.accuracy, 0.8);
+  EXPECT_NEAR(one.test.accuracy, f32.test.accuracy, 0.03);
+  EXPECT_EQ(one.scale, LossScaleConfig{}.initial) << "the scaler is not used";
+  EXPECT_EQ(one.skipped, 0);
+  TrainOptions named;
+  ASSERT_TRUE(set_precision("bf16", &named).ok());
+  EXPECT_EQ(named.precision, TrainPrecision::bf16);
+  EXPECT_EQ(precision_name(named), "bf16");
 }
 
 // A residual graph model (conv, batch norm, relu, add) trains in fp16 as in fp32.

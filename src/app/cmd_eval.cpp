@@ -97,8 +97,10 @@ Status load_checkpoint_model(EvalRun& run) {
                 precision_name(options).c_str());
     options.precision = TrainPrecision::fp32;
   }
-  if (args.given("int8") && options.precision == TrainPrecision::fp16) {  // calibration runs the f32 model
-    std::printf("note            trained in fp16; --int8 quantizes the model from its f32 weights and activations\n");
+  if (args.given("int8") && (options.precision == TrainPrecision::fp16 || options.precision == TrainPrecision::bf16)) {
+    // calibration runs the f32 model
+    std::printf("note            trained in %s; --int8 quantizes the model from its f32 weights and activations\n",
+                precision_name(options).c_str());
     options.precision = TrainPrecision::fp32;
   }
   const std::string stored_model = path + ": the stored model: ";

@@ -49,10 +49,10 @@ Result<PrecisionSettings> precision_settings(const Args& args) {
       auto form = parse_int8_export_precision(name);
       if (!form.ok()) return form.status().with_context("--precision: ");
       name = form.value().name;
-    } else if (name != "fp32" && name != "fp16") {
+    } else if (name != "fp32" && name != "fp16" && name != "bf16") {
       if (!names_fixed_point(name)) {
         return Status::error("--precision: unknown precision '" + name +
-                             "' (known: fp32, fp16, int8, int8-qat, int8-train, fixed-point shorthands such as "
+                             "' (known: fp32, fp16, bf16, int8, int8-qat, int8-train, fixed-point shorthands such as "
                              "w8a8e8, w16a16g16-sr, and the int8 engine's w4a8-ptq, w4a8-qat: docs/quantization.md)");
       }
       TrainOptions fixed;  // int8-train and the fixed-point shorthands, by their canonical names
@@ -210,8 +210,9 @@ std::string qat_text(const QatFineTune& qat, const TrainOptions& run) {
 // state) and seed. The ranges start from the first batch's either way.
 Result<TrainedCopy> train_qat(Model& model, TrainOptions options, const Int8ExportPrecision& form,
                               const QatFineTune& qat, const Checkpoint* start, ThreadPool& pool, const Dataset& train) {
-  std::fprintf(options.log, "\nprecision %s: %s through fake quantization\n", form.name.c_str(),
-               qat_text(qat, options).c_str());
+  const std::string grid = form.weight_bits == 8 ? "int8" : "w" + std::to_string(form.weight_bits) + "a8";
+  std::fprintf(options.log, "\nprecision %s: %s through fake %s\n", form.name.c_str(), qat_text(qat, options).c_str(),
+               grid.c_str());
   options.precision = TrainPrecision::int8_qat;
   options.qat_weight_bits = form.weight_bits;
   if (qat.start == QatStart::extra_epochs) {
@@ -259,6 +260,10 @@ Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, con
          << run.trainer->loss_scaler().skipped_steps() << " steps skipped";
     row.what_ran = what.str();
     row.layers = layer_list(*run.net, "f16", "f16");
+    row.layers.back() = {row.layers.back().layer, "f32", "the output stays f32", row.layers.back().kind};
+  } else if (options.precision == TrainPrecision::bf16) {
+    row.what_ran = "bf16 acts+grads, f32 math and weights (no loss scaling)";
+    row.layers = layer_list(*run.net, "bf16", "bf16");
     row.layers.back() = {row.layers.back().layer, "f32", "the output stays f32", row.layers.back().kind};
   } else if (options.fixed_point.name == "int8-train") {
     row.what_ran = "conv/dense GEMMs int8 (dynamic scales, stochastic grads)";

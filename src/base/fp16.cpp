@@ -60,4 +60,12 @@ uint16_t f32_to_f16(float value) {
   return static_cast<uint16_t>(sign | result);
 }
 
+float bf16_to_f32(uint16_t bits) { return float_of(static_cast<uint32_t>(bits) << 16); }
+
+uint16_t f32_to_bf16(float value) {
+  const uint32_t u = bits_of(value);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
 }  // namespace rg

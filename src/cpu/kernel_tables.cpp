@@ -2,6 +2,8 @@
 // function pointers; nothing here executes an ISA's instructions).
 #include "cpu/kernel_tables.h"
 
+#include "base/check.h"
+
 namespace rg {
 
 namespace {
@@ -80,10 +82,16 @@ const F32WinogradKernels& f32_winograd_kernels(Isa isa) {
   return f32_level(isa, reference, sse2, avx, avx2_fma, avx512);
 }
 
-const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c) {
-  static const F16ConvertKernels reference{f16_to_f32__reference, f32_to_f16__reference, "reference"};
-  static const F16ConvertKernels sse2{f16_to_f32__sse2, f32_to_f16__sse2, "sse2"};
-  static const F16ConvertKernels f16c{f16_to_f32__f16c, f32_to_f16__f16c, "f16c"};
+const HalfConvertKernels& bf16_convert_kernels(Isa isa) {
+  static const HalfConvertKernels reference{bf16_to_f32__reference, f32_to_bf16__reference, "reference"};
+  static const HalfConvertKernels sse2{bf16_to_f32__sse2, f32_to_bf16__sse2, "sse2"};
+  return isa == Isa::reference ? reference : sse2;
+}
+
+const HalfConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c) {
+  static const HalfConvertKernels reference{f16_to_f32__reference, f32_to_f16__reference, "reference"};
+  static const HalfConvertKernels sse2{f16_to_f32__sse2, f32_to_f16__sse2, "sse2"};
+  static const HalfConvertKernels f16c{f16_to_f32__f16c, f32_to_f16__f16c, "f16c"};
   if (isa == Isa::reference) return reference;
   if (cpu_has_f16c && isa >= Isa::avx) return f16c;
   return sse2;  // SSE3..SSE4.1 and AVX add nothing these use
@@ -163,9 +171,16 @@ const Qs8ConvKernel& qs8_conv_kernel(Isa isa) {
   }
 }
 
-const F16ConvertKernels& f16_convert() {
+const HalfConvertKernels& f16_convert() {
   static const bool has_f16c = detect_cpu().features.f16c;  // usable: F16C and the OS saves AVX state
   return f16_convert_kernels(active_isa(), has_f16c);
+}
+
+const HalfConvertKernels& bf16_convert() { return bf16_convert_kernels(active_isa()); }
+
+const HalfConvertKernels& half_convert(DType half) {
+  RG_CHECK(half == DType::f16 || half == DType::bf16, "half_convert of " << dtype_name(half));
+  return half == DType::f16 ? f16_convert() : bf16_convert();
 }
 
 const Qs8WinogradKernel& qs8_winograd_kernel(Isa isa) {

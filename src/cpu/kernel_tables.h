@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cpu/isa.h"
+#include "tensor/dtype.h"
 #include "cpu/ukernels/f16_convert.h"
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_vector.h"
@@ -56,17 +57,22 @@ struct F32WinogradKernels {
 };
 const F32WinogradKernels& f32_winograd_kernels(Isa isa);
 
-// fp16 <-> f32 array conversion (ukernels/f16_convert.h), bit-exact on every path.
-struct F16ConvertKernels {
+// A 16-bit float format's (fp16's or bf16's) <-> f32 array conversion (ukernels/f16_convert.h),
+// bit-exact on every path.
+struct HalfConvertKernels {
   F16ToF32 to_f32;
-  F32ToF16 to_f16;
+  F32ToF16 from_f32;
   const char* name;  // "f16c", "sse2" (integer bit manipulation) or "reference" (scalar)
 };
-// F16C's converters where the CPU has F16C and `isa` is avx or above (F16C's instructions
+// fp16: F16C's converters where the CPU has F16C and `isa` is avx or above (F16C's instructions
 // are VEX-encoded and need the OS to save AVX state); else the level's software converters.
-const F16ConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c);
-// The active ISA's, on this CPU.
-const F16ConvertKernels& f16_convert();
+const HalfConvertKernels& f16_convert_kernels(Isa isa, bool cpu_has_f16c);
+// bf16: sse2's integer converters from sse2 up (a shift and an add: wider levels gain little).
+const HalfConvertKernels& bf16_convert_kernels(Isa isa);
+// The active ISA's, on this CPU; half_convert: f16's or bf16's by the storage type.
+const HalfConvertKernels& f16_convert();
+const HalfConvertKernels& bf16_convert();
+const HalfConvertKernels& half_convert(DType half);
 
 // The int8 GEMM tile and requantization of one ISA level (ukernels/qs8_gemm.h).
 struct Qs8GemmKernel {

@@ -179,7 +179,7 @@ Status Dataset::gather(const int32_t* index, int64_t count, float* out, int32_t*
     }
   } else if (samples.dtype() == DType::f16) {
     const uint16_t* src = samples.data<uint16_t>();
-    const F16ConvertKernels& widen = f16_convert();
+    const HalfConvertKernels& widen = f16_convert();
     for (int64_t i = 0; i < count; ++i) widen.to_f32(row, src + index[i] * row, out + i * row);
   } else {
     const float* src = samples.data<float>();  // aborts on any dtype other than f32

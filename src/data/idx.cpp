@@ -212,7 +212,7 @@ Status read_idx_floats(IdxFile& file, const Tensor& out) {
     if (out.dtype() == DType::f32) {
       std::memcpy(out.f32() + at, values.data(), static_cast<size_t>(count) * sizeof(float));
     } else {
-      f16_convert().to_f16(count, values.data(), out.data<uint16_t>() + at);
+      f16_convert().from_f32(count, values.data(), out.data<uint16_t>() + at);
     }
   }
   return check_end_and_close(file);

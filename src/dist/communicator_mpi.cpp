@@ -25,7 +25,7 @@ MPI_Op f16_sum_op = MPI_OP_NULL;
 // f16; converted in blocks by the CPU's f16 converters (F16C where there is one).
 void sum_f16(void* in, void* inout, int* count, MPI_Datatype*) {
   constexpr int kBlock = 1024;
-  const F16ConvertKernels& convert = f16_convert();
+  const HalfConvertKernels& convert = f16_convert();
   const auto* a = static_cast<const uint16_t*>(in);
   auto* b = static_cast<uint16_t*>(inout);
   float fa[kBlock], fb[kBlock];
@@ -34,7 +34,7 @@ void sum_f16(void* in, void* inout, int* count, MPI_Datatype*) {
     convert.to_f32(n, a + at, fa);
     convert.to_f32(n, b + at, fb);
     for (int i = 0; i < n; ++i) fb[i] += fa[i];
-    convert.to_f16(n, fb, b + at);
+    convert.from_f32(n, fb, b + at);
   }
 }
 
@@ -136,7 +136,7 @@ Status Communicator::sum(float* data, int64_t n, GradientWire wire) {
   const float scale = std::ldexp(1.0f, exponent), unscale = std::ldexp(1.0f, -exponent);
   wire16_.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) data[i] *= scale;  // a power of two: exact
-  f16_convert().to_f16(n, data, wire16_.data());
+  f16_convert().from_f32(n, data, wire16_.data());
   {
     Timed timed(&totals_, n * static_cast<int64_t>(sizeof(uint16_t)));
     RG_TRY(allreduce_in_place(wire16_.data(), n, MPI_UINT16_T, f16_sum_op, "MPI_Allreduce (sum of f16 gradients)"));

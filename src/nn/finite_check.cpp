@@ -33,6 +33,7 @@ bool all_finite(const Tensor& t) {
   switch (t.dtype()) {
     case DType::f32: return finite_bits<uint32_t>(t.raw_data(), t.numel(), 0x7f800000u);
     case DType::f16: return finite_bits<uint16_t>(t.raw_data(), t.numel(), 0x7c00u);
+    case DType::bf16: return finite_bits<uint16_t>(t.raw_data(), t.numel(), 0x7f80u);
     case DType::f64: return finite_bits<uint64_t>(t.raw_data(), t.numel(), 0x7ff0000000000000ull);
     default: return true;
   }

@@ -140,7 +140,7 @@ Status Model::reserve(int64_t batch) {
   } else {
     RG_TRY(reserve_chain_grads(batch, largest, largest_name));
   }
-  if (storage_ == DType::f16) RG_TRY(reserve_f16_chunks(batch));
+  if (is_half(storage_)) RG_TRY(reserve_f16_chunks(batch));
   if (scratch > 0) RG_TRY(workspace_.reserve(scratch, dtype_));
   reserved_ = batch;
   return Status();
@@ -170,7 +170,7 @@ Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
   RG_CHECK(x.numel() == n * input_.numel(), "input " << x.shape().str() << " for " << input_.str());
   input_view_ = x;
   batch_ = n;
-  if (storage_ == DType::f16) {
+  if (is_half(storage_)) {
     RG_CHECK(!values_hook_, "a values hook runs on f32 storage only");
     return forward_f16(x, ctx);
   }
@@ -194,7 +194,7 @@ Tensor Model::forward(const Tensor& x, const LayerContext& caller_ctx) {
 }
 
 bool Model::fuses_relu_after(size_t i) const {
-  if (i + 1 >= layers_.size() || is_graph() || storage_ == DType::f16 || weights_f16_ || values_hook_) return false;
+  if (i + 1 >= layers_.size() || is_graph() || is_half(storage_) || weights_f16_ || values_hook_) return false;
   const auto* relu = dynamic_cast<const Activation*>(layers_[i + 1].get());
   return relu != nullptr && relu->activation() == ActivationKind::relu && layers_[i]->fuses_relu();
 }
@@ -207,7 +207,7 @@ LayerContext Model::fused_relu_context(const LayerContext& ctx, bool fused) {
 
 Tensor Model::output_grad() const {
   if (is_graph()) return grads_.back().rows(0, batch_);  // f32 on f16 storage too (kept_dtype)
-  if (storage_ == DType::f16) return output_grad_.rows(0, batch_);
+  if (is_half(storage_)) return output_grad_.rows(0, batch_);
   return grad_a_.reshaped(Shape{grad_a_.numel()}).rows(0, batch_ * shapes_.back().numel()).reshaped(
       shapes_.back().batched(batch_));
 }
@@ -223,7 +223,7 @@ Tensor Model::input_grad_of(size_t i, const Tensor& x, const Tensor& input_grad,
 void Model::backward(const LayerContext& caller_ctx, const Tensor& input_grad) {
   const LayerContext ctx = with_workspace(caller_ctx, workspace_);
   RG_CHECK(!weights_f16_, "backward through a model with f16 weights (they are for inference)");
-  if (storage_ == DType::f16) return backward_f16(ctx, input_grad);
+  if (is_half(storage_)) return backward_f16(ctx, input_grad);
   if (is_graph()) return backward_graph(ctx, input_grad);
   Tensor dy = output_grad();
   bool dy_in_a = true;

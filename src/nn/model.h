@@ -25,8 +25,8 @@ class Model {
 
   // Allocates and initialises the parameters from `seed` in f32 (training) or f64 (checks).
   Status init(uint64_t seed, DType dtype = DType::f32);
-  // Where activations and the gradients between layers are kept: f32 (the default) or f16, the
-  // storage of mixed-precision training. With f16, layers still compute in f32: each runs on row
+  // Where activations and the gradients between layers are kept: f32 (the default), f16 or bf16
+  // (both "f16" below: model_f16.cpp), the storage of mixed-precision training. With f16, layers still compute in f32: each runs on row
   // chunks widened from f16 into small f32 buffers, and its output is rounded to f16 as it is
   // stored (layers that need the whole batch, needs_whole_batch, get the whole batch). The
   // model's output and the gradient the loss writes stay f32. Call before reserve().
@@ -159,10 +159,10 @@ class Model {
   // i > 0; for the first layer the caller's input_grad, or nothing.
   Tensor input_grad_of(size_t i, const Tensor& x, const Tensor& input_grad, const Tensor& buffer) const;
   ValuesHook values_hook_;
-  // f16 storage (model_f16.cpp): acts_ but the last and grad_a_/grad_b_ are f16.
+  // f16 or bf16 storage (model_f16.cpp): acts_ but the last and grad_a_/grad_b_ are in it.
   DType storage_ = DType::f32;  // f32 means: the model's own dtype (f64 in gradient checks)
   DType stored_dtype() const { return stored_dtype_in(storage_); }
-  DType stored_dtype_in(DType storage) const { return storage == DType::f16 ? DType::f16 : dtype_; }
+  DType stored_dtype_in(DType storage) const { return is_half(storage) ? storage : dtype_; }
   // The dtype layer i's output and its gradient are kept in: the storage's, but the last
   // layer's (the loss reads and writes it in the model's dtype).
   DType kept_dtype(size_t i) const { return kept_dtype_in(storage_, i); }

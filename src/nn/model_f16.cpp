@@ -1,5 +1,6 @@
-// f16 storage, the memory side of mixed-precision training: activations and the gradients
-// between layers are kept in f16, and every layer computes in f32 on row chunks widened from
+// 16-bit storage (f16, or bf16: f32's exponent range, 8 bits of precision), the memory side of
+// mixed-precision training: activations and the gradients between layers are kept in f16 (or
+// bf16; "f16" below is either), and every layer computes in f32 on row chunks widened from
 // them (Model::set_storage). A stored value is rounded to f16 once, as it is written, so the
 // next layer's forward and this layer's backward read the same numbers. Chains and graph models
 // run the same passes: a layer's inputs (several for add and concat) are widened one after
@@ -28,7 +29,7 @@ Tensor f32_rows(const Tensor& t, int64_t r0, int64_t r1, const Tensor& scratch) 
   const Tensor rows = t.rows(r0, r1);
   if (rows.dtype() == DType::f32) return rows;
   const Tensor out = scratch_as(scratch, rows.shape());
-  f16_convert().to_f32(rows.numel(), rows.data<uint16_t>(), out.f32());
+  half_convert(rows.dtype()).to_f32(rows.numel(), rows.data<uint16_t>(), out.f32());
   return out;
 }
 
@@ -36,8 +37,8 @@ Tensor f32_rows(const Tensor& t, int64_t r0, int64_t r1, const Tensor& scratch) 
 // (nothing to do when src is already those rows).
 void store_rows(const Tensor& src, const Tensor& dst, int64_t r0) {
   const Tensor rows = dst.rows(r0, r0 + src.shape()[0]);
-  if (rows.dtype() == DType::f16) {
-    f16_convert().to_f16(src.numel(), src.f32(), rows.data<uint16_t>());
+  if (is_half(rows.dtype())) {
+    half_convert(rows.dtype()).from_f32(src.numel(), src.f32(), rows.data<uint16_t>());
   } else if (rows.raw_data() != src.raw_data()) {
     rows.copy_from(src);
   }
@@ -54,12 +55,13 @@ void add_rows(const Tensor& src, const Tensor& dst, int64_t r0) {
     return;
   }
   uint16_t* d = rows.data<uint16_t>();
+  const HalfConvertKernels& convert = half_convert(rows.dtype());
   float block[256];
   for (int64_t at = 0; at < rows.numel(); at += 256) {
     const int64_t count = std::min<int64_t>(256, rows.numel() - at);
-    f16_convert().to_f32(count, d + at, block);
+    convert.to_f32(count, d + at, block);
     for (int64_t i = 0; i < count; ++i) block[i] += s[at + i];
-    f16_convert().to_f16(count, block, d + at);
+    convert.from_f32(count, block, d + at);
   }
 }
 
@@ -77,11 +79,11 @@ std::vector<Tensor> f32_chunks(const std::vector<Tensor>& all, int64_t r0, int64
 }  // namespace
 
 Status Model::set_storage(DType storage) {
-  if (storage != DType::f32 && storage != DType::f16) {
-    return Status::error(std::string("activations are stored in f32 or f16, not ") + dtype_name(storage));
+  if (storage != DType::f32 && !is_half(storage)) {
+    return Status::error(std::string("activations are stored in f32, f16 or bf16, not ") + dtype_name(storage));
   }
-  if (storage == DType::f16 && dtype_ != DType::f32) {
-    return Status::error("f16 storage is for a model computing in f32 (this one computes in " +
+  if (is_half(storage) && dtype_ != DType::f32) {
+    return Status::error(std::string(dtype_name(storage)) + " storage is for a model computing in f32 (this one computes in " +
                          std::string(dtype_name(dtype_)) + ")");
   }
   storage_ = storage;

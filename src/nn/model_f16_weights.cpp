@@ -28,7 +28,7 @@ Status Model::store_weights_f16() {
     for (Param* p : layer->params()) {
       if (!kept_in_f16(*p)) continue;
       RG_ASSIGN(Tensor f16, Tensor::zeros(p->value.shape(), DType::f16, p->name + " (f16)"));
-      f16_convert().to_f16(p->value.numel(), p->value.f32(), f16.data<uint16_t>());
+      f16_convert().from_f32(p->value.numel(), p->value.f32(), f16.data<uint16_t>());
       narrowed.push_back(f16);
       widened += p->value.numel();
     }

@@ -131,7 +131,7 @@ int64_t Model::graph_gradient_bytes(DType storage, int64_t batch) const {
     bytes += shapes_[i].numel() * batch * static_cast<int64_t>(dtype_size(kept_dtype_in(storage, i)));
     largest = std::max(largest, shapes_[i].numel());
   }
-  if (storage != DType::f16) bytes += largest * batch * static_cast<int64_t>(dtype_size(dtype_));
+  if (!is_half(storage)) bytes += largest * batch * static_cast<int64_t>(dtype_size(dtype_));
   return bytes;
 }
 
@@ -142,7 +142,7 @@ Status Model::reserve_graph_grads(int64_t batch) {
     grads_.push_back(grad);
     largest = std::max(largest, shapes_[i].numel());
   }
-  if (storage_ == DType::f16) return Status();  // sums are made in the chunk buffers (model_f16.cpp)
+  if (is_half(storage_)) return Status();  // sums are made in the chunk buffers (model_f16.cpp)
   RG_ASSIGN(grad_scratch_, Tensor::zeros(Shape{batch * largest}, dtype_, "a layer's input gradient before summing"));
   return Status();
 }
@@ -152,7 +152,7 @@ Tensor Model::output_grad_of(size_t i) const {
   if (i + 1 == layers_.size()) return output_grad();
   // A chain's dx goes to the ping-pong buffer the last one did not: from the output's buffer
   // back (f32: grad_a_ is the output's; f16: the output's is output_grad_, its dx in grad_a_).
-  const size_t from_end = layers_.size() - 1 - i - (storage_ == DType::f16 ? 1 : 0);
+  const size_t from_end = layers_.size() - 1 - i - (is_half(storage_) ? 1 : 0);
   const Tensor& buffer = from_end % 2 == 0 ? grad_a_ : grad_b_;
   return buffer.rows(0, batch_ * shapes_[i].numel()).reshaped(shapes_[i].batched(batch_));
 }

@@ -32,7 +32,7 @@ Model::ReservedBytes Model::reserved_bytes_in(DType storage, int64_t batch) cons
   // ping-pong, and on f16 storage the loss's f32 gradient.
   r.gradients = is_graph() ? graph_gradient_bytes(storage, batch)
                             : 2 * bytes_of(batch * largest, stored_dtype_in(storage));
-  if (storage == DType::f16) {
+  if (is_half(storage)) {
     LayerContext training;  // the largest chunks: training, when BatchNorm needs the whole batch
     training.training = true;
     if (!is_graph()) r.gradients += bytes_of(shapes_.back().numel() * batch, DType::f32);
@@ -71,7 +71,7 @@ int64_t Model::inference_activation_bytes(int64_t batch) const {
   for (size_t i = 0; i < layers_.size(); ++i) {
     bytes += bytes_of(shapes_[i].numel() * batch, kept_dtype(i));
   }
-  if (storage_ == DType::f16) bytes += 2 * bytes_of(chunk_elements(LayerContext(), batch), dtype_);  // x and y chunks
+  if (is_half(storage_)) bytes += 2 * bytes_of(chunk_elements(LayerContext(), batch), dtype_);  // x and y chunks
   return bytes;
 }
 

@@ -11,7 +11,7 @@ struct DTypeInfo {
 };
 constexpr DTypeInfo kTypes[] = {
     {DType::f32, 4, "f32"}, {DType::f16, 2, "f16"}, {DType::i8, 1, "i8"},
-    {DType::i32, 4, "i32"}, {DType::u8, 1, "u8"},   {DType::f64, 8, "f64"},
+    {DType::i32, 4, "i32"}, {DType::u8, 1, "u8"},   {DType::f64, 8, "f64"}, {DType::bf16, 2, "bf16"},
 };
 }  // namespace
 

@@ -7,7 +7,9 @@
 
 namespace rg {
 
-enum class DType : uint8_t { f32 = 0, f16 = 1, i8 = 2, i32 = 3, u8 = 4, f64 = 5 };
+enum class DType : uint8_t { f32 = 0, f16 = 1, i8 = 2, i32 = 3, u8 = 4, f64 = 5, bf16 = 6 };
+// The 16-bit float storage types (fp16, bf16): data<uint16_t>() reads either's bits.
+inline bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
 
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);
@@ -20,6 +22,6 @@ template <> constexpr DType dtype_of<double>() { return DType::f64; }
 template <> constexpr DType dtype_of<int8_t>() { return DType::i8; }
 template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
 template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
-template <> constexpr DType dtype_of<uint16_t>() { return DType::f16; }  // fp16 bits
+template <> constexpr DType dtype_of<uint16_t>() { return DType::f16; }  // fp16 bits (bf16 too: is_half)
 
 }  // namespace rg

@@ -51,8 +51,8 @@ class Tensor {
   template <class T>
   T* data() const {
     RG_CHECK(defined(), "data() of an empty tensor");
-    RG_CHECK(dtype_of<T>() == dtype_, "data<" << dtype_name(dtype_of<T>()) << ">() of a " << dtype_name(dtype_)
-                                                << " tensor");
+    RG_CHECK(dtype_of<T>() == dtype_ || (dtype_of<T>() == DType::f16 && is_half(dtype_)),
+             "data<" << dtype_name(dtype_of<T>()) << ">() of a " << dtype_name(dtype_) << " tensor");
     return static_cast<T*>(storage_->data()) + offset_;
   }
   float* f32() const { return data<float>(); }

@@ -87,6 +87,7 @@ const char* train_precision_name(TrainPrecision precision) {
   switch (precision) {
     case TrainPrecision::fp32: return "fp32";
     case TrainPrecision::fp16: return "fp16";
+    case TrainPrecision::bf16: return "bf16";
     case TrainPrecision::int8_qat: return "int8-qat";
     case TrainPrecision::fixed_point: return "fixed-point";
   }
@@ -102,7 +103,7 @@ std::string precision_name(const TrainOptions& options) {
 }
 
 Status set_precision(const std::string& name, TrainOptions* options) {
-  for (TrainPrecision p : {TrainPrecision::fp32, TrainPrecision::fp16}) {
+  for (TrainPrecision p : {TrainPrecision::fp32, TrainPrecision::fp16, TrainPrecision::bf16}) {
     if (name == train_precision_name(p)) {
       options->precision = p;
       return Status();
@@ -120,7 +121,7 @@ Status set_precision(const std::string& name, TrainOptions* options) {
   }
   if (!names_fixed_point(name)) {
     return Status::error("unknown training precision '" + name +
-                         "' (known: fp32, fp16, int8-qat, int8-train, fixed-point shorthands such as w8a8e8, "
+                         "' (known: fp32, fp16, bf16, int8-qat, int8-train, fixed-point shorthands such as w8a8e8, "
                          "w16a16g16-sr, and QAT with fewer weight bits, w4a8-qat: docs/quantization.md)");
   }
   RG_ASSIGN(auto fixed, parse_fixed_point_precision(name));
@@ -130,8 +131,10 @@ Status set_precision(const std::string& name, TrainOptions* options) {
 }
 
 namespace {
-// Where a precision keeps activations: f16 for mixed precision, else f32.
-DType storage_for(TrainPrecision precision) { return precision == TrainPrecision::fp16 ? DType::f16 : DType::f32; }
+// Where a precision keeps activations: f16 or bf16 for mixed precision, else f32.
+DType storage_for(TrainPrecision precision) {
+  return precision == TrainPrecision::fp16 ? DType::f16 : precision == TrainPrecision::bf16 ? DType::bf16 : DType::f32;
+}
 }  // namespace
 
 Trainer::Trainer(Model& model, ThreadPool& pool, const TrainOptions& options)

@@ -46,6 +46,7 @@ enum class TrainPrecision {
   fp32,  // f32 storage and arithmetic
   fp16,  // mixed precision: f16 activations and activation gradients (Model::set_storage), f32
          // arithmetic and master weights, dynamic loss scaling
+  bf16,  // the same with bf16 storage (f32's exponent range: no loss scaling), on the CPU
   int8_qat,   // quantization-aware: f32 training through fake int8 weights and values
               // (quant/fake_quant.h), for export to an int8 model
   fixed_point,  // conv and dense GEMMs forward and backward in the fixed-point formats of
@@ -53,7 +54,7 @@ enum class TrainPrecision {
                 // per-tensor scales and stochastically rounded errors; ops/fixed_point_gemm.h),
                 // f32 master weights
 };
-// "fp32", "fp16", "int8-qat"; "fixed-point" for any fixed-point one (precision_name names it).
+// "fp32", "fp16", "bf16", "int8-qat"; "fixed-point" for any fixed-point one (precision_name names it).
 const char* train_precision_name(TrainPrecision precision);
 
 struct TrainOptions {

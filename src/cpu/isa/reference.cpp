@@ -185,6 +185,14 @@ void f32_to_f16__reference(int64_t n, const float* value, uint16_t* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16(value[i]);
 }
 
+void bf16_to_f32__reference(int64_t n, const uint16_t* half, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(half[i]);
+}
+
+void f32_to_bf16__reference(int64_t n, const float* value, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_bf16(value[i]);
+}
+
 }  // namespace rg
 
 // int8 GEMM and requantization: the integer arithmetic of qs8_gemm.h, literally.

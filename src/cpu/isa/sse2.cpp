@@ -1,4 +1,5 @@
 // Kernels for the sse2 level: explicit instantiations only, compiled with -msse2.
+#include "cpu/ukernels/bf16_convert_sse2.h"
 #include "cpu/ukernels/f16_convert_impl.h"
 #include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/f32_gemm_impl.h"
@@ -17,6 +18,9 @@ RG_DEFINE_F32_VECTOR_KERNELS(sse2, xsimd::sse2)
 RG_DEFINE_F32_WINOGRAD_KERNELS(sse2, xsimd::sse2)
 
 RG_DEFINE_F16_CONVERT_KERNELS(sse2, xsimd::sse2)
+
+void bf16_to_f32__sse2(int64_t n, const uint16_t* half, float* out) { ukernel::bf16_to_f32_sse2(n, half, out); }
+void f32_to_bf16__sse2(int64_t n, const float* value, uint16_t* out) { ukernel::f32_to_bf16_sse2(n, value, out); }
 
 void qs8_gemm_4x8__sse2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
                         int32_t* acc) {
