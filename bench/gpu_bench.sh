@@ -43,6 +43,9 @@ BIN=${BIN:-build/retrograd}
 DATA=${DATA:-/usr/share/datasets/fashion-mnist}
 OUT=${OUT:-$(mktemp -d /tmp/gpu-bench.XXXXXX)}
 mkdir -p "$OUT"
+# dcgan's networks, samples and checkpoints (megabytes a run, not results): kept out of OUT.
+GAN_SCRATCH=$(mktemp -d /tmp/gpu-bench-gan.XXXXXX)
+trap 'rm -rf "$GAN_SCRATCH"' EXIT
 
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
@@ -72,7 +75,7 @@ echo "## Training steps/s (FP32): retrograd on $DEVICE beside PyTorch CUDA"
 for model in $MODELS; do
   for batch in $BATCHES; do
     extra=()
-    [ "$model" = dcgan ] && extra=(--score-samples 0 --out "$OUT/dcgan-$batch")
+    [ "$model" = dcgan ] && extra=(--score-samples 0 --out "$GAN_SCRATCH/dcgan-$batch" --overwrite)
     # Two epochs of STEPS steps; the second's speed is reported (the first builds the kernels).
     "$BIN" train --model "$model" --epochs 2 --batch "$batch" --limit $((STEPS * batch)) --device "$DEVICE" \
       --data "$DATA" --threads 2 "${extra[@]}" --json "$OUT/$model-$batch.json" >"$OUT/$model-$batch.log" 2>&1 ||
@@ -138,7 +141,7 @@ echo "## Training within a device-memory budget on $DEVICE: steps/s at batch $BU
 for model in $MODELS; do
   for budget in none $BUDGETS; do
     extra=()
-    [ "$model" = dcgan ] && extra=(--score-samples 0 --out "$OUT/dcgan-budget-$budget" --overwrite)
+    [ "$model" = dcgan ] && extra=(--score-samples 0 --out "$GAN_SCRATCH/dcgan-budget-$budget" --overwrite)
     [ "$budget" != none ] && extra+=(--device-mem "$budget")
     "$BIN" train --model "$model" --epochs 2 --batch "$BUDGET_BATCH" --limit $((STEPS * BUDGET_BATCH)) \
       --device "$DEVICE" --data "$DATA" --threads 2 "${extra[@]}" --json "$OUT/$model-$budget.budgetjson" \
@@ -158,9 +161,9 @@ def read(model, budget):
         log = open(os.path.join(out, f"{model}-{budget}.budgetlog")).read()
     except (OSError, ValueError):
         return None
-    micro = re.search(r"micro-batches of (\d+)", log)
+    micro = re.search(r"micro-batches of (\d+)", log)  # none: the whole batch at once
     peak = re.search(r"device memory peak ([0-9.]+ [KMG]?i?B)", log)
-    return (r["history"][-1]["samples_per_s"] / batch, micro and micro.group(1), peak and peak.group(1))
+    return (r["history"][-1]["samples_per_s"] / batch, micro.group(1) if micro else "whole", peak and peak.group(1))
 
 
 print("| model | batch | unbudgeted steps/s (peak) | " + " | ".join(f"--device-mem {b}: steps/s, micro-batch, peak, / unbudgeted" for b in budgets) + " |")

@@ -6,6 +6,7 @@
 #include "portable.h"
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -649,6 +650,56 @@ TEST(Cli, PrecisionRowsWaitForAStoppedRunsEnd) {
   ASSERT_EQ(resumed.code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("Epoch 3/3"), resumed.output.rfind("Epoch 3/3")) << "fp32's epoch 3, then int8-qat's";
   EXPECT_EQ(nlohmann::json::parse(read_all(json_path))["precisions"].size(), 3u);
+}
+
+// precision --sweep --quick on a small run: every configuration from each seed, the report's
+// three files, its sections and charts, the JSON's rows per seed; a layer's row (LAYER=P) and a
+// w4a8 row among them.
+TEST(Cli, PrecisionSweepWritesItsReport) {
+  const std::string out = temp_dir() + "/sweep";
+  const Outcome o = run("precision --sweep --quick --sweep-seeds 3,4 --model lenet --data synthetic --limit 256 "
+                        "--epochs 1 --threads 2 --infer-batch 64 --sweep-out " + out);
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("== precision sweep: seed 4 (18 configurations) =="), std::string::npos) << o.output;
+  const std::string html = read_all(out + "/report.html"), md = read_all(out + "/report.md");
+  for (const char* part : {"Accuracy against bits", "Each layer alone in w4a8e8", "Accuracy against weight bytes",
+                           "Accuracy against training speed", "Accuracy against inference speed", "Every configuration",
+                           "Pareto front", "conv2=w4a8e8", "w4a8-qat"}) {
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+  }
+  EXPECT_GE(std::count(html.begin(), html.end(), '<'), 100) << "charts and tables";
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_EQ(html.find("nan"), std::string::npos) << "no unusable number drawn";
+  EXPECT_NE(md.find("## Each layer alone in w4a8e8"), std::string::npos) << md;
+  const auto json = nlohmann::json::parse(read_all(out + "/sweep.json"));
+  ASSERT_EQ(json["seeds"].size(), 2u);
+  EXPECT_EQ(json["seeds"][1]["seed"], 4);
+  ASSERT_EQ(json["seeds"][0]["rows"].size(), 18u);
+  EXPECT_EQ(json["seeds"][0]["rows"][1]["precision"], "w4");
+  EXPECT_EQ(json["bits"], nlohmann::json({4, 8, 16}));
+}
+
+// Its mistakes, named before any training; the folder checked writable first.
+TEST(Cli, PrecisionSweepMistakesAreNamedFirst) {
+  const std::string file = temp_dir() + "/sweep-file";
+  write_all(file, "not a folder");
+  struct Case {
+    std::string args, expect;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"precision --sweep --data synthetic --sweep-seeds 1,1", "seed 1 is listed twice"},
+           {"precision --sweep --data synthetic --sweep-seeds 1,x", "'x' is not a seed"},
+           {"precision --sweep --data synthetic --seed 4", "--seed does not go with --sweep"},
+           {"precision --sweep --data synthetic --precision fp32,int8", "--precision does not go with --sweep"},
+           {"precision --sweep --data synthetic --model autoencoder", "reconstructs its input"},
+           {"precision --sweep --data synthetic --sweep-out " + file, "--sweep-out"},
+       }) {
+    const Outcome o = run(c.args);
+    EXPECT_EQ(o.code, 2) << c.args << "\n" << o.output;
+    EXPECT_NE(o.output.find(c.expect), std::string::npos) << c.args << "\n" << o.output;
+    EXPECT_EQ(o.output.find("Epoch 1/"), std::string::npos) << "nothing trained: " << c.args;
+  }
+  EXPECT_EQ(read_all(file), "not a folder") << "left as it was";
 }
 
 TEST(Cli, PrecisionMistakesAreNamedBeforeTraining) {

@@ -13,6 +13,7 @@
 #include "app/layer_profile_option.h"
 #include "app/mpi_job.h"
 #include "app/precision_report.h"
+#include "app/precision_sweep.h"
 #include "app/train_gan.h"
 #include "app/train_options.h"
 #include "base/files.h"
@@ -214,6 +215,7 @@ Status read_precision_options(TrainRun& run) {
   if (!run.precision_report) return Status();
   RG_ASSIGN(run.precision, precision_settings(args));
   const PrecisionSettings& precision = run.precision;
+  RG_TRY(check_layer_rows(precision, run.cfg));
   if (run.options.precision != TrainPrecision::fp32) {
     return Status::error("--precision compares each precision with the fp32 run and trains the others itself; drop "
                          "--train-precision");
@@ -647,8 +649,72 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   return 0;
 }
 
+// precision --sweep, options that would clash with it: each seed is a whole run of its own.
+Status check_sweep_options(const Args& args) {
+  for (const char* name : {"precision", "seed", "resume", "checkpoint", "json", "csv", "samples", "stop-after"}) {
+    if (args.given(name)) return Status::error("--" + std::string(name) + " does not go with --sweep (it chooses the "
+                                               "rows and seeds, and writes its report into --sweep-out)");
+  }
+  return Status();
+}
+
+// One seed of a sweep: the run the command line asks for, its --seed and --precision the sweep's.
+Result<std::vector<PrecisionRow>> sweep_seed_rows(const TrainCommand& command, int argc, char** argv, int64_t start_rss,
+                                                  const SweepPlan& plan, uint64_t seed) {
+  TrainRun run(command, nullptr, start_rss);
+  declare_train_options(run.args, command);
+  RG_TRY(run.args.parse(argc, argv, 2));
+  std::string list;
+  for (const std::string& p : plan.precisions) list += (list.empty() ? "" : ",") + p;
+  run.args.assume("precision", list);
+  run.args.assume("seed", std::to_string(seed));
+  run.writes_files = true;
+  RG_TRY(read_settings(run));
+  RG_TRY(build_plan_run_report(run));
+  if (run.precision_rows_run.empty()) return Status::error("seed " + std::to_string(seed) + " made no rows");
+  return run.precision_rows_run;
+}
+
+// precision --sweep: the plan from the model's cfg (read as a run reads it), its folder checked
+// writable before any training, each seed's run, then report.html, report.md and sweep.json.
+int run_sweep(const TrainCommand& command, int argc, char** argv, int64_t start_rss) {
+  TrainRun probe(command, nullptr, start_rss);
+  declare_train_options(probe.args, command);
+  if (Status s = probe.args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
+  if (Status s = check_sweep_options(probe.args); !s.ok()) return fail(s.message());
+  if (Status s = read_settings(probe); !s.ok()) return fail(s.message());
+  if (probe.gan != TrainRun::Gan::no) return fail("--sweep compares a classifier's precisions, not a GAN's");
+  auto plan = sweep_plan(probe.args, probe.cfg);
+  if (!plan.ok()) return fail(plan.status().message());
+  const std::string& out = plan.value().out;
+  for (const char* file : {"report.html", "report.md", "sweep.json"}) {
+    if (Status s = make_directories(out); !s.ok()) return fail("--sweep-out: " + s.message());
+    if (Status s = check_writable_path(join_path(out, file), "sweep-out"); !s.ok()) return fail(s.message());
+  }
+  std::vector<SweepSeed> seeds;
+  for (uint64_t seed : plan.value().seeds) {
+    std::printf("\n== precision sweep: seed %llu (%zu configurations) ==\n", static_cast<unsigned long long>(seed),
+                plan.value().precisions.size());
+    auto rows = sweep_seed_rows(command, argc, argv, start_rss, plan.value(), seed);
+    if (!rows.ok()) return fail(rows.status().message());
+    seeds.push_back({seed, rows.take()});
+  }
+  const std::string model = probe.cfg.file;
+  const report::Document doc = sweep_report(plan.value(), seeds, model);
+  for (const auto& [file, text] : {std::pair<const char*, std::string>{"report.html", report::render_html(doc)},
+                                   {"report.md", report::render_markdown(doc)},
+                                   {"sweep.json", sweep_json(plan.value(), seeds, model).dump(2) + "\n"}}) {
+    if (Status s = write_text_report(join_path(out, file), text); !s.ok()) return fail(s.message());
+  }
+  std::printf("\nprecision sweep: %zu configurations x %zu seeds; report: %s\n", plan.value().precisions.size(),
+              seeds.size(), join_path(out, "report.html").c_str());
+  return 0;
+}
+
 int run_train_command(const TrainCommand& command, int argc, char** argv) {
   const int64_t start_rss = current_rss_bytes();  // the binary, its libraries, the C++ runtime
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == "--sweep" && std::string(command.name) == "precision") return run_sweep(command, argc, argv, start_rss);
   return run_in_job([&](Communicator* comm) { return train_in_job(command, argc, argv, comm, start_rss); });
 }
 

@@ -12,6 +12,7 @@
 #include "base/memory.h"
 #include "cpu/isa.h"
 #include "cpu/kernel_tables.h"
+#include "nn/layer_precision_option.h"
 #include "nn/layer_registry.h"
 #include "ops/fixed_point_gemm.h"
 
@@ -45,7 +46,15 @@ Result<PrecisionSettings> precision_settings(const Args& args) {
   PrecisionSettings s;
   std::stringstream list(args.text("precision"));
   for (std::string name; std::getline(list, name, ',');) {
-    if (names_int8_export(name)) {  // int8, int8-qat, w4a8-qat, w6a8-ptq...
+    if (name.find('=') != std::string::npos) {  // LAYER=P: one layer in P (checked against the model: check_layer_rows)
+      const std::string layer = name.substr(0, name.find('=')), own = name.substr(name.find('=') + 1);
+      if (layer.empty() || own.empty()) return Status::error("--precision: '" + name + "' is not LAYER=PRECISION");
+      if (own != "fp32") {
+        auto fixed = parse_fixed_point_precision(own);
+        if (!fixed.ok()) return fixed.status().with_context("--precision: " + layer + "=: ");
+        name = layer + "=" + fixed.value().name;
+      }
+    } else if (names_int8_export(name)) {  // int8, int8-qat, w4a8-qat, w6a8-ptq...
       auto form = parse_int8_export_precision(name);
       if (!form.ok()) return form.status().with_context("--precision: ");
       name = form.value().name;
@@ -85,6 +94,12 @@ Result<PrecisionSettings> precision_settings(const Args& args) {
   RG_ASSIGN(s.qat.epochs, args.integer("qat-epochs", 1, 1000000));
   RG_ASSIGN(s.qat.lr_scale, args.number("qat-lr-scale", 0, 1000));
   return s;
+}
+
+Status check_layer_rows(const PrecisionSettings& settings, const CfgDocument& cfg) {
+  for (const std::string& name : settings.precisions)
+    if (name.find('=') != std::string::npos) RG_TRY(with_layer_precisions(cfg, name).status().with_context("--precision: "));
+  return Status();
 }
 
 bool PrecisionSettings::qat_reruns_last_epochs() const {
@@ -242,6 +257,20 @@ std::vector<LayerPrecision> layer_list(const Model& net, const std::string& gemm
   return out;
 }
 
+// A row's model trained again: its scores at the inference batch in the precision it trained in,
+// and its bytes.
+Status score_copy(const TrainedCopy& run, TrainOptions options, ThreadPool& pool, const Dataset& test,
+                  const PrecisionSettings& settings, PrecisionRow* row) {
+  options.batch = settings.infer_batch;
+  options.checkpoint_path.clear();
+  Trainer evaluator(*run.net, pool, options);
+  RG_TRY(evaluator.prepare());
+  RG_TRY(fill_scores(row, evaluator.evaluate(test), run.net->target() != TargetKind::input));
+  row->weight_bytes = run.net->weight_bytes();
+  row->memory_bytes = row->weight_bytes + run.net->inference_activation_bytes(settings.infer_batch);
+  return Status();
+}
+
 // fp16 (mixed precision; inference with f16 weights and activations) and int8-train (conv/dense GEMMs on the
 // fixed-point kernels, in training and inference): the model trained again in `precision`, then
 // scored at the inference batch in that precision.
@@ -275,13 +304,27 @@ Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, con
     row.layers = layer_list(*run.net, options.fixed_point.name + (fake ? " fake" : " GEMM"), "f32");
   }
   if (options.precision == TrainPrecision::fp16) RG_TRY(run.net->store_weights_f16());
-  options.batch = settings.infer_batch;
-  options.checkpoint_path.clear();
-  Trainer evaluator(*run.net, pool, options);
-  RG_TRY(evaluator.prepare());
-  RG_TRY(fill_scores(&row, evaluator.evaluate(test), model.target() != TargetKind::input));
-  row.weight_bytes = run.net->weight_bytes();
-  row.memory_bytes = row.weight_bytes + run.net->inference_activation_bytes(settings.infer_batch);
+  RG_TRY(score_copy(run, options, pool, test, settings, &row));
+  return row;
+}
+
+// LAYER=P: the model trained again from the same seed in fp32 but for that layer's products, in
+// P (its cfg's precision key, as --layer-precision writes it): what the layer alone costs.
+Result<PrecisionRow> layer_row(const Model& model, const TrainOptions& options, const std::string& spec,
+                               ThreadPool& pool, const Dataset& train, const Dataset& test,
+                               const PrecisionSettings& settings) {
+  RG_ASSIGN(const CfgDocument cfg, with_layer_precisions(model.cfg(), spec));
+  RG_ASSIGN(std::unique_ptr<Model> net, Model::from_cfg(cfg));
+  RG_TRY(net->init(options.seed));
+  std::fprintf(options.log, "\nprecision %s: training the same model from the same seed, that layer alone in its precision\n",
+               spec.c_str());
+  RG_ASSIGN(TrainedCopy run, train_copy(std::move(net), options, pool, train, nullptr));
+  PrecisionRow row;
+  row.precision = spec;
+  row.train_samples_per_s = run.samples_per_s;
+  row.what_ran = "fp32 but " + spec.substr(0, spec.find('=')) + "'s products in " + spec.substr(spec.find('=') + 1);
+  row.layers = layer_list(*run.net, "f32", "f32");
+  RG_TRY(score_copy(run, options, pool, test, settings, &row));
   return row;
 }
 
@@ -360,6 +403,9 @@ Result<std::vector<PrecisionRow>> precision_rows(Model& model, const TrainOption
   for (const std::string& precision : settings.precisions) {
     if (precision == "fp32") {
       RG_ASSIGN(PrecisionRow row, fp32_row(model, evaluator, test, train_samples_per_s, settings));
+      rows.push_back(row);
+    } else if (precision.find('=') != std::string::npos) {  // LAYER=P
+      RG_ASSIGN(PrecisionRow row, layer_row(model, options, precision, pool, train, test, settings));
       rows.push_back(row);
     } else if (!names_int8_export(precision)) {  // fp16 and the fixed-point ones
       RG_ASSIGN(PrecisionRow row, retrained_row(model, options, precision, pool, train, test, settings));

@@ -33,6 +33,8 @@ struct PrecisionSettings {
 };
 // The options read and checked; an unknown or not yet built precision is an error naming it.
 Result<PrecisionSettings> precision_settings(const Args& args);
+// The LAYER=P rows name layers of `cfg` of a kind a precision applies to (before any training).
+Status check_layer_rows(const PrecisionSettings& settings, const CfgDocument& cfg);
 
 struct PrecisionRow {
   std::string precision;      // "fp32", "int8"

@@ -7,6 +7,7 @@
 #include "app/layer_profile_option.h"
 #include "app/mpi_job.h"
 #include "app/precision_report.h"
+#include "app/precision_sweep.h"
 #include "app/train_gan.h"
 #include "base/memory.h"
 #include "nn/model.h"
@@ -71,6 +72,7 @@ void declare_train_options(Args& args, const TrainCommand& command) {
   args.option("samples", "FILE.png", "autoencoders: write test inputs beside their reconstructions as a PNG grid");
   args.option("csv", "FILE", "--precision: write the precision table as CSV");
   declare_precision_options(args, *command.precisions != '\0' ? command.precisions : "none: no table");
+  if (std::string(command.name) == "precision") declare_sweep_options(args);
   add_gan_options(args);
   add_device_options(args);
   add_profile_option(args);

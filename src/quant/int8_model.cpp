@@ -380,10 +380,11 @@ void Int8StageBuilder::choose_gemm_path(size_t end, const ConvGeometry& g, bool 
   // The direct conv where it pays: with the pooling fused, or with few filters (its lanes are
   // pixels, so each filter is requantized and stored on its own; with many filters the GEMM's
   // lanes-are-filters layout requantizes whole rows at once). Else Winograd where it fits
-  // (its error keeps the group f32), else im2col and the GEMM.
+  // (its error keeps the group f32), else im2col and the GEMM. Weights of 4 bits or fewer skip
+  // Winograd: its transformed weights (int16, 16 for 9) would hold 7 times the packed ones.
   if (options.direct_conv && is_conv && conv_pairs_fits(g) && (pool_next || static_cast<int64_t>(filters) <= 8)) {
     plan->path = Int8GemmPath::conv_pairs;
-  } else if (options.winograd && is_conv && winograd_fits(g)) {
+  } else if (options.winograd && options.weight_bits > 4 && is_conv && winograd_fits(g)) {
     plan->path = Int8GemmPath::winograd;
   }
   plan->pool = plan->path != Int8GemmPath::gemm && pool_next;

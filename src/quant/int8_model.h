@@ -48,8 +48,9 @@ struct Int8Options {
   // (int8_winograd.h); false: im2col and the GEMM (for tests: both give the same bits).
   bool winograd = true;
   // The conv and dense weights' grid (weight_qmax: 2 to 8 bits; 8 is int8). At 4 bits or fewer
-  // the GEMM path holds them two a byte; the direct and Winograd convs and the depthwise conv
-  // hold their own forms of them, as at 8 bits.
+  // the GEMM path holds them two a byte and Winograd is not taken (its transformed weights would
+  // hold 7 times as many bytes); the direct single-channel conv and the depthwise conv hold their
+  // own (small) forms of them, as at 8 bits.
   int weight_bits = 8;
   // The ISA whose int8 tiles the weights are packed for; unset: the active one.
   bool has_isa = false;

@@ -459,12 +459,14 @@ void draw_series(Svg& svg, const LineChart& chart, size_t si, const Axis& x, con
     }
     d += (pen_down ? "L" : "M") + at;
     pen_down = true;
+    const std::string label = i < s.labels.size() ? s.labels[i] + " (" + name + ")" : name;
     markers += "<path class=\"point\" transform=\"translate(" + at + ")\" d=\"" + shape_d + "\"><title>" +
-               xml_escape(name + ": " + format_number(s.x[i], 4) + ", " + format_number(s.y[i], 4)) +
+               xml_escape(label + ": " + format_number(s.x[i], 4) + ", " + format_number(s.y[i], 4)) +
                "</title></path>\n";
   }
   svg.out += "<g class=\"series\" fill=\"" + std::string(colour(si)) + "\" stroke=\"" + colour(si) + "\">\n";
-  if (!d.empty())
+  const bool points_only = si < chart.points_only.size() && chart.points_only[si];
+  if (!d.empty() && !points_only)
     svg.out += "<path d=\"" + d + "\" fill=\"none\" stroke-width=\"2\"" +
                (dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
   // A thin white edge keeps overlapping markers apart.
@@ -487,7 +489,9 @@ void draw_line_legend(Svg& svg, const LineChart& chart, const LineLegend& legend
       ly = below + 22 + 20.0 * legend.row_of[si];
     }
     const bool dashed = si < chart.dashed.size() && chart.dashed[si];
-    svg.line(lx, ly, lx + 28, ly, colour(si), std::string("stroke-width=\"2\"") + (dashed ? " stroke-dasharray=\"6 4\"" : ""));
+    if (si >= chart.points_only.size() || !chart.points_only[si]) {
+      svg.line(lx, ly, lx + 28, ly, colour(si), std::string("stroke-width=\"2\"") + (dashed ? " stroke-dasharray=\"6 4\"" : ""));
+    }
     svg.out += "<path transform=\"translate(" + px(lx + 14) + "," + px(ly) + ")\" d=\"" + marker_path(shape(si)) +
                "\" fill=\"" + colour(si) + "\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>\n";
     svg.text(lx + 36, ly + 4, legend.names[si], "start", std::string("fill=\"") + kInk + "\"");

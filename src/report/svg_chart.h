@@ -29,6 +29,8 @@ struct ChartSeries {
   // Optional error bars (empty, or as long as y): a vertical bar with caps from y_low to y_high at
   // each point where both are usable (the spread of repeated measurements).
   std::vector<double> y_low = {}, y_high = {};
+  // Optional (empty, or as long as x): each point's name, shown on hover before its values.
+  std::vector<std::string> labels = {};
 };
 
 struct LineChart {
@@ -39,6 +41,7 @@ struct LineChart {
   std::vector<ChartSeries> series;    // points joined in the order given
   std::string note;                   // under the chart, e.g. "higher is better; dashed: estimate"
   std::vector<bool> dashed;           // optional, per series
+  std::vector<bool> points_only;      // optional, per series: markers without the joining line (a scatter)
 };
 
 // width x height pixels; the legend sits right of the plot, or below it when the names are long.
