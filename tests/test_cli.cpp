@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -658,13 +659,13 @@ TEST(Cli, PrecisionRowsWaitForAStoppedRunsEnd) {
 TEST(Cli, PrecisionSweepWritesItsReport) {
   const std::string out = temp_dir() + "/sweep";
   const Outcome o = run("precision --sweep --quick --sweep-seeds 3,4 --model lenet --data synthetic --limit 256 "
-                        "--epochs 1 --threads 2 --infer-batch 64 --sweep-out " + out);
+                        "--epochs 1 --threads 2 --infer-batch 64 --fit-weights 40K --sweep-out " + out);
   ASSERT_EQ(o.code, 0) << o.output;
-  EXPECT_NE(o.output.find("== precision sweep: seed 4 (18 configurations) =="), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("== precision sweep: seed 4 (33 configurations) =="), std::string::npos) << o.output;
   const std::string html = read_all(out + "/report.html"), md = read_all(out + "/report.md");
   for (const char* part : {"Accuracy against bits", "Each layer alone in w4a8e8", "Accuracy against weight bytes",
                            "Accuracy against training speed", "Accuracy against inference speed", "Every configuration",
-                           "Pareto front", "conv2=w4a8e8", "w4a8-qat"}) {
+                           "Pareto front", "conv2=w4a8e8", "w4a8-qat", "Weights fitted to 40.0 KiB", "dense1=w2"}) {
     EXPECT_NE(html.find(part), std::string::npos) << part;
   }
   EXPECT_GE(std::count(html.begin(), html.end(), '<'), 100) << "charts and tables";
@@ -674,9 +675,22 @@ TEST(Cli, PrecisionSweepWritesItsReport) {
   const auto json = nlohmann::json::parse(read_all(out + "/sweep.json"));
   ASSERT_EQ(json["seeds"].size(), 2u);
   EXPECT_EQ(json["seeds"][1]["seed"], 4);
-  ASSERT_EQ(json["seeds"][0]["rows"].size(), 18u);
+  ASSERT_EQ(json["seeds"][0]["rows"].size(), 33u);
   EXPECT_EQ(json["seeds"][0]["rows"][1]["precision"], "w4");
   EXPECT_EQ(json["bits"], nlohmann::json({4, 8, 16}));
+  // --fit-weights: every layer given a width, the weights at those widths within the budget, and
+  // (unless all fit in f32) the fitted model trained from each seed beside fp32.
+  const auto& fit = json["fit"];
+  ASSERT_EQ(fit["widths"].size(), 5u) << fit.dump();
+  EXPECT_LE(fit["bytes"].get<int64_t>(), 40960);
+  int64_t bytes = 0;
+  const std::map<std::string, int64_t> weights = {{"conv1", 150}, {"conv2", 2400}, {"dense1", 48000}, {"dense2", 10080}, {"dense3", 840}};
+  for (const auto& [layer, count] : weights) bytes += (count * fit["widths"][layer].get<int64_t>() + 7) / 8;
+  EXPECT_EQ(fit["bytes"].get<int64_t>(), bytes);
+  if (fit["row"] != "fp32") {
+    ASSERT_EQ(fit["seeds"].size(), 2u);
+    EXPECT_EQ(fit["seeds"][0]["rows"][1]["precision"], fit["row"]);
+  }
 }
 
 // Its mistakes, named before any training; the folder checked writable first.
@@ -693,6 +707,8 @@ TEST(Cli, PrecisionSweepMistakesAreNamedFirst) {
            {"precision --sweep --data synthetic --precision fp32,int8", "--precision does not go with --sweep"},
            {"precision --sweep --data synthetic --model autoencoder", "reconstructs its input"},
            {"precision --sweep --data synthetic --sweep-out " + file, "--sweep-out"},
+           {"precision --sweep --data synthetic --model lenet --fit-weights 1K", "below the 15368 bytes"},
+           {"precision --sweep --data synthetic --fit-weights lots", "--fit-weights"},
        }) {
     const Outcome o = run(c.args);
     EXPECT_EQ(o.code, 2) << c.args << "\n" << o.output;

@@ -699,11 +699,27 @@ int run_sweep(const TrainCommand& command, int argc, char** argv, int64_t start_
     if (!rows.ok()) return fail(rows.status().message());
     seeds.push_back({seed, rows.take()});
   }
+  std::unique_ptr<FitChoice> fit;
+  std::vector<SweepSeed> fit_seeds;
+  if (plan.value().fit_bytes > 0) {  // the fitted model from each seed, beside fp32 again
+    auto chosen = fit_weights(plan.value(), seeds);
+    if (!chosen.ok()) return fail(chosen.status().message());
+    fit = std::make_unique<FitChoice>(chosen.take());
+    SweepPlan fitted = plan.value();
+    fitted.precisions = {"fp32", fit->row};
+    for (uint64_t seed : fit->row == "fp32" ? std::vector<uint64_t>{} : plan.value().seeds) {
+      std::printf("\n== precision sweep: the fitted model %s, seed %llu ==\n", fit->row.c_str(),
+                  static_cast<unsigned long long>(seed));
+      auto rows = sweep_seed_rows(command, argc, argv, start_rss, fitted, seed);
+      if (!rows.ok()) return fail(rows.status().message());
+      fit_seeds.push_back({seed, rows.take()});
+    }
+  }
   const std::string model = probe.cfg.file;
-  const report::Document doc = sweep_report(plan.value(), seeds, model);
+  const report::Document doc = sweep_report(plan.value(), seeds, model, fit.get(), fit_seeds);
   for (const auto& [file, text] : {std::pair<const char*, std::string>{"report.html", report::render_html(doc)},
                                    {"report.md", report::render_markdown(doc)},
-                                   {"sweep.json", sweep_json(plan.value(), seeds, model).dump(2) + "\n"}}) {
+                                   {"sweep.json", sweep_json(plan.value(), seeds, model, fit.get(), fit_seeds).dump(2) + "\n"}}) {
     if (Status s = write_text_report(join_path(out, file), text); !s.ok()) return fail(s.message());
   }
   std::printf("\nprecision sweep: %zu configurations x %zu seeds; report: %s\n", plan.value().precisions.size(),

@@ -42,18 +42,41 @@ void declare_precision_options(Args& args, const char* default_precisions) {
               "0.1");
 }
 
+namespace {
+
+// "conv1=w4+dense2=fp32": each LAYER=P with P's canonical name; an error names the entry.
+Result<std::string> canonical_layer_row(const std::string& row) {
+  std::string out;
+  std::stringstream entries(row);
+  for (std::string entry; std::getline(entries, entry, '+');) {
+    const size_t at = entry.find('=');
+    const std::string layer = entry.substr(0, at), own = at == std::string::npos ? "" : entry.substr(at + 1);
+    if (layer.empty() || own.empty()) return Status::error("--precision: '" + entry + "' is not LAYER=PRECISION");
+    std::string name = own;
+    if (own != "fp32") {
+      auto fixed = parse_fixed_point_precision(own);
+      if (!fixed.ok()) return fixed.status().with_context("--precision: " + layer + "=: ");
+      name = fixed.value().name;
+    }
+    out += (out.empty() ? "" : "+") + layer + "=" + name;
+  }
+  return out;
+}
+
+// A layer row's entries as --layer-precision writes them (with_layer_precisions' list).
+std::string layer_row_list(std::string row) {
+  std::replace(row.begin(), row.end(), '+', ',');
+  return row;
+}
+
+}  // namespace
+
 Result<PrecisionSettings> precision_settings(const Args& args) {
   PrecisionSettings s;
   std::stringstream list(args.text("precision"));
   for (std::string name; std::getline(list, name, ',');) {
-    if (name.find('=') != std::string::npos) {  // LAYER=P: one layer in P (checked against the model: check_layer_rows)
-      const std::string layer = name.substr(0, name.find('=')), own = name.substr(name.find('=') + 1);
-      if (layer.empty() || own.empty()) return Status::error("--precision: '" + name + "' is not LAYER=PRECISION");
-      if (own != "fp32") {
-        auto fixed = parse_fixed_point_precision(own);
-        if (!fixed.ok()) return fixed.status().with_context("--precision: " + layer + "=: ");
-        name = layer + "=" + fixed.value().name;
-      }
+    if (name.find('=') != std::string::npos) {  // LAYER=P[+LAYER=P...] (checked against the model: check_layer_rows)
+      RG_ASSIGN(name, canonical_layer_row(name));
     } else if (names_int8_export(name)) {  // int8, int8-qat, w4a8-qat, w6a8-ptq...
       auto form = parse_int8_export_precision(name);
       if (!form.ok()) return form.status().with_context("--precision: ");
@@ -98,7 +121,9 @@ Result<PrecisionSettings> precision_settings(const Args& args) {
 
 Status check_layer_rows(const PrecisionSettings& settings, const CfgDocument& cfg) {
   for (const std::string& name : settings.precisions)
-    if (name.find('=') != std::string::npos) RG_TRY(with_layer_precisions(cfg, name).status().with_context("--precision: "));
+    if (name.find('=') != std::string::npos) {
+      RG_TRY(with_layer_precisions(cfg, layer_row_list(name)).status().with_context("--precision: "));
+    }
   return Status();
 }
 
@@ -308,21 +333,22 @@ Result<PrecisionRow> retrained_row(const Model& model, TrainOptions options, con
   return row;
 }
 
-// LAYER=P: the model trained again from the same seed in fp32 but for that layer's products, in
-// P (its cfg's precision key, as --layer-precision writes it): what the layer alone costs.
+// LAYER=P[+LAYER=P...]: the model trained again from the same seed in fp32 but for those layers'
+// products, each in its P (its cfg's precision key, as --layer-precision writes it): what the
+// layer alone costs, or a set of widths (precision --sweep --fit-weights).
 Result<PrecisionRow> layer_row(const Model& model, const TrainOptions& options, const std::string& spec,
                                ThreadPool& pool, const Dataset& train, const Dataset& test,
                                const PrecisionSettings& settings) {
-  RG_ASSIGN(const CfgDocument cfg, with_layer_precisions(model.cfg(), spec));
+  RG_ASSIGN(const CfgDocument cfg, with_layer_precisions(model.cfg(), layer_row_list(spec)));
   RG_ASSIGN(std::unique_ptr<Model> net, Model::from_cfg(cfg));
   RG_TRY(net->init(options.seed));
-  std::fprintf(options.log, "\nprecision %s: training the same model from the same seed, that layer alone in its precision\n",
+  std::fprintf(options.log, "\nprecision %s: training the same model from the same seed, those layers in their precisions\n",
                spec.c_str());
   RG_ASSIGN(TrainedCopy run, train_copy(std::move(net), options, pool, train, nullptr));
   PrecisionRow row;
   row.precision = spec;
   row.train_samples_per_s = run.samples_per_s;
-  row.what_ran = "fp32 but " + spec.substr(0, spec.find('=')) + "'s products in " + spec.substr(spec.find('=') + 1);
+  row.what_ran = "fp32 but the products of " + layer_row_list(spec);
   row.layers = layer_list(*run.net, "f32", "f32");
   RG_TRY(score_copy(run, options, pool, test, settings, &row));
   return row;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "base/memory.h"
 #include "nn/layer_registry.h"
 #include "nn/model.h"
 #include "report/svg_chart.h"
@@ -24,6 +25,9 @@ void declare_sweep_options(Args& args) {
   args.option("sweep-out", "DIR", "--sweep: the report's folder (report.html, report.md, sweep.json)",
               "retrograd-precision-sweep");
   args.flag("quick", "--sweep: widths 4, 8 and 16 only, seeds 1,2, no fp16 or bf16 rows");
+  args.option("fit-weights", "SIZE", "--sweep: also pick each conv/dense layer's weight width (2, 4, 8 bits or f32) with "
+              "the least accuracy loss whose weights fit SIZE (64K, 1.5M), from each layer's own rows, and train it",
+              "none");
 }
 
 namespace {
@@ -64,13 +68,35 @@ Result<SweepPlan> sweep_plan(const Args& args, const CfgDocument& cfg) {
     return Status::error("--sweep compares test accuracy: " + cfg.file + " reconstructs its input (an autoencoder's "
                          "MSE is not swept yet; its --precision rows are)");
   }
+  RG_TRY(model->init(1));  // the parameters, to count each layer's weights
   plan.precisions = {"fp32"};
   for (const char* role : {"w", "a", "g"})
     for (int bits : plan.bits) plan.precisions.push_back(role + std::to_string(bits));
   for (const char* name : {"int8", "w4a8-ptq", "w4a8-qat"}) plan.precisions.push_back(name);
   if (!plan.quick) plan.precisions.insert(plan.precisions.end(), {"fp16", "bf16"});
-  for (const auto& layer : model->layers())
-    if (layer_kind_of(*layer).own_precision) plan.precisions.push_back(layer->name() + "=" + plan.layer_precision);
+  for (const auto& layer : model->layers()) {
+    if (!layer_kind_of(*layer).own_precision) continue;
+    plan.precisions.push_back(layer->name() + "=" + plan.layer_precision);
+    int64_t weights = 0;
+    for (Param* p : layer->params())
+      if (p->value.shape().rank() >= 2) weights += p->value.numel();
+    plan.layer_weights.emplace_back(layer->name(), weights);
+  }
+  if (args.given("fit-weights")) {
+    auto bytes = parse_bytes(args.text("fit-weights"));
+    if (!bytes.ok()) return bytes.status().with_context("--fit-weights: ");
+    if (bytes.value() <= 0) return Status::error("--fit-weights: a budget must be above 0 bytes");
+    plan.fit_bytes = bytes.value();
+    plan.fit_bits = {2, 4, 8};
+    int64_t narrowest = 0;
+    for (const auto& layer : plan.layer_weights) narrowest += (layer.second * plan.fit_bits.front() + 7) / 8;
+    if (plan.fit_bytes < narrowest) {
+      return Status::error("--fit-weights: " + args.text("fit-weights") + " is below the " + std::to_string(narrowest) +
+                           " bytes of the conv and dense weights at " + std::to_string(plan.fit_bits.front()) + " bits");
+    }
+    for (const auto& [layer, weights] : plan.layer_weights)
+      for (int bits : plan.fit_bits) plan.precisions.push_back(layer + "=w" + std::to_string(bits));
+  }
   return plan;
 }
 
@@ -268,7 +294,84 @@ void configurations_section(report::Document& doc, const std::vector<Config>& co
 
 }  // namespace
 
-report::Document sweep_report(const SweepPlan& plan, const std::vector<SweepSeed>& seeds, const std::string& model) {
+Result<FitChoice> fit_weights(const SweepPlan& plan, const std::vector<SweepSeed>& seeds) {
+  const std::vector<Config> configs = configs_of(seeds);
+  std::vector<int> widths = {32};  // f32, then narrower
+  for (auto b = plan.fit_bits.rbegin(); b != plan.fit_bits.rend(); ++b) widths.push_back(*b);
+  const auto bytes_at = [](int64_t weights, int bits) { return (weights * bits + 7) / 8; };
+  // loss[l][w]: layer l at widths[w], the points its own row lost (its median change, negated).
+  std::vector<std::vector<double>> loss(plan.layer_weights.size(), std::vector<double>(widths.size(), 0.0));
+  for (size_t l = 0; l < plan.layer_weights.size(); ++l)
+    for (size_t w = 1; w < widths.size(); ++w) {
+      const Config* c = find_config(configs, plan.layer_weights[l].first + "=w" + std::to_string(widths[w]));
+      if (c == nullptr || !std::isfinite(c->change.median)) {
+        return Status::error("--fit-weights: no row for " + plan.layer_weights[l].first + " at " + std::to_string(widths[w]) + " bits");
+      }
+      loss[l][w] = -c->change.median;
+    }
+  std::vector<size_t> at(plan.layer_weights.size(), 0);
+  const auto total = [&] {
+    int64_t sum = 0;
+    for (size_t l = 0; l < at.size(); ++l) sum += bytes_at(plan.layer_weights[l].second, widths[at[l]]);
+    return sum;
+  };
+  while (total() > plan.fit_bytes) {
+    size_t best = at.size();
+    double best_cost = INFINITY;
+    for (size_t l = 0; l < at.size(); ++l) {
+      if (at[l] + 1 >= widths.size()) continue;
+      const int64_t weights = plan.layer_weights[l].second;
+      const double saved = static_cast<double>(bytes_at(weights, widths[at[l]]) - bytes_at(weights, widths[at[l] + 1]));
+      const double cost = (loss[l][at[l] + 1] - loss[l][at[l]]) / std::max(saved, 1.0);
+      if (cost < best_cost) best_cost = cost, best = l;
+    }
+    if (best == at.size()) {
+      return Status::error("--fit-weights: " + std::to_string(plan.fit_bytes) + " bytes is below the narrowest widths' " +
+                           std::to_string(total()) + " bytes (every layer at " + std::to_string(widths.back()) + " bits)");
+    }
+    ++at[best];
+  }
+  FitChoice fit;
+  for (size_t l = 0; l < at.size(); ++l) {
+    const std::string& layer = plan.layer_weights[l].first;
+    fit.widths.emplace_back(layer, widths[at[l]]);
+    fit.predicted_change -= loss[l][at[l]];
+    if (at[l] > 0) fit.row += (fit.row.empty() ? "" : "+") + layer + "=w" + std::to_string(widths[at[l]]);
+  }
+  fit.bytes = total();
+  if (fit.row.empty()) fit.row = "fp32";
+  return fit;
+}
+
+namespace {
+
+// --fit-weights: the widths chosen, the prediction, and the fitted model's measured change.
+void fit_section(report::Document& doc, const SweepPlan& plan, const FitChoice& fit, const std::vector<SweepSeed>& fit_seeds) {
+  doc.heading(2, "fit", "Weights fitted to " + format_bytes(plan.fit_bytes));
+  doc.paragraph("Each layer's weights alone at 2, 4 and 8 bits (rows `LAYER=wB`, the rest f32) give the points it "
+                "loses at each width; from f32, the step down that loses the least per byte saved is taken until the "
+                "conv and dense weights at their widths fit. The sum of the layers' losses is the prediction; the "
+                "fitted model, trained from each seed, is the measurement.");
+  report::Table table{"The widths chosen", {{"layer"}, {"weights", true}, {"bits", true}, {"bytes at that width", true}}, {}, {}, false, false};
+  for (size_t l = 0; l < fit.widths.size(); ++l) {
+    const int64_t weights = plan.layer_weights[l].second;
+    const int bits = fit.widths[l].second;
+    table.rows.push_back({fit.widths[l].first, std::to_string(weights), bits == 32 ? "32 (f32)" : std::to_string(bits),
+                          std::to_string((weights * bits + 7) / 8)});
+  }
+  doc.table(table);
+  const std::vector<Config> configs = configs_of(fit_seeds);
+  const Config* measured = find_config(configs, fit.row);
+  doc.paragraph("**" + fit.row + "**: the weights at these widths " + std::to_string(fit.bytes) + " bytes (budget " +
+                std::to_string(plan.fit_bytes) + "); predicted change " + report::fixed(fit.predicted_change, 2) +
+                " points; measured " + (measured ? spread_text(measured->change, 2) : std::string("— (every layer fits in f32)")) +
+                " points (median, least to most over the seeds).");
+}
+
+}  // namespace
+
+report::Document sweep_report(const SweepPlan& plan, const std::vector<SweepSeed>& seeds, const std::string& model,
+                              const FitChoice* fit, const std::vector<SweepSeed>& fit_seeds) {
   const std::vector<Config> configs = configs_of(seeds);
   report::Document doc;
   doc.title = "Precision sweep: " + model;
@@ -286,14 +389,23 @@ report::Document sweep_report(const SweepPlan& plan, const std::vector<SweepSeed
       {"train", "Accuracy against training speed", "train samples/s", train_speed_of, false},
       {"infer", "Accuracy against inference speed", "inference samples/s", infer_speed_of, false}};
   for (const ParetoAxis& axis : axes) pareto_section(doc, axis, configs);
+  if (fit != nullptr) fit_section(doc, plan, *fit, fit_seeds);
   configurations_section(doc, configs);
   return doc;
 }
 
-nlohmann::json sweep_json(const SweepPlan& plan, const std::vector<SweepSeed>& seeds, const std::string& model) {
+nlohmann::json sweep_json(const SweepPlan& plan, const std::vector<SweepSeed>& seeds, const std::string& model,
+                          const FitChoice* fit, const std::vector<SweepSeed>& fit_seeds) {
   nlohmann::json out = {{"model", model}, {"bits", plan.bits}, {"layer_precision", plan.layer_precision},
                         {"quick", plan.quick}, {"seeds", nlohmann::json::array()}};
   for (const SweepSeed& s : seeds) out["seeds"].push_back({{"seed", s.seed}, {"rows", precision_json(s.rows)}});
+  if (fit != nullptr) {
+    nlohmann::json widths = nlohmann::json::object();
+    for (const auto& [layer, bits] : fit->widths) widths[layer] = bits;
+    out["fit"] = {{"budget_bytes", plan.fit_bytes}, {"bytes", fit->bytes}, {"widths", widths}, {"row", fit->row},
+                  {"predicted_change_points", fit->predicted_change}, {"seeds", nlohmann::json::array()}};
+    for (const SweepSeed& s : fit_seeds) out["fit"]["seeds"].push_back({{"seed", s.seed}, {"rows", precision_json(s.rows)}});
+  }
   return out;
 }
 
