@@ -672,6 +672,8 @@ TEST(Cli, PrecisionSweepWritesItsReport) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_EQ(html.find("nan"), std::string::npos) << "no unusable number drawn";
   EXPECT_NE(md.find("## Each layer alone in w4a8e8"), std::string::npos) << md;
+  const std::string layers = md.substr(md.find("**Each layer alone**"), 600);
+  EXPECT_EQ(layers.find("| conv1 |"), layers.rfind("| conv1 |")) << "one row a layer (not --fit-weights' rows)\n" << layers;
   const auto json = nlohmann::json::parse(read_all(out + "/sweep.json"));
   ASSERT_EQ(json["seeds"].size(), 2u);
   EXPECT_EQ(json["seeds"][1]["seed"], 4);
@@ -693,6 +695,22 @@ TEST(Cli, PrecisionSweepWritesItsReport) {
   }
 }
 
+// A w4a8-qat checkpoint: resumed as w4a8-qat, and eval --int8 exports it on its 4-bit grid.
+TEST(Cli, W4a8QatCheckpointEvaluatesOnItsGrid) {
+  const std::string ckpt = temp_dir() + "/w4.ckpt";
+  const Outcome o = run("train --model lenet --data synthetic --limit 256 --epochs 1 --threads 2 --train-precision w4a8-qat "
+                        "--checkpoint " + ckpt + " --overwrite");
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("w4a8-qat"), std::string::npos) << o.output;
+  const Outcome e = run("eval --checkpoint " + ckpt + " --data synthetic --int8 --threads 2");
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_NE(e.output.find("trained as w4a8-qat: --int8 exports it with its 4-bit weights"), std::string::npos) << e.output;
+  const Outcome more = run("train --resume " + ckpt + " --epochs 2 --data synthetic --threads 2 --checkpoint " + ckpt +
+                           " --overwrite");
+  ASSERT_EQ(more.code, 0) << more.output;
+  EXPECT_NE(more.output.find("w4a8-qat"), std::string::npos) << more.output;
+}
+
 // Its mistakes, named before any training; the folder checked writable first.
 TEST(Cli, PrecisionSweepMistakesAreNamedFirst) {
   const std::string file = temp_dir() + "/sweep-file";
@@ -709,6 +727,11 @@ TEST(Cli, PrecisionSweepMistakesAreNamedFirst) {
            {"precision --sweep --data synthetic --sweep-out " + file, "--sweep-out"},
            {"precision --sweep --data synthetic --model lenet --fit-weights 1K", "below the 15368 bytes"},
            {"precision --sweep --data synthetic --fit-weights lots", "--fit-weights"},
+           {"precision --sweep --data synthetic --model lenet --layer-precision conv1=w8a8e8", "does not go with --sweep"},
+           {"precision --sweep --data synthetic --sweep-seeds 1,2,", "ends in a comma"},
+           {"precision --sweep --data synthetic --denormals bogus", "'bogus' is not flush or keep"},
+           {"precision --data synthetic --quick", "--quick belongs to --sweep"},
+           {"precision --data synthetic --fit-weights 64K", "--fit-weights belongs to --sweep"},
        }) {
     const Outcome o = run(c.args);
     EXPECT_EQ(o.code, 2) << c.args << "\n" << o.output;

@@ -93,7 +93,7 @@ Status load_checkpoint_model(EvalRun& run) {
   options.batch = batch;
   RG_ASSIGN(run.eval_device, open_train_device(args, &options));
   if (run.eval_device && options.precision != TrainPrecision::fp32 && options.precision != TrainPrecision::fp16) {
-    std::printf("note            trained in %s; the device scores the f32 model (no fake int8 there)\n",
+    std::printf("note            trained in %s; the device scores the f32 model (it runs fp32 and fp16 only)\n",
                 precision_name(options).c_str());
     options.precision = TrainPrecision::fp32;
   }
@@ -150,6 +150,12 @@ Status choose_executor(EvalRun& run) {
   RG_ASSIGN(const Tensor calibration, train.first_samples(std::min<int64_t>(train.size(), batch * run.calib_batches)));
   Int8Options int8_options;
   int8_options.calibration_batches = run.calib_batches;
+  // A w<B>a8-qat run trained through B-bit weights: exported on that grid, as it trained.
+  if (run.options.precision == TrainPrecision::int8_qat && run.options.qat_weight_bits != 8) {
+    int8_options.weight_bits = run.options.qat_weight_bits;
+    std::printf("note            trained as %s: --int8 exports it with its %d-bit weights\n",
+                precision_name(run.options).c_str(), int8_options.weight_bits);
+  }
   auto quantized = Int8Model::quantize(*run.model, calibration, batch, int8_options, run.pool.get());
   if (!quantized.ok()) return quantized.status().with_context("--int8: ");
   run.int8 = quantized.take();

@@ -622,6 +622,15 @@ Status build_plan_run_report(TrainRun& run) {
   return Status();
 }
 
+// The sweep's own options, refused without --sweep (they would do nothing).
+Status check_sweep_only_options(const Args& args) {
+  if (args.given("sweep")) return Status();
+  for (const char* name : {"quick", "sweep-seeds", "sweep-out", "fit-weights"}) {
+    if (args.given(name)) return Status::error("--" + std::string(name) + " belongs to --sweep; add --sweep or drop it");
+  }
+  return Status();
+}
+
 // `train` as this process's part of `comm`'s job (null: alone).
 int train_in_job(const TrainCommand& command, int argc, char** argv, Communicator* comm, int64_t start_rss) {
   TrainRun run(command, comm, start_rss);
@@ -631,6 +640,9 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   if (args.help_requested()) {
     std::fputs(args.help().c_str(), stdout);
     return 0;
+  }
+  if (std::string(command.name) == "precision") {
+    if (Status s = check_sweep_only_options(args); !s.ok()) return fail(s.message());
   }
   if (*command.precisions != '\0') args.assume("precision", command.precisions);  // unless given
   if (Status s = apply_denormals_option(args); !s.ok()) return fail(s.message());
@@ -649,14 +661,18 @@ int train_in_job(const TrainCommand& command, int argc, char** argv, Communicato
   return 0;
 }
 
-// precision --sweep, options that would clash with it: each seed is a whole run of its own.
+// precision --sweep, options that would clash with it: each seed is a whole run of its own, its
+// rows against plain fp32 on the CPU.
 Status check_sweep_options(const Args& args) {
-  for (const char* name : {"precision", "seed", "resume", "checkpoint", "json", "csv", "samples", "stop-after"}) {
+  for (const char* name : {"precision", "seed", "resume", "checkpoint", "json", "csv", "samples", "stop-after",
+                           "train-precision", "layer-precision", "device", "device-mem", "cpu-layers", "profile-device"}) {
     if (args.given(name)) return Status::error("--" + std::string(name) + " does not go with --sweep (it chooses the "
-                                               "rows and seeds, and writes its report into --sweep-out)");
+                                               "rows and seeds, compares them with fp32 on the CPU, and writes its "
+                                               "report into --sweep-out)");
   }
   return Status();
 }
+
 
 // One seed of a sweep: the run the command line asks for, its --seed and --precision the sweep's.
 Result<std::vector<PrecisionRow>> sweep_seed_rows(const TrainCommand& command, int argc, char** argv, int64_t start_rss,
@@ -681,7 +697,12 @@ int run_sweep(const TrainCommand& command, int argc, char** argv, int64_t start_
   TrainRun probe(command, nullptr, start_rss);
   declare_train_options(probe.args, command);
   if (Status s = probe.args.parse(argc, argv, 2); !s.ok()) return fail(s.message());
+  if (probe.args.help_requested()) {
+    std::fputs(probe.args.help().c_str(), stdout);
+    return 0;
+  }
   if (Status s = check_sweep_options(probe.args); !s.ok()) return fail(s.message());
+  if (Status s = apply_denormals_option(probe.args); !s.ok()) return fail(s.message());
   if (Status s = read_settings(probe); !s.ok()) return fail(s.message());
   if (probe.gan != TrainRun::Gan::no) return fail("--sweep compares a classifier's precisions, not a GAN's");
   auto plan = sweep_plan(probe.args, probe.cfg);
@@ -729,9 +750,13 @@ int run_sweep(const TrainCommand& command, int argc, char** argv, int64_t start_
 
 int run_train_command(const TrainCommand& command, int argc, char** argv) {
   const int64_t start_rss = current_rss_bytes();  // the binary, its libraries, the C++ runtime
-  for (int i = 2; i < argc; ++i)
-    if (std::string(argv[i]) == "--sweep" && std::string(command.name) == "precision") return run_sweep(command, argc, argv, start_rss);
-  return run_in_job([&](Communicator* comm) { return train_in_job(command, argc, argv, comm, start_rss); });
+  bool sweep = false;
+  for (int i = 2; i < argc; ++i) sweep |= std::string(argv[i]) == "--sweep" && std::string(command.name) == "precision";
+  return run_in_job([&](Communicator* comm) {
+    if (!sweep) return train_in_job(command, argc, argv, comm, start_rss);
+    if (comm != nullptr && comm->size() > 1) return fail("--sweep runs on one process: run it without mpirun");
+    return run_sweep(command, argc, argv, start_rss);
+  });
 }
 
 }  // namespace

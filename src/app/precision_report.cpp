@@ -21,11 +21,13 @@ namespace rg {
 void declare_precision_options(Args& args, const char* default_precisions) {
   args.option("precision", "LIST",
               "after training, run the model in each precision of LIST and print one table row each: fp32 (the "
-              "model as trained), fp16 (the same model trained again in mixed precision), int8 (post-training "
-              "quantization of the fp32 model), int8-qat (the fp32 run's last epochs again through fake int8, or "
-              "a fine-tune of it: --qat-mode; exported to int8), int8-train (trained again with int8 GEMMs "
-              "forward and backward), or a fixed-point shorthand trained again in it (w8a8e8, w4a8, "
-              "w16a16g16-sr: --train-precision's grammar)",
+              "model as trained), fp16 or bf16 (the same model trained again in mixed precision), int8 "
+              "(post-training quantization of the fp32 model), int8-qat (the fp32 run's last epochs again through "
+              "fake int8, or a fine-tune of it: --qat-mode; exported to int8), w<B>a8-ptq and w<B>a8-qat (the same "
+              "with B-bit weights, 2-8; 4 or fewer held two a byte), int8-train (trained again with int8 GEMMs "
+              "forward and backward), a fixed-point shorthand trained again in it (w8a8e8, w4a8, "
+              "w16a16g16-sr: --train-precision's grammar), or LAYER=P[+LAYER=P...] (trained again with those "
+              "layers' products in P: conv2=w4a8e8)",
               default_precisions);
   args.option("infer-batch", "N", "--precision: inference batch size for the speed column", "256");
   args.option("calibration", "minmax|percentile", "int8: how activation ranges are chosen", "percentile");
@@ -46,6 +48,9 @@ namespace {
 
 // "conv1=w4+dense2=fp32": each LAYER=P with P's canonical name; an error names the entry.
 Result<std::string> canonical_layer_row(const std::string& row) {
+  if (row.back() == '+' || row.find("++") != std::string::npos || row.front() == '+') {
+    return Status::error("--precision: '" + row + "' has an empty LAYER=PRECISION between its '+'");
+  }
   std::string out;
   std::stringstream entries(row);
   for (std::string entry; std::getline(entries, entry, '+');) {
@@ -348,7 +353,7 @@ Result<PrecisionRow> layer_row(const Model& model, const TrainOptions& options, 
   PrecisionRow row;
   row.precision = spec;
   row.train_samples_per_s = run.samples_per_s;
-  row.what_ran = "fp32 but the products of " + layer_row_list(spec);
+  row.what_ran = "as the fp32 row but the products of " + layer_row_list(spec);
   row.layers = layer_list(*run.net, "f32", "f32");
   RG_TRY(score_copy(run, options, pool, test, settings, &row));
   return row;
@@ -379,7 +384,7 @@ Result<PrecisionRow> int8_row(Model& source, const Int8Options& int8, Trainer& e
 // " (4-bit weights, two a byte)" for weights under 8 bits, else nothing.
 std::string weight_bits_text(const Int8ExportPrecision& form) {
   if (form.weight_bits == 8) return "";
-  return " (" + std::to_string(form.weight_bits) + "-bit weights" + (form.weight_bits <= 4 ? ", two a byte)" : ")");
+  return " (" + std::to_string(form.weight_bits) + "-bit weights" + (form.weight_bits <= 4 ? ", two a byte on the GEMM path)" : ")");
 }
 
 // int8, w<B>a8-ptq: post-training quantization of the trained fp32 model, calibrated.

@@ -36,6 +36,7 @@ constexpr int kMaxSeeds = 10;
 
 Result<std::vector<uint64_t>> parse_seeds(const std::string& text) {
   std::vector<uint64_t> seeds;
+  if (!text.empty() && text.back() == ',') return Status::error("--sweep-seeds: '" + text + "' ends in a comma");
   std::stringstream list(text);
   for (std::string item; std::getline(list, item, ',');) {
     const bool digits = !item.empty() && item.size() <= 18 &&
@@ -88,14 +89,18 @@ Result<SweepPlan> sweep_plan(const Args& args, const CfgDocument& cfg) {
     if (bytes.value() <= 0) return Status::error("--fit-weights: a budget must be above 0 bytes");
     plan.fit_bytes = bytes.value();
     plan.fit_bits = {2, 4, 8};
+    int64_t f32_bytes = 0;
+    for (const auto& layer : plan.layer_weights) f32_bytes += 4 * layer.second;
     int64_t narrowest = 0;
     for (const auto& layer : plan.layer_weights) narrowest += (layer.second * plan.fit_bits.front() + 7) / 8;
     if (plan.fit_bytes < narrowest) {
       return Status::error("--fit-weights: " + args.text("fit-weights") + " is below the " + std::to_string(narrowest) +
                            " bytes of the conv and dense weights at " + std::to_string(plan.fit_bits.front()) + " bits");
     }
-    for (const auto& [layer, weights] : plan.layer_weights)
-      for (int bits : plan.fit_bits) plan.precisions.push_back(layer + "=w" + std::to_string(bits));
+    if (f32_bytes > plan.fit_bytes) {  // else every layer fits in f32: nothing to measure
+      for (const auto& [layer, weights] : plan.layer_weights)
+        for (int bits : plan.fit_bits) plan.precisions.push_back(layer + "=w" + std::to_string(bits));
+    }
   }
   return plan;
 }
@@ -191,9 +196,13 @@ void layer_section(report::Document& doc, const SweepPlan& plan, const std::vect
   chart.note = "median over the seeds; whiskers: the least and most";
   chart.value_format = "%+.2f";
   report::Table table{"Each layer alone", {{"layer"}, {"change (points)", true}, {"accuracy (%)", true}}, {}, {}, false, false};
+  const std::string suffix = "=" + plan.layer_precision;  // not --fit-weights' LAYER=wB rows
   for (const Config& c : configs) {
     const size_t at = c.name.find('=');
-    if (at == std::string::npos) continue;
+    if (at == std::string::npos || c.name.size() <= suffix.size() ||
+        c.name.compare(c.name.size() - suffix.size(), suffix.size(), suffix) != 0 || c.name.find('+') != std::string::npos) {
+      continue;
+    }
     chart.labels.push_back(c.name.substr(0, at));
     chart.values.push_back({c.change.median});
     chart.low.push_back({c.change.min});
@@ -296,6 +305,14 @@ void configurations_section(report::Document& doc, const std::vector<Config>& co
 
 Result<FitChoice> fit_weights(const SweepPlan& plan, const std::vector<SweepSeed>& seeds) {
   const std::vector<Config> configs = configs_of(seeds);
+  FitChoice fit;
+  for (const auto& [layer, weights] : plan.layer_weights) {  // f32 first: fits as it is?
+    fit.widths.emplace_back(layer, 32);
+    fit.bytes += 4 * weights;
+  }
+  fit.row = "fp32";
+  if (fit.bytes <= plan.fit_bytes) return fit;
+  fit = FitChoice();
   std::vector<int> widths = {32};  // f32, then narrower
   for (auto b = plan.fit_bits.rbegin(); b != plan.fit_bits.rend(); ++b) widths.push_back(*b);
   const auto bytes_at = [](int64_t weights, int bits) { return (weights * bits + 7) / 8; };
@@ -331,7 +348,6 @@ Result<FitChoice> fit_weights(const SweepPlan& plan, const std::vector<SweepSeed
     }
     ++at[best];
   }
-  FitChoice fit;
   for (size_t l = 0; l < at.size(); ++l) {
     const std::string& layer = plan.layer_weights[l].first;
     fit.widths.emplace_back(layer, widths[at[l]]);

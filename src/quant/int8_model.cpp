@@ -464,9 +464,10 @@ size_t Int8StageBuilder::add_gemm_group(size_t i) {
 
 Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tensor& calibration, int64_t batch,
                                                        const Int8Options& options, ThreadPool* pool) {
-  if (model.storage() == DType::f16 || model.weights_f16()) {
-    return Status::error(std::string("int8 quantization reads the f32 model, and this one keeps f16 ") +
-                         (model.weights_f16() ? "weights" : "activations (Model::set_storage: f32 first)"));
+  if (is_half(model.storage()) || model.weights_f16()) {
+    return Status::error(std::string("int8 quantization reads the f32 model, and this one keeps ") +
+                         (model.weights_f16() ? "f16 weights" : std::string(dtype_name(model.storage())) +
+                                                                    " activations (Model::set_storage: f32 first)"));
   }
   if (options.weight_bits < kMinWeightBits || options.weight_bits > kMaxWeightBits) {
     return Status::error("int8 quantization: weights of " + std::to_string(options.weight_bits) + " bits (" +

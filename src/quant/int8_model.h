@@ -91,7 +91,8 @@ class Int8Model {
   // Bytes of the weights as this engine holds them (packed int8, int32 bias and requantization
   // constants; f32 layers at 4 bytes a value).
   int64_t weight_bytes() const;
-  // The int8 layers' weights at their bits alone (Int8StagePlan::weight_payload_bytes): at
+  // The int8 layers' weights at their storage width alone (4 bits up to 4, else 8;
+  // Int8StagePlan::weight_payload_bytes): at
   // weight_bits <= 4 half the 8-bit model's (exactly, for layers of an even weight count).
   int64_t weight_payload_bytes() const;
   // Bytes of the stages' output buffers and scratch (patch matrices) reserve(batch) allocates,

@@ -15,6 +15,7 @@
 namespace rg {
 
 void widen_s4_ref(int64_t n, const uint8_t* packed, int8_t* out) {
+  RG_CHECK(n % 2 == 0, "widen_s4: " << n << " values (two a byte: an even count)");
   for (int64_t i = 0; i < n; i += 2) {
     const int byte = packed[i / 2];
     out[i] = static_cast<int8_t>(((byte & 15) ^ 8) - 8);  // the low nibble, sign-extended

@@ -113,7 +113,7 @@ Status set_precision(const std::string& name, TrainOptions* options) {
     RG_ASSIGN(const Int8ExportPrecision form, parse_int8_export_precision(name));
     if (!form.qat) {
       return Status::error("'" + name + "' is post-training quantization, not a way to train: train in fp32 and " +
-                           "quantize (retrograd precision --precision " + form.name + ", or eval --int8)");
+                           "quantize (retrograd precision --precision " + form.name + ")");
     }
     options->precision = TrainPrecision::int8_qat;
     options->qat_weight_bits = form.weight_bits;
