@@ -58,6 +58,10 @@ Result<std::string> canonical_layer_row(const std::string& row) {
     const std::string layer = entry.substr(0, at), own = at == std::string::npos ? "" : entry.substr(at + 1);
     if (layer.empty() || own.empty()) return Status::error("--precision: '" + entry + "' is not LAYER=PRECISION");
     std::string name = own;
+    if (own != "fp32" && !names_fixed_point(own)) {
+      return Status::error("--precision: " + entry + ": a layer's own precision is fp32 or a fixed-point shorthand "
+                           "(w4a8e8, w16a16g16-sr)");
+    }
     if (own != "fp32") {
       auto fixed = parse_fixed_point_precision(own);
       if (!fixed.ok()) return fixed.status().with_context("--precision: " + layer + "=: ");
