@@ -695,7 +695,8 @@ TEST(Cli, PrecisionSweepWritesItsReport) {
   }
 }
 
-// A w4a8-qat checkpoint: resumed as w4a8-qat, and eval --int8 exports it on its 4-bit grid.
+// A w4a8-qat checkpoint: resumed as w4a8-qat, and eval --int8 exports it on its 4-bit grid with
+// the activation ranges it learned.
 TEST(Cli, W4a8QatCheckpointEvaluatesOnItsGrid) {
   const std::string ckpt = temp_dir() + "/w4.ckpt";
   const Outcome o = run("train --model lenet --data synthetic --limit 256 --epochs 1 --threads 2 --train-precision w4a8-qat "
@@ -705,6 +706,7 @@ TEST(Cli, W4a8QatCheckpointEvaluatesOnItsGrid) {
   const Outcome e = run("eval --checkpoint " + ckpt + " --data synthetic --int8 --threads 2");
   ASSERT_EQ(e.code, 0) << e.output;
   EXPECT_NE(e.output.find("trained as w4a8-qat: --int8 exports it with its 4-bit weights"), std::string::npos) << e.output;
+  EXPECT_NE(e.output.find("takes the activation ranges it learned (no calibration)"), std::string::npos) << e.output;
   const Outcome more = run("train --resume " + ckpt + " --epochs 2 --data synthetic --threads 2 --checkpoint " + ckpt +
                            " --overwrite");
   ASSERT_EQ(more.code, 0) << more.output;

@@ -69,7 +69,8 @@ void declare_eval_options(Args& args) {
   args.option("batch", "N", "evaluation batch size", "256");
   args.option("json", "FILE", "write the figures as JSON");
   args.flag("int8", "score the model quantized to int8 (post-training, percentile calibration on the first "
-            "--calib-batches training batches), on the CPU's int8 engine or the --device's int8 kernels");
+            "--calib-batches training batches; a QAT checkpoint: the ranges and weight bits it trained with), on "
+            "the CPU's int8 engine or the --device's int8 kernels");
   args.option("calib-batches", "N", "--int8: training batches (of --batch) seen in calibration", "8");
   add_device_options(args);
   add_common_options(args);
@@ -147,9 +148,19 @@ Status choose_executor(EvalRun& run) {
   if (!run.args.given("int8")) return Status();
   const int64_t batch = run.options.batch;
   const Dataset& train = run.data.train;
-  RG_ASSIGN(const Tensor calibration, train.first_samples(std::min<int64_t>(train.size(), batch * run.calib_batches)));
   Int8Options int8_options;
   int8_options.calibration_batches = run.calib_batches;
+  // A QAT run: exported with the activation ranges it learned, as the precision report's QAT rows.
+  const FakeQuantizer* learned = run.trainer->fake_quantizer();
+  if (learned != nullptr) {
+    int8_options.ranges = learned->ranges();
+    std::printf("note            trained as %s: --int8 takes the activation ranges it learned (no calibration)\n",
+                precision_name(run.options).c_str());
+  }
+  Tensor calibration;
+  if (learned == nullptr) {
+    RG_ASSIGN(calibration, train.first_samples(std::min<int64_t>(train.size(), batch * run.calib_batches)));
+  }
   // A w<B>a8-qat run trained through B-bit weights: exported on that grid, as it trained.
   if (run.options.precision == TrainPrecision::int8_qat && run.options.qat_weight_bits != 8) {
     int8_options.weight_bits = run.options.qat_weight_bits;
