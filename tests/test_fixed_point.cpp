@@ -369,7 +369,7 @@ TEST(Int8ExportPrecision, NamesAndRefusals) {
   const std::tuple<const char*, const char*, int, bool> good[] = {
       {"int8", "int8", 8, false},         {"int8-qat", "int8-qat", 8, true}, {"w8a8-ptq", "int8", 8, false},
       {"w8a8-qat", "int8-qat", 8, true}, {"w4a8-qat", "w4a8-qat", 4, true}, {"w2a8-ptq", "w2a8-ptq", 2, false},
-      {"w6a8-qat", "w6a8-qat", 6, true}};
+      {"w6a8-qat", "w6a8-qat", 6, true},  {"w4a4-qat", "w4a4-qat", 4, true}, {"w8a6-ptq", "w8a6-ptq", 8, false}};
   for (const auto& [text, name, bits, qat] : good) {
     EXPECT_TRUE(names_int8_export(text)) << text;
     const auto form = parse_int8_export_precision(text);
@@ -380,10 +380,10 @@ TEST(Int8ExportPrecision, NamesAndRefusals) {
   }
   for (const char* text : {"w4a8", "int8-train", "fp32", "w4a8-sr", "-qat"}) EXPECT_FALSE(names_int8_export(text)) << text;
   const std::pair<const char*, const char*> bad[] = {
-      {"w4a6-qat", "activations of the int8 engine are 8 bits"}, {"a8-qat", "name the weights' bits"},
+      {"w4a9-qat", "name the activations' bits, 2 to 8"},      {"a8-qat", "name the weights' bits"},
       {"w9a8-ptq", "name the weights' bits, 2 to 8"},           {"w16a8-qat", "2 to 8"},
       {"w4a8g8-qat", "gradients and errors are training's"},    {"w4a8-sr-qat", "no other suffix"},
-      {"w1a8-qat", "1 bits"},                                   {"w4-qat", "activations of the int8 engine are 8 bits"}};
+      {"w1a8-qat", "1 bits"},                                   {"w4-qat", "name the activations' bits"}};
   for (const auto& [text, rule] : bad) {
     ASSERT_TRUE(names_int8_export(text)) << text;
     const auto form = parse_int8_export_precision(text);
@@ -396,6 +396,9 @@ TEST(Int8ExportPrecision, NamesAndRefusals) {
   EXPECT_EQ(options.precision, TrainPrecision::int8_qat);
   EXPECT_EQ(options.qat_weight_bits, 4);
   EXPECT_EQ(precision_name(options), "w4a8-qat");
+  ASSERT_TRUE(set_precision("w4a4-qat", &options).ok());
+  EXPECT_EQ(options.qat_activation_bits, 4);
+  EXPECT_EQ(precision_name(options), "w4a4-qat");
   const Status ptq = set_precision("w4a8-ptq", &options);
   ASSERT_FALSE(ptq.ok());
   EXPECT_NE(ptq.message().find("post-training quantization, not a way to train"), std::string::npos) << ptq.message();

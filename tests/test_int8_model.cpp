@@ -347,8 +347,10 @@ TEST(Int8Model, VectorQuantizeIsQuantizeS8BitForBit) {
                           std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()};
   Rng rng(17, 0);
   while (x.size() < 4096) x.push_back(static_cast<float>(rng.uniform(-300, 300)));
+  // All of int8, and the narrower grids of fewer activation bits (4 bits: [-8, 7]; 2: [-2, 1]).
   for (QuantParams p : {QuantParams{1.0f, 0}, QuantParams{1.0f, -128}, QuantParams{1.0f, 127}, QuantParams{0.5f, -7},
-                        QuantParams{0.00392157f, -128}, QuantParams{3.0f, 100}}) {
+                        QuantParams{0.00392157f, -128}, QuantParams{3.0f, 100}, QuantParams{1.0f, -8, -8, 7},
+                        QuantParams{0.25f, 3, -8, 7}, QuantParams{1.0f, 0, -2, 1}, QuantParams{2.0f, 31, -32, 31}}) {
     for (size_t n : {x.size(), size_t{15}, size_t{17}, size_t{33}}) {
       std::vector<int8_t> got(n), want(n);
       quantize_s8_rows(static_cast<int64_t>(n), x.data(), p, got.data());
@@ -729,6 +731,44 @@ TEST(Int8Model, FourBitWeightsHalveThePayloadAndKeepTheirValuesBits) {
   const auto refused = Int8Model::quantize(shared_model(), calibration.value(), 64, nine, &two);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("weights of 9 bits (2 to 8"), std::string::npos) << refused.status().message();
+}
+
+// Activations of 4 bits (w8a4-ptq): every grid but the model's output [-8, 7] (activation_params),
+// each stage's outputs on it whatever its input, on every ISA; the same model at 8 bits keeps
+// int8's grids; an OpenCL device refuses the narrower grid (checked in test_opencl_int8_model).
+TEST(Int8Model, FewerActivationBitsKeepEveryValueOnTheirGrid) {
+  ThreadPool two(2);
+  Int8Options four;
+  four.calibration = CalibrationMethod::minmax;
+  four.activation_bits = 4;
+  auto net = quantize(shared_model(), four, &two);
+  ASSERT_NE(net, nullptr);
+  const std::vector<Int8StagePlan>& plan = net->plan();
+  int narrow = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const Int8StagePlan& p = plan[i];
+    if (p.kind == Int8StageKind::quantize) {
+      EXPECT_EQ(p.params.lo, -8);
+      EXPECT_EQ(p.params.hi, 7);
+    }
+    if (p.kind != Int8StageKind::gemm) continue;
+    const bool last = i + 1 == plan.size() || plan[i + 1].kind == Int8StageKind::dequantize;
+    if (last) continue;  // the model's output keeps 8 bits
+    ++narrow;
+    EXPECT_GE(p.output.lo, -8) << p.name;
+    EXPECT_LE(p.output.hi, 7) << p.name;
+    const Tensor x = random_s8_images(p.geometry, 3, 11);
+    for (Isa isa : all_isas()) {
+      if (!isa_supported(isa, detect_cpu().features)) continue;
+      for (int8_t v : run_stage(p, isa, x, &two)) ASSERT_TRUE(v >= p.output.lo && v <= p.output.hi) << p.name << " " << int{v};
+    }
+  }
+  EXPECT_GE(narrow, 2) << "the convs and the hidden dense layers";
+  EXPECT_GE(compare_outputs(shared_model(), *net, &two).agree, 50) << "4-bit activations, no QAT: still informative";
+  Int8Options bad = four;
+  bad.activation_bits = 9;
+  auto calibration = data().train.first_samples(64);
+  EXPECT_FALSE(Int8Model::quantize(shared_model(), calibration.value(), 64, bad, &two).ok());
 }
 
 // A clamp fusion's range on an output's grid: relu's floor is the zero point, its top all of

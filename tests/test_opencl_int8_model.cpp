@@ -141,6 +141,27 @@ TEST(OpenclInt8Model, PresetsMatchTheCpuBitForBit) {
   expect_presets_exact(false);
 }
 
+// 4-bit weights (w4a8-ptq): the device reads the plan's weights one a byte and gives the CPU's bits
+// (whose GEMM holds them two a byte); 4-bit activations: refused, naming the grid.
+TEST(OpenclInt8Model, FourBitWeightsMatchAndFewerActivationBitsAreRefused) {
+  SKIP_WITHOUT_OPENCL();
+  ThreadPool pool(2);
+  std::unique_ptr<Model> model = preset_model("lenet", false);
+  Int8Options w4;
+  w4.weight_bits = 4;
+  Quantized q = quantize(*model, w4, &pool);
+  expect_device_matches(*q.net, model->input_shape(), &pool, true, 0, "w4a8");
+  Int8Options a4;
+  a4.activation_bits = 4;
+  Quantized q4 = quantize(*model, a4, &pool);
+  for (Device* device : open_devices().devices) {
+    auto cl = ClInt8Model::create(*q4.net, *device);
+    ASSERT_FALSE(cl.ok());
+    EXPECT_NE(cl.status().message().find("activations of fewer than 8 bits (a grid of [-8, 7])"), std::string::npos)
+        << cl.status().message();
+  }
+}
+
 // The one scoring loop (Trainer::evaluate) over the device's int8 executor gives the CPU int8
 // executor's figures bit for bit (an all-int8 plan: the same output bits), and the executor
 // reports the device it runs on.

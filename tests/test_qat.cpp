@@ -197,10 +197,11 @@ TrainRun train(std::unique_ptr<Model> model, const TrainOptions& o, ThreadPool& 
 
 // The test accuracy of `run`'s model exported to int8 with the ranges it learned (no calibration
 // data: an empty tensor is passed).
-double exported_accuracy(const TrainRun& run, ThreadPool& pool, int weight_bits = 8) {
+double exported_accuracy(const TrainRun& run, ThreadPool& pool, int weight_bits = 8, int activation_bits = 8) {
   Int8Options options;
   options.ranges = run.trainer->fake_quantizer()->ranges();
   options.weight_bits = weight_bits;
+  options.activation_bits = activation_bits;
   auto net = Int8Model::quantize(*run.model, Tensor(), 32, options, &pool);
   EXPECT_TRUE(net.ok()) << net.status().message();
   if (!net.ok()) return -1;
@@ -242,6 +243,12 @@ TEST(QatTraining, FourBitWeightsExportAndScoreLikeTheTrainedModel) {
   TrainRun run = train(build_model(7, kCnnCfg), o, pool);
   EXPECT_GT(run.score.accuracy, 0.75);
   EXPECT_NEAR(exported_accuracy(run, pool, 4), run.score.accuracy, 0.02);
+  // w4a4-qat: the values on 16 levels too; the export (4-bit grids but the output's) scores the same.
+  TrainOptions a4 = qat_options(2);
+  ASSERT_TRUE(set_precision("w4a4-qat", &a4).ok());
+  TrainRun run4 = train(build_model(7, kCnnCfg), a4, pool);
+  EXPECT_GT(run4.score.accuracy, 0.6);
+  EXPECT_NEAR(exported_accuracy(run4, pool, 4, 4), run4.score.accuracy, 0.03);
 }
 
 TEST(QatTraining, ResumeRestoresTheRangesAndEqualsOneRun) {

@@ -161,11 +161,13 @@ Status choose_executor(EvalRun& run) {
   if (learned == nullptr) {
     RG_ASSIGN(calibration, train.first_samples(std::min<int64_t>(train.size(), batch * run.calib_batches)));
   }
-  // A w<B>a8-qat run trained through B-bit weights: exported on that grid, as it trained.
-  if (run.options.precision == TrainPrecision::int8_qat && run.options.qat_weight_bits != 8) {
+  // A w<B>a<A>-qat run trained through B-bit weights and A-bit values: exported on those grids.
+  if (run.options.precision == TrainPrecision::int8_qat &&
+      (run.options.qat_weight_bits != 8 || run.options.qat_activation_bits != 8)) {
     int8_options.weight_bits = run.options.qat_weight_bits;
-    std::printf("note            trained as %s: --int8 exports it with its %d-bit weights\n",
-                precision_name(run.options).c_str(), int8_options.weight_bits);
+    int8_options.activation_bits = run.options.qat_activation_bits;
+    std::printf("note            trained as %s: --int8 exports it with its %d-bit weights and %d-bit activations\n",
+                precision_name(run.options).c_str(), int8_options.weight_bits, int8_options.activation_bits);
   }
   auto quantized = Int8Model::quantize(*run.model, calibration, batch, int8_options, run.pool.get());
   if (!quantized.ok()) return quantized.status().with_context("--int8: ");

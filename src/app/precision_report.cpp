@@ -23,8 +23,8 @@ void declare_precision_options(Args& args, const char* default_precisions) {
               "after training, run the model in each precision of LIST and print one table row each: fp32 (the "
               "model as trained), fp16 or bf16 (the same model trained again in mixed precision), int8 "
               "(post-training quantization of the fp32 model), int8-qat (the fp32 run's last epochs again through "
-              "fake int8, or a fine-tune of it: --qat-mode; exported to int8), w<B>a8-ptq and w<B>a8-qat (the same "
-              "with B-bit weights, 2-8; 4 or fewer held two a byte), int8-train (trained again with int8 GEMMs "
+              "fake int8, or a fine-tune of it: --qat-mode; exported to int8), w<B>a<A>-ptq and w<B>a<A>-qat (the "
+              "same with B-bit weights and A-bit activations, 2-8; weights of 4 or fewer held two a byte), int8-train (trained again with int8 GEMMs "
               "forward and backward), a fixed-point shorthand trained again in it (w8a8e8, w4a8, "
               "w16a16g16-sr: --train-precision's grammar), or LAYER=P[+LAYER=P...] (trained again with those "
               "layers' products in P: conv2=w4a8e8)",
@@ -259,11 +259,14 @@ std::string qat_text(const QatFineTune& qat, const TrainOptions& run) {
 // state) and seed. The ranges start from the first batch's either way.
 Result<TrainedCopy> train_qat(Model& model, TrainOptions options, const Int8ExportPrecision& form,
                               const QatFineTune& qat, const Checkpoint* start, ThreadPool& pool, const Dataset& train) {
-  const std::string grid = form.weight_bits == 8 ? "int8" : "w" + std::to_string(form.weight_bits) + "a8";
+  const std::string grid = form.weight_bits == 8 && form.activation_bits == 8
+                               ? "int8"
+                               : "w" + std::to_string(form.weight_bits) + "a" + std::to_string(form.activation_bits);
   std::fprintf(options.log, "\nprecision %s: %s through fake %s\n", form.name.c_str(), qat_text(qat, options).c_str(),
                grid.c_str());
   options.precision = TrainPrecision::int8_qat;
   options.qat_weight_bits = form.weight_bits;
+  options.qat_activation_bits = form.activation_bits;
   if (qat.start == QatStart::extra_epochs) {
     RG_ASSIGN(std::unique_ptr<Model> net, qat_copy_of(model, options.seed));
     options.epochs = qat.epochs;
@@ -385,10 +388,14 @@ Result<PrecisionRow> int8_row(Model& source, const Int8Options& int8, Trainer& e
   return row;
 }
 
-// " (4-bit weights, two a byte)" for weights under 8 bits, else nothing.
+// " (4-bit weights, two a byte on the GEMM path; 4-bit activations)" for fewer bits, else nothing.
 std::string weight_bits_text(const Int8ExportPrecision& form) {
-  if (form.weight_bits == 8) return "";
-  return " (" + std::to_string(form.weight_bits) + "-bit weights" + (form.weight_bits <= 4 ? ", two a byte on the GEMM path)" : ")");
+  std::string parts;
+  if (form.weight_bits != 8) {
+    parts = std::to_string(form.weight_bits) + "-bit weights" + (form.weight_bits <= 4 ? ", two a byte on the GEMM path" : "");
+  }
+  if (form.activation_bits != 8) parts += (parts.empty() ? "" : "; ") + std::to_string(form.activation_bits) + "-bit activations";
+  return parts.empty() ? "" : " (" + parts + ")";
 }
 
 // int8, w<B>a8-ptq: post-training quantization of the trained fp32 model, calibrated.
@@ -396,6 +403,7 @@ Result<PrecisionRow> ptq_row(Model& model, const Int8ExportPrecision& form, Trai
                              const Dataset& train, const Dataset& test, const PrecisionSettings& settings) {
   Int8Options int8 = settings.int8;
   int8.weight_bits = form.weight_bits;
+  int8.activation_bits = form.activation_bits;
   RG_ASSIGN(PrecisionRow row, int8_row(model, int8, evaluator, pool, train, test, settings));
   row.precision = form.name;
   row.what_ran = "int8 PTQ" + weight_bits_text(form) + ": " + int8_gemm_count(row.layers) + ", " +
@@ -412,6 +420,7 @@ Result<PrecisionRow> qat_row(Model& model, const Int8ExportPrecision& form, cons
   Int8Options int8 = settings.int8;
   int8.ranges = tuned.trainer->fake_quantizer()->ranges();
   int8.weight_bits = form.weight_bits;
+  int8.activation_bits = form.activation_bits;
   RG_ASSIGN(PrecisionRow row, int8_row(*tuned.net, int8, evaluator, pool, train, test, settings));
   row.precision = form.name;
   row.what_ran = "int8 QAT" + weight_bits_text(form) + ": " + int8_gemm_count(row.layers) + ", " +

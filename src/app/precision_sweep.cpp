@@ -18,7 +18,7 @@ namespace rg {
 
 void declare_sweep_options(Args& args) {
   args.flag("sweep", "train once per configuration of a sweep chosen for the model (the bits of weights, activations "
-            "and gradients each alone; every layer alone in a low width; int8, w4a8-ptq, w4a8-qat; fp16, bf16) from "
+            "and gradients each alone; every layer alone in a low width; int8, w4a8-ptq, w4a8-qat, w4a4-qat; fp16, bf16) from "
             "each of --sweep-seeds, and write an HTML report of accuracy against bits, per-layer sensitivity and "
             "the Pareto fronts of accuracy against weight bytes and speed into --sweep-out");
   args.option("sweep-seeds", "LIST", "--sweep: the seeds, comma-separated (the spread of each point)", "1,2,3 (--quick: 1,2)");
@@ -74,7 +74,7 @@ Result<SweepPlan> sweep_plan(const Args& args, const CfgDocument& cfg) {
   for (const char* role : {"w", "a", "g"})
     for (int bits : plan.bits) plan.precisions.push_back(role + std::to_string(bits));
   for (const char* name : {"int8", "w4a8-ptq", "w4a8-qat"}) plan.precisions.push_back(name);
-  if (!plan.quick) plan.precisions.insert(plan.precisions.end(), {"fp16", "bf16"});
+  if (!plan.quick) plan.precisions.insert(plan.precisions.end(), {"w4a4-qat", "fp16", "bf16"});
   for (const auto& layer : model->layers()) {
     if (!layer_kind_of(*layer).own_precision) continue;
     plan.precisions.push_back(layer->name() + "=" + plan.layer_precision);

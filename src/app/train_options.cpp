@@ -30,10 +30,10 @@ void declare_train_options(Args& args, const TrainCommand& command) {
               "streamed from disk as needed to stay within it", "none");
   args.option("stream", "auto|yes|no", "read samples from disk batch by batch (IDX files) instead of into memory; "
               "auto: when --mem-budget needs it", "auto");
-  args.option("train-precision", "fp32|fp16|bf16|int8-qat|w<B>a8-qat|int8-train|[wB][aB][gB][eB][-sr|-rn][-p2|-flN][-sw]",
+  args.option("train-precision", "fp32|fp16|bf16|int8-qat|w<B>a<A>-qat|int8-train|[wB][aB][gB][eB][-sr|-rn][-p2|-flN][-sw]",
               "fp16: mixed precision (f16 activations and gradients, f32 math and master weights, loss scaling; on "
               "the CPU or an OpenCL --device); bf16: the same with bf16 storage, no loss scaling (CPU); int8-qat: "
-              "through fake int8 from the start (exported with the ranges learned; w4a8-qat: 4-bit weights); int8-train: conv and dense GEMMs int8 forward and backward, f32 master weights (both on the "
+              "through fake int8 from the start (exported with the ranges learned; w4a8-qat: 4-bit weights, w4a4-qat: 4-bit activations too); int8-train: conv and dense GEMMs int8 forward and backward, f32 master weights (both on the "
               "CPU); a fixed-point shorthand: the bits (2-16) of weights, activations, weight gradients and errors "
               "(g sets e too), per-tensor dynamic scales, weights and activations rounded to nearest and gradients "
               "stochastically (-sr: all stochastic, -rn: all nearest; -p2: power-of-two scales, -flN: a static step "

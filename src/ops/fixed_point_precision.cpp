@@ -83,7 +83,7 @@ Status apply_suffixes(const std::string& text, const std::string& rest, FixedPoi
     seen.push_back(suffix);
     if (suffix == "-pc") return refuse(text, "per-channel scales (-pc) are not implemented yet for training");
     if (suffix == "-qat" || suffix == "-ptq") {
-      return refuse(text, suffix + " ends a name of the int8 engine's forms alone (w<bits>a8" + suffix + ")");
+      return refuse(text, suffix + " ends a name of the int8 engine's forms alone (w<bits>a<bits>" + suffix + ")");
     }
     RG_ASSIGN(const bool fraction, fraction_suffix(text, suffix, &fraction_bits));
     if (fraction && seen.size() > 1 && std::any_of(seen.begin(), seen.end() - 1, [](const std::string& s) {
@@ -145,7 +145,7 @@ Result<Int8ExportPrecision> parse_int8_export_precision(const std::string& text)
   if (text == "int8-qat") return Int8ExportPrecision{"int8-qat", 8, true};
   const auto refuse_form = [&](const std::string& rule) {
     return Status::error("'" + text + "' is not one of the int8 engine's precisions: " + rule +
-                         " (w<bits>a8-ptq or w<bits>a8-qat, weights of 2 to 8 bits; e.g. w4a8-qat)");
+                         " (w<bits>a<bits>-ptq or -qat, 2 to 8 bits each; e.g. w4a8-qat)");
   };
   if (text.size() > kMaxNameLength) return refuse(text.substr(0, 16) + "...", "over 64 characters");
   FixedPointRoles roles;
@@ -156,11 +156,13 @@ Result<Int8ExportPrecision> parse_int8_export_precision(const std::string& text)
     return refuse_form("gradients and errors are training's (g, e), not the int8 engine's");
   }
   if (!roles.weights.quantized() || roles.weights.bits > kMaxWeightBits) return refuse_form("name the weights' bits, 2 to 8");
-  if (roles.activations.bits != 8) {
-    return refuse_form("activations of the int8 engine are 8 bits (a8; fewer are not implemented)");
+  if (!roles.activations.quantized() || roles.activations.bits > 8) {
+    return refuse_form("name the activations' bits, 2 to 8 (a8: the int8 engine's own)");
   }
-  Int8ExportPrecision out{"", roles.weights.bits, rest == "-qat"};
-  out.name = out.weight_bits == 8 ? (out.qat ? "int8-qat" : "int8") : "w" + std::to_string(out.weight_bits) + "a8" + rest;
+  Int8ExportPrecision out{"", roles.weights.bits, rest == "-qat", roles.activations.bits};
+  out.name = out.weight_bits == 8 && out.activation_bits == 8
+                 ? (out.qat ? "int8-qat" : "int8")
+                 : "w" + std::to_string(out.weight_bits) + "a" + std::to_string(out.activation_bits) + rest;
   return out;
 }
 

@@ -20,12 +20,12 @@
 // int8-train is w8a8e8: weights, activations and errors in 8 bits, the weight gradients f32.
 //
 // The int8 engine's forms (inference on quant/int8_model.h, weights per output channel):
-//   export   := "int8" | "int8-qat" | w BITS a8 ("-ptq" | "-qat")     (BITS 2..8)
+//   export   := "int8" | "int8-qat" | w BITS a BITS ("-ptq" | "-qat")     (BITS 2..8)
 //               -ptq post-training quantization of the fp32 model, -qat quantization-aware
-//               training through fake BITS-bit weights and 8-bit values; w8a8-ptq is int8,
-//               w8a8-qat int8-qat; weights of 4 bits or fewer held two a byte.
-// Not yet: per-channel scales for training (-pc), activations under 8 bits in the int8 engine:
-// the parser names them and refuses.
+//               training through fake B-bit weights and values; w8a8-ptq is int8, w8a8-qat
+//               int8-qat; weights of 4 bits or fewer held two a byte; activations of fewer than
+//               8 bits on a grid of 2^bits levels inside int8 (the model's output keeps 8).
+// Not yet: per-channel scales for training (-pc): the parser names it and refuses.
 #pragma once
 
 #include <string>
@@ -51,9 +51,10 @@ Result<FixedPointPrecision> parse_fixed_point_precision(const std::string& text)
 
 // A name of the int8 engine's forms (above): its canonical name, the weights' bits, QAT or PTQ.
 struct Int8ExportPrecision {
-  std::string name;  // "int8", "int8-qat", "w4a8-qat", "w6a8-ptq"
+  std::string name;  // "int8", "int8-qat", "w4a8-qat", "w6a8-ptq", "w4a4-qat"
   int weight_bits = 8;
   bool qat = false;
+  int activation_bits = 8;
 };
 // Whether a name is meant as one (int8, int8-qat, or a shorthand ending in -qat or -ptq).
 bool names_int8_export(const std::string& text);

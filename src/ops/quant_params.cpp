@@ -9,13 +9,16 @@
 
 namespace rg {
 
-QuantParams activation_params(float lo, float hi) {
+QuantParams activation_params(float lo, float hi, int bits) {
+  RG_CHECK(bits >= 2 && bits <= 8, "activation_params: " << bits << " bits");
   lo = std::min(lo, 0.0f);
   hi = std::max(hi, 0.0f);
   QuantParams p;
-  p.scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
-  const double zp = std::nearbyint(-128.0 - static_cast<double>(lo) / p.scale);
-  p.zero_point = static_cast<int32_t>(std::clamp(zp, -128.0, 127.0));
+  p.lo = -(1 << (bits - 1));
+  p.hi = (1 << (bits - 1)) - 1;
+  p.scale = hi > lo ? (hi - lo) / static_cast<float>(p.hi - p.lo) : 1.0f;
+  const double zp = std::nearbyint(p.lo - static_cast<double>(lo) / p.scale);
+  p.zero_point = static_cast<int32_t>(std::clamp(zp, 1.0 * p.lo, 1.0 * p.hi));
   return p;
 }
 
@@ -45,10 +48,10 @@ template double weight_channel_step<float>(const float*, int64_t, int64_t, int);
 template double weight_channel_step<double>(const double*, int64_t, int64_t, int);
 
 void quantize_s8(int64_t n, const float* x, QuantParams p, int8_t* q) {
-  const float inverse = 1.0f / p.scale;
+  const float inverse = 1.0f / p.scale, lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
   for (int64_t i = 0; i < n; ++i) {
     const float v = std::nearbyint(x[i] * inverse) + static_cast<float>(p.zero_point);
-    q[i] = static_cast<int8_t>(v > 127.0f ? 127.0f : (v >= -128.0f ? v : -128.0f));  // NaN -> -128
+    q[i] = static_cast<int8_t>(v > hi ? hi : (v >= lo ? v : lo));  // NaN -> lo
   }
 }
 
@@ -59,7 +62,7 @@ void dequantize_s8(int64_t n, const int8_t* q, QuantParams p, float* x) {
 Qs8Clamp qs8_clamp(QuantParams out, float lo, float hi) {
   const float ends[2] = {lo, hi};
   int8_t q[2];
-  quantize_s8(2, ends, out, q);
+  quantize_s8(2, ends, out, q);  // within [out.lo, out.hi]
   return Qs8Clamp{q[0], q[1]};
 }
 

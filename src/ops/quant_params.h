@@ -25,13 +25,16 @@ double weight_channel_step(const T* w, int64_t depth, int64_t stride, int bits);
 struct QuantParams {
   float scale = 1;
   int32_t zero_point = 0;
+  int32_t lo = -128, hi = 127;  // the grid's ends: all of int8, or 2^bits levels (activation_params)
 };
 
 // The range [lo, hi] widened to hold 0 (zero padding and ReLU's floor must be exact), spread
-// over 255 steps; zero_point = round(-128 - lo / scale). A range of one point gets scale 1.
-QuantParams activation_params(float lo, float hi);
+// over 2^bits - 1 steps (255 at 8 bits) of the grid [-2^(bits-1), 2^(bits-1) - 1] (bits 2 to 8: a
+// subrange of int8 the kernels read as int8); zero_point = round(grid's low end - lo / scale). A
+// range of one point gets scale 1.
+QuantParams activation_params(float lo, float hi, int bits = 8);
 
-// q = clamp(round_half_even(x / scale) + zero_point, -128, 127), through x * (1 / scale).
+// q = clamp(round_half_even(x / scale) + zero_point, p.lo, p.hi), through x * (1 / scale).
 void quantize_s8(int64_t n, const float* x, QuantParams p, int8_t* q);
 // x = scale * (q - zero_point).
 void dequantize_s8(int64_t n, const int8_t* q, QuantParams p, float* x);

@@ -19,9 +19,10 @@ bool has_master(const Layer& layer, const Param& p) {
 }
 }  // namespace
 
-FakeQuantizer::FakeQuantizer(Model& model, int weight_bits, double averaging)
-    : weight_bits_(weight_bits), averaging_(averaging) {
+FakeQuantizer::FakeQuantizer(Model& model, int weight_bits, int activation_bits, double averaging)
+    : weight_bits_(weight_bits), activation_bits_(activation_bits), averaging_(averaging) {
   RG_CHECK(weight_bits >= kMinWeightBits && weight_bits <= kMaxWeightBits, "FakeQuantizer: " << weight_bits << " weight bits");
+  RG_CHECK(activation_bits >= 2 && activation_bits <= 8, "FakeQuantizer: " << activation_bits << " activation bits");
   const auto& layers = model.layers();
   const size_t points = layers.size() + 1;
   rounded_.assign(points, true);
@@ -68,10 +69,11 @@ void FakeQuantizer::on_values(size_t point, const Tensor& values, const LayerCon
     seen_[point] = true;
   }
   if (!rounded_[point] || !seen_[point]) return;  // nothing learned yet: the values pass unchanged
-  const QuantParams q = activation_params(lo_[point], hi_[point]);
+  const QuantParams q = activation_params(lo_[point], hi_[point], activation_bits_);
   const float inverse = 1.0f / q.scale, zero = static_cast<float>(q.zero_point);
+  const float grid_lo = static_cast<float>(q.lo), grid_hi = static_cast<float>(q.hi);
   for (int64_t i = 0; i < n; ++i) {
-    const float level = std::clamp(std::nearbyint(v[i] * inverse) + zero, -128.0f, 127.0f);
+    const float level = std::clamp(std::nearbyint(v[i] * inverse) + zero, grid_lo, grid_hi);
     v[i] = q.scale * (level - zero);
   }
 }

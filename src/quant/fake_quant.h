@@ -36,8 +36,9 @@ namespace rg {
 
 class FakeQuantizer {
  public:
-  // `model` must outlive this; it is not changed until quantize_weights(). weight_bits: 2 to 8.
-  explicit FakeQuantizer(Model& model, int weight_bits = 8, double averaging = 0.01);
+  // `model` must outlive this; it is not changed until quantize_weights(). weight_bits and
+  // activation_bits: 2 to 8 (the values' grid: activation_params of those bits).
+  explicit FakeQuantizer(Model& model, int weight_bits = 8, int activation_bits = 8, double averaging = 0.01);
 
   // Model's output hook: observes (in training) and rounds point p's values in place.
   void on_values(size_t point, const Tensor& values, const LayerContext& ctx);
@@ -62,7 +63,7 @@ class FakeQuantizer {
   const std::vector<bool>& rounded_points() const { return rounded_; }
 
  private:
-  int weight_bits_;
+  int weight_bits_, activation_bits_;
   double averaging_;
   std::vector<bool> rounded_;  // per point: its values rounded to the grid
   std::vector<bool> tracked_;  // per point: its range tracked (the rounded ones and the model's output)

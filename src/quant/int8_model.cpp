@@ -93,12 +93,13 @@ void folded_weights(const Tensor& weight, const Tensor& bias, const BatchNorm* b
 struct GemmGroup {
   size_t end = 0;  // its last layer
   const BatchNorm* bn = nullptr;
-  const Int8Clamp* clamp = nullptr;  // the fused clamp's row's range; none: the whole of int8
+  const Int8Clamp* clamp = nullptr;  // the fused clamp's row's range; none: the whole grid
 };
 
-// A stage's int8 clamp on the grid of its output `out`: a fused clamp's range, else all of int8.
+// A stage's int8 clamp on the grid of its output `out`: a fused clamp's range, else the whole
+// grid (all of int8, or the narrower one of fewer activation bits).
 Qs8Clamp stage_clamp(const Int8Clamp* clamp, QuantParams out) {
-  return clamp == nullptr ? Qs8Clamp{} : qs8_clamp(out, clamp->lo, clamp->hi);
+  return clamp == nullptr ? Qs8Clamp{out.lo, out.hi} : qs8_clamp(out, clamp->lo, clamp->hi);
 }
 
 GemmGroup gemm_group(const Model& model, size_t head) {
@@ -179,13 +180,16 @@ class Int8Ranges {
     return Status();
   }
 
+  // Point `point`'s grid: Int8Options::activation_bits, but the model's output keeps 8 (it is
+  // dequantized; QAT does not round it either).
   QuantParams params_of(size_t point) const {
-    if (learned_) return activation_params(options_.ranges[point].first, options_.ranges[point].second);
-    float lo = 0, hi = 0;
     const bool model_output = point == count_;
+    const int bits = model_output ? 8 : options_.activation_bits;
+    if (learned_) return activation_params(options_.ranges[point].first, options_.ranges[point].second, bits);
+    float lo = 0, hi = 0;
     observers_[point].range(model_output ? CalibrationMethod::minmax : options_.calibration, options_.percentile, &lo,
                             &hi);
-    return activation_params(lo, hi);
+    return activation_params(lo, hi, bits);
   }
 
  private:
@@ -472,6 +476,10 @@ Result<std::unique_ptr<Int8Model>> Int8Model::quantize(Model& model, const Tenso
   if (options.weight_bits < kMinWeightBits || options.weight_bits > kMaxWeightBits) {
     return Status::error("int8 quantization: weights of " + std::to_string(options.weight_bits) + " bits (" +
                          std::to_string(kMinWeightBits) + " to " + std::to_string(kMaxWeightBits) + " are possible)");
+  }
+  if (options.activation_bits < 2 || options.activation_bits > 8) {
+    return Status::error("int8 quantization: activations of " + std::to_string(options.activation_bits) +
+                         " bits (2 to 8 are possible)");
   }
   const auto& layers = model.layers();
   Int8Ranges ranges(options, layers.size());

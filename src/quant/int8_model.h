@@ -52,6 +52,9 @@ struct Int8Options {
   // hold 7 times as many bytes); the direct single-channel conv and the depthwise conv hold their
   // own (small) forms of them, as at 8 bits.
   int weight_bits = 8;
+  // The activations' grid (activation_params: 2 to 8 bits, 2^bits levels inside int8; the model's
+  // output keeps 8). The CPU's stages clamp to it; an OpenCL device refuses fewer than 8 (for now).
+  int activation_bits = 8;
   // The ISA whose int8 tiles the weights are packed for; unset: the active one.
   bool has_isa = false;
   Isa isa = Isa::reference;

@@ -40,21 +40,26 @@ inline void copy_run(int8_t* dst, const int8_t* src, int64_t n, const int8_t* sr
 
 // quantize_s8's arithmetic (quant_params.h), bit for bit, 16 values at a time on SSE2 (the
 // x86 baseline): x * (1 / scale) clamped to [-256, 255] first (maxps gives -256 for NaN), which
-// changes no result (past those bounds the final clamp gives 127 or -128 whatever the zero
+// changes no result (past those bounds the final clamp gives p.hi or p.lo whatever the zero
 // point); cvtps2dq rounds in the current rounding mode as nearbyint does (to nearest even);
-// the saturating packs are the clamp to [-128, 127].
+// the int16 lanes are clamped to [p.lo, p.hi] (a grid narrower than int8: pminsw/pmaxsw), the
+// saturating packs do the rest.
 void quantize_s8_rows(int64_t n, const float* x, QuantParams p, int8_t* q) {
   int64_t i = 0;
 #if defined(__SSE2__)
   const __m128 inverse = _mm_set1_ps(1.0f / p.scale), low = _mm_set1_ps(-256.0f), high = _mm_set1_ps(255.0f);
   const __m128i zero_point = _mm_set1_epi32(p.zero_point);
+  const __m128i grid_lo = _mm_set1_epi16(static_cast<int16_t>(p.lo)), grid_hi = _mm_set1_epi16(static_cast<int16_t>(p.hi));
   auto four = [&](const float* v) {
     const __m128 r = _mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_loadu_ps(v), inverse), low), high);
     return _mm_add_epi32(_mm_cvtps_epi32(r), zero_point);
   };
+  auto eight = [&](const float* v) {
+    return _mm_min_epi16(_mm_max_epi16(_mm_packs_epi32(four(v), four(v + 4)), grid_lo), grid_hi);
+  };
   for (; i + 16 <= n; i += 16) {
-    const __m128i a = _mm_packs_epi32(four(x + i), four(x + i + 4));
-    const __m128i b = _mm_packs_epi32(four(x + i + 8), four(x + i + 12));
+    const __m128i a = eight(x + i);
+    const __m128i b = eight(x + i + 8);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm_packs_epi16(a, b));
   }
 #endif

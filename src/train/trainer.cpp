@@ -95,8 +95,8 @@ const char* train_precision_name(TrainPrecision precision) {
 }
 
 std::string precision_name(const TrainOptions& options) {
-  if (options.precision == TrainPrecision::int8_qat && options.qat_weight_bits != 8) {
-    return "w" + std::to_string(options.qat_weight_bits) + "a8-qat";
+  if (options.precision == TrainPrecision::int8_qat && (options.qat_weight_bits != 8 || options.qat_activation_bits != 8)) {
+    return "w" + std::to_string(options.qat_weight_bits) + "a" + std::to_string(options.qat_activation_bits) + "-qat";
   }
   return options.precision == TrainPrecision::fixed_point ? options.fixed_point.name
                                                           : train_precision_name(options.precision);
@@ -117,6 +117,7 @@ Status set_precision(const std::string& name, TrainOptions* options) {
     }
     options->precision = TrainPrecision::int8_qat;
     options->qat_weight_bits = form.weight_bits;
+    options->qat_activation_bits = form.activation_bits;
     return Status();
   }
   if (!names_fixed_point(name)) {
@@ -175,7 +176,7 @@ Status Trainer::place() {
   }
   RG_TRY(model_.set_storage(storage_for(options_.precision)));
   if (options_.precision == TrainPrecision::int8_qat && !fake_quant_) {
-    fake_quant_ = std::make_unique<FakeQuantizer>(model_, options_.qat_weight_bits);
+    fake_quant_ = std::make_unique<FakeQuantizer>(model_, options_.qat_weight_bits, options_.qat_activation_bits);
     RG_TRY(fake_quant_->reserve());
     FakeQuantizer* fq = fake_quant_.get();
     model_.set_values_hook([fq](size_t point, const Tensor& values, const LayerContext& ctx) {

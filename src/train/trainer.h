@@ -70,7 +70,8 @@ struct TrainOptions {
   uint64_t seed = 1;
   TrainPrecision precision = TrainPrecision::fp32;
   FixedPointPrecision fixed_point = int8_training_precision();  // TrainPrecision::fixed_point's formats
-  int qat_weight_bits = 8;  // int8_qat: the weights' grid (w4a8-qat: 4; quant_params.h weight_qmax)
+  int qat_weight_bits = 8;      // int8_qat: the weights' grid (w4a8-qat: 4; quant_params.h weight_qmax)
+  int qat_activation_bits = 8;  // int8_qat: the values' grid (w4a4-qat: 4; activation_params)
   LossScaleConfig loss_scale;  // fp16
   OptimizerConfig optimizer;
   Schedule schedule;

@@ -37,6 +37,11 @@ Result<std::unique_ptr<ClInt8Model>> ClInt8Model::create(const Int8Model& model,
   // The model's input: what the first stage reads (quantize keeps its shape).
   cl->input_shape_ = plan.front().kind == Int8StageKind::f32 ? plan.front().in_shape : plan.front().out_shape;
   for (const Int8StagePlan& p : plan) {
+    if (p.kind == Int8StageKind::quantize && (p.params.lo != -128 || p.params.hi != 127)) {
+      return Status::error("int8 model on the device: activations of fewer than 8 bits (a grid of [" +
+                           std::to_string(p.params.lo) + ", " + std::to_string(p.params.hi) +
+                           "]) run on the CPU's int8 engine only (for now)");
+    }
     if (p.inputs.size() != (p.kind == Int8StageKind::add ? 2u : 1u)) {  // an f32 add or concat of a graph model
       return Status::error("int8 model on the device: layer " + p.name + " joins " + std::to_string(p.inputs.size()) +
                            " inputs in f32, which the device int8 model does not run yet (issue 31); the CPU's does");
