@@ -11,7 +11,8 @@
 //            from nn/layer_registry.h; in a graph model, every output another layer reads
 //            too is a point): rounded in place to the grid (int8, or 2^bits levels of it:
 //            w4a4-qat) of a range tracked during training (moving averages of batch min and
-//            max, like PyTorch's MovingAverageMinMaxObserver). Backward passes their gradient through.
+//            max, like PyTorch's MovingAverageMinMaxObserver). Backward passes their gradient
+//            through.
 //            The model's output is not rounded (logits clipped to an early range would stall the
 //            loss), only its range tracked: the export dequantizes it by that range.
 // BatchNorm folding commutes with per-channel symmetric quantization (scaling a channel by a
