@@ -673,7 +673,6 @@ Status check_sweep_options(const Args& args) {
   return Status();
 }
 
-
 // One seed of a sweep: the run the command line asks for, its --seed and --precision the sweep's.
 Result<std::vector<PrecisionRow>> sweep_seed_rows(const TrainCommand& command, int argc, char** argv, int64_t start_rss,
                                                   const SweepPlan& plan, uint64_t seed) {
@@ -708,8 +707,8 @@ int run_sweep(const TrainCommand& command, int argc, char** argv, int64_t start_
   auto plan = sweep_plan(probe.args, probe.cfg);
   if (!plan.ok()) return fail(plan.status().message());
   const std::string& out = plan.value().out;
+  if (Status s = make_directories(out); !s.ok()) return fail("--sweep-out: " + s.message());
   for (const char* file : {"report.html", "report.md", "sweep.json"}) {
-    if (Status s = make_directories(out); !s.ok()) return fail("--sweep-out: " + s.message());
     if (Status s = check_writable_path(join_path(out, file), "sweep-out"); !s.ok()) return fail(s.message());
   }
   std::vector<SweepSeed> seeds;

@@ -259,11 +259,9 @@ std::string qat_text(const QatFineTune& qat, const TrainOptions& run) {
 // state) and seed. The ranges start from the first batch's either way.
 Result<TrainedCopy> train_qat(Model& model, TrainOptions options, const Int8ExportPrecision& form,
                               const QatFineTune& qat, const Checkpoint* start, ThreadPool& pool, const Dataset& train) {
-  const std::string grid = form.weight_bits == 8 && form.activation_bits == 8
-                               ? "int8"
-                               : "w" + std::to_string(form.weight_bits) + "a" + std::to_string(form.activation_bits);
+  const std::string grid = int8_export_name(form.weight_bits, form.activation_bits, false);  // int8, w4a8-ptq
   std::fprintf(options.log, "\nprecision %s: %s through fake %s\n", form.name.c_str(), qat_text(qat, options).c_str(),
-               grid.c_str());
+               grid.substr(0, grid.find('-')).c_str());
   options.precision = TrainPrecision::int8_qat;
   options.qat_weight_bits = form.weight_bits;
   options.qat_activation_bits = form.activation_bits;

@@ -159,11 +159,14 @@ Result<Int8ExportPrecision> parse_int8_export_precision(const std::string& text)
   if (!roles.activations.quantized() || roles.activations.bits > 8) {
     return refuse_form("name the activations' bits, 2 to 8 (a8: the int8 engine's own)");
   }
-  Int8ExportPrecision out{"", roles.weights.bits, rest == "-qat", roles.activations.bits};
-  out.name = out.weight_bits == 8 && out.activation_bits == 8
-                 ? (out.qat ? "int8-qat" : "int8")
-                 : "w" + std::to_string(out.weight_bits) + "a" + std::to_string(out.activation_bits) + rest;
-  return out;
+  const bool qat = rest == "-qat";
+  return Int8ExportPrecision{int8_export_name(roles.weights.bits, roles.activations.bits, qat), roles.weights.bits, qat,
+                             roles.activations.bits};
+}
+
+std::string int8_export_name(int weight_bits, int activation_bits, bool qat) {
+  if (weight_bits == 8 && activation_bits == 8) return qat ? "int8-qat" : "int8";
+  return "w" + std::to_string(weight_bits) + "a" + std::to_string(activation_bits) + (qat ? "-qat" : "-ptq");
 }
 
 std::string fixed_point_precision_name(const FixedPointRoles& roles) {

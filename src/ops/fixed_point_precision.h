@@ -56,6 +56,8 @@ struct Int8ExportPrecision {
   bool qat = false;
   int activation_bits = 8;
 };
+// The canonical name of the form of those bits: "int8", "int8-qat", "w4a8-qat", "w4a4-ptq".
+std::string int8_export_name(int weight_bits, int activation_bits, bool qat);
 // Whether a name is meant as one (int8, int8-qat, or a shorthand ending in -qat or -ptq).
 bool names_int8_export(const std::string& text);
 Result<Int8ExportPrecision> parse_int8_export_precision(const std::string& text);

@@ -95,8 +95,8 @@ const char* train_precision_name(TrainPrecision precision) {
 }
 
 std::string precision_name(const TrainOptions& options) {
-  if (options.precision == TrainPrecision::int8_qat && (options.qat_weight_bits != 8 || options.qat_activation_bits != 8)) {
-    return "w" + std::to_string(options.qat_weight_bits) + "a" + std::to_string(options.qat_activation_bits) + "-qat";
+  if (options.precision == TrainPrecision::int8_qat) {
+    return int8_export_name(options.qat_weight_bits, options.qat_activation_bits, true);
   }
   return options.precision == TrainPrecision::fixed_point ? options.fixed_point.name
                                                           : train_precision_name(options.precision);
