@@ -15,6 +15,7 @@
 #include "ops/fixed_point_format.h"
 #include "ops/fixed_point_gemm.h"
 #include "ops/gemm.h"
+#include "ops/im2col.h"
 #include "nn/cfg.h"
 #include "nn/layer_precision_option.h"
 #include "nn/model.h"
@@ -39,6 +40,15 @@ std::vector<float> random_floats(int64_t count, Rng& rng, double scale) {
 FixedPointFormat format(int bits, ScaleRule scale, Rounding rounding, int fraction_bits = 0) {
   FixedPointFormat f{bits, scale, rounding};
   f.fraction_bits = fraction_bits;
+  return f;
+}
+
+FixedPointFormat with_zero_point(FixedPointFormat f) {
+  f.affine = true;
+  return f;
+}
+FixedPointFormat per_channel(FixedPointFormat f) {
+  f.per_channel = true;
   return f;
 }
 
@@ -82,6 +92,29 @@ TEST(FixedPointFormat, GridBoundsAndScales) {
   EXPECT_EQ(fixed_point_quantize_nearest(1.5f / 64, 64.0f, 127), 2);
 }
 
+// A zero point spreads the grid over [min(0, min), max(0, max)]: 0 stays a grid point.
+TEST(FixedPointFormat, ZeroPointGrids) {
+  const FixedPointFormat a4 = with_zero_point(format(4, ScaleRule::real, Rounding::nearest));
+  const FixedPointGrid relu = fixed_point_grid(a4, 0.5f, 2.0f);  // [0, 2]: R 1, step 1/7
+  EXPECT_EQ(relu.zero, -7);
+  EXPECT_FLOAT_EQ(relu.multiplier, 7.0f);
+  EXPECT_EQ(fixed_point_quantize_nearest(0.0f, relu.multiplier, 7, relu.zero), -7);
+  EXPECT_EQ(fixed_point_quantize_nearest(2.0f, relu.multiplier, 7, relu.zero), 7);
+  EXPECT_EQ(fixed_point_quantize_nearest(1.0f, relu.multiplier, 7, relu.zero), 0);
+  EXPECT_EQ(fixed_point_quantize_nearest(-5.0f, relu.multiplier, 7, relu.zero), -7) << "clamped at the bottom";
+  EXPECT_EQ(fixed_point_quantize_nearest(std::nanf(""), relu.multiplier, 7, relu.zero), -7) << "NaN gives the zero";
+  const FixedPointGrid skew = fixed_point_grid(a4, -1.0f, 3.0f);  // R 2, step 2/7, zero -7 + 3.5 -> -7 - round(-3.5)
+  EXPECT_EQ(skew.zero, -3);
+  EXPECT_EQ(fixed_point_quantize_nearest(0.0f, skew.multiplier, 7, skew.zero), skew.zero);
+  EXPECT_EQ(fixed_point_quantize_stochastic(0.0f, skew.multiplier, 7, 0.99f, skew.zero), skew.zero);
+  const FixedPointGrid symmetric = fixed_point_grid(format(4, ScaleRule::real, Rounding::nearest), -1.0f, 3.0f);
+  EXPECT_EQ(symmetric.zero, 0);
+  EXPECT_FLOAT_EQ(symmetric.half_range, 3.0f);
+  const FixedPointGrid huge = fixed_point_grid(a4, -3e38f, 3e38f);
+  EXPECT_TRUE(std::isfinite(huge.half_range));
+  EXPECT_EQ(huge.zero, 0);
+}
+
 TEST(FixedPointFormat, StochasticRoundingIsUnbiasedAtEveryWidth) {
   const int64_t draws = 100000;
   for (int bits : {2, 4, 12, 16}) {
@@ -105,7 +138,32 @@ TEST(FixedPointFormat, StochasticRoundingIsUnbiasedAtEveryWidth) {
 struct FormatPair {
   FixedPointFormat a, b;
   const char* label;
+  int64_t b_channels = 0;  // a per-channel B's channels (its columns j % b_channels)
 };
+
+// Zero points on either side and per-channel B (issue 34's -zp and -pc), narrow and wide.
+std::vector<FormatPair> affine_and_channel_pairs() {
+  return {
+      {with_zero_point(format(4, ScaleRule::real, Rounding::nearest)), per_channel(format(4, ScaleRule::real, Rounding::nearest)),
+       "a4 zp x w4 pc", 5},
+      {with_zero_point(format(8, ScaleRule::real, Rounding::stochastic)), format(8, ScaleRule::power_of_two, Rounding::stochastic),
+       "a8 zp sr x p2 8 sr"},
+      {format(8, ScaleRule::real, Rounding::stochastic), with_zero_point(format(6, ScaleRule::real, Rounding::nearest)),
+       "e8 sr x a6 zp (B affine)"},
+      {with_zero_point(format(3, ScaleRule::power_of_two, Rounding::nearest)),
+       per_channel(format(2, ScaleRule::power_of_two, Rounding::stochastic)), "p2 a3 zp x p2 w2 pc sr", 3},
+      {with_zero_point(format(7, ScaleRule::fixed, Rounding::nearest, 5)), per_channel(format(8, ScaleRule::real, Rounding::nearest)),
+       "fixed a7.5 zp (saturating) x w8 pc", 16},
+  };
+}
+std::vector<FormatPair> wide_affine_and_channel_pairs() {
+  return {
+      {with_zero_point(format(16, ScaleRule::real, Rounding::nearest)), per_channel(format(16, ScaleRule::real, Rounding::stochastic)),
+       "a16 zp x w16 pc sr (split)", 7},
+      {format(12, ScaleRule::real, Rounding::stochastic), with_zero_point(format(12, ScaleRule::real, Rounding::stochastic)),
+       "12 sr x a12 zp sr"},
+  };
+}
 
 std::vector<FormatPair> narrow_pairs() {
   return {
@@ -157,6 +215,7 @@ void expect_products_match_the_reference(Isa isa, const std::vector<FormatPair>&
               o.a = pair.a;
               o.b = pair.b;
               o.seed = seed++;
+              o.b_channels = pair.b_channels;
               o.isa = isa;
               o.depth_block = 1024;
               Int8GemmTrace trace, trace_ref;
@@ -180,13 +239,20 @@ void expect_products_match_the_reference(Isa isa, const std::vector<FormatPair>&
                   const size_t at = static_cast<size_t>(i * ldc + j);
                   ASSERT_EQ(bits_of(c[at]), bits_of(c_ref[at])) << what << " C[" << i << "][" << j << "]";
                 }
-              // Every sum is within the grids: |q| <= qmax for both operands.
-              for (int64_t sum : trace.sums) ASSERT_LE(std::llabs(sum), int64_t{pair.a.qmax()} * pair.b.qmax() * k) << what;
+              // Every sum is within the grids: |q - zero| <= 2 qmax (qmax without a zero point).
+              const int64_t span = int64_t{pair.a.qmax()} * (pair.a.affine ? 2 : 1) * pair.b.qmax() * (pair.b.affine ? 2 : 1);
+              for (int64_t sum : trace.sums) ASSERT_LE(std::llabs(sum), span * k) << what;
             }
 }
 
 TEST_P(FixedPointGemm, NarrowFormatsBitExactAgainstTheReference) {
   expect_products_match_the_reference(GetParam(), narrow_pairs(), int8_dynamic_gemm);
+}
+
+TEST_P(FixedPointGemm, ZeroPointsAndPerChannelScalesBitExactAgainstTheReference) {
+  expect_products_match_the_reference(GetParam(), affine_and_channel_pairs(), int8_dynamic_gemm);
+  expect_products_match_the_reference(GetParam(), affine_and_channel_pairs(), int16_dynamic_gemm);
+  expect_products_match_the_reference(GetParam(), wide_affine_and_channel_pairs(), int16_dynamic_gemm);
 }
 
 TEST_P(FixedPointGemm, WideFormatsOnTheInt16TilesBitExactAgainstTheReference) {
@@ -276,6 +342,122 @@ TEST(FixedPointGemm, NonFiniteOperandsGiveNaNOnBothRoutes) {
   }
 }
 
+// A convolution's patches over a ReLU's output (values >= 0, zeros in the padding) with a zero
+// point, times per-channel weights: bit for bit the reference on every level, both tiles.
+TEST_P(FixedPointGemm, ConvPatchesWithZeroPointsAndPerChannelWeights) {
+  Rng rng(23, 0);
+  const ConvGeometry g = conv_geometry(9, 7, 5, 3, 1, 1).value();
+  const int64_t count = 2, filters = 11, m = count * g.patches(), k = g.patch_size();
+  const PatchOffsets at = patch_offsets(g, count);
+  std::vector<float> image = random_floats(count * g.padded_size(), rng, 2.0);
+  for (float& v : image) v = std::max(0.0f, v);  // a ReLU's output
+  const GatheredA<float> a{image.data(), at.pixels.data(), at.taps.data()};
+  const std::vector<float> w = random_floats(k * filters, rng, 0.3);
+  for (int bits : {4, 8, 12}) {
+    Int8GemmOptions o;
+    o.a = with_zero_point(format(bits, ScaleRule::real, Rounding::stochastic));
+    o.b = per_channel(format(bits, ScaleRule::real, Rounding::nearest));
+    o.b_channels = filters;
+    o.isa = GetParam();
+    o.seed = 5;
+    std::vector<float> c(static_cast<size_t>(m * filters)), c_ref(c.size());
+    const auto product = bits <= 8 ? int8_dynamic_gemm_gathered : int16_dynamic_gemm_gathered;
+    product(m, filters, k, 1.0f, a, w.data(), filters, 0.0f, c.data(), filters, nullptr, o);
+    int8_dynamic_gemm_gathered_ref(m, filters, k, 1.0f, a, w.data(), filters, 0.0f, c_ref.data(), filters, o);
+    for (size_t t = 0; t < c.size(); ++t) ASSERT_EQ(bits_of(c[t]), bits_of(c_ref[t])) << bits << " bits, " << t;
+  }
+}
+
+// What the two options buy: on a ReLU's output a zero point halves the step (the grid no longer
+// spends half its points below 0), and a column of small weights keeps its own step. Each
+// product's error against the f32 one falls; a row of zeros stays exactly zero.
+TEST(FixedPointGemm, ZeroPointsAndPerChannelScalesCutTheError) {
+  Rng rng(29, 0);
+  const int64_t m = 40, n = 12, k = 64;
+  std::vector<float> a = random_floats(m * k, rng, 1.0), b = random_floats(k * n, rng, 1.0);
+  for (float& v : a) v = std::fabs(v);
+  for (int64_t p = 0; p < k; ++p) {
+    a[static_cast<size_t>(p)] = 0.0f;                                            // row 0: zeros
+    for (int64_t j = 0; j < n / 2; ++j) b[static_cast<size_t>(p * n + j)] *= 0.01f;  // small columns
+  }
+  const GemmShape s{Trans::no, Trans::no, m, n, k, k, n, n};
+  std::vector<float> exact(static_cast<size_t>(m * n));
+  f32_gemm(s, 1.0f, a.data(), b.data(), 0.0f, exact.data(), nullptr);
+  const auto error = [&](bool zero_point, bool channels, bool small_columns) {
+    Int8GemmOptions o;
+    o.a = format(4, ScaleRule::real, Rounding::nearest);
+    o.b = format(8, ScaleRule::real, Rounding::nearest);
+    if (zero_point) o.a = with_zero_point(o.a);
+    if (channels) o.b = per_channel(o.b);
+    o.b_channels = n;
+    std::vector<float> c(exact.size());
+    fixed_point_gemm(s, 1.0f, a.data(), b.data(), 0.0f, c.data(), nullptr, o);
+    for (int64_t j = 0; j < n; ++j) EXPECT_EQ(c[static_cast<size_t>(j)], 0.0f) << "row of zeros, column " << j;
+    double sum = 0, norm = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = small_columns ? 0 : n / 2; j < (small_columns ? n / 2 : n); ++j) {
+        const size_t t = static_cast<size_t>(i * n + j);
+        sum += (c[t] - exact[t]) * (c[t] - exact[t]);
+        norm += exact[t] * exact[t];
+      }
+    return std::sqrt(sum / norm);
+  };
+  EXPECT_LT(error(true, false, false), 0.7 * error(false, false, false)) << "the zero point: a step half as large";
+  EXPECT_LT(error(false, true, true), 0.2 * error(false, false, true)) << "per channel: the small columns' own steps";
+}
+
+// Per-channel weights in an input gradient (channels along the summed axis) run fake quantized:
+// the f32 GEMM of the same grid values the forward product's columns use.
+TEST(FixedPointGemm, PerChannelWeightsOnTheSummedAxisAreFakeQuantized) {
+  Rng rng(31, 0);
+  const int64_t m = 6, in = 10, out = 4;  // dx[m x in] = dy[m x out] W[in x out]^T
+  const std::vector<float> dy = random_floats(m * out, rng, 1.0), w = random_floats(in * out, rng, 0.5);
+  Int8GemmOptions o;
+  o.a = format(8, ScaleRule::real, Rounding::nearest);
+  o.b = per_channel(format(4, ScaleRule::real, Rounding::nearest));
+  o.b_channels = out;
+  o.b_channel_axis = ChannelAxis::rows;
+  EXPECT_EQ(product_route(o.a, o.b, ChannelAxis::rows), ProductRoute::fake_quantized);
+  EXPECT_EQ(product_route(o.a, o.b, ChannelAxis::columns), ProductRoute::int8_tiles);
+  std::vector<float> dx(static_cast<size_t>(m * in));
+  const GemmShape s{Trans::no, Trans::yes, m, in, out, out, out, in};
+  fixed_point_gemm(s, 1.0f, dy.data(), w.data(), 0.0f, dx.data(), nullptr, o);
+  // The grids by hand: W's channel c = its column (flat index mod out), dy per tensor.
+  std::vector<float> grid_w(w.size()), grid_dy(dy.size());
+  for (int64_t c = 0; c < out; ++c) {
+    float max_abs = 0;
+    for (int64_t i = 0; i < in; ++i) max_abs = std::max(max_abs, std::fabs(w[static_cast<size_t>(i * out + c)]));
+    const FixedPointGrid g = fixed_point_grid(o.b, -max_abs, max_abs);
+    for (int64_t i = 0; i < in; ++i) {
+      const size_t t = static_cast<size_t>(i * out + c);
+      grid_w[t] = static_cast<float>(fixed_point_quantize_nearest(w[t], g.multiplier, 7) * g.step);
+    }
+  }
+  float max_dy = 0;
+  for (float v : dy) max_dy = std::max(max_dy, std::fabs(v));
+  const FixedPointGrid g = fixed_point_grid(o.a, -max_dy, max_dy);
+  for (size_t t = 0; t < dy.size(); ++t) grid_dy[t] = static_cast<float>(fixed_point_quantize_nearest(dy[t], g.multiplier, 127) * g.step);
+  std::vector<float> want(dx.size());
+  f32_gemm(s, 1.0f, grid_dy.data(), grid_w.data(), 0.0f, want.data(), nullptr);
+  for (size_t t = 0; t < dx.size(); ++t) ASSERT_EQ(bits_of(dx[t]), bits_of(want[t])) << t;
+}
+
+TEST(FixedPointGemm, RoundInPlacePerChannel) {
+  // [2 x 3] weights of 3 channels (flat index mod 3), 4 bits: each channel's largest kept, its
+  // own step max_c / 7.
+  std::vector<float> w = {0.7f, -0.07f, 0.007f, 0.2f, 0.03f, -0.005f};
+  fixed_point_round_in_place(w.data(), 6, per_channel(format(4, ScaleRule::real, Rounding::nearest)), 0, nullptr, 3);
+  EXPECT_FLOAT_EQ(w[0], 0.7f);
+  EXPECT_FLOAT_EQ(w[1], -0.07f);
+  EXPECT_FLOAT_EQ(w[2], 0.007f);
+  EXPECT_NEAR(w[3], 2 * 0.1, 1e-6);       // 0.2 on the step 0.1
+  EXPECT_NEAR(w[4], 3 * 0.01, 1e-7);      // 0.03 on the step 0.01
+  EXPECT_NEAR(w[5], -5 * 0.001, 1e-8);    // -0.005 on the step 0.001
+  std::vector<float> bias = {0.7f, 0.001f};
+  fixed_point_round_in_place(bias.data(), 2, per_channel(format(4, ScaleRule::real, Rounding::nearest)), 0, nullptr, 0);
+  EXPECT_EQ(bias[1], 0.0f) << "no channels given: one scale (0.001 under half of 0.1)";
+}
+
 TEST(FixedPointGemm, RoundInPlaceKeepsTheGridAndLeavesNonFiniteTensors) {
   std::vector<float> x = {0.1f, -0.37f, 0.5f, 0.02f};
   fixed_point_round_in_place(x.data(), 4, format(4, ScaleRule::real, Rounding::nearest), 0, nullptr);
@@ -317,9 +499,20 @@ TEST(FixedPointPrecision, ShorthandsMapOntoFormats) {
   EXPECT_TRUE(g.stored_weights);
   EXPECT_EQ(parse_fixed_point_precision("a8e6-p2").take().roles.errors.scale, ScaleRule::power_of_two);
 
+  const FixedPointPrecision pc = parse_fixed_point_precision("w4a4g8-zp-pc").take();
+  EXPECT_EQ(pc.name, "w4a4g8-pc-zp");
+  EXPECT_TRUE(pc.roles.weights.per_channel && pc.roles.gradients.per_channel);
+  EXPECT_FALSE(pc.roles.activations.per_channel || pc.roles.errors.per_channel) << "-pc is the weights' and gradients'";
+  EXPECT_TRUE(pc.roles.activations.affine);
+  EXPECT_FALSE(pc.roles.weights.affine || pc.roles.errors.affine) << "-zp is the activations'";
+  EXPECT_FALSE(parse_fixed_point_precision("w4a4").take().roles == pc.roles);
+  EXPECT_NE(describe_fixed_point(pc.roles).find("per output channel"), std::string::npos) << describe_fixed_point(pc.roles);
+  EXPECT_NE(describe_fixed_point(pc.roles).find("zero point"), std::string::npos);
+  EXPECT_NE(describe_fixed_point(pc.roles).find("dx fake quantized"), std::string::npos) << describe_fixed_point(pc.roles);
+
   // Canonical names parse back to the same formats.
   for (const char* text : {"w16a16g16", "w4a8", "w8a8g8e4-sr", "w16a16g16-fl14-sw-rn", "e8", "w2a2-p2", "w6a8e8-fl0",
-                           "w12a12g16e16-rn", "w8a8g8"}) {
+                           "w12a12g16e16-rn", "w8a8g8", "w4a8-pc", "a8e8-zp", "w16a16g16-sw-pc-zp-sr"}) {
     const FixedPointPrecision p = parse_fixed_point_precision(text).take();
     const auto again = parse_fixed_point_precision(p.name);
     ASSERT_TRUE(again.ok()) << text << " -> " << p.name << ": " << again.status().message();
@@ -348,7 +541,9 @@ TEST(FixedPointPrecision, BadNamesAreRefusedWithTheRule) {
       {"w8a8-fl", "fraction bits"},
       {"w8a8-fl4-fl5", "two -fl"},
       {"a8-sw", "name w"},
-      {"w8a8-pc", "per-channel"},
+      {"a8-pc", "name w or g"},
+      {"w8-zp", "name a"},
+      {"w8a8-pc-pc", "twice"},
       {"w4a8-qat", "the int8 engine's forms alone"},
       {"w8a8-zz", "unknown suffix"},
       {"w8a8--", "unknown suffix"},

@@ -667,7 +667,7 @@ TEST(Int8TrainingLayers, DoubleIgnoresTheSetting) {
   for (double& v : b) v = rng.uniform(-1, 1);
   LayerContext ctx;
   ctx.gemm = GemmPrecision::fixed_point;
-  layer_gemm(ctx, kInputGradProduct, s, 1.0, a.data(), b.data(), 0.0, c1.data());
+  layer_gemm(ctx, kInputGradProduct, 3, s, 1.0, a.data(), b.data(), 0.0, c1.data());
   gemm_ref(s, 1.0, a.data(), b.data(), 0.0, c2.data());
   EXPECT_EQ(c1, c2);
 }

@@ -150,9 +150,10 @@ TEST(Train, CnnWithBatchNormAndDropoutIsDeterministicAndResumes) {
 // Fixed-point training (issue 34) keeps the engine's promises: the same bits whatever the thread
 // count, a resumed run equal to one run (the gradient and stored-weight roundings are keyed by the
 // optimizer's step), on the int8 kernels (w4a6g8-p2) and fake quantized with stored weights
-// (w16a16g16-sr-fl10-sw). Stored weights stay on their grid.
+// (w16a16g16-sr-fl10-sw), with per-channel weights and zero-point activations (w4a6g8-pc-zp).
+// Stored weights stay on their grid.
 TEST(Train, FixedPointPrecisionsAreDeterministicAndResume) {
-  for (const char* precision : {"w4a6g8-p2", "w16a16g16-sr-fl10-sw"}) {
+  for (const char* precision : {"w4a6g8-p2", "w16a16g16-sr-fl10-sw", "w4a6g8-pc-zp"}) {
     const char* cfg = precision[1] == '4' ? kCnnCfg : kSmallMlpCfg;
     TrainOptions whole = small_options(2);
     ASSERT_TRUE(set_precision(precision, &whole).ok()) << precision;
@@ -188,6 +189,26 @@ TEST(Train, StoredWeightsStayOnTheirGrid) {
       ASSERT_LE(std::fabs(q), 127.0f) << p->name;
     }
   }
+  // Per channel (-pc): each weight's channel (flat index mod its layer's outputs) on its own grid,
+  // max_c / 7 at 4 bits; a bias on one grid.
+  TrainOptions channels = small_options(1);
+  ASSERT_TRUE(set_precision("w4a8g8-pc-sw", &channels).ok());
+  TrainedRun channel_run = train(channels, 2);
+  int weights_seen = 0;
+  for (Param* p : channel_run.model->params()) {
+    const int64_t count = p->channels > 0 ? p->channels : 1;
+    weights_seen += p->channels > 0;
+    const float* v = p->value.data<float>();
+    for (int64_t c = 0; c < count; ++c) {
+      float max_abs = 0;
+      for (int64_t i = c; i < p->value.numel(); i += count) max_abs = std::max(max_abs, std::fabs(v[i]));
+      for (int64_t i = c; i < p->value.numel(); i += count) {
+        const double q = v[i] / (max_abs / 7.0);
+        ASSERT_NEAR(q, std::round(q), 1e-4) << p->name << "[" << i << "]";
+      }
+    }
+  }
+  EXPECT_GT(weights_seen, 0);
   // Without -sw the f32 masters keep what the updates add.
   TrainOptions masters = small_options(1);
   ASSERT_TRUE(set_precision("w8a8g8-fl6", &masters).ok());

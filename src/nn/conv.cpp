@@ -130,8 +130,8 @@ ConvPass winograd_pass(const LayerContext& ctx, const WinogradConv* winograd, co
 }
 
 template <class T>
-void conv_pass(const LayerContext& ctx, GemmRoles roles, const ConvPass& pass, int64_t count, const T* padded,
-               const T* w, int64_t filters, T* y) {
+void conv_pass(const LayerContext& ctx, GemmRoles roles, int64_t weight_channels, const ConvPass& pass, int64_t count,
+               const T* padded, const T* w, int64_t filters, T* y) {
   if constexpr (std::is_same_v<T, float>) {
     if (pass.winograd != nullptr) {
       float* u = pass.winograd_space;
@@ -139,7 +139,7 @@ void conv_pass(const LayerContext& ctx, GemmRoles roles, const ConvPass& pass, i
       return;
     }
   }
-  layer_gemm_gathered(ctx, roles, count * pass.g->patches(), filters, pass.g->patch_size(), T(1),
+  layer_gemm_gathered(ctx, roles, weight_channels, count * pass.g->patches(), filters, pass.g->patch_size(), T(1),
                       GatheredA<T>{padded, pass.at->pixels.data(), pass.at->taps.data()}, w, filters, T(0), y, filters);
 }
 
@@ -191,6 +191,7 @@ void depthwise_weight_grad_pass(int64_t c, int64_t pixels, int64_t taps, const T
 
 Status ConvLayer::init(Rng& rng, DType dtype) {
   RG_ASSIGN(weight_.value, Tensor::zeros(weight_shape_, dtype, name() + ".weight"));
+  weight_.channels = options_.filters;  // the fastest axis of [patch, filters] and [channels, (tap, filter)]
   RG_ASSIGN(weight_.grad, Tensor::zeros(weight_shape_, dtype, name() + ".weight.grad"));
   weight_.name = name() + ".weight";
   initialise(weight_.value, options_.init, fan_in_, fan_out_, rng);
@@ -343,7 +344,7 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0);
       const T* images = padded_chunk(ctx.pool, geometry_, x.data<T>() + s0 * in_sample, count, space.data<T>());
-      conv_pass(ctx, kForwardProduct, pass, count, images, weight_.value.data<T>(), filters,
+      conv_pass(ctx, kForwardProduct, filters, pass, count, images, weight_.value.data<T>(), filters,
                 y.data<T>() + s0 * out_sample);
     }
     if (options_.bias) add_bias(ctx.pool, n * patch_rows(), filters, bias_.value.data<T>(), y.data<T>());
@@ -392,11 +393,11 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       if (direct_dx_) {
         // dx[h*w x c] = patches of padded dy [h*w x k*k*filters] * flipped [k*k*filters x c]
         const T* dy_images = padded_chunk(ctx.pool, dx_geometry_, g_chunk, count, dx_space);
-        conv_pass(ctx, kInputGradProduct, dx_pass, count, dy_images, flipped, g.channels, dx_chunk);
+        conv_pass(ctx, kInputGradProduct, filters, dx_pass, count, dy_images, flipped, g.channels, dx_chunk);
         continue;
       }
       // d(patches)[pixels x k] = dy * W^T, then each patch row added back where it was read
-      layer_gemm(ctx, kInputGradProduct, GemmShape{Trans::no, Trans::yes, pixels, k, filters, filters, filters, k}, T(1),
+      layer_gemm(ctx, kInputGradProduct, filters, GemmShape{Trans::no, Trans::yes, pixels, k, filters, filters, filters, k}, T(1),
                  g_chunk, weight_.value.data<T>(), T(0), dx_space);
       scatter_patches(ctx.pool, g, dx_space, count, dx_chunk);
     }
@@ -452,7 +453,7 @@ void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerConte
       T* y_chunk = y.data<T>() + s0 * out_sample;
       T* cols = panel.defined() ? panel.data<T>() : y_chunk;
       // cols[rows x k] = x[rows x channels] * W[channels x k]
-      layer_gemm(ctx, kForwardProduct, GemmShape{Trans::no, Trans::no, rows, k, channels, channels, k, k}, T(1),
+      layer_gemm(ctx, kForwardProduct, options_.filters, GemmShape{Trans::no, Trans::no, rows, k, channels, channels, k, k}, T(1),
                  x.data<T>() + s0 * in_sample, weight_.value.data<T>(), T(0), cols);
       if (geometry_.pointwise()) continue;
       scatter_patches(ctx.pool, geometry_, cols, count, y_chunk);
@@ -499,7 +500,7 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
       // dx[pixels x channels] = dcols * W^T
       if (dx.defined()) {
         const InputGradScope timed(ctx);
-        layer_gemm_gathered(ctx, kInputGradProduct, pixels, channels, k, T(1),
+        layer_gemm_gathered(ctx, kInputGradProduct, options_.filters, pixels, channels, k, T(1),
                             GatheredA<T>{images, offsets_.pixels.data(), offsets_.taps.data()}, weight_t, channels,
                             T(0), dx.data<T>() + s0 * in_sample, channels);
       }

@@ -25,6 +25,7 @@ Result<Shape> Dense::configure(const Shape& input) {
 
 Status Dense::init(Rng& rng, DType dtype) {
   RG_ASSIGN(weight_.value, Tensor::zeros(Shape{in_, units_}, dtype, name() + ".weight"));
+  weight_.channels = units_;
   RG_ASSIGN(weight_.grad, Tensor::zeros(Shape{in_, units_}, dtype, name() + ".weight.grad"));
   weight_.name = name() + ".weight";
   initialise(weight_.value, init_, in_, units_, rng);
@@ -69,7 +70,7 @@ void Dense::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
     using T = decltype(zero);
     T* out = y.data<T>();
     // y[n x out] = x[n x in] * W[in x out]
-    layer_gemm(ctx, kForwardProduct, GemmShape{Trans::no, Trans::no, n, units_, in_, in_, units_, units_}, T(1),
+    layer_gemm(ctx, kForwardProduct, units_, GemmShape{Trans::no, Trans::no, n, units_, in_, in_, units_, units_}, T(1),
                x.data<T>(), weight_.value.data<T>(), T(0), out);
     if (has_bias_) add_bias(ctx.pool, n, units_, bias_.value.data<T>(), out);
   });
@@ -83,7 +84,7 @@ void Dense::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const T
     const T* g = dy.data<T>();
     const T keep = ctx.accumulate_grads ? T(1) : T(0);
     // dW[in x out] (+)= x[n x in]^T * dy[n x out]
-    layer_gemm(ctx, kWeightGradProduct, GemmShape{Trans::yes, Trans::no, in_, units_, n, in_, units_, units_}, T(1),
+    layer_gemm(ctx, kWeightGradProduct, 0, GemmShape{Trans::yes, Trans::no, in_, units_, n, in_, units_, units_}, T(1),
                x.data<T>(), g, keep, weight_.grad.data<T>());
     // db[j] (+)= sum_i dy[i, j], rows in order so the sum does not depend on threads
     if (has_bias_) {
@@ -93,7 +94,7 @@ void Dense::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const T
     if (dx.defined()) {
       const InputGradScope timed(ctx);
       // dx[n x in] = dy[n x out] * W[in x out]^T
-      layer_gemm(ctx, kInputGradProduct, GemmShape{Trans::no, Trans::yes, n, in_, units_, units_, units_, in_}, T(1), g,
+      layer_gemm(ctx, kInputGradProduct, units_, GemmShape{Trans::no, Trans::yes, n, in_, units_, units_, units_, in_}, T(1), g,
                  weight_.value.data<T>(), T(0), dx.data<T>());
     }
   });

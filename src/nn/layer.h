@@ -21,6 +21,9 @@ struct Param {
   std::string name;  // "dense1.weight"
   Tensor value;
   Tensor grad;
+  // A weight's output channels (a value's channel is its flat index mod this: per-channel
+  // fixed-point formats); 0 for one scale (a bias, a norm's parameters).
+  int64_t channels = 0;
 };
 
 class LayerProfile;

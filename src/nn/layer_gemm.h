@@ -15,50 +15,57 @@ namespace rg {
 enum class OperandRole : uint8_t { activations, weights, errors };
 struct GemmRoles {
   OperandRole a, b;
+  ChannelAxis weight_channels = ChannelAxis::columns;  // where B's output channels lie, B being weights
 };
 // The three products of a layer with weights: y = x W, dW = x^T dy (or dy^T x), dx = dy W^T.
-constexpr GemmRoles kForwardProduct{OperandRole::activations, OperandRole::weights};
+// The weights' output channels are op(B)'s columns forward and its rows (the summed axis) in dx.
+constexpr GemmRoles kForwardProduct{OperandRole::activations, OperandRole::weights, ChannelAxis::columns};
 constexpr GemmRoles kWeightGradProduct{OperandRole::activations, OperandRole::errors};
 constexpr GemmRoles kWeightGradProductErrorsFirst{OperandRole::errors, OperandRole::activations};
-constexpr GemmRoles kInputGradProduct{OperandRole::errors, OperandRole::weights};
+constexpr GemmRoles kInputGradProduct{OperandRole::errors, OperandRole::weights, ChannelAxis::rows};
 
 inline const FixedPointFormat& role_format(const FixedPointRoles& formats, OperandRole role) {
   return role == OperandRole::activations ? formats.activations
                                           : role == OperandRole::weights ? formats.weights : formats.errors;
 }
 
-inline Int8GemmOptions fixed_point_options(const LayerContext& ctx, GemmRoles roles) {
+// `weight_channels`: the layer's output channels (a weight's channel is its flat index mod this,
+// for per-channel weight formats); 0 in products without weights.
+inline Int8GemmOptions fixed_point_options(const LayerContext& ctx, GemmRoles roles, int64_t weight_channels) {
   Int8GemmOptions o;
   o.a = role_format(ctx.formats, roles.a);
   o.b = role_format(ctx.formats, roles.b);
   o.seed = ctx.gemm_seed;
   o.stream = ctx.noise_stream;
+  o.b_channels = weight_channels;
+  o.b_channel_axis = roles.weight_channels;
   return o;
 }
 
-inline void layer_gemm(const LayerContext& ctx, GemmRoles roles, const GemmShape& s, float alpha, const float* a,
-                       const float* b, float beta, float* c) {
+inline void layer_gemm(const LayerContext& ctx, GemmRoles roles, int64_t weight_channels, const GemmShape& s,
+                       float alpha, const float* a, const float* b, float beta, float* c) {
   if (ctx.gemm == GemmPrecision::fixed_point) {
-    fixed_point_gemm(s, alpha, a, b, beta, c, ctx.pool, fixed_point_options(ctx, roles));
+    fixed_point_gemm(s, alpha, a, b, beta, c, ctx.pool, fixed_point_options(ctx, roles, weight_channels));
   } else {
     f32_gemm(s, alpha, a, b, beta, c, ctx.pool);
   }
 }
-inline void layer_gemm(const LayerContext&, GemmRoles, const GemmShape& s, double alpha, const double* a,
+inline void layer_gemm(const LayerContext&, GemmRoles, int64_t, const GemmShape& s, double alpha, const double* a,
                        const double* b, double beta, double* c) {
   gemm_ref(s, alpha, a, b, beta, c);
 }
 
-inline void layer_gemm_gathered(const LayerContext& ctx, GemmRoles roles, int64_t m, int64_t n, int64_t k, float alpha,
-                                const GatheredA<float>& a, const float* b, int64_t ldb, float beta, float* c,
-                                int64_t ldc) {
+inline void layer_gemm_gathered(const LayerContext& ctx, GemmRoles roles, int64_t weight_channels, int64_t m, int64_t n,
+                                int64_t k, float alpha, const GatheredA<float>& a, const float* b, int64_t ldb,
+                                float beta, float* c, int64_t ldc) {
   if (ctx.gemm == GemmPrecision::fixed_point) {
-    fixed_point_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool, fixed_point_options(ctx, roles));
+    fixed_point_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool,
+                              fixed_point_options(ctx, roles, weight_channels));
   } else {
     f32_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool);
   }
 }
-inline void layer_gemm_gathered(const LayerContext&, GemmRoles, int64_t m, int64_t n, int64_t k, double alpha,
+inline void layer_gemm_gathered(const LayerContext&, GemmRoles, int64_t, int64_t m, int64_t n, int64_t k, double alpha,
                                 const GatheredA<double>& a, const double* b, int64_t ldb, double beta, double* c,
                                 int64_t ldc) {
   gemm_gathered_ref(m, n, k, alpha, a, b, ldb, beta, c, ldc);
@@ -71,7 +78,7 @@ inline void layer_gemm_gathered_depth_split(const LayerContext& ctx, GemmRoles r
                                             float alpha, const GatheredA<float>& a, const float* b, int64_t ldb,
                                             float beta, float* c, int64_t ldc, float* partials) {
   if (ctx.gemm == GemmPrecision::fixed_point) {
-    fixed_point_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool, fixed_point_options(ctx, roles));
+    fixed_point_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, ctx.pool, fixed_point_options(ctx, roles, 0));
   } else {
     f32_gemm_gathered_depth_split(m, n, k, alpha, a, b, ldb, beta, c, ldc, partials, ctx.pool);
   }

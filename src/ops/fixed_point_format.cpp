@@ -13,7 +13,8 @@ std::string describe(const FixedPointFormat& format) {
                             : format.scale == ScaleRule::power_of_two ? "power-of-two scale, "
                                                                       : std::to_string(format.fraction_bits) + " fraction bits, ";
   return std::to_string(format.bits) + " bits, " + scale +
-         (format.rounding == Rounding::nearest ? "nearest" : "stochastic");
+         (format.rounding == Rounding::nearest ? "nearest" : "stochastic") +
+         (format.per_channel ? ", per channel" : "") + (format.affine ? ", zero point" : "");
 }
 
 namespace {
@@ -41,21 +42,38 @@ double fixed_point_step(const FixedPointFormat& format, float max_abs) {
   return std::ldexp(1.0, power_of_two_exponent(max_abs, format.qmax()));
 }
 
-int32_t fixed_point_quantize_nearest(float x, float multiplier, int32_t qmax) {
-  float v = x * multiplier;
-  if (v != v) return 0;
-  const float bound = static_cast<float>(qmax);
-  v = std::min(bound, std::max(-bound, v));
-  return static_cast<int32_t>(std::nearbyint(v));
+FixedPointGrid fixed_point_grid(const FixedPointFormat& format, float min, float max) {
+  FixedPointGrid grid;
+  if (!format.affine) {
+    grid.half_range = std::max(std::fabs(min), std::fabs(max));
+  } else {
+    const float lo = std::min(0.0f, min), hi = std::max(0.0f, max);
+    grid.half_range = 0.5f * hi - 0.5f * lo;  // halves first: no overflow for any finite pair
+  }
+  grid.multiplier = fixed_point_multiplier(format, grid.half_range);
+  grid.step = fixed_point_step(format, grid.half_range);
+  if (format.affine) {
+    const int32_t qmax = format.qmax();
+    const float below = std::nearbyint(std::min(0.0f, min) * grid.multiplier);  // in [-2 qmax, 0] unless saturating
+    grid.zero = below < static_cast<float>(-2 * qmax) ? qmax : -qmax - static_cast<int32_t>(below);
+    grid.zero = std::min(qmax, std::max(-qmax, grid.zero));
+  }
+  return grid;
 }
 
-int32_t fixed_point_quantize_stochastic(float x, float multiplier, int32_t qmax, float u) {
+int32_t fixed_point_quantize_nearest(float x, float multiplier, int32_t qmax, int32_t zero) {
   float v = x * multiplier;
-  if (v != v) return 0;
-  const float bound = static_cast<float>(qmax);
-  v = std::min(bound, std::max(-bound, v));
+  if (v != v) return zero;
+  v = std::min(static_cast<float>(qmax - zero), std::max(static_cast<float>(-qmax - zero), v));
+  return static_cast<int32_t>(std::nearbyint(v)) + zero;
+}
+
+int32_t fixed_point_quantize_stochastic(float x, float multiplier, int32_t qmax, float u, int32_t zero) {
+  float v = x * multiplier;
+  if (v != v) return zero;
+  v = std::min(static_cast<float>(qmax - zero), std::max(static_cast<float>(-qmax - zero), v));
   const float floor_v = std::floor(v);
-  return static_cast<int32_t>(floor_v) + (u < v - floor_v ? 1 : 0);
+  return static_cast<int32_t>(floor_v) + (u < v - floor_v ? 1 : 0) + zero;
 }
 
 }  // namespace rg

@@ -11,6 +11,13 @@
 //                           Gupta et al. 2015 train in; values past qmax * step saturate)
 //   rounding nearest (half to even) or stochastic (floor(t) + (u < frac(t)), u from the run's
 //            seed: unbiased, E[q] = t)
+//   per_channel  one scale per output channel instead of one per tensor (weights and weight
+//            gradients, -pc): the channel of a weight is its flat index mod the layer's output
+//            channels (the fastest axis of every weight layout here); a bias keeps one scale
+//   affine   a zero point (activations, -zp): value = (q - zero) * step, the grid spread over
+//            [min(0, min X), max(0, max X)] instead of [-max|X|, max|X|] (a ReLU's output gains
+//            a bit); the step is the symmetric rule's for the half range R = (hi - lo) / 2, and
+//            zero = clamp(-qmax - round(lo / step)), so 0 is a grid point (q = zero)
 // Products whose operands both have 2 to 8 bits run on the int8 tiles, up to 16 bits on the
 // int16 tiles, exactly (ops/fixed_point_gemm.h); a product with an f32 operand runs fake
 // quantized (the f32 GEMM of the grid values; the report says so).
@@ -33,13 +40,15 @@ struct FixedPointFormat {
   ScaleRule scale = ScaleRule::real;
   Rounding rounding = Rounding::nearest;
   int fraction_bits = 0;  // ScaleRule::fixed's: step 2^-fraction_bits (0 to kMaxFractionBits)
+  bool per_channel = false;
+  bool affine = false;
 
   bool quantized() const { return bits != 0; }
   int32_t qmax() const { return (int32_t{1} << (bits - 1)) - 1; }
   bool operator==(const FixedPointFormat& o) const {
     if (bits != o.bits) return false;
-    return bits == 0 || (scale == o.scale && rounding == o.rounding &&
-                         (scale != ScaleRule::fixed || fraction_bits == o.fraction_bits));
+    return bits == 0 || (scale == o.scale && rounding == o.rounding && per_channel == o.per_channel &&
+                         affine == o.affine && (scale != ScaleRule::fixed || fraction_bits == o.fraction_bits));
   }
   bool operator!=(const FixedPointFormat& o) const { return !(*this == o); }
 };
@@ -83,8 +92,20 @@ float fixed_point_multiplier(const FixedPointFormat& format, float max_abs);
 // The step, in double, that the multiplier stands for: max_abs / qmax, 2^e, or 2^-fraction_bits.
 double fixed_point_step(const FixedPointFormat& format, float max_abs);
 
-// One value onto the grid: t = clamp(x * multiplier, -qmax, qmax), then rounded. NaN gives 0.
-int32_t fixed_point_quantize_nearest(float x, float multiplier, int32_t qmax);
-int32_t fixed_point_quantize_stochastic(float x, float multiplier, int32_t qmax, float u);
+// The grid of a tensor (or of one channel) whose finite values lie in [min, max]:
+// value = (q - zero) * step, q in [-qmax, qmax]. Symmetric formats: the rules above for
+// max_abs = max(|min|, |max|), zero 0; affine ones: for the half range R, zero as above.
+struct FixedPointGrid {
+  float multiplier = 0;  // 1 / step in float (0: every value quantizes to zero)
+  double step = 0;
+  int32_t zero = 0;
+  float half_range = 0;  // max_abs, or R: what the stochastic keys and the traces take
+};
+FixedPointGrid fixed_point_grid(const FixedPointFormat& format, float min, float max);
+
+// One value onto the grid: t = clamp(x * multiplier, -qmax - zero, qmax - zero), rounded, plus
+// zero (in [-qmax, qmax]). NaN gives zero.
+int32_t fixed_point_quantize_nearest(float x, float multiplier, int32_t qmax, int32_t zero = 0);
+int32_t fixed_point_quantize_stochastic(float x, float multiplier, int32_t qmax, float u, int32_t zero = 0);
 
 }  // namespace rg

@@ -9,12 +9,14 @@
 #include <limits>
 #include <vector>
 
+#include "base/check.h"
 #include "base/thread_scratch.h"
 
 namespace rg {
 
-ProductRoute product_route(const FixedPointFormat& a, const FixedPointFormat& b) {
+ProductRoute product_route(const FixedPointFormat& a, const FixedPointFormat& b, ChannelAxis b_axis) {
   if (!a.quantized() || !b.quantized()) return ProductRoute::fake_quantized;
+  if (b.per_channel && b_axis == ChannelAxis::rows) return ProductRoute::fake_quantized;
   return a.bits <= kMaxInt8TileBits && b.bits <= kMaxInt8TileBits ? ProductRoute::int8_tiles : ProductRoute::int16_tiles;
 }
 
@@ -29,9 +31,9 @@ const char* product_route_name(ProductRoute route) {
 
 namespace {
 
-// max|x| over the finite values of x[0, count), and whether a NaN or an Inf is among them.
+// The finite values of x[0, count): max|x|, min and max, and whether a NaN or an Inf is among them.
 struct Scan {
-  float max_abs = 0;
+  float max_abs = 0, min = 0, max = 0;
   bool nonfinite = false;
 };
 Scan scan(const float* x, int64_t count) {
@@ -41,38 +43,73 @@ Scan scan(const float* x, int64_t count) {
       s.nonfinite = true;
     } else {
       s.max_abs = std::max(s.max_abs, std::fabs(x[t]));
+      s.min = std::min(s.min, x[t]);
+      s.max = std::max(s.max, x[t]);
     }
   }
   return s;
 }
 Scan scan(const std::vector<float>& v) { return scan(v.data(), static_cast<int64_t>(v.size())); }
 
-// Finite x[0, count) whose largest magnitude is max_abs onto the grid of `format` in place (index t
-// in the stochastic stream of `key`, as int8_dynamic_gemm's); an f32 format leaves them.
-void onto_grid(float* x, int64_t count, float max_abs, const FixedPointFormat& format, uint64_t key, ThreadPool* pool) {
+FixedPointGrid tensor_grid(const FixedPointFormat& f, const Scan& s) {
+  return f.affine ? fixed_point_grid(f, s.min, s.max) : fixed_point_grid(f, -s.max_abs, s.max_abs);
+}
+
+// Element t's channel in a per-channel tensor: (t / stride) % channels (stride 1: the fastest
+// axis; n: the rows of a [k x n] matrix).
+struct Channels {
+  int64_t count = 0;  // 0: one grid for the tensor
+  int64_t stride = 1;
+  int64_t of(int64_t t) const { return (t / stride) % count; }
+};
+
+// One grid per channel of x[0, count) (its max|x|), or the tensor's.
+std::vector<FixedPointGrid> grids_of(const float* x, int64_t count, const FixedPointFormat& f, const Scan& s,
+                                     const Channels& channels) {
+  if (!f.per_channel || channels.count == 0) return {tensor_grid(f, s)};
+  std::vector<float> max_abs(static_cast<size_t>(channels.count), 0.0f);
+  for (int64_t t = 0; t < count; ++t) {
+    float& m = max_abs[static_cast<size_t>(channels.of(t))];
+    m = std::max(m, std::fabs(x[t]));
+  }
+  std::vector<FixedPointGrid> grids;
+  for (float m : max_abs) grids.push_back(fixed_point_grid(f, -m, m));
+  return grids;
+}
+
+// Finite x[0, count) scanned as `s` onto the grids of `format` in place (index t in the
+// stochastic stream of `key`, as int8_dynamic_gemm's); an f32 format leaves them.
+void onto_grid(float* x, int64_t count, const Scan& s, const FixedPointFormat& format, const Channels& channels,
+               uint64_t key, ThreadPool* pool) {
   if (!format.quantized()) return;
-  const float mult = fixed_point_multiplier(format, max_abs);
-  const double step = fixed_point_step(format, max_abs);
+  const std::vector<FixedPointGrid> grids = grids_of(x, count, format, s, channels);
   const int32_t qmax = format.qmax();
   const bool stochastic = format.rounding == Rounding::stochastic;
   parallel_for(pool, count, 4096, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int32_t q = stochastic ? fixed_point_quantize_stochastic(x[t], mult, qmax,
-                                                                     int8_rounding_uniform(key, static_cast<uint64_t>(t)))
-                                   : fixed_point_quantize_nearest(x[t], mult, qmax);
-      x[t] = static_cast<float>(q * step);
+      const FixedPointGrid& g = grids.size() == 1 ? grids[0] : grids[static_cast<size_t>(channels.of(t))];
+      const int32_t q = stochastic ? fixed_point_quantize_stochastic(x[t], g.multiplier, qmax,
+                                                                     int8_rounding_uniform(key, static_cast<uint64_t>(t)), g.zero)
+                                   : fixed_point_quantize_nearest(x[t], g.multiplier, qmax, g.zero);
+      x[t] = static_cast<float>((q - g.zero) * g.step);
     }
   });
 }
 
 // Operand `operand` (1: A, 2: B) of values `v`, scanned as `s`, onto its format's grid with the key
-// int8_dynamic_gemm would use (its middle element v[middle]).
+// int8_dynamic_gemm would use (its middle element v[middle]); a per-channel B [k x n] by channel.
 void operand_onto_grid(std::vector<float>& v, const Scan& s, const Int8GemmOptions& o, int operand, int64_t m,
                        int64_t n, int64_t k, size_t middle, ThreadPool* pool) {
   const FixedPointFormat& f = operand == 1 ? o.a : o.b;
   const bool stochastic = f.quantized() && f.rounding == Rounding::stochastic;
-  const uint64_t key = stochastic ? int8_rounding_key(o, operand, m, n, k, s.max_abs, v[middle]) : 0;
-  onto_grid(v.data(), static_cast<int64_t>(v.size()), s.max_abs, f, key, pool);
+  const uint64_t key = stochastic ? int8_rounding_key(o, operand, m, n, k, tensor_grid(f, s).half_range, v[middle]) : 0;
+  Channels channels;
+  if (operand == 2 && f.per_channel) {
+    RG_CHECK(o.b_channels > 0, "fixed-point GEMM: a per-channel B without its channel count");
+    channels = Channels{o.b_channels, o.b_channel_axis == ChannelAxis::rows ? n : 1};
+  }
+  RG_CHECK(operand == 2 || !f.per_channel, "fixed-point GEMM: per-channel scales are B's (the weights')");
+  onto_grid(v.data(), static_cast<int64_t>(v.size()), s, f, channels, key, pool);
 }
 
 void nan_product(int64_t m, int64_t n, float* c, int64_t ldc) {
@@ -90,7 +127,7 @@ void copy_op(const float* x, int64_t rows, int64_t cols, int64_t ld, bool trans,
 
 void fixed_point_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
                       ThreadPool* pool, const Int8GemmOptions& o) {
-  const ProductRoute route = product_route(o.a, o.b);
+  const ProductRoute route = product_route(o.a, o.b, o.b_channel_axis);
   if (route == ProductRoute::int8_tiles) return int8_dynamic_gemm(s, alpha, a, b, beta, c, pool, o);
   if (route == ProductRoute::int16_tiles) return int16_dynamic_gemm(s, alpha, a, b, beta, c, pool, o);
   if (s.m == 0 || s.n == 0) return;
@@ -111,7 +148,7 @@ void fixed_point_gemm(const GemmShape& s, float alpha, const float* a, const flo
 void fixed_point_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
                                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
                                const Int8GemmOptions& o) {
-  const ProductRoute route = product_route(o.a, o.b);
+  const ProductRoute route = product_route(o.a, o.b, o.b_channel_axis);
   if (route == ProductRoute::int8_tiles) return int8_dynamic_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool, o);
   if (route == ProductRoute::int16_tiles) {
     return int16_dynamic_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool, o);
@@ -138,10 +175,10 @@ void fixed_point_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, con
 }
 
 void fixed_point_round_in_place(float* x, int64_t count, const FixedPointFormat& format, uint64_t key,
-                                ThreadPool* pool) {
+                                ThreadPool* pool, int64_t channels) {
   if (!format.quantized() || count <= 0) return;
   const Scan s = scan(x, count);
-  if (!s.nonfinite) onto_grid(x, count, s.max_abs, format, key, pool);
+  if (!s.nonfinite) onto_grid(x, count, s, format, Channels{format.per_channel ? channels : 0, 1}, key, pool);
 }
 
 }  // namespace rg

@@ -14,7 +14,8 @@ namespace {
 
 constexpr const char* kGrammar =
     "[w<bits>][a<bits>][g<bits>][e<bits>], at least one, bits 2-16 (weights, activations, weight gradients, errors), then "
-    "-sr, -rn, -p2, -fl<fraction bits> or -sw; e.g. w8a8e8, w4a8, w16a16g16-sr, w16a16g16-fl14-sw";
+    "-sr, -rn, -p2, -fl<fraction bits>, -pc, -zp or -sw; e.g. w8a8e8, w4a8, w16a16g16-sr, w4a4-pc-zp, "
+    "w16a16g16-fl14-sw";
 constexpr size_t kMaxNameLength = 64;
 
 Status refuse(const std::string& text, const std::string& rule) {
@@ -81,7 +82,6 @@ Status apply_suffixes(const std::string& text, const std::string& rest, FixedPoi
     for (const std::string& s : seen)
       if (s == suffix) return refuse(text, "suffix " + suffix + " twice");
     seen.push_back(suffix);
-    if (suffix == "-pc") return refuse(text, "per-channel scales (-pc) are not implemented yet for training");
     if (suffix == "-qat" || suffix == "-ptq") {
       return refuse(text, suffix + " ends a name of the int8 engine's forms alone (w<bits>a<bits>" + suffix + ")");
     }
@@ -91,7 +91,8 @@ Status apply_suffixes(const std::string& text, const std::string& rest, FixedPoi
         })) {
       return refuse(text, "two -fl suffixes");
     }
-    if (!fraction && suffix != "-sr" && suffix != "-rn" && suffix != "-p2" && suffix != "-sw") {
+    if (!fraction && suffix != "-sr" && suffix != "-rn" && suffix != "-p2" && suffix != "-sw" && suffix != "-pc" &&
+        suffix != "-zp") {
       return refuse(text, "unknown suffix '" + suffix + "'");
     }
     at = end == std::string::npos ? rest.size() : end;
@@ -100,7 +101,14 @@ Status apply_suffixes(const std::string& text, const std::string& rest, FixedPoi
   if (has("-sr") && has("-rn")) return refuse(text, "-sr and -rn together");
   if (has("-p2") && fraction_bits >= 0) return refuse(text, "-p2 and -fl together (one scale rule)");
   if (has("-sw") && !roles->weights.quantized()) return refuse(text, "-sw stores the weights in their format: name w");
+  if (has("-pc") && !roles->weights.quantized() && !roles->gradients.quantized()) {
+    return refuse(text, "-pc gives the weights and weight gradients a scale per output channel: name w or g");
+  }
+  if (has("-zp") && !roles->activations.quantized()) return refuse(text, "-zp gives the activations a zero point: name a");
   roles->stored_weights = has("-sw");
+  roles->weights.per_channel = has("-pc") && roles->weights.quantized();
+  roles->gradients.per_channel = has("-pc") && roles->gradients.quantized();
+  roles->activations.affine = has("-zp");
   for (FixedPointFormat* f : {&roles->weights, &roles->activations, &roles->gradients, &roles->errors}) {
     if (has("-sr")) f->rounding = Rounding::stochastic;
     if (has("-rn")) f->rounding = Rounding::nearest;
@@ -190,6 +198,8 @@ std::string fixed_point_precision_name(const FixedPointRoles& roles) {
   if (!default_rounding) name += all_stochastic ? "-sr" : all_nearest ? "-rn" : "-mixed";
   if (power_of_two) name += "-p2";
   if (fraction_bits >= 0) name += "-fl" + std::to_string(fraction_bits);
+  if (roles.weights.per_channel || roles.gradients.per_channel) name += "-pc";
+  if (roles.activations.affine) name += "-zp";
   if (roles.stored_weights) name += "-sw";
   return name;
 }
@@ -208,13 +218,15 @@ std::string describe_fixed_point(const FixedPointRoles& roles) {
                                                   : nearest + " nearest, " + stochastic + " stochastic";
   const FixedPointFormat& first = roles.weights.quantized() ? roles.weights : roles.activations.quantized() ? roles.activations
                                                                                                          : roles.errors;
-  const std::string scales = first.scale == ScaleRule::real           ? "real scales per tensor"
-                             : first.scale == ScaleRule::power_of_two ? "power-of-two scales per tensor"
-                                                                      : std::to_string(first.fraction_bits) +
-                                                                            " fraction bits (static)";
-  const ProductRoute forward = product_route(roles.activations, roles.weights);
+  const bool per_channel = roles.weights.per_channel || roles.gradients.per_channel;
+  std::string scales = first.scale == ScaleRule::real           ? "real scales"
+                       : first.scale == ScaleRule::power_of_two ? "power-of-two scales"
+                                                                : std::to_string(first.fraction_bits) + " fraction bits (static)";
+  if (first.scale != ScaleRule::fixed) scales += per_channel ? " per output channel (w, g), per tensor (a, e)" : " per tensor";
+  if (roles.activations.affine) scales += ", activations with a zero point";
+  const ProductRoute forward = product_route(roles.activations, roles.weights, ChannelAxis::columns);
   const ProductRoute weight_grad = product_route(roles.activations, roles.errors);
-  const ProductRoute input_grad = product_route(roles.errors, roles.weights);
+  const ProductRoute input_grad = product_route(roles.errors, roles.weights, ChannelAxis::rows);
   std::string where = std::string(product_route_name(forward)) + " forward";
   if (weight_grad == input_grad) {
     where += weight_grad == forward ? " and backward" : std::string(", ") + product_route_name(weight_grad) + " backward";
@@ -223,7 +235,10 @@ std::string describe_fixed_point(const FixedPointRoles& roles) {
   }
   if (forward == ProductRoute::fake_quantized || weight_grad == ProductRoute::fake_quantized ||
       input_grad == ProductRoute::fake_quantized) {
-    where += " (fake: f32 on the grids, an f32 role)";
+    where += roles.weights.per_channel && roles.errors.quantized() && input_grad == ProductRoute::fake_quantized &&
+                     forward != ProductRoute::fake_quantized
+                 ? " (fake: f32 on the grids; per-channel weights vary along dx's summed axis)"
+                 : " (fake: f32 on the grids, an f32 role)";
   }
   return bits + " (" + rounding + "); " + scales + (roles.stored_weights ? ", weights stored so (no f32 master)" : "") +
          "; " + where;

@@ -11,6 +11,13 @@
 //             | -p2   power-of-two scales (dynamic fixed point) instead of max|X| / qmax
 //             | -flN  a static step 2^-N for every role (fixed point <IL, FL>, N 0..24; values
 //                     past the range saturate)
+//             | -pc   the weights and weight gradients with a scale per output channel (a
+//                     dense layer's unit, a conv's filter); a bias keeps one. Forward runs on
+//                     the integer tiles (each column's step factors out); dx sums along the
+//                     channels, so it runs fake quantized (f32 sums of the same grid values)
+//             | -zp   the activations with a zero point (affine: the grid spread over
+//                     [min(0, min), max(0, max)]; a ReLU's output gains a bit), exact on the
+//                     integer tiles (the zero point's terms from row and column sums)
 //             | -sw   the weights stored in their format: every parameter rounded onto the
 //                     weights' grid after each update, no f32 master (Gupta et al.'s setting:
 //                     w16a16g16-fl14-sw with -rn against -sr)
@@ -25,7 +32,6 @@
 //               training through fake B-bit weights and values; w8a8-ptq is int8, w8a8-qat
 //               int8-qat; weights of 4 bits or fewer held two a byte; activations of fewer than
 //               8 bits on a grid of 2^bits levels inside int8 (the model's output keeps 8).
-// Not yet: per-channel scales for training (-pc): the parser names it and refuses.
 #pragma once
 
 #include <string>

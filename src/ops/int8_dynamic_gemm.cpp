@@ -74,23 +74,44 @@ void atomic_max(std::atomic<int32_t>& target, int32_t v) {
   }
 }
 
-// How one operand quantizes: its multiplier, grid bound and rounding (with its stream's key).
+// How one operand quantizes: its multiplier, zero point, grid bound and rounding (with its
+// stream's key); a per-channel B has each column's multiplier in `column_mults` instead.
 struct OperandQuant {
   float mult;
+  int32_t zero;
   int32_t qmax;  // at most 127 (int8 tiles) or 32767 (int16)
   bool stochastic;
   uint64_t key;
   bool saturates;  // a fixed scale: |x * mult| may pass qmax (the vector loops assume it cannot)
+  const float* column_mults;  // [n], or null
+
+  // The quantizer of one column of B (its own multiplier where per channel).
+  OperandQuant column(int64_t j) const {
+    OperandQuant q = *this;
+    if (column_mults != nullptr) q.mult = column_mults[j];
+    q.column_mults = nullptr;
+    return q;
+  }
 };
 
-// Nearest rounding of a contiguous run (values finite, |x * mult| <= qmax (1 + 2^-23)). Rounding
-// first and clamping the integer gives what clamping first would (the bounds are integers), and
-// the loop vectorizes (no float select).
-template <class Q>
-void quantize_run_nearest(const float* x, int64_t count, float mult, int32_t qmax, Q* out) {
+// A run's multipliers: one for all its elements, or one each (a per-channel B's row).
+struct UniformMult {
+  float m;
+  float operator[](int64_t) const { return m; }
+};
+struct EachMult {
+  const float* m;
+  float operator[](int64_t t) const { return m[t]; }
+};
+
+// Nearest rounding of a contiguous run (values finite, |x * mult| <= 2 qmax (1 + 2^-23)).
+// Rounding first and clamping the integer gives what clamping first would (the bounds are
+// integers), and the loop vectorizes (no float select).
+template <class Q, class Mult>
+void quantize_run_nearest(const float* x, int64_t count, Mult mult, int32_t zero, int32_t qmax, Q* out) {
   for (int64_t t = 0; t < count; ++t) {
-    const float v = (x[t] * mult + kRoundMagic) - kRoundMagic;
-    int32_t q = static_cast<int32_t>(v);
+    const float v = (x[t] * mult[t] + kRoundMagic) - kRoundMagic;
+    int32_t q = static_cast<int32_t>(v) + zero;
     q = q < -qmax ? -qmax : q;
     q = q > qmax ? qmax : q;
     out[t] = static_cast<Q>(q);
@@ -98,15 +119,15 @@ void quantize_run_nearest(const float* x, int64_t count, float mult, int32_t qma
 }
 
 // Stochastic rounding of a run whose elements have indices index0 + t * stride in the stream.
-template <class Q>
-void quantize_run_stochastic(const float* x, int64_t count, float mult, int32_t qmax, uint64_t key, uint64_t index0,
-                             uint64_t stride, Q* out) {
+template <class Q, class Mult>
+void quantize_run_stochastic(const float* x, int64_t count, Mult mult, int32_t zero, int32_t qmax, uint64_t key,
+                             uint64_t index0, uint64_t stride, Q* out) {
   if (count <= 0) return;
   const uint64_t last = index0 + static_cast<uint64_t>(count - 1) * stride;
   if (last > 0xFFFFFFFFull) {  // indices past 2^32: the general (scalar) formula
     for (int64_t t = 0; t < count; ++t) {
       out[t] = static_cast<Q>(fixed_point_quantize_stochastic(
-          x[t], mult, qmax, int8_rounding_uniform(key, index0 + static_cast<uint64_t>(t) * stride)));
+          x[t], mult[t], qmax, int8_rounding_uniform(key, index0 + static_cast<uint64_t>(t) * stride), zero));
     }
     return;
   }
@@ -114,37 +135,48 @@ void quantize_run_stochastic(const float* x, int64_t count, float mult, int32_t 
   const uint32_t k1 = static_cast<uint32_t>(key) ^ static_cast<uint32_t>(key >> 32);
   const uint32_t lo0 = static_cast<uint32_t>(index0), step = static_cast<uint32_t>(stride);
   // As fixed_point_quantize_stochastic, with the clamp moved after the rounding: for |v| within
-  // an ulp of qmax both give the same value, and the loop vectorizes.
+  // an ulp of the bounds both give the same value, and the loop vectorizes.
   for (int64_t t = 0; t < count; ++t) {
-    const float v = x[t] * mult;
+    const float v = x[t] * mult[t];
     const int32_t truncated = static_cast<int32_t>(v);
     const int32_t floor_v = truncated - static_cast<int32_t>(v < static_cast<float>(truncated));
     const float frac = v - static_cast<float>(floor_v);  // exact
     const uint32_t lo = lo0 + static_cast<uint32_t>(t) * step;
     const uint32_t h = fmix32(lo * kIndexMul + k1);
     const float u = static_cast<float>(static_cast<int32_t>(h >> 8)) * kTwoToMinus24;
-    int32_t q = floor_v + static_cast<int32_t>(u < frac);
+    int32_t q = floor_v + static_cast<int32_t>(u < frac) + zero;
     q = q < -qmax ? -qmax : q;
     q = q > qmax ? qmax : q;
     out[t] = static_cast<Q>(q);
   }
 }
 
-// A run whose elements have indices index0 + t * stride in the operand's stream.
-template <class Q>
-void quantize_run(const OperandQuant& q, const float* x, int64_t count, uint64_t index0, uint64_t stride, Q* out) {
+// A run whose elements have indices index0 + t * stride in the operand's stream, with the
+// multipliers `mult` (UniformMult or EachMult).
+template <class Q, class Mult>
+void quantize_run_with(const OperandQuant& q, const float* x, int64_t count, uint64_t index0, uint64_t stride,
+                       Mult mult, Q* out) {
   if (q.saturates) {  // clamped in float first, by the scalar definitions
     for (int64_t t = 0; t < count; ++t) {
       out[t] = static_cast<Q>(
-          q.stochastic ? fixed_point_quantize_stochastic(
-                             x[t], q.mult, q.qmax, int8_rounding_uniform(q.key, index0 + static_cast<uint64_t>(t) * stride))
-                       : fixed_point_quantize_nearest(x[t], q.mult, q.qmax));
+          q.stochastic ? fixed_point_quantize_stochastic(x[t], mult[t], q.qmax,
+                                                         int8_rounding_uniform(q.key, index0 + static_cast<uint64_t>(t) * stride),
+                                                         q.zero)
+                       : fixed_point_quantize_nearest(x[t], mult[t], q.qmax, q.zero));
     }
   } else if (q.stochastic) {
-    quantize_run_stochastic(x, count, q.mult, q.qmax, q.key, index0, stride, out);
+    quantize_run_stochastic(x, count, mult, q.zero, q.qmax, q.key, index0, stride, out);
   } else {
-    quantize_run_nearest(x, count, q.mult, q.qmax, out);
+    quantize_run_nearest(x, count, mult, q.zero, q.qmax, out);
   }
+}
+
+// A run of one multiplier (q.mult), or, for a per-channel B, a row run from column j0.
+template <class Q>
+void quantize_run(const OperandQuant& q, const float* x, int64_t count, uint64_t index0, uint64_t stride, Q* out,
+                  int64_t j0 = 0) {
+  if (q.column_mults != nullptr) return quantize_run_with(q, x, count, index0, stride, EachMult{q.column_mults + j0}, out);
+  quantize_run_with(q, x, count, index0, stride, UniformMult{q.mult}, out);
 }
 
 // One thread's growing scratch, through the counted allocator.
@@ -285,7 +317,7 @@ void pack_b_quantized(const Plan<Q>& plan, const float* b, int64_t ldb, bool tra
           for (int64_t q = 0; q < G; ++q) {
             if (q < live && count > 0) {
               quantize_run(quant, b + (p0 + q) * ldb + j0, count, static_cast<uint64_t>((p0 + q) * n + j0), 1,
-                           rows[q]);
+                           rows[q], j0);
             }
             const int64_t from = q < live ? std::max<int64_t>(count, 0) : 0;
             std::fill(rows[q] + from, rows[q] + width, Q{0});
@@ -305,9 +337,11 @@ void pack_b_quantized(const Plan<Q>& plan, const float* b, int64_t ldb, bool tra
     Q run[kRunElements];
     for (int64_t j = 0; j < n; ++j) {
       Q* column = packed + (j / nr) * kgroups * nr * G + (j % nr) * G;
+      const OperandQuant column_quant = quant.column(j);
       for (int64_t p0 = p_begin; p0 < p_end; p0 += kRunElements) {
         const int64_t count = std::min(kRunElements, p_end - p0);
-        quantize_run(quant, b + j * ldb + p0, count, static_cast<uint64_t>(p0 * n + j), static_cast<uint64_t>(n), run);
+        quantize_run(column_quant, b + j * ldb + p0, count, static_cast<uint64_t>(p0 * n + j), static_cast<uint64_t>(n),
+                     run);
         for (int64_t t = 0; t < count; ++t) {
           const int64_t p = p0 + t;
           column[(p / G) * nr * G + p % G] = run[t];
@@ -419,11 +453,49 @@ void block_tiles(const Plan<Q>& plan, const Q* a_block, int64_t rows, int64_t p0
   }
 }
 
+// What turns a row block's int64 sums of qa qb into C (the header's "sums" and "output").
+struct Dequant {
+  const double* factor;          // [n]: alpha * step_a * step_b of the column
+  float beta;
+  int64_t zero_a, zero_b, k;
+  const int64_t* column_sums_b;  // [n]: sum_p qb[p][j], where zero_a != 0
+};
+
+// sum_p qa[r][p] over a row block's depth block (the zero-padded tail adds nothing).
+template <class Q>
+void add_row_sums(const Q* a_block, int64_t rows, int64_t kc, int64_t ld, int64_t* row_sums) {
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t sum = 0;
+    for (int64_t p = 0; p < kc; ++p) sum += a_block[r * ld + p];
+    row_sums[r] += sum;
+  }
+}
+
+// C's rows [i0, i0 + rows) from their sums of qa qb (`acc`, row stride npad) and qa's row sums.
+void write_rows(const Dequant& d, int64_t i0, int64_t rows, int64_t n, int64_t npad, int64_t* acc,
+                const int64_t* row_sums, float* c, int64_t ldc, int64_t* sums) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* c_row = c + (i0 + r) * ldc;
+    int64_t* acc_row = acc + r * npad;
+    if (d.zero_a != 0 || d.zero_b != 0) {
+      const int64_t row_term = d.zero_b * row_sums[r] - d.k * d.zero_a * d.zero_b;
+      for (int64_t j = 0; j < n; ++j) {
+        acc_row[j] -= (d.zero_a != 0 ? d.zero_a * d.column_sums_b[j] : 0) + row_term;
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const float product = static_cast<float>(d.factor[j] * static_cast<double>(acc_row[j]));
+      c_row[j] = product + (d.beta == 0.0f ? 0.0f : d.beta * c_row[j]);
+    }
+    if (sums != nullptr) std::copy(acc_row, acc_row + n, sums + (i0 + r) * n);
+  }
+}
+
 // The blocked product over the tiles and the f32 output. `parts_memory` holds plan.parts
 // regions of plan.part_bytes.
 template <class Q, class FillA>
-void run_tiles(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const Q* packed_low, double factor,
-               float beta, float* c, int64_t ldc, int8_t* parts_memory, int64_t* sums) {
+void run_tiles(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const Q* packed_low, const Dequant& dequant,
+               float* c, int64_t ldc, int8_t* parts_memory, int64_t* sums) {
   constexpr int64_t G = TileKind<Q>::kGroup;
   const int64_t m = plan.m, n = plan.n, k = plan.k, npad = plan.npad;
   const int64_t ld = plan.depth_block_padded;
@@ -436,22 +508,16 @@ void run_tiles(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const 
       const int64_t block_begin = part * blocks / plan.parts, block_end = (part + 1) * blocks / plan.parts;
       for (int64_t block = block_begin; block < block_end; ++block) {
         const int64_t i0 = block * kQuantRowBlock, rows = std::min(kQuantRowBlock, m - i0);
+        int64_t row_sums[kQuantRowBlock] = {};
         std::fill(acc, acc + rows * npad, int64_t{0});
         for (int64_t p0 = 0; p0 < k; p0 += plan.depth_block) {
           const int64_t kc = std::min(plan.depth_block, k - p0), kc_padded = round_up(kc, G);
           fill_a.fill(i0, rows, p0, kc, a_block, ld);
           for (int64_t r = 0; r < rows && kc_padded > kc; ++r) std::fill(a_block + r * ld + kc, a_block + r * ld + kc_padded, Q{0});
+          if (dequant.zero_b != 0) add_row_sums(a_block, rows, kc, ld, row_sums);
           block_tiles(plan, a_block, rows, p0, kc_padded, packed, packed_low, acc);
         }
-        for (int64_t r = 0; r < rows; ++r) {
-          float* c_row = c + (i0 + r) * ldc;
-          const int64_t* acc_row = acc + r * npad;
-          for (int64_t j = 0; j < n; ++j) {
-            const float product = static_cast<float>(factor * static_cast<double>(acc_row[j]));
-            c_row[j] = product + (beta == 0.0f ? 0.0f : beta * c_row[j]);
-          }
-          if (sums != nullptr) std::copy(acc_row, acc_row + n, sums + (i0 + r) * n);
-        }
+        write_rows(dequant, i0, rows, n, npad, acc, row_sums, c, ldc, sums);
       }
     }
   });
@@ -487,9 +553,65 @@ int32_t range_max_bits(const float* x, int64_t size, ThreadPool* pool) {
   return result.load();
 }
 
-// alpha * step_a * step_b in double (8 bits, real: alpha * (max_a / 127) * (max_b / 127)).
-double dequant_factor(float alpha, const Int8GemmOptions& o, float max_a, float max_b) {
-  return static_cast<double>(alpha) * fixed_point_step(o.a, max_a) * fixed_point_step(o.b, max_b);
+// min X and max X over an affine operand's values (called once the max pass found them finite):
+// op(X) stored rows x cols with row stride ld.
+struct MinMax {
+  float min = 0, max = 0;
+};
+MinMax matrix_min_max(const float* x, int64_t rows, int64_t cols, int64_t ld) {
+  MinMax r;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      r.min = std::min(r.min, x[i * ld + j]);
+      r.max = std::max(r.max, x[i * ld + j]);
+    }
+  return r;
+}
+
+// The grid of an operand of format f whose finite values have max|X| = max_abs; an affine one's
+// from its min and max (`min_max()`, asked only then).
+template <class MinMaxFn>
+FixedPointGrid tensor_grid(const FixedPointFormat& f, float max_abs, const MinMaxFn& min_max) {
+  if (!f.affine) return fixed_point_grid(f, -max_abs, max_abs);
+  const MinMax r = min_max();
+  return fixed_point_grid(f, r.min, r.max);
+}
+
+// A per-channel B's grids, column by column (op(B) [k x n] stored with row stride ldb, transposed
+// when trans; column j of channel j % o.b_channels): each column's multiplier and step.
+struct ColumnGrids {
+  std::vector<float> mults;
+  std::vector<double> steps;
+};
+ColumnGrids column_grids(const Int8GemmOptions& o, const float* b, int64_t k, int64_t n, int64_t ldb, bool trans) {
+  ColumnGrids g;
+  if (!o.b.per_channel) return g;
+  RG_CHECK(o.b_channels > 0 && o.b_channel_axis == ChannelAxis::columns && !o.b.affine && !o.a.per_channel,
+           "dynamic integer GEMM: per-channel scales are B's, on its columns, without a zero point");
+  std::vector<float> channel_max(static_cast<size_t>(o.b_channels), 0.0f);
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) {
+      float& m = channel_max[static_cast<size_t>(j % o.b_channels)];
+      m = std::max(m, std::fabs(trans ? b[j * ldb + p] : b[p * ldb + j]));
+    }
+  for (int64_t j = 0; j < n; ++j) {
+    const float m = channel_max[static_cast<size_t>(j % o.b_channels)];
+    const FixedPointGrid grid = fixed_point_grid(o.b, -m, m);
+    g.mults.push_back(grid.multiplier);
+    g.steps.push_back(grid.step);
+  }
+  return g;
+}
+
+// alpha * step_a * step_b of each column, in double (8 bits, real: alpha * (max_a / 127) * (max_b / 127)).
+std::vector<double> column_factors(float alpha, const FixedPointGrid& a, const FixedPointGrid& b,
+                                   const ColumnGrids& columns, int64_t n) {
+  std::vector<double> factor(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    factor[static_cast<size_t>(j)] =
+        static_cast<double>(alpha) * a.step * (columns.steps.empty() ? b.step : columns.steps[static_cast<size_t>(j)]);
+  }
+  return factor;
 }
 
 void start_trace(Int8GemmTrace* trace, int64_t m, int64_t n, float max_a, float max_b, bool nonfinite,
@@ -570,28 +692,36 @@ int8_t int8_quantize_stochastic(float x, float multiplier, float u) {
 }
 
 namespace {
-// An operand's quantizer: its multiplier, bound, and (stochastic) its stream's key.
-OperandQuant operand_quant(const Int8GemmOptions& o, int operand, int64_t m, int64_t n, int64_t k, float max_abs,
-                           float middle) {
+// An operand's quantizer: its grid, bound, and (stochastic) its stream's key; a per-channel B
+// its columns' multipliers.
+OperandQuant operand_quant(const Int8GemmOptions& o, int operand, int64_t m, int64_t n, int64_t k,
+                           const FixedPointGrid& grid, float middle, const ColumnGrids* columns = nullptr) {
   const FixedPointFormat& f = operand == 1 ? o.a : o.b;
   const bool stochastic = f.rounding == Rounding::stochastic;
-  return OperandQuant{fixed_point_multiplier(f, max_abs), f.qmax(), stochastic,
-                      stochastic ? int8_rounding_key(o, operand, m, n, k, max_abs, middle) : 0,
-                      f.scale == ScaleRule::fixed};
+  const bool each_column = columns != nullptr && !columns->mults.empty();
+  return OperandQuant{grid.multiplier, grid.zero, f.qmax(), stochastic,
+                      stochastic ? int8_rounding_key(o, operand, m, n, k, grid.half_range, middle) : 0,
+                      f.scale == ScaleRule::fixed, each_column ? columns->mults.data() : nullptr};
 }
 }  // namespace
 
 namespace {
 
 // B quantized into its panels at the front of `memory` (and, split, its low bytes after them);
-// returns the bytes used and sets *packed, *packed_low.
+// returns the bytes used and sets *packed, *packed_low. With `column_sums` ([npad]), each
+// column's sum of its values too.
 template <class Q>
 int64_t pack_b(const Plan<Q>& plan, const float* b, int64_t ldb, bool trans, const OperandQuant& quant, int8_t* memory,
-               const Q** packed, const Q** packed_low) {
-  const int64_t count = plan.panels * plan.kgroups * plan.nr * TileKind<Q>::kGroup;
+               const Q** packed, const Q** packed_low, int64_t* column_sums) {
+  constexpr int64_t G = TileKind<Q>::kGroup;
+  const int64_t count = plan.panels * plan.kgroups * plan.nr * G;
   const int64_t bytes = align64(count * static_cast<int64_t>(sizeof(Q)));
   Q* values = reinterpret_cast<Q*>(memory);
   pack_b_quantized(plan, b, ldb, trans, quant, values);
+  if (column_sums != nullptr) {
+    std::fill(column_sums, column_sums + plan.npad, int64_t{0});
+    for (int64_t t = 0; t < count; ++t) column_sums[(t / (plan.kgroups * plan.nr * G)) * plan.nr + (t / G) % plan.nr] += values[t];
+  }
   *packed = values;
   *packed_low = nullptr;
   if constexpr (sizeof(Q) == 2) {
@@ -611,6 +741,27 @@ int64_t packed_b_bytes(const Plan<Q>& plan) {
   return align64(count * static_cast<int64_t>(sizeof(Q))) * (plan.split_b ? 2 : 1);
 }
 
+// Both operands' quantizers and C's factors, once both are known finite (built in place:
+// b.column_mults points into columns).
+struct Prepared {
+  ColumnGrids columns;
+  OperandQuant a, b;
+  std::vector<double> factor;
+  std::vector<int64_t> column_sums_b;  // [npad], where A has a zero point
+};
+void prepare(Prepared* p, float alpha, int64_t m, int64_t n, int64_t k, int64_t npad, const FixedPointGrid& grid_a,
+             const FixedPointGrid& grid_b, float middle_a, float middle_b, const Int8GemmOptions& o) {
+  p->a = operand_quant(o, 1, m, n, k, grid_a, middle_a);
+  p->b = operand_quant(o, 2, m, n, k, grid_b, middle_b, &p->columns);
+  p->factor = column_factors(alpha, grid_a, grid_b, p->columns, n);
+  p->column_sums_b.assign(p->a.zero != 0 ? static_cast<size_t>(npad) : 0, 0);
+  start_trace(o.trace, m, n, grid_a.half_range, grid_b.half_range, false, p->a.key, p->b.key);
+}
+Dequant dequant_of(const Prepared& p, float beta, int64_t k) {
+  return Dequant{p.factor.data(), beta, p.a.zero, p.b.zero, k, p.column_sums_b.data()};
+}
+int64_t* column_sums_of(Prepared& p) { return p.column_sums_b.empty() ? nullptr : p.column_sums_b.data(); }
+
 template <class Q>
 void dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
                   ThreadPool* pool, const Int8GemmOptions& o) {
@@ -618,8 +769,9 @@ void dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* 
   const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
   const Plan<Q> plan = make_plan<Q>(s.m, s.n, s.k, pool, o);
   // Stored shapes: A is [m x k] or [k x m], B [k x n] or [n x k].
-  const int32_t bits_a = matrix_max_bits(a, ta ? s.k : s.m, ta ? s.m : s.k, s.lda, plan.pool);
-  const int32_t bits_b = matrix_max_bits(b, tb ? s.n : s.k, tb ? s.k : s.n, s.ldb, plan.pool);
+  const int64_t a_rows = ta ? s.k : s.m, a_cols = ta ? s.m : s.k, b_rows = tb ? s.n : s.k, b_cols = tb ? s.k : s.n;
+  const int32_t bits_a = matrix_max_bits(a, a_rows, a_cols, s.lda, plan.pool);
+  const int32_t bits_b = matrix_max_bits(b, b_rows, b_cols, s.ldb, plan.pool);
   const float max_a = bits_to_float(bits_a), max_b = bits_to_float(bits_b);
   if (bits_a >= kInfBits || bits_b >= kInfBits) {
     fill_nan(s.m, s.n, c, s.ldc);
@@ -627,18 +779,21 @@ void dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* 
     return;
   }
   const int64_t mid_i = s.m / 2, mid_p = s.k / 2, mid_j = s.n / 2;
-  const OperandQuant quant_a = operand_quant(o, 1, s.m, s.n, s.k, max_a,
-                                             ta ? a[mid_p * s.lda + mid_i] : a[mid_i * s.lda + mid_p]);
-  const OperandQuant quant_b = operand_quant(o, 2, s.m, s.n, s.k, max_b,
-                                             tb ? b[mid_j * s.ldb + mid_p] : b[mid_p * s.ldb + mid_j]);
-  start_trace(o.trace, s.m, s.n, max_a, max_b, false, quant_a.key, quant_b.key);
+  Prepared prepared;
+  prepared.columns = column_grids(o, b, s.k, s.n, s.ldb, tb);
+  prepare(&prepared, alpha, s.m, s.n, s.k, plan.npad,
+          tensor_grid(o.a, max_a, [&] { return matrix_min_max(a, a_rows, a_cols, s.lda); }),
+          tensor_grid(o.b, max_b, [&] { return matrix_min_max(b, b_rows, b_cols, s.ldb); }),
+          ta ? a[mid_p * s.lda + mid_i] : a[mid_i * s.lda + mid_p], tb ? b[mid_j * s.ldb + mid_p] : b[mid_p * s.ldb + mid_j],
+          o);
 
   int8_t* memory = scratch_bytes(packed_b_bytes(plan) + plan.parts * plan.part_bytes);
   const Q *packed = nullptr, *packed_low = nullptr;
-  const int64_t packed_bytes = pack_b(plan, b, s.ldb, tb, quant_b, memory, &packed, &packed_low);
-  const PlainA fill{a, s.lda, s.k, ta, quant_a};
-  run_tiles(plan, fill, packed, packed_low, dequant_factor(alpha, o, max_a, max_b), beta, c, s.ldc,
-            memory + packed_bytes, trace_sums(o.trace));
+  const int64_t packed_bytes =
+      pack_b(plan, b, s.ldb, tb, prepared.b, memory, &packed, &packed_low, column_sums_of(prepared));
+  const PlainA fill{a, s.lda, s.k, ta, prepared.a};
+  run_tiles(plan, fill, packed, packed_low, dequant_of(prepared, beta, s.k), c, s.ldc, memory + packed_bytes,
+            trace_sums(o.trace));
 }
 
 template <class Q>
@@ -658,26 +813,29 @@ void dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const G
     start_trace(o.trace, m, n, max_a, max_b, true, 0);
     return;
   }
-  const OperandQuant quant_a = operand_quant(o, 1, m, n, k, max_a, image[size / 2]);
-  const OperandQuant quant_b = operand_quant(o, 2, m, n, k, max_b, b[(k / 2) * ldb + n / 2]);
-  start_trace(o.trace, m, n, max_a, max_b, false, quant_a.key, quant_b.key);
+  Prepared prepared;
+  prepared.columns = column_grids(o, b, k, n, ldb, false);
+  prepare(&prepared, alpha, m, n, k, plan.npad, tensor_grid(o.a, max_a, [&] { return matrix_min_max(image, 1, size, size); }),
+          tensor_grid(o.b, max_b, [&] { return matrix_min_max(b, k, n, ldb); }), image[size / 2],
+          b[(k / 2) * ldb + n / 2], o);
 
   const int64_t image_bytes = align64(size * static_cast<int64_t>(sizeof(Q))), runs_bytes = align64(k * 4);
   int8_t* memory = scratch_bytes(packed_b_bytes(plan) + image_bytes + runs_bytes + plan.parts * plan.part_bytes);
   const Q *packed = nullptr, *packed_low = nullptr;
-  const int64_t packed_bytes = pack_b(plan, b, ldb, false, quant_b, memory, &packed, &packed_low);
+  const int64_t packed_bytes =
+      pack_b(plan, b, ldb, false, prepared.b, memory, &packed, &packed_low, column_sums_of(prepared));
   Q* q_image = reinterpret_cast<Q*>(memory + packed_bytes);
   constexpr int64_t kImageGrain = 65536;
   parallel_for(plan.pool, (size + kImageGrain - 1) / kImageGrain, 1, [&](int64_t begin, int64_t end) {
     for (int64_t piece = begin; piece < end; ++piece) {
       const int64_t t0 = piece * kImageGrain, count = std::min(kImageGrain, size - t0);
-      quantize_run(quant_a, image + t0, count, static_cast<uint64_t>(t0), 1, q_image + t0);
+      quantize_run(prepared.a, image + t0, count, static_cast<uint64_t>(t0), 1, q_image + t0);
     }
   });
   int32_t* runs = reinterpret_cast<int32_t*>(memory + packed_bytes + image_bytes);
   const GatheredQ<Q> fill{q_image, a.row_offsets, a.depth_offsets, lo,
                           depth_runs(a.depth_offsets, k, plan.depth_block, runs)};
-  run_tiles(plan, fill, packed, packed_low, dequant_factor(alpha, o, max_a, max_b), beta, c, ldc,
+  run_tiles(plan, fill, packed, packed_low, dequant_of(prepared, beta, k), c, ldc,
             memory + packed_bytes + image_bytes + runs_bytes, trace_sums(o.trace));
 }
 
@@ -711,7 +869,7 @@ namespace {
 
 struct RefOperand {
   std::vector<float> values;  // row-major
-  float max_abs = 0;
+  float max_abs = 0, min = 0, max = 0;
   bool nonfinite = false;
 };
 
@@ -721,29 +879,57 @@ void ref_scan(RefOperand* x) {
       x->nonfinite = true;
     } else {
       x->max_abs = std::max(x->max_abs, std::fabs(v));
+      x->min = std::min(x->min, v);
+      x->max = std::max(x->max, v);
     }
   }
 }
 
-std::vector<int32_t> ref_quantize(const RefOperand& x, const FixedPointFormat& format, uint64_t key) {
-  const float mult = fixed_point_multiplier(format, x.max_abs);
+FixedPointGrid ref_grid(const RefOperand& x, const FixedPointFormat& format) {
+  return format.affine ? fixed_point_grid(format, x.min, x.max) : fixed_point_grid(format, -x.max_abs, x.max_abs);
+}
+
+// Each element's grid: the operand's, or (a per-channel B [k x n]) its column's channel's.
+std::vector<FixedPointGrid> ref_element_grids(const RefOperand& x, const FixedPointFormat& format, int64_t n,
+                                              int64_t channels) {
+  if (!format.per_channel) return std::vector<FixedPointGrid>(x.values.size(), ref_grid(x, format));
+  std::vector<float> channel_max(static_cast<size_t>(channels), 0.0f);
+  for (size_t t = 0; t < x.values.size(); ++t) {
+    float& m = channel_max[static_cast<size_t>((static_cast<int64_t>(t) % n) % channels)];
+    m = std::max(m, std::fabs(x.values[t]));
+  }
+  std::vector<FixedPointGrid> grids;
+  for (size_t t = 0; t < x.values.size(); ++t) {
+    const float m = channel_max[static_cast<size_t>((static_cast<int64_t>(t) % n) % channels)];
+    grids.push_back(fixed_point_grid(format, -m, m));
+  }
+  return grids;
+}
+
+std::vector<int32_t> ref_quantize(const RefOperand& x, const FixedPointFormat& format,
+                                  const std::vector<FixedPointGrid>& grids, uint64_t key) {
   std::vector<int32_t> q(x.values.size());
   for (size_t t = 0; t < q.size(); ++t) {
-    q[t] = (format.rounding == Rounding::stochastic
-                                   ? fixed_point_quantize_stochastic(x.values[t], mult, format.qmax(),
-                                                                     int8_rounding_uniform(key, t))
-                                   : fixed_point_quantize_nearest(x.values[t], mult, format.qmax()));
+    const FixedPointGrid& g = grids[t];
+    q[t] = format.rounding == Rounding::stochastic
+               ? fixed_point_quantize_stochastic(x.values[t], g.multiplier, format.qmax(), int8_rounding_uniform(key, t),
+                                                 g.zero)
+               : fixed_point_quantize_nearest(x.values[t], g.multiplier, format.qmax(), g.zero);
   }
   return q;
 }
 
-// acc[i][j] = sum_p qa[i][p] qb[p][j] in int64, then C.
+// acc[i][j] = sum_p (qa[i][p] - zero_a) (qb[p][j] - zero_b) in int64, then C with column j's step of B.
 void ref_multiply(int64_t m, int64_t n, int64_t k, const std::vector<int32_t>& qa, const std::vector<int32_t>& qb,
-                  double factor, float beta, float* c, int64_t ldc, Int8GemmTrace* trace) {
+                  int32_t zero_a, int32_t zero_b, float alpha, double step_a, const std::vector<FixedPointGrid>& grids_b,
+                  float beta, float* c, int64_t ldc, Int8GemmTrace* trace) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       int64_t acc = 0;
-      for (int64_t p = 0; p < k; ++p) acc += int64_t{qa[static_cast<size_t>(i * k + p)]} * qb[static_cast<size_t>(p * n + j)];
+      for (int64_t p = 0; p < k; ++p) {
+        acc += (int64_t{qa[static_cast<size_t>(i * k + p)]} - zero_a) * (int64_t{qb[static_cast<size_t>(p * n + j)]} - zero_b);
+      }
+      const double factor = static_cast<double>(alpha) * step_a * grids_b[static_cast<size_t>(j)].step;
       const float product = static_cast<float>(factor * static_cast<double>(acc));
       float& out = c[i * ldc + j];
       out = product + (beta == 0.0f ? 0.0f : beta * out);
@@ -768,27 +954,30 @@ void ref_finish(int64_t m, int64_t n, int64_t k, float alpha, RefOperand& opa, R
     }
     return;
   }
+  const FixedPointGrid grid_a = ref_grid(opa, o.a), grid_b = ref_grid(opb, o.b);
   const uint64_t key_a = o.a.rounding == Rounding::stochastic
-                             ? int8_rounding_key(o, 1, m, n, k, opa.max_abs, middle_a) : 0;
+                             ? int8_rounding_key(o, 1, m, n, k, grid_a.half_range, middle_a) : 0;
   const uint64_t key_b = o.b.rounding == Rounding::stochastic
-                             ? int8_rounding_key(o, 2, m, n, k, opb.max_abs, opb.values[static_cast<size_t>((k / 2) * n + n / 2)])
+                             ? int8_rounding_key(o, 2, m, n, k, grid_b.half_range,
+                                                 opb.values[static_cast<size_t>((k / 2) * n + n / 2)])
                              : 0;
   if (o.trace != nullptr) {
-    o.trace->max_abs_a = opa.max_abs;
-    o.trace->max_abs_b = opb.max_abs;
+    o.trace->max_abs_a = grid_a.half_range;
+    o.trace->max_abs_b = grid_b.half_range;
     o.trace->nonfinite = false;
     o.trace->key_a = key_a;
     o.trace->key_b = key_b;
     o.trace->sums.assign(o.trace->want_sums ? static_cast<size_t>(m * n) : 0, 0);
   }
-  std::vector<int32_t> qa = ref_quantize(opa, o.a, key_a);
-  const std::vector<int32_t> qb = ref_quantize(opb, o.b, key_b);
+  const std::vector<FixedPointGrid> grids_b = ref_element_grids(opb, o.b, n, o.b_channels);
+  std::vector<int32_t> qa = ref_quantize(opa, o.a, std::vector<FixedPointGrid>(opa.values.size(), grid_a), key_a);
+  const std::vector<int32_t> qb = ref_quantize(opb, o.b, grids_b, key_b);
   if (gather_index != nullptr) {  // opa was the image: gather A's bytes from its quantized copy
     std::vector<int32_t> gathered(gather_index->size());
     for (size_t t = 0; t < gathered.size(); ++t) gathered[t] = qa[static_cast<size_t>((*gather_index)[t])];
     qa.swap(gathered);
   }
-  ref_multiply(m, n, k, qa, qb, dequant_factor(alpha, o, opa.max_abs, opb.max_abs), beta, c, ldc, o.trace);
+  ref_multiply(m, n, k, qa, qb, grid_a.zero, grid_b.zero, alpha, grid_a.step, grids_b, beta, c, ldc, o.trace);
 }
 
 }  // namespace

@@ -9,14 +9,19 @@
 //   scale    max|X| over the whole operand (op(A), op(B); a gathered A: the image under it),
 //            computed over the finite values in float bits; the multiplier and step from it by
 //            the operand's scale rule (8 bits, real: 127 / max|X| in float, max|X| / 127).
-//   values   t = clamp(x * multiplier, -qmax, qmax) in float
-//            nearest:    q = round_half_even(t)
-//            stochastic: q = floor(t) + (u < t - floor(t)), u = int8_rounding_uniform(key, index)
-//            in [0, 1) with 24 bits: E[q] = t within 2^-24; q stays in [-qmax, qmax]. Each
-//            stochastic operand has its own key (int8_rounding_key, its operand number).
-//   sums     acc = sum_p qa[i][p] qb[p][j], int32 per slice of at most kInt8GemmDepthSlice
-//            depth (cannot overflow), added in int64: exact for any k.
-//   output   C = float(double(alpha) * step_a * step_b * acc) + beta * C,
+//            An affine format (a zero point) takes min X and max X too, a per-channel B each
+//            channel's max|X| (fixed_point_grid: multiplier, step, zero).
+//   values   t = clamp(x * multiplier, -qmax - zero, qmax - zero) in float
+//            nearest:    q = round_half_even(t) + zero
+//            stochastic: q = floor(t) + (u < t - floor(t)) + zero, u = int8_rounding_uniform(key,
+//            index) in [0, 1) with 24 bits: E[q] = t + zero within 2^-24; q stays in
+//            [-qmax, qmax]. Each stochastic operand has its own key (int8_rounding_key, its
+//            operand number).
+//   sums     acc = sum_p (qa[i][p] - zero_a) (qb[p][j] - zero_b): the tiles sum qa qb, int32 per
+//            slice of at most kInt8GemmDepthSlice depth (cannot overflow), added in int64, and
+//            the zero points' terms (zero_a * column sums of qb, zero_b * row sums of qa,
+//            k zero_a zero_b) in int64: exact for any k.
+//   output   C = float(double(alpha) * step_a * step_b[j] * acc) + beta * C,
 //            in double then rounded once (beta 0 ignores what C held, as f32_gemm).
 //   special  an operand whose max|X| < 2^-100 (all zeros included) quantizes to zeros, so the
 //            product term is 0; an operand holding a NaN or an Inf makes the whole C NaN (the f32
@@ -48,11 +53,14 @@ constexpr int64_t kInt8GemmDepthSlice = 131072;
 // What the tests read back: the scales and (when `want_sums`) every integer sum.
 struct Int8GemmTrace {
   bool want_sums = false;
-  float max_abs_a = 0, max_abs_b = 0;  // max|op(A)|, max|op(B)| over finite values
+  float max_abs_a = 0, max_abs_b = 0;  // max|op(A)|, max|op(B)| over finite values (affine: R)
   bool nonfinite = false;              // an operand held a NaN or an Inf
   uint64_t key_a = 0, key_b = 0;       // each operand's stochastic stream's key (0: rounded to nearest)
   std::vector<int64_t> sums;           // [m x n] row-major, when want_sums
 };
+
+// Where a per-channel B's channels lie in op(B) [k x n].
+enum class ChannelAxis : uint8_t { columns, rows };
 
 struct Int8GemmOptions {
   // Each operand's format: 2 to 8 bits for int8_dynamic_gemm, up to 16 for int16_dynamic_gemm (per
@@ -63,6 +71,12 @@ struct Int8GemmOptions {
   // draw different u). The same inputs give the same key, run to run.
   uint64_t seed = 0;
   uint64_t stream = 0;
+  // A per-channel B (b.per_channel: a layer's weights): op(B)[p][j] is of channel
+  // (b_channel_axis == columns ? j : p) % b_channels. The integer products take columns (each
+  // column's step factors out of its sums); on rows (a step that varies along the summed
+  // axis) only the fake-quantized product can run (ops/fixed_point_gemm.h routes it there).
+  int64_t b_channels = 0;
+  ChannelAxis b_channel_axis = ChannelAxis::columns;
   Isa isa = active_isa();           // whose qs8 tile runs (the references ignore it)
   Int8GemmTrace* trace = nullptr;   // tests
   // Depth of the cache blocks the tiles run over (a multiple of 4, at most

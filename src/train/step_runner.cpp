@@ -55,7 +55,7 @@ void round_params(Model& model, bool values, const FixedPointRoles& run, uint64_
     const FixedPointFormat& format = values ? (roles.stored_weights ? roles.weights : FixedPointFormat{}) : roles.gradients;
     for (Param* p : layer->params()) {
       Tensor& t = values ? p->value : p->grad;
-      fixed_point_round_in_place(t.data<float>(), t.numel(), format, splitmix64_at(stream, place++), pool);
+      fixed_point_round_in_place(t.data<float>(), t.numel(), format, splitmix64_at(stream, place++), pool, p->channels);
     }
   }
 }
