@@ -150,6 +150,8 @@ std::vector<FormatPair> affine_and_channel_pairs() {
        "a8 zp sr x p2 8 sr"},
       {format(8, ScaleRule::real, Rounding::stochastic), with_zero_point(format(6, ScaleRule::real, Rounding::nearest)),
        "e8 sr x a6 zp (B affine)"},
+      {with_zero_point(format(5, ScaleRule::real, Rounding::stochastic)),
+       with_zero_point(format(7, ScaleRule::power_of_two, Rounding::nearest)), "e5 zp sr x p2 w7 zp (both)"},
       {with_zero_point(format(3, ScaleRule::power_of_two, Rounding::nearest)),
        per_channel(format(2, ScaleRule::power_of_two, Rounding::stochastic)), "p2 a3 zp x p2 w2 pc sr", 3},
       {with_zero_point(format(7, ScaleRule::fixed, Rounding::nearest, 5)), per_channel(format(8, ScaleRule::real, Rounding::nearest)),
@@ -507,12 +509,16 @@ TEST(FixedPointPrecision, ShorthandsMapOntoFormats) {
   EXPECT_FALSE(pc.roles.weights.affine || pc.roles.errors.affine) << "-zp is the activations'";
   EXPECT_FALSE(parse_fixed_point_precision("w4a4").take().roles == pc.roles);
   EXPECT_NE(describe_fixed_point(pc.roles).find("per output channel"), std::string::npos) << describe_fixed_point(pc.roles);
-  EXPECT_NE(describe_fixed_point(pc.roles).find("zero point"), std::string::npos);
+  EXPECT_NE(describe_fixed_point(pc.roles).find("zero points (a)"), std::string::npos);
+  const FixedPointRoles ae = parse_fixed_point_precision("w8a8e8-zpae").take().roles;
+  EXPECT_TRUE(ae.activations.affine && ae.errors.affine && !ae.weights.affine);
+  EXPECT_EQ(parse_fixed_point_precision("w8a8e8-zpa").take().name, "w8a8e8-zp");
   EXPECT_NE(describe_fixed_point(pc.roles).find("dx fake quantized"), std::string::npos) << describe_fixed_point(pc.roles);
 
   // Canonical names parse back to the same formats.
   for (const char* text : {"w16a16g16", "w4a8", "w8a8g8e4-sr", "w16a16g16-fl14-sw-rn", "e8", "w2a2-p2", "w6a8e8-fl0",
-                           "w12a12g16e16-rn", "w8a8g8", "w4a8-pc", "a8e8-zp", "w16a16g16-sw-pc-zp-sr"}) {
+                           "w12a12g16e16-rn", "w8a8g8", "w4a8-pc", "a8e8-zp", "w16a16g16-sw-pc-zp-sr", "w8a8g8-zpwage",
+                           "w6a4e8-zpe"}) {
     const FixedPointPrecision p = parse_fixed_point_precision(text).take();
     const auto again = parse_fixed_point_precision(p.name);
     ASSERT_TRUE(again.ok()) << text << " -> " << p.name << ": " << again.status().message();
@@ -542,7 +548,11 @@ TEST(FixedPointPrecision, BadNamesAreRefusedWithTheRule) {
       {"w8a8-fl4-fl5", "two -fl"},
       {"a8-sw", "name w"},
       {"a8-pc", "name w or g"},
-      {"w8-zp", "name a"},
+      {"w8-zp", "gives role 'a' a zero point"},
+      {"w8a8-zpx", "'x' is not a role"},
+      {"w8a8-zpaw", "out of the order"},
+      {"w8a8-zp-zpw", "two -zp"},
+      {"w8a8-pc-zpw", "per-channel scales are symmetric"},
       {"w8a8-pc-pc", "twice"},
       {"w4a8-qat", "the int8 engine's forms alone"},
       {"w8a8-zz", "unknown suffix"},

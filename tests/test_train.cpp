@@ -150,10 +150,11 @@ TEST(Train, CnnWithBatchNormAndDropoutIsDeterministicAndResumes) {
 // Fixed-point training (issue 34) keeps the engine's promises: the same bits whatever the thread
 // count, a resumed run equal to one run (the gradient and stored-weight roundings are keyed by the
 // optimizer's step), on the int8 kernels (w4a6g8-p2) and fake quantized with stored weights
-// (w16a16g16-sr-fl10-sw), with per-channel weights and zero-point activations (w4a6g8-pc-zp).
+// (w16a16g16-sr-fl10-sw), with per-channel weights and zero-point activations (w4a6g8-pc-zp), zero
+// points on both operands of every product (w6a8e8-zpwae).
 // Stored weights stay on their grid.
 TEST(Train, FixedPointPrecisionsAreDeterministicAndResume) {
-  for (const char* precision : {"w4a6g8-p2", "w16a16g16-sr-fl10-sw", "w4a6g8-pc-zp"}) {
+  for (const char* precision : {"w4a6g8-p2", "w16a16g16-sr-fl10-sw", "w4a6g8-pc-zp", "w6a8e8-zpwae"}) {
     const char* cfg = precision[1] == '4' ? kCnnCfg : kSmallMlpCfg;
     TrainOptions whole = small_options(2);
     ASSERT_TRUE(set_precision(precision, &whole).ok()) << precision;

@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kGrammar =
     "[w<bits>][a<bits>][g<bits>][e<bits>], at least one, bits 2-16 (weights, activations, weight gradients, errors), then "
-    "-sr, -rn, -p2, -fl<fraction bits>, -pc, -zp or -sw; e.g. w8a8e8, w4a8, w16a16g16-sr, w4a4-pc-zp, "
+    "-sr, -rn, -p2, -fl<fraction bits>, -pc, -zp[<roles>] or -sw; e.g. w8a8e8, w4a8, w16a16g16-sr, w4a4-pc-zp, "
     "w16a16g16-fl14-sw";
 constexpr size_t kMaxNameLength = 64;
 
@@ -72,6 +72,24 @@ Result<bool> fraction_suffix(const std::string& text, const std::string& suffix,
   return true;
 }
 
+// "-zp" (the activations) or "-zp<roles>" ("-zpae": activations and errors): those roles get a
+// zero point; false for another suffix. An error for a role not named, twice or out of order.
+Result<bool> zero_point_suffix(const std::string& text, const std::string& suffix, FixedPointRoles* roles) {
+  if (suffix.compare(0, 3, "-zp") != 0) return false;
+  const std::string order = "wage", letters = suffix.size() == 3 ? "a" : suffix.substr(3);
+  size_t next = 0;
+  for (char letter : letters) {
+    const size_t role = order.find(letter);
+    if (role == std::string::npos) return refuse(text, "'" + suffix + "': '" + letter + "' is not a role (w, a, g, e)");
+    if (role < next) return refuse(text, "'" + suffix + "': a role twice or out of the order w, a, g, e");
+    next = role + 1;
+    FixedPointFormat* f = role_of(*roles, letter);
+    if (!f->quantized()) return refuse(text, suffix + " gives role '" + letter + "' a zero point: name its bits");
+    f->affine = true;
+  }
+  return true;
+}
+
 // The suffixes after the roles: each "-xx" once, -sr and -rn not together, one scale rule.
 Status apply_suffixes(const std::string& text, const std::string& rest, FixedPointRoles* roles) {
   std::vector<std::string> seen;
@@ -91,8 +109,12 @@ Status apply_suffixes(const std::string& text, const std::string& rest, FixedPoi
         })) {
       return refuse(text, "two -fl suffixes");
     }
-    if (!fraction && suffix != "-sr" && suffix != "-rn" && suffix != "-p2" && suffix != "-sw" && suffix != "-pc" &&
-        suffix != "-zp") {
+    RG_ASSIGN(const bool zero_point, zero_point_suffix(text, suffix, roles));
+    if (zero_point && std::count_if(seen.begin(), seen.end(), [](const std::string& s) { return s.compare(0, 3, "-zp") == 0; }) > 1) {
+      return refuse(text, "two -zp suffixes");
+    }
+    if (!fraction && !zero_point && suffix != "-sr" && suffix != "-rn" && suffix != "-p2" && suffix != "-sw" &&
+        suffix != "-pc") {
       return refuse(text, "unknown suffix '" + suffix + "'");
     }
     at = end == std::string::npos ? rest.size() : end;
@@ -104,11 +126,12 @@ Status apply_suffixes(const std::string& text, const std::string& rest, FixedPoi
   if (has("-pc") && !roles->weights.quantized() && !roles->gradients.quantized()) {
     return refuse(text, "-pc gives the weights and weight gradients a scale per output channel: name w or g");
   }
-  if (has("-zp") && !roles->activations.quantized()) return refuse(text, "-zp gives the activations a zero point: name a");
+  if (has("-pc") && (roles->weights.affine || roles->gradients.affine)) {
+    return refuse(text, "-pc with a zero point on w or g (per-channel scales are symmetric)");
+  }
   roles->stored_weights = has("-sw");
   roles->weights.per_channel = has("-pc") && roles->weights.quantized();
   roles->gradients.per_channel = has("-pc") && roles->gradients.quantized();
-  roles->activations.affine = has("-zp");
   for (FixedPointFormat* f : {&roles->weights, &roles->activations, &roles->gradients, &roles->errors}) {
     if (has("-sr")) f->rounding = Rounding::stochastic;
     if (has("-rn")) f->rounding = Rounding::nearest;
@@ -199,7 +222,9 @@ std::string fixed_point_precision_name(const FixedPointRoles& roles) {
   if (power_of_two) name += "-p2";
   if (fraction_bits >= 0) name += "-fl" + std::to_string(fraction_bits);
   if (roles.weights.per_channel || roles.gradients.per_channel) name += "-pc";
-  if (roles.activations.affine) name += "-zp";
+  std::string zero_points;
+  for (int r = 0; r < 4; ++r) zero_points += named[r]->quantized() && named[r]->affine ? std::string(1, letters[r]) : "";
+  if (!zero_points.empty()) name += zero_points == "a" ? "-zp" : "-zp" + zero_points;
   if (roles.stored_weights) name += "-sw";
   return name;
 }
@@ -223,7 +248,9 @@ std::string describe_fixed_point(const FixedPointRoles& roles) {
                        : first.scale == ScaleRule::power_of_two ? "power-of-two scales"
                                                                 : std::to_string(first.fraction_bits) + " fraction bits (static)";
   if (first.scale != ScaleRule::fixed) scales += per_channel ? " per output channel (w, g), per tensor (a, e)" : " per tensor";
-  if (roles.activations.affine) scales += ", activations with a zero point";
+  std::string zero_points;
+  for (int r = 0; r < 4; ++r) zero_points += named[r]->quantized() && named[r]->affine ? std::string(1, letters[r]) : "";
+  if (!zero_points.empty()) scales += ", zero points (" + zero_points + ")";
   const ProductRoute forward = product_route(roles.activations, roles.weights, ChannelAxis::columns);
   const ProductRoute weight_grad = product_route(roles.activations, roles.errors);
   const ProductRoute input_grad = product_route(roles.errors, roles.weights, ChannelAxis::rows);

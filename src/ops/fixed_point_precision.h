@@ -17,7 +17,9 @@
 //                     channels, so it runs fake quantized (f32 sums of the same grid values)
 //             | -zp   the activations with a zero point (affine: the grid spread over
 //                     [min(0, min), max(0, max)]; a ReLU's output gains a bit), exact on the
-//                     integer tiles (the zero point's terms from row and column sums)
+//                     integer tiles (the zero point's terms from row and column sums);
+//                     -zp<roles> names the roles (-zpae: activations and errors; not w or g
+//                     beside -pc)
 //             | -sw   the weights stored in their format: every parameter rounded onto the
 //                     weights' grid after each update, no f32 master (Gupta et al.'s setting:
 //                     w16a16g16-fl14-sw with -rn against -sr)
