@@ -459,6 +459,7 @@ struct Dequant {
   float beta;
   int64_t zero_a, zero_b, k;
   const int64_t* column_sums_b;  // [n]: sum_p qb[p][j], where zero_a != 0
+  bool small_sums;               // every |sum| < 2^51: k (2 qmax_a) (2 qmax_b) < 2^51
 };
 
 // sum_p qa[r][p] over a row block's depth block (the zero-padded tail adds nothing).
@@ -472,6 +473,16 @@ void add_row_sums(const Q* a_block, int64_t rows, int64_t kc, int64_t ld, int64_
 }
 
 // C's rows [i0, i0 + rows) from their sums of qa qb (`acc`, row stride npad) and qa's row sums.
+// double(x) for |x| < 2^51 without a scalar conversion (SSE2 has no packed one from int64): x's
+// bits added to those of 1.5 * 2^52 are the double 1.5 * 2^52 + x, exactly; the subtraction
+// leaves x. The same value as static_cast<double>(x).
+inline double small_int64_to_double(int64_t x) {
+  const uint64_t bits = static_cast<uint64_t>(x) + 0x4338000000000000ull;
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d - 6755399441055744.0;
+}
+
 void write_rows(const Dequant& d, int64_t i0, int64_t rows, int64_t n, int64_t npad, int64_t* acc,
                 const int64_t* row_sums, float* c, int64_t ldc, int64_t* sums) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -483,9 +494,13 @@ void write_rows(const Dequant& d, int64_t i0, int64_t rows, int64_t n, int64_t n
         acc_row[j] -= (d.zero_a != 0 ? d.zero_a * d.column_sums_b[j] : 0) + row_term;
       }
     }
-    for (int64_t j = 0; j < n; ++j) {
-      const float product = static_cast<float>(d.factor[j] * static_cast<double>(acc_row[j]));
-      c_row[j] = product + (d.beta == 0.0f ? 0.0f : d.beta * c_row[j]);
+    if (d.small_sums && d.beta == 0.0f) {  // the common case, in a loop the compiler vectorizes
+      for (int64_t j = 0; j < n; ++j) c_row[j] = static_cast<float>(d.factor[j] * small_int64_to_double(acc_row[j]));
+    } else {
+      for (int64_t j = 0; j < n; ++j) {
+        const float product = static_cast<float>(d.factor[j] * static_cast<double>(acc_row[j]));
+        c_row[j] = product + (d.beta == 0.0f ? 0.0f : d.beta * c_row[j]);
+      }
     }
     if (sums != nullptr) std::copy(acc_row, acc_row + n, sums + (i0 + r) * n);
   }
@@ -758,7 +773,8 @@ void prepare(Prepared* p, float alpha, int64_t m, int64_t n, int64_t k, int64_t 
   start_trace(o.trace, m, n, grid_a.half_range, grid_b.half_range, false, p->a.key, p->b.key);
 }
 Dequant dequant_of(const Prepared& p, float beta, int64_t k) {
-  return Dequant{p.factor.data(), beta, p.a.zero, p.b.zero, k, p.column_sums_b.data()};
+  const bool small = k < (int64_t{1} << 51) / (4 * int64_t{p.a.qmax} * p.b.qmax);
+  return Dequant{p.factor.data(), beta, p.a.zero, p.b.zero, k, p.column_sums_b.data(), small};
 }
 int64_t* column_sums_of(Prepared& p) { return p.column_sums_b.empty() ? nullptr : p.column_sums_b.data(); }
 
