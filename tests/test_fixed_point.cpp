@@ -445,6 +445,29 @@ TEST(FixedPointGemm, PerChannelWeightsOnTheSummedAxisAreFakeQuantized) {
   for (size_t t = 0; t < dx.size(); ++t) ASSERT_EQ(bits_of(dx[t]), bits_of(want[t])) << t;
 }
 
+// The in-place rounding (a weight gradient's, on the vectorized loops where the grid is one
+// symmetric non-saturating grid) is the scalar definitions', value for value.
+TEST(FixedPointGemm, RoundInPlaceIsTheScalarDefinition) {
+  Rng rng(37, 0);
+  const std::vector<float> x = random_floats(5000, rng, 0.02);
+  for (const FixedPointFormat& f : {format(16, ScaleRule::real, Rounding::stochastic), format(8, ScaleRule::real, Rounding::nearest),
+                                    format(12, ScaleRule::power_of_two, Rounding::stochastic),
+                                    format(6, ScaleRule::fixed, Rounding::stochastic, 9), with_zero_point(format(5, ScaleRule::real, Rounding::nearest))}) {
+    std::vector<float> got = x;
+    ThreadPool pool(2);
+    fixed_point_round_in_place(got.data(), static_cast<int64_t>(got.size()), f, 77, &pool);
+    float lo = 0, hi = 0, max_abs = 0;
+    for (float v : x) lo = std::min(lo, v), hi = std::max(hi, v), max_abs = std::max(max_abs, std::fabs(v));
+    const FixedPointGrid g = f.affine ? fixed_point_grid(f, lo, hi) : fixed_point_grid(f, -max_abs, max_abs);
+    for (size_t t = 0; t < x.size(); ++t) {
+      const int32_t q = f.rounding == Rounding::stochastic
+                            ? fixed_point_quantize_stochastic(x[t], g.multiplier, f.qmax(), int8_rounding_uniform(77, t), g.zero)
+                            : fixed_point_quantize_nearest(x[t], g.multiplier, f.qmax(), g.zero);
+      ASSERT_EQ(bits_of(got[t]), bits_of(static_cast<float>((q - g.zero) * g.step))) << describe(f) << " at " << t;
+    }
+  }
+}
+
 TEST(FixedPointGemm, RoundInPlacePerChannel) {
   // [2 x 3] weights of 3 channels (flat index mod 3), 4 bits: each channel's largest kept, its
   // own step max_c / 7.

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "base/check.h"
 #include "base/thread_scratch.h"
+#include "ops/fixed_point_runs.h"
 
 namespace rg {
 
@@ -174,9 +176,40 @@ void fixed_point_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, con
                     beta, c, ldc, pool);
 }
 
+namespace {
+// fixed_point_round_in_place for one symmetric, non-saturating grid (a weight gradient's usual
+// format) on the vectorized loops: the same values as onto_grid's scalar definitions.
+void round_one_grid_in_place(float* x, int64_t count, const FixedPointFormat& format, uint64_t key, ThreadPool* pool) {
+  namespace runs = fixed_point_runs;
+  const int32_t bits = runs::max_abs_bits(x, count);
+  if (bits >= runs::kInfBits) return;  // a NaN or an Inf: left as it is
+  float max_abs;
+  std::memcpy(&max_abs, &bits, sizeof max_abs);
+  const FixedPointGrid grid = fixed_point_grid(format, -max_abs, max_abs);
+  const bool stochastic = format.rounding == Rounding::stochastic;
+  constexpr int64_t kChunk = 256;
+  parallel_for(pool, (count + kChunk - 1) / kChunk, 16, [&](int64_t begin, int64_t end) {
+    int32_t q[kChunk];
+    for (int64_t chunk = begin; chunk < end; ++chunk) {
+      const int64_t t0 = chunk * kChunk, n = std::min(kChunk, count - t0);
+      if (stochastic) {
+        runs::quantize_run_stochastic(x + t0, n, runs::UniformMult{grid.multiplier}, 0, format.qmax(), key,
+                                      static_cast<uint64_t>(t0), 1, q);
+      } else {
+        runs::quantize_run_nearest(x + t0, n, runs::UniformMult{grid.multiplier}, 0, format.qmax(), q);
+      }
+      for (int64_t t = 0; t < n; ++t) x[t0 + t] = static_cast<float>(q[t] * grid.step);
+    }
+  });
+}
+}  // namespace
+
 void fixed_point_round_in_place(float* x, int64_t count, const FixedPointFormat& format, uint64_t key,
                                 ThreadPool* pool, int64_t channels) {
   if (!format.quantized() || count <= 0) return;
+  if (!format.affine && !(format.per_channel && channels > 0) && format.scale != ScaleRule::fixed) {
+    return round_one_grid_in_place(x, count, format, key, pool);
+  }
   const Scan s = scan(x, count);
   if (!s.nonfinite) onto_grid(x, count, s, format, Channels{format.per_channel ? channels : 0, 1}, key, pool);
 }
