@@ -58,7 +58,10 @@ TEST(FixedPointFormat, GridBoundsAndScales) {
   for (int bits = kMinFixedPointBits; bits <= kMaxFixedPointBits; ++bits) {
     const FixedPointFormat f = format(bits, ScaleRule::real, Rounding::nearest);
     EXPECT_EQ(f.qmax(), (1 << (bits - 1)) - 1) << bits;
-    EXPECT_EQ(product_route(f, f), bits <= 8 ? ProductRoute::int8_tiles : ProductRoute::int16_tiles) << bits;
+    EXPECT_EQ(product_route(f, f, ChannelAxis::columns, Isa::avx2_fma),
+              bits <= 8 ? ProductRoute::int8_tiles : ProductRoute::int16_tiles) << bits;
+    EXPECT_EQ(product_route(f, f, ChannelAxis::columns, Isa::sse2), ProductRoute::int16_tiles)
+        << bits << ": at sse2 the int16 tile serves every width (Qs16GemmKernel::serves_int8)";
     EXPECT_EQ(product_route(f, FixedPointFormat{}), ProductRoute::fake_quantized) << bits;
     // The largest magnitude lands on qmax exactly; nothing passes it.
     const float mult = fixed_point_multiplier(f, 3.0f);
@@ -421,7 +424,7 @@ TEST(FixedPointGemm, PerChannelWeightsOnTheSummedAxisAreFakeQuantized) {
   o.b_channels = out;
   o.b_channel_axis = ChannelAxis::rows;
   EXPECT_EQ(product_route(o.a, o.b, ChannelAxis::rows), ProductRoute::fake_quantized);
-  EXPECT_EQ(product_route(o.a, o.b, ChannelAxis::columns), ProductRoute::int8_tiles);
+  EXPECT_EQ(product_route(o.a, o.b, ChannelAxis::columns, Isa::ssse3), ProductRoute::int8_tiles);
   std::vector<float> dx(static_cast<size_t>(m * in));
   const GemmShape s{Trans::no, Trans::yes, m, in, out, out, out, in};
   fixed_point_gemm(s, 1.0f, dy.data(), w.data(), 0.0f, dx.data(), nullptr, o);

@@ -105,6 +105,10 @@ struct Qs16GemmKernel {
   Qs16GemmTile tile;
   int mr, nr;        // tile rows and columns; B is packed in panels of nr columns
   const char* name;  // "qs16_gemm_4x16__avx2"
+  // Fixed-point products of 2 to 8 bits run here too (their values held as int16), where this
+  // tile beats the level's qs8 tile: at sse2 and sse3, whose qs8 tile widens bytes inside its
+  // loop (89 instructions a group of 4 x 32 multiply-adds against 66 here).
+  bool serves_int8 = false;
 };
 // sse2 (pmaddwd) serves sse2 to avx, avx2 avx2, avx512 its 8x16 on zmm.
 const Qs16GemmKernel& qs16_gemm_kernel(Isa isa);

@@ -12,14 +12,16 @@
 
 #include "base/check.h"
 #include "base/thread_scratch.h"
+#include "cpu/kernel_tables.h"
 #include "ops/fixed_point_runs.h"
 
 namespace rg {
 
-ProductRoute product_route(const FixedPointFormat& a, const FixedPointFormat& b, ChannelAxis b_axis) {
+ProductRoute product_route(const FixedPointFormat& a, const FixedPointFormat& b, ChannelAxis b_axis, Isa isa) {
   if (!a.quantized() || !b.quantized()) return ProductRoute::fake_quantized;
   if (b.per_channel && b_axis == ChannelAxis::rows) return ProductRoute::fake_quantized;
-  return a.bits <= kMaxInt8TileBits && b.bits <= kMaxInt8TileBits ? ProductRoute::int8_tiles : ProductRoute::int16_tiles;
+  const bool narrow = a.bits <= kMaxInt8TileBits && b.bits <= kMaxInt8TileBits;
+  return narrow && !qs16_gemm_kernel(isa).serves_int8 ? ProductRoute::int8_tiles : ProductRoute::int16_tiles;
 }
 
 const char* product_route_name(ProductRoute route) {
@@ -129,7 +131,7 @@ void copy_op(const float* x, int64_t rows, int64_t cols, int64_t ld, bool trans,
 
 void fixed_point_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
                       ThreadPool* pool, const Int8GemmOptions& o) {
-  const ProductRoute route = product_route(o.a, o.b, o.b_channel_axis);
+  const ProductRoute route = product_route(o.a, o.b, o.b_channel_axis, o.isa);
   if (route == ProductRoute::int8_tiles) return int8_dynamic_gemm(s, alpha, a, b, beta, c, pool, o);
   if (route == ProductRoute::int16_tiles) return int16_dynamic_gemm(s, alpha, a, b, beta, c, pool, o);
   if (s.m == 0 || s.n == 0) return;
@@ -150,7 +152,7 @@ void fixed_point_gemm(const GemmShape& s, float alpha, const float* a, const flo
 void fixed_point_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
                                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
                                const Int8GemmOptions& o) {
-  const ProductRoute route = product_route(o.a, o.b, o.b_channel_axis);
+  const ProductRoute route = product_route(o.a, o.b, o.b_channel_axis, o.isa);
   if (route == ProductRoute::int8_tiles) return int8_dynamic_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool, o);
   if (route == ProductRoute::int16_tiles) {
     return int16_dynamic_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool, o);

@@ -18,9 +18,10 @@ namespace rg {
 
 enum class ProductRoute : uint8_t { int8_tiles, int16_tiles, fake_quantized };
 // The integer tiles where both operands are quantized and a per-channel B's channels are its
-// columns; fake quantized otherwise.
+// columns (up to 8 bits the int8 tiles, unless the level's int16 tile serves int8 better:
+// Qs16GemmKernel::serves_int8); fake quantized otherwise.
 ProductRoute product_route(const FixedPointFormat& a, const FixedPointFormat& b,
-                           ChannelAxis b_axis = ChannelAxis::columns);
+                           ChannelAxis b_axis = ChannelAxis::columns, Isa isa = active_isa());
 const char* product_route_name(ProductRoute route);  // "int8 tiles", "int16 tiles", "fake quantized"
 
 // C[m x n] = alpha * op(A) op(B) + beta * C (shapes and strides as f32_gemm's), routed as above.

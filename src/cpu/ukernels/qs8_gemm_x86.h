@@ -41,26 +41,38 @@ inline void quad_pairs(__m128i quad, __m128i* k01, __m128i* k23) {
   *k23 = widen_hi(v);
 }
 
+// One row's group step: the row's 4 values widened, its (k0, k1) and (k2, k3) pairs broadcast,
+// times both halves of the panel, into the row's two sums. The sums are named locals of the
+// caller and each product comes before the add: GCC's two-operand SSE2 code then keeps every
+// sum in a register (with sum[4][2] as an array and `sum = add(sum, madd(..))` it spilled and
+// copied; the same lesson as qs16_gemm_x86.h's tile).
+inline void qs8_row_step_sse2(const int8_t* row, __m128i b01_0, __m128i b23_0, __m128i b01_1, __m128i b23_1,
+                              __m128i& s0, __m128i& s1) {
+  const __m128i a16 = widen_lo(_mm_cvtsi32_si128(load_group(row)));  // [k0 k1 k2 k3 ...]
+  const __m128i a01 = _mm_shuffle_epi32(a16, _MM_SHUFFLE(0, 0, 0, 0));
+  const __m128i a23 = _mm_shuffle_epi32(a16, _MM_SHUFFLE(1, 1, 1, 1));
+  s0 = _mm_add_epi32(_mm_add_epi32(_mm_madd_epi16(b01_0, a01), _mm_madd_epi16(b23_0, a23)), s0);
+  s1 = _mm_add_epi32(_mm_add_epi32(_mm_madd_epi16(a01, b01_1), _mm_madd_epi16(a23, b23_1)), s1);
+}
+
 // Sums of a 4x8 tile, sum[r][q] = columns 4q .. 4q + 3 of row r.
 inline void qs8_sums_4x8_sse2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
                               __m128i (&sum)[4][2]) {
   const int8_t* rows[4];
   tile_rows(mr, a, lda, rows);
-  for (auto& row : sum) row[0] = row[1] = _mm_setzero_si128();
+  const int8_t *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
+  __m128i s00 = _mm_setzero_si128(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
   for (int64_t g = 0; g < kgroups; ++g) {
-    __m128i b01[2], b23[2];
-    quad_pairs(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed_b + g * 32)), &b01[0], &b23[0]);
-    quad_pairs(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed_b + g * 32 + 16)), &b01[1], &b23[1]);
-    for (int r = 0; r < 4; ++r) {
-      const __m128i a16 = widen_lo(_mm_cvtsi32_si128(load_group(rows[r] + 4 * g)));  // [k0 k1 k2 k3 ...]
-      const __m128i a01 = _mm_shuffle_epi32(a16, _MM_SHUFFLE(0, 0, 0, 0));
-      const __m128i a23 = _mm_shuffle_epi32(a16, _MM_SHUFFLE(1, 1, 1, 1));
-      for (int q = 0; q < 2; ++q) {
-        sum[r][q] = _mm_add_epi32(sum[r][q], _mm_madd_epi16(a01, b01[q]));
-        sum[r][q] = _mm_add_epi32(sum[r][q], _mm_madd_epi16(a23, b23[q]));
-      }
-    }
+    __m128i b01_0, b23_0, b01_1, b23_1;
+    quad_pairs(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed_b + g * 32)), &b01_0, &b23_0);
+    quad_pairs(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed_b + g * 32 + 16)), &b01_1, &b23_1);
+    qs8_row_step_sse2(r0 + 4 * g, b01_0, b23_0, b01_1, b23_1, s00, s01);
+    qs8_row_step_sse2(r1 + 4 * g, b01_0, b23_0, b01_1, b23_1, s10, s11);
+    qs8_row_step_sse2(r2 + 4 * g, b01_0, b23_0, b01_1, b23_1, s20, s21);
+    qs8_row_step_sse2(r3 + 4 * g, b01_0, b23_0, b01_1, b23_1, s30, s31);
   }
+  sum[0][0] = s00, sum[0][1] = s01, sum[1][0] = s10, sum[1][1] = s11;
+  sum[2][0] = s20, sum[2][1] = s21, sum[3][0] = s30, sum[3][1] = s31;
 }
 
 inline void qs8_gemm_4x8_sse2(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
