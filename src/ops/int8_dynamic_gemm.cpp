@@ -34,6 +34,7 @@ using fixed_point_runs::UniformMult;
 
 constexpr int64_t kQuantRowBlock = 32;    // rows of A per block (a multiple of every tile's mr)
 constexpr int64_t kRunElements = 256;     // a stack buffer's worth of one operand row
+constexpr int64_t kNarrowB = 16;          // B rows this short are quantized many at a time (pack_b_narrow)
 constexpr uint32_t kHighMul = 0x85EBCA77u;
 
 float bits_to_float(int32_t bits) {
@@ -221,6 +222,31 @@ Plan<Q> make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8G
   return p;
 }
 
+// Groups [g0, g1) of a narrow B stored whole (row stride n <= kNarrowB, one multiplier):
+// many rows quantized in one run (the stochastic loop vectorizes over them, where over a row of 6
+// it would not: a convolution's dy, dW's B, has a row per pixel), then interleaved into the
+// panels as pack_b_quantized lays them out.
+template <class Q>
+void pack_b_narrow(const Plan<Q>& plan, const float* b, const OperandQuant& quant, Q* packed, int64_t g0, int64_t g1) {
+  constexpr int64_t G = TileKind<Q>::kGroup, kChunk = 4096;
+  const int64_t k = plan.k, n = plan.n, nr = plan.nr, kgroups = plan.kgroups;
+  Q values[kChunk];
+  const int64_t groups_per_chunk = kChunk / (G * n);
+  for (int64_t c0 = g0; c0 < g1; c0 += groups_per_chunk) {
+    const int64_t c1 = std::min(g1, c0 + groups_per_chunk), p0 = G * c0, p1 = std::min(k, G * c1);
+    quantize_run(quant, b + p0 * n, (p1 - p0) * n, static_cast<uint64_t>(p0 * n), 1, values);
+    for (int64_t g = c0; g < c1; ++g)
+      for (int64_t panel = 0; panel < plan.panels; ++panel) {
+        Q* out = packed + (panel * kgroups + g) * nr * G;
+        for (int64_t jj = 0, j = panel * nr; jj < nr; ++jj, ++j)
+          for (int64_t q = 0; q < G; ++q) {
+            const int64_t p = G * g + q;
+            out[jj * G + q] = p < k && j < n ? values[(p - p0) * n + j] : Q{0};
+          }
+      }
+  }
+}
+
 // op(B) [k x n] (b row stride ldb, transposed when trans) quantized into the tile's panels, k in
 // groups of G (4 int8 or 2 int16): packed[((panel * kgroups + p / G) * nr + j % nr) * G + p % G],
 // zeros past k and n.
@@ -232,6 +258,9 @@ void pack_b_quantized(const Plan<Q>& plan, const float* b, int64_t ldb, bool tra
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, 4 * n));
   parallel_for(plan.pool, kgroups, grain, [&](int64_t g0, int64_t g1) {
     const int64_t p_begin = G * g0, p_end = std::min(k, G * g1);
+    if (!trans && ldb == n && n <= kNarrowB && quant.column_mults == nullptr) {
+      return pack_b_narrow(plan, b, quant, packed, g0, g1);
+    }
     if (!trans) {
       // A group of G rows at a time, in column runs of kRunElements (a multiple of nr): the
       // group's quantized rows are interleaved into each panel's 4-byte groups.
