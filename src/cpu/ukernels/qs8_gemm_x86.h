@@ -223,22 +223,33 @@ inline void qs8_requantize_sse2(int64_t n, const int32_t* acc, const int32_t* bi
 #if defined(__SSSE3__)
 // SSSE3: pmaddubsw(|a|, sign(b, a)) = pairs a*b in int16, exact for |b| <= 127 (qs8_gemm.h);
 // pmaddwd with ones adds the pairs into int32 [c0 c1 c2 c3].
+// One row's group step on SSSE3 (pmaddubsw takes unsigned x signed: |a| times b with a's sign
+// moved onto b), into the row's two sums; named sums and products before adds, as
+// qs8_row_step_sse2 (GCC spilled the array form).
+inline void qs8_row_step_ssse3(const int8_t* row, __m128i b0, __m128i b1, __m128i ones, __m128i& s0, __m128i& s1) {
+  const __m128i a4 = _mm_set1_epi32(load_group(row));
+  const __m128i magnitude = _mm_abs_epi8(a4);
+  s0 = _mm_add_epi32(_mm_madd_epi16(_mm_maddubs_epi16(magnitude, _mm_sign_epi8(b0, a4)), ones), s0);
+  s1 = _mm_add_epi32(_mm_madd_epi16(_mm_maddubs_epi16(magnitude, _mm_sign_epi8(b1, a4)), ones), s1);
+}
+
 inline void qs8_sums_4x8_ssse3(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
                                __m128i (&sum)[4][2]) {
   const int8_t* rows[4];
   tile_rows(mr, a, lda, rows);
+  const int8_t *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
   const __m128i ones = _mm_set1_epi16(1);
-  for (auto& row : sum) row[0] = row[1] = _mm_setzero_si128();
+  __m128i s00 = _mm_setzero_si128(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
   for (int64_t g = 0; g < kgroups; ++g) {
     const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed_b + g * 32));
     const __m128i b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed_b + g * 32 + 16));
-    for (int r = 0; r < 4; ++r) {
-      const __m128i a4 = _mm_set1_epi32(load_group(rows[r] + 4 * g));
-      const __m128i magnitude = _mm_abs_epi8(a4);
-      sum[r][0] = _mm_add_epi32(sum[r][0], _mm_madd_epi16(_mm_maddubs_epi16(magnitude, _mm_sign_epi8(b0, a4)), ones));
-      sum[r][1] = _mm_add_epi32(sum[r][1], _mm_madd_epi16(_mm_maddubs_epi16(magnitude, _mm_sign_epi8(b1, a4)), ones));
-    }
+    qs8_row_step_ssse3(r0 + 4 * g, b0, b1, ones, s00, s01);
+    qs8_row_step_ssse3(r1 + 4 * g, b0, b1, ones, s10, s11);
+    qs8_row_step_ssse3(r2 + 4 * g, b0, b1, ones, s20, s21);
+    qs8_row_step_ssse3(r3 + 4 * g, b0, b1, ones, s30, s31);
   }
+  sum[0][0] = s00, sum[0][1] = s01, sum[1][0] = s10, sum[1][1] = s11;
+  sum[2][0] = s20, sum[2][1] = s21, sum[3][0] = s30, sum[3][1] = s31;
 }
 
 inline void qs8_gemm_4x8_ssse3(int64_t mr, int64_t kgroups, const int8_t* a, int64_t lda, const int8_t* packed_b,
