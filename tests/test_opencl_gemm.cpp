@@ -24,9 +24,11 @@ int64_t stored_rows(bool trans, int64_t rows, int64_t cols) { return trans ? col
 // columns left alone. `integers`: inputs in [-23, 23] (exact sums: bit-exact required);
 // else uniform in [-1, 1], within 1e-5 of the sum of |terms| (DESIGN section 5's bound,
 // scaled by the magnitudes) plus 1e-6.
-// `config` null: the device's tuning chooses. Returns C as the device wrote it (padding included).
+// `config` null: the device's tuning chooses. A and B start `a_at` and `b_at` words into their
+// buffers (odd by default: gemm.cl then reads them word by word; multiples of 4 allow float4s).
+// Returns C as the device wrote it (padding included).
 std::vector<float> check_gemm(Device& device, const GemmCase& t, Trans ta, Trans tb, const GemmConfig* config,
-                              bool integers, Rng& rng, int k_slices = 0) {
+                              bool integers, Rng& rng, int k_slices = 0, int64_t a_at = 3, int64_t b_at = 5) {
   const bool ta_yes = ta == Trans::yes, tb_yes = tb == Trans::yes;
   GemmShape s{ta, tb, t.m, t.n, t.k, 0, 0, 0};
   s.lda = (ta_yes ? t.m : t.k) + t.pad;
@@ -45,13 +47,14 @@ std::vector<float> check_gemm(Device& device, const GemmCase& t, Trans ta, Trans
   std::vector<float> want = c;
   gemm_ref(s, t.alpha, a.data(), b.data(), t.beta, want.data());
 
-  // Offsets: A and B start 3 and 5 elements into their buffers, C after kGuard sentinels.
-  std::vector<float> a_stored(3, kSentinel), b_stored(5, kSentinel);
+  // Offsets: A and B start a_at and b_at elements into their buffers, C after kGuard sentinels.
+  std::vector<float> a_stored(a_at, kSentinel), b_stored(b_at, kSentinel);
   a_stored.insert(a_stored.end(), a.begin(), a.end());
   b_stored.insert(b_stored.end(), b.begin(), b.end());
   Buffer ba = upload_or_die(device, a_stored, "A"), bb = upload_or_die(device, b_stored, "B");
   Guarded gc = guarded_f32(device, c, "C");
-  auto event = f32_gemm(device, s, t.alpha, ba.f32(3), bb.f32(5), t.beta, gc.span, GemmLaunch{config, k_slices, {}});
+  auto event =
+      f32_gemm(device, s, t.alpha, ba.f32(a_at), bb.f32(b_at), t.beta, gc.span, GemmLaunch{config, k_slices, {}});
   EXPECT_TRUE(event.ok()) << event.status().message();
   if (!event.ok()) return {};
   EXPECT_TRUE(event.value().wait().ok());
@@ -121,6 +124,35 @@ TEST_P(OpenclGemm, EveryConfigurationMatchesTheReferenceWithTheSameBits) {
           ASSERT_TRUE(same_bits(got[i], first[i]) || (std::isnan(got[i]) && std::isnan(first[i])))
               << "C word " << i << ": " << got[i] << ", the first configuration gave " << first[i];
         }
+      }
+    }
+  }
+}
+
+// Operands at multiples of 4 words with row strides, M and N multiples of 4: gemm.cl reads the
+// panels a float4 at a time (VLOAD), the tiles' edges clamped and the last step's terms past K
+// zeroed. Each configuration matches the reference with the same bits as the word-by-word reads
+// of the same operands at odd offsets.
+TEST_P(OpenclGemm, Float4ReadsOfAlignedOperandsGiveTheSameBits) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  std::vector<GemmConfig> configs;
+  for (const char* name : {"128x128x8/16x16/v4/p", "128x128x16/16x16/v4", "64x64x16/8x8/v4/p", "64x64x16/16x16/v1"})
+    configs.push_back(parse_gemm_config(name).value());
+  for (Device* device : open_devices().devices) {
+    for (const GemmCase& t : {GemmCase{132, 68, 36, 0, 1.0f, 0.0f}, GemmCase{68, 260, 20, 4, -1.0f, 0.5f},
+                              GemmCase{4, 4, 4, 0, 1.0f, 1.0f}, GemmCase{64, 128, 16, 0, 1.0f, 0.0f},
+                              GemmCase{36, 44, 19, 1, 1.0f, 0.0f}}) {  // A Bt: float4s along K, 3 terms past it
+      Rng odd_rng(25);
+      const std::vector<float> odd = check_gemm(*device, t, ta, tb, &configs[0], false, odd_rng);
+      for (const GemmConfig& config : configs) {
+        SCOPED_TRACE(device->label() + " " + config.name() + " m=" + std::to_string(t.m) + " n=" +
+                     std::to_string(t.n) + " k=" + std::to_string(t.k) + " pad=" + std::to_string(t.pad));
+        Rng rng(25);  // the same operands
+        const std::vector<float> got = check_gemm(*device, t, ta, tb, &config, false, rng, 0, 4, 8);
+        if (HasFailure()) return;
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_TRUE(same_bits(got[i], odd[i])) << "C word " << i << ": " << got[i] << ", at odd offsets " << odd[i];
       }
     }
   }

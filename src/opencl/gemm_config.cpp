@@ -15,13 +15,18 @@ std::string GemmConfig::name() const {
   return text;
 }
 
-std::string GemmConfig::build_options(bool trans_a, bool trans_b, bool fma) const {
-  char text[200];
+std::string GemmConfig::build_options(bool trans_a, bool trans_b, bool fma, bool vload) const {
+  char text[220];
   std::snprintf(text, sizeof text,
                 "-DTRANS_A=%d -DTRANS_B=%d -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DTHREADS_M=%d -DTHREADS_N=%d "
-                "-DVEC=%d -DPREFETCH=%d -DUSE_FMA=%d",
-                trans_a, trans_b, tile_m, tile_n, tile_k, threads_m, threads_n, vec, prefetch, fma);
+                "-DVEC=%d -DPREFETCH=%d -DUSE_FMA=%d -DVLOAD=%d",
+                trans_a, trans_b, tile_m, tile_n, tile_k, threads_m, threads_n, vec, prefetch, fma, vload);
   return text;
+}
+
+bool GemmConfig::quads_fit() const {
+  return tile_m % 4 == 0 && tile_n % 4 == 0 && tile_k % 4 == 0 && (tile_m * tile_k) % (4 * threads()) == 0 &&
+         (tile_k * tile_n) % (4 * threads()) == 0;
 }
 
 Result<GemmConfig> parse_gemm_config(const std::string& text) {

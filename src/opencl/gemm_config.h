@@ -20,8 +20,11 @@ struct GemmConfig {
 
   int threads() const { return threads_m * threads_n; }
   std::string name() const;  // "128x128x16/16x16/v4/p" (no "/p" without prefetch)
-  // kernels/gemm.cl's defines for these transposes; `fma` picks USE_FMA.
-  std::string build_options(bool trans_a, bool trans_b, bool fma) const;
+  // kernels/gemm.cl's defines for these transposes; `fma` picks USE_FMA, `vload` VLOAD (the
+  // panels read a float4 at a time: only where vector_loads_fit says the operands allow it).
+  std::string build_options(bool trans_a, bool trans_b, bool fma, bool vload) const;
+  // True when each item's share of both panels is whole float4s (gemm.cl's VLOAD needs it).
+  bool quads_fit() const;
   bool operator==(const GemmConfig& o) const { return name() == o.name(); }
 };
 
