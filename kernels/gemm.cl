@@ -297,19 +297,21 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
     // that ended it.
     if (more) LOAD_STEP(p0 + TILE_K);
 #endif
-    const __local vec_t* a_panel_v = a_panels_v[panel];
-    const __local vec_t* b_panel_v = b_panels_v[panel];
+    // The item's first vectors of this step's panels: every read below is at a constant offset
+    // from them (one local load each, no index arithmetic between the multiply-adds).
+    const __local vec_t* a_mine = a_panels_v[panel] + ty;
+    const __local vec_t* b_mine = b_panels_v[panel] + tx;
 #pragma unroll
     for (uint p = 0; p < TILE_K; ++p) {
       float a_regs[WPT_M], b_regs[WPT_N];
 #pragma unroll
       for (uint g = 0; g < WPT_M / VEC; ++g) {
-        const vec_t v = a_panel_v[(p * A_STRIDE + (ty + g * THREADS_M) * VEC) / VEC];
+        const vec_t v = a_mine[p * (A_STRIDE / VEC) + g * THREADS_M];
         VEC_TO_REGS(v, a_regs, g * VEC);
       }
 #pragma unroll
       for (uint h = 0; h < WPT_N / VEC; ++h) {
-        const vec_t v = b_panel_v[(p * B_STRIDE + (tx + h * THREADS_N) * VEC) / VEC];
+        const vec_t v = b_mine[p * (B_STRIDE / VEC) + h * THREADS_N];
         VEC_TO_REGS(v, b_regs, h * VEC);
       }
 #pragma unroll
