@@ -1,7 +1,7 @@
 // f32 GEMM, row-major: C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C, op(X) = X
 // or X^T, the contract of ops/gemm.h's gemm_ref (beta 0 ignores what C held, NaN included).
 // Tiled through local memory and register-blocked. Every output's sum is added in the order
-// p = 0, 1, ..., K-1 whatever the tile (padding adds exact zeros), so every configuration gives
+// p = 0, 1, ..., K-1 whatever the tile (padding past K adds exact zeros), so every configuration gives
 // the same bits; with USE_FMA 0 (FP_CONTRACT off, a product then a sum) an IEEE device matches
 // gemm_ref bit for bit, with USE_FMA 1 each step is one fused multiply-add.
 // Split over K (work-group dimension 2): slice z sums p in [z * slice_len, (z + 1) * slice_len) in

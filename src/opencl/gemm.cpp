@@ -109,11 +109,13 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
     return std::make_pair(*given, kernel);
   }
   const bool ta = slice_shape.trans_a == Trans::yes, tb = slice_shape.trans_b == Trans::yes;
-  std::vector<GemmRate>& rates = gemm_tuning(device).rates[ta * 2 + tb];
-  const int units = static_cast<int>(std::max<int64_t>(1, device.info().compute_units / slices));
+  GemmTuning& tuning = gemm_tuning(device);
+  std::vector<GemmRate>& rates = tuning.rates[ta * 2 + tb];
+  const int all_units = static_cast<int>(std::max<uint32_t>(1, device.info().compute_units));
+  const int units = static_cast<int>(std::max<int64_t>(1, all_units / slices));
   std::string refused;
   while (!rates.empty()) {
-    const GemmConfig chosen = choose_gemm_config(rates, slice_shape, units);
+    const GemmConfig chosen = choose_gemm_config(rates, slice_shape, units, tuning.size, all_units);
     auto kernel = f32_gemm_kernel(device, slice_shape, chosen, vector_loads_fit(slice_shape, chosen, a, b, defines), defines);
     if (kernel.ok()) return std::make_pair(chosen, kernel.value());
     refused += (refused.empty() ? "" : "; ") + kernel.status().message();
