@@ -240,48 +240,48 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
     b_from[s] = TRANS_B ? min(col0 + j, N - 1) * ldb + k_begin + p : (k_begin + p) * ldb + min(col0 + j, N - 4);
   }
   // Step p0's float4s into registers: unchecked while the whole step is within k_end.
-#define LOAD_STEP(p0)                                                                                     \
-  do {                                                                                                    \
-    const uint da = TRANS_A ? ((p0) - k_begin) * lda : (p0) - k_begin;                                   \
-    const uint db = TRANS_B ? (p0) - k_begin : ((p0) - k_begin) * ldb;                                   \
-    if ((p0) + TILE_K <= k_end) {                                                                         \
-      for (uint s = 0; s < QUADS_A; ++s) a_quads[s] = load4(A + a_from[s] + da);        \
-      for (uint s = 0; s < QUADS_B; ++s) b_quads[s] = load4(B + b_from[s] + db);        \
-    } else {                                                                                              \
-      for (uint s = 0; s < QUADS_A; ++s) {                                              \
-        uint i, p;                                                                                        \
-        a_quad(item + s * THREADS, &i, &p);                                                               \
-        a_quads[s] = load4_tail(A + a_from[s] + da, (p0) + p, k_end, !TRANS_A);                           \
-      }                                                                                                   \
-      for (uint s = 0; s < QUADS_B; ++s) {                                              \
-        uint p, j;                                                                                        \
-        b_quad(item + s * THREADS, &p, &j);                                                               \
-        b_quads[s] = load4_tail(B + b_from[s] + db, (p0) + p, k_end, TRANS_B);                            \
-      }                                                                                                   \
-    }                                                                                                     \
+#define LOAD_STEP(p0)                                                            \
+  do {                                                                           \
+    const uint da = TRANS_A ? ((p0) - k_begin) * lda : (p0) - k_begin;           \
+    const uint db = TRANS_B ? (p0) - k_begin : ((p0) - k_begin) * ldb;           \
+    if ((p0) + TILE_K <= k_end) {                                                \
+      for (uint s = 0; s < QUADS_A; ++s) a_quads[s] = load4(A + a_from[s] + da); \
+      for (uint s = 0; s < QUADS_B; ++s) b_quads[s] = load4(B + b_from[s] + db); \
+    } else {                                                                     \
+      for (uint s = 0; s < QUADS_A; ++s) {                                       \
+        uint i, p;                                                               \
+        a_quad(item + s * THREADS, &i, &p);                                      \
+        a_quads[s] = load4_tail(A + a_from[s] + da, (p0) + p, k_end, !TRANS_A);  \
+      }                                                                          \
+      for (uint s = 0; s < QUADS_B; ++s) {                                       \
+        uint p, j;                                                               \
+        b_quad(item + s * THREADS, &p, &j);                                      \
+        b_quads[s] = load4_tail(B + b_from[s] + db, (p0) + p, k_end, TRANS_B);   \
+      }                                                                          \
+    }                                                                            \
   } while (0)
-#define STORE_STEP(panel)                                                                                         \
-  do {                                                                                                            \
-    for (uint s = 0; s < QUADS_A; ++s)                                                          \
-        stash4((__local float*)a_panels_v[panel], a_at[s], TRANS_A, A_STRIDE, a_quads[s]);                        \
-    for (uint s = 0; s < QUADS_B; ++s)                                                          \
-        stash4((__local float*)b_panels_v[panel], b_at[s], !TRANS_B, B_STRIDE, b_quads[s]);                       \
+#define STORE_STEP(panel)                                                                   \
+  do {                                                                                      \
+    for (uint s = 0; s < QUADS_A; ++s)                                                      \
+        stash4((__local float*)a_panels_v[panel], a_at[s], TRANS_A, A_STRIDE, a_quads[s]);  \
+    for (uint s = 0; s < QUADS_B; ++s)                                                      \
+        stash4((__local float*)b_panels_v[panel], b_at[s], !TRANS_B, B_STRIDE, b_quads[s]); \
   } while (0)
 #else
   // The step's global words, held in registers until their panel is free.
   float a_words[LOADS_A], b_words[LOADS_B];
   uint a_at[LOADS_A], b_at[LOADS_B];
-#define LOAD_STEP(p0)                                                                                          \
-  do {                                                                                                         \
+#define LOAD_STEP(p0)                                                                                                   \
+  do {                                                                                                                  \
     for (uint s = 0; s < LOADS_A; ++s) a_words[s] = load_a(A, lda, M, k_end, row0, (p0), item + s * THREADS, &a_at[s]); \
     for (uint s = 0; s < LOADS_B; ++s) b_words[s] = load_b(B, ldb, k_end, N, col0, (p0), item + s * THREADS, &b_at[s]); \
   } while (0)
-#define STORE_STEP(panel)                                                                 \
-  do {                                                                                    \
-    __local float* a_panel = (__local float*)a_panels_v[panel];                           \
-    __local float* b_panel = (__local float*)b_panels_v[panel];                           \
-    for (uint s = 0; s < LOADS_A; ++s) a_panel[a_at[s]] = a_words[s];   \
-    for (uint s = 0; s < LOADS_B; ++s) b_panel[b_at[s]] = b_words[s];   \
+#define STORE_STEP(panel)                                             \
+  do {                                                                \
+    __local float* a_panel = (__local float*)a_panels_v[panel];       \
+    __local float* b_panel = (__local float*)b_panels_v[panel];       \
+    for (uint s = 0; s < LOADS_A; ++s) a_panel[a_at[s]] = a_words[s]; \
+    for (uint s = 0; s < LOADS_B; ++s) b_panel[b_at[s]] = b_words[s]; \
   } while (0)
 #endif
 
