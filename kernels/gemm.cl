@@ -1,7 +1,7 @@
 // f32 GEMM, row-major: C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C, op(X) = X
 // or X^T, the contract of ops/gemm.h's gemm_ref (beta 0 ignores what C held, NaN included).
 // Tiled through local memory and register-blocked. Every output's sum is added in the order
-// p = 0, 1, ..., K-1 whatever the tile (padding adds exact zeros), so every configuration gives
+// p = 0, 1, ..., K-1 whatever the tile (padding past K adds exact zeros), so every configuration gives
 // the same bits; with USE_FMA 0 (FP_CONTRACT off, a product then a sum) an IEEE device matches
 // gemm_ref bit for bit, with USE_FMA 1 each step is one fused multiply-add.
 // Split over K (work-group dimension 2): slice z sums p in [z * slice_len, (z + 1) * slice_len) in
@@ -23,8 +23,17 @@
 //                         read from local memory VEC words at a time. Item (tx, ty) computes
 //                         rows ty*VEC + g*THREADS_M*VEC + v and columns tx*VEC + h*THREADS_N*VEC + w,
 //                         so neighbouring items read neighbouring local words.
-//   PREFETCH              1: the next step's global words are read into registers before this
-//                         step's products (their latency hidden behind them)
+//   PREFETCH              1: two panels of each operand in local memory: the next step's global
+//                         words are read into registers before this step's products (their latency
+//                         hidden behind them) and stored into the other panels after them, one
+//                         barrier a step; 0: one panel each, loaded between two barriers
+//   VLOAD                 1: the panels are read from global memory four words at a time (float4)
+//                         from offsets kept from step to step, unchecked but in the last step; the
+//                         launcher sets it only where that is aligned and in bounds (gemm.cpp's
+//                         vector_loads_fit): A, B, lda, ldb multiples of 4 words, M a multiple of 4
+//                         with TRANS_A, N with !TRANS_B; no IMPLICIT_CONV. Rows of op(A) past M
+//                         (columns of op(B) past N) read row M - 1 (column N - 1) instead of 0:
+//                         they feed only outputs that are never stored
 //   USE_FMA               1: fma(a, b, acc); 0: acc + a * b, two roundings
 //   IMPLICIT_CONV         1: op(A) is the patch matrix of a batch of NHWC images (src/ops/im2col.h's
 //                         layout: row (image, oh, ow), column (kh, kw, c)), or with TRANS_A its
@@ -38,6 +47,9 @@
 #pragma OPENCL FP_CONTRACT OFF
 #include "fused_activation.h"
 
+#ifndef VLOAD
+#define VLOAD 0
+#endif
 #define THREADS (THREADS_M * THREADS_N)
 #define WPT_M (TILE_M / THREADS_M)  // rows of C per item
 #define WPT_N (TILE_N / THREADS_N)  // columns of C per item
@@ -46,9 +58,13 @@
 #if WPT_M % VEC || WPT_N % VEC || (TILE_M * TILE_K) % THREADS || (TILE_K * TILE_N) % THREADS
 #error "gemm.cl: the tile, the items and VEC do not divide evenly"
 #endif
+#if VLOAD && (LOADS_A % 4 || LOADS_B % 4 || TILE_M % 4 || TILE_N % 4 || TILE_K % 4 || IMPLICIT_CONV)
+#error "gemm.cl: VLOAD needs whole float4s of each panel per item and no IMPLICIT_CONV"
+#endif
 // Panel rows padded by VEC words: keeps them VEC-aligned and shifts the banks of each row.
 #define A_STRIDE (TILE_M + VEC)
 #define B_STRIDE (TILE_N + VEC)
+#define PANELS (PREFETCH ? 2 : 1)  // panels of each operand in local memory
 
 #if VEC == 4
 typedef float4 vec_t;
@@ -66,7 +82,6 @@ typedef float vec_t;
 #else
 #define MUL_ADD(a, b, acc) ((acc) + (a) * (b))
 #endif
-
 #if IMPLICIT_CONV
 // Patch-matrix row r = (image b, oh, ow), column q = (kh, kw, ch): an image word or padding.
 inline float patch_value(__global const float* A, uint r, uint q) {
@@ -119,6 +134,49 @@ inline float load_b(__global const float* B, uint ldb, uint K, uint N, uint col0
 #endif
 }
 
+#if VLOAD
+// Float4 f of a step's op(A) panel (f < TILE_M * TILE_K / 4): its first element (i, p), the
+// four words running along K without TRANS_A (A's rows), along M with it (A's rows then are op(A)'s
+// columns); neighbouring f read neighbouring global words.
+inline void a_quad(uint f, uint* i, uint* p) {
+#if TRANS_A
+  *i = 4 * f % TILE_M, *p = 4 * f / TILE_M;
+#else
+  *p = 4 * f % TILE_K, *i = 4 * f / TILE_K;
+#endif
+}
+// Float4 f of op(B)'s panel: its first element (p, j), the words along N without TRANS_B, along K with it.
+inline void b_quad(uint f, uint* p, uint* j) {
+#if TRANS_B
+  *p = 4 * f % TILE_K, *j = 4 * f / TILE_K;
+#else
+  *j = 4 * f % TILE_N, *p = 4 * f / TILE_N;
+#endif
+}
+inline float4 load4(__global const float* at) { return *(__global const float4*)at; }
+
+// A float4 of the last step, whose terms may run past k_end (they read 0): `along_k` says whether
+// its words are consecutive terms (q, q + 1, ...) or four rows / columns of term q.
+inline float4 load4_tail(__global const float* at, uint q, uint k_end, int along_k) {
+  if (!along_k) return q < k_end ? load4(at) : (float4)(0.0f);
+  return (float4)(q < k_end ? at[0] : 0.0f, q + 1 < k_end ? at[1] : 0.0f, q + 2 < k_end ? at[2] : 0.0f,
+                  q + 3 < k_end ? at[3] : 0.0f);
+}
+
+// Writes a float4 into a panel at word `at`: along the panel's row (one vector store where the
+// rows keep vectors aligned), or down a column (`stride` words apart).
+inline void stash4(__local float* panel, uint at, int along_row, uint stride, float4 v) {
+#if VEC == 4
+  if (along_row) {
+    *(__local float4*)(panel + at) = v;
+    return;
+  }
+#endif
+  const uint d = along_row ? 1 : stride;
+  panel[at] = v.s0, panel[at + d] = v.s1, panel[at + 2 * d] = v.s2, panel[at + 3 * d] = v.s3;
+}
+#endif
+
 // The epilogue's arguments, the same in both kernels (offsets applied by the caller).
 #define EPILOGUE_PARAMS                                                                                  \
   uint has_bias, __global const float *bias, uint bias_offset, uint has_affine, __global const float *affine, \
@@ -138,11 +196,10 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
               __global const float* A, uint a_offset, uint lda,
               __global const float* B, uint b_offset, uint ldb, float beta,
               __global float* C, uint c_offset, uint ldc, EPILOGUE_PARAMS) {
-  // Declared as vectors so that VEC-wide reads are aligned; written word by word.
-  __local vec_t a_panel_v[TILE_K * A_STRIDE / VEC];  // [p][i] = op(A)[row0 + i][p0 + p]
-  __local vec_t b_panel_v[TILE_K * B_STRIDE / VEC];  // [p][j] = op(B)[p0 + p][col0 + j]
-  __local float* a_panel = (__local float*)a_panel_v;
-  __local float* b_panel = (__local float*)b_panel_v;
+  // Declared as vectors so that VEC-wide reads are aligned. With PREFETCH, step t reads panel
+  // t % 2 while the next step's words go into the other.
+  __local vec_t a_panels_v[PANELS][TILE_K * A_STRIDE / VEC];  // [p][i] = op(A)[row0 + i][p0 + p]
+  __local vec_t b_panels_v[PANELS][TILE_K * B_STRIDE / VEC];  // [p][j] = op(B)[p0 + p][col0 + j]
   const uint tx = get_local_id(0);
   const uint ty = get_local_id(1);
   const uint item = ty * THREADS_N + tx;
@@ -160,36 +217,101 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
 #pragma unroll
     for (uint j = 0; j < WPT_N; ++j) acc[i][j] = 0.0f;
 
-  // The step's global words, held in registers until the panels are free.
+#if VLOAD
+  // The item's float4s of each panel: where each starts in global memory at step k_begin (kept:
+  // a step only adds its distance), where it goes in the panel, and the words held in registers
+  // between the global read and the local store.
+#define QUADS_A (LOADS_A / 4)
+#define QUADS_B (LOADS_B / 4)
+  uint a_from[QUADS_A], a_at[QUADS_A], b_from[QUADS_B], b_at[QUADS_B];
+  float4 a_quads[QUADS_A], b_quads[QUADS_B];
+#pragma unroll
+  for (uint s = 0; s < QUADS_A; ++s) {
+    uint i, p;
+    a_quad(item + s * THREADS, &i, &p);
+    a_at[s] = p * A_STRIDE + i;
+    a_from[s] = TRANS_A ? (k_begin + p) * lda + min(row0 + i, M - 4) : min(row0 + i, M - 1) * lda + k_begin + p;
+  }
+#pragma unroll
+  for (uint s = 0; s < QUADS_B; ++s) {
+    uint p, j;
+    b_quad(item + s * THREADS, &p, &j);
+    b_at[s] = p * B_STRIDE + j;
+    b_from[s] = TRANS_B ? min(col0 + j, N - 1) * ldb + k_begin + p : (k_begin + p) * ldb + min(col0 + j, N - 4);
+  }
+  // Step p0's float4s into registers: unchecked while the whole step is within k_end.
+#define LOAD_STEP(p0)                                                            \
+  do {                                                                           \
+    const uint da = TRANS_A ? ((p0) - k_begin) * lda : (p0) - k_begin;           \
+    const uint db = TRANS_B ? (p0) - k_begin : ((p0) - k_begin) * ldb;           \
+    if ((p0) + TILE_K <= k_end) {                                                \
+      for (uint s = 0; s < QUADS_A; ++s) a_quads[s] = load4(A + a_from[s] + da); \
+      for (uint s = 0; s < QUADS_B; ++s) b_quads[s] = load4(B + b_from[s] + db); \
+    } else {                                                                     \
+      for (uint s = 0; s < QUADS_A; ++s) {                                       \
+        uint i, p;                                                               \
+        a_quad(item + s * THREADS, &i, &p);                                      \
+        a_quads[s] = load4_tail(A + a_from[s] + da, (p0) + p, k_end, !TRANS_A);  \
+      }                                                                          \
+      for (uint s = 0; s < QUADS_B; ++s) {                                       \
+        uint p, j;                                                               \
+        b_quad(item + s * THREADS, &p, &j);                                      \
+        b_quads[s] = load4_tail(B + b_from[s] + db, (p0) + p, k_end, TRANS_B);   \
+      }                                                                          \
+    }                                                                            \
+  } while (0)
+#define STORE_STEP(panel)                                                                   \
+  do {                                                                                      \
+    for (uint s = 0; s < QUADS_A; ++s)                                                      \
+        stash4((__local float*)a_panels_v[panel], a_at[s], TRANS_A, A_STRIDE, a_quads[s]);  \
+    for (uint s = 0; s < QUADS_B; ++s)                                                      \
+        stash4((__local float*)b_panels_v[panel], b_at[s], !TRANS_B, B_STRIDE, b_quads[s]); \
+  } while (0)
+#else
+  // The step's global words, held in registers until their panel is free.
   float a_words[LOADS_A], b_words[LOADS_B];
   uint a_at[LOADS_A], b_at[LOADS_B];
-#define LOAD_STEP(p0)                                                                                          \
-  do {                                                                                                         \
+#define LOAD_STEP(p0)                                                                                                   \
+  do {                                                                                                                  \
     for (uint s = 0; s < LOADS_A; ++s) a_words[s] = load_a(A, lda, M, k_end, row0, (p0), item + s * THREADS, &a_at[s]); \
     for (uint s = 0; s < LOADS_B; ++s) b_words[s] = load_b(B, ldb, k_end, N, col0, (p0), item + s * THREADS, &b_at[s]); \
   } while (0)
+#define STORE_STEP(panel)                                             \
+  do {                                                                \
+    __local float* a_panel = (__local float*)a_panels_v[panel];       \
+    __local float* b_panel = (__local float*)b_panels_v[panel];       \
+    for (uint s = 0; s < LOADS_A; ++s) a_panel[a_at[s]] = a_words[s]; \
+    for (uint s = 0; s < LOADS_B; ++s) b_panel[b_at[s]] = b_words[s]; \
+  } while (0)
+#endif
 
   LOAD_STEP(k_begin);
+  STORE_STEP(0);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint panel = 0;
   for (uint p0 = k_begin; p0 < k_end; p0 += TILE_K) {
-#pragma unroll
-    for (uint s = 0; s < LOADS_A; ++s) a_panel[a_at[s]] = a_words[s];
-#pragma unroll
-    for (uint s = 0; s < LOADS_B; ++s) b_panel[b_at[s]] = b_words[s];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    const bool more = p0 + TILE_K < k_end;
 #if PREFETCH
-    if (p0 + TILE_K < k_end) LOAD_STEP(p0 + TILE_K);
+    // The next step's words are read now and stored after the products, into the other panels:
+    // those were last read in the step before, which every item finished before the barrier
+    // that ended it.
+    if (more) LOAD_STEP(p0 + TILE_K);
 #endif
+    // The item's first vectors of this step's panels: every read below is at a constant offset
+    // from them (one local load each, no index arithmetic between the multiply-adds).
+    const __local vec_t* a_mine = a_panels_v[panel] + ty;
+    const __local vec_t* b_mine = b_panels_v[panel] + tx;
 #pragma unroll
     for (uint p = 0; p < TILE_K; ++p) {
       float a_regs[WPT_M], b_regs[WPT_N];
 #pragma unroll
       for (uint g = 0; g < WPT_M / VEC; ++g) {
-        const vec_t v = a_panel_v[(p * A_STRIDE + (ty + g * THREADS_M) * VEC) / VEC];
+        const vec_t v = a_mine[p * (A_STRIDE / VEC) + g * THREADS_M];
         VEC_TO_REGS(v, a_regs, g * VEC);
       }
 #pragma unroll
       for (uint h = 0; h < WPT_N / VEC; ++h) {
-        const vec_t v = b_panel_v[(p * B_STRIDE + (tx + h * THREADS_N) * VEC) / VEC];
+        const vec_t v = b_mine[p * (B_STRIDE / VEC) + h * THREADS_N];
         VEC_TO_REGS(v, b_regs, h * VEC);
       }
 #pragma unroll
@@ -197,9 +319,17 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
 #pragma unroll
         for (uint j = 0; j < WPT_N; ++j) acc[i][j] = MUL_ADD(a_regs[i], b_regs[j], acc[i][j]);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);  // the panels are overwritten next step
-#if !PREFETCH
-    if (p0 + TILE_K < k_end) LOAD_STEP(p0 + TILE_K);
+#if PREFETCH
+    if (more) STORE_STEP(panel ^ 1);
+    panel ^= 1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+#else
+    if (more) {
+      barrier(CLK_LOCAL_MEM_FENCE);  // the panels are overwritten next
+      LOAD_STEP(p0 + TILE_K);
+      STORE_STEP(0);
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
 #endif
   }
 

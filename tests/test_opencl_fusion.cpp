@@ -156,7 +156,7 @@ TEST(OpenclFusedKernels, TheImplicitConvGemmWithEachEpilogueGivesTheUnfusedBits)
   Buffer apart = upload_or_die(device, std::vector<float>(rows * filters, 9.0f), "apart");
   ASSERT_TRUE(f32_im2col(device, g, batch, images.f32(), cols.f32()).ok());
   expect_unfused_bits(
-      device, {&gemm_candidates()[0], &gemm_candidates()[8], nullptr}, {1, 2}, ops, fused, apart,
+      device, {&gemm_candidates()[2], &gemm_candidates()[9], nullptr}, {1, 2}, ops, fused, apart,
       [&](const GemmLaunch& launch, DeviceSpan c) {
         return f32_conv_gemm(device, g, batch, images.f32(), weight.f32(), filters, c, launch);
       },

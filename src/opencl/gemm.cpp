@@ -17,14 +17,27 @@ namespace {
 
 using detail::matrix_extent;
 
-// `defines`: more build options (the implicit convolution's geometry), after the configuration's.
-std::string options(Device& device, const GemmShape& s, const GemmConfig& config, const std::string& defines) {
-  return config.build_options(s.trans_a == Trans::yes, s.trans_b == Trans::yes, device_has_fma(device)) + defines;
+// Where gemm.cl's VLOAD may read the panels a float4 at a time: every float4 16-byte aligned (A
+// and B at multiples of 4 words, row strides too) and wholly inside or wholly outside the
+// matrix along M (TRANS_A) or N (!TRANS_B), the directions whose edges it clamps a float4 at;
+// not for the implicit convolution (`defines` set), whose op(A) or op(B) is no matrix.
+bool vector_loads_fit(const GemmShape& s, const GemmConfig& config, DeviceSpan a, DeviceSpan b,
+                      const std::string& defines) {
+  const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
+  return defines.empty() && config.quads_fit() && a.offset % 4 == 0 && b.offset % 4 == 0 && s.lda % 4 == 0 &&
+         s.ldb % 4 == 0 && (!ta || s.m % 4 == 0) && (tb || s.n % 4 == 0);
 }
 
-Result<const Kernel*> f32_gemm_kernel(Device& device, const GemmShape& s, const GemmConfig& config,
+// `defines`: more build options (the implicit convolution's geometry), after the configuration's.
+std::string options(Device& device, const GemmShape& s, const GemmConfig& config, bool vload,
+                    const std::string& defines) {
+  return config.build_options(s.trans_a == Trans::yes, s.trans_b == Trans::yes, device_has_fma(device), vload) +
+         defines;
+}
+
+Result<const Kernel*> f32_gemm_kernel(Device& device, const GemmShape& s, const GemmConfig& config, bool vload,
                                       const std::string& defines) {
-  RG_ASSIGN(const Kernel* kernel, device.kernel("gemm.cl", "f32_gemm", options(device, s, config, defines)));
+  RG_ASSIGN(const Kernel* kernel, device.kernel("gemm.cl", "f32_gemm", options(device, s, config, vload, defines)));
   if (kernel->max_work_group_size < static_cast<size_t>(config.threads())) {
     return Status::error(device.label() + ": GEMM " + config.name() + " needs " + std::to_string(config.threads()) +
                          " work-items, the kernel runs " + std::to_string(kernel->max_work_group_size));
@@ -86,19 +99,24 @@ Result<Event> launch_gemm(Device& device, const Kernel& kernel, const GemmShape&
 // The configuration: the one given, else the tuning's choice for one slice's shape with the
 // compute units the other slices leave it; one the device cannot build or run is dropped from
 // the tuning for good (a failed build is not cached, so it would be tried again every call).
+// `a` and `b` decide whether the chosen configuration reads float4s (vector_loads_fit).
 Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShape& slice_shape, int64_t slices,
-                                                  const GemmConfig* given, const std::string& defines) {
+                                                  const GemmConfig* given, DeviceSpan a, DeviceSpan b,
+                                                  const std::string& defines) {
   if (given != nullptr) {
-    RG_ASSIGN(const Kernel* kernel, f32_gemm_kernel(device, slice_shape, *given, defines));
+    const bool vload = vector_loads_fit(slice_shape, *given, a, b, defines);
+    RG_ASSIGN(const Kernel* kernel, f32_gemm_kernel(device, slice_shape, *given, vload, defines));
     return std::make_pair(*given, kernel);
   }
   const bool ta = slice_shape.trans_a == Trans::yes, tb = slice_shape.trans_b == Trans::yes;
-  std::vector<GemmRate>& rates = gemm_tuning(device).rates[ta * 2 + tb];
-  const int units = static_cast<int>(std::max<int64_t>(1, device.info().compute_units / slices));
+  GemmTuning& tuning = gemm_tuning(device);
+  std::vector<GemmRate>& rates = tuning.rates[ta * 2 + tb];
+  const int all_units = static_cast<int>(std::max<uint32_t>(1, device.info().compute_units));
+  const int units = static_cast<int>(std::max<int64_t>(1, all_units / slices));
   std::string refused;
   while (!rates.empty()) {
-    const GemmConfig chosen = choose_gemm_config(rates, slice_shape, units);
-    auto kernel = f32_gemm_kernel(device, slice_shape, chosen, defines);
+    const GemmConfig chosen = choose_gemm_config(rates, slice_shape, units, tuning.size, all_units);
+    auto kernel = f32_gemm_kernel(device, slice_shape, chosen, vector_loads_fit(slice_shape, chosen, a, b, defines), defines);
     if (kernel.ok()) return std::make_pair(chosen, kernel.value());
     refused += (refused.empty() ? "" : "; ") + kernel.status().message();
     // A plain product's refusal holds for the device; a variant's (the implicit conv) only for
@@ -125,7 +143,7 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
   slices = slices <= 1 ? 1 : (s.k + slice_len - 1) / slice_len;
   GemmShape slice_shape = s;
   slice_shape.k = std::min(s.k, slice_len);
-  RG_ASSIGN(const auto picked, pick(device, slice_shape, slices, how.config, defines));
+  RG_ASSIGN(const auto picked, pick(device, slice_shape, slices, how.config, a, b, defines));
   RG_TRY(check_epilogue(how.epilogue, s.n));
   if (slices == 1)
     return launch_gemm(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c, how.epilogue);
@@ -141,7 +159,9 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
   RG_TRY(launch_gemm(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials, {})
              .status());
   const EpilogueArgs e = epilogue_args(how.epilogue, c);
-  return detail::launch_1d(device, "gemm.cl", "f32_gemm_sum_slices", options(device, s, picked.first, defines), s.m * s.n,
+  const bool vload = vector_loads_fit(slice_shape, picked.first, a, b, defines);  // the product's program
+  return detail::launch_1d(device, "gemm.cl", "f32_gemm_sum_slices", options(device, s, picked.first, vload, defines),
+                           s.m * s.n,
                            static_cast<cl_uint>(s.m), static_cast<cl_uint>(s.n), static_cast<cl_uint>(slices), alpha,
                            partials.mem, beta, c.mem, static_cast<cl_uint>(c.offset), static_cast<cl_uint>(s.ldc),
                            e.has_bias, e.bias, e.bias_offset, e.has_affine, e.affine, e.affine_offset, e.act, e.slope);
