@@ -113,6 +113,15 @@ TEST(FixedPointFormat, ZeroPointGrids) {
   const FixedPointGrid symmetric = fixed_point_grid(format(4, ScaleRule::real, Rounding::nearest), -1.0f, 3.0f);
   EXPECT_EQ(symmetric.zero, 0);
   EXPECT_FLOAT_EQ(symmetric.half_range, 3.0f);
+  // A static step (-fl) too short for the range centres the grid on it; one long enough starts
+  // the grid at the range's bottom.
+  FixedPointFormat fixed = with_zero_point(format(8, ScaleRule::fixed, Rounding::nearest, 6));  // step 1/64, 254 steps
+  EXPECT_EQ(fixed_point_grid(fixed, -5.0f, 5.0f).zero, 0) << "[-5, 5] centred";
+  EXPECT_EQ(fixed_point_grid(fixed, -1.0f, 3.0f).zero, -64) << "[-1, 3]: centred on 1 (64 steps)";
+  EXPECT_EQ(fixed_point_grid(fixed, -1.0f, 5.0f).zero, -127) << "[-1, 5]: centred on 2 is zero -128, held to -127";
+  EXPECT_EQ(fixed_point_grid(fixed, 0.0f, 3.0f).zero, -127) << "[0, 3] fits: starts at 0";
+  const FixedPointGrid pinned = fixed_point_grid(fixed, -5.0f, 5.0f);
+  EXPECT_GT(fixed_point_quantize_nearest(1.0f, pinned.multiplier, 127, pinned.zero), 0) << "positive values stay positive";
   const FixedPointGrid huge = fixed_point_grid(a4, -3e38f, 3e38f);
   EXPECT_TRUE(std::isfinite(huge.half_range));
   EXPECT_EQ(huge.zero, 0);
@@ -223,7 +232,7 @@ void expect_products_match_the_reference(Isa isa, const std::vector<FormatPair>&
               o.seed = seed++;
               o.b_channels = pair.b_channels;
               o.isa = isa;
-              o.depth_block = 1024;
+              o.depth_block = seed % 4 == 1 ? 64 : 1024;  // zero points' row sums over several blocks too
               Int8GemmTrace trace, trace_ref;
               trace.want_sums = trace_ref.want_sums = true;
               o.trace = &trace;
@@ -349,22 +358,24 @@ TEST(FixedPointGemm, NonFiniteOperandsGiveNaNOnBothRoutes) {
   }
 }
 
-// A convolution's patches over a ReLU's output (values >= 0, zeros in the padding) with a zero
+// A convolution's patches over a ReLU's output (values >= 0) or signed values, with a zero
 // point, times per-channel weights: bit for bit the reference on every level, both tiles.
 TEST_P(FixedPointGemm, ConvPatchesWithZeroPointsAndPerChannelWeights) {
   Rng rng(23, 0);
   const ConvGeometry g = conv_geometry(9, 7, 5, 3, 1, 1).value();
   const int64_t count = 2, filters = 11, m = count * g.patches(), k = g.patch_size();
   const PatchOffsets at = patch_offsets(g, count);
-  std::vector<float> image = random_floats(count * g.padded_size(), rng, 2.0);
-  for (float& v : image) v = std::max(0.0f, v);  // a ReLU's output
-  const GatheredA<float> a{image.data(), at.pixels.data(), at.taps.data()};
+  const std::vector<float> signed_image = random_floats(count * g.padded_size(), rng, 2.0);
+  std::vector<float> relu_image = signed_image;
+  for (float& v : relu_image) v = std::max(0.0f, v);  // a ReLU's output (the padding words too)
   const std::vector<float> w = random_floats(k * filters, rng, 0.3);
   for (int bits : {4, 8, 12}) {
+    const std::vector<float>& image = bits == 8 ? signed_image : relu_image;  // zero -qmax, or inside
+    const GatheredA<float> a{image.data(), at.pixels.data(), at.taps.data()};
     Int8GemmOptions o;
     o.a = with_zero_point(format(bits, ScaleRule::real, Rounding::stochastic));
     o.b = per_channel(format(bits, ScaleRule::real, Rounding::nearest));
-    o.b_channels = filters;
+    o.b_channels = bits == 4 ? 4 : filters;  // 4: channels that do not divide the 11 columns
     o.isa = GetParam();
     o.seed = 5;
     std::vector<float> c(static_cast<size_t>(m * filters)), c_ref(c.size());
@@ -415,6 +426,38 @@ TEST(FixedPointGemm, ZeroPointsAndPerChannelScalesCutTheError) {
 
 // Per-channel weights in an input gradient (channels along the summed axis) run fake quantized:
 // the f32 GEMM of the same grid values the forward product's columns use.
+// A per-channel B on its columns beside an f32 A (the fake route) takes each column's channel as
+// the integer route does (j % channels), also where the columns are not a multiple of them.
+TEST(FixedPointGemm, PerChannelColumnsOnTheFakeRouteAreTheIntegerRoutes) {
+  Rng rng(41, 0);
+  const int64_t m = 5, k = 7, n = 3, channels = 2;
+  const std::vector<float> a = random_floats(m * k, rng, 1.0);
+  std::vector<float> b = random_floats(k * n, rng, 1.0);
+  for (int64_t p = 0; p < k; ++p) b[static_cast<size_t>(p * n + 1)] *= 0.01f;  // column 1: channel 1 alone
+  Int8GemmOptions o;
+  o.a = FixedPointFormat{};  // f32: the fake route
+  o.b = per_channel(format(4, ScaleRule::real, Rounding::nearest));
+  o.b_channels = channels;
+  std::vector<float> c(static_cast<size_t>(m * n));
+  const GemmShape s{Trans::no, Trans::no, m, n, k, k, n, n};
+  fixed_point_gemm(s, 1.0f, a.data(), b.data(), 0.0f, c.data(), nullptr, o);
+  std::vector<float> grid_b(b.size());
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    float max_abs = 0;
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = ch; j < n; j += channels) max_abs = std::max(max_abs, std::fabs(b[static_cast<size_t>(p * n + j)]));
+    const FixedPointGrid g = fixed_point_grid(o.b, -max_abs, max_abs);
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = ch; j < n; j += channels) {
+        const size_t t = static_cast<size_t>(p * n + j);
+        grid_b[t] = static_cast<float>(fixed_point_quantize_nearest(b[t], g.multiplier, 7) * g.step);
+      }
+  }
+  std::vector<float> want(c.size());
+  f32_gemm(s, 1.0f, a.data(), grid_b.data(), 0.0f, want.data(), nullptr);
+  for (size_t t = 0; t < c.size(); ++t) ASSERT_EQ(bits_of(c[t]), bits_of(want[t])) << t;
+}
+
 TEST(FixedPointGemm, PerChannelWeightsOnTheSummedAxisAreFakeQuantized) {
   Rng rng(31, 0);
   const int64_t m = 6, in = 10, out = 4;  // dx[m x in] = dy[m x out] W[in x out]^T
@@ -581,6 +624,7 @@ TEST(FixedPointPrecision, BadNamesAreRefusedWithTheRule) {
       {"w8a8-zpaw", "out of the order"},
       {"w8a8-zp-zpw", "two -zp"},
       {"w8a8-pc-zpw", "per-channel scales are symmetric"},
+      {"w8a8-pc-fl4", "-pc with -fl"},
       {"w8a8-pc-pc", "twice"},
       {"w4a8-qat", "the int8 engine's forms alone"},
       {"w8a8-zz", "unknown suffix"},

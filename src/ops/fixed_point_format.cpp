@@ -42,6 +42,20 @@ double fixed_point_step(const FixedPointFormat& format, float max_abs) {
   return std::ldexp(1.0, power_of_two_exponent(max_abs, format.qmax()));
 }
 
+namespace {
+// The zero point of an affine grid over [lo, hi] (lo <= 0 <= hi) in steps of 1 / mult: the grid
+// starts at lo (q = -qmax there); a static (fixed) step whose 2 qmax steps cannot span the range
+// centres the grid on it instead, saturating both ends alike.
+int32_t zero_point(const FixedPointFormat& format, float lo, float hi, float mult) {
+  const int32_t qmax = format.qmax();
+  const float below = lo * mult, above = hi * mult;  // in [-2 qmax, 0] and [0, 2 qmax] unless fixed
+  const bool centred = format.scale == ScaleRule::fixed && above - below > static_cast<float>(2 * qmax);
+  const float mid = 0.5f * below + 0.5f * above;  // NaN or infinite only past float's range: centred on 0
+  const float zero = !centred ? -static_cast<float>(qmax) - std::nearbyint(below) : std::isfinite(mid) ? -std::nearbyint(mid) : 0.0f;
+  return static_cast<int32_t>(std::min(static_cast<float>(qmax), std::max(static_cast<float>(-qmax), zero)));
+}
+}  // namespace
+
 FixedPointGrid fixed_point_grid(const FixedPointFormat& format, float min, float max) {
   FixedPointGrid grid;
   if (!format.affine) {
@@ -52,12 +66,7 @@ FixedPointGrid fixed_point_grid(const FixedPointFormat& format, float min, float
   }
   grid.multiplier = fixed_point_multiplier(format, grid.half_range);
   grid.step = fixed_point_step(format, grid.half_range);
-  if (format.affine) {
-    const int32_t qmax = format.qmax();
-    const float below = std::nearbyint(std::min(0.0f, min) * grid.multiplier);  // in [-2 qmax, 0] unless saturating
-    grid.zero = below < static_cast<float>(-2 * qmax) ? qmax : -qmax - static_cast<int32_t>(below);
-    grid.zero = std::min(qmax, std::max(-qmax, grid.zero));
-  }
+  if (format.affine) grid.zero = zero_point(format, std::min(0.0f, min), std::max(0.0f, max), grid.multiplier);
   return grid;
 }
 

@@ -14,13 +14,16 @@
 //   per_channel  one scale per output channel instead of one per tensor (weights and weight
 //            gradients, -pc): the channel of a weight is its flat index mod the layer's output
 //            channels (the fastest axis of every weight layout here); a bias keeps one scale
-//   affine   a zero point (activations, -zp): value = (q - zero) * step, the grid spread over
-//            [min(0, min X), max(0, max X)] instead of [-max|X|, max|X|] (a ReLU's output gains
-//            a bit); the step is the symmetric rule's for the half range R = (hi - lo) / 2, and
-//            zero = clamp(-qmax - round(lo / step)), so 0 is a grid point (q = zero)
-// Products whose operands both have 2 to 8 bits run on the int8 tiles, up to 16 bits on the
-// int16 tiles, exactly (ops/fixed_point_gemm.h); a product with an f32 operand runs fake
-// quantized (the f32 GEMM of the grid values; the report says so).
+//   affine   a zero point (-zp: the activations; -zp<roles>: any): value = (q - zero) * step,
+//            the grid spread over [lo, hi] = [min(0, min X), max(0, max X)] instead of
+//            [-max|X|, max|X|] (a ReLU's output gains a bit); the step is the symmetric rule's
+//            for the half range R = (hi - lo) / 2, and zero = clamp(-qmax - round(lo / step)), so
+//            0 is a grid point (q = zero); a fixed step too short for [lo, hi] centres the grid
+//            on it (zero = clamp(-round((lo + hi) / 2 / step)))
+// Products whose operands both have 2 to 8 bits run on the int8 tiles (at the sse2 and sse3
+// levels on the int16 tile, faster there), up to 16 bits on the int16 tiles, exactly
+// (ops/fixed_point_gemm.h); a product with an f32 operand, or per-channel weights along its
+// summed axis, runs fake quantized (the f32 GEMM of the grid values; the report says so).
 #pragma once
 
 #include <cstdint>

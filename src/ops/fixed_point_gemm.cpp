@@ -59,12 +59,13 @@ FixedPointGrid tensor_grid(const FixedPointFormat& f, const Scan& s) {
   return f.affine ? fixed_point_grid(f, s.min, s.max) : fixed_point_grid(f, -s.max_abs, s.max_abs);
 }
 
-// Element t's channel in a per-channel tensor: (t / stride) % channels (stride 1: the fastest
-// axis; n: the rows of a [k x n] matrix).
+// Element t's channel in a per-channel [rows x row_length] tensor: its column's (j % count), or
+// with by_rows its row's (i % count); a parameter's is t % count (row_length = count).
 struct Channels {
   int64_t count = 0;  // 0: one grid for the tensor
-  int64_t stride = 1;
-  int64_t of(int64_t t) const { return (t / stride) % count; }
+  int64_t row_length = 1;
+  bool by_rows = false;
+  int64_t of(int64_t t) const { return (by_rows ? t / row_length : t % row_length) % count; }
 };
 
 // One grid per channel of x[0, count) (its max|x|), or the tensor's.
@@ -110,7 +111,7 @@ void operand_onto_grid(std::vector<float>& v, const Scan& s, const Int8GemmOptio
   Channels channels;
   if (operand == 2 && f.per_channel) {
     RG_CHECK(o.b_channels > 0, "fixed-point GEMM: a per-channel B without its channel count");
-    channels = Channels{o.b_channels, o.b_channel_axis == ChannelAxis::rows ? n : 1};
+    channels = Channels{o.b_channels, n, o.b_channel_axis == ChannelAxis::rows};
   }
   RG_CHECK(operand == 2 || !f.per_channel, "fixed-point GEMM: per-channel scales are B's (the weights')");
   onto_grid(v.data(), static_cast<int64_t>(v.size()), s, f, channels, key, pool);
@@ -213,7 +214,7 @@ void fixed_point_round_in_place(float* x, int64_t count, const FixedPointFormat&
     return round_one_grid_in_place(x, count, format, key, pool);
   }
   const Scan s = scan(x, count);
-  if (!s.nonfinite) onto_grid(x, count, s, format, Channels{format.per_channel ? channels : 0, 1}, key, pool);
+  if (!s.nonfinite) onto_grid(x, count, s, format, Channels{format.per_channel ? channels : 0, std::max<int64_t>(channels, 1), false}, key, pool);
 }
 
 }  // namespace rg

@@ -1,6 +1,7 @@
 // A layer's products in fixed point (GemmPrecision::fixed_point): each operand in its own
 // format (ops/fixed_point_format.h), on the int8 tiles where both have 2 to 8 bits
-// (int8_dynamic_gemm), on the int16 tiles where both have up to 16 (int16_dynamic_gemm), in exact
+// (int8_dynamic_gemm; at sse2 and sse3 the int16 tile: Qs16GemmKernel::serves_int8), on the
+// int16 tiles where both have up to 16 (int16_dynamic_gemm), in exact
 // integer sums; else (an f32 operand, or per-channel weights whose channels are the summed axis:
 // a layer's input gradient) fake quantized: the f32 GEMM on copies of the operands put onto
 // their grids (the f32 one as it is). All forms round the same values to the same grid

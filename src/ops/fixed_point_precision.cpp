@@ -126,6 +126,7 @@ Status apply_suffixes(const std::string& text, const std::string& rest, FixedPoi
   if (has("-pc") && !roles->weights.quantized() && !roles->gradients.quantized()) {
     return refuse(text, "-pc gives the weights and weight gradients a scale per output channel: name w or g");
   }
+  if (has("-pc") && fraction_bits >= 0) return refuse(text, "-pc with -fl (a static step is every channel's)");
   if (has("-pc") && (roles->weights.affine || roles->gradients.affine)) {
     return refuse(text, "-pc with a zero point on w or g (per-channel scales are symmetric)");
   }
@@ -247,7 +248,12 @@ std::string describe_fixed_point(const FixedPointRoles& roles) {
   std::string scales = first.scale == ScaleRule::real           ? "real scales"
                        : first.scale == ScaleRule::power_of_two ? "power-of-two scales"
                                                                 : std::to_string(first.fraction_bits) + " fraction bits (static)";
-  if (first.scale != ScaleRule::fixed) scales += per_channel ? " per output channel (w, g), per tensor (a, e)" : " per tensor";
+  const std::string channel_roles = std::string(roles.weights.per_channel ? "w" : "") +
+                                    (roles.weights.per_channel && roles.gradients.per_channel ? ", " : "") +
+                                    (roles.gradients.per_channel ? "g" : "");
+  if (first.scale != ScaleRule::fixed) {
+    scales += per_channel ? " per output channel (" + channel_roles + "), the rest per tensor" : " per tensor";
+  }
   std::string zero_points;
   for (int r = 0; r < 4; ++r) zero_points += named[r]->quantized() && named[r]->affine ? std::string(1, letters[r]) : "";
   if (!zero_points.empty()) scales += ", zero points (" + zero_points + ")";

@@ -1,6 +1,7 @@
 // Int8 training's matrix products: a drop-in for the f32 GEMMs of Dense and Conv layers that
-// quantizes op(A) and op(B) per tensor on the fly (dynamic, symmetric scales) to each operand's
-// fixed-point format of 2 to 8 bits (ops/fixed_point_format.h), multiplies them on the kernel
+// quantizes op(A) and op(B) on the fly (dynamic scales per tensor, or per column of a per-channel
+// B; symmetric, or with a zero point) to each operand's fixed-point format of 2 to 8 bits
+// (ops/fixed_point_format.h), multiplies them on the kernel
 // table's qs8 tiles in exact integers and dequantizes into f32 C. Int8 training's own products
 // are 8 bits both, real scales, a gradient operand rounded stochastically and the other to
 // nearest. docs/quantization.md ("Int8 training") has the arithmetic; the plain-loop
@@ -23,8 +24,8 @@
 //            k zero_a zero_b) in int64: exact for any k.
 //   output   C = float(double(alpha) * step_a * step_b[j] * acc) + beta * C,
 //            in double then rounded once (beta 0 ignores what C held, as f32_gemm).
-//   special  an operand whose max|X| < 2^-100 (all zeros included) quantizes to zeros, so the
-//            product term is 0; an operand holding a NaN or an Inf makes the whole C NaN (the f32
+//   special  an operand whose max|X| (affine: half range R) < 2^-100 (all zeros included)
+//            quantizes to its zero point, so the product term is 0; an operand holding a NaN or an Inf makes the whole C NaN (the f32
 //            product would be non-finite where it touches them; a NaN everywhere is what a
 //            trainer notices), never a crash or a clipped value.
 // Results are the same on every ISA level and thread count (integer sums; fixed partition).
@@ -63,8 +64,8 @@ struct Int8GemmTrace {
 enum class ChannelAxis : uint8_t { columns, rows };
 
 struct Int8GemmOptions {
-  // Each operand's format: 2 to 8 bits for int8_dynamic_gemm, up to 16 for int16_dynamic_gemm (per
-  // tensor, symmetric), its scale rule and rounding.
+  // Each operand's format: 2 to 8 bits for int8_dynamic_gemm, up to 16 for int16_dynamic_gemm,
+  // its scale rule (per tensor; per column for a per-channel B), zero point and rounding.
   FixedPointFormat a = int8_format(), b = int8_format();
   // The stochastic streams: an operand's key mixes seed, stream, the product's m, n, k, the
   // operand's number (1: A, 2: B), its max|X| and middle element (so two products of one step
@@ -77,7 +78,7 @@ struct Int8GemmOptions {
   // axis) only the fake-quantized product can run (ops/fixed_point_gemm.h routes it there).
   int64_t b_channels = 0;
   ChannelAxis b_channel_axis = ChannelAxis::columns;
-  Isa isa = active_isa();           // whose qs8 tile runs (the references ignore it)
+  Isa isa = active_isa();           // whose qs8 or qs16 tile runs, and the route (the references ignore it)
   Int8GemmTrace* trace = nullptr;   // tests
   // Depth of the cache blocks the tiles run over (a multiple of 4, at most
   // kInt8GemmDepthSlice); tests shrink it to exercise the slicing on small products.
