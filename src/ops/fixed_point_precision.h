@@ -12,7 +12,7 @@
 //             | -flN  a static step 2^-N for every role (fixed point <IL, FL>, N 0..24; values
 //                     past the range saturate)
 //             | -pc   the weights and weight gradients with a scale per output channel (a
-//                     dense layer's unit, a conv's filter); a bias keeps one. Forward runs on
+//                     dense layer's unit, a conv's filter; not with -fl); a bias keeps one. Forward runs on
 //                     the integer tiles (each column's step factors out); dx sums along the
 //                     channels, so it runs fake quantized (f32 sums of the same grid values)
 //             | -zp   the activations with a zero point (affine: the grid spread over
