@@ -55,7 +55,7 @@ Scan scan(const float* x, int64_t count) {
 }
 Scan scan(const std::vector<float>& v) { return scan(v.data(), static_cast<int64_t>(v.size())); }
 
-FixedPointGrid tensor_grid(const FixedPointFormat& f, const Scan& s) {
+FixedPointGrid scanned_grid(const FixedPointFormat& f, const Scan& s) {
   return f.affine ? fixed_point_grid(f, s.min, s.max) : fixed_point_grid(f, -s.max_abs, s.max_abs);
 }
 
@@ -71,7 +71,7 @@ struct Channels {
 // One grid per channel of x[0, count) (its max|x|), or the tensor's.
 std::vector<FixedPointGrid> grids_of(const float* x, int64_t count, const FixedPointFormat& f, const Scan& s,
                                      const Channels& channels) {
-  if (!f.per_channel || channels.count == 0) return {tensor_grid(f, s)};
+  if (!f.per_channel || channels.count == 0) return {scanned_grid(f, s)};
   std::vector<float> max_abs(static_cast<size_t>(channels.count), 0.0f);
   for (int64_t t = 0; t < count; ++t) {
     float& m = max_abs[static_cast<size_t>(channels.of(t))];
@@ -107,7 +107,7 @@ void operand_onto_grid(std::vector<float>& v, const Scan& s, const Int8GemmOptio
                        int64_t n, int64_t k, size_t middle, ThreadPool* pool) {
   const FixedPointFormat& f = operand == 1 ? o.a : o.b;
   const bool stochastic = f.quantized() && f.rounding == Rounding::stochastic;
-  const uint64_t key = stochastic ? int8_rounding_key(o, operand, m, n, k, tensor_grid(f, s).half_range, v[middle]) : 0;
+  const uint64_t key = stochastic ? int8_rounding_key(o, operand, m, n, k, scanned_grid(f, s).half_range, v[middle]) : 0;
   Channels channels;
   if (operand == 2 && f.per_channel) {
     RG_CHECK(o.b_channels > 0, "fixed-point GEMM: a per-channel B without its channel count");
