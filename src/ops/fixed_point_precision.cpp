@@ -145,6 +145,16 @@ Status apply_suffixes(const std::string& text, const std::string& rest, FixedPoi
   return Status();
 }
 
+// The letters of the quantized roles with a zero point, in the order w, a, g, e ("a", "ae").
+std::string zero_point_roles(const FixedPointRoles& roles) {
+  std::string letters;
+  if (roles.weights.quantized() && roles.weights.affine) letters += 'w';
+  if (roles.activations.quantized() && roles.activations.affine) letters += 'a';
+  if (roles.gradients.quantized() && roles.gradients.affine) letters += 'g';
+  if (roles.errors.quantized() && roles.errors.affine) letters += 'e';
+  return letters;
+}
+
 }  // namespace
 
 FixedPointPrecision int8_training_precision() { return FixedPointPrecision{"int8-train", int8_training_roles()}; }
@@ -223,8 +233,7 @@ std::string fixed_point_precision_name(const FixedPointRoles& roles) {
   if (power_of_two) name += "-p2";
   if (fraction_bits >= 0) name += "-fl" + std::to_string(fraction_bits);
   if (roles.weights.per_channel || roles.gradients.per_channel) name += "-pc";
-  std::string zero_points;
-  for (int r = 0; r < 4; ++r) zero_points += named[r]->quantized() && named[r]->affine ? std::string(1, letters[r]) : "";
+  const std::string zero_points = zero_point_roles(roles);
   if (!zero_points.empty()) name += zero_points == "a" ? "-zp" : "-zp" + zero_points;
   if (roles.stored_weights) name += "-sw";
   return name;
@@ -254,8 +263,7 @@ std::string describe_fixed_point(const FixedPointRoles& roles) {
   if (first.scale != ScaleRule::fixed) {
     scales += per_channel ? " per output channel (" + channel_roles + "), the rest per tensor" : " per tensor";
   }
-  std::string zero_points;
-  for (int r = 0; r < 4; ++r) zero_points += named[r]->quantized() && named[r]->affine ? std::string(1, letters[r]) : "";
+  const std::string zero_points = zero_point_roles(roles);
   if (!zero_points.empty()) scales += ", zero points (" + zero_points + ")";
   const ProductRoute forward = product_route(roles.activations, roles.weights, ChannelAxis::columns);
   const ProductRoute weight_grad = product_route(roles.activations, roles.errors);

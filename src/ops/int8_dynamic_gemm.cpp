@@ -427,7 +427,6 @@ void add_row_sums(const Q* a_block, int64_t rows, int64_t kc, int64_t ld, int64_
   }
 }
 
-// C's rows [i0, i0 + rows) from their sums of qa qb (`acc`, row stride npad) and qa's row sums.
 // double(x) for |x| < 2^51 without a scalar conversion (SSE2 has no packed one from int64): x's
 // bits added to those of 1.5 * 2^52 are the double 1.5 * 2^52 + x, exactly; the subtraction
 // leaves x. The same value as static_cast<double>(x).
@@ -438,6 +437,7 @@ inline double small_int64_to_double(int64_t x) {
   return d - 6755399441055744.0;
 }
 
+// C's rows [i0, i0 + rows) from their sums of qa qb (`acc`, row stride npad) and qa's row sums.
 void write_rows(const Dequant& d, int64_t i0, int64_t rows, int64_t n, int64_t npad, int64_t* acc,
                 const int64_t* row_sums, float* c, int64_t ldc, int64_t* sums) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -528,13 +528,15 @@ int32_t range_max_bits(const float* x, int64_t size, ThreadPool* pool) {
 struct MinMax {
   float min = 0, max = 0;
 };
+// Starts at 0 (the grid spans min(0, min X) and max(0, max X) anyway); rows on the vector kernel.
 MinMax matrix_min_max(const float* x, int64_t rows, int64_t cols, int64_t ld) {
   MinMax r;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) {
-      r.min = std::min(r.min, x[i * ld + j]);
-      r.max = std::max(r.max, x[i * ld + j]);
-    }
+  for (int64_t i = 0; i < rows; ++i) {
+    float lo, hi;
+    f32_vector().min_max(cols, x + i * ld, &lo, &hi);
+    r.min = std::min(r.min, lo);
+    r.max = std::max(r.max, hi);
+  }
   return r;
 }
 
