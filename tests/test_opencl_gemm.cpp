@@ -1,6 +1,7 @@
 // kernels/gemm.cl on every OpenCL device found: every configuration against gemm_ref and against
 // the others' bits, the split over K, and the tuning's search, cache file and choice by shape.
 // Without a device the device tests are skipped and say why (PoCL runs them in CI).
+#include <algorithm>
 #include <fstream>
 
 #include "opencl/gemm.h"
@@ -352,10 +353,13 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
   GemmTuning tuning;
   tuning.size = 256;
   for (int t = 0; t < 4; ++t) tuning.rates[t] = {{gemm_candidates()[t], 10.5 + t}, {gemm_candidates()[5], 2.25}};
+  tuning.products = {{"NN/64x32x16/s1", gemm_candidates()[3]}, {"TN/9x8x4096/s4/v/c0123abcd", gemm_candidates()[10]}};
   const std::string text = gemm_tuning_text(device, tuning);
   auto back = parse_gemm_tuning(device, text, "cache.txt");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back.value().size, 256);
+  ASSERT_EQ(back.value().products.size(), 2u);
+  EXPECT_EQ(back.value().products.at("TN/9x8x4096/s4/v/c0123abcd").name(), gemm_candidates()[10].name());
   for (int t = 0; t < 4; ++t) {
     ASSERT_EQ(back.value().rates[t].size(), 2u);
     EXPECT_EQ(back.value().rates[t][0].config.name(), gemm_candidates()[t].name());
@@ -380,6 +384,9 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
       {replace_line(4, "NN 64x64x16/16x16/v3 5"), "cache.txt:4: GEMM configuration '64x64x16/16x16/v3'"},
       {replace_line(4, "XY 64x64x16/16x16/v1 5"), "cache.txt:4: unknown transposes 'XY'"},
       {replace_line(4, "NN 64x64x16/16x16/v1 nan"), "cache.txt:4: want 'NN|NT|TN|TT CONFIG GFLOPS'"},
+      {replace_line(5, "product NN/1x1x1/s1"), "cache.txt:5: want 'product KEY CONFIG'"},
+      {replace_line(5, "product NN/1x1x1/s1 64x64x16/16x16/v1 7"), "cache.txt:5: want 'product KEY CONFIG'"},
+      {replace_line(5, "product NN/1x1x1/s1 64x64x16/16x16/v3"), "cache.txt:5: GEMM configuration '64x64x16/16x16/v3'"},
       {text.substr(0, line_of(4)), "cache.txt: no rate for NN"},
       {text.substr(0, line_of(2)), "cache.txt: truncated after line 1"},
   };
@@ -420,6 +427,43 @@ TEST(OpenclGemmTuning, TheDeviceReadsItsCacheFileOrSaysWhyNot) {
   EXPECT_NE(refused.source.find("not tuned (RETROGRAD_CL_GEMM_TUNE=0)"), std::string::npos) << refused.source;
   EXPECT_NE(refused.source.find(path + ":1: not a GEMM tuning file"), std::string::npos) << refused.source;
   EXPECT_EQ(refused.rates[0].size(), gemm_candidates().size()) << "every candidate, untuned";
+  device.gemm_tuning_slot().reset();  // later tests derive it again under their own environment
+}
+
+// On a tuned device a product's first call times the ranking's first three configurations on the
+// product itself and keeps the fastest, in the tuning and its cache file; the next call and the
+// next run take it from there. The trial's launches write what the product writes (the same bits);
+// a product that reads its own output (one slice, beta != 0) cannot run twice and is not timed.
+TEST(OpenclGemmTuning, AProductIsTimedOnItselfOnceAndItsChoiceCached) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  ScopedEnv cache("RETROGRAD_CACHE", temp_dir());
+  ScopedEnv never("RETROGRAD_CL_GEMM_TUNE", "0");
+  GemmTuning written;
+  written.size = 256;
+  for (auto& rates : written.rates) rates = {{gemm_candidates()[2], 90}, {gemm_candidates()[9], 80}, {gemm_candidates()[11], 70}, {gemm_candidates()[13], 60}};
+  {
+    std::ofstream(gemm_tuning_path(device)) << gemm_tuning_text(device, written);
+  }
+  device.gemm_tuning_slot().reset();
+  Rng rng(7);
+  check_gemm(device, {70, 33, 40, 1, 1.0f, 0.0f}, Trans::no, Trans::yes, nullptr, false, rng);
+  ASSERT_EQ(gemm_tuning(device).products.size(), 1u);
+  const auto& [key, chosen] = *gemm_tuning(device).products.begin();
+  EXPECT_EQ(key, "NT/70x33x40/s1");
+  const int units = static_cast<int>(device.info().compute_units);
+  const std::vector<GemmConfig> ranked =
+      rank_gemm_configs(written.rates[1], GemmShape{Trans::no, Trans::yes, 70, 33, 40, 41, 41, 34}, units, 256, units);
+  EXPECT_NE(std::find(ranked.begin(), ranked.begin() + 3, chosen), ranked.begin() + 3)
+      << chosen.name() << ": not among the ranking's first three";
+  check_gemm(device, {70, 33, 40, 1, 1.0f, 0.0f}, Trans::no, Trans::yes, nullptr, true, rng);
+  check_gemm(device, {50, 20, 30, 0, 1.0f, 1.0f}, Trans::no, Trans::no, nullptr, false, rng);  // beta 1
+  EXPECT_EQ(gemm_tuning(device).products.size(), 1u) << "timed once; beta 1 on one slice not at all";
+  device.gemm_tuning_slot().reset();
+  const GemmTuning& read = gemm_tuning(device);
+  EXPECT_EQ(read.source.rfind("read from ", 0), 0u) << read.source;
+  ASSERT_EQ(read.products.count(key), 1u) << "the choice is in the cache file";
+  EXPECT_EQ(read.products.at(key).name(), chosen.name());
   device.gemm_tuning_slot().reset();  // later tests derive it again under their own environment
 }
 

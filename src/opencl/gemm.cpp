@@ -3,10 +3,12 @@
 #include "opencl/gemm.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "base/serial.h"
 #include "opencl/gemm_tuning.h"
 #include "opencl/kernel_args.h"
 #include "opencl/launch_1d.h"
@@ -21,11 +23,14 @@ using detail::matrix_extent;
 // and B at multiples of 4 words, row strides too) and wholly inside or wholly outside the
 // matrix along M (TRANS_A) or N (!TRANS_B), the directions whose edges it clamps a float4 at;
 // not for the implicit convolution (`defines` set), whose op(A) or op(B) is no matrix.
+bool operands_allow_vector_loads(const GemmShape& s, DeviceSpan a, DeviceSpan b, const std::string& defines) {
+  const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
+  return defines.empty() && a.offset % 4 == 0 && b.offset % 4 == 0 && s.lda % 4 == 0 && s.ldb % 4 == 0 &&
+         (!ta || s.m % 4 == 0) && (tb || s.n % 4 == 0);
+}
 bool vector_loads_fit(const GemmShape& s, const GemmConfig& config, DeviceSpan a, DeviceSpan b,
                       const std::string& defines) {
-  const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
-  return defines.empty() && config.quads_fit() && a.offset % 4 == 0 && b.offset % 4 == 0 && s.lda % 4 == 0 &&
-         s.ldb % 4 == 0 && (!ta || s.m % 4 == 0) && (tb || s.n % 4 == 0);
+  return config.quads_fit() && operands_allow_vector_loads(s, a, b, defines);
 }
 
 // `defines`: more build options (the implicit convolution's geometry), after the configuration's.
@@ -96,16 +101,61 @@ Result<Event> launch_gemm(Device& device, const Kernel& kernel, const GemmShape&
   return device.run(kernel, 3, global, local);
 }
 
-// The configuration: the one given, else the tuning's choice for one slice's shape with the
-// compute units the other slices leave it; one the device cannot build or run is dropped from
-// the tuning for good (a failed build is not cached, so it would be tried again every call).
-// `a` and `b` decide whether the chosen configuration reads float4s (vector_loads_fit).
+// What a product's timed choice is kept under: transposes, one slice's m x n x k, the slices,
+// whether float4 reads fit the operands, and the implicit convolution's geometry (hashed).
+std::string product_key(const GemmShape& slice_shape, int64_t slices, bool vloads, const std::string& defines) {
+  const bool ta = slice_shape.trans_a == Trans::yes, tb = slice_shape.trans_b == Trans::yes;
+  return std::string(ta ? "T" : "N") + (tb ? "T" : "N") + "/" + std::to_string(slice_shape.m) + "x" +
+         std::to_string(slice_shape.n) + "x" + std::to_string(slice_shape.k) + "/s" + std::to_string(slices) +
+         (vloads ? "/v" : "") + (defines.empty() ? "" : "/c" + fnv1a_hex(defines));
+}
+
+// Runs the product's main launch with a configuration and its kernel: the trial below times it.
+using TrialLaunch = std::function<Result<Event>(const GemmConfig&, const Kernel&)>;
+
+// Median device seconds of 3 launches after a warm-up.
+Result<double> time_trial(const TrialLaunch& launch, const GemmConfig& config, const Kernel& kernel) {
+  std::vector<double> seconds;
+  for (int r = 0; r < 4; ++r) {
+    RG_ASSIGN(const Event event, launch(config, kernel));
+    RG_ASSIGN(const double s, event.seconds());
+    if (r > 0) seconds.push_back(s);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[1];
+}
+
+// The first kTrialConfigs of the ranking, each timed on the product itself: the fastest (the
+// ranking's first when none runs). All configurations write the same bits, so the trial's
+// writes are what the product writes anyway.
+constexpr size_t kTrialConfigs = 3;
+GemmConfig timed_choice(Device& device, const std::vector<GemmConfig>& ranked, const GemmShape& slice_shape,
+                        DeviceSpan a, DeviceSpan b, const std::string& defines, const TrialLaunch& launch) {
+  GemmConfig best = ranked.front();
+  double best_seconds = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < std::min(kTrialConfigs, ranked.size()); ++i) {
+    const bool vload = vector_loads_fit(slice_shape, ranked[i], a, b, defines);
+    auto kernel = f32_gemm_kernel(device, slice_shape, ranked[i], vload, defines);
+    if (!kernel.ok()) continue;
+    auto seconds = time_trial(launch, ranked[i], *kernel.value());
+    if (seconds.ok() && seconds.value() < best_seconds) best_seconds = seconds.value(), best = ranked[i];
+  }
+  return best;
+}
+
+// The configuration: the one given; else, on a tuned device, this product's timed choice (kept
+// in the tuning and its cache file; timed now with `trial` on its first call, where the caller
+// can run the product more than once: null where it cannot); else the ranking's first. One the
+// device cannot build or run is dropped from the tuning for good (a failed build is not cached,
+// so it would be tried again every call). `a` and `b` decide whether it reads float4s.
 Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShape& slice_shape, int64_t slices,
                                                   const GemmConfig* given, DeviceSpan a, DeviceSpan b,
-                                                  const std::string& defines) {
+                                                  const std::string& defines, const TrialLaunch& trial) {
+  auto build = [&](const GemmConfig& config) {
+    return f32_gemm_kernel(device, slice_shape, config, vector_loads_fit(slice_shape, config, a, b, defines), defines);
+  };
   if (given != nullptr) {
-    const bool vload = vector_loads_fit(slice_shape, *given, a, b, defines);
-    RG_ASSIGN(const Kernel* kernel, f32_gemm_kernel(device, slice_shape, *given, vload, defines));
+    RG_ASSIGN(const Kernel* kernel, build(*given));
     return std::make_pair(*given, kernel);
   }
   const bool ta = slice_shape.trans_a == Trans::yes, tb = slice_shape.trans_b == Trans::yes;
@@ -113,11 +163,22 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
   std::vector<GemmRate>& rates = tuning.rates[ta * 2 + tb];
   const int all_units = static_cast<int>(std::max<uint32_t>(1, device.info().compute_units));
   const int units = static_cast<int>(std::max<int64_t>(1, all_units / slices));
+  const std::string key =
+      product_key(slice_shape, slices, operands_allow_vector_loads(slice_shape, a, b, defines), defines);
+  if (auto kept = tuning.products.find(key); kept != tuning.products.end()) {
+    if (auto kernel = build(kept->second); kernel.ok()) return std::make_pair(kept->second, kernel.value());
+    tuning.products.erase(kept);
+  }
   std::string refused;
   while (!rates.empty()) {
-    const GemmConfig chosen = choose_gemm_config(rates, slice_shape, units, tuning.size, all_units);
-    auto kernel = f32_gemm_kernel(device, slice_shape, chosen, vector_loads_fit(slice_shape, chosen, a, b, defines), defines);
-    if (kernel.ok()) return std::make_pair(chosen, kernel.value());
+    const std::vector<GemmConfig> ranked = rank_gemm_configs(rates, slice_shape, units, tuning.size, all_units);
+    const bool timed = tuning.size > 0 && trial;
+    const GemmConfig chosen = timed ? timed_choice(device, ranked, slice_shape, a, b, defines, trial) : ranked.front();
+    auto kernel = build(chosen);
+    if (kernel.ok()) {
+      if (timed) remember_product_choice(device, key, chosen);
+      return std::make_pair(chosen, kernel.value());
+    }
     refused += (refused.empty() ? "" : "; ") + kernel.status().message();
     // A plain product's refusal holds for the device; a variant's (the implicit conv) only for
     // itself: its caller falls back to the plain path.
@@ -143,21 +204,26 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
   slices = slices <= 1 ? 1 : (s.k + slice_len - 1) / slice_len;
   GemmShape slice_shape = s;
   slice_shape.k = std::min(s.k, slice_len);
-  RG_ASSIGN(const auto picked, pick(device, slice_shape, slices, how.config, a, b, defines));
   RG_TRY(check_epilogue(how.epilogue, s.n));
-  if (slices == 1)
-    return launch_gemm(device, *picked.second, s, picked.first, 1, slice_len, alpha, a, b, beta, c, how.epilogue);
-
-  if (slices * s.m * s.n > scratch) {
+  if (slices > 1 && slices * s.m * s.n > scratch) {
     return Status::error(device.label() + ": f32_gemm in " + std::to_string(slices) + " slices needs " +
                          std::to_string(slices * s.m * s.n) + " floats of GEMM scratch, the device has " +
                          std::to_string(scratch) + " (reserve_gemm_scratch)");
   }
-  const DeviceSpan partials = device.gemm_scratch_slot()->f32(0, slices * s.m * s.n);
+  // The main launch: the whole product into c, or the slices' partials into the scratch. It may
+  // run more than once (a trial) unless it reads what it writes (one slice, beta != 0).
+  const DeviceSpan partials = slices > 1 ? device.gemm_scratch_slot()->f32(0, slices * s.m * s.n) : DeviceSpan{};
   GemmShape packed = s;
   packed.ldc = s.n;
-  RG_TRY(launch_gemm(device, *picked.second, packed, picked.first, slices, slice_len, 1.0f, a, b, 0.0f, partials, {})
-             .status());
+  const TrialLaunch main_launch = [&](const GemmConfig& config, const Kernel& kernel) {
+    return slices == 1 ? launch_gemm(device, kernel, s, config, 1, slice_len, alpha, a, b, beta, c, how.epilogue)
+                       : launch_gemm(device, kernel, packed, config, slices, slice_len, 1.0f, a, b, 0.0f, partials, {});
+  };
+  const bool repeatable = slices > 1 || beta == 0.0f;
+  RG_ASSIGN(const auto picked,
+            pick(device, slice_shape, slices, how.config, a, b, defines, repeatable ? main_launch : TrialLaunch()));
+  if (slices == 1) return main_launch(picked.first, *picked.second);
+  RG_TRY(main_launch(picked.first, *picked.second).status());
   const EpilogueArgs e = epilogue_args(how.epilogue, c);
   const bool vload = vector_loads_fit(slice_shape, picked.first, a, b, defines);  // the product's program
   return detail::launch_1d(device, "gemm.cl", "f32_gemm_sum_slices", options(device, s, picked.first, vload, defines),

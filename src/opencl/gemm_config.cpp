@@ -63,13 +63,16 @@ const std::vector<GemmConfig>& gemm_candidates() {
   // tile_m, tile_n, tile_k, threads_m, threads_n, vec, prefetch. The two 8x16 / 16x8-a-item
   // tiles first: on the H200 128x256x8 ran 48.6 TFLOP/s at 4096 against 46.5 for 128x128x8
   // (fewer local reads a multiply-add, one work-group a compute unit); the small ones stay for
-  // small products. Left out as dominated everywhere on the H100 and H200: 64x64x16/16x16/v4/p
-  // (by 64x64x16/8x8/v4/p) and 32x32x16/8x8/v1 (by its v4 form).
+  // small products. 64x64x16/16x16/v4/p (4 x 4 sums an item) loses to 64x64x16/8x8/v4/p in the
+  // square search but wins where a product has few tiles (resnet20's 7x7x64 layers at batch
+  // 256: 196 work-groups of 64 items leave the H200's 132 units short of warps; without it their
+  // forward took 0.090 ms, not 0.059); 32x32x16/8x8/v1 likewise for narrow weight gradients.
   static const std::vector<GemmConfig> candidates = {
       {128, 256, 8, 16, 16, 4, true},  {256, 128, 8, 16, 16, 4, true},  {128, 128, 8, 16, 16, 4, true},
       {128, 128, 16, 16, 16, 4, true}, {128, 128, 16, 16, 16, 4, false}, {128, 128, 8, 16, 16, 2, true},
-      {128, 64, 16, 16, 16, 4, true},  {64, 128, 16, 16, 16, 4, true},   {64, 64, 16, 8, 8, 4, true},
-      {64, 64, 16, 16, 16, 1, false},  {32, 32, 16, 8, 8, 4, true},      {16, 16, 16, 4, 4, 1, false},
+      {128, 64, 16, 16, 16, 4, true},  {64, 128, 16, 16, 16, 4, true},   {64, 64, 16, 16, 16, 4, true},
+      {64, 64, 16, 8, 8, 4, true},     {64, 64, 16, 16, 16, 1, false},  {32, 32, 16, 8, 8, 4, true},
+      {32, 32, 16, 8, 8, 1, false},    {16, 16, 16, 4, 4, 1, false},
   };
   return candidates;
 }
@@ -89,19 +92,25 @@ double tile_fill(const GemmConfig& c, int64_t m, int64_t n, int compute_units) {
 
 }  // namespace
 
-const GemmConfig& choose_gemm_config(const std::vector<GemmRate>& rates, const GemmShape& shape, int compute_units,
-                                     int tuned_size, int tuned_units) {
+std::vector<GemmConfig> rank_gemm_configs(const std::vector<GemmRate>& rates, const GemmShape& shape,
+                                          int compute_units, int tuned_size, int tuned_units) {
   RG_CHECK(!rates.empty(), "no GEMM configurations to choose from");
-  const GemmRate* best = nullptr;
-  double best_score = -1;
+  std::vector<std::pair<double, const GemmConfig*>> scored;
   for (const GemmRate& r : rates) {
     const GemmConfig& c = r.config;
     double rate = r.gflops > 0 ? r.gflops : std::sqrt(static_cast<double>(c.tile_m) * c.tile_n);
     if (r.gflops > 0 && tuned_size > 0) rate /= tile_fill(c, tuned_size, tuned_size, tuned_units);
-    const double score = rate * tile_fill(c, shape.m, shape.n, compute_units);
-    if (score > best_score) best_score = score, best = &r;
+    scored.emplace_back(rate * tile_fill(c, shape.m, shape.n, compute_units), &c);
   }
-  return best->config;
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::vector<GemmConfig> ranked;
+  for (const auto& [score, config] : scored) ranked.push_back(*config);
+  return ranked;
+}
+
+GemmConfig choose_gemm_config(const std::vector<GemmRate>& rates, const GemmShape& shape, int compute_units,
+                              int tuned_size, int tuned_units) {
+  return rank_gemm_configs(rates, shape, compute_units, tuned_size, tuned_units).front();
 }
 
 bool device_has_fma(const Device& device) {

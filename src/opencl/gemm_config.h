@@ -48,8 +48,12 @@ struct GemmRate {
 // `tuned_size` > 0: the rates were measured on that square product with `tuned_units` compute
 // units, and are first divided by the same two shares there (the search's own product leaves
 // some units idle under the biggest tiles: 128 tiles of 128x256 at 2048 on 132 units).
-const GemmConfig& choose_gemm_config(const std::vector<GemmRate>& rates, const GemmShape& shape, int compute_units,
-                                     int tuned_size = 0, int tuned_units = 0);
+GemmConfig choose_gemm_config(const std::vector<GemmRate>& rates, const GemmShape& shape, int compute_units,
+                              int tuned_size = 0, int tuned_units = 0);
+// Every configuration of `rates` in choose_gemm_config's order, its choice first (a tie keeps
+// the rates' order): the candidates a product's own timing tries (gemm.cpp).
+std::vector<GemmConfig> rank_gemm_configs(const std::vector<GemmRate>& rates, const GemmShape& shape,
+                                          int compute_units, int tuned_size = 0, int tuned_units = 0);
 
 // True when the device has a hardware single-precision fused multiply-add (CL_FP_FMA).
 bool device_has_fma(const Device& device);

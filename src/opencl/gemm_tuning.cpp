@@ -89,6 +89,12 @@ GemmTuning untuned(const std::string& why) {
   return t;
 }
 
+Status write_tuning(const Device& device, const GemmTuning& tuning) {
+  const std::string text = gemm_tuning_text(device, tuning);
+  RG_TRY(make_directories(cache_folder()));
+  return write_file_atomic(gemm_tuning_path(device), std::vector<uint8_t>(text.begin(), text.end()));
+}
+
 }  // namespace
 
 Result<GemmTuning> tune_gemm(Device& device, const GemmTuneOptions& options) {
@@ -142,6 +148,7 @@ std::string gemm_tuning_text(const Device& device, const GemmTuning& tuning) {
   out << kTuningFileMagic << "\nfor " << tuning_identity(device) << "\nsize " << tuning.size << "\n";
   for (int t = 0; t < 4; ++t)
     for (const GemmRate& r : tuning.rates[t]) out << kTransNames[t] << " " << r.config.name() << " " << r.gflops << "\n";
+  for (const auto& [key, config] : tuning.products) out << "product " << key << " " << config.name() << "\n";
   return out.str();
 }
 
@@ -168,8 +175,16 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
         return bad("want 'size N' with N > 0, got '" + line + "'");
       continue;
     }
+    if (line.rfind("product ", 0) == 0) {
+      if (!(fields >> key >> key >> name) || (fields >> rest))
+        return bad("want 'product KEY CONFIG', got '" + line + "'");
+      auto config = parse_gemm_config(name);
+      if (!config.ok()) return bad(config.status().message());
+      tuning.products[key] = config.value();
+      continue;
+    }
     if (!(fields >> key >> name >> gflops) || (fields >> rest) || !(gflops > 0))
-      return bad("want 'NN|NT|TN|TT CONFIG GFLOPS' with GFLOPS > 0, got '" + line + "'");
+      return bad("want 'NN|NT|TN|TT CONFIG GFLOPS' with GFLOPS > 0 or 'product KEY CONFIG', got '" + line + "'");
     const auto t = std::find(std::begin(kTransNames), std::end(kTransNames), key) - std::begin(kTransNames);
     if (t == 4) return bad("unknown transposes '" + key + "' (NN, NT, TN or TT)");
     auto config = parse_gemm_config(name);
@@ -207,11 +222,15 @@ GemmTuning& gemm_tuning(Device& device) {
   }
   slot = std::make_unique<GemmTuning>(tuned.take());
   slot->source += cache_note;
-  const std::string text = gemm_tuning_text(device, *slot);
-  Status made = make_directories(cache_folder());
-  if (made.ok()) made = write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
-  slot->source += made.ok() ? "; written to " + path : "; not cached: " + made.message();
+  const Status made = write_tuning(device, *slot);
+  slot->source += made.ok() ? "; written to " + gemm_tuning_path(device) : "; not cached: " + made.message();
   return *slot;
+}
+
+void remember_product_choice(Device& device, const std::string& key, const GemmConfig& config) {
+  GemmTuning& tuning = gemm_tuning(device);
+  tuning.products[key] = config;
+  (void)write_tuning(device, tuning);  // unwritten: timed again next run, nothing else lost
 }
 
 }  // namespace rg::ocl

@@ -1,12 +1,14 @@
 // The start-up search for the fastest kernels/gemm.cl configuration on a device: every
 // candidate timed on a square product for each pair of transposes, the rates cached on disk
-// per device, driver and kernel source, and read back by later runs (issue 9).
+// per device, driver and kernel source, and read back by later runs (issue 9); with them each
+// product's own timed choice (gemm.cpp), kept in the same file.
 //
 // RETROGRAD_CL_GEMM_TUNE: unset or "auto" tunes GPUs and accelerators (a CPU device such as PoCL
 // keeps the untuned choice: its kernels' speed is no claim); "1" tunes any device; "0" never.
 // The cache: cache_folder()/opencl-gemm-<device and driver tag>.txt (base/files.h).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,9 @@ class Device;
 struct GemmTuning {
   int size = 0;                    // the square size timed (0: nothing measured)
   std::vector<GemmRate> rates[4];  // by transposes, index trans_a * 2 + trans_b; best first
+  // The fastest configuration of each product timed on itself (gemm.cpp's product_key): the
+  // square search's rates misjudge products of few tiles (how many items keep a unit busy).
+  std::map<std::string, GemmConfig> products;
   std::string source;              // how it was found, for the log: "tuned now ...", "read from ..."
 };
 
@@ -41,6 +46,10 @@ Result<GemmTuning> tune_gemm(Device& device, const GemmTuneOptions& options = {}
 std::string gemm_tuning_path(const Device& device);
 std::string gemm_tuning_text(const Device& device, const GemmTuning& tuning);
 Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& text, const std::string& file);
+
+// Keeps `config` as the product `key`'s choice, in the tuning and in its cache file (rewritten
+// whole; a file that cannot be written costs nothing but the next run's timing again).
+void remember_product_choice(Device& device, const std::string& key, const GemmConfig& config);
 
 // The tuning f32_gemm uses: kept with the device after the first call; else read from the cache
 // file; else searched now (RETROGRAD_CL_GEMM_TUNE) and written there; else every candidate
