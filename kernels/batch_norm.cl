@@ -1,8 +1,9 @@
 // Batch normalisation over the innermost dimension of x [rows, channels] (rows = n h w of NHWC
 // images, or n of [n, f] features), as src/nn/batch_norm.cpp computes it. Statistics: each block
 // of 64 rows' mean and M2 (squared deviations about that mean) in float, then the blocks merged
-// into double in block order (the CPU's channel_stats); gradient sums: float sums over the blocks,
-// added into double in block order (its channel_sums): the CPU's bits; the rest in double, as the
+// into double in block order within groups of 64 blocks, the groups in group order (the CPU's
+// channel_stats); gradient sums: float sums over the blocks, added into double the same way (its
+// channel_sums): the CPU's bits; the rest in double, as the
 // CPU. Elementwise kernels: one item per element, recomputing the channel's float
 // constants from the double statistics as the CPU does. `saved` is double [4 channels]: mean and
 // inv_std (forward), sum dy and sum dy xhat (backward), then the block partials (floats). Needs
@@ -12,7 +13,8 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #include "fused_activation.h"
 
-#define ROW_BLOCK 64u  // batch_norm.cpp's kRowBlock
+#define ROW_BLOCK 64u    // batch_norm.cpp's kStatsRowBlock
+#define BLOCK_GROUP 64u  // batch_norm.cpp's kStatsBlockGroup
 
 // inv_std in inference: from the running variance (the CPU's bits).
 inline double inference_inv_std(float running_var, double eps) { return 1.0 / sqrt((double)running_var + eps); }
@@ -25,8 +27,8 @@ inline float2 channel_affine(double gamma, double beta, double mean, double inv_
 
 // The statistics and sums run in two steps so that every row block is worked at once: one item
 // per (row block, channel) takes its block in float, in row order (f32_batch_norm_block_sums),
-// then one work-group per channel merges the blocks into double in block order (the finish
-// kernels): the CPU's operations, in its order. The partials live in `saved` after its 4 channels
+// then one work-group per channel merges the blocks into double, an item a group of 64 blocks,
+// then the groups in order (the finish kernels): the CPU's operations, in its order. The partials live in `saved` after its 4 channels
 // doubles, as floats [2][blocks][channels] (pass 0: the block's mean, sum x / rows, and its M2,
 // sum (x - that mean)^2; pass 1: sum dy and sum dy xhat).
 __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __global const float* x, uint x_offset,
@@ -60,77 +62,104 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
   out[block_count * channels + i] = p1;
 }
 
-// Stages blocks [b0, b0 + count) of both passes' partials ([2][blocks][channels] floats) of channel
-// c into tile[k] and tile[share + k], the work-group's items taking every items-th block.
-inline void stage_block_pair(__global const float* blocks, uint block_count, uint channels, uint c, uint b0,
-                             uint count, __local float* tile, uint share) {
-  for (uint k = get_local_id(0); k < count; k += get_local_size(0)) {
-    tile[k] = blocks[(b0 + k) * channels + c];
-    tile[share + k] = blocks[(block_count + b0 + k) * channels + c];
+// Channel c's partials of blocks [b0, b1) of both passes ([2][blocks][channels] floats), each
+// added into double in block order from 0: one group's sums (the CPU's channel_sums).
+inline void group_sums(__global const float* blocks, uint block_count, uint channels, uint c, uint b0, uint b1,
+                       double* first, double* second) {
+  double s0 = 0.0, s1 = 0.0;
+  for (uint b = b0; b < b1; ++b) {
+    s0 = s0 + (double)blocks[b * channels + c];
+    s1 = s1 + (double)blocks[(block_count + b) * channels + c];
   }
+  *first = s0;
+  *second = s1;
 }
 
-// Sums over the blocks of both passes' partials ([2][blocks][channels] floats) for channel c, each
-// in double in block order, by the work-group of channel c: its items stage the blocks' sums in
-// local memory (tile, `capacity` floats, half each) and item 0 adds them, two independent chains
-// fed from local memory instead of one item's strided global loads (cnn's batch norms at batch 256
-// sum 3136 blocks: 170 us a launch on the H100 that way). Item 0's results; every item must call
-// it (barriers).
-void block_totals(__global const float* blocks, uint block_count, uint channels, uint c, __local float* tile,
+// Sums over the blocks of both passes' partials for channel c, by the work-group of channel c:
+// each item sums whole groups of BLOCK_GROUP blocks (group_sums) into local memory, then item 0
+// adds the groups' sums in group order, in rounds of what `tile` (`capacity` floats: two
+// doubles a group) holds. The chain of dependent adds is a group long, then a group count, not
+// a block count (resnet20's at batch 256: 3136 blocks, 26 us a launch on the H200 one a block).
+// Item 0's results; every item must call it (barriers).
+void block_totals(__global const float* blocks, uint block_count, uint channels, uint c, __local double* tile,
                   uint capacity, double* first, double* second) {
-  const uint share = capacity / 2;
+  const uint item = get_local_id(0), items = get_local_size(0), share = capacity / 4;
+  const uint group_count = (block_count + BLOCK_GROUP - 1) / BLOCK_GROUP;
   double total0 = 0.0, total1 = 0.0;
-  for (uint b0 = 0; b0 < block_count; b0 += share) {
-    const uint count = min(share, block_count - b0);
-    stage_block_pair(blocks, block_count, channels, c, b0, count, tile, share);
+  for (uint g0 = 0; g0 < group_count; g0 += share) {
+    const uint count = min(share, group_count - g0);
+    for (uint k = item; k < count; k += items) {
+      const uint b0 = (g0 + k) * BLOCK_GROUP;
+      double s0, s1;
+      group_sums(blocks, block_count, channels, c, b0, min(block_count, b0 + BLOCK_GROUP), &s0, &s1);
+      tile[2 * k] = s0;
+      tile[2 * k + 1] = s1;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (get_local_id(0) == 0) {
+    if (item == 0) {
       for (uint k = 0; k < count; ++k) {
-        total0 = total0 + (double)tile[k];
-        total1 = total1 + (double)tile[share + k];
+        total0 = total0 + tile[2 * k];
+        total1 = total1 + tile[2 * k + 1];
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next one is loaded
+    barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next round writes it
   }
   *first = total0;
   *second = total1;
 }
 
-// Channel c's mean and M2 over every row from the blocks' (pass 0), merged in double in block order
-// by Chan, Golub and LeVeque's update (the CPU's channel_stats, the same operations), by item 0 of
-// the work-group of channel c: its items stage the blocks' means and M2s in local memory and each
-// block's weights (w = added / (before + added), v = before w: they depend on the block alone), so
-// item 0's chain holds only the update (a double division a block in that chain took cnn's batch
-// norms at batch 256, 3136 blocks, ~150 us a launch on the H200). scratch's `capacity` floats: per
-// staged block 2 doubles, then 2 floats (doubles first, at the buffer's start: a __local double
-// argument is 8-byte aligned, a float one need not be, and NVIDIA's H200 faults on a misaligned
-// double). Item 0's result; every item must call it (barriers).
-void block_stats(__global const float* blocks, uint rows, uint channels, uint c, __local double* scratch,
-                 uint capacity, double* mean, double* m2) {
-  const uint item = get_local_id(0), items = get_local_size(0), share = capacity / 6;
-  __local double* weights = scratch;                          // [share][2]: w, v
-  __local float* tile = (__local float*)(scratch + 2 * share);  // [2][share]: means, M2s
-  const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+// Chan, Golub and LeVeque's update (batch_norm.cpp's chan_merge): mean and m2 of `before` values
+// merged with a part of `added` values of mean part_mean and M2 part_m2.
+inline void chan_merge(double before, double added, double part_mean, double part_m2, double* mean, double* m2) {
+  const double w = added / (before + added), v = before * w;
+  const double delta = part_mean - *mean;
+  *mean = *mean + delta * w;
+  *m2 = *m2 + (part_m2 + delta * delta * v);
+}
+
+// Channel c's mean and M2 over the rows of blocks [b0, b1) (one group) from the blocks' means and
+// M2s (pass 0), merged from 0 in block order.
+inline void group_stats(__global const float* blocks, uint rows, uint block_count, uint channels, uint c, uint b0,
+                        uint b1, double* mean, double* m2) {
   double mu = 0.0, sum2 = 0.0;
-  for (uint b0 = 0; b0 < block_count; b0 += share) {
-    const uint count = min(share, block_count - b0);
-    stage_block_pair(blocks, block_count, channels, c, b0, count, tile, share);
+  for (uint b = b0; b < b1; ++b) {
+    const uint r0 = b * ROW_BLOCK;
+    chan_merge((double)(r0 - b0 * ROW_BLOCK), (double)(min(rows, r0 + ROW_BLOCK) - r0), (double)blocks[b * channels + c],
+               (double)blocks[(block_count + b) * channels + c], &mu, &sum2);
+  }
+  *mean = mu;
+  *m2 = sum2;
+}
+
+// Channel c's mean and M2 over every row (pass 0's partials), by the work-group of channel c: each
+// item merges whole groups of BLOCK_GROUP blocks (group_stats) into local memory, then item 0
+// merges the groups in group order (the CPU's channel_stats, the same operations), in rounds of
+// what `tile` (`capacity` floats: two doubles a group) holds. Item 0's result; every item must
+// call it (barriers).
+void block_stats(__global const float* blocks, uint rows, uint channels, uint c, __local double* tile,
+                 uint capacity, double* mean, double* m2) {
+  const uint item = get_local_id(0), items = get_local_size(0), share = capacity / 4;
+  const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+  const uint group_count = (block_count + BLOCK_GROUP - 1) / BLOCK_GROUP, group_rows = BLOCK_GROUP * ROW_BLOCK;
+  double mu = 0.0, sum2 = 0.0;
+  for (uint g0 = 0; g0 < group_count; g0 += share) {
+    const uint count = min(share, group_count - g0);
     for (uint k = item; k < count; k += items) {
-      const uint r0 = (b0 + k) * ROW_BLOCK;
-      const double before = (double)r0, added = (double)(min(rows, r0 + ROW_BLOCK) - r0);
-      const double w = added / (before + added);
-      weights[2 * k] = w;
-      weights[2 * k + 1] = before * w;
+      const uint b0 = (g0 + k) * BLOCK_GROUP;
+      double g_mean, g_m2;
+      group_stats(blocks, rows, block_count, channels, c, b0, min(block_count, b0 + BLOCK_GROUP), &g_mean, &g_m2);
+      tile[2 * k] = g_mean;
+      tile[2 * k + 1] = g_m2;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (item == 0) {
       for (uint k = 0; k < count; ++k) {
-        const double delta = (double)tile[k] - mu;
-        mu += delta * weights[2 * k];
-        sum2 += (double)tile[share + k] + delta * delta * weights[2 * k + 1];
+        const uint first_row = (g0 + k) * group_rows;
+        chan_merge((double)first_row, (double)(min(rows, first_row + group_rows) - first_row), tile[2 * k],
+                   tile[2 * k + 1], &mu, &sum2);
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next one is loaded
+    barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next round writes it
   }
   *mean = mu;
   *m2 = sum2;
@@ -204,7 +233,7 @@ __kernel void f32_batch_norm_inference_affine(uint channels, ulong eps_bits, __g
 __kernel void f32_batch_norm_grad_sums(uint rows, uint channels, uint capacity, uint accumulate,
                                        __global const float* blocks, uint blocks_offset, __global double* saved,
                                        uint saved_offset, __global float* dgamma, uint dgamma_offset,
-                                       __global float* dbeta, uint dbeta_offset, __local float* tile) {
+                                       __global float* dbeta, uint dbeta_offset, __local double* tile) {
   const uint c = get_group_id(0);
   const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
   __global const float* sums = blocks + blocks_offset;

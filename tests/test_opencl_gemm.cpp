@@ -449,7 +449,7 @@ TEST(OpenclGemmTuning, AProductIsTimedOnItselfOnceAndItsChoiceCached) {
   Rng rng(7);
   check_gemm(device, {70, 33, 40, 1, 1.0f, 0.0f}, Trans::no, Trans::yes, nullptr, false, rng);
   ASSERT_EQ(gemm_tuning(device).products.size(), 1u);
-  const auto& [key, chosen] = *gemm_tuning(device).products.begin();
+  const auto [key, chosen] = *gemm_tuning(device).products.begin();  // copies: the slot is reset below
   EXPECT_EQ(key, "NT/70x33x40/s1");
   const int units = static_cast<int>(device.info().compute_units);
   const std::vector<GemmConfig> ranked =

@@ -19,6 +19,28 @@ namespace rg {
 
 namespace {
 constexpr int64_t kStatsRowBlock = 64;
+// Blocks merged into one group's double before the groups are merged in group order: a channel's
+// chain of merges is blocks / 64 + 64 long, not one a block (the device runs each group's chain
+// on its own item: cnn at batch 256 has 3136 blocks a channel). One group: the merges of before.
+constexpr int64_t kStatsBlockGroup = 64;
+
+// The first and the last block of a group, by the block's index.
+bool opens_group(int64_t block) { return block % kStatsBlockGroup == 0; }
+bool closes_group(int64_t block, int64_t blocks) {
+  return block % kStatsBlockGroup == kStatsBlockGroup - 1 || block == blocks - 1;
+}
+
+// Chan, Golub and LeVeque's update: mean and m2 of `before` values merged with a part of `added`
+// values whose mean is part_mean and M2 part_m2 (w and v: the weights, divided once a part).
+struct ChanWeights {
+  double w, v;
+  ChanWeights(double before, double added) : w(added / (before + added)), v(before * (added / (before + added))) {}
+};
+inline void chan_merge(const ChanWeights& k, double part_mean, double part_m2, double& mean, double& m2) {
+  const double delta = part_mean - mean;
+  mean += delta * k.w;
+  m2 += part_m2 + delta * delta * k.v;
+}
 constexpr int64_t kStatsPartialValues = int64_t{1} << 16;  // the blocks' partials kept at once (256 KB in f32)
 // Partials a thread merges at least when the merges are split over channels: a dense layer's
 // batch norm (64 rows, 256 channels: one block, 512 adds) took 0.16 ms forward on 16 threads of
@@ -52,18 +74,24 @@ void over_row_blocks(ThreadPool* pool, int64_t rows, int64_t channels, int64_t s
 
 // sums[k][c] += the sum over the rows of x [rows, channels] of their terms k < K: add(r0, r1, p)
 // adds the terms of rows [r0, r1) into p [K][channels] (zeroed) in T, each channel's rows in
-// order; the blocks' sums are then added into the double sums in block order.
+// order; the blocks' sums are then added in double in block order within each group of
+// kStatsBlockGroup blocks, and the groups' into `sums` in group order.
 template <class T, int K, class AddBlock>
 void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* const (&sums)[K], const AddBlock& add) {
-  const int64_t stride = K * channels;
+  const int64_t stride = K * channels, blocks = (rows + kStatsRowBlock - 1) / kStatsRowBlock;
   const auto fill = [&](int64_t r0, int64_t r1, T* p) {
     std::fill(p, p + stride, T(0));
     add(r0, r1, p);
   };
-  over_row_blocks<T>(pool, rows, channels, stride, fill, [&](int64_t, int64_t count, const T* partial, int64_t c0, int64_t c1) {
+  std::vector<double> group(static_cast<size_t>(stride));  // [K][channels]: the open group's sums
+  over_row_blocks<T>(pool, rows, channels, stride, fill, [&](int64_t b0, int64_t count, const T* partial, int64_t c0, int64_t c1) {
     for (int64_t b = 0; b < count; ++b)
       for (int k = 0; k < K; ++k)
-        for (int64_t c = c0; c < c1; ++c) sums[k][c] += double(partial[static_cast<size_t>(b * stride + k * channels + c)]);
+        for (int64_t c = c0; c < c1; ++c) {
+          double& g = group[static_cast<size_t>(k * channels + c)];
+          g = (opens_group(b0 + b) ? 0.0 : g) + double(partial[static_cast<size_t>(b * stride + k * channels + c)]);
+          if (closes_group(b0 + b, blocks)) sums[k][c] += g;
+        }
   });
 }
 
@@ -71,7 +99,8 @@ void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* cons
 // [rows, channels], reading x from memory once: a block's mean (its sum in T, rows in order, over
 // its rows) and its M2 about that mean, in a second pass over the block while it is in cache;
 // the blocks merged in block order in double by Chan, Golub and LeVeque's update (mean and M2 of
-// the union of two sets from each one's), as safe as two passes over all of x. mean and m2 start
+// the union of two sets from each one's) within each group of kStatsBlockGroup blocks, the groups
+// then merged the same way in group order: as safe as two passes over all of x. mean and m2 start
 // at 0. The device's batch_norm.cl computes the same, in the same order.
 template <class T>
 void channel_stats(ThreadPool* pool, const T* x, int64_t rows, int64_t channels, double* mean, double* m2) {
@@ -88,16 +117,20 @@ void channel_stats(ThreadPool* pool, const T* x, int64_t rows, int64_t channels,
         block_m2[c] += d * d;
       }
   };
+  const int64_t blocks = (rows + kStatsRowBlock - 1) / kStatsRowBlock;
+  std::vector<double> group(static_cast<size_t>(2 * channels));  // the open group's means, then M2s
   const auto merge = [&](int64_t b0, int64_t count, const T* partial, int64_t c0, int64_t c1) {
     for (int64_t b = 0; b < count; ++b) {
-      const int64_t r0 = (b0 + b) * kStatsRowBlock;
-      const double before = double(r0), added = double(std::min(rows, r0 + kStatsRowBlock) - r0);
-      const double w = added / (before + added), v = before * w;  // a block's weights, divided once
+      const int64_t block = b0 + b, r0 = block * kStatsRowBlock, r1 = std::min(rows, r0 + kStatsRowBlock);
+      const int64_t g0 = block / kStatsBlockGroup * kStatsBlockGroup * kStatsRowBlock;  // the group's first row
+      const ChanWeights in_group(double(r0 - g0), double(r1 - r0)), in_total(double(g0), double(r1 - g0));
       const T* p = partial + b * 2 * channels;
       for (int64_t c = c0; c < c1; ++c) {
-        const double delta = double(p[c]) - mean[c];
-        mean[c] += delta * w;
-        m2[c] += double(p[channels + c]) + delta * delta * v;
+        double& g_mean = group[static_cast<size_t>(c)];
+        double& g_m2 = group[static_cast<size_t>(channels + c)];
+        if (opens_group(block)) g_mean = g_m2 = 0.0;
+        chan_merge(in_group, double(p[c]), double(p[channels + c]), g_mean, g_m2);
+        if (closes_group(block, blocks)) chan_merge(in_total, g_mean, g_m2, mean[c], m2[c]);
       }
     }
   };

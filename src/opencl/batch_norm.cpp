@@ -3,6 +3,7 @@
 // the device's in-order queue.
 #include "opencl/batch_norm.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -46,12 +47,13 @@ Result<Event> block_pass(Device& device, int64_t rows, int64_t channels, cl_uint
                    blocks.offset);
 }
 
-// A finish kernel (variance, grad_sums): a work-group per channel, an item per block sum
-// (up to 256), `args` after rows, channels and the local tile's capacity in floats.
+// A finish kernel (variance, grad_sums): a work-group per channel, an item per group of 64 row
+// blocks (up to 256), `args` after rows, channels and the local tile's capacity in floats.
 template <class... Args>
 Result<Event> per_channel(Device& device, const char* name, int64_t rows, int64_t channels, const Args&... args) {
   const int64_t capacity = detail::local_tile_floats(device);
-  return detail::launch_groups(device, kBatchNormProgram, name, "", channels, (rows + 63) / 64, u32(rows),
+  const int64_t groups = std::max<int64_t>(1, (rows + 64 * 64 - 1) / (64 * 64));
+  return detail::launch_groups(device, kBatchNormProgram, name, "", channels, groups, u32(rows),
                                u32(channels), u32(capacity), args...,
                                LocalBytes{static_cast<size_t>(capacity) * sizeof(float)});
 }
