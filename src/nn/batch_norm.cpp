@@ -85,13 +85,17 @@ void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* cons
   };
   std::vector<double> group(static_cast<size_t>(stride));  // [K][channels]: the open group's sums
   over_row_blocks<T>(pool, rows, channels, stride, fill, [&](int64_t b0, int64_t count, const T* partial, int64_t c0, int64_t c1) {
-    for (int64_t b = 0; b < count; ++b)
-      for (int k = 0; k < K; ++k)
-        for (int64_t c = c0; c < c1; ++c) {
-          double& g = group[static_cast<size_t>(k * channels + c)];
-          g = (opens_group(b0 + b) ? 0.0 : g) + double(partial[static_cast<size_t>(b * stride + k * channels + c)]);
-          if (closes_group(b0 + b, blocks)) sums[k][c] += g;
-        }
+    for (int64_t b = 0; b < count; ++b) {
+      const bool opens = opens_group(b0 + b), closes = closes_group(b0 + b, blocks);
+      for (int k = 0; k < K; ++k) {
+        double* g = group.data() + k * channels;
+        const T* p = partial + b * stride + k * channels;
+        if (opens) std::fill(g + c0, g + c1, 0.0);
+        for (int64_t c = c0; c < c1; ++c) g[c] += double(p[c]);
+        if (closes)
+          for (int64_t c = c0; c < c1; ++c) sums[k][c] += g[c];
+      }
+    }
   });
 }
 
@@ -125,13 +129,12 @@ void channel_stats(ThreadPool* pool, const T* x, int64_t rows, int64_t channels,
       const int64_t g0 = block / kStatsBlockGroup * kStatsBlockGroup * kStatsRowBlock;  // the group's first row
       const ChanWeights in_group(double(r0 - g0), double(r1 - r0)), in_total(double(g0), double(r1 - g0));
       const T* p = partial + b * 2 * channels;
-      for (int64_t c = c0; c < c1; ++c) {
-        double& g_mean = group[static_cast<size_t>(c)];
-        double& g_m2 = group[static_cast<size_t>(channels + c)];
-        if (opens_group(block)) g_mean = g_m2 = 0.0;
-        chan_merge(in_group, double(p[c]), double(p[channels + c]), g_mean, g_m2);
-        if (closes_group(block, blocks)) chan_merge(in_total, g_mean, g_m2, mean[c], m2[c]);
-      }
+      double* g_mean = group.data();
+      double* g_m2 = g_mean + channels;
+      if (opens_group(block)) std::fill(g_mean + c0, g_mean + c1, 0.0), std::fill(g_m2 + c0, g_m2 + c1, 0.0);
+      for (int64_t c = c0; c < c1; ++c) chan_merge(in_group, double(p[c]), double(p[channels + c]), g_mean[c], g_m2[c]);
+      if (closes_group(block, blocks))
+        for (int64_t c = c0; c < c1; ++c) chan_merge(in_total, g_mean[c], g_m2[c], mean[c], m2[c]);
     }
   };
   over_row_blocks<T>(pool, rows, channels, 2 * channels, fill, merge);
