@@ -13,8 +13,11 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #include "fused_activation.h"
 
-#define ROW_BLOCK 64u    // batch_norm.cpp's kStatsRowBlock
-#define BLOCK_GROUP 64u  // batch_norm.cpp's kStatsBlockGroup
+// ROW_BLOCK and BLOCK_GROUP (unsigned): src/ops/batch_norm_blocks.h's kStatsRowBlock and
+// kStatsBlockGroup, given as build options by the launchers.
+#if !defined(ROW_BLOCK) || !defined(BLOCK_GROUP)
+#error "batch_norm.cl: build with -DROW_BLOCK and -DBLOCK_GROUP (src/opencl/batch_norm.cpp)"
+#endif
 
 // inv_std in inference: from the running variance (the CPU's bits).
 inline double inference_inv_std(float running_var, double eps) { return 1.0 / sqrt((double)running_var + eps); }
@@ -108,24 +111,31 @@ void block_totals(__global const float* blocks, uint block_count, uint channels,
   *second = total1;
 }
 
-// Chan, Golub and LeVeque's update (batch_norm.cpp's chan_merge): mean and m2 of `before` values
-// merged with a part of `added` values of mean part_mean and M2 part_m2.
-inline void chan_merge(double before, double added, double part_mean, double part_m2, double* mean, double* m2) {
-  const double w = added / (before + added), v = before * w;
+// Chan, Golub and LeVeque's update (batch_norm.cpp's chan_merge with its ChanWeights): mean and m2
+// of `before` values merged with a part of `added` values of mean part_mean and M2 part_m2, the
+// weights w = added / (before + added) and v = before w given.
+inline void chan_merge(double w, double v, double part_mean, double part_m2, double* mean, double* m2) {
   const double delta = part_mean - *mean;
   *mean = *mean + delta * w;
   *m2 = *m2 + (part_m2 + delta * delta * v);
 }
+inline double2 chan_weights(double before, double added) {
+  const double w = added / (before + added);
+  return (double2)(w, before * w);
+}
 
 // Channel c's mean and M2 over the rows of blocks [b0, b1) (one group) from the blocks' means and
-// M2s (pass 0), merged from 0 in block order.
+// M2s (pass 0), merged from 0 in block order. A whole block's weights come from `full` (block k
+// of a group: before 64 k rows, 64 added; the same divisions, done once a work-group), so the
+// chain holds no division (one a block in it cost cnn's variance kernel 3x).
 inline void group_stats(__global const float* blocks, uint rows, uint block_count, uint channels, uint c, uint b0,
-                        uint b1, double* mean, double* m2) {
+                        uint b1, __local const double2* full, double* mean, double* m2) {
   double mu = 0.0, sum2 = 0.0;
   for (uint b = b0; b < b1; ++b) {
-    const uint r0 = b * ROW_BLOCK;
-    chan_merge((double)(r0 - b0 * ROW_BLOCK), (double)(min(rows, r0 + ROW_BLOCK) - r0), (double)blocks[b * channels + c],
-               (double)blocks[(block_count + b) * channels + c], &mu, &sum2);
+    const uint r0 = b * ROW_BLOCK, added = min(rows, r0 + ROW_BLOCK) - r0;
+    const double2 k = added == ROW_BLOCK ? full[b - b0] : chan_weights((double)(r0 - b0 * ROW_BLOCK), (double)added);
+    chan_merge(k.x, k.y, (double)blocks[b * channels + c], (double)blocks[(block_count + b) * channels + c], &mu,
+               &sum2);
   }
   *mean = mu;
   *m2 = sum2;
@@ -134,11 +144,13 @@ inline void group_stats(__global const float* blocks, uint rows, uint block_coun
 // Channel c's mean and M2 over every row (pass 0's partials), by the work-group of channel c: each
 // item merges whole groups of BLOCK_GROUP blocks (group_stats) into local memory, then item 0
 // merges the groups in group order (the CPU's channel_stats, the same operations), in rounds of
-// what `tile` (`capacity` floats: two doubles a group) holds. Item 0's result; every item must
-// call it (barriers).
+// what `tile` (`capacity` floats: two doubles a group) holds; `full` [BLOCK_GROUP]: group_stats'
+// table, filled here. Item 0's result; every item must call it (barriers).
 void block_stats(__global const float* blocks, uint rows, uint channels, uint c, __local double* tile,
-                 uint capacity, double* mean, double* m2) {
+                 uint capacity, __local double2* full, double* mean, double* m2) {
   const uint item = get_local_id(0), items = get_local_size(0), share = capacity / 4;
+  for (uint k = item; k < BLOCK_GROUP; k += items) full[k] = chan_weights((double)(k * ROW_BLOCK), (double)ROW_BLOCK);
+  barrier(CLK_LOCAL_MEM_FENCE);
   const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
   const uint group_count = (block_count + BLOCK_GROUP - 1) / BLOCK_GROUP, group_rows = BLOCK_GROUP * ROW_BLOCK;
   double mu = 0.0, sum2 = 0.0;
@@ -147,7 +159,7 @@ void block_stats(__global const float* blocks, uint rows, uint channels, uint c,
     for (uint k = item; k < count; k += items) {
       const uint b0 = (g0 + k) * BLOCK_GROUP;
       double g_mean, g_m2;
-      group_stats(blocks, rows, block_count, channels, c, b0, min(block_count, b0 + BLOCK_GROUP), &g_mean, &g_m2);
+      group_stats(blocks, rows, block_count, channels, c, b0, min(block_count, b0 + BLOCK_GROUP), full, &g_mean, &g_m2);
       tile[2 * k] = g_mean;
       tile[2 * k + 1] = g_m2;
     }
@@ -155,8 +167,8 @@ void block_stats(__global const float* blocks, uint rows, uint channels, uint c,
     if (item == 0) {
       for (uint k = 0; k < count; ++k) {
         const uint first_row = (g0 + k) * group_rows;
-        chan_merge((double)first_row, (double)(min(rows, first_row + group_rows) - first_row), tile[2 * k],
-                   tile[2 * k + 1], &mu, &sum2);
+        const double2 w = chan_weights((double)first_row, (double)(min(rows, first_row + group_rows) - first_row));
+        chan_merge(w.x, w.y, tile[2 * k], tile[2 * k + 1], &mu, &sum2);
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next round writes it
@@ -174,6 +186,7 @@ __kernel void f32_batch_norm_variance(uint rows, uint channels, uint capacity, u
                                       __global float* running_mean, uint running_mean_offset,
                                       __global float* running_var, uint running_var_offset, __global double* saved,
                                       uint saved_offset, __local double* tile) {
+  __local double2 full[BLOCK_GROUP];  // block_stats' table (local memory lives at a kernel's scope)
   const uint c = get_group_id(0);
   const double momentum = as_double(momentum_bits), eps = as_double(eps_bits);  // the host's doubles, bit for bit
   __global float* rm = running_mean + running_mean_offset + c;
@@ -186,7 +199,7 @@ __kernel void f32_batch_norm_variance(uint rows, uint channels, uint capacity, u
     return;
   }
   double mean, m2;
-  block_stats(blocks + blocks_offset, rows, channels, c, tile, capacity, &mean, &m2);
+  block_stats(blocks + blocks_offset, rows, channels, c, tile, capacity, full, &mean, &m2);
   if (get_local_id(0) != 0) return;
   const double var = m2 / (double)rows;
   s[c] = mean;

@@ -387,6 +387,8 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
       {replace_line(5, "product NN/1x1x1/s1"), "cache.txt:5: want 'product KEY CONFIG'"},
       {replace_line(5, "product NN/1x1x1/s1 64x64x16/16x16/v1 7"), "cache.txt:5: want 'product KEY CONFIG'"},
       {replace_line(5, "product NN/1x1x1/s1 64x64x16/16x16/v3"), "cache.txt:5: GEMM configuration '64x64x16/16x16/v3'"},
+      {replace_line(5, "product NN/1x1x1/s1 32x32x32/8x8/v4"), "cache.txt:5: GEMM configuration '32x32x32/8x8/v4' is not one of the candidates"},
+      {replace_line(4, "NN 32x32x32/8x8/v4 5"), "cache.txt:4: GEMM configuration '32x32x32/8x8/v4' is not one of the candidates"},
       {text.substr(0, line_of(4)), "cache.txt: no rate for NN"},
       {text.substr(0, line_of(2)), "cache.txt: truncated after line 1"},
   };

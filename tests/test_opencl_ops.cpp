@@ -953,14 +953,17 @@ namespace {
 // ---------------------------------------------------------------- batch norm
 
 // x [rows, channels]: NHWC images flattened (rows = n h w) and features; rows below, at and past
-// the 64-row blocks of the CPU's sums, and one row (the variance is not unbiased). The device adds
-// the block sums by a work-group per channel of up to 256 items through a local tile of at most
-// 4096 floats: 20000 rows are 313 blocks (items take several each), 300000 rows 4688 blocks (two
-// tiles).
+// the 64-row blocks of the CPU's sums, and one row (the variance is not unbiased). Both merge the
+// blocks in groups of 64 (ops/batch_norm_blocks.h); the device an item a group, through a local
+// tile of at most 4096 floats (1024 groups a round): 20000 rows are 313 blocks (5 groups, the last
+// short), 300000 rows 74 groups, 64 x 64 x 1030 + 7 rows 1031 groups (two rounds on any device),
+// 9000 rows of 700 channels groups the CPU's rounds of partials (46 blocks at a time) cut in two.
 struct BatchNormCase {
   int64_t rows, channels;
 };
-const BatchNormCase kBatchNormCases[] = {{18, 4}, {5, 3}, {64, 2}, {147, 5}, {1, 3}, {300, 1}, {20000, 3}, {300000, 1}};
+const BatchNormCase kBatchNormCases[] = {{18, 4},    {5, 3},      {64, 2},           {147, 5},  {1, 3},
+                                         {300, 1},   {20000, 3},  {300000, 1},       {9000, 700},
+                                         {64 * 64 * 1030 + 7, 1}};
 
 std::vector<float> tensor_values(const Tensor& t) { return std::vector<float>(t.f32(), t.f32() + t.numel()); }
 void set_values(const Tensor& t, const std::vector<float>& values) {

@@ -1,7 +1,7 @@
 // BatchNorm forward and backward. Per-channel sums and statistics run over blocks of rows in the
-// layer's type, the blocks split across threads, then into double in block order, each channel's
-// owned by one thread, so results do not depend on the thread count. The f32 passes over the
-// values run on the kernel table's batch-norm kernels.
+// layer's type, the blocks split across threads, then into double in block order within groups of
+// blocks and the groups in order, each channel's owned by one thread, so results do not depend on
+// the thread count. The f32 passes over the values run on the kernel table's batch-norm kernels.
 #include "nn/batch_norm.h"
 
 #include <algorithm>
@@ -14,16 +14,11 @@
 #include "nn/cfg.h"
 #include "nn/layer_profile.h"
 #include "ops/activation.h"
+#include "ops/batch_norm_blocks.h"
 
 namespace rg {
 
 namespace {
-constexpr int64_t kStatsRowBlock = 64;
-// Blocks merged into one group's double before the groups are merged in group order: a channel's
-// chain of merges is blocks / 64 + 64 long, not one a block (the device runs each group's chain
-// on its own item: cnn at batch 256 has 3136 blocks a channel). One group: the merges of before.
-constexpr int64_t kStatsBlockGroup = 64;
-
 // The first and the last block of a group, by the block's index.
 bool opens_group(int64_t block) { return block % kStatsBlockGroup == 0; }
 bool closes_group(int64_t block, int64_t blocks) {
@@ -32,6 +27,7 @@ bool closes_group(int64_t block, int64_t blocks) {
 
 // Chan, Golub and LeVeque's update: mean and m2 of `before` values merged with a part of `added`
 // values whose mean is part_mean and M2 part_m2 (w and v: the weights, divided once a part).
+// kernels/batch_norm.cl's chan_merge and chan_weights are the same operations.
 struct ChanWeights {
   double w, v;
   ChanWeights(double before, double added) : w(added / (before + added)), v(before * (added / (before + added))) {}
@@ -55,7 +51,7 @@ constexpr int64_t kMinAddsPerPart = 8192;
 template <class T, class Fill, class Merge>
 void over_row_blocks(ThreadPool* pool, int64_t rows, int64_t channels, int64_t stride, const Fill& fill,
                      const Merge& merge) {
-  const int64_t blocks = (rows + kStatsRowBlock - 1) / kStatsRowBlock;
+  const int64_t blocks = stats_blocks(rows);
   const int64_t at_once = std::min(blocks, std::max<int64_t>(1, kStatsPartialValues / stride));
   std::vector<T> partial(static_cast<size_t>(at_once * stride));
   for (int64_t b0 = 0; b0 < blocks; b0 += at_once) {
@@ -78,7 +74,7 @@ void over_row_blocks(ThreadPool* pool, int64_t rows, int64_t channels, int64_t s
 // kStatsBlockGroup blocks, and the groups' into `sums` in group order.
 template <class T, int K, class AddBlock>
 void channel_sums(ThreadPool* pool, int64_t rows, int64_t channels, double* const (&sums)[K], const AddBlock& add) {
-  const int64_t stride = K * channels, blocks = (rows + kStatsRowBlock - 1) / kStatsRowBlock;
+  const int64_t stride = K * channels, blocks = stats_blocks(rows);
   const auto fill = [&](int64_t r0, int64_t r1, T* p) {
     std::fill(p, p + stride, T(0));
     add(r0, r1, p);
@@ -121,7 +117,7 @@ void channel_stats(ThreadPool* pool, const T* x, int64_t rows, int64_t channels,
         block_m2[c] += d * d;
       }
   };
-  const int64_t blocks = (rows + kStatsRowBlock - 1) / kStatsRowBlock;
+  const int64_t blocks = stats_blocks(rows);
   std::vector<double> group(static_cast<size_t>(2 * channels));  // the open group's means, then M2s
   const auto merge = [&](int64_t b0, int64_t count, const T* partial, int64_t c0, int64_t c1) {
     for (int64_t b = 0; b < count; ++b) {

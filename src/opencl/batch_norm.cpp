@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "opencl/launch_1d.h"
@@ -14,6 +15,12 @@ namespace rg::ocl {
 namespace {
 
 constexpr const char* kBatchNormProgram = "batch_norm.cl";
+// Every kernel of the program is built with the CPU's block and group sizes (one build).
+const std::string& batch_norm_options() {
+  static const std::string options = "-DROW_BLOCK=" + std::to_string(kStatsRowBlock) +
+                                     "u -DBLOCK_GROUP=" + std::to_string(kStatsBlockGroup) + "u";
+  return options;
+}
 using detail::check_u32;
 using detail::launch_1d;
 using detail::need_fp64;
@@ -41,19 +48,19 @@ BlockSums block_sums_of(DeviceSpan saved, int64_t channels) { return {saved.mem,
 Result<Event> block_pass(Device& device, int64_t rows, int64_t channels, cl_uint pass, DeviceSpan x, DeviceSpan dy,
                          DeviceSpan saved) {
   const BlockSums blocks = block_sums_of(saved, channels);
-  const int64_t items = (rows + 63) / 64 * channels;
-  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_block_sums", "", items, u32(rows), u32(channels), pass,
+  const int64_t items = stats_blocks(rows) * channels;
+  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_block_sums", batch_norm_options(), items, u32(rows), u32(channels), pass,
                    x.mem, u32(x.offset), dy.mem, u32(dy.offset), saved.mem, u32(saved.offset), blocks.mem,
                    blocks.offset);
 }
 
-// A finish kernel (variance, grad_sums): a work-group per channel, an item per group of 64 row
+// A finish kernel (variance, grad_sums): a work-group per channel, an item per group of row
 // blocks (up to 256), `args` after rows, channels and the local tile's capacity in floats.
 template <class... Args>
 Result<Event> per_channel(Device& device, const char* name, int64_t rows, int64_t channels, const Args&... args) {
   const int64_t capacity = detail::local_tile_floats(device);
-  const int64_t groups = std::max<int64_t>(1, (rows + 64 * 64 - 1) / (64 * 64));
-  return detail::launch_groups(device, kBatchNormProgram, name, "", channels, groups, u32(rows),
+  const int64_t groups = std::max<int64_t>(1, stats_groups(rows));
+  return detail::launch_groups(device, kBatchNormProgram, name, batch_norm_options(), channels, groups, u32(rows),
                                u32(channels), u32(capacity), args...,
                                LocalBytes{static_cast<size_t>(capacity) * sizeof(float)});
 }
@@ -82,7 +89,7 @@ Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t chann
                      double_bits(momentum), double_bits(eps), blocks.mem, blocks.offset, running_mean.mem,
                      u32(running_mean.offset), running_var.mem, u32(running_var.offset), saved.mem, u32(saved.offset))
              .status());
-  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_apply", "", n, u32(n), u32(channels), x.mem,
+  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_apply", batch_norm_options(), n, u32(n), u32(channels), x.mem,
                    u32(x.offset), gamma.mem, u32(gamma.offset), beta.mem, u32(beta.offset), saved.mem,
                    u32(saved.offset), y.mem, u32(y.offset), cl_uint{activation.kind}, activation.slope);
 }
@@ -95,7 +102,7 @@ Result<Event> f32_batch_norm_inference_affine(Device& device, int64_t channels, 
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, channels, {gamma, beta, running_mean, running_var}));
   RG_TRY(check_u32(name, 2 * channels, {affine}));
-  return launch_1d(device, kBatchNormProgram, name, "", channels, u32(channels), double_bits(eps), gamma.mem,
+  return launch_1d(device, kBatchNormProgram, name, batch_norm_options(), channels, u32(channels), double_bits(eps), gamma.mem,
                    u32(gamma.offset), beta.mem, u32(beta.offset), running_mean.mem, u32(running_mean.offset),
                    running_var.mem, u32(running_var.offset), affine.mem, u32(affine.offset));
 }
@@ -128,7 +135,7 @@ Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t ch
   RG_TRY(check_u32(name, n, {x, dy, dx}));
   RG_TRY(check_u32(name, channels, {gamma}));
   RG_TRY(check_saved(name, rows, channels, saved));
-  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_dx", "", n, u32(n), u32(rows), u32(channels),
+  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_dx", batch_norm_options(), n, u32(n), u32(rows), u32(channels),
                    cl_uint{training ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset), gamma.mem,
                    u32(gamma.offset), saved.mem, u32(saved.offset), dx.mem, u32(dx.offset));
 }

@@ -12,13 +12,14 @@
 #include "opencl/buffer.h"
 #include "opencl/device.h"
 #include "opencl/fused_activation.h"
+#include "ops/batch_norm_blocks.h"
 
 namespace rg::ocl {
 
 // The doubles of `saved` for batches of up to `rows` rows: mean and inv_std of the forward, the
-// backward's two sums, then two floats per channel and block of 64 rows (the block partials).
+// backward's two sums, then two floats per channel and row block (the block partials).
 inline int64_t batch_norm_saved_count(int64_t channels, int64_t rows) {
-  return 4 * channels + (rows + 63) / 64 * channels;
+  return 4 * channels + stats_blocks(rows) * channels;
 }
 
 // y [rows, channels] = gamma (x - mean) inv_std + beta, per channel, as BatchNorm::forward. Training:

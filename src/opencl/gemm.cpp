@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,31 +114,21 @@ std::string product_key(const GemmShape& slice_shape, int64_t slices, bool vload
 // Runs the product's main launch with a configuration and its kernel: the trial below times it.
 using TrialLaunch = std::function<Result<Event>(const GemmConfig&, const Kernel&)>;
 
-// Median device seconds of 3 launches after a warm-up.
-Result<double> time_trial(const TrialLaunch& launch, const GemmConfig& config, const Kernel& kernel) {
-  std::vector<double> seconds;
-  for (int r = 0; r < 4; ++r) {
-    RG_ASSIGN(const Event event, launch(config, kernel));
-    RG_ASSIGN(const double s, event.seconds());
-    if (r > 0) seconds.push_back(s);
-  }
-  std::sort(seconds.begin(), seconds.end());
-  return seconds[1];
-}
-
-// The first kTrialConfigs of the ranking, each timed on the product itself: the fastest (the
-// ranking's first when none runs). All configurations write the same bits, so the trial's
-// writes are what the product writes anyway.
+// The first kTrialConfigs of the ranking, each timed on the product itself (median of 3 after a
+// warm-up): the fastest, or none when no trial ran (a configuration that fails to build or run is
+// passed over). All configurations write the same bits, so the trials' writes are what the
+// product writes anyway.
 constexpr size_t kTrialConfigs = 3;
-GemmConfig timed_choice(Device& device, const std::vector<GemmConfig>& ranked, const GemmShape& slice_shape,
-                        DeviceSpan a, DeviceSpan b, const std::string& defines, const TrialLaunch& launch) {
-  GemmConfig best = ranked.front();
+std::optional<GemmConfig> timed_choice(Device& device, const std::vector<GemmConfig>& ranked,
+                                       const GemmShape& slice_shape, DeviceSpan a, DeviceSpan b,
+                                       const std::string& defines, const TrialLaunch& launch) {
+  std::optional<GemmConfig> best;
   double best_seconds = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < std::min(kTrialConfigs, ranked.size()); ++i) {
     const bool vload = vector_loads_fit(slice_shape, ranked[i], a, b, defines);
     auto kernel = f32_gemm_kernel(device, slice_shape, ranked[i], vload, defines);
     if (!kernel.ok()) continue;
-    auto seconds = time_trial(launch, ranked[i], *kernel.value());
+    auto seconds = median_launch_seconds([&] { return launch(ranked[i], *kernel.value()); }, 3);
     if (seconds.ok() && seconds.value() < best_seconds) best_seconds = seconds.value(), best = ranked[i];
   }
   return best;
@@ -163,17 +154,19 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
   std::vector<GemmRate>& rates = tuning.rates[ta * 2 + tb];
   const int all_units = static_cast<int>(std::max<uint32_t>(1, device.info().compute_units));
   const int units = static_cast<int>(std::max<int64_t>(1, all_units / slices));
+  const bool tuned = tuning.size > 0;
   const std::string key =
-      product_key(slice_shape, slices, operands_allow_vector_loads(slice_shape, a, b, defines), defines);
-  if (auto kept = tuning.products.find(key); kept != tuning.products.end()) {
+      tuned ? product_key(slice_shape, slices, operands_allow_vector_loads(slice_shape, a, b, defines), defines) : "";
+  if (auto kept = tuning.products.find(key); tuned && kept != tuning.products.end()) {
     if (auto kernel = build(kept->second); kernel.ok()) return std::make_pair(kept->second, kernel.value());
     tuning.products.erase(kept);
   }
   std::string refused;
   while (!rates.empty()) {
     const std::vector<GemmConfig> ranked = rank_gemm_configs(rates, slice_shape, units, tuning.size, all_units);
-    const bool timed = tuning.size > 0 && trial;
-    const GemmConfig chosen = timed ? timed_choice(device, ranked, slice_shape, a, b, defines, trial) : ranked.front();
+    const std::optional<GemmConfig> timed =
+        tuned && trial ? timed_choice(device, ranked, slice_shape, a, b, defines, trial) : std::nullopt;
+    const GemmConfig chosen = timed ? *timed : ranked.front();
     auto kernel = build(chosen);
     if (kernel.ok()) {
       if (timed) remember_product_choice(device, key, chosen);

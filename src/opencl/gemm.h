@@ -12,9 +12,10 @@
 
 namespace rg::ocl {
 
-// How a product runs. `config` null: the device's tuning chooses (gemm_tuning.h,
-// choose_gemm_config). Every configuration adds each output's terms in the same order, so the
-// choice changes the speed, never the bits. `k_slices` 0: gemm_k_slices decides; 1: no split;
+// How a product runs. `config` null: the device's tuning chooses (gemm_tuning.h: a tuned device
+// times the ranking's first three on the product's first call, gemm.cpp's timed_choice; else
+// rank_gemm_configs' first). Every configuration adds each output's terms in the same order, so
+// the choice changes the speed, never the bits. `k_slices` 0: gemm_k_slices decides; 1: no split;
 // S > 1: the K terms in slices of ceil(K / S) rounded up to 16 (so at most S of them, the last
 // shorter) summed apart into the device's GEMM scratch, then added slice by slice (other bits
 // than one slice, the same every run). K = 0 never splits.
@@ -34,7 +35,7 @@ struct GemmLaunch {
 };
 
 // `a`, `b`, `c` hold the matrices as stored (A is k x m when trans_a, etc.) with the shape's
-// row strides; spans too short are a bug. m or n = 0 enqueues nothing. Errors: sizes past the
+// row strides; spans too short are a bug, as is C overlapping A or B. m or n = 0 enqueues nothing. Errors: sizes past the
 // kernels' 32-bit indices, a configuration the device cannot build or run (none, when choosing),
 // slices asked for without the scratch to hold them, and the OpenCL calls'.
 Result<Event> f32_gemm(Device& device, const GemmShape& shape, float alpha, DeviceSpan a, DeviceSpan b, float beta,

@@ -41,13 +41,8 @@ double median(std::vector<double> v) {
 // Median device seconds of `reps` products after one warm-up.
 Result<double> time_product(Device& device, const GemmShape& shape, const Buffer& a, const Buffer& b, const Buffer& c,
                             const GemmConfig& config, int reps) {
-  std::vector<double> seconds;
-  for (int r = 0; r <= reps; ++r) {
-    RG_ASSIGN(const Event event, f32_gemm(device, shape, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(), GemmLaunch{&config, 1, {}}));
-    RG_ASSIGN(const double s, event.seconds());
-    if (r > 0) seconds.push_back(s);
-  }
-  return median(seconds);
+  return median_launch_seconds(
+      [&] { return f32_gemm(device, shape, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(), GemmLaunch{&config, 1, {}}); }, reps);
 }
 
 struct Operands {
@@ -96,6 +91,17 @@ Status write_tuning(const Device& device, const GemmTuning& tuning) {
 }
 
 }  // namespace
+
+Result<double> median_launch_seconds(const std::function<Result<Event>()>& launch, int reps) {
+  RG_CHECK(reps >= 1, "median of " << reps << " launches");
+  std::vector<double> seconds;
+  for (int r = 0; r <= reps; ++r) {
+    RG_ASSIGN(const Event event, launch());
+    RG_ASSIGN(const double s, event.seconds());
+    if (r > 0) seconds.push_back(s);
+  }
+  return median(seconds);
+}
 
 Result<GemmTuning> tune_gemm(Device& device, const GemmTuneOptions& options) {
   RG_CHECK(!options.candidates.empty() && options.min_size > 0 && options.max_size >= options.min_size,
@@ -152,6 +158,22 @@ std::string gemm_tuning_text(const Device& device, const GemmTuning& tuning) {
   return out.str();
 }
 
+namespace {
+
+// A configuration a cache line names: parsed, and one of the candidates (a file naming another was
+// edited by hand: its kernel may build and still not run, failing that product every run).
+template <class Bad>
+Result<GemmConfig> candidate_named(const std::string& name, const Bad& bad) {
+  auto config = parse_gemm_config(name);
+  if (!config.ok()) return bad(config.status().message());
+  const std::vector<GemmConfig>& candidates = gemm_candidates();
+  if (std::find(candidates.begin(), candidates.end(), config.value()) == candidates.end())
+    return bad("GEMM configuration '" + name + "' is not one of the candidates");
+  return config.value();
+}
+
+}  // namespace
+
 Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& text, const std::string& file) {
   std::istringstream in(text);
   std::string line;
@@ -178,18 +200,15 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
     if (line.rfind("product ", 0) == 0) {
       if (!(fields >> key >> key >> name) || (fields >> rest))
         return bad("want 'product KEY CONFIG', got '" + line + "'");
-      auto config = parse_gemm_config(name);
-      if (!config.ok()) return bad(config.status().message());
-      tuning.products[key] = config.value();
+      RG_ASSIGN(tuning.products[key], candidate_named(name, bad));
       continue;
     }
     if (!(fields >> key >> name >> gflops) || (fields >> rest) || !(gflops > 0))
       return bad("want 'NN|NT|TN|TT CONFIG GFLOPS' with GFLOPS > 0 or 'product KEY CONFIG', got '" + line + "'");
     const auto t = std::find(std::begin(kTransNames), std::end(kTransNames), key) - std::begin(kTransNames);
     if (t == 4) return bad("unknown transposes '" + key + "' (NN, NT, TN or TT)");
-    auto config = parse_gemm_config(name);
-    if (!config.ok()) return bad(config.status().message());
-    tuning.rates[t].push_back({config.value(), gflops});
+    RG_ASSIGN(const GemmConfig config, candidate_named(name, bad));
+    tuning.rates[t].push_back({config, gflops});
   }
   if (number < 3) return Status::error(file + ": truncated after line " + std::to_string(number));
   for (int t = 0; t < 4; ++t)

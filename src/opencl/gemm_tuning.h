@@ -8,16 +8,16 @@
 // The cache: cache_folder()/opencl-gemm-<device and driver tag>.txt (base/files.h).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "opencl/device.h"
 #include "opencl/gemm_config.h"
 
 namespace rg::ocl {
-
-class Device;
 
 struct GemmTuning {
   int size = 0;                    // the square size timed (0: nothing measured)
@@ -34,6 +34,10 @@ struct GemmTuneOptions {
   double target_seconds = 2e-3;
   int reps = 3;  // timed runs per candidate after one warm-up; the median counts
 };
+
+// Median device seconds of `reps` runs of `launch` after one warm-up: how the search times a
+// candidate and a product's first call times its trials (gemm.cpp).
+Result<double> median_launch_seconds(const std::function<Result<Event>()>& launch, int reps);
 
 // Times every candidate on this device now. Buffers of 3 size^2 floats are counted against the
 // device's budget (the size halves while they do not fit). Candidates that fail to build or run
