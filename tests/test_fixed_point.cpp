@@ -360,29 +360,31 @@ TEST(FixedPointGemm, NonFiniteOperandsGiveNaNOnBothRoutes) {
 
 // A convolution's patches over a ReLU's output (values >= 0) or signed values, with a zero
 // point, times per-channel weights: bit for bit the reference on every level, both tiles.
+// Patch rows of 15 values, and of 5 (one channel: lenet's conv1).
 TEST_P(FixedPointGemm, ConvPatchesWithZeroPointsAndPerChannelWeights) {
   Rng rng(23, 0);
-  const ConvGeometry g = conv_geometry(9, 7, 5, 3, 1, 1).value();
-  const int64_t count = 2, filters = 11, m = count * g.patches(), k = g.patch_size();
-  const PatchOffsets at = patch_offsets(g, count);
-  const std::vector<float> signed_image = random_floats(count * g.padded_size(), rng, 2.0);
-  std::vector<float> relu_image = signed_image;
-  for (float& v : relu_image) v = std::max(0.0f, v);  // a ReLU's output (the padding words too)
-  const std::vector<float> w = random_floats(k * filters, rng, 0.3);
-  for (int bits : {4, 8, 12}) {
-    const std::vector<float>& image = bits == 8 ? signed_image : relu_image;  // zero -qmax, or inside
-    const GatheredA<float> a{image.data(), at.pixels.data(), at.taps.data()};
-    Int8GemmOptions o;
-    o.a = with_zero_point(format(bits, ScaleRule::real, Rounding::stochastic));
-    o.b = per_channel(format(bits, ScaleRule::real, Rounding::nearest));
-    o.b_channels = bits == 4 ? 4 : filters;  // 4: channels that do not divide the 11 columns
-    o.isa = GetParam();
-    o.seed = 5;
-    std::vector<float> c(static_cast<size_t>(m * filters)), c_ref(c.size());
-    const auto product = bits <= 8 ? int8_dynamic_gemm_gathered : int16_dynamic_gemm_gathered;
-    product(m, filters, k, 1.0f, a, w.data(), filters, 0.0f, c.data(), filters, nullptr, o);
-    int8_dynamic_gemm_gathered_ref(m, filters, k, 1.0f, a, w.data(), filters, 0.0f, c_ref.data(), filters, o);
-    for (size_t t = 0; t < c.size(); ++t) ASSERT_EQ(bits_of(c[t]), bits_of(c_ref[t])) << bits << " bits, " << t;
+  for (const ConvGeometry& g : {conv_geometry(9, 7, 5, 3, 1, 1).value(), conv_geometry(9, 7, 1, 5, 1, 2).value()}) {
+    const int64_t count = 2, filters = 11, m = count * g.patches(), k = g.patch_size();
+    const PatchOffsets at = patch_offsets(g, count);
+    const std::vector<float> signed_image = random_floats(count * g.padded_size(), rng, 2.0);
+    std::vector<float> relu_image = signed_image;
+    for (float& v : relu_image) v = std::max(0.0f, v);  // a ReLU's output (the padding words too)
+    const std::vector<float> w = random_floats(k * filters, rng, 0.3);
+    for (int bits : {4, 8, 12}) {
+      const std::vector<float>& image = bits == 8 ? signed_image : relu_image;  // zero -qmax, or inside
+      const GatheredA<float> a{image.data(), at.pixels.data(), at.taps.data()};
+      Int8GemmOptions o;
+      o.a = with_zero_point(format(bits, ScaleRule::real, Rounding::stochastic));
+      o.b = per_channel(format(bits, ScaleRule::real, Rounding::nearest));
+      o.b_channels = bits == 4 ? 4 : filters;  // 4: channels that do not divide the 11 columns
+      o.isa = GetParam();
+      o.seed = 5;
+      std::vector<float> c(static_cast<size_t>(m * filters)), c_ref(c.size());
+      const auto product = bits <= 8 ? int8_dynamic_gemm_gathered : int16_dynamic_gemm_gathered;
+      product(m, filters, k, 1.0f, a, w.data(), filters, 0.0f, c.data(), filters, nullptr, o);
+      int8_dynamic_gemm_gathered_ref(m, filters, k, 1.0f, a, w.data(), filters, 0.0f, c_ref.data(), filters, o);
+      for (size_t t = 0; t < c.size(); ++t) ASSERT_EQ(bits_of(c[t]), bits_of(c_ref[t])) << bits << " bits, " << t;
+    }
   }
 }
 

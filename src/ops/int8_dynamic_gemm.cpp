@@ -36,6 +36,7 @@ constexpr int64_t kQuantRowBlock = 32;    // rows of A per block (a multiple of 
 constexpr int64_t kRunElements = 256;     // a stack buffer's worth of one operand row
 constexpr int64_t kNarrowB = 16;          // B rows this short are quantized many at a time (pack_b_narrow)
 constexpr uint32_t kHighMul = 0x85EBCA77u;
+constexpr int64_t kCopyBytes = 16;        // GatheredQ's pieces (and the slack they need)
 
 float bits_to_float(int32_t bits) {
   float x;
@@ -186,6 +187,12 @@ int64_t block_depth(const Int8GemmOptions& o, bool* split_b) {
   return std::min(o.depth_block, 2 * pairs);  // depth in elements: a pair is 2
 }
 
+// A part's A block: kQuantRowBlock rows of depth_block_padded values, and GatheredQ's slack.
+template <class Q>
+int64_t a_block_bytes(const Plan<Q>& p) {
+  return align64(kQuantRowBlock * p.depth_block_padded * static_cast<int64_t>(sizeof(Q)) + kCopyBytes);
+}
+
 template <class Q>
 Plan<Q> make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8GemmOptions& o) {
   const int max_bits = sizeof(Q) == 1 ? kMaxInt8TileBits : kMaxFixedPointBits;
@@ -217,8 +224,7 @@ Plan<Q> make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8G
   p.pool = threaded ? pool : nullptr;
   const int64_t blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
   p.parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threaded ? pool->threads() : 1, blocks)));
-  p.part_bytes = align64(kQuantRowBlock * p.depth_block_padded * static_cast<int64_t>(sizeof(Q))) +
-                 align64(kQuantRowBlock * p.npad * 8);
+  p.part_bytes = a_block_bytes(p) + align64(kQuantRowBlock * p.npad * 8);
   return p;
 }
 
@@ -343,7 +349,10 @@ struct PlainA {
 // The same block gathered from the quantized image (q = the image range from offset `lo`).
 // When `runs` is set, runs[p] is the length of the run of consecutive depth offsets starting at
 // p (not crossing a depth block), and the runs are copied whole (a conv's patch rows: a kernel
-// row's taps are kernel * channels consecutive values).
+// row's taps are kernel * channels consecutive values) in pieces of kCopyBytes: a run's last
+// piece reads and writes up to kCopyBytes past its end (the image and the A block have that
+// slack; the next run, the next row or the zero padding overwrites what it wrote). A memcpy of
+// the run's length is a library call: lenet's conv1 has runs of 5 values.
 template <class Q>
 struct GatheredQ {
   const Q* q;
@@ -360,16 +369,18 @@ struct GatheredQ {
         for (int64_t p = 0; p < kc; ++p) row[p] = base[depth[p]];
         continue;
       }
+      constexpr int64_t kPiece = kCopyBytes / static_cast<int64_t>(sizeof(Q));
       for (int64_t p = 0; p < kc;) {
         const int64_t length = runs[p0 + p];
-        std::memcpy(row + p, base + depth[p], static_cast<size_t>(length) * sizeof(Q));
+        const Q* from = base + depth[p];
+        for (int64_t t = 0; t < length; t += kPiece) std::memcpy(row + p + t, from + t, kCopyBytes);
         p += length;
       }
     }
   }
 };
 
-// runs[p] for GatheredQ, or null when the runs average under 8 values (a byte loop is faster).
+// runs[p] for GatheredQ, or null when the runs average under 2 values (a value loop is faster).
 const int32_t* depth_runs(const int32_t* depth, int64_t k, int64_t depth_block, int32_t* runs) {
   int64_t count = 0;
   for (int64_t p = k - 1; p >= 0; --p) {
@@ -377,7 +388,20 @@ const int32_t* depth_runs(const int32_t* depth, int64_t k, int64_t depth_block, 
     runs[p] = joins ? runs[p + 1] + 1 : 1;
     count += joins ? 0 : 1;
   }
-  return k >= 8 * count ? runs : nullptr;
+  return k >= 2 * count ? runs : nullptr;
+}
+
+// A tile row's sums added into its int64 sums: out[j] += in[j], or with a split B's low bytes'
+// sums, out[j] += 256 in[j] + low[j] (the shift written on uint64 so that the loop vectorizes:
+// SSE2 has no 64-bit multiply).
+void add_tile_row(const int32_t* in, const int32_t* low, int64_t nr, int64_t* out) {
+  if (low == nullptr) {
+    for (int64_t j = 0; j < nr; ++j) out[j] += in[j];
+    return;
+  }
+  for (int64_t j = 0; j < nr; ++j) {
+    out[j] += static_cast<int64_t>(static_cast<uint64_t>(int64_t{in[j]}) << 8) + low[j];
+  }
 }
 
 // One depth block of a row block: each tile's int32 sums added into the int64 `acc` [rows x npad]
@@ -395,14 +419,8 @@ void block_tiles(const Plan<Q>& plan, const Q* a_block, int64_t rows, int64_t p0
       plan.tile(tile_rows, kc_padded / G, a_block + r0 * ld, ld, packed + at, tile_acc);
       if (packed_low != nullptr) plan.tile(tile_rows, kc_padded / G, a_block + r0 * ld, ld, packed_low + at, low_acc);
       for (int64_t r = 0; r < tile_rows; ++r) {
-        int64_t* out = acc + (r0 + r) * npad + panel * nr;
-        const int32_t* in = tile_acc + r * nr;
-        if (packed_low == nullptr) {
-          for (int64_t j = 0; j < nr; ++j) out[j] += in[j];
-        } else {
-          const int32_t* low = low_acc + r * nr;
-          for (int64_t j = 0; j < nr; ++j) out[j] += int64_t{in[j]} * 256 + low[j];
-        }
+        add_tile_row(tile_acc + r * nr, packed_low != nullptr ? low_acc + r * nr : nullptr, nr,
+                     acc + (r0 + r) * npad + panel * nr);
       }
     }
   }
@@ -473,8 +491,7 @@ void run_tiles(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const 
   parallel_for(plan.pool, plan.parts, 1, [&](int64_t part_begin, int64_t part_end) {
     for (int64_t part = part_begin; part < part_end; ++part) {
       Q* a_block = reinterpret_cast<Q*>(parts_memory + part * plan.part_bytes);
-      int64_t* acc = reinterpret_cast<int64_t*>(parts_memory + part * plan.part_bytes +
-                                                align64(kQuantRowBlock * ld * static_cast<int64_t>(sizeof(Q))));
+      int64_t* acc = reinterpret_cast<int64_t*>(parts_memory + part * plan.part_bytes + a_block_bytes(plan));
       const int64_t block_begin = part * blocks / plan.parts, block_end = (part + 1) * blocks / plan.parts;
       for (int64_t block = block_begin; block < block_end; ++block) {
         const int64_t i0 = block * kQuantRowBlock, rows = std::min(kQuantRowBlock, m - i0);
@@ -792,7 +809,7 @@ void dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const G
           tensor_grid(o.b, max_b, [&] { return matrix_min_max(b, k, n, ldb); }), image[size / 2],
           b[(k / 2) * ldb + n / 2], o);
 
-  const int64_t image_bytes = align64(size * static_cast<int64_t>(sizeof(Q))), runs_bytes = align64(k * 4);
+  const int64_t image_bytes = align64(size * static_cast<int64_t>(sizeof(Q)) + kCopyBytes), runs_bytes = align64(k * 4);
   int8_t* memory = scratch_bytes(packed_b_bytes(plan) + image_bytes + runs_bytes + plan.parts * plan.part_bytes);
   const Q *packed = nullptr, *packed_low = nullptr;
   const int64_t packed_bytes =
