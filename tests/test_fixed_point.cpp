@@ -277,6 +277,57 @@ TEST_P(FixedPointGemm, WideFormatsOnTheInt16TilesBitExactAgainstTheReference) {
   expect_products_match_the_reference(GetParam(), narrow_pairs(), int16_dynamic_gemm);
 }
 
+// Products of few row blocks are cut over their depth, a slice a thread, the slices' sums added
+// up after: a deep 25 x 6 (lenet's conv1 weight gradient, plain and gathered from its patches)
+// and 5 row blocks, on 2 and 3 threads, zero points on both sides (their row sums added up too),
+// int8 and split int16 tiles. The reference's bits.
+TEST_P(FixedPointGemm, DepthSlicesAreTheReference) {
+  ThreadPool two(2), three(3);
+  const FormatPair pairs[] = {wide_affine_and_channel_pairs()[0], affine_and_channel_pairs()[3]};
+  const ConvGeometry g = conv_geometry(28, 28, 1, 5, 1, 2).value();
+  const PatchOffsets at = patch_offsets(g, 8);
+  uint64_t seed = 40;
+  for (const FormatPair& pair : pairs)
+    for (int64_t m : {0, 25, 150})  // 0: the gathered conv1 weight gradient
+      for (ThreadPool* pool : {&two, &three}) {
+        Rng rng(seed, 3);
+        const bool gathered = m == 0;
+        const int64_t rows = gathered ? g.patch_size() : m, n = m == 150 ? 16 : 6;
+        const int64_t k = gathered ? 8 * g.patches() : m == 25 ? 9001 : 1500;
+        const std::vector<float> a = random_floats(gathered ? 8 * g.padded_size() : rows * k, rng, 2.0);
+        const std::vector<float> b = random_floats(k * n, rng, 0.5);
+        std::vector<float> c(static_cast<size_t>(rows * n)), c_ref(c.size());
+        Int8GemmOptions o;
+        o.a = pair.a;
+        o.b = pair.b;
+        o.b_channels = pair.b_channels;
+        o.seed = seed++;
+        o.isa = GetParam();
+        Int8GemmTrace trace, trace_ref;
+        trace.want_sums = trace_ref.want_sums = true;
+        o.trace = &trace;
+        const bool narrow = pair.a.bits <= 8 && pair.b.bits <= 8;
+        const GatheredA<float> patches{a.data(), at.taps.data(), at.pixels.data()};
+        const GemmShape s{Trans::no, Trans::no, rows, n, k, k, n, n};
+        if (gathered) {
+          (narrow ? int8_dynamic_gemm_gathered : int16_dynamic_gemm_gathered)(rows, n, k, 1.0f, patches, b.data(), n,
+                                                                             0.0f, c.data(), n, pool, o);
+        } else {
+          (narrow ? int8_dynamic_gemm : int16_dynamic_gemm)(s, 1.0f, a.data(), b.data(), 0.0f, c.data(), pool, o);
+        }
+        o.trace = &trace_ref;
+        if (gathered) {
+          int8_dynamic_gemm_gathered_ref(rows, n, k, 1.0f, patches, b.data(), n, 0.0f, c_ref.data(), n, o);
+        } else {
+          int8_dynamic_gemm_ref(s, 1.0f, a.data(), b.data(), 0.0f, c_ref.data(), o);
+        }
+        const std::string what = std::string(pair.label) + " " + std::to_string(rows) + "x" + std::to_string(n) + "x" +
+                                 std::to_string(k) + " on " + std::to_string(pool->threads()) + " threads";
+        ASSERT_EQ(trace.sums, trace_ref.sums) << what;
+        for (size_t t = 0; t < c.size(); ++t) ASSERT_EQ(bits_of(c[t]), bits_of(c_ref[t])) << what << ", " << t;
+      }
+}
+
 // The worst case of each int16 route: every value at +-qmax, signs alike, so every product is
 // qmax_a qmax_b and the sums reach depth x that; exact in int64 (and C = alpha step_a step_b sum).
 TEST_P(FixedPointGemm, Int16ExtremesAreExact) {

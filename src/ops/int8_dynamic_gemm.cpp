@@ -170,8 +170,9 @@ struct Plan {
   int64_t depth_block, depth_block_padded;
   bool split_b;      // int16: B's high and low bytes multiplied apart
   ThreadPool* pool;  // null: one thread
-  int parts;
-  int64_t part_bytes;
+  int64_t blocks;    // row blocks of kQuantRowBlock
+  int64_t slices;    // depth slices of a row block, each an item with its own sums (1: none)
+  int parts;         // the threads' shares of the items (blocks x slices), each with its A block
 };
 
 // The depth of a block: the option's (a cache size), for int16 held under the int32 bound.
@@ -191,6 +192,34 @@ int64_t block_depth(const Int8GemmOptions& o, bool* split_b) {
 template <class Q>
 int64_t a_block_bytes(const Plan<Q>& p) {
   return align64(kQuantRowBlock * p.depth_block_padded * static_cast<int64_t>(sizeof(Q)) + kCopyBytes);
+}
+// One set of a row block's sums: int64 [kQuantRowBlock x npad] (acc_bytes), then the rows' sums of qa.
+template <class Q>
+int64_t acc_bytes(const Plan<Q>& p) {
+  return align64(kQuantRowBlock * p.npad * 8);
+}
+template <class Q>
+int64_t sums_bytes(const Plan<Q>& p) {
+  return acc_bytes(p) + align64(kQuantRowBlock * 8);
+}
+// The sets of sums: a part's (written out after each block), or with slices an item's (added up
+// after all items).
+template <class Q>
+int64_t sums_sets(const Plan<Q>& p) {
+  return p.slices > 1 ? p.blocks * p.slices : p.parts;
+}
+// What run_tiles uses after B: the parts' A blocks, then the sets of sums.
+template <class Q>
+int64_t tiles_bytes(const Plan<Q>& p) {
+  return p.parts * a_block_bytes(p) + sums_sets(p) * sums_bytes(p);
+}
+
+// Depth slices where the row blocks are fewer than a few per thread and do not divide among
+// them (a weight gradient's: lenet's conv1 has 25 rows and 50176 deep): a thread each, as far as
+// the depth blocks go. The integer sums do not depend on the cut.
+int64_t depth_slices(int64_t blocks, int64_t threads, int64_t depth_blocks) {
+  const bool uneven = threads > 1 && blocks % threads != 0 && blocks < 4 * threads;
+  return uneven ? std::min(threads, depth_blocks) : 1;
 }
 
 template <class Q>
@@ -222,9 +251,10 @@ Plan<Q> make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8G
   const int64_t flops = 2 * m * n * k * (p.split_b ? 2 : 1);
   const bool threaded = pool != nullptr && pool->threads() > 1 && flops >= kGemmMinFlopsToSplit;
   p.pool = threaded ? pool : nullptr;
-  const int64_t blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
-  p.parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threaded ? pool->threads() : 1, blocks)));
-  p.part_bytes = a_block_bytes(p) + align64(kQuantRowBlock * p.npad * 8);
+  const int64_t threads = threaded ? pool->threads() : 1;
+  p.blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
+  p.slices = depth_slices(p.blocks, threads, (k + p.depth_block - 1) / p.depth_block);
+  p.parts = static_cast<int>(std::max<int64_t>(1, std::min(threads, p.blocks * p.slices)));
   return p;
 }
 
@@ -479,33 +509,60 @@ void write_rows(const Dequant& d, int64_t i0, int64_t rows, int64_t n, int64_t n
   }
 }
 
-// The blocked product over the tiles and the f32 output. `parts_memory` holds plan.parts
-// regions of plan.part_bytes.
+// The sums of qa qb of rows [i0, i0 + rows) over depth [p_begin, p_end) (whole depth blocks
+// from 0) into `acc` [rows x npad], and, where B has a zero point, qa's row sums into `row_sums`.
+template <class Q, class FillA>
+void block_sums(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const Q* packed_low, bool want_row_sums,
+                int64_t i0, int64_t rows, int64_t p_begin, int64_t p_end, Q* a_block, int64_t* acc, int64_t* row_sums) {
+  constexpr int64_t G = TileKind<Q>::kGroup;
+  const int64_t ld = plan.depth_block_padded;
+  std::fill(acc, acc + rows * plan.npad, int64_t{0});
+  std::fill(row_sums, row_sums + rows, int64_t{0});
+  for (int64_t p0 = p_begin; p0 < p_end; p0 += plan.depth_block) {
+    const int64_t kc = std::min(plan.depth_block, p_end - p0), kc_padded = round_up(kc, G);
+    fill_a.fill(i0, rows, p0, kc, a_block, ld);
+    for (int64_t r = 0; r < rows && kc_padded > kc; ++r) std::fill(a_block + r * ld + kc, a_block + r * ld + kc_padded, Q{0});
+    if (want_row_sums) add_row_sums(a_block, rows, kc, ld, row_sums);
+    block_tiles(plan, a_block, rows, p0, kc_padded, packed, packed_low, acc);
+  }
+}
+
+// The blocked product over the tiles and the f32 output; `memory` holds tiles_bytes(plan). Each
+// part takes its share of the items: a row block (written out once summed), or with slices a
+// row block's depth slice (the slices' sums added up and written out after all items).
 template <class Q, class FillA>
 void run_tiles(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const Q* packed_low, const Dequant& dequant,
-               float* c, int64_t ldc, int8_t* parts_memory, int64_t* sums) {
-  constexpr int64_t G = TileKind<Q>::kGroup;
-  const int64_t m = plan.m, n = plan.n, k = plan.k, npad = plan.npad;
-  const int64_t ld = plan.depth_block_padded;
-  const int64_t blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
+               float* c, int64_t ldc, int8_t* memory, int64_t* sums) {
+  const int64_t m = plan.m, npad = plan.npad, slices = plan.slices, items = plan.blocks * slices;
+  const int64_t depth_blocks = (plan.k + plan.depth_block - 1) / plan.depth_block;
+  int8_t* sets = memory + plan.parts * a_block_bytes(plan);
+  const auto acc_of = [&](int64_t set) { return reinterpret_cast<int64_t*>(sets + set * sums_bytes(plan)); };
+  const auto row_sums_of = [&](int64_t set) {
+    return reinterpret_cast<int64_t*>(sets + set * sums_bytes(plan) + acc_bytes(plan));
+  };
   parallel_for(plan.pool, plan.parts, 1, [&](int64_t part_begin, int64_t part_end) {
     for (int64_t part = part_begin; part < part_end; ++part) {
-      Q* a_block = reinterpret_cast<Q*>(parts_memory + part * plan.part_bytes);
-      int64_t* acc = reinterpret_cast<int64_t*>(parts_memory + part * plan.part_bytes + a_block_bytes(plan));
-      const int64_t block_begin = part * blocks / plan.parts, block_end = (part + 1) * blocks / plan.parts;
-      for (int64_t block = block_begin; block < block_end; ++block) {
+      Q* a_block = reinterpret_cast<Q*>(memory + part * a_block_bytes(plan));
+      for (int64_t item = part * items / plan.parts; item < (part + 1) * items / plan.parts; ++item) {
+        const int64_t block = item / slices, slice = item % slices, set = slices > 1 ? item : part;
         const int64_t i0 = block * kQuantRowBlock, rows = std::min(kQuantRowBlock, m - i0);
-        int64_t row_sums[kQuantRowBlock] = {};
-        std::fill(acc, acc + rows * npad, int64_t{0});
-        for (int64_t p0 = 0; p0 < k; p0 += plan.depth_block) {
-          const int64_t kc = std::min(plan.depth_block, k - p0), kc_padded = round_up(kc, G);
-          fill_a.fill(i0, rows, p0, kc, a_block, ld);
-          for (int64_t r = 0; r < rows && kc_padded > kc; ++r) std::fill(a_block + r * ld + kc, a_block + r * ld + kc_padded, Q{0});
-          if (dequant.zero_b != 0) add_row_sums(a_block, rows, kc, ld, row_sums);
-          block_tiles(plan, a_block, rows, p0, kc_padded, packed, packed_low, acc);
-        }
-        write_rows(dequant, i0, rows, n, npad, acc, row_sums, c, ldc, sums);
+        const int64_t p_begin = depth_blocks * slice / slices * plan.depth_block;
+        const int64_t p_end = std::min(plan.k, depth_blocks * (slice + 1) / slices * plan.depth_block);
+        block_sums(plan, fill_a, packed, packed_low, dequant.zero_b != 0, i0, rows, p_begin, p_end, a_block,
+                   acc_of(set), row_sums_of(set));
+        if (slices == 1) write_rows(dequant, i0, rows, plan.n, npad, acc_of(set), row_sums_of(set), c, ldc, sums);
       }
+    }
+  });
+  if (slices == 1) return;
+  parallel_for(plan.pool, plan.blocks, 1, [&](int64_t block_begin, int64_t block_end) {
+    for (int64_t block = block_begin; block < block_end; ++block) {
+      const int64_t i0 = block * kQuantRowBlock, rows = std::min(kQuantRowBlock, m - i0), first = block * slices;
+      for (int64_t set = first + 1; set < first + slices; ++set) {
+        for (int64_t t = 0; t < rows * npad; ++t) acc_of(first)[t] += acc_of(set)[t];
+        for (int64_t r = 0; r < rows; ++r) row_sums_of(first)[r] += row_sums_of(set)[r];
+      }
+      write_rows(dequant, i0, rows, plan.n, npad, acc_of(first), row_sums_of(first), c, ldc, sums);
     }
   });
 }
@@ -777,7 +834,7 @@ void dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* 
           ta ? a[mid_p * s.lda + mid_i] : a[mid_i * s.lda + mid_p], tb ? b[mid_j * s.ldb + mid_p] : b[mid_p * s.ldb + mid_j],
           o);
 
-  int8_t* memory = scratch_bytes(packed_b_bytes(plan) + plan.parts * plan.part_bytes);
+  int8_t* memory = scratch_bytes(packed_b_bytes(plan) + tiles_bytes(plan));
   const Q *packed = nullptr, *packed_low = nullptr;
   const int64_t packed_bytes =
       pack_b(plan, b, s.ldb, tb, prepared.b, memory, &packed, &packed_low, column_sums_of(prepared));
@@ -810,7 +867,7 @@ void dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const G
           b[(k / 2) * ldb + n / 2], o);
 
   const int64_t image_bytes = align64(size * static_cast<int64_t>(sizeof(Q)) + kCopyBytes), runs_bytes = align64(k * 4);
-  int8_t* memory = scratch_bytes(packed_b_bytes(plan) + image_bytes + runs_bytes + plan.parts * plan.part_bytes);
+  int8_t* memory = scratch_bytes(packed_b_bytes(plan) + image_bytes + runs_bytes + tiles_bytes(plan));
   const Q *packed = nullptr, *packed_low = nullptr;
   const int64_t packed_bytes =
       pack_b(plan, b, ldb, false, prepared.b, memory, &packed, &packed_low, column_sums_of(prepared));
