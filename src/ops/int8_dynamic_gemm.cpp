@@ -421,6 +421,15 @@ const int32_t* depth_runs(const int32_t* depth, int64_t k, int64_t depth_block, 
   return k >= 2 * count ? runs : nullptr;
 }
 
+// What turns a row block's int64 sums of qa qb into C (the header's "sums" and "output").
+struct Dequant {
+  const double* factor;          // [n]: alpha * step_a * step_b of the column
+  float beta;
+  int64_t zero_a, zero_b, k;
+  const int64_t* column_sums_b;  // [n]: sum_p qb[p][j], where zero_a != 0
+  bool small_sums;               // every |sum| < 2^51: k (2 qmax_a) (2 qmax_b) < 2^51
+};
+
 // A tile row's sums added into its int64 sums: out[j] += in[j], or with a split B's low bytes'
 // sums, out[j] += 256 in[j] + low[j] (the shift written on uint64 so that the loop vectorizes:
 // SSE2 has no 64-bit multiply).
@@ -434,11 +443,54 @@ void add_tile_row(const int32_t* in, const int32_t* low, int64_t nr, int64_t* ou
   }
 }
 
-// One depth block of a row block: each tile's int32 sums added into the int64 `acc` [rows x npad]
-// (a split B: 256 times the high bytes' sums plus the low bytes').
+// Where a row block's tile sums go: added into its int64 sums `acc` [rows x npad]; or, where C
+// is written straight from the tiles (`factor` set: writes_direct), into C's rows from `c`.
+struct TileOut {
+  int64_t* acc;
+  const double* factor;  // [n]: Dequant::factor, or null
+  float* c;              // row i0 of the row block (row stride ldc)
+  int64_t ldc, n;
+  int64_t* sums;         // the trace's sums from row i0 (row stride n), or null
+};
+
+// Whether C is written straight from the tiles: a product one depth block deep (each tile's
+// sums are whole) without zero points, beta 0 and every |sum| < 2^51, where write_rows' value is
+// factor[j] * sum in double, and the int32 sums give the sum in double exactly (256 hi + lo).
+// Spares the int64 sums' zeroing, adding and reading for shallow products (lenet's conv1: 25
+// multiply-adds a sum).
+template <class Q>
+bool writes_direct(const Plan<Q>& plan, const Dequant& d) {
+  return plan.k <= plan.depth_block && d.zero_a == 0 && d.zero_b == 0 && d.small_sums && d.beta == 0.0f;
+}
+
+// A tile's rows r0.. and columns j0.. (up to n) straight into C (and the trace's sums).
+void write_tile(const TileOut& out, const int32_t* in, const int32_t* low, int64_t tile_rows, int64_t nr, int64_t r0,
+                int64_t j0) {
+  const int64_t width = std::min(nr, out.n - j0);
+  const double* factor = out.factor + j0;
+  for (int64_t r = 0; r < tile_rows; ++r) {
+    const int32_t* hi_row = in + r * nr;
+    float* c_row = out.c + (r0 + r) * out.ldc + j0;
+    if (low == nullptr) {
+      for (int64_t j = 0; j < width; ++j) c_row[j] = static_cast<float>(factor[j] * static_cast<double>(hi_row[j]));
+    } else {
+      const int32_t* low_row = low + r * nr;
+      for (int64_t j = 0; j < width; ++j) {
+        c_row[j] = static_cast<float>(factor[j] * (static_cast<double>(hi_row[j]) * 256.0 + static_cast<double>(low_row[j])));
+      }
+    }
+    if (out.sums == nullptr) continue;
+    int64_t* sums_row = out.sums + (r0 + r) * out.n + j0;
+    std::fill(sums_row, sums_row + width, int64_t{0});
+    add_tile_row(hi_row, low == nullptr ? nullptr : low + r * nr, width, sums_row);
+  }
+}
+
+// One depth block of a row block: each tile's int32 sums (a split B: 256 times the high bytes'
+// sums plus the low bytes') added into the int64 sums, or written straight into C.
 template <class Q>
 void block_tiles(const Plan<Q>& plan, const Q* a_block, int64_t rows, int64_t p0, int64_t kc_padded, const Q* packed,
-                 const Q* packed_low, int64_t* acc) {
+                 const Q* packed_low, const TileOut& out) {
   constexpr int64_t G = TileKind<Q>::kGroup;
   const int64_t mr = plan.mr, nr = plan.nr, npad = plan.npad, ld = plan.depth_block_padded;
   alignas(64) int32_t tile_acc[kQs8MaxMr * 16], low_acc[kQs8MaxMr * 16];
@@ -448,22 +500,17 @@ void block_tiles(const Plan<Q>& plan, const Q* a_block, int64_t rows, int64_t p0
       const int64_t tile_rows = std::min(mr, rows - r0);
       plan.tile(tile_rows, kc_padded / G, a_block + r0 * ld, ld, packed + at, tile_acc);
       if (packed_low != nullptr) plan.tile(tile_rows, kc_padded / G, a_block + r0 * ld, ld, packed_low + at, low_acc);
+      const int32_t* low = packed_low != nullptr ? low_acc : nullptr;
+      if (out.factor != nullptr) {
+        write_tile(out, tile_acc, low, tile_rows, nr, r0, panel * nr);
+        continue;
+      }
       for (int64_t r = 0; r < tile_rows; ++r) {
-        add_tile_row(tile_acc + r * nr, packed_low != nullptr ? low_acc + r * nr : nullptr, nr,
-                     acc + (r0 + r) * npad + panel * nr);
+        add_tile_row(tile_acc + r * nr, low != nullptr ? low + r * nr : nullptr, nr, out.acc + (r0 + r) * npad + panel * nr);
       }
     }
   }
 }
-
-// What turns a row block's int64 sums of qa qb into C (the header's "sums" and "output").
-struct Dequant {
-  const double* factor;          // [n]: alpha * step_a * step_b of the column
-  float beta;
-  int64_t zero_a, zero_b, k;
-  const int64_t* column_sums_b;  // [n]: sum_p qb[p][j], where zero_a != 0
-  bool small_sums;               // every |sum| < 2^51: k (2 qmax_a) (2 qmax_b) < 2^51
-};
 
 // sum_p qa[r][p] over a row block's depth block (the zero-padded tail adds nothing).
 template <class Q>
@@ -510,20 +557,21 @@ void write_rows(const Dequant& d, int64_t i0, int64_t rows, int64_t n, int64_t n
 }
 
 // The sums of qa qb of rows [i0, i0 + rows) over depth [p_begin, p_end) (whole depth blocks
-// from 0) into `acc` [rows x npad], and, where B has a zero point, qa's row sums into `row_sums`.
+// from 0) into `out` (TileOut), and, where B has a zero point, qa's row sums into `row_sums`.
 template <class Q, class FillA>
 void block_sums(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const Q* packed_low, bool want_row_sums,
-                int64_t i0, int64_t rows, int64_t p_begin, int64_t p_end, Q* a_block, int64_t* acc, int64_t* row_sums) {
+                int64_t i0, int64_t rows, int64_t p_begin, int64_t p_end, Q* a_block, const TileOut& out,
+                int64_t* row_sums) {
   constexpr int64_t G = TileKind<Q>::kGroup;
   const int64_t ld = plan.depth_block_padded;
-  std::fill(acc, acc + rows * plan.npad, int64_t{0});
+  if (out.factor == nullptr) std::fill(out.acc, out.acc + rows * plan.npad, int64_t{0});
   std::fill(row_sums, row_sums + rows, int64_t{0});
   for (int64_t p0 = p_begin; p0 < p_end; p0 += plan.depth_block) {
     const int64_t kc = std::min(plan.depth_block, p_end - p0), kc_padded = round_up(kc, G);
     fill_a.fill(i0, rows, p0, kc, a_block, ld);
     for (int64_t r = 0; r < rows && kc_padded > kc; ++r) std::fill(a_block + r * ld + kc, a_block + r * ld + kc_padded, Q{0});
     if (want_row_sums) add_row_sums(a_block, rows, kc, ld, row_sums);
-    block_tiles(plan, a_block, rows, p0, kc_padded, packed, packed_low, acc);
+    block_tiles(plan, a_block, rows, p0, kc_padded, packed, packed_low, out);
   }
 }
 
@@ -535,6 +583,7 @@ void run_tiles(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const 
                float* c, int64_t ldc, int8_t* memory, int64_t* sums) {
   const int64_t m = plan.m, npad = plan.npad, slices = plan.slices, items = plan.blocks * slices;
   const int64_t depth_blocks = (plan.k + plan.depth_block - 1) / plan.depth_block;
+  const bool direct = writes_direct(plan, dequant);
   int8_t* sets = memory + plan.parts * a_block_bytes(plan);
   const auto acc_of = [&](int64_t set) { return reinterpret_cast<int64_t*>(sets + set * sums_bytes(plan)); };
   const auto row_sums_of = [&](int64_t set) {
@@ -548,9 +597,11 @@ void run_tiles(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const 
         const int64_t i0 = block * kQuantRowBlock, rows = std::min(kQuantRowBlock, m - i0);
         const int64_t p_begin = depth_blocks * slice / slices * plan.depth_block;
         const int64_t p_end = std::min(plan.k, depth_blocks * (slice + 1) / slices * plan.depth_block);
-        block_sums(plan, fill_a, packed, packed_low, dequant.zero_b != 0, i0, rows, p_begin, p_end, a_block,
-                   acc_of(set), row_sums_of(set));
-        if (slices == 1) write_rows(dequant, i0, rows, plan.n, npad, acc_of(set), row_sums_of(set), c, ldc, sums);
+        const TileOut out{acc_of(set), direct ? dequant.factor : nullptr, c + i0 * ldc, ldc, plan.n,
+                          sums != nullptr ? sums + i0 * plan.n : nullptr};
+        block_sums(plan, fill_a, packed, packed_low, dequant.zero_b != 0, i0, rows, p_begin, p_end, a_block, out,
+                   row_sums_of(set));
+        if (slices == 1 && !direct) write_rows(dequant, i0, rows, plan.n, npad, acc_of(set), row_sums_of(set), c, ldc, sums);
       }
     }
   });
