@@ -274,11 +274,11 @@ void pack_b_narrow(const Plan<Q>& plan, const float* b, const OperandQuant& quan
     for (int64_t g = c0; g < c1; ++g)
       for (int64_t panel = 0; panel < plan.panels; ++panel) {
         Q* out = packed + (panel * kgroups + g) * nr * G;
-        for (int64_t jj = 0, j = panel * nr; jj < nr; ++jj, ++j)
-          for (int64_t q = 0; q < G; ++q) {
-            const int64_t p = G * g + q;
-            out[jj * G + q] = p < k && j < n ? values[(p - p0) * n + j] : Q{0};
-          }
+        const int64_t live_rows = std::min(G, k - G * g), live_columns = std::min(nr, n - panel * nr);
+        const Q* v = values + (G * g - p0) * n + panel * nr;
+        for (int64_t jj = 0; jj < live_columns; ++jj)
+          for (int64_t q = 0; q < G; ++q) out[jj * G + q] = q < live_rows ? v[q * n + jj] : Q{0};
+        std::fill(out + live_columns * G, out + nr * G, Q{0});
       }
   }
 }
