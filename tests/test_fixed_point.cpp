@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "cpu/kernel_tables.h"
 #include "isa_param.h"
 #include "ops/fixed_point_format.h"
 #include "ops/fixed_point_gemm.h"
@@ -275,6 +276,31 @@ TEST_P(FixedPointGemm, WideFormatsOnTheInt16TilesBitExactAgainstTheReference) {
   expect_products_match_the_reference(GetParam(), wide_pairs(), int16_dynamic_gemm);
   // Narrow formats on the int16 tiles too (the tiles take any width up to 16).
   expect_products_match_the_reference(GetParam(), narrow_pairs(), int16_dynamic_gemm);
+}
+
+// A level's fused split tile (Qs16GemmKernel::split) gives what its tile gives run on the high
+// and the low bytes' panels apart, bit for bit: values at the extremes, 1 and 2 live rows.
+TEST_P(FixedPointGemm, SplitTileIsTheTileTwice) {
+  const Qs16GemmKernel& kernel = qs16_gemm_kernel(GetParam());
+  if (kernel.split == nullptr) GTEST_SKIP() << kernel.name << " has no split tile";
+  Rng rng(31, 0);
+  const int64_t kpairs = 128, lda = 2 * kpairs + 6, nr = kernel.nr;  // 128 pairs: the split's bound
+  std::vector<int16_t> a(static_cast<size_t>(kernel.split_mr * lda)), hi(static_cast<size_t>(2 * kpairs * nr)), lo(hi.size());
+  for (int16_t& v : a) v = static_cast<int16_t>(rng.below(2) == 0 ? 32767 - 65534 * static_cast<int>(rng.below(2)) : static_cast<int>(rng.below(65535)) - 32767);
+  for (size_t t = 0; t < hi.size(); ++t) {
+    hi[t] = static_cast<int16_t>(static_cast<int>(rng.below(256)) - 128);
+    lo[t] = static_cast<int16_t>(rng.below(2) == 0 ? 255 : rng.below(256));
+  }
+  for (int64_t rows = 1; rows <= kernel.split_mr; ++rows) {
+    std::vector<int32_t> acc_hi(static_cast<size_t>(kQs8MaxMr * 16)), acc_lo(acc_hi.size()), ref_hi(acc_hi.size()), ref_lo(acc_hi.size());
+    kernel.split(rows, kpairs, a.data(), lda, hi.data(), lo.data(), acc_hi.data(), acc_lo.data());
+    kernel.tile(rows, kpairs, a.data(), lda, hi.data(), ref_hi.data());
+    kernel.tile(rows, kpairs, a.data(), lda, lo.data(), ref_lo.data());
+    for (int64_t t = 0; t < rows * nr; ++t) {
+      ASSERT_EQ(acc_hi[static_cast<size_t>(t)], ref_hi[static_cast<size_t>(t)]) << kernel.name << " rows " << rows << " at " << t;
+      ASSERT_EQ(acc_lo[static_cast<size_t>(t)], ref_lo[static_cast<size_t>(t)]) << kernel.name << " rows " << rows << " at " << t;
+    }
+  }
 }
 
 // Products of few row blocks are cut over their depth, a slice a thread, the slices' sums added

@@ -139,6 +139,7 @@ struct TileKind<int8_t> {
     *mr = k.mr, *nr = k.nr, *name = k.name;
     return k.tile;
   }
+  static Qs16SplitTile split_tile(Isa, int* mr) { return *mr = 0, nullptr; }
 };
 template <>
 struct TileKind<int16_t> {
@@ -148,6 +149,12 @@ struct TileKind<int16_t> {
     const Qs16GemmKernel& k = qs16_gemm_kernel(isa);
     *mr = k.mr, *nr = k.nr, *name = k.name;
     return k.tile;
+  }
+  // The level's fused tile for a split B, or null (the tile twice).
+  static Qs16SplitTile split_tile(Isa isa, int* mr) {
+    const Qs16GemmKernel& k = qs16_gemm_kernel(isa);
+    *mr = k.split_mr;
+    return k.split;
   }
 };
 
@@ -169,6 +176,8 @@ struct Plan {
   int64_t nr, panels, npad, kgroups;
   int64_t depth_block, depth_block_padded;
   bool split_b;      // int16: B's high and low bytes multiplied apart
+  Qs16SplitTile split_tile;  // split_b: both on one tile of split_mr rows, or null: the tile twice
+  int64_t split_mr;
   ThreadPool* pool;  // null: one thread
   int64_t blocks;    // row blocks of kQuantRowBlock
   int64_t slices;    // depth slices of a row block, each an item with its own sums (1: none)
@@ -248,6 +257,11 @@ Plan<Q> make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8G
   p.kgroups = (k + G - 1) / G;
   p.depth_block = std::min(block_depth<Q>(o, &p.split_b), round_up(k, G));
   p.depth_block_padded = p.depth_block;
+  int split_mr = 0;
+  p.split_tile = p.split_b ? TileKind<Q>::split_tile(o.isa, &split_mr) : nullptr;
+  p.split_mr = split_mr;
+  RG_CHECK(p.split_tile == nullptr || (split_mr <= mr && kQuantRowBlock % split_mr == 0),
+           "dynamic integer GEMM: split tile of " << split_mr << " rows");
   const int64_t flops = 2 * m * n * k * (p.split_b ? 2 : 1);
   const bool threaded = pool != nullptr && pool->threads() > 1 && flops >= kGemmMinFlopsToSplit;
   p.pool = threaded ? pool : nullptr;
@@ -486,21 +500,39 @@ void write_tile(const TileOut& out, const int32_t* in, const int32_t* low, int64
   }
 }
 
+// One tile's sums into `acc`, and a split B's low bytes' sums into `low_acc` (the fused split
+// tile where the level has one, else the tile twice); returns low_acc, or null without a split.
+template <class Q>
+const int32_t* run_tile(const Plan<Q>& plan, int64_t rows, int64_t groups, const Q* a, const Q* packed,
+                        const Q* packed_low, int32_t* acc, int32_t* low_acc) {
+  const int64_t ld = plan.depth_block_padded;
+  if constexpr (sizeof(Q) == 2) {
+    if (packed_low != nullptr && plan.split_tile != nullptr) {
+      plan.split_tile(rows, groups, a, ld, packed, packed_low, acc, low_acc);
+      return low_acc;
+    }
+  }
+  plan.tile(rows, groups, a, ld, packed, acc);
+  if (packed_low == nullptr) return nullptr;
+  plan.tile(rows, groups, a, ld, packed_low, low_acc);
+  return low_acc;
+}
+
 // One depth block of a row block: each tile's int32 sums (a split B: 256 times the high bytes'
 // sums plus the low bytes') added into the int64 sums, or written straight into C.
 template <class Q>
 void block_tiles(const Plan<Q>& plan, const Q* a_block, int64_t rows, int64_t p0, int64_t kc_padded, const Q* packed,
                  const Q* packed_low, const TileOut& out) {
   constexpr int64_t G = TileKind<Q>::kGroup;
-  const int64_t mr = plan.mr, nr = plan.nr, npad = plan.npad, ld = plan.depth_block_padded;
+  const int64_t nr = plan.nr, npad = plan.npad, ld = plan.depth_block_padded;
+  const int64_t mr = packed_low != nullptr && plan.split_tile != nullptr ? plan.split_mr : plan.mr;
   alignas(64) int32_t tile_acc[kQs8MaxMr * 16], low_acc[kQs8MaxMr * 16];
   for (int64_t panel = 0; panel < plan.panels; ++panel) {
     const int64_t at = (panel * plan.kgroups + p0 / G) * nr * G;
     for (int64_t r0 = 0; r0 < rows; r0 += mr) {
       const int64_t tile_rows = std::min(mr, rows - r0);
-      plan.tile(tile_rows, kc_padded / G, a_block + r0 * ld, ld, packed + at, tile_acc);
-      if (packed_low != nullptr) plan.tile(tile_rows, kc_padded / G, a_block + r0 * ld, ld, packed_low + at, low_acc);
-      const int32_t* low = packed_low != nullptr ? low_acc : nullptr;
+      const int32_t* low = run_tile(plan, tile_rows, kc_padded / G, a_block + r0 * ld, packed + at,
+                                    packed_low != nullptr ? packed_low + at : nullptr, tile_acc, low_acc);
       if (out.factor != nullptr) {
         write_tile(out, tile_acc, low, tile_rows, nr, r0, panel * nr);
         continue;
