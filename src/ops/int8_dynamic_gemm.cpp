@@ -1,7 +1,9 @@
 // Int8 training's products: max passes, quantization (written so that the compiler vectorizes
 // it at the baseline: float multiply, clamp, rounding by the 1.5 * 2^23 trick, 32-bit hashing),
 // B packed once per product, row blocks of A quantized (or gathered) per depth block into a
-// per-part buffer, the qs8 tiles, int64 accumulation across depth blocks, f32 output.
+// per-part buffer, the qs8 or qs16 tiles, int64 accumulation across depth blocks, f32 output
+// (straight from the tiles' int32 sums where the product is one depth block deep). Products of
+// few row blocks are cut over their depth for the threads, the slices' integer sums added after.
 #include "ops/int8_dynamic_gemm.h"
 
 #include <algorithm>
@@ -477,7 +479,7 @@ bool writes_direct(const Plan<Q>& plan, const Dequant& d) {
   return plan.k <= plan.depth_block && d.zero_a == 0 && d.zero_b == 0 && d.small_sums && d.beta == 0.0f;
 }
 
-// A tile's rows r0.. and columns j0.. (up to n) straight into C (and the trace's sums).
+// Sums of rows r0.. and columns j0.. (up to n) straight into C (and the trace's sums).
 void write_tile(const TileOut& out, const int32_t* in, const int32_t* low, int64_t tile_rows, int64_t nr, int64_t r0,
                 int64_t j0) {
   const int64_t width = std::min(nr, out.n - j0);
@@ -526,20 +528,23 @@ void block_tiles(const Plan<Q>& plan, const Q* a_block, int64_t rows, int64_t p0
   constexpr int64_t G = TileKind<Q>::kGroup;
   const int64_t nr = plan.nr, npad = plan.npad, ld = plan.depth_block_padded;
   const int64_t mr = packed_low != nullptr && plan.split_tile != nullptr ? plan.split_mr : plan.mr;
-  alignas(64) int32_t tile_acc[kQs8MaxMr * 16], low_acc[kQs8MaxMr * 16];
+  // A panel's sums for all the block's rows (each tile's at its rows, row stride nr; a tile
+  // writes whole tiles, and kQuantRowBlock is a multiple of mr), then written out at once.
+  alignas(64) int32_t panel_acc[kQuantRowBlock * 16], low_acc[kQuantRowBlock * 16];
   for (int64_t panel = 0; panel < plan.panels; ++panel) {
     const int64_t at = (panel * plan.kgroups + p0 / G) * nr * G;
+    const int32_t* low = nullptr;
     for (int64_t r0 = 0; r0 < rows; r0 += mr) {
-      const int64_t tile_rows = std::min(mr, rows - r0);
-      const int32_t* low = run_tile(plan, tile_rows, kc_padded / G, a_block + r0 * ld, packed + at,
-                                    packed_low != nullptr ? packed_low + at : nullptr, tile_acc, low_acc);
-      if (out.factor != nullptr) {
-        write_tile(out, tile_acc, low, tile_rows, nr, r0, panel * nr);
-        continue;
-      }
-      for (int64_t r = 0; r < tile_rows; ++r) {
-        add_tile_row(tile_acc + r * nr, low != nullptr ? low + r * nr : nullptr, nr, out.acc + (r0 + r) * npad + panel * nr);
-      }
+      low = run_tile(plan, std::min(mr, rows - r0), kc_padded / G, a_block + r0 * ld, packed + at,
+                     packed_low != nullptr ? packed_low + at : nullptr, panel_acc + r0 * nr, low_acc + r0 * nr);
+    }
+    low = low != nullptr ? low_acc : nullptr;
+    if (out.factor != nullptr) {
+      write_tile(out, panel_acc, low, rows, nr, 0, panel * nr);
+      continue;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      add_tile_row(panel_acc + r * nr, low != nullptr ? low + r * nr : nullptr, nr, out.acc + r * npad + panel * nr);
     }
   }
 }
