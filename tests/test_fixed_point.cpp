@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "cpu/kernel_tables.h"
 #include "isa_param.h"
 #include "ops/fixed_point_format.h"
 #include "ops/fixed_point_gemm.h"
@@ -277,6 +278,82 @@ TEST_P(FixedPointGemm, WideFormatsOnTheInt16TilesBitExactAgainstTheReference) {
   expect_products_match_the_reference(GetParam(), narrow_pairs(), int16_dynamic_gemm);
 }
 
+// A level's fused split tile (Qs16GemmKernel::split) gives what its tile gives run on the high
+// and the low bytes' panels apart, bit for bit: values at the extremes, 1 and 2 live rows.
+TEST_P(FixedPointGemm, SplitTileIsTheTileTwice) {
+  const Qs16GemmKernel& kernel = qs16_gemm_kernel(GetParam());
+  if (kernel.split == nullptr) GTEST_SKIP() << kernel.name << " has no split tile";
+  Rng rng(31, 0);
+  const int64_t kpairs = 128, lda = 2 * kpairs + 6, nr = kernel.nr;  // 128 pairs: the split's bound
+  std::vector<int16_t> a(static_cast<size_t>(kernel.split_mr * lda)), hi(static_cast<size_t>(2 * kpairs * nr)), lo(hi.size());
+  for (int16_t& v : a) v = static_cast<int16_t>(rng.below(2) == 0 ? 32767 - 65534 * static_cast<int>(rng.below(2)) : static_cast<int>(rng.below(65535)) - 32767);
+  for (size_t t = 0; t < hi.size(); ++t) {
+    hi[t] = static_cast<int16_t>(static_cast<int>(rng.below(256)) - 128);
+    lo[t] = static_cast<int16_t>(rng.below(2) == 0 ? 255 : rng.below(256));
+  }
+  for (int64_t rows = 1; rows <= kernel.split_mr; ++rows) {
+    std::vector<int32_t> acc_hi(static_cast<size_t>(kQs8MaxMr * 16)), acc_lo(acc_hi.size()), ref_hi(acc_hi.size()), ref_lo(acc_hi.size());
+    kernel.split(rows, kpairs, a.data(), lda, hi.data(), lo.data(), acc_hi.data(), acc_lo.data());
+    kernel.tile(rows, kpairs, a.data(), lda, hi.data(), ref_hi.data());
+    kernel.tile(rows, kpairs, a.data(), lda, lo.data(), ref_lo.data());
+    for (int64_t t = 0; t < rows * nr; ++t) {
+      ASSERT_EQ(acc_hi[static_cast<size_t>(t)], ref_hi[static_cast<size_t>(t)]) << kernel.name << " rows " << rows << " at " << t;
+      ASSERT_EQ(acc_lo[static_cast<size_t>(t)], ref_lo[static_cast<size_t>(t)]) << kernel.name << " rows " << rows << " at " << t;
+    }
+  }
+}
+
+// Products of few row blocks are cut over their depth, a slice a thread, the slices' sums added
+// up after: a deep 25 x 6 (lenet's conv1 weight gradient, plain and gathered from its patches)
+// and 5 row blocks, on 2 and 3 threads, zero points on both sides (their row sums added up too),
+// int8 and split int16 tiles. The reference's bits.
+TEST_P(FixedPointGemm, DepthSlicesAreTheReference) {
+  ThreadPool two(2), three(3);
+  const FormatPair pairs[] = {wide_affine_and_channel_pairs()[0], affine_and_channel_pairs()[3]};
+  const ConvGeometry g = conv_geometry(28, 28, 1, 5, 1, 2).value();
+  const PatchOffsets at = patch_offsets(g, 8);
+  uint64_t seed = 40;
+  for (const FormatPair& pair : pairs)
+    for (int64_t m : {0, 25, 150})  // 0: the gathered conv1 weight gradient
+      for (ThreadPool* pool : {&two, &three}) {
+        Rng rng(seed, 3);
+        const bool gathered = m == 0;
+        const int64_t rows = gathered ? g.patch_size() : m, n = m == 150 ? 16 : 6;
+        const int64_t k = gathered ? 8 * g.patches() : m == 25 ? 9001 : 1500;
+        const std::vector<float> a = random_floats(gathered ? 8 * g.padded_size() : rows * k, rng, 2.0);
+        const std::vector<float> b = random_floats(k * n, rng, 0.5);
+        std::vector<float> c(static_cast<size_t>(rows * n)), c_ref(c.size());
+        Int8GemmOptions o;
+        o.a = pair.a;
+        o.b = pair.b;
+        o.b_channels = pair.b_channels;
+        o.seed = seed++;
+        o.isa = GetParam();
+        Int8GemmTrace trace, trace_ref;
+        trace.want_sums = trace_ref.want_sums = true;
+        o.trace = &trace;
+        const bool narrow = pair.a.bits <= 8 && pair.b.bits <= 8;
+        const GatheredA<float> patches{a.data(), at.taps.data(), at.pixels.data()};
+        const GemmShape s{Trans::no, Trans::no, rows, n, k, k, n, n};
+        if (gathered) {
+          (narrow ? int8_dynamic_gemm_gathered : int16_dynamic_gemm_gathered)(rows, n, k, 1.0f, patches, b.data(), n,
+                                                                             0.0f, c.data(), n, pool, o);
+        } else {
+          (narrow ? int8_dynamic_gemm : int16_dynamic_gemm)(s, 1.0f, a.data(), b.data(), 0.0f, c.data(), pool, o);
+        }
+        o.trace = &trace_ref;
+        if (gathered) {
+          int8_dynamic_gemm_gathered_ref(rows, n, k, 1.0f, patches, b.data(), n, 0.0f, c_ref.data(), n, o);
+        } else {
+          int8_dynamic_gemm_ref(s, 1.0f, a.data(), b.data(), 0.0f, c_ref.data(), o);
+        }
+        const std::string what = std::string(pair.label) + " " + std::to_string(rows) + "x" + std::to_string(n) + "x" +
+                                 std::to_string(k) + " on " + std::to_string(pool->threads()) + " threads";
+        ASSERT_EQ(trace.sums, trace_ref.sums) << what;
+        for (size_t t = 0; t < c.size(); ++t) ASSERT_EQ(bits_of(c[t]), bits_of(c_ref[t])) << what << ", " << t;
+      }
+}
+
 // The worst case of each int16 route: every value at +-qmax, signs alike, so every product is
 // qmax_a qmax_b and the sums reach depth x that; exact in int64 (and C = alpha step_a step_b sum).
 TEST_P(FixedPointGemm, Int16ExtremesAreExact) {
@@ -360,29 +437,31 @@ TEST(FixedPointGemm, NonFiniteOperandsGiveNaNOnBothRoutes) {
 
 // A convolution's patches over a ReLU's output (values >= 0) or signed values, with a zero
 // point, times per-channel weights: bit for bit the reference on every level, both tiles.
+// Patch rows of 15 values, and of 5 (one channel: lenet's conv1).
 TEST_P(FixedPointGemm, ConvPatchesWithZeroPointsAndPerChannelWeights) {
   Rng rng(23, 0);
-  const ConvGeometry g = conv_geometry(9, 7, 5, 3, 1, 1).value();
-  const int64_t count = 2, filters = 11, m = count * g.patches(), k = g.patch_size();
-  const PatchOffsets at = patch_offsets(g, count);
-  const std::vector<float> signed_image = random_floats(count * g.padded_size(), rng, 2.0);
-  std::vector<float> relu_image = signed_image;
-  for (float& v : relu_image) v = std::max(0.0f, v);  // a ReLU's output (the padding words too)
-  const std::vector<float> w = random_floats(k * filters, rng, 0.3);
-  for (int bits : {4, 8, 12}) {
-    const std::vector<float>& image = bits == 8 ? signed_image : relu_image;  // zero -qmax, or inside
-    const GatheredA<float> a{image.data(), at.pixels.data(), at.taps.data()};
-    Int8GemmOptions o;
-    o.a = with_zero_point(format(bits, ScaleRule::real, Rounding::stochastic));
-    o.b = per_channel(format(bits, ScaleRule::real, Rounding::nearest));
-    o.b_channels = bits == 4 ? 4 : filters;  // 4: channels that do not divide the 11 columns
-    o.isa = GetParam();
-    o.seed = 5;
-    std::vector<float> c(static_cast<size_t>(m * filters)), c_ref(c.size());
-    const auto product = bits <= 8 ? int8_dynamic_gemm_gathered : int16_dynamic_gemm_gathered;
-    product(m, filters, k, 1.0f, a, w.data(), filters, 0.0f, c.data(), filters, nullptr, o);
-    int8_dynamic_gemm_gathered_ref(m, filters, k, 1.0f, a, w.data(), filters, 0.0f, c_ref.data(), filters, o);
-    for (size_t t = 0; t < c.size(); ++t) ASSERT_EQ(bits_of(c[t]), bits_of(c_ref[t])) << bits << " bits, " << t;
+  for (const ConvGeometry& g : {conv_geometry(9, 7, 5, 3, 1, 1).value(), conv_geometry(9, 7, 1, 5, 1, 2).value()}) {
+    const int64_t count = 2, filters = 11, m = count * g.patches(), k = g.patch_size();
+    const PatchOffsets at = patch_offsets(g, count);
+    const std::vector<float> signed_image = random_floats(count * g.padded_size(), rng, 2.0);
+    std::vector<float> relu_image = signed_image;
+    for (float& v : relu_image) v = std::max(0.0f, v);  // a ReLU's output (the padding words too)
+    const std::vector<float> w = random_floats(k * filters, rng, 0.3);
+    for (int bits : {4, 8, 12}) {
+      const std::vector<float>& image = bits == 8 ? signed_image : relu_image;  // zero -qmax, or inside
+      const GatheredA<float> a{image.data(), at.pixels.data(), at.taps.data()};
+      Int8GemmOptions o;
+      o.a = with_zero_point(format(bits, ScaleRule::real, Rounding::stochastic));
+      o.b = per_channel(format(bits, ScaleRule::real, Rounding::nearest));
+      o.b_channels = bits == 4 ? 4 : filters;  // 4: channels that do not divide the 11 columns
+      o.isa = GetParam();
+      o.seed = 5;
+      std::vector<float> c(static_cast<size_t>(m * filters)), c_ref(c.size());
+      const auto product = bits <= 8 ? int8_dynamic_gemm_gathered : int16_dynamic_gemm_gathered;
+      product(m, filters, k, 1.0f, a, w.data(), filters, 0.0f, c.data(), filters, nullptr, o);
+      int8_dynamic_gemm_gathered_ref(m, filters, k, 1.0f, a, w.data(), filters, 0.0f, c_ref.data(), filters, o);
+      for (size_t t = 0; t < c.size(); ++t) ASSERT_EQ(bits_of(c[t]), bits_of(c_ref[t])) << bits << " bits, " << t;
+    }
   }
 }
 

@@ -206,31 +206,31 @@ TEST_P(Int8DynamicGemm, GatheredMatchesTheReference) {
 }
 
 // A convolution's own offsets (im2col.h): patch rows are runs of kernel * channels consecutive
-// values (15 here), copied whole; a depth block of 32 cuts one, one of 8 leaves runs too short
-// to copy (the byte loop runs).
+// values (15 here, and 5 for lenet's conv1: one channel), copied whole in 16-byte pieces; depth
+// blocks of 32 and 8 cut them.
 TEST_P(Int8DynamicGemm, ConvPatchesMatchTheReference) {
   Rng rng(19, 0);
-  for (int64_t block : {8, 32, 1024}) {
-    const ConvGeometry g = conv_geometry(9, 7, 5, 3, 1, 1).value();
-    const int64_t count = 3, filters = 11;
-    const PatchOffsets at = patch_offsets(g, count);
-    const std::vector<float> image = random_floats(count * g.padded_size(), rng);
-    for (bool transposed : {false, true}) {  // forward (pixels x taps) and dW (taps x pixels)
-      const int64_t m = transposed ? g.patch_size() : count * g.patches();
-      const int64_t k = transposed ? count * g.patches() : g.patch_size();
-      const GatheredA<float> a{image.data(), transposed ? at.taps.data() : at.pixels.data(),
-                               transposed ? at.pixels.data() : at.taps.data()};
-      const std::vector<float> b = random_floats(k * filters, rng);
-      std::vector<float> c(static_cast<size_t>(m * filters)), c_ref(c.size());
-      Int8GemmOptions o;
-      set_gradient(o, transposed ? GradOperand::b : GradOperand::none);
-      o.isa = GetParam();
-      o.depth_block = block;
-      int8_dynamic_gemm_gathered(m, filters, k, 1.0f, a, b.data(), filters, 0.0f, c.data(), filters, nullptr, o);
-      int8_dynamic_gemm_gathered_ref(m, filters, k, 1.0f, a, b.data(), filters, 0.0f, c_ref.data(), filters, o);
-      expect_same_bits(c, c_ref, m, filters, filters, transposed ? "conv dW" : "conv forward");
+  for (int64_t block : {8, 32, 1024})
+    for (const ConvGeometry& g : {conv_geometry(9, 7, 5, 3, 1, 1).value(), conv_geometry(9, 7, 1, 5, 1, 2).value()}) {
+      const int64_t count = 3, filters = 11;
+      const PatchOffsets at = patch_offsets(g, count);
+      const std::vector<float> image = random_floats(count * g.padded_size(), rng);
+      for (bool transposed : {false, true}) {  // forward (pixels x taps) and dW (taps x pixels)
+        const int64_t m = transposed ? g.patch_size() : count * g.patches();
+        const int64_t k = transposed ? count * g.patches() : g.patch_size();
+        const GatheredA<float> a{image.data(), transposed ? at.taps.data() : at.pixels.data(),
+                                 transposed ? at.pixels.data() : at.taps.data()};
+        const std::vector<float> b = random_floats(k * filters, rng);
+        std::vector<float> c(static_cast<size_t>(m * filters)), c_ref(c.size());
+        Int8GemmOptions o;
+        set_gradient(o, transposed ? GradOperand::b : GradOperand::none);
+        o.isa = GetParam();
+        o.depth_block = block;
+        int8_dynamic_gemm_gathered(m, filters, k, 1.0f, a, b.data(), filters, 0.0f, c.data(), filters, nullptr, o);
+        int8_dynamic_gemm_gathered_ref(m, filters, k, 1.0f, a, b.data(), filters, 0.0f, c_ref.data(), filters, o);
+        expect_same_bits(c, c_ref, m, filters, filters, transposed ? "conv dW" : "conv forward");
+      }
     }
-  }
 }
 
 // Fixed partitioning and integer sums: 1, 2 and 3 threads give the same bits.

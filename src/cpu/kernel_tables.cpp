@@ -136,9 +136,11 @@ const Qs8GemmKernel& qs8_gemm_kernel(Isa isa, bool cpu_has_vnni) {
 }
 
 const Qs16GemmKernel& qs16_gemm_kernel(Isa isa) {
-  static const Qs16GemmKernel reference{qs16_gemm_4x8__reference, 4, 8, "qs16_gemm_4x8__reference"};
-  static const Qs16GemmKernel sse2{qs16_gemm_4x8__sse2, 4, 8, "qs16_gemm_4x8__sse2"};
-  static const Qs16GemmKernel sse2_for_int8{qs16_gemm_4x8__sse2, 4, 8, "qs16_gemm_4x8__sse2", true};
+  static const Qs16GemmKernel reference{qs16_gemm_4x8__reference, 4, 8, "qs16_gemm_4x8__reference", false,
+                                        qs16_split_2x8__reference, 2};
+  static const Qs16GemmKernel sse2{qs16_gemm_4x8__sse2, 4, 8, "qs16_gemm_4x8__sse2", false, qs16_split_2x8__sse2, 2};
+  static const Qs16GemmKernel sse2_for_int8{qs16_gemm_4x8__sse2, 4, 8, "qs16_gemm_4x8__sse2", true,
+                                            qs16_split_2x8__sse2, 2};
   static const Qs16GemmKernel avx2{qs16_gemm_4x16__avx2, 4, 16, "qs16_gemm_4x16__avx2"};
   static const Qs16GemmKernel avx512{qs16_gemm_8x16__avx512, 8, 16, "qs16_gemm_8x16__avx512"};
   switch (isa) {

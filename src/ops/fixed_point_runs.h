@@ -81,9 +81,12 @@ inline void quantize_run_stochastic(const float* x, int64_t count, Mult mult, in
     }
     return;
   }
-  // int8_rounding_uniform with the index's high word 0, inlined so that the loop vectorizes.
+  // int8_rounding_uniform with the index's high word 0, inlined so that the loop vectorizes; its
+  // hash input lo * kIndexMul + k1 (mod 2^32) advanced by an add per element, where SSE2 has no
+  // 32-bit multiply (lo = lo0 + t * step).
   const uint32_t k1 = static_cast<uint32_t>(key) ^ static_cast<uint32_t>(key >> 32);
-  const uint32_t lo0 = static_cast<uint32_t>(index0), step = static_cast<uint32_t>(stride);
+  const uint32_t step = static_cast<uint32_t>(stride) * kIndexMul;
+  uint32_t input = static_cast<uint32_t>(index0) * kIndexMul + k1;
   // As fixed_point_quantize_stochastic, with the clamp moved after the rounding: for |v| within
   // an ulp of the bounds both give the same value, and the loop vectorizes.
   for (int64_t t = 0; t < count; ++t) {
@@ -91,8 +94,8 @@ inline void quantize_run_stochastic(const float* x, int64_t count, Mult mult, in
     const int32_t truncated = static_cast<int32_t>(v);
     const int32_t floor_v = truncated - static_cast<int32_t>(v < static_cast<float>(truncated));
     const float frac = v - static_cast<float>(floor_v);  // exact
-    const uint32_t lo = lo0 + static_cast<uint32_t>(t) * step;
-    const uint32_t h = fmix32(lo * kIndexMul + k1);
+    const uint32_t h = fmix32(input);
+    input += step;
     const float u = static_cast<float>(static_cast<int32_t>(h >> 8)) * kTwoToMinus24;
     int32_t q = floor_v + static_cast<int32_t>(u < frac) + zero;
     q = q < -qmax ? -qmax : q;

@@ -1,7 +1,9 @@
 // Int8 training's products: max passes, quantization (written so that the compiler vectorizes
 // it at the baseline: float multiply, clamp, rounding by the 1.5 * 2^23 trick, 32-bit hashing),
 // B packed once per product, row blocks of A quantized (or gathered) per depth block into a
-// per-part buffer, the qs8 tiles, int64 accumulation across depth blocks, f32 output.
+// per-part buffer, the qs8 or qs16 tiles, int64 accumulation across depth blocks, f32 output
+// (straight from the tiles' int32 sums where the product is one depth block deep). Products of
+// few row blocks are cut over their depth for the threads, the slices' integer sums added after.
 #include "ops/int8_dynamic_gemm.h"
 
 #include <algorithm>
@@ -36,6 +38,7 @@ constexpr int64_t kQuantRowBlock = 32;    // rows of A per block (a multiple of 
 constexpr int64_t kRunElements = 256;     // a stack buffer's worth of one operand row
 constexpr int64_t kNarrowB = 16;          // B rows this short are quantized many at a time (pack_b_narrow)
 constexpr uint32_t kHighMul = 0x85EBCA77u;
+constexpr int64_t kCopyBytes = 16;        // GatheredQ's pieces (and the slack they need)
 
 float bits_to_float(int32_t bits) {
   float x;
@@ -138,6 +141,7 @@ struct TileKind<int8_t> {
     *mr = k.mr, *nr = k.nr, *name = k.name;
     return k.tile;
   }
+  static Qs16SplitTile split_tile(Isa, int* mr) { return *mr = 0, nullptr; }
 };
 template <>
 struct TileKind<int16_t> {
@@ -147,6 +151,12 @@ struct TileKind<int16_t> {
     const Qs16GemmKernel& k = qs16_gemm_kernel(isa);
     *mr = k.mr, *nr = k.nr, *name = k.name;
     return k.tile;
+  }
+  // The level's fused tile for a split B, or null (the tile twice).
+  static Qs16SplitTile split_tile(Isa isa, int* mr) {
+    const Qs16GemmKernel& k = qs16_gemm_kernel(isa);
+    *mr = k.split_mr;
+    return k.split;
   }
 };
 
@@ -168,9 +178,12 @@ struct Plan {
   int64_t nr, panels, npad, kgroups;
   int64_t depth_block, depth_block_padded;
   bool split_b;      // int16: B's high and low bytes multiplied apart
+  Qs16SplitTile split_tile;  // split_b: both on one tile of split_mr rows, or null: the tile twice
+  int64_t split_mr;
   ThreadPool* pool;  // null: one thread
-  int parts;
-  int64_t part_bytes;
+  int64_t blocks;    // row blocks of kQuantRowBlock
+  int64_t slices;    // depth slices of a row block, each an item with its own sums (1: none)
+  int parts;         // the threads' shares of the items (blocks x slices), each with its A block
 };
 
 // The depth of a block: the option's (a cache size), for int16 held under the int32 bound.
@@ -184,6 +197,40 @@ int64_t block_depth(const Int8GemmOptions& o, bool* split_b) {
     pairs = int16_pairs_bound(o.a.qmax(), 255);
   }
   return std::min(o.depth_block, 2 * pairs);  // depth in elements: a pair is 2
+}
+
+// A part's A block: kQuantRowBlock rows of depth_block_padded values, and GatheredQ's slack.
+template <class Q>
+int64_t a_block_bytes(const Plan<Q>& p) {
+  return align64(kQuantRowBlock * p.depth_block_padded * static_cast<int64_t>(sizeof(Q)) + kCopyBytes);
+}
+// One set of a row block's sums: int64 [kQuantRowBlock x npad] (acc_bytes), then the rows' sums of qa.
+template <class Q>
+int64_t acc_bytes(const Plan<Q>& p) {
+  return align64(kQuantRowBlock * p.npad * 8);
+}
+template <class Q>
+int64_t sums_bytes(const Plan<Q>& p) {
+  return acc_bytes(p) + align64(kQuantRowBlock * 8);
+}
+// The sets of sums: a part's (written out after each block), or with slices an item's (added up
+// after all items).
+template <class Q>
+int64_t sums_sets(const Plan<Q>& p) {
+  return p.slices > 1 ? p.blocks * p.slices : p.parts;
+}
+// What run_tiles uses after B: the parts' A blocks, then the sets of sums.
+template <class Q>
+int64_t tiles_bytes(const Plan<Q>& p) {
+  return p.parts * a_block_bytes(p) + sums_sets(p) * sums_bytes(p);
+}
+
+// Depth slices where the row blocks are fewer than a few per thread and do not divide among
+// them (a weight gradient's: lenet's conv1 has 25 rows and 50176 deep): a thread each, as far as
+// the depth blocks go. The integer sums do not depend on the cut.
+int64_t depth_slices(int64_t blocks, int64_t threads, int64_t depth_blocks) {
+  const bool uneven = threads > 1 && blocks % threads != 0 && blocks < 4 * threads;
+  return uneven ? std::min(threads, depth_blocks) : 1;
 }
 
 template <class Q>
@@ -212,13 +259,18 @@ Plan<Q> make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8G
   p.kgroups = (k + G - 1) / G;
   p.depth_block = std::min(block_depth<Q>(o, &p.split_b), round_up(k, G));
   p.depth_block_padded = p.depth_block;
+  int split_mr = 0;
+  p.split_tile = p.split_b ? TileKind<Q>::split_tile(o.isa, &split_mr) : nullptr;
+  p.split_mr = split_mr;
+  RG_CHECK(p.split_tile == nullptr || (split_mr <= mr && kQuantRowBlock % split_mr == 0),
+           "dynamic integer GEMM: split tile of " << split_mr << " rows");
   const int64_t flops = 2 * m * n * k * (p.split_b ? 2 : 1);
   const bool threaded = pool != nullptr && pool->threads() > 1 && flops >= kGemmMinFlopsToSplit;
   p.pool = threaded ? pool : nullptr;
-  const int64_t blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
-  p.parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threaded ? pool->threads() : 1, blocks)));
-  p.part_bytes = align64(kQuantRowBlock * p.depth_block_padded * static_cast<int64_t>(sizeof(Q))) +
-                 align64(kQuantRowBlock * p.npad * 8);
+  const int64_t threads = threaded ? pool->threads() : 1;
+  p.blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
+  p.slices = depth_slices(p.blocks, threads, (k + p.depth_block - 1) / p.depth_block);
+  p.parts = static_cast<int>(std::max<int64_t>(1, std::min(threads, p.blocks * p.slices)));
   return p;
 }
 
@@ -238,11 +290,11 @@ void pack_b_narrow(const Plan<Q>& plan, const float* b, const OperandQuant& quan
     for (int64_t g = c0; g < c1; ++g)
       for (int64_t panel = 0; panel < plan.panels; ++panel) {
         Q* out = packed + (panel * kgroups + g) * nr * G;
-        for (int64_t jj = 0, j = panel * nr; jj < nr; ++jj, ++j)
-          for (int64_t q = 0; q < G; ++q) {
-            const int64_t p = G * g + q;
-            out[jj * G + q] = p < k && j < n ? values[(p - p0) * n + j] : Q{0};
-          }
+        const int64_t live_rows = std::min(G, k - G * g), live_columns = std::min(nr, n - panel * nr);
+        const Q* v = values + (G * g - p0) * n + panel * nr;
+        for (int64_t jj = 0; jj < live_columns; ++jj)
+          for (int64_t q = 0; q < G; ++q) out[jj * G + q] = q < live_rows ? v[q * n + jj] : Q{0};
+        std::fill(out + live_columns * G, out + nr * G, Q{0});
       }
   }
 }
@@ -340,10 +392,25 @@ struct PlainA {
   }
 };
 
+// row[p] = base[depth[p]] for p < kc, four at a time (GCC's loop of one a time kept base on the
+// stack and reloaded it for every value: lenet's conv2 weight gradient gathers 960k values a step).
+template <class Q>
+void gather_values(const Q* base, const int32_t* depth, int64_t kc, Q* row) {
+  int64_t p = 0;
+  for (; p + 4 <= kc; p += 4) {
+    const Q v0 = base[depth[p]], v1 = base[depth[p + 1]], v2 = base[depth[p + 2]], v3 = base[depth[p + 3]];
+    row[p] = v0, row[p + 1] = v1, row[p + 2] = v2, row[p + 3] = v3;
+  }
+  for (; p < kc; ++p) row[p] = base[depth[p]];
+}
+
 // The same block gathered from the quantized image (q = the image range from offset `lo`).
 // When `runs` is set, runs[p] is the length of the run of consecutive depth offsets starting at
 // p (not crossing a depth block), and the runs are copied whole (a conv's patch rows: a kernel
-// row's taps are kernel * channels consecutive values).
+// row's taps are kernel * channels consecutive values) in pieces of kCopyBytes: a run's last
+// piece reads and writes up to kCopyBytes past its end (the image and the A block have that
+// slack; the next run, the next row or the zero padding overwrites what it wrote). A memcpy of
+// the run's length is a library call: lenet's conv1 has runs of 5 values.
 template <class Q>
 struct GatheredQ {
   const Q* q;
@@ -357,19 +424,21 @@ struct GatheredQ {
       const Q* base = q + (row_offsets[i0 + r] - lo);
       Q* row = out + r * ld;
       if (runs == nullptr) {
-        for (int64_t p = 0; p < kc; ++p) row[p] = base[depth[p]];
+        gather_values(base, depth, kc, row);
         continue;
       }
+      constexpr int64_t kPiece = kCopyBytes / static_cast<int64_t>(sizeof(Q));
       for (int64_t p = 0; p < kc;) {
         const int64_t length = runs[p0 + p];
-        std::memcpy(row + p, base + depth[p], static_cast<size_t>(length) * sizeof(Q));
+        const Q* from = base + depth[p];
+        for (int64_t t = 0; t < length; t += kPiece) std::memcpy(row + p + t, from + t, kCopyBytes);
         p += length;
       }
     }
   }
 };
 
-// runs[p] for GatheredQ, or null when the runs average under 8 values (a byte loop is faster).
+// runs[p] for GatheredQ, or null when the runs average under 2 values (a value loop is faster).
 const int32_t* depth_runs(const int32_t* depth, int64_t k, int64_t depth_block, int32_t* runs) {
   int64_t count = 0;
   for (int64_t p = k - 1; p >= 0; --p) {
@@ -377,35 +446,7 @@ const int32_t* depth_runs(const int32_t* depth, int64_t k, int64_t depth_block, 
     runs[p] = joins ? runs[p + 1] + 1 : 1;
     count += joins ? 0 : 1;
   }
-  return k >= 8 * count ? runs : nullptr;
-}
-
-// One depth block of a row block: each tile's int32 sums added into the int64 `acc` [rows x npad]
-// (a split B: 256 times the high bytes' sums plus the low bytes').
-template <class Q>
-void block_tiles(const Plan<Q>& plan, const Q* a_block, int64_t rows, int64_t p0, int64_t kc_padded, const Q* packed,
-                 const Q* packed_low, int64_t* acc) {
-  constexpr int64_t G = TileKind<Q>::kGroup;
-  const int64_t mr = plan.mr, nr = plan.nr, npad = plan.npad, ld = plan.depth_block_padded;
-  alignas(64) int32_t tile_acc[kQs8MaxMr * 16], low_acc[kQs8MaxMr * 16];
-  for (int64_t panel = 0; panel < plan.panels; ++panel) {
-    const int64_t at = (panel * plan.kgroups + p0 / G) * nr * G;
-    for (int64_t r0 = 0; r0 < rows; r0 += mr) {
-      const int64_t tile_rows = std::min(mr, rows - r0);
-      plan.tile(tile_rows, kc_padded / G, a_block + r0 * ld, ld, packed + at, tile_acc);
-      if (packed_low != nullptr) plan.tile(tile_rows, kc_padded / G, a_block + r0 * ld, ld, packed_low + at, low_acc);
-      for (int64_t r = 0; r < tile_rows; ++r) {
-        int64_t* out = acc + (r0 + r) * npad + panel * nr;
-        const int32_t* in = tile_acc + r * nr;
-        if (packed_low == nullptr) {
-          for (int64_t j = 0; j < nr; ++j) out[j] += in[j];
-        } else {
-          const int32_t* low = low_acc + r * nr;
-          for (int64_t j = 0; j < nr; ++j) out[j] += int64_t{in[j]} * 256 + low[j];
-        }
-      }
-    }
-  }
+  return k >= 2 * count ? runs : nullptr;
 }
 
 // What turns a row block's int64 sums of qa qb into C (the header's "sums" and "output").
@@ -416,6 +457,109 @@ struct Dequant {
   const int64_t* column_sums_b;  // [n]: sum_p qb[p][j], where zero_a != 0
   bool small_sums;               // every |sum| < 2^51: k (2 qmax_a) (2 qmax_b) < 2^51
 };
+
+// A tile row's sums added into its int64 sums: out[j] += in[j], or with a split B's low bytes'
+// sums, out[j] += 256 in[j] + low[j] (the shift written on uint64 so that the loop vectorizes:
+// SSE2 has no 64-bit multiply).
+void add_tile_row(const int32_t* in, const int32_t* low, int64_t nr, int64_t* out) {
+  if (low == nullptr) {
+    for (int64_t j = 0; j < nr; ++j) out[j] += in[j];
+    return;
+  }
+  for (int64_t j = 0; j < nr; ++j) {
+    out[j] += static_cast<int64_t>(static_cast<uint64_t>(int64_t{in[j]}) << 8) + low[j];
+  }
+}
+
+// Where a row block's tile sums go: added into its int64 sums `acc` [rows x npad]; or, where C
+// is written straight from the tiles (`factor` set: writes_direct), into C's rows from `c`.
+struct TileOut {
+  int64_t* acc;
+  const double* factor;  // [n]: Dequant::factor, or null
+  float* c;              // row i0 of the row block (row stride ldc)
+  int64_t ldc, n;
+  int64_t* sums;         // the trace's sums from row i0 (row stride n), or null
+};
+
+// Whether C is written straight from the tiles: a product one depth block deep (each tile's
+// sums are whole) without zero points, beta 0 and every |sum| < 2^51, where write_rows' value is
+// factor[j] * sum in double, and the int32 sums give the sum in double exactly (256 hi + lo).
+// Spares the int64 sums' zeroing, adding and reading for shallow products (lenet's conv1: 25
+// multiply-adds a sum).
+template <class Q>
+bool writes_direct(const Plan<Q>& plan, const Dequant& d) {
+  return plan.k <= plan.depth_block && d.zero_a == 0 && d.zero_b == 0 && d.small_sums && d.beta == 0.0f;
+}
+
+// Sums of rows r0.. and columns j0.. (up to n) straight into C (and the trace's sums).
+void write_tile(const TileOut& out, const int32_t* in, const int32_t* low, int64_t tile_rows, int64_t nr, int64_t r0,
+                int64_t j0) {
+  const int64_t width = std::min(nr, out.n - j0);
+  const double* factor = out.factor + j0;
+  for (int64_t r = 0; r < tile_rows; ++r) {
+    const int32_t* hi_row = in + r * nr;
+    float* c_row = out.c + (r0 + r) * out.ldc + j0;
+    if (low == nullptr) {
+      for (int64_t j = 0; j < width; ++j) c_row[j] = static_cast<float>(factor[j] * static_cast<double>(hi_row[j]));
+    } else {
+      const int32_t* low_row = low + r * nr;
+      for (int64_t j = 0; j < width; ++j) {
+        c_row[j] = static_cast<float>(factor[j] * (static_cast<double>(hi_row[j]) * 256.0 + static_cast<double>(low_row[j])));
+      }
+    }
+    if (out.sums == nullptr) continue;
+    int64_t* sums_row = out.sums + (r0 + r) * out.n + j0;
+    std::fill(sums_row, sums_row + width, int64_t{0});
+    add_tile_row(hi_row, low == nullptr ? nullptr : low + r * nr, width, sums_row);
+  }
+}
+
+// One tile's sums into `acc`, and a split B's low bytes' sums into `low_acc` (the fused split
+// tile where the level has one, else the tile twice); returns low_acc, or null without a split.
+template <class Q>
+const int32_t* run_tile(const Plan<Q>& plan, int64_t rows, int64_t groups, const Q* a, const Q* packed,
+                        const Q* packed_low, int32_t* acc, int32_t* low_acc) {
+  const int64_t ld = plan.depth_block_padded;
+  if constexpr (sizeof(Q) == 2) {
+    if (packed_low != nullptr && plan.split_tile != nullptr) {
+      plan.split_tile(rows, groups, a, ld, packed, packed_low, acc, low_acc);
+      return low_acc;
+    }
+  }
+  plan.tile(rows, groups, a, ld, packed, acc);
+  if (packed_low == nullptr) return nullptr;
+  plan.tile(rows, groups, a, ld, packed_low, low_acc);
+  return low_acc;
+}
+
+// One depth block of a row block: each tile's int32 sums (a split B: 256 times the high bytes'
+// sums plus the low bytes') added into the int64 sums, or written straight into C.
+template <class Q>
+void block_tiles(const Plan<Q>& plan, const Q* a_block, int64_t rows, int64_t p0, int64_t kc_padded, const Q* packed,
+                 const Q* packed_low, const TileOut& out) {
+  constexpr int64_t G = TileKind<Q>::kGroup;
+  const int64_t nr = plan.nr, npad = plan.npad, ld = plan.depth_block_padded;
+  const int64_t mr = packed_low != nullptr && plan.split_tile != nullptr ? plan.split_mr : plan.mr;
+  // A panel's sums for all the block's rows (each tile's at its rows, row stride nr; a tile
+  // writes whole tiles, and kQuantRowBlock is a multiple of mr), then written out at once.
+  alignas(64) int32_t panel_acc[kQuantRowBlock * 16], low_acc[kQuantRowBlock * 16];
+  for (int64_t panel = 0; panel < plan.panels; ++panel) {
+    const int64_t at = (panel * plan.kgroups + p0 / G) * nr * G;
+    const int32_t* low = nullptr;
+    for (int64_t r0 = 0; r0 < rows; r0 += mr) {
+      low = run_tile(plan, std::min(mr, rows - r0), kc_padded / G, a_block + r0 * ld, packed + at,
+                     packed_low != nullptr ? packed_low + at : nullptr, panel_acc + r0 * nr, low_acc + r0 * nr);
+    }
+    low = low != nullptr ? low_acc : nullptr;
+    if (out.factor != nullptr) {
+      write_tile(out, panel_acc, low, rows, nr, 0, panel * nr);
+      continue;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      add_tile_row(panel_acc + r * nr, low != nullptr ? low + r * nr : nullptr, nr, out.acc + r * npad + panel * nr);
+    }
+  }
+}
 
 // sum_p qa[r][p] over a row block's depth block (the zero-padded tail adds nothing).
 template <class Q>
@@ -461,34 +605,64 @@ void write_rows(const Dequant& d, int64_t i0, int64_t rows, int64_t n, int64_t n
   }
 }
 
-// The blocked product over the tiles and the f32 output. `parts_memory` holds plan.parts
-// regions of plan.part_bytes.
+// The sums of qa qb of rows [i0, i0 + rows) over depth [p_begin, p_end) (whole depth blocks
+// from 0) into `out` (TileOut), and, where B has a zero point, qa's row sums into `row_sums`.
+template <class Q, class FillA>
+void block_sums(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const Q* packed_low, bool want_row_sums,
+                int64_t i0, int64_t rows, int64_t p_begin, int64_t p_end, Q* a_block, const TileOut& out,
+                int64_t* row_sums) {
+  constexpr int64_t G = TileKind<Q>::kGroup;
+  const int64_t ld = plan.depth_block_padded;
+  if (out.factor == nullptr) std::fill(out.acc, out.acc + rows * plan.npad, int64_t{0});
+  std::fill(row_sums, row_sums + rows, int64_t{0});
+  for (int64_t p0 = p_begin; p0 < p_end; p0 += plan.depth_block) {
+    const int64_t kc = std::min(plan.depth_block, p_end - p0), kc_padded = round_up(kc, G);
+    fill_a.fill(i0, rows, p0, kc, a_block, ld);
+    for (int64_t r = 0; r < rows && kc_padded > kc; ++r) std::fill(a_block + r * ld + kc, a_block + r * ld + kc_padded, Q{0});
+    if (want_row_sums) add_row_sums(a_block, rows, kc, ld, row_sums);
+    block_tiles(plan, a_block, rows, p0, kc_padded, packed, packed_low, out);
+  }
+}
+
+// The blocked product over the tiles and the f32 output; `memory` holds tiles_bytes(plan). Each
+// part takes its share of the items: a row block (written out once summed), or with slices a
+// row block's depth slice (the slices' sums added up and written out after all items).
 template <class Q, class FillA>
 void run_tiles(const Plan<Q>& plan, const FillA& fill_a, const Q* packed, const Q* packed_low, const Dequant& dequant,
-               float* c, int64_t ldc, int8_t* parts_memory, int64_t* sums) {
-  constexpr int64_t G = TileKind<Q>::kGroup;
-  const int64_t m = plan.m, n = plan.n, k = plan.k, npad = plan.npad;
-  const int64_t ld = plan.depth_block_padded;
-  const int64_t blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
+               float* c, int64_t ldc, int8_t* memory, int64_t* sums) {
+  const int64_t m = plan.m, npad = plan.npad, slices = plan.slices, items = plan.blocks * slices;
+  const int64_t depth_blocks = (plan.k + plan.depth_block - 1) / plan.depth_block;
+  const bool direct = writes_direct(plan, dequant);
+  int8_t* sets = memory + plan.parts * a_block_bytes(plan);
+  const auto acc_of = [&](int64_t set) { return reinterpret_cast<int64_t*>(sets + set * sums_bytes(plan)); };
+  const auto row_sums_of = [&](int64_t set) {
+    return reinterpret_cast<int64_t*>(sets + set * sums_bytes(plan) + acc_bytes(plan));
+  };
   parallel_for(plan.pool, plan.parts, 1, [&](int64_t part_begin, int64_t part_end) {
     for (int64_t part = part_begin; part < part_end; ++part) {
-      Q* a_block = reinterpret_cast<Q*>(parts_memory + part * plan.part_bytes);
-      int64_t* acc = reinterpret_cast<int64_t*>(parts_memory + part * plan.part_bytes +
-                                                align64(kQuantRowBlock * ld * static_cast<int64_t>(sizeof(Q))));
-      const int64_t block_begin = part * blocks / plan.parts, block_end = (part + 1) * blocks / plan.parts;
-      for (int64_t block = block_begin; block < block_end; ++block) {
+      Q* a_block = reinterpret_cast<Q*>(memory + part * a_block_bytes(plan));
+      for (int64_t item = part * items / plan.parts; item < (part + 1) * items / plan.parts; ++item) {
+        const int64_t block = item / slices, slice = item % slices, set = slices > 1 ? item : part;
         const int64_t i0 = block * kQuantRowBlock, rows = std::min(kQuantRowBlock, m - i0);
-        int64_t row_sums[kQuantRowBlock] = {};
-        std::fill(acc, acc + rows * npad, int64_t{0});
-        for (int64_t p0 = 0; p0 < k; p0 += plan.depth_block) {
-          const int64_t kc = std::min(plan.depth_block, k - p0), kc_padded = round_up(kc, G);
-          fill_a.fill(i0, rows, p0, kc, a_block, ld);
-          for (int64_t r = 0; r < rows && kc_padded > kc; ++r) std::fill(a_block + r * ld + kc, a_block + r * ld + kc_padded, Q{0});
-          if (dequant.zero_b != 0) add_row_sums(a_block, rows, kc, ld, row_sums);
-          block_tiles(plan, a_block, rows, p0, kc_padded, packed, packed_low, acc);
-        }
-        write_rows(dequant, i0, rows, n, npad, acc, row_sums, c, ldc, sums);
+        const int64_t p_begin = depth_blocks * slice / slices * plan.depth_block;
+        const int64_t p_end = std::min(plan.k, depth_blocks * (slice + 1) / slices * plan.depth_block);
+        const TileOut out{acc_of(set), direct ? dequant.factor : nullptr, c + i0 * ldc, ldc, plan.n,
+                          sums != nullptr ? sums + i0 * plan.n : nullptr};
+        block_sums(plan, fill_a, packed, packed_low, dequant.zero_b != 0, i0, rows, p_begin, p_end, a_block, out,
+                   row_sums_of(set));
+        if (slices == 1 && !direct) write_rows(dequant, i0, rows, plan.n, npad, acc_of(set), row_sums_of(set), c, ldc, sums);
       }
+    }
+  });
+  if (slices == 1) return;
+  parallel_for(plan.pool, plan.blocks, 1, [&](int64_t block_begin, int64_t block_end) {
+    for (int64_t block = block_begin; block < block_end; ++block) {
+      const int64_t i0 = block * kQuantRowBlock, rows = std::min(kQuantRowBlock, m - i0), first = block * slices;
+      for (int64_t set = first + 1; set < first + slices; ++set) {
+        for (int64_t t = 0; t < rows * npad; ++t) acc_of(first)[t] += acc_of(set)[t];
+        for (int64_t r = 0; r < rows; ++r) row_sums_of(first)[r] += row_sums_of(set)[r];
+      }
+      write_rows(dequant, i0, rows, plan.n, npad, acc_of(first), row_sums_of(first), c, ldc, sums);
     }
   });
 }
@@ -760,7 +934,7 @@ void dynamic_gemm(const GemmShape& s, float alpha, const float* a, const float* 
           ta ? a[mid_p * s.lda + mid_i] : a[mid_i * s.lda + mid_p], tb ? b[mid_j * s.ldb + mid_p] : b[mid_p * s.ldb + mid_j],
           o);
 
-  int8_t* memory = scratch_bytes(packed_b_bytes(plan) + plan.parts * plan.part_bytes);
+  int8_t* memory = scratch_bytes(packed_b_bytes(plan) + tiles_bytes(plan));
   const Q *packed = nullptr, *packed_low = nullptr;
   const int64_t packed_bytes =
       pack_b(plan, b, s.ldb, tb, prepared.b, memory, &packed, &packed_low, column_sums_of(prepared));
@@ -792,8 +966,8 @@ void dynamic_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const G
           tensor_grid(o.b, max_b, [&] { return matrix_min_max(b, k, n, ldb); }), image[size / 2],
           b[(k / 2) * ldb + n / 2], o);
 
-  const int64_t image_bytes = align64(size * static_cast<int64_t>(sizeof(Q))), runs_bytes = align64(k * 4);
-  int8_t* memory = scratch_bytes(packed_b_bytes(plan) + image_bytes + runs_bytes + plan.parts * plan.part_bytes);
+  const int64_t image_bytes = align64(size * static_cast<int64_t>(sizeof(Q)) + kCopyBytes), runs_bytes = align64(k * 4);
+  int8_t* memory = scratch_bytes(packed_b_bytes(plan) + image_bytes + runs_bytes + tiles_bytes(plan));
   const Q *packed = nullptr, *packed_low = nullptr;
   const int64_t packed_bytes =
       pack_b(plan, b, ldb, false, prepared.b, memory, &packed, &packed_low, column_sums_of(prepared));

@@ -226,6 +226,16 @@ void qs16_gemm_4x8__reference(int64_t mr, int64_t kpairs, const int16_t* a, int6
     }
 }
 
+void qs16_split_2x8__reference(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_hi,
+                               const int16_t* packed_lo, int32_t* acc_hi, int32_t* acc_lo) {
+  constexpr int MR = 2, NR = 8;
+  int32_t hi[4 * NR] = {}, lo[4 * NR] = {};
+  qs16_gemm_4x8__reference(std::min<int64_t>(mr, MR), kpairs, a, lda, packed_hi, hi);
+  qs16_gemm_4x8__reference(std::min<int64_t>(mr, MR), kpairs, a, lda, packed_lo, lo);
+  std::copy(hi, hi + MR * NR, acc_hi);
+  std::copy(lo, lo + MR * NR, acc_lo);
+}
+
 void qs8_gemm_requant_4x8__reference(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
                                      const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
   constexpr int NR = 8;

@@ -32,6 +32,11 @@ void qs16_gemm_4x8__sse2(int64_t mr, int64_t kpairs, const int16_t* a, int64_t l
   qs16_gemm_4x8_sse2(mr, kpairs, a, lda, packed_b, acc);
 }
 
+void qs16_split_2x8__sse2(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_hi,
+                          const int16_t* packed_lo, int32_t* acc_hi, int32_t* acc_lo) {
+  qs16_split_2x8_sse2(mr, kpairs, a, lda, packed_hi, packed_lo, acc_hi, acc_lo);
+}
+
 void qs8_gemm_requant_4x8__sse2(int64_t mr, int64_t nc, int64_t kgroups, const int8_t* a, int64_t lda,
                                 const int8_t* packed_b, const Qs8Requant* rq, int8_t* c, int64_t ldc) {
   qs8_gemm_requant_4x8_sse2(mr, nc, kgroups, a, lda, packed_b, rq, c, ldc);

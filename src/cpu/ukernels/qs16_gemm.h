@@ -23,9 +23,21 @@ namespace rg {
 using Qs16GemmTile = void (*)(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_b,
                               int32_t* acc);
 
+// A split B's tile (the caller's split into high and low bytes): both products of A in one pass,
+// against the high bytes' panel and the low bytes' panel (each laid out as packed_b), into
+// acc_hi and acc_lo (each as acc). A's pair is broadcast once for both and one call does both:
+// on SSE2 a 2x8 tile takes 32 instructions a pair step for 32 multiply-adds, where the 4x8 tile
+// run twice takes 66 for 64 (and twice the calls).
+using Qs16SplitTile = void (*)(int64_t mr, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* packed_hi,
+                               const int16_t* packed_lo, int32_t* acc_hi, int32_t* acc_lo);
+
 void qs16_gemm_4x8__reference(int64_t, int64_t, const int16_t*, int64_t, const int16_t*, int32_t*);
 void qs16_gemm_4x8__sse2(int64_t, int64_t, const int16_t*, int64_t, const int16_t*, int32_t*);    // pmaddwd
 void qs16_gemm_4x16__avx2(int64_t, int64_t, const int16_t*, int64_t, const int16_t*, int32_t*);   // vpmaddwd
 void qs16_gemm_8x16__avx512(int64_t, int64_t, const int16_t*, int64_t, const int16_t*, int32_t*); // vpmaddwd zmm
+void qs16_split_2x8__reference(int64_t, int64_t, const int16_t*, int64_t, const int16_t*, const int16_t*, int32_t*,
+                               int32_t*);
+void qs16_split_2x8__sse2(int64_t, int64_t, const int16_t*, int64_t, const int16_t*, const int16_t*, int32_t*,
+                          int32_t*);
 
 }  // namespace rg
