@@ -304,14 +304,16 @@ TEST_P(FixedPointGemm, SplitTileIsTheTileTwice) {
 }
 
 // Products of few row blocks are cut over their depth, a slice a thread, the slices' sums added
-// up after: a deep 25 x 6 (lenet's conv1 weight gradient, plain and gathered from its patches)
-// and 5 row blocks, on 2 and 3 threads, zero points on both sides (their row sums added up too),
-// int8 and split int16 tiles. The reference's bits.
+// up after: a deep 25 x 6 (lenet's conv1 weight gradient, plain and gathered from the patches of
+// 16 images) and 5 row blocks, on 2 and 3 threads, zero points on both sides (their row sums
+// added up too), int8 and split int16 tiles; each was cut (the trace's depth_slices). The
+// reference's bits.
 TEST_P(FixedPointGemm, DepthSlicesAreTheReference) {
   ThreadPool two(2), three(3);
   const FormatPair pairs[] = {wide_affine_and_channel_pairs()[0], affine_and_channel_pairs()[3]};
   const ConvGeometry g = conv_geometry(28, 28, 1, 5, 1, 2).value();
-  const PatchOffsets at = patch_offsets(g, 8);
+  constexpr int64_t kImages = 16;  // 2 x 25 x 6 x 16 x 784 flops: over the threading threshold in int8 too
+  const PatchOffsets at = patch_offsets(g, kImages);
   uint64_t seed = 40;
   for (const FormatPair& pair : pairs)
     for (int64_t m : {0, 25, 150})  // 0: the gathered conv1 weight gradient
@@ -319,8 +321,8 @@ TEST_P(FixedPointGemm, DepthSlicesAreTheReference) {
         Rng rng(seed, 3);
         const bool gathered = m == 0;
         const int64_t rows = gathered ? g.patch_size() : m, n = m == 150 ? 16 : 6;
-        const int64_t k = gathered ? 8 * g.patches() : m == 25 ? 9001 : 1500;
-        const std::vector<float> a = random_floats(gathered ? 8 * g.padded_size() : rows * k, rng, 2.0);
+        const int64_t k = gathered ? kImages * g.patches() : m == 25 ? 9001 : 1500;
+        const std::vector<float> a = random_floats(gathered ? kImages * g.padded_size() : rows * k, rng, 2.0);
         const std::vector<float> b = random_floats(k * n, rng, 0.5);
         std::vector<float> c(static_cast<size_t>(rows * n)), c_ref(c.size());
         Int8GemmOptions o;
@@ -349,6 +351,7 @@ TEST_P(FixedPointGemm, DepthSlicesAreTheReference) {
         }
         const std::string what = std::string(pair.label) + " " + std::to_string(rows) + "x" + std::to_string(n) + "x" +
                                  std::to_string(k) + " on " + std::to_string(pool->threads()) + " threads";
+        EXPECT_GT(trace.depth_slices, 1) << what << ": not cut";
         ASSERT_EQ(trace.sums, trace_ref.sums) << what;
         for (size_t t = 0; t < c.size(); ++t) ASSERT_EQ(bits_of(c[t]), bits_of(c_ref[t])) << what << ", " << t;
       }

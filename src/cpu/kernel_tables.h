@@ -109,11 +109,13 @@ struct Qs16GemmKernel {
   // tile beats the level's qs8 tile: at sse2 and sse3, whose qs8 tile widens bytes inside its
   // loop (89 instructions a group of 4 x 32 multiply-adds against 66 here).
   bool serves_int8 = false;
-  // A split B's products on one fused tile of split_mr rows (null: the tile twice).
+  // A split B's products on one fused tile of split_mr rows and the tile's nr columns (null: the
+  // tile twice). The driver checks split_mr; a split tile of other columns needs its own nr here.
   Qs16SplitTile split = nullptr;
   int split_mr = 0;
 };
-// sse2 (pmaddwd) serves sse2 to avx (with its fused split tile), avx2 avx2, avx512 its 8x16 on zmm.
+// sse2 (pmaddwd) serves sse2 to avx (with its fused split tile, as the reference has), avx2 avx2,
+// avx512 its 8x16 on zmm.
 const Qs16GemmKernel& qs16_gemm_kernel(Isa isa);
 
 // The direct single-channel int8 convolution on int16 pairs (ukernels/qs8_gemm.h).

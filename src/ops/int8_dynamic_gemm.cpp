@@ -271,6 +271,7 @@ Plan<Q> make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8G
   p.blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;
   p.slices = depth_slices(p.blocks, threads, (k + p.depth_block - 1) / p.depth_block);
   p.parts = static_cast<int>(std::max<int64_t>(1, std::min(threads, p.blocks * p.slices)));
+  if (o.trace != nullptr) o.trace->depth_slices = p.slices;
   return p;
 }
 

@@ -58,6 +58,7 @@ struct Int8GemmTrace {
   bool nonfinite = false;              // an operand held a NaN or an Inf
   uint64_t key_a = 0, key_b = 0;       // each operand's stochastic stream's key (0: rounded to nearest)
   std::vector<int64_t> sums;           // [m x n] row-major, when want_sums
+  int64_t depth_slices = 1;            // the slices its depth was cut in (1: not cut; the reference: 1)
 };
 
 // Where a per-channel B's channels lie in op(B) [k x n].
