@@ -118,6 +118,12 @@ void int8_dynamic_gemm_gathered_ref(int64_t m, int64_t n, int64_t k, float alpha
 // The pieces, for tests and the references.
 // u in [0, 1) with 24 random bits, a pure function of (key, index) (a counter-based stream).
 float int8_rounding_uniform(uint64_t key, uint64_t index);
+
+// A product with no terms to multiply (m, n or k 0, or alpha 0): C = beta * C (as f32_gemm does)
+// and the trace zeroed, returning true; false: there is work (the drivers' and the reference's
+// first step).
+bool int8_gemm_without_products(int64_t m, int64_t n, int64_t k, float alpha, float beta, float* c, int64_t ldc,
+                                const Int8GemmOptions& o);
 // The key of an operand's stochastic stream (see Int8GemmOptions): operand 1 is A, 2 is B.
 uint64_t int8_rounding_key(const Int8GemmOptions& options, int operand, int64_t m, int64_t n, int64_t k,
                            float max_abs, float middle);
