@@ -71,12 +71,22 @@ Result<ChildResult> run_child(const ChildSpec& spec) {
   startup.hStdError = redirect ? out : GetStdHandle(STD_ERROR_HANDLE);
   startup.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
   PROCESS_INFORMATION process{};
-  const auto start = std::chrono::steady_clock::now();
-  const BOOL created = CreateProcessA(nullptr, command.data(), nullptr, nullptr, TRUE, 0, nullptr, nullptr, &startup,
-                                      &process);
+  auto start = std::chrono::steady_clock::now();
+  // A start that fails for want of the moment's resources is tried again, 3 starts in all (Wine
+  // under load has answered ERROR_INTERNAL_ERROR, 1359, about once in a few thousand starts); the
+  // error is read before the calls below can overwrite it.
+  BOOL created = FALSE;
+  DWORD error = 0;
+  for (int attempt = 0; attempt < 3 && !created; ++attempt) {
+    if (attempt > 0) Sleep(200);
+    start = std::chrono::steady_clock::now();
+    created = CreateProcessA(nullptr, command.data(), nullptr, nullptr, TRUE, 0, nullptr, nullptr, &startup, &process);
+    error = created ? 0 : GetLastError();
+    if (error != ERROR_INTERNAL_ERROR && error != ERROR_NOT_ENOUGH_MEMORY && error != ERROR_NO_SYSTEM_RESOURCES) break;
+  }
   for (const auto& entry : spec.env) SetEnvironmentVariableA(entry.first.c_str(), nullptr);
   if (redirect) CloseHandle(out);
-  if (!created) return Status::error(spec.argv[0] + ": cannot start (error " + std::to_string(GetLastError()) + ")");
+  if (!created) return Status::error(spec.argv[0] + ": cannot start (error " + std::to_string(error) + ")");
   WaitForSingleObject(process.hProcess, INFINITE);
   ChildResult result;
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
