@@ -119,14 +119,13 @@ using TrialLaunch = std::function<Result<Event>(const GemmConfig&, const Kernel&
 // passed over). All configurations write the same bits, so the trials' writes are what the
 // product writes anyway.
 constexpr size_t kTrialConfigs = 3;
-std::optional<GemmConfig> timed_choice(Device& device, const std::vector<GemmConfig>& ranked,
-                                       const GemmShape& slice_shape, DeviceSpan a, DeviceSpan b,
-                                       const std::string& defines, const TrialLaunch& launch) {
+using BuildKernel = std::function<Result<const Kernel*>(const GemmConfig&)>;
+std::optional<GemmConfig> timed_choice(const std::vector<GemmConfig>& ranked, const BuildKernel& build,
+                                       const TrialLaunch& launch) {
   std::optional<GemmConfig> best;
   double best_seconds = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < std::min(kTrialConfigs, ranked.size()); ++i) {
-    const bool vload = vector_loads_fit(slice_shape, ranked[i], a, b, defines);
-    auto kernel = f32_gemm_kernel(device, slice_shape, ranked[i], vload, defines);
+    auto kernel = build(ranked[i]);
     if (!kernel.ok()) continue;
     auto seconds = median_launch_seconds([&] { return launch(ranked[i], *kernel.value()); }, 3);
     if (seconds.ok() && seconds.value() < best_seconds) best_seconds = seconds.value(), best = ranked[i];
@@ -142,7 +141,7 @@ std::optional<GemmConfig> timed_choice(Device& device, const std::vector<GemmCon
 Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShape& slice_shape, int64_t slices,
                                                   const GemmConfig* given, DeviceSpan a, DeviceSpan b,
                                                   const std::string& defines, const TrialLaunch& trial) {
-  auto build = [&](const GemmConfig& config) {
+  const BuildKernel build = [&](const GemmConfig& config) {
     return f32_gemm_kernel(device, slice_shape, config, vector_loads_fit(slice_shape, config, a, b, defines), defines);
   };
   if (given != nullptr) {
@@ -165,7 +164,7 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
   while (!rates.empty()) {
     const std::vector<GemmConfig> ranked = rank_gemm_configs(rates, slice_shape, units, tuning.size, all_units);
     const std::optional<GemmConfig> timed =
-        tuned && trial ? timed_choice(device, ranked, slice_shape, a, b, defines, trial) : std::nullopt;
+        tuned && trial ? timed_choice(ranked, build, trial) : std::nullopt;
     const GemmConfig chosen = timed ? *timed : ranked.front();
     auto kernel = build(chosen);
     if (kernel.ok()) {
