@@ -91,6 +91,27 @@ inline float patch_value(__global const float* A, uint r, uint q) {
   return (ih >= 0 && ih < CONV_H && iw >= 0 && iw < CONV_W) ? A[((b * CONV_H + ih) * CONV_W + iw) * CONV_C + ch] : 0.0f;
 }
 #endif
+// TAP_MASKS: op(A) is the patch matrix (not transposed) and each item's words of a panel share
+// one column (the work-group a multiple of TILE_K), so a row's place is worked out once (patch_row)
+// and a step's column once; up to 32 taps (a kernel of at most 5 x 5).
+#if IMPLICIT_CONV == 1 && !TRANS_A && THREADS % TILE_K == 0 && CONV_K * CONV_K <= 32
+#define TAP_MASKS 1
+// Patch row r = (image b, oh, ow): the image word of its tap (0, 0), channel 0, modulo 2^32
+// (negative where the patch hangs over the top or left padding: a tap's offset brings it back),
+// and bit kh * CONV_K + kw set where that tap lies inside the image; rows past M: no taps.
+inline void patch_row(uint M, uint r, uint* base, uint* taps) {
+  const uint ow = r % CONV_OW, oh = r / CONV_OW % CONV_OH, b = r / (CONV_OW * CONV_OH);
+  const int ih = (int)(oh * CONV_S) - CONV_P, iw = (int)(ow * CONV_S) - CONV_P;
+  *base = ((b * CONV_H + (uint)ih) * CONV_W + (uint)iw) * CONV_C;
+  uint mask = 0;
+  for (int kh = 0; kh < CONV_K; ++kh)
+    for (int kw = 0; kw < CONV_K; ++kw)
+      if (ih + kh >= 0 && ih + kh < CONV_H && iw + kw >= 0 && iw + kw < CONV_W) mask |= 1u << (kh * CONV_K + kw);
+  *taps = r < M ? mask : 0u;
+}
+#else
+#define TAP_MASKS 0
+#endif
 
 // Element l (< TILE_M * TILE_K) of this step's op(A) panel: its global word (0 past the edges)
 // and its place in the local panel. Neighbouring l read neighbouring global words in either layout
@@ -271,11 +292,30 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
   // The step's global words, held in registers until their panel is free.
   float a_words[LOADS_A], b_words[LOADS_B];
   uint a_at[LOADS_A], b_at[LOADS_B];
+#if TAP_MASKS
+  // The item's rows of the patch matrix are the same every step (its column, item % TILE_K
+  // past the step's first, the same for all of them): each row's image offset and tap mask
+  // once, then a step decomposes its one column and reads each row's word by a mask test.
+  uint a_base[LOADS_A], a_taps[LOADS_A];
+  for (uint s = 0; s < LOADS_A; ++s) {
+    const uint i = (item + s * THREADS) / TILE_K;
+    a_at[s] = item % TILE_K * A_STRIDE + i;
+    patch_row(M, row0 + i, &a_base[s], &a_taps[s]);
+  }
+#define LOAD_STEP(p0)                                                                                                   \
+  do {                                                                                                                  \
+    const uint q = (p0) + item % TILE_K, tap = q / CONV_C;                                                              \
+    const uint off = ((tap / CONV_K) * CONV_W + tap % CONV_K) * CONV_C + q % CONV_C;                                    \
+    for (uint s = 0; s < LOADS_A; ++s) a_words[s] = q < k_end && (a_taps[s] >> tap & 1) ? A[a_base[s] + off] : 0.0f;  \
+    for (uint s = 0; s < LOADS_B; ++s) b_words[s] = load_b(B, ldb, k_end, N, col0, (p0), item + s * THREADS, &b_at[s]); \
+  } while (0)
+#else
 #define LOAD_STEP(p0)                                                                                                   \
   do {                                                                                                                  \
     for (uint s = 0; s < LOADS_A; ++s) a_words[s] = load_a(A, lda, M, k_end, row0, (p0), item + s * THREADS, &a_at[s]); \
     for (uint s = 0; s < LOADS_B; ++s) b_words[s] = load_b(B, ldb, k_end, N, col0, (p0), item + s * THREADS, &b_at[s]); \
   } while (0)
+#endif
 #define STORE_STEP(panel)                                             \
   do {                                                                \
     __local float* a_panel = (__local float*)a_panels_v[panel];       \

@@ -231,13 +231,17 @@ TEST(OpenclGemmSlices, EnoughSlicesToFillTheDeviceWithinDepthAndScratch) {
   const GemmShape conv1_dw{Trans::yes, Trans::no, 25, 6, 50176, 25, 6, 6};  // lenet conv1's weight gradient
   EXPECT_EQ(gemm_k_slices(conv1_dw, 132, 1 << 20), 196);                    // 256 terms a slice at least
   GemmShape deeper = conv1_dw;
-  deeper.k = 200000;
-  EXPECT_EQ(gemm_k_slices(deeper, 132, 1 << 20), 264);                      // two groups per unit
+  deeper.k = 400000;
+  EXPECT_EQ(gemm_k_slices(deeper, 132, 1 << 20), 1056);                     // eight groups per unit
   EXPECT_EQ(gemm_k_slices(conv1_dw, 132, 150 * 100), 100);                  // the scratch holds 100
   EXPECT_EQ(gemm_k_slices(conv1_dw, 132, 0), 1);                            // no scratch, no split
   EXPECT_EQ(gemm_k_slices(GemmShape{Trans::no, Trans::no, 25, 6, 600, 600, 6, 6}, 132, 1 << 20), 2);  // 256 deep
   const GemmShape big{Trans::no, Trans::no, 2048, 2048, 2048, 2048, 2048, 2048};
   EXPECT_EQ(gemm_k_slices(big, 132, 1 << 20), 1);  // 1024 tiles of 64x64 fill 132 units
+  const GemmShape rcl_dw{Trans::yes, Trans::no, 288, 32, 200704, 288, 32, 32};  // rcnn rcl1's at batch 256
+  EXPECT_EQ(gemm_k_slices(rcl_dw, 132, 1 << 22), 212);                           // 5 tiles: 1056 / 5
+  const GemmShape just_full{Trans::no, Trans::no, 64 * 264, 64, 4096, 4096, 64, 64};
+  EXPECT_EQ(gemm_k_slices(just_full, 132, 1 << 22), 1);  // 264 tiles: two a unit, no split
 }
 
 INSTANTIATE_TEST_SUITE_P(Transposes, OpenclGemm,
@@ -268,33 +272,48 @@ TEST(OpenclGemmTiming, TheKernelEventIsProfiled) {
 // The epilogue (bias, batch norm, activation): tests/test_opencl_fusion.cpp.
 
 // The implicit GEMM reads the patch matrix from the images: the bits of im2col then the GEMM, split
-// over K or not, for a big vector tile, a scalar one and the tuning's choice.
+// over K or not, for a square vector tile, a narrow one, the smallest (16 items) and the tuning's
+// choice; strides 1 to 3, padding wider than the kernel reaches, an even kernel, 25 taps (the
+// most gemm.cl's tap masks hold at 5 x 5), a 6 x 6 kernel (36 taps: its general path), and a
+// layer of rcnn (28x28 at a quarter: 32 channels and filters).
 TEST(OpenclConvGemm, TheImplicitPatchMatrixGivesTheBitsOfIm2colThenGemm) {
   SKIP_WITHOUT_OPENCL();
   Device& device = *open_devices().devices.at(0);
   ASSERT_TRUE(reserve_gemm_scratch(device).ok());
   Rng rng(26);
-  auto geometry = conv_geometry(9, 7, 3, 3, 2, 1);
-  ASSERT_TRUE(geometry.ok());
-  const ConvGeometry g = geometry.value();
-  const int64_t batch = 3, filters = 5, rows = batch * g.patches(), k = g.patch_size();
-  Buffer images = upload_or_die(device, random_floats(rng, batch * g.height * g.width * g.channels), "images");
-  Buffer weight = upload_or_die(device, random_floats(rng, k * filters), "weight");
-  Buffer cols = upload_or_die(device, std::vector<float>(rows * k, 0.0f), "cols");
-  Buffer want = upload_or_die(device, std::vector<float>(rows * filters, 0.0f), "want");
-  Buffer got = upload_or_die(device, std::vector<float>(rows * filters, 0.0f), "got");
-  ASSERT_TRUE(f32_im2col(device, g, batch, images.f32(), cols.f32()).ok());
-  for (const GemmConfig* config : {&gemm_candidates()[2], &gemm_candidates()[9], (const GemmConfig*)nullptr}) {
-    for (int k_slices : {1, 2}) {
-      SCOPED_TRACE((config ? config->name() : "automatic") + " slices " + std::to_string(k_slices));
-      const GemmLaunch how{config, k_slices, {}};
-      ASSERT_TRUE(f32_gemm(device, GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, 1.0f,
-                           cols.f32(), weight.f32(), 0.0f, want.f32(), how)
-                      .ok());
-      auto event = f32_conv_gemm(device, g, batch, images.f32(), weight.f32(), filters, got.f32(), how);
-      ASSERT_TRUE(event.ok()) << event.status().message();
-      const std::vector<float> a = download_all<float>(got), b = download_all<float>(want);
-      for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(same_bits(a[i], b[i])) << "y word " << i;
+  struct Case {
+    int64_t h, w, c, k, stride, pad, batch, filters;
+  };
+  std::vector<const GemmConfig*> configs{nullptr};
+  for (const GemmConfig& c : gemm_candidates()) {
+    for (const char* wanted : {"64x64x16/8x8/v4/p", "128x32x16/16x8/v4/p", "16x16x16/4x4/v1"})
+      if (c.name() == wanted) configs.push_back(&c);
+  }
+  ASSERT_EQ(configs.size(), 4u) << "a configuration named above is no longer a candidate";
+  for (const Case& t : {Case{9, 7, 3, 3, 2, 1, 3, 5}, Case{8, 8, 5, 4, 2, 3, 2, 20}, Case{10, 9, 8, 5, 3, 2, 4, 9},
+                        Case{7, 8, 2, 6, 1, 2, 2, 6}, Case{14, 14, 32, 3, 1, 1, 1, 32}}) {
+    const ConvGeometry g = conv_geometry(t.h, t.w, t.c, t.k, t.stride, t.pad).value();
+    const int64_t rows = t.batch * g.patches(), k = g.patch_size(), filters = t.filters;
+    Buffer images = upload_or_die(device, random_floats(rng, t.batch * g.height * g.width * g.channels), "images");
+    Buffer weight = upload_or_die(device, random_floats(rng, k * filters), "weight");
+    Buffer cols = upload_or_die(device, std::vector<float>(rows * k, 0.0f), "cols");
+    Buffer want = upload_or_die(device, std::vector<float>(rows * filters, 0.0f), "want");
+    Buffer got = upload_or_die(device, std::vector<float>(rows * filters, 0.0f), "got");
+    ASSERT_TRUE(f32_im2col(device, g, t.batch, images.f32(), cols.f32()).ok());
+    for (const GemmConfig* config : configs) {
+      for (int k_slices : {1, 2}) {
+        SCOPED_TRACE(std::to_string(t.h) + "x" + std::to_string(t.w) + "x" + std::to_string(t.c) + " k " +
+                     std::to_string(t.k) + " stride " + std::to_string(t.stride) + " pad " + std::to_string(t.pad) +
+                     ", " + (config ? config->name() : "automatic") + " slices " + std::to_string(k_slices));
+        const GemmLaunch how{config, k_slices, {}};
+        auto plain = f32_gemm(device, GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, 1.0f,
+                              cols.f32(), weight.f32(), 0.0f, want.f32(), how);
+        ASSERT_TRUE(plain.ok()) << plain.status().message();
+        auto event = f32_conv_gemm(device, g, t.batch, images.f32(), weight.f32(), filters, got.f32(), how);
+        ASSERT_TRUE(event.ok()) << event.status().message();
+        const std::vector<float> a = download_all<float>(got), b = download_all<float>(want);
+        for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(same_bits(a[i], b[i])) << "y word " << i;
+      }
     }
   }
   release_gemm_scratch(device);

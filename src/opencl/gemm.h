@@ -62,9 +62,9 @@ Result<Event> f32_conv_gemm_transposed_weight_grad(Device& device, const ConvGeo
                                                    DeviceSpan x, int64_t channels, DeviceSpan images, float beta,
                                                    DeviceSpan dw, const GemmLaunch& launch = {});
 
-// The split over K for products with too few C tiles to fill the device: enough slices for
-// about two work-groups of 64x64 per compute unit, each slice at least 256 terms deep, their
-// partials within `scratch_floats`. 1: no split. Depends on the shape, the device and its scratch
+// The split over K for products with too few C tiles to fill the device (fewer than two of
+// 64x64 per compute unit): enough slices for about eight work-groups of 64x64 per compute unit,
+// each slice at least 256 terms deep, their partials within `scratch_floats`. 1: no split. Depends on the shape, the device and its scratch
 // only, so a run gives the same bits whatever configuration the tuning picks.
 int gemm_k_slices(const GemmShape& shape, int compute_units, int64_t scratch_floats);
 

@@ -60,7 +60,8 @@ Result<GemmConfig> parse_gemm_config(const std::string& text) {
 }
 
 const std::vector<GemmConfig>& gemm_candidates() {
-  // tile_m, tile_n, tile_k, threads_m, threads_n, vec, prefetch. The two 8x16 / 16x8-a-item
+  // tile_m, tile_n, tile_k, threads_m, threads_n, vec, prefetch; square-ish tiles largest first,
+  // then the narrow ones (tests index this list: new ones go last). The two 8x16 / 16x8-a-item
   // tiles first: on the H200 128x256x8 ran 48.6 TFLOP/s at 4096 against 46.5 for 128x128x8
   // (fewer local reads a multiply-add, one work-group a compute unit); the small ones stay for
   // small products. 64x64x16/16x16/v4/p (4 x 4 sums an item) loses to 64x64x16/8x8/v4/p in the
@@ -73,6 +74,9 @@ const std::vector<GemmConfig>& gemm_candidates() {
       {128, 64, 16, 16, 16, 4, true},  {64, 128, 16, 16, 16, 4, true},   {64, 64, 16, 16, 16, 4, true},
       {64, 64, 16, 8, 8, 4, true},     {64, 64, 16, 16, 16, 1, false},  {32, 32, 16, 8, 8, 4, true},
       {32, 32, 16, 8, 8, 1, false},    {16, 16, 16, 4, 4, 1, false},
+      // Narrow tiles for products of 32 or 16 columns (convolutions of 32 or 16 filters: a
+      // 64-wide tile wastes half or three quarters of its sums), tall to keep 8 x 4 sums an item.
+      {128, 32, 16, 16, 8, 4, true},   {64, 32, 16, 8, 8, 4, true},     {128, 16, 16, 16, 4, 4, true},
   };
   return candidates;
 }

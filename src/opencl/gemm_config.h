@@ -32,7 +32,7 @@ struct GemmConfig {
 // Parses GemmConfig::name()'s form; errors name the text and the rule.
 Result<GemmConfig> parse_gemm_config(const std::string& text);
 
-// What the search times, largest tiles first; every one is valid for gemm.cl.
+// What the search times, square-ish tiles largest first, then narrow ones; every one is valid for gemm.cl.
 const std::vector<GemmConfig>& gemm_candidates();
 
 // A configuration with its measured rate (GFLOP/s) on the tuning size; rate 0: not measured.
