@@ -1,27 +1,28 @@
 // The device's implicit-GEMM convolutions (ocl::f32_conv_gemm, its weight gradient) per layer,
 // pass and GEMM configuration: where issue 33's convolution time goes and which tile suits which
-// layer, beside what the tuning picks (`auto`). Passes: forward y = conv(x, w); input gradient
-// dx = conv(dy, flipped w) at stride 1 (as cl_conv.cpp's implicit backward); weight gradient
-// dw = patches(x)^T dy. Each timing: LAUNCHES back-to-back calls to the queue's finish, by host
-// wall time, divided by LAUNCHES; the median (and spread) of --reps after 2 warm-ups. GFLOP/s =
-// 2 * rows * filters * patch size / s. Every configuration's output is compared with the
-// first's bit for bit (gemm.cl's contract: the configuration changes the speed, never the bits):
-// exit 1 on a difference.
+// layer, beside what the tuning picks (`auto`). Passes: forward y = conv(x, w); weight gradient
+// dw = patches(x)^T dy, at each split asked for; input gradient dx = conv(dy, flipped w) at stride
+// 1 only (cl_conv.cpp's implicit backward; a strided layer's dx is col2im, not timed here: its
+// table says so). Each timing: LAUNCHES back-to-back calls to the queue's finish, by host wall
+// time, divided by LAUNCHES; the median [min, max] of --reps after 2 warm-ups. GFLOP/s = 2 * rows
+// * filters * patch size / s. Then the output and the split's scratch are set to NaN, the call
+// runs once more, and its output must equal the first configuration's bit for bit (gemm.cl's
+// contract: the configuration changes the speed, never the bits). Exit 1 on a difference or on
+// a configuration that failed to run (the table names it).
 //
 // usage: opencl_conv_bench [--device cl:P:D] [--batch 256] [--reps 7] [--launches 5]
 //          [--convs 28x28x32:32,14x14x64:64/s2,...]  (HxWxC:filters, 3x3 pad 1, /sS a stride)
 //          [--configs auto,candidates,128x32x16/16x8/v4/p,...]  (candidates: gemm_config.h's list)
 //          [--slices 0,100,200]  (the weight gradient's split over K; 0: gemm_k_slices decides)
 // Built by bench/opencl_conv_bench.sh (against the build's static libraries).
-#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,172 +32,213 @@
 #include "opencl/gemm.h"
 #include "opencl/gemm_tuning.h"
 
+#include "bench_cli.h"
+
 using namespace rg;
+using namespace rg::bench;
 
 namespace {
-
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "opencl_conv_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-template <class T>
-T get(Result<T> r, const std::string& doing) {
-  if (!r.ok()) fail(doing + ": " + r.status().message());
-  return r.take();
-}
-void check(const Status& s, const std::string& doing) {
-  if (!s.ok()) fail(doing + ": " + s.message());
-}
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 struct ConvSpec {
   std::string text;
   ConvGeometry g;
   int64_t filters = 0;
 };
+// "HxWxC:F" or "HxWxC:F/sS", each a whole positive number; a 3x3 kernel with padding 1.
 ConvSpec parse_conv(const std::string& text) {
   long long h = 0, w = 0, c = 0, f = 0, s = 1;
-  int used = 0;
-  const int got = std::sscanf(text.c_str(), "%lldx%lldx%lld:%lld%n/s%lld", &h, &w, &c, &f, &used, &s);
-  if (got < 4 || f <= 0) fail("--convs: '" + text + "' is not HxWxC:F or HxWxC:F/sS");
+  int used = 0, used_stride = 0;
+  const bool plain = std::sscanf(text.c_str(), "%lldx%lldx%lld:%lld%n", &h, &w, &c, &f, &used) == 4;
+  const bool whole = plain && (static_cast<size_t>(used) == text.size() ||
+                               (std::sscanf(text.c_str() + used, "/s%lld%n", &s, &used_stride) == 1 &&
+                                static_cast<size_t>(used + used_stride) == text.size()));
+  const long long most = 1 << 16;
+  if (!whole || h < 1 || w < 1 || c < 1 || f < 1 || s < 1 || h > most || w > most || c > most || f > most || s > 64) {
+    fail("--convs '" + text + "': the form is HxWxC:F or HxWxC:F/sS (e.g. 28x28x32:32/s2), each a whole number " +
+         "from 1 (sides, channels and filters at most 65536, the stride at most 64)");
+  }
   return {text, get(conv_geometry(h, w, c, 3, s, 1), "--convs " + text), f};
 }
 
-// Median and spread (min, max) of the samples.
-struct Spread {
-  double median, low, high;
-};
-Spread spread(std::vector<double> s) {
-  std::sort(s.begin(), s.end());
-  const size_t n = s.size();
-  return {n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2, s.front(), s.back()};
-}
-
-struct Buffers {
-  ocl::Buffer x, w, y, dy, dx, dw;
-};
-Buffers make_buffers(ocl::Device& device, const ConvSpec& c, int64_t batch, std::mt19937& rng) {
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  auto random = [&](int64_t n, const char* what) {
-    std::vector<float> v(n);
-    for (float& e : v) e = uniform(rng);
-    return get(ocl::upload(device, v, what), std::string("uploading ") + what);
-  };
-  const int64_t in = batch * c.g.height * c.g.width * c.g.channels, out = batch * c.g.patches() * c.filters;
-  const int64_t weights = c.g.patch_size() * c.filters;
-  return {random(in, "x"), random(weights, "w"), random(out, "y"), random(out, "dy"), random(in, "dx"),
-          random(weights, "dw")};
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string device_text = "cl:0:0";
-  std::vector<std::string> conv_list = {"28x28x32:32", "14x14x64:64"}, config_list = {"auto", "candidates"},
-                           slice_list = {"0"};
+struct Options {
+  std::string device = "cl:0:0";
   int64_t batch = 256;
   int reps = 7, launches = 5;
+  std::vector<ConvSpec> convs;
+  std::vector<std::optional<ocl::GemmConfig>> configs;  // nullopt: the tuning's choice
+  std::vector<int> slices = {0};
+};
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  std::vector<std::string> convs = {"28x28x32:32", "14x14x64:64"}, configs = {"auto", "candidates"}, slices;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) fail(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--device") device_text = value();
-    else if (arg == "--batch") batch = std::atoll(value().c_str());
-    else if (arg == "--reps") reps = std::atoi(value().c_str());
-    else if (arg == "--launches") launches = std::atoi(value().c_str());
-    else if (arg == "--convs") conv_list = split(value());
-    else if (arg == "--configs") config_list = split(value());
-    else if (arg == "--slices") slice_list = split(value());
+    if (arg == "--device") o.device = value();
+    else if (arg == "--batch") o.batch = integer(value(), "--batch", 1, 1 << 20);
+    else if (arg == "--reps") o.reps = static_cast<int>(integer(value(), "--reps", 1, 1000));
+    else if (arg == "--launches") o.launches = static_cast<int>(integer(value(), "--launches", 1, 1000));
+    else if (arg == "--convs") convs = split(value());
+    else if (arg == "--configs") configs = split(value());
+    else if (arg == "--slices") slices = split(value());
     else fail("unknown argument " + arg + " (see the header of bench/opencl_conv_bench.cpp)");
   }
-  if (reps < 1 || launches < 1 || batch < 1) fail("--reps, --launches and --batch must be >= 1");
-  std::vector<std::optional<ocl::GemmConfig>> configs;  // nullopt: the tuning's choice
-  for (const auto& t : config_list) {
-    if (t == "auto") configs.push_back(std::nullopt);
-    else if (t == "candidates") configs.insert(configs.end(), ocl::gemm_candidates().begin(), ocl::gemm_candidates().end());
-    else configs.push_back(get(ocl::parse_gemm_config(t), "--configs"));
+  for (const auto& t : convs) o.convs.push_back(parse_conv(t));
+  for (const auto& t : configs) {
+    if (t == "auto") o.configs.push_back(std::nullopt);
+    else if (t == "candidates") o.configs.insert(o.configs.end(), ocl::gemm_candidates().begin(), ocl::gemm_candidates().end());
+    else o.configs.push_back(get(ocl::parse_gemm_config(t), "--configs"));
   }
-  const ocl::DeviceChoice choice = get(ocl::parse_device_choice(device_text), "--device " + device_text);
+  if (!slices.empty()) o.slices.clear();
+  for (const auto& t : slices) o.slices.push_back(static_cast<int>(integer(t, "--slices", 0, 65535)));
+  if (o.convs.empty() || o.configs.empty() || o.slices.empty()) fail("--convs, --configs and --slices need an entry each");
+  return o;
+}
+
+struct Buffers {
+  ocl::Buffer x, w, y, dy, dx, dw;
+};
+// The layer's operands, random in [-1, 1]; refused before any allocation where one would pass
+// the device's largest buffer.
+Buffers make_buffers(ocl::Device& device, const ConvSpec& c, int64_t batch, std::mt19937& rng) {
+  const double sizes[3] = {1.0 * batch * c.g.height * c.g.width * c.g.channels, 1.0 * batch * c.g.patches() * c.filters,
+                           1.0 * c.g.patch_size() * c.filters};  // in double: no overflow before the check
+  for (double n : sizes) {
+    if (4 * n > static_cast<double>(device.max_buffer_bytes())) {
+      char bytes[32];
+      std::snprintf(bytes, sizeof bytes, "%.3g", 4 * n);
+      fail("--convs " + c.text + " at batch " + std::to_string(batch) + ": a buffer of " + bytes +
+           " bytes, the device's largest is " + std::to_string(device.max_buffer_bytes()));
+    }
+  }
+  const int64_t in = static_cast<int64_t>(sizes[0]), out = static_cast<int64_t>(sizes[1]);
+  const int64_t weights = static_cast<int64_t>(sizes[2]);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  auto random = [&](int64_t n, const char* what) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& e : v) e = uniform(rng);
+    return get(ocl::upload(device, v, what), std::string("uploading ") + what);
+  };
+  return {random(in, "x"), random(weights, "w"), random(out, "y"), random(out, "dy"), random(in, "dx"),
+          random(weights, "dw")};
+}
+
+void poison(const ocl::Buffer& buffer) {
+  const std::vector<float> nans(static_cast<size_t>(buffer.bytes() / 4), std::numeric_limits<float>::quiet_NaN());
+  check(ocl::write_buffer(buffer, 0, nans.data(), buffer.bytes()), "filling a buffer with NaN");
+}
+
+struct Pass {
+  std::string name;
+  const ocl::Buffer* out;
+  std::function<Result<ocl::Event>(ocl::GemmLaunch)> run;
+};
+
+// The layer's passes: forward, the weight gradient at each split, the input gradient at stride 1.
+std::vector<Pass> passes(ocl::Device& device, const ConvSpec& c, int64_t batch, const std::vector<int>& slices,
+                         const Buffers& b) {
+  std::vector<Pass> out = {{"forward", &b.y, [&device, &c, &b, batch](ocl::GemmLaunch l) {
+                              return f32_conv_gemm(device, c.g, batch, b.x.f32(), b.w.f32(), c.filters, b.y.f32(), l);
+                            }}};
+  for (int split : slices) {
+    out.push_back({"weight gradient" + (split > 0 ? " in " + std::to_string(split) + " slices" : std::string()), &b.dw,
+                   [&device, &c, &b, batch, split](ocl::GemmLaunch l) {
+                     l.k_slices = split;
+                     return f32_conv_gemm_weight_grad(device, c.g, batch, b.x.f32(), b.dy.f32(), c.filters, 0.0f,
+                                                      b.dw.f32(), l);
+                   }});
+  }
+  if (c.g.stride != 1) return out;
+  const ConvGeometry flipped = get(conv_geometry(c.g.out_h, c.g.out_w, c.filters, 3, 1, 1), "the flipped geometry");
+  out.push_back({"input gradient", &b.dx, [&device, &c, &b, batch, flipped](ocl::GemmLaunch l) {
+                   return f32_conv_gemm(device, flipped, batch, b.dy.f32(), b.w.f32(), c.g.channels, b.dx.f32(), l);
+                 }});
+  return out;
+}
+
+// One configuration's timing of `pass` (ms a call), then its output after a run on NaN-filled
+// output and scratch; an error where a call failed.
+struct Timed {
+  Spread ms;
+  std::vector<float> out;
+  std::string error;
+};
+Timed time_pass(ocl::Device& device, const Pass& pass, const ocl::GemmLaunch& how, const Options& o) {
+  Timed t;
+  std::vector<double> ms;
+  auto calls = [&](int count) {
+    for (int l = 0; l < count && t.error.empty(); ++l)
+      if (auto e = pass.run(how); !e.ok()) t.error = e.status().message();
+    check(device.finish(), "finish");
+  };
+  for (int r = 0; r < 2 + o.reps && t.error.empty(); ++r) {
+    check(device.finish(), "finish");
+    const auto t0 = std::chrono::steady_clock::now();
+    calls(o.launches);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / o.launches;
+    if (r >= 2) ms.push_back(1e3 * s);
+  }
+  if (!t.error.empty()) return t;
+  t.ms = spread(ms);
+  poison(*pass.out);
+  if (device.gemm_scratch_slot()) poison(*device.gemm_scratch_slot());
+  calls(1);
+  t.out = get(ocl::download<float>(*pass.out, pass.out->bytes() / 4), "reading back");
+  return t;
+}
+
+// The table's rows of one layer; false where a configuration failed or gave other bits.
+bool bench_layer(ocl::Device& device, const ConvSpec& c, const Options& o, std::mt19937& rng) {
+  const Buffers b = make_buffers(device, c, o.batch, rng);
+  const double flops = 2.0 * o.batch * c.g.patches() * c.filters * c.g.patch_size();
+  bool good = true;
+  for (const Pass& pass : passes(device, c, o.batch, o.slices, b)) {
+    std::vector<float> first;
+    for (const auto& config : o.configs) {
+      ocl::GemmLaunch how;
+      if (config) how.config = &*config;
+      const std::string name = config ? config->name() : "auto";
+      const Timed t = time_pass(device, pass, how, o);
+      if (!t.error.empty()) {
+        std::printf("| %s | %s | %s | FAILED: %s | |\n", c.text.c_str(), pass.name.c_str(), name.c_str(), t.error.c_str());
+        good = false;
+        continue;
+      }
+      const bool same = first.empty() || std::memcmp(first.data(), t.out.data(), t.out.size() * 4) == 0;
+      if (first.empty()) first = t.out;
+      good &= same;
+      std::printf("| %s | %s | %s | %.4f [%.4f, %.4f] | %.0f%s |\n", c.text.c_str(), pass.name.c_str(), name.c_str(),
+                  t.ms.median, t.ms.low, t.ms.high, flops / (t.ms.median * 1e-3) * 1e-9,
+                  same ? "" : " (OTHER BITS than the first)");
+    }
+  }
+  if (c.g.stride != 1)
+    std::printf("| %s | input gradient | - | not timed: stride %lld (col2im) | |\n", c.text.c_str(),
+                static_cast<long long>(c.g.stride));
+  std::fflush(stdout);
+  return good;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse_options(argc, argv);
+  const ocl::DeviceChoice choice = get(ocl::parse_device_choice(o.device), "--device " + o.device);
   if (!choice.opencl) fail("--device must be an OpenCL device cl:P:D");
-  auto device = get(ocl::Device::open(choice), "opening " + device_text);
+  auto device = get(ocl::Device::open(choice), "opening " + o.device);
   check(ocl::reserve_gemm_scratch(*device), "the GEMM scratch");
   std::printf("device:  %s, driver %s\n", device->label().c_str(), device->info().driver_version.c_str());
   std::printf("tuning:  %s\n", ocl::gemm_tuning(*device).source.c_str());
   std::printf("batch %lld; ms a call: median [min, max] of %d rounds of %d calls after 2 warm-ups (host wall, to finish)\n\n",
-              static_cast<long long>(batch), reps, launches);
+              static_cast<long long>(o.batch), o.reps, o.launches);
   std::printf("| conv | pass | configuration | ms | GFLOP/s |\n|---|---|---|---:|---:|\n");
-  std::vector<int> slices;
-  for (const auto& t : slice_list) slices.push_back(std::atoi(t.c_str()));
   std::mt19937 rng(42);
-  bool differs = false;
-  for (const std::string& text : conv_list) {
-    const ConvSpec c = parse_conv(text);
-    Buffers b = make_buffers(*device, c, batch, rng);
-    const double flops = 2.0 * batch * c.g.patches() * c.filters * c.g.patch_size();
-    std::optional<ConvGeometry> flipped;  // the input gradient's geometry (stride 1 only)
-    if (c.g.stride == 1) flipped = get(conv_geometry(c.g.out_h, c.g.out_w, c.filters, 3, 1, 1), "flipped geometry");
-    struct Pass {
-      std::string name;
-      const ocl::Buffer* out;
-      std::function<Result<ocl::Event>(const ocl::GemmLaunch&)> run;
-    };
-    std::vector<Pass> passes = {
-        {"forward", &b.y, [&](const ocl::GemmLaunch& l) { return f32_conv_gemm(*device, c.g, batch, b.x.f32(), b.w.f32(), c.filters, b.y.f32(), l); }},
-    };
-    for (int split : slices) {
-      passes.push_back({"weight gradient" + (split > 0 ? " in " + std::to_string(split) + " slices" : std::string()),
-                        &b.dw, [&, split](ocl::GemmLaunch l) {
-                          l.k_slices = split;
-                          return f32_conv_gemm_weight_grad(*device, c.g, batch, b.x.f32(), b.dy.f32(), c.filters, 0.0f,
-                                                           b.dw.f32(), l);
-                        }});
-    }
-    if (flipped) {
-      passes.push_back({"input gradient", &b.dx, [&](const ocl::GemmLaunch& l) {
-                          return f32_conv_gemm(*device, *flipped, batch, b.dy.f32(), b.w.f32(), c.g.channels, b.dx.f32(), l);
-                        }});
-    }
-    for (const Pass& pass : passes) {
-      std::vector<float> first;
-      for (const auto& config : configs) {
-        ocl::GemmLaunch how;
-        if (config) how.config = &*config;
-        const std::string name = config ? config->name() : "auto";
-        std::vector<double> ms;
-        std::string error;
-        for (int r = 0; r < 2 + reps && error.empty(); ++r) {
-          check(device->finish(), "finish");
-          const auto t0 = std::chrono::steady_clock::now();
-          for (int l = 0; l < launches && error.empty(); ++l)
-            if (auto e = pass.run(how); !e.ok()) error = e.status().message();
-          check(device->finish(), "finish");
-          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / launches;
-          if (r >= 2) ms.push_back(1e3 * s);
-        }
-        if (!error.empty()) {
-          std::printf("| %s | %s | %s | failed: %s | |\n", text.c_str(), pass.name.c_str(), name.c_str(), error.c_str());
-          continue;
-        }
-        const std::vector<float> out = get(ocl::download<float>(*pass.out, pass.out->bytes() / 4), "reading back");
-        const bool same = first.empty() || std::memcmp(first.data(), out.data(), out.size() * 4) == 0;
-        if (first.empty()) first = out;
-        differs |= !same;
-        const Spread t = spread(ms);
-        std::printf("| %s | %s | %s | %.4f [%.4f, %.4f] | %.0f%s |\n", text.c_str(), pass.name.c_str(), name.c_str(), t.median,
-                    t.low, t.high, flops / (t.median * 1e-3) * 1e-9, same ? "" : " (OTHER BITS than the first)");
-      }
-    }
-    std::fflush(stdout);
-  }
-  if (differs) fail("a configuration gave other bits than the first (see the table)");
+  bool good = true;
+  for (const ConvSpec& c : o.convs) good &= bench_layer(*device, c, o, rng);
+  if (!good) fail("a configuration failed or gave other bits than the first (see the table)");
   return 0;
 }

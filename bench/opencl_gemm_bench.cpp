@@ -32,7 +32,10 @@
 #include "opencl/gemm.h"
 #include "opencl/gemm_tuning.h"
 
+#include "bench_cli.h"
+
 using namespace rg;
+using namespace rg::bench;
 
 namespace {
 
@@ -44,41 +47,11 @@ typedef CLBlastStatusCode (*SgemmFn)(CLBlastLayout, CLBlastTranspose, CLBlastTra
                                      cl_mem, size_t, size_t, cl_mem, size_t, size_t, float, cl_mem, size_t, size_t,
                                      cl_command_queue*, cl_event*);
 
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "opencl_gemm_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-template <class T>
-T get(Result<T> r, const std::string& doing) {
-  if (!r.ok()) fail(doing + ": " + r.status().message());
-  return std::move(r.value());
-}
-void check(const Status& s, const std::string& doing) {
-  if (!s.ok()) fail(doing + ": " + s.message());
-}
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-struct Stats {
-  double median = 0, best = 0;  // seconds
-};
-Stats stats(std::vector<double> s) {
-  std::sort(s.begin(), s.end());
-  const size_t n = s.size();
-  return {n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2, s[0]};
-}
-
 // One side's figures at one size; `error` set when it could not run.
 struct Side {
   explicit Side(std::string n) : name(std::move(n)) {}
   std::string name, error;
-  Stats event, wall;
+  Spread event, wall;  // seconds; low: the best
   double max_diff = -1;  // vs the reference, -1: not compared
 };
 
@@ -107,8 +80,8 @@ int main(int argc, char** argv) {
     if (arg == "--device") device_text = value();
     else if (arg == "--sizes") size_list = split(value());
     else if (arg == "--configs") config_list = split(value());
-    else if (arg == "--reps") reps = std::atoi(value().c_str());
-    else if (arg == "--max-bytes") max_bytes = std::atoll(value().c_str());
+    else if (arg == "--reps") reps = static_cast<int>(integer(value(), "--reps", 1, 1000000));
+    else if (arg == "--max-bytes") max_bytes = integer(value(), "--max-bytes", 1, 1LL << 50);
     else if (arg == "--json") json_path = value();
     else fail("unknown argument " + arg + " (see the header of bench/opencl_gemm_bench.cpp)");
   }
@@ -172,8 +145,7 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
 
   for (const auto& size_text : size_list) {
-    const int64_t n = std::atoll(size_text.c_str());
-    if (n <= 0) fail("bad size " + size_text);
+    const int64_t n = integer(size_text, "--sizes", 1, 1 << 20);
     const int64_t bytes = n * n * 4;
     const double flops = 2.0 * n * n * n;
     if (bytes > device->max_buffer_bytes() || 3 * bytes > max_bytes) {
@@ -203,7 +175,7 @@ int main(int argc, char** argv) {
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (r >= 2) event_s.push_back(s.value()), wall_s.push_back(wall);
       }
-      if (side.error.empty()) side.event = stats(event_s), side.wall = stats(wall_s);
+      if (side.error.empty()) side.event = spread(event_s), side.wall = spread(wall_s);
     };
 
     // CLBlast first: its C is the reference the tiles are compared with.
@@ -249,7 +221,7 @@ int main(int argc, char** argv) {
     auto tflops = [&](const Side& s) -> std::string {
       if (!s.error.empty()) return "-";
       char buf[64];
-      std::snprintf(buf, sizeof buf, "%.3f (%.3f)", flops / s.event.median * 1e-12, flops / s.event.best * 1e-12);
+      std::snprintf(buf, sizeof buf, "%.3f (%.3f)", flops / s.event.median * 1e-12, flops / s.event.low * 1e-12);
       return buf;
     };
     const Side* best = nullptr;
@@ -285,9 +257,9 @@ int main(int argc, char** argv) {
       std::ostringstream o;
       o << "{\"name\": " << json_str(s.name);
       if (!s.error.empty()) return o.str() + ", \"error\": " + json_str(s.error) + "}";
-      o << ", \"event_s_median\": " << s.event.median << ", \"event_s_best\": " << s.event.best
-        << ", \"wall_s_median\": " << s.wall.median << ", \"wall_s_best\": " << s.wall.best
-        << ", \"tflops_median\": " << flops / s.event.median * 1e-12 << ", \"tflops_best\": " << flops / s.event.best * 1e-12
+      o << ", \"event_s_median\": " << s.event.median << ", \"event_s_best\": " << s.event.low
+        << ", \"wall_s_median\": " << s.wall.median << ", \"wall_s_best\": " << s.wall.low
+        << ", \"tflops_median\": " << flops / s.event.median * 1e-12 << ", \"tflops_best\": " << flops / s.event.low * 1e-12
         << ", \"wall_tflops_median\": " << flops / s.wall.median * 1e-12;
       if (s.max_diff >= 0) o << ", \"max_rel_diff_vs_clblast\": " << s.max_diff;
       return o.str() + "}";

@@ -20,7 +20,7 @@
 #                  opencl/gemm_config.h writes them, e.g. auto,128x128x16/16x16/v4/p)
 #   env JSON       also write every figure and the device name / driver to this file
 #   env BUILD_DIR  the library's meson build dir (default build); the tool is built there as
-#                  BUILD_DIR/opencl_gemm_bench with g++ against BUILD_DIR/libretrograd_core.a
+#                  BUILD_DIR/opencl_gemm_bench with g++ against BUILD_DIR's static libraries
 #   env BIN        a prebuilt tool: nothing is built (for a machine without the sources' build)
 #   env RETROGRAD_CLBLAST_LIBRARY  CLBlast to load (default libclblast.so.1, from the system)
 #
@@ -54,10 +54,13 @@ else
   if [[ ! -d $BUILD_DIR ]]; then
     meson setup "$BUILD_DIR" --buildtype=release >&2 || die "meson setup $BUILD_DIR failed"
   fi
-  ninja -C "$BUILD_DIR" libretrograd_core.a >&2 || die "ninja -C $BUILD_DIR failed"
+  ninja -C "$BUILD_DIR" libretrograd_core.a libretrograd_cl_layers.a libretrograd_dist.a libretrograd_stb.a >&2 ||
+    die "ninja -C $BUILD_DIR failed"
   BIN=$BUILD_DIR/opencl_gemm_bench
-  CXX_CMD=(g++ -std=c++17 -O2 -Wall -Wextra -Isrc bench/opencl_gemm_bench.cpp -o "$BIN"
-           "$BUILD_DIR"/libretrograd_core.a -ldl -lz -pthread)
+  # The core library needs the ISA levels' kernels, stb and the device layers' registry: one group.
+  CXX_CMD=(g++ -std=c++17 -O2 -Wall -Wextra -Isrc bench/opencl_gemm_bench.cpp -o "$BIN" -Wl,--start-group
+           "$BUILD_DIR"/libretrograd_cl_layers.a "$BUILD_DIR"/libretrograd_core.a "$BUILD_DIR"/libretrograd_dist.a
+           "$BUILD_DIR"/libretrograd_stb.a "$BUILD_DIR"/libretrograd_isa_*.a -Wl,--end-group -ldl -lz -pthread)
   "${CXX_CMD[@]}" >&2 || die "compiling bench/opencl_gemm_bench.cpp failed"
   BUILT="${CXX_CMD[*]}"
 fi

@@ -98,7 +98,9 @@ inline float patch_value(__global const float* A, uint r, uint q) {
 #define TAP_MASKS 1
 // Patch row r = (image b, oh, ow): the image word of its tap (0, 0), channel 0, modulo 2^32
 // (negative where the patch hangs over the top or left padding: a tap's offset brings it back),
-// and bit kh * CONV_K + kw set where that tap lies inside the image; rows past M: no taps.
+// and bit kh * CONV_K + kw set where that tap lies inside the image; rows past M: no taps (they
+// feed outputs never stored: the guard keeps their reads inside the images, as does LOAD_STEP's
+// q < k_end for terms past the slice, which meet B's zeros).
 inline void patch_row(uint M, uint r, uint* base, uint* taps) {
   const uint ow = r % CONV_OW, oh = r / CONV_OW % CONV_OH, b = r / (CONV_OW * CONV_OH);
   const int ih = (int)(oh * CONV_S) - CONV_P, iw = (int)(ow * CONV_S) - CONV_P;

@@ -147,6 +147,17 @@ std::vector<T> download_all(const Buffer& buffer) {
 
 inline bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
+// Every f32 of `buffer` set to NaN, so a kernel that leaves a word unwritten (or a sum that reads
+// a stale partial) cannot pass on what an earlier product left there.
+inline void poison_f32(const Buffer& buffer) {
+  const std::vector<float> nans(static_cast<size_t>(buffer.bytes() / 4), std::numeric_limits<float>::quiet_NaN());
+  RG_CHECK(write_buffer(buffer, 0, nans.data(), buffer.bytes()).ok(), "poisoning a buffer");
+}
+// The device's GEMM scratch (split products' partials) poisoned the same way; none reserved: nothing.
+inline void poison_gemm_scratch(Device& device) {
+  if (device.gemm_scratch_slot()) poison_f32(*device.gemm_scratch_slot());
+}
+
 // Sizes below, at and above the 256-item work-group, and a buffer offset: each output buffer
 // has `kGuard` sentinels on each side that no kernel may touch.
 const int64_t kSizes[] = {1, 7, 255, 256, 257, 1000};

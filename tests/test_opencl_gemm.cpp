@@ -272,10 +272,10 @@ TEST(OpenclGemmTiming, TheKernelEventIsProfiled) {
 // The epilogue (bias, batch norm, activation): tests/test_opencl_fusion.cpp.
 
 // The implicit GEMM reads the patch matrix from the images: the bits of im2col then the GEMM, split
-// over K or not, for a square vector tile, a narrow one, the smallest (16 items) and the tuning's
-// choice; strides 1 to 3, padding wider than the kernel reaches, an even kernel, 25 taps (the
-// most gemm.cl's tap masks hold at 5 x 5), a 6 x 6 kernel (36 taps: its general path), and a
-// layer of rcnn (28x28 at a quarter: 32 channels and filters).
+// over K or not, for a square vector tile, two narrow ones, the smallest (16 items) and the tuning's
+// choice; strides 1 to 3, padding of 3 on a 4 x 4 kernel, 25 taps (the most gemm.cl's tap masks
+// take at 5 x 5), a 6 x 6 kernel (36 taps: its general path), and a layer of 32 channels and
+// filters. The output and the split's scratch are poisoned before each implicit product.
 TEST(OpenclConvGemm, TheImplicitPatchMatrixGivesTheBitsOfIm2colThenGemm) {
   SKIP_WITHOUT_OPENCL();
   Device& device = *open_devices().devices.at(0);
@@ -286,10 +286,10 @@ TEST(OpenclConvGemm, TheImplicitPatchMatrixGivesTheBitsOfIm2colThenGemm) {
   };
   std::vector<const GemmConfig*> configs{nullptr};
   for (const GemmConfig& c : gemm_candidates()) {
-    for (const char* wanted : {"64x64x16/8x8/v4/p", "128x32x16/16x8/v4/p", "16x16x16/4x4/v1"})
+    for (const char* wanted : {"64x64x16/8x8/v4/p", "128x32x16/16x8/v4/p", "128x16x16/16x4/v4/p", "16x16x16/4x4/v1"})
       if (c.name() == wanted) configs.push_back(&c);
   }
-  ASSERT_EQ(configs.size(), 4u) << "a configuration named above is no longer a candidate";
+  ASSERT_EQ(configs.size(), 5u) << "a configuration named above is no longer a candidate";
   for (const Case& t : {Case{9, 7, 3, 3, 2, 1, 3, 5}, Case{8, 8, 5, 4, 2, 3, 2, 20}, Case{10, 9, 8, 5, 3, 2, 4, 9},
                         Case{7, 8, 2, 6, 1, 2, 2, 6}, Case{14, 14, 32, 3, 1, 1, 1, 32}}) {
     const ConvGeometry g = conv_geometry(t.h, t.w, t.c, t.k, t.stride, t.pad).value();
@@ -309,6 +309,8 @@ TEST(OpenclConvGemm, TheImplicitPatchMatrixGivesTheBitsOfIm2colThenGemm) {
         auto plain = f32_gemm(device, GemmShape{Trans::no, Trans::no, rows, filters, k, k, filters, filters}, 1.0f,
                               cols.f32(), weight.f32(), 0.0f, want.f32(), how);
         ASSERT_TRUE(plain.ok()) << plain.status().message();
+        poison_f32(got);  // nothing the plain product or an earlier case left counts
+        poison_gemm_scratch(device);
         auto event = f32_conv_gemm(device, g, t.batch, images.f32(), weight.f32(), filters, got.f32(), how);
         ASSERT_TRUE(event.ok()) << event.status().message();
         const std::vector<float> a = download_all<float>(got), b = download_all<float>(want);
@@ -561,22 +563,28 @@ TEST(OpenclConvGemm, ImplicitBackwardProductsGiveTheBitsOfIm2colThenTheGemm) {
             const std::vector<float> a = download_all<float>(got), b = download_all<float>(want);
             for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(same_bits(a[i], b[i])) << what << " word " << i;
           };
+          // Each plain product first, then the scratch poisoned: the implicit one's split must
+          // write its own partials, not sum what the plain one left.
           Buffer want = upload_or_die(device, start, "want"), got = upload_or_die(device, start, "got");
-          expect_same(f32_gemm(device, GemmShape{Trans::yes, Trans::no, k, f, rows, k, f, f}, 1.0f, cols.f32(),
-                               dy.f32(), beta, want.f32(), how),
-                      f32_conv_gemm_weight_grad(device, g, t.batch, images.f32(), dy.f32(), f, beta, got.f32(), how),
+          const auto dw = f32_gemm(device, GemmShape{Trans::yes, Trans::no, k, f, rows, k, f, f}, 1.0f, cols.f32(),
+                                   dy.f32(), beta, want.f32(), how);
+          poison_gemm_scratch(device);
+          expect_same(dw, f32_conv_gemm_weight_grad(device, g, t.batch, images.f32(), dy.f32(), f, beta, got.f32(), how),
                       want, got, "conv dW");
           Buffer want_dx = upload_or_die(device, std::vector<float>(rows * f, 3.0f), "want dx");
           Buffer got_dx = upload_or_die(device, std::vector<float>(rows * f, 3.0f), "got dx");
-          expect_same(f32_gemm(device, GemmShape{Trans::no, Trans::yes, rows, f, k, k, k, f}, 1.0f, cols.f32(), w.f32(),
-                               0.0f, want_dx.f32(), how),
-                      f32_conv_gemm(device, g, t.batch, images.f32(), w.f32(), f, got_dx.f32(), how, Trans::yes),
+          const auto dx = f32_gemm(device, GemmShape{Trans::no, Trans::yes, rows, f, k, k, k, f}, 1.0f, cols.f32(),
+                                   w.f32(), 0.0f, want_dx.f32(), how);
+          poison_f32(got_dx);  // beta 0: every word written
+          poison_gemm_scratch(device);
+          expect_same(dx, f32_conv_gemm(device, g, t.batch, images.f32(), w.f32(), f, got_dx.f32(), how, Trans::yes),
                       want_dx, got_dx, "transposed conv dx");
           Buffer want_tw = upload_or_die(device, start, "want tdW"), got_tw = upload_or_die(device, start, "got tdW");
-          expect_same(f32_gemm(device, GemmShape{Trans::yes, Trans::no, f, k, rows, f, k, k}, 1.0f, dy.f32(),
-                               cols.f32(), beta, want_tw.f32(), how),
-                      f32_conv_gemm_transposed_weight_grad(device, g, t.batch, dy.f32(), f, images.f32(), beta,
-                                                           got_tw.f32(), how),
+          const auto tdw = f32_gemm(device, GemmShape{Trans::yes, Trans::no, f, k, rows, f, k, k}, 1.0f, dy.f32(),
+                                    cols.f32(), beta, want_tw.f32(), how);
+          poison_gemm_scratch(device);
+          expect_same(tdw, f32_conv_gemm_transposed_weight_grad(device, g, t.batch, dy.f32(), f, images.f32(), beta,
+                                                                got_tw.f32(), how),
                       want_tw, got_tw, "transposed conv dW");
         }
     // flipped [kh][kw][f][c] = w [k - 1 - kh][k - 1 - kw][c][f], two guard words before, one after

@@ -64,8 +64,9 @@ Result<Event> f32_conv_gemm_transposed_weight_grad(Device& device, const ConvGeo
 
 // The split over K for products with too few C tiles to fill the device (fewer than two of
 // 64x64 per compute unit): enough slices for about eight work-groups of 64x64 per compute unit,
-// each slice at least 256 terms deep, their partials within `scratch_floats`. 1: no split. Depends on the shape, the device and its scratch
-// only, so a run gives the same bits whatever configuration the tuning picks.
+// each slice at least 256 terms deep, their partials within `scratch_floats`. 1: no split.
+// Depends on the shape, the device and its scratch only, so a run gives the same bits whatever
+// configuration the tuning picks.
 int gemm_k_slices(const GemmShape& shape, int compute_units, int64_t scratch_floats);
 
 // The scratch the automatic split needs on this device (bytes), and its allocation, counted in
