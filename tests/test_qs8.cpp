@@ -217,7 +217,7 @@ TEST_P(Qs8OnIsa, FusedRequantizationAtTheInt32Edges) {
 TEST_P(Qs8OnIsa, TileSumsTheWorstCaseWithoutSaturating) {
   // Every pair -128 * -127 = 16256 and 2 of them 32512: one step under int16's limit. Weights
   // of -128 are refused by the packer, since -128 * -128 pairs would saturate pmaddubsw.
-  // (VNNI: b + 128 is 1 for every -127, and the row sums' 128 x -128 x 1024 come off exactly.)
+  // (VNNI: a + 128 is 0 for every -128, and the column sums' 128 x -127 x 1024 come off exactly.)
   for (const Qs8GemmKernel* kernel : {&fast(), &without_vnni()}) {
     const int64_t k = 1024, nr = kernel->nr;
     std::vector<int8_t> a(static_cast<size_t>(kernel->mr * k), -128), b(static_cast<size_t>(k * nr), -127);
