@@ -1,5 +1,6 @@
-// What the C++ benchmark tools of bench/ share: failing with the tool's name, unwrapping a
-// Result, comma lists, strict numbers from the command line, and a sample's median and spread.
+// What the C++ benchmark tools of bench/ share: failing with the tool's name (exit 2 for a bad
+// command line, 1 for a run that went wrong), unwrapping a Result, comma lists, strict numbers
+// from the command line, and a sample's median and spread.
 // Header only: each tool is one file built by its script against the build's libraries.
 #pragma once
 
@@ -16,14 +17,20 @@
 
 namespace rg::bench {
 
-[[noreturn]] inline void fail(const std::string& what) {
+[[noreturn]] inline void fail(const std::string& what, int code = 1) {
   std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, what.c_str());
-  std::exit(1);
+  std::exit(code);
 }
+[[noreturn]] inline void usage_error(const std::string& what) { fail(what, 2); }
 template <class T>
-T get(Result<T> r, const std::string& doing) {
-  if (!r.ok()) fail(doing + ": " + r.status().message());
+T get(Result<T> r, const std::string& doing, int code = 1) {
+  if (!r.ok()) fail(doing + ": " + r.status().message(), code);
   return r.take();
+}
+// A command-line value's Result: its error is the user's (exit 2).
+template <class T>
+T get_arg(Result<T> r, const std::string& doing) {
+  return get(std::move(r), doing, 2);
 }
 inline void check(const Status& s, const std::string& doing) {
   if (!s.ok()) fail(doing + ": " + s.message());
@@ -44,7 +51,7 @@ inline long long integer(const std::string& text, const std::string& what, long 
   errno = 0;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
-    fail(what + " '" + text + "': a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    usage_error(what + " '" + text + "': a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
   }
   return v;
 }

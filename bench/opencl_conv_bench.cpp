@@ -8,7 +8,7 @@
 // * filters * patch size / s. Then the output and the split's scratch are set to NaN, the call
 // runs once more, and its output must equal the first configuration's bit for bit (gemm.cl's
 // contract: the configuration changes the speed, never the bits). Exit 1 on a difference or on
-// a configuration that failed to run (the table names it).
+// a configuration that failed to run (the table names it), 2 on a bad command line.
 //
 // usage: opencl_conv_bench [--device cl:P:D] [--batch 256] [--reps 7] [--launches 5]
 //          [--convs 28x28x32:32,14x14x64:64/s2,...]  (HxWxC:filters, 3x3 pad 1, /sS a stride)
@@ -54,10 +54,10 @@ ConvSpec parse_conv(const std::string& text) {
                                 static_cast<size_t>(used + used_stride) == text.size()));
   const long long most = 1 << 16;
   if (!whole || h < 1 || w < 1 || c < 1 || f < 1 || s < 1 || h > most || w > most || c > most || f > most || s > 64) {
-    fail("--convs '" + text + "': the form is HxWxC:F or HxWxC:F/sS (e.g. 28x28x32:32/s2), each a whole number " +
+    usage_error("--convs '" + text + "': the form is HxWxC:F or HxWxC:F/sS (e.g. 28x28x32:32/s2), each a whole number " +
          "from 1 (sides, channels and filters at most 65536, the stride at most 64)");
   }
-  return {text, get(conv_geometry(h, w, c, 3, s, 1), "--convs " + text), f};
+  return {text, get_arg(conv_geometry(h, w, c, 3, s, 1), "--convs " + text), f};
 }
 
 struct Options {
@@ -75,7 +75,7 @@ Options parse_options(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) fail(arg + " needs a value");
+      if (i + 1 >= argc) usage_error(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--device") o.device = value();
@@ -85,17 +85,17 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--convs") convs = split(value());
     else if (arg == "--configs") configs = split(value());
     else if (arg == "--slices") slices = split(value());
-    else fail("unknown argument " + arg + " (see the header of bench/opencl_conv_bench.cpp)");
+    else usage_error("unknown argument " + arg + " (see the header of bench/opencl_conv_bench.cpp)");
   }
   for (const auto& t : convs) o.convs.push_back(parse_conv(t));
   for (const auto& t : configs) {
     if (t == "auto") o.configs.push_back(std::nullopt);
     else if (t == "candidates") o.configs.insert(o.configs.end(), ocl::gemm_candidates().begin(), ocl::gemm_candidates().end());
-    else o.configs.push_back(get(ocl::parse_gemm_config(t), "--configs"));
+    else o.configs.push_back(get_arg(ocl::parse_gemm_config(t), "--configs"));
   }
   if (!slices.empty()) o.slices.clear();
   for (const auto& t : slices) o.slices.push_back(static_cast<int>(integer(t, "--slices", 0, 65535)));
-  if (o.convs.empty() || o.configs.empty() || o.slices.empty()) fail("--convs, --configs and --slices need an entry each");
+  if (o.convs.empty() || o.configs.empty() || o.slices.empty()) usage_error("--convs, --configs and --slices need an entry each");
   return o;
 }
 
@@ -111,8 +111,8 @@ Buffers make_buffers(ocl::Device& device, const ConvSpec& c, int64_t batch, std:
     if (4 * n > static_cast<double>(device.max_buffer_bytes())) {
       char bytes[32];
       std::snprintf(bytes, sizeof bytes, "%.3g", 4 * n);
-      fail("--convs " + c.text + " at batch " + std::to_string(batch) + ": a buffer of " + bytes +
-           " bytes, the device's largest is " + std::to_string(device.max_buffer_bytes()));
+      usage_error("--convs " + c.text + " at batch " + std::to_string(batch) + ": a buffer of " + bytes +
+                  " bytes, the device's largest is " + std::to_string(device.max_buffer_bytes()));
     }
   }
   const int64_t in = static_cast<int64_t>(sizes[0]), out = static_cast<int64_t>(sizes[1]);
@@ -227,8 +227,8 @@ bool bench_layer(ocl::Device& device, const ConvSpec& c, const Options& o, std::
 
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
-  const ocl::DeviceChoice choice = get(ocl::parse_device_choice(o.device), "--device " + o.device);
-  if (!choice.opencl) fail("--device must be an OpenCL device cl:P:D");
+  const ocl::DeviceChoice choice = get_arg(ocl::parse_device_choice(o.device), "--device " + o.device);
+  if (!choice.opencl) usage_error("--device must be an OpenCL device cl:P:D");
   auto device = get(ocl::Device::open(choice), "opening " + o.device);
   check(ocl::reserve_gemm_scratch(*device), "the GEMM scratch");
   std::printf("device:  %s, driver %s\n", device->label().c_str(), device->info().driver_version.c_str());

@@ -10,11 +10,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 if [[ -z "${BIN:-}" ]]; then
   [[ -f $BUILD_DIR/build.ninja ]] || meson setup "$BUILD_DIR" --buildtype=release >&2
-  ninja -C "$BUILD_DIR" libretrograd_core.a libretrograd_cl_layers.a libretrograd_dist.a libretrograd_stb.a >&2
+  source bench/bench_tool_build.sh
+  ninja -C "$BUILD_DIR" "${bench_tool_libs[@]}" >&2
   BIN=$BUILD_DIR/opencl_conv_bench
-  libs=("$BUILD_DIR"/libretrograd_cl_layers.a "$BUILD_DIR"/libretrograd_core.a "$BUILD_DIR"/libretrograd_dist.a
-        "$BUILD_DIR"/libretrograd_stb.a "$BUILD_DIR"/libretrograd_isa_*.a)
-  g++ -std=c++17 -O2 -Wall -Wextra -Isrc bench/opencl_conv_bench.cpp -o "$BIN" \
-    -Wl,--start-group "${libs[@]}" -Wl,--end-group -ldl -lz -pthread
+  bench_tool_command "$BUILD_DIR" bench/opencl_conv_bench.cpp "$BIN"
+  "${BENCH_TOOL_CMD[@]}"
 fi
 exec "$BIN" "$@"

@@ -10,7 +10,7 @@
 // `auto` is the device's tuning (searched first if the cache has none: opencl/gemm_tuning.h);
 // its source and every candidate's rate are printed before the table.
 // Output: one row per size (TFLOP/s = 2n^3 / s, median (best) of the reps after 2 warm-ups);
-// exit 1 when a result differs from CLBlast's by max|diff| / max|C| >= 1e-4, or on errors.
+// exit 1 when a result differs from CLBlast's by max|diff| / max|C| >= 1e-4, or on errors; 2 on a bad command line.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) fail(arg + " needs a value");
+      if (i + 1 >= argc) usage_error(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--device") device_text = value();
@@ -83,19 +83,24 @@ int main(int argc, char** argv) {
     else if (arg == "--reps") reps = static_cast<int>(integer(value(), "--reps", 1, 1000000));
     else if (arg == "--max-bytes") max_bytes = integer(value(), "--max-bytes", 1, 1LL << 50);
     else if (arg == "--json") json_path = value();
-    else fail("unknown argument " + arg + " (see the header of bench/opencl_gemm_bench.cpp)");
+    else usage_error("unknown argument " + arg + " (see the header of bench/opencl_gemm_bench.cpp)");
   }
-  if (reps < 1) fail("--reps must be >= 1");
+  // The JSON file is opened before minutes of timing, so a path that cannot be written fails first.
+  std::ofstream json_out;
+  if (!json_path.empty()) {
+    json_out.open(json_path);
+    if (!json_out) usage_error("--json " + json_path + ": cannot open it for writing");
+  }
   // Configurations to time; nullopt: the tuning's choice per size.
   std::vector<std::optional<ocl::GemmConfig>> tiles;
   for (const auto& t : config_list) {
     if (t == "auto") tiles.push_back(std::nullopt);
-    else tiles.push_back(get(ocl::parse_gemm_config(t), "--configs"));
+    else tiles.push_back(get_arg(ocl::parse_gemm_config(t), "--configs"));
   }
   auto tile_name = [](const std::optional<ocl::GemmConfig>& c) { return c ? c->name() : std::string("auto"); };
 
-  const ocl::DeviceChoice choice = get(ocl::parse_device_choice(device_text), "--device " + device_text);
-  if (!choice.opencl) fail("--device must be an OpenCL device cl:P:D");
+  const ocl::DeviceChoice choice = get_arg(ocl::parse_device_choice(device_text), "--device " + device_text);
+  if (!choice.opencl) usage_error("--device must be an OpenCL device cl:P:D");
   auto device = get(ocl::Device::open(choice), "opening " + device_text);
   const ocl::ClApi& api = device->api();
   const ocl::DeviceInfo& info = device->info();
@@ -274,10 +279,9 @@ int main(int argc, char** argv) {
   }
   json << "\n  ],\n  \"mismatch\": " << (mismatch ? "true" : "false") << "\n}\n";
 
-  if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << json.str();
-    if (!out) fail("cannot write " + json_path);
+  if (json_out.is_open()) {
+    json_out << json.str() << std::flush;  // a full disk shows at the flush
+    if (!json_out) fail("--json " + json_path + ": the write failed");
   }
   if (!sgemm) std::printf("\nCLBlast was not measured: %s\n", clblast_missing.c_str());
   if (mismatch) {

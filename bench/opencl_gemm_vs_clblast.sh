@@ -54,13 +54,11 @@ else
   if [[ ! -d $BUILD_DIR ]]; then
     meson setup "$BUILD_DIR" --buildtype=release >&2 || die "meson setup $BUILD_DIR failed"
   fi
-  ninja -C "$BUILD_DIR" libretrograd_core.a libretrograd_cl_layers.a libretrograd_dist.a libretrograd_stb.a >&2 ||
-    die "ninja -C $BUILD_DIR failed"
+  source bench/bench_tool_build.sh
+  ninja -C "$BUILD_DIR" "${bench_tool_libs[@]}" >&2 || die "ninja -C $BUILD_DIR failed"
   BIN=$BUILD_DIR/opencl_gemm_bench
-  # The core library needs the ISA levels' kernels, stb and the device layers' registry: one group.
-  CXX_CMD=(g++ -std=c++17 -O2 -Wall -Wextra -Isrc bench/opencl_gemm_bench.cpp -o "$BIN" -Wl,--start-group
-           "$BUILD_DIR"/libretrograd_cl_layers.a "$BUILD_DIR"/libretrograd_core.a "$BUILD_DIR"/libretrograd_dist.a
-           "$BUILD_DIR"/libretrograd_stb.a "$BUILD_DIR"/libretrograd_isa_*.a -Wl,--end-group -ldl -lz -pthread)
+  bench_tool_command "$BUILD_DIR" bench/opencl_gemm_bench.cpp "$BIN"
+  CXX_CMD=("${BENCH_TOOL_CMD[@]}")
   "${CXX_CMD[@]}" >&2 || die "compiling bench/opencl_gemm_bench.cpp failed"
   BUILT="${CXX_CMD[*]}"
 fi
