@@ -124,11 +124,9 @@ int main(int argc, char** argv) {
   std::printf("reps:    %d after 2 warm-ups; TFLOP/s = 2n^3 / device time of the launch, median (best)\n", reps);
   const ocl::GemmTuning& tuning = ocl::gemm_tuning(*device);
   std::printf("tuning:  %s\n", tuning.source.c_str());
-  for (int t = 0; t < 4; ++t) {
-    std::printf("  %s:", t == 0 ? "A B  " : t == 1 ? "A Bt " : t == 2 ? "At B " : "At Bt");
-    for (const auto& r : tuning.rates[t]) std::printf(" %s %.0f;", r.config.name().c_str(), r.gflops);
-    std::printf("\n");
-  }
+  std::printf("  A B:");
+  for (const auto& r : tuning.rates) std::printf(" %s %.0f;", r.config.name().c_str(), r.gflops);
+  std::printf("\n");
   std::printf("\n");
 
   // The table: per tile, CLBlast, then the ratio of our best tile (by median) to CLBlast.

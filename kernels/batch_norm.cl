@@ -28,6 +28,11 @@ inline float2 channel_affine(double gamma, double beta, double mean, double inv_
   return (float2)((float)(gamma * inv_std), (float)(beta - mean * gamma * inv_std));
 }
 
+// Reads a chain of dependent adds issues at once before adding them (the same adds in the same
+// order): its loop then waits on memory once a round, not once a term. One a term left resnet20's
+// batch norm at 0.4-0.6 TB/s on the H200, latency-bound (bench/RESULTS.md 2026-11-30).
+#define kLoadsAhead 16u
+
 // The statistics and sums run in two steps so that every row block is worked at once: one item
 // per (row block, channel) takes its block in float, in row order (f32_batch_norm_block_sums),
 // then one work-group per channel merges the blocks into double, an item a group of 64 blocks,
@@ -46,19 +51,36 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
   __global float* out = blocks + blocks_offset;
   float p0 = 0.0f, p1 = 0.0f;
   if (pass == 0) {
-    for (uint r = r0; r < r1; ++r) p0 = p0 + xc[r * channels];
-    p0 = p0 / (float)(r1 - r0);
-    for (uint r = r0; r < r1; ++r) {
-      const float d = xc[r * channels] - p0;
-      p1 = p1 + d * d;
+    // A whole block's x in registers (one read), then the two float chains over it in row order.
+    float v[ROW_BLOCK];
+#pragma unroll
+    for (uint j = 0; j < ROW_BLOCK; ++j) v[j] = r0 + j < r1 ? xc[(r0 + j) * channels] : 0.0f;
+    const uint n = r1 - r0;
+#pragma unroll
+    for (uint j = 0; j < ROW_BLOCK; ++j)
+      if (j < n) p0 = p0 + v[j];
+    p0 = p0 / (float)n;
+#pragma unroll
+    for (uint j = 0; j < ROW_BLOCK; ++j) {
+      const float d = v[j] - p0;
+      if (j < n) p1 = p1 + d * d;
     }
   } else {
     __global const float* dyc = dy + dy_offset + c;
     const float mean = (float)s[c], inv_std = (float)s[channels + c];
-    for (uint r = r0; r < r1; ++r) {
-      const float g = dyc[r * channels];
-      p0 = p0 + g;
-      p1 = p1 + g * (xc[r * channels] - mean) * inv_std;
+    for (uint r = r0; r < r1; r += kLoadsAhead) {  // each round's reads issued before its adds
+      float g[kLoadsAhead], xv[kLoadsAhead];
+#pragma unroll
+      for (uint j = 0; j < kLoadsAhead; ++j) {
+        g[j] = r + j < r1 ? dyc[(r + j) * channels] : 0.0f;
+        xv[j] = r + j < r1 ? xc[(r + j) * channels] : 0.0f;
+      }
+#pragma unroll
+      for (uint j = 0; j < kLoadsAhead; ++j) {
+        if (r + j >= r1) break;
+        p0 = p0 + g[j];
+        p1 = p1 + g[j] * (xv[j] - mean) * inv_std;
+      }
     }
   }
   out[i] = p0;
@@ -70,9 +92,19 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
 inline void group_sums(__global const float* blocks, uint block_count, uint channels, uint c, uint b0, uint b1,
                        double* first, double* second) {
   double s0 = 0.0, s1 = 0.0;
-  for (uint b = b0; b < b1; ++b) {
-    s0 = s0 + (double)blocks[b * channels + c];
-    s1 = s1 + (double)blocks[(block_count + b) * channels + c];
+  for (uint b = b0; b < b1; b += kLoadsAhead) {
+    float v0[kLoadsAhead], v1[kLoadsAhead];
+#pragma unroll
+    for (uint j = 0; j < kLoadsAhead; ++j) {
+      v0[j] = b + j < b1 ? blocks[(b + j) * channels + c] : 0.0f;
+      v1[j] = b + j < b1 ? blocks[(block_count + b + j) * channels + c] : 0.0f;
+    }
+#pragma unroll
+    for (uint j = 0; j < kLoadsAhead; ++j) {
+      if (b + j >= b1) break;
+      s0 = s0 + (double)v0[j];
+      s1 = s1 + (double)v1[j];
+    }
   }
   *first = s0;
   *second = s1;
@@ -131,11 +163,21 @@ inline double2 chan_weights(double before, double added) {
 inline void group_stats(__global const float* blocks, uint rows, uint block_count, uint channels, uint c, uint b0,
                         uint b1, __local const double2* full, double* mean, double* m2) {
   double mu = 0.0, sum2 = 0.0;
-  for (uint b = b0; b < b1; ++b) {
-    const uint r0 = b * ROW_BLOCK, added = min(rows, r0 + ROW_BLOCK) - r0;
-    const double2 k = added == ROW_BLOCK ? full[b - b0] : chan_weights((double)(r0 - b0 * ROW_BLOCK), (double)added);
-    chan_merge(k.x, k.y, (double)blocks[b * channels + c], (double)blocks[(block_count + b) * channels + c], &mu,
-               &sum2);
+  for (uint b = b0; b < b1; b += kLoadsAhead) {
+    float means[kLoadsAhead], m2s[kLoadsAhead];
+#pragma unroll
+    for (uint j = 0; j < kLoadsAhead; ++j) {
+      means[j] = b + j < b1 ? blocks[(b + j) * channels + c] : 0.0f;
+      m2s[j] = b + j < b1 ? blocks[(block_count + b + j) * channels + c] : 0.0f;
+    }
+#pragma unroll
+    for (uint j = 0; j < kLoadsAhead; ++j) {
+      if (b + j >= b1) break;
+      const uint r0 = (b + j) * ROW_BLOCK, added = min(rows, r0 + ROW_BLOCK) - r0;
+      const double2 k =
+          added == ROW_BLOCK ? full[b + j - b0] : chan_weights((double)(r0 - b0 * ROW_BLOCK), (double)added);
+      chan_merge(k.x, k.y, (double)means[j], (double)m2s[j], &mu, &sum2);
+    }
   }
   *mean = mu;
   *m2 = sum2;

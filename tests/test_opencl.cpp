@@ -385,6 +385,41 @@ TEST(OpenclPrograms, EachFileAndOptionSetIsBuiltOnce) {
   }
 }
 
+// build_all: the programs not cached yet, several threads at once, each once however often it is
+// listed; the cached ones are not built again, and one that fails is left out for program() to
+// report (with the log, as above).
+TEST(OpenclPrograms, BuildAllBuildsEachMissingProgramOnceAndLeavesFailuresToProgram) {
+  SKIP_WITHOUT_OPENCL();
+  const std::string dir = temp_dir() + "/kernels_build_all";
+  std::filesystem::create_directories(dir);
+  write_file(dir + "/some.cl",
+             "__kernel void some(__global float* x) { x[0] = VALUE; }\n"
+             "#ifdef BROKEN\n__kernel void bad(__global float* x) { x[0] = undeclared_value_here; }\n#endif\n");
+  ScopedEnv env("RETROGRAD_KERNELS_DIR", dir);
+  for (Device* device : open_devices().devices) {
+    SCOPED_TRACE(device->label());
+    ProgramCache& programs = device->programs();
+    auto kept = programs.program("some.cl", "-DVALUE=1.0f");
+    ASSERT_TRUE(kept.ok()) << kept.status().message();
+    const size_t before = programs.program_count();
+    std::vector<std::string> options = {"-DVALUE=1.0f", "-DVALUE=2.0f -DBROKEN"};
+    for (int v = 2; v <= 7; ++v) options.push_back("-DVALUE=" + std::to_string(v) + ".0f");
+    options.push_back("-DVALUE=3.0f");  // twice
+    programs.build_all("some.cl", options);
+    EXPECT_EQ(programs.program_count(), before + 6) << "values 2-7 built once each; 1 was cached; BROKEN left out";
+    auto again = programs.program("some.cl", "-DVALUE=1.0f");
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again.value(), kept.value());
+    auto broken = programs.program("some.cl", "-DVALUE=2.0f -DBROKEN");
+    ASSERT_FALSE(broken.ok());
+    EXPECT_TRUE(contains(broken.status().message(), "undeclared_value_here")) << broken.status().message();
+    EXPECT_EQ(programs.program_count(), before + 6);
+    auto seven = programs.kernel("some.cl", "some", "-DVALUE=7.0f");
+    ASSERT_TRUE(seven.ok()) << seven.status().message();
+    EXPECT_EQ(programs.program_count(), before + 6) << "the kernel comes from the program build_all made";
+  }
+}
+
 // ---------------------------------------------------------------- buffers, budgets, copies
 
 TEST(OpenclBuffers, TheBudgetRefusesWithTheSizes) {

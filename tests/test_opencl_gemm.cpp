@@ -373,7 +373,7 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
   Device& device = *open_devices().devices.at(0);
   GemmTuning tuning;
   tuning.size = 256;
-  for (int t = 0; t < 4; ++t) tuning.rates[t] = {{gemm_candidates()[t], 10.5 + t}, {gemm_candidates()[5], 2.25}};
+  tuning.rates = {{gemm_candidates()[3], 10.5}, {gemm_candidates()[5], 2.25}};
   tuning.products = {{"NN/64x32x16/s1", gemm_candidates()[3]}, {"TN/9x8x4096/s4/v/c0123abcd", gemm_candidates()[10]}};
   const std::string text = gemm_tuning_text(device, tuning);
   auto back = parse_gemm_tuning(device, text, "cache.txt");
@@ -381,11 +381,10 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
   EXPECT_EQ(back.value().size, 256);
   ASSERT_EQ(back.value().products.size(), 2u);
   EXPECT_EQ(back.value().products.at("TN/9x8x4096/s4/v/c0123abcd").name(), gemm_candidates()[10].name());
-  for (int t = 0; t < 4; ++t) {
-    ASSERT_EQ(back.value().rates[t].size(), 2u);
-    EXPECT_EQ(back.value().rates[t][0].config.name(), gemm_candidates()[t].name());
-    EXPECT_DOUBLE_EQ(back.value().rates[t][0].gflops, 10.5 + t);
-  }
+  ASSERT_EQ(back.value().rates.size(), 2u);
+  EXPECT_EQ(back.value().rates[0].config.name(), gemm_candidates()[3].name());
+  EXPECT_DOUBLE_EQ(back.value().rates[0].gflops, 10.5);
+  EXPECT_DOUBLE_EQ(back.value().rates[1].gflops, 2.25);
   auto line_of = [&](int n) {
     size_t at = 0;
     for (int i = 1; i < n; ++i) at = text.find('\n', at) + 1;
@@ -400,17 +399,20 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
     std::string text, want;
   } bad[] = {
       {replace_line(1, "something else"), "cache.txt:1: not a GEMM tuning file"},
+      {replace_line(1, "retrograd-opencl-gemm-tuning 1"), "cache.txt:1: not a GEMM tuning file"},  // the old format
       {replace_line(2, "for another device | 1.0 | gemm.cl 0"), "cache.txt:2: made for another device"},
       {replace_line(3, "size -4"), "cache.txt:3: want 'size N'"},
-      {replace_line(4, "NN 64x64x16/16x16/v3 5"), "cache.txt:4: GEMM configuration '64x64x16/16x16/v3'"},
-      {replace_line(4, "XY 64x64x16/16x16/v1 5"), "cache.txt:4: unknown transposes 'XY'"},
-      {replace_line(4, "NN 64x64x16/16x16/v1 nan"), "cache.txt:4: want 'NN|NT|TN|TT CONFIG GFLOPS'"},
+      {replace_line(4, "rate 64x64x16/16x16/v3 5"), "cache.txt:4: GEMM configuration '64x64x16/16x16/v3'"},
+      {replace_line(4, "NN 64x64x16/16x16/v1 5"), "cache.txt:4: want 'rate CONFIG GFLOPS'"},
+      {replace_line(4, "rate 64x64x16/16x16/v1 nan"), "cache.txt:4: want 'rate CONFIG GFLOPS'"},
+      {replace_line(4, "rate 64x64x16/16x16/v1 -3"), "cache.txt:4: want 'rate CONFIG GFLOPS'"},
+      {replace_line(4, "rate 64x64x16/16x16/v1 3 4"), "cache.txt:4: want 'rate CONFIG GFLOPS'"},
       {replace_line(5, "product NN/1x1x1/s1"), "cache.txt:5: want 'product KEY CONFIG'"},
       {replace_line(5, "product NN/1x1x1/s1 64x64x16/16x16/v1 7"), "cache.txt:5: want 'product KEY CONFIG'"},
       {replace_line(5, "product NN/1x1x1/s1 64x64x16/16x16/v3"), "cache.txt:5: GEMM configuration '64x64x16/16x16/v3'"},
       {replace_line(5, "product NN/1x1x1/s1 32x32x32/8x8/v4"), "cache.txt:5: GEMM configuration '32x32x32/8x8/v4' is not one of the candidates"},
-      {replace_line(4, "NN 32x32x32/8x8/v4 5"), "cache.txt:4: GEMM configuration '32x32x32/8x8/v4' is not one of the candidates"},
-      {text.substr(0, line_of(4)), "cache.txt: no rate for NN"},
+      {replace_line(4, "rate 32x32x32/8x8/v4 5"), "cache.txt:4: GEMM configuration '32x32x32/8x8/v4' is not one of the candidates"},
+      {text.substr(0, line_of(4)), "cache.txt: no rate"},
       {text.substr(0, line_of(2)), "cache.txt: truncated after line 1"},
   };
   for (const auto& b : bad) {
@@ -430,7 +432,7 @@ TEST(OpenclGemmTuning, TheDeviceReadsItsCacheFileOrSaysWhyNot) {
   ScopedEnv never("RETROGRAD_CL_GEMM_TUNE", "0");
   GemmTuning written;
   written.size = 512;
-  for (auto& rates : written.rates) rates = {{gemm_candidates()[6], 77}};
+  written.rates = {{gemm_candidates()[6], 77}};
   const std::string path = gemm_tuning_path(device);
   EXPECT_EQ(path.rfind(dir, 0), 0u) << path;
   {
@@ -439,8 +441,8 @@ TEST(OpenclGemmTuning, TheDeviceReadsItsCacheFileOrSaysWhyNot) {
   device.gemm_tuning_slot().reset();
   const GemmTuning& read = gemm_tuning(device);
   EXPECT_EQ(read.source, "read from " + path);
-  ASSERT_EQ(read.rates[0].size(), 1u);
-  EXPECT_EQ(read.rates[0][0].config.name(), gemm_candidates()[6].name());
+  ASSERT_EQ(read.rates.size(), 1u);
+  EXPECT_EQ(read.rates[0].config.name(), gemm_candidates()[6].name());
 
   {
     std::ofstream(path) << "not a tuning\n";
@@ -449,7 +451,7 @@ TEST(OpenclGemmTuning, TheDeviceReadsItsCacheFileOrSaysWhyNot) {
   const GemmTuning& refused = gemm_tuning(device);
   EXPECT_NE(refused.source.find("not tuned (RETROGRAD_CL_GEMM_TUNE=0)"), std::string::npos) << refused.source;
   EXPECT_NE(refused.source.find(path + ":1: not a GEMM tuning file"), std::string::npos) << refused.source;
-  EXPECT_EQ(refused.rates[0].size(), gemm_candidates().size()) << "every candidate, untuned";
+  EXPECT_EQ(refused.rates.size(), gemm_candidates().size()) << "every candidate, untuned";
   device.gemm_tuning_slot().reset();  // later tests derive it again under their own environment
 }
 
@@ -464,7 +466,7 @@ TEST(OpenclGemmTuning, AProductIsTimedOnItselfOnceAndItsChoiceCached) {
   ScopedEnv never("RETROGRAD_CL_GEMM_TUNE", "0");
   GemmTuning written;
   written.size = 256;
-  for (auto& rates : written.rates) rates = {{gemm_candidates()[2], 90}, {gemm_candidates()[9], 80}, {gemm_candidates()[11], 70}, {gemm_candidates()[13], 60}};
+  written.rates = {{gemm_candidates()[2], 90}, {gemm_candidates()[9], 80}, {gemm_candidates()[11], 70}, {gemm_candidates()[13], 60}};
   {
     std::ofstream(gemm_tuning_path(device)) << gemm_tuning_text(device, written);
   }
@@ -476,7 +478,7 @@ TEST(OpenclGemmTuning, AProductIsTimedOnItselfOnceAndItsChoiceCached) {
   EXPECT_EQ(key, "NT/70x33x40/s1");
   const int units = static_cast<int>(device.info().compute_units);
   const std::vector<GemmConfig> ranked =
-      rank_gemm_configs(written.rates[1], GemmShape{Trans::no, Trans::yes, 70, 33, 40, 41, 41, 34}, units, 256, units);
+      rank_gemm_configs(written.rates, GemmShape{Trans::no, Trans::yes, 70, 33, 40, 41, 41, 34}, units, 256, units);
   EXPECT_NE(std::find(ranked.begin(), ranked.begin() + 3, chosen), ranked.begin() + 3)
       << chosen.name() << ": not among the ranking's first three";
   check_gemm(device, {70, 33, 40, 1, 1.0f, 0.0f}, Trans::no, Trans::yes, nullptr, true, rng);
@@ -490,7 +492,8 @@ TEST(OpenclGemmTuning, AProductIsTimedOnItselfOnceAndItsChoiceCached) {
   device.gemm_tuning_slot().reset();  // later tests derive it again under their own environment
 }
 
-// The search on a real device, small: every candidate timed for every pair of transposes, best first.
+// The search on a real device, small: every candidate timed on A B, best first, its programs built
+// before (several at once: ProgramCache::build_all) and kept.
 TEST(OpenclGemmTuning, TheSearchTimesEveryCandidateBestFirst) {
   SKIP_WITHOUT_OPENCL();
   Device& device = *open_devices().devices.at(0);
@@ -504,11 +507,10 @@ TEST(OpenclGemmTuning, TheSearchTimesEveryCandidateBestFirst) {
   ASSERT_TRUE(tuned.ok()) << tuned.status().message();
   EXPECT_GE(tuned.value().size, 64);
   EXPECT_LE(tuned.value().size, 128);
-  for (int t = 0; t < 4; ++t) {
-    ASSERT_EQ(tuned.value().rates[t].size(), 3u);
-    for (size_t i = 0; i < 3; ++i) EXPECT_GT(tuned.value().rates[t][i].gflops, 0);
-    EXPECT_GE(tuned.value().rates[t][0].gflops, tuned.value().rates[t][2].gflops);
-  }
+  ASSERT_EQ(tuned.value().rates.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_GT(tuned.value().rates[i].gflops, 0);
+  EXPECT_GE(tuned.value().rates[0].gflops, tuned.value().rates[1].gflops);
+  EXPECT_GE(tuned.value().rates[1].gflops, tuned.value().rates[2].gflops);
   EXPECT_NE(tuned.value().source.find("tuned now"), std::string::npos);
   EXPECT_EQ(device.memory().current_bytes(), held) << "the search's buffers are freed";
 }

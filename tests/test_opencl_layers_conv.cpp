@@ -299,10 +299,7 @@ TEST(OpenclConvLayers, AnImplicitGemmThatDoesNotBuildFallsBackToIm2col) {
   ASSERT_TRUE(fresh.ok()) << fresh.status().message();
   compare_layer(cpu, *fresh.value(), device, Shape{11, 13, 2}, 2, 1e-4);
   EXPECT_EQ(fresh.value()->backward_path(), ClConv::Path::im2col);
-  for (int trans = 0; trans < 4; ++trans) {
-    EXPECT_EQ(gemm_tuning(device).rates[static_cast<size_t>(trans)].size(), gemm_candidates().size())
-        << "plain GEMMs keep their configurations (" << trans << ")";
-  }
+  EXPECT_EQ(gemm_tuning(device).rates.size(), gemm_candidates().size()) << "plain GEMMs keep their configurations";
 }
 
 TEST(OpenclConvLayers, BatchNormMatchesTheCpu) {

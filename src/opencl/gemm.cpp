@@ -41,6 +41,15 @@ std::string options(Device& device, const GemmShape& s, const GemmConfig& config
          defines;
 }
 
+// Builds the programs of `configs` for this product at once (ProgramCache::build_all): a search
+// then times each without waiting on its build.
+void build_programs(Device& device, const GemmShape& s, const std::vector<GemmConfig>& configs, DeviceSpan a,
+                    DeviceSpan b, const std::string& defines) {
+  std::vector<std::string> all;
+  for (const GemmConfig& c : configs) all.push_back(options(device, s, c, vector_loads_fit(s, c, a, b, defines), defines));
+  device.programs().build_all("gemm.cl", all);
+}
+
 Result<const Kernel*> f32_gemm_kernel(Device& device, const GemmShape& s, const GemmConfig& config, bool vload,
                                       const std::string& defines) {
   RG_ASSIGN(const Kernel* kernel, device.kernel("gemm.cl", "f32_gemm", options(device, s, config, vload, defines)));
@@ -114,21 +123,24 @@ std::string product_key(const GemmShape& slice_shape, int64_t slices, bool vload
 // Runs the product's main launch with a configuration and its kernel: the trial below times it.
 using TrialLaunch = std::function<Result<Event>(const GemmConfig&, const Kernel&)>;
 
-// The first kTrialConfigs of the ranking, each timed on the product itself (median of 3 after a
-// warm-up): the fastest, or none when no trial ran (a configuration that fails to build or run is
+// The first kTrialConfigs of the ranking, built at once, each timed on the product itself (median
+// of 3 after a warm-up): the fastest, or none when no trial ran (a configuration that fails to build or run is
 // passed over). All configurations write the same bits, so the trials' writes are what the
 // product writes anyway.
 constexpr size_t kTrialConfigs = 3;
 using BuildKernel = std::function<Result<const Kernel*>(const GemmConfig&)>;
+using BuildAll = std::function<void(const std::vector<GemmConfig>&)>;
 std::optional<GemmConfig> timed_choice(const std::vector<GemmConfig>& ranked, const BuildKernel& build,
-                                       const TrialLaunch& launch) {
+                                       const BuildAll& build_all, const TrialLaunch& launch) {
   std::optional<GemmConfig> best;
   double best_seconds = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < std::min(kTrialConfigs, ranked.size()); ++i) {
-    auto kernel = build(ranked[i]);
+  const std::vector<GemmConfig> trials(ranked.begin(), ranked.begin() + std::min(kTrialConfigs, ranked.size()));
+  build_all(trials);
+  for (const GemmConfig& config : trials) {
+    auto kernel = build(config);
     if (!kernel.ok()) continue;
-    auto seconds = median_launch_seconds([&] { return launch(ranked[i], *kernel.value()); }, 3);
-    if (seconds.ok() && seconds.value() < best_seconds) best_seconds = seconds.value(), best = ranked[i];
+    auto seconds = median_launch_seconds([&] { return launch(config, *kernel.value()); }, 3);
+    if (seconds.ok() && seconds.value() < best_seconds) best_seconds = seconds.value(), best = config;
   }
   return best;
 }
@@ -144,13 +156,15 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
   const BuildKernel build = [&](const GemmConfig& config) {
     return f32_gemm_kernel(device, slice_shape, config, vector_loads_fit(slice_shape, config, a, b, defines), defines);
   };
+  const BuildAll build_all = [&](const std::vector<GemmConfig>& configs) {
+    build_programs(device, slice_shape, configs, a, b, defines);
+  };
   if (given != nullptr) {
     RG_ASSIGN(const Kernel* kernel, build(*given));
     return std::make_pair(*given, kernel);
   }
-  const bool ta = slice_shape.trans_a == Trans::yes, tb = slice_shape.trans_b == Trans::yes;
   GemmTuning& tuning = gemm_tuning(device);
-  std::vector<GemmRate>& rates = tuning.rates[ta * 2 + tb];
+  std::vector<GemmRate>& rates = tuning.rates;
   const int all_units = static_cast<int>(std::max<uint32_t>(1, device.info().compute_units));
   const int units = static_cast<int>(std::max<int64_t>(1, all_units / slices));
   const bool tuned = tuning.size > 0;
@@ -164,7 +178,7 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
   while (!rates.empty()) {
     const std::vector<GemmConfig> ranked = rank_gemm_configs(rates, slice_shape, units, tuning.size, all_units);
     const std::optional<GemmConfig> timed =
-        tuned && trial ? timed_choice(ranked, build, trial) : std::nullopt;
+        tuned && trial ? timed_choice(ranked, build, build_all, trial) : std::nullopt;
     const GemmConfig chosen = timed ? *timed : ranked.front();
     auto kernel = build(chosen);
     if (kernel.ok()) {
@@ -255,6 +269,11 @@ Status reserve_gemm_scratch(Device& device) {
 }
 
 void release_gemm_scratch(Device& device) { device.gemm_scratch_slot().reset(); }
+
+void build_gemm_programs(Device& device, const GemmShape& shape, const std::vector<GemmConfig>& configs, DeviceSpan a,
+                         DeviceSpan b) {
+  build_programs(device, shape, configs, a, b, "");
+}
 
 Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSpan a, DeviceSpan b, float beta,
                        DeviceSpan c, const GemmLaunch& how) {

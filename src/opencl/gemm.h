@@ -2,6 +2,8 @@
 // ops/gemm.h's GemmShape (the CPU's contract, so a layer can call either backend alike).
 #pragma once
 
+#include <vector>
+
 #include "base/status.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
@@ -40,6 +42,12 @@ struct GemmLaunch {
 // slices asked for without the scratch to hold them, and the OpenCL calls'.
 Result<Event> f32_gemm(Device& device, const GemmShape& shape, float alpha, DeviceSpan a, DeviceSpan b, float beta,
                        DeviceSpan c, const GemmLaunch& launch = {});
+
+// Builds the programs f32_gemm would run `shape` with for each of `configs` (a, b as it would be
+// given them), several at once (ProgramCache::build_all); one that fails to build is left for
+// f32_gemm to report. A search calls it before timing the configurations one by one.
+void build_gemm_programs(Device& device, const GemmShape& shape, const std::vector<GemmConfig>& configs, DeviceSpan a,
+                         DeviceSpan b);
 
 // A convolution as one product with the patch matrix read from the images as it is needed
 // (implicit GEMM): y [batch * patches, filters] = patches(images) [.., patch_size] *

@@ -21,8 +21,8 @@ namespace rg::ocl {
 
 namespace {
 
-constexpr const char* kTuningFileMagic = "retrograd-opencl-gemm-tuning 1";
-constexpr const char* kTransNames[4] = {"NN", "NT", "TN", "TT"};  // trans_a * 2 + trans_b
+// Version 1 held a ranking per pair of transposes: read as a file of another format (searched again).
+constexpr const char* kTuningFileMagic = "retrograd-opencl-gemm-tuning 2";
 
 // What a cache file must have been made for: the device, its driver, gemm.cl's text and the
 // candidates (a file from a shorter list would never time the ones added since).
@@ -78,8 +78,7 @@ bool tune_this_device(const Device& device, std::string* why_not) {
 
 GemmTuning untuned(const std::string& why) {
   GemmTuning t;
-  for (auto& rates : t.rates)
-    for (const GemmConfig& c : gemm_candidates()) rates.push_back({c, 0});
+  for (const GemmConfig& c : gemm_candidates()) t.rates.push_back({c, 0});
   t.source = why;
   return t;
 }
@@ -111,36 +110,36 @@ Result<GemmTuning> tune_gemm(Device& device, const GemmTuneOptions& options) {
   // The size: doubled from min_size while the first candidate that runs is quicker than the target.
   GemmTuning tuning;
   tuning.size = std::min(options.min_size, ops.size);
-  auto square = [](int n, bool ta, bool tb) { return GemmShape{ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, n, n, n, n, n, n}; };
+  const GemmShape square{Trans::no, Trans::no, ops.size, ops.size, ops.size, ops.size, ops.size, ops.size};
+  auto at = [&](int n) { return GemmShape{Trans::no, Trans::no, n, n, n, n, n, n}; };
+  build_gemm_programs(device, square, options.candidates, ops.a.f32(), ops.b.f32());  // the size is no build option
   for (const GemmConfig& config : options.candidates) {
-    auto s = time_product(device, square(tuning.size, false, false), ops.a, ops.b, ops.c, config, 1);
+    auto s = time_product(device, at(tuning.size), ops.a, ops.b, ops.c, config, 1);
     if (!s.ok()) continue;
     double seconds = s.value();
     while (seconds < options.target_seconds && tuning.size * 2 <= ops.size) {
       tuning.size *= 2;
-      RG_ASSIGN(seconds, time_product(device, square(tuning.size, false, false), ops.a, ops.b, ops.c, config, 1));
+      RG_ASSIGN(seconds, time_product(device, at(tuning.size), ops.a, ops.b, ops.c, config, 1));
     }
     break;
   }
   std::string skipped;
-  for (int t = 0; t < 4; ++t) {
-    const GemmShape shape = square(tuning.size, t >= 2, t % 2 == 1);
-    for (const GemmConfig& config : options.candidates) {
-      auto s = time_product(device, shape, ops.a, ops.b, ops.c, config, options.reps);
-      if (!s.ok()) {
-        if (t == 0) skipped += "; " + config.name() + ": " + s.status().message();
-        continue;
-      }
-      tuning.rates[t].push_back({config, 2.0 * shape.m * shape.n * shape.k / s.value() * 1e-9});
+  const GemmShape shape = at(tuning.size);
+  for (const GemmConfig& config : options.candidates) {
+    auto s = time_product(device, shape, ops.a, ops.b, ops.c, config, options.reps);
+    if (!s.ok()) {
+      skipped += "; " + config.name() + ": " + s.status().message();
+      continue;
     }
-    if (tuning.rates[t].empty()) return Status::error(device.label() + ": no GEMM configuration runs" + skipped);
-    std::stable_sort(tuning.rates[t].begin(), tuning.rates[t].end(),
-                     [](const GemmRate& x, const GemmRate& y) { return x.gflops > y.gflops; });
+    tuning.rates.push_back({config, 2.0 * shape.m * shape.n * shape.k / s.value() * 1e-9});
   }
+  if (tuning.rates.empty()) return Status::error(device.label() + ": no GEMM configuration runs" + skipped);
+  std::stable_sort(tuning.rates.begin(), tuning.rates.end(),
+                   [](const GemmRate& x, const GemmRate& y) { return x.gflops > y.gflops; });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char text[200];
   std::snprintf(text, sizeof text, "tuned now in %.1f s at %d^3: best %s %.0f GFLOP/s (A B)", seconds, tuning.size,
-                tuning.rates[0][0].config.name().c_str(), tuning.rates[0][0].gflops);
+                tuning.rates[0].config.name().c_str(), tuning.rates[0].gflops);
   tuning.source = text + skipped;
   return tuning;
 }
@@ -152,8 +151,7 @@ std::string gemm_tuning_path(const Device& device) {
 std::string gemm_tuning_text(const Device& device, const GemmTuning& tuning) {
   std::ostringstream out;
   out << kTuningFileMagic << "\nfor " << tuning_identity(device) << "\nsize " << tuning.size << "\n";
-  for (int t = 0; t < 4; ++t)
-    for (const GemmRate& r : tuning.rates[t]) out << kTransNames[t] << " " << r.config.name() << " " << r.gflops << "\n";
+  for (const GemmRate& r : tuning.rates) out << "rate " << r.config.name() << " " << r.gflops << "\n";
   for (const auto& [key, config] : tuning.products) out << "product " << key << " " << config.name() << "\n";
   return out.str();
 }
@@ -203,16 +201,13 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
       RG_ASSIGN(tuning.products[key], candidate_named(name, bad));
       continue;
     }
-    if (!(fields >> key >> name >> gflops) || (fields >> rest) || !(gflops > 0))
-      return bad("want 'NN|NT|TN|TT CONFIG GFLOPS' with GFLOPS > 0 or 'product KEY CONFIG', got '" + line + "'");
-    const auto t = std::find(std::begin(kTransNames), std::end(kTransNames), key) - std::begin(kTransNames);
-    if (t == 4) return bad("unknown transposes '" + key + "' (NN, NT, TN or TT)");
+    if (!(fields >> key >> name >> gflops) || key != "rate" || (fields >> rest) || !(gflops > 0))
+      return bad("want 'rate CONFIG GFLOPS' with GFLOPS > 0 or 'product KEY CONFIG', got '" + line + "'");
     RG_ASSIGN(const GemmConfig config, candidate_named(name, bad));
-    tuning.rates[t].push_back({config, gflops});
+    tuning.rates.push_back({config, gflops});
   }
   if (number < 3) return Status::error(file + ": truncated after line " + std::to_string(number));
-  for (int t = 0; t < 4; ++t)
-    if (tuning.rates[t].empty()) return Status::error(file + ": no rate for " + kTransNames[t]);
+  if (tuning.rates.empty()) return Status::error(file + ": no rate");
   return tuning;
 }
 

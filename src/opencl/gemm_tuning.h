@@ -1,7 +1,7 @@
 // The start-up search for the fastest kernels/gemm.cl configuration on a device: every
-// candidate timed on a square product for each pair of transposes, the rates cached on disk
-// per device, driver and kernel source, and read back by later runs (issue 9); with them each
-// product's own timed choice (gemm.cpp), kept in the same file.
+// candidate timed on a square product (A B, no transposes), the rates cached on disk per device,
+// driver and kernel source, and read back by later runs (issue 9); with them each product's own
+// timed choice (gemm.cpp), kept in the same file.
 //
 // RETROGRAD_CL_GEMM_TUNE: unset or "auto" tunes GPUs and accelerators (a CPU device such as PoCL
 // keeps the untuned choice: its kernels' speed is no claim); "1" tunes any device; "0" never.
@@ -21,7 +21,11 @@ namespace rg::ocl {
 
 struct GemmTuning {
   int size = 0;                    // the square size timed (0: nothing measured)
-  std::vector<GemmRate> rates[4];  // by transposes, index trans_a * 2 + trans_b; best first
+  // Every candidate's rate on the square A B, best first: the ranking products of any transposes
+  // start from. The four orders ranked the candidates alike on the H200 (the first five the same
+  // five; bench/RESULTS.md 2026-11-30), and each product's first call times the top three of the
+  // ranking on itself, so timing the other three orders (51 more builds, a minute) bought nothing.
+  std::vector<GemmRate> rates;
   // The fastest configuration of each product timed on itself (gemm.cpp's product_key): the
   // square search's rates misjudge products of few tiles (how many items keep a unit busy).
   std::map<std::string, GemmConfig> products;
@@ -39,9 +43,9 @@ struct GemmTuneOptions {
 // candidate and a product's first call times its trials (gemm.cpp).
 Result<double> median_launch_seconds(const std::function<Result<Event>()>& launch, int reps);
 
-// Times every candidate on this device now. Buffers of 3 size^2 floats are counted against the
-// device's budget (the size halves while they do not fit). Candidates that fail to build or run
-// are left out; an error when none runs.
+// Times every candidate on this device now, their programs built first (ProgramCache::build_all).
+// Buffers of 3 size^2 floats are counted against the device's budget (the size halves while they
+// do not fit). Candidates that fail to build or run are left out; an error when none runs.
 Result<GemmTuning> tune_gemm(Device& device, const GemmTuneOptions& options = {});
 
 // The cache file of this device and driver, and its text form. Reading checks the format, the

@@ -1,6 +1,10 @@
 // Building programs (with the build log on failure) and caching them and their kernels.
 #include "opencl/program_cache.h"
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
 #include "opencl/cl_error.h"
 #include "opencl/kernel_sources.h"
 
@@ -48,14 +52,42 @@ Result<cl_program> ProgramCache::build_source(const std::string& what, const std
 }
 
 Result<cl_program> ProgramCache::program(const std::string& file, const std::string& options) {
-  std::lock_guard<std::mutex> lock(mutex_);
   const auto key = std::make_pair(file, options);
-  if (auto found = programs_.find(key); found != programs_.end()) return found->second;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto found = programs_.find(key); found != programs_.end()) return found->second;
+  }
   RG_ASSIGN(const KernelSource source, kernel_program_source(file));
   const std::string what = "kernels/" + file + (source.origin == "embedded" ? "" : " (read from " + source.origin + ")");
-  RG_ASSIGN(cl_program program, build_source(what, source.text, options));
-  programs_.emplace(key, program);
-  return program;
+  RG_ASSIGN(cl_program program, build_source(what, source.text, options));  // unlocked: builds may overlap
+  return keep(key, program);
+}
+
+cl_program ProgramCache::keep(const std::pair<std::string, std::string>& key, cl_program program) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto [at, added] = programs_.emplace(key, program);
+  if (!added) api_.clReleaseProgram(program);
+  return at->second;
+}
+
+void ProgramCache::build_all(const std::string& file, const std::vector<std::string>& options_list) {
+  std::vector<std::string> missing;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::string& options : options_list)
+      if (programs_.count({file, options}) == 0 && std::find(missing.begin(), missing.end(), options) == missing.end())
+        missing.push_back(options);
+  }
+  const unsigned threads = std::min<unsigned>({kParallelBuilds, std::max(1u, std::thread::hardware_concurrency()),
+                                               static_cast<unsigned>(missing.size())});
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next++) < missing.size();) (void)program(file, missing[k]);  // a failure: program() again later
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
 }
 
 Result<const Kernel*> ProgramCache::kernel(const std::string& file, const std::string& name, const std::string& options) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "opencl/cl_api.h"
@@ -24,6 +25,8 @@ struct Kernel {
 
 // Options every build gets before the caller's: OpenCL C 1.2, and no fast-math flags.
 constexpr const char* kBaseBuildOptions = "-cl-std=CL1.2";
+// Programs build_all builds at once (and never more than the host's threads).
+constexpr unsigned kParallelBuilds = 4;
 
 class ProgramCache {
  public:
@@ -35,6 +38,11 @@ class ProgramCache {
 
   // kernels/<file> built with `options` (e.g. "-DTILE=16"), from the cache after the first call.
   Result<cl_program> program(const std::string& file, const std::string& options);
+  // kernels/<file> built with each of `options_list` that is not cached yet, up to
+  // kParallelBuilds at once (the searches build a dozen programs before timing any: NVIDIA's
+  // compiler took 1.7 s a program alone, 0.9 s with four at once, bench/RESULTS.md 2026-11-30).
+  // A build that fails is left out: program() builds it again and returns its error.
+  void build_all(const std::string& file, const std::vector<std::string>& options_list);
   // The kernel `name` of that program; the pointer lives as long as the cache.
   Result<const Kernel*> kernel(const std::string& file, const std::string& name, const std::string& options);
 
@@ -45,6 +53,9 @@ class ProgramCache {
   size_t program_count() const;
 
  private:
+  // Keeps `program` as (file, options)'s unless another thread kept one meanwhile (released then).
+  cl_program keep(const std::pair<std::string, std::string>& key, cl_program program);
+
   const ClApi& api_;
   cl_context context_;
   cl_device_id device_;
