@@ -45,13 +45,25 @@ struct BlockSums {
 };
 BlockSums block_sums_of(DeviceSpan saved, int64_t channels) { return {saved.mem, u32((saved.offset + 4 * channels) * 2)}; }
 
+// The relu's output the kernels read with relu 1, or dy standing in with relu 0 (never read).
+struct ReluArgs {
+  cl_uint relu;
+  cl_mem mem;
+  cl_uint offset;
+};
+ReluArgs relu_args(const BatchNormBackwardFusion& fused, DeviceSpan dy) {
+  const bool relu = fused.relu_output.mem != nullptr;
+  return {relu ? 1u : 0u, relu ? fused.relu_output.mem : dy.mem, u32(relu ? fused.relu_output.offset : dy.offset)};
+}
+
 Result<Event> block_pass(Device& device, int64_t rows, int64_t channels, cl_uint pass, DeviceSpan x, DeviceSpan dy,
-                         DeviceSpan saved) {
+                         DeviceSpan saved, const BatchNormBackwardFusion& fused = {}) {
   const BlockSums blocks = block_sums_of(saved, channels);
   const int64_t items = stats_blocks(rows) * channels;
-  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_block_sums", batch_norm_options(), items, u32(rows), u32(channels), pass,
-                   x.mem, u32(x.offset), dy.mem, u32(dy.offset), saved.mem, u32(saved.offset), blocks.mem,
-                   blocks.offset);
+  const ReluArgs r = relu_args(fused, dy);
+  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_block_sums", batch_norm_options(), items, u32(rows),
+                   u32(channels), pass, x.mem, u32(x.offset), dy.mem, u32(dy.offset), r.relu, r.mem, r.offset,
+                   saved.mem, u32(saved.offset), blocks.mem, blocks.offset);
 }
 
 // A finish kernel (variance, grad_sums): a work-group per channel, an item per group of row
@@ -109,35 +121,43 @@ Result<Event> f32_batch_norm_inference_affine(Device& device, int64_t channels, 
 
 Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t channels, bool training,
                                       bool accumulate, DeviceSpan x, DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved,
-                                      DeviceSpan dgamma, DeviceSpan dbeta, DeviceSpan dx) {
+                                      DeviceSpan dgamma, DeviceSpan dbeta, DeviceSpan dx,
+                                      const BatchNormBackwardFusion& fused) {
   const char* name = "f32_batch_norm_backward";
   const int64_t n = batch_norm_elements(rows, channels);
   if (rows == 0) return Event();
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, n, {x, dy}));
+  if (fused.relu_output.mem != nullptr) RG_TRY(check_u32(name, n, {fused.relu_output}));
   RG_TRY(check_u32(name, channels, {gamma, dgamma, dbeta}));
   RG_TRY(check_saved(name, rows, channels, saved));
   const BlockSums blocks = block_sums_of(saved, channels);
-  RG_TRY(block_pass(device, rows, channels, 1, x, dy, saved).status());
+  RG_TRY(block_pass(device, rows, channels, 1, x, dy, saved, fused).status());
   RG_ASSIGN(Event sums, per_channel(device, "f32_batch_norm_grad_sums", rows, channels, cl_uint{accumulate ? 1u : 0u},
                                     blocks.mem, blocks.offset, saved.mem, u32(saved.offset), dgamma.mem,
                                     u32(dgamma.offset), dbeta.mem, u32(dbeta.offset)));
   if (dx.mem == nullptr) return sums;
-  return f32_batch_norm_input_grad(device, rows, channels, training, x, dy, gamma, saved, dx);
+  return f32_batch_norm_input_grad(device, rows, channels, training, x, dy, gamma, saved, dx, fused);
 }
 
 Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t channels, bool training, DeviceSpan x,
-                                        DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved, DeviceSpan dx) {
+                                        DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved, DeviceSpan dx,
+                                        const BatchNormBackwardFusion& fused) {
   const char* name = "f32_batch_norm_input_grad";
   const int64_t n = batch_norm_elements(rows, channels);
   if (rows == 0) return Event();
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, n, {x, dy, dx}));
+  if (fused.relu_output.mem != nullptr) RG_TRY(check_u32(name, n, {fused.relu_output}));
+  if (fused.sum.mem != nullptr) RG_TRY(check_u32(name, n, {fused.sum}));
   RG_TRY(check_u32(name, channels, {gamma}));
   RG_TRY(check_saved(name, rows, channels, saved));
-  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_dx", batch_norm_options(), n, u32(n), u32(rows), u32(channels),
-                   cl_uint{training ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset), gamma.mem,
-                   u32(gamma.offset), saved.mem, u32(saved.offset), dx.mem, u32(dx.offset));
+  const ReluArgs r = relu_args(fused, dy);
+  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_dx", batch_norm_options(), n, u32(n), u32(rows),
+                   u32(channels), cl_uint{training ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset), r.relu,
+                   r.mem, r.offset, gamma.mem, u32(gamma.offset), saved.mem, u32(saved.offset), dx.mem,
+                   u32(dx.offset), cl_uint{fused.sum.mem ? 1u : 0u}, fused.sum.mem ? fused.sum.mem : dx.mem,
+                   u32(fused.sum.offset));
 }
 
 }  // namespace rg::ocl

@@ -38,14 +38,24 @@ Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t chann
 Result<Event> f32_batch_norm_inference_affine(Device& device, int64_t channels, double eps, DeviceSpan gamma,
                                               DeviceSpan beta, DeviceSpan running_mean, DeviceSpan running_var,
                                               DeviceSpan affine);
+// What the backward fuses (each the bits of the launch it replaces, a launch and a pass less):
+// `relu_output` (mem set): dy is the gradient of relu(y), the output of a forward with the relu
+// fused, [rows, channels], and the relu's backward is taken as dy is read (f32_relu_backward's
+// values); `sum` (mem set): dx is also added onto sum [rows, channels] (f32_add(sum, dx, sum)'s bits).
+struct BatchNormBackwardFusion {
+  DeviceSpan relu_output;
+  DeviceSpan sum;
+};
 // dgamma, dbeta [channels] (accumulate: +=, else =) and dx [rows, channels] (null dx.mem: skipped)
 // from dy, as BatchNorm::backward after the forward that wrote `saved` (training: through the
 // batch statistics; not: they are constants). rows = 0: nothing enqueued.
 Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t channels, bool training,
                                       bool accumulate, DeviceSpan x, DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved,
-                                      DeviceSpan dgamma, DeviceSpan dbeta, DeviceSpan dx);
+                                      DeviceSpan dgamma, DeviceSpan dbeta, DeviceSpan dx,
+                                      const BatchNormBackwardFusion& fused = {});
 // Its last part alone: dx from the sums a backward without dx left in `saved`.
 Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t channels, bool training, DeviceSpan x,
-                                        DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved, DeviceSpan dx);
+                                        DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved, DeviceSpan dx,
+                                        const BatchNormBackwardFusion& fused = {});
 
 }  // namespace rg::ocl

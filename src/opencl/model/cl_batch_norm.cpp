@@ -62,16 +62,21 @@ Result<DeviceSpan> ClBatchNorm::write_inference_affine() {
 Status ClBatchNorm::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx,
                              const ClContext& ctx) {
   (void)y;
+  return backward_fused(n, x, dy, dx, ctx, {});
+}
+
+Status ClBatchNorm::backward_fused(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx,
+                                   const BatchNormBackwardFusion& fused) {
   RG_CHECK(saved_.mem() != nullptr, "batch norm backward before its forward");
   const int64_t rows = n * row_ / channels_;
   RG_TRY(f32_batch_norm_backward(device_, rows, channels_, ctx.host.training, ctx.host.accumulate_grads, x, dy,
                                  gamma_.value.f32(), element_span(saved_, 8), gamma_.grad.f32(), beta_.grad.f32(),
-                                 DeviceSpan{})
+                                 DeviceSpan{}, fused)
              .status());
   if (dx.mem == nullptr) return Status();
   const InputGradScope timed(ctx.host);  // --profile-device: dx's kernel as the input gradient
   return f32_batch_norm_input_grad(device_, rows, channels_, ctx.host.training, x, dy, gamma_.value.f32(),
-                                   element_span(saved_, 8), dx)
+                                   element_span(saved_, 8), dx, fused)
       .status();
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "nn/batch_norm.h"
+#include "opencl/batch_norm.h"
 #include "opencl/model/cl_layer.h"
 
 namespace rg::ocl {
@@ -25,6 +26,10 @@ class ClBatchNorm : public ClLayer {
   FusionTail fusion_tail() const override { return {FusedActivation{}, true}; }
   Result<DeviceSpan> write_inference_affine() override;
   Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override;
+  // The backward with a relu's backward before it and/or dx added onto (opencl/batch_norm.h's
+  // BatchNormBackwardFusion: its relu_output is this layer's y after a forward with the relu fused).
+  Status backward_fused(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx,
+                        const BatchNormBackwardFusion& fused);
   std::vector<ClParam*> params() override { return {&gamma_, &beta_}; }
   std::vector<ClParam*> buffers() override { return {&running_mean_, &running_var_}; }
   // The forward's mean and inv_std and the backward's sums, in double: not per sample; the

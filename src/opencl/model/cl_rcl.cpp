@@ -66,12 +66,19 @@ class ClRcl : public ClLayer {
     for (int64_t t = steps_; t >= 0; --t) {
       const DeviceSpan z = z_[static_cast<size_t>(t)].f32(0, count);
       const DeviceSpan out = t == steps_ ? y : x_[static_cast<size_t>(t)].f32(0, count);
-      // da_t = relu'(a_t) dx_t, read from x_t = relu(a_t): positive exactly where a_t is
-      RG_TRY(f32_unary_backward(device_, UnaryOp::relu, count, 0.0f, out, t == steps_ ? dy : grad, grad).status());
-      // dz_t: the last step's goes straight into the feed-forward sum, the others are added to it
+      const DeviceSpan dx_t = t == steps_ ? dy : grad;
+      // dz_t = BN_t'(da_t), da_t = relu'(a_t) dx_t read from x_t = relu(a_t) (positive exactly where a_t
+      // is); the last step's dz_t goes straight into the feed-forward sum, the others are added to it.
+      // Fused: the relu's backward and the add in the batch norm's kernels (the same bits).
+      ClBatchNorm& norm = *norms_[static_cast<size_t>(t)];
       const DeviceSpan dz_t = t == steps_ ? dff : dz;
-      RG_TRY(norms_[static_cast<size_t>(t)]->backward(n, z, out, grad, dz_t, ctx));
-      if (t < steps_) RG_TRY(f32_add(device_, count, dff, dz, dff).status());
+      if (fuse_) {
+        RG_TRY(norm.backward_fused(n, z, dx_t, dz_t, ctx, BatchNormBackwardFusion{out, t < steps_ ? dff : DeviceSpan{}}));
+      } else {
+        RG_TRY(f32_unary_backward(device_, UnaryOp::relu, count, 0.0f, out, dx_t, grad).status());
+        RG_TRY(norm.backward(n, z, out, grad, dz_t, ctx));
+        if (t < steps_) RG_TRY(f32_add(device_, count, dff, dz, dff).status());
+      }
       // dx_{t-1} = w_rec^T dz_t, and d(w_rec) += x_{t-1}^T dz_t
       if (t > 0) {
         RG_TRY(rec_->backward(n, x_[static_cast<size_t>(t - 1)].f32(0, count), z, dz_t, grad,
