@@ -341,6 +341,90 @@ TEST(OpenclTrain, DeviceUnscaleNamesTheFirstNonFiniteGradient) {
   EXPECT_EQ(flagged.value(), params[2]->host->name);
 }
 
+// The optimizer over the model's ParamArena: one launch a step where one a param ran, the same bits as the per-param launches (SGD with momentum, Adam), the state
+// read back in the host's layout, the padding between params still 0, and its guard naming the
+// first param whose gradient went bad, or whose update overflowed.
+TEST(OpenclTrain, TheArenaOptimizerUpdatesEveryParamInOneLaunchWithTheSameBits) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *first_device();
+  for (const OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adam}) {
+    SCOPED_TRACE(kind == OptimizerKind::sgd ? "sgd" : "adam");
+    OptimizerConfig config;
+    config.kind = kind;
+    config.momentum = 0.9f;
+    std::unique_ptr<Model> models[2] = {build_model(7, kMlpCfg), build_model(7, kMlpCfg)};
+    std::unique_ptr<ClModel> cls[2];
+    std::unique_ptr<Optimizer> hosts[2];
+    std::unique_ptr<ClOptimizer> opts[2];  // [0] over the arena, [1] a launch a param
+    for (int w = 0; w < 2; ++w) {
+      auto cl = ClModel::create(*models[w], device);
+      ASSERT_TRUE(cl.ok()) << cl.status().message();
+      cls[w] = cl.take();
+      hosts[w] = std::make_unique<Optimizer>(config, models[w]->params());
+      ASSERT_TRUE(hosts[w]->init().ok());
+      auto opt = ClOptimizer::create(device, *hosts[w], cls[w]->params(), w == 0 ? cls[w]->param_arena() : nullptr);
+      ASSERT_TRUE(opt.ok()) << opt.status().message();
+      opts[w] = std::make_unique<ClOptimizer>(opt.take());
+    }
+    const ParamArena& arena = *cls[0]->param_arena();
+    Rng rng(5);
+    int64_t launches[2] = {0, 0};
+    const std::vector<ClParam*> ps[2] = {cls[0]->params(), cls[1]->params()};
+    for (int step = 0; step < 3; ++step) {
+      for (size_t i = 0; i < ps[0].size(); ++i) {
+        std::vector<float> g(static_cast<size_t>(ps[0][i]->numel()));
+        for (float& v : g) v = rng.uniform_f32() * 2.0f - 1.0f;
+        for (int w = 0; w < 2; ++w) ASSERT_TRUE(write_buffer(ps[w][i]->grad, 0, g.data(), ps[w][i]->numel() * 4).ok());
+      }
+      for (int w = 0; w < 2; ++w) {
+        const int64_t before = device.launches();
+        ASSERT_TRUE(opts[w]->step(0.01).ok());
+        launches[w] += device.launches() - before;
+        auto bad = opts[w]->non_finite_update();
+        ASSERT_TRUE(bad.ok() && bad.value().none());
+      }
+    }
+    EXPECT_EQ(launches[0], 3) << "one update a step (the flags are cleared by a fill, no kernel)";
+    EXPECT_EQ(launches[1], 3 * static_cast<int64_t>(cls[1]->params().size()));
+    for (int w = 0; w < 2; ++w) ASSERT_TRUE(opts[w]->read_state().ok());
+    for (size_t i = 0; i < cls[0]->params().size(); ++i) {
+      const ClParam& a = *cls[0]->params()[i];
+      const ClParam& b = *cls[1]->params()[i];
+      EXPECT_TRUE(a.value.is_view()) << a.host->name;
+      EXPECT_EQ(arena.offset_of(a.host) % 16, 0) << a.host->name;
+      EXPECT_EQ(download<float>(a.value, a.numel()).value(), download<float>(b.value, b.numel()).value()) << a.host->name;
+    }
+    for (size_t k = 0; k < hosts[0]->state().size(); ++k) {
+      const Tensor& a = hosts[0]->state()[k];
+      const Tensor& b = hosts[1]->state()[k];
+      ASSERT_EQ(a.numel(), b.numel());
+      EXPECT_TRUE(std::equal(a.f32(), a.f32() + a.numel(), b.f32())) << "state " << k;
+    }
+    std::vector<float> all = download<float>(arena.values(), arena.floats()).value();
+    for (Param* p : arena.params()) std::fill_n(all.begin() + arena.offset_of(p), p->value.numel(), 0.0f);
+    EXPECT_EQ(std::count(all.begin(), all.end(), 0.0f), arena.floats()) << "the padding stays 0";
+
+    // The guard (SGD): a finite gradient whose update overflows the fourth param names it, the
+    // gradient finite; then a NaN in the third param's gradient names that one, a bad gradient.
+    if (kind != OptimizerKind::sgd) continue;
+    const std::vector<ClParam*>& params = ps[0];
+    for (ClParam* p : params) ASSERT_TRUE(write_buffer(p->grad, 0, std::vector<float>(p->numel(), 0.0f).data(), p->numel() * 4).ok());
+    const float huge = 3e38f, nan = std::numeric_limits<float>::quiet_NaN();
+    ASSERT_TRUE(write_buffer(params[3]->grad, 0, &huge, 4).ok());
+    ASSERT_TRUE(opts[0]->step(1e30).ok());
+    auto overflow = opts[0]->non_finite_update();
+    ASSERT_TRUE(overflow.ok());
+    EXPECT_EQ(overflow.value().param, params[3]->host->name);
+    EXPECT_TRUE(overflow.value().gradient_finite);
+    ASSERT_TRUE(write_buffer(params[2]->grad, 4, &nan, 4).ok());
+    ASSERT_TRUE(opts[0]->step(0.01).ok());
+    auto bad = opts[0]->non_finite_update();
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(bad.value().param, params[2]->host->name);
+    EXPECT_FALSE(bad.value().gradient_finite);
+  }
+}
+
 // The device budget a run of the mlp in batches of `batch` holds on this device, measured (the
 // GEMM's workspace, sized by the device's tuned tiles, differs from device to device).
 int64_t budget_of_batch(const DeviceChoice& choice, DeviceOptions options, int64_t batch) {

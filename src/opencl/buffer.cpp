@@ -1,6 +1,7 @@
 // Allocating counted device buffers and copying to and from them.
 #include "opencl/buffer.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "opencl/cl_error.h"
@@ -49,12 +50,34 @@ Result<Buffer> Buffer::allocate(Device& device, int64_t bytes, const std::string
   return buffer;
 }
 
+Result<Buffer> Buffer::view(const Buffer& parent, int64_t offset, int64_t bytes, const std::string& what) {
+  RG_CHECK(parent.mem() != nullptr && bytes > 0 && offset >= 0 && offset + bytes <= parent.bytes(),
+           "view of bytes [" << offset << ", " << offset + bytes << ") of " << parent.what() << " (" << parent.bytes()
+                             << " bytes)");
+  Device& device = *parent.device();
+  const int64_t align = std::max<int64_t>(1, device.info().base_align_bytes);
+  RG_CHECK(offset % align == 0, "view of " << parent.what() << " at " << offset << ", not a multiple of " << align);
+  const cl_buffer_region region{static_cast<size_t>(offset), static_cast<size_t>(bytes)};
+  cl_int code = CL_SUCCESS;
+  cl_mem mem = device.api().clCreateSubBuffer(parent.mem(), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
+                                              &code);
+  if (code != CL_SUCCESS) return device.error("a view of " + parent.what() + " for " + what, "clCreateSubBuffer", code);
+  Buffer buffer;
+  buffer.device_ = &device;
+  buffer.mem_ = mem;
+  buffer.bytes_ = bytes;
+  buffer.counted_ = false;
+  buffer.what_ = what;
+  return buffer;
+}
+
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
     reset();
     device_ = other.device_;
     mem_ = other.mem_;
     bytes_ = other.bytes_;
+    counted_ = other.counted_;
     what_ = std::move(other.what_);
     other.device_ = nullptr;
     other.mem_ = nullptr;
@@ -66,11 +89,12 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 void Buffer::reset() {
   if (mem_ != nullptr) {
     device_->api().clReleaseMemObject(mem_);
-    device_->memory().unreserve(bytes_);
+    if (counted_) device_->memory().unreserve(bytes_);
   }
   device_ = nullptr;
   mem_ = nullptr;
   bytes_ = 0;
+  counted_ = true;
 }
 
 DeviceSpan Buffer::span(int64_t element_bytes, int64_t offset, int64_t count) const {

@@ -26,6 +26,11 @@ class Buffer {
   // it is above the device's largest single buffer or past its memory budget; an
   // out-of-memory code from the driver says what the account holds.
   static Result<Buffer> allocate(Device& device, int64_t bytes, const std::string& what);
+  // Bytes [offset, offset + bytes) of `parent` as a buffer of its own (an OpenCL sub-buffer: the
+  // same memory, counted once, in the parent's account). `offset` a multiple of the device's
+  // base_align_bytes and bytes > 0, else a bug. The parent's memory lives while a view does, but
+  // the parent must outlive its views for the account to stay true.
+  static Result<Buffer> view(const Buffer& parent, int64_t offset, int64_t bytes, const std::string& what);
 
   Buffer() = default;
   Buffer(Buffer&& other) noexcept { *this = std::move(other); }
@@ -38,6 +43,7 @@ class Buffer {
   cl_mem mem() const { return mem_; }
   int64_t bytes() const { return bytes_; }
   const std::string& what() const { return what_; }
+  bool is_view() const { return !counted_; }
   Device* device() const { return device_; }
 
   // Views in elements: count -1 runs to the end. Outside the buffer is a bug (RG_CHECK).
@@ -50,6 +56,7 @@ class Buffer {
   Device* device_ = nullptr;
   cl_mem mem_ = nullptr;
   int64_t bytes_ = 0;
+  bool counted_ = true;  // false for a view
   std::string what_;
 };
 

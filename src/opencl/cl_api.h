@@ -26,6 +26,7 @@ namespace rg::ocl {
   X(clCreateCommandQueue)       \
   X(clReleaseCommandQueue)      \
   X(clCreateBuffer)             \
+  X(clCreateSubBuffer)          \
   X(clReleaseMemObject)         \
   X(clCreateProgramWithSource)  \
   X(clBuildProgram)             \

@@ -63,6 +63,8 @@ Result<DeviceInfo> read_device(const ClApi& api, const PlatformInfo& platform, i
   RG_ASSIGN(const cl_device_local_mem_type local_type,
             device_value<cl_device_local_mem_type>(api, id, CL_DEVICE_LOCAL_MEM_TYPE));
   RG_ASSIGN(d.max_work_group_size, device_value<size_t>(api, id, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+  RG_ASSIGN(const cl_uint align_bits, device_value<cl_uint>(api, id, CL_DEVICE_MEM_BASE_ADDR_ALIGN));
+  d.base_align_bytes = align_bits / 8;
   d.global_mem_bytes = static_cast<int64_t>(global);
   d.max_alloc_bytes = static_cast<int64_t>(max_alloc);
   d.local_mem_bytes = static_cast<int64_t>(local);

@@ -30,6 +30,7 @@ struct DeviceInfo {
   uint32_t max_clock_mhz = 0;
   int64_t global_mem_bytes = 0;
   int64_t max_alloc_bytes = 0;   // CL_DEVICE_MAX_MEM_ALLOC_SIZE as reported
+  int64_t base_align_bytes = 0;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8: where a sub-buffer may start
   int64_t local_mem_bytes = 0;   // CL_DEVICE_LOCAL_MEM_SIZE as reported
   bool local_mem_dedicated = false;  // CL_LOCAL, not emulated in global memory
   bool host_unified_memory = false;  // CL_DEVICE_HOST_UNIFIED_MEMORY: its memory is the host's

@@ -14,8 +14,8 @@ Status GanTrainer::prepare_device(const LayerContext& inference) {
   ocl::Device& device = *options_.device;
   RG_ASSIGN(g_cl_, ocl::ClModel::create(g_, device));
   RG_ASSIGN(d_cl_, ocl::ClModel::create(d_, device));
-  RG_ASSIGN(ocl::ClOptimizer g_opt, ocl::ClOptimizer::create(device, g_opt_, g_cl_->params()));
-  RG_ASSIGN(ocl::ClOptimizer d_opt, ocl::ClOptimizer::create(device, d_opt_, d_cl_->params()));
+  RG_ASSIGN(ocl::ClOptimizer g_opt, ocl::ClOptimizer::create(device, g_opt_, g_cl_->params(), g_cl_->param_arena()));
+  RG_ASSIGN(ocl::ClOptimizer d_opt, ocl::ClOptimizer::create(device, d_opt_, d_cl_->params(), d_cl_->param_arena()));
   g_cl_opt_ = std::make_unique<ocl::ClOptimizer>(std::move(g_opt));
   d_cl_opt_ = std::make_unique<ocl::ClOptimizer>(std::move(d_opt));
   RG_TRY(g_cl_->reserve(buffer_rows_).with_context("the generator's device buffers: "));

@@ -26,7 +26,7 @@ Status Trainer::place_on_device() {
   auto model = ocl::ClModel::create(model_, device, options_.host_layers);
   if (!model.ok()) return model.status().with_context(placing);
   cl_model_ = model.take();
-  auto optimizer = ocl::ClOptimizer::create(device, optimizer_, cl_model_->params());
+  auto optimizer = ocl::ClOptimizer::create(device, optimizer_, cl_model_->params(), cl_model_->param_arena());
   if (!optimizer.ok()) return optimizer.status().with_context(placing);
   cl_optimizer_ = std::make_unique<ocl::ClOptimizer>(optimizer.take());
   if (options_.precision == TrainPrecision::fp16) RG_TRY(cl_model_->set_storage(DType::f16));

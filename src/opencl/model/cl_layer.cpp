@@ -5,6 +5,7 @@
 
 #include "nn/layer_registry.h"
 #include "opencl/model/cl_host_layer.h"
+#include "opencl/model/cl_param_arena.h"
 
 namespace rg::ocl {
 
@@ -14,9 +15,16 @@ Result<ClParam> upload_param(Device& device, Param& param, bool trained) {
   ClParam p;
   p.host = &param;
   const int64_t bytes = param.value.numel() * 4;
-  RG_ASSIGN(p.value, Buffer::allocate(device, bytes, param.name));
-  if (trained) {
-    RG_ASSIGN(p.grad, Buffer::allocate(device, bytes, param.name + ".grad"));
+  const ParamArena* arena = trained ? current_param_arena() : nullptr;
+  const int64_t at = arena != nullptr && arena->values().device() == &device ? arena->offset_of(&param) : -1;
+  if (at >= 0) {  // the model's arena: views of its buffers
+    RG_ASSIGN(p.value, Buffer::view(arena->values(), at * 4, bytes, param.name));
+    RG_ASSIGN(p.grad, Buffer::view(arena->grads(), at * 4, bytes, param.name + ".grad"));
+  } else {
+    RG_ASSIGN(p.value, Buffer::allocate(device, bytes, param.name));
+    if (trained) {
+      RG_ASSIGN(p.grad, Buffer::allocate(device, bytes, param.name + ".grad"));
+    }
   }
   RG_TRY(write_param(p));
   return p;

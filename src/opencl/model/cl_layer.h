@@ -26,7 +26,8 @@ struct ClParam {
   int64_t numel() const { return host->value.numel(); }
 };
 
-// Allocates `param`'s device copy (with a gradient buffer when `trained`) and uploads its value.
+// Allocates `param`'s device copy (with a gradient buffer when `trained`; both views of the
+// model's ParamArena where one is in scope and holds it) and uploads its value.
 Result<ClParam> upload_param(Device& device, Param& param, bool trained);
 // Host value -> device value, and back (blocking).
 Status write_param(const ClParam& param);

@@ -23,6 +23,8 @@ Result<std::unique_ptr<ClModel>> ClModel::create(Model& model, Device& device, c
   cl->input_size_ = model.input_shape().numel();
   cl->largest_ = cl->input_size_;
   cl->reads_alone_ = reads_alone(model);
+  RG_ASSIGN(cl->arena_, ParamArena::create(device, model.params(), "the model"));
+  const ParamArenaScope in_arena(cl->arena_.get());  // the layers' upload_param places their params there
   for (size_t i = 0; i < model.layers().size(); ++i) {
     Layer& layer = *model.layers()[i];
     const bool host = std::find(on_host.begin(), on_host.end(), layer.name()) != on_host.end();
@@ -82,9 +84,9 @@ Status ClModel::set_storage(DType storage) {
 }
 
 int64_t ClModel::param_bytes() const {
-  int64_t bytes = 0;
+  int64_t bytes = arena_ ? arena_->values().bytes() + arena_->grads().bytes() : 0;
   for (const auto& layer : layers_) {
-    for (ClParam* p : layer->params()) bytes += p->value.bytes() + p->grad.bytes();
+    for (ClParam* p : layer->params()) bytes += p->value.is_view() ? 0 : p->value.bytes() + p->grad.bytes();
     for (ClParam* p : layer->buffers()) bytes += p->value.bytes();
   }
   return bytes;

@@ -19,6 +19,7 @@
 #include "nn/model.h"
 #include "opencl/model/cl_fusion.h"
 #include "opencl/model/cl_layer.h"
+#include "opencl/model/cl_param_arena.h"
 
 namespace rg::ocl {
 
@@ -109,6 +110,8 @@ class ClModel {
 
   std::vector<ClParam*> params();   // in Model::params() order
   std::vector<ClParam*> buffers();  // in Model::buffers() order
+  // The params' values and gradients in two buffers, each param a view of them (cl_param_arena.h).
+  const ParamArena* param_arena() const { return arena_.get(); }
   // The device params were updated (an optimizer step): layers run on the CPU read them again.
   void params_changed();
   // Every copy between host and device so far: inputs, targets, losses, outputs, the hybrid
@@ -123,6 +126,7 @@ class ClModel {
 
   Model& model_;
   Device& device_;
+  std::unique_ptr<ParamArena> arena_;  // before layers_: their params' views go first
   std::vector<std::unique_ptr<ClLayer>> layers_;
   TransferCounts transfers_;
   std::vector<int64_t> sizes_;  // sizes_[i]: values per sample of layer i's output

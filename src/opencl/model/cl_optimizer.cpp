@@ -12,7 +12,24 @@
 
 namespace rg::ocl {
 
-Result<ClOptimizer> ClOptimizer::create(Device& device, Optimizer& host, std::vector<ClParam*> params) {
+namespace {
+
+// `arena` holds exactly the params with values, in their order, and each of them is its view.
+bool arena_covers(const ParamArena* arena, const std::vector<ClParam*>& params) {
+  if (arena == nullptr) return false;
+  std::vector<Param*> held;
+  for (const ClParam* p : params) {
+    if (p->numel() == 0) continue;
+    if (!p->value.is_view() || arena->offset_of(p->host) < 0) return false;
+    held.push_back(p->host);
+  }
+  return held == arena->params();
+}
+
+}  // namespace
+
+Result<ClOptimizer> ClOptimizer::create(Device& device, Optimizer& host, std::vector<ClParam*> params,
+                                        const ParamArena* arena) {
   ClOptimizer opt;
   opt.device_ = &device;
   opt.host_ = &host;
@@ -20,11 +37,21 @@ Result<ClOptimizer> ClOptimizer::create(Device& device, Optimizer& host, std::ve
   const size_t count = opt.params_.size();
   RG_CHECK(host.state().size() % (count == 0 ? 1 : count) == 0,
            "optimizer state of " << host.state().size() << " tensors for " << count << " params");
-  for (const Tensor& t : host.state()) {
-    const size_t k = opt.state_.size();
-    const char* part = host.config().kind == OptimizerKind::adam ? (k < count ? ".m" : ".s") : ".velocity";
-    RG_ASSIGN(Buffer b, Buffer::allocate(device, t.numel() * 4, opt.params_[k % count]->host->name + part));
-    opt.state_.push_back(std::move(b));
+  const bool adam = host.config().kind == OptimizerKind::adam;
+  if (count > 0 && arena_covers(arena, opt.params_)) {
+    opt.arena_ = arena;
+    for (size_t part = 0; part < host.state().size() / count; ++part) {
+      RG_ASSIGN(Buffer b, arena->allocate_like(adam ? (part == 0 ? "the params' Adam m" : "the params' Adam s")
+                                                    : "the params' velocity"));
+      opt.state_.push_back(std::move(b));
+    }
+  } else {
+    for (const Tensor& t : host.state()) {
+      const size_t k = opt.state_.size();
+      const char* part = adam ? (k < count ? ".m" : ".s") : ".velocity";
+      RG_ASSIGN(Buffer b, Buffer::allocate(device, t.numel() * 4, opt.params_[k % count]->host->name + part));
+      opt.state_.push_back(std::move(b));
+    }
   }
   if (!opt.params_.empty()) {  // the flags: allocated now, so the budget's plan sees them
     const int64_t bytes = static_cast<int64_t>(opt.params_.size()) * 4;
@@ -40,24 +67,34 @@ ClOptimizer::~ClOptimizer() {
   if (step_flags_read_.valid()) (void)step_flags_read_.wait();  // a run stopped early: dropped
 }
 
+Status ClOptimizer::update(int64_t n, double lr, DeviceSpan w, DeviceSpan grad, DeviceSpan first, DeviceSpan second,
+                           DeviceSpan flags, int64_t flag) {
+  const OptimizerConfig& config = host_->config();
+  if (config.kind == OptimizerKind::sgd) {
+    return f32_sgd(*device_, n, sgd_step_for(config, lr), w, grad, config.momentum != 0 ? first : DeviceSpan{}, flags,
+                   flag)
+        .status();
+  }
+  return f32_adam(*device_, n, adam_step_for(config, host_->steps(), lr), w, grad, first, second, flags, flag).status();
+}
+
 Status ClOptimizer::step(double lr) {
   if (step_flags_read_.valid()) RG_TRY(take_step_flags());  // not taken since the last step: kept
-  const OptimizerConfig& config = host_->config();
   host_->set_steps(host_->steps() + 1);
   const size_t count = params_.size();
   if (count == 0) return Status();
   RG_TRY(f32_fill_zero(*device_, step_flags_.f32()).status());  // int 0 and float +0 share their bits
   const DeviceSpan flags = element_span(step_flags_, 4);
-  for (size_t i = 0; i < count; ++i) {
-    ClParam& p = *params_[i];
-    const auto k = static_cast<int64_t>(i);
-    if (config.kind == OptimizerKind::sgd) {
-      const DeviceSpan v = config.momentum != 0 ? state_[i].f32() : DeviceSpan{};
-      RG_TRY(f32_sgd(*device_, p.numel(), sgd_step_for(config, lr), p.value.f32(), p.grad.f32(), v, flags, k).status());
-    } else {
-      RG_TRY(f32_adam(*device_, p.numel(), adam_step_for(config, host_->steps(), lr), p.value.f32(), p.grad.f32(),
-                      state_[i].f32(), state_[count + i].f32(), flags, k)
-                 .status());
+  if (arena_ != nullptr) {  // every param at once (the padding between them is 0 and stays 0)
+    const DeviceSpan first = state_.empty() ? DeviceSpan{} : state_[0].f32();
+    const DeviceSpan second = state_.size() > 1 ? state_[1].f32() : DeviceSpan{};
+    RG_TRY(update(arena_->floats(), lr, arena_->values().f32(), arena_->grads().f32(), first, second, flags, 0));
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      ClParam& p = *params_[i];
+      const DeviceSpan first = state_.size() > i ? state_[i].f32() : DeviceSpan{};
+      const DeviceSpan second = state_.size() > count + i ? state_[count + i].f32() : DeviceSpan{};
+      RG_TRY(update(p.numel(), lr, p.value.f32(), p.grad.f32(), first, second, flags, static_cast<int64_t>(i)));
     }
   }
   RG_ASSIGN(step_flags_read_, read_buffer_async(step_flags_, 0, step_flags_host_.data(), step_flags_.bytes()));
@@ -68,10 +105,16 @@ Status ClOptimizer::take_step_flags() {
   const Event read = std::move(step_flags_read_);
   RG_TRY(read.wait());
   for (size_t k = 0; k < params_.size() && first_non_finite_.none(); ++k) {
-    if (step_flags_host_[k] == 0) continue;
+    // With the arena flag 0 stands for every param: each is looked at in order, as each flag is.
+    if (step_flags_host_[arena_ != nullptr ? 0 : k] == 0) continue;
     const ClParam& p = *params_[k];
+    if (p.numel() == 0) continue;
     RG_ASSIGN(const std::vector<float> grad, download<float>(p.grad, p.numel()));
     const bool finite = std::all_of(grad.begin(), grad.end(), [](float g) { return std::isfinite(g); });
+    if (finite && arena_ != nullptr) {  // flagged only where the update overflowed this param
+      RG_ASSIGN(const std::vector<float> value, download<float>(p.value, p.numel()));
+      if (std::all_of(value.begin(), value.end(), [](float v) { return std::isfinite(v); })) continue;
+    }
     first_non_finite_ = NonFiniteUpdate{p.host->name, finite};
   }
   return Status();
@@ -103,18 +146,26 @@ int64_t ClOptimizer::state_bytes() const {
   return bytes;
 }
 
+std::pair<const Buffer*, int64_t> ClOptimizer::state_place(size_t k) const {
+  if (arena_ == nullptr) return {&state_[k], 0};
+  const size_t count = params_.size();
+  return {&state_[k / count], arena_->offset_of(params_[k % count]->host)};
+}
+
 Status ClOptimizer::read_state() {
-  for (size_t k = 0; k < state_.size(); ++k) {
+  for (size_t k = 0; k < host_->state().size(); ++k) {
     const Tensor& t = host_->state()[k];
-    if (t.numel() > 0) RG_TRY(read_buffer(state_[k], 0, t.f32(), t.numel() * 4));
+    const auto [buffer, at] = state_place(k);
+    if (t.numel() > 0) RG_TRY(read_buffer(*buffer, at * 4, t.f32(), t.numel() * 4));
   }
   return Status();
 }
 
 Status ClOptimizer::write_state() {
-  for (size_t k = 0; k < state_.size(); ++k) {
+  for (size_t k = 0; k < host_->state().size(); ++k) {
     const Tensor& t = host_->state()[k];
-    if (t.numel() > 0) RG_TRY(write_buffer(state_[k], 0, t.f32(), t.numel() * 4));
+    const auto [buffer, at] = state_place(k);
+    if (t.numel() > 0) RG_TRY(write_buffer(*buffer, at * 4, t.f32(), t.numel() * 4));
   }
   return Status();
 }

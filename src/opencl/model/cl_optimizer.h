@@ -5,18 +5,23 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/finite_check.h"
 #include "nn/optimizer.h"
 #include "opencl/model/cl_layer.h"
+#include "opencl/model/cl_param_arena.h"
 
 namespace rg::ocl {
 
 class ClOptimizer {
  public:
-  // Device state for `params`, uploaded from `host` (whose params are theirs, in order).
-  static Result<ClOptimizer> create(Device& device, Optimizer& host, std::vector<ClParam*> params);
+  // Device state for `params`, uploaded from `host` (whose params are theirs, in order). Where
+  // `arena` holds exactly these params in this order (ClModel::param_arena), the state is laid out
+  // as it and a step is one launch over the whole arena; else one launch a param.
+  static Result<ClOptimizer> create(Device& device, Optimizer& host, std::vector<ClParam*> params,
+                                    const ParamArena* arena = nullptr);
 
   ClOptimizer() = default;
   ClOptimizer(ClOptimizer&&) = default;
@@ -45,7 +50,10 @@ class ClOptimizer {
   Device* device_ = nullptr;
   Optimizer* host_ = nullptr;
   std::vector<ClParam*> params_;
-  std::vector<Buffer> state_;  // Optimizer::state()'s order: per param (SGD), m then s (Adam)
+  const ParamArena* arena_ = nullptr;  // set: one update over it (the flags: [0] for all)
+  // Optimizer::state()'s order: per param (SGD), m then s (Adam); with the arena one buffer a
+  // part (velocity; m, s), laid out as the arena.
+  std::vector<Buffer> state_;
   Buffer flags_;               // int32 [params]: unscale's non-finite flags
   Buffer step_flags_;          // int32 [params]: step()'s flags, a non-finite gradient or updated weight
   std::vector<int32_t> step_flags_host_;  // [params], read from step_flags_ by step_flags_read_
@@ -53,6 +61,11 @@ class ClOptimizer {
   NonFiniteUpdate first_non_finite_;       // taken from the flags, not yet returned
   // Waits for step_flags_read_ and notes the first flagged param in first_non_finite_.
   Status take_step_flags();
+  // Where host state tensor k lives: its buffer and float offset.
+  std::pair<const Buffer*, int64_t> state_place(size_t k) const;
+  // One launch of the rule over `n` floats from the spans' starts, flags[flag] set on a non-finite.
+  Status update(int64_t n, double lr, DeviceSpan w, DeviceSpan grad, DeviceSpan first, DeviceSpan second,
+                DeviceSpan flags, int64_t flag);
 };
 
 }  // namespace rg::ocl
