@@ -5,6 +5,7 @@
 
 #include "base/memory.h"
 #include "opencl/device.h"
+#include "opencl/gemm.h"
 #include "opencl/gemm_tuning.h"
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
@@ -60,10 +61,13 @@ Status Trainer::reserve_on_device() {
   const ocl::ClModel::ReservedBytes parts = cl_model_->reserved_bytes(rows);
   std::fprintf(options_.log,
                "device:    buffers for micro-batches of %" PRId64 ": activations %s (%s), gradients %s, layer state %s, "
-               "workspace %s, f32 chunks %s, inputs and targets %s\n",
+               "workspace %s, f32 chunks %s, inputs and targets %s; kept with the device: the GEMM's split sums %s; "
+               "params, their gradients and buffers %s\n",
                rows, format_bytes(parts.activations).c_str(), cl_model_->storage() == DType::f16 ? "f16, the output f32" : "f32",
                format_bytes(parts.gradients).c_str(), format_bytes(parts.layer_state).c_str(),
-               format_bytes(parts.workspace).c_str(), format_bytes(parts.chunks).c_str(), format_bytes(parts.io).c_str());
+               format_bytes(parts.workspace).c_str(), format_bytes(parts.chunks).c_str(), format_bytes(parts.io).c_str(),
+               format_bytes(ocl::gemm_scratch_bytes(*options_.device)).c_str(),
+               format_bytes(cl_model_->param_bytes()).c_str());
   RG_ASSIGN(host_output_, Tensor::zeros(model_.output_shape().batched(rows), DType::f32, "the device's output read back"));
   return Status();
 }
