@@ -96,6 +96,17 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
   out[block_count * channels + i] = p1;
 }
 
+// Channel c's partials of blocks [b, b + kLoadsAhead) of both passes ([2][blocks][channels]
+// floats), 0 from b1 on: one round's loads, issued before its adds.
+inline void load_partials(__global const float* blocks, uint block_count, uint channels, uint c, uint b, uint b1,
+                          float* first, float* second) {
+#pragma unroll
+  for (uint j = 0; j < kLoadsAhead; ++j) {
+    first[j] = b + j < b1 ? blocks[(b + j) * channels + c] : 0.0f;
+    second[j] = b + j < b1 ? blocks[(block_count + b + j) * channels + c] : 0.0f;
+  }
+}
+
 // Channel c's partials of blocks [b0, b1) of both passes ([2][blocks][channels] floats), each
 // added into double in block order from 0: one group's sums (the CPU's channel_sums).
 inline void group_sums(__global const float* blocks, uint block_count, uint channels, uint c, uint b0, uint b1,
@@ -103,11 +114,7 @@ inline void group_sums(__global const float* blocks, uint block_count, uint chan
   double s0 = 0.0, s1 = 0.0;
   for (uint b = b0; b < b1; b += kLoadsAhead) {
     float v0[kLoadsAhead], v1[kLoadsAhead];
-#pragma unroll
-    for (uint j = 0; j < kLoadsAhead; ++j) {
-      v0[j] = b + j < b1 ? blocks[(b + j) * channels + c] : 0.0f;
-      v1[j] = b + j < b1 ? blocks[(block_count + b + j) * channels + c] : 0.0f;
-    }
+    load_partials(blocks, block_count, channels, c, b, b1, v0, v1);
 #pragma unroll
     for (uint j = 0; j < kLoadsAhead; ++j) {
       if (b + j >= b1) break;
@@ -174,11 +181,7 @@ inline void group_stats(__global const float* blocks, uint rows, uint block_coun
   double mu = 0.0, sum2 = 0.0;
   for (uint b = b0; b < b1; b += kLoadsAhead) {
     float means[kLoadsAhead], m2s[kLoadsAhead];
-#pragma unroll
-    for (uint j = 0; j < kLoadsAhead; ++j) {
-      means[j] = b + j < b1 ? blocks[(b + j) * channels + c] : 0.0f;
-      m2s[j] = b + j < b1 ? blocks[(block_count + b + j) * channels + c] : 0.0f;
-    }
+    load_partials(blocks, block_count, channels, c, b, b1, means, m2s);
 #pragma unroll
     for (uint j = 0; j < kLoadsAhead; ++j) {
       if (b + j >= b1) break;
