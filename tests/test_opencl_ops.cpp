@@ -485,7 +485,7 @@ void check_optimizer(Device& device, const OptimizerConfig& config, Rng& rng) {
   }
   Optimizer cpu(config, pointers);
   ASSERT_TRUE(cpu.init().ok());
-  Buffer flags = upload_or_die(device, std::vector<int32_t>(params.size(), 0), "flags");  // finite grads: stay 0
+  Buffer flags = upload_or_die(device, std::vector<int32_t>(3 * params.size(), 0), "flags");  // finite grads: stay 0
   const DeviceSpan flag_span = element_span(flags, 4);
   const bool adam = config.kind == OptimizerKind::adam;
   const bool exact = !adam || !detail::division_options(device).empty();
@@ -501,12 +501,12 @@ void check_optimizer(Device& device, const OptimizerConfig& config, Rng& rng) {
       const int64_t n = sizes[p];
       if (adam) {
         ASSERT_TRUE(f32_adam(device, n, adam_step_for(config, t, lr), w[p].f32(), grad[p].f32(), state0[p].f32(),
-                             state1[p].f32(), flag_span, static_cast<int64_t>(p))
+                             state1[p].f32(), flag_span, 3 * static_cast<int64_t>(p))
                         .ok());
       } else {
         const DeviceSpan v = config.momentum != 0 ? state0[p].f32() : DeviceSpan{};
         ASSERT_TRUE(
-            f32_sgd(device, n, sgd_step_for(config, lr), w[p].f32(), grad[p].f32(), v, flag_span, static_cast<int64_t>(p))
+            f32_sgd(device, n, sgd_step_for(config, lr), w[p].f32(), grad[p].f32(), v, flag_span, 3 * static_cast<int64_t>(p))
                 .ok());
       }
       SCOPED_TRACE("step " + std::to_string(t) + " param " + std::to_string(p));
@@ -526,7 +526,7 @@ void check_optimizer(Device& device, const OptimizerConfig& config, Rng& rng) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
-  EXPECT_EQ(download_all<int32_t>(flags), std::vector<int32_t>(params.size(), 0)) << "finite gradients flagged";
+  EXPECT_EQ(download_all<int32_t>(flags), std::vector<int32_t>(3 * params.size(), 0)) << "finite gradients flagged";
 }
 
 TEST(OpenclOptimizer, SgdMatchesTheCpuOptimizerStepForStep) {
@@ -563,8 +563,8 @@ TEST(OpenclOptimizer, AdamMatchesTheCpuOptimizerStepForStep) {
 
 // The update guard: an Inf or a NaN at the first, a middle or the last of 37 gradients, or a
 // weight there the update overflows (-FLT_MAX stepped down by a rate of 1e35), sets the
-// update's flag (and no other); finite gradients and weights leave it 0. SGD, SGD with
-// momentum, Adam.
+// update's flag and says where (37 - the element, for the gradient and for the new weight; the
+// ints around untouched); finite gradients and weights leave all 0. SGD, SGD with momentum, Adam.
 TEST(OpenclOptimizer, ANonFiniteGradientOrUpdateSetsItsFlag) {
   SKIP_WITHOUT_OPENCL();
   constexpr int64_t n = 37;
@@ -582,7 +582,7 @@ TEST(OpenclOptimizer, ANonFiniteGradientOrUpdateSetsItsFlag) {
           Buffer grad = upload_or_die(*device, g, "grad");
           Buffer m = upload_or_die(*device, std::vector<float>(n, 0.0f), "m");
           Buffer s = upload_or_die(*device, std::vector<float>(n, 0.0f), "s");
-          Buffer flags = upload_or_die(*device, std::vector<int32_t>{0, 0, 0}, "flags");
+          Buffer flags = upload_or_die(*device, std::vector<int32_t>{0, 0, 0, 0, 0}, "flags");
           const DeviceSpan flag_span = element_span(flags, 4);
           OptimizerConfig config;
           config.kind = kind == 2 ? OptimizerKind::adam : OptimizerKind::sgd;
@@ -595,7 +595,8 @@ TEST(OpenclOptimizer, ANonFiniteGradientOrUpdateSetsItsFlag) {
                                                       kind == 1 ? m.f32() : DeviceSpan{}, flag_span, 1)
                                                   .status();
           ASSERT_TRUE(launched.ok()) << launched.message();
-          EXPECT_EQ(download_all<int32_t>(flags), (std::vector<int32_t>{0, at >= 0 ? 1 : 0, 0}));
+          const int32_t where = at >= 0 ? static_cast<int32_t>(n - at) : 0;  // a bad gradient's new weight is bad too
+          EXPECT_EQ(download_all<int32_t>(flags), (std::vector<int32_t>{0, at >= 0 ? 1 : 0, overflow ? 0 : where, where, 0}));
         }
     }
   }

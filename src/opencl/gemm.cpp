@@ -164,7 +164,12 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
     return std::make_pair(*given, kernel);
   }
   GemmTuning& tuning = gemm_tuning(device);
-  std::vector<GemmRate>& rates = tuning.rates;
+  const int pair = (slice_shape.trans_a == Trans::yes) * 2 + (slice_shape.trans_b == Trans::yes);
+  std::vector<GemmRate> rates;  // the ranking less what this pair of transposes could not build or run
+  for (const GemmRate& r : tuning.rates) {
+    const std::vector<GemmConfig>& out = tuning.refused[pair];
+    if (std::find(out.begin(), out.end(), r.config) == out.end()) rates.push_back(r);
+  }
   const int all_units = static_cast<int>(std::max<uint32_t>(1, device.info().compute_units));
   const int units = static_cast<int>(std::max<int64_t>(1, all_units / slices));
   const bool tuned = tuning.size > 0;
@@ -189,6 +194,7 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
     // A plain product's refusal holds for the device; a variant's (the implicit conv) only for
     // itself: its caller falls back to the plain path.
     if (!defines.empty()) break;
+    tuning.refused[pair].push_back(chosen);
     rates.erase(std::find_if(rates.begin(), rates.end(), [&](const GemmRate& r) { return r.config == chosen; }));
   }
   return Status::error(device.label() + ": no GEMM configuration runs on this device (" + refused + ")");

@@ -26,6 +26,9 @@ struct GemmTuning {
   // five; bench/RESULTS.md 2026-11-30), and each product's first call times the top three of the
   // ranking on itself, so timing the other three orders (51 more builds, a minute) bought nothing.
   std::vector<GemmRate> rates;
+  // Configurations a pair of transposes (trans_a * 2 + trans_b) could not build or run on this
+  // device: left out of that pair's ranking for the rest of the run (not cached on disk).
+  std::vector<GemmConfig> refused[4];
   // The fastest configuration of each product timed on itself (gemm.cpp's product_key): the
   // square search's rates misjudge products of few tiles (how many items keep a unit busy).
   std::map<std::string, GemmConfig> products;

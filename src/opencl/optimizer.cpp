@@ -17,7 +17,7 @@ using detail::u32;
 
 Result<Event> f32_sgd(Device& device, int64_t n, const SgdStep& step, DeviceSpan w, DeviceSpan grad, DeviceSpan v,
                       DeviceSpan flags, int64_t flag) {
-  RG_CHECK(flag >= 0 && flag < flags.count, "flag " << flag << " of " << flags.count);
+  RG_CHECK(flag >= 0 && flag + 2 < flags.count, "flag " << flag << " (and its two positions) of " << flags.count);
   if (v.mem == nullptr) {
     RG_CHECK(step.momentum == 0.0f, "f32_sgd with momentum " << step.momentum << " and no velocity buffer");
     RG_TRY(check_u32("f32_sgd", n, {w, grad}));
@@ -33,7 +33,7 @@ Result<Event> f32_sgd(Device& device, int64_t n, const SgdStep& step, DeviceSpan
 Result<Event> f32_adam(Device& device, int64_t n, const AdamStep& step, DeviceSpan w, DeviceSpan grad, DeviceSpan m,
                        DeviceSpan s, DeviceSpan flags, int64_t flag) {
   RG_TRY(check_u32("f32_adam", n, {w, grad, m, s}));
-  RG_CHECK(flag >= 0 && flag < flags.count, "flag " << flag << " of " << flags.count);
+  RG_CHECK(flag >= 0 && flag + 2 < flags.count, "flag " << flag << " (and its two positions) of " << flags.count);
   // sqrt and / as the CPU's correctly rounded ones where the device can (launch_1d.h)
   return launch_1d(device, kOptimizerProgram, "f32_adam", detail::division_options(device), n, u32(n), step.step_size,
                    step.correction2_sqrt, step.beta1, step.beta2, step.one_minus_beta1, step.one_minus_beta2, step.eps,

@@ -15,7 +15,9 @@ namespace rg::ocl {
 
 // Each sets flags[flag] (an int32 span, element_span(buffer, 4), zeroed by the caller) to 1
 // when a gradient element or an updated weight is Inf or NaN, as the CPU's kernels return
-// false then; the update runs all the same.
+// false then, and says where: flags[flag + 1] = n - the first element whose gradient is,
+// flags[flag + 2] = n - the first whose updated weight is (as uint32; 0: none). The update runs
+// all the same.
 
 // One SGD update of n weights w from grad; v is the velocity, or a span with no buffer
 // (mem null) for none, which requires step.momentum == 0 (the CPU passes no velocity then).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <system_error>
 #include <thread>
 
 #include "opencl/cl_error.h"
@@ -85,7 +86,13 @@ void ProgramCache::build_all(const std::string& file, const std::vector<std::str
     for (size_t k; (k = next++) < missing.size();) (void)program(file, missing[k]);  // a failure: program() again later
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (unsigned t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads: the ones started and this one build the rest
+    }
+  }
   work();
   for (std::thread& t : pool) t.join();
 }

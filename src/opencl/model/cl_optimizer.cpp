@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "opencl/elementwise.h"
@@ -56,8 +57,8 @@ Result<ClOptimizer> ClOptimizer::create(Device& device, Optimizer& host, std::ve
   if (!opt.params_.empty()) {  // the flags: allocated now, so the budget's plan sees them
     const int64_t bytes = static_cast<int64_t>(opt.params_.size()) * 4;
     RG_ASSIGN(opt.flags_, Buffer::allocate(device, bytes, "loss scaling's flags"));
-    RG_ASSIGN(opt.step_flags_, Buffer::allocate(device, bytes, "the update guard's flags"));
-    opt.step_flags_host_.resize(opt.params_.size());
+    RG_ASSIGN(opt.step_flags_, Buffer::allocate(device, 3 * bytes, "the update guard's flags"));
+    opt.step_flags_host_.resize(3 * opt.params_.size());
   }
   RG_TRY(opt.write_state());
   return opt;
@@ -94,7 +95,7 @@ Status ClOptimizer::step(double lr) {
       ClParam& p = *params_[i];
       const DeviceSpan first = state_.size() > i ? state_[i].f32() : DeviceSpan{};
       const DeviceSpan second = state_.size() > count + i ? state_[count + i].f32() : DeviceSpan{};
-      RG_TRY(update(p.numel(), lr, p.value.f32(), p.grad.f32(), first, second, flags, static_cast<int64_t>(i)));
+      RG_TRY(update(p.numel(), lr, p.value.f32(), p.grad.f32(), first, second, flags, 3 * static_cast<int64_t>(i)));
     }
   }
   RG_ASSIGN(step_flags_read_, read_buffer_async(step_flags_, 0, step_flags_host_.data(), step_flags_.bytes()));
@@ -104,20 +105,28 @@ Status ClOptimizer::step(double lr) {
 Status ClOptimizer::take_step_flags() {
   const Event read = std::move(step_flags_read_);
   RG_TRY(read.wait());
-  for (size_t k = 0; k < params_.size() && first_non_finite_.none(); ++k) {
-    // With the arena flag 0 stands for every param: each is looked at in order, as each flag is.
-    if (step_flags_host_[arena_ != nullptr ? 0 : k] == 0) continue;
-    const ClParam& p = *params_[k];
-    if (p.numel() == 0) continue;
-    RG_ASSIGN(const std::vector<float> grad, download<float>(p.grad, p.numel()));
-    const bool finite = std::all_of(grad.begin(), grad.end(), [](float g) { return std::isfinite(g); });
-    if (finite && arena_ != nullptr) {  // flagged only where the update overflowed this param
-      RG_ASSIGN(const std::vector<float> value, download<float>(p.value, p.numel()));
-      if (std::all_of(value.begin(), value.end(), [](float v) { return std::isfinite(v); })) continue;
+  if (!first_non_finite_.none()) return Status();  // the first kept until taken
+  // Each launch's three ints (optimizer.h): flagged, then n - the first bad gradient element and n -
+  // the first bad new weight (0: none). One launch a param: the first flagged param, in order.
+  if (arena_ == nullptr) {
+    for (size_t k = 0; k < params_.size(); ++k) {
+      const int32_t* f = &step_flags_host_[3 * k];
+      if (f[0] != 0) return first_non_finite_ = NonFiniteUpdate{params_[k]->host->name, f[1] == 0}, Status();
     }
-    first_non_finite_ = NonFiniteUpdate{p.host->name, finite};
+    return Status();
   }
-  return Status();
+  // One launch over the arena: the param holding the first bad element of either kind.
+  if (step_flags_host_[0] == 0) return Status();
+  const int64_t n = arena_->floats(), none = std::numeric_limits<int64_t>::max();
+  auto first_at = [&](int32_t f) { return f == 0 ? none : n - static_cast<int64_t>(static_cast<uint32_t>(f)); };
+  const int64_t bad_grad = first_at(step_flags_host_[1]), first = std::min(bad_grad, first_at(step_flags_host_[2]));
+  for (const ClParam* p : params_) {
+    const int64_t at = arena_->offset_of(p->host);
+    if (at < 0 || first < at || first >= at + p->numel()) continue;
+    first_non_finite_ = NonFiniteUpdate{p->host->name, !(bad_grad >= at && bad_grad < at + p->numel())};
+    return Status();
+  }
+  return Status::error("the update guard flagged arena element " + std::to_string(first) + ", in no param");
 }
 
 Result<NonFiniteUpdate> ClOptimizer::non_finite_update() {

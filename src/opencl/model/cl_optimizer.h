@@ -35,8 +35,9 @@ class ClOptimizer {
   Status step(double lr);
   // The first param flagged in a step() since the last call (none() when none). Waits for the
   // flags the last step() queued a read of: called once the next micro-batch's work is queued,
-  // the wait costs no idle device time. A flagged param's gradient is read back to tell a bad
-  // gradient from an overflowed update.
+  // the wait costs no idle device time. The kernels say where the first bad gradient element and
+  // the first bad new weight were, so the step's own values tell a bad gradient from an
+  // overflowed update (nothing else is read back: the next backward may have run meanwhile).
   Result<NonFiniteUpdate> non_finite_update();
   // Loss scaling: every gradient times `factor`; the name of the first param whose gradient held
   // an Inf or a NaN before, or "" (LossScaler::after_unscale takes it). Reads back one int a param.
@@ -50,13 +51,13 @@ class ClOptimizer {
   Device* device_ = nullptr;
   Optimizer* host_ = nullptr;
   std::vector<ClParam*> params_;
-  const ParamArena* arena_ = nullptr;  // set: one update over it (the flags: [0] for all)
+  const ParamArena* arena_ = nullptr;  // set: one update over it (its flags and positions: [0, 3))
   // Optimizer::state()'s order: per param (SGD), m then s (Adam); with the arena one buffer a
   // part (velocity; m, s), laid out as the arena.
   std::vector<Buffer> state_;
   Buffer flags_;               // int32 [params]: unscale's non-finite flags
-  Buffer step_flags_;          // int32 [params]: step()'s flags, a non-finite gradient or updated weight
-  std::vector<int32_t> step_flags_host_;  // [params], read from step_flags_ by step_flags_read_
+  Buffer step_flags_;  // int32 [3 params]: step()'s flags and positions (optimizer.h), a launch's from 3 k
+  std::vector<int32_t> step_flags_host_;  // [3 params], read from step_flags_ by step_flags_read_
   Event step_flags_read_;                  // valid while a read is pending
   NonFiniteUpdate first_non_finite_;       // taken from the flags, not yet returned
   // Waits for step_flags_read_ and notes the first flagged param in first_non_finite_.

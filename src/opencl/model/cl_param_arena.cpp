@@ -28,6 +28,9 @@ Result<std::unique_ptr<ParamArena>> ParamArena::create(Device& device, const std
     arena->offsets_[p] = arena->floats_;
     arena->floats_ += (p->value.numel() + align - 1) / align * align;
   }
+  if (arena->floats_ * 4 > device.max_buffer_bytes() || arena->floats_ > int64_t{0xffffffff}) {
+    return std::unique_ptr<ParamArena>();
+  }
   RG_ASSIGN(arena->values_, zeroed(device, arena->floats_, what + ": the params' values"));
   RG_ASSIGN(arena->grads_, zeroed(device, arena->floats_, what + ": the params' gradients"));
   return arena;

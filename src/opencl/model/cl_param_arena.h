@@ -21,7 +21,9 @@ class ParamArena {
  public:
   // Room for `params` in this order (those with no values left out), each at a multiple of the
   // device's sub-buffer alignment (at least 64 bytes); both buffers zeroed, so the padding
-  // between params stays 0 under any update of the whole buffer. `what` names the model.
+  // between params stays 0 under any update of the whole buffer. `what` names the model. Null
+  // (no arena: a buffer a param) where one buffer would pass the device's largest allocation or
+  // the kernels' 2^32 - 1 elements.
   static Result<std::unique_ptr<ParamArena>> create(Device& device, const std::vector<Param*>& params,
                                                     const std::string& what);
 
