@@ -110,9 +110,8 @@ Result<GemmTuning> tune_gemm(Device& device, const GemmTuneOptions& options) {
   // The size: doubled from min_size while the first candidate that runs is quicker than the target.
   GemmTuning tuning;
   tuning.size = std::min(options.min_size, ops.size);
-  const GemmShape square{Trans::no, Trans::no, ops.size, ops.size, ops.size, ops.size, ops.size, ops.size};
-  auto at = [&](int n) { return GemmShape{Trans::no, Trans::no, n, n, n, n, n, n}; };
-  build_gemm_programs(device, square, options.candidates, ops.a.f32(), ops.b.f32());  // the size is no build option
+  auto at = [](int n) { return GemmShape{Trans::no, Trans::no, n, n, n, n, n, n}; };
+  build_gemm_programs(device, at(ops.size), options.candidates, ops.a.f32(), ops.b.f32());  // the size is no build option
   for (const GemmConfig& config : options.candidates) {
     auto s = time_product(device, at(tuning.size), ops.a, ops.b, ops.c, config, 1);
     if (!s.ok()) continue;

@@ -20,7 +20,6 @@ Result<Buffer> zeroed(Device& device, int64_t floats, const std::string& what) {
 Result<std::unique_ptr<ParamArena>> ParamArena::create(Device& device, const std::vector<Param*>& params,
                                                        const std::string& what) {
   std::unique_ptr<ParamArena> arena(new ParamArena());
-  arena->device_ = &device;
   const int64_t align = std::max<int64_t>(64, device.info().base_align_bytes) / 4;  // in floats
   for (Param* p : params) {
     if (p->value.numel() == 0 || arena->offsets_.count(p) != 0) continue;
@@ -28,7 +27,7 @@ Result<std::unique_ptr<ParamArena>> ParamArena::create(Device& device, const std
     arena->offsets_[p] = arena->floats_;
     arena->floats_ += (p->value.numel() + align - 1) / align * align;
   }
-  if (arena->floats_ * 4 > device.max_buffer_bytes() || arena->floats_ > int64_t{0xffffffff}) {
+  if (arena->floats_ == 0 || arena->floats_ * 4 > device.max_buffer_bytes() || arena->floats_ > int64_t{0xffffffff}) {
     return std::unique_ptr<ParamArena>();
   }
   RG_ASSIGN(arena->values_, zeroed(device, arena->floats_, what + ": the params' values"));
@@ -41,7 +40,9 @@ int64_t ParamArena::offset_of(const Param* param) const {
   return found == offsets_.end() ? -1 : found->second;
 }
 
-Result<Buffer> ParamArena::allocate_like(const std::string& what) const { return zeroed(*device_, floats_, what); }
+Result<Buffer> ParamArena::allocate_like(const std::string& what) const {
+  return zeroed(*values_.device(), floats_, what);
+}
 
 ParamArenaScope::ParamArenaScope(const ParamArena* arena) : before_(g_current) { g_current = arena; }
 ParamArenaScope::~ParamArenaScope() { g_current = before_; }

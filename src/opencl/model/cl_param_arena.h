@@ -22,8 +22,8 @@ class ParamArena {
   // Room for `params` in this order (those with no values left out), each at a multiple of the
   // device's sub-buffer alignment (at least 64 bytes); both buffers zeroed, so the padding
   // between params stays 0 under any update of the whole buffer. `what` names the model. Null
-  // (no arena: a buffer a param) where one buffer would pass the device's largest allocation or
-  // the kernels' 2^32 - 1 elements.
+  // (no arena: a buffer a param) where there is no param, or one buffer would pass the device's
+  // largest allocation or the kernels' 2^32 - 1 elements.
   static Result<std::unique_ptr<ParamArena>> create(Device& device, const std::vector<Param*>& params,
                                                     const std::string& what);
 
@@ -37,7 +37,6 @@ class ParamArena {
   Result<Buffer> allocate_like(const std::string& what) const;
 
  private:
-  Device* device_ = nullptr;
   std::vector<Param*> order_;
   std::map<const Param*, int64_t> offsets_;
   int64_t floats_ = 0;
