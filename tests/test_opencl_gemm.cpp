@@ -2,6 +2,7 @@
 // the others' bits, the split over K, and the tuning's search, cache file and choice by shape.
 // Without a device the device tests are skipped and say why (PoCL runs them in CI).
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "opencl/gemm.h"
@@ -452,6 +453,14 @@ TEST(OpenclGemmTuning, TheDeviceReadsItsCacheFileOrSaysWhyNot) {
   EXPECT_NE(refused.source.find("not tuned (RETROGRAD_CL_GEMM_TUNE=0)"), std::string::npos) << refused.source;
   EXPECT_NE(refused.source.find(path + ":1: not a GEMM tuning file"), std::string::npos) << refused.source;
   EXPECT_EQ(refused.rates.size(), gemm_candidates().size()) << "every candidate, untuned";
+
+  std::filesystem::remove(path);  // a folder where the cache file goes: said, and left there
+  std::filesystem::create_directory(path);
+  device.gemm_tuning_slot().reset();
+  const GemmTuning& folder = gemm_tuning(device);
+  EXPECT_NE(folder.source.find("the cache was not used: " + path + " is a folder"), std::string::npos) << folder.source;
+  EXPECT_TRUE(std::filesystem::is_directory(path));
+  std::filesystem::remove(path);
   device.gemm_tuning_slot().reset();  // later tests derive it again under their own environment
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/files.h"
+#include "base/input_file.h"
 #include "base/output_file.h"
 #include "base/rng.h"
 #include "base/serial.h"
@@ -83,10 +84,14 @@ GemmTuning untuned(const std::string& why) {
   return t;
 }
 
+// Over a regular file or nothing only: a device, a FIFO or a folder at the path (a link to
+// /dev/zero, say) is left as it is and the tuning not cached.
 Status write_tuning(const Device& device, const GemmTuning& tuning) {
+  const std::string path = gemm_tuning_path(device), kind = path_kind(path);
+  if (!kind.empty() && kind != "a regular file") return Status::error(path + " is " + kind + ", not a cache file: left as it is");
   const std::string text = gemm_tuning_text(device, tuning);
   RG_TRY(make_directories(cache_folder()));
-  return write_file_atomic(gemm_tuning_path(device), std::vector<uint8_t>(text.begin(), text.end()));
+  return write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
 }
 
 }  // namespace
@@ -223,6 +228,8 @@ GemmTuning& gemm_tuning(Device& device) {
       return *slot;
     }
     cache_note = "; the cache was not used: " + parsed.status().message();
+  } else if (path_exists(path)) {  // something else than a cache file is there: say what
+    cache_note = "; the cache was not used: " + bytes.status().message();
   }
   if (!tune_this_device(device, &why_not)) {
     slot = std::make_unique<GemmTuning>(untuned(why_not + cache_note));
