@@ -33,10 +33,13 @@ inline float2 channel_affine(double gamma, double beta, double mean, double inv_
 // batch norm at 0.4-0.6 TB/s on the H200, latency-bound (bench/RESULTS.md 2026-11-30).
 #define kLoadsAhead 16u
 
-// The gradient the backward starts from at element i: dy[i], or with `relu` the relu's backward
-// first, read from its output: out > 0 ? dy : 0 (activation.cl's f32_relu_backward, the same value).
-inline float relu_grad(__global const float* dy, __global const float* out, uint i, uint relu) {
-  return relu && !(out[i] > 0.0f) ? 0.0f : dy[i];
+// The gradient the backward starts from at element i: dy[i], or with `act` (FUSED_RELU or
+// FUSED_LEAKY_RELU) that activation's backward first, read from its output: out > 0 ? dy : 0, or
+// slope dy (activation.cl's f32_relu_backward and f32_leaky_relu_backward, the same values).
+inline float act_grad(__global const float* dy, __global const float* out, uint i, uint act, float slope) {
+  const float g = dy[i];
+  if (act == FUSED_NONE || out[i] > 0.0f) return g;
+  return act == FUSED_RELU ? 0.0f : slope * g;
 }
 
 // The statistics and sums run in two steps so that every row block is worked at once: one item
@@ -46,8 +49,8 @@ inline float relu_grad(__global const float* dy, __global const float* out, uint
 // doubles, as floats [2][blocks][channels] (pass 0: the block's mean, sum x / rows, and its M2,
 // sum (x - that mean)^2; pass 1: sum dy and sum dy xhat).
 __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __global const float* x, uint x_offset,
-                                        __global const float* dy, uint dy_offset, uint relu,
-                                        __global const float* relu_out, uint relu_out_offset,
+                                        __global const float* dy, uint dy_offset, uint act, float slope,
+                                        __global const float* act_out, uint act_out_offset,
                                         __global const double* saved, uint saved_offset, __global float* blocks,
                                         uint blocks_offset) {
   const uint i = get_global_id(0), block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
@@ -75,13 +78,13 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
     }
   } else {
     __global const float* dyc = dy + dy_offset + c;
-    __global const float* oc = relu_out + relu_out_offset + c;
+    __global const float* oc = act_out + act_out_offset + c;
     const float mean = (float)s[c], inv_std = (float)s[channels + c];
     for (uint r = r0; r < r1; r += kLoadsAhead) {  // each round's reads issued before its adds
       float g[kLoadsAhead], xv[kLoadsAhead];
 #pragma unroll
       for (uint j = 0; j < kLoadsAhead; ++j) {
-        g[j] = r + j < r1 ? relu_grad(dyc, oc, (r + j) * channels, relu) : 0.0f;
+        g[j] = r + j < r1 ? act_grad(dyc, oc, (r + j) * channels, act, slope) : 0.0f;
         xv[j] = r + j < r1 ? xc[(r + j) * channels] : 0.0f;
       }
 #pragma unroll
@@ -318,10 +321,10 @@ __kernel void f32_batch_norm_grad_sums(uint rows, uint channels, uint capacity, 
 
 // dx = a dy + b x + d with k = gamma inv_std and, training (over m = rows), q = k inv_std sum_dy_xhat / m:
 // a = (float)k, b = (float)-q, d = (float)(-k sum_dy / m + q mean); inference: a = (float)k, b = d = 0.
-// dy through relu_grad; with `add` also sum += dx (f32_add's rounding). n = rows channels.
+// dy through act_grad; with `add` also sum += dx (f32_add's rounding). n = rows channels.
 __kernel void f32_batch_norm_dx(uint n, uint rows, uint channels, uint training, __global const float* x,
-                                uint x_offset, __global const float* dy, uint dy_offset, uint relu,
-                                __global const float* relu_out, uint relu_out_offset, __global const float* gamma,
+                                uint x_offset, __global const float* dy, uint dy_offset, uint act, float slope,
+                                __global const float* act_out, uint act_out_offset, __global const float* gamma,
                                 uint gamma_offset, __global const double* saved, uint saved_offset,
                                 __global float* dx, uint dx_offset, uint add, __global float* sum,
                                 uint sum_offset) {
@@ -337,7 +340,7 @@ __kernel void f32_batch_norm_dx(uint n, uint rows, uint channels, uint training,
     b = (float)(-q);
     d = (float)(-k * s[2 * channels + c] / m + q * s[c]);
   }
-  const float v = a * relu_grad(dy + dy_offset, relu_out + relu_out_offset, i, relu) + b * x[x_offset + i] + d;
+  const float v = a * act_grad(dy + dy_offset, act_out + act_out_offset, i, act, slope) + b * x[x_offset + i] + d;
   dx[dx_offset + i] = v;
   if (add) sum[sum_offset + i] = sum[sum_offset + i] + v;
 }

@@ -43,6 +43,10 @@
 //                         (TRANS_B 0; ldb unused): a transposed convolution's weight gradient. The geometry
 //                         as defines (constant divisors): CONV_H, CONV_W, CONV_C, CONV_K (square
 //                         kernel), CONV_S (stride), CONV_P (padding), CONV_OH, CONV_OW.
+//   FLIPPED_B             1 (IMPLICIT_CONV 1, TRANS_B 1): op(B) is a Conv2D's weight W [taps, N, CONV_C]
+//                         turned 180 degrees with its channel axes swapped (im2col.cl's
+//                         f32_conv_flip_weight, read in place): term q = (tap, f), column c is
+//                         W[taps - 1 - tap][c][f]; the dx of a stride-1 conv as a conv over dy. ldb unused.
 // Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices).
 #pragma OPENCL FP_CONTRACT OFF
 #include "fused_activation.h"
@@ -150,6 +154,10 @@ inline float load_b(__global const float* B, uint ldb, uint K, uint N, uint col0
 #error "gemm.cl: IMPLICIT_CONV 2 reads op(B) = the patch matrix itself (TRANS_B 0)"
 #elif IMPLICIT_CONV == 2
   return (q < K && c < N) ? patch_value(B, q, c) : 0.0f;
+#elif FLIPPED_B && (IMPLICIT_CONV != 1 || !TRANS_B)
+#error "gemm.cl: FLIPPED_B reads a conv's weight along f (TRANS_B 1) for the implicit conv (IMPLICIT_CONV 1)"
+#elif FLIPPED_B  // neighbouring l: neighbouring q, so neighbouring f, neighbouring words of W
+  return (q < K && c < N) ? B[((CONV_K * CONV_K - 1 - q / CONV_C) * N + c) * CONV_C + q % CONV_C] : 0.0f;
 #elif TRANS_B
   return (q < K && c < N) ? B[c * ldb + q] : 0.0f;
 #else

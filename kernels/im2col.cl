@@ -7,7 +7,6 @@
 // it in the CPU's patch order, so overlapping patches never race. The depthwise convolution's
 // passes (ops/depthwise.h) read the same geometry and need no patch matrix: one work-item per
 // output, dx or dW element sums its taps or pixels in the CPU's order (padding adding 0 * w).
-// And a convolution's weight flipped for its dx at stride 1 (f32_conv_flip_weight).
 // Launchers: src/opencl/im2col.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // no arithmetic to fuse; kept as in every kernel file
 
@@ -30,19 +29,6 @@ __kernel void f32_im2col(uint n, CONV_GEOMETRY, __global const float* image, uin
   if (ih >= 0 && ih < (int)height && iw >= 0 && iw < (int)width)
     v = image[image_offset + ((b * height + (uint)ih) * width + (uint)iw) * channels + ch];
   cols[cols_offset + i] = v;
-}
-
-// flipped [k, k, filters, c] = weight [k, k, c, filters] turned 180 degrees with its channel axes
-// swapped (nn/conv.cpp's flip_weight): the weight of the convolution that takes dy to dx at stride
-// 1. n = k^2 c filters, one item per element of flipped.
-__kernel void f32_conv_flip_weight(uint n, uint kernel_size, uint channels, uint filters,
-                                   __global const float* weight, uint weight_offset, __global float* flipped,
-                                   uint flipped_offset) {
-  const uint i = get_global_id(0);
-  if (i >= n) return;
-  const uint ch = i % channels, f = i / channels % filters, tap = i / channels / filters;
-  const uint source_tap = kernel_size * kernel_size - 1 - tap;  // (k - 1 - kh, k - 1 - kw)
-  flipped[flipped_offset + i] = weight[weight_offset + (source_tap * channels + ch) * filters + f];
 }
 
 // The patches (oh or ow) holding input row (or column) i: o stride - pad <= i < o stride - pad +

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "opencl/gemm.h"
 #include "opencl/gemm_tuning.h"
@@ -527,8 +528,9 @@ TEST(OpenclGemmTuning, TheSearchTimesEveryCandidateBestFirst) {
 // The implicit products of a convolution's backward against im2col + the plain GEMM, bit for bit
 // (the same values, the same sums), over every configuration, splits of 1 to 3 slices and beta 0
 // and 1: a conv's weight gradient (op(A) the patch matrix transposed), a transposed conv's dx (the
-// weight read transposed) and its weight gradient (op(B) the patch matrix); then the weight flip
-// against nn/conv.cpp's flip_weight, between guard words. Strides 1 to 3, pads 0 to 3, even
+// weight read transposed) and its weight gradient (op(B) the patch matrix); and at stride 1 a
+// conv's dx as a conv over dy with the weight read flipped, against the same conv of a weight
+// flipped here (nn/conv.cpp's flip_weight, written out). Strides 1 to 3, pads 0 to 3, even
 // kernels, 1 to 17 channels, up to 130 filters.
 TEST(OpenclConvGemm, ImplicitBackwardProductsGiveTheBitsOfIm2colThenTheGemm) {
   SKIP_WITHOUT_OPENCL();
@@ -550,7 +552,20 @@ TEST(OpenclConvGemm, ImplicitBackwardProductsGiveTheBitsOfIm2colThenTheGemm) {
     Buffer cols = upload_or_die(device, std::vector<float>(rows * k, 0.0f), "cols");
     ASSERT_TRUE(f32_im2col(device, g, t.batch, images.f32(), cols.f32()).ok());
     const std::vector<float> start = random_floats(rng, k * f);
-    Buffer w = upload_or_die(device, start, "w");  // a transposed conv's [f, k]
+    Buffer w = upload_or_die(device, start, "w");  // a transposed conv's [f, k]; a conv's [k, k, c, f]
+    // At stride 1 the conv whose dx is the conv of dy (f channels) with flipped [k, k, f, c] =
+    // w [k - 1 - kh][k - 1 - kw][c][f]; `flipped_g` its geometry, none where there is none.
+    std::optional<ConvGeometry> flipped_g;
+    if (auto fg = conv_geometry(g.out_h, g.out_w, f, t.k, 1, t.k - 1 - t.pad);
+        t.stride == 1 && t.pad < t.k && fg.ok() && fg.value().out_h == t.h && fg.value().out_w == t.w)
+      flipped_g = fg.value();
+    std::vector<float> flipped_host(static_cast<size_t>(k * f));
+    for (int64_t tap = 0; tap < t.k * t.k; ++tap)
+      for (int64_t ff = 0; ff < f; ++ff)
+        for (int64_t ch = 0; ch < t.c; ++ch)
+          flipped_host[static_cast<size_t>((tap * f + ff) * t.c + ch)] =
+              start[static_cast<size_t>(((t.k * t.k - 1 - tap) * t.c + ch) * f + ff)];
+    Buffer flipped = upload_or_die(device, flipped_host, "flipped");
     // The tuning's choice, then one candidate of each code path gemm.cl has (8x16 sums an item,
     // PREFETCH 0, VEC 2, VEC 1, the smallest tile): every candidate took PoCL 9.5 minutes here.
     std::vector<const GemmConfig*> configs{nullptr};
@@ -588,8 +603,19 @@ TEST(OpenclConvGemm, ImplicitBackwardProductsGiveTheBitsOfIm2colThenTheGemm) {
                                    w.f32(), 0.0f, want_dx.f32(), how);
           poison_f32(got_dx);  // beta 0: every word written
           poison_gemm_scratch(device);
-          expect_same(dx, f32_conv_gemm(device, g, t.batch, images.f32(), w.f32(), f, got_dx.f32(), how, Trans::yes),
+          expect_same(dx,
+                      f32_conv_gemm(device, g, t.batch, images.f32(), w.f32(), f, got_dx.f32(), how, ConvWeight::transposed),
                       want_dx, got_dx, "transposed conv dx");
+          if (flipped_g) {  // dx [batch, h, w, c] (beta 1: added to what it held)
+            const std::vector<float> held = random_floats(rng, t.batch * t.h * t.w * t.c);
+            Buffer want_cx = upload_or_die(device, held, "want conv dx"), got_cx = upload_or_die(device, held, "got conv dx");
+            const auto cx = f32_conv_gemm(device, *flipped_g, t.batch, dy.f32(), flipped.f32(), t.c, want_cx.f32(), how,
+                                          ConvWeight::plain, beta);
+            poison_gemm_scratch(device);
+            expect_same(cx, f32_conv_gemm(device, *flipped_g, t.batch, dy.f32(), w.f32(), t.c, got_cx.f32(), how,
+                                          ConvWeight::flipped, beta),
+                        want_cx, got_cx, "conv dx, the weight read flipped");
+          }
           Buffer want_tw = upload_or_die(device, start, "want tdW"), got_tw = upload_or_die(device, start, "got tdW");
           const auto tdw = f32_gemm(device, GemmShape{Trans::yes, Trans::no, f, k, rows, f, k, k}, 1.0f, dy.f32(),
                                     cols.f32(), beta, want_tw.f32(), how);
@@ -598,20 +624,6 @@ TEST(OpenclConvGemm, ImplicitBackwardProductsGiveTheBitsOfIm2colThenTheGemm) {
                                                                 got_tw.f32(), how),
                       want_tw, got_tw, "transposed conv dW");
         }
-    // flipped [kh][kw][f][c] = w [k - 1 - kh][k - 1 - kw][c][f], two guard words before, one after
-    Buffer flipped = upload_or_die(device, std::vector<float>(k * f + 3, 9.0f), "flipped");
-    ASSERT_TRUE(f32_conv_flip_weight(device, t.k, t.c, f, w.f32(), flipped.f32(2, k * f)).ok());
-    const std::vector<float> out = download_all<float>(flipped);
-    EXPECT_EQ(out[0], 9.0f);
-    EXPECT_EQ(out[1], 9.0f);
-    EXPECT_EQ(out[static_cast<size_t>(k * f + 2)], 9.0f);
-    for (int64_t kh = 0; kh < t.k; ++kh)
-      for (int64_t kw = 0; kw < t.k; ++kw)
-        for (int64_t ff = 0; ff < f; ++ff)
-          for (int64_t ch = 0; ch < t.c; ++ch) {
-            const float source = start[static_cast<size_t>((((t.k - 1 - kh) * t.k + (t.k - 1 - kw)) * t.c + ch) * f + ff)];
-            ASSERT_EQ(out[static_cast<size_t>(2 + ((kh * t.k + kw) * f + ff) * t.c + ch)], source);
-          }
   }
   release_gemm_scratch(device);
 }

@@ -45,24 +45,33 @@ struct BlockSums {
 };
 BlockSums block_sums_of(DeviceSpan saved, int64_t channels) { return {saved.mem, u32((saved.offset + 4 * channels) * 2)}; }
 
-// The relu's output the kernels read with relu 1, or dy standing in with relu 0 (never read).
-struct ReluArgs {
-  cl_uint relu;
+// The activation the kernels take the backward of and its output, or none with dy standing in
+// for the output (never read).
+struct ActivationArgs {
+  cl_uint act;
+  float slope;
   cl_mem mem;
   cl_uint offset;
 };
-ReluArgs relu_args(const BatchNormBackwardFusion& fused, DeviceSpan dy) {
-  const bool relu = fused.relu_output.mem != nullptr;
-  return {relu ? 1u : 0u, relu ? fused.relu_output.mem : dy.mem, u32(relu ? fused.relu_output.offset : dy.offset)};
+ActivationArgs activation_args(const BatchNormBackwardFusion& fused, DeviceSpan dy) {
+  const bool none = fused.activation.kind == FusedActivation::none;
+  const DeviceSpan out = none ? dy : fused.activation_output;
+  return {cl_uint{fused.activation.kind}, fused.activation.slope, out.mem, u32(out.offset)};
+}
+
+Status check_activation(const char* name, int64_t n, const BatchNormBackwardFusion& fused) {
+  if (fused.activation.kind == FusedActivation::none) return Status();
+  RG_CHECK(fused.activation_output.mem != nullptr, "the fused activation of " << name << " without its output");
+  return check_u32(name, n, {fused.activation_output});
 }
 
 Result<Event> block_pass(Device& device, int64_t rows, int64_t channels, cl_uint pass, DeviceSpan x, DeviceSpan dy,
                          DeviceSpan saved, const BatchNormBackwardFusion& fused = {}) {
   const BlockSums blocks = block_sums_of(saved, channels);
   const int64_t items = stats_blocks(rows) * channels;
-  const ReluArgs r = relu_args(fused, dy);
+  const ActivationArgs r = activation_args(fused, dy);
   return launch_1d(device, kBatchNormProgram, "f32_batch_norm_block_sums", batch_norm_options(), items, u32(rows),
-                   u32(channels), pass, x.mem, u32(x.offset), dy.mem, u32(dy.offset), r.relu, r.mem, r.offset,
+                   u32(channels), pass, x.mem, u32(x.offset), dy.mem, u32(dy.offset), r.act, r.slope, r.mem, r.offset,
                    saved.mem, u32(saved.offset), blocks.mem, blocks.offset);
 }
 
@@ -128,7 +137,7 @@ Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t chan
   if (rows == 0) return Event();
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, n, {x, dy}));
-  if (fused.relu_output.mem != nullptr) RG_TRY(check_u32(name, n, {fused.relu_output}));
+  RG_TRY(check_activation(name, n, fused));
   RG_TRY(check_u32(name, channels, {gamma, dgamma, dbeta}));
   RG_TRY(check_saved(name, rows, channels, saved));
   const BlockSums blocks = block_sums_of(saved, channels);
@@ -148,14 +157,14 @@ Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t ch
   if (rows == 0) return Event();
   RG_TRY(need_fp64(device, name));
   RG_TRY(check_u32(name, n, {x, dy, dx}));
-  if (fused.relu_output.mem != nullptr) RG_TRY(check_u32(name, n, {fused.relu_output}));
+  RG_TRY(check_activation(name, n, fused));
   if (fused.sum.mem != nullptr) RG_TRY(check_u32(name, n, {fused.sum}));
   RG_TRY(check_u32(name, channels, {gamma}));
   RG_TRY(check_saved(name, rows, channels, saved));
-  const ReluArgs r = relu_args(fused, dy);
+  const ActivationArgs r = activation_args(fused, dy);
   return launch_1d(device, kBatchNormProgram, "f32_batch_norm_dx", batch_norm_options(), n, u32(n), u32(rows),
-                   u32(channels), cl_uint{training ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset), r.relu,
-                   r.mem, r.offset, gamma.mem, u32(gamma.offset), saved.mem, u32(saved.offset), dx.mem,
+                   u32(channels), cl_uint{training ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset), r.act,
+                   r.slope, r.mem, r.offset, gamma.mem, u32(gamma.offset), saved.mem, u32(saved.offset), dx.mem,
                    u32(dx.offset), cl_uint{fused.sum.mem ? 1u : 0u}, fused.sum.mem ? fused.sum.mem : dx.mem,
                    u32(fused.sum.offset));
 }

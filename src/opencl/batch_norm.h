@@ -39,11 +39,13 @@ Result<Event> f32_batch_norm_inference_affine(Device& device, int64_t channels, 
                                               DeviceSpan beta, DeviceSpan running_mean, DeviceSpan running_var,
                                               DeviceSpan affine);
 // What the backward fuses (each the bits of the launch it replaces, a launch and a pass less):
-// `relu_output` (mem set): dy is the gradient of relu(y), the output of a forward with the relu
-// fused, [rows, channels], and the relu's backward is taken as dy is read (f32_relu_backward's
-// values); `sum` (mem set): dx is also added onto sum [rows, channels] (f32_add(sum, dx, sum)'s bits).
+// `activation` (relu or leaky relu): dy is the gradient of its output `activation_output` [rows,
+// channels] (a forward's with the activation fused), and its backward is taken as dy is read
+// (f32_relu_backward's, f32_leaky_relu_backward's values); `sum` (mem set): dx is also added onto
+// sum [rows, channels] (f32_add(sum, dx, sum)'s bits).
 struct BatchNormBackwardFusion {
-  DeviceSpan relu_output;
+  FusedActivation activation;
+  DeviceSpan activation_output;
   DeviceSpan sum;
 };
 // dgamma, dbeta [channels] (accumulate: +=, else =) and dx [rows, channels] (null dx.mem: skipped)

@@ -331,15 +331,18 @@ Result<std::string> conv_gemm_defines(const char* name, const ConvGeometry& g, i
 }  // namespace
 
 Result<Event> f32_conv_gemm(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan images, DeviceSpan weight,
-                            int64_t filters, DeviceSpan y, const GemmLaunch& how, Trans weight_trans) {
+                            int64_t filters, DeviceSpan y, const GemmLaunch& how, ConvWeight weight_read, float beta) {
   RG_CHECK(filters > 0, "conv gemm of " << filters << " filters");
   const int64_t rows = batch * g.patches(), k = g.patch_size();
-  RG_ASSIGN(const std::string defines,
+  RG_ASSIGN(std::string defines,
             conv_gemm_defines("f32_conv_gemm", g, batch, images, weight, k * filters, y, rows * filters));
   if (rows == 0) return Event();
-  const int64_t ldb = weight_trans == Trans::yes ? k : filters;
-  return run(device, GemmShape{Trans::no, weight_trans, rows, filters, k, k, ldb, filters}, 1.0f, images, weight, 0.0f,
-             y, how, defines);
+  // flipped: op(B) read along the dy channels of each tap (gemm.cl's FLIPPED_B), ldb unused
+  if (weight_read == ConvWeight::flipped) defines += " -DFLIPPED_B=1";
+  const Trans trans_b = weight_read == ConvWeight::plain ? Trans::no : Trans::yes;
+  const int64_t ldb = weight_read == ConvWeight::transposed ? k : weight_read == ConvWeight::flipped ? g.channels : filters;
+  return run(device, GemmShape{Trans::no, trans_b, rows, filters, k, k, ldb, filters}, 1.0f, images, weight, beta, y,
+             how, defines);
 }
 
 Result<Event> f32_conv_gemm_weight_grad(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan images,

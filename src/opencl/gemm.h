@@ -53,10 +53,17 @@ void build_gemm_programs(Device& device, const GemmShape& shape, const std::vect
 // (implicit GEMM): y [batch * patches, filters] = patches(images) [.., patch_size] *
 // weight [patch_size, filters] (then the epilogue), images [batch, height, width, channels] NHWC. The same
 // values as f32_im2col then f32_gemm, so the same bits, without the patch matrix in memory.
-// `weight_trans` yes: the weight stored [filters, patch_size] (a transposed convolution's dx).
+// `beta` 1: y += the product (f32_add's bits after a product into y's place with beta 0).
+enum class ConvWeight {
+  plain,       // [patch_size, filters]
+  transposed,  // [filters, patch_size]: a transposed convolution's dx
+  flipped,     // a Conv2D's weight [k, k, filters, geometry.channels] (its channels, then its
+               // filters: dy's channels here) read turned 180 degrees with its channel axes swapped
+               // (nn/conv.cpp's flip_weight): the Conv2D's dx at stride 1 as a conv over dy, no copy
+};
 Result<Event> f32_conv_gemm(Device& device, const ConvGeometry& geometry, int64_t batch, DeviceSpan images,
                             DeviceSpan weight, int64_t filters, DeviceSpan y, const GemmLaunch& launch = {},
-                            Trans weight_trans = Trans::no);
+                            ConvWeight weight_read = ConvWeight::plain, float beta = 0.0f);
 // Its weight gradient the same way: dw [patch_size, filters] = beta dw + patches(images)^T *
 // dy [batch * patches, filters]: the values of f32_im2col then f32_gemm (A transposed) over the
 // whole batch at once, split over its rows as f32_gemm splits a deep product.

@@ -37,16 +37,6 @@ Result<Event> f32_col2im_add(Device& device, const ConvGeometry& g, int64_t batc
                    cl_uint{accumulate ? 1u : 0u}, cols.mem, u32(cols.offset), image.mem, u32(image.offset));
 }
 
-Result<Event> f32_conv_flip_weight(Device& device, int64_t kernel, int64_t channels, int64_t filters, DeviceSpan weight,
-                                   DeviceSpan flipped) {
-  RG_CHECK(kernel > 0 && channels > 0 && filters > 0, "flip of a " << kernel << "x" << kernel << " weight, " << channels
-                                                                   << " channels, " << filters << " filters");
-  const int64_t n = kernel * kernel * channels * filters;
-  RG_TRY(check_u32("f32_conv_flip_weight", n, {weight, flipped}));
-  return launch_1d(device, kIm2colProgram, "f32_conv_flip_weight", "", n, u32(n), u32(kernel), u32(channels),
-                   u32(filters), weight.mem, u32(weight.offset), flipped.mem, u32(flipped.offset));
-}
-
 Result<Event> f32_depthwise_forward(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan x, DeviceSpan w,
                                     DeviceSpan bias, DeviceSpan y) {
   detail::check_geometry("depthwise patches of", g, batch);

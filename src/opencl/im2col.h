@@ -4,8 +4,7 @@
 // holding it, so no two items write one element, whatever the overlap. And the depthwise
 // convolution's three passes (ops/depthwise.h: weights [kernel^2, channels], bias [channels]),
 // no patch matrix, each element summed in the CPU's order (the same bits as its scalar
-// reference; the CPU's FMA level rounds its sums once a term). And the weight flip of a
-// convolution's dx at stride 1.
+// reference; the CPU's FMA level rounds its sums once a term).
 #pragma once
 
 #include <cstdint>
@@ -25,10 +24,6 @@ Result<Event> f32_im2col(Device& device, const ConvGeometry& g, int64_t batch, D
 // col2im_add's order (patches row by row): the same bits as col2im_add on each image.
 Result<Event> f32_col2im_add(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan cols, DeviceSpan image,
                              bool accumulate = true);
-// flipped [k, k, filters, c] = weight [k, k, c, filters] turned 180 degrees, channel axes swapped
-// (nn/conv.cpp's flip_weight): the weight taking dy to dx at stride 1 as a convolution.
-Result<Event> f32_conv_flip_weight(Device& device, int64_t kernel, int64_t channels, int64_t filters, DeviceSpan weight,
-                                   DeviceSpan flipped);
 
 // Depthwise: y [batch, out_h, out_w, channels] = bias (when bias.mem is not null) + x's taps times w.
 Result<Event> f32_depthwise_forward(Device& device, const ConvGeometry& g, int64_t batch, DeviceSpan x, DeviceSpan w,

@@ -62,11 +62,18 @@ Result<DeviceSpan> ClBatchNorm::write_inference_affine() {
 Status ClBatchNorm::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx,
                              const ClContext& ctx) {
   (void)y;
-  return backward_fused(n, x, dy, dx, ctx, {});
+  return backward_with(n, x, dy, dx, ctx, {});
 }
 
-Status ClBatchNorm::backward_fused(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx,
-                                   const BatchNormBackwardFusion& fused) {
+Status ClBatchNorm::backward_fused(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx,
+                                   const ClContext& ctx, const ClBackwardFusion& fusion) {
+  (void)y;
+  RG_CHECK(!fusion.add_to_dx, "a batch norm's dx is not added onto");
+  return backward_with(n, x, dy, dx, ctx, BatchNormBackwardFusion{fusion.activation, fusion.activation_output, {}});
+}
+
+Status ClBatchNorm::backward_with(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx,
+                                  const BatchNormBackwardFusion& fused) {
   RG_CHECK(saved_.mem() != nullptr, "batch norm backward before its forward");
   const int64_t rows = n * row_ / channels_;
   RG_TRY(f32_batch_norm_backward(device_, rows, channels_, ctx.host.training, ctx.host.accumulate_grads, x, dy,

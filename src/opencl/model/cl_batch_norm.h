@@ -19,17 +19,20 @@ class ClBatchNorm : public ClLayer {
   static Result<std::unique_ptr<ClBatchNorm>> create(BatchNorm& host, const Shape& input, Device& device);
 
   Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override;
-  // Fusion: an activation applied as y is stored, training or not; in inference the layer can
-  // instead fold into the head before it as an affine.
-  FusionHead fusion_head() const override { return {false, true}; }
+  // Fusion: an activation applied as y is stored, training or not, and its backward taken as dy is
+  // read; in inference the layer can instead fold into the head before it as an affine.
+  FusionHead fusion_head() const override { return {false, true, true, false}; }
   Status forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx, const ClEpilogue& epilogue) override;
   FusionTail fusion_tail() const override { return {FusedActivation{}, true}; }
   Result<DeviceSpan> write_inference_affine() override;
   Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override;
-  // The backward with a relu's backward before it and/or dx added onto (opencl/batch_norm.h's
-  // BatchNormBackwardFusion: its relu_output is this layer's y after a forward with the relu fused).
-  Status backward_fused(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx,
-                        const BatchNormBackwardFusion& fused);
+  Status backward_fused(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx,
+                        const ClBackwardFusion& fusion) override;
+  // The backward with an activation's backward before it and/or dx added onto a sum as well
+  // (opencl/batch_norm.h's BatchNormBackwardFusion: the activation's output is this layer's y
+  // after a forward with the activation fused).
+  Status backward_with(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx,
+                       const BatchNormBackwardFusion& fused);
   std::vector<ClParam*> params() override { return {&gamma_, &beta_}; }
   std::vector<ClParam*> buffers() override { return {&running_mean_, &running_var_}; }
   // The forward's mean and inv_std and the backward's sums, in double: not per sample; the

@@ -100,11 +100,10 @@ int64_t ClConv::chunk_samples(int64_t n) const {
   return std::max<int64_t>(1, std::min(n, chunk_elements_ / per_sample));
 }
 
-// A chunk's patch matrix, or the flipped weight of the implicit backward's dx.
+// A chunk's patch matrix.
 int64_t ClConv::workspace_elements(int64_t n) const {
   if (g_.pointwise()) return 0;
-  const int64_t patches = chunk_samples(n) * g_.patches() * g_.patch_size();
-  return direct_dx_ ? std::max(patches, g_.patch_size() * filters_) : patches;
+  return chunk_samples(n) * g_.patches() * g_.patch_size();
 }
 
 Status ClConv::forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) {
@@ -122,7 +121,14 @@ Status ClConv::forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClCont
 }
 
 Status ClConv::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) {
+  return backward_fused(n, x, y, dy, dx, ctx, ClBackwardFusion{});
+}
+
+Status ClConv::backward_fused(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx,
+                              const ClContext& ctx, const ClBackwardFusion& fusion) {
   (void)y;
+  RG_CHECK(fusion.activation.kind == FusedActivation::none, "a conv takes no activation's backward");
+  RG_CHECK(!fusion.add_to_dx || fusion_head().add_to_dx, "a conv adding onto dx off its implicit stride-1 path");
   const bool keep = ctx.host.accumulate_grads;
   if (has_bias_) {  // db [filters] (+)= column sums of dy [n * pixels, filters], over the whole batch as the CPU
     if (!keep) RG_TRY(f32_fill_zero(device_, bias_.grad.f32()).status());
@@ -130,7 +136,7 @@ Status ClConv::backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, De
   }
   if (g_.pointwise()) return backward_by(Path::im2col, n, x, dy, dx, keep, ctx);  // no patch matrix
   if (backward_path_ == Path::unmeasured) return choose_backward_path(n, x, dy, dx, keep, ctx);
-  return backward_by(backward_path_, n, x, dy, dx, keep, ctx);
+  return backward_by(backward_path_, n, x, dy, dx, keep, ctx, fusion.add_to_dx);
 }
 
 // Per chunk: cols [rows, K] = im2col(x); y [rows, F] = cols * W [K, F]  (rows = count * patches), or
@@ -177,9 +183,10 @@ Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, De
 }
 
 Status ClConv::backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
-                           const ClContext& ctx) {
+                           const ClContext& ctx, bool add_dx) {
+  RG_CHECK(!add_dx || (!transposed_ && path == Path::implicit && direct_dx_), "dx added onto off the direct dx");
   return transposed_ ? transposed_backward_by(path, n, x, dy, dx, keep, ctx)
-                     : conv_backward_by(path, n, x, dy, dx, keep, ctx);
+                     : conv_backward_by(path, n, x, dy, dx, keep, ctx, add_dx);
 }
 
 // Not timed, unlike the forward: the paths' bits differ (dW's chunks, dx's order of sums), and a
@@ -198,10 +205,10 @@ Status ClConv::choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, Devi
 
 // im2col: per chunk dW [K, F] (+)= cols^T * dy, cols = im2col(x); then dx by col2im. implicit: dx
 // first (a program that does not build then leaves the gradients as they were, for the fallback),
-// as the convolution of dy with the flipped weight (in the workspace) at stride 1, else by col2im;
+// as the convolution of dy with the weight read flipped at stride 1, else by col2im;
 // then dW over the whole batch from x as it is read.
 Status ClConv::conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
-                                const ClContext& ctx) {
+                                const ClContext& ctx, bool add_dx) {
   const int64_t per_chunk = chunk_samples(n), k = g_.patch_size(), f = filters_;
   const DeviceSpan ws = ctx.workspace;
   if (path == Path::implicit) {
@@ -210,9 +217,9 @@ Status ClConv::conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan d
       if (!direct_dx_) {
         RG_TRY(dx_by_col2im(n, dy, dx, ws));
       } else {
-        const DeviceSpan flipped = sub(ws, 0, k * f);
-        RG_TRY(f32_conv_flip_weight(device_, g_.kernel, g_.channels, f, weight_.value.f32(), flipped).status());
-        RG_TRY(f32_conv_gemm(device_, flipped_g_, n, dy, flipped, g_.channels, dx).status());
+        RG_TRY(f32_conv_gemm(device_, flipped_g_, n, dy, weight_.value.f32(), g_.channels, dx, {}, ConvWeight::flipped,
+                             add_dx ? 1.0f : 0.0f)
+                   .status());
       }
     }
     return f32_conv_gemm_weight_grad(device_, g_, n, x, dy, f, keep ? 1.0f : 0.0f, weight_.grad.f32()).status();
@@ -275,7 +282,7 @@ Status ClConv::transposed_backward_by(Path path, int64_t n, DeviceSpan x, Device
   if (path == Path::implicit) {
     if (dx.mem != nullptr) {
       const InputGradScope timed(ctx.host);  // --profile-device: as the input gradient
-      RG_TRY(f32_conv_gemm(device_, g_, n, dy, weight_.value.f32(), c, dx, {}, Trans::yes).status());
+      RG_TRY(f32_conv_gemm(device_, g_, n, dy, weight_.value.f32(), c, dx, {}, ConvWeight::transposed).status());
     }
     return f32_conv_gemm_transposed_weight_grad(device_, g_, n, x, c, dy, keep ? 1.0f : 0.0f, weight_.grad.f32())
         .status();

@@ -35,9 +35,15 @@ class ClConv : public ClLayer {
   Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override;
   // Conv2D: the fused layers' epilogue in its GEMM's last step, either path. ConvTranspose2D
   // ends in col2im and its bias add, not a GEMM: no fusion head.
-  FusionHead fusion_head() const override { return {!transposed_, !transposed_}; }
+  // Backward: dx added onto in its product where that is one product (a Conv2D at stride 1 on the
+  // implicit path, once the first backward has chosen it).
+  FusionHead fusion_head() const override {
+    return {!transposed_, !transposed_, false, !transposed_ && direct_dx_ && backward_path_ == Path::implicit};
+  }
   Status forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx, const ClEpilogue& epilogue) override;
   Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override;
+  Status backward_fused(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx,
+                        const ClBackwardFusion& fusion) override;
   std::vector<ClParam*> params() override;
   int64_t workspace_elements(int64_t n) const override;
   int64_t chunk_samples(int64_t n) const;  // samples per chunk for a batch of n
@@ -57,10 +63,11 @@ class ClConv : public ClLayer {
   Status choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
   // The backward by `path` (both kinds), the conv's and the transposed conv's.
   // ctx: its workspace, and its host context's profile (the input gradient's part is marked).
+  // add_dx: dx added onto (the implicit path's direct dx only: fusion_head's add_to_dx).
   Status backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
-                     const ClContext& ctx);
+                     const ClContext& ctx, bool add_dx = false);
   Status conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
-                          const ClContext& ctx);
+                          const ClContext& ctx, bool add_dx);
   Status transposed_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
                                 const ClContext& ctx);
   // The first call's path: RETROGRAD_CL_CONV's, else (auto) choose_backward_path's rule.

@@ -28,7 +28,7 @@ class ClDense : public ClLayer {
     return forward_fused(n, x, y, ctx, ClEpilogue{});
   }
 
-  FusionHead fusion_head() const override { return {true, true}; }
+  FusionHead fusion_head() const override { return {true, true, false, true}; }  // dx's product adds onto dx
 
   Status forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx,
                        const ClEpilogue& epilogue) override {
@@ -42,7 +42,13 @@ class ClDense : public ClLayer {
   }
 
   Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override {
+    return backward_fused(n, x, y, dy, dx, ctx, ClBackwardFusion{});
+  }
+
+  Status backward_fused(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx,
+                        const ClBackwardFusion& fusion) override {
     (void)y;
+    RG_CHECK(fusion.activation.kind == FusedActivation::none, "a dense layer takes no activation's backward");
     const bool keep = ctx.host.accumulate_grads;
     // dW[in x out] (+)= x[n x in]^T * dy[n x out]
     RG_TRY(f32_gemm(device_, GemmShape{Trans::yes, Trans::no, in_, out_, n, in_, out_, out_}, 1.0f, x, dy,
@@ -52,10 +58,10 @@ class ClDense : public ClLayer {
       if (!keep) RG_TRY(f32_fill_zero(device_, bias_.grad.f32()).status());
       RG_TRY(f32_column_sum(device_, n, out_, dy, bias_.grad.f32()).status());
     }
-    if (dx.mem != nullptr) {  // dx[n x in] = dy[n x out] * W[in x out]^T
+    if (dx.mem != nullptr) {  // dx[n x in] (+)= dy[n x out] * W[in x out]^T
       const InputGradScope timed(ctx.host);  // --profile-device: as the input gradient
       RG_TRY(f32_gemm(device_, GemmShape{Trans::no, Trans::yes, n, in_, out_, out_, out_, in_}, 1.0f, dy,
-                      weight_.value.f32(), 0.0f, dx)
+                      weight_.value.f32(), fusion.add_to_dx ? 1.0f : 0.0f, dx)
                  .status());
     }
     return Status();

@@ -54,6 +54,16 @@ struct ClEpilogue {
   FusedActivation activation;  // then relu or leaky relu
 };
 
+// What a layer's backward takes on for the model (cl_fusion.h), each with the bits of the launch
+// it replaces: the backward of the activation fused after it in the forward (dy is then the
+// gradient of that activation's output [n, out...], read through its backward), and adding dx
+// onto what dx holds (a graph model's input read by several layers: f32_add's bits).
+struct ClBackwardFusion {
+  FusedActivation activation;  // kind none: no activation
+  DeviceSpan activation_output;
+  bool add_to_dx = false;
+};
+
 class ClLayer {
  public:
   virtual ~ClLayer() = default;
@@ -101,8 +111,12 @@ class ClLayer {
   // defaults: none, so a layer run on the CPU (hybrid) or of another kind is never fused.
   // As a head: what its last kernel applies to y (dense and Conv2D: both, in the GEMM's
   // epilogue; batch norm: the activation, in its apply kernel).
+  // Backward (backward_fused): activation_backward, the fused activation's backward as it reads
+  // dy; add_to_dx, dx added onto (a product that can take beta 1 now: it may change after the
+  // first backward, which chooses the path).
   struct FusionHead {
     bool affine = false, activation = false;
+    bool activation_backward = false, add_to_dx = false;
   };
   virtual FusionHead fusion_head() const { return {}; }
   // forward with `epilogue` applied to y; only what fusion_head() says it takes.
@@ -110,6 +124,13 @@ class ClLayer {
                                const ClEpilogue& epilogue) {
     (void)n, (void)x, (void)y, (void)ctx, (void)epilogue;
     RG_CHECK(false, "forward_fused of a layer that is no fusion head");
+    return Status();
+  }
+  // backward taking on `fusion`: only what fusion_head() says it takes.
+  virtual Status backward_fused(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx,
+                                const ClContext& ctx, const ClBackwardFusion& fusion) {
+    (void)n, (void)x, (void)y, (void)dy, (void)dx, (void)ctx, (void)fusion;
+    RG_CHECK(false, "backward_fused of a layer that takes no backward fusion");
     return Status();
   }
   // After a head: an activation it can apply (kind none: not one), or a batch norm whose

@@ -180,11 +180,20 @@ class ClModel {
   Status forward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, const ClContext& ctx);
   Status forward_group(const FusedGroup& g, const ClContext& ctx);  // a fused group over the batch
   std::string fused_names(const FusedGroup& g) const;                // "with bn1, relu1"
+  // `fusion`: what layer i's backward takes on (its activation_output over the whole batch).
   Status backward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, DeviceSpan dy_buffer, bool dy_f32,
-                       DeviceSpan dx_buffer, const ClContext& ctx);
-  // Per layer, whether its backward reads its own output for its input: an activation fused in
-  // the last forward; an error when that forward folded a batch norm (whose input was not kept).
-  Result<std::vector<bool>> fused_reads_own_output() const;
+                       DeviceSpan dx_buffer, const ClContext& ctx, const ClBackwardFusion& fusion = {});
+  // How layer i runs in the backward after the last forward (its groups_, cl_fusion.h).
+  struct LayerBackward {
+    bool reads_own_output = false;  // an activation fused in the forward: its y stands for its x
+    bool taken_by_head = false;     // such an activation whose backward its head takes: not run
+    int64_t tail = -1;              // a head that takes it: the activation's index
+    size_t top(size_t i) const { return tail >= 0 ? static_cast<size_t>(tail) : i; }  // whose output's gradient is dy
+  };
+  // An error when the last forward folded a batch norm (whose input was not kept).
+  Result<std::vector<LayerBackward>> backward_plan() const;
+  // Layer i's backward fusion under `plan`: its tail's activation, and `add_to_dx`.
+  ClBackwardFusion backward_fusion(size_t i, const std::vector<LayerBackward>& plan, bool add_to_dx) const;
   // Graph models (cl_model_graph.cpp): the flags above, the byte count and buffers of the
   // gradients, a merge layer's forward, and the backward over every edge.
   static std::vector<bool> reads_alone(const Model& model);
@@ -192,9 +201,9 @@ class ClModel {
   Status reserve_graph_grads(int64_t batch);
   DeviceSpan gradient_of(size_t i) const { return i + 1 == layers_.size() ? grad_a_.f32() : graph_grads_[i].f32(); }
   Status forward_merge(size_t i, const ClContext& ctx);
-  Status backward_graph(const ClContext& ctx, const std::vector<bool>& reads_own_output, DeviceSpan input_grad);
+  Status backward_graph(const ClContext& ctx, const std::vector<LayerBackward>& plan, DeviceSpan input_grad);
   Status backward_graph_layer(size_t i, const std::vector<DeviceSpan>& dxs, const std::vector<bool>& add_to,
-                              const std::vector<bool>& reads_own_output, const ClContext& ctx);
+                              const std::vector<LayerBackward>& plan, const ClContext& ctx);
   DeviceSpan external_input_;  // forward_from's x (mem null: the upload's)
   DeviceSpan input_span() const { return external_input_.mem != nullptr ? external_input_ : inputs_[current_].f32(); }
   DeviceSpan target_span() const;

@@ -3,7 +3,8 @@
 // outputs they name, and the backward: the layers in reverse, each writing the gradient of every
 // input it reads into that input's buffer, or adding it there when a later consumer (earlier in
 // this walk) wrote it already (through the scratch grad_b_ for a layer of one input, as the CPU
-// adds its dx). Chains never come here: they keep the ping-pong path of cl_model_passes.cpp.
+// adds its dx, or by the layer's own product with beta 1 where it takes that fusion: the same
+// bits). Chains never come here: they keep the ping-pong path of cl_model_passes.cpp.
 #include "nn/layer_profile.h"
 #include "opencl/elementwise.h"
 #include "opencl/model/cl_merge_layers.h"
@@ -43,10 +44,11 @@ Status ClModel::forward_merge(size_t i, const ClContext& ctx) {
   return merge.forward_inputs(batch_, xs, acts_[i].f32(0, batch_ * sizes_[i]), ctx);
 }
 
-Status ClModel::backward_graph(const ClContext& ctx, const std::vector<bool>& reads_own_output, DeviceSpan input_grad) {
+Status ClModel::backward_graph(const ClContext& ctx, const std::vector<LayerBackward>& plan, DeviceSpan input_grad) {
   std::vector<char> written(layers_.size(), 0);  // a gradient is in gradient_of(j) already
   char input_written = 0;
   for (size_t i = layers_.size(); i-- > 0;) {
+    if (plan[i].taken_by_head) continue;  // its head reads its dy through it (and its input is read by nothing else)
     std::vector<DeviceSpan> dxs;
     std::vector<bool> add_to;
     for (int j : model_.layer_inputs(i)) {
@@ -57,24 +59,27 @@ Status ClModel::backward_graph(const ClContext& ctx, const std::vector<bool>& re
       add_to.push_back(target.mem != nullptr && was);
       if (target.mem != nullptr) was = 1;
     }
-    const Status s = backward_graph_layer(i, dxs, add_to, reads_own_output, ctx);
+    const Status s = backward_graph_layer(i, dxs, add_to, plan, ctx);
     if (!s.ok()) return s.with_context("layer " + model_.layers()[i]->name() + " backward: ");
   }
   return Status();
 }
 
 Status ClModel::backward_graph_layer(size_t i, const std::vector<DeviceSpan>& dxs, const std::vector<bool>& add_to,
-                                     const std::vector<bool>& reads_own_output, const ClContext& ctx) {
-  const DeviceSpan dy = gradient_of(i);
+                                     const std::vector<LayerBackward>& plan, const ClContext& ctx) {
+  const DeviceSpan dy = gradient_of(plan[i].top(i));
   if (auto* merge = dynamic_cast<ClMergeLayer*>(layers_[i].get()); merge != nullptr) {
     const LayerPhaseScope timed = backward_phase_scope(ctx.host, *model_.layers()[i], i, batch_, true);
     return merge->backward_inputs(batch_, dy, dxs, add_to, ctx);
   }
   // the layer's x, or a fused activation's y (cl_model_passes.cpp's backward)
-  const DeviceSpan in = reads_own_output[i] ? acts_[i].f32() : layer_input(i);
-  const DeviceSpan dx = add_to[0] ? grad_b_.f32() : dxs[0];
-  RG_TRY(backward_rows(i, 0, batch_, in, dy, true, dx, ctx));
-  if (add_to[0]) RG_TRY(f32_add(device_, batch_ * input_size_of(i), dxs[0], grad_b_.f32(), dxs[0]).status());
+  const DeviceSpan in = plan[i].reads_own_output ? acts_[i].f32() : layer_input(i);
+  // dx onto a gradient already there: by the layer's own product where it can, else into the scratch then added
+  const bool adds_itself = add_to[0] && fuse_ && layers_[i]->fusion_head().add_to_dx;
+  const bool add_after = add_to[0] && !adds_itself;
+  RG_TRY(backward_rows(i, 0, batch_, in, dy, true, add_after ? grad_b_.f32() : dxs[0], ctx,
+                       backward_fusion(i, plan, adds_itself)));
+  if (add_after) RG_TRY(f32_add(device_, batch_ * input_size_of(i), dxs[0], grad_b_.f32(), dxs[0]).status());
   return Status();
 }
 

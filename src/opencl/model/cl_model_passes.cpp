@@ -95,7 +95,7 @@ Status ClModel::forward(const LayerContext& ctx) {
 }
 
 Status ClModel::backward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in, DeviceSpan dy_buffer, bool dy_f32,
-                              DeviceSpan dx_buffer, const ClContext& ctx) {
+                              DeviceSpan dx_buffer, const ClContext& ctx, const ClBackwardFusion& fusion) {
   const int64_t in_size = input_size_of(i), out_size = sizes_[i];
   const bool last = i + 1 == layers_.size(), f16 = storage_ == DType::f16;
   const int64_t xs = r0 * in_size, xn = rows * in_size, ys = r0 * out_size, yn = rows * out_size;
@@ -121,15 +121,24 @@ Status ClModel::backward_rows(size_t i, int64_t r0, int64_t rows, DeviceSpan in,
   LayerContext host = at_row(ctx.host, r0);
   host.accumulate_grads = ctx.host.accumulate_grads || r0 > 0;  // the chunks after the first add
   const LayerPhaseScope timed = backward_phase_scope(ctx.host, *model_.layers()[i], i, rows, dx.mem != nullptr);
-  RG_TRY(layers_[i]->backward(rows, x, y, dy, dx, ClContext{host, ctx.workspace, ctx.transfers}));
+  const ClContext layer_ctx{host, ctx.workspace, ctx.transfers};
+  if (fusion.activation.kind != FusedActivation::none || fusion.add_to_dx) {
+    ClBackwardFusion rows_fusion = fusion;  // the activation's output over these rows
+    const DeviceSpan out = fusion.activation_output;
+    if (out.mem != nullptr) rows_fusion.activation_output = DeviceSpan{out.mem, out.offset + ys, yn};
+    RG_TRY(layers_[i]->backward_fused(rows, x, y, dy, dx, layer_ctx, rows_fusion));
+  } else {
+    RG_TRY(layers_[i]->backward(rows, x, y, dy, dx, layer_ctx));
+  }
   if (f16 && i > 0) RG_TRY(f16_from_f32(device_, xn, dx, DeviceSpan{dx_buffer.mem, dx_buffer.offset + xs, xn}).status());
   return Status();
 }
 
-Result<std::vector<bool>> ClModel::fused_reads_own_output() const {
+Result<std::vector<ClModel::LayerBackward>> ClModel::backward_plan() const {
   // The last forward's fused activations: their head never wrote their x, so they read their y
-  // (the same gradient: ClLayer::fusion_tail). A folded batch norm left neither its x nor its statistics.
-  std::vector<bool> reads_own_output(layers_.size(), false);
+  // (the same gradient: ClLayer::fusion_tail), or their head takes their backward as it reads dy.
+  // A folded batch norm left neither its x nor its statistics.
+  std::vector<LayerBackward> plan(layers_.size());
   for (const FusedGroup& g : groups_) {
     if (g.affine >= 0) {
       const std::string& norm = model_.layers()[static_cast<size_t>(g.affine)]->name();
@@ -137,29 +146,48 @@ Result<std::vector<bool>> ClModel::fused_reads_own_output() const {
                            model_.layers()[g.head]->name() + "'s product, whose output was not kept: run the "
                            "forward in training (or with RETROGRAD_CL_FUSE=0)");
     }
-    if (g.activation >= 0) reads_own_output[static_cast<size_t>(g.activation)] = true;
+    if (g.activation < 0) continue;
+    LayerBackward& activation = plan[static_cast<size_t>(g.activation)];
+    activation.reads_own_output = true;
+    if (layers_[g.head]->fusion_head().activation_backward) {
+      activation.taken_by_head = true;
+      plan[g.head].tail = g.activation;
+    }
   }
-  return reads_own_output;
+  return plan;
+}
+
+ClBackwardFusion ClModel::backward_fusion(size_t i, const std::vector<LayerBackward>& plan, bool add_to_dx) const {
+  ClBackwardFusion fusion;
+  if (plan[i].tail >= 0) {
+    const size_t t = static_cast<size_t>(plan[i].tail);
+    fusion.activation = layers_[t]->fusion_tail().activation;
+    fusion.activation_output = acts_[t].f32();
+  }
+  fusion.add_to_dx = add_to_dx;
+  return fusion;
 }
 
 Status ClModel::backward(const LayerContext& ctx, DeviceSpan input_grad) {
   const bool f16 = storage_ == DType::f16;
   RG_CHECK(!f16 || input_grad.mem == nullptr, "an input gradient with f16 storage");
   const ClContext cl_ctx{ctx, workspace_.mem() ? workspace_.f32() : DeviceSpan{}, &transfers_};
-  RG_ASSIGN(const std::vector<bool> reads_own_output, fused_reads_own_output());
-  if (model_.is_graph()) return backward_graph(cl_ctx, reads_own_output, input_grad);
+  RG_ASSIGN(const std::vector<LayerBackward> plan, backward_plan());
+  if (model_.is_graph()) return backward_graph(cl_ctx, plan, input_grad);
   // Gradient buffers: the loss wrote the output's into A (f32 storage) or output_grad_ (f16).
   auto stored = [&](const Buffer& b) { return f16 ? b.f16() : b.f32(); };
   bool dy_in_a = true;
   for (size_t i = layers_.size(); i-- > 0;) {
-    const bool last = i + 1 == layers_.size();
+    if (plan[i].taken_by_head) continue;  // its head reads its dy (in the buffer where it is) through it
+    const bool last = plan[i].top(i) + 1 == layers_.size();
     const DeviceSpan dy = last ? output_grad() : stored(dy_in_a ? grad_a_ : grad_b_);
     const DeviceSpan dx = i == 0 ? input_grad : stored(dy_in_a ? grad_b_ : grad_a_);
     // the layer's x (f16 storage widens it instead), or a fused activation's y
-    const DeviceSpan in = i == 0 ? input_span() : acts_[reads_own_output[i] ? i : i - 1].f32();
+    const DeviceSpan in = i == 0 ? input_span() : acts_[plan[i].reads_own_output ? i : i - 1].f32();
     const int64_t rows = chunk_rows(i, ctx, batch_);
+    const ClBackwardFusion fusion = backward_fusion(i, plan, false);
     for (int64_t r0 = 0; r0 < batch_; r0 += rows) {
-      const Status s = backward_rows(i, r0, std::min(rows, batch_ - r0), in, dy, last || !f16, dx, cl_ctx);
+      const Status s = backward_rows(i, r0, std::min(rows, batch_ - r0), in, dy, last || !f16, dx, cl_ctx, fusion);
       if (!s.ok()) return s.with_context("layer " + model_.layers()[i]->name() + " backward: ");
     }
     dy_in_a = !dy_in_a;

@@ -73,7 +73,9 @@ class ClRcl : public ClLayer {
       ClBatchNorm& norm = *norms_[static_cast<size_t>(t)];
       const DeviceSpan dz_t = t == steps_ ? dff : dz;
       if (fuse_) {
-        RG_TRY(norm.backward_fused(n, z, dx_t, dz_t, ctx, BatchNormBackwardFusion{out, t < steps_ ? dff : DeviceSpan{}}));
+        const BatchNormBackwardFusion fused{FusedActivation{FusedActivation::relu, 0.0f}, out,
+                                            t < steps_ ? dff : DeviceSpan{}};
+        RG_TRY(norm.backward_with(n, z, dx_t, dz_t, ctx, fused));
       } else {
         RG_TRY(f32_unary_backward(device_, UnaryOp::relu, count, 0.0f, out, dx_t, grad).status());
         RG_TRY(norm.backward(n, z, out, grad, dz_t, ctx));
