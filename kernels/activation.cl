@@ -8,6 +8,18 @@
 // f32_<op>_backward, all with the same arguments: `slope` (leaky relu's; the others ignore it)
 // and the forward's x (or, for its gradient, x or y as the list says).
 #pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
+#include "fused_activation.h"
+
+// A fused activation's backward from its output y (act: FUSED_RELU or FUSED_LEAKY_RELU): dx = g,
+// or with `add` dx = dx + g (f32_add's rounding), g = fused_activation_grad(dy, y).
+__kernel void f32_fused_activation_backward(uint n, uint act, float slope, __global const float* y, uint y_offset,
+                                            __global const float* dy, uint dy_offset, __global float* dx,
+                                            uint dx_offset, uint add) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const float g = fused_activation_grad(dy[dy_offset + i], y[y_offset + i], act, slope);
+  dx[dx_offset + i] = add ? dx[dx_offset + i] + g : g;
+}
 
 // y = x > 0 ? x : 0 (a NaN gives 0, as in ops/activation.h)
 __kernel void f32_relu_forward(uint n, float slope, __global const float* x, uint x_offset, __global float* y,

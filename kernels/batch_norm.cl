@@ -37,9 +37,7 @@ inline float2 channel_affine(double gamma, double beta, double mean, double inv_
 // FUSED_LEAKY_RELU) that activation's backward first, read from its output: out > 0 ? dy : 0, or
 // slope dy (activation.cl's f32_relu_backward and f32_leaky_relu_backward, the same values).
 inline float act_grad(__global const float* dy, __global const float* out, uint i, uint act, float slope) {
-  const float g = dy[i];
-  if (act == FUSED_NONE || out[i] > 0.0f) return g;
-  return act == FUSED_RELU ? 0.0f : slope * g;
+  return act == FUSED_NONE ? dy[i] : fused_activation_grad(dy[i], out[i], act, slope);
 }
 
 // The statistics and sums run in two steps so that every row block is worked at once: one item

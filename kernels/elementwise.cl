@@ -7,6 +7,7 @@
 // the `__half` kernels, which compute in half, each operation rounded to half.
 // Launchers: src/opencl/elementwise.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // a * x + y stays two roundings, as in the CPU reference
+#include "fused_activation.h"
 #ifdef RG_HALF_ARITHMETIC
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 #endif
@@ -38,10 +39,10 @@ __kernel void f32_scale_and_flag_non_finite(uint n, float factor, __global float
 
 // out = a + b (out may be a or b)
 __kernel void f32_add(uint n, __global const float* a, uint a_offset, __global const float* b, uint b_offset,
-                      __global float* out, uint out_offset) {
+                      __global float* out, uint out_offset, uint act, float slope) {
   const uint i = get_global_id(0);
   if (i >= n) return;
-  out[out_offset + i] = a[a_offset + i] + b[b_offset + i];
+  out[out_offset + i] = fused_activation(a[a_offset + i] + b[b_offset + i], act, slope);
 }
 
 // y (half) = x (float) rounded to nearest even, as base/fp16.h's f32_to_f16

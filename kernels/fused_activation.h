@@ -1,6 +1,7 @@
-// The activation a fused kernel applies to its result (gemm.cl's epilogue, batch_norm.cl's apply):
-// relu as activation.cl's f32_relu_forward and leaky relu as its
-// f32_leaky_relu_forward, the same float operations, so fusing changes no bit. `act` is
+// The activation a fused kernel applies to its result (gemm.cl's epilogue, batch_norm.cl's apply,
+// elementwise.cl's add): relu as activation.cl's f32_relu_forward and leaky relu as its
+// f32_leaky_relu_forward, the same float operations, so fusing changes no bit; and its backward
+// read from its output (batch_norm.cl, activation.cl's f32_fused_activation_backward). `act` is
 // src/opencl/fused_activation.h's FusedActivation::Kind. Not a program: the program cache pastes
 // it where a kernel file says #include "fused_activation.h" (after its FP_CONTRACT pragma).
 #define FUSED_NONE 0u
@@ -11,4 +12,12 @@ inline float fused_activation(float v, uint act, float slope) {
   if (act == FUSED_RELU) return v > 0.0f ? v : 0.0f;  // a NaN gives 0
   if (act == FUSED_LEAKY_RELU) return v > 0.0f ? v : slope * v;
   return v;
+}
+
+// The gradient g of the activation's output `out` taken back through it: f32_relu_backward's and
+// f32_leaky_relu_backward's values (they read x; out > 0 exactly where x > 0 for the activations
+// fused, src/opencl/model/cl_layer.h's FusionTail).
+inline float fused_activation_grad(float g, float out, uint act, float slope) {
+  if (act == FUSED_NONE || out > 0.0f) return g;
+  return act == FUSED_RELU ? 0.0f : slope * g;
 }

@@ -411,6 +411,24 @@ TEST(ClModelGraph, FusionLeavesAnOutputReadByAnotherLayerAlone) {
   expect_fusion_changes_no_bit(FusionCase{"branches", "implicit", 1, 2, 2, graph_branches_cfg()}, 4, 2);
 }
 
+// A residual block: the add takes the leaky relu after it (forward: the activation in its add;
+// backward: taken back through into both inputs' gradients, two launches where the unfused side
+// has the leaky relu's and two copies, which are no launches), b0 and b1 take their relus'
+// backward, and c1 adds its dx onto r0's gradient (which the add wrote) in its own product:
+// backward, 1 + 1 - 1 + 1 launches saved. Inference: c0 and c1 take their batch norm and relu
+// (2 each), c2 its batch norm (1), the add its leaky relu (1).
+TEST(ClModelGraph, AResidualAddTakesItsActivation) {
+  SKIP_WITHOUT_OPENCL();
+  const char* cfg =
+      "[net]\ninput = 6x6x3\nloss = softmax_cross_entropy\n"
+      "[conv]\nname = c0\nfilters = 4\nsize = 3\npad = 1\nbias = false\n[batchnorm]\nname = b0\n[relu]\nname = r0\n"
+      "[conv]\nname = c1\nfilters = 4\nsize = 3\npad = 1\nbias = false\n[batchnorm]\nname = b1\n[relu]\nname = r1\n"
+      "[conv]\nname = c2\nfilters = 4\nsize = 3\npad = 1\nbias = false\n[batchnorm]\nname = b2\n"
+      "[add]\nname = sum\ninputs = b2, r0\n[leaky_relu]\nname = out\nslope = 0.1\n"
+      "[global_avgpool]\n[dense]\nunits = 3\n";
+  expect_fusion_changes_no_bit(FusionCase{"residual", "implicit", 3, 6, 2, cfg}, 4, 3);
+}
+
 // What the device does not run for a graph model is refused by name: f16 storage (issue 31) and
 // an add or concat among the layers run on the CPU.
 TEST(ClModelGraph, F16StorageAndAMergeLayerOnTheCpuAreRefused) {

@@ -42,6 +42,15 @@ Result<Event> f32_unary_backward(Device& device, UnaryOp op, int64_t n, float sl
                    xy.mem, u32(xy.offset), dy.mem, u32(dy.offset), dx.mem, u32(dx.offset));
 }
 
+Result<Event> f32_fused_activation_backward(Device& device, int64_t n, FusedActivation activation, DeviceSpan y,
+                                            DeviceSpan dy, DeviceSpan dx, bool add) {
+  RG_CHECK(activation.kind != FusedActivation::none, "a fused activation's backward with no activation");
+  RG_TRY(check_u32("f32_fused_activation_backward", n, {y, dy, dx}));
+  return launch_1d(device, kActivationProgram, "f32_fused_activation_backward", detail::division_options(device), n,
+                   u32(n), cl_uint{activation.kind}, activation.slope, y.mem, u32(y.offset), dy.mem, u32(dy.offset),
+                   dx.mem, u32(dx.offset), cl_uint{add ? 1u : 0u});
+}
+
 Result<Event> f32_softmax_rows_forward(Device& device, int64_t rows, int64_t cols, DeviceSpan x, DeviceSpan y) {
   RG_TRY(check_u32("f32_softmax_rows_forward", matrix_elements(rows, cols), {x, y}));
   if (cols == 0) return Event();

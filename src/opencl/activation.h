@@ -10,6 +10,7 @@
 #include "cpu/ukernels/unary_op.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
+#include "opencl/fused_activation.h"
 
 namespace rg::ocl {
 
@@ -20,6 +21,12 @@ namespace rg::ocl {
 Result<Event> f32_unary_forward(Device& device, UnaryOp op, int64_t n, float slope, DeviceSpan x, DeviceSpan y);
 Result<Event> f32_unary_backward(Device& device, UnaryOp op, int64_t n, float slope, DeviceSpan xy, DeviceSpan dy,
                                  DeviceSpan dx);
+
+// dx = the backward of `activation` (relu or leaky relu, fused into the kernel before it) from
+// its output y and dy: f32_relu_backward's and f32_leaky_relu_backward's values; `add`: dx += them
+// (f32_add's bits).
+Result<Event> f32_fused_activation_backward(Device& device, int64_t n, FusedActivation activation, DeviceSpan y,
+                                            DeviceSpan dy, DeviceSpan dx, bool add);
 
 // Row-wise softmax of x [rows x cols] into y (in place allowed), max-subtracted; within a
 // tolerance of the CPU (the device's exp, and the sum in column order, not vector lanes)

@@ -56,9 +56,11 @@ Result<Event> f32_scale_and_flag_non_finite(Device& device, int64_t n, float fac
                             u32(flags.offset + flag));
 }
 
-Result<Event> f32_add(Device& device, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out) {
+Result<Event> f32_add(Device& device, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out,
+                      FusedActivation activation) {
   RG_TRY(check_u32("f32_add", n, {a, b, out}));
-  return launch_elementwise(device, "f32_add", n, a.mem, u32(a.offset), b.mem, u32(b.offset), out.mem, u32(out.offset));
+  return launch_elementwise(device, "f32_add", n, a.mem, u32(a.offset), b.mem, u32(b.offset), out.mem, u32(out.offset),
+                            cl_uint{activation.kind}, activation.slope);
 }
 
 Result<Event> f16_from_f32(Device& device, int64_t n, DeviceSpan x_f32, DeviceSpan y_f16) {

@@ -8,6 +8,7 @@
 #include "base/status.h"
 #include "opencl/buffer.h"
 #include "opencl/device.h"
+#include "opencl/fused_activation.h"
 
 namespace rg::ocl {
 
@@ -19,8 +20,10 @@ Result<Event> f32_scale(Device& device, int64_t n, float a, DeviceSpan x);
 // unscale and check; flags is an int32 span, element_span(buffer, 4), zeroed by the caller)
 Result<Event> f32_scale_and_flag_non_finite(Device& device, int64_t n, float factor, DeviceSpan g, DeviceSpan flags,
                                             int64_t flag);
-// out = a + b (out may alias a or b)
-Result<Event> f32_add(Device& device, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out);
+// out = a + b (out may alias a or b), then `activation` (fused_activation.h: a graph model's add
+// taking the relu after it)
+Result<Event> f32_add(Device& device, int64_t n, DeviceSpan a, DeviceSpan b, DeviceSpan out,
+                      FusedActivation activation = {});
 // fp16 storage (any device): y_f16 = x_f32 rounded to nearest even, bit-exact with f32_to_f16
 Result<Event> f16_from_f32(Device& device, int64_t n, DeviceSpan x_f32, DeviceSpan y_f16);
 // y_f32 = x_f16, exact

@@ -11,12 +11,16 @@ namespace rg::ocl {
 
 class ClMergeLayer : public ClLayer {
  public:
-  // xs[k] [n, input k...] -> y [n, out...].
-  virtual Status forward_inputs(int64_t n, const std::vector<DeviceSpan>& xs, DeviceSpan y, const ClContext& ctx) = 0;
+  // xs[k] [n, input k...] -> y [n, out...], then the epilogue's activation (a fusion head: only
+  // what fusion_head() says it takes).
+  virtual Status forward_inputs(int64_t n, const std::vector<DeviceSpan>& xs, DeviceSpan y, const ClContext& ctx,
+                                const ClEpilogue& epilogue) = 0;
   // Given dy, writes each dxs[k] that has a buffer = dL/dxs[k], or adds it there where add_to[k]
-  // (the input feeds other layers too, whose gradients are already in dxs[k]).
+  // (the input feeds other layers too, whose gradients are already in dxs[k]); with `fusion`'s
+  // activation, dy is the gradient of that activation's output, taken back through it first.
   virtual Status backward_inputs(int64_t n, DeviceSpan dy, const std::vector<DeviceSpan>& dxs,
-                                 const std::vector<bool>& add_to, const ClContext& ctx) = 0;
+                                 const std::vector<bool>& add_to, const ClContext& ctx,
+                                 const ClBackwardFusion& fusion) = 0;
 
   Status forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) override;
   Status backward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan dy, DeviceSpan dx, const ClContext& ctx) override;

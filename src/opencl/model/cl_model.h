@@ -200,7 +200,8 @@ class ClModel {
   int64_t graph_gradient_bytes(int64_t batch) const;
   Status reserve_graph_grads(int64_t batch);
   DeviceSpan gradient_of(size_t i) const { return i + 1 == layers_.size() ? grad_a_.f32() : graph_grads_[i].f32(); }
-  Status forward_merge(size_t i, const ClContext& ctx);
+  // A merge layer's forward, the group's head (writing the group's last output, its epilogue applied).
+  Status forward_merge(const FusedGroup& g, const ClContext& ctx, const ClEpilogue& epilogue);
   Status backward_graph(const ClContext& ctx, const std::vector<LayerBackward>& plan, DeviceSpan input_grad);
   Status backward_graph_layer(size_t i, const std::vector<DeviceSpan>& dxs, const std::vector<bool>& add_to,
                               const std::vector<LayerBackward>& plan, const ClContext& ctx);

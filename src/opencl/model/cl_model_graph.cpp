@@ -36,12 +36,12 @@ Status ClModel::reserve_graph_grads(int64_t batch) {
   return Status();
 }
 
-Status ClModel::forward_merge(size_t i, const ClContext& ctx) {
+Status ClModel::forward_merge(const FusedGroup& g, const ClContext& ctx, const ClEpilogue& epilogue) {
   std::vector<DeviceSpan> xs;
-  for (size_t k = 0; k < model_.layer_inputs(i).size(); ++k) xs.push_back(layer_input(i, k));
-  auto& merge = static_cast<ClMergeLayer&>(*layers_[i]);
-  const LayerPhaseScope timed(ctx.host, i, LayerPhase::forward, batch_, 0);  // --profile-device: its commands
-  return merge.forward_inputs(batch_, xs, acts_[i].f32(0, batch_ * sizes_[i]), ctx);
+  for (size_t k = 0; k < model_.layer_inputs(g.head).size(); ++k) xs.push_back(layer_input(g.head, k));
+  auto& merge = static_cast<ClMergeLayer&>(*layers_[g.head]);
+  const LayerPhaseScope timed(ctx.host, g.head, LayerPhase::forward, batch_, 0);  // --profile-device: its commands
+  return merge.forward_inputs(batch_, xs, acts_[g.last].f32(0, batch_ * sizes_[g.last]), ctx, epilogue);
 }
 
 Status ClModel::backward_graph(const ClContext& ctx, const std::vector<LayerBackward>& plan, DeviceSpan input_grad) {
@@ -70,7 +70,7 @@ Status ClModel::backward_graph_layer(size_t i, const std::vector<DeviceSpan>& dx
   const DeviceSpan dy = gradient_of(plan[i].top(i));
   if (auto* merge = dynamic_cast<ClMergeLayer*>(layers_[i].get()); merge != nullptr) {
     const LayerPhaseScope timed = backward_phase_scope(ctx.host, *model_.layers()[i], i, batch_, true);
-    return merge->backward_inputs(batch_, dy, dxs, add_to, ctx);
+    return merge->backward_inputs(batch_, dy, dxs, add_to, ctx, backward_fusion(i, plan, false));
   }
   // the layer's x, or a fused activation's y (cl_model_passes.cpp's backward)
   const DeviceSpan in = plan[i].reads_own_output ? acts_[i].f32() : layer_input(i);

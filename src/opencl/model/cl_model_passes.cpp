@@ -60,6 +60,7 @@ Status ClModel::forward_group(const FusedGroup& g, const ClContext& ctx) {
     RG_ASSIGN(epilogue.affine, layers_[static_cast<size_t>(g.affine)]->write_inference_affine());
   }
   if (g.activation >= 0) epilogue.activation = layers_[static_cast<size_t>(g.activation)]->fusion_tail().activation;
+  if (dynamic_cast<ClMergeLayer*>(layers_[g.head].get()) != nullptr) return forward_merge(g, ctx, epilogue);
   // f32 storage only: the whole batch, in place, the head writing the group's last output.
   const LayerPhaseScope timed(ctx.host, g.head, LayerPhase::forward, batch_, 0);  // the group's time: its head's
   const DeviceSpan in = layer_input(g.head);
@@ -80,7 +81,7 @@ Status ClModel::forward(const LayerContext& ctx) {
       continue;
     }
     if (dynamic_cast<ClMergeLayer*>(layers_[i].get()) != nullptr) {  // a graph model's add or concat
-      const Status s = forward_merge(i, cl_ctx);
+      const Status s = forward_merge(g, cl_ctx, ClEpilogue{});
       if (!s.ok()) return s.with_context("layer " + model_.layers()[i]->name() + " forward: ");
       continue;
     }
