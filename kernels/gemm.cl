@@ -44,9 +44,9 @@
 //                         as defines (constant divisors): CONV_H, CONV_W, CONV_C, CONV_K (square
 //                         kernel), CONV_S (stride), CONV_P (padding), CONV_OH, CONV_OW.
 //   FLIPPED_B             1 (IMPLICIT_CONV 1, TRANS_B 1): op(B) is a Conv2D's weight W [taps, N, CONV_C]
-//                         turned 180 degrees with its channel axes swapped (im2col.cl's
-//                         f32_conv_flip_weight, read in place): term q = (tap, f), column c is
-//                         W[taps - 1 - tap][c][f]; the dx of a stride-1 conv as a conv over dy. ldb unused.
+//                         turned 180 degrees with its channel axes swapped (nn/conv.cpp's flip_weight,
+//                         read in place): term q = (tap, f), column c is W[taps - 1 - tap][c][f]; the
+//                         dx of a stride-1 conv as a conv over dy. ldb unused.
 // Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices).
 #pragma OPENCL FP_CONTRACT OFF
 #include "fused_activation.h"

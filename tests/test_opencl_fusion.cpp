@@ -5,6 +5,7 @@
 // with fewer launches, through training steps and in inference. Without a device each test is skipped.
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 
 #include "nn/model.h"
 #include "nn/optimizer.h"
@@ -210,6 +211,63 @@ TEST(OpenclFusedKernels, BatchNormWithAnActivationGivesTheBitsOfBothLaunches) {
   }
 }
 
+// Backward from an activation's output: the fused kernels against the activation's own backward
+// launch (fed the same output as its x: the values it reads) then the plain kernels, bit for bit,
+// on outputs with zeros of both signs and NaNs, for relu and leaky relu of slopes 0.2, 0 and NaN: a
+// batch norm's backward in training taking the activation (its block sums, gradient sums and dx),
+// and f32_fused_activation_backward written, and added onto a gradient already there.
+TEST(OpenclFusedKernels, ActivationBackwardsFromTheOutputGiveTheBitsOfTheirLaunches) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  if (!device.info().has_extension("cl_khr_fp64")) GTEST_SKIP() << "batch norm needs cl_khr_fp64";
+  Rng rng(35);
+  const int64_t rows = 150, channels = 7, count = rows * channels;
+  std::vector<float> out = random_floats(rng, count, -3.0f, 5.0f);
+  for (int64_t i = 0; i < count; i += 5) out[static_cast<size_t>(i)] = 0.0f;
+  for (int64_t i = 3; i < count; i += 7) out[static_cast<size_t>(i)] = -0.0f;
+  for (int64_t i = 1; i < count; i += 11) out[static_cast<size_t>(i)] = std::numeric_limits<float>::quiet_NaN();
+  Buffer bx = upload_or_die(device, random_floats(rng, count, -3.0f, 5.0f), "x");
+  Buffer bout = upload_or_die(device, out, "the activation's output");
+  Buffer dy = upload_or_die(device, random_floats(rng, count), "dy");
+  const std::vector<float> held = random_floats(rng, count);
+  const EpilogueOperands ops = make_operands(device, rng, rows, channels);
+  ASSERT_TRUE(f32_batch_norm_forward(device, rows, channels, true, 0.1, 1e-5, bx.f32(), ops.gamma.f32(),
+                                     ops.beta.f32(), ops.mean.f32(), ops.var.f32(), element_span(ops.saved, 8),
+                                     upload_or_die(device, std::vector<float>(count, 0.0f), "y").f32())
+                  .ok());
+  const std::vector<double> saved0 = download_all<double>(ops.saved);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const FusedActivation act : {FusedActivation{FusedActivation::relu, 0.0f}, FusedActivation{FusedActivation::leaky_relu, 0.2f},
+                                    FusedActivation{FusedActivation::leaky_relu, 0.0f}, FusedActivation{FusedActivation::leaky_relu, nan}}) {
+    SCOPED_TRACE(act.kind == FusedActivation::relu ? "relu" : "leaky relu, slope " + std::to_string(act.slope));
+    const UnaryOp op = act.kind == FusedActivation::relu ? UnaryOp::relu : UnaryOp::leaky_relu;
+    Buffer g = upload_or_die(device, std::vector<float>(count, 9.0f), "g");
+    ASSERT_TRUE(f32_unary_backward(device, op, count, act.slope, bout.f32(), dy.f32(), g.f32()).ok());
+    Buffer written = upload_or_die(device, std::vector<float>(count, 9.0f), "written");
+    ASSERT_TRUE(f32_fused_activation_backward(device, count, act, bout.f32(), dy.f32(), written.f32(), false).ok());
+    expect_bits(download_all<float>(written), download_all<float>(g), "written");
+    Buffer added = upload_or_die(device, held, "added"), want = upload_or_die(device, held, "held + g");
+    ASSERT_TRUE(f32_fused_activation_backward(device, count, act, bout.f32(), dy.f32(), added.f32(), true).ok());
+    ASSERT_TRUE(f32_add(device, count, want.f32(), g.f32(), want.f32()).ok());
+    expect_bits(download_all<float>(added), download_all<float>(want), "added");
+    Buffer dgamma[2], dbeta[2], dx[2], saved[2];  // [0] fused, [1] apart
+    for (int w = 0; w < 2; ++w) {
+      dgamma[w] = upload_or_die(device, std::vector<float>(channels, 0.0f), "dgamma");
+      dbeta[w] = upload_or_die(device, std::vector<float>(channels, 0.0f), "dbeta");
+      dx[w] = upload_or_die(device, std::vector<float>(count, 9.0f), "dx");
+      saved[w] = upload_or_die(device, saved0, "saved");
+      const BatchNormBackwardFusion fused{act, bout.f32(), {}};
+      auto bn = f32_batch_norm_backward(device, rows, channels, true, false, bx.f32(), w == 0 ? dy.f32() : g.f32(),
+                                        ops.gamma.f32(), element_span(saved[w], 8), dgamma[w].f32(), dbeta[w].f32(),
+                                        dx[w].f32(), w == 0 ? fused : BatchNormBackwardFusion{});
+      ASSERT_TRUE(bn.ok()) << bn.status().message();
+    }
+    expect_bits(download_all<float>(dgamma[0]), download_all<float>(dgamma[1]), "dgamma");
+    expect_bits(download_all<float>(dbeta[0]), download_all<float>(dbeta[1]), "dbeta");
+    expect_bits(download_all<float>(dx[0]), download_all<float>(dx[1]), "dx");
+  }
+}
+
 // ---------------------------------------------------------------- models
 
 std::vector<float> values_of(const Buffer& buffer, int64_t count) {
@@ -353,11 +411,18 @@ TEST(OpenclFusedModels, PresetsGiveTheUnfusedBitsWithFewerLaunches) {
   const char* rcl_cfg =
       "[net]\ninput = 8x8x2\nloss = softmax_cross_entropy\n\n[rcl]\nfilters = 4\nsize = 3\nsteps = 2\n"
       "\n[global_avgpool]\n\n[dense]\nunits = 3\n";
+  // A chain that starts with a batch norm taking a leaky relu (its dx the model's input gradient:
+  // none) and ends with one taking a relu (the skipped activation the last layer, its dy the loss's).
+  // Inference: the first batch norm takes its activation (1), the dense layer the last one and its relu (2).
+  const char* ends_cfg =
+      "[net]\ninput = 6x6x2\nloss = softmax_cross_entropy\n[batchnorm]\n[leaky_relu]\nslope = 0.1\n"
+      "[conv]\nfilters = 3\nsize = 3\npad = 1\n[global_avgpool]\n[dense]\nunits = 4\n[batchnorm]\n[relu]\n";
   for (const FusionCase& c : {FusionCase{"lenet", "im2col", 4, 4, 0}, FusionCase{"cnn", "implicit", 5, 10, 5},
                               FusionCase{"dcgan-generator", "auto", 2, 2, 2},
                               FusionCase{"dcgan-discriminator", "implicit", 2, 3, 1},
                               FusionCase{"rcl", "im2col", 3, 3, 5, rcl_cfg},
-                              FusionCase{"rcl", "implicit", 3, 3, 5, rcl_cfg}}) {
+                              FusionCase{"rcl", "implicit", 3, 3, 5, rcl_cfg},
+                              FusionCase{"ends", "implicit", 2, 3, 2, ends_cfg}}) {
     expect_fusion_changes_no_bit(c, 6, 3);
     if (HasFatalFailure()) return;
   }
@@ -412,11 +477,11 @@ TEST(ClModelGraph, FusionLeavesAnOutputReadByAnotherLayerAlone) {
 }
 
 // A residual block: the add takes the leaky relu after it (forward: the activation in its add;
-// backward: taken back through into both inputs' gradients, two launches where the unfused side
-// has the leaky relu's and two copies, which are no launches), b0 and b1 take their relus'
-// backward, and c1 adds its dx onto r0's gradient (which the add wrote) in its own product:
-// backward, 1 + 1 - 1 + 1 launches saved. Inference: c0 and c1 take their batch norm and relu
-// (2 each), c2 its batch norm (1), the add its leaky relu (1).
+// backward: taken back through into both inputs' gradients, written into b2's and added onto r0's,
+// which c3 wrote first: two launches where the unfused side has the leaky relu's, a copy (no launch)
+// and an f32_add), b0 and b1 take their relus' backward, and c1 adds its dx onto r0's gradient in its
+// own product: backward, 1 + 1 + 0 + 1 launches saved. Inference: c0 and c1 take their batch norm
+// and relu (2 each), c2 its batch norm (1), the add its leaky relu (1).
 TEST(ClModelGraph, AResidualAddTakesItsActivation) {
   SKIP_WITHOUT_OPENCL();
   const char* cfg =
@@ -425,8 +490,9 @@ TEST(ClModelGraph, AResidualAddTakesItsActivation) {
       "[conv]\nname = c1\nfilters = 4\nsize = 3\npad = 1\nbias = false\n[batchnorm]\nname = b1\n[relu]\nname = r1\n"
       "[conv]\nname = c2\nfilters = 4\nsize = 3\npad = 1\nbias = false\n[batchnorm]\nname = b2\n"
       "[add]\nname = sum\ninputs = b2, r0\n[leaky_relu]\nname = out\nslope = 0.1\n"
+      "[conv]\nname = c3\ninputs = r0\nfilters = 2\nsize = 1\n[concat]\ninputs = out, c3\n"
       "[global_avgpool]\n[dense]\nunits = 3\n";
-  expect_fusion_changes_no_bit(FusionCase{"residual", "implicit", 3, 6, 2, cfg}, 4, 3);
+  expect_fusion_changes_no_bit(FusionCase{"residual", "implicit", 3, 6, 3, cfg}, 4, 3);
 }
 
 // What the device does not run for a graph model is refused by name: f16 storage (issue 31) and

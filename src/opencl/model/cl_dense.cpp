@@ -28,7 +28,9 @@ class ClDense : public ClLayer {
     return forward_fused(n, x, y, ctx, ClEpilogue{});
   }
 
-  FusionHead fusion_head() const override { return {true, true, false, true}; }  // dx's product adds onto dx
+  // Backward: dx's product adds onto dx from the second backward on (the first, at beta 0, is the
+  // one a tuned device times and keeps the configuration of: a product reading C is not timed).
+  FusionHead fusion_head() const override { return {true, true, false, backward_ran_}; }
 
   Status forward_fused(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx,
                        const ClEpilogue& epilogue) override {
@@ -49,6 +51,8 @@ class ClDense : public ClLayer {
                         const ClBackwardFusion& fusion) override {
     (void)y;
     RG_CHECK(fusion.activation.kind == FusedActivation::none, "a dense layer takes no activation's backward");
+    RG_CHECK(!fusion.add_to_dx || backward_ran_, "a dense layer's first backward adding onto dx");
+    backward_ran_ = true;
     const bool keep = ctx.host.accumulate_grads;
     // dW[in x out] (+)= x[n x in]^T * dy[n x out]
     RG_TRY(f32_gemm(device_, GemmShape{Trans::yes, Trans::no, in_, out_, n, in_, out_, out_}, 1.0f, x, dy,
@@ -76,6 +80,7 @@ class ClDense : public ClLayer {
   Device& device_;
   int64_t in_, out_;
   bool has_bias_ = false;
+  bool backward_ran_ = false;  // fusion_head's add_to_dx
   ClParam weight_, bias_;
 };
 
