@@ -184,7 +184,6 @@ Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, De
 
 Status ClConv::backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
                            const ClContext& ctx, bool add_dx) {
-  RG_CHECK(!add_dx || (!transposed_ && path == Path::implicit && direct_dx_), "dx added onto off the direct dx");
   return transposed_ ? transposed_backward_by(path, n, x, dy, dx, keep, ctx)
                      : conv_backward_by(path, n, x, dy, dx, keep, ctx, add_dx);
 }

@@ -63,7 +63,7 @@ class ClConv : public ClLayer {
   Status choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
   // The backward by `path` (both kinds), the conv's and the transposed conv's.
   // ctx: its workspace, and its host context's profile (the input gradient's part is marked).
-  // add_dx: dx added onto (the implicit path's direct dx only: fusion_head's add_to_dx).
+  // add_dx: dx added onto (the implicit path's direct dx only: backward_fused checks fusion_head's add_to_dx).
   Status backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
                      const ClContext& ctx, bool add_dx = false);
   Status conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
