@@ -47,7 +47,10 @@
 //                         turned 180 degrees with its channel axes swapped (nn/conv.cpp's flip_weight,
 //                         read in place): term q = (tap, f), column c is W[taps - 1 - tap][c][f]; the
 //                         dx of a stride-1 conv as a conv over dy. ldb unused.
-// Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices).
+//   BATCHED               1: dimension 2 counts products, not slices: product z reads A + z (rows of
+//                         A) lda, B + z (rows of B) ldb and writes C + z M ldc, each whole (the
+//                         Winograd convolution's 36 products, winograd.cl). No IMPLICIT_CONV.
+// Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices or products).
 #pragma OPENCL FP_CONTRACT OFF
 #include "fused_activation.h"
 
@@ -61,6 +64,12 @@
 #define LOADS_B (TILE_K * TILE_N / THREADS)
 #if WPT_M % VEC || WPT_N % VEC || (TILE_M * TILE_K) % THREADS || (TILE_K * TILE_N) % THREADS
 #error "gemm.cl: the tile, the items and VEC do not divide evenly"
+#endif
+#ifndef BATCHED
+#define BATCHED 0
+#endif
+#if BATCHED && IMPLICIT_CONV
+#error "gemm.cl: BATCHED reads matrices, not images"
 #endif
 #if VLOAD && (LOADS_A % 4 || LOADS_B % 4 || TILE_M % 4 || TILE_N % 4 || TILE_K % 4 || IMPLICIT_CONV)
 #error "gemm.cl: VLOAD needs whole float4s of each panel per item and no IMPLICIT_CONV"
@@ -208,20 +217,6 @@ inline void stash4(__local float* panel, uint at, int along_row, uint stride, fl
 }
 #endif
 
-// The epilogue's arguments, the same in both kernels (offsets applied by the caller).
-#define EPILOGUE_PARAMS                                                                                  \
-  uint has_bias, __global const float *bias, uint bias_offset, uint has_affine, __global const float *affine, \
-      uint affine_offset, uint act, float slope
-#define EPILOGUE_ARGS has_bias, bias + bias_offset, has_affine, affine + affine_offset, act, slope
-
-// Output v of column c (of N) through the epilogue (see the top of the file).
-inline float epilogue(float v, uint c, uint N, uint has_bias, __global const float* bias, uint has_affine,
-                      __global const float* affine, uint act, float slope) {
-  if (has_bias) v += bias[c];
-  if (has_affine) v = v * affine[c] + affine[N + c];  // two roundings: FP_CONTRACT is off
-  return fused_activation(v, act, slope);
-}
-
 __kernel __attribute__((reqd_work_group_size(THREADS_N, THREADS_M, 1)))
 void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
               __global const float* A, uint a_offset, uint lda,
@@ -236,10 +231,16 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
   const uint item = ty * THREADS_N + tx;
   const uint row0 = get_group_id(1) * TILE_M;
   const uint col0 = get_group_id(0) * TILE_N;
+#if BATCHED  // product z of the batch: its whole depth, its operands packed one after another
+  const uint k_begin = 0, k_end = K;
+  A += a_offset + get_group_id(2) * (TRANS_A ? K : M) * lda;
+  B += b_offset + get_group_id(2) * (TRANS_B ? N : K) * ldb;
+#else
   const uint k_begin = get_group_id(2) * slice_len;
   const uint k_end = min(K, k_begin + slice_len);  // this slice's terms: [k_begin, k_end)
   A += a_offset;
   B += b_offset;
+#endif
   C += c_offset + get_group_id(2) * M * ldc;
 
   float acc[WPT_M][WPT_N];
@@ -393,7 +394,7 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
       if (c >= N) continue;
       __global float* out = C + r * ldc + c;
       const float v = alpha * acc[i][j] + (beta == 0.0f ? 0.0f : beta * *out);
-      *out = epilogue(v, c, N, EPILOGUE_ARGS);
+      *out = gemm_epilogue(v, c, N, EPILOGUE_ARGS);
     }
   }
 }
@@ -408,5 +409,5 @@ __kernel void f32_gemm_sum_slices(uint M, uint N, uint slices, float alpha, __gl
   for (uint z = 0; z < slices; ++z) sum += P[z * M * N + e];
   __global float* out = C + c_offset + (e / N) * ldc + e % N;
   const float v = alpha * sum + (beta == 0.0f ? 0.0f : beta * *out);
-  *out = epilogue(v, e % N, N, EPILOGUE_ARGS);
+  *out = gemm_epilogue(v, e % N, N, EPILOGUE_ARGS);
 }

@@ -201,6 +201,49 @@ TEST_P(OpenclGemm, SlicesOverKMatchTheReferenceWithTheSameBitsInEveryConfigurati
   }
 }
 
+// A batch of products packed one after another (gemm.cl's BATCHED): each gives the bits of the
+// same product by f32_gemm in one slice, with word-by-word and float4 reads, alpha and beta, and
+// C's words past the batch untouched.
+TEST_P(OpenclGemm, BatchedProductsGiveTheBitsOfEachProductAlone) {
+  SKIP_WITHOUT_OPENCL();
+  const auto [ta, tb] = GetParam();
+  const bool ta_yes = ta == Trans::yes, tb_yes = tb == Trans::yes;
+  std::vector<const GemmConfig*> configs = {nullptr};
+  const GemmConfig quads = parse_gemm_config("64x64x16/8x8/v4/p").value();
+  configs.push_back(&quads);
+  for (Device* device : open_devices().devices) {
+    for (const GemmCase& t : {GemmCase{37, 20, 16, 0, 1.0f, 0.0f}, GemmCase{64, 8, 32, 4, -0.5f, 1.5f},
+                              GemmCase{5, 3, 70, 1, 1.0f, 0.0f}}) {
+      for (int64_t batch : {1, 3, 36}) {
+        for (const GemmConfig* config : configs) {
+          SCOPED_TRACE(device->label() + " " + (config ? config->name() : "automatic") + " batch " +
+                       std::to_string(batch) + " m=" + std::to_string(t.m) + " n=" + std::to_string(t.n));
+          GemmShape s{ta, tb, t.m, t.n, t.k, (ta_yes ? t.m : t.k) + t.pad, (tb_yes ? t.k : t.n) + t.pad, t.n + t.pad};
+          const int64_t a_size = stored_rows(ta_yes, t.m, t.k) * s.lda, b_size = stored_rows(tb_yes, t.k, t.n) * s.ldb;
+          const int64_t c_size = t.m * s.ldc;
+          Rng rng(26);
+          Buffer a = upload_or_die(*device, random_floats(rng, static_cast<size_t>(batch * a_size)), "A");
+          Buffer b = upload_or_die(*device, random_floats(rng, static_cast<size_t>(batch * b_size)), "B");
+          const std::vector<float> c0 = random_floats(rng, static_cast<size_t>(batch * c_size + 3));
+          Buffer c = upload_or_die(*device, c0, "C"), alone = upload_or_die(*device, c0, "C alone");
+          const GemmLaunch how{config, 1, {}};
+          auto event = f32_gemm_batched(*device, s, batch, t.alpha, a.f32(), b.f32(), t.beta, c.f32(), how);
+          ASSERT_TRUE(event.ok()) << event.status().message();
+          for (int64_t z = 0; z < batch; ++z) {
+            ASSERT_TRUE(f32_gemm(*device, s, t.alpha, a.f32(z * a_size), b.f32(z * b_size), t.beta,
+                                 alone.f32(z * c_size), how)
+                            .ok());
+          }
+          const std::vector<float> got = download_all<float>(c), want = download_all<float>(alone);
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_TRUE(same_bits(got[i], want[i])) << "C word " << i << ": " << got[i] << ", alone " << want[i];
+          EXPECT_TRUE(same_bits(got.back(), c0.back())) << "past the batch";
+        }
+      }
+    }
+  }
+}
+
 // K = 0 asked in slices: nothing to split, C = beta C.
 TEST_P(OpenclGemm, SlicesOfAnEmptySumAreOneProduct) {
   SKIP_WITHOUT_OPENCL();
@@ -377,6 +420,7 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
   tuning.size = 256;
   tuning.rates = {{gemm_candidates()[3], 10.5}, {gemm_candidates()[5], 2.25}};
   tuning.products = {{"NN/64x32x16/s1", gemm_candidates()[3]}, {"TN/9x8x4096/s4/v/c0123abcd", gemm_candidates()[10]}};
+  tuning.conv_winograd = {{"forward/28x28x32/p1/f32/n256", true}, {"dx/14x14x64/p1/f64/n64", false}};
   const std::string text = gemm_tuning_text(device, tuning);
   auto back = parse_gemm_tuning(device, text, "cache.txt");
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -387,6 +431,7 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
   EXPECT_EQ(back.value().rates[0].config.name(), gemm_candidates()[3].name());
   EXPECT_DOUBLE_EQ(back.value().rates[0].gflops, 10.5);
   EXPECT_DOUBLE_EQ(back.value().rates[1].gflops, 2.25);
+  EXPECT_EQ(back.value().conv_winograd, tuning.conv_winograd);
   auto line_of = [&](int n) {
     size_t at = 0;
     for (int i = 1; i < n; ++i) at = text.find('\n', at) + 1;
@@ -414,6 +459,9 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
       {replace_line(5, "product NN/1x1x1/s1 64x64x16/16x16/v3"), "cache.txt:5: GEMM configuration '64x64x16/16x16/v3'"},
       {replace_line(5, "product NN/1x1x1/s1 32x32x32/8x8/v4"), "cache.txt:5: GEMM configuration '32x32x32/8x8/v4' is not one of the candidates"},
       {replace_line(4, "rate 32x32x32/8x8/v4 5"), "cache.txt:4: GEMM configuration '32x32x32/8x8/v4' is not one of the candidates"},
+      {replace_line(7, "conv forward/28x28x32/p1/f32/n256"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
+      {replace_line(7, "conv forward/28x28x32/p1/f32/n256 direct"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
+      {replace_line(7, "conv forward/28x28x32/p1/f32/n256 gemm 1"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
       {text.substr(0, line_of(4)), "cache.txt: no rate"},
       {text.substr(0, line_of(2)), "cache.txt: truncated after line 1"},
   };

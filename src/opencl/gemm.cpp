@@ -16,17 +16,46 @@
 
 namespace rg::ocl {
 
+namespace detail {
+
+EpilogueArgs epilogue_args(const GemmEpilogue& e, DeviceSpan c) {
+  const bool bias = e.bias.mem != nullptr, affine = e.affine.mem != nullptr;
+  return {bias, bias ? e.bias.mem : c.mem, static_cast<cl_uint>(bias ? e.bias.offset : 0), affine,
+          affine ? e.affine.mem : c.mem, static_cast<cl_uint>(affine ? e.affine.offset : 0), e.activation.kind,
+          e.activation.slope};
+}
+
+Status check_epilogue(const GemmEpilogue& e, int64_t n) {
+  const int64_t limit = std::numeric_limits<cl_uint>::max();
+  for (const auto& [span, count] : {std::make_pair(e.bias, n), std::make_pair(e.affine, 2 * n)}) {
+    if (span.mem == nullptr) continue;
+    RG_CHECK(span.count >= count, "gemm epilogue span of " << span.count << " for " << n << " columns");
+    if (span.offset + count > limit) {
+      return Status::error("the epilogue's bias or affine reaches past the 2^32 - 1 elements the kernel indexes");
+    }
+  }
+  return Status();
+}
+
+}  // namespace detail
+
 namespace {
 
+using detail::check_epilogue;
+using detail::EpilogueArgs;
+using detail::epilogue_args;
 using detail::matrix_extent;
 
+// Whether `defines` make op(A) or op(B) an implicit convolution's patch matrix or weight (no matrix).
+bool implicit_conv(const std::string& defines) { return defines.find("-DIMPLICIT_CONV=") != std::string::npos; }
+
 // Where gemm.cl's VLOAD may read the panels a float4 at a time: every float4 16-byte aligned (A
-// and B at multiples of 4 words, row strides too) and wholly inside or wholly outside the
-// matrix along M (TRANS_A) or N (!TRANS_B), the directions whose edges it clamps a float4 at;
-// not for the implicit convolution (`defines` set), whose op(A) or op(B) is no matrix.
+// and B at multiples of 4 words, row strides too, so each product of a batch too) and wholly
+// inside or wholly outside the matrix along M (TRANS_A) or N (!TRANS_B), the directions whose
+// edges it clamps a float4 at; not for the implicit convolution, whose op(A) or op(B) is no matrix.
 bool operands_allow_vector_loads(const GemmShape& s, DeviceSpan a, DeviceSpan b, const std::string& defines) {
   const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
-  return defines.empty() && a.offset % 4 == 0 && b.offset % 4 == 0 && s.lda % 4 == 0 && s.ldb % 4 == 0 &&
+  return !implicit_conv(defines) && a.offset % 4 == 0 && b.offset % 4 == 0 && s.lda % 4 == 0 && s.ldb % 4 == 0 &&
          (!ta || s.m % 4 == 0) && (tb || s.n % 4 == 0);
 }
 bool vector_loads_fit(const GemmShape& s, const GemmConfig& config, DeviceSpan a, DeviceSpan b,
@@ -58,39 +87,6 @@ Result<const Kernel*> f32_gemm_kernel(Device& device, const GemmShape& s, const 
                          " work-items, the kernel runs " + std::to_string(kernel->max_work_group_size));
   }
   return kernel;
-}
-
-// The epilogue's trailing arguments of both kernels (gemm.cl's EPILOGUE_PARAMS): has_bias, bias,
-// bias_offset, has_affine, affine, affine_offset, act, slope. C's buffer stands in for an absent
-// bias or affine: it is never read.
-struct EpilogueArgs {
-  cl_uint has_bias;
-  cl_mem bias;
-  cl_uint bias_offset;
-  cl_uint has_affine;
-  cl_mem affine;
-  cl_uint affine_offset;
-  cl_uint act;
-  float slope;
-};
-EpilogueArgs epilogue_args(const GemmEpilogue& e, DeviceSpan c) {
-  const bool bias = e.bias.mem != nullptr, affine = e.affine.mem != nullptr;
-  return {bias, bias ? e.bias.mem : c.mem, static_cast<cl_uint>(bias ? e.bias.offset : 0), affine,
-          affine ? e.affine.mem : c.mem, static_cast<cl_uint>(affine ? e.affine.offset : 0), e.activation.kind,
-          e.activation.slope};
-}
-
-// The epilogue's spans hold what n columns need and sit within the kernels' 32-bit indices.
-Status check_epilogue(const GemmEpilogue& e, int64_t n) {
-  const int64_t limit = std::numeric_limits<cl_uint>::max();
-  for (const auto& [span, count] : {std::make_pair(e.bias, n), std::make_pair(e.affine, 2 * n)}) {
-    if (span.mem == nullptr) continue;
-    RG_CHECK(span.count >= count, "gemm epilogue span of " << span.count << " for " << n << " columns");
-    if (span.offset + count > limit) {
-      return Status::error("f32_gemm: the epilogue's bias or affine reaches past the 2^32 - 1 elements the kernel indexes");
-    }
-  }
-  return Status();
 }
 
 // One launch of `slices` slices of slice_len terms each (one slice: the whole product into c).
@@ -206,12 +202,13 @@ int64_t scratch_floats(Device& device) {
 }
 
 // The product after its checks: the split, the configuration, the launch(es). `defines` go to
-// every kernel built for it (both kernels of a split).
+// every kernel built for it (both kernels of a split). `batch` > 1: that many packed products in
+// one launch (gemm.cl's BATCHED, in `defines`), none split.
 Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c,
-                  const GemmLaunch& how, const std::string& defines) {
+                  const GemmLaunch& how, const std::string& defines, int64_t batch = 1) {
   const int64_t scratch = scratch_floats(device);
   int64_t slices = how.k_slices > 0 ? how.k_slices : gemm_k_slices(s, static_cast<int>(device.info().compute_units), scratch);
-  if (s.k == 0) slices = 1;  // nothing to split: C = beta C, then the epilogue
+  if (s.k == 0 || batch > 1) slices = 1;  // nothing to split: C = beta C, then the epilogue
   const int64_t slice_len = slices <= 1 ? std::max<int64_t>(s.k, 1) : ((s.k + slices - 1) / slices + 15) / 16 * 16;
   slices = slices <= 1 ? 1 : (s.k + slice_len - 1) / slice_len;
   GemmShape slice_shape = s;
@@ -228,12 +225,13 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
   GemmShape packed = s;
   packed.ldc = s.n;
   const TrialLaunch main_launch = [&](const GemmConfig& config, const Kernel& kernel) {
-    return slices == 1 ? launch_gemm(device, kernel, s, config, 1, slice_len, alpha, a, b, beta, c, how.epilogue)
+    return slices == 1 ? launch_gemm(device, kernel, s, config, batch, slice_len, alpha, a, b, beta, c, how.epilogue)
                        : launch_gemm(device, kernel, packed, config, slices, slice_len, 1.0f, a, b, 0.0f, partials, {});
   };
   const bool repeatable = slices > 1 || beta == 0.0f;
   RG_ASSIGN(const auto picked,
-            pick(device, slice_shape, slices, how.config, a, b, defines, repeatable ? main_launch : TrialLaunch()));
+            pick(device, slice_shape, std::max(slices, batch), how.config, a, b, defines,
+                 repeatable ? main_launch : TrialLaunch()));
   if (slices == 1) return main_launch(picked.first, *picked.second);
   RG_TRY(main_launch(picked.first, *picked.second).status());
   const EpilogueArgs e = epilogue_args(how.epilogue, c);
@@ -281,26 +279,45 @@ void build_gemm_programs(Device& device, const GemmShape& shape, const std::vect
   build_programs(device, shape, configs, a, b, "");
 }
 
-Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSpan a, DeviceSpan b, float beta,
-                       DeviceSpan c, const GemmLaunch& how) {
+namespace {
+// The shape against its spans and the kernel's 32-bit indices, for `batch` products packed one
+// after another (each operand's matrices back to back at its row stride).
+Status check_gemm(const char* name, const GemmShape& s, int64_t batch, DeviceSpan a, DeviceSpan b, DeviceSpan c) {
   const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
-  RG_CHECK(s.m >= 0 && s.n >= 0 && s.k >= 0, "gemm shape " << s.m << " x " << s.n << " x " << s.k);
+  RG_CHECK(s.m >= 0 && s.n >= 0 && s.k >= 0 && batch >= 1, "" << name << " shape " << s.m << " x " << s.n << " x " << s.k
+                                                                 << " x " << batch);
   RG_CHECK(s.lda >= (ta ? s.m : s.k) && s.ldb >= (tb ? s.k : s.n) && s.ldc >= s.n,
-           "gemm row strides lda " << s.lda << ", ldb " << s.ldb << ", ldc " << s.ldc << " for m " << s.m << ", n "
-                                   << s.n << ", k " << s.k);
-  const int64_t a_extent = ta ? matrix_extent(s.k, s.m, s.lda) : matrix_extent(s.m, s.k, s.lda);
-  const int64_t b_extent = tb ? matrix_extent(s.n, s.k, s.ldb) : matrix_extent(s.k, s.n, s.ldb);
-  const int64_t c_extent = matrix_extent(s.m, s.n, s.ldc);
+           "" << name << " row strides lda " << s.lda << ", ldb " << s.ldb << ", ldc " << s.ldc << " for m " << s.m << ", n "
+                << s.n << ", k " << s.k);
+  const int64_t a_rows = ta ? s.k : s.m, b_rows = tb ? s.n : s.k;
+  const int64_t a_extent = (batch - 1) * a_rows * s.lda + matrix_extent(a_rows, ta ? s.m : s.k, s.lda);
+  const int64_t b_extent = (batch - 1) * b_rows * s.ldb + matrix_extent(b_rows, tb ? s.k : s.n, s.ldb);
+  const int64_t c_extent = (batch - 1) * s.m * s.ldc + matrix_extent(s.m, s.n, s.ldc);
   RG_CHECK(a.count >= a_extent && b.count >= b_extent && c.count >= c_extent,
-           "gemm spans of " << a.count << ", " << b.count << ", " << c.count << " elements for matrices of "
-                            << a_extent << ", " << b_extent << ", " << c_extent);
+           "" << name << " spans of " << a.count << ", " << b.count << ", " << c.count << " elements for matrices of "
+                << a_extent << ", " << b_extent << ", " << c_extent);
   const int64_t limit = std::numeric_limits<cl_uint>::max();
   if (a.offset + a_extent > limit || b.offset + b_extent > limit || c.offset + c_extent > limit) {
-    return Status::error("f32_gemm " + std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) +
-                         ": a matrix reaches past the 2^32 - 1 elements the kernel indexes");
+    return Status::error(std::string(name) + " " + std::to_string(s.m) + " x " + std::to_string(s.n) + " x " +
+                         std::to_string(s.k) + ": a matrix reaches past the 2^32 - 1 elements the kernel indexes");
   }
+  return Status();
+}
+}  // namespace
+
+Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSpan a, DeviceSpan b, float beta,
+                       DeviceSpan c, const GemmLaunch& how) {
+  RG_TRY(check_gemm("f32_gemm", s, 1, a, b, c));
   if (s.m == 0 || s.n == 0) return Event();
   return run(device, s, alpha, a, b, beta, c, how, "");
+}
+
+Result<Event> f32_gemm_batched(Device& device, const GemmShape& s, int64_t batch, float alpha, DeviceSpan a,
+                               DeviceSpan b, float beta, DeviceSpan c, const GemmLaunch& how) {
+  RG_TRY(check_gemm("f32_gemm_batched", s, batch, a, b, c));
+  if (batch > 65535) return Status::error("f32_gemm_batched: " + std::to_string(batch) + " products, at most 65535");
+  if (s.m == 0 || s.n == 0) return Event();
+  return run(device, s, alpha, a, b, beta, c, how, batch > 1 ? " -DBATCHED=1" : "", batch);
 }
 
 namespace {

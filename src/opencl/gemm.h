@@ -43,6 +43,32 @@ struct GemmLaunch {
 Result<Event> f32_gemm(Device& device, const GemmShape& shape, float alpha, DeviceSpan a, DeviceSpan b, float beta,
                        DeviceSpan c, const GemmLaunch& launch = {});
 
+// `batch` products of one shape in one launch (gemm.cl's BATCHED): product z reads A + z (rows
+// of A) lda, B + z (rows of B) ldb and writes C + z m ldc, each over its whole depth (never split);
+// the tuning times its configuration as f32_gemm's. Each product's bits are f32_gemm's for it.
+Result<Event> f32_gemm_batched(Device& device, const GemmShape& shape, int64_t batch, float alpha, DeviceSpan a,
+                               DeviceSpan b, float beta, DeviceSpan c, const GemmLaunch& launch = {});
+
+namespace detail {
+// The epilogue's trailing kernel arguments (kernels/fused_activation.h's EPILOGUE_PARAMS, every
+// kernel that takes one: gemm.cl, winograd.cl): has_bias, bias, bias_offset, has_affine, affine,
+// affine_offset, act, slope. The output's buffer `c` stands in for an absent bias or affine: it is
+// never read.
+struct EpilogueArgs {
+  cl_uint has_bias;
+  cl_mem bias;
+  cl_uint bias_offset;
+  cl_uint has_affine;
+  cl_mem affine;
+  cl_uint affine_offset;
+  cl_uint act;
+  float slope;
+};
+EpilogueArgs epilogue_args(const GemmEpilogue& e, DeviceSpan c);
+// The epilogue's spans hold what n columns need and sit within the kernels' 32-bit indices.
+Status check_epilogue(const GemmEpilogue& e, int64_t n);
+}  // namespace detail
+
 // Builds the programs f32_gemm would run `shape` with for each of `configs` (a, b as it would be
 // given them), several at once (ProgramCache::build_all); one that fails to build is left for
 // f32_gemm to report. A search calls it before timing the configurations one by one.

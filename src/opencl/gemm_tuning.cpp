@@ -157,6 +157,7 @@ std::string gemm_tuning_text(const Device& device, const GemmTuning& tuning) {
   out << kTuningFileMagic << "\nfor " << tuning_identity(device) << "\nsize " << tuning.size << "\n";
   for (const GemmRate& r : tuning.rates) out << "rate " << r.config.name() << " " << r.gflops << "\n";
   for (const auto& [key, config] : tuning.products) out << "product " << key << " " << config.name() << "\n";
+  for (const auto& [key, winograd] : tuning.conv_winograd) out << "conv " << key << (winograd ? " winograd\n" : " gemm\n");
   return out.str();
 }
 
@@ -205,8 +206,15 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
       RG_ASSIGN(tuning.products[key], candidate_named(name, bad));
       continue;
     }
+    if (line.rfind("conv ", 0) == 0) {
+      if (!(fields >> key >> key >> name) || (fields >> rest) || (name != "winograd" && name != "gemm"))
+        return bad("want 'conv KEY winograd|gemm', got '" + line + "'");
+      tuning.conv_winograd[key] = name == "winograd";
+      continue;
+    }
     if (!(fields >> key >> name >> gflops) || key != "rate" || (fields >> rest) || !(gflops > 0))
-      return bad("want 'rate CONFIG GFLOPS' with GFLOPS > 0 or 'product KEY CONFIG', got '" + line + "'");
+      return bad("want 'rate CONFIG GFLOPS' with GFLOPS > 0, 'product KEY CONFIG' or 'conv KEY winograd|gemm', got '" +
+                 line + "'");
     RG_ASSIGN(const GemmConfig config, candidate_named(name, bad));
     tuning.rates.push_back({config, gflops});
   }
@@ -251,6 +259,12 @@ void remember_product_choice(Device& device, const std::string& key, const GemmC
   GemmTuning& tuning = gemm_tuning(device);
   tuning.products[key] = config;
   (void)write_tuning(device, tuning);  // unwritten: timed again next run, nothing else lost
+}
+
+void remember_conv_choice(Device& device, const std::string& key, bool winograd) {
+  GemmTuning& tuning = gemm_tuning(device);
+  tuning.conv_winograd[key] = winograd;
+  (void)write_tuning(device, tuning);  // unwritten: timed again next run (its bits may then differ)
 }
 
 }  // namespace rg::ocl

@@ -1,7 +1,8 @@
 // The start-up search for the fastest kernels/gemm.cl configuration on a device: every
 // candidate timed on a square product (A B, no transposes), the rates cached on disk per device,
 // driver and kernel source, and read back by later runs (issue 9); with them each product's own
-// timed choice (gemm.cpp), kept in the same file.
+// timed choice (gemm.cpp), kept in the same file, as is each convolution's choice of Winograd
+// (model/cl_conv.cpp).
 //
 // RETROGRAD_CL_GEMM_TUNE: unset or "auto" tunes GPUs and accelerators (a CPU device such as PoCL
 // keeps the untuned choice: its kernels' speed is no claim); "1" tunes any device; "0" never.
@@ -32,6 +33,11 @@ struct GemmTuning {
   // The fastest configuration of each product timed on itself (gemm.cpp's product_key): the
   // square search's rates misjudge products of few tiles (how many items keep a unit busy).
   std::map<std::string, GemmConfig> products;
+  // Each convolution's timed algorithm by pass, shape and batch (model/cl_conv.cpp's
+  // winograd_choice_key): true where Winograd ran faster than the GEMM. Winograd rounds otherwise,
+  // so the choice, once timed, is kept for every later run on this device and driver: their bits
+  // do not depend on a measurement again.
+  std::map<std::string, bool> conv_winograd;
   std::string source;              // how it was found, for the log: "tuned now ...", "read from ..."
 };
 
@@ -61,6 +67,9 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
 // Keeps `config` as the product `key`'s choice, in the tuning and in its cache file (rewritten
 // whole; a file that cannot be written costs nothing but the next run's timing again).
 void remember_product_choice(Device& device, const std::string& key, const GemmConfig& config);
+
+// Keeps whether Winograd ran the convolution `key` faster, likewise.
+void remember_conv_choice(Device& device, const std::string& key, bool winograd);
 
 // The tuning f32_gemm uses: kept with the device after the first call; else read from the cache
 // file; else searched now (RETROGRAD_CL_GEMM_TUNE) and written there; else every candidate

@@ -11,9 +11,11 @@
 #include "opencl/activation.h"
 #include "opencl/fill_copy.h"
 #include "opencl/gemm.h"
+#include "opencl/gemm_tuning.h"
 #include "opencl/im2col.h"
 #include "opencl/model/cl_conv_layers.h"
 #include "opencl/model/cl_layer.h"
+#include "opencl/winograd.h"
 
 namespace rg::ocl {
 
@@ -21,19 +23,29 @@ namespace {
 // Elements [first, first + count) of `span`.
 DeviceSpan sub(DeviceSpan span, int64_t first, int64_t count) { return DeviceSpan{span.mem, span.offset + first, count}; }
 
-// RETROGRAD_CL_CONV: "im2col", "implicit" or "auto" (unset or empty: auto).
+// RETROGRAD_CL_CONV: "im2col", "implicit", "winograd" or "auto" (unset or empty: auto).
 Result<std::string> conv_path_policy() {
   const char* env = std::getenv("RETROGRAD_CL_CONV");
   const std::string policy = env != nullptr && *env != '\0' ? env : "auto";
-  if (policy != "im2col" && policy != "implicit" && policy != "auto") {
-    return Status::error("RETROGRAD_CL_CONV='" + policy + "': the conv paths are im2col, implicit or auto");
+  if (policy != "im2col" && policy != "implicit" && policy != "winograd" && policy != "auto") {
+    return Status::error("RETROGRAD_CL_CONV='" + policy + "': the conv paths are im2col, implicit, winograd or auto");
   }
   return policy;
 }
 
-// Runs `path` twice each (the first run of a path also builds its kernels); the second runs' wall
-// times, enqueue to finish, decide: launches count as well as kernels. An implicit path the device
-// cannot build or run leaves im2col, the path every device runs.
+// The wall time of `run`, enqueue to finish: launches count as well as kernels.
+template <class Run>
+Result<double> wall_seconds(Device& device, const Run& run) {
+  RG_TRY(device.finish());
+  const auto start = std::chrono::steady_clock::now();
+  RG_TRY(run());
+  RG_TRY(device.finish());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Runs `path` twice each (the first run of a path also builds its kernels); the second runs'
+// wall times decide. An implicit path the device cannot build or run leaves im2col, the path
+// every device runs.
 template <class Run>
 Result<ClConv::Path> time_paths(Device& device, const Run& run) {
   using Path = ClConv::Path;
@@ -41,19 +53,23 @@ Result<ClConv::Path> time_paths(Device& device, const Run& run) {
   const Path paths[2] = {Path::im2col, Path::implicit};
   for (int rep = 0; rep < 2; ++rep) {
     for (int p = 0; p < 2; ++p) {
-      RG_TRY(device.finish());
-      const auto start = std::chrono::steady_clock::now();
-      const Status ran = run(paths[p]);
-      if (!ran.ok() && paths[p] == Path::implicit) {
+      auto timed = wall_seconds(device, [&] { return run(paths[p]); });
+      if (!timed.ok() && paths[p] == Path::implicit) {
         RG_TRY(run(Path::im2col));
         return Path::im2col;
       }
-      RG_TRY(ran);
-      RG_TRY(device.finish());
-      seconds[p] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      RG_ASSIGN(seconds[p], timed);
     }
   }
   return seconds[1] < seconds[0] ? Path::implicit : Path::im2col;
+}
+
+// Where a convolution's timed choice of Winograd is kept in the tuning (GemmTuning::conv_winograd):
+// "forward/28x28x32/p1/f32/n256" (the pass, the input's size and channels, the pad, the outputs
+// per pixel, the batch).
+std::string winograd_choice_key(const std::string& pass, const ConvGeometry& g, int64_t c_out, int64_t n) {
+  return pass + "/" + std::to_string(g.height) + "x" + std::to_string(g.width) + "x" + std::to_string(g.channels) +
+         "/p" + std::to_string(g.pad) + "/f" + std::to_string(c_out) + "/n" + std::to_string(n);
 }
 }  // namespace
 
@@ -80,6 +96,19 @@ ClConv::ClConv(Device& device, const ConvLayer& host, bool transposed, int64_t c
 Result<std::unique_ptr<ClConv>> ClConv::create(ConvLayer& host, Device& device, int64_t chunk_elements) {
   const bool transposed = dynamic_cast<ConvTranspose2D*>(&host) != nullptr;
   std::unique_ptr<ClConv> cl(new ClConv(device, host, transposed, chunk_elements));
+  RG_ASSIGN(cl->policy_, conv_path_policy());
+  const auto* conv = dynamic_cast<const Conv2D*>(&host);
+  const bool asked = cl->policy_ == "winograd" || (conv != nullptr && conv->algorithm() == ConvAlgorithm::winograd);
+  if (cl->policy_ == "winograd") cl->policy_ = "auto";  // the other choices where it does not decide
+  const bool timed = !asked && cl->policy_ == "auto" && gemm_tuning(device).size > 0;
+  // Winograd for a convolution of g with c_in input channels: always, a candidate, or never.
+  auto use = [&](const ConvGeometry& g, int64_t c_in) {
+    if (transposed || !cl_winograd_fits(g)) return Winograd::never;
+    return asked ? Winograd::always : timed && c_in >= 8 ? Winograd::candidate : Winograd::never;
+  };
+  cl->winograd_fwd_ = use(cl->g_, cl->g_.channels);
+  if (cl->direct_dx_) cl->winograd_dx_ = use(cl->flipped_g_, cl->filters_);
+  if (cl->winograd_fwd_ == Winograd::always) cl->path_ = Path::winograd;
   const std::vector<Param*> p = host.params();  // weight, then bias
   RG_ASSIGN(cl->weight_, upload_param(device, *p[0], true));
   if (p.size() > 1) {
@@ -100,10 +129,41 @@ int64_t ClConv::chunk_samples(int64_t n) const {
   return std::max<int64_t>(1, std::min(n, chunk_elements_ / per_sample));
 }
 
-// A chunk's patch matrix.
+// A chunk's patch matrix, or Winograd's U and a chunk's V and M (the forward's, dx's) where larger.
 int64_t ClConv::workspace_elements(int64_t n) const {
   if (g_.pointwise()) return 0;
-  return chunk_samples(n) * g_.patches() * g_.patch_size();
+  const int64_t patches = chunk_samples(n) * g_.patches() * g_.patch_size();
+  const int64_t fwd = winograd_fwd_ != Winograd::never ? winograd_workspace_elements(g_, filters_, n) : 0;
+  const int64_t dx = winograd_dx_ != Winograd::never ? winograd_workspace_elements(flipped_g_, g_.channels, n) : 0;
+  return std::max({patches, fwd, dx});
+}
+
+int64_t ClConv::winograd_chunk(const ConvGeometry& g, int64_t c_out, int64_t n) const {
+  const WinogradWorkspace parts = winograd_workspace(g, c_out);
+  const int64_t room = kWinogradChunkFactor * chunk_elements_ - parts.weight;
+  return std::max<int64_t>(1, std::min(n, room / parts.per_image));
+}
+
+int64_t ClConv::winograd_workspace_elements(const ConvGeometry& g, int64_t c_out, int64_t n) const {
+  return winograd_workspace(g, c_out).floats(winograd_chunk(g, c_out, n));
+}
+
+Status ClConv::winograd_conv(const ConvGeometry& g, int64_t c_out, ConvWeight read, int64_t n, DeviceSpan in,
+                             DeviceSpan out, DeviceSpan ws, const GemmEpilogue& epilogue, float beta) {
+  const WinogradWorkspace parts = winograd_workspace(g, c_out);
+  const int64_t per_chunk = winograd_chunk(g, c_out, n), in_sample = g.height * g.width * g.channels;
+  const int64_t out_sample = g.patches() * c_out;
+  RG_CHECK(ws.count >= parts.floats(per_chunk), "Winograd workspace of " << ws.count << " floats for " << parts.floats(per_chunk));
+  const DeviceSpan u = sub(ws, 0, parts.weight);
+  RG_TRY(f32_winograd_weight(device_, g, c_out, weight_.value.f32(), read, u).status());
+  for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+    const int64_t count = std::min(per_chunk, n - s0);
+    RG_TRY(f32_winograd_conv(device_, g, count, sub(in, s0 * in_sample, count * in_sample), u, c_out,
+                             sub(out, s0 * out_sample, count * out_sample),
+                             sub(ws, parts.weight, count * parts.per_image), epilogue, beta)
+               .status());
+  }
+  return Status();
 }
 
 Status ClConv::forward(int64_t n, DeviceSpan x, DeviceSpan y, const ClContext& ctx) {
@@ -142,6 +202,39 @@ Status ClConv::backward_fused(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan 
 // Per chunk: cols [rows, K] = im2col(x); y [rows, F] = cols * W [K, F]  (rows = count * patches), or
 // the implicit GEMM reading cols from x as it goes; then the epilogue (bias, fused layers).
 Status ClConv::conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue) {
+  auto winograd = [&] { return winograd_conv(g_, filters_, ConvWeight::plain, n, x, y, ws, epilogue, 0.0f); };
+  if (winograd_fwd_ == Winograd::candidate) {  // the GEMM path's run: its own choice first (path_)
+    auto gemm = [&] { return conv_forward_gemm(n, x, y, ws, epilogue); };
+    RG_TRY(choose_winograd(winograd_fwd_, "forward", n, gemm, winograd));
+    if (winograd_fwd_ == Winograd::always) path_ = Path::winograd;
+  }
+  if (path_ == Path::winograd) return winograd();
+  return conv_forward_gemm(n, x, y, ws, epilogue);
+}
+
+Status ClConv::choose_winograd(Winograd& use, const std::string& pass, int64_t n, const std::function<Status()>& gemm,
+                               const std::function<Status()>& winograd) {
+  const bool forward = pass == "forward";
+  const std::string key = winograd_choice_key(pass, forward ? g_ : flipped_g_, forward ? filters_ : g_.channels, n);
+  const GemmTuning& tuning = gemm_tuning(device_);
+  bool faster = false;
+  if (auto kept = tuning.conv_winograd.find(key); kept != tuning.conv_winograd.end()) {
+    faster = kept->second;
+  } else {
+    double seconds[2] = {0, 0};
+    for (int rep = 0; rep < 2; ++rep) {
+      RG_ASSIGN(seconds[0], wall_seconds(device_, gemm));
+      RG_ASSIGN(seconds[1], wall_seconds(device_, winograd));
+    }
+    faster = seconds[1] < seconds[0];
+    remember_conv_choice(device_, key, faster);
+  }
+  use = faster ? Winograd::always : Winograd::never;
+  return Status();
+}
+
+// The GEMM paths: im2col + GEMM or the implicit GEMM per chunk (path_, timed on the first chunk).
+Status ClConv::conv_forward_gemm(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue) {
   const int64_t per_chunk = chunk_samples(n);
   for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
     const int64_t count = std::min(per_chunk, n - s0);
@@ -173,9 +266,8 @@ Status ClConv::conv_forward_chunk(Path path, int64_t count, DeviceSpan x, Device
 
 Status ClConv::choose_forward_path(int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws,
                                    const GemmEpilogue& epilogue) {
-  RG_ASSIGN(const std::string policy, conv_path_policy());
-  if (policy != "auto") {
-    path_ = policy == "im2col" ? Path::im2col : Path::implicit;
+  if (policy_ != "auto") {
+    path_ = policy_ == "im2col" ? Path::im2col : Path::implicit;
     return conv_forward_chunk(path_, count, x, y, ws, epilogue);
   }
   RG_ASSIGN(path_, time_paths(device_, [&](Path p) { return conv_forward_chunk(p, count, x, y, ws, epilogue); }));
@@ -193,11 +285,10 @@ Status ClConv::backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, De
 // and runs; a ConvTranspose2D's im2col (its implicit path is not yet measured on a GPU).
 Status ClConv::choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
                                     const ClContext& ctx) {
-  RG_ASSIGN(const std::string policy, conv_path_policy());
-  const bool implicit = policy == "implicit" || (policy == "auto" && !transposed_);
+  const bool implicit = policy_ == "implicit" || (policy_ == "auto" && !transposed_);
   backward_path_ = implicit ? Path::implicit : Path::im2col;
   const Status ran = backward_by(backward_path_, n, x, dy, dx, keep, ctx);
-  if (ran.ok() || policy != "auto") return ran;
+  if (ran.ok() || policy_ != "auto") return ran;
   backward_path_ = Path::im2col;
   return backward_by(backward_path_, n, x, dy, dx, keep, ctx);
 }
@@ -213,13 +304,7 @@ Status ClConv::conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan d
   if (path == Path::implicit) {
     if (dx.mem != nullptr) {
       const InputGradScope timed(ctx.host);  // --profile-device: as the input gradient
-      if (!direct_dx_) {
-        RG_TRY(dx_by_col2im(n, dy, dx, ws));
-      } else {
-        RG_TRY(f32_conv_gemm(device_, flipped_g_, n, dy, weight_.value.f32(), g_.channels, dx, {}, ConvWeight::flipped,
-                             add_dx ? 1.0f : 0.0f)
-                   .status());
-      }
+      RG_TRY(direct_dx_ ? dx_direct(n, dy, dx, ws, add_dx) : dx_by_col2im(n, dy, dx, ws));
     }
     return f32_conv_gemm_weight_grad(device_, g_, n, x, dy, f, keep ? 1.0f : 0.0f, weight_.grad.f32()).status();
   }
@@ -239,6 +324,22 @@ Status ClConv::conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan d
   // The queue is in order: the weight gradient has read the workspace before dx_by_col2im writes it.
   const InputGradScope timed(ctx.host);
   return dx_by_col2im(n, dy, dx, ws);
+}
+
+// dx as the convolution of dy with the weight read flipped: by Winograd or the implicit GEMM,
+// a candidate timed first (its first call: dx overwritten, add_dx false, so repeatable).
+Status ClConv::dx_direct(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws, bool add_dx) {
+  const float beta = add_dx ? 1.0f : 0.0f;
+  auto winograd = [&] { return winograd_conv(flipped_g_, g_.channels, ConvWeight::flipped, n, dy, dx, ws, {}, beta); };
+  auto gemm = [&] {
+    return f32_conv_gemm(device_, flipped_g_, n, dy, weight_.value.f32(), g_.channels, dx, {}, ConvWeight::flipped, beta)
+        .status();
+  };
+  if (winograd_dx_ == Winograd::candidate) {
+    RG_CHECK(!add_dx, "a conv's dx added onto before its path was chosen");
+    RG_TRY(choose_winograd(winograd_dx_, "dx", n, gemm, winograd));
+  }
+  return winograd_dx_ == Winograd::always ? winograd() : gemm();
 }
 
 // Per chunk: dcols [rows, K] = dy * W^T, dx = col2im(dcols) (pointwise: dx = dcols).

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "nn/conv.h"
 #include "opencl/gemm.h"
@@ -23,10 +25,21 @@ namespace rg::ocl {
 // timed (other bits: a run's must not depend on a measurement). ConvTranspose2D's backward has
 // both paths (implicit: its two products over the batch reading dy's patches), auto keeping
 // im2col until the implicit one is measured on a GPU.
-// RETROGRAD_CL_CONV=im2col|implicit|auto (default auto) fixes both choices.
+// Winograd F(4x4, 3x3) (opencl/winograd.h; other bits, within the CPU Winograd's tolerance) may
+// run a Conv2D's forward and, apart, its dx where it fits (3x3, stride 1, pad <= 2): always where
+// the cfg's `algorithm = winograd` or RETROGRAD_CL_CONV=winograd asks; under auto, on a tuned
+// device (gemm_tuning.h) and with at least 8 input channels (the CPU's rule: fewer save too
+// little), where it ran faster than the GEMM path when first timed on this device, shape and
+// batch, a choice the tuning's cache file keeps (GemmTuning::conv_winograd), so later runs there
+// compute the same bits without timing. The weight gradient stays the implicit GEMM. Its chunks:
+// as many samples as their V and M fit kWinogradChunkFactor chunks' floats beside the
+// transformed weight.
+// RETROGRAD_CL_CONV=im2col|implicit|winograd|auto (default auto) fixes the choices (winograd:
+// auto where it does not fit); it is read when the layer is made.
 class ClConv : public ClLayer {
  public:
   static constexpr int64_t kChunkElements = int64_t{8} << 20;  // 32 MiB of f32
+  static constexpr int64_t kWinogradChunkFactor = 4;  // 128 MiB: a batch of 256 28x28x32 images in 2 chunks
 
   // `host` (a Conv2D or a ConvTranspose2D) after its init(): its params are uploaded.
   static Result<std::unique_ptr<ClConv>> create(ConvLayer& host, Device& device,
@@ -36,7 +49,7 @@ class ClConv : public ClLayer {
   // Conv2D: the fused layers' epilogue in its GEMM's last step, either path. ConvTranspose2D
   // ends in col2im and its bias add, not a GEMM: no fusion head.
   // Backward: dx added onto in its product where that is one product (a Conv2D at stride 1 on the
-  // implicit path, once the first backward has chosen it).
+  // implicit path, its GEMM or Winograd, once the first backward has chosen it).
   FusionHead fusion_head() const override {
     return {!transposed_, !transposed_, false, !transposed_ && direct_dx_ && backward_path_ == Path::implicit};
   }
@@ -48,7 +61,7 @@ class ClConv : public ClLayer {
   int64_t workspace_elements(int64_t n) const override;
   int64_t chunk_samples(int64_t n) const;  // samples per chunk for a batch of n
 
-  enum class Path { unmeasured, im2col, implicit };
+  enum class Path { unmeasured, im2col, implicit, winograd };  // winograd: the forward only
   Path forward_path() const { return path_; }
   Path backward_path() const { return backward_path_; }
 
@@ -56,6 +69,7 @@ class ClConv : public ClLayer {
   ClConv(Device& device, const ConvLayer& host, bool transposed, int64_t chunk_elements);
   // `epilogue`: the bias, then the fused layers' affine and activation.
   Status conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
+  Status conv_forward_gemm(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue);
   // One chunk of `count` samples by `path`: x and y the chunk's.
   Status conv_forward_chunk(Path path, int64_t count, DeviceSpan x, DeviceSpan y, DeviceSpan ws,
                             const GemmEpilogue& epilogue);
@@ -74,6 +88,19 @@ class ClConv : public ClLayer {
   Status choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep, const ClContext& ctx);
   // dx [n, h, w, c] = col2im(dy * W^T), in chunks of the workspace.
   Status dx_by_col2im(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws);
+  // out [n, ..., c_out] = beta out + the Winograd convolution of `in` by geometry g (g_, or
+  // flipped_g_ for dx with the weight read flipped), then the epilogue: the weight transformed
+  // once, then chunks of samples (winograd_chunk).
+  Status winograd_conv(const ConvGeometry& g, int64_t c_out, ConvWeight read, int64_t n, DeviceSpan in,
+                       DeviceSpan out, DeviceSpan ws, const GemmEpilogue& epilogue, float beta);
+  int64_t winograd_chunk(const ConvGeometry& g, int64_t c_out, int64_t n) const;  // samples
+  int64_t winograd_workspace_elements(const ConvGeometry& g, int64_t c_out, int64_t n) const;
+  // A candidate's choice (winograd_fwd_ or winograd_dx_): the cache's, else `gemm` and
+  // `winograd` each run twice and timed (their second runs), the faster kept and remembered.
+  enum class Winograd { never, candidate, always };
+  Status choose_winograd(Winograd& use, const std::string& pass, int64_t n, const std::function<Status()>& gemm,
+                         const std::function<Status()>& winograd);
+  Status dx_direct(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws, bool add_dx);  // the stride-1 dx
   Status transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
 
   Device& device_;
@@ -83,6 +110,8 @@ class ClConv : public ClLayer {
   bool has_bias_ = false;
   ClParam weight_, bias_;
   Path path_ = Path::unmeasured, backward_path_ = Path::unmeasured;
+  std::string policy_;     // RETROGRAD_CL_CONV's, read when the layer is made ("winograd" where it fits only)
+  Winograd winograd_fwd_ = Winograd::never, winograd_dx_ = Winograd::never;
   // Conv2D at stride 1: dy's geometry as the convolution that gives dx (direct_dx_), else none.
   ConvGeometry flipped_g_;
   bool direct_dx_ = false;

@@ -1,0 +1,76 @@
+// Launchers of kernels/winograd.cl and its 36 products (f32_gemm_batched): one work-item per
+// value of the weight's transform, per (tile, channel) of the input's and per (tile, filter) of
+// the output's; the geometry as uints (one program for every layer).
+#include "opencl/winograd.h"
+
+#include "base/int_math.h"
+#include "opencl/launch_1d.h"
+
+namespace rg::ocl {
+
+namespace {
+
+constexpr const char* kWinogradProgram = "winograd.cl";
+constexpr int64_t kPoints = 36;  // positions of a 6x6 tile's transforms
+using detail::check_u32;
+using detail::launch_1d;
+using detail::u32;
+
+int64_t tiles_h(const ConvGeometry& g) { return ceil_div(g.out_h, int64_t{4}); }
+int64_t tiles_w(const ConvGeometry& g) { return ceil_div(g.out_w, int64_t{4}); }
+
+}  // namespace
+
+bool cl_winograd_fits(const ConvGeometry& g) { return g.kernel == 3 && g.stride == 1 && g.pad <= 2; }
+
+WinogradWorkspace winograd_workspace(const ConvGeometry& g, int64_t filters) {
+  return {kPoints * g.channels * filters, kPoints * tiles_h(g) * tiles_w(g) * (g.channels + filters)};
+}
+
+Result<Event> f32_winograd_weight(Device& device, const ConvGeometry& g, int64_t filters, DeviceSpan weight,
+                                  ConvWeight weight_read, DeviceSpan u) {
+  RG_CHECK(cl_winograd_fits(g) && filters > 0 && weight_read != ConvWeight::transposed,
+           "Winograd weight of a " << g.kernel << "x" << g.kernel << " stride " << g.stride << " conv");
+  const int64_t c = g.channels, pairs = c * filters;
+  RG_TRY(check_u32("f32_winograd_weight", 9 * pairs, {weight}));
+  RG_TRY(check_u32("f32_winograd_weight", kPoints * pairs, {u}));
+  return launch_1d(device, kWinogradProgram, "f32_winograd_weight", "", kPoints * pairs, u32(c), u32(filters),
+                   cl_uint{weight_read == ConvWeight::flipped ? 1u : 0u}, weight.mem, u32(weight.offset), u.mem,
+                   u32(u.offset));
+}
+
+// V = B^T d B of every tile; M[xi] = V[xi] U[xi] (36 products); y = A^T M A (+ beta y, epilogue).
+Result<Event> f32_winograd_conv(Device& device, const ConvGeometry& g, int64_t images, DeviceSpan x, DeviceSpan u,
+                                int64_t filters, DeviceSpan y, DeviceSpan scratch, const GemmEpilogue& epilogue,
+                                float beta) {
+  detail::check_geometry("Winograd convolution of", g, images);
+  RG_CHECK(cl_winograd_fits(g) && filters > 0, "Winograd convolution of a " << g.kernel << "x" << g.kernel << " stride "
+                                                                            << g.stride << " pad " << g.pad << " conv");
+  const int64_t c = g.channels, tiles = images * tiles_h(g) * tiles_w(g);
+  const int64_t v_floats = kPoints * tiles * c, m_floats = kPoints * tiles * filters;
+  RG_CHECK(scratch.count >= v_floats + m_floats, "Winograd scratch of " << scratch.count << " floats for "
+                                                                        << v_floats + m_floats);
+  RG_TRY(check_u32("f32_winograd_conv", images * g.height * g.width * c, {x}));
+  RG_TRY(check_u32("f32_winograd_conv", images * g.patches() * filters, {y}));
+  RG_TRY(check_u32("f32_winograd_conv", v_floats + m_floats, {scratch}));
+  RG_TRY(detail::check_epilogue(epilogue, filters));
+  if (images == 0) return Event();
+  const DeviceSpan v{scratch.mem, scratch.offset, v_floats}, m{scratch.mem, scratch.offset + v_floats, m_floats};
+  RG_TRY(launch_1d(device, kWinogradProgram, "f32_winograd_input", "", tiles * c, u32(tiles), u32(g.height),
+                   u32(g.width), u32(c), u32(g.pad), u32(tiles_h(g)), u32(tiles_w(g)), x.mem, u32(x.offset), v.mem,
+                   u32(v.offset))
+             .status());
+  // M[xi] [tiles x filters] = V[xi] [tiles x c] * U[xi] [c x filters], xi < 36
+  GemmLaunch whole;
+  whole.k_slices = 1;
+  RG_TRY(f32_gemm_batched(device, GemmShape{Trans::no, Trans::no, tiles, filters, c, c, filters, filters}, kPoints,
+                          1.0f, v, u, 0.0f, m, whole)
+             .status());
+  const detail::EpilogueArgs e = detail::epilogue_args(epilogue, y);
+  return launch_1d(device, kWinogradProgram, "f32_winograd_output", "", tiles * filters, u32(tiles), u32(g.out_h),
+                   u32(g.out_w), u32(filters), u32(tiles_h(g)), u32(tiles_w(g)), m.mem, u32(m.offset), beta, y.mem,
+                   u32(y.offset), e.has_bias, e.bias, e.bias_offset, e.has_affine, e.affine, e.affine_offset, e.act,
+                   e.slope);
+}
+
+}  // namespace rg::ocl
