@@ -493,6 +493,8 @@ TEST(ClModelGraph, AResidualAddTakesItsActivation) {
       "[conv]\nname = c3\ninputs = r0\nfilters = 2\nsize = 1\n[concat]\ninputs = out, c3\n"
       "[global_avgpool]\n[dense]\nunits = 3\n";
   expect_fusion_changes_no_bit(FusionCase{"residual", "implicit", 3, 6, 3, cfg}, 4, 3);
+  // the convs by Winograd: c1's dx added onto r0's gradient by its output transform (beta 1)
+  expect_fusion_changes_no_bit(FusionCase{"residual-winograd", "winograd", 3, 6, 3, cfg}, 4, 3);
 }
 
 // What the device does not run for a graph model is refused by name: f16 storage (issue 31) and

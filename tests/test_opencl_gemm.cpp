@@ -244,6 +244,18 @@ TEST_P(OpenclGemm, BatchedProductsGiveTheBitsOfEachProductAlone) {
   }
 }
 
+// More packed products than a launch's third dimension holds are refused by name.
+TEST(OpenclGemmBatched, MoreProductsThanALaunchHoldsAreRefused) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer ones = upload_or_die(device, std::vector<float>(65536, 1.0f), "ones");
+  auto event = f32_gemm_batched(device, GemmShape{Trans::no, Trans::no, 1, 1, 1, 1, 1, 1}, 65536, 1.0f, ones.f32(),
+                                ones.f32(), 0.0f, ones.f32());
+  ASSERT_FALSE(event.ok());
+  EXPECT_NE(event.status().message().find("65536 products, at most 65535"), std::string::npos)
+      << event.status().message();
+}
+
 // K = 0 asked in slices: nothing to split, C = beta C.
 TEST_P(OpenclGemm, SlicesOfAnEmptySumAreOneProduct) {
   SKIP_WITHOUT_OPENCL();
@@ -420,7 +432,7 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
   tuning.size = 256;
   tuning.rates = {{gemm_candidates()[3], 10.5}, {gemm_candidates()[5], 2.25}};
   tuning.products = {{"NN/64x32x16/s1", gemm_candidates()[3]}, {"TN/9x8x4096/s4/v/c0123abcd", gemm_candidates()[10]}};
-  tuning.conv_winograd = {{"forward/28x28x32/p1/f32/n256", true}, {"dx/14x14x64/p1/f64/n64", false}};
+  tuning.conv_winograd = {{"forward/28x28x32/p1/o32/n256", true}, {"dx/14x14x64/p1/o64/n64", false}};
   const std::string text = gemm_tuning_text(device, tuning);
   auto back = parse_gemm_tuning(device, text, "cache.txt");
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -459,9 +471,9 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
       {replace_line(5, "product NN/1x1x1/s1 64x64x16/16x16/v3"), "cache.txt:5: GEMM configuration '64x64x16/16x16/v3'"},
       {replace_line(5, "product NN/1x1x1/s1 32x32x32/8x8/v4"), "cache.txt:5: GEMM configuration '32x32x32/8x8/v4' is not one of the candidates"},
       {replace_line(4, "rate 32x32x32/8x8/v4 5"), "cache.txt:4: GEMM configuration '32x32x32/8x8/v4' is not one of the candidates"},
-      {replace_line(7, "conv forward/28x28x32/p1/f32/n256"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
-      {replace_line(7, "conv forward/28x28x32/p1/f32/n256 direct"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
-      {replace_line(7, "conv forward/28x28x32/p1/f32/n256 gemm 1"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
+      {replace_line(7, "conv forward/28x28x32/p1/o32/n256"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
+      {replace_line(7, "conv forward/28x28x32/p1/o32/n256 direct"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
+      {replace_line(7, "conv forward/28x28x32/p1/o32/n256 gemm 1"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
       {text.substr(0, line_of(4)), "cache.txt: no rate"},
       {text.substr(0, line_of(2)), "cache.txt: truncated after line 1"},
   };

@@ -406,12 +406,12 @@ TEST(OpenclConvLayers, WinogradIsTimedOnATunedDeviceAndTheChoiceKept) {
   compare_layer(first, *timed.value(), device, Shape{9, 10, 8}, 2, 2e-5);
   const std::map<std::string, bool> kept = gemm_tuning(device).conv_winograd;
   ASSERT_EQ(kept.size(), 2u);
-  ASSERT_EQ(kept.count("forward/9x10x8/p1/f8/n2"), 1u);
-  ASSERT_EQ(kept.count("dx/9x10x8/p1/f8/n2"), 1u);
-  EXPECT_EQ(timed.value()->forward_path() == ClConv::Path::winograd, kept.at("forward/9x10x8/p1/f8/n2"));
+  ASSERT_EQ(kept.count("forward/9x10x8/p1/o8/n2"), 1u);
+  ASSERT_EQ(kept.count("dx/9x10x8/p1/o8/n2"), 1u);
+  EXPECT_EQ(timed.value()->forward_path() == ClConv::Path::winograd, kept.at("forward/9x10x8/p1/o8/n2"));
   // The file decides for a later run: the other choice, written into it, is taken untimed.
-  const bool winograd = !kept.at("forward/9x10x8/p1/f8/n2");
-  tuned.conv_winograd = {{"forward/9x10x8/p1/f8/n2", winograd}, {"dx/9x10x8/p1/f8/n2", winograd}};
+  const bool winograd = !kept.at("forward/9x10x8/p1/o8/n2");
+  tuned.conv_winograd = {{"forward/9x10x8/p1/o8/n2", winograd}, {"dx/9x10x8/p1/o8/n2", winograd}};
   std::ofstream(gemm_tuning_path(device)) << gemm_tuning_text(device, tuned);
   device.gemm_tuning_slot().reset();
   Conv2D again(conv_options(8, 3, 1, 1));
@@ -419,13 +419,21 @@ TEST(OpenclConvLayers, WinogradIsTimedOnATunedDeviceAndTheChoiceKept) {
   ASSERT_TRUE(kept_choice.ok()) << kept_choice.status().message();
   compare_layer(again, *kept_choice.value(), device, Shape{9, 10, 8}, 2, 2e-5);
   EXPECT_EQ(kept_choice.value()->forward_path() == ClConv::Path::winograd, winograd);
-  EXPECT_EQ(gemm_tuning(device).conv_winograd.size(), 2u) << "nothing timed";
+  EXPECT_EQ(gemm_tuning(device).conv_winograd, tuned.conv_winograd) << "nothing timed: the file's choices kept";
   Conv2D narrow(conv_options(7, 3, 1, 1));  // 7 input channels and 7 filters (dx's): never timed
   auto few = conv_of(7, narrow);
   ASSERT_TRUE(few.ok()) << few.status().message();
   compare_layer(narrow, *few.value(), device, Shape{9, 10, 7}, 2, 1e-4);
   EXPECT_NE(few.value()->forward_path(), ClConv::Path::winograd);
-  EXPECT_EQ(gemm_tuning(device).conv_winograd.size(), 2u);
+  EXPECT_EQ(gemm_tuning(device).conv_winograd, tuned.conv_winograd);
+  std::filesystem::remove(gemm_tuning_path(device));  // an untuned device: nothing timed
+  device.gemm_tuning_slot().reset();
+  Conv2D untuned(conv_options(8, 3, 1, 1));
+  auto plain = conv_of(8, untuned);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  compare_layer(untuned, *plain.value(), device, Shape{9, 10, 8}, 2, 1e-4);
+  EXPECT_NE(plain.value()->forward_path(), ClConv::Path::winograd);
+  EXPECT_TRUE(gemm_tuning(device).conv_winograd.empty());
   device.gemm_tuning_slot().reset();  // later tests derive it again under their own environment
 }
 
@@ -456,12 +464,12 @@ TEST(OpenclConvLayers, WinogradOutputAddsBetaThenTheGemmEpilogue) {
     const GemmEpilogue epilogue{bbias.f32(), baffine.f32(),
                                 FusedActivation{FusedActivation::leaky_relu, slope}};
     ASSERT_TRUE(
-        f32_winograd_conv(device, g, images, x.f32(), u.f32(), filters, fused.f32(), scratch.f32(), epilogue, 1.0f)
+        f32_winograd_conv(device, g, images, x.f32(), u.f32(), filters, fused.f32(), scratch.f32(), epilogue, 0.5f)
             .ok());
     const std::vector<float> got = download_all<float>(fused);
     for (int64_t i = 0; i < out; ++i) {
       const int64_t f = i % filters;
-      float v = y0[i] + 1.0f * old[i];
+      float v = y0[i] + 0.5f * old[i];
       v += bias[f];
       v = v * affine[f] + affine[filters + f];
       v = v > 0.0f ? v : slope * v;
@@ -620,6 +628,25 @@ TEST(OpenclGraphModel, Resnet20PresetMatchesTheCpu) {
   compare_preset("resnet20", 2, 1e-3);
 }
 
+// resnet20 with every 3x3 stride-1 conv's cfg saying `algorithm = winograd`: the device's Winograd
+// (forward and dx) against the CPU's through the whole graph model. (Against the CPU's GEMM its
+// rounding moves relu masks and the batch norms' statistics of 2 samples past this tolerance:
+// bench/RESULTS.md, 2026-11-30 17:45 UTC.)
+TEST(OpenclGraphModel, Resnet20WithWinogradMatchesTheCpusWinograd) {
+  SKIP_WITHOUT_OPENCL();
+  std::string cfg = preset_cfg("resnet20");
+  for (const std::string stride_one : {"size = 3\nstride = 1\npad = 1\n", "size = 3\npad = 1\n"}) {
+    for (size_t at = cfg.find(stride_one); at != std::string::npos; at = cfg.find(stride_one, at + 1)) {
+      cfg.insert(at + stride_one.size(), "algorithm = winograd\n");
+    }
+  }
+  size_t asked = 0;
+  for (size_t at = cfg.find("algorithm = winograd"); at != std::string::npos; at = cfg.find("algorithm = winograd", at + 1))
+    ++asked;
+  EXPECT_EQ(asked, 17u);  // conv1 and 16 of the blocks' convs (the two stride-2 ones and the 1x1s not)
+  compare_model(cfg, "resnet20 with Winograd", 2, 1e-3);
+}
+
 // The depthwise conv (its own kernels): padding, stride 2 and 3 (dx's gaps), channels not a
 // multiple of 4, no bias, a batch of 1; and the mobile-style model conv -> depthwise -> 1x1 conv.
 TEST(OpenclConvLayers, DepthwiseConvMatchesTheCpu) {
@@ -640,7 +667,7 @@ TEST(OpenclConvLayers, DepthwiseConvMatchesTheCpu) {
       DepthwiseConv2D cpu(c.options);
       auto cl = device_twin(cpu, "dw", c.input, 6, *device);
       ASSERT_TRUE(cl.ok()) << cl.status().message();
-      compare_layer(cpu, *cl.value(), *device, c.input, c.n, 2e-5);
+      compare_layer(cpu, *cl.value(), *device, c.input, c.n, 1e-5);
     }
   }
   compare_model("[net]\ninput = 10x10x2\n[conv]\nfilters = 6\nsize = 3\npad = 1\n[relu]\n"

@@ -208,7 +208,7 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
                   const GemmLaunch& how, const std::string& defines, int64_t batch = 1) {
   const int64_t scratch = scratch_floats(device);
   int64_t slices = how.k_slices > 0 ? how.k_slices : gemm_k_slices(s, static_cast<int>(device.info().compute_units), scratch);
-  if (s.k == 0 || batch > 1) slices = 1;  // nothing to split: C = beta C, then the epilogue
+  if (s.k == 0 || batch > 1) slices = 1;  // nothing to split (C = beta C, then the epilogue), or a batch
   const int64_t slice_len = slices <= 1 ? std::max<int64_t>(s.k, 1) : ((s.k + slices - 1) / slices + 15) / 16 * 16;
   slices = slices <= 1 ? 1 : (s.k + slice_len - 1) / slice_len;
   GemmShape slice_shape = s;

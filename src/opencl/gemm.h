@@ -45,7 +45,8 @@ Result<Event> f32_gemm(Device& device, const GemmShape& shape, float alpha, Devi
 
 // `batch` products of one shape in one launch (gemm.cl's BATCHED): product z reads A + z (rows
 // of A) lda, B + z (rows of B) ldb and writes C + z m ldc, each over its whole depth (never split);
-// the tuning times its configuration as f32_gemm's. Each product's bits are f32_gemm's for it.
+// the tuning times its configuration as f32_gemm's. Each product's bits are f32_gemm's for it in
+// one slice (GemmLaunch::k_slices 1).
 Result<Event> f32_gemm_batched(Device& device, const GemmShape& shape, int64_t batch, float alpha, DeviceSpan a,
                                DeviceSpan b, float beta, DeviceSpan c, const GemmLaunch& launch = {});
 

@@ -25,12 +25,13 @@ namespace {
 // Version 1 held a ranking per pair of transposes: read as a file of another format (searched again).
 constexpr const char* kTuningFileMagic = "retrograd-opencl-gemm-tuning 2";
 
-// What a cache file must have been made for: the device, its driver, gemm.cl's text and the
-// candidates (a file from a shorter list would never time the ones added since).
+// What a cache file must have been made for: the device, its driver, gemm.cl's and winograd.cl's
+// text (the convolutions' Winograd choices are kept there too) and the candidates (a file from a
+// shorter list would never time the ones added since).
 std::string tuning_identity(const Device& device) {
   std::string candidates;
   for (const GemmConfig& c : gemm_candidates()) candidates += (candidates.empty() ? "" : ",") + c.name();
-  return measured_identity(device.info().name, device.info().driver_version, {"gemm.cl"}) + " | " +
+  return measured_identity(device.info().name, device.info().driver_version, {"gemm.cl", "winograd.cl"}) + " | " +
          fnv1a_hex(candidates);
 }
 

@@ -1,9 +1,11 @@
-// Conv2D and ConvTranspose2D on the device: im2col (or col2im) and GEMM per chunk of samples, or
-// implicit GEMMs (the forward per chunk, the backward over the batch; cl_conv_layers.h says which
-// when), as nn/conv.cpp computes them up to the GEMMs' summation order; bias in the GEMM (transposed: add_bias) and column_sum.
+// Conv2D and ConvTranspose2D on the device: im2col (or col2im) and GEMM per chunk of samples,
+// implicit GEMMs (the forward per chunk, the backward over the batch), or a Conv2D's forward and
+// stride-1 dx by Winograd (cl_conv_layers.h says which when), as nn/conv.cpp computes them up to
+// the GEMMs' summation order (Winograd: its rounding); bias in the GEMM (transposed: add_bias) and column_sum.
 // DepthwiseConv2D: its three kernels (kernels/im2col.cl), no chunks.
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdlib>
 #include <string>
 
@@ -65,11 +67,11 @@ Result<ClConv::Path> time_paths(Device& device, const Run& run) {
 }
 
 // Where a convolution's timed choice of Winograd is kept in the tuning (GemmTuning::conv_winograd):
-// "forward/28x28x32/p1/f32/n256" (the pass, the input's size and channels, the pad, the outputs
-// per pixel, the batch).
+// "forward/28x28x32/p1/o32/n256" (the pass, the input's size and channels, the pad, the outputs
+// per pixel, the batch: the first call's, so a run whose first call has another batch times again).
 std::string winograd_choice_key(const std::string& pass, const ConvGeometry& g, int64_t c_out, int64_t n) {
   return pass + "/" + std::to_string(g.height) + "x" + std::to_string(g.width) + "x" + std::to_string(g.channels) +
-         "/p" + std::to_string(g.pad) + "/f" + std::to_string(c_out) + "/n" + std::to_string(n);
+         "/p" + std::to_string(g.pad) + "/o" + std::to_string(c_out) + "/n" + std::to_string(n);
 }
 }  // namespace
 
@@ -97,14 +99,17 @@ Result<std::unique_ptr<ClConv>> ClConv::create(ConvLayer& host, Device& device, 
   const bool transposed = dynamic_cast<ConvTranspose2D*>(&host) != nullptr;
   std::unique_ptr<ClConv> cl(new ClConv(device, host, transposed, chunk_elements));
   RG_ASSIGN(cl->policy_, conv_path_policy());
+  // Winograd: the cfg's `algorithm` where it names one, else RETROGRAD_CL_CONV=winograd, else auto's timing.
   const auto* conv = dynamic_cast<const Conv2D*>(&host);
-  const bool asked = cl->policy_ == "winograd" || (conv != nullptr && conv->algorithm() == ConvAlgorithm::winograd);
+  const std::optional<ConvAlgorithm> cfg = conv != nullptr ? conv->options().algorithm : std::nullopt;
+  const bool asked = cfg ? *cfg == ConvAlgorithm::winograd : cl->policy_ == "winograd";
   if (cl->policy_ == "winograd") cl->policy_ = "auto";  // the other choices where it does not decide
-  const bool timed = !asked && cl->policy_ == "auto" && gemm_tuning(device).size > 0;
+  const bool may_time = !cfg && cl->policy_ == "auto";
   // Winograd for a convolution of g with c_in input channels: always, a candidate, or never.
   auto use = [&](const ConvGeometry& g, int64_t c_in) {
     if (transposed || !cl_winograd_fits(g)) return Winograd::never;
-    return asked ? Winograd::always : timed && c_in >= 8 ? Winograd::candidate : Winograd::never;
+    if (asked) return Winograd::always;
+    return may_time && c_in >= 8 && gemm_tuning(device).size > 0 ? Winograd::candidate : Winograd::never;
   };
   cl->winograd_fwd_ = use(cl->g_, cl->g_.channels);
   if (cl->direct_dx_) cl->winograd_dx_ = use(cl->flipped_g_, cl->filters_);
@@ -199,41 +204,43 @@ Status ClConv::backward_fused(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan 
   return backward_by(backward_path_, n, x, dy, dx, keep, ctx, fusion.add_to_dx);
 }
 
-// Per chunk: cols [rows, K] = im2col(x); y [rows, F] = cols * W [K, F]  (rows = count * patches), or
-// the implicit GEMM reading cols from x as it goes; then the epilogue (bias, fused layers).
+// y = the convolution of x, then the epilogue (bias, fused layers): by Winograd, or by the GEMM
+// paths (conv_forward_gemm); a Winograd candidate chooses at its first call.
 Status ClConv::conv_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue) {
   auto winograd = [&] { return winograd_conv(g_, filters_, ConvWeight::plain, n, x, y, ws, epilogue, 0.0f); };
   if (winograd_fwd_ == Winograd::candidate) {  // the GEMM path's run: its own choice first (path_)
     auto gemm = [&] { return conv_forward_gemm(n, x, y, ws, epilogue); };
-    RG_TRY(choose_winograd(winograd_fwd_, "forward", n, gemm, winograd));
+    RG_TRY(choose_winograd(winograd_fwd_, winograd_choice_key("forward", g_, filters_, n), gemm, winograd));
     if (winograd_fwd_ == Winograd::always) path_ = Path::winograd;
   }
   if (path_ == Path::winograd) return winograd();
   return conv_forward_gemm(n, x, y, ws, epilogue);
 }
 
-Status ClConv::choose_winograd(Winograd& use, const std::string& pass, int64_t n, const std::function<Status()>& gemm,
+Status ClConv::choose_winograd(Winograd& use, const std::string& key, const std::function<Status()>& gemm,
                                const std::function<Status()>& winograd) {
-  const bool forward = pass == "forward";
-  const std::string key = winograd_choice_key(pass, forward ? g_ : flipped_g_, forward ? filters_ : g_.channels, n);
   const GemmTuning& tuning = gemm_tuning(device_);
-  bool faster = false;
   if (auto kept = tuning.conv_winograd.find(key); kept != tuning.conv_winograd.end()) {
-    faster = kept->second;
-  } else {
-    double seconds[2] = {0, 0};
-    for (int rep = 0; rep < 2; ++rep) {
-      RG_ASSIGN(seconds[0], wall_seconds(device_, gemm));
-      RG_ASSIGN(seconds[1], wall_seconds(device_, winograd));
-    }
-    faster = seconds[1] < seconds[0];
-    remember_conv_choice(device_, key, faster);
+    use = kept->second ? Winograd::always : Winograd::never;
+    return Status();
   }
-  use = faster ? Winograd::always : Winograd::never;
+  double seconds[2] = {0, 0};
+  for (int rep = 0; rep < 2; ++rep) {
+    RG_ASSIGN(seconds[0], wall_seconds(device_, gemm));
+    auto timed = wall_seconds(device_, winograd);
+    if (!timed.ok()) {  // its programs do not build or run here: the GEMM, not remembered (a later driver may)
+      use = Winograd::never;
+      return Status();
+    }
+    seconds[1] = timed.value();
+  }
+  use = seconds[1] < seconds[0] ? Winograd::always : Winograd::never;
+  remember_conv_choice(device_, key, use == Winograd::always);
   return Status();
 }
 
-// The GEMM paths: im2col + GEMM or the implicit GEMM per chunk (path_, timed on the first chunk).
+// Per chunk: cols [rows, K] = im2col(x); y [rows, F] = cols * W [K, F]  (rows = count * patches), or
+// the implicit GEMM reading cols from x as it goes (path_, timed on the first chunk); then the epilogue.
 Status ClConv::conv_forward_gemm(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws, const GemmEpilogue& epilogue) {
   const int64_t per_chunk = chunk_samples(n);
   for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
@@ -337,7 +344,7 @@ Status ClConv::dx_direct(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws,
   };
   if (winograd_dx_ == Winograd::candidate) {
     RG_CHECK(!add_dx, "a conv's dx added onto before its path was chosen");
-    RG_TRY(choose_winograd(winograd_dx_, "dx", n, gemm, winograd));
+    RG_TRY(choose_winograd(winograd_dx_, winograd_choice_key("dx", flipped_g_, g_.channels, n), gemm, winograd));
   }
   return winograd_dx_ == Winograd::always ? winograd() : gemm();
 }

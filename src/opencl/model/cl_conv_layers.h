@@ -1,5 +1,5 @@
-// Device convolutions (Conv2D, ConvTranspose2D) as im2col + GEMM, shared by make_cl_conv and
-// the device RCL (cl_rcl.cpp), which composes them.
+// Device convolutions (Conv2D, ConvTranspose2D) as im2col + GEMM, implicit GEMMs or Winograd,
+// shared by make_cl_conv and the device RCL (cl_rcl.cpp), which composes them.
 #pragma once
 
 #include <cstdint>
@@ -26,20 +26,21 @@ namespace rg::ocl {
 // both paths (implicit: its two products over the batch reading dy's patches), auto keeping
 // im2col until the implicit one is measured on a GPU.
 // Winograd F(4x4, 3x3) (opencl/winograd.h; other bits, within the CPU Winograd's tolerance) may
-// run a Conv2D's forward and, apart, its dx where it fits (3x3, stride 1, pad <= 2): always where
-// the cfg's `algorithm = winograd` or RETROGRAD_CL_CONV=winograd asks; under auto, on a tuned
-// device (gemm_tuning.h) and with at least 8 input channels (the CPU's rule: fewer save too
-// little), where it ran faster than the GEMM path when first timed on this device, shape and
-// batch, a choice the tuning's cache file keeps (GemmTuning::conv_winograd), so later runs there
-// compute the same bits without timing. The weight gradient stays the implicit GEMM. Its chunks:
-// as many samples as their V and M fit kWinogradChunkFactor chunks' floats beside the
-// transformed weight.
-// RETROGRAD_CL_CONV=im2col|implicit|winograd|auto (default auto) fixes the choices (winograd:
-// auto where it does not fit); it is read when the layer is made.
+// run a Conv2D's forward and, apart, its stride-1 dx where it fits (3x3, stride 1, pad <= 2): as
+// the cfg's `algorithm` says where it names one (winograd always, gemm never); else always under
+// RETROGRAD_CL_CONV=winograd; else under auto, on a tuned device (gemm_tuning.h) and with at
+// least 8 input channels (the CPU's rule: fewer save too little), where it ran faster than the
+// GEMM path when first timed on this device, shape and first call's batch, a choice the
+// tuning's cache file keeps (GemmTuning::conv_winograd), so later runs there compute the same
+// bits without timing (a Winograd that does not build or run leaves the GEMM). The weight
+// gradient stays the implicit GEMM. Its chunks: as many samples as their V and M fit
+// kWinogradChunkFactor chunks' floats beside the transformed weight.
+// RETROGRAD_CL_CONV=im2col|implicit|winograd|auto (default auto) fixes the GEMM paths' choices
+// (winograd: auto's where it does not fit), the cfg's Winograd apart; read when the layer is made.
 class ClConv : public ClLayer {
  public:
   static constexpr int64_t kChunkElements = int64_t{8} << 20;  // 32 MiB of f32
-  static constexpr int64_t kWinogradChunkFactor = 4;  // 128 MiB: a batch of 256 28x28x32 images in 2 chunks
+  static constexpr int64_t kWinogradChunkFactor = 4;  // 128 MiB: a batch of 256 28x28x32 -> 32 in one chunk
 
   // `host` (a Conv2D or a ConvTranspose2D) after its init(): its params are uploaded.
   static Result<std::unique_ptr<ClConv>> create(ConvLayer& host, Device& device,
@@ -95,10 +96,11 @@ class ClConv : public ClLayer {
                        DeviceSpan out, DeviceSpan ws, const GemmEpilogue& epilogue, float beta);
   int64_t winograd_chunk(const ConvGeometry& g, int64_t c_out, int64_t n) const;  // samples
   int64_t winograd_workspace_elements(const ConvGeometry& g, int64_t c_out, int64_t n) const;
-  // A candidate's choice (winograd_fwd_ or winograd_dx_): the cache's, else `gemm` and
-  // `winograd` each run twice and timed (their second runs), the faster kept and remembered.
+  // A candidate's choice (winograd_fwd_ or winograd_dx_) under `key` (winograd_choice_key): the
+  // cache's, else `gemm` and `winograd` each run twice and timed (their second runs), the faster
+  // kept and remembered; a winograd that fails to build or run leaves the GEMM, unremembered.
   enum class Winograd { never, candidate, always };
-  Status choose_winograd(Winograd& use, const std::string& pass, int64_t n, const std::function<Status()>& gemm,
+  Status choose_winograd(Winograd& use, const std::string& key, const std::function<Status()>& gemm,
                          const std::function<Status()>& winograd);
   Status dx_direct(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws, bool add_dx);  // the stride-1 dx
   Status transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
