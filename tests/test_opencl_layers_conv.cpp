@@ -7,10 +7,10 @@
 // models (add and concat, outputs read by several layers), a mobile-style depthwise model and
 // the resnet20 preset through a whole ClModel against the CPU Model.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -435,6 +435,66 @@ TEST(OpenclConvLayers, WinogradIsTimedOnATunedDeviceAndTheChoiceKept) {
   EXPECT_NE(plain.value()->forward_path(), ClConv::Path::winograd);
   EXPECT_TRUE(gemm_tuning(device).conv_winograd.empty());
   device.gemm_tuning_slot().reset();  // later tests derive it again under their own environment
+}
+
+// A device whose Winograd programs do not build (winograd.cl with an #error, on a device opened
+// afresh: its own program cache): under auto the timed choice leaves the GEMM without remembering
+// it, forward and backward within the GEMM's tolerance; a cfg that asks for Winograd fails naming
+// the program.
+TEST(OpenclConvLayers, AWinogradThatDoesNotBuildLeavesTheGemm) {
+  SKIP_WITHOUT_OPENCL();
+  const std::string dir = temp_dir() + "/no_winograd";
+  std::filesystem::create_directories(dir + "/cache");
+  for (const auto& entry : std::filesystem::directory_iterator(RETROGRAD_SOURCE_DIR "/kernels")) {
+    const std::string extension = entry.path().extension().string();
+    if (extension == ".cl" || extension == ".h") {
+      std::filesystem::copy_file(entry.path(), dir / entry.path().filename(),
+                                 std::filesystem::copy_options::overwrite_existing);
+    }
+  }
+  write_file(dir + "/winograd.cl", "#error no Winograd on this device\n" + read_file(dir + "/winograd.cl"));
+  ScopedEnv kernels("RETROGRAD_KERNELS_DIR", dir);
+  ScopedEnv cache("RETROGRAD_CACHE", dir + "/cache");
+  ScopedEnv never("RETROGRAD_CL_GEMM_TUNE", "0");
+  ScopedEnv path("RETROGRAD_CL_CONV", "auto");
+  DeviceOptions options;
+  options.test_capabilities = false;
+  auto opened = Device::open(DeviceChoice{true, 0, 0}, options);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  Device& device = *opened.value();
+  GemmTuning tuned;  // a tuned device: its convs time Winograd
+  tuned.size = 256;
+  tuned.rates = {{gemm_candidates()[0], 90}};
+  std::ofstream(gemm_tuning_path(device)) << gemm_tuning_text(device, tuned);
+  {
+    Conv2D cpu(conv_options(8, 3, 1, 1));
+    cpu.set_name("conv");
+    ASSERT_TRUE(cpu.configure(Shape{6, 7, 8}).ok());
+    Rng rng(12);
+    ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
+    auto cl = ClConv::create(cpu, device);
+    ASSERT_TRUE(cl.ok()) << cl.status().message();
+    compare_layer(cpu, *cl.value(), device, Shape{6, 7, 8}, 2, 1e-4);
+    EXPECT_NE(cl.value()->forward_path(), ClConv::Path::winograd);
+    EXPECT_TRUE(gemm_tuning(device).conv_winograd.empty()) << "a failure is not a choice";
+    ConvOptions asked = conv_options(8, 3, 1, 1);
+    asked.algorithm = ConvAlgorithm::winograd;
+    Conv2D wants(asked);
+    wants.set_name("conv");
+    ASSERT_TRUE(wants.configure(Shape{6, 7, 8}).ok());
+    ASSERT_TRUE(wants.init(rng, DType::f32).ok());
+    auto forced = ClConv::create(wants, device);
+    ASSERT_TRUE(forced.ok()) << forced.status().message();
+    ASSERT_TRUE(forced.value()->reserve(2).ok());
+    Buffer ws = upload_or_die(device, std::vector<float>(forced.value()->workspace_elements(2), 0.0f), "ws");
+    Buffer x = upload_or_die(device, random_floats(rng, 2 * 6 * 7 * 8), "x");
+    Buffer y = upload_or_die(device, std::vector<float>(2 * 6 * 7 * 8, 0.0f), "y");
+    LayerContext ctx;
+    const Status s = forced.value()->forward(2, x.f32(), y.f32(), ClContext{ctx, ws.f32()});
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("winograd.cl"), std::string::npos) << s.message();
+  }
+  release_gemm_scratch(device);
 }
 
 // The Winograd output's beta and epilogue: beta y_old added to the tile's value, then the bias,
