@@ -497,6 +497,36 @@ TEST(OpenclConvLayers, AWinogradThatDoesNotBuildLeavesTheGemm) {
   release_gemm_scratch(device);
 }
 
+// Winograd's chunks take a 32nd of the device's memory, between one patch-matrix chunk and four:
+// under a 512 MiB budget a batch of 256 28x28x32 images asks no more workspace than the GEMM's
+// chunk; without one (PoCL's gigabytes) the batch runs in one chunk.
+TEST(OpenclConvLayers, WinogradChunksTakeAShareOfTheDevicesMemory) {
+  SKIP_WITHOUT_OPENCL();
+  ConvOptions asked = conv_options(32, 3, 1, 1);
+  asked.algorithm = ConvAlgorithm::winograd;
+  Conv2D cpu(asked);
+  cpu.set_name("conv");
+  ASSERT_TRUE(cpu.configure(Shape{28, 28, 32}).ok());
+  Rng rng(13);
+  ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
+  const WinogradWorkspace parts = winograd_workspace(cpu.geometry(), 32);
+  DeviceOptions options;
+  options.test_capabilities = false;
+  options.memory_budget_bytes = int64_t{512} << 20;
+  auto small = Device::open(DeviceChoice{true, 0, 0}, options);
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  {
+    auto cl = ClConv::create(cpu, *small.value());
+    ASSERT_TRUE(cl.ok()) << cl.status().message();
+    EXPECT_LE(cl.value()->workspace_elements(256), ClConv::kChunkElements);
+  }
+  Device& large = *devices().at(0);
+  if (large.info().global_mem_bytes / 4 / 32 < parts.floats(256)) GTEST_SKIP() << "a device of less memory";
+  auto cl = ClConv::create(cpu, large);
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl.value()->workspace_elements(256), parts.floats(256));
+}
+
 // The Winograd output's beta and epilogue: beta y_old added to the tile's value, then the bias,
 // the affine and the activation, each the GEMM epilogue's float operation, so the fused output
 // is bit for bit what the host computes from the plain output (beta 0, no epilogue).

@@ -111,6 +111,9 @@ Result<std::unique_ptr<ClConv>> ClConv::create(ConvLayer& host, Device& device, 
     if (asked) return Winograd::always;
     return may_time && c_in >= 8 && gemm_tuning(device).size > 0 ? Winograd::candidate : Winograd::never;
   };
+  const int64_t budget = device.memory().budget_bytes();
+  const int64_t memory_floats = (budget > 0 ? budget : device.info().global_mem_bytes) / 4;
+  cl->winograd_room_ = std::clamp(memory_floats / 32, chunk_elements, kWinogradChunkFactor * chunk_elements);
   cl->winograd_fwd_ = use(cl->g_, cl->g_.channels);
   if (cl->direct_dx_) cl->winograd_dx_ = use(cl->flipped_g_, cl->filters_);
   if (cl->winograd_fwd_ == Winograd::always) cl->path_ = Path::winograd;
@@ -145,7 +148,7 @@ int64_t ClConv::workspace_elements(int64_t n) const {
 
 int64_t ClConv::winograd_chunk(const ConvGeometry& g, int64_t c_out, int64_t n) const {
   const WinogradWorkspace parts = winograd_workspace(g, c_out);
-  const int64_t room = kWinogradChunkFactor * chunk_elements_ - parts.weight;
+  const int64_t room = winograd_room_ - parts.weight;
   return std::max<int64_t>(1, std::min(n, room / parts.per_image));
 }
 

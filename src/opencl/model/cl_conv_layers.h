@@ -33,8 +33,10 @@ namespace rg::ocl {
 // GEMM path when first timed on this device, shape and first call's batch, a choice the
 // tuning's cache file keeps (GemmTuning::conv_winograd), so later runs there compute the same
 // bits without timing (a Winograd that does not build or run leaves the GEMM). The weight
-// gradient stays the implicit GEMM. Its chunks: as many samples as their V and M fit
-// kWinogradChunkFactor chunks' floats beside the transformed weight.
+// gradient stays the implicit GEMM. Its chunks: as many samples as their V and M fit beside the
+// transformed weight in a 32nd of the device's memory (its budget where one is set), at least one
+// patch-matrix chunk and at most kWinogradChunkFactor of them: a 512 MiB card's workspace stays
+// the GEMM's, a large card runs a batch of 256 in one chunk.
 // RETROGRAD_CL_CONV=im2col|implicit|winograd|auto (default auto) fixes the GEMM paths' choices
 // (winograd: auto's where it does not fit), the cfg's Winograd apart; read when the layer is made.
 class ClConv : public ClLayer {
@@ -114,6 +116,7 @@ class ClConv : public ClLayer {
   Path path_ = Path::unmeasured, backward_path_ = Path::unmeasured;
   std::string policy_;     // RETROGRAD_CL_CONV's, read when the layer is made ("winograd" where it fits only)
   Winograd winograd_fwd_ = Winograd::never, winograd_dx_ = Winograd::never;
+  int64_t winograd_room_ = 0;  // floats a Winograd chunk may take (U, V and M)
   // Conv2D at stride 1: dy's geometry as the convolution that gives dx (direct_dx_), else none.
   ConvGeometry flipped_g_;
   bool direct_dx_ = false;
