@@ -5,8 +5,8 @@
 // DepthwiseConv2D: its three kernels (kernels/im2col.cl), no chunks.
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "nn/layer_profile.h"
@@ -161,7 +161,8 @@ Status ClConv::winograd_conv(const ConvGeometry& g, int64_t c_out, ConvWeight re
   const WinogradWorkspace parts = winograd_workspace(g, c_out);
   const int64_t per_chunk = winograd_chunk(g, c_out, n), in_sample = g.height * g.width * g.channels;
   const int64_t out_sample = g.patches() * c_out;
-  RG_CHECK(ws.count >= parts.floats(per_chunk), "Winograd workspace of " << ws.count << " floats for " << parts.floats(per_chunk));
+  RG_CHECK(ws.count >= parts.floats(per_chunk),
+           "Winograd workspace of " << ws.count << " floats for " << parts.floats(per_chunk));
   const DeviceSpan u = sub(ws, 0, parts.weight);
   RG_TRY(f32_winograd_weight(device_, g, c_out, weight_.value.f32(), read, u).status());
   for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
