@@ -47,9 +47,12 @@
 //                         turned 180 degrees with its channel axes swapped (nn/conv.cpp's flip_weight,
 //                         read in place): term q = (tap, f), column c is W[taps - 1 - tap][c][f]; the
 //                         dx of a stride-1 conv as a conv over dy. ldb unused.
-//   BATCHED               1: dimension 2 counts products, not slices: product z reads A + z (rows of
-//                         A) lda, B + z (rows of B) ldb and writes C + z M ldc, each whole (the
-//                         Winograd convolution's 36 products, winograd.cl). No IMPLICIT_CONV.
+//   BATCHED               1: dimension 2 counts products and their slices: with S = ceil(K /
+//                         slice_len) slices a product, group z is product z / S's slice z % S, which
+//                         reads A + product (rows of A) lda and B + product (rows of B) ldb and
+//                         writes its slice's sum, in order, into C + z M ldc (S = 1: each product
+//                         whole into its C). The Winograd convolution's 36 products (winograd.cl;
+//                         its weight gradient's in slices). No IMPLICIT_CONV.
 // Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices or products).
 #pragma OPENCL FP_CONTRACT OFF
 #include "fused_activation.h"
@@ -231,10 +234,12 @@ void f32_gemm(uint M, uint N, uint K, uint slice_len, float alpha,
   const uint item = ty * THREADS_N + tx;
   const uint row0 = get_group_id(1) * TILE_M;
   const uint col0 = get_group_id(0) * TILE_N;
-#if BATCHED  // product z of the batch: its whole depth, its operands packed one after another
-  const uint k_begin = 0, k_end = K;
-  A += a_offset + get_group_id(2) * (TRANS_A ? K : M) * lda;
-  B += b_offset + get_group_id(2) * (TRANS_B ? N : K) * ldb;
+#if BATCHED  // a slice of product z / S, its operands packed one after another
+  const uint slices = max(1u, (K + slice_len - 1) / slice_len), product = get_group_id(2) / slices;
+  const uint k_begin = (get_group_id(2) - product * slices) * slice_len;
+  const uint k_end = min(K, k_begin + slice_len);
+  A += a_offset + product * (TRANS_A ? K : M) * lda;
+  B += b_offset + product * (TRANS_B ? N : K) * ldb;
 #else
   const uint k_begin = get_group_id(2) * slice_len;
   const uint k_end = min(K, k_begin + slice_len);  // this slice's terms: [k_begin, k_end)

@@ -8,6 +8,10 @@
 //   (gemm.cl, BATCHED:   M [36][T][F] = V[xi] [T x C] * U[xi] [C x F] for each of the 36 positions)
 //   f32_winograd_output: y = A^T M A of each tile, its pixels inside the output only, then
 //                        v + beta y_old and the GEMM's epilogue (bias, affine, activation)
+// and the weight gradient, dW = G^T (sum over tiles of V (.) (A dy A^T)) G (ops/winograd_conv.h's):
+//   f32_winograd_dy:     D [36][T][F] = A dy A^T of each tile's 4x4 block of dy (0 past the output)
+//   (gemm.cl, BATCHED:   P = V[xi]^T [C x T] * D[xi] [T x F], each position's sum in S slices over T)
+//   f32_winograd_weight_grad: dW [9][C][F] = beta dW + G^T (the slices' sum, in order) G
 // T = images * tiles_h * tiles_w; tile t = (image, th, tw) row-major covers output rows
 // 4 th .. 4 th + 3 and columns 4 tw .. 4 tw + 3, reading input rows 4 th - pad .. 4 th - pad + 5.
 // One work-item per U value, per (tile, channel) of V, per (tile, filter) of y; launched 1-D.
@@ -32,6 +36,18 @@ inline void winograd_bt(const float* in, int step, float* out, int ostep) {
   out[3 * ostep] = c + e;
   out[4 * ostep] = c - e;
   out[5 * ostep] = 4.0f * d1 - 5.0f * d3 + d5;
+}
+
+// Four values through A (A^T's transpose) into six.
+inline void winograd_a(const float* in, int step, float* out, int ostep) {
+  const float y0 = in[0], y1 = in[step], y2 = in[2 * step], y3 = in[3 * step];
+  const float s = y0 + y2, t = y1 + y3, p = y0 + 4.0f * y2, q = 2.0f * y1 + 8.0f * y3;
+  out[0] = y0;
+  out[ostep] = s + t;
+  out[2 * ostep] = s - t;
+  out[3 * ostep] = p + q;
+  out[4 * ostep] = p - q;
+  out[5 * ostep] = y3;
 }
 
 // Six values through A^T into four.
@@ -109,5 +125,50 @@ __kernel void f32_winograd_output(uint tiles, uint OH, uint OW, uint F, uint til
       const float v = beta == 0.0f ? out[j] : out[j] + beta * *at;
       *at = gemm_epilogue(v, fo, F, EPILOGUE_ARGS);
     }
+  }
+}
+
+// Item e = t * F + fo: D[xi][t][fo] = (A d A^T)[xi / 6][xi % 6], d the tile's 4x4 block of filter fo
+// of dy [images, OH, OW, F] (0 past the output): columns first, then rows, as the CPU.
+__kernel void f32_winograd_dy(uint tiles, uint OH, uint OW, uint F, uint tiles_h, uint tiles_w,
+                              __global const float* dy, uint dy_offset, __global float* D, uint d_offset) {
+  const uint e = get_global_id(0);
+  if (e >= tiles * F) return;
+  const uint t = e / F, fo = e % F;
+  const uint tw = t % tiles_w, th = t / tiles_w % tiles_h, image = t / (tiles_w * tiles_h);
+  dy += dy_offset + image * OH * OW * F + fo;
+  float d[16], tmp[24], row[6];
+  for (uint i = 0; i < 4; ++i)
+    for (uint j = 0; j < 4; ++j) {
+      const uint oh = th * 4 + i, ow = tw * 4 + j;
+      d[i * 4 + j] = oh < OH && ow < OW ? dy[(oh * OW + ow) * F] : 0.0f;
+    }
+  for (int j = 0; j < 4; ++j) winograd_a(d + j, 4, tmp + j, 4);  // tmp [6 x 4] = A d
+  D += d_offset + t * F + fo;
+  for (int i = 0; i < 6; ++i) {  // v = tmp A^T
+    winograd_a(tmp + i * 4, 1, row, 1);
+    for (int j = 0; j < 6; ++j) D[(uint)(i * 6 + j) * tiles * F] = row[j];
+  }
+}
+
+// Item e = ci * F + fo: m[xi] = the sum of position xi's `slices` partials P[xi * slices + s][ci][fo]
+// in slice order; dW[tap][ci][fo] = beta dW (beta 0: not read) + sum over xi, in order, of
+// (G (x) G)[xi][tap] m[xi], for each of the 9 taps (the transpose of f32_winograd_weight's sum).
+__kernel void f32_winograd_weight_grad(uint C, uint F, uint slices, __global const float* P, uint p_offset,
+                                       float beta, __global float* dW, uint dw_offset) {
+  const uint e = get_global_id(0);
+  if (e >= C * F) return;
+  P += p_offset + e;
+  float m[36];
+  for (uint xi = 0; xi < 36; ++xi) {
+    float sum = 0.0f;
+    for (uint s = 0; s < slices; ++s) sum += P[(xi * slices + s) * C * F];
+    m[xi] = sum;
+  }
+  dW += dw_offset + e;
+  for (uint tap = 0; tap < 9; ++tap) {
+    float v = beta == 0.0f ? 0.0f : beta * dW[tap * C * F];
+    for (uint xi = 0; xi < 36; ++xi) v += kG[xi / 6][tap / 3] * kG[xi % 6][tap % 3] * m[xi];
+    dW[tap * C * F] = v;
   }
 }

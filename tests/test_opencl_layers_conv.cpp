@@ -377,8 +377,8 @@ TEST(OpenclConvLayers, WinogradMatchesTheCpu) {
 }
 
 // Under auto on a tuned device (a tuning file with rates, here on any device), a 3x3 stride-1
-// conv of 8 or more input channels times Winograd against the GEMM at its first forward and its
-// first dx, each kept in the tuning's file by shape and batch (within Winograd's tolerance of the
+// conv of 8 or more input channels times Winograd against the GEMM at its first forward, its
+// first dx and its first weight gradient that overwrites, each kept in the tuning's file by shape and batch (within Winograd's tolerance of the
 // CPU either way); a later layer of that shape takes the kept choice without timing (a choice
 // written into the file decides); fewer channels, or an untuned device, never time it.
 TEST(OpenclConvLayers, WinogradIsTimedOnATunedDeviceAndTheChoiceKept) {
@@ -405,13 +405,15 @@ TEST(OpenclConvLayers, WinogradIsTimedOnATunedDeviceAndTheChoiceKept) {
   ASSERT_TRUE(timed.ok()) << timed.status().message();
   compare_layer(first, *timed.value(), device, Shape{9, 10, 8}, 2, 2e-5);
   const std::map<std::string, bool> kept = gemm_tuning(device).conv_winograd;
-  ASSERT_EQ(kept.size(), 2u);
+  ASSERT_EQ(kept.size(), 3u);
   ASSERT_EQ(kept.count("forward/9x10x8/p1/o8/n2"), 1u);
   ASSERT_EQ(kept.count("dx/9x10x8/p1/o8/n2"), 1u);
+  ASSERT_EQ(kept.count("wgrad/9x10x8/p1/o8/n2"), 1u);
   EXPECT_EQ(timed.value()->forward_path() == ClConv::Path::winograd, kept.at("forward/9x10x8/p1/o8/n2"));
   // The file decides for a later run: the other choice, written into it, is taken untimed.
   const bool winograd = !kept.at("forward/9x10x8/p1/o8/n2");
-  tuned.conv_winograd = {{"forward/9x10x8/p1/o8/n2", winograd}, {"dx/9x10x8/p1/o8/n2", winograd}};
+  tuned.conv_winograd = {{"forward/9x10x8/p1/o8/n2", winograd}, {"dx/9x10x8/p1/o8/n2", winograd},
+                         {"wgrad/9x10x8/p1/o8/n2", winograd}};
   std::ofstream(gemm_tuning_path(device)) << gemm_tuning_text(device, tuned);
   device.gemm_tuning_slot().reset();
   Conv2D again(conv_options(8, 3, 1, 1));
@@ -525,6 +527,46 @@ TEST(OpenclConvLayers, WinogradChunksTakeAShareOfTheDevicesMemory) {
   auto cl = ClConv::create(cpu, large);
   ASSERT_TRUE(cl.ok()) << cl.status().message();
   EXPECT_EQ(cl.value()->workspace_elements(256), parts.floats(256));
+}
+
+// Winograd's weight gradient in 1, 2 and 5 asked slices over the tiles (1, 2 and 3 made: the
+// partial sums added in the last kernel), at beta 0 and 0.5, against the CPU's GEMM weight gradient.
+TEST(OpenclConvLayers, WinogradWeightGradientInSlicesMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *devices().at(0);
+  const int64_t images = 4, filters = 8;
+  Conv2D cpu(conv_options(filters, 3, 1, 1));
+  cpu.set_name("conv");
+  ASSERT_TRUE(cpu.configure(Shape{9, 10, 8}).ok());
+  Rng rng(14);
+  ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
+  ASSERT_TRUE(cpu.reserve(images, DType::f32).ok());
+  const Tensor x = make(Shape{images, 9, 10, 8}, DType::f32), dy = make(Shape{images, 9, 10, filters}, DType::f32);
+  const Tensor y = make(Shape{images, 9, 10, filters}, DType::f32), dx = make(Shape{images, 9, 10, 8}, DType::f32);
+  fill_random(x, rng, -1, 1);
+  fill_random(dy, rng, -1, 1);
+  ThreadPool pool(2);
+  LayerContext ctx;
+  ctx.pool = &pool;
+  ctx.training = true;
+  cpu.forward(x, y, ctx);
+  cpu.backward(x, y, dy, dx, ctx);
+  const std::vector<float> want = floats(cpu.params()[0]->grad), old = random_floats(rng, want.size());
+  Buffer bx = upload_or_die(device, floats(x), "x"), bdy = upload_or_die(device, floats(dy), "dy");
+  for (const int asked : {1, 2, 5}) {
+    for (const float beta : {0.0f, 0.5f}) {
+      SCOPED_TRACE("slices " + std::to_string(asked) + ", beta " + std::to_string(beta));
+      const WinogradWorkspace parts = winograd_grad_workspace(cpu.geometry(), filters, asked);
+      Buffer scratch = upload_or_die(device, std::vector<float>(parts.floats(images), std::nanf("")), "scratch");
+      Buffer dw = upload_or_die(device, old, "dw");
+      ASSERT_TRUE(f32_winograd_weight_grad(device, cpu.geometry(), images, bx.f32(), bdy.f32(), filters, asked, beta,
+                                           dw.f32(), scratch.f32())
+                      .ok());
+      std::vector<float> expected = want;
+      for (size_t i = 0; i < expected.size(); ++i) expected[i] += beta * old[i];
+      expect_close(download_all<float>(dw), expected, 2e-5, "dw");
+    }
+  }
 }
 
 // The Winograd output's beta and epilogue: beta y_old added to the tile's value, then the bias,

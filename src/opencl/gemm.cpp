@@ -201,16 +201,25 @@ int64_t scratch_floats(Device& device) {
   return scratch ? scratch->bytes() / 4 : 0;
 }
 
+// Slices of slice_len terms (a multiple of 16) for `asked` slices of K (at most that many, the last
+// shorter); asked <= 1 or K = 0: one slice of the whole depth.
+struct KSlices {
+  int64_t count, len;
+};
+KSlices k_slices_of(int64_t k, int64_t asked) {
+  if (asked <= 1 || k == 0) return {1, std::max<int64_t>(k, 1)};
+  const int64_t len = ((k + asked - 1) / asked + 15) / 16 * 16;
+  return {(k + len - 1) / len, len};
+}
+
 // The product after its checks: the split, the configuration, the launch(es). `defines` go to
-// every kernel built for it (both kernels of a split). `batch` > 1: that many packed products in
-// one launch (gemm.cl's BATCHED, in `defines`), none split.
+// every kernel built for it (both kernels of a split).
 Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a, DeviceSpan b, float beta, DeviceSpan c,
-                  const GemmLaunch& how, const std::string& defines, int64_t batch = 1) {
+                  const GemmLaunch& how, const std::string& defines) {
   const int64_t scratch = scratch_floats(device);
-  int64_t slices = how.k_slices > 0 ? how.k_slices : gemm_k_slices(s, static_cast<int>(device.info().compute_units), scratch);
-  if (s.k == 0 || batch > 1) slices = 1;  // nothing to split (C = beta C, then the epilogue), or a batch
-  const int64_t slice_len = slices <= 1 ? std::max<int64_t>(s.k, 1) : ((s.k + slices - 1) / slices + 15) / 16 * 16;
-  slices = slices <= 1 ? 1 : (s.k + slice_len - 1) / slice_len;
+  const int units = static_cast<int>(device.info().compute_units);
+  const KSlices split = k_slices_of(s.k, how.k_slices > 0 ? how.k_slices : gemm_k_slices(s, units, scratch));
+  const int64_t slices = split.count, slice_len = split.len;
   GemmShape slice_shape = s;
   slice_shape.k = std::min(s.k, slice_len);
   RG_TRY(check_epilogue(how.epilogue, s.n));
@@ -225,13 +234,12 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
   GemmShape packed = s;
   packed.ldc = s.n;
   const TrialLaunch main_launch = [&](const GemmConfig& config, const Kernel& kernel) {
-    return slices == 1 ? launch_gemm(device, kernel, s, config, batch, slice_len, alpha, a, b, beta, c, how.epilogue)
+    return slices == 1 ? launch_gemm(device, kernel, s, config, 1, slice_len, alpha, a, b, beta, c, how.epilogue)
                        : launch_gemm(device, kernel, packed, config, slices, slice_len, 1.0f, a, b, 0.0f, partials, {});
   };
   const bool repeatable = slices > 1 || beta == 0.0f;
   RG_ASSIGN(const auto picked,
-            pick(device, slice_shape, std::max(slices, batch), how.config, a, b, defines,
-                 repeatable ? main_launch : TrialLaunch()));
+            pick(device, slice_shape, slices, how.config, a, b, defines, repeatable ? main_launch : TrialLaunch()));
   if (slices == 1) return main_launch(picked.first, *picked.second);
   RG_TRY(main_launch(picked.first, *picked.second).status());
   const EpilogueArgs e = epilogue_args(how.epilogue, c);
@@ -243,12 +251,29 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
                            e.has_bias, e.bias, e.bias_offset, e.has_affine, e.affine, e.affine_offset, e.act, e.slope);
 }
 
+// `batch` packed products in one launch (gemm.cl's BATCHED): each whole, or in `split` slices whose
+// sums go into c apart (f32_gemm_batched's contract).
+Result<Event> run_batched(Device& device, const GemmShape& s, int64_t batch, KSlices split, float alpha, DeviceSpan a,
+                          DeviceSpan b, float beta, DeviceSpan c, const GemmLaunch& how) {
+  const std::string defines = " -DBATCHED=1";
+  GemmShape slice_shape = s;
+  slice_shape.k = std::min(s.k, split.len);
+  const TrialLaunch launch = [&](const GemmConfig& config, const Kernel& kernel) {
+    return launch_gemm(device, kernel, s, config, batch * split.count, split.len, alpha, a, b, beta, c, how.epilogue);
+  };
+  RG_ASSIGN(const auto picked, pick(device, slice_shape, batch * split.count, how.config, a, b, defines,
+                                    beta == 0.0f ? launch : TrialLaunch()));
+  return launch(picked.first, *picked.second);
+}
+
 // How many 64x64 work-groups a split product aims at per compute unit: a weight gradient's
 // product (a few C tiles, hundreds of thousands of terms, each A word an image gather) waits on
 // memory and needs many groups in flight (measured on the H200: bench/RESULTS.md, 2026-11-30).
 constexpr int64_t kSplitGroupsPerUnit = 8;
 
 }  // namespace
+
+int64_t gemm_slices_made(int64_t k, int64_t asked) { return k_slices_of(k, asked).count; }
 
 int gemm_k_slices(const GemmShape& s, int compute_units, int64_t scratch_floats) {
   constexpr int64_t kMinSliceTerms = 256;
@@ -282,7 +307,8 @@ void build_gemm_programs(Device& device, const GemmShape& shape, const std::vect
 namespace {
 // The shape against its spans and the kernel's 32-bit indices, for `batch` products packed one
 // after another (each operand's matrices back to back at its row stride).
-Status check_gemm(const char* name, const GemmShape& s, int64_t batch, DeviceSpan a, DeviceSpan b, DeviceSpan c) {
+Status check_gemm(const char* name, const GemmShape& s, int64_t batch, DeviceSpan a, DeviceSpan b, DeviceSpan c,
+                  int64_t c_batch) {
   const bool ta = s.trans_a == Trans::yes, tb = s.trans_b == Trans::yes;
   RG_CHECK(s.m >= 0 && s.n >= 0 && s.k >= 0 && batch >= 1, "" << name << " shape " << s.m << " x " << s.n << " x " << s.k
                                                                  << " x " << batch);
@@ -292,7 +318,7 @@ Status check_gemm(const char* name, const GemmShape& s, int64_t batch, DeviceSpa
   const int64_t a_rows = ta ? s.k : s.m, b_rows = tb ? s.n : s.k;
   const int64_t a_extent = (batch - 1) * a_rows * s.lda + matrix_extent(a_rows, ta ? s.m : s.k, s.lda);
   const int64_t b_extent = (batch - 1) * b_rows * s.ldb + matrix_extent(b_rows, tb ? s.k : s.n, s.ldb);
-  const int64_t c_extent = (batch - 1) * s.m * s.ldc + matrix_extent(s.m, s.n, s.ldc);
+  const int64_t c_extent = (c_batch - 1) * s.m * s.ldc + matrix_extent(s.m, s.n, s.ldc);
   RG_CHECK(a.count >= a_extent && b.count >= b_extent && c.count >= c_extent,
            "" << name << " spans of " << a.count << ", " << b.count << ", " << c.count << " elements for matrices of "
                 << a_extent << ", " << b_extent << ", " << c_extent);
@@ -307,17 +333,24 @@ Status check_gemm(const char* name, const GemmShape& s, int64_t batch, DeviceSpa
 
 Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSpan a, DeviceSpan b, float beta,
                        DeviceSpan c, const GemmLaunch& how) {
-  RG_TRY(check_gemm("f32_gemm", s, 1, a, b, c));
+  RG_TRY(check_gemm("f32_gemm", s, 1, a, b, c, 1));
   if (s.m == 0 || s.n == 0) return Event();
   return run(device, s, alpha, a, b, beta, c, how, "");
 }
 
 Result<Event> f32_gemm_batched(Device& device, const GemmShape& s, int64_t batch, float alpha, DeviceSpan a,
                                DeviceSpan b, float beta, DeviceSpan c, const GemmLaunch& how) {
-  RG_TRY(check_gemm("f32_gemm_batched", s, batch, a, b, c));
-  if (batch > 65535) return Status::error("f32_gemm_batched: " + std::to_string(batch) + " products, at most 65535");
+  const KSlices split = k_slices_of(s.k, how.k_slices);
+  RG_CHECK(split.count == 1 || (alpha == 1.0f && beta == 0.0f && how.epilogue.bias.mem == nullptr &&
+                                how.epilogue.affine.mem == nullptr && how.epilogue.activation.kind == FusedActivation::none),
+           "f32_gemm_batched in slices: alpha 1, beta 0, no epilogue");
+  RG_TRY(check_gemm("f32_gemm_batched", s, batch, a, b, c, batch * split.count));
+  if (batch * split.count > 65535) {
+    return Status::error("f32_gemm_batched: " + std::to_string(batch) + " products in " + std::to_string(split.count) +
+                         " slices, at most 65535 in all");
+  }
   if (s.m == 0 || s.n == 0) return Event();
-  return run(device, s, alpha, a, b, beta, c, how, batch > 1 ? " -DBATCHED=1" : "", batch);
+  return run_batched(device, s, batch, split, alpha, a, b, beta, c, how);
 }
 
 namespace {

@@ -44,9 +44,12 @@ Result<Event> f32_gemm(Device& device, const GemmShape& shape, float alpha, Devi
                        DeviceSpan c, const GemmLaunch& launch = {});
 
 // `batch` products of one shape in one launch (gemm.cl's BATCHED): product z reads A + z (rows
-// of A) lda, B + z (rows of B) ldb and writes C + z m ldc, each over its whole depth (never split);
-// the tuning times its configuration as f32_gemm's. Each product's bits are f32_gemm's for it in
-// one slice (GemmLaunch::k_slices 1).
+// of A) lda, B + z (rows of B) ldb and writes C + z m ldc, over its whole depth (bits: f32_gemm's
+// for it in one slice, GemmLaunch::k_slices 1). With launch.k_slices S > 1 (slices as f32_gemm's:
+// at most S of ceil(K / S) rounded up to 16 terms, the last shorter; alpha 1, beta 0, no epilogue)
+// each product's slices are summed apart, slice s of product z into C + (z S' + s) m ldc, S' the
+// slices made, for the caller to add up. Never split unasked; the tuning times its configuration
+// as f32_gemm's. At most 65535 products and slices in all.
 Result<Event> f32_gemm_batched(Device& device, const GemmShape& shape, int64_t batch, float alpha, DeviceSpan a,
                                DeviceSpan b, float beta, DeviceSpan c, const GemmLaunch& launch = {});
 
@@ -103,6 +106,10 @@ Result<Event> f32_conv_gemm_weight_grad(Device& device, const ConvGeometry& geom
 Result<Event> f32_conv_gemm_transposed_weight_grad(Device& device, const ConvGeometry& geometry, int64_t batch,
                                                    DeviceSpan x, int64_t channels, DeviceSpan images, float beta,
                                                    DeviceSpan dw, const GemmLaunch& launch = {});
+
+// How many slices a product of depth k is cut into when `asked` for that many (f32_gemm's and
+// f32_gemm_batched's rule: slices of ceil(k / asked) terms rounded up to 16, so at most `asked`).
+int64_t gemm_slices_made(int64_t k, int64_t asked);
 
 // The split over K for products with too few C tiles to fill the device (fewer than two of
 // 64x64 per compute unit): enough slices for about eight work-groups of 64x64 per compute unit,

@@ -71,4 +71,55 @@ Result<Event> f32_winograd_conv(Device& device, const ConvGeometry& g, int64_t i
                    e.slope);
 }
 
+int winograd_grad_slices(const ConvGeometry& g, int64_t filters, int64_t images, int compute_units) {
+  constexpr int64_t kGroupsPerUnit = 8, kMinSliceTiles = 256;
+  const int64_t tiles = images * tiles_h(g) * tiles_w(g), groups = kPoints * ceil_div(g.channels, int64_t{64}) *
+                                                                     ceil_div(filters, int64_t{64});
+  const int64_t want = ceil_div(kGroupsPerUnit * std::max(1, compute_units), groups);
+  return static_cast<int>(std::max<int64_t>(1, std::min({want, tiles / kMinSliceTiles, int64_t{1024}})));
+}
+
+WinogradWorkspace winograd_grad_workspace(const ConvGeometry& g, int64_t filters, int slices) {
+  return {kPoints * slices * g.channels * filters, winograd_workspace(g, filters).per_image};
+}
+
+// V = B^T x B and D = A dy A^T of every tile; P[xi] = V[xi]^T D[xi] in slices over the tiles;
+// dW = beta dW + G^T (sum of P) G.
+Result<Event> f32_winograd_weight_grad(Device& device, const ConvGeometry& g, int64_t images, DeviceSpan x,
+                                       DeviceSpan dy, int64_t filters, int slices, float beta, DeviceSpan dw,
+                                       DeviceSpan scratch) {
+  detail::check_geometry("Winograd weight gradient of", g, images);
+  RG_CHECK(cl_winograd_fits(g) && filters > 0 && slices >= 1, "Winograd weight gradient of a " << g.kernel << "x"
+                                                                   << g.kernel << " stride " << g.stride << " conv");
+  const int64_t c = g.channels, tiles = images * tiles_h(g) * tiles_w(g);
+  const WinogradWorkspace parts = winograd_grad_workspace(g, filters, slices);
+  const int64_t v_floats = kPoints * tiles * c, d_floats = kPoints * tiles * filters;
+  RG_TRY(check_u32("f32_winograd_weight_grad", images * g.height * g.width * c, {x}));
+  RG_TRY(check_u32("f32_winograd_weight_grad", images * g.patches() * filters, {dy}));
+  RG_TRY(check_u32("f32_winograd_weight_grad", 9 * c * filters, {dw}));
+  RG_TRY(check_u32("f32_winograd_weight_grad", parts.floats(images), {scratch}));
+  const DeviceSpan p{scratch.mem, scratch.offset, parts.weight};
+  const DeviceSpan v{scratch.mem, scratch.offset + parts.weight, v_floats};
+  const DeviceSpan d{scratch.mem, v.offset + v_floats, d_floats};
+  if (tiles > 0) {
+    RG_TRY(launch_1d(device, kWinogradProgram, "f32_winograd_input", "", tiles * c, u32(tiles), u32(g.height),
+                     u32(g.width), u32(c), u32(g.pad), u32(tiles_h(g)), u32(tiles_w(g)), x.mem, u32(x.offset), v.mem,
+                     u32(v.offset))
+               .status());
+    RG_TRY(launch_1d(device, kWinogradProgram, "f32_winograd_dy", "", tiles * filters, u32(tiles), u32(g.out_h),
+                     u32(g.out_w), u32(filters), u32(tiles_h(g)), u32(tiles_w(g)), dy.mem, u32(dy.offset), d.mem,
+                     u32(d.offset))
+               .status());
+  }
+  // P[xi * S + s] [c x filters] = V[xi]^T [c x tiles] * D[xi] [tiles x filters] over slice s's tiles
+  GemmLaunch split;
+  split.k_slices = slices;
+  RG_TRY(f32_gemm_batched(device, GemmShape{Trans::yes, Trans::no, c, filters, tiles, c, filters, filters}, kPoints,
+                          1.0f, v, d, 0.0f, p, split)
+             .status());
+  const int64_t made = gemm_slices_made(tiles, slices);  // P's slices a position
+  return launch_1d(device, kWinogradProgram, "f32_winograd_weight_grad", "", c * filters, u32(c), u32(filters),
+                   u32(made), p.mem, u32(p.offset), beta, dw.mem, u32(dw.offset));
+}
+
 }  // namespace rg::ocl

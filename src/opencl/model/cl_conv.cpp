@@ -115,6 +115,7 @@ Result<std::unique_ptr<ClConv>> ClConv::create(ConvLayer& host, Device& device, 
   const int64_t memory_floats = (budget > 0 ? budget : device.info().global_mem_bytes) / 4;
   cl->winograd_room_ = std::clamp(memory_floats / 32, chunk_elements, kWinogradChunkFactor * chunk_elements);
   cl->winograd_fwd_ = use(cl->g_, cl->g_.channels);
+  cl->winograd_wgrad_ = cl->winograd_fwd_;
   if (cl->direct_dx_) cl->winograd_dx_ = use(cl->flipped_g_, cl->filters_);
   if (cl->winograd_fwd_ == Winograd::always) cl->path_ = Path::winograd;
   const std::vector<Param*> p = host.params();  // weight, then bias
@@ -143,7 +144,22 @@ int64_t ClConv::workspace_elements(int64_t n) const {
   const int64_t patches = chunk_samples(n) * g_.patches() * g_.patch_size();
   const int64_t fwd = winograd_fwd_ != Winograd::never ? winograd_workspace_elements(g_, filters_, n) : 0;
   const int64_t dx = winograd_dx_ != Winograd::never ? winograd_workspace_elements(flipped_g_, g_.channels, n) : 0;
-  return std::max({patches, fwd, dx});
+  int64_t wgrad = 0;
+  if (winograd_wgrad_ != Winograd::never) {
+    const GradChunk chunk = winograd_grad_chunk(n);
+    wgrad = winograd_grad_workspace(g_, filters_, chunk.slices).floats(chunk.images);
+  }
+  return std::max({patches, fwd, dx, wgrad});
+}
+
+// As many images as their V and D fit in winograd_room_ beside the partial sums of as many slices
+// as a chunk of n images takes (a chunk of fewer takes no more).
+ClConv::GradChunk ClConv::winograd_grad_chunk(int64_t n) const {
+  const int units = static_cast<int>(device_.info().compute_units);
+  const int most = winograd_grad_slices(g_, filters_, n, units);
+  const WinogradWorkspace parts = winograd_grad_workspace(g_, filters_, most);
+  const int64_t images = std::max<int64_t>(1, std::min(n, (winograd_room_ - parts.weight) / parts.per_image));
+  return {images, winograd_grad_slices(g_, filters_, images, units)};
 }
 
 int64_t ClConv::winograd_chunk(const ConvGeometry& g, int64_t c_out, int64_t n) const {
@@ -317,7 +333,7 @@ Status ClConv::conv_backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan d
       const InputGradScope timed(ctx.host);  // --profile-device: as the input gradient
       RG_TRY(direct_dx_ ? dx_direct(n, dy, dx, ws, add_dx) : dx_by_col2im(n, dy, dx, ws));
     }
-    return f32_conv_gemm_weight_grad(device_, g_, n, x, dy, f, keep ? 1.0f : 0.0f, weight_.grad.f32()).status();
+    return weight_grad(n, x, dy, keep, ws);
   }
   for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
     const int64_t count = std::min(per_chunk, n - s0), rows = count * g_.patches();
@@ -351,6 +367,34 @@ Status ClConv::dx_direct(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws,
     RG_TRY(choose_winograd(winograd_dx_, winograd_choice_key("dx", flipped_g_, g_.channels, n), gemm, winograd));
   }
   return winograd_dx_ == Winograd::always ? winograd() : gemm();
+}
+
+// A candidate is timed at a call that overwrites dW (keep false: repeatable), else the GEMM's.
+Status ClConv::weight_grad(int64_t n, DeviceSpan x, DeviceSpan dy, bool keep, DeviceSpan ws) {
+  const float beta = keep ? 1.0f : 0.0f;
+  auto gemm = [&] {
+    return f32_conv_gemm_weight_grad(device_, g_, n, x, dy, filters_, beta, weight_.grad.f32()).status();
+  };
+  auto winograd = [&] { return winograd_weight_grad(n, x, dy, beta, ws); };
+  if (winograd_wgrad_ == Winograd::candidate && !keep) {
+    RG_TRY(choose_winograd(winograd_wgrad_, winograd_choice_key("wgrad", g_, filters_, n), gemm, winograd));
+  }
+  return winograd_wgrad_ == Winograd::always ? winograd() : gemm();
+}
+
+// Chunks of winograd_grad_chunk's images, the first at `beta`, the others added.
+Status ClConv::winograd_weight_grad(int64_t n, DeviceSpan x, DeviceSpan dy, float beta, DeviceSpan ws) {
+  const int64_t per_chunk = winograd_grad_chunk(n).images;
+  const int units = static_cast<int>(device_.info().compute_units);
+  for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+    const int64_t count = std::min(per_chunk, n - s0);
+    const int slices = winograd_grad_slices(g_, filters_, count, units);
+    RG_TRY(f32_winograd_weight_grad(device_, g_, count, sub(x, s0 * in_sample_, count * in_sample_),
+                                    sub(dy, s0 * out_sample_, count * out_sample_), filters_, slices,
+                                    s0 == 0 ? beta : 1.0f, weight_.grad.f32(), ws)
+               .status());
+  }
+  return Status();
 }
 
 // Per chunk: dcols [rows, K] = dy * W^T, dx = col2im(dcols) (pointwise: dx = dcols).

@@ -26,15 +26,17 @@ namespace rg::ocl {
 // both paths (implicit: its two products over the batch reading dy's patches), auto keeping
 // im2col until the implicit one is measured on a GPU.
 // Winograd F(4x4, 3x3) (opencl/winograd.h; other bits, within the CPU Winograd's tolerance) may
-// run a Conv2D's forward and, apart, its stride-1 dx where it fits (3x3, stride 1, pad <= 2): as
+// run a Conv2D's forward and, apart, its stride-1 dx and its weight gradient where it fits (3x3,
+// stride 1, pad <= 2): as
 // the cfg's `algorithm` says where it names one (winograd always, gemm never); else always under
 // RETROGRAD_CL_CONV=winograd; else under auto, on a tuned device (gemm_tuning.h) and with at
 // least 8 input channels (the CPU's rule: fewer save too little), where it ran faster than the
 // GEMM path when first timed on this device, shape and first call's batch, a choice the
 // tuning's cache file keeps (GemmTuning::conv_winograd), so later runs there compute the same
-// bits without timing (a Winograd that does not build or run leaves the GEMM). The weight
-// gradient stays the implicit GEMM. Its chunks: as many samples as their V and M fit beside the
-// transformed weight in a 32nd of the device's memory (its budget where one is set), at least one
+// bits without timing (a Winograd that does not build or run leaves the GEMM; a weight gradient
+// is timed at a call that overwrites dW). Its chunks: as many samples as their V and M (or V and
+// D) fit beside the transformed weight (the slices' partial sums) in a 32nd of the device's
+// memory (its budget where one is set), at least one
 // patch-matrix chunk and at most kWinogradChunkFactor of them: a 512 MiB card's workspace stays
 // the GEMM's, a large card runs a batch of 256 in one chunk.
 // RETROGRAD_CL_CONV=im2col|implicit|winograd|auto (default auto) fixes the GEMM paths' choices
@@ -105,6 +107,14 @@ class ClConv : public ClLayer {
   Status choose_winograd(Winograd& use, const std::string& key, const std::function<Status()>& gemm,
                          const std::function<Status()>& winograd);
   Status dx_direct(int64_t n, DeviceSpan dy, DeviceSpan dx, DeviceSpan ws, bool add_dx);  // the stride-1 dx
+  // dW = beta dW + the weight gradient over the whole batch: the implicit GEMM or Winograd.
+  Status weight_grad(int64_t n, DeviceSpan x, DeviceSpan dy, bool keep, DeviceSpan ws);
+  Status winograd_weight_grad(int64_t n, DeviceSpan x, DeviceSpan dy, float beta, DeviceSpan ws);
+  struct GradChunk {
+    int64_t images;
+    int slices;
+  };
+  GradChunk winograd_grad_chunk(int64_t n) const;  // Winograd's weight gradient: images a chunk, their slices
   Status transposed_forward(int64_t n, DeviceSpan x, DeviceSpan y, DeviceSpan ws);
 
   Device& device_;
@@ -115,7 +125,7 @@ class ClConv : public ClLayer {
   ClParam weight_, bias_;
   Path path_ = Path::unmeasured, backward_path_ = Path::unmeasured;
   std::string policy_;     // RETROGRAD_CL_CONV's, read when the layer is made ("winograd" where it fits only)
-  Winograd winograd_fwd_ = Winograd::never, winograd_dx_ = Winograd::never;
+  Winograd winograd_fwd_ = Winograd::never, winograd_dx_ = Winograd::never, winograd_wgrad_ = Winograd::never;
   int64_t winograd_room_ = 0;  // floats a Winograd chunk may take (U, V and M)
   // Conv2D at stride 1: dy's geometry as the convolution that gives dx (direct_dx_), else none.
   ConvGeometry flipped_g_;
