@@ -53,7 +53,8 @@
 //                         writes its slice's sum, in order, into C + z M ldc (S = 1: each product
 //                         whole into its C). The Winograd convolution's 36 products (winograd.cl;
 //                         its weight gradient's in slices). No IMPLICIT_CONV.
-// Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices or products).
+// Global size: (ceil(N / TILE_N) * THREADS_N, ceil(M / TILE_M) * THREADS_M, slices, or BATCHED
+// products x their slices).
 #pragma OPENCL FP_CONTRACT OFF
 #include "fused_activation.h"
 

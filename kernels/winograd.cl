@@ -14,7 +14,8 @@
 //   f32_winograd_weight_grad: dW [9][C][F] = beta dW + G^T (the slices' sum, in order) G
 // T = images * tiles_h * tiles_w; tile t = (image, th, tw) row-major covers output rows
 // 4 th .. 4 th + 3 and columns 4 tw .. 4 tw + 3, reading input rows 4 th - pad .. 4 th - pad + 5.
-// One work-item per U value, per (tile, channel) of V, per (tile, filter) of y; launched 1-D.
+// One work-item per U value, per (tile, channel) of V, per (tile, filter) of y and of D, per
+// (channel, filter) of dW; launched 1-D.
 #pragma OPENCL FP_CONTRACT OFF
 #include "fused_activation.h"
 

@@ -277,6 +277,26 @@ TEST_P(OpenclGemm, BatchedSlicesGiveTheBitsOfEachSliceAlone) {
   }
 }
 
+// The slices made of K terms when asked for S (16-term multiples, so at most S), and packed products
+// of no terms in slices: one slice each, C = 0.
+TEST(OpenclGemmBatched, SlicesMadeAndAnEmptySum) {
+  EXPECT_EQ(gemm_slices_made(70, 3), 3);
+  EXPECT_EQ(gemm_slices_made(36, 5), 3);
+  EXPECT_EQ(gemm_slices_made(10, 2), 1);
+  EXPECT_EQ(gemm_slices_made(0, 5), 1);
+  EXPECT_EQ(gemm_slices_made(5000, 1), 1);
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  Buffer a = upload_or_die(device, std::vector<float>(8, 1.0f), "A");
+  Buffer c = upload_or_die(device, std::vector<float>(3 * 4 + 1, 7.0f), "C");
+  ASSERT_TRUE(f32_gemm_batched(device, GemmShape{Trans::yes, Trans::no, 2, 2, 0, 2, 2, 2}, 3, 1.0f, a.f32(), a.f32(),
+                               0.0f, c.f32(), GemmLaunch{nullptr, 3, {}})
+                  .ok());
+  const std::vector<float> got = download_all<float>(c);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(got[i], 0.0f) << i;
+  EXPECT_EQ(got[12], 7.0f) << "past the batch";
+}
+
 // More packed products than a launch's third dimension holds are refused by name.
 TEST(OpenclGemmBatched, MoreProductsThanALaunchHoldsAreRefused) {
   SKIP_WITHOUT_OPENCL();

@@ -529,20 +529,20 @@ TEST(OpenclConvLayers, WinogradChunksTakeAShareOfTheDevicesMemory) {
   EXPECT_EQ(cl.value()->workspace_elements(256), parts.floats(256));
 }
 
-// Winograd's weight gradient in 1, 2 and 5 asked slices over the tiles (1, 2 and 3 made: the
-// partial sums added in the last kernel), at beta 0 and 0.5, against the CPU's GEMM weight gradient.
-TEST(OpenclConvLayers, WinogradWeightGradientInSlicesMatchesTheCpu) {
-  SKIP_WITHOUT_OPENCL();
-  Device& device = *devices().at(0);
-  const int64_t images = 4, filters = 8;
-  Conv2D cpu(conv_options(filters, 3, 1, 1));
+// One case of the test below: 4 images of 9x10x8 into 12 filters at `pad`.
+void winograd_weight_gradient_case(Device& device, int64_t pad) {
+  const int64_t images = 4, filters = 12;
+  ConvOptions options = conv_options(filters, 3, 1, pad);
+  options.algorithm = ConvAlgorithm::gemm;  // the reference: the CPU's GEMM, never its Winograd
+  Conv2D cpu(options);
   cpu.set_name("conv");
   ASSERT_TRUE(cpu.configure(Shape{9, 10, 8}).ok());
   Rng rng(14);
   ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
   ASSERT_TRUE(cpu.reserve(images, DType::f32).ok());
-  const Tensor x = make(Shape{images, 9, 10, 8}, DType::f32), dy = make(Shape{images, 9, 10, filters}, DType::f32);
-  const Tensor y = make(Shape{images, 9, 10, filters}, DType::f32), dx = make(Shape{images, 9, 10, 8}, DType::f32);
+  const Shape out = cpu.configure(Shape{9, 10, 8}).value();
+  const Tensor x = make(Shape{images, 9, 10, 8}, DType::f32), dy = make(out.batched(images), DType::f32);
+  const Tensor y = make(out.batched(images), DType::f32), dx = make(Shape{images, 9, 10, 8}, DType::f32);
   fill_random(x, rng, -1, 1);
   fill_random(dy, rng, -1, 1);
   ThreadPool pool(2);
@@ -566,6 +566,24 @@ TEST(OpenclConvLayers, WinogradWeightGradientInSlicesMatchesTheCpu) {
       for (size_t i = 0; i < expected.size(); ++i) expected[i] += beta * old[i];
       expect_close(download_all<float>(dw), expected, 2e-5, "dw");
     }
+  }
+}
+
+// Winograd's weight gradient in 1, 2 and 5 asked slices over the tiles (1, 2 and 3 made: the
+// partial sums added in the last kernel), at beta 0 and 0.5, 8 channels into 12 filters at pads 0
+// and 2, against the CPU's GEMM weight gradient; the slices any batch takes bound every batch's.
+TEST(OpenclConvLayers, WinogradWeightGradientInSlicesMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *devices().at(0);
+  const auto g = conv_geometry(28, 28, 32, 3, 1, 1).value();
+  for (int64_t images : {1, 8, 64, 256, 4096}) {
+    EXPECT_LE(winograd_grad_slices(g, 32, images, 132), winograd_grad_most_slices(g, 32, 132));
+    EXPECT_LE(winograd_grad_slices(g, 32, images, 132), winograd_grad_slices(g, 32, images * 2, 132));
+  }
+  EXPECT_EQ(winograd_grad_most_slices(g, 32, 132), 30);  // 8 x 132 groups over 36 positions' one tile
+  for (const int64_t pad : {0, 2}) {
+    SCOPED_TRACE("pad " + std::to_string(pad));
+    winograd_weight_gradient_case(device, pad);
   }
 }
 

@@ -256,6 +256,7 @@ Result<Event> run(Device& device, const GemmShape& s, float alpha, DeviceSpan a,
 Result<Event> run_batched(Device& device, const GemmShape& s, int64_t batch, KSlices split, float alpha, DeviceSpan a,
                           DeviceSpan b, float beta, DeviceSpan c, const GemmLaunch& how) {
   const std::string defines = " -DBATCHED=1";
+  RG_TRY(check_epilogue(how.epilogue, s.n));
   GemmShape slice_shape = s;
   slice_shape.k = std::min(s.k, split.len);
   const TrialLaunch launch = [&](const GemmConfig& config, const Kernel& kernel) {
@@ -340,6 +341,7 @@ Result<Event> f32_gemm(Device& device, const GemmShape& s, float alpha, DeviceSp
 
 Result<Event> f32_gemm_batched(Device& device, const GemmShape& s, int64_t batch, float alpha, DeviceSpan a,
                                DeviceSpan b, float beta, DeviceSpan c, const GemmLaunch& how) {
+  RG_CHECK(s.k >= 0, "f32_gemm_batched depth " << s.k);
   const KSlices split = k_slices_of(s.k, how.k_slices);
   RG_CHECK(split.count == 1 || (alpha == 1.0f && beta == 0.0f && how.epilogue.bias.mem == nullptr &&
                                 how.epilogue.affine.mem == nullptr && how.epilogue.activation.kind == FusedActivation::none),

@@ -1,6 +1,7 @@
 // Launchers of kernels/winograd.cl and its 36 products (f32_gemm_batched): one work-item per
-// value of the weight's transform, per (tile, channel) of the input's and per (tile, filter) of
-// the output's; the geometry as uints (one program for every layer).
+// value of the weight's transform, per (tile, channel) of the input's, per (tile, filter) of the
+// output's and of dy's, per (channel, filter) of the weight gradient's last step; the geometry as
+// uints (one program for every layer).
 #include "opencl/winograd.h"
 
 #include "base/int_math.h"
@@ -71,12 +72,18 @@ Result<Event> f32_winograd_conv(Device& device, const ConvGeometry& g, int64_t i
                    e.slope);
 }
 
-int winograd_grad_slices(const ConvGeometry& g, int64_t filters, int64_t images, int compute_units) {
-  constexpr int64_t kGroupsPerUnit = 8, kMinSliceTiles = 256;
-  const int64_t tiles = images * tiles_h(g) * tiles_w(g), groups = kPoints * ceil_div(g.channels, int64_t{64}) *
-                                                                     ceil_div(filters, int64_t{64});
+int winograd_grad_most_slices(const ConvGeometry& g, int64_t filters, int compute_units) {
+  constexpr int64_t kGroupsPerUnit = 8;
+  const int64_t groups = kPoints * ceil_div(g.channels, int64_t{64}) * ceil_div(filters, int64_t{64});
   const int64_t want = ceil_div(kGroupsPerUnit * std::max(1, compute_units), groups);
-  return static_cast<int>(std::max<int64_t>(1, std::min({want, tiles / kMinSliceTiles, int64_t{1024}})));
+  return static_cast<int>(std::clamp<int64_t>(want, 1, 1024));
+}
+
+int winograd_grad_slices(const ConvGeometry& g, int64_t filters, int64_t images, int compute_units) {
+  constexpr int64_t kMinSliceTiles = 256;
+  const int64_t by_tiles = images * tiles_h(g) * tiles_w(g) / kMinSliceTiles;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(winograd_grad_most_slices(g, filters, compute_units),
+                                                                  by_tiles)));
 }
 
 WinogradWorkspace winograd_grad_workspace(const ConvGeometry& g, int64_t filters, int slices) {

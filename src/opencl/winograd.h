@@ -42,8 +42,10 @@ Result<Event> f32_winograd_conv(Device& device, const ConvGeometry& g, int64_t i
                                 float beta = 0.0f);
 
 // The weight gradient's slices of each position's sum over the tiles of `images` images: about
-// eight work-groups of 64x64 a compute unit in all, each slice at least 256 tiles.
+// eight work-groups of 64x64 a compute unit in all (at most winograd_grad_most_slices), each slice
+// at least 256 tiles.
 int winograd_grad_slices(const ConvGeometry& g, int64_t filters, int64_t images, int compute_units);
+int winograd_grad_most_slices(const ConvGeometry& g, int64_t filters, int compute_units);  // any batch's bound
 // Its workspace: the slices' partial sums (`weight`: 36 slices c filters), and per image V and D.
 WinogradWorkspace winograd_grad_workspace(const ConvGeometry& g, int64_t filters, int slices);
 

@@ -138,7 +138,8 @@ int64_t ClConv::chunk_samples(int64_t n) const {
   return std::max<int64_t>(1, std::min(n, chunk_elements_ / per_sample));
 }
 
-// A chunk's patch matrix, or Winograd's U and a chunk's V and M (the forward's, dx's) where larger.
+// A chunk's patch matrix, or Winograd's: U and a chunk's V and M (the forward's, dx's), or the
+// slices' partial sums and a chunk's V and D (the weight gradient's), where larger.
 int64_t ClConv::workspace_elements(int64_t n) const {
   if (g_.pointwise()) return 0;
   const int64_t patches = chunk_samples(n) * g_.patches() * g_.patch_size();
@@ -152,11 +153,11 @@ int64_t ClConv::workspace_elements(int64_t n) const {
   return std::max({patches, fwd, dx, wgrad});
 }
 
-// As many images as their V and D fit in winograd_room_ beside the partial sums of as many slices
-// as a chunk of n images takes (a chunk of fewer takes no more).
+// As many images as their V and D fit in winograd_room_ beside the partial sums of the most slices
+// any batch takes (so the workspace grows with n: a short last batch fits what the full one reserved).
 ClConv::GradChunk ClConv::winograd_grad_chunk(int64_t n) const {
   const int units = static_cast<int>(device_.info().compute_units);
-  const int most = winograd_grad_slices(g_, filters_, n, units);
+  const int most = winograd_grad_most_slices(g_, filters_, units);
   const WinogradWorkspace parts = winograd_grad_workspace(g_, filters_, most);
   const int64_t images = std::max<int64_t>(1, std::min(n, (winograd_room_ - parts.weight) / parts.per_image));
   return {images, winograd_grad_slices(g_, filters_, images, units)};
@@ -308,8 +309,10 @@ Status ClConv::backward_by(Path path, int64_t n, DeviceSpan x, DeviceSpan dy, De
 }
 
 // Not timed, unlike the forward: the paths' bits differ (dW's chunks, dx's order of sums), and a
-// run's bits must not depend on a measurement. Auto: a Conv2D's implicit path wherever it builds
-// and runs; a ConvTranspose2D's im2col (its implicit path is not yet measured on a GPU).
+// run's bits must not depend on a measurement made anew (the implicit path's Winograd dx and
+// weight gradient are timed, but kept in the tuning's file for later runs). Auto: a Conv2D's
+// implicit path wherever it builds and runs; a ConvTranspose2D's im2col (its implicit path is
+// not yet measured on a GPU).
 Status ClConv::choose_backward_path(int64_t n, DeviceSpan x, DeviceSpan dy, DeviceSpan dx, bool keep,
                                     const ClContext& ctx) {
   const bool implicit = policy_ == "implicit" || (policy_ == "auto" && !transposed_);
@@ -382,11 +385,13 @@ Status ClConv::weight_grad(int64_t n, DeviceSpan x, DeviceSpan dy, bool keep, De
   return winograd_wgrad_ == Winograd::always ? winograd() : gemm();
 }
 
-// Chunks of winograd_grad_chunk's images, the first at `beta`, the others added.
+// Chunks of winograd_grad_chunk's images, the first at `beta`, the others added (no images: beta
+// dW, as the GEMM's). A chunk after the first that fails leaves dW part-summed: the caller's
+// fallback (conv_backward_by's) then adds onto it.
 Status ClConv::winograd_weight_grad(int64_t n, DeviceSpan x, DeviceSpan dy, float beta, DeviceSpan ws) {
   const int64_t per_chunk = winograd_grad_chunk(n).images;
   const int units = static_cast<int>(device_.info().compute_units);
-  for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+  for (int64_t s0 = 0; s0 == 0 || s0 < n; s0 += per_chunk) {
     const int64_t count = std::min(per_chunk, n - s0);
     const int slices = winograd_grad_slices(g_, filters_, count, units);
     RG_TRY(f32_winograd_weight_grad(device_, g_, count, sub(x, s0 * in_sample_, count * in_sample_),

@@ -22,7 +22,8 @@ namespace rg::ocl {
 // the implicit weight gradient over the whole batch (f32_conv_gemm_weight_grad) with dx at stride
 // 1 as the implicit convolution of dy with the flipped weight (nn/conv.cpp's direct dx; col2im in
 // chunks at larger strides), or where that does not build, im2col + GEMMs + col2im in chunks: not
-// timed (other bits: a run's must not depend on a measurement). ConvTranspose2D's backward has
+// timed (other bits: a run's must not depend on a measurement made anew; Winograd's dx and weight
+// gradient, on the implicit path only, are timed once and kept). ConvTranspose2D's backward has
 // both paths (implicit: its two products over the batch reading dy's patches), auto keeping
 // im2col until the implicit one is measured on a GPU.
 // Winograd F(4x4, 3x3) (opencl/winograd.h; other bits, within the CPU Winograd's tolerance) may
@@ -126,7 +127,7 @@ class ClConv : public ClLayer {
   Path path_ = Path::unmeasured, backward_path_ = Path::unmeasured;
   std::string policy_;     // RETROGRAD_CL_CONV's, read when the layer is made ("winograd" where it fits only)
   Winograd winograd_fwd_ = Winograd::never, winograd_dx_ = Winograd::never, winograd_wgrad_ = Winograd::never;
-  int64_t winograd_room_ = 0;  // floats a Winograd chunk may take (U, V and M)
+  int64_t winograd_room_ = 0;  // floats a Winograd chunk may take (U, V and M; or P, V and D)
   // Conv2D at stride 1: dy's geometry as the convolution that gives dx (direct_dx_), else none.
   ConvGeometry flipped_g_;
   bool direct_dx_ = false;
