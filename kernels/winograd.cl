@@ -1,5 +1,5 @@
-// f32 Winograd F(4x4, 3x3) of 3x3 stride-1 convolutions over NHWC batches: three kernels around
-// one batched product (launcher: src/opencl/winograd.cpp), the CPU's transforms (matrices in
+// f32 Winograd F(4x4, 3x3) of 3x3 stride-1 convolutions over NHWC batches: the transforms around
+// batched products (launcher: src/opencl/winograd.cpp), the CPU's transforms (matrices in
 // src/cpu/ukernels/f32_winograd.h, factored as f32_winograd_impl.h, the same operations in the
 // same order) with the channels across work-items:
 //   f32_winograd_weight: U [36][C][F] = G g G^T of each 3x3 filter g of W (ops/winograd_conv.cpp's
