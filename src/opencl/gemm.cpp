@@ -267,10 +267,6 @@ Result<Event> run_batched(Device& device, const GemmShape& s, int64_t batch, KSl
   return launch(picked.first, *picked.second);
 }
 
-// How many 64x64 work-groups a split product aims at per compute unit: a weight gradient's
-// product (a few C tiles, hundreds of thousands of terms, each A word an image gather) waits on
-// memory and needs many groups in flight (measured on the H200: bench/RESULTS.md, 2026-11-30).
-constexpr int64_t kSplitGroupsPerUnit = 8;
 
 }  // namespace
 
@@ -279,15 +275,15 @@ int64_t gemm_slices_made(int64_t k, int64_t asked) { return k_slices_of(k, asked
 int gemm_k_slices(const GemmShape& s, int compute_units, int64_t scratch_floats) {
   constexpr int64_t kMinSliceTerms = 256;
   const int64_t tiles = ((s.m + 63) / 64) * ((s.n + 63) / 64), units = std::max(1, compute_units);
-  const int64_t want = tiles >= 2 * units ? 1 : (kSplitGroupsPerUnit * units + tiles - 1) / tiles;
+  const int64_t want = tiles >= 2 * units ? 1 : (kGemmSplitGroupsPerUnit * units + tiles - 1) / tiles;
   const int64_t by_depth = s.k / kMinSliceTerms;
   const int64_t by_scratch = s.m * s.n > 0 ? scratch_floats / (s.m * s.n) : 0;
   return static_cast<int>(std::max<int64_t>(1, std::min({want, by_depth, by_scratch, int64_t{65535}})));
 }
 
 int64_t gemm_scratch_bytes(const Device& device) {
-  // gemm_k_slices's partials: about kSplitGroupsPerUnit x compute units slices of at most one 64x64 tile each.
-  return kSplitGroupsPerUnit * static_cast<int64_t>(std::max<uint32_t>(1, device.info().compute_units)) * 64 * 64 * 4;
+  // gemm_k_slices's partials: about kGemmSplitGroupsPerUnit x compute units slices of at most one 64x64 tile each.
+  return kGemmSplitGroupsPerUnit * static_cast<int64_t>(std::max<uint32_t>(1, device.info().compute_units)) * 64 * 64 * 4;
 }
 
 Status reserve_gemm_scratch(Device& device) {

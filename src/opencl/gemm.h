@@ -107,6 +107,12 @@ Result<Event> f32_conv_gemm_transposed_weight_grad(Device& device, const ConvGeo
                                                    DeviceSpan x, int64_t channels, DeviceSpan images, float beta,
                                                    DeviceSpan dw, const GemmLaunch& launch = {});
 
+// How many 64x64 work-groups a split product aims at per compute unit (gemm_k_slices, and the
+// Winograd weight gradient's slices): a weight gradient's product (a few C tiles, hundreds of
+// thousands of terms, each A word an image gather) waits on memory and needs many groups in flight
+// (measured on the H200: bench/RESULTS.md, 2026-11-30).
+constexpr int64_t kGemmSplitGroupsPerUnit = 8;
+
 // How many slices a product of depth k is cut into when `asked` for that many (f32_gemm's and
 // f32_gemm_batched's rule: slices of ceil(k / asked) terms rounded up to 16, so at most `asked`).
 int64_t gemm_slices_made(int64_t k, int64_t asked);

@@ -20,6 +20,14 @@ using detail::u32;
 int64_t tiles_h(const ConvGeometry& g) { return ceil_div(g.out_h, int64_t{4}); }
 int64_t tiles_w(const ConvGeometry& g) { return ceil_div(g.out_w, int64_t{4}); }
 
+// V [36][tiles][c] = B^T d B of every tile of x (the convolution's and its weight gradient's).
+Status input_transform(Device& device, const ConvGeometry& g, int64_t tiles, DeviceSpan x, DeviceSpan v) {
+  return launch_1d(device, kWinogradProgram, "f32_winograd_input", "", tiles * g.channels, u32(tiles), u32(g.height),
+                   u32(g.width), u32(g.channels), u32(g.pad), u32(tiles_h(g)), u32(tiles_w(g)), x.mem, u32(x.offset),
+                   v.mem, u32(v.offset))
+      .status();
+}
+
 }  // namespace
 
 bool cl_winograd_fits(const ConvGeometry& g) { return g.kernel == 3 && g.stride == 1 && g.pad <= 2; }
@@ -55,10 +63,7 @@ Result<Event> f32_winograd_conv(Device& device, const ConvGeometry& g, int64_t i
   RG_TRY(detail::check_epilogue(epilogue, filters));
   if (images == 0) return Event();
   const DeviceSpan v{scratch.mem, scratch.offset, v_floats}, m{scratch.mem, scratch.offset + v_floats, m_floats};
-  RG_TRY(launch_1d(device, kWinogradProgram, "f32_winograd_input", "", tiles * c, u32(tiles), u32(g.height),
-                   u32(g.width), u32(c), u32(g.pad), u32(tiles_h(g)), u32(tiles_w(g)), x.mem, u32(x.offset), v.mem,
-                   u32(v.offset))
-             .status());
+  RG_TRY(input_transform(device, g, tiles, x, v));
   // M[xi] [tiles x filters] = V[xi] [tiles x c] * U[xi] [c x filters], xi < 36
   GemmLaunch whole;
   whole.k_slices = 1;
@@ -73,9 +78,8 @@ Result<Event> f32_winograd_conv(Device& device, const ConvGeometry& g, int64_t i
 }
 
 int winograd_grad_most_slices(const ConvGeometry& g, int64_t filters, int compute_units) {
-  constexpr int64_t kGroupsPerUnit = 8;
   const int64_t groups = kPoints * ceil_div(g.channels, int64_t{64}) * ceil_div(filters, int64_t{64});
-  const int64_t want = ceil_div(kGroupsPerUnit * std::max(1, compute_units), groups);
+  const int64_t want = ceil_div(kGemmSplitGroupsPerUnit * std::max(1, compute_units), groups);
   return static_cast<int>(std::clamp<int64_t>(want, 1, 1024));
 }
 
@@ -109,10 +113,7 @@ Result<Event> f32_winograd_weight_grad(Device& device, const ConvGeometry& g, in
   const DeviceSpan v{scratch.mem, scratch.offset + parts.weight, v_floats};
   const DeviceSpan d{scratch.mem, v.offset + v_floats, d_floats};
   if (tiles > 0) {
-    RG_TRY(launch_1d(device, kWinogradProgram, "f32_winograd_input", "", tiles * c, u32(tiles), u32(g.height),
-                     u32(g.width), u32(c), u32(g.pad), u32(tiles_h(g)), u32(tiles_w(g)), x.mem, u32(x.offset), v.mem,
-                     u32(v.offset))
-               .status());
+    RG_TRY(input_transform(device, g, tiles, x, v));
     RG_TRY(launch_1d(device, kWinogradProgram, "f32_winograd_dy", "", tiles * filters, u32(tiles), u32(g.out_h),
                      u32(g.out_w), u32(filters), u32(tiles_h(g)), u32(tiles_w(g)), dy.mem, u32(dy.offset), d.mem,
                      u32(d.offset))
