@@ -575,6 +575,17 @@ TEST(OpenclGemmTuning, TheDeviceReadsItsCacheFileOrSaysWhyNot) {
   EXPECT_NE(folder.source.find("the cache was not used: " + path + " is a folder"), std::string::npos) << folder.source;
   EXPECT_TRUE(std::filesystem::is_directory(path));
   std::filesystem::remove(path);
+
+  {  // a 3 GiB file (sparse): refused by its size, never read whole
+    std::ofstream(path) << gemm_tuning_text(device, written);
+  }
+  std::filesystem::resize_file(path, int64_t{3} << 30);
+  device.gemm_tuning_slot().reset();
+  const GemmTuning& huge = gemm_tuning(device);
+  EXPECT_NE(huge.source.find(path + " is 3221225472 bytes, more than a GEMM tuning file's 1 MiB"), std::string::npos)
+      << huge.source;
+  EXPECT_EQ(huge.rates.size(), gemm_candidates().size()) << "every candidate, untuned";
+  std::filesystem::remove(path);
   device.gemm_tuning_slot().reset();  // later tests derive it again under their own environment
 }
 

@@ -259,6 +259,23 @@ TEST(OpenclConvLayers, ForwardPathsGiveTheSameBits) {
   }
 }
 
+// A RETROGRAD_CL_CONV of 5000 bytes is refused with its first 40 and its length, not echoed whole.
+TEST(OpenclConvLayers, AHugeConvPathValueIsRefusedShort) {
+  SKIP_WITHOUT_OPENCL();
+  ScopedEnv path("RETROGRAD_CL_CONV", std::string(5000, 'w'));
+  Conv2D cpu(conv_options(3, 3, 1, 1));
+  cpu.set_name("conv");
+  ASSERT_TRUE(cpu.configure(Shape{5, 5, 2}).ok());
+  Rng rng(15);
+  ASSERT_TRUE(cpu.init(rng, DType::f32).ok());
+  auto cl = ClConv::create(cpu, *devices().at(0));
+  ASSERT_FALSE(cl.ok());
+  EXPECT_NE(cl.status().message().find("RETROGRAD_CL_CONV='" + std::string(40, 'w') + "... (5000 bytes)'"),
+            std::string::npos)
+      << cl.status().message().substr(0, 200);
+  EXPECT_LT(cl.status().message().size(), 200u);
+}
+
 // A device that cannot build the implicit GEMM: auto falls back to im2col, forward and backward,
 // and the device's plain GEMMs keep every configuration (a variant's failure is not the product's).
 TEST(OpenclConvLayers, AnImplicitGemmThatDoesNotBuildFallsBackToIm2col) {

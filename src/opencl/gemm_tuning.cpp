@@ -224,13 +224,27 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
   return tuning;
 }
 
+namespace {
+// A tuning file's text: a regular file of at most 1 MiB (one holds some hundred lines of rates,
+// products and convolutions' choices), its size checked before it is read whole.
+Result<std::string> read_tuning_file(const std::string& path) {
+  constexpr int64_t kMaxTuningFileBytes = int64_t{1} << 20;
+  RG_ASSIGN(const int64_t size, input_file_size(path, "a GEMM tuning file"));
+  if (size > kMaxTuningFileBytes) {
+    return Status::error(path + " is " + std::to_string(size) + " bytes, more than a GEMM tuning file's 1 MiB");
+  }
+  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path, "a GEMM tuning file"));
+  return std::string(bytes.begin(), bytes.end());
+}
+}  // namespace
+
 GemmTuning& gemm_tuning(Device& device) {
   std::unique_ptr<GemmTuning>& slot = device.gemm_tuning_slot();
   if (slot) return *slot;
   const std::string path = gemm_tuning_path(device);
   std::string why_not, cache_note;
-  if (auto bytes = read_file_bytes(path); bytes.ok()) {
-    auto parsed = parse_gemm_tuning(device, std::string(bytes.value().begin(), bytes.value().end()), path);
+  if (auto text = read_tuning_file(path); text.ok()) {
+    auto parsed = parse_gemm_tuning(device, text.value(), path);
     if (parsed.ok()) {
       slot = std::make_unique<GemmTuning>(parsed.take());
       slot->source = "read from " + path;
@@ -238,7 +252,7 @@ GemmTuning& gemm_tuning(Device& device) {
     }
     cache_note = "; the cache was not used: " + parsed.status().message();
   } else if (path_exists(path)) {  // something else than a cache file is there: say what
-    cache_note = "; the cache was not used: " + bytes.status().message();
+    cache_note = "; the cache was not used: " + text.status().message();
   }
   if (!tune_this_device(device, &why_not)) {
     slot = std::make_unique<GemmTuning>(untuned(why_not + cache_note));

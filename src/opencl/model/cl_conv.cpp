@@ -30,7 +30,10 @@ Result<std::string> conv_path_policy() {
   const char* env = std::getenv("RETROGRAD_CL_CONV");
   const std::string policy = env != nullptr && *env != '\0' ? env : "auto";
   if (policy != "im2col" && policy != "implicit" && policy != "winograd" && policy != "auto") {
-    return Status::error("RETROGRAD_CL_CONV='" + policy + "': the conv paths are im2col, implicit, winograd or auto");
+    const std::string shown = policy.size() > 40 ? policy.substr(0, 40) + "... (" + std::to_string(policy.size()) +
+                                                        " bytes)"
+                                                  : policy;
+    return Status::error("RETROGRAD_CL_CONV='" + shown + "': the conv paths are im2col, implicit, winograd or auto");
   }
   return policy;
 }
