@@ -369,7 +369,9 @@ void expect_fusion_changes_no_bit(const FusionCase& c, int64_t n, int steps) {
       ASSERT_TRUE(s.ok()) << s.message();
       backward_launches[side == &fused ? 0 : 1] = device.launches() - before;
     }
-    if (step > 0) EXPECT_EQ(backward_launches[1] - backward_launches[0], c.saved_backward) << "launches saved in a backward";
+    if (step > 0) {
+      EXPECT_EQ(backward_launches[1] - backward_launches[0], c.saved_backward) << "launches saved in a backward";
+    }
     const std::vector<ClParam*> a = fused.model->params(), b = apart.model->params();
     for (size_t i = 0; i < a.size(); ++i) {
       expect_bits(values_of(a[i]->grad, a[i]->numel()), values_of(b[i]->grad, b[i]->numel()), a[i]->host->name.c_str());

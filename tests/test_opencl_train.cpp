@@ -431,6 +431,27 @@ TEST(OpenclTrain, TheArenaOptimizerUpdatesEveryParamInOneLaunchWithTheSameBits) 
       ASSERT_TRUE(bad.ok());
       EXPECT_EQ(bad.value().param, params[2]->host->name);
       EXPECT_FALSE(bad.value().gradient_finite);
+      // before_newest (a GAN settles step t after queueing t + 1): the steps before the last only.
+      // Each step from weights and momenta of 0 (a NaN in either would flag every step after it).
+      for (const bool bad_first : {true, false}) {
+        for (int k = 0; k < 2; ++k) {
+          fill(0.0f);
+          for (ClParam* p : params) {
+            ASSERT_TRUE(write_buffer(p->value, 0, std::vector<float>(p->numel(), 0.0f).data(), p->numel() * 4).ok());
+          }
+          for (const Tensor& state : hosts[w]->state()) std::fill_n(state.f32(), state.numel(), 0.0f);
+          ASSERT_TRUE(opts[w]->write_state().ok());
+          if ((k == 0) == bad_first) {
+            ASSERT_TRUE(write_buffer(params[2]->grad, 4, &nan, 4).ok());
+          }
+          ASSERT_TRUE(opts[w]->step(0.01).ok());
+        }
+        auto earlier = opts[w]->non_finite_update(true);
+        auto newest = opts[w]->non_finite_update();
+        ASSERT_TRUE(earlier.ok() && newest.ok());
+        EXPECT_EQ(earlier.value().param, bad_first ? params[2]->host->name : "");
+        EXPECT_EQ(newest.value().param, bad_first ? "" : params[2]->host->name);
+      }
     }
   }
 }
@@ -530,14 +551,12 @@ TEST(OpenclTrain, ABudgetTooSmallForOneSampleSaysWhatItNeeds) {
   EXPECT_TRUE(contains(s.message(), "--device-mem")) << s.message();
 }
 
-// A small GAN pair (every layer kind DCGAN uses) trained two epochs on the device and on the
-// CPU: the same networks within rounding, the samples on the device read back alike.
-TEST(OpenclTrain, GanOnTheDeviceMatchesTheCpu) {
-  SKIP_WITHOUT_OPENCL();
-  const char* g_cfg = "[net]\ninput = 5\nloss = none\n[dense]\nunits = 18\n[reshape]\nshape = 3x3x2\n[batchnorm]\n"
-                      "[relu]\n[conv_transpose]\nfilters = 1\nsize = 4\nstride = 2\npad = 1\n[tanh]\n";
-  const char* d_cfg = "[net]\ninput = 6x6x1\nloss = bce_with_logits\n[conv]\nfilters = 3\nsize = 4\nstride = 2\n"
-                      "pad = 1\n[leaky_relu]\nslope = 0.2\n[dropout]\nrate = 0.3\n[dense]\nunits = 1\n";
+// A small GAN pair (every layer kind DCGAN uses) and 40 images of 6x6 for it.
+const char* kTinyGenerator = "[net]\ninput = 5\nloss = none\n[dense]\nunits = 18\n[reshape]\nshape = 3x3x2\n"
+                             "[batchnorm]\n[relu]\n[conv_transpose]\nfilters = 1\nsize = 4\nstride = 2\npad = 1\n[tanh]\n";
+const char* kTinyDiscriminator = "[net]\ninput = 6x6x1\nloss = bce_with_logits\n[conv]\nfilters = 3\nsize = 4\n"
+                                 "stride = 2\npad = 1\n[leaky_relu]\nslope = 0.2\n[dropout]\nrate = 0.3\n[dense]\nunits = 1\n";
+Dataset tiny_gan_images() {
   Dataset real;
   real.name = "tiny";
   real.sample_shape = Shape{6, 6, 1};
@@ -546,17 +565,33 @@ TEST(OpenclTrain, GanOnTheDeviceMatchesTheCpu) {
   real.labels = Tensor::zeros(Shape{40}, DType::i32, "labels").take();
   Rng rng(4);
   for (int64_t i = 0; i < real.samples.numel(); ++i) real.samples.f32()[i] = rng.uniform_f32();
+  return real;
+}
+TrainOptions tiny_gan_options(Device* device, double lr) {
+  TrainOptions options = options_on(device, 2);
+  options.batch = 16;
+  options.optimizer.kind = OptimizerKind::adam;
+  options.optimizer.beta1 = 0.5;
+  options.schedule.lr = lr;
+  return options;
+}
+
+// The tiny pair trained two epochs on the device, its losses there and on the host (--loss-on
+// cpu), and on the CPU: the same networks, epoch losses and beliefs within rounding, the samples
+// on the device read back alike. 40 samples in batches of 16: the last batch of 8.
+TEST(OpenclTrain, GanOnTheDeviceMatchesTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  const Dataset real = tiny_gan_images();
   struct Pair {
     std::unique_ptr<Model> g, d;
     Tensor grid;
+    std::vector<GanEpochRecord> records;
   };
-  auto run = [&](Device* device) {
-    Pair pair{build_model(1, g_cfg), build_model(2, d_cfg), Tensor::zeros(Shape{4, 6, 6, 1}, DType::f32, "grid").take()};
-    TrainOptions options = options_on(device, 2);
-    options.batch = 16;
-    options.optimizer.kind = OptimizerKind::adam;
-    options.optimizer.beta1 = 0.5;
-    options.schedule.lr = 2e-3;
+  auto run = [&](Device* device, bool loss_on_host) {
+    Pair pair{build_model(1, kTinyGenerator), build_model(2, kTinyDiscriminator),
+              Tensor::zeros(Shape{4, 6, 6, 1}, DType::f32, "grid").take(), {}};
+    TrainOptions options = tiny_gan_options(device, 2e-3);
+    options.loss_on_host = loss_on_host;
     ThreadPool pool(2);
     GanTrainer trainer(*pair.g, *pair.d, pool, options);
     const Status prepared = trainer.prepare();
@@ -564,6 +599,7 @@ TEST(OpenclTrain, GanOnTheDeviceMatchesTheCpu) {
     for (int e = 0; e < 2 && prepared.ok(); ++e) {
       auto record = trainer.train_epoch(real);
       EXPECT_TRUE(record.ok()) << record.status().message();
+      if (record.ok()) pair.records.push_back(record.value());
     }
     EXPECT_TRUE(trainer.generate(kFixedNoiseStream, 4, pair.grid).ok());
     // save() brings the device's networks to the host models (checkpoints are its job)
@@ -571,10 +607,51 @@ TEST(OpenclTrain, GanOnTheDeviceMatchesTheCpu) {
     EXPECT_TRUE(trainer.save(g_path, d_path).ok());
     return pair;
   };
-  Pair gpu = run(first_device()), cpu = run(nullptr);
-  EXPECT_LT(weight_distance(*gpu.g, *cpu.g), 1e-3);
-  EXPECT_LT(weight_distance(*gpu.d, *cpu.d), 1e-3);
-  for (int64_t i = 0; i < cpu.grid.numel(); ++i) EXPECT_NEAR(gpu.grid.f32()[i], cpu.grid.f32()[i], 1e-3) << i;
+  const Pair cpu = run(nullptr, false);
+  for (const bool loss_on_host : {false, true}) {
+    SCOPED_TRACE(loss_on_host ? "the loss on the host" : "the loss on the device");
+    const Pair gpu = run(first_device(), loss_on_host);
+    EXPECT_LT(weight_distance(*gpu.g, *cpu.g), 1e-3);
+    EXPECT_LT(weight_distance(*gpu.d, *cpu.d), 1e-3);
+    for (int64_t i = 0; i < cpu.grid.numel(); ++i) EXPECT_NEAR(gpu.grid.f32()[i], cpu.grid.f32()[i], 1e-3) << i;
+    ASSERT_EQ(gpu.records.size(), 2u);
+    ASSERT_EQ(cpu.records.size(), 2u);
+    for (size_t e = 0; e < 2; ++e) {
+      const GanEpochRecord &a = gpu.records[e], &b = cpu.records[e];
+      EXPECT_NEAR(a.loss_d, b.loss_d, 1e-4) << "epoch " << e + 1;
+      EXPECT_NEAR(a.loss_g, b.loss_g, 1e-4) << "epoch " << e + 1;
+      EXPECT_NEAR(a.d_real, b.d_real, 1e-5) << "epoch " << e + 1;
+      EXPECT_NEAR(a.d_fake, b.d_fake, 1e-5) << "epoch " << e + 1;
+      EXPECT_NEAR(a.d_fake_after, b.d_fake_after, 1e-5) << "epoch " << e + 1;
+      EXPECT_GT(a.loss_d, 0.1) << "epoch " << e + 1;  // a BCE of a few steps: not a zero left unfilled
+    }
+  }
+}
+
+// A step settles after the next one is queued (gan.cpp): training that goes bad still stops at
+// the step it went bad in, on the device as on the CPU. A rate of 1e38 overflows D's first
+// update (step 1); an infinite pixel makes the loss of the step holding it not finite.
+TEST(OpenclTrain, GanStopsAtTheStepThatWentBadOnTheDeviceAsOnTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  auto stop_of = [](Device* device, double lr, const Dataset& real) {
+    std::unique_ptr<Model> g = build_model(1, kTinyGenerator), d = build_model(2, kTinyDiscriminator);
+    ThreadPool pool(1);
+    GanTrainer trainer(*g, *d, pool, tiny_gan_options(device, lr));
+    EXPECT_TRUE(trainer.prepare().ok());
+    auto record = trainer.train_epoch(real);
+    EXPECT_FALSE(record.ok());
+    return record.ok() ? std::string() : record.status().message();
+  };
+  const Dataset real = tiny_gan_images();
+  const std::string cpu = stop_of(nullptr, 1e38, real), gpu = stop_of(first_device(), 1e38, real);
+  EXPECT_TRUE(contains(cpu, "at epoch 1, step 1; training stopped")) << cpu;
+  EXPECT_EQ(gpu, cpu);
+  Dataset bad = tiny_gan_images();
+  bad.samples.f32()[36 * 30 + 7] = std::numeric_limits<float>::infinity();  // image 30's pixel 7
+  const std::string cpu_bad = stop_of(nullptr, 2e-3, bad), gpu_bad = stop_of(first_device(), 2e-3, bad);
+  EXPECT_TRUE(contains(cpu_bad, "a GAN loss became D not finite at epoch 1, step ")) << cpu_bad;
+  EXPECT_FALSE(contains(cpu_bad, "step 1;")) << "image 30 falls in a later step of this order: " << cpu_bad;
+  EXPECT_EQ(gpu_bad, cpu_bad);
 }
 
 }  // namespace

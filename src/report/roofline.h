@@ -51,7 +51,7 @@ struct LayerCost {
 std::vector<LayerCost> training_costs_per_sample(const Model& model, int64_t batch,
                                                  const OptimizerConfig& optimizer = OptimizerConfig());
 
-// One GAN step (train/gan.h: GanTrainer's train_step) per real sample, for a batch of `batch`
+// One GAN step (train/gan.h: GanTrainer's queue_step) per real sample, for a batch of `batch`
 // real images and as many noise vectors:
 //   G forward once (the fake batch);
 //   D forward and backward on the real batch (grads written, no dx for D's first layer),

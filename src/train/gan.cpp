@@ -104,8 +104,12 @@ Status GanTrainer::prepare(int64_t train_samples) {
   RG_TRY(g_opt_.init());
   RG_TRY(d_opt_.init());
   const int64_t n = buffer_rows_;
-  RG_ASSIGN(logits_, Tensor::zeros(Shape{n, 1}, DType::f32, "the discriminator's logits read back"));
-  RG_ASSIGN(logits_grad_, Tensor::zeros(Shape{n, 1}, DType::f32, "the logits' gradient"));
+  for (auto& step_logits : logits_) {
+    for (Tensor& logits : step_logits) {
+      RG_ASSIGN(logits, Tensor::zeros(Shape{n, 1}, DType::f32, "the discriminator's logits read back"));
+    }
+  }
+  RG_ASSIGN(d_output_, Tensor::zeros(Shape{n, 1}, DType::f32, "the logits' gradient"));
   const LayerContext inference{&pool_, false};
   if (options_.device != nullptr) {
     RG_TRY(prepare_device(inference));
@@ -115,9 +119,11 @@ Status GanTrainer::prepare(int64_t train_samples) {
     g_run_ = std::make_unique<CpuStepRunner>(g_, g_opt_, inference, "");
     d_run_ = std::make_unique<CpuStepRunner>(d_, d_opt_, inference, "");
   }
-  RG_ASSIGN(real_, Tensor::zeros(d_.input_shape().batched(n), DType::f32, "real image batch"));
+  for (int k = 0; k < 2; ++k) {
+    RG_ASSIGN(real_[k], Tensor::zeros(d_.input_shape().batched(n), DType::f32, "real image batch"));
+    RG_ASSIGN(z_[k], Tensor::zeros(g_.input_shape().batched(n), DType::f32, "noise batch"));
+  }
   RG_ASSIGN(labels_, Tensor::zeros(Shape{n}, DType::i32, "label batch"));
-  RG_ASSIGN(z_, Tensor::zeros(g_.input_shape().batched(n), DType::f32, "noise batch"));
   RG_ASSIGN(ones_, Tensor::zeros(Shape{n, 1}, DType::f32, "BCE targets"));
   RG_ASSIGN(zeros_, Tensor::zeros(Shape{n, 1}, DType::f32, "BCE targets"));
   for (int64_t i = 0; i < n; ++i) ones_.f32()[i] = 1.0f;
@@ -129,18 +135,9 @@ void GanTrainer::draw_noise(Rng& rng, int64_t count, const Tensor& z) const {
   for (int64_t i = 0; i < count * size; ++i) z.f32()[i] = static_cast<float>(rng.normal());
 }
 
-Result<double> GanTrainer::bce(const Tensor& target, double scale, double* mean_belief) {
-  const int64_t n = target.shape()[0];
-  const Tensor logits = logits_.rows(0, n), grad = logits_grad_.rows(0, n);
-  RG_TRY(d_run_->read_output(logits));
-  const double loss = compute_loss(LossKind::bce_with_logits, logits, target, scale, grad);
-  *mean_belief = mean_probability(logits);
-  RG_TRY(d_run_->write_output_grad(grad));
-  return loss;
-}
-
-Status GanTrainer::train_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out) {
+Status GanTrainer::queue_step(int64_t step, const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out) {
   const int64_t count = x.shape()[0];
+  Tensor* logits = logits_[step % 2];
   const Tensor ones = ones_.rows(0, count), zeros = zeros_.rows(0, count);
   const double scale = 1.0 / static_cast<double>(count);
   StepRunner& g = *g_run_;
@@ -158,12 +155,12 @@ Status GanTrainer::train_step(const Tensor& x, const Tensor& z, LayerContext& ct
   ctx.noise_stream = stream + 1;
   ctx.profile = d_profile_;
   RG_TRY(d.forward(x, ctx));
-  RG_ASSIGN(out->real, bce(ones, scale, &out->d_real));
+  RG_TRY(d.output_loss(ones, scale, logits[0].rows(0, count), &out->real));
   RG_TRY(d.backward(ctx, nullptr));
   ctx.noise_stream = stream + 2;
   ctx.accumulate_grads = true;
   RG_TRY(d.forward_from(g, count, ctx));
-  RG_ASSIGN(out->fake, bce(zeros, scale, &out->d_fake));
+  RG_TRY(d.output_loss(zeros, scale, logits[1].rows(0, count), &out->fake));
   RG_TRY(d.backward(ctx, nullptr));
   RG_TRY(d.apply_update(options_.schedule.lr));
 
@@ -172,18 +169,40 @@ Status GanTrainer::train_step(const Tensor& x, const Tensor& z, LayerContext& ct
   ctx.noise_stream = stream + 3;
   ctx.accumulate_grads = false;
   RG_TRY(d.forward_from(g, count, ctx));
-  RG_ASSIGN(out->g, bce(ones, scale, &out->d_fake_after));
-  // D's update flags (a device's read with the logits just waited for).
-  RG_ASSIGN(const NonFiniteUpdate d_bad, d.flags_of_update());
+  RG_TRY(d.output_loss(ones, scale, logits[2].rows(0, count), &out->g));
   RG_TRY(d.backward(ctx, &g));
   ctx.profile = g_profile_;
   RG_TRY(g.backward(ctx, nullptr));
   RG_TRY(g.apply_update(options_.schedule.lr));
   for (LayerProfile* profile : {g_profile_, d_profile_})
     if (profile != nullptr) profile->count_step();
-  // G's flags: on a device a wait for its update (the step's logits were read back three times already).
-  RG_ASSIGN(const NonFiniteUpdate g_bad, g.flags_of_update());
+  return Status();
+}
+
+Status GanTrainer::finish_step(int64_t step, int64_t count, bool next_queued, StepLosses* out) {
+  const size_t keep = next_queued ? kLossesAStep : 0;
+  const Status d_settled = d_run_->settle(keep), g_settled = g_run_->settle(keep);  // both, whatever
+  RG_TRY(d_settled);
+  RG_TRY(g_settled);
+  const Tensor* logits = logits_[step % 2];
+  out->d_real = mean_probability(logits[0].rows(0, count));
+  out->d_fake = mean_probability(logits[1].rows(0, count));
+  out->d_fake_after = mean_probability(logits[2].rows(0, count));
+  // The optimizers' flags: on a device their reads were queued with the updates (done now).
+  RG_ASSIGN(const NonFiniteUpdate d_bad, d_run_->flags_of_update(next_queued));
+  RG_ASSIGN(const NonFiniteUpdate g_bad, g_run_->flags_of_update(next_queued));
   out->bad_update = first_bad_update(d_bad, g_bad);
+  return Status();
+}
+
+Status GanTrainer::gather_batch(const Dataset& real, const std::vector<int32_t>& order, int64_t step, Rng& noise_rng) {
+  const int64_t begin = step * options_.batch, count = std::min(options_.batch, real.size() - begin);
+  const Tensor x = real_[step % 2].rows(0, count);
+  RG_TRY(real.gather(order.data() + begin, count, x.f32(), labels_.data<int32_t>()));
+  if (tanh_out_) {
+    for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = 2.0f * x.f32()[i] - 1.0f;
+  }
+  draw_noise(noise_rng, count, z_[step % 2].rows(0, count));
   return Status();
 }
 
@@ -196,6 +215,23 @@ std::string GanTrainer::first_bad_update(const NonFiniteUpdate& d, const NonFini
   if (!d.none()) return d.text("the discriminator's ");
   return g.none() ? "" : g.text("the generator's ");
 }
+
+namespace {
+// An epoch's record: the means of its steps' sums over the `seen` samples.
+GanEpochRecord epoch_means(const GanEpochRecord& sums, int64_t seen, int64_t epoch, double seconds) {
+  GanEpochRecord record;
+  const double s = static_cast<double>(seen);
+  record.epoch = epoch;
+  record.loss_d = sums.loss_d / s;
+  record.loss_g = sums.loss_g / s;
+  record.d_real = sums.d_real / s;
+  record.d_fake = sums.d_fake / s;
+  record.d_fake_after = sums.d_fake_after / s;
+  record.seconds = seconds;
+  record.samples_per_s = s / seconds;
+  return record;
+}
+}  // namespace
 
 Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
   if (real.sample_shape.numel() != d_.input_shape().numel()) {
@@ -215,49 +251,59 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
 
   GanEpochRecord sums;
   int64_t seen = 0;
-  LayerContext ctx{&pool_, true, false};
-  for (int64_t step = 0; step < steps; ++step) {
-    const int64_t begin = step * options_.batch, count = std::min(options_.batch, n - begin);
-    RG_TRY(real.gather(order.data() + begin, count, real_.f32(), labels_.data<int32_t>()));
-    const Tensor x = real_.rows(0, count);
-    if (tanh_out_) {
-      for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = 2.0f * x.f32()[i] - 1.0f;
-    }
-    const Tensor z = z_.rows(0, count);
-    draw_noise(noise_rng, count, z);
+  auto count_of = [&](int64_t step) { return std::min(options_.batch, n - step * options_.batch); };
+  auto where = [&](int64_t step) { return "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + ": "; };
+  // A settled step into the sums and the progress bar; a loss or an update that is not finite stops.
+  auto account = [&](int64_t step, const StepLosses& losses) -> Status {
+    const int64_t count = count_of(step);
     const double scale = 1.0 / static_cast<double>(count);
-    StepLosses losses;
-    RG_TRY(train_step(x, z, ctx, &losses)
-               .with_context("epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + ": "));
-    const double loss_real = losses.real, loss_fake = losses.fake, loss_g = losses.g;
-    const double d_real = losses.d_real, d_fake = losses.d_fake, d_fake_after = losses.d_fake_after;
-    const double loss_d = (loss_real + loss_fake) * scale;
-    if (!std::isfinite(loss_d) || !std::isfinite(loss_g)) {
+    const double loss_d = (losses.real + losses.fake) * scale;
+    if (!std::isfinite(loss_d) || !std::isfinite(losses.g)) {
       return training_stopped("a GAN loss became " + std::string(std::isfinite(loss_d) ? "G " : "D ") + "not finite",
                               epoch, step);
     }
     if (!losses.bad_update.empty()) return training_stopped(losses.bad_update, epoch, step);
     const double w = static_cast<double>(count);
     sums.loss_d += loss_d * w;
-    sums.loss_g += loss_g * scale * w;
-    sums.d_real += d_real * w;
-    sums.d_fake += d_fake * w;
-    sums.d_fake_after += d_fake_after * w;
+    sums.loss_g += losses.g * scale * w;
+    sums.d_real += losses.d_real * w;
+    sums.d_fake += losses.d_fake * w;
+    sums.d_fake_after += losses.d_fake_after * w;
     seen += count;
     const double s = static_cast<double>(seen);
     progress.update(step + 1, {{"loss_D", sums.loss_d / s}, {"loss_G", sums.loss_g / s}, {"D(x)", sums.d_real / s},
                                {"D(G(z))", sums.d_fake / s}});
+    return Status();
+  };
+  // Step t is queued, then step t - 1 settled and counted, then batch t + 1 gathered: a device
+  // runs step t meanwhile. An error settles whatever is in flight before it returns.
+  StepLosses losses[2];
+  auto stop = [&](const Status& s) {
+    (void)d_run_->settle(0), (void)g_run_->settle(0);
+    return s;
+  };
+  LayerContext ctx{&pool_, true, false};
+  if (steps > 0) RG_TRY(gather_batch(real, order, 0, noise_rng));
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t count = count_of(step);
+    const Tensor x = real_[step % 2].rows(0, count), z = z_[step % 2].rows(0, count);
+    losses[step % 2] = StepLosses();
+    Status s = queue_step(step, x, z, ctx, &losses[step % 2]).with_context(where(step));
+    if (s.ok() && step > 0) {
+      s = finish_step(step - 1, count_of(step - 1), true, &losses[(step - 1) % 2]).with_context(where(step - 1));
+      if (s.ok()) s = account(step - 1, losses[(step - 1) % 2]);
+    }
+    if (s.ok() && step + 1 < steps) s = gather_batch(real, order, step + 1, noise_rng);
+    if (!s.ok()) return stop(s);
   }
-  GanEpochRecord record;
-  const double s = static_cast<double>(seen);
-  record.epoch = epoch + 1;
-  record.loss_d = sums.loss_d / s;
-  record.loss_g = sums.loss_g / s;
-  record.d_real = sums.d_real / s;
-  record.d_fake = sums.d_fake / s;
-  record.d_fake_after = sums.d_fake_after / s;
-  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  record.samples_per_s = s / record.seconds;
+  if (steps > 0) {
+    const int64_t last = steps - 1;
+    Status s = finish_step(last, count_of(last), false, &losses[last % 2]).with_context(where(last));
+    if (s.ok()) s = account(last, losses[last % 2]);
+    if (!s.ok()) return stop(s);
+  }
+  const GanEpochRecord record = epoch_means(sums, seen, epoch + 1,
+                                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   progress.finish({{"loss_D", record.loss_d}, {"loss_G", record.loss_g}, {"D(x)", record.d_real},
                    {"D(G(z))", record.d_fake}});
   epochs_done_ = epoch + 1;
@@ -271,7 +317,7 @@ Status GanTrainer::generate(uint64_t stream, int64_t count, const Tensor& out) {
   const int64_t size = g_.output_shape().numel();
   for (int64_t begin = 0; begin < count; begin += buffer_rows_) {
     const int64_t m = std::min(buffer_rows_, count - begin);
-    const Tensor z = z_.rows(0, m);
+    const Tensor z = z_[0].rows(0, m);
     draw_noise(rng, m, z);
     RG_ASSIGN(const Tensor samples, generator.forward(z));
     float* dst = out.f32() + begin * size;

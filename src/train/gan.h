@@ -104,21 +104,29 @@ class GanTrainer {
   // (epoch and step counted from 0).
   static Status training_stopped(const std::string& what, int64_t epoch, int64_t step);
   // The D update and the G update of one batch of real images x and noise z, through the two
-  // networks' step runners (train/step_runner.h: the CPU models or the device models alike).
-  Status train_step(const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);
-  // BCE of D's last output against `target` (all 1 or all 0), computed here from the logits read
-  // back into logits_; its gradient (logits_grad_) sent back.
-  Result<double> bce(const Tensor& target, double scale, double* mean_belief);
+  // networks' step runners (train/step_runner.h: the CPU models or the device models alike):
+  // queue_step queues step `step` whole (on a device nothing waits), finish_step settles it: the
+  // losses, D's beliefs and the optimizers' flags in *out. train_epoch settles a step after
+  // queueing the next (`next_queued`), so a device always has a step's work ahead of it.
+  Status queue_step(int64_t step, const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);
+  Status finish_step(int64_t step, int64_t count, bool next_queued, StepLosses* out);
+  // Batch `step` of the epoch's order into real_[step % 2] (mapped to G's range) and its noise
+  // into z_[step % 2]: the other pair may still be read by the step in flight.
+  Status gather_batch(const Dataset& real, const std::vector<int32_t>& order, int64_t step, Rng& noise_rng);
 
+  // [batch, 1] on the host: D's three outputs of a step read back (real, fake, fake after D's
+  // update), for two steps in turn; declared before the runners, whose reads end before they go.
+  static constexpr size_t kLossesAStep = 3;
+  Tensor logits_[2][kLossesAStep];
+  Tensor d_output_;  // [batch, 1]: D's output gradient on the host (the loss on the CPU)
   // The runners of G and D: CpuStepRunner, or on an OpenCL device (options.device;
-  // gan_device.cpp) both networks and their optimizers there, G's samples feeding D there and
-  // only the logits read back.
+  // gan_device.cpp) both networks and their optimizers there, G's samples feeding D there, the
+  // losses there too (unless loss_on_host) and only the logits and the rows' losses read back.
   std::unique_ptr<StepRunner> g_run_, d_run_;
   LayerProfile* g_profile_ = nullptr;  // set_profiles
   LayerProfile* d_profile_ = nullptr;
   std::unique_ptr<ocl::ClModel> g_cl_, d_cl_;
   std::unique_ptr<ocl::ClOptimizer> g_cl_opt_, d_cl_opt_;
-  Tensor logits_, logits_grad_;  // [batch, 1] on the host: D's output read back, its gradient
   Tensor samples_;               // [batch, G's output...]: a device G's samples read back
   Status prepare_device(const LayerContext& inference);
   Status sync_to_host();
@@ -134,7 +142,7 @@ class GanTrainer {
   TrainOptions options_;
   Optimizer g_opt_, d_opt_;
   bool tanh_out_ = false;       // G's samples in [-1, 1] (else [0, 1])
-  Tensor real_, labels_, z_;    // [batch, ...] buffers
+  Tensor real_[2], labels_, z_[2];  // [batch, ...] buffers: a step's pair, the next one's
   Tensor ones_, zeros_;         // BCE targets [batch, 1]
   int64_t epochs_done_ = 0;
   int64_t buffer_rows_ = 0;  // rows of every batch buffer: min(batch, the training samples)

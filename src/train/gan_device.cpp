@@ -1,7 +1,8 @@
 // The GAN's networks on an OpenCL device: both models and their optimizers there, run by the
 // device's step runners (train/step_runner_device.cpp), so that gan.cpp's one step keeps G's
 // samples on the device feeding D directly and D's input gradient landing in G's output
-// gradient there; only the logits [n, 1] come back, for the BCE losses computed on the host.
+// gradient there, and D's BCE losses there too (on the host with --loss-on cpu or without
+// cl_khr_fp64): only the logits [n, 1] and the rows' losses come back, read without waiting.
 #include "opencl/model/cl_model.h"
 #include "opencl/model/cl_optimizer.h"
 #include "train/gan.h"
@@ -22,9 +23,10 @@ Status GanTrainer::prepare_device(const LayerContext& inference) {
   RG_TRY(d_cl_->reserve(buffer_rows_).with_context("the discriminator's device buffers: "));
   RG_ASSIGN(samples_, Tensor::zeros(g_.output_shape().batched(buffer_rows_), DType::f32,
                                     "the generator's samples read back"));
-  // The losses are the GAN's own (bce, gan.cpp), on the host: the runners' loss_on_host.
+  // D's losses on the device (its output_loss) unless --loss-on cpu or the device lacks fp64.
+  const bool loss_on_host = options_.loss_on_host || !device.info().has_extension("cl_khr_fp64");
   g_run_ = make_device_step_runner(g_, *g_cl_, *g_cl_opt_, samples_, /*loss_on_host=*/true, inference);
-  d_run_ = make_device_step_runner(d_, *d_cl_, *d_cl_opt_, logits_, /*loss_on_host=*/true, inference);
+  d_run_ = make_device_step_runner(d_, *d_cl_, *d_cl_opt_, d_output_, loss_on_host, inference);
   return Status();
 }
 

@@ -95,16 +95,10 @@ Status CpuStepRunner::forward_from(StepRunner& upstream, int64_t rows, const Lay
   return forward(cpu_runner(upstream).output_.rows(0, rows), ctx);
 }
 
-Status CpuStepRunner::read_output(const Tensor& out) {
-  RG_CHECK(out.numel() == output_.numel(), "output " << output_.shape().str() << " into " << out.shape().str());
-  std::copy_n(output_.f32(), output_.numel(), out.f32());
-  return Status();
-}
-
-Status CpuStepRunner::write_output_grad(const Tensor& grad) {
-  const Tensor dst = model_.output_grad();
-  RG_CHECK(grad.numel() == dst.numel(), "output gradient " << grad.shape().str() << " for " << dst.shape().str());
-  std::copy_n(grad.f32(), grad.numel(), dst.f32());
+Status CpuStepRunner::output_loss(const Tensor& target, double grad_scale, const Tensor& output, double* loss) {
+  RG_CHECK(output.numel() == output_.numel(), "output " << output_.shape().str() << " into " << output.shape().str());
+  std::copy_n(output_.f32(), output_.numel(), output.f32());
+  *loss = compute_loss(model_.loss(), output, target, grad_scale, model_.output_grad());
   return Status();
 }
 
@@ -115,6 +109,7 @@ Status CpuStepRunner::backward(const LayerContext& ctx, StepRunner* upstream) {
 
 Status CpuStepRunner::apply_update(double lr) {
   round_gradients();
+  older_flags_ = flags_;
   flags_ = flagged_update(optimizer_.step(lr, pool_));
   round_stored_weights();
   return Status();

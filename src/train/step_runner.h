@@ -63,21 +63,26 @@ class StepRunner {
   virtual Status sync_to_host() = 0;
   virtual Status sync_to_device() = 0;
 
-  // Two networks in series with the loss on the host (a GAN: G's samples into D, D's input
-  // gradient into G's output gradient; train/gan.cpp's step), each on a runner of one kind.
-  // forward: x [n, input...] from the host, in training mode (ctx); forward_from: `upstream`'s
-  // last output, where it is (on a device, no copy); read_output: the last output into a host
-  // tensor [n, output...]; write_output_grad: the loss's gradient of it; backward: the input
-  // gradient into `upstream`'s output gradient (nullptr: nowhere).
+  // Two networks in series (a GAN: G's samples into D, D's input gradient into G's output
+  // gradient; train/gan.cpp's step), each on a runner of one kind, a step queued whole and then
+  // settled. forward: x [n, input...] from the host (left as it is until settle), in training
+  // mode (ctx); forward_from: `upstream`'s last output, where it is (on a device, no copy);
+  // output_loss: the model's loss of the last output against `target` [n, output...] (left as it
+  // is until settle), its gradient scaled by grad_scale as the output's gradient, the output read
+  // back into `output` and the rows' losses summed into *loss (compute_loss's total), both by
+  // settle() (a device's: the loss there, unless loss_on_host, and nothing waited for before it;
+  // settle(k) leaves the newest k calls pending: a step settled after the next one is queued);
+  // backward: the input gradient into `upstream`'s output gradient (nullptr: nowhere).
   virtual Status forward(const Tensor& x, const LayerContext& ctx) = 0;
   virtual Status forward_from(StepRunner& upstream, int64_t rows, const LayerContext& ctx) = 0;
-  virtual Status read_output(const Tensor& out) = 0;
-  virtual Status write_output_grad(const Tensor& grad) = 0;
+  virtual Status output_loss(const Tensor& target, double grad_scale, const Tensor& output, double* loss) = 0;
+  virtual Status settle(size_t keep_newest) = 0;
   virtual Status backward(const LayerContext& ctx, StepRunner* upstream) = 0;
   // The optimizer's update at rate `lr` without the check update() makes; flags_of_update gives
-  // what it flagged (a device's read back: a wait for the update).
+  // what the updates since its last call flagged (a device's read back: a wait for the update),
+  // or with `before_newest` those before the newest update only (no wait).
   virtual Status apply_update(double lr) = 0;
-  virtual Result<NonFiniteUpdate> flags_of_update() = 0;
+  virtual Result<NonFiniteUpdate> flags_of_update(bool before_newest) = 0;
 };
 
 class CpuStepRunner : public StepRunner {
@@ -102,11 +107,13 @@ class CpuStepRunner : public StepRunner {
   Status sync_to_device() override { return Status(); }
   Status forward(const Tensor& x, const LayerContext& ctx) override;
   Status forward_from(StepRunner& upstream, int64_t rows, const LayerContext& ctx) override;
-  Status read_output(const Tensor& out) override;
-  Status write_output_grad(const Tensor& grad) override;
+  Status output_loss(const Tensor& target, double grad_scale, const Tensor& output, double* loss) override;
+  Status settle(size_t) override { return Status(); }  // output_loss's results are there at once
   Status backward(const LayerContext& ctx, StepRunner* upstream) override;
   Status apply_update(double lr) override;
-  Result<NonFiniteUpdate> flags_of_update() override { return flags_; }
+  Result<NonFiniteUpdate> flags_of_update(bool before_newest) override {
+    return before_newest ? older_flags_ : flags_;
+  }
 
  private:
   Model& model_;
@@ -121,7 +128,7 @@ class CpuStepRunner : public StepRunner {
   void round_stored_weights();
 
   Tensor output_;           // forward's last output (a view of the model's activations)
-  NonFiniteUpdate flags_;   // apply_update's
+  NonFiniteUpdate flags_, older_flags_;  // apply_update's: the last one's, the one before
   FixedPointRoles roles_;
   uint64_t seed_;
 };

@@ -24,6 +24,9 @@ class DeviceStepRunner : public StepRunner {
         output_(output),
         loss_on_host_(loss_on_host),
         executor_(model, inference, output) {}
+  ~DeviceStepRunner() override {  // no read left writing into freed host memory
+    for (const PendingOutputLoss& p : pending_) (void)p.done.wait();
+  }
   Executor& executor() override { return executor_; }
   Status micro_batch(const Tensor& x, const Tensor& labels, const Tensor& target, double grad_scale,
                      const LayerContext& ctx, const std::string& where, LossTally* tally) override {
@@ -58,8 +61,8 @@ class DeviceStepRunner : public StepRunner {
   Status forward_from(StepRunner& upstream, int64_t rows, const LayerContext& ctx) override {
     return cl_.forward_from(device_runner(upstream).cl_.output(), rows, ctx);
   }
-  Status read_output(const Tensor& out) override { return cl_.read_output(out); }
-  Status write_output_grad(const Tensor& grad) override { return cl_.write_output_grad(grad); }
+  Status output_loss(const Tensor& target, double grad_scale, const Tensor& output, double* loss) override;
+  Status settle(size_t keep_newest) override;
   Status backward(const LayerContext& ctx, StepRunner* upstream) override {
     return cl_.backward(ctx, upstream != nullptr ? device_runner(*upstream).cl_.output_grad() : ocl::DeviceSpan{});
   }
@@ -68,7 +71,9 @@ class DeviceStepRunner : public StepRunner {
     cl_.params_changed();
     return Status();
   }
-  Result<NonFiniteUpdate> flags_of_update() override { return optimizer_.non_finite_update(); }
+  Result<NonFiniteUpdate> flags_of_update(bool before_newest) override {
+    return optimizer_.non_finite_update(before_newest);
+  }
 
  private:
   // The series operations' upstream: a device runner too (one kind a run).
@@ -95,6 +100,13 @@ class DeviceStepRunner : public StepRunner {
   bool loss_on_host_;
   ocl::ClModelExecutor executor_;
   std::string loss_where_;  // the step whose loss is still pending
+  // output_loss's results in flight on the device: each call's rows' losses, summed into *sum.
+  struct PendingOutputLoss {
+    std::vector<double> rows;
+    double* sum = nullptr;
+    ocl::Event done;
+  };
+  std::vector<PendingOutputLoss> pending_;
   std::string step_where_;  // the step whose update flags are still pending
 };
 
@@ -134,6 +146,40 @@ Result<LossTally> DeviceStepRunner::step_loss_on_host(const Tensor& x, const Ten
   RG_TRY(cl_.write_output_grad(grad));
   RG_TRY(cl_.backward(ctx));
   return LossTally{loss, hits, n};
+}
+
+Status DeviceStepRunner::output_loss(const Tensor& target, double grad_scale, const Tensor& output, double* loss) {
+  const int64_t n = output.shape()[0];
+  if (loss_on_host_) {  // output_ is the gradient's host buffer here
+    RG_TRY(cl_.read_output(output));
+    const Tensor grad = output_.rows(0, n);
+    *loss = compute_loss(host_.loss(), output, target, grad_scale, grad);
+    return cl_.write_output_grad(grad);
+  }
+  PendingOutputLoss pending{std::vector<double>(static_cast<size_t>(n)), loss, ocl::Event()};
+  auto done = cl_.output_loss_async(target, grad_scale, pending.rows.data(), output);
+  if (!done.ok()) {
+    (void)cl_.device().finish();  // a read queued before the failure lands before `pending` goes
+    return done.status();
+  }
+  pending.done = done.take();
+  pending_.push_back(std::move(pending));  // the rows' array moves, its memory stays
+  return Status();
+}
+
+Status DeviceStepRunner::settle(size_t keep_newest) {
+  const size_t settled = pending_.size() > keep_newest ? pending_.size() - keep_newest : 0;
+  Status first;
+  for (size_t k = 0; k < settled; ++k) {
+    PendingOutputLoss& p = pending_[k];
+    const Status s = p.done.wait();  // every read waited for, even after an error
+    if (!s.ok() && first.ok()) first = s;
+    double sum = 0;  // in row order: compute_loss's total
+    for (const double row : p.rows) sum += row;
+    *p.sum = sum;
+  }
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(settled));
+  return first;
 }
 
 Status DeviceStepRunner::check_updates() {

@@ -109,7 +109,7 @@ Status ClModel::reserve(int64_t batch) {
   acts_.clear();
   graph_grads_.clear();
   for (Buffer* b : {&grad_a_, &grad_b_, &workspace_, &output_grad_, &chunk_x_, &chunk_y_, &chunk_dy_, &chunk_dx_,
-                    &row_loss_, &hits_}) {
+                    &row_loss_, &hits_, &loss_target_}) {
     b->reset();
   }
   for (int k = 0; k < 2; ++k) {
@@ -254,6 +254,25 @@ Status ClModel::read_output(const Tensor& out) {
   RG_CHECK(out.numel() == batch_ * sizes_.back() && out.dtype() == DType::f32, "output " << out.shape().str());
   transfers_.down(out.numel() * 4);
   return read_buffer(acts_.back(), 0, out.f32(), out.numel() * 4);
+}
+
+Result<Event> ClModel::output_loss_async(const Tensor& target, double grad_scale, double* row_loss, const Tensor& out) {
+  const int64_t cols = sizes_.back(), values = batch_ * cols;
+  RG_CHECK(model_.loss() != LossKind::softmax_cross_entropy, "output_loss_async of a softmax cross-entropy");
+  RG_CHECK(target.numel() == values && target.dtype() == DType::f32, "target " << target.shape().str());
+  RG_CHECK(out.numel() == values && out.dtype() == DType::f32, "output " << out.shape().str());
+  if (loss_target_.bytes() < values * 4) {
+    RG_ASSIGN(loss_target_, Buffer::allocate(device_, reserved_ * cols * 4, "loss targets"));
+  }
+  RG_TRY(write_buffer_async(loss_target_, 0, target.f32(), values * 4).status());
+  RG_TRY(f32_loss(device_, model_.loss(), batch_, cols, output_span(), loss_target_.f32(), static_cast<float>(grad_scale),
+                  output_grad(), element_span(row_loss_, 8))
+             .status());
+  // The queue is in order: the next call's kernel writes row_loss_ after this read of it.
+  RG_TRY(read_buffer_async(row_loss_, 0, row_loss, batch_ * 8).status());
+  transfers_.up(values * 4);
+  transfers_.down(batch_ * 8 + values * 4);
+  return read_buffer_async(acts_.back(), 0, out.f32(), values * 4);
 }
 
 Status ClModel::write_output_grad(const Tensor& grad) {

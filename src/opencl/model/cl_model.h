@@ -99,6 +99,12 @@ class ClModel {
   // output gradient computed on the host sent to the device: the loss run on the CPU.
   Status read_output(const Tensor& out);
   Status write_output_grad(const Tensor& grad);
+  // A GAN's loss of the last forward (train/gan.cpp) against `target` [n, output...] (f32, the
+  // model's loss not softmax_cross_entropy), on the device: the output gradient scaled by
+  // grad_scale, the rows' losses into row_loss [n] and the output into `out` [n, output...], read
+  // back without waiting: target, row_loss and out must stay until the returned event (the last
+  // of the four commands) completes. Needs cl_khr_fp64.
+  Result<Event> output_loss_async(const Tensor& target, double grad_scale, double* row_loss, const Tensor& out);
 
   // Back-propagates the output gradient through every layer; the first layer's input gradient
   // goes to `input_grad` [n, input...] when it has a buffer (a GAN's generator's output gradient).
@@ -148,6 +154,7 @@ class ClModel {
   Buffer inputs_[2], targets_[2];  // targets: labels or values; none for target = input
   Buffer onehot_labels_[2];         // one-hot models: the int32 labels the hits are counted against
   Buffer row_loss_, hits_;
+  Buffer loss_target_;              // output_loss_async's target, allocated at its first call
   // device_loss's reads in flight: two slots used in turn, the oldest pending one first.
   struct PendingLoss {
     std::vector<double> row_loss;

@@ -129,8 +129,9 @@ Status ClOptimizer::take_step_flags() {
   return Status::error("the update guard flagged arena element " + std::to_string(first) + ", in no param");
 }
 
-Result<NonFiniteUpdate> ClOptimizer::non_finite_update() {
-  if (step_flags_read_.valid()) RG_TRY(take_step_flags());
+Result<NonFiniteUpdate> ClOptimizer::non_finite_update(bool before_newest) {
+  // step() took every earlier step's flags before queueing its own read.
+  if (step_flags_read_.valid() && !before_newest) RG_TRY(take_step_flags());
   return std::exchange(first_non_finite_, NonFiniteUpdate{});
 }
 

@@ -38,7 +38,9 @@ class ClOptimizer {
   // the wait costs no idle device time. The kernels say where the first bad gradient element and
   // the first bad new weight were, so the step's own values tell a bad gradient from an
   // overflowed update (nothing else is read back: the next backward may have run meanwhile).
-  Result<NonFiniteUpdate> non_finite_update();
+  // `before_newest`: the steps before the last one only, its read left pending (no wait: a GAN
+  // settles a step after queueing the next, which holds the newest update).
+  Result<NonFiniteUpdate> non_finite_update(bool before_newest = false);
   // Loss scaling: every gradient times `factor`; the name of the first param whose gradient held
   // an Inf or a NaN before, or "" (LossScaler::after_unscale takes it). Reads back one int a param.
   Result<std::string> unscale(float factor);
