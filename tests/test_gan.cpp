@@ -3,6 +3,7 @@
 // the classifier-based score on distributions whose value is known.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -233,6 +234,31 @@ TEST(Gan, RunsAreDeterministicAndResumeExactly) {
   const Status refused = wrong.trainer->resume_from(d_ck.value(), d_path, g_ck.value(), g_path);
   EXPECT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find(d_path), std::string::npos) << refused.message();
+}
+
+// The GAN settles step t after queueing t + 1 (gan.cpp): the CPU runner's flags_of_update(true)
+// is the update before the newest, as a device's (tests/test_opencl_train.cpp checks that side).
+TEST(Gan, CpuRunnerFlagsTheUpdateBeforeTheNewestWhenAsked) {
+  std::unique_ptr<Model> d = build(kDiscriminatorCfg, "d.cfg", DType::f32, 3);
+  ThreadPool pool(1);
+  Optimizer optimizer(OptimizerConfig{}, d->params());
+  ASSERT_TRUE(optimizer.init().ok());
+  CpuStepRunner runner(*d, optimizer, LayerContext{&pool, false}, "");
+  Param& bad = *d->params()[0];
+  for (const bool bad_first : {true, false}) {
+    for (int k = 0; k < 2; ++k) {
+      for (Param* p : d->params()) std::fill_n(p->grad.f32(), p->grad.numel(), 0.0f);
+      std::fill_n(bad.value.f32(), bad.value.numel(), 0.0f);  // a NaN weight would flag every update after
+      for (const Tensor& state : optimizer.state()) std::fill_n(state.f32(), state.numel(), 0.0f);
+      if ((k == 0) == bad_first) bad.grad.f32()[1] = std::nanf("");
+      ASSERT_TRUE(runner.apply_update(0.01).ok());
+    }
+    auto earlier = runner.flags_of_update(true);
+    auto newest = runner.flags_of_update(false);
+    ASSERT_TRUE(earlier.ok() && newest.ok());
+    EXPECT_EQ(earlier.value().param, bad_first ? bad.name : "");
+    EXPECT_EQ(newest.value().param, bad_first ? "" : bad.name);
+  }
 }
 
 // Issue 29, section 3: buffers of min(batch, samples) rows. A batch of 2^20 over 40 samples

@@ -280,6 +280,7 @@ Result<GanEpochRecord> GanTrainer::train_epoch(const Dataset& real) {
   StepLosses losses[2];
   auto stop = [&](const Status& s) {
     (void)d_run_->settle(0), (void)g_run_->settle(0);
+    if (options_.device != nullptr) (void)options_.device->finish();  // the uploads of x and z too
     return s;
   };
   LayerContext ctx{&pool_, true, false};

@@ -105,7 +105,8 @@ class GanTrainer {
   static Status training_stopped(const std::string& what, int64_t epoch, int64_t step);
   // The D update and the G update of one batch of real images x and noise z, through the two
   // networks' step runners (train/step_runner.h: the CPU models or the device models alike):
-  // queue_step queues step `step` whole (on a device nothing waits), finish_step settles it: the
+  // queue_step queues step `step` whole (on a device it waits only for the step before's
+  // optimizer flags, which ClOptimizer::step takes: work queued is left), finish_step settles it: the
   // losses, D's beliefs and the optimizers' flags in *out. train_epoch settles a step after
   // queueing the next (`next_queued`), so a device always has a step's work ahead of it.
   Status queue_step(int64_t step, const Tensor& x, const Tensor& z, LayerContext& ctx, StepLosses* out);

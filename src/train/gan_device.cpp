@@ -24,7 +24,11 @@ Status GanTrainer::prepare_device(const LayerContext& inference) {
   RG_ASSIGN(samples_, Tensor::zeros(g_.output_shape().batched(buffer_rows_), DType::f32,
                                     "the generator's samples read back"));
   // D's losses on the device (its output_loss) unless --loss-on cpu or the device lacks fp64.
-  const bool loss_on_host = options_.loss_on_host || !device.info().has_extension("cl_khr_fp64");
+  const bool no_fp64 = !device.info().has_extension("cl_khr_fp64");
+  if (!options_.loss_on_host && no_fp64) {
+    std::fprintf(options_.log, "device:    %s has no cl_khr_fp64: the losses run on the CPU\n", device.label().c_str());
+  }
+  const bool loss_on_host = options_.loss_on_host || no_fp64;
   g_run_ = make_device_step_runner(g_, *g_cl_, *g_cl_opt_, samples_, /*loss_on_host=*/true, inference);
   d_run_ = make_device_step_runner(d_, *d_cl_, *d_cl_opt_, d_output_, loss_on_host, inference);
   return Status();

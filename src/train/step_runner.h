@@ -79,8 +79,8 @@ class StepRunner {
   virtual Status settle(size_t keep_newest) = 0;
   virtual Status backward(const LayerContext& ctx, StepRunner* upstream) = 0;
   // The optimizer's update at rate `lr` without the check update() makes; flags_of_update gives
-  // what the updates since its last call flagged (a device's read back: a wait for the update),
-  // or with `before_newest` those before the newest update only (no wait).
+  // what the update flagged (a device's read back: a wait for the update), or with `before_newest`
+  // what the update before it flagged (no wait); asked once an update, as the GAN does.
   virtual Status apply_update(double lr) = 0;
   virtual Result<NonFiniteUpdate> flags_of_update(bool before_newest) = 0;
 };

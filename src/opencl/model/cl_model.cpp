@@ -271,7 +271,8 @@ Result<Event> ClModel::output_loss_async(const Tensor& target, double grad_scale
   // The queue is in order: the next call's kernel writes row_loss_ after this read of it.
   RG_TRY(read_buffer_async(row_loss_, 0, row_loss, batch_ * 8).status());
   transfers_.up(values * 4);
-  transfers_.down(batch_ * 8 + values * 4);
+  transfers_.down(batch_ * 8);
+  transfers_.down(values * 4);
   return read_buffer_async(acts_.back(), 0, out.f32(), values * 4);
 }
 
