@@ -180,7 +180,18 @@ __kernel void f32_column_sum(uint rows, uint cols, __global const float* x, uint
   sums[sums_offset + c] = column_run(x + x_offset + c, cols, 0, rows, sums[sums_offset + c]);
 }
 
-// Several blocks: one work-group per column (group c) takes the blocks in rounds of up to its
+// Several blocks, many of them (blocks x cols items fill the device): one item per (block, column),
+// the items of a row's columns side by side (their loads coalesce), each block's rows in order
+// from 0 into partials [blocks][cols]; f32_column_sum then adds those rows onto sums in block order.
+__kernel void f32_column_sum_block_partials(uint rows, uint cols, uint block_rows, __global const float* x,
+                                            uint x_offset, __global float* partials) {
+  const uint i = get_global_id(0), blocks = (rows + block_rows - 1) / block_rows;
+  if (i >= blocks * cols) return;
+  const uint b = i / cols, c = i % cols, r0 = b * block_rows;
+  partials[i] = column_run(x + x_offset + c, cols, r0, min(rows, r0 + block_rows), 0.0f);
+}
+
+// Several blocks, few of them: one work-group per column (group c) takes the blocks in rounds of up to its
 // size, and walks a round's blocks together in tiles of tile_rows rows each: all items load the
 // tile of every block of the round into local memory (tile [blocks in the round][tile_rows], at
 // most tile_capacity floats and 16 per item, each item's loads issued before any is stored), then

@@ -408,34 +408,54 @@ TEST(OpenclActivation, AddBiasMatchesTheCpu) {
 // elements): 25000 x 3 and 400 x 100 are 3 and 2 blocks, 3 x 40000 and 3 x 100000 three blocks
 // of one row. Conv bias gradients: 50176 x 6 (lenet's conv1 at batch 64, 10 blocks of 5461
 // rows, the last short), 6400 x 16, 12544 x 32. 8454244 x 1 is 259 blocks of 32768 rows: the
-// device's work-groups take 256 blocks at a time, so the block sums go in two rounds.
+// device's work-groups take 256 blocks at a time, so the block sums go in two rounds. 50176 x 64
+// (dcgan's conv1 at batch 256: 98 blocks of 512 rows) and 33000 x 128: enough (block, column) pairs
+// for an item each, their partials in the GEMM's scratch when it is there (two launches), else
+// the work-groups' rounds: each shape runs without the scratch and with it.
 TEST(OpenclActivation, ColumnSumMatchesTheCpuBlockForBlock) {
   SKIP_WITHOUT_OPENCL();
   Rng rng(34);
   std::vector<std::pair<int64_t, int64_t>> shapes(std::begin(kRowShapes), std::end(kRowShapes));
   shapes.insert(shapes.end(), {{300, 7}, {25000, 3}, {400, 100}, {3, 40000}, {0, 4}, {50176, 6}, {6400, 16},
-                               {12544, 32}, {3, 100000}, {32768, 1}, {32769, 1}, {8454244, 1}});
+                               {12544, 32}, {3, 100000}, {32768, 1}, {32769, 1}, {8454244, 1}, {50176, 64},
+                               {33000, 128}});
+  auto check = [&](Device& device, int64_t rows, int64_t cols) {
+    std::vector<float> x = random_floats(rng, rows * cols);
+    for (size_t i = 0; i < x.size(); i += 7) x[i] *= 1000.0f;  // magnitudes apart: the order shows
+    const std::vector<float> sums = random_floats(rng, cols, -5.0f, 5.0f);
+    std::vector<float> want = sums;
+    column_sum(nullptr, rows, cols, x.data(), want.data());
+    Guarded gx = guarded_f32(device, x, "x"), gs = guarded_f32(device, sums, "sums");
+    const int64_t before = device.launches(), blocks = rows > 0 ? (rows - 1) / rows_per_block(cols) + 1 : 0;
+    ASSERT_TRUE(f32_column_sum(device, rows, cols, gx.span, gs.span).ok());
+    expect_bits(unguard(gs), want, "f32_column_sum");
+    const std::unique_ptr<Buffer>& scratch = device.gemm_scratch_slot();
+    const bool partials = scratch && scratch->bytes() / 4 >= blocks * cols && blocks > 1 && blocks * cols >= kColumnSumPartialItems;
+    EXPECT_EQ(device.launches() - before, rows == 0 ? 0 : partials ? 2 : 1);
+    if (rows == 25000 || rows == 50176) {  // the blocks matter: a plain sum down the rows differs somewhere
+      bool differs = false;
+      for (int64_t c = 0; c < cols; ++c) {
+        float plain = sums[c];
+        for (int64_t r = 0; r < rows; ++r) plain += x[r * cols + c];
+        differs = differs || !same_bits(plain, want[c]);
+      }
+      EXPECT_TRUE(differs) << "this shape does not tell the blocked sum from the plain one";
+    }
+  };
   for (Device* device : open_devices().devices) {
-    for (const auto& [rows, cols] : shapes) {
-      SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols));
-      std::vector<float> x = random_floats(rng, rows * cols);
-      for (size_t i = 0; i < x.size(); i += 7) x[i] *= 1000.0f;  // magnitudes apart: the order shows
-      const std::vector<float> sums = random_floats(rng, cols, -5.0f, 5.0f);
-      std::vector<float> want = sums;
-      column_sum(nullptr, rows, cols, x.data(), want.data());
-      Guarded gx = guarded_f32(*device, x, "x"), gs = guarded_f32(*device, sums, "sums");
-      ASSERT_TRUE(f32_column_sum(*device, rows, cols, gx.span, gs.span).ok());
-      expect_bits(unguard(gs), want, "f32_column_sum");
-      if (rows == 25000 || rows == 50176) {  // the blocks matter: a plain sum down the rows differs somewhere
-        bool differs = false;
-        for (int64_t c = 0; c < cols; ++c) {
-          float plain = sums[c];
-          for (int64_t r = 0; r < rows; ++r) plain += x[r * cols + c];
-          differs = differs || !same_bits(plain, want[c]);
-        }
-        EXPECT_TRUE(differs) << "this shape does not tell the blocked sum from the plain one";
+    for (const bool scratch : {false, true}) {
+      if (scratch) {
+        ASSERT_TRUE(reserve_gemm_scratch(*device).ok());
+      } else {
+        release_gemm_scratch(*device);
+      }
+      for (const auto& [rows, cols] : shapes) {
+        SCOPED_TRACE(device->label() + " " + std::to_string(rows) + " x " + std::to_string(cols) +
+                     (scratch ? ", the GEMM's scratch reserved" : ""));
+        check(*device, rows, cols);
       }
     }
+    release_gemm_scratch(*device);
   }
 }
 

@@ -83,6 +83,16 @@ Result<Event> f32_column_sum(Device& device, int64_t rows, int64_t cols, DeviceS
     return launch_1d(device, kActivationProgram, "f32_column_sum", "", cols, u32(rows), u32(cols), x.mem, u32(x.offset),
                      sums.mem, u32(sums.offset));
   }
+  // Enough blocks to fill the device: an item each, the partials in the GEMM's scratch, then added in
+  // block order (dcgan's conv1 bias gradient: 98 blocks x 64 columns of 512 rows).
+  const std::unique_ptr<Buffer>& scratch = device.gemm_scratch_slot();
+  if (blocks * cols >= kColumnSumPartialItems && scratch && scratch->bytes() / 4 >= blocks * cols) {
+    RG_TRY(launch_1d(device, kActivationProgram, "f32_column_sum_block_partials", "", blocks * cols, u32(rows),
+                     u32(cols), u32(block_rows), x.mem, u32(x.offset), scratch->mem())
+               .status());
+    return launch_1d(device, kActivationProgram, "f32_column_sum", "", cols, u32(blocks), u32(cols), scratch->mem(),
+                     u32(0), sums.mem, u32(sums.offset));
+  }
   // A work-group of 256 items per column (they load the tiles; up to 256 blocks a round)
   const int64_t tile = detail::local_tile_floats(device);
   return detail::launch_groups(device, kActivationProgram, "f32_column_sum_blocks", "", cols, 256, u32(rows), u32(cols),

@@ -39,7 +39,10 @@ Result<Event> f32_softmax_rows_backward(Device& device, int64_t rows, int64_t co
 Result<Event> f32_add_bias(Device& device, int64_t rows, int64_t cols, DeviceSpan bias, DeviceSpan y);
 // sums[c] += sum over rows of x[r][c] for x [rows x cols], bit-exact with rg::column_sum: the
 // same blocks of rows_per_block(cols) rows, summed in the same order. One block: one item per
-// column; more: one item per (block, column), the block sums added per column in block order.
+// column; at least kColumnSumPartialItems (block, column) pairs, where the device's GEMM scratch
+// (gemm.h) holds their partials: an item each, then the partials added per column in block order
+// (two launches); fewer: a work-group per column walks its blocks in rounds (one launch).
+constexpr int64_t kColumnSumPartialItems = 2048;
 Result<Event> f32_column_sum(Device& device, int64_t rows, int64_t cols, DeviceSpan x, DeviceSpan sums);
 
 }  // namespace rg::ocl

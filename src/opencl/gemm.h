@@ -126,6 +126,7 @@ int gemm_k_slices(const GemmShape& shape, int compute_units, int64_t scratch_flo
 
 // The scratch the automatic split needs on this device (bytes), and its allocation, counted in
 // the device's memory account (a model reserves it with its buffers; without it no product splits).
+// Between products it also holds f32_column_sum's block partials (activation.h).
 int64_t gemm_scratch_bytes(const Device& device);
 Status reserve_gemm_scratch(Device& device);
 void release_gemm_scratch(Device& device);
