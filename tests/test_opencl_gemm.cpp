@@ -527,6 +527,9 @@ TEST(OpenclGemmTuning, TheCacheFileRoundTripsAndBadFilesAreRefusedByLine) {
       {replace_line(7, "conv forward/28x28x32/p1/o32/n256"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
       {replace_line(7, "conv forward/28x28x32/p1/o32/n256 direct"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
       {replace_line(7, "conv forward/28x28x32/p1/o32/n256 gemm 1"), "cache.txt:7: want 'conv KEY winograd|gemm'"},
+      {text + "conv dx/14x14x64/p1/o64/n64 winograd\n", "'conv dx/14x14x64/p1/o64/n64' again (line "},
+      {text + "product TN/9x8x4096/s4/v/c0123abcd " + gemm_candidates()[3].name() + "\n",
+       "'product TN/9x8x4096/s4/v/c0123abcd' again (line "},
       {text.substr(0, line_of(4)), "cache.txt: no rate"},
       {text.substr(0, line_of(2)), "cache.txt: truncated after line 1"},
   };

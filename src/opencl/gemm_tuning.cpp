@@ -187,6 +187,11 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
   };
   GemmTuning tuning;
   const std::string want = "for " + tuning_identity(device);
+  std::map<std::string, int> seen;  // "product KEY" and "conv KEY": the line that named each
+  auto once = [&](const std::string& what) {
+    const auto [at, fresh] = seen.emplace(what, number);
+    return fresh ? Status() : bad("'" + what + "' again (line " + std::to_string(at->second) + " has it): one line a key");
+  };
   while (read_line(in, line)) {
     ++number;
     if (number == 1 && line != kTuningFileMagic)
@@ -204,12 +209,14 @@ Result<GemmTuning> parse_gemm_tuning(const Device& device, const std::string& te
     if (line.rfind("product ", 0) == 0) {
       if (!(fields >> key >> key >> name) || (fields >> rest))
         return bad("want 'product KEY CONFIG', got '" + line + "'");
+      RG_TRY(once("product " + key));
       RG_ASSIGN(tuning.products[key], candidate_named(name, bad));
       continue;
     }
     if (line.rfind("conv ", 0) == 0) {
       if (!(fields >> key >> key >> name) || (fields >> rest) || (name != "winograd" && name != "gemm"))
         return bad("want 'conv KEY winograd|gemm', got '" + line + "'");
+      RG_TRY(once("conv " + key));
       tuning.conv_winograd[key] = name == "winograd";
       continue;
     }
