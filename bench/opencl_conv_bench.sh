@@ -1,19 +1,11 @@
 #!/usr/bin/env bash
 # Builds bench/opencl_conv_bench.cpp against a meson build's static libraries and runs it: the
-# device's implicit-GEMM convolutions per layer, pass and GEMM configuration (issue 33). Arguments
-# go to the tool (its header lists them).
+# device's implicit-GEMM convolutions per layer, pass and GEMM configuration (issue 33).
+# Arguments go to the tool (its header lists them).
 #   env BUILD_DIR  the meson build (default build); the tool is built there as opencl_conv_bench
 #   env BIN        a prebuilt tool (nothing built: for the GPU machine, carried from here)
 # On the GPU machine: OCL_ICD_FILENAMES=libnvidia-opencl.so.1 BIN=... bench/opencl_conv_bench.sh --batch 256
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-BUILD_DIR=${BUILD_DIR:-build}
-if [[ -z "${BIN:-}" ]]; then
-  [[ -f $BUILD_DIR/build.ninja ]] || meson setup "$BUILD_DIR" --buildtype=release >&2
-  source bench/bench_tool_build.sh
-  ninja -C "$BUILD_DIR" "${bench_tool_libs[@]}" >&2
-  BIN=$BUILD_DIR/opencl_conv_bench
-  bench_tool_command "$BUILD_DIR" bench/opencl_conv_bench.cpp "$BIN"
-  "${BENCH_TOOL_CMD[@]}"
-fi
-exec "$BIN" "$@"
+source bench/bench_tool_build.sh
+bench_tool_exec opencl_conv_bench "$@"
