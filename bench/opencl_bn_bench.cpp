@@ -26,6 +26,7 @@
 #include "opencl/loss.h"  // element_span
 
 #include "bench_cli.h"
+#include "bench_device.h"
 
 using namespace rg;
 using namespace rg::bench;
@@ -154,9 +155,7 @@ std::string kernel_times(ocl::Device& device, const Pass& pass) {
 
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
-  const ocl::DeviceChoice choice = get_arg(ocl::parse_device_choice(o.device), "--device " + o.device);
-  if (!choice.opencl) usage_error("--device must be an OpenCL device cl:P:D");
-  auto device = get(ocl::Device::open(choice), "opening " + o.device);
+  auto device = open_opencl_device(o.device);
   std::printf("device:  %s, driver %s\n", device->label().c_str(), device->info().driver_version.c_str());
   std::printf("ms a call: median [min, max] of %d rounds of %d calls after 2 warm-ups (host wall, to finish); "
               "GB/s: the least traffic over the median; kernels: one profiled call's device us\n\n",

@@ -33,6 +33,7 @@
 #include "opencl/gemm_tuning.h"
 
 #include "bench_cli.h"
+#include "bench_device.h"
 
 using namespace rg;
 using namespace rg::bench;
@@ -227,9 +228,7 @@ bool bench_layer(ocl::Device& device, const ConvSpec& c, const Options& o, std::
 
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
-  const ocl::DeviceChoice choice = get_arg(ocl::parse_device_choice(o.device), "--device " + o.device);
-  if (!choice.opencl) usage_error("--device must be an OpenCL device cl:P:D");
-  auto device = get(ocl::Device::open(choice), "opening " + o.device);
+  auto device = open_opencl_device(o.device);
   check(ocl::reserve_gemm_scratch(*device), "the GEMM scratch");
   std::printf("device:  %s, driver %s\n", device->label().c_str(), device->info().driver_version.c_str());
   std::printf("tuning:  %s\n", ocl::gemm_tuning(*device).source.c_str());

@@ -33,6 +33,7 @@
 #include "opencl/gemm_tuning.h"
 
 #include "bench_cli.h"
+#include "bench_device.h"
 
 using namespace rg;
 using namespace rg::bench;
@@ -99,9 +100,7 @@ int main(int argc, char** argv) {
   }
   auto tile_name = [](const std::optional<ocl::GemmConfig>& c) { return c ? c->name() : std::string("auto"); };
 
-  const ocl::DeviceChoice choice = get_arg(ocl::parse_device_choice(device_text), "--device " + device_text);
-  if (!choice.opencl) usage_error("--device must be an OpenCL device cl:P:D");
-  auto device = get(ocl::Device::open(choice), "opening " + device_text);
+  auto device = open_opencl_device(device_text);
   const ocl::ClApi& api = device->api();
   const ocl::DeviceInfo& info = device->info();
   if (max_bytes <= 0) max_bytes = info.global_mem_bytes / 4 * 3;  // leave room for CLBlast's temporaries
