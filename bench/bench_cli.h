@@ -36,6 +36,12 @@ inline void check(const Status& s, const std::string& doing) {
   if (!s.ok()) fail(doing + ": " + s.message());
 }
 
+// The value of option argv[*i] (argv[*i + 1], *i moved onto it), or a usage error naming the option.
+inline std::string option_value(int argc, char** argv, int* i) {
+  if (*i + 1 >= argc) usage_error(std::string(argv[*i]) + " needs a value");
+  return argv[++*i];
+}
+
 // "a,b,,c" -> {a, b, c}.
 inline std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> out;

@@ -59,10 +59,7 @@ Options parse_options(int argc, char** argv) {
   std::vector<std::string> shapes = {"200704x16", "50176x32", "12544x64"};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error(arg + " needs a value");
-      return argv[++i];
-    };
+    auto value = [&] { return option_value(argc, argv, &i); };
     if (arg == "--device") o.device = value();
     else if (arg == "--reps") o.reps = static_cast<int>(integer(value(), "--reps", 1, 1000));
     else if (arg == "--launches") o.launches = static_cast<int>(integer(value(), "--launches", 1, 1000));

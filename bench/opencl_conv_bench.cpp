@@ -75,10 +75,7 @@ Options parse_options(int argc, char** argv) {
   std::vector<std::string> convs = {"28x28x32:32", "14x14x64:64"}, configs = {"auto", "candidates"}, slices;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error(arg + " needs a value");
-      return argv[++i];
-    };
+    auto value = [&] { return option_value(argc, argv, &i); };
     if (arg == "--device") o.device = value();
     else if (arg == "--batch") o.batch = integer(value(), "--batch", 1, 1 << 20);
     else if (arg == "--reps") o.reps = static_cast<int>(integer(value(), "--reps", 1, 1000));

@@ -74,10 +74,7 @@ int main(int argc, char** argv) {
   int64_t max_bytes = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error(arg + " needs a value");
-      return argv[++i];
-    };
+    auto value = [&] { return option_value(argc, argv, &i); };
     if (arg == "--device") device_text = value();
     else if (arg == "--sizes") size_list = split(value());
     else if (arg == "--configs") config_list = split(value());
