@@ -3,7 +3,13 @@
 // copies and events, the capability tests, `retrograd probe`, and the device layer makers
 // against the layer kinds. Where no OpenCL device exists, each device test is skipped and says
 // why (PoCL runs them in CI). The kernels: test_opencl_ops.cpp.
+#include <chrono>
+#include <filesystem>
+
+#include "base/serial.h"
 #include "nn/layer_registry.h"
+#include "opencl/activation.h"
+#include "opencl/program_binary_file.h"
 #include "opencl/model/cl_layer.h"
 #include "opencl_test_util.h"
 
@@ -418,6 +424,141 @@ TEST(OpenclPrograms, BuildAllBuildsEachMissingProgramOnceAndLeavesFailuresToProg
     ASSERT_TRUE(seven.ok()) << seven.status().message();
     EXPECT_EQ(programs.program_count(), before + 6) << "the kernel comes from the program build_all made";
   }
+}
+
+// The program binary file's header: a file made for the key gives its bytes back; another key, a
+// wrong magic, a byte count that is not the file's, a changed byte (the checksum) or a missing
+// line are each refused naming the rule.
+TEST(OpenclPrograms, ABinaryFileGivesItsBytesOnlyToItsKeyAndWhole) {
+  const std::vector<uint8_t> binary = {0, 1, 2, 255, '\n', 'x'};
+  const std::vector<uint8_t> file = program_binary_file("dev | gemm.cl | -DX=1 | abc", binary);
+  auto back = program_binary_of(file, "dev | gemm.cl | -DX=1 | abc");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back.value(), binary);
+  auto refused = [&](const std::vector<uint8_t>& bytes, const std::string& key, const std::string& rule) {
+    auto r = program_binary_of(bytes, key);
+    ASSERT_FALSE(r.ok()) << rule;
+    EXPECT_TRUE(contains(r.status().message(), rule)) << r.status().message();
+  };
+  refused(file, "dev | gemm.cl | -DX=2 | abc", "made for another program");
+  std::vector<uint8_t> changed = file;
+  changed.back() ^= 1;
+  refused(changed, "dev | gemm.cl | -DX=1 | abc", "do not match their checksum");
+  std::vector<uint8_t> shorter(file.begin(), file.end() - 1);
+  refused(shorter, "dev | gemm.cl | -DX=1 | abc", "says 6 bytes, holds 5");
+  std::vector<uint8_t> magic = file;
+  magic[0] = 'R';
+  refused(magic, "dev | gemm.cl | -DX=1 | abc", "not a program binary file");
+  const std::string header = std::string(kProgramBinaryMagic) + "\nfor k\nbytes six fnv1a 0\n";
+  refused(std::vector<uint8_t>(header.begin(), header.end()), "k", "want 'bytes N fnv1a HASH'");
+  refused({}, "k", "not a program binary file");
+}
+
+// A program built on a device is kept in the cache folder as its binary; a second device object
+// (a later run) loads it instead of compiling, and its kernel computes the same values. A damaged
+// file, a truncated one, a folder in its place or one past the size limit is built from source
+// again (and the file rewritten where it can be); the folder is pruned past its size;
+// RETROGRAD_CL_BINARIES=0 keeps none, and without it a CPU device keeps none.
+TEST(OpenclPrograms, BuiltProgramsAreKeptAsBinariesAndLoadedByALaterRun) {
+  SKIP_WITHOUT_OPENCL();
+  const std::string dir = temp_dir() + "/program_binaries";
+  std::filesystem::remove_all(dir);
+  ScopedEnv cache("RETROGRAD_CACHE", dir);
+  ScopedEnv any_device("RETROGRAD_CL_BINARIES", "1");  // a GPU's default; PoCL's is off
+  const DeviceInfo info = open_devices().devices.at(0)->info();
+  DeviceOptions quick;
+  quick.test_capabilities = false;
+  auto open = [&]() { return Device::open(DeviceChoice{true, info.platform_index, info.device_index}, quick).take(); };
+  auto add_bias_of = [&](Device& device) {  // f32_add_bias through the device: 2 x 3 plus a bias
+    Buffer y = upload_or_die(device, std::vector<float>{1, 2, 3, 4, 5, 6}, "y");
+    Buffer bias = upload_or_die(device, std::vector<float>{10, 20, 30}, "bias");
+    EXPECT_TRUE(f32_add_bias(device, 2, 3, bias.f32(), y.f32()).ok());
+    return download<float>(y, 6).take();
+  };
+  const std::vector<float> want = {11, 22, 33, 14, 25, 36};
+  auto files = [&]() {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().filename().string().rfind("opencl-program-", 0) == 0) out.push_back(e.path().string());
+    return out;
+  };
+  {
+    auto first = open();
+    EXPECT_EQ(add_bias_of(*first), want);
+    EXPECT_EQ(first->programs().binaries_loaded(), 0);
+    EXPECT_EQ(first->programs().binaries_written(), 1);
+  }
+  ASSERT_EQ(files().size(), 1u);
+  const std::string path = files()[0];
+  {
+    auto later = open();
+    EXPECT_EQ(add_bias_of(*later), want);
+    EXPECT_EQ(later->programs().binaries_loaded(), 1);
+    EXPECT_EQ(later->programs().binaries_written(), 0);
+  }
+  const std::vector<uint8_t> good = read_file_bytes(path).take();
+  std::vector<uint8_t> damaged = good;
+  damaged[damaged.size() / 2 + 40] ^= 0x10;
+  const std::vector<uint8_t> truncated(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2));
+  for (const auto& [bytes, what] : {std::make_pair(damaged, "a damaged file"), std::make_pair(truncated, "a truncated one")}) {
+    SCOPED_TRACE(what);
+    write_file(path, std::string(bytes.begin(), bytes.end()));
+    auto again = open();
+    EXPECT_EQ(add_bias_of(*again), want);
+    EXPECT_EQ(again->programs().binaries_loaded(), 0);
+    EXPECT_EQ(again->programs().binaries_written(), 1);
+    EXPECT_EQ(read_file_bytes(path).take(), good) << "written again whole";
+  }
+  std::filesystem::remove(path);
+  std::filesystem::create_directory(path);  // a folder where the file goes: built, nothing written
+  {
+    auto folder = open();
+    EXPECT_EQ(add_bias_of(*folder), want);
+    EXPECT_EQ(folder->programs().binaries_loaded() + folder->programs().binaries_written(), 0);
+  }
+  std::filesystem::remove(path);
+  write_file(path, "");
+  std::filesystem::resize_file(path, static_cast<uintmax_t>(kMaxProgramBinaryFileBytes) + 1);  // sparse: not read
+  {
+    auto large = open();
+    EXPECT_EQ(add_bias_of(*large), want);
+    EXPECT_EQ(large->programs().binaries_loaded(), 0);
+  }
+  // Past 256 MiB of binaries the oldest written go, down to 192 MiB: three old ones of 100 MiB
+  // (sparse) beside the one just written lose their two oldest; other names are not touched.
+  std::filesystem::remove(path);
+  const auto now = std::filesystem::file_time_type::clock::now();
+  std::vector<std::string> old;
+  for (int k = 0; k < 3; ++k) {
+    old.push_back(dir + "/opencl-program-000000000000000" + std::to_string(k) + ".bin");
+    write_file(old.back(), "");
+    std::filesystem::resize_file(old.back(), uintmax_t{100} << 20);
+    std::filesystem::last_write_time(old.back(), now - std::chrono::hours(30 - k));
+  }
+  const std::string other = dir + "/opencl-program-notes.bin";
+  write_file(other, "");
+  std::filesystem::resize_file(other, uintmax_t{100} << 20);
+  std::filesystem::last_write_time(other, now - std::chrono::hours(40));
+  {
+    auto pruning = open();
+    EXPECT_EQ(add_bias_of(*pruning), want);
+    EXPECT_EQ(pruning->programs().binaries_written(), 1);
+  }
+  EXPECT_FALSE(std::filesystem::exists(old[0]));
+  EXPECT_FALSE(std::filesystem::exists(old[1]));
+  EXPECT_TRUE(std::filesystem::exists(old[2]));
+  EXPECT_TRUE(std::filesystem::exists(path)) << "the binary just written stays";
+  EXPECT_TRUE(std::filesystem::exists(other)) << "not a binary's name";
+
+  std::filesystem::remove_all(dir);
+  for (const char* setting : {"0", static_cast<const char*>(nullptr)}) {
+    ScopedEnv off("RETROGRAD_CL_BINARIES", setting);  // null: unset
+    if (setting == nullptr && info.is_gpu()) continue;  // a GPU keeps them by default
+    auto none = open();
+    EXPECT_EQ(add_bias_of(*none), want);
+    EXPECT_EQ(none->programs().binaries_written(), 0) << (setting != nullptr ? "=0" : "unset, on a CPU device");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir) && !files().empty());
 }
 
 // ---------------------------------------------------------------- buffers, budgets, copies

@@ -29,6 +29,8 @@ namespace rg::ocl {
   X(clCreateSubBuffer)          \
   X(clReleaseMemObject)         \
   X(clCreateProgramWithSource)  \
+  X(clCreateProgramWithBinary)  \
+  X(clGetProgramInfo)           \
   X(clBuildProgram)             \
   X(clGetProgramBuildInfo)      \
   X(clReleaseProgram)           \

@@ -2,6 +2,9 @@
 // kernels on it, and events.
 #include "opencl/device.h"
 
+#include <cstdlib>
+
+#include "base/files.h"
 #include "opencl/cl_error.h"
 #include "opencl/buffer.h"
 #include "opencl/gemm_tuning.h"
@@ -74,7 +77,16 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceChoice& choice, const D
   if (code != CL_SUCCESS) return cl_status("clCreateContext", code).with_context(opening);
   device->queue_ = api->clCreateCommandQueue(device->context_, info.id, CL_QUEUE_PROFILING_ENABLE, &code);
   if (code != CL_SUCCESS) return cl_status("clCreateCommandQueue", code).with_context(opening);
-  device->programs_ = std::make_unique<ProgramCache>(*api, device->context_, info.id, device->label_);
+  // Built programs kept in the cache folder (program_cache.h) for GPUs; not for CPU devices, whose
+  // runtimes compile at first launch and keep their own (PoCL compiled every kernel when asked for
+  // a binary: test_opencl_gemm 3 -> 9 minutes cold). RETROGRAD_CL_BINARIES=1 keeps them for any
+  // device, 0 for none.
+  const char* asked = std::getenv("RETROGRAD_CL_BINARIES");
+  const std::string binaries = asked != nullptr ? asked : "";
+  const bool keep_binaries = binaries == "1" || (binaries != "0" && info.is_gpu());
+  const std::string identity = info.name + " | " + info.platform_name + " | " + info.version + " | " + info.driver_version;
+  device->programs_ = std::make_unique<ProgramCache>(*api, device->context_, info.id, device->label_, identity,
+                                                     keep_binaries ? cache_folder() : "");
   device->memory_.set_budget(options.memory_budget_bytes);
 
   device->capabilities_.max_alloc_reported = info.max_alloc_bytes;

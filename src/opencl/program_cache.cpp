@@ -6,8 +6,13 @@
 #include <system_error>
 #include <thread>
 
+#include "base/files.h"
+#include "base/input_file.h"
+#include "base/output_file.h"
+#include "base/serial.h"
 #include "opencl/cl_error.h"
 #include "opencl/kernel_sources.h"
+#include "opencl/program_binary_file.h"
 
 namespace rg::ocl {
 
@@ -16,8 +21,14 @@ namespace {
 constexpr size_t kMaxLogChars = 8000;
 }  // namespace
 
-ProgramCache::ProgramCache(const ClApi& api, cl_context context, cl_device_id device, std::string device_label)
-    : api_(api), context_(context), device_(device), device_label_(std::move(device_label)) {}
+ProgramCache::ProgramCache(const ClApi& api, cl_context context, cl_device_id device, std::string device_label,
+                           std::string identity, std::string binary_folder)
+    : api_(api),
+      context_(context),
+      device_(device),
+      device_label_(std::move(device_label)),
+      identity_(std::move(identity)),
+      binary_folder_(std::move(binary_folder)) {}
 
 ProgramCache::~ProgramCache() {
   for (auto& entry : kernels_) api_.clReleaseKernel(entry.second->handle);
@@ -59,9 +70,56 @@ Result<cl_program> ProgramCache::program(const std::string& file, const std::str
     if (auto found = programs_.find(key); found != programs_.end()) return found->second;
   }
   RG_ASSIGN(const KernelSource source, kernel_program_source(file));
+  const std::string binary_key = identity_ + " | " + file + " | " + options + " | " + fnv1a_hex(source.text);
+  const std::string path =
+      binary_folder_.empty() ? "" : join_path(binary_folder_, "opencl-program-" + fnv1a_hex(binary_key) + ".bin");
+  if (!path.empty()) {
+    if (cl_program loaded = load_binary(path, binary_key, options)) return keep(key, loaded);
+  }
   const std::string what = "kernels/" + file + (source.origin == "embedded" ? "" : " (read from " + source.origin + ")");
   RG_ASSIGN(cl_program program, build_source(what, source.text, options));  // unlocked: builds may overlap
+  if (!path.empty()) save_binary(path, binary_key, program);
   return keep(key, program);
+}
+
+cl_program ProgramCache::load_binary(const std::string& path, const std::string& key, const std::string& options) {
+  if (!is_regular_file(path)) return nullptr;
+  const auto size = input_file_size(path, "a program binary");
+  if (!size.ok() || size.value() > kMaxProgramBinaryFileBytes) return nullptr;
+  const auto file = read_file_bytes(path, "a program binary");
+  if (!file.ok()) return nullptr;
+  const auto binary = program_binary_of(file.value(), key);
+  if (!binary.ok() || binary.value().empty()) return nullptr;
+  const size_t length = binary.value().size();
+  const unsigned char* bytes = binary.value().data();
+  cl_int status = CL_SUCCESS, code = CL_SUCCESS;
+  cl_program program = api_.clCreateProgramWithBinary(context_, 1, &device_, &length, &bytes, &status, &code);
+  if (code != CL_SUCCESS || status != CL_SUCCESS) {
+    if (program != nullptr) api_.clReleaseProgram(program);
+    return nullptr;
+  }
+  const std::string all_options = std::string(kBaseBuildOptions) + (options.empty() ? "" : " " + options);
+  if (api_.clBuildProgram(program, 1, &device_, all_options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+    api_.clReleaseProgram(program);
+    return nullptr;
+  }
+  ++binaries_loaded_;
+  return program;
+}
+
+void ProgramCache::save_binary(const std::string& path, const std::string& key, cl_program program) {
+  size_t length = 0;
+  if (api_.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof length, &length, nullptr) != CL_SUCCESS ||
+      length == 0 || static_cast<int64_t>(length) > kMaxProgramBinaryFileBytes / 2) {
+    return;  // one device: one size
+  }
+  std::vector<uint8_t> binary(length);
+  unsigned char* out = binary.data();
+  if (api_.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof out, &out, nullptr) != CL_SUCCESS) return;
+  if (!make_directories(binary_folder_).ok()) return;
+  if (!write_file_atomic(path, program_binary_file(key, binary)).ok()) return;  // unwritten: built next run
+  ++binaries_written_;
+  prune_program_binaries(binary_folder_, last_path_component(path));
 }
 
 cl_program ProgramCache::keep(const std::pair<std::string, std::string>& key, cl_program program) {
