@@ -11,7 +11,7 @@
 #    MODELS="rcnn resnet20 dcgan" PYTORCH_CUDA=/opt/torch/.venv/bin/python3 TIME_LIMIT=500 ...)
 # env: MODELS (mlp lenet)  BATCHES (BATCH, 64)  STEPS (200 a epoch)  ROUNDS (5)  DEVICE (empty: the CPU)
 #      DATA (synthetic)  THREADS (2)  OUT (temp folder)  SEPARATE_CACHES (1: each build its own
-#      RETROGRAD_CACHE under OUT, so neither reads the other's tuning)  TIME_LIMIT (seconds: runs
+#      RETROGRAD_CACHE, a temp folder removed at the end, so neither reads the other's tuning)  TIME_LIMIT (seconds: runs
 #      that would start later are skipped, named in the output)  PYTORCH_CUDA (a python3 with CUDA torch)
 set -uo pipefail
 : "${BIN_A:?BIN_A: the first build's retrograd}" "${BIN_B:?BIN_B: the second build's retrograd}"
@@ -29,7 +29,8 @@ OUT=${OUT:-$(mktemp -d /tmp/ab-train.XXXXXX)}
 mkdir -p "$OUT"
 # A GAN's run folders (networks and sample grids, megabytes a run): kept out of OUT.
 GAN_SCRATCH=$(mktemp -d /tmp/ab-train-gan.XXXXXX)
-trap 'rm -rf "$GAN_SCRATCH"' EXIT
+CACHES=$(mktemp -d /tmp/ab-train-caches.XXXXXX)  # SEPARATE_CACHES's (tuning files, program binaries)
+trap 'rm -rf "$GAN_SCRATCH" "$CACHES"' EXIT
 device=()
 [ -n "$DEVICE" ] && device=(--device "$DEVICE")
 HERE=$(dirname "$0")
@@ -56,7 +57,7 @@ for round in $(seq "$ROUNDS"); do
         extra=()
         [[ "$model" == *gan* ]] && extra=(--score-samples 0 --out "$GAN_SCRATCH/$run")
         cache=()
-        [ "$SEPARATE_CACHES" = 1 ] && cache=(env "RETROGRAD_CACHE=$OUT/cache-$build")
+        [ "$SEPARATE_CACHES" = 1 ] && cache=(env "RETROGRAD_CACHE=$CACHES/$build")
         "${cache[@]}" "${!bin}" train --model "$model" --data "$DATA" --epochs 2 --batch "$batch" \
           --limit $((STEPS * batch)) --threads "$THREADS" "${device[@]}" "${extra[@]}" --json "$OUT/$run.json" \
           >"$OUT/$run.log" 2>&1 || echo "$build $model batch $batch round $round failed: $(tail -1 "$OUT/$run.log")"
