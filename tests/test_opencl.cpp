@@ -3,12 +3,15 @@
 // copies and events, the capability tests, `retrograd probe`, and the device layer makers
 // against the layer kinds. Where no OpenCL device exists, each device test is skipped and says
 // why (PoCL runs them in CI). The kernels: test_opencl_ops.cpp.
+#include <sys/stat.h>  // mkfifo
+
 #include <chrono>
 #include <filesystem>
 
 #include "base/serial.h"
 #include "nn/layer_registry.h"
 #include "opencl/activation.h"
+#include "opencl/kernel_sources.h"
 #include "opencl/program_binary_file.h"
 #include "opencl/model/cl_layer.h"
 #include "opencl_test_util.h"
@@ -490,6 +493,19 @@ TEST(OpenclPrograms, BuiltProgramsAreKeptAsBinariesAndLoadedByALaterRun) {
   }
   ASSERT_EQ(files().size(), 1u);
   const std::string path = files()[0];
+  {  // other options, another binary; the source changed (a comment), another again, none loaded
+    auto other = open();
+    ASSERT_TRUE(other->programs().program("activation.cl", "-DUNUSED_OPTION=1").ok());
+    const std::string kernels = temp_dir() + "/kernels_binary";
+    std::filesystem::create_directories(kernels);
+    write_file(kernels + "/activation.cl", "// changed\n" + kernel_source("activation.cl").take().text);
+    write_file(kernels + "/fused_activation.h", kernel_source("fused_activation.h").take().text);  // its include
+    ScopedEnv edited("RETROGRAD_KERNELS_DIR", kernels);
+    ASSERT_TRUE(other->programs().program("activation.cl", "").ok());
+    EXPECT_EQ(other->programs().binaries_loaded(), 0);
+    EXPECT_EQ(other->programs().binaries_written(), 2);
+    EXPECT_EQ(files().size(), 3u);
+  }
   {
     auto later = open();
     EXPECT_EQ(add_bias_of(*later), want);
@@ -509,6 +525,16 @@ TEST(OpenclPrograms, BuiltProgramsAreKeptAsBinariesAndLoadedByALaterRun) {
     EXPECT_EQ(again->programs().binaries_written(), 1);
     EXPECT_EQ(read_file_bytes(path).take(), good) << "written again whole";
   }
+#if !defined(_WIN32)
+  std::filesystem::remove(path);
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);  // a FIFO there: built, nothing written, no wait on it
+  {
+    auto fifo = open();
+    EXPECT_EQ(add_bias_of(*fifo), want);
+    EXPECT_EQ(fifo->programs().binaries_loaded() + fifo->programs().binaries_written(), 0);
+  }
+  EXPECT_TRUE(std::filesystem::is_fifo(path));
+#endif
   std::filesystem::remove(path);
   std::filesystem::create_directory(path);  // a folder where the file goes: built, nothing written
   {

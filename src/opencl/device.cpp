@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/files.h"
+#include "base/serial.h"
 #include "opencl/cl_error.h"
 #include "opencl/buffer.h"
 #include "opencl/gemm_tuning.h"
@@ -84,7 +85,8 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceChoice& choice, const D
   const char* asked = std::getenv("RETROGRAD_CL_BINARIES");
   const std::string binaries = asked != nullptr ? asked : "";
   const bool keep_binaries = binaries == "1" || (binaries != "0" && info.is_gpu());
-  const std::string identity = info.name + " | " + info.platform_name + " | " + info.version + " | " + info.driver_version;
+  const std::string identity = info.name + " | " + info.vendor + " | " + info.platform_name + " | " + info.version + " | " +
+                               info.opencl_c_version + " | " + info.driver_version + " | " + fnv1a_hex(info.extensions);
   device->programs_ = std::make_unique<ProgramCache>(*api, device->context_, info.id, device->label_, identity,
                                                      keep_binaries ? cache_folder() : "");
   device->memory_.set_budget(options.memory_budget_bytes);

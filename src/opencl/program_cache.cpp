@@ -1,6 +1,8 @@
 // Building programs (with the build log on failure) and caching them and their kernels.
 #include "opencl/program_cache.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <system_error>
@@ -19,6 +21,22 @@ namespace rg::ocl {
 namespace {
 // Enough of a log to find the first errors; a broken kernel can log megabytes.
 constexpr size_t kMaxLogChars = 8000;
+
+std::string all_build_options(const std::string& options) {
+  return std::string(kBaseBuildOptions) + (options.empty() ? "" : " " + options);
+}
+
+// Nothing at `path`, or a regular file that is no symbolic link: what a binary may be written
+// over (a FIFO there would block the write; a link would send it elsewhere).
+bool writable_cache_path(const std::string& path) {
+  struct stat info {};
+#if defined(_WIN32)
+  if (stat(path.c_str(), &info) != 0) return true;
+#else
+  if (lstat(path.c_str(), &info) != 0) return true;
+#endif
+  return S_ISREG(info.st_mode);
+}
 }  // namespace
 
 ProgramCache::ProgramCache(const ClApi& api, cl_context context, cl_device_id device, std::string device_label,
@@ -43,7 +61,7 @@ Result<cl_program> ProgramCache::build_source(const std::string& what, const std
   cl_int code = CL_SUCCESS;
   cl_program program = api_.clCreateProgramWithSource(context_, 1, &text, &length, &code);
   if (code != CL_SUCCESS) return cl_status("clCreateProgramWithSource", code).with_context(context);
-  const std::string all_options = std::string(kBaseBuildOptions) + (options.empty() ? "" : " " + options);
+  const std::string all_options = all_build_options(options);
   code = api_.clBuildProgram(program, 1, &device_, all_options.c_str(), nullptr, nullptr);
   if (code == CL_SUCCESS) return program;
 
@@ -70,7 +88,8 @@ Result<cl_program> ProgramCache::program(const std::string& file, const std::str
     if (auto found = programs_.find(key); found != programs_.end()) return found->second;
   }
   RG_ASSIGN(const KernelSource source, kernel_program_source(file));
-  const std::string binary_key = identity_ + " | " + file + " | " + options + " | " + fnv1a_hex(source.text);
+  // Every build's options (kBaseBuildOptions too), the source as built: a binary is never another's.
+  const std::string binary_key = identity_ + " | " + file + " | " + all_build_options(options) + " | " + fnv1a_hex(source.text);
   const std::string path =
       binary_folder_.empty() ? "" : join_path(binary_folder_, "opencl-program-" + fnv1a_hex(binary_key) + ".bin");
   if (!path.empty()) {
@@ -98,8 +117,7 @@ cl_program ProgramCache::load_binary(const std::string& path, const std::string&
     if (program != nullptr) api_.clReleaseProgram(program);
     return nullptr;
   }
-  const std::string all_options = std::string(kBaseBuildOptions) + (options.empty() ? "" : " " + options);
-  if (api_.clBuildProgram(program, 1, &device_, all_options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+  if (api_.clBuildProgram(program, 1, &device_, all_build_options(options).c_str(), nullptr, nullptr) != CL_SUCCESS) {
     api_.clReleaseProgram(program);
     return nullptr;
   }
@@ -116,7 +134,7 @@ void ProgramCache::save_binary(const std::string& path, const std::string& key, 
   std::vector<uint8_t> binary(length);
   unsigned char* out = binary.data();
   if (api_.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof out, &out, nullptr) != CL_SUCCESS) return;
-  if (!make_directories(binary_folder_).ok()) return;
+  if (!make_directories(binary_folder_).ok() || !writable_cache_path(path)) return;
   if (!write_file_atomic(path, program_binary_file(key, binary)).ok()) return;  // unwritten: built next run
   ++binaries_written_;
   prune_program_binaries(binary_folder_, last_path_component(path));
