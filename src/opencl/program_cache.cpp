@@ -102,8 +102,7 @@ Result<cl_program> ProgramCache::program(const std::string& file, const std::str
 }
 
 cl_program ProgramCache::load_binary(const std::string& path, const std::string& key, const std::string& options) {
-  if (!is_regular_file(path)) return nullptr;
-  const auto size = input_file_size(path, "a program binary");
+  const auto size = input_file_size(path, "a program binary");  // none, or not a regular file: an error
   if (!size.ok() || size.value() > kMaxProgramBinaryFileBytes) return nullptr;
   const auto file = read_file_bytes(path, "a program binary");
   if (!file.ok()) return nullptr;
