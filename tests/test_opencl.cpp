@@ -585,6 +585,10 @@ TEST(OpenclPrograms, BuiltProgramsAreKeptAsBinariesAndLoadedByALaterRun) {
     EXPECT_EQ(none->programs().binaries_written(), 0) << (setting != nullptr ? "=0" : "unset, on a CPU device");
   }
   EXPECT_FALSE(std::filesystem::exists(dir) && !files().empty());
+  ScopedEnv bad("RETROGRAD_CL_BINARIES", "yes");
+  auto refused = Device::open(DeviceChoice{true, info.platform_index, info.device_index}, quick);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(contains(refused.status().message(), "RETROGRAD_CL_BINARIES='yes': 1 (keep")) << refused.status().message();
 }
 
 // ---------------------------------------------------------------- buffers, budgets, copies

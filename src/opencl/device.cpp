@@ -84,6 +84,10 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceChoice& choice, const D
   // device, 0 for none.
   const char* asked = std::getenv("RETROGRAD_CL_BINARIES");
   const std::string binaries = asked != nullptr ? asked : "";
+  if (!binaries.empty() && binaries != "0" && binaries != "1") {
+    return Status::error(opening + "RETROGRAD_CL_BINARIES='" + binaries.substr(0, 40) + (binaries.size() > 40 ? "...'" : "'") +
+                         ": 1 (keep compiled programs for any device), 0 (for none), or unset (for GPUs)");
+  }
   const bool keep_binaries = binaries == "1" || (binaries != "0" && info.is_gpu());
   const std::string identity = info.name + " | " + info.vendor + " | " + info.platform_name + " | " + info.version + " | " +
                                info.opencl_c_version + " | " + info.driver_version + " | " + fnv1a_hex(info.extensions);
