@@ -3,11 +3,12 @@
 // of 64 rows' mean and M2 (squared deviations about that mean) in float, then the blocks merged
 // into double in block order within groups of 64 blocks, the groups in group order (the CPU's
 // channel_stats); gradient sums: float sums over the blocks, added into double the same way (its
-// channel_sums): the CPU's bits; the rest in double, as the
-// CPU. Elementwise kernels: one item per element, recomputing the channel's float
-// constants from the double statistics as the CPU does. `saved` is double [4 channels]: mean and
-// inv_std (forward), sum dy and sum dy xhat (backward), then the block partials (floats). Needs
-// cl_khr_fp64.
+// channel_sums): the CPU's bits; the rest in double, as the CPU. The per-channel kernels (a
+// work-group a channel) also leave each channel's float constants, computed from the doubles as
+// the CPU computes them, for the elementwise kernels (one item per element, float only). `saved`
+// (src/opencl/batch_norm.h's layout): double [4 channels] mean and inv_std (forward), sum dy and
+// sum dy xhat (backward); float [kConstants channels] the constants; then the block partials
+// (floats). Needs cl_khr_fp64.
 // Launchers: src/opencl/batch_norm.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -18,6 +19,24 @@
 #if !defined(ROW_BLOCK) || !defined(BLOCK_GROUP)
 #error "batch_norm.cl: build with -DROW_BLOCK and -DBLOCK_GROUP (src/opencl/batch_norm.cpp)"
 #endif
+
+// The channels' float constants in `saved`, after its 4 channels doubles: constant k of channel c at
+// float [k channels + c]. CONSTANTS (unsigned, a build option): how many src/opencl/batch_norm.h keeps.
+// y = x scale + shift (the forward's; channel_affine); dx = a dy + b x + d (the backward's; dx_terms).
+#define kScale 0u
+#define kShift 1u
+#define kDxA 2u
+#define kDxB 3u
+#define kDxD 4u
+#if !defined(CONSTANTS) || CONSTANTS <= 4
+#error "batch_norm.cl: build with -DCONSTANTS, at least 5 (src/opencl/batch_norm.cpp)"
+#endif
+inline __global float* channel_constants(__global double* saved, uint channels) {
+  return (__global float*)(saved + 4 * channels);
+}
+inline __global const float* read_constants(__global const double* saved, uint channels) {
+  return (__global const float*)(saved + 4 * channels);
+}
 
 // inv_std in inference: from the running variance (the CPU's bits).
 inline double inference_inv_std(float running_var, double eps) { return 1.0 / sqrt((double)running_var + eps); }
@@ -32,6 +51,9 @@ inline float2 channel_affine(double gamma, double beta, double mean, double inv_
 // order): its loop then waits on memory once a round, not once a term. One a term left resnet20's
 // batch norm at 0.4-0.6 TB/s on the H200, latency-bound (bench/RESULTS.md 2026-11-30).
 #define kLoadsAhead 16u
+// The backward's block sums read dy, x (and the activation's output) of kGradRowsAhead rows at once
+// (a divisor of ROW_BLOCK): fewer rounds of waiting, more registers.
+#define kGradRowsAhead 32u
 
 // The gradient the backward starts from at element i: dy[i], or with `act` (FUSED_RELU or
 // FUSED_LEAKY_RELU) that activation's backward first, read from its output: out > 0 ? dy : 0, or
@@ -78,15 +100,21 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
     __global const float* dyc = dy + dy_offset + c;
     __global const float* oc = act_out + act_out_offset + c;
     const float mean = (float)s[c], inv_std = (float)s[channels + c];
-    for (uint r = r0; r < r1; r += kLoadsAhead) {  // each round's reads issued before its adds
-      float g[kLoadsAhead], xv[kLoadsAhead];
+    // Each round's reads issued before its adds, none behind a branch on `act` (without one, the
+    // output read is dy's: the launcher passes dy for it).
+    for (uint r = r0; r < r1; r += kGradRowsAhead) {
+      float g[kGradRowsAhead], ov[kGradRowsAhead], xv[kGradRowsAhead];
 #pragma unroll
-      for (uint j = 0; j < kLoadsAhead; ++j) {
-        g[j] = r + j < r1 ? act_grad(dyc, oc, (r + j) * channels, act, slope) : 0.0f;
-        xv[j] = r + j < r1 ? xc[(r + j) * channels] : 0.0f;
+      for (uint j = 0; j < kGradRowsAhead; ++j) {
+        const bool in = r + j < r1;
+        g[j] = in ? dyc[(r + j) * channels] : 0.0f;
+        ov[j] = in ? oc[(r + j) * channels] : 0.0f;
+        xv[j] = in ? xc[(r + j) * channels] : 0.0f;
       }
 #pragma unroll
-      for (uint j = 0; j < kLoadsAhead; ++j) {
+      for (uint j = 0; j < kGradRowsAhead; ++j) g[j] = fused_activation_grad(g[j], ov[j], act, slope);
+#pragma unroll
+      for (uint j = 0; j < kGradRowsAhead; ++j) {
         if (r + j >= r1) break;
         p0 = p0 + g[j];
         p1 = p1 + g[j] * (xv[j] - mean) * inv_std;
@@ -197,13 +225,14 @@ inline void group_stats(__global const float* blocks, uint rows, uint block_coun
 }
 
 // Channel c's mean and M2 over every row (pass 0's partials), by the work-group of channel c: each
-// item merges whole groups of BLOCK_GROUP blocks (group_stats) into local memory, then item 0
-// merges the groups in group order (the CPU's channel_stats, the same operations), in rounds of
-// what `tile` (`capacity` floats: two doubles a group) holds; `full` [BLOCK_GROUP]: group_stats'
-// table, filled here. Item 0's result; every item must call it (barriers).
+// item merges whole groups of BLOCK_GROUP blocks (group_stats) into local memory, with the group's
+// merge weights, then item 0 merges the groups in group order (the CPU's channel_stats, the same
+// operations; no division left in its chain), in rounds of what `tile` (`capacity` floats: four
+// doubles a group) holds; `full` [BLOCK_GROUP]: group_stats' table, filled here. Item 0's result;
+// every item must call it (barriers).
 void block_stats(__global const float* blocks, uint rows, uint channels, uint c, __local double* tile,
                  uint capacity, __local double2* full, double* mean, double* m2) {
-  const uint item = get_local_id(0), items = get_local_size(0), share = capacity / 4;
+  const uint item = get_local_id(0), items = get_local_size(0), share = capacity / 8;
   for (uint k = item; k < BLOCK_GROUP; k += items) full[k] = chan_weights((double)(k * ROW_BLOCK), (double)ROW_BLOCK);
   barrier(CLK_LOCAL_MEM_FENCE);
   const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
@@ -215,16 +244,16 @@ void block_stats(__global const float* blocks, uint rows, uint channels, uint c,
       const uint b0 = (g0 + k) * BLOCK_GROUP;
       double g_mean, g_m2;
       group_stats(blocks, rows, block_count, channels, c, b0, min(block_count, b0 + BLOCK_GROUP), full, &g_mean, &g_m2);
-      tile[2 * k] = g_mean;
-      tile[2 * k + 1] = g_m2;
+      const uint first_row = (g0 + k) * group_rows;
+      const double2 w = chan_weights((double)first_row, (double)(min(rows, first_row + group_rows) - first_row));
+      tile[4 * k] = g_mean;
+      tile[4 * k + 1] = g_m2;
+      tile[4 * k + 2] = w.x;
+      tile[4 * k + 3] = w.y;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (item == 0) {
-      for (uint k = 0; k < count; ++k) {
-        const uint first_row = (g0 + k) * group_rows;
-        const double2 w = chan_weights((double)first_row, (double)(min(rows, first_row + group_rows) - first_row));
-        chan_merge(w.x, w.y, tile[2 * k], tile[2 * k + 1], &mu, &sum2);
-      }
+      for (uint k = 0; k < count; ++k) chan_merge(tile[4 * k + 2], tile[4 * k + 3], tile[4 * k], tile[4 * k + 1], &mu, &sum2);
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // the tile is read before the next round writes it
   }
@@ -232,50 +261,60 @@ void block_stats(__global const float* blocks, uint rows, uint channels, uint c,
   *m2 = sum2;
 }
 
+// Channel c's mean and inv_std into saved, and the forward's scale and shift from them (channel_affine).
+inline void keep_statistics(__global double* s, uint channels, uint c, double mean, double inv_std, float gamma,
+                            float beta) {
+  s[c] = mean;
+  s[channels + c] = inv_std;
+  const float2 a = channel_affine((double)gamma, (double)beta, mean, inv_std);
+  __global float* k = channel_constants(s, channels);
+  k[kScale * channels + c] = a.s0;
+  k[kShift * channels + c] = a.s1;
+}
+
 // Training, after pass 0: mean and var = M2 / rows (biased) (block_stats), inv_std = 1 / sqrt(var +
 // eps) into saved, running stats = (1 - momentum) running + momentum (mean, M2 / (rows - 1) when
 // rows > 1, else var). Inference (no blocks read): inv_std from the running variance and mean =
-// running_mean. momentum and eps come as the bits of the host's doubles.
+// running_mean. Either way the channel's scale and shift (keep_statistics). momentum and eps come
+// as the bits of the host's doubles.
 __kernel void f32_batch_norm_variance(uint rows, uint channels, uint capacity, uint training, ulong momentum_bits,
                                       ulong eps_bits, __global const float* blocks, uint blocks_offset,
                                       __global float* running_mean, uint running_mean_offset,
-                                      __global float* running_var, uint running_var_offset, __global double* saved,
-                                      uint saved_offset, __local double* tile) {
+                                      __global float* running_var, uint running_var_offset,
+                                      __global const float* gamma, uint gamma_offset, __global const float* beta,
+                                      uint beta_offset, __global double* saved, uint saved_offset,
+                                      __local double* tile) {
   __local double2 full[BLOCK_GROUP];  // block_stats' table (local memory lives at a kernel's scope)
   const uint c = get_group_id(0);
   const double momentum = as_double(momentum_bits), eps = as_double(eps_bits);  // the host's doubles, bit for bit
   __global float* rm = running_mean + running_mean_offset + c;
   __global float* rv = running_var + running_var_offset + c;
   __global double* s = saved + saved_offset;
+  const float g = gamma[gamma_offset + c], b = beta[beta_offset + c];
   if (!training) {  // the same for every item of the group: no barrier is skipped by some
-    if (get_local_id(0) != 0) return;
-    s[c] = (double)*rm;
-    s[channels + c] = inference_inv_std(*rv, eps);
+    if (get_local_id(0) == 0) keep_statistics(s, channels, c, (double)*rm, inference_inv_std(*rv, eps), g, b);
     return;
   }
   double mean, m2;
   block_stats(blocks + blocks_offset, rows, channels, c, tile, capacity, full, &mean, &m2);
   if (get_local_id(0) != 0) return;
   const double var = m2 / (double)rows;
-  s[c] = mean;
-  s[channels + c] = 1.0 / sqrt(var + eps);
+  keep_statistics(s, channels, c, mean, 1.0 / sqrt(var + eps), g, b);
   const double unbiased = rows > 1 ? m2 / (double)(rows - 1) : var;
   *rm = (float)((1 - momentum) * (double)*rm + momentum * mean);
   *rv = (float)((1 - momentum) * (double)*rv + momentum * unbiased);
 }
 
-// y = act(x * scale + shift) (channel_affine; act: fused_activation.h, FUSED_NONE for none).
-// n = rows channels.
+// y = act(x * scale + shift) (the variance kernel's constants; act: fused_activation.h, FUSED_NONE
+// for none). n = rows channels.
 __kernel void f32_batch_norm_apply(uint n, uint channels, __global const float* x, uint x_offset,
-                                   __global const float* gamma, uint gamma_offset, __global const float* beta,
-                                   uint beta_offset, __global const double* saved, uint saved_offset,
-                                   __global float* y, uint y_offset, uint act, float slope) {
+                                   __global const double* saved, uint saved_offset, __global float* y, uint y_offset,
+                                   uint act, float slope) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   const uint c = i % channels;
-  const float2 a = channel_affine((double)gamma[gamma_offset + c], (double)beta[beta_offset + c],
-                                  saved[saved_offset + c], saved[saved_offset + channels + c]);
-  y[y_offset + i] = fused_activation(x[x_offset + i] * a.s0 + a.s1, act, slope);
+  __global const float* k = read_constants(saved + saved_offset, channels);
+  y[y_offset + i] = fused_activation(x[x_offset + i] * k[kScale * channels + c] + k[kShift * channels + c], act, slope);
 }
 
 // Inference's constants for a product's epilogue (gemm.cl's affine): affine [2][channels] = scale,
@@ -295,13 +334,31 @@ __kernel void f32_batch_norm_inference_affine(uint channels, ulong eps_bits, __g
   affine[affine_offset + channels + c] = a.s1;
 }
 
+// dx = a dy + b x + d's constants of channel c into saved: with k = gamma inv_std and, training
+// (over m = rows), q = k inv_std sum_dy_xhat / m: a = (float)k, b = (float)-q, d = (float)(-k sum_dy
+// / m + q mean); inference: a = (float)k, b = d = 0 (the CPU's BatchNorm::backward).
+inline void keep_dx_terms(__global double* s, uint rows, uint channels, uint c, uint training, float gamma) {
+  const double inv_std = s[channels + c], k = (double)gamma * inv_std;
+  float b = 0.0f, d = 0.0f;
+  if (training) {
+    const double m = (double)rows, q = k * inv_std * s[3 * channels + c] / m;
+    b = (float)(-q);
+    d = (float)(-k * s[2 * channels + c] / m + q * s[c]);
+  }
+  __global float* t = channel_constants(s, channels);
+  t[kDxA * channels + c] = (float)k;
+  t[kDxB * channels + c] = b;
+  t[kDxD * channels + c] = d;
+}
+
 // After pass 1: sum dy and sum dy (x - mean) inv_std (mean, inv_std rounded to float; the terms in
-// float as (dy (x - mean)) inv_std) into saved[2 channels ...], and dbeta, dgamma = (accumulate ?
-// the old value : 0) + those sums, rounded once to float.
-__kernel void f32_batch_norm_grad_sums(uint rows, uint channels, uint capacity, uint accumulate,
-                                       __global const float* blocks, uint blocks_offset, __global double* saved,
-                                       uint saved_offset, __global float* dgamma, uint dgamma_offset,
-                                       __global float* dbeta, uint dbeta_offset, __local double* tile) {
+// float as (dy (x - mean)) inv_std) into saved[2 channels ...], dbeta, dgamma = (accumulate ? the
+// old value : 0) + those sums, rounded once to float, and dx's constants (keep_dx_terms).
+__kernel void f32_batch_norm_grad_sums(uint rows, uint channels, uint capacity, uint accumulate, uint training,
+                                       __global const float* blocks, uint blocks_offset, __global const float* gamma,
+                                       uint gamma_offset, __global double* saved, uint saved_offset,
+                                       __global float* dgamma, uint dgamma_offset, __global float* dbeta,
+                                       uint dbeta_offset, __local double* tile) {
   const uint c = get_group_id(0);
   const uint block_count = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
   __global const float* sums = blocks + blocks_offset;
@@ -315,30 +372,22 @@ __kernel void f32_batch_norm_grad_sums(uint rows, uint channels, uint capacity, 
   __global float* db = dbeta + dbeta_offset + c;
   *dg = (float)((accumulate ? (double)*dg : 0.0) + sum_dy_xhat);
   *db = (float)((accumulate ? (double)*db : 0.0) + sum_dy);
+  keep_dx_terms(s, rows, channels, c, training, gamma[gamma_offset + c]);
 }
 
-// dx = a dy + b x + d with k = gamma inv_std and, training (over m = rows), q = k inv_std sum_dy_xhat / m:
-// a = (float)k, b = (float)-q, d = (float)(-k sum_dy / m + q mean); inference: a = (float)k, b = d = 0.
-// dy through act_grad; with `add` also sum += dx (f32_add's rounding). n = rows channels.
-__kernel void f32_batch_norm_dx(uint n, uint rows, uint channels, uint training, __global const float* x,
-                                uint x_offset, __global const float* dy, uint dy_offset, uint act, float slope,
-                                __global const float* act_out, uint act_out_offset, __global const float* gamma,
-                                uint gamma_offset, __global const double* saved, uint saved_offset,
-                                __global float* dx, uint dx_offset, uint add, __global float* sum,
+// dx = a dy + b x + d (the gradient sums' constants, keep_dx_terms), dy through act_grad; with
+// `add` also sum += dx (f32_add's rounding). n = rows channels.
+__kernel void f32_batch_norm_dx(uint n, uint channels, __global const float* x, uint x_offset,
+                                __global const float* dy, uint dy_offset, uint act, float slope,
+                                __global const float* act_out, uint act_out_offset, __global const double* saved,
+                                uint saved_offset, __global float* dx, uint dx_offset, uint add, __global float* sum,
                                 uint sum_offset) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   const uint c = i % channels;
-  __global const double* s = saved + saved_offset;
-  const double inv_std = s[channels + c], k = (double)gamma[gamma_offset + c] * inv_std;
-  const float a = (float)k;
-  float b = 0.0f, d = 0.0f;
-  if (training) {
-    const double m = (double)rows, q = k * inv_std * s[3 * channels + c] / m;
-    b = (float)(-q);
-    d = (float)(-k * s[2 * channels + c] / m + q * s[c]);
-  }
-  const float v = a * act_grad(dy + dy_offset, act_out + act_out_offset, i, act, slope) + b * x[x_offset + i] + d;
+  __global const float* t = read_constants(saved + saved_offset, channels);
+  const float v = t[kDxA * channels + c] * act_grad(dy + dy_offset, act_out + act_out_offset, i, act, slope) +
+                  t[kDxB * channels + c] * x[x_offset + i] + t[kDxD * channels + c];
   dx[dx_offset + i] = v;
   if (add) sum[sum_offset + i] = sum[sum_offset + i] + v;
 }

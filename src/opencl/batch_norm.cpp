@@ -18,7 +18,8 @@ constexpr const char* kBatchNormProgram = "batch_norm.cl";
 // Every kernel of the program is built with the CPU's block and group sizes (one build).
 const std::string& batch_norm_options() {
   static const std::string options = "-DROW_BLOCK=" + std::to_string(kStatsRowBlock) +
-                                     "u -DBLOCK_GROUP=" + std::to_string(kStatsBlockGroup) + "u";
+                                     "u -DBLOCK_GROUP=" + std::to_string(kStatsBlockGroup) +
+                                     "u -DCONSTANTS=" + std::to_string(kBatchNormConstants) + "u";
   return options;
 }
 using detail::check_u32;
@@ -38,12 +39,14 @@ int64_t batch_norm_elements(int64_t rows, int64_t channels) {
   return rows * channels;
 }
 
-// The block sums' float view of `saved` (after its 4 channels doubles), and the block pass.
+// The block sums' float view of `saved` (after its doubles and the constants), and the block pass.
 struct BlockSums {
   cl_mem mem;
   cl_uint offset;
 };
-BlockSums block_sums_of(DeviceSpan saved, int64_t channels) { return {saved.mem, u32((saved.offset + 4 * channels) * 2)}; }
+BlockSums block_sums_of(DeviceSpan saved, int64_t channels) {
+  return {saved.mem, u32((saved.offset + 4 * channels + batch_norm_constants_doubles(channels)) * 2)};
+}
 
 // The activation the kernels take the backward of and its output, or none with dy standing in
 // for the output (never read).
@@ -108,11 +111,12 @@ Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t chann
   if (training) RG_TRY(block_pass(device, rows, channels, 0, x, x, saved).status());  // blocks' mean and M2
   RG_TRY(per_channel(device, "f32_batch_norm_variance", rows, channels, cl_uint{training ? 1u : 0u},
                      double_bits(momentum), double_bits(eps), blocks.mem, blocks.offset, running_mean.mem,
-                     u32(running_mean.offset), running_var.mem, u32(running_var.offset), saved.mem, u32(saved.offset))
+                     u32(running_mean.offset), running_var.mem, u32(running_var.offset), gamma.mem, u32(gamma.offset),
+                     beta.mem, u32(beta.offset), saved.mem, u32(saved.offset))
              .status());
-  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_apply", batch_norm_options(), n, u32(n), u32(channels), x.mem,
-                   u32(x.offset), gamma.mem, u32(gamma.offset), beta.mem, u32(beta.offset), saved.mem,
-                   u32(saved.offset), y.mem, u32(y.offset), cl_uint{activation.kind}, activation.slope);
+  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_apply", batch_norm_options(), n, u32(n), u32(channels),
+                   x.mem, u32(x.offset), saved.mem, u32(saved.offset), y.mem, u32(y.offset), cl_uint{activation.kind},
+                   activation.slope);
 }
 
 Result<Event> f32_batch_norm_inference_affine(Device& device, int64_t channels, double eps, DeviceSpan gamma,
@@ -143,15 +147,15 @@ Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t chan
   const BlockSums blocks = block_sums_of(saved, channels);
   RG_TRY(block_pass(device, rows, channels, 1, x, dy, saved, fused).status());
   RG_ASSIGN(Event sums, per_channel(device, "f32_batch_norm_grad_sums", rows, channels, cl_uint{accumulate ? 1u : 0u},
-                                    blocks.mem, blocks.offset, saved.mem, u32(saved.offset), dgamma.mem,
-                                    u32(dgamma.offset), dbeta.mem, u32(dbeta.offset)));
+                                    cl_uint{training ? 1u : 0u}, blocks.mem, blocks.offset, gamma.mem,
+                                    u32(gamma.offset), saved.mem, u32(saved.offset), dgamma.mem, u32(dgamma.offset),
+                                    dbeta.mem, u32(dbeta.offset)));
   if (dx.mem == nullptr) return sums;
-  return f32_batch_norm_input_grad(device, rows, channels, training, x, dy, gamma, saved, dx, fused);
+  return f32_batch_norm_input_grad(device, rows, channels, x, dy, saved, dx, fused);
 }
 
-Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t channels, bool training, DeviceSpan x,
-                                        DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved, DeviceSpan dx,
-                                        const BatchNormBackwardFusion& fused) {
+Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t channels, DeviceSpan x, DeviceSpan dy,
+                                        DeviceSpan saved, DeviceSpan dx, const BatchNormBackwardFusion& fused) {
   const char* name = "f32_batch_norm_input_grad";
   const int64_t n = batch_norm_elements(rows, channels);
   if (rows == 0) return Event();
@@ -159,14 +163,12 @@ Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t ch
   RG_TRY(check_u32(name, n, {x, dy, dx}));
   RG_TRY(check_activation(name, n, fused));
   if (fused.sum.mem != nullptr) RG_TRY(check_u32(name, n, {fused.sum}));
-  RG_TRY(check_u32(name, channels, {gamma}));
   RG_TRY(check_saved(name, rows, channels, saved));
   const ActivationArgs r = activation_args(fused, dy);
-  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_dx", batch_norm_options(), n, u32(n), u32(rows),
-                   u32(channels), cl_uint{training ? 1u : 0u}, x.mem, u32(x.offset), dy.mem, u32(dy.offset), r.act,
-                   r.slope, r.mem, r.offset, gamma.mem, u32(gamma.offset), saved.mem, u32(saved.offset), dx.mem,
-                   u32(dx.offset), cl_uint{fused.sum.mem ? 1u : 0u}, fused.sum.mem ? fused.sum.mem : dx.mem,
-                   u32(fused.sum.offset));
+  return launch_1d(device, kBatchNormProgram, "f32_batch_norm_dx", batch_norm_options(), n, u32(n), u32(channels),
+                   x.mem, u32(x.offset), dy.mem, u32(dy.offset), r.act, r.slope, r.mem, r.offset, saved.mem,
+                   u32(saved.offset), dx.mem, u32(dx.offset), cl_uint{fused.sum.mem ? 1u : 0u},
+                   fused.sum.mem ? fused.sum.mem : dx.mem, u32(fused.sum.offset));
 }
 
 }  // namespace rg::ocl

@@ -3,7 +3,8 @@
 // statistics update, or inference with the running statistics) and backward (dx, dgamma, dbeta),
 // as nn/batch_norm.cpp's BatchNorm computes them: bit-exact on a device with IEEE double (the sums
 // in its order, float blocks of 64 rows into double). Needs cl_khr_fp64 (an error without it).
-// Statistics: one work-item per block of 64 rows and channel, then one per channel over the blocks.
+// Statistics: one work-item per block of 64 rows and channel, then a work-group per channel over the
+// blocks, which also leaves each channel's float constants for the elementwise kernel after it.
 #pragma once
 
 #include <cstdint>
@@ -16,10 +17,16 @@
 
 namespace rg::ocl {
 
+// The float constants a channel keeps in `saved` (kernels/batch_norm.cl's kScale ... kDxD): the
+// forward's scale and shift, dx's three terms.
+constexpr int64_t kBatchNormConstants = 5;
 // The doubles of `saved` for batches of up to `rows` rows: mean and inv_std of the forward, the
-// backward's two sums, then two floats per channel and row block (the block partials).
+// backward's two sums (4 channels doubles); the channels' float constants (kBatchNormConstants
+// channels floats, rounded up to doubles); then two floats per channel and row block (the block
+// partials).
+inline int64_t batch_norm_constants_doubles(int64_t channels) { return (kBatchNormConstants * channels + 1) / 2; }
 inline int64_t batch_norm_saved_count(int64_t channels, int64_t rows) {
-  return 4 * channels + stats_blocks(rows) * channels;
+  return 4 * channels + batch_norm_constants_doubles(channels) + stats_blocks(rows) * channels;
 }
 
 // y [rows, channels] = gamma (x - mean) inv_std + beta, per channel, as BatchNorm::forward. Training:
@@ -55,9 +62,9 @@ Result<Event> f32_batch_norm_backward(Device& device, int64_t rows, int64_t chan
                                       bool accumulate, DeviceSpan x, DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved,
                                       DeviceSpan dgamma, DeviceSpan dbeta, DeviceSpan dx,
                                       const BatchNormBackwardFusion& fused = {});
-// Its last part alone: dx from the sums a backward without dx left in `saved`.
-Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t channels, bool training, DeviceSpan x,
-                                        DeviceSpan dy, DeviceSpan gamma, DeviceSpan saved, DeviceSpan dx,
-                                        const BatchNormBackwardFusion& fused = {});
+// Its last part alone: dx from the constants a backward without dx left in `saved` (computed there
+// from its gamma and training).
+Result<Event> f32_batch_norm_input_grad(Device& device, int64_t rows, int64_t channels, DeviceSpan x, DeviceSpan dy,
+                                        DeviceSpan saved, DeviceSpan dx, const BatchNormBackwardFusion& fused = {});
 
 }  // namespace rg::ocl

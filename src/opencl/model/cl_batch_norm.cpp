@@ -82,9 +82,7 @@ Status ClBatchNorm::backward_with(int64_t n, DeviceSpan x, DeviceSpan dy, Device
              .status());
   if (dx.mem == nullptr) return Status();
   const InputGradScope timed(ctx.host);  // --profile-device: dx's kernel as the input gradient
-  return f32_batch_norm_input_grad(device_, rows, channels_, ctx.host.training, x, dy, gamma_.value.f32(),
-                                   element_span(saved_, 8), dx, fused)
-      .status();
+  return f32_batch_norm_input_grad(device_, rows, channels_, x, dy, element_span(saved_, 8), dx, fused).status();
 }
 
 namespace {
