@@ -13,8 +13,15 @@
 #      DATA (synthetic)  THREADS (2)  OUT (temp folder)  SEPARATE_CACHES (1: each build its own
 #      RETROGRAD_CACHE, a temp folder removed at the end, so neither reads the other's tuning)  TIME_LIMIT (seconds: runs
 #      that would start later are skipped, named in the output)  PYTORCH_CUDA (a python3 with CUDA torch)
+#      PYTORCH_EACH_ROUND (1: PyTorch after each round instead of before and after, so its median is
+#      of ROUNDS runs interleaved with ours: issue 33's acceptance)
+# BIN_B empty: one build only (A), its runs and median beside PyTorch's.
 set -uo pipefail
-: "${BIN_A:?BIN_A: the first build's retrograd}" "${BIN_B:?BIN_B: the second build's retrograd}"
+: "${BIN_A:?BIN_A: the retrograd binary of the first build}"
+BIN_B=${BIN_B:-}
+BUILDS="A B"
+[ -n "$BIN_B" ] || BUILDS="A"
+PYTORCH_EACH_ROUND=${PYTORCH_EACH_ROUND:-0}
 MODELS=${MODELS:-mlp lenet}
 BATCHES=${BATCHES:-${BATCH:-64}}
 STEPS=${STEPS:-200}
@@ -41,10 +48,10 @@ pytorch() {  # the PyTorch CUDA figures into OUT/pytorch-$1.jsonl
     >"$OUT/pytorch-$1.jsonl" 2>"$OUT/pytorch-$1.err" || echo "PyTorch CUDA ($1) failed: $(tail -1 "$OUT/pytorch-$1.err")"
 }
 
-pytorch before
+[ "$PYTORCH_EACH_ROUND" = 1 ] || pytorch before
 for round in $(seq "$ROUNDS"); do
-  order="A B"
-  [ $((round % 2)) -eq 0 ] && order="B A"  # whichever runs first in a round, half the time each
+  order=$BUILDS
+  [ $((round % 2)) -eq 0 ] && order=$(echo $BUILDS | rev)  # whichever runs first in a round, half the time each
   for batch in $BATCHES; do
     for model in $MODELS; do
       for build in $order; do
@@ -64,12 +71,14 @@ for round in $(seq "$ROUNDS"); do
       done
     done
   done
+  [ "$PYTORCH_EACH_ROUND" = 1 ] && pytorch "round-$round"
 done
-pytorch after
+[ "$PYTORCH_EACH_ROUND" = 1 ] || pytorch after
 
-python3 - "$OUT" "$ROUNDS" "$MODELS" "$BATCHES" <<'PY'
+python3 - "$OUT" "$ROUNDS" "$MODELS" "$BATCHES" "$BUILDS" <<'PY'
 import glob, json, statistics, sys
-out, rounds, models, batches = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+out, rounds, models, batches, builds = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5].split()
+last = builds[-1]  # the build set beside PyTorch (B, or A alone)
 
 
 def speed(model, batch, build, r):
@@ -88,23 +97,25 @@ for path in sorted(glob.glob(f"{out}/pytorch-*.jsonl")):
         except (ValueError, KeyError):
             pass
 
-print("| model | batch | A: samples/s | B: samples/s | median A | median B | B / A |" + (" PyTorch CUDA | B / PyTorch |" if torch else ""))
-print("|---|---|---|---|---|---|---|" + ("---|---|" if torch else ""))
+head = "".join(f" {b}: samples/s |" for b in builds) + "".join(f" median {b} |" for b in builds)
+head += " B / A |" if len(builds) == 2 else ""
+print("| model | batch |" + head + (f" PyTorch CUDA (median) | {last} / PyTorch |" if torch else ""))
+print("|---|---|" + "---|" * (2 * len(builds) + len(builds) - 1) + ("---|---|" if torch else ""))
 for batch in batches:
     for model in models:
-        runs = {b: [speed(model, batch, b, r) for r in range(1, rounds + 1)] for b in "AB"}
-        ok = {b: [v for v in runs[b] if v is not None] for b in "AB"}
+        ok = {b: [v for v in (speed(model, batch, b, r) for r in range(1, rounds + 1)) if v is not None] for b in builds}
         peer = torch.get((model, batch), [])
         tail = ""
         if torch:
-            tail = (f" {' '.join(f'{v:.0f}' for v in peer)} |" if peer else " not measured |")
-        if not ok["A"] or not ok["B"]:
-            print(f"| {model} | {batch} | not measured (see {out}) | | | | |" + (" |" * 2 if torch else ""))
+            tail = (f" {' '.join(f'{v:.0f}' for v in peer)} ({statistics.median(peer):.0f}) |" if peer else " not measured |")
+        if not all(ok.values()):
+            print(f"| {model} | {batch} | not measured (see {out}) |" + " |" * (3 * len(builds) - 2) + (" |" * 2 if torch else ""))
             continue
-        med = {b: statistics.median(ok[b]) for b in "AB"}
-        cells = {b: " ".join(f"{v:.0f}" for v in ok[b]) for b in "AB"}
+        med = {b: statistics.median(ok[b]) for b in builds}
+        row = "".join(f" {' '.join(f'{v:.0f}' for v in ok[b])} |" for b in builds)
+        row += "".join(f" {med[b]:.0f} |" for b in builds)
+        row += f" {med['B'] / med['A']:.3f} |" if len(builds) == 2 else ""
         if torch:
-            tail += f" {med['B'] / statistics.median(peer):.3f} |" if peer else " |"
-        print(f"| {model} | {batch} | {cells['A']} | {cells['B']} | {med['A']:.0f} | {med['B']:.0f} | "
-              f"{med['B'] / med['A']:.3f} |" + tail)
+            tail += f" {med[last] / statistics.median(peer):.3f} |" if peer else " |"
+        print(f"| {model} | {batch} |" + row + tail)
 PY

@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
     for (auto tile : tiles) {
       Side side{tile_name(tile)};
       measure(side, [&]() -> Result<double> {
+        const ocl::Device::KeepEvents timed(*device);
         RG_ASSIGN(ocl::Event ev, ocl::f32_gemm(*device, shape, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(), ocl::GemmLaunch{tile ? &*tile : nullptr, 0, {}}));
         return ev.seconds();
       });

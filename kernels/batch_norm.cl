@@ -53,7 +53,7 @@ inline float2 channel_affine(double gamma, double beta, double mean, double inv_
 #define kLoadsAhead 16u
 // The backward's block sums read dy, x (and the activation's output) of kGradRowsAhead rows at once
 // (a divisor of ROW_BLOCK): fewer rounds of waiting, more registers.
-#define kGradRowsAhead 32u
+#define kGradRowsAhead 16u
 
 // The gradient the backward starts from at element i: dy[i], or with `act` (FUSED_RELU or
 // FUSED_LEAKY_RELU) that activation's backward first, read from its output: out > 0 ? dy : 0, or

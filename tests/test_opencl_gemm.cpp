@@ -362,6 +362,31 @@ INSTANTIATE_TEST_SUITE_P(Transposes, OpenclGemm,
                                   (std::get<1>(info.param) == Trans::yes ? "Bt" : "B");
                          });
 
+// Outside profiling and KeepEvents a launch asks the driver for no event (half its host time on
+// NVIDIA's OpenCL): its Event still says a command was enqueued, waits by finishing the queue, and
+// refuses to be timed rather than say 0 seconds.
+TEST(OpenclGemmTiming, ALaunchWithoutKeepEventsIsUntracked) {
+  SKIP_WITHOUT_OPENCL();
+  Device& device = *open_devices().devices.at(0);
+  ASSERT_FALSE(device.profiling());
+  const int64_t n = 16;
+  Buffer a = upload_or_die(device, std::vector<float>(n * n, 1.0f), "A");
+  Buffer b = upload_or_die(device, std::vector<float>(n * n, 2.0f), "B");
+  Buffer c = upload_or_die(device, std::vector<float>(n * n, 0.0f), "C");
+  const GemmShape s{Trans::no, Trans::no, n, n, n, n, n, n};
+  auto event = f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, c.f32());
+  ASSERT_TRUE(event.ok()) << event.status().message();
+  EXPECT_TRUE(event.value().valid());
+  EXPECT_EQ(event.value().get(), nullptr);
+  ASSERT_TRUE(event.value().wait().ok());
+  auto seconds = event.value().seconds();
+  ASSERT_FALSE(seconds.ok());
+  EXPECT_NE(seconds.status().message().find("KeepEvents"), std::string::npos) << seconds.status().message();
+  auto got = download<float>(c, n * n);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  for (float v : got.value()) ASSERT_EQ(v, 2.0f * n);
+}
+
 TEST(OpenclGemmTiming, TheKernelEventIsProfiled) {
   SKIP_WITHOUT_OPENCL();
   Device& device = *open_devices().devices.at(0);
@@ -371,6 +396,7 @@ TEST(OpenclGemmTiming, TheKernelEventIsProfiled) {
   Buffer b = upload_or_die(device, random_floats(rng, n * n), "B");
   Buffer c = upload_or_die(device, std::vector<float>(n * n, 0.0f), "C");
   const GemmShape s{Trans::no, Trans::no, n, n, n, n, n, n};
+  const Device::KeepEvents timed(device);
   auto event = f32_gemm(device, s, 1.0f, a.f32(), b.f32(), 0.0f, c.f32());
   ASSERT_TRUE(event.ok()) << event.status().message();
   auto seconds = event.value().seconds();

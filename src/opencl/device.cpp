@@ -17,7 +17,9 @@ Event& Event::operator=(Event&& other) noexcept {
     if (event_ != nullptr) api_->clReleaseEvent(event_);
     api_ = other.api_;
     event_ = other.event_;
+    queue_ = other.queue_;
     other.event_ = nullptr;
+    other.queue_ = nullptr;
   }
   return *this;
 }
@@ -27,6 +29,10 @@ Event::~Event() {
 }
 
 Status Event::wait() const {
+  if (queue_ != nullptr) {  // an untracked launch: done when everything before it is
+    RG_CL_TRY(*api_, clFinish, queue_);
+    return Status();
+  }
   if (event_ == nullptr) return Status();  // nothing was enqueued (an empty launch)
   RG_CL_TRY(*api_, clWaitForEvents, 1, &event_);
   // clWaitForEvents may succeed for a command that ended in error: its status says so.
@@ -37,6 +43,7 @@ Status Event::wait() const {
 }
 
 Result<double> Event::seconds() const {
+  if (queue_ != nullptr) return Status::error("a launch timed by its event was enqueued without one (Device::KeepEvents)");
   if (event_ == nullptr) return 0.0;
   RG_TRY(wait());
   cl_ulong start = 0, end = 0;
@@ -107,10 +114,13 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceChoice& choice, const D
 }
 
 Result<Event> Device::run(const Kernel& kernel, cl_uint dims, const size_t* global, const size_t* local) {
+  const bool tracked = profiling_ || keep_events_ > 0;
   cl_event event = nullptr;
-  const cl_int code = api_.clEnqueueNDRangeKernel(queue_, kernel.handle, dims, nullptr, global, local, 0, nullptr, &event);
+  const cl_int code = api_.clEnqueueNDRangeKernel(queue_, kernel.handle, dims, nullptr, global, local, 0, nullptr,
+                                                  tracked ? &event : nullptr);
   if (code != CL_SUCCESS) return error("running kernel " + kernel.name + " of kernels/" + kernel.file, "clEnqueueNDRangeKernel", code);
   ++launches_;
+  if (!tracked) return Event::untracked(&api_, queue_);
   Event done(&api_, event);
   RG_TRY(add_profile(kernel.name, done));
   return done;

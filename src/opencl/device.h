@@ -4,6 +4,7 @@
 // Device must not outlive it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,19 +25,27 @@ struct GemmTuning;
 class Buffer;
 
 // A command's completion, and its time on the device (the queue profiles every command).
-// An empty Event stands for work that needed no command (n = 0): done, in 0 seconds.
+// An empty Event stands for work that needed no command (n = 0): done, in 0 seconds. A launch
+// enqueued without an event (Device::run outside profiling and KeepEvents) is `untracked`: its
+// wait() finishes the whole queue, and it has no time (seconds() is an error).
 class Event {
  public:
   Event() = default;
   Event(const ClApi* api, cl_event event) : api_(api), event_(event) {}
+  static Event untracked(const ClApi* api, cl_command_queue queue) {
+    Event e;
+    e.api_ = api;
+    e.queue_ = queue;
+    return e;
+  }
   Event(Event&& other) noexcept { *this = std::move(other); }
   Event& operator=(Event&& other) noexcept;
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   ~Event();
 
-  cl_event get() const { return event_; }
-  bool valid() const { return event_ != nullptr; }
+  cl_event get() const { return event_; }  // null for an untracked launch
+  bool valid() const { return event_ != nullptr || queue_ != nullptr; }  // a command was enqueued
   // Blocks until the command finished; the error of a command that failed.
   Status wait() const;
   // Seconds the command ran on the device (CL_PROFILING_COMMAND_START to END); waits first.
@@ -45,6 +54,7 @@ class Event {
  private:
   const ClApi* api_ = nullptr;
   cl_event event_ = nullptr;
+  cl_command_queue queue_ = nullptr;  // an untracked launch's queue (not owned)
 };
 
 struct DeviceOptions {
@@ -81,8 +91,23 @@ class Device {
   }
 
   // Enqueues `kernel` over `dims` dimensions (its arguments already set, kernel_args.h).
-  // `local` may be null (the driver picks).
+  // `local` may be null (the driver picks). The driver is asked for the launch's event only
+  // while profiling or inside a KeepEvents scope; else the Event is untracked (see Event): on
+  // NVIDIA's OpenCL a launch with an event took 15 us of host time, without one 7 (bench/RESULTS.md
+  // 2026-12-01), and a step of ~350 launches waited on the host.
   Result<Event> run(const Kernel& kernel, cl_uint dims, const size_t* global, const size_t* local);
+  // While one lives, launches keep their events (code that times a launch by its event: the
+  // GEMM's tuning, benchmarks).
+  class KeepEvents {
+   public:
+    explicit KeepEvents(Device& device) : device_(device) { ++device_.keep_events_; }
+    ~KeepEvents() { --device_.keep_events_; }
+    KeepEvents(const KeepEvents&) = delete;
+    KeepEvents& operator=(const KeepEvents&) = delete;
+
+   private:
+    Device& device_;
+  };
   // Waits for everything enqueued.
   Status finish();
   // Kernels enqueued by run() since the device opened (fusion's tests count a step's launches).
@@ -125,6 +150,7 @@ class Device {
   std::unique_ptr<ProgramCache> programs_;
   Capabilities capabilities_;
   bool profiling_ = false;
+  std::atomic<int> keep_events_{0};  // KeepEvents scopes open
   int64_t launches_ = 0;
   std::map<std::string, KernelTime> kernel_times_;
   std::function<void(double)> profile_listener_;

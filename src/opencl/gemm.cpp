@@ -126,7 +126,7 @@ using TrialLaunch = std::function<Result<Event>(const GemmConfig&, const Kernel&
 constexpr size_t kTrialConfigs = 3;
 using BuildKernel = std::function<Result<const Kernel*>(const GemmConfig&)>;
 using BuildAll = std::function<void(const std::vector<GemmConfig>&)>;
-std::optional<GemmConfig> timed_choice(const std::vector<GemmConfig>& ranked, const BuildKernel& build,
+std::optional<GemmConfig> timed_choice(Device& device, const std::vector<GemmConfig>& ranked, const BuildKernel& build,
                                        const BuildAll& build_all, const TrialLaunch& launch) {
   std::optional<GemmConfig> best;
   double best_seconds = std::numeric_limits<double>::infinity();
@@ -135,7 +135,7 @@ std::optional<GemmConfig> timed_choice(const std::vector<GemmConfig>& ranked, co
   for (const GemmConfig& config : trials) {
     auto kernel = build(config);
     if (!kernel.ok()) continue;
-    auto seconds = median_launch_seconds([&] { return launch(config, *kernel.value()); }, 3);
+    auto seconds = median_launch_seconds(device, [&] { return launch(config, *kernel.value()); }, 3);
     if (seconds.ok() && seconds.value() < best_seconds) best_seconds = seconds.value(), best = config;
   }
   return best;
@@ -179,7 +179,7 @@ Result<std::pair<GemmConfig, const Kernel*>> pick(Device& device, const GemmShap
   while (!rates.empty()) {
     const std::vector<GemmConfig> ranked = rank_gemm_configs(rates, slice_shape, units, tuning.size, all_units);
     const std::optional<GemmConfig> timed =
-        tuned && trial ? timed_choice(ranked, build, build_all, trial) : std::nullopt;
+        tuned && trial ? timed_choice(device, ranked, build, build_all, trial) : std::nullopt;
     const GemmConfig chosen = timed ? *timed : ranked.front();
     auto kernel = build(chosen);
     if (kernel.ok()) {

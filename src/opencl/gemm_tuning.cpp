@@ -44,7 +44,7 @@ double median(std::vector<double> v) {
 Result<double> time_product(Device& device, const GemmShape& shape, const Buffer& a, const Buffer& b, const Buffer& c,
                             const GemmConfig& config, int reps) {
   return median_launch_seconds(
-      [&] { return f32_gemm(device, shape, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(), GemmLaunch{&config, 1, {}}); }, reps);
+      device, [&] { return f32_gemm(device, shape, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(), GemmLaunch{&config, 1, {}}); }, reps);
 }
 
 struct Operands {
@@ -97,8 +97,9 @@ Status write_tuning(const Device& device, const GemmTuning& tuning) {
 
 }  // namespace
 
-Result<double> median_launch_seconds(const std::function<Result<Event>()>& launch, int reps) {
+Result<double> median_launch_seconds(Device& device, const std::function<Result<Event>()>& launch, int reps) {
   RG_CHECK(reps >= 1, "median of " << reps << " launches");
+  const Device::KeepEvents timed(device);
   std::vector<double> seconds;
   for (int r = 0; r <= reps; ++r) {
     RG_ASSIGN(const Event event, launch());

@@ -48,9 +48,10 @@ struct GemmTuneOptions {
   int reps = 3;  // timed runs per candidate after one warm-up; the median counts
 };
 
-// Median device seconds of `reps` runs of `launch` after one warm-up: how the search times a
-// candidate and a product's first call times its trials (gemm.cpp).
-Result<double> median_launch_seconds(const std::function<Result<Event>()>& launch, int reps);
+// Median device seconds of `reps` runs of `launch` on `device` after one warm-up (their events
+// kept: Device::KeepEvents): how the search times a candidate and a product's first call times
+// its trials (gemm.cpp).
+Result<double> median_launch_seconds(Device& device, const std::function<Result<Event>()>& launch, int reps);
 
 // Times every candidate on this device now, their programs built first (ProgramCache::build_all).
 // Buffers of 3 size^2 floats are counted against the device's budget (the size halves while they
