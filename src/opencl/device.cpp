@@ -114,14 +114,12 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceChoice& choice, const D
 }
 
 Result<Event> Device::run(const Kernel& kernel, cl_uint dims, const size_t* global, const size_t* local) {
-  const bool tracked = profiling_ || keep_events_ > 0;
   cl_event event = nullptr;
-  const cl_int code = api_.clEnqueueNDRangeKernel(queue_, kernel.handle, dims, nullptr, global, local, 0, nullptr,
-                                                  tracked ? &event : nullptr);
+  const cl_int code =
+      api_.clEnqueueNDRangeKernel(queue_, kernel.handle, dims, nullptr, global, local, 0, nullptr, event_slot(&event));
   if (code != CL_SUCCESS) return error("running kernel " + kernel.name + " of kernels/" + kernel.file, "clEnqueueNDRangeKernel", code);
   ++launches_;
-  if (!tracked) return Event::untracked(&api_, queue_);
-  Event done(&api_, event);
+  Event done = enqueued(event);
   RG_TRY(add_profile(kernel.name, done));
   return done;
 }

@@ -96,6 +96,11 @@ class Device {
   // NVIDIA's OpenCL a launch with an event took 15 us of host time, without one 7 (bench/RESULTS.md
   // 2026-12-01), and a step of ~350 launches waited on the host.
   Result<Event> run(const Kernel& kernel, cl_uint dims, const size_t* global, const size_t* local);
+  // Where an enqueue (run's, a fill's, a copy's) writes its event: `slot` while events are kept
+  // (profiling, KeepEvents), else null, no event asked of the driver; then enqueued() makes the
+  // Event of what it enqueued (untracked without one).
+  cl_event* event_slot(cl_event* slot) const { return profiling_ || keep_events_ > 0 ? slot : nullptr; }
+  Event enqueued(cl_event event) const { return event != nullptr ? Event(&api_, event) : Event::untracked(&api_, queue_); }
   // While one lives, launches keep their events (code that times a launch by its event: the
   // GEMM's tuning, benchmarks).
   class KeepEvents {

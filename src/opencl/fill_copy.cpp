@@ -13,11 +13,11 @@ Result<Event> f32_fill_zero(Device& device, DeviceSpan span) {
   cl_event event = nullptr;
   const cl_int code =
       device.api().clEnqueueFillBuffer(device.queue(), span.mem, &zero, sizeof zero, static_cast<size_t>(span.offset) * 4,
-                                       static_cast<size_t>(span.count) * 4, 0, nullptr, &event);
+                                       static_cast<size_t>(span.count) * 4, 0, nullptr, device.event_slot(&event));
   if (code != CL_SUCCESS) {
     return device.error("zeroing " + format_bytes(span.count * 4), "clEnqueueFillBuffer", code);
   }
-  return Event(&device.api(), event);
+  return device.enqueued(event);
 }
 
 Result<Event> f32_copy(Device& device, DeviceSpan from, DeviceSpan to, int64_t n) {
@@ -31,9 +31,9 @@ Result<Event> f32_copy(Device& device, DeviceSpan from, DeviceSpan to, int64_t n
   cl_event event = nullptr;
   const cl_int code = device.api().clEnqueueCopyBuffer(device.queue(), from.mem, to.mem, static_cast<size_t>(from.offset) * 4,
                                                        static_cast<size_t>(to.offset) * 4, static_cast<size_t>(n) * 4, 0,
-                                                       nullptr, &event);
+                                                       nullptr, device.event_slot(&event));
   if (code != CL_SUCCESS) return device.error("copying " + format_bytes(n * 4), "clEnqueueCopyBuffer", code);
-  return Event(&device.api(), event);
+  return device.enqueued(event);
 }
 
 }  // namespace rg::ocl
