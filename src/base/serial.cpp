@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/input_file.h"
+#include "base/memory.h"
 
 namespace rg {
 
@@ -122,13 +123,20 @@ std::string fnv1a_hex(const std::string& text) {
   return tag;
 }
 
-Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, const std::string& what) {
+Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, const std::string& what, int64_t max_bytes) {
   RG_ASSIGN(const InputFile in, open_input_file(path, what));
+  auto too_large = [&](const std::string& size) {
+    return Status::error(path + ": " + size + ", more than the " + format_bytes(max_bytes) + " " + what + " may hold");
+  };
+  if (max_bytes >= 0 && in.size > max_bytes) return too_large(format_bytes(in.size));
   std::vector<uint8_t> bytes;
   uint8_t buffer[1 << 16];
   size_t got;
   // To the end, not to the size stat gave: a file may grow meanwhile, and /proc's say 0.
-  while ((got = std::fread(buffer, 1, sizeof buffer, in.file.get())) > 0) bytes.insert(bytes.end(), buffer, buffer + got);
+  while ((got = std::fread(buffer, 1, sizeof buffer, in.file.get())) > 0) {
+    bytes.insert(bytes.end(), buffer, buffer + got);
+    if (max_bytes >= 0 && static_cast<int64_t>(bytes.size()) > max_bytes) return too_large("grown while read");
+  }
   if (std::ferror(in.file.get()) != 0) return Status::error(path + ": read error: " + std::strerror(errno));
   return bytes;
 }

@@ -63,7 +63,10 @@ constexpr uint64_t kFnv1aStart = 1469598103934665603ull;
 uint64_t fnv1a_update(uint64_t hash, const uint8_t* data, size_t size);
 
 // Reads a whole regular file (input_file.h's check: `what` it should be); the error names the path.
-Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, const std::string& what = "a regular file");
+// With max_bytes >= 0 a larger file is refused before it is read (its size and the limit named),
+// and so is one that grows past the limit while it is read (never more than max_bytes + 1 held).
+Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, const std::string& what = "a regular file",
+                                             int64_t max_bytes = -1);
 // Writing files: write_file_atomic in base/output_file.h.
 
 }  // namespace rg

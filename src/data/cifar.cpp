@@ -82,12 +82,7 @@ Status read_batch(const std::string& path, int64_t records, uint8_t* samples, in
 // batches.meta.txt: the class names, one per line, in label order (blank lines ignored).
 Result<std::vector<std::string>> read_class_names(const std::string& path) {
   constexpr int64_t kMaxBytes = 64 << 10;  // ten names take a hundred bytes
-  RG_ASSIGN(const int64_t size, input_file_size(path, "a class-names file"));
-  if (size > kMaxBytes) {
-    return Status::error(path + ": " + format_bytes(size) + ", more than the " + format_bytes(kMaxBytes) +
-                         " a class-names file may hold (one name a line)");
-  }
-  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path, "a class-names file"));
+  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path, "a class-names file (one name a line)", kMaxBytes));
   std::vector<std::string> names;
   std::string line;
   auto finish_line = [&] {

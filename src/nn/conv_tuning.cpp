@@ -49,9 +49,7 @@ std::string cache_key(const Conv2D& conv, int64_t batch, bool with_dx) {
 // The cache's lines; an error says why the file cannot be used (a missing file is no entries).
 Result<Timings> read_cache(const std::string& path) {
   if (!path_exists(path)) return Timings{};
-  RG_ASSIGN(const int64_t size, input_file_size(path, "the conv algorithm cache"));  // a regular file
-  if (size > kCacheMaxBytes) return Status::error(path + ": larger than 1 MiB");
-  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path, "the conv algorithm cache"));
+  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path, "the conv algorithm cache", kCacheMaxBytes));
   std::istringstream in(std::string(bytes.begin(), bytes.end()));
   std::string line;
   if (!read_line(in, line) || line != kCacheHeader) return Status::error(path + ": line 1 is not '" + kCacheHeader + "'");

@@ -237,11 +237,7 @@ namespace {
 // products and convolutions' choices), its size checked before it is read whole.
 Result<std::string> read_tuning_file(const std::string& path) {
   constexpr int64_t kMaxTuningFileBytes = int64_t{1} << 20;
-  RG_ASSIGN(const int64_t size, input_file_size(path, "a GEMM tuning file"));
-  if (size > kMaxTuningFileBytes) {
-    return Status::error(path + " is " + std::to_string(size) + " bytes, more than a GEMM tuning file's 1 MiB");
-  }
-  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path, "a GEMM tuning file"));
+  RG_ASSIGN(const std::vector<uint8_t> bytes, read_file_bytes(path, "a GEMM tuning file", kMaxTuningFileBytes));
   return std::string(bytes.begin(), bytes.end());
 }
 }  // namespace

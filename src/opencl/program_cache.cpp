@@ -102,9 +102,8 @@ Result<cl_program> ProgramCache::program(const std::string& file, const std::str
 }
 
 cl_program ProgramCache::load_binary(const std::string& path, const std::string& key, const std::string& options) {
-  const auto size = input_file_size(path, "a program binary");  // none, or not a regular file: an error
-  if (!size.ok() || size.value() > kMaxProgramBinaryFileBytes) return nullptr;
-  const auto file = read_file_bytes(path, "a program binary");
+  // None, not a regular file or past the limit: built from source.
+  const auto file = read_file_bytes(path, "a program binary", kMaxProgramBinaryFileBytes);
   if (!file.ok()) return nullptr;
   const auto binary = program_binary_of(file.value(), key);
   if (!binary.ok() || binary.value().empty()) return nullptr;
