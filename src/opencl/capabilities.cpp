@@ -393,7 +393,8 @@ Result<Capabilities> test_capabilities(Device& device, const CapabilityOptions& 
   const std::string path = cache_path(device, start);
   std::string cache_note;
   if (options.cache) {
-    if (auto bytes = read_file_bytes(path); bytes.ok()) {
+    constexpr int64_t kMaxCacheBytes = int64_t{64} << 10;  // a few lines: never a large file read whole
+    if (auto bytes = read_file_bytes(path, "a capabilities cache", kMaxCacheBytes); bytes.ok()) {
       auto cached = parse_cache(device, start, std::string(bytes.value().begin(), bytes.value().end()), path);
       if (cached.ok()) {
         cached.value().source = "read from " + path;
