@@ -1,11 +1,12 @@
 #!/bin/bash
-# Two builds of retrograd side by side: `train` of each model at each batch, the builds run
-# alternately for ROUNDS rounds, A first in odd rounds and B first in even ones (so a noisy
-# machine's drift and a warming device fall on both), the second of two epochs' samples/s (the
-# first builds kernels and warms caches) from --json. Prints a Markdown table: each run, the
+# Two builds of retrograd side by side (or one: BIN_B empty): `train` of each model at each batch,
+# the builds run alternately for ROUNDS rounds, A first in odd rounds and B first in even ones (so
+# a noisy machine's drift and a warming device fall on both), the second of two epochs' samples/s
+# (the first builds kernels and warms caches) from --json. Prints a Markdown table: each run, the
 # medians, B / A, and with PYTORCH_CUDA PyTorch CUDA's figure of the same model and batch, run
-# once before the rounds and once after (bench/pytorch_cuda.py train), and B / PyTorch. For a
-# change's cost: A the commit before it, B the commit with it.
+# once before the rounds and once after (or after each round) (bench/pytorch_cuda.py train), and
+# B / PyTorch (A / PyTorch with one build). For a change's cost: A the commit before it, B the
+# commit with it.
 #   BIN_A=old/retrograd BIN_B=new/retrograd DEVICE=cl:0:0 DATA=fashion-mnist bash bench/ab_train.sh
 #   (the GPU machine: OCL_ICD_FILENAMES=libnvidia-opencl.so.1 SEPARATE_CACHES=1 BATCHES="256 64"
 #    MODELS="rcnn resnet20 dcgan" PYTORCH_CUDA=/opt/torch/.venv/bin/python3 TIME_LIMIT=500 ...)
@@ -51,7 +52,7 @@ pytorch() {  # the PyTorch CUDA figures into OUT/pytorch-$1.jsonl
 [ "$PYTORCH_EACH_ROUND" = 1 ] || pytorch before
 for round in $(seq "$ROUNDS"); do
   order=$BUILDS
-  [ $((round % 2)) -eq 0 ] && order=$(echo $BUILDS | rev)  # whichever runs first in a round, half the time each
+  [ -n "$BIN_B" ] && [ $((round % 2)) -eq 0 ] && order="B A"  # whichever runs first in a round, half the time each
   for batch in $BATCHES; do
     for model in $MODELS; do
       for build in $order; do
@@ -71,7 +72,13 @@ for round in $(seq "$ROUNDS"); do
       done
     done
   done
-  [ "$PYTORCH_EACH_ROUND" = 1 ] && pytorch "round-$round"
+  if [ "$PYTORCH_EACH_ROUND" = 1 ]; then
+    if [ "$TIME_LIMIT" -gt 0 ] && [ "$SECONDS" -ge "$TIME_LIMIT" ]; then
+      echo "skipped PyTorch CUDA of round $round: past TIME_LIMIT=$TIME_LIMIT s"
+    else
+      pytorch "round-$round"
+    fi
+  fi
 done
 [ "$PYTORCH_EACH_ROUND" = 1 ] || pytorch after
 

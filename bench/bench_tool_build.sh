@@ -1,5 +1,5 @@
 # Sourced by the scripts of bench/ that build a C++ tool against a meson build's static libraries
-# (opencl_gemm_vs_clblast.sh, opencl_conv_bench.sh, opencl_bn_bench.sh): the libraries to make,
+# (opencl_gemm_vs_clblast.sh, opencl_conv_bench.sh, opencl_bn_bench.sh, opencl_launch_bench.sh): the libraries to make,
 # the compile command, and the build-then-run of a one-file tool. The core library needs the ISA levels' kernels, stb and the device layers' registry,
 # so they are linked as one group.
 bench_tool_libs=(libretrograd_core.a libretrograd_cl_layers.a libretrograd_dist.a libretrograd_stb.a)

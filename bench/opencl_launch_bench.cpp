@@ -1,11 +1,11 @@
 // What one kernel launch costs on an OpenCL device, host and device (issue 33: resnet20 at batch
-// 256 runs ~350 launches a step on the H200, and a batch norm of 3 MB takes as long as one of
+// 256 runs ~300 launches a step on the H200, and a batch norm of 3 MB takes as long as one of
 // 13 MB). An elementwise add of n floats (out = a + b) launched LAUNCHES times back to back, five
 // ways: "ours" through ocl::f32_add (kernel lookup, argument checks and setting, no event asked of
 // the driver: what every layer pays), "ours+event" the same in a Device::KeepEvents scope (every
 // launch before 2026-12-01), "raw+event" the same kind of kernel built here with its arguments
 // set once and only clEnqueueNDRangeKernel with an event (released at once) per launch, "raw" the same
-// without an event, "raw+args" setting its 4 arguments each launch too. Per launch: the host's
+// without an event, "raw+event+args" setting its 4 arguments each launch too. Per launch: the host's
 // enqueue time (to the last enqueue returned) and the wall time to the queue's finish, in us, the
 // median [min, max] of --reps after 2 warm-ups; the wall time at the large n (bandwidth-bound)
 // beside the small one (launch-bound) tells the device's own floor a kernel. Exit 2 on a bad
@@ -13,6 +13,7 @@
 //
 // usage: opencl_launch_bench [--device cl:P:D] [--reps 7] [--launches 200] [--sizes 1024,3211264]
 // Built by bench/opencl_launch_bench.sh (against the build's static libraries).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -104,6 +105,7 @@ struct RawAdd {
   cl_kernel kernel;
   cl_uint n;
   cl_mem a, b, out;
+  size_t local;  // 256, or the kernel's limit where lower
   void set_args() const {
     const ocl::ClApi& api = device.api();
     const std::pair<size_t, const void*> args[] = {{sizeof n, &n}, {sizeof a, &a}, {sizeof b, &b}, {sizeof out, &out}};
@@ -113,7 +115,7 @@ struct RawAdd {
     }
   }
   void enqueue(bool with_event) const {
-    const size_t local = 256, global = (n + local - 1) / local * local;
+    const size_t global = (n + local - 1) / local * local;
     cl_event event = nullptr;
     const cl_int code = device.api().clEnqueueNDRangeKernel(device.queue(), kernel, 1, nullptr, &global, &local, 0,
                                                             nullptr, with_event ? &event : nullptr);
@@ -139,11 +141,15 @@ void bench_size(ocl::Device& device, cl_kernel raw, int64_t n, const Options& o)
     const ocl::Device::KeepEvents events(device);
     print_row(n, "ours+event", time_launches(device, o, ours));
   }
-  const RawAdd r{device, raw, static_cast<cl_uint>(n), a.mem(), b.mem(), out.mem()};
+  size_t limit = 256;
+  const cl_int code = device.api().clGetKernelWorkGroupInfo(raw, device.id(), CL_KERNEL_WORK_GROUP_SIZE, sizeof limit,
+                                                            &limit, nullptr);
+  check(ocl::cl_status("clGetKernelWorkGroupInfo", code), "raw_add");
+  const RawAdd r{device, raw, static_cast<cl_uint>(n), a.mem(), b.mem(), out.mem(), std::min<size_t>(256, limit)};
   r.set_args();
   print_row(n, "raw+event", time_launches(device, o, [&] { r.enqueue(true); }));
   print_row(n, "raw", time_launches(device, o, [&] { r.enqueue(false); }));
-  print_row(n, "raw+args", time_launches(device, o, [&] {
+  print_row(n, "raw+event+args", time_launches(device, o, [&] {
               r.set_args();
               r.enqueue(true);
             }));

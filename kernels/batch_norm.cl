@@ -7,7 +7,7 @@
 // work-group a channel) also leave each channel's float constants, computed from the doubles as
 // the CPU computes them, for the elementwise kernels (one item per element, float only). `saved`
 // (src/opencl/batch_norm.h's layout): double [4 channels] mean and inv_std (forward), sum dy and
-// sum dy xhat (backward); float [kConstants channels] the constants; then the block partials
+// sum dy xhat (backward); float [CONSTANTS channels] the constants; then the block partials
 // (floats). Needs cl_khr_fp64.
 // Launchers: src/opencl/batch_norm.cpp.
 #pragma OPENCL FP_CONTRACT OFF  // two roundings where the CPU has two
@@ -22,7 +22,8 @@
 
 // The channels' float constants in `saved`, after its 4 channels doubles: constant k of channel c at
 // float [k channels + c]. CONSTANTS (unsigned, a build option): how many src/opencl/batch_norm.h keeps.
-// y = x scale + shift (the forward's; channel_affine); dx = a dy + b x + d (the backward's; dx_terms).
+// y = x scale + shift (the forward's; keep_statistics); dx = a dy + b x + d (the backward's; keep_dx_terms).
+// Written by the per-channel kernels (channel_constants), read by the elementwise ones (read_constants).
 #define kScale 0u
 #define kShift 1u
 #define kDxA 2u
@@ -51,9 +52,6 @@ inline float2 channel_affine(double gamma, double beta, double mean, double inv_
 // order): its loop then waits on memory once a round, not once a term. One a term left resnet20's
 // batch norm at 0.4-0.6 TB/s on the H200, latency-bound (bench/RESULTS.md 2026-11-30).
 #define kLoadsAhead 16u
-// The backward's block sums read dy, x (and the activation's output) of kGradRowsAhead rows at once
-// (a divisor of ROW_BLOCK): fewer rounds of waiting, more registers.
-#define kGradRowsAhead 16u
 
 // The gradient the backward starts from at element i: dy[i], or with `act` (FUSED_RELU or
 // FUSED_LEAKY_RELU) that activation's backward first, read from its output: out > 0 ? dy : 0, or
@@ -65,9 +63,10 @@ inline float act_grad(__global const float* dy, __global const float* out, uint 
 // The statistics and sums run in two steps so that every row block is worked at once: one item
 // per (row block, channel) takes its block in float, in row order (f32_batch_norm_block_sums),
 // then one work-group per channel merges the blocks into double, an item a group of 64 blocks,
-// then the groups in order (the finish kernels): the CPU's operations, in its order. The partials live in `saved` after its 4 channels
-// doubles, as floats [2][blocks][channels] (pass 0: the block's mean, sum x / rows, and its M2,
-// sum (x - that mean)^2; pass 1: sum dy and sum dy xhat).
+// then the groups in order (the finish kernels): the CPU's operations, in its order. The partials
+// live in `saved` after its doubles and the constants (src/opencl/batch_norm.cpp's block_sums_of),
+// as floats [2][blocks][channels] (pass 0: the block's mean, sum x / rows, and its M2, sum (x -
+// that mean)^2; pass 1: sum dy and sum dy xhat).
 __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __global const float* x, uint x_offset,
                                         __global const float* dy, uint dy_offset, uint act, float slope,
                                         __global const float* act_out, uint act_out_offset,
@@ -102,19 +101,20 @@ __kernel void f32_batch_norm_block_sums(uint rows, uint channels, uint pass, __g
     const float mean = (float)s[c], inv_std = (float)s[channels + c];
     // Each round's reads issued before its adds, none behind a branch on `act` (without one, the
     // output read is dy's: the launcher passes dy for it).
-    for (uint r = r0; r < r1; r += kGradRowsAhead) {
-      float g[kGradRowsAhead], ov[kGradRowsAhead], xv[kGradRowsAhead];
+    // kLoadsAhead rows of the three a round: 32 and 64 ran slower on the H200 (bench/RESULTS.md 2026-12-01).
+    for (uint r = r0; r < r1; r += kLoadsAhead) {
+      float g[kLoadsAhead], ov[kLoadsAhead], xv[kLoadsAhead];
 #pragma unroll
-      for (uint j = 0; j < kGradRowsAhead; ++j) {
+      for (uint j = 0; j < kLoadsAhead; ++j) {
         const bool in = r + j < r1;
         g[j] = in ? dyc[(r + j) * channels] : 0.0f;
         ov[j] = in ? oc[(r + j) * channels] : 0.0f;
         xv[j] = in ? xc[(r + j) * channels] : 0.0f;
       }
 #pragma unroll
-      for (uint j = 0; j < kGradRowsAhead; ++j) g[j] = fused_activation_grad(g[j], ov[j], act, slope);
+      for (uint j = 0; j < kLoadsAhead; ++j) g[j] = fused_activation_grad(g[j], ov[j], act, slope);
 #pragma unroll
-      for (uint j = 0; j < kGradRowsAhead; ++j) {
+      for (uint j = 0; j < kLoadsAhead; ++j) {
         if (r + j >= r1) break;
         p0 = p0 + g[j];
         p1 = p1 + g[j] * (xv[j] - mean) * inv_std;
@@ -318,7 +318,7 @@ __kernel void f32_batch_norm_apply(uint n, uint channels, __global const float* 
 }
 
 // Inference's constants for a product's epilogue (gemm.cl's affine): affine [2][channels] = scale,
-// then shift, from the running statistics, the floats f32_batch_norm_apply computes after
+// then shift, from the running statistics, the floats f32_batch_norm_apply reads after
 // f32_batch_norm_variance in inference. One item per channel.
 __kernel void f32_batch_norm_inference_affine(uint channels, ulong eps_bits, __global const float* gamma,
                                               uint gamma_offset, __global const float* beta, uint beta_offset,

@@ -1,7 +1,8 @@
 // Host launchers of kernels/activation.cl: activations and their gradients, the row softmax,
 // the bias add over rows and the column sum, as the CPU's f32 functions compute them
 // (ops/elementwise.h). Spans are f32 elements and must hold what the shape needs; nothing to
-// do enqueues nothing. The returned Event times the kernel.
+// do enqueues nothing. The returned Event is the kernel's (timed while profiling or in a
+// Device::KeepEvents scope; device.h).
 #pragma once
 
 #include <cstdint>

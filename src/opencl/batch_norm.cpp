@@ -49,7 +49,7 @@ BlockSums block_sums_of(DeviceSpan saved, int64_t channels) {
 }
 
 // The activation the kernels take the backward of and its output, or none with dy standing in
-// for the output (never read).
+// for the output (the block sums read it in its place; FUSED_NONE's gradient is dy whatever it holds).
 struct ActivationArgs {
   cl_uint act;
   float slope;

@@ -32,7 +32,7 @@ inline int64_t batch_norm_saved_count(int64_t channels, int64_t rows) {
 // y [rows, channels] = gamma (x - mean) inv_std + beta, per channel, as BatchNorm::forward. Training:
 // mean, var of the batch; running_mean/var [channels] updated with momentum (var unbiased). Not:
 // the running statistics. saved: double [batch_norm_saved_count(channels, rows)] (element_span of a
-// buffer), for the backward. Five kernels in training, two in inference; the event is the last's.
+// buffer), for the backward. Three kernels in training, two in inference; the event is the last's.
 // `activation` (relu, leaky relu) is applied to y as it is stored: the bits of its own kernel
 // after this one, a launch less (its backward then reads y: ClModel's fusion). rows = 0: nothing enqueued.
 Result<Event> f32_batch_norm_forward(Device& device, int64_t rows, int64_t channels, bool training, double momentum,

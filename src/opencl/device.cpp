@@ -106,6 +106,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceChoice& choice, const D
   device->capabilities_.local_mem_reported = info.local_mem_bytes;
   device->capabilities_.fp16_reported = info.has_extension("cl_khr_fp16");
   if (options.test_capabilities) {
+    const KeepEvents waited(*device);  // the probes wait on their launches: each command's own error
     auto tested = test_capabilities(*device, options.capability);
     if (!tested.ok()) return tested.status().with_context("testing the capabilities of " + device->label_ + ": ");
     device->capabilities_ = tested.take();

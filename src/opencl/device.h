@@ -4,7 +4,6 @@
 // Device must not outlive it.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -25,9 +24,9 @@ struct GemmTuning;
 class Buffer;
 
 // A command's completion, and its time on the device (the queue profiles every command).
-// An empty Event stands for work that needed no command (n = 0): done, in 0 seconds. A launch
-// enqueued without an event (Device::run outside profiling and KeepEvents) is `untracked`: its
-// wait() finishes the whole queue, and it has no time (seconds() is an error).
+// An empty Event stands for work that needed no command (n = 0): done, in 0 seconds. A launch,
+// fill or copy enqueued without an event (outside profiling and Device::KeepEvents) is
+// `untracked`: its wait() finishes the whole queue, and it has no time (seconds() is an error).
 class Event {
  public:
   Event() = default;
@@ -44,9 +43,10 @@ class Event {
   Event& operator=(const Event&) = delete;
   ~Event();
 
-  cl_event get() const { return event_; }  // null for an untracked launch
+  cl_event get() const { return event_; }  // null for an untracked command
   bool valid() const { return event_ != nullptr || queue_ != nullptr; }  // a command was enqueued
-  // Blocks until the command finished; the error of a command that failed.
+  // Blocks until the command finished; the error of a command that failed (untracked: the queue's
+  // finish, whose error is the queue's, not the command's).
   Status wait() const;
   // Seconds the command ran on the device (CL_PROFILING_COMMAND_START to END); waits first.
   Result<double> seconds() const;
@@ -93,8 +93,8 @@ class Device {
   // Enqueues `kernel` over `dims` dimensions (its arguments already set, kernel_args.h).
   // `local` may be null (the driver picks). The driver is asked for the launch's event only
   // while profiling or inside a KeepEvents scope; else the Event is untracked (see Event): on
-  // NVIDIA's OpenCL a launch with an event took 15 us of host time, without one 7 (bench/RESULTS.md
-  // 2026-12-01), and a step of ~350 launches waited on the host.
+  // NVIDIA's OpenCL a launch with an event took 13-15 us of host time, without one 5-7
+  // (bench/RESULTS.md 2026-12-01), and resnet20's ~300 launches a step waited on the host.
   Result<Event> run(const Kernel& kernel, cl_uint dims, const size_t* global, const size_t* local);
   // Where an enqueue (run's, a fill's, a copy's) writes its event: `slot` while events are kept
   // (profiling, KeepEvents), else null, no event asked of the driver; then enqueued() makes the
@@ -155,7 +155,7 @@ class Device {
   std::unique_ptr<ProgramCache> programs_;
   Capabilities capabilities_;
   bool profiling_ = false;
-  std::atomic<int> keep_events_{0};  // KeepEvents scopes open
+  int keep_events_ = 0;  // KeepEvents scopes open (a Device is driven from one thread, as profiling_)
   int64_t launches_ = 0;
   std::map<std::string, KernelTime> kernel_times_;
   std::function<void(double)> profile_listener_;

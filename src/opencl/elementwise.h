@@ -1,5 +1,6 @@
 // Host launchers of kernels/elementwise.cl: each checks the sizes, sets the arguments and
-// enqueues one work-item per element; the returned Event times the kernel. Spans are in
+// enqueues one work-item per element; the returned Event is the kernel's (timed while profiling
+// or in a Device::KeepEvents scope). Spans are in
 // elements (f32 or f16 as named) and must hold n; n = 0 enqueues nothing.
 #pragma once
 
