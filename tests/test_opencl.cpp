@@ -565,6 +565,13 @@ TEST(OpenclPrograms, BuiltProgramsAreKeptAsBinariesAndLoadedByALaterRun) {
   write_file(other, "");
   std::filesystem::resize_file(other, uintmax_t{100} << 20);
   std::filesystem::last_write_time(other, now - std::chrono::hours(40));
+  // A binary's write temporary two hours old goes; one just begun, and an old one of another
+  // name, stay.
+  const std::string stale = old[2] + ".tmp-123-0123abcd", fresh = old[2] + ".tmp-124-0123abcd";
+  const std::string not_ours = other + ".tmp-123-0123abcd";
+  for (const std::string& t : {stale, fresh, not_ours}) write_file(t, "partial");
+  std::filesystem::last_write_time(stale, now - std::chrono::hours(2));
+  std::filesystem::last_write_time(not_ours, now - std::chrono::hours(2));
   {
     auto pruning = open();
     EXPECT_EQ(add_bias_of(*pruning), want);
@@ -575,6 +582,9 @@ TEST(OpenclPrograms, BuiltProgramsAreKeptAsBinariesAndLoadedByALaterRun) {
   EXPECT_TRUE(std::filesystem::exists(old[2]));
   EXPECT_TRUE(std::filesystem::exists(path)) << "the binary just written stays";
   EXPECT_TRUE(std::filesystem::exists(other)) << "not a binary's name";
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(fresh));
+  EXPECT_TRUE(std::filesystem::exists(not_ours));
 
   std::filesystem::remove_all(dir);
   for (const char* setting : {"0", static_cast<const char*>(nullptr)}) {

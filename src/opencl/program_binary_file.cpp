@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <ctime>
 
 #include "base/files.h"
+#include "base/output_file.h"
 #include "base/serial.h"
 
 namespace rg::ocl {
@@ -73,6 +75,19 @@ bool is_program_binary_name(const std::string& name) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+namespace {
+
+// A binary's write temporary (output_file.h's PATH.tmp-<pid>-<8 hex>) left by a process killed
+// while writing it, `age` seconds old: an hour gives any writer time to finish.
+bool stale_temporary(const std::string& folder, const std::string& name, int64_t age) {
+  const size_t at = name.find(".tmp-");
+  if (at == std::string::npos || age < 3600) return false;
+  const std::string binary = name.substr(0, at);
+  return is_program_binary_name(binary) && is_temporary_of(join_path(folder, binary), name);
+}
+
+}  // namespace
+
 void prune_program_binaries(const std::string& folder, const std::string& keep) {
   const auto names = list_folder(folder);
   if (!names.ok()) return;
@@ -82,10 +97,16 @@ void prune_program_binaries(const std::string& folder, const std::string& keep) 
   };
   std::vector<Entry> entries;
   int64_t total = 0;
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
   for (const std::string& name : names.value()) {
     struct stat info {};
     const std::string path = join_path(folder, name);
-    if (!is_program_binary_name(name) || stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) continue;
+    if (stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) continue;
+    if (stale_temporary(folder, name, now - static_cast<int64_t>(info.st_mtime))) {
+      std::remove(path.c_str());
+      continue;
+    }
+    if (!is_program_binary_name(name)) continue;
     total += static_cast<int64_t>(info.st_size);
     if (name != keep) entries.push_back({static_cast<int64_t>(info.st_mtime), static_cast<int64_t>(info.st_size), path});
   }

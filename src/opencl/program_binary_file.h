@@ -25,7 +25,8 @@ constexpr int64_t kMaxProgramBinaryFolderBytes = int64_t{256} << 20;
 // "opencl-program-<16 hex digits>.bin": the names prune_program_binaries may remove.
 bool is_program_binary_name(const std::string& name);
 // Removes the oldest program binaries of `folder` (by modification time) while they hold more
-// than kMaxProgramBinaryFolderBytes, down to three quarters of it; never `keep` (a name).
+// than kMaxProgramBinaryFolderBytes, down to three quarters of it; never `keep` (a name). And
+// any binary's write temporary an hour old (left by a process killed while writing it).
 void prune_program_binaries(const std::string& folder, const std::string& keep);
 
 // The file's bytes for `binary`, made for `key` (one line: no newline in it).
