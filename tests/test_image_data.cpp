@@ -701,6 +701,12 @@ TEST(Cifar10, PlanarRecordsBecomeHwcSamples) {
     meta << "only\nthree\nnames\n";
   }
   expect_error(load_cifar10_folder(tmp.path()), {"batches.meta.txt", "3 class names", "10"});
+  {  // 70 KiB of names: refused by its size before it is read
+    std::ofstream meta(tmp.path() + "/batches.meta.txt", std::ios::binary);
+    meta << std::string(70 << 10, 'a');
+  }
+  expect_error(load_cifar10_folder(tmp.path()),
+               {"batches.meta.txt: 70.0 KiB, more than the 64.0 KiB a class-names file (one name a line) may hold"});
 }
 
 TEST(Cifar10, TruncatedMissingAndBadLabelFilesAreNamed) {

@@ -497,6 +497,16 @@ TEST(ConvTuning, TheCacheDecidesAndABadOneIsSaid) {
         << times << ": " << redone.value()[0].source;
     EXPECT_EQ(read_text(dir + "/conv-algorithms.txt"), bad) << times;
   }
+  {  // 2 MiB (sparse): refused by its size, never read whole, left as it is
+    std::filesystem::resize_file(dir + "/conv-algorithms.txt", uintmax_t{2} << 20);
+    auto large = choose_conv_algorithms(*model, 4, ctx);
+    ASSERT_TRUE(large.ok());
+    EXPECT_NE(large.value()[0].source.find("the cache was not used: " + dir + "/conv-algorithms.txt: 2.0 MiB, more " +
+                                           "than the 1.0 MiB the conv algorithm cache may hold"),
+              std::string::npos)
+        << large.value()[0].source;
+    EXPECT_EQ(std::filesystem::file_size(dir + "/conv-algorithms.txt"), uintmax_t{2} << 20);
+  }
 
   ctx.gemm = GemmPrecision::fixed_point;  // int8 training: the GEMM, nothing timed
   auto int8 = choose_conv_algorithms(*model, 4, ctx);
