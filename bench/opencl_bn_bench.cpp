@@ -11,7 +11,6 @@
 //          [--shapes 200704x16,50176x32,12544x64]  (ROWSxCHANNELS: rows = n h w; the defaults are
 //          resnet20's three stages at batch 256)
 // Built by bench/opencl_bn_bench.sh (against the build's static libraries).
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -115,16 +114,10 @@ std::vector<Pass> passes(ocl::Device& device, const Shape2& s, const Buffers& b)
 }
 
 Spread time_pass(ocl::Device& device, const Pass& pass, const Options& o) {
-  std::vector<double> ms;
-  for (int r = 0; r < 2 + o.reps; ++r) {
-    check(device.finish(), "finish");
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int l = 0; l < o.launches; ++l) check(pass.run().status(), pass.name);
-    check(device.finish(), "finish");
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / o.launches;
-    if (r >= 2) ms.push_back(1e3 * s);
-  }
-  return spread(ms);
+  return time_launches(device, o.reps, o.launches, 1e3, [&] {
+           check(pass.run().status(), pass.name);
+           return true;
+         }).wall;
 }
 
 // One profiled call: each kernel's device time, "name us" apart.
@@ -153,7 +146,7 @@ std::string kernel_times(ocl::Device& device, const Pass& pass) {
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
   auto device = open_opencl_device(o.device);
-  std::printf("device:  %s, driver %s\n", device->label().c_str(), device->info().driver_version.c_str());
+  print_device_line(*device);
   std::printf("ms a call: median [min, max] of %d rounds of %d calls after 2 warm-ups (host wall, to finish); "
               "GB/s: the least traffic over the median; kernels: one profiled call's device us\n\n",
               o.reps, o.launches);

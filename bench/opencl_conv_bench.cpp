@@ -15,7 +15,6 @@
 //          [--configs auto,candidates,128x32x16/16x8/v4/p,...]  (candidates: gemm_config.h's list)
 //          [--slices 0,100,200]  (the weight gradient's split over K; 0: gemm_k_slices decides)
 // Built by bench/opencl_conv_bench.sh (against the build's static libraries).
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -167,24 +166,16 @@ struct Timed {
 };
 Timed time_pass(ocl::Device& device, const Pass& pass, const ocl::GemmLaunch& how, const Options& o) {
   Timed t;
-  std::vector<double> ms;
-  auto calls = [&](int count) {
-    for (int l = 0; l < count && t.error.empty(); ++l)
-      if (auto e = pass.run(how); !e.ok()) t.error = e.status().message();
-    check(device.finish(), "finish");
+  auto call = [&] {
+    if (auto e = pass.run(how); !e.ok()) t.error = e.status().message();
+    return t.error.empty();
   };
-  for (int r = 0; r < 2 + o.reps && t.error.empty(); ++r) {
-    check(device.finish(), "finish");
-    const auto t0 = std::chrono::steady_clock::now();
-    calls(o.launches);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / o.launches;
-    if (r >= 2) ms.push_back(1e3 * s);
-  }
+  t.ms = time_launches(device, o.reps, o.launches, 1e3, call).wall;
   if (!t.error.empty()) return t;
-  t.ms = spread(ms);
   poison(*pass.out);
   if (device.gemm_scratch_slot()) poison(*device.gemm_scratch_slot());
-  calls(1);
+  call();
+  check(device.finish(), "finish");
   t.out = get(ocl::download<float>(*pass.out, pass.out->bytes() / 4), "reading back");
   return t;
 }
@@ -227,7 +218,7 @@ int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
   auto device = open_opencl_device(o.device);
   check(ocl::reserve_gemm_scratch(*device), "the GEMM scratch");
-  std::printf("device:  %s, driver %s\n", device->label().c_str(), device->info().driver_version.c_str());
+  print_device_line(*device);
   std::printf("tuning:  %s\n", ocl::gemm_tuning(*device).source.c_str());
   std::printf("batch %lld; ms a call: median [min, max] of %d rounds of %d calls after 2 warm-ups (host wall, to finish)\n\n",
               static_cast<long long>(o.batch), o.reps, o.launches);

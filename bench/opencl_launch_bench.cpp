@@ -14,7 +14,6 @@
 // usage: opencl_launch_bench [--device cl:P:D] [--reps 7] [--launches 200] [--sizes 1024,3211264]
 // Built by bench/opencl_launch_bench.sh (against the build's static libraries).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -79,25 +78,12 @@ cl_kernel build_raw_kernel(const ocl::Device& device) {
   return kernel;
 }
 
-struct Timing {
-  Spread enqueue_us, wall_us;
-};
-
-// `launch` LAUNCHES times, timed to the last enqueue and to the finish, per launch.
-Timing time_launches(ocl::Device& device, const Options& o, const std::function<void()>& launch) {
-  std::vector<double> enqueue, wall;
-  for (int r = 0; r < 2 + o.reps; ++r) {
-    check(device.finish(), "finish");
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int l = 0; l < o.launches; ++l) launch();
-    const auto t1 = std::chrono::steady_clock::now();
-    check(device.finish(), "finish");
-    const auto t2 = std::chrono::steady_clock::now();
-    if (r < 2) continue;
-    enqueue.push_back(1e6 * std::chrono::duration<double>(t1 - t0).count() / o.launches);
-    wall.push_back(1e6 * std::chrono::duration<double>(t2 - t0).count() / o.launches);
-  }
-  return {spread(enqueue), spread(wall)};
+// `launch` LAUNCHES times, timed to the last enqueue and to the finish, us per launch.
+LaunchTimes time_us(ocl::Device& device, const Options& o, const std::function<void()>& launch) {
+  return time_launches(device, o.reps, o.launches, 1e6, [&] {
+    launch();
+    return true;
+  });
 }
 
 struct RawAdd {
@@ -124,10 +110,9 @@ struct RawAdd {
   }
 };
 
-void print_row(int64_t n, const char* way, const Timing& t) {
+void print_row(int64_t n, const char* way, const LaunchTimes& t) {
   std::printf("| %lld | %s | %.2f [%.2f, %.2f] | %.2f [%.2f, %.2f] |\n", static_cast<long long>(n), way,
-              t.enqueue_us.median, t.enqueue_us.low, t.enqueue_us.high, t.wall_us.median, t.wall_us.low,
-              t.wall_us.high);
+              t.enqueue.median, t.enqueue.low, t.enqueue.high, t.wall.median, t.wall.low, t.wall.high);
   std::fflush(stdout);
 }
 
@@ -136,10 +121,10 @@ void bench_size(ocl::Device& device, cl_kernel raw, int64_t n, const Options& o)
   ocl::Buffer a = get(ocl::upload(device, ones, "a"), "a"), b = get(ocl::upload(device, ones, "b"), "b");
   ocl::Buffer out = get(ocl::upload(device, ones, "out"), "out");
   auto ours = [&] { check(ocl::f32_add(device, n, a.f32(), b.f32(), out.f32()).status(), "f32_add"); };
-  print_row(n, "ours (ocl::f32_add)", time_launches(device, o, ours));
+  print_row(n, "ours (ocl::f32_add)", time_us(device, o, ours));
   {
     const ocl::Device::KeepEvents events(device);
-    print_row(n, "ours+event", time_launches(device, o, ours));
+    print_row(n, "ours+event", time_us(device, o, ours));
   }
   size_t limit = 256;
   const cl_int code = device.api().clGetKernelWorkGroupInfo(raw, device.id(), CL_KERNEL_WORK_GROUP_SIZE, sizeof limit,
@@ -147,9 +132,9 @@ void bench_size(ocl::Device& device, cl_kernel raw, int64_t n, const Options& o)
   check(ocl::cl_status("clGetKernelWorkGroupInfo", code), "raw_add");
   const RawAdd r{device, raw, static_cast<cl_uint>(n), a.mem(), b.mem(), out.mem(), std::min<size_t>(256, limit)};
   r.set_args();
-  print_row(n, "raw+event", time_launches(device, o, [&] { r.enqueue(true); }));
-  print_row(n, "raw", time_launches(device, o, [&] { r.enqueue(false); }));
-  print_row(n, "raw+event+args", time_launches(device, o, [&] {
+  print_row(n, "raw+event", time_us(device, o, [&] { r.enqueue(true); }));
+  print_row(n, "raw", time_us(device, o, [&] { r.enqueue(false); }));
+  print_row(n, "raw+event+args", time_us(device, o, [&] {
               r.set_args();
               r.enqueue(true);
             }));
@@ -160,7 +145,7 @@ void bench_size(ocl::Device& device, cl_kernel raw, int64_t n, const Options& o)
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
   auto device = open_opencl_device(o.device);
-  std::printf("device:  %s, driver %s\n", device->label().c_str(), device->info().driver_version.c_str());
+  print_device_line(*device);
   std::printf("us a launch: median [min, max] of %d rounds of %d launches after 2 warm-ups; enqueue: host time to "
               "the last enqueue; wall: to the queue's finish\n\n",
               o.reps, o.launches);
