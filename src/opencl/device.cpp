@@ -68,6 +68,25 @@ Device::~Device() {
   if (context_ != nullptr) api_.clReleaseContext(context_);
 }
 
+namespace {
+
+// Where built programs are kept (program_cache.h), or "" for nowhere: the cache folder for GPUs;
+// not for CPU devices, whose runtimes compile at first launch and keep their own (PoCL compiled
+// every kernel when asked for a binary: test_opencl_gemm 3 -> 9 minutes cold).
+// RETROGRAD_CL_BINARIES=1 keeps them for any device, 0 for none; another value is an error.
+Result<std::string> program_binary_folder(const DeviceInfo& info, const std::string& opening) {
+  const char* asked = std::getenv("RETROGRAD_CL_BINARIES");
+  const std::string binaries = asked != nullptr ? asked : "";
+  if (!binaries.empty() && binaries != "0" && binaries != "1") {
+    return Status::error(opening + "RETROGRAD_CL_BINARIES='" + binaries.substr(0, 40) + (binaries.size() > 40 ? "...'" : "'") +
+                         ": 1 (keep compiled programs for any device), 0 (for none), or unset (for GPUs)");
+  }
+  const bool keep = binaries == "1" || (binaries != "0" && info.is_gpu());
+  return keep ? cache_folder() : std::string();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Device>> Device::open(const DeviceChoice& choice, const DeviceOptions& options) {
   RG_CHECK(choice.opencl, "Device::open of " << choice.text() << ", which is not an OpenCL device");
   RG_ASSIGN(const ClApi* api, opencl_api());
@@ -85,21 +104,11 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceChoice& choice, const D
   if (code != CL_SUCCESS) return cl_status("clCreateContext", code).with_context(opening);
   device->queue_ = api->clCreateCommandQueue(device->context_, info.id, CL_QUEUE_PROFILING_ENABLE, &code);
   if (code != CL_SUCCESS) return cl_status("clCreateCommandQueue", code).with_context(opening);
-  // Built programs kept in the cache folder (program_cache.h) for GPUs; not for CPU devices, whose
-  // runtimes compile at first launch and keep their own (PoCL compiled every kernel when asked for
-  // a binary: test_opencl_gemm 3 -> 9 minutes cold). RETROGRAD_CL_BINARIES=1 keeps them for any
-  // device, 0 for none.
-  const char* asked = std::getenv("RETROGRAD_CL_BINARIES");
-  const std::string binaries = asked != nullptr ? asked : "";
-  if (!binaries.empty() && binaries != "0" && binaries != "1") {
-    return Status::error(opening + "RETROGRAD_CL_BINARIES='" + binaries.substr(0, 40) + (binaries.size() > 40 ? "...'" : "'") +
-                         ": 1 (keep compiled programs for any device), 0 (for none), or unset (for GPUs)");
-  }
-  const bool keep_binaries = binaries == "1" || (binaries != "0" && info.is_gpu());
+  RG_ASSIGN(const std::string binary_folder, program_binary_folder(info, opening));
   const std::string identity = info.name + " | " + info.vendor + " | " + info.platform_name + " | " + info.version + " | " +
                                info.opencl_c_version + " | " + info.driver_version + " | " + fnv1a_hex(info.extensions);
-  device->programs_ = std::make_unique<ProgramCache>(*api, device->context_, info.id, device->label_, identity,
-                                                     keep_binaries ? cache_folder() : "");
+  device->programs_ =
+      std::make_unique<ProgramCache>(*api, device->context_, info.id, device->label_, identity, binary_folder);
   device->memory_.set_budget(options.memory_budget_bytes);
 
   device->capabilities_.max_alloc_reported = info.max_alloc_bytes;

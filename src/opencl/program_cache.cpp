@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "base/files.h"
-#include "base/input_file.h"
 #include "base/output_file.h"
 #include "base/serial.h"
 #include "opencl/cl_error.h"
