@@ -117,6 +117,8 @@ void print_row(int64_t n, const char* way, const LaunchTimes& t) {
 }
 
 void bench_size(ocl::Device& device, cl_kernel raw, int64_t n, const Options& o) {
+  if (4.0 * n > static_cast<double>(device.max_buffer_bytes()))
+    usage_error("--sizes " + std::to_string(n) + ": a buffer larger than the device's largest");
   const std::vector<float> ones(static_cast<size_t>(n), 1.0f);
   ocl::Buffer a = get(ocl::upload(device, ones, "a"), "a"), b = get(ocl::upload(device, ones, "b"), "b");
   ocl::Buffer out = get(ocl::upload(device, ones, "out"), "out");
