@@ -737,6 +737,20 @@ TEST(OpenclProbe, TheAllocationTestStaysWithinHostMemoryAndIsCached) {
   EXPECT_TRUE(contains(third.value()->capabilities().source, "the cache was not used")) << third.value()->capabilities().source;
   EXPECT_EQ(third.value()->capabilities().test_bytes, start);
   third.value().reset();
+#if !defined(_WIN32)
+  // The cache file a link to /dev/zero: tested again, nothing written through it, the link left.
+  std::string path;
+  for (const auto& entry : std::filesystem::directory_iterator(cache)) path = entry.path().string();
+  std::filesystem::remove(path);
+  std::filesystem::create_symlink("/dev/zero", path);
+  auto fourth = Device::open(DeviceChoice{true, 0, 0}, options);
+  ASSERT_TRUE(fourth.ok()) << fourth.status().message();
+  EXPECT_TRUE(contains(fourth.value()->capabilities().source,
+                       "not cached: " + path + " is a character device, not a cache file: left as it is"))
+      << fourth.value()->capabilities().source;
+  EXPECT_TRUE(std::filesystem::is_symlink(path));
+  fourth.value().reset();
+#endif
   std::filesystem::remove_all(cache);
 }
 

@@ -1,4 +1,4 @@
-// Folder and path helpers, and the cache folder (see files.h).
+// Folder and path helpers, the cache folder and its files (see files.h).
 #include "base/files.h"
 
 #include <dirent.h>
@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+
+#include "base/input_file.h"
+#include "base/output_file.h"
 
 namespace rg {
 
@@ -111,6 +114,13 @@ std::string cache_folder() {
     return join_path(dir, std::strcmp(name, "TEMP") == 0 ? "retrograd-cache" : "retrograd");
   }
   return "/tmp/retrograd-cache";
+}
+
+Status write_cache_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  const std::string kind = path_kind(path);
+  if (!kind.empty() && kind != "a regular file") return Status::error(path + " is " + kind + ", not a cache file: left as it is");
+  if (const std::string folder = parent_path(path); !folder.empty()) RG_TRY(make_directories(folder));
+  return write_file_atomic(path, bytes);
 }
 
 }  // namespace rg

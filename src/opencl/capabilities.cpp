@@ -14,7 +14,6 @@
 #include "base/files.h"
 #include "base/fp16.h"
 #include "base/memory.h"
-#include "base/output_file.h"
 #include "base/serial.h"
 #include "base/text_format.h"
 #include "opencl/cl_error.h"
@@ -407,8 +406,7 @@ Result<Capabilities> test_capabilities(Device& device, const CapabilityOptions& 
   caps.source += cache_note;
   if (!options.cache) return caps;
   const std::string text = cache_text(device, caps);
-  Status made = make_directories(cache_folder());
-  if (made.ok()) made = write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
+  const Status made = write_cache_file(path, std::vector<uint8_t>(text.begin(), text.end()));
   caps.source += made.ok() ? "; written to " + path : "; not cached: " + made.message();
   return caps;
 }

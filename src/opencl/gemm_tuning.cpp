@@ -8,8 +8,6 @@
 #include <sstream>
 
 #include "base/files.h"
-#include "base/input_file.h"
-#include "base/output_file.h"
 #include "base/rng.h"
 #include "base/serial.h"
 #include "base/text_format.h"
@@ -85,14 +83,10 @@ GemmTuning untuned(const std::string& why) {
   return t;
 }
 
-// Over a regular file or nothing only: a device, a FIFO or a folder at the path (a link to
-// /dev/zero, say) is left as it is and the tuning not cached.
+// Over a regular file or nothing only (write_cache_file): the tuning is otherwise not cached.
 Status write_tuning(const Device& device, const GemmTuning& tuning) {
-  const std::string path = gemm_tuning_path(device), kind = path_kind(path);
-  if (!kind.empty() && kind != "a regular file") return Status::error(path + " is " + kind + ", not a cache file: left as it is");
   const std::string text = gemm_tuning_text(device, tuning);
-  RG_TRY(make_directories(cache_folder()));
-  return write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
+  return write_cache_file(gemm_tuning_path(device), std::vector<uint8_t>(text.begin(), text.end()));
 }
 
 }  // namespace
