@@ -738,7 +738,8 @@ TEST(OpenclProbe, TheAllocationTestStaysWithinHostMemoryAndIsCached) {
   EXPECT_EQ(third.value()->capabilities().test_bytes, start);
   third.value().reset();
 #if !defined(_WIN32)
-  // The cache file a link to /dev/zero: tested again, nothing written through it, the link left.
+  // The cache file a link (to /dev/zero, or to a file of the user's): tested again, nothing
+  // written through it, the link left.
   std::string path;
   for (const auto& entry : std::filesystem::directory_iterator(cache)) path = entry.path().string();
   std::filesystem::remove(path);
@@ -746,7 +747,7 @@ TEST(OpenclProbe, TheAllocationTestStaysWithinHostMemoryAndIsCached) {
   auto fourth = Device::open(DeviceChoice{true, 0, 0}, options);
   ASSERT_TRUE(fourth.ok()) << fourth.status().message();
   EXPECT_TRUE(contains(fourth.value()->capabilities().source,
-                       "not cached: " + path + " is a character device, not a cache file: left as it is"))
+                       "not cached: " + path + " is a symbolic link, not a cache file: left as it is"))
       << fourth.value()->capabilities().source;
   EXPECT_TRUE(std::filesystem::is_symlink(path));
   fourth.value().reset();

@@ -117,6 +117,11 @@ std::string cache_folder() {
 }
 
 Status write_cache_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+#if !defined(_WIN32)
+  struct stat link {};  // a link would send the write to whatever it names (a user's own file)
+  if (lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode))
+    return Status::error(path + " is a symbolic link, not a cache file: left as it is");
+#endif
   const std::string kind = path_kind(path);
   if (!kind.empty() && kind != "a regular file") return Status::error(path + " is " + kind + ", not a cache file: left as it is");
   if (const std::string folder = parent_path(path); !folder.empty()) RG_TRY(make_directories(folder));

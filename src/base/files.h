@@ -34,7 +34,8 @@ Result<std::vector<std::string>> list_folder(const std::string& dir);
 // %LOCALAPPDATA%/retrograd or %TEMP%/retrograd-cache, else /tmp/retrograd-cache.
 std::string cache_folder();
 // Writes a cache file whole (its folder made first), only over a regular file or nothing: a
-// device, FIFO or folder at `path` (a link to /dev/zero, say) is left as it is and the error says so.
+// symbolic link (to /dev/zero, or to a user's own file), a device, FIFO or folder at `path` is
+// left as it is, and the error says so.
 Status write_cache_file(const std::string& path, const std::vector<uint8_t>& bytes);
 
 }  // namespace rg

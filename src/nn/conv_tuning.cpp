@@ -14,7 +14,6 @@
 
 #include "base/files.h"
 #include "base/input_file.h"
-#include "base/output_file.h"
 #include "base/serial.h"
 #include "base/text_format.h"
 #include "cpu/cpuid.h"
@@ -82,8 +81,7 @@ Status write_cache(const std::string& path, const Timings& measured) {
     std::snprintf(numbers, sizeof numbers, "\t%.4f\t%.4f\n", ms.first, ms.second);
     text += key + numbers;
   }
-  RG_TRY(make_directories(cache_folder()));
-  return write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
+  return write_cache_file(path, std::vector<uint8_t>(text.begin(), text.end()));
 }
 
 // Winograd only when it is at least 5% faster: a near tie (4.53 against 4.54 ms) would flip with

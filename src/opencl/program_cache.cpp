@@ -1,15 +1,12 @@
 // Building programs (with the build log on failure) and caching them and their kernels.
 #include "opencl/program_cache.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <atomic>
 #include <system_error>
 #include <thread>
 
 #include "base/files.h"
-#include "base/output_file.h"
 #include "base/serial.h"
 #include "opencl/cl_error.h"
 #include "opencl/kernel_sources.h"
@@ -25,17 +22,6 @@ std::string all_build_options(const std::string& options) {
   return std::string(kBaseBuildOptions) + (options.empty() ? "" : " " + options);
 }
 
-// Nothing at `path`, or a regular file that is no symbolic link: what a binary may be written
-// over (a FIFO there would block the write; a link would send it elsewhere).
-bool writable_cache_path(const std::string& path) {
-  struct stat info {};
-#if defined(_WIN32)
-  if (stat(path.c_str(), &info) != 0) return true;
-#else
-  if (lstat(path.c_str(), &info) != 0) return true;
-#endif
-  return S_ISREG(info.st_mode);
-}
 }  // namespace
 
 ProgramCache::ProgramCache(const ClApi& api, cl_context context, cl_device_id device, std::string device_label,
@@ -131,8 +117,7 @@ void ProgramCache::save_binary(const std::string& path, const std::string& key, 
   std::vector<uint8_t> binary(length);
   unsigned char* out = binary.data();
   if (api_.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof out, &out, nullptr) != CL_SUCCESS) return;
-  if (!make_directories(binary_folder_).ok() || !writable_cache_path(path)) return;
-  if (!write_file_atomic(path, program_binary_file(key, binary)).ok()) return;  // unwritten: built next run
+  if (!write_cache_file(path, program_binary_file(key, binary)).ok()) return;  // unwritten: built next run
   ++binaries_written_;
   prune_program_binaries(binary_folder_, last_path_component(path));
 }
