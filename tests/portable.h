@@ -123,7 +123,7 @@ struct Outcome {
 };
 
 // Runs a command line through the shell (cmd.exe on Windows): its output, both streams.
-inline Outcome run_command(const std::string& command_line) {
+inline Outcome run_command_once(const std::string& command_line) {
   const std::string command = command_line + " 2>&1";
   Outcome outcome;
 #if defined(_WIN32)
@@ -141,6 +141,24 @@ inline Outcome run_command(const std::string& command_line) {
 #else
   const int status = pclose(pipe);
   outcome.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+#endif
+  return outcome;
+}
+
+// cmd.exe's exit code when it could not start the program (no program of ours exits with it).
+constexpr int kCmdCouldNotLaunch = 9009;
+
+// As run_command_once; on Windows a start that cmd.exe reports it could not make is tried again
+// (twice at most): under Wine, CI saw one such start fail among thousands, mid-suite, with the
+// binary in place (its output cmd's own message). A program that started is never run twice.
+inline Outcome run_command(const std::string& command_line) {
+  Outcome outcome = run_command_once(command_line);
+#if defined(_WIN32)
+  for (int retry = 0; retry < 2 && outcome.code == kCmdCouldNotLaunch; ++retry) {
+    std::fprintf(stderr, "cmd.exe could not start the program (exit %d: %s); trying again\n", outcome.code,
+                 outcome.output.c_str());
+    outcome = run_command_once(command_line);
+  }
 #endif
   return outcome;
 }

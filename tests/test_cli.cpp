@@ -156,7 +156,7 @@ TEST(Cli, MissingDataFolderIsNamedAndNothingIsWritten) {
   const std::string json_path = temp_dir() + "/never.json";
   const std::string ckpt_path = temp_dir() + "/never.ckpt";
   const Outcome o = run("train --data /nonexistent/fmnist --json " + json_path + " --checkpoint " + ckpt_path);
-  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.code, 2) << o.output;
   EXPECT_NE(o.output.find("/nonexistent/fmnist"), std::string::npos) << o.output;
   EXPECT_FALSE(exists(json_path));
   EXPECT_FALSE(exists(ckpt_path));
