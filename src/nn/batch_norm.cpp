@@ -107,15 +107,19 @@ void channel_stats(ThreadPool* pool, const T* x, int64_t rows, int64_t channels,
   const auto fill = [&](int64_t r0, int64_t r1, T* p) {
     T* block_mean = p;
     T* block_m2 = p + channels;
-    std::fill(p, p + 2 * channels, T(0));
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t c = 0; c < channels; ++c) block_mean[c] += x[r * channels + c];
-    for (int64_t c = 0; c < channels; ++c) block_mean[c] /= static_cast<T>(r1 - r0);
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t c = 0; c < channels; ++c) {
-        const T d = x[r * channels + c] - block_mean[c];
-        block_m2[c] += d * d;
-      }
+    if constexpr (std::is_same_v<T, float>) {
+      f32_vector().batch_norm_block_stats(r1 - r0, channels, x + r0 * channels, block_mean, block_m2);
+    } else {
+      std::fill(p, p + 2 * channels, T(0));
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < channels; ++c) block_mean[c] += x[r * channels + c];
+      for (int64_t c = 0; c < channels; ++c) block_mean[c] /= static_cast<T>(r1 - r0);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < channels; ++c) {
+          const T d = x[r * channels + c] - block_mean[c];
+          block_m2[c] += d * d;
+        }
+    }
   };
   const int64_t blocks = stats_blocks(rows);
   std::vector<double> group(static_cast<size_t>(2 * channels));  // the open group's means, then M2s

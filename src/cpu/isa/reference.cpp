@@ -133,6 +133,20 @@ void f32_batch_norm_grad_sums__reference(int64_t rows, int64_t channels, const f
     }
 }
 
+void f32_batch_norm_block_stats__reference(int64_t rows, int64_t channels, const float* x, float* mean, float* m2) {
+  for (int64_t c = 0; c < channels; ++c) {
+    float sum = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) sum += x[r * channels + c];
+    mean[c] = sum / static_cast<float>(rows);
+    float squares = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float d = x[r * channels + c] - mean[c];
+      squares += d * d;
+    }
+    m2[c] = squares;
+  }
+}
+
 void f32_batch_norm_apply__reference(int64_t rows, int64_t channels, const float* x, const float* scale,
                                      const float* shift, bool relu, float* y) {
   for (int64_t i = 0; i < rows * channels; ++i) {

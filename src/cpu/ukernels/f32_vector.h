@@ -48,6 +48,9 @@ using F32Dropout = void (*)(int64_t n, uint64_t state, uint64_t counter, uint32_
 using F32BatchNormGradSums = void (*)(int64_t rows, int64_t channels, const float* x, const float* dy,
                                       const float* mean, const float* inv_std, const float* scale,
                                       const float* shift, float* sums);
+// One block's statistics (nn/batch_norm.cpp's channel_stats): mean[c] = the sum of x's rows in
+// order over rows, then m2[c] = the sum of (x - mean[c])^2, rows in order (written, not added).
+using F32BatchNormBlockStats = void (*)(int64_t rows, int64_t channels, const float* x, float* mean, float* m2);
 // y = x scale[c] + shift[c], or its relu where `relu`. In place allowed.
 using F32BatchNormApply = void (*)(int64_t rows, int64_t channels, const float* x, const float* scale,
                                    const float* shift, bool relu, float* y);
@@ -101,6 +104,7 @@ using F32DepthwiseWeightGrad = void (*)(int64_t c, int64_t pixels, int64_t taps,
   X(softmax_rows, F32SoftmaxRows, f32_softmax_rows, isa)                           \
   X(dropout, F32Dropout, f32_dropout, isa)                                         \
   X(batch_norm_grad_sums, F32BatchNormGradSums, f32_batch_norm_grad_sums, isa)     \
+  X(batch_norm_block_stats, F32BatchNormBlockStats, f32_batch_norm_block_stats, isa) \
   X(batch_norm_apply, F32BatchNormApply, f32_batch_norm_apply, isa)                \
   X(batch_norm_grad, F32BatchNormGrad, f32_batch_norm_grad, isa)                   \
   X(sgd, F32Sgd, f32_sgd, isa)                                                     \
