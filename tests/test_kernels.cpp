@@ -4,6 +4,7 @@
 // where the vector code has its own exp/tanh.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -298,6 +299,39 @@ TEST_P(KernelsOnIsa, BatchNormIsBitExact) {
                                shift.data(), dx_got.data());
         ASSERT_TRUE(same(dx_got, dx_want)) << "grad " << what;
       }
+}
+
+// Max pooling's backward over tiling windows bit for bit against the reference: x from a small
+// set with ties, +0 and -0 and NaN (dy goes to the first match only; NaN never matches), y the
+// windows' maxima, kernels 2 and 3, a column past the last window (left as it was), channels
+// below, at and above each width; dx starts as NaN (0 + share: dy -0 gives +0).
+TEST_P(KernelsOnIsa, MaxPoolTiledGradIsBitExact) {
+  Rng rng(29, 0);
+  const float set[] = {1.0f, 1.0f, 2.0f, 0.0f, -0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN()};
+  for (int64_t channels : {1, 4, 8, 9, 16, 17, 32, 33, 48})
+    for (int64_t kernel : {2, 3}) {
+      const int64_t out_h = 3, out_w = 2, width = out_w * kernel + 1, height = out_h * kernel;
+      const std::string what = std::to_string(channels) + " channels, kernel " + std::to_string(kernel);
+      std::vector<float> x(static_cast<size_t>(height * width * channels));
+      for (float& v : x) v = set[rng.below(7)];
+      const size_t out = static_cast<size_t>(out_h * out_w * channels);
+      std::vector<float> y(out, -std::numeric_limits<float>::infinity()), dy(out);
+      for (int64_t o = 0; o < out_h * out_w; ++o)
+        for (int64_t ch = 0; ch < channels; ++ch)
+          for (int64_t kh = 0; kh < kernel; ++kh)
+            for (int64_t kw = 0; kw < kernel; ++kw) {
+              const int64_t i = ((o / out_w * kernel + kh) * width + o % out_w * kernel + kw) * channels + ch;
+              float& m = y[static_cast<size_t>(o * channels + ch)];
+              m = std::max(m, x[static_cast<size_t>(i)]);
+            }
+      for (float& v : dy) v = static_cast<float>(rng.uniform(-1, 1));
+      dy[0] = -0.0f;
+      std::vector<float> dx_want(x.size(), std::numeric_limits<float>::quiet_NaN()), dx_got = dx_want;
+      ref().max_pool_tiled_grad(out_h, out_w, kernel, width, channels, x.data(), y.data(), dy.data(), dx_want.data());
+      fast().max_pool_tiled_grad(out_h, out_w, kernel, width, channels, x.data(), y.data(), dy.data(), dx_got.data());
+      ASSERT_EQ(std::memcmp(dx_got.data(), dx_want.data(), x.size() * sizeof(float)), 0) << what;
+      ASSERT_FALSE(std::signbit(dx_got[0])) << what;  // 0 + -0
+    }
 }
 
 TEST_P(KernelsOnIsa, SgdIsBitExact) {

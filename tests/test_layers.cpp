@@ -426,7 +426,8 @@ TEST(Pooling, MaxTakesTheFirstOfEqualValues) {
 // window by window. Both must give the same bits (and the forward the fold in window order, as
 // the row sweep gives it), on tie-heavy data with NaNs, in f32 and f64, with padding, gaps
 // between windows and uncovered edges; tiling windows (stride = kernel, no pad) of 1 to 8
-// channels take their own loops (ops/pool2d.h max_pool_forward_tiled), 9 and 17 the sweep.
+// channels take their own loops forward (ops/pool2d.h max_pool_forward_tiled); the backward of
+// more channels (9, 17, 32, 33) in f32 the kernel table's.
 template <class T>
 void expect_disjoint_windows_match_general() {
   const struct {
@@ -434,7 +435,7 @@ void expect_disjoint_windows_match_general() {
   } cases[] = {{8, 8, 6, 2, 2, 0}, {6, 4, 17, 2, 2, 0}, {7, 9, 3, 2, 2, 0}, {6, 7, 5, 3, 3, 1},
                {9, 9, 4, 2, 3, 0}, {5, 5, 2, 2, 2, 1}, {6, 6, 3, 3, 2, 1}, {5, 6, 1, 2, 2, 0},
                {4, 4, 8, 2, 2, 0}, {9, 7, 7, 3, 3, 0}, {4, 6, 5, 2, 2, 0}, {6, 6, 2, 3, 3, 0},
-               {4, 4, 9, 2, 2, 0}, {6, 5, 4, 2, 2, 0}};
+               {4, 4, 9, 2, 2, 0}, {6, 5, 4, 2, 2, 0}, {8, 9, 32, 2, 2, 0}, {7, 6, 33, 3, 3, 0}};
   Rng rng(21);
   for (const auto& k : cases) {
     const ConvGeometry g = conv_geometry(k.h, k.w, k.c, k.kernel, k.stride, k.pad).value();

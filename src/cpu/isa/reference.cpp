@@ -165,6 +165,22 @@ void f32_batch_norm_grad__reference(int64_t rows, int64_t channels, const float*
   }
 }
 
+void f32_max_pool_tiled_grad__reference(int64_t out_h, int64_t out_w, int64_t kernel, int64_t width,
+                                        int64_t channels, const float* x, const float* y, const float* dy, float* dx) {
+  for (int64_t o = 0; o < out_h * out_w; ++o)
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      const int64_t at = ((o / out_w) * kernel * width + (o % out_w) * kernel) * channels + ch;
+      float rem = dy[o * channels + ch];
+      for (int64_t kh = 0; kh < kernel; ++kh)
+        for (int64_t kw = 0; kw < kernel; ++kw) {
+          const int64_t i = at + (kh * width + kw) * channels;
+          const bool hit = x[i] == y[o * channels + ch];
+          dx[i] = 0.0f + (hit ? rem : 0.0f);
+          if (hit) rem = 0.0f;
+        }
+    }
+}
+
 bool f32_sgd__reference(int64_t n, const SgdStep& step, float* w, const float* grad, float* v) {
   bool finite = true;
   for (int64_t i = 0; i < n; ++i) {

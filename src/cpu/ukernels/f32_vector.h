@@ -91,6 +91,13 @@ using F32Depthwise = void (*)(int64_t c, int64_t pixels, int64_t taps, const flo
 using F32DepthwiseWeightGrad = void (*)(int64_t c, int64_t pixels, int64_t taps, const float* const* rows,
                                         const float* dy, float* dw);
 
+// Max pooling's backward over windows that tile an image from its corner (stride = kernel, no
+// padding; ops/pool2d.h's): x [rows of `width` pixels][channels], y and dy [out_h][out_w][channels].
+// Every pixel of each window gets 0 + its share: per channel the window's dy to its first pixel
+// (row by row) whose x equals y, 0 to the others.
+using F32MaxPoolTiledGrad = void (*)(int64_t out_h, int64_t out_w, int64_t kernel, int64_t width, int64_t channels,
+                                     const float* x, const float* y, const float* dy, float* dx);
+
 // The family's kernels, written once, in the order of F32VectorKernels (cpu/kernel_tables.h,
 // whose members and tables are made from this list): X(member, type, function, isa), each
 // level defining function##__##isa (RG_DEFINE_F32_VECTOR_KERNELS, isa/reference.cpp).
@@ -110,7 +117,8 @@ using F32DepthwiseWeightGrad = void (*)(int64_t c, int64_t pixels, int64_t taps,
   X(sgd, F32Sgd, f32_sgd, isa)                                                     \
   X(adam, F32Adam, f32_adam, isa)                                                  \
   X(depthwise, F32Depthwise, f32_depthwise, isa)                                   \
-  X(depthwise_weight_grad, F32DepthwiseWeightGrad, f32_depthwise_weight_grad, isa)
+  X(depthwise_weight_grad, F32DepthwiseWeightGrad, f32_depthwise_weight_grad, isa) \
+  X(max_pool_tiled_grad, F32MaxPoolTiledGrad, f32_max_pool_tiled_grad, isa)
 
 // Declares function##__##isa with its type's signature.
 #define RG_DECLARE_F32_VECTOR_KERNEL(member, Type, function, isa) std::remove_pointer_t<Type> function##__##isa;
