@@ -22,6 +22,9 @@ constexpr int64_t kWinogradLaneFloats = int64_t{1} << 16;
 // of cnn (28x28, 32 -> 32, 64 samples) at 1 thread took 10.8-10.9 ms against 8.2-8.5 at 8 and
 // 6.3-6.8 at 4 (a loaded machine; this 2-vCPU Zen 5's 32 MB L3 ran 8 and 16 alike, 4 5-7% slower)).
 constexpr int64_t kWinogradGradRoundBlocks = 8;
+// The input transform asks for the pixels of the tile this many ahead (from memory: the padded
+// images are megabytes, read a 6x6 block at a time; the transform waited on their loads).
+constexpr int64_t kPrefetchTiles = 2;
 // Block sizes are multiples of this (the f32 tiles' MR: 6, 8, 12, 16 divide 48 or 12).
 constexpr int64_t kWinogradBlockStep = 12;
 }  // namespace
@@ -126,6 +129,18 @@ void WinogradConv::output_rows(int64_t t, T* images, int64_t row, T** out) const
       out[i * 4 + j] = y0 + i < g_.out_h && x0 + j < g_.out_w ? image + ((y0 + i) * g_.out_w + x0 + j) * row : nullptr;
 }
 
+void WinogradConv::prefetch_input(int64_t t, const float* padded, const float* zero, const float* dy) const {
+  const float* d[kWinogradPoints];
+  input_rows(t, padded, zero, d);
+  for (const float* row : d)
+    for (int64_t ch = 0; ch < g_.channels; ch += 16) __builtin_prefetch(row + ch);
+  if (dy == nullptr) return;
+  const float* rows[kWinogradTile * kWinogradTile];
+  output_rows(t, dy, filters_, rows);
+  for (const float* row : rows)
+    for (int64_t k = 0; row != nullptr && k < filters_; k += 16) __builtin_prefetch(row + k);
+}
+
 void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const float* u, float* y,
                              float* lane) const {
   const int64_t nt = t1 - t0, c = g_.channels, f = filters_;
@@ -137,6 +152,7 @@ void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const 
   const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
   const float* d[kWinogradPoints];
   for (int64_t t = 0; t < nt; ++t) {
+    if (t + kPrefetchTiles < nt) prefetch_input(t0 + t + kPrefetchTiles, padded, zero, nullptr);
     input_rows(t0 + t, padded, zero, d);
     transforms.input(c, d, v + t * c, v_stride);
   }
@@ -173,6 +189,7 @@ void WinogradConv::grad_transforms(int64_t t0, int64_t t1, const float* padded, 
   const float* d[kWinogradPoints];
   const float* rows[kWinogradTile * kWinogradTile];
   for (int64_t t = 0; t < t1 - t0; ++t) {
+    if (t + kPrefetchTiles < t1 - t0) prefetch_input(t0 + t + kPrefetchTiles, padded, zero, dy);
     input_rows(t0 + t, padded, zero, d);
     transforms.input(c, d, v + (at + t) * c, v_stride);
     output_rows(t0 + t, dy, filters_, rows);
