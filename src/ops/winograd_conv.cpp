@@ -129,17 +129,26 @@ void WinogradConv::output_rows(int64_t t, T* images, int64_t row, T** out) const
       out[i * 4 + j] = y0 + i < g_.out_h && x0 + j < g_.out_w ? image + ((y0 + i) * g_.out_w + x0 + j) * row : nullptr;
 }
 
-void WinogradConv::prefetch_input(int64_t t, const float* padded, const float* zero, const float* dy) const {
-  const float* d[kWinogradPoints];
-  input_rows(t, padded, zero, d);
-  for (const float* row : d)
-    for (int64_t ch = 0; ch < g_.channels; ch += 16) __builtin_prefetch(row + ch);
-  if (dy == nullptr) return;
-  const float* rows[kWinogradTile * kWinogradTile];
-  output_rows(t, dy, filters_, rows);
-  for (const float* row : rows)
-    for (int64_t k = 0; row != nullptr && k < filters_; k += 16) __builtin_prefetch(row + k);
+namespace {
+// Asks the cache for the `floats` floats at each of `rows` (null: none).
+void prefetch_rows(const float* const* rows, int count, int64_t floats) {
+  for (int i = 0; i < count; ++i)
+    for (int64_t k = 0; rows[i] != nullptr && k < floats; k += 16) __builtin_prefetch(rows[i] + k);
 }
+
+// use(t, rows) for tiles t in [0, n) in order, their row pointers (Count a tile) made by
+// fill(t, rows) kPrefetchTiles tiles ahead of their use, each once; fill asks the cache for them.
+template <int Count, class Fill, class Use>
+void over_tiles_ahead(int64_t n, const Fill& fill, const Use& use) {
+  constexpr int64_t kRing = kPrefetchTiles + 1;
+  const float* ring[kRing][Count];
+  for (int64_t t = 0; t < std::min(n, kPrefetchTiles); ++t) fill(t, ring[t]);
+  for (int64_t t = 0; t < n; ++t) {
+    if (t + kPrefetchTiles < n) fill(t + kPrefetchTiles, ring[(t + kPrefetchTiles) % kRing]);
+    use(t, ring[t % kRing]);
+  }
+}
+}  // namespace
 
 void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const float* u, float* y,
                              float* lane) const {
@@ -150,12 +159,13 @@ void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const 
   float* zero = m + kWinogradPoints * m_stride;
   std::fill(zero, zero + c, 0.0f);
   const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
-  const float* d[kWinogradPoints];
-  for (int64_t t = 0; t < nt; ++t) {
-    if (t + kPrefetchTiles < nt) prefetch_input(t0 + t + kPrefetchTiles, padded, zero, nullptr);
-    input_rows(t0 + t, padded, zero, d);
-    transforms.input(c, d, v + t * c, v_stride);
-  }
+  over_tiles_ahead<kWinogradPoints>(
+      nt,
+      [&](int64_t t, const float** d) {
+        input_rows(t0 + t, padded, zero, d);
+        prefetch_rows(d, kWinogradPoints, c);
+      },
+      [&](int64_t t, const float* const* d) { transforms.input(c, d, v + t * c, v_stride); });
   // M[xi] [nt x f] = V[xi] [nt x c] * U[xi] [c x f]; rows past nt repeat the last (not stored).
   const F32GemmKernel& gemm = f32_gemm_kernel_for(active_isa(), f);
   const float* rows[kF32GemmMaxMr];
@@ -186,15 +196,19 @@ void WinogradConv::grad_transforms(int64_t t0, int64_t t1, const float* padded, 
                                    int64_t at, float* v, int64_t v_stride, float* dt, int64_t d_stride) const {
   const int64_t c = g_.channels, fp = padded_filters_;
   const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
-  const float* d[kWinogradPoints];
-  const float* rows[kWinogradTile * kWinogradTile];
-  for (int64_t t = 0; t < t1 - t0; ++t) {
-    if (t + kPrefetchTiles < t1 - t0) prefetch_input(t0 + t + kPrefetchTiles, padded, zero, dy);
-    input_rows(t0 + t, padded, zero, d);
-    transforms.input(c, d, v + (at + t) * c, v_stride);
-    output_rows(t0 + t, dy, filters_, rows);
-    transforms.grad(filters_, rows, dt + (at + t) * fp, d_stride);
-  }
+  constexpr int kDyRows = kWinogradTile * kWinogradTile;  // after the tile's 36 input rows
+  over_tiles_ahead<kWinogradPoints + kDyRows>(
+      t1 - t0,
+      [&](int64_t t, const float** rows) {
+        input_rows(t0 + t, padded, zero, rows);
+        output_rows(t0 + t, dy, filters_, rows + kWinogradPoints);
+        prefetch_rows(rows, kWinogradPoints, c);
+        prefetch_rows(rows + kWinogradPoints, kDyRows, filters_);
+      },
+      [&](int64_t t, const float* const* rows) {
+        transforms.input(c, rows, v + (at + t) * c, v_stride);
+        transforms.grad(filters_, rows + kWinogradPoints, dt + (at + t) * fp, d_stride);
+      });
 }
 
 // m[xi] [c x fp] (+)= V[xi]^T [c x round_tiles] * D[xi] [round_tiles x fp]: one tile call per

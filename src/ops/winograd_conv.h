@@ -78,8 +78,6 @@ class WinogradConv {
   // The 36 input pointers of tile t (the zero row past the padded image), its 16 output pointers
   // into an image of `row` floats a pixel (null past the output).
   void input_rows(int64_t t, const float* padded, const float* zero, const float** d) const;
-  // Asks the cache for tile t's input pixels (input_rows'), and where dy is given its dy pixels.
-  void prefetch_input(int64_t t, const float* padded, const float* zero, const float* dy) const;
   template <class T>
   void output_rows(int64_t t, T* image, int64_t row, T** out) const;
   // c_out = op(GG) b (+ beta c_out where back): the weight's transform into U (b the weight), or
