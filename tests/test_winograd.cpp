@@ -141,12 +141,15 @@ struct Case {
   int64_t h, w, c, filters, pad, count;
 };
 
-// Random images of case k in the zero-padded copy the layer hands over.
-std::vector<float> random_padded(const Case& k, const ConvGeometry& g, Rng& rng) {
-  const std::vector<float> images = random_floats(k.count * k.h * k.w * k.c, rng);
-  std::vector<float> padded(static_cast<size_t>(k.count * g.padded_size()));
-  pad_images(g, images.data(), k.count, padded.data());
-  return padded;
+// Random images of case k as Winograd reads them, and their zero-padded copy (the direct sums').
+struct Images {
+  std::vector<float> plain, padded;
+};
+Images random_images(const Case& k, const ConvGeometry& g, Rng& rng) {
+  Images images{random_floats(k.count * k.h * k.w * k.c, rng),
+                std::vector<float>(static_cast<size_t>(k.count * g.padded_size()))};
+  pad_images(g, images.plain.data(), k.count, images.padded.data());
+  return images;
 }
 
 std::string case_name(const Case& k) {
@@ -177,7 +180,7 @@ void direct_conv(const ConvGeometry& g, int64_t filters, int64_t count, const st
         }
 }
 
-std::vector<float> winograd_conv(const Case& k, const std::vector<float>& padded, const std::vector<float>& w,
+std::vector<float> winograd_conv(const Case& k, const std::vector<float>& images, const std::vector<float>& w,
                                  ThreadPool* pool) {
   const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
   const WinogradConv conv(g, k.filters);
@@ -185,7 +188,7 @@ std::vector<float> winograd_conv(const Case& k, const std::vector<float>& padded
   std::vector<float> scratch(static_cast<size_t>(conv.scratch_elements(k.count)), NAN);
   std::vector<float> y(static_cast<size_t>(k.count * g.patches() * k.filters), NAN);
   conv.transform_weight(pool, w.data(), u.data());
-  conv.run(pool, k.count, padded.data(), u.data(), y.data(), scratch.data());
+  conv.run(pool, k.count, images.data(), u.data(), y.data(), scratch.data());
   return y;
 }
 
@@ -203,10 +206,11 @@ TEST_P(WinogradOnIsa, ConvolutionMatchesTheDirectSums) {
   for (const Case& k : kCases) {
     SCOPED_TRACE(case_name(k));
     const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
-    const std::vector<float> padded = random_padded(k, g, rng), w = random_floats(9 * k.c * k.filters, rng);
+    const Images images = random_images(k, g, rng);
+    const std::vector<float> w = random_floats(9 * k.c * k.filters, rng);
     std::vector<double> want, scale;
-    direct_conv(g, k.filters, k.count, padded, w, &want, &scale);
-    const std::vector<float> got = winograd_conv(k, padded, w, &pool);
+    direct_conv(g, k.filters, k.count, images.padded, w, &want, &scale);
+    const std::vector<float> got = winograd_conv(k, images.plain, w, &pool);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       // F(4x4, 3x3)'s transforms scale values by up to ~100 before the sums cancel (Lavin and
@@ -236,12 +240,12 @@ void direct_weight_grad(const ConvGeometry& g, int64_t filters, int64_t count, c
           }
 }
 
-std::vector<float> winograd_weight_grad(const Case& k, const std::vector<float>& padded, const std::vector<float>& dy,
+std::vector<float> winograd_weight_grad(const Case& k, const std::vector<float>& images, const std::vector<float>& dy,
                                         float beta, std::vector<float> dw, ThreadPool* pool) {
   const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
   const WinogradConv conv(g, k.filters);
   std::vector<float> scratch(static_cast<size_t>(conv.weight_grad_scratch_elements(k.count)), NAN);
-  conv.weight_grad(pool, k.count, padded.data(), dy.data(), beta, dw.data(), scratch.data());
+  conv.weight_grad(pool, k.count, images.data(), dy.data(), beta, dw.data(), scratch.data());
   return dw;
 }
 
@@ -252,11 +256,12 @@ TEST_P(WinogradOnIsa, WeightGradientMatchesTheDirectSums) {
   for (const Case& k : kCases) {
     SCOPED_TRACE(case_name(k));
     const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
-    const std::vector<float> padded = random_padded(k, g, rng), dy = random_floats(k.count * g.patches() * k.filters, rng);
+    const Images images = random_images(k, g, rng);
+    const std::vector<float> dy = random_floats(k.count * g.patches() * k.filters, rng);
     std::vector<double> want, scale;
-    direct_weight_grad(g, k.filters, k.count, padded, dy, &want, &scale);
-    const std::vector<float> got = winograd_weight_grad(k, padded, dy, 0.0f, std::vector<float>(want.size(), NAN), &pool);
-    const std::vector<float> added = winograd_weight_grad(k, padded, dy, 1.0f, std::vector<float>(want.size(), 0.5f), &pool);
+    direct_weight_grad(g, k.filters, k.count, images.padded, dy, &want, &scale);
+    const std::vector<float> got = winograd_weight_grad(k, images.plain, dy, 0.0f, std::vector<float>(want.size(), NAN), &pool);
+    const std::vector<float> added = winograd_weight_grad(k, images.plain, dy, 1.0f, std::vector<float>(want.size(), 0.5f), &pool);
     for (size_t i = 0; i < want.size(); ++i) {
       ASSERT_NEAR(got[i], want[i], 2e-5 * scale[i] + 1e-6) << "dw[" << i << "]";  // the forward's bound
       ASSERT_NEAR(added[i], want[i] + 0.5, 2e-5 * scale[i] + 1e-6) << "dw[" << i << "] + 0.5";
@@ -269,16 +274,16 @@ TEST_P(WinogradOnIsa, SameBitsWhateverTheThreads) {
   // Weight gradients of 735 tiles (3 rounds of 288) and of 400 (4 rounds of 96 and one of 16)
   for (const Case& k : {Case{28, 28, 16, 24, 1, 15}, Case{8, 8, 8, 144, 1, 100}}) {
     const ConvGeometry g = conv_geometry(k.h, k.w, k.c, 3, 1, k.pad).value();
-    const std::vector<float> padded = random_floats(k.count * g.padded_size(), rng);
+    const std::vector<float> images = random_floats(k.count * k.h * k.w * k.c, rng);
     const std::vector<float> w = random_floats(9 * k.c * k.filters, rng);
     const std::vector<float> dy = random_floats(k.count * g.patches() * k.filters, rng);
-    const std::vector<float> alone = winograd_conv(k, padded, w, nullptr);
-    const std::vector<float> dw = winograd_weight_grad(k, padded, dy, 0.0f, std::vector<float>(w.size()), nullptr);
+    const std::vector<float> alone = winograd_conv(k, images, w, nullptr);
+    const std::vector<float> dw = winograd_weight_grad(k, images, dy, 0.0f, std::vector<float>(w.size()), nullptr);
     for (int threads : {1, 2, 3, 4, 5, 8, 16}) {
       ThreadPool pool(threads);
-      const std::vector<float> split = winograd_conv(k, padded, w, &pool);
+      const std::vector<float> split = winograd_conv(k, images, w, &pool);
       ASSERT_EQ(std::memcmp(alone.data(), split.data(), alone.size() * sizeof(float)), 0) << threads << " threads";
-      const std::vector<float> dw_split = winograd_weight_grad(k, padded, dy, 0.0f, std::vector<float>(w.size()), &pool);
+      const std::vector<float> dw_split = winograd_weight_grad(k, images, dy, 0.0f, std::vector<float>(w.size()), &pool);
       ASSERT_EQ(std::memcmp(dw.data(), dw_split.data(), dw.size() * sizeof(float)), 0) << threads << " threads, dW";
     }
   }

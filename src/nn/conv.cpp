@@ -1,5 +1,5 @@
 // Conv2D, ConvTranspose2D and DepthwiseConv2D: chunks of samples; per chunk a padded copy that the gathered GEMM
-// reads patches from, or a GEMM into a patch matrix that col2im adds back (both threaded over
+// reads patches from (Winograd reads the images themselves), or a GEMM into a patch matrix that col2im adds back (both threaded over
 // samples, the GEMMs threaded inside); bias by the kernel table. The depthwise conv: rows through
 // an indirection per image (ops/depthwise.h), f32 on the kernel table's depthwise kernels.
 #include "nn/conv.h"
@@ -115,13 +115,20 @@ struct ConvPass {
   const WinogradConv* winograd;  // null: the gathered GEMM
   float* winograd_space;
 };
+// Whether a pass runs Winograd: the layer chose it (`winograd` given) and the products are f32.
+// Winograd reads the images unpadded (the pixels past them a zero row): no padded copy is made.
+template <class T>
+bool runs_winograd(const LayerContext& ctx, const WinogradConv* winograd) {
+  return std::is_same_v<T, float> && winograd != nullptr && ctx.gemm == GemmPrecision::f32;
+}
+
 // The pass of one convolution of a call: Winograd (w's transform made in `space`) where
-// `winograd` is given and the products are f32, else the gathered GEMM's.
+// runs_winograd, else the gathered GEMM's.
 template <class T>
 ConvPass winograd_pass(const LayerContext& ctx, const WinogradConv* winograd, const T* w, T* space,
                        const ConvGeometry& g, const PatchOffsets& at) {
   if constexpr (std::is_same_v<T, float>) {
-    if (winograd != nullptr && ctx.gemm == GemmPrecision::f32) {
+    if (runs_winograd<T>(ctx, winograd)) {
       winograd->transform_weight(ctx.pool, w, space);
       return ConvPass{&g, &at, winograd, space};
     }
@@ -129,18 +136,19 @@ ConvPass winograd_pass(const LayerContext& ctx, const WinogradConv* winograd, co
   return ConvPass{&g, &at, nullptr, nullptr};
 }
 
+// y of `count` images: Winograd's over them as they are, the gathered GEMM's over their padded copy.
 template <class T>
 void conv_pass(const LayerContext& ctx, GemmRoles roles, int64_t weight_channels, const ConvPass& pass, int64_t count,
-               const T* padded, const T* w, int64_t filters, T* y) {
+               const T* images, const T* w, int64_t filters, T* y) {
   if constexpr (std::is_same_v<T, float>) {
     if (pass.winograd != nullptr) {
       float* u = pass.winograd_space;
-      pass.winograd->run(ctx.pool, count, padded, u, y, u + pass.winograd->weight_elements());
+      pass.winograd->run(ctx.pool, count, images, u, y, u + pass.winograd->weight_elements());
       return;
     }
   }
   layer_gemm_gathered(ctx, roles, weight_channels, count * pass.g->patches(), filters, pass.g->patch_size(), T(1),
-                      GatheredA<T>{padded, pass.at->pixels.data(), pass.at->taps.data()}, w, filters, T(0), y, filters);
+                      GatheredA<T>{images, pass.at->pixels.data(), pass.at->taps.data()}, w, filters, T(0), y, filters);
 }
 
 // dW[k x filters] (+)= keep dW + patches^T * dy over the gathered patches (split over the pixels
@@ -151,7 +159,7 @@ void weight_grad_pass(const LayerContext& ctx, const WinogradConv* winograd, con
                       const PatchOffsets& at, int64_t count, const T* images, const T* dy, int64_t filters, T keep,
                       T* dw, T* space, T* partials) {
   if constexpr (std::is_same_v<T, float>) {
-    if (winograd != nullptr && ctx.gemm == GemmPrecision::f32) {
+    if (runs_winograd<T>(ctx, winograd)) {
       winograd->weight_grad(ctx.pool, count, images, dy, keep, dw, space);
       return;
     }
@@ -298,7 +306,7 @@ const WinogradConv* Conv2D::winograd(bool dx) const {
 
 // Under the GEMM, dx directly at stride 1 when its multiply-adds, tiles of 16 columns counted,
 // cost less than im2col's route, whose GEMM writes a patch matrix that col2im (~4 adds per value)
-// reads back; under Winograd always (the same Winograd convolution over the padded dy).
+// reads back; under Winograd always (the same Winograd convolution over dy, padded by 2 - pad).
 Status Conv2D::set_algorithm(ConvAlgorithm a) {
   const ConvGeometry& g = geometry_;
   const ConvOptions& o = options_;
@@ -343,7 +351,8 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
                                            space.data<T>() + per_chunk * scratch_per_sample(), geometry_, offsets_);
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0);
-      const T* images = padded_chunk(ctx.pool, geometry_, x.data<T>() + s0 * in_sample, count, space.data<T>());
+      const T* chunk = x.data<T>() + s0 * in_sample;
+      const T* images = pass.winograd != nullptr ? chunk : padded_chunk(ctx.pool, geometry_, chunk, count, space.data<T>());
       conv_pass(ctx, kForwardProduct, filters, pass, count, images, weight_.value.data<T>(), filters,
                 y.data<T>() + s0 * out_sample);
     }
@@ -380,7 +389,8 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0), pixels = count * patch_rows();
       const T* g_chunk = dy.data<T>() + s0 * out_sample;
-      const T* images = padded_chunk(ctx.pool, g, x.data<T>() + s0 * in_sample, count, padded_x);
+      const T* x_chunk = x.data<T>() + s0 * in_sample;
+      const T* images = runs_winograd<T>(ctx, winograd()) ? x_chunk : padded_chunk(ctx.pool, g, x_chunk, count, padded_x);
       // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
       // as rows and pixels as depth (or Winograd's sums where the forward runs Winograd). The
       // first chunk overwrites unless accumulating.
@@ -392,7 +402,7 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       T* dx_chunk = dx.data<T>() + s0 * in_sample;
       if (direct_dx_) {
         // dx[h*w x c] = patches of padded dy [h*w x k*k*filters] * flipped [k*k*filters x c]
-        const T* dy_images = padded_chunk(ctx.pool, dx_geometry_, g_chunk, count, dx_space);
+        const T* dy_images = dx_pass.winograd != nullptr ? g_chunk : padded_chunk(ctx.pool, dx_geometry_, g_chunk, count, dx_space);
         conv_pass(ctx, kInputGradProduct, filters, dx_pass, count, dy_images, flipped, g.channels, dx_chunk);
         continue;
       }

@@ -22,8 +22,8 @@ constexpr int64_t kWinogradLaneFloats = int64_t{1} << 16;
 // of cnn (28x28, 32 -> 32, 64 samples) at 1 thread took 10.8-10.9 ms against 8.2-8.5 at 8 and
 // 6.3-6.8 at 4 (a loaded machine; this 2-vCPU Zen 5's 32 MB L3 ran 8 and 16 alike, 4 5-7% slower)).
 constexpr int64_t kWinogradGradRoundBlocks = 8;
-// The input transform asks for the pixels of the tile this many ahead (from memory: the padded
-// images are megabytes, read a 6x6 block at a time; the transform waited on their loads).
+// The input transform asks for the pixels of the tile this many ahead (from memory: the images
+// are megabytes, read a 6x6 block at a time; the transform waited on their loads).
 constexpr int64_t kPrefetchTiles = 2;
 // Block sizes are multiples of this (the f32 tiles' MR: 6, 8, 12, 16 divide 48 or 12).
 constexpr int64_t kWinogradBlockStep = 12;
@@ -46,7 +46,7 @@ int64_t WinogradConv::lanes(int64_t count) const {
 }
 
 // V [36][block][c], M [36][block][filters] (positions position_stride apart), a zero row of c
-// (the pixels past the padded image).
+// (the pixels in the padding or past the image).
 int64_t WinogradConv::lane_elements() const {
   return kWinogradPoints * (position_stride(block_tiles_, g_.channels) + position_stride(block_tiles_, filters_)) +
          g_.channels;
@@ -96,27 +96,29 @@ void WinogradConv::transform_weight(ThreadPool* pool, const float* w, float* u) 
 
 // Lane l takes tiles [l T / L, (l + 1) T / L) in blocks of at most block_tiles_: the lanes end
 // together (the tiles of a block do not change a result: each tile's sums are its own).
-void WinogradConv::run(ThreadPool* pool, int64_t count, const float* padded, const float* u, float* y,
+void WinogradConv::run(ThreadPool* pool, int64_t count, const float* images, const float* u, float* y,
                        float* scratch) const {
   const int64_t tiles = count * tiles_per_sample(), lane_count = lanes(count);
   parallel_for(pool, lane_count, 1, [&](int64_t l0, int64_t l1) {
     for (int64_t lane = l0; lane < l1; ++lane) {
       const int64_t end = (lane + 1) * tiles / lane_count;
       for (int64_t t = lane * tiles / lane_count; t < end; t += block_tiles_) {
-        run_block(t, std::min(end, t + block_tiles_), padded, u, y, scratch + lane * lane_elements());
+        run_block(t, std::min(end, t + block_tiles_), images, u, y, scratch + lane * lane_elements());
       }
     }
   });
 }
 
-void WinogradConv::input_rows(int64_t t, const float* padded, const float* zero, const float** d) const {
+void WinogradConv::input_rows(int64_t t, const float* images, const float* zero, const float** d) const {
   const int64_t s = t / tiles_per_sample(), in_sample = t % tiles_per_sample(), c = g_.channels;
-  const int64_t y0 = in_sample / tiles_w_ * kWinogradTile, x0 = in_sample % tiles_w_ * kWinogradTile;
-  const int64_t ph = g_.padded_height(), pw = g_.padded_width();
-  const float* image = padded + s * g_.padded_size();
+  const int64_t y0 = in_sample / tiles_w_ * kWinogradTile - g_.pad, x0 = in_sample % tiles_w_ * kWinogradTile - g_.pad;
+  const int64_t h = g_.height, w = g_.width;
+  const float* image = images + s * h * w * c;
   for (int i = 0; i < kWinogradInput; ++i)
-    for (int j = 0; j < kWinogradInput; ++j)
-      d[i * 6 + j] = y0 + i < ph && x0 + j < pw ? image + ((y0 + i) * pw + x0 + j) * c : zero;
+    for (int j = 0; j < kWinogradInput; ++j) {
+      const int64_t y = y0 + i, x = x0 + j;
+      d[i * 6 + j] = y >= 0 && y < h && x >= 0 && x < w ? image + (y * w + x) * c : zero;
+    }
 }
 
 template <class T>
@@ -150,7 +152,7 @@ void over_tiles_ahead(int64_t n, const Fill& fill, const Use& use) {
 }
 }  // namespace
 
-void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const float* u, float* y,
+void WinogradConv::run_block(int64_t t0, int64_t t1, const float* images, const float* u, float* y,
                              float* lane) const {
   const int64_t nt = t1 - t0, c = g_.channels, f = filters_;
   const int64_t v_stride = position_stride(block_tiles_, c), m_stride = position_stride(block_tiles_, f);
@@ -162,7 +164,7 @@ void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const 
   over_tiles_ahead<kWinogradPoints>(
       nt,
       [&](int64_t t, const float** d) {
-        input_rows(t0 + t, padded, zero, d);
+        input_rows(t0 + t, images, zero, d);
         prefetch_rows(d, kWinogradPoints, c);
       },
       [&](int64_t t, const float* const* d) { transforms.input(c, d, v + t * c, v_stride); });
@@ -192,7 +194,7 @@ void WinogradConv::run_block(int64_t t0, int64_t t1, const float* padded, const 
 // The round's tiles [t0, t1) into V [36][round][c] and D [36][round][padded filters] at rows
 // `at` on, positions v_stride and d_stride floats apart: every position's rows of the whole round
 // lie together, so one tile call sums them all (grad_sums).
-void WinogradConv::grad_transforms(int64_t t0, int64_t t1, const float* padded, const float* dy, const float* zero,
+void WinogradConv::grad_transforms(int64_t t0, int64_t t1, const float* images, const float* dy, const float* zero,
                                    int64_t at, float* v, int64_t v_stride, float* dt, int64_t d_stride) const {
   const int64_t c = g_.channels, fp = padded_filters_;
   const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
@@ -200,7 +202,7 @@ void WinogradConv::grad_transforms(int64_t t0, int64_t t1, const float* padded, 
   over_tiles_ahead<kWinogradPoints + kDyRows>(
       t1 - t0,
       [&](int64_t t, const float** rows) {
-        input_rows(t0 + t, padded, zero, rows);
+        input_rows(t0 + t, images, zero, rows);
         output_rows(t0 + t, dy, filters_, rows + kWinogradPoints);
         prefetch_rows(rows, kWinogradPoints, c);
         prefetch_rows(rows + kWinogradPoints, kDyRows, filters_);
@@ -240,7 +242,7 @@ int64_t WinogradConv::grad_round(int64_t count) const {
 
 // Rounds of grad_round(count) tiles: their transforms over the pool by tile, then the sums; then
 // dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] M[xi][ch][k] (weight_product).
-void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* padded, const float* dy, float beta,
+void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* images, const float* dy, float beta,
                                float* dw, float* scratch) const {
   const int64_t tiles = count * tiles_per_sample(), c = g_.channels;
   const int64_t round_size = grad_round(count);
@@ -253,7 +255,7 @@ void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* pad
   for (int64_t first = 0; first < tiles; first += round_size) {
     const int64_t round_tiles = std::min(round_size, tiles - first);
     parallel_for(pool, round_tiles, 1, [&](int64_t t0, int64_t t1) {
-      grad_transforms(first + t0, first + t1, padded, dy, zero, t0, v, v_stride, dt, d_stride);
+      grad_transforms(first + t0, first + t1, images, dy, zero, t0, v, v_stride, dt, d_stride);
     });
     grad_sums(pool, round_tiles, v, v_stride, dt, d_stride, first == 0, m);
   }

@@ -1,5 +1,7 @@
 // 3x3 stride-1 convolutions by Winograd F(4x4, 3x3) in f32 (ukernels/f32_winograd.h), over
-// padded NHWC images as the direct convolution reads them (ops/im2col.h pad_images).
+// NHWC images as they are: a tile's pixels in the padding (or past the image) read a zero row.
+// (A padded copy, as the gathered GEMM reads, cost a pass over the images and their size again:
+// cnn's Winograd layers at avx512 ~5% faster without it, the transforms' reads prefetched.)
 // The output is cut into 4x4 tiles, counted over the chunk's samples and cut into blocks of
 // tiles; per block: the input transform V [36][tiles][c], one GEMM per position
 // M[xi] [tiles x filters] = V[xi] [tiles x c] * U[xi] [c x filters] on the kernel table's
@@ -46,16 +48,16 @@ class WinogradConv {
   // u = the transforms G g G^T of w [3 * 3 * c, filters] (Conv2D's weight layout), columns past
   // `filters` zero; channels over the pool.
   void transform_weight(ThreadPool* pool, const float* w, float* u) const;
-  // y [count, out_h, out_w, filters] = the convolution of padded [count, padded h, padded w, c]
+  // y [count, out_h, out_w, filters] = the convolution of images [count, h, w, c] (zero padded by g's pad)
   // with the weight u holds.
-  void run(ThreadPool* pool, int64_t count, const float* padded, const float* u, float* y, float* scratch) const;
+  void run(ThreadPool* pool, int64_t count, const float* images, const float* u, float* y, float* scratch) const;
 
   // dw [3 * 3 * c, filters] = beta * dw + the weight gradient of that convolution whose output
   // gradient is dy [count, out_h, out_w, filters]: G^T (sum over tiles of (B^T d B) (.) (A dy A^T)) G.
   // Rounds of up to 8 blocks' tiles: their transforms over the pool by tile, then the 36 positions'
   // sums over the pool by position and channel group, each over the round's tiles in order; then
   // G^T M G over the pool by channel. No result depends on the thread count.
-  void weight_grad(ThreadPool* pool, int64_t count, const float* padded, const float* dy, float beta, float* dw,
+  void weight_grad(ThreadPool* pool, int64_t count, const float* images, const float* dy, float beta, float* dw,
                    float* scratch) const;
   // Floats of scratch weight_grad takes for a chunk of `count` samples.
   int64_t weight_grad_scratch_elements(int64_t count) const {
@@ -74,10 +76,10 @@ class WinogradConv {
   // (weight_grad 1.9x slower than with the pad).
   static int64_t position_stride(int64_t round, int64_t width) { return round * width + 16; }
   // Tiles [t0, t1) of the chunk (tile t: sample t / tiles_per_sample, row-major in it).
-  void run_block(int64_t t0, int64_t t1, const float* padded, const float* u, float* y, float* lane) const;
-  // The 36 input pointers of tile t (the zero row past the padded image), its 16 output pointers
+  void run_block(int64_t t0, int64_t t1, const float* images, const float* u, float* y, float* lane) const;
+  // The 36 input pointers of tile t (the zero row where a pixel is padding or past the image), its 16 output pointers
   // into an image of `row` floats a pixel (null past the output).
-  void input_rows(int64_t t, const float* padded, const float* zero, const float** d) const;
+  void input_rows(int64_t t, const float* images, const float* zero, const float** d) const;
   template <class T>
   void output_rows(int64_t t, T* image, int64_t row, T** out) const;
   // c_out = op(GG) b (+ beta c_out where back): the weight's transform into U (b the weight), or
@@ -87,7 +89,7 @@ class WinogradConv {
   int64_t grad_round(int64_t count) const;
   // weight_grad's steps: tiles' transforms into the round's V and D (their rows from row `at`);
   // a round's sums into m.
-  void grad_transforms(int64_t t0, int64_t t1, const float* padded, const float* dy, const float* zero, int64_t at,
+  void grad_transforms(int64_t t0, int64_t t1, const float* images, const float* dy, const float* zero, int64_t at,
                        float* v, int64_t v_stride, float* dt, int64_t d_stride) const;
   void grad_sums(ThreadPool* pool, int64_t round_tiles, const float* v, int64_t v_stride, const float* dt,
                  int64_t d_stride, bool first_round, float* m) const;
