@@ -95,13 +95,15 @@ void WinogradConv::transform_weight(ThreadPool* pool, const float* w, float* u) 
 }
 
 // Lane l takes tiles [l T / L, (l + 1) T / L) in blocks of at most block_tiles_: the lanes end
-// together (the tiles of a block do not change a result: each tile's sums are its own). A
-// chunk of lanes [l0, l1) runs on one thread, one after another, in lane l0's scratch: one
-// thread's blocks reuse one 256 KB scratch that stays in its L2 (a scratch a lane, one thread
-// cycled through 16 of them, 4 MB).
+// together. No result depends on the lanes or the blocks (each tile's sums are its own), so
+// there are as many lanes as threads (at most lanes(count)): a lane's tiles go in whole blocks
+// but its last (16 lanes on one thread ended 16 blocks short, cnn's chunks of 18 samples in
+// blocks of 24, 24 and 7 tiles). A chunk of lanes [l0, l1) runs on one thread in lane l0's
+// scratch, which stays in its L2.
 void WinogradConv::run(ThreadPool* pool, int64_t count, const float* images, const float* u, float* y,
                        float* scratch) const {
-  const int64_t tiles = count * tiles_per_sample(), lane_count = lanes(count);
+  const int64_t threads = pool != nullptr ? pool->threads() : 1;
+  const int64_t tiles = count * tiles_per_sample(), lane_count = std::min(lanes(count), threads);
   parallel_for(pool, lane_count, 1, [&](int64_t l0, int64_t l1) {
     float* lane_scratch = scratch + l0 * lane_elements();
     for (int64_t lane = l0; lane < l1; ++lane) {
