@@ -6,8 +6,8 @@
 // tiles; per block: the input transform V [36][tiles][c], one GEMM per position
 // M[xi] [tiles x filters] = V[xi] [tiles x c] * U[xi] [c x filters] on the kernel table's
 // gathered tiles (V's rows read in place), and the output transform into y. Blocks are shared
-// over the pool in lanes, each lane with its own scratch; every output is computed the same
-// way whatever the lane or thread, so results do not depend on the thread count.
+// over the pool in lanes (as many as threads), each thread's in one scratch; every output is
+// computed the same way whatever the lane or thread, so results do not depend on the thread count.
 // Multiplies per output: 36 c filters / 16 against the direct convolution's 9 c filters
 // (4x fewer where the output's sides are multiples of 4; partial edge tiles waste some).
 #pragma once
