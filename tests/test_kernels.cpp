@@ -257,14 +257,16 @@ TEST_P(KernelsOnIsa, DropoutIsBitExact) {
 
 // The batch norm's kernels bit for bit against the reference, with and without a fused relu:
 // channels below, at and above each vector width (the channels after the last whole vector run
-// one at a time; 80, 100 and 120 leave 1 to 7 vectors after the groups of 8 at some level), rows from one to more than a block; the sums added to nonzero sums, a block's
+// one at a time; 37-61, 75-127 and 145-250: a group of 8 vectors then 1 to 7 more at widths 4,
+// 8 and 16), rows from one to more than a block; the sums added to nonzero sums, a block's
 // statistics written over nonzero values, apply and grad also in place.
 TEST_P(KernelsOnIsa, BatchNormIsBitExact) {
   Rng rng(17, 0);
   const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
   };
-  for (int64_t channels : {1, 3, 4, 8, 9, 16, 17, 32, 33, 64, 80, 100, 120})
+  for (int64_t channels : {1, 3, 4, 8, 9, 16, 17, 32, 33, 37, 41, 46, 49, 53, 58, 61, 64, 75, 83, 88, 99, 104, 117,
+                           127, 128, 145, 170, 180, 200, 208, 230, 250})
     for (int64_t rows : {1, 7, 64, 65})
       for (bool relu : {false, true}) {
         const std::string what = std::to_string(rows) + " x " + std::to_string(channels) + (relu ? " relu" : "");

@@ -325,14 +325,6 @@ void batch_norm_apply(int64_t rows, int64_t channels, const float* x, const floa
     batch_norm_apply_as<B, false>(rows, channels, x, scale, shift, y);
 }
 
-// The batch of a pass that streams its operands from memory and does little with them: 256-bit
-// at avx512. Measured on this VM's Zen 5, batch norm's input gradient over 6.4 MB in DRAM: 0.58
-// ms on zmm, 0.38 on ymm, the same loop (0.30 both, from cache); in cnn's training its two
-// 28x28x32 batch norms' 0.50-0.56 -> 0.35-0.44 ms. Not measured on an Intel core.
-template <class Arch>
-using StreamBatch = std::conditional_t<std::is_base_of<xsimd::avx512f, Arch>::value,
-                                       xsimd::batch<float, xsimd::fma3<xsimd::avx2>>, xsimd::batch<float, Arch>>;
-
 template <class B, bool kRelu>
 void batch_norm_grad_as(int64_t rows, int64_t channels, const float* x, const float* dy, const float* a, const float* b,
                         const float* d, const float* scale, const float* shift, float* dx) {
@@ -350,10 +342,14 @@ void batch_norm_grad_as(int64_t rows, int64_t channels, const float* x, const fl
       });
 }
 
+// (At avx512 this pass ran faster on 256-bit batches from DRAM on this VM's Zen 5: 0.58 -> 0.38
+// ms over 6.4 MB. Not taken: xsimd's 256-bit batch in the avx512 file makes template symbols of
+// the same name as avx2's file's, one copy linked for both: tools/check_isa_leaks.py's hazard.
+// Raw 256-bit intrinsics in a function templated on Arch would avoid it.)
 template <class Arch>
 void batch_norm_grad(int64_t rows, int64_t channels, const float* x, const float* dy, const float* a, const float* b,
                      const float* d, const float* scale, const float* shift, float* dx) {
-  using B = StreamBatch<Arch>;
+  using B = xsimd::batch<float, Arch>;
   if (scale != nullptr)
     batch_norm_grad_as<B, true>(rows, channels, x, dy, a, b, d, scale, shift, dx);
   else
