@@ -62,9 +62,8 @@ inline void winograd_at(const float* in, int step, float* out, int ostep) {
 }
 
 // Item e = (xi * C + ci) * F + fo: U[xi][ci][fo] = sum over taps of (G (x) G)[xi][tap] g[tap],
-// the taps in order by fused multiply-adds from 0 (as the CPU's GEMM at its FMA levels), g[tap] =
-// W[tap][ci][fo] (W [9][C][F]), or flipped (W [9][F][C], a Conv2D's weight whose dx this is):
-// W[8 - tap][fo][ci]. One item per value: 36 C F items, so even a
+// the taps in order, g[tap] = W[tap][ci][fo] (W [9][C][F]), or flipped (W [9][F][C], a Conv2D's
+// weight whose dx this is): W[8 - tap][fo][ci]. One item per value: 36 C F items, so even a
 // 16 x 16 filter bank keeps the device busy.
 __kernel void f32_winograd_weight(uint C, uint F, uint flipped, __global const float* W, uint w_offset,
                                   __global float* U, uint u_offset) {
@@ -75,7 +74,7 @@ __kernel void f32_winograd_weight(uint C, uint F, uint flipped, __global const f
   float u = 0.0f;
   for (uint tap = 0; tap < 9; ++tap) {
     const float g = flipped ? W[((8 - tap) * F + fo) * C + ci] : W[(tap * C + ci) * F + fo];
-    u = fma(kG[xi / 6][tap / 3] * kG[xi % 6][tap % 3], g, u);
+    u += kG[xi / 6][tap / 3] * kG[xi % 6][tap % 3] * g;
   }
   U[u_offset + e] = u;
 }
@@ -155,9 +154,7 @@ __kernel void f32_winograd_dy(uint tiles, uint OH, uint OW, uint F, uint tiles_h
 
 // Item e = ci * F + fo: m[xi] = the sum of position xi's `slices` partials P[xi * slices + s][ci][fo]
 // in slice order; dW[tap][ci][fo] = beta dW (beta 0: not read) + sum over xi, in order, of
-// (G (x) G)[xi][tap] m[xi] by fused multiply-adds, for each of the 9 taps (the transpose of
-// f32_winograd_weight's sum; the CPU's GEMM adds beta dW last: at its FMA levels the same bits
-// where beta is 0).
+// (G (x) G)[xi][tap] m[xi], for each of the 9 taps (the transpose of f32_winograd_weight's sum).
 __kernel void f32_winograd_weight_grad(uint C, uint F, uint slices, __global const float* P, uint p_offset,
                                        float beta, __global float* dW, uint dw_offset) {
   const uint e = get_global_id(0);
@@ -172,7 +169,7 @@ __kernel void f32_winograd_weight_grad(uint C, uint F, uint slices, __global con
   dW += dw_offset + e;
   for (uint tap = 0; tap < 9; ++tap) {
     float v = beta == 0.0f ? 0.0f : beta * dW[tap * C * F];
-    for (uint xi = 0; xi < 36; ++xi) v = fma(kG[xi / 6][tap / 3] * kG[xi % 6][tap % 3], m[xi], v);
+    for (uint xi = 0; xi < 36; ++xi) v += kG[xi / 6][tap / 3] * kG[xi % 6][tap % 3] * m[xi];
     dW[tap * C * F] = v;
   }
 }

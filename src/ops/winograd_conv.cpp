@@ -1,12 +1,12 @@
 // Winograd F(4x4, 3x3) convolution (ops/winograd_conv.h): the weight's transforms (once a call)
-// as GEMMs with the Kronecker product of G, the blocks on the kernel table's transforms and tiles.
+// in blocks of filters with the Kronecker product of G, the blocks on the kernel table's
+// transforms and tiles.
 #include "ops/winograd_conv.h"
 
 #include <algorithm>
 
 #include "base/int_math.h"
 #include "cpu/kernel_tables.h"
-#include "ops/gemm.h"
 
 namespace rg {
 
@@ -65,33 +65,67 @@ struct KroneckerG {
 const KroneckerG kGG;
 }  // namespace
 
-// C = op(GG) B: the weight's transforms, U [36][c][fp] = GG [36 x 9] W [9][c][f] forward and
-// dW [9][c][f] = beta dW + GG^T M [36][c][fp] back (a = 9 taps to 36 points, or back): one GEMM
-// over all channels where the filters need no padding (B and C [rows x c f]), else one a channel.
-// As loops of 36 x 9 short rows (2-4 vectors) these took 4% of cnn's training step at avx512.
-void WinogradConv::weight_product(ThreadPool* pool, bool back, const float* b, float beta, float* c_out) const {
-  const int64_t c = g_.channels, f = filters_, fp = padded_filters_;
-  const int64_t b_row = back ? fp : f, c_row = back ? f : fp;  // floats a channel in B and C
-  const GemmShape whole{back ? Trans::yes : Trans::no, Trans::no, back ? 9 : kWinogradPoints, c * f,
-                        back ? kWinogradPoints : 9, 9, c * b_row, c * c_row};
-  if (f == fp) {
-    f32_gemm(whole, 1.0f, &kGG.at[0][0], b, beta, c_out, pool);
-    return;
+// The weight's transforms, U [36][c][fp] from W [9][c][f] and dW [9][c][f] back from M
+// [36][c][fp]: each value a product, then a sum, the terms in order from 0 (or from beta dW), as
+// the device's f32_winograd_weight and _weight_grad compute them, so the bits are the same at
+// every level (a GEMM's fused multiply-adds at the FMA levels moved resnet20's device-against-CPU
+// test past its tolerance). A row's filters go in blocks of kWeightBlock in a local array: loops
+// of a fixed length, which the baseline build vectorises (over a run-time length it did not:
+// the transforms took 4% of cnn's step at avx512).
+constexpr int64_t kWeightBlock = 8;
+
+// out[k] = start[k] + the sum over t < terms, in order, of coef[t * coef_step] row(t)[k], k < n.
+template <class Row>
+void add_weighted_rows(int64_t n, int terms, const float* coef, int coef_step, const Row& row, const float* start,
+                       float* out) {
+  float acc[kWeightBlock];
+  for (int64_t q = 0; q < kWeightBlock; ++q) acc[q] = q < n ? start[q] : 0.0f;
+  for (int t = 0; t < terms; ++t) {
+    const float* r = row(t);
+    const float k = coef[t * coef_step];
+    if (n == kWeightBlock) {
+      for (int64_t q = 0; q < kWeightBlock; ++q) acc[q] += k * r[q];
+    } else {
+      for (int64_t q = 0; q < n; ++q) acc[q] += k * r[q];
+    }
   }
-  GemmShape one = whole;
-  one.n = f;
-  parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t ch = c0; ch < c1; ++ch) f32_gemm(one, 1.0f, &kGG.at[0][0], b + ch * b_row, beta, c_out + ch * c_row, nullptr);
-  });
+  std::copy(acc, acc + n, out);
 }
 
 // u[xi][ch][k] = sum over the 9 taps of (G (x) G)[xi][tap] w[tap][ch][k], columns past the
-// filters zero.
+// filters zero; channels over the pool.
 void WinogradConv::transform_weight(ThreadPool* pool, const float* w, float* u) const {
   const int64_t c = g_.channels, f = filters_, fp = padded_filters_;
-  if (f != fp)
-    for (int64_t row = 0; row < kWinogradPoints * c; ++row) std::fill(u + row * fp + f, u + (row + 1) * fp, 0.0f);
-  weight_product(pool, false, w, 0.0f, u);
+  const float zeros[kWeightBlock] = {};
+  parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t ch = c0; ch < c1; ++ch)
+      for (int xi = 0; xi < kWinogradPoints; ++xi) {
+        float* row = u + (xi * c + ch) * fp;
+        std::fill(row + f, row + fp, 0.0f);
+        for (int64_t k0 = 0; k0 < f; k0 += kWeightBlock) {
+          const auto tap_row = [&](int tap) { return w + (tap * c + ch) * f + k0; };
+          add_weighted_rows(std::min(kWeightBlock, f - k0), 9, &kGG.at[xi][0], 1, tap_row, zeros, row + k0);
+        }
+      }
+  });
+}
+
+// dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] m[xi][ch][k]; channels over the pool.
+void WinogradConv::transform_back(ThreadPool* pool, const float* m, float beta, float* dw) const {
+  const int64_t c = g_.channels, f = filters_, fp = padded_filters_;
+  parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
+    float start[kWeightBlock];
+    for (int64_t ch = c0; ch < c1; ++ch)
+      for (int tap = 0; tap < 9; ++tap) {
+        float* row = dw + (tap * c + ch) * f;
+        for (int64_t k0 = 0; k0 < f; k0 += kWeightBlock) {
+          const int64_t n = std::min(kWeightBlock, f - k0);
+          for (int64_t q = 0; q < n; ++q) start[q] = beta == 0.0f ? 0.0f : beta == 1.0f ? row[k0 + q] : beta * row[k0 + q];
+          const auto point_row = [&](int xi) { return m + (xi * c + ch) * fp + k0; };
+          add_weighted_rows(n, kWinogradPoints, &kGG.at[0][tap], 9, point_row, start, row + k0);
+        }
+      }
+  });
 }
 
 // Lane l takes tiles [l T / L, (l + 1) T / L) in blocks of at most block_tiles_: the lanes end
@@ -247,7 +281,7 @@ int64_t WinogradConv::grad_round(int64_t count) const {
 }
 
 // Rounds of grad_round(count) tiles: their transforms over the pool by tile, then the sums; then
-// dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] M[xi][ch][k] (weight_product).
+// dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] M[xi][ch][k] (transform_back).
 void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* images, const float* dy, float beta,
                                float* dw, float* scratch) const {
   const int64_t tiles = count * tiles_per_sample(), c = g_.channels;
@@ -265,7 +299,7 @@ void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* ima
     });
     grad_sums(pool, round_tiles, v, v_stride, dt, d_stride, first == 0, m);
   }
-  weight_product(pool, true, m, beta, dw);
+  transform_back(pool, m, beta, dw);
 }
 
 }  // namespace rg

@@ -82,9 +82,8 @@ class WinogradConv {
   void input_rows(int64_t t, const float* images, const float* zero, const float** d) const;
   template <class T>
   void output_rows(int64_t t, T* image, int64_t row, T** out) const;
-  // c_out = op(GG) b (+ beta c_out where back): the weight's transform into U (b the weight), or
-  // back from the sums M into dW.
-  void weight_product(ThreadPool* pool, bool back, const float* b, float beta, float* c_out) const;
+  // dw = beta dw + G^T M G for each filter: weight_grad's last step, from the positions' sums m.
+  void transform_back(ThreadPool* pool, const float* m, float beta, float* dw) const;
   // weight_grad's rounds: the tiles whose sums one tile call adds up.
   int64_t grad_round(int64_t count) const;
   // weight_grad's steps: tiles' transforms into the round's V and D (their rows from row `at`);

@@ -1,8 +1,7 @@
 // The f32 Winograd F(4x4, 3x3) transforms written once with xsimd batches (contracts and
 // matrices: f32_winograd.h). Include ONLY from an isa/*.cpp file (see f32_gemm_impl.h for why);
 // RG_DEFINE_F32_WINOGRAD_KERNELS defines one ISA's kernels.
-// B^T and A^T factored (Lavin and Gray's operation counts), a multiply and an add fused where the
-// level has FMA (B^T 13 instructions a pass instead of 19): per 1-D pass of six values,
+// B^T and A^T factored (Lavin and Gray's operation counts): per 1-D pass of six values,
 //   B^T: r0 = 4 d0 - 5 d2 + d4,  r5 = 4 d1 - 5 d3 + d5,  a = d4 - 4 d2, b = d3 - 4 d1: r1 = a + b,
 //        r2 = a - b,  c = d4 - d2, e = 2 (d3 - d1): r3 = c + e, r4 = c - e
 //   A^T: s = m1 + m2, t = m1 - m2, p = m3 + m4, q = m3 - m4:
@@ -16,29 +15,22 @@
 #include <xsimd/xsimd.hpp>
 
 #include "cpu/ukernels/f32_winograd.h"
-#include "cpu/ukernels/xsimd_fma.h"
 
 namespace rg {
 namespace ukernel {
 
-// x y + z with one rounding where the level has FMA (the transforms' bits may differ by level).
-template <class B>
-inline B fma_of(const B& x, const B& y, const B& z) {
-  return fused_multiply_add<typename B::arch_type>(x, y, z);
-}
-
 // Six values at in[0], in[step], ... through B^T into out[0], out[ostep], ...
 template <class B>
 inline void winograd_bt(const B* in, int step, B* out, int ostep) {
-  const B minus_four(-4.0f), minus_five(-5.0f), four(4.0f), two(2.0f);
+  const B four(4.0f), five(5.0f), two(2.0f);
   const B d0 = in[0], d1 = in[step], d2 = in[2 * step], d3 = in[3 * step], d4 = in[4 * step], d5 = in[5 * step];
-  const B a = fma_of(minus_four, d2, d4), b = fma_of(minus_four, d1, d3), c = d4 - d2, e = two * (d3 - d1);
-  out[0] = fma_of(four, d0, fma_of(minus_five, d2, d4));
+  const B a = d4 - four * d2, b = d3 - four * d1, c = d4 - d2, e = two * (d3 - d1);
+  out[0] = four * d0 - five * d2 + d4;
   out[ostep] = a + b;
   out[2 * ostep] = a - b;
   out[3 * ostep] = c + e;
   out[4 * ostep] = c - e;
-  out[5 * ostep] = fma_of(four, d1, fma_of(minus_five, d3, d5));
+  out[5 * ostep] = four * d1 - five * d3 + d5;
 }
 
 // Six values through A^T into four.
@@ -48,9 +40,9 @@ inline void winograd_at(const B* in, int step, B* out, int ostep) {
   const B s = in[step] + in[2 * step], t = in[step] - in[2 * step];
   const B p = in[3 * step] + in[4 * step], q = in[3 * step] - in[4 * step];
   out[0] = in[0] + s + p;
-  out[ostep] = fma_of(two, q, t);
-  out[2 * ostep] = fma_of(four, p, s);
-  out[3 * ostep] = fma_of(eight, q, t + in[5 * step]);
+  out[ostep] = t + two * q;
+  out[2 * ostep] = s + four * p;
+  out[3 * ostep] = t + eight * q + in[5 * step];
 }
 
 // Four values through A (A^T's transpose) into six.
@@ -58,7 +50,7 @@ template <class B>
 inline void winograd_a(const B* in, int step, B* out, int ostep) {
   const B two(2.0f), four(4.0f), eight(8.0f);
   const B y0 = in[0], y1 = in[step], y2 = in[2 * step], y3 = in[3 * step];
-  const B s = y0 + y2, t = y1 + y3, p = fma_of(four, y2, y0), q = fma_of(eight, y3, two * y1);
+  const B s = y0 + y2, t = y1 + y3, p = y0 + four * y2, q = two * y1 + eight * y3;
   out[0] = y0;
   out[ostep] = s + t;
   out[2 * ostep] = s - t;
