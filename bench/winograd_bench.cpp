@@ -35,8 +35,8 @@ struct ConvShape {
 ConvShape parse_shape(const std::string& text) {
   long long c = 0, f = 0, side = 0;
   int used = 0;
-  if (std::sscanf(text.c_str(), "%lldx%lldx%lld%n", &c, &f, &side, &used) != 3 || static_cast<size_t>(used) != text.size() ||
-      c < 1 || f < 1 || side < 1 || c > 4096 || f > 4096 || side > 1024) {
+  if (std::sscanf(text.c_str(), "%lldx%lldx%lld%n", &c, &f, &side, &used) != 3 ||
+      static_cast<size_t>(used) != text.size() || c < 1 || f < 1 || side < 1 || c > 4096 || f > 4096 || side > 1024) {
     usage_error("--shapes '" + text + "': the form is CxFxS (e.g. 32x32x28), C and F from 1 to 4096, S from 1 to 1024");
   }
   return {text, c, f, side};
@@ -80,30 +80,36 @@ std::vector<double> time_calls(int reps, const std::function<void()>& call) {
 void print_row(const char* pass, const Spread& s, double direct_flops, double executed_flops) {
   std::printf("  %-18s %8.3f [%.3f, %.3f] ms", pass, s.median * 1e3, s.low * 1e3, s.high * 1e3);
   if (direct_flops > 0)
-    std::printf("  %7.1f GFLOP/s effective, %6.1f executed", direct_flops / s.median * 1e-9, executed_flops / s.median * 1e-9);
+    std::printf("  %7.1f GFLOP/s effective, %6.1f executed", direct_flops / s.median * 1e-9,
+                executed_flops / s.median * 1e-9);
   std::printf("\n");
 }
 
 void bench_shape(const Options& o, const ConvShape& k, ThreadPool* pool) {
   const ConvGeometry g = get_arg(conv_geometry(k.side, k.side, k.c, 3, 1, 1), "--shapes " + k.text);
   const WinogradConv conv(g, k.f);
+  const int64_t scratch_floats = std::max(conv.scratch_elements(o.samples), conv.weight_grad_scratch_elements(o.samples));
   const double floats = double(o.samples) * (double(g.height * g.width * k.c) + 2.0 * double(g.patches() * k.f)) +
                         double(conv.weight_elements()) + 18.0 * double(k.c * k.f) +
-                        double(std::max(conv.scratch_elements(o.samples), conv.weight_grad_scratch_elements(o.samples)));
+                        double(scratch_floats);
   if (floats * 4 > 4e9)
     usage_error("--shapes " + k.text + " with --samples " + std::to_string(o.samples) + ": over 4 GB of buffers");
-  std::vector<float> images(static_cast<size_t>(o.samples * g.height * g.width * k.c)), w(static_cast<size_t>(9 * k.c * k.f));
+  std::vector<float> images(static_cast<size_t>(o.samples * g.height * g.width * k.c));
+  std::vector<float> w(static_cast<size_t>(9 * k.c * k.f));
   std::vector<float> u(static_cast<size_t>(conv.weight_elements())), dw(w.size());
   std::vector<float> y(static_cast<size_t>(o.samples * g.patches() * k.f)), dy(y.size());
-  std::vector<float> scratch(static_cast<size_t>(std::max(conv.scratch_elements(o.samples), conv.weight_grad_scratch_elements(o.samples))));
+  std::vector<float> scratch(static_cast<size_t>(scratch_floats));
   for (size_t i = 0; i < images.size(); ++i) images[i] = float(i % 13) * 0.1f - 0.6f;
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 7) * 0.01f;
   for (size_t i = 0; i < dy.size(); ++i) dy[i] = float(i % 11) * 0.01f - 0.05f;
   const double direct = 2.0 * 9 * double(k.c) * double(k.f) * double(g.patches()) * double(o.samples);
   std::printf("%s (%lld samples, pad 1), %s, %d thread(s):\n", k.text.c_str(), static_cast<long long>(o.samples),
               isa_name(active_isa()), o.threads);
-  print_row("weight transform", spread(time_calls(o.reps, [&] { conv.transform_weight(pool, w.data(), u.data()); })), 0, 0);
-  print_row("forward", spread(time_calls(o.reps, [&] { conv.run(pool, o.samples, images.data(), u.data(), y.data(), scratch.data()); })),
+  print_row("weight transform", spread(time_calls(o.reps, [&] { conv.transform_weight(pool, w.data(), u.data()); })), 0,
+            0);
+  print_row("forward", spread(time_calls(o.reps, [&] {
+              conv.run(pool, o.samples, images.data(), u.data(), y.data(), scratch.data());
+            })),
             direct, double(conv.executed_flops_per_sample(false) * o.samples));
   print_row("weight gradient", spread(time_calls(o.reps, [&] {
               conv.weight_grad(pool, o.samples, images.data(), dy.data(), 0.0f, dw.data(), scratch.data());

@@ -1,6 +1,6 @@
 // Conv2D, ConvTranspose2D and DepthwiseConv2D: chunks of samples; per chunk a padded copy that the gathered GEMM
-// reads patches from (Winograd reads the images themselves), or a GEMM into a patch matrix that col2im adds back (both threaded over
-// samples, the GEMMs threaded inside); bias by the kernel table. The depthwise conv: rows through
+// reads patches from (Winograd reads the images themselves), or a GEMM into a patch matrix that
+// col2im adds back (both threaded over samples, the GEMMs threaded inside); bias by the kernel table. The depthwise conv: rows through
 // an indirection per image (ops/depthwise.h), f32 on the kernel table's depthwise kernels.
 #include "nn/conv.h"
 
@@ -134,6 +134,12 @@ ConvPass winograd_pass(const LayerContext& ctx, const WinogradConv* winograd, co
     }
   }
   return ConvPass{&g, &at, nullptr, nullptr};
+}
+
+// The images a pass reads: as they are for Winograd, else their padded copy made in `space`.
+template <class T>
+const T* pass_images(ThreadPool* pool, bool winograd, const ConvGeometry& g, const T* images, int64_t count, T* space) {
+  return winograd ? images : padded_chunk(pool, g, images, count, space);
 }
 
 // y of `count` images: Winograd's over them as they are, the gathered GEMM's over their padded copy.
@@ -351,8 +357,8 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
                                            space.data<T>() + per_chunk * scratch_per_sample(), geometry_, offsets_);
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0);
-      const T* chunk = x.data<T>() + s0 * in_sample;
-      const T* images = pass.winograd != nullptr ? chunk : padded_chunk(ctx.pool, geometry_, chunk, count, space.data<T>());
+      const T* images = pass_images(ctx.pool, pass.winograd != nullptr, geometry_, x.data<T>() + s0 * in_sample, count,
+                                    space.data<T>());
       conv_pass(ctx, kForwardProduct, filters, pass, count, images, weight_.value.data<T>(), filters,
                 y.data<T>() + s0 * out_sample);
     }
@@ -389,8 +395,8 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0), pixels = count * patch_rows();
       const T* g_chunk = dy.data<T>() + s0 * out_sample;
-      const T* x_chunk = x.data<T>() + s0 * in_sample;
-      const T* images = runs_winograd<T>(ctx, winograd()) ? x_chunk : padded_chunk(ctx.pool, g, x_chunk, count, padded_x);
+      const T* images =
+          pass_images(ctx.pool, runs_winograd<T>(ctx, winograd()), g, x.data<T>() + s0 * in_sample, count, padded_x);
       // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
       // as rows and pixels as depth (or Winograd's sums where the forward runs Winograd). The
       // first chunk overwrites unless accumulating.
@@ -402,7 +408,7 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       T* dx_chunk = dx.data<T>() + s0 * in_sample;
       if (direct_dx_) {
         // dx[h*w x c] = patches of padded dy [h*w x k*k*filters] * flipped [k*k*filters x c]
-        const T* dy_images = dx_pass.winograd != nullptr ? g_chunk : padded_chunk(ctx.pool, dx_geometry_, g_chunk, count, dx_space);
+        const T* dy_images = pass_images(ctx.pool, dx_pass.winograd != nullptr, dx_geometry_, g_chunk, count, dx_space);
         conv_pass(ctx, kInputGradProduct, filters, dx_pass, count, dy_images, flipped, g.channels, dx_chunk);
         continue;
       }

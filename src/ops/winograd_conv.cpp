@@ -120,7 +120,8 @@ void WinogradConv::transform_back(ThreadPool* pool, const float* m, float beta, 
         float* row = dw + (tap * c + ch) * f;
         for (int64_t k0 = 0; k0 < f; k0 += kWeightBlock) {
           const int64_t n = std::min(kWeightBlock, f - k0);
-          for (int64_t q = 0; q < n; ++q) start[q] = beta == 0.0f ? 0.0f : beta == 1.0f ? row[k0 + q] : beta * row[k0 + q];
+          for (int64_t q = 0; q < n; ++q)
+            start[q] = beta == 0.0f ? 0.0f : beta == 1.0f ? row[k0 + q] : beta * row[k0 + q];
           const auto point_row = [&](int xi) { return m + (xi * c + ch) * fp + k0; };
           add_weighted_rows(n, kWinogradPoints, &kGG.at[0][tap], 9, point_row, start, row + k0);
         }
@@ -131,8 +132,8 @@ void WinogradConv::transform_back(ThreadPool* pool, const float* m, float beta, 
 // Lane l takes tiles [l T / L, (l + 1) T / L) in blocks of at most block_tiles_: the lanes end
 // together. No result depends on the lanes or the blocks (each tile's sums are its own), so
 // there are as many lanes as threads (at most lanes(count)): a lane's tiles go in whole blocks
-// but its last (16 lanes on one thread ended 16 blocks short, cnn's chunks of 18 samples in
-// blocks of 24, 24 and 7 tiles). A chunk of lanes [l0, l1) runs on one thread in lane l0's
+// but its last (16 lanes on one thread each ended in a short block: cnn's chunks of 18 samples
+// in blocks of 24, 24 and 7 tiles). A chunk of lanes [l0, l1) runs on one thread in lane l0's
 // scratch, which stays in its L2.
 void WinogradConv::run(ThreadPool* pool, int64_t count, const float* images, const float* u, float* y,
                        float* scratch) const {
