@@ -177,6 +177,11 @@ std::vector<LayerSpec> conv_layer_specs() {
       // Many channels: dx as a direct convolution of the padded dy with the flipped weight.
       conv_spec("conv3x3_p1_wide_direct_dx", Shape{4, 5, 16}, conv_options(17, 3, 1, 1)),
       conv_spec("conv2x2_p1_wide_direct_dx", Shape{3, 4, 16}, conv_options(16, 2, 1, 1)),
+      // 16 channels or more, the kernel a multiple of the stride: dx by phases (ops/conv_phases.h),
+      // phases of unequal sizes (odd and rectangular images), pads below, at and above the stride.
+      conv_spec("conv4x4_s2_p1_phases", Shape{6, 5, 16}, conv_options(5, 4, 2, 1)),
+      conv_spec("conv2x2_s2_p0_phases_rect", Shape{5, 7, 17}, conv_options(3, 2, 2, 0)),
+      conv_spec("conv6x6_s3_p2_phases_nobias", Shape{8, 7, 16}, conv_options(4, 6, 3, 2, 0, false)),
       // Depthwise: channels below and above the vector widths (tails), stride 3 leaving dx gaps.
       depthwise_spec("depthwise3x3_s1_p1", Shape{5, 5, 3}, conv_options(1, 3, 1, 1)),
       depthwise_spec("depthwise3x3_s2_p1_rect", Shape{6, 7, 2}, conv_options(1, 3, 2, 1)),
@@ -188,6 +193,11 @@ std::vector<LayerSpec> conv_layer_specs() {
       conv_transpose_spec("convT2x2_s1", Shape{3, 2, 2}, conv_options(3, 2, 1, 0)),
       conv_transpose_spec("convT1x1_pointwise", Shape{2, 3, 2}, conv_options(3, 1, 1, 0, 0, false)),
       conv_transpose_spec("convT3x3_s3_op2", Shape{2, 2, 1}, conv_options(2, 3, 3, 0, 2)),
+      // 16 filters or more, the kernel a multiple of the stride: the forward by phases.
+      conv_transpose_spec("convT4x4_s2_p1_phases", Shape{3, 2, 5}, conv_options(16, 4, 2, 1)),
+      conv_transpose_spec("convT4x4_s2_p2_op1_phases", Shape{3, 4, 3}, conv_options(17, 4, 2, 2, 1)),
+      conv_transpose_spec("convT3x3_s1_p1_phases", Shape{3, 3, 4}, conv_options(16, 3, 1, 1)),
+      conv_transpose_spec("convT6x6_s3_op2_phases_nobias", Shape{2, 3, 2}, conv_options(16, 6, 3, 0, 2, false)),
       pool_spec("maxpool2", Shape{4, 5, 3}, PoolKind::max, 2, 2, 0),
       pool_spec("maxpool3_s2_p1", Shape{5, 5, 2}, PoolKind::max, 3, 2, 1),
       pool_spec("maxpool3_s1_overlap", Shape{4, 4, 1}, PoolKind::max, 3, 1, 0),
@@ -281,6 +291,30 @@ TEST(Conv, SpecsCoverBothInputGradientRoutes) {
   EXPECT_GE(via_cols, 2);
 }
 
+// dcgan's discriminator conv2 and generator conv_transpose1 (dx and the forward by phases),
+// 20 samples a chunk.
+std::vector<LayerSpec> phases_chunked_specs() {
+  return {conv_spec("conv_phases_chunked", Shape{14, 14, 64}, conv_options(16, 4, 2, 1)),
+          conv_transpose_spec("convT_phases_chunked", Shape{7, 7, 16}, conv_options(64, 4, 2, 1))};
+}
+
+// The specs named "phases" take the phases' route, and only they (so their tests test it).
+TEST(Conv, PhasesWhereTheyFit) {
+  std::vector<LayerSpec> specs = conv_layer_specs();
+  for (const LayerSpec& spec : phases_chunked_specs()) specs.push_back(spec);
+  int with_phases = 0;
+  for (const LayerSpec& spec : specs) {
+    std::unique_ptr<Layer> layer = spec.make();
+    auto* conv = dynamic_cast<ConvLayer*>(layer.get());
+    if (conv == nullptr) continue;
+    ASSERT_TRUE(layer->configure(spec.input).ok()) << spec.name;
+    const bool named = spec.name.find("phases") != std::string::npos;
+    EXPECT_EQ(conv->adjoint_by_phases(), named) << spec.name;
+    with_phases += named;
+  }
+  EXPECT_EQ(with_phases, 9);
+}
+
 // Batches larger than one chunk (28x28x8 with a 3x3 kernel: 16 samples per 4 MiB chunk), so
 // the chunk loop and the dW accumulation across chunks are exercised, in f32 against f64.
 // dW and the bias grads sum 40 * 784 = 31,360 terms reaching |partial| ~ 100: float rounding
@@ -289,6 +323,7 @@ TEST(Conv, ChunkedBatchesMatchF64) {
   ThreadPool pool(2);
   compare_f32_f64(conv_spec("conv_chunked", Shape{28, 28, 8}, conv_options(6, 3, 1, 1)), 40, &pool, 1e-3);
   compare_f32_f64(conv_transpose_spec("convT_chunked", Shape{14, 14, 8}, conv_options(6, 4, 2, 1)), 40, &pool, 1e-3);
+  for (const LayerSpec& spec : phases_chunked_specs()) compare_f32_f64(spec, 40, &pool, 1e-3);
   compare_f32_f64(depthwise_spec("depthwise_big", Shape{28, 28, 8}, conv_options(1, 3, 1, 1)), 40, &pool, 1e-3);
 }
 
@@ -303,6 +338,7 @@ TEST(Conv, ResultsDoNotDependOnThreads) {
   specs.push_back(conv_spec("conv_chunked", Shape{28, 28, 8}, conv_options(6, 3, 1, 1)));
   specs.push_back(conv_transpose_spec("convT_chunked", Shape{14, 14, 8}, conv_options(6, 4, 2, 1)));
   specs.push_back(depthwise_spec("depthwise_big", Shape{28, 28, 8}, conv_options(1, 3, 1, 1)));
+  for (const LayerSpec& spec : phases_chunked_specs()) specs.push_back(spec);
   // 33 x 1024 rows of 64 channels: 528 blocks of 64 rows, their partial sums taken 512 at a time
   specs.push_back(batch_norm_spec("batchnorm_many_blocks", Shape{32, 32, 64}, true));
   for (const LayerSpec& spec : specs) {

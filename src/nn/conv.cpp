@@ -122,6 +122,12 @@ bool runs_winograd(const LayerContext& ctx, const WinogradConv* winograd) {
   return std::is_same_v<T, float> && winograd != nullptr && ctx.gemm == GemmPrecision::f32;
 }
 
+// Whether the adjoint runs by phases: the layer has them and the products are f32.
+template <class T>
+bool runs_phases(const LayerContext& ctx, bool has_phases) {
+  return std::is_same_v<T, float> && has_phases && ctx.gemm == GemmPrecision::f32;
+}
+
 // The pass of one convolution of a call: Winograd (w's transform made in `space`) where
 // runs_winograd, else the gathered GEMM's.
 template <class T>
@@ -283,13 +289,15 @@ Result<Shape> Conv2D::configure(const Shape& input) {
 int64_t Conv2D::scratch_per_sample() const {
   const int64_t padded_x = geometry_.pad > 0 ? geometry_.padded_size() : 0;
   const int64_t padded_dy = flipped_geometry_.padded_size(), cols = patch_rows() * patch_cols();
-  return padded_x + std::max(gemm_direct_dx_ ? padded_dy : cols, reserves_winograd_ ? padded_dy : 0);
+  const int64_t cols_or_phases = std::max(cols, has_phases_ ? phases_.scratch_per_sample() : 0);
+  return padded_x + std::max(gemm_direct_dx_ ? padded_dy : cols_or_phases, reserves_winograd_ ? padded_dy : 0);
 }
 
-// The flipped weight (direct dx), then the larger of Winograd's forward and dx parts (the
-// transformed weight and the lanes) where the layer may run it.
+// The flipped weight (direct dx) or the phases' weights, then the larger of Winograd's forward and
+// dx parts (the transformed weight and the lanes) where the layer may run it.
 int64_t Conv2D::scratch_fixed(int64_t per_chunk) const {
   const int64_t flipped = gemm_direct_dx_ || reserves_winograd_ ? weight_shape_.numel() : 0;
+  if (has_phases_) return phases_.weight_elements();  // a stride above 1: neither of the others
   if (!reserves_winograd_) return flipped;
   const int64_t forward = winograd_.weight_elements() + winograd_.scratch_elements(per_chunk);
   const int64_t dw_or_dx = std::max(winograd_.weight_grad_scratch_elements(per_chunk), winograd_dx_.scratch_elements(per_chunk));
@@ -325,6 +333,8 @@ Status Conv2D::set_algorithm(ConvAlgorithm a) {
   gemm_direct_dx_ = o.stride == 1 && direct <= via_cols;
   direct_dx_ = a == ConvAlgorithm::winograd || gemm_direct_dx_;
   reserves_winograd_ = a == ConvAlgorithm::winograd || (!o.algorithm && winograd_candidate());
+  has_phases_ = o.stride > 1 && ConvPhases::fits(g, o.filters);
+  if (has_phases_) phases_ = ConvPhases(g, o.filters);
   flipped_geometry_ = ConvGeometry{};
   if (gemm_direct_dx_ || reserves_winograd_) {
     RG_ASSIGN(flipped_geometry_, conv_geometry(g.out_h, g.out_w, o.filters, o.kernel, 1, o.kernel - 1 - o.pad));
@@ -386,6 +396,12 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
     const PatchOffsets& at = offsets_;
     T* dw_space = flipped + weight_shape_.numel() + (reserves_winograd_ ? winograd_dx_.weight_elements() : 0);
     ConvPass dx_pass{&dx_geometry_, &dx_offsets_, nullptr, nullptr};
+    const bool phases = dx.defined() && runs_phases<T>(ctx, has_phases_);
+    if (phases) {
+      const InputGradScope timed(ctx);
+      if constexpr (std::is_same_v<T, float>)
+        phases_.transform_weight(weight_.value.data<T>(), ConvWeightLayout{g.channels * filters, filters, 1}, flipped);
+    }
     if (dx.defined() && direct_dx_) {
       const InputGradScope timed(ctx);
       flip_weight(options_.kernel, g.channels, filters, weight_.value.data<T>(), flipped);
@@ -411,6 +427,12 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
         const T* dy_images = pass_images(ctx.pool, dx_pass.winograd != nullptr, dx_geometry_, g_chunk, count, dx_space);
         conv_pass(ctx, kInputGradProduct, filters, dx_pass, count, dy_images, flipped, g.channels, dx_chunk);
         continue;
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        if (phases) {  // by phases, their weights in `flipped`'s place
+          phases_.run(ctx.pool, count, g_chunk, flipped, dx_chunk, dx_space);
+          continue;
+        }
       }
       // d(patches)[pixels x k] = dy * W^T, then each patch row added back where it was read
       layer_gemm(ctx, kInputGradProduct, filters, GemmShape{Trans::no, Trans::yes, pixels, k, filters, filters, filters, k}, T(1),
@@ -446,13 +468,16 @@ Result<Shape> ConvTranspose2D::configure(const Shape& input) {
     return Status::error("internal: transposed geometry does not invert for " + input.str());
   }
   set_weight_shape(Shape{input[2], geometry_.patch_size()}, geometry_.patch_size(), o.kernel * o.kernel * input[2]);
+  has_phases_ = !geometry_.pointwise() && ConvPhases::fits(geometry_, input[2]);
+  if (has_phases_) phases_ = ConvPhases(geometry_, input[2]);
   return Shape{out_h, out_w, o.filters};
 }
 
-// Forward: the patch matrix col2im reads (none when pointwise: the GEMM writes y itself);
-// backward: the padded dy its patches are gathered from.
+// Forward: the patch matrix col2im reads (none when pointwise: the GEMM writes y itself) or the
+// phases' padded x and output; backward: the padded dy its patches are gathered from.
 int64_t ConvTranspose2D::scratch_per_sample() const {
-  return std::max(geometry_.pointwise() ? 0 : patch_rows() * patch_cols(), geometry_.padded_size());
+  const int64_t cols = geometry_.pointwise() ? 0 : patch_rows() * patch_cols();
+  return std::max({cols, geometry_.padded_size(), has_phases_ ? phases_.scratch_per_sample() : 0});
 }
 
 int64_t ConvTranspose2D::scratch_fixed(int64_t) const { return 2 * weight_shape_.numel(); }
@@ -463,6 +488,12 @@ void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerConte
   const int64_t per_chunk = chunk_samples(n);
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
+    if constexpr (std::is_same_v<T, float>) {
+      if (runs_phases<T>(ctx, has_phases_)) {
+        forward_by_phases(x, y, ctx);
+        return;
+      }
+    }
     const Tensor panel = patch_panel(ctx, geometry_, per_chunk, x.dtype());
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0), rows = count * patch_rows();
@@ -477,6 +508,19 @@ void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerConte
     if (options_.bias) add_bias(ctx.pool, n * geometry_.height * geometry_.width, options_.filters, bias_.value.data<T>(),
                                 y.data<T>());
   });
+}
+
+// y = the adjoint of x by phases: [phases' scratch a chunk | their weights], then the bias.
+void ConvTranspose2D::forward_by_phases(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
+  const int64_t n = x.shape()[0], in_sample = x.numel() / n, out_sample = y.numel() / n, per_chunk = chunk_samples(n);
+  const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, DType::f32);
+  float* phase_weights = space.f32() + per_chunk * scratch_per_sample();
+  phases_.transform_weight(weight_.value.f32(), ConvWeightLayout{options_.filters, 1, patch_cols()}, phase_weights);
+  for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+    phases_.run(ctx.pool, std::min(per_chunk, n - s0), x.f32() + s0 * in_sample, phase_weights,
+                y.f32() + s0 * out_sample, space.f32());
+  }
+  if (options_.bias) add_bias(ctx.pool, n * geometry_.height * geometry_.width, options_.filters, bias_.value.f32(), y.f32());
 }
 
 void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,

@@ -20,6 +20,7 @@
 
 #include "nn/init.h"
 #include "nn/layer.h"
+#include "ops/conv_phases.h"
 #include "ops/im2col.h"
 #include "ops/winograd_conv.h"
 
@@ -64,6 +65,8 @@ class ConvLayer : public Layer {
   const ConvGeometry& geometry() const { return geometry_; }
   const Tensor& weight() const { return weight_.value; }
   const Tensor& bias() const { return bias_.value; }  // undefined without a bias
+  // After configure(): whether the f32 adjoint (Conv2D's dx, ConvTranspose2D's forward) runs by phases.
+  bool adjoint_by_phases() const { return has_phases_; }
 
  protected:
   // Scratch elements per sample of a chunk, and once per call for chunks of per_chunk samples
@@ -99,6 +102,10 @@ class ConvLayer : public Layer {
   Param weight_, bias_;
   int64_t offsets_count_ = 0;
   PatchOffsets offsets_;  // reads geometry_'s patches from its padded image
+  // The convolution's adjoint by output phases (ops/conv_phases.h) where it fits: Conv2D's dx at a
+  // stride above 1, ConvTranspose2D's forward; run for f32 products (others keep im2col's route).
+  bool has_phases_ = false;
+  ConvPhases phases_;
 };
 
 class Conv2D : public ConvLayer {
@@ -160,6 +167,7 @@ class ConvTranspose2D : public ConvLayer {
  private:
   int64_t scratch_per_sample() const override;
   int64_t scratch_fixed(int64_t per_chunk) const override;
+  void forward_by_phases(const Tensor& x, const Tensor& y, const LayerContext& ctx);
 };
 
 // Each channel convolved with its own filter (multiplier 1). Forward and dx run over the pool by

@@ -43,6 +43,11 @@ void gemm_ref(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c)
 // Products under this many flops stay on one thread: the pool's fork-join would cost more.
 constexpr int64_t kGemmMinFlopsToSplit = int64_t{1} << 21;
 
+// With few rows of C, each panel of B serves few tiles and packing it costs more than it saves:
+// both GEMM drivers read an untransposed B in place, NR-wide column strips ldb apart, for a
+// thread's part of at most this many rows of C.
+constexpr int64_t kGemmMaxRowsForBInPlace = 96;
+
 // C[m x n] = beta * C (beta 0 ignores what C held): a product with nothing to add.
 void f32_gemm_scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc);
 

@@ -70,9 +70,6 @@ float* packing_buffer(std::vector<float>& buffer, int64_t floats) {
 }
 
 
-// With few rows of C, each panel of B serves few tiles and packing it costs more than it
-// saves: an untransposed B is then read in place, NR-wide column strips ldb apart.
-constexpr int64_t kMaxRowsForBInPlace = 96;
 
 // C[i0:i1, j0:j1] = alpha * op(A) op(B) + beta * C, on the calling thread: the first
 // KC block applies beta, the later ones add to it. `a_packed`, where given, is all of op(A)
@@ -83,7 +80,7 @@ void gemm_region(const GemmShape& s, const F32GemmKernel& kernel, float alpha, c
                  const float* a_packed = nullptr) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
   const int64_t mc = std::max(mr, kMCTarget / mr * mr), nc = std::max(nr, kNCTarget / nr * nr);
-  const bool b_in_place = s.trans_b == Trans::no && i1 - i0 <= kMaxRowsForBInPlace;
+  const bool b_in_place = s.trans_b == Trans::no && i1 - i0 <= kGemmMaxRowsForBInPlace;
   static const ThreadScratchKey a_key, b_key;  // at most (MC + NC) * KC floats per thread
   std::vector<float>& a_storage = thread_scratch<std::vector<float>>(a_key);
   std::vector<float>& b_storage = thread_scratch<std::vector<float>>(b_key);
@@ -282,7 +279,7 @@ void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, f
   const bool few = flops < kGemmMinFlopsToSplit && s.m * s.n < kMinElementsToSplitLanes;
   if (pool == nullptr || pool->threads() == 1 || few) {
     gemm_region(s, kernel, alpha, a, b, beta, c, 0, s.m, 0, s.n);
-  } else if (s.m >= s.n && s.m > kMaxRowsForBInPlace) {
+  } else if (s.m >= s.n && s.m > kGemmMaxRowsForBInPlace) {
     gemm_shared_b(s, kernel, alpha, a, b, beta, c, *pool);
   } else if (s.m >= s.n) {
     pool->parallel_for(s.m, kernel.mr,

@@ -21,39 +21,98 @@ namespace {
 constexpr int64_t kGatheredKC = 256;
 constexpr int64_t kGatheredMCTarget = 96;  // rounded down to a multiple of MR
 
-// Rows [i0, i1) of C on the calling thread. Full NR-wide panels of B are read in place; a last,
-// partial panel (n not a multiple of NR) from a zero-padded copy of the depth block's rows,
-// since a full-width read there would reach past B's end in its last rows. (A copy of all k rows
-// at once was a 3 MB buffer per thread for a weight gradient, whose depth is the batch's pixels.)
-// Each depth block of a panel is one tile call, so every element of C is the same FMA chain
-// whatever NR is: levels whose tiles differ only in shape give the same bits.
-void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
-                   const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int64_t i0, int64_t i1) {
-  const int64_t mr = kernel.mr, nr = kernel.nr, mc = std::max(mr, kGatheredMCTarget / mr * mr);
-  const int64_t full_cols = n / nr * nr;
-  static const ThreadScratchKey last_panel_key;  // [kGatheredKC, NR]: columns [full_cols, n), zero-padded
-  std::vector<float>& last_panel = thread_scratch<std::vector<float>>(last_panel_key);
-  last_panel.assign(static_cast<size_t>(full_cols == n ? 0 : kGatheredKC * nr), 0.0f);
-  const float* rows[kF32GemmMaxMr];
-  for (int64_t ic = i0; ic < i1; ic += mc) {
-    const int64_t ic_end = std::min(i1, ic + mc);
-    for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
-      const int64_t depth = std::min(k, p0 + kGatheredKC) - p0;
-      const float first_beta = p0 == 0 ? beta : 1.0f;
-      for (int64_t p = 0; p < depth && full_cols < n; ++p)  // the columns past n stay 0
-        std::copy(b + (p0 + p) * ldb + full_cols, b + (p0 + p) * ldb + n, last_panel.begin() + p * nr);
-      for (int64_t jr = 0; jr < n; jr += nr) {
-        const int64_t cols = std::min(nr, n - jr);
-        const bool in_place = jr < full_cols;
-        const float* b_panel = in_place ? b + p0 * ldb + jr : last_panel.data();
-        for (int64_t ir = ic; ir < ic_end; ir += mr) {
-          const int64_t live = std::min(mr, ic_end - ir);
-          for (int64_t r = 0; r < mr; ++r) rows[r] = a.base + a.row_offsets[ir + std::min(r, live - 1)];
-          kernel.gathered_tile(depth, rows, a.depth_offsets + p0, b_panel, in_place ? ldb : nr, alpha, first_beta,
-                               c + ir * ldc + jr, ldc, live, cols);
-        }
-      }
+// Where the tiles read B. Rows of a B wider than one panel lie ldb apart in place, and a 32-column
+// panel of a B of 128 columns (512 bytes a row) maps into 16 of a 48 KB L1's 64 sets: every depth
+// step of every tile missed L1 (dcgan's discriminator conv2, 1 thread of the Xeon: its weight
+// gradient at 72-76 GFLOP/s in place, 90-117 packed; AVX2 49-54 -> 72-75). So where C has rows
+// enough to repay a copy (kGemmMaxRowsForBInPlace), B is read from NR-wide panels, contiguous:
+// - a B of at most kMaxWholeB floats (a layer's weight) is packed whole, once, over the pool, and
+//   the rows then keep an MC block of A in cache across all of its depth;
+// - a larger one (a weight gradient's dy, MBs) a depth block at a time by each thread, the rows
+//   then passing depth block by depth block;
+// a B of one panel's width already is one and is read in place. A last, partial panel is always
+// copied, zero-padded: a full-width read there would reach past B's end in its last rows.
+constexpr int64_t kMaxWholeB = int64_t{1} << 18;
+
+// The panels of B's depth block [p0, p0 + depth): panel jr (a multiple of NR) at panel(jr),
+// its rows panel_ldb(jr) apart.
+struct BBlock {
+  const float* in_place;  // B's row p0
+  int64_t ldb, nr;
+  int64_t first_copied;  // panels from this column on are copies, `copy_stride` floats apart
+  const float* copied;
+  int64_t copy_stride;
+  const float* panel(int64_t jr) const {
+    return jr < first_copied ? in_place + jr : copied + (jr - first_copied) / nr * copy_stride;
+  }
+  int64_t panel_ldb(int64_t jr) const { return jr < first_copied ? ldb : nr; }
+};
+
+// Copies rows [p0, p0 + depth) of B's columns [j0, n) into NR-wide panels `stride` floats apart.
+void copy_b_panels(int64_t n, int64_t nr, const float* b, int64_t ldb, int64_t p0, int64_t depth, int64_t j0,
+            int64_t stride, float* out) {
+  for (int64_t jr = j0; jr < n; jr += nr) {
+    const int64_t cols = std::min(nr, n - jr);
+    float* panel = out + (jr - j0) / nr * stride;
+    for (int64_t p = 0; p < depth; ++p) {
+      const float* row = b + (p0 + p) * ldb + jr;
+      std::copy(row, row + cols, panel + p * nr);
+      std::fill(panel + p * nr + cols, panel + (p + 1) * nr, 0.0f);
     }
+  }
+}
+
+// B as the rows read it: packed whole (`whole`, panels k floats deep) or from `b` itself.
+struct BSource {
+  const float* b;
+  int64_t ldb;
+  const float* whole;  // null: B read in place, or packed a depth block at a time where `pack_blocks`
+  bool pack_blocks;
+};
+
+// Rows [ic, ic_end) of C (at most MC) over depth block [p0, p0 + depth) of every panel. Each depth
+// block of a panel is one tile call, so every element of C is the same FMA chain whatever NR is,
+// where B is read from and in which order the blocks run: levels whose tiles differ only in shape
+// give the same bits.
+void gathered_block(const F32GemmKernel& kernel, int64_t n, int64_t p0, int64_t depth, float alpha,
+                    const GatheredA<float>& a, const BBlock& block, float beta, float* c, int64_t ldc, int64_t ic,
+                    int64_t ic_end) {
+  const int64_t mr = kernel.mr, nr = kernel.nr;
+  const float* rows[kF32GemmMaxMr];
+  for (int64_t jr = 0; jr < n; jr += nr) {
+    const float* b_panel = block.panel(jr);
+    for (int64_t ir = ic; ir < ic_end; ir += mr) {
+      const int64_t live = std::min(mr, ic_end - ir);
+      for (int64_t r = 0; r < mr; ++r) rows[r] = a.base + a.row_offsets[ir + std::min(r, live - 1)];
+      kernel.gathered_tile(depth, rows, a.depth_offsets + p0, b_panel, block.panel_ldb(jr), alpha, beta,
+                           c + ir * ldc + jr, ldc, live, std::min(nr, n - jr));
+    }
+  }
+}
+
+// Rows [i0, i1) of C on the calling thread, MC rows at a time.
+void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
+                   const BSource& b, float beta, float* c, int64_t ldc, int64_t i0, int64_t i1) {
+  const int64_t mr = kernel.mr, nr = kernel.nr, mc = std::max(mr, kGatheredMCTarget / mr * mr);
+  if (b.whole != nullptr) {
+    for (int64_t ic = i0; ic < i1; ic += mc)
+      for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
+        const BBlock block{nullptr, nr, nr, 0, b.whole + p0 * nr, k * nr};
+        gathered_block(kernel, n, p0, std::min(k, p0 + kGatheredKC) - p0, alpha, a, block, p0 == 0 ? beta : 1.0f, c,
+                       ldc, ic, std::min(i1, ic + mc));
+      }
+    return;
+  }
+  static const ThreadScratchKey copy_key;  // [KC x n rounded up to NR] floats at most
+  std::vector<float>& copy = thread_scratch<std::vector<float>>(copy_key);
+  const int64_t first_copied = b.pack_blocks && i1 - i0 > kGemmMaxRowsForBInPlace ? 0 : n / nr * nr;
+  for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
+    const int64_t depth = std::min(k, p0 + kGatheredKC) - p0;
+    copy.resize(static_cast<size_t>((n - first_copied + nr - 1) / nr * nr * depth));
+    copy_b_panels(n, nr, b.b, b.ldb, p0, depth, first_copied, depth * nr, copy.data());
+    const BBlock block{b.b + p0 * b.ldb, b.ldb, nr, first_copied, copy.data(), depth * nr};
+    for (int64_t ic = i0; ic < i1; ic += mc)
+      gathered_block(kernel, n, p0, depth, alpha, a, block, p0 == 0 ? beta : 1.0f, c, ldc, ic, std::min(i1, ic + mc));
   }
 }
 
@@ -127,8 +186,9 @@ void f32_gemm_gathered_depth_split(int64_t m, int64_t n, int64_t k, float alpha,
       const int64_t p0 = block_start(k, blocks, block), p1 = block_start(k, blocks, block + 1);
       const GatheredA<float> slice{a.base, a.row_offsets, a.depth_offsets + p0};
       float* out = block == 0 ? c : partials + (block - 1) * cells;
-      gathered_rows(kernel, n, p1 - p0, alpha, slice, b + p0 * ldb, ldb, block == 0 ? beta : 0.0f, out,
-                    block == 0 ? ldc : n, t0 * kernel.mr, std::min(m, t1 * kernel.mr));
+      const BSource source{b + p0 * ldb, ldb, nullptr, ldb != kernel.nr};
+      gathered_rows(kernel, n, p1 - p0, alpha, slice, source, block == 0 ? beta : 0.0f, out, block == 0 ? ldc : n,
+                    t0 * kernel.mr, std::min(m, t1 * kernel.mr));
       u += t1 - t0;
     }
   };
@@ -152,11 +212,23 @@ void f32_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const Gathe
   }
   const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), n);
   RG_CHECK(kernel.mr <= kF32GemmMaxMr, "gathered GEMM: tile of " << kernel.mr << " rows");
-  auto run = [&](int64_t i0, int64_t i1) { gathered_rows(kernel, n, k, alpha, a, b, ldb, beta, c, ldc, i0, i1); };
-  if (pool == nullptr || pool->threads() == 1 || 2 * m * n * k < kGemmMinFlopsToSplit) {
-    run(0, m);
-  } else {
+  const bool threaded = pool != nullptr && pool->threads() > 1 && 2 * m * n * k >= kGemmMinFlopsToSplit;
+  const int64_t nr = kernel.nr, panels = (n + nr - 1) / nr;
+  BSource source{b, ldb, nullptr, ldb != nr};
+  if (ldb != nr && m > kGemmMaxRowsForBInPlace && k * panels * nr <= kMaxWholeB) {
+    static const ThreadScratchKey whole_key;  // the caller's: k x n rounded up to NR floats
+    std::vector<float>& whole = thread_scratch<std::vector<float>>(whole_key);
+    whole.resize(static_cast<size_t>(k * panels * nr));
+    parallel_for(threaded ? pool : nullptr, panels, 1, [&](int64_t first, int64_t last) {
+      copy_b_panels(std::min(n, last * nr), nr, b, ldb, 0, k, first * nr, k * nr, whole.data() + first * k * nr);
+    });
+    source.whole = whole.data();
+  }
+  auto run = [&](int64_t i0, int64_t i1) { gathered_rows(kernel, n, k, alpha, a, source, beta, c, ldc, i0, i1); };
+  if (threaded) {
     pool->parallel_for(m, kernel.mr, run);
+  } else {
+    run(0, m);
   }
 }
 
