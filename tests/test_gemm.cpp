@@ -495,10 +495,13 @@ TEST_P(GemmGathered, TileAndBlockEdges) {
 }
 
 // Integer-valued operands in [-23, 23]: every sum is exact, so C equals the reference bit for bit.
+// 120 x 40 x 7000: B over 2^18 floats under over 96 rows, packed a depth block at a time (its
+// last panel partial at every level's width).
 TEST_P(GemmGathered, IntegerInputsBitExact) {
   Rng rng(12, 0);
-  for (int64_t k : {5, 150, 300}) {
-    Gathered g = make_gathered(23, 21, k, Fill::integers, rng);
+  for (const auto& [m, n, k] : {std::array<int64_t, 3>{23, 21, 5}, std::array<int64_t, 3>{23, 21, 150},
+                                std::array<int64_t, 3>{23, 21, 300}, std::array<int64_t, 3>{120, 40, 7000}}) {
+    Gathered g = make_gathered(m, n, k, Fill::integers, rng);
     const std::vector<double> ref = gathered_ref(g, 1.0, 1.0, false);
     f32_gemm_gathered(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 1.0f, g.c.data(), g.n, nullptr);
     for (size_t i = 0; i < g.c.size(); ++i)
@@ -509,7 +512,10 @@ TEST_P(GemmGathered, IntegerInputsBitExact) {
 // Split across 1 to 4 threads (and no pool), the bits of C are the same.
 TEST_P(GemmGathered, ThreadCountDoesNotChangeBits) {
   Rng rng(13, 0);
-  for (const auto& size : {std::array<int64_t, 3>{1000, 32, 300}, std::array<int64_t, 3>{300, 6, 2000}}) {
+  // the third's B (k x n over 2^18 floats) is packed by depth blocks where a thread has over 96
+  // rows (1 and 2 threads), read in place where it has fewer (3 and 4): the same bits
+  for (const auto& size : {std::array<int64_t, 3>{1000, 32, 300}, std::array<int64_t, 3>{300, 6, 2000},
+                           std::array<int64_t, 3>{300, 40, 7000}}) {
     const Gathered g = make_gathered(size[0], size[1], size[2], Fill::uniform, rng);
     ASSERT_GE(2 * g.m * g.n * g.k, int64_t{1} << 21) << "too small to be split";
     std::vector<float> single = g.c;

@@ -21,18 +21,19 @@ namespace {
 constexpr int64_t kGatheredKC = 256;
 constexpr int64_t kGatheredMCTarget = 96;  // rounded down to a multiple of MR
 
-// Where the tiles read B. Rows of a B wider than one panel lie ldb apart in place, and a 32-column
-// panel of a B of 128 columns (512 bytes a row) maps into 16 of a 48 KB L1's 64 sets: every depth
-// step of every tile missed L1 (dcgan's discriminator conv2, 1 thread of the Xeon: its weight
-// gradient at 72-76 GFLOP/s in place, 90-117 packed; AVX2 49-54 -> 72-75). So where C has rows
-// enough to repay a copy (kGemmMaxRowsForBInPlace), B is read from NR-wide panels, contiguous:
-// - a B of at most kMaxWholeB floats (a layer's weight) is packed whole, once, over the pool, and
-//   the rows then keep an MC block of A in cache across all of its depth;
-// - a larger one (a weight gradient's dy, MBs) a depth block at a time by each thread, the rows
-//   then passing depth block by depth block;
-// a B of one panel's width already is one and is read in place. A last, partial panel is always
-// copied, zero-padded: a full-width read there would reach past B's end in its last rows.
-constexpr int64_t kMaxWholeB = int64_t{1} << 18;
+// Where the tiles read B. In place, rows of a B wider than one panel lie ldb apart, and a tile's
+// depth steps read its panel's rows from wherever they are. Where B stays in L2 that costs nothing
+// measurable: dcgan's discriminator conv2 on the Xeon, chunks of 20 samples, B (the weight, or a
+// chunk's dy) at most 512 KB: packing B into contiguous panels made its forward, weight gradient
+// and conv_transpose1's 5-7% slower (the copy each chunk is about what it saves; medians of 5
+// interleaved runs). A larger B is re-read from L3 by every MC block of rows: 64 samples' dy, 1.6
+// MB, ran that weight gradient at 71-100 GFLOP/s in place and 119-129 packed (a harness on the
+// Xeon; AVX2 49-54 -> 72-75). So a B over kMinPackedB floats, with C's rows enough to repay the
+// copy (kGemmMaxRowsForBInPlace), is packed a depth block at a time by each thread, and the rows
+// pass depth block by depth block; any other is read in place, rows MC at a time across all the
+// depth. A last, partial panel is always copied, zero-padded: a full-width read there would
+// reach past B's end in its last rows.
+constexpr int64_t kMinPackedB = int64_t{1} << 18;
 
 // The panels of B's depth block [p0, p0 + depth): panel jr (a multiple of NR) at panel(jr),
 // its rows panel_ldb(jr) apart.
@@ -50,7 +51,7 @@ struct BBlock {
 
 // Copies rows [p0, p0 + depth) of B's columns [j0, n) into NR-wide panels `stride` floats apart.
 void copy_b_panels(int64_t n, int64_t nr, const float* b, int64_t ldb, int64_t p0, int64_t depth, int64_t j0,
-            int64_t stride, float* out) {
+                   int64_t stride, float* out) {
   for (int64_t jr = j0; jr < n; jr += nr) {
     const int64_t cols = std::min(nr, n - jr);
     float* panel = out + (jr - j0) / nr * stride;
@@ -61,14 +62,6 @@ void copy_b_panels(int64_t n, int64_t nr, const float* b, int64_t ldb, int64_t p
     }
   }
 }
-
-// B as the rows read it: packed whole (`whole`, panels k floats deep) or from `b` itself.
-struct BSource {
-  const float* b;
-  int64_t ldb;
-  const float* whole;  // null: B read in place, or packed a depth block at a time where `pack_blocks`
-  bool pack_blocks;
-};
 
 // Rows [ic, ic_end) of C (at most MC) over depth block [p0, p0 + depth) of every panel. Each depth
 // block of a panel is one tile call, so every element of C is the same FMA chain whatever NR is,
@@ -90,30 +83,34 @@ void gathered_block(const F32GemmKernel& kernel, int64_t n, int64_t p0, int64_t 
   }
 }
 
-// Rows [i0, i1) of C on the calling thread, MC rows at a time.
+// Rows [i0, i1) of C on the calling thread: B packed a depth block at a time, or in place.
 void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
-                   const BSource& b, float beta, float* c, int64_t ldc, int64_t i0, int64_t i1) {
+                   const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int64_t i0, int64_t i1) {
   const int64_t mr = kernel.mr, nr = kernel.nr, mc = std::max(mr, kGatheredMCTarget / mr * mr);
-  if (b.whole != nullptr) {
-    for (int64_t ic = i0; ic < i1; ic += mc)
-      for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
-        const BBlock block{nullptr, nr, nr, 0, b.whole + p0 * nr, k * nr};
-        gathered_block(kernel, n, p0, std::min(k, p0 + kGatheredKC) - p0, alpha, a, block, p0 == 0 ? beta : 1.0f, c,
-                       ldc, ic, std::min(i1, ic + mc));
-      }
-    return;
-  }
+  const bool packed = ldb != nr && i1 - i0 > kGemmMaxRowsForBInPlace && k * n > kMinPackedB;
+  const int64_t first_copied = packed ? 0 : n / nr * nr;
   static const ThreadScratchKey copy_key;  // [KC x n rounded up to NR] floats at most
   std::vector<float>& copy = thread_scratch<std::vector<float>>(copy_key);
-  const int64_t first_copied = b.pack_blocks && i1 - i0 > kGemmMaxRowsForBInPlace ? 0 : n / nr * nr;
-  for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
-    const int64_t depth = std::min(k, p0 + kGatheredKC) - p0;
+  auto block_at = [&](int64_t p0, int64_t depth) {  // copies the panels from first_copied on
     copy.resize(static_cast<size_t>((n - first_copied + nr - 1) / nr * nr * depth));
-    copy_b_panels(n, nr, b.b, b.ldb, p0, depth, first_copied, depth * nr, copy.data());
-    const BBlock block{b.b + p0 * b.ldb, b.ldb, nr, first_copied, copy.data(), depth * nr};
-    for (int64_t ic = i0; ic < i1; ic += mc)
-      gathered_block(kernel, n, p0, depth, alpha, a, block, p0 == 0 ? beta : 1.0f, c, ldc, ic, std::min(i1, ic + mc));
+    copy_b_panels(n, nr, b, ldb, p0, depth, first_copied, depth * nr, copy.data());
+    return BBlock{b + p0 * ldb, ldb, nr, first_copied, copy.data(), depth * nr};
+  };
+  if (packed) {
+    for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
+      const int64_t depth = std::min(k, p0 + kGatheredKC) - p0;
+      const BBlock block = block_at(p0, depth);
+      for (int64_t ic = i0; ic < i1; ic += mc)
+        gathered_block(kernel, n, p0, depth, alpha, a, block, p0 == 0 ? beta : 1.0f, c, ldc, ic, std::min(i1, ic + mc));
+    }
+    return;
   }
+  for (int64_t ic = i0; ic < i1; ic += mc)
+    for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
+      const int64_t depth = std::min(k, p0 + kGatheredKC) - p0;
+      gathered_block(kernel, n, p0, depth, alpha, a, block_at(p0, depth), p0 == 0 ? beta : 1.0f, c, ldc, ic,
+                     std::min(i1, ic + mc));
+    }
 }
 
 // The depth split (ops/gemm.h). A weight gradient split by rows of C alone feeds few threads
@@ -186,9 +183,8 @@ void f32_gemm_gathered_depth_split(int64_t m, int64_t n, int64_t k, float alpha,
       const int64_t p0 = block_start(k, blocks, block), p1 = block_start(k, blocks, block + 1);
       const GatheredA<float> slice{a.base, a.row_offsets, a.depth_offsets + p0};
       float* out = block == 0 ? c : partials + (block - 1) * cells;
-      const BSource source{b + p0 * ldb, ldb, nullptr, ldb != kernel.nr};
-      gathered_rows(kernel, n, p1 - p0, alpha, slice, source, block == 0 ? beta : 0.0f, out, block == 0 ? ldc : n,
-                    t0 * kernel.mr, std::min(m, t1 * kernel.mr));
+      gathered_rows(kernel, n, p1 - p0, alpha, slice, b + p0 * ldb, ldb, block == 0 ? beta : 0.0f, out,
+                    block == 0 ? ldc : n, t0 * kernel.mr, std::min(m, t1 * kernel.mr));
       u += t1 - t0;
     }
   };
@@ -212,23 +208,11 @@ void f32_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const Gathe
   }
   const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), n);
   RG_CHECK(kernel.mr <= kF32GemmMaxMr, "gathered GEMM: tile of " << kernel.mr << " rows");
-  const bool threaded = pool != nullptr && pool->threads() > 1 && 2 * m * n * k >= kGemmMinFlopsToSplit;
-  const int64_t nr = kernel.nr, panels = (n + nr - 1) / nr;
-  BSource source{b, ldb, nullptr, ldb != nr};
-  if (ldb != nr && m > kGemmMaxRowsForBInPlace && k * panels * nr <= kMaxWholeB) {
-    static const ThreadScratchKey whole_key;  // the caller's: k x n rounded up to NR floats
-    std::vector<float>& whole = thread_scratch<std::vector<float>>(whole_key);
-    whole.resize(static_cast<size_t>(k * panels * nr));
-    parallel_for(threaded ? pool : nullptr, panels, 1, [&](int64_t first, int64_t last) {
-      copy_b_panels(std::min(n, last * nr), nr, b, ldb, 0, k, first * nr, k * nr, whole.data() + first * k * nr);
-    });
-    source.whole = whole.data();
-  }
-  auto run = [&](int64_t i0, int64_t i1) { gathered_rows(kernel, n, k, alpha, a, source, beta, c, ldc, i0, i1); };
-  if (threaded) {
-    pool->parallel_for(m, kernel.mr, run);
-  } else {
+  auto run = [&](int64_t i0, int64_t i1) { gathered_rows(kernel, n, k, alpha, a, b, ldb, beta, c, ldc, i0, i1); };
+  if (pool == nullptr || pool->threads() == 1 || 2 * m * n * k < kGemmMinFlopsToSplit) {
     run(0, m);
+  } else {
+    pool->parallel_for(m, kernel.mr, run);
   }
 }
 
