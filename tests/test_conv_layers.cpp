@@ -178,10 +178,12 @@ std::vector<LayerSpec> conv_layer_specs() {
       conv_spec("conv3x3_p1_wide_direct_dx", Shape{4, 5, 16}, conv_options(17, 3, 1, 1)),
       conv_spec("conv2x2_p1_wide_direct_dx", Shape{3, 4, 16}, conv_options(16, 2, 1, 1)),
       // 16 channels or more, the kernel a multiple of the stride: dx by phases (ops/conv_phases.h),
-      // phases of unequal sizes (odd and rectangular images), pads below, at and above the stride.
+      // phases of unequal sizes (odd and rectangular images), pads 0 to kernel - 1 (below, at and
+      // above the stride), phases without a pixel (an image narrower than the stride).
       conv_spec("conv4x4_s2_p1_phases", Shape{6, 5, 16}, conv_options(5, 4, 2, 1)),
       conv_spec("conv2x2_s2_p0_phases_rect", Shape{5, 7, 17}, conv_options(3, 2, 2, 0)),
       conv_spec("conv6x6_s3_p2_phases_nobias", Shape{8, 7, 16}, conv_options(4, 6, 3, 2, 0, false)),
+      conv_spec("conv4x4_s2_p3_phases_tiny", Shape{1, 2, 16}, conv_options(3, 4, 2, 3)),
       // Depthwise: channels below and above the vector widths (tails), stride 3 leaving dx gaps.
       depthwise_spec("depthwise3x3_s1_p1", Shape{5, 5, 3}, conv_options(1, 3, 1, 1)),
       depthwise_spec("depthwise3x3_s2_p1_rect", Shape{6, 7, 2}, conv_options(1, 3, 2, 1)),
@@ -198,6 +200,7 @@ std::vector<LayerSpec> conv_layer_specs() {
       conv_transpose_spec("convT4x4_s2_p2_op1_phases", Shape{3, 4, 3}, conv_options(17, 4, 2, 2, 1)),
       conv_transpose_spec("convT3x3_s1_p1_phases", Shape{3, 3, 4}, conv_options(16, 3, 1, 1)),
       conv_transpose_spec("convT6x6_s3_op2_phases_nobias", Shape{2, 3, 2}, conv_options(16, 6, 3, 0, 2, false)),
+      conv_transpose_spec("convT3x3_s3_p1_phases_tiny", Shape{1, 2, 2}, conv_options(16, 3, 3, 1)),
       pool_spec("maxpool2", Shape{4, 5, 3}, PoolKind::max, 2, 2, 0),
       pool_spec("maxpool3_s2_p1", Shape{5, 5, 2}, PoolKind::max, 3, 2, 1),
       pool_spec("maxpool3_s1_overlap", Shape{4, 4, 1}, PoolKind::max, 3, 1, 0),
@@ -312,7 +315,7 @@ TEST(Conv, PhasesWhereTheyFit) {
     EXPECT_EQ(conv->adjoint_by_phases(), named) << spec.name;
     with_phases += named;
   }
-  EXPECT_EQ(with_phases, 9);
+  EXPECT_EQ(with_phases, 11);
 }
 
 // Batches larger than one chunk (28x28x8 with a 3x3 kernel: 16 samples per 4 MiB chunk), so

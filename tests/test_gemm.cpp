@@ -496,7 +496,7 @@ TEST_P(GemmGathered, TileAndBlockEdges) {
 
 // Integer-valued operands in [-23, 23]: every sum is exact, so C equals the reference bit for bit.
 // 120 x 40 x 7000: B over 2^18 floats under over 96 rows, packed a depth block at a time (its
-// last panel partial at every level's width).
+// last panel partial where the level's panels are 16 or 32 wide).
 TEST_P(GemmGathered, IntegerInputsBitExact) {
   Rng rng(12, 0);
   for (const auto& [m, n, k] : {std::array<int64_t, 3>{23, 21, 5}, std::array<int64_t, 3>{23, 21, 150},
@@ -513,7 +513,7 @@ TEST_P(GemmGathered, IntegerInputsBitExact) {
 TEST_P(GemmGathered, ThreadCountDoesNotChangeBits) {
   Rng rng(13, 0);
   // the third's B (k x n over 2^18 floats) is packed by depth blocks where a thread has over 96
-  // rows (1 and 2 threads), read in place where it has fewer (3 and 4): the same bits
+  // rows (1 and 2 threads, some of 3), read in place where it has fewer (4): the same bits
   for (const auto& size : {std::array<int64_t, 3>{1000, 32, 300}, std::array<int64_t, 3>{300, 6, 2000},
                            std::array<int64_t, 3>{300, 40, 7000}}) {
     const Gathered g = make_gathered(size[0], size[1], size[2], Fill::uniform, rng);

@@ -1,6 +1,7 @@
 // Conv2D, ConvTranspose2D and DepthwiseConv2D: chunks of samples; per chunk a padded copy that the gathered GEMM
-// reads patches from (Winograd reads the images themselves), or a GEMM into a patch matrix that
-// col2im adds back (both threaded over samples, the GEMMs threaded inside); bias by the kernel table. The depthwise conv: rows through
+// reads patches from (Winograd reads the images themselves), a strided adjoint's output phases
+// (ops/conv_phases.h), or a GEMM into a patch matrix that col2im adds back (both threaded over
+// samples, the GEMMs threaded inside); bias by the kernel table. The depthwise conv: rows through
 // an indirection per image (ops/depthwise.h), f32 on the kernel table's depthwise kernels.
 #include "nn/conv.h"
 
@@ -282,7 +283,8 @@ Result<Shape> Conv2D::configure(const Shape& input) {
   return Shape{geometry_.out_h, geometry_.out_w, o.filters};
 }
 
-// A chunk's scratch: [padded x | padded dy (direct dx) or dx's patch matrix]; a layer that may
+// A chunk's scratch: [padded x | padded dy (direct dx), or dx's patch matrix or phases (the padded
+// dy and the largest phase's output), whichever is larger]; a layer that may
 // run Winograd (forced, or auto: the choice comes after the memory plan) keeps room for both.
 // The sizes depend on which algorithms the layer may run, never on the one chosen (an auto
 // layer's plan is made before the choice, and chunks stay the same either way).
@@ -296,8 +298,8 @@ int64_t Conv2D::scratch_per_sample() const {
 // The flipped weight (direct dx) or the phases' weights, then the larger of Winograd's forward and
 // dx parts (the transformed weight and the lanes) where the layer may run it.
 int64_t Conv2D::scratch_fixed(int64_t per_chunk) const {
-  const int64_t flipped = gemm_direct_dx_ || reserves_winograd_ ? weight_shape_.numel() : 0;
   if (has_phases_) return phases_.weight_elements();  // a stride above 1: neither of the others
+  const int64_t flipped = gemm_direct_dx_ || reserves_winograd_ ? weight_shape_.numel() : 0;
   if (!reserves_winograd_) return flipped;
   const int64_t forward = winograd_.weight_elements() + winograd_.scratch_elements(per_chunk);
   const int64_t dw_or_dx = std::max(winograd_.weight_grad_scratch_elements(per_chunk), winograd_dx_.scratch_elements(per_chunk));
@@ -483,34 +485,39 @@ int64_t ConvTranspose2D::scratch_per_sample() const {
 int64_t ConvTranspose2D::scratch_fixed(int64_t) const { return 2 * weight_shape_.numel(); }
 
 void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
-  const int64_t n = x.shape()[0], channels = x.shape()[3], k = patch_cols();
-  const int64_t in_sample = x.numel() / n, out_sample = y.numel() / n;
-  const int64_t per_chunk = chunk_samples(n);
+  const int64_t n = x.shape()[0];
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if constexpr (std::is_same_v<T, float>) {
-      if (runs_phases<T>(ctx, has_phases_)) {
-        forward_by_phases(x, y, ctx);
-        return;
-      }
-    }
-    const Tensor panel = patch_panel(ctx, geometry_, per_chunk, x.dtype());
-    for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
-      const int64_t count = std::min(per_chunk, n - s0), rows = count * patch_rows();
-      T* y_chunk = y.data<T>() + s0 * out_sample;
-      T* cols = panel.defined() ? panel.data<T>() : y_chunk;
-      // cols[rows x k] = x[rows x channels] * W[channels x k]
-      layer_gemm(ctx, kForwardProduct, options_.filters, GemmShape{Trans::no, Trans::no, rows, k, channels, channels, k, k}, T(1),
-                 x.data<T>() + s0 * in_sample, weight_.value.data<T>(), T(0), cols);
-      if (geometry_.pointwise()) continue;
-      scatter_patches(ctx.pool, geometry_, cols, count, y_chunk);
+    if (runs_phases<T>(ctx, has_phases_)) {
+      if constexpr (std::is_same_v<T, float>) forward_by_phases(x, y, ctx);
+    } else {
+      forward_by_patches<T>(x, y, ctx);
     }
     if (options_.bias) add_bias(ctx.pool, n * geometry_.height * geometry_.width, options_.filters, bias_.value.data<T>(),
                                 y.data<T>());
   });
 }
 
-// y = the adjoint of x by phases: [phases' scratch a chunk | their weights], then the bias.
+// y by im2col's route: per chunk, cols[rows x k] = x * W, then col2im adds the patch rows back
+// (the GEMM writes y itself when pointwise).
+template <class T>
+void ConvTranspose2D::forward_by_patches(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
+  const int64_t n = x.shape()[0], channels = x.shape()[3], k = patch_cols();
+  const int64_t in_sample = x.numel() / n, out_sample = y.numel() / n, per_chunk = chunk_samples(n);
+  const Tensor panel = patch_panel(ctx, geometry_, per_chunk, x.dtype());
+  for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
+    const int64_t count = std::min(per_chunk, n - s0), rows = count * patch_rows();
+    T* y_chunk = y.data<T>() + s0 * out_sample;
+    T* cols = panel.defined() ? panel.data<T>() : y_chunk;
+    // cols[rows x k] = x[rows x channels] * W[channels x k]
+    layer_gemm(ctx, kForwardProduct, options_.filters, GemmShape{Trans::no, Trans::no, rows, k, channels, channels, k, k},
+               T(1), x.data<T>() + s0 * in_sample, weight_.value.data<T>(), T(0), cols);
+    if (geometry_.pointwise()) continue;
+    scatter_patches(ctx.pool, geometry_, cols, count, y_chunk);
+  }
+}
+
+// y = the adjoint of x by phases (the bias not added): [phases' scratch a chunk | their weights].
 void ConvTranspose2D::forward_by_phases(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
   const int64_t n = x.shape()[0], in_sample = x.numel() / n, out_sample = y.numel() / n, per_chunk = chunk_samples(n);
   const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, DType::f32);
@@ -520,7 +527,6 @@ void ConvTranspose2D::forward_by_phases(const Tensor& x, const Tensor& y, const 
     phases_.run(ctx.pool, std::min(per_chunk, n - s0), x.f32() + s0 * in_sample, phase_weights,
                 y.f32() + s0 * out_sample, space.f32());
   }
-  if (options_.bias) add_bias(ctx.pool, n * geometry_.height * geometry_.width, options_.filters, bias_.value.f32(), y.f32());
 }
 
 void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,

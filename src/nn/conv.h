@@ -168,6 +168,8 @@ class ConvTranspose2D : public ConvLayer {
   int64_t scratch_per_sample() const override;
   int64_t scratch_fixed(int64_t per_chunk) const override;
   void forward_by_phases(const Tensor& x, const Tensor& y, const LayerContext& ctx);
+  template <class T>
+  void forward_by_patches(const Tensor& x, const Tensor& y, const LayerContext& ctx);
 };
 
 // Each channel convolved with its own filter (multiplier 1). Forward and dx run over the pool by

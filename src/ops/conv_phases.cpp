@@ -69,13 +69,15 @@ void ConvPhases::transform_weight(const float* w, ConvWeightLayout layout, float
   }
 }
 
+// The pixel offsets run image by image: those of `count_` images serve any fewer (a last chunk).
 void ConvPhases::prepare(int64_t count) {
-  if (count == count_) return;
+  if (count <= count_) return;
   const int64_t image = padded_h_ * padded_w_ * filters_, s = g_.stride;
   RG_CHECK(count * image < (int64_t{1} << 31), "conv phases: " << count << " padded sources of " << image
                                                                 << " elements exceed 32-bit offsets");
   for (Phase& p : phases_) {
     p.pixels.clear();
+    p.pixels.reserve(static_cast<size_t>(count * p.rows * p.cols));
     for (int64_t n = 0; n < count; ++n)
       for (int64_t r = 0; r < p.rows; ++r)
         for (int64_t q = 0; q < p.cols; ++q) {

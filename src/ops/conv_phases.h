@@ -1,5 +1,5 @@
-// A strided convolution's adjoint (its input gradient, and a transposed convolution's forward) as
-// one stride-1 product per output phase, read straight from the padded source, with no patch
+// A strided convolution's adjoint (its input gradient, and a transposed convolution's forward, at
+// any stride) as one stride-1 product per output phase, read straight from the padded source, with no patch
 // matrix. Output pixel (i, j) of the adjoint takes taps kh = (i + pad) mod S + S t only (and kw
 // alike): the S x S phases (a, b) = ((i + pad) mod S, (j + pad) mod S) are each a convolution
 // with (K / S)^2 taps over the source, so the adjoint is S^2 gathered GEMMs of depth
@@ -56,7 +56,7 @@ class ConvPhases {
   int64_t padded_h_ = 0, padded_w_ = 0;  // the source with T - 1 zero rows and columns before, enough after
   std::vector<int32_t> taps_;            // (th, tw, f): offset from a pixel's first tap
   std::vector<Phase> phases_;
-  int64_t count_ = 0;  // images the pixel offsets are for
+  int64_t count_ = 0;  // images the pixel offsets are for (at most)
 };
 
 }  // namespace rg

@@ -75,8 +75,9 @@ void gemm_gathered_ref(int64_t m, int64_t n, int64_t k, T alpha, const GatheredA
 void f32_gemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
               ThreadPool* pool);
 
-// The gathered product on the kernel table's gathered tiles: B is read in place (its last,
-// partial column panel copied), so nothing of A's size is ever packed.
+// The gathered product on the kernel table's gathered tiles: nothing of A's size is ever packed;
+// B is read in place (its last, partial column panel copied) or, a B beyond L2 under many rows,
+// from panels each thread packs a depth block at a time (gemm_gathered.cpp says when).
 void f32_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a, const float* b,
                        int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool);
 

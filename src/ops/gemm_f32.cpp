@@ -69,8 +69,6 @@ float* packing_buffer(std::vector<float>& buffer, int64_t floats) {
   return buffer.data();
 }
 
-
-
 // C[i0:i1, j0:j1] = alpha * op(A) op(B) + beta * C, on the calling thread: the first
 // KC block applies beta, the later ones add to it. `a_packed`, where given, is all of op(A)
 // packed already (gemm_shared_a's layout; then i0 = 0, i1 = m); else each MC block of it is

@@ -1,7 +1,7 @@
 // f32 GEMM with a gathered A (ops/gemm.h): the kernel table's gathered MR x NR tiles read A
-// through row pointers, B in place (a last, partial panel from a copy). Blocks: MC rows of C, KC
-// deep, so a block's slice of the image and of B stay in cache while every NR panel of B passes
-// over it.
+// through row pointers, and B in place (a last, partial panel from a copy) or, beyond L2, from
+// panels packed a depth block at a time (kMinPackedB). Blocks: MC rows of C, KC deep, so a block's
+// slice of the image and of B stay in cache while every NR panel of B passes over it.
 // Every element of C is summed in the same order whatever the split across threads: threads
 // own whole rows of C, and each row's depth blocks run in order. The depth split for weight
 // gradients (f32_gemm_gathered_depth_split) cuts the depth by the shape alone, and adds the
@@ -29,11 +29,14 @@ constexpr int64_t kGatheredMCTarget = 96;  // rounded down to a multiple of MR
 // interleaved runs). A larger B is re-read from L3 by every MC block of rows: 64 samples' dy, 1.6
 // MB, ran that weight gradient at 71-100 GFLOP/s in place and 119-129 packed (a harness on the
 // Xeon; AVX2 49-54 -> 72-75). So a B over kMinPackedB floats, with C's rows enough to repay the
-// copy (kGemmMaxRowsForBInPlace), is packed a depth block at a time by each thread, and the rows
-// pass depth block by depth block; any other is read in place, rows MC at a time across all the
-// depth. A last, partial panel is always copied, zero-padded: a full-width read there would
-// reach past B's end in its last rows.
+// copy (a thread's share over kGemmMaxRowsForBInPlace) and at most kMaxPackedWidth columns (each
+// thread's copy, KC x n floats, at most 2 MiB, as gemm_f32.cpp's panels), is packed a depth block
+// at a time by each thread, and the rows pass depth block by depth block; any other is read in
+// place, rows MC at a time across all the depth (a B one panel wide already is one). A last,
+// partial panel is always copied, zero-padded: a full-width read there would reach past B's end
+// in its last rows.
 constexpr int64_t kMinPackedB = int64_t{1} << 18;
+constexpr int64_t kMaxPackedWidth = 2048;
 
 // The panels of B's depth block [p0, p0 + depth): panel jr (a multiple of NR) at panel(jr),
 // its rows panel_ldb(jr) apart.
@@ -87,7 +90,8 @@ void gathered_block(const F32GemmKernel& kernel, int64_t n, int64_t p0, int64_t 
 void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int64_t i0, int64_t i1) {
   const int64_t mr = kernel.mr, nr = kernel.nr, mc = std::max(mr, kGatheredMCTarget / mr * mr);
-  const bool packed = ldb != nr && i1 - i0 > kGemmMaxRowsForBInPlace && k * n > kMinPackedB;
+  const bool packed =
+      ldb != nr && i1 - i0 > kGemmMaxRowsForBInPlace && k * n > kMinPackedB && n <= kMaxPackedWidth;
   const int64_t first_copied = packed ? 0 : n / nr * nr;
   static const ThreadScratchKey copy_key;  // [KC x n rounded up to NR] floats at most
   std::vector<float>& copy = thread_scratch<std::vector<float>>(copy_key);
