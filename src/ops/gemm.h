@@ -48,6 +48,12 @@ constexpr int64_t kGemmMinFlopsToSplit = int64_t{1} << 21;
 // thread's part of at most this many rows of C.
 constexpr int64_t kGemmMaxRowsForBInPlace = 96;
 
+// Packs a depth x width strip of a matrix into panels `w` wide, `depth * w` floats apart:
+// panel[p * w + r] = element (p, r) = src[p * stride_p + r * stride_r]; lanes past `width` are 0
+// (both f32 GEMM drivers' packing).
+void f32_pack_panels(const float* src, int64_t stride_p, int64_t stride_r, int64_t depth, int64_t width, int64_t w,
+                     float* out);
+
 // C[m x n] = beta * C (beta 0 ignores what C held): a product with nothing to add.
 void f32_gemm_scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc);
 

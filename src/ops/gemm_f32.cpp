@@ -12,18 +12,11 @@
 
 namespace rg {
 
-namespace {
-
-constexpr int64_t kKC = 512;
-constexpr int64_t kMCTarget = 96;    // rounded down to a multiple of MR
-constexpr int64_t kNCTarget = 2048;  // rounded down to a multiple of NR
-
-// Packs a depth x width strip of a matrix into panels `w` wide: panel[p * w + r] = element
-// (p, r) = src[p * stride_p + r * stride_r]; lanes past `width` are 0. A strip of op(A) (w = MR)
-// and one of op(B) (w = NR) are both this, with the strides their transposes give; the loop
-// order follows whichever stride is 1, so the source is read contiguously.
-void pack_panels(const float* src, int64_t stride_p, int64_t stride_r, int64_t depth, int64_t width, int64_t w,
-                 float* out) {
+// ops/gemm.h. A strip of op(A) (w = MR) and one of op(B) (w = NR) are both this, with the strides
+// their transposes give; the loop order follows whichever stride is 1, so the source is read
+// contiguously.
+void f32_pack_panels(const float* src, int64_t stride_p, int64_t stride_r, int64_t depth, int64_t width, int64_t w,
+                     float* out) {
   for (int64_t r0 = 0; r0 < width; r0 += w, out += depth * w) {
     const int64_t live = std::min(w, width - r0);
     const float* strip = src + r0 * stride_r;
@@ -41,13 +34,19 @@ void pack_panels(const float* src, int64_t stride_p, int64_t stride_r, int64_t d
   }
 }
 
+namespace {
+
+constexpr int64_t kKC = 512;
+constexpr int64_t kMCTarget = 96;    // rounded down to a multiple of MR
+constexpr int64_t kNCTarget = 2048;  // rounded down to a multiple of NR
+
 // op(A)[i0 : i0+rows, p0 : p0+depth] -> panels of mr rows.
 void pack_a(const GemmShape& s, const float* a, int64_t i0, int64_t rows, int64_t p0, int64_t depth, int64_t mr,
             float* out) {
   if (s.trans_a == Trans::no) {
-    pack_panels(a + i0 * s.lda + p0, 1, s.lda, depth, rows, mr, out);
+    f32_pack_panels(a + i0 * s.lda + p0, 1, s.lda, depth, rows, mr, out);
   } else {
-    pack_panels(a + p0 * s.lda + i0, s.lda, 1, depth, rows, mr, out);
+    f32_pack_panels(a + p0 * s.lda + i0, s.lda, 1, depth, rows, mr, out);
   }
 }
 
@@ -55,9 +54,9 @@ void pack_a(const GemmShape& s, const float* a, int64_t i0, int64_t rows, int64_
 void pack_b_panels(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64_t j0, int64_t cols, int64_t nr,
                    float* out) {
   if (s.trans_b == Trans::no) {
-    pack_panels(b + p0 * s.ldb + j0, s.ldb, 1, depth, cols, nr, out);
+    f32_pack_panels(b + p0 * s.ldb + j0, s.ldb, 1, depth, cols, nr, out);
   } else {
-    pack_panels(b + j0 * s.ldb + p0, 1, s.ldb, depth, cols, nr, out);
+    f32_pack_panels(b + j0 * s.ldb + p0, 1, s.ldb, depth, cols, nr, out);
   }
 }
 

@@ -39,32 +39,15 @@ constexpr int64_t kMinPackedB = int64_t{1} << 18;
 constexpr int64_t kMaxPackedWidth = 2048;
 
 // The panels of B's depth block [p0, p0 + depth): panel jr (a multiple of NR) at panel(jr),
-// its rows panel_ldb(jr) apart.
+// its rows panel_ldb(jr) apart; from first_copied on, copies depth x NR each (f32_pack_panels).
 struct BBlock {
   const float* in_place;  // B's row p0
-  int64_t ldb, nr;
-  int64_t first_copied;  // panels from this column on are copies, `copy_stride` floats apart
+  int64_t ldb, nr, depth;
+  int64_t first_copied;
   const float* copied;
-  int64_t copy_stride;
-  const float* panel(int64_t jr) const {
-    return jr < first_copied ? in_place + jr : copied + (jr - first_copied) / nr * copy_stride;
-  }
+  const float* panel(int64_t jr) const { return jr < first_copied ? in_place + jr : copied + (jr - first_copied) * depth; }
   int64_t panel_ldb(int64_t jr) const { return jr < first_copied ? ldb : nr; }
 };
-
-// Copies rows [p0, p0 + depth) of B's columns [j0, n) into NR-wide panels `stride` floats apart.
-void copy_b_panels(int64_t n, int64_t nr, const float* b, int64_t ldb, int64_t p0, int64_t depth, int64_t j0,
-                   int64_t stride, float* out) {
-  for (int64_t jr = j0; jr < n; jr += nr) {
-    const int64_t cols = std::min(nr, n - jr);
-    float* panel = out + (jr - j0) / nr * stride;
-    for (int64_t p = 0; p < depth; ++p) {
-      const float* row = b + (p0 + p) * ldb + jr;
-      std::copy(row, row + cols, panel + p * nr);
-      std::fill(panel + p * nr + cols, panel + (p + 1) * nr, 0.0f);
-    }
-  }
-}
 
 // Rows [ic, ic_end) of C (at most MC) over depth block [p0, p0 + depth) of every panel. Each depth
 // block of a panel is one tile call, so every element of C is the same FMA chain whatever NR is,
@@ -97,8 +80,8 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
   std::vector<float>& copy = thread_scratch<std::vector<float>>(copy_key);
   auto block_at = [&](int64_t p0, int64_t depth) {  // copies the panels from first_copied on
     copy.resize(static_cast<size_t>((n - first_copied + nr - 1) / nr * nr * depth));
-    copy_b_panels(n, nr, b, ldb, p0, depth, first_copied, depth * nr, copy.data());
-    return BBlock{b + p0 * ldb, ldb, nr, first_copied, copy.data(), depth * nr};
+    f32_pack_panels(b + p0 * ldb + first_copied, ldb, 1, depth, n - first_copied, nr, copy.data());
+    return BBlock{b + p0 * ldb, ldb, nr, depth, first_copied, copy.data()};
   };
   if (packed) {
     for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
