@@ -21,24 +21,26 @@ import pytorch_presets as presets
 from pytorch_common import import_torch
 
 
-def positive(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("'%s' is not a whole number" % text)
-    if value < 1 or value > 100000:
-        raise argparse.ArgumentTypeError("%d is out of range: 1 to 100000" % value)
-    return value
+def whole(limit):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("'%s' is not a whole number" % text)
+        if value < 1 or value > limit:
+            raise argparse.ArgumentTypeError("%d is out of range: 1 to %d" % (value, limit))
+        return value
+    return parse
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", required=True, choices=sorted(presets.PRESETS))
-    parser.add_argument("--threads", type=positive, default=1)
-    parser.add_argument("--batch", type=positive, default=64)
-    parser.add_argument("--warmup", type=positive, default=15, help="steps before any timing")
-    parser.add_argument("--steps", type=positive, default=10, help="steps timed, then steps profiled")
-    parser.add_argument("--rows", type=positive, default=30, help="ops in the table, the costliest first")
+    parser.add_argument("--threads", type=whole(1024), default=1)
+    parser.add_argument("--batch", type=whole(65536), default=64)
+    parser.add_argument("--warmup", type=whole(100000), default=15, help="steps before any timing")
+    parser.add_argument("--steps", type=whole(100000), default=10, help="steps timed, then steps profiled")
+    parser.add_argument("--rows", type=whole(100000), default=30, help="ops in the table, the costliest first")
     return parser.parse_args()
 
 
