@@ -930,6 +930,42 @@ TEST(Cli, EvalNamesThePrecisionItRunsIn) {
   EXPECT_EQ(nlohmann::json::parse(read_all(json)).at("precision"), "int8");
 }
 
+// eval --int8 --profile: each stage of the int8 model timed, in the table and in --json, its
+// shares adding up to the stages' time and its GOP/s from the conv's direct products; --profile
+// without --int8 (or with a device) is refused before anything runs, and writes no JSON.
+TEST(Cli, EvalProfilesTheInt8Stages) {
+  const std::string ckpt = temp_dir() + "/eval_profile.ckpt", json = temp_dir() + "/eval_profile.json";
+  const Outcome trained = run(std::string("train --model lenet ") + kQuick + " --epochs 1 --checkpoint " + ckpt);
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  std::remove(json.c_str());
+  const Outcome refused = run("eval --checkpoint " + ckpt + " --threads 1 --profile --json " + json);
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.output.find("--profile times the stages of the CPU's int8 model: give it with --int8"),
+            std::string::npos) << refused.output;
+  EXPECT_FALSE(exists(json)) << "nothing is written when the options are refused";
+
+  const Outcome profiled = run("eval --checkpoint " + ckpt + " --threads 1 --int8 --profile --json " + json);
+  ASSERT_EQ(profiled.code, 0) << profiled.output;
+  EXPECT_NE(profiled.output.find("int8 profile: "), std::string::npos) << profiled.output;
+  EXPECT_NE(profiled.output.find("int8 direct conv 5x5 x 6 + 2x2 max pooling"), std::string::npos) << profiled.output;
+  const nlohmann::json report = nlohmann::json::parse(read_all(json));
+  const nlohmann::json& profile = report.at("int8_profile");
+  EXPECT_EQ(profile.at("samples").get<int64_t>(), report.at("test_samples").get<int64_t>());
+  EXPECT_GE(profile.at("calls").get<int64_t>(), 1);
+  double shares = 0;
+  int with_gops = 0;
+  for (const nlohmann::json& stage : profile.at("stages")) {
+    shares += stage.at("share").get<double>();
+    if (stage.at("gops").is_number()) {
+      EXPECT_GT(stage.at("gops").get<double>(), 0.0) << stage.dump();
+      ++with_gops;
+    }
+  }
+  EXPECT_NEAR(shares, 1.0, 1e-9);
+  EXPECT_EQ(with_gops, 5) << "lenet's two convs and three dense layers: " << profile.dump();
+  EXPECT_EQ(profile.at("stages").front().at("stage").get<std::string>().rfind("quantize", 0), 0u) << profile.dump();
+}
+
 // Issue 30: train's and eval's reports carry what learning nothing scores on the same test
 // samples (data/chance.h), so a figure can be told from chance: the best constant answer's
 // accuracy, answering the training mean's MSE (the GAN's, the untrained generator's score: below).

@@ -25,7 +25,9 @@
 #include "quant/int8_model.h"
 #include "nn/executor.h"
 #include "train/checkpoint.h"
+#include "quant/int8_patches.h"
 #include "quant/int8_stages.h"
+#include "report/int8_profile_table.h"
 #include "train/trainer.h"
 
 namespace rg {
@@ -830,6 +832,72 @@ TEST(Int8Model, Relu6IsTheClampOfTheStageBeforeIt) {
       }
       EXPECT_GT(clamped, 0) << isa_name(isa) << ": the narrowed clamp never bit";
     }
+  }
+}
+
+// eval --profile's GOP/s count a conv stage's direct products whatever its path: patches x
+// filters x patch (a depthwise conv's taps alone), and nothing for stages without products.
+TEST(Int8Profile, CountsTheDirectProducts) {
+  Int8StagePlan conv;
+  conv.kind = Int8StageKind::gemm;
+  conv.geometry = conv_geometry(28, 28, 3, 3, 1, 1).value();
+  conv.weights.assign(9 * 3 * 32, 1);
+  conv.path = Int8GemmPath::winograd;
+  EXPECT_EQ(int8_stage_products_per_sample(conv), 784 * 32 * 27);
+  Int8StagePlan depthwise = conv;
+  depthwise.path = Int8GemmPath::depthwise;
+  depthwise.weights.assign(9 * 3, 1);
+  EXPECT_EQ(int8_stage_products_per_sample(depthwise), 784 * 3 * 9);
+  Int8StagePlan dense;
+  dense.kind = Int8StageKind::gemm;
+  dense.geometry = conv_geometry(1, 1, 400, 1, 1, 0).value();
+  dense.weights.assign(400 * 120, 1);
+  EXPECT_EQ(int8_stage_products_per_sample(dense), 400 * 120);
+  Int8StagePlan quantize;
+  quantize.kind = Int8StageKind::quantize;
+  EXPECT_EQ(int8_stage_products_per_sample(quantize), 0);
+}
+
+// The patch rows' two layouts give every output pixel the same sums: the row groups (a kernel
+// row's taps and the bytes after them to a 4-byte group, from a padded copy) against the direct
+// convolution of the image, padding read as the zero point; and the taps layout too. Geometries
+// where the row groups apply (one channel at 3x3, channels a multiple of 4) and where they do not.
+TEST(Int8Patches, BothLayoutsGiveTheConvolutionsSums) {
+  Rng rng(11);
+  struct Geo {
+    int64_t h, w, c, kernel, stride, pad;
+  };
+  for (const Geo& k : {Geo{28, 28, 1, 3, 1, 1}, Geo{7, 5, 1, 3, 2, 2}, Geo{6, 9, 1, 3, 1, 0}, Geo{9, 9, 4, 3, 2, 1},
+                       Geo{10, 7, 8, 5, 1, 2}, Geo{8, 8, 3, 3, 1, 1}, Geo{12, 12, 1, 5, 1, 2}}) {
+    const ConvGeometry g = conv_geometry(k.h, k.w, k.c, k.kernel, k.stride, k.pad).value();
+    const int64_t filters = 3, taps = g.patch_size();
+    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + "x" + std::to_string(k.c) + " kernel " +
+                 std::to_string(k.kernel) + " stride " + std::to_string(k.stride) + " pad " + std::to_string(k.pad));
+    std::vector<int8_t> image(static_cast<size_t>(k.h * k.w * k.c)), q(static_cast<size_t>(taps * filters));
+    for (auto& v : image) v = static_cast<int8_t>(static_cast<int64_t>(rng.below(256)) - 128);
+    for (auto& v : q) v = static_cast<int8_t>(static_cast<int64_t>(rng.below(255)) - 127);
+    const int8_t zero_point = -7;
+    const Int8Patches patches(g, zero_point);
+    EXPECT_EQ(patches.row_groups(), k.c % 4 == 0 || (k.c == 1 && k.kernel == 3));
+    std::vector<int8_t> rows(static_cast<size_t>(g.patches() * patches.depth()), 99);
+    std::vector<int8_t> scratch(static_cast<size_t>(patches.scratch_bytes()), 55);
+    patches.rows(image.data(), scratch.data(), rows.data());
+    const std::vector<int8_t> w = patches.weights(q, filters);
+    ASSERT_EQ(static_cast<int64_t>(w.size()), patches.depth() * filters);
+    for (int64_t oy = 0; oy < g.out_h; ++oy)
+      for (int64_t ox = 0; ox < g.out_w; ++ox)
+        for (int64_t f = 0; f < filters; ++f) {
+          int32_t want = 0, got = 0;
+          for (int64_t t = 0; t < taps; ++t) {
+            const int64_t kh = t / (k.kernel * k.c), kw = t / k.c % k.kernel, ch = t % k.c;
+            const int64_t y = oy * k.stride - k.pad + kh, x = ox * k.stride - k.pad + kw;
+            const bool inside = y >= 0 && y < k.h && x >= 0 && x < k.w;
+            want += (inside ? image[static_cast<size_t>((y * k.w + x) * k.c + ch)] : zero_point) * q[static_cast<size_t>(t * filters + f)];
+          }
+          const int8_t* row = rows.data() + (oy * g.out_w + ox) * patches.depth();
+          for (int64_t p = 0; p < patches.depth(); ++p) got += row[p] * w[static_cast<size_t>(p * filters + f)];
+          ASSERT_EQ(got, want) << "pixel " << oy << ", " << ox << " filter " << f;
+        }
   }
 }
 

@@ -11,6 +11,7 @@
 #include "data/chance.h"
 #include "opencl/model/cl_int8_model.h"
 #include "quant/int8_model.h"
+#include "report/int8_profile_table.h"
 #include "train/memory_plan.h"
 #include "train/trainer.h"
 
@@ -58,6 +59,7 @@ struct EvalRun {
   // --int8: the model quantized, and what runs it: the CPU's int8 engine or the device's int8 kernels.
   std::unique_ptr<Int8Model> int8;
   std::unique_ptr<Executor> int8_runner;
+  Int8StageTimes int8_times;  // --profile's
   Executor* executor = nullptr;  // what scores: the trainer's (the model on the CPU or the device), or int8_runner
   EvalResult result;
 };
@@ -72,6 +74,8 @@ void declare_eval_options(Args& args) {
             "--calib-batches training batches; a QAT checkpoint: the ranges and weight bits it trained with), on "
             "the CPU's int8 engine or the --device's int8 kernels");
   args.option("calib-batches", "N", "--int8: training batches (of --batch) seen in calibration", "8");
+  args.flag("profile", "--int8 on the CPU: time each stage of the int8 model (a table after the figures with each "
+            "stage's share and int8 GOP/s; in --json: int8_profile)");
   add_device_options(args);
   add_common_options(args);
   add_denormals_option(args);
@@ -87,6 +91,10 @@ Status load_checkpoint_model(EvalRun& run) {
   RG_ASSIGN(run.thread_count, threads_option(args));
   RG_ASSIGN(const int64_t batch, args.integer("batch", 1, 1 << 20));
   RG_ASSIGN(run.calib_batches, args.integer("calib-batches", 1, 1 << 20));
+  if (args.given("profile") && (!args.given("int8") || args.given("device"))) {
+    return Status::error("--profile times the stages of the CPU's int8 model: give it with --int8 and without "
+                         "--device (train --profile times the f32 layers, train --profile-device a device's)");
+  }
   RG_ASSIGN(run.checkpoint, read_checkpoint(path));
   TrainOptions& options = run.options;
   RG_TRY(options_from_checkpoint(run.checkpoint, path, &options));
@@ -173,6 +181,7 @@ Status choose_executor(EvalRun& run) {
   if (!quantized.ok()) return quantized.status().with_context("--int8: ");
   run.int8 = quantized.take();
   if (!run.eval_device) {
+    if (run.args.given("profile")) run.int8->set_stage_times(&run.int8_times);
     run.int8_runner = std::make_unique<Int8Executor>(*run.int8, run.pool.get());
   } else {
     auto on_device = ocl::ClInt8Model::create(*run.int8, *run.eval_device);
@@ -206,6 +215,9 @@ Status report_eval(EvalRun& run) {
   std::printf("test loss       %.6f\n", result.loss);
   std::printf("time            %.2fs, %.0f samples/s, %d threads\n", result.seconds,
               static_cast<double>(result.samples) / result.seconds, run.pool->threads());
+  const bool profiled = run.args.given("profile");
+  const Int8ProfileReport profile = profiled ? summarize_int8_profile(*run.int8, run.int8_times) : Int8ProfileReport();
+  if (profiled) std::fputs(int8_profile_text(profile).c_str(), stdout);
   if (!run.args.given("json")) return Status();
   nlohmann::json report = {{"checkpoint", run.path},
                            {"model", checkpoint.cfg_name},
@@ -217,6 +229,7 @@ Status report_eval(EvalRun& run) {
                            {"device", run.eval_device ? run.eval_device->label() : "cpu"},
                            {"threads", run.pool->threads()},
                            {"denormals", denormals_name(denormals())}};
+  if (profiled) report["int8_profile"] = int8_profile_json(profile);
   if (autoencoder) {
     report["test_mse"] = result.mse;
     report["test_psnr_db"] = result.psnr_db;

@@ -3,6 +3,7 @@
 #include "quant/int8_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <sstream>
 
@@ -513,10 +514,19 @@ Tensor Int8Model::forward(const Tensor& x, ThreadPool* pool) {
   const int64_t n = x.shape()[0];
   RG_CHECK(n <= reserved_, "int8 forward of " << n << " samples, reserved " << reserved_);
   std::vector<Tensor> xs;
+  if (times_ != nullptr) {
+    times_->seconds.resize(stages_.size(), 0.0);
+    times_->samples += n;
+    ++times_->calls;
+  }
   for (size_t s = 0; s < stages_.size(); ++s) {
     xs.clear();
     for (int j : plan_[s].inputs) xs.push_back(j < 0 ? x : outputs_[static_cast<size_t>(j)].rows(0, n));
+    const auto start = std::chrono::steady_clock::now();
     stages_[s]->run_inputs(xs, outputs_[s].rows(0, n), pool);
+    if (times_ != nullptr) {
+      times_->seconds[s] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
   }
   return output_stage_ < 0 ? x : outputs_[static_cast<size_t>(output_stage_)].rows(0, n);
 }
@@ -551,6 +561,8 @@ std::string int8_description(const std::vector<LayerPrecision>& layers) {
   }
   return "int8 (" + std::to_string(in_int8) + " of " + std::to_string(computing) + " computing layers)";
 }
+
+std::string Int8Model::stage_description(size_t s) const { return stages_.at(s)->describe(); }
 
 std::string Int8Model::summary() const {
   std::ostringstream os;

@@ -70,6 +70,13 @@ struct LayerPrecision {
 
 class Int8Stage;
 
+// What eval --profile collects from Int8Model::forward: each stage's wall time over the calls
+// it ran, and the samples those calls held (report/int8_profile_table.h prints it).
+struct Int8StageTimes {
+  std::vector<double> seconds;  // per stage, in plan order
+  int64_t samples = 0, calls = 0;
+};
+
 // "int8 (7 of 8 computing layers)": the layers run in int8 of those not run as identities.
 std::string int8_description(const std::vector<LayerPrecision>& layers);
 
@@ -106,6 +113,11 @@ class Int8Model {
   const Model& source() const { return *source_; }
   // "9 of 11 layers int8" and the stage list.
   std::string summary() const;
+  // Stage s's one-line description ("int8 Winograd F(2x2, 3x3) 288 x 32 (...)").
+  std::string stage_description(size_t s) const;
+  // From now on each forward adds its stages' times to `times` (null: none, the default);
+  // `times` must outlive the calls.
+  void set_stage_times(Int8StageTimes* times) { times_ = times; }
 
  private:
   Int8Model() = default;
@@ -116,6 +128,7 @@ class Int8Model {
   int output_stage_ = -1;        // the stage whose output is the model's (-1: the input itself)
   std::vector<LayerPrecision> precisions_;
   int64_t reserved_ = 0;
+  Int8StageTimes* times_ = nullptr;
 };
 
 // An Int8Model as an Executor (nn/executor.h): its forward on `pool` (which must outlive this).

@@ -17,26 +17,10 @@
 #include "ops/depthwise.h"
 #include "ops/pool2d.h"
 #include "quant/int8_model.h"
+#include "quant/int8_patches.h"
 
 namespace rg {
 
-namespace {
-
-// n bytes from src to dst, for the short runs of im2col (a kernel row of taps: 5 to a few
-// hundred bytes): one fixed 16- or 32-byte move where src has that many readable bytes before
-// src_end and dst as many writable ones before dst_end, the end of this image's patch rows (the
-// bytes past n are overwritten by the next run; past dst_end they could be another thread's).
-inline void copy_run(int8_t* dst, const int8_t* src, int64_t n, const int8_t* src_end, const int8_t* dst_end) {
-  if (n <= 16 && src + 16 <= src_end && dst + 16 <= dst_end) {
-    std::memcpy(dst, src, 16);
-  } else if (n <= 32 && src + 32 <= src_end && dst + 32 <= dst_end) {
-    std::memcpy(dst, src, 32);
-  } else {
-    std::memcpy(dst, src, static_cast<size_t>(n));
-  }
-}
-
-}  // namespace
 
 // quantize_s8's arithmetic (quant_params.h), bit for bit, 16 values at a time on SSE2 (the
 // x86 baseline): x * (1 / scale) clamped to [-256, 255] first (maxps gives -256 for NaN), which
@@ -115,12 +99,13 @@ class GemmStage : public Int8Stage {
                                                   const std::string& name, int weight_bits) {
     auto stage = std::unique_ptr<GemmStage>(new GemmStage());
     stage->geometry_ = g;
-    stage->in_ = in;
     const int64_t k = g.patch_size(), n = static_cast<int64_t>(q.size()) / k;
     stage->out_shape = g.patches() == 1 && g.kernel == 1 ? Shape{n} : Shape{g.out_h, g.out_w, n};
     stage->output_ = o;
-    auto packed = pack_qs8_weights(k, n, q.data(), qs8_gemm_kernel_for(isa, n).nr, name + " int8 weights",
-                                   weight_bits <= 4 ? 4 : 8);
+    stage->patches_ = Int8Patches(g, static_cast<int8_t>(in.zero_point));
+    const std::vector<int8_t> rows = stage->patches_.weights(q, n);  // a pointwise conv's: q itself
+    auto packed = pack_qs8_weights(stage->patches_.depth(), n, rows.data(), qs8_gemm_kernel_for(isa, n).nr,
+                                   name + " int8 weights", weight_bits <= 4 ? 4 : 8);
     if (!packed.ok()) return packed.status();
     stage->weights_ = packed.take();
     stage->isa_ = isa;
@@ -129,23 +114,26 @@ class GemmStage : public Int8Stage {
 
   void run(const Tensor& x, const Tensor& y, ThreadPool* pool) override {
     const ConvGeometry& g = geometry_;
-    const int64_t n = x.shape()[0], kpad = qs8_padded_depth(g.patch_size()), filters = weights_.n;
+    const int64_t n = x.shape()[0], filters = weights_.n;
     const int64_t in_sample = g.height * g.width * g.channels, out_sample = g.patches() * filters;
     const int8_t* in = x.data<int8_t>();
     int8_t* out = y.data<int8_t>();
     if (direct()) {  // the input rows are the patch rows
-      qs8_gemm(isa_, n * g.patches(), in, kpad, weights_, output_, out, filters, pool);
+      qs8_gemm(isa_, n * g.patches(), in, qs8_padded_depth(g.patch_size()), weights_, output_, out, filters, pool);
       return;
     }
-    const int64_t chunk = chunk_samples(n);
-    RG_CHECK(static_cast<int64_t>(patches_.bytes()) >= chunk * per_sample(), "int8 conv not reserved for " << n);
-    int8_t* patches = patches_.data<int8_t>();
+    const int64_t chunk = chunk_samples(n), rows_bytes = g.patches() * patches_.depth();
+    RG_CHECK(static_cast<int64_t>(scratch_.bytes()) >= chunk * per_sample(), "int8 conv not reserved for " << n);
+    int8_t* rows = scratch_.data<int8_t>();
+    int8_t* padded = rows + chunk * rows_bytes;  // each sample's copy for the row groups
     for (int64_t s0 = 0; s0 < n; s0 += chunk) {
       const int64_t count = std::min(chunk, n - s0);
       parallel_for(pool, count, 1, [&](int64_t b, int64_t e) {
-        for (int64_t s = b; s < e; ++s) im2col(in + (s0 + s) * in_sample, patches + s * per_sample());
+        for (int64_t s = b; s < e; ++s)
+          patches_.rows(in + (s0 + s) * in_sample, padded + s * patches_.scratch_bytes(), rows + s * rows_bytes);
       });
-      qs8_gemm(isa_, count * g.patches(), patches, kpad, weights_, output_, out + s0 * out_sample, filters, pool);
+      qs8_gemm(isa_, count * g.patches(), rows, patches_.depth(), weights_, output_, out + s0 * out_sample, filters,
+               pool);
     }
   }
 
@@ -153,16 +141,17 @@ class GemmStage : public Int8Stage {
   Status reserve(int64_t batch) override {
     const int64_t bytes = scratch_bytes(batch);
     if (bytes == 0) return Status();
-    if (patches_.defined() && static_cast<int64_t>(patches_.bytes()) >= bytes) return Status();
+    if (scratch_.defined() && static_cast<int64_t>(scratch_.bytes()) >= bytes) return Status();
     auto t = Tensor::zeros(Shape{bytes}, DType::i8, "int8 patch matrix");
     if (!t.ok()) return t.status();
-    patches_ = t.take();
+    scratch_ = t.take();
     return Status();
   }
   int64_t scratch_bytes(int64_t batch) const override { return direct() ? 0 : chunk_samples(batch) * per_sample(); }
   std::string describe() const override {
     std::ostringstream os;
-    os << "int8 GEMM " << geometry_.patch_size() << " x " << weights_.n << " ("
+    os << "int8 GEMM " << geometry_.patch_size() << " x " << weights_.n
+       << (!direct() && patches_.row_groups() ? ", rows in 4-byte groups" : "") << " ("
        << qs8_kernel_for_packing(isa_, weights_.nr).name << ")";
     return os.str();
   }
@@ -171,69 +160,20 @@ class GemmStage : public Int8Stage {
   GemmStage() = default;
 
   bool direct() const { return geometry_.pointwise() && geometry_.patch_size() % 4 == 0; }
-  int64_t per_sample() const { return geometry_.patches() * qs8_padded_depth(geometry_.patch_size()); }
+  // A sample's patch rows and its padded copy (Int8Patches).
+  int64_t per_sample() const { return geometry_.patches() * patches_.depth() + patches_.scratch_bytes(); }
   // Samples per chunk: their patch matrix stays near 256 KB (in L2 while the GEMM reads it, also on
   // the 512 KB L2 of an Athlon 64; 1 MB measured 1-2 % slower on lenet here).
   int64_t chunk_samples(int64_t n) const {
     return std::max<int64_t>(1, std::min(n, (int64_t{1} << 18) / per_sample()));
   }
 
-  // One image [h, w, c] -> its patch rows [patches, kpad]; padding reads as the zero point
-  // (the real value 0), and the bytes past k as 0 (they meet B's zero rows). The geometry is
-  // read into locals first: the int8 stores may alias anything, so members would be reloaded
-  // after every store.
-  void im2col(const int8_t* image, int8_t* cols) const {
-    const ConvGeometry& g = geometry_;
-    const int64_t c = g.channels, kernel = g.kernel, stride = g.stride, pad = g.pad, height = g.height,
-                  width = g.width, out_h = g.out_h, out_w = g.out_w, run = kernel * c, k = g.patch_size();
-    const int64_t kpad = qs8_padded_depth(k);
-    const int8_t *image_end = image + height * width * c, *cols_end = cols + out_h * out_w * kpad;
-    for (int64_t oh = 0; oh < out_h; ++oh) {
-      const int64_t top = oh * stride - pad;
-      const bool rows_inside = top >= 0 && top + kernel <= height;
-      for (int64_t ow = 0; ow < out_w; ++ow) {
-        int8_t* row = cols + (oh * out_w + ow) * kpad;
-        const int64_t left = ow * stride - pad;
-        if (rows_inside && left >= 0 && left + kernel <= width) {  // each kernel row of taps is one run
-          const int8_t* src = image + (top * width + left) * c;
-          for (int64_t kh = 0; kh < kernel; ++kh)
-            copy_run(row + kh * run, src + kh * width * c, run, image_end, cols_end);
-        } else {
-          border_patch(image, top, left, row);
-        }
-        for (int64_t p = k; p < kpad; ++p) row[p] = 0;
-      }
-    }
-  }
-
-  // A patch reaching into the padding: taps outside the image read as the zero point.
-  void border_patch(const int8_t* image, int64_t top, int64_t left, int8_t* row) const {
-    const ConvGeometry& g = geometry_;
-    const int64_t c = g.channels, kernel = g.kernel, run = kernel * c;
-    const int8_t zp = static_cast<int8_t>(in_.zero_point);
-    for (int64_t kh = 0; kh < kernel; ++kh, row += run) {
-      const int64_t ih = top + kh;
-      if (ih < 0 || ih >= g.height) {
-        std::fill(row, row + run, zp);
-        continue;
-      }
-      for (int64_t kw = 0; kw < kernel; ++kw) {
-        const int64_t iw = left + kw;
-        if (iw < 0 || iw >= g.width) {
-          std::fill(row + kw * c, row + (kw + 1) * c, zp);
-        } else {
-          std::copy(image + (ih * g.width + iw) * c, image + (ih * g.width + iw + 1) * c, row + kw * c);
-        }
-      }
-    }
-  }
-
   ConvGeometry geometry_;
-  QuantParams in_;
   Qs8PackedWeights weights_;
   Qs8OutputStage output_;
   Isa isa_ = Isa::reference;
-  Tensor patches_;  // i8 [chunk * patches, kpad]
+  Int8Patches patches_;
+  Tensor scratch_;  // i8: [chunk][patches x depth] rows, then [chunk] padded copies
 };
 
 // A depthwise conv (its BN folded, a ReLU in the clamp; plan path depthwise): per output pixel,
