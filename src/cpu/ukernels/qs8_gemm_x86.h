@@ -306,23 +306,19 @@ inline void qs8_gemm_4x16_avx2(int64_t mr, int64_t kgroups, const int8_t* a, int
   qs8_gemm_4xv_avx2<2>(mr, kgroups, a, lda, packed_b, acc);
 }
 
-// 8 lanes of qs8_gemm.h's requantization. srdhm for multiplier m >= 0: |x| * m as unsigned
-// 64-bit products (|INT32_MIN| = 2^31 is right as unsigned), plus gemmlowp's nudge (2^30, or
-// 2^30 - 1 when x < 0, which is its 1 - 2^30 on the negated value), shifted down by 31, and
-// the sign put back. rdbpot as gemmlowp writes it, with per-lane shifts.
+// 8 lanes of qs8_gemm.h's requantization. srdhm for a multiplier m in [2^30, 2^31) or 0 is
+// floor((x m + 2^30) / 2^31) for every x: gemmlowp's truncating division of x m + (1 - 2^30) when
+// x m < 0 is the ceiling there, the same value. So the signed 64-bit products (vpmuldq, even
+// lanes; the odd ones shifted down first) plus 2^30, and bits 31..62 of each (the result fits in
+// int32, so a logical shift gives its bits): the even lanes shifted down by 31, the odd ones up
+// by 1 into their high halves, blended. rdbpot as gemmlowp writes it, with per-lane shifts.
 inline __m256i requantize_8_avx2(__m256i x, __m256i multiplier, __m256i shift, __m256i zero_point, __m256i lo,
                                  __m256i hi) {
-  const __m256i magnitude = _mm256_abs_epi32(x);
-  const __m256i negative = _mm256_srai_epi32(x, 31);
   const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
-  const __m256i nudge_even = _mm256_add_epi64(half, _mm256_shuffle_epi32(negative, _MM_SHUFFLE(2, 2, 0, 0)));
-  const __m256i nudge_odd = _mm256_add_epi64(half, _mm256_shuffle_epi32(negative, _MM_SHUFFLE(3, 3, 1, 1)));
-  const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epu32(magnitude, multiplier), nudge_even), 31);
-  const __m256i odd = _mm256_srli_epi64(
-      _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(magnitude, 32), _mm256_srli_epi64(multiplier, 32)),
-                       nudge_odd),
-      31);
-  const __m256i high = _mm256_sign_epi32(_mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA), x);
+  const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, multiplier), half), 31);
+  const __m256i odd = _mm256_slli_epi64(
+      _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(multiplier, 32)), half), 1);
+  const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
 
   const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), shift), _mm256_set1_epi32(1));
   const __m256i remainder = _mm256_and_si256(high, mask);
@@ -381,23 +377,14 @@ inline void qs8_gemm_requant_4xv_avx2(int64_t mr, int64_t nc, int64_t kgroups, c
 }
 
 #if defined(__AVX512F__)
-// requantize_8_avx2's arithmetic on 16 lanes, the same bits: AVX-512 has no sign_epi32 (a mask
-// negates the lanes where x < 0; where x = 0 the product is 0 either way) and compares into masks.
+// requantize_8_avx2's arithmetic on 16 lanes, the same bits (rdbpot's compare into a mask).
 inline __m512i requantize_16_avx512(__m512i x, __m512i multiplier, __m512i shift, __m512i zero_point, __m512i lo,
                                     __m512i hi) {
-  const __m512i magnitude = _mm512_abs_epi32(x);
-  const __m512i negative = _mm512_srai_epi32(x, 31);
   const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
-  const __m512i nudge_even = _mm512_add_epi64(half, _mm512_shuffle_epi32(negative, _MM_PERM_CCAA));
-  const __m512i nudge_odd = _mm512_add_epi64(half, _mm512_shuffle_epi32(negative, _MM_PERM_DDBB));
-  const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epu32(magnitude, multiplier), nudge_even), 31);
-  const __m512i odd = _mm512_srli_epi64(
-      _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(magnitude, 32), _mm512_srli_epi64(multiplier, 32)),
-                       nudge_odd),
-      31);
-  const __m512i unsigned_high = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
-  const __m512i zero = _mm512_setzero_si512();
-  const __m512i high = _mm512_mask_sub_epi32(unsigned_high, _mm512_cmplt_epi32_mask(x, zero), zero, unsigned_high);
+  const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, multiplier), half), 31);
+  const __m512i odd = _mm512_slli_epi64(
+      _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(multiplier, 32)), half), 1);
+  const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
 
   const __m512i one = _mm512_set1_epi32(1);
   const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, shift), one);
