@@ -932,7 +932,8 @@ TEST(Cli, EvalNamesThePrecisionItRunsIn) {
 
 // eval --int8 --profile: each stage of the int8 model timed, in the table and in --json, its
 // shares adding up to the stages' time and its GOP/s from the conv's direct products; --profile
-// without --int8 (or with a device) is refused before anything runs, and writes no JSON.
+// without --int8 (or with an OpenCL device) is refused before anything runs, and writes no JSON;
+// --device cpu is the CPU.
 TEST(Cli, EvalProfilesTheInt8Stages) {
   const std::string ckpt = temp_dir() + "/eval_profile.ckpt", json = temp_dir() + "/eval_profile.json";
   const Outcome trained = run(std::string("train --model lenet ") + kQuick + " --epochs 1 --checkpoint " + ckpt);
@@ -944,7 +945,10 @@ TEST(Cli, EvalProfilesTheInt8Stages) {
             std::string::npos) << refused.output;
   EXPECT_FALSE(exists(json)) << "nothing is written when the options are refused";
 
-  const Outcome profiled = run("eval --checkpoint " + ckpt + " --threads 1 --int8 --profile --json " + json);
+  const Outcome on_device = run("eval --checkpoint " + ckpt + " --threads 1 --int8 --profile --device cl:0:0");
+  EXPECT_NE(on_device.code, 0);
+  EXPECT_NE(on_device.output.find("without an OpenCL --device"), std::string::npos) << on_device.output;
+  const Outcome profiled = run("eval --checkpoint " + ckpt + " --threads 1 --int8 --profile --device cpu --json " + json);
   ASSERT_EQ(profiled.code, 0) << profiled.output;
   EXPECT_NE(profiled.output.find("int8 profile: "), std::string::npos) << profiled.output;
   EXPECT_NE(profiled.output.find("int8 direct conv 5x5 x 6 + 2x2 max pooling"), std::string::npos) << profiled.output;

@@ -91,9 +91,9 @@ Status load_checkpoint_model(EvalRun& run) {
   RG_ASSIGN(run.thread_count, threads_option(args));
   RG_ASSIGN(const int64_t batch, args.integer("batch", 1, 1 << 20));
   RG_ASSIGN(run.calib_batches, args.integer("calib-batches", 1, 1 << 20));
-  if (args.given("profile") && (!args.given("int8") || args.given("device"))) {
-    return Status::error("--profile times the stages of the CPU's int8 model: give it with --int8 and without "
-                         "--device (train --profile times the f32 layers, train --profile-device a device's)");
+  if (args.given("profile") && (!args.given("int8") || args.text("device") != "cpu")) {  // cpu: --device's CPU
+    return Status::error("--profile times the stages of the CPU's int8 model: give it with --int8 and without an "
+                         "OpenCL --device (train --profile times the f32 layers, train --profile-device a device's)");
   }
   RG_ASSIGN(run.checkpoint, read_checkpoint(path));
   TrainOptions& options = run.options;

@@ -1,6 +1,6 @@
 // The int8 model's stages but the direct conv (int8_conv_pairs.cpp): quantize, dequantize, the
-// im2col + qs8_gemm stage of conv and dense layers, the depthwise conv, int8 max pooling, the int8 add, and f32
-// layers as they are (a graph model's add or concat of several f32 inputs among them).
+// patch rows (int8_patches.h) + qs8_gemm stage of conv and dense layers, the depthwise conv, int8
+// max pooling, the int8 add, and f32 layers as they are (a graph model's add or concat of several f32 inputs among them).
 #include "quant/int8_stages.h"
 
 #include <algorithm>
@@ -20,7 +20,6 @@
 #include "quant/int8_patches.h"
 
 namespace rg {
-
 
 // quantize_s8's arithmetic (quant_params.h), bit for bit, 16 values at a time on SSE2 (the
 // x86 baseline): x * (1 / scale) clamped to [-256, 255] first (maxps gives -256 for NaN), which
@@ -89,7 +88,7 @@ class DequantizeStage : public Int8Stage {
   QuantParams params_;
 };
 
-// A conv or dense layer (with its BN and ReLU) as im2col into int8 patches and qs8_gemm.
+// A conv or dense layer (with its BN and ReLU) as int8 patch rows (Int8Patches) and qs8_gemm.
 // Dense is the 1x1 convolution of a [1, 1, in] image.
 class GemmStage : public Int8Stage {
  public:
@@ -142,7 +141,7 @@ class GemmStage : public Int8Stage {
     const int64_t bytes = scratch_bytes(batch);
     if (bytes == 0) return Status();
     if (scratch_.defined() && static_cast<int64_t>(scratch_.bytes()) >= bytes) return Status();
-    auto t = Tensor::zeros(Shape{bytes}, DType::i8, "int8 patch matrix");
+    auto t = Tensor::zeros(Shape{bytes}, DType::i8, "int8 patch rows and padded copies");
     if (!t.ok()) return t.status();
     scratch_ = t.take();
     return Status();
@@ -162,7 +161,7 @@ class GemmStage : public Int8Stage {
   bool direct() const { return geometry_.pointwise() && geometry_.patch_size() % 4 == 0; }
   // A sample's patch rows and its padded copy (Int8Patches).
   int64_t per_sample() const { return geometry_.patches() * patches_.depth() + patches_.scratch_bytes(); }
-  // Samples per chunk: their patch matrix stays near 256 KB (in L2 while the GEMM reads it, also on
+  // Samples per chunk: their patch rows and padded copies stay near 256 KB (in L2 while the GEMM reads it, also on
   // the 512 KB L2 of an Athlon 64; 1 MB measured 1-2 % slower on lenet here).
   int64_t chunk_samples(int64_t n) const {
     return std::max<int64_t>(1, std::min(n, (int64_t{1} << 18) / per_sample()));

@@ -4,7 +4,7 @@
 // private to their .cpp files; these factories are all the model sees.
 //   quantize       f32 -> int8, entering the int8 domain
 //   dequantize     int8 -> f32, leaving it (before an f32 layer and at the model's end)
-//   GEMM           conv or dense (BN folded, ReLU in the clamp): im2col and qs8_gemm
+//   GEMM           conv or dense (BN folded, ReLU in the clamp): patch rows and qs8_gemm
 //   max pooling    int8 -> int8 with the same scale and zero point (max commutes with them)
 //   add            two int8 inputs -> their int8 sum (ops/qs8_add.h; run_inputs)
 //   conv pairs     a direct single-channel conv, optionally with a 2x2 max pooling fused
@@ -57,7 +57,7 @@ std::unique_ptr<Int8Stage> make_quantize_stage(QuantParams p, const Shape& shape
 // int8 [n, shape...] -> f32 by p.
 std::unique_ptr<Int8Stage> make_dequantize_stage(QuantParams p, const Shape& shape);
 
-// A conv or dense layer as im2col into int8 patches and qs8_gemm (dense: the 1x1 conv of a
+// A conv or dense layer as int8 patch rows (int8_patches.h) and qs8_gemm (dense: the 1x1 conv of a
 // [1, 1, in] image). q: the int8 weights [patch_size x n], o their requantization, `in` the
 // input's parameters (padding reads as its zero point); weights packed for `isa`'s tile, two a
 // byte where weight_bits <= 4 (Qs8PackedWeights).

@@ -41,23 +41,27 @@ Int8ProfileReport summarize_int8_profile(const Int8Model& model, const Int8Stage
 
 std::string int8_profile_text(const Int8ProfileReport& report) {
   std::string text;
-  char line[512];
+  char line[1024];  // a row (snprintf cuts one longer than this: a layer name of hundreds of characters)
   std::snprintf(line, sizeof line, "int8 profile: %lld samples in %lld calls; GOP/s count the direct products (2 a "
                 "multiply-add), an f32 stage's its layer's flops\n", static_cast<long long>(report.samples),
                 static_cast<long long>(report.calls));
   text += line;
-  int width = 5;  // the stage column fits the longest description
-  for (const Int8ProfileRow& r : report.rows) width = std::max(width, static_cast<int>(r.stage.size()));
-  std::snprintf(line, sizeof line, "  %-3s %-12s %-*s %10s %10s %6s %8s\n", "#", "layer", width, "stage", "ms/call",
-                "us/sample", "share", "GOP/s");
+  int layer_width = 5, stage_width = 5;  // the columns fit the longest name and description
+  for (const Int8ProfileRow& r : report.rows) {
+    layer_width = std::max(layer_width, static_cast<int>(r.layer.size()));
+    stage_width = std::max(stage_width, static_cast<int>(r.stage.size()));
+  }
+  std::snprintf(line, sizeof line, "  %-3s %-*s %-*s %10s %10s %6s %8s\n", "#", layer_width, "layer", stage_width,
+                "stage", "ms/call", "us/sample", "share", "GOP/s");
   text += line;
   for (size_t s = 0; s < report.rows.size(); ++s) {
     const Int8ProfileRow& r = report.rows[s];
-    char gops[32] = "-";
+    char gops[32] = "-", share[32] = "-";
     if (!std::isnan(r.gops)) std::snprintf(gops, sizeof gops, "%.1f", r.gops);
-    std::snprintf(line, sizeof line, "  %-3zu %-12s %-*s %10.3f %10.3f %5.1f%% %8s\n", s,
-                  r.layer.empty() ? "-" : r.layer.c_str(), width, r.stage.c_str(), r.ms_per_call, r.us_per_sample,
-                  100 * r.share, gops);
+    if (!std::isnan(r.share)) std::snprintf(share, sizeof share, "%.1f%%", 100 * r.share);
+    std::snprintf(line, sizeof line, "  %-3zu %-*s %-*s %10.3f %10.3f %6s %8s\n", s, layer_width,
+                  r.layer.empty() ? "-" : r.layer.c_str(), stage_width, r.stage.c_str(), r.ms_per_call,
+                  r.us_per_sample, share, gops);
     text += line;
   }
   const double samples = static_cast<double>(report.samples > 0 ? report.samples : 1);

@@ -85,8 +85,9 @@ inline void qs8_gemm_4x8_sse2(int64_t mr, int64_t kgroups, const int8_t* a, int6
 
 // Requantization on SSE2 (qs8_gemm.h's formula, bit for bit). SSE2 has pmuludq (unsigned
 // 32x32->64 on lanes 0 and 2) but no signed product and no per-lane shift, so:
-// - srdhm as on AVX2: |x| * m as unsigned 64-bit products (|INT32_MIN| = 2^31 is right as
-//   unsigned), + the nudge 2^30 (2^30 - 1 for x < 0), >> 31, the sign put back;
+// - srdhm on |x| * m as unsigned 64-bit products (|INT32_MIN| = 2^31 is right as unsigned),
+//   + the nudge 2^30 (2^30 - 1 for x < 0), >> 31, the sign put back (AVX2 and AVX-512 take
+//   signed products instead: requantize_8_avx2);
 // - x >> e per lane as a product too: with u = x + 2^31 (unsigned), floor(u / 2^e) =
 //   (u * 2^(31 - e)) >> 31, and x >> e = floor(u / 2^e) - 2^(31 - e) (mod 2^32);
 // - the clamp on int16 (packssdw saturates, and [lo - zp, hi - zp] lies inside int16).
