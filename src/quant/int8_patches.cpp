@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/int_math.h"
+#include "quant/qs8_gemm.h"
 
 namespace rg {
 
@@ -29,7 +30,7 @@ inline void copy_run(int8_t* dst, const int8_t* src, int64_t n, const int8_t* sr
 Int8Patches::Int8Patches(const ConvGeometry& g, int8_t zero_point) : g_(g), zero_point_(zero_point) {
   run_ = g.kernel * g.channels;
   group_run_ = round_up(run_, int64_t{4});
-  const int64_t taps_depth = round_up(g.patch_size(), int64_t{4});
+  const int64_t taps_depth = qs8_padded_depth(g.patch_size());
   row_groups_ = g.kernel * group_run_ <= taps_depth;
   depth_ = row_groups_ ? g.kernel * group_run_ : taps_depth;
 }
