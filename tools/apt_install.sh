@@ -1,5 +1,8 @@
 # Sourced by tools/setup.sh and tools/setup_cross.sh: install_missing NAME PACKAGE... installs
 # the Debian packages not installed yet (as root; else says which are missing and exits 2).
+# A dpkg run left interrupted earlier (apt then refuses everything: "dpkg was interrupted, you
+# must manually run 'dpkg --configure -a'", as on one CI machine) is finished first, as apt asks;
+# another apt holding the lock (unattended-upgrades) is waited for up to 10 minutes.
 install_missing() {
   local caller=$1 p
   shift
@@ -14,6 +17,11 @@ install_missing() {
   fi
   echo "$caller: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ -n "$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ]; then
+    echo "$caller: an earlier dpkg run was interrupted; finishing it first (dpkg --configure -a)"
+    dpkg --configure -a >/dev/null || { echo "$caller: dpkg --configure -a failed: run it by hand and look at its messages" >&2; exit 2; }
+  fi
+  local wait_lock=(-o DPkg::Lock::Timeout=600)
+  apt-get "${wait_lock[@]}" update -qq
+  apt-get "${wait_lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
