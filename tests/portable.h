@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_paths.h"
+
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -106,7 +108,7 @@ inline bool running_under_wine() {
 // under Wine, where the build's Unix path "/x/y" is "Z:/x/y" (Wine maps Z: to the Unix root)
 // and the child is a Windows process already.
 inline std::string retrograd_binary() {
-  std::string path = RETROGRAD_BINARY;
+  std::string path = retrograd_binary_path;
 #if defined(_WIN32)
   if (!path.empty() && path[0] == '/') path = "Z:" + path;
   return "\"" + path + "\"";

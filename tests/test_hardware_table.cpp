@@ -10,12 +10,13 @@
 #include "report/embedded_data.h"
 #include "report/hardware_table.h"
 #include "report/peak.h"
+#include "test_paths.h"
 
 namespace rg {
 namespace {
 
 TEST(HardwareTable, TheEmbeddedCopyIsTheSourceFileParsed) {
-  std::ifstream file(RETROGRAD_SOURCE_DIR "/data/hardware_specs.csv", std::ios::binary);
+  std::ifstream file(std::string(retrograd_source_dir) + "/data/hardware_specs.csv", std::ios::binary);
   std::stringstream text;
   text << file.rdbuf();
   auto embedded = embedded_data("hardware_specs.csv");

@@ -291,7 +291,7 @@ TEST(ImageIo, JpegHuffmanTableOverflowIsRefused) {
 // An input of fuzz_image's corpus (tests/fuzz/corpus/image/NAME, a seed or a find) as the
 // image file it holds: in `tmp` as `file`, without the target's options byte.
 std::string corpus_image_file(TempDir& tmp, const std::string& name, const std::string& file) {
-  Bytes bytes = read_bytes(std::string(RETROGRAD_SOURCE_DIR) + "/tests/fuzz/corpus/image/" + name);
+  Bytes bytes = read_bytes(std::string(retrograd_source_dir) + "/tests/fuzz/corpus/image/" + name);
   EXPECT_GT(bytes.size(), 1u) << name;
   if (!bytes.empty()) bytes.erase(bytes.begin());
   const std::string path = tmp.file(file);

@@ -15,6 +15,7 @@
 #include "opencl/program_binary_file.h"
 #include "opencl/model/cl_layer.h"
 #include "opencl_test_util.h"
+#include "test_paths.h"
 
 namespace rg::ocl {
 namespace {
@@ -166,7 +167,7 @@ TEST(OpenclKernelSources, EmbeddedCopiesAreTheFilesByteForByte) {
     auto source = kernel_source(name);
     ASSERT_TRUE(source.ok()) << source.status().message();
     EXPECT_EQ(source.value().origin, "embedded");
-    EXPECT_EQ(source.value().text, read_file(std::string(RETROGRAD_SOURCE_DIR) + "/kernels/" + name)) << name;
+    EXPECT_EQ(source.value().text, read_file(std::string(retrograd_source_dir) + "/kernels/" + name)) << name;
   }
   auto missing = kernel_source("nosuch.cl");
   ASSERT_FALSE(missing.ok());

@@ -23,6 +23,7 @@
 #include "opencl/model/cl_model.h"
 #include "opencl/winograd.h"
 #include "opencl_test_util.h"
+#include "test_paths.h"
 
 namespace rg::ocl {
 namespace {
@@ -283,7 +284,7 @@ TEST(OpenclConvLayers, AnImplicitGemmThatDoesNotBuildFallsBackToIm2col) {
   Device& device = *devices().at(0);
   const std::string dir = temp_dir() + "/no_implicit";
   std::filesystem::create_directories(dir);
-  for (const auto& entry : std::filesystem::directory_iterator(RETROGRAD_SOURCE_DIR "/kernels")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(retrograd_source_dir) + "/kernels")) {
     const std::string extension = entry.path().extension().string();
     if (extension == ".cl" || extension == ".h") {
       std::filesystem::copy_file(entry.path(), dir / entry.path().filename(),
@@ -464,7 +465,7 @@ TEST(OpenclConvLayers, AWinogradThatDoesNotBuildLeavesTheGemm) {
   SKIP_WITHOUT_OPENCL();
   const std::string dir = temp_dir() + "/no_winograd";
   std::filesystem::create_directories(dir + "/cache");
-  for (const auto& entry : std::filesystem::directory_iterator(RETROGRAD_SOURCE_DIR "/kernels")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(retrograd_source_dir) + "/kernels")) {
     const std::string extension = entry.path().extension().string();
     if (extension == ".cl" || extension == ".h") {
       std::filesystem::copy_file(entry.path(), dir / entry.path().filename(),

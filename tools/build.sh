@@ -2,6 +2,7 @@
 # Configures (once) and builds the optimised build in build/. Usage: bash tools/build.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/ccache_env.sh
 # MPI is found when the build is set up (meson_options.txt: mpi=auto): set up again when Open
 # MPI or MPICH came or went since (tools/setup.sh --tests or --mpi installs it).
 mpi=$( (pkg-config --exists ompi-cxx || pkg-config --exists mpich) 2>/dev/null && echo yes || echo no)

@@ -6,6 +6,7 @@
 #   TRIPLET: i686-linux-gnu | i686-w64-mingw32 | x86_64-w64-mingw32
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/ccache_env.sh
 triplet=${1:-}
 tests=true
 [ "${2:-}" = "--no-tests" ] && tests=false

@@ -9,6 +9,7 @@
 # only a debugger reads: gdb on this build still has lines and functions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/ccache_env.sh
 # -O2 rather than the usual -O1: the suite's kernels and trainings run 2-3 times faster, and
 # ASan's reports keep their stacks with the frame pointers kept. Without MPI: Open MPI's own
 # allocations, never freed, would be LeakSanitizer's reports (the build without MPI is checked
