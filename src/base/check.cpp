@@ -8,12 +8,14 @@
 namespace rg {
 namespace {
 
-// __FILE__ from the first "src/" folder on: the build names a source "build/../src/nn/model.cpp"
-// in a unity file, "../src/nn/model.cpp" otherwise (meson.build's -fmacro-prefix-map).
+// __FILE__ from the last "src/" folder on (the tree has no src/ inside src/): the build names a
+// source "build/../src/nn/model.cpp" in a unity file, "../src/nn/model.cpp" otherwise
+// (meson.build's -ffile-prefix-map), or by absolute path from a build folder outside the tree.
 const char* from_source_folder(const char* file) {
+  const char* found = file;
   for (const char* at = file; (at = std::strstr(at, "src/")) != nullptr; ++at)
-    if (at == file || at[-1] == '/') return at;
-  return file;
+    if (at == file || at[-1] == '/') found = at;
+  return found;
 }
 
 }  // namespace
