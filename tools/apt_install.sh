@@ -3,12 +3,13 @@
 # A dpkg run left interrupted earlier (apt then refuses everything: "dpkg was interrupted, you
 # must manually run 'dpkg --configure -a'", as on one CI machine) is finished first, as apt asks;
 # another apt holding the lock (unattended-upgrades) is waited for up to 10 minutes.
+
 # dpkg --configure -a, retried while another dpkg holds the lock (its journal is not empty while
 # it runs either); a changed config file keeps the local version, as apt's default answer would.
 finish_interrupted_dpkg() {
-  local caller=$1 try out
+  local caller=$1 out
   echo "$caller: dpkg's journal is not empty (an earlier dpkg run was interrupted, or one is running): dpkg --configure -a"
-  for try in $(seq 60); do
+  for _ in $(seq 60); do
     out=$(dpkg --force-confdef --force-confold --configure -a 2>&1) && return 0
     grep -q "lock" <<< "$out" || break
     sleep 10
