@@ -409,13 +409,13 @@ struct Gathered {
   GatheredA<float> a() const { return {src.data(), rows.data(), depth.data()}; }
 };
 
-// Offsets shaped like a convolution's: rows `row_step` apart, taps in runs of 3 with jumps,
-// so that rows overlap (one value serves several rows and taps) as patches do.
-Gathered make_gathered(int64_t m, int64_t n, int64_t k, Fill fill, Rng& rng) {
+// Offsets shaped like a convolution's: rows 2 apart, or (channels > 0) side by side in runs of
+// `channels` with a jump after each, as a weight gradient's rows (a tap's channels); taps in runs
+// of 3 with jumps, so that rows overlap (one value serves several rows and taps) as patches do.
+Gathered make_gathered(int64_t m, int64_t n, int64_t k, Fill fill, Rng& rng, int64_t channels = 0) {
   Gathered g{m, n, k, n + 5, {}, {}, {}, {}, {}};
-  const int64_t row_step = 2;
   for (int64_t p = 0; p < k; ++p) g.depth.push_back(static_cast<int32_t>(p / 3 * 7 + p % 3));
-  for (int64_t i = 0; i < m; ++i) g.rows.push_back(static_cast<int32_t>(i * row_step));
+  for (int64_t i = 0; i < m; ++i) g.rows.push_back(static_cast<int32_t>(channels > 0 ? i + i / channels * 3 : i * 2));
   g.src.assign(static_cast<size_t>(g.rows.back() + g.depth.back() + 1), kNaN);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t p = 0; p < k; ++p) {
@@ -612,6 +612,31 @@ TEST_P(GemmGathered, DepthSplitThreadCountDoesNotChangeBits) {
           << describe_gathered(g, 1, 0.5f) << ": " << t << " threads differ from none";
     }
   }
+}
+
+// The depth split packs A a block at a time where B has more than one panel and A's rows lie side
+// by side (a weight gradient's: a tap's channels); f32_gemm_gathered reads it gathered. Both tiles
+// are one FMA chain per element: unsplit (rows enough to feed the threads), the two give the same
+// bits, with tiles inside a run of rows (copied MR floats at a time) and across runs (row by row),
+// partial tiles and panels, 1 to 4 panels.
+TEST_P(GemmGathered, PackedAGivesTheGatheredBits) {
+  Rng rng(17, 0);
+  ThreadPool pool(3);
+  for (int64_t channels : {20, 64, 1000})
+    for (const auto& [m, n, k] : {std::array<int64_t, 3>{400, 40, 300}, std::array<int64_t, 3>{385, 17, 600},
+                                  std::array<int64_t, 3>{500, 33, 257}, std::array<int64_t, 3>{390, 64, 20}}) {
+      const Gathered g = make_gathered(m, n, k, Fill::uniform, rng, channels);
+      ASSERT_EQ(gemm_depth_blocks(m, n, k), 1) << describe_gathered(g, 1, 0.5f);
+      for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> gathered = g.c, packed = g.c;
+        f32_gemm_gathered(m, n, k, 1.0f, g.a(), g.b.data(), g.ldb, 0.5f, gathered.data(), n, threads);
+        f32_gemm_gathered_depth_split(m, n, k, 1.0f, g.a(), g.b.data(), g.ldb, 0.5f, packed.data(), n, nullptr,
+                                      threads);
+        EXPECT_EQ(std::memcmp(packed.data(), gathered.data(), packed.size() * 4), 0)
+            << describe_gathered(g, 1, 0.5f) << ", rows side by side in runs of " << channels
+            << (threads != nullptr ? ", 3 threads" : "");
+      }
+    }
 }
 
 // ---------------------------------------------------------------- the same bits on every FMA level

@@ -99,7 +99,9 @@ int64_t gemm_depth_partials(int64_t m, int64_t n, int64_t k);
 // f32_gemm_gathered cut into gemm_depth_blocks(m, n, k) blocks of depth: block 0 goes into C
 // (alpha, beta), each later one into its own m x n buffer of `partials`
 // (gemm_depth_partials(m, n, k) floats), every block's rows over the pool; then C's elements
-// add the partials in block order. Unsplit, exactly f32_gemm_gathered.
+// add the partials in block order. Unsplit, f32_gemm_gathered's bits. A's rows lying side by side
+// (a tap's channels) and B of more than one panel, each thread packs A an MC x KC block at a time
+// (KC x MC floats of its own scratch).
 void f32_gemm_gathered_depth_split(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
                                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc, float* partials,
                                    ThreadPool* pool);

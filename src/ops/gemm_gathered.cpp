@@ -5,8 +5,10 @@
 // Every element of C is summed in the same order whatever the split across threads: threads
 // own whole rows of C, and each row's depth blocks run in order. The depth split for weight
 // gradients (f32_gemm_gathered_depth_split) cuts the depth by the shape alone, and adds the
-// blocks' partial products in block order.
+// blocks' partial products in block order; its products read A from MR-row panels packed a block
+// at a time where that pays (packs_a), through the kernel table's packed tiles.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "base/check.h"
@@ -49,54 +51,129 @@ struct BBlock {
   int64_t panel_ldb(int64_t jr) const { return jr < first_copied ? ldb : nr; }
 };
 
-// Rows [ic, ic_end) of C (at most MC) over depth block [p0, p0 + depth) of every panel. Each depth
-// block of a panel is one tile call, so every element of C is the same FMA chain whatever NR is,
-// where B is read from and in which order the blocks run: levels whose tiles differ only in shape
-// give the same bits.
+// Weight gradients read A along the pixels (rows = taps, depth = pixels): each depth step of a
+// tile reads its MR floats from another cache line, and the gathered tile reads them again for
+// every panel of B. There each MC x KC block of A is packed once into MR-row panels (panel[p * MR
+// + r], the packed tile's layout) that every panel's tiles read in order, where that pays
+// (packs_a). dcgan's discriminator conv2 (1024 taps x 128 filters over 980 pixels; harness,
+// medians of 7): 1.3-1.5x at avx2 on the Zen 3 VM, 1.03-1.17x at avx512 on the Xeon; the whole
+// of dcgan 1.10x on the Xeon at 1 thread. Both tiles are one template over how they read A: the
+// same bits packed or not.
+
+// Whether a product packs A: the depth split's (weight gradients) do where B has more than one
+// panel (one panel reads A once anyway) and the first tile's rows lie side by side (a tap's
+// channels: copied MR floats a step). Rows apart (one input channel: the taps lie in different
+// pixels) cost a scalar copy each; cnn's conv1 dW at avx2 measured slower packed (1.7-1.9 ->
+// 2.2-2.3 ms a step). The forward's A (rows = pixels, depth = taps: a pixel's channels in a row)
+// measured slower packed on the Xeon (0.85x) and no faster on the VM: never packed.
+bool packs_a(const GatheredA<float>& a, int64_t m, int64_t n, const F32GemmKernel& kernel) {
+  if (n <= kernel.nr || m < kernel.mr) return false;
+  for (int64_t r = 1; r < kernel.mr; ++r)
+    if (a.row_offsets[r] != a.row_offsets[0] + r) return false;
+  return true;
+}
+
+// MR floats at each depth step's offset: a tile whose rows lie side by side (one tap's channels).
+template <int MR>
+void pack_adjacent_rows(const float* row0, const int32_t* offsets, int64_t depth, float* out) {
+  for (int64_t p = 0; p < depth; ++p) std::memcpy(out + p * MR, row0 + offsets[p], MR * sizeof(float));
+}
+
+// One tile's rows over `depth` steps of `offsets` into out[p * mr + r].
+void pack_gathered_tile(const float* const* rows, int64_t mr, const int32_t* offsets, int64_t depth, float* out) {
+  bool adjacent = true;
+  for (int64_t r = 1; r < mr; ++r) adjacent = adjacent && rows[r] == rows[0] + r;
+  if (adjacent && mr == 6) return pack_adjacent_rows<6>(rows[0], offsets, depth, out);
+  if (adjacent && mr == 8) return pack_adjacent_rows<8>(rows[0], offsets, depth, out);
+  if (adjacent && mr == 12) return pack_adjacent_rows<12>(rows[0], offsets, depth, out);
+  if (adjacent && mr == 16) return pack_adjacent_rows<16>(rows[0], offsets, depth, out);
+  for (int64_t p = 0; p < depth; ++p)
+    for (int64_t r = 0; r < mr; ++r) out[p * mr + r] = rows[r][offsets[p]];
+}
+
+// Tile ir's MR row pointers into A, the last live row repeated below the block's end (rows past
+// `live` are summed, never stored).
+void tile_rows(const GatheredA<float>& a, int64_t mr, int64_t ir, int64_t ic_end, const float** rows) {
+  const int64_t live = std::min(mr, ic_end - ir);
+  for (int64_t r = 0; r < mr; ++r) rows[r] = a.base + a.row_offsets[ir + std::min(r, live - 1)];
+}
+
+// Rows [ic, ic_end) of A over depth block [p0, p0 + depth), tile by tile, into `out`.
+void pack_gathered_block(const GatheredA<float>& a, int64_t mr, int64_t ic, int64_t ic_end, int64_t p0,
+                         int64_t depth, float* out) {
+  const float* rows[kF32GemmMaxMr];
+  for (int64_t ir = ic; ir < ic_end; ir += mr) {
+    tile_rows(a, mr, ir, ic_end, rows);
+    pack_gathered_tile(rows, mr, a.depth_offsets + p0, depth, out + (ir - ic) * depth);
+  }
+}
+
+// Rows [ic, ic_end) of C (at most MC) over depth block [p0, p0 + depth) of every panel, A read
+// gathered or, where a_panels is not null, from pack_gathered_block's panels of these rows. Each
+// depth block of a panel is one tile call, so every element of C is the same FMA chain whatever
+// NR is, where A and B are read from and in which order the blocks run: levels whose tiles differ
+// only in shape give the same bits.
 void gathered_block(const F32GemmKernel& kernel, int64_t n, int64_t p0, int64_t depth, float alpha,
-                    const GatheredA<float>& a, const BBlock& block, float beta, float* c, int64_t ldc, int64_t ic,
-                    int64_t ic_end) {
+                    const GatheredA<float>& a, const float* a_panels, const BBlock& block, float beta, float* c,
+                    int64_t ldc, int64_t ic, int64_t ic_end) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
   const float* rows[kF32GemmMaxMr];
   for (int64_t jr = 0; jr < n; jr += nr) {
     const float* b_panel = block.panel(jr);
+    const int64_t ldb = block.panel_ldb(jr), cols = std::min(nr, n - jr);
     for (int64_t ir = ic; ir < ic_end; ir += mr) {
       const int64_t live = std::min(mr, ic_end - ir);
-      for (int64_t r = 0; r < mr; ++r) rows[r] = a.base + a.row_offsets[ir + std::min(r, live - 1)];
-      kernel.gathered_tile(depth, rows, a.depth_offsets + p0, b_panel, block.panel_ldb(jr), alpha, beta,
-                           c + ir * ldc + jr, ldc, live, std::min(nr, n - jr));
+      float* c_tile = c + ir * ldc + jr;
+      if (a_panels != nullptr) {
+        kernel.tile(depth, a_panels + (ir - ic) * depth, b_panel, ldb, alpha, beta, c_tile, ldc, live, cols);
+        continue;
+      }
+      tile_rows(a, mr, ir, ic_end, rows);
+      kernel.gathered_tile(depth, rows, a.depth_offsets + p0, b_panel, ldb, alpha, beta, c_tile, ldc, live, cols);
     }
   }
 }
 
-// Rows [i0, i1) of C on the calling thread: B packed a depth block at a time, or in place.
+// Rows [i0, i1) of C on the calling thread: B packed a depth block at a time, or in place; A
+// gathered, or (pack_a) packed a block at a time.
 void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alpha, const GatheredA<float>& a,
-                   const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int64_t i0, int64_t i1) {
+                   bool pack_a, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int64_t i0,
+                   int64_t i1) {
   const int64_t mr = kernel.mr, nr = kernel.nr, mc = std::max(mr, kGatheredMCTarget / mr * mr);
   const bool packed =
       ldb != nr && i1 - i0 > kGemmMaxRowsForBInPlace && k * n > kMinPackedB && n <= kMaxPackedWidth;
   const int64_t first_copied = packed ? 0 : n / nr * nr;
   static const ThreadScratchKey copy_key;  // [KC x n rounded up to NR] floats at most
+  static const ThreadScratchKey a_key;     // [MC x KC] floats
   std::vector<float>& copy = thread_scratch<std::vector<float>>(copy_key);
+  std::vector<float>& a_copy = thread_scratch<std::vector<float>>(a_key);
   auto block_at = [&](int64_t p0, int64_t depth) {  // copies the panels from first_copied on
     copy.resize(static_cast<size_t>((n - first_copied + nr - 1) / nr * nr * depth));
     f32_pack_panels(b + p0 * ldb + first_copied, ldb, 1, depth, n - first_copied, nr, copy.data());
     return BBlock{b + p0 * ldb, ldb, nr, depth, first_copied, copy.data()};
   };
+  auto rows_over = [&](int64_t p0, int64_t depth, const BBlock& block, int64_t ic) {
+    const int64_t ic_end = std::min(i1, ic + mc);
+    const float* a_panels = nullptr;
+    if (pack_a) {
+      a_copy.resize(static_cast<size_t>((ic_end - ic + mr - 1) / mr * mr * depth));
+      pack_gathered_block(a, mr, ic, ic_end, p0, depth, a_copy.data());
+      a_panels = a_copy.data();
+    }
+    gathered_block(kernel, n, p0, depth, alpha, a, a_panels, block, p0 == 0 ? beta : 1.0f, c, ldc, ic, ic_end);
+  };
   if (packed) {
     for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
       const int64_t depth = std::min(k, p0 + kGatheredKC) - p0;
       const BBlock block = block_at(p0, depth);
-      for (int64_t ic = i0; ic < i1; ic += mc)
-        gathered_block(kernel, n, p0, depth, alpha, a, block, p0 == 0 ? beta : 1.0f, c, ldc, ic, std::min(i1, ic + mc));
+      for (int64_t ic = i0; ic < i1; ic += mc) rows_over(p0, depth, block, ic);
     }
     return;
   }
   for (int64_t ic = i0; ic < i1; ic += mc)
     for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
       const int64_t depth = std::min(k, p0 + kGatheredKC) - p0;
-      gathered_block(kernel, n, p0, depth, alpha, a, block_at(p0, depth), p0 == 0 ? beta : 1.0f, c, ldc, ic,
-                     std::min(i1, ic + mc));
+      rows_over(p0, depth, block_at(p0, depth), ic);
     }
 }
 
@@ -142,6 +219,27 @@ void add_partials(int64_t n, int64_t blocks, const float* partials, int64_t cell
   }
 }
 
+// The product over rows of C split among the pool's threads, A packed where may_pack_a and packs_a.
+void gathered_product(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a, bool may_pack_a,
+                      const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool) {
+  if (m == 0 || n == 0) return;
+  if (k == 0 || alpha == 0.0f) {  // no product
+    f32_gemm_scale_c(m, n, beta, c, ldc);
+    return;
+  }
+  const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), n);
+  RG_CHECK(kernel.mr <= kF32GemmMaxMr, "gathered GEMM: tile of " << kernel.mr << " rows");
+  const bool pack_a = may_pack_a && packs_a(a, m, n, kernel);
+  auto run = [&](int64_t i0, int64_t i1) {
+    gathered_rows(kernel, n, k, alpha, a, pack_a, b, ldb, beta, c, ldc, i0, i1);
+  };
+  if (pool == nullptr || pool->threads() == 1 || 2 * m * n * k < kGemmMinFlopsToSplit) {
+    run(0, m);
+  } else {
+    pool->parallel_for(m, kernel.mr, run);
+  }
+}
+
 }  // namespace
 
 int64_t gemm_depth_blocks(int64_t m, int64_t n, int64_t k) {
@@ -156,13 +254,14 @@ void f32_gemm_gathered_depth_split(int64_t m, int64_t n, int64_t k, float alpha,
                                    ThreadPool* pool) {
   const int64_t blocks = gemm_depth_blocks(m, n, k);
   if (blocks == 1 || m == 0 || n == 0 || alpha == 0.0f) {  // alpha 0: no product, C = beta C
-    f32_gemm_gathered(m, n, k, alpha, a, b, ldb, beta, c, ldc, pool);
+    gathered_product(m, n, k, alpha, a, true, b, ldb, beta, c, ldc, pool);
     return;
   }
   RG_CHECK(partials != nullptr, "gathered GEMM: a depth split of " << blocks << " blocks without its partials");
   const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), n);
   RG_CHECK(kernel.mr <= kF32GemmMaxMr, "gathered GEMM: tile of " << kernel.mr << " rows");
   const int64_t tiles = (m + kernel.mr - 1) / kernel.mr, cells = m * n;
+  const bool pack_a = packs_a(a, m, n, kernel);
   // Unit u: tile row u % tiles of block u / tiles; a thread's run of units, block by block.
   auto run = [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1;) {
@@ -170,7 +269,7 @@ void f32_gemm_gathered_depth_split(int64_t m, int64_t n, int64_t k, float alpha,
       const int64_t p0 = block_start(k, blocks, block), p1 = block_start(k, blocks, block + 1);
       const GatheredA<float> slice{a.base, a.row_offsets, a.depth_offsets + p0};
       float* out = block == 0 ? c : partials + (block - 1) * cells;
-      gathered_rows(kernel, n, p1 - p0, alpha, slice, b + p0 * ldb, ldb, block == 0 ? beta : 0.0f, out,
+      gathered_rows(kernel, n, p1 - p0, alpha, slice, pack_a, b + p0 * ldb, ldb, block == 0 ? beta : 0.0f, out,
                     block == 0 ? ldc : n, t0 * kernel.mr, std::min(m, t1 * kernel.mr));
       u += t1 - t0;
     }
@@ -188,19 +287,7 @@ void f32_gemm_gathered_depth_split(int64_t m, int64_t n, int64_t k, float alpha,
 
 void f32_gemm_gathered(int64_t m, int64_t n, int64_t k, float alpha, const GatheredA<float>& a, const float* b,
                        int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool) {
-  if (m == 0 || n == 0) return;
-  if (k == 0 || alpha == 0.0f) {  // no product
-    f32_gemm_scale_c(m, n, beta, c, ldc);
-    return;
-  }
-  const F32GemmKernel& kernel = f32_gemm_kernel_for(active_isa(), n);
-  RG_CHECK(kernel.mr <= kF32GemmMaxMr, "gathered GEMM: tile of " << kernel.mr << " rows");
-  auto run = [&](int64_t i0, int64_t i1) { gathered_rows(kernel, n, k, alpha, a, b, ldb, beta, c, ldc, i0, i1); };
-  if (pool == nullptr || pool->threads() == 1 || 2 * m * n * k < kGemmMinFlopsToSplit) {
-    run(0, m);
-  } else {
-    pool->parallel_for(m, kernel.mr, run);
-  }
+  gathered_product(m, n, k, alpha, a, false, b, ldb, beta, c, ldc, pool);
 }
 
 }  // namespace rg
