@@ -296,15 +296,16 @@ TEST(Model, DefaultNamesAreTheKindAndItsNumber) {
   EXPECT_EQ(names, (std::vector<std::string>{"dense1", "relu6_1", "dense2", "relu6_2", "relu1"}));
 }
 
-// A batch norm followed by a relu runs as one layer in a training forward of a chain
-// (Model::fuses_relu_after): the model's output, parameter gradients and input gradient equal
-// the layers' run one by one, unfused, bit for bit, in f32 and f64, threaded; the batch norm's own
-// output is not kept (activation() undefined), and an inference forward fuses nothing.
-TEST(Model, BatchNormReluFusedGivesTheLayersBits) {
-  const char* cfg_text =
-      "[net]\ninput = 4x4x3\n[conv]\nfilters = 5\nsize = 3\npad = 1\nbias = false\n[batchnorm]\n[relu]\n[flatten]\n"
-      "[dense]\nunits = 8\n[batchnorm]\n[relu]\n[dense]\nunits = 3\n";
+// Runs cfg_text's model through a training step with its relus fused (Model::fuses_relu_after:
+// want_fused, by layer) and its layers one by one, unfused, each with its own output and gradient:
+// the output, the input gradient and every parameter gradient equal bit for bit, in f32 and f64,
+// threaded; a fused layer's own output is not kept (activation() undefined), and an inference
+// forward fuses nothing. `check(model, report)` then sees the fused step's per-layer profile.
+template <class Check>
+void expect_fused_relus_give_the_layers_bits(const char* cfg_text, const std::vector<bool>& want_fused, Check check) {
   ThreadPool pool(3);
+  const size_t first_fused = static_cast<size_t>(std::find(want_fused.begin(), want_fused.end(), true) - want_fused.begin());
+  ASSERT_LT(first_fused, want_fused.size()) << "a case without a fused relu";
   for (DType dtype : {DType::f32, DType::f64}) {
     SCOPED_TRACE(dtype == DType::f32 ? "f32" : "f64");
     auto cfg = parse_cfg(cfg_text, "fused.cfg");
@@ -317,7 +318,7 @@ TEST(Model, BatchNormReluFusedGivesTheLayersBits) {
     ASSERT_TRUE(model.reserve(7).ok());
     std::vector<bool> fused;
     for (size_t i = 0; i < layers.size(); ++i) fused.push_back(model.fuses_relu_after(i));
-    EXPECT_EQ(fused, (std::vector<bool>{false, true, false, false, false, true, false, false}));
+    EXPECT_EQ(fused, want_fused);
     const int64_t n = 6;
     Rng rng(17);
     Tensor x = make(model.input_shape().batched(n), dtype), target = make(Shape{n}, DType::i32);
@@ -331,22 +332,15 @@ TEST(Model, BatchNormReluFusedGivesTheLayersBits) {
     LayerContext profiled = ctx;
     profiled.profile = &profile;
     const Tensor out = model.forward(x, profiled);
-    EXPECT_FALSE(model.activation(1).defined()) << "batchnorm1's output is not kept";
-    EXPECT_TRUE(model.activation(2).defined());
+    EXPECT_FALSE(model.activation(first_fused).defined()) << "a fused layer's own output is not kept";
     compute_loss(model.loss(), out, target, 1.0, model.output_grad());
     Tensor dx = make(x.shape(), dtype);
     model.backward(profiled, dx);
     profile.count_step();
     const LayerProfileReport report = summarize_layer_profile(model, profile, 1.0, PeakFigure());
     ASSERT_EQ(report.rows.size(), layers.size());
-    EXPECT_EQ(report.rows[2].fused_into, "batchnorm1");
-    EXPECT_EQ(report.rows[6].fused_into, "batchnorm2");
-    EXPECT_EQ(report.rows[1].fused_into, "");
-    EXPECT_GT(report.rows[1].ms_per_step[0], 0.0);
-    EXPECT_NE(layer_profile_text(report).find("relu1          relu        fused into batchnorm1"), std::string::npos)
-        << layer_profile_text(report);
-    // The same layers one by one, each with its own output and gradient.
-    std::vector<Tensor> acts, grads;
+    check(model, report);
+    std::vector<Tensor> acts;
     Tensor in = x;
     for (size_t i = 0; i < layers.size(); ++i) {
       acts.push_back(make(model.layer_output_shape(i).batched(n), dtype));
@@ -369,8 +363,49 @@ TEST(Model, BatchNormReluFusedGivesTheLayersBits) {
       EXPECT_EQ(values(fused_params[k]->grad), values(apart_params[k]->grad)) << fused_params[k]->name;
     ctx.training = false;
     model.forward(x, ctx);
-    EXPECT_TRUE(model.activation(1).defined()) << "inference fuses nothing";
+    EXPECT_TRUE(model.activation(first_fused).defined()) << "inference fuses nothing";
   }
+}
+
+// A batch norm followed by a relu runs as one layer; the profile shows the relu fused into it.
+TEST(Model, BatchNormReluFusedGivesTheLayersBits) {
+  const char* cfg_text =
+      "[net]\ninput = 4x4x3\n[conv]\nfilters = 5\nsize = 3\npad = 1\nbias = false\n[batchnorm]\n[relu]\n[flatten]\n"
+      "[dense]\nunits = 8\n[batchnorm]\n[relu]\n[dense]\nunits = 3\n";
+  expect_fused_relus_give_the_layers_bits(
+      cfg_text, {false, true, false, false, false, true, false, false},
+      [](const Model& model, const LayerProfileReport& report) {
+        EXPECT_TRUE(model.activation(2).defined());
+        EXPECT_EQ(report.rows[2].fused_into, "batchnorm1");
+        EXPECT_EQ(report.rows[6].fused_into, "batchnorm2");
+        EXPECT_EQ(report.rows[1].fused_into, "");
+        EXPECT_GT(report.rows[1].ms_per_step[0], 0.0);
+        EXPECT_NE(layer_profile_text(report).find("relu1          relu        fused into batchnorm1"), std::string::npos)
+            << layer_profile_text(report);
+      });
+}
+
+// Every convolution runs the relu after it (ConvLayer::fuses_relu): with a bias and without, by
+// the GEMM (gathered, phases, im2col's dx) and by Winograd, transposed and depthwise; a relu after
+// a relu or after the flatten stays a layer.
+TEST(Model, ConvolutionReluFusedGivesTheLayersBits) {
+  const char* cfg_text =
+      "[net]\ninput = 8x8x3\n[conv]\nfilters = 5\nsize = 3\npad = 1\n[relu]\n"
+      "[conv]\nfilters = 6\nsize = 3\npad = 1\nalgorithm = winograd\nbias = false\n[relu]\n"
+      "[conv]\nfilters = 4\nsize = 3\nstride = 2\npad = 1\n[relu]\n[relu]\n"
+      "[conv_transpose]\nfilters = 3\nsize = 3\nstride = 2\npad = 1\noutput_pad = 1\n[relu]\n"
+      "[depthwise_conv]\nsize = 3\npad = 1\n[relu]\n[conv]\nfilters = 4\nsize = 5\n[relu]\n"
+      "[flatten]\n[relu]\n[dense]\nunits = 3\n";
+  expect_fused_relus_give_the_layers_bits(
+      cfg_text,
+      {true, false, true, false, true, false, false, true, false, true, false, true, false, false, false, false},
+      [](const Model& model, const LayerProfileReport& report) {
+        EXPECT_TRUE(model.activation(1).defined());
+        EXPECT_EQ(report.rows[1].fused_into, "conv1");
+        EXPECT_EQ(report.rows[8].fused_into, "conv_transpose1");
+        EXPECT_EQ(report.rows[6].fused_into, "") << "a relu after a relu";
+        EXPECT_EQ(report.rows[14].fused_into, "") << "a relu after the flatten";
+      });
 }
 
 TEST(Activation, FromCfgNamesAndSlope) {

@@ -27,6 +27,21 @@ namespace {
 // giving the GEMM a few thousand rows.
 constexpr int64_t kConvChunkElements = int64_t{1} << 20;
 
+// The end of a forward over `rows` output pixels of y: the bias, and the relu that follows where
+// the model runs it inside this layer (ctx.fused_relu: ConvLayer::fuses_relu), in one pass.
+template <class T>
+void finish_output(const LayerContext& ctx, const ConvOptions& o, const Param& bias, int64_t rows, T* y) {
+  bias_relu(ctx.pool, rows, o.filters, o.bias ? bias.value.data<T>() : nullptr, ctx.fused_relu, y);
+}
+
+// With a relu fused (ctx.fused_relu), dy (n values), the relu's output gradient, becomes this
+// layer's in place: dy where y, the relu's output, is > 0, which is where its input was (the
+// relu's own backward, its bits).
+template <class T>
+void take_relu_grad(const LayerContext& ctx, int64_t n, const T* y, T* dy) {
+  if (ctx.fused_relu) unary_grad(ctx.pool, UnaryOp::relu, n, T(0), y, dy, dy);
+}
+
 // A conv section's `algorithm`: auto (unset), gemm or winograd (3x3, stride 1, pad <= 2).
 Result<std::optional<ConvAlgorithm>> algorithm_from_cfg(const CfgSection& section, const ConvOptions& o) {
   RG_ASSIGN(const std::string name, section.get_string_or("algorithm", "auto"));
@@ -371,25 +386,20 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
       const int64_t count = std::min(per_chunk, n - s0);
       const T* images = pass_images(ctx.pool, pass.winograd != nullptr, geometry_, x.data<T>() + s0 * in_sample, count,
                                     space.data<T>());
-      conv_pass(ctx, kForwardProduct, filters, pass, count, images, weight_.value.data<T>(), filters,
-                y.data<T>() + s0 * out_sample);
+      T* y_chunk = y.data<T>() + s0 * out_sample;
+      conv_pass(ctx, kForwardProduct, filters, pass, count, images, weight_.value.data<T>(), filters, y_chunk);
+      finish_output(ctx, options_, bias_, count * patch_rows(), y_chunk);  // the chunk still in cache
     }
-    if (options_.bias) add_bias(ctx.pool, n * patch_rows(), filters, bias_.value.data<T>(), y.data<T>());
   });
 }
 
 void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const LayerContext& ctx) {
-  (void)y;
   const ConvGeometry& g = geometry_;
   const int64_t n = x.shape()[0], filters = options_.filters, k = patch_cols();
   const int64_t in_sample = x.numel() / n, out_sample = dy.numel() / n;
   const int64_t per_chunk = chunk_samples(n);
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (options_.bias) {
-      if (!ctx.accumulate_grads) bias_.grad.fill_zero();
-      column_sum(ctx.pool, n * patch_rows(), filters, dy.data<T>(), bias_.grad.data<T>());
-    }
     const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());
     T* padded_x = space.data<T>();
     T* dx_space = padded_x + (g.pad > 0 ? per_chunk * g.padded_size() : 0);
@@ -412,7 +422,8 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
     }
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0), pixels = count * patch_rows();
-      const T* g_chunk = dy.data<T>() + s0 * out_sample;
+      T* g_chunk = dy.data<T>() + s0 * out_sample;
+      take_relu_grad(ctx, count * out_sample, y.data<T>() + s0 * out_sample, g_chunk);  // then read from cache
       const T* images =
           pass_images(ctx.pool, runs_winograd<T>(ctx, winograd()), g, x.data<T>() + s0 * in_sample, count, padded_x);
       // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
@@ -440,6 +451,10 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       layer_gemm(ctx, kInputGradProduct, filters, GemmShape{Trans::no, Trans::yes, pixels, k, filters, filters, filters, k}, T(1),
                  g_chunk, weight_.value.data<T>(), T(0), dx_space);
       scatter_patches(ctx.pool, g, dx_space, count, dx_chunk);
+    }
+    if (options_.bias) {  // over dy as the chunks left it (the relu's gradient taken)
+      if (!ctx.accumulate_grads) bias_.grad.fill_zero();
+      column_sum(ctx.pool, n * patch_rows(), filters, dy.data<T>(), bias_.grad.data<T>());
     }
   });
 }
@@ -493,8 +508,7 @@ void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerConte
     } else {
       forward_by_patches<T>(x, y, ctx);
     }
-    if (options_.bias) add_bias(ctx.pool, n * geometry_.height * geometry_.width, options_.filters, bias_.value.data<T>(),
-                                y.data<T>());
+    finish_output(ctx, options_, bias_, n * geometry_.height * geometry_.width, y.data<T>());
   });
 }
 
@@ -531,13 +545,13 @@ void ConvTranspose2D::forward_by_phases(const Tensor& x, const Tensor& y, const 
 
 void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                                const LayerContext& ctx) {
-  (void)y;
   const ConvGeometry& g = geometry_;  // over dy: its patches are this layer's input pixels
   const int64_t n = x.shape()[0], channels = x.shape()[3], k = patch_cols();
   const int64_t in_sample = x.numel() / n, out_sample = dy.numel() / n;
   const int64_t per_chunk = chunk_samples(n);
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
+    take_relu_grad(ctx, dy.numel(), y.data<T>(), dy.data<T>());
     if (options_.bias) {
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
       column_sum(ctx.pool, n * g.height * g.width, options_.filters, dy.data<T>(), bias_.grad.data<T>());
@@ -608,16 +622,17 @@ void DepthwiseConv2D::forward(const Tensor& x, const Tensor& y, const LayerConte
         [&](int64_t s, int64_t r, const T* const* rows) {
           depthwise_pass(g.channels, g.out_w, taps, rows, w, bias, out + s * out_sample + r * row);
         });
+    bias_relu(ctx.pool, n * g.patches(), g.channels, static_cast<const T*>(nullptr), ctx.fused_relu, out);
   });
 }
 
 void DepthwiseConv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                                const LayerContext& ctx) {
-  (void)y;
   const ConvGeometry& g = geometry_;
   const int64_t n = x.shape()[0], c = g.channels, taps = g.kernel * g.kernel, out_sample = g.patches() * c;
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
+    take_relu_grad(ctx, dy.numel(), y.data<T>(), dy.data<T>());
     if (options_.bias) {
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
       column_sum(ctx.pool, n * g.patches(), c, dy.data<T>(), bias_.grad.data<T>());

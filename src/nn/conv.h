@@ -59,6 +59,9 @@ class ConvLayer : public Layer {
   }
   int64_t workspace_elements(int64_t batch) const override;
   std::string describe() const override;
+  // A relu after any convolution runs inside it in training (LayerContext::fused_relu): with the
+  // bias as each chunk of y is written, and its gradient in place over dy before the products.
+  bool fuses_relu() const override { return true; }
 
   // For inference engines that rebuild the layer (quant/): its settings and trained values.
   const ConvOptions& options() const { return options_; }

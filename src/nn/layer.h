@@ -54,8 +54,9 @@ struct LayerContext {
   // Times each layer's forward and backward phases where set (train --profile; nn/layer_profile.h).
   LayerProfile* profile = nullptr;
   // Set by the model for a layer whose fuses_relu() is true and that a relu follows: forward
-  // writes relu(y) (into the relu's output), and backward gets the relu's output gradient as dy
-  // and applies the relu's gradient itself; the relu layer runs neither (nn/model.h).
+  // writes relu(y) (into the relu's output), and backward gets the relu's output (as y) and its
+  // output gradient (as dy, which it may overwrite) and applies the relu's gradient itself; the
+  // relu layer runs neither (nn/model.h).
   bool fused_relu = false;
 };
 

@@ -68,8 +68,8 @@ class Model {
     return relu_fused_ && fuses_relu_after(i) ? Tensor() : acts_[i].rows(0, batch_);
   }
   // Whether a training forward runs layer i + 1, a relu, inside layer i (Layer::fuses_relu:
-  // batch norm, before cnn's and rcnn's relus): one pass over the values instead of two each
-  // way, the same bits. Chains in f32 or f64 storage without a values hook; the relu's own
+  // batch norm, before cnn's and rcnn's relus, and the convolutions): fewer passes over the
+  // values, the same bits. Chains in f32 or f64 storage without a values hook; the relu's own
   // forward and backward then do not run (a profile shows it fused).
   bool fuses_relu_after(size_t i) const;
   const Shape& layer_output_shape(size_t i) const { return shapes_[i]; }

@@ -30,6 +30,22 @@ inline void add_bias(ThreadPool*, int64_t rows, int64_t cols, const double* bias
     for (int64_t c = 0; c < cols; ++c) y[r * cols + c] += bias[c];
 }
 
+// y[r][c] += bias[c] (bias null: nothing to add), then y = relu(y) where `relu`, a block of rows at
+// a time: a layer's bias and the relu it runs after it (Layer::fuses_relu) in one pass over y, the
+// bits of add_bias and then unary's relu.
+inline void bias_relu(ThreadPool* pool, int64_t rows, int64_t cols, const float* bias, bool relu, float* y) {
+  if (bias == nullptr && !relu) return;
+  parallel_for(pool, rows, rows_per_block(cols), [&](int64_t r0, int64_t r1) {
+    float* block = y + r0 * cols;
+    if (bias != nullptr) f32_vector().add_bias(r1 - r0, cols, bias, block);
+    if (relu) f32_vector().unary(UnaryOp::relu, (r1 - r0) * cols, 0.0f, block, block);
+  });
+}
+inline void bias_relu(ThreadPool* pool, int64_t rows, int64_t cols, const double* bias, bool relu, double* y) {
+  if (bias != nullptr) add_bias(pool, rows, cols, bias, y);
+  if (relu) relu_forward(rows * cols, y, y);
+}
+
 // sums[c] += sum over rows of x[r][c]
 void column_sum(ThreadPool* pool, int64_t rows, int64_t cols, const float* x, float* sums);
 inline void column_sum(ThreadPool*, int64_t rows, int64_t cols, const double* x, double* sums) {

@@ -10,6 +10,7 @@
 #include "base/memory.h"
 #include "base/text_format.h"
 #include "base/thread_pool.h"
+#include "nn/batch_norm.h"
 
 namespace rg {
 
@@ -26,9 +27,14 @@ struct Use {
   int updates = 1;       // optimizer steps
 };
 
-// `use`, or no pass at all for a relu that the layer before runs in training (Model::fuses_relu_after).
+// `use`, or no pass at all for a relu that a batch norm before it runs in training
+// (Model::fuses_relu_after; layer_traffic.h: applied as y is written and dy read). A relu that a
+// convolution runs keeps its passes here: its gradient is taken in a pass over dy and y of its own
+// (in place, a chunk at a time: the same values apart or fused), and its forward rides the bias's
+// pass, which product_traffic does not count either.
 Use fused_away(const Model& model, size_t i, Use use) {
-  if (i > 0 && model.fuses_relu_after(i - 1)) use.forwards = use.backwards = use.input_grads = 0;
+  if (i > 0 && model.fuses_relu_after(i - 1) && dynamic_cast<const BatchNorm*>(model.layers()[i - 1].get()) != nullptr)
+    use.forwards = use.backwards = use.input_grads = 0;
   return use;
 }
 

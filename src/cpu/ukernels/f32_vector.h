@@ -17,6 +17,7 @@ namespace rg {
 // y = f(x); `slope` is leaky_relu's negative slope (ignored otherwise). In place allowed.
 using F32Unary = void (*)(UnaryOp op, int64_t n, float slope, const float* x, float* y);
 // dx = dy * f'(.) where `xy` is the forward's input x (relu, leaky_relu) or output y (sigmoid, tanh).
+// In place over dy allowed.
 using F32UnaryGrad = void (*)(UnaryOp op, int64_t n, float slope, const float* xy, const float* dy, float* dx);
 // y[r][c] += bias[c] for a row-major y [rows x cols].
 using F32AddBias = void (*)(int64_t rows, int64_t cols, const float* bias, float* y);
