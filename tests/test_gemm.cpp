@@ -542,6 +542,13 @@ struct SplitCase {
 };
 constexpr SplitCase kSplitCases[] = {{9, 32, 20000}, {25, 6, 5000}, {150, 16, 6400}, {13, 17, 2500}, {97, 40, 4100}};
 
+// The cases of a pass: rows apart (channels 0: A read gathered) all of them; rows side by side
+// in runs of 20 (A packed where B has more than one panel) those of over 32 columns, and one more.
+std::vector<SplitCase> split_cases(int64_t channels) {
+  if (channels == 0) return std::vector<SplitCase>(std::begin(kSplitCases), std::end(kSplitCases));
+  return {{97, 40, 4100}, {13, 70, 2500}};
+}
+
 // The partials a case needs, NaN: a block that read its buffer before writing it would show.
 std::vector<float> nan_partials(const Gathered& g) {
   return std::vector<float>(static_cast<size_t>(gemm_depth_partials(g.m, g.n, g.k)), kNaN);
@@ -571,13 +578,15 @@ TEST(GemmDepthSplit, BlocksFollowTheShapeAlone) {
   }
 }
 
-// Against the double reference, every alpha/beta case (NaN in C under beta 0 ignored).
+// Against the double reference, every alpha/beta case (NaN in C under beta 0 ignored), A read
+// gathered and packed (split_cases).
 TEST_P(GemmGathered, DepthSplitMatchesReference) {
   Rng rng(15, 0);
   int index = 0;
-  for (const SplitCase& sc : kSplitCases) {
+  for (int64_t channels : {0, 20})
+  for (const SplitCase& sc : split_cases(channels)) {
     const AlphaBeta ab = kAlphaBeta[static_cast<size_t>(index++ % 4)];
-    Gathered g = make_gathered(sc.m, sc.n, sc.k, Fill::uniform, rng);
+    Gathered g = make_gathered(sc.m, sc.n, sc.k, Fill::uniform, rng, channels);
     ASSERT_GT(gemm_depth_blocks(g.m, g.n, g.k), 1) << describe_gathered(g, ab.alpha, ab.beta);
     if (ab.beta == 0.0f) std::fill(g.c.begin(), g.c.end(), kNaN);
     const std::vector<double> ref = gathered_ref(g, ab.alpha, ab.beta, false);
@@ -594,11 +603,13 @@ TEST_P(GemmGathered, DepthSplitMatchesReference) {
   }
 }
 
-// No pool and 1, 2, 3, 4 and 16 threads give the same bits: the blocks do not follow the threads.
+// No pool and 1, 2, 3, 4 and 16 threads give the same bits: the blocks do not follow the threads
+// (A gathered and packed, split_cases).
 TEST_P(GemmGathered, DepthSplitThreadCountDoesNotChangeBits) {
   Rng rng(16, 0);
-  for (const SplitCase& sc : kSplitCases) {
-    const Gathered g = make_gathered(sc.m, sc.n, sc.k, Fill::uniform, rng);
+  for (int64_t channels : {0, 20})
+  for (const SplitCase& sc : split_cases(channels)) {
+    const Gathered g = make_gathered(sc.m, sc.n, sc.k, Fill::uniform, rng, channels);
     std::vector<float> partials = nan_partials(g), single = g.c;
     f32_gemm_gathered_depth_split(g.m, g.n, g.k, 1.0f, g.a(), g.b.data(), g.ldb, 0.5f, single.data(), g.n,
                                   partials.data(), nullptr);

@@ -406,6 +406,12 @@ TEST(Model, ConvolutionReluFusedGivesTheLayersBits) {
         EXPECT_EQ(report.rows[6].fused_into, "") << "a relu after a relu";
         EXPECT_EQ(report.rows[14].fused_into, "") << "a relu after the flatten";
       });
+  // 128x128x32 images: a padded copy of 540K floats a sample, so conv1 runs the 6 samples in
+  // chunks of 1 (each chunk's dy masked before its products, the bias's sum after them all).
+  expect_fused_relus_give_the_layers_bits(
+      "[net]\ninput = 128x128x32\n[conv]\nfilters = 4\nsize = 3\nstride = 2\npad = 1\n[relu]\n"
+      "[conv]\nfilters = 4\nsize = 3\nstride = 2\npad = 1\n[relu]\n[flatten]\n[dense]\nunits = 3\n",
+      {true, false, true, false, false, false}, [](const Model&, const LayerProfileReport&) {});
 }
 
 TEST(Activation, FromCfgNamesAndSlope) {

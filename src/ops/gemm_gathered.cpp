@@ -56,7 +56,7 @@ struct BBlock {
 // every panel of B. There each MC x KC block of A is packed once into MR-row panels (panel[p * MR
 // + r], the packed tile's layout) that every panel's tiles read in order, where that pays
 // (packs_a). dcgan's discriminator conv2 (1024 taps x 128 filters over 980 pixels; harness,
-// medians of 7): 1.3-1.5x at avx2 on the Zen 3 VM, 1.03-1.17x at avx512 on the Xeon; the whole
+// medians of 7): 1.24-1.5x at avx2 on the Zen 3 VM, 1.03-1.17x at avx512 on the Xeon; the whole
 // of dcgan 1.10x on the Xeon at 1 thread. Both tiles are one template over how they read A: the
 // same bits packed or not.
 
