@@ -269,6 +269,50 @@ TEST_P(WinogradOnIsa, WeightGradientMatchesTheDirectSums) {
   }
 }
 
+// (G (x) G)[xi][tap] = G[xi / 6][tap / 3] G[xi % 6][tap % 3], the weight transforms' coefficients.
+float kronecker_g(int xi, int tap) { return kWinogradG[xi / 6][tap / 3] * kWinogradG[xi % 6][tap % 3]; }
+
+// Both weight transforms against their sums written plainly (each term a product, then a sum, in
+// order from 0 or from beta dW): the same bits, on a pool or not; filters below, at and past the
+// blocks of 16 and the padding to 32, and U's padded columns zero.
+TEST(WinogradWeightTransforms, SumTheTermsInOrder) {
+  Rng rng(6);
+  ThreadPool pool(3);
+  for (const auto& [c, f] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {17, 33}, {8, 16}, {5, 40}, {64, 64}, {2, 100}}) {
+    SCOPED_TRACE(std::to_string(c) + " channels, " + std::to_string(f) + " filters");
+    const WinogradConv conv(conv_geometry(6, 6, c, 3, 1, 1).value(), f);
+    const int64_t fp = conv.weight_elements() / (36 * c);
+    const std::vector<float> w = random_floats(9 * c * f, rng), m = random_floats(36 * c * fp, rng);
+    std::vector<float> u_want(static_cast<size_t>(36 * c * fp), 0.0f);
+    for (int xi = 0; xi < 36; ++xi)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t k = 0; k < f; ++k) {
+          float sum = 0.0f;
+          for (int tap = 0; tap < 9; ++tap) sum += kronecker_g(xi, tap) * w[static_cast<size_t>((tap * c + ch) * f + k)];
+          u_want[static_cast<size_t>((xi * c + ch) * fp + k)] = sum;
+        }
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      std::vector<float> u(u_want.size(), NAN);
+      conv.transform_weight(p, w.data(), u.data());
+      EXPECT_EQ(std::memcmp(u.data(), u_want.data(), u.size() * sizeof(float)), 0) << (p ? "pool" : "no pool");
+    }
+    for (float beta : {0.0f, 1.0f, 0.5f}) {
+      const std::vector<float> dw0 = random_floats(9 * c * f, rng);
+      std::vector<float> want = dw0, got = dw0;
+      for (int tap = 0; tap < 9; ++tap)
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t k = 0; k < f; ++k) {
+            float& out = want[static_cast<size_t>((tap * c + ch) * f + k)];
+            float sum = beta == 0.0f ? 0.0f : beta == 1.0f ? out : beta * out;
+            for (int xi = 0; xi < 36; ++xi) sum += kronecker_g(xi, tap) * m[static_cast<size_t>((xi * c + ch) * fp + k)];
+            out = sum;
+          }
+      conv.transform_back(&pool, m.data(), beta, got.data());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "beta " << beta;
+    }
+  }
+}
+
 TEST_P(WinogradOnIsa, SameBitsWhateverTheThreads) {
   Rng rng(4);
   // Weight gradients of 735 tiles (3 rounds of 288) and of 400 (4 rounds of 96 and one of 16)

@@ -4,6 +4,7 @@
 #include "ops/winograd_conv.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/int_math.h"
 #include "cpu/kernel_tables.h"
@@ -69,61 +70,74 @@ const KroneckerG kGG;
 // [36][c][fp]: each value a product, then a sum, the terms in order from 0 (or from beta dW), as
 // the device's f32_winograd_weight and _weight_grad compute them, so the bits are the same at
 // every level (a GEMM's fused multiply-adds at the FMA levels moved resnet20's device-against-CPU
-// test past its tolerance). A row's filters go in blocks of kWeightBlock in a local array: loops
-// of a fixed length, which the baseline build vectorises (over a run-time length it did not:
-// the transforms took 4% of cnn's step at avx512).
-constexpr int64_t kWeightBlock = 8;
+// test past its tolerance). A channel's filters go in blocks of kWeightBlock, each block's sums in
+// Float4 registers (GCC's vector extension: SSE2's on the baseline x86 build, scalar code
+// elsewhere; each lane's product and sum are IEEE's, so the bits are scalar code's). Plain loops
+// over a local array ran at ~1 GMAC/s on the VM (blocks of 8 through a copy; the baseline build's
+// vectoriser split 16 floats into pieces of 4, 1, 4, 4, 2 and 1): 1.4 ms for cnn's conv4, a third
+// of its weight gradient, once a chunk. A block past the filters reads zero-padded copies of its rows.
+typedef float Float4 __attribute__((vector_size(16)));
+constexpr int64_t kWeightBlock = 16, kWeightVectors = kWeightBlock / 4;
 
-// out[k] = start[k] + the sum over t < terms, in order, of coef[t * coef_step] row(t)[k], k < n.
-template <class Row>
-void add_weighted_rows(int64_t n, int terms, const float* coef, int coef_step, const Row& row, const float* start,
-                       float* out) {
-  float acc[kWeightBlock];
-  for (int64_t q = 0; q < kWeightBlock; ++q) acc[q] = q < n ? start[q] : 0.0f;
+// acc[j] lane q += the sum over t < terms, in order, of coef[t * coef_step] rows[t][4 j + q].
+inline void add_weighted_block(int terms, const float* coef, int coef_step, const float* const* rows, Float4* acc) {
   for (int t = 0; t < terms; ++t) {
-    const float* r = row(t);
     const float k = coef[t * coef_step];
-    if (n == kWeightBlock) {
-      for (int64_t q = 0; q < kWeightBlock; ++q) acc[q] += k * r[q];
-    } else {
-      for (int64_t q = 0; q < n; ++q) acc[q] += k * r[q];
+    for (int64_t j = 0; j < kWeightVectors; ++j) {
+      Float4 r;
+      std::memcpy(&r, rows[t] + 4 * j, sizeof r);
+      acc[j] += k * r;
     }
   }
-  std::copy(acc, acc + n, out);
 }
 
 // u[xi][ch][k] = sum over the 9 taps of (G (x) G)[xi][tap] w[tap][ch][k], columns past the
-// filters zero; channels over the pool.
+// filters zero (their taps read as zeros); channels over the pool.
 void WinogradConv::transform_weight(ThreadPool* pool, const float* w, float* u) const {
   const int64_t c = g_.channels, f = filters_, fp = padded_filters_;
-  const float zeros[kWeightBlock] = {};
   parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t ch = c0; ch < c1; ++ch)
-      for (int xi = 0; xi < kWinogradPoints; ++xi) {
-        float* row = u + (xi * c + ch) * fp;
-        std::fill(row + f, row + fp, 0.0f);
-        for (int64_t k0 = 0; k0 < f; k0 += kWeightBlock) {
-          const auto tap_row = [&](int tap) { return w + (tap * c + ch) * f + k0; };
-          add_weighted_rows(std::min(kWeightBlock, f - k0), 9, &kGG.at[xi][0], 1, tap_row, zeros, row + k0);
+    float padded[9][kWeightBlock];
+    Float4 acc[kWeightVectors];
+    const float* taps[9];
+    for (int64_t ch = c0; ch < c1; ++ch) {
+      for (int64_t k0 = 0; k0 < fp; k0 += kWeightBlock) {  // fp: a multiple of the block
+        const int64_t n = std::max<int64_t>(0, std::min(kWeightBlock, f - k0));
+        for (int tap = 0; tap < 9; ++tap) {
+          taps[tap] = w + (tap * c + ch) * f + k0;
+          if (n == kWeightBlock) continue;
+          std::fill(std::copy(taps[tap], taps[tap] + n, padded[tap]), padded[tap] + kWeightBlock, 0.0f);
+          taps[tap] = padded[tap];
+        }
+        for (int xi = 0; xi < kWinogradPoints; ++xi) {
+          for (Float4& a : acc) a = Float4{};
+          add_weighted_block(9, &kGG.at[xi][0], 1, taps, acc);
+          std::memcpy(u + (xi * c + ch) * fp + k0, acc, sizeof acc);
         }
       }
+    }
   });
 }
 
-// dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] m[xi][ch][k]; channels over the pool.
+// dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] m[xi][ch][k]; channels over the
+// pool. M's rows are read a whole block at a time (their columns run to fp).
 void WinogradConv::transform_back(ThreadPool* pool, const float* m, float beta, float* dw) const {
   const int64_t c = g_.channels, f = filters_, fp = padded_filters_;
   parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
+    Float4 acc[kWeightVectors];
     float start[kWeightBlock];
+    const float* points[kWinogradPoints];
     for (int64_t ch = c0; ch < c1; ++ch)
-      for (int tap = 0; tap < 9; ++tap) {
-        float* row = dw + (tap * c + ch) * f;
-        for (int64_t k0 = 0; k0 < f; k0 += kWeightBlock) {
-          const int64_t n = std::min(kWeightBlock, f - k0);
-          for (int64_t q = 0; q < n; ++q)
-            start[q] = beta == 0.0f ? 0.0f : beta == 1.0f ? row[k0 + q] : beta * row[k0 + q];
-          const auto point_row = [&](int xi) { return m + (xi * c + ch) * fp + k0; };
-          add_weighted_rows(n, kWinogradPoints, &kGG.at[0][tap], 9, point_row, start, row + k0);
+      for (int64_t k0 = 0; k0 < f; k0 += kWeightBlock) {
+        const int64_t n = std::min(kWeightBlock, f - k0);
+        for (int xi = 0; xi < kWinogradPoints; ++xi) points[xi] = m + (xi * c + ch) * fp + k0;
+        for (int tap = 0; tap < 9; ++tap) {
+          float* row = dw + (tap * c + ch) * f + k0;
+          for (int64_t q = 0; q < kWeightBlock; ++q)
+            start[q] = q >= n || beta == 0.0f ? 0.0f : beta == 1.0f ? row[q] : beta * row[q];
+          std::memcpy(acc, start, sizeof acc);
+          add_weighted_block(kWinogradPoints, &kGG.at[0][tap], 9, points, acc);
+          std::memcpy(start, acc, sizeof acc);
+          std::copy(start, start + n, row);
         }
       }
   });

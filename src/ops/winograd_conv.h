@@ -48,6 +48,10 @@ class WinogradConv {
   // u = the transforms G g G^T of w [3 * 3 * c, filters] (Conv2D's weight layout), columns past
   // `filters` zero; channels over the pool.
   void transform_weight(ThreadPool* pool, const float* w, float* u) const;
+  // dw [3 * 3 * c, filters] = beta dw + G^T m G for each filter, m [36][c][filters rounded up to
+  // 32] the positions' sums (weight_grad's last step); channels over the pool. Both transforms
+  // sum each value's terms in order, a product then a sum (the device's bits).
+  void transform_back(ThreadPool* pool, const float* m, float beta, float* dw) const;
   // y [count, out_h, out_w, filters] = the convolution of images [count, h, w, c] (zero padded by g's pad)
   // with the weight u holds.
   void run(ThreadPool* pool, int64_t count, const float* images, const float* u, float* y, float* scratch) const;
@@ -82,8 +86,6 @@ class WinogradConv {
   void input_rows(int64_t t, const float* images, const float* zero, const float** d) const;
   template <class T>
   void output_rows(int64_t t, T* image, int64_t row, T** out) const;
-  // dw = beta dw + G^T M G for each filter: weight_grad's last step, from the positions' sums m.
-  void transform_back(ThreadPool* pool, const float* m, float beta, float* dw) const;
   // weight_grad's rounds: the tiles whose sums one tile call adds up.
   int64_t grad_round(int64_t count) const;
   // weight_grad's steps: tiles' transforms into the round's V and D (their rows from row `at`);
