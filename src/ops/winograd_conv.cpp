@@ -119,17 +119,22 @@ void WinogradConv::transform_weight(ThreadPool* pool, const float* w, float* u) 
 }
 
 // dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] m[xi][ch][k]; channels over the
-// pool. M's rows are read a whole block at a time (their columns run to fp).
+// pool. M's columns past the filters are not read (weight_grad leaves them unwritten).
 void WinogradConv::transform_back(ThreadPool* pool, const float* m, float beta, float* dw) const {
   const int64_t c = g_.channels, f = filters_, fp = padded_filters_;
   parallel_for(pool, c, 1, [&](int64_t c0, int64_t c1) {
     Float4 acc[kWeightVectors];
-    float start[kWeightBlock];
+    float start[kWeightBlock], padded[kWinogradPoints][kWeightBlock];
     const float* points[kWinogradPoints];
     for (int64_t ch = c0; ch < c1; ++ch)
       for (int64_t k0 = 0; k0 < f; k0 += kWeightBlock) {
         const int64_t n = std::min(kWeightBlock, f - k0);
-        for (int xi = 0; xi < kWinogradPoints; ++xi) points[xi] = m + (xi * c + ch) * fp + k0;
+        for (int xi = 0; xi < kWinogradPoints; ++xi) {
+          points[xi] = m + (xi * c + ch) * fp + k0;
+          if (n == kWeightBlock) continue;
+          std::fill(std::copy(points[xi], points[xi] + n, padded[xi]), padded[xi] + kWeightBlock, 0.0f);
+          points[xi] = padded[xi];
+        }
         for (int tap = 0; tap < 9; ++tap) {
           float* row = dw + (tap * c + ch) * f + k0;
           for (int64_t q = 0; q < kWeightBlock; ++q)
