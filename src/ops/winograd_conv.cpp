@@ -72,10 +72,10 @@ const KroneckerG kGG;
 // every level (a GEMM's fused multiply-adds at the FMA levels moved resnet20's device-against-CPU
 // test past its tolerance). A channel's filters go in blocks of kWeightBlock, each block's sums in
 // Float4 registers (GCC's vector extension: SSE2's on the baseline x86 build, scalar code
-// elsewhere; each lane's product and sum are IEEE's, so the bits are scalar code's). Plain loops
-// over a local array ran at ~1 GMAC/s on the VM (blocks of 8 through a copy; the baseline build's
-// vectoriser split 16 floats into pieces of 4, 1, 4, 4, 2 and 1): 1.4 ms for cnn's conv4, a third
-// of its weight gradient, once a chunk. A block past the filters reads zero-padded copies of its rows.
+// elsewhere; each lane's product and sum are IEEE's, so the bits are scalar code's). Blocks of 8
+// copied out by a library call ran at ~1 GMAC/s on the VM (1.4 ms for cnn's conv4, a third of its
+// weight gradient, once a chunk); plain loops over 16 floats the baseline build's vectoriser cut
+// into pieces of 4, 1, 4, 4, 2 and 1. A block past the filters reads zero-padded copies of its rows.
 typedef float Float4 __attribute__((vector_size(16)));
 constexpr int64_t kWeightBlock = 16, kWeightVectors = kWeightBlock / 4;
 
