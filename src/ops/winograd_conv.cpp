@@ -91,6 +91,14 @@ inline void add_weighted_block(int terms, const float* coef, int coef_step, cons
   }
 }
 
+// The kWeightBlock floats from `row` on: `row` itself where the block holds n == kWeightBlock of
+// them, else a copy of its n in `padded`, zeros after (a block at or past the last filter).
+inline const float* block_row(const float* row, int64_t n, float* padded) {
+  if (n == kWeightBlock) return row;
+  std::fill(std::copy(row, row + n, padded), padded + kWeightBlock, 0.0f);
+  return padded;
+}
+
 // u[xi][ch][k] = sum over the 9 taps of (G (x) G)[xi][tap] w[tap][ch][k], columns past the
 // filters zero (their taps read as zeros); channels over the pool.
 void WinogradConv::transform_weight(ThreadPool* pool, const float* w, float* u) const {
@@ -102,12 +110,7 @@ void WinogradConv::transform_weight(ThreadPool* pool, const float* w, float* u) 
     for (int64_t ch = c0; ch < c1; ++ch) {
       for (int64_t k0 = 0; k0 < fp; k0 += kWeightBlock) {  // fp: a multiple of the block
         const int64_t n = std::max<int64_t>(0, std::min(kWeightBlock, f - k0));
-        for (int tap = 0; tap < 9; ++tap) {
-          taps[tap] = w + (tap * c + ch) * f + k0;
-          if (n == kWeightBlock) continue;
-          std::fill(std::copy(taps[tap], taps[tap] + n, padded[tap]), padded[tap] + kWeightBlock, 0.0f);
-          taps[tap] = padded[tap];
-        }
+        for (int tap = 0; tap < 9; ++tap) taps[tap] = block_row(w + (tap * c + ch) * f + k0, n, padded[tap]);
         for (int xi = 0; xi < kWinogradPoints; ++xi) {
           for (Float4& a : acc) a = Float4{};
           add_weighted_block(9, &kGG.at[xi][0], 1, taps, acc);
@@ -129,20 +132,14 @@ void WinogradConv::transform_back(ThreadPool* pool, const float* m, float beta, 
     for (int64_t ch = c0; ch < c1; ++ch)
       for (int64_t k0 = 0; k0 < f; k0 += kWeightBlock) {
         const int64_t n = std::min(kWeightBlock, f - k0);
-        for (int xi = 0; xi < kWinogradPoints; ++xi) {
-          points[xi] = m + (xi * c + ch) * fp + k0;
-          if (n == kWeightBlock) continue;
-          std::fill(std::copy(points[xi], points[xi] + n, padded[xi]), padded[xi] + kWeightBlock, 0.0f);
-          points[xi] = padded[xi];
-        }
+        for (int xi = 0; xi < kWinogradPoints; ++xi) points[xi] = block_row(m + (xi * c + ch) * fp + k0, n, padded[xi]);
         for (int tap = 0; tap < 9; ++tap) {
           float* row = dw + (tap * c + ch) * f + k0;
           for (int64_t q = 0; q < kWeightBlock; ++q)
             start[q] = q >= n || beta == 0.0f ? 0.0f : beta == 1.0f ? row[q] : beta * row[q];
           std::memcpy(acc, start, sizeof acc);
           add_weighted_block(kWinogradPoints, &kGG.at[0][tap], 9, points, acc);
-          std::memcpy(start, acc, sizeof acc);
-          std::copy(start, start + n, row);
+          std::memcpy(row, acc, static_cast<size_t>(n) * sizeof(float));
         }
       }
   });
