@@ -280,6 +280,20 @@ TEST(Conv, GatheredPatchesEqualIm2col) {
   }
 }
 
+// dx's route by the shape: lenet's conv2 (14x14x6, 16 filters 5x5: a patch matrix of 15000 floats
+// a sample, 6 channels for the planar form) goes direct; the same with 24 channels (no planar
+// form: 16-column tiles) and a small layer (its matrix under 8192 floats) keep im2col's route.
+TEST(Conv, InputGradientRouteByShape) {
+  auto direct = [](const Shape& input, int64_t filters, int64_t kernel, int64_t pad) {
+    Conv2D conv(conv_options(filters, kernel, 1, pad));
+    EXPECT_TRUE(conv.configure(input).ok());
+    return conv.direct_input_grad();
+  };
+  EXPECT_TRUE(direct(Shape{14, 14, 6}, 16, 5, 0));
+  EXPECT_FALSE(direct(Shape{14, 14, 24}, 16, 5, 0));
+  EXPECT_FALSE(direct(Shape{10, 9, 3}, 8, 3, 1));
+}
+
 // The specs above reach both routes to dx: im2col's (dy * W^T, then col2im) and the direct one.
 TEST(Conv, SpecsCoverBothInputGradientRoutes) {
   int direct = 0, via_cols = 0;

@@ -4,7 +4,7 @@
 // NC=2048), padded leading dimensions, alpha/beta cases, NaN in C under beta = 0, bit-exact
 // integer products, results that do not depend on the thread count, and the same bits on
 // every FMA level (each element one FMA chain over depth, whatever the tile's shape); the
-// gathered GEMM, and its depth split for weight gradients.
+// gathered GEMM, and its depth split for weight gradients; the planar convolution (its bits).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -19,7 +19,9 @@
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "cpu/isa.h"
+#include "ops/conv_planar.h"
 #include "ops/gemm.h"
+#include "ops/im2col.h"
 
 namespace rg {
 namespace {
@@ -528,6 +530,68 @@ TEST_P(GemmGathered, ThreadCountDoesNotChangeBits) {
           << describe_gathered(g, 1, 0.5f) << ": " << t << " threads differ from one";
     }
   }
+}
+
+// ---------------------------------------------------------------- planar convolution (ops/conv_planar.h)
+// f32_conv_planar gives f32_gemm_gathered's bits over the padded image (the same FMA chains in
+// the same depth blocks), on every level, whatever the thread count; and the double reference's
+// values. Shapes: lenet's conv1 (1 channel, pad 2) and conv2's dx (16 channels, pad 4), filters
+// under, at and over the tile's 6 rows, depth over a block (256) and a row's end off a vector.
+namespace {
+
+struct PlanarCase {
+  int64_t h, w, c, kernel, pad, filters;
+};
+
+std::string describe_planar(const PlanarCase& p) {
+  return std::to_string(p.h) + "x" + std::to_string(p.w) + "x" + std::to_string(p.c) + " kernel " +
+         std::to_string(p.kernel) + " pad " + std::to_string(p.pad) + " filters " + std::to_string(p.filters);
+}
+
+}  // namespace
+
+TEST_P(GemmGathered, PlanarConvGivesTheGatheredBits) {
+  Rng rng(14, 0);
+  for (const PlanarCase& p : {PlanarCase{28, 28, 1, 5, 2, 6}, PlanarCase{10, 10, 16, 5, 4, 6}, PlanarCase{7, 9, 3, 3, 1, 1},
+                              PlanarCase{5, 6, 2, 3, 0, 13}, PlanarCase{6, 6, 32, 3, 1, 4}, PlanarCase{9, 7, 40, 3, 2, 7}}) {
+    const ConvGeometry g = conv_geometry(p.h, p.w, p.c, p.kernel, 1, p.pad).value();
+    const int64_t count = 3, out = g.patches() * p.filters;
+    std::vector<float> images(static_cast<size_t>(count * p.h * p.w * p.c)), w(static_cast<size_t>(g.patch_size() * p.filters));
+    for (float& v : images) v = static_cast<float>(rng.uniform(-1.0, 1.0));
+    for (float& v : w) v = static_cast<float>(rng.uniform(-1.0, 1.0));
+    std::vector<float> padded(static_cast<size_t>(count * g.padded_size()));
+    pad_images(g, images.data(), count, padded.data());
+    const PatchOffsets at = patch_offsets(g, count);
+    std::vector<float> gathered(static_cast<size_t>(count * out), kNaN);
+    f32_gemm_gathered(count * g.patches(), p.filters, g.patch_size(), 1.0f,
+                      GatheredA<float>{padded.data(), at.pixels.data(), at.taps.data()}, w.data(), p.filters, 0.0f,
+                      gathered.data(), p.filters, nullptr);
+    std::vector<double> ref(gathered.size()), padded_d(padded.begin(), padded.end()), w_d(w.begin(), w.end());
+    gemm_gathered_ref<double>(count * g.patches(), p.filters, g.patch_size(), 1.0,
+                              GatheredA<double>{padded_d.data(), at.pixels.data(), at.taps.data()}, w_d.data(),
+                              p.filters, 0.0, ref.data(), p.filters);
+    for (int t = 0; t <= 3; ++t) {
+      std::unique_ptr<ThreadPool> pool = t > 0 ? std::make_unique<ThreadPool>(t) : nullptr;
+      std::vector<float> planar(gathered.size(), kNaN);
+      f32_conv_planar(pool.get(), g, count, images.data(), w.data(), p.filters, planar.data());
+      for (size_t i = 0; i < planar.size(); ++i) {
+        ASSERT_NEAR(planar[i], ref[i], 1e-5 * static_cast<double>(g.patch_size())) << describe_planar(p) << " at " << i;
+        ASSERT_EQ(std::memcmp(&planar[i], &gathered[i], 4), 0)
+            << describe_planar(p) << ", " << t << " threads: " << planar[i] << " against the gathered " << gathered[i]
+            << " at " << i;
+      }
+    }
+  }
+}
+
+// Its cost model takes the few-filter layers only, at stride 1: lenet's conv1 and conv2's dx; not
+// cnn's conv1 (32 filters) nor a stride-2 layer.
+TEST(PlanarConv, TakesFewFiltersAtStrideOne) {
+  EXPECT_TRUE(planar_conv_wins(conv_geometry(28, 28, 1, 5, 1, 2).value(), 6));
+  EXPECT_TRUE(planar_conv_wins(conv_geometry(10, 10, 16, 5, 1, 4).value(), 6));
+  EXPECT_FALSE(planar_conv_wins(conv_geometry(28, 28, 1, 3, 1, 1).value(), 32));
+  EXPECT_FALSE(planar_conv_wins(conv_geometry(28, 28, 1, 4, 2, 1).value(), 6));
+  EXPECT_FALSE(planar_conv_wins(conv_geometry(64, 64, 32, 3, 1, 1).value(), 6));  // planes past L2
 }
 
 // ---------------------------------------------------------------- the depth split (weight gradients)

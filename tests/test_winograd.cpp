@@ -373,17 +373,22 @@ TEST(WinogradConv2D, LayerResultsDoNotDependOnThreads) {
 
 // The flops a Winograd layer executes (its products and transforms per tile: forward and dW
 // over the output's tiles, dx over the input's, as the filters' and channels' roles swap), none
-// under the GEMM; the profile's "executed" line counts them over the same time.
+// under the GEMM; the profile's "executed" line counts them over the same time. Under the GEMM,
+// a forward of at most 6 filters runs the planar form (ops/conv_planar.h): its lanes, 6 rows by
+// the output's rows of the padded width, the patch deep.
 TEST(WinogradConv2D, ExecutedFlopsCountTheProductsAndTransforms) {
   std::unique_ptr<Model> model = build_model(1,
       "[net]\ninput = 10x9x8\n[conv]\nfilters = 8\nsize = 3\npad = 1\n"
-      "[conv]\nfilters = 5\nsize = 3\nalgorithm = winograd\n[conv]\nfilters = 4\nsize = 3\nalgorithm = gemm\n");
+      "[conv]\nfilters = 5\nsize = 3\nalgorithm = winograd\n[conv]\nfilters = 8\nsize = 3\nalgorithm = gemm\n");
   const Layer& winograd = *model->layers()[1];
   // Its input 10x9x8 (3 x 3 tiles), its output 8x7x5 (2 x 2 tiles).
   EXPECT_EQ(winograd.executed_flops_per_sample(0), 4 * (72 * 8 * 5 + 228 * 8 + 130 * 5));
   EXPECT_EQ(winograd.executed_flops_per_sample(1), 4 * (72 * 8 * 5 + 228 * 8 + 110 * 5));
   EXPECT_EQ(winograd.executed_flops_per_sample(2), 9 * (72 * 5 * 8 + 228 * 5 + 130 * 8));
   for (int phase = 0; phase < kLayerPhases; ++phase) EXPECT_EQ(model->layers()[2]->executed_flops_per_sample(phase), 0);
+  std::unique_ptr<Model> planar = build_model(1, "[net]\ninput = 10x9x8\n[conv]\nfilters = 4\nsize = 3\nalgorithm = gemm\n");
+  EXPECT_EQ(planar->layers()[0]->executed_flops_per_sample(0), 2 * 6 * 8 * 9 * 72);  // output 8x7, padded width 9
+  for (int phase : {1, 2}) EXPECT_EQ(planar->layers()[0]->executed_flops_per_sample(phase), 0);
   // A recurrent conv layer counts its members' sum: the feed-forward conv under the GEMM (its
   // products), the recurrent one under Winograd, once a step.
   std::unique_ptr<Model> rcnn = build_model(1, "[net]\ninput = 8x8x8\n[rcl]\nfilters = 8\nsize = 3\nsteps = 2\n");

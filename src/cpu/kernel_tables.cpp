@@ -56,6 +56,15 @@ const F32GemmKernel& f32_gemm_kernel_for(Isa isa, int64_t n) {
   return n <= narrow.nr ? narrow : f32_gemm_kernel(isa);
 }
 
+const F32ShiftedKernel& f32_gemm_shifted_kernel(Isa isa) {
+  static const F32ShiftedKernel reference{f32_gemm_shifted_6x8__reference, 6, 8, "f32_gemm_shifted_6x8__reference"};
+  static const F32ShiftedKernel sse2{f32_gemm_shifted_6x8__sse2, 6, 8, "f32_gemm_shifted_6x8__sse2"};
+  static const F32ShiftedKernel avx{f32_gemm_shifted_6x16__avx, 6, 16, "f32_gemm_shifted_6x16__avx"};
+  static const F32ShiftedKernel avx2_fma{f32_gemm_shifted_6x16__avx2_fma, 6, 16, "f32_gemm_shifted_6x16__avx2_fma"};
+  static const F32ShiftedKernel avx512{f32_gemm_shifted_6x32__avx512, 6, 32, "f32_gemm_shifted_6x32__avx512"};
+  return f32_level(isa, reference, sse2, avx, avx2_fma, avx512);
+}
+
 // One level's F32VectorKernels: function##__##isa of each kernel of the family's list, then its name.
 #define RG_F32_VECTOR_ENTRY(member, Type, function, isa) function##__##isa,
 #define RG_F32_VECTOR_TABLE(isa) \

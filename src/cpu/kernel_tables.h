@@ -36,6 +36,16 @@ const F32GemmKernel& f32_gemm_narrow_kernel(Isa isa);
 // columns, and a double-pumped core runs ymm FMAs at the flops of zmm ones).
 const F32GemmKernel& f32_gemm_kernel_for(Isa isa, int64_t n);
 
+// The shifted tile of each level (op(B) read at one offset per depth step: a convolution's
+// channel planes, ops/conv_planar.h): 6 rows (a few filters) by the widest columns the level's
+// registers hold with 12 accumulators.
+struct F32ShiftedKernel {
+  F32GemmShiftedTile tile;
+  int mr, nr;
+  const char* name;  // "f32_gemm_shifted_6x16__avx2_fma"
+};
+const F32ShiftedKernel& f32_gemm_shifted_kernel(Isa isa);
+
 // The elementwise family of one ISA (f32_vector.h states the contracts).
 // Its members are the kernels of RG_F32_VECTOR_KERNEL_LIST, named and typed there.
 struct F32VectorKernels {

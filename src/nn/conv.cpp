@@ -14,6 +14,7 @@
 #include "nn/layer_profile.h"
 #include "nn/layer_gemm.h"
 #include "nn/workspace.h"
+#include "ops/conv_planar.h"
 #include "ops/depthwise.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
@@ -26,6 +27,10 @@ namespace {
 // Patch-matrix elements per chunk: 4 MiB of f32 keeps the panel in L2/L3 on old CPUs while
 // giving the GEMM a few thousand rows.
 constexpr int64_t kConvChunkElements = int64_t{1} << 20;
+// A sample's patch matrix over this many floats (16 samples' fill a 512 KB L2) is counted at
+// kCol2imLanes multiply-adds a value against the planar dx (Conv2D::set_algorithm).
+constexpr int64_t kLargePatchMatrix = 8192;
+constexpr int64_t kCol2imLanes = 32;
 
 // The end of a forward over `rows` output pixels of y: the bias, and the relu that follows where
 // the model runs it inside this layer (ctx.fused_relu: ConvLayer::fuses_relu), in one pass.
@@ -138,6 +143,13 @@ bool runs_winograd(const LayerContext& ctx, const WinogradConv* winograd) {
   return std::is_same_v<T, float> && winograd != nullptr && ctx.gemm == GemmPrecision::f32;
 }
 
+// Whether a pass of `filters` columns runs the planar form (ops/conv_planar.h): f32 products of a
+// shape it takes. It pads each sample itself: no padded copy is made.
+template <class T>
+bool runs_planar(const LayerContext& ctx, const ConvGeometry& g, int64_t filters) {
+  return std::is_same_v<T, float> && ctx.gemm == GemmPrecision::f32 && planar_conv_wins(g, filters);
+}
+
 // Whether the adjoint runs by phases: the layer has them and the products are f32.
 template <class T>
 bool runs_phases(const LayerContext& ctx, bool has_phases) {
@@ -158,13 +170,16 @@ ConvPass winograd_pass(const LayerContext& ctx, const WinogradConv* winograd, co
   return ConvPass{&g, &at, nullptr, nullptr};
 }
 
-// The images a pass reads: as they are for Winograd, else their padded copy made in `space`.
+// The images a pass reads: as they are for Winograd and the planar form (`as_they_are`), else
+// their padded copy made in `space`.
 template <class T>
-const T* pass_images(ThreadPool* pool, bool winograd, const ConvGeometry& g, const T* images, int64_t count, T* space) {
-  return winograd ? images : padded_chunk(pool, g, images, count, space);
+const T* pass_images(ThreadPool* pool, bool as_they_are, const ConvGeometry& g, const T* images, int64_t count,
+                     T* space) {
+  return as_they_are ? images : padded_chunk(pool, g, images, count, space);
 }
 
-// y of `count` images: Winograd's over them as they are, the gathered GEMM's over their padded copy.
+// y of `count` images: Winograd's and the planar form's (f32 products, few filters: the gathered
+// GEMM's bits, ops/conv_planar.h) over them as they are, the gathered GEMM's over their padded copy.
 template <class T>
 void conv_pass(const LayerContext& ctx, GemmRoles roles, int64_t weight_channels, const ConvPass& pass, int64_t count,
                const T* images, const T* w, int64_t filters, T* y) {
@@ -172,6 +187,10 @@ void conv_pass(const LayerContext& ctx, GemmRoles roles, int64_t weight_channels
     if (pass.winograd != nullptr) {
       float* u = pass.winograd_space;
       pass.winograd->run(ctx.pool, count, images, u, y, u + pass.winograd->weight_elements());
+      return;
+    }
+    if (runs_planar<T>(ctx, *pass.g, filters)) {
+      f32_conv_planar(ctx.pool, *pass.g, count, images, w, filters, y);
       return;
     }
   }
@@ -327,7 +346,13 @@ std::string Conv2D::describe_algorithm() const {
 
 int64_t Conv2D::executed_flops_per_sample(int phase) const {
   const WinogradConv* plan = winograd(phase == 2);
-  return plan != nullptr ? plan->executed_flops_per_sample(phase == 1) : 0;
+  if (plan != nullptr) return plan->executed_flops_per_sample(phase == 1);
+  // The planar form's lanes, the rows rounded to its tile and the padded width (f32 products).
+  const bool dx = phase == 2 && direct_dx_;
+  const ConvGeometry& g = dx ? dx_geometry_ : geometry_;
+  const int64_t columns = dx ? geometry_.channels : options_.filters;
+  if ((phase == 0 || dx) && planar_conv_wins(g, columns)) return 2 * planar_conv_lanes(g, columns);
+  return 0;
 }
 
 const WinogradConv* Conv2D::winograd(bool dx) const {
@@ -338,6 +363,14 @@ const WinogradConv* Conv2D::winograd(bool dx) const {
 // Under the GEMM, dx directly at stride 1 when its multiply-adds, tiles of 16 columns counted,
 // cost less than im2col's route, whose GEMM writes a patch matrix that col2im (~4 adds per value)
 // reads back; under Winograd always (the same Winograd convolution over dy, padded by 2 - pad).
+// Where a sample's patch matrix is large (kLargePatchMatrix) and the direct dx would run in the
+// planar form (few channels, ops/conv_planar.h), that form's lanes are its count and a patch
+// value costs kCol2imLanes: lenet's conv2 (14x14x6, 16 filters; a 3.8 MB matrix a step) ran its
+// im2col dx at 3.8 ms a step and the planar one at 1.23 on the Zen 3 VM (512 KB of L2), 0.76-
+// 0.84 against 0.60-0.62 ms on the Xeon (bench/RESULTS.md), where the old count said im2col's was
+// half the cost: the matrix's way out of L2 and back (its write, the read for ownership, col2im's
+// read and add) and a GEMM of depth 16 cost ~3x the count. By the shape alone (the two routes'
+// bits differ): no preset's other layer changes route (a 4-channel rcl of test_memory_plan's pins does).
 Status Conv2D::set_algorithm(ConvAlgorithm a) {
   const ConvGeometry& g = geometry_;
   const ConvOptions& o = options_;
@@ -345,9 +378,7 @@ Status Conv2D::set_algorithm(ConvAlgorithm a) {
     return Status::error(name() + ": Winograd F(4x4, 3x3) needs a 3x3 kernel at stride 1 with a pad of at most 2, not " +
                          describe());
   }
-  const int64_t direct = g.height * g.width * o.kernel * o.kernel * o.filters * round_up(g.channels, 16);
-  const int64_t via_cols = g.patches() * (o.filters * round_up(g.patch_size(), 16) + 4 * g.patch_size());
-  gemm_direct_dx_ = o.stride == 1 && direct <= via_cols;
+  gemm_direct_dx_ = o.stride == 1 && direct_dx_costs_less();
   direct_dx_ = a == ConvAlgorithm::winograd || gemm_direct_dx_;
   reserves_winograd_ = a == ConvAlgorithm::winograd || (!o.algorithm && winograd_candidate());
   has_phases_ = o.stride > 1 && ConvPhases::fits(g, o.filters);
@@ -364,6 +395,21 @@ Status Conv2D::set_algorithm(ConvAlgorithm a) {
   algorithm_ = a;
   offsets_count_ = 0;  // dx_offsets_ to be rebuilt
   return Status();
+}
+
+bool Conv2D::direct_dx_costs_less() const {
+  const ConvGeometry& g = geometry_;
+  const ConvOptions& o = options_;
+  int64_t direct = g.height * g.width * o.kernel * o.kernel * o.filters * round_up(g.channels, 16);
+  int64_t col2im = 4;
+  if (g.patches() * g.patch_size() > kLargePatchMatrix) {
+    const ConvGeometry flipped = conv_geometry(g.out_h, g.out_w, o.filters, o.kernel, 1, o.kernel - 1 - o.pad).value();
+    if (planar_conv_wins(flipped, g.channels)) {
+      direct = planar_conv_lanes(flipped, g.channels);
+      col2im = kCol2imLanes;
+    }
+  }
+  return direct <= g.patches() * (o.filters * round_up(g.patch_size(), 16) + col2im * g.patch_size());
 }
 
 void Conv2D::prepare_offsets(int64_t count) {
@@ -384,8 +430,8 @@ void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) 
                                            space.data<T>() + per_chunk * scratch_per_sample(), geometry_, offsets_);
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0);
-      const T* images = pass_images(ctx.pool, pass.winograd != nullptr, geometry_, x.data<T>() + s0 * in_sample, count,
-                                    space.data<T>());
+      const T* images = pass_images(ctx.pool, pass.winograd != nullptr || runs_planar<T>(ctx, geometry_, filters),
+                                    geometry_, x.data<T>() + s0 * in_sample, count, space.data<T>());
       T* y_chunk = y.data<T>() + s0 * out_sample;
       conv_pass(ctx, kForwardProduct, filters, pass, count, images, weight_.value.data<T>(), filters, y_chunk);
       finish_output(ctx, options_, bias_, count * patch_rows(), y_chunk);  // the chunk still in cache
@@ -437,7 +483,8 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       T* dx_chunk = dx.data<T>() + s0 * in_sample;
       if (direct_dx_) {
         // dx[h*w x c] = patches of padded dy [h*w x k*k*filters] * flipped [k*k*filters x c]
-        const T* dy_images = pass_images(ctx.pool, dx_pass.winograd != nullptr, dx_geometry_, g_chunk, count, dx_space);
+        const bool as_they_are = dx_pass.winograd != nullptr || runs_planar<T>(ctx, dx_geometry_, g.channels);
+        const T* dy_images = pass_images(ctx.pool, as_they_are, dx_geometry_, g_chunk, count, dx_space);
         conv_pass(ctx, kInputGradProduct, filters, dx_pass, count, dy_images, flipped, g.channels, dx_chunk);
         continue;
       }

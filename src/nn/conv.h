@@ -142,6 +142,8 @@ class Conv2D : public ConvLayer {
   int64_t scratch_fixed(int64_t per_chunk) const override;
 
   void prepare_offsets(int64_t count) override;  // and dx_offsets_
+  // At stride 1: whether the GEMM's direct dx costs less than im2col's route (set_algorithm).
+  bool direct_dx_costs_less() const;
   std::string describe_algorithm() const override;
   // The forward's (or dx's) Winograd plan where the layer runs Winograd, else null.
   const WinogradConv* winograd(bool dx = false) const;

@@ -43,6 +43,10 @@ void gemm_ref(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c)
 // Products under this many flops stay on one thread: the pool's fork-join would cost more.
 constexpr int64_t kGemmMinFlopsToSplit = int64_t{1} << 21;
 
+// The gathered GEMM's depth blocks: each tile sums this many steps of depth at most, and adds
+// a block's sum to C's (ops/conv_planar.h keeps the same blocks, so the same bits).
+constexpr int64_t kGatheredDepthBlock = 256;
+
 // With few rows of C, each panel of B serves few tiles and packing it costs more than it saves:
 // both GEMM drivers read an untransposed B in place, NR-wide column strips ldb apart, for a
 // thread's part of at most this many rows of C.

@@ -20,7 +20,6 @@ namespace rg {
 
 namespace {
 
-constexpr int64_t kGatheredKC = 256;
 constexpr int64_t kGatheredMCTarget = 96;  // rounded down to a multiple of MR
 
 // Where the tiles read B. In place, rows of a B wider than one panel lie ldb apart, and a tile's
@@ -163,16 +162,16 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
     gathered_block(kernel, n, p0, depth, alpha, a, a_panels, block, p0 == 0 ? beta : 1.0f, c, ldc, ic, ic_end);
   };
   if (packed) {
-    for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
-      const int64_t depth = std::min(k, p0 + kGatheredKC) - p0;
+    for (int64_t p0 = 0; p0 < k; p0 += kGatheredDepthBlock) {
+      const int64_t depth = std::min(k, p0 + kGatheredDepthBlock) - p0;
       const BBlock block = block_at(p0, depth);
       for (int64_t ic = i0; ic < i1; ic += mc) rows_over(p0, depth, block, ic);
     }
     return;
   }
   for (int64_t ic = i0; ic < i1; ic += mc)
-    for (int64_t p0 = 0; p0 < k; p0 += kGatheredKC) {
-      const int64_t depth = std::min(k, p0 + kGatheredKC) - p0;
+    for (int64_t p0 = 0; p0 < k; p0 += kGatheredDepthBlock) {
+      const int64_t depth = std::min(k, p0 + kGatheredDepthBlock) - p0;
       rows_over(p0, depth, block_at(p0, depth), ic);
     }
 }
@@ -187,7 +186,7 @@ void gathered_rows(const F32GemmKernel& kernel, int64_t n, int64_t k, float alph
 //   each of 16 threads 2 of the widest (avx512, 12-row) tiles, and the split measured no faster
 //   there on 2 threads of the Zen 3 VM (cnn's conv4, 576 x 64: 4.4 ms row split, 4.6 split,
 //   medians of 7 rounds on a loaded VM);
-// - a block is about kMinBlockDepth deep or more (3 of the tiles' depth blocks, kGatheredKC, at
+// - a block is about kMinBlockDepth deep or more (3 of the tiles' depth blocks, kGatheredDepthBlock, at
 //   least, its edges rounded to them): its partial's one write and read are then under 0.3% of
 //   its multiply-adds;
 // - at most kMaxDepthBlocks: a block a thread on the 16-core machines the project measures,
@@ -203,7 +202,7 @@ constexpr int64_t kMaxDepthPartials = int64_t{1} << 18;
 // Where depth block `block` of `blocks` starts (block == blocks: k): at an equal share of k
 // rounded down to the tiles' depth blocks, so only the last block ends in a partial one.
 int64_t block_start(int64_t k, int64_t blocks, int64_t block) {
-  return block == blocks ? k : k * block / blocks / kGatheredKC * kGatheredKC;
+  return block == blocks ? k : k * block / blocks / kGatheredDepthBlock * kGatheredDepthBlock;
 }
 
 // C[i0:i1) += the partials [blocks - 1][m x n], added in block order: each element's sum is

@@ -8,6 +8,7 @@
 
 #include "base/int_math.h"
 #include "cpu/kernel_tables.h"
+#include "ops/float4.h"
 
 namespace rg {
 
@@ -71,12 +72,11 @@ const KroneckerG kGG;
 // the device's f32_winograd_weight and _weight_grad compute them, so the bits are the same at
 // every level (a GEMM's fused multiply-adds at the FMA levels moved resnet20's device-against-CPU
 // test past its tolerance). A channel's filters go in blocks of kWeightBlock, each block's sums in
-// Float4 registers (GCC's vector extension: SSE2's on the baseline x86 build, scalar code
-// elsewhere; each lane's product and sum are IEEE's, so the bits are scalar code's). Blocks of 8
+// Float4 registers (ops/float4.h: each lane's product and sum are IEEE's, so the bits are
+// scalar code's). Blocks of 8
 // copied out by a library call ran at ~1 GMAC/s on the VM (1.4 ms for cnn's conv4, a third of its
 // weight gradient, once a chunk); plain loops over 16 floats the baseline build's vectoriser cut
 // into pieces of 4, 1, 4, 4, 2 and 1. A block past the filters reads zero-padded copies of its rows.
-typedef float Float4 __attribute__((vector_size(16)));
 constexpr int64_t kWeightBlock = 16, kWeightVectors = kWeightBlock / 4;
 
 // acc[j] lane q += the sum over t < terms, in order, of coef[t * coef_step] rows[t][4 j + q].
@@ -84,9 +84,7 @@ inline void add_weighted_block(int terms, const float* coef, int coef_step, cons
   for (int t = 0; t < terms; ++t) {
     const float k = coef[t * coef_step];
     for (int64_t j = 0; j < kWeightVectors; ++j) {
-      Float4 r;
-      std::memcpy(&r, rows[t] + 4 * j, sizeof r);
-      acc[j] += k * r;
+      acc[j] += k * load_float4(rows[t] + 4 * j);
     }
   }
 }

@@ -22,14 +22,14 @@ namespace rg {
 
 namespace {
 // One 6x8 tile in plain loops; `a_at(p, r)` reads op(A)[r][p] from a packed panel or the image.
-template <class AAt>
-void reference_tile(int64_t depth, const AAt& a_at, const float* b_panel, int64_t ldb, float alpha, float beta,
-                    float* c, int64_t ldc, int64_t rows, int64_t cols) {
+template <class AAt, class BRow>
+void reference_tile(int64_t depth, const AAt& a_at, const BRow& b_row, float alpha, float beta, float* c,
+                    int64_t ldc, int64_t rows, int64_t cols) {
   constexpr int MR = 6, NR = 8;
   float acc[MR][NR] = {};
   for (int64_t p = 0; p < depth; ++p)
     for (int r = 0; r < MR; ++r)
-      for (int col = 0; col < NR; ++col) acc[r][col] += a_at(p, r) * b_panel[p * ldb + col];
+      for (int col = 0; col < NR; ++col) acc[r][col] += a_at(p, r) * b_row(p)[col];
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t col = 0; col < cols; ++col) {
       float& out = c[r * ldc + col];
@@ -40,15 +40,22 @@ void reference_tile(int64_t depth, const AAt& a_at, const float* b_panel, int64_
 
 void f32_gemm_6x8__reference(int64_t depth, const float* a_panel, const float* b_panel, int64_t ldb, float alpha,
                              float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) {
-  reference_tile(depth, [&](int64_t p, int r) { return a_panel[p * 6 + r]; }, b_panel, ldb, alpha, beta, c, ldc, rows,
-                 cols);
+  reference_tile(depth, [&](int64_t p, int r) { return a_panel[p * 6 + r]; },
+                 [&](int64_t p) { return b_panel + p * ldb; }, alpha, beta, c, ldc, rows, cols);
 }
 
 void f32_gemm_gathered_6x8__reference(int64_t depth, const float* const* a_rows, const int32_t* a_offsets,
                                       const float* b_panel, int64_t ldb, float alpha, float beta, float* c,
                                       int64_t ldc, int64_t rows, int64_t cols) {
-  reference_tile(depth, [&](int64_t p, int r) { return a_rows[r][a_offsets[p]]; }, b_panel, ldb, alpha, beta, c, ldc,
-                 rows, cols);
+  reference_tile(depth, [&](int64_t p, int r) { return a_rows[r][a_offsets[p]]; },
+                 [&](int64_t p) { return b_panel + p * ldb; }, alpha, beta, c, ldc, rows, cols);
+}
+
+void f32_gemm_shifted_6x8__reference(int64_t depth, const float* a_panel, const float* b_base,
+                                     const int32_t* b_offsets, float alpha, float beta, float* c, int64_t ldc,
+                                     int64_t rows, int64_t cols) {
+  reference_tile(depth, [&](int64_t p, int r) { return a_panel[p * 6 + r]; },
+                 [&](int64_t p) { return b_base + b_offsets[p]; }, alpha, beta, c, ldc, rows, cols);
 }
 
 }  // namespace rg

@@ -7,6 +7,10 @@
 // The gathered tiles read op(A) through MR row pointers and one offset per depth step instead
 // of a packed panel: op(A)[r][p] = a_rows[r][a_offsets[p]] (every a_rows[r] valid, also for
 // r >= rows), so a convolution's patch matrix is read straight from the image.
+// The shifted tiles read op(A) from a packed panel and op(B) through one offset per depth step
+// from one base: op(B)[p][c] = b_base[b_offsets[p] + c], a convolution's channel planes read at
+// each tap's shift (ops/conv_planar.h). They read whole vectors: up to NR - 1 floats past a
+// partial tile's last column, which are never stored (the caller keeps them readable).
 // Partial tiles (rows < MR or cols < NR) do the same arithmetic as full ones, so where a
 // tile boundary falls (it moves with the thread count) never changes a result.
 // Declarations only (no inline code: isa/*.cpp files include this with their ISA flags).
@@ -32,6 +36,10 @@ void f32_gemm_8x8__avx2_fma(int64_t, const float*, const float*, int64_t, float,
 void f32_gemm_12x32__avx512(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 void f32_gemm_16x16__avx512(int64_t, const float*, const float*, int64_t, float, float, float*, int64_t, int64_t, int64_t);
 
+using F32GemmShiftedTile = void (*)(int64_t depth, const float* a_panel, const float* b_base,
+                                    const int32_t* b_offsets, float alpha, float beta, float* c, int64_t ldc,
+                                    int64_t rows, int64_t cols);
+
 #define RG_DECLARE_F32_GEMM_GATHERED(name)                                                                        \
   void name(int64_t, const float* const*, const int32_t*, const float*, int64_t, float, float, float*, int64_t, \
             int64_t, int64_t)
@@ -44,5 +52,14 @@ RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_8x8__avx2_fma);
 RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_12x32__avx512);
 RG_DECLARE_F32_GEMM_GATHERED(f32_gemm_gathered_16x16__avx512);
 #undef RG_DECLARE_F32_GEMM_GATHERED
+
+#define RG_DECLARE_F32_GEMM_SHIFTED(name) \
+  void name(int64_t, const float*, const float*, const int32_t*, float, float, float*, int64_t, int64_t, int64_t)
+RG_DECLARE_F32_GEMM_SHIFTED(f32_gemm_shifted_6x8__reference);
+RG_DECLARE_F32_GEMM_SHIFTED(f32_gemm_shifted_6x8__sse2);
+RG_DECLARE_F32_GEMM_SHIFTED(f32_gemm_shifted_6x16__avx);
+RG_DECLARE_F32_GEMM_SHIFTED(f32_gemm_shifted_6x16__avx2_fma);
+RG_DECLARE_F32_GEMM_SHIFTED(f32_gemm_shifted_6x32__avx512);
+#undef RG_DECLARE_F32_GEMM_SHIFTED
 
 }  // namespace rg

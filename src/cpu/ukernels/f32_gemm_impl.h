@@ -35,6 +35,21 @@ struct GatheredRows {
   float at(int64_t p, int r) const { return row[r][offsets[p]]; }
 };
 
+// How the tile reads op(B)[p][c]: from a panel, rows ldb apart (b_panel[p * ldb + c]) ...
+struct PanelB {
+  const float* panel;
+  int64_t ldb;
+  const float* row(int64_t p) const { return panel + p * ldb; }
+};
+
+// ... or each depth step's row at its own offset from one base (base[offsets[p] + c]): a
+// convolution's channel planes read at each tap's shift (ops/conv_planar.h).
+struct ShiftedB {
+  const float* base;
+  const int32_t* offsets;
+  const float* row(int64_t p) const { return base + offsets[p]; }
+};
+
 // The first `left` (0 < left < W) floats of a vector, for a tile's partial columns: masked moves
 // where the level has them (AVX, AVX-512), else lane by lane; the lanes past `left` load as 0
 // and are never stored. (Not memcpy: a library call a row cost more than a narrow tile's sums.)
@@ -82,9 +97,9 @@ inline void store_first(float* p, const Batch& v, int left) {
   for (int j = 0; j < left; ++j) p[j] = lanes[j];
 }
 
-template <class Arch, int MR, int NR, class ARows>
-inline void f32_gemm_tile(int64_t depth, const ARows& a, const float* b_panel, int64_t ldb, float alpha, float beta,
-                          float* c, int64_t ldc, int64_t rows, int64_t cols) {
+template <class Arch, int MR, int NR, class ARows, class BRows>
+inline void f32_gemm_tile(int64_t depth, const ARows& a, const BRows& b_rows, float alpha, float beta, float* c,
+                          int64_t ldc, int64_t rows, int64_t cols) {
   using Batch = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(Batch::size);
   constexpr int NV = NR / W;
@@ -98,8 +113,9 @@ inline void f32_gemm_tile(int64_t depth, const ARows& a, const float* b_panel, i
 
   for (int64_t p = 0; p < depth; ++p) {
     Batch b[NV];
+    const float* b_row = b_rows.row(p);
 #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) b[v] = Batch::load_unaligned(b_panel + p * ldb + v * W);
+    for (int v = 0; v < NV; ++v) b[v] = Batch::load_unaligned(b_row + v * W);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const Batch a_rp(a.at(p, r));
@@ -139,17 +155,24 @@ inline void f32_gemm_tile(int64_t depth, const ARows& a, const float* b_panel, i
     }
 }
 
-// The two entry points each ISA file instantiates.
+// The three entry points each ISA file instantiates.
 template <class Arch, int MR, int NR>
 inline void f32_gemm_tile_packed(int64_t depth, const float* a_panel, const float* b_panel, int64_t ldb, float alpha,
                                  float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) {
-  f32_gemm_tile<Arch, MR, NR>(depth, PackedRows<Arch, MR>{a_panel}, b_panel, ldb, alpha, beta, c, ldc, rows, cols);
+  f32_gemm_tile<Arch, MR, NR>(depth, PackedRows<Arch, MR>{a_panel}, PanelB{b_panel, ldb}, alpha, beta, c, ldc, rows,
+                              cols);
 }
 template <class Arch, int MR, int NR>
 inline void f32_gemm_tile_gathered(int64_t depth, const float* const* a_rows, const int32_t* a_offsets,
                                    const float* b_panel, int64_t ldb, float alpha, float beta, float* c, int64_t ldc,
                                    int64_t rows, int64_t cols) {
-  f32_gemm_tile<Arch, MR, NR>(depth, GatheredRows<Arch, MR>(a_rows, a_offsets), b_panel, ldb, alpha, beta, c, ldc,
+  f32_gemm_tile<Arch, MR, NR>(depth, GatheredRows<Arch, MR>(a_rows, a_offsets), PanelB{b_panel, ldb}, alpha, beta, c,
+                              ldc, rows, cols);
+}
+template <class Arch, int MR, int NR>
+inline void f32_gemm_tile_shifted(int64_t depth, const float* a_panel, const float* b_base, const int32_t* b_offsets,
+                                  float alpha, float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  f32_gemm_tile<Arch, MR, NR>(depth, PackedRows<Arch, MR>{a_panel}, ShiftedB{b_base, b_offsets}, alpha, beta, c, ldc,
                               rows, cols);
 }
 
@@ -168,4 +191,13 @@ inline void f32_gemm_tile_gathered(int64_t depth, const float* const* a_rows, co
                                               int64_t cols) {                                                  \
     ukernel::f32_gemm_tile_gathered<Arch, MR, NR>(depth, a_rows, a_offsets, b_panel, ldb, alpha, beta, c, ldc,  \
                                                   rows, cols);                                                 \
+  }
+
+// Defines f32_gemm_shifted_<MR>x<NR>__<isa> (f32_gemm.h).
+#define RG_DEFINE_F32_GEMM_SHIFTED_KERNEL(isa, Arch, MR, NR)                                                   \
+  void f32_gemm_shifted_##MR##x##NR##__##isa(int64_t depth, const float* a_panel, const float* b_base,        \
+                                             const int32_t* b_offsets, float alpha, float beta, float* c,     \
+                                             int64_t ldc, int64_t rows, int64_t cols) {                       \
+    ukernel::f32_gemm_tile_shifted<Arch, MR, NR>(depth, a_panel, b_base, b_offsets, alpha, beta, c, ldc, rows, \
+                                                 cols);                                                        \
   }
