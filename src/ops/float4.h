@@ -4,6 +4,7 @@
 // (ops/) that wants a few vector moves without the kernel table's per-level builds.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
 namespace rg {
