@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/int_math.h"
 #include "base/thread_scratch.h"
 #include "cpu/kernel_tables.h"
 #include "ops/float4.h"
@@ -43,9 +44,8 @@ std::vector<int32_t> tap_shifts(const ConvGeometry& g, const Planes& planes) {
 // The tiles' A: w's columns in groups of 6, group q at [q * depth * 6], panel[p * 6 + r] = filter
 // 6q + r's weight at step p (0 past the last filter: summed, never stored).
 std::vector<float> pack_filters(const float* w, int64_t depth, int64_t filters) {
-  const int64_t groups = (filters + kFilterRows - 1) / kFilterRows;
-  std::vector<float> panels(static_cast<size_t>(groups * depth * kFilterRows), 0.0f);
-  for (int64_t q = 0; q < groups; ++q)
+  std::vector<float> panels(static_cast<size_t>(round_up(filters, kFilterRows) * depth), 0.0f);
+  for (int64_t q = 0; q < ceil_div(filters, kFilterRows); ++q)
     for (int64_t p = 0; p < depth; ++p)
       for (int64_t r = 0; r < kFilterRows && q * kFilterRows + r < filters; ++r)
         panels[static_cast<size_t>((q * depth + p) * kFilterRows + r)] = w[p * filters + q * kFilterRows + r];
@@ -104,15 +104,13 @@ void from_grid(const ConvGeometry& g, const Planes& planes, int64_t filters, con
 }  // namespace
 
 int64_t planar_conv_lanes(const ConvGeometry& g, int64_t filters) {
-  const int64_t rows = (filters + kFilterRows - 1) / kFilterRows * kFilterRows;
-  return rows * g.out_h * g.padded_width() * g.patch_size();
+  return round_up(filters, kFilterRows) * g.out_h * g.padded_width() * g.patch_size();
 }
 
 bool planar_conv_wins(const ConvGeometry& g, int64_t filters) {
   if (g.stride != 1 || filters > kFilterRows || g.channels * g.padded_height() * g.padded_width() > kMaxPlaneFloats)
     return false;
-  const int64_t columns = (filters + kGatheredColumns - 1) / kGatheredColumns * kGatheredColumns;
-  return planar_conv_lanes(g, filters) < g.patches() * columns * g.patch_size();
+  return planar_conv_lanes(g, filters) < g.patches() * round_up(filters, kGatheredColumns) * g.patch_size();
 }
 
 void f32_conv_planar(ThreadPool* pool, const ConvGeometry& g, int64_t count, const float* images, const float* w,
@@ -126,13 +124,12 @@ void f32_conv_planar(ThreadPool* pool, const ConvGeometry& g, int64_t count, con
   const int64_t depth = g.patch_size(), in_size = g.height * g.width * g.channels, out_size = g.patches() * filters;
   const std::vector<int32_t> shifts = tap_shifts(g, planes);
   const std::vector<float> panels = pack_filters(w, depth, filters);
-  const int64_t groups = (filters + kFilterRows - 1) / kFilterRows;
   parallel_for(pool, count, 1, [&](int64_t n0, int64_t n1) {
     static const ThreadScratchKey planes_key, grid_key;
     std::vector<float>& in = thread_scratch<std::vector<float>>(planes_key);
     std::vector<float>& out = thread_scratch<std::vector<float>>(grid_key);
     in.resize(static_cast<size_t>(planes.floats(g.channels)));
-    out.resize(static_cast<size_t>(groups * kFilterRows * planes.grid));
+    out.resize(static_cast<size_t>(round_up(filters, kFilterRows) * planes.grid));
     for (int64_t n = n0; n < n1; ++n) {
       to_planes(g, planes, images + n * in_size, in.data());
       planar_products(kernel, planes, depth, filters, panels.data(), in.data(), shifts.data(), out.data());
