@@ -19,11 +19,21 @@ constexpr int64_t kWinogradLanes = 16;
 // transforms and the GEMMs on the CPUs this runs on (an Athlon 64 X2's L2 is 512 KB), and the
 // 16 lanes take a few MB of workspace (a block is at least 12 tiles: more for many channels).
 constexpr int64_t kWinogradLaneFloats = int64_t{1} << 16;
-// The weight gradient's rounds: at most this many blocks' tiles (V and D about 2 MB, the L2 of
-// the Xeon the project measures on: at 16 blocks, 4 MB, they went through its L3, and conv2's dW
-// of cnn (28x28, 32 -> 32, 64 samples) at 1 thread took 10.8-10.9 ms against 8.2-8.5 at 8 and
-// 6.3-6.8 at 4 (a loaded machine; this 2-vCPU Zen 5's 32 MB L3 ran 8 and 16 alike, 4 5-7% slower)).
-constexpr int64_t kWinogradGradRoundBlocks = 8;
+// The weight gradient's lanes: lane l sums the chunk's tiles [l T / L, (l + 1) T / L) into its own
+// M, and the lanes' M are added in order at the end (add_lanes). L depends on the chunk's
+// tiles only (each lane at least one full round), never on the threads, so neither do the bits;
+// where the threads divide L each thread runs whole lanes and no transform crosses cores (one
+// round's sums read every tile's transforms: at 4 threads 3/4 of them were other cores' writes,
+// and cnn's weight gradients ran 2.1-2.3x faster than at 1 thread where its forward ran 3.0-3.2x).
+// Each lane's M (up to 590 KB) is its own scratch: 4 lanes, not 16 (16 lanes' M went through
+// the cache each block: 1.2-1.8x slower at 1 thread on the VM).
+constexpr int64_t kWinogradGradLanes = 4;
+// A lane's rounds: at most this many blocks' tiles (V and D about 0.9 MB, so a lane's round and
+// its M stay in the 2 MB L2 of the Xeon the project measures on: in one round of all lanes, 16
+// blocks, conv2's dW of cnn (28x28, 32 -> 32, 64 samples) at 1 thread took 10.8-10.9 ms against
+// 8.2-8.5 at 8 and 6.3-6.8 at 4; in 4 lanes, rounds of 8 blocks ran cnn's three at 4 threads in
+// 3.70 / 1.60 / 2.92 ms, of 4 in 2.57 / 1.51 / 2.31 (medians of 5, bench/winograd_bench.cpp)).
+constexpr int64_t kWinogradGradRoundBlocks = 4;
 // The input transform asks for the pixels of the tile this many ahead (from memory: the images
 // are megabytes, read a 6x6 block at a time; the transform waited on their loads).
 constexpr int64_t kPrefetchTiles = 2;
@@ -246,12 +256,38 @@ void WinogradConv::run_block(int64_t t0, int64_t t1, const float* images, const 
 
 // ---------------------------------------------------------------- the weight gradient
 
-// The round's tiles [t0, t1) into V [36][round][c] and D [36][round][padded filters] at rows
-// `at` on, positions v_stride and d_stride floats apart: every position's rows of the whole round
-// lie together, so one tile call sums them all (grad_sums).
-void WinogradConv::grad_transforms(int64_t t0, int64_t t1, const float* images, const float* dy, const float* zero,
-                                   int64_t at, float* v, int64_t v_stride, float* dt, int64_t d_stride) const {
-  const int64_t c = g_.channels, fp = padded_filters_;
+WinogradConv::GradPlan WinogradConv::grad_plan(int64_t count) const {
+  const int64_t tiles = count * tiles_per_sample(), full_round = kWinogradGradRoundBlocks * block_tiles_;
+  GradPlan plan;
+  plan.lanes = std::clamp<int64_t>(tiles / full_round, 1, kWinogradGradLanes);
+  plan.round = std::max<int64_t>(1, std::min(full_round, ceil_div(tiles, plan.lanes)));
+  plan.v_stride = position_stride(plan.round, g_.channels);
+  plan.d_stride = position_stride(plan.round, padded_filters_);
+  plan.round_floats = kWinogradPoints * (plan.v_stride + plan.d_stride);
+  plan.rounds = ceil_div(ceil_div(tiles, plan.lanes), plan.round);
+  return plan;
+}
+
+// Lane `lane`'s round k: its tiles [first, end) of the chunk (none past the lane's last round),
+// V [36][round][c] and D [36][round][padded filters] in lane `slot`'s part of the scratch, and
+// its M [36][c][padded filters]. The scratch: every lane's V and D, then every lane's M.
+WinogradConv::GradRound WinogradConv::grad_round(const GradPlan& plan, int64_t count, int64_t lane, int64_t k,
+                                                 int64_t slot, float* scratch) const {
+  const int64_t tiles = count * tiles_per_sample(), lane_end = (lane + 1) * tiles / plan.lanes;
+  GradRound r;
+  r.first = std::min(lane_end, lane * tiles / plan.lanes + k * plan.round);
+  r.end = std::min(lane_end, r.first + plan.round);
+  r.v = scratch + slot * plan.round_floats;
+  r.dt = r.v + kWinogradPoints * plan.v_stride;
+  r.m = scratch + plan.lanes * plan.round_floats + lane * weight_elements();
+  return r;
+}
+
+// The round's tiles [t0, t1) (of the chunk) into its V and D at rows t0 - first on: every
+// position's rows of the whole round lie together, so one tile call sums them all (grad_sums).
+void WinogradConv::grad_transforms(const GradPlan& plan, const GradRound& r, int64_t t0, int64_t t1,
+                                   const float* images, const float* dy, const float* zero) const {
+  const int64_t c = g_.channels, fp = padded_filters_, at = t0 - r.first;
   const F32WinogradKernels& transforms = f32_winograd_kernels(active_isa());
   constexpr int kDyRows = kWinogradTile * kWinogradTile;  // after the tile's 36 input rows
   over_tiles_ahead<kWinogradPoints + kDyRows>(
@@ -263,57 +299,90 @@ void WinogradConv::grad_transforms(int64_t t0, int64_t t1, const float* images, 
         prefetch_rows(rows + kWinogradPoints, kDyRows, filters_);
       },
       [&](int64_t t, const float* const* rows) {
-        transforms.input(c, rows, v + (at + t) * c, v_stride);
-        transforms.grad(filters_, rows + kWinogradPoints, dt + (at + t) * fp, d_stride);
+        transforms.input(c, rows, r.v + (at + t) * c, plan.v_stride);
+        transforms.grad(filters_, rows + kWinogradPoints, r.dt + (at + t) * fp, plan.d_stride);
       });
 }
 
-// m[xi] [c x fp] (+)= V[xi]^T [c x round_tiles] * D[xi] [round_tiles x fp]: one tile call per
-// (position, MR channels, NR filters), the round's tiles its depth (its sums in registers, C
-// read and written once a round); units of (position, MR channels) over the pool.
-void WinogradConv::grad_sums(ThreadPool* pool, int64_t round_tiles, const float* v, int64_t v_stride, const float* dt,
-                             int64_t d_stride, bool first_round, float* m) const {
+// Units [u0, u1) of the round's sums (unit: position xi, MR channels): m[xi] [c x fp] (+)=
+// V[xi]^T [c x round tiles] * D[xi] [round tiles x fp], one tile call per (unit, NR filters),
+// the round's tiles its depth (its sums in registers, M read and written once a round).
+void WinogradConv::grad_sums(const GradPlan& plan, const GradRound& r, bool first_round, int64_t u0,
+                             int64_t u1) const {
   const int64_t c = g_.channels, fp = padded_filters_, f = filters_;
   const F32GemmKernel& gemm = f32_gemm_kernel_for(active_isa(), f);
   const int64_t groups = ceil_div(c, gemm.mr);
-  parallel_for(pool, kWinogradPoints * groups, 1, [&](int64_t u0, int64_t u1) {
-    const float* rows[kF32GemmMaxMr];
-    for (int64_t unit = u0; unit < u1; ++unit) {
-      const int64_t xi = unit / groups, r0 = unit % groups * gemm.mr, live = std::min<int64_t>(gemm.mr, c - r0);
-      const float* vx = v + xi * v_stride;
-      for (int64_t r = 0; r < gemm.mr; ++r) rows[r] = vx + r0 + std::min(r, live - 1);
-      const float beta = first_round ? 0.0f : 1.0f;
-      for (int64_t jr = 0; jr < f; jr += gemm.nr) {
-        gemm.gathered_tile(round_tiles, rows, tile_offsets_.data(), dt + xi * d_stride + jr, fp, 1.0f, beta,
-                           m + (xi * c + r0) * fp + jr, fp, live, std::min<int64_t>(gemm.nr, f - jr));
-      }
+  const float* rows[kF32GemmMaxMr];
+  for (int64_t unit = u0; unit < u1; ++unit) {
+    const int64_t xi = unit / groups, r0 = unit % groups * gemm.mr, live = std::min<int64_t>(gemm.mr, c - r0);
+    const float* vx = r.v + xi * plan.v_stride;
+    for (int64_t row = 0; row < gemm.mr; ++row) rows[row] = vx + r0 + std::min(row, live - 1);
+    for (int64_t jr = 0; jr < f; jr += gemm.nr) {
+      gemm.gathered_tile(r.end - r.first, rows, tile_offsets_.data(), r.dt + xi * plan.d_stride + jr, fp, 1.0f,
+                         first_round ? 0.0f : 1.0f, r.m + (xi * c + r0) * fp + jr, fp, live,
+                         std::min<int64_t>(gemm.nr, f - jr));
+    }
+  }
+}
+
+namespace {
+// m[i] = the sum in order of the lanes' m[i] (lane l's `floats` floats from m + l floats on), in
+// ranges of i over the pool: a pass in memory's order (transform_back read the lanes' rows 16 KB
+// apart, which no prefetcher follows: 3x its time at 4 lanes).
+void add_lanes(ThreadPool* pool, float* m, int64_t lanes, int64_t floats) {
+  if (lanes == 1) return;
+  parallel_for(pool, floats, 4096, [&](int64_t i0, int64_t i1) {
+    for (int64_t lane = 1; lane < lanes; ++lane) {
+      const float* part = m + lane * floats;
+      for (int64_t i = i0; i < i1; ++i) m[i] += part[i];
     }
   });
 }
+}  // namespace
 
-int64_t WinogradConv::grad_round(int64_t count) const {
-  return std::min(lanes(count), kWinogradGradRoundBlocks) * block_tiles_;
-}
-
-// Rounds of grad_round(count) tiles: their transforms over the pool by tile, then the sums; then
-// dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] M[xi][ch][k] (transform_back).
+// Threads that divide the lanes run whole lanes, each round's transforms then its sums on one
+// thread, a thread's lanes in one V and D (which stay in its L2: with each lane's own, every
+// round's transforms wrote lines the L2 had let go, cnn's weight gradients 14-24% slower at 1
+// thread). Other thread counts run the lanes' k-th rounds together: their transforms over the
+// pool by tile, then their sums by (lane, position, channel group). Both make the same rounds and
+// sums. Then dw[tap][ch][k] = beta dw + sum over xi of (G (x) G)[xi][tap] M[xi][ch][k], M the
+// lanes' added in order.
 void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* images, const float* dy, float beta,
                                float* dw, float* scratch) const {
-  const int64_t tiles = count * tiles_per_sample(), c = g_.channels;
-  const int64_t round_size = grad_round(count);
-  const int64_t v_stride = position_stride(round_size, c), d_stride = position_stride(round_size, padded_filters_);
-  float* v = scratch;  // V [36][round_size][c], D [36][round_size][fp], M, a zero row
-  float* dt = v + kWinogradPoints * v_stride;
-  float* m = dt + kWinogradPoints * d_stride;
-  float* zero = m + weight_elements();
-  std::fill(zero, zero + c, 0.0f);
-  for (int64_t first = 0; first < tiles; first += round_size) {
-    const int64_t round_tiles = std::min(round_size, tiles - first);
-    parallel_for(pool, round_tiles, 1, [&](int64_t t0, int64_t t1) {
-      grad_transforms(first + t0, first + t1, images, dy, zero, t0, v, v_stride, dt, d_stride);
+  const GradPlan plan = grad_plan(count);
+  const int64_t units = kWinogradPoints * ceil_div(g_.channels, f32_gemm_kernel_for(active_isa(), filters_).mr);
+  float* zero = scratch + plan.lanes * (plan.round_floats + weight_elements());
+  std::fill(zero, zero + g_.channels, 0.0f);
+  if (plan.lanes % (pool != nullptr ? pool->threads() : 1) == 0) {
+    parallel_for(pool, plan.lanes, 1, [&](int64_t l0, int64_t l1) {
+      for (int64_t lane = l0; lane < l1; ++lane)
+        for (int64_t k = 0; k < plan.rounds; ++k) {
+          const GradRound r = grad_round(plan, count, lane, k, l0, scratch);
+          grad_transforms(plan, r, r.first, r.end, images, dy, zero);
+          if (r.end > r.first) grad_sums(plan, r, k == 0, 0, units);
+        }
     });
-    grad_sums(pool, round_tiles, v, v_stride, dt, d_stride, first == 0, m);
+  } else {
+    for (int64_t k = 0; k < plan.rounds; ++k) {
+      parallel_for(pool, plan.lanes * plan.round, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t lane = i0 / plan.round; lane * plan.round < i1; ++lane) {
+          const GradRound r = grad_round(plan, count, lane, k, lane, scratch);
+          const int64_t at = lane * plan.round;
+          grad_transforms(plan, r, std::min(r.end, r.first + std::max(i0 - at, int64_t{0})),
+                          std::min(r.end, r.first + (i1 - at)), images, dy, zero);
+        }
+      });
+      parallel_for(pool, plan.lanes * units, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t lane = i0 / units; lane * units < i1; ++lane) {
+          const GradRound r = grad_round(plan, count, lane, k, lane, scratch);
+          const int64_t at = lane * units;
+          if (r.end > r.first) grad_sums(plan, r, k == 0, std::max(i0 - at, int64_t{0}), std::min(i1 - at, units));
+        }
+      });
+    }
   }
+  float* m = grad_round(plan, count, 0, 0, 0, scratch).m;
+  add_lanes(pool, m, plan.lanes, weight_elements());
   transform_back(pool, m, beta, dw);
 }
 

@@ -58,16 +58,16 @@ class WinogradConv {
 
   // dw [3 * 3 * c, filters] = beta * dw + the weight gradient of that convolution whose output
   // gradient is dy [count, out_h, out_w, filters]: G^T (sum over tiles of (B^T d B) (.) (A dy A^T)) G.
-  // Rounds of up to 8 blocks' tiles: their transforms over the pool by tile, then the 36 positions'
-  // sums over the pool by position and channel group, each over the round's tiles in order; then
-  // G^T M G over the pool by channel. No result depends on the thread count.
+  // The chunk's tiles in up to 4 lanes (by count, never by threads), each summing its tiles into
+  // its own M in rounds of up to 4 blocks' tiles: a round's transforms, then the 36 positions'
+  // sums over the round's tiles in order; the lanes' M added in order, then G^T M G over the pool
+  // by channel. No result depends on the thread count.
   void weight_grad(ThreadPool* pool, int64_t count, const float* images, const float* dy, float beta, float* dw,
                    float* scratch) const;
   // Floats of scratch weight_grad takes for a chunk of `count` samples.
   int64_t weight_grad_scratch_elements(int64_t count) const {
-    const int64_t round = grad_round(count);
-    return kWinogradPoints * (position_stride(round, g_.channels) + position_stride(round, padded_filters_)) +
-           weight_elements() + g_.channels;
+    const GradPlan plan = grad_plan(count);
+    return plan.lanes * (plan.round_floats + weight_elements()) + g_.channels;
   }
 
  private:
@@ -86,14 +86,25 @@ class WinogradConv {
   void input_rows(int64_t t, const float* images, const float* zero, const float** d) const;
   template <class T>
   void output_rows(int64_t t, T* image, int64_t row, T** out) const;
-  // weight_grad's rounds: the tiles whose sums one tile call adds up.
-  int64_t grad_round(int64_t count) const;
-  // weight_grad's steps: tiles' transforms into the round's V and D (their rows from row `at`);
-  // a round's sums into m.
-  void grad_transforms(int64_t t0, int64_t t1, const float* images, const float* dy, const float* zero, int64_t at,
-                       float* v, int64_t v_stride, float* dt, int64_t d_stride) const;
-  void grad_sums(ThreadPool* pool, int64_t round_tiles, const float* v, int64_t v_stride, const float* dt,
-                 int64_t d_stride, bool first_round, float* m) const;
+  // weight_grad's plan for a chunk: its lanes (a lane: a range of the chunk's tiles summed into
+  // its own M), the tiles of a lane's round (its sums' depth), the most rounds a lane has, the
+  // positions' strides in a round's V and D, and their floats together.
+  struct GradPlan {
+    int64_t lanes = 1, round = 1, rounds = 0, v_stride = 0, d_stride = 0, round_floats = 0;
+  };
+  // One lane's round: its tiles [first, end) of the chunk and its V, D and M in the scratch.
+  struct GradRound {
+    int64_t first = 0, end = 0;
+    float *v = nullptr, *dt = nullptr, *m = nullptr;
+  };
+  GradPlan grad_plan(int64_t count) const;
+  GradRound grad_round(const GradPlan& plan, int64_t count, int64_t lane, int64_t k, int64_t slot,
+                       float* scratch) const;
+  // weight_grad's steps: tiles [t0, t1) of a round into its V and D; units [u0, u1) of its sums
+  // (a unit: a position and MR channels) into its M.
+  void grad_transforms(const GradPlan& plan, const GradRound& r, int64_t t0, int64_t t1, const float* images,
+                       const float* dy, const float* zero) const;
+  void grad_sums(const GradPlan& plan, const GradRound& r, bool first_round, int64_t u0, int64_t u1) const;
 
   ConvGeometry g_;
   int64_t filters_ = 0, padded_filters_ = 0;
