@@ -584,6 +584,77 @@ TEST_P(GemmGathered, PlanarConvGivesTheGatheredBits) {
   }
 }
 
+namespace {
+
+// One weight gradient case's operands: `count` samples, dy, the gathered GEMM's double reference.
+struct PlanarGradCase {
+  PlanarCase p;
+  int64_t count;
+  ConvGeometry g;
+  std::vector<float> images, dy;
+  std::vector<double> ref;
+};
+
+PlanarGradCase make_planar_grad(const PlanarCase& p, int64_t count, Rng& rng) {
+  PlanarGradCase k{p, count, conv_geometry(p.h, p.w, p.c, p.kernel, 1, p.pad).value(), {}, {}, {}};
+  k.images.resize(static_cast<size_t>(count * p.h * p.w * p.c));
+  k.dy.resize(static_cast<size_t>(count * k.g.patches() * p.filters));
+  for (float& v : k.images) v = static_cast<float>(rng.uniform(-1.0, 1.0));
+  for (float& v : k.dy) v = static_cast<float>(rng.uniform(-1.0, 1.0));
+  std::vector<float> padded(static_cast<size_t>(count * k.g.padded_size()));
+  pad_images(k.g, k.images.data(), count, padded.data());
+  const PatchOffsets at = patch_offsets(k.g, count);
+  std::vector<double> padded_d(padded.begin(), padded.end()), dy_d(k.dy.begin(), k.dy.end());
+  k.ref.resize(static_cast<size_t>(k.g.patch_size() * p.filters));
+  gemm_gathered_ref<double>(k.g.patch_size(), p.filters, count * k.g.patches(), 1.0,
+                            GatheredA<double>{padded_d.data(), at.taps.data(), at.pixels.data()}, dy_d.data(),
+                            p.filters, 0.0, k.ref.data(), p.filters);
+  return k;
+}
+
+// dw = keep dw + the planar weight gradient at the active level, `threads` in a pool (0: none).
+std::vector<float> planar_weight_grad(const PlanarGradCase& k, int threads, float keep, std::vector<float> dw) {
+  std::unique_ptr<ThreadPool> pool = threads > 0 ? std::make_unique<ThreadPool>(threads) : nullptr;
+  std::vector<float> partials(
+      static_cast<size_t>(gemm_depth_partials(k.g.patch_size(), k.p.filters, k.count * k.g.patches())), kNaN);
+  f32_conv_planar_weight_grad(pool.get(), k.g, k.count, k.images.data(), k.dy.data(), k.p.filters, keep, dw.data(),
+                              partials.data());
+  return dw;
+}
+
+// lenet's conv1 (3 sample blocks of 5), conv2's shape, odd sides and channels, 13 filters (3 of
+// avx512's 6-wide tiles' columns past them, 4 of sse2's 3), 2 samples where the depth would make
+// 3 blocks (a block a sample).
+constexpr PlanarCase kPlanarGradCases[] = {{28, 28, 1, 5, 2, 6}, {10, 10, 16, 5, 4, 6}, {7, 9, 3, 3, 1, 1},
+                                           {5, 6, 2, 3, 0, 13}, {9, 7, 40, 3, 2, 7}, {40, 40, 1, 3, 1, 2}};
+
+}  // namespace
+
+// The planar weight gradient against the double sums (2e-6 of the depth, a sum of up to 7840
+// terms in [-1, 1]); at 0-3 threads the same bits; keep 1 adds to dW; and the levels without
+// FMA give the reference level's bits (each lane a product, then a sum: f32_gemm.h's dot tiles).
+TEST_P(GemmGathered, PlanarWeightGradMatchesTheSums) {
+  Rng rng(15, 0);
+  for (const PlanarCase& p : kPlanarGradCases) {
+    const PlanarGradCase k = make_planar_grad(p, p.h == 40 ? 2 : 5, rng);
+    const std::vector<float> alone = planar_weight_grad(k, 0, 0.0f, std::vector<float>(k.ref.size(), kNaN));
+    const double tolerance = 2e-6 * static_cast<double>(k.count * k.g.patches());
+    for (size_t i = 0; i < alone.size(); ++i) ASSERT_NEAR(alone[i], k.ref[i], tolerance) << describe_planar(p) << " at " << i;
+    for (int t = 1; t <= 3; ++t) {
+      const std::vector<float> split = planar_weight_grad(k, t, 0.0f, std::vector<float>(k.ref.size(), kNaN));
+      ASSERT_EQ(std::memcmp(split.data(), alone.data(), alone.size() * sizeof(float)), 0) << describe_planar(p) << ", " << t;
+    }
+    const std::vector<float> added = planar_weight_grad(k, 2, 1.0f, std::vector<float>(k.ref.size(), 0.5f));
+    for (size_t i = 0; i < added.size(); ++i) ASSERT_NEAR(added[i], k.ref[i] + 0.5, tolerance) << describe_planar(p);
+    if (GetParam() != Isa::reference && GetParam() < Isa::avx2_fma) {
+      set_active_isa(Isa::reference);
+      const std::vector<float> reference = planar_weight_grad(k, 0, 0.0f, std::vector<float>(k.ref.size(), kNaN));
+      set_active_isa(GetParam());
+      EXPECT_EQ(std::memcmp(reference.data(), alone.data(), alone.size() * sizeof(float)), 0) << describe_planar(p);
+    }
+  }
+}
+
 // Its cost model takes the few-filter layers only, at stride 1: lenet's conv1 and conv2's dx; not
 // cnn's conv1 (32 filters) nor a stride-2 layer.
 TEST(PlanarConv, TakesFewFiltersAtStrideOne) {
@@ -779,6 +850,16 @@ TEST(GemmAcrossLevels, FmaLevelsGiveAvx2sBits) {
     expect_same_bits_as_avx2(levels, g.c, describe_gathered(g, ab.alpha, ab.beta), [&](float* out) {
       f32_gemm_gathered(g.m, g.n, g.k, ab.alpha, g.a(), g.b.data(), g.ldb, ab.beta, out, g.n, threads);
     });
+  }
+  for (const PlanarCase& p : kPlanarGradCases) {  // the planar weight gradient's 16 lanes, at every FMA level
+    const PlanarGradCase k = make_planar_grad(p, 3, rng);
+    ThreadPool* threads = index++ % 2 ? &pool : nullptr;
+    expect_same_bits_as_avx2(levels, std::vector<float>(k.ref.size(), 0.25f), describe_planar(p) + ", planar dW",
+                             [&](float* out) {
+                               std::vector<float> partials(k.ref.size() * 16, kNaN);
+                               f32_conv_planar_weight_grad(threads, k.g, k.count, k.images.data(), k.dy.data(),
+                                                           p.filters, 1.0f, out, partials.data());
+                             });
   }
   for (const SplitCase& c : kSplitCases) {  // the depth split: its blocks and sums are the levels' own too
     ThreadPool* threads = index++ % 2 ? &pool : nullptr;

@@ -390,7 +390,9 @@ TEST(WinogradConv2D, ExecutedFlopsCountTheProductsAndTransforms) {
   for (int phase = 0; phase < kLayerPhases; ++phase) EXPECT_EQ(model->layers()[2]->executed_flops_per_sample(phase), 0);
   std::unique_ptr<Model> planar = build_model(1, "[net]\ninput = 10x9x8\n[conv]\nfilters = 4\nsize = 3\nalgorithm = gemm\n");
   EXPECT_EQ(planar->layers()[0]->executed_flops_per_sample(0), 2 * 6 * 8 * 9 * 72);  // output 8x7, padded width 9
-  for (int phase : {1, 2}) EXPECT_EQ(planar->layers()[0]->executed_flops_per_sample(phase), 0);
+  // dW: 72 taps by 4 filters over the padded-width grid (8 x 9) rounded up to 16 lanes
+  EXPECT_EQ(planar->layers()[0]->executed_flops_per_sample(1), 2 * 72 * 4 * 80);
+  EXPECT_EQ(planar->layers()[0]->executed_flops_per_sample(2), 0);
   // A recurrent conv layer counts its members' sum: the feed-forward conv under the GEMM (its
   // products), the recurrent one under Winograd, once a step.
   std::unique_ptr<Model> rcnn = build_model(1, "[net]\ninput = 8x8x8\n[rcl]\nfilters = 8\nsize = 3\nsteps = 2\n");

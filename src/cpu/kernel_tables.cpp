@@ -65,6 +65,15 @@ const F32ShiftedKernel& f32_gemm_shifted_kernel(Isa isa) {
   return f32_level(isa, reference, sse2, avx, avx2_fma, avx512);
 }
 
+const F32DotKernel& f32_gemm_dot_kernel(Isa isa) {
+  static const F32DotKernel reference{f32_gemm_dot_1x6__reference, 1, 6, "f32_gemm_dot_1x6__reference"};
+  static const F32DotKernel sse2{f32_gemm_dot_1x3__sse2, 1, 3, "f32_gemm_dot_1x3__sse2"};
+  static const F32DotKernel avx{f32_gemm_dot_1x6__avx, 1, 6, "f32_gemm_dot_1x6__avx"};
+  static const F32DotKernel avx2_fma{f32_gemm_dot_1x6__avx2_fma, 1, 6, "f32_gemm_dot_1x6__avx2_fma"};
+  static const F32DotKernel avx512{f32_gemm_dot_4x6__avx512, 4, 6, "f32_gemm_dot_4x6__avx512"};
+  return f32_level(isa, reference, sse2, avx, avx2_fma, avx512);
+}
+
 // One level's F32VectorKernels: function##__##isa of each kernel of the family's list, then its name.
 #define RG_F32_VECTOR_ENTRY(member, Type, function, isa) function##__##isa,
 #define RG_F32_VECTOR_TABLE(isa) \

@@ -46,6 +46,17 @@ struct F32ShiftedKernel {
 };
 const F32ShiftedKernel& f32_gemm_shifted_kernel(Isa isa);
 
+// The dot tile of each level (C = X Y^T along the depth in 16 lanes, f32_gemm.h: a convolution's
+// weight gradient over channel planes, ops/conv_planar.h): MR taps by NR filters, as many
+// accumulators as the level's registers hold (4 x 6 of 16 lanes at avx512, 1 x 6 of two 8-lane
+// vectors at avx, 1 x 3 of four 4-lane ones at sse2).
+struct F32DotKernel {
+  F32GemmDotTile tile;
+  int mr, nr;
+  const char* name;  // "f32_gemm_dot_4x6__avx512"
+};
+const F32DotKernel& f32_gemm_dot_kernel(Isa isa);
+
 // The elementwise family of one ISA (f32_vector.h states the contracts).
 // Its members are the kernels of RG_F32_VECTOR_KERNEL_LIST, named and typed there.
 struct F32VectorKernels {

@@ -200,7 +200,8 @@ void conv_pass(const LayerContext& ctx, GemmRoles roles, int64_t weight_channels
 
 // dW[k x filters] (+)= keep dW + patches^T * dy over the gathered patches (split over the pixels
 // into `partials`, ConvLayer::weight_grad_partials), or Winograd's sums (scratch in `space`)
-// where the layer runs Winograd and the products are f32.
+// where the layer runs Winograd and the products are f32, or the planar form's (its sample blocks
+// in the same partials) where it runs that.
 template <class T>
 void weight_grad_pass(const LayerContext& ctx, const WinogradConv* winograd, const ConvGeometry& g,
                       const PatchOffsets& at, int64_t count, const T* images, const T* dy, int64_t filters, T keep,
@@ -208,6 +209,10 @@ void weight_grad_pass(const LayerContext& ctx, const WinogradConv* winograd, con
   if constexpr (std::is_same_v<T, float>) {
     if (runs_winograd<T>(ctx, winograd)) {
       winograd->weight_grad(ctx.pool, count, images, dy, keep, dw, space);
+      return;
+    }
+    if (runs_planar<T>(ctx, g, filters)) {
+      f32_conv_planar_weight_grad(ctx.pool, g, count, images, dy, filters, keep, dw, partials);
       return;
     }
   }
@@ -352,6 +357,8 @@ int64_t Conv2D::executed_flops_per_sample(int phase) const {
   const ConvGeometry& g = dx ? dx_geometry_ : geometry_;
   const int64_t columns = dx ? geometry_.channels : options_.filters;
   if ((phase == 0 || dx) && planar_conv_wins(g, columns)) return 2 * planar_conv_lanes(g, columns);
+  if (phase == 1 && planar_conv_wins(geometry_, options_.filters))
+    return 2 * planar_weight_grad_lanes(geometry_, options_.filters);
   return 0;
 }
 
@@ -470,11 +477,11 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
       const int64_t count = std::min(per_chunk, n - s0), pixels = count * patch_rows();
       T* g_chunk = dy.data<T>() + s0 * out_sample;
       take_relu_grad(ctx, count * out_sample, y.data<T>() + s0 * out_sample, g_chunk);  // then read from cache
-      const T* images =
-          pass_images(ctx.pool, runs_winograd<T>(ctx, winograd()), g, x.data<T>() + s0 * in_sample, count, padded_x);
+      const bool as_they_are = runs_winograd<T>(ctx, winograd()) || runs_planar<T>(ctx, g, filters);
+      const T* images = pass_images(ctx.pool, as_they_are, g, x.data<T>() + s0 * in_sample, count, padded_x);
       // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
-      // as rows and pixels as depth (or Winograd's sums where the forward runs Winograd). The
-      // first chunk overwrites unless accumulating.
+      // as rows and pixels as depth (or Winograd's sums where the forward runs Winograd, or the
+      // planar form's where it runs that). The first chunk overwrites unless accumulating.
       const T keep = (s0 > 0 || ctx.accumulate_grads) ? T(1) : T(0);
       weight_grad_pass(ctx, winograd(), g, at, count, images, g_chunk, filters, keep, weight_.grad.data<T>(), dw_space,
                        weight_grad_partials_in<T>(space, n));

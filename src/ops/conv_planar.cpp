@@ -53,17 +53,20 @@ std::vector<float> pack_filters(const float* w, int64_t depth, int64_t filters) 
 }
 
 // One image row [width][channels] into its row of each plane (planes `pixels` apart): 4x4 blocks
-// transposed in registers where the channels come in fours (a scalar loop over 16 channels cost
-// ~4 cycles a value), else value by value.
+// transposed in registers for the channels in whole fours (a scalar loop over 16 channels cost
+// ~4 cycles a value), the rest value by value.
 void row_to_planes(int64_t width, int64_t channels, int64_t pixels, const float* row, float* out) {
   if (channels == 1) {
     std::memcpy(out, row, static_cast<size_t>(width) * sizeof(float));
     return;
   }
+  const int64_t fours = channels / 4 * 4;
   int64_t x = 0;
-  if (channels % 4 == 0)
-    for (; x + 4 <= width; x += 4)
-      for (int64_t c = 0; c < channels; c += 4) transpose_float4(row + x * channels + c, channels, out + c * pixels + x, pixels);
+  for (; x + 4 <= width; x += 4) {
+    for (int64_t c = 0; c < fours; c += 4) transpose_float4(row + x * channels + c, channels, out + c * pixels + x, pixels);
+    for (int64_t c = fours; c < channels; ++c)
+      for (int64_t i = 0; i < 4; ++i) out[c * pixels + x + i] = row[(x + i) * channels + c];
+  }
   for (; x < width; ++x)
     for (int64_t c = 0; c < channels; ++c) out[c * pixels + x] = row[x * channels + c];
 }
@@ -101,10 +104,43 @@ void from_grid(const ConvGeometry& g, const Planes& planes, int64_t filters, con
     }
 }
 
+// The first 64-byte boundary at or after p (within 15 floats of it).
+float* aligned_64(float* p) {
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~static_cast<uintptr_t>(63));
+}
+
+// One sample's dy [out_h, out_w, filters] as planes [filters][depth] over the padded-width grid
+// (row oh at oh * planes.width), zeros past out_w in each row and past the grid (depth: the grid
+// rounded up to the dot tiles' lanes), so the columns the forward dropped add nothing.
+void dy_to_grid(const ConvGeometry& g, const Planes& planes, int64_t filters, int64_t depth, const float* dy,
+                float* out) {
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    row_to_planes(g.out_w, filters, depth, dy + oh * g.out_w * filters, out + oh * planes.width);
+    for (int64_t f = 0; f < filters; ++f) {
+      float* row = out + f * depth + oh * planes.width;
+      std::fill(row + g.out_w, row + planes.width, 0.0f);
+    }
+  }
+  for (int64_t f = 0; f < filters; ++f) std::fill(out + f * depth + planes.grid, out + (f + 1) * depth, 0.0f);
+}
+
+// c [taps][filters] = beta c + one sample's X Y^T: X its planes at each tap's shift, Y dy's.
+void planar_dot_products(const F32DotKernel& kernel, const int32_t* shifts, int64_t taps, int64_t filters,
+                         int64_t depth, const float* in, const float* grid, float beta, float* c) {
+  for (int64_t t = 0; t < taps; t += kernel.mr)
+    for (int64_t f = 0; f < filters; f += kernel.nr)
+      kernel.tile(depth, in, shifts + t, grid + f * depth, depth, beta, c + t * filters + f, filters,
+                  std::min<int64_t>(kernel.mr, taps - t), std::min<int64_t>(kernel.nr, filters - f));
+}
+
 }  // namespace
 
 int64_t planar_conv_lanes(const ConvGeometry& g, int64_t filters) {
   return round_up(filters, kFilterRows) * g.out_h * g.padded_width() * g.patch_size();
+}
+
+int64_t planar_weight_grad_lanes(const ConvGeometry& g, int64_t filters) {
+  return g.patch_size() * filters * round_up(g.out_h * g.padded_width(), int64_t{kF32DotLanes});
 }
 
 bool planar_conv_wins(const ConvGeometry& g, int64_t filters) {
@@ -136,6 +172,39 @@ void f32_conv_planar(ThreadPool* pool, const ConvGeometry& g, int64_t count, con
       from_grid(g, planes, filters, out.data(), y + n * out_size);
     }
   });
+}
+
+// Sample blocks by the shape alone (at most the gathered GEMM's depth blocks, whose partials the
+// layer keeps), each block's samples on one thread in order, then the blocks added in order.
+void f32_conv_planar_weight_grad(ThreadPool* pool, const ConvGeometry& g, int64_t count, const float* images,
+                                 const float* dy, int64_t filters, float keep, float* dw, float* partials) {
+  RG_CHECK(g.stride == 1 && count >= 1, "planar weight gradient: stride " << g.stride << ", " << count << " samples");
+  const Planes planes(g);
+  const F32DotKernel& kernel = f32_gemm_dot_kernel(active_isa());
+  const int64_t taps = g.patch_size(), depth = round_up(planes.grid, int64_t{kF32DotLanes}), cells = taps * filters;
+  const int64_t blocks = std::min(count, gemm_depth_blocks(taps, filters, count * g.patches()));
+  RG_CHECK(blocks == 1 || partials != nullptr, "planar weight gradient: " << blocks << " blocks without partials");
+  const int64_t in_size = g.height * g.width * g.channels, out_size = g.patches() * filters;
+  const std::vector<int32_t> shifts = tap_shifts(g, planes);
+  parallel_for(pool, blocks, 1, [&](int64_t b0, int64_t b1) {
+    static const ThreadScratchKey planes_key, grid_key;
+    std::vector<float>& in = thread_scratch<std::vector<float>>(planes_key);
+    std::vector<float>& grid = thread_scratch<std::vector<float>>(grid_key);
+    in.resize(static_cast<size_t>(planes.floats(g.channels)));
+    grid.resize(static_cast<size_t>(filters * depth + 16));
+    float* y = aligned_64(grid.data());  // each plane's rows on cache lines: a load never splits
+    for (int64_t b = b0; b < b1; ++b) {
+      float* c = b == 0 ? dw : partials + (b - 1) * cells;
+      for (int64_t n = count * b / blocks; n < count * (b + 1) / blocks; ++n) {
+        to_planes(g, planes, images + n * in_size, in.data());
+        dy_to_grid(g, planes, filters, depth, dy + n * out_size, y);
+        const float beta = n > count * b / blocks ? 1.0f : b == 0 ? keep : 0.0f;
+        planar_dot_products(kernel, shifts.data(), taps, filters, depth, in.data(), y, beta, c);
+      }
+    }
+  });
+  for (int64_t b = 1; b < blocks; ++b)
+    for (int64_t i = 0; i < cells; ++i) dw[i] += partials[(b - 1) * cells + i];
 }
 
 }  // namespace rg

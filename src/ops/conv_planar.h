@@ -10,6 +10,9 @@
 // one FMA chain over the taps in the weight's order (kh, kw, c), in the gathered GEMM's depth
 // blocks of 256 (each block's sum added to the last), so which of the two runs is a speed choice
 // only. Samples are spread over the pool, each sample's outputs on one thread.
+// The weight gradient reads the same planes: dW[tap][filter] sums, over the grid, the planes at
+// the tap's shift times dy's planes (dy turned into planes over the same grid, zero past the
+// image's columns), on the dot tiles (f32_gemm.h: C = X Y^T in 16 lanes).
 #pragma once
 
 #include <cstdint>
@@ -25,11 +28,23 @@ namespace rg {
 bool planar_conv_wins(const ConvGeometry& g, int64_t filters);
 // The multiply-adds a sample's planar convolution runs (the rows rounded to 6 and the padded width).
 int64_t planar_conv_lanes(const ConvGeometry& g, int64_t filters);
+// The multiply-adds a sample's planar weight gradient runs (the padded-width grid rounded to 16).
+int64_t planar_weight_grad_lanes(const ConvGeometry& g, int64_t filters);
 
 // y [count, out_h, out_w, filters] = the stride-1 convolution of `images` [count, height,
 // width, c] (zero-padded by g.pad: each sample's planes are padded as they are made, no padded
 // copy is read) with w [kernel * kernel * c, filters] (rows in (kh, kw, c) order).
 void f32_conv_planar(ThreadPool* pool, const ConvGeometry& g, int64_t count, const float* images, const float* w,
                      int64_t filters, float* y);
+
+// dw [kernel * kernel * c, filters] = keep * dw + the weight gradient of that convolution whose
+// output gradient is dy [count, out_h, out_w, filters] (images unpadded, as above): per sample,
+// the dot tiles (f32_gemm.h) over its planes at each tap's shift and dy's planes over the same
+// padded-width grid (its columns past the image zero), a sum in 16 lanes per sample. The samples
+// go in blocks by the shape alone (at most gemm_depth_blocks(taps, filters, count * patches),
+// whose partials [(blocks - 1) x taps x filters] the caller gives), each block's samples in order
+// on one thread, then the blocks' sums added in order: no result depends on the thread count.
+void f32_conv_planar_weight_grad(ThreadPool* pool, const ConvGeometry& g, int64_t count, const float* images,
+                                 const float* dy, int64_t filters, float keep, float* dw, float* partials);
 
 }  // namespace rg

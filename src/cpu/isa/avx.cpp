@@ -9,6 +9,7 @@ namespace rg {
 RG_DEFINE_F32_GEMM_KERNELS(avx, xsimd::avx, 6, 16)
 RG_DEFINE_F32_GEMM_KERNELS(avx, xsimd::avx, 8, 8)  // narrow: C of at most 8 columns
 RG_DEFINE_F32_GEMM_SHIFTED_KERNEL(avx, xsimd::avx, 6, 16)
+RG_DEFINE_F32_GEMM_DOT_KERNEL(avx, xsimd::avx, 1, 6)
 
 RG_DEFINE_F32_VECTOR_KERNELS(avx, xsimd::avx)
 RG_DEFINE_F32_WINOGRAD_KERNELS(avx, xsimd::avx)

@@ -13,6 +13,7 @@ namespace rg {
 RG_DEFINE_F32_GEMM_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>, 6, 16)
 RG_DEFINE_F32_GEMM_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>, 8, 8)  // narrow: C of at most 8 columns
 RG_DEFINE_F32_GEMM_SHIFTED_KERNEL(avx2_fma, xsimd::fma3<xsimd::avx2>, 6, 16)
+RG_DEFINE_F32_GEMM_DOT_KERNEL(avx2_fma, xsimd::fma3<xsimd::avx2>, 1, 6)
 
 RG_DEFINE_F32_VECTOR_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>)
 RG_DEFINE_F32_WINOGRAD_KERNELS(avx2_fma, xsimd::fma3<xsimd::avx2>)

@@ -18,6 +18,7 @@ RG_DEFINE_F32_GEMM_KERNELS(avx512, xsimd::avx512bw, 12, 32)
 RG_DEFINE_F32_GEMM_KERNELS(avx512, xsimd::avx512bw, 16, 16)  // narrow: C of at most 16 columns
 // Shifted (the planes of a few filters, ops/conv_planar.h): 6 rows, 12 accumulators, 2 rows of B.
 RG_DEFINE_F32_GEMM_SHIFTED_KERNEL(avx512, xsimd::avx512bw, 6, 32)
+RG_DEFINE_F32_GEMM_DOT_KERNEL(avx512, xsimd::avx512bw, 4, 6)
 
 RG_DEFINE_F32_VECTOR_KERNELS(avx512, xsimd::avx512bw)
 RG_DEFINE_F32_WINOGRAD_KERNELS(avx512, xsimd::avx512bw)

@@ -58,6 +58,20 @@ void f32_gemm_shifted_6x8__reference(int64_t depth, const float* a_panel, const 
                  [&](int64_t p) { return b_base + b_offsets[p]; }, alpha, beta, c, ldc, rows, cols);
 }
 
+// 16 lane sums a product, then their pairwise sums (f32_gemm.h's dot tiles), in plain loops.
+void f32_gemm_dot_1x6__reference(int64_t depth, const float* x_base, const int32_t* x_offsets, const float* y,
+                                 int64_t ldy, float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      float lanes[kF32DotLanes] = {};
+      for (int64_t p = 0; p < depth; ++p) lanes[p % kF32DotLanes] += x_base[x_offsets[i] + p] * y[j * ldy + p];
+      for (int step = kF32DotLanes / 2; step >= 1; step /= 2)
+        for (int q = 0; q < step; ++q) lanes[q] += lanes[q + step];
+      float& out = c[i * ldc + j];
+      out = beta == 0.0f ? lanes[0] : beta == 1.0f ? out + lanes[0] : beta * out + lanes[0];
+    }
+}
+
 }  // namespace rg
 
 // Elementwise kernels: plain loops in the order the vector kernels compute, so SGD and Adam

@@ -14,6 +14,7 @@ namespace rg {
 
 RG_DEFINE_F32_GEMM_KERNELS(sse2, xsimd::sse2, 6, 8)
 RG_DEFINE_F32_GEMM_SHIFTED_KERNEL(sse2, xsimd::sse2, 6, 8)
+RG_DEFINE_F32_GEMM_DOT_KERNEL(sse2, xsimd::sse2, 1, 3)
 
 RG_DEFINE_F32_VECTOR_KERNELS(sse2, xsimd::sse2)
 RG_DEFINE_F32_WINOGRAD_KERNELS(sse2, xsimd::sse2)

@@ -11,6 +11,13 @@
 // from one base: op(B)[p][c] = b_base[b_offsets[p] + c], a convolution's channel planes read at
 // each tap's shift (ops/conv_planar.h). They read whole vectors: up to NR - 1 floats past a
 // partial tile's last column, which are never stored (the caller keeps them readable).
+// The dot tiles sum along rows instead, C = X Y^T over the depth:
+//   C[i][j] = sum_p x_base[x_offsets[i] + p] * y[j * ldy + p] + beta * C[i][j]  for i < rows <= MR, j < cols <= NR
+//   (a convolution's weight gradient over channel planes: X the input's planes at each tap's
+//   shift, Y the output gradient's planes; ops/conv_planar.h). depth is a multiple of 16, and
+//   every level sums in the same 16 lanes: lane q the products of p = q mod 16 in order (fused
+//   where the level has FMA), then the lanes added pairwise, q + 8, + 4, + 2, + 1, then C: so the
+//   FMA levels give each other's bits, and those without, the reference's.
 // Partial tiles (rows < MR or cols < NR) do the same arithmetic as full ones, so where a
 // tile boundary falls (it moves with the thread count) never changes a result.
 // Declarations only (no inline code: isa/*.cpp files include this with their ISA flags).
@@ -61,5 +68,19 @@ RG_DECLARE_F32_GEMM_SHIFTED(f32_gemm_shifted_6x16__avx);
 RG_DECLARE_F32_GEMM_SHIFTED(f32_gemm_shifted_6x16__avx2_fma);
 RG_DECLARE_F32_GEMM_SHIFTED(f32_gemm_shifted_6x32__avx512);
 #undef RG_DECLARE_F32_GEMM_SHIFTED
+
+constexpr int kF32DotLanes = 16;  // the dot tiles' lanes, at every level
+
+using F32GemmDotTile = void (*)(int64_t depth, const float* x_base, const int32_t* x_offsets, const float* y,
+                                int64_t ldy, float beta, float* c, int64_t ldc, int64_t rows, int64_t cols);
+
+#define RG_DECLARE_F32_GEMM_DOT(name) \
+  void name(int64_t, const float*, const int32_t*, const float*, int64_t, float, float*, int64_t, int64_t, int64_t)
+RG_DECLARE_F32_GEMM_DOT(f32_gemm_dot_1x6__reference);
+RG_DECLARE_F32_GEMM_DOT(f32_gemm_dot_1x3__sse2);
+RG_DECLARE_F32_GEMM_DOT(f32_gemm_dot_1x6__avx);
+RG_DECLARE_F32_GEMM_DOT(f32_gemm_dot_1x6__avx2_fma);
+RG_DECLARE_F32_GEMM_DOT(f32_gemm_dot_4x6__avx512);
+#undef RG_DECLARE_F32_GEMM_DOT
 
 }  // namespace rg

@@ -6,10 +6,12 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <xsimd/xsimd.hpp>
 
+#include "cpu/ukernels/f32_gemm.h"
 #include "cpu/ukernels/xsimd_fma.h"
 
 namespace rg {
@@ -176,8 +178,71 @@ inline void f32_gemm_tile_shifted(int64_t depth, const float* a_panel, const flo
                               rows, cols);
 }
 
+// The 16 lanes' sums added pairwise (lane q + 8, + 4, + 2, + 1), as f32_gemm.h's dot tiles state
+// (templated on Arch like everything here: see the top).
+template <class Arch>
+inline float add_dot_lanes(float* lanes) {
+  for (int step = kF32DotLanes / 2; step >= 1; step /= 2)
+    for (int q = 0; q < step; ++q) lanes[q] += lanes[q + step];
+  return lanes[0];
+}
+
+// C = X Y^T along the depth in 16 lanes (f32_gemm.h's dot tiles): each lane's sum in NV vectors
+// of W floats, X's MR rows loaded once a step and each of Y's NR rows once.
+template <class Arch, int MR, int NR>
+inline void f32_gemm_dot_tile(int64_t depth, const float* x_base, const int32_t* x_offsets, const float* y,
+                              int64_t ldy, float beta, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  using Batch = xsimd::batch<float, Arch>;
+  constexpr int W = static_cast<int>(Batch::size);
+  constexpr int NV = kF32DotLanes / W;
+  static_assert(kF32DotLanes % W == 0, "the lanes must be whole vectors");
+  const float* x[MR];
+  const float* yr[NR];
+  for (int i = 0; i < MR; ++i) x[i] = x_base + x_offsets[std::min<int64_t>(i, rows - 1)];
+  for (int j = 0; j < NR; ++j) yr[j] = y + std::min<int64_t>(j, cols - 1) * ldy;
+  Batch acc[MR][NR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][j][v] = Batch(0.0f);
+  for (int64_t p = 0; p < depth; p += kF32DotLanes) {
+    Batch xv[MR][NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) xv[i][v] = Batch::load_unaligned(x[i] + p + v * W);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        const Batch yv = Batch::load_unaligned(yr[j] + p + v * W);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) acc[i][j][v] = fused_multiply_add(xv[i][v], yv, acc[i][j][v]);
+      }
+  }
+  alignas(64) float lanes[kF32DotLanes];
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][j][v].store_aligned(lanes + v * W);
+      const float sum = add_dot_lanes<Arch>(lanes);
+      float& out = c[i * ldc + j];
+      out = beta == 0.0f ? sum : beta == 1.0f ? out + sum : beta * out + sum;
+    }
+}
+
 }  // namespace ukernel
 }  // namespace rg
+
+// Defines f32_gemm_dot_<MR>x<NR>__<isa> (f32_gemm.h).
+#define RG_DEFINE_F32_GEMM_DOT_KERNEL(isa, Arch, MR, NR)                                                           \
+  void f32_gemm_dot_##MR##x##NR##__##isa(int64_t depth, const float* x_base, const int32_t* x_offsets,           \
+                                         const float* y, int64_t ldy, float beta, float* c, int64_t ldc,         \
+                                         int64_t rows, int64_t cols) {                                           \
+    ukernel::f32_gemm_dot_tile<Arch, MR, NR>(depth, x_base, x_offsets, y, ldy, beta, c, ldc, rows, cols);        \
+  }
 
 // Defines f32_gemm_<MR>x<NR>__<isa> and f32_gemm_gathered_<MR>x<NR>__<isa> (f32_gemm.h).
 #define RG_DEFINE_F32_GEMM_KERNELS(isa, Arch, MR, NR)                                                         \
