@@ -335,6 +335,17 @@ TEST_P(WinogradOnIsa, SameBitsWhateverTheThreads) {
   }
 }
 
+// The weight gradient's lanes follow the shape: 64 samples of cnn's conv4 (14x14, 64 -> 64: an M
+// of 590 KB) take 4 lanes, each its own M; 128 -> 128 (2.4 MB) one, its scratch one M and a round
+// (less than M here); 2 samples (32 tiles, under a round of 48) one.
+TEST(WinogradConv, WeightGradLanesKeepTheirMsWithin4MB) {
+  const WinogradConv narrow(conv_geometry(14, 14, 64, 3, 1, 1).value(), 64);
+  EXPECT_GT(narrow.weight_grad_scratch_elements(64), 4 * narrow.weight_elements());
+  const WinogradConv wide(conv_geometry(14, 14, 128, 3, 1, 1).value(), 128);
+  EXPECT_LT(wide.weight_grad_scratch_elements(64), 2 * wide.weight_elements());
+  EXPECT_LT(narrow.weight_grad_scratch_elements(2), 3 * narrow.weight_elements());
+}
+
 ConvOptions winograd_options(int64_t filters, int64_t pad, bool bias) {
   ConvOptions o;
   o.filters = filters;

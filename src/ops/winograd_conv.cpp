@@ -28,6 +28,9 @@ constexpr int64_t kWinogradLaneFloats = int64_t{1} << 16;
 // Each lane's M (up to 590 KB) is its own scratch: 4 lanes, not 16 (16 lanes' M went through
 // the cache each block: 1.2-1.8x slower at 1 thread on the VM).
 constexpr int64_t kWinogradGradLanes = 4;
+// The lanes' M together at most this many floats (4 MB: 64 x 64 channels' 590 KB takes 4 lanes,
+// 128 x 128's 2.4 MB one), so a wide layer's weight gradient does not take 4 times its M.
+constexpr int64_t kWinogradGradLanesFloats = int64_t{1} << 20;
 // A lane's rounds: at most this many blocks' tiles (V and D about 0.9 MB, so a lane's round and
 // its M stay in the 2 MB L2 of the Xeon the project measures on: in one round of all lanes, 16
 // blocks, conv2's dW of cnn (28x28, 32 -> 32, 64 samples) at 1 thread took 10.8-10.9 ms against
@@ -259,7 +262,8 @@ void WinogradConv::run_block(int64_t t0, int64_t t1, const float* images, const 
 WinogradConv::GradPlan WinogradConv::grad_plan(int64_t count) const {
   const int64_t tiles = count * tiles_per_sample(), full_round = kWinogradGradRoundBlocks * block_tiles_;
   GradPlan plan;
-  plan.lanes = std::clamp<int64_t>(tiles / full_round, 1, kWinogradGradLanes);
+  plan.lanes = std::clamp<int64_t>(std::min(tiles / full_round, kWinogradGradLanesFloats / weight_elements()), 1,
+                                   kWinogradGradLanes);
   plan.round = std::max<int64_t>(1, std::min(full_round, ceil_div(tiles, plan.lanes)));
   plan.v_stride = position_stride(plan.round, g_.channels);
   plan.d_stride = position_stride(plan.round, padded_filters_);

@@ -58,10 +58,10 @@ class WinogradConv {
 
   // dw [3 * 3 * c, filters] = beta * dw + the weight gradient of that convolution whose output
   // gradient is dy [count, out_h, out_w, filters]: G^T (sum over tiles of (B^T d B) (.) (A dy A^T)) G.
-  // The chunk's tiles in up to 4 lanes (by count, never by threads), each summing its tiles into
-  // its own M in rounds of up to 4 blocks' tiles: a round's transforms, then the 36 positions'
-  // sums over the round's tiles in order; the lanes' M added in order, then G^T M G over the pool
-  // by channel. No result depends on the thread count.
+  // The chunk's tiles in up to 4 lanes (by count and shape, never by threads; their M at most 4
+  // MB together), each summing its tiles into its own M in rounds of up to 4 blocks' tiles: a
+  // round's transforms, then the 36 positions' sums over the round's tiles in order; the lanes' M
+  // added in order, then G^T M G over the pool by channel. No result depends on the thread count.
   void weight_grad(ThreadPool* pool, int64_t count, const float* images, const float* dy, float beta, float* dw,
                    float* scratch) const;
   // Floats of scratch weight_grad takes for a chunk of `count` samples.
