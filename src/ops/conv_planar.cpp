@@ -30,6 +30,37 @@ struct Planes {
   int64_t floats(int64_t channels) const { return channels * pixels + slack; }
 };
 
+// The planes of a stride-1 convolution whose shifts fit the tiles' int32 offsets (`what` names
+// the caller in the check's message).
+Planes checked_planes(const ConvGeometry& g, const char* what) {
+  RG_CHECK(g.stride == 1, "" << what << ": stride " << g.stride);
+  const Planes planes(g);
+  RG_CHECK(planes.floats(g.channels) < (int64_t{1} << 31), "" << what << ": planes of " << g.channels << " x "
+                                                                  << planes.pixels);
+  return planes;
+}
+
+// The first 64-byte boundary at or after p (within 15 floats of it).
+float* aligned_64(float* p) {
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~static_cast<uintptr_t>(63));
+}
+
+// A thread's buffers for one sample at a time, kept between calls (base/thread_scratch.h): its
+// planes, and a grid of `grid_floats` on 64-byte lines (a whole-vector load of a row whose floats
+// are a multiple of 16 never splits a line).
+struct SampleBuffers {
+  float* planes;
+  float* grid;
+};
+SampleBuffers sample_buffers(const Planes& planes, int64_t channels, int64_t grid_floats) {
+  static const ThreadScratchKey planes_key, grid_key;
+  std::vector<float>& in = thread_scratch<std::vector<float>>(planes_key);
+  std::vector<float>& grid = thread_scratch<std::vector<float>>(grid_key);
+  in.resize(static_cast<size_t>(planes.floats(channels)));
+  grid.resize(static_cast<size_t>(grid_floats + 16));
+  return SampleBuffers{in.data(), aligned_64(grid.data())};
+}
+
 // Each depth step's shift into the planes, in the weight's row order (kh, kw, c).
 std::vector<int32_t> tap_shifts(const ConvGeometry& g, const Planes& planes) {
   std::vector<int32_t> shifts;
@@ -104,11 +135,6 @@ void from_grid(const ConvGeometry& g, const Planes& planes, int64_t filters, con
     }
 }
 
-// The first 64-byte boundary at or after p (within 15 floats of it).
-float* aligned_64(float* p) {
-  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~static_cast<uintptr_t>(63));
-}
-
 // One sample's dy [out_h, out_w, filters] as planes [filters][depth] over the padded-width grid
 // (row oh at oh * planes.width), zeros past out_w in each row and past the grid (depth: the grid
 // rounded up to the dot tiles' lanes), so the columns the forward dropped add nothing.
@@ -151,25 +177,18 @@ bool planar_conv_wins(const ConvGeometry& g, int64_t filters) {
 
 void f32_conv_planar(ThreadPool* pool, const ConvGeometry& g, int64_t count, const float* images, const float* w,
                      int64_t filters, float* y) {
-  RG_CHECK(g.stride == 1, "planar convolution: stride " << g.stride);
-  const Planes planes(g);
-  RG_CHECK(planes.floats(g.channels) < (int64_t{1} << 31), "planar convolution: planes of " << g.channels << " x "
-                                                                                            << planes.pixels);
+  const Planes planes = checked_planes(g, "planar convolution");
   const F32ShiftedKernel& kernel = f32_gemm_shifted_kernel(active_isa());
   RG_CHECK(kernel.mr == kFilterRows && kernel.nr <= 64, "planar convolution: a " << kernel.name << " tile");
   const int64_t depth = g.patch_size(), in_size = g.height * g.width * g.channels, out_size = g.patches() * filters;
   const std::vector<int32_t> shifts = tap_shifts(g, planes);
   const std::vector<float> panels = pack_filters(w, depth, filters);
   parallel_for(pool, count, 1, [&](int64_t n0, int64_t n1) {
-    static const ThreadScratchKey planes_key, grid_key;
-    std::vector<float>& in = thread_scratch<std::vector<float>>(planes_key);
-    std::vector<float>& out = thread_scratch<std::vector<float>>(grid_key);
-    in.resize(static_cast<size_t>(planes.floats(g.channels)));
-    out.resize(static_cast<size_t>(round_up(filters, kFilterRows) * planes.grid));
+    const SampleBuffers buffers = sample_buffers(planes, g.channels, round_up(filters, kFilterRows) * planes.grid);
     for (int64_t n = n0; n < n1; ++n) {
-      to_planes(g, planes, images + n * in_size, in.data());
-      planar_products(kernel, planes, depth, filters, panels.data(), in.data(), shifts.data(), out.data());
-      from_grid(g, planes, filters, out.data(), y + n * out_size);
+      to_planes(g, planes, images + n * in_size, buffers.planes);
+      planar_products(kernel, planes, depth, filters, panels.data(), buffers.planes, shifts.data(), buffers.grid);
+      from_grid(g, planes, filters, buffers.grid, y + n * out_size);
     }
   });
 }
@@ -178,8 +197,8 @@ void f32_conv_planar(ThreadPool* pool, const ConvGeometry& g, int64_t count, con
 // layer keeps), each block's samples on one thread in order, then the blocks added in order.
 void f32_conv_planar_weight_grad(ThreadPool* pool, const ConvGeometry& g, int64_t count, const float* images,
                                  const float* dy, int64_t filters, float keep, float* dw, float* partials) {
-  RG_CHECK(g.stride == 1 && count >= 1, "planar weight gradient: stride " << g.stride << ", " << count << " samples");
-  const Planes planes(g);
+  RG_CHECK(count >= 1, "planar weight gradient: " << count << " samples");
+  const Planes planes = checked_planes(g, "planar weight gradient");
   const F32DotKernel& kernel = f32_gemm_dot_kernel(active_isa());
   const int64_t taps = g.patch_size(), depth = round_up(planes.grid, int64_t{kF32DotLanes}), cells = taps * filters;
   const int64_t blocks = std::min(count, gemm_depth_blocks(taps, filters, count * g.patches()));
@@ -187,19 +206,14 @@ void f32_conv_planar_weight_grad(ThreadPool* pool, const ConvGeometry& g, int64_
   const int64_t in_size = g.height * g.width * g.channels, out_size = g.patches() * filters;
   const std::vector<int32_t> shifts = tap_shifts(g, planes);
   parallel_for(pool, blocks, 1, [&](int64_t b0, int64_t b1) {
-    static const ThreadScratchKey planes_key, grid_key;
-    std::vector<float>& in = thread_scratch<std::vector<float>>(planes_key);
-    std::vector<float>& grid = thread_scratch<std::vector<float>>(grid_key);
-    in.resize(static_cast<size_t>(planes.floats(g.channels)));
-    grid.resize(static_cast<size_t>(filters * depth + 16));
-    float* y = aligned_64(grid.data());  // each plane's rows on cache lines: a load never splits
+    const SampleBuffers buffers = sample_buffers(planes, g.channels, filters * depth);
     for (int64_t b = b0; b < b1; ++b) {
       float* c = b == 0 ? dw : partials + (b - 1) * cells;
       for (int64_t n = count * b / blocks; n < count * (b + 1) / blocks; ++n) {
-        to_planes(g, planes, images + n * in_size, in.data());
-        dy_to_grid(g, planes, filters, depth, dy + n * out_size, y);
+        to_planes(g, planes, images + n * in_size, buffers.planes);
+        dy_to_grid(g, planes, filters, depth, dy + n * out_size, buffers.grid);
         const float beta = n > count * b / blocks ? 1.0f : b == 0 ? keep : 0.0f;
-        planar_dot_products(kernel, shifts.data(), taps, filters, depth, in.data(), y, beta, c);
+        planar_dot_products(kernel, shifts.data(), taps, filters, depth, buffers.planes, buffers.grid, beta, c);
       }
     }
   });

@@ -315,7 +315,7 @@ void WinogradConv::grad_sums(const GradPlan& plan, const GradRound& r, bool firs
                              int64_t u1) const {
   const int64_t c = g_.channels, fp = padded_filters_, f = filters_;
   const F32GemmKernel& gemm = f32_gemm_kernel_for(active_isa(), f);
-  const int64_t groups = ceil_div(c, gemm.mr);
+  const int64_t groups = grad_sum_units() / kWinogradPoints;
   const float* rows[kF32GemmMaxMr];
   for (int64_t unit = u0; unit < u1; ++unit) {
     const int64_t xi = unit / groups, r0 = unit % groups * gemm.mr, live = std::min<int64_t>(gemm.mr, c - r0);
@@ -329,7 +329,19 @@ void WinogradConv::grad_sums(const GradPlan& plan, const GradRound& r, bool firs
   }
 }
 
+int64_t WinogradConv::grad_sum_units() const {
+  return kWinogradPoints * ceil_div(g_.channels, int64_t{f32_gemm_kernel_for(active_isa(), filters_).mr});
+}
+
 namespace {
+// part(lane, lo, hi) for each lane's share [lo, hi) of [i0, i1), a range over lanes of `each`
+// items apiece (a pool's chunk of the lanes' items side by side).
+template <class Part>
+void over_lane_parts(int64_t i0, int64_t i1, int64_t each, const Part& part) {
+  for (int64_t lane = i0 / each; lane * each < i1; ++lane)
+    part(lane, std::max(i0 - lane * each, int64_t{0}), std::min(i1 - lane * each, each));
+}
+
 // m[i] = the sum in order of the lanes' m[i] (lane l's `floats` floats from m + l floats on), in
 // ranges of i over the pool: a pass in memory's order (transform_back read the lanes' rows 16 KB
 // apart, which no prefetcher follows: 3x its time at 4 lanes).
@@ -354,7 +366,7 @@ void add_lanes(ThreadPool* pool, float* m, int64_t lanes, int64_t floats) {
 void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* images, const float* dy, float beta,
                                float* dw, float* scratch) const {
   const GradPlan plan = grad_plan(count);
-  const int64_t units = kWinogradPoints * ceil_div(g_.channels, f32_gemm_kernel_for(active_isa(), filters_).mr);
+  const int64_t units = grad_sum_units();
   float* zero = scratch + plan.lanes * (plan.round_floats + weight_elements());
   std::fill(zero, zero + g_.channels, 0.0f);
   if (plan.lanes % (pool != nullptr ? pool->threads() : 1) == 0) {
@@ -369,19 +381,16 @@ void WinogradConv::weight_grad(ThreadPool* pool, int64_t count, const float* ima
   } else {
     for (int64_t k = 0; k < plan.rounds; ++k) {
       parallel_for(pool, plan.lanes * plan.round, 1, [&](int64_t i0, int64_t i1) {
-        for (int64_t lane = i0 / plan.round; lane * plan.round < i1; ++lane) {
+        over_lane_parts(i0, i1, plan.round, [&](int64_t lane, int64_t lo, int64_t hi) {
           const GradRound r = grad_round(plan, count, lane, k, lane, scratch);
-          const int64_t at = lane * plan.round;
-          grad_transforms(plan, r, std::min(r.end, r.first + std::max(i0 - at, int64_t{0})),
-                          std::min(r.end, r.first + (i1 - at)), images, dy, zero);
-        }
+          grad_transforms(plan, r, std::min(r.end, r.first + lo), std::min(r.end, r.first + hi), images, dy, zero);
+        });
       });
       parallel_for(pool, plan.lanes * units, 1, [&](int64_t i0, int64_t i1) {
-        for (int64_t lane = i0 / units; lane * units < i1; ++lane) {
+        over_lane_parts(i0, i1, units, [&](int64_t lane, int64_t lo, int64_t hi) {
           const GradRound r = grad_round(plan, count, lane, k, lane, scratch);
-          const int64_t at = lane * units;
-          if (r.end > r.first) grad_sums(plan, r, k == 0, std::max(i0 - at, int64_t{0}), std::min(i1 - at, units));
-        }
+          if (r.end > r.first) grad_sums(plan, r, k == 0, lo, hi);
+        });
       });
     }
   }

@@ -105,6 +105,8 @@ class WinogradConv {
   void grad_transforms(const GradPlan& plan, const GradRound& r, int64_t t0, int64_t t1, const float* images,
                        const float* dy, const float* zero) const;
   void grad_sums(const GradPlan& plan, const GradRound& r, bool first_round, int64_t u0, int64_t u1) const;
+  // A round's sums' units: the 36 positions times the channels' groups of the tile's MR.
+  int64_t grad_sum_units() const;
 
   ConvGeometry g_;
   int64_t filters_ = 0, padded_filters_ = 0;
