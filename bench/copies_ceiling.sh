@@ -9,7 +9,8 @@
 #   BIN=build/retrograd MODEL=lenet CPUS="3 4 5 6" ROUNDS=3 bash bench/copies_ceiling.sh
 # env: BIN (build/retrograd)  MODEL (lenet)  CPUS (the copies' CPUs, default "0 1")  ROUNDS (3)
 #      LIMIT (samples an epoch: 3840, cnn 640, rcnn 320; others 3840)  DATA (synthetic)
-#      OUT (a temp folder for the runs' JSON)
+# The runs' JSON and logs go to a new temp folder (its path printed). A bad setting, or a run that
+# fails (its last line shown), ends the script with exit 2.
 set -uo pipefail
 BIN=${BIN:-build/retrograd}
 MODEL=${MODEL:-lenet}
@@ -18,20 +19,30 @@ ROUNDS=${ROUNDS:-3}
 DATA=${DATA:-synthetic}
 case "$MODEL" in cnn) default_limit=640 ;; rcnn) default_limit=320 ;; *) default_limit=3840 ;; esac
 LIMIT=${LIMIT:-$default_limit}
-OUT=${OUT:-$(mktemp -d /tmp/copies-ceiling.XXXXXX)}
-mkdir -p "$OUT"
-[[ -x "$BIN" ]] || { echo "copies_ceiling.sh: BIN '$BIN' is not an executable retrograd" >&2; exit 2; }
-(( ${#CPU_LIST[@]} >= 2 )) || { echo "copies_ceiling.sh: CPUS needs two CPUs or more, not '${CPUS:-}'" >&2; exit 2; }
+fail() { echo "copies_ceiling.sh: $*" >&2; exit 2; }
+[[ -x "$BIN" && -f "$BIN" ]] || fail "BIN '$BIN' is not an executable file"
+[[ "$ROUNDS" =~ ^[1-9][0-9]{0,2}$ ]] || fail "ROUNDS '$ROUNDS': a whole number from 1 to 999"
+[[ "$LIMIT" =~ ^[1-9][0-9]{0,8}$ ]] || fail "LIMIT '$LIMIT': a whole number of samples from 1"
+(( ${#CPU_LIST[@]} >= 2 )) || fail "CPUS '${CPUS:-}': two CPUs or more"
+for cpu in "${CPU_LIST[@]}"; do
+  [[ "$cpu" =~ ^[0-9]{1,4}$ ]] && taskset -c "$cpu" true 2>/dev/null || fail "CPUS: '$cpu' is not a CPU this process may run on"
+done
+[[ $(printf '%s\n' "${CPU_LIST[@]}" | sort -u | wc -l) == "${#CPU_LIST[@]}" ]] || fail "CPUS '${CPUS:-}': a CPU twice"
+OUT=$(mktemp -d /tmp/copies-ceiling.XXXXXX) || fail "no temp folder"
+echo "runs in $OUT"
 
-run_one() {  # $1 CPU, $2 the JSON file
+run_one() {  # $1 CPU, $2 the JSON file; a failed run ends the script
   taskset -c "$1" "$BIN" train --model "$MODEL" --data "$DATA" --epochs 2 --limit "$LIMIT" --test-limit 64 \
-    --threads 1 --json "$2" >"$2.log" 2>&1 || echo "copies_ceiling.sh: a run failed: $(tail -1 "$2.log")" >&2
+    --threads 1 --json "$2" >"$2.log" 2>&1 && [[ -s "$2" ]] || fail "a run of $MODEL failed: $(tail -1 "$2.log")"
 }
 lone() { run_one "${CPU_LIST[0]}" "$OUT/lone-$1.json"; }
 copies() {
-  local i
-  for i in "${!CPU_LIST[@]}"; do run_one "${CPU_LIST[$i]}" "$OUT/copies-$1-$i.json" & done
-  wait
+  local i pids=()
+  for i in "${!CPU_LIST[@]}"; do
+    run_one "${CPU_LIST[$i]}" "$OUT/copies-$1-$i.json" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || exit 2; done
 }
 
 for ((r = 1; r <= ROUNDS; r++)); do
