@@ -678,6 +678,33 @@ TEST(ThreadPool, AnExceptionInAChunkIsRethrownOnTheCaller) {
   });
 }
 
+// time_regions (train --profile's threads line): off, nothing is counted; on, every call adds its
+// wall time and its chunks' own times, each chunk's a sleep it surely took; the chunks' sum never
+// above the threads times the region's (they all run inside it), inline calls counted alike.
+TEST(ThreadPool, TimedRegionsCountWallAndChunkTimes) {
+  with_watchdog(60, [] {
+    ThreadPool pool(3);
+    const auto nap = [](int64_t b, int64_t e) { std::this_thread::sleep_for(std::chrono::milliseconds(2 * (e - b))); };
+    pool.parallel_for(3, 1, nap);
+    EXPECT_EQ(pool.region_times().region_seconds, 0.0) << "counted while timing was off";
+    EXPECT_EQ(pool.region_times().chunk_seconds, 0.0);
+    pool.time_regions(true);
+    EXPECT_TRUE(pool.timing_regions());
+    pool.parallel_for(3, 1, nap);  // three chunks of 2 ms
+    ThreadPool::RegionTimes t = pool.region_times();
+    EXPECT_GE(t.region_seconds, 0.002);
+    EXPECT_GE(t.chunk_seconds, 0.006);
+    EXPECT_LE(t.chunk_seconds, 3 * t.region_seconds + 1e-6);
+    pool.parallel_for(1, 1, nap);  // inline on the caller: its chunk is the region
+    const ThreadPool::RegionTimes inline_call = pool.region_times();
+    EXPECT_GE(inline_call.region_seconds - t.region_seconds, 0.002);
+    EXPECT_NEAR(inline_call.chunk_seconds - t.chunk_seconds, inline_call.region_seconds - t.region_seconds, 1e-3);
+    pool.time_regions(false);
+    pool.parallel_for(3, 1, nap);
+    EXPECT_EQ(pool.region_times().region_seconds, inline_call.region_seconds) << "counted after timing went off";
+  });
+}
+
 TEST(ThreadPool, CreateAndDestroyRepeatedly) {
   with_watchdog(60, [] {
     for (int i = 0; i < 50; ++i) {

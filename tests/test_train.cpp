@@ -518,6 +518,33 @@ TEST(LayerProfile, TimesEveryPhaseOfEveryLayerAndChangesNoWeight) {
   }
 }
 
+// With 2 threads each phase also gets the pool's regions inside it (ThreadPool::RegionTimes):
+// their wall time within the phase's, their chunks' time within 2 x that, and the batch norms'
+// forward (split over the threads) counts chunk work; the weights as without the profile.
+TEST(LayerProfile, CountsEachPhasesParallelRegions) {
+  TrainOptions plain = small_options(1);
+  TrainOptions timed = plain;
+  LayerProfile profile;
+  timed.profile = &profile;
+  TrainedRun a = train(plain, 2, "", kCnnCfg), b = train(timed, 2, "", kCnnCfg);
+  EXPECT_TRUE(same_weights(*a.model, *b.model));
+  EXPECT_EQ(profile.threads(), 2);
+  const auto& layers = b.model->layers();
+  ASSERT_EQ(profile.entries().size(), layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerProfile::Entry& e = profile.entries()[i];
+    for (int p = 0; p < kLayerPhases; ++p) {
+      const std::string where = layers[i]->name() + " " + layer_phase_name(static_cast<LayerPhase>(p));
+      EXPECT_LE(e.region_seconds[p], e.seconds[p] + 1e-6) << where;
+      EXPECT_LE(e.chunk_seconds[p], 2 * e.region_seconds[p] + 1e-6) << where;
+      EXPECT_GE(e.chunk_seconds[p], 0.0) << where;
+    }
+    if (layers[i]->kind() == "batchnorm") {  // its sums and scaling split over the threads
+      EXPECT_GT(e.chunk_seconds[static_cast<int>(LayerPhase::forward)], 0.0) << layers[i]->name();
+    }
+  }
+}
+
 // A micro-batch that does not divide the batch (64 as 24 + 24 + 16) and the last short step.
 TEST(Train, UnevenMicroBatchesAccumulateEveryRow) {
   TrainOptions whole = small_options(1);

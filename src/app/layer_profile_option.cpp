@@ -55,11 +55,14 @@ nlohmann::json layer_profile_json(const LayerProfileReport& report) {
                         {"gflops", number_or_null(row.gflops[p])},
                         {"peak_share", number_or_null(row.peak_share[p])},
                         {"executed_gflops", number_or_null(row.executed_gflops[p])},
-                        {"executed_peak_share", number_or_null(row.executed_share[p])}};
+                        {"executed_peak_share", number_or_null(row.executed_share[p])},
+                        {"thread_ms_per_step", number_or_null(row.thread_ms_per_step[p])},
+                        {"threads_busy_share", number_or_null(row.threads_busy[p])}};
     }
     layers.push_back(entry);
   }
   return {{"steps", report.steps},
+          {"threads", report.threads},
           {"rows_per_step", report.rows_per_step},
           {"layers_ms_per_step", report.layers_ms},
           {"other_ms_per_step", report.other_ms},

@@ -6,8 +6,11 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <numeric>
 
 #include "base/check.h"
+#include "base/elapsed.h"
 #include "base/float_mode.h"
 #include "base/thread_scratch.h"
 
@@ -41,6 +44,7 @@ ThreadPool::ThreadPool(int threads) {
   chunks_.reserve(static_cast<size_t>(threads));
   slots_ = std::make_unique<Slot[]>(static_cast<size_t>(threads));
   claimed_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(threads));
+  chunk_seconds_ = std::make_unique<double[]>(static_cast<size_t>(threads));
   for (int c = 0; c < threads; ++c) claimed_[static_cast<size_t>(c)].store(1);  // no job yet: taken
   for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -66,6 +70,11 @@ void ThreadPool::wake_children(int index, int parts) {
   }
 }
 
+void ThreadPool::count_region(std::chrono::steady_clock::time_point start, double chunk_seconds) {
+  times_.region_seconds += seconds_since(start);
+  times_.chunk_seconds += chunk_seconds;
+}
+
 bool ThreadPool::claim(int64_t chunk, uint64_t generation) {
   uint64_t waiting = 2 * generation;
   return claimed_[static_cast<size_t>(chunk)].compare_exchange_strong(waiting, waiting + 1, std::memory_order_acq_rel);
@@ -73,17 +82,25 @@ bool ThreadPool::claim(int64_t chunk, uint64_t generation) {
 
 void ThreadPool::run_chunk(int64_t chunk) {
   const auto [begin, end] = chunks_[static_cast<size_t>(chunk)];
-  (*body_)(begin, end);
+  if (!timing_) {
+    (*body_)(begin, end);
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  (*body_)(begin, end);  // one that throws keeps 0 s: the job's error is what counts then
+  chunk_seconds_[static_cast<size_t>(chunk)] = seconds_since(start);
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   if (n <= 0) return;
+  const auto start = timing_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   follow_denormals_on_this_thread();  // the caller runs a chunk too: the same float mode as the workers
   grain = std::max<int64_t>(grain, 1);
   const int64_t grains = (n + grain - 1) / grain;
   const int parts = static_cast<int>(std::min<int64_t>(threads(), grains));
   if (parts <= 1) {
     body(0, n);
+    if (timing_) count_region(start, seconds_since(start));
     return;
   }
   const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
@@ -91,6 +108,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   for (int64_t p = 0; p < parts; ++p) {
     chunks_.emplace_back(std::min(n, grains * p / parts * grain), std::min(n, grains * (p + 1) / parts * grain));
     claimed_[static_cast<size_t>(p)].store(2 * generation, std::memory_order_relaxed);
+    chunk_seconds_[static_cast<size_t>(p)] = 0;
   }
   body_ = &body;
   done_.store(0, std::memory_order_relaxed);
@@ -117,6 +135,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
       std::this_thread::yield();
     }
   }
+  if (timing_) count_region(start, std::accumulate(chunk_seconds_.get(), chunk_seconds_.get() + parts, 0.0));
   {
     std::lock_guard<std::mutex> lock(error_mutex_);
     if (!error) error = worker_error_;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -40,6 +41,18 @@ class ThreadPool {
   // Not reentrant: a chunk must not call parallel_for on the same pool.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
+  // What the threads did while timing is on (train --profile: nn/layer_profile.h reads it around
+  // each layer's phase), summed since the pool began: `region_seconds`, each parallel_for's wall
+  // time from the job's start to its last chunk's end (one run inline too); `chunk_seconds`, its
+  // chunks' own times summed over the threads that ran them. region x threads - chunk: the
+  // threads' time spent waking, waiting for the slowest chunk, or idle beside an inline run.
+  struct RegionTimes {
+    double region_seconds = 0, chunk_seconds = 0;
+  };
+  void time_regions(bool on) { timing_ = on; }
+  bool timing_regions() const { return timing_; }
+  const RegionTimes& region_times() const { return times_; }
+
  private:
   // One worker's sleeping place, on its own cache line.
   struct alignas(64) Slot {
@@ -52,6 +65,7 @@ class ThreadPool {
   void wake_children(int index, int parts);  // index -1: the caller
   bool claim(int64_t chunk, uint64_t generation);
   void run_chunk(int64_t chunk);
+  void count_region(std::chrono::steady_clock::time_point start, double chunk_seconds);
 
   std::vector<std::thread> workers_;
   std::unique_ptr<Slot[]> slots_;
@@ -67,6 +81,11 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
   std::mutex error_mutex_;
   std::exception_ptr worker_error_;  // the first exception a worker's chunk threw (under error_mutex_)
+  // Timing (time_regions): set by the caller between jobs; each chunk's time is written by the
+  // thread that ran it before its done_ count, read by the caller after.
+  bool timing_ = false;
+  std::unique_ptr<double[]> chunk_seconds_;
+  RegionTimes times_;
 };
 
 // Number of logical CPUs (at least 1).

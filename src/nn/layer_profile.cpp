@@ -1,6 +1,8 @@
 // LayerProfile: the clock of train --profile (nn/layer_profile.h).
 #include "nn/layer_profile.h"
 
+#include <algorithm>
+
 #include "base/check.h"
 #include "nn/layer.h"
 
@@ -19,7 +21,7 @@ constexpr PhaseNames kPhaseNames[kLayerPhases] = {
 const char* layer_phase_name(LayerPhase phase) { return kPhaseNames[static_cast<int>(phase)].name; }
 const char* layer_phase_key(LayerPhase phase) { return kPhaseNames[static_cast<int>(phase)].key; }
 
-void LayerProfile::open(size_t layer, LayerPhase phase, int64_t rows, int64_t dx_rows) {
+void LayerProfile::open(size_t layer, LayerPhase phase, int64_t rows, int64_t dx_rows, ThreadPool* pool) {
   RG_CHECK(!open_, "layer profile: layer " << layer << " opened inside layer " << layer_);
   if (entries_.size() <= layer) entries_.resize(layer + 1);
   open_ = true;
@@ -27,6 +29,12 @@ void LayerProfile::open(size_t layer, LayerPhase phase, int64_t rows, int64_t dx
   phase_ = phase;
   rows_ = rows;
   dx_rows_ = dx_rows;
+  pool_ = clock_ == Clock::host ? pool : nullptr;
+  if (pool_ != nullptr) {
+    pool_->time_regions(true);
+    pool_since_ = pool_->region_times();
+    threads_ = std::max(threads_, pool_->threads());
+  }
   since_ = std::chrono::steady_clock::now();
 }
 
@@ -37,6 +45,11 @@ void LayerProfile::stop_clock() {
   const int p = static_cast<int>(phase_);
   entry.seconds[p] += std::chrono::duration<double>(now - since_).count();
   since_ = now;
+  if (pool_ == nullptr) return;
+  const ThreadPool::RegionTimes& times = pool_->region_times();
+  entry.region_seconds[p] += times.region_seconds - pool_since_.region_seconds;
+  entry.chunk_seconds[p] += times.chunk_seconds - pool_since_.chunk_seconds;
+  pool_since_ = times;
 }
 
 void LayerProfile::close() {
@@ -76,7 +89,7 @@ LayerPhase LayerProfile::switch_to(LayerPhase phase) {
 LayerPhaseScope::LayerPhaseScope(const LayerContext& ctx, size_t layer, LayerPhase phase, int64_t rows,
                                  int64_t dx_rows)
     : profile_(ctx.profile) {
-  if (profile_ != nullptr) profile_->open(layer, phase, rows, dx_rows);
+  if (profile_ != nullptr) profile_->open(layer, phase, rows, dx_rows, ctx.pool);
 }
 
 LayerPhaseScope::~LayerPhaseScope() {

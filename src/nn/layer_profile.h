@@ -5,11 +5,17 @@
 // an InputGradScope, the rest of its backward counting as the weight gradient (a layer without
 // parameters: all of it as the input gradient). A layer run inside another (a recurrent layer's
 // convolution) marks its own dx the same way, so the outer layer's split stays true.
+// With a thread pool, each phase also gets what the pool's parallel regions took in it
+// (ThreadPool::RegionTimes: the open phase turns the pool's timing on): their wall time and
+// their chunks' own times summed over the threads, so a phase that scales badly shows whether
+// its threads wait (few busy thread-seconds) or work longer than one thread alone would.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <vector>
+
+#include "base/thread_pool.h"
 
 namespace rg {
 
@@ -32,11 +38,14 @@ class LayerProfile {
   struct Entry {
     double seconds[kLayerPhases] = {};
     int64_t samples[kLayerPhases] = {};  // rows the phase ran on (input gradient: only where dx was computed)
+    // The pool's parallel regions inside the phase (ThreadPool::RegionTimes), host clock only.
+    double region_seconds[kLayerPhases] = {}, chunk_seconds[kLayerPhases] = {};
   };
 
   // Opens `layer`'s `phase` for `rows` samples; `dx_rows`: the rows an input gradient runs on in
-  // this call (0 where the layer's dx is not computed). Phases do not nest across layers.
-  void open(size_t layer, LayerPhase phase, int64_t rows, int64_t dx_rows);
+  // this call (0 where the layer's dx is not computed); `pool`: the threads it runs on (null: the
+  // caller alone). Phases do not nest across layers.
+  void open(size_t layer, LayerPhase phase, int64_t rows, int64_t dx_rows, ThreadPool* pool);
   void close();
   // Inside an open backward: the time from here on counts to `phase`; returns the phase before.
   LayerPhase switch_to(LayerPhase phase);
@@ -48,6 +57,7 @@ class LayerProfile {
   void count_step() { ++steps_; }
   int64_t steps() const { return steps_; }
   double seconds() const;  // every layer's phases together
+  int threads() const { return threads_; }  // the most threads a phase ran on (1 without a pool)
 
   const std::vector<Entry>& entries() const { return entries_; }
 
@@ -62,6 +72,9 @@ class LayerProfile {
   LayerPhase phase_ = LayerPhase::forward;
   int64_t rows_ = 0, dx_rows_ = 0;
   std::chrono::steady_clock::time_point since_;
+  ThreadPool* pool_ = nullptr;         // the open phase's
+  ThreadPool::RegionTimes pool_since_;  // its region times at since_
+  int threads_ = 1;
 };
 
 // The model's scope around one layer's forward or backward call (nothing without a profile).

@@ -13,6 +13,7 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
   report.peak = peak;
   const std::vector<LayerProfile::Entry>& entries = profile.entries();
   report.steps = profile.steps();
+  report.threads = profile.threads();
   if (entries.empty() || report.steps <= 0) return report;
   const double steps = static_cast<double>(report.steps);
   report.rows_per_step = static_cast<double>(entries.front().samples[static_cast<int>(LayerPhase::forward)]) / steps;
@@ -39,6 +40,9 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
       const double executed = host_algorithm ? static_cast<double>(layer.executed_flops_per_sample(p)) : 0.0;
       row.executed_gflops[p] = seconds > 0 && samples > 0 && executed > 0 ? executed * samples / seconds / 1e9 : NAN;
       row.executed_share[p] = peak.gflops > 0 ? row.executed_gflops[p] / peak.gflops : NAN;
+      const double chunks = entry.chunk_seconds[p], thread_seconds = seconds * report.threads;
+      row.thread_ms_per_step[p] = report.threads > 1 && seconds > 0 ? 1e3 * chunks / steps : NAN;
+      row.threads_busy[p] = report.threads > 1 && seconds > 0 ? chunks / thread_seconds : NAN;
     }
     report.rows.push_back(row);
   }
@@ -74,6 +78,17 @@ bool has_executed(const LayerProfileRow& row) {
 std::string padded(const std::string& text, size_t width) {
   return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
 }
+
+// A row's threads line: each phase's chunk work (thread-ms a step) and the threads' busy share.
+std::string threads_line(const LayerProfileRow& row, size_t name_width, size_t kind_width) {
+  std::string out = "  " + padded("", name_width) + " " + padded("threads", kind_width);
+  for (int p = 0; p < kLayerPhases; ++p) {
+    char ms[16] = "";
+    if (std::isfinite(row.thread_ms_per_step[p])) std::snprintf(ms, sizeof ms, "%.3f", row.thread_ms_per_step[p]);
+    out += phase_cells(ms, NAN, row.threads_busy[p]);
+  }
+  return out + "\n";
+}
 }  // namespace
 
 std::string layer_profile_text(const LayerProfileReport& report) {
@@ -85,6 +100,11 @@ std::string layer_profile_text(const LayerProfileReport& report) {
   out += "GFLOP/s of the products the layer stands for (\"executed\": the flops its algorithm did); peak " +
          (report.peak.gflops > 0 ? std::to_string(std::lround(report.peak.gflops)) + " GFLOP/s: " : std::string()) +
          report.peak.basis + "\n";
+  if (report.threads > 1) {
+    out += "  \"threads\": the parallel chunks' work summed over the " + std::to_string(report.threads) +
+           " threads (ms a step; a 1-thread run's ms is the same work unsplit) and its share of the threads' time in "
+           "the phase (the rest: waking, waiting for the slowest chunk, serial code)\n";
+  }
   size_t name_width = 14, kind_width = 10;
   for (const LayerProfileRow& row : report.rows) {
     name_width = std::max(name_width, row.layer.size());
@@ -101,10 +121,12 @@ std::string layer_profile_text(const LayerProfileReport& report) {
     if (!row.fused_into.empty()) out += "  fused into " + row.fused_into + ": its time is that row's";
     for (int p = 0; p < kLayerPhases && row.fused_into.empty(); ++p) out += phase_cells(row, p);
     out += "\n";
-    if (!has_executed(row)) continue;
-    out += "  " + padded("", name_width) + " " + padded("executed", kind_width);
-    for (int p = 0; p < kLayerPhases; ++p) out += phase_cells("", row.executed_gflops[p], row.executed_share[p]);
-    out += "\n";
+    if (has_executed(row)) {
+      out += "  " + padded("", name_width) + " " + padded("executed", kind_width);
+      for (int p = 0; p < kLayerPhases; ++p) out += phase_cells("", row.executed_gflops[p], row.executed_share[p]);
+      out += "\n";
+    }
+    if (report.threads > 1 && row.fused_into.empty()) out += threads_line(row, name_width, kind_width);
   }
   char totals[128];
   std::snprintf(totals, sizeof totals, "  layers %.3f ms a step; the rest (loss, update, batches) %.3f ms\n",

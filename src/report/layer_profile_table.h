@@ -3,7 +3,10 @@
 // GFLOP/s count the products the layer's algorithm stands for (Layer::forward_flops_per_sample,
 // once per phase: a direct convolution's or a GEMM's multiply-adds), whatever the kernel does;
 // where the algorithm does other work (Winograd's products and transforms), a second line counts
-// that ("executed").
+// that ("executed"). With more than one thread, a third line gives each phase's chunk work summed
+// over the threads (ms a step: against a 1-thread run's ms, how much longer the same work took
+// split) and its share of the threads' time in the phase (busy: the rest waking, waiting for the
+// slowest chunk, or idle beside serial code).
 #pragma once
 
 #include <string>
@@ -25,6 +28,10 @@ struct LayerProfileRow {
   double executed_gflops[kLayerPhases] = {};
   double executed_share[kLayerPhases] = {};
   std::string fused_into;  // the layer that ran this one inside its own (Model::fuses_relu_after), or empty
+  // The pool's chunks in the phase (LayerProfile::Entry::chunk_seconds): ms a step summed over the
+  // threads, and their share of threads x the phase's time; NAN without a pool or time.
+  double thread_ms_per_step[kLayerPhases] = {};
+  double threads_busy[kLayerPhases] = {};
 };
 
 struct LayerProfileReport {
@@ -34,6 +41,7 @@ struct LayerProfileReport {
   double layers_ms = 0;        // per step, every layer's phases together
   double other_ms = 0;         // per step: the loss, the update, gathering batches (train time - layers)
   PeakFigure peak;             // of the threads the run used, at the ISA level it ran
+  int threads = 1;             // the most a phase ran on (LayerProfile::threads)
 };
 
 // `train_seconds`: the training time the profile covers (Trainer::train_seconds).

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/elapsed.h"
 #include "nn/finite_check.h"
 #include "nn/layer_profile.h"
 #include "opencl/model/cl_model.h"
@@ -43,10 +44,6 @@ class QuantizedWeights {
  private:
   FakeQuantizer* fq_;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 std::string exact(double v) {
   char text[40];
