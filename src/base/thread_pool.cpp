@@ -17,8 +17,13 @@
 namespace rg {
 
 namespace {
-// About 20-50 microseconds of polling before falling back to the OS.
-constexpr int kSpinIterations = 4000;
+// The caller's polls for its workers before it yields between polls (it never sleeps).
+constexpr int kCallerPolls = 4000;
+// A worker polls for the next job this long before it sleeps on the OS. A training step's serial
+// stretches (a small layer, the loss, the update) last tens to hundreds of microseconds, and
+// waking a sleeping worker cost 10-30 us a region on the Xeon VM (bench/pool_bench.sh, "gap",
+// bench/RESULTS.md 2026-12-02); 4000 polls, the rule before, lasted 20-100 us there.
+constexpr auto kWorkerSpin = std::chrono::microseconds(500);
 
 inline void cpu_relax() {
 #if defined(__i386__) || defined(__x86_64__)
@@ -26,16 +31,22 @@ inline void cpu_relax() {
 #endif
 }
 
-// Polls `ready` for a while; true when it became true while spinning. It yields now and then:
-// a worker woken onto the caller's core (the scheduler may put it there) would otherwise keep
-// the caller off it for the whole spin (~100 us a fork-join at 2 threads on the VM, 1 in 10).
+// Polls `ready` for kWorkerSpin; true when it became true while polling. It yields every 256
+// polls: a worker woken onto the caller's core (the scheduler may put it there) would otherwise
+// keep the caller off it for the whole spin (~100 us a fork-join at 2 threads on the VM, 1 in 10).
 template <class Ready>
 bool spin_until(Ready ready) {
-  for (int i = 0; i < kSpinIterations; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + kWorkerSpin;
+  for (int i = 1;; ++i) {
     if (ready()) return true;
-    if ((i & 255) == 255) std::this_thread::yield(); else cpu_relax();
+    if (i % 256 != 0) {
+      cpu_relax();
+    } else if (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    } else {
+      return ready();
+    }
   }
-  return ready();
 }
 }  // namespace
 
@@ -129,7 +140,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   }
   // The caller has nothing else to do: it polls, then yields, but never sleeps.
   for (int i = 0; done_.load(std::memory_order_acquire) != by_workers; ++i) {
-    if (i < kSpinIterations) {
+    if (i < kCallerPolls) {
       cpu_relax();
     } else {
       std::this_thread::yield();

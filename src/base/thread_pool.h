@@ -6,7 +6,7 @@
 // summation.
 // Every thread that runs a chunk, the caller included, follows the process's float mode
 // (base/float_mode.h) before it: the split never changes how subnormals are treated.
-// Workers spin briefly before sleeping, and the caller polls rather than sleeps: a wake-up
+// Workers poll for 500 us before sleeping, and the caller polls rather than sleeps: a wake-up
 // through the OS costs tens of microseconds on these VMs, as much as a small GEMM. A job
 // wakes only the workers it has chunks for, through a tree (the caller wakes two, each of
 // them two more), so the caller pays for at most two wake-ups.
