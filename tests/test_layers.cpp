@@ -382,6 +382,15 @@ TEST(Model, BatchNormReluFusedGivesTheLayersBits) {
         EXPECT_GT(report.rows[1].ms_per_step[0], 0.0);
         EXPECT_NE(layer_profile_text(report).find("relu1          relu        fused into batchnorm1"), std::string::npos)
             << layer_profile_text(report);
+        // 3 threads: the threads line's shares are shares, where the phase ran.
+        EXPECT_EQ(report.threads, 3);
+        for (int p = 0; p < kLayerPhases; ++p) {
+          for (double share : {report.rows[1].in_regions[p], report.rows[1].threads_busy[p]}) {
+            EXPECT_GE(share, 0.0) << "phase " << p;
+            EXPECT_LE(share, 1.0 + 1e-9) << "phase " << p;
+          }
+        }
+        EXPECT_NE(layer_profile_text(report).find("threads"), std::string::npos) << layer_profile_text(report);
       });
 }
 

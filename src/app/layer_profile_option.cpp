@@ -57,7 +57,8 @@ nlohmann::json layer_profile_json(const LayerProfileReport& report) {
                         {"executed_gflops", number_or_null(row.executed_gflops[p])},
                         {"executed_peak_share", number_or_null(row.executed_share[p])},
                         {"thread_ms_per_step", number_or_null(row.thread_ms_per_step[p])},
-                        {"threads_busy_share", number_or_null(row.threads_busy[p])}};
+                        {"threads_busy_share", number_or_null(row.threads_busy[p])},
+                        {"in_regions_share", number_or_null(row.in_regions[p])}};
     }
     layers.push_back(entry);
   }

@@ -43,6 +43,7 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
       const double chunks = entry.chunk_seconds[p], thread_seconds = seconds * report.threads;
       row.thread_ms_per_step[p] = report.threads > 1 && seconds > 0 ? 1e3 * chunks / steps : NAN;
       row.threads_busy[p] = report.threads > 1 && seconds > 0 ? chunks / thread_seconds : NAN;
+      row.in_regions[p] = report.threads > 1 && seconds > 0 ? entry.region_seconds[p] / seconds : NAN;
     }
     report.rows.push_back(row);
   }
@@ -52,14 +53,25 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
 }
 
 namespace {
-// One phase's three cells: "     1.234    45.6   12%", blanks where a figure is unknown.
-std::string phase_cells(const char* ms, double gflops, double share) {
-  char text[64];
-  char gf[16] = "", percent[16] = "";
-  if (std::isfinite(gflops)) std::snprintf(gf, sizeof gf, "%.1f", gflops);
-  if (std::isfinite(share)) std::snprintf(percent, sizeof percent, "%.0f%%", 100 * share);
-  std::snprintf(text, sizeof text, "  %8s %7s %5s", ms, gf, percent);
+// A share as "73%", or blank where unknown.
+std::string percent(double share) {
+  char text[16] = "";
+  if (std::isfinite(share)) std::snprintf(text, sizeof text, "%.0f%%", 100 * share);
   return text;
+}
+
+// One phase's three cells under "ms GFLOP/s peak": "     1.234    45.6   12%".
+std::string cells(const char* ms, const std::string& middle, const std::string& right) {
+  char text[64];
+  std::snprintf(text, sizeof text, "  %8s %7s %5s", ms, middle.c_str(), right.c_str());
+  return text;
+}
+
+// A phase's time, GFLOP/s and share of the peak, blanks where a figure is unknown.
+std::string phase_cells(const char* ms, double gflops, double share) {
+  char gf[16] = "";
+  if (std::isfinite(gflops)) std::snprintf(gf, sizeof gf, "%.1f", gflops);
+  return cells(ms, gf, percent(share));
 }
 
 std::string phase_cells(const LayerProfileRow& row, int p) {
@@ -79,13 +91,14 @@ std::string padded(const std::string& text, size_t width) {
   return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
 }
 
-// A row's threads line: each phase's chunk work (thread-ms a step) and the threads' busy share.
+// A row's threads line: each phase's chunk work (thread-ms a step), its share of the phase in
+// parallel regions and the threads' busy share, in the ms, GFLOP/s and peak columns.
 std::string threads_line(const LayerProfileRow& row, size_t name_width, size_t kind_width) {
   std::string out = "  " + padded("", name_width) + " " + padded("threads", kind_width);
   for (int p = 0; p < kLayerPhases; ++p) {
     char ms[16] = "";
     if (std::isfinite(row.thread_ms_per_step[p])) std::snprintf(ms, sizeof ms, "%.3f", row.thread_ms_per_step[p]);
-    out += phase_cells(ms, NAN, row.threads_busy[p]);
+    out += cells(ms, percent(row.in_regions[p]), percent(row.threads_busy[p]));
   }
   return out + "\n";
 }
@@ -102,8 +115,9 @@ std::string layer_profile_text(const LayerProfileReport& report) {
          report.peak.basis + "\n";
   if (report.threads > 1) {
     out += "  \"threads\": the parallel chunks' work summed over the " + std::to_string(report.threads) +
-           " threads (ms a step; a 1-thread run's ms is the same work unsplit) and its share of the threads' time in "
-           "the phase (the rest: waking, waiting for the slowest chunk, serial code)\n";
+           " threads (ms a step; a 1-thread run's ms is the same work unsplit), the share of the phase's time inside "
+           "parallel regions (GFLOP/s column; the rest: serial code) and the chunks' share of the threads' time in the "
+           "phase (peak column; the rest: waking, waiting for the slowest chunk, serial code)\n";
   }
   size_t name_width = 14, kind_width = 10;
   for (const LayerProfileRow& row : report.rows) {

@@ -5,8 +5,9 @@
 // where the algorithm does other work (Winograd's products and transforms), a second line counts
 // that ("executed"). With more than one thread, a third line gives each phase's chunk work summed
 // over the threads (ms a step: against a 1-thread run's ms, how much longer the same work took
-// split) and its share of the threads' time in the phase (busy: the rest waking, waiting for the
-// slowest chunk, or idle beside serial code).
+// split), the share of the phase's time inside parallel regions (the rest: serial code) and the
+// chunks' share of the threads' time in the phase (busy: the rest waking, waiting for the slowest
+// chunk, or idle beside serial code).
 #pragma once
 
 #include <string>
@@ -29,9 +30,11 @@ struct LayerProfileRow {
   double executed_share[kLayerPhases] = {};
   std::string fused_into;  // the layer that ran this one inside its own (Model::fuses_relu_after), or empty
   // The pool's chunks in the phase (LayerProfile::Entry::chunk_seconds): ms a step summed over the
-  // threads, and their share of threads x the phase's time; NAN without a pool or time.
+  // threads, and their share of threads x the phase's time; the share of the phase's time inside
+  // parallel regions (the rest: serial code); NAN without a pool or time.
   double thread_ms_per_step[kLayerPhases] = {};
   double threads_busy[kLayerPhases] = {};
+  double in_regions[kLayerPhases] = {};
 };
 
 struct LayerProfileReport {
