@@ -40,10 +40,11 @@ LayerProfileReport summarize_layer_profile(const Model& model, const LayerProfil
       const double executed = host_algorithm ? static_cast<double>(layer.executed_flops_per_sample(p)) : 0.0;
       row.executed_gflops[p] = seconds > 0 && samples > 0 && executed > 0 ? executed * samples / seconds / 1e9 : NAN;
       row.executed_share[p] = peak.gflops > 0 ? row.executed_gflops[p] / peak.gflops : NAN;
-      const double chunks = entry.chunk_seconds[p], thread_seconds = seconds * report.threads;
-      row.thread_ms_per_step[p] = report.threads > 1 && seconds > 0 ? 1e3 * chunks / steps : NAN;
-      row.threads_busy[p] = report.threads > 1 && seconds > 0 ? chunks / thread_seconds : NAN;
-      row.in_regions[p] = report.threads > 1 && seconds > 0 ? entry.region_seconds[p] / seconds : NAN;
+      const bool threaded = report.threads > 1 && seconds > 0;
+      const double chunks = entry.chunk_seconds[p];
+      row.thread_ms_per_step[p] = threaded ? 1e3 * chunks / steps : NAN;
+      row.threads_busy[p] = threaded ? chunks / (seconds * report.threads) : NAN;
+      row.in_regions[p] = threaded ? entry.region_seconds[p] / seconds : NAN;
     }
     report.rows.push_back(row);
   }
@@ -60,24 +61,30 @@ std::string percent(double share) {
   return text;
 }
 
+// Milliseconds as "1.234", or `unknown` where not finite.
+std::string milliseconds(double ms, const char* unknown) {
+  char text[32];
+  if (!std::isfinite(ms)) return unknown;
+  std::snprintf(text, sizeof text, "%.3f", ms);
+  return text;
+}
+
 // One phase's three cells under "ms GFLOP/s peak": "     1.234    45.6   12%".
-std::string cells(const char* ms, const std::string& middle, const std::string& right) {
-  char text[64];
-  std::snprintf(text, sizeof text, "  %8s %7s %5s", ms, middle.c_str(), right.c_str());
+std::string cells(const std::string& ms, const std::string& middle, const std::string& right) {
+  char text[96];
+  std::snprintf(text, sizeof text, "  %8s %7s %5s", ms.c_str(), middle.c_str(), right.c_str());
   return text;
 }
 
 // A phase's time, GFLOP/s and share of the peak, blanks where a figure is unknown.
-std::string phase_cells(const char* ms, double gflops, double share) {
+std::string phase_cells(const std::string& ms, double gflops, double share) {
   char gf[16] = "";
   if (std::isfinite(gflops)) std::snprintf(gf, sizeof gf, "%.1f", gflops);
   return cells(ms, gf, percent(share));
 }
 
 std::string phase_cells(const LayerProfileRow& row, int p) {
-  char ms[16] = "-";
-  if (std::isfinite(row.ms_per_step[p])) std::snprintf(ms, sizeof ms, "%.3f", row.ms_per_step[p]);
-  return phase_cells(ms, row.gflops[p], row.peak_share[p]);
+  return phase_cells(milliseconds(row.ms_per_step[p], "-"), row.gflops[p], row.peak_share[p]);
 }
 
 bool has_executed(const LayerProfileRow& row) {
@@ -95,11 +102,8 @@ std::string padded(const std::string& text, size_t width) {
 // parallel regions and the threads' busy share, in the ms, GFLOP/s and peak columns.
 std::string threads_line(const LayerProfileRow& row, size_t name_width, size_t kind_width) {
   std::string out = "  " + padded("", name_width) + " " + padded("threads", kind_width);
-  for (int p = 0; p < kLayerPhases; ++p) {
-    char ms[16] = "";
-    if (std::isfinite(row.thread_ms_per_step[p])) std::snprintf(ms, sizeof ms, "%.3f", row.thread_ms_per_step[p]);
-    out += cells(ms, percent(row.in_regions[p]), percent(row.threads_busy[p]));
-  }
+  for (int p = 0; p < kLayerPhases; ++p)
+    out += cells(milliseconds(row.thread_ms_per_step[p], ""), percent(row.in_regions[p]), percent(row.threads_busy[p]));
   return out + "\n";
 }
 }  // namespace
