@@ -12,10 +12,19 @@ bench_tool_command() {
 }
 # bench_tool_exec NAME ARGS...: bench/NAME.cpp built into $BUILD_DIR/NAME (BUILD_DIR: a meson
 # build, default build, set up in release where missing) and run with ARGS; with BIN set, that
-# prebuilt tool is run instead (for the GPU machine: built here, carried). From the repository root.
+# prebuilt tool is run instead (for the GPU machine: built here, carried); a BIN that is not an
+# executable file, or a BUILD_DIR that is not a folder, ends it with exit 2. From the repository root.
 bench_tool_exec() {
   local name=$1 dir=${BUILD_DIR:-build}
   shift
+  if [[ -n "${BIN:-}" && ! ( -f "$BIN" && -x "$BIN" ) ]]; then
+    echo "$name: BIN '$BIN' is not an executable file" >&2
+    exit 2
+  fi
+  if [[ -z "${BIN:-}" && -e "$dir" && ! -d "$dir" ]]; then
+    echo "$name: BUILD_DIR '$dir' is not a folder" >&2
+    exit 2
+  fi
   if [[ -z "${BIN:-}" ]]; then
     [[ -f $dir/build.ninja ]] || meson setup "$dir" --buildtype=release >&2
     ninja -C "$dir" "${bench_tool_libs[@]}" >&2

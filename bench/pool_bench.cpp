@@ -7,7 +7,7 @@
 //         its own (a step's serial code: the loss, a bias, the update). Overhead a region = its
 //         wall time less the caller's alone on W and G (interleaved): the wake-ups, the claims,
 //         the wait, and a worker that slept through a long gap.
-//   move  a buffer of S KB in one part a chunk: region A has chunk p add to part p, region B has
+//   move  a buffer of S KB (4 to 262144) in one part a chunk: region A has chunk p add to part p, region B has
 //         chunk p add to part (p + shift) mod parts, shift 0 (each part stays with its core) and
 //         1 (each part goes to another core's cache): region B's time both ways, per MB moved.
 // The thread count is the pool's (--threads, 1 = no pool); pin with taskset.
@@ -15,7 +15,9 @@
 // usage: pool_bench [--threads 4] [--work-us 5] [--gaps-us 0,20,100,500] [--kb 256,1024,4096]
 //                   [--regions 2000] [--reps 5]
 // Built by bench/pool_bench.sh (against the build's static libraries).
+#include <algorithm>
 #include <chrono>
+#include <new>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -54,10 +56,16 @@ Options parse_options(int argc, char** argv) {
       for (const auto& g : split(value())) o.gaps_us.push_back(static_cast<double>(integer(g, "--gaps-us", 0, 1000000)));
     } else if (arg == "--kb") {
       o.kbs.clear();
-      for (const auto& k : split(value())) o.kbs.push_back(integer(k, "--kb", 4, 1 << 20));
+      for (const auto& k : split(value())) o.kbs.push_back(integer(k, "--kb", 4, 1 << 18));
     } else {
       usage_error("unknown option '" + arg + "' (see the file's header)");
     }
+  }
+  if (o.gaps_us.empty() || o.kbs.empty()) usage_error("--gaps-us and --kb need one value or more");
+  // A rep of the gap load runs regions x (work + gap): at most 10 minutes.
+  const double longest_gap = *std::max_element(o.gaps_us.begin(), o.gaps_us.end());
+  if (o.regions * (o.work_us + longest_gap) > 600e6) {
+    usage_error("--regions x (--work-us + the longest --gaps-us) over 10 minutes a rep: fewer regions or shorter gaps");
   }
   return o;
 }
@@ -116,7 +124,12 @@ void gap_load(ThreadPool* pool, int parts, const Options& o, double per_us) {
 void move_load(ThreadPool* pool, int parts, const Options& o) {
   for (int64_t kb : o.kbs) {
     const int64_t part = kb * 1024 / static_cast<int64_t>(sizeof(float)) / parts;
-    std::vector<float> buffer(static_cast<size_t>(part * parts), 1.0f);
+    std::vector<float> buffer;
+    try {
+      buffer.assign(static_cast<size_t>(part * parts), 1.0f);
+    } catch (const std::bad_alloc&) {
+      fail("--kb " + std::to_string(kb) + ": no memory for the buffer");
+    }
     auto add_to = [&](int64_t which) {
       float* p = buffer.data() + which * part;
       for (int64_t i = 0; i < part; ++i) p[i] = p[i] * 0.5f + 1.0f;
