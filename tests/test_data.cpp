@@ -17,6 +17,8 @@
 #include "base/files.h"
 #include "base/fp16.h"
 #include "base/rng.h"
+#include "base/thread_pool.h"
+#include "data/batch_prefetch.h"
 #include "data/chance.h"
 #include "data/dataset.h"
 #include "data/generated_images.h"
@@ -685,6 +687,38 @@ TEST(Gather, CopiesFloatsAndSlicesShareStorage) {
   d.samples.f32()[6] = 100.0f;  // sample 3 of d is sample 0 of the slice
   ASSERT_TRUE(part.gather(&zero, 1, out, labels).ok());
   EXPECT_EQ(out[0], 100.0f);
+}
+
+
+// An in-memory epoch's pieces gathered over pools of 1, 2, 3 and 5 threads (rows split among
+// them) are the serial gather's: batches of 7 in pieces of at most 3 over a shuffled order of
+// 23 rows, u8 samples widened, labels beside them.
+TEST(Gather, PiecesGatheredOverAPoolAreTheSerialOnes) {
+  Dataset d = numbered_dataset(23);
+  d.sample_shape = Shape{3};
+  d.samples = Tensor::zeros(Shape{23, 3}, DType::u8, "bytes").take();
+  for (int64_t i = 0; i < 69; ++i) d.samples.data<uint8_t>()[i] = static_cast<uint8_t>(i * 37 % 256);
+  std::vector<int32_t> order(23);
+  for (int32_t i = 0; i < 23; ++i) order[static_cast<size_t>(i)] = (i * 5 + 3) % 23;
+  auto epoch = [&](ThreadPool* pool) {
+    auto batches = BatchPrefetcher::create(d.sample_shape, 3, false).take();
+    batches->start(d, order.data(), 23, 7, 3);
+    std::vector<float> x;
+    std::vector<int32_t> labels;
+    for (int piece = 0; piece < 10; ++piece) {  // 7 = 3 + 3 + 1 three times, then a batch of 2
+      const BatchPrefetcher::Piece p = batches->next(pool).take();
+      x.insert(x.end(), p.x.f32(), p.x.f32() + p.x.numel());
+      labels.insert(labels.end(), p.labels.data<int32_t>(), p.labels.data<int32_t>() + p.labels.numel());
+    }
+    EXPECT_EQ(labels.size(), 23u);
+    return std::make_pair(x, labels);
+  };
+  const auto serial = epoch(nullptr);
+  EXPECT_EQ(serial.first[0], static_cast<float>(3 * 3 * 37 % 256) / 255.0f);  // row 3's first byte
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(epoch(&pool), serial) << threads << " threads";
+  }
 }
 
 

@@ -53,9 +53,20 @@ void BatchPrefetcher::start(const Dataset& data, const int32_t* order, int64_t n
   error_ = Status();
 }
 
-Status BatchPrefetcher::fill(int64_t piece, int slot) {
+Status BatchPrefetcher::fill(int64_t piece, int slot, ThreadPool* pool) {
   const auto [begin, count] = pieces_[static_cast<size_t>(piece)];
-  return data_->gather(order_ + begin, count, slots_[slot].x.f32(), slots_[slot].labels.data<int32_t>());
+  float* x = slots_[slot].x.f32();
+  int32_t* labels = slots_[slot].labels.data<int32_t>();
+  if (pool == nullptr || !data_->in_memory()) return data_->gather(order_ + begin, count, x, labels);
+  const int64_t row = data_->sample_shape.numel();
+  std::mutex first_error_mutex;
+  Status first_error;
+  pool->parallel_for(count, 1, [&](int64_t r0, int64_t r1) {
+    Status status = data_->gather(order_ + begin + r0, r1 - r0, x + r0 * row, labels + r0);
+    std::lock_guard<std::mutex> lock(first_error_mutex);
+    if (!status.ok() && first_error.ok()) first_error = std::move(status);
+  });
+  return first_error;
 }
 
 void BatchPrefetcher::work() {
@@ -82,7 +93,7 @@ void BatchPrefetcher::work() {
   }
 }
 
-Result<BatchPrefetcher::Piece> BatchPrefetcher::next() {
+Result<BatchPrefetcher::Piece> BatchPrefetcher::next(ThreadPool* pool) {
   const auto pieces = static_cast<int64_t>(pieces_.size());
   RG_CHECK(taken_ < pieces, "BatchPrefetcher: all " << pieces << " pieces were taken");
   const int64_t piece = taken_++;
@@ -96,7 +107,7 @@ Result<BatchPrefetcher::Piece> BatchPrefetcher::next() {
     if (!error_.ok()) return error_;
     slot = static_cast<int>(piece % 2);
   } else {
-    RG_TRY(fill(piece, 0));
+    RG_TRY(fill(piece, 0, pool));
   }
   return Piece{slots_[slot].x.rows(0, count), slots_[slot].labels.rows(0, count)};
 }

@@ -1,6 +1,8 @@
 // The pieces (micro-batches) of an epoch gathered ahead of the trainer: for a dataset whose
 // samples are not in memory (read from disk or generated) a thread of its own fills the next
-// piece while the trainer works on this one; in-memory data is gathered when asked for.
+// piece while the trainer works on this one; in-memory data is gathered when asked for, its
+// rows split over the caller's pool (each thread gathers the samples the layers' per-sample
+// splits then give it: parallel_for's chunks of the batch, base/thread_pool.h).
 // Shapes: a piece is x [count, sample...] f32 and labels [count] i32, count <= rows.
 #pragma once
 
@@ -12,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "data/dataset.h"
 #include "dist/rank_rows.h"
 
@@ -39,12 +42,13 @@ class BatchPrefetcher {
   // start(). Pieces still being filled from an earlier start are waited for.
   void start(const Dataset& data, const int32_t* order, int64_t n, int64_t batch, int64_t rows, int part = 0,
              int parts = 1);
-  // The next piece, valid until the next call; the error says which read failed.
-  Result<Piece> next();
+  // The next piece, valid until the next call; the error says which read failed. `pool` (may be
+  // null) gathers an in-memory piece.
+  Result<Piece> next(ThreadPool* pool = nullptr);
 
  private:
   BatchPrefetcher() = default;
-  Status fill(int64_t piece, int slot);  // gathers piece `piece` into slots_[slot]
+  Status fill(int64_t piece, int slot, ThreadPool* pool = nullptr);  // gathers piece `piece` into slots_[slot]
   void work();                           // the thread: fills pieces as they are allowed
 
   Piece slots_[2];

@@ -1,8 +1,10 @@
 // SGD and Adam updates (elementwise over each parameter).
 #include "nn/optimizer.h"
 
+#include "base/int_math.h"
 #include "cpu/kernel_tables.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <sstream>
@@ -77,21 +79,19 @@ AdamStep adam_step_for(const OptimizerConfig& config, int64_t t, double lr) {
 }
 
 namespace {
-// Values of a parameter updated together: blocks of a large parameter go to the pool's threads.
-// The update is elementwise and the block edges fall on multiples of every vector width, so the
-// split changes nothing (a parameter's last values run the kernel's tail, split or not). One
-// thread updated an mlp's 235K values in a third of its step at 16 threads on the Xeon.
-constexpr int64_t kUpdateBlock = 16384;
+// The update is one parallel region over every parameter: the parameters laid end to end, each
+// from an offset that is a multiple of kUpdateBlock, and split in blocks of kUpdateBlock values
+// (a chunk's edges are multiples of the block, so within a parameter they fall on multiples of
+// every vector width and the split changes nothing; a parameter's last values run the kernel's
+// tail, split or not). One thread updated an mlp's 235K values in a third of its step at 16
+// threads on the Xeon; a region per parameter cost lenet's ten small ones a fork-join each.
+constexpr int64_t kUpdateBlock = 4096;
 
-// update(begin, end) over [0, n) in blocks on `pool` (inline where n is under two blocks); false
-// when any call returned false.
-template <class Update>
-bool update_in_blocks(ThreadPool* pool, int64_t n, const Update& update) {
-  std::atomic<bool> finite{true};
-  parallel_for(n >= 2 * kUpdateBlock ? pool : nullptr, n, kUpdateBlock, [&](int64_t begin, int64_t end) {
-    if (!update(begin, end)) finite.store(false, std::memory_order_relaxed);
-  });
-  return finite.load();
+// Each parameter's offset in the end-to-end layout, and the layout's length last.
+std::vector<int64_t> update_offsets(const std::vector<Param*>& params) {
+  std::vector<int64_t> offsets{0};
+  for (const Param* p : params) offsets.push_back(offsets.back() + round_up(p->value.numel(), kUpdateBlock));
+  return offsets;
 }
 }  // namespace
 
@@ -99,23 +99,33 @@ const Param* Optimizer::step(double lr, ThreadPool* pool) {
   ++steps_;
   const F32VectorKernels& kernels = f32_vector();
   const size_t count = params_.size();
-  const Param* non_finite = nullptr;
   const SgdStep sgd = sgd_step_for(config_, lr);
   const AdamStep adam = config_.kind == OptimizerKind::adam ? adam_step_for(config_, steps_, lr) : AdamStep{};
-  for (size_t i = 0; i < count; ++i) {
+  const std::vector<int64_t> offsets = update_offsets(params_);
+  // Updates values [begin, end) of parameter i; false when its gradient held an Inf or a NaN.
+  const auto update = [&](size_t i, int64_t begin, int64_t end) {
     float* value = params_[i]->value.f32();
     const float* grad = params_[i]->grad.f32();
-    const bool finite = update_in_blocks(pool, params_[i]->value.numel(), [&](int64_t begin, int64_t end) {
-      if (config_.kind == OptimizerKind::sgd) {
-        return kernels.sgd(end - begin, sgd, value + begin, grad + begin,
-                           config_.momentum != 0 ? state_[i].f32() + begin : nullptr);
+    if (config_.kind == OptimizerKind::sgd) {
+      return kernels.sgd(end - begin, sgd, value + begin, grad + begin,
+                         config_.momentum != 0 ? state_[i].f32() + begin : nullptr);
+    }
+    return kernels.adam(end - begin, adam, value + begin, grad + begin, state_[i].f32() + begin,
+                        state_[count + i].f32() + begin);
+  };
+  std::atomic<size_t> first_bad{count};  // the lowest index of a parameter found not finite
+  parallel_for(pool, offsets.back(), kUpdateBlock, [&](int64_t begin, int64_t end) {
+    size_t i = static_cast<size_t>(std::upper_bound(offsets.begin(), offsets.end(), begin) - offsets.begin()) - 1;
+    for (; i < count && offsets[i] < end; ++i) {
+      const int64_t numel = params_[i]->value.numel();
+      const int64_t from = std::max<int64_t>(begin - offsets[i], 0), to = std::min(end - offsets[i], numel);
+      if (from >= to || update(i, from, to)) continue;
+      size_t seen = first_bad.load(std::memory_order_relaxed);
+      while (i < seen && !first_bad.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
       }
-      return kernels.adam(end - begin, adam, value + begin, grad + begin, state_[i].f32() + begin,
-                          state_[count + i].f32() + begin);
-    });
-    if (!finite && non_finite == nullptr) non_finite = params_[i];
-  }
-  return non_finite;
+    }
+  });
+  return first_bad.load() < count ? params_[first_bad.load()] : nullptr;
 }
 
 }  // namespace rg

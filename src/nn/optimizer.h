@@ -40,8 +40,8 @@ class Optimizer {
   // momentum) or Adam's m and s. Known from the model's shapes, before its init().
   static int64_t state_bytes(const OptimizerConfig& config, int64_t parameters);
 
-  // One update of every parameter from its grad, at learning rate lr, large parameters spread
-  // over `pool` (may be null) in blocks of kUpdateBlock values. Returns the first parameter whose
+  // One update of every parameter from its grad, at learning rate lr, all parameters in one
+  // parallel region on `pool` (may be null), in blocks of kUpdateBlock values. Returns the first parameter whose
   // gradient held an Inf or a NaN (checked in the same pass; the update is made all the same, so
   // the caller stops training), or null.
   const Param* step(double lr, ThreadPool* pool = nullptr);

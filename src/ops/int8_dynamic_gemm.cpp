@@ -22,6 +22,10 @@
 
 namespace rg {
 
+// Integer products under this many operations stay on one thread (an int8 operation costs a
+// fraction of an f32 flop's time: twice ops/gemm.h's f32 threshold, as it was for both).
+constexpr int64_t kInt8GemmMinOpsToSplit = int64_t{1} << 21;
+
 namespace {
 
 using fixed_point_runs::EachMult;
@@ -265,7 +269,7 @@ Plan<Q> make_plan(int64_t m, int64_t n, int64_t k, ThreadPool* pool, const Int8G
   RG_CHECK(p.split_tile == nullptr || (split_mr <= mr && kQuantRowBlock % split_mr == 0),
            "dynamic integer GEMM: split tile of " << split_mr << " rows");
   const int64_t flops = 2 * m * n * k * (p.split_b ? 2 : 1);
-  const bool threaded = pool != nullptr && pool->threads() > 1 && flops >= kGemmMinFlopsToSplit;
+  const bool threaded = pool != nullptr && pool->threads() > 1 && flops >= kInt8GemmMinOpsToSplit;
   p.pool = threaded ? pool : nullptr;
   const int64_t threads = threaded ? pool->threads() : 1;
   p.blocks = (m + kQuantRowBlock - 1) / kQuantRowBlock;

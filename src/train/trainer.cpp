@@ -310,7 +310,7 @@ Status restore_training_state(const Checkpoint& checkpoint, const std::string& p
 }
 
 Result<Tensor> Trainer::next_batch(Tensor* x, Tensor* labels) {
-  RG_ASSIGN(const BatchPrefetcher::Piece piece, batches_->next());
+  RG_ASSIGN(const BatchPrefetcher::Piece piece, batches_->next(&pool_));
   *x = piece.x;
   *labels = piece.labels;
   const int64_t count = piece.x.shape()[0];
