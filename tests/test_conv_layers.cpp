@@ -367,6 +367,45 @@ TEST(Conv, ResultsDoNotDependOnThreads) {
   }
 }
 
+// A first layer the planar form runs (lenet's conv1: 28x28x1, 6 filters 5x5, pad 2; no dx) with
+// its relu fused takes a batch of 64 whole, past the 50 samples of its gathered chunks: the same
+// bits on 1 to 4 threads, y and the gradients against the f64 layer (whose chunks stay) within
+// the f32 tolerance (its weight gradient's partials lie in the scratch workspace_elements sizes:
+// the sanitizer build's run checks that they stay inside).
+TEST(Conv, PlanarFirstLayerTakesTheBatchWhole) {
+  const int64_t n = 64;
+  const auto run = [&](DType dtype, ThreadPool* pool) {
+    Conv2D conv(conv_options(6, 5, 1, 2));
+    conv.set_name("conv1");
+    EXPECT_TRUE(conv.configure(Shape{28, 28, 1}).ok());
+    Rng rng(9);
+    EXPECT_TRUE(conv.init(rng, dtype).ok());
+    for (Param* p : conv.params()) fill_random(p->value, rng, -0.5, 0.5);
+    Tensor x = make(Shape{n, 28, 28, 1}, dtype), y = make(Shape{n, 28, 28, 6}, dtype), dy = make(y.shape(), dtype);
+    Rng data(4);
+    fill_random(x, data, -1, 1);
+    fill_random(dy, data, -1, 1);
+    LayerContext ctx;
+    ctx.pool = pool;
+    ctx.training = true;
+    ctx.fused_relu = true;
+    conv.forward(x, y, ctx);
+    conv.backward(x, y, dy, Tensor(), ctx);
+    std::vector<double> all = values(y);
+    for (double v : values(dy)) all.push_back(v);  // the relu's gradient, taken in place
+    for (Param* p : conv.params())
+      for (double v : values(p->grad)) all.push_back(v);
+    return all;
+  };
+  const std::vector<double> alone = run(DType::f32, nullptr), f64 = run(DType::f64, nullptr);
+  ASSERT_EQ(alone.size(), f64.size());
+  for (size_t i = 0; i < alone.size(); ++i) ASSERT_NEAR(alone[i], f64[i], 2e-4 * std::max(1.0, std::fabs(f64[i]))) << i;
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(run(DType::f32, &pool), alone) << threads << " threads";
+  }
+}
+
 // accumulate_grads = false overwrites the param grads on the first chunk; true adds.
 TEST(Conv, BackwardOverwritesOrAccumulates) {
   Conv2D conv(conv_options(3, 3, 1, 1));

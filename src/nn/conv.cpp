@@ -32,19 +32,33 @@ constexpr int64_t kConvChunkElements = int64_t{1} << 20;
 constexpr int64_t kLargePatchMatrix = 8192;
 constexpr int64_t kCol2imLanes = 32;
 
-// The end of a forward over `rows` output pixels of y: the bias, and the relu that follows where
-// the model runs it inside this layer (ctx.fused_relu: ConvLayer::fuses_relu), in one pass.
+// The end of a forward over `samples` samples of `pixels` output pixels each: the bias, and the
+// relu that follows where the model runs it inside this layer (ctx.fused_relu:
+// ConvLayer::fuses_relu), in one pass, by samples (ops/elementwise.h's by_samples) where each
+// thread gets some.
 template <class T>
-void finish_output(const LayerContext& ctx, const ConvOptions& o, const Param& bias, int64_t rows, T* y) {
-  bias_relu(ctx.pool, rows, o.filters, o.bias ? bias.value.data<T>() : nullptr, ctx.fused_relu, y);
+void finish_output(const LayerContext& ctx, const ConvOptions& o, const Param& bias, int64_t samples, int64_t pixels,
+                   T* y) {
+  if (!o.bias && !ctx.fused_relu) return;
+  const T* b = o.bias ? bias.value.data<T>() : nullptr;
+  if (ctx.pool != nullptr && samples < ctx.pool->threads())  // fewer samples than threads: blocks of rows
+    return bias_relu(ctx.pool, samples * pixels, o.filters, b, ctx.fused_relu, y);
+  by_samples(ctx.pool, samples, samples * pixels * o.filters, [&](int64_t s0, int64_t s1) {
+    bias_relu(nullptr, (s1 - s0) * pixels, o.filters, b, ctx.fused_relu, y + s0 * pixels * o.filters);
+  });
 }
 
-// With a relu fused (ctx.fused_relu), dy (n values), the relu's output gradient, becomes this
-// layer's in place: dy where y, the relu's output, is > 0, which is where its input was (the
-// relu's own backward, its bits).
+// With a relu fused (ctx.fused_relu), dy (`samples` of `size` values), the relu's output
+// gradient, becomes this layer's in place: dy where y, the relu's output, is > 0, which is where
+// its input was (the relu's own backward, its bits), by samples where each thread gets some.
 template <class T>
-void take_relu_grad(const LayerContext& ctx, int64_t n, const T* y, T* dy) {
-  if (ctx.fused_relu) unary_grad(ctx.pool, UnaryOp::relu, n, T(0), y, dy, dy);
+void take_relu_grad(const LayerContext& ctx, int64_t samples, int64_t size, const T* y, T* dy) {
+  if (!ctx.fused_relu) return;
+  if (ctx.pool != nullptr && samples < ctx.pool->threads())  // fewer samples than threads: blocks of values
+    return unary_grad(ctx.pool, UnaryOp::relu, samples * size, T(0), y, dy, dy);
+  by_samples(ctx.pool, samples, samples * size, [&](int64_t s0, int64_t s1) {
+    unary_grad(nullptr, UnaryOp::relu, (s1 - s0) * size, T(0), y + s0 * size, dy + s0 * size, dy + s0 * size);
+  });
 }
 
 // A conv section's `algorithm`: auto (unset), gemm or winograd (3x3, stride 1, pad <= 2).
@@ -221,6 +235,16 @@ void weight_grad_pass(const LayerContext& ctx, const WinogradConv* winograd, con
                                   partials);
 }
 
+// Whether a pass over a batch runs the planar form over all its samples at once rather than in
+// chunk_samples' chunks: it gathers no patch matrix and pads each sample itself (no chunk
+// scratch), and Conv2D::weight_grad_partials reserves its weight gradient's partials for the
+// batch. So each thread keeps the samples the passes around it split the same way (a pool's, the
+// relu's, by_samples): lenet's conv1 ran in chunks of 50 and 14.
+template <class T>
+bool planar_whole_batch(const LayerContext& ctx, const WinogradConv* winograd, const ConvGeometry& g, int64_t filters) {
+  return !runs_winograd<T>(ctx, winograd) && runs_planar<T>(ctx, g, filters);
+}
+
 Status expect_image(const Shape& input) {
   if (input.rank() != 3) {
     return Status::error("a convolution takes images (height x width x channels), not " + input.str());
@@ -284,6 +308,12 @@ int64_t ConvLayer::workspace_elements(int64_t n) const {
 int64_t ConvLayer::weight_grad_partials(int64_t n) const {
   // Both products have the patch's taps as rows: Conv2D's dW, ConvTranspose2D's dW^T.
   return gemm_depth_partials(patch_cols(), weight_shape_.numel() / patch_cols(), chunk_samples(n) * patch_rows());
+}
+
+int64_t Conv2D::weight_grad_partials(int64_t n) const {
+  const int64_t gathered = ConvLayer::weight_grad_partials(n);
+  if (!planar_conv_wins(geometry_, options_.filters)) return gathered;
+  return std::max(gathered, planar_weight_grad_partials(geometry_, options_.filters, n));
 }
 
 void ConvLayer::prepare_offsets(int64_t count) {
@@ -428,20 +458,21 @@ void Conv2D::prepare_offsets(int64_t count) {
 void Conv2D::forward(const Tensor& x, const Tensor& y, const LayerContext& ctx) {
   const int64_t n = x.shape()[0], filters = options_.filters;
   const int64_t in_sample = x.numel() / n, out_sample = y.numel() / n;
-  const int64_t per_chunk = chunk_samples(n);
+  const int64_t chunk = chunk_samples(n);
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());
-    prepare_offsets(per_chunk);
+    prepare_offsets(chunk);
     const ConvPass pass = winograd_pass<T>(ctx, winograd(), weight_.value.data<T>(),
-                                           space.data<T>() + per_chunk * scratch_per_sample(), geometry_, offsets_);
+                                           space.data<T>() + chunk * scratch_per_sample(), geometry_, offsets_);
+    const int64_t per_chunk = planar_whole_batch<T>(ctx, winograd(), geometry_, filters) ? n : chunk;
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0);
       const T* images = pass_images(ctx.pool, pass.winograd != nullptr || runs_planar<T>(ctx, geometry_, filters),
                                     geometry_, x.data<T>() + s0 * in_sample, count, space.data<T>());
       T* y_chunk = y.data<T>() + s0 * out_sample;
       conv_pass(ctx, kForwardProduct, filters, pass, count, images, weight_.value.data<T>(), filters, y_chunk);
-      finish_output(ctx, options_, bias_, count * patch_rows(), y_chunk);  // the chunk still in cache
+      finish_output(ctx, options_, bias_, count, patch_rows(), y_chunk);  // the chunk still in cache
     }
   });
 }
@@ -450,14 +481,16 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
   const ConvGeometry& g = geometry_;
   const int64_t n = x.shape()[0], filters = options_.filters, k = patch_cols();
   const int64_t in_sample = x.numel() / n, out_sample = dy.numel() / n;
-  const int64_t per_chunk = chunk_samples(n);
+  const int64_t chunk = chunk_samples(n);
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const Tensor space = scratch(ctx, Shape{workspace_elements(n)}, x.dtype());
     T* padded_x = space.data<T>();
-    T* dx_space = padded_x + (g.pad > 0 ? per_chunk * g.padded_size() : 0);
-    T* flipped = padded_x + per_chunk * scratch_per_sample();
-    prepare_offsets(per_chunk);
+    T* dx_space = padded_x + (g.pad > 0 ? chunk * g.padded_size() : 0);
+    T* flipped = padded_x + chunk * scratch_per_sample();
+    prepare_offsets(chunk);
+    // Without dx (a first layer) only the weight gradient reads the chunks.
+    const int64_t per_chunk = !dx.defined() && planar_whole_batch<T>(ctx, winograd(), g, filters) ? n : chunk;
     const PatchOffsets& at = offsets_;
     T* dw_space = flipped + weight_shape_.numel() + (reserves_winograd_ ? winograd_dx_.weight_elements() : 0);
     ConvPass dx_pass{&dx_geometry_, &dx_offsets_, nullptr, nullptr};
@@ -476,7 +509,7 @@ void Conv2D::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const 
     for (int64_t s0 = 0; s0 < n; s0 += per_chunk) {
       const int64_t count = std::min(per_chunk, n - s0), pixels = count * patch_rows();
       T* g_chunk = dy.data<T>() + s0 * out_sample;
-      take_relu_grad(ctx, count * out_sample, y.data<T>() + s0 * out_sample, g_chunk);  // then read from cache
+      take_relu_grad(ctx, count, out_sample, y.data<T>() + s0 * out_sample, g_chunk);  // then read from cache
       const bool as_they_are = runs_winograd<T>(ctx, winograd()) || runs_planar<T>(ctx, g, filters);
       const T* images = pass_images(ctx.pool, as_they_are, g, x.data<T>() + s0 * in_sample, count, padded_x);
       // dW[k x filters] (+)= patches^T * dy: the transposed patch matrix is gathered too, taps
@@ -562,7 +595,7 @@ void ConvTranspose2D::forward(const Tensor& x, const Tensor& y, const LayerConte
     } else {
       forward_by_patches<T>(x, y, ctx);
     }
-    finish_output(ctx, options_, bias_, n * geometry_.height * geometry_.width, y.data<T>());
+    finish_output(ctx, options_, bias_, n, geometry_.height * geometry_.width, y.data<T>());
   });
 }
 
@@ -605,7 +638,7 @@ void ConvTranspose2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
   const int64_t per_chunk = chunk_samples(n);
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    take_relu_grad(ctx, dy.numel(), y.data<T>(), dy.data<T>());
+    take_relu_grad(ctx, n, dy.numel() / n, y.data<T>(), dy.data<T>());
     if (options_.bias) {
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
       column_sum(ctx.pool, n * g.height * g.width, options_.filters, dy.data<T>(), bias_.grad.data<T>());
@@ -686,7 +719,7 @@ void DepthwiseConv2D::backward(const Tensor& x, const Tensor& y, const Tensor& d
   const int64_t n = x.shape()[0], c = g.channels, taps = g.kernel * g.kernel, out_sample = g.patches() * c;
   dispatch_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    take_relu_grad(ctx, dy.numel(), y.data<T>(), dy.data<T>());
+    take_relu_grad(ctx, n, dy.numel() / n, y.data<T>(), dy.data<T>());
     if (options_.bias) {
       if (!ctx.accumulate_grads) bias_.grad.fill_zero();
       column_sum(ctx.pool, n * g.patches(), c, dy.data<T>(), bias_.grad.data<T>());

@@ -142,6 +142,8 @@ class Conv2D : public ConvLayer {
   int64_t scratch_fixed(int64_t per_chunk) const override;
 
   void prepare_offsets(int64_t count) override;  // and dx_offsets_
+  // The gathered GEMM's, or the planar weight gradient's over a whole batch where larger.
+  int64_t weight_grad_partials(int64_t n) const override;
   // At stride 1: whether the GEMM's direct dx costs less than im2col's route (set_algorithm).
   bool direct_dx_costs_less() const;
   std::string describe_algorithm() const override;

@@ -193,6 +193,16 @@ void f32_conv_planar(ThreadPool* pool, const ConvGeometry& g, int64_t count, con
   });
 }
 
+namespace {
+int64_t planar_weight_grad_blocks(const ConvGeometry& g, int64_t filters, int64_t count) {
+  return std::min(count, gemm_depth_blocks(g.patch_size(), filters, count * g.patches()));
+}
+}  // namespace
+
+int64_t planar_weight_grad_partials(const ConvGeometry& g, int64_t filters, int64_t count) {
+  return (planar_weight_grad_blocks(g, filters, count) - 1) * g.patch_size() * filters;
+}
+
 // Sample blocks by the shape alone (at most the gathered GEMM's depth blocks, whose partials the
 // layer keeps), each block's samples on one thread in order, then the blocks added in order.
 void f32_conv_planar_weight_grad(ThreadPool* pool, const ConvGeometry& g, int64_t count, const float* images,
@@ -201,7 +211,7 @@ void f32_conv_planar_weight_grad(ThreadPool* pool, const ConvGeometry& g, int64_
   const Planes planes = checked_planes(g, "planar weight gradient");
   const F32DotKernel& kernel = f32_gemm_dot_kernel(active_isa());
   const int64_t taps = g.patch_size(), depth = round_up(planes.grid, int64_t{kF32DotLanes}), cells = taps * filters;
-  const int64_t blocks = std::min(count, gemm_depth_blocks(taps, filters, count * g.patches()));
+  const int64_t blocks = planar_weight_grad_blocks(g, filters, count);
   RG_CHECK(blocks == 1 || partials != nullptr, "planar weight gradient: " << blocks << " blocks without partials");
   const int64_t in_size = g.height * g.width * g.channels, out_size = g.patches() * filters;
   const std::vector<int32_t> shifts = tap_shifts(g, planes);

@@ -46,5 +46,7 @@ void f32_conv_planar(ThreadPool* pool, const ConvGeometry& g, int64_t count, con
 // on one thread, then the blocks' sums added in order: no result depends on the thread count.
 void f32_conv_planar_weight_grad(ThreadPool* pool, const ConvGeometry& g, int64_t count, const float* images,
                                  const float* dy, int64_t filters, float keep, float* dw, float* partials);
+// The floats of partials f32_conv_planar_weight_grad takes for `count` samples.
+int64_t planar_weight_grad_partials(const ConvGeometry& g, int64_t filters, int64_t count);
 
 }  // namespace rg

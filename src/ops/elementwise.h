@@ -20,6 +20,15 @@ constexpr int64_t kElementwiseBlock = int64_t{1} << 15;
 // Rows per block of a row-wise op over `cols` columns (at least 1).
 inline int64_t rows_per_block(int64_t cols) { return cols >= kElementwiseBlock ? 1 : kElementwiseBlock / cols; }
 
+// body(s0, s1) over a batch's samples [s0, s1), split as every per-sample pass splits them
+// (parallel_for's chunks of `samples` at grain 1: each thread the samples a convolution or a pool
+// before it wrote, still in its cache) where the batch holds `values` of at least two blocks,
+// else inline. For exact elementwise work (a bias, a relu and its gradient): no bit depends on it.
+template <class Body>
+void by_samples(ThreadPool* pool, int64_t samples, int64_t values, const Body& body) {
+  parallel_for(values >= 2 * kElementwiseBlock ? pool : nullptr, samples, 1, body);
+}
+
 // y[r][c] += bias[c]
 inline void add_bias(ThreadPool* pool, int64_t rows, int64_t cols, const float* bias, float* y) {
   parallel_for(pool, rows, rows_per_block(cols),
