@@ -1030,7 +1030,9 @@ TEST(Optimizer, UpdatesInBlocksDoNotDependOnThreads) {
     for (int step = 0; step < 3; ++step) flagged = opt.step(0.01, pool);
     EXPECT_EQ(flagged, nan_in.empty() ? nullptr : params[nan_in.front()]);
     std::vector<float> values;
-    for (const ParamFixture& f : fixtures) values.insert(values.end(), f.p.value.f32(), f.p.value.f32() + f.p.value.numel());
+    for (const ParamFixture& f : fixtures) {
+      values.insert(values.end(), f.p.value.f32(), f.p.value.f32() + f.p.value.numel());
+    }
     return values;
   };
   for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adam}) {

@@ -48,8 +48,8 @@ class BatchPrefetcher {
 
  private:
   BatchPrefetcher() = default;
-  Status fill(int64_t piece, int slot, ThreadPool* pool = nullptr);  // gathers piece `piece` into slots_[slot]
-  void work();                           // the thread: fills pieces as they are allowed
+  Status fill(int64_t piece, int slot, ThreadPool* pool = nullptr);  // piece `piece` into slots_[slot]
+  void work();  // the thread: fills pieces as they are allowed
 
   Piece slots_[2];
   bool ahead_ = false;

@@ -41,9 +41,9 @@ class Optimizer {
   static int64_t state_bytes(const OptimizerConfig& config, int64_t parameters);
 
   // One update of every parameter from its grad, at learning rate lr, all parameters in one
-  // parallel region on `pool` (may be null), in blocks of kUpdateBlock values. Returns the first parameter whose
-  // gradient held an Inf or a NaN (checked in the same pass; the update is made all the same, so
-  // the caller stops training), or null.
+  // parallel region on `pool` (may be null), in blocks of kUpdateBlock values. Returns the first
+  // parameter whose gradient held an Inf or a NaN (checked in the same pass; the update is made
+  // all the same, so the caller stops training), or null.
   const Param* step(double lr, ThreadPool* pool = nullptr);
 
   int64_t steps() const { return steps_; }
