@@ -54,7 +54,7 @@ void BatchPrefetcher::start(const Dataset& data, const int32_t* order, int64_t n
 }
 
 Status BatchPrefetcher::fill(int64_t piece, int slot, ThreadPool* pool) {
-  const auto [begin, count] = pieces_[static_cast<size_t>(piece)];
+  const int64_t begin = pieces_[static_cast<size_t>(piece)].first, count = pieces_[static_cast<size_t>(piece)].second;
   float* x = slots_[slot].x.f32();
   int32_t* labels = slots_[slot].labels.data<int32_t>();
   if (pool == nullptr || !data_->in_memory()) return data_->gather(order_ + begin, count, x, labels);
