@@ -7,9 +7,10 @@
 //         its own (a step's serial code: the loss, a bias, the update). Overhead a region = its
 //         wall time less the caller's alone on W and G (interleaved): the wake-ups, the claims,
 //         the wait, and a worker that slept through a long gap.
-//   move  a buffer of S KB (4 to 262144) in one part a chunk: region A has chunk p add to part p, region B has
-//         chunk p add to part (p + shift) mod parts, shift 0 (each part stays with its core) and
-//         1 (each part goes to another core's cache): region B's time both ways, per MB moved.
+//   move  a buffer of S KB (4 to 262144) in one part a chunk: region A has chunk p add to part
+//         p, region B has chunk p add to part (p + shift) mod parts, shift 0 (each part stays
+//         with its core) and 1 (each part goes to another core's cache): region B's time both
+//         ways, per MB moved.
 // The thread count is the pool's (--threads, 1 = no pool); pin with taskset.
 //
 // usage: pool_bench [--threads 4] [--work-us 5] [--gaps-us 0,20,100,500] [--kb 256,1024,4096]
@@ -17,9 +18,9 @@
 // Built by bench/pool_bench.sh (against the build's static libraries).
 #include <algorithm>
 #include <chrono>
-#include <new>
 #include <cstdio>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 

@@ -63,8 +63,9 @@ Status BatchPrefetcher::fill(int64_t piece, int slot, ThreadPool* pool) {
   Status first_error;
   pool->parallel_for(count, 1, [&](int64_t r0, int64_t r1) {
     Status status = data_->gather(order_ + begin + r0, r1 - r0, x + r0 * row, labels + r0);
+    if (status.ok()) return;
     std::lock_guard<std::mutex> lock(first_error_mutex);
-    if (!status.ok() && first_error.ok()) first_error = std::move(status);
+    if (first_error.ok()) first_error = std::move(status);
   });
   return first_error;
 }

@@ -32,17 +32,21 @@ constexpr int64_t kConvChunkElements = int64_t{1} << 20;
 constexpr int64_t kLargePatchMatrix = 8192;
 constexpr int64_t kCol2imLanes = 32;
 
+// Whether a pass over a batch of `samples` splits it by samples (ops/elementwise.h's
+// by_samples): where each thread gets some; else in blocks of values, every thread busy.
+bool splits_by_samples(const LayerContext& ctx, int64_t samples) {
+  return ctx.pool == nullptr || samples >= ctx.pool->threads();
+}
+
 // The end of a forward over `samples` samples of `pixels` output pixels each: the bias, and the
 // relu that follows where the model runs it inside this layer (ctx.fused_relu:
-// ConvLayer::fuses_relu), in one pass, by samples (ops/elementwise.h's by_samples) where each
-// thread gets some.
+// ConvLayer::fuses_relu), in one pass (splits_by_samples).
 template <class T>
 void finish_output(const LayerContext& ctx, const ConvOptions& o, const Param& bias, int64_t samples, int64_t pixels,
                    T* y) {
   if (!o.bias && !ctx.fused_relu) return;
   const T* b = o.bias ? bias.value.data<T>() : nullptr;
-  if (ctx.pool != nullptr && samples < ctx.pool->threads())  // fewer samples than threads: blocks of rows
-    return bias_relu(ctx.pool, samples * pixels, o.filters, b, ctx.fused_relu, y);
+  if (!splits_by_samples(ctx, samples)) return bias_relu(ctx.pool, samples * pixels, o.filters, b, ctx.fused_relu, y);
   by_samples(ctx.pool, samples, samples * pixels * o.filters, [&](int64_t s0, int64_t s1) {
     bias_relu(nullptr, (s1 - s0) * pixels, o.filters, b, ctx.fused_relu, y + s0 * pixels * o.filters);
   });
@@ -50,12 +54,11 @@ void finish_output(const LayerContext& ctx, const ConvOptions& o, const Param& b
 
 // With a relu fused (ctx.fused_relu), dy (`samples` of `size` values), the relu's output
 // gradient, becomes this layer's in place: dy where y, the relu's output, is > 0, which is where
-// its input was (the relu's own backward, its bits), by samples where each thread gets some.
+// its input was (the relu's own backward, its bits) (splits_by_samples).
 template <class T>
 void take_relu_grad(const LayerContext& ctx, int64_t samples, int64_t size, const T* y, T* dy) {
   if (!ctx.fused_relu) return;
-  if (ctx.pool != nullptr && samples < ctx.pool->threads())  // fewer samples than threads: blocks of values
-    return unary_grad(ctx.pool, UnaryOp::relu, samples * size, T(0), y, dy, dy);
+  if (!splits_by_samples(ctx, samples)) return unary_grad(ctx.pool, UnaryOp::relu, samples * size, T(0), y, dy, dy);
   by_samples(ctx.pool, samples, samples * size, [&](int64_t s0, int64_t s1) {
     unary_grad(nullptr, UnaryOp::relu, (s1 - s0) * size, T(0), y + s0 * size, dy + s0 * size, dy + s0 * size);
   });
