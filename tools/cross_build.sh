@@ -10,9 +10,14 @@ source tools/ccache_env.sh
 triplet=${1:-}
 tests=true
 [ "${2:-}" = "--no-tests" ] && tests=false
+# The i686 .exe runs under a 32-bit Wine, which a kernel without 32-bit programs cannot start: there
+# it is only compiled and linked (tools/cross/built_not_run.ini), and that Wine is not fetched.
+runs_32bit=yes
 case "$triplet" in
   i686-linux-gnu|x86_64-w64-mingw32) bash tools/setup_cross.sh "$triplet" ;;
-  i686-w64-mingw32) bash tools/setup_cross.sh --wine32 "$triplet" ;;
+  i686-w64-mingw32)
+    bash tools/cross/kernel_runs_32bit.sh || runs_32bit=no
+    if [ $runs_32bit = yes ]; then bash tools/setup_cross.sh --wine32 "$triplet"; else bash tools/setup_cross.sh "$triplet"; fi ;;
   *) echo "usage: bash tools/cross_build.sh i686-linux-gnu|i686-w64-mingw32|x86_64-w64-mingw32 [--no-tests]" >&2; exit 2 ;;
 esac
 deps=$PWD/build-cross/deps/$triplet
@@ -24,6 +29,7 @@ paths=$(printf "[constants]\ndeps = '%s'\ntools = '%s'\n" "$deps" "$PWD/tools/cr
 cross_files=(--cross-file "$deps/paths.ini")
 case "$triplet" in *-mingw32) cross_files+=(--cross-file tools/cross/windows.ini) ;; esac
 cross_files+=(--cross-file "tools/cross/$triplet.ini")
+[ $runs_32bit = yes ] || cross_files+=(--cross-file tools/cross/built_not_run.ini)
 # The 32-bit builds leave out the test programs whose every case needs an OpenCL device: no
 # 32-bit OpenCL driver runs under qemu-i386 or the 32-bit Wine here, and they would only skip.
 options=(--buildtype=release -Dtests=$tests -Dmpi=disabled)

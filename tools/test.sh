@@ -32,7 +32,8 @@
 #   6. tools/cross_test.sh: the i686 Linux build's suite run directly at the Core 2's and the
 #      Athlon 64's kernel levels, its leak check, its CPU detection and a few kernel programs
 #      under qemu-i386 as both CPUs, the x86_64 .exe's suite under wine64, the i686 .exe's under 32-bit Wine
-#      (build-cross/TRIPLET/test-results-LABEL/ with their Meson logs).
+#      (build-cross/TRIPLET/test-results-LABEL/ with their Meson logs); on a kernel that runs no
+#      32-bit program, more of the i686 suite under qemu and SKIP lines for what cannot run there.
 # A test program that dies without a report counts as 1 failed. docs/testing.md gives the
 # time of each part on 2 cores and how to run each alone.
 set -uo pipefail
