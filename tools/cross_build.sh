@@ -16,7 +16,9 @@ runs_32bit=yes
 case "$triplet" in
   i686-linux-gnu|x86_64-w64-mingw32) bash tools/setup_cross.sh "$triplet" ;;
   i686-w64-mingw32)
-    bash tools/cross/kernel_runs_32bit.sh || runs_32bit=no
+    probe=0
+    bash tools/cross/kernel_runs_32bit.sh || probe=$?
+    [ $probe -ne 1 ] || runs_32bit=no
     if [ $runs_32bit = yes ]; then bash tools/setup_cross.sh --wine32 "$triplet"; else bash tools/setup_cross.sh "$triplet"; fi ;;
   *) echo "usage: bash tools/cross_build.sh i686-linux-gnu|i686-w64-mingw32|x86_64-w64-mingw32 [--no-tests]" >&2; exit 2 ;;
 esac

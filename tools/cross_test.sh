@@ -54,7 +54,9 @@ wine_filter=GTEST_FILTER=-Acceptance.*
 # i686 .exe is compiled and linked but not run, and what could not run is a SKIP line in
 # build-cross/cross-no-32bit.txt that says so (with the .exe's build as a PASS or FAIL line).
 runs_32bit=yes
-case " ${triplets[*]} " in *" i686-"*) bash tools/cross/kernel_runs_32bit.sh || runs_32bit=no ;; esac
+probe=0
+case " ${triplets[*]} " in *" i686-"*) bash tools/cross/kernel_runs_32bit.sh || probe=$? ;; esac
+[ $probe -ne 1 ] || runs_32bit=no
 # Under qemu as a Core 2 the direct run's programs that take under 2 minutes each there (seconds
 # in Meson's run on 2026-12-02, two at a time on this VM): base 4, cfg 1, data 3, memory_plan 22,
 # image_data 20, layers 19, rcl 17, study 22, train 116, the report programs and gan (slow cases
