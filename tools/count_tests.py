@@ -100,6 +100,7 @@ def count_checks(path, tally):
             tally.passed += 1
         elif word == "SKIP":
             tally.skipped += 1
+            print(f"SKIPPED {rest}")  # a check's reason is in no report: said here
         else:  # FAIL, or a line this script does not understand
             tally.fail(rest if word == "FAIL" else f"{path}: unreadable line {line!r}")
 

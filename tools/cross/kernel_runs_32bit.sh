@@ -26,7 +26,7 @@ program_header='\x01\x00\x00\x00\x00\x00\x00\x00\x00\x80\x04\x08\x00\x80\x04\x08
 program_header+='\x5d\x00\x00\x00\x5d\x00\x00\x00\x05\x00\x00\x00\x00\x10\x00\x00'  # 93 bytes, read+execute
 code='\xb8\x01\x00\x00\x00\x31\xdb\xcd\x80'
 printf "$elf_header$program_header$code" > "$probe" && chmod +x "$probe" || cannot_tell "cannot write the probe $probe"
-said=$("$probe" 2>&1) && exit 0
+said=$(export LC_ALL=C; "$probe" 2>&1) && exit 0  # LC_ALL=C: bash's message below in English
 case "$said" in
   *"Exec format error"*) exit 1 ;;
   *) cannot_tell "the probe $probe did not run: ${said:-no message}" ;;
