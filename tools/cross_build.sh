@@ -19,7 +19,9 @@ case "$triplet" in
     probe=0
     bash tools/cross/kernel_runs_32bit.sh || probe=$?
     [ $probe -ne 1 ] || runs_32bit=no
-    if [ $runs_32bit = yes ]; then bash tools/setup_cross.sh --wine32 "$triplet"; else bash tools/setup_cross.sh "$triplet"; fi ;;
+    wine32=(--wine32)
+    [ $runs_32bit = yes ] || wine32=()
+    bash tools/setup_cross.sh "${wine32[@]}" "$triplet" ;;
   *) echo "usage: bash tools/cross_build.sh i686-linux-gnu|i686-w64-mingw32|x86_64-w64-mingw32 [--no-tests]" >&2; exit 2 ;;
 esac
 deps=$PWD/build-cross/deps/$triplet

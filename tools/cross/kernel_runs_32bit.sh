@@ -12,9 +12,14 @@
 #        default build-cross: /tmp may be mounted noexec)
 #   env RG_KERNEL_RUNS_32BIT=no: answer no without asking (to try that path on a kernel that has them)
 set -uo pipefail
-[ "${RG_KERNEL_RUNS_32BIT:-}" != no ] || exit 1
-folder=${1:-build-cross}
 cannot_tell() { echo "kernel_runs_32bit.sh: $*" >&2; exit 2; }
+case "${RG_KERNEL_RUNS_32BIT:-}" in
+  "") ;;
+  no) exit 1 ;;
+  *) cannot_tell "RG_KERNEL_RUNS_32BIT='$RG_KERNEL_RUNS_32BIT': only 'no' (or unset) is understood" ;;
+esac
+[ $# -le 1 ] || cannot_tell "one FOLDER at most (got $#)"
+folder=${1:-build-cross}
 mkdir -p "$folder" || cannot_tell "cannot make the folder $folder"
 probe=$(mktemp "$folder/kernel-runs-32bit.XXXXXX") || cannot_tell "cannot write a probe in $folder"
 trap 'rm -f "$probe"' EXIT
